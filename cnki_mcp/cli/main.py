@@ -1,0 +1,57 @@
+"""The `cnki-mcp` command: parses arguments and dispatches to one module per command.
+
+Each command module exposes `add_arguments(parser)` and `run(args) -> int`. Imports are lazy,
+so `cnki-mcp --help` and `cnki-mcp version` never load Playwright or the MCP SDK."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from cnki_mcp import __version__
+from cnki_mcp.errors import CnkiError
+
+# name -> (module, help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "sim": ("cnki_mcp.cli.sim_cmd", "启动本地知网模拟站 / start the offline CNKI simulator"),
+    "parse": ("cnki_mcp.cli.parse_cmd", "解析保存的知网页面并输出 JSON / parse a saved CNKI page to JSON"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cnki-mcp",
+        description="cnki-mcp: 通过 AI 助手使用中国知网 / an MCP server for CNKI",
+    )
+    parser.add_argument("--version", action="version", version=f"cnki-mcp {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser("version", help="打印版本 / print the version")
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        importlib.import_module(module).add_arguments(p)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command in (None, "version"):
+        if args.command is None:
+            parser.print_help()
+            return 0
+        print(f"cnki-mcp {__version__}")
+        return 0
+    module = importlib.import_module(COMMANDS[args.command][0])
+    try:
+        return int(module.run(args) or 0)
+    except CnkiError as exc:
+        print(f"错误 {exc.code}: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

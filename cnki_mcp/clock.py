@@ -1,0 +1,101 @@
+"""Time as a dependency: the Clock protocol, the system clock and a fake clock for tests."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from datetime import UTC, datetime
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """Wall-clock time (UTC), for timestamps that are stored or shown."""
+        ...
+
+    def monotonic(self) -> float:
+        """Seconds on a monotonic scale, for spacing and timeouts."""
+        ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+
+
+class FakeClock:
+    """A clock that only moves when told to (`advance`) or when every sleeper is waiting
+    and `auto_advance` is on: then it jumps to the earliest wake-up time.
+
+    Sleepers are woken in order of their deadline; `advance` yields to the loop after each
+    wake-up so woken tasks run before later ones are released."""
+
+    def __init__(self, start: float = 1_000.0, wall: datetime | None = None) -> None:
+        self._t = start
+        self._wall0 = wall or datetime(2026, 1, 1, tzinfo=UTC)
+        self._start = start
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+
+    def now(self) -> datetime:
+        from datetime import timedelta
+
+        return self._wall0 + timedelta(seconds=self._t - self._start)
+
+    def monotonic(self) -> float:
+        return self._t
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self._t + seconds, next(self._seq), fut))
+        try:
+            await fut
+        finally:
+            if not fut.done():
+                fut.cancel()
+
+    @property
+    def pending(self) -> int:
+        return sum(1 for _, _, f in self._sleepers if not f.done())
+
+    async def advance(self, seconds: float) -> None:
+        """Move time forward by `seconds`, waking every sleeper whose deadline passes."""
+        target = self._t + seconds
+        while self._sleepers and self._sleepers[0][0] <= target:
+            deadline, _, fut = heapq.heappop(self._sleepers)
+            if fut.done():
+                continue
+            self._t = max(self._t, deadline)
+            fut.set_result(None)
+            for _ in range(5):
+                await asyncio.sleep(0)
+        self._t = target
+        for _ in range(5):
+            await asyncio.sleep(0)
+
+    async def run_until_idle(self, limit: float = 3600.0) -> None:
+        """Advance to each next deadline until no sleeper is left (or `limit` seconds pass)."""
+        end = self._t + limit
+        while True:
+            for _ in range(5):
+                await asyncio.sleep(0)
+            live = [(d, s, f) for d, s, f in self._sleepers if not f.done()]
+            if not live:
+                return
+            nxt = min(d for d, _, _ in live)
+            if nxt > end:
+                return
+            await self.advance(nxt - self._t)

@@ -1,0 +1,146 @@
+"""Settings: one frozen object built from the environment by `load_settings`, the only
+reader of `os.environ` in the package. Everything else receives Settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from cnki_mcp.errors import ConfigInvalid
+
+# Chromium calls Google's services unless told not to; on a closed network that only
+# produces refused connections and slow starts.
+QUIET_BROWSER_FLAGS: tuple[str, ...] = (
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-default-browser-check",
+    "--disable-features=Translate,MediaRouter,OptimizationHints",
+)
+
+REAL_HOSTS: dict[str, str] = {
+    "kns": "https://kns.cnki.net",
+    "navi": "https://navi.cnki.net",
+    "bar": "https://bar.cnki.net",
+    "login": "https://login.cnki.net",
+    "www": "https://www.cnki.net",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    data_dir: Path
+    browser_path: str | None = None
+    headless: bool | None = None  # None: headed when a display exists
+    request_interval_ms: int = 500
+    max_inflight: int = 6
+    workers: int = 8
+    inline_wait_seconds: float = 40.0
+    site_origin: str | None = None  # CNKI_SITE_ORIGIN: every CNKI URL on one origin (simulator)
+    extra_browser_args: tuple[str, ...] = ()
+    host_resolver_rules: str | None = None  # hosts mode: map *.cnki.net to the simulator
+    ignore_certificate_errors: bool = False
+    mcp_token: str | None = None
+    display: str | None = None
+    log_level: str = "INFO"
+    human_timeout_seconds: float = 20 * 60
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def browser_args(self) -> tuple[str, ...]:
+        args = list(QUIET_BROWSER_FLAGS)
+        if self.host_resolver_rules:
+            args.append(f"--host-resolver-rules={self.host_resolver_rules}")
+        if self.ignore_certificate_errors:
+            args.append("--ignore-certificate-errors")
+        args.extend(self.extra_browser_args)
+        return tuple(args)
+
+    def origin(self, host: str) -> str:
+        """Origin serving CNKI host `host` (kns, navi, bar, login, www)."""
+        if self.site_origin:
+            return self.site_origin
+        return REAL_HOSTS[host]
+
+    def with_(self, **changes: object) -> Settings:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _int(env: Mapping[str, str], name: str, default: int, lo: int, hi: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ConfigInvalid(f"{name} 必须是整数", name=name, value=raw) from exc
+    if not lo <= value <= hi:
+        raise ConfigInvalid(f"{name} 必须在 {lo}..{hi} 之间", name=name, value=value)
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float, lo: float, hi: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ConfigInvalid(f"{name} 必须是数字", name=name, value=raw) from exc
+    if not lo <= value <= hi:
+        raise ConfigInvalid(f"{name} 必须在 {lo}..{hi} 之间", name=name, value=value)
+    return value
+
+
+def _bool(env: Mapping[str, str], name: str) -> bool | None:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    low = raw.strip().lower()
+    if low in {"1", "true", "yes", "on"}:
+        return True
+    if low in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigInvalid(f"{name} 必须是 1 或 0", name=name, value=raw)
+
+
+def _origin(raw: str | None) -> str | None:
+    if not raw:
+        return None
+    parts = urlsplit(raw.strip())
+    if parts.scheme not in {"http", "https"} or not parts.hostname or parts.username or parts.password:
+        raise ConfigInvalid("CNKI_SITE_ORIGIN 必须是 http(s)://host[:port]", value=raw)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def default_data_dir() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("cnki_mcp", appauthor=False))
+
+
+def load_settings(environ: Mapping[str, str]) -> Settings:
+    """Build Settings from an environment mapping (pass `os.environ` at the edge)."""
+    data_dir = Path(environ["CNKI_DATA_DIR"]).expanduser() if environ.get("CNKI_DATA_DIR") else default_data_dir()
+    extra_args = tuple(a for a in (environ.get("CNKI_BROWSER_ARGS") or "").split() if a)
+    return Settings(
+        data_dir=data_dir.resolve(),
+        browser_path=environ.get("CNKI_BROWSER_PATH") or None,
+        headless=_bool(environ, "CNKI_HEADLESS"),
+        request_interval_ms=_int(environ, "CNKI_REQUEST_INTERVAL_MS", 500, 0, 60_000),
+        max_inflight=_int(environ, "CNKI_MAX_INFLIGHT", 6, 1, 64),
+        workers=_int(environ, "CNKI_WORKERS", 8, 1, 64),
+        inline_wait_seconds=_float(environ, "CNKI_INLINE_WAIT_SECONDS", 40.0, 0.0, 55.0),
+        site_origin=_origin(environ.get("CNKI_SITE_ORIGIN")),
+        extra_browser_args=extra_args,
+        host_resolver_rules=environ.get("CNKI_HOST_RESOLVER_RULES") or None,
+        ignore_certificate_errors=bool(_bool(environ, "CNKI_IGNORE_CERT_ERRORS")),
+        mcp_token=environ.get("CNKI_MCP_TOKEN") or None,
+        display=environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY") or None,
+        log_level=(environ.get("CNKI_LOG_LEVEL") or "INFO").upper(),
+        human_timeout_seconds=_float(environ, "CNKI_HUMAN_TIMEOUT_SECONDS", 1200.0, 1.0, 86_400.0),
+    )

@@ -1,0 +1,46 @@
+"""What page renderers need from the server: URL builders and the visitor's state.
+
+The server owns tokens (detail `v` tokens expire) and host layout (one origin, or the real
+host names in hosts mode); renderers only ask for links through this protocol."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+
+class Links(Protocol):
+    def detail(self, record_id: str) -> str:
+        """Absolute kcms2 abstract URL with a fresh `v` token."""
+        ...
+
+    def journal(self, journal_name: str) -> str:
+        """Absolute navi journal page URL (`/knavi/detail?p=...`)."""
+        ...
+
+    def author(self, name: str) -> str: ...
+
+    def reader(self, record_id: str) -> str:
+        """Where the detail page's HTML阅读 entry points (bar htmlread entry or kns reader)."""
+        ...
+
+    def download(self, record_id: str, fmt: Literal["pdf", "caj"]) -> str: ...
+
+    def login(self, return_url: str) -> str: ...
+
+    def verify(self, return_url: str) -> str: ...
+
+    def kns(self, path: str) -> str:
+        """Absolute URL of `path` on the kns host."""
+        ...
+
+    def www(self, path: str) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Visitor:
+    """Who the browser is, as the header shows it."""
+
+    personal_name: str | None = None  # logged-in personal account
+    institution: str | None = None  # institution (IP or CARSI) identity
+    verified: bool = False  # solved the verification recently

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Shared install step for test.sh and demo.sh: a project-local .venv with the package and its
+# test extras, and a Chromium for Playwright to drive (the system's; never `playwright install`).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+  for cand in python3.13 python3.12 python3.11 python3; do
+    if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
+      PY="$cand"; break
+    fi
+  done
+fi
+[ -n "$PY" ] || { echo "需要 Python >= 3.11 / Python >= 3.11 is required" >&2; exit 1; }
+
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.cnki-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e '.[test]'
+  touch "$stamp"
+fi
+
+find_browser() {
+  for b in "${CNKI_BROWSER_PATH:-}" /usr/bin/chromium /usr/bin/chromium-browser /usr/bin/google-chrome \
+           /usr/bin/google-chrome-stable /usr/bin/microsoft-edge \
+           "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome" \
+           "/Applications/Chromium.app/Contents/MacOS/Chromium" \
+           "/Applications/Microsoft Edge.app/Contents/MacOS/Microsoft Edge"; do
+    if [ -n "$b" ] && [ -x "$b" ]; then echo "$b"; return 0; fi
+  done
+  return 1
+}
+
+if ! find_browser >/dev/null; then
+  if command -v apt-get >/dev/null 2>&1; then
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    echo "安装 Chromium / installing Chromium (apt-get)..." >&2
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  elif command -v brew >/dev/null 2>&1; then
+    brew install --cask chromium
+  else
+    echo "未找到 Chrome/Chromium，请安装后设置 CNKI_BROWSER_PATH / no Chrome/Chromium found" >&2
+    exit 1
+  fi
+fi
+# Xvfb lets the tests of the "show the page to the person" path open a headed window.
+if ! command -v Xvfb >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq xvfb >/dev/null 2>&1 || true
+fi
+CNKI_BROWSER_PATH="$(find_browser)"
+export CNKI_BROWSER_PATH

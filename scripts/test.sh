@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs everything into .venv (and a Chromium if none is found), then runs the whole suite.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=scripts/_setup.sh
+source "$ROOT/scripts/_setup.sh"
+cd "$ROOT"
+.venv/bin/ruff check --quiet cnki_mcp tests scripts
+exec .venv/bin/python -m pytest -q "$@"
