@@ -1,0 +1,162 @@
+"""Shared HTML helpers for the parsers: parsing, hidden-element removal, text, counts, names.
+
+Pure functions over strings and selectolax nodes; no I/O."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urljoin, urlsplit
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from cnki_mcp.errors import ResponseTooLarge
+
+MAX_HTML_BYTES = 8 * 1024 * 1024
+
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
+_WS = re.compile(r"\s+")
+_YEAR = re.compile(r"(?<!\d)(1[89]\d\d|20\d\d|21\d\d)(?!\d)")
+_COUNT = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(万)?")
+# Role suffixes CNKI appends to names: 林倩(文), 胡馨元（编）. They break identity matching.
+_ROLE = re.compile(
+    r"\s*[(（]\s*(?:文|著|编|译|主编|编著|编译|撰|撰文|执笔|整理|口述|摄|图|供稿)\s*[)）]\s*$"
+)
+_SPLIT_LIST = re.compile(r"[;；,，]+")
+
+
+def parse_html(html: str, *, strip_hidden: bool = True) -> LexborHTMLParser:
+    """Parse `html`; by default drop script/style/noscript and hidden elements first."""
+    if len(html) > MAX_HTML_BYTES and len(html.encode("utf-8", "ignore")) > MAX_HTML_BYTES:
+        raise ResponseTooLarge()
+    tree = LexborHTMLParser(html)
+    if strip_hidden:
+        remove_hidden(tree)
+    return tree
+
+
+def remove_hidden(tree: LexborHTMLParser) -> None:
+    """Remove what a person cannot see: scripts, styles, `[hidden]`, aria-hidden, inline-hidden."""
+    for sel in ("script", "style", "noscript", "template"):
+        for node in tree.css(sel):
+            node.decompose()
+    for node in tree.css("[hidden], [aria-hidden=true]"):
+        node.decompose()
+    for node in tree.css("[style]"):
+        style = node.attributes.get("style") or ""
+        if _HIDDEN_STYLE.search(style):
+            node.decompose()
+
+
+def collapse(text: str | None) -> str:
+    """Collapse whitespace runs (including NBSP and full-width space) to one space, trim."""
+    if not text:
+        return ""
+    return _WS.sub(" ", text.replace("\u00a0", " ").replace("\u3000", " ")).strip()
+
+
+def text_of(node: LexborNode | None, *, deep: bool = True, sep: str = "") -> str:
+    if node is None:
+        return ""
+    return collapse(node.text(deep=deep, separator=sep))
+
+
+def own_text(node: LexborNode) -> str:
+    """The node's own text, children's text excluded."""
+    return collapse(node.text(deep=False))
+
+
+def first(tree: LexborHTMLParser | LexborNode, *selectors: str) -> LexborNode | None:
+    for sel in selectors:
+        node = tree.css_first(sel)
+        if node is not None:
+            return node
+    return None
+
+
+def attr(node: LexborNode | None, name: str) -> str | None:
+    if node is None:
+        return None
+    value = node.attributes.get(name)
+    if value is None:
+        return None
+    value = value.strip()
+    return value or None
+
+
+def parse_count(text: str | None) -> int | None:
+    """CNKI counts: `1,557`, `37`, `1.2万` (x10000). Empty or no digits -> None."""
+    if not text:
+        return None
+    m = _COUNT.search(text)
+    if not m:
+        return None
+    value = float(m.group(1).replace(",", ""))
+    if m.group(2):
+        value *= 10_000
+    return round(value)
+
+
+def find_year(text: str | None) -> int | None:
+    if not text:
+        return None
+    m = _YEAR.search(text)
+    return int(m.group(1)) if m else None
+
+
+def strip_role(name: str) -> str:
+    """`林倩(文)` -> `林倩`; also drops trailing separators and digits left by `<sup>` marks."""
+    name = collapse(name).strip(" ;；,，")
+    return _ROLE.sub("", name).strip()
+
+
+def split_list(text: str | None) -> list[str]:
+    """Split a `;`/`；`/`,`/`，` separated list, trimming and dropping empties and duplicates."""
+    if not text:
+        return []
+    out: list[str] = []
+    for part in _SPLIT_LIST.split(text):
+        part = collapse(part)
+        if part and part not in out:
+            out.append(part)
+    return out
+
+
+def strip_label(text: str, *labels: str) -> str:
+    """Drop a leading `label：`/`label:` (full-width or ASCII colon)."""
+    text = collapse(text)
+    for label in labels:
+        for colon in ("：", ":"):
+            prefix = f"{label}{colon}"
+            if text.startswith(prefix):
+                return text[len(prefix) :].strip()
+    return text
+
+
+def resolve(base_url: str | None, href: str | None) -> str | None:
+    """Resolve `href` against `base_url`; javascript: and fragment-only links give None."""
+    if not href:
+        return None
+    href = href.strip()
+    if not href or href.lower().startswith(("javascript:", "#", "mailto:")):
+        return None
+    if base_url:
+        return urljoin(base_url, href)
+    return href
+
+
+def query_param(url: str | None, *names: str) -> str | None:
+    """First non-empty query parameter among `names` (case-insensitive keys)."""
+    if not url:
+        return None
+    params = {k.lower(): v for k, v in parse_qs(urlsplit(url).query).items()}
+    for name in names:
+        values = params.get(name.lower())
+        if values and values[0].strip():
+            return values[0].strip()
+    return None
+
+
+def body_text(tree: LexborHTMLParser, limit: int | None = None) -> str:
+    body = tree.body or tree.root
+    text = text_of(body, sep=" ")
+    return text[:limit] if limit else text
