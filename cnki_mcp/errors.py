@@ -111,6 +111,9 @@ class IdentityAmbiguous(CnkiError):
 class SiteError(CnkiError):
     """A CNKI response that is not the page we asked for."""
 
+    code = "SITE_ERROR"
+    default_message = "知网返回了意外的页面"
+
 
 class RateLimited(SiteError):
     code = "RATE_LIMITED"
