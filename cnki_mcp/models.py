@@ -221,6 +221,7 @@ class GateKind(StrEnum):
     RATE_LIMITED = "rate_limited"  # 访问过于频繁
     NOT_FOUND = "not_found"
     UNSUPPORTED = "unsupported"  # a layout no parser understands
+    SERVER_ERROR = "server_error"  # HTTP >= 500: the site is unavailable (SITE_UNAVAILABLE)
 
 
 class GateVerdict(_Model):

@@ -226,7 +226,9 @@ def _authors(cell: LexborNode | None) -> list[str]:
     if not any(names):
         info = cell.css_first("div.authorinfo > p")
         # Foreign records: plain `A;B;C` text; names may contain commas, so split on ; only.
-        names = [n for n in re.split(r"[;；]", text_of(info))] if info is not None else split_list(text_of(cell))
+        names = (
+            [n for n in re.split(r"[;；]", text_of(info))] if info is not None else split_list(text_of(cell))
+        )
     out: list[str] = []
     for name in names:
         name = strip_role(name)

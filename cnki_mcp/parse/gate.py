@@ -1,0 +1,197 @@
+"""The page gate: what a CNKI response is (challenge, login, denied, ...) before a content parser runs,
+and who the kns header says we are. Pure: HTML text, URL and HTTP status in, verdicts out.
+
+Only what a person could see counts: hidden elements are removed first, including the
+`opacity:0` / far-offscreen wrappers CNKI uses to park its embedded captcha widget."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+from selectolax.lexbor import LexborHTMLParser
+
+from cnki_mcp.errors import (
+    AccessDenied,
+    CnkiError,
+    LocatorExpired,
+    LoginRequired,
+    ParserUnsupported,
+    RateLimited,
+    SiteTemporarilyEmpty,
+    SiteUnavailable,
+    VerificationRequired,
+)
+from cnki_mcp.models import GateKind, GateVerdict, HeaderIdentity, IdentityKind
+from cnki_mcp.parse._html import attr, body_text, parse_html, text_of
+
+# facts §1.4: checked on the raw body, quotes optional.
+_VERICODE = re.compile(r"""id\s*=\s*["']?vericode\b|name\s*=\s*["']?vericodeForm\b""", re.I)
+_TITLE = re.compile(r"<title[^>]*>\s*([^<]*?)\s*</title>", re.I)
+# Every kns8s page embeds a Tencent captcha widget inside `#tcaptcha_transform_dy` styled
+# `opacity: 0; top: -1e+06px`: invisible until the site raises it. Such wrappers are hidden.
+_INVISIBLE_STYLE = re.compile(
+    r"opacity\s*:\s*0(?:\.0+)?\s*(?:;|$|!)|(?:top|left)\s*:\s*-(?:\d{4,}|\d(?:\.\d+)?e\+?\d+)", re.I
+)
+_CAPTCHA_WORD = re.compile(r"captcha|verify", re.I)
+_CAPTCHA_SELECTORS = (
+    "#tCaptchaDyMainWrap",
+    ".captcha-dialog",
+    ".geetest_panel",
+    "[id^=nc_][id$=_wrapper]",
+    ".tcaptcha-transform",
+)
+_SLIDER_TEXT = re.compile(r"滑动验证|继续阅读全文")
+_CHALLENGE_TEXT = re.compile(r"请完成安全验证|向右滑动完成验证")
+_RATE_TEXT = re.compile(r"访问过于频繁|系统检测到异常访问")
+# facts §2.6 denied texts; plus the bar.cnki.net reader paywall (`账户余额不足，请充值或开通会员后下载全文`),
+# which refuses the full text for lack of entitlement: a denial, not a login prompt.
+_DENIED_TEXT = re.compile(r"机构未订购|无权访问|您没有.{0,8}权限|账户余额不足")
+_TEMP_EMPTY_TEXT = re.compile(r"暂无数据|稍后重试|服务繁忙")
+_CONTENT = "#paperRead, #ChDivSummary, table.result-table-list"
+_GRID_CONTEXT = "table.result-table-list, table.GridTableContent, #gridTable, .pagerTitleCell"
+_LOGIN_PATH = re.compile(r"/(?:t?login|signin|sso)(?:[/._?]|$)", re.I)
+_LOGOUT_TEXTS = {"退出登录", "安全退出", "退出账号", "logout", "sign out"}
+_HEADER_AREAS = ".ecp_header_login_area, header, .header, .topbar, .top-bar, .topLogin"
+_HEADER_WORDS = re.compile(r"登录|退出|注册")
+_INSTITUTION_SELECTORS = (
+    ".ecp_header_unitName, .org-name, .institution-name, [data-institution-name], #Ecp_top_orgName"
+)
+_SHORT_BODY = 200  # a bare message page (no layout) is judged by its text alone
+
+
+def visible_tree(html: str) -> LexborHTMLParser:
+    """Parse and drop everything invisible, including opacity:0 and far-offscreen wrappers."""
+    tree = parse_html(html)
+    for node in tree.css("[style]"):
+        if _INVISIBLE_STYLE.search(node.attributes.get("style") or ""):
+            node.decompose()
+    # `is-hide` is CNKI's CSS class for hidden badges (e.g. `i.freeIdent.is-hide`).
+    for node in tree.css(".is-hide"):
+        node.decompose()
+    return tree
+
+
+def is_login_url(url: str | None) -> bool:
+    """A login host (`//login.cnki.net`) or a login path."""
+    if not url:
+        return False
+    if "//login." in url.lower():
+        return True
+    return bool(_LOGIN_PATH.search(urlsplit(url).path))
+
+
+def classify_page(html: str, url: str | None = None, status: int | None = None) -> GateVerdict:
+    """Classify a response before any content parser sees it. Order follows facts §1.4, then §2.5/2.6."""
+    if status == 429:
+        return GateVerdict(kind=GateKind.RATE_LIMITED, evidence="status 429")
+    title = _TITLE.search(html[:20_000])
+    if title and title.group(1).strip() == "安全验证":
+        return GateVerdict(kind=GateKind.CHALLENGE, evidence="<title>安全验证</title>")
+    if m := _VERICODE.search(html):
+        return GateVerdict(kind=GateKind.CHALLENGE, evidence=m.group(0))
+    if status == 401:
+        return GateVerdict(kind=GateKind.LOGIN, evidence="status 401")
+    if url and "//login." in url.lower():
+        return GateVerdict(kind=GateKind.LOGIN, evidence="url //login.")
+    if status == 403:
+        return GateVerdict(kind=GateKind.DENIED, evidence="status 403")
+    if status == 404:
+        return GateVerdict(kind=GateKind.NOT_FOUND, evidence="status 404")
+    if status is not None and status >= 500:
+        return GateVerdict(kind=GateKind.SERVER_ERROR, evidence=f"status {status}")
+    if url and "/verify/" in url.lower():
+        return GateVerdict(kind=GateKind.CHALLENGE, evidence="url /verify/")
+
+    tree = visible_tree(html)
+    if evidence := _challenge_marker(tree):
+        return GateVerdict(kind=GateKind.CHALLENGE, evidence=evidence)
+    text = body_text(tree)
+    has_rows = _has_rows(tree)
+    has_content = has_rows or tree.css_first(_CONTENT) is not None
+    if not has_rows and (m := _CHALLENGE_TEXT.search(text)):
+        return GateVerdict(kind=GateKind.CHALLENGE, evidence=m.group(0))
+    if tree.css_first("input[type=password]") is not None and (
+        is_login_url(url) or (url is None and not has_content)
+    ):
+        return GateVerdict(kind=GateKind.LOGIN, evidence="visible input[type=password]")
+    if m := _RATE_TEXT.search(text):
+        return GateVerdict(kind=GateKind.RATE_LIMITED, evidence=m.group(0))
+    if not has_content and (m := _DENIED_TEXT.search(text)):
+        return GateVerdict(kind=GateKind.DENIED, evidence=m.group(0))
+    grid_context = tree.css_first(_GRID_CONTEXT) is not None or len(text) < _SHORT_BODY
+    if not has_rows and grid_context and (m := _TEMP_EMPTY_TEXT.search(text)):
+        return GateVerdict(kind=GateKind.TEMPORARILY_EMPTY, evidence=m.group(0))
+    return GateVerdict(kind=GateKind.CLEAR)
+
+
+def _challenge_marker(tree: LexborHTMLParser) -> str | None:
+    for frame in tree.css("iframe"):
+        probe = f"{attr(frame, 'src') or ''} {attr(frame, 'title') or ''}"
+        if _CAPTCHA_WORD.search(probe):
+            return "iframe captcha/verify"
+    for sel in _CAPTCHA_SELECTORS:
+        if tree.css_first(sel) is not None:
+            return sel
+    box = tree.css_first(".read-btn-boxXml")
+    if box is not None and box.css_first(".slider-wrapper") is not None and _SLIDER_TEXT.search(text_of(box)):
+        return ".read-btn-boxXml .slider-wrapper"
+    if tree.css_first(".verifycode #vericode") and tree.css_first(".verifycode #changeVercode"):
+        return ".verifycode #vericode"
+    return None
+
+
+def _has_rows(tree: LexborHTMLParser) -> bool:
+    for tr in tree.css("table.result-table-list tbody tr, table.GridTableContent tr"):
+        link = tr.css_first("td.name a, a.fz14")
+        if link is not None and text_of(link):
+            return True
+    return False
+
+
+def raise_for_verdict(verdict: GateVerdict) -> None:
+    """Turn a non-clear verdict into its typed error (callers that want exceptions, not verdicts)."""
+    errors: dict[GateKind, type[CnkiError]] = {
+        GateKind.CHALLENGE: VerificationRequired,
+        GateKind.LOGIN: LoginRequired,
+        GateKind.DENIED: AccessDenied,
+        GateKind.TEMPORARILY_EMPTY: SiteTemporarilyEmpty,
+        GateKind.RATE_LIMITED: RateLimited,
+        GateKind.NOT_FOUND: LocatorExpired,
+        GateKind.UNSUPPORTED: ParserUnsupported,
+        GateKind.SERVER_ERROR: SiteUnavailable,
+    }
+    error = errors.get(verdict.kind)
+    if error is not None:
+        raise error(evidence=verdict.evidence)
+
+
+# --- header identity ----------------------------------------------------------------------
+
+
+def read_header_identity(html: str) -> HeaderIdentity:
+    """Who the kns header says we are (facts §2.6), from visible elements only."""
+    tree = visible_tree(html)
+    institutions: list[str] = []
+    for node in tree.css(_INSTITUTION_SELECTORS):
+        name = text_of(node) or attr(node, "data-institution-name") or ""
+        if name and name not in institutions:
+            institutions.append(name)
+
+    personal_name: str | None = None
+    personal = False
+    badge = tree.css_first(".ecp_header_personalName_loginbg")
+    if badge is not None:
+        personal = True
+        name_node = badge.css_first(".ecp_header_personalName")
+        personal_name = attr(name_node, "title") or text_of(name_node) or None
+    if not personal:
+        personal = any(text_of(n).lower() in _LOGOUT_TEXTS for n in tree.css("a, button"))
+
+    ready = bool(institutions) or any(_HEADER_WORDS.search(text_of(n)) for n in tree.css(_HEADER_AREAS))
+    return HeaderIdentity(
+        ready=ready,
+        personal=IdentityKind.AUTHENTICATED if personal else IdentityKind.NOT_OBSERVED,
+        personal_name=personal_name,
+        institutions=institutions,
+    )
