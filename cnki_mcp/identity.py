@@ -1,0 +1,422 @@
+"""Paper identity: normalised keys, record refs, the same-paper rule, the detail identity
+check and the merge rules, plus `Paper`, the stored and merged view of one paper.
+
+PURE: no I/O, no clock. Observation times are passed in by callers."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+from urllib.parse import parse_qsl, urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cnki_mcp.models import Author, DetailPage, GridRow, NativeId
+
+# --- keys -------------------------------------------------------------------------
+
+# Spaces around these marks carry no meaning in a title; everything else (`+`, `#`, `.`,
+# the space between two words) does, so `C++`/`C#`, `A B`/`AB` and `1.2`/`12` stay apart.
+_TITLE_PUNCT = "—–：:，,；;。！!？?（()）“”「」《》"
+_AROUND_PUNCT = re.compile(r"\s*([" + re.escape(_TITLE_PUNCT) + r"])\s*")
+_DOI_PREFIXES = ("https://doi.org/", "http://doi.org/", "https://dx.doi.org/", "http://dx.doi.org/", "doi:")
+# Bracketed role suffixes CNKI appends to names (林倩(文), 胡馨元（编）): they broke matching.
+_ROLE = re.compile(r"\s*[(（]\s*(?:文|著|编|译|主编|编著|编译|撰|撰文|执笔|整理|口述|摄|图|供稿)\s*[)）]\s*$")
+_SECRET_QUERY_WORDS = ("token", "ticket", "session", "password", "signature")
+
+
+def _collapse(text: str | None) -> str:
+    """Whitespace runs (any Unicode space, NBSP, full-width space) to one space, trimmed."""
+    return " ".join((text or "").split())
+
+
+def title_key(title: str | None) -> str:
+    """Lower-case, whitespace collapsed, spaces around title punctuation removed ("" = no key)."""
+    return _AROUND_PUNCT.sub(r"\1", _collapse(title).lower())
+
+
+def source_key(source: str | None) -> str:
+    """Whitespace cleaned, trailing ` .。` removed, lower-case, full-width brackets to ASCII."""
+    text = _collapse(source).rstrip(" .。").lower()
+    return text.replace("（", "(").replace("）", ")")
+
+
+def doi_key(doi: str | None) -> str:
+    """Lower-case DOI without resolver prefixes or `doi:` ("" = no DOI)."""
+    text = _collapse(doi).lower()
+    changed = True
+    while changed:
+        changed = False
+        for prefix in _DOI_PREFIXES:
+            if text.startswith(prefix):
+                text = text[len(prefix) :].strip()
+                changed = True
+    return text
+
+
+def author_key(name: str | None) -> str:
+    """A person's name for comparison: role suffix and trailing marks removed, lower-case."""
+    text = _ROLE.sub("", _collapse(name).strip(" ;；,，*∗0123456789"))
+    return text.strip().lower()
+
+
+def native_key(native: NativeId | None) -> str:
+    """`DBCODE:FILENAME` upper-case; aligned with `NativeId.key` ("" = none)."""
+    if native is None:
+        return ""
+    return native.key or ""
+
+
+def native_dbcode(native: NativeId | None) -> str:
+    if native is None:
+        return ""
+    code = native.dbcode or (native.dbname[:4] if native.dbname else "")
+    return code.upper()
+
+
+def bibliography_key(title: str | None, authors: list[str], source: str | None, year: int | None) -> str:
+    """Fingerprint of [title key, normalised authors joined by `|`, source key, year].
+    Needs all four; "" when any is missing."""
+    tkey = title_key(title)
+    akeys = [k for k in (author_key(a) for a in authors) if k]
+    skey = source_key(source)
+    if not tkey or not akeys or not skey or not year:
+        return ""
+    payload = json.dumps([tkey, "|".join(akeys), skey, int(year)], ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class IdentityKeys:
+    """Everything identity decisions look at. Empty strings mean "absent"."""
+
+    native: str = ""
+    doi: str = ""
+    bib: str = ""
+    title: str = ""
+    locator: str = ""
+
+    @property
+    def strong(self) -> bool:
+        return bool(self.native or self.doi or self.bib)
+
+
+def record_ref(keys: IdentityKeys) -> str:
+    """`rec_` + 24 hex of SHA-256 over the JSON of the strongest key:
+    native > DOI > bibliography key > title + NUL + locator."""
+    if keys.native:
+        basis: list[str] = ["native", keys.native]
+    elif keys.doi:
+        basis = ["doi", keys.doi]
+    elif keys.bib:
+        basis = ["bib", keys.bib]
+    else:
+        basis = ["title", f"{keys.title}\x00{keys.locator}"]
+    digest = hashlib.sha256(json.dumps(basis, ensure_ascii=False).encode("utf-8")).hexdigest()
+    return "rec_" + digest[:24]
+
+
+def index_keys(keys: IdentityKeys) -> list[str]:
+    """`native:…`, `doi:…`, `bib:…`, `title:…` for the keys present. Only the first three
+    may ever join two records; `title:` is for lookup."""
+    out: list[str] = []
+    if keys.native:
+        out.append(f"native:{keys.native}")
+    if keys.doi:
+        out.append(f"doi:{keys.doi}")
+    if keys.bib:
+        out.append(f"bib:{keys.bib}")
+    if keys.title:
+        out.append(f"title:{keys.title}")
+    return out
+
+
+def conflicts(a: IdentityKeys, b: IdentityKeys) -> bool:
+    """Two records with different DOIs or different native keys are different papers."""
+    return bool((a.doi and b.doi and a.doi != b.doi) or (a.native and b.native and a.native != b.native))
+
+
+def same_paper(a: IdentityKeys | Paper, b: IdentityKeys | Paper) -> bool:
+    """Nothing conflicts AND (both have a DOI, or both a native key, or equal bibliography
+    keys). A title alone is never enough."""
+    ka = a.keys() if isinstance(a, Paper) else a
+    kb = b.keys() if isinstance(b, Paper) else b
+    if conflicts(ka, kb):
+        return False
+    return bool((ka.doi and kb.doi) or (ka.native and kb.native) or (ka.bib and ka.bib == kb.bib))
+
+
+def same_observation(a: IdentityKeys, b: IdentityKeys) -> bool:
+    """Two weak records (no native/DOI/bib key) seen at the same detail URL with the same
+    title: the same listing observed twice, not a title-only match."""
+    return (
+        not a.strong
+        and not b.strong
+        and bool(a.title and a.locator)
+        and a.title == b.title
+        and a.locator == b.locator
+    )
+
+
+def detail_matches(requested: Paper, page: DetailPage) -> bool:
+    """The identity check of a detail page against the paper it was fetched for:
+    equal title keys; equal first authors when both have authors; no DOI, native key or
+    dbcode conflict; equal source keys when both name a source."""
+    if title_key(requested.title) != title_key(page.title) or not title_key(page.title):
+        return False
+    if (
+        requested.authors
+        and page.authors
+        and author_key(requested.authors[0].name) != author_key(page.authors[0].name)
+    ):
+        return False
+    rdoi, pdoi = doi_key(requested.doi), doi_key(page.doi)
+    if rdoi and pdoi and rdoi != pdoi:
+        return False
+    rnat, pnat = native_key(requested.native), native_key(page.native)
+    if rnat and pnat and rnat != pnat:
+        return False
+    rdb, pdb = native_dbcode(requested.native), native_dbcode(page.native)
+    if rdb and pdb and rdb != pdb:
+        return False
+    rsrc, psrc = source_key(requested.source), source_key(page.source)
+    return not (rsrc and psrc and rsrc != psrc)
+
+
+# --- public URL -------------------------------------------------------------------
+
+
+def _is_cnki_host(host: str) -> bool:
+    return host == "cnki.net" or host.endswith(".cnki.net")
+
+
+def public_url(url: str | None, extra_origins: tuple[str, ...] = ()) -> str | None:
+    """The URL that may be shown: a CNKI https URL whose path contains `abstract` and whose
+    query keys contain none of token/ticket/session/password/signature. Anything else: None.
+
+    `extra_origins` (e.g. the simulator's `http://127.0.0.1:port`) count as CNKI."""
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        return None
+    if parts.username or parts.password:
+        return None
+    origin = f"{parts.scheme}://{parts.netloc}".lower()
+    cnki = parts.scheme == "https" and _is_cnki_host(host)
+    if not cnki and origin not in {o.rstrip("/").lower() for o in extra_origins}:
+        return None
+    if "abstract" not in parts.path.lower():
+        return None
+    for key, _ in parse_qsl(parts.query, keep_blank_values=True):
+        low = key.lower()
+        if any(word in low for word in _SECRET_QUERY_WORDS):
+            return None
+    return url.strip()
+
+
+# --- the stored paper -------------------------------------------------------------
+
+
+class Paper(BaseModel):
+    """The merged view of one paper as the store keeps it. `locator` (the detail URL with
+    its expiring token) is internal and never shown; `public_url` is the shareable form."""
+
+    model_config = ConfigDict(extra="ignore")  # rows written by newer versions still load
+
+    record_ref: str
+    title: str
+    title_en: str | None = None
+    authors: list[Author] = Field(default_factory=list)
+    institutions: list[str] = Field(default_factory=list)
+    source: str | None = None
+    source_url: str | None = None
+    doc_type: str | None = None
+    date: str | None = None
+    year: int | None = None
+    volume: str | None = None
+    issue: str | None = None
+    pages: str | None = None
+    doi: str | None = None
+    abstract: str | None = None
+    excerpt: str | None = None
+    keywords: list[str] = Field(default_factory=list)
+    funds: list[str] = Field(default_factory=list)
+    classification: list[str] = Field(default_factory=list)
+    native: NativeId = Field(default_factory=NativeId)
+    cited: int | None = None
+    downloads: int | None = None
+    detail_confirmed: bool = False
+    detail_observed_at: datetime | None = None
+    observed_at: datetime | None = None  # last time any page showed this paper
+    locator: str | None = None
+    public_url: str | None = None
+
+    def author_names(self) -> list[str]:
+        return [a.name for a in self.authors]
+
+    def keys(self) -> IdentityKeys:
+        return IdentityKeys(
+            native=native_key(self.native),
+            doi=doi_key(self.doi),
+            bib=bibliography_key(self.title, self.author_names(), self.source, self.year),
+            title=title_key(self.title),
+            locator=(self.locator or "").strip(),
+        )
+
+    def public_dict(self) -> dict[str, Any]:
+        """JSON-ready view without the internal locator."""
+        return self.model_dump(mode="json", exclude={"locator"})
+
+    @classmethod
+    def from_grid_row(
+        cls, row: GridRow, observed_at: datetime, *, public_origins: tuple[str, ...] = ()
+    ) -> Paper:
+        paper = cls(
+            record_ref="rec_pending",
+            title=_collapse(row.title),
+            authors=[Author(name=n) for n in row.authors if n.strip()],
+            source=row.source,
+            source_url=row.source_url,
+            doc_type=row.doc_type,
+            date=row.date,
+            year=row.year,
+            abstract=row.abstract,
+            keywords=list(row.keywords),
+            native=row.native.model_copy(),
+            cited=row.cited,
+            downloads=row.downloads,
+            observed_at=observed_at,
+            locator=row.detail_url,
+            public_url=public_url(row.detail_url, public_origins),
+        )
+        paper.record_ref = record_ref(paper.keys())
+        return paper
+
+    @classmethod
+    def from_detail(
+        cls,
+        detail: DetailPage,
+        locator: str | None,
+        observed_at: datetime,
+        *,
+        public_origins: tuple[str, ...] = (),
+    ) -> Paper:
+        paper = cls(
+            record_ref="rec_pending",
+            title=_collapse(detail.title),
+            title_en=detail.title_en,
+            authors=[a.model_copy(deep=True) for a in detail.authors],
+            institutions=list(detail.institutions),
+            source=detail.source,
+            source_url=detail.source_url,
+            doc_type=detail.doc_type,
+            date=detail.date or detail.online_date,
+            year=detail.year,
+            volume=detail.volume,
+            issue=detail.issue,
+            pages=detail.pages,
+            doi=detail.doi,
+            abstract=detail.abstract,
+            excerpt=detail.excerpt,
+            keywords=list(detail.keywords),
+            funds=list(detail.funds),
+            classification=list(detail.classification),
+            native=detail.native.model_copy(),
+            cited=detail.cited,
+            downloads=detail.downloads,
+            detail_confirmed=True,
+            detail_observed_at=observed_at,
+            observed_at=observed_at,
+            locator=locator,
+            public_url=public_url(locator, public_origins),
+        )
+        paper.record_ref = record_ref(paper.keys())
+        return paper
+
+
+# --- merge ------------------------------------------------------------------------
+
+# Descriptive fields: from a list row they only fill gaps once a detail page confirmed the
+# paper (a list row never overwrites what a detail page confirmed).
+_DESCRIPTIVE = (
+    "title",
+    "title_en",
+    "authors",
+    "institutions",
+    "source",
+    "source_url",
+    "doc_type",
+    "date",
+    "year",
+    "volume",
+    "issue",
+    "pages",
+    "doi",
+    "abstract",
+    "excerpt",
+    "keywords",
+    "funds",
+    "classification",
+)
+# Always the freshest non-empty observation: counts change, detail tokens expire.
+_FRESH = ("cited", "downloads", "locator", "public_url")
+
+
+def _empty(value: object) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    if isinstance(value, list | tuple | dict):
+        return len(value) == 0
+    return False
+
+
+def _later(a: datetime | None, b: datetime | None) -> datetime | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(a, b)
+
+
+def merge(existing: Paper, incoming: Paper, incoming_from: Literal["list", "detail"]) -> Paper:
+    """Merge a new observation into a stored paper. Only non-empty values replace old ones;
+    a list row never overrides values a detail page confirmed (title, authors, source, date,
+    year and every other descriptive field); counts always take the fresh value. The record
+    ref never changes."""
+    protect = incoming_from == "list" and existing.detail_confirmed
+    data = existing.model_dump()
+    for name in _DESCRIPTIVE:
+        new = getattr(incoming, name)
+        if _empty(new):
+            continue
+        if protect and not _empty(data[name]):
+            continue
+        data[name] = copy.deepcopy(new)
+    for name in _FRESH:
+        new = getattr(incoming, name)
+        if not _empty(new):
+            data[name] = new
+    native = existing.native.model_dump()
+    for field, value in incoming.native.model_dump().items():
+        if _empty(value):
+            continue
+        if protect and not _empty(native[field]):
+            continue
+        native[field] = value
+    data["native"] = NativeId(**native)
+    data["record_ref"] = existing.record_ref
+    data["detail_confirmed"] = existing.detail_confirmed or incoming_from == "detail"
+    if incoming_from == "detail":
+        data["detail_observed_at"] = _later(existing.detail_observed_at, incoming.detail_observed_at)
+    data["observed_at"] = _later(existing.observed_at, incoming.observed_at)
+    return Paper.model_validate(data)
