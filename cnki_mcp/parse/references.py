@@ -120,9 +120,7 @@ def entries_in(node: LexborNode, url: str | None = None) -> list[ReferenceEntry]
             # In list order the link text IS the title.
             if linked and not _TYPE.search(linked):
                 title = linked
-        out.append(
-            entry.model_copy(update={"title": title, "detail_url": href, "native": _native_of(href)})
-        )
+        out.append(entry.model_copy(update={"title": title, "detail_url": href, "native": _native_of(href)}))
     return out
 
 
