@@ -1,0 +1,241 @@
+"""Page gate and header identity: status/URL rules, visible markers only, real captures."""
+
+from __future__ import annotations
+
+import pytest
+
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.models import GateKind, GateVerdict, IdentityKind
+from cnki_mcp.parse.gate import classify_page, raise_for_verdict, read_header_identity
+from tests.conftest import read_real
+
+PLAIN = "<html><head><title>检索-中国知网</title></head><body><p>普通页面</p></body></html>"
+GRID_ROW = (
+    "<table class='result-table-list'><tbody><tr><td class='name'><a class='fz14' href='/a'>题名</a></td>"
+    "</tr></tbody></table>"
+)
+
+
+def _kind(html: str, url: str | None = None, status: int | None = None) -> GateKind:
+    return classify_page(html, url, status).kind
+
+
+# --- status and URL rules (facts §1.4) ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        (429, GateKind.RATE_LIMITED),
+        (401, GateKind.LOGIN),
+        (403, GateKind.DENIED),
+        (404, GateKind.NOT_FOUND),
+        (500, GateKind.SERVER_ERROR),
+        (503, GateKind.SERVER_ERROR),
+        (200, GateKind.CLEAR),
+    ],
+)
+def test_status_codes(status: int, kind: GateKind) -> None:
+    assert _kind(PLAIN, "https://kns.cnki.net/kns8s/search", status) is kind
+
+
+def test_rate_limit_status_wins_over_challenge_markup() -> None:
+    assert _kind('<div id="vericode"></div>', status=429) is GateKind.RATE_LIMITED
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        "<html><head><title> 安全验证 </title></head><body></body></html>",
+        '<input id="vericode">',
+        "<input id=vericode>",
+        "<form name='vericodeForm'></form>",
+        "<form name=vericodeForm></form>",
+    ],
+)
+def test_verification_markup_is_a_challenge(html: str) -> None:
+    assert _kind(html, status=200) is GateKind.CHALLENGE
+
+
+def test_challenge_is_checked_before_login_status() -> None:
+    assert _kind("<form name=vericodeForm></form>", status=401) is GateKind.CHALLENGE
+
+
+@pytest.mark.parametrize(
+    ("url", "kind"),
+    [
+        ("https://login.cnki.net/login/?ReturnURL=x", GateKind.LOGIN),
+        ("https://kns.cnki.net/verify/home?captchaType=blockPuzzle", GateKind.CHALLENGE),
+        ("https://kns.cnki.net/kns8s/defaultresult/index", GateKind.CLEAR),
+    ],
+)
+def test_url_rules(url: str, kind: GateKind) -> None:
+    assert _kind(PLAIN, url) is kind
+
+
+# --- visible markers (facts §2.5/2.6) -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [
+        '<iframe src="https://turing.captcha.qcloud.com/x"></iframe>',
+        '<iframe src="/x" title="Verify you are human"></iframe>',
+        '<div id="tCaptchaDyMainWrap">拖动下方拼图完成验证</div>',
+        '<div class="captcha-dialog"></div>',
+        '<div class="geetest_panel"></div>',
+        '<div id="nc_1_wrapper"></div>',
+        '<div class="tcaptcha-transform"></div>',
+        '<div class="read-btn-boxXml"><div class="slider-wrapper"></div>滑动验证</div>',
+    ],
+)
+def test_visible_captcha_markers_are_challenges(marker: str) -> None:
+    assert _kind(f"<html><body>{marker}</body></html>") is GateKind.CHALLENGE
+
+
+def test_hidden_captcha_markup_does_not_count() -> None:
+    # kns8s parks its Tencent widget in a wrapper styled opacity 0 and a million pixels up
+    parked = (
+        '<div id="tcaptcha_transform_dy" style="opacity: 0; position: absolute; top: -1e+06px;">'
+        '<div id="tCaptchaDyMainWrap">拖动下方拼图完成验证</div></div>'
+    )
+    assert _kind(f"<html><body>{parked}{GRID_ROW}</body></html>") is GateKind.CLEAR
+    hidden = '<div class="geetest_panel" style="display:none"></div><iframe hidden src="/captcha"></iframe>'
+    assert _kind(f"<html><body>{hidden}</body></html>") is GateKind.CLEAR
+
+
+def test_reader_slider_needs_its_text() -> None:
+    html = '<div class="read-btn-boxXml"><div class="slider-wrapper"></div>下一页</div>'
+    assert _kind(html) is GateKind.CLEAR
+
+
+def test_challenge_texts_only_count_without_result_rows() -> None:
+    assert _kind("<body><p>请完成安全验证</p></body>") is GateKind.CHALLENGE
+    assert _kind(f"<body><p>向右滑动完成验证</p>{GRID_ROW}</body>") is GateKind.CLEAR
+
+
+def test_visible_password_field_on_login_path_is_login() -> None:
+    html = '<form><input type="text" name="u"><input type="password" name="p"></form>'
+    assert _kind(html, "https://my.cnki.net/login") is GateKind.LOGIN
+    assert _kind(html) is GateKind.LOGIN  # no URL and nothing else on the page
+
+
+def test_hidden_login_modal_on_ordinary_page_is_clear() -> None:
+    modal = (
+        '<div class="ecp_personalLoginBox" style="display: none;">'
+        '<input type="password" class="ecp_passWord"></div>'
+    )
+    assert _kind(f"<body>{modal}<p>内容</p></body>", "https://kns.cnki.net/kns8s/") is GateKind.CLEAR
+    visible_modal = modal.replace(' style="display: none;"', "")
+    # an open modal on a result page is not a login page: the rows are there
+    assert _kind(f"<body>{visible_modal}{GRID_ROW}</body>", "https://kns.cnki.net/kns8s/") is GateKind.CLEAR
+
+
+@pytest.mark.parametrize("text", ["访问过于频繁，请稍后再试", "系统检测到异常访问"])
+def test_rate_limit_texts(text: str) -> None:
+    assert _kind(f"<body><p>{text}</p></body>") is GateKind.RATE_LIMITED
+
+
+@pytest.mark.parametrize("text", ["贵机构未订购该产品", "无权访问", "您没有阅读该文献的权限"])
+def test_denied_texts_without_content(text: str) -> None:
+    assert _kind(f"<body><p>{text}</p></body>") is GateKind.DENIED
+
+
+def test_denied_text_next_to_content_is_clear() -> None:
+    html = '<body><p>机构未订购</p><span id="ChDivSummary">摘要</span></body>'
+    assert _kind(html) is GateKind.CLEAR
+
+
+def test_temporarily_empty_grid_without_rows() -> None:
+    html = "<body><div id='gridTable'><table class='result-table-list'></table><p>暂无数据</p></div></body>"
+    assert _kind(html) is GateKind.TEMPORARILY_EMPTY
+    assert _kind(f"<body>{GRID_ROW}<p>服务繁忙</p></body>") is GateKind.CLEAR
+
+
+def test_raise_for_verdict_maps_kinds_to_error_codes() -> None:
+    expected = {
+        GateKind.CHALLENGE: "VERIFICATION_REQUIRED",
+        GateKind.LOGIN: "LOGIN_REQUIRED",
+        GateKind.DENIED: "ACCESS_DENIED",
+        GateKind.TEMPORARILY_EMPTY: "SITE_TEMPORARILY_EMPTY",
+        GateKind.RATE_LIMITED: "RATE_LIMITED",
+        GateKind.NOT_FOUND: "LOCATOR_EXPIRED",
+        GateKind.SERVER_ERROR: "SITE_UNAVAILABLE",
+        GateKind.UNSUPPORTED: "PARSER_UNSUPPORTED",
+    }
+    for kind, code in expected.items():
+        with pytest.raises(CnkiError) as info:
+            raise_for_verdict(GateVerdict(kind=kind, evidence="x"))
+        assert info.value.code == code
+    raise_for_verdict(GateVerdict(kind=GateKind.CLEAR))
+
+
+# --- real captures ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "kns8s-grid/kaffu_waam_p1.html",
+        "kns8s-grid/pluginsx_shuziwenwu_p1.html",
+        "kns8s-grid/pluginsx_search_result_4rows.html",
+        "home-login/pluginsx_kns8s_personal_home_2026.html",
+        "home-login/pluginsx_www_home_saved_2026.html",
+        "kns-old-grid/roliygu_brief_scdb_2017.html",
+    ],
+)
+def test_real_ordinary_pages_are_clear_despite_embedded_captcha_and_login_modal(name: str) -> None:
+    assert _kind(read_real(name), "https://kns.cnki.net/kns8s/defaultresult/index", 200) is GateKind.CLEAR
+
+
+def test_real_blockpuzzle_captcha_is_a_challenge() -> None:
+    html = read_real("captcha/pluginsx_verify_blockpuzzle_rendered_2026.html")
+    assert _kind(html) is GateKind.CHALLENGE
+    # even without the title, its visible texts give it away (no result rows on it)
+    assert _kind(html.replace("<title>安全验证</title>", "<title></title>")) is GateKind.CHALLENGE
+
+
+def test_real_reader_paywall_is_denied() -> None:
+    # bar.cnki.net htmlread entry: 【绑定账户】账户余额不足，请充值或开通会员后下载全文。
+    verdict = classify_page(read_real("reader/pluginsx_bar_htmlread_paywall_2026.html"))
+    assert verdict.kind is GateKind.DENIED
+    assert verdict.evidence == "账户余额不足"
+
+
+# --- header identity ----------------------------------------------------------------------
+
+
+def test_identity_kns8s_home_is_not_logged_in() -> None:
+    # 个人登录 and 机构登录 are shown; the masked personal name badge is display:none
+    ident = read_header_identity(read_real("home-login/pluginsx_kns8s_personal_home_2026.html"))
+    assert ident.ready is True
+    assert ident.personal is IdentityKind.NOT_OBSERVED and ident.personal_name is None
+    assert ident.institutions == []
+
+
+def test_identity_www_home_shows_personal_account() -> None:
+    ident = read_header_identity(read_real("home-login/pluginsx_www_home_saved_2026.html"))
+    assert ident.ready is True
+    assert ident.personal is IdentityKind.AUTHENTICATED and ident.personal_name == "PLUGINS"
+    assert ident.institutions == []
+
+
+def test_identity_waam_grid_shows_institution_only() -> None:
+    ident = read_header_identity(read_real("kns8s-grid/kaffu_waam_p1.html"))
+    assert ident.institutions == ["山东建筑大学"]
+    assert ident.personal is IdentityKind.NOT_OBSERVED and ident.ready is True
+
+
+def test_identity_logout_link_marks_personal_login() -> None:
+    html = "<body><div class='topLogin'><a href='/x'>退出登录</a></div></body>"
+    ident = read_header_identity(html)
+    assert (ident.ready, ident.personal) == (True, IdentityKind.AUTHENTICATED)
+    hidden = "<body><div class='topLogin'>登录 <a style='display:none'>退出登录</a></div></body>"
+    assert read_header_identity(hidden).personal is IdentityKind.NOT_OBSERVED
+
+
+def test_identity_institution_selectors_and_not_ready_page() -> None:
+    html = "<body><span id='Ecp_top_orgName'>北京大学</span><span class='org-name'>北京大学</span></body>"
+    ident = read_header_identity(html)
+    assert (ident.ready, ident.institutions) == (True, ["北京大学"])
+    assert read_header_identity("<body><p>正文</p></body>").ready is False
