@@ -6,8 +6,9 @@ import asyncio
 import heapq
 import itertools
 import time
+from collections.abc import Awaitable
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Clock(Protocol):
@@ -71,6 +72,12 @@ class FakeClock:
     def pending(self) -> int:
         return sum(1 for _, _, f in self._sleepers if not f.done())
 
+    @property
+    def next_deadline(self) -> float | None:
+        """The earliest wake-up time of a live sleeper (None when nobody sleeps)."""
+        live = [d for d, _, f in self._sleepers if not f.done()]
+        return min(live) if live else None
+
     async def advance(self, seconds: float) -> None:
         """Move time forward by `seconds`, waking every sleeper whose deadline passes."""
         target = self._t + seconds
@@ -85,6 +92,33 @@ class FakeClock:
         self._t = target
         for _ in range(5):
             await asyncio.sleep(0)
+
+    async def run_until_complete(self, *aws: Awaitable[Any], max_seconds: float = 1e6) -> list[Any]:
+        """Run `aws` to completion, moving time only to the next sleeper's deadline, one at a time,
+        so tasks finish at exactly the fake time they would in real life. Returns their results in
+        order (the first exception propagates). Raises RuntimeError when the tasks are stuck on
+        something other than the clock, or after `max_seconds` of fake time."""
+        tasks = [asyncio.ensure_future(a) for a in aws]
+        end = self._t + max_seconds
+        try:
+            while not all(t.done() for t in tasks):
+                for _ in range(20):
+                    await asyncio.sleep(0)
+                    if all(t.done() for t in tasks):
+                        break
+                else:
+                    nxt = self.next_deadline
+                    if nxt is None:
+                        raise RuntimeError("deadlock: tasks wait on something other than the clock")
+                    if nxt > end:
+                        raise RuntimeError(f"tasks still running after {max_seconds} fake seconds")
+                    await self.advance(max(0.0, nxt - self._t))
+            return [t.result() for t in tasks]
+        finally:
+            for t in tasks:
+                if not t.done():
+                    t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def run_until_idle(self, limit: float = 3600.0) -> None:
         """Advance to each next deadline until no sleeper is left (or `limit` seconds pass)."""

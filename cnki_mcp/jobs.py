@@ -1,0 +1,652 @@
+"""Operations: every tool that touches CNKI runs as one. An operation has a kind, a status, a stage
+and progress, a request and active-time budget, errors and a checkpoint (stored, never returned).
+`JobManager` starts them in the background, answers inline within a short wait, long-polls,
+cancels, continues searches with more budget from their checkpoint, resumes human steps and, after
+a restart, marks what was left unfinished as `interrupted`.
+
+Persistence goes through the `OperationSink` protocol (the SQLite store implements it; `MemorySink`
+is the in-memory one). The human gate reaches the manager through `HumanControl`."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.errors import (
+    CnkiError,
+    ContinueUnavailable,
+    OperationBusy,
+    OperationNotFound,
+    OperationNotRunning,
+    OperationState,
+    VerificationNotFound,
+)
+from cnki_mcp.operations import (
+    DEFAULT_BUDGETS,
+    IDLE,
+    INTERRUPTED_MESSAGE,
+    KEEP_OPERATIONS,
+    Budget,
+    BudgetSpec,
+    MemorySink,
+    OnVerification,
+    OperationErrorInfo,
+    OperationKind,
+    OperationRecord,
+    OperationSink,
+    OperationStatus,
+    Progress,
+    final_status,
+    new_operation_id,
+)
+
+__all__ = [
+    "DEFAULT_BUDGETS",
+    "IDLE",
+    "Budget",
+    "BudgetSpec",
+    "HumanControl",
+    "Job",
+    "JobManager",
+    "MemorySink",
+    "OperationContext",
+    "OperationErrorInfo",
+    "OperationKind",
+    "OperationRecord",
+    "OperationSink",
+    "OperationStatus",
+    "Progress",
+    "ProgressEvent",
+    "final_status",
+]
+
+log = logging.getLogger(__name__)
+
+MAX_WAIT_SECONDS = 55.0
+CANCEL_WAIT_SECONDS = 5.0
+RESUME_WAIT_SECONDS = 3.0
+CONTINUE_DEFAULT_REQUESTS = 200
+CONTINUE_DEFAULT_SECONDS = 300.0
+
+
+class HumanControl(Protocol):
+    """The human gate as the manager sees it (site.human.HumanGate fits)."""
+
+    @property
+    def active(self) -> bool: ...
+
+    @property
+    def waiting_operations(self) -> list[str]: ...
+
+    def resume(self) -> None: ...
+
+    async def show(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressEvent:
+    """What a progress listener receives (the MCP layer turns it into a notification)."""
+
+    operation_id: str
+    status: OperationStatus
+    stage: str
+    message: str
+    done: int
+    total: int | None
+    unit: str | None
+    heartbeat: bool = False
+
+
+ProgressListener = Callable[[ProgressEvent], Awaitable[None] | None]
+Runner = Callable[["OperationContext"], Awaitable[Any]]
+
+
+class _Live:
+    """An operation running in this process."""
+
+    def __init__(self, record: OperationRecord, budget: Budget) -> None:
+        self.record = record
+        self.budget = budget
+        self.task: asyncio.Task[None] | None = None
+        self.done = asyncio.Event()
+        self.changed = asyncio.Event()
+        self.listeners: list[ProgressListener] = []
+        self.item_errors: list[OperationErrorInfo] = []
+        self.result: Any = None
+        self.has_result = False
+        self.cancel_requested = False
+        self.awaiting_depth = 0
+        self.running_message = ""
+        self.heartbeat: asyncio.Task[None] | None = None
+
+    def bump(self) -> None:
+        """Wake every long-poll waiting on this operation (fire-and-replace)."""
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+
+class OperationContext:
+    """What a runner gets: budget charging (pass it to `limiter.slot(budget=ctx)`), stage and
+    progress, checkpoints, per-item errors, the result so far, and the awaiting_user/running
+    transitions the human gate drives (it fits site.human.OperationHandle)."""
+
+    def __init__(self, manager: JobManager, live: _Live, resume_from: Any) -> None:
+        self._manager = manager
+        self._live = live
+        self.resume_from = resume_from  # the checkpoint to continue from, or None on a fresh start
+
+    @property
+    def operation_id(self) -> str:
+        return self._live.record.operation_id
+
+    @property
+    def kind(self) -> OperationKind:
+        return self._live.record.kind
+
+    @property
+    def on_verification(self) -> OnVerification:
+        return self._live.record.budget.on_verification
+
+    @property
+    def requests(self) -> int:
+        return self._live.budget.requests
+
+    @property
+    def active_seconds(self) -> float:
+        return self._live.budget.active_seconds
+
+    @property
+    def budget_exhausted(self) -> bool:
+        return self._live.budget.exhausted
+
+    @property
+    def cancelled(self) -> bool:
+        return self._live.cancel_requested
+
+    @property
+    def item_errors(self) -> list[OperationErrorInfo]:
+        return list(self._live.item_errors)
+
+    def charge(self) -> None:
+        """Count one request against the budget (BudgetExhausted when used up)."""
+        try:
+            self._live.budget.charge()
+        finally:
+            self._live.record.requests = self._live.budget.requests
+
+    def set_stage(self, stage: str, message: str | None = None) -> None:
+        rec = self._live.record
+        rec.stage = stage
+        if message is not None:
+            self._live.running_message = message
+            if rec.status is OperationStatus.RUNNING:
+                rec.message = message
+        self._manager._changed(self._live, persist=True)
+
+    def progress(self, done: int, total: int | None = None, unit: str | None = None) -> None:
+        prog = self._live.record.progress
+        prog.done = done
+        prog.total = total
+        if unit is not None:
+            prog.unit = unit
+        self._manager._changed(self._live, persist=False)
+
+    def checkpoint(self, data: Any) -> None:
+        """Store `data` (JSON-ready) as the point a `continue` starts from."""
+        self._live.record.checkpoint = data
+        self._manager._changed(self._live, persist=True, notify=False)
+
+    def set_result(self, result: Any) -> None:
+        """The result so far: kept when the runner then raises (the operation ends partial)."""
+        self._live.result = _jsonable(result)
+        self._live.has_result = True
+
+    def add_item_error(self, error: CnkiError | OperationErrorInfo, **details: Any) -> None:
+        info = OperationErrorInfo.of(error) if isinstance(error, CnkiError) else error
+        if details:
+            info = info.model_copy(update={"details": {**info.details, **details}})
+        self._live.item_errors.append(info)
+        self._manager._changed(self._live, persist=False, notify=False)
+
+    def awaiting_user(self, message: str) -> None:
+        live = self._live
+        live.awaiting_depth += 1
+        if live.awaiting_depth > 1 or live.record.status is not OperationStatus.RUNNING:
+            return
+        live.budget.pause()
+        live.running_message = live.record.message
+        live.record.status = OperationStatus.AWAITING_USER
+        live.record.message = message
+        self._manager._start_heartbeat(live)
+        self._manager._changed(live, persist=True)
+
+    def running(self) -> None:
+        live = self._live
+        live.awaiting_depth = max(0, live.awaiting_depth - 1)
+        if live.awaiting_depth > 0 or live.record.status is not OperationStatus.AWAITING_USER:
+            return
+        live.budget.resume()
+        live.record.status = OperationStatus.RUNNING
+        live.record.message = live.running_message
+        self._manager._stop_heartbeat(live)
+        self._manager._changed(live, persist=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A started operation: its id and a way to await its end."""
+
+    operation_id: str
+    _live: _Live
+
+    @property
+    def finished(self) -> bool:
+        return self._live.done.is_set()
+
+    async def finish(self) -> OperationRecord:
+        await self._live.done.wait()
+        return self._live.record.model_copy(deep=True)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return value
+
+
+class JobManager:
+    """Runs operations in the background and answers about them."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        sink: OperationSink,
+        *,
+        inline_wait: float = 40.0,
+        human: HumanControl | None = None,
+        heartbeat_interval: float = 10.0,
+        keep: int = KEEP_OPERATIONS,
+    ) -> None:
+        self._clock = clock
+        self._sink = sink
+        self.inline_wait = inline_wait
+        self.human = human
+        self._heartbeat_interval = heartbeat_interval
+        self._keep = keep
+        self._live: dict[str, _Live] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+
+    # --- starting ---------------------------------------------------------------------
+
+    def start(
+        self,
+        kind: OperationKind,
+        runner: Runner,
+        budget: BudgetSpec | None = None,
+        *,
+        stage: str = "starting",
+        message: str = "",
+        total: int | None = None,
+        unit: str | None = None,
+    ) -> Job:
+        spec = budget or DEFAULT_BUDGETS.get(kind)
+        if spec is None:
+            raise ValueError(f"a budget is required for kind {kind}")
+        now = self._clock.now()
+        record = OperationRecord(
+            operation_id=new_operation_id(),
+            kind=kind,
+            stage=stage,
+            message=message,
+            progress=Progress(total=total, unit=unit),
+            budget=spec.model_copy(),
+            created_at=now,
+            updated_at=now,
+        )
+        live = _Live(record, Budget(self._clock, spec.max_requests, spec.timeout_seconds))
+        live.running_message = message
+        return self._launch(live, runner, resume_from=None)
+
+    async def run_inline(
+        self,
+        kind: OperationKind,
+        runner: Runner,
+        budget: BudgetSpec | None = None,
+        **start_args: Any,
+    ) -> OperationRecord:
+        """Start and wait up to `inline_wait`: the finished record, or the record still running
+        (the client long-polls its operation_id)."""
+        job = self.start(kind, runner, budget, **start_args)
+        return await self._wait_live(job._live, self.inline_wait)
+
+    def _launch(self, live: _Live, runner: Runner, resume_from: Any) -> Job:
+        op_id = live.record.operation_id
+        self._live[op_id] = live
+        live.budget.resume()
+        self._sink.save(live.record, keep=self._keep)
+        ctx = OperationContext(self, live, resume_from)
+        live.task = asyncio.get_running_loop().create_task(self._run(live, ctx, runner), name=f"op:{op_id}")
+        # A task cancelled before its first step never runs `_run`; finish it here instead.
+        live.task.add_done_callback(lambda _t: self._finish_if_open(live))
+        return Job(op_id, live)
+
+    def _finish_if_open(self, live: _Live) -> None:
+        if not live.done.is_set():
+            self._finish(live, cancelled=True, error=None)
+
+    async def _run(self, live: _Live, ctx: OperationContext, runner: Runner) -> None:
+        error: OperationErrorInfo | None = None
+        cancelled = False
+        try:
+            result = await runner(ctx)
+            live.result = _jsonable(result)
+            live.has_result = True
+        except asyncio.CancelledError:
+            cancelled = True
+        except CnkiError as exc:
+            error = OperationErrorInfo.of(exc)
+        except Exception as exc:  # a bug: keep the traceback in the log, report INTERNAL
+            log.exception("operation %s crashed", live.record.operation_id)
+            error = OperationErrorInfo.of(CnkiError(f"内部错误：{type(exc).__name__}"))
+        self._finish(live, cancelled=cancelled or live.cancel_requested, error=error)
+
+    def _finish(self, live: _Live, *, cancelled: bool, error: OperationErrorInfo | None) -> None:
+        if live.done.is_set():
+            return
+        rec = live.record
+        live.budget.pause()
+        self._stop_heartbeat(live)
+        rec.status = final_status(
+            cancelled=cancelled, error=error, has_result=live.has_result, item_errors=len(live.item_errors)
+        )
+        rec.errors = ([error] if error else []) + list(live.item_errors)
+        rec.final_error = error is not None
+        rec.result = live.result
+        if cancelled:
+            rec.message = "操作已取消"
+        elif error is not None:
+            rec.message = error.message
+        rec.requests = live.budget.requests
+        rec.active_seconds = round(live.budget.active_seconds, 3)
+        rec.updated_at = self._clock.now()
+        self._sink.save(rec, keep=self._keep)
+        live.done.set()
+        live.bump()
+        self._notify(live)
+        live.listeners.clear()
+        if self._live.get(rec.operation_id) is live:
+            del self._live[rec.operation_id]
+
+    # --- change plumbing --------------------------------------------------------------
+
+    def _changed(self, live: _Live, *, persist: bool, notify: bool = True) -> None:
+        rec = live.record
+        rec.requests = live.budget.requests
+        rec.active_seconds = round(live.budget.active_seconds, 3)
+        rec.updated_at = self._clock.now()
+        if persist:
+            self._sink.save(rec, keep=self._keep)
+        live.bump()
+        if notify:
+            self._notify(live)
+
+    def _notify(self, live: _Live, *, heartbeat: bool = False) -> None:
+        if not live.listeners:
+            return
+        rec = live.record
+        event = ProgressEvent(
+            operation_id=rec.operation_id,
+            status=rec.status,
+            stage=rec.stage,
+            message=rec.message,
+            done=rec.progress.done,
+            total=rec.progress.total,
+            unit=rec.progress.unit,
+            heartbeat=heartbeat,
+        )
+        for listener in list(live.listeners):
+            try:
+                outcome = listener(event)
+            except Exception:
+                log.warning("progress listener failed", exc_info=True)
+                continue
+            if inspect.isawaitable(outcome):
+                task = asyncio.ensure_future(outcome)
+                self._background.add(task)
+                task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: asyncio.Future[Any]) -> None:
+        self._background.discard(task)  # type: ignore[arg-type]
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("progress listener failed", exc_info=task.exception())
+
+    def _start_heartbeat(self, live: _Live) -> None:
+        if live.heartbeat is None and self._heartbeat_interval > 0:
+            live.heartbeat = asyncio.get_running_loop().create_task(self._beat(live))
+
+    def _stop_heartbeat(self, live: _Live) -> None:
+        if live.heartbeat is not None:
+            live.heartbeat.cancel()
+            live.heartbeat = None
+
+    async def _beat(self, live: _Live) -> None:
+        # While the person works, the progress token keeps the client's call alive.
+        while live.record.status is OperationStatus.AWAITING_USER:
+            await self._clock.sleep(self._heartbeat_interval)
+            if live.record.status is OperationStatus.AWAITING_USER:
+                self._notify(live, heartbeat=True)
+
+    def subscribe(self, operation_id: str, listener: ProgressListener) -> Callable[[], None]:
+        """Call `listener` on every progress, stage and status change of a running operation, and
+        every `heartbeat_interval` while it awaits the person. Returns the unsubscribe function."""
+        live = self._live.get(operation_id)
+        if live is None:
+            self._lookup(operation_id)  # OPERATION_NOT_FOUND for unknown ids
+            return lambda: None
+        live.listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in live.listeners:
+                live.listeners.remove(listener)
+
+        return unsubscribe
+
+    # --- queries ----------------------------------------------------------------------
+
+    def _lookup(self, operation_id: str) -> OperationRecord:
+        live = self._live.get(operation_id)
+        if live is not None:
+            return self._snapshot(live)
+        record = self._sink.load(operation_id)
+        if record is None:
+            raise OperationNotFound(operation_id=operation_id)
+        if record.status.active:
+            # stored as running but not running here: the process that ran it is gone
+            record.status = OperationStatus.INTERRUPTED
+            record.message = INTERRUPTED_MESSAGE
+        return record
+
+    def _snapshot(self, live: _Live) -> OperationRecord:
+        rec = live.record
+        if rec.status.active:
+            rec.requests = live.budget.requests
+            rec.active_seconds = round(live.budget.active_seconds, 3)
+            rec.errors = list(live.item_errors)
+        return rec.model_copy(deep=True)
+
+    def status(self, operation_id: str | None = None) -> OperationRecord | None:
+        """One operation's record; without an id the newest active one, or None for `idle`."""
+        if operation_id is not None:
+            return self._lookup(operation_id)
+        active = [live for live in self._live.values() if live.record.status.active]
+        if not active:
+            return None
+        newest = max(active, key=lambda live: live.record.created_at)
+        return self._snapshot(newest)
+
+    def active_operations(self) -> list[OperationRecord]:
+        return [self._snapshot(live) for live in self._live.values() if live.record.status.active]
+
+    def recent(self, n: int = 20) -> list[OperationRecord]:
+        return self._sink.list_recent(n)
+
+    async def wait(self, operation_id: str, wait_seconds: float = 0.0) -> OperationRecord:
+        """Long-poll (wait clamped to 0..55 s): returns when the operation finishes or newly enters
+        awaiting_user; while it already awaits the person, returns when that state changes."""
+        live = self._live.get(operation_id)
+        if live is None:
+            return self._lookup(operation_id)
+        return await self._wait_live(live, min(MAX_WAIT_SECONDS, max(0.0, wait_seconds)))
+
+    async def _wait_live(self, live: _Live, seconds: float) -> OperationRecord:
+        deadline = self._clock.monotonic() + seconds
+        was_awaiting = live.record.status is OperationStatus.AWAITING_USER
+        while not live.done.is_set():
+            remaining = deadline - self._clock.monotonic()
+            if remaining <= 0:
+                break
+            # Block on the change event (no spinning): progress wakes us too, and we go back to sleep.
+            await _event_or_timeout(self._clock, live.changed, remaining)
+            awaiting = live.record.status is OperationStatus.AWAITING_USER
+            if live.done.is_set() or awaiting != was_awaiting:
+                break
+        return self._snapshot(live)
+
+    # --- control ----------------------------------------------------------------------
+
+    async def cancel(self, operation_id: str) -> OperationRecord:
+        """Cancel a running operation; wait up to 5 s for it to stop and return its record."""
+        live = self._live.get(operation_id)
+        if live is None:
+            return self._lookup(operation_id)
+        live.cancel_requested = True
+        if live.task is not None and not live.task.done():
+            live.task.cancel()
+        await _event_or_timeout(self._clock, live.done, CANCEL_WAIT_SECONDS)
+        return self._snapshot(live)
+
+    async def resume(self, operation_id: str) -> OperationRecord:
+        """Tell the human step this operation waits on that the page is done; the status after
+        up to 3 s."""
+        live = self._live.get(operation_id)
+        if live is None:
+            record = self._sink.load(operation_id)
+            if record is None:
+                raise OperationNotFound(operation_id=operation_id)
+            raise OperationNotRunning(operation_id=operation_id)
+        waiting = (
+            live.record.status is OperationStatus.AWAITING_USER
+            and self.human is not None
+            and self.human.active
+            and operation_id in self.human.waiting_operations
+        )
+        if not waiting or self.human is None:
+            raise OperationState("该操作没有等待人工处理的步骤", operation_id=operation_id)
+        self.human.resume()
+        return await self._wait_live(live, RESUME_WAIT_SECONDS)
+
+    async def show(self) -> None:
+        """Raise the window of the active human step (VERIFICATION_NOT_FOUND when none)."""
+        if self.human is None or not self.human.active:
+            raise VerificationNotFound()
+        await self.human.show()
+
+    def continue_(
+        self,
+        operation_id: str,
+        runner: Runner,
+        *,
+        additional_requests: int | None = None,
+        additional_seconds: float | None = None,
+    ) -> Job:
+        """Continue a search from its checkpoint with more budget, under the same id; the runner
+        reads `ctx.resume_from` so no request is repeated. Counts carry over."""
+        if additional_requests is not None and additional_requests < 0:
+            raise OperationState("additional_requests 不能为负数")
+        if additional_seconds is not None and additional_seconds < 0:
+            raise OperationState("additional_seconds 不能为负数")
+        live = self._live.get(operation_id)
+        record = live.record.model_copy(deep=True) if live else self._sink.load(operation_id)
+        if record is None:
+            raise OperationNotFound(operation_id=operation_id)
+        if record.kind is not OperationKind.SEARCH:
+            raise ContinueUnavailable(operation_id=operation_id, kind=record.kind.value)
+        if live is not None and record.status.active:
+            raise OperationBusy("该检索仍在运行", operation_id=operation_id)
+        if record.checkpoint is None:
+            raise ContinueUnavailable(operation_id=operation_id)
+        if record.status is OperationStatus.COMPLETED:
+            raise OperationState("检索已完成，无需继续", operation_id=operation_id)
+
+        spec = record.budget.model_copy()
+        if additional_requests is None and additional_seconds is None:
+            if record.requests >= spec.max_requests or record.active_seconds >= spec.timeout_seconds:
+                spec.max_requests = max(spec.max_requests, record.requests + CONTINUE_DEFAULT_REQUESTS)
+                spec.timeout_seconds = max(
+                    spec.timeout_seconds, record.active_seconds + CONTINUE_DEFAULT_SECONDS
+                )
+        else:
+            spec.max_requests += additional_requests or 0
+            spec.timeout_seconds += additional_seconds or 0.0
+
+        record.budget = spec
+        record.status = OperationStatus.RUNNING
+        record.stage = "continuing"
+        record.message = "从检查点继续"
+        record.result = None
+        # the final error of the last run is gone; per-item errors carry over with the counts
+        item_errors = record.errors[1:] if record.final_error else list(record.errors)
+        record.errors = []
+        record.final_error = False
+        record.updated_at = self._clock.now()
+        budget = Budget(
+            self._clock,
+            spec.max_requests,
+            spec.timeout_seconds,
+            requests=record.requests,
+            active=record.active_seconds,
+        )
+        new_live = _Live(record, budget)
+        new_live.item_errors = item_errors
+        new_live.running_message = record.message
+        return self._launch(new_live, runner, resume_from=record.checkpoint)
+
+    def recover_interrupted(self) -> list[str]:
+        """At startup: stored running/awaiting_user operations become `interrupted`."""
+        return self._sink.mark_interrupted(INTERRUPTED_MESSAGE, self._clock.now())
+
+    async def shutdown(self) -> None:
+        """Cancel what still runs (server exit); records end `cancelled`."""
+        for live in list(self._live.values()):
+            live.cancel_requested = True
+            if live.task is not None:
+                live.task.cancel()
+        tasks = [live.task for live in list(self._live.values()) if live.task is not None]
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for task in list(self._background):
+            task.cancel()
+
+
+async def _event_or_timeout(clock: Clock, event: asyncio.Event, seconds: float) -> bool:
+    """Wait for `event` at most `seconds` on `clock`; True when the event fired."""
+    if event.is_set():
+        return True
+    if seconds <= 0:
+        return False
+    waiter = asyncio.ensure_future(event.wait())
+    sleeper = asyncio.ensure_future(clock.sleep(seconds))
+    try:
+        await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (waiter, sleeper):
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(waiter, sleeper, return_exceptions=True)
+    return event.is_set()

@@ -1,0 +1,267 @@
+"""Operation records: kinds, statuses, budgets and their accounting, the final-status rules and
+the `OperationSink` protocol the store implements (with `MemorySink`, the in-memory one). The
+manager that runs operations is `jobs.JobManager`."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.errors import BudgetExhausted, CnkiError
+
+KEEP_OPERATIONS = 200
+INTERRUPTED_MESSAGE = "服务重启前该操作未完成，已中断；检索（search）可用 operation_control continue 从检查点继续，其他操作请重新发起"
+IDLE = "idle"
+
+
+class OperationKind(StrEnum):
+    SEARCH = "search"
+    METADATA = "metadata"
+    EXPORT = "export"
+    LINKS = "links"
+    READ = "read"
+    DOWNLOAD = "download"
+    LOGIN = "login"
+    SESSION = "session"
+
+
+class OperationStatus(StrEnum):
+    RUNNING = "running"
+    AWAITING_USER = "awaiting_user"
+    COMPLETED = "completed"
+    PARTIAL = "partial"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
+
+    @property
+    def active(self) -> bool:
+        return self in (OperationStatus.RUNNING, OperationStatus.AWAITING_USER)
+
+
+OnVerification = Literal["wait", "skip"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Progress(_Model):
+    done: int = 0
+    total: int | None = None
+    unit: str | None = None
+
+
+class BudgetSpec(_Model):
+    max_requests: int = Field(ge=0)
+    timeout_seconds: float = Field(ge=0)
+    on_verification: OnVerification = "wait"
+
+
+# Fixed budgets of the tools other than search (facts §3.9).
+DEFAULT_BUDGETS: dict[OperationKind, BudgetSpec] = {
+    OperationKind.READ: BudgetSpec(max_requests=60, timeout_seconds=900),
+    OperationKind.DOWNLOAD: BudgetSpec(max_requests=30, timeout_seconds=1800),
+    OperationKind.METADATA: BudgetSpec(max_requests=600, timeout_seconds=900),
+    OperationKind.EXPORT: BudgetSpec(max_requests=300, timeout_seconds=900),
+    OperationKind.LINKS: BudgetSpec(max_requests=200, timeout_seconds=900),
+    OperationKind.LOGIN: BudgetSpec(max_requests=20, timeout_seconds=1800),
+    OperationKind.SESSION: BudgetSpec(max_requests=10, timeout_seconds=60),
+}
+
+
+class OperationErrorInfo(_Model):
+    code: str
+    message: str
+    retryable: bool = False
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, error: CnkiError) -> OperationErrorInfo:
+        return cls(code=error.code, message=error.message, retryable=error.retryable, details=error.details)
+
+
+class OperationRecord(_Model):
+    """What `operation_status` returns. `checkpoint` is stored (`to_storage`) but excluded from every
+    dump, so it never reaches a client."""
+
+    operation_id: str
+    kind: OperationKind
+    status: OperationStatus = OperationStatus.RUNNING
+    stage: str = "starting"
+    message: str = ""
+    progress: Progress = Field(default_factory=Progress)
+    requests: int = 0
+    active_seconds: float = 0.0
+    budget: BudgetSpec
+    result: Any = None
+    errors: list[OperationErrorInfo] = Field(default_factory=list)
+    created_at: datetime
+    updated_at: datetime
+    checkpoint: Any = Field(default=None, exclude=True)
+    # True when errors[0] is the error that ended the run (the rest are per-item errors).
+    final_error: bool = Field(default=False, exclude=True)
+
+    def to_storage(self) -> dict[str, Any]:
+        """JSON-ready dict including the stored-only fields (for the store only)."""
+        data = self.model_dump(mode="json")
+        data["checkpoint"] = self.checkpoint
+        data["final_error"] = self.final_error
+        return data
+
+    @classmethod
+    def from_storage(cls, data: dict[str, Any]) -> OperationRecord:
+        return cls.model_validate(data)
+
+    def public(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def new_operation_id() -> str:
+    return "op_" + secrets.token_hex(12)
+
+
+def final_status(
+    *, cancelled: bool, error: OperationErrorInfo | None, has_result: bool, item_errors: int
+) -> OperationStatus:
+    """Facts §5, in order: cancelled; an error with a result or a retryable error -> partial;
+    VERIFICATION_SKIPPED -> skipped; any other error -> failed; per-item errors -> partial; else
+    completed."""
+    if cancelled:
+        return OperationStatus.CANCELLED
+    if error is not None:
+        if has_result or error.retryable:
+            return OperationStatus.PARTIAL
+        if error.code == "VERIFICATION_SKIPPED":
+            return OperationStatus.SKIPPED
+        return OperationStatus.FAILED
+    if item_errors:
+        return OperationStatus.PARTIAL
+    return OperationStatus.COMPLETED
+
+
+class Budget:
+    """Request and active-time accounting. Active time runs only while the operation is running:
+    `pause()` when it starts waiting for the person, `resume()` when it runs again."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        max_requests: int,
+        timeout_seconds: float,
+        *,
+        requests: int = 0,
+        active: float = 0.0,
+    ) -> None:
+        self._clock = clock
+        self.max_requests = max_requests
+        self.timeout_seconds = timeout_seconds
+        self.requests = requests
+        self._active = active
+        self._since: float | None = None  # start of the current running segment
+
+    @property
+    def running(self) -> bool:
+        return self._since is not None
+
+    @property
+    def active_seconds(self) -> float:
+        if self._since is None:
+            return self._active
+        return self._active + (self._clock.monotonic() - self._since)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.requests >= self.max_requests or self.active_seconds > self.timeout_seconds
+
+    def resume(self) -> None:
+        if self._since is None:
+            self._since = self._clock.monotonic()
+
+    def pause(self) -> None:
+        if self._since is not None:
+            self._active += self._clock.monotonic() - self._since
+            self._since = None
+
+    def charge(self) -> None:
+        """Count one request, or raise BudgetExhausted without counting it."""
+        if self.requests >= self.max_requests:
+            raise BudgetExhausted(
+                requests=self.requests, max_requests=self.max_requests, reason="max_requests"
+            )
+        if self.active_seconds > self.timeout_seconds:
+            raise BudgetExhausted(
+                active_seconds=round(self.active_seconds, 3),
+                timeout_seconds=self.timeout_seconds,
+                reason="timeout_seconds",
+            )
+        self.requests += 1
+
+
+class OperationSink(Protocol):
+    """Where operation records live between processes (the SQLite store implements this)."""
+
+    def save(self, record: OperationRecord, *, keep: int = KEEP_OPERATIONS) -> None:
+        """Upsert the record including its checkpoint; then drop the oldest finished records
+        beyond the newest `keep` (never a running or awaiting_user one)."""
+        ...
+
+    def load(self, operation_id: str) -> OperationRecord | None:
+        """The stored record with its checkpoint, or None."""
+        ...
+
+    def list_recent(self, n: int) -> list[OperationRecord]:
+        """The newest `n` records, newest first (by created_at)."""
+        ...
+
+    def mark_interrupted(self, message: str, at: datetime) -> list[str]:
+        """Set every stored running/awaiting_user record to interrupted with `message` and
+        updated_at `at`; return their ids."""
+        ...
+
+
+class MemorySink:
+    """OperationSink in memory, copying records in and out like a real store would."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, OperationRecord] = {}
+        self.saves = 0
+
+    def save(self, record: OperationRecord, *, keep: int = KEEP_OPERATIONS) -> None:
+        self.saves += 1
+        self._records[record.operation_id] = record.model_copy(deep=True)
+        finished = sorted(
+            (r for r in self._records.values() if not r.status.active),
+            key=lambda r: r.created_at,
+            reverse=True,
+        )
+        overflow = len(self._records) - keep
+        for old in reversed(finished):
+            if overflow <= 0:
+                break
+            del self._records[old.operation_id]
+            overflow -= 1
+
+    def load(self, operation_id: str) -> OperationRecord | None:
+        record = self._records.get(operation_id)
+        return record.model_copy(deep=True) if record else None
+
+    def list_recent(self, n: int) -> list[OperationRecord]:
+        ordered = sorted(self._records.values(), key=lambda r: r.created_at, reverse=True)
+        return [r.model_copy(deep=True) for r in ordered[:n]]
+
+    def mark_interrupted(self, message: str, at: datetime) -> list[str]:
+        ids: list[str] = []
+        for record in self._records.values():
+            if record.status.active:
+                record.status = OperationStatus.INTERRUPTED
+                record.message = message
+                record.updated_at = at
+                ids.append(record.operation_id)
+        return ids

@@ -1,0 +1,297 @@
+"""The human gate: one human step (captcha/slider or login page) at a time. The step holds the
+limiter, marks the operation `awaiting_user` with a message saying what to do, shows the page and
+polls it until it is clear twice in a row (or `resume()`), then releases the limiter, slows it down
+and minimises the window. Requests that raced into the same challenge wait for the step and retry.
+
+The gate talks to the page through the small `HumanPage` protocol (the Playwright host implements
+it) and to the operation through `OperationHandle` (jobs.OperationContext implements it)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Literal, Protocol
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.errors import VerificationNotFound, VerificationSkipped, VerificationTimeout
+from cnki_mcp.site.limiter import Limiter
+
+log = logging.getLogger(__name__)
+
+StepKind = Literal["challenge", "login"]
+Policy = Literal["wait", "skip"]
+
+MESSAGES: dict[StepKind, str] = {
+    "challenge": "知网要求人工验证：请在弹出的浏览器窗口完成验证，完成后任务会自动继续",
+    "login": "知网要求登录：请在弹出的浏览器窗口登录，完成后任务会自动继续",
+}
+# Headless: there is no window to pop up, so the message says how the person can solve it.
+HEADLESS_MESSAGES: dict[StepKind, str] = {
+    "challenge": (
+        "知网要求人工验证，但浏览器以无界面模式运行，无法弹出窗口：请在有显示器的环境以有界面模式"
+        "（CNKI_HEADLESS=0）重启服务，再用 operation_control 的 show 显示验证页面并完成验证；"
+        "完成后任务会自动继续，也可用 operation_control 的 resume 让任务立即重试"
+    ),
+    "login": (
+        "知网要求登录，但浏览器以无界面模式运行，无法弹出窗口：请在有显示器的环境以有界面模式"
+        "（CNKI_HEADLESS=0）重启服务，再用 login 工具登录（或用 operation_control 的 show 显示登录页面）；"
+        "完成后任务会自动继续"
+    ),
+}
+
+
+class PageKind(StrEnum):
+    CLEAR = "clear"
+    CHALLENGE = "challenge"
+    LOGIN = "login"
+
+
+@dataclass(frozen=True, slots=True)
+class PageState:
+    """One observation of the page under a human step."""
+
+    kind: PageKind
+    ready: bool = True  # document.readyState !== 'loading'
+
+    @property
+    def clear(self) -> bool:
+        return self.kind is PageKind.CLEAR and self.ready
+
+
+class HumanPage(Protocol):
+    """What the site layer provides for a human step."""
+
+    async def inspect(self) -> PageState:
+        """Look at the live page: challenge, login or clear, and whether it is ready."""
+        ...
+
+    async def show(self) -> None:
+        """Raise and focus the window holding the page."""
+        ...
+
+    async def minimise(self) -> None: ...
+
+
+class OperationHandle(Protocol):
+    """What the gate needs from the operation that met the page."""
+
+    @property
+    def operation_id(self) -> str: ...
+
+    def awaiting_user(self, message: str) -> None:
+        """Status `awaiting_user` with `message`; active time stops being charged."""
+        ...
+
+    def running(self) -> None:
+        """Back to `running`; active time is charged again."""
+        ...
+
+
+class StepOutcome(StrEnum):
+    CLEARED = "cleared"
+    RESUMED = "resumed"
+    TIMED_OUT = "timed_out"
+    ABORTED = "aborted"  # the owner was cancelled or the page failed
+
+
+@dataclass(slots=True)
+class _Step:
+    kind: StepKind
+    page: HumanPage
+    message: str
+    resume: asyncio.Event = field(default_factory=asyncio.Event)
+    operation_ids: list[str] = field(default_factory=list)
+
+
+class HumanGate:
+    """One human step at a time; see the module docstring.
+
+    `epoch` goes up when a step ends. A request that met a challenge passes the epoch it read
+    before it was sent: if a step ended since, the page it met was that step's page, so `handle`
+    returns at once and the caller retries."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        limiter: Limiter,
+        *,
+        poll_interval: float = 1.0,
+        timeout: float = 20 * 60,
+        clear_checks: int = 2,
+        headless: bool = False,
+    ) -> None:
+        if clear_checks < 1:
+            raise ValueError("clear_checks must be >= 1")
+        self._clock = clock
+        self._limiter = limiter
+        self._poll = poll_interval
+        self._timeout = timeout
+        self._clear_checks = clear_checks
+        self.headless = headless
+        self._lock = asyncio.Lock()
+        self._epoch = 0
+        self._step: _Step | None = None
+        self._outcomes: dict[int, StepOutcome] = {}  # epoch a step ended with -> outcome
+
+    # --- introspection ----------------------------------------------------------------
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    @property
+    def active(self) -> bool:
+        return self._step is not None
+
+    @property
+    def active_kind(self) -> StepKind | None:
+        return self._step.kind if self._step else None
+
+    @property
+    def active_message(self) -> str | None:
+        return self._step.message if self._step else None
+
+    @property
+    def waiting_operations(self) -> list[str]:
+        """Operations currently waiting for the person (the step owner first)."""
+        return list(self._step.operation_ids) if self._step else []
+
+    def message_for(self, kind: StepKind) -> str:
+        return (HEADLESS_MESSAGES if self.headless else MESSAGES)[kind]
+
+    # --- control ----------------------------------------------------------------------
+
+    def resume(self) -> None:
+        """End the active step now (the person says the page is done)."""
+        if self._step is None:
+            raise VerificationNotFound()
+        self._step.resume.set()
+
+    async def show(self) -> None:
+        """Raise the window of the active step again."""
+        if self._step is None:
+            raise VerificationNotFound()
+        await self._step.page.show()
+
+    # --- the step ---------------------------------------------------------------------
+
+    async def handle(
+        self,
+        kind: StepKind,
+        page: HumanPage,
+        op: OperationHandle | None,
+        policy: Policy = "wait",
+        *,
+        epoch: int | None = None,
+    ) -> StepOutcome:
+        """Get the person past `page`; on return the caller retries its request.
+
+        `epoch`: the gate's epoch read before the request was sent (default: now). Raises
+        VerificationSkipped (policy skip, nothing held) or VerificationTimeout."""
+        if policy == "skip":
+            raise VerificationSkipped()
+        seen = self._epoch if epoch is None else epoch
+        if self._epoch > seen:
+            return self._outcome_since(seen)
+        if self._step is not None and op is not None:
+            # A step is already open: this operation waits for the person too.
+            return await self._wait_for_step(seen, op)
+        async with self._lock:
+            if self._epoch > seen:
+                return self._outcome_since(seen)
+            return await self._run_step(kind, page, op)
+
+    async def _wait_for_step(self, seen: int, op: OperationHandle) -> StepOutcome:
+        step = self._step
+        assert step is not None
+        step.operation_ids.append(op.operation_id)
+        op.awaiting_user(step.message)
+        try:
+            async with self._lock:
+                pass
+        finally:
+            if op.operation_id in step.operation_ids:
+                step.operation_ids.remove(op.operation_id)
+            op.running()
+        return self._outcome_since(seen)
+
+    def _outcome_since(self, seen: int) -> StepOutcome:
+        outcome = self._outcomes.get(self._epoch, StepOutcome.CLEARED)
+        if outcome is StepOutcome.TIMED_OUT and self._epoch == seen + 1:
+            # the step this request waited for ran out of time: so does this request
+            raise VerificationTimeout()
+        return outcome
+
+    async def _run_step(self, kind: StepKind, page: HumanPage, op: OperationHandle | None) -> StepOutcome:
+        step = _Step(kind=kind, page=page, message=self.message_for(kind))
+        if op is not None:
+            step.operation_ids.append(op.operation_id)
+        self._step = step
+        outcome = StepOutcome.ABORTED
+        self._limiter.hold()
+        try:
+            if op is not None:
+                op.awaiting_user(step.message)
+            try:
+                await page.show()
+            except Exception:  # a window that cannot be raised must not end the step
+                log.warning("human step: could not show the page", exc_info=True)
+            outcome = await self._poll_until_clear(step)
+            if outcome is StepOutcome.TIMED_OUT:
+                raise VerificationTimeout(kind=kind, timeout_seconds=self._timeout)
+            return outcome
+        finally:
+            self._epoch += 1
+            self._outcomes[self._epoch] = outcome
+            self._outcomes.pop(self._epoch - 8, None)
+            self._step = None
+            # slow before release so the first start after the step is spaced with the new backoff
+            self._limiter.slow()
+            self._limiter.release()
+            try:
+                await asyncio.shield(page.minimise())
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("human step: could not minimise the page", exc_info=True)
+            finally:
+                if op is not None:
+                    op.running()
+
+    async def _poll_until_clear(self, step: _Step) -> StepOutcome:
+        deadline = self._clock.monotonic() + self._timeout
+        clear_in_a_row = 0
+        while True:
+            if step.resume.is_set():
+                return StepOutcome.RESUMED
+            try:
+                state = await step.page.inspect()
+            except Exception:  # a page mid-navigation cannot be read: not clear, look again
+                log.debug("human step: inspect failed", exc_info=True)
+                state = PageState(PageKind.CHALLENGE, ready=False)
+            clear_in_a_row = clear_in_a_row + 1 if state.clear else 0
+            if clear_in_a_row >= self._clear_checks:
+                return StepOutcome.CLEARED
+            if step.resume.is_set():
+                return StepOutcome.RESUMED
+            remaining = deadline - self._clock.monotonic()
+            if remaining <= 0:
+                return StepOutcome.TIMED_OUT
+            await _sleep_or_event(self._clock, min(self._poll, remaining), step.resume)
+
+
+async def _sleep_or_event(clock: Clock, seconds: float, event: asyncio.Event) -> None:
+    """Sleep on `clock` for `seconds`, waking early when `event` is set."""
+    if event.is_set():
+        return
+    sleeper = asyncio.ensure_future(clock.sleep(seconds))
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (sleeper, waiter):
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(sleeper, waiter, return_exceptions=True)

@@ -1,0 +1,205 @@
+"""The one request limiter: every CNKI request charges its operation's budget, waits while the
+limiter is held (a human step), takes an in-flight slot, then waits for its start time. Start
+times are spaced by interval x backoff; `slow()` after 429/5xx/verification, `fast()` after a
+success. Nothing else in the program sleeps between requests."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Protocol
+
+from cnki_mcp.clock import Clock
+
+MIN_BACKOFF = 1.0
+MAX_BACKOFF = 8.0
+
+
+class Chargeable(Protocol):
+    """An operation's budget as the limiter sees it: `charge()` counts one request or raises
+    BudgetExhausted (the limiter lets that propagate before taking anything)."""
+
+    def charge(self) -> None: ...
+
+
+def min_start_gap(starts: Sequence[float]) -> float:
+    """Smallest gap between consecutive request starts (inf with fewer than two starts)."""
+    ordered = sorted(starts)
+    if len(ordered) < 2:
+        return math.inf
+    return min(b - a for a, b in itertools.pairwise(ordered))
+
+
+class Limiter:
+    """Spacing between request starts, a cap on requests in flight, backoff and hold/release.
+
+    Invariants:
+    - Starts are serialised through `_start_gate` (a FIFO lock): only the waiter holding it sleeps
+      towards the next start time, and it records `_last_start` only after it actually woke, so two
+      starts are never closer than the spacing in force when the later one started.
+    - A cancelled waiter holds no reservation: the next waiter simply inherits the same start time.
+    - An in-flight slot is taken only after the budget was charged and the hold was passed, and it is
+      returned on every exit path, including cancellation before the start.
+    """
+
+    def __init__(self, clock: Clock, interval_s: float, max_inflight: int) -> None:
+        if interval_s < 0:
+            raise ValueError("interval_s must be >= 0")
+        if max_inflight < 1:
+            raise ValueError("max_inflight must be >= 1")
+        self._clock = clock
+        self._interval = float(interval_s)
+        self._max_inflight = max_inflight
+        self._backoff = MIN_BACKOFF
+        self._last_start: float | None = None
+        self._not_before: float = -math.inf  # set by release(): no start before this instant
+        # asyncio primitives bind to the running loop lazily, so building them here is safe.
+        self._slots = asyncio.Semaphore(max_inflight)
+        self._start_gate = asyncio.Lock()
+        self._open = asyncio.Event()
+        self._open.set()
+        self._holds = 0
+        self._inflight = 0
+        self._peak_inflight = 0
+        self._started = 0
+        self._waiting = 0
+
+    # --- introspection ----------------------------------------------------------------
+
+    @property
+    def interval(self) -> float:
+        return self._interval
+
+    @property
+    def max_inflight(self) -> int:
+        return self._max_inflight
+
+    @property
+    def backoff(self) -> float:
+        return self._backoff
+
+    @property
+    def spacing(self) -> float:
+        """Current gap between starts: interval x backoff."""
+        return self._interval * self._backoff
+
+    @property
+    def held(self) -> bool:
+        return self._holds > 0
+
+    @property
+    def inflight(self) -> int:
+        return self._inflight
+
+    @property
+    def peak_inflight(self) -> int:
+        return self._peak_inflight
+
+    @property
+    def started(self) -> int:
+        """How many requests have started since the limiter was built."""
+        return self._started
+
+    @property
+    def waiting(self) -> int:
+        """Requests that charged their budget but have not started yet."""
+        return self._waiting
+
+    @property
+    def last_start(self) -> float | None:
+        return self._last_start
+
+    def snapshot(self) -> dict[str, float | int | bool | None]:
+        """Diagnostics view (monotonic times are the clock's own scale)."""
+        return {
+            "interval_seconds": self._interval,
+            "backoff": self._backoff,
+            "spacing_seconds": self.spacing,
+            "max_inflight": self._max_inflight,
+            "inflight": self._inflight,
+            "peak_inflight": self._peak_inflight,
+            "held": self.held,
+            "started": self._started,
+            "waiting": self._waiting,
+        }
+
+    # --- control ----------------------------------------------------------------------
+
+    def slow(self) -> None:
+        """After 429, 5xx or a human step: double the spacing (between 2x and 8x)."""
+        self._backoff = min(MAX_BACKOFF, max(2.0, self._backoff * 2.0))
+
+    def fast(self) -> None:
+        """After a successful parse: shrink the spacing by 10% towards 1x."""
+        self._backoff = max(MIN_BACKOFF, self._backoff * 0.9)
+
+    def hold(self) -> None:
+        """Block every request that has not started yet (nested holds need as many releases)."""
+        self._holds += 1
+        self._open.clear()
+
+    def release(self) -> None:
+        """Undo one hold; when the last hold goes, requests resume and the next start is pushed to
+        now + spacing, so the first request after a human step does not start at once."""
+        if self._holds == 0:
+            return
+        self._holds -= 1
+        if self._holds == 0:
+            self._not_before = self._clock.monotonic() + self.spacing
+            self._open.set()
+
+    # --- the slot ---------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def slot(self, budget: Chargeable | None = None) -> AsyncIterator[float]:
+        """Charge `budget`, wait out a hold, take an in-flight slot and wait for the start time.
+
+        Yields the start instant (clock.monotonic()). The slot is returned when the block exits.
+        BudgetExhausted from `budget.charge()` propagates before anything is taken."""
+        if budget is not None:
+            budget.charge()
+        self._waiting += 1
+        acquired = False
+        try:
+            await self._wait_open()
+            await self._slots.acquire()
+            acquired = True
+            start = await self._wait_start()
+        except BaseException:
+            if acquired:
+                self._slots.release()
+            raise
+        finally:
+            self._waiting -= 1
+        self._inflight += 1
+        self._peak_inflight = max(self._peak_inflight, self._inflight)
+        try:
+            yield start
+        finally:
+            self._inflight -= 1
+            self._slots.release()
+
+    async def _wait_open(self) -> None:
+        while self._holds > 0:
+            await self._open.wait()
+
+    async def _wait_start(self) -> float:
+        async with self._start_gate:
+            while True:
+                if self._holds > 0:
+                    # held after this waiter took its slot: no request starts during a human step
+                    await self._wait_open()
+                    continue
+                now = self._clock.monotonic()
+                target = self._not_before
+                if self._last_start is not None:
+                    target = max(target, self._last_start + self.spacing)
+                if now >= target:
+                    self._last_start = now
+                    self._started += 1
+                    return now
+                # re-check after waking: slow(), hold() or release() may have moved the target
+                await self._clock.sleep(target - now)
