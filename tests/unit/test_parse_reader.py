@@ -1,0 +1,112 @@
+"""Reader parser: body container, sections, TOC coverage, trial and too-short bodies."""
+
+from __future__ import annotations
+
+import pytest
+
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.models import ReaderScope
+from cnki_mcp.parse.reader import parse_reader
+from tests.conftest import read_real
+
+PARA = "这是正文段落，用于检验阅读页解析是否完整保留章节内容与段落结构。" * 3
+
+
+def _page(body: str, toc: tuple[str, ...] = ("第一章", "第二章", "参考文献"), head: str = "") -> str:
+    items = "".join(f'<span class="tit">{t}</span>' for t in toc)
+    return (
+        f"<html><head>{head}</head><body><div class='catalogboxs'>{items}</div>"
+        f"<div id='XMLContent'><div id='paperRead'>{body}</div></div></body></html>"
+    )
+
+
+BODY = (
+    "<div class='js-prefix'><h1 class='Chapter'>数字文物传播研究</h1></div>"
+    f"<h2>第一章</h2><p>{PARA}</p><h3>1.1 背景</h3><p>背景段落。</p><p>Loading [MathJax]/x.js</p>"
+    f"<h2>第二章</h2><p>{PARA}</p><p>第二段：{PARA}</p>"
+    "<h3 id='bibliography'>参考文献</h3><p>[1]王利明.违约金调整规则研究[J].法学研究,2019.</p>"
+    "<div class='toolbar'>工具栏文字</div><button>下载</button>"
+)
+
+
+def test_reader_fixture_gives_sections_offsets_and_full_coverage() -> None:
+    page = parse_reader(_page(BODY), "https://x.cnki.net/reader?id=1", expected_title="数字文物传播研究")
+    assert page.title == "数字文物传播研究"
+    assert page.coverage.container == "#paperRead"
+    titles = [(s.level, s.title) for s in page.sections]
+    assert titles == [(1, "数字文物传播研究"), (2, "第一章"), (3, "1.1 背景"), (2, "第二章"), (1, "参考文献")]
+    for s in page.sections:
+        assert page.text[s.offset :].startswith(s.title)
+    chapter1 = page.sections[1]
+    sliced = page.text[chapter1.offset : chapter1.offset + chapter1.length]
+    assert "1.1 背景" in sliced and "背景段落。" in sliced  # the slice includes its subsection
+    assert "第二章" not in sliced
+    assert "Loading [MathJax]" not in page.text
+    assert "工具栏文字" not in page.text and "下载" not in page.text
+    assert "\n\n" in page.text and "\n\n\n" not in page.text
+    assert page.coverage.catalog_headings == ["第一章", "第二章", "参考文献"]
+    assert page.coverage.missing_catalog_headings == []
+    assert page.coverage.scope == ReaderScope.UNKNOWN
+    assert page.trial is False
+
+
+def test_lazily_incomplete_page_reports_missing_headings_as_partial() -> None:
+    html = _page(BODY, toc=("第一章", "第二章", "第三章", "参考文献"))
+    page = parse_reader(html)
+    assert page.coverage.missing_catalog_headings == ["第三章"]
+    assert page.coverage.scope == ReaderScope.PARTIAL
+
+
+def test_trial_url_marks_trial_scope() -> None:
+    page = parse_reader(_page(BODY), "https://x.cnki.net/reader?loginType=trialRead&id=1")
+    assert page.trial is True
+    assert page.coverage.scope == ReaderScope.TRIAL
+
+
+def test_trial_text_marker_marks_trial() -> None:
+    page = parse_reader(_page(BODY + "<p>试读结束，购买后阅读全文</p>"))
+    assert page.trial is True
+
+
+def test_too_short_body_is_reader_unsupported() -> None:
+    with pytest.raises(CnkiError) as err:
+        parse_reader(_page("<h2>第一章</h2><p>很短。</p>"))
+    assert err.value.code == "READER_UNSUPPORTED"
+
+
+def test_abstract_only_page_is_never_a_body() -> None:
+    html = f"<html><body><span id='ChDivSummary'>{PARA * 3}</span></body></html>"
+    with pytest.raises(CnkiError) as err:
+        parse_reader(html)
+    assert err.value.code == "READER_UNSUPPORTED"
+    inside = _page(f"<span id='ChDivSummary'>{PARA * 3}</span>")
+    with pytest.raises(CnkiError) as err:
+        parse_reader(inside)
+    assert err.value.code == "READER_UNSUPPORTED"
+
+
+def test_title_mismatch_is_identity_conflict() -> None:
+    head = "<meta name='citation_title' content='别的论文'>"
+    with pytest.raises(CnkiError) as err:
+        parse_reader(_page(BODY, head=head), expected_title="数字文物传播研究")
+    assert err.value.code == "IDENTITY_CONFLICT"
+
+
+def test_title_match_ignores_punctuation_and_width() -> None:
+    head = "<meta name='citation_title' content='《数字文物传播研究》'>"
+    page = parse_reader(_page(BODY, head=head), expected_title="数字文物 传播研究")
+    assert page.title == "《数字文物传播研究》"
+
+
+def test_non_text_elements_are_counted() -> None:
+    page = parse_reader(_page(BODY + "<img src='a.png'><svg></svg><math></math>"))
+    assert page.coverage.non_text_elements == 3
+    assert page.coverage.extracted_characters > 150
+    assert page.coverage.dom_characters >= page.coverage.extracted_characters
+
+
+def test_real_htmlread_entry_page_is_not_an_article() -> None:
+    html = read_real("reader/pluginsx_bar_htmlread_paywall_2026.html")
+    with pytest.raises(CnkiError) as err:
+        parse_reader(html, "https://bar.cnki.net/bar/htmlread.html?lang=CHS&cacheID=x")
+    assert err.value.code == "READER_UNSUPPORTED"
