@@ -432,7 +432,7 @@ class Gen:
                      and x["type"] in citable and x.get("year") and x["year"] < rec["year"]]
             want = r.randint(3, 15) if rec["type"] != "博士" else r.randint(10, 15)
             picks = r.sample(same, min(len(same), round(want * 0.8)))
-            picks += r.sample(other, min(len(other), want - len(picks)))
+            picks += r.sample(other, min(len(other), want - len(picks), max(1, round(want * 0.3))))
             rec["references"] = sorted(x["id"] for x in picks)
 
     def set_counts(self) -> None:
