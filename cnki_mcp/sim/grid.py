@@ -97,7 +97,11 @@ def _row(r: SimRecord, ordinal: int, links: Links, terms: list[str], wan: bool, 
         else ""
     )
     dl_text = r.extra.get("download_text") or (format_count(r.downloads, wan) if r.downloads else "")
-    download = f'<div><a class="downloadCnt" href="javascript:void(0);">{escape(str(dl_text))}</a></div>' if dl_text else ""
+    download = (
+        f'<div><a class="downloadCnt" href="javascript:void(0);">{escape(str(dl_text))}</a></div>'
+        if dl_text
+        else ""
+    )
     resource = _RESOURCE.get(r.type, "JOURNAL")
     if foreign:
         ops = f'<a class="icon-textlink" target="_blank" href="{detail}" title="原文链接"><i></i></a>'
@@ -213,7 +217,9 @@ def render_grid(
     rows = "".join(
         _row(r, base + i + 1, links, terms or [], wan_counts, values[i]) for i, r in enumerate(p.rows)
     )
-    head = "".join(f"<th>{h}</th>" for h in ("", "题名", "作者", "来源", "发表时间", "数据库", "被引", "下载", "操作"))
+    head = "".join(
+        f"<th>{h}</th>" for h in ("", "题名", "作者", "来源", "发表时间", "数据库", "被引", "下载", "操作")
+    )
     return (
         "<div>"
         + _toolbar(p.total, mark, p.sort)
@@ -248,4 +254,3 @@ def render_query_error(message: str) -> str:
         f'<div class="errorPage"><p class="error-tip">检索条件格式有误，请检查后重新检索</p>'
         f'<p class="error-detail" style="display:none">{escape(message)}</p></div></div></div></div>'
     )
-

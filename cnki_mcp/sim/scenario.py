@@ -161,7 +161,9 @@ class FaultSchedule:
     def reset(self) -> None:
         with self._lock:
             self._counts = [0] * len(self.scenario.faults)
-            self._rngs = [random.Random(f"{self.scenario.seed}:{i}") for i in range(len(self.scenario.faults))]
+            self._rngs = [
+                random.Random(f"{self.scenario.seed}:{i}") for i in range(len(self.scenario.faults))
+            ]
             self._latency_rng = random.Random(f"{self.scenario.seed}:latency")
 
     def fault_for(

@@ -1,0 +1,62 @@
+"""`cnki-mcp sim`: run the offline CNKI simulator until interrupted.
+
+The first stdout line is the origin (`http://127.0.0.1:PORT`), so scripts can read it."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port (default 0 = any free port)")
+    parser.add_argument("--corpus", type=Path, default=None, help="corpus directory (default: bundled)")
+    parser.add_argument(
+        "--scenario", type=Path, default=None, help="scenario JSON file (faults, latency, ...)"
+    )
+    parser.add_argument(
+        "--request-log", type=Path, default=None, help="append every request to this JSONL file"
+    )
+    parser.add_argument(
+        "--hosts",
+        action="store_true",
+        help="serve HTTPS under the real *.cnki.net names (see docs/simulator.md)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from cnki_mcp.sim.corpus import Corpus
+    from cnki_mcp.sim.scenario import Scenario
+    from cnki_mcp.sim.server import SimServer
+
+    corpus = Corpus.load(args.corpus)
+    scenario = Scenario.load(args.scenario) if args.scenario else None
+    server = SimServer(
+        corpus,
+        scenario,
+        host=args.host,
+        port=args.port,
+        hosts_mode=args.hosts,
+        request_log_path=args.request_log,
+    ).start()
+    print(server.origin, flush=True)
+    print(f"records={len(corpus.records)} journals={len(corpus.journals)}", file=sys.stderr, flush=True)
+    if args.hosts:
+        print("chromium args: " + " ".join(server.chromium_args()), file=sys.stderr, flush=True)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        while not stop.wait(3600):
+            pass
+    finally:
+        server.stop()
+    return 0

@@ -1,0 +1,500 @@
+"""Request handling of the simulator: route table, fault injection, cookies, identity.
+
+Host-agnostic: a route is chosen by path alone, so the same table serves origin mode (every host
+on one origin) and hosts mode (kns/navi/bar/login/www by Host)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from cnki_mcp.sim import grid as gridmod
+from cnki_mcp.sim.advsearch import render_advsearch
+from cnki_mcp.sim.corpus import Corpus, SimJournal, SimRecord
+from cnki_mcp.sim.links import Links, Visitor
+from cnki_mcp.sim.query import QueryError, Sort, highlight_terms, parse_query_json, search
+from cnki_mcp.sim.scenario import Area, FaultKind, FaultRule, FaultSchedule, Scenario
+from cnki_mcp.sim.tokens import TokenStore, opaque
+
+HTML = "text/html; charset=utf-8"
+CLIENT_COOKIE = "Ecp_ClientId"  # CNKI sets this on every visitor
+LOGIN_COOKIE = "Ecp_LoginStuts"  # personal login session
+NAME_COOKIE = "LID"
+VERIFIED_COOKIE = "Ecp_VerifyPass"  # set by solving a verification
+
+_GENERIC = frozenset(
+    {FaultKind.RATE_LIMITED, FaultKind.ERROR_500, FaultKind.ERROR_502, FaultKind.ERROR_503,
+     FaultKind.VERIFICATION, FaultKind.LOGIN_REQUIRED, FaultKind.NOT_FOUND}
+)  # fmt: skip
+_GRID_FAULTS = _GENERIC | {FaultKind.TEMPORARILY_EMPTY, FaultKind.PAGINATION_MISMATCH}
+_DETAIL_FAULTS = _GENERIC | {FaultKind.SCRIPT_RENDERED_DETAIL}
+_READER_FAULTS = _GENERIC | {FaultKind.TRIAL_READER, FaultKind.READER_SLIDER, FaultKind.LAZY_READER}
+_DOWNLOAD_FAULTS = _GENERIC | {FaultKind.DOWNLOAD_REFUSED, FaultKind.HTML_AS_PDF}
+
+
+@dataclass
+class Request:
+    method: str
+    host: str
+    path: str
+    query: dict[str, str]
+    form: dict[str, str]
+    cookies: dict[str, str]
+    headers: dict[str, str]
+    url: str  # absolute URL as the browser sees it
+
+
+@dataclass
+class Response:
+    status: int = 200
+    body: bytes = b""
+    content_type: str = HTML
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    fault: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def html(cls, text: str, status: int = 200, **kw: Any) -> Response:
+        return cls(status, text.encode("utf-8"), HTML, **kw)
+
+    @classmethod
+    def redirect(cls, location: str, status: int = 302, **kw: Any) -> Response:
+        body = f'<html><body><a href="{escape(location)}">{escape(location)}</a></body></html>'
+        r = cls(status, body.encode("utf-8"), HTML, **kw)
+        r.headers.append(("Location", location))
+        return r
+
+
+class SimState:
+    """Everything `reset()` clears: tokens, cursors, sessions, verification state, fault counters."""
+
+    def __init__(self, scenario: Scenario, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.tokens = TokenStore(clock, scenario.token_ttl)
+        self.schedule = FaultSchedule(scenario)
+        self.cursors: dict[tuple[str, int], str] = {}
+        self.cursor_owner: dict[str, str] = {}
+        self.sessions: dict[str, str] = {}
+        self.pending_verification: set[str] = set()
+        self.verified: dict[str, float] = {}
+        self.journal_p: dict[str, str] = {}  # source name -> stable navi `p` value
+
+
+class App:
+    """Maps a Request to a Response. `links` is the server's Links implementation."""
+
+    def __init__(
+        self,
+        corpus: Corpus,
+        scenario: Scenario,
+        links: Links,
+        clock: Callable[[], float],
+        cookie_domain: str | None,
+    ) -> None:
+        self.corpus = corpus
+        self.scenario = scenario
+        self.links = links
+        self.state = SimState(scenario, clock)
+        self.cookie_domain = cookie_domain
+        self._routes: dict[tuple[str, str], Callable[[Request, str], Response]] = {
+            ("GET", "/"): self.home,
+            ("GET", "/kns8s/AdvSearch"): self.advsearch,
+            ("GET", "/kns8s/search"): self.advsearch,
+            ("POST", "/kns8s/brief/grid"): self.grid,
+            ("GET", "/kcms2/article/abstract"): self.detail,
+            ("GET", "/kcms2/author/detail"): self.author,
+            ("GET", "/knavi/detail"): self.journal,
+            ("GET", "/bar/htmlread.html"): self.reader_entry,
+            ("GET", "/reader/xml"): self.reader,
+            ("GET", "/bar/download/order"): self.download,
+            ("GET", "/login/"): self.login_page,
+            ("GET", "/login"): self.login_page,
+            ("POST", "/login/submit"): self.login_submit,
+            ("GET", "/login/logout"): self.logout,
+            ("GET", "/verify/home"): self.verify_page,
+            ("POST", "/verify/solve"): self.verify_solve,
+            ("GET", "/favicon.ico"): self.favicon,
+        }
+
+    # ------------------------------------------------------------ plumbing
+
+    def set_scenario(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.state.tokens.ttl = scenario.token_ttl
+        self.state.schedule = FaultSchedule(scenario)
+
+    def reset(self) -> None:
+        self.state = SimState(self.scenario, self.state.clock)
+
+    def handle(self, req: Request) -> Response:
+        client = req.cookies.get(CLIENT_COOKIE) or ""
+        new_client = ""
+        if not client:
+            new_client = client = opaque(16)
+        handler = self._routes.get((req.method, req.path))
+        if handler is None and req.method == "HEAD":
+            handler = self._routes.get(("GET", req.path))
+        resp = self.not_found() if handler is None else handler(req, client)
+        if new_client:
+            resp.headers.append(("Set-Cookie", self.cookie(CLIENT_COOKIE, new_client, max_age=86400 * 365)))
+        return resp
+
+    def cookie(self, name: str, value: str, *, max_age: int | None = None) -> str:
+        parts = [f"{name}={value}", "Path=/", "SameSite=Lax"]
+        if self.cookie_domain:
+            parts.append(f"Domain={self.cookie_domain}")
+        if max_age is not None:
+            parts.append(f"Max-Age={max_age}")
+        return "; ".join(parts)
+
+    def visitor(self, req: Request) -> Visitor:
+        ident = self.scenario.identity
+        name = self.state.sessions.get(req.cookies.get(LOGIN_COOKIE, ""))
+        return Visitor(
+            personal_name=name or ident.personal,
+            institution=ident.institution,
+            verified=self.is_verified(req),
+        )
+
+    def is_verified(self, req: Request) -> bool:
+        token = req.cookies.get(VERIFIED_COOKIE, "")
+        at = self.state.verified.get(token)
+        return at is not None and self.state.clock() - at <= self.scenario.verified_ttl
+
+    def not_found(self) -> Response:
+        from cnki_mcp.sim.pages.errors import render_not_found
+
+        return Response.html(render_not_found(self.links), 404)
+
+    def _fault(
+        self, req: Request, client: str, kinds: frozenset[FaultKind], *, fragment: bool = False
+    ) -> tuple[Response | None, FaultRule | None]:
+        """Apply pending verification and scheduled faults; returns (response to send, fired rule)."""
+        rule = self.state.schedule.fault_for(req.method, req.path, kinds)
+        verified = self.is_verified(req)
+        if rule is not None and rule.kind == FaultKind.VERIFICATION and not verified:
+            with self.state.lock:
+                self.state.pending_verification.add(client)
+        if not verified and client in self.state.pending_verification:
+            return self._verification(req, fragment), rule
+        if rule is None or rule.kind == FaultKind.VERIFICATION:
+            return None, None
+        from cnki_mcp.sim.pages import errors
+
+        kind = rule.kind
+        if kind == FaultKind.RATE_LIMITED:
+            resp = Response.html(errors.render_rate_limited(), 429)
+            resp.headers.append(("Retry-After", "2"))
+        elif kind in (FaultKind.ERROR_500, FaultKind.ERROR_502, FaultKind.ERROR_503):
+            resp = Response.html(errors.render_server_error(int(kind.value)), int(kind.value))
+        elif kind == FaultKind.NOT_FOUND:
+            resp = self.not_found()
+        elif kind == FaultKind.LOGIN_REQUIRED:
+            resp = Response.redirect(self.links.login(self._return_url(req)))
+        else:
+            return None, rule  # route-specific kinds are applied by the route
+        resp.fault = kind.value
+        return resp, rule
+
+    def _return_url(self, req: Request) -> str:
+        if req.method == "GET":
+            return req.url
+        return self.links.kns("/kns8s/AdvSearch")
+
+    def _verification(self, req: Request, fragment: bool) -> Response:
+        if fragment:
+            from cnki_mcp.sim.pages.verify import vericode_fragment
+
+            return Response.html(vericode_fragment(self.links), fault=FaultKind.VERIFICATION.value)
+        return Response.redirect(self.links.verify(self._return_url(req)), fault=FaultKind.VERIFICATION.value)
+
+    def _needs_login(self, req: Request, area: Area) -> Response | None:
+        if area not in self.scenario.require_login_for:
+            return None
+        v = self.visitor(req)
+        if v.personal_name or v.institution:
+            return None
+        return Response.redirect(self.links.login(req.url), fault="login_required")
+
+    # ------------------------------------------------------------ pages
+
+    def home(self, req: Request, client: str) -> Response:
+        from cnki_mcp.sim.pages.home import render_home
+
+        return Response.html(render_home(self.links, self.visitor(req)))
+
+    def advsearch(self, req: Request, client: str) -> Response:
+        resp, _ = self._fault(req, client, _GENERIC)
+        return resp or Response.html(render_advsearch(self.links, self.visitor(req)))
+
+    def grid(self, req: Request, client: str) -> Response:
+        f = req.form
+        params: dict[str, Any] = {
+            k: f[k]
+            for k in ("pageNum", "pageSize", "sortField", "sortType", "turnpage", "boolSearch")
+            if k in f
+        }
+        resp, rule = self._fault(req, client, _GRID_FAULTS, fragment=True)
+        if resp is not None:
+            resp.params = params
+            return resp
+        try:
+            q = parse_query_json(f.get("QueryJson", ""))
+        except QueryError as exc:
+            params["error"] = str(exc)
+            return Response.html(gridmod.render_query_error(str(exc)), params=params)
+        params["query"] = q.summary()
+        if q.year_from or q.year_to:
+            params["years"] = [q.year_from, q.year_to]
+        try:
+            page = max(1, int(f.get("pageNum") or 1))
+        except ValueError:
+            page = 1
+        try:
+            size = min(50, max(1, int(f.get("pageSize") or 20)))  # CNKI accepts up to 50
+        except ValueError:
+            size = 20
+        try:
+            sort = Sort(f.get("sortField") or "FFD")
+        except ValueError:
+            sort = Sort.FFD
+        descending = (f.get("sortType") or "desc").lower() != "asc"
+        fp = f"{q.fingerprint()}:{sort.value}:{int(descending)}"
+        if page > 1 and self.state.cursor_owner.get(f.get("turnpage", "")) != fp:
+            params["error"] = "missing cursor"
+            return Response.html("<html><body><p>请求参数错误</p></body></html>", 400, params=params)
+        if rule is not None and rule.kind == FaultKind.TEMPORARILY_EMPTY:
+            return Response.html(gridmod.render_temporarily_empty(), fault=rule.kind.value, params=params)
+        hits = search(self.corpus, q, sort, descending)
+        served = page
+        fault = None
+        if rule is not None and rule.kind == FaultKind.PAGINATION_MISMATCH:
+            served = 2 if page == 1 else page - 1
+            fault = rule.kind.value
+        rows = hits[(served - 1) * size : served * size]
+        gp = gridmod.GridPage(rows, len(hits), served, size, self._cursor(fp, served), sort.value,
+                              "desc" if descending else "asc")  # fmt: skip
+        params.update(total=len(hits), rows=len(rows), served_page=served, ids=[r.id for r in rows])
+        html = gridmod.render_grid(
+            gp, self.links, terms=highlight_terms(q), wan_counts=self.scenario.wan_counts
+        )
+        return Response.html(html, fault=fault, params=params)
+
+    def _cursor(self, fp: str, page: int) -> str:
+        with self.state.lock:
+            cur = self.state.cursors.get((fp, page))
+            if cur is None:
+                # CNKI's cursor looks like base64 with '!' padding: 8Kf6r96aVUubfe4hUZXU-w!!
+                cur = opaque(16) + "!!"
+                self.state.cursors[(fp, page)] = cur
+                self.state.cursor_owner[cur] = fp
+            return cur
+
+    def detail(self, req: Request, client: str) -> Response:
+        grant = self.state.tokens.lookup("detail", req.query.get("v", ""))
+        record = self.corpus.by_id.get(grant.value) if grant else None
+        params: dict[str, Any] = {"id": record.id if record else None}
+        if record is None:
+            params["expired_or_unknown"] = True
+            resp = self.not_found()
+            resp.params = params
+            return resp
+        resp, rule = self._fault(req, client, _DETAIL_FAULTS)
+        if resp is not None:
+            resp.params = params
+            return resp
+        from cnki_mcp.sim.pages.detail import render_detail
+
+        scripted = rule is not None and rule.kind == FaultKind.SCRIPT_RENDERED_DETAIL
+        html = render_detail(record, self.corpus, self.links, self.visitor(req), script_rendered=scripted)
+        return Response.html(html, fault=rule.kind.value if scripted and rule else None, params=params)
+
+    def author(self, req: Request, client: str) -> Response:
+        grant = self.state.tokens.lookup("author", req.query.get("v", ""))
+        if grant is None:
+            return self.not_found()
+        resp, _ = self._fault(req, client, _GENERIC)
+        if resp is not None:
+            return resp
+        from cnki_mcp.sim.author import render_author
+
+        return Response.html(render_author(grant.value, self.corpus, self.links, self.visitor(req)),
+                             params={"author": grant.value})  # fmt: skip
+
+    def journal_for(self, p: str) -> SimJournal | None:
+        j = self.corpus.journal_by_code.get(p)
+        if j is not None:
+            return j
+        grant = self.state.tokens.lookup("journal", p, expires=False)
+        if grant is None:
+            return None
+        return self.corpus.journal_by_name.get(grant.value) or SimJournal(name=grant.value)
+
+    def journal(self, req: Request, client: str) -> Response:
+        j = self.journal_for(req.query.get("p", ""))
+        if j is None:
+            return self.not_found()
+        resp, _ = self._fault(req, client, _GENERIC)
+        if resp is not None:
+            resp.params = {"journal": j.name}
+            return resp
+        from cnki_mcp.sim.pages.journal import render_journal
+
+        return Response.html(
+            render_journal(j, self.corpus, self.links, self.visitor(req)), params={"journal": j.name}
+        )
+
+    def reader_entry(self, req: Request, client: str) -> Response:
+        grant = self.state.tokens.lookup("entry", req.query.get("cacheID", ""))
+        record = self.corpus.by_id.get(grant.value) if grant else None
+        if record is None:
+            return self.not_found()
+        params = {"id": record.id}
+        resp, rule = self._fault(req, client, _READER_FAULTS)
+        resp = resp or self._needs_login(req, Area.READER)
+        if resp is not None:
+            resp.params = params
+            return resp
+        invoice, nonce = self.state.tokens.reader_pair(record.id)
+        url = self.links.kns(f"/reader/xml?invoice={invoice}&nonce={nonce}")
+        trial = rule is not None and rule.kind == FaultKind.TRIAL_READER
+        if trial:
+            url += "&loginType=trialRead"
+        return Response.redirect(url, fault="trial_reader" if trial else None, params=params)
+
+    def reader(self, req: Request, client: str) -> Response:
+        grant = self.state.tokens.check_reader(req.query.get("invoice", ""), req.query.get("nonce", ""))
+        record = self.corpus.by_id.get(grant.value) if grant else None
+        if record is None:
+            return self.not_found()
+        params = {"id": record.id}
+        resp, rule = self._fault(req, client, _READER_FAULTS)
+        resp = resp or self._needs_login(req, Area.READER)
+        if resp is not None:
+            resp.params = params
+            return resp
+        kind = rule.kind if rule is not None else None
+        trial = req.query.get("loginType") == "trialRead" or kind == FaultKind.TRIAL_READER
+        from cnki_mcp.sim.pages.reader import render_reader
+
+        html = render_reader(record, self.links, self.visitor(req), trial=trial,
+                             lazy=kind == FaultKind.LAZY_READER, slider=kind == FaultKind.READER_SLIDER)  # fmt: skip
+        return Response.html(html, fault=kind.value if kind else None, params=params | {"trial": trial})
+
+    def download(self, req: Request, client: str) -> Response:
+        grant = self.state.tokens.lookup("download", req.query.get("id", ""))
+        record = self.corpus.by_id.get(grant.value) if grant else None
+        if record is None or grant is None:
+            return self.not_found()
+        fmt = grant.extra or "pdf"
+        params = {"id": record.id, "type": fmt}
+        resp, rule = self._fault(req, client, _DOWNLOAD_FAULTS)
+        resp = resp or self._needs_login(req, Area.DOWNLOAD)
+        if resp is not None:
+            resp.params = params
+            return resp
+        from cnki_mcp.sim.pages import files
+
+        if rule is not None and rule.kind == FaultKind.DOWNLOAD_REFUSED:
+            html = files.render_download_refused(rule.reason, self.links, self.visitor(req))
+            return Response.html(html, fault=rule.kind.value, params=params)
+        disposition = _attachment(record, fmt)
+        if rule is not None and rule.kind == FaultKind.HTML_AS_PDF:
+            return Response(
+                200,
+                files.render_html_as_pdf(record),
+                "application/pdf",
+                [("Content-Disposition", disposition)],
+                fault=rule.kind.value,
+                params=params,
+            )
+        if fmt == "caj":
+            return Response(200, files.caj_bytes(record), "application/octet-stream",
+                            [("Content-Disposition", disposition)], params=params)  # fmt: skip
+        return Response(200, files.pdf_bytes(record), "application/pdf",
+                        [("Content-Disposition", disposition)], params=params)  # fmt: skip
+
+    def login_page(self, req: Request, client: str) -> Response:
+        from cnki_mcp.sim.pages.login import render_login
+
+        ret = req.query.get("ReturnURL") or req.query.get("returnUrl") or self.links.kns("/kns8s/AdvSearch")
+        return Response.html(render_login(ret, self.links))
+
+    def login_submit(self, req: Request, client: str) -> Response:
+        user = req.form.get("username", "").strip()
+        password = req.form.get("password", "")
+        ret = self._safe_return(req.form.get("returnUrl", ""))
+        accounts = self.scenario.accounts
+        ok = bool(user and password) and (not accounts or accounts.get(user) == password)
+        if not ok:
+            from cnki_mcp.sim.pages.login import render_login
+
+            return Response.html(
+                render_login(ret, self.links, error="用户名或密码错误"), params={"user": user, "ok": False}
+            )
+        token = opaque(24)
+        with self.state.lock:
+            self.state.sessions[token] = user
+        resp = Response.redirect(ret, params={"user": user, "ok": True})
+        resp.headers.append(("Set-Cookie", self.cookie(LOGIN_COOKIE, token)))
+        resp.headers.append(("Set-Cookie", self.cookie(NAME_COOKIE, quote(user))))
+        return resp
+
+    def logout(self, req: Request, client: str) -> Response:
+        with self.state.lock:
+            self.state.sessions.pop(req.cookies.get(LOGIN_COOKIE, ""), None)
+        ret = self._safe_return(req.query.get("ReturnURL") or req.headers.get("referer", ""))
+        resp = Response.redirect(ret)
+        resp.headers.append(("Set-Cookie", self.cookie(LOGIN_COOKIE, "", max_age=0)))
+        resp.headers.append(("Set-Cookie", self.cookie(NAME_COOKIE, "", max_age=0)))
+        return resp
+
+    def verify_page(self, req: Request, client: str) -> Response:
+        from cnki_mcp.sim.pages.verify import render_verify
+
+        ret = req.query.get("returnUrl") or self.links.kns("/kns8s/AdvSearch")
+        return Response.html(render_verify(ret, self.links))
+
+    def verify_solve(self, req: Request, client: str) -> Response:
+        ret = self._safe_return(req.form.get("returnUrl", "") or req.query.get("returnUrl", ""))
+        token = opaque(24)
+        with self.state.lock:
+            self.state.verified[token] = self.state.clock()
+            self.state.pending_verification.discard(client)
+        cookie = self.cookie(VERIFIED_COOKIE, token)
+        if req.headers.get("x-requested-with", "").lower() == "xmlhttprequest":
+            body = f'{{"success":true,"returnUrl":"{ret}"}}'.encode()
+            return Response(200, body, "application/json; charset=utf-8", [("Set-Cookie", cookie)])
+        resp = Response.redirect(ret)
+        resp.headers.append(("Set-Cookie", cookie))
+        return resp
+
+    def favicon(self, req: Request, client: str) -> Response:
+        from cnki_mcp.sim.pages.common import tiny_png
+
+        return Response(200, tiny_png(16, 16, (200, 30, 30), (255, 255, 255)), "image/png",
+                        [("Cache-Control", "max-age=86400")])  # fmt: skip
+
+    def _safe_return(self, url: str) -> str:
+        """Only redirect back into the site (relative paths or this site's hosts)."""
+        default = self.links.kns("/kns8s/AdvSearch")
+        if not url:
+            return default
+        parts = urlsplit(url)
+        if not parts.netloc:
+            return self.links.kns(url if url.startswith("/") else "/" + url)
+        home = urlsplit(self.links.kns("/")).netloc
+        if parts.netloc == home or parts.netloc.endswith(".cnki.net"):
+            return url
+        return default
+
+
+def _attachment(record: SimRecord, fmt: str) -> str:
+    name = f"{record.title}.{fmt}"
+    ascii_name = f"{record.native_filename}.{fmt}"
+    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name)}"
