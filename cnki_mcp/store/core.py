@@ -1,0 +1,79 @@
+"""The Store: one SQLite database in the data directory, one process per directory."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+from types import TracebackType
+
+from filelock import FileLock
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.store.db import DB_NAME, acquire_lock, open_database
+from cnki_mcp.store.downloads import DownloadsMixin
+from cnki_mcp.store.journals import JournalsMixin
+from cnki_mcp.store.operations import OperationsMixin
+from cnki_mcp.store.papers import PapersMixin
+from cnki_mcp.store.searches import SearchesMixin
+
+
+class Store(PapersMixin, JournalsMixin, SearchesMixin, OperationsMixin, DownloadsMixin):
+    """Papers, journal quality, searches with evidence, operations and downloads.
+
+    Every write method commits before it returns (see `store.db` for durability). Built by
+    `Store.open`; `close()` releases the database and the directory lock."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        lock: FileLock,
+        data_dir: Path,
+        clock: Clock,
+        notices: list[str],
+    ) -> None:
+        self._conn = conn
+        self._dir_lock = lock
+        self._mutex = threading.RLock()
+        self._closed = False
+        self.clock = clock
+        self.data_dir = data_dir
+        self.path = data_dir / DB_NAME
+        self.notices = notices  # things the person should know (e.g. a database set aside)
+
+    @classmethod
+    def open(cls, data_dir: Path, clock: Clock, *, lock_timeout: float = 0.5) -> Store:
+        """Create `data_dir` if needed, lock it (DATA_DIRECTORY_IN_USE when another process
+        holds it) and open or create `cnki.sqlite3` in WAL mode."""
+        data_dir = Path(data_dir)
+        data_dir.mkdir(parents=True, exist_ok=True)
+        lock = acquire_lock(data_dir, lock_timeout)
+        notices: list[str] = []
+        try:
+            conn = open_database(data_dir / DB_NAME, clock, notices)
+        except BaseException:
+            lock.release()
+            raise
+        return cls(conn, lock, data_dir, clock, notices)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        with self._mutex:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self._conn.close()
+            finally:
+                self._dir_lock.release()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,253 @@
+"""The database file: directory lock, connection settings, schema migrations, and setting
+an unreadable database aside.
+
+Durability: WAL with `synchronous=FULL`. Every write method runs in one `BEGIN IMMEDIATE …
+COMMIT`; FULL fsyncs the WAL at each commit, so a committed observation survives not only a
+killed process (NORMAL would already do that: the WAL pages are written before COMMIT
+returns) but also an OS crash or power loss. Writes are rare (one per observed page, paced
+by the CNKI request limiter), so the fsync costs nothing that matters."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.errors import DataDirectoryInUse
+
+DB_NAME = "cnki.sqlite3"
+LOCK_NAME = ".lock"
+
+_V1 = """
+CREATE TABLE papers (
+    record_ref TEXT PRIMARY KEY,
+    title_key TEXT NOT NULL,
+    data TEXT NOT NULL,
+    detail_confirmed INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX papers_title_key ON papers(title_key);
+CREATE TABLE paper_keys (
+    key TEXT NOT NULL,
+    record_ref TEXT NOT NULL,
+    PRIMARY KEY (key, record_ref)
+) WITHOUT ROWID;
+CREATE INDEX paper_keys_ref ON paper_keys(record_ref);
+CREATE TABLE paper_aliases (old_ref TEXT PRIMARY KEY, record_ref TEXT NOT NULL);
+CREATE TABLE details (
+    record_ref TEXT PRIMARY KEY,
+    data TEXT NOT NULL,
+    locator TEXT,
+    observed_at TEXT NOT NULL,
+    parser_version INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE journals (
+    source_key TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    data TEXT,
+    observed_at TEXT NOT NULL,
+    parser_version INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE searches (
+    search_id TEXT PRIMARY KEY,
+    query TEXT NOT NULL,
+    params TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    status TEXT NOT NULL,
+    summary TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX searches_fingerprint ON searches(fingerprint, status, updated_at);
+CREATE INDEX searches_created ON searches(created_at);
+CREATE TABLE search_results (
+    search_id TEXT NOT NULL,
+    record_ref TEXT NOT NULL,
+    channels TEXT NOT NULL,
+    rank INTEGER,
+    score REAL,
+    evidence TEXT NOT NULL,
+    selected INTEGER NOT NULL DEFAULT 0,
+    exclusion TEXT,
+    PRIMARY KEY (search_id, record_ref)
+);
+CREATE INDEX search_results_rank ON search_results(search_id, selected, rank);
+CREATE TABLE operations (
+    op_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    record TEXT NOT NULL,
+    checkpoint TEXT
+);
+CREATE INDEX operations_created ON operations(created_at);
+CREATE INDEX operations_status ON operations(status);
+CREATE TABLE downloads (
+    record_ref TEXT NOT NULL,
+    format TEXT NOT NULL,
+    path TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    observed_at TEXT NOT NULL,
+    PRIMARY KEY (record_ref, format)
+);
+CREATE TABLE download_clicks (
+    click_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    record_ref TEXT NOT NULL,
+    format TEXT NOT NULL,
+    op_id TEXT,
+    clicked_at TEXT NOT NULL,
+    outcome TEXT,
+    outcome_at TEXT,
+    detail TEXT
+);
+CREATE INDEX download_clicks_ref ON download_clicks(record_ref, format);
+"""
+
+# Index i upgrades schema version i to i + 1. Append only; never edit a published step.
+MIGRATIONS: tuple[str, ...] = (_V1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+# SQLite result codes that mean "this file is not a usable database" (as opposed to busy,
+# I/O or permission failures, where moving the file aside would not help).
+_UNREADABLE_CODES = {"SQLITE_CORRUPT", "SQLITE_NOTADB"}
+
+
+class Unreadable(Exception):
+    """The database file cannot be used as is and is to be set aside."""
+
+
+def to_ts(value: datetime) -> str:
+    """Stored time: UTC ISO-8601 with microseconds, so text order is time order.
+    Naive datetimes are taken as UTC."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def from_ts(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def acquire_lock(data_dir: Path, timeout: float) -> FileLock:
+    """Take the directory lock or raise DATA_DIRECTORY_IN_USE. The OS drops the lock when
+    the holding process dies, so a crash never leaves the directory locked."""
+    lock = FileLock(str(data_dir / LOCK_NAME), timeout=timeout, thread_local=False)
+    try:
+        lock.acquire()
+    except Timeout as exc:
+        raise DataDirectoryInUse(data_dir=str(data_dir)) from exc
+    return lock
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    # isolation_level=None: no implicit transactions; every write opens its own BEGIN.
+    # check_same_thread=False: the Store serialises access with its own lock.
+    return sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=5.0)
+
+
+def _migrate(conn: sqlite3.Connection, version: int) -> None:
+    for step in range(version, SCHEMA_VERSION):
+        # One transaction per step: the new version number commits with its tables.
+        conn.executescript(
+            f"BEGIN IMMEDIATE;\n{MIGRATIONS[step]}\nPRAGMA user_version = {step + 1};\nCOMMIT;"
+        )
+
+
+def _open_checked(path: Path) -> sqlite3.Connection:
+    conn = _connect(path)
+    try:
+        mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        if not mode or str(mode[0]).lower() != "wal":
+            raise Unreadable(f"journal_mode WAL refused ({mode!r})")
+        conn.execute("PRAGMA synchronous=FULL")
+        check = conn.execute("PRAGMA integrity_check").fetchall()
+        if check != [("ok",)]:
+            raise Unreadable("integrity_check: " + "; ".join(str(r[0]) for r in check[:5]))
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise Unreadable(f"schema version {version} is newer than {SCHEMA_VERSION}")
+        try:
+            _migrate(conn, version)
+        except sqlite3.DatabaseError as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise Unreadable(f"migration from version {version} failed: {exc}") from exc
+        return conn
+    except Unreadable:
+        conn.close()
+        raise
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        if getattr(exc, "sqlite_errorname", None) in _UNREADABLE_CODES:
+            raise Unreadable(str(exc)) from exc
+        raise
+
+
+def move_aside(path: Path, now: datetime) -> Path:
+    """Rename the database (and its -wal/-shm) to `<name>.corrupt-<UTC stamp>`; never delete."""
+    stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+    os.replace(path, target)
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            os.replace(side, target.with_name(target.name + suffix))
+    return target
+
+
+def open_database(path: Path, clock: Clock, notices: list[str]) -> sqlite3.Connection:
+    """Open (creating or migrating) the database; an unreadable one is set aside and a fresh
+    one started, with a line in `notices`."""
+    try:
+        return _open_checked(path)
+    except Unreadable as exc:
+        moved = move_aside(path, clock.now())
+        notices.append(f"数据库无法读取（{exc}），已移到 {moved}，并新建了数据库")
+        return _open_checked(path)
+
+
+class StoreBase:
+    """Connection and lock shared by the store's table mixins.
+
+    The store is used from one asyncio thread; every method still takes `_mutex` so that a
+    call from a worker thread (e.g. `asyncio.to_thread`) cannot interleave with another."""
+
+    _conn: sqlite3.Connection
+    _mutex: threading.RLock
+    clock: Clock
+    _closed: bool
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One committed transaction: everything inside is durable when the block exits."""
+        with self._mutex:
+            if self._closed:
+                raise RuntimeError("store is closed")
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._mutex:
+            if self._closed:
+                raise RuntimeError("store is closed")
+            yield self._conn

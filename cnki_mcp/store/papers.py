@@ -1,0 +1,235 @@
+"""Papers: upsert with identity resolution (native / DOI / bibliography keys, never a title
+alone), merge rules from `identity`, stable record refs, aliases, and raw detail pages."""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from cnki_mcp.errors import DocumentNotFound, IdentityConflict
+from cnki_mcp.identity import (
+    Paper,
+    conflicts,
+    detail_matches,
+    index_keys,
+    merge,
+    same_observation,
+    same_paper,
+    title_key,
+)
+from cnki_mcp.models import DetailPage, GridRow
+from cnki_mcp.store.db import StoreBase, from_ts, to_ts
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDetail:
+    """The last parsed detail page of a paper (with references and citing lists)."""
+
+    record_ref: str
+    page: DetailPage
+    locator: str | None
+    observed_at: datetime
+    parser_version: int
+
+
+def _resolve(conn: sqlite3.Connection, ref: str) -> str:
+    """Follow aliases left by merged records (at most a short chain)."""
+    seen: set[str] = set()
+    while ref not in seen:
+        seen.add(ref)
+        row = conn.execute("SELECT record_ref FROM paper_aliases WHERE old_ref = ?", (ref,)).fetchone()
+        if row is None:
+            return ref
+        ref = row[0]
+    return ref
+
+
+def _load(conn: sqlite3.Connection, ref: str) -> Paper | None:
+    row = conn.execute("SELECT data FROM papers WHERE record_ref = ?", (ref,)).fetchone()
+    return Paper.model_validate_json(row[0]) if row else None
+
+
+def _taken(conn: sqlite3.Connection, ref: str) -> bool:
+    return bool(
+        conn.execute("SELECT 1 FROM papers WHERE record_ref = ?", (ref,)).fetchone()
+        or conn.execute("SELECT 1 FROM paper_aliases WHERE old_ref = ?", (ref,)).fetchone()
+    )
+
+
+def _strong_keys(paper: Paper) -> list[str]:
+    return [k for k in index_keys(paper.keys()) if not k.startswith("title:")]
+
+
+def _write_paper(conn: sqlite3.Connection, paper: Paper, now: str, *, new: bool) -> None:
+    data = paper.model_dump_json()
+    if new:
+        conn.execute(
+            "INSERT INTO papers (record_ref, title_key, data, detail_confirmed, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (paper.record_ref, title_key(paper.title), data, int(paper.detail_confirmed), now, now),
+        )
+    else:
+        conn.execute(
+            "UPDATE papers SET title_key = ?, data = ?, detail_confirmed = ?, updated_at = ? WHERE record_ref = ?",
+            (title_key(paper.title), data, int(paper.detail_confirmed), now, paper.record_ref),
+        )
+    # Keys accumulate: an older bibliography key keeps finding the paper for candidate
+    # lookup; `same_paper` on the current keys still decides every join.
+    conn.executemany(
+        "INSERT OR IGNORE INTO paper_keys (key, record_ref) VALUES (?, ?)",
+        [(k, paper.record_ref) for k in _strong_keys(paper)],
+    )
+
+
+def _absorb(conn: sqlite3.Connection, primary: str, other: str) -> None:
+    """Fold record `other` into `primary`: keys move, the old ref becomes an alias."""
+    conn.execute("UPDATE OR IGNORE paper_keys SET record_ref = ? WHERE record_ref = ?", (primary, other))
+    conn.execute("DELETE FROM paper_keys WHERE record_ref = ?", (other,))
+    conn.execute("UPDATE paper_aliases SET record_ref = ? WHERE record_ref = ?", (primary, other))
+    conn.execute("INSERT OR REPLACE INTO paper_aliases (old_ref, record_ref) VALUES (?, ?)", (other, primary))
+    conn.execute("DELETE FROM papers WHERE record_ref = ?", (other,))
+    conn.execute(
+        "DELETE FROM details WHERE record_ref = ? AND EXISTS (SELECT 1 FROM details WHERE record_ref = ?)",
+        (other, primary),
+    )
+    conn.execute("UPDATE OR IGNORE details SET record_ref = ? WHERE record_ref = ?", (primary, other))
+
+
+def _upsert(
+    conn: sqlite3.Connection,
+    incoming: Paper,
+    origin: Literal["list", "detail"],
+    expected: Paper | None,
+    now: str,
+) -> Paper:
+    keys = incoming.keys()
+    matches: list[Paper] = [expected] if expected is not None else []
+    strong = _strong_keys(incoming)
+    if strong:
+        marks = ",".join("?" * len(strong))
+        refs = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT DISTINCT k.record_ref FROM paper_keys k JOIN papers p ON p.record_ref = k.record_ref"
+                f" WHERE k.key IN ({marks}) ORDER BY p.created_at, k.record_ref",
+                strong,
+            )
+        ]
+        for ref in refs:
+            if any(m.record_ref == ref for m in matches):
+                continue
+            candidate = _load(conn, ref)
+            if candidate is not None and same_paper(candidate, keys):
+                matches.append(candidate)
+    if not matches:
+        same = _load(conn, incoming.record_ref)
+        if same is not None and same_observation(same.keys(), keys):
+            matches.append(same)
+    if not matches:
+        ref = incoming.record_ref
+        while _taken(conn, ref):  # the strongest-key ref belongs to a different paper
+            ref = "rec_" + secrets.token_hex(12)
+        paper = incoming.model_copy(update={"record_ref": ref})
+        _write_paper(conn, paper, now, new=True)
+        return paper
+    base = matches[0]
+    for other in matches[1:]:
+        # Records that only this observation shows to be one paper are joined, unless they
+        # contradict each other (two native keys that share a bibliography key stay apart).
+        if conflicts(base.keys(), other.keys()):
+            continue
+        base = merge(base, other, "detail" if other.detail_confirmed else "list")
+        _absorb(conn, base.record_ref, other.record_ref)
+    merged = merge(base, incoming, origin)
+    _write_paper(conn, merged, now, new=False)
+    return merged
+
+
+class PapersMixin(StoreBase):
+    def upsert_from_grid(
+        self, rows: Sequence[GridRow], observed_at: datetime, *, public_origins: tuple[str, ...] = ()
+    ) -> list[Paper]:
+        """Store one grid page's rows (one transaction) and return the merged papers in row order."""
+        now = to_ts(observed_at)
+        incoming = [Paper.from_grid_row(r, observed_at, public_origins=public_origins) for r in rows]
+        with self._write() as conn:
+            return [_upsert(conn, p, "list", None, now) for p in incoming]
+
+    def upsert_from_detail(
+        self,
+        detail: DetailPage,
+        locator: str | None,
+        observed_at: datetime,
+        expected_ref: str | None = None,
+        *,
+        parser_version: int = 0,
+        public_origins: tuple[str, ...] = (),
+    ) -> Paper:
+        """Store a parsed detail page. With `expected_ref` (the paper whose locator was
+        fetched) the page must pass `detail_matches`, else IDENTITY_CONFLICT and nothing
+        is written; an unknown ref gives DOCUMENT_NOT_FOUND."""
+        now = to_ts(observed_at)
+        incoming = Paper.from_detail(detail, locator, observed_at, public_origins=public_origins)
+        with self._write() as conn:
+            expected: Paper | None = None
+            if expected_ref is not None:
+                expected = _load(conn, _resolve(conn, expected_ref))
+                if expected is None:
+                    raise DocumentNotFound(record_ref=expected_ref)
+                if not detail_matches(expected, detail):
+                    raise IdentityConflict(record_ref=expected_ref, title=detail.title)
+            paper = _upsert(conn, incoming, "detail", expected, now)
+            conn.execute(
+                "INSERT OR REPLACE INTO details (record_ref, data, locator, observed_at, parser_version)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (paper.record_ref, detail.model_dump_json(), locator, now, parser_version),
+            )
+            return paper
+
+    def get(self, record_ref: str) -> Paper | None:
+        with self._read() as conn:
+            return _load(conn, _resolve(conn, record_ref))
+
+    def papers_by_refs(self, refs: Iterable[str]) -> dict[str, Paper]:
+        """Papers keyed by the ref asked for (an alias maps to the paper it was merged into)."""
+        out: dict[str, Paper] = {}
+        with self._read() as conn:
+            for ref in refs:
+                paper = _load(conn, _resolve(conn, ref))
+                if paper is not None:
+                    out[ref] = paper
+        return out
+
+    def resolve_ref(self, record_ref: str) -> str:
+        with self._read() as conn:
+            return _resolve(conn, record_ref)
+
+    def find_by_title_key(self, title: str) -> list[Paper]:
+        """Every paper whose title key equals that of `title`. Several = ambiguous: the
+        caller decides (a title never picks one paper by itself)."""
+        key = title_key(title)
+        if not key:
+            return []
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT data FROM papers WHERE title_key = ? ORDER BY created_at, record_ref", (key,)
+            ).fetchall()
+        return [Paper.model_validate_json(r[0]) for r in rows]
+
+    def detail_page(self, record_ref: str) -> StoredDetail | None:
+        with self._read() as conn:
+            ref = _resolve(conn, record_ref)
+            row = conn.execute(
+                "SELECT data, locator, observed_at, parser_version FROM details WHERE record_ref = ?", (ref,)
+            ).fetchone()
+        if row is None:
+            return None
+        return StoredDetail(ref, DetailPage.model_validate_json(row[0]), row[1], from_ts(row[2]), int(row[3]))
+
+    def paper_count(self) -> int:
+        with self._read() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM papers").fetchone()[0])
