@@ -591,7 +591,7 @@ QUESTIONS: list[tuple[str, list[list[str]], list[_R]]] = [
      [("rural", ["digital", "income"], None, 3), ("rural", None, None, 1), ("digecon", ["gap"], None, 1)]),
     ("在线学习投入的影响因素", [["在线学习", "在线教育", "网络教学", "慕课"], ["学习投入", "学习动机", "满意度"]],
      [("online", ["engage"], None, 3), ("online", ["analytics"], None, 2), ("online", None, None, 1)]),
-    ("课程思政的教学设计与评价", [["课程思政"], ["教学设计", "评价"]],
+    ("课程思政的教学设计与评价", [["课程思政", "思政课程"], ["教学设计", "评价"]],
      [("ideo", ["design", "eval"], None, 3), ("ideo", None, None, 1)]),
     ("电弧增材制造构件的组织与力学性能", [["电弧增材", "WAAM", "丝材电弧增材"], ["组织", "力学性能"]],
      [("waam", ["micro"], None, 3), ("waam", ["stress"], None, 2), ("waam", None, None, 1)]),

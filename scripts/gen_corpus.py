@@ -41,6 +41,13 @@ LATIN_CN = ["Zhang Wei", "Li Na", "Wang Fang", "Liu Yang", "Chen Jie", "Yang Lei
 CN_NUM = "一二三四五六七八九十"
 
 
+def cn_numeral(n: int) -> str:
+    """1..99 as Chinese numerals (一, 十, 十一, 二十三)."""
+    tens, ones = divmod(n, 10)
+    head = "" if tens == 0 else ("十" if tens == 1 else CN_NUM[tens - 1] + "十")
+    return head + (CN_NUM[ones - 1] if ones else "")
+
+
 class Gen:
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
@@ -94,6 +101,7 @@ class Gen:
         full, core = a[1], a[1].removeprefix("中的").removeprefix("的").removeprefix("与")
         disc = V.DISCIPLINES[t["discipline"]]
         s = s.replace("{T}{A}", term + full).replace("{T}", term).replace("{A}", core)
+        s = s.replace("规则规则", "规则").replace("的的", "的")
         return (s.replace("{M}", r.choice(disc["methods"])).replace("{C}", r.choice(disc["contexts"]))
                 .replace("{K}", r.choice(t["shared"])).replace("{N}", str(r.randint(86, 3200)))
                 .replace("{n}", str(r.randint(1, 6))))
@@ -456,22 +464,26 @@ class Gen:
         pool = t["bg"] + t["facts"] + disc["method_s"] + disc["concl_s"] + GENERIC
         chinese_style = t["discipline"] in ("法学", "教育", "文化遗产")
         heads = [self.fill(h, t, term, aspect) for h in disc["headings"]]
+        n_major = n_sections - sum(1 for i in range(n_sections) if 0 < i < n_sections - 1 and i % 3 == 2)
+        extra = [f"{term}{a[1]}的具体展开" for a in t["aspects"] if a is not aspect]
+        majors = heads[:-1] + [extra[k % len(extra)] + ("" if k < len(extra) else f"（续{k // len(extra)}）")
+                               for k in range(max(0, n_major - len(heads)))] + heads[-1:]
+        sub_labels = [self.fill(x, t, term, aspect) for x in
+                      ["{T}{A}的现实表现", "{A}的影响机制", "{K}的作用", "典型案例分析", "进一步讨论", "主要争议"]]
+        r.shuffle(sub_labels)
         sections: list[dict[str, Any]] = []
         deck: list[str] = []
-        major = 0
+        major = minor = 0
         for i in range(n_sections):
-            sub = i > 0 and i < n_sections - 1 and i % 3 == 2
-            if not sub:
-                label = heads[min(major, len(heads) - 1)] if major < len(heads) - 1 or i == n_sections - 1 else f"{term}的{r.choice(t['aspects'])[1].removeprefix('中的')}"
-                if i == n_sections - 1:
-                    label = heads[-1]
-                major += 1
-                heading = f"{CN_NUM[(major - 1) % 10]}、{label}" if chinese_style else f"{major} {label}"
+            if not (0 < i < n_sections - 1 and i % 3 == 2):
+                label = majors[-1] if i == n_sections - 1 else majors[min(major, len(majors) - 2)]
+                major, minor = major + 1, 0
+                heading = f"{cn_numeral(major)}、{label}" if chinese_style else f"{major} {label}"
                 level = 1
             else:
-                minor = sum(1 for s in sections[::-1] if s["level"] == 2) + 1
-                label = self.fill(r.choice(["{T}{A}的现实表现", "{A}的影响机制", "{K}的作用", "典型案例分析", "稳健性检验"]), t, term, aspect)
-                heading = f"（{CN_NUM[(minor - 1) % 10]}）{label}" if chinese_style else f"{major}.{minor} {label}"
+                minor += 1
+                label = sub_labels[(i // 3) % len(sub_labels)]
+                heading = f"（{cn_numeral(minor)}）{label}" if chinese_style else f"{major}.{minor} {label}"
                 level = 2
             target, text = r.randint(lo, hi), ""
             while len(text) < target:
