@@ -1,0 +1,78 @@
+"""The `SiteBackend` protocol: what the pipeline and the tools ask of CNKI, independent of how
+(Playwright against the real site or the simulator, or a fake in component tests).
+
+Every call takes the operation it works for (`SiteOp`): the backend charges its budget before
+each request (through the limiter) and hands human steps to the gate under that operation."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cnki_mcp.models import DetailPage, GridPage, HeaderIdentity, JournalPage
+
+
+class SortOrder(StrEnum):
+    RELEVANCE = "relevance"  # sortField FFD
+    DATE_DESC = "date_desc"  # PT
+    CITED_DESC = "cited_desc"  # CF
+    DOWNLOADED_DESC = "downloaded_desc"  # DFR
+
+
+SORT_FIELDS: dict[SortOrder, str] = {
+    SortOrder.RELEVANCE: "FFD",
+    SortOrder.DATE_DESC: "PT",
+    SortOrder.CITED_DESC: "CF",
+    SortOrder.DOWNLOADED_DESC: "DFR",
+}
+
+
+class GridRequest(BaseModel):
+    """One page of one search: the compiled `Subject` group replaces the template's."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    subject: dict[str, Any]  # {"Key": "Subject", "Title": "", "Logic": 0, "Items": [], "ChildItems": [...]}
+    anchor: str  # first positive leaf value: typed into the real form when the template is captured
+    sort: SortOrder = SortOrder.RELEVANCE
+    year_from: int | None = None
+    year_to: int | None = None
+    page: int = Field(default=1, ge=1)
+    page_size: int = Field(default=50, ge=1, le=50)
+
+
+class SiteOp(Protocol):
+    """The operation a request works for (jobs.OperationContext satisfies it)."""
+
+    @property
+    def operation_id(self) -> str: ...
+
+    @property
+    def on_verification(self) -> str: ...  # "wait" | "skip"
+
+    def charge(self) -> None: ...
+
+    def awaiting_user(self, message: str) -> None: ...
+
+    def running(self) -> None: ...
+
+
+class SiteBackend(Protocol):
+    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+        """One grid page. Raises typed errors (RATE_LIMITED, PAGINATION_MISMATCH, ...)."""
+        ...
+
+    async def detail(self, locator: str, op: SiteOp | None = None) -> DetailPage:
+        """A detail page by its internal locator URL (LOCATOR_EXPIRED when the token died)."""
+        ...
+
+    async def journal(self, url: str, expected_source: str | None = None, op: SiteOp | None = None) -> JournalPage:
+        ...
+
+    async def identity(self, op: SiteOp | None = None) -> HeaderIdentity:
+        """Who the site says we are (opens the search page if nothing is open)."""
+        ...
+
+    async def close(self) -> None: ...
