@@ -1,0 +1,266 @@
+"""Identity keys, record refs, the same-paper rule, the detail check, merge rules, PublicURL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from cnki_mcp.identity import (
+    IdentityKeys,
+    Paper,
+    author_key,
+    bibliography_key,
+    detail_matches,
+    doi_key,
+    index_keys,
+    merge,
+    native_key,
+    public_url,
+    record_ref,
+    same_paper,
+    source_key,
+    title_key,
+)
+from cnki_mcp.models import Author, DetailPage, GridRow, NativeId
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+ABSTRACT = "https://kns.cnki.net/kcms2/article/abstract?v=TOKEN123&dbname=CJFDLAST2024&filename=ABC"
+
+
+def _row(**kw: object) -> GridRow:
+    base: dict[str, object] = {
+        "title": "深度学习在医学影像中的应用",
+        "authors": ["张三", "李四"],
+        "source": "计算机学报",
+        "year": 2024,
+        "date": "2024-03-01",
+        "native": NativeId(dbname="CJFDLAST2024", filename="JSJX202403001"),
+        "detail_url": ABSTRACT,
+        "cited": 3,
+        "downloads": 100,
+    }
+    base.update(kw)
+    return GridRow.model_validate(base)
+
+
+def _detail(**kw: object) -> DetailPage:
+    base: dict[str, object] = {
+        "title": "深度学习在医学影像中的应用",
+        "authors": [Author(name="张三", institutions=["北京大学"]), Author(name="李四")],
+        "source": "计算机学报",
+        "year": 2024,
+        "date": "2024-03-15",
+        "native": NativeId(dbcode="CJFD", filename="JSJX202403001"),
+        "doi": "10.1234/jsjx.2024.001",
+        "abstract": "本文研究……",
+        "keywords": ["深度学习", "医学影像"],
+        "cited": 5,
+        "downloads": 120,
+    }
+    base.update(kw)
+    return DetailPage.model_validate(base)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("C++ 程序设计", "C# 程序设计"), ("A B", "AB"), ("版本 1.2 发布", "版本 12 发布")],
+)
+def test_title_key_keeps_meaningful_differences_apart(a: str, b: str) -> None:
+    assert title_key(a) != title_key(b)
+
+
+def test_title_key_folds_case_whitespace_and_spaces_around_punctuation() -> None:
+    assert title_key("  Deep\u3000 Learning ： 综述 ") == title_key("deep learning：综述")
+    assert title_key("《法学评论》 研究 （上）") == "《法学评论》研究（上）"
+    assert title_key("") == ""
+    assert title_key(None) == ""
+
+
+def test_source_and_doi_keys_normalise_presentation_only() -> None:
+    assert source_key(" 计算机学报（英文版）。 ") == "计算机学报(英文版)"
+    assert source_key("Journal of X.") == "journal of x"
+    assert doi_key("https://doi.org/10.1234/ABC") == "10.1234/abc"
+    assert doi_key("DOI: 10.1234/abc") == "10.1234/abc"
+    assert doi_key("http://doi.org/10.1234/abc") == doi_key("10.1234/ABC")
+
+
+def test_author_key_strips_role_suffixes() -> None:
+    assert author_key("林倩(文)") == author_key("林倩")
+    assert author_key("胡馨元（编）") == "胡馨元"
+    assert author_key("张三") != author_key("张四")
+
+
+def test_native_key_is_dbcode_and_filename_upper_case() -> None:
+    assert native_key(NativeId(dbname="cjfdlast2024", filename="jsjx202403001")) == "CJFD:JSJX202403001"
+    assert native_key(NativeId(dbcode="CJFD", filename="JSJX202403001")) == "CJFD:JSJX202403001"
+    assert native_key(NativeId(filename="X")) == ""
+
+
+def test_bibliography_key_needs_all_four_parts() -> None:
+    assert bibliography_key("T", ["A"], "S", 2024)
+    assert bibliography_key("T", [], "S", 2024) == ""
+    assert bibliography_key("T", ["A"], None, 2024) == ""
+    assert bibliography_key("T", ["A"], "S", None) == ""
+    assert bibliography_key("", ["A"], "S", 2024) == ""
+    assert bibliography_key("T", ["A(文)"], "S。", 2024) == bibliography_key("t", ["A"], "s", 2024)
+
+
+def test_record_ref_uses_the_strongest_key() -> None:
+    full = IdentityKeys(native="CJFD:X", doi="10.1/x", bib="b" * 32, title="t", locator="u")
+    ref = record_ref(full)
+    assert ref.startswith("rec_") and len(ref) == 28
+    assert int(ref[4:], 16) >= 0
+    # Native wins over everything below it.
+    assert record_ref(IdentityKeys(native="CJFD:X")) == ref
+    # Without native, DOI decides; without both, the bibliography key; then title + locator.
+    assert record_ref(IdentityKeys(doi="10.1/x", bib="b" * 32)) == record_ref(IdentityKeys(doi="10.1/x"))
+    assert record_ref(IdentityKeys(doi="10.1/x")) != ref
+    assert record_ref(IdentityKeys(bib="b" * 32, title="t")) == record_ref(IdentityKeys(bib="b" * 32))
+    assert record_ref(IdentityKeys(title="t", locator="u1")) != record_ref(
+        IdentityKeys(title="t", locator="u2")
+    )
+
+
+def test_index_keys_name_their_kind() -> None:
+    keys = IdentityKeys(native="CJFD:X", doi="10.1/x", bib="ab", title="t")
+    assert index_keys(keys) == ["native:CJFD:X", "doi:10.1/x", "bib:ab", "title:t"]
+    assert index_keys(IdentityKeys(title="t")) == ["title:t"]
+
+
+def test_same_title_different_authors_are_different_papers() -> None:
+    a = Paper.from_grid_row(_row(native=NativeId(), detail_url=None), T0)
+    b = Paper.from_grid_row(_row(native=NativeId(), detail_url=None, authors=["王五"]), T0)
+    assert a.keys().title == b.keys().title
+    assert not same_paper(a, b)
+    assert a.record_ref != b.record_ref
+
+
+def test_title_alone_is_never_enough() -> None:
+    a = Paper.from_grid_row(_row(native=NativeId(), source=None, detail_url="https://kns.cnki.net/a"), T0)
+    b = Paper.from_grid_row(_row(native=NativeId(), source=None, detail_url="https://kns.cnki.net/a"), T0)
+    assert a.keys().title == b.keys().title
+    assert not same_paper(a, b)
+
+
+def test_same_doi_with_different_title_formatting_is_the_same_paper() -> None:
+    a = Paper.from_detail(
+        _detail(title="Deep  Learning: A Survey", native=NativeId(), doi="10.1/ABC"), None, T0
+    )
+    b = Paper.from_detail(
+        _detail(title="deep learning : a survey", native=NativeId(), doi="https://doi.org/10.1/abc"), None, T0
+    )
+    assert same_paper(a, b)
+    assert a.record_ref == b.record_ref
+
+
+def test_conflicting_doi_or_native_key_separates_papers() -> None:
+    a = IdentityKeys(native="CJFD:X", doi="10.1/a", bib="b")
+    assert not same_paper(a, IdentityKeys(native="CJFD:X", doi="10.1/b", bib="b"))
+    assert not same_paper(a, IdentityKeys(native="CJFD:Y", bib="b"))
+    assert same_paper(a, IdentityKeys(native="CJFD:X"))
+    assert same_paper(IdentityKeys(bib="b"), IdentityKeys(bib="b"))
+    assert not same_paper(IdentityKeys(doi="10.1/a"), IdentityKeys(native="CJFD:X"))
+
+
+def test_detail_matches_requires_title_first_author_and_source_and_no_conflict() -> None:
+    requested = Paper.from_grid_row(_row(), T0)
+    assert detail_matches(requested, _detail())
+    assert detail_matches(requested, _detail(authors=[Author(name="张三(文)")]))
+    assert detail_matches(requested, _detail(authors=[]))
+    assert not detail_matches(requested, _detail(title="深度学习在医学影像中的应用研究"))
+    assert not detail_matches(requested, _detail(authors=[Author(name="王五")]))
+    assert not detail_matches(requested, _detail(native=NativeId(dbcode="CJFD", filename="OTHER")))
+    assert not detail_matches(requested, _detail(native=NativeId(dbcode="CMFD", filename="JSJX202403001")))
+    assert not detail_matches(requested, _detail(source="软件学报"))
+    with_doi = requested.model_copy(update={"doi": "10.9/zzz"})
+    assert not detail_matches(with_doi, _detail())
+
+
+def test_merge_list_after_detail_keeps_confirmed_values_but_takes_fresh_counts() -> None:
+    confirmed = Paper.from_detail(_detail(), "https://kns.cnki.net/kcms2/article/abstract?v=old", T0)
+    later = T0 + timedelta(days=1)
+    row = Paper.from_grid_row(
+        _row(
+            title="深度学习在医学影像中的应用（摘要）",
+            authors=["张三等"],
+            source="计算机学报网络版",
+            date="2025-01-01",
+            year=2025,
+            cited=9,
+            downloads=0,
+        ),
+        later,
+    )
+    merged = merge(confirmed, row, "list")
+    assert merged.title == confirmed.title
+    assert merged.author_names() == ["张三", "李四"]
+    assert merged.source == "计算机学报"
+    assert merged.date == "2024-03-15"
+    assert merged.year == 2024
+    assert merged.cited == 9
+    assert merged.downloads == 0  # zero is a value, not an empty one
+    assert merged.locator == ABSTRACT  # fresher detail token
+    assert merged.record_ref == confirmed.record_ref
+    assert merged.detail_confirmed
+    assert merged.observed_at == later
+    assert merged.detail_observed_at == T0
+
+
+def test_merge_never_replaces_with_empty_values() -> None:
+    row = Paper.from_grid_row(_row(abstract="列表摘要"), T0)
+    empty = Paper.from_grid_row(
+        _row(authors=[], source=None, date=None, year=None, cited=None, abstract=""), T0
+    )
+    merged = merge(row, empty, "list")
+    assert merged.author_names() == ["张三", "李四"]
+    assert merged.source == "计算机学报"
+    assert merged.year == 2024
+    assert merged.cited == 3
+    assert merged.abstract == "列表摘要"
+
+
+def test_merge_detail_after_list_overrides_and_confirms() -> None:
+    row = Paper.from_grid_row(_row(authors=["张三(文)"]), T0)
+    merged = merge(row, Paper.from_detail(_detail(), None, T0), "detail")
+    assert merged.detail_confirmed
+    assert merged.author_names() == ["张三", "李四"]
+    assert merged.doi == "10.1234/jsjx.2024.001"
+    assert merged.date == "2024-03-15"
+    assert merged.locator == ABSTRACT  # a detail without a locator keeps the known one
+    assert merged.native.filename == "JSJX202403001"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (ABSTRACT, True),  # the `v` token is allowed by the rule
+        ("https://kns.cnki.net/KCMS2/Article/Abstract?v=1", True),
+        ("http://kns.cnki.net/kcms2/article/abstract?v=1", False),
+        ("https://kns.cnki.net/kcms2/article/abstract?v=1&token=s", False),
+        ("https://kns.cnki.net/kcms2/article/abstract?v=1&ticket=s", False),
+        ("https://kns.cnki.net/kcms2/article/abstract?SessionId=s", False),
+        ("https://kns.cnki.net/kcms2/article/abstract?user_password=s", False),
+        ("https://kns.cnki.net/kcms2/article/abstract?X-Signature=s", False),
+        ("https://kns.cnki.net/reader/xml?invoice=a&nonce=b", False),
+        ("https://evil.example/kcms2/article/abstract?v=1", False),
+        ("https://cnki.net.evil.example/abstract", False),
+        ("https://navi.cnki.net/knavi/detail", False),
+        (None, False),
+    ],
+)
+def test_public_url_rule(url: str | None, shown: bool) -> None:
+    assert (public_url(url) is not None) is shown
+
+
+def test_public_url_accepts_an_explicit_extra_origin() -> None:
+    sim = "http://127.0.0.1:8765/kcms2/article/abstract?v=1"
+    assert public_url(sim) is None
+    assert public_url(sim, ("http://127.0.0.1:8765",)) == sim
+
+
+def test_paper_public_dict_hides_the_locator() -> None:
+    paper = Paper.from_grid_row(_row(), T0)
+    assert paper.locator == ABSTRACT
+    assert "locator" not in paper.public_dict()
+    assert paper.public_dict()["public_url"] == ABSTRACT
