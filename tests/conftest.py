@@ -68,3 +68,22 @@ async def browser(playwright_instance, browser_executable):  # type: ignore[no-u
     )
     yield b
     await b.close()
+
+
+@pytest.fixture(scope="session")
+def _sim_server_session():  # type: ignore[no-untyped-def]
+    from cnki_mcp.sim.server import SimServer
+
+    server = SimServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def sim_server(_sim_server_session):  # type: ignore[no-untyped-def]
+    """The simulator on port 0 with the bundled corpus; scenario, log and state reset per test."""
+    _sim_server_session.set_scenario(None)
+    _sim_server_session.reset()
+    yield _sim_server_session
+    _sim_server_session.set_scenario(None)
+    _sim_server_session.reset()
