@@ -109,7 +109,7 @@ def _source_line(record: SimRecord, links: Links) -> str:
         parts.append(
             f'<a target="_blank" title="查看该刊数据库收录来源" href="{jhref}">查看该刊数据库收录来源</a>'
         )
-        return "".join(parts)
+        return " ".join(parts)
     if record.type in THESIS_TYPES and src:
         return (
             f'<a target="_blank" href="{esc(links.journal(src))}">{esc(src)} .</a>'
