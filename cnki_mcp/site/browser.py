@@ -1,0 +1,650 @@
+"""The browser host: the user's Chrome/Edge/Chromium driven through a Playwright persistent
+profile inside the data directory. Starts lazily, holds its own profile lock, keeps session
+cookies across restarts, tracks the tabs pages open, shows/minimises the window for human
+steps and relaunches after the browser dies."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+from playwright.async_api import (
+    BrowserContext,
+    CDPSession,
+    Page,
+    Playwright,
+    async_playwright,
+)
+from playwright.async_api import Error as PlaywrightError
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable
+from cnki_mcp.settings import Settings
+from cnki_mcp.site.locate import BrowserCandidate, decide_headless, find_browser, normal_user_agent
+
+log = logging.getLogger(__name__)
+
+PROFILE_DIR = "browser-profile"
+PROFILE_LOCK = "browser-profile.lock"
+COOKIES_FILE = "session-cookies.json"
+INCOMING_DIR = "incoming"
+
+# Chrome restores the previous session's tabs from these; stale CNKI tabs (old search pages,
+# half-done logins) would come back and compete with the work tab, so they are deleted.
+STALE_SESSION_ENTRIES = ("Sessions", "Current Session", "Current Tabs", "Last Session", "Last Tabs")
+
+# Keys `BrowserContext.add_cookies` accepts (cookies() also returns e.g. partitionKey on some versions).
+_COOKIE_KEYS = ("name", "value", "domain", "path", "expires", "httpOnly", "secure", "sameSite")
+
+_GONE_MARKERS = (
+    "has been closed",
+    "target closed",
+    "browser has disconnected",
+    "connection closed",
+    "browser closed",
+    "websocket closed",
+)
+
+WINDOW_SIZE = (1280, 900)
+WINDOW_STATE_POLLS = 60
+WINDOW_STATE_POLL_SECONDS = 0.05
+
+
+def is_browser_gone(exc: BaseException) -> bool:
+    """True when `exc` says the page, context or browser is gone (TargetClosedError and kin)."""
+    if not isinstance(exc, PlaywrightError):
+        return False
+    if type(exc).__name__ == "TargetClosedError":
+        return True
+    text = str(exc).lower()
+    return any(marker in text for marker in _GONE_MARKERS)
+
+
+def _launch_error(exc: PlaywrightError) -> Exception:
+    text = str(exc)
+    first = text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__
+    if "ProcessSingleton" in text or "SingletonLock" in text or "profile is already in use" in text:
+        return BrowserProfileInUse("浏览器资料目录正被另一个浏览器进程使用", reason=first)
+    if "XServer" in text or "Missing X server" in text or "$DISPLAY" in text:
+        return BrowserUnavailable(
+            "没有可用的显示，无法打开有界面的浏览器；可设置 CNKI_HEADLESS=1", reason=first
+        )
+    return BrowserUnavailable("浏览器启动失败", reason=first)
+
+
+def _atomic_write_private(path: Path, data: str) -> None:
+    """Write `data` to `path` readable by the owner only (0600), replacing it atomically."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+class BrowserHost:
+    """One persistent browser profile for the process. Nothing starts before `ensure()`.
+
+    `environ` is the process environment (the composition root passes `os.environ`); it is
+    used to find the browser (HOME, PATH, %PROGRAMFILES% ...) and as the browser's
+    environment, with DISPLAY taken from Settings. Without it the browser inherits ours."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        clock: Clock,
+        *,
+        environ: Mapping[str, str] | None = None,
+        platform: str = sys.platform,
+        exists: Callable[[str], bool] = os.path.isfile,
+        autosave_seconds: float = 30.0,
+    ) -> None:
+        self._settings = settings
+        self._clock = clock
+        self._environ = environ
+        self._platform = platform
+        self._exists = exists
+        self._autosave_seconds = autosave_seconds
+        self._ensure_lock = asyncio.Lock()
+        self._file_lock: FileLock | None = None
+        self._pw: Playwright | None = None
+        self._context: BrowserContext | None = None
+        self._browser_cdp: CDPSession | None = None
+        self._candidate: BrowserCandidate | None = None
+        self._headless: bool | None = None
+        self._dead = False
+        self._pid: int | None = None
+        self._generation = 0
+        self._launches = 0
+        self._work: Page | None = None
+        self._shown: Page | None = None
+        self._popups: dict[Page, list[Page]] = {}
+        self._popup_signal: asyncio.Future[None] | None = None
+        self._dirty: asyncio.Event | None = None
+        self._autosave: asyncio.Task[None] | None = None
+        self._last_saved: str | None = None
+
+    # --- paths and state ------------------------------------------------------------
+
+    @property
+    def profile_dir(self) -> Path:
+        return self._settings.data_dir / PROFILE_DIR
+
+    @property
+    def lock_path(self) -> Path:
+        return self._settings.data_dir / PROFILE_LOCK
+
+    @property
+    def cookies_path(self) -> Path:
+        return self._settings.data_dir / COOKIES_FILE
+
+    @property
+    def downloads_dir(self) -> Path:
+        return self._settings.data_dir / INCOMING_DIR
+
+    @property
+    def started(self) -> bool:
+        """Whether a live browser is running. Never starts one (safe for diagnostics)."""
+        return self._context is not None and not self._dead
+
+    @property
+    def headless(self) -> bool | None:
+        """Mode of the running browser (None before the first launch)."""
+        return self._headless
+
+    @property
+    def generation(self) -> int:
+        """Increments on every launch; a change tells callers their pages are gone."""
+        return self._generation
+
+    @property
+    def launches(self) -> int:
+        return self._launches
+
+    def status(self) -> dict[str, Any]:
+        """Diagnostics snapshot; never starts the browser."""
+        return {
+            "running": self.started,
+            "process_id": self._pid if self.started else None,
+            "profile_directory": str(self.profile_dir),
+            "headless": self._headless,
+            "connection_generation": self._generation,
+            "executable": self._candidate.path if self._candidate else None,
+            "kind": self._candidate.kind if self._candidate else None,
+        }
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    async def ensure(self) -> BrowserContext:
+        """The live browser context, launching (or relaunching after a death) on first use.
+        Concurrent first calls share one launch."""
+        ctx = self._context
+        if ctx is not None and not self._dead:
+            return ctx
+        async with self._ensure_lock:
+            if self._context is not None and not self._dead:
+                return self._context
+            if self._context is not None or self._pw is not None:
+                await self._drop()
+            return await self._launch()
+
+    async def recover(self) -> None:
+        """Drop the browser (dead or wedged) so the next `ensure()` relaunches it."""
+        async with self._ensure_lock:
+            await self._drop()
+
+    async def close(self) -> None:
+        """Save session cookies, close the browser and release the profile lock."""
+        async with self._ensure_lock:
+            await self._drop()
+            if self._file_lock is not None:
+                self._file_lock.release()
+                self._file_lock = None
+
+    async def __aenter__(self) -> BrowserHost:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _acquire_profile_lock(self) -> None:
+        if self._file_lock is not None and self._file_lock.is_locked:
+            return
+        self._settings.data_dir.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.lock_path), timeout=0, thread_local=False, is_singleton=False)
+        try:
+            lock.acquire()
+        except Timeout as exc:
+            raise BrowserProfileInUse(profile=str(self.profile_dir)) from exc
+        self._file_lock = lock
+
+    def _prepare_profile(self) -> None:
+        default = self.profile_dir / "Default"
+        default.mkdir(parents=True, exist_ok=True)
+        for name in STALE_SESSION_ENTRIES:
+            entry = default / name
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            elif entry.exists() or entry.is_symlink():
+                with contextlib.suppress(OSError):
+                    entry.unlink()
+        # After a kill Chrome marks the profile as crashed and offers "Restore pages?" in a
+        # bubble over the window the person is shown; mark the last exit as clean.
+        prefs = default / "Preferences"
+        try:
+            data = json.loads(prefs.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        profile = data.get("profile") if isinstance(data, dict) else None
+        if isinstance(profile, dict) and (
+            profile.get("exit_type") != "Normal" or not profile.get("exited_cleanly")
+        ):
+            profile["exit_type"] = "Normal"
+            profile["exited_cleanly"] = True
+            with contextlib.suppress(OSError):
+                _atomic_write_private(prefs, json.dumps(data))
+
+    def _last_version(self) -> str | None:
+        # Chrome writes its version into the profile at every start.
+        try:
+            return (self.profile_dir / "Last Version").read_text(encoding="utf-8").strip() or None
+        except OSError:
+            return None
+
+    def _launch_env(self, headless: bool) -> dict[str, str] | None:
+        if self._environ is None:
+            return None
+        env = dict(self._environ)
+        display = self._settings.display
+        if not headless and display:
+            env["DISPLAY" if ":" in display else "WAYLAND_DISPLAY"] = display
+        return env
+
+    async def _launch(self) -> BrowserContext:
+        candidate = find_browser(
+            self._settings.browser_path,
+            platform=self._platform,
+            environ=self._environ or {},
+            exists=self._exists,
+        )
+        if candidate is None:
+            raise BrowserUnavailable()
+        self._acquire_profile_lock()
+        try:
+            self._prepare_profile()
+            self.downloads_dir.mkdir(parents=True, exist_ok=True)
+            headless = decide_headless(
+                self._settings.headless, platform=self._platform, display=self._settings.display
+            )
+            self._pw = await async_playwright().start()
+            ua = self._user_agent(self._last_version(), headless, candidate)
+            ctx = await self._launch_context(candidate, headless, ua)
+            if headless and ua is None and ctx.browser is not None:
+                # First start of a fresh profile: the version is only known now. Relaunch
+                # once so the headless browser never announces itself as HeadlessChrome.
+                ua = self._user_agent(ctx.browser.version, headless, candidate)
+                if ua is not None:
+                    await ctx.close()
+                    ctx = await self._launch_context(candidate, headless, ua)
+        except BaseException:
+            await self._drop()
+            if self._file_lock is not None:
+                self._file_lock.release()
+                self._file_lock = None
+            raise
+        self._candidate = candidate
+        self._headless = headless
+        self._context = ctx
+        self._dead = False
+        self._generation += 1
+        self._launches += 1
+        self._popups = {}
+        self._popup_signal = asyncio.get_running_loop().create_future()
+        self._dirty = asyncio.Event()
+        ctx.on("close", self._on_context_close)
+        ctx.on("page", self._on_page)
+        if ctx.browser is not None:
+            ctx.browser.on("disconnected", lambda _b: self._mark_dead())
+        for page in ctx.pages:
+            self._on_page(page)
+        self._work = ctx.pages[0] if ctx.pages else None
+        await self._attach_browser_session()
+        await self._restore_cookies()
+        if not headless:
+            with contextlib.suppress(PlaywrightError):
+                await self.minimise()
+        self._autosave = asyncio.create_task(self._autosave_loop())
+        log.info(
+            "browser started: %s (%s), %s, generation %d",
+            candidate.path,
+            candidate.kind,
+            "headless" if headless else "headed",
+            self._generation,
+        )
+        return ctx
+
+    def _user_agent(self, version: str | None, headless: bool, candidate: BrowserCandidate) -> str | None:
+        # Headed Chrome already sends its normal UA; overriding it would only risk a mismatch.
+        if not headless or not version:
+            return None
+        return normal_user_agent(version, platform=self._platform, kind=candidate.kind)
+
+    async def _launch_context(
+        self, candidate: BrowserCandidate, headless: bool, ua: str | None
+    ) -> BrowserContext:
+        assert self._pw is not None
+        args = [*self._settings.browser_args, "--disable-blink-features=AutomationControlled"]
+        options: dict[str, Any] = {}
+        if headless:
+            options["viewport"] = {"width": WINDOW_SIZE[0], "height": WINDOW_SIZE[1]}
+        else:
+            args += ["--start-minimized", f"--window-size={WINDOW_SIZE[0]},{WINDOW_SIZE[1]}"]
+            options["no_viewport"] = True
+        if ua is not None:
+            options["user_agent"] = ua
+        try:
+            return await self._pw.chromium.launch_persistent_context(
+                str(self.profile_dir),
+                executable_path=candidate.path,
+                headless=headless,
+                args=args,
+                ignore_default_args=["--enable-automation"],
+                accept_downloads=True,
+                downloads_path=str(self.downloads_dir),
+                locale="zh-CN",
+                env=self._launch_env(headless),
+                **options,
+            )
+        except PlaywrightError as exc:
+            raise _launch_error(exc) from exc
+
+    async def _attach_browser_session(self) -> None:
+        ctx = self._context
+        if ctx is None or ctx.browser is None:
+            return
+        try:
+            self._browser_cdp = await ctx.browser.new_browser_cdp_session()
+            info = await self._browser_cdp.send("SystemInfo.getProcessInfo")
+            for proc in info.get("processInfo", []):
+                if proc.get("type") == "browser":
+                    self._pid = int(proc["id"])
+        except PlaywrightError as exc:
+            log.debug("browser CDP session unavailable: %s", exc)
+
+    async def _drop(self) -> None:
+        """Forget the running browser (saving cookies when it still answers)."""
+        task, self._autosave = self._autosave, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        ctx, self._context = self._context, None
+        if ctx is not None and not self._dead:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._save_cookies_of(ctx), 5.0)
+        closed = True
+        if ctx is not None:
+            try:
+                await asyncio.wait_for(ctx.close(), 10.0)
+            except Exception:
+                closed = bool(self._dead)
+        pid, self._pid = self._pid, None
+        if pid is not None and not closed:
+            # A wedged browser that ignored close() must not keep the profile busy. Only
+            # then: after a clean close the pid may already belong to another process.
+            with contextlib.suppress(OSError):
+                os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+        pw, self._pw = self._pw, None
+        if pw is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(pw.stop(), 10.0)
+        self._browser_cdp = None
+        self._work = None
+        self._shown = None
+        self._popups = {}
+        if self._popup_signal is not None and not self._popup_signal.done():
+            self._popup_signal.set_result(None)
+        self._dead = False
+
+    def _mark_dead(self) -> None:
+        if self._context is not None and not self._dead:
+            log.warning("browser closed or disconnected; it will be relaunched on the next request")
+        self._dead = True
+        if self._popup_signal is not None and not self._popup_signal.done():
+            self._popup_signal.set_result(None)
+
+    def _on_context_close(self, _ctx: BrowserContext) -> None:
+        self._mark_dead()
+
+    async def check_alive(self, timeout: float = 5.0) -> bool:
+        """Probe the browser (never starts it); a browser that does not answer is marked dead."""
+        if not self.started:
+            return False
+        session = self._browser_cdp
+        if session is None:
+            return True
+        try:
+            await asyncio.wait_for(session.send("Browser.getVersion"), timeout)
+        except (PlaywrightError, TimeoutError):
+            self._mark_dead()
+            return False
+        return True
+
+    def note_error(self, exc: BaseException) -> bool:
+        """Callers report Playwright errors here; a gone browser is marked dead so the next
+        `ensure()` relaunches. Returns whether the error meant the browser is gone."""
+        if not is_browser_gone(exc):
+            return False
+        ctx = self._context
+        if ctx is None or ctx.browser is None or not ctx.browser.is_connected():
+            self._mark_dead()
+        return True
+
+    # --- cookies --------------------------------------------------------------------
+
+    async def save_cookies(self) -> int:
+        """Save the session cookies (no expiry) now; returns how many. Values are never logged."""
+        ctx = self._context
+        if ctx is None or self._dead:
+            return 0
+        return await self._save_cookies_of(ctx)
+
+    async def _save_cookies_of(self, ctx: BrowserContext) -> int:
+        cookies = await ctx.cookies()
+        session = [
+            {k: c[k] for k in _COOKIE_KEYS if k in c}  # type: ignore[literal-required]
+            for c in cookies
+            if float(c.get("expires", -1) or -1) < 0
+        ]
+        payload = json.dumps({"version": 1, "cookies": session}, ensure_ascii=False, sort_keys=True)
+        if payload != self._last_saved:
+            self._settings.data_dir.mkdir(parents=True, exist_ok=True)
+            await asyncio.to_thread(_atomic_write_private, self.cookies_path, payload)
+            self._last_saved = payload
+            log.debug("saved %d session cookies", len(session))
+        return len(session)
+
+    async def _restore_cookies(self) -> None:
+        ctx = self._context
+        try:
+            data = json.loads(self.cookies_path.read_text(encoding="utf-8"))
+            raw = data["cookies"] if isinstance(data, dict) else []
+        except (OSError, ValueError, KeyError):
+            return
+        cookies = [
+            {k: c[k] for k in _COOKIE_KEYS if k in c}
+            for c in raw
+            if isinstance(c, dict) and c.get("name") and c.get("domain") and "value" in c
+        ]
+        if ctx is None or not cookies:
+            return
+        try:
+            await ctx.add_cookies(cookies)  # type: ignore[arg-type]
+        except PlaywrightError:
+            # One malformed entry fails the whole batch; keep the good ones.
+            for cookie in cookies:
+                with contextlib.suppress(PlaywrightError):
+                    await ctx.add_cookies([cookie])  # type: ignore[list-item]
+        log.info("restored %d session cookies", len(cookies))
+
+    async def _autosave_loop(self) -> None:
+        dirty = self._dirty
+        assert dirty is not None
+        while True:
+            await self._wait_event(dirty, self._autosave_seconds)
+            if dirty.is_set():
+                dirty.clear()
+                await self._clock.sleep(1.0)  # let a redirect chain finish setting cookies
+            try:
+                await self.save_cookies()
+            except PlaywrightError as exc:
+                if self.note_error(exc):
+                    return
+                log.debug("saving session cookies failed: %s", exc)
+            except OSError as exc:
+                log.warning("cannot write %s: %s", self.cookies_path, exc)
+
+    async def _wait_event(self, event: asyncio.Event, timeout: float) -> None:
+        waiter = asyncio.ensure_future(event.wait())
+        sleeper = asyncio.ensure_future(self._clock.sleep(timeout))
+        try:
+            await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (waiter, sleeper):
+                task.cancel()
+
+    # --- pages and popups -------------------------------------------------------------
+
+    def _on_page(self, page: Page) -> None:
+        page.on("popup", lambda popup: self._record_popup(page, popup))
+        page.on("framenavigated", lambda frame: self._on_navigated(page, frame))
+        page.on("close", lambda _p: self._popups.pop(page, None))
+
+    def _on_navigated(self, page: Page, frame: Any) -> None:
+        if frame == page.main_frame and self._dirty is not None:
+            self._dirty.set()
+
+    def _record_popup(self, opener: Page, popup: Page) -> None:
+        self._popups.setdefault(opener, []).append(popup)
+        signal_, self._popup_signal = self._popup_signal, asyncio.get_running_loop().create_future()
+        if signal_ is not None and not signal_.done():
+            signal_.set_result(None)
+
+    def popups_of(self, opener: Page) -> list[Page]:
+        """Every page `opener` has opened (reader and download entries open new tabs), oldest first."""
+        return list(self._popups.get(opener, ()))
+
+    async def wait_for_popup(self, opener: Page, *, since: int = 0, timeout: float = 10.0) -> Page | None:
+        """The popup number `since` (0-based) of `opener`, waiting up to `timeout` seconds for
+        it to open; None on timeout or when the browser goes away."""
+        deadline = self._clock.monotonic() + timeout
+        while True:
+            found = self._popups.get(opener, [])
+            if len(found) > since:
+                return found[since]
+            remaining = deadline - self._clock.monotonic()
+            signal_ = self._popup_signal
+            if remaining <= 0 or self._dead or signal_ is None or opener.is_closed():
+                return None
+            sleeper = asyncio.ensure_future(self._clock.sleep(remaining))
+            try:
+                await asyncio.wait({asyncio.shield(signal_), sleeper}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                sleeper.cancel()
+
+    async def expect_popup_from(
+        self, opener: Page, action: Callable[[], Awaitable[object]], *, timeout: float = 10.0
+    ) -> Page | None:
+        """Run `action` (e.g. a click) and return the next page `opener` opens, or None."""
+        since = len(self._popups.get(opener, []))
+        await action()
+        return await self.wait_for_popup(opener, since=since, timeout=timeout)
+
+    async def new_page(self) -> Page:
+        """A new background tab (it does not raise or restore the minimised window)."""
+        ctx = await self.ensure()
+        session = self._browser_cdp
+        if session is None:
+            return await ctx.new_page()
+        async with ctx.expect_page() as info:
+            await session.send("Target.createTarget", {"url": "about:blank", "background": True})
+        return await info.value
+
+    async def work_page(self) -> Page:
+        """The one background work tab, reused across requests (recreated if it was closed)."""
+        await self.ensure()
+        if self._work is None or self._work.is_closed():
+            self._work = await self.new_page()
+        return self._work
+
+    async def cdp(self, page: Page) -> CDPSession:
+        """A CDP session attached to `page` (e.g. Network.loadNetworkResource); detach when done."""
+        ctx = await self.ensure()
+        return await ctx.new_cdp_session(page)
+
+    # --- window ----------------------------------------------------------------------
+
+    async def _window_call(self, page: Page, state: str | None) -> str | None:
+        ctx = await self.ensure()
+        session = await ctx.new_cdp_session(page)
+        try:
+            win = await session.send("Browser.getWindowForTarget")
+            if state is not None:
+                await session.send(
+                    "Browser.setWindowBounds", {"windowId": win["windowId"], "bounds": {"windowState": state}}
+                )
+                # The window manager applies the change asynchronously (X11: iconify, then
+                # _NET_WM_STATE); wait briefly until the browser reports it.
+                for _ in range(WINDOW_STATE_POLLS):
+                    win = await session.send("Browser.getWindowBounds", {"windowId": win["windowId"]})
+                    if win["bounds"].get("windowState", "normal") == state:
+                        break
+                    await asyncio.sleep(WINDOW_STATE_POLL_SECONDS)
+            return str(win["bounds"].get("windowState", "normal"))
+        finally:
+            with contextlib.suppress(PlaywrightError):
+                await session.detach()
+
+    async def window_state(self, page: Page | None = None) -> str | None:
+        """'normal' / 'minimized' / 'maximized' / 'fullscreen' of the window holding `page`."""
+        page = page or await self.work_page()
+        return await self._window_call(page, None)
+
+    async def show(self, page: Page) -> bool:
+        """Put `page` in front of the person. Returns False when headless (nothing to show)."""
+        await self.ensure()
+        if self._headless:
+            return False
+        await self._window_call(page, "normal")
+        await page.bring_to_front()
+        self._shown = page
+        return True
+
+    async def minimise(self, page: Page | None = None) -> None:
+        """Minimise the window again (headed only); background work continues."""
+        await self.ensure()
+        if self._headless:
+            return
+        page = page or self._shown or await self.work_page()
+        if page.is_closed():
+            page = await self.work_page()
+        await self._window_call(page, "minimized")
+        self._shown = None

@@ -1,0 +1,308 @@
+"""BrowserHost against a real Chromium: lazy start, profile lock, session cookies across a
+restart, popup tracking, recovery from a dead browser, and a headed window under Xvfb."""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import logging
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from cnki_mcp.clock import SystemClock
+from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable
+from cnki_mcp.settings import Settings
+from cnki_mcp.site.browser import BrowserHost
+
+pytestmark = pytest.mark.browser
+
+OPENER_HTML = b"""<!doctype html><html><body>
+<a id="pop" href="/child" target="_blank">open reader</a>
+<a id="pop2" href="/child?2" target="_blank" rel="noopener">open download</a>
+</body></html>"""
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        body = b"<!doctype html><title>ok</title><p>ok</p>"
+        headers: list[tuple[str, str]] = []
+        if self.path == "/set":
+            # A session cookie (no Expires/Max-Age) and a persistent one.
+            headers.append(("Set-Cookie", "sid=s3cr3t-session; Path=/; HttpOnly"))
+            headers.append(("Set-Cookie", "keep=persistent; Path=/; Max-Age=86400"))
+        elif self.path == "/echo":
+            body = ("<!doctype html><pre id=c>" + (self.headers.get("Cookie") or "") + "</pre>").encode()
+        elif self.path == "/opener":
+            body = OPENER_HTML
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def make_host(data_dir: Path, browser_executable: str, **changes: object) -> BrowserHost:
+    settings = Settings(data_dir=data_dir, browser_path=browser_executable, headless=True).with_(**changes)
+    return BrowserHost(settings, SystemClock())
+
+
+@pytest.fixture
+async def host(tmp_path: Path, browser_executable: str) -> AsyncIterator[BrowserHost]:
+    h = make_host(tmp_path / "data", browser_executable)
+    try:
+        yield h
+    finally:
+        await h.close()
+
+
+async def test_constructing_the_host_starts_no_browser(tmp_path: Path, browser_executable: str) -> None:
+    h = make_host(tmp_path / "data", browser_executable)
+    assert h.started is False
+    assert h.status()["running"] is False and h.status()["process_id"] is None
+    assert not (tmp_path / "data").exists()
+    await h.close()  # closing a host that never started is fine
+    assert h.launches == 0
+
+
+async def test_missing_configured_browser_is_browser_unavailable(tmp_path: Path) -> None:
+    h = make_host(tmp_path / "data", str(tmp_path / "no-such-chrome"))
+    with pytest.raises(BrowserUnavailable) as info:
+        await h.ensure()
+    assert info.value.code == "BROWSER_UNAVAILABLE"
+    assert h.started is False
+
+
+async def test_concurrent_first_ensures_launch_once_with_a_normal_user_agent(
+    host: BrowserHost, tmp_path: Path, browser_executable: str, server: str
+) -> None:
+    contexts = await asyncio.gather(*(host.ensure() for _ in range(5)))
+    assert all(c is contexts[0] for c in contexts)
+    assert host.launches == 1 and host.started and host.generation == 1
+    assert host.status()["process_id"] is not None
+
+    page = await host.work_page()
+    assert page is await host.work_page()  # one reused work tab
+    await page.goto(server + "/echo")
+    ua, webdriver = await page.evaluate("[navigator.userAgent, navigator.webdriver]")
+    assert "Headless" not in ua and "Chrome/" in ua
+    assert webdriver is False
+
+    # The profile lock: a second host on the same data directory is refused.
+    other = make_host(tmp_path / "data", browser_executable)
+    with pytest.raises(BrowserProfileInUse) as info:
+        await other.ensure()
+    assert info.value.code == "BROWSER_PROFILE_IN_USE"
+    assert other.started is False
+
+
+async def test_session_cookie_survives_a_restart(
+    tmp_path: Path, browser_executable: str, server: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="cnki_mcp")
+    data = tmp_path / "data"
+    first = make_host(data, browser_executable)
+    try:
+        page = await first.work_page()
+        await page.goto(server + "/set")
+    finally:
+        await first.close()
+
+    saved = data / "session-cookies.json"
+    assert stat.S_IMODE(saved.stat().st_mode) == 0o600
+    text = saved.read_text(encoding="utf-8")
+    assert "s3cr3t-session" in text and "persistent" not in text  # only session cookies are kept
+
+    # A stale restored session must not come back.
+    sessions = data / "browser-profile" / "Default" / "Sessions"
+    sessions.mkdir(parents=True, exist_ok=True)
+    (sessions / "Session_13400000000000000").write_bytes(b"stale")
+    (data / "browser-profile" / "Default" / "Current Session").write_bytes(b"stale")
+
+    second = make_host(data, browser_executable)
+    try:
+        page = await second.work_page()
+        assert not (sessions / "Session_13400000000000000").exists()
+        assert not (data / "browser-profile" / "Default" / "Current Session").exists()
+        await page.goto(server + "/echo")
+        sent = await page.text_content("#c")
+        assert sent is not None
+        assert "sid=s3cr3t-session" in sent and "keep=persistent" in sent
+    finally:
+        await second.close()
+    assert "s3cr3t-session" not in caplog.text
+
+
+async def test_pages_opened_by_a_page_are_tracked_as_its_popups(host: BrowserHost, server: str) -> None:
+    page = await host.work_page()
+    await page.goto(server + "/opener")
+    assert host.popups_of(page) == []
+
+    popup = await host.expect_popup_from(page, lambda: page.click("#pop"), timeout=10)
+    assert popup is not None
+    await popup.wait_for_load_state()
+    assert popup.url == server + "/child"
+
+    # rel=noopener pages are tracked too (CNKI's download links open that way).
+    second = await host.expect_popup_from(page, lambda: page.click("#pop2"), timeout=10)
+    assert second is not None
+    await second.wait_for_load_state()
+    assert second.url == server + "/child?2"
+    assert host.popups_of(page) == [popup, second]
+    assert host.popups_of(popup) == []
+
+    # No further popup: the wait ends with None instead of hanging.
+    assert await host.wait_for_popup(page, since=2, timeout=0.3) is None
+
+    tab = await host.new_page()
+    assert tab is not page and tab not in host.popups_of(page)
+
+
+async def test_a_killed_browser_is_relaunched_on_the_next_request(host: BrowserHost, server: str) -> None:
+    ctx = await host.ensure()
+    pid = host.status()["process_id"]
+    assert isinstance(pid, int)
+    async with ctx.expect_event("close", timeout=15_000):
+        os.kill(pid, signal.SIGKILL)
+    assert host.started is False
+    assert host.status()["running"] is False
+
+    ctx2 = await host.ensure()
+    assert ctx2 is not ctx and host.generation == 2 and host.started
+    page = await host.work_page()
+    await page.goto(server + "/echo")
+    assert await page.text_content("#c") is not None
+
+
+async def test_a_context_closed_behind_the_hosts_back_and_explicit_recover_relaunch(
+    host: BrowserHost, server: str
+) -> None:
+    ctx = await host.ensure()
+    await ctx.close()
+    assert host.started is False
+    await host.ensure()
+    assert host.generation == 2
+
+    await host.recover()
+    assert host.started is False
+    page = await host.work_page()
+    assert host.generation == 3
+    await page.goto(server + "/echo")
+    assert await page.text_content("#c") is not None
+
+
+# --- headed under Xvfb ---------------------------------------------------------------------
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def xdisplay(tmp_path: Path) -> Iterator[str]:
+    """A private X display with a window manager (minimising needs one: without a WM the
+    iconify request goes nowhere). Xvfb reports readiness through -displayfd; openbox runs its
+    --startup command once it manages the screen, which writes into a FIFO we block on."""
+    xvfb = shutil.which("Xvfb")
+    openbox = shutil.which("openbox")
+    if not xvfb:
+        pytest.skip("Xvfb is not installed")
+    if not openbox:
+        pytest.skip("openbox is not installed (apt-get install openbox)")
+    read_fd, write_fd = os.pipe()
+    server = subprocess.Popen(
+        [xvfb, "-displayfd", str(write_fd), "-screen", "0", "1280x900x24", "-nolisten", "tcp"],
+        pass_fds=(write_fd,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    os.close(write_fd)
+    procs = [server]
+    try:
+        with os.fdopen(read_fd, "rb") as pipe:
+            number = pipe.readline().strip().decode()
+        assert number, "Xvfb did not report a display"
+        display = f":{number}"
+        fifo = tmp_path / "wm-ready"
+        os.mkfifo(fifo)
+        wm = subprocess.Popen(
+            [openbox, "--sm-disable", "--startup", f"sh -c 'echo ready > {fifo}'"],
+            env={**os.environ, "DISPLAY": display},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        procs.append(wm)
+        ready: list[bytes] = []
+        reader = threading.Thread(target=lambda: ready.append(fifo.read_bytes()), daemon=True)
+        reader.start()
+        reader.join(timeout=20)
+        if not ready:
+            with open(fifo, "wb"):  # unblock the reader thread before failing
+                pass
+            pytest.fail("openbox did not start")
+        yield display
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+
+
+async def test_headed_window_starts_minimised_and_can_be_shown_and_minimised_again(
+    tmp_path: Path, browser_executable: str, xdisplay: str, server: str
+) -> None:
+    environ = {k: v for k, v in os.environ.items() if k not in {"DISPLAY", "WAYLAND_DISPLAY"}}
+    settings = Settings(
+        data_dir=tmp_path / "data", browser_path=browser_executable, headless=None, display=xdisplay
+    )
+    h = BrowserHost(settings, SystemClock(), environ=environ)
+    try:
+        page = await h.work_page()
+        assert h.headless is False
+        assert await h.window_state(page) == "minimized"
+
+        # A new work tab does not bring the window up.
+        tab = await h.new_page()
+        await tab.goto(server + "/echo")
+        assert await h.window_state(tab) == "minimized"
+
+        assert await h.show(tab) is True
+        assert await h.window_state(tab) == "normal"
+        assert await tab.evaluate("document.visibilityState") == "visible"
+
+        await h.minimise(tab)
+        assert await h.window_state(tab) == "minimized"
+    finally:
+        await h.close()
+
+
+async def test_show_is_a_no_op_when_headless(host: BrowserHost) -> None:
+    page = await host.work_page()
+    assert await host.show(page) is False
+    await host.minimise(page)  # nothing to minimise; must not fail
