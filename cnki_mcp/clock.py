@@ -93,6 +93,21 @@ class FakeClock:
         for _ in range(5):
             await asyncio.sleep(0)
 
+    async def advance_settled(self, seconds: float) -> None:
+        """Like `advance`, but lets runnable tasks settle (register their sleeps) before and after
+        each wake-up, so a chain of sleeps inside the window runs at its exact times."""
+        target = self._t + seconds
+        while True:
+            for _ in range(20):
+                await asyncio.sleep(0)
+            nxt = self.next_deadline
+            if nxt is None or nxt > target:
+                break
+            await self.advance(max(0.0, nxt - self._t))
+        await self.advance(max(0.0, target - self._t))
+        for _ in range(20):
+            await asyncio.sleep(0)
+
     async def run_until_complete(self, *aws: Awaitable[Any], max_seconds: float = 1e6) -> list[Any]:
         """Run `aws` to completion, moving time only to the next sleeper's deadline, one at a time,
         so tasks finish at exactly the fake time they would in real life. Returns their results in
