@@ -48,7 +48,10 @@ async def test_sequential_requests_start_exactly_one_interval_apart() -> None:
     limiter = Limiter(clock, 0.5, 6)
     starts: list[float] = []
     t0 = clock.monotonic()
-    await clock.run_until_complete(*(request(limiter, clock, starts) for _ in range(5)))
+    tasks = [asyncio.ensure_future(request(limiter, clock, starts)) for _ in range(5)]
+    await settle()
+    assert clock.pending == 1  # only the head of the queue sleeps towards its start (no herd)
+    await clock.run_until_complete(*tasks)
     assert starts == [t0, t0 + 0.5, t0 + 1.0, t0 + 1.5, t0 + 2.0]
     assert limiter.started == 5
     assert limiter.inflight == 0
@@ -254,7 +257,7 @@ async def test_cancelled_slot_waiter_does_not_leak_its_slot() -> None:
 
 async def test_cancelled_start_waiter_does_not_push_back_the_next_one() -> None:
     clock = FakeClock()
-    limiter = Limiter(clock, 10.0, 6)
+    limiter = Limiter(clock, 10.0, 1)  # one slot: a leaked slot would block the next request forever
     starts: list[float] = []
     await clock.run_until_complete(request(limiter, clock, starts))
     t0 = starts[0]
