@@ -160,18 +160,17 @@ class _Handler(BaseHTTPRequestHandler):
         delay = sim.app.state.schedule.latency_for(req.path)
         if delay > 0:
             time.sleep(delay)  # simulated server latency (the server thread, never a test)
-        try:
-            self.send_response(resp.status)
-            self.send_header("Content-Type", resp.content_type)
-            self.send_header("Content-Length", str(len(resp.body)))
-            self.send_header("Cache-Control", "no-cache")
-            for k, v in resp.headers:
-                self.send_header(k, v)
-            self.end_headers()
-            if not head:
-                self.wfile.write(resp.body)
-        finally:
-            sim._log(req, resp, t0, wall, time.monotonic() - start)
+        # Logged before the answer leaves, so a client that saw the response also sees the entry.
+        sim._log(req, resp, t0, wall, time.monotonic() - start)
+        self.send_response(resp.status)
+        self.send_header("Content-Type", resp.content_type)
+        self.send_header("Content-Length", str(len(resp.body)))
+        self.send_header("Cache-Control", "no-cache")
+        for k, v in resp.headers:
+            self.send_header(k, v)
+        self.end_headers()
+        if not head:
+            self.wfile.write(resp.body)
 
 
 class _Server(ThreadingHTTPServer):

@@ -1,0 +1,434 @@
+"""The simulator over real HTTP (urllib): grid paging, cursors, faults, tokens, login, log, reset."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from html import unescape
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cnki_mcp.sim.corpus import Corpus, SimAuthor, SimJournal, SimRecord, SimSection
+from cnki_mcp.sim.server import SimServer
+
+ZERO_EVIDENCE = re.compile(r"未找到|没有找到|暂无.{0,6}结果")
+TEMP_EVIDENCE = re.compile(r"暂无数据|稍后重试|服务繁忙")
+
+
+def _corpus(n: int = 75) -> Corpus:
+    recs = [
+        SimRecord(
+            id=f"t{i:03d}",
+            title=f"违约金研究 {i}",
+            type="期刊" if i % 5 else "硕士",
+            authors=(SimAuthor(f"作者{i}", "某大学"), SimAuthor("王利明")),
+            source=f"法学期刊{i % 3}",
+            year=2015 + i % 10,
+            date=f"{2015 + i % 10}-03-01",
+            abstract="违约金的调整规则",
+            keywords=("违约金", "合同法"),
+            cited=i,
+            downloads=i * 1000,
+            online_first=i == 1,
+            fulltext=(SimSection("一、问题", 1, "正文"),),
+        )
+        for i in range(n)
+    ]
+    recs.append(SimRecord(id="other", title="无关", type="期刊", year=2020))
+    return Corpus(recs, [SimJournal(name="法学期刊0", code="FXQK")])
+
+
+@dataclass
+class FakeClock:
+    now: float = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def sim(clock: FakeClock) -> Iterator[SimServer]:
+    with SimServer(_corpus(), clock=clock) as server:
+        yield server
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+class Browser:
+    """A tiny cookie-keeping client (the simulator keys verification and login by cookie)."""
+
+    def __init__(self) -> None:
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar), _NoRedirect)
+
+    def request(self, url: str, form: dict[str, Any] | None = None) -> tuple[int, dict[str, str], bytes]:
+        data = urllib.parse.urlencode(form).encode() if form is not None else None
+        req = urllib.request.Request(url, data=data)
+        if data is not None:
+            req.add_header("X-Requested-With", "XMLHttpRequest")
+        try:
+            with self.opener.open(req, timeout=10) as resp:
+                return resp.status, dict(resp.headers), resp.read()
+        except urllib.error.HTTPError as err:
+            return err.code, dict(err.headers), err.read()
+
+    def text(self, url: str, form: dict[str, Any] | None = None) -> tuple[int, str]:
+        status, _, body = self.request(url, form)
+        return status, body.decode("utf-8", "replace")
+
+
+def qjson(value: str, field: str = "TI", op: str = "FUZZY", years: tuple[str, str] | None = None) -> str:
+    ctrl: list[dict[str, Any]] = []
+    if years:
+        ctrl = [{"Key": ".tit-date-box", "Title": "发表时间", "Logic": 0, "ChildItems": [],
+                 "Items": [{"Key": ".tit-date-box", "Title": "发表时间", "Logic": 0, "Field": "PT",
+                            "Operator": 7, "Value": years[0], "Value2": years[1], "options": {}}]}]  # fmt: skip
+    item = {
+        "Key": "mcp",
+        "Title": "",
+        "Logic": 0,
+        "Field": field,
+        "Operator": op,
+        "Value": value,
+        "Value2": "",
+    }
+    return json.dumps(
+        {"QNode": {"QGroup": [
+            {"Key": "Subject", "Title": "", "Logic": 0, "Items": [],
+             "ChildItems": [{"Key": "mcp", "Title": "", "Logic": 0, "Items": [item], "ChildItems": []}]},
+            {"Key": "ControlGroup", "Title": "", "Logic": 0, "Items": [], "ChildItems": ctrl},
+        ]}},
+        ensure_ascii=False,
+    )  # fmt: skip
+
+
+def grid_form(
+    value: str = "违约金", page: int = 1, size: int = 20, turnpage: str | None = None, **kw: Any
+) -> dict[str, Any]:
+    form: dict[str, Any] = {
+        "boolSearch": "true" if page == 1 else "false",
+        "QueryJson": qjson(value, **kw),
+        "pageNum": page,
+        "pageSize": size,
+        "dstyle": "listmode",
+        "sortField": "PT",
+        "sortType": "desc",
+    }
+    if page == 1:
+        form["CurPage"] = 1
+    if turnpage is not None:
+        form["turnpage"] = turnpage
+    return form
+
+
+def cursor_of(html: str) -> str:
+    m = re.search(r'id="hidTurnPage" type="hidden" value="([^"]*)"', html)
+    assert m, html[:300]
+    return unescape(m.group(1))
+
+
+def ordinals(html: str) -> list[int]:
+    return [int(x) for x in re.findall(r'<td class="seq"><input [^>]*>(\d+)</td>', html)]
+
+
+def detail_links(html: str) -> list[str]:
+    return [unescape(h) for h in re.findall(r'<a class="fz14" target="_blank" href="([^"]+)"', html)]
+
+
+def test_grid_pages_need_the_cursor_and_ordinals_continue(sim: SimServer) -> None:
+    b = Browser()
+    grid = sim.url("/kns8s/brief/grid")
+    status, p1 = b.text(grid, grid_form())
+    assert status == 200
+    assert '<span class="pagerTitleCell"><span>共找到</span> <em>75</em> <span>条结果</span></span>' in p1
+    assert 'class="countPageMark" data-pagenum="4">1/4<' in p1
+    assert ordinals(p1) == list(range(1, 21))
+    assert not ZERO_EVIDENCE.search(p1) and not TEMP_EVIDENCE.search(p1)
+
+    assert b.text(grid, grid_form(page=2))[0] == 400  # no cursor
+    assert b.text(grid, grid_form(page=2, turnpage="bogus!!"))[0] == 400
+    other_cursor = cursor_of(b.text(grid, grid_form("规则", field="AB"))[1])
+    assert b.text(grid, grid_form(page=2, turnpage=other_cursor))[0] == 400  # another query's cursor
+
+    status, p2 = b.text(grid, grid_form(page=2, turnpage=cursor_of(p1)))
+    assert status == 200 and ordinals(p2) == list(range(21, 41))
+    assert ">2/4<" in p2
+    status, p4 = b.text(grid, grid_form(page=4, turnpage=cursor_of(p2)))
+    assert ordinals(p4) == list(range(61, 76))
+    assert 'id="PageNext"' not in p4 and 'id="PagePrev"' in p4
+
+
+def test_page_size_is_capped_at_fifty(sim: SimServer) -> None:
+    _, html = Browser().text(sim.url("/kns8s/brief/grid"), grid_form(size=50))
+    assert len(ordinals(html)) == 50 and ">1/2<" in html
+    _, html = Browser().text(sim.url("/kns8s/brief/grid"), grid_form(size=500))
+    assert len(ordinals(html)) == 50
+
+
+def test_grid_rows_have_the_real_markup(sim: SimServer) -> None:
+    _, html = Browser().text(sim.url("/kns8s/brief/grid"), grid_form("违约金研究 1", op="DEFAULT", size=50))
+    start = html.index("<tbody>")
+    row = html[start : html.index("</tr>", start)]
+    assert 'class="fz14"' in row and "/kcms2/article/abstract?v=" in row
+    assert '<b class="marktip">网络首发</b>' in html  # t001 is online-first
+    assert 'class="KnowledgeNetLink"' in row and '<td class="source"><p><a' in row
+    assert 'class="icon-collect"' in row and 'data-filename="' in row
+    assert '<a class="downloadCnt" href="javascript:void(0);">1.9万</a>' in html  # t019: 19000 downloads
+
+
+def test_single_page_has_no_page_mark_and_zero_results_say_so(sim: SimServer) -> None:
+    b = Browser()
+    _, one = b.text(sim.url("/kns8s/brief/grid"), grid_form("违约金研究 8", op="DEFAULT"))
+    assert "<em>1</em>" in one and "countPageMark" not in one
+    _, zero = b.text(sim.url("/kns8s/brief/grid"), grid_form("不存在的题目"))
+    assert "<em>0</em>" in zero and ZERO_EVIDENCE.search(zero) and not TEMP_EVIDENCE.search(zero)
+    assert "result-table-list" not in zero
+
+
+def test_year_range_in_control_group_filters_rows(sim: SimServer) -> None:
+    _, html = Browser().text(sim.url("/kns8s/brief/grid"), grid_form(years=("2020-01-01", "2020-12-31")))
+    dates = re.findall(r'<td class="date">([^<]*)</td>', html)
+    assert dates and all(d.startswith("2020") for d in dates)
+    assert "<em>7</em>" in html  # i % 10 == 5 for i < 75: 5, 15, ..., 65
+
+
+def test_malformed_query_json_gets_the_error_block(sim: SimServer) -> None:
+    status, html = Browser().text(sim.url("/kns8s/brief/grid"), {"QueryJson": "{oops", "pageNum": 1})
+    assert status == 200 and "检索条件格式有误" in html
+    assert not ZERO_EVIDENCE.search(html) and not TEMP_EVIDENCE.search(html)
+
+
+@pytest.mark.parametrize(
+    "kind,status", [("429", 429), ("500", 500), ("502", 502), ("503", 503), ("not_found", 404)]
+)
+def test_status_faults_fire_on_schedule(sim: SimServer, kind: str, status: int) -> None:
+    sim.set_scenario({"faults": [{"path": "/kns8s/brief/grid", "kind": kind, "at": [2]}]})
+    b = Browser()
+    codes = [b.request(sim.url("/kns8s/brief/grid"), grid_form())[0] for _ in range(3)]
+    assert codes == [200, status, 200]
+    faults = [e.fault for e in sim.requests_for("/kns8s/brief/grid")]
+    assert faults == [None, kind, None]
+
+
+def test_every_n_and_window_schedules(sim: SimServer) -> None:
+    sim.set_scenario(
+        {"faults": [{"path": "/kns8s/brief/grid", "kind": "503", "every": 2, "from": 3, "count": 4}]}
+    )
+    b = Browser()
+    codes = [b.request(sim.url("/kns8s/brief/grid"), grid_form())[0] for _ in range(8)]
+    assert codes == [200, 200, 200, 503, 200, 503, 200, 200]
+
+
+def test_probability_schedule_is_seeded(sim: SimServer) -> None:
+    scen = {"seed": 3, "faults": [{"path": "/kns8s/brief/grid", "kind": "429", "probability": 0.5}]}
+
+    def run() -> list[int]:
+        sim.set_scenario(scen)
+        sim.reset()
+        return [Browser().request(sim.url("/kns8s/brief/grid"), grid_form())[0] for _ in range(12)]
+
+    first = run()
+    assert first == run() and 429 in first and 200 in first
+
+
+def test_temporarily_empty_and_pagination_mismatch(sim: SimServer) -> None:
+    sim.set_scenario(
+        {"faults": [
+            {"path": "/kns8s/brief/grid", "kind": "temporarily_empty", "at": [1]},
+            {"path": "/kns8s/brief/grid", "kind": "pagination_mismatch", "at": [3]},
+        ]}
+    )  # fmt: skip
+    b = Browser()
+    _, empty = b.text(sim.url("/kns8s/brief/grid"), grid_form())
+    assert TEMP_EVIDENCE.search(empty) and not ZERO_EVIDENCE.search(empty) and "pagerTitleCell" not in empty
+    _, p1 = b.text(sim.url("/kns8s/brief/grid"), grid_form())
+    _, wrong = b.text(sim.url("/kns8s/brief/grid"), grid_form(page=3, turnpage=cursor_of(p1)))
+    assert ">2/4<" in wrong and ordinals(wrong)[0] == 21
+
+
+def test_verification_persists_for_the_browser_until_solved(sim: SimServer) -> None:
+    sim.set_scenario({"faults": [{"path": "/kns8s/brief/grid", "kind": "verification", "at": [1]}]})
+    b, other = Browser(), Browser()
+    _, frag = b.text(sim.url("/kns8s/brief/grid"), grid_form())
+    assert 'name="vericodeForm"' in frag and 'id="vericode"' in frag
+    _, again = b.text(sim.url("/kns8s/brief/grid"), grid_form())
+    assert 'name="vericodeForm"' in again  # cookie-keyed: still challenged
+    assert "result-table-list" in other.text(sim.url("/kns8s/brief/grid"), grid_form())[1]
+    # Pages redirect to the verify page while the challenge is pending.
+    link = detail_links(other.text(sim.url("/kns8s/brief/grid"), grid_form())[1])[0]
+    status, headers, _ = b.request(link)
+    assert status == 302 and "/verify/home?captchaType=blockPuzzle&returnUrl=" in headers["Location"]
+    _, verify_page = b.text(headers["Location"])
+    assert "<title>安全验证</title>" in verify_page
+    status, headers, _ = b.request(sim.url("/verify/solve"), {"returnUrl": link})
+    assert "Ecp_VerifyPass" in headers.get("Set-Cookie", "")
+    assert "result-table-list" in b.text(sim.url("/kns8s/brief/grid"), grid_form())[1]
+
+
+def test_login_required_and_require_login_for_download(sim: SimServer) -> None:
+    sim.set_scenario(
+        {"require_login_for": ["download"], "accounts": {"reader": "pw"},
+         "faults": [{"path": "/knavi", "kind": "login_required", "at": [1]}]}
+    )  # fmt: skip
+    b = Browser()
+    _, html = b.text(sim.url("/kns8s/brief/grid"), grid_form("违约金研究 2", op="DEFAULT"))
+    dl = unescape(re.search(r'href="([^"]*/bar/download/order[^"]*)"', html).group(1))  # type: ignore[union-attr]
+    status, headers, _ = b.request(dl)
+    assert status == 302 and "/login/?ReturnURL=" in headers["Location"]
+    journal = unescape(re.search(r'href="([^"]*/knavi/detail[^"]*)"', html).group(1))  # type: ignore[union-attr]
+    assert b.request(journal)[0] == 302
+    assert b.request(journal)[0] == 200
+
+    _, bad = b.text(sim.url("/login/submit"), {"username": "reader", "password": "nope", "returnUrl": dl})
+    assert "用户名或密码错误" in bad
+    status, headers, _ = b.request(
+        sim.url("/login/submit"), {"username": "reader", "password": "pw", "returnUrl": dl}
+    )
+    assert status == 302 and headers["Location"] == dl
+    assert any(c.name == "Ecp_LoginStuts" for c in b.jar)
+    status, headers, body = b.request(dl)
+    assert status == 200 and body.startswith(b"%PDF-") and "attachment" in headers["Content-Disposition"]
+    _, adv = b.text(sim.url("/kns8s/AdvSearch"))
+    assert "ecp_header_personalName" in adv and "reader" in adv and "退出登录" in adv
+
+
+def test_download_faults(sim: SimServer) -> None:
+    sim.set_scenario(
+        {"faults": [{"path": "/bar/download", "kind": "download_refused", "at": [1], "reason": "余额不足"},
+                    {"path": "/bar/download", "kind": "html_as_pdf", "at": [2]}]}
+    )  # fmt: skip
+    b = Browser()
+    dl = sim.links.download("t003", "pdf")
+    status, _, body = b.request(dl)
+    assert status == 200 and "余额不足" in body.decode()
+    status, headers, body = b.request(dl)
+    assert headers["Content-Type"] == "application/pdf" and not body.startswith(b"%PDF-")
+    status, headers, body = b.request(sim.links.download("t003", "caj"))
+    assert (
+        status == 200
+        and headers["Content-Disposition"].startswith("attachment")
+        and ".caj" in headers["Content-Disposition"]
+    )
+
+
+def test_reader_entry_trial_slider_and_lazy(sim: SimServer) -> None:
+    sim.set_scenario({"faults": [{"path": "/bar/htmlread", "kind": "trial_reader", "at": [1]},
+                                 {"path": "/reader/xml", "kind": "reader_slider", "at": [2]}]})  # fmt: skip
+    b = Browser()
+    status, headers, _ = b.request(sim.links.reader("t004"))
+    assert (
+        status == 302
+        and "/reader/xml?invoice=" in headers["Location"]
+        and "loginType=trialRead" in headers["Location"]
+    )
+    assert b.request(headers["Location"])[0] == 200
+    status, headers, _ = b.request(sim.links.reader("t004"))
+    assert "loginType" not in headers["Location"]
+    assert b.request(headers["Location"])[0] == 200
+    bad = re.sub(r"nonce=[^&]+", "nonce=x", headers["Location"])
+    assert b.request(bad)[0] == 404
+    assert [e.fault for e in sim.requests_for("/reader/xml")][:2] == [None, "reader_slider"]
+
+
+def test_script_rendered_detail_and_token_expiry(sim: SimServer, clock: FakeClock) -> None:
+    sim.set_scenario(
+        {
+            "token_ttl": 600,
+            "faults": [{"path": "/kcms2/article", "kind": "script_rendered_detail", "at": [2]}],
+        }
+    )
+    b = Browser()
+    url = sim.links.detail("t005")
+    _, normal = b.text(url)
+    _, scripted = b.text(url)
+    assert 'id="ChDivSummary"' in normal and 'id="root"' in scripted and 'id="ChDivSummary"' not in scripted
+    clock.now += 601
+    assert b.request(url)[0] == 404  # expired
+    assert b.request(sim.links.detail("t005"))[0] == 200  # a fresh token works
+    assert b.request(sim.url("/kcms2/article/abstract?v=unknown"))[0] == 404
+    ids = [e.params.get("id") for e in sim.requests_for("/kcms2/article")]
+    assert ids == ["t005", "t005", None, "t005", None]
+
+
+def test_request_log_records_query_and_client(sim: SimServer, tmp_path: Path) -> None:
+    b = Browser()
+    b.request(sim.url("/kns8s/AdvSearch"))
+    b.request(sim.url("/kns8s/brief/grid"), grid_form("违约金"))
+    entries = sim.requests
+    assert [e.path for e in entries] == ["/kns8s/AdvSearch", "/kns8s/brief/grid"]
+    g = entries[1]
+    assert g.method == "POST" and g.status == 200 and g.params["pageSize"] == "20"
+    assert g.params["query"] == [{"field": "TI", "operator": "FUZZY", "value": "违约金", "logic": "AND"}]
+    assert g.client and g.client == next(c.value for c in b.jar if c.name == "Ecp_ClientId")
+    assert entries[0].t <= g.t
+
+
+def test_request_log_file_sink(tmp_path: Path) -> None:
+    log = tmp_path / "req.jsonl"
+    with SimServer(_corpus(5), request_log_path=log) as s:
+        Browser().request(s.url("/kns8s/brief/grid"), grid_form())
+    rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert rows[0]["path"] == "/kns8s/brief/grid" and rows[0]["params"]["total"] == 5
+
+
+def test_reset_forgets_tokens_cursors_sessions_and_counters(sim: SimServer) -> None:
+    sim.set_scenario({"faults": [{"path": "/kns8s/brief/grid", "kind": "429", "at": [2]}]})
+    b = Browser()
+    _, p1 = b.text(sim.url("/kns8s/brief/grid"), grid_form())
+    url = detail_links(p1)[0]
+    sim.reset()
+    assert sim.requests == []
+    assert b.request(url)[0] == 404
+    assert b.request(sim.url("/kns8s/brief/grid"), grid_form(page=2, turnpage=cursor_of(p1)))[0] == 400
+    assert b.request(sim.url("/kns8s/brief/grid"), grid_form())[0] == 429  # counter restarted: 2nd again
+
+
+def test_latency_is_applied_and_logged(sim: SimServer) -> None:
+    sim.set_scenario({"seed": 1, "latency": [{"path": "/kns8s/AdvSearch", "ms": 30, "jitter": 0.5}]})
+    Browser().request(sim.url("/kns8s/AdvSearch"))
+    assert sim.requests[0].duration >= 0.015
+
+
+def test_cli_prints_origin_first_and_serves(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cnki_mcp",
+            "sim",
+            "--port",
+            "0",
+            "--request-log",
+            str(tmp_path / "log.jsonl"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        origin = proc.stdout.readline().strip()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", origin)
+        status, html = Browser().text(origin + "/kns8s/AdvSearch")
+        assert status == 200 and "高级检索" in html
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0
