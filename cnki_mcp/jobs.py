@@ -43,6 +43,7 @@ from cnki_mcp.operations import (
     OperationSink,
     OperationStatus,
     Progress,
+    StoreSink,
     final_status,
     new_operation_id,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "OperationStatus",
     "Progress",
     "ProgressEvent",
+    "StoreSink",
     "final_status",
 ]
 

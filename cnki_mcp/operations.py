@@ -5,6 +5,7 @@ manager that runs operations is `jobs.JobManager`."""
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal, Protocol
@@ -265,3 +266,67 @@ class MemorySink:
                 record.updated_at = at
                 ids.append(record.operation_id)
         return ids
+
+
+class _StoredOperation(Protocol):
+    @property
+    def record(self) -> dict[str, Any]: ...
+
+    @property
+    def checkpoint(self) -> Any: ...
+
+
+class OperationStore(Protocol):
+    """The operations part of `store.Store` (its OperationsMixin)."""
+
+    def save_operation(
+        self,
+        op_id: str,
+        kind: str,
+        status: str,
+        record_json: dict[str, Any],
+        checkpoint: Any,
+        created_at: datetime,
+        updated_at: datetime,
+    ) -> None: ...
+
+    def load_operation(self, op_id: str) -> _StoredOperation | None: ...
+
+    def list_operations(self, limit: int = 20) -> Sequence[_StoredOperation]: ...
+
+    def mark_unfinished_interrupted(self, message: str, now: datetime | None = None) -> list[str]: ...
+
+
+class StoreSink:
+    """OperationSink on the SQLite store (which keeps the newest 200 itself, never trimming an
+    unfinished operation)."""
+
+    def __init__(self, store: OperationStore) -> None:
+        self._store = store
+
+    def save(self, record: OperationRecord, *, keep: int = KEEP_OPERATIONS) -> None:
+        data = record.to_storage()
+        checkpoint = data.pop("checkpoint")
+        self._store.save_operation(
+            record.operation_id,
+            record.kind.value,
+            record.status.value,
+            data,
+            checkpoint,
+            record.created_at,
+            record.updated_at,
+        )
+
+    def load(self, operation_id: str) -> OperationRecord | None:
+        row = self._store.load_operation(operation_id)
+        return _from_row(row) if row is not None else None
+
+    def list_recent(self, n: int) -> list[OperationRecord]:
+        return [_from_row(row) for row in self._store.list_operations(n)]
+
+    def mark_interrupted(self, message: str, at: datetime) -> list[str]:
+        return self._store.mark_unfinished_interrupted(message, at)
+
+
+def _from_row(row: _StoredOperation) -> OperationRecord:
+    return OperationRecord.from_storage({**row.record, "checkpoint": row.checkpoint})

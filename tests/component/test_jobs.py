@@ -316,18 +316,20 @@ async def test_continue_refuses_the_wrong_kinds_and_states(env: Any) -> None:
 async def test_restart_marks_unfinished_operations_interrupted_and_a_search_can_continue() -> None:
     clock = FakeClock()
     sink = MemorySink()
+    dying = Killable(sink)
     limiter = Limiter(clock, 0.5, 6)
     backend = FakeBackend(clock)
-    old = JobManager(clock, sink)
+    old = JobManager(clock, dying)
     job = old.start(OperationKind.SEARCH, search_runner(backend, limiter), SEARCH_BUDGET)
     reader = old.start(OperationKind.READ, sleeper(clock, 1000))
     await clock.advance_settled(3.2)  # pages 1-3 fetched and checkpointed, page 4 in flight
-    # the process dies here: the new process sees the store as it is now
+    dying.dead = True  # the process dies here
+    await old.shutdown()
     stored = sink.load(job.operation_id)
     assert stored is not None and stored.status is OperationStatus.RUNNING
     assert stored.checkpoint["next_page"] == 4 and stored.requests == 3
 
-    new = JobManager(clock, _Frozen(sink))
+    new = JobManager(clock, sink)
     ids = new.recover_interrupted()
     assert set(ids) == {job.operation_id, reader.operation_id}
     record = new.status(job.operation_id)
@@ -337,7 +339,6 @@ async def test_restart_marks_unfinished_operations_interrupted_and_a_search_can_
         await new.resume(job.operation_id)
     assert info.value.code == "OPERATION_NOT_RUNNING"
 
-    await old.shutdown()  # stop the dead process's tasks; they write only to the old store
     resumed = new.continue_(job.operation_id, search_runner(backend, limiter))
     log_before = len(backend.log)
     [final] = await clock.run_until_complete(resumed.finish())
@@ -348,27 +349,6 @@ async def test_restart_marks_unfinished_operations_interrupted_and_a_search_can_
         new.continue_(reader.operation_id, sleeper(clock, 1))
     assert info.value.code == "CONTINUE_UNAVAILABLE"
     await new.shutdown()
-
-
-class _Frozen:
-    """The sink as a new process sees it: the old process's later writes never arrive."""
-
-    def __init__(self, inner: MemorySink) -> None:
-        self.inner = MemorySink()
-        for record in inner.list_recent(1000):
-            self.inner.save(record)
-
-    def save(self, record: OperationRecord, *, keep: int = 200) -> None:
-        self.inner.save(record, keep=keep)
-
-    def load(self, operation_id: str) -> OperationRecord | None:
-        return self.inner.load(operation_id)
-
-    def list_recent(self, n: int) -> list[OperationRecord]:
-        return self.inner.list_recent(n)
-
-    def mark_interrupted(self, message: str, at: Any) -> list[str]:
-        return self.inner.mark_interrupted(message, at)
 
 
 async def test_an_unrecovered_stale_record_reads_interrupted() -> None:
@@ -594,3 +574,60 @@ def test_record_storage_round_trip_keeps_the_checkpoint_but_never_shows_it() -> 
     assert "checkpoint" not in record.model_dump() and "checkpoint" not in record.public()
     back = OperationRecord.from_storage(record.to_storage())
     assert back.checkpoint == {"next_page": 3} and back.final_error
+
+
+async def test_store_sink_persists_records_checkpoints_and_recovery(tmp_path: Any) -> None:
+    from cnki_mcp.jobs import StoreSink
+    from cnki_mcp.store import Store
+
+    clock = FakeClock()
+    limiter = Limiter(clock, 0.5, 6)
+    backend = FakeBackend(clock)
+    store = Store.open(tmp_path, clock)
+    try:
+        dying = Killable(StoreSink(store))
+        old = JobManager(clock, dying)
+        job = old.start(OperationKind.SEARCH, search_runner(backend, limiter), SEARCH_BUDGET)
+        await clock.advance_settled(2.5)  # two pages checkpointed, the third in flight
+        dying.dead = True  # the process dies: nothing it does from now on reaches the store
+        await old.shutdown()
+
+        sink = StoreSink(store)
+        stored = sink.load(job.operation_id)
+        assert stored is not None and stored.status is OperationStatus.RUNNING
+        assert stored.checkpoint["next_page"] == 3 and "checkpoint" not in stored.public()
+
+        new = JobManager(clock, sink)
+        assert new.recover_interrupted() == [job.operation_id]
+        interrupted = new.status(job.operation_id)
+        assert interrupted is not None and interrupted.status is OperationStatus.INTERRUPTED
+        resumed = new.continue_(job.operation_id, search_runner(backend, limiter))
+        [final] = await clock.run_until_complete(resumed.finish())
+        assert final.status is OperationStatus.COMPLETED and final.requests == 10
+        assert backend.log == [1, 2, 3, *range(3, 11)]  # only the request lost in flight is redone
+        reloaded = sink.load(job.operation_id)
+        assert reloaded is not None and reloaded.status is OperationStatus.COMPLETED
+        assert [r.operation_id for r in sink.list_recent(5)] == [job.operation_id]
+    finally:
+        store.close()
+
+
+class Killable:
+    """A sink that stops forwarding writes once its process is declared dead."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.dead = False
+
+    def save(self, record: OperationRecord, *, keep: int = 200) -> None:
+        if not self.dead:
+            self.inner.save(record, keep=keep)
+
+    def load(self, operation_id: str) -> OperationRecord | None:
+        return self.inner.load(operation_id)
+
+    def list_recent(self, n: int) -> list[OperationRecord]:
+        return self.inner.list_recent(n)
+
+    def mark_interrupted(self, message: str, at: Any) -> list[str]:
+        return self.inner.mark_interrupted(message, at)
