@@ -55,6 +55,10 @@ async def test_lazy_reader_fills_every_catalog_heading_in_order(browser) -> None
         timeout=5000,
     )
     assert await page.locator("#paperRead math").count() >= 1
+    # The header's login link and hidden returnUrl point back at the current page.
+    href = await page.get_attribute("a.ecp_header_login_link", "href")
+    assert href == LINKS.login("http://sim.test/page")
+    assert await page.input_value(".ecp_personalLoginBox input[name=returnUrl]") == "http://sim.test/page"
     await ctx.close()
 
 
