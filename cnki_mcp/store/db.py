@@ -29,6 +29,8 @@ _V1 = """
 CREATE TABLE papers (
     record_ref TEXT PRIMARY KEY,
     title_key TEXT NOT NULL,
+    native_key TEXT NOT NULL DEFAULT '',
+    doi_key TEXT NOT NULL DEFAULT '',
     data TEXT NOT NULL,
     detail_confirmed INTEGER NOT NULL DEFAULT 0,
     created_at TEXT NOT NULL,
@@ -163,7 +165,23 @@ def _migrate(conn: sqlite3.Connection, version: int) -> None:
         )
 
 
+_MAGIC = b"SQLite format 3\x00"
+
+
+def _looks_like_sqlite(path: Path) -> bool:
+    """An absent or empty file is a new database; anything else must start with the magic."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(len(_MAGIC))
+    except FileNotFoundError:
+        return True
+    return head in (b"", _MAGIC)
+
+
 def _open_checked(path: Path) -> sqlite3.Connection:
+    # Checked before SQLite opens the file, so a foreign file and its -wal stay untouched.
+    if not _looks_like_sqlite(path):
+        raise Unreadable("file is not a database")
     conn = _connect(path)
     try:
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()

@@ -66,16 +66,27 @@ def _strong_keys(paper: Paper) -> list[str]:
 
 def _write_paper(conn: sqlite3.Connection, paper: Paper, now: str, *, new: bool) -> None:
     data = paper.model_dump_json()
+    keys = paper.keys()
     if new:
         conn.execute(
-            "INSERT INTO papers (record_ref, title_key, data, detail_confirmed, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (paper.record_ref, title_key(paper.title), data, int(paper.detail_confirmed), now, now),
+            "INSERT INTO papers (record_ref, title_key, native_key, doi_key, data, detail_confirmed,"
+            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                paper.record_ref,
+                keys.title,
+                keys.native,
+                keys.doi,
+                data,
+                int(paper.detail_confirmed),
+                now,
+                now,
+            ),
         )
     else:
         conn.execute(
-            "UPDATE papers SET title_key = ?, data = ?, detail_confirmed = ?, updated_at = ? WHERE record_ref = ?",
-            (title_key(paper.title), data, int(paper.detail_confirmed), now, paper.record_ref),
+            "UPDATE papers SET title_key = ?, native_key = ?, doi_key = ?, data = ?, detail_confirmed = ?,"
+            " updated_at = ? WHERE record_ref = ?",
+            (keys.title, keys.native, keys.doi, data, int(paper.detail_confirmed), now, paper.record_ref),
         )
     # Keys accumulate: an older bibliography key keeps finding the paper for candidate
     # lookup; `same_paper` on the current keys still decides every join.
@@ -111,12 +122,17 @@ def _upsert(
     strong = _strong_keys(incoming)
     if strong:
         marks = ",".join("?" * len(strong))
+        # Papers whose DOI or native key contradicts the incoming one are filtered here, so
+        # a common bibliography key does not make every upsert load every namesake.
         refs = [
             r[0]
             for r in conn.execute(
-                f"SELECT DISTINCT k.record_ref FROM paper_keys k JOIN papers p ON p.record_ref = k.record_ref"
-                f" WHERE k.key IN ({marks}) ORDER BY p.created_at, k.record_ref",
-                strong,
+                "SELECT DISTINCT k.record_ref FROM paper_keys k JOIN papers p ON p.record_ref = k.record_ref"
+                f" WHERE k.key IN ({marks})"
+                " AND (p.native_key = '' OR ? = '' OR p.native_key = ?)"
+                " AND (p.doi_key = '' OR ? = '' OR p.doi_key = ?)"
+                " ORDER BY p.rowid",
+                (*strong, keys.native, keys.native, keys.doi, keys.doi),
             )
         ]
         for ref in refs:
@@ -216,7 +232,7 @@ class PapersMixin(StoreBase):
             return []
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT data FROM papers WHERE title_key = ? ORDER BY created_at, record_ref", (key,)
+                "SELECT data FROM papers WHERE title_key = ? ORDER BY rowid", (key,)
             ).fetchall()
         return [Paper.model_validate_json(r[0]) for r in rows]
 
