@@ -216,7 +216,9 @@ class SimServer:
         handler = type("SimHandler", (_Handler,), {"sim": self})
         self._httpd = _Server((self.host, self.port), handler)
         self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="cnki-sim", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="cnki-sim", daemon=True
+        )
         self._thread.start()
         return self
 
