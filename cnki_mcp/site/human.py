@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal, Protocol
@@ -120,7 +121,7 @@ class HumanGate:
         poll_interval: float = 1.0,
         timeout: float = 20 * 60,
         clear_checks: int = 2,
-        headless: bool = False,
+        headless: bool | Callable[[], bool | None] = False,
     ) -> None:
         if clear_checks < 1:
             raise ValueError("clear_checks must be >= 1")
@@ -129,7 +130,8 @@ class HumanGate:
         self._poll = poll_interval
         self._timeout = timeout
         self._clear_checks = clear_checks
-        self.headless = headless
+        # a callable (e.g. `lambda: host.headless`) because the browser decides when it launches
+        self._headless = headless
         self._lock = asyncio.Lock()
         self._epoch = 0
         self._step: _Step | None = None
@@ -157,6 +159,11 @@ class HumanGate:
     def waiting_operations(self) -> list[str]:
         """Operations currently waiting for the person (the step owner first)."""
         return list(self._step.operation_ids) if self._step else []
+
+    @property
+    def headless(self) -> bool:
+        value = self._headless() if callable(self._headless) else self._headless
+        return bool(value)
 
     def message_for(self, kind: StepKind) -> str:
         return (HEADLESS_MESSAGES if self.headless else MESSAGES)[kind]

@@ -220,6 +220,11 @@ async def test_login_step_uses_the_login_message_and_headless_says_how_to_solve(
     assert message == HEADLESS_MESSAGES["challenge"]
     assert "show" in message and "CNKI_HEADLESS=0" in message
     assert "login" in headless.message_for("login")
+    browser_headless = False
+    decided_later, _ = make_gate(clock, headless=lambda: browser_headless)
+    assert decided_later.message_for("challenge") == MESSAGES["challenge"]
+    browser_headless = True
+    assert decided_later.message_for("challenge") == HEADLESS_MESSAGES["challenge"]
 
 
 async def test_show_and_resume_without_a_step_are_not_found() -> None:
