@@ -142,7 +142,7 @@ def _upsert(
             if candidate is not None and same_paper(candidate, keys):
                 matches.append(candidate)
     if not matches:
-        same = _load(conn, incoming.record_ref)
+        same = _load(conn, _resolve(conn, incoming.record_ref))
         if same is not None and same_observation(same.keys(), keys):
             matches.append(same)
     if not matches:
