@@ -1,0 +1,579 @@
+"""`CnkiSite`: the Playwright `SiteBackend`. Grid pages replay a request template captured once per
+browser session from the real AdvSearch page (facts §1.2/§1.3) with an in-page fetch; detail and
+journal pages are fetched without rendering through the context's own request API (same cookies),
+with a rendered-tab fallback for script-drawn pages (§1.5). Every response is classified (§1.4)
+before a parser sees it; human steps go through the gate; retries follow the facts' rules."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
+from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.errors import (
+    ContentNotReady,
+    DocumentNotFound,
+    IdentityAmbiguous,
+    LocatorExpired,
+    LoginRequired,
+    PaginationMismatch,
+    ParserUnsupported,
+    QueryTemplateUnavailable,
+    RateLimited,
+    ResponseTooLarge,
+    SiteTemporarilyEmpty,
+    SiteUnavailable,
+    VerificationContextUnavailable,
+    VerificationRepeated,
+    VerificationRequired,
+)
+from cnki_mcp.identity import author_key, title_key
+from cnki_mcp.models import DetailPage, GateKind, GridPage, GridRow, HeaderIdentity, JournalPage
+from cnki_mcp.parse._html import body_text, parse_html
+from cnki_mcp.parse.detail import parse_detail
+from cnki_mcp.parse.gate import classify_page, raise_for_verdict
+from cnki_mcp.parse.grid import parse_grid
+from cnki_mcp.parse.journal import parse_journal
+from cnki_mcp.settings import Settings
+from cnki_mcp.site.backend import GridRequest, SiteOp
+from cnki_mcp.site.browser import BrowserHost
+from cnki_mcp.site.endpoints import GRID_PATH_MARK, Endpoints
+from cnki_mcp.site.grid_template import (
+    CursorCache,
+    GridTemplate,
+    build_form,
+    exact_title_subject,
+    fingerprint,
+    parse_template,
+)
+from cnki_mcp.site.human import HumanGate, StepKind
+from cnki_mcp.site.limiter import Limiter
+from cnki_mcp.site.pages import PlaywrightHumanPage, read_identity
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MAX_ATTEMPTS = 4
+MAX_BODY = 8 * 1024 * 1024  # facts §1.3/§1.5: responses above 8 MiB are refused
+FETCH_TIMEOUT_MS = 30_000
+READY_TIMEOUT_MS = 20_000  # facts §1.2: AdvSearch must be usable within 20 s
+CAPTURE_TIMEOUT_MS = 30_000  # facts §1.2: the grid POST must follow the click within 30 s
+NAV_TIMEOUT_MS = 30_000
+RENDER_POLL_SECONDS = 0.1
+
+# facts §1.2: the page is usable once complete, cnkiSearch is bound and a condition box exists.
+_READY_JS = """() => document.readyState === 'complete' && !!window.cnkiSearch
+  && typeof window.cnkiSearch.getSearchJsonInfo === 'function'
+  && !!document.querySelector('#gradetxt input[data-tipid]')"""
+
+# Clear every visible condition box, put the anchor in the first one and tell the page (bubbling change).
+_FILL_JS = """(anchor) => {
+  const boxes = Array.from(document.querySelectorAll('#gradetxt input[data-tipid]'))
+    .filter((el) => el.getBoundingClientRect().width > 0);
+  boxes.forEach((el, i) => {
+    el.value = i === 0 ? anchor : '';
+    el.dispatchEvent(new Event('change', {bubbles: true}));
+  });
+  const en = document.querySelector('input[data-id=EN]');
+  return {boxes: boxes.length, enChecked: !!(en && en.checked)};
+}"""
+
+# The grid POST from inside the search page: same origin, the browser's cookies, 30 s abort, 8 MiB cap.
+_FETCH_JS = """async ({url, body, timeoutMs, cap}) => {
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(), timeoutMs);
+  try {
+    const r = await fetch(url, {method: 'POST', credentials: 'include', body, signal: ctl.signal,
+      headers: {'Content-Type': 'application/x-www-form-urlencoded; charset=UTF-8',
+                'X-Requested-With': 'XMLHttpRequest'}});
+    const reader = r.body.getReader();
+    const chunks = [];
+    let total = 0;
+    for (;;) {
+      const {done, value} = await reader.read();
+      if (done) break;
+      total += value.length;
+      if (total > cap) { ctl.abort(); return {status: r.status, url: r.url, tooLarge: true}; }
+      chunks.push(value);
+    }
+    const buf = new Uint8Array(total);
+    let at = 0;
+    for (const c of chunks) { buf.set(c, at); at += c.length; }
+    return {status: r.status, url: r.url, text: new TextDecoder('utf-8').decode(buf)};
+  } catch (e) {
+    return {error: String(e)};
+  } finally {
+    clearTimeout(timer);
+  }
+}"""
+
+# facts §2.5: the grid's vericodeForm goes into the search page's #briefBox, in view, with the query set.
+_SHOW_FRAGMENT_JS = """({html, queryJson}) => {
+  const box = document.querySelector('#briefBox');
+  if (!box) return false;
+  box.innerHTML = html;
+  box.scrollIntoView({block: 'center'});
+  if (window.cnkiSearch && typeof window.cnkiSearch.setQueryJson === 'function')
+    window.cnkiSearch.setQueryJson(queryJson);
+  return true;
+}"""
+
+
+class _TransportError(Exception):
+    """The request never got an HTTP answer (page gone, fetch aborted, connection refused)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Fetched:
+    status: int
+    url: str
+    text: str
+
+
+@dataclass(slots=True)
+class _Captured:
+    template: GridTemplate
+    generation: int
+
+
+class _HumanNeeded(Exception):
+    """A page a person must get past. `page_url`: where to show it (None: already on `page`)."""
+
+    def __init__(self, kind: StepKind, error: Exception, page: Page | None = None, url: str | None = None):
+        super().__init__(str(error))
+        self.kind = kind
+        self.error = error
+        self.page = page
+        self.url = url
+
+
+class CnkiSite:
+    """The Playwright SiteBackend. Nothing starts until the first request; see the module docstring."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        clock: Clock,
+        host: BrowserHost,
+        limiter: Limiter,
+        gate: HumanGate,
+        *,
+        retry_waits: tuple[float, float] = (2.0, 4.0),
+        render_timeout: float = 12.0,
+    ) -> None:
+        self._settings = settings
+        self._clock = clock
+        self._host = host
+        self._limiter = limiter
+        self._gate = gate
+        self._retry_waits = retry_waits
+        self._render_timeout = render_timeout
+        self.endpoints = Endpoints(settings)
+        self._captured: _Captured | None = None
+        self._capture_lock = asyncio.Lock()
+        self._cursors = CursorCache()
+        self._render_page: Page | None = None
+        self._step_pages: list[Page] = []  # tabs opened to show a page to the person
+
+    # --- introspection ----------------------------------------------------------------
+
+    @property
+    def template(self) -> GridTemplate | None:
+        """The captured grid template (None before the first grid call or after it was dropped)."""
+        return self._captured.template if self._captured else None
+
+    @property
+    def cursors(self) -> CursorCache:
+        return self._cursors
+
+    # --- template capture (facts §1.2) --------------------------------------------------
+
+    def drop_template(self) -> None:
+        """Forget the template: the next grid call captures it again."""
+        self._captured = None
+
+    async def _template(self, anchor: str, op: SiteOp | None) -> tuple[GridTemplate, Page]:
+        async with self._capture_lock:
+            page = await self._host.work_page()
+            cap = self._captured
+            if (
+                cap is not None
+                and cap.generation == self._host.generation
+                and self._same_origin(page.url, cap.template.url)
+            ):
+                return cap.template, page
+            template = await self._capture(page, anchor, op)
+            self._captured = _Captured(template, self._host.generation)
+            return template, page
+
+    @staticmethod
+    def _same_origin(a: str, b: str) -> bool:
+        from urllib.parse import urlsplit
+
+        pa, pb = urlsplit(a), urlsplit(b)
+        return (pa.scheme, pa.netloc) == (pb.scheme, pb.netloc)
+
+    async def _capture(self, page: Page, anchor: str, op: SiteOp | None) -> GridTemplate:
+        await self._open_search_page(page, op)
+        try:
+            await page.wait_for_function(_READY_JS, timeout=READY_TIMEOUT_MS)
+            state = await page.evaluate(_FILL_JS, anchor)
+            if not state.get("boxes"):
+                raise QueryTemplateUnavailable("高级检索页没有可见的检索框")
+            if state.get("enChecked"):
+                # CNKI's bilingual expansion is opaque: turned off (facts §11 Py-era pitfalls).
+                await page.locator("input[data-id=EN]").first.click()
+            button = page.locator("input.btn-search,button.btn-search").first
+
+            def is_grid(req: Any) -> bool:
+                return req.method == "POST" and GRID_PATH_MARK in req.url
+
+            # The click itself is a request start: it goes through the limiter.
+            async with (
+                page.expect_request(is_grid, timeout=CAPTURE_TIMEOUT_MS) as info,
+                self._limiter.slot(budget=op),
+            ):
+                await button.click(timeout=10_000)  # a real mouse click at the element centre
+            request = await info.value
+        except PlaywrightTimeout as exc:
+            raise QueryTemplateUnavailable(reason=str(exc).splitlines()[0][:200]) from exc
+        except PlaywrightError as exc:
+            self._host.note_error(exc)
+            raise QueryTemplateUnavailable(reason=str(exc).splitlines()[0][:200]) from exc
+        return parse_template(request.url, request.post_data)
+
+    async def _open_search_page(self, page: Page, op: SiteOp | None) -> None:
+        """Navigate `page` to AdvSearch (one limited request), getting a person past a challenge."""
+        for _ in range(MAX_ATTEMPTS):
+            epoch = self._gate.epoch
+            try:
+                async with self._limiter.slot(budget=op):
+                    response = await page.goto(
+                        self.endpoints.adv_search, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS
+                    )
+            except PlaywrightError as exc:
+                self._host.note_error(exc)
+                raise QueryTemplateUnavailable(reason=str(exc).splitlines()[0][:200]) from exc
+            status = response.status if response is not None else 200
+            verdict = classify_page(await page.content(), page.url, status)
+            if verdict.kind in (GateKind.CHALLENGE, GateKind.LOGIN):
+                kind: StepKind = "challenge" if verdict.kind is GateKind.CHALLENGE else "login"
+                await self._human_step(kind, page, op, epoch)
+                continue
+            if verdict.kind in (GateKind.RATE_LIMITED, GateKind.SERVER_ERROR):
+                self._limiter.slow()
+            raise_for_verdict(verdict)
+            return
+        raise VerificationRepeated(page="AdvSearch")
+
+    # --- grid (facts §1.3) ------------------------------------------------------------
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+        key = fingerprint(request)
+        if request.page > 1 and self._cursors.get(key, request.page) is None:
+            # No cursor for this page: walk the pages before it in order, caching their cursors.
+            start = self._cursors.highest_below(key, request.page)
+            for page_no in range(start, request.page):
+                await self._grid_with_retries(request.model_copy(update={"page": page_no}), op)
+                if self._cursors.get(key, page_no + 1) is None:
+                    break
+        return await self._grid_with_retries(request, op)
+
+    async def _grid_with_retries(self, request: GridRequest, op: SiteOp | None) -> GridPage:
+        return await self._with_retries(lambda: self._grid_once(request, op), op, on_transport="recover")
+
+    async def _grid_once(self, request: GridRequest, op: SiteOp | None) -> GridPage:
+        template, page = await self._template(request.anchor, op)
+        key = fingerprint(request)
+        cursor = self._cursors.get(key, request.page) if request.page > 1 else None
+        if request.page > 1 and cursor is None:
+            raise PaginationMismatch("没有该页的翻页游标", page=request.page)
+        query_json, body = build_form(template, request, cursor)
+        fetched = await self._page_fetch(page, template.url, body, op)
+        verdict = classify_page(fetched.text, fetched.url, fetched.status)
+        if verdict.kind is GateKind.CHALLENGE:
+            await self._grid_challenge(page, template, fetched, query_json)
+        if verdict.kind is GateKind.LOGIN:
+            self.drop_template()
+            raise _HumanNeeded("login", LoginRequired(evidence=verdict.evidence), page, fetched.url)
+        raise_for_verdict(verdict)
+        try:
+            result = parse_grid(fetched.text, fetched.url)
+        except VerificationRequired as exc:
+            await self._grid_challenge(page, template, fetched, query_json)
+            raise exc
+        if result.page is not None and result.page != request.page:
+            raise PaginationMismatch(requested=request.page, returned=result.page)
+        if result.turnpage:
+            self._cursors.put(key, request.page + 1, result.turnpage)
+        self._limiter.fast()
+        return result
+
+    async def _grid_challenge(
+        self, page: Page, template: GridTemplate, fetched: _Fetched, query_json: str
+    ) -> None:
+        """facts §2.5: show the grid's verification where the search lives, then retry."""
+        self.drop_template()
+        error = VerificationRequired(page="grid")
+        if "vericodeForm" in fetched.text:
+            tree = parse_html(fetched.text, strip_hidden=False)
+            form = tree.css_first("[name=vericodeForm]")
+            fragment = form.html if form is not None and form.html else fetched.text
+            try:
+                shown = await page.evaluate(_SHOW_FRAGMENT_JS, {"html": fragment, "queryJson": query_json})
+            except PlaywrightError as exc:
+                self._host.note_error(exc)
+                raise _TransportError(str(exc)) from exc
+            if not shown:
+                raise VerificationContextUnavailable(reason="no #briefBox")
+            raise _HumanNeeded("challenge", error, page)
+        if fetched.url.split("?")[0] == template.url:
+            raise VerificationContextUnavailable()
+        raise _HumanNeeded("challenge", error, page, fetched.url)
+
+    async def _page_fetch(self, page: Page, url: str, body: str, op: SiteOp | None) -> _Fetched:
+        args = {"url": url, "body": body, "timeoutMs": FETCH_TIMEOUT_MS, "cap": MAX_BODY}
+        try:
+            async with self._limiter.slot(budget=op):
+                data: dict[str, Any] = await page.evaluate(_FETCH_JS, args)
+        except PlaywrightError as exc:
+            self._host.note_error(exc)
+            raise _TransportError(str(exc)) from exc
+        if data.get("error"):
+            raise _TransportError(str(data["error"]))
+        if data.get("tooLarge"):
+            raise ResponseTooLarge(url=url)
+        return _Fetched(int(data["status"]), str(data["url"]), str(data.get("text") or ""))
+
+    # --- retries and human steps --------------------------------------------------------
+
+    async def _with_retries(
+        self,
+        attempt: Callable[[], Awaitable[T]],
+        op: SiteOp | None,
+        *,
+        on_transport: Literal["recover", "raise"],
+    ) -> T:
+        """facts §1.3 retry rules, up to four attempts."""
+        slow_answers = 0
+        for number in range(1, MAX_ATTEMPTS + 1):
+            epoch = self._gate.epoch
+            try:
+                return await attempt()
+            except _TransportError as exc:
+                if number == 1 and on_transport == "recover":
+                    log.warning("grid transport failure, recovering the browser: %s", exc)
+                    self.drop_template()
+                    await self._host.recover()
+                    continue
+                raise SiteUnavailable(reason=str(exc)[:200]) from exc
+            except _HumanNeeded as need:
+                page = need.page
+                if need.url is not None:
+                    page = await self._show_url(need.url, page, op)
+                assert page is not None
+                try:
+                    await self._human_step(need.kind, page, op, epoch)
+                finally:
+                    await self._close_step_page(page)
+            except (RateLimited, SiteUnavailable):
+                slow_answers += 1
+                if slow_answers >= 3:
+                    raise
+                self._limiter.slow()
+                await self._clock.sleep(self._retry_waits[min(slow_answers, len(self._retry_waits)) - 1])
+            except SiteTemporarilyEmpty:
+                if number > 1:
+                    raise
+        raise VerificationRepeated(attempts=MAX_ATTEMPTS)
+
+    async def _show_url(self, url: str, page: Page | None, op: SiteOp | None) -> Page:
+        """Navigate `page` (or a new tab) to `url` for the person."""
+        if page is None or page.is_closed():
+            page = await self._host.new_page()
+            self._step_pages.append(page)
+        try:
+            async with self._limiter.slot(budget=op):
+                await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
+        except PlaywrightError as exc:
+            if self._host.note_error(exc):
+                raise SiteUnavailable(reason=str(exc)[:200]) from exc
+            log.debug("navigation for a human step did not finish: %s", exc)
+        return page
+
+    async def _close_step_page(self, page: Page) -> None:
+        """A tab opened only to show a page to the person is closed once the step is over."""
+        if page in self._step_pages:
+            self._step_pages.remove(page)
+            with contextlib.suppress(PlaywrightError):
+                await page.close()
+
+    async def _human_step(self, kind: StepKind, page: Page, op: SiteOp | None, epoch: int) -> None:
+        policy = op.on_verification if op is not None else "wait"
+        human = PlaywrightHumanPage(self._host, page, self.endpoints, kind)
+        await self._gate.handle(kind, human, op, "skip" if policy == "skip" else "wait", epoch=epoch)
+
+    # --- detail and journal (facts §1.5) ------------------------------------------------
+
+    async def detail(
+        self, locator: str, op: SiteOp | None = None, expected_title: str | None = None
+    ) -> DetailPage:
+        """A detail page; with `expected_title`, an expired locator relocates the paper once."""
+        try:
+            return await self._fetch_parsed(locator, op, lambda html, url: parse_detail(html, url))
+        except LocatorExpired:
+            if not expected_title:
+                raise
+            log.info("detail locator expired; relocating by exact title")
+            return await self.detail_by_title(expected_title, op=op)
+
+    async def journal(
+        self, url: str, expected_source: str | None = None, op: SiteOp | None = None
+    ) -> JournalPage:
+        return await self._fetch_parsed(url, op, lambda html, u: parse_journal(html, u, expected_source))
+
+    async def detail_by_title(
+        self, title: str, first_author: str | None = None, op: SiteOp | None = None
+    ) -> DetailPage:
+        """facts §3.10: one exact-title grid search; exactly one paper -> its detail page."""
+        want = title_key(title)
+        if not want:
+            raise DocumentNotFound(title=title)
+        result = await self.grid(GridRequest(subject=exact_title_subject(title), anchor=title.strip()), op)
+        rows = [r for r in result.rows if title_key(r.title) == want]
+        if first_author:
+            who = author_key(first_author)
+            rows = [r for r in rows if r.authors and author_key(r.authors[0]) == who]
+        papers: dict[str, GridRow] = {}
+        for row in rows:
+            papers.setdefault(_paper_key(row), row)
+        if not papers:
+            raise DocumentNotFound(title=title)
+        if len(papers) > 1:
+            raise IdentityAmbiguous(title=title, candidates=len(papers))
+        row = next(iter(papers.values()))
+        if not row.detail_url:
+            raise DocumentNotFound("检索结果没有详情页链接", title=title)
+        return await self._fetch_parsed(row.detail_url, op, lambda html, url: parse_detail(html, url))
+
+    async def _fetch_parsed(self, url: str, op: SiteOp | None, parse: Callable[[str, str], T]) -> T:
+        async def once() -> T:
+            fetched = await self._request_get(url, op)
+            self._raise_for_page(fetched)
+            try:
+                value = parse(fetched.text, fetched.url)
+            except ParserUnsupported:
+                if not _looks_script_rendered(fetched.text):
+                    raise
+                value = await self._render(url, op, parse)
+            self._limiter.fast()
+            return value
+
+        return await self._with_retries(once, op, on_transport="raise")
+
+    def _raise_for_page(self, fetched: _Fetched) -> None:
+        verdict = classify_page(fetched.text, fetched.url, fetched.status)
+        if verdict.kind is GateKind.CHALLENGE:
+            raise _HumanNeeded(
+                "challenge", VerificationRequired(evidence=verdict.evidence), None, fetched.url
+            )
+        if verdict.kind is GateKind.LOGIN:
+            raise _HumanNeeded("login", LoginRequired(evidence=verdict.evidence), None, fetched.url)
+        raise_for_verdict(verdict)
+
+    async def _request_get(self, url: str, op: SiteOp | None) -> _Fetched:
+        """GET through the context's APIRequestContext: the browser's cookies, no rendering."""
+        ctx = await self._host.ensure()
+        try:
+            async with self._limiter.slot(budget=op):
+                response = await ctx.request.get(url, timeout=FETCH_TIMEOUT_MS, max_redirects=10)
+            try:
+                length = int(response.headers.get("content-length") or 0)
+                if length > MAX_BODY:
+                    raise ResponseTooLarge(url=url, length=length)
+                body = await response.body()
+            finally:
+                await response.dispose()
+        except PlaywrightError as exc:
+            self._host.note_error(exc)
+            raise _TransportError(str(exc)) from exc
+        if len(body) > MAX_BODY:
+            raise ResponseTooLarge(url=url, length=len(body))
+        return _Fetched(response.status, response.url, body.decode("utf-8", "replace"))
+
+    async def _render(self, url: str, op: SiteOp | None, parse: Callable[[str, str], T]) -> T:
+        """Navigate the render tab to `url` and re-parse the live DOM until it parses (bounded)."""
+        page = self._render_page
+        if page is None or page.is_closed():
+            page = self._render_page = await self._host.new_page()
+        try:
+            async with self._limiter.slot(budget=op):
+                await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
+        except PlaywrightError as exc:
+            self._host.note_error(exc)
+            raise _TransportError(str(exc)) from exc
+        deadline = self._clock.monotonic() + self._render_timeout
+        while True:
+            with contextlib.suppress(PlaywrightError, ParserUnsupported):
+                html = await page.content()
+                live = _Fetched(200, page.url, html)
+                self._raise_for_page_rendered(live, page)
+                return parse(html, page.url)
+            if self._clock.monotonic() >= deadline:
+                raise ContentNotReady(url_kind="rendered", timeout_seconds=self._render_timeout)
+            await self._clock.sleep(RENDER_POLL_SECONDS)
+
+    def _raise_for_page_rendered(self, fetched: _Fetched, page: Page) -> None:
+        try:
+            self._raise_for_page(fetched)
+        except _HumanNeeded as need:
+            need.page, need.url = page, None  # the person solves it right in the render tab
+            raise
+
+    # --- identity (facts §2.6) ------------------------------------------------------------
+
+    async def identity(self, op: SiteOp | None = None, *, refresh: bool = False) -> HeaderIdentity:
+        """Who the kns header says we are. Opens AdvSearch when the work tab shows no CNKI page
+        (or `refresh`); never changes the captured template (same page, same form)."""
+        page = await self._host.work_page()
+        if refresh or not self.endpoints.is_site_url(page.url) or self.endpoints.is_login_url(page.url):
+            await self._open_search_page(page, op)
+        return await read_identity(page, self._clock)
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close the tabs this site opened; the browser belongs to its host."""
+        pages = [p for p in (self._render_page, *self._step_pages) if p is not None]
+        self._render_page = None
+        self._step_pages = []
+        self._captured = None
+        for page in pages:
+            with contextlib.suppress(PlaywrightError):
+                if not page.is_closed():
+                    await page.close()
+
+
+def _paper_key(row: GridRow) -> str:
+    """Distinct papers among same-title rows: CNKI's own id, else title + first author."""
+    native = row.native.key
+    if native:
+        return native
+    first = author_key(row.authors[0]) if row.authors else ""
+    return f"{title_key(row.title)}|{first}"
+
+
+def _looks_script_rendered(html: str) -> bool:
+    """A page whose content a script draws: scripts present, (almost) no visible text."""
+    if "<script" not in html.lower():
+        return False
+    return len(body_text(parse_html(html))) < 200

@@ -1,0 +1,175 @@
+"""Live-page views for the site layer: the human-step page (`PlaywrightHumanPage`, facts §2.5/§2.6
+markers evaluated in the live DOM) and header-identity reading with the §2.6 waiting rules."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.models import HeaderIdentity, IdentityKind
+from cnki_mcp.parse.gate import read_header_identity
+from cnki_mcp.site.browser import BrowserHost
+from cnki_mcp.site.endpoints import Endpoints
+from cnki_mcp.site.human import PageKind, PageState, StepKind
+
+log = logging.getLogger(__name__)
+
+# Shared by both scripts: "visible" = non-zero size, inside the viewport, and no ancestor with
+# display:none, visibility:hidden or opacity:0 (facts §2.5).
+_VISIBLE_JS = """
+const visible = (el) => {
+  if (!el) return false;
+  const r = el.getBoundingClientRect();
+  if (r.width <= 0 || r.height <= 0) return false;
+  if (r.right <= 0 || r.bottom <= 0 || r.left >= innerWidth || r.top >= innerHeight) return false;
+  for (let n = el; n && n.nodeType === 1; n = n.parentElement) {
+    const s = getComputedStyle(n);
+    if (s.display === 'none' || s.visibility === 'hidden' || parseFloat(s.opacity) === 0) return false;
+  }
+  return true;
+};
+const anyVisible = (sel) => Array.from(document.querySelectorAll(sel)).some(visible);
+"""
+
+# facts §2.5 challenge markers and §2.6 login markers, read from the live page.
+INSPECT_JS = (
+    "() => {"
+    + _VISIBLE_JS
+    + """
+  let challenge = null;
+  for (const f of document.querySelectorAll('iframe')) {
+    const probe = (f.getAttribute('src') || '') + ' ' + (f.getAttribute('title') || '');
+    if (/captcha|verify/i.test(probe) && visible(f)) { challenge = 'iframe captcha/verify'; break; }
+  }
+  if (!challenge) {
+    for (const sel of ['#tCaptchaDyMainWrap', '.captcha-dialog', '.geetest_panel',
+                       '[id^=nc_][id$=_wrapper]', '.tcaptcha-transform']) {
+      if (anyVisible(sel)) { challenge = sel; break; }
+    }
+  }
+  if (!challenge) {
+    const box = document.querySelector('.read-btn-boxXml');
+    if (box && anyVisible('.read-btn-boxXml .slider-wrapper') && /滑动验证|继续阅读全文/.test(box.textContent || ''))
+      challenge = '.read-btn-boxXml .slider-wrapper';
+  }
+  if (!challenge && anyVisible('.verifycode #vericode') && anyVisible('.verifycode #changeVercode'))
+    challenge = '.verifycode #vericode';
+  if (!challenge && (document.title || '').trim() === '安全验证') challenge = 'title 安全验证';
+  const password = anyVisible('input[type=password]');
+  const loginFrame = Array.from(document.querySelectorAll('iframe')).some(
+    (f) => /login|passport|sso/i.test(f.getAttribute('src') || '') && visible(f));
+  return {challenge, password, loginFrame, readyState: document.readyState, url: location.href};
+}"""
+)
+
+# facts §2.6: page completeness and pending XHR (jQuery.active) for the identity waiting rule.
+LOAD_STATE_JS = """() => ({complete: document.readyState === 'complete',
+  pending: !!(window.jQuery && window.jQuery.active)})"""
+
+IDENTITY_SETTLE_SECONDS = 0.75
+IDENTITY_MAX_SECONDS = 12.0
+IDENTITY_POLL_SECONDS = 0.15
+
+
+def _page_url(page: Page) -> str:
+    try:
+        return page.url
+    except PlaywrightError:
+        return ""
+
+
+def positive(identity: HeaderIdentity) -> bool:
+    return identity.personal is IdentityKind.AUTHENTICATED or bool(identity.institutions)
+
+
+@dataclass(slots=True)
+class PlaywrightHumanPage:
+    """`HumanPage` over one live tab. For a login step every open CNKI tab is also checked: people
+    often finish logging in on a tab the site opened (facts §2.6, §11 fix 1)."""
+
+    host: BrowserHost
+    page: Page
+    endpoints: Endpoints
+    kind: StepKind = "challenge"
+
+    async def _state_of(self, page: Page) -> PageState:
+        data: dict[str, Any] = await page.evaluate(INSPECT_JS)
+        ready = data.get("readyState") != "loading"
+        if data.get("challenge"):
+            return PageState(PageKind.CHALLENGE, ready=ready)
+        url = str(data.get("url") or "")
+        if (self.endpoints.is_login_url(url) and data.get("password")) or data.get("loginFrame"):
+            return PageState(PageKind.LOGIN, ready=ready)
+        return PageState(PageKind.CLEAR, ready=ready)
+
+    async def inspect(self) -> PageState:
+        if self.page.is_closed():
+            # The person closed the tab: the retry that follows shows whether it was solved.
+            if self.kind == "login" and not await self._logged_in_elsewhere():
+                return PageState(PageKind.LOGIN)
+            return PageState(PageKind.CLEAR)
+        state = await self._state_of(self.page)
+        if self.kind == "login" and state.kind is PageKind.LOGIN and await self._logged_in_elsewhere():
+            return PageState(PageKind.CLEAR)
+        return state
+
+    async def _logged_in_elsewhere(self) -> bool:
+        ctx = await self.host.ensure()
+        for other in list(ctx.pages):
+            url = _page_url(other)
+            if other is self.page or other.is_closed() or not self.endpoints.is_site_url(url):
+                continue
+            if self.endpoints.is_login_url(url):
+                continue
+            try:
+                identity = read_header_identity(await other.content())
+            except PlaywrightError:
+                continue
+            if identity.personal is IdentityKind.AUTHENTICATED:
+                return True
+        return False
+
+    async def show(self) -> None:
+        if not self.page.is_closed():
+            await self.host.show(self.page)
+
+    async def minimise(self) -> None:
+        await self.host.minimise(None if self.page.is_closed() else self.page)
+
+
+async def read_identity(
+    page: Page,
+    clock: Clock,
+    *,
+    settle: float = IDENTITY_SETTLE_SECONDS,
+    limit: float = IDENTITY_MAX_SECONDS,
+    poll: float = IDENTITY_POLL_SECONDS,
+) -> HeaderIdentity:
+    """The kns header identity with the facts §2.6 waiting rules: a positive identity at once;
+    "not logged in" only once the header is ready and the page complete and idle for `settle`
+    seconds; after `limit` seconds the last reading is returned as it is."""
+    deadline = clock.monotonic() + limit
+    quiet_since: float | None = None
+    last = HeaderIdentity(ready=False)
+    while True:
+        now = clock.monotonic()
+        with contextlib.suppress(PlaywrightError):  # mid-navigation: read again
+            last = read_header_identity(await page.content())
+            if positive(last):
+                return last
+            load = await page.evaluate(LOAD_STATE_JS)
+            if last.ready and load.get("complete") and not load.get("pending"):
+                quiet_since = now if quiet_since is None else quiet_since
+                if now - quiet_since >= settle:
+                    return last
+            else:
+                quiet_since = None
+        if now >= deadline:
+            return last
+        await clock.sleep(min(poll, max(0.0, deadline - now)))
