@@ -30,7 +30,13 @@ from playwright.async_api import Error as PlaywrightError
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable
 from cnki_mcp.settings import Settings
-from cnki_mcp.site.locate import BrowserCandidate, decide_headless, find_browser, normal_user_agent
+from cnki_mcp.site.locate import (
+    BrowserCandidate,
+    decide_headless,
+    find_browser,
+    major_version,
+    normal_user_agent,
+)
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +142,9 @@ class BrowserHost:
         self._launches = 0
         self._work: Page | None = None
         self._shown: Page | None = None
+        self._show_epoch = 0
+        self._window_lock = asyncio.Lock()
+        self._keep_minimised_tasks: dict[Page, asyncio.Task[None]] = {}
         self._popups: dict[Page, list[Page]] = {}
         self._popup_signal: asyncio.Future[None] | None = None
         self._dirty: asyncio.Event | None = None
@@ -269,6 +278,38 @@ class BrowserHost:
         except OSError:
             return None
 
+    async def _probe_version(self, candidate: BrowserCandidate) -> str | None:
+        """The browser's version before its first start in this profile, without launching it."""
+        if self._platform in {"win32", "cygwin"}:
+            # `chrome.exe --version` opens a window on Windows; the installer puts each version
+            # in a folder named after it beside chrome.exe / msedge.exe.
+            parent = Path(candidate.path).parent
+            try:
+                names = [d.name for d in parent.iterdir() if d.is_dir() and major_version(d.name)]
+            except OSError:
+                return None
+            return max(names, key=lambda n: tuple(int(x) for x in n.split(".") if x.isdigit()), default=None)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                candidate.path,
+                "--version",
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+                env=self._environ and dict(self._environ),
+            )
+        except OSError:
+            return None
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), 10.0)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            return None
+        text = out.decode(errors="replace").strip()
+        return text if major_version(text) else None
+
     def _launch_env(self, headless: bool) -> dict[str, str] | None:
         if self._environ is None:
             return None
@@ -295,7 +336,10 @@ class BrowserHost:
                 self._settings.headless, platform=self._platform, display=self._settings.display
             )
             self._pw = await async_playwright().start()
-            ua = self._user_agent(self._last_version(), headless, candidate)
+            version = self._last_version()
+            if headless and version is None:
+                version = await self._probe_version(candidate)
+            ua = self._user_agent(version, headless, candidate)
             ctx = await self._launch_context(candidate, headless, ua)
             if headless and ua is None and ctx.browser is not None:
                 # First start of a fresh profile: the version is only known now. Relaunch
@@ -324,7 +368,7 @@ class BrowserHost:
         if ctx.browser is not None:
             ctx.browser.on("disconnected", lambda _b: self._mark_dead())
         for page in ctx.pages:
-            self._on_page(page)
+            self._on_page(page, initial=True)
         self._work = ctx.pages[0] if ctx.pages else None
         await self._attach_browser_session()
         await self._restore_cookies()
@@ -533,10 +577,32 @@ class BrowserHost:
 
     # --- pages and popups -------------------------------------------------------------
 
-    def _on_page(self, page: Page) -> None:
+    def _on_page(self, page: Page, *, initial: bool = False) -> None:
         page.on("popup", lambda popup: self._record_popup(page, popup))
         page.on("framenavigated", lambda frame: self._on_navigated(page, frame))
         page.on("close", lambda _p: self._popups.pop(page, None))
+        if not initial and self._headless is False and self._shown is None:
+            # Chrome restores a minimised window when a page opens a tab in it (reader and
+            # download entries do); put it back unless a page is being shown to the person.
+            task = asyncio.create_task(self._keep_minimised(page, self._show_epoch))
+            self._keep_minimised_tasks[page] = task
+            task.add_done_callback(lambda _t: self._keep_minimised_tasks.pop(page, None))
+
+    async def _keep_minimised(self, page: Page, epoch: int) -> None:
+        async with self._window_lock:
+            if self._shown is not None or epoch != self._show_epoch or self._dead or page.is_closed():
+                return
+            try:
+                await self._window_call(page, "minimized")
+            except PlaywrightError as exc:
+                log.debug("re-minimising after a new tab failed: %s", exc)
+
+    async def _settled(self, page: Page) -> Page:
+        task = self._keep_minimised_tasks.get(page)
+        if task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(task)
+        return page
 
     def _on_navigated(self, page: Page, frame: Any) -> None:
         if frame == page.main_frame and self._dirty is not None:
@@ -559,7 +625,7 @@ class BrowserHost:
         while True:
             found = self._popups.get(opener, [])
             if len(found) > since:
-                return found[since]
+                return await self._settled(found[since])
             remaining = deadline - self._clock.monotonic()
             signal_ = self._popup_signal
             if remaining <= 0 or self._dead or signal_ is None or opener.is_closed():
@@ -586,7 +652,7 @@ class BrowserHost:
             return await ctx.new_page()
         async with ctx.expect_page() as info:
             await session.send("Target.createTarget", {"url": "about:blank", "background": True})
-        return await info.value
+        return await self._settled(await info.value)
 
     async def work_page(self) -> Page:
         """The one background work tab, reused across requests (recreated if it was closed)."""
@@ -607,18 +673,22 @@ class BrowserHost:
         session = await ctx.new_cdp_session(page)
         try:
             win = await session.send("Browser.getWindowForTarget")
+            window_id = win["windowId"]
+            bounds = win["bounds"]
             if state is not None:
                 await session.send(
-                    "Browser.setWindowBounds", {"windowId": win["windowId"], "bounds": {"windowState": state}}
+                    "Browser.setWindowBounds", {"windowId": window_id, "bounds": {"windowState": state}}
                 )
                 # The window manager applies the change asynchronously (X11: iconify, then
                 # _NET_WM_STATE); wait briefly until the browser reports it.
                 for _ in range(WINDOW_STATE_POLLS):
-                    win = await session.send("Browser.getWindowBounds", {"windowId": win["windowId"]})
-                    if win["bounds"].get("windowState", "normal") == state:
+                    bounds = (await session.send("Browser.getWindowBounds", {"windowId": window_id}))[
+                        "bounds"
+                    ]
+                    if bounds.get("windowState", "normal") == state:
                         break
                     await asyncio.sleep(WINDOW_STATE_POLL_SECONDS)
-            return str(win["bounds"].get("windowState", "normal"))
+            return str(bounds.get("windowState", "normal"))
         finally:
             with contextlib.suppress(PlaywrightError):
                 await session.detach()
@@ -633,9 +703,11 @@ class BrowserHost:
         await self.ensure()
         if self._headless:
             return False
-        await self._window_call(page, "normal")
-        await page.bring_to_front()
-        self._shown = page
+        self._show_epoch += 1
+        async with self._window_lock:
+            self._shown = page
+            await self._window_call(page, "normal")
+            await page.bring_to_front()
         return True
 
     async def minimise(self, page: Page | None = None) -> None:
@@ -646,5 +718,6 @@ class BrowserHost:
         page = page or self._shown or await self.work_page()
         if page.is_closed():
             page = await self.work_page()
-        await self._window_call(page, "minimized")
-        self._shown = None
+        async with self._window_lock:
+            await self._window_call(page, "minimized")
+            self._shown = None

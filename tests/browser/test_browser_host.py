@@ -292,6 +292,13 @@ async def test_headed_window_starts_minimised_and_can_be_shown_and_minimised_aga
         await tab.goto(server + "/echo")
         assert await h.window_state(tab) == "minimized"
 
+        # Nor does a page the work tab opens (reader/download entries open new tabs).
+        await page.goto(server + "/opener")
+        popup = await h.expect_popup_from(page, lambda: page.click("#pop"), timeout=10)
+        assert popup is not None
+        await popup.wait_for_load_state()
+        assert await h.window_state(popup) == "minimized"
+
         assert await h.show(tab) is True
         assert await h.window_state(tab) == "normal"
         assert await tab.evaluate("document.visibilityState") == "visible"
