@@ -54,5 +54,11 @@ if ! command -v Xvfb >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq xvfb >/dev/null 2>&1 || true
 fi
+# A window manager for that display: without one X11 ignores minimise/restore requests, and the
+# browser test of showing and minimising the window would be skipped.
+if ! command -v openbox >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends openbox; } >/dev/null 2>&1 || true
+fi
 CNKI_BROWSER_PATH="$(find_browser)"
 export CNKI_BROWSER_PATH
