@@ -1,0 +1,368 @@
+"""CnkiSite against the simulator in a real headless Chromium: template capture, grid replay with
+cursors, detail/journal fetch without rendering and the render fallback, fault retries, token
+expiry with relocation, a verification and a login solved by a "person", and header identity."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from cnki_mcp.clock import SystemClock
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.identity import title_key
+from cnki_mcp.models import IdentityKind
+from cnki_mcp.settings import Settings
+from cnki_mcp.sim.corpus import Corpus
+from cnki_mcp.sim.server import SimServer
+from cnki_mcp.site.backend import GridRequest, SortOrder
+from cnki_mcp.site.browser import BrowserHost
+from cnki_mcp.site.cnki import CnkiSite
+from cnki_mcp.site.human import HumanGate
+from cnki_mcp.site.limiter import Limiter
+
+pytestmark = pytest.mark.browser
+
+GRID = "/kns8s/brief/grid"
+DETAIL = "/kcms2/article/abstract"
+STEP_TIMEOUT = 60.0  # bounds a test that would otherwise hang; never a timing assertion
+
+
+@dataclass
+class SimClock:
+    """The simulator's clock: real monotonic time plus an offset tests can push forward."""
+
+    offset: float = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.offset
+
+
+@dataclass
+class Env:
+    sim: SimServer
+    sim_clock: SimClock
+    site: CnkiSite
+    host: BrowserHost
+    limiter: Limiter
+    gate: HumanGate
+    corpus: Corpus
+
+
+@dataclass
+class FakeOp:
+    """A SiteOp that records its transitions and signals when it waits for the person."""
+
+    operation_id: str = "op-test"
+    on_verification: str = "wait"
+    charges: int = 0
+    transitions: list[str] = field(default_factory=list)
+    waiting: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def charge(self) -> None:
+        self.charges += 1
+
+    def awaiting_user(self, message: str) -> None:
+        self.transitions.append("awaiting_user")
+        self.waiting.set()
+
+    def running(self) -> None:
+        self.transitions.append("running")
+
+
+@pytest.fixture(scope="module")
+def sim_env() -> Iterator[tuple[SimServer, SimClock]]:
+    clock = SimClock()
+    server = SimServer(clock=clock).start()
+    yield server, clock
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+async def env_module(
+    sim_env: tuple[SimServer, SimClock], tmp_path_factory: pytest.TempPathFactory, browser_executable: str
+) -> AsyncIterator[Env]:
+    sim, sim_clock = sim_env
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("site-data"),
+        browser_path=browser_executable,
+        headless=True,
+        site_origin=sim.origin,
+        request_interval_ms=20,
+    )
+    clock = SystemClock()
+    host = BrowserHost(settings, clock)
+    limiter = Limiter(clock, settings.request_interval_ms / 1000, settings.max_inflight)
+    gate = HumanGate(clock, limiter, poll_interval=0.05, timeout=STEP_TIMEOUT, headless=True)
+    site = CnkiSite(settings, clock, host, limiter, gate, retry_waits=(0.01, 0.02), render_timeout=12.0)
+    yield Env(sim, sim_clock, site, host, limiter, gate, sim.corpus)
+    await site.close()
+    await host.close()
+
+
+@pytest.fixture
+async def env(env_module: Env) -> AsyncIterator[Env]:
+    env_module.sim.set_scenario(None)
+    env_module.sim.reset()
+    env_module.site.cursors.clear()  # the server forgot its cursors
+    yield env_module
+    env_module.sim.set_scenario(None)
+
+
+def title_subject(term: str, operator: str = "FUZZY") -> dict[str, Any]:
+    item = {
+        "Key": "t",
+        "Title": "篇名",
+        "Logic": 0,
+        "Field": "TI",
+        "Operator": operator,
+        "Value": term,
+        "Value2": "",
+    }
+    branch = {"Key": "t", "Title": "", "Logic": 0, "Items": [item], "ChildItems": []}
+    return {"Key": "Subject", "Title": "", "Logic": 0, "Items": [], "ChildItems": [branch]}
+
+
+def request(term: str = "研究", **kw: Any) -> GridRequest:
+    return GridRequest(subject=title_subject(term), anchor=term, **kw)
+
+
+def titles_containing(corpus: Corpus, term: str) -> list[Any]:
+    return [r for r in corpus.records if term.casefold() in r.title.casefold()]
+
+
+async def wait_until(predicate: Any, what: str) -> None:
+    """Wait on an observable condition; fails (instead of hanging) after STEP_TIMEOUT."""
+    async with asyncio.timeout(STEP_TIMEOUT):
+        while not predicate():
+            await asyncio.sleep(0.02)
+    assert predicate(), what
+
+
+async def expect_code(coro: Any, code: str) -> CnkiError:
+    with pytest.raises(CnkiError) as info:
+        await coro
+    assert info.value.code == code, repr(info.value)
+    return info.value
+
+
+# --- template and grid ------------------------------------------------------------------
+
+
+async def test_template_is_captured_once_and_pages_replay_with_cursor(env: Env) -> None:
+    env.site.drop_template()
+    pages = [await env.site.grid(request(page=p)) for p in (1, 2, 3)]
+    again = await env.site.grid(request(page=1))
+
+    expected = titles_containing(env.corpus, "研究")
+    assert len(expected) > 100  # three pages of 50 exist
+    assert [p.total for p in pages] == [len(expected)] * 3
+    assert [p.page for p in pages] == [1, 2, 3]
+    assert [len(p.rows) for p in pages] == [50, 50, 50]
+    ids = {r.title for p in pages for r in p.rows}
+    assert ids <= {r.title for r in expected}
+    assert [r.native for r in again.rows] == [r.native for r in pages[0].rows]
+
+    assert len(env.sim.requests_for("/kns8s/AdvSearch", "GET")) == 1
+    posts = env.sim.requests_for(GRID, "POST")
+    captured = [e for e in posts if e.params.get("pageSize") != "50"]
+    assert len(captured) == 1  # the page's own POST, taken as the template
+    replayed = [e for e in posts if e.params.get("pageSize") == "50"]
+    assert [e.params["pageNum"] for e in replayed] == ["1", "2", "3", "1"]
+    assert "turnpage" not in replayed[0].params
+    assert replayed[1].params["turnpage"] == pages[0].turnpage
+    assert replayed[2].params["turnpage"] == pages[1].turnpage
+    assert all(e.status == 200 for e in replayed)
+
+
+async def test_page_without_cached_cursor_fetches_earlier_pages_first(env: Env) -> None:
+    page3 = await env.site.grid(request(page=3))
+    assert page3.page == 3 and len(page3.rows) == 50
+    replayed = [e for e in env.sim.requests_for(GRID, "POST") if e.params.get("pageSize") == "50"]
+    assert [e.params["pageNum"] for e in replayed] == ["1", "2", "3"]
+
+
+async def test_year_range_and_sort_are_honoured(env: Env) -> None:
+    result = await env.site.grid(request(year_from=2020, year_to=2022, sort=SortOrder.DATE_DESC))
+    expected = [r for r in titles_containing(env.corpus, "研究") if r.year and 2020 <= r.year <= 2022]
+    assert result.total == len(expected) > 0
+    assert result.rows and all(r.year is not None and 2020 <= r.year <= 2022 for r in result.rows)
+    dates = [r.date for r in result.rows]
+    assert dates == sorted(dates, reverse=True)
+    last = env.sim.requests_for(GRID, "POST")[-1]
+    assert last.params["sortField"] == "PT" and last.params["years"] == [2020, 2022]
+
+
+# --- detail and journal ------------------------------------------------------------------
+
+
+async def test_detail_and_journal_are_fetched_without_rendering(env: Env) -> None:
+    row = (await env.site.grid(request("违约金"))).rows[0]
+    ctx = await env.host.ensure()
+    tabs_before = len(ctx.pages)
+    detail = await env.site.detail(row.detail_url or "")
+    assert detail.title == row.title
+    assert detail.abstract and detail.authors and detail.source == row.source
+    assert row.source_url is not None
+    journal = await env.site.journal(row.source_url, expected_source=row.source)
+    assert journal.name == row.source
+    assert len(ctx.pages) == tabs_before
+    assert len(env.sim.requests_for(DETAIL, "GET")) == 1
+    assert len(env.sim.requests_for("/knavi/detail", "GET")) == 1
+
+
+async def test_script_rendered_detail_falls_back_to_a_rendered_tab(env: Env) -> None:
+    row = (await env.site.grid(request("违约金"))).rows[1]
+    env.sim.set_scenario({"faults": [{"path": DETAIL, "kind": "script_rendered_detail", "count": 2}]})
+    detail = await env.site.detail(row.detail_url or "")
+    assert detail.title == row.title and detail.abstract
+    gets = env.sim.requests_for(DETAIL, "GET")
+    assert [e.fault for e in gets] == ["script_rendered_detail", "script_rendered_detail"]
+
+
+# --- faults and retries -------------------------------------------------------------------
+
+
+async def test_rate_limit_and_server_error_bursts_are_retried_with_backoff(env: Env) -> None:
+    await env.site.grid(request())  # template captured before the faults start counting
+    env.sim.set_scenario(
+        {"faults": [{"path": GRID, "kind": "429", "at": [1]}, {"path": GRID, "kind": "503", "at": [2]}]}
+    )
+    env.sim.log.clear()
+    before = env.limiter.backoff
+    result = await env.site.grid(request("数据"))
+    assert result.rows
+    assert env.limiter.backoff > max(1.0, before)
+    posts = env.sim.requests_for(GRID, "POST")
+    assert [(e.status, e.fault) for e in posts] == [(429, "429"), (503, "503"), (200, None)]
+
+
+async def test_third_rate_limited_answer_is_returned_as_the_error(env: Env) -> None:
+    await env.site.grid(request())
+    env.sim.set_scenario({"faults": [{"path": GRID, "kind": "429"}]})
+    env.sim.log.clear()
+    await expect_code(env.site.grid(request("数据")), "RATE_LIMITED")
+    assert len(env.sim.requests_for(GRID, "POST")) == 3
+
+
+async def test_pagination_mismatch_is_a_typed_error(env: Env) -> None:
+    await env.site.grid(request())
+    env.sim.set_scenario({"faults": [{"path": GRID, "kind": "pagination_mismatch", "at": [1]}]})
+    await expect_code(env.site.grid(request("数据")), "PAGINATION_MISMATCH")
+
+
+async def test_temporarily_empty_first_answer_is_retried(env: Env) -> None:
+    await env.site.grid(request())
+    env.sim.set_scenario({"faults": [{"path": GRID, "kind": "temporarily_empty", "at": [1]}]})
+    result = await env.site.grid(request("数据"))
+    assert result.rows and not result.zero_results
+
+
+async def test_expired_token_raises_or_relocates_by_exact_title(env: Env) -> None:
+    env.sim.set_scenario({"token_ttl": 60})
+    unique = next(
+        r
+        for r in (await env.site.grid(request("数据"))).rows
+        if sum(title_key(x.title) == title_key(r.title) for x in env.corpus.records) == 1
+    )
+    env.sim_clock.offset += 120  # the server's clock moved past the token's life
+    await expect_code(env.site.detail(unique.detail_url or ""), "LOCATOR_EXPIRED")
+
+    detail = await env.site.detail(unique.detail_url or "", expected_title=unique.title)
+    assert detail.title == unique.title
+    exact = [
+        e
+        for e in env.sim.requests_for(GRID, "POST")
+        if any(c["field"] == "TI" and c["operator"] == "DEFAULT" for c in e.params.get("query", []))
+    ]
+    assert len(exact) == 1
+    assert exact[0].params["query"][0]["value"].strip("\"'") == unique.title
+
+
+async def test_relocation_of_a_shared_title_is_ambiguous_unless_first_author_given(env: Env) -> None:
+    by_key: dict[str, list[Any]] = {}
+    for r in env.corpus.records:
+        by_key.setdefault(title_key(r.title), []).append(r)
+    twins = next(v for v in by_key.values() if len(v) == 2 and v[0].authors[0].name != v[1].authors[0].name)
+    await expect_code(env.site.detail_by_title(twins[0].title), "IDENTITY_AMBIGUOUS")
+    detail = await env.site.detail_by_title(twins[1].title, first_author=twins[1].authors[0].name)
+    assert detail.authors[0].name == twins[1].authors[0].name
+    await expect_code(env.site.detail_by_title("完全不存在的题名甲乙丙"), "DOCUMENT_NOT_FOUND")
+
+
+# --- human steps --------------------------------------------------------------------------
+
+
+async def test_grid_verification_is_shown_in_the_search_page_and_solved_by_the_person(env: Env) -> None:
+    await env.site.grid(request())
+    env.sim.set_scenario({"faults": [{"path": GRID, "kind": "verification", "at": [1]}]})
+    op = FakeOp()
+    work = await env.host.work_page()
+
+    async def person() -> None:
+        await op.waiting.wait()
+        box = work.locator("#briefBox form[name=vericodeForm]")
+        assert await box.count() == 1  # the fragment sits in the search page's #briefBox
+        await work.fill("#vericode", "abcd")
+        await work.click(".btn-vericode")
+
+    solver = asyncio.create_task(person())
+    async with asyncio.timeout(STEP_TIMEOUT):
+        result = await env.site.grid(request("数据"), op)
+    await solver
+    assert result.rows
+    assert op.transitions == ["awaiting_user", "running"]
+    assert env.sim.requests_for("/verify/solve", "POST")
+    assert len(env.sim.requests_for("/kns8s/AdvSearch", "GET")) >= 1  # template recaptured
+
+
+async def test_login_required_detail_waits_for_the_person_to_log_in(env: Env) -> None:
+    row = (await env.site.grid(request("违约金"))).rows[2]
+    env.sim.set_scenario({"faults": [{"path": DETAIL, "kind": "login_required", "at": [1]}]})
+    op = FakeOp()
+    ctx = await env.host.ensure()
+
+    async def person() -> None:
+        await op.waiting.wait()
+        assert env.gate.active_kind == "login"
+        tab = next(p for p in ctx.pages if "/login" in p.url)
+        await tab.fill("input[name=username]", "reader01")
+        await tab.fill("input[name=password]", "secret")
+        await tab.locator(
+            "form.ecp_loginAccountBox [type=submit], form.ecp_loginAccountBox button"
+        ).first.click()
+
+    solver = asyncio.create_task(person())
+    async with asyncio.timeout(STEP_TIMEOUT):
+        detail = await env.site.detail(row.detail_url or "", op)
+    await solver
+    assert detail.title == row.title
+    assert op.transitions == ["awaiting_user", "running"]
+    assert [e.params.get("ok") for e in env.sim.requests_for("/login/submit", "POST")] == [True]
+
+
+async def test_identity_reads_anonymous_institution_and_personal(env: Env) -> None:
+    anonymous = await env.site.identity(refresh=True)
+    assert anonymous.ready and anonymous.personal is IdentityKind.NOT_OBSERVED and not anonymous.institutions
+
+    env.sim.set_scenario({"identity": {"institution": "某某大学"}})
+    institution = await env.site.identity(refresh=True)
+    assert institution.institutions == ["某某大学"]
+    assert institution.personal is IdentityKind.NOT_OBSERVED
+
+    env.sim.set_scenario(None)
+    work = await env.host.work_page()
+    await work.goto(env.sim.url("/login/?ReturnURL=" + env.sim.url("/kns8s/AdvSearch")))
+    await work.fill("input[name=username]", "reader02")
+    await work.fill("input[name=password]", "pw")
+    async with work.expect_navigation():
+        await work.locator(
+            "form.ecp_loginAccountBox [type=submit], form.ecp_loginAccountBox button"
+        ).first.click()
+    personal = await env.site.identity()
+    assert personal.personal is IdentityKind.AUTHENTICATED
+    assert personal.personal_name == "reader02"
