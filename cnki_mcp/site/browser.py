@@ -30,6 +30,7 @@ from playwright.async_api import Error as PlaywrightError
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable
 from cnki_mcp.settings import Settings
+from cnki_mcp.site.cookie_jar import atomic_write_private, load_session_cookies, session_payload
 from cnki_mcp.site.locate import (
     BrowserCandidate,
     decide_headless,
@@ -48,9 +49,6 @@ INCOMING_DIR = "incoming"
 # Chrome restores the previous session's tabs from these; stale CNKI tabs (old search pages,
 # half-done logins) would come back and compete with the work tab, so they are deleted.
 STALE_SESSION_ENTRIES = ("Sessions", "Current Session", "Current Tabs", "Last Session", "Last Tabs")
-
-# Keys `BrowserContext.add_cookies` accepts (cookies() also returns e.g. partitionKey on some versions).
-_COOKIE_KEYS = ("name", "value", "domain", "path", "expires", "httpOnly", "secure", "sameSite")
 
 _GONE_MARKERS = (
     "has been closed",
@@ -86,24 +84,6 @@ def _launch_error(exc: PlaywrightError) -> Exception:
             "没有可用的显示，无法打开有界面的浏览器；可设置 CNKI_HEADLESS=1", reason=first
         )
     return BrowserUnavailable("浏览器启动失败", reason=first)
-
-
-def _atomic_write_private(path: Path, data: str) -> None:
-    """Write `data` to `path` readable by the owner only (0600), replacing it atomically."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
 
 
 class BrowserHost:
@@ -269,7 +249,7 @@ class BrowserHost:
             profile["exit_type"] = "Normal"
             profile["exited_cleanly"] = True
             with contextlib.suppress(OSError):
-                _atomic_write_private(prefs, json.dumps(data))
+                atomic_write_private(prefs, json.dumps(data))
 
     def _last_version(self) -> str | None:
         # Chrome writes its version into the profile at every start.
@@ -512,32 +492,17 @@ class BrowserHost:
         return await self._save_cookies_of(ctx)
 
     async def _save_cookies_of(self, ctx: BrowserContext) -> int:
-        cookies = await ctx.cookies()
-        session = [
-            {k: c[k] for k in _COOKIE_KEYS if k in c}  # type: ignore[literal-required]
-            for c in cookies
-            if float(c.get("expires", -1) or -1) < 0
-        ]
-        payload = json.dumps({"version": 1, "cookies": session}, ensure_ascii=False, sort_keys=True)
+        payload, count = session_payload(await ctx.cookies())  # type: ignore[arg-type]
         if payload != self._last_saved:
             self._settings.data_dir.mkdir(parents=True, exist_ok=True)
-            await asyncio.to_thread(_atomic_write_private, self.cookies_path, payload)
+            await asyncio.to_thread(atomic_write_private, self.cookies_path, payload)
             self._last_saved = payload
-            log.debug("saved %d session cookies", len(session))
-        return len(session)
+            log.debug("saved %d session cookies", count)
+        return count
 
     async def _restore_cookies(self) -> None:
         ctx = self._context
-        try:
-            data = json.loads(self.cookies_path.read_text(encoding="utf-8"))
-            raw = data["cookies"] if isinstance(data, dict) else []
-        except (OSError, ValueError, KeyError):
-            return
-        cookies = [
-            {k: c[k] for k in _COOKIE_KEYS if k in c}
-            for c in raw
-            if isinstance(c, dict) and c.get("name") and c.get("domain") and "value" in c
-        ]
+        cookies = load_session_cookies(self.cookies_path)
         if ctx is None or not cookies:
             return
         try:
