@@ -366,3 +366,23 @@ async def test_identity_reads_anonymous_institution_and_personal(env: Env) -> No
     personal = await env.site.identity()
     assert personal.personal is IdentityKind.AUTHENTICATED
     assert personal.personal_name == "reader02"
+
+
+async def test_template_is_recaptured_after_the_browser_was_recovered(env: Env) -> None:
+    await env.site.grid(request())
+    env.sim.log.clear()
+    generation = env.host.generation
+    await env.host.recover()
+    result = await env.site.grid(request("数据"))
+    assert result.rows
+    assert env.host.generation == generation + 1
+    assert len(env.sim.requests_for("/kns8s/AdvSearch", "GET")) == 1
+    assert env.site.template is not None
+
+
+async def test_skip_policy_turns_a_verification_into_a_typed_error(env: Env) -> None:
+    await env.site.grid(request())
+    env.sim.set_scenario({"faults": [{"path": GRID, "kind": "verification", "at": [1]}]})
+    op = FakeOp(on_verification="skip")
+    await expect_code(env.site.grid(request("数据"), op), "VERIFICATION_SKIPPED")
+    assert op.transitions == [] and not env.gate.active and not env.limiter.held
