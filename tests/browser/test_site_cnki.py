@@ -386,3 +386,33 @@ async def test_skip_policy_turns_a_verification_into_a_typed_error(env: Env) -> 
     op = FakeOp(on_verification="skip")
     await expect_code(env.site.grid(request("数据"), op), "VERIFICATION_SKIPPED")
     assert op.transitions == [] and not env.gate.active and not env.limiter.held
+
+
+async def test_detail_verification_is_shown_in_a_tab_and_solved_by_the_person(env: Env) -> None:
+    row = (await env.site.grid(request("违约金"))).rows[3]
+    env.sim.set_scenario({"faults": [{"path": DETAIL, "kind": "verification", "at": [1]}]})
+    op = FakeOp()
+    ctx = await env.host.ensure()
+
+    async def person() -> None:
+        await op.waiting.wait()
+        assert env.gate.active_kind == "challenge"
+        tab = next(p for p in ctx.pages if "/verify/home" in p.url)
+        assert await tab.title() == "安全验证"
+        await tab.click(".verify-fallback")
+
+    solver = asyncio.create_task(person())
+    async with asyncio.timeout(STEP_TIMEOUT):
+        detail = await env.site.detail(row.detail_url or "", op)
+    await solver
+    assert detail.title == row.title
+    assert op.transitions == ["awaiting_user", "running"]
+    assert not any("/verify/" in p.url for p in ctx.pages)  # the tab opened for the person is closed
+
+
+async def test_concurrent_grid_calls_share_one_capture(env: Env) -> None:
+    env.site.drop_template()
+    results = await asyncio.gather(*(env.site.grid(request(term)) for term in ("数据", "乡村", "模型")))
+    for term, result in zip(("数据", "乡村", "模型"), results, strict=True):
+        assert result.total == len(titles_containing(env.corpus, term))
+    assert len(env.sim.requests_for("/kns8s/AdvSearch", "GET")) == 1
