@@ -1,0 +1,312 @@
+"""The structured-search expression tree: CNKI fields, leaves, operator nodes, and the coded parser.
+
+A leaf is `{field, value, match}`; an operator node is `{op: and|or|not, items: [...]}`.
+`parse_expression` turns plain JSON (what an MCP client sends) into the typed tree and raises the
+coded errors of the tool contract for every malformed input, with the JSON path of the offending
+node in `details["path"]` (`$`, `$.items[1]`, `$.items[1].items[0]`, ...).
+
+The pydantic models double as the tool's input schema (`expression_json_schema()`); their limits
+are stated in descriptions rather than enforced as schema constraints so that malformed input
+reaches `parse_expression` and gets a coded error instead of a generic validation failure.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Tag, TypeAdapter
+from pydantic import Field as PydField
+
+from cnki_mcp.errors import (
+    InvalidCondition,
+    InvalidExpression,
+    InvalidMatch,
+    InvalidNot,
+    InvalidOperator,
+    QueryTooComplex,
+    QueryUnsupported,
+)
+
+MAX_DEPTH = 8
+MAX_NODES = 96
+MIN_OPERANDS = 2
+MAX_OPERANDS = 12
+MAX_VALUE_CHARS = 120  # CNKI's per-row limit; applies to the value as sent (after quoting)
+
+TOO_COMPLEX_MESSAGE = "表达式最多 96 节点、8 层"
+SUBJECT_EXACT_MESSAGE = "主题不支持严格精确匹配；可选择篇名或关键词"
+
+
+class Field(StrEnum):
+    """A CNKI search field (the names of the tool contract)."""
+
+    SUBJECT = "subject"
+    TITLE = "title"
+    KEYWORDS = "keywords"
+    ABSTRACT = "abstract"
+    AUTHORS = "authors"
+    FIRST_AUTHOR = "first_author"
+    CORRESPONDING_AUTHOR = "corresponding_author"
+    INSTITUTIONS = "institutions"
+    SOURCE = "source"
+    DOI = "doi"
+    FUNDS = "funds"
+    FULLTEXT = "fulltext"
+    REFERENCES = "references"
+    CLASSIFICATION = "classification"
+    SUBTITLE = "subtitle"
+    TITLE_KEYWORDS_ABSTRACT = "title_keywords_abstract"
+
+    @property
+    def code(self) -> str:
+        """CNKI's field code as it appears in QueryJson (`SU`, `TI`, ...)."""
+        return FIELD_CODES[self]
+
+    @property
+    def label(self) -> str:
+        """CNKI's Chinese label on the advanced-search form (主题, 篇名, ...)."""
+        return FIELD_LABELS[self]
+
+
+FIELD_CODES: dict[Field, str] = {
+    Field.SUBJECT: "SU",
+    Field.TITLE: "TI",
+    Field.KEYWORDS: "KY",
+    Field.ABSTRACT: "AB",
+    Field.AUTHORS: "AU",
+    Field.FIRST_AUTHOR: "FI",
+    Field.CORRESPONDING_AUTHOR: "RP",
+    Field.INSTITUTIONS: "AF",
+    Field.SOURCE: "LY",
+    Field.DOI: "DOI",
+    Field.FUNDS: "FU",
+    Field.FULLTEXT: "FT",
+    Field.REFERENCES: "RF",
+    Field.CLASSIFICATION: "CLC",
+    Field.SUBTITLE: "ST",
+    Field.TITLE_KEYWORDS_ABSTRACT: "TKA",
+}
+
+FIELD_LABELS: dict[Field, str] = {
+    Field.SUBJECT: "主题",
+    Field.TITLE: "篇名",
+    Field.KEYWORDS: "关键词",
+    Field.ABSTRACT: "摘要",
+    Field.AUTHORS: "作者",
+    Field.FIRST_AUTHOR: "第一作者",
+    Field.CORRESPONDING_AUTHOR: "通讯作者",
+    Field.INSTITUTIONS: "作者单位",
+    Field.SOURCE: "文献来源",
+    Field.DOI: "DOI",
+    Field.FUNDS: "基金",
+    Field.FULLTEXT: "全文",
+    Field.REFERENCES: "参考文献",
+    Field.CLASSIFICATION: "分类号",
+    Field.SUBTITLE: "小标题",
+    Field.TITLE_KEYWORDS_ABSTRACT: "篇关摘",
+}
+
+_FIELD_BY_CODE: dict[str, Field] = {code: f for f, code in FIELD_CODES.items()}
+
+
+class Match(StrEnum):
+    """How a leaf's value matches: `phrase` is CNKI's 模糊 (fuzzy), `exact` its 精确."""
+
+    PHRASE = "phrase"
+    EXACT = "exact"
+
+
+class Op(StrEnum):
+    AND = "and"
+    OR = "or"
+    NOT = "not"
+
+
+class Leaf(BaseModel):
+    """One search condition."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    field: Field = PydField(description="检索字段，例如 title（篇名）、authors（作者）、source（文献来源）")
+    value: str = PydField(
+        description="检索词，1–120 字；含空格或 + * ( ) / % = - 等符号时自动加引号，不能同时含单引号和双引号"
+    )
+    match: Match = PydField(
+        default=Match.PHRASE,
+        description="phrase：模糊匹配（默认）；exact：精确匹配（subject 不支持）",
+    )
+
+
+class Node(BaseModel):
+    """A boolean combination: and/or of 2–12 items, or not of exactly 1 item."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    op: Op = PydField(description="and：全部满足；or：任一满足；not：不满足（只能有 1 个子项）")
+    items: list[Expr] = PydField(description="子条件：and/or 需要 2–12 个，not 需要恰好 1 个")
+
+
+def _expr_tag(value: Any) -> str:
+    if isinstance(value, Node) or (isinstance(value, dict) and "op" in value):
+        return "node"
+    return "leaf"
+
+
+Expr = Annotated[
+    Annotated[Leaf, Tag("leaf")] | Annotated[Node, Tag("node")],
+    Discriminator(_expr_tag),
+]
+"""A leaf condition or an operator node."""
+
+Node.model_rebuild()
+
+_EXPR_ADAPTER: TypeAdapter[Leaf | Node] = TypeAdapter(Expr)
+
+
+def expression_json_schema() -> dict[str, Any]:
+    """JSON schema of the expression tree (for the structured_search tool input)."""
+    return _EXPR_ADAPTER.json_schema()
+
+
+# ---------------------------------------------------------------- quoting
+
+
+_NEEDS_QUOTES = frozenset("+*()/%=-\"' \t")
+
+
+def quote_value(value: str) -> str:
+    """A value as CNKI must receive it so its in-value operators do not apply.
+
+    A value containing any of `+ * ( ) / % = -`, whitespace, `"` or `'` is wrapped in `"…"`,
+    or in `'…'` when it contains `"`. Both quote kinds cannot be expressed: QUERY_UNSUPPORTED.
+    """
+    if not any(ch in _NEEDS_QUOTES or ch.isspace() for ch in value):
+        return value
+    has_double = '"' in value
+    if has_double and "'" in value:
+        raise QueryUnsupported("检索词同时含单引号和双引号，知网无法表达", value=value)
+    return f"'{value}'" if has_double else f'"{value}"'
+
+
+# ---------------------------------------------------------------- parsing
+
+
+_LEAF_KEYS = frozenset({"field", "value", "match"})
+_NODE_KEYS = frozenset({"op", "items"})
+
+
+class _Walk:
+    def __init__(self) -> None:
+        self.nodes = 0
+
+    def visit(self, obj: Any, path: str, depth: int) -> Leaf | Node:
+        if depth > MAX_DEPTH:
+            raise QueryTooComplex(TOO_COMPLEX_MESSAGE, path=path, limit="depth", max_depth=MAX_DEPTH)
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise QueryTooComplex(TOO_COMPLEX_MESSAGE, path=path, limit="nodes", max_nodes=MAX_NODES)
+        if isinstance(obj, Leaf | Node):
+            obj = obj.model_dump(mode="json")
+        if not isinstance(obj, dict):
+            raise InvalidExpression("表达式节点必须是对象", path=path)
+        if "op" in obj:
+            return self._node(obj, path, depth)
+        if "field" in obj or "value" in obj:
+            return _leaf(obj, path)
+        raise InvalidExpression("表达式节点需要 op/items 或 field/value", path=path, keys=sorted(map(str, obj)))
+
+    def _node(self, obj: dict[str, Any], path: str, depth: int) -> Node:
+        mixed = sorted(k for k in obj if k in _LEAF_KEYS)
+        if mixed:
+            raise InvalidExpression("表达式节点不能同时是运算符和条件", path=path, keys=mixed)
+        unknown = sorted(str(k) for k in obj if k not in _NODE_KEYS)
+        if unknown:
+            raise InvalidExpression("表达式节点含未知字段", path=path, keys=unknown)
+        raw_op = obj["op"]
+        try:
+            op = Op(raw_op.strip().lower()) if isinstance(raw_op, str) else None
+        except ValueError:
+            op = None
+        if op is None:
+            raise InvalidOperator("op 只能是 and、or 或 not", path=path, op=raw_op)
+        items = obj.get("items", [])
+        if not isinstance(items, list):
+            raise InvalidExpression("items 必须是数组", path=path)
+        if op == Op.NOT and len(items) != 1:
+            raise InvalidNot(path=path, count=len(items))
+        if op != Op.NOT and not MIN_OPERANDS <= len(items) <= MAX_OPERANDS:
+            raise InvalidOperator(path=path, count=len(items))
+        children = [self.visit(item, f"{path}.items[{i}]", depth + 1) for i, item in enumerate(items)]
+        return Node.model_construct(op=op, items=children)
+
+
+def _leaf(obj: dict[str, Any], path: str) -> Leaf:
+    unknown = sorted(str(k) for k in obj if k not in _LEAF_KEYS)
+    if unknown:
+        raise InvalidExpression("条件含未知字段", path=path, keys=unknown)
+    raw_field = obj.get("field")
+    fld = _field(raw_field)
+    if fld is None:
+        raise InvalidCondition("未知的检索字段", path=path, field=raw_field)
+    raw_value = obj.get("value")
+    if not isinstance(raw_value, str) or not raw_value.strip():
+        raise InvalidCondition("检索词不能为空", path=path, field=fld.value)
+    value = raw_value.strip()
+    if len(value) > MAX_VALUE_CHARS:
+        raise InvalidCondition("检索词最多 120 字", path=path, field=fld.value, length=len(value))
+    raw_match = obj.get("match")
+    if raw_match is None:
+        match = Match.PHRASE
+    else:
+        try:
+            match = Match(raw_match.strip().lower()) if isinstance(raw_match, str) else None
+        except ValueError:
+            match = None
+        if match is None:
+            raise InvalidMatch(path=path, match=raw_match)
+    if fld == Field.SUBJECT and match == Match.EXACT:
+        raise InvalidMatch(SUBJECT_EXACT_MESSAGE, path=path, field=fld.value)
+    try:
+        sent = quote_value(value)
+    except QueryUnsupported as exc:
+        raise QueryUnsupported(exc.message, path=path, field=fld.value) from None
+    if len(sent) > MAX_VALUE_CHARS:
+        raise InvalidCondition("检索词加引号后超过 120 字", path=path, field=fld.value, length=len(sent))
+    return Leaf.model_construct(field=fld, value=value, match=match)
+
+
+def _field(raw: Any) -> Field | None:
+    if not isinstance(raw, str):
+        return None
+    name = raw.strip()
+    try:
+        return Field(name.lower())
+    except ValueError:
+        return _FIELD_BY_CODE.get(name.upper())
+
+
+def parse_expression(obj: Any) -> Leaf | Node:
+    """Plain JSON (or an already built tree) -> a validated expression tree.
+
+    Raises INVALID_EXPRESSION, INVALID_NOT, INVALID_OPERATOR, INVALID_CONDITION, INVALID_MATCH,
+    QUERY_TOO_COMPLEX or QUERY_UNSUPPORTED; `details["path"]` is the offending node's JSON path.
+    Field names are case-insensitive and CNKI codes (`TI`, `AU`, ...) are accepted; values are
+    stripped; `match` defaults to phrase.
+    """
+    return _Walk().visit(obj, "$", 1)
+
+
+def leaves(expr: Leaf | Node) -> list[Leaf]:
+    """Every leaf of the tree, left to right."""
+    if isinstance(expr, Leaf):
+        return [expr]
+    out: list[Leaf] = []
+    for item in expr.items:
+        out.extend(leaves(item))
+    return out
+
+
+def to_json(expr: Leaf | Node) -> dict[str, Any]:
+    """The tree as plain JSON (the form `parse_expression` accepts)."""
+    return expr.model_dump(mode="json")
