@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from cnki_mcp.errors import QueryTemplateUnsupported, QueryUnsupported
+from cnki_mcp.errors import QueryTemplateUnsupported
+from cnki_mcp.query.expr import quote_value
 from cnki_mcp.site.backend import SORT_FIELDS, GridRequest
 
 CURSOR_CACHE_LIMIT = 2000
-# facts §4: a value holding any of these is wrapped in quotes so CNKI reads it as one literal.
-_QUOTE_TRIGGERS = frozenset("+*()/%=- \t\"'")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,17 +122,6 @@ def build_form(template: GridTemplate, request: GridRequest, cursor: str | None)
         form["turnpage"] = cursor or ""
         form["aside"] = ""
     return query_json, urlencode(list(form.items()))
-
-
-def quote_value(value: str) -> str:
-    """A condition value as CNKI reads one literal (facts §4 quoting rule)."""
-    if not any(ch in _QUOTE_TRIGGERS for ch in value):
-        return value
-    if '"' not in value:
-        return f'"{value}"'
-    if "'" not in value:
-        return f"'{value}'"
-    raise QueryUnsupported("检索值同时含有单引号和双引号", value=value)
 
 
 def exact_title_subject(title: str) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """The grid template rewrite (facts §1.2/§1.3) without a browser: parse, form fields, year filter,
-quoting, fingerprint and the cursor cache."""
+exact-title condition, fingerprint and the cursor cache."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from cnki_mcp.site.grid_template import (
     exact_title_subject,
     fingerprint,
     parse_template,
-    quote_value,
 )
 
 TEMPLATE_QJ = {
@@ -124,26 +123,6 @@ def test_page_size_is_only_sent_when_the_template_has_one() -> None:
     )
     _, body = build_form(t, GridRequest(subject=SUBJECT, anchor="a"), None)
     assert "pageSize" not in form_of(body)
-
-
-@pytest.mark.parametrize(
-    ("value", "quoted"),
-    [
-        ("违约金", "违约金"),
-        ("C++", '"C++"'),
-        ("a b", '"a b"'),
-        ('say "hi"', "'say \"hi\"'"),
-        ("x-y", '"x-y"'),
-    ],
-)
-def test_values_are_quoted_by_cnki_rules(value: str, quoted: str) -> None:
-    assert quote_value(value) == quoted
-
-
-def test_value_with_both_quotes_is_unsupported() -> None:
-    with pytest.raises(CnkiError) as info:
-        quote_value("""a"b'c""")
-    assert info.value.code == "QUERY_UNSUPPORTED"
 
 
 def test_exact_title_subject_has_one_branch_with_a_ti_default_item() -> None:
