@@ -1,0 +1,204 @@
+"""The expression tree: fields and codes, parsing plain JSON, and every coded error with its path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.query.expr import (
+    FIELD_CODES,
+    FIELD_LABELS,
+    Field,
+    Leaf,
+    Match,
+    Node,
+    Op,
+    expression_json_schema,
+    leaves,
+    parse_expression,
+    quote_value,
+    to_json,
+)
+
+
+def _leaf(value: str = "违约金", field: str = "title", **kw: Any) -> dict[str, Any]:
+    return {"field": field, "value": value, **kw}
+
+
+def _and(*items: Any) -> dict[str, Any]:
+    return {"op": "and", "items": list(items)}
+
+
+def _not(*items: Any) -> dict[str, Any]:
+    return {"op": "not", "items": list(items)}
+
+
+def _error(obj: Any) -> CnkiError:
+    with pytest.raises(CnkiError) as info:
+        parse_expression(obj)
+    return info.value
+
+
+def test_fields_have_the_sixteen_cnki_codes_and_labels() -> None:
+    assert len(Field) == 16
+    assert {f.value: f.code for f in Field} == {
+        "subject": "SU",
+        "title": "TI",
+        "keywords": "KY",
+        "abstract": "AB",
+        "authors": "AU",
+        "first_author": "FI",
+        "corresponding_author": "RP",
+        "institutions": "AF",
+        "source": "LY",
+        "doi": "DOI",
+        "funds": "FU",
+        "fulltext": "FT",
+        "references": "RF",
+        "classification": "CLC",
+        "subtitle": "ST",
+        "title_keywords_abstract": "TKA",
+    }
+    assert Field.SUBJECT.label == "主题" and Field.TITLE_KEYWORDS_ABSTRACT.label == "篇关摘"
+    assert set(FIELD_CODES) == set(FIELD_LABELS) == set(Field)
+
+
+def test_parse_builds_typed_tree_with_phrase_default_and_stripped_value() -> None:
+    tree = parse_expression(_and(_leaf(" 违约金 "), _not(_leaf("定金", "keywords", match="exact"))))
+    assert isinstance(tree, Node) and tree.op == Op.AND
+    first, negated = tree.items
+    assert first == Leaf(field=Field.TITLE, value="违约金", match=Match.PHRASE)
+    assert isinstance(negated, Node) and negated.op == Op.NOT
+    assert negated.items[0] == Leaf(field=Field.KEYWORDS, value="定金", match=Match.EXACT)
+
+
+def test_parse_accepts_field_codes_and_case_insensitive_names() -> None:
+    tree = parse_expression({"op": "OR", "items": [_leaf("a", "TI"), _leaf("b", "Authors", match="EXACT")]})
+    assert [(x.field, x.match) for x in leaves(tree)] == [(Field.TITLE, Match.PHRASE), (Field.AUTHORS, Match.EXACT)]
+
+
+def test_parse_round_trips_through_json_and_accepts_built_trees() -> None:
+    obj = _and(_leaf("a"), {"op": "or", "items": [_leaf("b", "doi"), _not(_leaf("c", "source"))]})
+    tree = parse_expression(obj)
+    assert parse_expression(to_json(tree)) == tree
+    assert parse_expression(tree) == tree
+
+
+@pytest.mark.parametrize(
+    ("obj", "code", "path"),
+    [
+        ({"op": "and", "field": "title", "items": [_leaf(), _leaf()]}, "INVALID_EXPRESSION", "$"),
+        (_and(_leaf(), {"op": "or", "value": "x", "items": [_leaf(), _leaf()]}), "INVALID_EXPRESSION", "$.items[1]"),
+        ({"op": "and", "items": [_leaf(), _leaf()], "extra": 1}, "INVALID_EXPRESSION", "$"),
+        (_and(_leaf(), {**_leaf(), "weight": 2}), "INVALID_EXPRESSION", "$.items[1]"),
+        (_and(_leaf(), "title=违约金"), "INVALID_EXPRESSION", "$.items[1]"),
+        ({}, "INVALID_EXPRESSION", "$"),
+        ({"op": "and", "items": "abc"}, "INVALID_EXPRESSION", "$"),
+        (_and(_leaf(), _not()), "INVALID_NOT", "$.items[1]"),
+        (_and(_leaf(), _not(_leaf(), _leaf("b"))), "INVALID_NOT", "$.items[1]"),
+        ({"op": "or", "items": [_leaf()]}, "INVALID_OPERATOR", "$"),
+        (_and(_leaf(), {"op": "and", "items": [_leaf(str(i)) for i in range(13)]}), "INVALID_OPERATOR", "$.items[1]"),
+        ({"op": "xor", "items": [_leaf(), _leaf()]}, "INVALID_OPERATOR", "$"),
+        (_and(_leaf(), _leaf(field="journal")), "INVALID_CONDITION", "$.items[1]"),
+        (_and(_leaf(), {"value": "x"}), "INVALID_CONDITION", "$.items[1]"),
+        (_and(_leaf(), _leaf("   ")), "INVALID_CONDITION", "$.items[1]"),
+        (_and(_leaf(), _leaf(42)), "INVALID_CONDITION", "$.items[1]"),  # type: ignore[arg-type]
+        (_and(_leaf(), _leaf("长" * 121)), "INVALID_CONDITION", "$.items[1]"),
+        (_and(_leaf(), _leaf("a b" + "c" * 117)), "INVALID_CONDITION", "$.items[1]"),  # 122 once quoted
+        (_and(_leaf(), _leaf(match="fuzzy")), "INVALID_MATCH", "$.items[1]"),
+        (_and(_leaf(), _leaf(match=1)), "INVALID_MATCH", "$.items[1]"),
+        (_not(_leaf(field="subject", match="exact")), "INVALID_MATCH", "$.items[0]"),
+        (_and(_leaf(), _leaf("it's \"x\"")), "QUERY_UNSUPPORTED", "$.items[1]"),
+    ],
+)
+def test_malformed_input_gets_its_code_and_path(obj: Any, code: str, path: str) -> None:
+    err = _error(obj)
+    assert err.code == code
+    assert err.details["path"] == path
+
+
+def test_exact_subject_message_points_to_title_or_keywords() -> None:
+    err = _error(_leaf("x", "subject", match="exact"))
+    assert err.code == "INVALID_MATCH"
+    assert err.message == "主题不支持严格精确匹配；可选择篇名或关键词"
+
+
+def test_value_of_120_characters_is_accepted_121_rejected() -> None:
+    assert isinstance(parse_expression(_leaf("长" * 120)), Leaf)
+    assert _error(_leaf("长" * 121)).code == "INVALID_CONDITION"
+
+
+def _nested_not(depth: int) -> dict[str, Any]:
+    obj: dict[str, Any] = _leaf()
+    for _ in range(depth - 1):
+        obj = _not(obj)
+    return obj
+
+
+def test_depth_eight_is_accepted_nine_is_too_complex_at_the_deepest_node() -> None:
+    assert isinstance(parse_expression(_nested_not(8)), Node)
+    err = _error(_nested_not(9))
+    assert err.code == "QUERY_TOO_COMPLEX"
+    assert err.details["path"] == "$" + ".items[0]" * 8
+    assert err.message == "表达式最多 96 节点、8 层"
+
+
+def _wide(leaf_count: int) -> dict[str, Any]:
+    """An OR of ANDs with `leaf_count` leaves in total, 8 per AND."""
+    groups = [
+        _and(*[_leaf(f"w{g}-{i}") for i in range(min(8, leaf_count - 8 * g))])
+        for g in range((leaf_count + 7) // 8)
+    ]
+    return {"op": "or", "items": groups}
+
+
+def test_ninety_six_nodes_are_accepted_ninety_seven_are_too_complex() -> None:
+    # 11 ANDs of 8 leaves + root = 100 nodes; build exactly 96: root + 11 groups + 84 leaves
+    accepted = {"op": "or", "items": [_and(*[_leaf(f"v{g}-{i}") for i in range(8 if g < 10 else 4)]) for g in range(11)]}
+    assert len(leaves(parse_expression(accepted))) == 84
+    rejected = _wide(88)  # root + 11 groups + 88 leaves = 100 nodes
+    err = _error(rejected)
+    assert err.code == "QUERY_TOO_COMPLEX"
+    assert err.details["limit"] == "nodes"
+    assert err.details["path"].startswith("$.items[10]")
+
+
+def test_json_schema_describes_leaf_and_node() -> None:
+    schema = expression_json_schema()
+    defs = schema["$defs"]
+    assert set(defs["Leaf"]["required"]) == {"field", "value"}
+    assert defs["Field"]["enum"] == [f.value for f in Field]
+    assert defs["Match"]["enum"] == ["phrase", "exact"]
+    assert all(p.get("description") for p in defs["Leaf"]["properties"].values())
+    assert all(p.get("description") for p in defs["Node"]["properties"].values())
+
+
+@pytest.mark.parametrize(
+    ("raw", "sent"),
+    [
+        ("违约金", "违约金"),
+        ("Wi-Fi", '"Wi-Fi"'),
+        ("C++", '"C++"'),
+        ("a*b", '"a*b"'),
+        ("f(x)", '"f(x)"'),
+        ("TCP/IP", '"TCP/IP"'),
+        ("50%", '"50%"'),
+        ("a=b", '"a=b"'),
+        ("x y", '"x y"'),
+        ("x\ty", '"x\ty"'),
+        ("it's", "\"it's\""),
+        ('say "hi"', "'say \"hi\"'"),
+        ("10.1000/ABC.1", '"10.1000/ABC.1"'),
+        ("802.11be", "802.11be"),
+    ],
+)
+def test_quote_value_table(raw: str, sent: str) -> None:
+    assert quote_value(raw) == sent
+
+
+def test_quote_value_with_both_quote_kinds_is_unsupported() -> None:
+    with pytest.raises(CnkiError) as info:
+        quote_value("it's \"x\"")
+    assert info.value.code == "QUERY_UNSUPPORTED"

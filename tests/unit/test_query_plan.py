@@ -1,0 +1,193 @@
+"""Concept planning: explicit validation, lexical splitting and aliases, sampling prompt and replies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.query.plan import (
+    LEXICAL_WARNING,
+    SAMPLING_MAX_TOKENS,
+    PlanMethod,
+    parse_sampling_reply,
+    plan_explicit,
+    plan_lexical,
+    plan_structured,
+    sampling_request,
+    version_aliases,
+)
+
+
+def _groups(question: str) -> list[list[str]]:
+    return plan_lexical(question).groups
+
+
+# ---------------------------------------------------------------- lexical
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("请帮我检索自动驾驶、产品责任", [["自动驾驶"], ["产品责任"]]),
+        ("C++ 内存模型", [["C++"], ["内存模型"]]),
+        ("Wi-Fi 8 and 漫游", [["Wi-Fi 8", "WiFi8", "Wi-Fi8"], ["漫游"]]),
+        ("WiFi 8月上市", [["WiFi"], ["8月上市"]]),
+        ("WiFi8月上市", [["WiFi8月上市"]]),
+        ("IEEE 802.11be 吞吐", [["IEEE 802.11be", "802.11be", "IEEE P802.11be"], ["吞吐"]]),
+        ("研究一下关于竞业限制违约金。", [["竞业限制违约金"]]),
+        ("有关 deep learning model compression 方法？", [["deep learning model compression"], ["方法"]]),
+        ("竞业限制；违约金,,劳动合同", [["竞业限制"], ["违约金"], ["劳动合同"]]),
+        ("区块链 AND 供应链金融", [["区块链"], ["供应链金融"]]),
+        ("检索：初中物理 分层作业", [["初中物理"], ["分层作业"]]),
+        ("自动驾驶、自动驾驶", [["自动驾驶"]]),
+    ],
+)
+def test_lexical_plan_splits_on_explicit_separators_only(question: str, groups: list[list[str]]) -> None:
+    assert _groups(question) == groups
+
+
+def test_lexical_plan_is_method_lexical_with_the_warning() -> None:
+    plan = plan_lexical("自动驾驶、产品责任")
+    assert plan.method == PlanMethod.LEXICAL
+    assert plan.warnings == ["词项规划只按显式分隔符切分；可提供 concept_groups 保留专业同义词。"] == [LEXICAL_WARNING]
+
+
+def test_lexical_plan_never_segments_chinese_and_loses_no_word() -> None:
+    question = "新能源汽车 电池回收 政策 and Li-ion battery recycling"
+    flat = [g[0] for g in _groups(question)]
+    assert flat == ["新能源汽车", "电池回收", "政策", "Li-ion battery recycling"]
+
+
+def test_and_inside_a_word_is_not_a_separator() -> None:
+    assert _groups("sandbox android") == [["sandbox android"]]
+
+
+@pytest.mark.parametrize(
+    ("concept", "aliases"),
+    [
+        ("Wi-Fi 7", ["Wi-Fi 7", "WiFi7", "Wi-Fi7"]),
+        ("wifi 6", ["wifi 6", "Wi-Fi 6", "WiFi6", "Wi-Fi6"]),
+        ("WIFI7 roaming", ["WIFI7 roaming", "Wi-Fi 7 roaming", "Wi-Fi7 roaming"]),
+        ("WiFi 8月", ["WiFi 8月"]),
+        ("WiFi 6年", ["WiFi 6年"]),
+        ("802.11ax", ["802.11ax", "IEEE 802.11ax", "IEEE P802.11ax"]),
+        ("IEEE P802.11BE draft", ["IEEE P802.11BE draft", "802.11be draft", "IEEE 802.11be draft"]),
+        ("TCP/IP", ["TCP/IP"]),
+    ],
+)
+def test_version_aliases(concept: str, aliases: list[str]) -> None:
+    assert version_aliases(concept) == aliases
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "a、b、c、d、e、f、g、h、i",  # 9 concepts
+        "长" * 81,  # one unsegmented concept over 80 characters
+        "请帮我检索一下？",  # nothing left
+        "",
+    ],
+)
+def test_lexical_plan_outside_limits_is_invalid_plan(question: str) -> None:
+    with pytest.raises(CnkiError) as info:
+        plan_lexical(question)
+    assert info.value.code == "INVALID_PLAN"
+    assert "concept_groups" in info.value.message
+
+
+def test_lexical_plan_accepts_eight_concepts_and_eighty_characters() -> None:
+    assert len(_groups("a、b、c、d、e、f、g、h")) == 8
+    assert _groups("长" * 80) == [["长" * 80]]
+
+
+# ---------------------------------------------------------------- explicit
+
+
+def test_explicit_plan_keeps_groups_and_removes_normalised_duplicates() -> None:
+    plan = plan_explicit([["初中物理"], ["分层作业", " 作业分层 ", "分层作业"], ["Wi-Fi 7", "wi-fi  7", "ＷＩ-ＦＩ 7"]])
+    assert plan.method == PlanMethod.EXPLICIT
+    assert plan.groups == [["初中物理"], ["分层作业", "作业分层"], ["Wi-Fi 7"]]
+    assert plan.warnings == []
+
+
+def test_explicit_plan_drops_a_group_repeating_an_earlier_one() -> None:
+    assert plan_explicit([["a", "b"], ["B", "A"], ["c"]]).groups == [["a", "b"], ["c"]]
+
+
+def test_explicit_plan_at_the_limits_is_accepted() -> None:
+    groups = [[f"g{g}t{t}" + "x" * 74 for t in range(6)] for g in range(8)]
+    assert plan_explicit(groups).groups == groups
+
+
+@pytest.mark.parametrize(
+    "groups",
+    [
+        [],
+        [[f"g{i}"] for i in range(9)],
+        [["a"], []],
+        [[f"t{i}" for i in range(7)]],
+        [["a", "x" * 81]],
+        [["a", "  "]],
+        [["a", 3]],
+        ["ab"],
+        "ab",
+    ],
+)
+def test_explicit_plan_outside_limits_is_invalid_plan(groups: Any) -> None:
+    with pytest.raises(CnkiError) as info:
+        plan_explicit(groups)
+    assert info.value.code == "INVALID_PLAN"
+
+
+def test_structured_plan_has_no_groups() -> None:
+    assert plan_structured().method == PlanMethod.STRUCTURED
+    assert plan_structured().groups == []
+
+
+# ---------------------------------------------------------------- sampling
+
+
+def test_sampling_request_frames_the_question_as_data() -> None:
+    system, user, max_tokens = sampling_request("  初中物理分层作业的研究进展  ")
+    assert max_tokens == SAMPLING_MAX_TOKENS == 1200
+    assert "初中物理分层作业的研究进展" in user and "初中物理分层作业的研究进展" not in system.split("Example")[0]
+    lowered = system.lower()
+    for needle in ("data", "json", "8", "6", "80", "version", "boilerplate", "add no topic"):
+        assert needle in lowered
+
+
+@pytest.mark.parametrize(
+    ("reply", "groups"),
+    [
+        ('[["初中物理"], ["分层作业", "作业分层"]]', [["初中物理"], ["分层作业", "作业分层"]]),
+        ('```json\n[["a", "A"], ["b"]]\n```', [["a"], ["b"]]),
+        ('```\n[["a"]]\n```', [["a"]]),
+        ('概念如下：[["a"], ["b"]]。', [["a"], ["b"]]),
+    ],
+)
+def test_sampling_reply_is_parsed_into_a_sampling_plan(reply: str, groups: list[list[str]]) -> None:
+    plan = parse_sampling_reply(reply)
+    assert plan is not None
+    assert plan.method == PlanMethod.SAMPLING
+    assert plan.groups == groups
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "",
+        "自动驾驶、产品责任",
+        '{"groups": [["a"]]}',
+        '["a", "b"]',
+        "[]",
+        '[["a"], []]',
+        '[["a", 1]]',
+        '[["' + "x" * 81 + '"]]',
+        str([[f"g{i}"] for i in range(9)]).replace("'", '"'),
+        '```json\n[["a"]\n```',
+    ],
+)
+def test_invalid_sampling_reply_gives_none(reply: str) -> None:
+    assert parse_sampling_reply(reply) is None
