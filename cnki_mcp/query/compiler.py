@@ -202,7 +202,9 @@ def to_dnf(expr: Leaf | Node) -> list[Branch]:
     """
     branches = _bound(_simplify(_dnf(expr, False)), MAX_BRANCHES)
     if not branches:
-        raise InvalidExpression("表达式自相矛盾（同一条件既要求包含又要求不含），不会匹配任何文献", reason="contradiction")
+        raise InvalidExpression(
+            "表达式自相矛盾（同一条件既要求包含又要求不含），不会匹配任何文献", reason="contradiction"
+        )
     out = [_order(b) for b in branches]
     for i, branch in enumerate(out):
         if not branch.positives:
@@ -222,7 +224,8 @@ def _describe(lit: Lit) -> str:
 def fingerprint(branches: Sequence[Branch]) -> str:
     """Stable hash of the DNF, insensitive to literal order within a branch and branch order."""
     canon = sorted(
-        sorted([lit.field.value, lit.match.value, lit.value, lit.negated] for lit in b.literals) for b in branches
+        sorted([lit.field.value, lit.match.value, lit.value, lit.negated] for lit in b.literals)
+        for b in branches
     )
     text = json.dumps(["dnf-v1", canon], ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]

@@ -214,7 +214,9 @@ class _Walk:
             return self._node(obj, path, depth)
         if "field" in obj or "value" in obj:
             return _leaf(obj, path)
-        raise InvalidExpression("表达式节点需要 op/items 或 field/value", path=path, keys=sorted(map(str, obj)))
+        raise InvalidExpression(
+            "表达式节点需要 op/items 或 field/value", path=path, keys=sorted(map(str, obj))
+        )
 
     def _node(self, obj: dict[str, Any], path: str, depth: int) -> Node:
         mixed = sorted(k for k in obj if k in _LEAF_KEYS)

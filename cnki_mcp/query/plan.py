@@ -72,7 +72,9 @@ def validate_groups(groups: Any, *, hint: str = "") -> list[list[str]]:
                 raise InvalidPlan(f"概念词不能为空{hint}", group=gi, term=ti)
             text = " ".join(term.split())
             if len(text) > MAX_TERM_CHARS:
-                raise InvalidPlan(f"每个概念词最多 {MAX_TERM_CHARS} 字{hint}", group=gi, term=ti, length=len(text))
+                raise InvalidPlan(
+                    f"每个概念词最多 {MAX_TERM_CHARS} 字{hint}", group=gi, term=ti, length=len(text)
+                )
             key = normalise_term(text)
             if key not in seen:
                 seen.add(key)
@@ -151,7 +153,9 @@ def version_aliases(concept: str) -> list[str]:
     m = _WIFI_RE.search(concept)
     if m:
         n = m.group(1)
-        variants += [concept[: m.start()] + v + concept[m.end() :] for v in (f"Wi-Fi {n}", f"WiFi{n}", f"Wi-Fi{n}")]
+        variants += [
+            concept[: m.start()] + v + concept[m.end() :] for v in (f"Wi-Fi {n}", f"WiFi{n}", f"Wi-Fi{n}")
+        ]
     m = _IEEE_RE.search(concept)
     if m:
         amend = m.group(1).lower()

@@ -45,7 +45,10 @@ def _dnf(obj: Any) -> list[list[str]]:
     out = []
     for b in to_dnf(parse_expression(obj)):
         out.append(
-            [f"{'!' if x.negated else ''}{x.field.code}{'=' if x.match == Match.EXACT else ':'}{x.value}" for x in b.literals]
+            [
+                f"{'!' if x.negated else ''}{x.field.code}{'=' if x.match == Match.EXACT else ':'}{x.value}"
+                for x in b.literals
+            ]
         )
     return out
 
@@ -205,7 +208,10 @@ def test_fingerprint_is_equal_for_reordered_equivalent_trees() -> None:
     one = compile_expression(AND(L("a"), NOT(L("b", "keywords")), OR(L("c"), L("d", "authors", "exact"))))
     two = compile_expression(AND(OR(L("d", "authors", "exact"), L("c")), NOT(L("b", "keywords")), L("a")))
     three = compile_expression(
-        OR(AND(L("a"), L("c"), NOT(L("b", "keywords"))), AND(NOT(L("b", "keywords")), L("d", "authors", "exact"), L("a")))
+        OR(
+            AND(L("a"), L("c"), NOT(L("b", "keywords"))),
+            AND(NOT(L("b", "keywords")), L("d", "authors", "exact"), L("a")),
+        )
     )
     assert one.fingerprint == two.fingerprint == three.fingerprint
 
@@ -245,7 +251,9 @@ def test_concept_expression_ands_groups_and_ors_synonyms() -> None:
 
 
 def test_concept_expression_single_group_is_its_or_and_single_term_its_leaf() -> None:
-    assert to_json(concept_expression([["a", "b"]], Field.KEYWORDS)) == OR(L("a", "keywords"), L("b", "keywords"))
+    assert to_json(concept_expression([["a", "b"]], Field.KEYWORDS)) == OR(
+        L("a", "keywords"), L("b", "keywords")
+    )
     assert to_json(concept_expression([["a"]], Field.SUBJECT)) == L("a", "subject")
 
 

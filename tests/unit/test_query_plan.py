@@ -51,7 +51,11 @@ def test_lexical_plan_splits_on_explicit_separators_only(question: str, groups: 
 def test_lexical_plan_is_method_lexical_with_the_warning() -> None:
     plan = plan_lexical("自动驾驶、产品责任")
     assert plan.method == PlanMethod.LEXICAL
-    assert plan.warnings == ["词项规划只按显式分隔符切分；可提供 concept_groups 保留专业同义词。"] == [LEXICAL_WARNING]
+    assert (
+        plan.warnings
+        == ["词项规划只按显式分隔符切分；可提供 concept_groups 保留专业同义词。"]
+        == [LEXICAL_WARNING]
+    )
 
 
 def test_lexical_plan_never_segments_chinese_and_loses_no_word() -> None:
@@ -106,7 +110,9 @@ def test_lexical_plan_accepts_eight_concepts_and_eighty_characters() -> None:
 
 
 def test_explicit_plan_keeps_groups_and_removes_normalised_duplicates() -> None:
-    plan = plan_explicit([["初中物理"], ["分层作业", " 作业分层 ", "分层作业"], ["Wi-Fi 7", "wi-fi  7", "ＷＩ-ＦＩ 7"]])
+    plan = plan_explicit(
+        [["初中物理"], ["分层作业", " 作业分层 ", "分层作业"], ["Wi-Fi 7", "wi-fi  7", "ＷＩ-ＦＩ 7"]]
+    )
     assert plan.method == PlanMethod.EXPLICIT
     assert plan.groups == [["初中物理"], ["分层作业", "作业分层"], ["Wi-Fi 7"]]
     assert plan.warnings == []
@@ -152,7 +158,10 @@ def test_structured_plan_has_no_groups() -> None:
 def test_sampling_request_frames_the_question_as_data() -> None:
     system, user, max_tokens = sampling_request("  初中物理分层作业的研究进展  ")
     assert max_tokens == SAMPLING_MAX_TOKENS == 1200
-    assert "初中物理分层作业的研究进展" in user and "初中物理分层作业的研究进展" not in system.split("Example")[0]
+    assert (
+        "初中物理分层作业的研究进展" in user
+        and "初中物理分层作业的研究进展" not in system.split("Example")[0]
+    )
     lowered = system.lower()
     for needle in ("data", "json", "8", "6", "80", "version", "boilerplate", "add no topic"):
         assert needle in lowered
