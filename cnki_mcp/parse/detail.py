@@ -36,7 +36,13 @@ _ISSUE = re.compile(
 )
 # Old KCMS: `2016年02期`.
 _ISSUE_OLD = re.compile(r"(?<!\d)(?P<year>(?:18|19|20|21)\d\d)年\s*(?P<issue>\d+)\s*期")
-_PAGES = re.compile(r"^\s*[:：]?\s*(\d+(?:\s*[-–~,+]\s*\d+)*)\s*$")
+# A page range stands after the issue, behind a colon (`<span>: 103-107</span>`); a bare
+# number in the source line is a degree year or a newspaper date, never pages.
+_PAGES = re.compile(r"^\s*[:：]\s*(\d+(?:\s*[-–~,+]\s*\d+)*)\s*$")
+# A source-line span holding only a date: a thesis's degree year, a newspaper's issue date.
+_DATE_ONLY = re.compile(r"^(?:18|19|20|21)\d\d(?:[-/.]\d{1,2}(?:[-/.]\d{1,2})?)?$")
+# Labelled rows that carry the publication date of non-journal types.
+_DATE_ROWS = ("报纸日期", "会议时间", "出版时间", "出版日期", "学位年度")
 _DOI = re.compile(r"DOI\s*[:：]\s*(10\.\d{4,9}/[^\s<>\"'，；;]+)", re.I)
 _DOI_VALUE = re.compile(r"10\.\d{4,9}/\S+")
 _DATETIME = re.compile(r"\d{4}-\d{1,2}-\d{1,2}(?:\s+\d{1,2}:\d{2}(?::\d{2})?)?")
@@ -154,19 +160,12 @@ def _bracket_rows(tree: LexborHTMLParser) -> dict[str, LexborNode]:
     return out
 
 
-def _authors(
-    tree: LexborHTMLParser, metas: dict[str, list[str]], brackets: dict[str, LexborNode]
-) -> tuple[list[tuple[str, list[int]]], list[str], dict[int, str]]:
-    """(authors with sup marks, institutions, numbered institutions)."""
+def _dom_authors(
+    tree: LexborHTMLParser, part: LexborNode | None, brackets: dict[str, LexborNode]
+) -> list[tuple[str, list[int]]]:
+    """Authors as the page shows them, each with the `<sup>` institution numbers it carries."""
     authors: list[tuple[str, list[int]]] = []
-    meta_authors = _meta_all(metas, "citation_author", "dc.creator")
-    for value in meta_authors:
-        for name in split_list(value) if ";" in value or "；" in value else [value]:
-            name = strip_role(name)
-            if name:
-                authors.append((name, []))
-    part = tree.css_first("#authorpart")
-    if not authors and part is not None:
+    if part is not None:
         nodes = [c for c in part.iter() if c.tag == "span"] or part.css("a")
         for span in nodes:
             target = span.css_first("a") or span
@@ -179,7 +178,47 @@ def _authors(
                 break
     if not authors and "作者" in brackets:
         authors = [_name_and_marks(a) for a in brackets["作者"].css("a")]
-    authors = [(n, m) for n, m in authors if n]
+    return [(n, m) for n, m in authors if n]
+
+
+def _with_dom_marks(names: list[str], dom: list[tuple[str, list[int]]]) -> list[tuple[str, list[int]]]:
+    """Meta names keep the affiliation marks of the same author in the DOM (meta has none).
+
+    Matched by name first, else by position when both lists have the same length."""
+    marks_by_name: dict[str, list[list[int]]] = {}
+    for name, marks in dom:
+        marks_by_name.setdefault(name, []).append(marks)
+    out: list[tuple[str, list[int]]] = []
+    for i, name in enumerate(names):
+        same = marks_by_name.get(name)
+        if same:
+            out.append((name, same.pop(0)))
+        elif len(dom) == len(names):
+            out.append((name, dom[i][1]))
+        else:
+            out.append((name, []))
+    return out
+
+
+def _authors(
+    tree: LexborHTMLParser, metas: dict[str, list[str]], brackets: dict[str, LexborNode]
+) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    """(authors with their institutions, all institutions).
+
+    Names may come from meta tags, but per-author institutions always come from the DOM:
+    `<sup>1,2</sup>` marks point into the numbered institution line (`1.XX大学`). A page that
+    shows ONE unnumbered institution and no marks (kcms2 and old KCMS print a single
+    affiliation that way) gives that institution to every author; several unnumbered
+    institutions without marks cannot be assigned and stay unassigned."""
+    part = tree.css_first("#authorpart")
+    dom = _dom_authors(tree, part, brackets)
+    meta_names: list[str] = []
+    for value in _meta_all(metas, "citation_author", "dc.creator"):
+        for name in split_list(value) if ";" in value or "；" in value else [value]:
+            name = strip_role(name)
+            if name:
+                meta_names.append(name)
+    authors = _with_dom_marks(meta_names, dom) if meta_names else dom
 
     insts: list[str] = list(_meta_all(metas, "citation_author_institution", "citation_author_affiliation"))
     numbered: dict[int, str] = {}
@@ -192,15 +231,23 @@ def _authors(
         inst_nodes = tree.css(".orgn a") or tree.css(".author-org a") or tree.css("#catalog_ORG")
     if not inst_nodes and "机构" in brackets:
         inst_nodes = brackets["机构"].css("a")
+    shown: list[str] = []
     for node in inst_nodes:
         text = strip_label(text_of(node, sep=""), "机构").strip(" ;；")
         m = _INST_NUMBER.match(text)
         if m:
             text = text[m.end() :].strip()
             numbered[int(m.group(1))] = text
+        if text and text not in shown:
+            shown.append(text)
         if text and not insts.count(text):
             insts.append(text)
-    return authors, insts, numbered
+    single = shown[0] if len(shown) == 1 and not numbered and not any(m for _, m in authors) else None
+    resolved = [
+        (name, [single] if single else _dedupe([numbered[m] for m in marks if m in numbered]))
+        for name, marks in authors
+    ]
+    return resolved, insts
 
 
 # --- labelled rows -------------------------------------------------------------------
@@ -422,17 +469,18 @@ def parse_detail(html: str, url: str | None = None) -> DetailPage:
     title = _title(tree, metas)
     brackets = _bracket_rows(tree)
     rows = _rows(tree)
-    raw_authors, institutions, numbered = _authors(tree, metas, brackets)
-    authors = [
-        Author(name=name, institutions=[numbered[m] for m in marks if m in numbered])
-        for name, marks in raw_authors
-    ]
+    raw_authors, institutions = _authors(tree, metas, brackets)
+    authors = [Author(name=name, institutions=insts) for name, insts in raw_authors]
 
     source = _meta(metas, "citation_journal_title", "citation_conference_title", "dc.source")
     link = _source_link(tree)
     source_url = resolve(url, link.attributes.get("href")) if link is not None else None
     if not source and link is not None:
         source = _clean_source(text_of(link))
+    if not source:
+        # Books and yearbooks print their publisher/title unlinked: `<span class="source">`.
+        plain = tree.css_first(".top-tip span.source")
+        source = _clean_source(text_of(plain)) if plain is not None else None
     if not source:
         old = tree.css_first(".sourinfo p.title a, .detailLink a")
         source = _clean_source(text_of(old)) if old is not None else None
@@ -448,6 +496,10 @@ def parse_detail(html: str, url: str | None = None) -> DetailPage:
     if not date:
         node = tree.css_first(".top-tip .date, #catalog_PUBLISHDATE")
         date = text_of(node) or None if node is not None else None
+    if not date:
+        date = _row_text(rows, *_DATE_ROWS)
+    if not date and top is not None:
+        date = next((t for t in (own_text(n) for n in top.css("span")) if _DATE_ONLY.match(t)), None)
     year = find_year(date)
     if issue.get("year"):
         year = int(issue["year"] or 0) or year  # the issue year is the citation year
@@ -459,7 +511,7 @@ def parse_detail(html: str, url: str | None = None) -> DetailPage:
         first_page = _meta(metas, "citation_firstpage", "prism.startingpage")
         last_page = _meta(metas, "citation_lastpage", "prism.endingpage")
         if first_page:
-            pages = f"{first_page}-{last_page}" if last_page else first_page
+            pages = f"{first_page}-{last_page}" if last_page and last_page != first_page else first_page
     if not pages and issue.get("pages"):
         pages = re.sub(r"\s+", "", issue["pages"] or "")
     if not pages and top is not None:
@@ -488,6 +540,8 @@ def parse_detail(html: str, url: str | None = None) -> DetailPage:
     if online:
         m = _DATETIME.search(online)
         online = m.group(0) if m else online
+    if year is None:
+        year = find_year(online)  # an online-first paper without an issue yet
     supervisor = _row_text(rows, "导师")
     if not supervisor and "导师" in brackets:
         supervisor = "; ".join(split_list(_BRACKET_LABEL.sub("", text_of(brackets["导师"], sep=" "))))

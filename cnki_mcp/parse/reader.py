@@ -100,15 +100,33 @@ def _container(tree: LexborHTMLParser) -> LexborNode:
     return node
 
 
+def _is_title(node: LexborNode) -> bool:
+    """The paper title (`.js-prefix h1.Chapter`, `.article-title`, `.paper-title`): not a section."""
+    classes = (node.attributes.get("class") or "").split()
+    if "article-title" in classes or "paper-title" in classes:
+        return True
+    if node.tag != "h1" or "Chapter" not in classes:
+        return False
+    cur = node.parent
+    while cur is not None:
+        if "js-prefix" in (cur.attributes.get("class") or "").split():
+            return True
+        cur = cur.parent
+    return False
+
+
 def _sections(container: LexborNode, text: str) -> list[Section]:
-    heads: list[tuple[int, str]] = []
+    """Body headings in order; levels are outline levels (the shallowest heading tag is 1),
+    `#bibliography` / `#footnote` are forced to 1, the paper title is excluded."""
+    raw: list[tuple[int | None, str]] = []
     for node in container.css("h1, h2, h3, h4, h5, h6"):
         title = text_of(node, sep=" ")
-        if not title:
+        if not title or _is_title(node):
             continue
         ident = (node.attributes.get("id") or "").lower()
-        level = 1 if ident in ("bibliography", "footnote") else int(node.tag[1])
-        heads.append((level, title))
+        raw.append((None if ident in ("bibliography", "footnote") else int(node.tag[1]), title))
+    top = min((d for d, _ in raw if d is not None), default=1)
+    heads = [(1 if d is None else d - top + 1, title) for d, title in raw]
     found: list[tuple[int, str, int]] = []
     cursor = 0
     for level, title in heads:

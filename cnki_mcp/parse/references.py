@@ -59,11 +59,14 @@ def _source_of(part: str) -> str | None:
     return src
 
 
-def parse_reference_string(text: str) -> ReferenceEntry:
+def parse_reference_string(text: str, linked_title: str | None = None) -> ReferenceEntry:
     """Split one printed citation into title, type code, authors, source and year.
 
     Fields that cannot be located stay None/empty; `text` always keeps the citation as printed
-    (ordinal removed). A string without a type code keeps its whole body as the title."""
+    (ordinal removed). A string without a type code keeps its whole body as the title.
+    `linked_title`: the entry's link text; when it is exactly what precedes the type code the
+    entry is in list order and that text is the whole title, even with dots in it
+    (`LiNi0.8Co0.1Mn0.1O2`)."""
     printed = collapse(text)
     body = _ORDINAL.sub("", printed)
     m = _TYPE.search(body)
@@ -71,7 +74,11 @@ def parse_reference_string(text: str) -> ReferenceEntry:
         return ReferenceEntry(text=body, title=body.strip(" .．。") or None, year=find_year(body))
     code = f"[{m.group(1)}{'/' + m.group(2) if m.group(2) else ''}]"
     head, tail = body[: m.start()], body[m.end() :]
-    authors, title = _split_head(head)
+    linked = collapse(linked_title)
+    if linked and collapse(head).strip(" .．。") == linked.strip(" .．。"):
+        authors, title = [], linked.strip(" .．。")
+    else:
+        authors, title = _split_head(head)
     source: str | None = None
     if authors:
         # GB/T order: the tail is `.来源,年,卷(期):页`.
@@ -111,8 +118,8 @@ def entries_in(node: LexborNode, url: str | None = None) -> list[ReferenceEntry]
         text = text_of(li, sep=" ")
         if not text or (not _TYPE.search(text) and len(text) < 4):
             continue
-        entry = parse_reference_string(text)
         link = li.css_first("a[href]")
+        entry = parse_reference_string(text, text_of(link) if link is not None else None)
         href = resolve(url, link.attributes.get("href")) if link is not None else None
         title = entry.title
         if link is not None and not entry.authors:

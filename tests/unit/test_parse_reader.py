@@ -34,10 +34,11 @@ def test_reader_fixture_gives_sections_offsets_and_full_coverage() -> None:
     assert page.title == "数字文物传播研究"
     assert page.coverage.container == "#paperRead"
     titles = [(s.level, s.title) for s in page.sections]
-    assert titles == [(1, "数字文物传播研究"), (2, "第一章"), (3, "1.1 背景"), (2, "第二章"), (1, "参考文献")]
+    # The title (`.js-prefix h1.Chapter`) is not a section; levels are outline levels.
+    assert titles == [(1, "第一章"), (2, "1.1 背景"), (1, "第二章"), (1, "参考文献")]
     for s in page.sections:
         assert page.text[s.offset :].startswith(s.title)
-    chapter1 = page.sections[1]
+    chapter1 = page.sections[0]
     sliced = page.text[chapter1.offset : chapter1.offset + chapter1.length]
     assert "1.1 背景" in sliced and "背景段落。" in sliced  # the slice includes its subsection
     assert "第二章" not in sliced
