@@ -100,6 +100,11 @@ class DocumentNotFound(CnkiError):
     default_message = "未找到该文献"
 
 
+class SearchNotFound(CnkiError):
+    code = "SEARCH_NOT_FOUND"
+    default_message = "没有这个检索编号（检索结果只保留最近 300 次）"
+
+
 class IdentityAmbiguous(CnkiError):
     code = "IDENTITY_AMBIGUOUS"
     default_message = "题名对应多篇文献，请用 record_ref 指定"
