@@ -1,0 +1,136 @@
+"""Output models of the tools that are the server's own (operations, identity, diagnostics).
+The search/metadata results are the pipeline's models, carried in `result`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from cnki_mcp.jobs import IDLE, OperationRecord
+from cnki_mcp.models import HeaderIdentity, IdentityKind
+
+
+class ErrorView(BaseModel):
+    code: str
+    message: str
+    retryable: bool = False
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class ProgressView(BaseModel):
+    done: int = 0
+    total: int | None = None
+    unit: str | None = None
+
+
+class BudgetView(BaseModel):
+    max_requests: int
+    timeout_seconds: float
+    on_verification: str
+
+
+class OperationView(BaseModel):
+    """An operation record as tools return it. `status` is `idle` when nothing runs."""
+
+    operation_id: str | None = None
+    kind: str | None = None
+    status: str = Field(
+        description="running | awaiting_user | completed | partial | failed | skipped | cancelled | interrupted | idle"
+    )
+    stage: str | None = None
+    message: str = ""
+    progress: ProgressView | None = None
+    requests: int = 0
+    active_seconds: float = 0.0
+    budget: BudgetView | None = None
+    result: Any = Field(default=None, description="工具本身的结果（完成或部分完成时）")
+    errors: list[ErrorView] = Field(default_factory=list)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    next_step: str | None = Field(default=None, description="下一步建议调用的工具")
+
+    @classmethod
+    def of(cls, record: OperationRecord | None, *, next_step: str | None = None) -> OperationView:
+        if record is None:
+            return cls(status=IDLE)
+        data = record.public()
+        view = cls.model_validate({**data, "next_step": next_step})
+        if view.next_step is None:
+            view.next_step = default_next_step(view.status)
+        return view
+
+
+def default_next_step(status: str) -> str | None:
+    if status in ("running", "awaiting_user"):
+        return "operation_status(operation_id, wait_seconds=50)"
+    if status in ("partial", "interrupted"):
+        return "operation_control(action='continue') 可继续检索任务"
+    return None
+
+
+class IdentityView(BaseModel):
+    """Who CNKI says we are (facts §2.6). permission_scope is always `unknown`."""
+
+    personal: Literal["authenticated", "not_observed"] = "not_observed"
+    institution: Literal["observed", "not_observed"] = "not_observed"
+    institution_evidence: list[str] = Field(default_factory=list)
+    permission_scope: Literal["unknown"] = "unknown"
+    evidence_source: Literal["kns_header", "not_checked"] = "not_checked"
+    observed_at: datetime | None = None
+
+    @classmethod
+    def of(cls, identity: HeaderIdentity, observed_at: datetime) -> IdentityView:
+        return cls(
+            personal="authenticated" if identity.personal is IdentityKind.AUTHENTICATED else "not_observed",
+            institution="observed" if identity.institutions else "not_observed",
+            institution_evidence=list(identity.institutions),
+            evidence_source="kns_header",
+            observed_at=observed_at,
+        )
+
+
+class SessionStatusView(IdentityView):
+    cached: bool = Field(description="true：本次服务运行期间最近一次识别的结果，未访问知网")
+    operation: OperationView | None = Field(
+        default=None, description="refresh=true 且未在调用内完成时的任务记录（用 operation_status 继续等待）"
+    )
+
+
+class OperationControlView(BaseModel):
+    action: str
+    message: str
+    operation: OperationView | None = None
+
+
+class BrowserDiagnostics(BaseModel):
+    configured_path: str | None = None
+    found: bool
+    executable: str | None = None
+    kind: str | None = None
+    problem: str | None = None
+    running: bool
+    headless: bool | None = None
+    process_id: int | None = None
+    profile_directory: str
+    connection_generation: int = 0
+
+
+class Diagnostics(BaseModel):
+    status: Literal["ok"] = "ok"
+    version: str
+    python: str
+    mcp_version: str
+    platform: str
+    process_id: int
+    memory_rss_bytes: int | None = None
+    data_dir: str
+    settings: dict[str, Any]
+    browser: BrowserDiagnostics
+    limiter: dict[str, Any]
+    human_step: dict[str, Any] | None = None
+    store_notices: list[str] = Field(default_factory=list)
+    interrupted_at_start: list[str] = Field(default_factory=list)
+    active_operations: list[OperationView] = Field(default_factory=list)
+    recent_operations: list[dict[str, Any]] = Field(default_factory=list)

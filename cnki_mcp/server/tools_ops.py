@@ -1,0 +1,120 @@
+"""operation_status (long-poll) and operation_control (cancel, continue, resume, show, recover).
+Both are local: they never make a CNKI request themselves."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from cnki_mcp.errors import ContinueUnavailable, InvalidInput
+from cnki_mcp.server.deps import services_of
+from cnki_mcp.server.errors import CnkiServer
+from cnki_mcp.server.models import OperationControlView, OperationView
+from cnki_mcp.server.progress import wait_with_progress
+
+OperationId = Annotated[str, Field(pattern=r"^op_[0-9a-f]{24}$", description="任务编号 op_…")]
+
+STATUS_DESCRIPTION = """查询任务进度和结果（本地，不访问知网）。
+不填 operation_id 时返回当前正在运行的任务，没有任务时返回 {"status": "idle"}。
+wait_seconds（0–55）：最多等待的秒数；任务完成或开始需要人工操作时提前返回；任务已处于 awaiting_user 时会一直等到处理完或超时，不必反复查询。
+status：running、awaiting_user（按 message 在浏览器窗口中操作）、completed、partial（见 errors，可 continue）、failed、skipped、cancelled、interrupted（服务重启，检索可 continue）。
+完成后检索结果用 search_results 分页读取。"""
+
+CONTROL_DESCRIPTION = """控制任务（本地，不访问知网）。action：
+cancel 取消任务（最多等 5 秒，返回最终状态）；
+continue 继续中断、失败或预算用完的检索任务（search、structured_search），可加 additional_requests / additional_seconds，已获取的数据不会重复请求；
+resume 告知人工操作已完成（一般只有机构远程访问登录需要）；
+show 把等待人工操作的浏览器窗口切到前台；
+recover 关闭浏览器，下一次请求时重新启动（用于 BROWSER_UNAVAILABLE）。"""
+
+
+def register(server: CnkiServer) -> None:
+    @server.tool(
+        name="operation_status",
+        title="查询任务",
+        description=STATUS_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=True),
+    )
+    async def operation_status(
+        ctx: Context[Any, Any],
+        operation_id: OperationId | None = None,
+        wait_seconds: Annotated[float, Field(ge=0, le=55, description="最多等待秒数 0–55")] = 0,
+    ) -> OperationView:
+        services = services_of(ctx)
+        jobs = services.jobs
+        if operation_id is None:
+            current = jobs.status(None)
+            if current is None:
+                return OperationView.of(None)
+            operation_id = current.operation_id
+        if wait_seconds > 0:
+            record = await wait_with_progress(ctx, jobs, operation_id, wait_seconds)
+        else:
+            record = jobs.status(operation_id)
+        return OperationView.of(record)
+
+    @server.tool(
+        name="operation_control",
+        title="控制任务",
+        description=CONTROL_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False),
+    )
+    async def operation_control(
+        ctx: Context[Any, Any],
+        action: Literal["cancel", "continue", "resume", "show", "recover"],
+        operation_id: OperationId | None = None,
+        additional_requests: Annotated[int | None, Field(ge=1, le=5000)] = None,
+        additional_seconds: Annotated[float | None, Field(ge=1, le=7200)] = None,
+    ) -> OperationControlView:
+        services = services_of(ctx)
+        jobs = services.jobs
+        if action in ("cancel", "continue", "resume") and operation_id is None:
+            raise InvalidInput(f"{action} 需要 operation_id", field="operation_id")
+        if action == "cancel":
+            assert operation_id is not None
+            record = await jobs.cancel(operation_id)
+            return OperationControlView(
+                action=action, message="已请求取消", operation=OperationView.of(record)
+            )
+        if action == "continue":
+            assert operation_id is not None
+            runner = _continue_runner(services)
+            job = jobs.continue_(
+                operation_id,
+                runner,
+                additional_requests=additional_requests,
+                additional_seconds=additional_seconds,
+            )
+            record = await wait_with_progress(ctx, jobs, job.operation_id, jobs.inline_wait)
+            return OperationControlView(
+                action=action, message="已从检查点继续", operation=OperationView.of(record)
+            )
+        if action == "resume":
+            assert operation_id is not None
+            record = await jobs.resume(operation_id)
+            return OperationControlView(
+                action=action, message="已通知任务继续", operation=OperationView.of(record)
+            )
+        if action == "show":
+            await jobs.show()
+            record = jobs.status(operation_id) if operation_id else None
+            return OperationControlView(
+                action=action,
+                message="已把等待处理的窗口切到前台",
+                operation=OperationView.of(record) if record else None,
+            )
+        # recover
+        await services.host.recover()
+        return OperationControlView(action=action, message="浏览器将在下一次请求时重新启动")
+
+
+def _continue_runner(services: Any) -> Any:
+    """The runner that continues a search from its checkpoint (`ctx.resume_from`)."""
+    pipeline = services.pipeline
+    resume = getattr(pipeline, "resume", None)
+    if resume is None:
+        raise ContinueUnavailable("当前检索流程不支持从检查点继续")
+    return resume

@@ -1,0 +1,263 @@
+"""search, structured_search, search_results and get_metadata.
+
+Inputs are validated (schema, then the pipeline's pydantic models) before any operation starts,
+so bad arguments never reach the browser. Networked tools run as operations: they answer within
+the inline wait, else return the running record with its operation_id."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, Resolve, Sample
+from mcp.types import CreateMessageResult, SamplingMessage, TextContent, ToolAnnotations
+from pydantic import Field
+
+from cnki_mcp.jobs import OperationKind
+from cnki_mcp.pipeline.models import (
+    MetadataField,
+    MetadataInput,
+    MetadataResult,
+    Mode,
+    ResultsInput,
+    ResultsPage,
+    Scope,
+    SearchInput,
+    SearchOptions,
+    SearchSummary,
+    StructuredOptions,
+    StructuredSearchInput,
+    View,
+)
+from cnki_mcp.query.plan import Plan, parse_sampling_reply, plan_explicit, plan_lexical, sampling_request
+from cnki_mcp.server.deps import services_of
+from cnki_mcp.server.errors import CnkiServer
+from cnki_mcp.server.models import OperationView
+from cnki_mcp.server.progress import run_job
+from cnki_mcp.site.backend import SortOrder
+
+Year = Annotated[int | None, Field(ge=0, le=2200, description="年份（含边界）")]
+
+
+class SearchOperation(OperationView):
+    result: SearchSummary | None = Field(default=None, description="检索摘要（完成或部分完成时）")
+
+
+class MetadataOperation(OperationView):
+    result: MetadataResult | None = Field(default=None, description="题录（完成或部分完成时）")
+
+
+SEARCH_DESCRIPTION = """研究检索（访问知网，通常 100–600 次请求，可能需要几分钟）：规划概念 → 主题/篇名/关键词三个字段分页检索 → 去重排序 → 读取详情与期刊信息 → 共同关键词补充检索 → 相关性×来源质量排序筛选。
+concept_groups 优先（组间 AND、组内同义词 OR）；未提供时客户端支持 sampling 就请客户端模型规划，否则按显式分隔符拆分。
+调用内最多等待约 40 秒：完成则 result 为检索摘要；仍在运行则返回 operation_id，用 operation_status(wait_seconds=50) 继续等待。
+status 为 awaiting_user 时请用户在浏览器窗口完成验证或登录。完成后用 search_results(search_id) 分页读取，get_metadata 补充题录。
+options.freshness=prefer_cache 时 10 分钟内相同的已完成检索直接返回，不访问知网。"""
+
+STRUCTURED_DESCRIPTION = """知网高级检索（访问知网，默认只取列表 1 页左右）：适合作者、来源、DOI、基金等精确限定。
+expression 为条件树：叶子 {"field": "title", "value": "违约金", "match": "phrase|exact"}，组合 {"op": "and|or|not", "items": [...]}。
+字段：subject title keywords abstract title_keywords_abstract fulltext authors first_author corresponding_author institutions source doi funds references classification subtitle。
+结果保持知网排序；返回格式与 search 相同，之后用 search_results 翻页。"""
+
+RESULTS_DESCRIPTION = """分页读取已保存的检索结果（本地，不访问知网）。scope：selected 筛选结果 / eligible 全部相关 / candidates 全部候选；view：titles / compact / records（含评分明细）。
+next_offset 为 null 表示没有下一页。需要摘要或期刊信息时再调用 get_metadata。"""
+
+METADATA_DESCRIPTION = """批量获取题录（访问知网：每篇最多一次详情页，30 天内读过的不再请求；quality=true 时每个期刊再读一次期刊页）。
+来源可组合：record_refs、完整 titles（本地找不到时按篇名精确检索，每 10 个一次）、search_id（配合 scope/offset/limit）。一次最多 100 篇。
+local_only=true 时只用本地数据，不访问知网。单篇失败写在 errors 中，不影响其他文献。"""
+
+
+def _sampling_resolver(
+    query: str, ctx: Context[Any, Any], concept_groups: list[list[str]] | None = None
+) -> Sample | None:
+    """Ask the client's model to plan concepts, when it declared sampling and no groups were given."""
+    if concept_groups:
+        return None
+    caps = ctx.client_capabilities
+    if caps is None or caps.sampling is None:
+        return None
+    system, user_text, max_tokens = sampling_request(query)
+    return Sample(
+        [SamplingMessage(role="user", content=TextContent(type="text", text=user_text))],
+        max_tokens=max_tokens,
+        system_prompt=system,
+    )
+
+
+def choose_plan(inp: SearchInput, sampled: CreateMessageResult | None) -> Plan:
+    if inp.concept_groups:
+        return plan_explicit(inp.concept_groups)
+    if sampled is not None:
+        content = sampled.content
+        text = getattr(content, "text", None)
+        if isinstance(text, str):
+            plan = parse_sampling_reply(text)
+            if plan is not None:
+                return plan
+    return plan_lexical(inp.query)
+
+
+def register(server: CnkiServer) -> None:
+    @server.tool(
+        name="search",
+        title="研究检索",
+        description=SEARCH_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+    )
+    async def search(
+        ctx: Context[Any, Any],
+        query: Annotated[
+            str, Field(min_length=1, max_length=1000, description="研究问题或检索词，1–1000 字")
+        ],
+        sampled_plan: Annotated[CreateMessageResult | None, Resolve(_sampling_resolver)],
+        concept_groups: Annotated[
+            list[
+                Annotated[
+                    list[Annotated[str, Field(min_length=1, max_length=80)]],
+                    Field(min_length=1, max_length=6),
+                ]
+            ]
+            | None,
+            Field(max_length=8, description="概念组：组间 AND，组内同义词 OR；最多 8 组，每组 1–6 个词"),
+        ] = None,
+        mode: Mode = "balanced",
+        limit: Annotated[int, Field(ge=1, le=100, description="返回的结果条数")] = 50,
+        year_from: Year = None,
+        year_to: Year = None,
+        options: SearchOptions | None = None,
+    ) -> SearchOperation:
+        inp = SearchInput(
+            query=query,
+            concept_groups=concept_groups,
+            mode=mode,
+            limit=limit,
+            year_from=year_from,
+            year_to=year_to,
+            options=options or SearchOptions(),
+        )
+        plan = choose_plan(inp, sampled_plan)
+        services = services_of(ctx)
+        pipeline = services.pipeline
+        if inp.options.freshness == "prefer_cache":
+            cached = pipeline.cached(inp, plan)
+            if cached is not None:
+                return SearchOperation(
+                    kind="search",
+                    status="completed",
+                    message="10 分钟内相同检索的已完成结果（未访问知网）",
+                    result=cached,
+                    next_step="search_results(search_id)",
+                )
+
+        async def runner(op: Any) -> Any:
+            return await pipeline.research(inp, plan, op)
+
+        job = services.jobs.start(
+            OperationKind.SEARCH, runner, inp.budget(), stage="starting", message="检索开始"
+        )
+        record = await run_job(ctx, services.jobs, job)
+        return _typed(SearchOperation, OperationView.of(record))
+
+    @server.tool(
+        name="structured_search",
+        title="高级检索",
+        description=STRUCTURED_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+    )
+    async def structured_search(
+        ctx: Context[Any, Any],
+        expression: Annotated[dict[str, Any], Field(description="检索条件树")],
+        sort: SortOrder | None = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="返回条数")] = 50,
+        year_from: Year = None,
+        year_to: Year = None,
+        options: StructuredOptions | None = None,
+    ) -> SearchOperation:
+        inp = StructuredSearchInput(
+            expression=expression,
+            sort=sort,
+            limit=limit,
+            year_from=year_from,
+            year_to=year_to,
+            options=options or StructuredOptions(),
+        )
+        from cnki_mcp.query.expr import parse_expression
+
+        parse_expression(inp.expression)  # coded INVALID_* errors before anything starts
+        services = services_of(ctx)
+        pipeline = services.pipeline
+
+        async def runner(op: Any) -> Any:
+            return await pipeline.structured(inp, op)
+
+        job = services.jobs.start(
+            OperationKind.SEARCH, runner, inp.budget(), stage="starting", message="检索开始"
+        )
+        record = await run_job(ctx, services.jobs, job)
+        return _typed(SearchOperation, OperationView.of(record))
+
+    @server.tool(
+        name="search_results",
+        title="检索结果分页",
+        description=RESULTS_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=True),
+    )
+    async def search_results(
+        ctx: Context[Any, Any],
+        search_id: Annotated[
+            str, Field(min_length=1, max_length=64, description="来自 search 或 structured_search")
+        ],
+        scope: Scope = "selected",
+        view: View = "titles",
+        offset: Annotated[int, Field(ge=0)] = 0,
+        limit: Annotated[int, Field(ge=1, le=100)] = 50,
+    ) -> ResultsPage:
+        inp = ResultsInput(search_id=search_id, scope=scope, view=view, offset=offset, limit=limit)
+        return services_of(ctx).pipeline.results(inp)
+
+    @server.tool(
+        name="get_metadata",
+        title="获取题录",
+        description=METADATA_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+    )
+    async def get_metadata(
+        ctx: Context[Any, Any],
+        record_refs: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=64)]], Field(max_length=100)
+        ] = [],  # noqa: B006
+        titles: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=500)]], Field(max_length=100)
+        ] = [],  # noqa: B006
+        search_id: str | None = None,
+        scope: Scope = "selected",
+        offset: Annotated[int, Field(ge=0)] = 0,
+        limit: Annotated[int, Field(ge=1, le=100)] = 50,
+        fields: list[MetadataField] | None = None,
+        quality: bool = False,
+        refresh: bool = False,
+        local_only: bool = False,
+    ) -> MetadataOperation:
+        inp = MetadataInput(
+            record_refs=list(record_refs),
+            titles=list(titles),
+            search_id=search_id,
+            scope=scope,
+            offset=offset,
+            limit=limit,
+            fields=fields,
+            quality=quality,
+            refresh=refresh,
+            local_only=local_only,
+        )
+        services = services_of(ctx)
+        pipeline = services.pipeline
+
+        async def runner(op: Any) -> Any:
+            return await pipeline.metadata(inp, op)
+
+        job = services.jobs.start(OperationKind.METADATA, runner, stage="metadata", message="读取题录")
+        record = await run_job(ctx, services.jobs, job)
+        return _typed(MetadataOperation, OperationView.of(record))
+
+
+def _typed(cls: type[OperationView], view: OperationView) -> Any:
+    return cls.model_validate(view.model_dump())

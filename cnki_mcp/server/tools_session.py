@@ -1,0 +1,241 @@
+"""login, session_status and diagnostics. Diagnostics is local only and never starts the browser."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import platform
+import sys
+from importlib import metadata
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from cnki_mcp import __version__
+from cnki_mcp.errors import CnkiError, InvalidInput
+from cnki_mcp.jobs import OperationKind
+from cnki_mcp.server.deps import services_of
+from cnki_mcp.server.errors import CnkiServer
+from cnki_mcp.server.models import (
+    BrowserDiagnostics,
+    Diagnostics,
+    IdentityView,
+    OperationView,
+    SessionStatusView,
+)
+from cnki_mcp.server.progress import run_job
+from cnki_mcp.services import Services
+
+LOGIN_DESCRIPTION = """在专用浏览器中打开知网登录页面，由用户完成登录（访问知网；个人账号、机构 IP、机构账号、机构远程访问均可）。
+已登录且未设置 force 时直接返回身份。remote_access_url：机构远程访问入口（CARSI、WebVPN 等），必须是不含账号信息的 https 地址；这类入口登录后通常需要调用 operation_control(action='resume')。
+状态为 awaiting_user 时请用户在弹出的窗口登录，然后用 operation_status 等待。账号密码只在浏览器中输入，不经过 MCP。"""
+
+SESSION_DESCRIPTION = """查看知网登录状态。refresh=false（默认）：返回本次运行最近一次识别的结果（cached=true，本地，不访问知网；未检查过时 evidence_source=not_checked）。
+refresh=true：在浏览器中重新读取知网页头（访问知网，约 1–2 次请求）。显示机构名称不代表该机构订购了所有资源。"""
+
+DIAGNOSTICS_DESCRIPTION = """本地诊断（不启动浏览器，不访问知网）：版本、平台、数据目录、是否找到浏览器、请求间隔与并发、调用内等待时间、限速器状态、存储提示、当前与最近的任务。出现问题时先调用它。"""
+
+
+class LoginOperation(OperationView):
+    result: IdentityView | None = Field(default=None, description="登录后识别到的身份")
+
+
+def validate_remote_access_url(url: str) -> str:
+    """https, a host, no user name or password in it (INVALID_ARGUMENT otherwise)."""
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+        _ = parts.port
+    except ValueError as exc:
+        raise InvalidInput("remote_access_url 不是有效的地址", field="remote_access_url") from exc
+    if parts.scheme != "https":
+        raise InvalidInput(
+            "remote_access_url 必须是 https 地址", field="remote_access_url", scheme=parts.scheme
+        )
+    if not parts.hostname:
+        raise InvalidInput("remote_access_url 缺少主机名", field="remote_access_url")
+    if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+        raise InvalidInput("remote_access_url 不能包含账号或密码", field="remote_access_url")
+    return text
+
+
+def register(server: CnkiServer) -> None:
+    @server.tool(
+        name="login",
+        title="登录知网",
+        description=LOGIN_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True),
+    )
+    async def login(
+        ctx: Context[Any, Any],
+        remote_access_url: Annotated[
+            str | None, Field(max_length=2000, description="机构远程访问入口（https，不含账号信息）")
+        ] = None,
+        force: bool = False,
+    ) -> LoginOperation:
+        url = validate_remote_access_url(remote_access_url) if remote_access_url else None
+        services = services_of(ctx)
+        backend = services.backend
+
+        async def runner(op: Any) -> Any:
+            do_login = getattr(backend, "login", None)
+            if do_login is not None:
+                identity = await do_login(op, remote_access_url=url, force=force)
+            else:  # a backend without a login flow: report who we are
+                identity = await backend.identity(op)
+            observed = services.remember_identity(identity)
+            return IdentityView.of(observed.identity, observed.observed_at)
+
+        job = services.jobs.start(OperationKind.LOGIN, runner, stage="login", message="打开登录页面")
+        view = OperationView.of(await run_job(ctx, services.jobs, job))
+        return LoginOperation.model_validate(view.model_dump())
+
+    @server.tool(
+        name="session_status",
+        title="登录状态",
+        description=SESSION_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True, idempotent_hint=True),
+    )
+    async def session_status(ctx: Context[Any, Any], refresh: bool = False) -> SessionStatusView:
+        services = services_of(ctx)
+        if not refresh:
+            return _cached_identity(services)
+        backend = services.backend
+
+        async def runner(op: Any) -> Any:
+            if "refresh" in inspect.signature(backend.identity).parameters:
+                identity = await backend.identity(op, refresh=True)  # type: ignore[call-arg]
+            else:
+                identity = await backend.identity(op)
+            observed = services.remember_identity(identity)
+            return IdentityView.of(observed.identity, observed.observed_at)
+
+        job = services.jobs.start(OperationKind.SESSION, runner, stage="identity", message="读取知网页头")
+        record = await run_job(ctx, services.jobs, job)
+        if record.status.value == "completed" and record.result:
+            return SessionStatusView(**IdentityView.model_validate(record.result).model_dump(), cached=False)
+        if record.status.active:
+            return SessionStatusView(
+                **_cached_identity(services).model_dump(exclude={"operation"})
+                | {"operation": OperationView.of(record)}
+            )
+        error = record.errors[0] if record.errors else None
+        raise CnkiError(error.message if error else "读取登录状态失败", operation_id=record.operation_id)
+
+    @server.tool(
+        name="diagnostics",
+        title="本地诊断",
+        description=DIAGNOSTICS_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=True),
+    )
+    async def diagnostics(ctx: Context[Any, Any]) -> Diagnostics:
+        return build_diagnostics(services_of(ctx))
+
+
+def _cached_identity(services: Services) -> SessionStatusView:
+    observed = services.identity
+    if observed is None:
+        return SessionStatusView(cached=True)
+    return SessionStatusView(
+        **IdentityView.of(observed.identity, observed.observed_at).model_dump(), cached=True
+    )
+
+
+def _browser(services: Services) -> BrowserDiagnostics:
+    from cnki_mcp.site.locate import find_browser
+
+    settings = services.settings
+    status = services.host.status()
+    found, executable, kind, problem = False, None, None, None
+    try:
+        cand = find_browser(
+            settings.browser_path,
+            platform=sys.platform,
+            environ=services.environ or {},
+            exists=os.path.isfile,
+        )
+        if cand is not None:
+            found, executable, kind = True, cand.path, cand.kind
+        else:
+            problem = "未找到 Chrome/Edge/Chromium，可设置 CNKI_BROWSER_PATH"
+    except CnkiError as exc:
+        problem = f"{exc.code}: {exc.message}"
+    return BrowserDiagnostics(
+        configured_path=settings.browser_path,
+        found=found,
+        executable=status.get("executable") or executable,
+        kind=status.get("kind") or kind,
+        problem=problem,
+        running=bool(status.get("running")),
+        headless=status.get("headless"),
+        process_id=status.get("process_id"),
+        profile_directory=str(status.get("profile_directory")),
+        connection_generation=int(status.get("connection_generation") or 0),
+    )
+
+
+def _rss() -> int | None:
+    try:
+        import resource
+
+        usage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return int(usage if sys.platform == "darwin" else usage * 1024)
+    except Exception:
+        return None
+
+
+def _mcp_version() -> str:
+    try:
+        return metadata.version("mcp")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def build_diagnostics(services: Services) -> Diagnostics:
+    settings = services.settings
+    gate = services.gate
+    human = (
+        {"kind": gate.active_kind, "message": gate.active_message, "operations": gate.waiting_operations}
+        if gate.active
+        else None
+    )
+    recent = [
+        {
+            "operation_id": r.operation_id,
+            "kind": r.kind.value,
+            "status": r.status.value,
+            "stage": r.stage,
+            "requests": r.requests,
+            "updated_at": r.updated_at.isoformat(),
+        }
+        for r in services.jobs.recent(10)
+    ]
+    return Diagnostics(
+        version=__version__,
+        python=platform.python_version(),
+        mcp_version=_mcp_version(),
+        platform=f"{platform.system()} {platform.machine()}",
+        process_id=os.getpid(),
+        memory_rss_bytes=_rss(),
+        data_dir=str(settings.data_dir),
+        settings={
+            "request_interval_ms": settings.request_interval_ms,
+            "max_inflight": settings.max_inflight,
+            "workers": settings.workers,
+            "inline_wait_seconds": settings.inline_wait_seconds,
+            "headless": settings.headless,
+            "site_origin": settings.site_origin,
+            "human_timeout_seconds": settings.human_timeout_seconds,
+            "token_required": bool(settings.mcp_token),
+        },
+        browser=_browser(services),
+        limiter=dict(services.limiter.snapshot()),
+        human_step=human,
+        store_notices=list(services.store.notices),
+        interrupted_at_start=services.interrupted_at_start,
+        active_operations=[OperationView.of(r) for r in services.jobs.active_operations()],
+        recent_operations=recent,
+    )

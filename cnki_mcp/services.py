@@ -1,0 +1,177 @@
+"""The composition root: every long-lived object of a server (or CLI command) built from one
+Settings. Nothing here runs at import time; `Services.open` builds, `close()` tears down
+(the browser above all, then the operations, then the store).
+
+The browser is lazy: building Services never launches it (`host.started` stays False until a
+tool makes a CNKI request). Tests inject a fake SiteBackend through `backend=`; the real one is
+`site.cnki.CnkiSite` on the shared BrowserHost, Limiter and HumanGate."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cnki_mcp.clock import Clock, SystemClock
+from cnki_mcp.jobs import JobManager, StoreSink
+from cnki_mcp.models import HeaderIdentity
+from cnki_mcp.settings import Settings
+from cnki_mcp.site.backend import SiteBackend
+from cnki_mcp.site.browser import BrowserHost
+from cnki_mcp.site.human import HumanGate
+from cnki_mcp.site.limiter import Limiter
+from cnki_mcp.store import Store
+
+log = logging.getLogger(__name__)
+
+PipelineFactory = Callable[["Services"], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedIdentity:
+    """The last identity read this run (session_status without refresh answers from it)."""
+
+    identity: HeaderIdentity
+    observed_at: _dt.datetime
+
+
+class Services:
+    """Store, limiter, human gate, browser host, site backend, operations and the pipeline."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        *,
+        clock: Clock,
+        limiter: Limiter,
+        gate: HumanGate,
+        host: BrowserHost,
+        backend: SiteBackend,
+        jobs: JobManager,
+        pipeline_factory: PipelineFactory | None = None,
+        interrupted: list[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.clock = clock
+        self.limiter = limiter
+        self.gate = gate
+        self.host = host
+        self.backend = backend
+        self.jobs = jobs
+        self.interrupted_at_start = list(interrupted or [])
+        self.environ: Mapping[str, str] = environ or {}
+        self.identity: ObservedIdentity | None = None
+        self._pipeline_factory = pipeline_factory or _default_pipeline
+        self._pipeline: Any = None
+        self._closed = False
+
+    # --- building ---------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        clock: Clock | None = None,
+        backend: SiteBackend | None = None,
+        environ: Mapping[str, str] | None = None,
+        pipeline_factory: PipelineFactory | None = None,
+        heartbeat_interval: float = 10.0,
+    ) -> Services:
+        """Build everything; raises DATA_DIRECTORY_IN_USE when another process holds the data
+        directory. `backend` replaces CnkiSite (tests); the browser host is built either way
+        and never started here."""
+        clock = clock or SystemClock()
+        store = Store.open(settings.data_dir, clock)
+        try:
+            limiter = Limiter(clock, settings.request_interval_ms / 1000.0, settings.max_inflight)
+            host = BrowserHost(settings, clock, environ=environ)
+
+            def headless() -> bool | None:
+                return host.headless if host.headless is not None else settings.headless
+
+            gate = HumanGate(clock, limiter, timeout=settings.human_timeout_seconds, headless=headless)
+            if backend is None:
+                from cnki_mcp.site.cnki import CnkiSite
+
+                backend = CnkiSite(settings, clock, host, limiter, gate)
+            jobs = JobManager(
+                clock,
+                StoreSink(store),
+                human=gate,
+                inline_wait=settings.inline_wait_seconds,
+                heartbeat_interval=heartbeat_interval,
+            )
+            interrupted = jobs.recover_interrupted()
+        except BaseException:
+            store.close()
+            raise
+        if interrupted:
+            log.info("operations interrupted by the last exit: %s", ", ".join(interrupted))
+        return cls(
+            settings,
+            store,
+            clock=clock,
+            limiter=limiter,
+            gate=gate,
+            host=host,
+            backend=backend,
+            jobs=jobs,
+            pipeline_factory=pipeline_factory,
+            interrupted=interrupted,
+            environ=environ,
+        )
+
+    @property
+    def pipeline(self) -> Any:
+        """The research pipeline (built on first use; it only talks to the backend)."""
+        if self._pipeline is None:
+            self._pipeline = self._pipeline_factory(self)
+        return self._pipeline
+
+    def remember_identity(self, identity: HeaderIdentity) -> ObservedIdentity:
+        self.identity = ObservedIdentity(identity, self.clock.now())
+        return self.identity
+
+    # --- teardown ---------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def close(self) -> None:
+        """Cancel running operations, close the site and the browser, then the store."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            with contextlib.suppress(Exception):
+                await self.jobs.shutdown()
+            try:
+                await self.backend.close()
+            except Exception:
+                log.warning("closing the site backend failed", exc_info=True)
+            try:
+                await self.host.close()
+            except Exception:
+                log.warning("closing the browser failed", exc_info=True)
+        finally:
+            self.store.close()
+
+
+def _default_pipeline(services: Services) -> Any:
+    from cnki_mcp.pipeline import ResearchPipeline  # type: ignore[attr-defined]
+
+    return ResearchPipeline(
+        services.backend,
+        services.store,
+        services.clock,
+        workers=services.settings.workers,
+        now_year=services.clock.now().year,
+    )
