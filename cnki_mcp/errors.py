@@ -374,6 +374,26 @@ class ConfigChanged(CnkiError):
     default_message = "配置文件在写入前被修改"
 
 
+class ConfigExists(CnkiError):
+    code = "CONFIG_EXISTS"
+    default_message = "配置文件里已有不同的 cnki 条目，未改动"
+
+
+class ConfigWriteFailed(CnkiError):
+    code = "CONFIG_WRITE_FAILED"
+    default_message = "无法写入客户端配置文件"
+
+
+class ClientNotInitialized(CnkiError):
+    code = "CLIENT_NOT_INITIALIZED"
+    default_message = "客户端尚未初始化（配置目录不存在），请先启动一次该客户端"
+
+
+class UnknownClient(InvalidInput):
+    code = "UNKNOWN_CLIENT"
+    default_message = "未知的客户端"
+
+
 def all_error_classes() -> list[type[CnkiError]]:
     """Every error class, for docs and the test that codes stay unique."""
     seen: list[type[CnkiError]] = []
