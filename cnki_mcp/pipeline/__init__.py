@@ -1,1 +1,1 @@
-"""pipeline package."""
+"""Research search orchestration: talks to a `SiteBackend`, the store and the jobs layer."""

@@ -1,0 +1,399 @@
+"""The search phases (facts §3.4): retrieval rounds, detail pool, enrichment, feedback, feedback
+enrichment, finish. Shared by the research search and the structured search; both start from a
+`SearchState` and checkpoint it after every round and phase, so `continue` repeats no request."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.identity import Paper, source_key
+from cnki_mcp.jobs import OperationContext
+from cnki_mcp.models import GridPage
+from cnki_mcp.operations import OperationErrorInfo
+from cnki_mcp.pipeline.enrich import PARSER_VERSION, Enricher, is_fatal, record_item_error
+from cnki_mcp.pipeline.models import CoverageEntry, PlanView, ResultItem, SearchSummary
+from cnki_mcp.pipeline.state import Channel, SearchState
+from cnki_mcp.query.compiler import compile_expression, feedback_expression
+from cnki_mcp.rank import (
+    MAX_SELECTED,
+    Candidate,
+    Evidence,
+    Hit,
+    Ranked,
+    Ranker,
+    enhancement_size,
+    exclusions,
+    feedback_keywords,
+)
+from cnki_mcp.site.backend import GridRequest, SiteBackend, SortOrder
+from cnki_mcp.store import PRESENT, SearchEvidence, Store
+
+FEEDBACK_WEIGHT = 0.8
+FEEDBACK_REASON = "保留所有必要概念，补充相关论文共同关键词："
+DEFAULT_LIMIT = 50
+
+
+def fingerprint(parts: Sequence[Any]) -> str:
+    text = json.dumps(list(parts), ensure_ascii=False, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def cache_key(params: dict[str, Any], channels: Sequence[Channel]) -> str:
+    """facts §3.8: [query, mode, year_from, year_to, candidate_target, max_pages, metadata, sort,
+    plan channels, parser version]."""
+    return fingerprint(
+        [
+            params["query"],
+            params["mode"],
+            params.get("year_from"),
+            params.get("year_to"),
+            params["candidate_target"],
+            params["max_pages"],
+            params["metadata"],
+            params["sort"],
+            [[c.id, c.weight, c.fingerprint] for c in channels],
+            PARSER_VERSION,
+        ]
+    )
+
+
+def plan_view(plan: dict[str, Any], channels: Sequence[Channel]) -> PlanView:
+    return PlanView(
+        method=plan["method"],
+        concepts=plan.get("concepts", []),
+        channels=[c.view() for c in channels],  # type: ignore[misc]
+        warnings=plan.get("warnings", []),
+    )
+
+
+class SearchEngine:
+    def __init__(
+        self,
+        backend: SiteBackend,
+        store: Store,
+        clock: Clock,
+        enricher: Enricher,
+        ranker: Ranker,
+        now_year: Callable[[], int],
+        *,
+        page_size: int,
+        public_origins: tuple[str, ...],
+    ) -> None:
+        self.backend = backend
+        self.store = store
+        self.clock = clock
+        self.enricher = enricher
+        self.ranker = ranker
+        self.now_year = now_year
+        self.page_size = page_size
+        self.public_origins = public_origins
+
+    # --- the run ------------------------------------------------------------------------
+
+    async def run(self, st: SearchState, ctx: OperationContext) -> SearchSummary:
+        if not st.coverage:
+            st.coverage = [CoverageEntry(channel=c.id, field=c.field, reason=c.reason) for c in st.channels]
+        failure: CnkiError | None = None
+        try:
+            await self._phases(st, ctx)
+        except CnkiError as exc:
+            if not is_fatal(exc):
+                raise
+            failure = exc
+        ctx.checkpoint(st.to_json())
+        summary = self.finish(st, ctx, failure)
+        if failure is not None:
+            ctx.set_result(summary)
+            raise failure
+        return summary
+
+    async def _phases(self, st: SearchState, ctx: OperationContext) -> None:
+        params = st.input
+        if not st.retrieved:
+            await self._retrieve(st, ctx)
+            st.retrieved = True
+            st.pool = self._pool(st, st.refs)
+            ctx.checkpoint(st.to_json())
+        if not st.enriched:
+            await self.enricher.run(st.pool, ctx, stage="enrichment")
+            st.enriched = True
+            ctx.checkpoint(st.to_json())
+        if not st.feedback_done:
+            if params["mode"] != "precise" and params["metadata"] != "basic" and not st.structured:
+                if st.feedback is None:
+                    st.feedback = self._feedback_channels(st)
+                    st.coverage.extend(
+                        CoverageEntry(channel=c.id, field=c.field, reason=c.reason) for c in st.feedback
+                    )
+                    ctx.checkpoint(st.to_json())
+                ctx.set_stage("feedback", f"补充检索 {len(st.feedback)} 个关键词")
+                want = [
+                    c
+                    for c in st.feedback
+                    if st.coverage_of(c.id).pages == 0 and not st.coverage_of(c.id).failed
+                ]
+                await self._round(st, ctx, want, feedback=True)
+            st.feedback_done = True
+            st.feedback_pool = self._pool(st, st.feedback_refs)
+            ctx.checkpoint(st.to_json())
+        if not st.finished:
+            await self.enricher.run(st.feedback_pool, ctx, stage="feedback_enrichment")
+            st.finished = True
+
+    # --- retrieval ----------------------------------------------------------------------
+
+    async def _retrieve(self, st: SearchState, ctx: OperationContext) -> None:
+        params = st.input
+        channels = st.channels
+        while True:
+            live = [
+                c for c in channels if not st.coverage_of(c.id).exhausted and not st.coverage_of(c.id).failed
+            ]
+            if not live:
+                return
+            lo = min(st.coverage_of(c.id).pages for c in live)
+            hi = max(st.coverage_of(c.id).pages for c in live)
+            if lo >= params["max_pages"] or (
+                lo > 0 and lo == hi and len(st.refs) >= params["candidate_target"]
+            ):
+                return
+            ctx.set_stage("retrieval", f"第 {lo + 1} 轮检索，已有候选 {len(st.refs)} 篇")
+            ctx.progress(len(st.refs), params["candidate_target"], "candidates")
+            want = [c for c in live if st.coverage_of(c.id).pages == lo]
+            try:
+                await self._round(st, ctx, want, feedback=False)
+            finally:
+                ctx.checkpoint(st.to_json())
+
+    def _request(self, st: SearchState, channel: Channel, page: int) -> GridRequest:
+        params = st.input
+        return GridRequest(
+            subject=channel.subject,
+            anchor=channel.anchor,
+            sort=SortOrder(params["sort"]),
+            year_from=params.get("year_from") or None,
+            year_to=params.get("year_to") or None,
+            page=page,
+            page_size=self.page_size,
+        )
+
+    async def _round(
+        self, st: SearchState, ctx: OperationContext, channels: Sequence[Channel], *, feedback: bool
+    ) -> None:
+        """Next page of each channel concurrently; merged in channel order (deterministic)."""
+        if not channels:
+            return
+        requests = [self._request(st, c, st.coverage_of(c.id).pages + 1) for c in channels]
+        outcomes = await asyncio.gather(
+            *(self.backend.grid(r, op=ctx) for r in requests), return_exceptions=True
+        )
+        stop: BaseException | None = None
+        for channel, outcome in zip(channels, outcomes, strict=True):
+            entry = st.coverage_of(channel.id)
+            if isinstance(outcome, GridPage):
+                self._collect(st, channel, entry, outcome, feedback)
+            elif isinstance(outcome, CnkiError) and not is_fatal(outcome):
+                entry.failed = True
+                entry.error = outcome.message
+                record_item_error(ctx, outcome, None, "retrieval", channel=channel.id)
+            elif isinstance(outcome, BaseException):
+                stop = stop or outcome
+        if stop is not None:
+            raise stop
+
+    def _collect(
+        self, st: SearchState, channel: Channel, entry: CoverageEntry, grid: GridPage, feedback: bool
+    ) -> None:
+        y0, y1 = st.input.get("year_from") or 0, st.input.get("year_to") or 0
+        kept: list[tuple[int, Any]] = []
+        for i, row in enumerate(grid.rows):
+            if (y0 or y1) and (not row.year or (y0 and row.year < y0) or (y1 and row.year > y1)):
+                continue
+            kept.append((i, row))
+        papers = self.store.upsert_from_grid(
+            [row for _, row in kept], self.clock.now(), public_origins=self.public_origins
+        )
+        seen = set(st.refs)
+        for (index, _), paper in zip(kept, papers, strict=True):
+            ref = paper.record_ref
+            if ref not in seen:
+                seen.add(ref)
+                st.refs.append(ref)
+                if feedback:
+                    st.feedback_refs.append(ref)
+            hits = st.hits.setdefault(ref, [])
+            if not any(h.channel == channel.id for h in hits):
+                hits.append(Hit(channel.id, entry.rows + index + 1, channel.weight))
+        entry.pages += 1
+        entry.rows += len(grid.rows)
+        entry.total = grid.total
+        entry.exhausted = grid.exhausted or not grid.rows
+
+    # --- ranking helpers ----------------------------------------------------------------
+
+    def candidates(self, st: SearchState, refs: Sequence[str]) -> tuple[list[Candidate], dict[str, Paper]]:
+        """Candidates in first-seen order, one per paper (refs merged since are folded)."""
+        found = self.store.papers_by_refs(refs)
+        papers: dict[str, Paper] = {}
+        hits: dict[str, list[Hit]] = {}
+        for ref in refs:
+            paper = found.get(ref)
+            if paper is None:
+                continue
+            papers.setdefault(paper.record_ref, paper)
+            hits.setdefault(paper.record_ref, []).extend(st.hits.get(ref, []))
+        out = [
+            Candidate(
+                ref=ref,
+                title=p.title,
+                abstract=p.abstract or "",
+                keywords=tuple(p.keywords),
+                doc_type=p.doc_type or "",
+                year=p.year,
+                cited=p.cited,
+                hits=tuple(hits[ref]),
+                quality=self.enricher.source_quality(p),
+            )
+            for ref, p in papers.items()
+        ]
+        return out, papers
+
+    def rank(self, st: SearchState, refs: Sequence[str]) -> tuple[list[Ranked], dict[str, Paper]]:
+        cands, papers = self.candidates(st, refs)
+        return self.ranker.rank(cands, st.groups, self.now_year()), papers
+
+    def _pool(self, st: SearchState, refs: Sequence[str]) -> list[str]:
+        mode = st.input["metadata"]
+        if mode == "basic" or not refs:
+            return []
+        if mode == "all":
+            return list(refs)
+        ranked, _ = self.rank(st, refs)
+        return [r.ref for r in ranked[: enhancement_size(len(ranked))]]
+
+    def _feedback_channels(self, st: SearchState) -> list[Channel]:
+        ranked, papers = self.rank(st, st.refs)
+        words = feedback_keywords(ranked, {ref: p.keywords for ref, p in papers.items()}, st.groups)
+        out: list[Channel] = []
+        for i, word in enumerate(words, start=1):
+            compiled = compile_expression(feedback_expression(st.groups, word))
+            out.append(
+                Channel(
+                    id=f"feedback{i}",
+                    field="subject",
+                    weight=FEEDBACK_WEIGHT,
+                    reason=FEEDBACK_REASON + word,
+                    subject=compiled.subject,
+                    anchor=compiled.anchor,
+                    fingerprint=compiled.fingerprint,
+                )
+            )
+        return out
+
+    # --- finish -------------------------------------------------------------------------
+
+    def finish(self, st: SearchState, ctx: OperationContext, failure: CnkiError | None) -> SearchSummary:
+        params = st.input
+        if st.structured:
+            _, papers = self.candidates(st, st.refs)
+            ranked = [Ranked(ref, 0.0, True, Evidence()) for ref in papers]
+        else:
+            ranked, papers = self.rank(st, st.refs)
+        if st.structured or params["metadata"] == "basic":
+            selected = ranked[:MAX_SELECTED]
+        else:
+            selected = self.ranker.select(ranked, MAX_SELECTED)
+        chosen = {r.ref for r in selected}
+        excluded = exclusions(ranked, chosen)
+        counts: dict[str, int] = {}
+        for reason in excluded.values():
+            counts[reason] = counts.get(reason, 0) + 1
+        status = "partial" if failure is not None or ctx.item_errors else "completed"
+
+        channel_of: dict[str, list[str]] = {}
+        for ref, hs in st.hits.items():
+            paper = papers.get(ref) or self.store.get(ref)
+            if paper is not None:
+                channel_of.setdefault(paper.record_ref, []).extend(h.channel for h in hs)
+        sources: set[str] = set()
+        enhanced = 0
+        for p in papers.values():
+            if p.abstract and p.detail_observed_at is not None:
+                enhanced += 1
+            cached = self.enricher.journal_cached(p)
+            if cached is not None and cached.state == PRESENT:
+                sources.add(source_key(p.source))
+        rows = [
+            SearchEvidence(
+                record_ref=r.ref,
+                rank=i,
+                channels=tuple(dict.fromkeys(channel_of.get(r.ref, []))),
+                score=None if st.structured else r.score,
+                evidence={**r.evidence.to_dict(), "eligible": r.eligible}
+                if not st.structured
+                else {"eligible": True},
+                selected=r.ref in chosen,
+                exclusion=excluded.get(r.ref),
+            )
+            for i, r in enumerate(ranked, start=1)
+        ]
+        limit = params.get("limit") or DEFAULT_LIMIT
+        scores = {r.ref: r.score for r in ranked}
+        summary = SearchSummary(
+            search_id=st.search_id,
+            status=status,
+            candidate_count=len(ranked),
+            eligible_count=sum(1 for r in ranked if r.eligible),
+            selected_count=len(selected),
+            enhanced_count=enhanced,
+            quality_source_count=len(sources),
+            selection_exclusions=counts,
+            coverage=[c.model_copy() for c in st.coverage],
+            plan=plan_view(st.plan, [*st.channels, *(st.feedback or [])]),
+            results=[
+                self.result_item(papers[r.ref], None if st.structured else scores[r.ref])
+                for r in selected[:limit]
+            ],
+            source="live",
+            requests=ctx.requests,
+            warnings=list(st.plan.get("warnings", [])),
+            errors=[
+                e.model_dump(mode="json")
+                for e in ([] if failure is None else [OperationErrorInfo.of(failure)])
+            ]
+            + [e.model_dump(mode="json") for e in ctx.item_errors],
+        )
+        now = self.clock.now()
+        self.store.save_evidence(st.search_id, rows)
+        self.store.save_search(
+            st.search_id,
+            params["query"],
+            params,
+            st.cache_key,
+            status,
+            now,
+            updated_at=now,
+            summary=summary.model_dump(mode="json"),
+        )
+        return summary
+
+    def result_item(self, paper: Paper, score: float | None) -> ResultItem:
+        cached = self.enricher.journal_cached(paper)
+        tiers = list(cached.page.tiers) if cached is not None and cached.page is not None else []
+        return ResultItem(
+            record_ref=paper.record_ref,
+            title=paper.title,
+            authors=paper.author_names(),
+            source=paper.source,
+            year=paper.year,
+            doc_type=paper.doc_type,
+            tiers=tiers,
+            score=None if score is None else round(score, 6),
+            url=paper.public_url,
+        )

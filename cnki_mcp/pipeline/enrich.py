@@ -1,0 +1,256 @@
+"""Detail and journal enrichment shared by the research search and `get_metadata` (facts §3.4
+"Enrichment", §3.8 TTLs, §3.10 relocation).
+
+A worker pool handles the refs; the limiter inside the backend, not the pool size, sets the
+request rate. A detail page fresher than 30 days (same parser version) is reused; a journal page
+is fetched once per source key (de-duplicated in flight, then cached in the store with its TTL).
+Per-record failures are recorded on the operation with `record_ref`, `title`, `stage`, `cause`
+and the batch continues; fatal errors stop it (BUDGET_EXHAUSTED lets requests in flight land)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.errors import (
+    BudgetExhausted,
+    CnkiError,
+    DocumentNotFound,
+    IdentityAmbiguous,
+    LocatorExpired,
+    SourceIdentityUnconfirmed,
+)
+from cnki_mcp.identity import Paper, source_key, title_key
+from cnki_mcp.jobs import OperationContext
+from cnki_mcp.query.compiler import compile_expression, title_lookup_expression
+from cnki_mcp.rank import SourceQuality
+from cnki_mcp.site.backend import GridRequest, SiteBackend
+from cnki_mcp.store import MISMATCH, PRESENT, CachedJournal, Store
+
+log = logging.getLogger(__name__)
+
+# Bumped when the parsers change what they extract: older details and journals are refetched.
+PARSER_VERSION = 1
+DETAIL_TTL = timedelta(days=30)
+DEFAULT_WORKERS = 8
+LOOKUP_PAGE_SIZE = 50
+FAILED = "failed"
+
+FATAL_CODES = frozenset(
+    {
+        "CANCELLED",
+        "BROWSER_UNAVAILABLE",
+        "BROWSER_PROFILE_IN_USE",
+        "DATA_DIRECTORY_IN_USE",
+        "BUDGET_EXHAUSTED",
+        "RATE_LIMITED",
+        "SITE_UNAVAILABLE",
+        "VERIFICATION_TIMEOUT",
+        "LOGIN_REQUIRED",
+        "QUERY_TEMPLATE_UNAVAILABLE",
+        "QUERY_TEMPLATE_UNSUPPORTED",
+    }
+)
+
+
+def is_fatal(error: BaseException) -> bool:
+    """Errors that stop the whole batch (facts §3.9); anything else fails one record or channel."""
+    if isinstance(error, CnkiError):
+        return error.fatal or error.code in FATAL_CODES
+    return True  # a bug, cancellation: never swallowed
+
+
+def is_journal(paper: Paper) -> bool:
+    return "期刊" in (paper.doc_type or "") and bool(paper.source) and bool(paper.source_url)
+
+
+def record_item_error(
+    ctx: OperationContext, error: CnkiError, paper: Paper | None, stage: str, **extra: Any
+) -> None:
+    details: dict[str, Any] = {"stage": stage, "cause": dict(error.details), **extra}
+    if paper is not None:
+        details["record_ref"] = paper.record_ref
+        details["title"] = paper.title
+    ctx.add_item_error(error, **details)
+
+
+class Enricher:
+    def __init__(
+        self,
+        backend: SiteBackend,
+        store: Store,
+        clock: Clock,
+        *,
+        workers: int = DEFAULT_WORKERS,
+        public_origins: tuple[str, ...] = (),
+    ) -> None:
+        self.backend = backend
+        self.store = store
+        self.clock = clock
+        self.workers = max(1, workers)
+        self.public_origins = public_origins
+        self._journal_flights: dict[str, asyncio.Task[None]] = {}
+
+    # --- freshness and cached evidence --------------------------------------------------
+
+    def detail_fresh(self, ref: str, now: datetime | None = None) -> bool:
+        stored = self.store.detail_page(ref)
+        if stored is None or stored.parser_version != PARSER_VERSION:
+            return False
+        return (now or self.clock.now()) - stored.observed_at < DETAIL_TTL
+
+    def journal_cached(self, paper: Paper) -> CachedJournal | None:
+        key = source_key(paper.source)
+        if not key:
+            return None
+        return self.store.journal_quality(key, self.clock.now(), parser_version=PARSER_VERSION)
+
+    def source_quality(self, paper: Paper) -> SourceQuality | None:
+        """Journal evidence that may be scored: present and by the current parser."""
+        cached = self.journal_cached(paper)
+        if cached is None or cached.state != PRESENT or cached.page is None:
+            return None
+        page = cached.page
+        return SourceQuality(tuple(page.tiers), page.composite_if, page.aggregate_if)
+
+    # --- one paper ----------------------------------------------------------------------
+
+    async def enrich_one(
+        self, ref: str, ctx: OperationContext, *, quality: bool = True, refresh: bool = False
+    ) -> Paper | None:
+        """Detail (unless fresh), then the journal (journal articles with a source URL, when
+        `quality`). Non-fatal failures are recorded on `ctx`; fatal ones raise."""
+        paper = self.store.get(ref)
+        if paper is None:
+            return None
+        if refresh or not self.detail_fresh(paper.record_ref):
+            try:
+                paper = await self._detail(paper, ctx)
+            except CnkiError as exc:
+                if is_fatal(exc):
+                    raise
+                record_item_error(ctx, exc, paper, "detail")
+                return paper
+        if quality and is_journal(paper) and self.journal_cached(paper) is None:
+            await self._journal(paper, ctx)
+        return paper
+
+    async def _detail(self, paper: Paper, ctx: OperationContext) -> Paper:
+        if not paper.locator:
+            paper = await self._relocate(paper, ctx)
+        assert paper.locator is not None
+        try:
+            page = await self.backend.detail(paper.locator, op=ctx)
+        except LocatorExpired:
+            paper = await self._relocate(paper, ctx)  # once: an expired token
+            assert paper.locator is not None
+            page = await self.backend.detail(paper.locator, op=ctx)
+        return self.store.upsert_from_detail(
+            page,
+            paper.locator,
+            self.clock.now(),
+            expected_ref=paper.record_ref,
+            parser_version=PARSER_VERSION,
+            public_origins=self.public_origins,
+        )
+
+    async def _relocate(self, paper: Paper, ctx: OperationContext) -> Paper:
+        """Find the paper again by its exact title (one grid request) for a fresh locator."""
+        compiled = compile_expression(title_lookup_expression([paper.title]))
+        grid = await self.backend.grid(
+            GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=LOOKUP_PAGE_SIZE), op=ctx
+        )
+        want = title_key(paper.title)
+        rows = [r for r in grid.rows if title_key(r.title) == want]
+        for stored in self.store.upsert_from_grid(rows, self.clock.now(), public_origins=self.public_origins):
+            if (
+                self.store.resolve_ref(stored.record_ref) == self.store.resolve_ref(paper.record_ref)
+                and stored.locator
+            ):
+                return stored
+        raise DocumentNotFound("按题名重新定位失败", record_ref=paper.record_ref, title=paper.title)
+
+    async def _journal(self, paper: Paper, ctx: OperationContext) -> None:
+        key = source_key(paper.source)
+        flight = self._journal_flights.get(key)
+        if flight is not None:
+            await asyncio.shield(flight)
+            return
+        task = asyncio.ensure_future(self._fetch_journal(paper, key, ctx))
+        self._journal_flights[key] = task
+        try:
+            await asyncio.shield(task)
+        finally:
+            if self._journal_flights.get(key) is task and task.done():
+                del self._journal_flights[key]
+
+    async def _fetch_journal(self, paper: Paper, key: str, ctx: OperationContext) -> None:
+        assert paper.source_url is not None
+        try:
+            page = await self.backend.journal(paper.source_url, expected_source=paper.source, op=ctx)
+        except SourceIdentityUnconfirmed as exc:
+            self.store.save_journal(key, None, MISMATCH, self.clock.now(), parser_version=PARSER_VERSION)
+            record_item_error(ctx, exc, paper, "journal")
+            return
+        except CnkiError as exc:
+            if is_fatal(exc):
+                raise
+            # remembered (1 day) so the other papers of this source do not refetch it
+            self.store.save_journal(key, None, FAILED, self.clock.now(), parser_version=PARSER_VERSION)
+            record_item_error(ctx, exc, paper, "journal")
+            return
+        self.store.save_journal(key, page, page.state.value, self.clock.now(), parser_version=PARSER_VERSION)
+
+    # --- a batch ------------------------------------------------------------------------
+
+    async def run(
+        self,
+        refs: Sequence[str],
+        ctx: OperationContext,
+        *,
+        stage: str,
+        quality: bool = True,
+        refresh: bool = False,
+    ) -> None:
+        """Enrich `refs` on the worker pool; progress `{done, total}` under `stage`."""
+        total = len(refs)
+        if total == 0:
+            return
+        ctx.set_stage(stage)
+        ctx.progress(0, total)
+        queue = list(refs)
+        state = {"next": 0, "done": 0}
+        stop: list[BaseException] = []
+
+        async def worker() -> None:
+            while not stop and state["next"] < total:
+                ref = queue[state["next"]]
+                state["next"] += 1
+                try:
+                    await self.enrich_one(ref, ctx, quality=quality, refresh=refresh)
+                except BaseException as exc:
+                    if not stop:
+                        stop.append(exc)
+                    if not isinstance(exc, BudgetExhausted):
+                        for t in tasks:
+                            if t is not asyncio.current_task():
+                                t.cancel()
+                    return
+                state["done"] += 1
+                ctx.progress(state["done"], total)
+
+        tasks = [asyncio.ensure_future(worker()) for _ in range(min(total, self.workers))]
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        if stop:
+            raise stop[0]
+        for outcome in results:
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+
+def ambiguous(title: str, count: int) -> IdentityAmbiguous:
+    return IdentityAmbiguous("同名文献有多篇", title=title, candidates=count)

@@ -1,0 +1,209 @@
+"""`get_metadata`: bibliographic records for refs, exact titles or a saved search (contract
+get_metadata; facts §3.8 detail reuse, §3.10 title location).
+
+Local data first: a known ref or a unique local title match costs nothing. Remaining titles are
+located on CNKI, 10 per grid request (4 batches at a time): 0 rows -> DOCUMENT_NOT_FOUND, more
+than one paper -> IDENTITY_AMBIGUOUS. Each paper's detail page is read unless a fresh one (< 30
+days) is stored; journal quality when asked. One failed item never fails the batch."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.errors import CnkiError, DocumentNotFound, SearchNotFound
+from cnki_mcp.identity import Paper, title_key
+from cnki_mcp.jobs import OperationContext
+from cnki_mcp.models import GridRow
+from cnki_mcp.pipeline.enrich import Enricher, ambiguous, is_fatal, record_item_error
+from cnki_mcp.pipeline.models import MetadataInput, MetadataResult, Scope
+from cnki_mcp.query.compiler import MAX_TITLES, compile_expression, title_lookup_expression
+from cnki_mcp.site.backend import GridRequest, SiteBackend
+from cnki_mcp.store import Store
+
+LOCATE_WORKERS = 4
+LOCATE_PAGE_SIZE = 50
+
+
+def quality_view(enricher: Enricher, paper: Paper) -> dict[str, Any] | None:
+    cached = enricher.journal_cached(paper)
+    if cached is None:
+        return None
+    page = cached.page
+    if page is None:
+        return {"state": cached.state}
+    return {
+        "canonical_title": page.name,
+        "identity_basis": page.identity_basis.value if page.identity_basis else None,
+        "tiers": list(page.tiers),
+        "tier_evidence": list(page.tiers),
+        "composite_impact": page.composite_if,
+        "aggregate_impact": page.aggregate_if,
+        "metric_year": page.metric_year,
+        "state": cached.state,
+    }
+
+
+def metadata_record(enricher: Enricher, paper: Paper, *, with_quality: bool = True) -> dict[str, Any]:
+    """The contract's record fields (the locator is internal and never shown)."""
+    record: dict[str, Any] = {
+        "record_ref": paper.record_ref,
+        "title": paper.title,
+        "authors": paper.author_names(),
+        "institutions": list(paper.institutions),
+        "source": paper.source,
+        "year": paper.year,
+        "publication_date": paper.date,
+        "volume": paper.volume,
+        "issue": paper.issue,
+        "pages": paper.pages,
+        "document_type": paper.doc_type,
+        "doi": paper.doi,
+        "dbcode": paper.native.dbcode,
+        "dbname": paper.native.dbname,
+        "filename": paper.native.filename,
+        "abstract": paper.abstract,
+        "excerpt": paper.excerpt,
+        "keywords": list(paper.keywords),
+        "funds": list(paper.funds),
+        "cited": paper.cited,
+        "downloaded": paper.downloads,
+        "url": paper.public_url,
+        "source_url": paper.source_url,
+        "detail_observed_at": paper.detail_observed_at.isoformat() if paper.detail_observed_at else None,
+    }
+    if with_quality:
+        record["quality"] = quality_view(enricher, paper)
+    return record
+
+
+def refs_in_scope(
+    store: Store, search_id: str, scope: Scope, offset: int, limit: int
+) -> tuple[int, list[str]]:
+    """(total in scope, one page of refs in rank order) of a saved search."""
+    if store.get_search(search_id) is None:
+        raise SearchNotFound(search_id=search_id)
+    if scope == "eligible":
+        every = store.search_results(search_id, "all", 0, 1_000_000).items
+        refs = [e.record_ref for e in every if e.evidence.get("eligible", True)]
+        return len(refs), refs[offset : offset + limit]
+    page = store.search_results(search_id, "selected" if scope == "selected" else "all", offset, limit)
+    return page.total, [e.record_ref for e in page.items]
+
+
+async def _locate(
+    store: Store,
+    backend: SiteBackend,
+    clock: Clock,
+    enricher: Enricher,
+    titles: list[str],
+    ctx: OperationContext,
+) -> dict[str, str]:
+    """Exact-title lookup, 10 titles per grid request; title -> ref for unique matches."""
+    found: dict[str, str] = {}
+    batches = [titles[i : i + MAX_TITLES] for i in range(0, len(titles), MAX_TITLES)]
+    gate = asyncio.Semaphore(LOCATE_WORKERS)
+
+    async def one(batch: list[str]) -> None:
+        compiled = compile_expression(title_lookup_expression(batch))
+        request = GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=LOCATE_PAGE_SIZE)
+        async with gate:
+            try:
+                grid = await backend.grid(request, op=ctx)
+            except CnkiError as exc:
+                if is_fatal(exc):
+                    raise
+                for title in batch:
+                    record_item_error(ctx, exc, None, "locate", title=title)
+                return
+        groups: dict[str, list[GridRow]] = {}
+        for row in grid.rows:
+            groups.setdefault(title_key(row.title), []).append(row)
+        for title in batch:
+            rows = groups.get(title_key(title), [])
+            papers = store.upsert_from_grid(rows, clock.now(), public_origins=enricher.public_origins)
+            refs = list(dict.fromkeys(p.record_ref for p in papers))
+            if not refs:
+                record_item_error(
+                    ctx, DocumentNotFound("知网上没有这个完整题名", title=title), None, "locate", title=title
+                )
+            elif len(refs) > 1:
+                record_item_error(ctx, ambiguous(title, len(refs)), None, "locate", title=title)
+            else:
+                found[title] = refs[0]
+
+    results = await asyncio.gather(*(one(b) for b in batches), return_exceptions=True)
+    for outcome in results:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return found
+
+
+async def fetch_metadata(
+    store: Store,
+    backend: SiteBackend,
+    enricher: Enricher,
+    clock: Clock,
+    inp: MetadataInput,
+    ctx: OperationContext,
+) -> MetadataResult:
+    targets: list[str] = []
+    for ref in inp.record_refs:
+        paper = store.get(ref)
+        if paper is None:
+            record_item_error(ctx, DocumentNotFound(record_ref=ref), None, "locate", record_ref=ref)
+        else:
+            targets.append(paper.record_ref)
+    if inp.search_id:
+        _, refs = refs_in_scope(store, inp.search_id, inp.scope, inp.offset, inp.limit)
+        targets.extend(store.resolve_ref(r) for r in refs)
+
+    pending: list[str] = []
+    for title in dict.fromkeys(t.strip() for t in inp.titles if t.strip()):
+        local = store.find_by_title_key(title)
+        if len(local) == 1:
+            targets.append(local[0].record_ref)
+        elif len(local) > 1:
+            record_item_error(ctx, ambiguous(title, len(local)), None, "locate", title=title)
+        elif inp.local_only:
+            record_item_error(
+                ctx, DocumentNotFound("本地没有这个题名", title=title), None, "locate", title=title
+            )
+        else:
+            pending.append(title)
+
+    targets = list(dict.fromkeys(targets))
+    failure: CnkiError | None = None
+    try:
+        if pending:
+            ctx.set_stage("locate", f"按题名定位 {len(pending)} 篇")
+            located = await _locate(store, backend, clock, enricher, pending, ctx)
+            targets = list(dict.fromkeys([*targets, *(located[t] for t in pending if t in located)]))
+        if not inp.local_only:
+            await enricher.run(targets, ctx, stage="metadata", quality=inp.wants_quality, refresh=inp.refresh)
+    except CnkiError as exc:
+        if not is_fatal(exc):
+            raise
+        failure = exc
+
+    papers = store.papers_by_refs(targets)
+    records = []
+    for ref in targets:
+        paper = papers.get(ref)
+        if paper is None:
+            continue
+        record = metadata_record(enricher, paper, with_quality=inp.wants_quality)
+        if inp.fields:
+            keep = {"record_ref", "title", *inp.fields}
+            record = {k: v for k, v in record.items() if k in keep}
+        records.append(record)
+    result = MetadataResult(
+        records=records,
+        errors=[e.model_dump(mode="json") for e in ctx.item_errors],
+        requests=ctx.requests,
+    )
+    if failure is not None:
+        ctx.set_result(result)
+        raise failure
+    return result

@@ -1,0 +1,182 @@
+"""`ResearchPipeline`: the entry points the MCP server calls for `search`, `structured_search`,
+`search_results` and `get_metadata`.
+
+The research search plans three channels over the same concept groups (q1 subject, q2 title,
+q3 keywords; facts §3.3), then runs the phases of `engine.SearchEngine`. A completed search is
+answered from the store for 10 minutes (`freshness=prefer_cache`) without any request."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.jobs import OperationContext
+from cnki_mcp.pipeline.engine import SearchEngine, cache_key
+from cnki_mcp.pipeline.enrich import DEFAULT_WORKERS, Enricher
+from cnki_mcp.pipeline.metadata import fetch_metadata
+from cnki_mcp.pipeline.models import (
+    MetadataInput,
+    MetadataResult,
+    PlanLike,
+    ResultsInput,
+    ResultsPage,
+    SearchInput,
+    SearchSummary,
+    StructuredSearchInput,
+)
+from cnki_mcp.pipeline.results import read_results
+from cnki_mcp.pipeline.state import Channel, SearchState
+from cnki_mcp.pipeline.structured import structured_channel, structured_params, structured_plan
+from cnki_mcp.query.compiler import compile_expression, concept_expression
+from cnki_mcp.query.expr import Field
+from cnki_mcp.rank import Ranker, ReferenceRanker
+from cnki_mcp.site.backend import SiteBackend
+from cnki_mcp.store import Store
+
+PAGE_SIZE = 50  # CNKI's largest page: fewest requests per candidate
+
+CHANNELS: tuple[tuple[str, Field, str], ...] = (
+    ("q1", Field.SUBJECT, "subject：完整概念组合"),
+    ("q2", Field.TITLE, "title：完整概念组合"),
+    ("q3", Field.KEYWORDS, "keywords：完整概念组合"),
+)
+
+
+def research_channels(groups: list[list[str]]) -> list[Channel]:
+    out: list[Channel] = []
+    for cid, fld, reason in CHANNELS:
+        compiled = compile_expression(concept_expression(groups, fld))
+        out.append(
+            Channel(
+                id=cid,
+                field=fld.value,
+                weight=1.0,
+                reason=reason,
+                subject=compiled.subject,
+                anchor=compiled.anchor,
+                fingerprint=compiled.fingerprint,
+            )
+        )
+    return out
+
+
+def search_params(inp: SearchInput) -> dict[str, Any]:
+    o = inp.options
+    return {
+        "query": inp.query,
+        "mode": inp.mode,
+        "limit": inp.limit,
+        "year_from": inp.year_from or None,
+        "year_to": inp.year_to or None,
+        "candidate_target": o.candidate_target,
+        "max_pages": o.max_pages,
+        "metadata": o.metadata,
+        "sort": o.sort.value,
+    }
+
+
+class ResearchPipeline:
+    def __init__(
+        self,
+        backend: SiteBackend,
+        store: Store,
+        clock: Clock,
+        *,
+        workers: int = DEFAULT_WORKERS,
+        now_year: Callable[[], int],
+        ranker: Ranker | None = None,
+        page_size: int = PAGE_SIZE,
+        public_origins: tuple[str, ...] = (),
+    ) -> None:
+        self.backend = backend
+        self.store = store
+        self.clock = clock
+        self.enricher = Enricher(backend, store, clock, workers=workers, public_origins=public_origins)
+        self.engine = SearchEngine(
+            backend,
+            store,
+            clock,
+            self.enricher,
+            ranker or ReferenceRanker(),
+            now_year,
+            page_size=page_size,
+            public_origins=public_origins,
+        )
+
+    # --- research search ----------------------------------------------------------------
+
+    def _state(
+        self, search_id: str, params: dict[str, Any], plan: dict[str, Any], channels: list[Channel]
+    ) -> SearchState:
+        plan = {**plan, "channels": [c.to_dict() for c in channels]}
+        return SearchState(
+            search_id=search_id, cache_key=cache_key(params, channels), input=params, plan=plan
+        )
+
+    def research_key(self, inp: SearchInput, plan: PlanLike) -> str:
+        return cache_key(search_params(inp), research_channels(plan.groups))
+
+    def cached(self, inp: SearchInput, plan: PlanLike) -> SearchSummary | None:
+        """A completed identical search from the last 10 minutes, with `source: cache` and
+        `requests: 0`; None when freshness is `live` or nothing fits. Sends no request."""
+        if inp.options.freshness != "prefer_cache":
+            return None
+        return self._from_cache(self.research_key(inp, plan), inp.limit)
+
+    def _from_cache(self, key: str, limit: int) -> SearchSummary | None:
+        record = self.store.cached_search(key, self.clock.now())
+        if record is None or record.summary is None:
+            return None
+        summary = SearchSummary.model_validate(record.summary)
+        page = self.store.search_results(record.search_id, "selected", 0, limit or 50)
+        papers = self.store.papers_by_refs([e.record_ref for e in page.items])
+        results = [
+            self.engine.result_item(papers[e.record_ref], e.score)
+            for e in page.items
+            if e.record_ref in papers
+        ]
+        return summary.model_copy(update={"source": "cache", "requests": 0, "results": results})
+
+    async def research(self, inp: SearchInput, plan: PlanLike, ctx: OperationContext) -> SearchSummary:
+        """Run (or, when `ctx.resume_from` holds a checkpoint, continue) a research search."""
+        if ctx.resume_from:
+            return await self.continue_search(ctx)
+        params = search_params(inp)
+        groups = [list(g) for g in plan.groups]
+        view = {"method": plan.method, "concepts": groups, "warnings": list(plan.warnings)}
+        st = self._state(ctx.operation_id, params, view, research_channels(groups))
+        ctx.checkpoint(st.to_json())
+        return await self.engine.run(st, ctx)
+
+    async def continue_search(self, ctx: OperationContext) -> SearchSummary:
+        """Continue a search from the checkpoint in `ctx.resume_from` (research or structured)."""
+        st = SearchState.from_json(ctx.resume_from)
+        return await self.engine.run(st, ctx)
+
+    # --- structured search --------------------------------------------------------------
+
+    def structured_key(self, inp: StructuredSearchInput) -> str:
+        return cache_key(structured_params(inp), [structured_channel(inp)])
+
+    def cached_structured(self, inp: StructuredSearchInput) -> SearchSummary | None:
+        if inp.options.freshness != "prefer_cache":
+            return None
+        return self._from_cache(self.structured_key(inp), inp.limit)
+
+    async def structured(self, inp: StructuredSearchInput, ctx: OperationContext) -> SearchSummary:
+        """One `native` channel in CNKI's order, no feedback, first 100 selected."""
+        if ctx.resume_from:
+            return await self.continue_search(ctx)
+        channel = structured_channel(inp)
+        st = self._state(ctx.operation_id, structured_params(inp), structured_plan(), [channel])
+        ctx.checkpoint(st.to_json())
+        return await self.engine.run(st, ctx)
+
+    # --- stored results and metadata ----------------------------------------------------
+
+    def results(self, inp: ResultsInput) -> ResultsPage:
+        return read_results(self.store, self.enricher, inp)
+
+    async def metadata(self, inp: MetadataInput, ctx: OperationContext) -> MetadataResult:
+        return await fetch_metadata(self.store, self.backend, self.enricher, self.clock, inp, ctx)

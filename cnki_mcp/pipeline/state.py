@@ -1,0 +1,147 @@
+"""The resumable search checkpoint (facts §3.4) and the channels it searches.
+
+Every field is JSON (it is stored with the operation); `continue` rebuilds the state from it and
+repeats no request: finished rounds are never refetched, details and journals already known are
+read from the store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cnki_mcp.pipeline.models import CoverageEntry
+from cnki_mcp.rank import Hit
+
+CHECKPOINT_KEYS = (
+    "search_id",
+    "cache_key",
+    "input",
+    "plan",
+    "refs",
+    "hits",
+    "coverage",
+    "retrieved",
+    "pool",
+    "enriched",
+    "feedback",
+    "feedback_done",
+    "feedback_refs",
+    "feedback_pool",
+    "finished",
+)
+
+
+@dataclass(slots=True)
+class Channel:
+    """One compiled search: its QueryJson `Subject` group and how its hits weigh."""
+
+    id: str
+    field: str
+    weight: float
+    reason: str
+    subject: dict[str, Any]
+    anchor: str
+    fingerprint: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "field": self.field,
+            "weight": self.weight,
+            "reason": self.reason,
+            "subject": self.subject,
+            "anchor": self.anchor,
+            "fingerprint": self.fingerprint,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Channel:
+        return cls(
+            id=data["id"],
+            field=data["field"],
+            weight=float(data["weight"]),
+            reason=data.get("reason", ""),
+            subject=data["subject"],
+            anchor=data["anchor"],
+            fingerprint=data.get("fingerprint", ""),
+        )
+
+    def view(self) -> dict[str, Any]:
+        return {"id": self.id, "field": self.field, "weight": self.weight, "reason": self.reason}
+
+
+@dataclass(slots=True)
+class SearchState:
+    search_id: str
+    cache_key: str
+    input: dict[str, Any]
+    plan: dict[str, Any]  # {method, concepts, warnings, channels: [Channel dicts], kind, query}
+    refs: list[str] = field(default_factory=list)
+    hits: dict[str, list[Hit]] = field(default_factory=dict)
+    coverage: list[CoverageEntry] = field(default_factory=list)
+    retrieved: bool = False
+    pool: list[str] = field(default_factory=list)
+    enriched: bool = False
+    feedback: list[Channel] | None = None
+    feedback_done: bool = False
+    feedback_refs: list[str] = field(default_factory=list)
+    feedback_pool: list[str] = field(default_factory=list)
+    finished: bool = False
+
+    @property
+    def channels(self) -> list[Channel]:
+        return [Channel.from_dict(c) for c in self.plan["channels"]]
+
+    @property
+    def groups(self) -> list[list[str]]:
+        return [list(g) for g in self.plan.get("concepts", [])]
+
+    @property
+    def structured(self) -> bool:
+        return self.plan.get("method") == "structured"
+
+    def coverage_of(self, channel_id: str) -> CoverageEntry:
+        for entry in self.coverage:
+            if entry.channel == channel_id:
+                return entry
+        raise KeyError(channel_id)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "search_id": self.search_id,
+            "cache_key": self.cache_key,
+            "input": self.input,
+            "plan": self.plan,
+            "refs": list(self.refs),
+            "hits": {ref: [h.to_dict() for h in hs] for ref, hs in self.hits.items()},
+            "coverage": [c.model_dump(mode="json") for c in self.coverage],
+            "retrieved": self.retrieved,
+            "pool": list(self.pool),
+            "enriched": self.enriched,
+            "feedback": [c.to_dict() for c in self.feedback] if self.feedback is not None else None,
+            "feedback_done": self.feedback_done,
+            "feedback_refs": list(self.feedback_refs),
+            "feedback_pool": list(self.feedback_pool),
+            "finished": self.finished,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SearchState:
+        feedback = data.get("feedback")
+        return cls(
+            search_id=data["search_id"],
+            cache_key=data.get("cache_key", ""),
+            input=data["input"],
+            plan=data["plan"],
+            refs=list(data.get("refs", [])),
+            hits={ref: [Hit.from_dict(h) for h in hs] for ref, hs in data.get("hits", {}).items()},
+            coverage=[CoverageEntry.model_validate(c) for c in data.get("coverage", [])],
+            retrieved=bool(data.get("retrieved")),
+            pool=list(data.get("pool") or []),
+            enriched=bool(data.get("enriched")),
+            feedback=[Channel.from_dict(c) for c in feedback] if feedback is not None else None,
+            feedback_done=bool(data.get("feedback_done")),
+            feedback_refs=list(data.get("feedback_refs") or []),
+            feedback_pool=list(data.get("feedback_pool") or []),
+            finished=bool(data.get("finished")),
+        )

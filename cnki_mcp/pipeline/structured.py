@@ -1,0 +1,47 @@
+"""The structured search (facts §4): the caller's expression tree compiled to one `native`
+channel; CNKI's order is kept, nothing is re-ranked, no feedback, list data only by default."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cnki_mcp.pipeline.models import StructuredSearchInput
+from cnki_mcp.pipeline.state import Channel
+from cnki_mcp.query.compiler import compile_expression
+from cnki_mcp.query.expr import parse_expression
+
+NATIVE_REASON = "知网原生条件与排序"
+
+
+def structured_channel(inp: StructuredSearchInput) -> Channel:
+    """Parse and compile the expression (coded INVALID_* / QUERY_* errors) into the channel."""
+    compiled = compile_expression(parse_expression(inp.expression))
+    return Channel(
+        id="native",
+        field="expression",
+        weight=1.0,
+        reason=NATIVE_REASON,
+        subject=compiled.subject,
+        anchor=compiled.anchor,
+        fingerprint=compiled.fingerprint,
+    )
+
+
+def structured_params(inp: StructuredSearchInput) -> dict[str, Any]:
+    o = inp.options
+    channel = structured_channel(inp)
+    return {
+        "query": f"structured:{channel.fingerprint}",
+        "mode": "precise",
+        "limit": inp.limit,
+        "year_from": inp.year_from or None,
+        "year_to": inp.year_to or None,
+        "candidate_target": o.candidate_target or inp.limit,
+        "max_pages": o.max_pages,
+        "metadata": o.metadata,
+        "sort": inp.effective_sort.value,
+    }
+
+
+def structured_plan() -> dict[str, Any]:
+    return {"method": "structured", "concepts": [], "warnings": []}

@@ -1,0 +1,434 @@
+"""Scoring, eligibility, ordering and selection of search candidates (facts §3.5, §3.6), plus the
+detail-pool size and the feedback keywords that depend on the ranking (§3.4).
+
+PURE: no clock, no I/O. The current year is passed in (`now_year`). The pipeline turns stored
+papers into `Candidate`s; `quality` is set only when the journal lookup is `present` and made by
+the current parser, exactly the condition under which the reference scores tier and impact.
+
+`ReferenceRanker` reproduces the reference formulas constant for constant. Another ranker can be
+measured against it (scripts/bench.py quality) by implementing the `Ranker` protocol."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# --- tokens and matching ------------------------------------------------------------------
+
+_LATIN = re.compile(r"[a-z0-9]+(?:[+._/\-][a-z0-9]+)*")
+
+
+def is_han(ch: str) -> bool:
+    """A Han ideograph (CJK unified, extensions A-F, compatibility ideographs)."""
+    code = ord(ch)
+    return (
+        0x4E00 <= code <= 0x9FFF
+        or 0x3400 <= code <= 0x4DBF
+        or 0x20000 <= code <= 0x2EBEF
+        or 0xF900 <= code <= 0xFAFF
+        or 0x2F800 <= code <= 0x2FA1F
+        or code == 0x3007
+    )
+
+
+def tokens(text: str | None) -> frozenset[str]:
+    """Lower-cased Latin runs (`[a-z0-9]`, joined by `+ . _ / -`) plus one bigram per pair of
+    consecutive Han characters. An isolated Han character gives no token."""
+    low = (text or "").lower()
+    out: set[str] = set(_LATIN.findall(low))
+    previous = ""
+    for ch in low:
+        if is_han(ch):
+            if previous:
+                out.add(previous + ch)
+            previous = ch
+        else:
+            previous = ""
+    return frozenset(out)
+
+
+def dice(query: frozenset[str] | set[str], document: frozenset[str] | set[str]) -> float:
+    """2·|Q∩D| / (|Q|+|D|); 0 when either side is empty."""
+    if not query or not document:
+        return 0.0
+    return 2.0 * len(query & document) / (len(query) + len(document))
+
+
+def normalize(text: str | None) -> str:
+    """Lower-case, whitespace collapsed (how aliases and keywords are compared)."""
+    return " ".join((text or "").lower().split())
+
+
+def query_tokens(groups: Sequence[Sequence[str]]) -> frozenset[str]:
+    """Q: the token set of every concept term joined with spaces."""
+    return tokens(" ".join(term for group in groups for term in group))
+
+
+def concept_coverage(
+    groups: Sequence[Sequence[str]], title: str, keywords: Sequence[str], abstract: str
+) -> float:
+    """Share of concept groups with at least one alias inside the normalised
+    title + keywords + abstract."""
+    if not groups:
+        return 0.0
+    text = normalize(f"{title} {' '.join(keywords)} {abstract}")
+    matched = sum(
+        1 for group in groups if any(normalize(alias) in text for alias in group if normalize(alias))
+    )
+    return matched / len(groups)
+
+
+# --- candidates ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One paper found by one channel at a 1-based position."""
+
+    channel: str
+    position: int
+    weight: float = 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"channel": self.channel, "position": self.position, "weight": self.weight}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Hit:
+        return cls(str(data["channel"]), int(data["position"]), float(data.get("weight", 1.0)))
+
+
+@dataclass(frozen=True, slots=True)
+class SourceQuality:
+    """Journal evidence that counts for scoring (present, current parser)."""
+
+    tiers: tuple[str, ...] = ()
+    composite_if: float | None = None
+    aggregate_if: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    ref: str
+    title: str = ""
+    abstract: str = ""
+    keywords: tuple[str, ...] = ()
+    doc_type: str = ""
+    year: int | None = None
+    cited: int | None = None
+    hits: tuple[Hit, ...] = ()
+    quality: SourceQuality | None = None
+
+
+EVIDENCE_KEYS = (
+    "relevance",
+    "quality",
+    "title_match",
+    "abstract_match",
+    "keyword_match",
+    "rrf",
+    "concept_coverage",
+    "source_tier",
+    "impact",
+    "annual_citations",
+    "resource_type",
+    "quality_evidence_present",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    relevance: float = 0.0
+    quality: float = 0.0
+    title_match: float = 0.0
+    abstract_match: float = 0.0
+    keyword_match: float = 0.0
+    rrf: float = 0.0
+    concept_coverage: float = 0.0
+    source_tier: float = 0.0
+    impact: float = 0.0
+    annual_citations: float = 0.0
+    resource_type: float = 0.0
+    quality_evidence_present: bool = False
+    channels: int = 0  # distinct channels behind `rrf` (not an evidence key of the reference)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in EVIDENCE_KEYS}
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    ref: str
+    score: float
+    eligible: bool
+    evidence: Evidence = field(default_factory=Evidence)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "record": self.ref,
+            "score": self.score,
+            "relevance_eligible": self.eligible,
+            "evidence": self.evidence.to_dict(),
+        }
+
+
+# --- quality features ---------------------------------------------------------------------
+
+
+def tier_score(tier: str) -> float:
+    """The reference tier table; AMI grades other than 核心 and `EI来源期刊` score 0."""
+    u = tier.strip().upper()
+    if "CSSCI" in u:
+        return 0.96
+    if u in ("SSCI", "SCI", "SCI-E", "A&HCI"):
+        return 1.0
+    if "北大核心" in u or "CSCD" in u:
+        return 0.94
+    if u == "EI":
+        return 0.90
+    if "AMI" in u and "核心" in u:
+        return 0.88
+    return 0.0
+
+
+def source_tier(tiers: Iterable[str]) -> float:
+    return max((tier_score(t) for t in tiers), default=0.0)
+
+
+def impact_score(composite_if: float | None, aggregate_if: float | None) -> float:
+    """1 − exp(−max(0, m)/2), m the composite factor, else the aggregate one."""
+    metric = composite_if if composite_if is not None else aggregate_if
+    if metric is None:
+        return 0.0
+    return 1.0 - math.exp(-max(0.0, metric) / 2.0)
+
+
+def annual_citation_score(cited: int | None, year: int | None, now_year: int) -> float | None:
+    """1 − exp(−cited/age/3), age = max(1, now − year + 1); None when unknown."""
+    if cited is None or not year or year <= 0 or year > now_year:
+        return None
+    age = max(1, now_year - year + 1)
+    return 1.0 - math.exp(-max(0, cited) / age / 3.0)
+
+
+def resource_type_score(doc_type: str | None) -> float:
+    t = doc_type or ""
+    for needle, score in (
+        ("博士", 0.72),
+        ("硕士", 0.46),
+        ("本科", 0.10),
+        ("期刊", 0.55),
+        ("会议", 0.52),
+        ("报纸", 0.14),
+    ):
+        if needle in t:
+            return score
+    return 0.0
+
+
+def rrf_score(hits: Iterable[Hit]) -> tuple[float, int]:
+    """Σ weight/(60 + position) over distinct channels (first hit of each; weight 0 counts as 1),
+    and the number of those channels."""
+    seen: set[str] = set()
+    total = 0.0
+    for hit in hits:
+        if hit.position <= 0 or hit.channel in seen:
+            continue
+        seen.add(hit.channel)
+        total += (hit.weight or 1.0) / (60.0 + hit.position)
+    return total, len(seen)
+
+
+# --- formulas -----------------------------------------------------------------------------
+
+
+def relevance_formula(
+    title: float, abstract: float, keywords: float, rrf: float, channels: int, coverage: float
+) -> float:
+    return (
+        0.32 * title
+        + 0.28 * abstract
+        + 0.12 * keywords
+        + 0.20 * min(rrf * 20.0, 1.0)
+        + 0.08 * min(channels / 3.0, 1.0)
+        + 0.12 * coverage
+    ) / 1.12
+
+
+def quality_formula(tier: float, impact: float, annual: float, kind: float) -> float:
+    return 0.45 * tier + 0.25 * impact + 0.20 * annual + 0.10 * kind
+
+
+def score_formula(relevance: float, quality: float) -> float:
+    return relevance * (0.35 + 0.65 * quality) + 0.20 * quality
+
+
+def is_eligible(relevance: float, coverage: float) -> bool:
+    return relevance >= 0.25 and coverage >= 0.5
+
+
+def sort_key(r: Ranked) -> tuple[bool, float, str]:
+    """Eligible first, then score descending, then ref ascending."""
+    return (not r.eligible, -r.score, r.ref)
+
+
+def selection_floor(ranked: Sequence[Ranked]) -> float:
+    return max(0.24, 0.55 * ranked[0].score) if ranked else 0.24
+
+
+def passes_clauses(e: Evidence) -> bool:
+    q, rel = e.quality, e.relevance
+    return (
+        (rel >= 0.35 and e.concept_coverage == 1.0)
+        or q >= 0.45
+        or (q >= 0.25 and rel >= 0.35)
+        or (not e.quality_evidence_present and rel >= 0.55)
+    )
+
+
+# --- rankers ------------------------------------------------------------------------------
+
+MAX_SELECTED = 100
+EXCLUDED_IRRELEVANT = "insufficient_relevance_evidence"
+EXCLUDED_THRESHOLD = "ranking_or_quality_threshold"
+
+
+class Ranker(Protocol):
+    name: str
+
+    def rank(
+        self, candidates: Sequence[Candidate], groups: Sequence[Sequence[str]], now_year: int
+    ) -> list[Ranked]:
+        """Score every candidate and return them in final order."""
+        ...
+
+    def select(self, ranked: Sequence[Ranked], limit: int = MAX_SELECTED) -> list[Ranked]:
+        """The selected subset of `ranked`, in order."""
+        ...
+
+
+class ReferenceRanker:
+    """The reference's formulas (facts §3.5/§3.6), unchanged."""
+
+    name = "reference"
+
+    def evaluate(
+        self, c: Candidate, query: frozenset[str], groups: Sequence[Sequence[str]], now_year: int
+    ) -> Ranked:
+        title = dice(query, tokens(c.title))
+        abstract = dice(query, tokens(c.abstract))
+        keywords = dice(query, tokens(" ".join(c.keywords)))
+        coverage = concept_coverage(groups, c.title, c.keywords, c.abstract)
+        rrf, channels = rrf_score(c.hits)
+        relevance = relevance_formula(title, abstract, keywords, rrf, channels, coverage)
+        tier = impact = 0.0
+        known = False
+        if c.quality is not None:
+            known = True
+            tier = source_tier(c.quality.tiers)
+            impact = impact_score(c.quality.composite_if, c.quality.aggregate_if)
+        annual = annual_citation_score(c.cited, c.year, now_year)
+        if annual is not None:
+            known = True
+        kind = resource_type_score(c.doc_type)
+        quality = quality_formula(tier, impact, annual or 0.0, kind)
+        evidence = Evidence(
+            relevance=relevance,
+            quality=quality,
+            title_match=title,
+            abstract_match=abstract,
+            keyword_match=keywords,
+            rrf=rrf,
+            concept_coverage=coverage,
+            source_tier=tier,
+            impact=impact,
+            annual_citations=annual or 0.0,
+            resource_type=kind,
+            quality_evidence_present=known,
+            channels=channels,
+        )
+        return Ranked(c.ref, score_formula(relevance, quality), is_eligible(relevance, coverage), evidence)
+
+    def rank(
+        self, candidates: Sequence[Candidate], groups: Sequence[Sequence[str]], now_year: int
+    ) -> list[Ranked]:
+        query = query_tokens(groups)
+        out = [self.evaluate(c, query, groups, now_year) for c in candidates]
+        out.sort(key=sort_key)
+        return out
+
+    def select(self, ranked: Sequence[Ranked], limit: int = MAX_SELECTED) -> list[Ranked]:
+        if not ranked:
+            return []
+        limit = limit if limit > 0 else MAX_SELECTED
+        floor = selection_floor(ranked)
+        out: list[Ranked] = []
+        for r in ranked:
+            if not r.eligible or r.score < floor or not passes_clauses(r.evidence):
+                continue
+            out.append(r)
+            if len(out) == limit:
+                break
+        return out
+
+
+def exclusions(ranked: Sequence[Ranked], selected: Iterable[str]) -> dict[str, str]:
+    """Why each unselected record was left out: not eligible, or below a threshold."""
+    chosen = set(selected)
+    return {
+        r.ref: EXCLUDED_THRESHOLD if r.eligible else EXCLUDED_IRRELEVANT
+        for r in ranked
+        if r.ref not in chosen
+    }
+
+
+# --- pool and feedback --------------------------------------------------------------------
+
+
+def enhancement_size(candidates: int) -> int:
+    """Detail pool size: n up to 30, 40 up to 100, 60 up to 300, else 80 (never above n)."""
+    if candidates <= 30:
+        size = candidates
+    elif candidates <= 100:
+        size = 40
+    elif candidates <= 300:
+        size = 60
+    else:
+        size = 80
+    return max(0, min(candidates, size))
+
+
+FEEDBACK_TOP = 10
+FEEDBACK_MIN_FREQUENCY = 2
+FEEDBACK_CHANNELS = 2
+
+
+def feedback_keywords(
+    ranked: Sequence[Ranked], keywords: Mapping[str, Sequence[str]], groups: Sequence[Sequence[str]]
+) -> list[str]:
+    """Keywords shared by ≥ 2 of the eligible papers among the top 10 (ineligible ones skipped,
+    not replaced), 2–30 characters, not an original alias; by frequency desc then key asc; at
+    most 2. Returned as written on the last paper that had them."""
+    if not groups:
+        return []
+    original = {normalize(a) for g in groups for a in g}
+    frequency: dict[str, int] = {}
+    example: dict[str, str] = {}
+    for r in ranked[:FEEDBACK_TOP]:
+        words = keywords.get(r.ref) or ()
+        if not r.eligible or not words:
+            continue
+        seen: set[str] = set()
+        for word in words:
+            key = normalize(word)
+            if not 2 <= len(key) <= 30 or key in original or key in seen:
+                continue
+            seen.add(key)
+            frequency[key] = frequency.get(key, 0) + 1
+            example[key] = word
+    keys = sorted(
+        (k for k, n in frequency.items() if n >= FEEDBACK_MIN_FREQUENCY), key=lambda k: (-frequency[k], k)
+    )
+    return [example[k] for k in keys[:FEEDBACK_CHANNELS]]
