@@ -1,0 +1,226 @@
+"""Downloaded files: content checks, safe default names and archiving (facts §2.7).
+
+Pure apart from the file system: no browser, no network. `validate_download` says whether the
+bytes are really the requested format (an HTML error page under a `.pdf` name is INVALID_FILE);
+`safe_file_name` builds the default `题名_编号前8位.ext`; `archive` moves a validated file under
+`<data>/downloads/[subdirectory/]` atomically, never overwriting, and returns its SHA-256."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Literal
+
+from cnki_mcp.errors import FileExists, InvalidFile, InvalidInput
+
+FileFormat = Literal["pdf", "caj"]
+
+DOWNLOADS_DIR = "downloads"
+MIN_FILE_BYTES = 100
+PDF_MAGIC = b"%PDF-"
+PDF_EOF = b"%%EOF"
+PDF_TAIL = 2048
+CAJ_MAGICS = (b"CAJ", b"KDH", b"HN")
+TITLE_CHARS = 75
+REF_CHARS = 8
+REF_PREFIX = "rec_"
+_UNSAFE = re.compile(r'[/\\<>:"|?*\x00-\x1f\x7f]')
+_WINDOWS_RESERVED = frozenset(
+    ["CON", "PRN", "AUX", "NUL"] + [f"COM{i}" for i in range(1, 10)] + [f"LPT{i}" for i in range(1, 10)]
+)
+RESERVED_PREFIX = "论文_"
+MAX_SUBDIR_PARTS = 8
+MAX_NAME_BYTES = 240
+
+
+def _head_tail(path: Path) -> tuple[int, bytes, bytes]:
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        head = fh.read(16)
+        fh.seek(max(0, size - PDF_TAIL))
+        tail = fh.read(PDF_TAIL)
+    return size, head, tail
+
+
+def sniff_format(path: Path) -> FileFormat | None:
+    """What the bytes are: `pdf`, `caj` or None (anything else, e.g. an HTML page)."""
+    size, head, tail = _head_tail(path)
+    if size < MIN_FILE_BYTES:
+        return None
+    if head.startswith(PDF_MAGIC) and PDF_EOF in tail:
+        return "pdf"
+    if head.startswith(CAJ_MAGICS):
+        return "caj"
+    return None
+
+
+def validate_download(path: Path, fmt: FileFormat) -> int:
+    """Check a downloaded file against the requested format; returns its size in bytes.
+
+    PDF: starts with `%PDF-` and the last 2048 bytes hold `%%EOF`; CAJ: starts with `CAJ`, `KDH`
+    or `HN`; at least 100 bytes either way. Anything else raises INVALID_FILE."""
+    try:
+        size, head, tail = _head_tail(path)
+    except OSError as exc:
+        raise InvalidFile("无法读取下载的文件", reason=str(exc)) from exc
+    if size < MIN_FILE_BYTES:
+        raise InvalidFile(format=fmt, bytes=size, reason="too_small")
+    if fmt == "pdf":
+        if not head.startswith(PDF_MAGIC):
+            raise InvalidFile(format=fmt, bytes=size, reason="no_pdf_signature", starts_with=_preview(head))
+        if PDF_EOF not in tail:
+            raise InvalidFile(format=fmt, bytes=size, reason="no_pdf_eof")
+        return size
+    if fmt == "caj":
+        if not head.startswith(CAJ_MAGICS):
+            raise InvalidFile(format=fmt, bytes=size, reason="no_caj_header", starts_with=_preview(head))
+        return size
+    raise InvalidInput("未知的文件格式", format=fmt)
+
+
+def _preview(head: bytes) -> str:
+    return head[:8].decode("latin-1").encode("unicode_escape").decode("ascii")
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _clean_component(text: str) -> str:
+    text = unicodedata.normalize("NFC", text)
+    text = "".join("_" if unicodedata.category(ch) == "Cc" else ch for ch in text)
+    text = _UNSAFE.sub("_", text)
+    return text.strip(" .")
+
+
+def _reserved(stem: str) -> bool:
+    return stem.split(".")[0].strip().upper() in _WINDOWS_RESERVED
+
+
+def safe_file_name(title: str, record_ref: str, ext: str) -> str:
+    """`题名_编号前8位.ext` (facts §2.7): unsafe and control characters become `_`, dots and
+    spaces trimmed, the title cut to 75 characters; Windows reserved names get `论文_`."""
+    ext = ext.lower().lstrip(".")
+    stem = _clean_component(title)[:TITLE_CHARS].strip(" .")
+    ref = record_ref[len(REF_PREFIX) :] if record_ref.startswith(REF_PREFIX) else record_ref
+    ref = re.sub(r"[^A-Za-z0-9]", "", ref)[:REF_CHARS]
+    if not stem:
+        stem = "论文"
+    if _reserved(stem):
+        stem = RESERVED_PREFIX + stem
+    name = f"{stem}_{ref}.{ext}" if ref else f"{stem}.{ext}"
+    return name
+
+
+def check_file_name(name: str, fmt: FileFormat) -> str:
+    """A caller-chosen file name: one safe component whose extension matches the format."""
+    if not name or name != name.strip() or "/" in name or "\\" in name:
+        raise InvalidInput("文件名不能包含路径", filename=name)
+    cleaned = _clean_component(name)
+    if cleaned != name or name in (".", ".."):
+        raise InvalidInput("文件名含有不允许的字符", filename=name)
+    if not name.lower().endswith("." + fmt):
+        raise InvalidInput("文件扩展名须与格式一致", filename=name, format=fmt)
+    if _reserved(name):
+        raise InvalidInput("文件名是 Windows 保留名", filename=name)
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        raise InvalidInput("文件名过长", filename=name)
+    return name
+
+
+def downloads_root(data_dir: Path) -> Path:
+    return Path(data_dir) / DOWNLOADS_DIR
+
+
+def target_dir(data_dir: Path, subdirectory: str | None) -> Path:
+    """`<data>/downloads/<subdirectory>`; the subdirectory must stay inside downloads/: no
+    absolute path, no `..`, no drive, no symlink along the way (INVALID_ARGUMENT)."""
+    root = downloads_root(data_dir)
+    if not subdirectory:
+        return root
+    if "\x00" in subdirectory or PureWindowsPath(subdirectory).drive or PureWindowsPath(subdirectory).root:
+        raise InvalidInput("子目录必须是 downloads/ 下的相对路径", subdirectory=subdirectory)
+    parts = [p for p in PurePosixPath(subdirectory.replace("\\", "/")).parts if p not in ("", ".")]
+    if subdirectory.startswith("/") or any(p in ("..", "/") for p in parts):
+        raise InvalidInput("子目录必须是 downloads/ 下的相对路径", subdirectory=subdirectory)
+    if not parts or len(parts) > MAX_SUBDIR_PARTS:
+        raise InvalidInput("子目录无效", subdirectory=subdirectory)
+    for part in parts:
+        if _clean_component(part) != part or _reserved(part):
+            raise InvalidInput("子目录含有不允许的字符", subdirectory=subdirectory)
+    here = root
+    for part in parts:
+        here = here / part
+        if here.is_symlink():
+            raise InvalidInput("子目录不能是符号链接", subdirectory=subdirectory)
+    return here
+
+
+@dataclass(frozen=True, slots=True)
+class Archived:
+    path: Path
+    bytes: int
+    sha256: str
+
+
+def archive(src: Path, data_dir: Path, subdirectory: str | None, name: str) -> Archived:
+    """Move `src` to `<data>/downloads/[subdirectory/]name` without ever overwriting
+    (FILE_EXISTS). The move is a hard link + unlink on the same file system (atomic and
+    exclusive), else an exclusive copy to a temporary name then a link."""
+    if Path(name).name != name or name in ("", ".", ".."):
+        raise InvalidInput("文件名不能包含路径", filename=name)
+    root = downloads_root(data_dir)
+    if root.is_symlink():
+        raise InvalidInput("downloads 目录不能是符号链接")
+    folder = target_dir(data_dir, subdirectory)
+    folder.mkdir(parents=True, exist_ok=True)
+    if root.resolve() not in (folder.resolve(), *folder.resolve().parents):
+        raise InvalidInput("子目录必须在 downloads/ 之内", subdirectory=subdirectory)
+    dest = folder / name
+    if dest.exists() or dest.is_symlink():
+        raise FileExists(path=str(dest))
+    digest = sha256_of(src)
+    size = src.stat().st_size
+    try:
+        os.link(src, dest)
+    except FileExistsError as exc:
+        raise FileExists(path=str(dest)) from exc
+    except OSError:
+        _copy_exclusive(src, dest)
+    src.unlink(missing_ok=True)
+    return Archived(dest, size, digest)
+
+
+def _copy_exclusive(src: Path, dest: Path) -> None:
+    tmp = dest.with_name(f".{dest.name}.part-{os.getpid()}")
+    with src.open("rb") as fin, tmp.open("xb") as fout:
+        for chunk in iter(lambda: fin.read(1 << 20), b""):
+            fout.write(chunk)
+        fout.flush()
+        os.fsync(fout.fileno())
+    try:
+        os.link(tmp, dest)
+    except FileExistsError as exc:
+        raise FileExists(path=str(dest)) from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def inside_downloads(path: Path, data_dir: Path) -> Path:
+    """`path` resolved, which must lie inside `<data>/downloads` (INVALID_ARGUMENT otherwise)."""
+    root = downloads_root(data_dir).resolve()
+    candidate = Path(path)
+    if not candidate.is_absolute():
+        candidate = root / candidate
+    resolved = candidate.resolve()
+    if root != resolved and root not in resolved.parents:
+        raise InvalidInput("只能读取 downloads/ 目录中的文件", path=str(path))
+    return resolved

@@ -1,0 +1,114 @@
+"""Text of a downloaded PDF by page range (pypdf), so the model can read what it downloaded.
+
+Only files inside `<data>/downloads` are read; anything that is not a PDF is INVALID_FILE."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from cnki_mcp.errors import InvalidFile, InvalidInput
+from cnki_mcp.files import inside_downloads, sniff_format
+
+DEFAULT_MAX_CHARACTERS = 20_000
+MAX_CHARACTERS = 200_000
+MAX_RANGE_PAGES = 2_000
+_RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d*)\s*)?$")
+
+logging.getLogger("pypdf").setLevel(logging.ERROR)
+
+
+class PdfText(BaseModel):
+    path: str
+    text: str
+    page_count: int
+    pages_returned: list[int]  # 1-based page numbers whose text is (at least partly) in `text`
+    truncated: bool  # `max_characters` cut the text, or pages of the range were left out
+    next_page: int | None = None  # the first page not (fully) returned, when truncated
+
+
+def parse_pages(spec: str | None, page_count: int) -> list[int]:
+    """`"3"`, `"1-3"`, `"2-"`, `"1,4-5"` (1-based, inclusive) -> page numbers within the file."""
+    if spec is None or not spec.strip():
+        return list(range(1, page_count + 1))
+    out: list[int] = []
+    for part in spec.split(","):
+        m = _RANGE.match(part)
+        if m is None:
+            raise InvalidInput("页码范围格式应为 1-3、5 或 2-", pages=spec)
+        start = int(m.group(1))
+        end = page_count if m.group(2) == "" else int(m.group(2) or start)
+        if start < 1 or end < start:
+            raise InvalidInput("页码范围无效", pages=spec)
+        if end - start > MAX_RANGE_PAGES:
+            raise InvalidInput("页码范围过大", pages=spec)
+        out.extend(p for p in range(start, min(end, page_count) + 1) if p not in out)
+    if not out:
+        raise InvalidInput("页码超出文件页数", pages=spec, page_count=page_count)
+    return out
+
+
+def read_pdf_text(
+    path: Path | str,
+    data_dir: Path,
+    pages: str | None = None,
+    max_characters: int = DEFAULT_MAX_CHARACTERS,
+) -> PdfText:
+    """The text of `pages` of a PDF under `<data>/downloads`, at most `max_characters`.
+    Pages are separated by a blank line."""
+    if not 1 <= max_characters <= MAX_CHARACTERS:
+        raise InvalidInput("max_characters 须在 1 到 200000 之间", max_characters=max_characters)
+    resolved = inside_downloads(Path(path), data_dir)
+    if not resolved.is_file():
+        raise InvalidInput("文件不存在", path=str(path))
+    if sniff_format(resolved) != "pdf":
+        raise InvalidFile("不是 PDF 文件", path=str(resolved))
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(str(resolved))
+        count = len(reader.pages)
+    except (PdfReadError, ValueError, OSError) as exc:
+        raise InvalidFile("PDF 无法解析", path=str(resolved), reason=str(exc)[:200]) from exc
+    wanted = parse_pages(pages, count)
+    chunks: list[str] = []
+    returned: list[int] = []
+    used = 0
+    truncated = False
+    next_page: int | None = None
+    for number in wanted:
+        text = _page_text(reader.pages[number - 1])
+        sep = "\n\n" if chunks else ""
+        room = max_characters - used
+        if len(sep) + len(text) > room:
+            piece = text[: max(0, room - len(sep))]
+            if piece:
+                chunks.append(sep + piece)
+                returned.append(number)
+            truncated, next_page = True, number
+            break
+        chunks.append(sep + text)
+        used += len(sep) + len(text)
+        returned.append(number)
+    return PdfText(
+        path=str(resolved),
+        text="".join(chunks),
+        page_count=count,
+        pages_returned=returned,
+        truncated=truncated,
+        next_page=next_page,
+    )
+
+
+def _page_text(page: Any) -> str:
+    try:
+        raw = page.extract_text() or ""
+    except Exception as exc:  # pypdf raises many types on damaged content streams
+        raise InvalidFile("PDF 页面无法提取文字", reason=str(exc)[:200]) from exc
+    lines = [line.rstrip() for line in raw.replace("\r\n", "\n").split("\n")]
+    return "\n".join(lines).strip()

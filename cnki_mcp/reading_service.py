@@ -1,0 +1,299 @@
+"""read_online_html without the browser: the body cache, paging and the public result.
+
+* Cache (facts §3.8): complete bodies are kept 30 minutes, at most 16, keyed by record_ref.
+  A trial or partial body is never kept, so the next call reads the reader again.
+* Paging: by character `offset` + `max_characters` (default 20,000, at most 200,000), over the
+  whole text or over one `section` (title, ignoring case and extra spaces, or 0-based index into
+  `sections`); a section's slice includes its subsections.
+* `complete_article`: False when the body is known to be incomplete (trial, or catalogue
+  headings missing / text lost in extraction); None otherwise: CNKI never proves completeness.
+* The public result never carries the reader URL (its invoice/nonce are short-lived secrets).
+
+`ReadingService` ties it together over a `ReaderBackend` (site/reading.py implements it)."""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.errors import DocumentNotFound, InvalidInput
+from cnki_mcp.identity import Paper
+from cnki_mcp.models import DetailPage, ReaderPage, ReaderScope, Section
+
+CACHE_TTL_SECONDS = 30 * 60
+CACHE_MAX_ENTRIES = 16
+DEFAULT_MAX_CHARACTERS = 20_000
+MAX_CHARACTERS = 200_000
+CONTENT_PARTIAL = "CONTENT_PARTIAL"
+_WS = re.compile(r"\s+")
+
+
+def complete_article(page: ReaderPage) -> bool | None:
+    """False: known incomplete (trial or partial); None: cannot be confirmed either way."""
+    if page.trial or page.coverage.scope in (ReaderScope.TRIAL, ReaderScope.PARTIAL):
+        return False
+    if page.coverage.missing_catalog_headings:
+        return False
+    return None
+
+
+def cacheable(page: ReaderPage) -> bool:
+    return complete_article(page) is not False
+
+
+@dataclass(frozen=True, slots=True)
+class CachedBody:
+    record_ref: str
+    page: ReaderPage
+    observed_at: datetime
+    stored_at: float  # clock.monotonic()
+
+
+class BodyCache:
+    """In-memory LRU of complete reader bodies (never trial or partial ones)."""
+
+    def __init__(
+        self, clock: Clock, *, ttl: float = CACHE_TTL_SECONDS, max_entries: int = CACHE_MAX_ENTRIES
+    ) -> None:
+        self._clock = clock
+        self._ttl = ttl
+        self._max = max_entries
+        self._items: OrderedDict[str, CachedBody] = OrderedDict()
+
+    def __len__(self) -> int:
+        self._expire()
+        return len(self._items)
+
+    def __contains__(self, record_ref: object) -> bool:
+        return isinstance(record_ref, str) and self.get(record_ref) is not None
+
+    def _expire(self) -> None:
+        now = self._clock.monotonic()
+        for ref in [r for r, e in self._items.items() if now - e.stored_at >= self._ttl]:
+            del self._items[ref]
+
+    def get(self, record_ref: str) -> CachedBody | None:
+        self._expire()
+        entry = self._items.get(record_ref)
+        if entry is not None:
+            self._items.move_to_end(record_ref)
+        return entry
+
+    def put(self, record_ref: str, page: ReaderPage, observed_at: datetime) -> bool:
+        """Keep `page` unless it is trial or partial; returns whether it was kept."""
+        if not cacheable(page):
+            self._items.pop(record_ref, None)
+            return False
+        self._items[record_ref] = CachedBody(record_ref, page, observed_at, self._clock.monotonic())
+        self._items.move_to_end(record_ref)
+        while len(self._items) > self._max:
+            self._items.popitem(last=False)
+        return True
+
+    def drop(self, record_ref: str) -> None:
+        self._items.pop(record_ref, None)
+
+    def clear(self) -> None:
+        self._items.clear()
+
+
+class PublicCoverage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    container: str
+    dom_characters: int
+    extracted_characters: int
+    missing_catalog_headings: list[str]
+    non_text_elements: int
+    scope: ReaderScope
+
+
+class SelectedSection(BaseModel):
+    index: int
+    level: int
+    title: str
+    offset: int  # in the whole text
+    length: int
+
+
+class ReadResult(BaseModel):
+    """What read_online_html returns. No reader URL, ever."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    record_ref: str
+    title: str | None
+    text: str
+    sections: list[Section]  # offsets in the whole text
+    section: SelectedSection | None = None
+    offset: int  # within the whole text, or within the selected section
+    next_offset: int | None
+    total_characters: int  # of the whole text, or of the selected section
+    trial: bool
+    coverage: PublicCoverage
+    complete_article: bool | None
+    source: Literal["reader", "cache"]
+    observed_at: datetime
+    warnings: list[str] = []
+
+
+def _norm(title: str) -> str:
+    return _WS.sub(" ", title).strip().casefold()
+
+
+def find_section(sections: list[Section], wanted: str | int) -> tuple[int, Section]:
+    """The section named `wanted` (case and extra spaces ignored; a unique containing title
+    also matches) or at 0-based index `wanted`. INVALID_ARGUMENT lists the titles."""
+    titles = [s.title for s in sections]
+    if isinstance(wanted, int) or (
+        isinstance(wanted, str)
+        and wanted.strip().isdigit()
+        and not any(_norm(t) == _norm(wanted) for t in titles)
+    ):
+        index = int(wanted)
+        if 0 <= index < len(sections):
+            return index, sections[index]
+        raise InvalidInput("章节序号超出范围", section=wanted, sections=len(sections))
+    key = _norm(wanted)
+    if not key:
+        raise InvalidInput("章节名为空")
+    for i, s in enumerate(sections):
+        if _norm(s.title) == key:
+            return i, s
+    containing = [(i, s) for i, s in enumerate(sections) if key in _norm(s.title)]
+    if len(containing) == 1:
+        return containing[0]
+    raise InvalidInput("未找到该章节", section=wanted, available=titles)
+
+
+def page_body(
+    page: ReaderPage,
+    record_ref: str,
+    *,
+    observed_at: datetime,
+    source: Literal["reader", "cache"],
+    section: str | int | None = None,
+    offset: int = 0,
+    max_characters: int = DEFAULT_MAX_CHARACTERS,
+) -> ReadResult:
+    """One page of the body (or of one section) as the public result."""
+    if not 1 <= max_characters <= MAX_CHARACTERS:
+        raise InvalidInput("max_characters 须在 1 到 200000 之间", max_characters=max_characters)
+    if offset < 0:
+        raise InvalidInput("offset 不能为负数", offset=offset)
+    scope_text = page.text
+    selected: SelectedSection | None = None
+    if section is not None and section != "":
+        index, sec = find_section(page.sections, section)
+        scope_text = page.text[sec.offset : sec.offset + sec.length]
+        selected = SelectedSection(index=index, level=sec.level, title=sec.title, offset=sec.offset,
+                                   length=sec.length)  # fmt: skip
+    total = len(scope_text)
+    if offset > total:
+        raise InvalidInput("offset 超出正文长度", offset=offset, total_characters=total)
+    end = min(total, offset + max_characters)
+    cov = page.coverage
+    warnings = [CONTENT_PARTIAL] if cov.scope is ReaderScope.PARTIAL else []
+    return ReadResult(
+        record_ref=record_ref,
+        title=page.title,
+        text=scope_text[offset:end],
+        sections=list(page.sections),
+        section=selected,
+        offset=offset,
+        next_offset=end if end < total else None,
+        total_characters=total,
+        trial=page.trial,
+        coverage=PublicCoverage(
+            container=cov.container,
+            dom_characters=cov.dom_characters,
+            extracted_characters=cov.extracted_characters,
+            missing_catalog_headings=list(cov.missing_catalog_headings),
+            non_text_elements=cov.non_text_elements,
+            scope=cov.scope,
+        ),
+        complete_article=complete_article(page),
+        source=source,
+        observed_at=observed_at,
+        warnings=warnings,
+    )
+
+
+# --- the service --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderCapture:
+    """What the browser side hands back: the parsed reader and the detail page it came from."""
+
+    page: ReaderPage
+    detail: DetailPage
+    detail_url: str  # internal (may carry an expiring token); never shown
+    same_tab: bool = False  # the reader replaced the detail tab instead of opening a new one
+    waited_seconds: float = 0.0
+
+
+class ReaderBackend(Protocol):
+    async def read(self, paper: Paper, op: Any = None) -> ReaderCapture: ...
+
+
+class PaperStore(Protocol):
+    def get(self, record_ref: str) -> Paper | None: ...
+
+    def resolve_ref(self, record_ref: str) -> str: ...
+
+    def upsert_from_detail(
+        self,
+        detail: DetailPage,
+        locator: str | None,
+        observed_at: datetime,
+        expected_ref: str | None = None,
+        **kwargs: Any,
+    ) -> Paper: ...
+
+
+class ReadingService:
+    """read_online_html for one record: cache first, else the reader through `backend`."""
+
+    def __init__(
+        self, store: PaperStore, backend: ReaderBackend, clock: Clock, cache: BodyCache | None = None
+    ):
+        self._store = store
+        self._backend = backend
+        self._clock = clock
+        self.cache = cache or BodyCache(clock)
+
+    async def read(
+        self,
+        record_ref: str,
+        *,
+        section: str | int | None = None,
+        offset: int = 0,
+        max_characters: int = DEFAULT_MAX_CHARACTERS,
+        op: Any = None,
+    ) -> ReadResult:
+        # argument errors before any site work
+        if not 1 <= max_characters <= MAX_CHARACTERS:
+            raise InvalidInput("max_characters 须在 1 到 200000 之间", max_characters=max_characters)
+        if offset < 0:
+            raise InvalidInput("offset 不能为负数", offset=offset)
+        ref = self._store.resolve_ref(record_ref)
+        hit = self.cache.get(ref)
+        if hit is not None:
+            return page_body(hit.page, ref, observed_at=hit.observed_at, source="cache", section=section,
+                             offset=offset, max_characters=max_characters)  # fmt: skip
+        paper = self._store.get(ref)
+        if paper is None:
+            raise DocumentNotFound(record_ref=record_ref)
+        capture = await self._backend.read(paper, op)
+        now = self._clock.now()
+        self._store.upsert_from_detail(capture.detail, capture.detail_url, now, expected_ref=ref)
+        self.cache.put(ref, capture.page, now)
+        return page_body(capture.page, ref, observed_at=now, source="reader", section=section,
+                         offset=offset, max_characters=max_characters)  # fmt: skip

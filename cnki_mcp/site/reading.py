@@ -1,0 +1,386 @@
+"""The HTML reader in a real tab (facts §1.1, §2.4, §2.5, §11).
+
+`DetailTabs` opens a paper's detail page in its own tab (one limited request), gets a person past
+a challenge or login page, confirms the page is the requested paper, waits until the page has
+settled (readyState complete and jQuery idle for 1.5 s, at most 15 s) and clicks entries with real
+mouse events at a stable, hit-testable point. `downloading.py` uses it too.
+
+`HtmlReader.read` clicks HTML阅读/在线阅读, follows the reader into the tab CNKI opens (or the same
+tab), hands a slider or login page to the human gate, and re-parses the live DOM every 200 ms for
+up to 20 s until no catalogue heading is missing. It closes every tab it opened."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from playwright.async_api import ElementHandle, Page
+from playwright.async_api import Error as PlaywrightError
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.errors import (
+    CnkiError,
+    ContentNotReady,
+    DocumentNotFound,
+    HtmlEntryNotFound,
+    IdentityAmbiguous,
+    IdentityConflict,
+    LocatorExpired,
+    ParserUnsupported,
+    ReaderUnsupported,
+    SiteUnavailable,
+    VerificationRepeated,
+)
+from cnki_mcp.identity import Paper, author_key, detail_matches, title_key
+from cnki_mcp.models import DetailPage, GateKind, ReaderPage
+from cnki_mcp.parse.detail import parse_detail
+from cnki_mcp.parse.gate import classify_page, raise_for_verdict
+from cnki_mcp.parse.reader import parse_reader
+from cnki_mcp.reading_service import ReaderCapture
+from cnki_mcp.site.backend import GridRequest, SiteOp
+from cnki_mcp.site.browser import BrowserHost
+from cnki_mcp.site.cnki import CnkiSite
+from cnki_mcp.site.grid_template import exact_title_subject
+from cnki_mcp.site.human import HumanGate, PageKind, PageState, StepKind
+from cnki_mcp.site.limiter import Limiter
+from cnki_mcp.site.pages import LOAD_STATE_JS, PlaywrightHumanPage
+
+log = logging.getLogger(__name__)
+
+NAV_TIMEOUT_MS = 30_000
+SETTLE_QUIET_SECONDS = 1.5  # facts §11.3: jQuery idle this long before clicking
+SETTLE_LIMIT_SECONDS = 15.0
+SETTLE_POLL_SECONDS = 0.1
+STABLE_CHECKS = 60  # facts §11.3: up to 60 checks x 50 ms
+STABLE_POLL_SECONDS = 0.05
+READER_TIMEOUT_SECONDS = 20.0  # facts §2.4 loading behaviour
+READER_POLL_SECONDS = 0.2
+RENDER_TIMEOUT_SECONDS = 12.0
+MAX_HUMAN_STEPS = 4
+
+READER_ENTRY = r"HTML阅读|在线阅读"
+
+# The first visible <a> whose trimmed text matches `pattern` (case-insensitive), else null.
+_FIND_ENTRY_JS = """(pattern) => {
+  const re = new RegExp(pattern, 'i');
+  const visible = (el) => {
+    const r = el.getBoundingClientRect();
+    if (r.width <= 0 || r.height <= 0) return false;
+    for (let n = el; n && n.nodeType === 1; n = n.parentElement) {
+      const s = getComputedStyle(n);
+      if (s.display === 'none' || s.visibility === 'hidden' || parseFloat(s.opacity) === 0) return false;
+    }
+    return true;
+  };
+  for (const a of document.querySelectorAll('a')) {
+    if (re.test((a.textContent || '').trim()) && visible(a)) return a;
+  }
+  return null;
+}"""
+
+# Where a click would land, and whether it would hit the element (facts §11.3).
+_POINT_JS = """(el) => {
+  const r = el.getBoundingClientRect();
+  const x = r.left + r.width / 2, y = r.top + r.height / 2;
+  const hit = document.elementFromPoint(x, y);
+  const disabled = !!el.disabled || el.getAttribute('aria-disabled') === 'true';
+  return {x, y, w: r.width, h: r.height, disabled,
+          hits: !!hit && (hit === el || el.contains(hit)),
+          inView: x >= 0 && y >= 0 && x < innerWidth && y < innerHeight};
+}"""
+
+
+def _short(exc: BaseException) -> str:
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+@dataclass(slots=True)
+class OpenedDetail:
+    page: Page
+    detail: DetailPage
+    url: str  # the locator that was opened (internal; may carry an expiring token)
+
+
+class DetailTabs:
+    """Detail pages in their own tabs, settled and identity-checked; clicks at stable points."""
+
+    def __init__(
+        self,
+        site: CnkiSite,
+        host: BrowserHost,
+        limiter: Limiter,
+        gate: HumanGate,
+        clock: Clock,
+        *,
+        settle_quiet: float = SETTLE_QUIET_SECONDS,
+        settle_limit: float = SETTLE_LIMIT_SECONDS,
+        render_timeout: float = RENDER_TIMEOUT_SECONDS,
+    ) -> None:
+        self.site = site
+        self.host = host
+        self.limiter = limiter
+        self.gate = gate
+        self.clock = clock
+        self.endpoints = site.endpoints
+        self.settle_quiet = settle_quiet
+        self.settle_limit = settle_limit
+        self.render_timeout = render_timeout
+
+    # --- human steps ------------------------------------------------------------------
+
+    async def inspect(self, page: Page, kind: StepKind = "challenge") -> PageState:
+        try:
+            return await PlaywrightHumanPage(self.host, page, self.endpoints, kind).inspect()
+        except PlaywrightError:
+            return PageState(PageKind.CLEAR, ready=False)
+
+    async def human_step(
+        self, kind: StepKind, page: Page, op: SiteOp | None, epoch: int | None = None
+    ) -> None:
+        policy = op.on_verification if op is not None else "wait"
+        human = PlaywrightHumanPage(self.host, page, self.endpoints, kind)
+        await self.gate.handle(kind, human, op, "skip" if policy == "skip" else "wait", epoch=epoch)
+
+    # --- opening ----------------------------------------------------------------------
+
+    async def open(self, paper: Paper, op: SiteOp | None) -> OpenedDetail:
+        """A new tab on `paper`'s detail page, identity-confirmed and settled. With no locator,
+        or an expired one, the paper is located again by its exact title (once)."""
+        url = paper.locator or await self.relocate(paper, op)
+        page = await self.host.new_page()
+        try:
+            try:
+                detail = await self._load(page, url, op)
+            except LocatorExpired:
+                url = await self.relocate(paper, op)
+                detail = await self._load(page, url, op)
+            if not detail_matches(paper, detail):
+                raise IdentityConflict(record_ref=paper.record_ref, expected=paper.title, found=detail.title)
+            await self.settle(page)
+        except BaseException:
+            await close_quietly(page)
+            raise
+        return OpenedDetail(page, detail, url)
+
+    async def relocate(self, paper: Paper, op: SiteOp | None) -> str:
+        """facts §3.10: one exact-title grid search; one matching paper -> its detail URL."""
+        want = title_key(paper.title)
+        if not want:
+            raise DocumentNotFound(record_ref=paper.record_ref)
+        result = await self.site.grid(
+            GridRequest(subject=exact_title_subject(paper.title), anchor=paper.title.strip()), op
+        )
+        rows = [r for r in result.rows if title_key(r.title) == want and r.detail_url]
+        if paper.authors:
+            who = author_key(paper.authors[0].name)
+            rows = [r for r in rows if not r.authors or author_key(r.authors[0]) == who]
+        urls = list(dict.fromkeys(r.detail_url for r in rows if r.detail_url))
+        if not urls:
+            raise DocumentNotFound(title=paper.title)
+        if len(urls) > 1:
+            raise IdentityAmbiguous(title=paper.title, candidates=len(urls))
+        return urls[0]
+
+    async def _load(self, page: Page, url: str, op: SiteOp | None) -> DetailPage:
+        for _ in range(MAX_HUMAN_STEPS):
+            epoch = self.gate.epoch
+            try:
+                async with self.limiter.slot(budget=op):
+                    response = await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
+            except PlaywrightError as exc:
+                self.host.note_error(exc)
+                raise SiteUnavailable(reason=_short(exc)) from exc
+            status = response.status if response is not None else 200
+            try:
+                html = await page.content()
+            except PlaywrightError as exc:
+                raise SiteUnavailable(reason=_short(exc)) from exc
+            verdict = classify_page(html, page.url, status)
+            if verdict.kind in (GateKind.CHALLENGE, GateKind.LOGIN):
+                kind: StepKind = "challenge" if verdict.kind is GateKind.CHALLENGE else "login"
+                await self.human_step(kind, page, op, epoch)
+                continue
+            if verdict.kind in (GateKind.RATE_LIMITED, GateKind.SERVER_ERROR):
+                self.limiter.slow()
+            raise_for_verdict(verdict)
+            return await self._parse_live(page)
+        raise VerificationRepeated(page="detail")
+
+    async def _parse_live(self, page: Page) -> DetailPage:
+        """parse_detail on the live DOM, waiting (bounded) for a script-drawn page."""
+        deadline = self.clock.monotonic() + self.render_timeout
+        while True:
+            with contextlib.suppress(PlaywrightError, ParserUnsupported):
+                return parse_detail(await page.content(), page.url)
+            if self.clock.monotonic() >= deadline:
+                raise ContentNotReady(url_kind="detail", timeout_seconds=self.render_timeout)
+            await self.clock.sleep(SETTLE_POLL_SECONDS)
+
+    async def settle(self, page: Page) -> bool:
+        """facts §11.3: readyState complete and no jQuery request for `settle_quiet` seconds,
+        waiting at most `settle_limit`. Returns whether the page settled in time."""
+        deadline = self.clock.monotonic() + self.settle_limit
+        quiet_since: float | None = None
+        while True:
+            now = self.clock.monotonic()
+            try:
+                state: dict[str, Any] = await page.evaluate(LOAD_STATE_JS)
+            except PlaywrightError:
+                state = {}
+            if state.get("complete") and not state.get("pending"):
+                quiet_since = now if quiet_since is None else quiet_since
+                if now - quiet_since >= self.settle_quiet:
+                    return True
+            else:
+                quiet_since = None
+            if now >= deadline:
+                log.info("detail page did not settle within %.1f s; clicking anyway", self.settle_limit)
+                return False
+            await self.clock.sleep(SETTLE_POLL_SECONDS)
+
+    # --- clicking ---------------------------------------------------------------------
+
+    async def find_entry(self, page: Page, pattern: str) -> ElementHandle | None:
+        handle = await page.evaluate_handle(_FIND_ENTRY_JS, pattern)
+        element = handle.as_element()
+        if element is None:
+            await handle.dispose()
+        return element
+
+    async def stable_point(self, element: ElementHandle) -> tuple[float, float]:
+        """facts §11.3: the element must stop moving, be enabled and be hit at its centre."""
+        with contextlib.suppress(PlaywrightError):
+            await element.scroll_into_view_if_needed(timeout=2_000)
+        previous: tuple[float, float, float, float] | None = None
+        last: dict[str, Any] = {}
+        for _ in range(STABLE_CHECKS):
+            last = await element.evaluate(_POINT_JS)
+            box = (last["x"], last["y"], last["w"], last["h"])
+            usable = last["hits"] and last["inView"] and not last["disabled"] and last["w"] > 0
+            if usable and box == previous:
+                return float(last["x"]), float(last["y"])
+            previous = box if usable else None
+            await self.clock.sleep(STABLE_POLL_SECONDS)
+        raise ContentNotReady(
+            "入口按钮不可点击", state={k: last.get(k) for k in ("disabled", "hits", "inView")}
+        )
+
+    async def click(self, page: Page, element: ElementHandle, op: SiteOp | None) -> None:
+        """A real mouse click at the element's stable point; the click is a request start."""
+        x, y = await self.stable_point(element)
+        async with self.limiter.slot(budget=op):
+            await page.mouse.click(x, y)
+
+
+async def close_quietly(page: Page | None) -> None:
+    if page is None:
+        return
+    with contextlib.suppress(PlaywrightError):
+        if not page.is_closed():
+            await page.close()
+
+
+class HtmlReader:
+    """`ReaderBackend` over a live browser; see the module docstring."""
+
+    def __init__(
+        self,
+        tabs: DetailTabs,
+        *,
+        reader_timeout: float = READER_TIMEOUT_SECONDS,
+        poll: float = READER_POLL_SECONDS,
+    ) -> None:
+        self.tabs = tabs
+        self.reader_timeout = reader_timeout
+        self.poll = poll
+
+    async def read(self, paper: Paper, op: Any = None) -> ReaderCapture:
+        tabs = self.tabs
+        opened = await tabs.open(paper, op)
+        detail_page = opened.page
+        since = len(tabs.host.popups_of(detail_page))
+        try:
+            entry = await tabs.find_entry(detail_page, READER_ENTRY)
+            if entry is None:
+                raise HtmlEntryNotFound(record_ref=paper.record_ref)
+            start_url = detail_page.url
+            started = tabs.clock.monotonic()
+            await tabs.click(detail_page, entry, op)
+            page, same_tab = await self._wait_for_reader(detail_page, since, start_url, paper, op)
+            return ReaderCapture(
+                page=page,
+                detail=opened.detail,
+                detail_url=opened.url,
+                same_tab=same_tab,
+                waited_seconds=round(tabs.clock.monotonic() - started, 3),
+            )
+        finally:
+            for popup in tabs.host.popups_of(detail_page)[since:]:
+                await close_quietly(popup)
+            await close_quietly(detail_page)
+
+    async def _wait_for_reader(
+        self, detail_page: Page, since: int, start_url: str, paper: Paper, op: SiteOp | None
+    ) -> tuple[ReaderPage, bool]:
+        tabs = self.tabs
+        deadline = tabs.clock.monotonic() + self.reader_timeout
+        best: tuple[ReaderPage, bool] | None = None
+        problem: Exception | None = None
+        steps = 0
+        while True:
+            candidates = [(p, False) for p in reversed(tabs.host.popups_of(detail_page)[since:])]
+            if not detail_page.is_closed() and detail_page.url != start_url:
+                candidates.append((detail_page, True))  # some readers navigate the same tab
+            for page, same_tab in candidates:
+                if page.is_closed():
+                    continue
+                epoch = tabs.gate.epoch
+                state = await tabs.inspect(page)
+                if state.kind in (PageKind.CHALLENGE, PageKind.LOGIN):
+                    steps += 1
+                    if steps > MAX_HUMAN_STEPS:
+                        raise VerificationRepeated(page="reader")
+                    kind: StepKind = "challenge" if state.kind is PageKind.CHALLENGE else "login"
+                    await tabs.human_step(kind, page, op, epoch)
+                    deadline = tabs.clock.monotonic() + self.reader_timeout  # the person's time is free
+                    break
+                try:
+                    html = await page.content()
+                except PlaywrightError:
+                    continue
+                try:
+                    parsed = parse_reader(html, page.url, paper.title)
+                except IdentityConflict:
+                    raise
+                except ReaderUnsupported as exc:
+                    problem = self._page_problem(html, page.url) or exc
+                    continue
+                if parsed.trial or not parsed.coverage.missing_catalog_headings:
+                    return parsed, same_tab
+                if best is None or len(parsed.text) >= len(best[0].text):
+                    best = (parsed, same_tab)
+            if tabs.clock.monotonic() >= deadline:
+                break
+            await tabs.clock.sleep(self.poll)
+        if best is not None:
+            log.info(
+                "reader still misses %d catalogue headings", len(best[0].coverage.missing_catalog_headings)
+            )
+            return best
+        if problem is not None:
+            raise problem
+        raise ContentNotReady("阅读页没有出现", url_kind="reader", timeout_seconds=self.reader_timeout)
+
+    @staticmethod
+    def _page_problem(html: str, url: str) -> Exception | None:
+        """A typed error for a page that is clearly not a reader (denied, not found ...)."""
+        verdict = classify_page(html, url)
+        if verdict.kind in (GateKind.CLEAR, GateKind.CHALLENGE, GateKind.LOGIN):
+            return None
+        try:
+            raise_for_verdict(verdict)
+        except CnkiError as exc:
+            return exc
+        return None

@@ -1,0 +1,218 @@
+"""read_online_html against the simulator in a real headless Chromium: the detail tab, the HTML阅读
+click into a new tab, complete / trial / lazily loaded readers, the reader slider solved by a
+"person" through the human gate, section paging and the 30-minute body cache."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from cnki_mcp.clock import SystemClock
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.identity import Paper
+from cnki_mcp.reading_service import ReadingService
+from cnki_mcp.settings import Settings
+from cnki_mcp.sim.server import SimServer
+from cnki_mcp.site.browser import BrowserHost
+from cnki_mcp.site.cnki import CnkiSite
+from cnki_mcp.site.human import HumanGate
+from cnki_mcp.site.limiter import Limiter
+from cnki_mcp.site.reading import DetailTabs, HtmlReader
+from cnki_mcp.store import Store
+
+pytestmark = pytest.mark.browser
+
+READER = "/reader/xml"
+STEP_TIMEOUT = 60.0  # bounds a hung test; never a timing assertion
+
+
+@dataclass
+class FakeOp:
+    operation_id: str = "op-read"
+    on_verification: str = "wait"
+    charges: int = 0
+    transitions: list[str] = field(default_factory=list)
+    waiting: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def charge(self) -> None:
+        self.charges += 1
+
+    def awaiting_user(self, message: str) -> None:
+        self.transitions.append("awaiting_user")
+        self.waiting.set()
+
+    def running(self) -> None:
+        self.transitions.append("running")
+
+
+@dataclass
+class Env:
+    sim: SimServer
+    host: BrowserHost
+    site: CnkiSite
+    gate: HumanGate
+    reader: HtmlReader
+    data_dir: Path
+
+
+@pytest.fixture(scope="module")
+async def env_module(
+    _sim_server_session: SimServer, tmp_path_factory: pytest.TempPathFactory, browser_executable: str
+) -> AsyncIterator[Env]:
+    sim = _sim_server_session
+    data_dir = tmp_path_factory.mktemp("read-data")
+    settings = Settings(
+        data_dir=data_dir, browser_path=browser_executable, headless=True, site_origin=sim.origin,
+        request_interval_ms=20,
+    )  # fmt: skip
+    clock = SystemClock()
+    host = BrowserHost(settings, clock)
+    limiter = Limiter(clock, settings.request_interval_ms / 1000, settings.max_inflight)
+    gate = HumanGate(clock, limiter, poll_interval=0.05, timeout=STEP_TIMEOUT, headless=True)
+    site = CnkiSite(settings, clock, host, limiter, gate, retry_waits=(0.01, 0.02))
+    tabs = DetailTabs(site, host, limiter, gate, clock, settle_quiet=0.3)
+    yield Env(sim, host, site, gate, HtmlReader(tabs), data_dir)
+    await site.close()
+    await host.close()
+
+
+@pytest.fixture
+async def env(env_module: Env, sim_server: SimServer) -> AsyncIterator[Env]:
+    yield env_module
+
+
+def paper_for(sim: SimServer, record_id: str) -> Paper:
+    from cnki_mcp.models import Author
+
+    rec = sim.corpus.by_id[record_id]
+    return Paper(
+        record_ref=f"rec_{record_id}aaaaaaaaaaaa",
+        title=rec.title,
+        authors=[Author(name=a.name) for a in rec.authors],
+        locator=sim.links.detail(record_id),
+    )
+
+
+async def expect_code(awaitable: object, code: str) -> CnkiError:
+    with pytest.raises(CnkiError) as info:
+        async with asyncio.timeout(STEP_TIMEOUT):
+            await awaitable  # type: ignore[misc]
+    assert info.value.code == code, info.value
+    return info.value
+
+
+async def open_tabs(env: Env) -> int:
+    ctx = await env.host.ensure()
+    return len(ctx.pages)
+
+
+async def test_complete_reader_opens_in_a_new_tab_and_every_heading_becomes_a_section(env: Env) -> None:
+    rec = env.sim.corpus.by_id["r0001"]
+    before = await open_tabs(env)
+    async with asyncio.timeout(STEP_TIMEOUT):
+        capture = await env.reader.read(paper_for(env.sim, "r0001"), FakeOp())
+    page = capture.page
+    assert not capture.same_tab
+    assert page.title == rec.title and not page.trial
+    assert [s.title for s in page.sections][: len(rec.fulltext)] == [s.heading for s in rec.fulltext]
+    assert page.coverage.missing_catalog_headings == []
+    assert page.coverage.container == "#paperRead" and page.coverage.non_text_elements > 0
+    assert rec.fulltext[-1].text.split("\n")[0] in page.text
+    assert len(env.sim.requests_for(READER, "GET")) == 1
+    assert await open_tabs(env) == before  # the detail and reader tabs are closed again
+
+
+async def test_trial_reader_is_marked_and_returned_at_once(env: Env) -> None:
+    env.sim.set_scenario({"faults": [{"path": "/bar/htmlread", "kind": "trial_reader"}]})
+    async with asyncio.timeout(STEP_TIMEOUT):
+        capture = await env.reader.read(paper_for(env.sim, "r0002"), FakeOp())
+    assert capture.page.trial
+    assert capture.page.coverage.scope == "trial"
+    assert capture.page.coverage.missing_catalog_headings  # only the first section is shown
+
+
+async def test_lazily_loaded_sections_are_waited_for(env: Env) -> None:
+    rec = env.sim.corpus.by_id["r0021"]
+    env.sim.set_scenario({"faults": [{"path": READER, "kind": "lazy_reader"}]})
+    async with asyncio.timeout(STEP_TIMEOUT):
+        capture = await env.reader.read(paper_for(env.sim, "r0021"), FakeOp())
+    assert [e.fault for e in env.sim.requests_for(READER, "GET")] == ["lazy_reader"]
+    assert capture.page.coverage.missing_catalog_headings == []
+    assert rec.fulltext[-1].heading in [s.title for s in capture.page.sections]
+
+
+async def test_reader_slider_is_solved_by_the_person_through_the_gate(env: Env) -> None:
+    env.sim.set_scenario({"faults": [{"path": READER, "kind": "reader_slider", "at": [1]}]})
+    op = FakeOp()
+    ctx = await env.host.ensure()
+
+    async def person() -> None:
+        await op.waiting.wait()
+        assert env.gate.active_kind == "challenge"
+        tab = next(p for p in ctx.pages if READER in p.url)
+        await tab.click(".slider-fallback")
+
+    solver = asyncio.create_task(person())
+    async with asyncio.timeout(STEP_TIMEOUT):
+        capture = await env.reader.read(paper_for(env.sim, "r0001"), op)
+    await solver
+    assert op.transitions == ["awaiting_user", "running"]
+    assert env.sim.requests_for("/verify/solve", "POST")
+    assert capture.page.coverage.missing_catalog_headings == [] and not capture.page.trial
+
+
+async def test_skip_policy_does_not_wait_for_the_slider(env: Env) -> None:
+    env.sim.set_scenario({"faults": [{"path": READER, "kind": "reader_slider"}]})
+    await expect_code(env.reader.read(paper_for(env.sim, "r0001"), FakeOp(on_verification="skip")),
+                      "VERIFICATION_SKIPPED")  # fmt: skip
+
+
+async def test_detail_without_reader_entry_is_html_entry_not_found(env: Env) -> None:
+    await expect_code(env.reader.read(paper_for(env.sim, "r0031"), FakeOp()), "HTML_ENTRY_NOT_FOUND")
+    assert not env.sim.requests_for("/bar/htmlread", "GET")
+
+
+async def test_another_papers_detail_page_is_an_identity_conflict(env: Env) -> None:
+    paper = paper_for(env.sim, "r0001").model_copy(update={"locator": env.sim.links.detail("r0002")})
+    await expect_code(env.reader.read(paper, FakeOp()), "IDENTITY_CONFLICT")
+    assert not env.sim.requests_for("/bar/htmlread", "GET")
+
+
+async def test_service_pages_by_section_and_serves_repeats_from_the_cache(env: Env) -> None:
+    clock = SystemClock()
+    with Store.open(env.data_dir / "store-read", clock) as store:
+        locator = env.sim.links.detail("r0001")
+        detail = await env.site.detail(locator)
+        paper = store.upsert_from_detail(detail, locator, clock.now())
+        service = ReadingService(store, env.reader, clock)
+        async with asyncio.timeout(STEP_TIMEOUT):
+            first = await service.read(paper.record_ref, max_characters=500)
+        assert first.source == "reader" and first.next_offset == 500 and len(first.text) == 500
+        assert "invoice" not in first.model_dump_json() and "nonce" not in first.model_dump_json()
+        parent = next(s for i, s in enumerate(first.sections) if i + 1 < len(first.sections)
+                      and first.sections[i + 1].level > s.level)  # fmt: skip
+        second = await service.read(paper.record_ref, section=parent.title.upper() + "  ")
+        assert second.source == "cache" and second.section is not None
+        assert second.total_characters == parent.length
+        child = first.sections[first.sections.index(parent) + 1]
+        assert child.title in second.text  # a section includes its subsections
+        assert len(env.sim.requests_for(READER, "GET")) == 1
+
+
+async def test_service_never_caches_a_trial_body(env: Env) -> None:
+    env.sim.set_scenario({"faults": [{"path": "/bar/htmlread", "kind": "trial_reader"}]})
+    clock = SystemClock()
+    with Store.open(env.data_dir / "store-trial", clock) as store:
+        locator = env.sim.links.detail("r0002")
+        paper = store.upsert_from_detail(await env.site.detail(locator), locator, clock.now())
+        service = ReadingService(store, env.reader, clock)
+        async with asyncio.timeout(STEP_TIMEOUT):
+            first = await service.read(paper.record_ref)
+            second = await service.read(paper.record_ref)
+        assert first.trial and first.complete_article is False
+        assert second.source == "reader"
+        assert len(env.sim.requests_for(READER, "GET")) == 2
