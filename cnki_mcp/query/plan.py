@@ -177,7 +177,7 @@ def plan_lexical(question: str) -> Plan:
     concepts: list[str] = []
     for part in _AND_RE.split(text):
         for segment in _SEP_RE.split(part):
-            concepts.extend(_concepts(_strip_request(segment).strip(_TRIM)))
+            concepts.extend(_concepts(segment.strip(_TRIM)))
     hint = "；请提供 concept_groups"
     if not concepts:
         raise InvalidPlan(f"问题中没有可检索的概念{hint}")

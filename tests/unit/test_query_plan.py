@@ -64,6 +64,10 @@ def test_lexical_plan_never_segments_chinese_and_loses_no_word() -> None:
     assert flat == ["新能源汽车", "电池回收", "政策", "Li-ion battery recycling"]
 
 
+def test_request_words_are_stripped_only_at_the_start_of_the_question() -> None:
+    assert _groups("请检索有关部门、检索系统") == [["部门"], ["检索系统"]]
+
+
 def test_and_inside_a_word_is_not_a_separator() -> None:
     assert _groups("sandbox android") == [["sandbox android"]]
 
