@@ -1,0 +1,127 @@
+"""Fakes for the server contract tests: a SiteBackend that must never be called for bad input,
+and a pipeline with scripted behaviour (blocking, progress, paging)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from cnki_mcp.clock import SystemClock
+from cnki_mcp.models import HeaderIdentity, IdentityKind
+from cnki_mcp.pipeline.models import (
+    MetadataResult,
+    PlanView,
+    ResultItem,
+    ResultsPage,
+    SearchSummary,
+)
+from cnki_mcp.services import Services
+from cnki_mcp.settings import Settings
+
+
+class FakeBackend:
+    """Counts calls; identity answers an institution."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    async def grid(self, request: Any, op: Any = None) -> Any:
+        self.calls.append("grid")
+        raise AssertionError("grid is not used by the fake pipeline")
+
+    async def detail(self, locator: str, op: Any = None) -> Any:
+        self.calls.append("detail")
+        raise AssertionError("detail is not used")
+
+    async def journal(self, url: str, expected_source: str | None = None, op: Any = None) -> Any:
+        self.calls.append("journal")
+        raise AssertionError("journal is not used")
+
+    async def identity(self, op: Any = None) -> HeaderIdentity:
+        self.calls.append("identity")
+        if op is not None:
+            op.charge()
+        return HeaderIdentity(ready=True, personal=IdentityKind.NOT_OBSERVED, institutions=["华东政法大学"])
+
+    async def close(self) -> None:
+        self.calls.append("close")
+
+
+class FakePipeline:
+    """Scripted research: progress 1/3, optionally block until released, then a summary."""
+
+    def __init__(self) -> None:
+        self.block = False
+        self.release = asyncio.Event()
+        self.plans: list[Any] = []
+        self.started = asyncio.Event()
+        self.items = [ResultItem(record_ref=f"rec_{i:024x}", title=f"题名{i}", url=None) for i in range(120)]
+
+    def cached(self, inp: Any, plan: Any) -> SearchSummary | None:
+        return None
+
+    def _summary(self, search_id: str, plan: Any, limit: int) -> SearchSummary:
+        return SearchSummary(
+            search_id=search_id,
+            status="completed",
+            candidate_count=len(self.items),
+            eligible_count=len(self.items),
+            selected_count=len(self.items),
+            plan=PlanView(method=str(plan.method), concepts=[list(g) for g in plan.groups]),
+            results=self.items[:limit],
+        )
+
+    async def research(self, inp: Any, plan: Any, ctx: Any) -> SearchSummary:
+        self.plans.append(plan)
+        ctx.set_stage("retrieval", "检索中")
+        ctx.progress(1, 3, "pages")
+        self.started.set()
+        if self.block:
+            await self.release.wait()
+        ctx.progress(3, 3, "pages")
+        ctx.checkpoint({"phase": "done"})
+        return self._summary(ctx.operation_id, plan, inp.limit)
+
+    async def resume(self, ctx: Any) -> SearchSummary:
+        return SearchSummary(search_id=ctx.operation_id, status="completed", plan=PlanView(method="lexical"))
+
+    async def structured(self, inp: Any, ctx: Any) -> SearchSummary:
+        return SearchSummary(
+            search_id=ctx.operation_id, status="completed", plan=PlanView(method="structured")
+        )
+
+    async def metadata(self, inp: Any, ctx: Any) -> MetadataResult:
+        return MetadataResult(records=[{"record_ref": r, "title": "x"} for r in inp.record_refs])
+
+    def results(self, inp: Any) -> ResultsPage:
+        chunk = self.items[inp.offset : inp.offset + inp.limit]
+        nxt = inp.offset + inp.limit
+        return ResultsPage(
+            search_id=inp.search_id,
+            status="completed",
+            scope=inp.scope,
+            total=len(self.items),
+            offset=inp.offset,
+            next_offset=nxt if nxt < len(self.items) else None,
+            results=[{"record_ref": it.record_ref, "title": it.title, "url": it.url} for it in chunk],
+        )
+
+
+class Harness:
+    """What a test gets: the server, its Services (once opened) and the fakes."""
+
+    def __init__(self, data_dir: Path, inline_wait: float) -> None:
+        self.settings = Settings(data_dir=data_dir, inline_wait_seconds=inline_wait, request_interval_ms=0)
+        self.backend = FakeBackend()
+        self.pipeline = FakePipeline()
+        self.services: Services | None = None
+
+    def open(self) -> Services:
+        self.services = Services.open(
+            self.settings,
+            clock=SystemClock(),
+            backend=self.backend,
+            pipeline_factory=lambda _s: self.pipeline,
+        )
+        return self.services

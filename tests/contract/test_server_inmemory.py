@@ -1,0 +1,286 @@
+"""The MCP surface through the SDK's in-memory Client (2026 era, and legacy where it matters),
+with a fake SiteBackend and a scripted pipeline injected through Services."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from mcp import Client
+from mcp.types import CreateMessageResult, TextContent
+
+from cnki_mcp.server.app import TOOL_NAMES, build_server
+from tests.contract.server_fakes import Harness
+
+READ_ONLY = {
+    "search",
+    "structured_search",
+    "search_results",
+    "get_metadata",
+    "session_status",
+    "operation_status",
+    "diagnostics",
+}
+
+
+@pytest.fixture
+def h(tmp_path: Path) -> Harness:
+    return Harness(tmp_path / "data", inline_wait=5.0)
+
+
+def _error(result: Any) -> dict[str, Any]:
+    assert result.is_error, result
+    data = result.structured_content
+    assert data is not None, result.content
+    assert {"code", "message", "retryable", "details"} <= set(data)
+    assert data["errors"][0]["code"] == data["code"]
+    return data
+
+
+async def test_lists_all_tools_with_annotations_and_read_only_hints(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == set(TOOL_NAMES)
+    for name, tool in tools.items():
+        assert tool.annotations is not None, name
+        assert tool.output_schema is not None, name
+        assert tool.description and len(tool.description) > 20, name
+        assert bool(tool.annotations.read_only_hint) == (name in READ_ONLY), name
+
+
+BAD_ARGUMENTS: list[tuple[str, dict[str, Any]]] = [
+    ("search", {}),
+    ("search", {"query": ""}),
+    ("search", {"query": "x", "limit": 0}),
+    ("search", {"query": "x", "concept_groups": [[]]}),
+    ("search", {"query": "x", "year_from": 2024, "year_to": 2020}),
+    ("search", {"query": "x", "options": {"max_pages": 0}}),
+    ("structured_search", {"expression": {"op": "and", "items": [{"field": "title", "value": "a"}]}}),
+    ("structured_search", {"expression": {"field": "nope", "value": "a"}}),
+    ("search_results", {"search_id": "s", "limit": 500}),
+    ("search_results", {}),
+    ("get_metadata", {}),
+    ("get_metadata", {"record_refs": ["r"] * 101}),
+    ("login", {"remote_access_url": "http://vpn.example.edu/"}),
+    ("login", {"remote_access_url": "https://user:pw@vpn.example.edu/"}),
+    ("session_status", {"refresh": "maybe"}),
+    ("operation_status", {"operation_id": "bad"}),
+    ("operation_status", {"wait_seconds": 99}),
+    ("operation_control", {"action": "explode"}),
+    ("operation_control", {"action": "cancel"}),
+    ("diagnostics", {"unexpected": {"x": 1}}),
+]
+
+
+async def test_bad_arguments_for_every_tool_are_coded_errors_and_start_no_browser(h: Harness) -> None:
+    seen: set[str] = set()
+    async with Client(build_server(h.open)) as client:
+        for name, args in BAD_ARGUMENTS:
+            result = await client.call_tool(name, args)
+            if name == "diagnostics":  # extra arguments are ignored, never an error
+                assert not result.is_error
+                continue
+            data = _error(result)
+            assert data["code"].startswith("INVALID_"), (name, args, data)
+            seen.add(name)
+        assert h.services is not None
+        assert h.services.host.started is False
+        assert h.backend.calls == []
+    assert seen == set(TOOL_NAMES) - {"diagnostics"}
+
+
+async def test_login_rejects_plain_http_and_credentials_in_remote_access_url(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        for url in (
+            "http://vpn.example.edu/login",
+            "https://user:pw@vpn.example.edu/",
+            "https://me@vpn.example.edu/",
+        ):
+            data = _error(await client.call_tool("login", {"remote_access_url": url}))
+            assert data["code"] == "INVALID_ARGUMENT"
+            assert data["details"]["field"] == "remote_access_url"
+        assert h.backend.calls == []
+
+
+async def test_diagnostics_is_local_and_never_starts_the_browser(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        result = await client.call_tool("diagnostics", {})
+        assert not result.is_error
+        data = result.structured_content
+        assert data["version"]
+        assert data["data_dir"] == str(h.settings.data_dir)
+        assert data["browser"]["running"] is False
+        assert "max_inflight" in data["limiter"]
+        assert h.services is not None and h.services.host.started is False
+    assert not (h.settings.data_dir / "browser").exists()
+
+
+async def test_search_completes_inline_with_structured_content_matching_output_schema(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        result = await client.call_tool("search", {"query": "竞业限制 违约金", "limit": 5})
+        assert not result.is_error, result.content
+        data = result.structured_content
+        jsonschema.validate(data, tools["search"].output_schema)
+        assert data["status"] == "completed"
+        assert data["operation_id"].startswith("op_")
+        assert data["result"]["search_id"] == data["operation_id"]
+        assert len(data["result"]["results"]) == 5
+        assert json.loads(result.content[0].text)["status"] == "completed"
+
+
+async def test_long_search_returns_operation_id_then_operation_status_long_polls_to_completion(
+    tmp_path: Path,
+) -> None:
+    h = Harness(tmp_path / "data", inline_wait=0.05)
+    h.pipeline.block = True
+    async with Client(build_server(h.open)) as client:
+        first = (await client.call_tool("search", {"query": "初中物理 分层作业"})).structured_content
+        assert first["status"] == "running"
+        op_id = first["operation_id"]
+        assert first["next_step"].startswith("operation_status")
+        idle_check = (await client.call_tool("operation_status", {})).structured_content
+        assert idle_check["operation_id"] == op_id
+        h.pipeline.release.set()
+        done = (
+            await client.call_tool("operation_status", {"operation_id": op_id, "wait_seconds": 10})
+        ).structured_content
+        assert done["status"] == "completed"
+        assert done["result"]["search_id"] == op_id
+        assert (await client.call_tool("operation_status", {})).structured_content["status"] == "idle"
+
+
+async def test_progress_notifications_arrive_when_a_progress_token_is_sent(h: Harness) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with Client(build_server(h.open)) as client:
+        result = await client.call_tool("search", {"query": "知网"}, progress_callback=on_progress)
+        assert not result.is_error
+    assert seen, "no progress notification arrived"
+    values = [p for p, _, _ in seen]
+    assert values == sorted(values)
+
+
+def _sampler(reply: str, calls: list[str]) -> Any:
+    async def sampling(context: Any, params: Any) -> CreateMessageResult:
+        calls.append(params.messages[0].content.text)
+        return CreateMessageResult(
+            role="assistant",
+            content=TextContent(type="text", text=reply),
+            model="fake",
+            stop_reason="endTurn",
+        )
+
+    return sampling
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_concepts_are_planned_by_client_sampling_when_declared(h: Harness, mode: str) -> None:
+    calls: list[str] = []
+    sampler = _sampler('[["竞业限制", "竞业禁止"], ["违约金"]]', calls)
+    async with Client(build_server(h.open), sampling_callback=sampler, mode=mode) as client:
+        result = await client.call_tool("search", {"query": "竞业限制违约金的裁判思路"})
+        assert not result.is_error, result.content
+        assert result.structured_content["result"]["plan"]["method"] == "sampling"
+    assert calls and "竞业限制违约金" in calls[0]
+    assert h.pipeline.plans[-1].groups == [["竞业限制", "竞业禁止"], ["违约金"]]
+
+
+async def test_concepts_are_planned_lexically_without_sampling(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        result = await client.call_tool("search", {"query": "竞业限制、违约金"})
+        assert result.structured_content["result"]["plan"]["method"] == "lexical"
+    assert h.pipeline.plans[-1].method == "lexical"
+
+
+async def test_explicit_concept_groups_skip_sampling(h: Harness) -> None:
+    calls: list[str] = []
+    async with Client(build_server(h.open), sampling_callback=_sampler("[]", calls)) as client:
+        result = await client.call_tool("search", {"query": "q", "concept_groups": [["a"], ["b", "c"]]})
+        assert result.structured_content["result"]["plan"]["method"] == "explicit"
+    assert calls == []
+
+
+async def test_search_results_pages_through_stored_results(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        page1 = (
+            await client.call_tool("search_results", {"search_id": "op_x", "limit": 50})
+        ).structured_content
+        assert page1["total"] == 120 and page1["next_offset"] == 50 and len(page1["results"]) == 50
+        last = (
+            await client.call_tool("search_results", {"search_id": "op_x", "offset": 100, "limit": 50})
+        ).structured_content
+        assert last["next_offset"] is None and len(last["results"]) == 20
+
+
+async def test_operation_control_cancel_and_continue_codes(tmp_path: Path) -> None:
+    h = Harness(tmp_path / "data", inline_wait=0.05)
+    h.pipeline.block = True
+    async with Client(build_server(h.open)) as client:
+        op_id = (await client.call_tool("search", {"query": "x"})).structured_content["operation_id"]
+        busy = _error(
+            await client.call_tool("operation_control", {"action": "continue", "operation_id": op_id})
+        )
+        assert busy["code"] == "OPERATION_BUSY"
+        cancelled = (
+            await client.call_tool("operation_control", {"action": "cancel", "operation_id": op_id})
+        ).structured_content
+        assert cancelled["operation"]["status"] == "cancelled"
+        unknown = _error(
+            await client.call_tool(
+                "operation_control", {"action": "continue", "operation_id": "op_" + "0" * 24}
+            )
+        )
+        assert unknown["code"] == "OPERATION_NOT_FOUND"
+        resume = _error(
+            await client.call_tool("operation_control", {"action": "resume", "operation_id": op_id})
+        )
+        assert resume["code"] == "OPERATION_NOT_RUNNING"
+        show = _error(await client.call_tool("operation_control", {"action": "show"}))
+        assert show["code"] == "VERIFICATION_NOT_FOUND"
+        recover = await client.call_tool("operation_control", {"action": "recover"})
+        assert not recover.is_error
+        assert h.services is not None and h.services.host.started is False
+
+
+async def test_session_status_cached_then_refreshed(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        cached = (await client.call_tool("session_status", {})).structured_content
+        assert cached["cached"] is True and cached["evidence_source"] == "not_checked"
+        assert h.backend.calls == []
+        fresh = (await client.call_tool("session_status", {"refresh": True})).structured_content
+        assert fresh["cached"] is False and fresh["institution"] == "observed"
+        again = (await client.call_tool("session_status", {})).structured_content
+        assert again["cached"] is True and again["institution_evidence"] == ["华东政法大学"]
+
+
+async def test_logging_set_level_is_accepted_on_the_legacy_era(h: Harness) -> None:
+    async with Client(build_server(h.open), mode="legacy") as client:
+        await client.set_logging_level("debug")
+        tools = (await client.list_tools()).tools
+        assert len(tools) == len(TOOL_NAMES)
+
+
+async def test_guide_resource_and_prompts_are_listed_and_readable(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        resources = (await client.list_resources()).resources
+        assert [r.uri for r in resources] == ["cnki://guide"]
+        text = (await client.read_resource("cnki://guide")).contents[0].text
+        assert "operation_status" in text and "awaiting_user" in text
+        prompts = {p.name for p in (await client.list_prompts()).prompts}
+        assert prompts == {"research_topic", "literature_review"}
+        got = await client.get_prompt("research_topic", {"topic": "分层作业"})
+        assert "分层作业" in got.messages[0].content.text
+
+
+async def test_services_are_closed_when_the_session_ends(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        await client.call_tool("diagnostics", {})
+    assert h.services is not None and h.services.closed
+    assert h.services.store.closed
