@@ -1,0 +1,116 @@
+"""Personal names: Chinese vs Latin script, family/given split, initials, pinyin.
+
+Conventions (shared by every format):
+- A name containing Han characters is Chinese: the family name is a known compound
+  surname (欧阳, 司马 ...) or else the first character; it is always written whole.
+- `"Smith, John"` is family, given. `"John Smith"` is given-first (last word = family).
+- A single Latin word is kept as a literal (an organisation or a mononym).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from pypinyin import Style, lazy_pinyin
+
+from .model import HAN
+
+COMPOUND_SURNAMES: frozenset[str] = frozenset({
+    "欧阳", "司马", "诸葛", "上官", "东方", "皇甫", "尉迟", "公孙", "慕容", "令狐", "长孙", "宇文",
+    "司徒", "夏侯", "轩辕", "端木", "独孤", "南宫", "西门", "百里", "呼延", "万俟", "澹台", "公羊",
+    "申屠", "太史", "闻人", "东郭", "钟离", "宗政", "濮阳", "淳于", "单于", "太叔", "仲孙", "鲜于",
+})
+
+# Heteronym surnames whose reading as a surname differs from the common reading.
+_SURNAME_PINYIN: dict[str, str] = {
+    "单": "shan", "解": "xie", "曾": "zeng", "仇": "qiu", "区": "ou", "查": "zha", "朴": "piao",
+    "盖": "ge", "缪": "miao", "翟": "zhai", "尉迟": "yuchi", "万俟": "moqi", "单于": "chanyu",
+    "乐": "yue", "覃": "qin", "种": "chong", "召": "shao", "长孙": "zhangsun", "藏": "zang",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    family: str
+    given: str = ""
+    cjk: bool = False
+    literal: bool = False
+
+    @property
+    def full(self) -> str:
+        """As written in Chinese order (CJK) or `Given Family` (Latin)."""
+        if self.cjk or self.literal:
+            return self.family + self.given
+        return f"{self.given} {self.family}".strip()
+
+    @property
+    def static(self) -> str:
+        """Family first, no comma: 张三, `Li Wei`."""
+        if self.cjk or self.literal:
+            return self.family + self.given
+        return f"{self.family} {self.given}".strip()
+
+    @property
+    def inverted(self) -> str:
+        """`Smith, John` (CJK names unchanged)."""
+        if self.cjk or self.literal or not self.given:
+            return self.static
+        return f"{self.family}, {self.given}"
+
+    def initials(self, sep: str, *, with_period: bool) -> str:
+        """Initials of the given names: `Christopher D.` -> `C. D.` / `CD` / `C D`."""
+        out: list[str] = []
+        for part in self.given.replace(".", ". ").split():
+            pieces = [p for p in part.split("-") if p]
+            inits = [p[0].upper() + ("." if with_period else "") for p in pieces if p[0].isalpha()]
+            if inits:
+                out.append(("-" if with_period else "").join(inits))
+        return sep.join(out)
+
+
+def parse_name(raw: str) -> Name:
+    name = re.sub(r"\s+", " ", raw).strip()
+    if HAN.search(name):
+        compact = name.replace(" ", "").replace("·", "·")
+        fam = compact[:2] if compact[:2] in COMPOUND_SURNAMES else compact[:1]
+        return Name(fam, compact[len(fam):], cjk=True)
+    if "," in name:
+        fam, given = (p.strip() for p in name.split(",", 1))
+        if fam and given:
+            return Name(fam, given)
+        return Name(fam or given, literal=True)
+    parts = name.split(" ")
+    if len(parts) == 1:
+        return Name(name, literal=True)
+    return Name(parts[-1], " ".join(parts[:-1]))
+
+
+def parse_names(raw: list[str]) -> list[Name]:
+    return [parse_name(a) for a in raw if a.strip()]
+
+
+def is_cjk_text(text: str) -> bool:
+    return bool(HAN.search(text))
+
+
+def ascii_fold(text: str) -> str:
+    """`Schütze` -> `Schutze`; drops anything not ASCII letters/digits."""
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^A-Za-z0-9]", "", folded)
+
+
+def pinyin(text: str) -> str:
+    """Toneless pinyin with no separators: 张 -> zhang, 欧阳 -> ouyang."""
+    if text in _SURNAME_PINYIN:
+        return _SURNAME_PINYIN[text]
+    return "".join(lazy_pinyin(text, style=Style.NORMAL, errors="ignore"))
+
+
+def key_family(name: str) -> str:
+    """The family name as ASCII for citation keys: pinyin for Chinese names."""
+    parsed = parse_name(name)
+    if parsed.cjk:
+        return pinyin(parsed.family)
+    return ascii_fold(parsed.family).lower()
