@@ -17,6 +17,8 @@ from cnki_mcp.errors import CnkiError
 COMMANDS: dict[str, tuple[str, str]] = {
     "sim": ("cnki_mcp.cli.sim_cmd", "启动本地知网模拟站 / start the offline CNKI simulator"),
     "parse": ("cnki_mcp.cli.parse_cmd", "解析保存的知网页面并输出 JSON / parse a saved CNKI page to JSON"),
+    "serve": ("cnki_mcp.cli.serve_cmd", "启动 MCP 服务（stdio 或 HTTP）/ run the MCP server"),
+    "schema": ("cnki_mcp.cli.schema_cmd", "输出工具定义 JSON / print the MCP tool definitions"),
 }
 
 

@@ -1,0 +1,81 @@
+"""`cnki-mcp serve`: the MCP server over stdio (default) or streamable HTTP.
+
+Services (store, operations, the lazy browser) are opened before serving, so a data directory
+held by another process is a clear DATA_DIRECTORY_IN_USE at startup; they are closed when the
+session (stdio EOF) or the HTTP server ends."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or http"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP listen address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="H",
+        help="extra Host header value to accept (repeatable)",
+    )
+    parser.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        metavar="O",
+        help="extra Origin to accept (repeatable)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from cnki_mcp.server.app import build_server
+    from cnki_mcp.services import Services
+    from cnki_mcp.settings import load_settings
+
+    settings = load_settings(os.environ)
+    logging.basicConfig(
+        level=getattr(logging, settings.log_level, logging.INFO),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    services = Services.open(settings, environ=dict(os.environ))  # DATA_DIRECTORY_IN_USE surfaces here
+    handed = False
+
+    def open_services() -> Services:
+        nonlocal handed
+        if handed:  # a second lifespan would need its own store; one process, one data dir
+            raise RuntimeError("services already in use")
+        handed = True
+        return services
+
+    server = build_server(open_services)
+    try:
+        if args.transport == "stdio":
+            anyio.run(server.run_stdio_async)
+        else:
+            from cnki_mcp.server.http import serve_http
+
+            print(f"cnki-mcp: http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
+            anyio.run(
+                lambda: serve_http(
+                    server,
+                    host=args.host,
+                    port=args.port,
+                    token=settings.mcp_token,
+                    allowed_hosts=args.allowed_host,
+                    allowed_origins=args.allowed_origin,
+                )
+            )
+    finally:
+        if not handed:
+            anyio.run(services.close)
+    return 0

@@ -1,0 +1,128 @@
+"""Streamable HTTP: stateless JSON responses at /mcp, DNS-rebinding protection (Host and Origin
+allowlists) and, when CNKI_MCP_TOKEN is set, a bearer token on every request (401 without it),
+because the server acts on the user's CNKI account."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import socket
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from typing import Any
+
+from mcp.server.transport_security import TransportSecuritySettings
+
+from cnki_mcp.server.errors import CnkiServer
+
+log = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+LOCAL_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+
+
+def security_settings(
+    host: str, port: int, allowed_hosts: Sequence[str] = (), allowed_origins: Sequence[str] = ()
+) -> TransportSecuritySettings:
+    hosts = [*LOCAL_HOSTS, *allowed_hosts]
+    origins = [*LOCAL_ORIGINS, *allowed_origins]
+    if host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
+        hosts += [host, f"{host}:{port}", f"{host}:*"]
+        origins += [f"http://{host}:{port}", f"https://{host}:{port}"]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+class BearerToken:
+    """ASGI middleware: every HTTP request needs `Authorization: Bearer <token>`."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self._token = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not self._authorised(scope):
+            body = json.dumps(
+                {"error": "unauthorized", "message": "需要 Authorization: Bearer <CNKI_MCP_TOKEN>"}
+            ).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"www-authenticate", b'Bearer realm="cnki-mcp"'),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+    def _authorised(self, scope: Scope) -> bool:
+        for name, value in scope.get("headers", []):
+            if name.lower() == b"authorization":
+                scheme, _, given = bytes(value).partition(b" ")
+                return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self._token)
+        return False
+
+
+def http_app(
+    server: CnkiServer,
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
+    json_response: bool = True,
+    stateless: bool = True,
+) -> ASGIApp:
+    app: ASGIApp = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        json_response=json_response,
+        stateless_http=stateless,
+        transport_security=security_settings(host, port, allowed_hosts, allowed_origins),
+        host=host,
+    )
+    if token:
+        app = BearerToken(app, token)
+    return app
+
+
+async def serve_http(
+    server: CnkiServer,
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
+    sock: socket.socket | None = None,
+) -> None:
+    """Run uvicorn until it is stopped. `sock`: an already bound, listening socket (tests)."""
+    import uvicorn
+
+    actual_port = sock.getsockname()[1] if sock is not None else port
+    app = http_app(
+        server,
+        host=host,
+        port=actual_port,
+        token=token,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+    )
+    config = uvicorn.Config(app, host=host, port=actual_port, log_level="warning", lifespan="on")
+    if not token and host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning(
+            "HTTP on %s without CNKI_MCP_TOKEN: anyone who reaches it can use your CNKI account", host
+        )
+    await uvicorn.Server(config).serve(sockets=[sock] if sock is not None else None)
