@@ -1,0 +1,366 @@
+"""The research pipeline against `SimSite` (the reference's backend-level simulator, facts §10.2)
+on a fake clock: request counts, coverage, pool sizes, feedback, caching, budget + continue
+without repeated requests, year filter, structured order, metadata location and per-item errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pipeline_fakes import AMBIGUOUS_TITLE, SimSite, duplicates, title_of
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.errors import InvalidInput, SearchNotFound
+from cnki_mcp.jobs import BudgetSpec, JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.pipeline.models import (
+    MetadataInput,
+    ResultsInput,
+    SearchInput,
+    SearchOptions,
+    StructuredOptions,
+    StructuredSearchInput,
+)
+from cnki_mcp.pipeline.research import ResearchPipeline
+from cnki_mcp.store import Store
+
+
+@dataclass
+class Plan:
+    groups: list[list[str]]
+    method: str = "explicit"
+    warnings: list[str] = field(default_factory=list)
+
+
+PLAN = Plan([["自动驾驶"], ["产品责任"]])
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def store(tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
+    s = Store.open(tmp_path / "data", clock)
+    yield s
+    s.close()
+
+
+def make(clock: FakeClock, store: Store, site: SimSite, page_size: int = 20) -> ResearchPipeline:
+    return ResearchPipeline(site, store, clock, workers=8, now_year=lambda: 2026, page_size=page_size)
+
+
+def search_input(**options: Any) -> SearchInput:
+    extra = {k: options.pop(k) for k in ("year_from", "year_to", "mode", "limit") if k in options}
+    return SearchInput(query="自动驾驶 产品责任", options=SearchOptions(**options), **extra)
+
+
+async def run_op(clock: FakeClock, jobs: JobManager, runner: Any, budget: BudgetSpec) -> OperationRecord:
+    job = jobs.start(OperationKind.SEARCH, runner, budget)
+    [record] = await clock.run_until_complete(job.finish())
+    return record
+
+
+async def run_search(
+    clock: FakeClock, pipe: ResearchPipeline, inp: SearchInput, jobs: JobManager | None = None
+) -> OperationRecord:
+    jobs = jobs or JobManager(clock, MemorySink())
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, PLAN, ctx)
+
+    return await run_op(clock, jobs, runner, inp.budget())
+
+
+async def test_search_counts_match_the_reference_simulator(clock: FakeClock, store: Store) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    record = await run_search(clock, pipe, search_input(freshness="live"))
+    result = record.result
+    assert record.status == "completed"
+    assert site.count("grid") == 17  # 3 channels x 5 pages + 2 feedback pages
+    assert result["candidate_count"] == 200  # 160 + 40 from feedback
+    assert len(result["coverage"]) == 5
+    assert [c["channel"] for c in result["coverage"]] == ["q1", "q2", "q3", "feedback1", "feedback2"]
+    assert site.count("detail") == 100  # pool 60 of 160 + 40 of 40 feedback candidates
+    journals = [k for k in site.log if k[0] == "journal"]
+    assert len(journals) == len(set(journals)) == 15  # each source once
+    assert record.requests == len(site.log) == site.count("grid") + site.count("detail") + len(journals)
+    assert result["requests"] == record.requests
+    assert result["selected_count"] > 0 and result["quality_source_count"] == 15
+    assert result["enhanced_count"] == 100
+    assert site.peak >= 3  # rounds and enrichment run concurrently
+    assert result["plan"]["channels"][3]["reason"].endswith("算法责任")
+    assert sum(result["selection_exclusions"].values()) == 200 - result["selected_count"]
+
+
+async def test_repeated_search_lists_grids_again_but_reuses_details_and_journals(
+    clock: FakeClock, store: Store
+) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    await run_search(clock, pipe, search_input(freshness="live"))
+    site.log.clear()
+    record = await run_search(clock, pipe, search_input(freshness="live"))
+    assert record.status == "completed"
+    assert site.count("grid") == 17
+    assert site.count("detail") == 0 and site.count("journal") == 0
+
+
+async def test_completed_search_is_served_from_cache_for_ten_minutes(clock: FakeClock, store: Store) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    first = await run_search(clock, pipe, search_input())
+    site.log.clear()
+    hit = pipe.cached(search_input(limit=5), PLAN)
+    assert hit is not None
+    assert hit.source == "cache" and hit.requests == 0 and site.log == []
+    assert hit.search_id == first.result["search_id"]
+    assert [r.record_ref for r in hit.results] == [r["record_ref"] for r in first.result["results"][:5]]
+    assert pipe.cached(search_input(freshness="live"), PLAN) is None
+    assert pipe.cached(search_input(max_pages=4), PLAN) is None  # another key
+    await clock.advance(601)
+    assert pipe.cached(search_input(), PLAN) is None
+
+
+async def test_budget_exhaustion_is_partial_and_continue_repeats_no_request(
+    clock: FakeClock, store: Store
+) -> None:
+    reference_site = SimSite(FakeClock())
+    async with _isolated(reference_site) as (ref_pipe, ref_clock):
+        full = await run_search(ref_clock, ref_pipe, search_input(freshness="live"))
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    jobs = JobManager(clock, MemorySink())
+    inp = search_input(freshness="live", max_requests=50)
+    stopped = await run_search(clock, pipe, inp, jobs)
+    assert stopped.status == "partial"
+    assert stopped.errors[0].code == "BUDGET_EXHAUSTED"
+    assert stopped.requests == 50 and stopped.result["status"] == "partial"
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, PLAN, ctx)
+
+    job = jobs.continue_(stopped.operation_id, runner, additional_requests=450)
+    [done] = await clock.run_until_complete(job.finish())
+    assert done.status == "completed"
+    assert done.requests == full.requests == len(site.log)
+    assert duplicates(site.log) == []
+    assert done.result["enhanced_count"] == 100
+    assert done.result["candidate_count"] == 200
+    assert done.result["search_id"] == stopped.operation_id
+
+
+class _isolated:
+    """A throwaway pipeline on its own clock and store (for a reference run)."""
+
+    def __init__(self, site: SimSite) -> None:
+        self.site = site
+
+    async def __aenter__(self) -> tuple[ResearchPipeline, FakeClock]:
+        import tempfile
+
+        self._tmp = tempfile.TemporaryDirectory()
+        self.store = Store.open(Path(self._tmp.name), self.site.clock)
+        return make(self.site.clock, self.store, self.site), self.site.clock
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.store.close()
+        self._tmp.cleanup()
+
+
+async def test_year_filter_drops_rows_but_keeps_positions(clock: FakeClock, store: Store) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    record = await run_search(
+        clock, pipe, search_input(freshness="live", year_from=2022, year_to=2023, mode="precise")
+    )
+    years = {p.year for p in store.papers_by_refs(_all_refs(pipe, record)).values()}
+    assert years and years <= {2022, 2023}
+    # paper 2 (year 2022) is the third row of q1: position 3 although rows 1-2 were filtered out
+    page = pipe.results(
+        ResultsInput(search_id=record.result["search_id"], scope="candidates", view="records", limit=100)
+    )
+    assert page.total == record.result["candidate_count"]
+    assert all(item["record"]["year"] in (2022, 2023) for item in page.results)
+    by_title = {item["record"]["title"]: item for item in page.results}
+    assert by_title[title_of(2)]["channels"] == ["q1"]
+    assert by_title[title_of(2)]["evidence"]["rrf"] == pytest.approx(1 / 63)
+
+
+def _all_refs(pipe: ResearchPipeline, record: OperationRecord) -> list[str]:
+    page = pipe.store.search_results(record.result["search_id"], "all", 0, 10_000)
+    return [e.record_ref for e in page.items]
+
+
+async def test_precise_mode_skips_feedback(clock: FakeClock, store: Store) -> None:
+    site = SimSite(clock)
+    record = await run_search(clock, make(clock, store, site), search_input(freshness="live", mode="precise"))
+    assert site.count("grid") == 15 and len(record.result["coverage"]) == 3
+    assert site.count("detail") == 60
+
+
+async def test_basic_metadata_reads_no_detail_and_takes_first_hundred(clock: FakeClock, store: Store) -> None:
+    site = SimSite(clock)
+    record = await run_search(
+        clock, make(clock, store, site), search_input(freshness="live", metadata="basic")
+    )
+    assert site.count("detail") == 0 and site.count("journal") == 0 and site.count("grid") == 15
+    assert record.result["selected_count"] == 100
+
+
+async def test_retrieval_stops_after_full_round_once_target_reached(clock: FakeClock, store: Store) -> None:
+    site = SimSite(clock)
+    record = await run_search(
+        clock,
+        make(clock, store, site, page_size=50),
+        search_input(freshness="live", candidate_target=100, mode="precise"),
+    )
+    # round 1: 3 x 50 rows -> 110 distinct candidates >= 100: stop after the round
+    assert site.count("grid") == 3
+    assert record.result["candidate_count"] == 110
+    assert site.page_sizes == {50: 3}
+
+
+async def test_failed_detail_is_recorded_and_search_ends_partial(clock: FakeClock, store: Store) -> None:
+    site = SimSite(clock, failing_details=set(range(0, 180)))
+    record = await run_search(clock, make(clock, store, site), search_input(freshness="live", mode="precise"))
+    assert record.status == "partial"
+    assert record.result["status"] == "partial"
+    codes = {e.code for e in record.errors}
+    assert codes == {"ACCESS_DENIED"}
+    first = record.errors[0].details
+    assert first["stage"] == "detail" and first["record_ref"].startswith("rec_") and first["title"]
+    assert pytest.approx(len(record.errors)) == 60
+
+
+async def test_structured_search_keeps_cnki_order(clock: FakeClock, store: Store) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site, page_size=50)
+    inp = StructuredSearchInput(expression={"field": "authors", "value": "作者"}, limit=20)
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.structured(inp, ctx)
+
+    record = await run_op(clock, JobManager(clock, MemorySink()), runner, inp.budget())
+    result = record.result
+    assert record.status == "completed"
+    assert site.count("grid") == 1 and site.count("detail") == 0  # candidate_target = limit; basic
+    assert [r["title"] for r in result["results"]] == [title_of(i) for i in range(179, 159, -1)]
+    assert result["plan"]["method"] == "structured"
+    assert result["plan"]["channels"] == [
+        {"id": "native", "field": "expression", "weight": 1.0, "reason": "知网原生条件与排序"}
+    ]
+    assert result["selected_count"] == 50
+    page = pipe.results(ResultsInput(search_id=result["search_id"], limit=3))
+    assert [r["title"] for r in page.results] == [title_of(179), title_of(178), title_of(177)]
+    assert page.next_offset == 3 and page.total == 50
+
+
+async def test_structured_search_rejects_bad_expression_with_code(clock: FakeClock, store: Store) -> None:
+    pipe = make(clock, store, SimSite(clock))
+    inp = StructuredSearchInput(expression={"op": "not", "items": [{"field": "title", "value": "x"}]})
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.structured(inp, ctx)
+
+    record = await run_op(clock, JobManager(clock, MemorySink()), runner, inp.budget())
+    assert record.status == "failed" and record.errors[0].code == "UNBOUNDED_QUERY"
+
+
+def test_year_range_must_be_ordered() -> None:
+    with pytest.raises(InvalidInput) as info:
+        SearchInput(query="x", year_from=2024, year_to=2020)
+    assert info.value.code == "INVALID_ARGUMENT"
+    assert StructuredSearchInput(expression={}, options=StructuredOptions()).options.metadata == "basic"
+
+
+async def test_results_scopes_and_unknown_search(clock: FakeClock, store: Store) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    record = await run_search(clock, pipe, search_input(freshness="live"))
+    sid = record.result["search_id"]
+    selected = pipe.results(ResultsInput(search_id=sid))
+    eligible = pipe.results(ResultsInput(search_id=sid, scope="eligible", view="compact"))
+    candidates = pipe.results(ResultsInput(search_id=sid, scope="candidates"))
+    assert selected.total == record.result["selected_count"]
+    assert eligible.total == record.result["eligible_count"]
+    assert candidates.total == 200
+    assert all(item["eligible"] for item in eligible.results)
+    records = pipe.results(ResultsInput(search_id=sid, view="records", limit=1)).results[0]
+    assert set(records["evidence"]) >= {"relevance", "quality", "rrf", "concept_coverage", "source_tier"}
+    assert records["record"]["quality"]["tiers"] == ["CSSCI"]
+    with pytest.raises(SearchNotFound) as info:
+        pipe.results(ResultsInput(search_id="op_missing"))
+    assert info.value.code == "SEARCH_NOT_FOUND"
+
+
+async def run_metadata(clock: FakeClock, pipe: ResearchPipeline, inp: MetadataInput) -> OperationRecord:
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.metadata(inp, ctx)
+
+    return await run_op(
+        clock, JobManager(clock, MemorySink()), runner, BudgetSpec(max_requests=600, timeout_seconds=900)
+    )
+
+
+async def test_metadata_locates_titles_ten_per_grid_request(clock: FakeClock, store: Store) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    titles = [title_of(i) for i in range(12)]
+    record = await run_metadata(clock, pipe, MetadataInput(titles=titles, quality=True))
+    assert record.status == "completed"
+    lookups = [k for k in site.log if k[:2] == ("grid", "lookup")]
+    assert [len(k[2]) for k in lookups] == [10, 2]
+    assert site.count("detail") == 12
+    records = record.result["records"]
+    assert [r["title"] for r in records] == titles
+    assert records[0]["abstract"] and records[0]["quality"]["tiers"] == ["CSSCI"]
+    # a second call is local: unique local titles and fresh details cost nothing
+    site.log.clear()
+    again = await run_metadata(clock, pipe, MetadataInput(titles=titles[:3], fields=["abstract"]))
+    assert site.log == []
+    assert set(again.result["records"][0]) == {"record_ref", "title", "abstract"}
+
+
+async def test_metadata_reports_missing_and_ambiguous_titles_per_item(clock: FakeClock, store: Store) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    record = await run_metadata(
+        clock, pipe, MetadataInput(titles=[title_of(5), "不存在的论文", AMBIGUOUS_TITLE])
+    )
+    assert record.status == "partial"
+    codes = {e.details.get("title"): e.code for e in record.errors}
+    assert codes == {"不存在的论文": "DOCUMENT_NOT_FOUND", AMBIGUOUS_TITLE: "IDENTITY_AMBIGUOUS"}
+    assert [r["title"] for r in record.result["records"]] == [title_of(5)]
+    assert site.count("grid") == 1
+
+
+async def test_metadata_refresh_refetches_and_local_only_sends_nothing(
+    clock: FakeClock, store: Store
+) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    first = await run_metadata(clock, pipe, MetadataInput(titles=[title_of(7)]))
+    ref = first.result["records"][0]["record_ref"]
+    site.log.clear()
+    await run_metadata(clock, pipe, MetadataInput(record_refs=[ref], refresh=True))
+    assert site.log == [("detail", 7)]
+    site.log.clear()
+    local = await run_metadata(clock, pipe, MetadataInput(titles=[title_of(8)], local_only=True))
+    assert site.log == [] and local.errors[0].code == "DOCUMENT_NOT_FOUND"
+
+
+async def test_metadata_by_search_id_and_unknown_refs(clock: FakeClock, store: Store) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    search = await run_search(clock, pipe, search_input(freshness="live", metadata="basic"))
+    site.log.clear()
+    record = await run_metadata(
+        clock, pipe, MetadataInput(search_id=search.result["search_id"], limit=3, record_refs=["rec_unknown"])
+    )
+    assert len(record.result["records"]) == 3 and site.count("detail") == 3
+    assert [e.code for e in record.errors] == ["DOCUMENT_NOT_FOUND"]
