@@ -1,0 +1,312 @@
+"""The reference ranker's formulas and thresholds (facts §3.5, §3.6) on hand-computed examples."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from cnki_mcp.rank import (
+    EXCLUDED_IRRELEVANT,
+    EXCLUDED_THRESHOLD,
+    Candidate,
+    Evidence,
+    Hit,
+    Ranked,
+    ReferenceRanker,
+    SourceQuality,
+    annual_citation_score,
+    concept_coverage,
+    dice,
+    enhancement_size,
+    exclusions,
+    feedback_keywords,
+    impact_score,
+    is_eligible,
+    passes_clauses,
+    quality_formula,
+    relevance_formula,
+    resource_type_score,
+    rrf_score,
+    score_formula,
+    selection_floor,
+    source_tier,
+    tier_score,
+    tokens,
+)
+
+GROUPS = [["自动驾驶"], ["产品责任"]]
+
+
+def test_tokens_are_latin_runs_with_joiners_and_han_bigrams() -> None:
+    assert tokens("Wi-Fi 7 与 IEEE 802.11be") == {"wi-fi", "7", "ieee", "802.11be"}
+    assert tokens("自动驾驶") == {"自动", "动驾", "驾驶"}
+    assert tokens("车 路") == set()  # isolated Han characters give nothing
+    assert tokens("C++ a_b/c") == {"c", "a_b/c"}  # a joiner must be followed by a run
+    assert tokens("数据end.") == {"数据", "end"}
+
+
+def test_dice_is_twice_overlap_over_sizes() -> None:
+    assert dice(frozenset({"a", "b"}), frozenset({"b", "c", "d"})) == pytest.approx(2 * 1 / 5)
+    assert dice(frozenset(), frozenset({"a"})) == 0.0
+
+
+def test_concept_coverage_counts_groups_with_an_alias_substring() -> None:
+    groups = [["自动驾驶", "无人驾驶"], ["产品责任"], ["Wi-Fi  7"]]
+    assert concept_coverage(groups, "无人驾驶的风险", ["WI-FI 7"], "") == pytest.approx(2 / 3)
+    assert concept_coverage([], "x", [], "") == 0.0
+
+
+def test_rrf_uses_first_hit_per_channel_and_weight_zero_counts_as_one() -> None:
+    hits = [Hit("q1", 1, 1.0), Hit("q1", 5, 1.0), Hit("feedback1", 10, 0.8), Hit("q3", 40, 0.0)]
+    total, channels = rrf_score(hits)
+    assert total == pytest.approx(1 / 61 + 0.8 / 70 + 1 / 100)
+    assert channels == 3
+
+
+def test_relevance_formula_weights() -> None:
+    # title .75, abstract .5, keywords .4, rrf .06 (capped at 1 after x20), 2 channels, coverage 1
+    value = relevance_formula(0.75, 0.5, 0.4, 0.06, 2, 1.0)
+    assert value == pytest.approx(
+        (0.32 * 0.75 + 0.28 * 0.5 + 0.12 * 0.4 + 0.20 * 1 + 0.08 * 2 / 3 + 0.12) / 1.12
+    )
+    assert relevance_formula(0, 0, 0, 0.01, 5, 0) == pytest.approx((0.20 * 0.2 + 0.08) / 1.12)
+
+
+@pytest.mark.parametrize(
+    ("tier", "score"),
+    [
+        ("CSSCI", 0.96),
+        ("CSSCI扩展版", 0.96),
+        ("SCI", 1.0),
+        ("SSCI", 1.0),
+        ("SCI-E", 1.0),
+        ("A&HCI", 1.0),
+        ("北大核心", 0.94),
+        ("CSCD", 0.94),
+        ("EI", 0.90),
+        ("AMI核心", 0.88),
+        ("AMI顶级", 0.0),
+        ("AMI权威", 0.0),
+        ("AMI扩展", 0.0),
+        ("AMI入库", 0.0),
+        ("EI来源期刊", 0.0),
+        ("WJCI", 0.0),
+    ],
+)
+def test_tier_table(tier: str, score: float) -> None:
+    assert tier_score(tier) == score
+
+
+def test_source_tier_is_the_best_tier() -> None:
+    assert source_tier(["AMI顶级", "北大核心", "CSSCI"]) == 0.96
+    assert source_tier([]) == 0.0
+
+
+def test_impact_prefers_composite_factor() -> None:
+    assert impact_score(2.0, 9.0) == pytest.approx(1 - math.exp(-1))
+    assert impact_score(None, 4.0) == pytest.approx(1 - math.exp(-2))
+    assert impact_score(-3.0, None) == 0.0
+    assert impact_score(None, None) == 0.0
+
+
+def test_annual_citations_need_a_known_count_and_a_past_year() -> None:
+    assert annual_citation_score(30, 2021, 2026) == pytest.approx(1 - math.exp(-30 / 6 / 3))
+    assert annual_citation_score(3, 2026, 2026) == pytest.approx(1 - math.exp(-1))  # age at least 1
+    assert annual_citation_score(None, 2021, 2026) is None
+    assert annual_citation_score(5, 2027, 2026) is None
+    assert annual_citation_score(5, None, 2026) is None
+
+
+@pytest.mark.parametrize(
+    ("doc_type", "score"),
+    [
+        ("博士", 0.72),
+        ("硕士", 0.46),
+        ("本科", 0.10),
+        ("期刊", 0.55),
+        ("外文期刊", 0.55),
+        ("会议", 0.52),
+        ("报纸", 0.14),
+        ("专利", 0.0),
+        (None, 0.0),
+    ],
+)
+def test_resource_type(doc_type: str | None, score: float) -> None:
+    assert resource_type_score(doc_type) == score
+
+
+def test_quality_score_and_eligibility_formulas() -> None:
+    assert quality_formula(0.96, 0.5, 0.25, 0.55) == pytest.approx(
+        0.45 * 0.96 + 0.25 * 0.5 + 0.2 * 0.25 + 0.1 * 0.55
+    )
+    assert score_formula(0.6, 0.5) == pytest.approx(0.6 * (0.35 + 0.325) + 0.1)
+    assert is_eligible(0.25, 0.5)
+    assert not is_eligible(0.2499, 1.0)
+    assert not is_eligible(0.9, 0.49)
+
+
+def test_reference_ranker_on_a_hand_computed_paper() -> None:
+    paper = Candidate(
+        ref="rec_a",
+        title="自动驾驶产品责任研究",
+        abstract="",
+        keywords=(),
+        doc_type="期刊",
+        year=2024,
+        cited=9,
+        hits=(Hit("q1", 1, 1.0),),
+        quality=SourceQuality(("CSSCI",), 2.0, None),
+    )
+    [ranked] = ReferenceRanker().rank([paper], GROUPS, 2026)
+    e = ranked.evidence
+    # Q = {自动 动驾 驾驶 产品 品责 责任}; title bigrams add 驶产 任研 研究: 2*6/(6+9)
+    assert e.title_match == pytest.approx(12 / 15)
+    assert e.abstract_match == 0 and e.keyword_match == 0
+    assert e.rrf == pytest.approx(1 / 61) and e.concept_coverage == 1.0
+    relevance = (0.32 * 0.8 + 0.20 * min(20 / 61, 1) + 0.08 / 3 + 0.12) / 1.12
+    assert e.relevance == pytest.approx(relevance)
+    annual = 1 - math.exp(-9 / 3 / 3)
+    quality = 0.45 * 0.96 + 0.25 * (1 - math.exp(-1)) + 0.2 * annual + 0.1 * 0.55
+    assert e.quality == pytest.approx(quality)
+    assert ranked.score == pytest.approx(relevance * (0.35 + 0.65 * quality) + 0.2 * quality)
+    assert ranked.eligible and e.quality_evidence_present
+    assert set(ranked.to_dict()) == {"record", "score", "relevance_eligible", "evidence"}
+    assert list(e.to_dict()) == [
+        "relevance",
+        "quality",
+        "title_match",
+        "abstract_match",
+        "keyword_match",
+        "rrf",
+        "concept_coverage",
+        "source_tier",
+        "impact",
+        "annual_citations",
+        "resource_type",
+        "quality_evidence_present",
+    ]
+
+
+def test_journal_quality_counts_only_when_given_but_citations_and_type_always() -> None:
+    bare = Candidate(ref="rec_b", title="自动驾驶产品责任", doc_type="博士")
+    [r] = ReferenceRanker().rank([bare], GROUPS, 2026)
+    assert r.evidence.source_tier == 0 and r.evidence.impact == 0
+    assert r.evidence.quality == pytest.approx(0.1 * 0.72)
+    assert not r.evidence.quality_evidence_present
+    cited = Candidate(ref="rec_c", title="自动驾驶产品责任", cited=0, year=2020)
+    [c] = ReferenceRanker().rank([cited], GROUPS, 2026)
+    assert c.evidence.quality_evidence_present and c.evidence.annual_citations == 0
+
+
+def test_sort_order_eligible_first_then_score_then_ref() -> None:
+    relevant = Candidate(ref="rec_z", title="自动驾驶产品责任")
+    twin = Candidate(ref="rec_y", title="自动驾驶产品责任")
+    off_topic = Candidate(
+        ref="rec_a",
+        title="交通事故研究",
+        hits=(Hit("q1", 1), Hit("q2", 1), Hit("q3", 1)),
+        quality=SourceQuality(("SCI",), 30.0, None),
+    )
+    ranked = ReferenceRanker().rank([off_topic, relevant, twin], GROUPS, 2026)
+    assert [r.ref for r in ranked] == ["rec_y", "rec_z", "rec_a"]
+    assert not ranked[2].eligible and ranked[2].score > ranked[0].score
+
+
+def _ranked(ref: str, score: float, *, eligible: bool = True, **evidence: float | bool) -> Ranked:
+    return Ranked(ref, score, eligible, Evidence(**evidence))  # type: ignore[arg-type]
+
+
+def test_selection_floor_is_55_percent_of_the_top_score_at_least_024() -> None:
+    assert selection_floor([_ranked("a", 0.8)]) == pytest.approx(0.44)
+    assert selection_floor([_ranked("a", 0.3)]) == 0.24
+    assert selection_floor([]) == 0.24
+
+
+@pytest.mark.parametrize(
+    ("evidence", "kept"),
+    [
+        (
+            {"relevance": 0.35, "concept_coverage": 1.0, "quality": 0.0, "quality_evidence_present": True},
+            True,
+        ),
+        (
+            {"relevance": 0.35, "concept_coverage": 0.5, "quality": 0.0, "quality_evidence_present": True},
+            False,
+        ),
+        (
+            {"relevance": 0.30, "concept_coverage": 0.5, "quality": 0.45, "quality_evidence_present": True},
+            True,
+        ),
+        (
+            {"relevance": 0.35, "concept_coverage": 0.5, "quality": 0.25, "quality_evidence_present": True},
+            True,
+        ),
+        (
+            {"relevance": 0.34, "concept_coverage": 0.5, "quality": 0.25, "quality_evidence_present": True},
+            False,
+        ),
+        (
+            {"relevance": 0.55, "concept_coverage": 0.5, "quality": 0.0, "quality_evidence_present": False},
+            True,
+        ),
+        (
+            {"relevance": 0.55, "concept_coverage": 0.5, "quality": 0.0, "quality_evidence_present": True},
+            False,
+        ),
+        (
+            {"relevance": 0.54, "concept_coverage": 0.5, "quality": 0.0, "quality_evidence_present": False},
+            False,
+        ),
+    ],
+)
+def test_selection_clauses(evidence: dict[str, float | bool], kept: bool) -> None:
+    assert passes_clauses(Evidence(**evidence)) is kept  # type: ignore[arg-type]
+
+
+def test_select_applies_eligibility_floor_clauses_and_limit() -> None:
+    good = {"relevance": 0.6, "concept_coverage": 1.0, "quality": 0.5, "quality_evidence_present": True}
+    ranked = [
+        _ranked("a", 0.8, **good),
+        _ranked("b", 0.45, **good),  # above the floor 0.44
+        _ranked("c", 0.43, **good),  # below the floor
+        _ranked("d", 0.9, eligible=False, **good),
+    ]
+    selected = ReferenceRanker().select(ranked)
+    assert [r.ref for r in selected] == ["a", "b"]
+    assert [r.ref for r in ReferenceRanker().select(ranked, limit=1)] == ["a"]
+    assert exclusions(ranked, ["a", "b"]) == {"c": EXCLUDED_THRESHOLD, "d": EXCLUDED_IRRELEVANT}
+
+
+@pytest.mark.parametrize(
+    ("n", "size"),
+    [
+        (0, 0),
+        (1, 1),
+        (30, 30),
+        (31, 31),
+        (35, 35),
+        (41, 40),
+        (100, 40),
+        (101, 60),
+        (300, 60),
+        (301, 80),
+        (3000, 80),
+    ],
+)
+def test_enhancement_size(n: int, size: int) -> None:
+    assert enhancement_size(n) == size
+
+
+def test_feedback_keywords_from_eligible_top_ten() -> None:
+    ranked = [_ranked(f"r{i}", 1 - i / 100, eligible=i != 1) for i in range(12)]
+    keywords = {f"r{i}": ["风险分配", "自动驾驶", "算法责任", "算法责任", "x"] for i in range(12)}
+    keywords["r0"] = ["Deep  Learning", "风险分配"]
+    keywords["r2"] = ["deep learning", "伦理"]
+    keywords["r1"] = ["伦理"]  # ineligible: ignored
+    keywords["r11"] = ["伦理"]  # beyond the top 10: ignored
+    words = feedback_keywords(ranked, keywords, GROUPS)
+    # 风险分配: r0 + r3..r9 = 8; 算法责任 (counted once per paper): r3..r9 = 7; deep learning 2; 伦理 1
+    assert words == ["风险分配", "算法责任"]
+    assert feedback_keywords(ranked[:3], keywords, GROUPS) == ["deep learning"]
+    assert feedback_keywords(ranked, keywords, []) == []
