@@ -16,9 +16,11 @@ from cnki_mcp.parse._html import collapse, own_text, parse_html, text_of
 from cnki_mcp.parse.keys import title_key
 
 # Tier alternation (facts §2.3), longer alternatives first so CSSCI is not read as SCI.
+# Real navi labels `CSCD扩展版` and `CSSCI来源集刊` (2023 dataset) are whole tags: reading them
+# as `CSCD` / `CSSCI` would claim the core library for an extended-library journal.
 _TIER = re.compile(
     r"(?<![A-Za-z0-9])"
-    r"(CSSCI(?:来源期刊|扩展版)?|CSCD(?:来源期刊|核心库|扩展库)?|北大核心|SSCI|SCI(?:-E)?|A&HCI"
+    r"(CSSCI(?:来源期刊|来源集刊|扩展版)?|CSCD(?:来源期刊|核心库|扩展库|扩展版)?|北大核心|SSCI|SCI(?:-E)?|A&HCI"
     r"|EI(?:来源期刊)?|AMI(?:综合评价)?(?:顶级|权威|核心|扩展|入库))"
     r"(?![A-Za-z0-9])"
 )
