@@ -17,6 +17,9 @@ from cnki_mcp.errors import CnkiError
 COMMANDS: dict[str, tuple[str, str]] = {
     "sim": ("cnki_mcp.cli.sim_cmd", "启动本地知网模拟站 / start the offline CNKI simulator"),
     "parse": ("cnki_mcp.cli.parse_cmd", "解析保存的知网页面并输出 JSON / parse a saved CNKI page to JSON"),
+    "setup": ("cnki_mcp.cli.setup_cmd", "安装向导：浏览器、AI 客户端配置、协议检查 / guided setup"),
+    "config": ("cnki_mcp.cli.config_cmd", "打印某个 AI 客户端的配置片段，不写文件 / print a client's config entry"),
+    "doctor": ("cnki_mcp.cli.doctor_cmd", "检查浏览器、数据目录、数据库与依赖 / local health checks"),
     "serve": ("cnki_mcp.cli.serve_cmd", "启动 MCP 服务（stdio 或 HTTP）/ run the MCP server"),
     "schema": ("cnki_mcp.cli.schema_cmd", "输出工具定义 JSON / print the MCP tool definitions"),
 }

@@ -1,0 +1,246 @@
+"""`cnki-mcp doctor`: local health checks, one line each, exit 1 when any fails.
+
+Checks: settings (environment variables), browser found, browser launchable (headless, in
+a temporary profile), data directory writable, data directory not locked by another
+cnki-mcp, store readable, package versions, display. Nothing here contacts CNKI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import sqlite3
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.settings import Settings, default_data_dir, load_settings
+
+PACKAGES = ("cnki-mcp", "playwright", "mcp", "tomlkit", "selectolax", "pydantic", "filelock", "platformdirs")
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    hint: str = ""
+
+
+ProbeFn = Callable[[str], tuple[bool, str]]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "检查本机环境：浏览器能否找到并启动、数据目录可写且未被占用、数据库可读、依赖版本、"
+        "有无图形显示。每项一行；任何一项失败时退出码为 1。"
+    )
+    parser.add_argument("--json", action="store_true", help="以 JSON 输出 / print JSON")
+
+
+# --- the checks ----------------------------------------------------------------------
+
+
+def check_settings(environ: Mapping[str, str]) -> tuple[Check, Settings]:
+    try:
+        settings = load_settings(environ)
+    except CnkiError as exc:
+        fallback = Settings(data_dir=default_data_dir())
+        return Check("settings", False, f"{exc.code}: {exc.message}", "修正上面提到的环境变量"), fallback
+    return Check("settings", True, "环境变量有效"), settings
+
+
+def check_browser_found(
+    settings: Settings, *, platform: str, environ: Mapping[str, str]
+) -> tuple[Check, str | None]:
+    from cnki_mcp.site.locate import all_candidates, find_browser
+
+    try:
+        found = find_browser(settings.browser_path, platform=platform, environ=environ, exists=os.path.isfile)
+    except CnkiError as exc:
+        return (
+            Check(
+                "browser",
+                False,
+                f"CNKI_BROWSER_PATH={settings.browser_path}：{exc.message}",
+                "改正 CNKI_BROWSER_PATH，或删除它以自动查找 Chrome/Edge/Chromium",
+            ),
+            None,
+        )
+    if found is None:
+        checked = len(all_candidates(None, platform=platform, environ=environ, exists=lambda _p: False))
+        return (
+            Check(
+                "browser",
+                False,
+                f"在 {checked} 个常见位置都没有找到 Chrome/Edge/Chromium",
+                "安装 Google Chrome 或 Microsoft Edge，或用 CNKI_BROWSER_PATH 指定浏览器程序",
+            ),
+            None,
+        )
+    source = "CNKI_BROWSER_PATH" if found.source == "configured" else "自动查找"
+    return Check("browser", True, f"{found.path}（{found.kind}，{source}）"), found.path
+
+
+def _default_probe(path: str) -> tuple[bool, str]:
+    from cnki_mcp.site.probe import probe_browser
+
+    result = probe_browser(path)
+    return result.ok, (result.version or "") if result.ok else (result.error or "启动失败")
+
+
+def check_browser_launch(path: str | None, probe: ProbeFn) -> Check:
+    if path is None:
+        return Check("browser_launch", False, "未检查：没有找到浏览器", "先解决上面的浏览器问题")
+    ok, info = probe(path)
+    if ok:
+        return Check("browser_launch", True, f"无界面启动成功，版本 {info}")
+    return Check(
+        "browser_launch",
+        False,
+        f"无法启动：{info}",
+        "确认该文件是 Chrome/Edge/Chromium 程序且当前用户能运行；服务账号可能无法启动系统浏览器",
+    )
+
+
+def check_data_dir(data_dir: Path) -> Check:
+    hint = "用 CNKI_DATA_DIR 指向一个当前用户可写的文件夹"
+    if data_dir.exists() and not data_dir.is_dir():
+        return Check("data_dir", False, f"{data_dir} 不是文件夹", hint)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        probe = data_dir / f".doctor-{secrets.token_hex(4)}"
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as exc:
+        return Check("data_dir", False, f"{data_dir} 不可写：{exc.strerror or exc}", hint)
+    return Check("data_dir", True, f"{data_dir} 可写")
+
+
+def check_data_dir_lock(data_dir: Path, writable: bool) -> Check:
+    if not writable:
+        return Check("data_dir_lock", False, "未检查：数据目录不可用", "先解决数据目录问题")
+    from cnki_mcp.store.db import acquire_lock
+
+    try:
+        lock = acquire_lock(data_dir, 0.05)
+    except CnkiError as exc:
+        return Check(
+            "data_dir_lock",
+            False,
+            f"{exc.code}: 另一个 cnki-mcp 进程正在使用 {data_dir}",
+            "若 AI 客户端正在运行 cnki-mcp，这是正常的；否则结束那个进程，或换一个 CNKI_DATA_DIR",
+        )
+    except OSError as exc:
+        return Check("data_dir_lock", False, f"无法创建锁文件：{exc.strerror or exc}", "检查数据目录权限")
+    lock.release()
+    return Check("data_dir_lock", True, "未被其他进程占用")
+
+
+def check_store(data_dir: Path) -> Check:
+    from cnki_mcp.store.db import DB_NAME, SCHEMA_VERSION
+
+    path = data_dir / DB_NAME
+    if not path.exists():
+        return Check("store", True, "数据库尚未创建（首次使用时创建）")
+    hint = "数据库损坏时，服务器启动会把它移到一旁并新建；也可手动移走该文件"
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=2.0)
+    except sqlite3.Error as exc:
+        return Check("store", False, f"{path} 无法打开：{exc}", hint)
+    try:
+        check = conn.execute("PRAGMA quick_check").fetchall()
+        if check != [("ok",)]:
+            return Check("store", False, f"{path} 损坏：{check[0][0]}", hint)
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            return Check(
+                "store", False, f"数据库版本 {version} 比本程序支持的 {SCHEMA_VERSION} 新", "升级 cnki-mcp"
+            )
+        counts = []
+        for table in ("papers", "searches", "operations"):
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)).fetchone():
+                counts.append(f"{table}={conn.execute(f'SELECT COUNT(*) FROM {table}').fetchone()[0]}")
+    except sqlite3.Error as exc:
+        return Check("store", False, f"{path} 无法读取：{exc}", hint)
+    finally:
+        conn.close()
+    return Check("store", True, f"{path} 可读（版本 {version}，{' '.join(counts) or '空'}）")
+
+
+def check_versions() -> Check:
+    parts = [f"python={sys.version.split()[0]}"]
+    missing = []
+    for name in PACKAGES:
+        try:
+            parts.append(f"{name}={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            missing.append(name)
+    if missing:
+        return Check("versions", False, "缺少依赖：" + ", ".join(missing), "重新安装 cnki-mcp")
+    return Check("versions", True, " ".join(parts))
+
+
+def check_display(settings: Settings, *, platform: str) -> Check:
+    from cnki_mcp.site.locate import decide_headless, display_available
+
+    has_display = display_available(platform, settings.display)
+    headless = decide_headless(settings.headless, platform=platform, display=settings.display)
+    mode = "无界面（headless）" if headless else "有界面（窗口最小化）"
+    detail = f"{'有' if has_display else '没有'}图形显示；浏览器将以{mode}运行"
+    hint = "" if has_display else "无界面时知网更常要求人工验证；需要验证时请在有显示的环境下运行"
+    return Check("display", True, detail, hint)
+
+
+def run_checks(
+    environ: Mapping[str, str], *, platform: str = sys.platform, probe: ProbeFn | None = None
+) -> list[Check]:
+    settings_check, settings = check_settings(environ)
+    found_check, browser_path = check_browser_found(settings, platform=platform, environ=environ)
+    data_check = check_data_dir(settings.data_dir)
+    checks = [
+        settings_check,
+        found_check,
+        check_browser_launch(browser_path, probe or _default_probe),
+        data_check,
+        check_data_dir_lock(settings.data_dir, data_check.ok),
+        check_store(settings.data_dir) if data_check.ok else Check("store", False, "未检查：数据目录不可用"),
+        check_versions(),
+        check_display(settings, platform=platform),
+    ]
+    return checks
+
+
+# --- output --------------------------------------------------------------------------
+
+
+def format_line(check: Check) -> str:
+    line = f"{'OK  ' if check.ok else 'FAIL'}  {check.name:<15} {check.detail}"
+    if check.hint:
+        line += f"\n      提示：{check.hint}"
+    return line
+
+
+def report_json(checks: list[Check]) -> str:
+    from cnki_mcp import __version__
+
+    payload = {
+        "ok": all(c.ok for c in checks),
+        "version": __version__,
+        "checks": [asdict(c) for c in checks],
+    }
+    return json.dumps(payload, ensure_ascii=False, indent=2)
+
+
+def run(args: argparse.Namespace) -> int:
+    checks = run_checks(os.environ)
+    if args.json:
+        print(report_json(checks))
+    else:
+        for check in checks:
+            print(format_line(check))
+    return 0 if all(c.ok for c in checks) else 1
