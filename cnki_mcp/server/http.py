@@ -98,6 +98,33 @@ def http_app(
     return app
 
 
+def http_server(
+    server: CnkiServer,
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
+) -> Any:
+    """A uvicorn.Server for the app (`await it.serve(sockets=...)`; stop with `should_exit = True`)."""
+    import uvicorn
+
+    app = http_app(
+        server,
+        host=host,
+        port=port,
+        token=token,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+    )
+    if not token and host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning(
+            "HTTP on %s without CNKI_MCP_TOKEN: anyone who reaches it can use your CNKI account", host
+        )
+    return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+
+
 async def serve_http(
     server: CnkiServer,
     *,
@@ -108,11 +135,9 @@ async def serve_http(
     allowed_origins: Sequence[str] = (),
     sock: socket.socket | None = None,
 ) -> None:
-    """Run uvicorn until it is stopped. `sock`: an already bound, listening socket (tests)."""
-    import uvicorn
-
+    """Run uvicorn until it is stopped. `sock`: an already bound, listening socket."""
     actual_port = sock.getsockname()[1] if sock is not None else port
-    app = http_app(
+    srv = http_server(
         server,
         host=host,
         port=actual_port,
@@ -120,9 +145,4 @@ async def serve_http(
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
     )
-    config = uvicorn.Config(app, host=host, port=actual_port, log_level="warning", lifespan="on")
-    if not token and host not in ("127.0.0.1", "localhost", "::1"):
-        log.warning(
-            "HTTP on %s without CNKI_MCP_TOKEN: anyone who reaches it can use your CNKI account", host
-        )
-    await uvicorn.Server(config).serve(sockets=[sock] if sock is not None else None)
+    await srv.serve(sockets=[sock] if sock is not None else None)

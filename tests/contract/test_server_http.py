@@ -1,0 +1,92 @@
+"""Streamable HTTP on a free 127.0.0.1 port (uvicorn in-process on a pre-bound socket): bearer
+token required when configured, DNS-rebinding protection on Host/Origin, both eras served."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp import Client, ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from cnki_mcp.server.app import TOOL_NAMES, build_server
+from cnki_mcp.server.http import http_server
+from tests.contract.server_fakes import Harness
+
+TOKEN = "s3cret-token"
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@contextlib.asynccontextmanager
+async def running(tmp_path: Path, token: str | None) -> AsyncIterator[tuple[str, Harness]]:
+    h = Harness(tmp_path / "data", inline_wait=5.0)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)  # connections queue here until uvicorn accepts: no readiness polling
+    port = sock.getsockname()[1]
+    srv = http_server(build_server(h.open), host="127.0.0.1", port=port, token=token)
+    task = asyncio.create_task(srv.serve(sockets=[sock]))
+    try:
+        yield f"http://127.0.0.1:{port}/mcp", h
+    finally:
+        srv.should_exit = True
+        await task
+        sock.close()
+    assert h.services is not None and h.services.closed
+
+
+async def test_requests_without_the_bearer_token_get_401_and_with_it_work(tmp_path: Path) -> None:
+    async with running(tmp_path, TOKEN) as (url, h), httpx2.AsyncClient(timeout=30) as http:
+        missing = await http.post(url, json=INIT, headers=HEADERS)
+        assert missing.status_code == 401
+        wrong = await http.post(url, json=INIT, headers={**HEADERS, "Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+        ok = await http.post(url, json=INIT, headers={**HEADERS, "Authorization": f"Bearer {TOKEN}"})
+        assert ok.status_code == 200
+        assert ok.json()["result"]["serverInfo"]["name"] == "cnki"
+
+        authed = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+        async with (
+            authed,
+            streamable_http_client(url, http_client=authed) as streams,
+            ClientSession(streams[0], streams[1]) as session,
+        ):
+            await session.initialize()
+            tools = {t.name for t in (await session.list_tools()).tools}
+            assert tools == set(TOOL_NAMES)
+            diag = await session.call_tool("diagnostics", {})
+            assert not diag.is_error and diag.structured_content["browser"]["running"] is False
+        assert h.services is not None and h.services.host.started is False
+
+
+async def test_a_foreign_host_or_origin_header_is_rejected(tmp_path: Path) -> None:
+    async with running(tmp_path, None) as (url, _h), httpx2.AsyncClient(timeout=30) as http:
+        bad_host = await http.post(url, json=INIT, headers={**HEADERS, "Host": "evil.example:80"})
+        assert bad_host.status_code == 421
+        bad_origin = await http.post(url, json=INIT, headers={**HEADERS, "Origin": "http://evil.example"})
+        assert bad_origin.status_code == 403
+        fine = await http.post(url, json=INIT, headers=HEADERS)
+        assert fine.status_code == 200
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_both_protocol_eras_are_served_over_http(tmp_path: Path, mode: str) -> None:
+    async with running(tmp_path, None) as (url, _h), Client(url, mode=mode) as client:
+        result = await client.call_tool("search_results", {"search_id": "op_x", "limit": 3})
+        assert not result.is_error
+        assert result.structured_content["total"] == 120

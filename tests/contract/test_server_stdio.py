@@ -1,0 +1,63 @@
+"""`cnki-mcp serve` as a subprocess over stdio with the SDK's ClientSession (2025 era)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from cnki_mcp import __version__
+from cnki_mcp.clock import SystemClock
+from cnki_mcp.server.app import TOOL_NAMES
+from cnki_mcp.store import Store
+
+
+def _env(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
+    env["CNKI_DATA_DIR"] = str(data_dir)
+    env["CNKI_HEADLESS"] = "1"
+    return env
+
+
+async def test_stdio_server_lists_tools_and_answers_diagnostics_without_a_browser(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "cnki_mcp", "serve"], env=_env(data_dir), cwd=str(tmp_path)
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        init = await session.initialize()
+        assert init.server_info.version == __version__
+        assert init.capabilities.logging is not None
+        tools = {t.name for t in (await session.list_tools()).tools}
+        assert tools == set(TOOL_NAMES)
+        result = await session.call_tool("diagnostics", {})
+        assert not result.is_error
+        data = result.structured_content
+        assert data["version"] == __version__
+        assert data["data_dir"] == str(data_dir.resolve())
+        assert data["browser"]["running"] is False
+        bad = await session.call_tool("search", {"query": ""})
+        assert bad.is_error and bad.structured_content["code"] == "INVALID_ARGUMENT"
+        await session.set_logging_level("warning")
+    assert not (data_dir / "browser").exists()
+
+
+def test_serve_on_a_data_directory_in_use_fails_with_a_clear_code(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    store = Store.open(data_dir, SystemClock())
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "cnki_mcp", "serve"],
+            env=_env(data_dir),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        store.close()
+    assert proc.returncode == 2
+    assert "DATA_DIRECTORY_IN_USE" in proc.stderr
