@@ -1,0 +1,418 @@
+"""download_paper in a real tab (facts §1.1, §2.7, §11).
+
+Order of work: the archived file (cache) if it is still intact; a late file of an earlier click
+whose outcome was never known (reconciled from `<data>/incoming/<op_id>/`); an uncertain click
+without `retry` stops here (SIDE_EFFECT_UNCERTAIN, nothing clicked). Otherwise: the detail page in
+its own tab, settled; the format chosen from the visible entries (auto: PDF, else CAJ, else
+DOWNLOAD_ENTRY_NOT_FOUND without clicking); the click recorded in the store BEFORE it happens;
+one real click; then every tab CNKI opens is watched: a refusal text in its first 300 characters
+is DOWNLOAD_REFUSED with the page's words, a verification or login page goes to the human gate
+and the same download is awaited again, and the browser's download event on any page is saved
+to `<data>/incoming/<op_id>/`, validated, archived under `downloads/` and recorded with SHA-256.
+No file, no refusal within `wait_seconds` (the person's time not counted): the click stays
+uncertain and the call ends with SIDE_EFFECT_UNCERTAIN; the download may still land, and the
+next call reconciles it. Nothing is ever clicked twice without `retry=true`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from playwright.async_api import Download, Page
+from playwright.async_api import Error as PlaywrightError
+from pydantic import BaseModel
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.errors import (
+    DocumentNotFound,
+    DownloadEntryNotFound,
+    DownloadRefused,
+    FileExists,
+    InvalidFile,
+    InvalidInput,
+    SideEffectUncertain,
+    VerificationNotFound,
+    VerificationRepeated,
+)
+from cnki_mcp.files import (
+    FileFormat,
+    archive,
+    check_file_name,
+    safe_file_name,
+    sniff_format,
+    target_dir,
+    validate_download,
+)
+from cnki_mcp.identity import Paper
+from cnki_mcp.site.backend import SiteOp
+from cnki_mcp.site.human import PageKind, StepKind
+from cnki_mcp.site.reading import DetailTabs, close_quietly
+from cnki_mcp.store import Store
+
+log = logging.getLogger(__name__)
+
+INCOMING_DIR = "incoming"
+DEFAULT_WAIT_SECONDS = 120
+MAX_WAIT_SECONDS = 900
+POLL_SECONDS = 0.2
+LINGER_SECONDS = 600.0  # how long an uncertain click's tabs keep waiting for a late file
+REFUSAL_WINDOW = 300  # facts §2.7: refusal text within the first 300 characters of the body
+MAX_HUMAN_STEPS = 4
+_REFUSAL = re.compile(r"余额不足|未订购|无权|没有权限|暂无权限|请先登录|下载失败|下载异常|超出.{0,6}限")
+_GUID = re.compile(r"^[A-Za-z0-9-]+$")
+ENTRY_PATTERNS: dict[FileFormat, str] = {"pdf": r"PDF下载|下载PDF", "caj": r"CAJ下载|下载CAJ"}
+_BODY_TEXT_JS = "() => (document.body ? document.body.innerText : '').trim().slice(0, 2000)"
+
+Format = Literal["auto", "pdf", "caj"]
+
+
+class DownloadResult(BaseModel):
+    state: Literal["completed"] = "completed"
+    record_ref: str
+    format: FileFormat
+    path: str
+    bytes: int
+    sha256: str
+    source: Literal["download", "cache"]
+    reconciled: bool = False  # a file of an earlier uncertain click, found on this call
+    observed_at: datetime
+
+
+def refusal_text(text: str) -> str | None:
+    """The page's words when its first 300 characters refuse the download."""
+    head = re.sub(r"\s+", " ", text).strip()[:REFUSAL_WINDOW]
+    return head if _REFUSAL.search(head) else None
+
+
+class _Refused(Exception):
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.text = text
+
+
+class Downloader:
+    """download_paper over a live browser and the store; see the module docstring."""
+
+    def __init__(self, tabs: DetailTabs, store: Store, clock: Clock, data_dir: Path) -> None:
+        self.tabs = tabs
+        self.store = store
+        self.clock = clock
+        self.data_dir = Path(data_dir)
+        self.late_saves: set[asyncio.Task[Path | None]] = set()  # downloads still finishing
+        self.linger_seconds = LINGER_SECONDS
+
+    def incoming(self, op_id: str) -> Path:
+        return self.data_dir / INCOMING_DIR / op_id
+
+    # --- the call ---------------------------------------------------------------------
+
+    async def download(
+        self,
+        record_ref: str,
+        *,
+        format: Format = "auto",
+        filename: str | None = None,
+        subdirectory: str | None = None,
+        wait_seconds: float = DEFAULT_WAIT_SECONDS,
+        retry: bool = False,
+        op: SiteOp | None = None,
+    ) -> DownloadResult:
+        if format not in ("auto", "pdf", "caj"):
+            raise InvalidInput("format 只能是 auto、pdf 或 caj", format=format)
+        if not 1 <= wait_seconds <= MAX_WAIT_SECONDS:
+            raise InvalidInput("wait_seconds 须在 1 到 900 之间", wait_seconds=wait_seconds)
+        if filename is not None and format != "auto":
+            check_file_name(filename, format)
+        if filename is not None and format == "auto" and not filename.lower().endswith((".pdf", ".caj")):
+            raise InvalidInput("文件扩展名须为 .pdf 或 .caj", filename=filename)
+        target_dir(self.data_dir, subdirectory)  # INVALID_ARGUMENT before any site work
+        ref = self.store.resolve_ref(record_ref)
+        paper = self.store.get(ref)
+        if paper is None:
+            raise DocumentNotFound(record_ref=record_ref)
+        formats: tuple[FileFormat, ...] = ("pdf", "caj") if format == "auto" else (format,)
+
+        for fmt in formats:
+            stored = self.store.download_for(ref, fmt)
+            if stored is not None and stored.intact():
+                return DownloadResult(record_ref=ref, format=fmt, path=str(stored.path), bytes=stored.size,
+                                      sha256=stored.sha256, source="cache", observed_at=stored.observed_at)  # fmt: skip
+        for fmt in formats:
+            click = self.store.uncertain_click(ref, fmt)
+            if click is None:
+                continue
+            late = self._late_file(click.op_id, fmt)
+            if late is not None:
+                result = self._archive(late, paper, fmt, filename, subdirectory)
+                return result.model_copy(update={"reconciled": True})
+            if not retry:
+                raise SideEffectUncertain(record_ref=ref, format=fmt, clicked_at=click.clicked_at.isoformat())
+
+        return await self._download_once(paper, format, filename, subdirectory, wait_seconds, op)
+
+    # --- reconciliation ---------------------------------------------------------------
+
+    def _late_file(self, op_id: str | None, fmt: FileFormat) -> Path | None:
+        """A complete file of the requested format left in incoming/<op_id>/ by an earlier click."""
+        if not op_id or not _GUID.match(op_id):
+            return None
+        folder = self.incoming(op_id)
+        if not folder.is_dir():
+            return None
+        for path in sorted(folder.iterdir()):
+            if not path.is_file() or path.name.startswith(".") or path.suffix == ".crdownload":
+                continue
+            with contextlib.suppress(OSError):
+                if sniff_format(path) == fmt:
+                    return path
+        return None
+
+    def _archive(
+        self, src: Path, paper: Paper, fmt: FileFormat, filename: str | None, subdirectory: str | None
+    ) -> DownloadResult:
+        name = filename if filename is not None else safe_file_name(paper.title, paper.record_ref, fmt)
+        check_file_name(name, fmt)
+        done = archive(src, self.data_dir, subdirectory, name)
+        now = self.clock.now()
+        self.store.record_download(paper.record_ref, fmt, done.path, done.sha256, done.bytes, now)
+        return DownloadResult(record_ref=paper.record_ref, format=fmt, path=str(done.path), bytes=done.bytes,
+                              sha256=done.sha256, source="download", observed_at=now)  # fmt: skip
+
+    # --- one click --------------------------------------------------------------------
+
+    async def _download_once(
+        self,
+        paper: Paper,
+        format: Format,
+        filename: str | None,
+        subdirectory: str | None,
+        wait_seconds: float,
+        op: SiteOp | None,
+    ) -> DownloadResult:
+        tabs = self.tabs
+        opened = await tabs.open(paper, op)
+        detail_page = opened.page
+        ctx = await tabs.host.ensure()
+        downloads: asyncio.Queue[Download] = asyncio.Queue()
+
+        def ours(download: Download) -> None:
+            # only downloads of the detail tab or of the tabs it opened (other operations share the context)
+            if download.page is detail_page or download.page in self._opened_by(detail_page):
+                downloads.put_nowait(download)
+
+        def watch(page: Page) -> None:
+            page.on("download", ours)
+
+        watch(detail_page)
+        ctx.on("page", watch)  # registered at creation: no download event of a new tab is missed
+        linger: Path | None = None  # set when the outcome is uncertain: keep watching in the background
+        try:
+            fmt, entry = await self._choose(detail_page, format)
+            if filename is not None:
+                check_file_name(filename, fmt)
+            name = filename if filename is not None else safe_file_name(paper.title, paper.record_ref, fmt)
+            dest = target_dir(self.data_dir, subdirectory) / name
+            if dest.exists() or dest.is_symlink():
+                raise FileExists(path=str(dest))  # nothing clicked: no charge for a file we cannot keep
+            op_id = op.operation_id if op is not None and _GUID.match(op.operation_id) else uuid.uuid4().hex
+            folder = self.incoming(op_id)
+            folder.mkdir(parents=True, exist_ok=True)
+            click_id = self.store.record_click(paper.record_ref, fmt, op_id, self.clock.now())
+            await tabs.click(detail_page, entry, op)
+            try:
+                saved = await self._await_file(detail_page, downloads, folder, fmt, wait_seconds, op)
+            except _Refused as refused:
+                self.store.click_outcome(click_id, "refused", self.clock.now(), {"text": refused.text})
+                raise DownloadRefused(text=refused.text, record_ref=paper.record_ref, format=fmt) from None
+            if saved is None:
+                # the click stays without an outcome: uncertain until a file turns up
+                linger = folder
+                raise SideEffectUncertain(
+                    "点击下载后未收到文件也未见拒绝页面；下载可能仍在进行，稍后用相同参数再调用一次",
+                    record_ref=paper.record_ref, format=fmt, waited_seconds=wait_seconds,
+                )  # fmt: skip
+            try:
+                validate_download(saved, fmt)
+            except InvalidFile as exc:
+                self.store.click_outcome(click_id, "invalid_file", self.clock.now(), exc.details)
+                saved.unlink(missing_ok=True)
+                raise
+            try:
+                return self._archive(saved, paper, fmt, filename, subdirectory)
+            except FileExists:
+                self.store.click_outcome(click_id, "file_exists", self.clock.now(), {"incoming": str(saved)})
+                raise
+        finally:
+            if linger is not None:
+                self._keep(self._linger(ctx, watch, detail_page, downloads, linger, fmt))
+            else:
+                ctx.remove_listener("page", watch)
+                await self._close_family(detail_page)
+
+    def _keep(self, coro: Any) -> None:
+        task: asyncio.Task[Path | None] = asyncio.create_task(coro)
+        self.late_saves.add(task)
+        task.add_done_callback(self.late_saves.discard)
+
+    async def _close_family(self, detail_page: Page) -> None:
+        for page in self._opened_by(detail_page):
+            await close_quietly(page)
+        await close_quietly(detail_page)
+
+    async def _linger(
+        self,
+        ctx: Any,
+        watch: Any,
+        detail_page: Page,
+        downloads: asyncio.Queue[Download],
+        folder: Path,
+        fmt: FileFormat,
+    ) -> Path | None:
+        """After an uncertain end: the tabs stay open (closing them would abort a slow order) and
+        a download that still starts is saved to incoming/<op>/ for the next call to reconcile."""
+        try:
+            try:
+                download = await asyncio.wait_for(downloads.get(), timeout=self.linger_seconds)
+            except TimeoutError:
+                return None
+            finally:
+                ctx.remove_listener("page", watch)
+            return await self._finish(download, folder / f"{uuid.uuid4().hex}.{fmt}")
+        finally:
+            await self._close_family(detail_page)
+
+    def _opened_by(self, opener: Page) -> list[Page]:
+        """Tabs `opener` opened, and the tabs those opened (order pages, then login/verify)."""
+        out: list[Page] = []
+        queue = [opener]
+        while queue:
+            for popup in self.tabs.host.popups_of(queue.pop(0)):
+                if popup not in out:
+                    out.append(popup)
+                    queue.append(popup)
+        return out
+
+    async def _choose(self, page: Page, format: Format) -> tuple[FileFormat, Any]:
+        order: tuple[FileFormat, ...] = ("pdf", "caj") if format == "auto" else (format,)
+        for fmt in order:
+            entry = await self.tabs.find_entry(page, ENTRY_PATTERNS[fmt])
+            if entry is not None:
+                return fmt, entry
+        raise DownloadEntryNotFound(format=format)
+
+    async def _await_file(
+        self,
+        detail_page: Page,
+        downloads: asyncio.Queue[Download],
+        folder: Path,
+        fmt: FileFormat,
+        wait_seconds: float,
+        op: SiteOp | None,
+    ) -> Path | None:
+        """The saved file, None when nothing conclusive happened in time; _Refused on refusal."""
+        tabs = self.tabs
+        deadline = self.clock.monotonic() + wait_seconds
+        steps = 0
+        while True:
+            if not downloads.empty():
+                return await self._save(downloads.get_nowait(), folder, fmt, deadline)
+            for page in reversed(self._opened_by(detail_page)):
+                if page.is_closed():
+                    continue
+                epoch = tabs.gate.epoch
+                state = await tabs.inspect(page, "login")
+                if state.kind in (PageKind.CHALLENGE, PageKind.LOGIN):
+                    steps += 1
+                    if steps > MAX_HUMAN_STEPS:
+                        raise VerificationRepeated(page="download")
+                    kind: StepKind = "challenge" if state.kind is PageKind.CHALLENGE else "login"
+                    await self._human_step_or_file(kind, page, op, epoch, downloads)
+                    deadline = self.clock.monotonic() + wait_seconds  # the person's time is free
+                    break
+                try:
+                    text = await page.evaluate(_BODY_TEXT_JS)
+                except PlaywrightError:
+                    continue
+                refused = refusal_text(str(text or ""))
+                if refused is not None and downloads.empty():
+                    raise _Refused(refused)
+            remaining = deadline - self.clock.monotonic()
+            if remaining <= 0:
+                return None
+            with contextlib.suppress(TimeoutError):
+                download = await asyncio.wait_for(downloads.get(), timeout=min(POLL_SECONDS, remaining))
+                return await self._save(download, folder, fmt, deadline)
+
+    async def _human_step_or_file(
+        self, kind: StepKind, page: Page, op: SiteOp | None, epoch: int, downloads: asyncio.Queue[Download]
+    ) -> None:
+        """The human step, ended early when the download starts: after a login CNKI sends the file
+        from the login tab itself, which then still shows the login form."""
+        step = asyncio.create_task(self.tabs.human_step(kind, page, op, epoch))
+        getter = asyncio.create_task(downloads.get())
+        try:
+            await asyncio.wait({step, getter}, return_when=asyncio.FIRST_COMPLETED)
+            if getter.done() and not step.done():
+                with contextlib.suppress(VerificationNotFound):
+                    self.tabs.gate.resume()
+            await step
+        finally:
+            if not getter.done():
+                getter.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await getter
+            if getter.done() and not getter.cancelled():
+                downloads.put_nowait(getter.result())
+            if not step.done():
+                step.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await step
+
+    async def _save(self, download: Download, folder: Path, fmt: FileFormat, deadline: float) -> Path | None:
+        """Wait for the download to finish (until `deadline`) and save it as incoming/<op>/<guid>.<fmt>.
+        If it is still running at the deadline it keeps going in the background (late file)."""
+        guid = uuid.uuid4().hex  # Chrome's own GUID name only exists once the file is complete
+        dest = folder / f"{guid}.{fmt}"
+        task: asyncio.Task[Path | None] = asyncio.create_task(self._finish(download, dest))
+        self.late_saves.add(task)
+        task.add_done_callback(self.late_saves.discard)  # outlives the call if it is slow
+        remaining = max(0.0, deadline - self.clock.monotonic())
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), timeout=remaining)
+        except TimeoutError:
+            return None
+
+    @staticmethod
+    async def _finish(download: Download, dest: Path) -> Path | None:
+        tmp = dest.with_name("." + dest.name + ".part")
+        try:
+            failure = await download.failure()
+            if failure is not None:
+                log.warning("download failed in the browser: %s", failure)
+                return None
+            await download.save_as(tmp)
+            tmp.replace(dest)  # a complete file appears under its final name only
+            return dest
+        except (PlaywrightError, OSError) as exc:
+            log.warning("saving a download failed: %s", exc)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            return None
+
+    async def close(self) -> None:
+        """Stop waiting for late files (shutdown); their tabs are closed."""
+        tasks = list(self.late_saves)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def wait_late_saves(self) -> None:
+        """Let downloads that outlived their call finish (tests, shutdown)."""
+        if self.late_saves:
+            await asyncio.gather(*list(self.late_saves), return_exceptions=True)

@@ -1,0 +1,249 @@
+"""download_paper against the simulator in a real headless Chromium: PDF and CAJ downloads through
+the new tab CNKI opens, refusal pages, an HTML page served as a PDF, a login solved by a "person",
+an uncertain outcome that is never replayed without `retry`, no overwrite, the cache and the text
+of the downloaded PDF."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from cnki_mcp.clock import SystemClock
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.files import safe_file_name
+from cnki_mcp.pdf_text import read_pdf_text
+from cnki_mcp.settings import Settings
+from cnki_mcp.sim.pages.files import caj_bytes, pdf_bytes
+from cnki_mcp.sim.server import SimServer
+from cnki_mcp.site.browser import BrowserHost
+from cnki_mcp.site.cnki import CnkiSite
+from cnki_mcp.site.downloading import Downloader
+from cnki_mcp.site.human import HumanGate
+from cnki_mcp.site.limiter import Limiter
+from cnki_mcp.site.reading import DetailTabs
+from cnki_mcp.store import Store, file_sha256
+
+pytestmark = pytest.mark.browser
+
+ORDER = "/bar/download/order"
+STEP_TIMEOUT = 60.0  # bounds a hung test; never a timing assertion
+
+
+@dataclass
+class FakeOp:
+    operation_id: str = "op-dl"
+    on_verification: str = "wait"
+    charges: int = 0
+    transitions: list[str] = field(default_factory=list)
+    waiting: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def charge(self) -> None:
+        self.charges += 1
+
+    def awaiting_user(self, message: str) -> None:
+        self.transitions.append("awaiting_user")
+        self.waiting.set()
+
+    def running(self) -> None:
+        self.transitions.append("running")
+
+
+@dataclass
+class Env:
+    sim: SimServer
+    host: BrowserHost
+    site: CnkiSite
+    gate: HumanGate
+    tabs: DetailTabs
+    clock: SystemClock
+    root: Path
+
+
+@pytest.fixture(scope="module")
+async def env_module(
+    _sim_server_session: SimServer, tmp_path_factory: pytest.TempPathFactory, browser_executable: str
+) -> AsyncIterator[Env]:
+    sim = _sim_server_session
+    root = tmp_path_factory.mktemp("dl")
+    settings = Settings(
+        data_dir=root / "browser-data", browser_path=browser_executable, headless=True,
+        site_origin=sim.origin, request_interval_ms=20,
+    )  # fmt: skip
+    clock = SystemClock()
+    host = BrowserHost(settings, clock)
+    limiter = Limiter(clock, settings.request_interval_ms / 1000, settings.max_inflight)
+    gate = HumanGate(clock, limiter, poll_interval=0.05, timeout=STEP_TIMEOUT, headless=True)
+    site = CnkiSite(settings, clock, host, limiter, gate, retry_waits=(0.01, 0.02))
+    tabs = DetailTabs(site, host, limiter, gate, clock, settle_quiet=0.3)
+    yield Env(sim, host, site, gate, tabs, clock, root)
+    await site.close()
+    await host.close()
+
+
+@dataclass
+class Case:
+    env: Env
+    store: Store
+    downloader: Downloader
+    data_dir: Path
+
+    async def ref(self, record_id: str) -> str:
+        locator = self.env.sim.links.detail(record_id)
+        detail = await self.env.site.detail(locator)
+        return self.store.upsert_from_detail(detail, locator, self.env.clock.now()).record_ref
+
+
+@pytest.fixture
+async def case(env_module: Env, sim_server: SimServer, tmp_path: Path) -> AsyncIterator[Case]:
+    data_dir = tmp_path / "data"
+    with Store.open(data_dir, env_module.clock) as store:
+        downloader = Downloader(env_module.tabs, store, env_module.clock, data_dir)
+        yield Case(env_module, store, downloader, data_dir)
+        await downloader.close()
+
+
+async def expect_code(awaitable: object, code: str) -> CnkiError:
+    with pytest.raises(CnkiError) as info:
+        async with asyncio.timeout(STEP_TIMEOUT):
+            await awaitable  # type: ignore[misc]
+    assert info.value.code == code, info.value
+    return info.value
+
+
+async def test_auto_downloads_the_pdf_and_a_repeat_is_served_from_the_cache(case: Case) -> None:
+    sim = case.env.sim
+    rec = sim.corpus.by_id["r0001"]
+    ref = await case.ref("r0001")
+    async with asyncio.timeout(STEP_TIMEOUT):
+        first = await case.downloader.download(ref, op=FakeOp())
+    path = Path(first.path)
+    assert first.source == "download" and first.format == "pdf"
+    assert path == case.data_dir / "downloads" / safe_file_name(rec.title, ref, "pdf")
+    assert path.read_bytes() == pdf_bytes(rec)
+    assert first.sha256 == file_sha256(path) and first.bytes == path.stat().st_size
+    assert [e.params.get("type") for e in sim.requests_for(ORDER, "GET")] == ["pdf"]
+    assert [c.outcome for c in case.store.clicks_for(ref)] == ["downloaded"]
+
+    again = await case.downloader.download(ref, op=FakeOp())
+    assert again.source == "cache" and again.path == first.path
+    assert len(sim.requests_for(ORDER, "GET")) == 1  # nothing clicked again
+
+    text = read_pdf_text(path, case.data_dir, pages="1", max_characters=5_000)
+    assert text.pages_returned == [1] and rec.title in text.text.replace("\n", "")
+
+
+async def test_caj_goes_into_a_subdirectory_under_its_own_name(case: Case) -> None:
+    rec = case.env.sim.corpus.by_id["r0002"]
+    ref = await case.ref("r0002")
+    async with asyncio.timeout(STEP_TIMEOUT):
+        got = await case.downloader.download(
+            ref, format="caj", filename="第二篇.caj", subdirectory="合同/违约金"
+        )
+    assert Path(got.path) == case.data_dir / "downloads" / "合同" / "违约金" / "第二篇.caj"
+    assert Path(got.path).read_bytes() == caj_bytes(rec) and got.format == "caj"
+    await expect_code(
+        case.downloader.download(ref, format="caj", subdirectory="../x", retry=True), "INVALID_ARGUMENT"
+    )
+    await expect_code(read_pdf_text_async(got.path, case.data_dir), "INVALID_FILE")
+
+
+async def read_pdf_text_async(path: str, data_dir: Path) -> None:
+    read_pdf_text(path, data_dir)
+
+
+async def test_auto_falls_back_to_caj_when_there_is_no_pdf_entry(case: Case) -> None:
+    ref = await case.ref("r0031")  # a CAJ-only record
+    async with asyncio.timeout(STEP_TIMEOUT):
+        got = await case.downloader.download(ref)
+    assert got.format == "caj" and Path(got.path).suffix == ".caj"
+
+
+async def test_refusal_page_in_the_new_tab_is_download_refused_with_its_words(case: Case) -> None:
+    sim = case.env.sim
+    ref = await case.ref("r0001")
+    sim.set_scenario(
+        {"faults": [{"path": "/bar/download", "kind": "download_refused", "reason": "余额不足"}]}
+    )
+    error = await expect_code(case.downloader.download(ref, op=FakeOp()), "DOWNLOAD_REFUSED")
+    assert "余额不足" in error.details["text"]
+    assert [c.outcome for c in case.store.clicks_for(ref)] == ["refused"]
+    assert not list((case.data_dir / "downloads").glob("**/*.pdf"))
+
+
+async def test_html_page_served_as_pdf_is_an_invalid_file(case: Case) -> None:
+    sim = case.env.sim
+    ref = await case.ref("r0001")
+    sim.set_scenario({"faults": [{"path": "/bar/download", "kind": "html_as_pdf"}]})
+    await expect_code(case.downloader.download(ref, format="pdf"), "INVALID_FILE")
+    assert [c.outcome for c in case.store.clicks_for(ref)] == ["invalid_file"]
+    assert case.store.download_for(ref, "pdf") is None
+
+
+async def test_login_page_is_handed_to_the_person_and_the_same_download_arrives(case: Case) -> None:
+    sim = case.env.sim
+    ref = await case.ref("r0002")
+    sim.set_scenario({"faults": [{"path": "/bar/download", "kind": "login_required", "at": [1]}]})
+    op = FakeOp()
+    ctx = await case.env.host.ensure()
+
+    async def person() -> None:
+        await op.waiting.wait()
+        assert case.env.gate.active_kind == "login"
+        tab = next(p for p in ctx.pages if "/login" in p.url)
+        await tab.fill("input[name=username]", "reader01")
+        await tab.fill("input[name=password]", "secret")
+        await tab.locator(
+            "form.ecp_loginAccountBox [type=submit], form.ecp_loginAccountBox button"
+        ).first.click()
+
+    solver = asyncio.create_task(person())
+    async with asyncio.timeout(STEP_TIMEOUT):
+        got = await case.downloader.download(ref, op=op)
+    await solver
+    assert got.source == "download" and got.format == "pdf"
+    assert op.transitions == ["awaiting_user", "running"]
+    assert len(case.store.clicks_for(ref)) == 1  # one click; the person's login led to the file
+
+
+async def test_uncertain_outcome_is_not_clicked_again_until_retry(case: Case) -> None:
+    sim = case.env.sim
+    ref = await case.ref("r0001")
+    sim.set_scenario({"faults": [{"path": "/bar/download", "kind": "not_found", "at": [1]}]})
+    await expect_code(case.downloader.download(ref, wait_seconds=1, op=FakeOp()), "SIDE_EFFECT_UNCERTAIN")
+    assert case.store.uncertain_click(ref, "pdf") is not None
+
+    await expect_code(case.downloader.download(ref, op=FakeOp()), "SIDE_EFFECT_UNCERTAIN")
+    assert len(sim.requests_for(ORDER, "GET")) == 1  # the second call clicked nothing
+
+    async with asyncio.timeout(STEP_TIMEOUT):
+        got = await case.downloader.download(ref, retry=True, op=FakeOp())
+    assert got.source == "download" and len(sim.requests_for(ORDER, "GET")) == 2
+    assert case.store.uncertain_click(ref) is None
+
+
+async def test_late_file_of_an_uncertain_click_is_reconciled_without_a_click(case: Case) -> None:
+    sim = case.env.sim
+    ref = await case.ref("r0002")
+    sim.set_scenario({"latency": [{"path": "/bar/download", "ms": 2500}]})
+    await expect_code(case.downloader.download(ref, wait_seconds=1, op=FakeOp()), "SIDE_EFFECT_UNCERTAIN")
+    async with asyncio.timeout(STEP_TIMEOUT):
+        await case.downloader.wait_late_saves()  # the browser finishes the download meanwhile
+    got = await case.downloader.download(ref, op=FakeOp())
+    assert got.reconciled and got.source == "download"
+    assert len(sim.requests_for(ORDER, "GET")) == 1
+    assert [c.outcome for c in case.store.clicks_for(ref)] == ["downloaded"]
+
+
+async def test_existing_file_is_never_overwritten_and_nothing_is_clicked(case: Case) -> None:
+    sim = case.env.sim
+    ref = await case.ref("r0001")
+    folder = case.data_dir / "downloads"
+    folder.mkdir(parents=True)
+    (folder / "mine.pdf").write_bytes(b"keep me")
+    await expect_code(case.downloader.download(ref, filename="mine.pdf"), "FILE_EXISTS")
+    assert (folder / "mine.pdf").read_bytes() == b"keep me"
+    assert not sim.requests_for(ORDER, "GET") and case.store.clicks_for(ref) == []
