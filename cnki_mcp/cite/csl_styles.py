@@ -206,9 +206,10 @@ def chicago(rec: CiteRecord, n: int = 1, missing: MissingMode = "mark") -> str:
         if kind is DocKind.JOURNAL:
             if rec.volume:
                 container = f"{v.source} {rec.volume}".strip() + (f" ({rec.issue})" if rec.issue else "")
+                container = ": ".join(p for p in (container, pages) if p)
             else:
-                container = ", ".join(p for p in (v.source, f"no. {rec.issue}" if rec.issue else "") if p)
-            container = ": ".join(p for p in (container, pages) if p)
+                no = f"no. {rec.issue}" if rec.issue else ""
+                container = ", ".join(p for p in (v.source, no, pages) if p)
         elif kind is DocKind.NEWSPAPER:
             month, day = _month_day(rec, MONTHS_LONG)
             container = ", ".join(p for p in (v.source, f"{month} {day}".strip()) if p)
@@ -234,14 +235,15 @@ def chicago(rec: CiteRecord, n: int = 1, missing: MissingMode = "mark") -> str:
 def vancouver(rec: CiteRecord, n: int = 1, missing: MissingMode = "mark") -> str:
     v = view(rec, missing)
     kind = rec.kind
-    internet = " [Internet]" if rec.url else ""
+    online_only = bool(rec.url and not rec.doi)  # with a DOI, NLM cites the DOI only
+    internet = " [Internet]" if online_only else ""
     pages = page_range(rec.pages, "minimal", "–")
     author = vancouver_authors(v.names, rec) if v.names else ""
     place_pub = ": ".join(p for p in (rec.place or "", _publisher(rec, v)) if p)
     if kind is DocKind.JOURNAL:
         vol = (rec.volume or "") + (f"({rec.issue})" if rec.issue else "")
-        date = ";".join(p for p in (v.year, vol) if p)
-        date = ":".join(p for p in (date, pages) if p)
+        date = ":".join(p for p in (vol, pages) if p)
+        date = ";".join(p for p in (v.year, date) if p)
         parts = [author, v.title, v.source + internet, date]
     elif kind is DocKind.NEWSPAPER:
         month, day = _month_day(rec, MONTHS_NLM)
@@ -259,7 +261,7 @@ def vancouver(rec: CiteRecord, n: int = 1, missing: MissingMode = "mark") -> str
     else:
         parts = [author, v.title + internet, "; ".join(p for p in (place_pub, v.year) if p)]
     text = _sentences(parts)
-    if rec.url:
+    if online_only:
         text += f" Available from: {rec.url}"
     if rec.doi:
         text += f" doi:{rec.doi}"
