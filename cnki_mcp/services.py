@@ -166,12 +166,15 @@ class Services:
 
 
 def _default_pipeline(services: Services) -> Any:
-    from cnki_mcp.pipeline import ResearchPipeline  # type: ignore[attr-defined]
+    from cnki_mcp.pipeline.research import ResearchPipeline
 
+    clock = services.clock
+    origin = services.settings.site_origin
     return ResearchPipeline(
         services.backend,
         services.store,
-        services.clock,
+        clock,
         workers=services.settings.workers,
-        now_year=services.clock.now().year,
+        now_year=lambda: clock.now().year,
+        public_origins=(origin,) if origin else (),
     )

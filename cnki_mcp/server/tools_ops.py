@@ -114,7 +114,7 @@ def register(server: CnkiServer) -> None:
 def _continue_runner(services: Any) -> Any:
     """The runner that continues a search from its checkpoint (`ctx.resume_from`)."""
     pipeline = services.pipeline
-    resume = getattr(pipeline, "resume", None)
+    resume = getattr(pipeline, "continue_search", None)
     if resume is None:
         raise ContinueUnavailable("当前检索流程不支持从检查点继续")
     return resume

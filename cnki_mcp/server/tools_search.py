@@ -184,6 +184,16 @@ def register(server: CnkiServer) -> None:
         parse_expression(inp.expression)  # coded INVALID_* errors before anything starts
         services = services_of(ctx)
         pipeline = services.pipeline
+        if inp.options.freshness == "prefer_cache":
+            cached = pipeline.cached_structured(inp)
+            if cached is not None:
+                return SearchOperation(
+                    kind="search",
+                    status="completed",
+                    message="10 分钟内相同检索的已完成结果（未访问知网）",
+                    result=cached,
+                    next_step="search_results(search_id)",
+                )
 
         async def runner(op: Any) -> Any:
             return await pipeline.structured(inp, op)

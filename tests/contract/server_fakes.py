@@ -83,7 +83,10 @@ class FakePipeline:
         ctx.checkpoint({"phase": "done"})
         return self._summary(ctx.operation_id, plan, inp.limit)
 
-    async def resume(self, ctx: Any) -> SearchSummary:
+    def cached_structured(self, inp: Any) -> SearchSummary | None:
+        return None
+
+    async def continue_search(self, ctx: Any) -> SearchSummary:
         return SearchSummary(search_id=ctx.operation_id, status="completed", plan=PlanView(method="lexical"))
 
     async def structured(self, inp: Any, ctx: Any) -> SearchSummary:

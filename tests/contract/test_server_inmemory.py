@@ -284,3 +284,42 @@ async def test_services_are_closed_when_the_session_ends(h: Harness) -> None:
         await client.call_tool("diagnostics", {})
     assert h.services is not None and h.services.closed
     assert h.services.store.closed
+
+
+async def test_research_search_with_the_real_pipeline_on_a_corpus_backend(tmp_path: Path) -> None:
+    from cnki_mcp.services import Services
+    from tests.corpus_backend import CorpusBackend
+
+    opened: list[Services] = []
+    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
+
+    def open_services() -> Services:
+        opened.append(Services.open(settings, backend=CorpusBackend()))
+        return opened[-1]
+
+    async with Client(build_server(open_services)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        args = {
+            "query": "自动驾驶汽车产品责任的归责原则",
+            "concept_groups": [
+                ["自动驾驶", "无人驾驶", "智能网联汽车"],
+                ["产品责任", "归责原则", "侵权责任"],
+            ],
+            "limit": 5,
+        }
+        result = await client.call_tool("search", args)
+        assert not result.is_error, result.content
+        data = result.structured_content
+        jsonschema.validate(data, tools["search"].output_schema)
+        assert data["status"] in ("completed", "partial")
+        summary = data["result"]
+        assert summary["candidate_count"] > 0 and summary["coverage"]
+        assert summary["plan"]["method"] == "explicit"
+        page = await client.call_tool(
+            "search_results", {"search_id": summary["search_id"], "scope": "candidates", "limit": 2}
+        )
+        assert not page.is_error, page.content
+        assert page.structured_content["total"] == summary["candidate_count"]
+        again = (await client.call_tool("search", args)).structured_content
+        assert again["result"]["source"] == "cache" and again["operation_id"] is None
+    assert opened[0].host.started is False
