@@ -1,0 +1,95 @@
+"""Download file checks, default names and archiving (facts §2.7)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.files import archive, check_file_name, safe_file_name, sha256_of, target_dir, validate_download
+from cnki_mcp.sim.corpus import Corpus
+from cnki_mcp.sim.pages.files import caj_bytes, pdf_bytes, render_html_as_pdf
+
+
+def code_of(fn: object, *args: object) -> str:
+    with pytest.raises(CnkiError) as info:
+        fn(*args)  # type: ignore[operator]
+    return info.value.code
+
+
+@pytest.fixture(scope="module")
+def record():  # type: ignore[no-untyped-def]
+    return Corpus.load().by_id["r0001"]
+
+
+def write(tmp_path: Path, name: str, data: bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def test_simulator_pdf_and_caj_pass_their_own_format_only(tmp_path: Path, record) -> None:  # type: ignore[no-untyped-def]
+    pdf = write(tmp_path, "a.pdf", pdf_bytes(record))
+    caj = write(tmp_path, "a.caj", caj_bytes(record))
+    assert validate_download(pdf, "pdf") == pdf.stat().st_size
+    assert validate_download(caj, "caj") == caj.stat().st_size
+    assert code_of(validate_download, pdf, "caj") == "INVALID_FILE"
+    assert code_of(validate_download, caj, "pdf") == "INVALID_FILE"
+
+
+def test_html_page_under_a_pdf_name_is_an_invalid_file(tmp_path: Path, record) -> None:  # type: ignore[no-untyped-def]
+    page = write(tmp_path, "x.pdf", render_html_as_pdf(record))
+    assert code_of(validate_download, page, "pdf") == "INVALID_FILE"
+
+
+def test_pdf_without_eof_marker_or_too_small_is_invalid(tmp_path: Path, record) -> None:  # type: ignore[no-untyped-def]
+    cut = write(tmp_path, "cut.pdf", pdf_bytes(record)[:-200])
+    tiny = write(tmp_path, "tiny.pdf", b"%PDF-1.7\n%%EOF\n")
+    assert code_of(validate_download, cut, "pdf") == "INVALID_FILE"
+    assert code_of(validate_download, tiny, "pdf") == "INVALID_FILE"
+    for magic in (b"KDH ", b"HN\x00\x00"):
+        assert validate_download(write(tmp_path, "k.caj", magic + b"\x00" * 200), "caj") == 204
+
+
+def test_default_name_replaces_unsafe_characters_and_adds_the_ref_prefix() -> None:
+    name = safe_file_name('违约金/调整:"研究"?<一>|*\x01. ', "rec_98ec26524d0701b569fa7f8c", "pdf")
+    assert name == "违约金_调整__研究___一____" + "_98ec2652.pdf"
+
+
+def test_default_name_cuts_the_title_to_75_characters() -> None:
+    name = safe_file_name("长" * 200, "rec_0123456789abcdef", "caj")
+    assert name == "长" * 75 + "_01234567.caj"
+
+
+def test_windows_reserved_names_get_a_prefix() -> None:
+    assert safe_file_name("CON", "rec_abcdefgh1234", "pdf") == "论文_CON_abcdefgh.pdf"
+    assert safe_file_name("...", "rec_abcdefgh1234", "pdf") == "论文_abcdefgh.pdf"
+
+
+def test_caller_file_names_must_be_one_safe_component_with_the_right_extension() -> None:
+    assert check_file_name("论文.pdf", "pdf") == "论文.pdf"
+    for bad in ("../x.pdf", "a/b.pdf", "x.caj", "a:b.pdf", "NUL.pdf", ""):
+        assert code_of(check_file_name, bad, "pdf") == "INVALID_ARGUMENT", bad
+
+
+def test_subdirectory_must_stay_inside_downloads(tmp_path: Path) -> None:
+    assert target_dir(tmp_path, "a/b") == tmp_path / "downloads" / "a" / "b"
+    for bad in ("../x", "/etc", "a/../../x", "C:\\x", "a/<b>"):
+        assert code_of(target_dir, tmp_path, bad) == "INVALID_ARGUMENT", bad
+    (tmp_path / "downloads").mkdir()
+    os.symlink(tmp_path, tmp_path / "downloads" / "link")
+    assert code_of(target_dir, tmp_path, "link/x") == "INVALID_ARGUMENT"
+
+
+def test_archive_moves_hashes_and_never_overwrites(tmp_path: Path, record) -> None:  # type: ignore[no-untyped-def]
+    src = write(tmp_path, "incoming.pdf", pdf_bytes(record))
+    digest = sha256_of(src)
+    done = archive(src, tmp_path / "data", "sub", "论文.pdf")
+    assert done.path == tmp_path / "data" / "downloads" / "sub" / "论文.pdf"
+    assert done.sha256 == digest and done.bytes == done.path.stat().st_size
+    assert not src.exists()
+    again = write(tmp_path, "incoming2.pdf", b"%PDF-other")
+    assert code_of(archive, again, tmp_path / "data", "sub", "论文.pdf") == "FILE_EXISTS"
+    assert sha256_of(done.path) == digest and again.exists()

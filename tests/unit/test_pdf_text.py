@@ -1,0 +1,75 @@
+"""read_pdf_text on PDFs the simulator produces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.pdf_text import parse_pages, read_pdf_text
+from cnki_mcp.sim.corpus import Corpus
+from cnki_mcp.sim.pages.files import caj_bytes, pdf_bytes
+
+
+@pytest.fixture(scope="module")
+def record():  # type: ignore[no-untyped-def]
+    return Corpus.load().by_id["r0021"]
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, record) -> Path:  # type: ignore[no-untyped-def]
+    folder = tmp_path / "downloads" / "sub"
+    folder.mkdir(parents=True)
+    (folder / "paper.pdf").write_bytes(pdf_bytes(record))
+    (folder / "paper.caj").write_bytes(caj_bytes(record))
+    (tmp_path / "outside.pdf").write_bytes(pdf_bytes(record))
+    return tmp_path
+
+
+def flat(text: str) -> str:
+    return "".join(text.split())
+
+
+def code_of(**kwargs: object) -> str:
+    with pytest.raises(CnkiError) as info:
+        read_pdf_text(**kwargs)  # type: ignore[arg-type]
+    return info.value.code
+
+
+def test_whole_pdf_text_contains_title_and_last_section(data_dir: Path, record) -> None:  # type: ignore[no-untyped-def]
+    got = read_pdf_text("sub/paper.pdf", data_dir, max_characters=200_000)
+    assert got.page_count > 1 and got.pages_returned == list(range(1, got.page_count + 1))
+    assert not got.truncated and got.next_page is None
+    assert flat(record.title) in flat(got.text)
+    assert flat(record.fulltext[-1].heading) in flat(got.text)
+
+
+def test_page_range_returns_only_those_pages(data_dir: Path, record) -> None:  # type: ignore[no-untyped-def]
+    first = read_pdf_text(data_dir / "downloads/sub/paper.pdf", data_dir, pages="1")
+    rest = read_pdf_text("sub/paper.pdf", data_dir, pages="2-")
+    assert first.pages_returned == [1] and rest.pages_returned[0] == 2
+    assert flat(record.title) in flat(first.text) and flat(record.title) not in flat(rest.text)
+
+
+def test_max_characters_truncates_and_says_where_to_continue(data_dir: Path) -> None:
+    got = read_pdf_text("sub/paper.pdf", data_dir, max_characters=100)
+    assert len(got.text) == 100 and got.truncated and got.next_page == 1
+
+
+def test_non_pdf_is_invalid_file_and_paths_outside_downloads_are_refused(data_dir: Path) -> None:
+    assert code_of(path="sub/paper.caj", data_dir=data_dir) == "INVALID_FILE"
+    assert code_of(path=data_dir / "outside.pdf", data_dir=data_dir) == "INVALID_ARGUMENT"
+    assert code_of(path="../outside.pdf", data_dir=data_dir) == "INVALID_ARGUMENT"
+    assert code_of(path="sub/paper.pdf", data_dir=data_dir, max_characters=0) == "INVALID_ARGUMENT"
+
+
+def test_page_specs() -> None:
+    assert parse_pages("1-3", 10) == [1, 2, 3]
+    assert parse_pages("2,5-", 6) == [2, 5, 6]
+    assert parse_pages(None, 3) == [1, 2, 3]
+    assert parse_pages("4-20", 5) == [4, 5]
+    for bad in ("0", "3-1", "x", "9"):
+        with pytest.raises(CnkiError) as info:
+            parse_pages(bad, 5)
+        assert info.value.code == "INVALID_ARGUMENT", bad

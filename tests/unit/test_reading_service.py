@@ -1,0 +1,176 @@
+"""Body cache (30 min / 16, never trial or partial), paging by offset and section, complete_article,
+and the service's cache-first flow over a fake reader backend."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.identity import Paper
+from cnki_mcp.models import DetailPage, ReaderPage
+from cnki_mcp.parse.reader import parse_reader
+from cnki_mcp.reading_service import BodyCache, ReaderCapture, ReadingService, complete_article, page_body
+
+WHEN = datetime(2026, 1, 1, tzinfo=UTC)
+PARA = "这是正文段落，包含足够多的文字用于测试分页与章节切分。" * 4
+
+
+def reader_html(headings: list[tuple[int, str]], catalog: list[str] | None = None) -> str:
+    body = "".join(f"<h{lvl}>{t}</h{lvl}><p>{t}：{PARA}</p>" for lvl, t in headings)
+    toc = "".join(f'<span class="tit">{c}</span>' for c in (catalog or [t for _, t in headings]))
+    return (
+        '<html><head><meta name="citation_title" content="测试论文"></head><body>'
+        f'<div class="catalogboxs">{toc}</div><div id="paperRead">{body}</div></body></html>'
+    )
+
+
+HEADINGS = [(2, "一、引言"), (2, "二、理论"), (3, "（一）历史"), (3, "（二）现状"), (2, "三、结论")]
+
+
+def complete() -> ReaderPage:
+    return parse_reader(reader_html(HEADINGS), "https://kns.cnki.net/reader/xml?invoice=S&nonce=T")
+
+
+def trial() -> ReaderPage:
+    return parse_reader(
+        reader_html(HEADINGS[:2]), "https://kns.cnki.net/reader/xml?invoice=S&loginType=trialRead"
+    )
+
+
+def partial() -> ReaderPage:
+    return parse_reader(reader_html(HEADINGS[:2], [t for _, t in HEADINGS]), None)
+
+
+def code_of(fn: Any, *args: Any, **kwargs: Any) -> str:
+    with pytest.raises(CnkiError) as info:
+        fn(*args, **kwargs)
+    return info.value.code
+
+
+def test_complete_article_is_false_for_trial_and_partial_and_null_otherwise() -> None:
+    assert complete_article(trial()) is False
+    assert complete_article(partial()) is False
+    assert complete_article(complete()) is None
+
+
+def test_offset_paging_walks_the_whole_text() -> None:
+    page = complete()
+    seen, offset = "", 0
+    while offset is not None:
+        chunk = page_body(page, "rec_a", observed_at=WHEN, source="reader", offset=offset, max_characters=97)
+        assert len(chunk.text) <= 97 and chunk.total_characters == len(page.text)
+        seen += chunk.text
+        offset = chunk.next_offset
+    assert seen == page.text
+
+
+def test_section_by_title_includes_its_subsections_and_ignores_case_and_spaces() -> None:
+    page = complete()
+    got = page_body(page, "rec_a", observed_at=WHEN, source="reader", section="  二、理论 ")
+    assert got.section is not None and got.section.title == "二、理论"
+    assert "（一）历史" in got.text and "（二）现状" in got.text and "三、结论" not in got.text
+    assert got.total_characters == got.section.length and got.next_offset is None
+    by_index = page_body(page, "rec_a", observed_at=WHEN, source="reader", section=2)
+    assert by_index.section is not None and by_index.section.title == "（一）历史"
+    assert "（二）现状" not in by_index.text
+
+
+def test_unknown_section_and_bad_paging_arguments_are_invalid() -> None:
+    page = complete()
+    assert (
+        code_of(page_body, page, "r", observed_at=WHEN, source="reader", section="不存在")
+        == "INVALID_ARGUMENT"
+    )
+    assert code_of(page_body, page, "r", observed_at=WHEN, source="reader", section=99) == "INVALID_ARGUMENT"
+    assert (
+        code_of(page_body, page, "r", observed_at=WHEN, source="reader", max_characters=200_001)
+        == "INVALID_ARGUMENT"
+    )
+    assert (
+        code_of(page_body, page, "r", observed_at=WHEN, source="reader", offset=10**6) == "INVALID_ARGUMENT"
+    )
+
+
+def test_result_never_carries_the_reader_url() -> None:
+    dumped = page_body(complete(), "rec_a", observed_at=WHEN, source="reader").model_dump_json()
+    assert "invoice" not in dumped and "nonce" not in dumped and "reader/xml" not in dumped
+
+
+def test_partial_result_warns_content_partial() -> None:
+    got = page_body(partial(), "rec_a", observed_at=WHEN, source="reader")
+    assert got.warnings == ["CONTENT_PARTIAL"] and got.coverage.missing_catalog_headings
+
+
+async def test_cache_keeps_complete_bodies_30_minutes_and_at_most_16() -> None:
+    clock = FakeClock()
+    cache = BodyCache(clock)
+    assert cache.put("rec_a", complete(), WHEN)
+    assert not cache.put("rec_t", trial(), WHEN) and not cache.put("rec_p", partial(), WHEN)
+    assert "rec_t" not in cache and "rec_p" not in cache
+    for i in range(16):
+        cache.put(f"rec_{i}", complete(), WHEN)
+    assert len(cache) == 16 and "rec_a" not in cache  # the oldest went first
+    await clock.advance(30 * 60)
+    assert len(cache) == 0
+
+
+class FakeStore:
+    def __init__(self) -> None:
+        self.paper = Paper(
+            record_ref="rec_a", title="测试论文", locator="https://kns.cnki.net/kcms2/article/abstract?v=x"
+        )
+        self.upserts = 0
+
+    def get(self, record_ref: str) -> Paper | None:
+        return self.paper if record_ref == "rec_a" else None
+
+    def resolve_ref(self, record_ref: str) -> str:
+        return record_ref
+
+    def upsert_from_detail(self, detail: DetailPage, locator: str | None, observed_at: datetime,
+                           expected_ref: str | None = None, **kwargs: Any) -> Paper:  # fmt: skip
+        assert expected_ref == "rec_a"
+        self.upserts += 1
+        return self.paper
+
+
+class FakeBackend:
+    def __init__(self, pages: list[ReaderPage]) -> None:
+        self.pages = pages
+        self.calls = 0
+
+    async def read(self, paper: Paper, op: Any = None) -> ReaderCapture:
+        page = self.pages[min(self.calls, len(self.pages) - 1)]
+        self.calls += 1
+        return ReaderCapture(page=page, detail=DetailPage(title=paper.title), detail_url=paper.locator or "")
+
+
+async def test_service_reads_once_then_pages_from_the_cache_until_it_expires() -> None:
+    clock = FakeClock()
+    backend = FakeBackend([complete()])
+    service = ReadingService(FakeStore(), backend, clock)
+    first = await service.read("rec_a", max_characters=50)
+    second = await service.read("rec_a", offset=50, max_characters=50)
+    assert (first.source, second.source, backend.calls) == ("reader", "cache", 1)
+    assert first.text + second.text == complete().text[:100]
+    await clock.advance(30 * 60)
+    assert (await service.read("rec_a")).source == "reader" and backend.calls == 2
+
+
+async def test_service_reads_a_trial_body_again_on_every_call() -> None:
+    backend = FakeBackend([trial(), complete()])
+    service = ReadingService(FakeStore(), backend, FakeClock())
+    assert (await service.read("rec_a")).trial
+    again = await service.read("rec_a")
+    assert again.source == "reader" and not again.trial and backend.calls == 2
+
+
+async def test_service_unknown_record_is_document_not_found() -> None:
+    service = ReadingService(FakeStore(), FakeBackend([complete()]), FakeClock())
+    with pytest.raises(CnkiError) as info:
+        await service.read("rec_zz")
+    assert info.value.code == "DOCUMENT_NOT_FOUND"
