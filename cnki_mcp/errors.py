@@ -90,6 +90,11 @@ class InputTooLarge(InvalidInput):
     default_message = "输入过大"
 
 
+class TooManyReferences(InvalidInput):
+    code = "TOO_MANY_REFERENCES"
+    default_message = "题名数量超过上限"
+
+
 class InvalidTemplate(InvalidInput):
     code = "INVALID_TEMPLATE"
     default_message = "自定义模板无效"
