@@ -16,15 +16,20 @@ import re
 import pytest
 
 from cnki_mcp.errors import CnkiError
-from cnki_mcp.models import DetailPage
+from cnki_mcp.models import DetailPage, IdentityBasis, JournalState, ReaderScope
 from cnki_mcp.parse._html import collapse
 from cnki_mcp.parse.detail import parse_detail
-from cnki_mcp.parse.journal import tier_tags
+from cnki_mcp.parse.grid import parse_grid
+from cnki_mcp.parse.journal import parse_journal, tier_tags
+from cnki_mcp.parse.keys import title_key
 from cnki_mcp.parse.reader import parse_reader
 from cnki_mcp.parse.references import parse_reference_list
 from cnki_mcp.sim.corpus import Corpus, SimRecord
+from cnki_mcp.sim.grid import GridPage, render_grid
 from cnki_mcp.sim.links import Visitor
 from cnki_mcp.sim.pages.detail import offered_entries, render_detail, render_references_fragment
+from cnki_mcp.sim.pages.journal import render_journal
+from cnki_mcp.sim.pages.reader import render_reader
 from tests.conftest import read_real
 from tests.sim_pages_fixtures import FakeLinks
 
@@ -313,3 +318,159 @@ def test_citing_fragment_reads_back_the_corpus_citing_list(record_id: str) -> No
     r = CORPUS.by_id[record_id]
     citing = parse_reference_list(render_references_fragment(r, CORPUS, LINKS, "citing"), LINKS.detail(r.id))
     assert [e.title for e in citing] == _grouped(CORPUS.citing(r.id))
+
+
+# --- round trip: journal pages ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", JOURNAL_NAMES)
+def test_journal_page_reads_back_the_corpus_journal(name: str) -> None:
+    j = CORPUS.journal_by_name[name]
+    html = render_journal(j, CORPUS, LINKS, VISITOR)
+    p = parse_journal(html, LINKS.journal(name), expected_source=name)
+    assert p.name == name
+    assert p.identity_basis == IdentityBasis.CURRENT_TITLE
+    assert p.tiers == list(j.tiers)  # in the order the journal lists them; decoys never count
+    assert (p.composite_if, p.aggregate_if) == (j.composite_if, j.aggregate_if)
+    has_metric = j.composite_if is not None or j.aggregate_if is not None
+    assert p.metric_year == (j.metric_year if has_metric else None)
+    assert p.translated_titles == ([j.translated_title] if j.translated_title else [])
+    assert p.former_titles == list(j.former_titles)
+    assert (p.issn, p.cn) == (j.issn, j.cn)
+    assert p.state == (JournalState.PRESENT if j.tiers or has_metric else JournalState.UNKNOWN)
+
+    current = title_key(name)
+    for former in j.former_titles:
+        # A former title whose key equals the current one (`中国人口.资源与环境`) IS the current title.
+        want = IdentityBasis.CURRENT_TITLE if title_key(former) == current else IdentityBasis.FORMER_TITLE
+        assert parse_journal(html, expected_source=former).identity_basis == want
+    if j.translated_title and title_key(j.translated_title) != current:
+        assert (
+            parse_journal(html, expected_source=j.translated_title).identity_basis
+            == IdentityBasis.TRANSLATED_TITLE
+        )
+    known = {current, *(title_key(t) for t in (*j.former_titles, j.translated_title or ""))}
+    wrongs = [w for w in (name + "研究", "大学学报", name[:-2]) if w and title_key(w) not in known]
+    assert wrongs
+    for wrong in wrongs:  # a substring or a longer name is never the journal
+        with pytest.raises(CnkiError) as err:
+            parse_journal(html, expected_source=wrong)
+        assert err.value.code == "SOURCE_IDENTITY_UNCONFIRMED"
+
+
+# --- round trip: reader pages ----------------------------------------------------------------
+
+
+def _reader_sections(r: SimRecord) -> list[tuple[int, str, str]]:
+    """The corpus full text plus the 参考文献 section the reader appends for a reference list."""
+    out = [(s.level, s.heading, s.text) for s in r.fulltext]
+    if r.references and not any(s.heading.strip() == "参考文献" for s in r.fulltext):
+        out.append((1, "参考文献", ""))
+    return out
+
+
+def _reader(r: SimRecord, *, trial: bool = False, lazy: bool = False) -> str:
+    return render_reader(r, LINKS, VISITOR, trial=trial, lazy=lazy, slider=False)
+
+
+@pytest.mark.parametrize("record_id", FULLTEXT_IDS)
+def test_reader_page_reads_back_the_corpus_sections(record_id: str) -> None:
+    r = CORPUS.by_id[record_id]
+    page = parse_reader(_reader(r), LINKS.reader(r.id), expected_title=r.title)
+    expected = _reader_sections(r)
+    assert page.title == r.title
+    assert [(s.level, s.title) for s in page.sections] == [(lv, h) for lv, h, _ in expected]
+    for section, (_, _, text) in zip(page.sections, expected, strict=True):
+        body = page.text[section.offset : section.offset + section.length]
+        for line in text.split("\n"):
+            if line.strip():
+                assert collapse(line) in body
+    assert page.coverage.catalog_headings == [h for _, h, _ in expected]
+    assert page.coverage.missing_catalog_headings == []
+    assert page.coverage.scope == ReaderScope.UNKNOWN
+    assert page.trial is False
+
+
+@pytest.mark.parametrize("record_id", FULLTEXT_IDS)
+def test_trial_reader_page_is_trial_and_never_the_whole_body(record_id: str) -> None:
+    r = CORPUS.by_id[record_id]
+    page = parse_reader(_reader(r, trial=True), LINKS.reader(r.id), expected_title=r.title)
+    assert page.trial is True and page.coverage.scope == ReaderScope.TRIAL
+    expected = _reader_sections(r)
+    assert [s.title for s in page.sections] == [expected[0][1]]
+    whole = parse_reader(_reader(r), LINKS.reader(r.id), expected_title=r.title)
+    assert page.coverage.extracted_characters < whole.coverage.extracted_characters
+
+
+@pytest.mark.parametrize("record_id", FULLTEXT_IDS)
+def test_lazy_reader_raw_html_is_partial_with_the_missing_headings(record_id: str) -> None:
+    r = CORPUS.by_id[record_id]
+    page = parse_reader(_reader(r, lazy=True), LINKS.reader(r.id), expected_title=r.title)
+    headings = [h for _, h, _ in _reader_sections(r)]
+    shown = [s.title for s in page.sections]
+    assert shown and headings[: len(shown)] == shown
+    assert page.coverage.missing_catalog_headings == headings[len(shown) :]
+    assert page.coverage.missing_catalog_headings  # the corpus has more than two sections
+    assert page.coverage.scope == ReaderScope.PARTIAL
+
+
+def test_reader_of_another_paper_is_identity_conflict() -> None:
+    r = CORPUS.by_id[FULLTEXT_IDS[0]]
+    other = CORPUS.by_id[FULLTEXT_IDS[1]]
+    with pytest.raises(CnkiError) as err:
+        parse_reader(_reader(r), LINKS.reader(r.id), expected_title=other.title)
+    assert err.value.code == "IDENTITY_CONFLICT"
+
+
+# --- round trip: grid pages ------------------------------------------------------------------
+
+GRID_URL = "http://sim.test/kns8s/brief/grid"
+
+
+def _shown_count(n: int) -> int | None:
+    """What a count reads back as after CNKI's display: 10400 -> `1万` -> 10000."""
+    if not n:
+        return None
+    return round(n / 10000, 1) * 10000 if n >= 10000 else n
+
+
+@pytest.mark.parametrize("page", [1, 2, 7, 39])
+def test_grid_pages_read_back_the_corpus_rows(page: int) -> None:
+    size = 20
+    records = CORPUS.records
+    rows = records[(page - 1) * size : page * size]
+    grid = GridPage(rows=rows, total=len(records), page=page, page_size=size, cursor=f"turn-{page}")
+    p = parse_grid(render_grid(grid, LINKS, terms=["违约金", "WAAM"]), GRID_URL)
+    last = -(-len(records) // size)
+    assert (p.total, p.page, p.page_count, p.turnpage) == (len(records), page, last, f"turn-{page}")
+    assert p.exhausted is (page == last)
+    assert len(p.rows) == len(rows)
+    for i, (row, r) in enumerate(zip(p.rows, rows, strict=True)):
+        assert row.ordinal == (page - 1) * size + i + 1
+        assert row.title == r.title  # `<font>` highlights flattened
+        assert row.authors == [_name(a.name) for a in r.authors]
+        assert row.source == r.source
+        assert row.year == r.year
+        assert row.doc_type == r.type
+        assert (row.cited, row.downloads) == (_shown_count(r.cited), _shown_count(r.downloads))
+        capj = r.online_first and r.dbcode == "CJFD"
+        assert (row.native.dbname, row.native.filename) == ("CAPJ" if capj else r.dbcode, r.native_filename)
+        assert row.online_first is r.online_first
+        assert row.detail_url == LINKS.detail(r.id)
+
+
+def test_grid_counts_of_ten_thousand_and_more_are_read_from_wan() -> None:
+    big = [r for r in CORPUS.records if r.cited >= 10000 or r.downloads >= 10000]
+    assert big
+    p = parse_grid(
+        render_grid(GridPage(rows=big, total=len(big), page=1, page_size=50, cursor="c"), LINKS), GRID_URL
+    )
+    assert [(row.cited, row.downloads) for row in p.rows] == [
+        (_shown_count(r.cited), _shown_count(r.downloads)) for r in big
+    ]
+    assert (p.page, p.page_count) == (1, 1) and p.exhausted
+
+
+def test_grid_zero_results_page_is_zero_results() -> None:
+    p = parse_grid(render_grid(GridPage(rows=[], total=0, page=1, page_size=20, cursor="z"), LINKS), GRID_URL)
+    assert p.zero_results and p.rows == [] and p.total == 0
