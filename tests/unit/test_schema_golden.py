@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cnki_mcp.cli.schema_cmd import collect_schema, render
+from cnki_mcp.server.schema import collect_schema, render
 
 GOLDEN = Path(__file__).resolve().parents[2] / "docs" / "tool-schema.json"
 
