@@ -1,6 +1,7 @@
 """Benchmarks for cnki-mcp. One argparse subcommand per topic; each lives in its own function.
 
     .venv/bin/python scripts/bench.py parse [-n 200] [--write docs/benchmarks.md]
+    .venv/bin/python scripts/bench.py quality [--ranker reference] [--write docs/benchmarks.md]
 
 `parse`: median and p90 parse time per page type, our selectolax parsers side by side with a
 BeautifulSoup (html.parser) implementation of the same grid extraction, on a synthetic 50-row
@@ -266,6 +267,169 @@ def _write_section(path: Path, title: str, section: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+# --- quality: ranking quality on the bundled corpus ---------------------------------------
+
+QUESTIONS = ROOT / "cnki_mcp" / "sim" / "data" / "questions.jsonl"
+
+
+def _rankers() -> dict[str, Callable[[], Any]]:
+    """Rankers to compare; add an improved one here (it implements `cnki_mcp.rank.Ranker`)."""
+    from cnki_mcp.rank import ReferenceRanker
+
+    return {"reference": ReferenceRanker}
+
+
+def precision_at(ids: list[str], labels: dict[str, int], k: int) -> float:
+    return sum(1 for i in ids[:k] if labels.get(i, 0) > 0) / k
+
+
+def ndcg_at(ids: list[str], labels: dict[str, int], k: int) -> float:
+    import math
+
+    def dcg(grades: list[int]) -> float:
+        return sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(grades[:k]))
+
+    ideal = dcg(sorted(labels.values(), reverse=True))
+    return dcg([labels.get(i, 0) for i in ids]) / ideal if ideal else 0.0
+
+
+async def _quality_one(question: dict[str, Any], ranker: Any) -> dict[str, Any]:
+    import tempfile
+    from dataclasses import dataclass, field
+
+    from cnki_mcp.clock import FakeClock
+    from cnki_mcp.jobs import JobManager, MemorySink, OperationKind
+    from cnki_mcp.pipeline.models import SearchInput, SearchOptions
+    from cnki_mcp.pipeline.research import ResearchPipeline
+    from cnki_mcp.store import Store
+    from tests.corpus_backend import CorpusBackend, record_id_of
+
+    @dataclass
+    class Plan:
+        groups: list[list[str]]
+        method: str = "explicit"
+        warnings: list[str] = field(default_factory=list)
+
+    clock = FakeClock()
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store.open(Path(tmp), clock)
+        try:
+            backend = CorpusBackend()
+            pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026, ranker=ranker)
+            inp = SearchInput(
+                query=question["question"],
+                concept_groups=question["concepts"],
+                options=SearchOptions(freshness="live"),
+            )
+            plan = Plan(question["concepts"])
+            job = JobManager(clock, MemorySink()).start(
+                OperationKind.SEARCH, lambda ctx: pipe.research(inp, plan, ctx), inp.budget()
+            )
+            [record] = await clock.run_until_complete(job.finish())
+            sid = record.result["search_id"]
+
+            def ids(scope: str) -> list[str]:
+                page = store.search_results(sid, scope, 0, 10_000)  # type: ignore[arg-type]
+                papers = store.papers_by_refs([e.record_ref for e in page.items])
+                return [
+                    record_id_of(papers[e.record_ref].locator) or ""
+                    for e in page.items
+                    if e.record_ref in papers
+                ]
+
+            selected, ranked = ids("selected"), ids("all")
+        finally:
+            store.close()
+    labels = {k: int(v) for k, v in question["relevant"].items()}
+    return {
+        "id": question["id"],
+        "status": record.status,
+        "errors": ", ".join(sorted({e.code for e in record.errors})) or "-",
+        "candidates": record.result["candidate_count"],
+        "selected": len(selected),
+        "requests": record.requests,
+        "p10": precision_at(selected, labels, 10),
+        "ndcg20": ndcg_at(selected, labels, 20),
+        "p10_ranked": precision_at(ranked, labels, 10),
+        "ndcg20_ranked": ndcg_at(ranked, labels, 20),
+    }
+
+
+def bench_quality(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+
+    questions = [
+        json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
+    rankers = _rankers()
+    names = args.ranker or list(rankers)
+    summary: list[str] = []
+    tables: list[str] = []
+    for name in names:
+        rows = [asyncio.run(_quality_one(q, rankers[name]())) for q in questions]
+        lines = [
+            f"### Ranker `{name}`",
+            "",
+            "| question | status | errors | candidates | selected | requests | P@10 selected | nDCG@20 selected"
+            " | P@10 ranked | nDCG@20 ranked |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in rows:
+            lines.append(
+                f"| {r['id']} | {r['status']} | {r['errors']} | {r['candidates']} | {r['selected']} | {r['requests']} |"
+                f" {r['p10']:.2f} | {r['ndcg20']:.3f} | {r['p10_ranked']:.2f} | {r['ndcg20_ranked']:.3f} |"
+            )
+
+        def mean(key: str, rows: list[dict[str, Any]] = rows) -> float:
+            return statistics.mean(r[key] for r in rows)
+
+        lines.append(
+            f"| **mean** | | | {mean('candidates'):.1f} | {mean('selected'):.1f} | {mean('requests'):.1f} |"
+            f" **{mean('p10'):.3f}** | **{mean('ndcg20'):.3f}** | {mean('p10_ranked'):.3f} |"
+            f" {mean('ndcg20_ranked'):.3f} |"
+        )
+        tables.append("\n".join(lines))
+        summary.append(
+            f"| {name} | {len(rows)} | {mean('p10'):.3f} | {mean('ndcg20'):.3f} | {mean('p10_ranked'):.3f}"
+            f" | {mean('ndcg20_ranked'):.3f} | {mean('selected'):.1f} |"
+        )
+    head = (
+        "| ranker | questions | P@10 selected | nDCG@20 selected | P@10 ranked | nDCG@20 ranked | mean selected |\n"
+        "|---|---:|---:|---:|---:|---:|---:|"
+    )
+    table = head + "\n" + "\n".join(summary)
+    print(table)
+    print()
+    print("\n\n".join(tables))
+    if args.write:
+        _write_section(Path(args.write), "Ranking quality", _quality_section(table, tables, len(questions)))
+        print(f"\nwritten to {args.write}")
+    return 0
+
+
+def _quality_section(table: str, tables: list[str], n: int) -> str:
+    return (
+        "## Ranking quality\n\n"
+        "Command: `.venv/bin/python scripts/bench.py quality --write docs/benchmarks.md`\n\n"
+        f"Date {dt.date.today().isoformat()}, Python {platform.python_version()}. Deterministic: no timing involved.\n\n"
+        f"Each of the {n} questions of `cnki_mcp/sim/data/questions.jsonl` runs the full research search\n"
+        "(explicit concept groups from the question's `concepts`, default options, `freshness=live`) against\n"
+        "`tests/corpus_backend.py`: grid requests are evaluated by the simulator's own QueryJson evaluator\n"
+        "and rendered by its page renderers, detail and journal pages likewise, and everything is read\n"
+        "back by the production parsers (no browser). Relevance labels are the graded `relevant` maps\n"
+        "(grade 1–3; unlabelled = 0).\n\n"
+        "- *selected*: the search's selected list (what `search` returns), in order;\n"
+        "- *ranked*: every candidate in the ranker's order (`search_results scope=candidates`), which\n"
+        "  measures the ordering without the selection floor.\n\n"
+        "A `partial` status lists the per-record error codes behind it (the search still completes).\n"
+        "P@10 divides by 10 even when fewer are selected; nDCG@20 uses gain 2^g − 1 and the ideal order\n"
+        "of all labelled records. To compare an improved ranker, add it to `_rankers()` in\n"
+        "`scripts/bench.py` and run with `--ranker reference --ranker NAME`.\n\n"
+        f"{table}\n\n" + "\n\n".join(tables) + "\n"
+    )
+
+
 # --- entry --------------------------------------------------------------------------------
 
 
@@ -278,6 +442,12 @@ def main(argv: list[str] | None = None) -> int:
         "--write", default=None, metavar="MD", help="also write the ## Parsing section of this file"
     )
     p.set_defaults(func=bench_parse)
+    q = sub.add_parser("quality", help="P@10 and nDCG@20 of the research search on the bundled corpus")
+    q.add_argument("--ranker", action="append", default=None, help="ranker name (repeatable; default all)")
+    q.add_argument(
+        "--write", default=None, metavar="MD", help="also write the ## Ranking quality section of this file"
+    )
+    q.set_defaults(func=bench_quality)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

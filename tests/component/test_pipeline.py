@@ -364,3 +364,28 @@ async def test_metadata_by_search_id_and_unknown_refs(clock: FakeClock, store: S
     )
     assert len(record.result["records"]) == 3 and site.count("detail") == 3
     assert [e.code for e in record.errors] == ["DOCUMENT_NOT_FOUND"]
+
+
+async def test_research_search_through_simulator_renderers_and_real_parsers(
+    clock: FakeClock, store: Store
+) -> None:
+    from corpus_backend import CorpusBackend, record_id_of
+
+    backend = CorpusBackend()
+    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
+    plan = Plan([["违约金", "约定违约金", "违约赔偿金"], ["酌减", "调整", "过分高于"]])
+    inp = SearchInput(query="违约金过高时法院如何酌减", options=SearchOptions(freshness="live"))
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, plan, ctx)
+
+    record = await run_op(clock, JobManager(clock, MemorySink()), runner, inp.budget())
+    result = record.result
+    assert result["candidate_count"] > 10 and result["selected_count"] > 0
+    assert record.requests == sum(backend.requests.values())
+    assert result["enhanced_count"] > 0 and result["quality_source_count"] > 0
+    ids = [
+        record_id_of(p.locator)
+        for p in store.papers_by_refs([r["record_ref"] for r in result["results"]]).values()
+    ]
+    assert "r0001" in ids  # a grade-3 paper of question q03 is selected

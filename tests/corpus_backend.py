@@ -1,0 +1,125 @@
+"""`CorpusBackend`: a SiteBackend answered in-process from the bundled simulator corpus, with no
+browser and no HTTP. Grid requests are evaluated by the SIMULATOR's own QueryJson evaluator and
+rendered by its page renderers; the production parsers read the HTML. So a search through it
+exercises the real compiler -> simulator -> parser round trip (used by `scripts/bench.py quality`
+and a component test).
+
+Locators carry the corpus record id (`v=<id>`), so results map back to graded labels."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Literal
+from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+from cnki_mcp.errors import DocumentNotFound
+from cnki_mcp.models import DetailPage, GridPage, HeaderIdentity, JournalPage
+from cnki_mcp.parse.detail import parse_detail
+from cnki_mcp.parse.grid import parse_grid
+from cnki_mcp.parse.journal import parse_journal
+from cnki_mcp.sim import grid as simgrid
+from cnki_mcp.sim.corpus import Corpus
+from cnki_mcp.sim.links import Visitor
+from cnki_mcp.sim.pages.detail import render_detail
+from cnki_mcp.sim.pages.journal import render_journal
+from cnki_mcp.sim.query import Sort, highlight_terms, parse_query_json, search
+from cnki_mcp.site.backend import SORT_FIELDS, GridRequest, SiteOp
+from cnki_mcp.site.grid_template import GridTemplate, rewrite_query_json
+
+KNS = "https://kns.cnki.net"
+NAVI = "https://navi.cnki.net"
+
+
+class CorpusLinks:
+    """Stable links: the detail `v` is the record id, the journal `p` its name."""
+
+    def detail(self, record_id: str) -> str:
+        return f"{KNS}/kcms2/article/abstract?v={record_id}"
+
+    def journal(self, journal_name: str) -> str:
+        return f"{NAVI}/knavi/detail?p={quote(journal_name)}"
+
+    def author(self, name: str) -> str:
+        return f"{KNS}/kcms2/author/detail?v={quote(name)}"
+
+    def reader(self, record_id: str) -> str:
+        return f"{KNS}/reader?v={record_id}"
+
+    def download(self, record_id: str, fmt: Literal["pdf", "caj"]) -> str:
+        return f"{KNS}/download?v={record_id}&type={fmt}"
+
+    def login(self, return_url: str) -> str:
+        return f"{KNS}/login/?ReturnURL={quote(return_url, safe='')}"
+
+    def verify(self, return_url: str) -> str:
+        return f"{KNS}/verify/home?returnUrl={quote(return_url, safe='')}"
+
+    def kns(self, path: str) -> str:
+        return KNS + (path if path.startswith("/") else "/" + path)
+
+    def www(self, path: str) -> str:
+        return "https://www.cnki.net" + (path if path.startswith("/") else "/" + path)
+
+
+_TEMPLATE = GridTemplate(
+    url=f"{KNS}/kns8s/brief/grid",
+    fields=(),
+    query_json={
+        "QNode": {"QGroup": [{"Key": "Subject", "Title": "", "Logic": 0, "Items": [], "ChildItems": []}]}
+    },
+)
+
+
+def record_id_of(locator: str | None) -> str | None:
+    if not locator:
+        return None
+    values = parse_qs(urlsplit(locator).query).get("v")
+    return values[0] if values else None
+
+
+class CorpusBackend:
+    def __init__(self, corpus: Corpus | None = None) -> None:
+        self.corpus = corpus or Corpus.load()
+        self.links = CorpusLinks()
+        self.visitor = Visitor()
+        self.requests: Counter[str] = Counter()
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+        if op is not None:
+            op.charge()
+        self.requests["grid"] += 1
+        q = parse_query_json(rewrite_query_json(_TEMPLATE, request))
+        hits = search(self.corpus, q, Sort(SORT_FIELDS[request.sort]))
+        size = request.page_size
+        rows = hits[(request.page - 1) * size : request.page * size]
+        page = simgrid.GridPage(rows, len(hits), request.page, size, f"cursor{request.page}!!")
+        html = simgrid.render_grid(page, self.links, terms=highlight_terms(q))
+        return parse_grid(html, _TEMPLATE.url)
+
+    async def detail(self, locator: str, op: SiteOp | None = None) -> DetailPage:
+        if op is not None:
+            op.charge()
+        self.requests["detail"] += 1
+        record = self.corpus.by_id.get(record_id_of(locator) or "")
+        if record is None:
+            raise DocumentNotFound(locator="hidden")
+        return parse_detail(render_detail(record, self.corpus, self.links, self.visitor), locator)
+
+    async def journal(
+        self, url: str, expected_source: str | None = None, op: SiteOp | None = None
+    ) -> JournalPage:
+        if op is not None:
+            op.charge()
+        self.requests["journal"] += 1
+        name = unquote(parse_qs(urlsplit(url).query).get("p", [""])[0])
+        journal = self.corpus.journal_by_name.get(name)
+        if journal is None:
+            raise DocumentNotFound(source=name)
+        html = render_journal(journal, self.corpus, self.links, self.visitor)
+        return parse_journal(html, url, expected_source)
+
+    async def identity(self, op: SiteOp | None = None) -> HeaderIdentity:
+        return HeaderIdentity(ready=True)
+
+    async def close(self) -> None:
+        return None
