@@ -46,12 +46,14 @@ def _ucs2_hex(text: str) -> str:
     )
 
 
-def _to_unicode_cmap() -> bytes:
-    ranges = [f"<{hi:02X}00> <{hi:02X}FF> <{hi:02X}00>" for hi in range(256) if not 0xD8 <= hi <= 0xDF]
+def _to_unicode_cmap(text: str) -> bytes:
+    """Map only the codes the document uses (a full 64k map makes extractors slow on every page)."""
+    codes = sorted({_ucs2_hex(c) for c in text})
+    entries = [f"<{code}> <{code}>" for code in codes]
     chunks = []
-    for i in range(0, len(ranges), 100):
-        part = ranges[i : i + 100]
-        chunks.append(f"{len(part)} beginbfrange\n" + "\n".join(part) + "\nendbfrange")
+    for i in range(0, len(entries), 100):
+        part = entries[i : i + 100]
+        chunks.append(f"{len(part)} beginbfchar\n" + "\n".join(part) + "\nendbfchar")
     return (
         "/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n"
         "/CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def\n"
@@ -109,7 +111,8 @@ def _pdf_string(text: str) -> bytes:
 
 def pdf_bytes(record: SimRecord) -> bytes:
     """A valid multi-page PDF holding the record's title, authors, abstract and full text."""
-    streams = _paginate(_text_lines(record))
+    lines = _text_lines(record)
+    streams = _paginate(lines)
     objs: list[bytes] = []  # object n is objs[n-1]
 
     def add(body: bytes) -> int:
@@ -122,7 +125,7 @@ def pdf_bytes(record: SimRecord) -> bytes:
 
     catalog = add(b"")  # filled below
     pages_id = add(b"")
-    cmap_id = add(stream(_to_unicode_cmap()))
+    cmap_id = add(stream(_to_unicode_cmap("".join(t for _, t in lines))))
     desc_id = add(
         b"<< /Type /Font /Subtype /CIDFontType0 /BaseFont /STSong-Light "
         b"/CIDSystemInfo << /Registry (Adobe) /Ordering (GB1) /Supplement 4 >> "
