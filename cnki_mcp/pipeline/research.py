@@ -144,7 +144,7 @@ class ResearchPipeline:
             return await self.continue_search(ctx)
         params = search_params(inp)
         groups = [list(g) for g in plan.groups]
-        view = {"method": plan.method, "concepts": groups, "warnings": list(plan.warnings)}
+        view = {"method": str(plan.method), "concepts": groups, "warnings": list(plan.warnings)}
         st = self._state(ctx.operation_id, params, view, research_channels(groups))
         ctx.checkpoint(st.to_json())
         return await self.engine.run(st, ctx)

@@ -5,7 +5,6 @@ without repeated requests, year filter, structured order, metadata location and 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +23,10 @@ from cnki_mcp.pipeline.models import (
     StructuredSearchInput,
 )
 from cnki_mcp.pipeline.research import ResearchPipeline
+from cnki_mcp.query.plan import plan_explicit
 from cnki_mcp.store import Store
 
-
-@dataclass
-class Plan:
-    groups: list[list[str]]
-    method: str = "explicit"
-    warnings: list[str] = field(default_factory=list)
-
-
-PLAN = Plan([["自动驾驶"], ["产品责任"]])
+PLAN = plan_explicit([["自动驾驶"], ["产品责任"]])
 
 
 @pytest.fixture
@@ -373,7 +365,7 @@ async def test_research_search_through_simulator_renderers_and_real_parsers(
 
     backend = CorpusBackend()
     pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
-    plan = Plan([["违约金", "约定违约金", "违约赔偿金"], ["酌减", "调整", "过分高于"]])
+    plan = plan_explicit([["违约金", "约定违约金", "违约赔偿金"], ["酌减", "调整", "过分高于"]])
     inp = SearchInput(query="违约金过高时法院如何酌减", options=SearchOptions(freshness="live"))
 
     async def runner(ctx: OperationContext) -> Any:
@@ -381,6 +373,7 @@ async def test_research_search_through_simulator_renderers_and_real_parsers(
 
     record = await run_op(clock, JobManager(clock, MemorySink()), runner, inp.budget())
     result = record.result
+    assert result["plan"]["method"] == "explicit"
     assert result["candidate_count"] > 10 and result["selected_count"] > 0
     assert record.requests == sum(backend.requests.values())
     assert result["enhanced_count"] > 0 and result["quality_source_count"] > 0
