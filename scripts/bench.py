@@ -295,20 +295,14 @@ def ndcg_at(ids: list[str], labels: dict[str, int], k: int) -> float:
 
 async def _quality_one(question: dict[str, Any], ranker: Any) -> dict[str, Any]:
     import tempfile
-    from dataclasses import dataclass, field
 
     from cnki_mcp.clock import FakeClock
     from cnki_mcp.jobs import JobManager, MemorySink, OperationKind
     from cnki_mcp.pipeline.models import SearchInput, SearchOptions
     from cnki_mcp.pipeline.research import ResearchPipeline
+    from cnki_mcp.query.plan import plan_explicit
     from cnki_mcp.store import Store
     from tests.corpus_backend import CorpusBackend, record_id_of
-
-    @dataclass
-    class Plan:
-        groups: list[list[str]]
-        method: str = "explicit"
-        warnings: list[str] = field(default_factory=list)
 
     clock = FakeClock()
     with tempfile.TemporaryDirectory() as tmp:
@@ -321,7 +315,7 @@ async def _quality_one(question: dict[str, Any], ranker: Any) -> dict[str, Any]:
                 concept_groups=question["concepts"],
                 options=SearchOptions(freshness="live"),
             )
-            plan = Plan(question["concepts"])
+            plan = plan_explicit(question["concepts"])
             job = JobManager(clock, MemorySink()).start(
                 OperationKind.SEARCH, lambda ctx: pipe.research(inp, plan, ctx), inp.budget()
             )
