@@ -1,0 +1,179 @@
+"""`link_references`, the lookup half (facts §8, §3.10; contract link_references).
+
+Local data first: each distinct title is looked up in the store by title key (as written, and
+with 〈〉 read as 《》). Only when `lookup_missing` is true are the titles with no local match
+located on CNKI: one OR-of-exact-titles grid request per batch of at most 10 title spellings
+(4 batches at a time). Every returned row is stored; rows are grouped by title key: no paper ->
+unresolved, several distinct papers -> ambiguous, one -> linked (public URL) or
+matched_without_link. A failed batch leaves its titles unresolved (item error recorded);
+a fatal error (budget, cancel, site down, ...) keeps the result so far and is raised.
+
+This batched lookup is its own small function rather than `pipeline.metadata._locate`: that
+one records DOCUMENT_NOT_FOUND / IDENTITY_AMBIGUOUS item errors per title and keeps only unique
+matches, while links needs every candidate to report `ambiguous` with its refs."""
+
+from __future__ import annotations
+
+import asyncio
+
+from cnki_mcp.errors import CnkiError, InvalidInput
+from cnki_mcp.identity import Paper
+from cnki_mcp.jobs import OperationContext
+from cnki_mcp.links import (
+    Candidate,
+    LinkInput,
+    LinkReference,
+    LinkResult,
+    apply_links,
+    reference_key,
+    resolve,
+    scan_references,
+    title_variants,
+)
+from cnki_mcp.pipeline.enrich import is_fatal, record_item_error
+from cnki_mcp.query.compiler import MAX_TITLES, compile_expression, title_lookup_expression
+from cnki_mcp.site.backend import GridRequest, SiteBackend
+from cnki_mcp.store import Store
+
+LOOKUP_WORKERS = 4
+LOOKUP_PAGE_SIZE = 50
+
+
+def _candidates(papers: list[Paper]) -> list[Candidate]:
+    return [Candidate(record_ref=p.record_ref, url=p.public_url) for p in papers]
+
+
+def local_matches(store: Store, title: str) -> list[Paper]:
+    """Stored papers whose title key equals any spelling of `title` (distinct, store order)."""
+    found: dict[str, Paper] = {}
+    for spelling in title_variants(title):
+        for paper in store.find_by_title_key(spelling):
+            found.setdefault(paper.record_ref, paper)
+    return list(found.values())
+
+
+def _searchable(title: str) -> list[str]:
+    """The spellings CNKI can be asked for (a value it cannot express is dropped)."""
+    out: list[str] = []
+    for spelling in title_variants(title):
+        try:
+            title_lookup_expression([spelling])
+        except InvalidInput:
+            continue
+        out.append(spelling)
+    return out
+
+
+def plan_batches(titles: dict[str, str]) -> tuple[list[list[tuple[str, list[str]]]], list[str]]:
+    """Pack (key, spellings) into batches of at most MAX_TITLES spellings, in order.
+    Returns (batches, keys that cannot be searched at all)."""
+    batches: list[list[tuple[str, list[str]]]] = []
+    current: list[tuple[str, list[str]]] = []
+    size = 0
+    unsearchable: list[str] = []
+    for key, title in titles.items():
+        spellings = _searchable(title)
+        if not spellings:
+            unsearchable.append(key)
+            continue
+        if size + len(spellings) > MAX_TITLES:
+            batches.append(current)
+            current, size = [], 0
+        current.append((key, spellings))
+        size += len(spellings)
+    if current:
+        batches.append(current)
+    return batches, unsearchable
+
+
+async def locate_titles(
+    store: Store,
+    backend: SiteBackend,
+    titles: dict[str, str],
+    ctx: OperationContext,
+    *,
+    public_origins: tuple[str, ...] = (),
+) -> dict[str, list[Paper]]:
+    """reference key -> papers CNKI lists under that exact title (stored on the way)."""
+    found: dict[str, list[Paper]] = {}
+    batches, _ = plan_batches(titles)
+    gate = asyncio.Semaphore(LOOKUP_WORKERS)
+    done = 0
+
+    async def one(batch: list[tuple[str, list[str]]]) -> None:
+        nonlocal done
+        spellings = [s for _, group in batch for s in group]
+        compiled = compile_expression(title_lookup_expression(spellings))
+        request = GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=LOOKUP_PAGE_SIZE)
+        async with gate:
+            try:
+                page = await backend.grid(request, op=ctx)
+            except CnkiError as exc:
+                if is_fatal(exc):
+                    raise
+                for _key, group in batch:
+                    record_item_error(ctx, exc, None, "links_lookup", title=group[0])
+                return
+        papers = store.upsert_from_grid(page.rows, store.clock.now(), public_origins=public_origins)
+        by_key: dict[str, dict[str, Paper]] = {}
+        for row, paper in zip(page.rows, papers, strict=True):
+            by_key.setdefault(reference_key(row.title), {}).setdefault(paper.record_ref, paper)
+        for key, _ in batch:
+            found[key] = list(by_key.get(key, {}).values())
+        done += len(batch)
+        ctx.progress(done, len(titles), "titles")
+
+    outcomes = await asyncio.gather(*(one(b) for b in batches), return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return found
+
+
+async def link_references(
+    inp: LinkInput,
+    store: Store,
+    backend: SiteBackend,
+    ctx: OperationContext,
+    *,
+    public_origins: tuple[str, ...] = (),
+) -> LinkResult:
+    """Link the 《titles》 of `inp.text` (INPUT_TOO_LARGE, TOO_MANY_REFERENCES before any work)."""
+    spans, titles = scan_references(inp.text)
+    matches: dict[str, list[Paper]] = {key: local_matches(store, title) for key, (title, _) in titles.items()}
+    missing = {key: titles[key][0] for key, papers in matches.items() if not papers}
+
+    failure: CnkiError | None = None
+    if inp.lookup_missing and missing:
+        ctx.set_stage("links_lookup", f"到知网查找 {len(missing)} 个题名")
+        try:
+            matches.update(await locate_titles(store, backend, missing, ctx, public_origins=public_origins))
+        except CnkiError as exc:
+            if not is_fatal(exc):
+                raise
+            failure = exc
+
+    references: dict[str, LinkReference] = {
+        key: resolve(title, _candidates(matches.get(key, [])), count)
+        for key, (title, count) in titles.items()
+    }
+    urls = {key: ref.url for key, ref in references.items() if ref.status == "linked" and ref.url}
+    result = LinkResult(
+        text=apply_links(inp.text, spans, urls),
+        references=list(references.values()),
+        requests=ctx.requests,
+    )
+    if failure is not None:
+        ctx.set_result(result)
+        raise failure
+    return result
+
+
+__all__ = [
+    "LOOKUP_PAGE_SIZE",
+    "LOOKUP_WORKERS",
+    "link_references",
+    "local_matches",
+    "locate_titles",
+    "plan_batches",
+]

@@ -1,0 +1,299 @@
+"""`pipeline.links.link_references` with a real Store: local matches first (no request when every
+title is known), unknown titles located 10 per grid request, rows stored, statuses from the number
+of distinct papers; one run through the simulator's own QueryJson evaluator (CorpusBackend)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from corpus_backend import CorpusBackend
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.errors import CnkiError, RateLimited, SiteTemporarilyEmpty
+from cnki_mcp.identity import title_key
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.links import LinkInput, LinkResult
+from cnki_mcp.models import DetailPage, GridPage, GridRow, HeaderIdentity, JournalPage, NativeId
+from cnki_mcp.operations import DEFAULT_BUDGETS, BudgetSpec
+from cnki_mcp.pipeline.links import link_references
+from cnki_mcp.site.backend import GridRequest, SiteOp
+from cnki_mcp.store import Store
+
+NOW = datetime(2026, 5, 1, tzinfo=UTC)
+
+
+def abstract_url(n: str) -> str:
+    return f"https://kns.cnki.net/kcms2/article/abstract?v={n}"
+
+
+def row(title: str, n: str, *, url: str | None = None, author: str = "作者") -> GridRow:
+    return GridRow(
+        title=title,
+        detail_url=url if url is not None else abstract_url(n),
+        native=NativeId(dbname="CJFD2024", filename=f"F{n}"),
+        authors=[author],
+        source="法学研究",
+        year=2024,
+    )
+
+
+def lookup_values(subject: dict[str, Any]) -> list[str]:
+    return [
+        str(item["Value"]).strip("\"'")
+        for group in subject.get("ChildItems", [])
+        for item in group.get("Items", [])
+    ]
+
+
+class FakeSite:
+    """Exact-title lookups answered from `catalogue` (title -> rows); every request logged."""
+
+    def __init__(
+        self, catalogue: dict[str, list[GridRow]] | None = None, fail: CnkiError | None = None
+    ) -> None:
+        self.catalogue = catalogue or {}
+        self.fail = fail
+        self.requests: list[list[str]] = []
+        self.page_sizes: Counter[int] = Counter()
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+        if op is not None:
+            op.charge()
+        titles = lookup_values(request.subject)
+        self.requests.append(titles)
+        self.page_sizes[request.page_size] += 1
+        if self.fail is not None:
+            raise self.fail
+        rows = [r for t in titles for r in self.catalogue.get(t, [])]
+        return GridPage(rows=rows, total=len(rows), page=1, page_count=1, zero_results=not rows)
+
+    async def detail(self, locator: str, op: SiteOp | None = None) -> DetailPage:
+        raise AssertionError("link_references never reads detail pages")
+
+    async def journal(
+        self, url: str, expected_source: str | None = None, op: SiteOp | None = None
+    ) -> JournalPage:
+        raise AssertionError("link_references never reads journal pages")
+
+    async def identity(self, op: SiteOp | None = None) -> HeaderIdentity:
+        return HeaderIdentity(ready=True)
+
+    async def close(self) -> None:
+        return None
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def store(tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
+    s = Store.open(tmp_path / "data", clock)
+    yield s
+    s.close()
+
+
+async def run_links(
+    clock: FakeClock,
+    store: Store,
+    site: Any,
+    inp: LinkInput,
+    budget: BudgetSpec | None = None,
+) -> tuple[OperationRecord, LinkResult | None]:
+    jobs = JobManager(clock, MemorySink())
+    out: list[LinkResult] = []
+
+    async def runner(ctx: OperationContext) -> LinkResult:
+        result = await link_references(inp, store, site, ctx)
+        out.append(result)
+        return result
+
+    job = jobs.start(OperationKind.LINKS, runner, budget or DEFAULT_BUDGETS[OperationKind.LINKS])
+    [record] = await clock.run_until_complete(job.finish())
+    return record, (out[0] if out else None)
+
+
+def final_code(record: OperationRecord) -> str | None:
+    return record.errors[0].code if record.final_error else None
+
+
+def by_title(result: LinkResult) -> dict[str, Any]:
+    return {r.title: r for r in result.references}
+
+
+# --------------------------------------------------------------- local first
+
+
+async def test_all_titles_known_locally_need_no_grid_request(clock: FakeClock, store: Store) -> None:
+    store.upsert_from_grid([row("民法典中的违约金", "1"), row("数据合规：研究", "2", url="")], NOW)
+    site = FakeSite()
+    text = "见《民法典中的违约金》与《数据合规 ： 研究》，再见《民法典中的违约金》。"
+    record, result = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
+    assert result is not None and record.status.value == "completed"
+    assert site.requests == []
+    refs = by_title(result)
+    assert refs["民法典中的违约金"].status == "linked"
+    assert refs["民法典中的违约金"].occurrences == 2
+    assert refs["数据合规 ： 研究"].status == "matched_without_link"
+    assert result.text.count(f"[《民法典中的违约金》]({abstract_url('1')})") == 2
+    assert "《数据合规 ： 研究》" in result.text and "[《数据" not in result.text
+    assert result.requests == 0
+
+
+async def test_local_ambiguity_is_reported_and_not_looked_up(clock: FakeClock, store: Store) -> None:
+    store.upsert_from_grid([row("同名论文", "1", author="甲"), row("同名论文", "2", author="乙")], NOW)
+    site = FakeSite()
+    _, result = await run_links(clock, store, site, LinkInput(text="《同名论文》", lookup_missing=True))
+    assert result is not None
+    [ref] = result.references
+    assert ref.status == "ambiguous" and len(ref.record_refs) == 2
+    assert result.text == "《同名论文》"
+    assert site.requests == []
+
+
+async def test_without_lookup_missing_unknown_titles_stay_unresolved_offline(
+    clock: FakeClock, store: Store
+) -> None:
+    site = FakeSite({"未知题名": [row("未知题名", "9")]})
+    _, result = await run_links(clock, store, site, LinkInput(text="《未知题名》"))
+    assert result is not None
+    assert [r.status for r in result.references] == ["unresolved"]
+    assert site.requests == [] and store.paper_count() == 0
+
+
+async def test_single_inner_marks_match_a_stored_title_with_double_marks(
+    clock: FakeClock, store: Store
+) -> None:
+    store.upsert_from_grid([row("《民法典》实施背景下违约金研究", "7")], NOW)
+    site = FakeSite()
+    _, result = await run_links(clock, store, site, LinkInput(text="参见《〈民法典〉实施背景下违约金研究》"))
+    assert result is not None
+    assert result.text == f"参见[《〈民法典〉实施背景下违约金研究》]({abstract_url('7')})"
+
+
+# --------------------------------------------------------------- online lookup
+
+
+async def test_23_unknown_titles_take_exactly_3_grid_requests_and_rows_are_stored(
+    clock: FakeClock, store: Store
+) -> None:
+    known = [f"已知题名{i}" for i in range(2)]
+    store.upsert_from_grid([row(t, f"k{i}") for i, t in enumerate(known)], NOW)
+    unknown = [f"未知题名{i:02d}" for i in range(23)]
+    site = FakeSite({t: [row(t, f"u{i}")] for i, t in enumerate(unknown)})
+    text = "\n".join(f"- 《{t}》" for t in [*known, *unknown, *unknown[:5]])
+    record, result = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
+    assert result is not None and record.status.value == "completed"
+    assert [len(r) for r in site.requests] == [10, 10, 3]
+    assert sorted(t for r in site.requests for t in r) == sorted(unknown)  # known ones never sent
+    assert site.page_sizes == Counter({50: 3})
+    assert record.requests == 3 and result.requests == 3
+    assert store.paper_count() == 25
+    assert {r.status for r in result.references} == {"linked"}
+    assert len(result.references) == 25
+    assert result.text.count("](https://kns.cnki.net/") == 30
+
+
+async def test_lookup_groups_rows_by_title_key(clock: FakeClock, store: Store) -> None:
+    site = FakeSite(
+        {
+            "同名论文": [row("同名论文", "a", author="甲"), row("同名论文", "b", author="乙")],
+            "只有列表": [
+                row("只有列表", "c", url="https://kns.cnki.net/kcms2/article/abstract?token=secret")
+            ],
+            "唯一论文": [row("唯 一 论 文", "d"), row("唯一论文 续篇", "e")],
+        }
+    )
+    text = "《同名论文》《只有列表》《唯一论文》《查无此文》"
+    _, result = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
+    assert result is not None
+    refs = by_title(result)
+    assert refs["同名论文"].status == "ambiguous" and len(refs["同名论文"].record_refs) == 2
+    assert refs["只有列表"].status == "matched_without_link" and refs["只有列表"].url is None
+    assert refs["唯一论文"].status == "unresolved"  # '唯 一 论 文' is another title key
+    assert refs["查无此文"].status == "unresolved"
+    assert len(site.requests) == 1
+    assert store.paper_count() == 5  # every row returned is stored
+    assert store.find_by_title_key("唯一论文 续篇")
+    assert result.text == text
+
+
+async def test_a_failed_batch_leaves_its_titles_unresolved(clock: FakeClock, store: Store) -> None:
+    site = FakeSite(fail=SiteTemporarilyEmpty("暂无数据"))
+    record, result = await run_links(clock, store, site, LinkInput(text="《甲》《乙》", lookup_missing=True))
+    assert result is not None and record.status.value == "partial"  # item errors, no final error
+    assert [r.status for r in result.references] == ["unresolved", "unresolved"]
+    assert final_code(record) is None
+    assert {e.code for e in record.errors} == {"SITE_TEMPORARILY_EMPTY"}
+
+
+async def test_a_fatal_error_stops_the_operation_with_the_result_so_far(
+    clock: FakeClock, store: Store
+) -> None:
+    store.upsert_from_grid([row("甲", "1")], NOW)
+    site = FakeSite(fail=RateLimited("限流"))
+    record, result = await run_links(clock, store, site, LinkInput(text="《甲》《乙》", lookup_missing=True))
+    assert result is None
+    assert final_code(record) == "RATE_LIMITED"
+    assert record.result is not None and record.result["references"][0]["status"] == "linked"
+
+
+async def test_budget_exhausted_mid_lookup_is_reported(clock: FakeClock, store: Store) -> None:
+    titles = [f"题名{i:02d}" for i in range(25)]
+    site = FakeSite({t: [row(t, str(i))] for i, t in enumerate(titles)})
+    text = "".join(f"《{t}》" for t in titles)
+    record, _ = await run_links(
+        clock,
+        store,
+        site,
+        LinkInput(text=text, lookup_missing=True),
+        BudgetSpec(max_requests=2, timeout_seconds=60),
+    )
+    assert final_code(record) == "BUDGET_EXHAUSTED"
+    assert len(site.requests) == 2
+
+
+async def test_too_many_references_fails_before_any_request(clock: FakeClock, store: Store) -> None:
+    site = FakeSite()
+    text = "".join(f"《题名{i}》" for i in range(101))
+    record, result = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
+    assert result is None and final_code(record) == "TOO_MANY_REFERENCES"
+    assert site.requests == []
+
+
+# --------------------------------------------------------------- through the simulator's evaluator
+
+
+async def test_lookup_through_the_simulator_query_evaluator(clock: FakeClock, store: Store) -> None:
+    site = CorpusBackend()
+    counts = Counter(title_key(r.title) for r in site.corpus.records)
+    unique = next(
+        r.title for r in site.corpus.records if counts[title_key(r.title)] == 1 and "《" not in r.title
+    )
+    dup = next(r.title for r in site.corpus.records if counts[title_key(r.title)] > 1)
+    marked = next(
+        r.title for r in site.corpus.records if r.title.startswith("《") and counts[title_key(r.title)] == 1
+    )
+    written = marked.replace("《", "〈").replace("》", "〉")
+    text = f"一、《{unique}》\n二、《{dup}》\n三、《{written}》\n四、《语料库中不存在的题名》\n`《{unique}》`"
+    record, result = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
+    assert result is not None and record.status.value == "completed", record.errors
+    assert site.requests["grid"] == 1
+    refs = by_title(result)
+    assert refs[unique].status == "linked"
+    assert refs[dup].status == "ambiguous" and len(refs[dup].record_refs) == counts[title_key(dup)]
+    assert refs[written].status == "linked"
+    assert refs["语料库中不存在的题名"].status == "unresolved"
+    assert f"一、[《{unique}》](https://kns.cnki.net/kcms2/article/abstract?v=" in result.text
+    assert result.text.endswith(f"`《{unique}》`")
+
+    # Everything found is now stored: a second run asks CNKI only for the title still missing.
+    _, again = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
+    assert again is not None and site.requests["grid"] == 2
+    assert [r.status for r in again.references] == [r.status for r in result.references]
