@@ -1,0 +1,247 @@
+"""The offline demo: the bundled simulator, `cnki-mcp serve` as a real stdio subprocess and an
+MCP client that runs a research search with live progress, prints the selected papers and the
+channel coverage, and exports the top results in GB/T 7714.
+
+Lives in `server/` because it speaks MCP (the only package allowed to import `mcp`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar, TextIO
+
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from cnki_mcp.sim.server import SimServer
+
+DEFAULT_QUESTION = "自动驾驶汽车产品责任的归责原则"
+
+# Latency per path so the demo looks like the real site (CNKI answers in 0.3-0.8 s), with a
+# shorter request interval than the production default so the demo finishes in about a minute.
+DEMO_SCENARIO: dict[str, Any] = {
+    "seed": 2026,
+    "latency": [
+        {"path": "/kns8s/brief/grid", "ms": 300, "jitter": 0.3},
+        {"path": "/kcms2/article/abstract", "ms": 150, "jitter": 0.3},
+        {"path": "/knavi/", "ms": 150, "jitter": 0.3},
+    ],
+}
+DEMO_INTERVAL_MS = 120
+
+
+class _Printer:
+    """Progress display: updated in place on a terminal; otherwise one line per stage and per
+    quarter of a stage's progress, so a log stays readable."""
+
+    STAGES: ClassVar[dict[str, str]] = {
+        "starting": "准备",
+        "retrieval": "检索（主题/篇名/关键词三通道）",
+        "enrichment": "读取详情页与期刊页",
+        "feedback": "按共同关键词补充检索",
+        "feedback_enrichment": "补充文献的详情与期刊",
+    }
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.tty = out.isatty()
+        self.t0 = time.monotonic()
+        self.key: tuple[str, int] | None = None
+        self.shown = False
+
+    def progress(self, stage: str, done: int, total: int | None, requests: int | None = None) -> None:
+        label = self.STAGES.get(stage, stage)
+        frac = f" {done}/{total}" if total else ""
+        req = f" · 已发请求 {requests}" if requests is not None else ""
+        line = f"  [{time.monotonic() - self.t0:5.1f}s] {label}{frac}{req}"
+        if self.tty:
+            self.out.write("\r\x1b[2K" + line)
+            self.shown = True
+        else:
+            quarter = int(4 * done / total) if total else 0
+            key = (stage, quarter)
+            if key == self.key:
+                return
+            self.key = key
+            self.out.write(line + "\n")
+        self.out.flush()
+
+    def done(self) -> None:
+        if self.tty and self.shown:
+            self.out.write("\n")
+            self.out.flush()
+
+    def say(self, text: str = "") -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+
+def _env(data_dir: Path, origin: str) -> dict[str, str]:
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "PYTHONPATH", "CNKI_BROWSER_PATH", "TMPDIR")
+    env = {k: v for k, v in os.environ.items() if k in keep}
+    env.update(
+        CNKI_DATA_DIR=str(data_dir),
+        CNKI_SITE_ORIGIN=origin,
+        CNKI_HEADLESS="1",
+        CNKI_REQUEST_INTERVAL_MS=str(DEMO_INTERVAL_MS),
+        CNKI_INLINE_WAIT_SECONDS="2",
+        CNKI_LOG_LEVEL="WARNING",
+    )
+    return env
+
+
+def _structured(result: Any) -> dict[str, Any]:
+    data = result.structured_content
+    if data is None:
+        text = "".join(getattr(c, "text", "") for c in result.content)
+        data = json.loads(text) if text.strip().startswith("{") else {"message": text}
+    if result.is_error:
+        raise DemoError(f"{data.get('code', 'ERROR')}: {data.get('message', '')}")
+    return dict(data)
+
+
+class DemoError(Exception):
+    pass
+
+
+def _show(printer: _Printer, op: dict[str, Any]) -> None:
+    prog = op.get("progress") or {}
+    printer.progress(
+        str(op.get("stage") or op.get("status")),
+        int(prog.get("done") or 0),
+        prog.get("total"),
+        op.get("requests"),
+    )
+
+
+def known_concepts(question: str) -> list[list[str]] | None:
+    """Concept groups the bundled question set gives for `question` (what a client's model
+    would plan); None for other questions, which the server then plans lexically."""
+    path = Path(__file__).resolve().parents[1] / "sim" / "data" / "questions.jsonl"
+    if not path.exists():
+        return None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            item = json.loads(line)
+            if item.get("question") == question:
+                return [list(g) for g in item.get("concepts") or []] or None
+    return None
+
+
+async def _search(session: ClientSession, question: str, printer: _Printer) -> dict[str, Any]:
+    stage = {"name": "starting"}
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        printer.progress(stage["name"], int(progress), int(total) if total else None)
+
+    args: dict[str, Any] = {
+        "query": question,
+        "limit": 10,
+        "options": {"candidate_target": 150, "max_pages": 3},
+    }
+    groups = known_concepts(question)
+    if groups:
+        args["concept_groups"] = groups
+        printer.say("概念分组（内置问题库）：" + " AND ".join("(" + " | ".join(g) + ")" for g in groups))
+    else:
+        printer.say("概念分组：由服务器按显式分隔符（、，；and）切分")
+    printer.say("检索进度:")
+    op = _structured(await session.call_tool("search", args, progress_callback=on_progress))
+    _show(printer, op)
+    while op.get("status") in ("running", "awaiting_user"):
+        stage["name"] = str(op.get("stage") or stage["name"])
+        op = _structured(
+            await session.call_tool(
+                "operation_status",
+                {"operation_id": op["operation_id"], "wait_seconds": 1},
+                progress_callback=on_progress,
+            )
+        )
+        _show(printer, op)
+        if op.get("status") == "awaiting_user":
+            printer.say(f"\n  需要人工处理：{op.get('message')}")
+    printer.done()
+    return op
+
+
+def _print_results(summary: dict[str, Any], printer: _Printer) -> None:
+    printer.say(
+        f"\n候选 {summary.get('candidate_count')} 篇，合格 {summary.get('eligible_count')} 篇，"
+        f"入选 {summary.get('selected_count')} 篇，补全详情 {summary.get('enhanced_count')} 篇"
+    )
+    printer.say("\n入选论文（相关性 × 来源质量排序）:")
+    for i, item in enumerate(summary.get("results") or [], 1):
+        authors = "、".join((item.get("authors") or [])[:3]) or "—"
+        tiers = " ".join(item.get("tiers") or []) or "—"
+        score = item.get("score")
+        printer.say(
+            f"{i:>2}. {item['title']}\n    {authors} · {item.get('source') or '—'} · {item.get('year') or '—'}"
+            f" · {item.get('doc_type') or '—'} · 收录 {tiers} · 得分 {score:.3f}"
+            if score is not None
+            else f"{i:>2}. {item['title']}"
+        )
+    printer.say("\n检索通道覆盖:")
+    for cov in summary.get("coverage") or []:
+        state = "失败" if cov.get("failed") else ("已穷尽" if cov.get("exhausted") else "未穷尽")
+        printer.say(
+            f"  {cov['channel']:<10} {cov.get('reason') or cov.get('field', ''):<36} "
+            f"页 {cov.get('pages', 0)} · 行 {cov.get('rows', 0)} · 总数 {cov.get('total')} · {state}"
+        )
+
+
+async def _export(
+    session: ClientSession, summary: dict[str, Any], printer: _Printer, tools: set[str]
+) -> None:
+    refs = [r["record_ref"] for r in (summary.get("results") or [])[:5]]
+    if not refs or "export_citations" not in tools:
+        return
+    data = _structured(
+        await session.call_tool("export_citations", {"record_refs": refs, "format": "gbt7714"})
+    )
+    out = data.get("result", data)
+    text = out.get("text") if isinstance(out, dict) else None
+    if text:
+        printer.say("\nGB/T 7714-2015 参考文献（前 5 篇）:")
+        printer.say(text.rstrip())
+
+
+async def run_demo(
+    question: str | None = None, out: TextIO | None = None, *, log: Callable[[str], None] | None = None
+) -> int:
+    """Run the whole demo; returns the process exit code."""
+    printer = _Printer(out or sys.stdout)
+    question = question or DEFAULT_QUESTION
+    with SimServer(scenario=DEMO_SCENARIO) as sim, tempfile.TemporaryDirectory(prefix="cnki-demo-") as tmp:
+        data_dir = Path(tmp) / "data"
+        printer.say(f"知网模拟站：{sim.origin}（内置语料，离线）")
+        printer.say(f"临时数据目录：{data_dir}")
+        printer.say(f"研究问题：{question}\n")
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "cnki_mcp", "serve"], env=_env(data_dir, sim.origin), cwd=tmp
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            init = await session.initialize()
+            tools = {t.name for t in (await session.list_tools()).tools}
+            printer.say(
+                f"MCP 服务器 {init.server_info.name} {init.server_info.version}，工具 {len(tools)} 个"
+            )
+            op = await _search(session, question, printer)
+            summary = op.get("result") or {}
+            if op.get("status") not in ("completed", "partial") or not summary:
+                errors = "; ".join(f"{e.get('code')}: {e.get('message')}" for e in op.get("errors") or [])
+                printer.say(f"检索未完成：{op.get('status')} {errors}")
+                return 1
+            _print_results(summary, printer)
+            await _export(session, summary, printer, tools)
+        grids = len(sim.requests_for("/kns8s/brief/grid", "POST"))
+        details = len(sim.requests_for("/kcms2/article/abstract", "GET"))
+        journals = len(sim.requests_for("/knavi/", "GET"))
+        printer.say(
+            f"\n模拟站收到请求：检索 {grids} 次，详情页 {details} 次，期刊页 {journals} 次"
+            f"（请求间隔 {DEMO_INTERVAL_MS} ms，真实使用默认 500 ms）"
+        )
+    return 0

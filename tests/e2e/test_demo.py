@@ -1,0 +1,35 @@
+"""`cnki-mcp demo` end to end: simulator, `cnki-mcp serve` subprocess, real Chromium."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def test_demo_runs_a_research_search_and_prints_ranked_results_coverage_and_citations(
+    browser_executable: str,
+) -> None:
+    env = dict(os.environ, CNKI_BROWSER_PATH=browser_executable)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cnki_mcp", "demo"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, proc.stderr[-2000:] + out[-2000:]
+    assert "知网模拟站：http://127.0.0.1:" in out.splitlines()[0]
+    assert "读取详情页与期刊页" in out  # live progress reached enrichment
+    ranked = [line for line in out.splitlines() if line[:3].strip().rstrip(".").isdigit()]
+    assert len(ranked) >= 5, out
+    assert "收录" in out and "得分" in out
+    for channel in ("q1", "q2", "q3"):
+        assert f"  {channel} " in out
+    assert "检索" in out.splitlines()[-1] and "详情页" in out.splitlines()[-1]
