@@ -197,19 +197,10 @@ _ROLE = re.compile(r"\s*[(（](?:文|著|编|译|主编|编著|编译|撰|撰文
 _GROUP_ORDER = ("期刊", "博士", "硕士", "会议", "报纸", "年鉴", "图书", "外文期刊")
 
 
-# SIMULATOR FAULT (cnki_mcp/sim/pages/detail.py `shown_author`): a newspaper byline gets `(文)`
-# appended even when the corpus name already ends with a role (`冯涵晓(文)`, `许国涛（编）`), so
-# the page shows `冯涵晓(文)(文)`. Real bylines carry one role (`林倩(文)`, facts §2.2); the
-# parser strips one. Only the author-name field of these records is expected to fail.
-_DOUBLE_ROLE = "simulator shows a doubled role suffix (冯涵晓(文)(文)); real CNKI bylines carry one"
-
-
 def _detail_params() -> list[object]:
     out: list[object] = []
     for r in CORPUS.records:
-        doubled = r.type == "报纸" and any(_ROLE.search(a.name) for a in r.authors)
-        marks = [pytest.mark.xfail(strict=True, reason=_DOUBLE_ROLE)] if doubled else []
-        out.append(pytest.param(r.id, marks=marks, id=r.id))
+        out.append(pytest.param(r.id, id=r.id))
     return out
 
 

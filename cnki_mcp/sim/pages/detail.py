@@ -10,6 +10,7 @@ reference Go fake did) and the script-rendered variant has none, so both paths g
 
 from __future__ import annotations
 
+import re
 import zlib
 from typing import Literal
 from urllib.parse import quote
@@ -49,8 +50,14 @@ def offered_entries(record: SimRecord) -> tuple[str, ...]:
     return ("pdf", "caj", "html") if record.fulltext else ("pdf", "caj")
 
 
+# A byline carries one role: 林倩(文). Names that already end with a role keep theirs.
+_HAS_ROLE = re.compile(r"[(（](?:文|著|编|译|主编|编著|编译|撰|撰文|执笔|整理|口述|摄|图|供稿)[)）]$")
+
+
 def shown_author(record: SimRecord, name: str) -> str:
-    return name + NEWSPAPER_ROLE if record.type == "报纸" else name
+    if record.type != "报纸" or _HAS_ROLE.search(name):
+        return name
+    return name + NEWSPAPER_ROLE
 
 
 def _institutions(record: SimRecord) -> list[str]:
