@@ -549,6 +549,17 @@ class CnkiSite:
             await self._open_search_page(page, op)
         return await read_identity(page, self._clock)
 
+    async def login(
+        self, op: SiteOp | None = None, *, remote_access_url: str | None = None, force: bool = False
+    ) -> HeaderIdentity:
+        """The login flow (site/login.py): the identity at once when already positive and not
+        `force`, else a login tab and a human step of kind login until a CNKI tab shows one."""
+        from cnki_mcp.site.login import LoginFlow
+
+        current = None if force else await self.identity(op)
+        flow = LoginFlow(self._host, self.endpoints, self._limiter, self._gate, self._clock)
+        return await flow.run(current, op, remote_access_url=remote_access_url, force=force)
+
     # --- lifecycle ----------------------------------------------------------------------
 
     async def close(self) -> None:

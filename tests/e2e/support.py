@@ -1,0 +1,138 @@
+"""Shared pieces of the end-to-end tests: `cnki-mcp serve` as a stdio subprocess driven by the SDK's
+ClientSession (one task owns the session, tests call it from theirs), bounded polling of
+operations, and keys of the simulator's request log (what "the same request" means)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from cnki_mcp.sim.reqlog import LogEntry
+
+GRID = "/kns8s/brief/grid"
+DETAIL = "/kcms2/article/abstract"
+JOURNAL = "/knavi/detail"
+ADV_SEARCH = "/kns8s/AdvSearch"
+BOUND = 180.0  # seconds: a test that would hang fails instead; never a timing assertion
+ACTIVE = {"running", "awaiting_user"}
+
+
+def serve_env(data_dir: Path, origin: str, browser: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
+    env.update(
+        CNKI_DATA_DIR=str(data_dir),
+        CNKI_SITE_ORIGIN=origin,
+        CNKI_HEADLESS="1",
+        CNKI_REQUEST_INTERVAL_MS="30",
+        CNKI_BROWSER_PATH=browser,
+        CNKI_LOG_LEVEL="WARNING",
+    )
+    env.update(extra)
+    return env
+
+
+class StdioServer:
+    """`python -m cnki_mcp serve` over stdio. `start()` returns once initialized; `stop()` closes
+    stdin (the server shuts down cleanly) or, after a SIGKILL, just drops the dead pipes."""
+
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        self._params = StdioServerParameters(
+            command=sys.executable, args=["-m", "cnki_mcp", "serve"], env=env, cwd=str(cwd)
+        )
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._session: ClientSession | None = None
+        self.pid: int | None = None
+
+    async def _main(self) -> None:
+        async with stdio_client(self._params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            self._session = session
+            self._ready.set()
+            await self._stop.wait()
+
+    async def start(self) -> StdioServer:
+        self._task = asyncio.create_task(self._main())
+        async with asyncio.timeout(60):
+            waiter = asyncio.create_task(self._ready.wait())
+            done, _ = await asyncio.wait({waiter, self._task}, return_when=asyncio.FIRST_COMPLETED)
+            if self._task in done:
+                waiter.cancel()
+                self._task.result()  # raises the start failure
+        self.pid = int((await self.call("diagnostics", {}))["process_id"])
+        return self
+
+    @property
+    def session(self) -> ClientSession:
+        assert self._session is not None
+        return self._session
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                async with asyncio.timeout(60):
+                    await self._task
+
+    async def raw(self, tool: str, args: dict[str, Any]) -> Any:
+        async with asyncio.timeout(BOUND):
+            return await self.session.call_tool(tool, args)
+
+    async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        """A successful tool result's structured content (fails the test on isError)."""
+        result = await self.raw(tool, args)
+        assert not result.is_error, (tool, result.structured_content or result.content)
+        data = result.structured_content
+        assert isinstance(data, dict), result.content
+        return data
+
+    async def finish(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Long-poll an operation until it leaves running/awaiting_user (bounded)."""
+        return await wait_op(self.call, record)
+
+
+async def wait_op(
+    call: Callable[[str, dict[str, Any]], Any],
+    record: dict[str, Any],
+    *,
+    until: Callable[[dict[str, Any]], bool] = lambda r: r["status"] not in ACTIVE,
+) -> dict[str, Any]:
+    async with asyncio.timeout(BOUND):
+        while not until(record):
+            record = await call(
+                "operation_status", {"operation_id": record["operation_id"], "wait_seconds": 20}
+            )
+    return record
+
+
+def request_key(entry: LogEntry) -> tuple[Any, ...] | None:
+    """What makes two simulator requests the same CNKI request: grid pages by query, years,
+    sort and page; details by record id; journals by code. Other paths: None (not compared)."""
+    p = entry.params
+    if entry.path.startswith(GRID):
+        query = json.dumps(p.get("query"), ensure_ascii=False, sort_keys=True)
+        years = json.dumps(p.get("years"), sort_keys=True)
+        return ("grid", query, years, p.get("sortField"), p.get("sortType"), p.get("pageNum"))
+    if entry.path.startswith(DETAIL):
+        return ("detail", p.get("id"))
+    if entry.path.startswith(JOURNAL):
+        return ("journal", p.get("p"))
+    return None
+
+
+def keyed(entries: Iterable[LogEntry]) -> Counter[tuple[Any, ...]]:
+    return Counter(k for k in (request_key(e) for e in entries) if k is not None)
+
+
+def repeated(counts: Counter[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
+    return {k: n for k, n in counts.items() if n > 1}
