@@ -65,18 +65,61 @@ def author_key(name: str | None) -> str:
     return text.strip().lower()
 
 
-def native_key(native: NativeId | None) -> str:
-    """`DBCODE:FILENAME` upper-case; aligned with `NativeId.key` ("" = none)."""
-    if native is None:
-        return ""
-    return native.key or ""
+# CNKI's product codes for ONE paper differ between pages: an online-first article is
+# `data-dbname="CAPJ"` in the kns8s grid but `paramdbcode=CJFQ`, `paramdbname=CJFDLAST2026` on
+# its kcms2 detail page (real captures). Only the FILENAME is stable, so identity uses the
+# filename qualified by the database FAMILY the code belongs to. Codes not listed here (or no
+# code at all) give the filename alone, which never contradicts a family.
+NATIVE_FAMILIES: dict[str, str] = {
+    **dict.fromkeys(("CJFQ", "CJFD", "CAPJ", "CJFN", "CJFX", "CJFZ", "CJZK"), "JOURNAL"),
+    **dict.fromkeys(("CDFD", "CMFD", "CDMD"), "THESIS"),
+    **dict.fromkeys(("CPFD", "CIPD", "CPVD"), "CONFERENCE"),
+    **dict.fromkeys(("CCND", "CCNF"), "NEWSPAPER"),
+    "CYFD": "YEARBOOK",
+}
+_FAMILY_NAMES = frozenset(NATIVE_FAMILIES.values())
 
 
 def native_dbcode(native: NativeId | None) -> str:
+    """The four-letter product code: `dbcode`, else the head of `dbname` (CJFDLAST2026)."""
     if native is None:
         return ""
-    code = native.dbcode or (native.dbname[:4] if native.dbname else "")
+    code = (native.dbcode or "").strip() or (native.dbname or "").strip()[:4]
     return code.upper()
+
+
+def native_family(native: NativeId | None) -> str:
+    """JOURNAL / THESIS / CONFERENCE / NEWSPAPER / YEARBOOK, or "" when unknown."""
+    return NATIVE_FAMILIES.get(native_dbcode(native), "")
+
+
+def native_key(native: NativeId | None) -> str:
+    """`FAMILY:FILENAME` upper-case, or `FILENAME` when the family is unknown ("" = no
+    filename). Unlike `NativeId.key` (the raw `DBCODE:FILENAME` a page showed), equal for
+    the grid row and the detail page of one paper."""
+    if native is None:
+        return ""
+    filename = "".join((native.filename or "").split()).upper()
+    if not filename:
+        return ""
+    family = native_family(native)
+    return f"{family}:{filename}" if family else filename
+
+
+def split_native_key(key: str) -> tuple[str, str]:
+    """(family, filename) of a native key; family "" when unqualified."""
+    family, sep, filename = key.partition(":")
+    return (family, filename) if sep and family in _FAMILY_NAMES else ("", key)
+
+
+def natives_conflict(a: str, b: str) -> bool:
+    """Two native keys name different papers: different filenames, or the same filename in
+    two different known families. An absent key or an unknown family never conflicts."""
+    if not a or not b:
+        return False
+    fa, na = split_native_key(a)
+    fb, nb = split_native_key(b)
+    return na != nb or bool(fa and fb and fa != fb)
 
 
 def bibliography_key(title: str | None, authors: list[str], source: str | None, year: int | None) -> str:
@@ -122,11 +165,11 @@ def record_ref(keys: IdentityKeys) -> str:
 
 
 def index_keys(keys: IdentityKeys) -> list[str]:
-    """`native:…`, `doi:…`, `bib:…`, `title:…` for the keys present. Only the first three
-    may ever join two records; `title:` is for lookup."""
+    """`native:<FILENAME>`, `doi:…`, `bib:…`, `title:…` for the keys present. Only the first
+    three may ever join two records (after `same_paper`); `title:` is for lookup."""
     out: list[str] = []
     if keys.native:
-        out.append(f"native:{keys.native}")
+        out.append(f"native:{split_native_key(keys.native)[1]}")  # families are compared later
     if keys.doi:
         out.append(f"doi:{keys.doi}")
     if keys.bib:
@@ -137,8 +180,8 @@ def index_keys(keys: IdentityKeys) -> list[str]:
 
 
 def conflicts(a: IdentityKeys, b: IdentityKeys) -> bool:
-    """Two records with different DOIs or different native keys are different papers."""
-    return bool((a.doi and b.doi and a.doi != b.doi) or (a.native and b.native and a.native != b.native))
+    """Two records with different DOIs or conflicting native keys are different papers."""
+    return bool((a.doi and b.doi and a.doi != b.doi) or natives_conflict(a.native, b.native))
 
 
 def same_paper(a: IdentityKeys | Paper, b: IdentityKeys | Paper) -> bool:
@@ -165,8 +208,9 @@ def same_observation(a: IdentityKeys, b: IdentityKeys) -> bool:
 
 def detail_matches(requested: Paper, page: DetailPage) -> bool:
     """The identity check of a detail page against the paper it was fetched for:
-    equal title keys; equal first authors when both have authors; no DOI, native key or
-    dbcode conflict; equal source keys when both name a source."""
+    equal title keys; equal first authors when both have authors; no DOI conflict, no native
+    conflict (filename and database family, `natives_conflict`); equal source keys when both
+    name a source."""
     if title_key(requested.title) != title_key(page.title) or not title_key(page.title):
         return False
     if (
@@ -178,11 +222,8 @@ def detail_matches(requested: Paper, page: DetailPage) -> bool:
     rdoi, pdoi = doi_key(requested.doi), doi_key(page.doi)
     if rdoi and pdoi and rdoi != pdoi:
         return False
-    rnat, pnat = native_key(requested.native), native_key(page.native)
-    if rnat and pnat and rnat != pnat:
-        return False
-    rdb, pdb = native_dbcode(requested.native), native_dbcode(page.native)
-    if rdb and pdb and rdb != pdb:
+    # Filename and database family, not the product code: CAPJ in the list, CJFQ on the page.
+    if natives_conflict(native_key(requested.native), native_key(page.native)):
         return False
     rsrc, psrc = source_key(requested.source), source_key(page.source)
     return not (rsrc and psrc and rsrc != psrc)

@@ -115,8 +115,18 @@ CREATE TABLE download_clicks (
 CREATE INDEX download_clicks_ref ON download_clicks(record_ref, format);
 """
 
+# Version 2: the native index key is `native:<FILENAME>` (identity compares the database
+# FAMILY separately: CNKI lists an online-first paper as CAPJ and shows CJFQ on its detail
+# page). Version-1 keys `native:<DBCODE>:<FILENAME>` are rewritten; record refs never change.
+_V2 = """
+INSERT OR IGNORE INTO paper_keys (key, record_ref)
+    SELECT 'native:' || substr(key, 8 + instr(substr(key, 8), ':')), record_ref
+    FROM paper_keys WHERE key LIKE 'native:%:%';
+DELETE FROM paper_keys WHERE key LIKE 'native:%:%';
+"""
+
 # Index i upgrades schema version i to i + 1. Append only; never edit a published step.
-MIGRATIONS: tuple[str, ...] = (_V1,)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # SQLite result codes that mean "this file is not a usable database" (as opposed to busy,

@@ -19,6 +19,7 @@ from cnki_mcp.identity import (
     merge,
     same_observation,
     same_paper,
+    split_native_key,
     title_key,
 )
 from cnki_mcp.models import DetailPage, GridRow
@@ -58,6 +59,12 @@ def _taken(conn: sqlite3.Connection, ref: str) -> bool:
         conn.execute("SELECT 1 FROM papers WHERE record_ref = ?", (ref,)).fetchone()
         or conn.execute("SELECT 1 FROM paper_aliases WHERE old_ref = ?", (ref,)).fetchone()
     )
+
+
+def _like_suffix(filename: str) -> str:
+    """LIKE pattern for `<anything>:FILENAME` (wildcards in the filename escaped)."""
+    escaped = filename.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return "%:" + escaped
 
 
 def _strong_keys(paper: Paper) -> list[str]:
@@ -118,21 +125,24 @@ def _upsert(
     now: str,
 ) -> Paper:
     keys = incoming.keys()
+    filename = split_native_key(keys.native)[1]
     matches: list[Paper] = [expected] if expected is not None else []
     strong = _strong_keys(incoming)
     if strong:
         marks = ",".join("?" * len(strong))
-        # Papers whose DOI or native key contradicts the incoming one are filtered here, so
-        # a common bibliography key does not make every upsert load every namesake.
+        # Papers whose DOI or native FILENAME contradicts the incoming one are filtered here,
+        # so a common bibliography key does not make every upsert load every namesake. The
+        # stored native key is `FILENAME`, `FAMILY:FILENAME` or (schema 1) `DBCODE:FILENAME`;
+        # families are compared by `same_paper`.
         refs = [
             r[0]
             for r in conn.execute(
                 "SELECT DISTINCT k.record_ref FROM paper_keys k JOIN papers p ON p.record_ref = k.record_ref"
                 f" WHERE k.key IN ({marks})"
-                " AND (p.native_key = '' OR ? = '' OR p.native_key = ?)"
+                " AND (p.native_key = '' OR ? = '' OR p.native_key = ? OR p.native_key LIKE ? ESCAPE '\\')"
                 " AND (p.doi_key = '' OR ? = '' OR p.doi_key = ?)"
                 " ORDER BY p.rowid",
-                (*strong, keys.native, keys.native, keys.doi, keys.doi),
+                (*strong, filename, filename, _like_suffix(filename), keys.doi, keys.doi),
             )
         ]
         for ref in refs:

@@ -91,10 +91,45 @@ def test_author_key_strips_role_suffixes() -> None:
     assert author_key("张三") != author_key("张四")
 
 
-def test_native_key_is_dbcode_and_filename_upper_case() -> None:
-    assert native_key(NativeId(dbname="cjfdlast2024", filename="jsjx202403001")) == "CJFD:JSJX202403001"
-    assert native_key(NativeId(dbcode="CJFD", filename="JSJX202403001")) == "CJFD:JSJX202403001"
-    assert native_key(NativeId(filename="X")) == ""
+def test_native_key_is_the_filename_qualified_by_the_database_family() -> None:
+    # CNKI's product codes for one paper differ between list and detail (online-first CAPJ in
+    # the grid, CJFQ / CJFDLAST2026 on the kcms2 detail page); only the FILENAME is stable.
+    journal = "JOURNAL:JSJX202403001"
+    assert native_key(NativeId(dbname="cjfdlast2024", filename="jsjx202403001")) == journal
+    assert native_key(NativeId(dbcode="CJFD", filename="JSJX202403001")) == journal
+    assert native_key(NativeId(dbname="CAPJ", filename="JSJX202403001")) == journal
+    assert native_key(NativeId(dbcode="CJFQ", dbname="CJFDLAST2026", filename="JSJX202403001")) == journal
+    assert native_key(NativeId(dbname="CJFN", filename="JSJX202403001")) == journal
+    assert native_key(NativeId(dbcode="CDMD", filename="1024001.nh")) == "THESIS:1024001.NH"
+    assert native_key(NativeId(dbname="CMFD202401", filename="1024001.nh")) == "THESIS:1024001.NH"
+    # Unknown or absent family: the filename alone.
+    assert native_key(NativeId(dbname="WWJD", filename="x1")) == "X1"
+    assert native_key(NativeId(filename="X")) == "X"
+    assert native_key(NativeId(dbcode="CJFD")) == ""
+    assert native_key(None) == ""
+
+
+def test_online_first_grid_row_and_its_detail_page_are_one_paper() -> None:
+    # Real evidence: kns8s grid `a.icon-collect[data-dbname="CAPJ"]`, 2026 kcms2 detail
+    # paramdbcode CJFQ, paramdbname CJFDLAST2026, paramfilename SHIT202602024.
+    listed = Paper.from_grid_row(_row(native=NativeId(dbname="CAPJ", filename="SHIT202602024")), T0)
+    page = _detail(native=NativeId(dbcode="CJFQ", dbname="CJFDLAST2026", filename="SHIT202602024"))
+    assert detail_matches(listed, page)
+    detailed = Paper.from_detail(page, None, T0)
+    assert same_paper(listed, detailed)
+    assert detailed.record_ref == listed.record_ref
+
+
+def test_same_filename_in_two_known_families_or_two_filenames_conflict() -> None:
+    journal = Paper.from_grid_row(_row(native=NativeId(dbname="CJFD", filename="X1")), T0)
+    thesis = _detail(native=NativeId(dbcode="CMFD", filename="X1"))
+    assert not detail_matches(journal, thesis)
+    assert not same_paper(journal, Paper.from_detail(thesis, None, T0))
+    assert not detail_matches(journal, _detail(native=NativeId(dbcode="CAPJ", filename="X2")))
+    # An unknown family never contradicts a known one: the filename decides.
+    assert detail_matches(journal, _detail(native=NativeId(dbcode="ZZZZ", filename="x1")))
+    assert same_paper(IdentityKeys(native="X1"), IdentityKeys(native="JOURNAL:X1"))
+    assert not same_paper(IdentityKeys(native="X2"), IdentityKeys(native="JOURNAL:X1"))
 
 
 def test_bibliography_key_needs_all_four_parts() -> None:
@@ -123,8 +158,10 @@ def test_record_ref_uses_the_strongest_key() -> None:
 
 
 def test_index_keys_name_their_kind() -> None:
-    keys = IdentityKeys(native="CJFD:X", doi="10.1/x", bib="ab", title="t")
-    assert index_keys(keys) == ["native:CJFD:X", "doi:10.1/x", "bib:ab", "title:t"]
+    keys = IdentityKeys(native="JOURNAL:X", doi="10.1/x", bib="ab", title="t")
+    # The native index key is the filename: a record seen with an unknown family is found too.
+    assert index_keys(keys) == ["native:X", "doi:10.1/x", "bib:ab", "title:t"]
+    assert index_keys(IdentityKeys(native="X")) == ["native:X"]
     assert index_keys(IdentityKeys(title="t")) == ["title:t"]
 
 

@@ -4,6 +4,7 @@ downloads, the directory lock across processes, a corrupt database, and durabili
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import sqlite3
@@ -133,6 +134,57 @@ def test_grid_row_then_detail_without_expected_ref_joins_by_native_key(store: St
     assert store.paper_count() == 1
     stored_detail = store.detail_page(listed.record_ref)
     assert stored_detail is not None and stored_detail.page.doi == "10.1234/jsjx.2024.001"
+
+
+def test_online_first_row_and_its_detail_page_are_stored_as_one_record(store: Store) -> None:
+    # The grid lists an online-first paper as CAPJ, its detail page says CJFQ / CJFDLAST2026.
+    [listed] = store.upsert_from_grid([_row(native=NativeId(dbname="CAPJ", filename="SHIT202602024"))], T0)
+    page = _detail(native=NativeId(dbcode="CJFQ", dbname="CJFDLAST2026", filename="SHIT202602024"))
+    paper = store.upsert_from_detail(page, URL, T0, expected_ref=listed.record_ref)
+    assert paper.record_ref == listed.record_ref
+    again = store.upsert_from_detail(page, URL, T0)
+    [relisted] = store.upsert_from_grid([_row(native=NativeId(dbname="CAPJ", filename="SHIT202602024"))], T0)
+    assert again.record_ref == relisted.record_ref == listed.record_ref
+    assert store.paper_count() == 1
+
+
+def test_records_keyed_the_old_dbcode_way_keep_their_refs_after_the_upgrade(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    data = tmp_path / "old"
+    basis = json.dumps(["native", "CJFD:JSJX202403001"], ensure_ascii=False)
+    old_ref = "rec_" + hashlib.sha256(basis.encode("utf-8")).hexdigest()[:24]
+    capj = json.dumps(["native", "CAPJ:JSJX202403001"], ensure_ascii=False)
+    capj_ref = "rec_" + hashlib.sha256(capj.encode("utf-8")).hexdigest()[:24]
+    with Store.open(data, clock) as s:
+        [a] = s.upsert_from_grid([_row(native=NativeId(dbcode="CJFD", filename="JSJX202403001"))], T0)
+        conn = s._conn
+        # Rewrite the row as schema version 1 stored it: DBCODE:FILENAME keys and refs, and the
+        # online-first listing of the same paper as a second record.
+        conn.execute(
+            "UPDATE papers SET record_ref = ?, native_key = 'CJFD:JSJX202403001',"
+            " data = json_set(data, '$.record_ref', ?)",
+            (old_ref, old_ref),
+        )
+        conn.execute("DELETE FROM paper_keys")
+        conn.execute("INSERT INTO paper_keys VALUES ('native:CJFD:JSJX202403001', ?)", (old_ref,))
+        row = conn.execute("SELECT title_key, data, created_at, updated_at FROM papers").fetchone()
+        other = json.loads(row[1])
+        other["record_ref"], other["native"] = capj_ref, {"dbname": "CAPJ", "filename": "JSJX202403001"}
+        conn.execute(
+            "INSERT INTO papers VALUES (?, ?, 'CAPJ:JSJX202403001', '', ?, 0, ?, ?)",
+            (capj_ref, row[0], json.dumps(other), row[2], row[3]),
+        )
+        conn.execute("INSERT INTO paper_keys VALUES ('native:CAPJ:JSJX202403001', ?)", (capj_ref,))
+        conn.execute("PRAGMA user_version = 1")
+        assert a.record_ref != old_ref
+    with Store.open(data, clock) as s:
+        paper = s.upsert_from_detail(_detail(), URL, T0)
+        assert paper.record_ref == old_ref
+        assert s.paper_count() == 1
+        assert s.resolve_ref(capj_ref) == old_ref
+        [listed] = s.upsert_from_grid([_row()], T0)
+        assert listed.record_ref == old_ref
 
 
 def test_same_title_never_joins_papers_and_lookup_reports_every_match(store: Store) -> None:
