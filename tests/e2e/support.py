@@ -117,7 +117,7 @@ async def wait_op(
 
 def request_key(entry: LogEntry) -> tuple[Any, ...] | None:
     """What makes two simulator requests the same CNKI request: grid pages by query, years,
-    sort and page; details by record id; journals by code. Other paths: None (not compared)."""
+    sort and page; details by record id; journals by the journal served. Other paths: None (not compared)."""
     p = entry.params
     if entry.path.startswith(GRID):
         query = json.dumps(p.get("query"), ensure_ascii=False, sort_keys=True)
@@ -126,7 +126,7 @@ def request_key(entry: LogEntry) -> tuple[Any, ...] | None:
     if entry.path.startswith(DETAIL):
         return ("detail", p.get("id"))
     if entry.path.startswith(JOURNAL):
-        return ("journal", p.get("p"))
+        return ("journal", p.get("journal") or p.get("p"))  # opaque `p` differs per token grant
     return None
 
 
@@ -136,3 +136,19 @@ def keyed(entries: Iterable[LogEntry]) -> Counter[tuple[Any, ...]]:
 
 def repeated(counts: Counter[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
     return {k: n for k, n in counts.items() if n > 1}
+
+
+def without_captures(entries: list[LogEntry]) -> list[LogEntry]:
+    """The log minus template captures: the grid POST the AdvSearch page itself sends when its
+    search button is clicked (the first grid POST after each AdvSearch GET). A new browser
+    session captures again by design (facts §1.2); that click is not a repeated data request."""
+    out: list[LogEntry] = []
+    capture_pending = False
+    for entry in entries:
+        if entry.path.startswith(ADV_SEARCH) and entry.method == "GET":
+            capture_pending = True
+        elif entry.path.startswith(GRID) and capture_pending:
+            capture_pending = False
+            continue
+        out.append(entry)
+    return out

@@ -1,0 +1,67 @@
+"""End to end over stdio: a research search that runs out of its request budget ends `partial`
+with BUDGET_EXHAUSTED; `operation_control continue` finishes it without repeating any CNKI request,
+and the whole costs exactly what an uninterrupted run of the same search costs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cnki_mcp.sim.server import SimServer
+from tests.e2e.support import StdioServer, keyed, repeated, serve_env, without_captures
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+SEARCH: dict[str, Any] = {
+    "query": "违约金过高时法院如何酌减",
+    "concept_groups": [["违约金", "约定违约金"], ["酌减", "调整"]],
+    "year_to": 2025,
+    "limit": 10,
+    "options": {"max_pages": 2, "candidate_target": 60, "freshness": "live"},
+}
+
+
+async def run_search(server: StdioServer, search: dict[str, Any]) -> dict[str, Any]:
+    return await server.finish(await server.call("search", search))
+
+
+async def test_budget_exhausted_search_continues_to_completion_without_repeating_requests(
+    tmp_path: Path, browser_executable: str
+) -> None:
+    with SimServer().start() as sim:
+        server = await StdioServer(
+            serve_env(tmp_path / "a", sim.origin, browser_executable), tmp_path
+        ).start()
+        try:
+            limited = dict(SEARCH, options=dict(SEARCH["options"], max_requests=8))
+            first = await run_search(server, limited)
+            assert first["status"] == "partial"
+            assert "BUDGET_EXHAUSTED" in {e["code"] for e in first["errors"]}
+            assert first["requests"] == 8
+            cont = await server.call(
+                "operation_control", {"action": "continue", "operation_id": first["operation_id"]}
+            )
+            assert cont["operation"]["operation_id"] == first["operation_id"]
+            done = await server.finish(cont["operation"])
+            assert done["status"] == "completed", done["errors"]
+            assert done["requests"] > first["requests"]
+        finally:
+            await server.stop()
+        split_log = without_captures(sim.requests)
+        split = keyed(split_log)
+        assert repeated(split) == {}
+        assert sum(split.values()) >= 20
+
+        sim.reset()
+        fresh = await StdioServer(serve_env(tmp_path / "b", sim.origin, browser_executable), tmp_path).start()
+        try:
+            whole = await run_search(fresh, SEARCH)
+            assert whole["status"] == "completed", whole["errors"]
+        finally:
+            await fresh.stop()
+        uninterrupted = keyed(without_captures(sim.requests))
+    assert split == uninterrupted
+    assert done["requests"] == whole["requests"]
+    assert done["result"]["selected_count"] == whole["result"]["selected_count"]
