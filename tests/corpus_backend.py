@@ -112,7 +112,11 @@ class CorpusBackend:
             op.charge()
         self.requests["journal"] += 1
         name = unquote(parse_qs(urlsplit(url).query).get("p", [""])[0])
-        journal = self.corpus.journal_by_name.get(name)
+        # A paper published under a former title links to the journal's one navi page (which
+        # lists the 曾用刊名), as on CNKI; the corpus indexes journals by current name only.
+        journal = self.corpus.journal_by_name.get(name) or next(
+            (j for j in self.corpus.journals if name in j.former_titles), None
+        )
         if journal is None:
             raise DocumentNotFound(source=name)
         html = render_journal(journal, self.corpus, self.links, self.visitor)

@@ -382,3 +382,27 @@ async def test_research_search_through_simulator_renderers_and_real_parsers(
         for p in store.papers_by_refs([r["record_ref"] for r in result["results"]]).values()
     ]
     assert "r0001" in ids  # a grade-3 paper of question q03 is selected
+
+
+@pytest.mark.parametrize("question", ["q02", "q04"])
+async def test_corpus_search_with_online_first_papers_and_former_journal_titles_completes_cleanly(
+    clock: FakeClock, store: Store, question: str
+) -> None:
+    # q02 enriches online-first papers (grid CAPJ, detail CJFD/CAPJLAST); q04 a paper whose
+    # source is a journal's former title (法律科学(西北政法学院学报)). Neither is an error.
+    import json
+
+    from corpus_backend import CorpusBackend
+
+    lines = (Path(__file__).resolve().parents[2] / "cnki_mcp/sim/data/questions.jsonl").read_text("utf-8")
+    q = next(json.loads(line) for line in lines.splitlines() if line.strip() and f'"{question}"' in line)
+    backend = CorpusBackend()
+    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
+    inp = SearchInput(query=q["question"], concept_groups=q["concepts"], options=SearchOptions(freshness="live"))
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, plan_explicit(q["concepts"]), ctx)
+
+    record = await run_op(clock, JobManager(clock, MemorySink()), runner, inp.budget())
+    assert [e.code for e in record.errors] == []
+    assert record.status.value == "completed" and record.result["status"] == "completed"
