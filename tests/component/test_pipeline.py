@@ -398,7 +398,9 @@ async def test_corpus_search_with_online_first_papers_and_former_journal_titles_
     q = next(json.loads(line) for line in lines.splitlines() if line.strip() and f'"{question}"' in line)
     backend = CorpusBackend()
     pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
-    inp = SearchInput(query=q["question"], concept_groups=q["concepts"], options=SearchOptions(freshness="live"))
+    inp = SearchInput(
+        query=q["question"], concept_groups=q["concepts"], options=SearchOptions(freshness="live")
+    )
 
     async def runner(ctx: OperationContext) -> Any:
         return await pipe.research(inp, plan_explicit(q["concepts"]), ctx)
