@@ -41,6 +41,10 @@ class GridRequest(BaseModel):
     year_to: int | None = None
     page: int = Field(default=1, ge=1)
     page_size: int = Field(default=50, ge=1, le=50)
+    # The `turnpage` cursor for this page (page > 1), as the previous page's `GridPage.turnpage`
+    # gave it, e.g. from a search checkpoint written by another process. The site uses it when
+    # its own cache has none and falls back to re-fetching earlier pages if CNKI rejects it.
+    cursor: str | None = None
 
 
 class SiteOp(Protocol):

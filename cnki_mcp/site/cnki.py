@@ -279,6 +279,13 @@ class CnkiSite:
 
     async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
         key = fingerprint(request)
+        if request.page > 1 and request.cursor and self._cursors.get(key, request.page) is None:
+            # A cursor the caller kept (a checkpoint from an earlier process): try it first.
+            self._cursors.put(key, request.page, request.cursor)
+            try:
+                return await self._grid_with_retries(request, op)
+            except PaginationMismatch:
+                self._cursors.discard(key, request.page)  # rejected: walk the pages below
         if request.page > 1 and self._cursors.get(key, request.page) is None:
             # No cursor for this page: walk the pages before it in order, caching their cursors.
             start = self._cursors.highest_below(key, request.page)
@@ -305,6 +312,8 @@ class CnkiSite:
         if verdict.kind is GateKind.LOGIN:
             self.drop_template()
             raise _HumanNeeded("login", LoginRequired(evidence=verdict.evidence), page, fetched.url)
+        if request.page > 1 and fetched.status == 400:
+            raise PaginationMismatch("知网拒绝了翻页游标", page=request.page, status=400)
         raise_for_verdict(verdict)
         try:
             result = parse_grid(fetched.text, fetched.url)

@@ -170,6 +170,12 @@ class CursorCache:
             self._size += 1
         pages[page] = cursor
 
+    def discard(self, key: str, page: int) -> None:
+        """Forget one cursor (CNKI rejected it)."""
+        pages = self._map.get(key)
+        if pages is not None and pages.pop(page, None) is not None:
+            self._size -= 1
+
     def highest_below(self, key: str, page: int) -> int:
         """The highest page <= `page` whose cursor is known (1 when none: page 1 needs none)."""
         known = [p for p in self._map.get(key, {}) if p <= page]

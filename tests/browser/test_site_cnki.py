@@ -186,6 +186,30 @@ async def test_page_without_cached_cursor_fetches_earlier_pages_first(env: Env) 
     assert [e.params["pageNum"] for e in replayed] == ["1", "2", "3"]
 
 
+async def test_page_with_a_cursor_kept_by_the_caller_is_fetched_alone_in_a_fresh_site(env: Env) -> None:
+    await env.site.grid(request(page=1))
+    page2 = await env.site.grid(request(page=2))
+    assert page2.turnpage
+    env.site.cursors.clear()  # a new process: the site's own cursors are gone, CNKI's are not
+    before = len(env.sim.requests_for(GRID, "POST"))
+    page3 = await env.site.grid(request(page=3, cursor=page2.turnpage))
+    assert page3.page == 3 and len(page3.rows) == 50
+    replayed = env.sim.requests_for(GRID, "POST")[before:]
+    assert [e.params["pageNum"] for e in replayed] == ["3"]
+    assert replayed[0].params["turnpage"] == page2.turnpage and replayed[0].status == 200
+
+
+async def test_cursor_rejected_by_cnki_falls_back_to_fetching_earlier_pages(env: Env) -> None:
+    await env.site.grid(request(page=1))  # the template exists; the site then forgets its cursors
+    env.site.cursors.clear()
+    before = len(env.sim.requests_for(GRID, "POST"))
+    page3 = await env.site.grid(request(page=3, cursor="stale-cursor!!"))
+    assert page3.page == 3 and len(page3.rows) == 50
+    replayed = env.sim.requests_for(GRID, "POST")[before:]
+    assert [e.params["pageNum"] for e in replayed] == ["3", "1", "2", "3"]
+    assert [e.status for e in replayed] == [400, 200, 200, 200]
+
+
 async def test_year_range_and_sort_are_honoured(env: Env) -> None:
     result = await env.site.grid(request(year_from=2020, year_to=2022, sort=SortOrder.DATE_DESC))
     expected = [r for r in titles_containing(env.corpus, "研究") if r.year and 2020 <= r.year <= 2022]

@@ -149,3 +149,14 @@ def test_cursor_cache_is_cleared_when_full() -> None:
     assert len(cache) == 3
     cache.put("j", 3, "d3")
     assert cache.get("k", 2) is None and cache.get("j", 3) == "d3" and len(cache) == 1
+
+
+def test_cursor_cache_discards_one_rejected_cursor_and_the_fingerprint_ignores_the_cursor() -> None:
+    cache = CursorCache()
+    cache.put("k", 2, "c2")
+    cache.put("k", 3, "c3")
+    cache.discard("k", 3)
+    cache.discard("k", 9)  # unknown: nothing happens
+    assert cache.get("k", 3) is None and cache.get("k", 2) == "c2" and len(cache) == 1
+    base = GridRequest(subject={"Key": "Subject"}, anchor="a", page=3)
+    assert fingerprint(base) == fingerprint(base.model_copy(update={"cursor": "c3"}))
