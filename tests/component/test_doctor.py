@@ -1,0 +1,206 @@
+"""`cnki-mcp doctor` on a healthy setup (real Chromium, fresh data directory) and on broken
+ones: a browser path that points nowhere, a data directory that is a file, a data directory
+locked by another process, an unreadable store, an invalid setting; and `--json`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cnki_mcp.cli import doctor_cmd
+from cnki_mcp.cli.main import main
+
+CHECK_NAMES = [
+    "settings",
+    "browser",
+    "browser_launch",
+    "data_dir",
+    "data_dir_lock",
+    "store",
+    "versions",
+    "display",
+]
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("APPDATA", str(home / "AppData"))
+    monkeypatch.setenv("CNKI_DATA_DIR", str(tmp_path / "data"))
+    for name in list(__import__("os").environ):
+        if name.startswith("CNKI_") and name != "CNKI_DATA_DIR":
+            monkeypatch.delenv(name)
+    return tmp_path
+
+
+@pytest.fixture
+def chromium(monkeypatch: pytest.MonkeyPatch) -> str:
+    path = "/usr/bin/chromium"
+    if not Path(path).exists():
+        pytest.skip("Chromium not installed at /usr/bin/chromium")
+    monkeypatch.setenv("CNKI_BROWSER_PATH", path)
+    return path
+
+
+@pytest.fixture
+def quick_probe(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Skip the real launch where the test is about something else."""
+    probed: list[str] = []
+
+    def probe(path: str) -> tuple[bool, str]:
+        probed.append(path)
+        return True, "156.0.0.0"
+
+    monkeypatch.setattr(doctor_cmd, "_default_probe", probe)
+    return probed
+
+
+def _lines(out: str) -> dict[str, str]:
+    """Check name -> its status word, from the one-line-per-check output."""
+    result: dict[str, str] = {}
+    for line in out.splitlines():
+        if line.startswith(" "):
+            continue  # a hint under the previous check
+        status, name = line.split()[:2]
+        result[name] = status
+    return result
+
+
+@pytest.mark.browser
+def test_doctor_on_a_healthy_setup_exits_0_with_every_check_ok(
+    env: Path, chromium: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["doctor"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    lines = _lines(out)
+    assert list(lines) == CHECK_NAMES
+    assert set(lines.values()) == {"OK"}
+    assert chromium in out and "无界面启动成功" in out
+    assert (env / "data").is_dir()
+    assert not (env / "data" / "cnki.sqlite3").exists(), "doctor does not create the store"
+
+
+def test_doctor_reads_an_existing_store(
+    env: Path, quick_probe: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cnki_mcp.clock import SystemClock
+    from cnki_mcp.store import Store
+
+    Store.open(env / "data", SystemClock()).close()
+    assert main(["doctor"]) in (0, 1)  # the browser may be missing on this machine
+    out = capsys.readouterr().out
+    assert _lines(out)["store"] == "OK" and "papers=0" in out
+
+
+def test_doctor_on_a_broken_setup_exits_1_naming_the_failed_checks(
+    env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CNKI_BROWSER_PATH", str(env / "nowhere" / "chrome"))
+    data = env / "data-is-a-file"
+    data.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv("CNKI_DATA_DIR", str(data))
+
+    code = main(["doctor"])
+
+    out = capsys.readouterr().out
+    assert code == 1
+    lines = _lines(out)
+    assert list(lines) == CHECK_NAMES
+    for name in ("browser", "browser_launch", "data_dir", "data_dir_lock", "store"):
+        assert lines[name] == "FAIL", name
+    assert lines["settings"] == "OK" and lines["versions"] == "OK"
+    assert "提示" in out
+    assert data.read_text(encoding="utf-8") == "not a folder"
+
+
+def test_doctor_reports_a_browser_that_exists_but_does_not_launch(
+    env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = env / "chrome"
+    fake.write_text("#!/bin/sh\nexit 3\n", encoding="utf-8")
+    fake.chmod(0o755)
+    monkeypatch.setenv("CNKI_BROWSER_PATH", str(fake))
+    assert main(["doctor"]) == 1
+    lines = _lines(capsys.readouterr().out)
+    assert lines["browser"] == "OK" and lines["browser_launch"] == "FAIL"
+
+
+@pytest.fixture
+def locked_data_dir(env: Path) -> Iterator[Path]:
+    """Another process holding the data directory lock, as a running server does."""
+    data = env / "data"
+    data.mkdir()
+    code = (
+        "import sys\nfrom filelock import FileLock\n"
+        "lock = FileLock(sys.argv[1]); lock.acquire()\n"
+        "print('locked', flush=True)\nsys.stdin.read()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(data / ".lock")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    assert proc.stdout.readline().strip() == "locked"
+    yield data
+    proc.stdin.close()
+    proc.wait(timeout=30)
+
+
+def test_doctor_fails_when_another_process_holds_the_data_directory(
+    locked_data_dir: Path, quick_probe: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    lines = _lines(out)
+    assert lines["data_dir_lock"] == "FAIL"
+    assert lines["data_dir"] == "OK"
+    assert "DATA_DIRECTORY_IN_USE" in out
+
+
+def test_doctor_fails_on_an_unreadable_store_without_moving_it(
+    env: Path, quick_probe: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = env / "data"
+    data.mkdir()
+    db = data / "cnki.sqlite3"
+    db.write_bytes(b"this is not sqlite" * 100)
+    assert main(["doctor"]) == 1
+    assert _lines(capsys.readouterr().out)["store"] == "FAIL"
+    assert db.read_bytes() == b"this is not sqlite" * 100
+
+
+def test_doctor_fails_on_an_invalid_setting(
+    env: Path, quick_probe: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CNKI_MAX_INFLIGHT", "many")
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert _lines(out)["settings"] == "FAIL" and "CONFIG_INVALID" in out
+
+
+def test_doctor_json_lists_every_check_with_name_ok_detail_hint(
+    env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CNKI_BROWSER_PATH", str(env / "nowhere"))
+    code = main(["doctor", "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert payload["ok"] is False
+    assert isinstance(payload["version"], str)
+    assert [c["name"] for c in payload["checks"]] == CHECK_NAMES
+    for check in payload["checks"]:
+        assert set(check) == {"name", "ok", "detail", "hint"}
+        assert isinstance(check["ok"], bool) and isinstance(check["detail"], str)
+    by_name = {c["name"]: c for c in payload["checks"]}
+    assert by_name["browser"]["ok"] is False and by_name["browser"]["hint"]
+    assert by_name["data_dir"]["ok"] is True
