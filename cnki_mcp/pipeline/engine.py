@@ -181,6 +181,7 @@ class SearchEngine:
             year_to=params.get("year_to") or None,
             page=page,
             page_size=self.page_size,
+            cursor=st.cursors.get(channel.id) if page > 1 else None,
         )
 
     async def _round(
@@ -230,6 +231,10 @@ class SearchEngine:
             hits = st.hits.setdefault(ref, [])
             if not any(h.channel == channel.id for h in hits):
                 hits.append(Hit(channel.id, entry.rows + index + 1, channel.weight))
+        if grid.turnpage:
+            st.cursors[channel.id] = grid.turnpage
+        else:
+            st.cursors.pop(channel.id, None)
         entry.pages += 1
         entry.rows += len(grid.rows)
         entry.total = grid.total

@@ -28,6 +28,7 @@ CHECKPOINT_KEYS = (
     "feedback_refs",
     "feedback_pool",
     "finished",
+    "cursors",
 )
 
 
@@ -87,6 +88,9 @@ class SearchState:
     feedback_refs: list[str] = field(default_factory=list)
     feedback_pool: list[str] = field(default_factory=list)
     finished: bool = False
+    # channel id -> the `turnpage` cursor of its next page (the last page's `GridPage.turnpage`),
+    # so a search continued in another process asks CNKI for no page twice. Internal only.
+    cursors: dict[str, str] = field(default_factory=dict)
 
     @property
     def channels(self) -> list[Channel]:
@@ -123,6 +127,7 @@ class SearchState:
             "feedback_refs": list(self.feedback_refs),
             "feedback_pool": list(self.feedback_pool),
             "finished": self.finished,
+            "cursors": dict(self.cursors),
         }
 
     @classmethod
@@ -144,4 +149,5 @@ class SearchState:
             feedback_refs=list(data.get("feedback_refs") or []),
             feedback_pool=list(data.get("feedback_pool") or []),
             finished=bool(data.get("finished")),
+            cursors={str(k): str(v) for k, v in (data.get("cursors") or {}).items() if v},
         )

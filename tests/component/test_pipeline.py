@@ -12,8 +12,9 @@ import pytest
 from pipeline_fakes import AMBIGUOUS_TITLE, SimSite, duplicates, title_of
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.errors import InvalidInput, SearchNotFound
+from cnki_mcp.errors import InvalidInput, PaginationMismatch, SearchNotFound
 from cnki_mcp.jobs import BudgetSpec, JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.models import GridPage
 from cnki_mcp.pipeline.models import (
     MetadataInput,
     ResultsInput,
@@ -24,6 +25,7 @@ from cnki_mcp.pipeline.models import (
 )
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.query.plan import plan_explicit
+from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.store import Store
 
 PLAN = plan_explicit([["自动驾驶"], ["产品责任"]])
@@ -144,6 +146,60 @@ async def test_budget_exhaustion_is_partial_and_continue_repeats_no_request(
     assert done.result["enhanced_count"] == 100
     assert done.result["candidate_count"] == 200
     assert done.result["search_id"] == stopped.operation_id
+
+
+class CursorSite(SimSite):
+    """A SimSite that pages like CNKI: each page hands out the cursor of the next one, a page > 1
+    needs it, and the site's own cursor cache starts empty in every instance (a new process).
+    Like `CnkiSite`, it re-fetches the earlier pages to learn a cursor nobody gave it."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(clock)
+        self.cursors: dict[tuple[str, int], str] = {}
+        self.sent: list[str | None] = []
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+        name, _ = self.channel(request)
+        if name == "lookup" or request.page == 1:
+            return self._with_cursor(name, request, await super().grid(request, op))
+        cursor = request.cursor or self.cursors.get((name, request.page))
+        if cursor is None:
+            for page in range(1, request.page):  # walk: the repeated requests we must avoid
+                await self.grid(request.model_copy(update={"page": page, "cursor": None}), op)
+            cursor = self.cursors[(name, request.page)]
+        if cursor != f"{name}#{request.page}":
+            raise PaginationMismatch("游标不属于该页", page=request.page)
+        self.sent.append(request.cursor)
+        return self._with_cursor(name, request, await super().grid(request, op))
+
+    def _with_cursor(self, name: str, request: GridRequest, page: GridPage) -> GridPage:
+        cursor = f"{name}#{request.page + 1}"
+        self.cursors[(name, request.page + 1)] = cursor
+        return page.model_copy(update={"turnpage": cursor})
+
+
+async def test_search_continued_in_a_new_process_reuses_checkpointed_cursors(
+    clock: FakeClock, store: Store
+) -> None:
+    first = CursorSite(clock)
+    jobs = JobManager(clock, MemorySink())
+    inp = search_input(freshness="live", max_requests=5)  # stops inside the second round
+    stopped = await run_search(clock, make(clock, store, first), inp, jobs)
+    assert [e.code for e in stopped.errors] == ["BUDGET_EXHAUSTED"]
+    assert first.count("detail") == 0
+
+    fresh = CursorSite(clock)  # new process: empty cursor cache, same store and checkpoint
+    pipe = make(clock, store, fresh)
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, PLAN, ctx)
+
+    job = jobs.continue_(stopped.operation_id, runner, additional_requests=450)
+    [done] = await clock.run_until_complete(job.finish())
+    assert done.status == "completed" and [e.code for e in done.errors] == []
+    grids = [k for k in first.log + fresh.log if k[0] == "grid"]
+    assert duplicates(grids) == []
+    assert fresh.sent and all(c is not None for c in fresh.sent)  # every page > 1 sent its cursor
 
 
 class _isolated:
