@@ -1,0 +1,144 @@
+"""Issue 3 acceptance, end to end over stdio: a research search is running (simulator latency keeps
+it busy for seconds) when `cnki-mcp serve` is SIGKILLed. A new server on the same data directory
+reports the operation `interrupted`; `operation_control continue` runs it to `completed`.
+
+What may be repeated across the two runs: only a detail request whose answer the first server
+never stored — it was in flight (sent, answer not yet written to the store) at the kill, so no
+checkpoint or cached detail could know it. Such a detail has no row in the `details` table of the
+database as the kill left it, and there are at most CNKI_MAX_INFLIGHT of them. Nothing else (grid
+pages, stored details, journals) may be asked twice. The template capture (AdvSearch and its own
+grid click) happens once per browser session by design and is not a data request."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cnki_mcp.sim.server import SimServer
+from tests.e2e.support import (
+    BOUND,
+    DETAIL,
+    StdioServer,
+    keyed,
+    repeated,
+    request_key,
+    serve_env,
+    wait_op,
+    without_captures,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+MAX_INFLIGHT = 3
+SCENARIO: dict[str, Any] = {
+    "latency": [
+        {"path": "/kns8s/brief/grid", "ms": 150},
+        {"path": "/kcms2/article/abstract", "ms": 400},
+        {"path": "/knavi/", "ms": 400},
+    ]
+}
+SEARCH: dict[str, Any] = {
+    "query": "违约金过高时法院如何酌减",
+    "concept_groups": [["违约金", "约定违约金"], ["酌减", "调整"]],
+    "year_to": 2025,
+    "limit": 10,
+    "options": {"max_pages": 2, "candidate_target": 60, "freshness": "live"},
+}
+
+
+def snapshot(db: Path) -> tuple[set[str], dict[str, str]]:
+    """(paper refs, {ref with a stored detail: its CNKI filename}) as the database holds them."""
+    conn = sqlite3.connect(str(db), timeout=5.0)
+    try:
+        refs = {r for (r,) in conn.execute("SELECT record_ref FROM papers")}
+        details: dict[str, str] = {}
+        for ref, data in conn.execute(
+            "SELECT d.record_ref, p.data FROM details d JOIN papers p ON p.record_ref = d.record_ref"
+        ):
+            native = json.loads(data).get("native") or {}
+            details[ref] = str(native.get("filename") or "")
+    finally:
+        conn.close()
+    return refs, details
+
+
+async def test_killed_server_leaves_an_interrupted_search_that_continues_without_repeats(
+    tmp_path: Path, browser_executable: str
+) -> None:
+    data_dir = tmp_path / "data"
+    with SimServer(scenario=SCENARIO).start() as sim:
+        env = serve_env(
+            data_dir,
+            sim.origin,
+            browser_executable,
+            CNKI_INLINE_WAIT_SECONDS="0",
+            CNKI_MAX_INFLIGHT=str(MAX_INFLIGHT),
+        )
+        first = await StdioServer(env, tmp_path).start()
+        try:
+            started = await first.call("search", SEARCH)
+            op_id = started["operation_id"]
+            assert started["status"] == "running"
+
+            def enriching(r: dict[str, Any]) -> bool:
+                assert r["status"] in ("running", "awaiting_user"), r  # must not finish first
+                return r["stage"] == "enrichment" and len(sim.requests_for(DETAIL)) >= 4
+
+            async def poll(r: dict[str, Any]) -> dict[str, Any]:
+                async with asyncio.timeout(BOUND):
+                    while not enriching(r):
+                        r = await first.call("operation_status", {"operation_id": op_id, "wait_seconds": 0.2})
+                return r
+
+            before = await poll(started)
+            assert before["requests"] > 0
+            assert first.pid is not None
+            os.kill(first.pid, signal.SIGKILL)
+        finally:
+            await first.stop()
+        logged_at_kill = len(sim.requests)
+        refs_at_kill, details_at_kill = snapshot(data_dir / "cnki.sqlite3")
+        assert refs_at_kill and details_at_kill  # the retrieval and some details were stored
+
+        second = await StdioServer(env, tmp_path).start()
+        try:
+            status = await second.call("operation_status", {"operation_id": op_id})
+            assert status["status"] == "interrupted"
+            diag = await second.call("diagnostics", {})
+            assert op_id in diag["interrupted_at_start"]
+            cont = await second.call("operation_control", {"action": "continue", "operation_id": op_id})
+            done = await wait_op(second.call, cont["operation"])
+            assert done["status"] == "completed", done["errors"]
+            assert done["requests"] > before["requests"]
+            refs = sorted(refs_at_kill)
+            local: list[dict[str, Any]] = []
+            for i in range(0, len(refs), 100):
+                args = {"record_refs": refs[i : i + 100], "local_only": True}
+                got = await wait_op(second.call, await second.call("get_metadata", args))
+                assert got["status"] == "completed", got["errors"]
+                local.extend(got["result"]["records"])
+            assert len(local) == len(refs)
+        finally:
+            await second.stop()
+        run2 = sim.requests[logged_at_kill:]
+        everything = keyed(without_captures(sim.requests))
+
+    refs_after, details_after = snapshot(data_dir / "cnki.sqlite3")
+    assert refs_at_kill <= refs_after  # no paper observed before the kill was lost
+    assert set(details_at_kill) <= set(details_after)  # nor any stored detail
+
+    stored_ids = {r.id for r in sim.corpus.records if r.native_filename in set(details_at_kill.values())}
+    twice = repeated(everything)
+    for key in twice:
+        assert key[0] == "detail", f"repeated non-detail request {key}"
+        assert key[1] not in stored_ids, f"detail {key[1]} was stored before the kill, yet asked again"
+    assert len(twice) <= MAX_INFLIGHT
+    assert all(n == 2 for n in twice.values())
+    assert {request_key(e) for e in run2} - {None}  # the continuation did ask CNKI for the rest
