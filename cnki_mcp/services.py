@@ -28,6 +28,8 @@ from cnki_mcp.store import Store
 log = logging.getLogger(__name__)
 
 PipelineFactory = Callable[["Services"], Any]
+ReadingFactory = Callable[["Services"], Any]  # -> reading_service.ReadingService (or a fake)
+DownloaderFactory = Callable[["Services"], Any]  # -> site.downloading.Downloader (or a fake)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,8 @@ class Services:
         pipeline_factory: PipelineFactory | None = None,
         interrupted: list[str] | None = None,
         environ: Mapping[str, str] | None = None,
+        reading_factory: ReadingFactory | None = None,
+        downloader_factory: DownloaderFactory | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -69,6 +73,11 @@ class Services:
         self.identity: ObservedIdentity | None = None
         self._pipeline_factory = pipeline_factory or _default_pipeline
         self._pipeline: Any = None
+        self._reading_factory = reading_factory or _default_reading
+        self._downloader_factory = downloader_factory or _default_downloader
+        self._tabs: Any = None
+        self._reading: Any = None
+        self._downloader: Any = None
         self._closed = False
 
     # --- building ---------------------------------------------------------------------
@@ -83,6 +92,8 @@ class Services:
         environ: Mapping[str, str] | None = None,
         pipeline_factory: PipelineFactory | None = None,
         heartbeat_interval: float = 10.0,
+        reading_factory: ReadingFactory | None = None,
+        downloader_factory: DownloaderFactory | None = None,
     ) -> Services:
         """Build everything; raises DATA_DIRECTORY_IN_USE when another process holds the data
         directory. `backend` replaces CnkiSite (tests); the browser host is built either way
@@ -126,6 +137,8 @@ class Services:
             pipeline_factory=pipeline_factory,
             interrupted=interrupted,
             environ=environ,
+            reading_factory=reading_factory,
+            downloader_factory=downloader_factory,
         )
 
     @property
@@ -134,6 +147,33 @@ class Services:
         if self._pipeline is None:
             self._pipeline = self._pipeline_factory(self)
         return self._pipeline
+
+    @property
+    def tabs(self) -> Any:
+        """The detail-page tabs of the reader and the downloader (site.reading.DetailTabs, built on
+        first use over the real CnkiSite; building it starts no browser)."""
+        if self._tabs is None:
+            from cnki_mcp.site.cnki import CnkiSite
+            from cnki_mcp.site.reading import DetailTabs
+
+            if not isinstance(self.backend, CnkiSite):
+                raise RuntimeError("detail tabs need the real CnkiSite backend")
+            self._tabs = DetailTabs(self.backend, self.host, self.limiter, self.gate, self.clock)
+        return self._tabs
+
+    @property
+    def reading(self) -> Any:
+        """read_online_html's service (body cache + HTML reader), built on first use."""
+        if self._reading is None:
+            self._reading = self._reading_factory(self)
+        return self._reading
+
+    @property
+    def downloader(self) -> Any:
+        """download_paper's downloader, built on first use; closed by `close()`."""
+        if self._downloader is None:
+            self._downloader = self._downloader_factory(self)
+        return self._downloader
 
     def remember_identity(self, identity: HeaderIdentity) -> ObservedIdentity:
         self.identity = ObservedIdentity(identity, self.clock.now())
@@ -153,6 +193,11 @@ class Services:
         try:
             with contextlib.suppress(Exception):
                 await self.jobs.shutdown()
+            if self._downloader is not None:
+                try:
+                    await self._downloader.close()
+                except Exception:
+                    log.warning("closing the downloader failed", exc_info=True)
             try:
                 await self.backend.close()
             except Exception:
@@ -178,3 +223,16 @@ def _default_pipeline(services: Services) -> Any:
         now_year=lambda: clock.now().year,
         public_origins=(origin,) if origin else (),
     )
+
+
+def _default_reading(services: Services) -> Any:
+    from cnki_mcp.reading_service import ReadingService
+    from cnki_mcp.site.reading import HtmlReader
+
+    return ReadingService(services.store, HtmlReader(services.tabs), services.clock)
+
+
+def _default_downloader(services: Services) -> Any:
+    from cnki_mcp.site.downloading import Downloader
+
+    return Downloader(services.tabs, services.store, services.clock, services.settings.data_dir)

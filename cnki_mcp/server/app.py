@@ -12,7 +12,7 @@ from typing import Any
 from mcp.types import EmptyResult, SetLevelRequestParams
 
 from cnki_mcp import __version__
-from cnki_mcp.server import prompts, tools_ops, tools_search, tools_session
+from cnki_mcp.server import prompts, tools_cite, tools_ops, tools_read, tools_search, tools_session
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.guide import GUIDE
 from cnki_mcp.services import Services
@@ -24,6 +24,11 @@ TOOL_NAMES = (
     "structured_search",
     "search_results",
     "get_metadata",
+    "read_online_html",
+    "download_paper",
+    "read_pdf_text",
+    "export_citations",
+    "link_references",
     "login",
     "session_status",
     "operation_status",
@@ -62,6 +67,8 @@ def build_server(open_services: Callable[[], Services]) -> CnkiServer:
         lifespan=lifespan,
     )
     tools_search.register(server)
+    tools_read.register(server)
+    tools_cite.register(server)
     tools_session.register(server)
     tools_ops.register(server)
     prompts.register(server)

@@ -1,0 +1,326 @@
+"""export_citations and link_references.
+
+export_citations renders stored papers (record_refs, a saved search's scope) locally; only
+`titles` not known locally make it an operation (locate + detail pages through the pipeline's
+metadata step, budget 300/900). A `filename` saves the text atomically under `<data>/exports/`
+(one safe name component, never overwritten: FILE_EXISTS); text over 512 KiB is only saved, never
+returned (OUTPUT_TOO_LARGE without a filename).
+
+link_references is local unless `lookup_missing` is true (then an operation, budget 200/900)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from cnki_mcp.cite import EXTENSIONS, FORMATS, MissingMode, export, normalize_format
+from cnki_mcp.errors import CnkiError, FileExists, InvalidInput, OutputTooLarge
+from cnki_mcp.files import check_file_name
+from cnki_mcp.identity import Paper
+from cnki_mcp.jobs import OperationKind
+from cnki_mcp.links import LinkInput, LinkResult, scan_references
+from cnki_mcp.pipeline.links import link_references as run_link_references
+from cnki_mcp.pipeline.metadata import refs_in_scope
+from cnki_mcp.pipeline.models import MetadataInput, Scope
+from cnki_mcp.server.deps import services_of
+from cnki_mcp.server.errors import CnkiServer
+from cnki_mcp.server.models import OperationView
+from cnki_mcp.server.progress import run_job
+from cnki_mcp.services import Services
+
+EXPORTS_DIR = "exports"
+MAX_TEXT_BYTES = 512 * 1024  # contract: text over 512 KB only as a file
+MAX_RECORD_REFS = 1000
+MAX_TITLES = 100
+MAX_SCOPE_LIMIT = 3000
+
+
+class ExportView(BaseModel):
+    format: str = Field(description="实际使用的格式")
+    count: int = Field(description="导出的文献数")
+    text: str | None = Field(
+        default=None, description="导出内容；超过 512 KB 时只保存为文件，此处为 null（text_omitted=true）"
+    )
+    text_omitted: bool = False
+    path: str | None = Field(default=None, description="保存的文件（指定 filename 时）")
+    bytes: int = Field(description="导出内容的 UTF-8 字节数")
+    missing_fields: dict[str, list[str]] = Field(
+        default_factory=dict, description="缺少作者、来源或年份等的文献：record_ref -> 缺失项"
+    )
+    not_found: list[str] = Field(default_factory=list, description="本地没有的 record_refs")
+
+
+class ExportOperation(OperationView):
+    result: ExportView | None = Field(default=None, description="导出结果（完成或部分完成时）")
+
+
+class LinksOperation(OperationView):
+    result: LinkResult | None = Field(default=None, description="替换后的文本与逐个题名的结果")
+
+
+EXPORT_DESCRIPTION = f"""生成参考文献或导出题录（record_refs、search_id 为本地数据，不访问知网；titles 中本地没有的题名会访问知网定位并读取详情，每 10 个题名 1 次检索 + 每篇 1 次详情页）。
+来源可组合：record_refs、完整 titles（最多 100 个）、search_id（scope：selected 默认 / eligible / candidates，配合 offset/limit）。
+format：{" ".join(FORMATS)}（默认 gbt7714；其他值返回 FORMAT_UNAVAILABLE）。custom 需要 template，占位符 {{title}} {{authors}} {{source}} {{journal}} {{year}} {{volume}} {{issue}} {{pages}} {{doi}} {{url}} {{record_ref}} {{type}}，字面花括号写 {{{{ }}}}。
+missing_fields：mark（默认，缺失处写“[作者未取得]”等）或 omit。filename 保存到 data/exports/（只能是文件名，不含路径；已存在时返回 FILE_EXISTS，不覆盖）；内容超过 512 KB 时必须指定 filename（否则 OUTPUT_TOO_LARGE），text 不再返回。"""
+
+LINKS_DESCRIPTION = """把文本中的《论文题名》替换为指向知网的 Markdown 链接。默认只用本地已有记录（不访问知网）；lookup_missing=true 时本地没有的题名到知网按篇名精确查找（每 10 个题名 1 次检索，最多约 10 次）。
+支持嵌套书名号；已有链接、代码、URL 和 HTML 不做改动。文本最大 512 KB（INPUT_TOO_LARGE），最多 100 个不同题名（TOO_MANY_REFERENCES）。
+references 逐个题名给出 status：linked、matched_without_link、ambiguous（用 get_metadata 或 record_refs 区分）、unresolved。"""
+
+
+# --- export helpers (no MCP in them) --------------------------------------------------
+
+
+def cite_source(paper: Paper) -> dict[str, Any]:
+    """A stored paper as cite.from_paper reads it: the public URL, never the locator."""
+    data = paper.model_dump(mode="json", exclude={"locator"})
+    data["url"] = paper.public_url
+    data["authors"] = paper.author_names()
+    return data
+
+
+def export_file_name(filename: str, extension: str) -> str:
+    """One safe file name (no directory, no traversal); `.ext` of the format added when the
+    name has none. INVALID_ARGUMENT otherwise."""
+    name = filename if "." in filename.strip(".") else f"{filename}.{extension}"
+    suffix = name.rsplit(".", 1)[-1]
+    if not suffix:
+        raise InvalidInput("文件名无效", field="filename")
+    try:
+        check_file_name(name, suffix)  # type: ignore[arg-type]
+    except InvalidInput as exc:
+        raise InvalidInput(exc.message, field="filename") from exc
+    return name
+
+
+def exports_dir(data_dir: Path) -> Path:
+    folder = Path(data_dir) / EXPORTS_DIR
+    if folder.is_symlink():
+        raise InvalidInput("exports 目录不能是符号链接")
+    return folder
+
+
+def ensure_free(data_dir: Path, name: str) -> Path:
+    dest = exports_dir(data_dir) / name
+    if dest.exists() or dest.is_symlink():
+        raise FileExists(path=str(dest))
+    return dest
+
+
+def save_export(data_dir: Path, name: str, text: str) -> Path:
+    """Write `text` to `<data>/exports/name` atomically and exclusively (temporary file, fsync,
+    hard link): a complete file appears or nothing; an existing one is never replaced."""
+    dest = ensure_free(data_dir, name)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{name}.part-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        with tmp.open("xb") as fh:
+            fh.write(text.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, dest)
+        except FileExistsError as exc:
+            raise FileExists(path=str(dest)) from exc
+    finally:
+        tmp.unlink(missing_ok=True)
+    return dest
+
+
+def render_export(
+    services: Services,
+    refs: list[str],
+    fmt: str,
+    template: str | None,
+    missing: MissingMode,
+    filename: str | None,
+) -> ExportView:
+    """Export the stored papers `refs` (in order, repeats once) and save when asked."""
+    ordered = list(dict.fromkeys(refs))
+    papers = services.store.papers_by_refs(ordered)
+    not_found = [r for r in ordered if r not in papers]
+    seen: set[str] = set()
+    sources: list[dict[str, Any]] = []
+    for ref in ordered:
+        paper = papers.get(ref)
+        if paper is None or paper.record_ref in seen:
+            continue
+        seen.add(paper.record_ref)
+        sources.append(cite_source(paper))
+    result = export(sources, fmt, template=template, missing=missing)
+    size = len(result.text.encode("utf-8"))
+    path: Path | None = None
+    if filename is not None:
+        path = save_export(services.settings.data_dir, filename, result.text)
+    elif size > MAX_TEXT_BYTES:
+        raise OutputTooLarge(bytes=size, max_bytes=MAX_TEXT_BYTES)
+    omit = size > MAX_TEXT_BYTES
+    return ExportView(
+        format=result.format,
+        count=result.count,
+        text=None if omit else result.text,
+        text_omitted=omit,
+        path=str(path) if path else None,
+        bytes=size,
+        missing_fields=result.missing_fields,
+        not_found=not_found,
+    )
+
+
+class _LocalOp:
+    """What pipeline.links needs of an operation when nothing goes to CNKI."""
+
+    requests = 0
+    item_errors: list[Any] = []  # noqa: RUF012 - never mutated
+
+    def set_stage(self, stage: str, message: str | None = None) -> None:
+        return None
+
+    def progress(self, done: int, total: int | None = None, unit: str | None = None) -> None:
+        return None
+
+    def set_result(self, result: Any) -> None:
+        return None
+
+    def add_item_error(self, error: CnkiError, **details: Any) -> None:
+        raise error  # pragma: no cover - local linking records no item errors
+
+
+def register(server: CnkiServer) -> None:
+    @server.tool(
+        name="export_citations",
+        title="导出参考文献",
+        description=EXPORT_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True),
+    )
+    async def export_citations(
+        ctx: Context[Any, Any],
+        record_refs: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=64)]],
+            Field(max_length=MAX_RECORD_REFS, description="记录编号（本地数据）"),
+        ] = [],  # noqa: B006
+        titles: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=500)]],
+            Field(max_length=MAX_TITLES, description="完整题名；本地没有时访问知网定位并读取详情"),
+        ] = [],  # noqa: B006
+        search_id: Annotated[
+            str | None, Field(min_length=1, max_length=64, description="导出某次检索的结果")
+        ] = None,
+        scope: Scope = "selected",
+        offset: Annotated[int, Field(ge=0, description="配合 search_id 使用")] = 0,
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_SCOPE_LIMIT, description="配合 search_id 使用，最多 3000")
+        ] = 1000,
+        format: Annotated[
+            str,
+            Field(
+                max_length=32,
+                description="gbt7714 apa mla chicago vancouver bibtex ris endnote csl_json json csv markdown custom",
+            ),
+        ] = "gbt7714",
+        template: Annotated[str | None, Field(max_length=5000, description="format=custom 时的模板")] = None,
+        missing_fields: Annotated[
+            MissingMode, Field(description="mark：缺失处写“[作者未取得]”等；omit：按著录标准省略")
+        ] = "mark",
+        filename: Annotated[
+            str | None,
+            Field(
+                min_length=1, max_length=200, description="保存到 data/exports/ 的文件名，不含路径；不覆盖"
+            ),
+        ] = None,
+    ) -> ExportOperation:
+        fmt = normalize_format(format)  # FORMAT_UNAVAILABLE
+        export([], fmt, template=template)  # INVALID_TEMPLATE before anything else
+        if not record_refs and not titles and not search_id:
+            raise InvalidInput("需要 record_refs、titles 或 search_id 之一", field="record_refs")
+        services = services_of(ctx)
+        store = services.store
+        name = export_file_name(filename, EXTENSIONS[fmt]) if filename is not None else None
+        if name is not None:
+            ensure_free(services.settings.data_dir, name)
+        refs = [store.resolve_ref(r) for r in record_refs]
+        if search_id:
+            _, scoped = refs_in_scope(store, search_id, scope, offset, limit)  # SEARCH_NOT_FOUND
+            refs.extend(store.resolve_ref(r) for r in scoped)
+
+        pending: list[str] = []
+        for title in dict.fromkeys(t.strip() for t in titles if t.strip()):
+            local = store.find_by_title_key(title)
+            if len(local) == 1:
+                refs.append(local[0].record_ref)
+            else:  # unknown (located on CNKI) or ambiguous (reported as an item error there)
+                pending.append(title)
+
+        if not pending:
+            view = render_export(services, refs, fmt, template, missing_fields, name)
+            return ExportOperation(
+                kind=OperationKind.EXPORT.value,
+                status="completed",
+                message="本地导出（未访问知网）",
+                result=view,
+                next_step="用 filename 保存为文件" if view.path is None else None,
+            )
+
+        pipeline = services.pipeline
+
+        async def runner(op: Any) -> Any:
+            op.set_stage("locate", f"按题名定位 {len(pending)} 篇")
+            found = await pipeline.metadata(MetadataInput(titles=pending), op)
+            located = [str(r["record_ref"]) for r in found.records if r.get("record_ref")]
+            op.set_stage("export", "生成参考文献")
+            return render_export(services, [*refs, *located], fmt, template, missing_fields, name)
+
+        job = services.jobs.start(OperationKind.EXPORT, runner, stage="locate", message="定位题名")
+        view = OperationView.of(await run_job(ctx, services.jobs, job))
+        return ExportOperation.model_validate(view.model_dump())
+
+    @server.tool(
+        name="link_references",
+        title="为题名添加知网链接",
+        description=LINKS_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+    )
+    async def link_references(
+        ctx: Context[Any, Any],
+        text: Annotated[
+            str, Field(description="含《题名》的 Markdown 文本，最大 512 KB，最多 100 个不同题名")
+        ],
+        lookup_missing: Annotated[
+            bool, Field(description="是否到知网按篇名精确查找本地没有的题名（访问知网）")
+        ] = False,
+    ) -> LinksOperation:
+        scan_references(text)  # INPUT_TOO_LARGE / TOO_MANY_REFERENCES before any work
+        inp = LinkInput(text=text, lookup_missing=lookup_missing)
+        services = services_of(ctx)
+        origin = services.settings.site_origin
+        origins = (origin,) if origin else ()
+        if not lookup_missing:
+            result = await run_link_references(
+                inp, services.store, services.backend, _LocalOp(), public_origins=origins
+            )
+            return LinksOperation(
+                kind=OperationKind.LINKS.value,
+                status="completed",
+                message="只用本地记录（未访问知网）",
+                result=result,
+                next_step=(
+                    "link_references(text, lookup_missing=true) 可到知网查找 unresolved 的题名"
+                    if any(r.status == "unresolved" for r in result.references)
+                    else None
+                ),
+            )
+
+        async def runner(op: Any) -> Any:
+            return await run_link_references(
+                inp, services.store, services.backend, op, public_origins=origins
+            )
+
+        job = services.jobs.start(OperationKind.LINKS, runner, stage="links", message="匹配题名")
+        view = OperationView.of(await run_job(ctx, services.jobs, job))
+        return LinksOperation.model_validate(view.model_dump())

@@ -1,0 +1,265 @@
+"""read_online_html, download_paper and read_pdf_text.
+
+Arguments (and a record_ref or title already known locally) are checked before any operation
+starts, so bad input never reaches the browser. read_online_html and download_paper run as
+operations (fixed budgets read 60/900 and download 30/1800, facts §3.9) answering within the
+inline wait; a title not known locally is located on CNKI inside the operation (one exact-title
+grid request). read_pdf_text is local: it reads a file under `<data>/downloads`."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from cnki_mcp.errors import DocumentNotFound, InvalidInput
+from cnki_mcp.files import check_file_name, target_dir
+from cnki_mcp.jobs import DEFAULT_BUDGETS, BudgetSpec, OperationKind
+from cnki_mcp.links import reference_key
+from cnki_mcp.pdf_text import PdfText, read_pdf_text
+from cnki_mcp.pipeline.enrich import ambiguous
+from cnki_mcp.pipeline.links import locate_titles
+from cnki_mcp.reading_service import DEFAULT_MAX_CHARACTERS, MAX_CHARACTERS, ReadResult
+from cnki_mcp.server.deps import services_of
+from cnki_mcp.server.errors import CnkiServer
+from cnki_mcp.server.models import OperationView
+from cnki_mcp.server.progress import run_job
+from cnki_mcp.services import Services
+from cnki_mcp.site.downloading import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, DownloadResult
+
+RecordRef = Annotated[
+    str | None, Field(min_length=1, max_length=64, description="记录编号 rec_…（与 title 二选一）")
+]
+Title = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=500,
+        description="完整题名（与 record_ref 二选一）；本地没有时按篇名精确检索定位",
+    ),
+]
+OnVerificationChoice = Annotated[
+    Literal["ask", "skip"], Field(description="ask：弹出窗口等待人工验证；skip：遇到验证即放弃")
+]
+
+
+class ReadOperation(OperationView):
+    result: ReadResult | None = Field(default=None, description="正文（完成时）；不含阅读页地址")
+
+
+class DownloadOperation(OperationView):
+    result: DownloadResult | None = Field(default=None, description="下载的文件（完成时）")
+
+
+READ_DESCRIPTION = """读取论文的 HTML 全文（访问知网：打开详情页并点击“HTML阅读”，约 2–5 次请求；30 分钟内读过的完整正文从本地返回，不访问知网）。
+record_ref 或完整 title 二选一（title 本地没有时按篇名精确检索定位，多 1 次请求）。section 只返回该章节（名称取自 sections，或 0 起的序号）；offset/max_characters 按字符分页（默认 20000，最多 200000），next_offset 为 null 表示已到末尾。
+trial=true 表示只能试读；complete_article=false 表示确定不完整，null 表示无法确认。详情页没有 HTML 阅读入口时返回 HTML_ENTRY_NOT_FOUND，可改用 download_paper 再用 read_pdf_text。
+调用内最多等待约 40 秒，未完成时用 operation_status(operation_id, wait_seconds=50) 继续等待；awaiting_user 时请用户在浏览器窗口完成验证。"""
+
+DOWNLOAD_DESCRIPTION = """下载论文的 PDF 或 CAJ 文件到 data/downloads/（访问知网：打开详情页并点击一次下载，约 2–5 次请求；可能产生费用，只在明确需要文件时使用）。
+record_ref 或完整 title 二选一。format：auto（默认，优先 PDF，没有则 CAJ）、pdf、caj。filename 默认“题名_编号前8位.pdf”，已存在时返回 FILE_EXISTS，不覆盖；subdirectory 为 downloads/ 下的相对子目录。
+之前下载过且文件未改动时直接返回（source=cache，不访问知网）。等待超时返回 SIDE_EFFECT_UNCERTAIN：稍后用相同参数再调用会先检查文件是否已到，确认要再次点击时才传 retry=true。
+下载完成后可用 read_pdf_text(record_ref) 读取 PDF 文字。"""
+
+PDF_DESCRIPTION = """读取已下载 PDF 的文字（本地，不访问知网）。path 为 data/downloads/ 下的相对路径（或 download_paper 返回的 path），或用 record_ref 读取该文献已下载的 PDF。
+pages：页码范围，如 "1-3"、"5"、"2-"、"1,4-5"（从 1 开始，默认全部）；max_characters 默认 20000，最多 200000；truncated=true 时用 next_page 继续。CAJ 文件无法提取文字（INVALID_FILE）。"""
+
+
+def one_target(record_ref: str | None, title: str | None) -> None:
+    if (record_ref is None) == (title is None):
+        raise InvalidInput("record_ref 与 title 必须二选一", field="record_ref")
+
+
+def known_ref(services: Services, record_ref: str | None, title: str | None) -> str | None:
+    """The local ref of the target; None when the title must be located on CNKI.
+    DOCUMENT_NOT_FOUND for an unknown record_ref, IDENTITY_AMBIGUOUS for a title with several
+    local papers (both before any operation starts)."""
+    store = services.store
+    if record_ref is not None:
+        ref = store.resolve_ref(record_ref)
+        if store.get(ref) is None:
+            raise DocumentNotFound(record_ref=record_ref)
+        return ref
+    assert title is not None
+    local = store.find_by_title_key(title)
+    if len(local) > 1:
+        raise ambiguous(title, len(local))
+    return local[0].record_ref if local else None
+
+
+async def locate_title(services: Services, title: str, op: Any) -> str:
+    """The one paper CNKI lists under exactly `title` (one grid request; rows are stored)."""
+    key = reference_key(title)
+    op.set_stage("locate", "按篇名精确检索定位")
+    origin = services.settings.site_origin
+    found = await locate_titles(
+        services.store, services.backend, {key: title}, op, public_origins=(origin,) if origin else ()
+    )
+    papers = found.get(key, [])
+    if not papers:
+        raise DocumentNotFound("知网上没有这个完整题名", title=title)
+    if len(papers) > 1:
+        raise ambiguous(title, len(papers))
+    return papers[0].record_ref
+
+
+def budget_of(kind: OperationKind, on_verification: str) -> BudgetSpec:
+    spec = DEFAULT_BUDGETS[kind]
+    return spec.model_copy(update={"on_verification": "skip" if on_verification == "skip" else "wait"})
+
+
+def check_download_arguments(
+    data_dir: Path, format: str, filename: str | None, subdirectory: str | None
+) -> None:
+    """The downloader's own argument checks, run before an operation starts."""
+    if filename is not None:
+        ext = filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
+        if format == "auto" and ext not in ("pdf", "caj"):
+            raise InvalidInput("文件扩展名须为 .pdf 或 .caj", field="filename")
+        check_file_name(filename, ext if format == "auto" else format)  # type: ignore[arg-type]
+    target_dir(data_dir, subdirectory)
+
+
+def register(server: CnkiServer) -> None:
+    @server.tool(
+        name="read_online_html",
+        title="读取 HTML 正文",
+        description=READ_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+    )
+    async def read_online_html(
+        ctx: Context[Any, Any],
+        record_ref: RecordRef = None,
+        title: Title = None,
+        section: Annotated[
+            str | int | None, Field(description="章节名（取自 sections，忽略大小写和多余空格）或 0 起的序号")
+        ] = None,
+        offset: Annotated[int, Field(ge=0, description="起始字符位置（整篇或所选章节内）")] = 0,
+        max_characters: Annotated[
+            int, Field(ge=1, le=MAX_CHARACTERS, description="本次最多返回的字符数，1–200000")
+        ] = DEFAULT_MAX_CHARACTERS,
+        on_verification: OnVerificationChoice = "ask",
+    ) -> ReadOperation:
+        if isinstance(section, str) and len(section) > 500:
+            raise InvalidInput("章节名过长", field="section")
+        one_target(record_ref, title)
+        services = services_of(ctx)
+        ref = known_ref(services, record_ref, title)
+        reading = services.reading
+
+        async def runner(op: Any) -> Any:
+            target = ref if ref is not None else await locate_title(services, title or "", op)
+            op.set_stage("read", "读取 HTML 正文")
+            return await reading.read(
+                target, section=section, offset=offset, max_characters=max_characters, op=op
+            )
+
+        job = services.jobs.start(
+            OperationKind.READ, runner, budget_of(OperationKind.READ, on_verification),
+            stage="read", message="读取 HTML 正文",
+        )  # fmt: skip
+        view = OperationView.of(await run_job(ctx, services.jobs, job))
+        return ReadOperation.model_validate(view.model_dump())
+
+    @server.tool(
+        name="download_paper",
+        title="下载论文",
+        description=DOWNLOAD_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True),
+    )
+    async def download_paper(
+        ctx: Context[Any, Any],
+        record_ref: RecordRef = None,
+        title: Title = None,
+        format: Annotated[
+            Literal["auto", "pdf", "caj"], Field(description="auto 优先 PDF，没有 PDF 入口时用 CAJ")
+        ] = "auto",
+        filename: Annotated[
+            str | None, Field(min_length=1, max_length=240, description="文件名，扩展名须与格式一致")
+        ] = None,
+        subdirectory: Annotated[
+            str | None, Field(min_length=1, max_length=500, description="data/downloads/ 下的相对子目录")
+        ] = None,
+        wait_seconds: Annotated[
+            float,
+            Field(ge=1, le=MAX_WAIT_SECONDS, description="点击后等待文件的秒数 1–900（人工验证时间不计入）"),
+        ] = DEFAULT_WAIT_SECONDS,
+        retry: Annotated[
+            bool, Field(description="上次结果不明确（SIDE_EFFECT_UNCERTAIN）时确认再次点击")
+        ] = False,
+        on_verification: OnVerificationChoice = "ask",
+    ) -> DownloadOperation:
+        one_target(record_ref, title)
+        services = services_of(ctx)
+        check_download_arguments(services.settings.data_dir, format, filename, subdirectory)
+        ref = known_ref(services, record_ref, title)
+        downloader = services.downloader
+
+        async def runner(op: Any) -> Any:
+            target = ref if ref is not None else await locate_title(services, title or "", op)
+            op.set_stage("download", "下载文件")
+            return await downloader.download(
+                target, format=format, filename=filename, subdirectory=subdirectory,
+                wait_seconds=wait_seconds, retry=retry, op=op,
+            )  # fmt: skip
+
+        job = services.jobs.start(
+            OperationKind.DOWNLOAD, runner, budget_of(OperationKind.DOWNLOAD, on_verification),
+            stage="download", message="下载文件",
+        )  # fmt: skip
+        view = OperationView.of(await run_job(ctx, services.jobs, job))
+        if view.status == "failed" and any(e.code == "SIDE_EFFECT_UNCERTAIN" for e in view.errors):
+            view.next_step = (
+                "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
+            )
+        elif view.status == "completed":
+            view.next_step = "read_pdf_text(record_ref)"
+        return DownloadOperation.model_validate(view.model_dump())
+
+    @server.tool(
+        name="read_pdf_text",
+        title="读取 PDF 文字",
+        description=PDF_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=True),
+    )
+    async def read_pdf_text_tool(
+        ctx: Context[Any, Any],
+        path: Annotated[
+            str | None,
+            Field(
+                min_length=1,
+                max_length=2000,
+                description="data/downloads/ 下的文件路径（与 record_ref 二选一）",
+            ),
+        ] = None,
+        record_ref: Annotated[
+            str | None, Field(min_length=1, max_length=64, description="已下载 PDF 的文献记录编号")
+        ] = None,
+        pages: Annotated[
+            str | None, Field(max_length=200, description='页码范围，如 "1-3"、"5"、"2-"、"1,4-5"；默认全部')
+        ] = None,
+        max_characters: Annotated[
+            int, Field(ge=1, le=MAX_CHARACTERS, description="最多返回的字符数，1–200000")
+        ] = DEFAULT_MAX_CHARACTERS,
+    ) -> PdfText:
+        if (path is None) == (record_ref is None):
+            raise InvalidInput("path 与 record_ref 必须二选一", field="path")
+        services = services_of(ctx)
+        data_dir = services.settings.data_dir
+        if record_ref is not None:
+            store = services.store
+            ref = store.resolve_ref(record_ref)
+            if store.get(ref) is None:
+                raise DocumentNotFound(record_ref=record_ref)
+            stored = store.download_for(ref, "pdf")
+            if stored is None:
+                raise InvalidInput(
+                    "该文献没有已下载的 PDF，请先调用 download_paper(format='pdf')", field="record_ref"
+                )
+            path = str(stored.path)
+        assert path is not None
+        return await asyncio.to_thread(read_pdf_text, path, data_dir, pages, max_characters)
