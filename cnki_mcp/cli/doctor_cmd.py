@@ -2,7 +2,11 @@
 
 Checks: settings (environment variables), browser found, browser launchable (headless, in
 a temporary profile), data directory writable, data directory not locked by another
-cnki-mcp, store readable, package versions, display. Nothing here contacts CNKI."""
+cnki-mcp, store readable, package versions, display. Nothing here contacts CNKI.
+
+The stdio protocol check is added with the MCP server as `protocol_check(command: list[str],
+env: dict[str, str]) -> Check` (spawn `command` with `env` and a temporary CNKI_DATA_DIR, list
+the tools); `setup` calls it when it exists. `--protocol` is added together with it."""
 
 from __future__ import annotations
 
