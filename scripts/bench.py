@@ -2,6 +2,8 @@
 
     .venv/bin/python scripts/bench.py parse [-n 200] [--write docs/benchmarks.md]
     .venv/bin/python scripts/bench.py quality [--ranker reference] [--write docs/benchmarks.md]
+    .venv/bin/python scripts/bench.py limiter [--requests 20] [--write docs/benchmarks.md]
+    .venv/bin/python scripts/bench.py search [--question q03] [--write docs/benchmarks.md]
 
 `parse`: median and p90 parse time per page type, our selectolax parsers side by side with a
 BeautifulSoup (html.parser) implementation of the same grid extraction, on a synthetic 50-row
@@ -427,6 +429,9 @@ def _quality_section(table: str, tables: list[str], n: int) -> str:
 # --- entry --------------------------------------------------------------------------------
 
 
+BROWSER_COMMANDS = ("limiter", "search")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.py", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -442,6 +447,14 @@ def main(argv: list[str] | None = None) -> int:
         "--write", default=None, metavar="MD", help="also write the ## Ranking quality section of this file"
     )
     q.set_defaults(func=bench_quality)
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in BROWSER_COMMANDS or argv[0].startswith("-"):
+        # The Chromium benchmarks import Playwright: only when asked for (parse/quality stay light).
+        import bench_search  # type: ignore[import-not-found]
+        import bench_site  # type: ignore[import-not-found]
+
+        bench_site.add_limiter_parser(sub)
+        bench_search.add_search_parser(sub)
     args = parser.parse_args(argv)
     return int(args.func(args))
 
