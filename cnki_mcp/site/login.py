@@ -3,7 +3,8 @@
 `登录`/`个人登录` entry is followed) or on the institution's remote-access URL, and one human step
 of kind `login` runs through the gate. While it waits, EVERY open CNKI tab is read every 1.5 s,
 because people often finish logging in on a tab the site opened or on www.cnki.net; a positive
-identity (personal or institution) on any of them ends the wait, so does `operation_control
+identity (personal or institution; with `force`, one other than the identity shown when the step
+began) on any of them ends the wait, so does `operation_control
 resume`, and the gate's timeout (20 minutes) gives VERIFICATION_TIMEOUT. After the step the
 session cookies are saved and the identity is returned."""
 
@@ -50,8 +51,15 @@ def _url(page: Page) -> str:
         return ""
 
 
-async def scan_tabs(host: BrowserHost, endpoints: Endpoints) -> HeaderIdentity | None:
-    """The first positive identity shown by any open CNKI tab (login pages skipped), else None."""
+def _who(identity: HeaderIdentity) -> tuple[str | None, tuple[str, ...]]:
+    return identity.personal_name if positive(identity) else None, tuple(identity.institutions)
+
+
+async def scan_tabs(
+    host: BrowserHost, endpoints: Endpoints, *, unlike: HeaderIdentity | None = None
+) -> HeaderIdentity | None:
+    """The first positive identity shown by any open CNKI tab (login pages skipped), else None.
+    With `unlike`, an identity equal to it does not count (force: the person switches accounts)."""
     ctx = await host.ensure()
     for page in list(ctx.pages):
         url = _url(page)
@@ -61,7 +69,7 @@ async def scan_tabs(host: BrowserHost, endpoints: Endpoints) -> HeaderIdentity |
             identity = read_header_identity(await page.content())
         except PlaywrightError:  # mid-navigation or closed meanwhile: next poll reads it
             continue
-        if positive(identity):
+        if positive(identity) and (unlike is None or _who(identity) != _who(unlike)):
             return identity
     return None
 
@@ -77,6 +85,7 @@ class LoginWatch:
     clock: Clock
     interval: float = TAB_POLL_SECONDS
     found: HeaderIdentity | None = None
+    baseline: HeaderIdentity | None = None  # force: who was logged in when the step began
     reads: int = 0
     _last_read: float | None = field(default=None)
 
@@ -85,7 +94,7 @@ class LoginWatch:
         if self.found is None and (self._last_read is None or now - self._last_read >= self.interval):
             self._last_read = now
             self.reads += 1
-            self.found = await scan_tabs(self.inner.host, self.inner.endpoints)
+            self.found = await scan_tabs(self.inner.host, self.inner.endpoints, unlike=self.baseline)
         if self.found is not None:
             return PageState(PageKind.CLEAR)
         return PageState(PageKind.LOGIN)
@@ -125,7 +134,10 @@ class LoginFlow:
                 self.clock,
                 interval=self.poll_interval,
             )
-            if not force:
+            if force:
+                # Switching accounts: the identity shown now does not end the step.
+                watch.baseline = await scan_tabs(self.host, self.endpoints)
+            else:
                 # The entry page itself may already show who we are (an institution by IP).
                 watch.found = await scan_tabs(self.host, self.endpoints)
             if watch.found is None:

@@ -1,0 +1,203 @@
+"""Human steps end to end. The server runs IN-PROCESS here (the SDK's in-memory Client over
+`build_server` with real Services: CnkiSite on headless Chromium) because the test plays the person
+on the same machine: it must reach the browser page the gate shows, which a headless browser
+inside a subprocess would hide. Everything else is the production path: the simulator serves the
+verification and login pages and checks what the "person" submits."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from cnki_mcp.server.app import build_server
+from cnki_mcp.services import Services
+from cnki_mcp.settings import Settings
+from cnki_mcp.sim.server import SimServer
+from tests.e2e.support import BOUND, DETAIL, GRID, wait_op
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+SUBMIT = "form.ecp_loginAccountBox [type=submit], form.ecp_loginAccountBox button"
+
+
+@dataclass
+class InProcess:
+    client: Client
+    services: Services
+    sim: SimServer
+
+    async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        async with asyncio.timeout(BOUND):
+            result = await self.client.call_tool(tool, args)
+        assert not result.is_error, (tool, result.structured_content or result.content)
+        data = result.structured_content
+        assert isinstance(data, dict)
+        return data
+
+    async def tab(self, fragment: str) -> Any:
+        """The browser tab whose URL holds `fragment` (waits for it, bounded)."""
+        ctx = await self.services.host.ensure()
+        async with asyncio.timeout(BOUND):
+            while True:
+                for page in ctx.pages:
+                    if fragment in page.url:
+                        return page
+                await asyncio.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimServer]:
+    server = SimServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def app(sim: SimServer, tmp_path: Path, browser_executable: str) -> AsyncIterator[InProcess]:
+    sim.set_scenario(None)
+    sim.reset()
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        browser_path=browser_executable,
+        headless=True,
+        site_origin=sim.origin,
+        request_interval_ms=30,
+        inline_wait_seconds=0.0,
+    )
+    opened: list[Services] = []
+
+    def open_services() -> Services:
+        opened.append(Services.open(settings))
+        return opened[-1]
+
+    # One task owns the client (anyio scopes must exit in the task that entered them).
+    ready: asyncio.Queue[Client] = asyncio.Queue()
+    stop = asyncio.Event()
+
+    async def own() -> None:
+        async with Client(build_server(open_services)) as client:
+            ready.put_nowait(client)
+            await stop.wait()
+
+    owner = asyncio.create_task(own())
+    async with asyncio.timeout(60):
+        client = await ready.get()
+    try:
+        yield InProcess(client, opened[0], sim)
+    finally:
+        stop.set()
+        async with asyncio.timeout(60):
+            await owner
+
+
+def awaiting(r: dict[str, Any]) -> bool:
+    assert r["status"] in ("running", "awaiting_user"), r
+    return r["status"] == "awaiting_user"
+
+
+async def test_grid_verification_pauses_the_search_until_the_person_solves_it(app: InProcess) -> None:
+    app.sim.set_scenario({"faults": [{"path": GRID, "kind": "verification", "at": [2]}]})
+    started = await app.call(
+        "search",
+        {
+            "query": "违约金过高时法院如何酌减",
+            "concept_groups": [["违约金"], ["酌减", "调整"]],
+            "year_to": 2025,
+            "options": {"max_pages": 1, "candidate_target": 20, "metadata": "basic"},
+        },
+    )
+    op_id = started["operation_id"]
+    # the long-poll returns as soon as the operation enters awaiting_user
+    waiting = await app.call("operation_status", {"operation_id": op_id, "wait_seconds": 55})
+    assert waiting["status"] == "awaiting_user", waiting
+    assert "验证" in waiting["message"]
+    assert app.services.gate.active_kind == "challenge"
+
+    # already awaiting: the long-poll keeps waiting; the person's time is not charged
+    again = await app.call("operation_status", {"operation_id": op_id, "wait_seconds": 1})
+    assert again["status"] == "awaiting_user"
+    assert again["active_seconds"] == waiting["active_seconds"]
+    assert again["requests"] == waiting["requests"]
+
+    # the person solves the vericode form the search page shows in #briefBox
+    work = await app.services.host.work_page()
+    assert await work.locator("#briefBox form[name=vericodeForm]").count() == 1
+    await work.fill("#vericode", "abcd")
+    await work.click(".btn-vericode")
+
+    done = await wait_op(app.call, waiting)
+    assert done["status"] == "completed", done["errors"]
+    assert done["result"]["candidate_count"] > 0
+    assert [e.status for e in app.sim.requests_for("/verify/solve", "POST")]
+    assert done["active_seconds"] >= again["active_seconds"]
+
+
+async def test_login_tool_waits_for_the_person_and_resume_ends_a_forced_login(app: InProcess) -> None:
+    before = await app.call("session_status", {})
+    assert before["evidence_source"] == "not_checked"
+
+    started = await app.call("login", {})
+    waiting = await wait_op(app.call, started, until=awaiting)
+    assert app.services.gate.active_kind == "login"
+    tab = await app.tab("/login")  # the tab the login flow opened on the AdvSearch login entry
+    await tab.fill("input[name=username]", "reader01")
+    await tab.fill("input[name=password]", "secret")
+    await tab.locator(SUBMIT).first.click()
+    done = await wait_op(app.call, waiting)
+    assert done["status"] == "completed", done["errors"]
+    assert done["result"]["personal"] == "authenticated"
+    assert app.services.host.cookies_path.exists()  # the session cookies were saved
+    cached = await app.call("session_status", {})
+    assert cached["cached"] is True and cached["personal"] == "authenticated"
+    assert [e.params.get("ok") for e in app.sim.requests_for("/login/submit", "POST")] == [True]
+
+    # already logged in and not forced: the identity at once, no login page opened
+    login_pages = len(app.sim.requests_for("/login", "GET"))
+    quick = await wait_op(app.call, await app.call("login", {}))
+    assert quick["status"] == "completed" and quick["result"]["personal"] == "authenticated"
+    assert len(app.sim.requests_for("/login", "GET")) == login_pages
+
+    # forced: the same identity does not end the step; operation_control resume does
+    forced = await wait_op(app.call, await app.call("login", {"force": True}), until=awaiting)
+    resumed = await app.call(
+        "operation_control", {"action": "resume", "operation_id": forced["operation_id"]}
+    )
+    assert resumed["action"] == "resume"
+    final = await wait_op(app.call, resumed["operation"])
+    assert final["status"] == "completed", final["errors"]
+    assert final["result"]["personal"] == "authenticated"
+
+
+async def test_login_required_on_a_detail_is_solved_through_the_login_flow(app: InProcess) -> None:
+    record = next(r for r in app.sim.corpus.records if r.type == "期刊" and not r.online_first)
+    app.sim.set_scenario({"faults": [{"path": DETAIL, "kind": "login_required", "at": [1]}]})
+    started = await app.call("get_metadata", {"titles": [record.title]})
+    waiting = await wait_op(app.call, started, until=awaiting)
+    assert app.services.gate.active_kind == "login"
+    assert "登录" in waiting["message"]
+
+    # the agent calls login, as the message says; the person logs in on the page shown
+    login = await app.call("login", {})
+    tab = await app.tab("/login")
+    await tab.fill("input[name=username]", "reader02")
+    await tab.fill("input[name=password]", "pw")
+    await tab.locator(SUBMIT).first.click()
+
+    done = await wait_op(app.call, waiting)
+    assert done["status"] == "completed", done["errors"]
+    [paper] = done["result"]["records"]
+    assert paper["title"] == record.title and paper["abstract"] == record.abstract
+    who = await wait_op(app.call, login)
+    assert who["status"] == "completed", who["errors"]
+    assert who["result"]["personal"] == "authenticated"
+    assert [e.params.get("ok") for e in app.sim.requests_for("/login/submit", "POST")] == [True]
+    details = app.sim.requests_for(DETAIL)
+    # refused once; then the login page's return to the detail (in the person's tab) and the read
+    assert [e.params.get("id") for e in details] == [record.id] * 3
+    assert [e.fault for e in details] == ["login_required", None, None]
