@@ -4,9 +4,9 @@ Checks: settings (environment variables), browser found, browser launchable (hea
 a temporary profile), data directory writable, data directory not locked by another
 cnki-mcp, store readable, package versions, display. Nothing here contacts CNKI.
 
-The stdio protocol check is added with the MCP server as `protocol_check(command: list[str],
-env: dict[str, str]) -> Check` (spawn `command` with `env` and a temporary CNKI_DATA_DIR, list
-the tools); `setup` calls it when it exists. `--protocol` is added together with it."""
+`--protocol` adds the stdio protocol check (`protocol_check(command, env) -> Check`): spawn
+`cnki-mcp serve` as a client would, with a temporary CNKI_DATA_DIR, initialize, list the tools,
+call `diagnostics`, check the version and that no browser started. `setup` runs it last."""
 
 from __future__ import annotations
 
@@ -44,6 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "有无图形显示。每项一行；任何一项失败时退出码为 1。"
     )
     parser.add_argument("--json", action="store_true", help="以 JSON 输出 / print JSON")
+    parser.add_argument(
+        "--protocol",
+        action="store_true",
+        help="另外以 stdio 启动 cnki-mcp serve 做一次 MCP 握手自检 / also run the stdio MCP handshake check",
+    )
 
 
 # --- the checks ----------------------------------------------------------------------
@@ -240,8 +245,20 @@ def report_json(checks: list[Check]) -> str:
     return json.dumps(payload, ensure_ascii=False, indent=2)
 
 
+def protocol_check(command: list[str], env: dict[str, str]) -> Check:
+    """The MCP handshake against `command` (see the module docstring)."""
+    from cnki_mcp.server.selfcheck import protocol_check as handshake
+
+    report = handshake(command, env)
+    return Check("protocol", report.ok, report.detail, report.hint)
+
+
 def run(args: argparse.Namespace) -> int:
     checks = run_checks(os.environ)
+    if getattr(args, "protocol", False):
+        from cnki_mcp.cli.launcher import current_launcher
+
+        checks.append(protocol_check(current_launcher().serve(), dict(os.environ)))
     if args.json:
         print(report_json(checks))
     else:

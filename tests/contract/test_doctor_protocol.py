@@ -1,0 +1,48 @@
+"""`cnki-mcp doctor --protocol`: the stdio MCP handshake against a real `cnki-mcp serve`."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from cnki_mcp.cli import doctor_cmd
+from cnki_mcp.cli.main import main
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
+    env["CNKI_DATA_DIR"] = str(tmp_path / "user-data")
+    return env
+
+
+def test_protocol_check_handshakes_with_serve_and_leaves_the_data_directory_alone(tmp_path: Path) -> None:
+    check = doctor_cmd.protocol_check([sys.executable, "-m", "cnki_mcp", "serve"], _env(tmp_path))
+    assert check.ok, check.detail
+    assert check.name == "protocol"
+    assert "0.1.0" in check.detail
+    assert not (tmp_path / "user-data").exists()  # a temporary data directory was used
+
+
+def test_protocol_check_reports_a_command_that_is_not_an_mcp_server(tmp_path: Path) -> None:
+    check = doctor_cmd.protocol_check([sys.executable, "-c", "print('hello')"], _env(tmp_path))
+    assert not check.ok
+    missing = doctor_cmd.protocol_check([str(tmp_path / "no-such-program"), "serve"], _env(tmp_path))
+    assert not missing.ok
+
+
+@pytest.mark.browser
+def test_doctor_protocol_json_includes_the_handshake(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], browser_executable: str
+) -> None:
+    monkeypatch.setenv("CNKI_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("CNKI_BROWSER_PATH", browser_executable)
+    monkeypatch.setattr(sys, "argv", [sys.executable, "-m", "cnki_mcp"])
+    code = main(["doctor", "--protocol", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    names = {c["name"]: c for c in report["checks"]}
+    assert names["protocol"]["ok"] is True, names["protocol"]
+    assert code == (0 if report["ok"] else 1)
