@@ -121,7 +121,7 @@ class SearchEngine:
             st.pool = self._pool(st, st.refs)
             ctx.checkpoint(st.to_json())
         if not st.enriched:
-            await self.enricher.run(st.pool, ctx, stage="enrichment")
+            await self.enricher.run(st.pool, ctx, stage="enrichment", label="读取详情与期刊")
             st.enriched = True
             ctx.checkpoint(st.to_json())
         if not st.feedback_done:
@@ -132,7 +132,10 @@ class SearchEngine:
                         CoverageEntry(channel=c.id, field=c.field, reason=c.reason) for c in st.feedback
                     )
                     ctx.checkpoint(st.to_json())
-                ctx.set_stage("feedback", f"补充检索 {len(st.feedback)} 个关键词")
+                words = "、".join(c.reason.removeprefix(FEEDBACK_REASON) for c in st.feedback)
+                ctx.set_stage(
+                    "feedback", f"补充检索 {len(st.feedback)} 个关键词" + (f"：{words}" if words else "")
+                )
                 want = [
                     c
                     for c in st.feedback
@@ -143,7 +146,9 @@ class SearchEngine:
             st.feedback_pool = self._pool(st, st.feedback_refs)
             ctx.checkpoint(st.to_json())
         if not st.finished:
-            await self.enricher.run(st.feedback_pool, ctx, stage="feedback_enrichment")
+            await self.enricher.run(
+                st.feedback_pool, ctx, stage="feedback_enrichment", label="读取补充检索结果的详情与期刊"
+            )
             st.finished = True
 
     # --- retrieval ----------------------------------------------------------------------
@@ -163,13 +168,16 @@ class SearchEngine:
                 lo > 0 and lo == hi and len(st.refs) >= params["candidate_target"]
             ):
                 return
-            ctx.set_stage("retrieval", f"第 {lo + 1} 轮检索，已有候选 {len(st.refs)} 篇")
+            ctx.set_stage("retrieval", f"第 {lo + 1} 轮检索中，已有候选 {len(st.refs)} 篇")
             ctx.progress(len(st.refs), params["candidate_target"], "candidates")
             want = [c for c in live if st.coverage_of(c.id).pages == lo]
             try:
                 await self._round(st, ctx, want, feedback=False)
             finally:
                 ctx.checkpoint(st.to_json())
+            # The round's rows are counted now, not before it ran.
+            ctx.set_stage("retrieval", f"第 {lo + 1} 轮检索，已有候选 {len(st.refs)} 篇")
+            ctx.progress(len(st.refs), params["candidate_target"], "candidates")
 
     def _request(self, st: SearchState, channel: Channel, page: int) -> GridRequest:
         params = st.input

@@ -215,13 +215,19 @@ class Enricher:
         stage: str,
         quality: bool = True,
         refresh: bool = False,
+        label: str = "读取详情",
     ) -> None:
-        """Enrich `refs` on the worker pool; progress `{done, total}` under `stage`."""
+        """Enrich `refs` on the worker pool; progress `{done, total}` in papers under `stage`,
+        with the message `<label> done/total`."""
         total = len(refs)
         if total == 0:
             return
-        ctx.set_stage(stage)
-        ctx.progress(0, total)
+
+        def report(done: int) -> None:
+            ctx.set_stage(stage, f"{label} {done}/{total}")
+            ctx.progress(done, total, "papers")
+
+        report(0)
         queue = list(refs)
         state = {"next": 0, "done": 0}
         stop: list[BaseException] = []
@@ -241,7 +247,7 @@ class Enricher:
                                 t.cancel()
                     return
                 state["done"] += 1
-                ctx.progress(state["done"], total)
+                report(state["done"])
 
         tasks = [asyncio.ensure_future(worker()) for _ in range(min(total, self.workers))]
         results = await asyncio.gather(*tasks, return_exceptions=True)

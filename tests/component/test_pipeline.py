@@ -13,7 +13,15 @@ from pipeline_fakes import AMBIGUOUS_TITLE, SimSite, duplicates, title_of
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import InvalidInput, PaginationMismatch, SearchNotFound
-from cnki_mcp.jobs import BudgetSpec, JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.jobs import (
+    BudgetSpec,
+    JobManager,
+    MemorySink,
+    OperationContext,
+    OperationKind,
+    OperationRecord,
+    ProgressEvent,
+)
 from cnki_mcp.models import GridPage
 from cnki_mcp.pipeline.models import (
     MetadataInput,
@@ -200,6 +208,44 @@ async def test_search_continued_in_a_new_process_reuses_checkpointed_cursors(
     grids = [k for k in first.log + fresh.log if k[0] == "grid"]
     assert duplicates(grids) == []
     assert fresh.sent and all(c is not None for c in fresh.sent)  # every page > 1 sent its cursor
+
+
+async def test_progress_message_fits_each_stage_and_counts_candidates_after_the_round(
+    clock: FakeClock, store: Store
+) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    inp = search_input(freshness="live")
+    jobs = JobManager(clock, MemorySink())
+    events: list[ProgressEvent] = []
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, PLAN, ctx)
+
+    job = jobs.start(OperationKind.SEARCH, runner, inp.budget())
+    jobs.subscribe(job.operation_id, events.append)
+    [record] = await clock.run_until_complete(job.finish())
+    assert record.status == "completed"
+
+    def of(stage: str) -> list[ProgressEvent]:
+        return [e for e in events if e.stage == stage]
+
+    retrieval = of("retrieval")
+    # Five rounds of 20 rows: q1 lists 0-99, q2 30-129, q3 60-159, so 160 candidates, and the
+    # two feedback channels add 40 more (candidate_count 200).
+    rounds = record.result["coverage"][0]["pages"]
+    assert rounds == 5 and record.result["candidate_count"] == 200
+    assert retrieval[-1].message == "第 5 轮检索，已有候选 160 篇"
+    assert retrieval[-1].done == 160 and retrieval[-1].unit == "candidates"
+    enrichment = of("enrichment")  # pool of 160 candidates: 60
+    assert {e.message for e in enrichment} == {f"读取详情与期刊 {i}/60" for i in range(61)}
+    assert enrichment[-1].message == "读取详情与期刊 60/60"
+    assert (enrichment[-1].done, enrichment[-1].total, enrichment[-1].unit) == (60, 60, "papers")
+    assert any((e.message or "").startswith("补充检索 2 个关键词：") for e in of("feedback"))
+    later = of("feedback_enrichment")  # the 40 feedback papers: all of them
+    assert {e.message for e in later} == {f"读取补充检索结果的详情与期刊 {i}/40" for i in range(41)}
+    assert (later[-1].done, later[-1].total) == (40, 40)
+    assert not any("轮检索" in (e.message or "") for e in events if e.stage != "retrieval")
 
 
 class _isolated:
