@@ -146,6 +146,14 @@ async def read_download_export(session: Session, sim_server: SimServer) -> None:
     )  # fmt: skip
     assert view["count"] == 1 and view["text"] == expected.text and rec.title in view["text"]
 
+    trial_rec = sim_server.corpus.by_id["r0002"]  # not stored yet: located by title
+    assert session.services.store.find_by_title_key(trial_rec.title) == []
+    sim_server.set_scenario({"faults": [{"path": "/bar/htmlread", "kind": "trial_reader"}]})
+    trial = await session.finish("read_online_html", {"title": trial_rec.title})
+    assert trial["result"]["trial"] is True and trial["result"]["complete_article"] is False
+    (located,) = session.services.store.find_by_title_key(trial_rec.title)
+    assert trial["result"]["record_ref"] == located.record_ref and len(sim_server.requests_for(GRID)) == grids + 1
+
 
 async def test_link_references_looks_up_a_corpus_title_only_when_asked(
     sim_server: SimServer, tmp_path: Path, browser_executable: str
