@@ -14,6 +14,7 @@ import os
 import uuid
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import parse_qs, urlsplit
 
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
@@ -77,10 +78,20 @@ references 逐个题名给出 status：linked、matched_without_link、ambiguous
 # --- export helpers (no MCP in them) --------------------------------------------------
 
 
+def stable_url(url: str | None) -> str | None:
+    """A URL fit for a reference list. kcms2 detail links carry a `v` token that expires
+    (facts: LOCATOR_EXPIRED), so a citation holding one would rot; those are dropped and the
+    DOI identifies the paper instead."""
+    if not url:
+        return None
+    query = parse_qs(urlsplit(url).query)
+    return None if "v" in query else url
+
+
 def cite_source(paper: Paper) -> dict[str, Any]:
-    """A stored paper as cite.from_paper reads it: the public URL, never the locator."""
+    """A stored paper as cite.from_paper reads it: a stable public URL, never the locator."""
     data = paper.model_dump(mode="json", exclude={"locator"})
-    data["url"] = paper.public_url
+    data["url"] = stable_url(paper.public_url)
     data["authors"] = paper.author_names()
     return data
 
