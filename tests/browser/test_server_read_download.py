@@ -140,11 +140,12 @@ async def read_download_export(session: Session, sim_server: SimServer) -> None:
     assert paper is not None
     expected = export(
         [{"record_ref": ref, "title": paper.title, "authors": paper.author_names(), "source": paper.source,
-          "year": paper.year, "date": paper.date, "doc_type": paper.doc_type, "url": paper.public_url,
+          "year": paper.year, "date": paper.date, "doc_type": paper.doc_type, "url": None,
           "volume": paper.volume, "issue": paper.issue, "pages": paper.pages, "doi": paper.doi}],
         "gbt7714",
     )  # fmt: skip
     assert view["count"] == 1 and view["text"] == expected.text and rec.title in view["text"]
+    assert "v=" not in view["text"]  # the detail link's token expires: never in a reference list
 
     trial_rec = sim_server.corpus.by_id["r0002"]  # not stored yet: located by title
     assert session.services.store.find_by_title_key(trial_rec.title) == []
