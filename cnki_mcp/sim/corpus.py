@@ -182,6 +182,18 @@ class Corpus:
         return out
 
     @cached_property
+    def journal_by_title(self) -> dict[str, SimJournal]:
+        """Current and former titles -> journal (a paper of 2010 names the journal as it was
+        called then; CNKI links it to the journal's one page)."""
+        out: dict[str, SimJournal] = {}
+        for j in self.journals:
+            for former in j.former_titles:
+                out.setdefault(former, j)
+        for j in self.journals:
+            out[j.name] = j
+        return out
+
+    @cached_property
     def journal_by_code(self) -> dict[str, SimJournal]:
         return {j.code: j for j in self.journals if j.code}
 

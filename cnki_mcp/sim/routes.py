@@ -333,7 +333,7 @@ class App:
         grant = self.state.tokens.lookup("journal", p, expires=False)
         if grant is None:
             return None
-        return self.corpus.journal_by_name.get(grant.value) or SimJournal(name=grant.value)
+        return self.corpus.journal_by_title.get(grant.value) or SimJournal(name=grant.value)
 
     def journal(self, req: Request, client: str) -> Response:
         j = self.journal_for(req.query.get("p", ""))

@@ -52,7 +52,7 @@ class SimLinks:
 
     def journal(self, journal_name: str) -> str:
         app = self._app
-        j = app.corpus.journal_by_name.get(journal_name)
+        j = app.corpus.journal_by_title.get(journal_name)
         if j is not None and j.code:
             p = j.code
         else:

@@ -432,3 +432,18 @@ def test_cli_prints_origin_first_and_serves(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         assert proc.wait(timeout=10) == 0
+
+
+def test_a_journal_link_under_a_former_title_opens_the_journals_own_page() -> None:
+    corpus = Corpus.load()
+    journal = next(j for j in corpus.journals if j.former_titles and j.code)
+    former = journal.former_titles[0]
+    with SimServer(corpus=corpus) as server:
+        url = server.links.journal(former)
+        assert url == server.links.journal(journal.name)
+        with urllib.request.urlopen(url) as resp:
+            page = resp.read().decode("utf-8")
+    assert f'<h3 class="titbox">{journal.name}' in page
+    assert former in page  # listed under 曾用刊名
+    if journal.composite_if is not None:
+        assert f"{journal.composite_if}" in page
