@@ -7,49 +7,27 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from cnki_mcp.clock import SystemClock
-from cnki_mcp.errors import CnkiError
 from cnki_mcp.files import safe_file_name
 from cnki_mcp.pdf_text import read_pdf_text
-from cnki_mcp.settings import Settings
 from cnki_mcp.sim.pages.files import caj_bytes, pdf_bytes
 from cnki_mcp.sim.server import SimServer
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.cnki import CnkiSite
 from cnki_mcp.site.downloading import Downloader
 from cnki_mcp.site.human import HumanGate
-from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.reading import DetailTabs
 from cnki_mcp.store import Store, file_sha256
+from tests.site_stack import STEP_TIMEOUT, FakeOp, expect_code, log_in, sim_settings, site_stack, tab_with
 
 pytestmark = pytest.mark.browser
 
 ORDER = "/bar/download/order"
-STEP_TIMEOUT = 60.0  # bounds a hung test; never a timing assertion
-
-
-@dataclass
-class FakeOp:
-    operation_id: str = "op-dl"
-    on_verification: str = "wait"
-    charges: int = 0
-    transitions: list[str] = field(default_factory=list)
-    waiting: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def charge(self) -> None:
-        self.charges += 1
-
-    def awaiting_user(self, message: str) -> None:
-        self.transitions.append("awaiting_user")
-        self.waiting.set()
-
-    def running(self) -> None:
-        self.transitions.append("running")
 
 
 @dataclass
@@ -69,19 +47,8 @@ async def env_module(
 ) -> AsyncIterator[Env]:
     sim = _sim_server_session
     root = tmp_path_factory.mktemp("dl")
-    settings = Settings(
-        data_dir=root / "browser-data", browser_path=browser_executable, headless=True,
-        site_origin=sim.origin, request_interval_ms=20,
-    )  # fmt: skip
-    clock = SystemClock()
-    host = BrowserHost(settings, clock)
-    limiter = Limiter(clock, settings.request_interval_ms / 1000, settings.max_inflight)
-    gate = HumanGate(clock, limiter, poll_interval=0.05, timeout=STEP_TIMEOUT, headless=True)
-    site = CnkiSite(settings, clock, host, limiter, gate, retry_waits=(0.01, 0.02))
-    tabs = DetailTabs(site, host, limiter, gate, clock, settle_quiet=0.3)
-    yield Env(sim, host, site, gate, tabs, clock, root)
-    await site.close()
-    await host.close()
+    async with site_stack(sim_settings(root / "browser-data", sim.origin, browser_executable)) as stack:
+        yield Env(sim, stack.host, stack.site, stack.gate, stack.detail_tabs(), stack.clock, root)
 
 
 @dataclass
@@ -104,14 +71,6 @@ async def case(env_module: Env, sim_server: SimServer, tmp_path: Path) -> AsyncI
         downloader = Downloader(env_module.tabs, store, env_module.clock, data_dir)
         yield Case(env_module, store, downloader, data_dir)
         await downloader.close()
-
-
-async def expect_code(awaitable: object, code: str) -> CnkiError:
-    with pytest.raises(CnkiError) as info:
-        async with asyncio.timeout(STEP_TIMEOUT):
-            await awaitable  # type: ignore[misc]
-    assert info.value.code == code, info.value
-    return info.value
 
 
 async def test_auto_downloads_the_pdf_and_a_repeat_is_served_from_the_cache(case: Case) -> None:
@@ -193,12 +152,7 @@ async def test_login_page_is_handed_to_the_person_and_the_same_download_arrives(
     async def person() -> None:
         await op.waiting.wait()
         assert case.env.gate.active_kind == "login"
-        tab = next(p for p in ctx.pages if "/login" in p.url)
-        await tab.fill("input[name=username]", "reader01")
-        await tab.fill("input[name=password]", "secret")
-        await tab.locator(
-            "form.ecp_loginAccountBox [type=submit], form.ecp_loginAccountBox button"
-        ).first.click()
+        await log_in(tab_with(ctx, "/login"), "reader01", "secret")
 
     solver = asyncio.create_task(person())
     async with asyncio.timeout(STEP_TIMEOUT):

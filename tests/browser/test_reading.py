@@ -6,47 +6,25 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from cnki_mcp.clock import SystemClock
-from cnki_mcp.errors import CnkiError
 from cnki_mcp.identity import Paper
 from cnki_mcp.reading_service import ReadingService
-from cnki_mcp.settings import Settings
 from cnki_mcp.sim.server import SimServer
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.cnki import CnkiSite
 from cnki_mcp.site.human import HumanGate
-from cnki_mcp.site.limiter import Limiter
-from cnki_mcp.site.reading import DetailTabs, HtmlReader
+from cnki_mcp.site.reading import HtmlReader
 from cnki_mcp.store import Store
+from tests.site_stack import STEP_TIMEOUT, FakeOp, expect_code, sim_settings, site_stack, tab_with
 
 pytestmark = pytest.mark.browser
 
 READER = "/reader/xml"
-STEP_TIMEOUT = 60.0  # bounds a hung test; never a timing assertion
-
-
-@dataclass
-class FakeOp:
-    operation_id: str = "op-read"
-    on_verification: str = "wait"
-    charges: int = 0
-    transitions: list[str] = field(default_factory=list)
-    waiting: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def charge(self) -> None:
-        self.charges += 1
-
-    def awaiting_user(self, message: str) -> None:
-        self.transitions.append("awaiting_user")
-        self.waiting.set()
-
-    def running(self) -> None:
-        self.transitions.append("running")
 
 
 @dataclass
@@ -65,19 +43,8 @@ async def env_module(
 ) -> AsyncIterator[Env]:
     sim = _sim_server_session
     data_dir = tmp_path_factory.mktemp("read-data")
-    settings = Settings(
-        data_dir=data_dir, browser_path=browser_executable, headless=True, site_origin=sim.origin,
-        request_interval_ms=20,
-    )  # fmt: skip
-    clock = SystemClock()
-    host = BrowserHost(settings, clock)
-    limiter = Limiter(clock, settings.request_interval_ms / 1000, settings.max_inflight)
-    gate = HumanGate(clock, limiter, poll_interval=0.05, timeout=STEP_TIMEOUT, headless=True)
-    site = CnkiSite(settings, clock, host, limiter, gate, retry_waits=(0.01, 0.02))
-    tabs = DetailTabs(site, host, limiter, gate, clock, settle_quiet=0.3)
-    yield Env(sim, host, site, gate, HtmlReader(tabs), data_dir)
-    await site.close()
-    await host.close()
+    async with site_stack(sim_settings(data_dir, sim.origin, browser_executable)) as stack:
+        yield Env(sim, stack.host, stack.site, stack.gate, HtmlReader(stack.detail_tabs()), data_dir)
 
 
 @pytest.fixture
@@ -95,14 +62,6 @@ def paper_for(sim: SimServer, record_id: str) -> Paper:
         authors=[Author(name=a.name) for a in rec.authors],
         locator=sim.links.detail(record_id),
     )
-
-
-async def expect_code(awaitable: object, code: str) -> CnkiError:
-    with pytest.raises(CnkiError) as info:
-        async with asyncio.timeout(STEP_TIMEOUT):
-            await awaitable  # type: ignore[misc]
-    assert info.value.code == code, info.value
-    return info.value
 
 
 async def open_tabs(env: Env) -> int:
@@ -153,7 +112,7 @@ async def test_reader_slider_is_solved_by_the_person_through_the_gate(env: Env) 
     async def person() -> None:
         await op.waiting.wait()
         assert env.gate.active_kind == "challenge"
-        tab = next(p for p in ctx.pages if READER in p.url)
+        tab = tab_with(ctx, READER)
         await tab.click(".slider-fallback")
 
     solver = asyncio.create_task(person())

@@ -20,8 +20,8 @@ from mcp import Client
 from cnki_mcp.cite import export
 from cnki_mcp.server.app import build_server
 from cnki_mcp.services import Services
-from cnki_mcp.settings import Settings
 from cnki_mcp.sim.server import SimServer
+from tests.site_stack import sim_settings
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -64,10 +64,9 @@ class Session:
 async def serve(sim_server: SimServer, tmp_path: Path, browser_executable: str) -> AsyncIterator[Session]:
     """The server with production Services on the simulator (entered in the test's own task:
     the SDK's client must be opened and closed in one task)."""
-    settings = Settings(
-        data_dir=tmp_path / "data", browser_path=browser_executable, headless=True,
-        site_origin=sim_server.origin, request_interval_ms=20, inline_wait_seconds=50.0,
-    )  # fmt: skip
+    settings = sim_settings(
+        tmp_path / "data", sim_server.origin, browser_executable, inline_wait_seconds=50.0
+    )
     holder: dict[str, Services] = {}
 
     def open_services() -> Services:

@@ -7,16 +7,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from cnki_mcp.clock import SystemClock
 from cnki_mcp.errors import CnkiError
 from cnki_mcp.identity import title_key
 from cnki_mcp.models import IdentityKind
-from cnki_mcp.settings import Settings
 from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.sim.server import SimServer
 from cnki_mcp.site.backend import GridRequest, SortOrder
@@ -24,12 +22,22 @@ from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.cnki import CnkiSite
 from cnki_mcp.site.human import HumanGate
 from cnki_mcp.site.limiter import Limiter
+from tests.site_stack import (
+    STEP_TIMEOUT,
+    FakeOp,
+    fill_login,
+    log_in,
+    sim_settings,
+    site_stack,
+    solve_vericode,
+    submit_login,
+    tab_with,
+)
 
 pytestmark = pytest.mark.browser
 
 GRID = "/kns8s/brief/grid"
 DETAIL = "/kcms2/article/abstract"
-STEP_TIMEOUT = 60.0  # bounds a test that would otherwise hang; never a timing assertion
 
 
 @dataclass
@@ -53,27 +61,6 @@ class Env:
     corpus: Corpus
 
 
-@dataclass
-class FakeOp:
-    """A SiteOp that records its transitions and signals when it waits for the person."""
-
-    operation_id: str = "op-test"
-    on_verification: str = "wait"
-    charges: int = 0
-    transitions: list[str] = field(default_factory=list)
-    waiting: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def charge(self) -> None:
-        self.charges += 1
-
-    def awaiting_user(self, message: str) -> None:
-        self.transitions.append("awaiting_user")
-        self.waiting.set()
-
-    def running(self) -> None:
-        self.transitions.append("running")
-
-
 @pytest.fixture(scope="module")
 def sim_env() -> Iterator[tuple[SimServer, SimClock]]:
     clock = SimClock()
@@ -87,21 +74,9 @@ async def env_module(
     sim_env: tuple[SimServer, SimClock], tmp_path_factory: pytest.TempPathFactory, browser_executable: str
 ) -> AsyncIterator[Env]:
     sim, sim_clock = sim_env
-    settings = Settings(
-        data_dir=tmp_path_factory.mktemp("site-data"),
-        browser_path=browser_executable,
-        headless=True,
-        site_origin=sim.origin,
-        request_interval_ms=20,
-    )
-    clock = SystemClock()
-    host = BrowserHost(settings, clock)
-    limiter = Limiter(clock, settings.request_interval_ms / 1000, settings.max_inflight)
-    gate = HumanGate(clock, limiter, poll_interval=0.05, timeout=STEP_TIMEOUT, headless=True)
-    site = CnkiSite(settings, clock, host, limiter, gate, retry_waits=(0.01, 0.02), render_timeout=12.0)
-    yield Env(sim, sim_clock, site, host, limiter, gate, sim.corpus)
-    await site.close()
-    await host.close()
+    settings = sim_settings(tmp_path_factory.mktemp("site-data"), sim.origin, browser_executable)
+    async with site_stack(settings, render_timeout=12.0) as stack:
+        yield Env(sim, sim_clock, stack.site, stack.host, stack.limiter, stack.gate, sim.corpus)
 
 
 @pytest.fixture
@@ -329,10 +304,7 @@ async def test_grid_verification_is_shown_in_the_search_page_and_solved_by_the_p
 
     async def person() -> None:
         await op.waiting.wait()
-        box = work.locator("#briefBox form[name=vericodeForm]")
-        assert await box.count() == 1  # the fragment sits in the search page's #briefBox
-        await work.fill("#vericode", "abcd")
-        await work.click(".btn-vericode")
+        await solve_vericode(work)  # the fragment sits in the search page's #briefBox
 
     solver = asyncio.create_task(person())
     async with asyncio.timeout(STEP_TIMEOUT):
@@ -353,12 +325,7 @@ async def test_login_required_detail_waits_for_the_person_to_log_in(env: Env) ->
     async def person() -> None:
         await op.waiting.wait()
         assert env.gate.active_kind == "login"
-        tab = next(p for p in ctx.pages if "/login" in p.url)
-        await tab.fill("input[name=username]", "reader01")
-        await tab.fill("input[name=password]", "secret")
-        await tab.locator(
-            "form.ecp_loginAccountBox [type=submit], form.ecp_loginAccountBox button"
-        ).first.click()
+        await log_in(tab_with(ctx, "/login"), "reader01", "secret")
 
     solver = asyncio.create_task(person())
     async with asyncio.timeout(STEP_TIMEOUT):
@@ -381,12 +348,9 @@ async def test_identity_reads_anonymous_institution_and_personal(env: Env) -> No
     env.sim.set_scenario(None)
     work = await env.host.work_page()
     await work.goto(env.sim.url("/login/?ReturnURL=" + env.sim.url("/kns8s/AdvSearch")))
-    await work.fill("input[name=username]", "reader02")
-    await work.fill("input[name=password]", "pw")
+    await fill_login(work, "reader02", "pw")
     async with work.expect_navigation():
-        await work.locator(
-            "form.ecp_loginAccountBox [type=submit], form.ecp_loginAccountBox button"
-        ).first.click()
+        await submit_login(work)
     personal = await env.site.identity()
     assert personal.personal is IdentityKind.AUTHENTICATED
     assert personal.personal_name == "reader02"
@@ -421,7 +385,7 @@ async def test_detail_verification_is_shown_in_a_tab_and_solved_by_the_person(en
     async def person() -> None:
         await op.waiting.wait()
         assert env.gate.active_kind == "challenge"
-        tab = next(p for p in ctx.pages if "/verify/home" in p.url)
+        tab = tab_with(ctx, "/verify/home")
         assert await tab.title() == "安全验证"
         await tab.click(".verify-fallback")
 

@@ -25,6 +25,15 @@ ADV_SEARCH = "/kns8s/AdvSearch"
 BOUND = 180.0  # seconds: a test that would hang fails instead; never a timing assertion
 ACTIVE = {"running", "awaiting_user"}
 
+# a two-page live search (the budget and crash-recovery tests run it)
+SEARCH: dict[str, Any] = {
+    "query": "违约金过高时法院如何酌减",
+    "concept_groups": [["违约金", "约定违约金"], ["酌减", "调整"]],
+    "year_to": 2025,
+    "limit": 10,
+    "options": {"max_pages": 2, "candidate_target": 60, "freshness": "live"},
+}
+
 
 def serve_env(data_dir: Path, origin: str, browser: str, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}

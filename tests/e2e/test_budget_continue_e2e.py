@@ -10,17 +10,9 @@ from typing import Any
 import pytest
 
 from cnki_mcp.sim.server import SimServer
-from tests.e2e.support import StdioServer, keyed, repeated, serve_env, without_captures
+from tests.e2e.support import SEARCH, StdioServer, keyed, repeated, serve_env, without_captures
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-SEARCH: dict[str, Any] = {
-    "query": "违约金过高时法院如何酌减",
-    "concept_groups": [["违约金", "约定违约金"], ["酌减", "调整"]],
-    "year_to": 2025,
-    "limit": 10,
-    "options": {"max_pages": 2, "candidate_target": 60, "freshness": "live"},
-}
 
 
 async def run_search(server: StdioServer, search: dict[str, Any]) -> dict[str, Any]:

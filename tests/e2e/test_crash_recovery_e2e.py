@@ -25,6 +25,7 @@ from cnki_mcp.sim.server import SimServer
 from tests.e2e.support import (
     BOUND,
     DETAIL,
+    SEARCH,
     StdioServer,
     keyed,
     repeated,
@@ -43,13 +44,6 @@ SCENARIO: dict[str, Any] = {
         {"path": "/kcms2/article/abstract", "ms": 400},
         {"path": "/knavi/", "ms": 400},
     ]
-}
-SEARCH: dict[str, Any] = {
-    "query": "违约金过高时法院如何酌减",
-    "concept_groups": [["违约金", "约定违约金"], ["酌减", "调整"]],
-    "year_to": 2025,
-    "limit": 10,
-    "options": {"max_pages": 2, "candidate_target": 60, "freshness": "live"},
 }
 
 

@@ -15,15 +15,12 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from cnki_mcp.server.app import build_server
 from cnki_mcp.services import Services
-from cnki_mcp.settings import Settings
 from cnki_mcp.sim.server import SimServer
 from tests.e2e.support import BOUND, DETAIL, GRID, wait_op
+from tests.site_stack import in_memory_server, log_in, sim_settings, solve_vericode, wait_for_tab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-SUBMIT = "form.ecp_loginAccountBox [type=submit], form.ecp_loginAccountBox button"
 
 
 @dataclass
@@ -42,13 +39,7 @@ class InProcess:
 
     async def tab(self, fragment: str) -> Any:
         """The browser tab whose URL holds `fragment` (waits for it, bounded)."""
-        ctx = await self.services.host.ensure()
-        async with asyncio.timeout(BOUND):
-            while True:
-                for page in ctx.pages:
-                    if fragment in page.url:
-                        return page
-                await asyncio.sleep(0.05)
+        return await wait_for_tab(self.services.host, fragment, BOUND)
 
 
 @pytest.fixture(scope="module")
@@ -62,38 +53,11 @@ def sim() -> Iterator[SimServer]:
 async def app(sim: SimServer, tmp_path: Path, browser_executable: str) -> AsyncIterator[InProcess]:
     sim.set_scenario(None)
     sim.reset()
-    settings = Settings(
-        data_dir=tmp_path / "data",
-        browser_path=browser_executable,
-        headless=True,
-        site_origin=sim.origin,
-        request_interval_ms=30,
-        inline_wait_seconds=0.0,
+    settings = sim_settings(
+        tmp_path / "data", sim.origin, browser_executable, request_interval_ms=30, inline_wait_seconds=0.0
     )
-    opened: list[Services] = []
-
-    def open_services() -> Services:
-        opened.append(Services.open(settings))
-        return opened[-1]
-
-    # One task owns the client (anyio scopes must exit in the task that entered them).
-    ready: asyncio.Queue[Client] = asyncio.Queue()
-    stop = asyncio.Event()
-
-    async def own() -> None:
-        async with Client(build_server(open_services)) as client:
-            ready.put_nowait(client)
-            await stop.wait()
-
-    owner = asyncio.create_task(own())
-    async with asyncio.timeout(60):
-        client = await ready.get()
-    try:
-        yield InProcess(client, opened[0], sim)
-    finally:
-        stop.set()
-        async with asyncio.timeout(60):
-            await owner
+    async with in_memory_server(settings) as (client, services):
+        yield InProcess(client, services, sim)
 
 
 def awaiting(r: dict[str, Any]) -> bool:
@@ -126,10 +90,7 @@ async def test_grid_verification_pauses_the_search_until_the_person_solves_it(ap
     assert again["requests"] == waiting["requests"]
 
     # the person solves the vericode form the search page shows in #briefBox
-    work = await app.services.host.work_page()
-    assert await work.locator("#briefBox form[name=vericodeForm]").count() == 1
-    await work.fill("#vericode", "abcd")
-    await work.click(".btn-vericode")
+    await solve_vericode(await app.services.host.work_page())
 
     done = await wait_op(app.call, waiting)
     assert done["status"] == "completed", done["errors"]
@@ -146,9 +107,7 @@ async def test_login_tool_waits_for_the_person_and_resume_ends_a_forced_login(ap
     waiting = await wait_op(app.call, started, until=awaiting)
     assert app.services.gate.active_kind == "login"
     tab = await app.tab("/login")  # the tab the login flow opened on the AdvSearch login entry
-    await tab.fill("input[name=username]", "reader01")
-    await tab.fill("input[name=password]", "secret")
-    await tab.locator(SUBMIT).first.click()
+    await log_in(tab, "reader01", "secret")
     done = await wait_op(app.call, waiting)
     assert done["status"] == "completed", done["errors"]
     assert done["result"]["personal"] == "authenticated"
@@ -185,9 +144,7 @@ async def test_login_required_on_a_detail_is_solved_through_the_login_flow(app: 
     # the agent calls login, as the message says; the person logs in on the page shown
     login = await app.call("login", {})
     tab = await app.tab("/login")
-    await tab.fill("input[name=username]", "reader02")
-    await tab.fill("input[name=password]", "pw")
-    await tab.locator(SUBMIT).first.click()
+    await log_in(tab, "reader02", "pw")
 
     done = await wait_op(app.call, waiting)
     assert done["status"] == "completed", done["errors"]
