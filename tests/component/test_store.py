@@ -21,6 +21,7 @@ from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import CnkiError, DataDirectoryInUse
 from cnki_mcp.models import Author, DetailPage, GridRow, JournalPage, JournalState, NativeId
 from cnki_mcp.store import MISMATCH, OPERATIONS_KEPT, PRESENT, SearchEvidence, Store, file_sha256
+from tests.paper_samples import sample_detail, sample_row
 
 REPO = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -28,36 +29,11 @@ URL = "https://kns.cnki.net/kcms2/article/abstract?v=TOKEN1"
 
 
 def _row(**kw: object) -> GridRow:
-    base: dict[str, object] = {
-        "title": "深度学习在医学影像中的应用",
-        "authors": ["张三", "李四"],
-        "source": "计算机学报",
-        "year": 2024,
-        "date": "2024-03-01",
-        "native": NativeId(dbname="CJFDLAST2024", filename="JSJX202403001"),
-        "detail_url": URL,
-        "cited": 3,
-        "downloads": 100,
-    }
-    base.update(kw)
-    return GridRow.model_validate(base)
+    return sample_row(**{"detail_url": URL, **kw})
 
 
 def _detail(**kw: object) -> DetailPage:
-    base: dict[str, object] = {
-        "title": "深度学习在医学影像中的应用",
-        "authors": [Author(name="张三", institutions=["北京大学"]), Author(name="李四")],
-        "source": "计算机学报",
-        "year": 2024,
-        "date": "2024-03-15",
-        "native": NativeId(dbcode="CJFD", filename="JSJX202403001"),
-        "doi": "10.1234/jsjx.2024.001",
-        "abstract": "本文研究……",
-        "cited": 5,
-        "downloads": 120,
-    }
-    base.update(kw)
-    return DetailPage.model_validate(base)
+    return sample_detail(**kw)
 
 
 @pytest.fixture
