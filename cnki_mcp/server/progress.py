@@ -6,13 +6,16 @@ clients that reset their timeout on progress from giving up."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp.server.mcpserver import Context
 
-from cnki_mcp.jobs import Job, JobManager, OperationRecord, ProgressEvent
+from cnki_mcp.jobs import BudgetSpec, Job, JobManager, OperationKind, OperationRecord, ProgressEvent, Runner
+from cnki_mcp.server.models import OperationView
 
 log = logging.getLogger(__name__)
+
+V = TypeVar("V", bound=OperationView)
 
 
 class ProgressBridge:
@@ -69,3 +72,22 @@ async def wait_with_progress(
 async def run_job(ctx: Context[Any, Any], jobs: JobManager, job: Job) -> OperationRecord:
     """Wait inline (the manager's inline wait) for a just-started operation, with progress."""
     return await wait_with_progress(ctx, jobs, job.operation_id, jobs.inline_wait)
+
+
+async def start_operation(
+    ctx: Context[Any, Any],
+    jobs: JobManager,
+    kind: OperationKind,
+    runner: Runner,
+    budget: BudgetSpec | None = None,
+    *,
+    stage: str,
+    message: str,
+) -> OperationRecord:
+    """Start an operation and wait for it inline (the manager's inline wait), with progress."""
+    return await run_job(ctx, jobs, jobs.start(kind, runner, budget, stage=stage, message=message))
+
+
+def typed_view(cls: type[V], view: OperationView) -> V:
+    """The operation view as the tool's own output model (the same fields, its own schema)."""
+    return cls.model_validate(view.model_dump())

@@ -32,7 +32,7 @@ from cnki_mcp.pipeline.models import MetadataInput, Scope
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import OperationView
-from cnki_mcp.server.progress import run_job
+from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.services import Services
 
 EXPORTS_DIR = "exports"
@@ -287,9 +287,10 @@ def register(server: CnkiServer) -> None:
             op.set_stage("export", "生成参考文献")
             return render_export(services, [*refs, *located], fmt, template, missing_fields, name)
 
-        job = services.jobs.start(OperationKind.EXPORT, runner, stage="locate", message="定位题名")
-        view = OperationView.of(await run_job(ctx, services.jobs, job))
-        return ExportOperation.model_validate(view.model_dump())
+        record = await start_operation(
+            ctx, services.jobs, OperationKind.EXPORT, runner, stage="locate", message="定位题名"
+        )
+        return typed_view(ExportOperation, OperationView.of(record))
 
     @server.tool(
         name="link_references",
@@ -332,6 +333,7 @@ def register(server: CnkiServer) -> None:
                 inp, services.store, services.backend, op, public_origins=origins
             )
 
-        job = services.jobs.start(OperationKind.LINKS, runner, stage="links", message="匹配题名")
-        view = OperationView.of(await run_job(ctx, services.jobs, job))
-        return LinksOperation.model_validate(view.model_dump())
+        record = await start_operation(
+            ctx, services.jobs, OperationKind.LINKS, runner, stage="links", message="匹配题名"
+        )
+        return typed_view(LinksOperation, OperationView.of(record))

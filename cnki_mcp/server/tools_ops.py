@@ -13,7 +13,7 @@ from cnki_mcp.errors import ContinueUnavailable, InvalidInput
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import OperationControlView, OperationView
-from cnki_mcp.server.progress import wait_with_progress
+from cnki_mcp.server.progress import run_job, wait_with_progress
 
 OperationId = Annotated[str, Field(pattern=r"^op_[0-9a-f]{24}$", description="任务编号 op_…")]
 
@@ -88,7 +88,7 @@ def register(server: CnkiServer) -> None:
                 additional_requests=additional_requests,
                 additional_seconds=additional_seconds,
             )
-            record = await wait_with_progress(ctx, jobs, job.operation_id, jobs.inline_wait)
+            record = await run_job(ctx, jobs, job)
             return OperationControlView(
                 action=action, message="已从检查点继续", operation=OperationView.of(record)
             )

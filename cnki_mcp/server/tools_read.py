@@ -27,7 +27,7 @@ from cnki_mcp.reading_service import DEFAULT_MAX_CHARACTERS, MAX_CHARACTERS, Rea
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import OperationView
-from cnki_mcp.server.progress import run_job
+from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.services import Services
 from cnki_mcp.site.downloading import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, DownloadResult
 
@@ -158,12 +158,11 @@ def register(server: CnkiServer) -> None:
                 target, section=section, offset=offset, max_characters=max_characters, op=op
             )
 
-        job = services.jobs.start(
-            OperationKind.READ, runner, budget_of(OperationKind.READ, on_verification),
-            stage="read", message="读取 HTML 正文",
-        )  # fmt: skip
-        view = OperationView.of(await run_job(ctx, services.jobs, job))
-        return ReadOperation.model_validate(view.model_dump())
+        budget = budget_of(OperationKind.READ, on_verification)
+        record = await start_operation(
+            ctx, services.jobs, OperationKind.READ, runner, budget, stage="read", message="读取 HTML 正文"
+        )
+        return typed_view(ReadOperation, OperationView.of(record))
 
     @server.tool(
         name="download_paper",
@@ -207,18 +206,18 @@ def register(server: CnkiServer) -> None:
                 wait_seconds=wait_seconds, retry=retry, op=op,
             )  # fmt: skip
 
-        job = services.jobs.start(
-            OperationKind.DOWNLOAD, runner, budget_of(OperationKind.DOWNLOAD, on_verification),
-            stage="download", message="下载文件",
-        )  # fmt: skip
-        view = OperationView.of(await run_job(ctx, services.jobs, job))
+        budget = budget_of(OperationKind.DOWNLOAD, on_verification)
+        record = await start_operation(
+            ctx, services.jobs, OperationKind.DOWNLOAD, runner, budget, stage="download", message="下载文件"
+        )
+        view = OperationView.of(record)
         if view.status == "failed" and any(e.code == "SIDE_EFFECT_UNCERTAIN" for e in view.errors):
             view.next_step = (
                 "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
             )
         elif view.status == "completed":
             view.next_step = "read_pdf_text(record_ref)"
-        return DownloadOperation.model_validate(view.model_dump())
+        return typed_view(DownloadOperation, view)
 
     @server.tool(
         name="read_pdf_text",

@@ -12,7 +12,7 @@ from mcp.server.mcpserver import Context, Resolve, Sample
 from mcp.types import CreateMessageResult, SamplingMessage, TextContent, ToolAnnotations
 from pydantic import Field
 
-from cnki_mcp.jobs import OperationKind
+from cnki_mcp.jobs import BudgetSpec, OperationKind, Runner
 from cnki_mcp.pipeline.models import (
     MetadataField,
     MetadataInput,
@@ -32,7 +32,8 @@ from cnki_mcp.query.plan import Plan, parse_sampling_reply, plan_explicit, plan_
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import OperationView
-from cnki_mcp.server.progress import run_job
+from cnki_mcp.server.progress import start_operation, typed_view
+from cnki_mcp.services import Services
 from cnki_mcp.site.backend import SortOrder
 
 Year = Annotated[int | None, Field(ge=0, le=2200, description="年份（含边界）")]
@@ -139,22 +140,12 @@ def register(server: CnkiServer) -> None:
         if inp.options.freshness == "prefer_cache":
             cached = pipeline.cached(inp, plan)
             if cached is not None:
-                return SearchOperation(
-                    kind="search",
-                    status="completed",
-                    message="10 分钟内相同检索的已完成结果（未访问知网）",
-                    result=cached,
-                    next_step="search_results(search_id)",
-                )
+                return _cached_search(cached)
 
         async def runner(op: Any) -> Any:
             return await pipeline.research(inp, plan, op)
 
-        job = services.jobs.start(
-            OperationKind.SEARCH, runner, inp.budget(), stage="starting", message="检索开始"
-        )
-        record = await run_job(ctx, services.jobs, job)
-        return _typed(SearchOperation, OperationView.of(record))
+        return await _start_search(ctx, services, runner, inp.budget())
 
     @server.tool(
         name="structured_search",
@@ -187,22 +178,12 @@ def register(server: CnkiServer) -> None:
         if inp.options.freshness == "prefer_cache":
             cached = pipeline.cached_structured(inp)
             if cached is not None:
-                return SearchOperation(
-                    kind="search",
-                    status="completed",
-                    message="10 分钟内相同检索的已完成结果（未访问知网）",
-                    result=cached,
-                    next_step="search_results(search_id)",
-                )
+                return _cached_search(cached)
 
         async def runner(op: Any) -> Any:
             return await pipeline.structured(inp, op)
 
-        job = services.jobs.start(
-            OperationKind.SEARCH, runner, inp.budget(), stage="starting", message="检索开始"
-        )
-        record = await run_job(ctx, services.jobs, job)
-        return _typed(SearchOperation, OperationView.of(record))
+        return await _start_search(ctx, services, runner, inp.budget())
 
     @server.tool(
         name="search_results",
@@ -264,10 +245,27 @@ def register(server: CnkiServer) -> None:
         async def runner(op: Any) -> Any:
             return await pipeline.metadata(inp, op)
 
-        job = services.jobs.start(OperationKind.METADATA, runner, stage="metadata", message="读取题录")
-        record = await run_job(ctx, services.jobs, job)
-        return _typed(MetadataOperation, OperationView.of(record))
+        record = await start_operation(
+            ctx, services.jobs, OperationKind.METADATA, runner, stage="metadata", message="读取题录"
+        )
+        return typed_view(MetadataOperation, OperationView.of(record))
 
 
-def _typed(cls: type[OperationView], view: OperationView) -> Any:
-    return cls.model_validate(view.model_dump())
+def _cached_search(cached: SearchSummary) -> SearchOperation:
+    """A completed search of the last 10 minutes, answered without visiting CNKI."""
+    return SearchOperation(
+        kind="search",
+        status="completed",
+        message="10 分钟内相同检索的已完成结果（未访问知网）",
+        result=cached,
+        next_step="search_results(search_id)",
+    )
+
+
+async def _start_search(
+    ctx: Context[Any, Any], services: Services, runner: Runner, budget: BudgetSpec
+) -> SearchOperation:
+    record = await start_operation(
+        ctx, services.jobs, OperationKind.SEARCH, runner, budget, stage="starting", message="检索开始"
+    )
+    return typed_view(SearchOperation, OperationView.of(record))

@@ -26,7 +26,7 @@ from cnki_mcp.server.models import (
     OperationView,
     SessionStatusView,
 )
-from cnki_mcp.server.progress import run_job
+from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.services import Services
 
 LOGIN_DESCRIPTION = """在专用浏览器中打开知网登录页面，由用户完成登录（访问知网；个人账号、机构 IP、机构账号、机构远程访问均可）。
@@ -89,9 +89,10 @@ def register(server: CnkiServer) -> None:
             observed = services.remember_identity(identity)
             return IdentityView.of(observed.identity, observed.observed_at)
 
-        job = services.jobs.start(OperationKind.LOGIN, runner, stage="login", message="打开登录页面")
-        view = OperationView.of(await run_job(ctx, services.jobs, job))
-        return LoginOperation.model_validate(view.model_dump())
+        record = await start_operation(
+            ctx, services.jobs, OperationKind.LOGIN, runner, stage="login", message="打开登录页面"
+        )
+        return typed_view(LoginOperation, OperationView.of(record))
 
     @server.tool(
         name="session_status",
@@ -113,8 +114,9 @@ def register(server: CnkiServer) -> None:
             observed = services.remember_identity(identity)
             return IdentityView.of(observed.identity, observed.observed_at)
 
-        job = services.jobs.start(OperationKind.SESSION, runner, stage="identity", message="读取知网页头")
-        record = await run_job(ctx, services.jobs, job)
+        record = await start_operation(
+            ctx, services.jobs, OperationKind.SESSION, runner, stage="identity", message="读取知网页头"
+        )
         if record.status.value == "completed" and record.result:
             return SessionStatusView(**IdentityView.model_validate(record.result).model_dump(), cached=False)
         if record.status.active:
