@@ -349,17 +349,27 @@ class App:
             render_journal(j, self.corpus, self.links, self.visitor(req)), params={"journal": j.name}
         )
 
-    def reader_entry(self, req: Request, client: str) -> Response:
-        grant = self.state.tokens.lookup("entry", req.query.get("cacheID", ""))
+    def _reader_record(
+        self, req: Request, client: str, grant: Any
+    ) -> tuple[SimRecord | None, FaultRule | None, Response | None]:
+        """The record a reader token grants, the reader fault rule that applies, and the response
+        that refuses the request instead (not found, a fault, a login), if any."""
         record = self.corpus.by_id.get(grant.value) if grant else None
         if record is None:
-            return self.not_found()
-        params = {"id": record.id}
+            return None, None, self.not_found()
         resp, rule = self._fault(req, client, _READER_FAULTS)
         resp = resp or self._needs_login(req, Area.READER)
         if resp is not None:
-            resp.params = params
-            return resp
+            resp.params = {"id": record.id}
+        return record, rule, resp
+
+    def reader_entry(self, req: Request, client: str) -> Response:
+        grant = self.state.tokens.lookup("entry", req.query.get("cacheID", ""))
+        record, rule, refused = self._reader_record(req, client, grant)
+        if refused is not None:
+            return refused
+        assert record is not None
+        params = {"id": record.id}
         invoice, nonce = self.state.tokens.reader_pair(record.id)
         url = self.links.kns(f"/reader/xml?invoice={invoice}&nonce={nonce}")
         trial = rule is not None and rule.kind == FaultKind.TRIAL_READER
@@ -369,15 +379,11 @@ class App:
 
     def reader(self, req: Request, client: str) -> Response:
         grant = self.state.tokens.check_reader(req.query.get("invoice", ""), req.query.get("nonce", ""))
-        record = self.corpus.by_id.get(grant.value) if grant else None
-        if record is None:
-            return self.not_found()
+        record, rule, refused = self._reader_record(req, client, grant)
+        if refused is not None:
+            return refused
+        assert record is not None
         params = {"id": record.id}
-        resp, rule = self._fault(req, client, _READER_FAULTS)
-        resp = resp or self._needs_login(req, Area.READER)
-        if resp is not None:
-            resp.params = params
-            return resp
         kind = rule.kind if rule is not None else None
         trial = req.query.get("loginType") == "trialRead" or kind == FaultKind.TRIAL_READER
         from cnki_mcp.sim.pages.reader import render_reader
