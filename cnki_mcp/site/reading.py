@@ -282,6 +282,26 @@ async def close_quietly(page: Page | None) -> None:
             await page.close()
 
 
+# The reader's slider sits under the visible part of the text, often below the fold; the challenge
+# markers only count what is inside the viewport, so it is scrolled into view first (as a reader
+# would scroll down to it), which also puts it in front of the person the gate shows it to.
+_REVEAL_SLIDER_JS = """() => {
+  const el = document.querySelector('.read-btn-boxXml .slider-wrapper');
+  if (!el) return false;
+  const r = el.getBoundingClientRect();
+  if (r.width <= 0 || r.height <= 0) return false;
+  if (r.top >= 0 && r.bottom <= innerHeight) return false;
+  el.scrollIntoView({block: 'center'});
+  return true;
+}"""
+
+
+async def reveal_reader_slider(page: Page) -> None:
+    """Scroll a reader slider below (or above) the viewport into view; nothing otherwise."""
+    with contextlib.suppress(PlaywrightError):
+        await page.evaluate(_REVEAL_SLIDER_JS)
+
+
 class HtmlReader:
     """`ReaderBackend` over a live browser; see the module docstring."""
 
@@ -337,6 +357,7 @@ class HtmlReader:
                 if page.is_closed():
                     continue
                 epoch = tabs.gate.epoch
+                await reveal_reader_slider(page)
                 state = await tabs.inspect(page)
                 if state.kind in (PageKind.CHALLENGE, PageKind.LOGIN):
                     steps += 1
