@@ -1,0 +1,383 @@
+"""read_online_html and download_paper THROUGH THE MCP CLIENT when CNKI misbehaves: the server built
+by Services over the real CnkiSite and one headless Chromium (one per module) against the
+simulator's scenario faults, driven through the SDK's in-memory Client. Every operation is started
+by a tool call and followed with operation_status (the inline wait is 0). The test plays the person
+on the page the human gate shows (the reader slider, the login page) in that same browser.
+
+Covered: a lazily loaded reader, the reader slider (awaiting_user, solved by the person; skip ->
+VERIFICATION_SKIPPED), section and offset paging over the cached body, a CAJ download, a refusal
+page (DOWNLOAD_REFUSED), an HTML page served under a PDF name (INVALID_FILE), a login asked for by
+the download, an uncertain outcome never re-clicked without retry=true, no overwrite (FILE_EXISTS)
+and a subdirectory escaping downloads/ (INVALID_ARGUMENT before any browser work)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from cnki_mcp.server.app import build_server
+from cnki_mcp.services import Services
+from cnki_mcp.settings import Settings
+from cnki_mcp.sim.pages.files import caj_bytes, pdf_bytes
+from cnki_mcp.sim.server import SimServer
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+BOUND = 120.0  # seconds: a hung step fails instead; never a timing assertion
+READER = "/reader/xml"
+HTMLREAD = "/bar/htmlread"
+DOWNLOAD = "/bar/download"
+ORDER = "/bar/download/order"
+SOLVE = "/verify/solve"
+ACTIVE = ("running", "awaiting_user")
+SUBMIT = "form.ecp_loginAccountBox [type=submit], form.ecp_loginAccountBox button"
+
+
+@dataclass
+class App:
+    """The in-memory client of one server (module-wide) and the simulator it browses."""
+
+    client: Client
+    services: Services
+    sim: SimServer
+
+    @property
+    def downloads(self) -> Path:
+        return self.services.settings.data_dir / "downloads"
+
+    async def raw(self, tool: str, args: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        async with asyncio.timeout(BOUND):
+            result = await self.client.call_tool(tool, args)
+        data = result.structured_content
+        assert isinstance(data, dict), result.content
+        return result.is_error, data
+
+    async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        is_error, data = await self.raw(tool, args)
+        assert not is_error, (tool, data)
+        return data
+
+    async def follow(
+        self, record: dict[str, Any], until: Callable[[dict[str, Any]], bool] | None = None
+    ) -> dict[str, Any]:
+        """Long-poll operation_status until `until` holds (default: no longer active), bounded."""
+        done = until or (lambda r: r["status"] not in ACTIVE)
+        async with asyncio.timeout(BOUND):
+            while not done(record):
+                assert record["status"] in ACTIVE, record
+                record = await self.call(
+                    "operation_status", {"operation_id": record["operation_id"], "wait_seconds": 30}
+                )
+        return record
+
+    async def run(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Start an operation tool and follow it to its end."""
+        started = await self.call(tool, args)
+        assert started["operation_id"], started
+        return await self.follow(started)
+
+    async def completed(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        record = await self.run(tool, args)
+        assert record["status"] == "completed", record
+        return record
+
+    async def ref(self, record_id: str) -> str:
+        """The stored record_ref of a corpus record (one exact-title structured search)."""
+        title = self.sim.corpus.by_id[record_id].title
+        record = await self.completed(
+            "structured_search",
+            {"expression": {"field": "title", "value": title, "match": "exact"}, "limit": 10},
+        )
+        refs = [r["record_ref"] for r in record["result"]["results"] if r["title"] == title]
+        assert len(refs) == 1, record["result"]["results"]
+        return refs[0]
+
+    async def tab(self, fragment: str) -> Any:
+        """The browser tab whose URL holds `fragment` (the page the gate shows), bounded."""
+        ctx = await self.services.host.ensure()
+        async with asyncio.timeout(BOUND):
+            while True:
+                for page in ctx.pages:
+                    if fragment in page.url:
+                        return page
+                await asyncio.sleep(0.05)  # polling the tab list, not waiting for time to pass
+
+    def files(self) -> set[Path]:
+        return {p for p in self.downloads.rglob("*")} if self.downloads.exists() else set()
+
+
+def awaiting(record: dict[str, Any]) -> bool:
+    return record["status"] == "awaiting_user"
+
+
+def only_error(record: dict[str, Any], code: str) -> dict[str, Any]:
+    codes = [e["code"] for e in record["errors"]]
+    assert codes == [code], record
+    return record["errors"][0]
+
+
+@pytest.fixture(scope="module")
+async def app_module(
+    _sim_server_session: SimServer, tmp_path_factory: pytest.TempPathFactory, browser_executable: str
+) -> AsyncIterator[App]:
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("server-faults") / "data", browser_path=browser_executable,
+        headless=True, site_origin=_sim_server_session.origin, request_interval_ms=20,
+        inline_wait_seconds=0.0,
+    )  # fmt: skip
+    opened: list[Services] = []
+
+    def open_services() -> Services:
+        opened.append(Services.open(settings))
+        return opened[-1]
+
+    # One task owns the client for the whole module (anyio scopes exit in the task that entered them).
+    ready: asyncio.Queue[Client] = asyncio.Queue()
+    stop = asyncio.Event()
+
+    async def own() -> None:
+        async with Client(build_server(open_services)) as client:
+            ready.put_nowait(client)
+            await stop.wait()
+
+    owner = asyncio.create_task(own())
+    async with asyncio.timeout(60):
+        client = await ready.get()
+    try:
+        yield App(client, opened[0], _sim_server_session)
+    finally:
+        stop.set()
+        async with asyncio.timeout(60):
+            await owner
+    assert opened[0].closed
+
+
+@pytest.fixture
+async def app(app_module: App, sim_server: SimServer) -> AsyncIterator[App]:
+    """The module's server; the simulator's scenario, log and state are reset around each test."""
+    yield app_module
+
+
+# --- argument checks first (this test runs before anything has started the browser) --------------
+
+
+async def test_subdirectory_leaving_downloads_is_invalid_argument_before_any_browser_work(app: App) -> None:
+    started_before = app.services.host.started
+    title = app.sim.corpus.by_id["r0003"].title  # not stored: would be located on CNKI if allowed
+    for bad in ("..", "../x", "a/../../b", "a\\..\\b"):
+        is_error, data = await app.raw("download_paper", {"title": title, "subdirectory": bad})
+        assert is_error and data["status"] == "failed" and data["code"] == "INVALID_ARGUMENT", (bad, data)
+        assert data.get("operation_id") is None  # no operation was started
+    assert app.sim.requests == []  # nothing reached the simulator
+    assert app.services.host.started == started_before  # no browser launched for it
+    assert not app.downloads.exists() or not any(app.downloads.rglob("*"))
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+async def test_lazily_loaded_reader_is_read_whole_with_every_catalogue_heading(app: App) -> None:
+    rec = app.sim.corpus.by_id["r0021"]
+    ref = await app.ref("r0021")
+    app.sim.set_scenario({"faults": [{"path": READER, "kind": "lazy_reader"}]})
+    read = await app.completed("read_online_html", {"record_ref": ref, "max_characters": 200_000})
+    body = read["result"]
+    assert [e.fault for e in app.sim.requests_for(READER, "GET")] == ["lazy_reader"]
+    assert body["source"] == "reader" and body["trial"] is False
+    assert body["coverage"]["missing_catalog_headings"] == []
+    titles = [s["title"] for s in body["sections"]]
+    assert titles[: len(rec.fulltext)] == [s.heading for s in rec.fulltext]
+    assert rec.fulltext[-1].text.split("\n")[0] in body["text"]  # the last lazily added part too
+    assert body["next_offset"] is None and body["total_characters"] == len(body["text"])
+
+
+async def test_reader_slider_waits_for_the_person_and_the_read_completes(app: App) -> None:
+    rec = app.sim.corpus.by_id["r0033"]
+    ref = await app.ref("r0033")
+    app.sim.set_scenario({"faults": [{"path": READER, "kind": "reader_slider", "at": [1]}]})
+    started = await app.call("read_online_html", {"record_ref": ref})
+    waiting = await app.follow(started, until=awaiting)
+    assert app.services.gate.active_kind == "challenge" and waiting["next_step"]
+    assert not app.sim.requests_for(SOLVE, "POST")
+
+    tab = await app.tab(READER)  # the person solves the slider on the reader tab the gate shows
+    await tab.click(".slider-fallback")
+
+    done = await app.follow(waiting)
+    assert done["status"] == "completed", done
+    body = done["result"]
+    assert app.sim.requests_for(SOLVE, "POST")
+    assert body["source"] == "reader" and body["trial"] is False
+    assert body["coverage"]["missing_catalog_headings"] == []
+    assert [s["title"] for s in body["sections"]][: len(rec.fulltext)] == [s.heading for s in rec.fulltext]
+    assert app.services.gate.active_kind is None
+
+
+async def test_reader_slider_with_skip_policy_ends_verification_skipped(app: App) -> None:
+    ref = await app.ref("r0034")
+    app.sim.set_scenario({"faults": [{"path": READER, "kind": "reader_slider"}]})
+    record = await app.run("read_online_html", {"record_ref": ref, "on_verification": "skip"})
+    assert record["status"] == "skipped" and record["result"] is None, record
+    assert record["budget"]["on_verification"] == "skip"
+    only_error(record, "VERIFICATION_SKIPPED")
+    assert not app.sim.requests_for(SOLVE, "POST") and app.services.gate.active_kind is None
+
+    # nothing was cached: a later read without the slider goes to the reader again
+    app.sim.set_scenario(None)
+    again = await app.completed("read_online_html", {"record_ref": ref})
+    assert again["result"]["source"] == "reader"
+    assert again["result"]["coverage"]["missing_catalog_headings"] == []
+
+
+async def test_section_and_offset_paging_cover_the_whole_body_from_the_cache(app: App) -> None:
+    ref = await app.ref("r0001")
+    first = await app.completed("read_online_html", {"record_ref": ref, "max_characters": 200_000})
+    whole = first["result"]
+    full, sections = whole["text"], whole["sections"]
+    assert whole["next_offset"] is None and whole["total_characters"] == len(full) > 1_000
+    readers = len(app.sim.requests_for(READER, "GET"))
+    assert readers == 1
+
+    # a section by (case- and space-insensitive) title includes its subsections
+    i = next(k for k in range(len(sections) - 1) if sections[k + 1]["level"] > sections[k]["level"])
+    parent, child = sections[i], sections[i + 1]
+    by_title = {"record_ref": ref, "section": f"  {parent['title'].upper()} ", "max_characters": 200_000}
+    part = await app.completed("read_online_html", by_title)
+    got = part["result"]
+    assert got["source"] == "cache" and part["requests"] == 0
+    assert got["section"]["index"] == i and got["section"]["title"] == parent["title"]
+    assert got["total_characters"] == parent["length"] and got["next_offset"] is None
+    assert got["text"] == full[parent["offset"] : parent["offset"] + parent["length"]]
+    assert child["title"] in got["text"]
+    # by index, paged inside the section
+    by_index = await app.completed(
+        "read_online_html", {"record_ref": ref, "section": i, "max_characters": 50}
+    )
+    head = by_index["result"]
+    assert head["text"] == got["text"][:50] and head["next_offset"] == 50
+
+    # offset / next_offset across the whole body: the pages concatenate to the full text
+    pages: list[str] = []
+    offset: int | None = 0
+    async with asyncio.timeout(BOUND):
+        while offset is not None:
+            page = await app.completed(
+                "read_online_html", {"record_ref": ref, "offset": offset, "max_characters": 997}
+            )
+            body = page["result"]
+            assert body["offset"] == offset and body["source"] == "cache" and page["requests"] == 0
+            assert body["total_characters"] == len(full) and 0 < len(body["text"]) <= 997
+            pages.append(body["text"])
+            offset = body["next_offset"]
+            assert offset is None or offset == body["offset"] + len(body["text"])
+    assert len(pages) == -(-len(full) // 997)
+    assert "".join(pages) == full
+    assert len(app.sim.requests_for(READER, "GET")) == readers  # all from the 30-minute cache
+
+
+# --- downloading --------------------------------------------------------------------------------
+
+
+async def test_caj_download_is_a_caj_file_under_downloads(app: App) -> None:
+    rec = app.sim.corpus.by_id["r0002"]
+    ref = await app.ref("r0002")
+    done = await app.completed("download_paper", {"record_ref": ref, "format": "caj"})
+    file = done["result"]
+    path = Path(file["path"])
+    assert file["format"] == "caj" and file["source"] == "download" and path.suffix == ".caj"
+    assert path.parent == app.downloads
+    data = path.read_bytes()
+    assert data[:3] == b"CAJ" and data == caj_bytes(rec)
+    assert hashlib.sha256(data).hexdigest() == file["sha256"] and file["bytes"] == len(data)
+    assert [e.params.get("type") for e in app.sim.requests_for(ORDER, "GET")] == ["caj"]
+    # a CAJ holds no extractable text
+    is_error, text = await app.raw("read_pdf_text", {"path": file["path"]})
+    assert is_error and text["code"] == "INVALID_FILE"
+
+
+async def test_refusal_page_is_download_refused_with_its_words(app: App) -> None:
+    ref = await app.ref("r0003")
+    before = app.files()
+    app.sim.set_scenario({"faults": [{"path": DOWNLOAD, "kind": "download_refused", "reason": "余额不足"}]})
+    record = await app.run("download_paper", {"record_ref": ref})
+    assert record["status"] == "failed" and record["result"] is None, record
+    error = only_error(record, "DOWNLOAD_REFUSED")
+    assert "余额不足" in error["details"]["text"]
+    assert len(app.sim.requests_for(ORDER, "GET")) == 1  # one click, answered by the refusal page
+    assert [c.outcome for c in app.services.store.clicks_for(ref)] == ["refused"]
+    assert app.files() == before
+
+
+async def test_html_served_under_a_pdf_name_is_invalid_file_and_nothing_is_archived(app: App) -> None:
+    ref = await app.ref("r0005")
+    before = app.files()
+    app.sim.set_scenario({"faults": [{"path": DOWNLOAD, "kind": "html_as_pdf"}]})
+    record = await app.run("download_paper", {"record_ref": ref, "format": "pdf"})
+    assert record["status"] == "failed" and record["result"] is None, record
+    only_error(record, "INVALID_FILE")
+    assert [e.fault for e in app.sim.requests_for(ORDER, "GET")] == ["html_as_pdf"]
+    assert app.files() == before  # nothing archived under downloads/
+    assert app.services.store.download_for(ref, "pdf") is None
+    assert [c.outcome for c in app.services.store.clicks_for(ref)] == ["invalid_file"]
+
+
+async def test_login_asked_by_the_download_is_done_by_the_person_and_the_file_arrives(app: App) -> None:
+    rec = app.sim.corpus.by_id["r0006"]
+    ref = await app.ref("r0006")
+    app.sim.set_scenario({"faults": [{"path": DOWNLOAD, "kind": "login_required", "at": [1]}]})
+    started = await app.call("download_paper", {"record_ref": ref})
+    waiting = await app.follow(started, until=awaiting)
+    assert app.services.gate.active_kind == "login" and "登录" in waiting["message"], waiting
+    assert not app.sim.requests_for("/login/submit", "POST")
+
+    tab = await app.tab("/login")  # the person logs in on the page the download tab landed on
+    await tab.fill("input[name=username]", "reader01")
+    await tab.fill("input[name=password]", "secret")
+    await tab.locator(SUBMIT).first.click()
+
+    done = await app.follow(waiting)
+    assert done["status"] == "completed", done
+    file = done["result"]
+    assert file["source"] == "download" and file["format"] == "pdf"
+    assert Path(file["path"]).read_bytes() == pdf_bytes(rec)
+    assert [e.params.get("ok") for e in app.sim.requests_for("/login/submit", "POST")] == [True]
+    assert len(app.services.store.clicks_for(ref)) == 1  # one click; the login led to the file
+
+
+async def test_uncertain_download_is_not_clicked_again_until_retry(app: App) -> None:
+    ref = await app.ref("r0007")
+    app.sim.set_scenario({"faults": [{"path": DOWNLOAD, "kind": "not_found", "at": [1]}]})
+    first = await app.run("download_paper", {"record_ref": ref, "wait_seconds": 1})
+    assert first["status"] == "failed", first
+    only_error(first, "SIDE_EFFECT_UNCERTAIN")
+    assert len(app.sim.requests_for(ORDER, "GET")) == 1
+
+    second = await app.run("download_paper", {"record_ref": ref})
+    assert second["status"] == "failed", second
+    only_error(second, "SIDE_EFFECT_UNCERTAIN")
+    assert len(app.sim.requests_for(ORDER, "GET")) == 1  # the second call clicked nothing
+
+    third = await app.completed("download_paper", {"record_ref": ref, "retry": True})
+    assert third["result"]["source"] == "download" and Path(third["result"]["path"]).exists()
+    assert len(app.sim.requests_for(ORDER, "GET")) == 2  # attempted again
+    assert app.services.store.uncertain_click(ref) is None
+
+
+async def test_existing_file_name_is_file_exists_and_nothing_is_clicked(app: App) -> None:
+    ref = await app.ref("r0008")
+    app.downloads.mkdir(parents=True, exist_ok=True)
+    mine = app.downloads / "mine-r0008.pdf"
+    mine.write_bytes(b"keep me")
+    # the format (hence the name check) is known only from the detail page: an operation, no click
+    record = await app.run("download_paper", {"record_ref": ref, "filename": mine.name})
+    assert record["status"] == "failed" and record["result"] is None, record
+    assert only_error(record, "FILE_EXISTS")["details"]["path"] == str(mine)
+    assert mine.read_bytes() == b"keep me"
+    assert not app.sim.requests_for(ORDER, "GET") and app.services.store.clicks_for(ref) == []
