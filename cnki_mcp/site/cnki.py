@@ -1,20 +1,23 @@
 """`CnkiSite`: the Playwright `SiteBackend`. Grid pages replay a request template captured once per
 browser session from the real AdvSearch page (facts §1.2/§1.3) with an in-page fetch; detail and
-journal pages are fetched without rendering through the context's own request API (same cookies),
-with a rendered-tab fallback for script-drawn pages (§1.5). Every response is classified (§1.4)
-before a parser sees it; human steps go through the gate; retries follow the facts' rules."""
+journal pages are fetched without rendering through CDP `Network.loadNetworkResource` on the work
+tab's frame (Chromium's own network stack: its proxy, resolver rules, certificates and cookies; the
+context's request API only where the browser lacks that method), with a rendered-tab fallback for
+script-drawn pages (§1.5). Every response is classified (§1.4) before a parser sees it; human steps go through the gate; retries follow the facts' rules."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
+from urllib.parse import quote
 
+from playwright.async_api import CDPSession, Page
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from cnki_mcp.clock import Clock
@@ -64,6 +67,7 @@ T = TypeVar("T")
 
 MAX_ATTEMPTS = 4
 MAX_BODY = 8 * 1024 * 1024  # facts §1.3/§1.5: responses above 8 MiB are refused
+READ_CHUNK = 1024 * 1024  # facts §1.5: the loaded body is read in 1 MiB chunks
 FETCH_TIMEOUT_MS = 30_000
 READY_TIMEOUT_MS = 20_000  # facts §1.2: AdvSearch must be usable within 20 s
 CAPTURE_TIMEOUT_MS = 30_000  # facts §1.2: the grid POST must follow the click within 30 s
@@ -137,6 +141,22 @@ class _Fetched:
     status: int
     url: str
     text: str
+    # Network.loadNetworkResource follows redirects but never says where it ended: `url` is then the
+    # requested URL and a login or verification page reached by a redirect is known by its content.
+    final_url_known: bool = True
+
+
+class _LoaderUnavailable(Exception):
+    """This browser has no usable Network.loadNetworkResource (the request API is used instead)."""
+
+
+@dataclass(slots=True)
+class _WorkSession:
+    """The CDP session kept on the work tab for Network.loadNetworkResource."""
+
+    page: Page
+    generation: int
+    session: CDPSession
 
 
 @dataclass(slots=True)
@@ -183,6 +203,9 @@ class CnkiSite:
         self._cursors = CursorCache()
         self._render_page: Page | None = None
         self._step_pages: list[Page] = []  # tabs opened to show a page to the person
+        self._loader: _WorkSession | None = None
+        self._loader_lock = asyncio.Lock()
+        self._loader_available = True  # False once the browser refused Network.loadNetworkResource
 
     # --- introspection ----------------------------------------------------------------
 
@@ -382,6 +405,7 @@ class CnkiSite:
                 if number == 1 and on_transport == "recover":
                     log.warning("grid transport failure, recovering the browser: %s", exc)
                     self.drop_template()
+                    await self._detach_loader()
                     await self._host.recover()
                     continue
                 raise SiteUnavailable(reason=str(exc)[:200]) from exc
@@ -476,7 +500,7 @@ class CnkiSite:
 
     async def _fetch_parsed(self, url: str, op: SiteOp | None, parse: Callable[[str, str], T]) -> T:
         async def once() -> T:
-            fetched = await self._request_get(url, op)
+            fetched = await self._load(url, op)
             self._raise_for_page(fetched)
             try:
                 value = parse(fetched.text, fetched.url)
@@ -491,16 +515,131 @@ class CnkiSite:
 
     def _raise_for_page(self, fetched: _Fetched) -> None:
         verdict = classify_page(fetched.text, fetched.url, fetched.status)
+        if verdict.kind is GateKind.CLEAR and not fetched.final_url_known:
+            # A redirect to the login page keeps the requested URL here: judge by the content alone.
+            by_content = classify_page(fetched.text, None, fetched.status)
+            if by_content.kind is GateKind.LOGIN:
+                verdict = by_content
         if verdict.kind is GateKind.CHALLENGE:
-            raise _HumanNeeded(
-                "challenge", VerificationRequired(evidence=verdict.evidence), None, fetched.url
-            )
+            show = fetched.url if fetched.final_url_known else self._verify_url(fetched.url)
+            raise _HumanNeeded("challenge", VerificationRequired(evidence=verdict.evidence), None, show)
         if verdict.kind is GateKind.LOGIN:
-            raise _HumanNeeded("login", LoginRequired(evidence=verdict.evidence), None, fetched.url)
+            show = fetched.url if fetched.final_url_known else self._login_url(fetched.url)
+            raise _HumanNeeded("login", LoginRequired(evidence=verdict.evidence), None, show)
         raise_for_verdict(verdict)
 
+    # Where the person is sent when the loader met a login or verification page at an unknown URL:
+    # the pages CNKI itself redirects to, returning to the requested page (a second request for the
+    # requested URL would not do: the site may answer it differently, and it costs a request).
+    def _login_url(self, return_url: str) -> str:
+        return f"{self._settings.origin('login')}/login/?ReturnURL={quote(return_url, safe='')}"
+
+    def _verify_url(self, return_url: str) -> str:
+        return (
+            f"{self._settings.origin('kns')}/verify/home?captchaType=blockPuzzle"
+            f"&returnUrl={quote(return_url, safe='')}"
+        )
+
+    async def _load(self, url: str, op: SiteOp | None) -> _Fetched:
+        """facts §1.5: Network.loadNetworkResource, else (a browser without it) the request API."""
+        if self._loader_available:
+            try:
+                return await self._load_resource(url, op)
+            except _LoaderUnavailable as exc:
+                log.warning("Network.loadNetworkResource unavailable, using the request API: %s", exc)
+                self._loader_available = False
+        return await self._request_get(url, op)
+
+    async def _work_session(self) -> _WorkSession:
+        """The CDP session on the work tab, made once and reused until the tab or browser changes."""
+        async with self._loader_lock:
+            page = await self._host.work_page()
+            current = self._loader
+            if (
+                current is not None
+                and current.page is page
+                and current.generation == self._host.generation
+                and not page.is_closed()
+            ):
+                return current
+            await self._detach_loader()
+            try:
+                session = await self._host.cdp(page)
+            except PlaywrightError as exc:
+                self._host.note_error(exc)
+                raise _TransportError(str(exc)) from exc
+            self._loader = _WorkSession(page, self._host.generation, session)
+            return self._loader
+
+    async def _detach_loader(self) -> None:
+        work, self._loader = self._loader, None
+        if work is not None:
+            with contextlib.suppress(PlaywrightError):
+                await work.session.detach()
+
+    async def _load_resource(self, url: str, op: SiteOp | None) -> _Fetched:
+        """GET `url` in the work tab's frame: Chromium's network stack (proxy, resolver rules,
+        certificates) and cookies, no rendering, cross-origin; the body is read through IO.read."""
+        work = await self._work_session()
+        session = work.session
+        try:
+            async with self._limiter.slot(budget=op):
+                tree = await session.send("Page.getFrameTree")
+                params = {
+                    "frameId": tree["frameTree"]["frame"]["id"],
+                    "url": url,
+                    "options": {"disableCache": False, "includeCredentials": True},
+                }
+                result = await asyncio.wait_for(
+                    session.send("Network.loadNetworkResource", params), FETCH_TIMEOUT_MS / 1000
+                )
+                resource: dict[str, Any] = result.get("resource") or {}
+                status = int(resource.get("httpStatusCode") or 0)
+                stream = resource.get("stream")
+                if not stream:
+                    if status:  # an HTTP error answer: Chromium keeps its body, the status tells
+                        return _Fetched(status, url, "", final_url_known=False)
+                    reason = resource.get("netErrorName") or f"net error {resource.get('netError')}"
+                    raise _TransportError(f"{reason} ({url})")
+                body = await self._read_stream(session, str(stream), url, resource.get("headers") or {})
+        except TimeoutError as exc:
+            raise _TransportError(f"Network.loadNetworkResource timed out ({url})") from exc
+        except PlaywrightError as exc:
+            if _method_missing(exc):
+                raise _LoaderUnavailable(str(exc).splitlines()[0][:200]) from exc
+            self._host.note_error(exc)
+            if self._loader is work:
+                await self._detach_loader()  # a fresh session on the next load
+            raise _TransportError(str(exc)) from exc
+        return _Fetched(status or 200, url, body.decode("utf-8", "replace"), final_url_known=False)
+
+    @staticmethod
+    async def _read_stream(session: CDPSession, handle: str, url: str, headers: dict[str, Any]) -> bytes:
+        """IO.read in 1 MiB chunks up to the 8 MiB cap, then IO.close (always)."""
+        try:
+            lengths = [v for k, v in headers.items() if k.lower() == "content-length"]
+            length = int(lengths[0]) if lengths and str(lengths[0]).strip().isdigit() else 0
+            if length > MAX_BODY:
+                raise ResponseTooLarge(url=url, length=length)
+            chunks: list[bytes] = []
+            total = 0
+            while True:
+                part = await session.send("IO.read", {"handle": handle, "size": READ_CHUNK})
+                data = str(part.get("data") or "")
+                raw = base64.b64decode(data) if part.get("base64Encoded") else data.encode("utf-8")
+                total += len(raw)
+                if total > MAX_BODY:
+                    raise ResponseTooLarge(url=url, length=total)
+                chunks.append(raw)
+                if part.get("eof") or not raw:
+                    return b"".join(chunks)
+        finally:
+            with contextlib.suppress(PlaywrightError):
+                await session.send("IO.close", {"handle": handle})
+
     async def _request_get(self, url: str, op: SiteOp | None) -> _Fetched:
-        """GET through the context's APIRequestContext: the browser's cookies, no rendering."""
+        """Fallback GET through the context's APIRequestContext: the browser's cookies, no rendering,
+        but Playwright's own network stack (no browser proxy, resolver rules or client certificates)."""
         ctx = await self._host.ensure()
         try:
             async with self._limiter.slot(budget=op):
@@ -577,6 +716,7 @@ class CnkiSite:
         self._render_page = None
         self._step_pages = []
         self._captured = None
+        await self._detach_loader()
         for page in pages:
             with contextlib.suppress(PlaywrightError):
                 if not page.is_closed():
@@ -590,6 +730,12 @@ def _paper_key(row: GridRow) -> str:
         return native
     first = author_key(row.authors[0]) if row.authors else ""
     return f"{title_key(row.title)}|{first}"
+
+
+def _method_missing(exc: PlaywrightError) -> bool:
+    """The browser does not know the CDP method (Chromium before Network.loadNetworkResource)."""
+    text = str(exc)
+    return "wasn't found" in text or "-32601" in text or "Method not found" in text
 
 
 def _looks_script_rendered(html: str) -> bool:
