@@ -58,11 +58,22 @@ class OperationView(BaseModel):
         data = record.public()
         view = cls.model_validate({**data, "next_step": next_step})
         if view.next_step is None:
-            view.next_step = default_next_step(view.status)
+            codes = tuple(e.code for e in view.errors)
+            view.next_step = default_next_step(view.status, view.kind, codes)
         return view
 
 
-def default_next_step(status: str) -> str | None:
+UNCERTAIN_DOWNLOAD_STEP = "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
+
+
+def default_next_step(status: str, kind: str | None = None, codes: tuple[str, ...] = ()) -> str | None:
+    """What to call next, by status, operation kind and error codes: the same advice whether the
+    record comes back inside the tool call or later through operation_status."""
+    if kind == "download":
+        if "SIDE_EFFECT_UNCERTAIN" in codes:
+            return UNCERTAIN_DOWNLOAD_STEP
+        if status == "completed":
+            return "read_pdf_text(record_ref)"
     if status in ("running", "awaiting_user"):
         return "operation_status(operation_id, wait_seconds=50)"
     if status in ("partial", "interrupted"):

@@ -210,14 +210,7 @@ def register(server: CnkiServer) -> None:
         record = await start_operation(
             ctx, services.jobs, OperationKind.DOWNLOAD, runner, budget, stage="download", message="下载文件"
         )
-        view = OperationView.of(record)
-        if view.status == "failed" and any(e.code == "SIDE_EFFECT_UNCERTAIN" for e in view.errors):
-            view.next_step = (
-                "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
-            )
-        elif view.status == "completed":
-            view.next_step = "read_pdf_text(record_ref)"
-        return typed_view(DownloadOperation, view)
+        return typed_view(DownloadOperation, OperationView.of(record))
 
     @server.tool(
         name="read_pdf_text",

@@ -357,6 +357,7 @@ async def test_uncertain_download_is_not_clicked_again_until_retry(app: App) -> 
     first = await app.run("download_paper", {"record_ref": ref, "wait_seconds": 1})
     assert first["status"] == "failed", first
     only_error(first, "SIDE_EFFECT_UNCERTAIN")
+    assert "retry=true" in first["next_step"]  # the guidance survives the trip through operation_status
     assert len(app.sim.requests_for(ORDER, "GET")) == 1
 
     second = await app.run("download_paper", {"record_ref": ref})
@@ -366,6 +367,7 @@ async def test_uncertain_download_is_not_clicked_again_until_retry(app: App) -> 
 
     third = await app.completed("download_paper", {"record_ref": ref, "retry": True})
     assert third["result"]["source"] == "download" and Path(third["result"]["path"]).exists()
+    assert third["next_step"] == "read_pdf_text(record_ref)"
     assert len(app.sim.requests_for(ORDER, "GET")) == 2  # attempted again
     assert app.services.store.uncertain_click(ref) is None
 
