@@ -278,7 +278,9 @@ def test_sorts_order_by_relevance_date_cited_downloads_with_id_ties() -> None:
     assert order(Sort.CF) == ["r01", "r04", "r02"]  # tie 50/50 broken by id
     assert order(Sort.DFR) == ["r01", "r02", "r04"]
     assert order(Sort.FFD)[0] in {"r01", "r04"}  # title+keyword hits beat abstract-only
-    assert order(Sort.FFD) == order(Sort.FFD)
+    # Relevance by hand: r04 title 碳中和+产品责任 6+6, keywords 3+3, abstract 碳中和 1 = 19;
+    # r02 C++ in title 6, keywords 3, abstract 1 = 10; r01 产品责任 in title 6, keywords 3 = 9.
+    assert order(Sort.FFD) == ["r04", "r02", "r01"]
 
 
 @pytest.mark.parametrize(
