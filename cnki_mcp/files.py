@@ -30,7 +30,8 @@ REF_CHARS = 8
 REF_PREFIX = "rec_"
 _UNSAFE = re.compile(r'[/\\<>:"|?*\x00-\x1f\x7f]')
 _WINDOWS_RESERVED = frozenset(
-    ["CON", "PRN", "AUX", "NUL"] + [f"COM{i}" for i in range(1, 10)] + [f"LPT{i}" for i in range(1, 10)]
+    ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"]
+    + [f"{dev}{i}" for dev in ("COM", "LPT") for i in (*range(1, 10), "¹", "²", "³")]
 )
 RESERVED_PREFIX = "论文_"
 MAX_SUBDIR_PARTS = 8
@@ -116,8 +117,11 @@ def safe_file_name(title: str, record_ref: str, ext: str) -> str:
         stem = "论文"
     if _reserved(stem):
         stem = RESERVED_PREFIX + stem
-    name = f"{stem}_{ref}.{ext}" if ref else f"{stem}.{ext}"
-    return name
+    suffix = f"_{ref}.{ext}" if ref else f".{ext}"
+    room = MAX_NAME_BYTES - len(suffix.encode("utf-8"))
+    while len(stem.encode("utf-8")) > room:  # 4-byte characters (𝑥, 𠀀, emoji): stay under NAME_MAX
+        stem = stem[:-1].rstrip(" .") or "论文"
+    return stem + suffix
 
 
 def check_file_name(name: str, fmt: FileFormat) -> str:
@@ -156,6 +160,8 @@ def target_dir(data_dir: Path, subdirectory: str | None) -> Path:
     for part in parts:
         if _clean_component(part) != part or _reserved(part):
             raise InvalidInput("子目录含有不允许的字符", subdirectory=subdirectory)
+        if len(part.encode("utf-8")) > MAX_NAME_BYTES:
+            raise InvalidInput("子目录名过长", subdirectory=subdirectory)
     here = root
     for part in parts:
         here = here / part
@@ -217,10 +223,15 @@ def _copy_exclusive(src: Path, dest: Path) -> None:
 def inside_downloads(path: Path, data_dir: Path) -> Path:
     """`path` resolved, which must lie inside `<data>/downloads` (INVALID_ARGUMENT otherwise)."""
     root = downloads_root(data_dir).resolve()
+    if "\x00" in str(path):
+        raise InvalidInput("路径含有不允许的字符", path=str(path).replace("\x00", "\\0"))
     candidate = Path(path)
     if not candidate.is_absolute():
         candidate = root / candidate
-    resolved = candidate.resolve()
+    try:
+        resolved = candidate.resolve()
+    except (OSError, RuntimeError) as exc:  # too long, symlink loop
+        raise InvalidInput("路径无效", path=str(path), reason=type(exc).__name__) from exc
     if root != resolved and root not in resolved.parents:
         raise InvalidInput("只能读取 downloads/ 目录中的文件", path=str(path))
     return resolved

@@ -63,7 +63,11 @@ def read_pdf_text(
     if not 1 <= max_characters <= MAX_CHARACTERS:
         raise InvalidInput("max_characters 须在 1 到 200000 之间", max_characters=max_characters)
     resolved = inside_downloads(Path(path), data_dir)
-    if not resolved.is_file():
+    try:
+        is_file = resolved.is_file()
+    except OSError as exc:  # e.g. a component longer than NAME_MAX
+        raise InvalidInput("路径无效", path=str(path), reason=type(exc).__name__) from exc
+    if not is_file:
         raise InvalidInput("文件不存在", path=str(path))
     if sniff_format(resolved) != "pdf":
         raise InvalidFile("不是 PDF 文件", path=str(resolved))

@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 from cnki_mcp.errors import CnkiError
-from cnki_mcp.files import archive, check_file_name, safe_file_name, sha256_of, target_dir, validate_download
+from cnki_mcp.files import (
+    archive,
+    check_file_name,
+    inside_downloads,
+    safe_file_name,
+    sha256_of,
+    target_dir,
+    validate_download,
+)
 from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.sim.pages.files import caj_bytes, pdf_bytes, render_html_as_pdf
 
@@ -93,3 +101,27 @@ def test_archive_moves_hashes_and_never_overwrites(tmp_path: Path, record) -> No
     again = write(tmp_path, "incoming2.pdf", b"%PDF-other")
     assert code_of(archive, again, tmp_path / "data", "sub", "论文.pdf") == "FILE_EXISTS"
     assert sha256_of(done.path) == digest and again.exists()
+
+
+def test_default_name_stays_under_the_file_name_byte_limit_with_four_byte_characters(tmp_path: Path) -> None:
+    # 75 four-byte characters (math letters, CJK Extension B, emoji) are 300 bytes: over NAME_MAX (255)
+    for title in ("𝑥" * 100, "𠀀" * 100, "😀" * 100):
+        name = safe_file_name(title, "rec_0123456789abcdef", "pdf")
+        assert len(name.encode("utf-8")) <= 240 and name.endswith("_01234567.pdf")
+        assert check_file_name(name, "pdf") == name
+        (tmp_path / name).write_bytes(b"x")  # the file system takes it
+
+
+def test_windows_reserved_names_include_console_and_superscript_devices() -> None:
+    for bad in ("COM¹.pdf", "LPT³.pdf", "CONIN$.pdf", "conout$.pdf"):
+        assert code_of(check_file_name, bad, "pdf") == "INVALID_ARGUMENT", bad
+    assert safe_file_name("COM²", "rec_abcdefgh1234", "pdf") == "论文_COM²_abcdefgh.pdf"
+
+
+def test_overlong_subdirectory_component_is_an_invalid_argument(tmp_path: Path) -> None:
+    assert code_of(target_dir, tmp_path, "a" * 300) == "INVALID_ARGUMENT"
+    assert code_of(target_dir, tmp_path, "x/" + "论" * 90) == "INVALID_ARGUMENT"  # 270 bytes
+
+
+def test_inside_downloads_rejects_a_nul_byte_as_an_invalid_argument(tmp_path: Path) -> None:
+    assert code_of(inside_downloads, Path("a\x00b.pdf"), tmp_path) == "INVALID_ARGUMENT"

@@ -73,3 +73,12 @@ def test_page_specs() -> None:
         with pytest.raises(CnkiError) as info:
             parse_pages(bad, 5)
         assert info.value.code == "INVALID_ARGUMENT", bad
+
+
+def test_nul_byte_overlong_and_looping_paths_are_invalid_arguments(data_dir: Path) -> None:
+    # ValueError / OSError (ENAMETOOLONG) / RuntimeError (symlink loop) used to surface as INTERNAL
+    assert code_of(path="sub/pa\x00per.pdf", data_dir=data_dir) == "INVALID_ARGUMENT"
+    assert code_of(path="x" * 1900 + ".pdf", data_dir=data_dir) == "INVALID_ARGUMENT"
+    loop = data_dir / "downloads" / "loop"
+    loop.symlink_to(loop)
+    assert code_of(path="loop/paper.pdf", data_dir=data_dir) == "INVALID_ARGUMENT"
