@@ -129,7 +129,7 @@ def save_export(data_dir: Path, name: str, text: str) -> Path:
     hard link): a complete file appears or nothing; an existing one is never replaced."""
     dest = ensure_free(data_dir, name)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{name}.part-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tmp = dest.with_name(f".export-{os.getpid()}-{uuid.uuid4().hex[:8]}.part")  # short: name may be 240 bytes
     try:
         with tmp.open("xb") as fh:
             fh.write(text.encode("utf-8"))

@@ -1,0 +1,26 @@
+"""export_citations' file writes: a caller name up to the 240-byte limit is saved (the temporary
+name must not add bytes to it), nothing but the file is left behind, and names stay one component."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.server.tools_cite import export_file_name, save_export
+
+
+def test_a_name_at_the_byte_limit_is_saved_and_no_temporary_file_remains(tmp_path: Path) -> None:
+    name = export_file_name("引" * 78 + "a", "bib")  # 235 + 4 bytes: accepted by the name check
+    assert len(name.encode("utf-8")) == 239
+    path = save_export(tmp_path, name, "@article{x}")
+    assert path == tmp_path / "exports" / name and path.read_text(encoding="utf-8") == "@article{x}"
+    assert [p.name for p in (tmp_path / "exports").iterdir()] == [name]
+
+
+@pytest.mark.parametrize("bad", ["../x.bib", "a/b.bib", "C:\\x.bib", "NUL", "x\x00.bib", "COM¹.bib"])
+def test_export_names_are_one_safe_component(bad: str) -> None:
+    with pytest.raises(CnkiError) as info:
+        export_file_name(bad, "bib")
+    assert info.value.code == "INVALID_ARGUMENT"
