@@ -18,6 +18,7 @@ from cnki_mcp.identity import (
     native_key,
     public_url,
     record_ref,
+    same_observation,
     same_paper,
     source_key,
     title_key,
@@ -130,6 +131,17 @@ def test_record_ref_uses_the_strongest_key() -> None:
     assert record_ref(IdentityKeys(title="t", locator="u1")) != record_ref(
         IdentityKeys(title="t", locator="u2")
     )
+
+
+def test_weak_records_are_one_observation_only_at_the_same_url_never_by_title_alone() -> None:
+    weak = IdentityKeys(title="t", locator="u1")
+    assert same_observation(weak, IdentityKeys(title="t", locator="u1"))
+    assert not same_observation(weak, IdentityKeys(title="t", locator="u2"))  # title alone: never
+    assert not same_observation(weak, IdentityKeys(title="t2", locator="u1"))
+    assert not same_observation(IdentityKeys(title="t"), IdentityKeys(title="t"))  # no URL, no match
+    strong = IdentityKeys(doi="10.1/x", title="t", locator="u1")
+    assert not same_observation(strong, IdentityKeys(title="t", locator="u1"))
+    assert not same_paper(weak, IdentityKeys(title="t", locator="u1"))
 
 
 def test_index_keys_name_their_kind() -> None:
