@@ -231,6 +231,31 @@ def test_merge_list_after_detail_keeps_confirmed_values_but_takes_fresh_counts()
     assert merged.detail_observed_at == T0
 
 
+def test_merge_list_after_detail_keeps_the_confirmed_native_id_and_fills_only_its_gaps() -> None:
+    confirmed = Paper.from_detail(_detail(), "https://kns.cnki.net/kcms2/article/abstract?v=old", T0)
+    assert confirmed.native == NativeId(dbcode="CJFD", filename="JSJX202403001")
+    online_first = _row(native=NativeId(dbcode="CAPJ", dbname="CAPJLAST2024", filename="JSJX202403001"))
+    merged = merge(confirmed, Paper.from_grid_row(online_first, T0 + timedelta(days=1)), "list")
+    assert merged.native == NativeId(dbcode="CJFD", dbname="CAPJLAST2024", filename="JSJX202403001")
+    listed = Paper.from_grid_row(_row(native=NativeId(dbcode="CJFD", filename="JSJX202403001")), T0)
+    unconfirmed = merge(listed, Paper.from_grid_row(online_first, T0), "list")
+    assert unconfirmed.native.dbcode == "CAPJ"  # nothing confirmed: the newer list row wins
+
+
+def test_merge_of_a_newer_detail_page_replaces_confirmed_values() -> None:
+    confirmed = Paper.from_detail(_detail(), "https://kns.cnki.net/kcms2/article/abstract?v=old", T0)
+    later = T0 + timedelta(days=1)
+    newer = Paper.from_detail(
+        _detail(date="2024-04-01", pages="10-20", native=NativeId(dbcode="CJFQ", filename="JSJX202403001")),
+        None,
+        later,
+    )
+    merged = merge(confirmed, newer, "detail")
+    assert (merged.date, merged.pages, merged.native.dbcode) == ("2024-04-01", "10-20", "CJFQ")
+    assert merged.detail_confirmed and merged.detail_observed_at == later
+    assert merged.record_ref == confirmed.record_ref
+
+
 def test_merge_never_replaces_with_empty_values() -> None:
     row = Paper.from_grid_row(_row(abstract="列表摘要"), T0)
     empty = Paper.from_grid_row(
