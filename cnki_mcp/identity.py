@@ -27,7 +27,8 @@ _AROUND_PUNCT = re.compile(r"\s*([" + re.escape(_TITLE_PUNCT) + r"])\s*")
 _DOI_PREFIXES = ("https://doi.org/", "http://doi.org/", "https://dx.doi.org/", "http://dx.doi.org/", "doi:")
 # Bracketed role suffixes CNKI appends to names (林倩(文), 胡馨元（编）): they broke matching.
 _ROLE = re.compile(r"\s*[(（]\s*(?:文|著|编|译|主编|编著|编译|撰|撰文|执笔|整理|口述|摄|图|供稿)\s*[)）]\s*$")
-_SECRET_QUERY_WORDS = ("token", "ticket", "session", "password", "signature")
+# facts §1.1 plus the reader's short-lived `invoice`/`nonce` (facts §1.1 table, §8): never shown.
+SECRET_QUERY_WORDS = ("token", "ticket", "session", "password", "signature", "invoice", "nonce")
 
 
 def _collapse(text: str | None) -> str:
@@ -238,7 +239,7 @@ def _is_cnki_host(host: str) -> bool:
 
 def public_url(url: str | None, extra_origins: tuple[str, ...] = ()) -> str | None:
     """The URL that may be shown: a CNKI https URL whose path contains `abstract` and whose
-    query keys contain none of token/ticket/session/password/signature. Anything else: None.
+    query, fragment and path-parameter keys contain none of SECRET_QUERY_WORDS. Anything else: None.
 
     `extra_origins` (e.g. the simulator's `http://127.0.0.1:port`) count as CNKI."""
     if not url:
@@ -256,10 +257,14 @@ def public_url(url: str | None, extra_origins: tuple[str, ...] = ()) -> str | No
         return None
     if "abstract" not in parts.path.lower():
         return None
-    for key, _ in parse_qsl(parts.query, keep_blank_values=True):
-        low = key.lower()
-        if any(word in low for word in _SECRET_QUERY_WORDS):
-            return None
+    # query keys, `;`-separated ones too, fragment keys (`#token=`) and path parameters
+    # (`/abstract;jsessionid=`): a secret may ride in any of them
+    params = [parts.query, parts.fragment, *parts.path.split(";")[1:]]
+    for text in params:
+        for key, _ in parse_qsl(text.replace(";", "&"), keep_blank_values=True):
+            low = key.lower()
+            if any(word in low for word in SECRET_QUERY_WORDS):
+                return None
     return url.strip()
 
 

@@ -4,14 +4,15 @@ simulator), which URLs count as CNKI's, which are login pages, and what may be s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
+from cnki_mcp.identity import SECRET_QUERY_WORDS, public_url
 from cnki_mcp.settings import Settings
 
 ADV_SEARCH_PATH = "/kns8s/AdvSearch"
 GRID_PATH_MARK = "/brief/grid"
 # Query keys that make a URL secret (facts §1.1 PublicURL rule).
-SECRET_KEYS = ("token", "ticket", "session", "password", "signature", "invoice", "nonce")
+SECRET_KEYS = SECRET_QUERY_WORDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,14 +53,7 @@ class Endpoints:
         return False
 
     def public_url(self, url: str | None) -> str | None:
-        """A detail URL safe to show: a CNKI page whose path holds `abstract` and whose query
-        carries no secret-looking key. Anything else is internal only."""
-        if not url or not self.is_site_url(url):
-            return None
-        parts = urlsplit(url)
-        if "abstract" not in parts.path.lower():
-            return None
-        for key, _ in parse_qsl(parts.query, keep_blank_values=True):
-            if any(s in key.lower() for s in SECRET_KEYS):
-                return None
-        return url
+        """A detail URL safe to show: the one rule of `identity.public_url` (a CNKI page whose
+        path holds `abstract`, no secret-looking key, no user info); the single origin counts
+        as CNKI's. Anything else is internal only."""
+        return public_url(url, (self.one_origin,) if self.one_origin else ())

@@ -1,0 +1,43 @@
+"""The PublicURL rule has one implementation (identity.public_url, used by every result item)
+and Endpoints.public_url follows it: secrets in the query (the reader's invoice/nonce too), in
+`;`-separated query parts, in the fragment, in path parameters or in user info are never shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cnki_mcp.identity import public_url
+from cnki_mcp.settings import Settings
+from cnki_mcp.site.endpoints import Endpoints
+
+BASE = "https://kns.cnki.net/kcms2/article/abstract"
+HIDDEN = [
+    f"{BASE}?v=1&invoice=a",
+    f"{BASE}?v=1&Nonce=b",
+    f"{BASE}?v=1;token=s",
+    f"{BASE}?v=1#access_token=s",
+    f"{BASE};jsessionid=ABC?v=1",
+    "https://user:pw@kns.cnki.net/kcms2/article/abstract?v=1",
+]
+
+
+@pytest.mark.parametrize("url", HIDDEN)
+def test_secret_looking_parts_hide_the_url(url: str) -> None:
+    assert public_url(url) is None
+
+
+@pytest.mark.parametrize("url", HIDDEN)
+def test_endpoints_apply_the_same_rule(url: str, tmp_path: Path) -> None:
+    assert Endpoints(Settings(data_dir=tmp_path)).public_url(url) is None
+
+
+def test_plain_detail_urls_stay_shown_on_both(tmp_path: Path) -> None:
+    url = f"{BASE}?v=abc&uniplatform=NZKPT#section-2"
+    assert public_url(url) == url
+    assert Endpoints(Settings(data_dir=tmp_path)).public_url(url) == url
+    sim = "http://127.0.0.1:8765/kcms2/article/abstract?v=1"
+    ends = Endpoints(Settings(data_dir=tmp_path, site_origin="http://127.0.0.1:8765"))
+    assert ends.public_url(sim) == sim
+    assert ends.public_url(sim + "&nonce=x") is None
