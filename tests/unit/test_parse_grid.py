@@ -296,6 +296,11 @@ def test_plain_text_authors_split_on_all_separators() -> None:
     assert page.rows[0].authors == ["张三", "李四", "王五", "赵六"]
 
 
+def test_foreign_authorinfo_splits_on_semicolons_only_so_names_keep_their_commas() -> None:
+    author = '<div class="authorinfo"><p>Smith, John; Doe, Jane；Lee, K.</p></div>'
+    assert parse_grid(_page(_row(author=author))).rows[0].authors == ["Smith, John", "Doe, Jane", "Lee, K."]
+
+
 def test_empty_show_all_link_is_not_an_author() -> None:
     author = '<a href="#x">甲</a>;<a href="#y">乙</a><a class="showAllAuthors" title="显示全部作者"></a>'
     assert parse_grid(_page(_row(author=author))).rows[0].authors == ["甲", "乙"]
