@@ -202,6 +202,7 @@ def test_json_schema_describes_leaf_and_node() -> None:
         ("a=b", '"a=b"'),
         ("x y", '"x y"'),
         ("x\ty", '"x\ty"'),
+        ("x\u3000y", '"x\u3000y"'),  # full-width space: whitespace too
         ("it's", '"it\'s"'),
         ('say "hi"', "'say \"hi\"'"),
         ("10.1000/ABC.1", '"10.1000/ABC.1"'),
