@@ -48,7 +48,7 @@ from cnki_mcp.parse.journal import parse_journal
 from cnki_mcp.settings import Settings
 from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.site.browser import BrowserHost
-from cnki_mcp.site.endpoints import GRID_PATH_MARK, Endpoints
+from cnki_mcp.site.endpoints import GRID_PATH_MARK, Endpoints, without_query
 from cnki_mcp.site.grid_template import (
     CursorCache,
     GridTemplate,
@@ -62,6 +62,7 @@ from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.pages import PlaywrightHumanPage, read_identity
 
 log = logging.getLogger(__name__)
+
 
 T = TypeVar("T")
 
@@ -268,10 +269,10 @@ class CnkiSite:
                 await button.click(timeout=10_000)  # a real mouse click at the element centre
             request = await info.value
         except PlaywrightTimeout as exc:
-            raise QueryTemplateUnavailable(reason=str(exc).splitlines()[0][:200]) from exc
+            raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
         except PlaywrightError as exc:
             self._host.note_error(exc)
-            raise QueryTemplateUnavailable(reason=str(exc).splitlines()[0][:200]) from exc
+            raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
         return parse_template(request.url, request.post_data)
 
     async def _open_search_page(self, page: Page, op: SiteOp | None) -> None:
@@ -285,7 +286,7 @@ class CnkiSite:
                     )
             except PlaywrightError as exc:
                 self._host.note_error(exc)
-                raise QueryTemplateUnavailable(reason=str(exc).splitlines()[0][:200]) from exc
+                raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
             status = response.status if response is not None else 200
             verdict = classify_page(await page.content(), page.url, status)
             if verdict.kind in (GateKind.CHALLENGE, GateKind.LOGIN):
@@ -383,7 +384,7 @@ class CnkiSite:
         if data.get("error"):
             raise _TransportError(str(data["error"]))
         if data.get("tooLarge"):
-            raise ResponseTooLarge(url=url)
+            raise ResponseTooLarge(url=without_query(url))
         return _Fetched(int(data["status"]), str(data["url"]), str(data.get("text") or ""))
 
     # --- retries and human steps --------------------------------------------------------
@@ -408,7 +409,7 @@ class CnkiSite:
                     await self._detach_loader()
                     await self._host.recover()
                     continue
-                raise SiteUnavailable(reason=str(exc)[:200]) from exc
+                raise SiteUnavailable(reason=without_query(str(exc))[:200]) from exc
             except _HumanNeeded as need:
                 page = need.page
                 if need.url is not None:
@@ -439,7 +440,7 @@ class CnkiSite:
                 await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
         except PlaywrightError as exc:
             if self._host.note_error(exc):
-                raise SiteUnavailable(reason=str(exc)[:200]) from exc
+                raise SiteUnavailable(reason=without_query(str(exc))[:200]) from exc
             log.debug("navigation for a human step did not finish: %s", exc)
         return page
 
@@ -620,7 +621,7 @@ class CnkiSite:
             lengths = [v for k, v in headers.items() if k.lower() == "content-length"]
             length = int(lengths[0]) if lengths and str(lengths[0]).strip().isdigit() else 0
             if length > MAX_BODY:
-                raise ResponseTooLarge(url=url, length=length)
+                raise ResponseTooLarge(url=without_query(url), length=length)
             chunks: list[bytes] = []
             total = 0
             while True:
@@ -629,7 +630,7 @@ class CnkiSite:
                 raw = base64.b64decode(data) if part.get("base64Encoded") else data.encode("utf-8")
                 total += len(raw)
                 if total > MAX_BODY:
-                    raise ResponseTooLarge(url=url, length=total)
+                    raise ResponseTooLarge(url=without_query(url), length=total)
                 chunks.append(raw)
                 if part.get("eof") or not raw:
                     return b"".join(chunks)
@@ -647,7 +648,7 @@ class CnkiSite:
             try:
                 length = int(response.headers.get("content-length") or 0)
                 if length > MAX_BODY:
-                    raise ResponseTooLarge(url=url, length=length)
+                    raise ResponseTooLarge(url=without_query(url), length=length)
                 body = await response.body()
             finally:
                 await response.dispose()
@@ -655,7 +656,7 @@ class CnkiSite:
             self._host.note_error(exc)
             raise _TransportError(str(exc)) from exc
         if len(body) > MAX_BODY:
-            raise ResponseTooLarge(url=url, length=len(body))
+            raise ResponseTooLarge(url=without_query(url), length=len(body))
         return _Fetched(response.status, response.url, body.decode("utf-8", "replace"))
 
     async def _render(self, url: str, op: SiteOp | None, parse: Callable[[str, str], T]) -> T:

@@ -3,6 +3,7 @@ simulator), which URLs count as CNKI's, which are login pages, and what may be s
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -13,6 +14,14 @@ ADV_SEARCH_PATH = "/kns8s/AdvSearch"
 GRID_PATH_MARK = "/brief/grid"
 # Query keys that make a URL secret (facts §1.1 PublicURL rule).
 SECRET_KEYS = SECRET_QUERY_WORDS
+
+_URL_IN_TEXT = re.compile(r"""(https?://[^\s?#'"()<>]*)[?#][^\s'"()<>]*""")
+
+
+def without_query(text: str) -> str:
+    """`text` with every URL cut to scheme://host/path: a detail locator's query (`v=`), reader
+    invoice/nonce and tokens stay internal when an error detail reaches the client."""
+    return _URL_IN_TEXT.sub(r"\1", text)
 
 
 @dataclass(frozen=True, slots=True)
