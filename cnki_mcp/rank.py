@@ -374,6 +374,63 @@ class ReferenceRanker:
         return out
 
 
+MIN_SELECTED = 10
+RESCUE_RELEVANCE = 0.55
+
+
+def _reference_pass(r: Ranked, floor: float) -> bool:
+    return r.eligible and r.score >= floor and passes_clauses(r.evidence)
+
+
+class MinimumSelectionRanker(ReferenceRanker):
+    """Reference scores and order; selection = the reference's, topped up to `min_selected` with
+    the next eligible papers that pass the reference clauses but fall below the score floor.
+
+    Why: the 55 % floor is relative to the top score, so one high-quality paper can push
+    relevant, lower-quality papers out (the reference's own validation: "the 55% floor picked only
+    4 papers in one real search"). The top-up never removes or reorders a reference pick."""
+
+    name = "min10"
+
+    def __init__(self, min_selected: int = MIN_SELECTED) -> None:
+        self.min_selected = min_selected
+
+    def _extra(self, r: Ranked) -> bool:
+        """Kept below the floor regardless of the minimum size (none here)."""
+        return False
+
+    def select(self, ranked: Sequence[Ranked], limit: int = MAX_SELECTED) -> list[Ranked]:
+        if not ranked:
+            return []
+        limit = limit if limit > 0 else MAX_SELECTED
+        floor = selection_floor(ranked)
+        keep = {r.ref for r in ranked if _reference_pass(r, floor) or self._extra(r)}
+        want = min(self.min_selected, limit)
+        for r in ranked:
+            if len(keep) >= want:
+                break
+            if r.ref not in keep and r.eligible and passes_clauses(r.evidence):
+                keep.add(r.ref)
+        return [r for r in ranked if r.ref in keep][:limit]
+
+
+class RelevanceRescueRanker(MinimumSelectionRanker):
+    """`MinimumSelectionRanker` plus: an eligible paper covering every concept group with
+    relevance ≥ 0.55 is selected even below the score floor. 0.55 is the reference's own level at
+    which relevance alone suffices (clause 4, no quality evidence); here it also applies when the
+    quality evidence is present but low, since the floor, not relevance, is what drops them."""
+
+    name = "min10_rescue55"
+
+    def __init__(self, min_selected: int = MIN_SELECTED, rescue_relevance: float = RESCUE_RELEVANCE) -> None:
+        super().__init__(min_selected)
+        self.rescue_relevance = rescue_relevance
+
+    def _extra(self, r: Ranked) -> bool:
+        e = r.evidence
+        return r.eligible and e.concept_coverage == 1.0 and e.relevance >= self.rescue_relevance
+
+
 def exclusions(ranked: Sequence[Ranked], selected: Iterable[str]) -> dict[str, str]:
     """Why each unselected record was left out: not eligible, or below a threshold."""
     chosen = set(selected)

@@ -30,7 +30,7 @@ from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.pipeline.structured import structured_channel, structured_params, structured_plan
 from cnki_mcp.query.compiler import compile_expression, concept_expression
 from cnki_mcp.query.expr import Field
-from cnki_mcp.rank import Ranker, ReferenceRanker
+from cnki_mcp.rank import Ranker, RelevanceRescueRanker
 from cnki_mcp.site.backend import SiteBackend
 from cnki_mcp.store import Store
 
@@ -98,7 +98,7 @@ class ResearchPipeline:
             store,
             clock,
             self.enricher,
-            ranker or ReferenceRanker(),
+            ranker or RelevanceRescueRanker(),  # measured: docs/benchmarks.md, Ranking quality
             now_year,
             page_size=page_size,
             public_origins=public_origins,

@@ -9,11 +9,15 @@ import pytest
 from cnki_mcp.rank import (
     EXCLUDED_IRRELEVANT,
     EXCLUDED_THRESHOLD,
+    MIN_SELECTED,
+    RESCUE_RELEVANCE,
     Candidate,
     Evidence,
     Hit,
+    MinimumSelectionRanker,
     Ranked,
     ReferenceRanker,
+    RelevanceRescueRanker,
     SourceQuality,
     annual_citation_score,
     concept_coverage,
@@ -310,3 +314,91 @@ def test_feedback_keywords_from_eligible_top_ten() -> None:
     assert words == ["风险分配", "算法责任"]
     assert feedback_keywords(ranked[:3], keywords, GROUPS) == ["deep learning"]
     assert feedback_keywords(ranked, keywords, []) == []
+
+
+# --- measured variants (docs/benchmarks.md, Ranking quality) ----------------------------------
+
+_GOOD = {"relevance": 0.6, "concept_coverage": 1.0, "quality": 0.5, "quality_evidence_present": True}
+_LOW_QUALITY = {"relevance": 0.40, "concept_coverage": 1.0, "quality": 0.1, "quality_evidence_present": True}
+_NO_CLAUSE = {"relevance": 0.30, "concept_coverage": 0.5, "quality": 0.1, "quality_evidence_present": True}
+
+
+def _floor_case() -> list[Ranked]:
+    # top 0.8 -> floor max(0.24, 0.44) = 0.44: only "a" clears it.
+    return [
+        _ranked("a", 0.8, **_GOOD),
+        _ranked("b", 0.30, **_LOW_QUALITY),  # below the floor, passes clause 1 (0.40 ≥ 0.35, coverage 1)
+        _ranked("c", 0.25, **_NO_CLAUSE),  # below the floor, passes no clause
+        _ranked("d", 0.20, **_LOW_QUALITY),
+        _ranked("e", 0.90, eligible=False, **_GOOD),
+    ]
+
+
+def test_variant_defaults() -> None:
+    assert MIN_SELECTED == 10 and RESCUE_RELEVANCE == 0.55
+    assert MinimumSelectionRanker().min_selected == 10
+    assert RelevanceRescueRanker().rescue_relevance == 0.55
+    assert MinimumSelectionRanker.name == "min10" and RelevanceRescueRanker.name == "min10_rescue55"
+
+
+def test_minimum_selection_tops_up_below_the_floor_with_clause_passing_eligible_papers() -> None:
+    ranked = _floor_case()
+    assert [r.ref for r in ReferenceRanker().select(ranked)] == ["a"]
+    # c passes no clause and e is not eligible: never taken, whatever the minimum.
+    assert [r.ref for r in MinimumSelectionRanker(3).select(ranked)] == ["a", "b", "d"]
+    assert [r.ref for r in MinimumSelectionRanker(10).select(ranked)] == ["a", "b", "d"]
+    assert [r.ref for r in MinimumSelectionRanker(2).select(ranked)] == ["a", "b"]
+    assert [r.ref for r in MinimumSelectionRanker(1).select(ranked)] == ["a"]
+    assert [r.ref for r in MinimumSelectionRanker(3).select(ranked, limit=2)] == ["a", "b"]
+    assert MinimumSelectionRanker().select([]) == []
+
+
+def test_minimum_selection_keeps_every_reference_pick_when_there_are_enough() -> None:
+    ranked = [_ranked(f"r{i}", 0.8 - i * 0.01, **_GOOD) for i in range(12)] + [
+        _ranked("low", 0.30, **_LOW_QUALITY)
+    ]
+    reference = [r.ref for r in ReferenceRanker().select(ranked)]
+    assert len(reference) == 12
+    assert [r.ref for r in MinimumSelectionRanker().select(ranked)] == reference
+
+
+def test_relevance_rescue_needs_eligibility_full_coverage_and_relevance_055() -> None:
+    low_q = {"quality": 0.1, "quality_evidence_present": True}
+    ranked = [
+        _ranked("a", 0.8, **_GOOD),
+        _ranked("b", 0.20, relevance=0.55, concept_coverage=1.0, **low_q),  # rescued
+        _ranked("c", 0.19, relevance=0.549, concept_coverage=1.0, **low_q),  # just under 0.55
+        _ranked("d", 0.18, relevance=0.60, concept_coverage=0.5, **low_q),  # one group missing
+        _ranked("e", 0.90, eligible=False, relevance=0.9, concept_coverage=1.0, **low_q),
+    ]
+    assert [r.ref for r in RelevanceRescueRanker(min_selected=1).select(ranked)] == ["a", "b"]
+    # the minimum size then tops up with c (clause 1); d passes no clause (coverage 0.5,
+    # quality 0.1, evidence present), e is ineligible.
+    assert [r.ref for r in RelevanceRescueRanker().select(ranked)] == ["a", "b", "c"]
+    assert [r.ref for r in RelevanceRescueRanker(min_selected=1).select(ranked, limit=1)] == ["a"]
+    assert [r.ref for r in RelevanceRescueRanker(1, rescue_relevance=0.5).select(ranked)] == [
+        "a",
+        "b",
+        "c",
+    ]
+
+
+def test_variants_score_and_order_exactly_like_the_reference() -> None:
+    candidates = [
+        Candidate(
+            "rec_a", title="自动驾驶汽车的产品责任", abstract="自动驾驶 产品责任 归责", hits=(Hit("c1", 1),)
+        ),
+        Candidate("rec_b", title="产品责任", doc_type="期刊", year=2020, cited=30, hits=(Hit("c2", 3),)),
+        Candidate("rec_c", title="天气", hits=(Hit("c1", 2),)),
+    ]
+    reference = ReferenceRanker().rank(candidates, GROUPS, 2026)
+    assert MinimumSelectionRanker().rank(candidates, GROUPS, 2026) == reference
+    assert RelevanceRescueRanker().rank(candidates, GROUPS, 2026) == reference
+
+
+def test_the_research_pipeline_defaults_to_the_measured_variant() -> None:
+    import inspect
+
+    from cnki_mcp.pipeline import research
+
+    assert "ranker or RelevanceRescueRanker()" in inspect.getsource(research.ResearchPipeline.__init__)
