@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from cnki_mcp.server.app import build_server
 from cnki_mcp.services import Services
 from cnki_mcp.settings import Settings
 from cnki_mcp.sim.pages.files import caj_bytes, pdf_bytes
 from cnki_mcp.sim.server import SimServer
+from tests.site_stack import in_memory_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -132,31 +132,9 @@ async def app_module(
         headless=True, site_origin=_sim_server_session.origin, request_interval_ms=20,
         inline_wait_seconds=0.0,
     )  # fmt: skip
-    opened: list[Services] = []
-
-    def open_services() -> Services:
-        opened.append(Services.open(settings))
-        return opened[-1]
-
-    # One task owns the client for the whole module (anyio scopes exit in the task that entered them).
-    ready: asyncio.Queue[Client] = asyncio.Queue()
-    stop = asyncio.Event()
-
-    async def own() -> None:
-        async with Client(build_server(open_services)) as client:
-            ready.put_nowait(client)
-            await stop.wait()
-
-    owner = asyncio.create_task(own())
-    async with asyncio.timeout(60):
-        client = await ready.get()
-    try:
-        yield App(client, opened[0], _sim_server_session)
-    finally:
-        stop.set()
-        async with asyncio.timeout(60):
-            await owner
-    assert opened[0].closed
+    async with in_memory_server(settings) as (client, services):
+        yield App(client, services, _sim_server_session)
+    assert services.closed
 
 
 @pytest.fixture
