@@ -9,6 +9,7 @@ grid request). read_pdf_text is local: it reads a file under `<data>/downloads`.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -151,16 +152,13 @@ def register(server: CnkiServer) -> None:
         ref = known_ref(services, record_ref, title)
         reading = services.reading
 
-        async def runner(op: Any) -> Any:
-            target = ref if ref is not None else await locate_title(services, title or "", op)
-            op.set_stage("read", "读取 HTML 正文")
+        async def read(target: str, op: Any) -> Any:
             return await reading.read(
                 target, section=section, offset=offset, max_characters=max_characters, op=op
             )
 
-        budget = budget_of(OperationKind.READ, on_verification)
-        record = await start_operation(
-            ctx, services.jobs, OperationKind.READ, runner, budget, stage="read", message="读取 HTML 正文"
+        record = await _paper_operation(
+            ctx, services, OperationKind.READ, on_verification, ref, title, "read", "读取 HTML 正文", read
         )
         return typed_view(ReadOperation, OperationView.of(record))
 
@@ -198,17 +196,14 @@ def register(server: CnkiServer) -> None:
         ref = known_ref(services, record_ref, title)
         downloader = services.downloader
 
-        async def runner(op: Any) -> Any:
-            target = ref if ref is not None else await locate_title(services, title or "", op)
-            op.set_stage("download", "下载文件")
+        async def download(target: str, op: Any) -> Any:
             return await downloader.download(
                 target, format=format, filename=filename, subdirectory=subdirectory,
                 wait_seconds=wait_seconds, retry=retry, op=op,
             )  # fmt: skip
 
-        budget = budget_of(OperationKind.DOWNLOAD, on_verification)
-        record = await start_operation(
-            ctx, services.jobs, OperationKind.DOWNLOAD, runner, budget, stage="download", message="下载文件"
+        record = await _paper_operation(
+            ctx, services, OperationKind.DOWNLOAD, on_verification, ref, title, "download", "下载文件", download
         )
         return typed_view(DownloadOperation, OperationView.of(record))
 
@@ -255,3 +250,26 @@ def register(server: CnkiServer) -> None:
             path = str(stored.path)
         assert path is not None
         return await asyncio.to_thread(read_pdf_text, path, data_dir, pages, max_characters)
+
+
+async def _paper_operation(
+    ctx: Any,
+    services: Any,
+    kind: OperationKind,
+    on_verification: Any,
+    ref: str | None,
+    title: str | None,
+    stage: str,
+    message: str,
+    action: Callable[[str, Any], Awaitable[Any]],
+) -> Any:
+    """Run `action(record_ref, op)` as an operation of `kind` with its fixed budget; a paper known
+    only by title is located first, inside the operation (its requests are charged there)."""
+
+    async def runner(op: Any) -> Any:
+        target = ref if ref is not None else await locate_title(services, title or "", op)
+        op.set_stage(stage, message)
+        return await action(target, op)
+
+    budget = budget_of(kind, on_verification)
+    return await start_operation(ctx, services.jobs, kind, runner, budget, stage=stage, message=message)
