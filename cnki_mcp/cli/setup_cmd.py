@@ -50,6 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="直接写入客户端配置文件（或打开一键导入链接），不再询问",
     )
+    parser.add_argument(
+        "--uvx",
+        action="store_true",
+        help="写入 uvx --from cnki-research-mcp cnki-mcp serve（每次由 uv 运行），而不是本机安装的绝对路径",
+    )
     parser.add_argument("--yes", "-y", action="store_true", help="不提问，使用默认值 / non-interactive")
     parser.add_argument("--dry-run", action="store_true", help="只显示将要做的事，不写任何文件")
     parser.add_argument(
@@ -205,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
     environ = os.environ
     load_settings(environ)  # a bad CNKI_* variable is reported (CONFIG_INVALID) before anything else
     interactive = not args.yes
-    launcher = current_launcher()
+    launcher = current_launcher(prefer_uvx=args.uvx)
 
     print("1/4 浏览器")
     browser = pick_browser(args.browser, environ, interactive)

@@ -386,7 +386,8 @@ def test_launcher_from_the_uv_cache_becomes_uvx() -> None:
     got = _detect(
         script, "/home/li/.cache/uv/archive-v0/abc123/bin/python", {script}, uvx="/home/li/.local/bin/uvx"
     )
-    assert got == ["/home/li/.local/bin/uvx", "cnki-mcp", "serve"]
+    # `--from` names our distribution: the PyPI project `cnki-mcp` is someone else's.
+    assert got == ["/home/li/.local/bin/uvx", "--from", "cnki-research-mcp", "cnki-mcp", "serve"]
 
 
 def test_launcher_as_module_without_a_script_uses_the_absolute_interpreter() -> None:
