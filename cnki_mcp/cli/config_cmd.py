@@ -1,7 +1,7 @@
 """`cnki-mcp config CLIENT`: print the entry for one MCP client without touching any file.
 
 The snippet goes to stdout (redirectable); where it belongs (the file setup would write,
-the one-click link, or where to paste it) goes to stderr. `--list` shows the 27 clients."""
+the one-click link, or where to paste it) goes to stderr. `--list` shows the 34 clients."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import webbrowser
 from collections.abc import Mapping, Sequence
@@ -162,9 +163,24 @@ def install(plan: Plan, *, args: argparse.Namespace, interactive: bool) -> None:
             raise ClientNotInitialized(
                 f"{folder} 不存在：请先启动一次 {client.name}，再运行 setup", path=str(folder)
             )
-        result = configfile.install_file(
-            target, lambda text: merge_into(client, text, plan.entry), now=datetime.now()
-        )
+        exe = shutil.which(client.cli) if client.cli else None
+        if exe is not None:
+            from cnki_mcp.cli.client_cli import install_with_cli, run_subprocess
+
+            print(f"    使用 {client.name} 自带的命令行写入：{client.cli} mcp add-json --scope user cnki …")
+            result = install_with_cli(
+                exe,
+                target,
+                servers_key=client.servers_key,
+                name="cnki",
+                entry=plan.entry,
+                now=datetime.now(),
+                run=run_subprocess,
+            )
+        else:
+            result = configfile.install_file(
+                target, lambda text: merge_into(client, text, plan.entry), now=datetime.now()
+            )
         if result.status == "unchanged":
             print(f"{target} 里已有相同的 cnki 条目，未改动")
         elif result.status == "created":
