@@ -394,6 +394,11 @@ class ClientNotInitialized(CnkiError):
     default_message = "客户端尚未初始化（配置目录不存在），请先启动一次该客户端"
 
 
+class ExtraNotInstalled(CnkiError):
+    code = "EXTRA_NOT_INSTALLED"
+    default_message = "缺少可选依赖；请安装 cnki-research-mcp[sim]"
+
+
 class UnknownClient(InvalidInput):
     code = "UNKNOWN_CLIENT"
     default_message = "未知的客户端"

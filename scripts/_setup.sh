@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Shared install step for test.sh and demo.sh: a project-local .venv with the package and its
-# test extras, and a Chromium for Playwright to drive (the system's; never `playwright install`).
+# test and sim extras at the versions locked in uv.lock, and a Chromium for Playwright to drive
+# (the system's; never `playwright install`).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -15,13 +16,20 @@ if [ -z "$PY" ]; then
 fi
 [ -n "$PY" ] || { echo "需要 Python >= 3.11 / Python >= 3.11 is required" >&2; exit 1; }
 
+# The locked dependency set: uv.lock (hashes checked by uv). `uv sync --locked` refuses a lock
+# that no longer matches pyproject.toml; update it with `.venv/bin/uv lock` (docs/DESIGN.md
+# §Distribution). uv itself is pinned and installed from PyPI into the venv.
+UV_VERSION=0.13.9
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
+if ! .venv/bin/uv --version 2>/dev/null | grep -q " $UV_VERSION"; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check "uv==$UV_VERSION" >/dev/null
+fi
 stamp=.venv/.cnki-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e '.[test]'
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ uv.lock -nt "$stamp" ]; then
+  UV_PROJECT_ENVIRONMENT="$ROOT/.venv" .venv/bin/uv sync --quiet --locked --inexact \
+    --python "$ROOT/.venv/bin/python" --extra test --extra sim
   touch "$stamp"
 fi
 

@@ -7,4 +7,5 @@ CNKI_SETUP_FOR_TESTS=1  # also Xvfb + a window manager for the headed-window tes
 source "$ROOT/scripts/_setup.sh"
 cd "$ROOT"
 .venv/bin/ruff check --quiet cnki_mcp tests scripts
+./scripts/check_dist.sh  # lock matches pyproject, wheel/sdist pass twine, clean locked install runs
 exec .venv/bin/python -m pytest -q "$@"

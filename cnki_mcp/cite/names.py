@@ -13,8 +13,6 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from pypinyin import Style, lazy_pinyin
-
 from .model import HAN
 
 COMPOUND_SURNAMES: frozenset[str] = frozenset({
@@ -105,6 +103,9 @@ def pinyin(text: str) -> str:
     """Toneless pinyin with no separators: 张 -> zhang, 欧阳 -> ouyang."""
     if text in _SURNAME_PINYIN:
         return _SURNAME_PINYIN[text]
+    # pypinyin loads its phrase dictionary (~0.5 s) on import: only when a name needs it.
+    from pypinyin import Style, lazy_pinyin
+
     return "".join(lazy_pinyin(text, style=Style.NORMAL, errors="ignore"))
 
 

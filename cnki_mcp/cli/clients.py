@@ -15,16 +15,37 @@ from pathlib import PurePath, PurePosixPath, PureWindowsPath
 from typing import Any
 from urllib.parse import quote
 
-from cnki_mcp.cli.configfile import merge_dsh, merge_json, merge_toml, render_dsh
+from cnki_mcp.cli.configfile import (
+    merge_dsh,
+    merge_json,
+    merge_jsonc,
+    merge_toml,
+    merge_yaml_list,
+    merge_yaml_map,
+    render_dsh,
+)
 from cnki_mcp.errors import UnknownClient
 
 SERVER_NAME = "cnki"
+DESCRIPTION = "中国知网（CNKI）检索、题录、阅读、下载与引文"
 
 
 class ConfigFormat(StrEnum):
     JSON = "json"
+    JSONC = "jsonc"  # JSON that may hold comments / trailing commas: spliced, comments kept
     TOML = "toml"
+    YAML = "yaml"  # a YAML mapping keyed by server name (Goose `extensions`)
+    YAML_LIST = "yaml-list"  # a YAML list of named servers (Continue `mcpServers`)
     DSH = "dsh-yaml"  # DeepSeek Harness patch file (YAML list)
+
+
+class EntryStyle(StrEnum):
+    """The shape of one server entry: most clients take command/args/env; some do not."""
+
+    STANDARD = "standard"  # {command, args, env}
+    OPENCODE = "opencode"  # {type: local, command: [cmd, *args], environment, enabled}
+    GOOSE = "goose"  # {name, type: stdio, cmd, args, envs, enabled, timeout, description}
+    CONTINUE = "continue"  # list item {name, type: stdio, command, args, env}
 
 
 class InstallMethod(StrEnum):
@@ -78,6 +99,9 @@ class Client:
     link: LinkStyle | None = None
     needs_dir: bool = False  # the config folder must exist (the client was started once)
     where: str = ""  # where to paste, for paste clients
+    style: EntryStyle = EntryStyle.STANDARD
+    cli: str | None = None  # a client CLI that installs the entry itself when on PATH (claude)
+    docs: str = ""  # the client's own documentation of this file and key (docs/clients.md)
 
 
 _STDIO: tuple[tuple[str, Any], ...] = (("type", "stdio"),)
@@ -87,6 +111,18 @@ _CLINE: tuple[tuple[str, Any], ...] = (("timeout", 900), ("disabled", False))
 
 def _home(*parts: str) -> ConfigLocation:
     return ConfigLocation(tail=parts[-1:], default_dir=parts[:-1])
+
+
+def _xdg(*tail: str, systems: tuple[OSFamily, ...] = ALL_OS) -> ConfigLocation:
+    """`$XDG_CONFIG_HOME/<tail>`, else `~/.config/<tail>`."""
+    return ConfigLocation(tail=tail, default_dir=(".config",), env_dir="XDG_CONFIG_HOME", systems=systems)
+
+
+_MAC = (OSFamily.MACOS,)
+_WIN = (OSFamily.WINDOWS,)
+_LINUX = (OSFamily.LINUX,)
+CONTINUE_HEADER: tuple[tuple[str, Any], ...] = (("name", "Local Config"), ("version", "1.0.0"), ("schema", "v1"))
+GOOSE_TIMEOUT = 300
 
 
 CLIENTS: tuple[Client, ...] = (
@@ -114,6 +150,8 @@ CLIENTS: tuple[Client, ...] = (
         InstallMethod.WRITE,
         extra=_STDIO,
         locations=(ConfigLocation((".claude.json",), env_dir="CLAUDE_CONFIG_DIR"),),
+        cli="claude",
+        docs="https://docs.anthropic.com/en/docs/claude-code/mcp (claude mcp add-json --scope user)",
     ),
     Client(
         "codex",
@@ -242,18 +280,28 @@ CLIENTS: tuple[Client, ...] = (
     Client(
         "vscode",
         "VS Code / Copilot",
-        ConfigFormat.JSON,
-        InstallMethod.PASTE,
+        ConfigFormat.JSONC,
+        InstallMethod.WRITE,
         servers_key="servers",
         extra=_STDIO,
+        locations=(
+            ConfigLocation(("mcp.json",), ("Library", "Application Support", "Code", "User"), systems=_MAC),
+            ConfigLocation(("mcp.json",), ("Code", "User"), Root.APPDATA, systems=_WIN),
+            _xdg("Code", "User", "mcp.json", systems=_LINUX),
+        ),
+        needs_dir=True,
         where="VS Code：命令面板 → MCP: Open User Configuration（或工作区 .vscode/mcp.json），粘贴 JSON",
+        docs="https://code.visualstudio.com/docs/copilot/reference/mcp-configuration (user profile mcp.json, `servers`)",
     ),
     Client(
         "windsurf",
         "Windsurf",
         ConfigFormat.JSON,
-        InstallMethod.PASTE,
+        InstallMethod.WRITE,
+        locations=(_home(".codeium", "windsurf", "mcp_config.json"),),
+        needs_dir=True,
         where="Windsurf：设置 → Cascade → MCP Servers → View raw config，粘贴 JSON",
+        docs="https://docs.windsurf.com/windsurf/cascade/mcp (~/.codeium/windsurf/mcp_config.json)",
     ),
     Client(
         "cline",
@@ -277,6 +325,76 @@ CLIENTS: tuple[Client, ...] = (
         ConfigFormat.JSON,
         InstallMethod.PASTE,
         where="LobeHub 桌面版：插件 → 自定义 MCP → STDIO，填入命令、参数和环境变量",
+    ),
+    Client(
+        "zed",
+        "Zed",
+        ConfigFormat.JSONC,
+        InstallMethod.WRITE,
+        servers_key="context_servers",
+        locations=(
+            ConfigLocation(("settings.json",), ("Zed",), Root.APPDATA, systems=_WIN),
+            _xdg("zed", "settings.json", systems=(OSFamily.MACOS, OSFamily.LINUX)),
+        ),
+        needs_dir=True,
+        docs="https://zed.dev/docs/ai/mcp (settings.json `context_servers`)",
+    ),
+    Client(
+        "continue",
+        "Continue",
+        ConfigFormat.YAML_LIST,
+        InstallMethod.WRITE,
+        locations=(_home(".continue", "config.yaml"),),
+        needs_dir=True,
+        style=EntryStyle.CONTINUE,
+        docs="https://docs.continue.dev/reference (config.yaml `mcpServers` list)",
+    ),
+    Client(
+        "kiro",
+        "Kiro",
+        ConfigFormat.JSON,
+        InstallMethod.WRITE,
+        locations=(_home(".kiro", "settings", "mcp.json"),),
+        docs="https://kiro.dev/docs/mcp/configuration (user level ~/.kiro/settings/mcp.json)",
+    ),
+    Client(
+        "jetbrains",
+        "JetBrains AI Assistant",
+        ConfigFormat.JSON,
+        InstallMethod.PASTE,
+        where="JetBrains IDE：Settings | Tools | AI Assistant | Model Context Protocol (MCP) → Add → As JSON，粘贴 JSON",
+        docs="https://www.jetbrains.com/help/ai-assistant/mcp.html (settings dialog, no documented user file)",
+    ),
+    Client(
+        "goose",
+        "Goose",
+        ConfigFormat.YAML,
+        InstallMethod.WRITE,
+        servers_key="extensions",
+        locations=(
+            ConfigLocation(("config.yaml",), ("Block", "goose", "config"), Root.APPDATA, systems=_WIN),
+            _xdg("goose", "config.yaml", systems=(OSFamily.MACOS, OSFamily.LINUX)),
+        ),
+        style=EntryStyle.GOOSE,
+        docs="https://block.github.io/goose/docs/guides/config-files (config.yaml `extensions`)",
+    ),
+    Client(
+        "opencode",
+        "opencode",
+        ConfigFormat.JSONC,
+        InstallMethod.WRITE,
+        servers_key="mcp",
+        locations=(_xdg("opencode", "opencode.json"),),
+        style=EntryStyle.OPENCODE,
+        docs="https://opencode.ai/docs/mcp-servers (opencode.json `mcp`, type local)",
+    ),
+    Client(
+        "lm-studio",
+        "LM Studio",
+        ConfigFormat.JSON,
+        InstallMethod.WRITE,
+        locations=(_home(".lmstudio", "mcp.json"),),
+        docs="https://lmstudio.ai/docs/app/mcp (~/.lmstudio/mcp.json, Cursor notation)",
     ),
     Client(
         "generic",
@@ -342,6 +460,27 @@ def server_entry(client: Client, command: Sequence[str], env: Mapping[str, str])
     (only when non-empty), then the client's other extra fields."""
     if not command:
         raise ValueError("empty launch command")
+    if client.style is EntryStyle.OPENCODE:
+        shaped: dict[str, Any] = {"type": "local", "command": list(command), "enabled": True}
+        if env:
+            shaped["environment"] = dict(env)
+        return shaped
+    if client.style is EntryStyle.GOOSE:
+        return {
+            "name": SERVER_NAME,
+            "type": "stdio",
+            "cmd": command[0],
+            "args": list(command[1:]),
+            "envs": dict(env),
+            "enabled": True,
+            "timeout": GOOSE_TIMEOUT,
+            "description": DESCRIPTION,
+        }
+    if client.style is EntryStyle.CONTINUE:
+        item: dict[str, Any] = {"name": SERVER_NAME, "type": "stdio", "command": command[0], "args": list(command[1:])}
+        if env:
+            item["env"] = dict(env)
+        return item
     extra = dict(client.extra)
     entry: dict[str, Any] = {}
     if "type" in extra:
@@ -366,6 +505,12 @@ def merge_into(client: Client, text: str | None, entry: Mapping[str, Any]) -> st
         return merge_toml(text, client.servers_key, SERVER_NAME, entry)
     if client.format is ConfigFormat.DSH:
         return merge_dsh(text, render_snippet(client, entry))
+    if client.format is ConfigFormat.JSONC:
+        return merge_jsonc(text, client.servers_key, SERVER_NAME, entry)
+    if client.format is ConfigFormat.YAML:
+        return merge_yaml_map(text, client.servers_key, SERVER_NAME, entry)
+    if client.format is ConfigFormat.YAML_LIST:
+        return merge_yaml_list(text, client.servers_key, SERVER_NAME, entry, header=dict(CONTINUE_HEADER))
     return merge_json(text, client.servers_key, SERVER_NAME, entry)
 
 

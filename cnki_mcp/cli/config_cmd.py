@@ -1,7 +1,7 @@
 """`cnki-mcp config CLIENT`: print the entry for one MCP client without touching any file.
 
 The snippet goes to stdout (redirectable); where it belongs (the file setup would write,
-the one-click link, or where to paste it) goes to stderr. `--list` shows the 27 clients."""
+the one-click link, or where to paste it) goes to stderr. `--list` shows the 34 clients."""
 
 from __future__ import annotations
 
@@ -38,6 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--list", action="store_true", help="列出支持的客户端 / list the clients")
     parser.add_argument("--browser", metavar="PATH", help="写入 CNKI_BROWSER_PATH 的浏览器程序路径")
     parser.add_argument("--data-dir", metavar="DIR", help="写入 CNKI_DATA_DIR 的数据目录")
+    parser.add_argument(
+        "--uvx",
+        action="store_true",
+        help="写入 uvx --from cnki-research-mcp cnki-mcp serve（每次由 uv 运行），而不是本机安装的绝对路径",
+    )
     parser.add_argument(
         "--os",
         choices=[o.value for o in OSFamily],
@@ -103,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     )
     plan = make_plan(
         client,
-        current_launcher().serve(),
+        current_launcher(prefer_uvx=args.uvx).serve(),
         env,
         os_name=os_name,
         home=home_of(os_name, environ, str(Path.home())),

@@ -1,5 +1,6 @@
-"""Client configuration files: pure merges (JSON by key, TOML through tomlkit with comments
-and layout kept, the DeepSeek Harness YAML patch by marker) and the one safe writer.
+"""Client configuration files: pure merges (JSON by key, JSONC by splicing with comments kept
+(`jsonc.py`), TOML through tomlkit and YAML through ruamel.yaml with comments and layout kept,
+the DeepSeek Harness YAML patch by marker) and the one safe writer.
 
 The merges take the current text (None: no file) and return the new text; they return the
 input unchanged when the cnki entry is already there with the same content, so a second
@@ -89,6 +90,111 @@ def merge_json(text: str | None, servers_key: str, name: str, entry: Mapping[str
     if newline != "\n":
         out = out.replace("\n", newline)
     return (BOM if text.startswith(BOM) else "") + out
+
+
+def merge_jsonc(text: str | None, servers_key: str, name: str, entry: Mapping[str, Any]) -> str:
+    """Like `merge_json` for files that may hold comments and trailing commas (Zed, VS Code,
+    opencode): a strict-JSON file is merged as JSON; otherwise only the cnki member is spliced
+    in, so every comment stays where it was."""
+    if text is None or not text.strip(BOM).strip():
+        return render_json(servers_key, name, entry)
+    try:
+        json.loads(text.lstrip(BOM))
+    except json.JSONDecodeError:
+        from cnki_mcp.cli.jsonc import set_member
+
+        bom = BOM if text.startswith(BOM) else ""
+        return bom + set_member(text.lstrip(BOM), servers_key.split("."), name, dict(entry))
+    return merge_json(text, servers_key, name, entry)
+
+
+# --- YAML (ruamel.yaml round trip: comments, order and quoting kept) ---------------------
+
+
+def _yaml() -> Any:
+    from ruamel.yaml import YAML
+
+    yaml = YAML()  # round-trip mode
+    yaml.preserve_quotes = True
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 4096
+    return yaml
+
+
+def _yaml_load(text: str | None) -> Any:
+    from ruamel.yaml.comments import CommentedMap
+    from ruamel.yaml.error import YAMLError
+
+    source = (text or "").lstrip(BOM)
+    if not source.strip():
+        return CommentedMap()
+    try:
+        doc = _yaml().load(source)
+    except YAMLError as exc:
+        raise ConfigInvalid(f"现有配置不是合法的 YAML（{str(exc).splitlines()[0]}），未改动") from exc
+    if doc is None:
+        return CommentedMap()
+    if not isinstance(doc, dict):
+        raise ConfigInvalid("现有配置的顶层不是 YAML 映射，未改动")
+    return doc
+
+
+def _yaml_dump(doc: Any, text: str | None) -> str:
+    import io
+
+    buf = io.StringIO()
+    _yaml().dump(doc, buf)
+    return (BOM if text and text.startswith(BOM) else "") + buf.getvalue()
+
+
+def _yaml_container(doc: Any, key: str, kind: type) -> Any:
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    node = doc
+    walked: list[str] = []
+    parts = key.split(".")
+    for i, part in enumerate(parts):
+        walked.append(part)
+        last = i == len(parts) - 1
+        child = node.get(part)
+        if child is None:
+            child = node[part] = CommentedSeq() if (last and kind is list) else CommentedMap()
+        want = list if (last and kind is list) else dict
+        if not isinstance(child, want):
+            what = "列表" if want is list else "映射"
+            raise ConfigInvalid(f"现有配置里 {'.'.join(walked)} 不是{what}，未改动", key=".".join(walked))
+        node = child
+    return node
+
+
+def merge_yaml_map(text: str | None, servers_key: str, name: str, entry: Mapping[str, Any]) -> str:
+    """Set `<servers_key>.<name>` in a YAML mapping (Goose's `extensions`)."""
+    doc = _yaml_load(text)
+    container = _yaml_container(doc, servers_key, dict)
+    if name in container and _plain(container[name]) == _plain(entry):
+        return text if text is not None else _yaml_dump(doc, text)
+    container[name] = dict(entry)
+    return _yaml_dump(doc, text)
+
+
+def merge_yaml_list(
+    text: str | None, list_key: str, name: str, entry: Mapping[str, Any], *, header: Mapping[str, Any]
+) -> str:
+    """Set the item whose `name` is `name` in a YAML list (Continue's `mcpServers`), appending
+    it when absent. A new file starts with `header` (the keys the client requires)."""
+    doc = _yaml_load(text)
+    if text is None or not text.strip(BOM).strip():
+        for key, value in header.items():
+            doc[key] = value
+    items = _yaml_container(doc, list_key, list)
+    for i, item in enumerate(items):
+        if isinstance(item, dict) and item.get("name") == name:
+            if _plain(item) == _plain(entry):
+                return text if text is not None else _yaml_dump(doc, text)
+            items[i] = dict(entry)
+            return _yaml_dump(doc, text)
+    items.append(dict(entry))
+    return _yaml_dump(doc, text)
 
 
 # --- TOML -------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from pathlib import Path
 from cnki_mcp.errors import CnkiError
 from cnki_mcp.settings import Settings, default_data_dir, load_settings
 
-PACKAGES = ("cnki-mcp", "playwright", "mcp", "tomlkit", "selectolax", "pydantic", "filelock", "platformdirs")
+PACKAGES = ("cnki-research-mcp", "playwright", "mcp", "tomlkit", "selectolax", "pydantic", "filelock", "platformdirs")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +33,7 @@ class Check:
     ok: bool
     detail: str
     hint: str = ""
+    warning: bool = False  # shown as WARN; does not change the exit code
 
 
 ProbeFn = Callable[[str], tuple[bool, str]]
@@ -190,8 +191,16 @@ def check_versions() -> Check:
         except metadata.PackageNotFoundError:
             missing.append(name)
     if missing:
-        return Check("versions", False, "缺少依赖：" + ", ".join(missing), "重新安装 cnki-mcp")
+        return Check("versions", False, "缺少依赖：" + ", ".join(missing), "重新安装 cnki-research-mcp")
     return Check("versions", True, " ".join(parts))
+
+
+def check_path_command() -> Check:
+    """Warn when the `cnki-mcp` on PATH belongs to another distribution (DESIGN.md §Distribution)."""
+    from cnki_mcp.cli.path_owner import current_path_owner
+
+    owner = current_path_owner()
+    return Check("path_command", True, owner.detail, owner.hint, warning=not owner.ok)
 
 
 def check_display(settings: Settings, *, platform: str) -> Check:
@@ -219,6 +228,7 @@ def run_checks(
         check_data_dir_lock(settings.data_dir, data_check.ok),
         check_store(settings.data_dir) if data_check.ok else Check("store", False, "未检查：数据目录不可用"),
         check_versions(),
+        check_path_command(),
         check_display(settings, platform=platform),
     ]
     return checks
@@ -228,7 +238,8 @@ def run_checks(
 
 
 def format_line(check: Check) -> str:
-    line = f"{'OK  ' if check.ok else 'FAIL'}  {check.name:<15} {check.detail}"
+    status = "FAIL" if not check.ok else "WARN" if check.warning else "OK  "
+    line = f"{status}  {check.name:<15} {check.detail}"
     if check.hint:
         line += f"\n      提示：{check.hint}"
     return line

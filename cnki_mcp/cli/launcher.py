@@ -1,6 +1,11 @@
 """How this cnki-mcp was installed, so a client can start the same one: the absolute path
-of the `cnki-mcp` console script, `uvx cnki-mcp` when it runs from uv's throw-away cache,
-or `<absolute python> -m cnki_mcp` when started as a module.
+of the `cnki-mcp` console script, `uvx --from cnki-research-mcp cnki-mcp` when it runs from
+uv's throw-away cache (or when the user asks for a uvx-style entry), or
+`<absolute python> -m cnki_mcp` when started as a module.
+
+The distribution is `cnki-research-mcp` (DESIGN.md §Distribution): the PyPI name `cnki-mcp`
+belongs to another project that ships the same import package, so a bare `uvx cnki-mcp` would
+start a stranger's server. Every uvx entry therefore names our distribution with `--from`.
 
 GUI clients do not see the shell's PATH, so the command is always absolute when it can
 be (uvx is looked up on PATH and written absolute when found)."""
@@ -17,6 +22,8 @@ from typing import Literal
 
 SCRIPT_NAME = "cnki-mcp"
 MODULE_NAME = "cnki_mcp"
+DIST_NAME = "cnki-research-mcp"
+UVX_PREFIX: tuple[str, ...] = ("--from", DIST_NAME, SCRIPT_NAME)
 
 LauncherKind = Literal["script", "uvx", "module"]
 
@@ -95,16 +102,23 @@ def detect_launcher(
                 break
     if script is not None:
         if _in_uv_cache(script) or _in_uv_cache(realpath(script)):
-            uvx = which("uvx")
-            return Launcher("uvx", uvx or "uvx", (SCRIPT_NAME,))
+            return uvx_launcher(which)
         return Launcher("script", script)
     return Launcher("module", python, ("-m", MODULE_NAME))
 
 
-def current_launcher() -> Launcher:
-    """The launcher of the running process (reads sys.argv, sys.executable and the disk)."""
+def uvx_launcher(which: Callable[[str], str | None]) -> Launcher:
+    """`uvx --from cnki-research-mcp cnki-mcp ...`, uvx written absolute when it is on PATH."""
+    return Launcher("uvx", which("uvx") or "uvx", UVX_PREFIX)
+
+
+def current_launcher(*, prefer_uvx: bool = False) -> Launcher:
+    """The launcher of the running process (reads sys.argv, sys.executable and the disk);
+    `prefer_uvx` gives the uvx form whatever the installation (`--uvx`)."""
     import shutil
 
+    if prefer_uvx:
+        return uvx_launcher(shutil.which)
     return detect_launcher(
         sys.argv[0] if sys.argv else "",
         sys.executable,

@@ -27,7 +27,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The CLI parser. With `only`, just that command's module is imported to add its arguments
+    (the others are listed by name and help): `serve` starts without importing setup's client
+    registry, config writers and the like (docs/benchmarks.md §Start-up)."""
     parser = argparse.ArgumentParser(
         prog="cnki-mcp",
         description="cnki-mcp: 通过 AI 助手使用中国知网 / an MCP server for CNKI",
@@ -37,12 +40,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("version", help="打印版本 / print the version")
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        importlib.import_module(module).add_arguments(p)
+        if only is None or name == only:
+            importlib.import_module(module).add_arguments(p)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    given = list(sys.argv[1:] if argv is None else argv)
+    first = given[0] if given else None
+    parser = build_parser(first if first in COMMANDS else None)
     args = parser.parse_args(argv)
     if args.command in (None, "version"):
         if args.command is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import webbrowser
 from collections.abc import Mapping, Sequence
@@ -49,6 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--install-client",
         action="store_true",
         help="直接写入客户端配置文件（或打开一键导入链接），不再询问",
+    )
+    parser.add_argument(
+        "--uvx",
+        action="store_true",
+        help="写入 uvx --from cnki-research-mcp cnki-mcp serve（每次由 uv 运行），而不是本机安装的绝对路径",
     )
     parser.add_argument("--yes", "-y", action="store_true", help="不提问，使用默认值 / non-interactive")
     parser.add_argument("--dry-run", action="store_true", help="只显示将要做的事，不写任何文件")
@@ -157,9 +163,24 @@ def install(plan: Plan, *, args: argparse.Namespace, interactive: bool) -> None:
             raise ClientNotInitialized(
                 f"{folder} 不存在：请先启动一次 {client.name}，再运行 setup", path=str(folder)
             )
-        result = configfile.install_file(
-            target, lambda text: merge_into(client, text, plan.entry), now=datetime.now()
-        )
+        exe = shutil.which(client.cli) if client.cli else None
+        if exe is not None:
+            from cnki_mcp.cli.client_cli import install_with_cli, run_subprocess
+
+            print(f"    使用 {client.name} 自带的命令行写入：{client.cli} mcp add-json --scope user cnki …")
+            result = install_with_cli(
+                exe,
+                target,
+                servers_key=client.servers_key,
+                name="cnki",
+                entry=plan.entry,
+                now=datetime.now(),
+                run=run_subprocess,
+            )
+        else:
+            result = configfile.install_file(
+                target, lambda text: merge_into(client, text, plan.entry), now=datetime.now()
+            )
         if result.status == "unchanged":
             print(f"{target} 里已有相同的 cnki 条目，未改动")
         elif result.status == "created":
@@ -205,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
     environ = os.environ
     load_settings(environ)  # a bad CNKI_* variable is reported (CONFIG_INVALID) before anything else
     interactive = not args.yes
-    launcher = current_launcher()
+    launcher = current_launcher(prefer_uvx=args.uvx)
 
     print("1/4 浏览器")
     browser = pick_browser(args.browser, environ, interactive)

@@ -28,7 +28,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def require_sim_extra(hosts_mode: bool) -> None:
+    """HTTPS hosts mode needs the `[sim]` extra (trustme); plain installs do not carry it."""
+    import importlib.util
+
+    if hosts_mode and importlib.util.find_spec("trustme") is None:
+        from cnki_mcp.errors import ExtraNotInstalled
+
+        raise ExtraNotInstalled(
+            "模拟站的 HTTPS 主机名模式需要可选依赖 trustme：pip install 'cnki-research-mcp[sim]'",
+            extra="sim",
+        )
+
+
 def run(args: argparse.Namespace) -> int:
+    require_sim_extra(args.hosts)
     from cnki_mcp.sim.corpus import Corpus
     from cnki_mcp.sim.scenario import Scenario
     from cnki_mcp.sim.server import SimServer

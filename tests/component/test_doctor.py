@@ -23,6 +23,7 @@ CHECK_NAMES = [
     "data_dir_lock",
     "store",
     "versions",
+    "path_command",
     "display",
 ]
 
@@ -199,7 +200,8 @@ def test_doctor_json_lists_every_check_with_name_ok_detail_hint(
     assert isinstance(payload["version"], str)
     assert [c["name"] for c in payload["checks"]] == CHECK_NAMES
     for check in payload["checks"]:
-        assert set(check) == {"name", "ok", "detail", "hint"}
+        assert set(check) == {"name", "ok", "detail", "hint", "warning"}
+        assert isinstance(check["warning"], bool)
         assert isinstance(check["ok"], bool) and isinstance(check["detail"], str)
     by_name = {c["name"]: c for c in payload["checks"]}
     assert by_name["browser"]["ok"] is False and by_name["browser"]["hint"]

@@ -450,7 +450,7 @@ def test_config_list_names_all_clients(capsys: pytest.CaptureFixture[str]) -> No
     assert main(["config", "--list"]) == 0
     out = capsys.readouterr().out
     assert "codex" in out and "cherry-studio" in out and "通义灵码" in out
-    assert len(out.strip().splitlines()) == 1 + 27
+    assert len(out.strip().splitlines()) == 1 + 34
 
 
 def test_unknown_client_exits_2_with_a_coded_message_and_no_traceback(home: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
+from ruamel.yaml import YAML
 
 from cnki_mcp.cli.clients import (
     CLIENTS,
@@ -190,12 +191,126 @@ EXPECTED: dict[str, tuple[str, str, str, dict[str, Any], dict[str, str | None]]]
     "comate": ("json", P, "mcpServers", STDIO, {}),
     "chatbox": ("json", L, "mcpServers", {}, {}),
     "cherry-studio": ("json", L, "mcpServers", {}, {}),
-    "vscode": ("json", P, "servers", STDIO, {}),
-    "windsurf": ("json", P, "mcpServers", {}, {}),
+    "vscode": (
+        "jsonc",
+        W,
+        "servers",
+        STDIO,
+        {
+            "macos": "/Users/li/Library/Application Support/Code/User/mcp.json",
+            "windows": r"C:\Users\li\AppData\Roaming\Code\User\mcp.json",
+            "linux": "/home/li/.config/Code/User/mcp.json",
+        },
+    ),
+    "windsurf": (
+        "json",
+        W,
+        "mcpServers",
+        {},
+        {
+            "macos": "/Users/li/.codeium/windsurf/mcp_config.json",
+            "windows": r"C:\Users\li\.codeium\windsurf\mcp_config.json",
+            "linux": "/home/li/.codeium/windsurf/mcp_config.json",
+        },
+    ),
     "cline": ("json", P, "mcpServers", CLINE, {}),
     "roo": ("json", P, "mcpServers", CLINE, {}),
     "lobehub": ("json", P, "mcpServers", {}, {}),
+    "zed": (
+        "jsonc",
+        W,
+        "context_servers",
+        {},
+        {
+            "macos": "/Users/li/.config/zed/settings.json",
+            "windows": r"C:\Users\li\AppData\Roaming\Zed\settings.json",
+            "linux": "/home/li/.config/zed/settings.json",
+        },
+    ),
+    "continue": (
+        "yaml-list",
+        W,
+        "mcpServers",
+        {},
+        {
+            "macos": "/Users/li/.continue/config.yaml",
+            "windows": r"C:\Users\li\.continue\config.yaml",
+            "linux": "/home/li/.continue/config.yaml",
+        },
+    ),
+    "kiro": (
+        "json",
+        W,
+        "mcpServers",
+        {},
+        {
+            "macos": "/Users/li/.kiro/settings/mcp.json",
+            "windows": r"C:\Users\li\.kiro\settings\mcp.json",
+            "linux": "/home/li/.kiro/settings/mcp.json",
+        },
+    ),
+    "jetbrains": ("json", P, "mcpServers", {}, {}),
+    "goose": (
+        "yaml",
+        W,
+        "extensions",
+        {},
+        {
+            "macos": "/Users/li/.config/goose/config.yaml",
+            "windows": r"C:\Users\li\AppData\Roaming\Block\goose\config\config.yaml",
+            "linux": "/home/li/.config/goose/config.yaml",
+        },
+    ),
+    "opencode": (
+        "jsonc",
+        W,
+        "mcp",
+        {},
+        {
+            "macos": "/Users/li/.config/opencode/opencode.json",
+            "windows": r"C:\Users\li\.config\opencode\opencode.json",
+            "linux": "/home/li/.config/opencode/opencode.json",
+        },
+    ),
+    "lm-studio": (
+        "json",
+        W,
+        "mcpServers",
+        {},
+        {
+            "macos": "/Users/li/.lmstudio/mcp.json",
+            "windows": r"C:\Users\li\.lmstudio\mcp.json",
+            "linux": "/home/li/.lmstudio/mcp.json",
+        },
+    ),
     "generic": ("json", P, "mcpServers", {}, {}),
+}
+
+# Clients whose entry is not {command, args, env}: their documented shapes.
+SHAPED: dict[str, dict[str, Any]] = {
+    "opencode": {
+        "type": "local",
+        "command": ["/opt/cnki/bin/cnki-mcp", "serve"],
+        "enabled": True,
+        "environment": {"CNKI_BROWSER_PATH": "/usr/bin/chromium", "CNKI_DATA_DIR": "/data/知网"},
+    },
+    "goose": {
+        "name": "cnki",
+        "type": "stdio",
+        "cmd": "/opt/cnki/bin/cnki-mcp",
+        "args": ["serve"],
+        "envs": {"CNKI_BROWSER_PATH": "/usr/bin/chromium", "CNKI_DATA_DIR": "/data/知网"},
+        "enabled": True,
+        "timeout": 300,
+        "description": "中国知网（CNKI）检索、题录、阅读、下载与引文",
+    },
+    "continue": {
+        "name": "cnki",
+        "type": "stdio",
+        "command": "/opt/cnki/bin/cnki-mcp",
+        "args": ["serve"],
+        "env": {"CNKI_BROWSER_PATH": "/usr/bin/chromium", "CNKI_DATA_DIR": "/data/知网"},
+    },
 }
 
 COMMAND = ["/opt/cnki/bin/cnki-mcp", "serve"]
@@ -214,11 +329,15 @@ def _servers(doc: dict[str, Any], key: str) -> dict[str, Any]:
     return doc
 
 
-def test_registry_has_the_27_clients_of_the_reference_once_each() -> None:
+def test_registry_has_the_34_clients_once_each() -> None:
     ids = [c.id for c in CLIENTS]
-    assert len(ids) == 27
-    assert len(set(ids)) == 27
+    assert len(ids) == 34
+    assert len(set(ids)) == 34
     assert set(ids) == set(EXPECTED)
+
+
+def _expected_entry(client_id: str, extra: dict[str, Any]) -> dict[str, Any]:
+    return SHAPED.get(client_id) or {"command": COMMAND[0], "args": ["serve"], "env": ENV, **extra}
 
 
 @pytest.mark.parametrize("client_id", list(EXPECTED))
@@ -236,7 +355,7 @@ def test_client_format_install_method_and_servers_key(client_id: str) -> None:
 def test_client_entry_has_command_args_env_and_its_extra_fields(client_id: str) -> None:
     _fmt, _install, _key, extra, _paths = EXPECTED[client_id]
     entry = server_entry(get_client(client_id), COMMAND, ENV)
-    assert entry == {"command": COMMAND[0], "args": ["serve"], "env": ENV, **extra}
+    assert entry == _expected_entry(client_id, extra)
     if "type" in extra:
         assert next(iter(entry)) == "type"
 
@@ -246,9 +365,15 @@ def test_client_snippet_parses_back_to_the_entry_under_the_servers_key(client_id
     fmt, _install, key, extra, _paths = EXPECTED[client_id]
     client = get_client(client_id)
     snippet = render_snippet(client, server_entry(client, COMMAND, ENV))
-    expected = {"command": COMMAND[0], "args": ["serve"], "env": ENV, **extra}
-    if fmt == "json":
+    expected = _expected_entry(client_id, extra)
+    if fmt in ("json", "jsonc"):
         assert _servers(json.loads(snippet), key) == {"cnki": expected}
+    elif fmt == "yaml":
+        assert _servers(YAML(typ="safe").load(snippet), key) == {"cnki": expected}
+    elif fmt == "yaml-list":
+        doc = YAML(typ="safe").load(snippet)
+        assert doc[key] == [expected]
+        assert {"name", "version", "schema"} <= set(doc)  # Continue requires them in a new file
     elif fmt == "toml":
         assert _servers(tomllib.loads(snippet), key) == {"cnki": expected}
         assert "[mcp_servers.cnki]" in snippet and "[mcp_servers.cnki.env]" in snippet
@@ -386,7 +511,8 @@ def test_launcher_from_the_uv_cache_becomes_uvx() -> None:
     got = _detect(
         script, "/home/li/.cache/uv/archive-v0/abc123/bin/python", {script}, uvx="/home/li/.local/bin/uvx"
     )
-    assert got == ["/home/li/.local/bin/uvx", "cnki-mcp", "serve"]
+    # `--from` names our distribution: the PyPI project `cnki-mcp` is someone else's.
+    assert got == ["/home/li/.local/bin/uvx", "--from", "cnki-research-mcp", "cnki-mcp", "serve"]
 
 
 def test_launcher_as_module_without_a_script_uses_the_absolute_interpreter() -> None:

@@ -1,0 +1,97 @@
+"""Reading pasted reference lists: GB/T 7714 (full- and half-width), APA (Chinese and Latin
+names), free Chinese style with 《》, wrapped lines, numbering styles, and unreadable entries."""
+
+from __future__ import annotations
+
+import pytest
+
+from cnki_mcp.cite.refparse import parse_reference, parse_references, split_entries
+
+# raw -> (style, authors, title, source, year, volume, issue, pages, doi, type code)
+CASES = {
+    "[1] 张三, 李四, 王五, 等. 论自动驾驶汽车的产品责任[J]. 东方法学, 2019, 41(3): 12-20. DOI:10.1234/abc.2019.03.": (
+        "gbt7714", ["张三", "李四", "王五"], "论自动驾驶汽车的产品责任", "东方法学", 2019, "41", "3", "12-20",
+        "10.1234/abc.2019.03", "J",
+    ),
+    "［2］张三．人工智能法律规制研究［Ｄ］．保定：华北电力大学，2019．": (
+        "gbt7714", ["张三"], "人工智能法律规制研究", "华北电力大学", 2019, None, None, None, None, "D",
+    ),
+    "李明. 大语言模型幻觉的缓解方法[C]//第十届全国计算语言学会议论文集. 北京: 中国中文信息学会, 2021: 45-52.": (
+        "gbt7714", ["李明"], "大语言模型幻觉的缓解方法", "第十届全国计算语言学会议论文集", 2021, None, None, "45-52",
+        None, "C",
+    ),
+    "王利明：《人工智能时代对民法学的新挑战》，《东方法学》2018年第3期，第4-9页。": (
+        "free", ["王利明"], "人工智能时代对民法学的新挑战", "东方法学", 2018, None, "3", "4-9", None, None,
+    ),
+    "张三, 李四. (2019). 论自动驾驶汽车的产品责任. 东方法学, 41(3), 12–20. https://doi.org/10.1234/ABC": (
+        "apa", ["张三", "李四"], "论自动驾驶汽车的产品责任", "东方法学", 2019, "41", "3", "12-20", "10.1234/abc", None,
+    ),
+    "Zhang, S., & Li, M. (2020). Large language model hallucination. Journal of AI, 12(2), 100-120.": (
+        "apa", ["Zhang, S.", "Li, M."], "Large language model hallucination", "Journal of AI", 2020, "12", "2",
+        "100-120", None, None,
+    ),
+    "刘洋. 深度学习导论[M]. 北京: 科学出版社, 2020.": (
+        "gbt7714", ["刘洋"], "深度学习导论", "科学出版社", 2020, None, None, None, None, "M",
+    ),
+    "陈晨. 数字经济与高质量发展[N]. 人民日报, 2021-05-10(7).": (
+        "gbt7714", ["陈晨"], "数字经济与高质量发展", "人民日报", 2021, None, None, "7", None, "N",
+    ),
+    "张三. 智能合约研究[J]. 法学研究, 2020(2): 33-41.": (
+        "gbt7714", ["张三"], "智能合约研究", "法学研究", 2020, None, "2", "33-41", None, "J",
+    ),
+    "赵六. 区块链存证的证据效力[J/OL]. 法律科学, 2022, 40(1): 5-16.": (
+        "gbt7714", ["赵六"], "区块链存证的证据效力", "法律科学", 2022, "40", "1", "5-16", None, "J",
+    ),
+}
+
+
+@pytest.mark.parametrize("raw", list(CASES))
+def test_each_style_yields_its_fields(raw: str) -> None:
+    style, authors, title, source, year, volume, issue, pages, doi, code = CASES[raw]
+    got = parse_reference(raw)
+    assert got.unparsable is None
+    assert (got.style, got.authors, got.title, got.source, got.year) == (style, authors, title, source, year)
+    assert (got.volume, got.issue, got.pages, got.doi, got.type_code) == (volume, issue, pages, doi, code)
+
+
+def test_an_entry_without_a_title_marker_is_unparsable_with_a_reason() -> None:
+    got = parse_reference("这是一段不是参考文献的文字")
+    assert got.unparsable and got.title is None
+
+
+def test_missing_parts_stay_none_rather_than_guessed() -> None:
+    got = parse_reference("张三. 某题名[J]. 某刊.")
+    assert got.title == "某题名" and got.source == "某刊"
+    assert got.year is None and got.volume is None and got.issue is None and got.pages is None
+
+
+def test_wrapped_lines_continue_the_numbered_entry() -> None:
+    text = "[1] 张三. 题名一[J]. 刊名,\n2019, 3(2): 1-5.\n[2] 李四. 题名二[J]. 刊, 2020.\n"
+    assert split_entries(text) == ["张三. 题名一[J]. 刊名, 2019, 3(2): 1-5.", "李四. 题名二[J]. 刊, 2020."]
+
+
+def test_chinese_wrapped_lines_join_without_a_space() -> None:
+    text = "1. 王五：《很长的题名的前半部分\n后半部分》，《刊》2019年第3期。"
+    assert split_entries(text) == ["王五：《很长的题名的前半部分后半部分》，《刊》2019年第3期。"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "（1）甲：《题一》，《刊》2019年第3期。\n（2）乙：《题二》，《刊》2020年第1期。",
+        "1、甲：《题一》，《刊》2019年第3期。\n2、乙：《题二》，《刊》2020年第1期。",
+        "① 甲：《题一》，《刊》2019年第3期。\n② 乙：《题二》，《刊》2020年第1期。",
+        "- 甲：《题一》，《刊》2019年第3期。\n- 乙：《题二》，《刊》2020年第1期。",
+        "甲：《题一》，《刊》2019年第3期。\n\n乙：《题二》，《刊》2020年第1期。",
+    ],
+)
+def test_numbering_and_bullet_styles_split_into_two_entries(text: str) -> None:
+    parsed = parse_references(text)
+    assert [p.title for p in parsed] == ["题一", "题二"]
+    assert [p.year for p in parsed] == [2019, 2020]
+
+
+def test_a_list_of_strings_is_taken_one_entry_each() -> None:
+    parsed = parse_references(references=["甲. 题一[J]. 刊, 2019.", "乙. 题二[D]. 北京: 北京大学, 2020."])
+    assert [p.type_code for p in parsed] == ["J", "D"]
+    assert parsed[1].source == "北京大学"
