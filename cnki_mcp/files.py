@@ -98,9 +98,23 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+# Invisible format characters (Cf: bidi overrides such as U+202E that make `evil\u202efdp.exe`
+# read as `evilexe.pdf`, zero-width spaces, BOM) are dropped; controls (Cc), line/paragraph
+# separators and lone surrogates become `_`. A caller's name holding any of them is refused.
+_DROPPED = frozenset({"Cf"})
+_REPLACED = frozenset({"Cc", "Cs", "Zl", "Zp"})
+
+
+def _clean_char(ch: str) -> str:
+    category = unicodedata.category(ch)
+    if category in _DROPPED:
+        return ""
+    return "_" if category in _REPLACED else ch
+
+
 def _clean_component(text: str) -> str:
     text = unicodedata.normalize("NFC", text)
-    text = "".join("_" if unicodedata.category(ch) == "Cc" else ch for ch in text)
+    text = "".join(_clean_char(ch) for ch in text)
     text = _UNSAFE.sub("_", text)
     return text.strip(" .")
 
@@ -133,7 +147,7 @@ def check_file_name(name: str, fmt: FileFormat) -> str:
         raise InvalidInput("文件名不能包含路径", filename=name)
     cleaned = _clean_component(name)
     if cleaned != name or name in (".", ".."):
-        raise InvalidInput("文件名含有不允许的字符", filename=name)
+        raise InvalidInput("文件名含有不允许的字符（控制字符或不可见的格式字符，如 U+202E）", filename=name)
     if not name.lower().endswith("." + fmt):
         raise InvalidInput("文件扩展名须与格式一致", filename=name, format=fmt)
     if _reserved(name):

@@ -159,3 +159,12 @@ def test_archived_files_are_0600_and_new_folders_0700_whatever_the_umask(
     assert stat.S_IMODE(done.path.stat().st_mode) == 0o600
     for folder in ("", "downloads", "downloads/a", "downloads/a/b"):
         assert stat.S_IMODE((tmp_path / "data" / folder).stat().st_mode) == 0o700, folder
+
+
+@pytest.mark.parametrize("char", ["\u202e", "\u2066", "\u200b", "\u200e", "\ufeff", "\u00ad", "\u2029"])
+def test_bidi_controls_and_other_format_characters_are_refused_in_names(tmp_path: Path, char: str) -> None:
+    # `论文\u202efdp.exe` displays as `论文exe.pdf`: a caller's name must be what it looks like
+    assert code_of(check_file_name, f"论文{char}fdp.pdf", "pdf") == "INVALID_ARGUMENT"
+    assert code_of(target_dir, tmp_path, f"合同{char}") == "INVALID_ARGUMENT"
+    default = safe_file_name(f"违约金{char}调整", "rec_abcdefgh1234", "pdf")
+    assert char not in default and check_file_name(default, "pdf") == default
