@@ -142,7 +142,7 @@ class Downloader:
         if filename is not None and format == "auto" and not filename.lower().endswith((".pdf", ".caj")):
             raise InvalidInput("文件扩展名须为 .pdf 或 .caj", filename=filename)
         target_dir(self.data_dir, subdirectory)  # INVALID_ARGUMENT before any site work
-        self.incoming("check")  # DATA_PATH_SYMLINK before any site work: nothing clicked
+        datadir.checked_dir(self.data_dir, INCOMING_DIR)  # DATA_PATH_SYMLINK before any click
         ref = self.store.resolve_ref(record_ref)
         paper = self.store.get(ref)
         if paper is None:
