@@ -116,8 +116,8 @@ def ensure_dir(data_dir: Path, name: str) -> Path:
 
 
 def private_subdir(parent: Path, name: str) -> Path:
-    """`parent/name` created (or kept) as a private directory: 0700, never a symlink.
-    DATA_PATH_SYMLINK names the path relative to nothing but `name`'s parent folder."""
+    """`parent/name` created (or kept) as a private directory: 0700, never a symlink
+    (DATA_PATH_SYMLINK, naming it as `<parent folder>/<name>`)."""
     path = parent / name
     try:
         with contextlib.suppress(FileExistsError):
