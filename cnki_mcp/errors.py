@@ -280,6 +280,24 @@ class DataDirectoryInUse(CnkiError):
     default_message = "数据目录正被另一个 cnki-mcp 进程使用"
 
 
+class DataDirectoryUnusable(CnkiError):
+    """The data directory (or an entry the product uses in it) cannot be used as it is."""
+
+    code = "DATA_DIRECTORY_UNUSABLE"
+    fatal = True
+    default_message = "数据目录无法使用（不是文件夹或不可写）"
+
+
+class DataPathSymlink(DataDirectoryUnusable):
+    code = "DATA_PATH_SYMLINK"
+    default_message = "数据目录中的路径是符号链接，为防止数据写到数据目录之外，拒绝使用"
+
+
+class DatabaseUnusable(DataDirectoryUnusable):
+    code = "DATABASE_UNUSABLE"
+    default_message = "数据库文件无法打开（cnki.sqlite3 不是文件或不可读写）"
+
+
 class BudgetExhausted(CnkiError):
     code = "BUDGET_EXHAUSTED"
     retryable = True
@@ -366,6 +384,11 @@ class FormatUnavailable(CnkiError):
 class ConfigInvalid(CnkiError):
     code = "CONFIG_INVALID"
     default_message = "配置无效"
+
+
+class TokenRequired(CnkiError):
+    code = "TOKEN_REQUIRED"
+    default_message = "在非本机地址上提供 HTTP 服务必须设置 CNKI_MCP_TOKEN（或明确传入 --insecure-no-token）"
 
 
 class ConfigSymlink(CnkiError):

@@ -3,7 +3,9 @@
 Pure apart from the file system: no browser, no network. `validate_download` says whether the
 bytes are really the requested format (an HTML error page under a `.pdf` name is INVALID_FILE);
 `safe_file_name` builds the default `题名_编号前8位.ext`; `archive` moves a validated file under
-`<data>/downloads/[subdirectory/]` atomically, never overwriting, and returns its SHA-256."""
+`<data>/downloads/[subdirectory/]` atomically, never overwriting, and returns its SHA-256;
+`copy_into` copies an archived file under another name. Files are 0600 and folders 0700
+(DESIGN.md "Data directory")."""
 
 from __future__ import annotations
 
@@ -15,11 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Literal
 
+from cnki_mcp import datadir
 from cnki_mcp.errors import FileExists, InvalidFile, InvalidInput
 
 FileFormat = Literal["pdf", "caj"]
 
-DOWNLOADS_DIR = "downloads"
+DOWNLOADS_DIR = datadir.DOWNLOADS_DIR
 MIN_FILE_BYTES = 100
 PDF_MAGIC = b"%PDF-"
 PDF_EOF = b"%%EOF"
@@ -95,9 +98,23 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+# Invisible format characters (Cf: bidi overrides such as U+202E that make `evil\u202efdp.exe`
+# read as `evilexe.pdf`, zero-width spaces, BOM) are dropped; controls (Cc), line/paragraph
+# separators and lone surrogates become `_`. A caller's name holding any of them is refused.
+_DROPPED = frozenset({"Cf"})
+_REPLACED = frozenset({"Cc", "Cs", "Zl", "Zp"})
+
+
+def _clean_char(ch: str) -> str:
+    category = unicodedata.category(ch)
+    if category in _DROPPED:
+        return ""
+    return "_" if category in _REPLACED else ch
+
+
 def _clean_component(text: str) -> str:
     text = unicodedata.normalize("NFC", text)
-    text = "".join("_" if unicodedata.category(ch) == "Cc" else ch for ch in text)
+    text = "".join(_clean_char(ch) for ch in text)
     text = _UNSAFE.sub("_", text)
     return text.strip(" .")
 
@@ -130,7 +147,7 @@ def check_file_name(name: str, fmt: FileFormat) -> str:
         raise InvalidInput("文件名不能包含路径", filename=name)
     cleaned = _clean_component(name)
     if cleaned != name or name in (".", ".."):
-        raise InvalidInput("文件名含有不允许的字符", filename=name)
+        raise InvalidInput("文件名含有不允许的字符（控制字符或不可见的格式字符，如 U+202E）", filename=name)
     if not name.lower().endswith("." + fmt):
         raise InvalidInput("文件扩展名须与格式一致", filename=name, format=fmt)
     if _reserved(name):
@@ -141,12 +158,14 @@ def check_file_name(name: str, fmt: FileFormat) -> str:
 
 
 def downloads_root(data_dir: Path) -> Path:
-    return Path(data_dir) / DOWNLOADS_DIR
+    """`<data>/downloads`, never a symlink (DATA_PATH_SYMLINK, checked on every call)."""
+    return datadir.checked_dir(Path(data_dir), DOWNLOADS_DIR)
 
 
 def target_dir(data_dir: Path, subdirectory: str | None) -> Path:
     """`<data>/downloads/<subdirectory>`; the subdirectory must stay inside downloads/: no
-    absolute path, no `..`, no drive, no symlink along the way (INVALID_ARGUMENT)."""
+    absolute path, no `..`, no drive, no symlink along the way (INVALID_ARGUMENT). A symlinked
+    downloads/ itself is DATA_PATH_SYMLINK."""
     root = downloads_root(data_dir)
     if not subdirectory:
         return root
@@ -183,11 +202,8 @@ def archive(src: Path, data_dir: Path, subdirectory: str | None, name: str) -> A
     exclusive), else an exclusive copy to a temporary name then a link."""
     if Path(name).name != name or name in ("", ".", ".."):
         raise InvalidInput("文件名不能包含路径", filename=name)
+    folder = make_target_dir(data_dir, subdirectory)
     root = downloads_root(data_dir)
-    if root.is_symlink():
-        raise InvalidInput("downloads 目录不能是符号链接")
-    folder = target_dir(data_dir, subdirectory)
-    folder.mkdir(parents=True, exist_ok=True)
     if root.resolve() not in (folder.resolve(), *folder.resolve().parents):
         raise InvalidInput("子目录必须在 downloads/ 之内", subdirectory=subdirectory)
     dest = folder / name
@@ -201,13 +217,37 @@ def archive(src: Path, data_dir: Path, subdirectory: str | None, name: str) -> A
         raise FileExists(path=str(dest)) from exc
     except OSError:
         _copy_exclusive(src, dest)
+    datadir.make_private(dest)  # a hard link shares the browser's mode: 0600 whatever it was
     src.unlink(missing_ok=True)
     return Archived(dest, size, digest)
 
 
+def copy_into(src: Path, data_dir: Path, subdirectory: str | None, name: str) -> Archived:
+    """Copy an archived file to `<data>/downloads/[subdirectory/]name` (0600, exclusive: an
+    existing file is never replaced, FILE_EXISTS); `src` stays where it is."""
+    if Path(name).name != name or name in ("", ".", ".."):
+        raise InvalidInput("文件名不能包含路径", filename=name)
+    dest = make_target_dir(data_dir, subdirectory) / name
+    if dest.exists() or dest.is_symlink():
+        raise FileExists(path=str(dest))
+    _copy_exclusive(src, dest)
+    return Archived(dest, dest.stat().st_size, sha256_of(dest))
+
+
+def make_target_dir(data_dir: Path, subdirectory: str | None) -> Path:
+    """`target_dir`, created: downloads/ and each missing folder below it 0700."""
+    folder = target_dir(data_dir, subdirectory)
+    here = datadir.ensure_dir(datadir.ensure_root(Path(data_dir)), DOWNLOADS_DIR)
+    for part in folder.relative_to(here).parts:
+        here = datadir.private_subdir(here, part)
+    return here
+
+
 def _copy_exclusive(src: Path, dest: Path) -> None:
     tmp = dest.with_name(f".{dest.name}.part-{os.getpid()}")
-    with src.open("rb") as fin, tmp.open("xb") as fout:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, datadir.FILE_MODE)
+    with src.open("rb") as fin, os.fdopen(fd, "wb") as fout:
+        os.fchmod(fout.fileno(), datadir.FILE_MODE)
         for chunk in iter(lambda: fin.read(1 << 20), b""):
             fout.write(chunk)
         fout.flush()
@@ -221,7 +261,9 @@ def _copy_exclusive(src: Path, dest: Path) -> None:
 
 
 def inside_downloads(path: Path, data_dir: Path) -> Path:
-    """`path` resolved, which must lie inside `<data>/downloads` (INVALID_ARGUMENT otherwise)."""
+    """`path` resolved, which must lie inside `<data>/downloads` (INVALID_ARGUMENT otherwise).
+    The root is checked not to be a symlink before it is resolved (DATA_PATH_SYMLINK): resolving
+    a symlinked downloads/ first would make its target the directory files are confined to."""
     root = downloads_root(data_dir).resolve()
     if "\x00" in str(path):
         raise InvalidInput("路径含有不允许的字符", path=str(path).replace("\x00", "\\0"))

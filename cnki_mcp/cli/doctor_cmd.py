@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
 
-from cnki_mcp.errors import CnkiError
+from cnki_mcp import datadir
+from cnki_mcp.errors import CnkiError, DataDirectoryUnusable
 from cnki_mcp.settings import Settings, default_data_dir, load_settings
 
 PACKAGES = ("cnki-research-mcp", "playwright", "mcp", "tomlkit", "selectolax", "pydantic", "filelock", "platformdirs")
@@ -122,10 +123,12 @@ def check_data_dir(data_dir: Path) -> Check:
     if data_dir.exists() and not data_dir.is_dir():
         return Check("data_dir", False, f"{data_dir} 不是文件夹", hint)
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        datadir.ensure_root(data_dir)  # created 0700 like the server does (DESIGN.md "Data directory")
         probe = data_dir / f".doctor-{secrets.token_hex(4)}"
         probe.write_bytes(b"ok")
         probe.unlink()
+    except DataDirectoryUnusable as exc:
+        return Check("data_dir", False, f"{data_dir}：{exc.message}", hint)
     except OSError as exc:
         return Check("data_dir", False, f"{data_dir} 不可写：{exc.strerror or exc}", hint)
     return Check("data_dir", True, f"{data_dir} 可写")

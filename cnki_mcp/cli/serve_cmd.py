@@ -2,14 +2,21 @@
 
 Services (store, operations, the lazy browser) are opened before serving, so a data directory
 held by another process is a clear DATA_DIRECTORY_IN_USE at startup; they are closed when the
-session (stdio EOF) or the HTTP server ends."""
+session (stdio EOF) or the HTTP server ends.
+
+Remote binding needs a token: HTTP on an address that is not loopback without CNKI_MCP_TOKEN
+refuses to start (TOKEN_REQUIRED) unless `--insecure-no-token` says the person means it; anyone
+who reaches such a port could use their CNKI account and read their data directory."""
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import os
 import sys
+
+from cnki_mcp.errors import TokenRequired
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +39,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="O",
         help="extra Origin to accept (repeatable)",
     )
+    parser.add_argument(
+        "--insecure-no-token",
+        action="store_true",
+        help="allow HTTP on a non-loopback address without CNKI_MCP_TOKEN (anyone who reaches it "
+        "can use your CNKI account) / 允许在非本机地址上不设令牌（不安全）",
+    )
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` only listens on this machine (127.0.0.0/8, ::1, localhost)."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False  # any other host name may resolve to a reachable address
+
+
+def check_token_rule(transport: str, host: str, token: str | None, insecure_no_token: bool) -> None:
+    """TOKEN_REQUIRED for HTTP on a non-loopback address without a token and without the flag."""
+    if transport == "http" and not token and not insecure_no_token and not is_loopback(host):
+        raise TokenRequired(
+            f"在 {host} 上提供 HTTP 服务必须设置 CNKI_MCP_TOKEN；确需不设令牌时请加 --insecure-no-token",
+            host=host,
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from cnki_mcp.settings import load_settings
 
     settings = load_settings(os.environ)
+    check_token_rule(args.transport, args.host, settings.mcp_token, args.insecure_no_token)
     logging.basicConfig(
         level=getattr(logging, settings.log_level, logging.INFO),
         stream=sys.stderr,

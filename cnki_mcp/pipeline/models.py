@@ -10,6 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from cnki_mcp.errors import InvalidInput
 from cnki_mcp.operations import BudgetSpec
 from cnki_mcp.site.backend import SortOrder
+from cnki_mcp.tool_args import control_characters
+
+SEARCH_ID_CHARS = 64  # ids are short (`sch_` + hex); a longer one is never stored, only echoed
 
 Mode = Literal["precise", "balanced", "broad"]
 MetadataMode = Literal["ranked", "all", "basic"]
@@ -34,6 +37,12 @@ class PlanLike(Protocol):
 
     @property
     def warnings(self) -> list[str]: ...
+
+
+def _check_text(field: str, *texts: str) -> None:
+    """Text sent to CNKI holds no NUL or other control character (tab/newline are spaces)."""
+    if any(control_characters(t) for t in texts):
+        raise InvalidInput(f"{field} 含有控制字符（如 NUL）", field=field)
 
 
 def _check_years(year_from: int | None, year_to: int | None) -> None:
@@ -74,6 +83,8 @@ class SearchInput(_Model):
     @model_validator(mode="after")
     def _years(self) -> SearchInput:
         _check_years(self.year_from, self.year_to)
+        _check_text("query", self.query)
+        _check_text("concept_groups", *(t for g in self.concept_groups or () for t in g))
         return self
 
     def budget(self) -> BudgetSpec:
@@ -178,7 +189,9 @@ class SearchSummary(_Model):
 
 
 class ResultsInput(_Model):
-    search_id: str = Field(min_length=1, description="来自 search 或 structured_search")
+    search_id: str = Field(
+        min_length=1, max_length=SEARCH_ID_CHARS, description="来自 search 或 structured_search"
+    )
     scope: Scope = Field(
         "selected", description="selected 筛选结果；eligible 全部相关文献；candidates 全部候选"
     )
@@ -229,7 +242,7 @@ MetadataField = Literal[
 class MetadataInput(_Model):
     record_refs: list[str] = Field(default_factory=list, max_length=100, description="记录编号")
     titles: list[str] = Field(default_factory=list, max_length=100, description="完整题名")
-    search_id: str | None = Field(None, description="取某次检索的结果")
+    search_id: str | None = Field(None, max_length=SEARCH_ID_CHARS, description="取某次检索的结果")
     scope: Scope = Field("selected", description="配合 search_id 使用")
     offset: int = Field(0, ge=0, description="配合 search_id 使用")
     limit: int = Field(50, ge=1, le=100, description="配合 search_id 使用")
@@ -244,6 +257,7 @@ class MetadataInput(_Model):
     def _some(self) -> MetadataInput:
         if not self.record_refs and not self.titles and not self.search_id:
             raise InvalidInput("需要 record_refs、titles 或 search_id 之一")
+        _check_text("titles", *self.titles)
         if len(self.record_refs) + len(self.titles) > 100:
             raise InvalidInput("一次最多 100 篇", count=len(self.record_refs) + len(self.titles))
         return self

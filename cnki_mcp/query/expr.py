@@ -12,6 +12,7 @@ reaches `parse_expression` and gets a coded error instead of a generic validatio
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -193,6 +194,7 @@ def quote_value(value: str) -> str:
 
 
 _LEAF_KEYS = frozenset({"field", "value", "match"})
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # tab/newline/CR are whitespace
 _NODE_KEYS = frozenset({"op", "items"})
 
 
@@ -255,6 +257,8 @@ def _leaf(obj: dict[str, Any], path: str) -> Leaf:
     if not isinstance(raw_value, str) or not raw_value.strip():
         raise InvalidCondition("检索词不能为空", path=path, field=fld.value)
     value = raw_value.strip()
+    if _CONTROL.search(value):  # a NUL or other control character is never sent to CNKI
+        raise InvalidCondition("检索词含有控制字符（如 NUL）", path=path, field=fld.value)
     if len(value) > MAX_VALUE_CHARS:
         raise InvalidCondition("检索词最多 120 字", path=path, field=fld.value, length=len(value))
     raw_match = obj.get("match")

@@ -17,6 +17,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError
 
 from cnki_mcp.errors import CnkiError, InvalidInput
+from cnki_mcp.tool_args import reject_booleans_for_numbers
 
 log = logging.getLogger("cnki_mcp.server")
 
@@ -71,6 +72,9 @@ class CnkiServer(MCPServer[Any]):
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> Any:
         try:
+            tool = self._tool_manager.get_tool(name)
+            if tool is not None:  # pydantic would read `true` as 1 (cnki_mcp/tool_args.py)
+                reject_booleans_for_numbers(tool.parameters, arguments or {})
             return await super().call_tool(name, arguments, context)
         except CnkiError as exc:
             return error_result(exc)

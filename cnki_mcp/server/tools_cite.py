@@ -20,6 +20,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from cnki_mcp import datadir
 from cnki_mcp.cite import EXTENSIONS, FORMATS, MissingMode, export, normalize_format
 from cnki_mcp.errors import CnkiError, FileExists, InvalidInput, OutputTooLarge
 from cnki_mcp.files import check_file_name
@@ -35,7 +36,7 @@ from cnki_mcp.server.models import OperationView
 from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.services import Services
 
-EXPORTS_DIR = "exports"
+EXPORTS_DIR = datadir.EXPORTS_DIR
 MAX_TEXT_BYTES = 512 * 1024  # contract: text over 512 KB only as a file
 MAX_RECORD_REFS = 1000
 MAX_TITLES = 100
@@ -111,10 +112,7 @@ def export_file_name(filename: str, extension: str) -> str:
 
 
 def exports_dir(data_dir: Path) -> Path:
-    folder = Path(data_dir) / EXPORTS_DIR
-    if folder.is_symlink():
-        raise InvalidInput("exports 目录不能是符号链接")
-    return folder
+    return datadir.checked_dir(Path(data_dir), EXPORTS_DIR)  # DATA_PATH_SYMLINK when a symlink
 
 
 def ensure_free(data_dir: Path, name: str) -> Path:
@@ -128,10 +126,11 @@ def save_export(data_dir: Path, name: str, text: str) -> Path:
     """Write `text` to `<data>/exports/name` atomically and exclusively (temporary file, fsync,
     hard link): a complete file appears or nothing; an existing one is never replaced."""
     dest = ensure_free(data_dir, name)
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    datadir.ensure_dir(Path(data_dir), EXPORTS_DIR)  # 0700 (DESIGN.md "Data directory")
     tmp = dest.with_name(f".export-{os.getpid()}-{uuid.uuid4().hex[:8]}.part")  # short: name may be 240 bytes
     try:
-        with tmp.open("xb") as fh:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, datadir.FILE_MODE), "wb") as fh:
+            datadir.make_private(tmp)
             fh.write(text.encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())

@@ -63,7 +63,7 @@ trial=true 表示只能试读；complete_article=false 表示确定不完整，n
 
 DOWNLOAD_DESCRIPTION = """下载论文的 PDF 或 CAJ 文件到 data/downloads/（访问知网：打开详情页并点击一次下载，约 2–5 次请求；可能产生费用，只在明确需要文件时使用）。
 record_ref 或完整 title 二选一。format：auto（默认，优先 PDF，没有则 CAJ）、pdf、caj。filename 默认“题名_编号前8位.pdf”，已存在时返回 FILE_EXISTS，不覆盖；subdirectory 为 downloads/ 下的相对子目录。
-之前下载过且文件未改动时直接返回（source=cache，不访问知网）。等待超时返回 SIDE_EFFECT_UNCERTAIN：稍后用相同参数再调用会先检查文件是否已到，确认要再次点击时才传 retry=true。
+之前下载过且文件未改动时直接返回（source=cache，不访问知网）；这次给了不同的 filename 或 subdirectory 时，把已下载的文件复制到新位置并返回新路径（copied_from 为原文件），不再点击。等待超时返回 SIDE_EFFECT_UNCERTAIN：稍后用相同参数再调用会先检查文件是否已到，确认要再次点击时才传 retry=true。
 下载完成后可用 read_pdf_text(record_ref) 读取 PDF 文字。"""
 
 PDF_DESCRIPTION = """读取已下载 PDF 的文字（本地，不访问知网）。path 为 data/downloads/ 下的相对路径（或 download_paper 返回的 path），或用 record_ref 读取该文献已下载的 PDF。

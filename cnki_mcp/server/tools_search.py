@@ -218,7 +218,7 @@ def register(server: CnkiServer) -> None:
         titles: Annotated[
             list[Annotated[str, Field(min_length=1, max_length=500)]], Field(max_length=100)
         ] = [],  # noqa: B006
-        search_id: str | None = None,
+        search_id: Annotated[str | None, Field(max_length=64, description="取某次检索的结果")] = None,
         scope: Scope = "selected",
         offset: Annotated[int, Field(ge=0)] = 0,
         limit: Annotated[int, Field(ge=1, le=100)] = 50,

@@ -27,6 +27,7 @@ from playwright.async_api import (
 )
 from playwright.async_api import Error as PlaywrightError
 
+from cnki_mcp import datadir
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable
 from cnki_mcp.settings import Settings
@@ -41,10 +42,10 @@ from cnki_mcp.site.locate import (
 
 log = logging.getLogger(__name__)
 
-PROFILE_DIR = "browser-profile"
-PROFILE_LOCK = "browser-profile.lock"
-COOKIES_FILE = "session-cookies.json"
-INCOMING_DIR = "incoming"
+PROFILE_DIR = datadir.PROFILE_DIR
+PROFILE_LOCK = datadir.PROFILE_LOCK_FILE
+COOKIES_FILE = datadir.COOKIES_FILE
+INCOMING_DIR = datadir.INCOMING_DIR
 
 # Chrome restores the previous session's tabs from these; stale CNKI tabs (old search pages,
 # half-done logins) would come back and compete with the work tab, so they are deleted.
@@ -217,8 +218,10 @@ class BrowserHost:
     def _acquire_profile_lock(self) -> None:
         if self._file_lock is not None and self._file_lock.is_locked:
             return
-        self._settings.data_dir.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.lock_path), timeout=0, thread_local=False, is_singleton=False)
+        datadir.ensure_root(self._settings.data_dir)
+        lock = FileLock(
+            str(self.lock_path), timeout=0, thread_local=False, is_singleton=False, mode=datadir.FILE_MODE
+        )
         try:
             lock.acquire()
         except Timeout as exc:
@@ -226,8 +229,10 @@ class BrowserHost:
         self._file_lock = lock
 
     def _prepare_profile(self) -> None:
-        default = self.profile_dir / "Default"
-        default.mkdir(parents=True, exist_ok=True)
+        # The profile folder 0700 and never a symlink (DESIGN.md "Data directory"): the files
+        # Chromium writes inside it are its own business; this mode protects them.
+        profile = datadir.ensure_dir(self._settings.data_dir, PROFILE_DIR)
+        default = datadir.private_subdir(profile, "Default")
         for name in STALE_SESSION_ENTRIES:
             entry = default / name
             if entry.is_dir() and not entry.is_symlink():
@@ -311,7 +316,8 @@ class BrowserHost:
         self._acquire_profile_lock()
         try:
             self._prepare_profile()
-            self.downloads_dir.mkdir(parents=True, exist_ok=True)
+            # the browser's download directory: checked before every launch, 0700
+            datadir.ensure_dir(self._settings.data_dir, INCOMING_DIR)
             headless = decide_headless(
                 self._settings.headless, platform=self._platform, display=self._settings.display
             )
@@ -494,7 +500,7 @@ class BrowserHost:
     async def _save_cookies_of(self, ctx: BrowserContext) -> int:
         payload, count = session_payload(await ctx.cookies())  # type: ignore[arg-type]
         if payload != self._last_saved:
-            self._settings.data_dir.mkdir(parents=True, exist_ok=True)
+            datadir.ensure_root(self._settings.data_dir)
             await asyncio.to_thread(atomic_write_private, self.cookies_path, payload)
             self._last_saved = payload
             log.debug("saved %d session cookies", count)

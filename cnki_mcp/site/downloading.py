@@ -28,6 +28,7 @@ from playwright.async_api import Download, Page
 from playwright.async_api import Error as PlaywrightError
 from pydantic import BaseModel
 
+from cnki_mcp import datadir
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import (
     DocumentNotFound,
@@ -44,6 +45,7 @@ from cnki_mcp.files import (
     FileFormat,
     archive,
     check_file_name,
+    copy_into,
     safe_file_name,
     sniff_format,
     target_dir,
@@ -53,11 +55,11 @@ from cnki_mcp.identity import Paper
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.human import PageKind, StepKind
 from cnki_mcp.site.reading import DetailTabs, close_quietly
-from cnki_mcp.store import Store
+from cnki_mcp.store import Store, StoredDownload, file_sha256
 
 log = logging.getLogger(__name__)
 
-INCOMING_DIR = "incoming"
+INCOMING_DIR = datadir.INCOMING_DIR
 DEFAULT_WAIT_SECONDS = 120
 MAX_WAIT_SECONDS = 900
 POLL_SECONDS = 0.2
@@ -81,6 +83,8 @@ class DownloadResult(BaseModel):
     sha256: str
     source: Literal["download", "cache"]
     reconciled: bool = False  # a file of an earlier uncertain click, found on this call
+    # source=cache under a new filename/subdirectory: the downloaded file this copy was made from
+    copied_from: str | None = None
     observed_at: datetime
 
 
@@ -108,7 +112,13 @@ class Downloader:
         self.linger_seconds = LINGER_SECONDS
 
     def incoming(self, op_id: str) -> Path:
-        return self.data_dir / INCOMING_DIR / op_id
+        """`<data>/incoming/<op_id>` (not created); incoming/ itself is checked not to be a
+        symlink on every call (DATA_PATH_SYMLINK), so no download passes outside the data dir."""
+        return datadir.checked_dir(self.data_dir, INCOMING_DIR) / op_id
+
+    def make_incoming(self, op_id: str) -> Path:
+        """`incoming/<op_id>/` created 0700 (incoming/ too), neither of them a symlink."""
+        return datadir.private_subdir(datadir.ensure_dir(self.data_dir, INCOMING_DIR), op_id)
 
     # --- the call ---------------------------------------------------------------------
 
@@ -132,6 +142,7 @@ class Downloader:
         if filename is not None and format == "auto" and not filename.lower().endswith((".pdf", ".caj")):
             raise InvalidInput("文件扩展名须为 .pdf 或 .caj", filename=filename)
         target_dir(self.data_dir, subdirectory)  # INVALID_ARGUMENT before any site work
+        datadir.checked_dir(self.data_dir, INCOMING_DIR)  # DATA_PATH_SYMLINK before any click
         ref = self.store.resolve_ref(record_ref)
         paper = self.store.get(ref)
         if paper is None:
@@ -139,10 +150,11 @@ class Downloader:
         formats: tuple[FileFormat, ...] = ("pdf", "caj") if format == "auto" else (format,)
 
         for fmt in formats:
+            if filename is not None and not filename.lower().endswith("." + fmt):
+                continue  # auto with `x.caj`: only a CAJ can be that file
             stored = self.store.download_for(ref, fmt)
             if stored is not None and stored.intact():
-                return DownloadResult(record_ref=ref, format=fmt, path=str(stored.path), bytes=stored.size,
-                                      sha256=stored.sha256, source="cache", observed_at=stored.observed_at)  # fmt: skip
+                return self._from_cache(stored, paper, fmt, filename, subdirectory)
         for fmt in formats:
             click = self.store.uncertain_click(ref, fmt)
             if click is None:
@@ -156,6 +168,35 @@ class Downloader:
 
         return await self._download_once(paper, format, filename, subdirectory, wait_seconds, op)
 
+    def _from_cache(
+        self,
+        stored: StoredDownload,
+        paper: Paper,
+        fmt: FileFormat,
+        filename: str | None,
+        subdirectory: str | None,
+    ) -> DownloadResult:
+        """The archived file, without visiting CNKI. Asked for under another name or folder
+        (`filename` / `subdirectory`), it is copied there (`copied_from` says from where) and the
+        store keeps the first file; a file already there with the same content is returned, any
+        other is FILE_EXISTS (never overwritten)."""
+        cached = DownloadResult(record_ref=paper.record_ref, format=fmt, path=str(stored.path), bytes=stored.size,
+                                sha256=stored.sha256, source="cache", observed_at=stored.observed_at)  # fmt: skip
+        if filename is None and subdirectory is None:
+            return cached
+        name = filename if filename is not None else safe_file_name(paper.title, paper.record_ref, fmt)
+        check_file_name(name, fmt)
+        dest = target_dir(self.data_dir, subdirectory) / name
+        if dest == stored.path:
+            return cached
+        if dest.is_file() and not dest.is_symlink() and file_sha256(dest) == stored.sha256:
+            return cached.model_copy(update={"path": str(dest), "copied_from": str(stored.path)})
+        done = copy_into(stored.path, self.data_dir, subdirectory, name)
+        if done.sha256 != stored.sha256:  # changed between the check and the copy
+            done.path.unlink(missing_ok=True)
+            raise InvalidFile("已下载的文件在复制时发生变化", path=str(stored.path))
+        return cached.model_copy(update={"path": str(done.path), "copied_from": str(stored.path)})
+
     # --- reconciliation ---------------------------------------------------------------
 
     def _late_file(self, op_id: str | None, fmt: FileFormat) -> Path | None:
@@ -163,7 +204,7 @@ class Downloader:
         if not op_id or not _GUID.match(op_id):
             return None
         folder = self.incoming(op_id)
-        if not folder.is_dir():
+        if folder.is_symlink() or not folder.is_dir():
             return None
         for path in sorted(folder.iterdir()):
             if not path.is_file() or path.name.startswith(".") or path.suffix == ".crdownload":
@@ -221,8 +262,7 @@ class Downloader:
             if dest.exists() or dest.is_symlink():
                 raise FileExists(path=str(dest))  # nothing clicked: no charge for a file we cannot keep
             op_id = op.operation_id if op is not None and _GUID.match(op.operation_id) else uuid.uuid4().hex
-            folder = self.incoming(op_id)
-            folder.mkdir(parents=True, exist_ok=True)
+            folder = self.make_incoming(op_id)
             click_id = self.store.record_click(paper.record_ref, fmt, op_id, self.clock.now())
             await tabs.click(detail_page, entry, op)
             try:
@@ -397,6 +437,7 @@ class Downloader:
                 log.warning("download failed in the browser: %s", failure)
                 return None
             await download.save_as(tmp)
+            datadir.make_private(tmp)
             tmp.replace(dest)  # a complete file appears under its final name only
             return dest
         except (PlaywrightError, OSError) as exc:

@@ -9,6 +9,7 @@ from types import TracebackType
 
 from filelock import FileLock
 
+from cnki_mcp import datadir
 from cnki_mcp.clock import Clock
 from cnki_mcp.store.db import DB_NAME, acquire_lock, open_database
 from cnki_mcp.store.downloads import DownloadsMixin
@@ -43,10 +44,10 @@ class Store(PapersMixin, JournalsMixin, SearchesMixin, OperationsMixin, Download
 
     @classmethod
     def open(cls, data_dir: Path, clock: Clock, *, lock_timeout: float = 0.5) -> Store:
-        """Create `data_dir` if needed, lock it (DATA_DIRECTORY_IN_USE when another process
-        holds it) and open or create `cnki.sqlite3` in WAL mode."""
-        data_dir = Path(data_dir)
-        data_dir.mkdir(parents=True, exist_ok=True)
+        """Create `data_dir` if needed and make it private (`datadir.prepare`: 0700/0600,
+        symlinks refused), lock it (DATA_DIRECTORY_IN_USE when another process holds it) and
+        open or create `cnki.sqlite3` in WAL mode (DATABASE_UNUSABLE when it cannot be)."""
+        data_dir = datadir.prepare(Path(data_dir))
         lock = acquire_lock(data_dir, lock_timeout)
         notices: list[str] = []
         try:

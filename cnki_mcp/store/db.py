@@ -19,11 +19,12 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from cnki_mcp import datadir
 from cnki_mcp.clock import Clock
-from cnki_mcp.errors import DataDirectoryInUse
+from cnki_mcp.errors import DatabaseUnusable, DataDirectoryInUse, DataDirectoryUnusable
 
-DB_NAME = "cnki.sqlite3"
-LOCK_NAME = ".lock"
+DB_NAME = datadir.DB_FILE
+LOCK_NAME = datadir.LOCK_FILE
 
 _V1 = """
 CREATE TABLE papers (
@@ -153,12 +154,33 @@ def from_ts(text: str) -> datetime:
 def acquire_lock(data_dir: Path, timeout: float) -> FileLock:
     """Take the directory lock or raise DATA_DIRECTORY_IN_USE. The OS drops the lock when
     the holding process dies, so a crash never leaves the directory locked."""
-    lock = FileLock(str(data_dir / LOCK_NAME), timeout=timeout, thread_local=False)
+    lock = FileLock(str(data_dir / LOCK_NAME), timeout=timeout, thread_local=False, mode=datadir.FILE_MODE)
     try:
         lock.acquire()
     except Timeout as exc:
         raise DataDirectoryInUse(data_dir=str(data_dir)) from exc
+    except OSError as exc:  # unwritable directory, a directory named .lock ...
+        raise DataDirectoryUnusable(
+            "无法在数据目录中创建锁文件", path=str(data_dir), reason=exc.strerror or type(exc).__name__
+        ) from exc
     return lock
+
+
+def _create_private(path: Path) -> None:
+    """Create the database file 0600 before SQLite does (SQLite would use 0644 minus the umask;
+    its -wal and -shm files copy the database file's mode), and keep an existing one 0600."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, datadir.FILE_MODE)
+        try:
+            os.fchmod(fd, datadir.FILE_MODE)
+        finally:
+            os.close(fd)
+    except OSError as exc:  # a directory, a symlink, no permission
+        raise DatabaseUnusable(path=str(path), reason=exc.strerror or type(exc).__name__) from exc
+    for suffix in ("-wal", "-shm"):
+        side = path.with_name(path.name + suffix)
+        if side.is_file() and not side.is_symlink():
+            os.chmod(side, datadir.FILE_MODE)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -185,6 +207,8 @@ def _looks_like_sqlite(path: Path) -> bool:
             head = fh.read(len(_MAGIC))
     except FileNotFoundError:
         return True
+    except OSError as exc:  # IsADirectoryError, PermissionError: not ours to move aside
+        raise DatabaseUnusable(path=str(path), reason=exc.strerror or type(exc).__name__) from exc
     return head in (b"", _MAGIC)
 
 
@@ -192,7 +216,11 @@ def _open_checked(path: Path) -> sqlite3.Connection:
     # Checked before SQLite opens the file, so a foreign file and its -wal stay untouched.
     if not _looks_like_sqlite(path):
         raise Unreadable("file is not a database")
-    conn = _connect(path)
+    _create_private(path)
+    try:
+        conn = _connect(path)
+    except sqlite3.OperationalError as exc:  # unable to open database file
+        raise DatabaseUnusable(path=str(path), reason=str(exc)) from exc
     try:
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()
         if not mode or str(mode[0]).lower() != "wal":

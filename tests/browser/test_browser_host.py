@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cnki_mcp.clock import SystemClock
-from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable
+from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable, CnkiError
 from cnki_mcp.settings import Settings
 from cnki_mcp.site.browser import BrowserHost
 
@@ -313,3 +313,38 @@ async def test_show_is_a_no_op_when_headless(host: BrowserHost) -> None:
     page = await host.work_page()
     assert await host.show(page) is False
     await host.minimise(page)  # nothing to minimise; must not fail
+
+
+@pytest.mark.parametrize("name", ["browser-profile", "incoming"])
+async def test_a_symlinked_profile_or_download_directory_is_refused_at_launch(
+    tmp_path: Path, browser_executable: str, name: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / name).symlink_to(outside)
+    h = make_host(data, browser_executable)
+    try:
+        with pytest.raises(CnkiError) as info:
+            await h.ensure()
+        assert info.value.code == "DATA_PATH_SYMLINK"
+        assert h.started is False and list(outside.iterdir()) == []
+    finally:
+        await h.close()
+
+
+async def test_profile_and_download_directories_are_owner_only_whatever_the_umask(
+    tmp_path: Path, browser_executable: str
+) -> None:
+    data = tmp_path / "data"
+    h = make_host(data, browser_executable)
+    old = os.umask(0)
+    try:
+        await h.ensure()
+        assert stat.S_IMODE((data / "browser-profile.lock").stat().st_mode) == 0o600
+    finally:
+        os.umask(old)
+        await h.close()
+    for path in (data, data / "browser-profile", data / "incoming"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o700, path

@@ -6,6 +6,8 @@ of the downloaded PDF."""
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -201,3 +203,51 @@ async def test_existing_file_is_never_overwritten_and_nothing_is_clicked(case: C
     await expect_code(case.downloader.download(ref, filename="mine.pdf"), "FILE_EXISTS")
     assert (folder / "mine.pdf").read_bytes() == b"keep me"
     assert not sim.requests_for(ORDER, "GET") and case.store.clicks_for(ref) == []
+
+
+async def test_a_symlinked_incoming_directory_is_refused_before_anything_is_clicked(
+    case: Case, tmp_path: Path
+) -> None:
+    # the browser's download folder must not send files (or an empty op folder) outside the data dir
+    sim = case.env.sim
+    ref = await case.ref("r0001")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (case.data_dir / "incoming").symlink_to(outside)
+    await expect_code(case.downloader.download(ref, op=FakeOp()), "DATA_PATH_SYMLINK")
+    assert list(outside.iterdir()) == []
+    assert not sim.requests_for(ORDER, "GET") and case.store.clicks_for(ref) == []
+
+
+async def test_downloaded_file_is_owner_only_and_its_folders_0700(case: Case) -> None:
+    ref = await case.ref("r0001")
+    old = os.umask(0)
+    try:
+        async with asyncio.timeout(STEP_TIMEOUT):
+            got = await case.downloader.download(ref, subdirectory="合同", op=FakeOp())
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(Path(got.path).stat().st_mode) == 0o600
+    for folder in ("downloads", "downloads/合同", "incoming", "incoming/op-test"):
+        assert stat.S_IMODE((case.data_dir / folder).stat().st_mode) == 0o700, folder
+
+
+async def test_a_new_filename_for_a_downloaded_paper_gets_a_copy_without_a_click(case: Case) -> None:
+    sim = case.env.sim
+    ref = await case.ref("r0001")
+    async with asyncio.timeout(STEP_TIMEOUT):
+        first = await case.downloader.download(ref, op=FakeOp())
+    renamed = await case.downloader.download(ref, filename="我的副本.pdf", subdirectory="合同")
+    path = case.data_dir / "downloads" / "合同" / "我的副本.pdf"
+    assert renamed.path == str(path) and renamed.source == "cache"
+    assert renamed.copied_from == first.path and renamed.sha256 == first.sha256
+    assert path.read_bytes() == Path(first.path).read_bytes() and Path(first.path).exists()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    again = await case.downloader.download(ref, filename="我的副本.pdf", subdirectory="合同")
+    assert again.path == str(path)  # the same copy, not FILE_EXISTS
+    plain = await case.downloader.download(ref)
+    assert plain.path == first.path and plain.copied_from is None
+    (case.data_dir / "downloads" / "other.pdf").write_bytes(b"someone else's file")
+    await expect_code(case.downloader.download(ref, filename="other.pdf"), "FILE_EXISTS")
+    assert (case.data_dir / "downloads" / "other.pdf").read_bytes() == b"someone else's file"
+    assert len(sim.requests_for(ORDER, "GET")) == 1  # one click in all

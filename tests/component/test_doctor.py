@@ -5,6 +5,8 @@ locked by another process, an unreadable store, an invalid setting; and `--json`
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -206,3 +208,20 @@ def test_doctor_json_lists_every_check_with_name_ok_detail_hint(
     by_name = {c["name"]: c for c in payload["checks"]}
     assert by_name["browser"]["ok"] is False and by_name["browser"]["hint"]
     assert by_name["data_dir"]["ok"] is True
+
+
+def test_doctor_creates_a_missing_data_directory_owner_only(tmp_path: Path) -> None:
+    data = tmp_path / "new-data"
+    old = os.umask(0)
+    try:
+        check = doctor_cmd.check_data_dir(data)
+    finally:
+        os.umask(old)
+    assert check.ok
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+
+
+def test_doctor_reports_a_data_directory_that_is_a_file(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert not doctor_cmd.check_data_dir(blocker / "data").ok

@@ -3,6 +3,8 @@ name must not add bytes to it), nothing but the file is left behind, and names s
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -24,3 +26,25 @@ def test_export_names_are_one_safe_component(bad: str) -> None:
     with pytest.raises(CnkiError) as info:
         export_file_name(bad, "bib")
     assert info.value.code == "INVALID_ARGUMENT"
+
+
+def test_exports_are_owner_only_whatever_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0)
+    try:
+        path = save_export(tmp_path, "refs.bib", "@article{x}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+def test_a_symlinked_exports_directory_is_refused_and_nothing_is_written_there(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "exports").symlink_to(outside)
+    with pytest.raises(CnkiError) as info:
+        save_export(data, "refs.bib", "@article{x}")
+    assert info.value.code == "DATA_PATH_SYMLINK"
+    assert list(outside.iterdir()) == []

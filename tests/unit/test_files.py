@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,45 @@ def test_overlong_subdirectory_component_is_an_invalid_argument(tmp_path: Path) 
 
 def test_inside_downloads_rejects_a_nul_byte_as_an_invalid_argument(tmp_path: Path) -> None:
     assert code_of(inside_downloads, Path("a\x00b.pdf"), tmp_path) == "INVALID_ARGUMENT"
+
+
+def test_a_symlinked_downloads_directory_is_refused_before_use_and_nothing_lands_outside(
+    tmp_path: Path,
+    record,  # type: ignore[no-untyped-def]
+) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "downloads").symlink_to(outside)
+    src = write(tmp_path, "in.pdf", pdf_bytes(record))
+    assert code_of(target_dir, data, None) == "DATA_PATH_SYMLINK"
+    assert code_of(target_dir, data, "sub") == "DATA_PATH_SYMLINK"
+    assert code_of(archive, src, data, "sub", "论文.pdf") == "DATA_PATH_SYMLINK"
+    assert code_of(inside_downloads, Path("x.pdf"), data) == "DATA_PATH_SYMLINK"
+    assert list(outside.iterdir()) == [] and src.exists()
+
+
+def test_archived_files_are_0600_and_new_folders_0700_whatever_the_umask(
+    tmp_path: Path,
+    record,  # type: ignore[no-untyped-def]
+) -> None:
+    src = write(tmp_path, "in.pdf", pdf_bytes(record))
+    os.chmod(src, 0o644)  # the browser's file
+    old = os.umask(0)
+    try:
+        done = archive(src, tmp_path / "data", "a/b", "论文.pdf")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(done.path.stat().st_mode) == 0o600
+    for folder in ("", "downloads", "downloads/a", "downloads/a/b"):
+        assert stat.S_IMODE((tmp_path / "data" / folder).stat().st_mode) == 0o700, folder
+
+
+@pytest.mark.parametrize("char", ["\u202e", "\u2066", "\u200b", "\u200e", "\ufeff", "\u00ad", "\u2029"])
+def test_bidi_controls_and_other_format_characters_are_refused_in_names(tmp_path: Path, char: str) -> None:
+    # `论文\u202efdp.exe` displays as `论文exe.pdf`: a caller's name must be what it looks like
+    assert code_of(check_file_name, f"论文{char}fdp.pdf", "pdf") == "INVALID_ARGUMENT"
+    assert code_of(target_dir, tmp_path, f"合同{char}") == "INVALID_ARGUMENT"
+    default = safe_file_name(f"违约金{char}调整", "rec_abcdefgh1234", "pdf")
+    assert char not in default and check_file_name(default, "pdf") == default

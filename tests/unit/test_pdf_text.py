@@ -82,3 +82,15 @@ def test_nul_byte_overlong_and_looping_paths_are_invalid_arguments(data_dir: Pat
     loop = data_dir / "downloads" / "loop"
     loop.symlink_to(loop)
     assert code_of(path="loop/paper.pdf", data_dir=data_dir) == "INVALID_ARGUMENT"
+
+
+def test_a_symlinked_downloads_directory_is_refused_not_followed(tmp_path: Path, record) -> None:  # type: ignore[no-untyped-def]
+    # resolving downloads/ before checking it made the symlink's target the confinement root
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "secret.pdf").write_bytes(pdf_bytes(record))
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "downloads").symlink_to(outside)
+    assert code_of(path="secret.pdf", data_dir=data) == "DATA_PATH_SYMLINK"
+    assert code_of(path=outside / "secret.pdf", data_dir=data) == "DATA_PATH_SYMLINK"

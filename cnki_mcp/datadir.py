@@ -1,0 +1,189 @@
+"""The data directory: its layout, and keeping it private (DESIGN.md "Data directory").
+
+Everything the product keeps (database, browser profile, session cookies, downloads, exports)
+lives in one directory that only its owner may read: the directory and every directory below
+it 0700, every file 0600, whatever the umask. `prepare` runs once at start (creating the
+directory, refusing what cannot be used, fixing the modes of an existing install); `ensure_dir`
+and `checked_dir` run again before each use of a subdirectory.
+
+A symlink in place of a directory (or file) the product writes or reads under the data
+directory is refused (DATA_PATH_SYMLINK): it would carry the user's files, history or browser
+profile to a place outside the private directory. The data directory itself may be a symlink
+(Settings resolves it once). The browser profile's own files are Chromium's business; its
+directory mode protects them, so `prepare` does not descend into it."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import stat
+from pathlib import Path
+
+from cnki_mcp.errors import DatabaseUnusable, DataDirectoryUnusable, DataPathSymlink
+
+log = logging.getLogger(__name__)
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+DB_FILE = "cnki.sqlite3"
+LOCK_FILE = ".lock"
+PROFILE_DIR = "browser-profile"
+PROFILE_LOCK_FILE = "browser-profile.lock"
+COOKIES_FILE = "session-cookies.json"
+DOWNLOADS_DIR = "downloads"
+INCOMING_DIR = "incoming"  # the browser's download directory
+EXPORTS_DIR = "exports"
+
+DIRECTORIES: tuple[str, ...] = (PROFILE_DIR, DOWNLOADS_DIR, INCOMING_DIR, EXPORTS_DIR)
+FILES: tuple[str, ...] = (
+    DB_FILE,
+    f"{DB_FILE}-wal",
+    f"{DB_FILE}-shm",
+    LOCK_FILE,
+    PROFILE_LOCK_FILE,
+    COOKIES_FILE,
+)
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return path.lstat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # e.g. a path component that is a file (ENOTDIR)
+        raise DataDirectoryUnusable(path=str(path), reason=exc.strerror or type(exc).__name__) from exc
+
+
+def _set_mode(path: Path, st: os.stat_result, mode: int) -> None:
+    if stat.S_IMODE(st.st_mode) != mode:
+        os.chmod(path, mode)
+
+
+def ensure_root(data_dir: Path) -> Path:
+    """Create the data directory if needed and make it 0700 (DATA_DIRECTORY_UNUSABLE when it
+    is not a directory, cannot be created or is not writable)."""
+    data_dir = Path(data_dir)
+    try:
+        if not data_dir.exists():
+            data_dir.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                data_dir.mkdir(mode=DIR_MODE)
+        if not data_dir.is_dir():
+            raise DataDirectoryUnusable("数据目录不是文件夹", path=str(data_dir), reason="not_a_directory")
+        os.chmod(data_dir, DIR_MODE)  # the umask may have removed bits; never more than 0700
+    except DataDirectoryUnusable:
+        raise
+    except OSError as exc:
+        raise DataDirectoryUnusable(
+            "无法创建或设置数据目录", path=str(data_dir), reason=exc.strerror or type(exc).__name__
+        ) from exc
+    if not os.access(data_dir, os.W_OK | os.X_OK):
+        raise DataDirectoryUnusable("数据目录不可写", path=str(data_dir), reason="not_writable")
+    return data_dir
+
+
+def checked_dir(data_dir: Path, name: str) -> Path:
+    """`<data>/<name>`, which must not be a symlink (DATA_PATH_SYMLINK) nor anything but a
+    directory when it exists (DATA_DIRECTORY_UNUSABLE). Creates nothing."""
+    path = Path(data_dir) / name
+    st = _lstat(path)
+    if st is None:
+        return path
+    if stat.S_ISLNK(st.st_mode):
+        raise DataPathSymlink(
+            f"数据目录中的 {name} 是符号链接，为防止数据写到数据目录之外，拒绝使用", path=name
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        raise DataDirectoryUnusable(f"数据目录中的 {name} 不是文件夹", path=name, reason="not_a_directory")
+    return path
+
+
+def ensure_dir(data_dir: Path, name: str) -> Path:
+    """`<data>/<name>` checked as in `checked_dir`, created if missing, mode 0700."""
+    path = checked_dir(data_dir, name)
+    try:
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=DIR_MODE)
+        path = checked_dir(data_dir, name)  # created by someone else meanwhile: check again
+        _set_mode(path, path.lstat(), DIR_MODE)
+    except OSError as exc:
+        raise DataDirectoryUnusable(
+            f"无法创建数据目录中的 {name}", path=name, reason=exc.strerror or type(exc).__name__
+        ) from exc
+    return path
+
+
+def private_subdir(parent: Path, name: str) -> Path:
+    """`parent/name` created (or kept) as a private directory: 0700, never a symlink
+    (DATA_PATH_SYMLINK, naming it as `<parent folder>/<name>`)."""
+    path = parent / name
+    try:
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=DIR_MODE)
+        st = path.lstat()
+    except OSError as exc:
+        raise DataDirectoryUnusable(
+            "无法创建文件夹", path=f"{parent.name}/{name}", reason=exc.strerror or type(exc).__name__
+        ) from exc
+    if stat.S_ISLNK(st.st_mode):
+        raise DataPathSymlink(
+            f"{parent.name}/{name} 是符号链接，为防止数据写到数据目录之外，拒绝使用",
+            path=f"{parent.name}/{name}",
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        raise DataDirectoryUnusable(f"{parent.name}/{name} 不是文件夹", path=f"{parent.name}/{name}")
+    _set_mode(path, st, DIR_MODE)
+    return path
+
+
+def make_private(path: Path) -> None:
+    """A file the product just wrote: 0600 (the umask decides nothing)."""
+    os.chmod(path, FILE_MODE)
+
+
+def prepare(data_dir: Path) -> Path:
+    """At start: create the data directory (0700), refuse symlinked or misplaced entries the
+    product uses (DATA_PATH_SYMLINK, DATA_DIRECTORY_UNUSABLE, DATABASE_UNUSABLE when
+    `cnki.sqlite3` is not a file) and fix the modes of an existing install: directories 0700
+    and files 0600, everywhere but inside the browser profile."""
+    root = ensure_root(data_dir)
+    for name in DIRECTORIES:
+        checked_dir(root, name)
+    for name in FILES:
+        st = _lstat(root / name)
+        if st is None:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            raise DataPathSymlink(f"数据目录中的 {name} 是符号链接，拒绝使用", path=name)
+        if not stat.S_ISREG(st.st_mode):
+            if name.startswith(DB_FILE):
+                raise DatabaseUnusable(f"数据库路径 {name} 不是文件（可能是文件夹）", path=str(root / name))
+            raise DataDirectoryUnusable(f"数据目录中的 {name} 不是文件", path=name, reason="not_a_file")
+    _fix_modes(root)
+    return root
+
+
+def _fix_modes(root: Path) -> None:
+    for top, dirs, files in os.walk(root):  # never follows symlinks
+        here = Path(top)
+        if here == root:
+            dirs[:] = [d for d in dirs if d != PROFILE_DIR]  # Chromium's files: only the dir mode
+            _fix(root / PROFILE_DIR, DIR_MODE)
+        for name in dirs:
+            _fix(here / name, DIR_MODE)
+        for name in files:
+            _fix(here / name, FILE_MODE)
+
+
+def _fix(path: Path, mode: int) -> None:
+    try:
+        st = path.lstat()
+        if stat.S_ISLNK(st.st_mode) or not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+            return  # chmod would follow a symlink; sockets and pipes are left alone
+        _set_mode(path, st, mode)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        log.warning("could not make %s private: %s", path, exc.strerror or exc)

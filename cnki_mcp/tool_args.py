@@ -1,0 +1,111 @@
+"""Checks on tool arguments that the tools' pydantic models let through (DESIGN.md "Tool input").
+
+Pydantic's lax mode reads a JSON boolean as an integer (`limit: true` is 1, `section: false` is
+0); a client sending `true` for a number made a mistake that must not turn into a different
+request. `reject_booleans_for_numbers` walks a tool's input JSON schema next to the arguments and
+refuses a boolean wherever the schema accepts a number but not a boolean, for every tool and
+every nested option, so a new integer parameter is covered without further work.
+
+`control_characters` finds characters that have no place in text sent to CNKI (NUL and the
+other C0/C1 controls; tab, newline and carriage return are ordinary whitespace)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from cnki_mcp.errors import InvalidInput
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_MAX_DEPTH = 32
+
+
+def control_characters(text: str) -> bool:
+    """Whether `text` holds a control character other than tab, newline or carriage return."""
+    return _CONTROL.search(text) is not None
+
+
+def _types(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> set[str]:
+    if depth > _MAX_DEPTH:
+        return set()
+    schema = _deref(schema, defs)
+    out: set[str] = set()
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        out.add(kind)
+    elif isinstance(kind, list):
+        out.update(k for k in kind if isinstance(k, str))
+    for key in ("anyOf", "oneOf", "allOf"):
+        for sub in schema.get(key) or ():
+            if isinstance(sub, Mapping):
+                out |= _types(sub, defs, depth + 1)
+    return out
+
+
+def _deref(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str, Any]:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        target = defs.get(ref.removeprefix("#/$defs/"))
+        if isinstance(target, Mapping):
+            return target
+    return schema
+
+
+def _subschemas(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> list[Mapping[str, Any]]:
+    """The schema and every alternative of it (anyOf/oneOf/allOf), dereferenced."""
+    if depth > _MAX_DEPTH:
+        return []
+    schema = _deref(schema, defs)
+    out = [schema]
+    for key in ("anyOf", "oneOf", "allOf"):
+        for sub in schema.get(key) or ():
+            if isinstance(sub, Mapping):
+                out.extend(_subschemas(sub, defs, depth + 1))
+    return out
+
+
+def _walk(
+    value: Any, schema: Mapping[str, Any], defs: Mapping[str, Any], path: str, found: list[str], depth: int
+) -> None:
+    if depth > _MAX_DEPTH:
+        return
+    if isinstance(value, bool):
+        kinds = _types(schema, defs, 0)
+        if kinds & {"integer", "number"} and "boolean" not in kinds:
+            found.append(path)
+        return
+    alternatives = _subschemas(schema, defs, 0)
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            for alt in alternatives:
+                props = alt.get("properties")
+                if isinstance(props, Mapping) and isinstance(props.get(key), Mapping):
+                    _walk(item, props[key], defs, f"{path}.{key}" if path else str(key), found, depth + 1)
+                    break
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            for alt in alternatives:
+                items = alt.get("items")
+                if isinstance(items, Mapping):
+                    _walk(item, items, defs, f"{path}.{index}", found, depth + 1)
+                    break
+
+
+def booleans_for_numbers(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
+    """Paths (`limit`, `options.max_pages`) where `arguments` hold a boolean the schema would
+    have to read as a number."""
+    found: list[str] = []
+    defs = schema.get("$defs") or {}
+    _walk(arguments, schema, defs if isinstance(defs, Mapping) else {}, "", found, 0)
+    return found
+
+
+def reject_booleans_for_numbers(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
+    """INVALID_ARGUMENT naming every field where a boolean was given for a number."""
+    bad = booleans_for_numbers(schema, arguments)
+    if bad:
+        raise InvalidInput(
+            f"参数无效：{', '.join(bad[:6])} 须为数字，不能是 true/false",
+            errors=[{"field": p, "problem": "布尔值不能当作数字"} for p in bad],
+        )

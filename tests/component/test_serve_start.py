@@ -1,0 +1,86 @@
+"""`cnki-mcp serve` at start: a data directory it cannot use and a remote HTTP bind without a
+token end with `错误 CODE: 说明` and exit code 2, never a traceback and never a listening port."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cnki_mcp.cli.serve_cmd import check_token_rule, is_loopback
+from cnki_mcp.errors import CnkiError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def serve(data: Path, *args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CNKI_")}
+    env["CNKI_DATA_DIR"] = str(data)
+    if token:
+        env["CNKI_MCP_TOKEN"] = token
+    return subprocess.run(
+        [sys.executable, "-m", "cnki_mcp", "serve", *args],
+        cwd=REPO,
+        env=env,
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def assert_clean_error(done: subprocess.CompletedProcess[str], code: str) -> None:
+    assert done.returncode == 2, done.stderr
+    assert f"错误 {code}: " in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_database_path_that_is_a_directory_is_a_coded_error_without_traceback(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / "cnki.sqlite3").mkdir(parents=True)
+    assert_clean_error(serve(data), "DATABASE_UNUSABLE")
+
+
+def test_symlinked_downloads_directory_is_a_coded_error_at_start(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "downloads").symlink_to(tmp_path)
+    assert_clean_error(serve(data), "DATA_PATH_SYMLINK")
+
+
+def test_data_directory_that_is_a_file_is_a_coded_error_at_start(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.write_text("not a folder")
+    assert_clean_error(serve(data), "DATA_DIRECTORY_UNUSABLE")
+
+
+def test_http_on_all_interfaces_without_a_token_refuses_to_start(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    done = serve(data, "--transport", "http", "--host", "0.0.0.0", "--port", "9")
+    assert_clean_error(done, "TOKEN_REQUIRED")
+    assert not data.exists()  # refused before anything was opened
+
+
+def test_insecure_no_token_flag_lets_a_remote_bind_pass_the_token_rule(tmp_path: Path) -> None:
+    # the start goes on past the token rule: it stops at the unusable database instead
+    data = tmp_path / "data"
+    (data / "cnki.sqlite3").mkdir(parents=True)
+    done = serve(data, "--transport", "http", "--host", "0.0.0.0", "--port", "9", "--insecure-no-token")
+    assert_clean_error(done, "DATABASE_UNUSABLE")
+
+
+def test_token_rule_needs_a_token_only_for_non_loopback_http() -> None:
+    for host in ("127.0.0.1", "127.8.9.1", "::1", "[::1]", "localhost", "LOCALHOST"):
+        assert is_loopback(host), host
+        check_token_rule("http", host, None, False)
+    for host in ("0.0.0.0", "::", "192.168.1.5", "example.org", "10.0.0.1"):
+        assert not is_loopback(host), host
+        with pytest.raises(CnkiError) as info:
+            check_token_rule("http", host, None, False)
+        assert info.value.code == "TOKEN_REQUIRED"
+        check_token_rule("http", host, "secret", False)
+        check_token_rule("http", host, None, True)
+    check_token_rule("stdio", "0.0.0.0", None, False)

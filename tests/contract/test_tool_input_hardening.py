@@ -1,0 +1,143 @@
+"""Tool inputs that pydantic's defaults let through: a boolean for any integer/number parameter of
+any tool, an unbounded search_id, control characters in text sent to CNKI, bidi and other format
+characters in file names. Each is a coded INVALID_* error before any work starts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from cnki_mcp.server.app import build_server
+from cnki_mcp.tool_args import booleans_for_numbers
+from tests.contract.server_fakes import Harness
+
+# valid arguments of each tool that has integer/number parameters: only the boolean is wrong
+BASE: dict[str, dict[str, Any]] = {
+    "search": {"query": "违约金"},
+    "structured_search": {"expression": {"field": "title", "value": "违约金"}},
+    "search_results": {"search_id": "s"},
+    "get_metadata": {"search_id": "s"},
+    "read_online_html": {"record_ref": "rec_x"},
+    "download_paper": {"record_ref": "rec_x"},
+    "read_pdf_text": {"path": "a.pdf"},
+    "export_citations": {"search_id": "s"},
+    "operation_status": {},
+    "operation_control": {"action": "continue", "operation_id": "op_" + "0" * 24},
+}
+
+
+@pytest.fixture
+def h(tmp_path: Path) -> Harness:
+    return Harness(tmp_path / "data", inline_wait=5.0)
+
+
+def _error(result: Any) -> dict[str, Any]:
+    assert result.is_error, result
+    data = result.structured_content
+    assert data is not None, result.content
+    return data
+
+
+def _numeric_paths(schema: dict[str, Any], defs: dict[str, Any], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for name, prop in (schema.get("properties") or {}).items():
+        alternatives = [prop, *prop.get("anyOf", [])]
+        for alt in alternatives:
+            if "$ref" in alt:
+                target = defs[alt["$ref"].split("/")[-1]]
+                out.extend(_numeric_paths(target, defs, f"{prefix}{name}."))
+            elif alt.get("type") in ("integer", "number"):
+                out.append(prefix + name)
+                break
+    return out
+
+
+def _nest(path: str, value: Any) -> dict[str, Any]:
+    head, _, rest = path.partition(".")
+    return {head: _nest(rest, value) if rest else value}
+
+
+async def test_a_boolean_for_any_integer_or_number_input_of_any_tool_is_refused(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        checked: dict[str, list[str]] = {}
+        for name, tool in tools.items():
+            schema = tool.input_schema
+            paths = _numeric_paths(schema, schema.get("$defs", {}))
+            for path in paths:
+                for flag in (True, False):
+                    args = {**BASE[name], **_nest(path, flag)}
+                    if "." in path:  # nested option: keep the other options' defaults
+                        args = {**BASE[name], path.split(".")[0]: _nest(path, flag)[path.split(".")[0]]}
+                    data = _error(await client.call_tool(name, args))
+                    assert data["code"] == "INVALID_ARGUMENT", (name, path, data)
+                    assert path in [e["field"] for e in data["details"]["errors"]], (name, path, data)
+                checked.setdefault(name, []).extend(paths)
+        assert h.backend.calls == [] and h.pipeline.plans == []
+    assert set(checked) == set(BASE)  # every tool with numbers was exercised
+    assert {"limit", "options.max_pages", "year_from"} <= set(checked["search"])
+    assert "section" in checked["read_online_html"] and "wait_seconds" in checked["download_paper"]
+
+
+def test_booleans_are_found_in_nested_options_and_unions_but_not_for_boolean_fields() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer"},
+            "flag": {"type": "boolean"},
+            "either": {"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]},
+            "opts": {"anyOf": [{"$ref": "#/$defs/Opts"}, {"type": "null"}]},
+            "many": {"type": "array", "items": {"type": "number"}},
+        },
+        "$defs": {"Opts": {"type": "object", "properties": {"m": {"type": "number"}}}},
+    }
+    args = {"n": True, "flag": True, "either": False, "opts": {"m": True}, "many": [1, True]}
+    assert booleans_for_numbers(schema, args) == ["n", "either", "opts.m", "many.1"]
+    assert booleans_for_numbers(schema, {"n": 1, "flag": False, "either": 0, "opts": {"m": 2.5}}) == []
+
+
+async def test_an_overlong_search_id_is_refused_and_never_echoed(h: Harness) -> None:
+    huge = "s" * 1_000_000
+    async with Client(build_server(h.open)) as client:
+        for name in ("get_metadata", "search_results", "export_citations"):
+            result = await client.call_tool(name, {"search_id": huge})
+            data = _error(result)
+            assert data["code"] == "INVALID_ARGUMENT", (name, data)
+            assert len(json.dumps(data)) < 10_000, name
+        assert h.backend.calls == []
+
+
+async def test_control_characters_in_text_sent_to_cnki_are_refused_before_any_work(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        for args in ({"query": "违约金\x00调整"}, {"query": "违约金", "concept_groups": [["违约\x1b金"]]}):
+            data = _error(await client.call_tool("search", args))
+            assert data["code"] == "INVALID_ARGUMENT", data
+        data = _error(
+            await client.call_tool("structured_search", {"expression": {"field": "title", "value": "a\x00b"}})
+        )
+        assert data["code"] == "INVALID_CONDITION"
+        data = _error(await client.call_tool("get_metadata", {"titles": ["题名\x00"]}))
+        assert data["code"] == "INVALID_ARGUMENT"
+        assert h.pipeline.plans == []
+        ok = await client.call_tool("search", {"query": "违约金\t调整\n研究"})  # whitespace is fine
+        assert not ok.is_error
+        assert len(h.pipeline.plans) == 1
+        assert h.backend.calls == []
+
+
+@pytest.mark.parametrize("char", ["\u202e", "\u202d", "\u2066", "\u200b", "\u200f", "\ufeff", "\u2028"])
+async def test_bidi_and_format_characters_in_file_names_are_refused(h: Harness, char: str) -> None:
+    name = f"report{char}fdp.pdf"
+    async with Client(build_server(h.open)) as client:
+        for tool, args in (
+            ("download_paper", {"record_ref": "rec_x", "filename": name}),
+            ("download_paper", {"record_ref": "rec_x", "format": "pdf", "subdirectory": f"a{char}b"}),
+            ("export_citations", {"search_id": "s", "filename": f"refs{char}.bib"}),
+        ):
+            data = _error(await client.call_tool(tool, args))
+            assert data["code"] == "INVALID_ARGUMENT", (tool, data)
+        assert h.backend.calls == []

@@ -1,0 +1,144 @@
+"""The data directory is private (0700 directories, 0600 files, whatever the umask), symlinked
+entries are refused, and what cannot be used is a coded error at start (DESIGN.md "Data directory")."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from cnki_mcp import datadir
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.store import Store
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode)
+
+
+@pytest.fixture
+def loose_umask() -> Iterator[None]:
+    old = os.umask(0o000)  # the most permissive umask: nothing may depend on it
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def open_store(data: Path) -> Store:
+    return Store.open(data, FakeClock(wall=T0))
+
+
+def code_of_open(data: Path) -> str:
+    with pytest.raises(CnkiError) as info:
+        open_store(data).close()
+    return info.value.code
+
+
+def test_a_new_data_directory_and_database_are_owner_only(tmp_path: Path, loose_umask: None) -> None:
+    data = tmp_path / "data"
+    store = open_store(data)
+    try:
+        store.record_click("rec_x", "pdf", None, T0)  # a write: the WAL and its index exist now
+        assert mode(data) == 0o700
+        for name in ("cnki.sqlite3", "cnki.sqlite3-wal", "cnki.sqlite3-shm", ".lock"):
+            assert (data / name).exists(), name
+            assert mode(data / name) == 0o600, name
+    finally:
+        store.close()
+
+
+def test_an_existing_install_is_made_private_at_start_but_the_profile_is_left_to_chromium(
+    tmp_path: Path, loose_umask: None
+) -> None:
+    data = tmp_path / "data"
+    for folder in ("downloads/sub", "incoming/op1", "exports", "browser-profile/Default"):
+        (data / folder).mkdir(parents=True)
+    files = [
+        data / "cnki.sqlite3",
+        data / "session-cookies.json",
+        data / "cnki.sqlite3.corrupt-20260101T000000Z",
+        data / "downloads" / "sub" / "a.pdf",
+        data / "incoming" / "op1" / "x.pdf",
+        data / "exports" / "refs.bib",
+    ]
+    for path in files:
+        path.write_bytes(b"")
+    chromium_file = data / "browser-profile" / "Default" / "Preferences"
+    chromium_file.write_text("{}")
+    for top, dirs, names in os.walk(data):
+        for name in (*dirs, *names):
+            os.chmod(Path(top) / name, 0o755 if name in dirs else 0o644)
+    os.chmod(data, 0o755)
+
+    open_store(data).close()
+
+    assert mode(data) == 0o700
+    for folder in ("downloads", "downloads/sub", "incoming", "incoming/op1", "exports", "browser-profile"):
+        assert mode(data / folder) == 0o700, folder
+    for path in files:
+        assert mode(path) == 0o600, path
+    assert mode(chromium_file) == 0o644  # inside the profile: Chromium's business, the dir protects it
+
+
+@pytest.mark.parametrize("name", ["downloads", "incoming", "exports", "browser-profile"])
+def test_a_symlinked_directory_under_the_data_directory_is_refused_at_start(
+    tmp_path: Path, name: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / name).symlink_to(outside)
+    assert code_of_open(data) == "DATA_PATH_SYMLINK"
+    assert list(outside.iterdir()) == []
+
+
+def test_a_symlinked_database_file_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "cnki.sqlite3").symlink_to(tmp_path / "elsewhere.sqlite3")
+    assert code_of_open(data) == "DATA_PATH_SYMLINK"
+    assert not (tmp_path / "elsewhere.sqlite3").exists()
+
+
+def test_a_database_path_that_is_a_directory_is_database_unusable(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / "cnki.sqlite3").mkdir(parents=True)
+    assert code_of_open(data) == "DATABASE_UNUSABLE"
+    assert (data / "cnki.sqlite3").is_dir()  # never moved aside or deleted
+
+
+def test_a_data_directory_that_is_a_file_or_under_a_file_is_unusable(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert code_of_open(blocker) == "DATA_DIRECTORY_UNUSABLE"
+    assert code_of_open(blocker / "data") == "DATA_DIRECTORY_UNUSABLE"
+
+
+def test_ensure_dir_creates_private_and_refuses_a_symlink_before_each_use(tmp_path: Path) -> None:
+    data = datadir.ensure_root(tmp_path / "data")
+    made = datadir.ensure_dir(data, "incoming")
+    assert made.is_dir() and mode(made) == 0o700
+    made.rmdir()
+    (data / "incoming").symlink_to(tmp_path)
+    with pytest.raises(CnkiError) as info:
+        datadir.ensure_dir(data, "incoming")
+    assert info.value.code == "DATA_PATH_SYMLINK"
+
+
+def test_private_subdir_refuses_a_symlink_and_is_0700(tmp_path: Path, loose_umask: None) -> None:
+    parent = tmp_path / "incoming"
+    parent.mkdir()
+    assert mode(datadir.private_subdir(parent, "op")) == 0o700
+    (parent / "link").symlink_to(tmp_path)
+    with pytest.raises(CnkiError) as info:
+        datadir.private_subdir(parent, "link")
+    assert info.value.code == "DATA_PATH_SYMLINK"
