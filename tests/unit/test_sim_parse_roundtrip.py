@@ -462,3 +462,19 @@ def test_grid_counts_of_ten_thousand_and_more_are_read_from_wan() -> None:
 def test_grid_zero_results_page_is_zero_results() -> None:
     p = parse_grid(render_grid(GridPage(rows=[], total=0, page=1, page_size=20, cursor="z"), LINKS), GRID_URL)
     assert p.zero_results and p.rows == [] and p.total == 0
+
+
+def test_grid_rows_with_more_than_five_authors_collapse_the_rest_and_read_back_whole() -> None:
+    many = [r for r in CORPUS.records if len(r.authors) > 5]
+    assert {r.type for r in many} >= {"期刊", "外文期刊"}
+    html = render_grid(GridPage(rows=many, total=len(many), page=1, page_size=50, cursor="m"), LINKS)
+    # five names shown, `;` between them, the rest behind the 显示全部作者 toggle in a hidden span
+    assert html.count('<a title="显示全部作者" class="showAllAuthors"></a><span style="display:none">;') == len(many)
+    assert "</a>;<a class=\"KnowledgeNetLink\"" in html
+    p = parse_grid(html, GRID_URL)
+    assert [row.authors for row in p.rows] == [[_name(a.name) for a in r.authors] for r in many]
+
+
+def test_grid_zero_results_page_is_the_no_content_paragraph() -> None:
+    html = render_grid(GridPage(rows=[], total=0, page=1, page_size=20, cursor="z"), LINKS)
+    assert '<p class="no-content" value="">' in html and 'div class="no-content"' not in html
