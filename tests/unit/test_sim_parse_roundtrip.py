@@ -8,6 +8,7 @@ captures where one exists."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -478,3 +479,18 @@ def test_grid_rows_with_more_than_five_authors_collapse_the_rest_and_read_back_w
 def test_grid_zero_results_page_is_the_no_content_paragraph() -> None:
     html = render_grid(GridPage(rows=[], total=0, page=1, page_size=20, cursor="z"), LINKS)
     assert '<p class="no-content" value="">' in html and 'div class="no-content"' not in html
+
+
+# --- detail: 2023 layout and funds with grant lists --------------------------------------------
+
+
+@pytest.mark.parametrize("layout", ["kcms2-2026", "kcms2-2023"])
+def test_detail_layouts_read_back_institutions_and_bracketed_grant_lists(layout: str) -> None:
+    base = next(r for r in CORPUS.records if r.type == "期刊" and len({a.institution for a in r.authors}) > 1)
+    funds = ("国家自然科学基金面上项目(72174213；71974206；71774176)", "教育部人文社会科学基金（23YJA630001;23YJC630002）")
+    r = dataclasses.replace(base, funds=funds, extra={**base.extra, "layout": layout})
+    html = render_detail(r, CORPUS, LINKS, VISITOR)
+    assert ('<h3 class="author"><span>' in html) is (layout == "kcms2-2026")
+    d = parse_detail(html, LINKS.detail(r.id))
+    assert d.funds == list(funds)
+    assert [a.institutions for a in d.authors] == [[a.institution] if a.institution else [] for a in r.authors]
