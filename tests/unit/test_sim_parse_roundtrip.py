@@ -27,7 +27,7 @@ from cnki_mcp.sim.corpus import Corpus, SimRecord
 from cnki_mcp.sim.grid import GridPage, render_grid
 from cnki_mcp.sim.links import Visitor
 from cnki_mcp.sim.pages.detail import offered_entries, render_detail, render_references_fragment
-from cnki_mcp.sim.pages.journal import render_journal
+from cnki_mcp.sim.pages.journal import JournalLayout, journal_layout, render_journal
 from cnki_mcp.sim.pages.reader import render_reader
 from tests.conftest import read_real
 from tests.sim_pages_fixtures import FakeLinks
@@ -312,10 +312,12 @@ def test_citing_fragment_reads_back_the_corpus_citing_list(record_id: str) -> No
 # --- round trip: journal pages ---------------------------------------------------------------
 
 
+@pytest.mark.parametrize("layout", ["navi-2023", "legacy"])
 @pytest.mark.parametrize("name", JOURNAL_NAMES)
-def test_journal_page_reads_back_the_corpus_journal(name: str) -> None:
+def test_journal_page_reads_back_the_corpus_journal(name: str, layout: JournalLayout) -> None:
     j = CORPUS.journal_by_name[name]
-    html = render_journal(j, CORPUS, LINKS, VISITOR)
+    html = render_journal(j, CORPUS, LINKS, VISITOR, layout=layout)
+    assert ('class="titbox titbox1"' in html) is (layout == "navi-2023")
     p = parse_journal(html, LINKS.journal(name), expected_source=name)
     assert p.name == name
     assert p.identity_basis == IdentityBasis.CURRENT_TITLE
@@ -325,7 +327,7 @@ def test_journal_page_reads_back_the_corpus_journal(name: str) -> None:
     assert p.metric_year == (j.metric_year if has_metric else None)
     assert p.translated_titles == ([j.translated_title] if j.translated_title else [])
     assert p.former_titles == list(j.former_titles)
-    assert (p.issn, p.cn) == (j.issn, j.cn)
+    assert (p.issn, p.cn, p.sponsor) == (j.issn, j.cn, j.sponsor)
     assert p.state == (JournalState.PRESENT if j.tiers or has_metric else JournalState.UNKNOWN)
 
     current = title_key(name)
@@ -494,3 +496,15 @@ def test_detail_layouts_read_back_institutions_and_bracketed_grant_lists(layout:
     d = parse_detail(html, LINKS.detail(r.id))
     assert d.funds == list(funds)
     assert [a.institutions for a in d.authors] == [[a.institution] if a.institution else [] for a in r.authors]
+
+
+def test_the_simulator_serves_both_journal_page_generations() -> None:
+    layouts = {journal_layout(CORPUS.journal_by_name[name]) for name in JOURNAL_NAMES}
+    assert layouts == {"navi-2023", "legacy"}
+
+
+def test_every_real_navi_tier_label_is_recognised_whole() -> None:
+    labels = [line.split("\t")[0] for line in read_real("dataset/navi_tier_labels_2023.txt").splitlines()]
+    assert {"AMI集刊入库", "AMI集刊核心", "AMI职院刊扩展", "AMI外文刊权威", "Pж(AJ)", "社科基金资助期刊"} <= set(labels)
+    for label in labels:
+        assert tier_tags(label) == [label], label
