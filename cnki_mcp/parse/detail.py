@@ -61,7 +61,7 @@ _FUND_SEPARATORS = "；;"
 _OPENING = "(（[【《"
 _CLOSING = ")）]】》"
 
-# Database code -> document type (facts §2.1, Py mapping).
+# Database code -> document type (site-rules.md §2.1).
 _DOC_TYPES = {
     "CJFD": "期刊",
     "CJFQ": "期刊",

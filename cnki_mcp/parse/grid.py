@@ -31,7 +31,7 @@ from cnki_mcp.parse._html import (
     text_of,
 )
 
-# Zero-result evidence (facts §2.1): 未找到 / 没有找到 / 暂无…结果, or an explicit 找到 0 条结果.
+# Zero-result evidence (site-rules.md §2.1): 未找到 / 没有找到 / 暂无…结果, or an explicit 找到 0 条结果.
 _ZERO = re.compile(r"未找到|没有找到|暂无.{0,6}结果|找到\s*0\s*条")
 # Temporarily empty: the site is busy; never zero results (retryable SITE_TEMPORARILY_EMPTY).
 _TEMP_EMPTY = re.compile(r"暂无数据|稍后重试|服务繁忙")
