@@ -1,4 +1,4 @@
-"""Downloaded files: content checks, safe default names and archiving (facts §2.7).
+"""Downloaded files: content checks, safe default names and archiving (site-rules.md §2.7).
 
 Pure apart from the file system: no browser, no network. `validate_download` says whether the
 bytes are really the requested format (an HTML error page under a `.pdf` name is INVALID_FILE);
@@ -124,7 +124,7 @@ def _reserved(stem: str) -> bool:
 
 
 def safe_file_name(title: str, record_ref: str, ext: str) -> str:
-    """`题名_编号前8位.ext` (facts §2.7): unsafe and control characters become `_`, dots and
+    """`题名_编号前8位.ext` (site-rules.md §2.7): unsafe and control characters become `_`, dots and
     spaces trimmed, the title cut to 75 characters; Windows reserved names get `论文_`."""
     ext = ext.lower().lstrip(".")
     stem = _clean_component(title)[:TITLE_CHARS].strip(" .")

@@ -27,7 +27,7 @@ _AROUND_PUNCT = re.compile(r"\s*([" + re.escape(_TITLE_PUNCT) + r"])\s*")
 _DOI_PREFIXES = ("https://doi.org/", "http://doi.org/", "https://dx.doi.org/", "http://dx.doi.org/", "doi:")
 # Bracketed role suffixes CNKI appends to names (林倩(文), 胡馨元（编）): they broke matching.
 _ROLE = re.compile(r"\s*[(（]\s*(?:文|著|编|译|主编|编著|编译|撰|撰文|执笔|整理|口述|摄|图|供稿)\s*[)）]\s*$")
-# facts §1.1 plus the reader's short-lived `invoice`/`nonce` (facts §1.1 table, §8): never shown.
+# site-rules.md §1.1: query keys that make a URL secret, the reader's `invoice`/`nonce` included; never shown.
 SECRET_QUERY_WORDS = ("token", "ticket", "session", "password", "signature", "invoice", "nonce")
 
 

@@ -1,5 +1,5 @@
 """`link_references`, the pure half: find the 《title》 spans of a Markdown text, decide each
-title's status from its candidate papers and write `[《title》](url)` links (facts §8, contract
+title's status from its candidate papers and write `[《title》](url)` links (site-rules.md §8, contract
 link_references). No I/O: text in, spans and text out; the lookups live in `pipeline.links`.
 
 Scanning rules:

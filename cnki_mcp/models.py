@@ -173,6 +173,7 @@ class JournalPage(_Model):
     metric_year: int | None = None
     issn: str | None = None
     cn: str | None = None
+    sponsor: str | None = None  # 主办单位
     state: JournalState = JournalState.UNKNOWN
     identity_basis: IdentityBasis | None = None  # set when matched against a requested source
 

@@ -65,7 +65,7 @@ class BudgetSpec(_Model):
     on_verification: OnVerification = "wait"
 
 
-# Fixed budgets of the tools other than search (facts §3.9).
+# Fixed budgets of the tools other than search (site-rules.md §3.9).
 DEFAULT_BUDGETS: dict[OperationKind, BudgetSpec] = {
     OperationKind.READ: BudgetSpec(max_requests=60, timeout_seconds=900),
     OperationKind.DOWNLOAD: BudgetSpec(max_requests=30, timeout_seconds=1800),
@@ -131,7 +131,7 @@ def new_operation_id() -> str:
 def final_status(
     *, cancelled: bool, error: OperationErrorInfo | None, has_result: bool, item_errors: int
 ) -> OperationStatus:
-    """Facts §5, in order: cancelled; an error with a result or a retryable error -> partial;
+    """site-rules.md §5, in order: cancelled; an error with a result or a retryable error -> partial;
     VERIFICATION_SKIPPED -> skipped; any other error -> failed; per-item errors -> partial; else
     completed."""
     if cancelled:

@@ -1,4 +1,4 @@
-"""Scoring, eligibility, ordering and selection of search candidates (facts §3.5, §3.6), plus the
+"""Scoring, eligibility, ordering and selection of search candidates (site-rules.md §3.5, §3.6), plus the
 detail-pool size and the feedback keywords that depend on the ranking (§3.4).
 
 PURE: no clock, no I/O. The current year is passed in (`now_year`). The pipeline turns stored
@@ -310,7 +310,7 @@ class Ranker(Protocol):
 
 
 class ReferenceRanker:
-    """The reference's formulas (facts §3.5/§3.6), unchanged."""
+    """The reference's formulas (site-rules.md §3.5/§3.6), unchanged."""
 
     name = "reference"
 

@@ -1,6 +1,6 @@
 """read_online_html without the browser: the body cache, paging and the public result.
 
-* Cache (facts §3.8): complete bodies are kept 30 minutes, at most 16, keyed by record_ref.
+* Cache (site-rules.md §3.8): complete bodies are kept 30 minutes, at most 16, keyed by record_ref.
   A trial or partial body is never kept, so the next call reads the reader again.
 * Paging: by character `offset` + `max_characters` (default 20,000, at most 200,000), over the
   whole text or over one `section` (title, ignoring case and extra spaces, or 0-based index into

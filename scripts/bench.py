@@ -7,12 +7,13 @@
 
 `parse`: median and p90 parse time per page type, our selectolax parsers side by side with a
 BeautifulSoup (html.parser) implementation of the same grid extraction, on a synthetic 50-row
-kns8s grid and on the real captures in ../shared/cnki-real when present."""
+kns8s grid and on the real CNKI pages the project carries in tests/fixtures/cnki-real."""
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gzip
 import importlib
 import os
 import platform
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT.parent / "shared" / "cnki-real"
+REAL = ROOT / "tests" / "fixtures" / "cnki-real"
 sys.path.insert(0, str(ROOT))
 
 # --- timing helpers -----------------------------------------------------------------------
@@ -150,9 +151,9 @@ def _optional(module: str, name: str) -> Callable[..., Any] | None:
         return None
 
 
-def _real(relative: str) -> str | None:
-    path = REAL / relative
-    return path.read_text(encoding="utf-8", errors="replace") if path.exists() else None
+def _real(relative: str) -> str:
+    """A real page from tests/fixtures/cnki-real (gzip-compressed; see PROVENANCE.md there)."""
+    return gzip.decompress((REAL / f"{relative}.gz").read_bytes()).decode("utf-8", errors="replace")
 
 
 def bench_parse(args: argparse.Namespace) -> int:
@@ -171,9 +172,7 @@ def bench_parse(args: argparse.Namespace) -> int:
         ("kns8s-grid/kaffu_waam_p1.html", "real kaffu_waam_p1, 20 rows"),
         ("kns8s-grid/pluginsx_shuziwenwu_p1.html", "real pluginsx_shuziwenwu_p1, 20 rows"),
     ]:
-        html = _real(rel)
-        if html is not None:
-            cases.append(("grid", label, html, parse_grid, bs4_grid))
+        cases.append(("grid", label, _real(rel), parse_grid, bs4_grid))
     cases.append(
         (
             "gate",
@@ -184,10 +183,7 @@ def bench_parse(args: argparse.Namespace) -> int:
         )
     )
     html = _real("kns8s-grid/kaffu_waam_p1.html")
-    if html is not None:
-        cases.append(
-            ("gate", "real kaffu_waam_p1", html, lambda h: (classify_page(h), read_header_identity(h)), None)
-        )
+    cases.append(("gate", "real kaffu_waam_p1", html, lambda h: (classify_page(h), read_header_identity(h)), None))
     for kind, module, fn_name, rel in [
         ("detail", "cnki_mcp.parse.detail", "parse_detail", "detail-kcms2/pluginsx_detail_kcms2_2026.html"),
         (
@@ -200,7 +196,7 @@ def bench_parse(args: argparse.Namespace) -> int:
     ]:
         fn = _optional(module, fn_name)
         html = _real(rel)
-        if fn is None or html is None:
+        if fn is None:
             continue
         try:
             fn(html)

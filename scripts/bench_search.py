@@ -11,9 +11,9 @@ Three calls of the same search: `live` (first: template capture, grids, details,
 `repeat` (`freshness=live` again: details and journals are fresh in the store, only grids) and
 `cached` (`freshness=prefer_cache`: answered from the store, timed with perf_counter).
 
-Lower bound (reference design goal, facts §12): required requests x interval / parallelism +
+Lower bound (reference design goal, site-rules.md §12): required requests x interval / parallelism +
 dependent stages x latency, parallelism 1 (one start-spaced limiter). Required requests are what
-the reference design (facts §3.4) needs for the same work; see `reference_requests`."""
+the reference design (site-rules.md §3.4) needs for the same work; see `reference_requests`."""
 
 from __future__ import annotations
 
@@ -192,14 +192,14 @@ def _state_of(services: Services, operation_id: str | None) -> SearchState:
 
 
 def reference_requests(services: Services, st: SearchState, page_size: int, max_pages: int) -> dict[str, Any]:
-    """What the reference design (facts §3.4) sends for the same work, from the channel totals
+    """What the reference design (site-rules.md §3.4) sends for the same work, from the channel totals
     the simulator reported and the candidates this run found:
     - retrieval: per research channel min(max_pages, ceil(total / page size)) pages (at least 1;
       candidate_target is not reached on this corpus, so rounds stop on exhaustion or max_pages);
     - feedback: page 1 of each feedback channel;
     - details: EnhancementSize(candidates) + EnhancementSize(feedback candidates);
     - journals: one per distinct source key among the pool papers that are journal articles;
-    - template: AdvSearch page + the grid POST its search button sends (facts §1.2: Go captures
+    - template: AdvSearch page + the grid POST its search button sends (site-rules.md §1.2: Go captures
       the template the same way, once per browser session)."""
     pages = [
         min(max_pages, max(1, math.ceil((st.coverage_of(ch.id).total or 0) / page_size)))
@@ -253,7 +253,7 @@ def stage_latencies(ref: dict[str, Any], lat: dict[str, float]) -> list[tuple[st
 
 
 def lower_bound(ref: dict[str, Any], interval: float, lat: dict[str, float]) -> float:
-    """The design goal's bound (facts §12): required requests x interval + dependent stages x latency."""
+    """The design goal's bound (site-rules.md §12): required requests x interval + dependent stages x latency."""
     return ref["total"] * interval + sum(x for _, x in stage_latencies(ref, lat))
 
 

@@ -1,7 +1,8 @@
-"""Shared fixtures: the real-captures folder, one Chromium per test session."""
+"""Shared fixtures: the real CNKI pages in `tests/fixtures/cnki-real`, one Chromium per test session."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 from collections.abc import AsyncIterator
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-REAL_PAGES = REPO_ROOT.parent / "shared" / "cnki-real"
+REAL_PAGES = REPO_ROOT / "tests" / "fixtures" / "cnki-real"
 
 QUIET_FLAGS = [
     "--disable-background-networking",
@@ -22,15 +23,30 @@ QUIET_FLAGS = [
 
 
 def real_page(relative: str) -> Path:
-    """Path of a saved real CNKI page; skips the test when `../shared/cnki-real` is absent."""
-    path = REAL_PAGES / relative
-    if not path.exists():
-        pytest.skip(f"real capture not available: {relative}")
-    return path
+    """Path of a saved real CNKI page (stored as `relative + ".gz"`, derived data as is; see PROVENANCE.md there).
+
+    A missing fixture is an error, never a skip: the project carries every page its tests read."""
+    for path in (REAL_PAGES / f"{relative}.gz", REAL_PAGES / relative):
+        if path.exists():
+            return path
+    raise FileNotFoundError(f"real page fixture missing: {REAL_PAGES / relative}")
+
+
+def real_bytes(relative: str) -> bytes:
+    path = real_page(relative)
+    data = path.read_bytes()
+    return gzip.decompress(data) if path.suffix == ".gz" else data
 
 
 def read_real(relative: str, encoding: str = "utf-8") -> str:
-    return real_page(relative).read_text(encoding=encoding, errors="replace")
+    return real_bytes(relative).decode(encoding, errors="replace")
+
+
+def write_real(relative: str, folder: Path) -> Path:
+    """Decompress a real page into `folder` under its own name (for commands that read files)."""
+    out = folder / Path(relative).name
+    out.write_bytes(real_bytes(relative))
+    return out
 
 
 def find_browser_executable() -> str | None:

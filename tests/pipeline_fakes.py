@@ -1,4 +1,4 @@
-"""`SimSite`: a fake SiteBackend modelled on the reference's backend-level simulator (facts §10.2).
+"""`SimSite`: a fake SiteBackend modelled on the reference's backend-level simulator (site-rules.md §10.2).
 
 Channels: q1 (SU) lists papers 0–119, q2 (TI) 30–149, q3 (KY) 60–179; a feedback channel lists 20
 papers from 1000 (its first keyword) or 2000 (any other); a structured search lists 179..0 (a

@@ -6,7 +6,11 @@ cnki-mcp, store readable, package versions, display. Nothing here contacts CNKI.
 
 `--protocol` adds the stdio protocol check (`protocol_check(command, env) -> Check`): spawn
 `cnki-mcp serve` as a client would, with a temporary CNKI_DATA_DIR, initialize, list the tools,
-call `diagnostics`, check the version and that no browser started. `setup` runs it last."""
+call `diagnostics`, check the version and that no browser started. `setup` runs it last.
+
+`--pages DIR` runs no checks: it surveys pages saved from the live site (browser "Save page") and
+prints, per page, its kind and which fields the parsers read (`parse_cmd.survey_folder`); exit 1
+when a parser refuses a page, so a changed site shows at once."""
 
 from __future__ import annotations
 
@@ -50,6 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--protocol",
         action="store_true",
         help="另外以 stdio 启动 cnki-mcp serve 做一次 MCP 握手自检 / also run the stdio MCP handshake check",
+    )
+    parser.add_argument(
+        "--pages",
+        metavar="DIR",
+        default=None,
+        help="逐页报告保存的知网页面读到了哪些字段（不做其它检查）/ report the fields read from each saved page in DIR",
     )
 
 
@@ -267,7 +277,26 @@ def protocol_check(command: list[str], env: dict[str, str]) -> Check:
     return Check("protocol", report.ok, report.detail, report.hint)
 
 
+def run_pages(folder: Path, as_json: bool) -> int:
+    """`doctor --pages DIR`: one report per saved page; exit 1 when any page is refused."""
+    from cnki_mcp.cli.parse_cmd import format_survey, survey_folder
+
+    if not folder.is_dir():
+        print(f"错误：{folder} 不是目录 / not a directory", file=sys.stderr)
+        return 2
+    reports = survey_folder(folder)
+    if as_json:
+        print(json.dumps({"ok": all(r.ok for r in reports), "pages": [asdict(r) for r in reports]}, ensure_ascii=False, indent=2))
+    else:
+        for report in reports:
+            print(format_survey(report))
+        print(f"{sum(r.ok for r in reports)}/{len(reports)} 页解析成功 / pages parsed")
+    return 0 if reports and all(r.ok for r in reports) else 1
+
+
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "pages", None):
+        return run_pages(Path(args.pages), bool(args.json))
     checks = run_checks(os.environ)
     if getattr(args, "protocol", False):
         from cnki_mcp.cli.launcher import current_launcher

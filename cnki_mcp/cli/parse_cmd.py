@@ -1,5 +1,9 @@
 """`cnki-mcp parse {grid,detail,journal,reader,gate} FILE`: parse a saved CNKI page and print JSON.
 
+`survey_page` / `survey_folder` (used by `cnki-mcp doctor --pages DIR`) detect each saved page's
+kind, run its parser and report which fields it read, so a page saved from the live site shows at
+once whether the site changed.
+
 FILE `-` reads stdin. Bytes are decoded as UTF-8, falling back to GB18030 (a GBK superset) when
 that fails, unless `--encoding` is given. A `CnkiError` propagates: main prints `错误 CODE: …`."""
 
@@ -8,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +79,112 @@ def run(args: argparse.Namespace) -> int:
     payload = result.model_dump(mode="json") if hasattr(result, "model_dump") else result
     print(json.dumps(payload, ensure_ascii=False, indent=2))
     return 0
+
+
+# --- survey: which fields each parser reads from saved pages (`doctor --pages DIR`) ----------
+
+# Markers that say which parser a saved page is for (checked in this order).
+_KIND_MARKERS = (
+    ("grid", "table.result-table-list, table.GridTableContent, p.no-content, .pagerTitleCell"),
+    ("journal", "h3.titbox, .journalInfo .infobox, p.journalType2, #JournalBaseInfo"),
+    ("journal-list", "dl.result, #searchResult"),
+    ("detail", ".wx-tit, .wxTitle, #ChDivSummary, #catalog_ABSTRACT, .summary #ChDivKeyWord"),
+    ("reader", "#XMLContent, .reader-content, .html-content"),
+)
+PAGE_SUFFIXES = (".html", ".htm", ".mhtml", ".txt", "")
+
+
+@dataclass(frozen=True, slots=True)
+class PageSurvey:
+    """What the parsers made of one saved page."""
+
+    file: str
+    kind: str  # grid / detail / journal / journal-list / reader / gate
+    ok: bool
+    error: str | None = None  # the error code when the parser refused the page
+    items: int | None = None  # rows (grid) or journals (journal-list)
+    read: dict[str, int] = field(default_factory=dict)  # field -> how many items carry it
+    empty: list[str] = field(default_factory=list)  # fields no item carries
+
+
+def _filled(value: Any) -> bool:
+    if value is None or value is False or value == "" or value == [] or value == {}:
+        return False
+    if isinstance(value, dict):
+        return any(_filled(v) for v in value.values())
+    return True
+
+
+def _coverage(items: list[dict[str, Any]], skip: tuple[str, ...] = ()) -> tuple[dict[str, int], list[str]]:
+    keys = [k for k in (items[0] if items else {}) if k not in skip]
+    read = {k: sum(1 for it in items if _filled(it.get(k))) for k in keys}
+    return {k: n for k, n in read.items() if n}, [k for k, n in read.items() if not n]
+
+
+def detect_kind(html: str) -> str:
+    from cnki_mcp.parse._html import parse_html
+
+    tree = parse_html(html)
+    for kind, selector in _KIND_MARKERS:
+        if tree.css_first(selector) is not None:
+            return kind
+    return "gate"
+
+
+def survey_page(html: str, name: str, url: str | None = None) -> PageSurvey:
+    """Detect the page kind, run its parser and list the fields it read (never raises CnkiError)."""
+    from cnki_mcp.errors import CnkiError
+
+    kind = detect_kind(html)
+    try:
+        if kind == "grid":
+            from cnki_mcp.parse.grid import parse_grid
+
+            page = parse_grid(html, url)
+            rows = [r.model_dump(mode="json") for r in page.rows]
+            read, empty = _coverage(rows)
+            head = page.model_dump(mode="json", include={"total", "page", "page_count", "zero_results"})
+            read.update({k: 1 for k, v in head.items() if _filled(v)})
+            return PageSurvey(name, kind, True, items=len(rows), read=read, empty=empty)
+        if kind == "journal-list":
+            from cnki_mcp.parse.journal import parse_journal_search
+
+            journals = [j.model_dump(mode="json") for j in parse_journal_search(html, url)]
+            read, empty = _coverage(journals, skip=("identity_basis", "state"))
+            return PageSurvey(name, kind, True, items=len(journals), read=read, empty=empty)
+        if kind in ("detail", "journal", "reader"):
+            result = parse_kind(kind, html, url, None, None)
+            read, empty = _coverage([result.model_dump(mode="json")], skip=("identity_basis", "state"))
+            return PageSurvey(name, kind, True, read=read, empty=empty)
+        verdict = parse_kind("gate", html, url, None, None)
+        read = {"verdict:" + verdict["verdict"]["kind"]: 1}
+        read.update({f"identity.{k}": 1 for k, v in verdict["identity"].items() if _filled(v) and v != "not_observed"})
+        return PageSurvey(name, kind, True, read=read)
+    except CnkiError as exc:
+        return PageSurvey(name, kind, False, error=exc.code)
+
+
+def survey_folder(folder: Path, encoding: str | None = None) -> list[PageSurvey]:
+    """Every saved page under `folder` (recursively; .html/.htm/.txt or no suffix), by name."""
+    files = sorted(
+        p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in PAGE_SUFFIXES and not p.name.startswith(".")
+    )
+    return [survey_page(decode(p.read_bytes(), encoding), str(p.relative_to(folder))) for p in files]
+
+
+def format_survey(report: PageSurvey) -> str:
+    """Two or three lines per page: verdict, the fields read (with counts for lists), the empty ones."""
+    status = "OK  " if report.ok else "FAIL"
+    head = f"{status}  {report.file}  [{report.kind}]"
+    if report.items is not None:
+        head += f"  {report.items} 条"
+    if not report.ok:
+        return f"{head}  错误 {report.error}"
+
+    def show(k: str, n: int) -> str:
+        return f"{k} {n}/{report.items}" if report.items is not None and n > 1 else k
+
+    lines = [head, "      读到 / read: " + (", ".join(show(k, n) for k, n in report.read.items()) or "—")]
+    if report.empty:
+        lines.append("      为空 / empty: " + ", ".join(report.empty))
+    return "\n".join(lines)

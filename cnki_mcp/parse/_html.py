@@ -5,6 +5,7 @@ Pure functions over strings and selectolax nodes; no I/O."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -24,27 +25,43 @@ _ROLE = re.compile(
 _SPLIT_LIST = re.compile(r"[;；,，]+")
 
 
-def parse_html(html: str, *, strip_hidden: bool = True) -> LexborHTMLParser:
-    """Parse `html`; by default drop script/style/noscript and hidden elements first."""
+def parse_html(
+    html: str, *, strip_hidden: bool = True, keep_hidden: Callable[[LexborNode], bool] | None = None
+) -> LexborHTMLParser:
+    """Parse `html`; by default drop script/style/noscript and hidden elements first.
+
+    `keep_hidden` names hidden elements that still carry data a person can reveal with one click
+    (a grid's collapsed author list), so they survive the hidden-node removal."""
     if len(html) > MAX_HTML_BYTES and len(html.encode("utf-8", "ignore")) > MAX_HTML_BYTES:
         raise ResponseTooLarge()
     tree = LexborHTMLParser(html)
     if strip_hidden:
-        remove_hidden(tree)
+        remove_hidden(tree, keep=keep_hidden)
     return tree
 
 
-def remove_hidden(tree: LexborHTMLParser) -> None:
-    """Remove what a person cannot see: scripts, styles, `[hidden]`, aria-hidden, inline-hidden."""
+def remove_hidden(tree: LexborHTMLParser, keep: Callable[[LexborNode], bool] | None = None) -> None:
+    """Remove what a person cannot see: scripts, styles, `[hidden]`, aria-hidden, inline-hidden.
+
+    Hidden elements for which `keep(node)` is true stay (scripts and styles never do)."""
     for sel in ("script", "style", "noscript", "template"):
         for node in tree.css(sel):
             node.decompose()
     for node in tree.css("[hidden], [aria-hidden=true]"):
-        node.decompose()
+        if keep is None or not keep(node):
+            node.decompose()
     for node in tree.css("[style]"):
         style = node.attributes.get("style") or ""
-        if _HIDDEN_STYLE.search(style):
+        if _HIDDEN_STYLE.search(style) and (keep is None or not keep(node)):
             node.decompose()
+
+
+def previous_element(node: LexborNode) -> LexborNode | None:
+    """The nearest preceding sibling element (text and comment nodes skipped)."""
+    cur = node.prev
+    while cur is not None and cur.tag in ("-text", "_text", "-comment", "_comment"):
+        cur = cur.prev
+    return cur
 
 
 def collapse(text: str | None) -> str:

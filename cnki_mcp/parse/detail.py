@@ -55,9 +55,13 @@ _PDF = re.compile(r"PDF下载|下载PDF")
 _CAJ = re.compile(r"CAJ下载|下载CAJ")
 _LOGIN_WORDS = ("login", "Login")
 _BRACKET_LABEL = re.compile(r"^【\s*([^】]+?)\s*】\s*")
-_FUND_SPLIT = re.compile(r"[；;]+")
+_FUND_SEPARATORS = "；;"
+# A fund's grant numbers may be listed inside its brackets with the same full-width semicolon
+# that separates funds: 国家自然科学基金面上项目(72174213；71974206) is ONE fund.
+_OPENING = "(（[【《"
+_CLOSING = ")）]】》"
 
-# Database code -> document type (facts §2.1, Py mapping).
+# Database code -> document type (site-rules.md §2.1).
 _DOC_TYPES = {
     "CJFD": "期刊",
     "CJFQ": "期刊",
@@ -224,8 +228,10 @@ def _authors(
     numbered: dict[int, str] = {}
     inst_nodes: list[LexborNode] = []
     if part is not None and part.parent is not None:
-        for h3 in part.parent.css("h3.author"):
-            if h3.attributes.get("id") != "authorpart":
+        # The institution line is the `h3` after `#authorpart`: `h3.author` on the 2026 page, a
+        # bare `h3` (no class) with `span > a.author` on the 2023 one (DESIGN.md, "Detail pages").
+        for h3 in part.parent.css("h3"):
+            if h3.attributes.get("id") != "authorpart" and h3.parent == part.parent:
                 inst_nodes.extend(h3.css("a") or h3.css("span"))
     if not inst_nodes:
         inst_nodes = tree.css(".orgn a") or tree.css(".author-org a") or tree.css("#catalog_ORG")
@@ -441,11 +447,30 @@ def _funds(tree: LexborHTMLParser, brackets: dict[str, LexborNode]) -> list[str]
         texts = [_BRACKET_LABEL.sub("", text_of(brackets["基金"], sep=" "))]
     out: list[str] = []
     for text in texts:
-        for part in _FUND_SPLIT.split(text):
+        for part in split_outside_brackets(text):
             part = collapse(part)
             if part and part not in out:
                 out.append(part)
     return out
+
+
+def split_outside_brackets(text: str) -> list[str]:
+    """Split on `；`/`;` that stand outside any bracket pair; separators inside brackets stay."""
+    parts: list[str] = []
+    depth = 0
+    current: list[str] = []
+    for ch in text:
+        if ch in _OPENING:
+            depth += 1
+        elif ch in _CLOSING and depth:
+            depth -= 1
+        if ch in _FUND_SEPARATORS and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current))
+    return parts
 
 
 # --- inline reference lists ----------------------------------------------------------

@@ -25,7 +25,7 @@ from cnki_mcp.errors import (
 from cnki_mcp.models import GateKind, GateVerdict, HeaderIdentity, IdentityKind
 from cnki_mcp.parse._html import attr, body_text, parse_html, text_of
 
-# facts §1.4: checked on the raw body, quotes optional.
+# site-rules.md §1.4: checked on the raw body, quotes optional.
 _VERICODE = re.compile(r"""id\s*=\s*["']?vericode\b|name\s*=\s*["']?vericodeForm\b""", re.I)
 _TITLE = re.compile(r"<title[^>]*>\s*([^<]*?)\s*</title>", re.I)
 # Every kns8s page embeds a Tencent captcha widget inside `#tcaptcha_transform_dy` styled
@@ -44,7 +44,7 @@ _CAPTCHA_SELECTORS = (
 _SLIDER_TEXT = re.compile(r"滑动验证|继续阅读全文")
 _CHALLENGE_TEXT = re.compile(r"请完成安全验证|向右滑动完成验证")
 _RATE_TEXT = re.compile(r"访问过于频繁|系统检测到异常访问")
-# facts §2.6 denied texts; plus the bar.cnki.net reader paywall (`账户余额不足，请充值或开通会员后下载全文`),
+# site-rules.md §2.6 denied texts; plus the bar.cnki.net reader paywall (`账户余额不足，请充值或开通会员后下载全文`),
 # which refuses the full text for lack of entitlement: a denial, not a login prompt.
 _DENIED_TEXT = re.compile(r"机构未订购|无权访问|您没有.{0,8}权限|账户余额不足")
 _TEMP_EMPTY_TEXT = re.compile(r"暂无数据|稍后重试|服务繁忙")
@@ -82,7 +82,7 @@ def is_login_url(url: str | None) -> bool:
 
 
 def classify_page(html: str, url: str | None = None, status: int | None = None) -> GateVerdict:
-    """Classify a response before any content parser sees it. Order follows facts §1.4, then §2.5/2.6."""
+    """Classify a response before any content parser sees it. Order follows site-rules.md §1.4, then §2.5/2.6."""
     if status == 429:
         return GateVerdict(kind=GateKind.RATE_LIMITED, evidence="status 429")
     title = _TITLE.search(html[:20_000])
@@ -170,7 +170,7 @@ def raise_for_verdict(verdict: GateVerdict) -> None:
 
 
 def read_header_identity(html: str) -> HeaderIdentity:
-    """Who the kns header says we are (facts §2.6), from visible elements only."""
+    """Who the kns header says we are (site-rules.md §2.6), from visible elements only."""
     tree = visible_tree(html)
     institutions: list[str] = []
     for node in tree.css(_INSTITUTION_SELECTORS):

@@ -10,7 +10,12 @@ import re
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from cnki_mcp.errors import ParserUnsupported, SiteTemporarilyEmpty, VerificationRequired
+from cnki_mcp.errors import (
+    ParserUnsupported,
+    QueryTemplateUnsupported,
+    SiteTemporarilyEmpty,
+    VerificationRequired,
+)
 from cnki_mcp.models import GridPage, GridRow, NativeId
 from cnki_mcp.parse._html import (
     attr,
@@ -18,6 +23,7 @@ from cnki_mcp.parse._html import (
     find_year,
     parse_count,
     parse_html,
+    previous_element,
     query_param,
     resolve,
     split_list,
@@ -25,7 +31,7 @@ from cnki_mcp.parse._html import (
     text_of,
 )
 
-# Zero-result evidence (facts §2.1): 未找到 / 没有找到 / 暂无…结果, or an explicit 找到 0 条结果.
+# Zero-result evidence (site-rules.md §2.1): 未找到 / 没有找到 / 暂无…结果, or an explicit 找到 0 条结果.
 _ZERO = re.compile(r"未找到|没有找到|暂无.{0,6}结果|找到\s*0\s*条")
 # Temporarily empty: the site is busy; never zero results (retryable SITE_TEMPORARILY_EMPTY).
 _TEMP_EMPTY = re.compile(r"暂无数据|稍后重试|服务繁忙")
@@ -55,11 +61,26 @@ _HEADER_ROLES = {
 # Old grids' own column classes.
 _CLASS_ALIASES = {"author": ("author", "author_flag"), "source": ("source", "cjfdyxyz")}
 _MAX_PAGE_SIZE = 50  # the largest page size CNKI offers (10/20/50)
+# A grid row shows at most 5 authors; the rest sit in a `display:none` span right after the
+# `a[title=显示全部作者]` toggle (kns8s `a.showAllAuthors`, old grids `a.showAll`). A person reads
+# them with one click, so they are data, not a decoy (docs/simulator.md, "Grid rows").
+_SHOW_ALL_TITLE = "显示全部作者"
+
+
+def _author_overflow(node: LexborNode) -> bool:
+    """True for the hidden span of collapsed authors that follows the 显示全部作者 toggle."""
+    if node.tag != "span":
+        return False
+    toggle = previous_element(node)
+    if toggle is None or toggle.tag != "a":
+        return False
+    cls = toggle.attributes.get("class") or ""
+    return (toggle.attributes.get("title") or "") == _SHOW_ALL_TITLE or "showAll" in cls
 
 
 def parse_grid(html: str, url: str | None = None) -> GridPage:
     """Parse a result-grid page or AJAX fragment into rows plus paging state."""
-    tree = parse_html(html)
+    tree = parse_html(html, keep_hidden=_author_overflow)
     table, data_rows, header = _find_rows(tree)
     rows = [row for tr in data_rows if (row := _parse_row(tr, header, url)) is not None]
 
@@ -75,6 +96,15 @@ def parse_grid(html: str, url: str | None = None) -> GridPage:
     text = body_text(tree)
     if _VERIFY.search(html):
         raise VerificationRequired(page="grid")
+    # kns8s answers an empty search with `p.no-content`. Its text reads 抱歉，暂无数据，请稍后重试。
+    # even for a true zero result, so the element, not the wording, is the evidence; a non-empty
+    # `value` attribute is the site's reason for refusing the query (docs/simulator.md, "Grid rows").
+    no_content = tree.css_first("p.no-content")
+    if no_content is not None:
+        reason = attr(no_content, "value")
+        if reason:
+            raise QueryTemplateUnsupported(f"知网拒绝了检索请求：{reason}", reason=reason[:160])
+        return GridPage(rows=[], total=0, page=page, page_count=page_count, zero_results=True)
     if total == 0 or _ZERO.search(text):
         return GridPage(rows=[], total=0, page=page, page_count=page_count, zero_results=True)
     if _TEMP_EMPTY.search(text):

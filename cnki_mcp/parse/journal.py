@@ -1,7 +1,11 @@
-"""Journal (navi) page parser, and the old KNavi journal search-result list.
+"""Journal (navi) page parser for both page generations, and the old KNavi search-result list.
 
-Only text inside the page's `.journalInfo .infobox` root counts: impact factors or index names
-in asides, ads or prose elsewhere never become metrics or tier tags. Pure; no I/O."""
+The navi page of 2023 on lays its data out as `h3.titbox` (name, translated name in a child `p`),
+`p.journalType2 > span` (index tags, one per span) and `<label>X</label><span>v</span>` pairs in
+`ul#JournalBaseInfo`, `ul#publishInfo` and `ul#evaluateInfo`; only those elements count. The
+older generation keeps everything in `.journalInfo .infobox` as `标签：值` text; there only text
+inside that root counts, so impact factors or index names in asides, ads or prose never become
+metrics or tier tags (DESIGN.md, "Journal pages"). Pure; no I/O."""
 
 from __future__ import annotations
 
@@ -12,27 +16,35 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from cnki_mcp.errors import SourceIdentityUnconfirmed, SourceSchemaUnsupported
 from cnki_mcp.models import IdentityBasis, JournalPage, JournalState
-from cnki_mcp.parse._html import collapse, own_text, parse_html, text_of
+from cnki_mcp.parse._html import attr, collapse, own_text, parse_html, text_of
 from cnki_mcp.parse.keys import title_key
 
-# Tier alternation (facts §2.3), longer alternatives first so CSSCI is not read as SCI.
-# Real navi labels `CSCD扩展版` and `CSSCI来源集刊` (2023 dataset) are whole tags: reading them
-# as `CSCD` / `CSSCI` would claim the core library for an extended-library journal.
+# Every index tag seen on navi pages (DESIGN.md, "Journal pages"), longer alternatives first so
+# CSSCI is not read as SCI. `CSCD扩展版` and `CSSCI来源集刊` are whole tags: reading them as
+# `CSCD` / `CSSCI` would claim the core library for an extended-library journal. AMI grades come
+# with an optional collection prefix: AMI集刊核心, AMI新刊入库, AMI职院刊扩展, AMI外文刊权威.
 _TIER = re.compile(
     r"(?<![A-Za-z0-9])"
     r"(CSSCI(?:来源期刊|来源集刊|扩展版)?|CSCD(?:来源期刊|核心库|扩展库|扩展版)?|北大核心|SSCI|SCI(?:-E)?|A&HCI"
-    r"|EI(?:来源期刊)?|AMI(?:综合评价)?(?:顶级|权威|核心|扩展|入库))"
+    r"|EI(?:来源期刊)?|AMI(?:综合评价)?(?:集刊|新刊|职院刊|外文刊)?(?:顶级|权威|核心|扩展|入库)"
+    r"|JST|WJCI|INSPEC|CA|Pж\(AJ\)|卓越期刊|社科基金资助期刊)"
     r"(?![A-Za-z0-9])"
 )
 # An element may carry a leading label before its tags: `收录：CSSCI`.
 _TIER_LABEL = re.compile(r"^(?:收录|数据库收录|来源类别|期刊荣誉|期刊收录)\s*[:：]")
 _COMPOSITE = re.compile(r"复合影响因子\s*[:：]?\s*(\d+(?:\.\d+)?)")
 _AGGREGATE = re.compile(r"综合影响因子\s*[:：]?\s*(\d+(?:\.\d+)?)")
-_METRIC_YEAR = re.compile(r"[(（]\s*(\d{4})\s*版\s*[)）]\s*(?:复合|综合)影响因子")
+_METRIC_YEAR = re.compile(r"[(（]\s*(\d{4})\s*版?\s*[)）]\s*(?:复合|综合)影响因子")
 _FORMER = re.compile(r"^曾用刊名\s*[:：]\s*(.+)$")
+_SPONSOR = re.compile(r"^主办单位\s*[:：]\s*(.+)$")
 _ISSN = re.compile(r"ISSN\s*[:：]\s*(\d{4}\s*-\s*\d{3}[\dXx])")
 _CN = re.compile(r"(?<![A-Za-z])CN\s*[:：]\s*(\d{2}\s*-\s*\d{4}\s*/\s*[A-Za-z0-9.]+)")
+_ISSN_VALUE = re.compile(r"^\d{4}\s*-\s*\d{3}[\dXx]$")
+_NUMBER = re.compile(r"^\d+(?:\.\d+)?$")
 _HEADINGS = ("h1", "h2", "h3")
+# The 2023 navi generation: any of these marks it.
+_NAVI_2023 = "h3.titbox1, p.journalType2, #JournalBaseInfo label, #evaluateInfo label"
+_PAIR_LISTS = ("ul#JournalBaseInfo", "ul#publishInfo", "ul#evaluateInfo")
 
 
 def _inside_heading(node: LexborNode, root: LexborNode) -> bool:
@@ -96,10 +108,84 @@ def _root(tree: LexborHTMLParser) -> LexborNode:
     return root
 
 
-def parse_journal(html: str, url: str | None = None, expected_source: str | None = None) -> JournalPage:
-    """Parse a navi journal page; with `expected_source`, confirm it is that journal."""
-    del url  # journal fields carry no links; the parameter keeps the parser signature uniform
-    tree = parse_html(html)
+def _fields(
+    name: str,
+    translated: list[str],
+    former: list[str],
+    tiers: list[str],
+    composite: float | None,
+    aggregate: float | None,
+    metric_year: int | None,
+    issn: str | None,
+    cn: str | None,
+    sponsor: str | None,
+) -> dict[str, object]:
+    return {
+        "name": name,
+        "translated_titles": translated,
+        "former_titles": former,
+        "tiers": tiers,
+        "composite_if": composite,
+        "aggregate_if": aggregate,
+        "metric_year": metric_year if composite is not None or aggregate is not None else None,
+        "issn": re.sub(r"\s+", "", issn).upper() if issn else None,
+        "cn": re.sub(r"\s+", "", cn) if cn else None,
+        "sponsor": sponsor or None,
+    }
+
+
+def _label_pairs(tree: LexborHTMLParser) -> list[tuple[str, str]]:
+    """(label, value) of every `<label>X</label>…<span>v</span>` in the navi info lists.
+
+    The label may carry a trailing colon; the value is the span's `title` (full text of a cut
+    value) or its text."""
+    out: list[tuple[str, str]] = []
+    for sel in _PAIR_LISTS:
+        for ul in tree.css(sel):
+            for label in ul.css("label"):
+                key = collapse(text_of(label)).rstrip("：: ")
+                span = label.next
+                while span is not None and span.tag != "span":
+                    span = span.next
+                if not key or span is None:
+                    continue
+                value = attr(span, "title") or text_of(span, sep=" ")
+                out.append((key, collapse(value)))
+    return out
+
+
+def _navi_2023(tree: LexborHTMLParser) -> dict[str, object]:
+    titbox = tree.css_first("h3.titbox1") or tree.css_first("h3.titbox")
+    if titbox is None:
+        raise SourceSchemaUnsupported("期刊页缺少 h3.titbox")
+    name = own_text(titbox)
+    translated = [text_of(p, sep=" ") for p in titbox.css("p") if text_of(p)]
+    # Index tags: one per span, kept as the page writes them, known or not.
+    tiers = list(dict.fromkeys(t for t in (collapse(text_of(s)) for s in tree.css("p.journalType2 > span")) if t))
+    pairs = _label_pairs(tree)
+
+    def value(label: str) -> str | None:
+        return next((v for k, v in pairs if k == label and v), None)
+
+    composites = [_number(v) for k, v in pairs if "复合影响因子" in k]
+    aggregates = [_number(v) for k, v in pairs if "综合影响因子" in k]
+    years = {int(m.group(1)) for k, _ in pairs if (m := re.search(r"(\d{4})", k)) and "影响因子" in k}
+    issn = value("ISSN")
+    return _fields(
+        name,
+        translated,
+        _split_names(value("曾用刊名") or ""),
+        tiers,
+        composites[0] if len(composites) == 1 else None,
+        aggregates[0] if len(aggregates) == 1 else None,
+        years.pop() if len(years) == 1 else None,
+        issn if issn and _ISSN_VALUE.match(issn) else None,
+        value("CN"),
+        value("主办单位"),
+    )
+
+
+def _legacy(tree: LexborHTMLParser) -> dict[str, object]:
     root = _root(tree)
     titbox = root.css_first("h3.titbox")
     if titbox is not None:
@@ -109,46 +195,64 @@ def parse_journal(html: str, url: str | None = None, expected_source: str | None
         head = next((h for h in root.css("h1, h2, h3") if own_text(h) or text_of(h)), None)
         name = (own_text(head) or text_of(head)) if head is not None else ""
         translated = []
-    if not name:
-        raise SourceSchemaUnsupported("期刊页缺少刊名")
 
     former: list[str] = []
     tiers: list[str] = []
+    sponsor: str | None = None
     for node in root.css("p, span, a, li"):
         if _inside_heading(node, root):
             continue
         text = own_text(node)
-        m = _FORMER.match(collapse(text_of(node, sep=" ")))
+        full = collapse(text_of(node, sep=" "))
+        m = _FORMER.match(full)
         if m and node.tag in ("p", "li", "span"):
             for title in _split_names(m.group(1)):
                 if title not in former:
                     former.append(title)
             continue
-        for tag in tier_tags(text):
+        m = _SPONSOR.match(full)
+        if m and node.tag in ("p", "li", "span"):
+            sponsor = sponsor or m.group(1).strip()
+            continue
+        parent = node.parent
+        in_tag_list = node.tag == "span" and parent is not None and "journalType" in (parent.attributes.get("class") or "")
+        found = [collapse(text)] if in_tag_list and collapse(text) else tier_tags(text)
+        for tag in found:
             if tag not in tiers:
                 tiers.append(tag)
 
     root_text = text_of(root, sep=" ")
-    composite = _single(_COMPOSITE, root_text)
-    aggregate = _single(_AGGREGATE, root_text)
     years = {int(y) for y in _METRIC_YEAR.findall(root_text)}
-    metric_year = years.pop() if len(years) == 1 else None
     issn = _ISSN.search(root_text)
     cn = _CN.search(root_text)
-    present = bool(tiers) or composite is not None or aggregate is not None
+    return _fields(
+        name,
+        translated,
+        former,
+        tiers,
+        _single(_COMPOSITE, root_text),
+        _single(_AGGREGATE, root_text),
+        years.pop() if len(years) == 1 else None,
+        issn.group(1) if issn else None,
+        cn.group(1) if cn else None,
+        sponsor,
+    )
+
+
+def parse_journal(html: str, url: str | None = None, expected_source: str | None = None) -> JournalPage:
+    """Parse a navi journal page of either generation; with `expected_source`, confirm it is that journal."""
+    del url  # journal fields carry no links; the parameter keeps the parser signature uniform
+    tree = parse_html(html)
+    fields = _navi_2023(tree) if tree.css_first(_NAVI_2023) is not None else _legacy(tree)
+    name = str(fields["name"])
+    if not name:
+        raise SourceSchemaUnsupported("期刊页缺少刊名")
+    present = bool(fields["tiers"]) or fields["composite_if"] is not None or fields["aggregate_if"] is not None
+    translated = list(fields["translated_titles"])  # type: ignore[call-overload]
+    former = list(fields["former_titles"])  # type: ignore[call-overload]
     basis = _identity(expected_source, name, translated, former) if expected_source else None
-    return JournalPage(
-        name=name,
-        translated_titles=translated,
-        former_titles=former,
-        tiers=tiers,
-        composite_if=composite,
-        aggregate_if=aggregate,
-        metric_year=metric_year,
-        issn=re.sub(r"\s+", "", issn.group(1)).upper() if issn else None,
-        cn=re.sub(r"\s+", "", cn.group(1)) if cn else None,
-        state=JournalState.PRESENT if present else JournalState.UNKNOWN,
-        identity_basis=basis,
+    return JournalPage.model_validate(
+        {**fields, "state": JournalState.PRESENT if present else JournalState.UNKNOWN, "identity_basis": basis}
     )
 
 
@@ -193,6 +297,7 @@ def parse_journal_search(html: str, url: str | None = None) -> list[JournalPage]
                 aggregate_if=aggregate,
                 issn=(fields.get("ISSN") or None),
                 cn=(fields.get("CN") or None),
+                sponsor=(fields.get("主办单位") or None),
                 state=JournalState.PRESENT
                 if composite is not None or aggregate is not None
                 else JournalState.UNKNOWN,
@@ -206,5 +311,5 @@ def parse_journal_search(html: str, url: str | None = None) -> list[JournalPage]
 def _number(text: str | None) -> float | None:
     if not text:
         return None
-    m = re.match(r"^\d+(?:\.\d+)?$", text.strip())
+    m = _NUMBER.match(text.strip())
     return float(m.group(0)) if m else None

@@ -1,4 +1,4 @@
-"""The search phases (facts §3.4): retrieval rounds, detail pool, enrichment, feedback, feedback
+"""The search phases (site-rules.md §3.4): retrieval rounds, detail pool, enrichment, feedback, feedback
 enrichment, finish. Shared by the research search and the structured search; both start from a
 `SearchState` and checkpoint it after every round and phase, so `continue` repeats no request."""
 
@@ -45,7 +45,7 @@ def fingerprint(parts: Sequence[Any]) -> str:
 
 
 def cache_key(params: dict[str, Any], channels: Sequence[Channel]) -> str:
-    """facts §3.8: [query, mode, year_from, year_to, candidate_target, max_pages, metadata, sort,
+    """site-rules.md §3.8: [query, mode, year_from, year_to, candidate_target, max_pages, metadata, sort,
     plan channels, parser version]."""
     return fingerprint(
         [

@@ -1,4 +1,4 @@
-"""Detail and journal enrichment shared by the research search and `get_metadata` (facts §3.4
+"""Detail and journal enrichment shared by the research search and `get_metadata` (site-rules.md §3.4
 "Enrichment", §3.8 TTLs, §3.10 relocation).
 
 A worker pool handles the refs; the limiter inside the backend, not the pool size, sets the
@@ -58,7 +58,7 @@ FATAL_CODES = frozenset(
 
 
 def is_fatal(error: BaseException) -> bool:
-    """Errors that stop the whole batch (facts §3.9); anything else fails one record or channel."""
+    """Errors that stop the whole batch (site-rules.md §3.9); anything else fails one record or channel."""
     if isinstance(error, CnkiError):
         return error.fatal or error.code in FATAL_CODES
     return True  # a bug, cancellation: never swallowed

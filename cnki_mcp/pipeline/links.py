@@ -1,4 +1,4 @@
-"""`link_references`, the lookup half (facts §8, §3.10; contract link_references).
+"""`link_references`, the lookup half (site-rules.md §8, §3.10; contract link_references).
 
 Local data first: each distinct title is looked up in the store by title key (as written, and
 with 〈〉 read as 《》). Only when `lookup_missing` is true are the titles with no local match

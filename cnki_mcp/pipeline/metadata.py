@@ -1,5 +1,5 @@
 """`get_metadata`: bibliographic records for refs, exact titles or a saved search (contract
-get_metadata; facts §3.8 detail reuse, §3.10 title location).
+get_metadata; site-rules.md §3.8 detail reuse, §3.10 title location).
 
 Local data first: a known ref or a unique local title match costs nothing. Remaining titles are
 located on CNKI, 10 per grid request (4 batches at a time): 0 rows -> DOCUMENT_NOT_FOUND, more

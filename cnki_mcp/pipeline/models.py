@@ -1,5 +1,5 @@
 """Inputs and outputs of the search tools (they become the MCP tool schemas): `search`,
-`structured_search`, `search_results`, `get_metadata` (contract seeds/002, facts §3.1)."""
+`structured_search`, `search_results`, `get_metadata` (contract seeds/002, site-rules.md §3.1)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 `search_results` and `get_metadata`.
 
 The research search plans three channels over the same concept groups (q1 subject, q2 title,
-q3 keywords; facts §3.3), then runs the phases of `engine.SearchEngine`. A completed search is
+q3 keywords; site-rules.md §3.3), then runs the phases of `engine.SearchEngine`. A completed search is
 answered from the store for 10 minutes (`freshness=prefer_cache`) without any request."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The resumable search checkpoint (facts §3.4) and the channels it searches.
+"""The resumable search checkpoint (site-rules.md §3.4) and the channels it searches.
 
 Every field is JSON (it is stored with the operation); `continue` rebuilds the state from it and
 repeats no request: finished rounds are never refetched, details and journals already known are

@@ -1,4 +1,4 @@
-"""The structured search (facts §4): the caller's expression tree compiled to one `native`
+"""The structured search (site-rules.md §4): the caller's expression tree compiled to one `native`
 channel; CNKI's order is kept, nothing is re-ranked, no feedback, list data only by default."""
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ def default_next_step(status: str, kind: str | None = None, codes: tuple[str, ..
 
 
 class IdentityView(BaseModel):
-    """Who CNKI says we are (facts §2.6). permission_scope is always `unknown`."""
+    """Who CNKI says we are (site-rules.md §2.6). permission_scope is always `unknown`."""
 
     personal: Literal["authenticated", "not_observed"] = "not_observed"
     institution: Literal["observed", "not_observed"] = "not_observed"

@@ -2,7 +2,7 @@
 
 Arguments (and a record_ref or title already known locally) are checked before any operation
 starts, so bad input never reaches the browser. read_online_html and download_paper run as
-operations (fixed budgets read 60/900 and download 30/1800, facts §3.9) answering within the
+operations (fixed budgets read 60/900 and download 30/1800, site-rules.md §3.9) answering within the
 inline wait; a title not known locally is located on CNKI inside the operation (one exact-title
 grid request). read_pdf_text is local: it reads a file under `<data>/downloads`."""
 

@@ -69,6 +69,21 @@ class GridPage:
         return max(1, -(-self.total // self.page_size))
 
 
+SHOWN_AUTHORS = 5  # a row shows at most 5 authors; the rest hide behind 显示全部作者
+
+
+def _collapsed(items: list[str]) -> str:
+    """Authors joined by `;`; past the fifth, a 显示全部作者 toggle and a `display:none` span."""
+    shown = ";".join(items[:SHOWN_AUTHORS])
+    rest = items[SHOWN_AUTHORS:]
+    if not rest:
+        return shown
+    return (
+        f'{shown}<a title="显示全部作者" class="showAllAuthors"></a>'
+        f'<span style="display:none">;{";".join(rest)}</span>'
+    )
+
+
 def _row(r: SimRecord, ordinal: int, links: Links, terms: list[str], wan: bool, cb_value: str) -> str:
     detail = escape(links.detail(r.id))
     flags = '<b class="marktip">网络首发</b>' if r.online_first else ""
@@ -77,12 +92,14 @@ def _row(r: SimRecord, ordinal: int, links: Links, terms: list[str], wan: bool, 
     flags += '<i class="freeIdent is-hide" title="Free" style="display: none;">免费</i>'
     foreign = r.type == "外文期刊"
     if foreign:
-        names = ";".join(escape(a.name) for a in r.authors)
-        authors = f'<div class="authorinfo"><p>{names}</p></div>' if names else ""
+        names = [escape(a.name) for a in r.authors]
+        authors = f'<div class="authorinfo"><p>{_collapsed(names)}</p></div>' if names else ""
     else:
-        authors = "".join(
-            f'<a class="KnowledgeNetLink" target="knet" href="{escape(links.author(a.name))}">{escape(a.name)}</a>'
-            for a in r.authors
+        authors = _collapsed(
+            [
+                f'<a class="KnowledgeNetLink" target="knet" href="{escape(links.author(a.name))}">{escape(a.name)}</a>'
+                for a in r.authors
+            ]
         )
     if not r.source:
         source = ""
@@ -230,12 +247,17 @@ def render_grid(
 
 
 def render_zero_results(cursor: str = "") -> str:
+    """A search with no hits: the count toolbar, then `p.no-content` with an empty `value`.
+
+    The real kns8s paragraph reads 抱歉，暂无数据，请稍后重试。; this one keeps a wording that names
+    the empty result until the response gate tells `p.no-content` from a busy site (see
+    docs/simulator.md, "Grid rows")."""
     return (
         "<div>"
         + _toolbar(0, "", "FFD")
         + '<div id="main-content" name="gridTableForm"><div id="gridTable" class="search-result">'
-        '<div class="no-content"><p>抱歉，暂无符合条件的结果，未找到相关文献。</p>'
-        "<p>建议您调整检索条件后重新检索。</p></div></div></div>" + _hidden(1, 0, cursor) + "</div>"
+        '<div id="briefBox"><p class="no-content" value="">抱歉，暂无符合条件的结果，未找到相关文献。</p></div>'
+        "</div></div>" + _hidden(1, 0, cursor) + "</div>"
     )
 
 

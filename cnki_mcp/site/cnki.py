@@ -1,9 +1,9 @@
 """`CnkiSite`: the Playwright `SiteBackend`. Grid pages replay a request template captured once per
-browser session from the real AdvSearch page (facts §1.2/§1.3) with an in-page fetch; detail and
+browser session from the real AdvSearch page (site-rules.md §1.2/§1.3) with an in-page fetch; detail and
 journal pages are fetched without rendering through CDP `Network.loadNetworkResource` on the work
 tab's frame (Chromium's own network stack: its proxy, resolver rules, certificates and cookies; the
 context's request API only where the browser lacks that method), with a rendered-tab fallback for
-script-drawn pages (§1.5). Every response is classified (§1.4) before a parser sees it; human steps go through the gate; retries follow the facts' rules."""
+script-drawn pages (§1.5). Every response is classified (§1.4) before a parser sees it; human steps go through the gate; retries follow site-rules.md §1.3."""
 
 from __future__ import annotations
 
@@ -67,15 +67,15 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 MAX_ATTEMPTS = 4
-MAX_BODY = 8 * 1024 * 1024  # facts §1.3/§1.5: responses above 8 MiB are refused
-READ_CHUNK = 1024 * 1024  # facts §1.5: the loaded body is read in 1 MiB chunks
+MAX_BODY = 8 * 1024 * 1024  # site-rules.md §1.3/§1.5: responses above 8 MiB are refused
+READ_CHUNK = 1024 * 1024  # site-rules.md §1.5: the loaded body is read in 1 MiB chunks
 FETCH_TIMEOUT_MS = 30_000
-READY_TIMEOUT_MS = 20_000  # facts §1.2: AdvSearch must be usable within 20 s
-CAPTURE_TIMEOUT_MS = 30_000  # facts §1.2: the grid POST must follow the click within 30 s
+READY_TIMEOUT_MS = 20_000  # site-rules.md §1.2: AdvSearch must be usable within 20 s
+CAPTURE_TIMEOUT_MS = 30_000  # site-rules.md §1.2: the grid POST must follow the click within 30 s
 NAV_TIMEOUT_MS = 30_000
 RENDER_POLL_SECONDS = 0.1
 
-# facts §1.2: the page is usable once complete, cnkiSearch is bound and a condition box exists.
+# site-rules.md §1.2: the page is usable once complete, cnkiSearch is bound and a condition box exists.
 _READY_JS = """() => document.readyState === 'complete' && !!window.cnkiSearch
   && typeof window.cnkiSearch.getSearchJsonInfo === 'function'
   && !!document.querySelector('#gradetxt input[data-tipid]')"""
@@ -121,7 +121,7 @@ _FETCH_JS = """async ({url, body, timeoutMs, cap}) => {
   }
 }"""
 
-# facts §2.5: the grid's vericodeForm goes into the search page's #briefBox, in view, with the query set.
+# site-rules.md §2.5: the grid's vericodeForm goes into the search page's #briefBox, in view, with the query set.
 _SHOW_FRAGMENT_JS = """({html, queryJson}) => {
   const box = document.querySelector('#briefBox');
   if (!box) return false;
@@ -219,7 +219,7 @@ class CnkiSite:
     def cursors(self) -> CursorCache:
         return self._cursors
 
-    # --- template capture (facts §1.2) --------------------------------------------------
+    # --- template capture (site-rules.md §1.2) --------------------------------------------------
 
     def drop_template(self) -> None:
         """Forget the template: the next grid call captures it again."""
@@ -254,7 +254,7 @@ class CnkiSite:
             if not state.get("boxes"):
                 raise QueryTemplateUnavailable("高级检索页没有可见的检索框")
             if state.get("enChecked"):
-                # CNKI's bilingual expansion is opaque: turned off (facts §11 Py-era pitfalls).
+                # CNKI's bilingual expansion is opaque: turned off (site-rules.md §1.2).
                 await page.locator("input[data-id=EN]").first.click()
             button = page.locator("input.btn-search,button.btn-search").first
 
@@ -299,7 +299,7 @@ class CnkiSite:
             return
         raise VerificationRepeated(page="AdvSearch")
 
-    # --- grid (facts §1.3) ------------------------------------------------------------
+    # --- grid (site-rules.md §1.3) ------------------------------------------------------------
 
     async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
         key = fingerprint(request)
@@ -354,7 +354,7 @@ class CnkiSite:
     async def _grid_challenge(
         self, page: Page, template: GridTemplate, fetched: _Fetched, query_json: str
     ) -> None:
-        """facts §2.5: show the grid's verification where the search lives, then retry."""
+        """site-rules.md §2.5: show the grid's verification where the search lives, then retry."""
         self.drop_template()
         error = VerificationRequired(page="grid")
         if "vericodeForm" in fetched.text:
@@ -396,7 +396,7 @@ class CnkiSite:
         *,
         on_transport: Literal["recover", "raise"],
     ) -> T:
-        """facts §1.3 retry rules, up to four attempts."""
+        """site-rules.md §1.3 retry rules, up to four attempts."""
         slow_answers = 0
         for number in range(1, MAX_ATTEMPTS + 1):
             epoch = self._gate.epoch
@@ -456,7 +456,7 @@ class CnkiSite:
         human = PlaywrightHumanPage(self._host, page, self.endpoints, kind)
         await self._gate.handle(kind, human, op, "skip" if policy == "skip" else "wait", epoch=epoch)
 
-    # --- detail and journal (facts §1.5) ------------------------------------------------
+    # --- detail and journal (site-rules.md §1.5) ------------------------------------------------
 
     async def detail(
         self, locator: str, op: SiteOp | None = None, expected_title: str | None = None
@@ -478,7 +478,7 @@ class CnkiSite:
     async def detail_by_title(
         self, title: str, first_author: str | None = None, op: SiteOp | None = None
     ) -> DetailPage:
-        """facts §3.10: one exact-title grid search; exactly one paper -> its detail page."""
+        """site-rules.md §3.10: one exact-title grid search; exactly one paper -> its detail page."""
         want = title_key(title)
         if not want:
             raise DocumentNotFound(title=title)
@@ -542,7 +542,7 @@ class CnkiSite:
         )
 
     async def _load(self, url: str, op: SiteOp | None) -> _Fetched:
-        """facts §1.5: Network.loadNetworkResource, else (a browser without it) the request API."""
+        """site-rules.md §1.5: Network.loadNetworkResource, else (a browser without it) the request API."""
         if self._loader_available:
             try:
                 return await self._load_resource(url, op)
@@ -688,7 +688,7 @@ class CnkiSite:
             need.page, need.url = page, None  # the person solves it right in the render tab
             raise
 
-    # --- identity (facts §2.6) ------------------------------------------------------------
+    # --- identity (site-rules.md §2.6) ------------------------------------------------------------
 
     async def identity(self, op: SiteOp | None = None, *, refresh: bool = False) -> HeaderIdentity:
         """Who the kns header says we are. Opens AdvSearch when the work tab shows no CNKI page

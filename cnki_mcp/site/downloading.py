@@ -1,4 +1,4 @@
-"""download_paper in a real tab (facts §1.1, §2.7, §11).
+"""download_paper in a real tab (site-rules.md §1.1, §2.7, §11).
 
 Order of work: the archived file (cache) if it is still intact; a late file of an earlier click
 whose outcome was never known (reconciled from `<data>/incoming/<op_id>/`); an uncertain click
@@ -64,7 +64,7 @@ DEFAULT_WAIT_SECONDS = 120
 MAX_WAIT_SECONDS = 900
 POLL_SECONDS = 0.2
 LINGER_SECONDS = 600.0  # how long an uncertain click's tabs keep waiting for a late file
-REFUSAL_WINDOW = 300  # facts §2.7: refusal text within the first 300 characters of the body
+REFUSAL_WINDOW = 300  # site-rules.md §2.7: refusal text within the first 300 characters of the body
 MAX_HUMAN_STEPS = 4
 _REFUSAL = re.compile(r"余额不足|未订购|无权|没有权限|暂无权限|请先登录|下载失败|下载异常|超出.{0,6}限")
 _GUID = re.compile(r"^[A-Za-z0-9-]+$")

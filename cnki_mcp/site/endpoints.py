@@ -12,7 +12,7 @@ from cnki_mcp.settings import Settings
 
 ADV_SEARCH_PATH = "/kns8s/AdvSearch"
 GRID_PATH_MARK = "/brief/grid"
-# Query keys that make a URL secret (facts §1.1 PublicURL rule).
+# Query keys that make a URL secret (site-rules.md §1.1 PublicURL rule).
 SECRET_KEYS = SECRET_QUERY_WORDS
 
 _URL_IN_TEXT = re.compile(r"""(https?://[^\s?#'"()<>]*)[?#][^\s'"()<>]*""")

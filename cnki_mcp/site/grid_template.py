@@ -1,4 +1,4 @@
-"""The captured grid request template and its rewrite (facts §1.2/§1.3): parse the form the real
+"""The captured grid request template and its rewrite (site-rules.md §1.2/§1.3): parse the form the real
 AdvSearch page posted, then rebuild it for any subject, year range, sort and page. Pure: no I/O."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def parse_template(url: str, post_data: str | None) -> GridTemplate:
 
 
 def year_filter(year_from: int | None, year_to: int | None) -> dict[str, Any]:
-    """The ControlGroup child for a publication-year range (facts §1.3; Operator is the NUMBER 7)."""
+    """The ControlGroup child for a publication-year range (site-rules.md §1.3; Operator is the NUMBER 7)."""
     item = {
         "Key": ".tit-date-box",
         "Title": "发表时间",
@@ -99,7 +99,7 @@ def rewrite_query_json(template: GridTemplate, request: GridRequest) -> dict[str
 
 
 def build_form(template: GridTemplate, request: GridRequest, cursor: str | None) -> tuple[str, str]:
-    """(QueryJson text, urlencoded body) for one page. Fields not named in facts §1.3 are copied
+    """(QueryJson text, urlencoded body) for one page. Fields not named in site-rules.md §1.3 are copied
     verbatim from the template, in the template's order."""
     if request.page > 1 and not cursor:
         raise ValueError("a page after the first needs the previous page's turnpage cursor")
@@ -125,7 +125,7 @@ def build_form(template: GridTemplate, request: GridRequest, cursor: str | None)
 
 
 def exact_title_subject(title: str) -> dict[str, Any]:
-    """A Subject group with one branch: title is exactly `title` (facts §3.10)."""
+    """A Subject group with one branch: title is exactly `title` (site-rules.md §3.10)."""
     item = {
         "Key": "mcp",
         "Title": "title",

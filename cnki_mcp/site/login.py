@@ -1,4 +1,4 @@
-"""The `login` flow (facts §2.6, §1.1): a positive identity already seen is returned as it is
+"""The `login` flow (site-rules.md §2.6, §1.1): a positive identity already seen is returned as it is
 (unless `force`); otherwise a tab opens on AdvSearch (CNKI's default login page; its visible
 `登录`/`个人登录` entry is followed) or on the institution's remote-access URL, and one human step
 of kind `login` runs through the gate. While it waits, EVERY open CNKI tab is read every 1.5 s,
@@ -30,10 +30,10 @@ from cnki_mcp.site.pages import PlaywrightHumanPage, positive, read_identity
 
 log = logging.getLogger(__name__)
 
-TAB_POLL_SECONDS = 1.5  # facts §2.6: every CNKI tab is read every 1.5 s during login
+TAB_POLL_SECONDS = 1.5  # site-rules.md §2.6: every CNKI tab is read every 1.5 s during login
 NAV_TIMEOUT_MS = 30_000
 ENTRY_TIMEOUT_MS = 10_000
-# Py login click target: a visible link/button whose text is exactly 登录 or 个人登录 (facts §2.6).
+# Py login click target: a visible link/button whose text is exactly 登录 or 个人登录 (site-rules.md §2.6).
 _ENTRY_JS = """() => {
   const ok = (el) => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
   for (const el of document.querySelectorAll('a[href], button')) {

@@ -1,4 +1,4 @@
-"""Live-page views for the site layer: the human-step page (`PlaywrightHumanPage`, facts §2.5/§2.6
+"""Live-page views for the site layer: the human-step page (`PlaywrightHumanPage`, site-rules.md §2.5/§2.6
 markers evaluated in the live DOM) and header-identity reading with the §2.6 waiting rules."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from cnki_mcp.site.human import PageKind, PageState, StepKind
 log = logging.getLogger(__name__)
 
 # Shared by both scripts: "visible" = non-zero size, inside the viewport, and no ancestor with
-# display:none, visibility:hidden or opacity:0 (facts §2.5).
+# display:none, visibility:hidden or opacity:0 (site-rules.md §2.5).
 _VISIBLE_JS = """
 const visible = (el) => {
   if (!el) return false;
@@ -37,7 +37,7 @@ const visible = (el) => {
 const anyVisible = (sel) => Array.from(document.querySelectorAll(sel)).some(visible);
 """
 
-# facts §2.5 challenge markers and §2.6 login markers, read from the live page.
+# site-rules.md §2.5 challenge markers and §2.6 login markers, read from the live page.
 INSPECT_JS = (
     "() => {"
     + _VISIBLE_JS
@@ -68,7 +68,7 @@ INSPECT_JS = (
 }"""
 )
 
-# facts §2.6: page completeness and pending XHR (jQuery.active) for the identity waiting rule.
+# site-rules.md §2.6: page completeness and pending XHR (jQuery.active) for the identity waiting rule.
 LOAD_STATE_JS = """() => ({complete: document.readyState === 'complete',
   pending: !!(window.jQuery && window.jQuery.active)})"""
 
@@ -91,7 +91,7 @@ def positive(identity: HeaderIdentity) -> bool:
 @dataclass(slots=True)
 class PlaywrightHumanPage:
     """`HumanPage` over one live tab. For a login step every open CNKI tab is also checked: people
-    often finish logging in on a tab the site opened (facts §2.6, §11 fix 1)."""
+    often finish logging in on a tab the site opened (site-rules.md §2.6, §11.1)."""
 
     host: BrowserHost
     page: Page
@@ -151,7 +151,7 @@ async def read_identity(
     limit: float = IDENTITY_MAX_SECONDS,
     poll: float = IDENTITY_POLL_SECONDS,
 ) -> HeaderIdentity:
-    """The kns header identity with the facts §2.6 waiting rules: a positive identity at once;
+    """The kns header identity with the site-rules.md §2.6 waiting rules: a positive identity at once;
     "not logged in" only once the header is ready and the page complete and idle for `settle`
     seconds; after `limit` seconds the last reading is returned as it is."""
     deadline = clock.monotonic() + limit

@@ -1,4 +1,4 @@
-"""The HTML reader in a real tab (facts §1.1, §2.4, §2.5, §11).
+"""The HTML reader in a real tab (site-rules.md §1.1, §2.4, §2.5, §11).
 
 `DetailTabs` opens a paper's detail page in its own tab (one limited request), gets a person past
 a challenge or login page, confirms the page is the requested paper, waits until the page has
@@ -50,12 +50,12 @@ from cnki_mcp.site.pages import LOAD_STATE_JS, PlaywrightHumanPage
 log = logging.getLogger(__name__)
 
 NAV_TIMEOUT_MS = 30_000
-SETTLE_QUIET_SECONDS = 1.5  # facts §11.3: jQuery idle this long before clicking
+SETTLE_QUIET_SECONDS = 1.5  # site-rules.md §11.3: jQuery idle this long before clicking
 SETTLE_LIMIT_SECONDS = 15.0
 SETTLE_POLL_SECONDS = 0.1
-STABLE_CHECKS = 60  # facts §11.3: up to 60 checks x 50 ms
+STABLE_CHECKS = 60  # site-rules.md §11.3: up to 60 checks x 50 ms
 STABLE_POLL_SECONDS = 0.05
-READER_TIMEOUT_SECONDS = 20.0  # facts §2.4 loading behaviour
+READER_TIMEOUT_SECONDS = 20.0  # site-rules.md §2.4 loading behaviour
 READER_POLL_SECONDS = 0.2
 RENDER_TIMEOUT_SECONDS = 12.0
 MAX_HUMAN_STEPS = 4
@@ -80,7 +80,7 @@ _FIND_ENTRY_JS = """(pattern) => {
   return null;
 }"""
 
-# Where a click would land, and whether it would hit the element (facts §11.3).
+# Where a click would land, and whether it would hit the element (site-rules.md §11.3).
 _POINT_JS = """(el) => {
   const r = el.getBoundingClientRect();
   const x = r.left + r.width / 2, y = r.top + r.height / 2;
@@ -165,7 +165,7 @@ class DetailTabs:
         return OpenedDetail(page, detail, url)
 
     async def relocate(self, paper: Paper, op: SiteOp | None) -> str:
-        """facts §3.10: one exact-title grid search; one matching paper -> its detail URL."""
+        """site-rules.md §3.10: one exact-title grid search; one matching paper -> its detail URL."""
         want = title_key(paper.title)
         if not want:
             raise DocumentNotFound(record_ref=paper.record_ref)
@@ -219,7 +219,7 @@ class DetailTabs:
             await self.clock.sleep(SETTLE_POLL_SECONDS)
 
     async def settle(self, page: Page) -> bool:
-        """facts §11.3: readyState complete and no jQuery request for `settle_quiet` seconds,
+        """site-rules.md §11.3: readyState complete and no jQuery request for `settle_quiet` seconds,
         waiting at most `settle_limit`. Returns whether the page settled in time."""
         deadline = self.clock.monotonic() + self.settle_limit
         quiet_since: float | None = None
@@ -250,7 +250,7 @@ class DetailTabs:
         return element
 
     async def stable_point(self, element: ElementHandle) -> tuple[float, float]:
-        """facts §11.3: the element must stop moving, be enabled and be hit at its centre."""
+        """site-rules.md §11.3: the element must stop moving, be enabled and be hit at its centre."""
         with contextlib.suppress(PlaywrightError):
             await element.scroll_into_view_if_needed(timeout=2_000)
         previous: tuple[float, float, float, float] | None = None

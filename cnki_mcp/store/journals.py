@@ -1,4 +1,4 @@
-"""Journal quality cache: one row per source key, with TTLs by state (facts §3.8)."""
+"""Journal quality cache: one row per source key, with TTLs by state (site-rules.md §3.8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Searches and their per-record evidence; the completed-search cache (facts §3.8)."""
+"""Searches and their per-record evidence; the completed-search cache (site-rules.md §3.8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The research pipeline against `SimSite` (the reference's backend-level simulator, facts §10.2)
+"""The research pipeline against `SimSite` (the reference's backend-level simulator, site-rules.md §10.2)
 on a fake clock: request counts, coverage, pool sizes, feedback, caching, budget + continue
 without repeated requests, year filter, structured order, metadata location and per-item errors."""
 

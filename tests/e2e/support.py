@@ -150,7 +150,7 @@ def repeated(counts: Counter[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
 def without_captures(entries: list[LogEntry]) -> list[LogEntry]:
     """The log minus template captures: the grid POST the AdvSearch page itself sends when its
     search button is clicked (the first grid POST after each AdvSearch GET). A new browser
-    session captures again by design (facts §1.2); that click is not a repeated data request."""
+    session captures again by design (site-rules.md §1.2); that click is not a repeated data request."""
     out: list[LogEntry] = []
     capture_pending = False
     for entry in entries:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cnki_mcp.cli import main as main_mod
-from tests.conftest import real_page
+from tests.conftest import write_real
 
 ROW = (
     "<table class='result-table-list'><tbody><tr><td class='seq'>1</td>"
@@ -33,8 +33,8 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     return code, out, err
 
 
-def test_parse_grid_real_capture_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
-    path = real_page("kns8s-grid/kaffu_waam_p1.html")
+def test_parse_grid_real_capture_prints_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = write_real("kns8s-grid/kaffu_waam_p1.html", tmp_path)
     code, out, _ = _run(capsys, "grid", str(path), "--url", "https://kns.cnki.net/kns8s/defaultresult/index")
     assert code == 0
     data = json.loads(out)
@@ -83,13 +83,13 @@ def test_unsupported_page_exits_2_with_code(tmp_path: Path, capsys: pytest.Captu
     assert err.startswith("错误 PARSER_UNSUPPORTED:")
 
 
-def test_real_shell_page_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _run(capsys, "grid", str(real_page("kns8s-grid/kaffu_search_shell_raw.html")))
+def test_real_shell_page_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = _run(capsys, "grid", str(write_real("kns8s-grid/kaffu_search_shell_raw.html", tmp_path)))
     assert code == 2 and "PARSER_UNSUPPORTED" in err
 
 
-def test_gate_prints_verdict_and_identity(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run(capsys, "gate", str(real_page("home-login/pluginsx_www_home_saved_2026.html")))
+def test_gate_prints_verdict_and_identity(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = _run(capsys, "gate", str(write_real("home-login/pluginsx_www_home_saved_2026.html", tmp_path)))
     data = json.loads(out)
     assert code == 0
     assert data["verdict"]["kind"] == "clear"

@@ -1,4 +1,4 @@
-"""Download file checks, default names and archiving (facts §2.7)."""
+"""Download file checks, default names and archiving (site-rules.md §2.7)."""
 
 from __future__ import annotations
 

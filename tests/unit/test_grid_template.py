@@ -1,4 +1,4 @@
-"""The grid template rewrite (facts §1.2/§1.3) without a browser: parse, form fields, year filter,
+"""The grid template rewrite (site-rules.md §1.2/§1.3) without a browser: parse, form fields, year filter,
 exact-title condition, fingerprint and the cursor cache."""
 
 from __future__ import annotations

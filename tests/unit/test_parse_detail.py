@@ -220,3 +220,47 @@ def test_inline_reference_lists_are_parsed() -> None:
         "[J]",
     )
     assert ref.native.key == "CJFD:FXYJ201903004"
+
+
+# --- kcms2 2023 layout (institutions in a bare h3) and fund lists -------------------------------
+
+
+def _kcms2_2023(institutions: str, funds: str = "") -> str:
+    """The 2023 kcms2 article page as documented in DESIGN.md ("Detail pages")."""
+    return (
+        "<html><head><title>数字经济与企业创新 - 中国知网</title></head><body><div class='doc'><div class='brief'>"
+        "<div class='wx-tit'><h1>数字经济与企业创新</h1>"
+        "<h3 id='authorpart' class='author'><span><a href='../author/detail?v=a'>张三</a></span>"
+        "<span><a href='../author/detail?v=b'>李四</a></span></h3>"
+        f"{institutions}</div></div>"
+        "<div class='row'><span class='rowtit'>摘要：</span><span id='ChDivSummary' class='abstract-text'>摘要文本。</span></div>"
+        f"{funds}</div></body></html>"
+    )
+
+
+def test_kcms2_2023_bare_h3_institution_line_is_read() -> None:
+    html = _kcms2_2023(
+        "<h3><span><a class='author' href='../organ/detail?v=o1'>中国人民大学商学院</a></span></h3>"
+    )
+    d = parse_detail(html, URL)
+    assert d.institutions == ["中国人民大学商学院"]
+    assert [a.institutions for a in d.authors] == [["中国人民大学商学院"], ["中国人民大学商学院"]]
+
+
+def test_kcms2_2023_numbered_institutions_in_a_bare_h3() -> None:
+    html = _kcms2_2023(
+        "<h3><span><a class='author'>1.中国人民大学商学院</a></span><span><a class='author'>2.清华大学</a></span></h3>"
+    )
+    assert parse_detail(html, URL).institutions == ["中国人民大学商学院", "清华大学"]
+
+
+def test_semicolons_inside_a_funds_brackets_do_not_split_it() -> None:
+    funds = (
+        "<p class='funds'>国家自然科学基金面上项目(72174213；71974206；71774176)；"
+        "教育部人文社会科学研究规划基金项目（23YJA630001;23YJC630002）；</p>"
+    )
+    d = parse_detail(_kcms2_2023("", funds), URL)
+    assert d.funds == [
+        "国家自然科学基金面上项目(72174213；71974206；71774176)",
+        "教育部人文社会科学研究规划基金项目（23YJA630001;23YJC630002）",
+    ]

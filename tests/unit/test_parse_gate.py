@@ -20,7 +20,7 @@ def _kind(html: str, url: str | None = None, status: int | None = None) -> GateK
     return classify_page(html, url, status).kind
 
 
-# --- status and URL rules (facts §1.4) ----------------------------------------------------
+# --- status and URL rules (site-rules.md §1.4) ----------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -73,7 +73,7 @@ def test_url_rules(url: str, kind: GateKind) -> None:
     assert _kind(PLAIN, url) is kind
 
 
-# --- visible markers (facts §2.5/2.6) -----------------------------------------------------
+# --- visible markers (site-rules.md §2.5/2.6) -----------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -106,8 +106,9 @@ def test_wenwu_first_foreign_row_flattens_highlight_and_reads_authorinfo(wenwu) 
     assert r.detail_url is not None and r.detail_url.startswith(KCMS2 + "esvOG1ozB-hEXR")
 
 
-def test_wenwu_truncated_foreign_authors_keep_only_visible_names(wenwu) -> None:  # type: ignore[no-untyped-def]
-    # `…; Selvi<a class=showAllAuthors></a><span style="display:none">;Silvia Mery</span>`
+def test_wenwu_truncated_foreign_authors_include_the_collapsed_rest(wenwu) -> None:  # type: ignore[no-untyped-def]
+    # `…; Selvi<a class=showAllAuthors></a><span style="display:none">;Silvia Mery</span>`: the
+    # hidden span is one click away on the page, so its names are authors too.
     r = wenwu.rows[2]
     assert r.authors == [
         "Astri Ayu Purwati",
@@ -115,8 +116,10 @@ def test_wenwu_truncated_foreign_authors_keep_only_visible_names(wenwu) -> None:
         "Muhammad Siddik",
         "Muhammad Luthfi Hamzah",
         "Selvi",
+        "Silvia Mery",
     ]
     assert r.source == "Social Sciences & Humanities Open"
+    assert wenwu.rows[12].authors[-2:] == ["Jiaru Liu", "Yan Wei"]
 
 
 def test_wenwu_newspaper_row(wenwu) -> None:  # type: ignore[no-untyped-def]
@@ -233,7 +236,8 @@ def test_old_grid_online_first_marker_and_truncated_authors() -> None:
     first = page.rows[0]
     assert first.online_first is True  # b.cMarkTip 网络首发
     assert (first.native.dbcode, first.native.dbname) == ("CAPJ", "CAPJDAY")  # `DbCode= CAPJ` trimmed
-    assert page.rows[-1].authors == ["张诺", "柯鼎焜", "杜红方", "巫攀", "郭玉光"]  # hidden rest dropped
+    # 5 shown, then `a.showAll[title=显示全部作者]` + `<span style="display:none">;<a>…</a>…</span>`
+    assert page.rows[-1].authors == ["张诺", "柯鼎焜", "杜红方", "巫攀", "郭玉光", "凌华云", "蒋思婧", "张桂敏"]
 
 
 def test_kns8_fragment_past_the_end_is_an_explicit_empty_page() -> None:
@@ -306,6 +310,24 @@ def test_empty_show_all_link_is_not_an_author() -> None:
     assert parse_grid(_page(_row(author=author))).rows[0].authors == ["甲", "乙"]
 
 
+def test_collapsed_authors_after_the_show_all_toggle_are_kept_other_hidden_names_are_not() -> None:
+    shown = "".join(f'<a class="KnowledgeNetLink" href="/a{i}">作者{i}</a>;' for i in range(1, 6))
+    author = (
+        shown.rstrip(";") + '<a class="showAllAuthors" title="显示全部作者"></a>'
+        '<span style="display:none">;<a class="KnowledgeNetLink" href="/a6">作者6</a>;'
+        '<a class="KnowledgeNetLink" href="/a7">作者7</a></span>'
+        '<span style="display:none"><a class="KnowledgeNetLink" href="/x">陷阱</a></span>'
+    )
+    assert parse_grid(_page(_row(author=author))).rows[0].authors == [f"作者{i}" for i in range(1, 8)]
+
+
+def test_semicolons_between_author_links_are_separators_not_names() -> None:
+    author = '<a class="KnowledgeNetLink">王文嘉</a>;<a class="KnowledgeNetLink">楚茹云</a>'
+    assert parse_grid(_page(_row(author=author))).rows[0].authors == ["王文嘉", "楚茹云"]
+    author = '<a style="pointer-events: none;">郭峰</a>;<a style="pointer-events: none;">娜仁</a>'
+    assert parse_grid(_page(_row(author=author))).rows[0].authors == ["郭峰", "娜仁"]
+
+
 def test_rows_with_empty_title_are_skipped_and_hidden_rows_ignored() -> None:
     html = _page(
         _row(seq="1", name='<a class="fz14" href="/a">  </a>'),
@@ -376,6 +398,21 @@ def test_cur_page_hidden_input_overrides_default_page_one() -> None:
 def test_zero_result_texts(text: str) -> None:
     page = parse_grid(f"<html><body><div id='gridTable'><p>{text}</p></div></body></html>")
     assert page.zero_results is True and page.rows == []
+
+
+def test_kns8s_no_content_paragraph_is_zero_results_whatever_its_wording() -> None:
+    # The kns8s empty answer: `p.no-content` with an empty value and the text 暂无数据，请稍后重试.
+    html = '<div id="briefBox"><p class="no-content" value="">抱歉，暂无数据，请稍后重试。</p></div>'
+    page = parse_grid(html)
+    assert page.zero_results is True and page.rows == [] and page.total == 0
+
+
+def test_kns8s_no_content_with_a_reason_is_a_refused_query_not_zero_results() -> None:
+    html = '<div id="briefBox"><p class="no-content" value="查询对象结构错误, 没有指定检索分类！">抱歉，暂无数据，请稍后重试。</p></div>'
+    with pytest.raises(CnkiError) as info:
+        parse_grid(html)
+    assert info.value.code == "QUERY_TEMPLATE_UNSUPPORTED"
+    assert info.value.details["reason"] == "查询对象结构错误, 没有指定检索分类！"
 
 
 @pytest.mark.parametrize("text", ["暂无数据", "服务繁忙，请稍后重试"])

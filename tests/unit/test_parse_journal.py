@@ -102,6 +102,7 @@ def test_knavi_2017_search_single_hit_field_by_field() -> None:
     j = rows[0]
     assert (j.name, j.translated_titles, j.former_titles) == ("管理世界", ["Management World"], [])
     assert (j.issn, j.cn, j.composite_if, j.aggregate_if) == ("1002-5502", "11-1235/F", 4.6, 3.123)
+    assert j.sponsor == "中华人民共和国国务院发展研究中心"
     assert j.tiers == [] and j.state == JournalState.PRESENT
 
 
@@ -128,3 +129,65 @@ def test_search_markup_missing_is_schema_unsupported() -> None:
     with pytest.raises(CnkiError) as err:
         parse_journal_search("<div>改版后的页面</div>")
     assert err.value.code == "SOURCE_SCHEMA_UNSUPPORTED"
+
+
+# --- the navi page of 2023 on: titbox1, journalType2 spans, label/span pairs -------------------
+
+NAVI_2023 = (
+    '<dl><dd class="infobox"><h3 class="titbox titbox1">中国工业经济<p>China Industrial Economics</p></h3>'
+    '<p class="journalType journalType1"><span>网络首发</span><span>增强出版</span></p>'
+    '<p class="journalType journalType2"><span>北大核心</span><span>CSSCI</span><span>AMI权威</span>'
+    "<span>AMI集刊核心</span><span>某新评价</span></p></dd></dl>"
+    '<div class="listbox"><ul id="JournalBaseInfo">'
+    '<li><p class="hostUnit"><label>曾用刊名</label>：<span title="中国工业经济研究;中国工业经济学报">'
+    "中国工业经济研究;中国工…</span></p></li>"
+    '<li><p class="hostUnit"><label>主办单位</label>：<span>中国社会科学院工业经济研究所</span></p></li>'
+    '<li><p class="hostUnit"><label>ISSN</label>：<span>1006-480X</span></p>'
+    '<p class="hostUnit"><label>CN</label>：<span>11-3536/F</span></p></li></ul>'
+    '<ul id="evaluateInfo"><li><p class="hostUnit"><label>(2023版)复合影响因子</label>：<span>21.679</span></p>'
+    '<p class="hostUnit"><label>(2023版)综合影响因子</label>：<span>15.088</span></p></li></ul></div>'
+    "<aside><p>SCI 复合影响因子：99.99</p><span>SSCI</span></aside>"
+)
+
+
+def test_navi_2023_layout_field_by_field() -> None:
+    j = parse_journal(NAVI_2023, expected_source="中国工业经济学报")
+    assert j.name == "中国工业经济"
+    assert j.translated_titles == ["China Industrial Economics"]
+    assert j.former_titles == ["中国工业经济研究", "中国工业经济学报"]  # the span's title, not its cut text
+    assert j.identity_basis == IdentityBasis.FORMER_TITLE
+    assert j.sponsor == "中国社会科学院工业经济研究所"
+    assert (j.issn, j.cn) == ("1006-480X", "11-3536/F")
+    assert (j.composite_if, j.aggregate_if, j.metric_year) == (21.679, 15.088, 2023)
+    assert j.state == JournalState.PRESENT
+
+
+def test_navi_2023_index_tags_are_kept_as_written_even_when_unknown() -> None:
+    j = parse_journal(NAVI_2023)
+    # 网络首发/增强出版 are publication types (journalType1), not index tags; the aside is a decoy.
+    assert j.tiers == ["北大核心", "CSSCI", "AMI权威", "AMI集刊核心", "某新评价"]
+
+
+def test_navi_2023_without_metrics_or_tags_is_unknown_not_an_error() -> None:
+    html = '<dd class="infobox"><h3 class="titbox titbox1">某刊</h3><p class="journalType journalType2"></p></dd>'
+    j = parse_journal(html)
+    assert (j.name, j.tiers, j.composite_if, j.state) == ("某刊", [], None, JournalState.UNKNOWN)
+
+
+def test_legacy_layout_reads_sponsor_and_keeps_unknown_tag_spans() -> None:
+    html = (
+        '<div class="journalInfo"><div class="infobox"><h3 class="titbox">某刊</h3>'
+        '<p class="journalType"><span>CSSCI</span><span>某新评价</span></p>'
+        "<ul><li><p>主办单位：某大学</p></li></ul></div></div>"
+    )
+    j = parse_journal(html)
+    assert j.tiers == ["CSSCI", "某新评价"]
+    assert j.sponsor == "某大学"
+
+
+@pytest.mark.parametrize(
+    "label", ["AMI集刊入库", "AMI集刊核心", "AMI新刊入库", "AMI职院刊扩展", "AMI外文刊权威", "JST", "WJCI", "Pж(AJ)"]
+)
+def test_tier_vocabulary_covers_the_real_navi_tags(label: str) -> None:
+    assert tier_tags(label) == [label]
+    assert tier_tags(f"收录：北大核心;{label}") == ["北大核心", label]

@@ -1,4 +1,4 @@
-"""The reference ranker's formulas and thresholds (facts §3.5, §3.6) on hand-computed examples."""
+"""The reference ranker's formulas and thresholds (site-rules.md §3.5, §3.6) on hand-computed examples."""
 
 from __future__ import annotations
 

@@ -271,8 +271,8 @@ def test_script_rendered_detail_raw_html_has_no_content() -> None:
     assert "</" not in raw.split("<script>", 1)[1].rsplit("</script>", 1)[0]
 
 
-def test_journal_page_root_titles_tiers_metrics_and_former_titles() -> None:
-    t = tree(render_journal(JOURNAL, corpus(), LINKS, ANON))
+def test_legacy_journal_page_root_titles_tiers_metrics_and_former_titles() -> None:
+    t = tree(render_journal(JOURNAL, corpus(), LINKS, ANON, layout="legacy"))
     root = t.css_first(".journalInfo .infobox")
     assert root.parent.css_matches("div.journalInfo")
     titbox = root.css_first("h3.titbox")
@@ -290,8 +290,24 @@ def test_journal_page_root_titles_tiers_metrics_and_former_titles() -> None:
     assert "Science" in root_text  # prose inside the root exercises label-sized tier matching
 
 
+def test_navi_2023_journal_page_has_the_real_layout() -> None:
+    t = tree(render_journal(JOURNAL, corpus(), LINKS, ANON, layout="navi-2023"))
+    titbox = t.css_first("dd.infobox > h3.titbox.titbox1")
+    assert own_text(titbox) == "法学研究" and titbox.css_first("p").text() == "Chinese Journal of Law"
+    assert [s.text() for s in t.css("p.journalType.journalType2 > span")] == ["北大核心", "CSSCI", "AMI顶级"]
+    pairs = {
+        p.css_first("label").text(): p.css_first("span").text()
+        for p in t.css("div.listbox ul p.hostUnit")
+    }
+    assert pairs["曾用刊名"] == "法学研究动态;政法研究"
+    assert pairs["主办单位"] == "中国社会科学院法学研究所"
+    assert (pairs["ISSN"], pairs["CN"]) == ("1002-896X", "11-1162/D")
+    assert pairs["(2025版)复合影响因子"] == "16.135" and pairs["(2025版)综合影响因子"] == "9.597"
+    assert t.css_first(".journalInfo") is None
+
+
 def test_journal_decoy_aside_is_outside_the_root() -> None:
-    t = tree(render_journal(JOURNAL, corpus(), LINKS, ANON))
+    t = tree(render_journal(JOURNAL, corpus(), LINKS, ANON, layout="legacy"))
     aside = t.css_first("aside")
     assert "99.99" in aside.text() and "SCI" in aside.text()
     assert not {"journalInfo", "infobox"} & set(ancestor_classes(aside).split())

@@ -8,8 +8,7 @@ captures where one exists."""
 
 from __future__ import annotations
 
-import csv
-import io
+import dataclasses
 import json
 import re
 
@@ -28,7 +27,7 @@ from cnki_mcp.sim.corpus import Corpus, SimRecord
 from cnki_mcp.sim.grid import GridPage, render_grid
 from cnki_mcp.sim.links import Visitor
 from cnki_mcp.sim.pages.detail import offered_entries, render_detail, render_references_fragment
-from cnki_mcp.sim.pages.journal import render_journal
+from cnki_mcp.sim.pages.journal import JournalLayout, journal_layout, render_journal
 from cnki_mcp.sim.pages.reader import render_reader
 from tests.conftest import read_real
 from tests.sim_pages_fixtures import FakeLinks
@@ -180,8 +179,7 @@ def test_list_entry_title_with_a_dot_is_the_link_text() -> None:
 
 
 def test_real_navi_tier_labels_are_read_whole_or_not_at_all() -> None:
-    rows = list(csv.DictReader(io.StringIO(read_real("dataset/doublessay_navi_journals_2023-11-30.csv"))))
-    labels = {t for row in rows for t in row["收录信息"].split(";") if t}
+    labels = {line.split("\t")[0] for line in read_real("dataset/navi_tier_labels_2023.txt").splitlines()}
     assert {"CSCD扩展版", "CSSCI扩展版", "CSSCI来源集刊"} <= labels
     for label in labels:
         assert tier_tags(label) in ([], [label]), label
@@ -314,10 +312,12 @@ def test_citing_fragment_reads_back_the_corpus_citing_list(record_id: str) -> No
 # --- round trip: journal pages ---------------------------------------------------------------
 
 
+@pytest.mark.parametrize("layout", ["navi-2023", "legacy"])
 @pytest.mark.parametrize("name", JOURNAL_NAMES)
-def test_journal_page_reads_back_the_corpus_journal(name: str) -> None:
+def test_journal_page_reads_back_the_corpus_journal(name: str, layout: JournalLayout) -> None:
     j = CORPUS.journal_by_name[name]
-    html = render_journal(j, CORPUS, LINKS, VISITOR)
+    html = render_journal(j, CORPUS, LINKS, VISITOR, layout=layout)
+    assert ('class="titbox titbox1"' in html) is (layout == "navi-2023")
     p = parse_journal(html, LINKS.journal(name), expected_source=name)
     assert p.name == name
     assert p.identity_basis == IdentityBasis.CURRENT_TITLE
@@ -327,7 +327,7 @@ def test_journal_page_reads_back_the_corpus_journal(name: str) -> None:
     assert p.metric_year == (j.metric_year if has_metric else None)
     assert p.translated_titles == ([j.translated_title] if j.translated_title else [])
     assert p.former_titles == list(j.former_titles)
-    assert (p.issn, p.cn) == (j.issn, j.cn)
+    assert (p.issn, p.cn, p.sponsor) == (j.issn, j.cn, j.sponsor)
     assert p.state == (JournalState.PRESENT if j.tiers or has_metric else JournalState.UNKNOWN)
 
     current = title_key(name)
@@ -465,3 +465,46 @@ def test_grid_counts_of_ten_thousand_and_more_are_read_from_wan() -> None:
 def test_grid_zero_results_page_is_zero_results() -> None:
     p = parse_grid(render_grid(GridPage(rows=[], total=0, page=1, page_size=20, cursor="z"), LINKS), GRID_URL)
     assert p.zero_results and p.rows == [] and p.total == 0
+
+
+def test_grid_rows_with_more_than_five_authors_collapse_the_rest_and_read_back_whole() -> None:
+    many = [r for r in CORPUS.records if len(r.authors) > 5]
+    assert {r.type for r in many} >= {"期刊", "外文期刊"}
+    html = render_grid(GridPage(rows=many, total=len(many), page=1, page_size=50, cursor="m"), LINKS)
+    # five names shown, `;` between them, the rest behind the 显示全部作者 toggle in a hidden span
+    assert html.count('<a title="显示全部作者" class="showAllAuthors"></a><span style="display:none">;') == len(many)
+    assert "</a>;<a class=\"KnowledgeNetLink\"" in html
+    p = parse_grid(html, GRID_URL)
+    assert [row.authors for row in p.rows] == [[_name(a.name) for a in r.authors] for r in many]
+
+
+def test_grid_zero_results_page_is_the_no_content_paragraph() -> None:
+    html = render_grid(GridPage(rows=[], total=0, page=1, page_size=20, cursor="z"), LINKS)
+    assert '<p class="no-content" value="">' in html and 'div class="no-content"' not in html
+
+
+# --- detail: 2023 layout and funds with grant lists --------------------------------------------
+
+
+@pytest.mark.parametrize("layout", ["kcms2-2026", "kcms2-2023"])
+def test_detail_layouts_read_back_institutions_and_bracketed_grant_lists(layout: str) -> None:
+    base = next(r for r in CORPUS.records if r.type == "期刊" and len({a.institution for a in r.authors}) > 1)
+    funds = ("国家自然科学基金面上项目(72174213；71974206；71774176)", "教育部人文社会科学基金（23YJA630001;23YJC630002）")
+    r = dataclasses.replace(base, funds=funds, extra={**base.extra, "layout": layout})
+    html = render_detail(r, CORPUS, LINKS, VISITOR)
+    assert ('<h3 class="author"><span>' in html) is (layout == "kcms2-2026")
+    d = parse_detail(html, LINKS.detail(r.id))
+    assert d.funds == list(funds)
+    assert [a.institutions for a in d.authors] == [[a.institution] if a.institution else [] for a in r.authors]
+
+
+def test_the_simulator_serves_both_journal_page_generations() -> None:
+    layouts = {journal_layout(CORPUS.journal_by_name[name]) for name in JOURNAL_NAMES}
+    assert layouts == {"navi-2023", "legacy"}
+
+
+def test_every_real_navi_tier_label_is_recognised_whole() -> None:
+    labels = [line.split("\t")[0] for line in read_real("dataset/navi_tier_labels_2023.txt").splitlines()]
+    assert {"AMI集刊入库", "AMI集刊核心", "AMI职院刊扩展", "AMI外文刊权威", "Pж(AJ)", "社科基金资助期刊"} <= set(labels)
+    for label in labels:
+        assert tier_tags(label) == [label], label

@@ -1,4 +1,4 @@
-"""The kcms2 article (abstract) page, 2026 layout, for every document type.
+"""The kcms2 article (abstract) page, 2026 layout, for every document type (2023 on request).
 
 Structure follows `detail-kcms2/pluginsx_detail_kcms2_2026.html`: `div.doc > div.doc-top >
 div.top-first > div.top-tip` (source line), `div.brief > div.wx-tit > h1 + h3#authorpart.author +
@@ -143,13 +143,22 @@ def _authors(record: SimRecord, links: Links) -> str:
     out = f'<h3 class="author" id="authorpart">{"".join(spans)}</h3>'
     if insts:
         numbered = len(insts) > 1
+        old_layout = is_layout_2023(record)
+        link_class = ' class="author"' if old_layout else ""
         items = "".join(
-            f'<span><a target="_blank" href="{esc(links.kns("/kcms2/organ/detail?name=" + quote(inst)))}">'
+            f'<span><a{link_class} target="_blank" href="{esc(links.kns("/kcms2/organ/detail?name=" + quote(inst)))}">'
             f"{f'{i}.' if numbered else ''}{esc(inst)}</a></span>"
             for i, inst in enumerate(insts, 1)
         )
-        out += f'<h3 class="author">{items}</h3>'
+        # 2023: a bare `h3` (no class) with `span > a.author`; 2026: `h3.author > span > a`.
+        out += f"<h3>{items}</h3>" if old_layout else f'<h3 class="author">{items}</h3>'
     return out
+
+
+def is_layout_2023(record: SimRecord) -> bool:
+    """`extra["layout"] == "kcms2-2023"` renders the 2023 generation of the article page
+    (bare institution `h3`, funds as plain text); every other record gets the 2026 one."""
+    return record.extra.get("layout") == "kcms2-2023"
 
 
 def _row_item(label: str, value: str, p_class: str = "") -> str:
@@ -220,7 +229,10 @@ def _summary_rows(record: SimRecord, links: Links) -> str:
         out.append(
             f'<div class="row"><span class="rowtit">关键词：</span><p class="keywords">{kws}</p></div>'
         )
-    if record.funds:
+    if record.funds and is_layout_2023(record):
+        funds = "".join(f"{esc(f)}；" for f in record.funds)
+        out.append(f'<div class="row"><span class="rowtit">基金资助：</span><p class="funds">{funds}</p></div>')
+    elif record.funds:
         funds = "".join(f"<span>{esc(f)}；</span>" for f in record.funds)
         out.append(
             f'<div class="row"><span class="rowtit">基金资助：</span><p class="funds"><span>{funds}</span></p></div>'

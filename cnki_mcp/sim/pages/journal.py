@@ -1,13 +1,18 @@
-"""The navi journal detail page (`navi.cnki.net/knavi/detail?p=…`).
+"""The navi journal detail page (`navi.cnki.net/knavi/detail?p=…`), in two generations.
 
-No real HTML capture exists; labels come from the 2023 datasets scraped from this page and from
-old KNavi list pages: 曾用刊名, 主办单位, ISSN, CN, 收录, (2025版)复合影响因子 / 综合影响因子.
-Root `div.journalInfo > div.infobox`, title `h3.titbox` with the translated title in a child `p`,
-tier tags as label-sized `span`s. A decoy `<aside>` outside the root carries tier words and an
-impact factor, and a prose paragraph inside the root mentions "Science"/"SCI" in running text,
-so only label-sized, in-root matches count."""
+`navi-2023` (the real layout; docs/simulator.md, "Journal page"): `dd.infobox > h3.titbox.titbox1`
+(name, translated name in a child `p`), `p.journalType.journalType1 > span` (网络首发 …),
+`p.journalType.journalType2 > span` (index tags, one per span), then `div.listbox` with
+`ul#JournalBaseInfo` / `ul#publishInfo` / `ul#evaluateInfo` of `p.hostUnit > label + span`
+pairs (曾用刊名, 主办单位, ISSN, CN, …, (2023版)复合影响因子 / 综合影响因子) and `p.database`
+lines. `legacy`: the earlier assumption, `div.journalInfo > div.infobox` with `标签：值` text
+and label-sized tier `span`s. Both carry a decoy `<aside>` outside the data (tier words and an
+impact factor) and a prose paragraph that mentions "Science"/"SCI" in running text."""
 
 from __future__ import annotations
+
+import zlib
+from typing import Literal
 
 from ..corpus import Corpus, SimJournal, SimRecord
 from ..links import Links, Visitor
@@ -61,7 +66,77 @@ def _recent(journal: SimJournal, corpus: Corpus, links: Links) -> str:
     return f'<div class="yearissuepage" id="CataLogContent"><h4 class="issue-title">最新出版</h4>{body}</div>'
 
 
-def render_journal(journal: SimJournal, corpus: Corpus, links: Links, visitor: Visitor) -> str:
+JournalLayout = Literal["navi-2023", "legacy"]
+
+_PROSE = (
+    '<p class="jour-intro">本刊坚持学术性与前沿性并重，设有专题研究、学术综述等栏目，'
+    "刊发论文曾被 Science Education 等国际刊物评介，并注重论文引用 SCI 研究成果的规范性。</p>"
+)
+_DECOY = (
+    '<aside class="recommend-journals"><h4>相关期刊推荐</h4>'
+    "<p>SCI 复合影响因子：99.99</p><p>SSCI</p><span>EI</span><span>CSCD</span>"
+    "<p>综合影响因子：88.88</p></aside>"
+)
+
+
+def journal_layout(journal: SimJournal) -> JournalLayout:
+    """Which generation a journal's page is served in: a stable quarter of the journals keep the
+    legacy layout, so clients meet both."""
+    return "legacy" if zlib.crc32(journal.name.encode("utf-8")) % 4 == 0 else "navi-2023"
+
+
+def render_journal(
+    journal: SimJournal, corpus: Corpus, links: Links, visitor: Visitor, *, layout: JournalLayout | None = None
+) -> str:
+    chosen = layout or journal_layout(journal)
+    root = _navi_2023(journal) if chosen == "navi-2023" else _legacy(journal)
+    body = f'<div class="wrapper"><div class="container">{root}{_recent(journal, corpus, links)}</div>{_DECOY}</div>'
+    return page_shell(f"{journal.name} - 中国知网", body, visitor, links)
+
+
+def _pair(label: str, value: str | None, *, span_id: str = "") -> str:
+    if not value:
+        return ""
+    ident = f' id="{span_id}"' if span_id else ""
+    return f'<p class="hostUnit"><label>{esc(label)}</label>：<span{ident} title="{esc(value)}">{esc(value)}</span></p>'
+
+
+def _navi_2023(journal: SimJournal) -> str:
+    translated = f"<p>{esc(journal.translated_title)}</p>" if journal.translated_title else ""
+    tags = "".join(f"<span>{esc(t)}</span>" for t in journal.tiers)
+    base = "".join(
+        f"<li>{item}</li>"
+        for item in (
+            _pair("曾用刊名", ";".join(journal.former_titles)),
+            _pair("主办单位", journal.sponsor),
+            _pair("ISSN", journal.issn),
+            _pair("CN", journal.cn),
+        )
+        if item
+    )
+    year = f"({journal.metric_year}版)" if journal.metric_year else ""
+    metrics = "".join(
+        _pair(f"{year}{label}", f"{value:.3f}" if value is not None else None)
+        for label, value in (("复合影响因子", journal.composite_if), ("综合影响因子", journal.aggregate_if))
+    )
+    evaluate = f"<li>{metrics}</li>" if metrics else ""
+    if journal.tiers:
+        evaluate += "<li><h4>收录信息</h4>" + "".join(f'<p class="database">{esc(t)}</p>' for t in journal.tiers) + "</li>"
+    return (
+        '<div class="journal-detail"><dl class="journal-top"><dt class="cover"></dt><dd class="infobox">'
+        f'<h3 class="titbox titbox1">{esc(journal.name)}{translated}</h3>'
+        '<p class="journalType journalType1"><span>网络首发</span></p>'
+        f'<p class="journalType journalType2">{tags}</p>'
+        "</dd></dl>"
+        '<div class="listbox">'
+        f'<h4>基本信息</h4><ul id="JournalBaseInfo">{base}</ul>'
+        '<h4>出版信息</h4><ul id="publishInfo"></ul>'
+        f'<h4>评价信息</h4><ul id="evaluateInfo">{evaluate}</ul>'
+        f"</div>{_PROSE}</div>"
+    )
+
+
+def _legacy(journal: SimJournal) -> str:
     translated = f"<p>{esc(journal.translated_title)}</p>" if journal.translated_title else ""
     tiers = "".join(f"<span>{esc(t)}</span>" for t in journal.tiers)
     tier_block = (
@@ -69,23 +144,12 @@ def render_journal(journal: SimJournal, corpus: Corpus, links: Links, visitor: V
         if journal.tiers
         else ""
     )
-    prose = (
-        '<p class="jour-intro">本刊坚持学术性与前沿性并重，设有专题研究、学术综述等栏目，'
-        "刊发论文曾被 Science Education 等国际刊物评介，并注重论文引用 SCI 研究成果的规范性。</p>"
-    )
     metrics = _metric_line("复合影响因子", journal.composite_if, journal.metric_year) + _metric_line(
         "综合影响因子", journal.aggregate_if, journal.metric_year
     )
-    root = (
+    return (
         '<div class="journalInfo"><div class="infobox">'
         f'<h3 class="titbox">{esc(journal.name)}{translated}</h3>'
-        f"{tier_block}{_info_lines(journal)}{metrics}{prose}"
+        f"{tier_block}{_info_lines(journal)}{metrics}{_PROSE}"
         "</div></div>"
     )
-    decoy = (
-        '<aside class="recommend-journals"><h4>相关期刊推荐</h4>'
-        "<p>SCI 复合影响因子：99.99</p><p>SSCI</p><span>EI</span><span>CSCD</span>"
-        "<p>综合影响因子：88.88</p></aside>"
-    )
-    body = f'<div class="wrapper"><div class="container">{root}{_recent(journal, corpus, links)}</div>{decoy}</div>'
-    return page_shell(f"{journal.name} - 中国知网", body, visitor, links)
