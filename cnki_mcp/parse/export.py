@@ -13,36 +13,10 @@ from __future__ import annotations
 import html
 import re
 
-from pydantic import BaseModel, ConfigDict, Field
+from cnki_mcp.models import ExportRecord
 
 _LI = re.compile(r"<li[^>]*>(.*?)</li>", re.S | re.I)
 _TAG = re.compile(r"^\s*%([0-9A-Z@+~#!$&()*^>\[\]])\s?(.*)$")
-
-
-class ExportRecord(BaseModel):
-    """One exported record, fields as CNKI wrote them."""
-
-    model_config = ConfigDict(frozen=True)
-
-    ref_type: str | None = None  # %0: Journal Article, Thesis, Conference Proceedings, ...
-    title: str
-    authors: list[str] = Field(default_factory=list)
-    institutions: list[str] = Field(default_factory=list)
-    source: str | None = None  # %J, else %B (proceedings), else %I for theses
-    year: int | None = None
-    date: str | None = None
-    volume: str | None = None
-    issue: str | None = None
-    pages: str | None = None
-    keywords: list[str] = Field(default_factory=list)
-    abstract: str | None = None
-    issn: str | None = None
-    cn: str | None = None
-    doi: str | None = None
-    url: str | None = None
-    publisher: str | None = None  # %I
-    thesis_level: str | None = None  # %9: 博士 / 硕士
-    place: str | None = None  # %C
 
 
 def _records_text(text: str) -> list[str]:
