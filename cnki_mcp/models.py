@@ -70,6 +70,31 @@ class GridRow(_Model):
     open_access: bool = False
     abstract: str | None = None
     keywords: list[str] = Field(default_factory=list)
+    export_id: str | None = None  # input[name=CookieName]: the id CNKI's export takes (internal)
+
+
+class ExportRecord(_Model):
+    """One exported record, fields as CNKI wrote them."""
+
+    ref_type: str | None = None  # %0: Journal Article, Thesis, Conference Proceedings, ...
+    title: str
+    authors: list[str] = Field(default_factory=list)
+    institutions: list[str] = Field(default_factory=list)
+    source: str | None = None  # %J, else %B (proceedings), else %I for theses
+    year: int | None = None
+    date: str | None = None
+    volume: str | None = None
+    issue: str | None = None
+    pages: str | None = None
+    keywords: list[str] = Field(default_factory=list)
+    abstract: str | None = None
+    issn: str | None = None
+    cn: str | None = None
+    doi: str | None = None
+    url: str | None = None
+    publisher: str | None = None  # %I
+    thesis_level: str | None = None  # %9: 博士 / 硕士
+    place: str | None = None  # %C
 
 
 class GridPage(_Model):

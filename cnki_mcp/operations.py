@@ -25,6 +25,7 @@ class OperationKind(StrEnum):
     METADATA = "metadata"
     EXPORT = "export"
     LINKS = "links"
+    VERIFY = "verify"
     READ = "read"
     DOWNLOAD = "download"
     LOGIN = "login"
@@ -72,6 +73,7 @@ DEFAULT_BUDGETS: dict[OperationKind, BudgetSpec] = {
     OperationKind.METADATA: BudgetSpec(max_requests=600, timeout_seconds=900),
     OperationKind.EXPORT: BudgetSpec(max_requests=300, timeout_seconds=900),
     OperationKind.LINKS: BudgetSpec(max_requests=200, timeout_seconds=900),
+    OperationKind.VERIFY: BudgetSpec(max_requests=300, timeout_seconds=900),
     OperationKind.LOGIN: BudgetSpec(max_requests=20, timeout_seconds=1800),
     OperationKind.SESSION: BudgetSpec(max_requests=10, timeout_seconds=60),
 }

@@ -13,12 +13,14 @@ from typing import Literal
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from cnki_mcp.errors import DocumentNotFound
-from cnki_mcp.models import DetailPage, GridPage, HeaderIdentity, JournalPage
+from cnki_mcp.models import DetailPage, ExportRecord, GridPage, HeaderIdentity, JournalPage
 from cnki_mcp.parse.detail import parse_detail
+from cnki_mcp.parse.export import parse_export
 from cnki_mcp.parse.grid import parse_grid
 from cnki_mcp.parse.journal import parse_journal
 from cnki_mcp.sim import grid as simgrid
 from cnki_mcp.sim.corpus import Corpus
+from cnki_mcp.sim.export import render_show_export
 from cnki_mcp.sim.links import Visitor
 from cnki_mcp.sim.pages.detail import render_detail
 from cnki_mcp.sim.pages.journal import render_journal
@@ -124,6 +126,19 @@ class CorpusBackend:
 
     async def identity(self, op: SiteOp | None = None) -> HeaderIdentity:
         return HeaderIdentity(ready=True)
+
+    async def export_records(self, export_ids: list[str], op: SiteOp | None = None) -> list[ExportRecord]:
+        """The simulator's ShowExport answer for these rows (its renderer, our parser)."""
+        if op is not None:
+            op.charge()
+        self.requests["export"] += 1
+        by_native = {r.native_filename.upper(): r for r in self.corpus.records}
+        found = [
+            by_native[parts[1].upper()]
+            for parts in (e.split("!") for e in export_ids[:20])
+            if len(parts) >= 2 and parts[1].upper() in by_native
+        ]
+        return parse_export(render_show_export(found))
 
     async def close(self) -> None:
         return None

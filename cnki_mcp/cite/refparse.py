@@ -2,7 +2,8 @@
 
 `split_entries(text)` cuts a pasted reference list into entries: numbered `[1]` `［1］` `1.`
 `1、` `(1)` `（1）` `①`, bulleted `•` `-` `*`, or one entry per line; a line that starts with none
-of these while the list is numbered continues the previous entry (wrapped lines).
+of these while the list is numbered continues the previous entry (a wrapped line) unless that
+entry already ended with a full stop.
 
 `parse_reference(text)` reads one entry in the three shapes Chinese reference lists take:
 
@@ -70,7 +71,10 @@ def split_entries(text: str) -> list[str]:
         return [ln.strip() for ln in lines]
     entries: list[str] = []
     for line, is_marker in zip(lines, marked, strict=True):
-        if is_marker or not entries:
+        # An unmarked line continues the previous entry (a wrapped line) unless that entry
+        # already ended like a finished reference (a final full stop).
+        ended = bool(entries) and entries[-1].rstrip().endswith((".", "。", "．"))
+        if is_marker or not entries or ended:
             entries.append(_MARKER.sub("", line, count=1).strip())
         else:
             joiner = "" if _is_cjk_end(entries[-1]) and _is_cjk_start(line.strip()) else " "

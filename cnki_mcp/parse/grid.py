@@ -207,7 +207,15 @@ def _parse_row(tr: LexborNode, header: dict[str, int], url: str | None) -> GridR
         ),
         abstract=text_of(tr.css_first(".abstract")) or None,
         keywords=[k for k in (text_of(a).strip(";；") for a in tr.css(".keywords a")) if k],
+        export_id=_export_id(tr),
     )
+
+
+def _export_id(tr: LexborNode) -> str | None:
+    """The row's export id: the `CookieName` checkbox value (site-rules.md §9)."""
+    box = tr.css_first("input[name=CookieName]") or tr.css_first("input.cbItem")
+    value = (attr(box, "value") or "").strip() if box is not None else ""
+    return value or None
 
 
 def _ordinal(tr: LexborNode) -> int | None:

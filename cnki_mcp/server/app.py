@@ -12,7 +12,15 @@ from typing import Any
 from mcp.types import EmptyResult, SetLevelRequestParams
 
 from cnki_mcp import __version__
-from cnki_mcp.server import prompts, tools_cite, tools_ops, tools_read, tools_search, tools_session
+from cnki_mcp.server import (
+    prompts,
+    tools_cite,
+    tools_ops,
+    tools_read,
+    tools_search,
+    tools_session,
+    tools_verify,
+)
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.guide import GUIDE
 from cnki_mcp.services import Services
@@ -29,6 +37,7 @@ TOOL_NAMES = (
     "read_pdf_text",
     "export_citations",
     "link_references",
+    "verify_references",
     "login",
     "session_status",
     "operation_status",
@@ -69,6 +78,7 @@ def build_server(open_services: Callable[[], Services]) -> CnkiServer:
     tools_search.register(server)
     tools_read.register(server)
     tools_cite.register(server)
+    tools_verify.register(server)
     tools_session.register(server)
     tools_ops.register(server)
     prompts.register(server)

@@ -106,6 +106,8 @@ class App:
             ("GET", "/kns8s/AdvSearch"): self.advsearch,
             ("GET", "/kns8s/search"): self.advsearch,
             ("POST", "/kns8s/brief/grid"): self.grid,
+            ("POST", "/dm8/api/ShowExport"): self.show_export,
+            ("POST", "/dm8/API/ShowExport"): self.show_export,
             ("GET", "/kcms2/article/abstract"): self.detail,
             ("GET", "/kcms2/author/detail"): self.author,
             ("GET", "/knavi/detail"): self.journal,
@@ -284,6 +286,39 @@ class App:
             gp, self.links, terms=highlight_terms(q), wan_counts=self.scenario.wan_counts
         )
         return Response.html(html, fault=fault, params=params)
+
+    def show_export(self, req: Request, client: str) -> Response:
+        """Batch EndNote export of the rows named by `FileName` (docs/simulator.md §Export)."""
+        from cnki_mcp.sim.export import render_show_export
+
+        f = req.form
+        names = [n.strip() for n in (f.get("FileName") or f.get("filename") or "").split(",") if n.strip()]
+        params: dict[str, Any] = {"count": len(names), "mode": f.get("DisplayMode")}
+        resp, _rule = self._fault(req, client, _GENERIC, fragment=True)
+        if resp is not None:
+            resp.params = params
+            return resp
+        try:
+            size = min(50, max(1, int(f.get("PageSize") or 20)))
+        except ValueError:
+            size = 20
+        by_native = self._by_native()
+        found = []
+        for name in names[:size]:
+            parts = name.split("!")
+            record = by_native.get(parts[1].upper()) if len(parts) >= 2 else None
+            if record is not None:
+                found.append(record)
+        params["ids"] = [r.id for r in found]
+        body = render_show_export(found).encode("utf-8")
+        return Response(status=200, body=body, content_type="text/plain; charset=utf-8", params=params)
+
+    def _by_native(self) -> dict[str, Any]:
+        cached = getattr(self, "_native_index", None)
+        if cached is None or cached[0] is not self.corpus:
+            cached = (self.corpus, {r.native_filename.upper(): r for r in self.corpus.records})
+            self._native_index = cached
+        return cached[1]
 
     def _cursor(self, fp: str, page: int) -> str:
         with self.state.lock:

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cnki_mcp.models import DetailPage, GridPage, HeaderIdentity, JournalPage
+from cnki_mcp.models import DetailPage, ExportRecord, GridPage, HeaderIdentity, JournalPage
 
 
 class SortOrder(StrEnum):
@@ -77,6 +77,10 @@ class SiteBackend(Protocol):
 
     async def identity(self, op: SiteOp | None = None) -> HeaderIdentity:
         """Who the site says we are (opens the search page if nothing is open)."""
+        ...
+
+    async def export_records(self, export_ids: list[str], op: SiteOp | None = None) -> list[ExportRecord]:
+        """EndNote export of up to 20 grid rows by their export ids, in one request."""
         ...
 
     async def close(self) -> None: ...

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlencode, urljoin
 
 from playwright.async_api import CDPSession, Page
 from playwright.async_api import Error as PlaywrightError
@@ -39,9 +39,10 @@ from cnki_mcp.errors import (
     VerificationRequired,
 )
 from cnki_mcp.identity import author_key, title_key
-from cnki_mcp.models import DetailPage, GateKind, GridPage, GridRow, HeaderIdentity, JournalPage
+from cnki_mcp.models import DetailPage, ExportRecord, GateKind, GridPage, GridRow, HeaderIdentity, JournalPage
 from cnki_mcp.parse._html import body_text, parse_html
 from cnki_mcp.parse.detail import parse_detail
+from cnki_mcp.parse.export import parse_export
 from cnki_mcp.parse.gate import classify_page, raise_for_verdict
 from cnki_mcp.parse.grid import parse_grid
 from cnki_mcp.parse.journal import parse_journal
@@ -70,6 +71,8 @@ MAX_ATTEMPTS = 4
 MAX_BODY = 8 * 1024 * 1024  # site-rules.md §1.3/§1.5: responses above 8 MiB are refused
 READ_CHUNK = 1024 * 1024  # site-rules.md §1.5: the loaded body is read in 1 MiB chunks
 FETCH_TIMEOUT_MS = 30_000
+EXPORT_BATCH = 20  # site-rules.md §9: one ShowExport request names at most 20 records
+EXPORT_PATH = "/dm8/api/ShowExport"
 READY_TIMEOUT_MS = 20_000  # site-rules.md §1.2: AdvSearch must be usable within 20 s
 CAPTURE_TIMEOUT_MS = 30_000  # site-rules.md §1.2: the grid POST must follow the click within 30 s
 NAV_TIMEOUT_MS = 30_000
@@ -386,6 +389,42 @@ class CnkiSite:
         if data.get("tooLarge"):
             raise ResponseTooLarge(url=without_query(url))
         return _Fetched(int(data["status"]), str(data["url"]), str(data.get("text") or ""))
+
+    # --- batch export (site-rules.md §9) ----------------------------------------------------
+
+    async def export_records(self, export_ids: list[str], op: SiteOp | None = None) -> list[ExportRecord]:
+        """EndNote records for up to EXPORT_BATCH grid rows (their `CookieName` ids), one request."""
+        ids = [i for i in dict.fromkeys(export_ids) if i]
+        if not ids:
+            return []
+        if len(ids) > EXPORT_BATCH:
+            raise ValueError(f"at most {EXPORT_BATCH} export ids per request")
+        return await self._with_retries(lambda: self._export_once(ids, op), op, on_transport="recover")
+
+    async def _export_once(self, ids: list[str], op: SiteOp | None) -> list[ExportRecord]:
+        template, page = await self._template("文献", op)
+        url = urljoin(template.url, EXPORT_PATH)
+        body = urlencode(
+            {
+                "FileName": ",".join(ids),
+                "DisplayMode": "EndNote",
+                "OrderParam": "0",
+                "OrderType": "desc",
+                "SelectField": "",
+                "PageIndex": "1",
+                "PageSize": str(len(ids)),
+                "language": "CHS",
+                "uniplatform": "NZKPT",
+            }
+        )
+        fetched = await self._page_fetch(page, url, body, op)
+        verdict = classify_page(fetched.text, fetched.url, fetched.status)
+        if verdict.kind is GateKind.CHALLENGE:
+            raise _HumanNeeded("challenge", VerificationRequired(page="export"), page, fetched.url)
+        if verdict.kind is GateKind.LOGIN:
+            raise _HumanNeeded("login", LoginRequired(evidence=verdict.evidence), page, fetched.url)
+        raise_for_verdict(verdict)
+        return parse_export(fetched.text)
 
     # --- retries and human steps --------------------------------------------------------
 

@@ -1,0 +1,274 @@
+"""Judging a parsed reference against CNKI records (pure): which record it names, if any, and
+which of its fields disagree (docs/DESIGN.md §References).
+
+A candidate *fits* an entry when the DOIs agree, when the titles are nearly equal (similarity
+>= TITLE_SAME), when the title is close (>= TITLE_CLOSE) and the first author and year agree,
+or, for an entry whose title may be garbled, when first author, year and source all agree and
+the titles still share much (>= TITLE_LOOSE). Several fitting records that the entry cannot tell
+apart (same agreement on every field the entry gives) make it `ambiguous`. The best fit is
+compared field by field on what both sides state: a field the entry lacks is never held against
+it (a warning says it was not checked), and a field the record lacks is not checked either.
+`verified` needs every checked field to agree; otherwise `mismatch` lists the fields."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from rapidfuzz import fuzz
+
+from cnki_mcp.cite.refparse import ParsedReference
+
+Verdict = Literal["verified", "mismatch", "not_found", "ambiguous", "unparsable"]
+FieldName = Literal["authors", "title", "year", "source", "volume", "issue", "pages", "doi", "type"]
+
+TITLE_SAME = 92.0
+TITLE_CLOSE = 80.0
+TITLE_LOOSE = 50.0
+SOURCE_SAME = 90.0
+
+# CNKI type labels -> the GB/T 7714 type code a correct reference uses.
+_TYPE_OF_LABEL: tuple[tuple[str, str], ...] = (
+    ("会议", "C"),
+    ("博士", "D"),
+    ("硕士", "D"),
+    ("学位", "D"),
+    ("报纸", "N"),
+    ("图书", "M"),
+    ("年鉴", "M"),
+    ("期刊", "J"),
+    ("辑刊", "J"),
+)
+
+
+class RecordView(BaseModel):
+    """What a CNKI record says (a stored paper, a grid row, an export record)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    record_ref: str
+    title: str
+    authors: list[str] = Field(default_factory=list)
+    source: str | None = None
+    year: int | None = None
+    volume: str | None = None
+    issue: str | None = None
+    pages: str | None = None
+    doi: str | None = None
+    doc_type: str | None = None
+    url: str | None = None
+
+
+class FieldDiff(BaseModel):
+    field: FieldName
+    entry: str
+    record: str
+
+
+class Judgement(BaseModel):
+    verdict: Verdict
+    record: RecordView | None = None
+    fields: list[FieldName] = Field(default_factory=list)
+    diffs: list[FieldDiff] = Field(default_factory=list)
+    candidates: list[RecordView] = Field(default_factory=list)  # ambiguous: the records that fit
+    warnings: list[str] = Field(default_factory=list)
+    title_similarity: float | None = None
+
+
+def norm_title(text: str) -> str:
+    """Title for comparison: NFKC, lower case, letters and digits (and Han) only."""
+    folded = unicodedata.normalize("NFKC", text).lower()
+    return "".join(ch for ch in folded if ch.isalnum())
+
+
+def title_similarity(a: str, b: str) -> float:
+    na, nb = norm_title(a), norm_title(b)
+    if not na or not nb:
+        return 0.0
+    return float(fuzz.ratio(na, nb))
+
+
+def _norm_name(name: str) -> str:
+    return re.sub(r"[\s.,·・\-]+", "", unicodedata.normalize("NFKC", name)).lower()
+
+
+def _norm_source(text: str) -> str:
+    folded = unicodedata.normalize("NFKC", text).lower()
+    folded = folded.replace("《", "").replace("》", "")
+    return "".join(ch for ch in folded if ch.isalnum())
+
+
+def _num(text: str | None) -> str | None:
+    """`03` -> `3`, `S2` stays, None/empty -> None."""
+    if not text:
+        return None
+    value = unicodedata.normalize("NFKC", text).strip()
+    return re.sub(r"^0+(?=\d)", "", value) or None
+
+
+def _page_ends(pages: str | None) -> tuple[str, str] | None:
+    if not pages:
+        return None
+    numbers = re.findall(r"\d+", unicodedata.normalize("NFKC", pages))
+    if not numbers:
+        return None
+    first = numbers[0].lstrip("0") or "0"
+    last = numbers[1].lstrip("0") or "0" if len(numbers) > 1 else first
+    return first, last
+
+
+def type_code_of(doc_type: str | None) -> str | None:
+    label = doc_type or ""
+    for key, code in _TYPE_OF_LABEL:
+        if key in label:
+            return code
+    return None
+
+
+def _first_author_agrees(entry: ParsedReference, rec: RecordView) -> bool | None:
+    if not entry.authors or not rec.authors:
+        return None
+    return _norm_name(entry.authors[0]) == _norm_name(rec.authors[0])
+
+
+def _agreement(entry: ParsedReference, rec: RecordView) -> tuple[int, ...]:
+    """Per field the entry gives: 1 agrees, 0 cannot tell, -1 disagrees (for ranking fits)."""
+    diffs, _ = compare(entry, rec)
+    wrong = {d.field for d in diffs}
+    given = _given_fields(entry)
+    return tuple((-1 if f in wrong else 1) if f in given else 0 for f in sorted(given))
+
+
+def _given_fields(entry: ParsedReference) -> set[FieldName]:
+    given: set[FieldName] = {"title"}
+    if entry.authors:
+        given.add("authors")
+    for name in ("year", "source", "volume", "issue", "pages", "doi"):
+        if getattr(entry, name) is not None:
+            given.add(name)  # type: ignore[arg-type]
+    if entry.type_code:
+        given.add("type")
+    return given
+
+
+def fits(entry: ParsedReference, rec: RecordView) -> bool:
+    if entry.doi and rec.doi and entry.doi.lower() == rec.doi.lower():
+        return True
+    sim = title_similarity(entry.title or "", rec.title)
+    if sim >= TITLE_SAME:
+        return True
+    author = _first_author_agrees(entry, rec)
+    year = entry.year is not None and rec.year is not None and entry.year == rec.year
+    if sim >= TITLE_CLOSE and author and year:
+        return True
+    source = (
+        entry.source is not None
+        and rec.source is not None
+        and fuzz.ratio(_norm_source(entry.source), _norm_source(rec.source)) >= SOURCE_SAME
+    )
+    return bool(sim >= TITLE_LOOSE and author and year and source)
+
+
+def compare(entry: ParsedReference, rec: RecordView) -> tuple[list[FieldDiff], list[str]]:
+    """Field differences between the entry and the record, and what could not be checked."""
+    diffs: list[FieldDiff] = []
+    unchecked: list[str] = []
+
+    def diff(name: FieldName, mine: object, theirs: object) -> None:
+        diffs.append(FieldDiff(field=name, entry=str(mine), record=str(theirs)))
+
+    if entry.title and norm_title(entry.title) != norm_title(rec.title):
+        diff("title", entry.title, rec.title)
+    if entry.authors:
+        if not rec.authors:
+            unchecked.append("authors")
+        else:
+            listed = [_norm_name(a) for a in entry.authors]
+            theirs = [_norm_name(a) for a in rec.authors]
+            if listed != theirs[: len(listed)]:
+                diff("authors", "; ".join(entry.authors), "; ".join(rec.authors))
+    checks: list[tuple[FieldName, object, object]] = [
+        ("year", entry.year, rec.year),
+        ("volume", _num(entry.volume), _num(rec.volume)),
+        ("issue", _num(entry.issue), _num(rec.issue)),
+        ("doi", (entry.doi or "").lower() or None, (rec.doi or "").lower() or None),
+    ]
+    for name, mine, theirs in checks:
+        if mine is None:
+            continue
+        if theirs is None:
+            unchecked.append(name)
+        elif mine != theirs:
+            diff(name, mine, theirs)
+    if entry.source:
+        if not rec.source:
+            unchecked.append("source")
+        elif fuzz.ratio(_norm_source(entry.source), _norm_source(rec.source)) < SOURCE_SAME:
+            diff("source", entry.source, rec.source)
+    if entry.pages:
+        mine_pages, their_pages = _page_ends(entry.pages), _page_ends(rec.pages)
+        if their_pages is None:
+            unchecked.append("pages")
+        elif mine_pages != their_pages:
+            diff("pages", entry.pages, rec.pages)
+    if entry.type_code:
+        code = type_code_of(rec.doc_type)
+        if code is None:
+            unchecked.append("type")
+        elif code != entry.type_code:
+            diff("type", f"[{entry.type_code}]", f"[{code}]（{rec.doc_type}）")
+    return diffs, unchecked
+
+
+def judge(entry: ParsedReference, candidates: list[RecordView]) -> Judgement:
+    """The verdict for one entry against every record the searches returned."""
+    if entry.unparsable or not entry.title:
+        return Judgement(verdict="unparsable", warnings=[entry.unparsable or "没有题名"])
+    unique = {c.record_ref: c for c in candidates}
+    fitting = [c for c in unique.values() if fits(entry, c)]
+    if not fitting:
+        best = max(unique.values(), key=lambda c: title_similarity(entry.title or "", c.title), default=None)
+        sim = title_similarity(entry.title, best.title) if best else None
+        return Judgement(verdict="not_found", title_similarity=sim)
+    ranked = sorted(
+        fitting,
+        key=lambda c: (sum(_agreement(entry, c)), title_similarity(entry.title or "", c.title)),
+        reverse=True,
+    )
+    top = ranked[0]
+    ties = [
+        c
+        for c in ranked
+        if _agreement(entry, c) == _agreement(entry, top)
+        and norm_title(c.title) == norm_title(top.title)
+    ]
+    warnings = _missing_warnings(entry)
+    if len(ties) > 1:
+        return Judgement(verdict="ambiguous", candidates=ties, warnings=warnings)
+    diffs, unchecked = compare(entry, top)
+    if unchecked:
+        warnings.append("知网记录缺少以下字段，未核对：" + "、".join(unchecked))
+    return Judgement(
+        verdict="mismatch" if diffs else "verified",
+        record=top,
+        fields=[d.field for d in diffs],
+        diffs=diffs,
+        warnings=warnings,
+        title_similarity=title_similarity(entry.title, top.title),
+    )
+
+
+def _missing_warnings(entry: ParsedReference) -> list[str]:
+    missing = [
+        label
+        for label, value in (
+            ("作者", entry.authors),
+            ("年份", entry.year),
+            ("来源", entry.source),
+            ("文献类型标识", entry.type_code if entry.style == "gbt7714" else True),
+        )
+        if not value
+    ]
+    return ["条目缺少" + "、".join(missing) + "（缺项不等于伪造，只是无法核对）"] if missing else []

@@ -1,0 +1,83 @@
+"""CNKI's EndNote (Refer) export -> records (pure): the answer of the batch export
+`POST /dm8/api/ShowExport` (`<ul class='literature-list'><li>%0 …<br>%A …</li>…</ul>`) and the
+plain text a user saves from the export page (records separated by blank lines).
+
+Tags (site-rules.md §9): `%0` type, `%A` one author each, `%+` institutions (`;`), `%T` title,
+`%J` journal or newspaper, `%D` year (or date), `%V` volume, `%N` issue, `%P` pages, `%K`
+keywords (`;;`), `%X` abstract, `%@` ISSN, `%L` CN, `%R` DOI, `%U` URL, `%I` school or publisher,
+`%9` thesis level, `%Y` supervisor, `%B` proceedings, `%C` place, `%W` database. Values are
+trimmed; an empty tag (`%V <br>`) is absent. A record without `%T` is skipped."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from cnki_mcp.models import ExportRecord
+
+_LI = re.compile(r"<li[^>]*>(.*?)</li>", re.S | re.I)
+_TAG = re.compile(r"^\s*%([0-9A-Z@+~#!$&()*^>\[\]])\s?(.*)$")
+
+
+def _records_text(text: str) -> list[str]:
+    if re.search(r"<li[\s>]", text, re.I):
+        return [html.unescape(re.sub(r"<br\s*/?>", "\n", m, flags=re.I)) for m in _LI.findall(text)]
+    return [chunk for chunk in re.split(r"\n\s*\n", text.replace("\r\n", "\n")) if chunk.strip()]
+
+
+def _one(chunk: str) -> ExportRecord | None:
+    tags: dict[str, list[str]] = {}
+    for line in chunk.split("\n"):
+        m = _TAG.match(line)
+        if not m:
+            continue
+        value = re.sub(r"<[^>]+>", "", m.group(2)).strip()
+        if value:
+            tags.setdefault(m.group(1), []).append(value)
+
+    def first(tag: str) -> str | None:
+        return tags.get(tag, [None])[0]
+
+    title = first("T")
+    if not title:
+        return None
+    date = first("D")
+    year_match = re.search(r"(1[89]\d\d|20\d\d)", date or "")
+    institutions = [p.strip() for v in tags.get("+", []) for p in re.split(r"[;；]", v) if p.strip()]
+    keywords = [k.strip() for v in tags.get("K", []) for k in re.split(r";;|[;；]", v) if k.strip()]
+    ref_type = first("0")
+    source = first("J") or first("B")
+    if source is None and ref_type and "thesis" in ref_type.lower():
+        source = first("I")
+    doi = first("R")
+    return ExportRecord(
+        ref_type=ref_type,
+        title=title,
+        authors=[a.rstrip(";；,，").strip() for a in tags.get("A", []) if a.strip(" ;；,，")],
+        institutions=institutions,
+        source=source,
+        year=int(year_match.group(1)) if year_match else None,
+        date=date,
+        volume=first("V"),
+        issue=first("N"),
+        pages=first("P"),
+        keywords=keywords,
+        abstract=first("X"),
+        issn=first("@"),
+        cn=first("L"),
+        doi=doi.lower() if doi else None,
+        url=(first("U") or "").replace("https: //", "https://") or None,
+        publisher=first("I"),
+        thesis_level=first("9"),
+        place=first("C"),
+    )
+
+
+def parse_export(text: str) -> list[ExportRecord]:
+    """Every record of an EndNote export answer, in the order CNKI listed them."""
+    out: list[ExportRecord] = []
+    for chunk in _records_text(text):
+        record = _one(chunk)
+        if record is not None:
+            out.append(record)
+    return out

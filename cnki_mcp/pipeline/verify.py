@@ -1,0 +1,388 @@
+"""`verify_references`: check a pasted reference list against CNKI (docs/DESIGN.md §References).
+
+Steps, cheapest first, each one only for the entries the previous left open:
+
+1. parse every entry (`cite.refparse`); unreadable entries are `unparsable` and cost nothing;
+2. local store: papers whose title key equals the entry's title;
+3. exact titles on CNKI, 10 per grid request (4 batches at a time), rows stored on the way;
+4. one search per entry still without a fitting record: the title's most distinctive segment
+   (篇名, fuzzy) OR the first author together with the source, so that a garbled title by a real
+   author in a real journal is still found; the rows are compared with `cite.refmatch`;
+5. for matches whose record lacks volume, issue or pages that the entry gives: CNKI's batch
+   export (`/dm8/api/ShowExport`, 20 records per request) supplies them;
+6. verdicts (`cite.refmatch.judge`), with a corrected GB/T 7714-2015 string for every match.
+
+A fatal error (budget, cancel, site down) keeps what was judged so far (partial result)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from cnki_mcp.cite import export as cite_export
+from cnki_mcp.cite.refmatch import (
+    FieldDiff,
+    FieldName,
+    Judgement,
+    RecordView,
+    Verdict,
+    judge,
+    title_similarity,
+)
+from cnki_mcp.cite.refparse import ParsedReference, parse_references
+from cnki_mcp.errors import CnkiError, InputTooLarge, InvalidInput, TooManyReferences
+from cnki_mcp.identity import Paper
+from cnki_mcp.jobs import OperationContext
+from cnki_mcp.links import reference_key
+from cnki_mcp.models import ExportRecord, GridRow
+from cnki_mcp.pipeline.enrich import is_fatal, record_item_error
+from cnki_mcp.pipeline.links import local_matches, plan_batches
+from cnki_mcp.query.compiler import compile_expression, title_lookup_expression
+from cnki_mcp.query.expr import parse_expression
+from cnki_mcp.site.backend import GridRequest, SiteBackend
+from cnki_mcp.store import Store
+
+MAX_REFERENCES = 200
+MAX_TEXT_BYTES = 512 * 1024
+EXPORT_BATCH = 20
+WORKERS = 4
+PAGE_SIZE = 50
+_SEGMENT_SPLIT = re.compile(r"[:：—\-–,，、;；()（）《》“”\"'\s]+")
+
+
+class VerifyOptions(BaseModel):
+    on_verification: Literal["ask", "skip"] = Field("ask", description="ask：弹出窗口等待处理；skip：跳过")
+
+
+class VerifyInput(BaseModel):
+    text: str | None = Field(default=None, description="整段参考文献列表（编号、项目符号或每行一条）")
+    references: list[str] | None = Field(default=None, description="或逐条给出（1–200 条）")
+    options: VerifyOptions = Field(default_factory=VerifyOptions)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> VerifyInput:
+        if (self.text is None) == (self.references is None):
+            raise InvalidInput("text 与 references 只能给一个")
+        if self.text is not None and len(self.text.encode("utf-8")) > MAX_TEXT_BYTES:
+            raise InputTooLarge("参考文献文本超过 512 KB", limit=MAX_TEXT_BYTES)
+        if self.references is not None and not 1 <= len(self.references) <= MAX_REFERENCES:
+            raise TooManyReferences(f"references 需要 1–{MAX_REFERENCES} 条", count=len(self.references))
+        return self
+
+
+class MatchedRecord(BaseModel):
+    record_ref: str
+    title: str
+    authors: list[str] = Field(default_factory=list)
+    source: str | None = None
+    year: int | None = None
+    volume: str | None = None
+    issue: str | None = None
+    pages: str | None = None
+    doi: str | None = None
+    url: str | None = None
+
+
+class VerifiedEntry(BaseModel):
+    index: int = Field(description="条目序号（从 1 开始）")
+    text: str = Field(description="原条目")
+    verdict: Verdict
+    fields: list[FieldName] = Field(default_factory=list, description="mismatch：不一致的字段")
+    differences: list[FieldDiff] = Field(default_factory=list)
+    record: MatchedRecord | None = Field(default=None, description="匹配到的知网记录")
+    corrected: str | None = Field(default=None, description="按知网记录生成的 GB/T 7714-2015 条目")
+    candidates: list[MatchedRecord] = Field(default_factory=list, description="ambiguous：同样符合的记录")
+    searches: list[str] = Field(default_factory=list, description="为该条目做过的查找")
+    warnings: list[str] = Field(default_factory=list)
+    reason: str | None = Field(default=None, description="unparsable 的原因")
+
+
+class VerifyResult(BaseModel):
+    entries: list[VerifiedEntry]
+    counts: dict[str, int] = Field(description="每种结论的条目数")
+    requests: int = Field(description="本次访问知网的请求数")
+
+
+def _view(paper: Paper) -> RecordView:
+    return RecordView(
+        record_ref=paper.record_ref,
+        title=paper.title,
+        authors=paper.author_names(),
+        source=paper.source,
+        year=paper.year,
+        volume=paper.volume,
+        issue=paper.issue,
+        pages=paper.pages,
+        doi=paper.doi,
+        doc_type=paper.doc_type,
+        url=paper.public_url,
+    )
+
+
+def _matched(view: RecordView) -> MatchedRecord:
+    return MatchedRecord(**view.model_dump(exclude={"doc_type"}))
+
+
+def distinctive_segment(title: str) -> str:
+    """The longest punctuation-free segment of a title (at most 30 characters)."""
+    parts = [p for p in _SEGMENT_SPLIT.split(title) if p]
+    best = max(parts, key=len) if parts else title
+    return best[:30]
+
+
+def fallback_expression(entry: ParsedReference) -> Any:
+    """篇名 fuzzy on the distinctive segment, OR first author AND source (when the entry has both)."""
+    title_leaf = {"field": "title", "match": "phrase", "value": distinctive_segment(entry.title or "")}
+    if entry.authors and entry.source:
+        by_author = {
+            "op": "and",
+            "items": [
+                {"field": "first_author", "match": "exact", "value": entry.authors[0]},
+                {"field": "source", "match": "phrase", "value": entry.source},
+            ],
+        }
+        return parse_expression({"op": "or", "items": [title_leaf, by_author]})
+    return parse_expression(title_leaf)
+
+
+class _Work:
+    """Per-operation state: candidates per entry, export ids per record, searches made."""
+
+    def __init__(self, parsed: list[ParsedReference]) -> None:
+        self.parsed = parsed
+        self.candidates: list[dict[str, RecordView]] = [{} for _ in parsed]
+        self.searches: list[list[str]] = [[] for _ in parsed]
+        self.export_ids: dict[str, str] = {}
+
+    def add(self, i: int, view: RecordView) -> None:
+        self.candidates[i].setdefault(view.record_ref, view)
+
+    def judgement(self, i: int) -> Judgement:
+        return judge(self.parsed[i], list(self.candidates[i].values()))
+
+
+async def verify_references(
+    inp: VerifyInput,
+    store: Store,
+    backend: SiteBackend,
+    ctx: OperationContext,
+    *,
+    public_origins: tuple[str, ...] = (),
+) -> VerifyResult:
+    parsed = parse_references(inp.text, inp.references)
+    if len(parsed) > MAX_REFERENCES:
+        raise TooManyReferences(f"最多核对 {MAX_REFERENCES} 条参考文献", count=len(parsed))
+    if not parsed:
+        raise InvalidInput("没有读到参考文献条目")
+    work = _Work(parsed)
+    readable = [i for i, p in enumerate(parsed) if p.title and not p.unparsable]
+    for i in readable:
+        for paper in local_matches(store, parsed[i].title or ""):
+            work.add(i, _view(paper))
+        if work.candidates[i]:
+            work.searches[i].append("本地记录")
+
+    failure: CnkiError | None = None
+    try:
+        await _exact_titles(work, [i for i in readable if work.judgement(i).verdict == "not_found"],
+                            store, backend, ctx, public_origins)
+        await _fallback(work, [i for i in readable if work.judgement(i).verdict == "not_found"],
+                        store, backend, ctx, public_origins)
+        await _export_details(work, readable, backend, ctx)
+    except CnkiError as exc:
+        if not is_fatal(exc):
+            raise
+        failure = exc
+
+    result = _result(work, ctx.requests)
+    if failure is not None:
+        ctx.set_result(result)
+        raise failure
+    return result
+
+
+def _store_rows(
+    work: _Work, rows: list[GridRow], store: Store, public_origins: tuple[str, ...]
+) -> list[tuple[GridRow, RecordView]]:
+    papers = store.upsert_from_grid(rows, store.clock.now(), public_origins=public_origins)
+    out = []
+    for row, paper in zip(rows, papers, strict=True):
+        if row.export_id:
+            work.export_ids[paper.record_ref] = row.export_id
+        out.append((row, _view(paper)))
+    return out
+
+
+async def _exact_titles(
+    work: _Work, open_: list[int], store: Store, backend: SiteBackend, ctx: OperationContext,
+    public_origins: tuple[str, ...],
+) -> None:
+    if not open_:
+        return
+    titles = {str(i): work.parsed[i].title or "" for i in open_}
+    batches, _unsearchable = plan_batches(titles)
+    ctx.set_stage("verify_titles", f"按篇名精确查找 {len(open_)} 条")
+    gate = asyncio.Semaphore(WORKERS)
+
+    async def one(batch: list[tuple[str, list[str]]]) -> None:
+        spellings = [s for _, group in batch for s in group]
+        compiled = compile_expression(title_lookup_expression(spellings))
+        request = GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=PAGE_SIZE)
+        async with gate:
+            try:
+                page = await backend.grid(request, op=ctx)
+            except CnkiError as exc:
+                if is_fatal(exc):
+                    raise
+                for _key, group in batch:
+                    record_item_error(ctx, exc, None, "verify_titles", title=group[0])
+                return
+        stored = _store_rows(work, page.rows, store, public_origins)
+        for key, _group in batch:
+            i = int(key)
+            work.searches[i].append("篇名精确检索")
+            want = reference_key(work.parsed[i].title or "")
+            for row, view in stored:
+                if reference_key(row.title) == want:
+                    work.add(i, view)
+
+    outcomes = await asyncio.gather(*(one(b) for b in batches), return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+
+
+async def _fallback(
+    work: _Work, open_: list[int], store: Store, backend: SiteBackend, ctx: OperationContext,
+    public_origins: tuple[str, ...],
+) -> None:
+    if not open_:
+        return
+    ctx.set_stage("verify_fallback", f"对 {len(open_)} 条做篇名模糊/作者+来源检索")
+    gate = asyncio.Semaphore(WORKERS)
+    done = 0
+
+    async def one(i: int) -> None:
+        nonlocal done
+        entry = work.parsed[i]
+        try:
+            compiled = compile_expression(fallback_expression(entry))
+        except InvalidInput:
+            return
+        request = GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=PAGE_SIZE)
+        async with gate:
+            try:
+                page = await backend.grid(request, op=ctx)
+            except CnkiError as exc:
+                if is_fatal(exc):
+                    raise
+                record_item_error(ctx, exc, None, "verify_fallback", title=entry.title)
+                return
+        label = "篇名模糊检索（" + distinctive_segment(entry.title or "") + "）"
+        if entry.authors and entry.source:
+            label += f" 或 第一作者“{entry.authors[0]}”+来源“{entry.source}”"
+        work.searches[i].append(label)
+        for _row, view in _store_rows(work, page.rows, store, public_origins):
+            if title_similarity(entry.title or "", view.title) >= 50 or (
+                entry.authors and view.authors and entry.authors[0] == view.authors[0]
+            ):
+                work.add(i, view)
+        done += 1
+        ctx.progress(done, len(open_), "entries")
+
+    outcomes = await asyncio.gather(*(one(i) for i in open_), return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+
+
+def _needs_export(entry: ParsedReference, view: RecordView) -> bool:
+    return any(
+        getattr(entry, name) is not None and getattr(view, name) is None
+        for name in ("volume", "issue", "pages", "doi")
+    )
+
+
+async def _export_details(work: _Work, readable: list[int], backend: SiteBackend, ctx: OperationContext) -> None:
+    wanted: dict[str, str] = {}
+    for i in readable:
+        verdict = work.judgement(i)
+        if verdict.record is None or not _needs_export(work.parsed[i], verdict.record):
+            continue
+        export_id = work.export_ids.get(verdict.record.record_ref)
+        if export_id:
+            wanted[export_id] = verdict.record.record_ref
+    if not wanted:
+        return
+    ids = list(wanted)
+    ctx.set_stage("verify_export", f"批量导出 {len(ids)} 条记录的卷期页码")
+    for start in range(0, len(ids), EXPORT_BATCH):
+        batch = ids[start : start + EXPORT_BATCH]
+        try:
+            records = await backend.export_records(batch, op=ctx)
+        except CnkiError as exc:
+            if is_fatal(exc):
+                raise
+            record_item_error(ctx, exc, None, "verify_export")
+            continue
+        _apply_export(work, [wanted[e] for e in batch], records)
+
+
+def _apply_export(work: _Work, refs: list[str], records: list[ExportRecord]) -> None:
+    """Fill volume/issue/pages/DOI of the matched records from the export (matched by title)."""
+    by_title = {reference_key(r.title): r for r in records}
+    for candidates in work.candidates:
+        for ref in refs:
+            view = candidates.get(ref)
+            if view is None:
+                continue
+            rec = by_title.get(reference_key(view.title))
+            if rec is None:
+                continue
+            candidates[ref] = view.model_copy(
+                update={
+                    "volume": view.volume or rec.volume,
+                    "issue": view.issue or rec.issue,
+                    "pages": view.pages or rec.pages,
+                    "doi": view.doi or rec.doi,
+                }
+            )
+
+
+def _corrected(view: RecordView) -> str | None:
+    data = view.model_dump()
+    data["doc_type"] = view.doc_type
+    try:
+        text = cite_export([data], "gbt7714", missing="omit").text
+    except CnkiError:
+        return None
+    return re.sub(r"^\[\d+\]\s*", "", text.strip()) or None
+
+
+def _result(work: _Work, requests: int) -> VerifyResult:
+    entries: list[VerifiedEntry] = []
+    counts: dict[str, int] = {}
+    for i, entry in enumerate(work.parsed):
+        j = work.judgement(i)
+        if j.verdict == "not_found" and not work.searches[i]:
+            j = j.model_copy(update={"warnings": [*j.warnings, "未能在知网查找（预算或错误），不能据此判断"]})
+        counts[j.verdict] = counts.get(j.verdict, 0) + 1
+        entries.append(
+            VerifiedEntry(
+                index=i + 1,
+                text=entry.raw,
+                verdict=j.verdict,
+                fields=j.fields,
+                differences=j.diffs,
+                record=_matched(j.record) if j.record else None,
+                corrected=_corrected(j.record) if j.record else None,
+                candidates=[_matched(c) for c in j.candidates],
+                searches=work.searches[i],
+                warnings=j.warnings,
+                reason=entry.unparsable,
+            )
+        )
+    return VerifyResult(entries=entries, counts=counts, requests=requests)

@@ -1,0 +1,138 @@
+"""`verify_references` over the labelled reference set (tests/verify_samples.py) against the
+simulator's corpus (CorpusBackend: the simulator's own query evaluator and page renderers, the
+production parsers): verdict accuracy per class, no fabricated reference ever verified, requests
+per entry; plus the cost rules (local first, exact titles 10 per request, export batches)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from corpus_backend import CorpusBackend
+from verify_samples import Sample, build
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.operations import DEFAULT_BUDGETS
+from cnki_mcp.pipeline.verify import VerifyInput, VerifyResult, verify_references
+from cnki_mcp.store import Store
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def store(tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
+    s = Store.open(tmp_path / "data", clock)
+    yield s
+    s.close()
+
+
+async def run(clock: FakeClock, store: Store, site: CorpusBackend, inp: VerifyInput) -> tuple[OperationRecord, VerifyResult]:
+    jobs = JobManager(clock, MemorySink())
+    out: list[VerifyResult] = []
+
+    async def runner(ctx: OperationContext) -> VerifyResult:
+        result = await verify_references(inp, store, site, ctx)
+        out.append(result)
+        return result
+
+    job = jobs.start(OperationKind.VERIFY, runner, DEFAULT_BUDGETS[OperationKind.VERIFY])
+    [record] = await clock.run_until_complete(job.finish())
+    return record, out[0]
+
+
+def score(samples: list[Sample], result: VerifyResult) -> dict[str, tuple[int, int]]:
+    per: dict[str, list[int]] = {}
+    for sample, got in zip(samples, result.entries, strict=True):
+        ok = got.verdict == sample.verdict and (sample.verdict != "mismatch" or tuple(got.fields) == sample.fields)
+        per.setdefault(sample.verdict, []).append(int(ok))
+    return {k: (sum(v), len(v)) for k, v in per.items()}
+
+
+async def test_labelled_set_verdicts_are_right_and_cheap(clock: FakeClock, store: Store) -> None:
+    samples = build()
+    assert len(samples) >= 80
+    site = CorpusBackend()
+    record, result = await run(clock, store, site, VerifyInput(references=[s.text for s in samples]))
+    assert record.status.value == "completed"
+    assert len(result.entries) == len(samples)
+    per = score(samples, result)
+    correct = sum(c for c, _ in per.values())
+    wrong = [
+        (s.text, s.verdict, s.fields, e.verdict, e.fields)
+        for s, e in zip(samples, result.entries, strict=True)
+        if not (e.verdict == s.verdict and (s.verdict != "mismatch" or tuple(e.fields) == s.fields))
+    ]
+    assert correct / len(samples) >= 0.95, wrong
+    fabricated = [e for s, e in zip(samples, result.entries, strict=True) if s.verdict == "not_found"]
+    assert fabricated and all(e.verdict != "verified" for e in fabricated)
+    requests = sum(site.requests.values())
+    assert result.requests == requests
+    assert requests / len(samples) <= 1.2, site.requests
+    # every match carries a corrected GB/T string and the record
+    for e in result.entries:
+        if e.verdict in ("verified", "mismatch"):
+            assert e.record is not None and e.corrected and "[" in e.corrected
+
+
+async def test_a_pasted_numbered_list_is_split_and_judged_entry_by_entry(clock: FakeClock, store: Store) -> None:
+    samples = [s for s in build() if s.verdict in ("verified", "not_found")][:20]
+    text = "\n".join(f"[{i + 1}] {s.text.split('] ', 1)[-1]}" for i, s in enumerate(samples))
+    _, result = await run(clock, store, CorpusBackend(), VerifyInput(text=text))
+    assert [e.verdict for e in result.entries] == [s.verdict for s in samples]
+
+
+async def test_a_second_run_is_answered_from_the_store_for_titles_it_knows(clock: FakeClock, store: Store) -> None:
+    samples = [s for s in build() if s.verdict == "verified"][:10]
+    text = "\n".join(s.text for s in samples)
+    await run(clock, store, CorpusBackend(), VerifyInput(text=text))
+    again = CorpusBackend()
+    _, result = await run(clock, store, again, VerifyInput(text=text))
+    assert again.requests["grid"] == 0
+    assert [e.verdict for e in result.entries] == ["verified"] * 10 or again.requests["export"] <= 1
+
+
+async def test_exact_titles_take_one_grid_request_per_ten_entries(clock: FakeClock, store: Store) -> None:
+    samples = [s for s in build() if s.verdict == "verified"][:23]
+    site = CorpusBackend()
+    await run(clock, store, site, VerifyInput(references=[s.text for s in samples]))
+    assert site.requests["grid"] == 3
+    assert site.requests["export"] <= 2
+
+
+async def test_missing_volume_issue_pages_come_from_one_export_request(clock: FakeClock, store: Store) -> None:
+    samples = [s for s in build() if s.verdict == "verified"][:12]
+    site = CorpusBackend()
+    _, result = await run(clock, store, site, VerifyInput(references=[s.text for s in samples]))
+    assert site.requests["export"] == 1
+    assert all(e.record is not None and e.record.pages for e in result.entries)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "code"),
+    [
+        ({}, "INVALID_ARGUMENT"),
+        ({"text": "a", "references": ["b"]}, "INVALID_ARGUMENT"),
+        ({"references": []}, "TOO_MANY_REFERENCES"),
+        ({"references": ["x"] * 201}, "TOO_MANY_REFERENCES"),
+        ({"text": "x" * (512 * 1024 + 1)}, "INPUT_TOO_LARGE"),
+    ],
+)
+def test_bad_input_is_a_coded_error(kwargs: dict, code: str) -> None:
+    with pytest.raises(CnkiError) as info:
+        VerifyInput(**kwargs)
+    assert info.value.code == code
+
+
+def test_the_labelled_set_covers_every_class_and_kind_of_mismatch() -> None:
+    samples = build()
+    kinds = Counter(s.verdict for s in samples)
+    assert set(kinds) == {"verified", "mismatch", "not_found", "ambiguous", "unparsable"}
+    fields = {f for s in samples for f in s.fields}
+    assert fields == {"year", "source", "volume", "issue", "pages", "authors", "title", "type"}

@@ -1,0 +1,102 @@
+"""Verdicts for parsed references against CNKI records: verified, each kind of mismatch,
+not found, ambiguous, unparsable; missing entry fields are warnings, never evidence."""
+
+from __future__ import annotations
+
+import pytest
+
+from cnki_mcp.cite.refmatch import RecordView, judge
+from cnki_mcp.cite.refparse import parse_reference
+
+REAL = RecordView(
+    record_ref="cnki:DFFX201903002",
+    title="论自动驾驶汽车的产品责任",
+    authors=["张三", "李四", "王五", "赵六"],
+    source="东方法学",
+    year=2019,
+    volume="41",
+    issue="03",
+    pages="12-20",
+    doi="10.1234/abc",
+    doc_type="期刊",
+)
+OTHER = RecordView(record_ref="cnki:X1", title="论自动驾驶汽车的刑事责任", authors=["钱七"], source="法学研究", year=2020, doc_type="期刊")
+GOOD = "张三, 李四, 王五, 等. 论自动驾驶汽车的产品责任[J]. 东方法学, 2019, 41(3): 12-20."
+
+
+def test_an_exact_reference_is_verified() -> None:
+    got = judge(parse_reference(GOOD), [OTHER, REAL])
+    assert got.verdict == "verified" and got.record == REAL and got.fields == []
+
+
+@pytest.mark.parametrize(
+    ("entry", "fields"),
+    [
+        (GOOD.replace("2019", "2018"), ["year"]),
+        (GOOD.replace("东方法学", "中外法学"), ["source"]),
+        (GOOD.replace("41(3)", "42(3)"), ["volume"]),
+        (GOOD.replace("41(3)", "41(4)"), ["issue"]),
+        (GOOD.replace("12-20", "13-20"), ["pages"]),
+        (GOOD.replace("张三, 李四", "张三, 孙八"), ["authors"]),
+        (GOOD.replace("[J]", "[D]"), ["type"]),
+        (GOOD.replace("产品责任", "产品之责任"), ["title"]),
+        (GOOD + " DOI:10.9999/zzz.", ["doi"]),
+    ],
+)
+def test_each_differing_field_is_a_mismatch_naming_it(entry: str, fields: list[str]) -> None:
+    got = judge(parse_reference(entry), [REAL, OTHER])
+    assert got.verdict == "mismatch"
+    assert got.fields == fields
+    assert got.record == REAL
+
+
+def test_a_fabricated_title_is_not_found_even_with_a_real_author_and_journal() -> None:
+    fake = "张三. 量子区块链赋能乡村振兴的法律路径[J]. 东方法学, 2019, 41(3): 12-20."
+    assert judge(parse_reference(fake), [REAL, OTHER]).verdict == "not_found"
+
+
+def test_no_candidates_is_not_found() -> None:
+    assert judge(parse_reference(GOOD), []).verdict == "not_found"
+
+
+def test_same_title_by_different_authors_without_authors_in_the_entry_is_ambiguous() -> None:
+    twin = REAL.model_copy(update={"record_ref": "cnki:twin", "authors": ["周九"], "source": "东方法学"})
+    entry = parse_reference("《论自动驾驶汽车的产品责任》，《东方法学》2019年第3期。")
+    got = judge(entry, [REAL, twin])
+    assert got.verdict == "ambiguous"
+    assert {c.record_ref for c in got.candidates} == {"cnki:DFFX201903002", "cnki:twin"}
+
+
+def test_authors_in_the_entry_decide_between_same_titled_records() -> None:
+    twin = REAL.model_copy(update={"record_ref": "cnki:twin", "authors": ["周九"]})
+    got = judge(parse_reference(GOOD), [twin, REAL])
+    assert got.verdict == "verified" and got.record is not None and got.record.record_ref == REAL.record_ref
+
+
+def test_missing_entry_fields_are_warnings_not_mismatches() -> None:
+    got = judge(parse_reference("论自动驾驶汽车的产品责任[J]. 东方法学."), [REAL])
+    assert got.verdict == "verified"
+    assert any("缺项不等于伪造" in w for w in got.warnings)
+
+
+def test_fields_the_record_lacks_are_reported_unchecked() -> None:
+    bare = REAL.model_copy(update={"volume": None, "issue": None, "pages": None})
+    got = judge(parse_reference(GOOD), [bare])
+    assert got.verdict == "verified"
+    assert any("未核对" in w and "pages" in w for w in got.warnings)
+
+
+def test_a_garbled_title_with_author_year_source_agreeing_is_a_title_mismatch() -> None:
+    entry = parse_reference("张三, 李四. 自动驾驶汽车产品责任问题研究[J]. 东方法学, 2019, 41(3): 12-20.")
+    got = judge(entry, [REAL])
+    assert got.verdict == "mismatch" and "title" in got.fields
+
+
+def test_an_unparsable_entry_stays_unparsable() -> None:
+    assert judge(parse_reference("随便写的一句话"), [REAL]).verdict == "unparsable"
+
+
+def test_the_same_doi_identifies_the_record_whatever_the_title() -> None:
+    entry = parse_reference("张三. Product liability of autonomous cars[J]. 东方法学, 2019. DOI:10.1234/ABC.")
+    got = judge(entry, [REAL])
+    assert got.record == REAL and got.verdict == "mismatch" and "title" in got.fields
