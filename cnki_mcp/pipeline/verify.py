@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Awaitable, Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -73,28 +74,15 @@ class VerifyInput(BaseModel):
         return self
 
 
-class MatchedRecord(BaseModel):
-    record_ref: str
-    title: str
-    authors: list[str] = Field(default_factory=list)
-    source: str | None = None
-    year: int | None = None
-    volume: str | None = None
-    issue: str | None = None
-    pages: str | None = None
-    doi: str | None = None
-    url: str | None = None
-
-
 class VerifiedEntry(BaseModel):
     index: int = Field(description="条目序号（从 1 开始）")
     text: str = Field(description="原条目")
     verdict: Verdict
     fields: list[FieldName] = Field(default_factory=list, description="mismatch：不一致的字段")
     differences: list[FieldDiff] = Field(default_factory=list)
-    record: MatchedRecord | None = Field(default=None, description="匹配到的知网记录")
+    record: RecordView | None = Field(default=None, description="匹配到的知网记录")
     corrected: str | None = Field(default=None, description="按知网记录生成的 GB/T 7714-2015 条目")
-    candidates: list[MatchedRecord] = Field(default_factory=list, description="ambiguous：同样符合的记录")
+    candidates: list[RecordView] = Field(default_factory=list, description="ambiguous：同样符合的记录")
     searches: list[str] = Field(default_factory=list, description="为该条目做过的查找")
     warnings: list[str] = Field(default_factory=list)
     reason: str | None = Field(default=None, description="unparsable 的原因")
@@ -120,10 +108,6 @@ def _view(paper: Paper) -> RecordView:
         doc_type=paper.doc_type,
         url=paper.public_url,
     )
-
-
-def _matched(view: RecordView) -> MatchedRecord:
-    return MatchedRecord(**view.model_dump(exclude={"doc_type"}))
 
 
 def distinctive_segment(title: str) -> str:
@@ -204,6 +188,13 @@ async def verify_references(
     return result
 
 
+async def _all(tasks: Iterable[Awaitable[None]]) -> None:
+    """Run the workers together; the first failure is raised once all have stopped."""
+    for outcome in await asyncio.gather(*tasks, return_exceptions=True):
+        if isinstance(outcome, BaseException):
+            raise outcome
+
+
 def _store_rows(
     work: _Work, rows: list[GridRow], store: Store, public_origins: tuple[str, ...]
 ) -> list[tuple[GridRow, RecordView]]:
@@ -249,10 +240,7 @@ async def _exact_titles(
                 if reference_key(row.title) == want:
                     work.add(i, view)
 
-    outcomes = await asyncio.gather(*(one(b) for b in batches), return_exceptions=True)
-    for outcome in outcomes:
-        if isinstance(outcome, BaseException):
-            raise outcome
+    await _all(one(b) for b in batches)
 
 
 async def _fallback(
@@ -293,10 +281,7 @@ async def _fallback(
         done += 1
         ctx.progress(done, len(open_), "entries")
 
-    outcomes = await asyncio.gather(*(one(i) for i in open_), return_exceptions=True)
-    for outcome in outcomes:
-        if isinstance(outcome, BaseException):
-            raise outcome
+    await _all(one(i) for i in open_)
 
 
 def _needs_export(entry: ParsedReference, view: RecordView) -> bool:
@@ -377,9 +362,9 @@ def _result(work: _Work, requests: int) -> VerifyResult:
                 verdict=j.verdict,
                 fields=j.fields,
                 differences=j.diffs,
-                record=_matched(j.record) if j.record else None,
+                record=j.record,
                 corrected=_corrected(j.record) if j.record else None,
-                candidates=[_matched(c) for c in j.candidates],
+                candidates=list(j.candidates),
                 searches=work.searches[i],
                 warnings=j.warnings,
                 reason=entry.unparsable,
