@@ -102,3 +102,4 @@ def test_a_given_place_wins_over_the_table_and_other_formats_carry_the_city() ->
     assert "CY  - 保定" in export([rec], "ris").text
     assert "[保定]: 河北大学; 2015." in export([rec], "vancouver").text
     assert from_paper({"doc_type": "期刊", "title": "期刊论文", "source": "河北大学学报"}).place is None
+
