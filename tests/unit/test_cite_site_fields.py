@@ -82,6 +82,16 @@ def test_sim_grid_serves_the_journal_date_and_its_detail_page_does_not() -> None
         merged, "vancouver")
 
 
+def test_sim_grid_online_first_date_has_a_time_and_cites_its_day() -> None:
+    record = next(r for r in CORPUS.records if r.online_first and r.date)
+    grid = parse_grid(render_grid(GridPage(rows=[record], total=1, page=1, page_size=20, cursor="c"), LINKS),
+                      GRID_URL)
+    shown = grid.rows[0].date or ""
+    assert shown.startswith(f"{record.date} ") and len(shown) == len("2026-06-24 09:14")
+    year, month, day = (int(p) for p in (record.date or "").split("-"))
+    assert from_paper(Paper.from_grid_row(grid.rows[0], T0)).date_parts == [year, month, day]
+
+
 # --- item 12: conference meetings ------------------------------------------------------
 
 
