@@ -2,7 +2,7 @@
 
 Source: the PyPI package `py92` 1.0.3 (MIT licence, (c) 2024 Stanley Sun), file
 `py92/cn_schools.csv`: the Ministry of Education's list of Chinese higher-education
-institutions (全国高等学校名单) with 学校, 省份, 城市, 层次 (本科/专科), 性质. We keep the 本科
+institutions (全国高等学校名单, compiled by the package author from 大学生必备网) with 学校, 省份, 城市, 层次 (本科/专科), 性质. We keep the 本科
 (degree-granting) rows: school name and city. Cities are written as the standard writes a
 place of publication (`保定`, not `保定市`).
 
