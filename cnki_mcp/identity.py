@@ -285,7 +285,8 @@ class Paper(BaseModel):
     source: str | None = None
     source_url: str | None = None
     doc_type: str | None = None
-    date: str | None = None
+    date: str | None = None  # publication date: the grid's 发表时间, a detail page's dated row
+    online_date: str | None = None  # 在线公开时间: "不代表文献的发表时间", kept apart from `date`
     year: int | None = None
     volume: str | None = None
     issue: str | None = None
@@ -296,6 +297,9 @@ class Paper(BaseModel):
     keywords: list[str] = Field(default_factory=list)
     funds: list[str] = Field(default_factory=list)
     classification: list[str] = Field(default_factory=list)
+    conference: str | None = None  # 会议名称 (conference papers; `source` is the proceedings)
+    conference_place: str | None = None  # 会议地点
+    conference_date: str | None = None  # 会议时间
     native: NativeId = Field(default_factory=NativeId)
     cited: int | None = None
     downloads: int | None = None
@@ -364,7 +368,11 @@ class Paper(BaseModel):
             source=detail.source,
             source_url=detail.source_url,
             doc_type=detail.doc_type,
-            date=detail.date or detail.online_date,
+            # The 2026 journal page shows no publication date, only 在线公开时间 ("不代表文献
+            # 的发表时间"): it must not replace the grid's 发表时间 (2015-05-15), whose month
+            # and day the citation styles print. Readers fall back to it where `date` is empty.
+            date=detail.date,
+            online_date=detail.online_date,
             year=detail.year,
             volume=detail.volume,
             issue=detail.issue,
@@ -375,6 +383,9 @@ class Paper(BaseModel):
             keywords=list(detail.keywords),
             funds=list(detail.funds),
             classification=list(detail.classification),
+            conference=detail.conference,
+            conference_place=detail.conference_place,
+            conference_date=detail.conference_date,
             native=detail.native.model_copy(),
             cited=detail.cited,
             downloads=detail.downloads,
@@ -401,6 +412,7 @@ _DESCRIPTIVE = (
     "source_url",
     "doc_type",
     "date",
+    "online_date",
     "year",
     "volume",
     "issue",
@@ -411,6 +423,9 @@ _DESCRIPTIVE = (
     "keywords",
     "funds",
     "classification",
+    "conference",
+    "conference_place",
+    "conference_date",
 )
 # Always the freshest non-empty observation: counts change, detail tokens expire.
 _FRESH = ("cited", "downloads", "locator", "public_url")

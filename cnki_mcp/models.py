@@ -162,7 +162,9 @@ class DetailPage(_Model):
     topic: str | None = None  # 专题
     supervisor: str | None = None  # 导师 (theses)
     degree_place: str | None = None  # degree-granting institution (theses)
-    conference: str | None = None
+    conference: str | None = None  # 会议名称 (the proceedings title is `source`)
+    conference_place: str | None = None  # 会议地点, as printed (`中国内蒙古赤峰`)
+    conference_date: str | None = None  # 会议时间, as printed (`2016-07-13`, `1990-10`)
     native: NativeId = Field(default_factory=NativeId)
     downloads: int | None = None
     cited: int | None = None

@@ -15,6 +15,16 @@ One documented change is made to a style: the GB/T 7714-2015 numeric style ships
 CSL-M multilingual bibliography layout (`<layout locale="en">`) commented out with the
 note "取消这部分注释可以开启 CSL-M 的多语言功能"; we enable it so that Latin-script
 records get "et al." instead of "等", as the standard (GB/T 7714-2015 §8.1.2) requires.
+
+Input decisions (each documented in docs/citations.md):
+- journal and newspaper records carry their full date (CNKI's 发表时间); other types a year;
+  a date of another year than the record's `year` (the issue year) is not used;
+- a thesis without `place` gets its institution's city from the packaged table
+  (cnki_mcp/cite/data/*.tsv, read here as data with this script's own lookup); for GB/T only,
+  a thesis or book with no known place gets the standard's `[出版地不详]` / `[S.l.]`;
+- conference records carry the meeting as `event-title`, `event-place` and `event-date`,
+  except for GB/T, whose CSL style writes `event-date` with month names (`七月 13, 2016`)
+  where the standard's conference format (`论文集. 出版地: 出版者, 年: 页码`) has no meeting date.
 """
 
 from __future__ import annotations
@@ -28,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+PLACE_TABLES = [ROOT / "cnki_mcp" / "cite" / "data" / n
+                for n in ("institution_places.tsv", "institution_places_extra.tsv")]
 RECORDS = ROOT / "tests" / "golden" / "records.json"
 OUT = ROOT / "tests" / "golden" / "citations"
 ORACLE = ROOT / "scripts" / "cite_oracle"
@@ -71,21 +83,62 @@ def csl_type(doc_type: str) -> str:
     return "document"
 
 
-def to_csl(rec: dict[str, Any]) -> dict[str, Any]:
+def _fold(name: str) -> str:
+    return "".join(name.split()).replace("（", "(").replace("）", ")")
+
+
+def load_places() -> dict[str, str]:
+    table: dict[str, str] = {}
+    for path in PLACE_TABLES:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip() and not line.startswith("#"):
+                cols = line.split("\t")
+                table[_fold(cols[0])] = cols[1].strip()
+    return table
+
+
+PLACES = load_places()
+
+
+def city_of(school: str) -> str | None:
+    key = _fold(school)
+    if key in PLACES:
+        return PLACES[key]
+    m = re.fullmatch(r"(.+?)\(([^()]+)\)", key)
+    if not m:
+        return None
+    if m.group(2).removesuffix("市") in set(PLACES.values()):
+        return m.group(2).removesuffix("市")
+    return PLACES.get(m.group(1))
+
+
+def date_parts(text: str) -> list[int]:
+    return [int(p) for p in re.findall(r"\d+", text)[:3]]
+
+
+def to_csl(rec: dict[str, Any], style: str | None = None) -> dict[str, Any]:
     typ = csl_type(rec.get("doc_type", ""))
     item: dict[str, Any] = {"id": rec["record_ref"], "type": typ, "title": rec["title"]}
-    item["language"] = "zh-CN" if HAN.search(rec["title"]) else "en"
+    latin = not HAN.search(rec["title"])
+    item["language"] = "en" if latin else "zh-CN"
     if rec.get("authors"):
         item["author"] = [csl_name(a) for a in rec["authors"]]
-    if rec.get("date"):
-        item["issued"] = {"date-parts": [[int(p) for p in rec["date"].split("-")]]}
-    elif rec.get("year"):
-        item["issued"] = {"date-parts": [[int(rec["year"])]]}
+    full = date_parts(rec.get("date") or "")
+    if full and rec.get("year") and full[0] != int(rec["year"]):
+        full = []
+    if full and typ in ("article-journal", "article-newspaper"):
+        item["issued"] = {"date-parts": [full]}
+    elif rec.get("year") or full:
+        item["issued"] = {"date-parts": [[int(rec.get("year") or full[0])]]}
     source = rec.get("source")
     if typ == "thesis":
         if source:
             item["publisher"] = source
-        item["genre"] = "博士学位论文" if "博士" in rec["doc_type"] else "硕士学位论文"
+        phd = "博士" in rec["doc_type"]
+        if latin:
+            item["genre"] = "Doctoral dissertation" if phd else "Master's thesis"
+        else:
+            item["genre"] = "博士学位论文" if phd else "硕士学位论文"
     elif typ == "book":
         if rec.get("publisher") or source:
             item["publisher"] = rec.get("publisher") or source
@@ -93,8 +146,19 @@ def to_csl(rec: dict[str, Any]) -> dict[str, Any]:
         item["container-title"] = source
     if typ == "paper-conference" and rec.get("publisher"):
         item["publisher"] = rec["publisher"]
-    if rec.get("place"):
-        item["publisher-place"] = rec["place"]
+    if typ == "paper-conference":
+        if rec.get("conference"):
+            item["event-title"] = rec["conference"]
+        if rec.get("conference_place"):
+            item["event-place"] = rec["conference_place"]
+        dates = re.findall(r"\d{4}(?:-\d{1,2}){0,2}", rec.get("conference_date") or "")
+        if dates and style != "gbt7714":
+            item["event-date"] = {"date-parts": [date_parts(d) for d in dates[:2]]}
+    place = rec.get("place") or (city_of(source) if typ == "thesis" and source else None)
+    if not place and style == "gbt7714" and typ in ("thesis", "book"):
+        place = "[S.l.]" if latin else "[出版地不详]"
+    if place:
+        item["publisher-place"] = place
     for src, dst in (("volume", "volume"), ("issue", "issue"), ("pages", "page"),
                      ("doi", "DOI"), ("url", "URL")):
         if rec.get(src):
@@ -121,9 +185,10 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "csl_items.json").write_text(json.dumps(items, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     with tempfile.TemporaryDirectory() as tmp:
-        items_path = Path(tmp) / "items.json"
-        items_path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
         for name, (style_rel, parent_rel) in STYLES.items():
+            items_path = Path(tmp) / f"items-{name}.json"
+            styled = [to_csl(r, name) for r in records]
+            items_path.write_text(json.dumps(styled, ensure_ascii=False), encoding="utf-8")
             style_path = styles_dir / style_rel
             if name == "gbt7714":
                 patched = Path(tmp) / "gbt.csl"

@@ -252,6 +252,7 @@ class Gen:
         rec["authors"] = self.authors(disc, r.randint(1, 4))
         start = r.randint(1, 400)
         rec.update(source=proc, conference=meeting, year=y, date=f"{y}-{m:02d}-{r.randint(1, 28):02d}", pages=f"{start}-{start + r.randint(4, 9)}")
+        rec["place"] = V.CONFERENCE_PLACES[meeting]  # 会议地点; a fixed table, so no draw from the shared RNG
         rec["filename"] = self.unique_filename(f"{code}{y}{m:02d}001{r.randint(100, 999)}")
         rec["abstract"] = self.abstract(t, term, aspect, 150, 300)
         rec["keywords"] = self.keywords(t, term, aspect)

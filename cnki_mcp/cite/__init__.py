@@ -1,4 +1,5 @@
-"""Citation export: 13 formats over `CiteRecord`s. Pure: no I/O, clock or environment.
+"""Citation export: 13 formats over `CiteRecord`s. Pure: no clock or environment; the only I/O is
+reading the packaged institution -> city table once (places.py).
 
     from cnki_mcp.cite import export, from_paper
     result = export([from_paper(paper_dict)], "gbt7714")

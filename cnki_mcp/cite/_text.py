@@ -94,3 +94,34 @@ def end_with(text: str, mark: str = ".") -> str:
 
 def clean_spaces(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
+
+
+def _date_text(parts: list[int], months: tuple[str, ...], day_first: bool) -> str:
+    year = str(parts[0])
+    month = months[parts[1] - 1] if len(parts) > 1 else ""
+    day = str(parts[2]) if len(parts) > 2 else ""
+    if day_first:
+        return " ".join(p for p in (day, month, year) if p)
+    if day:
+        return f"{month} {day}, {year}"
+    return " ".join(p for p in (month, year) if p)
+
+
+def date_text(dates: list[list[int]], months: tuple[str, ...], *, day_first: bool = False) -> str:
+    """A date or a date range in words, as CSL's `<date form="text">` writes it:
+    `July 13, 2016`, `July 13–15, 2016` (or `13–15 July 2016` day first), `July 2016`, `2016`."""
+    if not dates:
+        return ""
+    start = dates[0]
+    if len(dates) < 2 or dates[1] == start:
+        return _date_text(start, months, day_first)
+    end = dates[1]
+    if len(start) == len(end) == 3 and start[0] == end[0]:
+        same_month = start[1] == end[1]
+        year = str(start[0])
+        if day_first:
+            head = str(start[2]) if same_month else f"{start[2]} {months[start[1] - 1]}"
+            return f"{head}–{end[2]} {months[end[1] - 1]} {year}"
+        tail = str(end[2]) if same_month else f"{months[end[1] - 1]} {end[2]}"
+        return f"{months[start[1] - 1]} {start[2]}–{tail}, {year}"
+    return f"{_date_text(start, months, day_first)}–{_date_text(end, months, day_first)}"

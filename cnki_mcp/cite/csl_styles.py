@@ -19,7 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ._text import MONTHS_LONG, MONTHS_MLA, MONTHS_NLM, end_with, nest_quotes, page_range, title_case
+from ._text import (
+    MONTHS_LONG,
+    MONTHS_MLA,
+    MONTHS_NLM,
+    date_text,
+    end_with,
+    nest_quotes,
+    page_range,
+    title_case,
+)
 from .missing import MissingMode, View, view
 from .model import CiteRecord, DocKind
 from .names import Name
@@ -67,6 +76,22 @@ def _link(rec: CiteRecord) -> str:
     if rec.doi:
         return f"https://doi.org/{rec.doi}"
     return rec.url or ""
+
+
+def _event_shown(rec: CiteRecord, *, need_name: bool = False) -> bool:
+    """APA, MLA and Chicago print the meeting (name, place, date) only for a conference
+    paper that is not published with pages, volume or issue in proceedings (the official
+    CSL styles' rule: "don't print event info for conference papers published in a
+    proceedings"). APA needs the meeting's name; MLA and Chicago print a date alone."""
+    if rec.kind is not DocKind.CONFERENCE or rec.pages or rec.volume or rec.issue:
+        return False
+    if need_name:
+        return bool(rec.conference)
+    return bool(rec.conference or rec.event_date)
+
+
+def _capitalize_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _month_day(rec: CiteRecord, months: tuple[str, ...]) -> tuple[str, str]:
@@ -153,9 +178,13 @@ def apa(rec: CiteRecord, n: int = 1, missing: MissingMode = "mark") -> str:
         source = ", ".join(p for p in (v.source, vol, pages) if p)
     else:
         source = ", ".join(p for p in (v.source, pages) if p)
+    event = ""
+    if _event_shown(rec, need_name=True):
+        event = ", ".join(p for p in (_capitalize_first(rec.conference or ""), rec.event_place or "",
+                                      date_text(rec.event_date_parts, MONTHS_LONG)) if p)
     author = apa_authors(v.names, rec) if v.names else ""
     head = [author, f"({year})", title] if author else [title, f"({year})"]
-    text = _sentences([*head, source])
+    text = _sentences([*head, source, event])
     link = _link(rec)
     return f"{text} {link}" if link else text
 
@@ -176,13 +205,18 @@ def mla(rec: CiteRecord, n: int = 1, missing: MissingMode = "mark") -> str:
         container = ", ".join(p for p in (_publisher(rec, v), v.year) if p)
         return _sentences([author, title, container])
     if kind is DocKind.JOURNAL:
+        # MLA gives a journal issue's month and year (`May 2015`), never the day.
+        month, _ = _month_day(rec, MONTHS_MLA)
         items = [v.source, f"vol. {rec.volume}" if rec.volume else "", f"no. {rec.issue}" if rec.issue else "",
-                 v.year, pages]
+                 " ".join(p for p in (month, v.year) if p), pages]
     elif kind is DocKind.NEWSPAPER:
         month, day = _month_day(rec, MONTHS_MLA)
         items = [v.source, " ".join(p for p in (day, month, v.year) if p), pages]
     elif kind is DocKind.CONFERENCE:
         items = [v.source + (f" [{rec.place}]" if rec.place and v.source else ""), v.year, pages]
+        if _event_shown(rec):
+            items[2:2] = [_capitalize_first(rec.conference or ""),
+                          date_text(rec.event_date_parts, MONTHS_MLA, day_first=True), rec.event_place or ""]
     else:
         items = [v.source, v.year, pages]
     link = _link(rec)
@@ -204,17 +238,27 @@ def chicago(rec: CiteRecord, n: int = 1, missing: MissingMode = "mark") -> str:
     else:
         shown_title = _quoted(title)
         if kind is DocKind.JOURNAL:
+            # The month stands in parentheses where an issue number does not: `47 (3)`,
+            # `47 (May)`, `no. 5 (September)`; with neither volume nor issue the date is
+            # written out: `情报学报, December 1, 51–66`.
+            month, day = _month_day(rec, MONTHS_LONG)
             if rec.volume:
-                container = f"{v.source} {rec.volume}".strip() + (f" ({rec.issue})" if rec.issue else "")
+                paren = rec.issue or month
+                container = f"{v.source} {rec.volume}".strip() + (f" ({paren})" if paren else "")
                 container = ": ".join(p for p in (container, pages) if p)
+            elif rec.issue:
+                no = f"no. {rec.issue}" + (f" ({month})" if month else "")
+                container = ", ".join(p for p in (v.source, no) if p)
+                container = (": " if month else ", ").join(p for p in (container, pages) if p)
             else:
-                no = f"no. {rec.issue}" if rec.issue else ""
-                container = ", ".join(p for p in (v.source, no, pages) if p)
+                container = ", ".join(p for p in (v.source, f"{month} {day}".strip(), pages) if p)
         elif kind is DocKind.NEWSPAPER:
             month, day = _month_day(rec, MONTHS_LONG)
             container = ", ".join(p for p in (v.source, f"{month} {day}".strip()) if p)
         elif kind is DocKind.CONFERENCE:
-            head = v.source + (f" ({rec.place})" if rec.place and v.source else "")
+            # The style prints the proceedings' place only when no meeting is named.
+            placed = rec.place and v.source and not (rec.conference or rec.event_date_parts)
+            head = v.source + (f" ({rec.place})" if placed else "")
             container = ", ".join(p for p in (head, pages) if p)
         elif kind in _THESES:
             container = ", ".join(p for p in (genre(rec), v.source) if p)
@@ -222,6 +266,10 @@ def chicago(rec: CiteRecord, n: int = 1, missing: MissingMode = "mark") -> str:
             container = ", ".join(p for p in (v.source, pages) if p)
     author = chicago_authors(v.names, rec) if v.names else ""
     parts = [end_with(author), end_with(year), shown_title] if author else [shown_title, end_with(year)]
+    if _event_shown(rec):
+        where = ", ".join(p for p in (rec.conference or "", date_text(rec.event_date_parts, MONTHS_LONG),
+                                      rec.event_place or "") if p)
+        parts.append(end_with(("Paper presented at " if rec.conference else "Paper presented ") + where))
     parts.append(end_with(container) if container else "")
     link = _link(rec)
     if link:
@@ -243,7 +291,8 @@ def vancouver(rec: CiteRecord, n: int = 1, missing: MissingMode = "mark") -> str
     if kind is DocKind.JOURNAL:
         vol = (rec.volume or "") + (f"({rec.issue})" if rec.issue else "")
         date = ":".join(p for p in (vol, pages) if p)
-        date = ";".join(p for p in (v.year, date) if p)
+        month, day = _month_day(rec, MONTHS_NLM)  # NLM: `2015 May 15;47(3):51-66`
+        date = ";".join(p for p in (" ".join(p for p in (v.year, month, day) if p), date) if p)
         parts = [author, v.title, v.source + internet, date]
     elif kind is DocKind.NEWSPAPER:
         month, day = _month_day(rec, MONTHS_NLM)

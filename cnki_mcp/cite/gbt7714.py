@@ -6,7 +6,9 @@ Rules (the standard, as encoded by the official CSL style):
 - document type codes [J] [D] [C] [N] [M] [S] [P] [R] [A] [Z], `/OL` when a DOI or URL
   is given (the online access date `[引用日期]` is not written: the package has no clock);
 - journals `刊名, 年, 卷(期): 页码`, theses and books `出版地: 出版者, 年`, conference
-  papers `题名[C]//论文集. 出版地: 出版者, 年: 页码`, newspapers `报纸名, 日期(版次)`.
+  papers `题名[C]//论文集. 出版地: 出版者, 年: 页码`, newspapers `报纸名, 日期(版次)`;
+- a thesis's place is its institution's city (places.py); where a thesis or book has no
+  known place the standard's rule applies: `[出版地不详]` (Chinese) or `[S.l.]` (Latin script).
 """
 
 from __future__ import annotations
@@ -74,6 +76,17 @@ def _date_numeric(rec: CiteRecord, year: str) -> str:
     return "-".join([str(parts[0])] + [f"{p:02d}" for p in parts[1:]])
 
 
+UNKNOWN_PLACE = {"zh": "[出版地不详]", "en": "[S.l.]"}
+_PLACED = (DocKind.PHD_THESIS, DocKind.MASTERS_THESIS, DocKind.THESIS, DocKind.BOOK, DocKind.YEARBOOK)
+
+
+def place_of(rec: CiteRecord) -> str:
+    """出版地; for theses and books an unknown one is written as the standard says, not dropped."""
+    if rec.place:
+        return rec.place
+    return UNKNOWN_PLACE[rec.lang] if rec.kind in _PLACED else ""
+
+
 def render_entry(rec: CiteRecord, n: int, missing: MissingMode = "mark") -> str:
     v = view(rec, missing)
     kind = rec.kind
@@ -100,7 +113,7 @@ def render_entry(rec: CiteRecord, n: int, missing: MissingMode = "mark") -> str:
             publisher = v.source
         else:
             publisher = rec.publisher or v.source
-        body = [title, _colon_comma(rec.place or "", publisher, v.year, pages)]
+        body = [title, _colon_comma(place_of(rec), publisher, v.year, pages)]
     access = _dot_join([rec.url or "", f"DOI:{rec.doi}" if rec.doi else ""])
     text = _dot_join([gbt_authors(v.names, rec.lang), *body, access])
     if not text.endswith("."):

@@ -12,7 +12,9 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .places import institution_city
 
 HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
@@ -63,6 +65,12 @@ _KIND_ALIASES: dict[str, DocKind] = {
 }
 
 
+THESIS_KINDS = (DocKind.PHD_THESIS, DocKind.MASTERS_THESIS, DocKind.THESIS)
+
+# A date inside a 会议时间 value: 2016-07-13, 2016.7.13, 2016年7月13日, 1990-10, 2016.
+_EVENT_DATE = re.compile(r"(?<!\d)(\d{4})(?:\s*[-./年]\s*(\d{1,2})(?:\s*[-./月]\s*(\d{1,2}))?)?")
+
+
 def doc_kind(doc_type: str | None) -> DocKind:
     label = (doc_type or "").strip()
     for key, kind in _KIND_KEYS:
@@ -97,7 +105,9 @@ class CiteRecord(BaseModel):
     url: str | None = None
     publisher: str | None = None
     place: str | None = None
-    conference: str | None = None
+    conference: str | None = None  # the meeting's name (会议名称); `source` is the proceedings
+    event_place: str | None = None  # 会议地点, as CNKI prints it (`中国北京`)
+    event_date: str | None = None  # 会议时间: `2016-07-13`, `1990-10`, or a range of two dates
     keywords: list[str] = Field(default_factory=list)
     abstract: str | None = None
     language: Language | None = None  # None: decided from the title (Han characters -> zh)
@@ -108,7 +118,7 @@ class CiteRecord(BaseModel):
         return _clean(v) or ""
 
     @field_validator("doc_type", "source", "date", "volume", "issue", "pages", "doi", "url", "publisher",
-                     "place", "conference", "abstract", mode="before")
+                     "place", "conference", "event_place", "event_date", "abstract", mode="before")
     @classmethod
     def _opt_text(cls, v: Any) -> str | None:
         return _clean(v)
@@ -136,6 +146,18 @@ class CiteRecord(BaseModel):
         m = re.search(r"\d{4}", str(v))
         return int(m.group()) if m else None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _thesis_place(cls, data: Any) -> Any:
+        """A thesis's place of publication is its institution's city (CNKI never shows it):
+        looked up in the packaged table (places.py) when the record carries none."""
+        if not isinstance(data, Mapping) or _clean(data.get("place")):
+            return data
+        if doc_kind(data.get("doc_type")) not in THESIS_KINDS:
+            return data
+        city = institution_city(_clean(data.get("source")))
+        return {**data, "place": city} if city else data
+
     @property
     def kind(self) -> DocKind:
         return doc_kind(self.doc_type)
@@ -155,12 +177,27 @@ class CiteRecord(BaseModel):
 
     @property
     def date_parts(self) -> list[int]:
-        """[year, month?, day?] from `date` (falls back to [year])."""
+        """[year, month?, day?] from `date` (falls back to [year]). A date of another year
+        than `year` (the issue's year, which the citation gives) is not used."""
         if self.date:
             nums = [int(n) for n in re.findall(r"\d+", self.date)[:3]]
-            if nums and nums[0] >= 1000 and (len(nums) < 2 or 1 <= nums[1] <= 12):
+            valid = nums and nums[0] >= 1000 and (len(nums) < 2 or 1 <= nums[1] <= 12)
+            if valid and (self.year is None or nums[0] == self.year):
                 return nums
         return [self.year] if self.year is not None else []
+
+    @property
+    def event_date_parts(self) -> list[list[int]]:
+        """The meeting date as CSL date parts: one [y, m?, d?], or two for a range."""
+        if not self.event_date:
+            return []
+        out: list[list[int]] = []
+        for m in _EVENT_DATE.finditer(self.event_date):
+            parts = [int(g) for g in m.groups() if g]
+            if len(parts) > 1 and not 1 <= parts[1] <= 12:
+                parts = parts[:1]
+            out.append(parts)
+        return out[:2]
 
     @property
     def first_page(self) -> str | None:
@@ -187,6 +224,9 @@ _FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "url": ("url", "detail_url"),
     "pages": ("pages", "page"),
     "place": ("place", "publisher_place"),
+    "date": ("date", "online_date"),
+    "event_place": ("event_place", "conference_place"),
+    "event_date": ("event_date", "conference_date"),
 }
 
 

@@ -100,7 +100,9 @@ def csl_item(rec: CiteRecord, index: int = 1) -> dict[str, Any]:
         item["author"] = [csl_name(a) for a in rec.authors]
     parts = rec.date_parts
     if parts:
-        item["issued"] = {"date-parts": [parts if kind is DocKind.NEWSPAPER else parts[:1]]}
+        # Journal and newspaper dates keep month and day (the grid's 发表时间); other types cite a year.
+        full = kind in (DocKind.NEWSPAPER, DocKind.JOURNAL)
+        item["issued"] = {"date-parts": [parts if full else parts[:1]]}
     if kind in _GENRES:
         zh, en = _GENRES[kind]
         item["genre"] = zh if rec.lang == "zh" else en
@@ -114,8 +116,13 @@ def csl_item(rec: CiteRecord, index: int = 1) -> dict[str, Any]:
             item["container-title"] = rec.source
         if rec.publisher:
             item["publisher"] = rec.publisher
-    if kind is DocKind.CONFERENCE and rec.conference:
-        item["event-title"] = rec.conference
+    if kind is DocKind.CONFERENCE:
+        if rec.conference:
+            item["event-title"] = rec.conference
+        if rec.event_place:
+            item["event-place"] = rec.event_place
+        if rec.event_date_parts:
+            item["event-date"] = {"date-parts": rec.event_date_parts}
     optional = {
         "publisher-place": rec.place, "volume": rec.volume, "issue": rec.issue, "page": rec.pages,
         "DOI": rec.doi, "URL": rec.url, "abstract": rec.abstract,

@@ -121,6 +121,12 @@ def bibtex_entry(rec: CiteRecord, key: str) -> str:
         fields.append(("booktitle", source))
         if rec.conference and rec.conference != rec.source:
             fields.append(("eventtitle", bibtex_escape(rec.conference)))
+        # biblatex's meeting fields: where and when the conference met (会议地点, 会议时间).
+        if rec.event_place:
+            fields.append(("venue", bibtex_escape(rec.event_place)))
+        if rec.event_date_parts:
+            fields.append(("eventdate", "/".join(
+                "-".join([str(d[0])] + [f"{x:02d}" for x in d[1:]]) for d in rec.event_date_parts)))
     elif kind in _THESES:
         fields.append(("school", source))
         if kind is DocKind.THESIS:

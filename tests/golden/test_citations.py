@@ -75,6 +75,23 @@ def test_golden_set_is_varied_enough() -> None:
     assert set(golden("gbt7714")) == offline
 
 
+def test_golden_set_covers_dates_meetings_and_thesis_places() -> None:
+    """Issue 10 items 11-13: full journal dates, meetings (with and without pages), and
+    thesis places known, campus-qualified, institute-qualified and unknown."""
+    by_kind = {r["record_ref"]: r for r in RECORDS}
+    assert any(r["doc_type"] == "期刊" and len(r.get("date", "")) == 10 and r.get("volume") for r in RECORDS)
+    assert any(r.get("conference_date") and not r.get("pages") for r in RECORDS)
+    assert any(r.get("conference_date") and r.get("pages") for r in RECORDS)
+    assert "保定: 华北电力大学(保定)" in golden("gbt7714")["rec_dp1"]
+    assert "[出版地不详]: 某某职业大学" in golden("gbt7714")["rec_mp2"]
+    assert "[S.l.]: Unknown University" in golden("gbt7714")["rec_dp3"]
+    assert "May 2015" in golden("mla")["rec_jd1"] and "2015 May 15;" in golden("vancouver")["rec_jd1"]
+    assert "中国法学会民法学研究会年会, 中国北京, July 13, 2016" in golden("apa")["rec_cv1"]
+    assert "Paper presented at" in golden("chicago")["rec_cv1"]
+    assert "年会" not in golden("apa")["rec_cv3"].split("论文集")[1]
+    assert by_kind["rec_dp4"]["source"].startswith("中国科学院大学(")
+
+
 def test_project_csl_json_agrees_with_the_oracle_input_on_type_names_and_dates() -> None:
     oracle_items = {i["id"]: i for i in json.loads((HERE / "citations" / "csl_items.json").read_text("utf-8"))}
     ours = json.loads(export([from_paper(r) for r in RECORDS], "csl_json").text)
@@ -82,5 +99,6 @@ def test_project_csl_json_agrees_with_the_oracle_input_on_type_names_and_dates()
     for item in ours:
         ref = oracle_items[item["id"]]
         for key in ("type", "author", "issued", "container-title", "publisher", "publisher-place", "volume",
-                    "issue", "page", "DOI", "URL", "genre", "language"):
+                    "issue", "page", "DOI", "URL", "genre", "language", "event-title", "event-place",
+                    "event-date"):
             assert item.get(key) == ref.get(key), (item["id"], key)

@@ -86,9 +86,10 @@ def _meta(record: SimRecord) -> str:
             tags.append(("citation_conference_title", record.source))
         elif record.type in THESIS_TYPES:
             tags.append(("citation_dissertation_institution", record.source))
-    date = record.date or (str(record.year) if record.year else "")
-    if date:
-        tags.append(("citation_publication_date", date.replace("-", "/")))
+    # No publication-date meta: the real kcms2 page has none (saved page
+    # detail-kcms2/pluginsx_detail_kcms2_2026.html; docs/simulator.md "Dates and meetings").
+    # A journal paper's full date is on the grid (td.date); conference, newspaper and
+    # thesis dates are labelled rows below.
     if record.volume:
         tags.append(("citation_volume", record.volume))
     if record.issue:

@@ -1,0 +1,76 @@
+"""End to end over stdio: export_citations by title against the simulator (grid locate + detail
+page through headless Chromium), then the same papers exported locally in other styles.
+
+Issue 10 items 11-13 in the full flow: the grid's 发表时间 survives the detail page (which shows
+no publication date), a conference paper carries its meeting, a thesis its institution's city."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from cnki_mcp.identity import title_key
+from cnki_mcp.sim.corpus import Corpus, SimRecord
+from cnki_mcp.sim.server import SimServer
+from tests.e2e.support import StdioServer, serve_env
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+MONTHS_MLA = ("Jan.", "Feb.", "Mar.", "Apr.", "May", "June", "July", "Aug.", "Sept.", "Oct.", "Nov.", "Dec.")
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimServer]:
+    server = SimServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def served(sim: SimServer, tmp_path: Path, browser_executable: str) -> AsyncIterator[StdioServer]:
+    sim.set_scenario(None)
+    sim.reset()
+    server = await StdioServer(serve_env(tmp_path / "data", sim.origin, browser_executable), tmp_path).start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def _unique(corpus: Corpus, kind: str, extra: object = True) -> SimRecord:
+    keys = [title_key(r.title) for r in corpus.records]
+    for r in corpus.records:
+        k = title_key(r.title)
+        if (r.type == kind and extra(r) and keys.count(k) == 1  # type: ignore[operator]
+                and not any(k in o for o in keys if o != k)):
+            return r
+    raise LookupError(kind)
+
+
+async def test_export_by_title_keeps_grid_dates_meetings_and_thesis_places(served: StdioServer) -> None:
+    corpus = Corpus.load()
+    journal = _unique(corpus, "期刊", lambda r: bool(r.volume and r.issue and r.date and not r.online_first))
+    meeting = _unique(corpus, "会议", lambda r: bool(r.place and r.date))
+    thesis = _unique(corpus, "博士", lambda r: r.source == "武汉大学")
+    titles = [journal.title, meeting.title, thesis.title]
+
+    started = await served.call("export_citations", {"titles": titles, "format": "mla", "missing_fields": "omit"})
+    record = await served.finish(started)
+    assert record["status"] == "completed", record["errors"]
+    mla = record["result"]["text"]
+    year, month, _ = (int(p) for p in (journal.date or "").split("-"))
+    assert f"vol. {journal.volume}, no. {journal.issue}, {MONTHS_MLA[month - 1]} {year}" in mla
+
+    local = await served.call("export_citations", {"titles": titles, "format": "csl_json"})
+    assert local["status"] == "completed"
+    items = {i["title"]: i for i in json.loads(local["result"]["text"])}
+    assert items[journal.title]["issued"] == {"date-parts": [[int(p) for p in (journal.date or "").split("-")]]}
+    m = items[meeting.title]
+    assert (m["event-title"], m["event-place"]) == (meeting.conference, meeting.place)
+    assert m["event-date"] == {"date-parts": [[int(p) for p in (meeting.date or "").split("-")]]}
+
+    gbt = await served.call("export_citations", {"titles": [thesis.title], "format": "gbt7714"})
+    assert f"[D]. 武汉: 武汉大学, {thesis.year}." in gbt["result"]["text"]
