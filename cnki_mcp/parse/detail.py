@@ -548,6 +548,15 @@ def parse_detail(html: str, url: str | None = None) -> DetailPage:
     counts = _counts(tree, brackets)
     if not pages and counts.get("pages"):
         pages = re.sub(r"\s+", "", counts["pages"])
+    if not pages:
+        row_pages = _row_text(rows, "页码")  # proceedings papers: a labelled row
+        if row_pages and re.fullmatch(r"\d+(?:\s*[-–~,+]\s*\d+)*", row_pages):
+            pages = re.sub(r"\s+", "", row_pages)
+    if not pages:
+        edition = _row_text(rows, "版号")  # newspapers: 第2版 is the page a citation gives
+        m = re.fullmatch(r"第?\s*(\d+)\s*版?", edition or "")
+        if m:
+            pages = m.group(1)
 
     doi = _meta(metas, "citation_doi", "dc.identifier.doi")
     row_doi = _row_text(rows, "DOI")

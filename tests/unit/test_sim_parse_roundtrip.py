@@ -279,9 +279,10 @@ def test_script_rendered_detail_dom_reads_back_the_corpus_record(record_id: str)
 
     d = parse_detail(_script_dom(raw), LINKS.detail(r.id))
     assert (d.volume, d.issue) == (r.volume, r.issue)
-    # Without meta tags only the journal source line shows a page range; nothing else
-    # (a degree year, a newspaper or conference date) may be read as pages.
-    assert d.pages == (r.pages if r.type in JOURNAL_TYPES else None)
+    # Without meta tags the pages come from the journal source line, the 页码 row (proceedings,
+    # yearbooks, books) or a newspaper's 版号; nothing else (a degree year, a newspaper or
+    # conference date) may be read as pages.
+    assert d.pages == (r.pages if r.type in (*JOURNAL_TYPES, "会议", "图书", "年鉴", "报纸") else None)
     if r.type in ("报纸", "会议"):
         assert d.date == r.date
     _assert_people_and_text(d, r)
@@ -508,3 +509,9 @@ def test_every_real_navi_tier_label_is_recognised_whole() -> None:
     assert {"AMI集刊入库", "AMI集刊核心", "AMI职院刊扩展", "AMI外文刊权威", "Pж(AJ)", "社科基金资助期刊"} <= set(labels)
     for label in labels:
         assert tier_tags(label) == [label], label
+
+
+def test_detail_pages_carry_no_citation_meta_like_the_real_2026_page() -> None:
+    """The saved real kcms2 page has no `citation_*` meta; the simulator must not be kinder."""
+    for r in CORPUS.records[:200]:
+        assert "citation_" not in render_detail(r, CORPUS, LINKS, VISITOR)

@@ -5,8 +5,9 @@ div.top-first > div.top-tip` (source line), `div.brief > div.wx-tit > h1 + h3#au
 h3.author` (institutions), `div.row` blocks (摘要 / 关键词 / 基金资助 / `li.top-space` fields),
 `div#DownLoadParts.operate` (entries open in new tabs), hidden `param*` inputs, and the 引文网络
 block `#refpartdiv` whose `#quoted-references` / `#quoted-citations` hold the grouped lists.
-The real 2026 capture carries no `citation_*` meta tags; the normal page emits them (as the
-reference Go fake did) and the script-rendered variant has none, so both paths get exercised."""
+The real 2026 capture carries no `citation_*` meta tags, so neither does this page (a record
+with `extra["meta_tags"]` gets them, for the parser's meta path); everything a person reads is
+in the DOM, as on the site."""
 
 from __future__ import annotations
 
@@ -200,6 +201,10 @@ def _field_rows(record: SimRecord) -> str:
             items.append(_row_item("报纸日期：", record.date))
         if ex.get("edition"):
             items.append(_row_item("版号：", str(ex["edition"])))
+    if record.pages and record.type in ("会议", "图书", "年鉴"):
+        # Proceedings papers and yearbook/book sections give their pages as a labelled row (the
+        # Zotero CNKI translator reads 页码 there); only a journal's source line carries them.
+        items.append(_row_item("页码：", record.pages))
     if record.type in ("图书", "年鉴"):
         if record.publisher:
             items.append(_row_item("出版社：", record.publisher))
@@ -336,7 +341,8 @@ def render_detail(
     title = f"{record.title} - 中国知网"
     body = _body(record, corpus, links)
     if not script_rendered:
-        return page_shell(title, body, visitor, links, head_extra=_meta(record))
+        head = _meta(record) if record.extra.get("meta_tags") else ""
+        return page_shell(title, body, visitor, links, head_extra=head)
     data = {"title": title, "body": header_html(visitor, links) + body}
     return (
         '<!DOCTYPE html><html lang="zh-CN"><head><meta charset="utf-8"><title>中国知网</title></head>'
