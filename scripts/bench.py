@@ -299,33 +299,72 @@ def ndcg_at(ids: list[str], labels: dict[str, int], k: int) -> float:
     return dcg([labels.get(i, 0) for i in ids]) / ideal if ideal else 0.0
 
 
-async def _quality_one(question: dict[str, Any], ranker: Any) -> dict[str, Any]:
+PLANNINGS = ("explicit", "raw", "sampled")
+
+
+def stand_in_model(system: str, user_text: str, max_tokens: int) -> str:
+    """The deterministic stand-in for the client's model in `--plan sampled` (docs/benchmarks.md,
+    "Planning a raw question"): it reads only the sampling request (never the question bank, the
+    corpus or the labels), takes the question out of the user text, cuts it with the server's own
+    segmenter rules, keeps each concept run whole as one term, and answers in the JSON shape the
+    system prompt asks for, inside a fenced block as chat models often do."""
+    import json
+
+    from cnki_mcp.query.segment import concept_runs, default_segmenter
+
+    assert "JSON" in system and max_tokens > 0
+    question = user_text.split("\n", 1)[1] if "\n" in user_text else user_text
+    runs = concept_runs(question, default_segmenter())
+    groups = [["".join(run)] for run in runs][:8] or [[question.strip()]]
+    return "```json\n" + json.dumps(groups, ensure_ascii=False) + "\n```"
+
+
+def _plan_for(pipe: Any, question: dict[str, Any], planning: str) -> tuple[Any, Any]:
+    """(SearchInput, Plan) the way a client of each kind calls `search`."""
+    from cnki_mcp.pipeline.models import SearchInput, SearchOptions
+    from cnki_mcp.query.plan import sampling_request
+
+    options = SearchOptions(freshness="live")
+    if planning == "explicit":
+        inp = SearchInput(query=question["question"], concept_groups=question["concepts"], options=options)
+        return inp, pipe.plan(inp)
+    inp = SearchInput(query=question["question"], options=options)  # the question only
+    if planning == "raw":
+        return inp, pipe.plan(inp)
+    reply = stand_in_model(*sampling_request(inp.query))
+    return inp, pipe.plan(inp, reply)
+
+
+import asyncio  # noqa: E402  (used by _drive)
+
+
+async def _quality_one(question: dict[str, Any], ranker: Any, planning: str = "explicit") -> dict[str, Any]:
     import tempfile
 
     from cnki_mcp.clock import FakeClock
+    from cnki_mcp.errors import CnkiError
     from cnki_mcp.jobs import JobManager, MemorySink, OperationKind
-    from cnki_mcp.pipeline.models import SearchInput, SearchOptions
     from cnki_mcp.pipeline.research import ResearchPipeline
-    from cnki_mcp.query.plan import plan_explicit
     from cnki_mcp.store import Store
     from tests.corpus_backend import CorpusBackend, record_id_of
 
     clock = FakeClock()
+    labels = {k: int(v) for k, v in question["relevant"].items()}
     with tempfile.TemporaryDirectory() as tmp:
         store = Store.open(Path(tmp), clock)
         try:
             backend = CorpusBackend()
             pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026, ranker=ranker)
-            inp = SearchInput(
-                query=question["question"],
-                concept_groups=question["concepts"],
-                options=SearchOptions(freshness="live"),
-            )
-            plan = plan_explicit(question["concepts"])
+            try:
+                inp, plan = _plan_for(pipe, question, planning)
+            except CnkiError as exc:  # a plan the compiler refuses: reported, scored 0
+                return _failed_row(question, exc.code)
             job = JobManager(clock, MemorySink()).start(
                 OperationKind.SEARCH, lambda ctx: pipe.research(inp, plan, ctx), inp.budget()
             )
-            [record] = await clock.run_until_complete(job.finish())
+            record = await _drive(clock, job.finish())
+            if record.result is None:
+                return _failed_row(question, ", ".join(sorted({e.code for e in record.errors})) or record.status)
             sid = record.result["search_id"]
 
             def ids(scope: str) -> list[str]:
@@ -340,7 +379,6 @@ async def _quality_one(question: dict[str, Any], ranker: Any) -> dict[str, Any]:
             selected, ranked = ids("selected"), ids("all")
         finally:
             store.close()
-    labels = {k: int(v) for k, v in question["relevant"].items()}
     return {
         "id": question["id"],
         "status": record.status,
@@ -349,9 +387,39 @@ async def _quality_one(question: dict[str, Any], ranker: Any) -> dict[str, Any]:
         "selected": len(selected),
         "requests": record.requests,
         "p10": precision_at(selected, labels, 10),
+        "ndcg10": ndcg_at(selected, labels, 10),
         "ndcg20": ndcg_at(selected, labels, 20),
         "p10_ranked": precision_at(ranked, labels, 10),
         "ndcg20_ranked": ndcg_at(ranked, labels, 20),
+        "plan": plan.groups,
+        "years": (plan.year_from, plan.year_to),
+        "advice": (record.result.get("advice") or {}).get("reason") or "-",
+    }
+
+
+async def _drive(clock: Any, awaitable: Any) -> Any:
+    """`FakeClock.run_until_complete` with more patience: a large candidate pool keeps the
+    enrichment tasks busy for more than its 20 idle yields without anyone sleeping on the clock."""
+    task = asyncio.ensure_future(awaitable)
+    while not task.done():
+        for _ in range(2000):
+            await asyncio.sleep(0)
+            if task.done():
+                break
+        else:
+            nxt = clock.next_deadline
+            if nxt is None:
+                task.cancel()
+                raise RuntimeError("deadlock: tasks wait on something other than the clock")
+            await clock.advance(max(0.0, nxt - clock.monotonic()))
+    return task.result()
+
+
+def _failed_row(question: dict[str, Any], error: str) -> dict[str, Any]:
+    return {
+        "id": question["id"], "status": "failed", "errors": error, "candidates": 0, "selected": 0,
+        "requests": 0, "p10": 0.0, "ndcg10": 0.0, "ndcg20": 0.0, "p10_ranked": 0.0,
+        "ndcg20_ranked": 0.0, "plan": [], "years": (None, None), "advice": "-",
     }
 
 
