@@ -301,15 +301,20 @@ def ndcg_at(ids: list[str], labels: dict[str, int], k: int) -> float:
     return dcg([labels.get(i, 0) for i in ids]) / ideal if ideal else 0.0
 
 
-PLANNINGS = ("explicit", "raw", "sampled")
+PLANNINGS = ("explicit", "raw", "sampled", "sampled-wide")
 
 
-def stand_in_model(system: str, user_text: str, max_tokens: int) -> str:
+STAND_INS = ("literal", "wide")
+
+
+def stand_in_model(system: str, user_text: str, max_tokens: int, kind: str = "literal") -> str:
     """The deterministic stand-in for the client's model in `--plan sampled` (docs/benchmarks.md,
-    "Planning a raw question"): it reads only the sampling request (never the question bank, the
-    corpus or the labels), takes the question out of the user text, cuts it with the server's own
-    segmenter rules, keeps each concept run whole as one term, and answers in the JSON shape the
-    system prompt asks for, inside a fenced block as chat models often do."""
+    "Planning a raw question"). It reads only the sampling request (never the question bank, the
+    corpus or the labels), takes the question out of the user text and cuts it into concept runs
+    with the server's segmenter rules. `literal` answers one term per run (the words as written
+    together); `wide` answers up to 3 runs with up to 5 terms each (the run, then its words), the
+    3 x 5 shape a model that lists alternatives produces, without the server's <= 32 product
+    bound. The answer is a fenced JSON block, as chat models often send."""
     import json
 
     from cnki_mcp.query.segment import concept_runs, default_segmenter
@@ -317,11 +322,16 @@ def stand_in_model(system: str, user_text: str, max_tokens: int) -> str:
     assert "JSON" in system and max_tokens > 0
     question = user_text.split("\n", 1)[1] if "\n" in user_text else user_text
     runs = concept_runs(question, default_segmenter())
-    groups = [["".join(run)] for run in runs][:8] or [[question.strip()]]
-    return "```json\n" + json.dumps(groups, ensure_ascii=False) + "\n```"
+    if kind == "wide":
+        groups = [list(dict.fromkeys(["".join(run), *run]))[:5] for run in runs[:3]]
+    else:
+        groups = [["".join(run)] for run in runs][:8]
+    return "```json\n" + json.dumps(groups or [[question.strip()]], ensure_ascii=False) + "\n```"
 
 
-def _plan_for(pipe: Any, question: dict[str, Any], planning: str) -> tuple[Any, Any]:
+def _plan_for(
+    pipe: Any, question: dict[str, Any], planning: str, stand_in: str = "literal"
+) -> tuple[Any, Any]:
     """(SearchInput, Plan) the way a client of each kind calls `search`."""
     from cnki_mcp.pipeline.models import SearchInput, SearchOptions
     from cnki_mcp.query.plan import sampling_request
@@ -333,11 +343,14 @@ def _plan_for(pipe: Any, question: dict[str, Any], planning: str) -> tuple[Any, 
     inp = SearchInput(query=question["question"], options=options)  # the question only
     if planning == "raw":
         return inp, pipe.plan(inp)
-    reply = stand_in_model(*sampling_request(inp.query))
+    kind = "wide" if planning == "sampled-wide" else stand_in
+    reply = stand_in_model(*sampling_request(inp.query), kind=kind)
     return inp, pipe.plan(inp, reply)
 
 
-async def _quality_one(question: dict[str, Any], ranker: Any, planning: str = "explicit") -> dict[str, Any]:
+async def _quality_one(
+    question: dict[str, Any], ranker: Any, planning: str = "explicit", stand_in: str = "literal"
+) -> dict[str, Any]:
     import tempfile
 
     from cnki_mcp.clock import FakeClock
@@ -355,7 +368,7 @@ async def _quality_one(question: dict[str, Any], ranker: Any, planning: str = "e
             backend = CorpusBackend()
             pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026, ranker=ranker)
             try:
-                inp, plan = _plan_for(pipe, question, planning)
+                inp, plan = _plan_for(pipe, question, planning, stand_in)
             except CnkiError as exc:  # a plan the compiler refuses: reported, scored 0
                 return _failed_row(question, exc.code)
             job = JobManager(clock, MemorySink()).start(
@@ -536,7 +549,7 @@ def bench_plan(args: argparse.Namespace) -> int:
     ranker = _rankers()[args.ranker]
     runs: dict[str, list[dict[str, Any]]] = {}
     for planning in args.plan or list(PLANNINGS):
-        runs[planning] = [asyncio.run(_quality_one(q, ranker(), planning)) for q in questions]
+        runs[planning] = [asyncio.run(_quality_one(q, ranker(), planning, args.stand_in)) for q in questions]
 
     def mean(planning: str, key: str) -> float:
         return statistics.mean(r[key] for r in runs[planning])
@@ -585,7 +598,8 @@ def bench_plan(args: argparse.Namespace) -> int:
 def _plan_section(summary: str, table: str, cost: str, args: argparse.Namespace) -> str:
     return (
         "## Planning a raw question\n\n"
-        "Command: `.venv/bin/python scripts/bench.py plan --write docs/benchmarks.md`\n\n"
+        "Command: `.venv/bin/python scripts/bench.py plan --write docs/benchmarks.md`"
+        f" (stand-in `{args.stand_in}`)\n\n"
         f"Date {dt.date.today().isoformat()}, Python {platform.python_version()}, ranker `{args.ranker}`"
         " (the pipeline default). Deterministic: no timing involved except the segmenter cost.\n\n"
         "The 30 bundled questions run the full research search as in *Ranking quality*, planned three\n"
@@ -598,11 +612,14 @@ def _plan_section(summary: str, table: str, cost: str, args: argparse.Namespace)
         "  the client's reply -> `parse_sampling_reply`) with a deterministic stand-in for the client's\n"
         "  model (`stand_in_model` in `scripts/bench.py`). The stand-in is **not** a language model:\n"
         "  it reads only the sampling request (never the question bank, corpus or labels), cuts the\n"
-        "  question with the same segmenter rules and answers one term per concept run, in a fenced\n"
-        "  JSON block. It adds no synonym, so its figure measures the sampling code path and a\n"
-        "  literal-minded model, not what a real model would plan; a real model's 3-groups x 5-terms\n"
-        "  plans need the CNF compiler (product of group sizes over 32 is refused by the DNF\n"
-        "  compiler on this branch; `plan_question` itself keeps the product <= 32).\n\n"
+        "  question with the same segmenter rules and answers one term per concept run (the run's\n"
+        "  words as written together), in a fenced JSON block. It adds no synonym, so its figure\n"
+        "  measures the sampling code path and a literal-minded model, not what a real model plans;\n"
+        "- *sampled-wide*: the same path with the `wide` stand-in, which answers up to 3 runs with up\n"
+        "  to 5 terms each (the run, then each of its words): the 3 x 5 shape of a model that lists\n"
+        "  alternatives, with no bound on the product of group sizes. The DNF compiler on this branch\n"
+        "  refuses plans whose product exceeds 32 (a failed row, scored 0); 3 x 5 = 125 needs the CNF\n"
+        "  compiler. `plan_question` itself keeps the product <= 32.\n\n"
         "P@10 and nDCG@10 of the selected list (gain 2^g − 1, ideal over all labelled records), the\n"
         "issue's target being raw >= 80 % of explicit on both. The bench drives the fake clock with\n"
         "more idle yields than `FakeClock.run_until_complete` (`_drive`): a pool of 100+ candidates\n"
@@ -655,6 +672,9 @@ def main(argv: list[str] | None = None) -> int:
     pl = sub.add_parser("plan", help="quality of explicit, sampled and raw-question planning")
     pl.add_argument("--plan", action="append", choices=PLANNINGS, default=None, help="repeatable; default all")
     pl.add_argument("--ranker", default="min10_rescue55", help="ranker name (default the pipeline's)")
+    pl.add_argument(
+        "--stand-in", default="literal", choices=STAND_INS, help="the stand-in model for --plan sampled"
+    )  # sampled-wide always uses the wide one
     pl.add_argument(
         "--write", default=None, metavar="MD", help="also write the ## Planning a raw question section"
     )

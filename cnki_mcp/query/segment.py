@@ -31,314 +31,53 @@ from typing import Any
 Segmenter = Callable[[str], list[str]]
 """Cuts a run of Han text into words (no whitespace, no Latin)."""
 
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 # Function words: always concept boundaries, never concepts.
-FUNCTION_WORDS = frozenset(
-    [
-        "的",
-        "地",
-        "得",
-        "之",
-        "与",
-        "和",
-        "跟",
-        "及",
-        "以及",
-        "或",
-        "或者",
-        "还是",
-        "并",
-        "并且",
-        "而",
-        "而且",
-        "对",
-        "对于",
-        "在",
-        "于",
-        "中",
-        "之中",
-        "下",
-        "上",
-        "内",
-        "里",
-        "时",
-        "之间",
-        "当中",
-        "为",
-        "是",
-        "有",
-        "从",
-        "把",
-        "被",
-        "将",
-        "由",
-        "其",
-        "该",
-        "这",
-        "那",
-        "这些",
-        "那些",
-        "这个",
-        "那个",
-        "等",
-        "等等",
-        "及其",
-        "基于",
-        "关于",
-        "有关",
-        "针对",
-        "面向",
-        "通过",
-        "以",
-        "向",
-        "给",
-        "所",
-        "如何",
-        "怎样",
-        "怎么",
-        "怎么样",
-        "什么",
-        "哪些",
-        "哪个",
-        "哪种",
-        "哪里",
-        "为什么",
-        "为何",
-        "是否",
-        "能否",
-        "可否",
-        "有没有",
-        "有无",
-        "吗",
-        "呢",
-        "吧",
-        "啊",
-        "了",
-        "着",
-        "呀",
-        "请",
-        "帮",
-        "帮我",
-        "我",
-        "我们",
-        "你",
-        "您",
-        "一下",
-        "一些",
-        "多少",
-        "几",
-        "几种",
-        "哪",
-        "何",
-        "怎",
-        "有哪些",
-        "是什么",
-        "什么样",
-        "如何进行",
-        "可以",
-        "能够",
-        "应该",
-        "需要",
-        "需",
-        "要",
-        "进行",
-        "开展",
-        "存在",
-        "具有",
-        "目前",
-        "当前",
-        "现阶段",
-        "现在",
-        "最新",
-        "主要",
-        "常见",
-        "相关",
-        "具体",
-        "一般",
-        "各种",
-        "不同",
-        "方面",
-        "情况",
-        "领域",
-        "角度",
-        "视角",
-        "视域",
-        "背景",
-        "下的",
-        "中的",
-        "里的",
-        "上的",
-        "作为",
-        "用于",
-        "对比",
-        "以来",
-        "查找",
-    ]
+FUNCTION_WORDS = _words(
+    """
+    的 地 得 之 与 和 跟 及 以及 或 或者 还是 并 并且 而 而且 对 对于 在 于
+    中 之中 下 上 内 里 时 之间 当中 为 是 有 从 把 被 将 由 其 该 这 那
+    这些 那些 这个 那个 等 等等 及其 基于 关于 有关 针对 面向 通过 以 向 给 所
+    如何 怎样 怎么 怎么样 什么 哪些 哪个 哪种 哪里 为什么 为何 是否 能否 可否
+    有没有 有无 吗 呢 吧 啊 了 着 呀 请 帮 帮我 我 我们 你 您 一下 一些 多少
+    几 几种 哪 何 怎 有哪些 是什么 什么样 如何进行 可以 能够 应该 需要 需 要 进行
+    开展 存在 具有 目前 当前 现阶段 现在 最新 主要 常见 相关 具体 一般 各种 不同
+    方面 情况 领域 角度 视角 视域 背景 下的 中的 里的 上的 作为 用于 对比 以来
+    查找 后 之后 以后 前 之前 以前 期间 我国 国内外 找 查 查询 了解 介绍 总结
+    梳理 整理 列举 给出 告诉 看看
+    """
 )
 
 # Study-type nouns and aim verbs: dropped while some other concept remains.
-SOFT_WORDS = frozenset(
-    [
-        "研究",
-        "方法",
-        "方法论",
-        "问题",
-        "影响",
-        "应用",
-        "分析",
-        "探讨",
-        "探究",
-        "探析",
-        "探索",
-        "浅析",
-        "初探",
-        "综述",
-        "述评",
-        "评述",
-        "进展",
-        "研究进展",
-        "现状",
-        "发展",
-        "趋势",
-        "对策",
-        "策略",
-        "措施",
-        "建议",
-        "途径",
-        "路径",
-        "机制",
-        "机理",
-        "作用",
-        "效果",
-        "效应",
-        "关系",
-        "因素",
-        "原因",
-        "意义",
-        "价值",
-        "思考",
-        "启示",
-        "实践",
-        "方式",
-        "手段",
-        "特点",
-        "特征",
-        "规律",
-        "模式",
-        "类型",
-        "内容",
-        "角色",
-        "挑战",
-        "困境",
-        "出路",
-        "前景",
-        "展望",
-        "问题研究",
-        "关键技术",
-        "核心技术",
-        "技术",
-        "作用机制",
-        "影响因素",
-        "构建",
-        "建设",
-        "实现",
-        "运用",
-        "利用",
-        "使用",
-        "采用",
-        "缓解",
-        "解决",
-        "提高",
-        "提升",
-        "改善",
-        "促进",
-        "应对",
-        "减少",
-        "降低",
-        "避免",
-        "助力",
-        "推动",
-        "加强",
-        "优化",
-        "主要",
-        "新",
-        "有效",
-        "文献",
-        "论文",
-        "资料",
-    ]
+SOFT_WORDS = _words(
+    """
+    研究 方法 方法论 问题 影响 应用 分析 探讨 探究 探析 探索 浅析 初探 综述 述评
+    评述 进展 研究进展 现状 发展 趋势 对策 策略 措施 建议 途径 路径 机制 机理 作用
+    效果 效应 关系 因素 原因 意义 价值 思考 启示 实践 方式 手段 特点 特征 规律
+    模式 类型 内容 角色 挑战 困境 出路 前景 展望 问题研究 关键技术 核心技术 技术
+    作用机制 影响因素 构建 建设 实现 运用 利用 使用 采用 缓解 解决 提高 提升 改善
+    促进 应对 减少 降低 避免 助力 推动 加强 优化 主要 新 有效 文献 论文 资料 变化
+    """
 )
 
-_LEADING_SINGLES = frozenset(
-    [
-        "在",
-        "对",
-        "从",
-        "于",
-        "为",
-        "把",
-        "被",
-        "将",
-        "由",
-        "向",
-        "以",
-        "与",
-        "和",
-        "及",
-        "或",
-        "是",
-        "有",
-        "请",
-    ]
-)
-_TRAILING_SINGLES = frozenset(["的", "地", "得", "了", "吗", "呢", "吧", "啊", "时"])
+# Single characters that are suffixes in Chinese word formation (区块链, 现代化, 稳定性): a lone
+# one binds to the word before it; any other lone character binds to the word after it.
+_SUFFIX_SINGLES = frozenset("化性型率度者式法器机学论链网业界量感力体物品员家素症剂")
+_LEADING_SINGLES = _words("在 对 从 于 为 把 被 将 由 向 以 与 和 及 或 是 有 请")
+_TRAILING_SINGLES = _words("的 地 得 了 吗 呢 吧 啊 时")
 
-ENGLISH_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "in",
-        "on",
-        "for",
-        "to",
-        "and",
-        "or",
-        "with",
-        "by",
-        "from",
-        "at",
-        "as",
-        "into",
-        "about",
-        "how",
-        "what",
-        "which",
-        "why",
-        "when",
-        "where",
-        "who",
-        "is",
-        "are",
-        "be",
-        "can",
-        "does",
-        "do",
-        "using",
-        "based",
-        "via",
-        "vs",
-        "versus",
-        "its",
-        "their",
-        "this",
-        "that",
-        "these",
-        "those",
-        "research",
-        "study",
-        "review",
-    ]
+ENGLISH_STOP = _words(
+    """
+    a an the of in on for to and or with by from
+    at as into about how what which why when where
+    who is are be can does do using based via vs
+    versus its their this that these those
+    research study review
+    """
 )
 
 # A Latin run: letters/digits joined by - + . / _ #, an optional version number after a space
@@ -399,12 +138,16 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
             continue
         core = ["".join(singles)] if len(singles) >= 2 else singles
         out.extend([*lead, *core, *trail])
-    # a lone non-function single character binds to its neighbour (next, else previous)
+    # a lone non-function single character binds to its neighbour (a suffix to the word
+    # before it, any other to the word after it, else the one before)
     merged: list[str] = []
     carry = ""
     for k, word in enumerate(out):
         if len(word) == 1 and word not in FUNCTION_WORDS and word not in SOFT_WORDS:
             nxt = out[k + 1] if k + 1 < len(out) else None
+            if word in _SUFFIX_SINGLES and not carry and merged and merged[-1] not in FUNCTION_WORDS:
+                merged[-1] += word
+                continue
             if nxt is not None and nxt not in FUNCTION_WORDS:
                 carry += word
                 continue
