@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydField
 
 from cnki_mcp.errors import InvalidPlan
-from cnki_mcp.query.segment import Segmenter, concept_runs, merge_to
+from cnki_mcp.query.segment import Segmenter, concept_runs, has_function_words, merge_to
 from cnki_mcp.query.timephrase import extract_years
 
 MAX_GROUPS = 8
@@ -289,14 +289,14 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     else:
         for part in parts:
             runs = concept_runs(part, cut)
-            if len(runs) == 1 and "".join(runs[0]) == "".join(part.split()):
+            if runs and len(part) <= MAX_TERM_CHARS and not has_function_words(part, cut):
                 groups.append([" ".join(part.split())])  # a listed term: kept as written
             else:
                 groups.extend(_run_group(r) for r in runs)
     if not groups:
         raise InvalidPlan(f"问题中没有可检索的概念{hint}")
-    if len(groups) > MAX_GROUPS:
-        groups = [[c] for c in merge_to([g[0] for g in groups], MAX_GROUPS)]
+    if len(groups) > MAX_GROUPS:  # the surplus becomes alternatives of the last group
+        groups = [*groups[: MAX_GROUPS - 1], [g[0] for g in groups[MAX_GROUPS - 1 :]]]
     groups = validate_groups(_fit_branches([_aliases(g) for g in groups]), hint=hint)
     warnings = [SEGMENTED_WARNING] + ([WEAK_WARNING] if len(groups) <= 1 else [])
     return Plan(

@@ -48,7 +48,7 @@ FUNCTION_WORDS = _words(
     开展 存在 具有 目前 当前 现阶段 现在 最新 主要 常见 相关 具体 一般 各种 不同
     方面 情况 领域 角度 视角 视域 背景 下的 中的 里的 上的 作为 用于 对比 以来
     查找 后 之后 以后 前 之前 以前 期间 我国 国内外 找 查 查询 了解 介绍 总结
-    梳理 整理 列举 给出 告诉 看看
+    梳理 整理 列举 给出 告诉 看看 为例 例
     """
 )
 
@@ -61,13 +61,14 @@ SOFT_WORDS = _words(
     模式 类型 内容 角色 挑战 困境 出路 前景 展望 问题研究 关键技术 核心技术 技术
     作用机制 影响因素 构建 建设 实现 运用 利用 使用 采用 缓解 解决 提高 提升 改善
     促进 应对 减少 降低 避免 助力 推动 加强 优化 主要 新 有效 文献 论文 资料 变化
+    目标
     """
 )
 
 # Single characters that are suffixes in Chinese word formation (区块链, 现代化, 稳定性): a lone
 # one binds to the word before it; any other lone character binds to the word after it.
 _SUFFIX_SINGLES = frozenset("化性型率度者式法器机学论链网业界量感力体物品员家素症剂")
-_LEADING_SINGLES = _words("在 对 从 于 为 把 被 将 由 向 以 与 和 及 或 是 有 请")
+_LEADING_SINGLES = _words("的 地 得 在 对 从 于 为 把 被 将 由 向 以 与 和 及 或 是 有 请")
 _TRAILING_SINGLES = _words("的 地 得 了 吗 呢 吧 啊 时")
 
 ENGLISH_STOP = _words(
@@ -83,7 +84,7 @@ ENGLISH_STOP = _words(
 # A Latin run: letters/digits joined by - + . / _ #, an optional version number after a space
 # (Wi-Fi 8, GPT 4o), words separated by single spaces kept together (deep learning).
 _LATIN_WORD = r"[A-Za-z0-9][A-Za-z0-9]*(?:[-+./_#][A-Za-z0-9+#]*)*\+*"
-_LATIN_RE = re.compile(rf"{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})*")
+_LATIN_RE = re.compile(rf"第\d+[条款章节项篇]|{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})*")
 _HAN_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]+")
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 
@@ -227,6 +228,11 @@ def concept_runs(text: str, cut: Segmenter) -> list[list[str]]:
         if t.latin:
             runs.append([])
     return [r for r in runs if r]
+
+
+def has_function_words(text: str, cut: Segmenter) -> bool:
+    """Does the text contain a function word (a phrase or sentence rather than one term)?"""
+    return any(_is_function(t) for t in _tokens(unicodedata.normalize("NFKC", text), cut))
 
 
 def question_concepts(text: str, cut: Segmenter) -> list[str]:

@@ -132,7 +132,9 @@ def test_time_phrases_use_the_year_passed_in() -> None:
     assert extract_years("2028年以来", 2026).year_from is None
 
 
-@pytest.mark.parametrize(("text", "n"), [("五", 5), ("十", 10), ("十五", 15), ("二十", 20), ("两", 2), ("12", 12)])
+@pytest.mark.parametrize(
+    ("text", "n"), [("五", 5), ("十", 10), ("十五", 15), ("二十", 20), ("两", 2), ("12", 12)]
+)
 def test_chinese_numbers(text: str, n: int) -> None:
     assert chinese_number(text) == n
 
@@ -151,9 +153,44 @@ def test_advice_for_no_candidates_keeps_the_first_two_groups() -> None:
 
 
 def test_segmenter_dictionary_is_not_loaded_at_import() -> None:
-    code = (
-        "import sys, cnki_mcp.query.plan, cnki_mcp.pipeline.research; "
-        "print('jieba' in sys.modules)"
-    )
+    code = "import sys, cnki_mcp.query.plan, cnki_mcp.pipeline.research; print('jieba' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("question", "first", "absent"),
+    [
+        ("近3年的大模型安全研究", ["大模型"], {"的大", "研究"}),
+        ("如何利用区块链技术提升供应链金融风险管理", ["区块链"], {"链技术", "提升", "利用"}),
+        ("请帮我找一下关于老年人数字鸿沟的文献", ["老年人"], {"找", "文献"}),
+        ("《民法典》第585条违约金调整规则", ["民法典"], {"第", "585条违约金"}),
+        (
+            "双减政策实施后家庭教育支出的变化",
+            ["双减政策实施", "双减", "政策", "实施"],
+            {"后家庭教育", "变化"},
+        ),
+    ],
+)
+def test_particles_suffixes_and_request_verbs_do_not_make_odd_words(
+    question: str, first: list[str], absent: set[str]
+) -> None:
+    plan = _plan(question)
+    assert plan.groups[0] == first
+    assert not absent & {t for g in plan.groups for t in g}
+
+
+def test_more_than_eight_listed_terms_fold_the_rest_into_the_last_group() -> None:
+    terms = [
+        "深度强化学习",
+        "多智能体",
+        "协同控制",
+        "无人机集群",
+        "路径规划",
+        "通信约束",
+        "能耗优化",
+        "仿真平台",
+        "实验验证",
+    ]
+    plan = _plan("、".join(terms))
+    assert plan.groups == [[t] for t in terms[:7]] + [["仿真平台", "实验验证"]]
