@@ -110,14 +110,20 @@ def effective_input(inp: SearchInput, plan: PlanLike) -> SearchInput:
     return inp.model_copy(update={"year_from": plan.year_from, "year_to": plan.year_to})
 
 
-def advice_for(query: str, summary: SearchSummary, cut: Segmenter) -> PlanAdvice | None:
-    """Advice for a weak plan or an empty research search, with the exact call to make."""
+def advice_for(
+    query: str, summary: SearchSummary, cut: Segmenter, params: dict[str, Any] | None = None
+) -> PlanAdvice | None:
+    """Advice for a weak plan or an empty research search, with the exact call to make (the
+    search's years included: with concept_groups given, time phrases in the query are not read)."""
     if summary.plan.method == PlanMethod.STRUCTURED or summary.status not in ("completed", "partial"):
         return None
     got = advise(query, summary.plan.concepts, summary.candidate_count, cut)
     if got is None:
         return None
     arguments: dict[str, Any] = {"query": query, "concept_groups": got.groups}
+    for key in ("year_from", "year_to"):
+        if (params or {}).get(key):
+            arguments[key] = params[key]  # type: ignore[index]
     return PlanAdvice(
         reason=got.reason,  # type: ignore[arg-type]
         message=got.message,
@@ -163,8 +169,8 @@ class ResearchPipeline:
         """The plan for `inp` (see `plan_search`); the segmenter loads on its first use."""
         return plan_search(inp, sampled_text, now_year=self.now_year(), cut=self.segmenter)
 
-    def _advised(self, summary: SearchSummary, query: str) -> SearchSummary:
-        advice = advice_for(query, summary, self.segmenter)
+    def _advised(self, summary: SearchSummary, params: dict[str, Any]) -> SearchSummary:
+        advice = advice_for(str(params.get("query") or ""), summary, self.segmenter, params)
         return summary if advice is None else summary.model_copy(update={"advice": advice})
 
     def _state(
@@ -184,7 +190,7 @@ class ResearchPipeline:
         if inp.options.freshness != "prefer_cache":
             return None
         summary = self._from_cache(self.research_key(inp, plan), inp.limit)
-        return None if summary is None else self._advised(summary, inp.query)
+        return None if summary is None else self._advised(summary, search_params(effective_input(inp, plan)))
 
     def _from_cache(self, key: str, limit: int) -> SearchSummary | None:
         record = self.store.cached_search(key, self.clock.now())
@@ -209,13 +215,13 @@ class ResearchPipeline:
         view = {"method": str(plan.method), "concepts": groups, "warnings": list(plan.warnings)}
         st = self._state(ctx.operation_id, params, view, research_channels(groups))
         ctx.checkpoint(st.to_json())
-        return self._advised(await self.engine.run(st, ctx), inp.query)
+        return self._advised(await self.engine.run(st, ctx), params)
 
     async def continue_search(self, ctx: OperationContext) -> SearchSummary:
         """Continue a search from the checkpoint in `ctx.resume_from` (research or structured)."""
         st = SearchState.from_json(ctx.resume_from)
         summary = await self.engine.run(st, ctx)
-        return self._advised(summary, str(st.input.get("query") or ""))
+        return self._advised(summary, st.input)
 
     # --- structured search --------------------------------------------------------------
 

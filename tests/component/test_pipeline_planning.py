@@ -102,3 +102,21 @@ async def test_empty_search_carries_advice(clock: FakeClock, store: Store) -> No
     assert result["candidate_count"] == 0
     assert result["advice"]["reason"] == "no_candidates"
     assert result["advice"]["suggested_concept_groups"] == [["联邦学习"], ["违约金"]]
+
+
+async def test_advice_keeps_the_years_and_survives_the_cache(clock: FakeClock, store: Store) -> None:
+    inp = SearchInput(query="近五年的区块链", options=SearchOptions(freshness="live"))
+    pipe = ResearchPipeline(CorpusBackend(), store, clock, now_year=lambda: 2026)
+    plan = pipe.plan(inp)
+    assert plan.groups == [["区块链"]] and plan.year_from == 2021
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, plan, ctx)
+
+    job = JobManager(clock, MemorySink()).start(OperationKind.SEARCH, runner, inp.budget())
+    [record] = await clock.run_until_complete(job.finish())
+    call = record.result["advice"]["suggested_call"]
+    assert call["arguments"]["year_from"] == 2021 and "year_to" not in call["arguments"]
+    cached = pipe.cached(inp.model_copy(update={"options": SearchOptions()}), plan)
+    assert cached is not None and cached.source == "cache"
+    assert cached.advice is not None and cached.advice.suggested_call == call
