@@ -38,6 +38,12 @@ class PlanLike(Protocol):
     @property
     def warnings(self) -> list[str]: ...
 
+    @property
+    def year_from(self) -> int | None: ...
+
+    @property
+    def year_to(self) -> int | None: ...
+
 
 def _check_text(field: str, *texts: str) -> None:
     """Text sent to CNKI holds no NUL or other control character (tab/newline are spaces)."""
@@ -158,6 +164,21 @@ class PlanView(_Model):
     warnings: list[str] = Field(default_factory=list)
 
 
+class PlanAdvice(_Model):
+    """Set when the plan is weak (one concept) or the search found nothing: what to call instead."""
+
+    reason: Literal["one_concept", "no_candidates"] = Field(
+        description="one_concept：只有一个概念；no_candidates：没有找到候选文献"
+    )
+    message: str = Field(description="说明与建议")
+    suggested_concept_groups: list[list[str]] = Field(
+        description="建议的概念组（组间 AND，组内同义词 OR）；请为每组补充同义词后再检索"
+    )
+    suggested_call: dict[str, Any] = Field(
+        description='建议的调用：{"tool": "search", "arguments": {...}}'
+    )
+
+
 class ResultItem(_Model):
     record_ref: str
     title: str
@@ -186,6 +207,9 @@ class SearchSummary(_Model):
     requests: int = 0
     warnings: list[str] = Field(default_factory=list)
     errors: list[dict[str, Any]] = Field(default_factory=list)
+    advice: PlanAdvice | None = Field(
+        None, description="规划较弱（只有一个概念）或没有候选时给出的建议概念组与调用"
+    )
 
 
 class ResultsInput(_Model):

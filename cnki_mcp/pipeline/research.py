@@ -18,6 +18,7 @@ from cnki_mcp.pipeline.metadata import fetch_metadata
 from cnki_mcp.pipeline.models import (
     MetadataInput,
     MetadataResult,
+    PlanAdvice,
     PlanLike,
     ResultsInput,
     ResultsPage,
@@ -30,6 +31,16 @@ from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.pipeline.structured import structured_channel, structured_params, structured_plan
 from cnki_mcp.query.compiler import compile_expression, concept_expression
 from cnki_mcp.query.expr import Field
+from cnki_mcp.query.plan import (
+    Plan,
+    PlanMethod,
+    advise,
+    parse_sampling_reply,
+    plan_explicit,
+    plan_question,
+)
+from cnki_mcp.query.segment import Segmenter, default_segmenter
+from cnki_mcp.query.timephrase import extract_years
 from cnki_mcp.rank import Ranker, RelevanceRescueRanker
 from cnki_mcp.site.backend import SiteBackend
 from cnki_mcp.store import Store
@@ -76,6 +87,51 @@ def search_params(inp: SearchInput) -> dict[str, Any]:
     }
 
 
+def plan_search(
+    inp: SearchInput, sampled_text: str | None, *, now_year: int, cut: Segmenter
+) -> Plan:
+    """The plan a `search` call runs: the caller's concept_groups; else the client model's reply
+    to the sampling request when it parses; else the question segmented (`plan_question`).
+    Sampled and segmented plans also carry the year range of the question's time phrases."""
+    if inp.concept_groups:
+        return plan_explicit(inp.concept_groups)
+    if sampled_text is not None:
+        plan = parse_sampling_reply(sampled_text)
+        if plan is not None:
+            _, year_from, year_to = extract_years(inp.query, now_year)
+            return plan.model_copy(update={"year_from": year_from, "year_to": year_to})
+    return plan_question(inp.query, now_year=now_year, cut=cut)
+
+
+def effective_input(inp: SearchInput, plan: PlanLike) -> SearchInput:
+    """The input with the plan's years where the caller gave none (explicit years always win)."""
+    if inp.year_from or inp.year_to or not (plan.year_from or plan.year_to):
+        return inp
+    return inp.model_copy(update={"year_from": plan.year_from, "year_to": plan.year_to})
+
+
+def advice_for(
+    query: str, summary: SearchSummary, cut: Segmenter, params: dict[str, Any] | None = None
+) -> PlanAdvice | None:
+    """Advice for a weak plan or an empty research search, with the exact call to make (the
+    search's years included: with concept_groups given, time phrases in the query are not read)."""
+    if summary.plan.method == PlanMethod.STRUCTURED or summary.status not in ("completed", "partial"):
+        return None
+    got = advise(query, summary.plan.concepts, summary.candidate_count, cut)
+    if got is None:
+        return None
+    arguments: dict[str, Any] = {"query": query, "concept_groups": got.groups}
+    for key in ("year_from", "year_to"):
+        if (params or {}).get(key):
+            arguments[key] = params[key]  # type: ignore[index]
+    return PlanAdvice(
+        reason=got.reason,  # type: ignore[arg-type]
+        message=got.message,
+        suggested_concept_groups=got.groups,
+        suggested_call={"tool": "search", "arguments": arguments},
+    )
+
+
 class ResearchPipeline:
     def __init__(
         self,
@@ -88,8 +144,11 @@ class ResearchPipeline:
         ranker: Ranker | None = None,
         page_size: int = PAGE_SIZE,
         public_origins: tuple[str, ...] = (),
+        segmenter: Segmenter | None = None,
     ) -> None:
         self.backend = backend
+        self.now_year = now_year
+        self.segmenter: Segmenter = segmenter or default_segmenter()
         self.store = store
         self.clock = clock
         self.enricher = Enricher(backend, store, clock, workers=workers, public_origins=public_origins)
@@ -106,6 +165,14 @@ class ResearchPipeline:
 
     # --- research search ----------------------------------------------------------------
 
+    def plan(self, inp: SearchInput, sampled_text: str | None = None) -> Plan:
+        """The plan for `inp` (see `plan_search`); the segmenter loads on its first use."""
+        return plan_search(inp, sampled_text, now_year=self.now_year(), cut=self.segmenter)
+
+    def _advised(self, summary: SearchSummary, params: dict[str, Any]) -> SearchSummary:
+        advice = advice_for(str(params.get("query") or ""), summary, self.segmenter, params)
+        return summary if advice is None else summary.model_copy(update={"advice": advice})
+
     def _state(
         self, search_id: str, params: dict[str, Any], plan: dict[str, Any], channels: list[Channel]
     ) -> SearchState:
@@ -115,14 +182,15 @@ class ResearchPipeline:
         )
 
     def research_key(self, inp: SearchInput, plan: PlanLike) -> str:
-        return cache_key(search_params(inp), research_channels(plan.groups))
+        return cache_key(search_params(effective_input(inp, plan)), research_channels(plan.groups))
 
     def cached(self, inp: SearchInput, plan: PlanLike) -> SearchSummary | None:
         """A completed identical search from the last 10 minutes, with `source: cache` and
         `requests: 0`; None when freshness is `live` or nothing fits. Sends no request."""
         if inp.options.freshness != "prefer_cache":
             return None
-        return self._from_cache(self.research_key(inp, plan), inp.limit)
+        summary = self._from_cache(self.research_key(inp, plan), inp.limit)
+        return None if summary is None else self._advised(summary, search_params(effective_input(inp, plan)))
 
     def _from_cache(self, key: str, limit: int) -> SearchSummary | None:
         record = self.store.cached_search(key, self.clock.now())
@@ -142,17 +210,18 @@ class ResearchPipeline:
         """Run (or, when `ctx.resume_from` holds a checkpoint, continue) a research search."""
         if ctx.resume_from:
             return await self.continue_search(ctx)
-        params = search_params(inp)
+        params = search_params(effective_input(inp, plan))
         groups = [list(g) for g in plan.groups]
         view = {"method": str(plan.method), "concepts": groups, "warnings": list(plan.warnings)}
         st = self._state(ctx.operation_id, params, view, research_channels(groups))
         ctx.checkpoint(st.to_json())
-        return await self.engine.run(st, ctx)
+        return self._advised(await self.engine.run(st, ctx), params)
 
     async def continue_search(self, ctx: OperationContext) -> SearchSummary:
         """Continue a search from the checkpoint in `ctx.resume_from` (research or structured)."""
         st = SearchState.from_json(ctx.resume_from)
-        return await self.engine.run(st, ctx)
+        summary = await self.engine.run(st, ctx)
+        return self._advised(summary, st.input)
 
     # --- structured search --------------------------------------------------------------
 

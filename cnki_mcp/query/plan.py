@@ -7,6 +7,11 @@ equal to an earlier one is dropped.
 
 Lexical planning splits only on explicit separators and never segments Chinese; it adds common
 spellings of Wi-Fi generations and IEEE 802.11 amendments so version identifiers are not lost.
+
+Question planning (`plan_question`, what a client without sampling gets) segments the question
+with a word segmenter (`query/segment.py`), drops boilerplate and stop words, keeps Latin terms
+whole, turns time phrases into a year range (`query/timephrase.py`, the current year passed in)
+and makes one concept group per concept word; a plan that is still weak says so in `warnings`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydField
 
 from cnki_mcp.errors import InvalidPlan
+from cnki_mcp.query.segment import Segmenter, concept_runs, has_function_words, merge_to
+from cnki_mcp.query.timephrase import extract_years
 
 MAX_GROUPS = 8
 MAX_TERMS = 6
@@ -35,15 +42,25 @@ class PlanMethod(StrEnum):
     EXPLICIT = "explicit"  # the caller passed concept_groups
     SAMPLING = "sampling"  # the client's model planned them
     LEXICAL = "lexical"  # split on explicit separators
+    SEGMENTED = "segmented"  # the question segmented into concept words (no sampling)
     STRUCTURED = "structured"  # structured_search: the expression is the plan
 
 
 class Plan(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    method: PlanMethod = PydField(description="概念来源：explicit、sampling、lexical 或 structured")
+    method: PlanMethod = PydField(
+        description="概念来源：explicit、sampling、segmented、lexical 或 structured"
+    )
     groups: list[list[str]] = PydField(description="概念组：组间 AND，组内同义词 OR")
     warnings: list[str] = PydField(default_factory=list, description="规划提示")
+    year_from: int | None = PydField(None, description="问题中的时间短语给出的起始年份")
+    year_to: int | None = PydField(None, description="问题中的时间短语给出的截止年份")
+
+    @property
+    def weak(self) -> bool:
+        """One concept only: nothing to AND, usually a whole sentence or one broad word."""
+        return self.method != PlanMethod.STRUCTURED and len(self.groups) <= 1
 
 
 # ---------------------------------------------------------------- validation
@@ -183,6 +200,154 @@ def plan_lexical(question: str) -> Plan:
         raise InvalidPlan(f"问题中没有可检索的概念{hint}")
     groups = validate_groups([version_aliases(c) for c in concepts], hint=hint)
     return Plan(method=PlanMethod.LEXICAL, groups=groups, warnings=[LEXICAL_WARNING])
+
+
+# ---------------------------------------------------------------- question (segmented)
+
+
+SEGMENTED_WARNING = (
+    "概念由分词得到，没有同义词扩展；客户端可提供 concept_groups（每组加入同义词）以提高查全率。"
+)
+WEAK_WARNING = "只得到一个概念，检索范围可能过宽或过窄；建议提供 concept_groups。"
+MAX_PRODUCT = 32  # OR-terms multiplied across groups: what the compiler expands without refusing
+
+
+def _halves(run: list[str]) -> list[list[str]]:
+    """Split one run of words in two at the word boundary nearest its middle character."""
+    total = sum(len(w) for w in run)
+    best, acc, cut_at = total, 0, 1
+    for i, word in enumerate(run[:-1], 1):
+        acc += len(word)
+        if abs(total - 2 * acc) < best:
+            best, cut_at = abs(total - 2 * acc), i
+    return [run[:cut_at], run[cut_at:]]
+
+
+def _run_group(run: list[str]) -> list[str]:
+    """A run as one concept: the words as written together, then each word (OR)."""
+    if len(run) == 1:
+        return list(run)
+    joined = "".join(run) if all(_has_han(w) for w in run) else " ".join(run)
+    return list(dict.fromkeys([joined, *run]))
+
+
+def _sentence_groups(runs: list[list[str]]) -> list[list[str]]:
+    """Topic AND aspect: a lone run is split at its middle; with three or more runs the first
+    (the topic, which a Chinese question names first) stays one group and the others become one
+    OR group of aspects. An AND of many narrow groups is what empties a search without synonyms."""
+    if len(runs) == 1 and len(runs[0]) >= 2:
+        runs = _halves(runs[0])
+    groups = [_run_group(r) for r in runs]
+    if len(groups) > 2:
+        groups = [groups[0], list(dict.fromkeys(w for g in groups[1:] for w in g))]
+    return groups
+
+
+def _fit_branches(groups: list[list[str]]) -> list[list[str]]:
+    """At most MAX_TERMS per group; then drop trailing alternatives (largest group first) until
+    the product of the group sizes is at most MAX_PRODUCT."""
+    out = [list(g)[:MAX_TERMS] for g in groups]
+
+    def product() -> int:
+        n = 1
+        for g in out:
+            n *= len(g)
+        return n
+
+    while product() > MAX_PRODUCT:
+        k = max(range(len(out)), key=lambda i: (len(out[i]), -i))
+        out[k].pop()
+    return out
+
+
+def _aliases(terms: list[str]) -> list[str]:
+    out: list[str] = []
+    for term in terms:
+        for v in version_aliases(term):
+            if normalise_term(v) not in {normalise_term(o) for o in out}:
+                out.append(v)
+    return out
+
+
+def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
+    """Plan a raw question without the client's model.
+
+    Request words and time phrases go first (the latter become `year_from`/`year_to`). A question
+    listing terms with explicit separators (、，；and) keeps each listed term that is one word as
+    written; any other part is segmented (`query/segment.py`) into runs of concept words, each run
+    one concept (its words joined, then each word as an alternative), combined as topic AND
+    aspects (`_sentence_groups`)."""
+    text = _strip_request(unicodedata.normalize("NFKC", question)).strip(_TRIM)
+    text, year_from, year_to = extract_years(text, now_year)
+    parts = [p.strip(_TRIM) for a in _AND_RE.split(text) for p in _SEP_RE.split(a)]
+    parts = [p for p in parts if p.strip()]
+    hint = "；请提供 concept_groups"
+    groups: list[list[str]] = []
+    if len(parts) == 1:
+        runs = concept_runs(parts[0], cut)
+        groups = _sentence_groups(runs) if runs else []
+    else:
+        for part in parts:
+            runs = concept_runs(part, cut)
+            if runs and len(part) <= MAX_TERM_CHARS and not has_function_words(part, cut):
+                groups.append([" ".join(part.split())])  # a listed term: kept as written
+            else:
+                groups.extend(_run_group(r) for r in runs)
+    if not groups:
+        raise InvalidPlan(f"问题中没有可检索的概念{hint}")
+    if len(groups) > MAX_GROUPS:  # the surplus becomes alternatives of the last group
+        groups = [*groups[: MAX_GROUPS - 1], [g[0] for g in groups[MAX_GROUPS - 1 :]]]
+    groups = validate_groups(_fit_branches([_aliases(g) for g in groups]), hint=hint)
+    warnings = [SEGMENTED_WARNING] + ([WEAK_WARNING] if len(groups) <= 1 else [])
+    return Plan(
+        method=PlanMethod.SEGMENTED,
+        groups=groups,
+        warnings=warnings,
+        year_from=year_from,
+        year_to=year_to,
+    )
+
+
+class Advice(BaseModel):
+    """A weak plan or an empty search: why, and concept groups to try instead."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reason: str  # "one_concept" | "no_candidates"
+    message: str
+    groups: list[list[str]]
+
+
+def advise(question: str, groups: Sequence[Sequence[str]], candidates: int, cut: Segmenter) -> Advice | None:
+    """Advice when the plan had one concept or found no candidate; None when neither holds.
+
+    One concept: the concept (or, failing that, the question) cut into its words, at most four
+    groups. No candidates with several concepts: the first two groups (in a Chinese question the
+    topic comes first, its aspect after it), since an AND of many groups is what empties a search.
+    Either way the client should add synonyms to each group."""
+    groups = [list(g) for g in groups]
+    if len(groups) <= 1:
+        words: list[str] = []
+        for source in ([groups[0][0]] if groups else []) + [question]:
+            words = [w for run in concept_runs(source, cut) for w in run]
+            if len(words) >= 2:
+                break
+        suggested = [[w] for w in merge_to(words, 4)] if len(words) >= 2 else groups
+        message = (
+            "只有一个概念：建议按下面的概念组重新检索，并为每组补充同义词、全称或英文缩写"
+            "（组间 AND，组内 OR）。"
+        )
+        return Advice(reason="one_concept", message=message, groups=suggested or [[question.strip()]])
+    if candidates == 0:
+        return Advice(
+            reason="no_candidates",
+            message=(
+                f"{len(groups)} 个概念同时出现的文献为 0：建议只保留主要概念，并为每组补充同义词"
+                "（组间 AND，组内 OR）。"
+            ),
+            groups=groups[:2],
+        )
+    return None
 
 
 # ---------------------------------------------------------------- sampling

@@ -118,20 +118,6 @@ def _show(printer: _Printer, op: dict[str, Any]) -> None:
     )
 
 
-def known_concepts(question: str) -> list[list[str]] | None:
-    """Concept groups the bundled question set gives for `question` (what a client's model
-    would plan); None for other questions, which the server then plans lexically."""
-    path = Path(__file__).resolve().parents[1] / "sim" / "data" / "questions.jsonl"
-    if not path.exists():
-        return None
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            item = json.loads(line)
-            if item.get("question") == question:
-                return [list(g) for g in item.get("concepts") or []] or None
-    return None
-
-
 async def _search(session: ClientSession, question: str, printer: _Printer) -> dict[str, Any]:
     stage = {"name": "starting"}
 
@@ -143,12 +129,9 @@ async def _search(session: ClientSession, question: str, printer: _Printer) -> d
         "limit": 10,
         "options": {"candidate_target": 150, "max_pages": 3},
     }
-    groups = known_concepts(question)
-    if groups:
-        args["concept_groups"] = groups
-        printer.say("概念分组（内置问题库）：" + " AND ".join("(" + " | ".join(g) + ")" for g in groups))
-    else:
-        printer.say("概念分组：由服务器按显式分隔符（、，；and）切分")
+    # Like most desktop clients: only the question, no sampling, no concept_groups; the server
+    # plans it (segmented question, docs/benchmarks.md "Planning a raw question").
+    printer.say("概念规划：客户端只传问题（未声明 sampling，未给 concept_groups），由服务器分词规划")
     printer.say("检索进度:")
     op = _structured(await session.call_tool("search", args, progress_callback=on_progress))
     _show(printer, op)
@@ -165,6 +148,12 @@ async def _search(session: ClientSession, question: str, printer: _Printer) -> d
         if op.get("status") == "awaiting_user":
             printer.say(f"\n  需要人工处理：{op.get('message')}")
     printer.done()
+    plan = (op.get("result") or {}).get("plan") or {}
+    if plan.get("concepts"):
+        printer.say(
+            f"服务器规划（{plan.get('method')}）："
+            + " AND ".join("(" + " | ".join(g) + ")" for g in plan["concepts"])
+        )
     return op
 
 
@@ -236,6 +225,10 @@ async def run_demo(
                 printer.say(f"检索未完成：{op.get('status')} {errors}")
                 return 1
             _print_results(summary, printer)
+            advice = summary.get("advice")
+            if advice:
+                printer.say(f"\n规划建议（{advice.get('reason')}）：{advice.get('message')}")
+                printer.say("建议调用：" + json.dumps(advice.get("suggested_call"), ensure_ascii=False))
             await _export(session, summary, printer, tools)
         grids = len(sim.requests_for("/kns8s/brief/grid", "POST"))
         details = len(sim.requests_for("/kcms2/article/abstract", "GET"))

@@ -28,7 +28,8 @@ from cnki_mcp.pipeline.models import (
     StructuredSearchInput,
     View,
 )
-from cnki_mcp.query.plan import Plan, parse_sampling_reply, plan_explicit, plan_lexical, sampling_request
+from cnki_mcp.pipeline.research import ResearchPipeline
+from cnki_mcp.query.plan import Plan, sampling_request
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import OperationView
@@ -48,7 +49,8 @@ class MetadataOperation(OperationView):
 
 
 SEARCH_DESCRIPTION = """研究检索（访问知网，通常 100–600 次请求，可能需要几分钟）：规划概念 → 主题/篇名/关键词三个字段分页检索 → 去重排序 → 读取详情与期刊信息 → 共同关键词补充检索 → 相关性×来源质量排序筛选。
-concept_groups 优先（组间 AND、组内同义词 OR）；未提供时客户端支持 sampling 就请客户端模型规划，否则按显式分隔符拆分。
+concept_groups 优先（组间 AND、组内同义词 OR）；未提供时客户端支持 sampling 就请客户端模型规划，否则服务器分词规划（去掉问句套话，“近五年”“2020年以来”等时间短语转为年份）。
+规划只有一个概念或没有候选时，result.advice 给出建议的 concept_groups 和应发出的调用。
 调用内最多等待约 40 秒：完成则 result 为检索摘要；仍在运行则返回 operation_id，用 operation_status(wait_seconds=50) 继续等待。
 status 为 awaiting_user 时请用户在浏览器窗口完成验证或登录。完成后用 search_results(search_id) 分页读取，get_metadata 补充题录。
 options.freshness=prefer_cache 时 10 分钟内相同的已完成检索直接返回，不访问知网。"""
@@ -83,17 +85,10 @@ def _sampling_resolver(
     )
 
 
-def choose_plan(inp: SearchInput, sampled: CreateMessageResult | None) -> Plan:
-    if inp.concept_groups:
-        return plan_explicit(inp.concept_groups)
-    if sampled is not None:
-        content = sampled.content
-        text = getattr(content, "text", None)
-        if isinstance(text, str):
-            plan = parse_sampling_reply(text)
-            if plan is not None:
-                return plan
-    return plan_lexical(inp.query)
+def choose_plan(inp: SearchInput, sampled: CreateMessageResult | None, pipeline: ResearchPipeline) -> Plan:
+    """concept_groups, else the sampled reply, else the segmented question (`pipeline.plan`)."""
+    text = getattr(sampled.content, "text", None) if sampled is not None else None
+    return pipeline.plan(inp, text if isinstance(text, str) else None)
 
 
 def register(server: CnkiServer) -> None:
@@ -134,9 +129,9 @@ def register(server: CnkiServer) -> None:
             year_to=year_to,
             options=options or SearchOptions(),
         )
-        plan = choose_plan(inp, sampled_plan)
         services = services_of(ctx)
         pipeline = services.pipeline
+        plan = choose_plan(inp, sampled_plan, pipeline)
         if inp.options.freshness == "prefer_cache":
             cached = pipeline.cached(inp, plan)
             if cached is not None:

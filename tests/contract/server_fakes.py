@@ -61,6 +61,13 @@ class FakePipeline:
     def cached(self, inp: Any, plan: Any) -> SearchSummary | None:
         return None
 
+    def plan(self, inp: Any, sampled_text: str | None = None) -> Any:
+        """The real planning (concept_groups, sampling reply, segmented question), year 2026."""
+        from cnki_mcp.pipeline.research import plan_search
+        from cnki_mcp.query.segment import default_segmenter
+
+        return plan_search(inp, sampled_text, now_year=2026, cut=default_segmenter())
+
     def _summary(self, search_id: str, plan: Any, limit: int) -> SearchSummary:
         return SearchSummary(
             search_id=search_id,

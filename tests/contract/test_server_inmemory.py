@@ -203,11 +203,16 @@ async def test_concepts_are_planned_by_client_sampling_when_declared(h: Harness,
     assert h.pipeline.plans[-1].groups == [["竞业限制", "竞业禁止"], ["违约金"]]
 
 
-async def test_concepts_are_planned_lexically_without_sampling(h: Harness) -> None:
+async def test_concepts_are_planned_by_segmenting_without_sampling(h: Harness) -> None:
     async with Client(build_server(h.open)) as client:
         result = await client.call_tool("search", {"query": "竞业限制、违约金"})
-        assert result.structured_content["result"]["plan"]["method"] == "lexical"
-    assert h.pipeline.plans[-1].method == "lexical"
+        assert result.structured_content["result"]["plan"]["method"] == "segmented"
+        assert result.structured_content["result"]["plan"]["concepts"] == [["竞业限制"], ["违约金"]]
+        raw = await client.call_tool("search", {"query": "2020年以来大语言模型幻觉问题有哪些缓解方法？"})
+        assert not raw.is_error, raw.content
+    plan = h.pipeline.plans[-1]
+    assert plan.method == "segmented" and len(plan.groups) == 2
+    assert (plan.year_from, plan.year_to) == (2020, None)
 
 
 async def test_explicit_concept_groups_skip_sampling(h: Harness) -> None:

@@ -27,6 +27,8 @@ def test_demo_runs_a_research_search_and_prints_ranked_results_coverage_and_cita
     assert proc.returncode == 0, proc.stderr[-2000:] + out[-2000:]
     assert "知网模拟站：http://127.0.0.1:" in out.splitlines()[0]
     assert "读取详情页与期刊页" in out  # live progress reached enrichment
+    # planned like a client without sampling: the server segments the question itself
+    assert "由服务器分词规划" in out and "服务器规划（segmented）：" in out
     ranked = [line for line in out.splitlines() if line[:3].strip().rstrip(".").isdigit()]
     assert len(ranked) >= 5, out
     assert "收录" in out and "得分" in out

@@ -1,0 +1,289 @@
+"""Concept words of a raw research question (DESIGN.md §Modules, `query/`; docs/benchmarks.md,
+"Planning a raw question").
+
+`question_concepts(text, cut)` turns a question such as 大语言模型幻觉问题有哪些缓解方法 into the
+words worth searching for (大语言, 模型, 幻觉). `cut` is a word segmenter (`Segmenter`); the one the
+server uses is `JiebaSegmenter` (jieba, pure Python, its dictionary loaded on the first call and
+never at import — about 0.15 s import + 0.8 s dictionary, measured in docs/benchmarks.md).
+
+Rules (general Chinese usage, no vocabulary taken from any corpus or question set):
+- Latin runs are protected from the segmenter and kept whole: LLM, RAG, C++, Wi-Fi 8, IEEE
+  802.11be, GPT-4; adjacent Latin words are one term (deep learning); a bare number glues to the
+  Han word after it (2型糖尿病).
+- Han runs are cut without the segmenter's HMM guesser; a run of two or more single characters
+  that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
+  and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立).
+- Function words and question boilerplate (的, 与, 在…中, 如何, 有哪些, 是什么, 基于 ...) separate
+  concepts and are dropped; study-type words (研究, 方法, 问题, 影响, 应用, 现状, 对策 ...) and
+  aim verbs (缓解, 提高 ...) are dropped when some other concept remains, so 影响 survives only
+  when it is the topic.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Segmenter = Callable[[str], list[str]]
+"""Cuts a run of Han text into words (no whitespace, no Latin)."""
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Function words: always concept boundaries, never concepts.
+FUNCTION_WORDS = _words(
+    """
+    的 地 得 之 与 和 跟 及 以及 或 或者 还是 并 并且 而 而且 对 对于 在 于
+    中 之中 下 上 内 里 时 之间 当中 为 是 有 从 把 被 将 由 其 该 这 那
+    这些 那些 这个 那个 等 等等 及其 基于 关于 有关 针对 面向 通过 以 向 给 所
+    如何 怎样 怎么 怎么样 什么 哪些 哪个 哪种 哪里 为什么 为何 是否 能否 可否
+    有没有 有无 吗 呢 吧 啊 了 着 呀 请 帮 帮我 我 我们 你 您 一下 一些 多少
+    几 几种 哪 何 怎 有哪些 是什么 什么样 如何进行 可以 能够 应该 需要 需 要 进行
+    开展 存在 具有 目前 当前 现阶段 现在 最新 主要 常见 相关 具体 一般 各种 不同
+    方面 情况 领域 角度 视角 视域 背景 下的 中的 里的 上的 作为 用于 对比 以来
+    查找 后 之后 以后 前 之前 以前 期间 我国 国内外 找 查 查询 了解 介绍 总结
+    梳理 整理 列举 给出 告诉 看看 为例 例
+    """
+)
+
+# Study-type nouns and aim verbs: dropped while some other concept remains.
+SOFT_WORDS = _words(
+    """
+    研究 方法 方法论 问题 影响 应用 分析 探讨 探究 探析 探索 浅析 初探 综述 述评
+    评述 进展 研究进展 现状 发展 趋势 对策 策略 措施 建议 途径 路径 机制 机理 作用
+    效果 效应 关系 因素 原因 意义 价值 思考 启示 实践 方式 手段 特点 特征 规律
+    模式 类型 内容 角色 挑战 困境 出路 前景 展望 问题研究 关键技术 核心技术 技术
+    作用机制 影响因素 构建 建设 实现 运用 利用 使用 采用 缓解 解决 提高 提升 改善
+    促进 应对 减少 降低 避免 助力 推动 加强 优化 主要 新 有效 文献 论文 资料 变化
+    目标
+    """
+)
+
+# Single characters that are suffixes in Chinese word formation (区块链, 现代化, 稳定性): a lone
+# one binds to the word before it; any other lone character binds to the word after it.
+_SUFFIX_SINGLES = frozenset("化性型率度者式法器机学论链网业界量感力体物品员家素症剂")
+_LEADING_SINGLES = _words("的 地 得 在 对 从 于 为 把 被 将 由 向 以 与 和 及 或 是 有 请")
+_TRAILING_SINGLES = _words("的 地 得 了 吗 呢 吧 啊 时")
+
+ENGLISH_STOP = _words(
+    """
+    a an the of in on for to and or with by from
+    at as into about how what which why when where
+    who is are be can does do using based via vs
+    versus its their this that these those
+    research study review
+    """
+)
+
+# A Latin run: letters/digits joined by - + . / _ #, an optional version number after a space
+# (Wi-Fi 8, GPT 4o), words separated by single spaces kept together (deep learning).
+_LATIN_WORD = r"[A-Za-z0-9][A-Za-z0-9]*(?:[-+./_#][A-Za-z0-9+#]*)*\+*"
+_LATIN_RE = re.compile(rf"第\d+[条款章节项篇]|{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})*")
+_HAN_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]+")
+_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    text: str
+    latin: bool = False
+    boundary_before: bool = False  # a separator (space, punctuation) precedes it
+
+
+def _latin_words(run: str) -> list[str]:
+    """A Latin run -> terms: English stop words split it, a lone number joins the word before."""
+    out: list[str] = []
+    current: list[str] = []
+    for word in run.split():
+        if word.casefold() in ENGLISH_STOP:
+            if current:
+                out.append(" ".join(current))
+            current = []
+            continue
+        current.append(word)
+    if current:
+        out.append(" ".join(current))
+    return out
+
+
+def _han_words(run: str, cut: Segmenter) -> list[str]:
+    """Cut a Han run; rebuild unknown words from single characters (see the module docstring)."""
+    words = [w for w in cut(run) if w.strip()]
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        if len(words[i]) > 1:
+            out.append(words[i])
+            i += 1
+            continue
+        j = i
+        while j < len(words) and len(words[j]) == 1:
+            j += 1
+        singles = words[i:j]
+        i = j
+        # prepositions before and particles after a run of single characters stay separate
+        lead: list[str] = []
+        while singles and singles[0] in _LEADING_SINGLES:
+            lead.append(singles.pop(0))
+        trail: list[str] = []
+        while singles and singles[-1] in _TRAILING_SINGLES:
+            trail.insert(0, singles.pop())
+        if all(s in FUNCTION_WORDS for s in singles):
+            out.extend([*lead, *singles, *trail])
+            continue
+        core = ["".join(singles)] if len(singles) >= 2 else singles
+        out.extend([*lead, *core, *trail])
+    # a lone non-function single character binds to its neighbour (a suffix to the word
+    # before it, any other to the word after it, else the one before)
+    merged: list[str] = []
+    carry = ""
+    for k, word in enumerate(out):
+        if len(word) == 1 and word not in FUNCTION_WORDS and word not in SOFT_WORDS:
+            nxt = out[k + 1] if k + 1 < len(out) else None
+            if word in _SUFFIX_SINGLES and not carry and merged and merged[-1] not in FUNCTION_WORDS:
+                merged[-1] += word
+                continue
+            if nxt is not None and nxt not in FUNCTION_WORDS:
+                carry += word
+                continue
+            if merged and merged[-1] not in FUNCTION_WORDS:
+                merged[-1] += carry + word
+                carry = ""
+                continue
+        merged.append(carry + word)
+        carry = ""
+    if carry:
+        merged.append(carry)
+    return merged
+
+
+def _tokens(text: str, cut: Segmenter) -> list[_Token]:
+    out: list[_Token] = []
+    pos = 0
+    number = ""  # a bare number waiting for the Han word right after it
+    for m in re.finditer(rf"{_LATIN_RE.pattern}|{_HAN_RE.pattern}", text):
+        gap = m.start() > pos
+        pos = m.end()
+        piece = m.group(0)
+        if _HAN_RE.fullmatch(piece):
+            words = _han_words(piece, cut)
+            if number and not gap and words:
+                words[0] = number + words[0]
+            elif number:
+                out.append(_Token(number, latin=True))
+            number = ""
+            out.extend(_Token(w, boundary_before=gap and k == 0) for k, w in enumerate(words))
+            continue
+        if number:
+            out.append(_Token(number, latin=True))
+            number = ""
+        if _NUMBER_RE.fullmatch(piece):
+            number = piece
+            continue
+        out.extend(
+            _Token(w, latin=True, boundary_before=gap or k > 0) for k, w in enumerate(_latin_words(piece))
+        )
+    if number:
+        out.append(_Token(number, latin=True))
+    return out
+
+
+def _is_function(token: _Token) -> bool:
+    return not token.latin and token.text in FUNCTION_WORDS
+
+
+def _is_soft(token: _Token) -> bool:
+    return not token.latin and token.text in SOFT_WORDS
+
+
+def concept_runs(text: str, cut: Segmenter) -> list[list[str]]:
+    """The concept words of a question grouped into runs: words written next to each other with
+    no function word, dropped word or separator between them (自动/驾驶/汽车 is one run).
+    Words already seen earlier are left out; empty runs are removed."""
+    text = unicodedata.normalize("NFKC", text)
+    tokens = _tokens(text, cut)
+    content = [t for t in tokens if not _is_function(t)]
+    has_strong = any(not _is_soft(t) for t in content)
+    runs: list[list[str]] = [[]]
+    seen: set[str] = set()
+    for t in tokens:
+        dropped = _is_function(t) or (has_strong and _is_soft(t))
+        if (dropped or t.boundary_before or t.latin) and runs[-1]:
+            runs.append([])
+        if dropped:
+            continue
+        key = t.text.casefold()
+        if key in seen:
+            if runs[-1]:
+                runs.append([])
+            continue
+        seen.add(key)
+        runs[-1].append(t.text)
+        if t.latin:
+            runs.append([])
+    return [r for r in runs if r]
+
+
+def has_function_words(text: str, cut: Segmenter) -> bool:
+    """Does the text contain a function word (a phrase or sentence rather than one term)?"""
+    return any(_is_function(t) for t in _tokens(unicodedata.normalize("NFKC", text), cut))
+
+
+def question_concepts(text: str, cut: Segmenter) -> list[str]:
+    """The concept words of a question, in order, without duplicates (see the module docstring)."""
+    return [w for run in concept_runs(text, cut) for w in run]
+
+
+def merge_to(concepts: Sequence[str], limit: int) -> list[str]:
+    """Join neighbouring concepts (the shortest pair first) until at most `limit` remain."""
+    out = list(concepts)
+    while len(out) > limit:
+        k = min(range(len(out) - 1), key=lambda i: (len(out[i]) + len(out[i + 1]), i))
+        out[k : k + 2] = [out[k] + out[k + 1]]
+    return out
+
+
+class JiebaSegmenter:
+    """jieba's dictionary segmenter, loaded on the first call (never at import), HMM off.
+
+    The prefix dictionary is built in memory from the dictionary jieba ships; jieba's own cache
+    file in the temporary directory is neither read nor written."""
+
+    def __init__(self) -> None:
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._tokenizer is None:
+                import logging
+
+                import jieba
+
+                logging.getLogger("jieba").setLevel(logging.WARNING)
+                tokenizer = jieba.Tokenizer()
+                with tokenizer.get_dict_file() as f:
+                    tokenizer.FREQ, tokenizer.total = tokenizer.gen_pfdict(f)
+                tokenizer.initialized = True
+                self._tokenizer = tokenizer
+            return self._tokenizer
+
+    def __call__(self, text: str) -> list[str]:
+        tokenizer = self._tokenizer or self._load()
+        return [w for w in tokenizer.cut(text, HMM=False) if w]
+
+
+_DEFAULT: list[JiebaSegmenter] = []
+
+
+def default_segmenter() -> JiebaSegmenter:
+    """The process-wide segmenter (created on first use; its dictionary on its first cut)."""
+    if not _DEFAULT:
+        _DEFAULT.append(JiebaSegmenter())
+    return _DEFAULT[0]

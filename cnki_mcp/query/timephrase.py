@@ -1,0 +1,112 @@
+"""Publication-time phrases in a research question -> a year range (DESIGN.md §Modules, `query/`).
+
+`extract_years(text, now_year)` finds phrases such as 2020年以来, 近五年, 2019—2023年, 2015年以前,
+今年 and returns the text with each phrase replaced by a space plus the year range they ask for.
+The current year is passed in: this package never reads the clock.
+
+Rules, tried in this order (one range per question: the first phrase found wins; any other time
+phrase is removed from the text all the same):
+- `A—B年` / `A年至B年` / `A到B年` (any dash, 至, 到, ~): year_from A, year_to B (swapped if reversed);
+- `A年以来` / `自A年` / `A年至今` / `A年以后|之后|后|起`: year_from A;
+- `A年以前|之前|前`: year_to A − 1;
+- `近N年` / `最近N年` / `过去N年` (N in digits or Chinese numerals): year_from now − N — the N full
+  years before the current one plus the current, partial year;
+- `今年` / `去年`: that single year; `近年来` / `近年` give no range and are removed as boilerplate.
+A year after `now_year` is a target in the topic (2030年前碳达峰), never a publication filter, so it
+is left in the text; a bare `2008年` (no range word) is part of the topic too.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+_YEAR = r"((?:19|20)\d{2})"
+_DASH = r"\s*(?:[-‐‑‒–—―~～]+|至|到)\s*"
+_NUM = r"([0-9]{1,2}|[一二两三四五六七八九十]{1,3})"
+
+_RANGE_RE = re.compile(rf"(?:从|自)?{_YEAR}\s*年?{_DASH}{_YEAR}\s*年?(?:间|期间)?")
+_SINCE_RE = re.compile(
+    rf"(?:从|自){_YEAR}\s*年?(?:以来|至今|以后|之后|起|来)?|{_YEAR}\s*年?\s*(?:以来|至今|以后|之后|后|起)"
+)
+_BEFORE_RE = re.compile(rf"{_YEAR}\s*年?\s*(?:以前|之前|前)")
+_RECENT_RE = re.compile(rf"(?:近|最近|过去|近来)\s*{_NUM}\s*(?:个)?\s*年(?:来|间|内|以来)?")
+_THIS_YEAR_RE = re.compile(r"今年(?:以来)?")
+_LAST_YEAR_RE = re.compile(r"去年(?:以来)?")
+_VAGUE_RE = re.compile(r"近些年来|近些年|近年来|近年|近期|最近")
+
+_DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+
+
+class YearRange(NamedTuple):
+    """The question text without its time phrases, and the range they ask for (None = open)."""
+
+    text: str
+    year_from: int | None
+    year_to: int | None
+
+
+def chinese_number(text: str) -> int | None:
+    """1–99 written in digits or Chinese numerals (五, 十, 十五, 二十, 两); None otherwise."""
+    if text.isdigit():
+        return int(text)
+    if "十" not in text:
+        return _DIGITS.get(text) if len(text) == 1 else None
+    head, _, tail = text.partition("十")
+    tens = 1 if not head else _DIGITS.get(head)
+    ones = 0 if not tail else _DIGITS.get(tail)
+    if tens is None or ones is None or len(head) > 1 or len(tail) > 1:
+        return None
+    return tens * 10 + ones
+
+
+def extract_years(text: str, now_year: int) -> YearRange:
+    """Remove publication-time phrases from `text` and return the year range they ask for."""
+    found: list[tuple[int, int | None, int | None]] = []  # (position, from, to)
+
+    def cut(pattern: re.Pattern[str], decide: object) -> None:
+        nonlocal text
+
+        def repl(m: re.Match[str]) -> str:
+            got = decide(m)  # type: ignore[operator]
+            if got is None:
+                return m.group(0)
+            found.append((m.start(), *got))
+            return " "
+
+        text = pattern.sub(repl, text)
+
+    def past(year: int) -> bool:
+        return year <= now_year
+
+    def by_range(m: re.Match[str]) -> tuple[int, int] | None:
+        a, b = int(m.group(1)), int(m.group(2))
+        a, b = min(a, b), max(a, b)
+        return (a, b) if past(a) else None
+
+    def by_since(m: re.Match[str]) -> tuple[int, None] | None:
+        year = int(m.group(1) or m.group(2))
+        return (year, None) if past(year) else None
+
+    def by_before(m: re.Match[str]) -> tuple[None, int] | None:
+        year = int(m.group(1))
+        return (None, year - 1) if past(year) else None
+
+    def by_recent(m: re.Match[str]) -> tuple[int, None] | None:
+        n = chinese_number(m.group(1))
+        return (now_year - n, None) if n else None
+
+    cut(_RANGE_RE, by_range)
+    cut(_SINCE_RE, by_since)
+    cut(_BEFORE_RE, by_before)
+    cut(_RECENT_RE, by_recent)
+    cut(_THIS_YEAR_RE, lambda m: (now_year, now_year))
+    cut(
+        _LAST_YEAR_RE,
+        lambda m: (now_year - 1, now_year - 1) if "以来" not in m.group(0) else (now_year - 1, None),
+    )
+    text = _VAGUE_RE.sub(" ", text)
+    if not found:
+        return YearRange(text, None, None)
+    _, year_from, year_to = found[0]
+    return YearRange(text, year_from, year_to)

@@ -1,0 +1,122 @@
+"""Planning a raw question end to end: the pipeline plans like a client without sampling, applies
+the question's years, and says so (with the call to make) when the plan is weak or finds nothing.
+Runs on the simulator's corpus through `tests/corpus_backend.py` (no browser)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from corpus_backend import CorpusBackend
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind
+from cnki_mcp.pipeline.models import SearchInput, SearchOptions
+from cnki_mcp.pipeline.research import ResearchPipeline
+from cnki_mcp.site.backend import GridRequest
+from cnki_mcp.store import Store
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def store(tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
+    s = Store.open(tmp_path / "data", clock)
+    yield s
+    s.close()
+
+
+class RecordingBackend(CorpusBackend):
+    def __init__(self) -> None:
+        super().__init__()
+        self.grids: list[GridRequest] = []
+
+    async def grid(self, request: GridRequest, op: Any = None) -> Any:
+        self.grids.append(request)
+        return await super().grid(request, op)
+
+
+async def _search(clock: FakeClock, store: Store, backend: CorpusBackend, inp: SearchInput) -> dict[str, Any]:
+    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
+    plan = pipe.plan(inp)
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, plan, ctx)
+
+    job = JobManager(clock, MemorySink()).start(OperationKind.SEARCH, runner, inp.budget())
+    [record] = await clock.run_until_complete(job.finish())
+    assert record.result is not None, record.errors
+    return dict(record.result)
+
+
+async def test_the_issue_question_alone_finds_papers(clock: FakeClock, store: Store) -> None:
+    inp = SearchInput(query="大语言模型幻觉问题有哪些缓解方法？", options=SearchOptions(freshness="live"))
+    result = await _search(clock, store, CorpusBackend(), inp)
+    assert result["plan"]["method"] == "segmented"
+    assert len(result["plan"]["concepts"]) == 2
+    assert result["candidate_count"] > 0 and result["selected_count"] > 0
+    assert result["advice"] is None
+
+
+async def test_time_phrase_years_reach_every_grid_request(clock: FakeClock, store: Store) -> None:
+    backend = RecordingBackend()
+    inp = SearchInput(query="近五年联邦学习的差分隐私保护", options=SearchOptions(freshness="live"))
+    await _search(clock, store, backend, inp)
+    assert backend.grids and {(g.year_from, g.year_to) for g in backend.grids} == {(2021, None)}
+
+
+async def test_explicit_years_win_over_the_time_phrase(clock: FakeClock, store: Store) -> None:
+    backend = RecordingBackend()
+    inp = SearchInput(
+        query="近五年联邦学习的差分隐私保护", year_from=2018, options=SearchOptions(freshness="live")
+    )
+    await _search(clock, store, backend, inp)
+    assert {(g.year_from, g.year_to) for g in backend.grids} == {(2018, None)}
+
+
+async def test_one_concept_plan_carries_advice_and_the_call_to_make(clock: FakeClock, store: Store) -> None:
+    inp = SearchInput(query="联邦学习差分隐私", options=SearchOptions(freshness="live"))
+    inp = inp.model_copy(update={"concept_groups": [["联邦学习差分隐私"]]})
+    result = await _search(clock, store, CorpusBackend(), inp)
+    advice = result["advice"]
+    assert advice["reason"] == "one_concept"
+    assert len(advice["suggested_concept_groups"]) >= 2
+    assert advice["suggested_call"] == {
+        "tool": "search",
+        "arguments": {"query": "联邦学习差分隐私", "concept_groups": advice["suggested_concept_groups"]},
+    }
+
+
+async def test_empty_search_carries_advice(clock: FakeClock, store: Store) -> None:
+    inp = SearchInput(
+        query="x",
+        concept_groups=[["联邦学习"], ["违约金"], ["碳达峰"]],
+        options=SearchOptions(freshness="live"),
+    )
+    result = await _search(clock, store, CorpusBackend(), inp)
+    assert result["candidate_count"] == 0
+    assert result["advice"]["reason"] == "no_candidates"
+    assert result["advice"]["suggested_concept_groups"] == [["联邦学习"], ["违约金"]]
+
+
+async def test_advice_keeps_the_years_and_survives_the_cache(clock: FakeClock, store: Store) -> None:
+    inp = SearchInput(query="近五年的区块链", options=SearchOptions(freshness="live"))
+    pipe = ResearchPipeline(CorpusBackend(), store, clock, now_year=lambda: 2026)
+    plan = pipe.plan(inp)
+    assert plan.groups == [["区块链"]] and plan.year_from == 2021
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, plan, ctx)
+
+    job = JobManager(clock, MemorySink()).start(OperationKind.SEARCH, runner, inp.budget())
+    [record] = await clock.run_until_complete(job.finish())
+    call = record.result["advice"]["suggested_call"]
+    assert call["arguments"]["year_from"] == 2021 and "year_to" not in call["arguments"]
+    cached = pipe.cached(inp.model_copy(update={"options": SearchOptions()}), plan)
+    assert cached is not None and cached.source == "cache"
+    assert cached.advice is not None and cached.advice.suggested_call == call

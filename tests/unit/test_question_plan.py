@@ -1,0 +1,196 @@
+"""Planning a raw question without sampling: segmentation, stop words, Latin terms, time phrases,
+weak-plan advice, and the lazy segmenter."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.query.plan import PlanMethod, advise, plan_question
+from cnki_mcp.query.segment import concept_runs, default_segmenter, question_concepts
+from cnki_mcp.query.timephrase import chinese_number, extract_years
+
+CUT = default_segmenter()
+
+
+def _plan(question: str, now_year: int = 2026):  # type: ignore[no-untyped-def]
+    return plan_question(question, now_year=now_year, cut=CUT)
+
+
+def test_issue_question_gets_two_concepts_without_boilerplate() -> None:
+    plan = _plan("大语言模型幻觉问题有哪些缓解方法？")
+    assert plan.method == PlanMethod.SEGMENTED
+    assert len(plan.groups) == 2
+    flat = {t for g in plan.groups for t in g}
+    assert "幻觉" in flat and "模型" in flat
+    assert not flat & {"问题", "有哪些", "哪些", "缓解", "方法", "大语言模型幻觉问题有哪些缓解方法"}
+
+
+@pytest.mark.parametrize(
+    ("question", "words"),
+    [
+        ("LLM如何缓解幻觉", ["LLM", "幻觉"]),
+        ("RAG在医疗问答中的应用研究", ["RAG", "医疗", "问答"]),
+        ("2型糖尿病患者运动干预效果如何？", ["2型糖尿病", "患者", "运动", "干预"]),
+        ("Wi-Fi 8的关键技术有哪些", ["Wi-Fi 8"]),
+        ("GPT-4在教育中的应用", ["GPT-4", "教育"]),
+        ("C++ 内存模型", ["C++", "内存", "模型"]),
+        ("IEEE 802.11be 吞吐", ["IEEE 802.11be", "吞吐"]),
+        ("绿色金融助力碳中和", ["绿色", "金融", "碳中和"]),
+        ("碳达峰路径是什么", ["碳达峰"]),
+    ],
+)
+def test_question_concepts_keep_latin_and_mixed_terms_and_drop_boilerplate(
+    question: str, words: list[str]
+) -> None:
+    assert question_concepts(question, CUT) == words
+
+
+def test_impact_is_dropped_unless_it_is_the_topic() -> None:
+    assert "影响" not in question_concepts("数字经济对企业创新的影响", CUT)
+    assert question_concepts("影响", CUT) == ["影响"]
+    assert question_concepts("研究方法", CUT) == ["研究", "方法"]
+
+
+def test_single_characters_rebuild_unknown_words_and_bind_to_the_next_word() -> None:
+    assert concept_runs("大语言模型幻觉", CUT) == [["大语言", "模型", "幻觉"]]
+    assert "思政" in question_concepts("课程思政的教学设计", CUT)
+    assert "非独立" in question_concepts("非独立同分布数据", CUT)
+
+
+def test_runs_break_at_function_words() -> None:
+    assert concept_runs("自动驾驶汽车产品责任的归责原则", CUT) == [
+        ["自动", "驾驶", "汽车", "产品", "责任"],
+        ["归责", "原则"],
+    ]
+
+
+def test_three_runs_become_topic_and_aspects() -> None:
+    plan = _plan("2型糖尿病患者的血糖控制与自我管理")
+    assert len(plan.groups) == 2
+    assert plan.groups[0][0] == "2型糖尿病患者"
+    assert {"血糖", "自我管理"} <= set(plan.groups[1])
+
+
+def test_listed_terms_are_kept_as_written() -> None:
+    assert _plan("自动驾驶、产品责任").groups == [["自动驾驶"], ["产品责任"]]
+    assert _plan("Wi-Fi 8 and 漫游").groups == [["Wi-Fi 8", "WiFi8", "Wi-Fi8"], ["漫游"]]
+
+
+def test_plan_keeps_the_compiler_expansion_bounded() -> None:
+    plan = _plan("绿色金融改革创新试验区政策对企业绿色技术创新投入的影响机制")
+    product = 1
+    for g in plan.groups:
+        assert 1 <= len(g) <= 6
+        product *= len(g)
+    assert product <= 32
+
+
+def test_one_concept_plan_is_weak_and_says_so() -> None:
+    plan = _plan("区块链")
+    assert plan.groups == [["区块链"]]
+    assert plan.weak
+    assert len(plan.warnings) == 2
+
+
+def test_question_without_concepts_is_invalid_plan() -> None:
+    with pytest.raises(CnkiError) as info:
+        _plan("请帮我检索一下有哪些？")
+    assert info.value.code == "INVALID_PLAN"
+
+
+@pytest.mark.parametrize(
+    ("question", "year_from", "year_to"),
+    [
+        ("2020年以来大模型幻觉", 2020, None),
+        ("近五年RAG研究", 2021, None),
+        ("近5年RAG研究", 2021, None),
+        ("2019—2023年碳排放", 2019, 2023),
+        ("2019-2023碳排放", 2019, 2023),
+        ("从2010年至2020年的碳排放", 2010, 2020),
+        ("2015年以前的碳排放", None, 2014),
+        ("今年的碳排放", 2026, 2026),
+        ("2030年前碳达峰路径", None, None),  # a target year, not a publication filter
+        ("2008年金融危机", None, None),
+        ("近年来碳排放", None, None),
+    ],
+)
+def test_time_phrases_become_years_and_leave_the_concepts(
+    question: str, year_from: int | None, year_to: int | None
+) -> None:
+    plan = _plan(question)
+    assert (plan.year_from, plan.year_to) == (year_from, year_to)
+    flat = "".join(t for g in plan.groups for t in g)
+    assert "以来" not in flat and "近五年" not in flat and "近年" not in flat
+
+
+def test_time_phrases_use_the_year_passed_in() -> None:
+    assert extract_years("近三年", 2030).year_from == 2027
+    assert extract_years("2028年以来", 2026).year_from is None
+
+
+@pytest.mark.parametrize(
+    ("text", "n"), [("五", 5), ("十", 10), ("十五", 15), ("二十", 20), ("两", 2), ("12", 12)]
+)
+def test_chinese_numbers(text: str, n: int) -> None:
+    assert chinese_number(text) == n
+
+
+def test_advice_for_one_concept_splits_it_into_words() -> None:
+    got = advise("自动驾驶产品责任", [["自动驾驶产品责任"]], 3, CUT)
+    assert got is not None and got.reason == "one_concept"
+    assert len(got.groups) >= 2
+
+
+def test_advice_for_no_candidates_keeps_the_first_two_groups() -> None:
+    got = advise("q", [["a"], ["b"], ["c"]], 0, CUT)
+    assert got is not None and got.reason == "no_candidates"
+    assert got.groups == [["a"], ["b"]]
+    assert advise("q", [["a"], ["b"]], 5, CUT) is None
+
+
+def test_segmenter_dictionary_is_not_loaded_at_import() -> None:
+    code = "import sys, cnki_mcp.query.plan, cnki_mcp.pipeline.research; print('jieba' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("question", "first", "absent"),
+    [
+        ("近3年的大模型安全研究", ["大模型"], {"的大", "研究"}),
+        ("如何利用区块链技术提升供应链金融风险管理", ["区块链"], {"链技术", "提升", "利用"}),
+        ("请帮我找一下关于老年人数字鸿沟的文献", ["老年人"], {"找", "文献"}),
+        ("《民法典》第585条违约金调整规则", ["民法典"], {"第", "585条违约金"}),
+        (
+            "双减政策实施后家庭教育支出的变化",
+            ["双减政策实施", "双减", "政策", "实施"],
+            {"后家庭教育", "变化"},
+        ),
+    ],
+)
+def test_particles_suffixes_and_request_verbs_do_not_make_odd_words(
+    question: str, first: list[str], absent: set[str]
+) -> None:
+    plan = _plan(question)
+    assert plan.groups[0] == first
+    assert not absent & {t for g in plan.groups for t in g}
+
+
+def test_more_than_eight_listed_terms_fold_the_rest_into_the_last_group() -> None:
+    terms = [
+        "深度强化学习",
+        "多智能体",
+        "协同控制",
+        "无人机集群",
+        "路径规划",
+        "通信约束",
+        "能耗优化",
+        "仿真平台",
+        "实验验证",
+    ]
+    plan = _plan("、".join(terms))
+    assert plan.groups == [[t] for t in terms[:7]] + [["仿真平台", "实验验证"]]
