@@ -163,3 +163,25 @@ async def test_split_search_stopped_by_budget_continues_without_repeating_a_requ
     assert len(set(backend.log)) == len(backend.log) == len(reference.log)
     assert _found(store, done) == EXPECTED
     assert done.result["coverage"][0]["queries"] == 2
+
+
+def test_research_channels_compile_every_plan_within_the_planning_limits() -> None:
+    from cnki_mcp.pipeline.research import research_channels
+
+    groups = [[f"{g}{i} " + "长" * 77 for i in range(6)] for g in range(8)]  # 8 x 6 x 80 characters
+    assert all(len(t) == 80 for g in groups for t in g)
+    channels = research_channels(groups)
+    assert [c.id for c in channels] == ["q1", "q2", "q3"]
+    assert all(c.queries == 1 for c in channels)
+
+
+def test_split_channel_survives_the_checkpoint_round_trip() -> None:
+    from cnki_mcp.pipeline.state import Channel
+
+    compiled = compile_expression(EXPRESSION)
+    channel = Channel.compiled("native", "expression", 1.0, "r", compiled)
+    again = Channel.from_dict(json.loads(json.dumps(channel.to_dict())))
+    assert again == channel and again.queries == 2
+    assert [again.subject_at(j) for j in range(2)] == compiled.subjects
+    single = Channel.compiled("q1", "title", 1.0, "r", compile_expression({"field": "title", "value": "a"}))
+    assert "subjects" not in single.to_dict() and single.queries == 1  # checkpoints of old shape
