@@ -10,8 +10,8 @@ has one branch whose items are the rows, joined by AND.
 Rows hold at most 120 characters (docs/simulator.md, "In-field operators"). An atom whose value
 does not fit is cut into the fewest chunks that do, and its branch is expressed as follows:
 
-1. chunk expansion: each positive oversized atom becomes an OR of its chunks, i.e. its branch
-   becomes one branch per chunk combination; a negated one becomes one NOT row per chunk;
+1. chunk expansion: each oversized atom becomes an OR of its chunks, i.e. its branch becomes one
+   branch per chunk combination (atoms are positive: `not (a or b)` is sent as two NOT rows);
 2. when that gives at most 32 branches the query stays one Subject group (the usual DNF shape);
 3. up to `MAX_QUERIES` x 32 branches it is split into the fewest separate queries (Subject groups)
    whose union is the plan; the pipeline runs them as extra pages of the same channel;
@@ -28,7 +28,7 @@ import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from cnki_mcp.errors import QueryTooComplex
 from cnki_mcp.query.expr import MAX_VALUE_CHARS, Field, Leaf, Match, Node, Op, quote_value
@@ -259,14 +259,12 @@ def _ordered(conj: Sequence[Lit]) -> tuple[Lit, ...]:
 
 
 def _expanded(branch: Sequence[Lit]) -> list[tuple[Lit, ...]]:
-    """Strategy 1: every oversized atom cut into chunks; positive ones multiply the branch."""
+    """Strategy 1: every oversized atom cut into chunks, multiplying the branch."""
     fixed: list[Lit] = []
     choices: list[list[Lit]] = []
     for lit in branch:
-        if _fits(lit):
+        if _fits(lit):  # negated literals always fit: atoms are only ever positive
             fixed.append(lit)
-        elif lit.negated:
-            fixed.extend(_with_values(lit, c) for c in chunks(lit.values))
         else:
             choices.append([_with_values(lit, c) for c in chunks(lit.values)])
     if not choices:
@@ -275,14 +273,12 @@ def _expanded(branch: Sequence[Lit]) -> list[tuple[Lit, ...]]:
 
 
 def _nested_group(branch: Sequence[Lit], index: int) -> dict[str, Any]:
-    """Strategy 4: oversized positive atoms become child groups of chunk items joined by OR."""
+    """Strategy 4: oversized atoms become child groups of chunk items joined by OR."""
     items: list[dict[str, Any]] = []
     children: list[dict[str, Any]] = []
     for lit in _ordered(branch):
         if _fits(lit):
             items.append(_item(lit))
-        elif lit.negated:
-            items.extend(_item(_with_values(lit, c)) for c in chunks(lit.values))
         else:
             parts = [_item(_with_values(lit, c)) for c in chunks(lit.values)]
             for i, part in enumerate(parts):
@@ -291,17 +287,21 @@ def _nested_group(branch: Sequence[Lit], index: int) -> dict[str, Any]:
     return _group(items, index, children)
 
 
+Split = Literal["none", "expanded", "queries", "nested"]
+"""How rows over 120 characters were sent: none needed; strategies 1-2; 3; 4."""
+
+
 @dataclass(frozen=True, slots=True)
 class Layout:
     """The Subject groups of one compiled expression: one per query, their union is the expression."""
 
     subjects: list[dict[str, Any]]
     branches: int  # branch groups over all subjects
-    split: str  # "none" (all rows fit) | "expanded" (strategy 1-2) | "queries" (3) | "nested" (4)
+    split: Split
 
 
 def _expansion_size(branch: Sequence[Lit]) -> int:
-    return math.prod(len(chunks(lit.values)) for lit in branch if not lit.negated and not _fits(lit))
+    return math.prod(len(chunks(lit.values)) for lit in branch if not _fits(lit))
 
 
 def layout(branches: Sequence[Conj]) -> Layout:
@@ -314,9 +314,9 @@ def layout(branches: Sequence[Conj]) -> Layout:
     if len(expanded) <= MAX_BRANCHES:
         groups = [_group([_item(lit) for lit in b], i) for i, b in enumerate(expanded)]
         return Layout([subject_group(groups)], len(expanded), "none" if not oversized else "expanded")
-    if len(expanded) <= MAX_BRANCHES * MAX_QUERIES:
-        subjects = []
-        for start in range(0, len(expanded), MAX_BRANCHES):
-            part = expanded[start : start + MAX_BRANCHES]
-            subjects.append(subject_group([_group([_item(lit) for lit in b], i) for i, b in enumerate(part)]))
+    # more than 32 and at most MAX_QUERIES x 32 branches: the fewest queries of 32 branches each
+    subjects = []
+    for start in range(0, len(expanded), MAX_BRANCHES):
+        part = expanded[start : start + MAX_BRANCHES]
+        subjects.append(subject_group([_group([_item(lit) for lit in b], i) for i, b in enumerate(part)]))
     return Layout(subjects, len(expanded), "queries")

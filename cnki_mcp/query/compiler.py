@@ -47,6 +47,7 @@ from cnki_mcp.query.cnf import (
     MAX_QUERIES,
     TOO_MANY_BRANCHES_MESSAGE,
     Lit,
+    Split,
     atom_dnf,
     bound,
     layout,
@@ -111,7 +112,7 @@ class CompiledQuery(BaseModel):
     subjects: list[dict[str, Any]] = PydField(description="one Subject group per query, first = subject")
     anchor: str = PydField(description="first positive leaf value, typed into the real form when capturing")
     branches: int = PydField(description="number of branch groups (ChildItems groups) over all queries")
-    split: str = PydField(default="none", description="how rows over 120 characters were split")
+    split: Split = PydField(default="none", description="how rows over 120 characters were split")
     fingerprint: str = PydField(description="stable hash of the canonical DNF; equivalent trees share it")
 
     @property
