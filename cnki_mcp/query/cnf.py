@@ -273,18 +273,25 @@ def _expanded(branch: Sequence[Lit]) -> list[tuple[Lit, ...]]:
 
 
 def _nested_group(branch: Sequence[Lit], index: int) -> dict[str, Any]:
-    """Strategy 4: oversized atoms become child groups of chunk items joined by OR."""
-    items: list[dict[str, Any]] = []
+    """Strategy 4: oversized atoms become child groups of chunk items joined by OR.
+
+    A level's first element has its Logic ignored (docs/simulator.md, "Query semantics"), and
+    Items come before ChildItems; so when no positive row fits in Items, the NOT rows move after
+    the chunk groups, each as a child group with Logic 2 (AND NOT)."""
+    fitting = [lit for lit in _ordered(branch) if _fits(lit)]
     children: list[dict[str, Any]] = []
-    for lit in _ordered(branch):
-        if _fits(lit):
-            items.append(_item(lit))
-        else:
+    for lit in branch:
+        if not _fits(lit):
             parts = [_item(_with_values(lit, c)) for c in chunks(lit.values)]
             for i, part in enumerate(parts):
                 part["Logic"] = LOGIC_AND if i == 0 else LOGIC_OR
             children.append({"Key": "mcp", "Title": "", "Logic": LOGIC_AND, "Items": parts, "ChildItems": []})
-    return _group(items, index, children)
+    if any(not lit.negated for lit in fitting):
+        return _group([_item(lit) for lit in fitting], index, children)
+    for lit in fitting:  # only NOT rows fit: each becomes an AND NOT group after the chunk groups
+        row = _item(lit) | {"Logic": LOGIC_AND}
+        children.append({"Key": "mcp", "Title": "", "Logic": LOGIC_NOT, "Items": [row], "ChildItems": []})
+    return _group([], index, children)
 
 
 Split = Literal["none", "expanded", "queries", "nested"]

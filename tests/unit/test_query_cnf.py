@@ -8,6 +8,7 @@ simulator matches for the QueryJson as sent."""
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -245,3 +246,116 @@ def test_fingerprint_of_a_plan_that_compiled_before_is_unchanged() -> None:
     assert compiled.fingerprint == reordered.fingerprint
     big = compile_expression(concept_expression(PLAN_3X5, Field.TITLE))
     assert big.fingerprint != compiled.fingerprint
+
+
+# ---------------------------------------------------------------- property: trees with long rows
+
+LONG = [f"长检索词{i:02d}" + "项" * 34 for i in range(14)]  # 40 characters: two per row at most
+SHORT = {"keywords": ["C++", "x-y", "two words", "纯词"], "authors": ["王利明", "Smith-Jones"]}
+POOL: list[tuple[str, str]] = [("title", t) for t in LONG] + [(f, v) for f, vs in SHORT.items() for v in vs]
+
+
+def _pool_corpus() -> Corpus:
+    from cnki_mcp.sim.corpus import SimAuthor
+
+    rng = random.Random(99)
+    records = []
+    for i in range(120):
+        title = " ｜ ".join(rng.sample(LONG, rng.randint(1, 6)))
+        keywords = tuple(rng.sample(SHORT["keywords"], rng.randint(0, 2)))
+        authors = tuple(SimAuthor(n) for n in rng.sample(SHORT["authors"], 1))
+        records.append(
+            SimRecord(id=f"p{i:03d}", title=title, type="期刊", keywords=keywords, authors=authors)
+        )
+    return Corpus(records=records, journals=[])
+
+
+POOL_CORPUS = _pool_corpus()
+POOL_CODES = {"title": "TI", "keywords": "KY", "authors": "AU"}
+
+
+def _pool_set(field: str, value: str) -> frozenset[str]:
+    item = {"Field": POOL_CODES[field], "Operator": "FUZZY", "Value": f'"{value}"', "Logic": 0}
+    q = parse_query_json({"QNode": {"QGroup": [{"Key": "Subject", "Items": [item], "ChildItems": []}]}})
+    return frozenset(r.id for r in POOL_CORPUS.records if matches(q, r, POOL_CORPUS))
+
+
+POOL_SETS = {key: _pool_set(*key) for key in POOL}
+
+
+def _tree_set(tree: dict[str, Any]) -> frozenset[str]:
+    everything = frozenset(r.id for r in POOL_CORPUS.records)
+    if "op" not in tree:
+        return POOL_SETS[(tree["field"], tree["value"])]
+    parts = [_tree_set(i) for i in tree["items"]]
+    if tree["op"] == "and":
+        return frozenset.intersection(*parts)
+    if tree["op"] == "or":
+        return frozenset.union(*parts)
+    return everything - parts[0]
+
+
+def _pool_trees() -> Any:
+    from hypothesis import strategies as st
+
+    leaves = st.sampled_from(POOL).map(lambda k: {"field": k[0], "value": k[1]})
+    wide_or = st.lists(st.sampled_from(LONG), min_size=3, max_size=8, unique=True).map(
+        lambda vs: {"op": "or", "items": [{"field": "title", "value": v} for v in vs]}
+    )
+
+    def extend(children: Any) -> Any:
+        return st.one_of(
+            st.lists(children, min_size=2, max_size=4).map(lambda xs: {"op": "and", "items": xs}),
+            st.lists(children, min_size=2, max_size=3).map(lambda xs: {"op": "or", "items": xs}),
+            children.map(lambda x: {"op": "not", "items": [x]}),
+        )
+
+    wide_or8 = st.permutations(LONG).map(
+        lambda vs: {"op": "or", "items": [{"field": "title", "value": v} for v in vs[:8]]}
+    )
+    cnf = st.lists(wide_or8, min_size=3, max_size=4).map(lambda xs: {"op": "and", "items": xs})
+    return st.recursive(st.one_of(leaves, wide_or, cnf), extend, max_leaves=5)
+
+
+STRATEGIES: dict[str, int] = {}
+
+
+def test_trees_with_rows_over_120_characters_keep_their_meaning() -> None:
+    from hypothesis import HealthCheck, given, settings
+
+    @settings(max_examples=150, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(_pool_trees())
+    def check(tree: dict[str, Any]) -> None:
+        try:
+            compiled = compile_expression(tree)
+        except CnkiError as exc:
+            assert exc.code in {"UNBOUNDED_QUERY", "INVALID_EXPRESSION", "QUERY_TOO_COMPLEX"}, exc.code
+            STRATEGIES[exc.code] = STRATEGIES.get(exc.code, 0) + 1
+            return
+        STRATEGIES[compiled.split] = STRATEGIES.get(compiled.split, 0) + 1
+        values = [item["Value"] for s in compiled.subjects for item in _items(s)]
+        assert all(len(v) <= 120 for v in values)
+        got: set[str] = set()
+        for subject in compiled.subjects:
+            q = parse_query_json({"QNode": {"QGroup": [subject]}})
+            got.update(r.id for r in POOL_CORPUS.records if matches(q, r, POOL_CORPUS))
+        assert got == _tree_set(tree), json.dumps(tree, ensure_ascii=False)
+
+    check()
+    assert {"none", "expanded", "queries", "nested"} <= set(STRATEGIES), STRATEGIES
+
+
+def test_nested_layout_keeps_a_not_row_when_no_positive_row_fits() -> None:
+    # Every positive row is oversized (nested chunk groups); the NOT row must not be the level's
+    # first element, whose Logic CNKI ignores (found by the property test above).
+    wide = [
+        {"op": "or", "items": [{"field": "title", "value": v} for v in LONG[k : k + 8]]} for k in range(4)
+    ]
+    tree = {"op": "and", "items": [*wide, {"op": "not", "items": [{"field": "title", "value": LONG[3]}]}]}
+    compiled = compile_expression(tree)
+    assert compiled.split == "nested"
+    got: set[str] = set()
+    for subject in compiled.subjects:
+        q = parse_query_json({"QNode": {"QGroup": [subject]}})
+        got.update(r.id for r in POOL_CORPUS.records if matches(q, r, POOL_CORPUS))
+    assert got == _tree_set(tree) and got
