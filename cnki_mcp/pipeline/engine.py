@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from cnki_mcp.clock import Clock
@@ -63,6 +64,22 @@ def cache_key(params: dict[str, Any], channels: Sequence[Channel]) -> str:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One query of a channel: the channel itself, or one lane of a split channel."""
+
+    channel: Channel
+    lane: int = 0
+
+
+def _units(channels: Sequence[Channel]) -> list[Unit]:
+    return [Unit(c, j) for c in channels for j in range(c.queries)]
+
+
+def _coverage(channel: Channel) -> CoverageEntry:
+    return CoverageEntry(channel=channel.id, field=channel.field, reason=channel.reason, queries=channel.queries)
+
+
 def plan_view(plan: dict[str, Any], channels: Sequence[Channel]) -> PlanView:
     return PlanView(
         method=plan["method"],
@@ -98,7 +115,7 @@ class SearchEngine:
 
     async def run(self, st: SearchState, ctx: OperationContext) -> SearchSummary:
         if not st.coverage:
-            st.coverage = [CoverageEntry(channel=c.id, field=c.field, reason=c.reason) for c in st.channels]
+            st.coverage = [_coverage(c) for c in st.channels]
         failure: CnkiError | None = None
         try:
             await self._phases(st, ctx)
@@ -128,18 +145,16 @@ class SearchEngine:
             if params["mode"] != "precise" and params["metadata"] != "basic" and not st.structured:
                 if st.feedback is None:
                     st.feedback = self._feedback_channels(st)
-                    st.coverage.extend(
-                        CoverageEntry(channel=c.id, field=c.field, reason=c.reason) for c in st.feedback
-                    )
+                    st.coverage.extend(_coverage(c) for c in st.feedback)
                     ctx.checkpoint(st.to_json())
                 words = "、".join(c.reason.removeprefix(FEEDBACK_REASON) for c in st.feedback)
                 ctx.set_stage(
                     "feedback", f"补充检索 {len(st.feedback)} 个关键词" + (f"：{words}" if words else "")
                 )
                 want = [
-                    c
-                    for c in st.feedback
-                    if st.coverage_of(c.id).pages == 0 and not st.coverage_of(c.id).failed
+                    u
+                    for u in _units(st.feedback)
+                    if self._pages(st, u) == 0 and not st.coverage_of(u.channel.id).failed
                 ]
                 await self._round(st, ctx, want, feedback=True)
             st.feedback_done = True
@@ -155,22 +170,24 @@ class SearchEngine:
 
     async def _retrieve(self, st: SearchState, ctx: OperationContext) -> None:
         params = st.input
-        channels = st.channels
+        units = _units(st.channels)  # a split channel pages each of its queries like a channel
         while True:
             live = [
-                c for c in channels if not st.coverage_of(c.id).exhausted and not st.coverage_of(c.id).failed
+                u
+                for u in units
+                if not self._exhausted(st, u) and not st.coverage_of(u.channel.id).failed
             ]
             if not live:
                 return
-            lo = min(st.coverage_of(c.id).pages for c in live)
-            hi = max(st.coverage_of(c.id).pages for c in live)
+            lo = min(self._pages(st, u) for u in live)
+            hi = max(self._pages(st, u) for u in live)
             if lo >= params["max_pages"] or (
                 lo > 0 and lo == hi and len(st.refs) >= params["candidate_target"]
             ):
                 return
             ctx.set_stage("retrieval", f"第 {lo + 1} 轮检索中，已有候选 {len(st.refs)} 篇")
             ctx.progress(len(st.refs), params["candidate_target"], "candidates")
-            want = [c for c in live if st.coverage_of(c.id).pages == lo]
+            want = [u for u in live if self._pages(st, u) == lo]
             try:
                 await self._round(st, ctx, want, feedback=False)
             finally:
@@ -179,34 +196,52 @@ class SearchEngine:
             ctx.set_stage("retrieval", f"第 {lo + 1} 轮检索，已有候选 {len(st.refs)} 篇")
             ctx.progress(len(st.refs), params["candidate_target"], "candidates")
 
-    def _request(self, st: SearchState, channel: Channel, page: int) -> GridRequest:
+    @staticmethod
+    def _pages(st: SearchState, unit: Unit) -> int:
+        if unit.channel.queries == 1:
+            return st.coverage_of(unit.channel.id).pages
+        return st.lanes_of(unit.channel)[unit.lane].pages
+
+    @staticmethod
+    def _exhausted(st: SearchState, unit: Unit) -> bool:
+        if unit.channel.queries == 1:
+            return st.coverage_of(unit.channel.id).exhausted
+        return st.lanes_of(unit.channel)[unit.lane].exhausted
+
+    def _request(self, st: SearchState, unit: Unit, page: int) -> GridRequest:
         params = st.input
+        channel = unit.channel
+        if channel.queries == 1:
+            cursor = st.cursors.get(channel.id)
+        else:
+            cursor = st.lanes_of(channel)[unit.lane].cursor or None
         return GridRequest(
-            subject=channel.subject,
+            subject=channel.subject_at(unit.lane),
             anchor=channel.anchor,
             sort=SortOrder(params["sort"]),
             year_from=params.get("year_from") or None,
             year_to=params.get("year_to") or None,
             page=page,
             page_size=self.page_size,
-            cursor=st.cursors.get(channel.id) if page > 1 else None,
+            cursor=cursor if page > 1 else None,
         )
 
     async def _round(
-        self, st: SearchState, ctx: OperationContext, channels: Sequence[Channel], *, feedback: bool
+        self, st: SearchState, ctx: OperationContext, units: Sequence[Unit], *, feedback: bool
     ) -> None:
-        """Next page of each channel concurrently; merged in channel order (deterministic)."""
-        if not channels:
+        """Next page of each unit concurrently; merged in unit order (deterministic)."""
+        if not units:
             return
-        requests = [self._request(st, c, st.coverage_of(c.id).pages + 1) for c in channels]
+        requests = [self._request(st, u, self._pages(st, u) + 1) for u in units]
         outcomes = await asyncio.gather(
             *(self.backend.grid(r, op=ctx) for r in requests), return_exceptions=True
         )
         stop: BaseException | None = None
-        for channel, outcome in zip(channels, outcomes, strict=True):
+        for unit, outcome in zip(units, outcomes, strict=True):
+            channel = unit.channel
             entry = st.coverage_of(channel.id)
             if isinstance(outcome, GridPage):
-                self._collect(st, channel, entry, outcome, feedback)
+                self._collect(st, unit, entry, outcome, feedback)
             elif isinstance(outcome, CnkiError) and not is_fatal(outcome):
                 entry.failed = True
                 entry.error = outcome.message
@@ -217,8 +252,11 @@ class SearchEngine:
             raise stop
 
     def _collect(
-        self, st: SearchState, channel: Channel, entry: CoverageEntry, grid: GridPage, feedback: bool
+        self, st: SearchState, unit: Unit, entry: CoverageEntry, grid: GridPage, feedback: bool
     ) -> None:
+        channel = unit.channel
+        lane = st.lanes_of(channel)[unit.lane] if channel.queries > 1 else None
+        seen_rows = lane.rows if lane is not None else entry.rows
         y0, y1 = st.input.get("year_from") or 0, st.input.get("year_to") or 0
         kept: list[tuple[int, Any]] = []
         for i, row in enumerate(grid.rows):
@@ -238,15 +276,27 @@ class SearchEngine:
                     st.feedback_refs.append(ref)
             hits = st.hits.setdefault(ref, [])
             if not any(h.channel == channel.id for h in hits):
-                hits.append(Hit(channel.id, entry.rows + index + 1, channel.weight))
-        if grid.turnpage:
-            st.cursors[channel.id] = grid.turnpage
-        else:
-            st.cursors.pop(channel.id, None)
+                hits.append(Hit(channel.id, seen_rows + index + 1, channel.weight))
+        exhausted = grid.exhausted or not grid.rows
         entry.pages += 1
         entry.rows += len(grid.rows)
-        entry.total = grid.total
-        entry.exhausted = grid.exhausted or not grid.rows
+        if lane is None:
+            if grid.turnpage:
+                st.cursors[channel.id] = grid.turnpage
+            else:
+                st.cursors.pop(channel.id, None)
+            entry.total = grid.total
+            entry.exhausted = exhausted
+            return
+        lane.cursor = grid.turnpage or ""
+        lane.pages += 1
+        lane.rows += len(grid.rows)
+        lane.total = grid.total
+        lane.exhausted = exhausted
+        lanes = st.lanes_of(channel)
+        totals = [x.total for x in lanes if x.total is not None]
+        entry.total = sum(totals) if totals else None  # sum over the queries; they may overlap
+        entry.exhausted = all(x.exhausted for x in lanes)
 
     # --- ranking helpers ----------------------------------------------------------------
 
@@ -297,15 +347,7 @@ class SearchEngine:
         for i, word in enumerate(words, start=1):
             compiled = compile_expression(feedback_expression(st.groups, word))
             out.append(
-                Channel(
-                    id=f"feedback{i}",
-                    field="subject",
-                    weight=FEEDBACK_WEIGHT,
-                    reason=FEEDBACK_REASON + word,
-                    subject=compiled.subject,
-                    anchor=compiled.anchor,
-                    fingerprint=compiled.fingerprint,
-                )
+                Channel.compiled(f"feedback{i}", "subject", FEEDBACK_WEIGHT, FEEDBACK_REASON + word, compiled)
             )
         return out
 

@@ -148,6 +148,10 @@ class CoverageEntry(_Model):
     exhausted: bool = False
     failed: bool = False
     error: str | None = None
+    queries: int = Field(
+        default=1,
+        description="知网检索式条数：检索行超过 120 字时拆成多条检索式（结果为其并集），作为本通道的追加页运行",
+    )
 
 
 class PlanChannel(_Model):

@@ -58,17 +58,7 @@ def research_channels(groups: list[list[str]]) -> list[Channel]:
     out: list[Channel] = []
     for cid, fld, reason in CHANNELS:
         compiled = compile_expression(concept_expression(groups, fld))
-        out.append(
-            Channel(
-                id=cid,
-                field=fld.value,
-                weight=1.0,
-                reason=reason,
-                subject=compiled.subject,
-                anchor=compiled.anchor,
-                fingerprint=compiled.fingerprint,
-            )
-        )
+        out.append(Channel.compiled(cid, fld.value, 1.0, reason, compiled))
     return out
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cnki_mcp.pipeline.models import CoverageEntry
+from cnki_mcp.query.compiler import CompiledQuery
 from cnki_mcp.rank import Hit
 
 CHECKPOINT_KEYS = (
@@ -29,12 +30,16 @@ CHECKPOINT_KEYS = (
     "feedback_pool",
     "finished",
     "cursors",
+    "lanes",
 )
 
 
 @dataclass(slots=True)
 class Channel:
-    """One compiled search: its QueryJson `Subject` group and how its hits weigh."""
+    """One compiled search: its QueryJson `Subject` group(s) and how its hits weigh.
+
+    `subjects` is set when the expression had to be split into several queries whose union is the
+    search (query/cnf.py); they run as extra pages of this channel, each with its own lane."""
 
     id: str
     field: str
@@ -43,9 +48,17 @@ class Channel:
     subject: dict[str, Any]
     anchor: str
     fingerprint: str
+    subjects: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def queries(self) -> int:
+        return max(1, len(self.subjects))
+
+    def subject_at(self, lane: int) -> dict[str, Any]:
+        return self.subjects[lane] if self.subjects else self.subject
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.id,
             "field": self.field,
             "weight": self.weight,
@@ -54,6 +67,9 @@ class Channel:
             "anchor": self.anchor,
             "fingerprint": self.fingerprint,
         }
+        if len(self.subjects) > 1:
+            out["subjects"] = self.subjects
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Channel:
@@ -65,10 +81,56 @@ class Channel:
             subject=data["subject"],
             anchor=data["anchor"],
             fingerprint=data.get("fingerprint", ""),
+            subjects=list(data.get("subjects") or []),
+        )
+
+    @classmethod
+    def compiled(cls, id: str, field: str, weight: float, reason: str, query: CompiledQuery) -> Channel:
+        """A channel for a compiled expression (all its queries)."""
+        return cls(
+            id=id,
+            field=field,
+            weight=weight,
+            reason=reason,
+            subject=query.subject,
+            anchor=query.anchor,
+            fingerprint=query.fingerprint,
+            subjects=list(query.subjects) if query.queries > 1 else [],
         )
 
     def view(self) -> dict[str, Any]:
         return {"id": self.id, "field": self.field, "weight": self.weight, "reason": self.reason}
+
+
+@dataclass(slots=True)
+class Lane:
+    """Progress of one query of a split channel (one query = the channel's coverage entry)."""
+
+    pages: int = 0
+    rows: int = 0
+    total: int | None = None
+    exhausted: bool = False
+    cursor: str = ""  # `turnpage` of this query's next page
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pages": self.pages,
+            "rows": self.rows,
+            "total": self.total,
+            "exhausted": self.exhausted,
+            "cursor": self.cursor,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Lane:
+        total = data.get("total")
+        return cls(
+            pages=int(data.get("pages", 0)),
+            rows=int(data.get("rows", 0)),
+            total=None if total is None else int(total),
+            exhausted=bool(data.get("exhausted")),
+            cursor=str(data.get("cursor") or ""),
+        )
 
 
 @dataclass(slots=True)
@@ -91,6 +153,8 @@ class SearchState:
     # channel id -> the `turnpage` cursor of its next page (the last page's `GridPage.turnpage`),
     # so a search continued in another process asks CNKI for no page twice. Internal only.
     cursors: dict[str, str] = field(default_factory=dict)
+    # channel id -> one Lane per query, only for channels split into several queries.
+    lanes: dict[str, list[Lane]] = field(default_factory=dict)
 
     @property
     def channels(self) -> list[Channel]:
@@ -103,6 +167,13 @@ class SearchState:
     @property
     def structured(self) -> bool:
         return self.plan.get("method") == "structured"
+
+    def lanes_of(self, channel: Channel) -> list[Lane]:
+        """The per-query progress of a split channel (created on first use)."""
+        lanes = self.lanes.setdefault(channel.id, [])
+        while len(lanes) < channel.queries:
+            lanes.append(Lane())
+        return lanes
 
     def coverage_of(self, channel_id: str) -> CoverageEntry:
         for entry in self.coverage:
@@ -128,6 +199,7 @@ class SearchState:
             "feedback_pool": list(self.feedback_pool),
             "finished": self.finished,
             "cursors": dict(self.cursors),
+            "lanes": {cid: [lane.to_dict() for lane in lanes] for cid, lanes in self.lanes.items()},
         }
 
     @classmethod
@@ -150,4 +222,8 @@ class SearchState:
             feedback_pool=list(data.get("feedback_pool") or []),
             finished=bool(data.get("finished")),
             cursors={str(k): str(v) for k, v in (data.get("cursors") or {}).items() if v},
+            lanes={
+                str(cid): [Lane.from_dict(x) for x in lanes]
+                for cid, lanes in (data.get("lanes") or {}).items()
+            },
         )

@@ -16,15 +16,7 @@ NATIVE_REASON = "知网原生条件与排序"
 def structured_channel(inp: StructuredSearchInput) -> Channel:
     """Parse and compile the expression (coded INVALID_* / QUERY_* errors) into the channel."""
     compiled = compile_expression(parse_expression(inp.expression))
-    return Channel(
-        id="native",
-        field="expression",
-        weight=1.0,
-        reason=NATIVE_REASON,
-        subject=compiled.subject,
-        anchor=compiled.anchor,
-        fingerprint=compiled.fingerprint,
-    )
+    return Channel.compiled("native", "expression", 1.0, NATIVE_REASON, compiled)
 
 
 def structured_params(inp: StructuredSearchInput) -> dict[str, Any]:

@@ -1,5 +1,9 @@
 """Expression tree -> bounded DNF -> CNKI's QueryJson `Subject` group; research-search builders.
 
+CNF-shaped parts (ORs of same-field leaves, e.g. a concept group's synonyms) are folded into one
+row with CNKI's in-field `+` before the DNF is taken, and rows over 120 characters are split:
+see `cnf.py`. The rules below apply to the DNF over those rows.
+
 CNKI's advanced search combines form rows strictly left to right, so the only shape that keeps an
 arbitrary boolean meaning is an OR of AND-groups: one ChildItems group per DNF branch (Logic 0 for
 the first, 1 = OR for the rest), each holding its positive conditions (Logic 0 = AND) followed by
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +42,17 @@ from cnki_mcp.errors import (
     QueryTooComplex,
     UnboundedQuery,
 )
+from cnki_mcp.query.cnf import (
+    MAX_BRANCHES,
+    MAX_QUERIES,
+    TOO_MANY_BRANCHES_MESSAGE,
+    Lit,
+    Split,
+    atom_dnf,
+    bound,
+    layout,
+    simplify,
+)
 from cnki_mcp.query.expr import (
     MAX_OPERANDS,
     SUBJECT_EXACT_MESSAGE,
@@ -45,14 +60,15 @@ from cnki_mcp.query.expr import (
     Leaf,
     Match,
     Node,
-    Op,
     parse_expression,
     quote_value,
 )
 
 __all__ = [
     "MAX_BRANCHES",
+    "MAX_QUERIES",
     "MAX_TITLES",
+    "TOO_MANY_BRANCHES_MESSAGE",
     "Branch",
     "CompiledQuery",
     "Lit",
@@ -62,43 +78,11 @@ __all__ = [
     "fingerprint",
     "quote_value",
     "title_lookup_expression",
+    "to_atom_dnf",
     "to_dnf",
 ]
 
-MAX_BRANCHES = 32
-_MAX_INTERMEDIATE = 256  # simplified partial expansions
-_MAX_PRODUCT = 1024  # raw cross product computed in one step
 MAX_TITLES = 10
-
-TOO_MANY_BRANCHES_MESSAGE = "布尔展开超过 32 分支"
-
-LOGIC_AND = 0
-LOGIC_OR = 1
-LOGIC_NOT = 2
-
-
-@dataclass(frozen=True, slots=True)
-class Lit:
-    """A leaf, possibly negated: the unit of a DNF branch."""
-
-    field: Field
-    match: Match
-    value: str
-    negated: bool = False
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.field.value, self.match.value, self.value)
-
-    def complement(self) -> Lit:
-        return Lit(self.field, self.match, self.value, not self.negated)
-
-    @property
-    def operator(self) -> str:
-        """CNKI's operator: subject always TOPRANK; phrase FUZZY; exact DEFAULT."""
-        if self.field == Field.SUBJECT:
-            return "TOPRANK"
-        return "DEFAULT" if self.match == Match.EXACT else "FUZZY"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,95 +101,38 @@ class Branch:
 
 
 class CompiledQuery(BaseModel):
-    """What the site needs to run a structured search (see `GridRequest`)."""
+    """What the site needs to run a structured search (see `GridRequest`).
+
+    `subjects` holds one Subject group per query; their union is the expression. Usually there is
+    one (`subject` is always the first); more when oversized rows had to be split (cnf.py)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     subject: dict[str, Any] = PydField(description="QueryJson group replacing the template's Subject group")
+    subjects: list[dict[str, Any]] = PydField(description="one Subject group per query, first = subject")
     anchor: str = PydField(description="first positive leaf value, typed into the real form when capturing")
-    branches: int = PydField(description="number of DNF branches (ChildItems groups)")
+    branches: int = PydField(description="number of branch groups (ChildItems groups) over all queries")
+    split: Split = PydField(default="none", description="how rows over 120 characters were split")
     fingerprint: str = PydField(description="stable hash of the canonical DNF; equivalent trees share it")
+
+    @property
+    def queries(self) -> int:
+        return len(self.subjects)
 
 
 # ---------------------------------------------------------------- DNF
 
 
-_Conj = tuple[Lit, ...]
-
-
-def _conjoin(a: _Conj, b: _Conj) -> _Conj | None:
-    """a AND b with duplicates removed; None when it holds a literal and its negation."""
-    out = list(a)
-    seen = set(a)
-    for lit in b:
-        if lit in seen:
-            continue
-        if lit.complement() in seen:
-            return None
-        out.append(lit)
-        seen.add(lit)
-    return tuple(out)
-
-
-def _simplify(branches: Iterable[_Conj | None]) -> list[_Conj]:
-    """Drop contradictions, duplicate branches and branches absorbed by a smaller one."""
-    kept: list[_Conj] = []
-    sets: list[frozenset[Lit]] = []
-    for b in branches:
-        if b is None:
-            continue
-        s = frozenset(b)
-        if any(lit.complement() in s for lit in b):
-            continue
-        if any(other <= s for other in sets):  # duplicate, or absorbed by an earlier branch
-            continue
-        keep = [i for i, other in enumerate(sets) if not s < other]
-        kept = [kept[i] for i in keep]
-        sets = [sets[i] for i in keep]
-        kept.append(b)
-        sets.append(s)
-    return kept
-
-
-def _bound(branches: list[_Conj], limit: int) -> list[_Conj]:
-    if len(branches) > limit:
-        raise QueryTooComplex(TOO_MANY_BRANCHES_MESSAGE, branches=len(branches), max_branches=MAX_BRANCHES)
-    return branches
-
-
-def _dnf(expr: Leaf | Node, negate: bool) -> list[_Conj]:
-    if isinstance(expr, Leaf):
-        return [(Lit(expr.field, expr.match, expr.value, negate),)]
-    if expr.op == Op.NOT:
-        return _dnf(expr.items[0], not negate)
-    parts = [_dnf(item, negate) for item in expr.items]
-    conjunctive = (expr.op == Op.AND) != negate  # De Morgan: not(or) = and(not ...)
-    if not conjunctive:
-        return _bound(_simplify(b for part in parts for b in part), _MAX_INTERMEDIATE)
-    acc: list[_Conj] = [()]
-    for part in parts:
-        if len(acc) * len(part) > _MAX_PRODUCT:
-            raise QueryTooComplex(TOO_MANY_BRANCHES_MESSAGE, max_branches=MAX_BRANCHES)
-        acc = _bound(_simplify(_conjoin(a, b) for a in acc for b in part), _MAX_INTERMEDIATE)
-    return acc
-
-
-def _order(conj: _Conj) -> Branch:
+def _order(conj: Sequence[Lit]) -> Branch:
     return Branch(tuple(lit for lit in conj if not lit.negated) + tuple(lit for lit in conj if lit.negated))
 
 
-def to_dnf(expr: Leaf | Node) -> list[Branch]:
-    """The expression as an OR of AND-branches (see the module docstring for the rules).
-
-    Raises QUERY_TOO_COMPLEX (> 32 branches), UNBOUNDED_QUERY (a branch without a positive
-    literal) or INVALID_EXPRESSION with reason "contradiction" (nothing can match).
-    """
-    branches = _bound(_simplify(_dnf(expr, False)), MAX_BRANCHES)
-    if not branches:
+def _checked(conjs: list[tuple[Lit, ...]]) -> list[Branch]:
+    if not conjs:
         raise InvalidExpression(
             "表达式自相矛盾（同一条件既要求包含又要求不含），不会匹配任何文献", reason="contradiction"
         )
-    out = [_order(b) for b in branches]
+    out = [_order(b) for b in conjs]
     for i, branch in enumerate(out):
         if not branch.positives:
             raise UnboundedQuery(
@@ -216,66 +143,75 @@ def to_dnf(expr: Leaf | Node) -> list[Branch]:
     return out
 
 
+def to_dnf(expr: Leaf | Node) -> list[Branch]:
+    """The expression as an OR of AND-branches of single leaves (see the module docstring).
+
+    Raises QUERY_TOO_COMPLEX (> 32 branches), UNBOUNDED_QUERY (a branch without a positive
+    literal) or INVALID_EXPRESSION with reason "contradiction" (nothing can match).
+    """
+    return _checked(bound(simplify(atom_dnf(expr, fold_phrase=False)), MAX_BRANCHES))
+
+
+def to_atom_dnf(expr: Leaf | Node) -> list[Branch]:
+    """The DNF over atoms (same-field ORs folded into one row, cnf.py): phrase ORs always, exact
+    ORs only when needed to stay within 32 branches. Same errors as `to_dnf`."""
+    try:
+        conjs = bound(simplify(atom_dnf(expr)), MAX_BRANCHES)
+    except QueryTooComplex:
+        conjs = bound(simplify(atom_dnf(expr, fold_exact=True)), MAX_BRANCHES)
+    return _checked(conjs)
+
+
 def _describe(lit: Lit) -> str:
     kind = "精确" if lit.match == Match.EXACT else "模糊"
-    return f"{'非 ' if lit.negated else ''}{lit.field.value}({kind}):{lit.value}"
+    value = "|".join(lit.values)
+    return f"{'非 ' if lit.negated else ''}{lit.field.value}({kind}):{value}"
 
 
 def fingerprint(branches: Sequence[Branch]) -> str:
-    """Stable hash of the DNF, insensitive to literal order within a branch and branch order."""
-    canon = sorted(
-        sorted([lit.field.value, lit.match.value, lit.value, lit.negated] for lit in b.literals)
-        for b in branches
-    )
-    text = json.dumps(["dnf-v1", canon], ensure_ascii=False, separators=(",", ":"))
+    """Stable hash of the DNF, insensitive to literal order within a branch and branch order.
+
+    Single-leaf DNFs hash as they always did ("dnf-v1"); a DNF with atoms hashes their sorted
+    value sets ("dnf-v2")."""
+    atoms = any(lit.alts for b in branches for lit in b.literals)
+    if not atoms:
+        canon: list[Any] = sorted(
+            sorted([lit.field.value, lit.match.value, lit.value, lit.negated] for lit in b.literals)
+            for b in branches
+        )
+        tag = "dnf-v1"
+    else:
+        canon = sorted(
+            sorted([lit.field.value, lit.match.value, sorted(lit.values), lit.negated] for lit in b.literals)
+            for b in branches
+        )
+        tag = "dnf-v2"
+    text = json.dumps([tag, canon], ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 # ---------------------------------------------------------------- QueryJson
 
 
-def _item(lit: Lit) -> dict[str, Any]:
-    return {
-        "Key": "mcp",
-        "Title": lit.field.value,
-        "Logic": LOGIC_NOT if lit.negated else LOGIC_AND,
-        "Field": lit.field.code,
-        "Operator": lit.operator,
-        "Value": quote_value(lit.value),
-        "Value2": "",
-        "options": {},
-    }
-
-
-def _group(branch: Branch, index: int) -> dict[str, Any]:
-    return {
-        "Key": "mcp",
-        "Title": "",
-        "Logic": LOGIC_AND if index == 0 else LOGIC_OR,
-        "Items": [_item(lit) for lit in branch.literals],
-        "ChildItems": [],
-    }
-
-
 def compile_expression(expr: Leaf | Node | dict[str, Any]) -> CompiledQuery:
-    """A tree (or its plain JSON) -> the `Subject` QueryJson group, anchor, branch count, fingerprint."""
+    """A tree (or its plain JSON) -> Subject group(s), anchor, branch count, fingerprint."""
     tree = parse_expression(expr)  # re-validates trees built in code, and parses plain JSON
     for leaf in _leaves(tree):
         if leaf.field == Field.SUBJECT and leaf.match == Match.EXACT:  # parse rejects it; belt and braces
             raise InvalidMatch(SUBJECT_EXACT_MESSAGE, field=leaf.field.value)
-    branches = to_dnf(tree)
-    subject = {
-        "Key": "Subject",
-        "Title": "",
-        "Logic": LOGIC_AND,
-        "Items": [],
-        "ChildItems": [_group(b, i) for i, b in enumerate(branches)],
-    }
+    branches = to_atom_dnf(tree)
+    try:  # equivalent trees share the fingerprint of their plain DNF whenever it is within bounds
+        canonical = to_dnf(tree)
+    except QueryTooComplex:
+        canonical = branches
+    shape = layout([b.literals for b in branches])
     return CompiledQuery(
-        subject=subject,
+        subject=shape.subjects[0],
+        subjects=shape.subjects,
         anchor=branches[0].positives[0].value,
-        branches=len(branches),
-        fingerprint=fingerprint(branches),
+        branches=shape.branches,
+        split=shape.split,
+        fingerprint=fingerprint(canonical),
     )
 
 

@@ -11,9 +11,8 @@ Semantics implemented (documented in docs/simulator.md):
   dropped before combining (blank form rows do not constrain anything).
 * The top-level QGroup list is combined the same way. The `ControlGroup` holds filters (PT year
   range, Operator 7, `Value`/`Value2` dates, either may be empty).
-* A value wrapped entirely in `"…"` / `'…'` is a literal. Otherwise CNKI's in-value operators apply:
-  `+` OR (lowest), `*` AND and `-` AND NOT (higher, left-associative), parentheses group, and quoted
-  parts inside are literal terms. An empty operand (as in an unquoted `C++`) matches nothing.
+* A value's in-field operators (`+` OR, `*` AND, `-` AND NOT, parentheses, quotes, the spacing
+  rules) are read by `value.py`; ambiguous values match nothing.
 """
 
 from __future__ import annotations
@@ -23,20 +22,43 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from enum import IntEnum, StrEnum
+from enum import StrEnum
 from typing import Any
 
 from cnki_mcp.sim.corpus import Corpus, SimRecord
+from cnki_mcp.sim.value import (
+    BoolOp,
+    Logic,
+    Term,
+    Unclear,
+    ValueExpr,
+    eval_value,
+    parse_value,
+    positive_terms,
+)
+
+__all__ = [
+    "BoolOp",
+    "Condition",
+    "Group",
+    "Logic",
+    "Query",
+    "QueryError",
+    "Sort",
+    "Term",
+    "Unclear",
+    "ValueExpr",
+    "combine",
+    "matches",
+    "parse_query_json",
+    "parse_value",
+    "positive_terms",
+    "search",
+]
 
 
 class QueryError(ValueError):
     """The posted QueryJson cannot be understood (the grid answers with its error fragment)."""
-
-
-class Logic(IntEnum):
-    AND = 0
-    OR = 1
-    NOT = 2
 
 
 class Field(StrEnum):
@@ -78,118 +100,7 @@ _LOGIC_NAMES = {"AND": Logic.AND, "OR": Logic.OR, "NOT": Logic.NOT}
 _OPERATOR_ALIASES = {"=": Operator.DEFAULT, "%": Operator.FUZZY, "%=": Operator.TOPRANK}
 
 
-# ---------------------------------------------------------------- value expressions
-
-
-@dataclass(frozen=True, slots=True)
-class Term:
-    text: str  # "" = empty operand, matches nothing
-
-
-@dataclass(frozen=True, slots=True)
-class BoolOp:
-    op: Logic
-    left: ValueExpr
-    right: ValueExpr
-
-
-ValueExpr = Term | BoolOp
-
-_QUOTES = ('"', "'")
-
-
-def _is_quoted(value: str) -> bool:
-    v = value.strip()
-    return len(v) >= 2 and v[0] in _QUOTES and v[-1] == v[0] and v[0] not in v[1:-1]
-
-
-def parse_value(value: str) -> ValueExpr:
-    """One condition value -> expression over literal terms (see the module docstring)."""
-    v = value.strip()
-    if _is_quoted(v):
-        return Term(v[1:-1])
-    tokens = _tokenize(v)
-    pos = 0
-
-    def peek() -> str | None:
-        return tokens[pos][0] if pos < len(tokens) else None
-
-    def expr() -> ValueExpr:
-        nonlocal pos
-        left = term()
-        while peek() == "+":
-            pos += 1
-            left = BoolOp(Logic.OR, left, term())
-        return left
-
-    def term() -> ValueExpr:
-        nonlocal pos
-        left = factor()
-        while peek() in ("*", "-"):
-            op = Logic.AND if tokens[pos][0] == "*" else Logic.NOT
-            pos += 1
-            left = BoolOp(op, left, factor())
-        return left
-
-    def factor() -> ValueExpr:
-        nonlocal pos
-        kind = peek()
-        if kind == "(":
-            pos += 1
-            inner = expr()
-            if peek() == ")":
-                pos += 1
-            return inner
-        if kind == "w":
-            pos += 1
-            return Term(tokens[pos - 1][1])
-        return Term("")  # missing operand
-
-    out = expr()
-    if pos < len(tokens):  # stray ')' and what follows: joined by AND, as CNKI tolerates it
-        rest = [t[1] for t in tokens[pos:] if t[0] == "w"]
-        for word in rest:
-            out = BoolOp(Logic.AND, out, Term(word))
-    return out
-
-
-def _tokenize(v: str) -> list[tuple[str, str]]:
-    tokens: list[tuple[str, str]] = []
-    buf: list[str] = []
-    i = 0
-
-    def flush() -> None:
-        word = "".join(buf).strip()
-        buf.clear()
-        if word:
-            tokens.append(("w", word))
-
-    while i < len(v):
-        ch = v[i]
-        if ch in _QUOTES:
-            end = v.find(ch, i + 1)
-            if end == -1:  # unbalanced quote: the rest is literal
-                buf.append(v[i + 1 :])
-                break
-            flush()
-            tokens.append(("w", v[i + 1 : end]))
-            i = end + 1
-            continue
-        if ch in "*+-()":
-            flush()
-            tokens.append((ch, ch))
-        else:
-            buf.append(ch)
-        i += 1
-    flush()
-    return tokens
-
-
-def positive_terms(expr: ValueExpr, positive: bool = True) -> list[str]:
-    if isinstance(expr, Term):
-        return [expr.text] if positive and expr.text else []
-    right_positive = positive if expr.op != Logic.NOT else False
-    return positive_terms(expr.left, positive) + positive_terms(expr.right, right_positive)
+# value expressions live in `value.py`: ValueExpr, Term, BoolOp, Unclear, parse_value, positive_terms
 
 
 # ---------------------------------------------------------------- QueryJson model
@@ -476,17 +387,6 @@ def match_term(texts: list[str], fld: Field, op: Operator, term: str) -> bool:
     return any(t in x for x in folded)
 
 
-def _eval_expr(expr: ValueExpr, pred: Callable[[str], bool]) -> bool:
-    if isinstance(expr, Term):
-        return pred(expr.text)
-    left = _eval_expr(expr.left, pred)
-    if expr.op == Logic.AND:
-        return left and _eval_expr(expr.right, pred)
-    if expr.op == Logic.OR:
-        return left or _eval_expr(expr.right, pred)
-    return left and not _eval_expr(expr.right, pred)
-
-
 def _record_date(r: SimRecord) -> str:
     if r.date:
         return r.date[:10]
@@ -504,7 +404,7 @@ def eval_condition(c: Condition, r: SimRecord, corpus: Corpus | None = None) -> 
             return False
         return not (hi and d[: len(hi)] > hi)
     texts = field_texts(r, c.field, corpus, c.extend)
-    return _eval_expr(c.expr, lambda term: match_term(texts, c.field, c.operator, term))
+    return eval_value(c.expr, lambda term: match_term(texts, c.field, c.operator, term))
 
 
 def combine(elements: Iterable[tuple[Logic, Callable[[], bool]]]) -> bool:

@@ -185,7 +185,8 @@ def test_negation_inside_a_bounded_branch_is_accepted() -> None:
 
 
 def test_thirty_two_branches_are_accepted_sixty_four_are_too_complex() -> None:
-    pairs = [OR(L(f"p{i}"), L(f"q{i}")) for i in range(6)]
+    # Each pair ORs two fields, so no pair folds into one row: the DNF is what must be sent.
+    pairs = [OR(L(f"p{i}"), L(f"q{i}", "keywords")) for i in range(6)]
     assert compile_expression(AND(*pairs[:5])).branches == 32
     with pytest.raises(CnkiError) as info:
         compile_expression(AND(*pairs))
@@ -193,15 +194,20 @@ def test_thirty_two_branches_are_accepted_sixty_four_are_too_complex() -> None:
     assert info.value.message == "布尔展开超过 32 分支"
 
 
+WIDE_FIELDS = [f.value for f in Field if f != Field.SUBJECT][:12]
+
+
 def test_wide_products_fail_fast_with_too_complex() -> None:
-    wide = [OR(*[L(f"v{g}-{i}") for i in range(12)]) for g in range(7)]  # 12**7 branches
+    wide = [OR(*[L(f"v{g}-{i}", WIDE_FIELDS[i]) for i in range(12)]) for g in range(7)]  # 12**7 branches
     assert _code(AND(*wide)) == "QUERY_TOO_COMPLEX"
 
 
 def test_dnf_simplification_can_bring_a_large_product_under_the_bound() -> None:
     # (a1|..|a6) & (a1|..|a6) has 36 raw products but simplifies to the 6 single-literal branches
     six = OR(*[L(f"a{i}") for i in range(6)])
-    assert compile_expression(AND(six, six)).branches == 6
+    assert len(to_dnf(parse_expression(AND(six, six)))) == 6
+    # The compiler folds the same-field OR into one row: a single branch.
+    assert compile_expression(AND(six, six)).branches == 1
 
 
 def test_fingerprint_is_equal_for_reordered_equivalent_trees() -> None:
@@ -259,8 +265,12 @@ def test_concept_expression_single_group_is_its_or_and_single_term_its_leaf() ->
 
 def test_concept_expression_on_subject_compiles_to_toprank() -> None:
     compiled = compile_expression(concept_expression([["自动驾驶"], ["产品责任", "侵权责任"]], Field.SUBJECT))
-    assert compiled.branches == 2
-    assert {i["Operator"] for g in compiled.subject["ChildItems"] for i in g["Items"]} == {"TOPRANK"}
+    assert compiled.branches == 1  # one row per concept, synonyms joined by CNKI's in-field OR
+    (branch,) = compiled.subject["ChildItems"]
+    assert [(i["Operator"], i["Logic"], i["Value"]) for i in branch["Items"]] == [
+        ("TOPRANK", 0, "自动驾驶"),
+        ("TOPRANK", 0, "产品责任 + 侵权责任"),
+    ]
 
 
 def test_concept_expression_rejects_empty_groups() -> None:

@@ -4,9 +4,10 @@ For each expression tree:
 
 * truth table: every assignment of the tree's distinct leaves is evaluated (a) directly on the
   tree and (b) on the compiled QueryJson as the simulator parses it (`parse_query_json`) and
-  combines it (`combine`: left to right, 0 AND / 1 OR / 2 AND NOT). Every compiled value must
-  parse back, under the simulator's value grammar, to exactly one literal equal to the leaf value;
-* corpus: the records the simulator matches for the compiled query must be the records the tree
+  combines it (`combine`: left to right, 0 AND / 1 OR / 2 AND NOT), over the union of all the
+  queries the tree compiled to. Every compiled value must parse back, under the simulator's value
+  grammar, to one literal or an in-field OR of literals (`a + b`), each equal to a leaf value;
+* corpus: the records the simulator matches for the compiled queries must be the records the tree
   matches, where each leaf's record set is what the simulator returns for that single leaf sent
   wholly quoted (so only the boolean structure and the quoting decision are under test).
 
@@ -28,7 +29,19 @@ from hypothesis import strategies as st
 from cnki_mcp.errors import CnkiError
 from cnki_mcp.query.compiler import compile_expression
 from cnki_mcp.sim.corpus import Corpus, SimAuthor, SimRecord
-from cnki_mcp.sim.query import Condition, Group, Query, Term, combine, matches, parse_query_json, parse_value
+from cnki_mcp.sim.query import (
+    BoolOp,
+    Condition,
+    Group,
+    Logic,
+    Query,
+    Term,
+    ValueExpr,
+    combine,
+    matches,
+    parse_query_json,
+    parse_value,
+)
 
 LeafKey = tuple[str, str, str]  # (field, value, match)
 
@@ -116,17 +129,24 @@ def _eval_tree(tree: dict[str, Any], truth: Callable[[LeafKey], bool]) -> bool:
     return not next(values)
 
 
-def _condition_key(c: Condition) -> LeafKey:
-    parsed = parse_value(c.value)
-    assert isinstance(parsed, Term), f"{c.value!r} is not one literal for CNKI"
+def _or_terms(expr: ValueExpr, value: str) -> list[str]:
+    if isinstance(expr, Term):
+        assert expr.text, f"{value!r} has an empty operand for CNKI"
+        return [expr.text]
+    assert isinstance(expr, BoolOp) and expr.op == Logic.OR, f"{value!r} is not literals joined by +"
+    return _or_terms(expr.left, value) + _or_terms(expr.right, value)
+
+
+def condition_keys(c: Condition) -> list[LeafKey]:
+    """The leaves one compiled condition stands for (their OR)."""
     match = "exact" if c.operator.value == "DEFAULT" else "phrase"
-    return (FIELD_BY_CODE[c.field.value], parsed.text, match)
+    return [(FIELD_BY_CODE[c.field.value], t, match) for t in _or_terms(parse_value(c.value), c.value)]
 
 
 def _eval_compiled(q: Query, truth: Callable[[LeafKey], bool]) -> bool:
     def element(e: Condition | Group) -> bool:
         if isinstance(e, Condition):
-            return truth(_condition_key(e))
+            return any(truth(k) for k in condition_keys(e))
         return combine((child.logic, _thunk(child)) for child in e.elements)
 
     def _thunk(e: Condition | Group) -> Callable[[], bool]:
@@ -160,14 +180,17 @@ def check_tree(tree: dict[str, Any]) -> str:
         assert true_when_all_false, f"UNBOUNDED_QUERY for a bounded tree {tree}"
         return "unbounded"
     assert satisfiable and not true_when_all_false, f"compiled a tree it must reject: {tree}"
-    q = _qj(compiled.subject)
-    assert len(q.groups) == 1 and len(q.groups[0].elements) == compiled.branches
+    assert compiled.subjects[0] == compiled.subject
+    queries = [_qj(subject) for subject in compiled.subjects]
+    assert all(len(q.groups) == 1 for q in queries)
+    assert sum(len(q.groups[0].elements) for q in queries) == compiled.branches
     for a in _assignments(keys):
-        assert _eval_compiled(q, a.__getitem__) == table[tuple(a.values())], f"{tree} differs at {a}"
+        got = any(_eval_compiled(q, a.__getitem__) for q in queries)
+        assert got == table[tuple(a.values())], f"{tree} differs at {a}"
     expected = frozenset(
         r.id for r in CORPUS.records if _eval_tree(tree, lambda k, r=r: r.id in LEAF_SETS[k])
     )
-    assert _matched(q) == expected, f"corpus results differ for {tree}"
+    assert frozenset().union(*(_matched(q) for q in queries)) == expected, f"corpus results differ for {tree}"
     return "compiled"
 
 

@@ -222,10 +222,10 @@ def test_fuzzy_needs_every_term_but_exact_needs_the_phrase() -> None:
 
 def test_unquoted_cnki_operators_change_the_result() -> None:
     assert single("KY", '"C++"', "DEFAULT") == {"r02"}
-    # Unquoted C++ = C OR <nothing> OR <nothing>: keyword equal to "C" -> none.
+    # Unquoted C++ holds unspaced operator characters: ambiguous, matches nothing.
     assert single("KY", "C++", "DEFAULT") == set()
     quoted = single("KY", "'carbon-neutral'", "DEFAULT")
-    unquoted = single("KY", "carbon-neutral", "FUZZY")  # carbon AND NOT neutral
+    unquoted = single("KY", "carbon-neutral", "FUZZY")  # ambiguous: never kinder than carbon AND NOT neutral
     assert quoted == {"r03"}
     assert unquoted == set()
 
@@ -241,6 +241,67 @@ def test_in_value_and_or_not_with_parentheses() -> None:
 def test_value_parser_precedence_and_polarity() -> None:
     expr = parse_value("a + b * c - d")
     assert positive_terms(expr) == ["a", "b", "c"]
+
+
+def test_help_examples_of_in_field_operators() -> None:
+    # CNKI's advanced-search help: "神经网络 * 自然语言", "(锻造 + 自由锻) * 裂纹",
+    # "'digital library' * 'information service'", "'2+3' * 人才培养" (docs/simulator.md).
+    assert single("TI", "自动驾驶 * 产品责任", "FUZZY") == {"r01"}
+    assert single("SU", "(自动驾驶 + 碳中和) * 风险", "TOPRANK") == {"r01"}
+    assert single("TI", "'carbon-neutral' * 'pathways for'", "FUZZY") == {"r03"}
+    assert single("KY", "'C++' * 教学改革", "DEFAULT") == {"r02"}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "自动驾驶+碳中和",  # operators need a space on both sides
+        "自动驾驶 +碳中和",
+        "自动驾驶+ 碳中和",
+        '"自动驾驶"+"碳中和"',
+    ],
+)
+def test_unspaced_operator_is_not_an_operator_and_the_word_is_ambiguous(value: str) -> None:
+    assert single("SU", value, "TOPRANK") == set()
+    assert single("SU", "自动驾驶 + 碳中和", "TOPRANK") == {"r01", "r04"}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "自动驾驶 + 碳中和 * 产品责任",  # mixed operators: precedence must be given by parentheses
+        "产品责任 - 碳中和 * 风险",
+        "carbon neutral + 产品责任",  # unquoted term with a space in a combination
+        "10.1000/abc.1 + 产品责任",  # unquoted '/' in a combination
+        '"自动驾驶 + 碳中和',  # unbalanced quote
+        "(自动驾驶 + 碳中和",  # unbalanced parenthesis
+        "自动驾驶 + 碳中和)",
+        '"自动驾驶" "碳中和"',  # two operands, no operator
+        "自动驾驶 + ",  # missing operand
+        "+ 自动驾驶",
+        "自动驾驶 + + 碳中和",
+    ],
+)
+def test_ambiguous_values_match_nothing(value: str) -> None:
+    assert single("SU", value, "TOPRANK") == set()
+
+
+def test_parentheses_fix_precedence_and_need_no_spaces() -> None:
+    assert single("SU", "(自动驾驶 + 碳中和) * 产品责任", "TOPRANK") == {"r01", "r04"}
+    assert single("SU", "自动驾驶 + (碳中和 * 产品责任)", "TOPRANK") == {"r01", "r04"}
+    assert single("SU", "(产品责任 - 碳中和) * 风险", "TOPRANK") == {"r01"}
+    assert single("SU", "产品责任 - (碳中和 * 风险)", "TOPRANK") == {"r01", "r04"}
+
+
+def test_single_unquoted_term_keeps_spaces_and_slashes() -> None:
+    assert single("TI", "pathways carbon", "FUZZY") == {"r03"}
+    assert single("DOI", "10.1000/abc.1", "DEFAULT") == {"r01"}
+
+
+def test_quoted_terms_inside_a_combination_are_literal() -> None:
+    assert single("KY", '"C++" + "carbon-neutral"', "DEFAULT") == {"r02", "r03"}
+    assert single("TI", "'pathways for' + \"C++\"", "FUZZY") == {"r02", "r03"}
+    assert single("KY", '"C++" + 城市', "DEFAULT") == {"r02", "r03"}
 
 
 def test_year_range_from_control_group() -> None:
@@ -262,7 +323,8 @@ def test_year_range_from_control_group() -> None:
         ],
         "ChildItems": [],
     }
-    q = qj(group([item("SU", "产品责任 + C++ + carbon", "TOPRANK")]), [years])
+    # r02 (C++, 2019) matches the value and is removed by the year range alone.
+    q = qj(group([item("SU", '产品责任 + "C++" + carbon', "TOPRANK")]), [years])
     assert ids(q) == {"r01", "r04"}
     parsed = parse_query_json(q)
     assert (parsed.year_from, parsed.year_to) == (2020, 2022)
