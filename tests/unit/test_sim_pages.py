@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 
@@ -77,6 +78,12 @@ def detail(record: SimRecord, visitor: Visitor = ANON) -> LexborHTMLParser:
     return tree(render_detail(record, corpus(), LINKS, visitor))
 
 
+def with_meta(record: SimRecord) -> SimRecord:
+    """The record with `extra["meta_tags"]`: the page also carries citation_* meta (the real
+    2026 page carries none; the option keeps the parser's meta path covered)."""
+    return dataclasses.replace(record, extra={**record.extra, "meta_tags": True})
+
+
 def metas(t: LexborHTMLParser, name: str) -> list[str]:
     return [m.attributes.get("content") or "" for m in t.css(f'meta[name="{name}"]')]
 
@@ -100,6 +107,8 @@ def test_detail_title_meta_and_heading_carry_the_unescaped_title_once_escaped_in
     h1 = t.css_first("div.doc div.brief div.wx-tit h1")
     assert own_text(h1) == JOURNAL_REC.title
     assert h1.css_first("b") is None and "<b>&amp;amp;" not in raw
+    assert metas(t, "citation_title") == []  # the real 2026 page has no citation meta
+    t = tree(render_detail(with_meta(JOURNAL_REC), corpus(), LINKS, ANON))
     assert metas(t, "citation_title") == [JOURNAL_REC.title]
     assert metas(t, "citation_author") == ["张三", "李四", "王五"]
     assert metas(t, "citation_journal_title") == ["法学研究"]
@@ -126,7 +135,8 @@ def test_detail_authors_institutions_and_affiliation_marks() -> None:
     assert len(t.css("h3#authorpart input.authorcode[type=hidden]")) == 3
     insts = t.css("div.wx-tit h3.author:not(#authorpart) > span > a")
     assert [a.text(strip=True) for a in insts] == ["1.北京大学法学院", "2.清华大学法学院"]
-    assert metas(t, "citation_author_institution") == ["北京大学法学院", "清华大学法学院"]
+    assert metas(t, "citation_author_institution") == []
+    assert metas(detail(with_meta(JOURNAL_REC)), "citation_author_institution") == ["北京大学法学院", "清华大学法学院"]
 
 
 def test_detail_source_line_links_the_journal_with_issue_and_pages() -> None:
@@ -182,7 +192,7 @@ def test_newspaper_detail_shows_excerpt_under_snapshot_label_and_role_suffix() -
     summary = t.css_first("#ChDivSummary")
     assert "正文快照" in summary.parent.text() and "摘要" not in summary.parent.text()
     assert [a.text(strip=True) for a in t.css("#authorpart > span > a")] == ["林倩(文)"]
-    assert metas(t, "citation_author") == ["林倩(文)"]
+    assert metas(detail(with_meta(NEWS_REC)), "citation_author") == ["林倩(文)"]
     assert t.css_first("li.btn-html") is None and t.css_first("li.btn-dlpdf a") is not None
     rows = {li.css_first("span.rowtit").text(): li.css_first("p").text() for li in t.css("li.top-space")}
     assert rows["报纸日期："] == "2022-03-01" and rows["版号："] == "003"
@@ -205,7 +215,8 @@ def test_thesis_conference_book_and_online_first_fields() -> None:
     assert thesis.css_first("div.wx-tit h3.author:not(#authorpart) a").text(strip=True) == "中国人民大学"
 
     conf = detail(CONF_REC)
-    assert metas(conf, "citation_conference_title") == ["第十届民法论坛论文集"]
+    assert metas(detail(with_meta(CONF_REC)), "citation_conference_title") == ["第十届民法论坛论文集"]
+    assert conf.css_first("div.top-tip a").text(strip=True).startswith("第十届民法论坛论文集")
     rows = {li.css_first("span.rowtit").text(): li.css_first("p").text() for li in conf.css("li.top-space")}
     assert rows["会议名称："] == "第十届民法论坛" and rows["会议地点："] == "北京"
 
