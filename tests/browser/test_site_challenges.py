@@ -1,0 +1,193 @@
+"""Challenges, blocks and sessions through the production site stack (real headless Chromium against
+the simulator, docs/simulator.md "Challenges, blocks and sessions"): the first visit of a fresh
+profile, session cookies across a restart, the grid's and a detail page's 403 slider answer shown
+at the URL the site issued, and cursors from another browser session."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cnki_mcp.sim.server import SimServer
+from cnki_mcp.site.backend import GridRequest
+from cnki_mcp.site.browser import COOKIES_FILE
+from tests.site_stack import STEP_TIMEOUT, FakeOp, expect_code, sim_settings, site_stack, tab_with
+
+pytestmark = pytest.mark.browser
+
+GRID = "/kns8s/brief/grid"
+DETAIL = "/kcms2/article/abstract"
+VERIFY = "/verify/home"
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimServer]:
+    with SimServer() as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _clean(sim: SimServer) -> Iterator[None]:
+    sim.set_scenario(None)
+    sim.reset()
+    yield
+    sim.set_scenario(None)
+
+
+def title_request(term: str = "研究", **kw: Any) -> GridRequest:
+    item = {
+        "Key": "t",
+        "Title": "篇名",
+        "Logic": 0,
+        "Field": "TI",
+        "Operator": "FUZZY",
+        "Value": term,
+        "Value2": "",
+    }
+    branch = {"Key": "t", "Title": "", "Logic": 0, "Items": [item], "ChildItems": []}
+    subject = {"Key": "Subject", "Title": "", "Logic": 0, "Items": [], "ChildItems": [branch]}
+    return GridRequest(subject=subject, anchor=term, **kw)
+
+
+def visits(sim: SimServer, since: int = 0) -> list[tuple[str, str, int]]:
+    """(method, path, status) of the pages and API calls, in order (icons left out)."""
+    return [(e.method, e.path, e.status) for e in sim.requests[since:] if e.path != "/favicon.ico"]
+
+
+async def solve_in_tab(ctx: Any, op: FakeOp) -> str:
+    """The person: waits to be asked, then solves the slider page the gate shows; its URL."""
+    await op.waiting.wait()
+    tab = tab_with(ctx, VERIFY)
+    url = tab.url
+    await tab.click(".verify-fallback")
+    return url
+
+
+async def test_a_fresh_profile_comes_in_through_the_home_page_without_a_slider(
+    sim: SimServer, tmp_path: Path, browser_executable: str
+) -> None:
+    settings = sim_settings(tmp_path, sim.origin, browser_executable)
+    async with site_stack(settings) as stack:
+        page = await stack.site.grid(title_request(), FakeOp(on_verification="skip"))
+    assert page.rows
+    assert visits(sim)[:3] == [("GET", "/", 200), ("GET", "/kns8s/AdvSearch", 200), ("POST", GRID, 200)]
+    assert not sim.requests_for(VERIFY) and all(e.status == 200 for e in sim.requests_for(GRID))
+
+
+async def test_a_restarted_profile_keeps_its_session_and_its_cursors(
+    sim: SimServer, tmp_path: Path, browser_executable: str
+) -> None:
+    settings = sim_settings(tmp_path, sim.origin, browser_executable)
+    async with site_stack(settings) as stack:
+        await stack.site.grid(title_request(page=1))
+        second = await stack.site.grid(title_request(page=2))
+    assert (tmp_path / COOKIES_FILE).exists()  # saved at close (site/browser.py)
+
+    since = len(sim.requests)
+    async with site_stack(settings) as stack:  # a restarted server on the same profile
+        third = await stack.site.grid(
+            title_request(page=3, cursor=second.turnpage), FakeOp(on_verification="skip")
+        )
+    assert third.page == 3 and third.rows
+    # No home page, no slider: the saved session cookie came back, and with it the cursor's session.
+    assert visits(sim, since) == [("GET", "/kns8s/AdvSearch", 200), ("POST", GRID, 200), ("POST", GRID, 200)]
+    assert sim.requests_for(GRID)[-1].params["pageNum"] == "3"
+
+    (tmp_path / COOKIES_FILE).unlink()  # without the saved session the relaunched profile must come in again
+    since = len(sim.requests)
+    async with site_stack(settings) as stack:
+        await stack.site.grid(title_request(page=1), FakeOp(on_verification="skip"))
+    assert [v[1] for v in visits(sim, since)][:2] == ["/", "/kns8s/AdvSearch"]
+
+
+async def test_a_cursor_from_another_browser_session_is_refused_and_the_page_sought_again(
+    sim: SimServer, tmp_path: Path, browser_executable: str
+) -> None:
+    async with site_stack(sim_settings(tmp_path / "a", sim.origin, browser_executable)) as stack:
+        await stack.site.grid(title_request(page=1))
+        second = await stack.site.grid(title_request(page=2))
+        expected = await stack.site.grid(title_request(page=3))
+    since = len(sim.requests_for(GRID))
+    async with site_stack(sim_settings(tmp_path / "b", sim.origin, browser_executable)) as stack:
+        third = await stack.site.grid(title_request(page=3, cursor=second.turnpage))
+    assert [r.title for r in third.rows] == [r.title for r in expected.rows]
+    posts = [e for e in sim.requests_for(GRID)[since:] if e.params.get("pageSize") == "50"]
+    assert [(e.params["pageNum"], e.status, e.params.get("error")) for e in posts] == [
+        ("3", 400, "cursor of another session"),
+        ("1", 200, None),
+        ("2", 200, None),
+        ("3", 200, None),
+    ]
+
+
+async def test_grid_403_slider_is_shown_at_the_sites_own_url_and_the_paging_resumes(
+    sim: SimServer, tmp_path: Path, browser_executable: str
+) -> None:
+    async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
+        await stack.site.grid(title_request(page=1))
+        second = await stack.site.grid(title_request(page=2))
+        sim.set_scenario({"faults": [{"path": GRID, "kind": "verification_403", "at": [1]}]})
+        op = FakeOp()
+        ctx = await stack.host.ensure()
+        person = asyncio.create_task(solve_in_tab(ctx, op))
+        async with asyncio.timeout(STEP_TIMEOUT):
+            third = await stack.site.grid(title_request(page=3), op)
+        shown = await person
+    assert third.page == 3 and third.rows
+    assert op.transitions == ["awaiting_user", "running"]
+    [opened] = sim.requests_for(VERIFY)
+    assert opened.params["valid"] is True  # the URL the 403 answer named, ident and captchaId intact
+    assert f"captchaId={opened.params['captchaId']}" in shown and f"ident={opened.params['ident']}" in shown
+    posts = [e for e in sim.requests_for(GRID) if e.params.get("pageNum") == "3"]
+    assert [(e.status, e.fault) for e in posts] == [(403, "verification_403"), (200, None)]
+    assert posts[-1].params["turnpage"] == second.turnpage  # the same session: page 3's cursor still works
+
+
+async def test_detail_403_slider_is_read_in_a_tab_and_solved_at_the_sites_own_url(
+    sim: SimServer, tmp_path: Path, browser_executable: str
+) -> None:
+    async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
+        row = (await stack.site.grid(title_request("违约金"))).rows[0]
+        sim.set_scenario({"faults": [{"path": DETAIL, "kind": "verification_403", "at": [1]}]})
+        op = FakeOp()
+        ctx = await stack.host.ensure()
+        person = asyncio.create_task(solve_in_tab(ctx, op))
+        async with asyncio.timeout(STEP_TIMEOUT):
+            detail = await stack.site.detail(row.detail_url or "", op)
+        await person
+    assert detail.title == row.title
+    assert op.transitions == ["awaiting_user", "running"]
+    assert [e.params["valid"] for e in sim.requests_for(VERIFY)] == [True]
+    assert [e.status for e in sim.requests_for(DETAIL)][:2] == [403, 403]  # the loader's, then the tab's
+
+
+async def test_detail_redirected_to_the_slider_shows_a_page_the_site_issued(
+    sim: SimServer, tmp_path: Path, browser_executable: str
+) -> None:
+    async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
+        row = (await stack.site.grid(title_request("违约金"))).rows[1]
+        sim.set_scenario({"faults": [{"path": DETAIL, "kind": "verification", "at": [1]}]})
+        op = FakeOp()
+        ctx = await stack.host.ensure()
+        person = asyncio.create_task(solve_in_tab(ctx, op))
+        async with asyncio.timeout(STEP_TIMEOUT):
+            detail = await stack.site.detail(row.detail_url or "", op)
+        await person
+    assert detail.title == row.title
+    # The loader met one slider page silently; the person's tab opened the one the site redirected to.
+    assert [e.params["valid"] for e in sim.requests_for(VERIFY)] == [True, True]
+
+
+async def test_skip_policy_turns_the_grid_403_slider_into_a_typed_error_not_a_denial(
+    sim: SimServer, tmp_path: Path, browser_executable: str
+) -> None:
+    async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
+        await stack.site.grid(title_request())
+        sim.set_scenario({"faults": [{"path": GRID, "kind": "verification_403", "at": [1]}]})
+        await expect_code(
+            stack.site.grid(title_request("数据"), FakeOp(on_verification="skip")), "VERIFICATION_SKIPPED"
+        )
