@@ -368,7 +368,11 @@ class CnkiSite:
         except VerificationRequired as exc:
             await self._grid_challenge(page, template, fetched, query_json)
             raise exc
-        if result.page is not None and result.page != request.page:
+        if result.zero_results and not result.rows:
+            # A zero page names no page of its own (it says page 1). For a later page it contradicts
+            # the page before it: the engine's soft-block rule judges it (DESIGN.md "Soft blocks").
+            result = result.model_copy(update={"page": request.page})
+        elif result.page is not None and result.page != request.page:
             raise PaginationMismatch(requested=request.page, returned=result.page)
         if result.turnpage:
             self._cursors.put(key, request.page + 1, result.turnpage)

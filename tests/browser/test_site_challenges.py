@@ -15,7 +15,15 @@ import pytest
 from cnki_mcp.sim.server import SimServer
 from cnki_mcp.site.backend import GridRequest
 from cnki_mcp.site.browser import COOKIES_FILE
-from tests.site_stack import STEP_TIMEOUT, FakeOp, expect_code, sim_settings, site_stack, tab_with
+from tests.site_stack import (
+    STEP_TIMEOUT,
+    FakeOp,
+    expect_code,
+    in_memory_server,
+    sim_settings,
+    site_stack,
+    tab_with,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -191,3 +199,79 @@ async def test_skip_policy_turns_the_grid_403_slider_into_a_typed_error_not_a_de
         await expect_code(
             stack.site.grid(title_request("数据"), FakeOp(on_verification="skip")), "VERIFICATION_SKIPPED"
         )
+
+
+# --- soft blocks through the server (DESIGN.md "Soft blocks") ------------------------------------
+
+
+async def _call(client: Any, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    async with asyncio.timeout(STEP_TIMEOUT):
+        result = await client.call_tool(tool, args)
+    assert not result.is_error, (tool, result.structured_content or result.content)
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+async def _finish(client: Any, record: dict[str, Any]) -> dict[str, Any]:
+    async with asyncio.timeout(STEP_TIMEOUT * 3):
+        while record["status"] in ("running", "awaiting_user"):
+            record = await _call(
+                client, "operation_status", {"operation_id": record["operation_id"], "wait_seconds": 20}
+            )
+    return record
+
+
+STRUCTURED = {
+    "expression": {"field": "title", "value": "研究"},
+    "limit": 100,
+    "options": {"max_pages": 3, "candidate_target": 150, "freshness": "live"},
+}
+
+
+def page_posts(sim: SimServer) -> list[tuple[str, int, str | None]]:
+    """(pageNum, rows, fault) of the replayed grid POSTs (the capture click's own POST left out)."""
+    return [
+        (e.params["pageNum"], e.params.get("rows", -1), e.fault)
+        for e in sim.requests_for(GRID, "POST")
+        if e.params.get("pageSize") == "50"
+    ]
+
+
+async def test_a_soft_blocked_later_page_stops_the_search_instead_of_ending_it_and_continue_reads_it(
+    sim: SimServer, tmp_path: Path, browser_executable: str
+) -> None:
+    # POST 1 is the capture click, 2 page 1, 3 page 2 and 4 its re-check: both answered "0 results".
+    sim.set_scenario({"faults": [{"path": GRID, "kind": "soft_block", "from": 3, "count": 2}]})
+    settings = sim_settings(tmp_path, sim.origin, browser_executable, inline_wait_seconds=0.0)
+    async with in_memory_server(settings) as (client, services):
+        services.pipeline.engine.soft_block_pause = 0.05
+        stopped = await _finish(client, await _call(client, "structured_search", STRUCTURED))
+        assert [e["code"] for e in stopped["errors"]] == ["SITE_UNAVAILABLE"], stopped
+        assert stopped["errors"][0]["details"]["reason"] == "soft_block"
+        assert page_posts(sim) == [("1", 50, None), ("2", 0, "soft_block"), ("2", 0, "soft_block")]
+
+        cont = await _call(
+            client, "operation_control", {"action": "continue", "operation_id": stopped["operation_id"]}
+        )
+        done = await _finish(client, cont["operation"])
+    assert done["status"] == "completed", done["errors"]
+    assert [p for p, _, _ in page_posts(sim)] == ["1", "2", "2", "2", "3"]  # page 2 asked again, page 1 not
+    assert done["result"]["candidate_count"] == 150
+
+
+async def test_a_soft_block_that_lifts_on_the_recheck_costs_one_request(
+    sim: SimServer, tmp_path: Path, browser_executable: str
+) -> None:
+    sim.set_scenario({"faults": [{"path": GRID, "kind": "soft_block", "at": [3]}]})
+    settings = sim_settings(tmp_path, sim.origin, browser_executable, inline_wait_seconds=0.0)
+    async with in_memory_server(settings) as (client, services):
+        services.pipeline.engine.soft_block_pause = 0.05
+        done = await _finish(client, await _call(client, "structured_search", STRUCTURED))
+    assert done["status"] == "completed", done["errors"]
+    assert [(p, f) for p, _, f in page_posts(sim)] == [
+        ("1", None),
+        ("2", "soft_block"),
+        ("2", None),
+        ("3", None),
+    ]
+    assert done["result"]["candidate_count"] == 150
