@@ -37,7 +37,8 @@ _SESSION_PAGES = frozenset({"/kns8s/AdvSearch", "/kns8s/search"})
 
 _GENERIC = frozenset(
     {FaultKind.RATE_LIMITED, FaultKind.ERROR_500, FaultKind.ERROR_502, FaultKind.ERROR_503,
-     FaultKind.VERIFICATION, FaultKind.VERIFICATION_403, FaultKind.LOGIN_REQUIRED, FaultKind.NOT_FOUND}
+     FaultKind.VERIFICATION, FaultKind.VERIFICATION_403, FaultKind.LOGIN_REQUIRED, FaultKind.NOT_FOUND,
+     FaultKind.FORBIDDEN}
 )  # fmt: skip
 _CHALLENGES = frozenset({FaultKind.VERIFICATION, FaultKind.VERIFICATION_403})
 _GRID_FAULTS = _GENERIC | {FaultKind.TEMPORARILY_EMPTY, FaultKind.PAGINATION_MISMATCH, FaultKind.SOFT_BLOCK}
@@ -261,6 +262,8 @@ class App:
             resp = Response.html(errors.render_server_error(int(kind.value)), int(kind.value))
         elif kind == FaultKind.NOT_FOUND:
             resp = self.not_found()
+        elif kind == FaultKind.FORBIDDEN:
+            resp = Response.html(errors.render_forbidden(), 403)
         elif kind == FaultKind.LOGIN_REQUIRED:
             resp = Response.redirect(self.links.login(self._return_url(req)))
         else:

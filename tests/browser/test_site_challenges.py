@@ -174,6 +174,17 @@ async def test_detail_403_slider_is_read_in_a_tab_and_solved_at_the_sites_own_ur
     assert [e.status for e in sim.requests_for(DETAIL)][:2] == [403, 403]  # the loader's, then the tab's
 
 
+async def test_detail_403_that_refuses_outright_is_still_access_denied(
+    sim: SimServer, tmp_path: Path, browser_executable: str
+) -> None:
+    async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
+        row = (await stack.site.grid(title_request("违约金"))).rows[2]
+        sim.set_scenario({"faults": [{"path": DETAIL, "kind": "forbidden", "count": 2}]})
+        await expect_code(stack.site.detail(row.detail_url or "", FakeOp()), "ACCESS_DENIED")
+    assert [e.status for e in sim.requests_for(DETAIL)] == [403, 403]  # the loader's, then the tab's
+    assert not sim.requests_for(VERIFY)
+
+
 async def test_detail_redirected_to_the_slider_shows_a_page_the_site_issued(
     sim: SimServer, tmp_path: Path, browser_executable: str
 ) -> None:

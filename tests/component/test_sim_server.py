@@ -274,7 +274,9 @@ def test_page_size_is_capped_at_fifty(sim: SimServer) -> None:
 
 
 def test_grid_rows_have_the_real_markup(sim: SimServer) -> None:
-    _, html = visitor(sim).text(sim.url("/kns8s/brief/grid"), grid_form("违约金研究 1", op="DEFAULT", size=50))
+    _, html = visitor(sim).text(
+        sim.url("/kns8s/brief/grid"), grid_form("违约金研究 1", op="DEFAULT", size=50)
+    )
     start = html.index("<tbody>")
     row = html[start : html.index("</tr>", start)]
     assert 'class="fz14"' in row and "/kcms2/article/abstract?v=" in row
@@ -307,7 +309,8 @@ def test_malformed_query_json_gets_the_error_block(sim: SimServer) -> None:
 
 
 @pytest.mark.parametrize(
-    "kind,status", [("429", 429), ("500", 500), ("502", 502), ("503", 503), ("not_found", 404)]
+    "kind,status",
+    [("429", 429), ("500", 500), ("502", 502), ("503", 503), ("not_found", 404), ("forbidden", 403)],
 )
 def test_status_faults_fire_on_schedule(sim: SimServer, kind: str, status: int) -> None:
     sim.set_scenario({"faults": [{"path": "/kns8s/brief/grid", "kind": kind, "at": [2]}]})
