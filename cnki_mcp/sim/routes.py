@@ -200,6 +200,10 @@ class App:
 
     # ------------------------------------------------------------ session and challenges
 
+    def forget_sessions(self) -> None:
+        """Stop honouring every guest session issued so far (the site expired them)."""
+        self._secret = secrets.token_bytes(16)
+
     def session_of(self, req: Request) -> str | None:
         """The request's guest session when it carries one this site signed, else None."""
         value = req.cookies.get(SESSION_COOKIE, "")

@@ -281,6 +281,10 @@ class SimServer:
         self.app.reset()
         self.log.clear()
 
+    def forget_sessions(self) -> None:
+        """Expire every guest session (`KNS2COOKIE`) issued so far; `reset()` keeps them."""
+        self.app.forget_sessions()
+
     def set_scenario(self, scenario: dict[str, Any] | Scenario | None) -> None:
         self.scenario = Scenario.from_obj(scenario)
         self.app.set_scenario(self.scenario)

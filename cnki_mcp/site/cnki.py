@@ -277,16 +277,19 @@ class CnkiSite:
             raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
         return parse_template(request.url, request.post_data)
 
-    async def _first_visit(self, page: Page, op: SiteOp | None) -> None:
+    async def _first_visit(self, page: Page, op: SiteOp | None, *, force: bool = False) -> None:
         """A browser without CNKI's guest session comes in through the home page first, as a person
         does: the home page plants the session, while a kns8s page opened without it redirects to
         the slider (docs/simulator.md "Challenges, blocks and sessions"). A profile whose session
-        cookies were saved and restored (site/browser.py) goes straight on."""
-        try:
-            cookies = await page.context.cookies(self.endpoints.adv_search)
-        except PlaywrightError as exc:
-            self._host.note_error(exc)
-            return
+        cookies were saved and restored (site/browser.py) goes straight on, unless `force`."""
+        if force:
+            cookies: list[Any] = []
+        else:
+            try:
+                cookies = list(await page.context.cookies(self.endpoints.adv_search))
+            except PlaywrightError as exc:
+                self._host.note_error(exc)
+                return
         if any(c.get("name") in SESSION_COOKIES for c in cookies):
             return
         try:
@@ -301,6 +304,7 @@ class CnkiSite:
     async def _open_search_page(self, page: Page, op: SiteOp | None) -> None:
         """Navigate `page` to AdvSearch (one limited request), getting a person past a challenge."""
         await self._first_visit(page, op)
+        renewed = False
         for _ in range(MAX_ATTEMPTS):
             epoch = self._gate.epoch
             try:
@@ -313,6 +317,12 @@ class CnkiSite:
                 raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
             status = response.status if response is not None else 200
             verdict = classify_page(await page.content(), page.url, status)
+            if verdict.kind is GateKind.CHALLENGE and not renewed:
+                # A guest session the site no longer honours (a restored cookie) also sends AdvSearch to
+                # the slider; a guest visit to the home page plants a new one: tried once before a person.
+                renewed = True
+                await self._first_visit(page, op, force=True)
+                continue
             if verdict.kind in (GateKind.CHALLENGE, GateKind.LOGIN):
                 kind: StepKind = "challenge" if verdict.kind is GateKind.CHALLENGE else "login"
                 await self._human_step(kind, page, op, epoch)

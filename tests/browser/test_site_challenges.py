@@ -113,6 +113,25 @@ async def test_a_restarted_profile_keeps_its_session_and_its_cursors(
     assert [v[1] for v in visits(sim, since)][:2] == ["/", "/kns8s/AdvSearch"]
 
 
+async def test_a_restored_session_the_site_no_longer_honours_is_renewed_at_the_home_page(
+    sim: SimServer, tmp_path: Path, browser_executable: str
+) -> None:
+    settings = sim_settings(tmp_path, sim.origin, browser_executable)
+    async with site_stack(settings) as stack:
+        await stack.site.grid(title_request())
+    sim.forget_sessions()  # the saved KNS2COOKIE lapsed while the server was down
+    since = len(sim.requests)
+    async with site_stack(settings) as stack:
+        page = await stack.site.grid(title_request(), FakeOp(on_verification="skip"))
+    assert page.rows
+    assert [v[1:] for v in visits(sim, since)][:4] == [
+        ("/kns8s/AdvSearch", 302),
+        (VERIFY, 200),
+        ("/", 200),
+        ("/kns8s/AdvSearch", 200),
+    ]
+
+
 async def test_a_cursor_from_another_browser_session_is_refused_and_the_page_sought_again(
     sim: SimServer, tmp_path: Path, browser_executable: str
 ) -> None:
