@@ -6,7 +6,9 @@ Only what a person could see counts: hidden elements are removed first, includin
 
 from __future__ import annotations
 
+import json
 import re
+from html import unescape
 from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
@@ -34,6 +36,10 @@ _INVISIBLE_STYLE = re.compile(
     r"opacity\s*:\s*0(?:\.0+)?\s*(?:;|$|!)|(?:top|left)\s*:\s*-(?:\d{4,}|\d(?:\.\d+)?e\+?\d+)", re.I
 )
 _CAPTCHA_WORD = re.compile(r"captcha|verify", re.I)
+# CNKI's WAF answers an API call it wants verified with HTTP 403 and
+# {"code":-403,"message":"https://kns.cnki.net/verify/home?captchaType=blockPuzzle&ident=…&captchaId=…&returnUrl=…"}
+# (docs/simulator.md "Challenges, blocks and sessions"); a rendered tab shows the same text in a <pre>.
+_CHALLENGE_JSON = re.compile(r"""\{[^{}]*"code"\s*:\s*-403\b[^{}]*\}""")
 _CAPTCHA_SELECTORS = (
     "#tCaptchaDyMainWrap",
     ".captcha-dialog",
@@ -81,10 +87,32 @@ def is_login_url(url: str | None) -> bool:
     return bool(_LOGIN_PATH.search(urlsplit(url).path))
 
 
+def challenge_url(text: str) -> str | None:
+    """The slider page a `{"code":-403,"message":URL}` answer names (raw JSON, or a tab's rendering
+    of it), or None when `text` is not such an answer. The URL is CNKI's own (ident, captchaId and
+    its opaque returnUrl): the page a person must be shown, never one built from parts."""
+    m = _CHALLENGE_JSON.search(text[:20_000])
+    if m is None:
+        return None
+    try:
+        data = json.loads(unescape(m.group(0)))
+    except ValueError:
+        return None
+    message = data.get("message") if isinstance(data, dict) else None
+    if not isinstance(message, str):
+        return None
+    message = message.strip()
+    if not message.lower().startswith(("https://", "http://")) or "/verify/" not in message.lower():
+        return None
+    return message
+
+
 def classify_page(html: str, url: str | None = None, status: int | None = None) -> GateVerdict:
     """Classify a response before any content parser sees it. Order follows site-rules.md §1.4, then §2.5/2.6."""
     if status == 429:
         return GateVerdict(kind=GateKind.RATE_LIMITED, evidence="status 429")
+    if challenge_url(html) is not None:  # before the 403 rule: this 403 is a slider, not a refusal
+        return GateVerdict(kind=GateKind.CHALLENGE, evidence='{"code":-403} verify URL')
     title = _TITLE.search(html[:20_000])
     if title and title.group(1).strip() == "安全验证":
         return GateVerdict(kind=GateKind.CHALLENGE, evidence="<title>安全验证</title>")

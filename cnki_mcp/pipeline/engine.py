@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cnki_mcp.clock import Clock
-from cnki_mcp.errors import CnkiError
+from cnki_mcp.errors import CnkiError, SiteUnavailable
 from cnki_mcp.identity import Paper, source_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridPage
@@ -38,6 +38,12 @@ from cnki_mcp.store import PRESENT, SearchEvidence, Store
 FEEDBACK_WEIGHT = 0.8
 FEEDBACK_REASON = "保留所有必要概念，补充相关论文共同关键词："
 DEFAULT_LIMIT = 50
+# Soft blocks (DESIGN.md "Soft blocks"): a zero the search itself contradicts is asked once more
+# after this pause; still zero, the search stops with SITE_UNAVAILABLE instead of storing it.
+SOFT_BLOCK_PAUSE = 20.0
+# A subject (主题) search covers titles and keywords: when either of those siblings found rows,
+# the subject channel of the same concepts cannot have none.
+_CONTAINS: dict[str, frozenset[str]] = {"subject": frozenset({"title", "keywords"})}
 
 
 def fingerprint(parts: Sequence[Any]) -> str:
@@ -101,7 +107,9 @@ class SearchEngine:
         *,
         page_size: int,
         public_origins: tuple[str, ...],
+        soft_block_pause: float = SOFT_BLOCK_PAUSE,
     ) -> None:
+        self.soft_block_pause = soft_block_pause
         self.backend = backend
         self.store = store
         self.clock = clock
@@ -233,9 +241,10 @@ class SearchEngine:
         if not units:
             return
         requests = [self._request(st, u, self._pages(st, u) + 1) for u in units]
-        outcomes = await asyncio.gather(
-            *(self.backend.grid(r, op=ctx) for r in requests), return_exceptions=True
+        outcomes: list[Any] = list(
+            await asyncio.gather(*(self.backend.grid(r, op=ctx) for r in requests), return_exceptions=True)
         )
+        await self._recheck_suspect_zeros(st, ctx, units, requests, outcomes, feedback=feedback)
         stop: BaseException | None = None
         for unit, outcome in zip(units, outcomes, strict=True):
             channel = unit.channel
@@ -250,6 +259,79 @@ class SearchEngine:
                 stop = stop or outcome
         if stop is not None:
             raise stop
+
+    def _suspect_zero(
+        self,
+        st: SearchState,
+        channel: Channel,
+        page: int,
+        grid: GridPage,
+        round_rows: dict[str, int],
+        *,
+        feedback: bool,
+    ) -> bool:
+        """A page without rows the search itself contradicts: a later page (the page before it
+        promised more), or a subject channel whose title/keywords siblings of the same concepts
+        found rows (this round or earlier). A throttled client is answered exactly so."""
+        if grid.rows:
+            return False
+        if page > 1:
+            return True
+        if feedback or st.structured:
+            return False
+        narrower = _CONTAINS.get(channel.field, frozenset())
+        return any(
+            other.field in narrower and (round_rows.get(other.id, 0) > 0 or st.coverage_of(other.id).rows > 0)
+            for other in st.channels
+            if other.id != channel.id
+        )
+
+    async def _recheck_suspect_zeros(
+        self,
+        st: SearchState,
+        ctx: OperationContext,
+        units: Sequence[Unit],
+        requests: Sequence[GridRequest],
+        outcomes: list[Any],
+        *,
+        feedback: bool,
+    ) -> None:
+        """Soft-block rule: every suspect zero of the round is asked once more after a pause; a zero
+        that stays suspect becomes SITE_UNAVAILABLE (fatal: the checkpoint keeps the channel open
+        and its cursor, so `continue` asks for the same page). Never stored as exhausted."""
+
+        def suspects() -> list[int]:
+            rows: dict[str, int] = {}
+            for u, o in zip(units, outcomes, strict=True):
+                if isinstance(o, GridPage):
+                    rows[u.channel.id] = rows.get(u.channel.id, 0) + len(o.rows)
+            return [
+                i
+                for i, (u, o) in enumerate(zip(units, outcomes, strict=True))
+                if isinstance(o, GridPage)
+                # One query of a split channel covers only part of it: its first page may be empty.
+                and not (u.channel.queries > 1 and requests[i].page == 1)
+                and self._suspect_zero(st, u.channel, requests[i].page, o, rows, feedback=feedback)
+            ]
+
+        first = suspects()
+        if not first:
+            return
+        ctx.set_stage("retrieval", "知网返回了可疑的空结果，稍后复查一次")
+        await self.clock.sleep(self.soft_block_pause)
+        again = await asyncio.gather(
+            *(self.backend.grid(requests[i], op=ctx) for i in first), return_exceptions=True
+        )
+        for i, outcome in zip(first, again, strict=True):
+            outcomes[i] = outcome
+        for i in suspects():
+            if i in first:
+                outcomes[i] = SiteUnavailable(
+                    "知网对本应有结果的检索连续返回空结果（疑似限流软封），已暂停；稍后可继续任务",
+                    reason="soft_block",
+                    channel=units[i].channel.id,
+                    page=requests[i].page,
+                )
 
     def _collect(
         self, st: SearchState, unit: Unit, entry: CoverageEntry, grid: GridPage, feedback: bool

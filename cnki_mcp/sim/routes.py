@@ -5,7 +5,12 @@ on one origin) and hosts mode (kns/navi/bar/login/www by Host)."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
+import secrets
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
@@ -25,12 +30,18 @@ CLIENT_COOKIE = "Ecp_ClientId"  # CNKI sets this on every visitor
 LOGIN_COOKIE = "Ecp_LoginStuts"  # personal login session
 NAME_COOKIE = "LID"
 VERIFIED_COOKIE = "Ecp_VerifyPass"  # set by solving a verification
+# The guest session (docs/simulator.md "Challenges, blocks and sessions"): planted by the home page
+# and by solving a verification; kns8s pages without it redirect to /verify/home, grid POSTs get 403.
+SESSION_COOKIE = "KNS2COOKIE"
+_SESSION_PAGES = frozenset({"/kns8s/AdvSearch", "/kns8s/search"})
 
 _GENERIC = frozenset(
     {FaultKind.RATE_LIMITED, FaultKind.ERROR_500, FaultKind.ERROR_502, FaultKind.ERROR_503,
-     FaultKind.VERIFICATION, FaultKind.LOGIN_REQUIRED, FaultKind.NOT_FOUND}
+     FaultKind.VERIFICATION, FaultKind.VERIFICATION_403, FaultKind.LOGIN_REQUIRED, FaultKind.NOT_FOUND,
+     FaultKind.FORBIDDEN}
 )  # fmt: skip
-_GRID_FAULTS = _GENERIC | {FaultKind.TEMPORARILY_EMPTY, FaultKind.PAGINATION_MISMATCH}
+_CHALLENGES = frozenset({FaultKind.VERIFICATION, FaultKind.VERIFICATION_403})
+_GRID_FAULTS = _GENERIC | {FaultKind.TEMPORARILY_EMPTY, FaultKind.PAGINATION_MISMATCH, FaultKind.SOFT_BLOCK}
 _DETAIL_FAULTS = _GENERIC | {FaultKind.SCRIPT_RENDERED_DETAIL}
 _READER_FAULTS = _GENERIC | {FaultKind.TRIAL_READER, FaultKind.READER_SLIDER, FaultKind.LAZY_READER}
 _DOWNLOAD_FAULTS = _GENERIC | {FaultKind.DOWNLOAD_REFUSED, FaultKind.HTML_AS_PDF}
@@ -69,6 +80,24 @@ class Response:
         return r
 
 
+@dataclass(frozen=True, slots=True)
+class Challenge:
+    """One slider challenge: what `/verify/home` must be called with, and where it returns to."""
+
+    ident: str
+    return_token: str  # the opaque `returnUrl` parameter
+    return_url: str
+
+
+@dataclass(frozen=True, slots=True)
+class CursorGrant:
+    """Who a `turnpage` cursor belongs to: the session, the query (fingerprint + sort), the page it opens."""
+
+    session: str
+    query: str
+    page: int
+
+
 class SimState:
     """Everything `reset()` clears: tokens, cursors, sessions, verification state, fault counters."""
 
@@ -77,10 +106,11 @@ class SimState:
         self.lock = threading.Lock()
         self.tokens = TokenStore(clock, scenario.token_ttl)
         self.schedule = FaultSchedule(scenario)
-        self.cursors: dict[tuple[str, int], str] = {}
-        self.cursor_owner: dict[str, str] = {}
+        self.cursors: dict[str, CursorGrant] = {}
+        self.latest_cursor: dict[CursorGrant, str] = {}  # only the newest cursor of a page works
         self.sessions: dict[str, str] = {}
-        self.pending_verification: set[str] = set()
+        self.pending_verification: dict[str, FaultKind] = {}  # client -> how it is challenged
+        self.challenges: dict[str, Challenge] = {}  # captchaId -> challenge
         self.verified: dict[str, float] = {}
         self.journal_p: dict[str, str] = {}  # source name -> stable navi `p` value
 
@@ -101,6 +131,8 @@ class App:
         self.links = links
         self.state = SimState(scenario, clock)
         self.cookie_domain = cookie_domain
+        # Signs session cookies; kept across reset() so a browser's session outlives a test's reset.
+        self._secret = secrets.token_bytes(16)
         self._routes: dict[tuple[str, str], Callable[[Request, str], Response]] = {
             ("GET", "/"): self.home,
             ("GET", "/kns8s/AdvSearch"): self.advsearch,
@@ -168,6 +200,45 @@ class App:
         at = self.state.verified.get(token)
         return at is not None and self.state.clock() - at <= self.scenario.verified_ttl
 
+    # ------------------------------------------------------------ session and challenges
+
+    def forget_sessions(self) -> None:
+        """Stop honouring every guest session issued so far (the site expired them)."""
+        self._secret = secrets.token_bytes(16)
+
+    def session_of(self, req: Request) -> str | None:
+        """The request's guest session when it carries one this site signed, else None."""
+        value = req.cookies.get(SESSION_COOKIE, "")
+        nonce, sep, sig = value.rpartition("|")
+        if not sep or not nonce:
+            return None
+        return value if hmac.compare_digest(sig, self._sign(nonce)) else None
+
+    def _sign(self, nonce: str) -> str:
+        return hmac.new(self._secret, nonce.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
+
+    def _plant_session(self, req: Request, resp: Response) -> Response:
+        """Give the browser a guest session cookie (a session cookie: no expiry) unless it has one."""
+        if self.session_of(req) is None:
+            # CNKI's looks like `1774513277.535.171404.517558|b25e41a932fd162af3b8c5cff4059fc3`
+            nonce = f"{int(self.state.clock() * 1000)}.{secrets.randbelow(1_000_000):06d}.{opaque(6)}"
+            resp.headers.append(("Set-Cookie", self.cookie(SESSION_COOKIE, f"{nonce}|{self._sign(nonce)}")))
+        return resp
+
+    def new_challenge(self, return_url: str) -> tuple[str, str, str]:
+        """Register a slider challenge returning to `return_url`: (ident, captchaId, opaque returnUrl)."""
+        ident = secrets.token_hex(3)
+        captcha_id = str(uuid.uuid4())
+        token = opaque(120)
+        with self.state.lock:
+            self.state.challenges[captcha_id] = Challenge(ident, token, return_url)
+        return ident, captcha_id, token
+
+    def _challenge_json(self, req: Request, fault: str) -> Response:
+        """The WAF's answer to an API call it wants verified: 403 + JSON naming the slider page."""
+        body = json.dumps({"code": -403, "message": self.links.verify(self._return_url(req))})
+        return Response(403, body.encode("utf-8"), "application/json; charset=utf-8", fault=fault)
+
     def not_found(self) -> Response:
         from cnki_mcp.sim.pages.errors import render_not_found
 
@@ -179,12 +250,13 @@ class App:
         """Apply pending verification and scheduled faults; returns (response to send, fired rule)."""
         rule = self.state.schedule.fault_for(req.method, req.path, kinds)
         verified = self.is_verified(req)
-        if rule is not None and rule.kind == FaultKind.VERIFICATION and not verified:
+        if rule is not None and rule.kind in _CHALLENGES and not verified:
             with self.state.lock:
-                self.state.pending_verification.add(client)
-        if not verified and client in self.state.pending_verification:
-            return self._verification(req, fragment), rule
-        if rule is None or rule.kind == FaultKind.VERIFICATION:
+                self.state.pending_verification[client] = rule.kind
+        pending = self.state.pending_verification.get(client)
+        if not verified and pending is not None:
+            return self._verification(req, fragment, pending), rule
+        if rule is None or rule.kind in _CHALLENGES:
             return None, None
         from cnki_mcp.sim.pages import errors
 
@@ -196,6 +268,8 @@ class App:
             resp = Response.html(errors.render_server_error(int(kind.value)), int(kind.value))
         elif kind == FaultKind.NOT_FOUND:
             resp = self.not_found()
+        elif kind == FaultKind.FORBIDDEN:
+            resp = Response.html(errors.render_forbidden(), 403)
         elif kind == FaultKind.LOGIN_REQUIRED:
             resp = Response.redirect(self.links.login(self._return_url(req)))
         else:
@@ -206,9 +280,14 @@ class App:
     def _return_url(self, req: Request) -> str:
         if req.method == "GET":
             return req.url
+        referer = req.headers.get("referer", "")
+        if referer and self._safe_return(referer) == referer:
+            return referer  # an API call returns to the page that made it
         return self.links.kns("/kns8s/AdvSearch")
 
-    def _verification(self, req: Request, fragment: bool) -> Response:
+    def _verification(self, req: Request, fragment: bool, kind: FaultKind) -> Response:
+        if kind == FaultKind.VERIFICATION_403:
+            return self._challenge_json(req, kind.value)
         if fragment:
             from cnki_mcp.sim.pages.verify import vericode_fragment
 
@@ -228,9 +307,12 @@ class App:
     def home(self, req: Request, client: str) -> Response:
         from cnki_mcp.sim.pages.home import render_home
 
-        return Response.html(render_home(self.links, self.visitor(req)))
+        return self._plant_session(req, Response.html(render_home(self.links, self.visitor(req))))
 
     def advsearch(self, req: Request, client: str) -> Response:
+        if req.path in _SESSION_PAGES and self.session_of(req) is None and not self.is_verified(req):
+            # A browser that never went through the home page is sent to the slider first.
+            return Response.redirect(self.links.verify(req.url), fault="no_session")
         resp, _ = self._fault(req, client, _GENERIC)
         return resp or Response.html(render_advsearch(self.links, self.visitor(req)))
 
@@ -241,6 +323,11 @@ class App:
             for k in ("pageNum", "pageSize", "sortField", "sortType", "turnpage", "boolSearch")
             if k in f
         }
+        session = self.session_of(req)
+        if session is None:
+            resp = self._challenge_json(req, "no_session")
+            resp.params = params
+            return resp
         resp, rule = self._fault(req, client, _GRID_FAULTS, fragment=True)
         if resp is not None:
             resp.params = params
@@ -267,11 +354,22 @@ class App:
             sort = Sort.FFD
         descending = (f.get("sortType") or "desc").lower() != "asc"
         fp = f"{q.fingerprint()}:{sort.value}:{int(descending)}"
-        if page > 1 and self.state.cursor_owner.get(f.get("turnpage", "")) != fp:
-            params["error"] = "missing cursor"
+        if page > 1 and (
+            refused := self._cursor_refusal(f.get("turnpage", ""), CursorGrant(session, fp, page))
+        ):
+            params["error"] = refused
             return Response.html("<html><body><p>请求参数错误</p></body></html>", 400, params=params)
         if rule is not None and rule.kind == FaultKind.TEMPORARILY_EMPTY:
             return Response.html(gridmod.render_temporarily_empty(), fault=rule.kind.value, params=params)
+        if rule is not None and rule.kind == FaultKind.SOFT_BLOCK:
+            # Indistinguishable from a real zero: count 0, the no-result text, a cursor.
+            empty = gridmod.GridPage([], 0, page, size, opaque(16) + "!!", sort.value,
+                                     "desc" if descending else "asc")  # fmt: skip
+            params.update(total=0, rows=0, served_page=page, ids=[])
+            html = gridmod.render_grid(
+                empty, self.links, terms=highlight_terms(q), wan_counts=self.scenario.wan_counts
+            )
+            return Response.html(html, fault=rule.kind.value, params=params)
         hits = search(self.corpus, q, sort, descending)
         served = page
         fault = None
@@ -279,7 +377,7 @@ class App:
             served = 2 if page == 1 else page - 1
             fault = rule.kind.value
         rows = hits[(served - 1) * size : served * size]
-        gp = gridmod.GridPage(rows, len(hits), served, size, self._cursor(fp, served), sort.value,
+        gp = gridmod.GridPage(rows, len(hits), served, size, self._cursor(CursorGrant(session, fp, served + 1)), sort.value,
                               "desc" if descending else "asc")  # fmt: skip
         params.update(total=len(hits), rows=len(rows), served_page=served, ids=[r.id for r in rows])
         html = gridmod.render_grid(
@@ -320,15 +418,32 @@ class App:
             self._native_index = cached
         return cached[1]
 
-    def _cursor(self, fp: str, page: int) -> str:
+    def _cursor(self, grant: CursorGrant) -> str:
+        """A new cursor for the page `grant` opens; it replaces the one an earlier answer gave."""
+        # CNKI's cursor looks like base64 with '!' padding: 8Kf6r96aVUubfe4hUZXU-w!!
+        cur = opaque(16) + "!!"
         with self.state.lock:
-            cur = self.state.cursors.get((fp, page))
-            if cur is None:
-                # CNKI's cursor looks like base64 with '!' padding: 8Kf6r96aVUubfe4hUZXU-w!!
-                cur = opaque(16) + "!!"
-                self.state.cursors[(fp, page)] = cur
-                self.state.cursor_owner[cur] = fp
-            return cur
+            self.state.cursors[cur] = grant
+            self.state.latest_cursor[grant] = cur
+        return cur
+
+    def _cursor_refusal(self, cursor: str, want: CursorGrant) -> str | None:
+        """Why `cursor` cannot open `want` (None: it can). Only the newest cursor the previous page
+        gave to this session for this query and sort works."""
+        with self.state.lock:
+            grant = self.state.cursors.get(cursor)
+            latest = self.state.latest_cursor.get(want)
+        if not cursor:
+            return "missing cursor"
+        if grant is None:
+            return "unknown cursor"
+        if grant.session != want.session:
+            return "cursor of another session"
+        if grant.query != want.query:
+            return "cursor of another query"
+        if grant.page != want.page or latest != cursor:
+            return "stale cursor"
+        return None
 
     def detail(self, req: Request, client: str) -> Response:
         grant = self.state.tokens.lookup("detail", req.query.get("v", ""))
@@ -495,25 +610,52 @@ class App:
         resp.headers.append(("Set-Cookie", self.cookie(NAME_COOKIE, "", max_age=0)))
         return resp
 
-    def verify_page(self, req: Request, client: str) -> Response:
-        from cnki_mcp.sim.pages.verify import render_verify
+    def _challenge_for(self, fields: dict[str, str]) -> Challenge | None:
+        """The registered challenge `fields` (query or form) name with its ident and returnUrl."""
+        challenge = self.state.challenges.get(fields.get("captchaId", ""))
+        if challenge is None or fields.get("captchaType", "blockPuzzle") != "blockPuzzle":
+            return None
+        if fields.get("ident") != challenge.ident or fields.get("returnUrl") != challenge.return_token:
+            return None
+        return challenge
 
-        ret = req.query.get("returnUrl") or self.links.kns("/kns8s/AdvSearch")
-        return Response.html(render_verify(ret, self.links))
+    def verify_page(self, req: Request, client: str) -> Response:
+        from cnki_mcp.sim.pages.verify import render_verify, render_verify_invalid
+
+        challenge = self._challenge_for(req.query)
+        if challenge is None:
+            # Only the URL the site issued (ident + captchaId + its own returnUrl) opens a puzzle.
+            return Response.html(render_verify_invalid(self.links), params={"valid": False})
+        html = render_verify(challenge.return_token, self.links, ident=challenge.ident,
+                             captcha_id=req.query["captchaId"])  # fmt: skip
+        return Response.html(html, params={"valid": True})
 
     def verify_solve(self, req: Request, client: str) -> Response:
-        ret = self._safe_return(req.form.get("returnUrl", "") or req.query.get("returnUrl", ""))
+        fields = req.form or req.query
+        if "captchaId" in fields:
+            with self.state.lock:
+                challenge = self._challenge_for(fields)
+                if challenge is not None:
+                    del self.state.challenges[fields["captchaId"]]  # one solve per challenge
+            if challenge is None:
+                from cnki_mcp.sim.pages.verify import render_verify_invalid
+
+                return Response.html(render_verify_invalid(self.links), params={"valid": False})
+            ret = challenge.return_url
+        else:  # the grid's vericodeForm names its page directly
+            ret = self._safe_return(fields.get("returnUrl", ""))
         token = opaque(24)
         with self.state.lock:
             self.state.verified[token] = self.state.clock()
-            self.state.pending_verification.discard(client)
+            self.state.pending_verification.pop(client, None)
         cookie = self.cookie(VERIFIED_COOKIE, token)
         if req.headers.get("x-requested-with", "").lower() == "xmlhttprequest":
             body = f'{{"success":true,"returnUrl":"{ret}"}}'.encode()
-            return Response(200, body, "application/json; charset=utf-8", [("Set-Cookie", cookie)])
-        resp = Response.redirect(ret)
-        resp.headers.append(("Set-Cookie", cookie))
-        return resp
+            resp = Response(200, body, "application/json; charset=utf-8", [("Set-Cookie", cookie)])
+        else:
+            resp = Response.redirect(ret)
+            resp.headers.append(("Set-Cookie", cookie))
+        return self._plant_session(req, resp)
 
     def favicon(self, req: Request, client: str) -> Response:
         from cnki_mcp.sim.pages.common import tiny_png

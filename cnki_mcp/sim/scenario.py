@@ -34,6 +34,10 @@ class FaultKind(StrEnum):
     TEMPORARILY_EMPTY = "temporarily_empty"  # grid only
     PAGINATION_MISMATCH = "pagination_mismatch"  # grid only
     VERIFICATION = "verification"  # grid: vericodeForm fragment; pages: redirect to /verify/home
+    # HTTP 403 + JSON {"code":-403,"message":"<verify URL>"} on any route (the WAF's slider challenge)
+    VERIFICATION_403 = "verification_403"
+    SOFT_BLOCK = "soft_block"  # grid only: 200 with a zero-results page (a throttled client)
+    FORBIDDEN = "forbidden"  # any: HTTP 403 refusal page (无权访问), not a challenge
     LOGIN_REQUIRED = "login_required"  # redirect to the login page
     TRIAL_READER = "trial_reader"  # reader / htmlread entry
     READER_SLIDER = "reader_slider"

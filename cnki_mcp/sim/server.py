@@ -80,8 +80,12 @@ class SimLinks:
         return f"{self._base('login')}/login/?ReturnURL={quote(return_url, safe='')}"
 
     def verify(self, return_url: str) -> str:
+        """A slider page the site issued: `ident`, `captchaId` and an opaque `returnUrl` that only
+        this server can map back to `return_url` (docs/simulator.md "Challenges, blocks and sessions")."""
+        ident, captcha_id, token = self._app.new_challenge(return_url)
         return (
-            f"{self._base('kns')}/verify/home?captchaType=blockPuzzle&returnUrl={quote(return_url, safe='')}"
+            f"{self._base('kns')}/verify/home?captchaType=blockPuzzle&ident={ident}"
+            f"&captchaId={captcha_id}&returnUrl={token}"
         )
 
     def kns(self, path: str) -> str:
@@ -101,7 +105,9 @@ def _cookies(header: str) -> dict[str, str]:
 
 
 # Key form/query parameters kept in the log for non-grid routes.
-_LOG_PARAMS = ("v", "p", "id", "type", "cacheID", "loginType", "ReturnURL", "returnUrl", "captchaType")
+_LOG_PARAMS = (
+    "v", "p", "id", "type", "cacheID", "loginType", "ReturnURL", "returnUrl", "captchaType", "ident", "captchaId",
+)  # fmt: skip
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -274,6 +280,10 @@ class SimServer:
         """Forget requests, tokens, cursors, sessions, verification state and fault counters."""
         self.app.reset()
         self.log.clear()
+
+    def forget_sessions(self) -> None:
+        """Expire every guest session (`KNS2COOKIE`) issued so far; `reset()` keeps them."""
+        self.app.forget_sessions()
 
     def set_scenario(self, scenario: dict[str, Any] | Scenario | None) -> None:
         self.scenario = Scenario.from_obj(scenario)

@@ -43,13 +43,13 @@ from cnki_mcp.models import DetailPage, ExportRecord, GateKind, GridPage, GridRo
 from cnki_mcp.parse._html import body_text, parse_html
 from cnki_mcp.parse.detail import parse_detail
 from cnki_mcp.parse.export import parse_export
-from cnki_mcp.parse.gate import classify_page, raise_for_verdict
+from cnki_mcp.parse.gate import challenge_url, classify_page, raise_for_verdict
 from cnki_mcp.parse.grid import parse_grid
 from cnki_mcp.parse.journal import parse_journal
 from cnki_mcp.settings import Settings
 from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.site.browser import BrowserHost
-from cnki_mcp.site.endpoints import GRID_PATH_MARK, Endpoints, without_query
+from cnki_mcp.site.endpoints import GRID_PATH_MARK, SESSION_COOKIES, Endpoints, without_query
 from cnki_mcp.site.grid_template import (
     CursorCache,
     GridTemplate,
@@ -148,6 +148,8 @@ class _Fetched:
     # Network.loadNetworkResource follows redirects but never says where it ended: `url` is then the
     # requested URL and a login or verification page reached by a redirect is known by its content.
     final_url_known: bool = True
+    # ... and it drops the body of an HTTP error answer: only the status is known.
+    body_lost: bool = False
 
 
 class _LoaderUnavailable(Exception):
@@ -278,8 +280,34 @@ class CnkiSite:
             raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
         return parse_template(request.url, request.post_data)
 
+    async def _first_visit(self, page: Page, op: SiteOp | None, *, force: bool = False) -> None:
+        """A browser without CNKI's guest session comes in through the home page first, as a person
+        does: the home page plants the session, while a kns8s page opened without it redirects to
+        the slider (docs/simulator.md "Challenges, blocks and sessions"). A profile whose session
+        cookies were saved and restored (site/browser.py) goes straight on, unless `force`."""
+        if force:
+            cookies: list[Any] = []
+        else:
+            try:
+                cookies = list(await page.context.cookies(self.endpoints.adv_search))
+            except PlaywrightError as exc:
+                self._host.note_error(exc)
+                return
+        if any(c.get("name") in SESSION_COOKIES for c in cookies):
+            return
+        try:
+            async with self._limiter.slot(budget=op):
+                await page.goto(
+                    self.endpoints.www_home, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS
+                )
+        except PlaywrightError as exc:  # AdvSearch comes next and tells what is wrong
+            self._host.note_error(exc)
+            log.debug("home page visit failed: %s", without_query(str(exc).splitlines()[0]))
+
     async def _open_search_page(self, page: Page, op: SiteOp | None) -> None:
         """Navigate `page` to AdvSearch (one limited request), getting a person past a challenge."""
+        await self._first_visit(page, op)
+        renewed = False
         for _ in range(MAX_ATTEMPTS):
             epoch = self._gate.epoch
             try:
@@ -292,6 +320,12 @@ class CnkiSite:
                 raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
             status = response.status if response is not None else 200
             verdict = classify_page(await page.content(), page.url, status)
+            if verdict.kind is GateKind.CHALLENGE and not renewed:
+                # A guest session the site no longer honours (a restored cookie) also sends AdvSearch to
+                # the slider; a guest visit to the home page plants a new one: tried once before a person.
+                renewed = True
+                await self._first_visit(page, op, force=True)
+                continue
             if verdict.kind in (GateKind.CHALLENGE, GateKind.LOGIN):
                 kind: StepKind = "challenge" if verdict.kind is GateKind.CHALLENGE else "login"
                 await self._human_step(kind, page, op, epoch)
@@ -347,7 +381,11 @@ class CnkiSite:
         except VerificationRequired as exc:
             await self._grid_challenge(page, template, fetched, query_json)
             raise exc
-        if result.page is not None and result.page != request.page:
+        if result.zero_results and not result.rows:
+            # A zero page names no page of its own (it says page 1). For a later page it contradicts
+            # the page before it: the engine's soft-block rule judges it (DESIGN.md "Soft blocks").
+            result = result.model_copy(update={"page": request.page})
+        elif result.page is not None and result.page != request.page:
             raise PaginationMismatch(requested=request.page, returned=result.page)
         if result.turnpage:
             self._cursors.put(key, request.page + 1, result.turnpage)
@@ -360,6 +398,13 @@ class CnkiSite:
         """site-rules.md §2.5: show the grid's verification where the search lives, then retry."""
         self.drop_template()
         error = VerificationRequired(page="grid")
+        named = challenge_url(fetched.text)
+        if named is not None:
+            # 403 {"code":-403,"message":URL}: the person is shown exactly that page (its ident,
+            # captchaId and returnUrl are the site's); once solved, the grid request is retried.
+            if not self.endpoints.is_site_url(named):
+                raise VerificationContextUnavailable(reason="verification URL outside CNKI")
+            raise _HumanNeeded("challenge", error, page, named)
         if "vericodeForm" in fetched.text:
             tree = parse_html(fetched.text, strip_hidden=False)
             form = tree.css_first("[name=vericodeForm]")
@@ -541,7 +586,13 @@ class CnkiSite:
     async def _fetch_parsed(self, url: str, op: SiteOp | None, parse: Callable[[str, str], T]) -> T:
         async def once() -> T:
             fetched = await self._load(url, op)
-            self._raise_for_page(fetched)
+            if fetched.body_lost and fetched.status == 403:
+                # A 403 is a refusal or the WAF's slider (a -403 JSON naming it): the loader lost the
+                # body that tells them apart, so the page is opened in the render tab and judged there.
+                fetched, tab = await self._open_in_tab(url, op)
+                self._raise_for_page(fetched, tab)
+            else:
+                self._raise_for_page(fetched)
             try:
                 value = parse(fetched.text, fetched.url)
             except ParserUnsupported:
@@ -553,7 +604,9 @@ class CnkiSite:
 
         return await self._with_retries(once, op, on_transport="raise")
 
-    def _raise_for_page(self, fetched: _Fetched) -> None:
+    def _raise_for_page(self, fetched: _Fetched, tab: Page | None = None) -> None:
+        """Raise for anything but a clear page. `tab`: the tab already showing it (a human step
+        happens there), else the person gets a tab of their own."""
         verdict = classify_page(fetched.text, fetched.url, fetched.status)
         if verdict.kind is GateKind.CLEAR and not fetched.final_url_known:
             # A redirect to the login page keeps the requested URL here: judge by the content alone.
@@ -561,24 +614,29 @@ class CnkiSite:
             if by_content.kind is GateKind.LOGIN:
                 verdict = by_content
         if verdict.kind is GateKind.CHALLENGE:
-            show = fetched.url if fetched.final_url_known else self._verify_url(fetched.url)
-            raise _HumanNeeded("challenge", VerificationRequired(evidence=verdict.evidence), None, show)
+            error = VerificationRequired(evidence=verdict.evidence)
+            named = challenge_url(fetched.text)
+            if named is not None:
+                if not self.endpoints.is_site_url(named):
+                    raise VerificationContextUnavailable(reason="verification URL outside CNKI")
+                raise _HumanNeeded("challenge", error, tab, named)
+            if tab is not None:
+                raise _HumanNeeded("challenge", error, tab)
+            # Not knowing where the loader's redirects ended, the person's tab opens the requested
+            # page itself and the browser follows the site to the slider page it issues (its ident,
+            # captchaId and returnUrl cannot be made up); once solved, the site returns there.
+            raise _HumanNeeded("challenge", error, None, fetched.url)
         if verdict.kind is GateKind.LOGIN:
+            if tab is not None:
+                raise _HumanNeeded("login", LoginRequired(evidence=verdict.evidence), tab)
             show = fetched.url if fetched.final_url_known else self._login_url(fetched.url)
             raise _HumanNeeded("login", LoginRequired(evidence=verdict.evidence), None, show)
         raise_for_verdict(verdict)
 
-    # Where the person is sent when the loader met a login or verification page at an unknown URL:
-    # the pages CNKI itself redirects to, returning to the requested page (a second request for the
-    # requested URL would not do: the site may answer it differently, and it costs a request).
+    # Where the person is sent when the loader met a login page at an unknown URL: the login page
+    # CNKI itself redirects to, returning to the requested page.
     def _login_url(self, return_url: str) -> str:
         return f"{self._settings.origin('login')}/login/?ReturnURL={quote(return_url, safe='')}"
-
-    def _verify_url(self, return_url: str) -> str:
-        return (
-            f"{self._settings.origin('kns')}/verify/home?captchaType=blockPuzzle"
-            f"&returnUrl={quote(return_url, safe='')}"
-        )
 
     async def _load(self, url: str, op: SiteOp | None) -> _Fetched:
         """site-rules.md §1.5: Network.loadNetworkResource, else (a browser without it) the request API."""
@@ -638,7 +696,7 @@ class CnkiSite:
                 stream = resource.get("stream")
                 if not stream:
                     if status:  # an HTTP error answer: Chromium keeps its body, the status tells
-                        return _Fetched(status, url, "", final_url_known=False)
+                        return _Fetched(status, url, "", final_url_known=False, body_lost=True)
                     reason = resource.get("netErrorName") or f"net error {resource.get('netError')}"
                     raise _TransportError(f"{reason} ({url})")
                 body = await self._read_stream(session, str(stream), url, resource.get("headers") or {})
@@ -698,11 +756,28 @@ class CnkiSite:
             raise ResponseTooLarge(url=without_query(url), length=len(body))
         return _Fetched(response.status, response.url, body.decode("utf-8", "replace"))
 
-    async def _render(self, url: str, op: SiteOp | None, parse: Callable[[str, str], T]) -> T:
-        """Navigate the render tab to `url` and re-parse the live DOM until it parses (bounded)."""
+    async def _render_tab(self) -> Page:
         page = self._render_page
         if page is None or page.is_closed():
             page = self._render_page = await self._host.new_page()
+        return page
+
+    async def _open_in_tab(self, url: str, op: SiteOp | None) -> tuple[_Fetched, Page]:
+        """Navigate the render tab to `url` (one limited request): its status, final URL and DOM."""
+        page = await self._render_tab()
+        try:
+            async with self._limiter.slot(budget=op):
+                response = await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
+            html = await page.content()
+        except PlaywrightError as exc:
+            self._host.note_error(exc)
+            raise _TransportError(str(exc)) from exc
+        status = response.status if response is not None else 200
+        return _Fetched(status, page.url, html), page
+
+    async def _render(self, url: str, op: SiteOp | None, parse: Callable[[str, str], T]) -> T:
+        """Navigate the render tab to `url` and re-parse the live DOM until it parses (bounded)."""
+        page = await self._render_tab()
         try:
             async with self._limiter.slot(budget=op):
                 await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
@@ -721,11 +796,7 @@ class CnkiSite:
             await self._clock.sleep(RENDER_POLL_SECONDS)
 
     def _raise_for_page_rendered(self, fetched: _Fetched, page: Page) -> None:
-        try:
-            self._raise_for_page(fetched)
-        except _HumanNeeded as need:
-            need.page, need.url = page, None  # the person solves it right in the render tab
-            raise
+        self._raise_for_page(fetched, page)  # the person solves it right in the render tab
 
     # --- identity (site-rules.md §2.6) ------------------------------------------------------------
 

@@ -12,6 +12,9 @@ from cnki_mcp.settings import Settings
 
 ADV_SEARCH_PATH = "/kns8s/AdvSearch"
 GRID_PATH_MARK = "/brief/grid"
+# CNKI's guest session cookie, planted by the home page; without it kns8s pages redirect to the
+# slider and grid POSTs are refused (docs/simulator.md "Challenges, blocks and sessions").
+SESSION_COOKIES = frozenset({"KNS2COOKIE"})
 # Query keys that make a URL secret (site-rules.md §1.1 PublicURL rule).
 SECRET_KEYS = SECRET_QUERY_WORDS
 

@@ -14,6 +14,7 @@ pytestmark = pytest.mark.browser
 
 
 async def _search(page, sim: SimServer, term: str) -> None:  # type: ignore[no-untyped-def]
+    await page.goto(sim.links.www("/"))  # the first visit plants the guest session, as for a person
     await page.goto(sim.url("/kns8s/AdvSearch"))
     await page.wait_for_function("window.cnkiSearch && typeof cnkiSearch.getSearchJsonInfo === 'function'")
     box = page.locator("#gradetxt input[data-tipid]").first
@@ -89,6 +90,7 @@ async def test_hosts_mode_serves_the_real_host_names(playwright_instance, browse
         )
         try:
             page = await b.new_page()
+            await page.goto("https://www.cnki.net/")  # plants the session for every *.cnki.net host
             await page.goto("https://kns.cnki.net/kns8s/AdvSearch")
             assert "高级检索" in await page.title()
             await page.locator("#gradetxt input[data-tipid]").first.fill("主机模式")
@@ -98,7 +100,25 @@ async def test_hosts_mode_serves_the_real_host_names(playwright_instance, browse
             assert (await link.get_attribute("href") or "").startswith(
                 "https://kns.cnki.net/kcms2/article/abstract?v="
             )
-            hosts = {e.host for e in sim.requests}
+            hosts = {e.host for e in sim.requests if e.path not in ("/", "/favicon.ico")}
             assert hosts == {"kns.cnki.net"}
+            assert [e.host for e in sim.requests if e.path == "/"] == ["www.cnki.net"]
         finally:
             await b.close()
+
+
+async def test_a_fresh_browser_opening_advsearch_gets_the_slider_first(
+    browser, sim_server: SimServer
+) -> None:  # type: ignore[no-untyped-def]
+    context = await browser.new_context()
+    try:
+        page = await context.new_page()
+        await page.goto(sim_server.url("/kns8s/AdvSearch"))
+        assert await page.title() == "安全验证"
+        assert "&ident=" in page.url and "&captchaId=" in page.url
+        await page.click(".verify-fallback")
+        await page.wait_for_url(sim_server.url("/kns8s/AdvSearch"))
+        assert {"KNS2COOKIE", "Ecp_VerifyPass"} <= {c["name"] for c in await context.cookies()}
+        assert "高级检索" in await page.title()
+    finally:
+        await context.close()

@@ -73,11 +73,14 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 class Browser:
-    """A tiny cookie-keeping client (the simulator keys verification and login by cookie)."""
+    """A tiny cookie-keeping client (the simulator keys verification, login and sessions by cookie).
+    With `home`, it first visits the home page like a person does, which plants the guest session."""
 
-    def __init__(self) -> None:
+    def __init__(self, home: str | None = None) -> None:
         self.jar = http.cookiejar.CookieJar()
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar), _NoRedirect)
+        if home is not None:
+            assert self.request(home)[0] == 200
 
     def request(self, url: str, form: dict[str, Any] | None = None) -> tuple[int, dict[str, str], bytes]:
         data = urllib.parse.urlencode(form).encode() if form is not None else None
@@ -93,6 +96,11 @@ class Browser:
     def text(self, url: str, form: dict[str, Any] | None = None) -> tuple[int, str]:
         status, _, body = self.request(url, form)
         return status, body.decode("utf-8", "replace")
+
+
+def visitor(sim: SimServer) -> Browser:
+    """A browser that came in through the home page (the first visit every person makes)."""
+    return Browser(sim.links.www("/"))
 
 
 def qjson(value: str, field: str = "TI", op: str = "FUZZY", years: tuple[str, str] | None = None) -> str:
@@ -139,6 +147,12 @@ def grid_form(
     return form
 
 
+def challenge_form(verify_url: str) -> dict[str, str]:
+    """What the slider page posts once solved: the fields of the URL the site issued."""
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(verify_url).query))
+    return {k: query[k] for k in ("captchaType", "ident", "captchaId", "returnUrl")}
+
+
 def cursor_of(html: str) -> str:
     m = re.search(r'id="hidTurnPage" type="hidden" value="([^"]*)"', html)
     assert m, html[:300]
@@ -154,7 +168,7 @@ def detail_links(html: str) -> list[str]:
 
 
 def test_grid_pages_need_the_cursor_and_ordinals_continue(sim: SimServer) -> None:
-    b = Browser()
+    b = visitor(sim)
     grid = sim.url("/kns8s/brief/grid")
     status, p1 = b.text(grid, grid_form())
     assert status == 200
@@ -171,20 +185,98 @@ def test_grid_pages_need_the_cursor_and_ordinals_continue(sim: SimServer) -> Non
     status, p2 = b.text(grid, grid_form(page=2, turnpage=cursor_of(p1)))
     assert status == 200 and ordinals(p2) == list(range(21, 41))
     assert ">2/4<" in p2
-    status, p4 = b.text(grid, grid_form(page=4, turnpage=cursor_of(p2)))
+    assert b.text(grid, grid_form(page=4, turnpage=cursor_of(p2)))[0] == 400  # no jumping ahead
+    _, p3 = b.text(grid, grid_form(page=3, turnpage=cursor_of(p2)))
+    status, p4 = b.text(grid, grid_form(page=4, turnpage=cursor_of(p3)))
     assert ordinals(p4) == list(range(61, 76))
     assert 'id="PageNext"' not in p4 and 'id="PagePrev"' in p4
 
 
+def test_cursor_belongs_to_the_previous_page_of_the_same_session(sim: SimServer) -> None:
+    grid = sim.url("/kns8s/brief/grid")
+    b, other = visitor(sim), visitor(sim)
+    _, p1 = b.text(grid, grid_form())
+    cursor = cursor_of(p1)
+    assert other.request(grid, grid_form(page=2, turnpage=cursor))[0] == 400  # another session
+    assert b.request(grid, grid_form("规则", field="AB", page=2, turnpage=cursor))[0] == 400  # another query
+    assert b.request(grid, grid_form(page=3, turnpage=cursor))[0] == 400  # not the page it opens
+    _, again = b.text(grid, grid_form())  # page 1 once more: a new cursor replaces the old one
+    assert b.request(grid, grid_form(page=2, turnpage=cursor))[0] == 400  # stale
+    assert b.request(grid, grid_form(page=2, turnpage=cursor_of(again)))[0] == 200
+    errors = [e.params.get("error") for e in sim.requests_for("/kns8s/brief/grid") if e.status == 400]
+    assert errors == ["cursor of another session", "cursor of another query", "stale cursor", "stale cursor"]
+
+
+def test_first_visit_plants_the_session_and_a_cookieless_browser_is_challenged(sim: SimServer) -> None:
+    grid = sim.url("/kns8s/brief/grid")
+    fresh = Browser()
+    status, headers, _ = fresh.request(sim.url("/kns8s/AdvSearch"))
+    assert status == 302  # straight to a kns8s page without the session: the slider first
+    location = headers["Location"]
+    assert re.search(r"/verify/home\?captchaType=blockPuzzle&ident=[0-9a-f]{6}&captchaId=[0-9a-f-]{36}"
+                     r"&returnUrl=[\w-]{100,}$", location)  # fmt: skip
+    status, headers, body = fresh.request(grid, grid_form())
+    assert status == 403 and headers["Content-Type"].startswith("application/json")
+    answer = json.loads(body)
+    assert answer["code"] == -403 and "/verify/home?captchaType=blockPuzzle&ident=" in answer["message"]
+    # Only the URL the site issued opens a puzzle; solving it returns where the challenge began.
+    made_up = sim.url("/verify/home?captchaType=blockPuzzle&returnUrl=" + urllib.parse.quote(grid))
+    assert "verify-move-block" not in fresh.text(made_up)[1]
+    assert "verify-move-block" in fresh.text(location)[1]
+    status, _, body = fresh.request(sim.url("/verify/solve"), challenge_form(location))
+    assert status == 200 and json.loads(body) == {"success": True, "returnUrl": sim.url("/kns8s/AdvSearch")}
+    assert {"Ecp_VerifyPass", "KNS2COOKIE"} <= {c.name for c in fresh.jar}
+    assert "verify-error" in fresh.text(sim.url("/verify/solve"), challenge_form(location))[1]  # used up
+    assert fresh.request(grid, grid_form())[0] == 200
+    # The home page plants the session on its own: no slider for a person who came in that way.
+    home = visitor(sim)
+    session = next(c for c in home.jar if c.name == "KNS2COOKIE")
+    assert session.expires is None  # a session cookie: a relaunched browser loses it unless saved
+    assert home.request(sim.url("/kns8s/AdvSearch"))[0] == 200
+    assert home.request(grid, grid_form())[0] == 200
+    forged = Browser()
+    forged.jar.set_cookie(http.cookiejar.Cookie(
+        0, "KNS2COOKIE", "1.2.3|" + "0" * 32, None, False, "127.0.0.1", False, False, "/", True,
+        False, None, True, None, None, {}))  # fmt: skip
+    assert forged.request(grid, grid_form())[0] == 403
+
+
+def test_verification_403_persists_as_json_on_grid_and_pages_until_solved(sim: SimServer) -> None:
+    sim.set_scenario({"faults": [{"path": "/kns8s/brief/grid", "kind": "verification_403", "at": [1]}]})
+    b = visitor(sim)
+    grid = sim.url("/kns8s/brief/grid")
+    status, _, body = b.request(grid, grid_form())
+    assert status == 403
+    verify = json.loads(body)["message"]
+    status, _, body = b.request(sim.links.detail("t003"))
+    assert status == 403 and json.loads(body)["code"] == -403  # every route, until solved
+    assert b.request(sim.url("/verify/solve"), challenge_form(verify))[0] == 200
+    assert b.request(grid, grid_form())[0] == 200
+    assert b.request(sim.links.detail("t003"))[0] == 200
+
+
+def test_soft_block_answers_a_confident_zero(sim: SimServer) -> None:
+    sim.set_scenario({"faults": [{"path": "/kns8s/brief/grid", "kind": "soft_block", "at": [2]}]})
+    b = visitor(sim)
+    grid = sim.url("/kns8s/brief/grid")
+    _, p1 = b.text(grid, grid_form())
+    status, blocked = b.text(grid, grid_form(page=2, turnpage=cursor_of(p1)))
+    assert status == 200 and "<em>0</em>" in blocked and ZERO_EVIDENCE.search(blocked)
+    assert not TEMP_EVIDENCE.search(blocked) and "result-table-list" not in blocked
+    assert [e.fault for e in sim.requests_for("/kns8s/brief/grid")] == [None, "soft_block"]
+
+
 def test_page_size_is_capped_at_fifty(sim: SimServer) -> None:
-    _, html = Browser().text(sim.url("/kns8s/brief/grid"), grid_form(size=50))
+    _, html = visitor(sim).text(sim.url("/kns8s/brief/grid"), grid_form(size=50))
     assert len(ordinals(html)) == 50 and ">1/2<" in html
-    _, html = Browser().text(sim.url("/kns8s/brief/grid"), grid_form(size=500))
+    _, html = visitor(sim).text(sim.url("/kns8s/brief/grid"), grid_form(size=500))
     assert len(ordinals(html)) == 50
 
 
 def test_grid_rows_have_the_real_markup(sim: SimServer) -> None:
-    _, html = Browser().text(sim.url("/kns8s/brief/grid"), grid_form("违约金研究 1", op="DEFAULT", size=50))
+    _, html = visitor(sim).text(
+        sim.url("/kns8s/brief/grid"), grid_form("违约金研究 1", op="DEFAULT", size=50)
+    )
     start = html.index("<tbody>")
     row = html[start : html.index("</tr>", start)]
     assert 'class="fz14"' in row and "/kcms2/article/abstract?v=" in row
@@ -195,7 +287,7 @@ def test_grid_rows_have_the_real_markup(sim: SimServer) -> None:
 
 
 def test_single_page_has_no_page_mark_and_zero_results_say_so(sim: SimServer) -> None:
-    b = Browser()
+    b = visitor(sim)
     _, one = b.text(sim.url("/kns8s/brief/grid"), grid_form("违约金研究 8", op="DEFAULT"))
     assert "<em>1</em>" in one and "countPageMark" not in one
     _, zero = b.text(sim.url("/kns8s/brief/grid"), grid_form("不存在的题目"))
@@ -204,24 +296,25 @@ def test_single_page_has_no_page_mark_and_zero_results_say_so(sim: SimServer) ->
 
 
 def test_year_range_in_control_group_filters_rows(sim: SimServer) -> None:
-    _, html = Browser().text(sim.url("/kns8s/brief/grid"), grid_form(years=("2020-01-01", "2020-12-31")))
+    _, html = visitor(sim).text(sim.url("/kns8s/brief/grid"), grid_form(years=("2020-01-01", "2020-12-31")))
     dates = re.findall(r'<td class="date">([^<]*)</td>', html)
     assert dates and all(d.startswith("2020") for d in dates)
     assert "<em>7</em>" in html  # i % 10 == 5 for i < 75: 5, 15, ..., 65
 
 
 def test_malformed_query_json_gets_the_error_block(sim: SimServer) -> None:
-    status, html = Browser().text(sim.url("/kns8s/brief/grid"), {"QueryJson": "{oops", "pageNum": 1})
+    status, html = visitor(sim).text(sim.url("/kns8s/brief/grid"), {"QueryJson": "{oops", "pageNum": 1})
     assert status == 200 and "检索条件格式有误" in html
     assert not ZERO_EVIDENCE.search(html) and not TEMP_EVIDENCE.search(html)
 
 
 @pytest.mark.parametrize(
-    "kind,status", [("429", 429), ("500", 500), ("502", 502), ("503", 503), ("not_found", 404)]
+    "kind,status",
+    [("429", 429), ("500", 500), ("502", 502), ("503", 503), ("not_found", 404), ("forbidden", 403)],
 )
 def test_status_faults_fire_on_schedule(sim: SimServer, kind: str, status: int) -> None:
     sim.set_scenario({"faults": [{"path": "/kns8s/brief/grid", "kind": kind, "at": [2]}]})
-    b = Browser()
+    b = visitor(sim)
     codes = [b.request(sim.url("/kns8s/brief/grid"), grid_form())[0] for _ in range(3)]
     assert codes == [200, status, 200]
     faults = [e.fault for e in sim.requests_for("/kns8s/brief/grid")]
@@ -232,7 +325,7 @@ def test_every_n_and_window_schedules(sim: SimServer) -> None:
     sim.set_scenario(
         {"faults": [{"path": "/kns8s/brief/grid", "kind": "503", "every": 2, "from": 3, "count": 4}]}
     )
-    b = Browser()
+    b = visitor(sim)
     codes = [b.request(sim.url("/kns8s/brief/grid"), grid_form())[0] for _ in range(8)]
     assert codes == [200, 200, 200, 503, 200, 503, 200, 200]
 
@@ -243,7 +336,7 @@ def test_probability_schedule_is_seeded(sim: SimServer) -> None:
     def run() -> list[int]:
         sim.set_scenario(scen)
         sim.reset()
-        return [Browser().request(sim.url("/kns8s/brief/grid"), grid_form())[0] for _ in range(12)]
+        return [visitor(sim).request(sim.url("/kns8s/brief/grid"), grid_form())[0] for _ in range(12)]
 
     first = run()
     assert first == run() and 429 in first and 200 in first
@@ -256,17 +349,17 @@ def test_temporarily_empty_and_pagination_mismatch(sim: SimServer) -> None:
             {"path": "/kns8s/brief/grid", "kind": "pagination_mismatch", "at": [3]},
         ]}
     )  # fmt: skip
-    b = Browser()
+    b = visitor(sim)
     _, empty = b.text(sim.url("/kns8s/brief/grid"), grid_form())
     assert TEMP_EVIDENCE.search(empty) and not ZERO_EVIDENCE.search(empty) and "pagerTitleCell" not in empty
     _, p1 = b.text(sim.url("/kns8s/brief/grid"), grid_form())
-    _, wrong = b.text(sim.url("/kns8s/brief/grid"), grid_form(page=3, turnpage=cursor_of(p1)))
-    assert ">2/4<" in wrong and ordinals(wrong)[0] == 21
+    _, wrong = b.text(sim.url("/kns8s/brief/grid"), grid_form(page=2, turnpage=cursor_of(p1)))
+    assert ">1/4<" in wrong and ordinals(wrong)[0] == 1
 
 
 def test_verification_persists_for_the_browser_until_solved(sim: SimServer) -> None:
     sim.set_scenario({"faults": [{"path": "/kns8s/brief/grid", "kind": "verification", "at": [1]}]})
-    b, other = Browser(), Browser()
+    b, other = visitor(sim), visitor(sim)
     _, frag = b.text(sim.url("/kns8s/brief/grid"), grid_form())
     assert 'name="vericodeForm"' in frag and 'id="vericode"' in frag
     _, again = b.text(sim.url("/kns8s/brief/grid"), grid_form())
@@ -275,11 +368,11 @@ def test_verification_persists_for_the_browser_until_solved(sim: SimServer) -> N
     # Pages redirect to the verify page while the challenge is pending.
     link = detail_links(other.text(sim.url("/kns8s/brief/grid"), grid_form())[1])[0]
     status, headers, _ = b.request(link)
-    assert status == 302 and "/verify/home?captchaType=blockPuzzle&returnUrl=" in headers["Location"]
+    assert status == 302 and "/verify/home?captchaType=blockPuzzle&ident=" in headers["Location"]
     _, verify_page = b.text(headers["Location"])
     assert "<title>安全验证</title>" in verify_page
-    status, headers, _ = b.request(sim.url("/verify/solve"), {"returnUrl": link})
-    assert "Ecp_VerifyPass" in headers.get("Set-Cookie", "")
+    status, headers, body = b.request(sim.url("/verify/solve"), challenge_form(headers["Location"]))
+    assert "Ecp_VerifyPass" in headers.get("Set-Cookie", "") and json.loads(body)["returnUrl"] == link
     assert "result-table-list" in b.text(sim.url("/kns8s/brief/grid"), grid_form())[1]
 
 
@@ -288,7 +381,7 @@ def test_login_required_and_require_login_for_download(sim: SimServer) -> None:
         {"require_login_for": ["download"], "accounts": {"reader": "pw"},
          "faults": [{"path": "/knavi", "kind": "login_required", "at": [1]}]}
     )  # fmt: skip
-    b = Browser()
+    b = visitor(sim)
     _, html = b.text(sim.url("/kns8s/brief/grid"), grid_form("违约金研究 2", op="DEFAULT"))
     dl = unescape(re.search(r'href="([^"]*/bar/download/order[^"]*)"', html).group(1))  # type: ignore[union-attr]
     status, headers, _ = b.request(dl)
@@ -315,7 +408,7 @@ def test_download_faults(sim: SimServer) -> None:
         {"faults": [{"path": "/bar/download", "kind": "download_refused", "at": [1], "reason": "余额不足"},
                     {"path": "/bar/download", "kind": "html_as_pdf", "at": [2]}]}
     )  # fmt: skip
-    b = Browser()
+    b = visitor(sim)
     dl = sim.links.download("t003", "pdf")
     status, _, body = b.request(dl)
     assert status == 200 and "余额不足" in body.decode()
@@ -332,7 +425,7 @@ def test_download_faults(sim: SimServer) -> None:
 def test_reader_entry_trial_slider_and_lazy(sim: SimServer) -> None:
     sim.set_scenario({"faults": [{"path": "/bar/htmlread", "kind": "trial_reader", "at": [1]},
                                  {"path": "/reader/xml", "kind": "reader_slider", "at": [2]}]})  # fmt: skip
-    b = Browser()
+    b = visitor(sim)
     status, headers, _ = b.request(sim.links.reader("t004"))
     assert (
         status == 302
@@ -355,7 +448,7 @@ def test_script_rendered_detail_and_token_expiry(sim: SimServer, clock: FakeCloc
             "faults": [{"path": "/kcms2/article", "kind": "script_rendered_detail", "at": [2]}],
         }
     )
-    b = Browser()
+    b = visitor(sim)
     url = sim.links.detail("t005")
     _, normal = b.text(url)
     _, scripted = b.text(url)
@@ -369,29 +462,29 @@ def test_script_rendered_detail_and_token_expiry(sim: SimServer, clock: FakeCloc
 
 
 def test_request_log_records_query_and_client(sim: SimServer, tmp_path: Path) -> None:
-    b = Browser()
+    b = visitor(sim)
     b.request(sim.url("/kns8s/AdvSearch"))
     b.request(sim.url("/kns8s/brief/grid"), grid_form("违约金"))
     entries = sim.requests
-    assert [e.path for e in entries] == ["/kns8s/AdvSearch", "/kns8s/brief/grid"]
-    g = entries[1]
+    assert [e.path for e in entries] == ["/", "/kns8s/AdvSearch", "/kns8s/brief/grid"]
+    g = entries[2]
     assert g.method == "POST" and g.status == 200 and g.params["pageSize"] == "20"
     assert g.params["query"] == [{"field": "TI", "operator": "FUZZY", "value": "违约金", "logic": "AND"}]
     assert g.client and g.client == next(c.value for c in b.jar if c.name == "Ecp_ClientId")
-    assert entries[0].t <= g.t
+    assert entries[1].t <= g.t
 
 
 def test_request_log_file_sink(tmp_path: Path) -> None:
     log = tmp_path / "req.jsonl"
     with SimServer(_corpus(5), request_log_path=log) as s:
-        Browser().request(s.url("/kns8s/brief/grid"), grid_form())
+        visitor(s).request(s.url("/kns8s/brief/grid"), grid_form())
     rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-    assert rows[0]["path"] == "/kns8s/brief/grid" and rows[0]["params"]["total"] == 5
+    assert [r["path"] for r in rows] == ["/", "/kns8s/brief/grid"] and rows[1]["params"]["total"] == 5
 
 
 def test_reset_forgets_tokens_cursors_sessions_and_counters(sim: SimServer) -> None:
     sim.set_scenario({"faults": [{"path": "/kns8s/brief/grid", "kind": "429", "at": [2]}]})
-    b = Browser()
+    b = visitor(sim)
     _, p1 = b.text(sim.url("/kns8s/brief/grid"), grid_form())
     url = detail_links(p1)[0]
     sim.reset()
@@ -403,8 +496,8 @@ def test_reset_forgets_tokens_cursors_sessions_and_counters(sim: SimServer) -> N
 
 def test_latency_is_applied_and_logged(sim: SimServer) -> None:
     sim.set_scenario({"seed": 1, "latency": [{"path": "/kns8s/AdvSearch", "ms": 30, "jitter": 0.5}]})
-    Browser().request(sim.url("/kns8s/AdvSearch"))
-    assert sim.requests[0].duration >= 0.015
+    visitor(sim).request(sim.url("/kns8s/AdvSearch"))
+    assert sim.requests_for("/kns8s/AdvSearch")[0].duration >= 0.015
 
 
 def test_cli_prints_origin_first_and_serves(tmp_path: Path) -> None:
@@ -427,7 +520,7 @@ def test_cli_prints_origin_first_and_serves(tmp_path: Path) -> None:
         assert proc.stdout is not None
         origin = proc.stdout.readline().strip()
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+", origin)
-        status, html = Browser().text(origin + "/kns8s/AdvSearch")
+        status, html = Browser(origin + "/").text(origin + "/kns8s/AdvSearch")
         assert status == 200 and "高级检索" in html
     finally:
         proc.terminate()

@@ -6,7 +6,7 @@ import pytest
 
 from cnki_mcp.errors import CnkiError
 from cnki_mcp.models import GateKind, GateVerdict, IdentityKind
-from cnki_mcp.parse.gate import classify_page, raise_for_verdict, read_header_identity
+from cnki_mcp.parse.gate import challenge_url, classify_page, raise_for_verdict, read_header_identity
 from tests.conftest import read_real
 
 PLAIN = "<html><head><title>检索-中国知网</title></head><body><p>普通页面</p></body></html>"
@@ -239,3 +239,51 @@ def test_identity_institution_selectors_and_not_ready_page() -> None:
     ident = read_header_identity(html)
     assert (ident.ready, ident.institutions) == (True, ["北京大学"])
     assert read_header_identity("<body><p>正文</p></body>").ready is False
+
+
+# --- the WAF's 403 slider answer (docs/simulator.md "Challenges, blocks and sessions") -------------
+
+VERIFY_URL = (
+    "https://kns.cnki.net/verify/home?captchaType=blockPuzzle&ident=d3624d"
+    "&captchaId=2a56ce77-4446-4f85-9767-a4b1f65cb851&returnUrl=eyDvWCt4s2-U0foBpgUc98_4QfdbPTouJb655n6Iw"
+)
+CHALLENGE_JSON = '{"code":-403,"message":"' + VERIFY_URL + '"}'
+
+
+def test_403_json_naming_the_slider_is_a_challenge_not_a_denial() -> None:
+    verdict = classify_page(CHALLENGE_JSON, "https://kns.cnki.net/kns8s/brief/grid", 403)
+    assert verdict.kind is GateKind.CHALLENGE
+    assert challenge_url(CHALLENGE_JSON) == VERIFY_URL
+
+
+def test_403_json_rendered_in_a_tab_still_names_the_slider() -> None:
+    rendered = (
+        "<html><head></head><body><pre>"
+        + CHALLENGE_JSON.replace("&", "&amp;")  # how Chromium serialises the text of a JSON answer
+        + "</pre></body></html>"
+    )
+    assert challenge_url(rendered) == VERIFY_URL
+    assert (
+        classify_page(rendered, "https://kns.cnki.net/kcms2/article/abstract?v=x", 403).kind
+        is GateKind.CHALLENGE
+    )
+
+
+def test_escaped_json_url_is_read_as_the_site_wrote_it() -> None:
+    escaped = CHALLENGE_JSON.replace("&", "\\u0026")
+    assert challenge_url(escaped) == VERIFY_URL
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"code":-403,"message":"无权访问"}',
+        '{"code":-403,"message":"javascript:alert(1)//verify/"}',
+        '{"code":1,"message":"' + VERIFY_URL + '"}',
+        '{"code":-403,"message":' + "[1]" + "}",
+        "<html><body><p>无权访问</p></body></html>",
+    ],
+)
+def test_other_403_answers_name_no_slider(body: str) -> None:
+    assert challenge_url(body) is None
+    assert classify_page(body, None, 403).kind is GateKind.DENIED

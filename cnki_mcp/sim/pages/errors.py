@@ -28,6 +28,14 @@ def render_server_error(status: int) -> str:
     )
 
 
+def render_forbidden() -> str:
+    """A 403 that refuses outright (no slider): the denial a 403 may also be."""
+    return _doc(
+        "403-禁止访问",
+        '<div class="error-img">403</div><p class="error-tip">抱歉，您无权访问该页面。</p>',
+    )
+
+
 def render_rate_limited() -> str:
     return _doc(
         "访问过于频繁",

@@ -4,7 +4,8 @@ Slider page structure from `captcha/pluginsx_verify_blockpuzzle_rendered_2026.ht
 `<title>安全验证</title>`, `div#app div.verifybox`, `.verifybox-top` 请完成安全验证,
 `.verify-img-panel img[src^=data:image/png]`, `.verify-bar-area span.verify-msg` 向右滑动完成验证,
 `.verify-move-block`. A drag of ≥ 200 px (or the fallback button) submits a POST form with
-`returnUrl` to `/verify/solve`."""
+`returnUrl` (and, for a challenge the site issued, `ident` and `captchaId`) to `/verify/solve`.
+A verify URL without a challenge the site issued shows `render_verify_invalid`: no puzzle."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .common import esc, png_data_url
 SOLVE_DRAG_PX = 200
 
 
-def render_verify(return_url: str, links: Links) -> str:
+def render_verify(return_url: str, links: Links, *, ident: str = "", captcha_id: str = "") -> str:
     bg = png_data_url(62, 31, (206, 214, 228), (90, 110, 160))
     piece = png_data_url(9, 31, (120, 140, 190), (60, 70, 120))
     action = esc(links.kns("/verify/solve"))
@@ -37,7 +38,14 @@ def render_verify(return_url: str, links: Links) -> str:
         "</div></div></div></div>"
         f'<form class="verify-form" method="post" action="{action}">'
         f'<input type="hidden" name="returnUrl" value="{esc(return_url)}">'
-        '<button type="submit" class="verify-fallback">无法拖动？点击完成验证</button></form>'
+        + (
+            f'<input type="hidden" name="ident" value="{esc(ident)}">'
+            f'<input type="hidden" name="captchaId" value="{esc(captcha_id)}">'
+            '<input type="hidden" name="captchaType" value="blockPuzzle">'
+            if captcha_id
+            else ""
+        )
+        + '<button type="submit" class="verify-fallback">无法拖动？点击完成验证</button></form>'
         "</div></div></div></div></div>"
         "<script>(function(){var b=document.querySelector('.verify-move-block'),"
         "f=document.querySelector('.verify-form'),x0=null;"
@@ -48,6 +56,17 @@ def render_verify(return_url: str, links: Links) -> str:
         f"if(dx>={SOLVE_DRAG_PX}){{f.submit();}}else{{b.style.left='0px';}}}});"
         "b.addEventListener('keydown',function(e){if(e.key==='Enter'||e.key==='ArrowRight'){f.submit();}});"
         "})();</script></body></html>"
+    )
+
+
+def render_verify_invalid(links: Links) -> str:
+    """The slider page opened without a challenge the site issued (missing or made-up `ident`,
+    `captchaId` or `returnUrl`, or one already used): the person cannot solve anything here."""
+    return (
+        '<!DOCTYPE html><html lang="zh-CN"><head><meta charset="utf-8"><title>安全验证</title></head><body>'
+        '<div id="app"><div class="verifybox"><div class="verifybox-top">请完成安全验证</div>'
+        '<p class="verify-error">验证参数错误或已失效，请返回原页面重新操作</p>'
+        f'<p><a href="{esc(links.www("/"))}">返回中国知网首页</a></p></div></div></body></html>'
     )
 
 
