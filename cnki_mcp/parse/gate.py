@@ -148,7 +148,11 @@ def classify_page(html: str, url: str | None = None, status: int | None = None) 
     if not has_content and (m := _DENIED_TEXT.search(text)):
         return GateVerdict(kind=GateKind.DENIED, evidence=m.group(0))
     grid_context = tree.css_first(_GRID_CONTEXT) is not None or len(text) < _SHORT_BODY
-    if not has_rows and grid_context and (m := _TEMP_EMPTY_TEXT.search(text)):
+    # The real zero-result answer is `p.no-content` (value="") reading 抱歉，暂无数据，请稍后重试。:
+    # the words of a busy site, but the grid parser's to judge (zero, or a refused query), never
+    # a temporarily empty page. A busy site answers `div.no-content > p` without that paragraph.
+    zero_paragraph = tree.css_first("p.no-content") is not None
+    if not has_rows and grid_context and not zero_paragraph and (m := _TEMP_EMPTY_TEXT.search(text)):
         return GateVerdict(kind=GateKind.TEMPORARILY_EMPTY, evidence=m.group(0))
     return GateVerdict(kind=GateKind.CLEAR)
 

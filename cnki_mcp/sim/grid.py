@@ -2,8 +2,9 @@
 
 Markers the clients rely on: `span.pagerTitleCell em` total (thousands comma), `span.countPageMark`
 `cur/last` (absent for a single page), `table.result-table-list` rows, `#hidTurnPage` cursor.
-A true zero result says 暂无符合条件的结果 / 未找到; only the temporarily-empty fault says
-暂无数据 / 稍后重试 (clients must treat those differently)."""
+A true zero result is `p.no-content` (value="") reading 抱歉，暂无数据，请稍后重试。 like the real
+page; the temporarily-empty fault is `div.no-content > p` with similar words and no count: clients
+must tell them apart by structure, not by the words."""
 
 from __future__ import annotations
 
@@ -255,14 +256,14 @@ def render_grid(
 def render_zero_results(cursor: str = "") -> str:
     """A search with no hits: the count toolbar, then `p.no-content` with an empty `value`.
 
-    The real kns8s paragraph reads 抱歉，暂无数据，请稍后重试。; this one keeps a wording that names
-    the empty result until the response gate tells `p.no-content` from a busy site (see
-    docs/simulator.md, "Grid rows")."""
+    The wording is the real kns8s paragraph's, 抱歉，暂无数据，请稍后重试。, the same words a busy
+    site uses: clients must tell them apart by structure (`p.no-content` here, `div.no-content > p`
+    in `render_temporarily_empty`), as on the site (docs/simulator.md, "Grid rows")."""
     return (
         "<div>"
         + _toolbar(0, "", "FFD")
         + '<div id="main-content" name="gridTableForm"><div id="gridTable" class="search-result">'
-        '<div id="briefBox"><p class="no-content" value="">抱歉，暂无符合条件的结果，未找到相关文献。</p></div>'
+        '<div id="briefBox"><p class="no-content" value="">抱歉，暂无数据，请稍后重试。</p></div>'
         "</div></div>" + _hidden(1, 0, cursor) + "</div>"
     )
 

@@ -392,6 +392,10 @@ class App:
         f = req.form
         names = [n.strip() for n in (f.get("FileName") or f.get("filename") or "").split(",") if n.strip()]
         params: dict[str, Any] = {"count": len(names), "mode": f.get("DisplayMode")}
+        if self.session_of(req) is None:  # like the grid: no site session, 403 with the slider URL
+            resp = self._challenge_json(req, "no_session")
+            resp.params = params
+            return resp
         resp, _rule = self._fault(req, client, _GENERIC, fragment=True)
         if resp is not None:
             resp.params = params

@@ -465,7 +465,12 @@ class CnkiSite:
         fetched = await self._page_fetch(page, url, body, op)
         verdict = classify_page(fetched.text, fetched.url, fetched.status)
         if verdict.kind is GateKind.CHALLENGE:
-            raise _HumanNeeded("challenge", VerificationRequired(page="export"), page, fetched.url)
+            # Like the grid (site-rules.md §2.5): the person gets the slider URL the site named.
+            named = challenge_url(fetched.text)
+            if named is not None and not self.endpoints.is_site_url(named):
+                raise VerificationContextUnavailable(reason="verification URL outside CNKI")
+            self.drop_template()
+            raise _HumanNeeded("challenge", VerificationRequired(page="export"), page, named)
         if verdict.kind is GateKind.LOGIN:
             raise _HumanNeeded("login", LoginRequired(evidence=verdict.evidence), page, fetched.url)
         raise_for_verdict(verdict)

@@ -21,8 +21,9 @@ import pytest
 from cnki_mcp.sim.corpus import Corpus, SimAuthor, SimJournal, SimRecord, SimSection
 from cnki_mcp.sim.server import SimServer
 
-ZERO_EVIDENCE = re.compile(r"未找到|没有找到|暂无.{0,6}结果")
-TEMP_EVIDENCE = re.compile(r"暂无数据|稍后重试|服务繁忙")
+# The real zero and the busy-site block use the same words; they differ in structure.
+ZERO_EVIDENCE = re.compile(r'<p class="no-content" value="">')
+TEMP_EVIDENCE = re.compile(r'<div class="no-content">')
 
 
 def _corpus(n: int = 75) -> Corpus:
@@ -261,8 +262,9 @@ def test_soft_block_answers_a_confident_zero(sim: SimServer) -> None:
     grid = sim.url("/kns8s/brief/grid")
     _, p1 = b.text(grid, grid_form())
     status, blocked = b.text(grid, grid_form(page=2, turnpage=cursor_of(p1)))
-    assert status == 200 and "<em>0</em>" in blocked and ZERO_EVIDENCE.search(blocked)
-    assert not TEMP_EVIDENCE.search(blocked) and "result-table-list" not in blocked
+    # Exactly a real zero: count 0 and `p.no-content` (value=""), not the busy-site block.
+    assert status == 200 and "<em>0</em>" in blocked and '<p class="no-content" value="">' in blocked
+    assert '<div class="no-content">' not in blocked and "result-table-list" not in blocked
     assert [e.fault for e in sim.requests_for("/kns8s/brief/grid")] == [None, "soft_block"]
 
 

@@ -287,3 +287,19 @@ def test_escaped_json_url_is_read_as_the_site_wrote_it() -> None:
 def test_other_403_answers_name_no_slider(body: str) -> None:
     assert challenge_url(body) is None
     assert classify_page(body, None, 403).kind is GateKind.DENIED
+
+
+def test_the_real_zero_paragraph_is_left_to_the_grid_parser_not_called_busy() -> None:
+    """CNKI's zero answer reads 抱歉，暂无数据，请稍后重试。 inside `p.no-content`: the words of a
+    busy site, but a zero result (azazo1/cnki-cli's fixtures cut from real responses)."""
+    from cnki_mcp.parse.gate import classify_page
+    from cnki_mcp.parse.grid import parse_grid
+
+    zero = (
+        '<div><div class="search-result"><span class="pagerTitleCell">共找到<em>0</em>条结果</span>'
+        '<div id="briefBox"><p class="no-content" value="">抱歉，暂无数据，请稍后重试。</p></div></div></div>'
+    )
+    assert classify_page(zero, "https://kns.cnki.net/kns8s/brief/grid", 200).kind.value == "clear"
+    assert parse_grid(zero, "https://kns.cnki.net/kns8s/brief/grid").zero_results is True
+    busy = '<div><div class="search-result"><div class="no-content"><p>暂无数据，请稍后重试</p></div></div></div>'
+    assert classify_page(busy, "https://kns.cnki.net/kns8s/brief/grid", 200).kind.value == "temporarily_empty"
