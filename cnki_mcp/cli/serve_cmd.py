@@ -32,6 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="O",
         help="extra Origin to accept (repeatable)",
     )
+    parser.add_argument(
+        "--stateless",
+        action="store_true",
+        help="HTTP without sessions: one JSON response per request (no progress, logging or sampling)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
                     token=settings.mcp_token,
                     allowed_hosts=args.allowed_host,
                     allowed_origins=args.allowed_origin,
+                    stateless=args.stateless,
                 )
             )
     finally:
