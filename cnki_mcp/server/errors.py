@@ -5,7 +5,7 @@ with `isError: true` whose structured content is `{status: "failed", code, messa
 details, errors: [...]}`; so is an operation that ended `failed` (its record, with the first
 error's code on top). Anything else is a bug: logged with its traceback and answered as
 INTERNAL without its text. An unknown tool name is a protocol error (JSON-RPC -32602), as the
-MCP specification asks, not a tool result. `tools/list` publishes the compact schemas of
+MCP specification asks, not a tool result (and an unknown prompt name likewise). `tools/list` publishes the compact schemas of
 `wire_schema`, whose output envelope every one of these results satisfies."""
 
 from __future__ import annotations
@@ -25,6 +25,16 @@ from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.server.wire_schema import compact_input, output_envelope
 
 log = logging.getLogger("cnki_mcp.server")
+
+
+class RecordedError(CnkiError):
+    """An error an operation recorded, raised again by a tool with its own code and retryable
+    flag (a bare CnkiError would turn it into INTERNAL)."""
+
+    def __init__(self, code: str, message: str, *, retryable: bool = False, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.code = code  # type: ignore[misc]  # the instance's code shadows the class default
+        self.retryable = retryable  # type: ignore[misc]
 
 
 def validation_error(exc: ValidationError) -> InvalidInput:
@@ -104,6 +114,13 @@ class CnkiServer(MCPServer[Any]):
                 for tool in await super().list_tools()
             ]
         return self._published
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> Any:
+        if self._prompt_manager.get_prompt(name) is None:  # the specification's answer: -32602
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}", data={"prompt": name})
+        return await super().get_prompt(name, arguments, context)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None

@@ -1,8 +1,9 @@
 """The schemas `tools/list` publishes, derived from the pydantic models the tools declare.
 
 Input schemas keep every constraint (they are what clients generate arguments from) and lose
-only what carries nothing: pydantic's generated `title`s and `default: null`; `anyOf [T, null]`
-of plain types becomes `type: [T, "null"]` (the same set of values).
+only what carries nothing: pydantic's generated `title`s and `default: null`. Nullable
+arguments stay `anyOf [T, null]`: a `type` array is legal JSON Schema but clients that map tool
+schemas onto a single-`type` dialect reject it (MCP Inspector's portability check warns).
 
 Output schemas are an envelope every result of the tool satisfies, success or error
 (DESIGN.md "Tool results"): the success model relaxed to its top-level property names and types (no `required`, no `additionalProperties: false`, no descriptions, no empty `{}`
@@ -56,27 +57,7 @@ def _compact(node: Any) -> Any:
             out[key] = {name: _compact(sub) for name, sub in value.items()}
         else:
             out[key] = _compact(value)
-    return _nullable_type(out)
-
-
-def _nullable_type(node: JsonSchema) -> JsonSchema:
-    """`anyOf: [{type: T, ...}, {type: null}]` -> `{type: [T, null], ...}` (T's keywords only
-    constrain T's values, so the accepted set is unchanged)."""
-    branches = node.get("anyOf")
-    if not isinstance(branches, list) or len(branches) != 2 or {"type": "null"} not in branches:
-        return node
-    other = branches[0] if branches[1] == {"type": "null"} else branches[1]
-    kind = other.get("type") if isinstance(other, dict) else None
-    if not isinstance(kind, str) or kind == "null" or "type" in node:
-        return node
-    if kind not in ("string", "integer", "number", "boolean", "array"):
-        return node
-    if any(k in node for k in other if k != "type"):
-        return node  # a keyword on both levels would change meaning
-    merged = {k: v for k, v in node.items() if k != "anyOf"}
-    merged.update(other)
-    merged["type"] = [kind, "null"]
-    return merged
+    return out
 
 
 # --- output -----------------------------------------------------------------------------

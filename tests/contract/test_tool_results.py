@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import ListToolsResult
 
-from cnki_mcp.errors import ParserUnsupported
+from cnki_mcp.errors import ParserUnsupported, SiteUnavailable
 from cnki_mcp.server.app import TOOL_NAMES, build_server
 from tests.contract.server_fakes import Harness
 from tests.contract.test_server_inmemory import BAD_ARGUMENTS
@@ -118,3 +118,26 @@ async def test_an_unknown_tool_is_a_jsonrpc_invalid_params_error(h: Harness, mod
         assert raised.value.error.code == -32602
         assert (await client.call_tool("diagnostics", {})).is_error is False
     assert set(TOOL_NAMES) >= {"diagnostics"}
+
+
+async def test_an_unknown_prompt_is_a_jsonrpc_invalid_params_error(h: Harness) -> None:
+    async with Client(build_server(h.open), mode="legacy") as client:
+        with pytest.raises(MCPError) as raised:
+            await client.get_prompt("no_such_prompt", {})
+        assert raised.value.error.code == -32602
+        assert (await client.get_prompt("research_topic", {"topic": "分层作业"})).messages
+
+
+async def test_a_failed_identity_refresh_keeps_its_code(h: Harness) -> None:
+    async def down(op: Any = None) -> Any:
+        raise SiteUnavailable(reason="test")
+
+    h.backend.identity = down  # type: ignore[method-assign]
+    async with Client(build_server(h.open)) as client:
+        schema = next(t for t in (await client.list_tools()).tools if t.name == "session_status").output_schema
+        result = await client.call_tool("session_status", {"refresh": True})
+    assert result.is_error
+    jsonschema.validate(result.structured_content, schema)
+    assert result.structured_content["code"] == "SITE_UNAVAILABLE"  # found by tests/fuzz: was INTERNAL
+    assert result.structured_content["retryable"] is True
+    assert result.structured_content["details"]["operation_id"].startswith("op_")
