@@ -78,10 +78,11 @@ async def test_logging_level_is_accepted_over_an_http_session(tmp_path: Path) ->
         log.setLevel(before)
 
 
+@pytest.mark.parametrize("mode", ERAS)
 async def test_a_cancelled_request_stops_waiting_and_the_operation_can_still_be_cancelled(
-    tmp_path: Path,
+    tmp_path: Path, mode: str
 ) -> None:
-    async with running(tmp_path, None, inline_wait=30.0) as (url, h), Client(url, mode="legacy") as client:
+    async with running(tmp_path, None, inline_wait=30.0) as (url, h), Client(url, mode=mode) as client:
         assert h.services is not None
         h.pipeline.block = True
         jobs = h.services.jobs
@@ -134,3 +135,18 @@ async def test_session_get_opens_the_standalone_stream(tmp_path: Path) -> None:
             assert stream.headers["content-type"].startswith("text/event-stream")
         closed = await http.delete(url, headers={"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"})
         assert closed.status_code == 200
+
+
+async def test_cnki_mcp_serve_stateless_flag_serves_json_without_sessions(tmp_path: Path) -> None:
+    """The CLI flag reaches the app (sessions, the default, are what tests/clients run against)."""
+    from tests.clients.support import http_server, server_env
+    from tests.contract.test_server_http import HEADERS, INIT
+
+    with http_server(server_env(tmp_path / "data"), tmp_path, stateless=True) as url:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            opened = await http.post(url, json=INIT, headers=HEADERS)
+            assert opened.status_code == 200
+            assert opened.headers["content-type"].startswith("application/json")
+            assert "mcp-session-id" not in opened.headers
+            got = await http.get(url, headers={"Accept": "text/event-stream"})
+            assert got.status_code == 405
