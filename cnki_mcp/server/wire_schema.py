@@ -6,10 +6,12 @@ arguments stay `anyOf [T, null]`: a `type` array is legal JSON Schema but client
 schemas onto a single-`type` dialect reject it (MCP Inspector's portability check warns).
 
 Output schemas are an envelope every result of the tool satisfies, success or error
-(DESIGN.md "Tool results"): the success model relaxed to its top-level property names and types (no `required`, no `additionalProperties: false`, no descriptions, no empty `{}`
-schemas) plus the error fields (`status`, `code`, `message`, `retryable`, `details`, `errors`).
-Relaxing only ever drops constraints, so every success result that validated against the
-model still validates; the error fields are typed to accept the coded error payload."""
+(DESIGN.md "Tool results"): the success model relaxed to its top-level property names and types
+(no `required`, no `additionalProperties: false`, no descriptions, no empty `{}` schemas;
+nullable fields as a `type` array, which output validators all read) plus the error fields
+(`status`, `code`, `message`, `retryable`, `details`, `errors`). Relaxing only ever drops
+constraints, so every success result that validated against the model still validates; the
+error fields are typed to accept the coded error payload."""
 
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ JsonSchema = dict[str, Any]
 
 # Keywords whose value is a map from property names to schemas (names are not keywords).
 _NAME_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+# Keywords whose value is data, not a schema: copied as they are.
+_DATA = ("default", "const", "enum", "examples")
 _SCALARS = ("string", "integer", "number", "boolean", "null")
 
 # The error payload's fields (server/errors.py `payload`), as the envelope types them.
@@ -53,7 +57,9 @@ def _compact(node: Any) -> Any:
             continue
         if key == "default" and value is None:
             continue
-        if key in _NAME_MAPS and isinstance(value, dict):
+        if key in _DATA:
+            out[key] = value
+        elif key in _NAME_MAPS and isinstance(value, dict):
             out[key] = {name: _compact(sub) for name, sub in value.items()}
         else:
             out[key] = _compact(value)

@@ -93,3 +93,22 @@ def test_the_envelope_widens_a_field_the_error_payload_shares() -> None:
     assert "required" not in envelope and "additionalProperties" not in envelope
     jsonschema.validate({"status": "ok", "errors": ["a"], "result": 3}, envelope)
     jsonschema.validate(payload(InvalidInput("x")), envelope)
+
+
+def test_compact_input_copies_data_keywords_as_they_are() -> None:
+    full = {
+        "type": "object",
+        "title": "Args",
+        "properties": {
+            "style": {"title": "Style", "default": {"title": "kept", "x": None}, "type": "object"},
+            "kind": {"title": "Kind", "enum": [{"title": "a"}], "default": None},
+        },
+    }
+    compact = compact_input(full)
+    assert compact == {
+        "type": "object",
+        "properties": {
+            "style": {"default": {"title": "kept", "x": None}, "type": "object"},
+            "kind": {"enum": [{"title": "a"}]},
+        },
+    }
