@@ -64,6 +64,12 @@ def error_result(error: CnkiError) -> CallToolResult:
     return _result(payload(error), is_error=True)
 
 
+def is_failed_operation(data: Any) -> bool:
+    """An operation record (it has `operation_id` and `kind`) whose status is `failed`; other
+    results that carry a `status` (a page of a failed search's results) stay results."""
+    return isinstance(data, dict) and data.get("status") == "failed" and {"operation_id", "kind"} <= set(data)
+
+
 def failed_operation_result(data: dict[str, Any]) -> CallToolResult:
     """An operation record that ended `failed`, as an error result: the record's fields with the
     first error's `code`, `message`, `retryable` and `details` on top (the error payload's shape)."""
@@ -134,8 +140,7 @@ class CnkiServer(MCPServer[Any]):
         except ToolError as exc:
             return error_result(to_cnki_error(exc, name))
         data = getattr(result, "structured_content", None)
-        failed = isinstance(data, dict) and data.get("status") == "failed"
-        if isinstance(result, CallToolResult) and not result.is_error and failed:
+        if isinstance(result, CallToolResult) and not result.is_error and is_failed_operation(data):
             assert isinstance(data, dict)
             return failed_operation_result(data)
         return result

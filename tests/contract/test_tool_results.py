@@ -16,6 +16,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import ListToolsResult
 
 from cnki_mcp.errors import ParserUnsupported, SiteUnavailable
+from cnki_mcp.pipeline.models import ResultsPage
 from cnki_mcp.server.app import TOOL_NAMES, build_server
 from tests.contract.server_fakes import Harness
 from tests.contract.test_server_inmemory import BAD_ARGUMENTS
@@ -141,3 +142,15 @@ async def test_a_failed_identity_refresh_keeps_its_code(h: Harness) -> None:
     assert result.structured_content["code"] == "SITE_UNAVAILABLE"  # found by tests/fuzz: was INTERNAL
     assert result.structured_content["retryable"] is True
     assert result.structured_content["details"]["operation_id"].startswith("op_")
+
+
+async def test_a_page_of_a_failed_searchs_results_is_still_a_result(h: Harness) -> None:
+    def failed_page(inp: Any) -> ResultsPage:
+        return ResultsPage(search_id=inp.search_id, status="failed", scope=inp.scope, total=0, offset=0,
+                           next_offset=None, results=[])  # fmt: skip
+
+    h.pipeline.results = failed_page  # type: ignore[method-assign]
+    async with Client(build_server(h.open)) as client:
+        result = await client.call_tool("search_results", {"search_id": "op_x"})
+    assert not result.is_error, result.structured_content
+    assert result.structured_content["status"] == "failed" and result.structured_content["total"] == 0

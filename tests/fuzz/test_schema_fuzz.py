@@ -137,8 +137,10 @@ def _check(tool: str, args: dict[str, Any], outcome: Any) -> None:
     assert isinstance(data, dict), (tool, args, outcome.content)
     jsonschema.validate(data, TOOLS[tool]["outputSchema"])
     assert data.get("code") != "INTERNAL", (tool, args, data)
-    assert outcome.is_error == (data.get("status") == "failed"), (tool, args, data)
+    failed_record = data.get("status") == "failed" and {"operation_id", "kind"} <= set(data)
+    assert not failed_record or outcome.is_error, (tool, args, data)  # a failed operation is an error
     if outcome.is_error:
+        assert data["status"] == "failed", (tool, args, data)
         assert isinstance(data["code"], str) and data["errors"], (tool, args, data)
 
 
