@@ -27,14 +27,14 @@ from cnki_mcp.server.wire_schema import compact_input, output_envelope
 log = logging.getLogger("cnki_mcp.server")
 
 
-class RecordedError(CnkiError):
-    """An error an operation recorded, raised again by a tool with its own code and retryable
-    flag (a bare CnkiError would turn it into INTERNAL)."""
-
-    def __init__(self, code: str, message: str, *, retryable: bool = False, **details: Any) -> None:
-        super().__init__(message, **details)
-        self.code = code  # type: ignore[misc]  # the instance's code shadows the class default
-        self.retryable = retryable  # type: ignore[misc]
+def recorded_error(code: str, message: str, *, retryable: bool = False, **details: Any) -> CnkiError:
+    """An error an operation recorded, to raise again from a tool with its own code and
+    retryable flag (a bare CnkiError would say INTERNAL). No new class: every error class in
+    `cnki_mcp.errors` owns one unique code."""
+    error = CnkiError(message, **details)
+    error.code = code  # type: ignore[misc]  # the instance's value shadows the class default
+    error.retryable = retryable  # type: ignore[misc]
+    return error
 
 
 def validation_error(exc: ValidationError) -> InvalidInput:

@@ -18,7 +18,7 @@ from cnki_mcp import __version__
 from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.jobs import OperationKind
 from cnki_mcp.server.deps import services_of
-from cnki_mcp.server.errors import CnkiServer, RecordedError
+from cnki_mcp.server.errors import CnkiServer, recorded_error
 from cnki_mcp.server.models import (
     BrowserDiagnostics,
     Diagnostics,
@@ -128,7 +128,7 @@ def register(server: CnkiServer) -> None:
         if error is None:
             raise CnkiError("读取登录状态失败", operation_id=record.operation_id)
         details = {**error.details, "operation_id": record.operation_id}
-        raise RecordedError(error.code, error.message, retryable=error.retryable, **details)
+        raise recorded_error(error.code, error.message, retryable=error.retryable, **details)
 
     @server.tool(
         name="diagnostics",
