@@ -5,8 +5,9 @@ with `isError: true` whose structured content is `{status: "failed", code, messa
 details, errors: [...]}`; so is an operation that ended `failed` (its record, with the first
 error's code on top). Anything else is a bug: logged with its traceback and answered as
 INTERNAL without its text. An unknown tool name is a protocol error (JSON-RPC -32602), as the
-MCP specification asks, not a tool result (and an unknown prompt name likewise). `tools/list` publishes the compact schemas of
-`wire_schema`, whose output envelope every one of these results satisfies."""
+MCP specification asks, not a tool result (an unknown prompt name likewise). `tools/list`
+publishes the compact schemas of `wire_schema`, whose output envelope every one of these
+results satisfies (DESIGN.md "Tool results")."""
 
 from __future__ import annotations
 
