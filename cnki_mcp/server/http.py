@@ -1,6 +1,12 @@
-"""Streamable HTTP: stateless JSON responses at /mcp, DNS-rebinding protection (Host and Origin
-allowlists) and, when CNKI_MCP_TOKEN is set, a bearer token on every request (401 without it),
-because the server acts on the user's CNKI account."""
+"""Streamable HTTP at /mcp, DNS-rebinding protection (Host and Origin allowlists) and, when
+CNKI_MCP_TOKEN is set, a bearer token on every request (401 without it), because the server acts
+on the user's CNKI account.
+
+By default HTTP serves sessions (`Mcp-Session-Id`) whose responses are SSE streams, so progress
+notifications, logging and sampling reach the client exactly as over stdio. `stateless=True`
+(`cnki-mcp serve --stateless`) answers each POST with plain JSON and keeps no session; there is
+then no stream for a `GET /mcp` to open, so it is answered 405 at once (the specification's
+answer for a server without a standalone stream) instead of being held open."""
 
 from __future__ import annotations
 
@@ -75,6 +81,37 @@ class BearerToken:
         return False
 
 
+class NoStandaloneStream:
+    """ASGI middleware for stateless mode: `GET` (the standalone SSE stream) is 405 at once."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("method") == "GET":
+            body = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": -32000, "message": "Method Not Allowed: stateless server, no SSE stream"},
+                }
+            ).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 405,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"allow", b"POST, DELETE"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+
 def http_app(
     server: CnkiServer,
     *,
@@ -83,16 +120,18 @@ def http_app(
     token: str | None,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
-    json_response: bool = True,
-    stateless: bool = True,
+    stateless: bool = False,
 ) -> ASGIApp:
+    """Sessions with SSE responses, or (`stateless`) one JSON response per POST."""
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path="/mcp",
-        json_response=json_response,
+        json_response=stateless,
         stateless_http=stateless,
         transport_security=security_settings(host, port, allowed_hosts, allowed_origins),
         host=host,
     )
+    if stateless:
+        app = NoStandaloneStream(app)
     if token:
         app = BearerToken(app, token)
     return app
@@ -106,6 +145,7 @@ def http_server(
     token: str | None,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
+    stateless: bool = False,
 ) -> Any:
     """A uvicorn.Server for the app (`await it.serve(sockets=...)`; stop with `should_exit = True`)."""
     import uvicorn
@@ -117,12 +157,17 @@ def http_server(
         token=token,
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
+        stateless=stateless,
     )
     if not token and host not in ("127.0.0.1", "localhost", "::1"):
         log.warning(
             "HTTP on %s without CNKI_MCP_TOKEN: anyone who reaches it can use your CNKI account", host
         )
-    return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+    # Open SSE streams (a client's GET) must not keep a stopping server alive.
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=5
+    )
+    return uvicorn.Server(config)
 
 
 async def serve_http(
@@ -134,6 +179,7 @@ async def serve_http(
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
     sock: socket.socket | None = None,
+    stateless: bool = False,
 ) -> None:
     """Run uvicorn until it is stopped. `sock`: an already bound, listening socket."""
     actual_port = sock.getsockname()[1] if sock is not None else port
@@ -144,5 +190,6 @@ async def serve_http(
         token=token,
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
+        stateless=stateless,
     )
     await srv.serve(sockets=[sock] if sock is not None else None)

@@ -1,11 +1,17 @@
 """Progress notifications: JobManager events -> `ctx.report_progress` while a tool call waits on
 an operation. The SDK sends nothing when the request carried no progress token, so this is
 always safe. While the operation awaits the person the manager emits heartbeats, which keep
-clients that reset their timeout on progress from giving up."""
+clients that reset their timeout on progress from giving up.
+
+Events are sent in order by one sender per request, and the wait flushes them before the tool
+returns: over HTTP a request's notifications travel on its own SSE response, which closes with
+the result, so a notification still in flight then would be lost (over stdio it would not)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections import deque
 from typing import Any, TypeVar
 
 from mcp.server.mcpserver import Context
@@ -21,10 +27,14 @@ V = TypeVar("V", bound=OperationView)
 class ProgressBridge:
     """Forwards one operation's events to one request's progress token (values increase)."""
 
+    FLUSH_SECONDS = 5.0  # upper bound on delivering the last notifications of a request
+
     def __init__(self, ctx: Context[Any, Any]) -> None:
         self._ctx = ctx
         self._last = -1.0
         self.sent = 0
+        self._queue: deque[tuple[int, int | None, str]] = deque()
+        self._sender: asyncio.Task[None] | None = None
 
     def _value(self, done: int) -> float:
         value = float(done)
@@ -42,14 +52,39 @@ class ProgressBridge:
         except Exception:  # a closed stream must not break the operation
             log.debug("progress notification failed", exc_info=True)
 
-    async def on_event(self, event: ProgressEvent) -> None:
+    def enqueue(self, done: int, total: int | None, message: str) -> None:
+        self._queue.append((done, total, message))
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.ensure_future(self._drain())
+
+    async def _drain(self) -> None:
+        while self._queue:
+            await self.send(*self._queue.popleft())
+
+    def on_event(self, event: ProgressEvent) -> None:
+        """The manager's listener (synchronous: the sending happens in this bridge's sender)."""
         if event.heartbeat:
             message = f"等待人工操作：{event.message}" if event.message else "等待人工操作"
         else:
             message = f"{event.status.value} · {event.stage}" + (
                 f" · {event.message}" if event.message else ""
             )
-        await self.send(event.done, event.total, message)
+        self.enqueue(event.done, event.total, message)
+
+    async def flush(self) -> None:
+        """Deliver what is queued (bounded), so it precedes the tool's result on the wire."""
+        sender = self._sender
+        if sender is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(sender), self.FLUSH_SECONDS)
+        except TimeoutError:
+            log.debug("progress notifications not flushed in time")
+
+    def abandon(self) -> None:
+        self._queue.clear()
+        if self._sender is not None:
+            self._sender.cancel()
 
 
 async def wait_with_progress(
@@ -61,12 +96,17 @@ async def wait_with_progress(
     try:
         current = jobs.status(operation_id)
         if current is not None and current.status.active:
-            await bridge.send(
+            bridge.enqueue(
                 current.progress.done, current.progress.total, f"{current.status.value} · {current.stage}"
             )
-        return await jobs.wait(operation_id, wait_seconds)
-    finally:
+        record = await jobs.wait(operation_id, wait_seconds)
+    except BaseException:
         unsubscribe()
+        bridge.abandon()
+        raise
+    unsubscribe()
+    await bridge.flush()
+    return record
 
 
 async def run_job(ctx: Context[Any, Any], jobs: JobManager, job: Job) -> OperationRecord:

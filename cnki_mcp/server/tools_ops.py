@@ -17,18 +17,13 @@ from cnki_mcp.server.progress import run_job, wait_with_progress
 
 OperationId = Annotated[str, Field(pattern=r"^op_[0-9a-f]{24}$", description="任务编号 op_…")]
 
-STATUS_DESCRIPTION = """查询任务进度和结果（本地，不访问知网）。
-不填 operation_id 时返回当前正在运行的任务，没有任务时返回 {"status": "idle"}。
-wait_seconds（0–55）：最多等待的秒数；任务完成或开始需要人工操作时提前返回；任务已处于 awaiting_user 时会一直等到处理完或超时，不必反复查询。
-status：running、awaiting_user（按 message 在浏览器窗口中操作）、completed、partial（见 errors，可 continue）、failed、skipped、cancelled、interrupted（服务重启，检索可 continue）。
-完成后检索结果用 search_results 分页读取。"""
+STATUS_DESCRIPTION = """查询任务进度和结果（本地，不访问知网）。不填 operation_id 时返回当前运行的任务，没有时返回 {"status": "idle"}。
+wait_seconds（0–55）：最多等待秒数，完成或需要人工操作时提前返回。
+status：running、awaiting_user（按 message 在浏览器窗口操作）、completed、partial（见 errors，可 continue）、failed、skipped、cancelled、interrupted（服务重启，检索可 continue）。"""
 
-CONTROL_DESCRIPTION = """控制任务（本地，不访问知网）。action：
-cancel 取消任务（最多等 5 秒，返回最终状态）；
-continue 继续中断、失败或预算用完的检索任务（search、structured_search），可加 additional_requests / additional_seconds，已获取的数据不会重复请求；
-resume 告知人工操作已完成（一般只有机构远程访问登录需要）；
-show 把等待人工操作的浏览器窗口切到前台；
-recover 关闭浏览器，下一次请求时重新启动（用于 BROWSER_UNAVAILABLE）。"""
+CONTROL_DESCRIPTION = """控制任务（本地，不访问知网）。action：cancel 取消（最多等 5 秒，返回最终状态）；
+continue 继续中断、失败或预算用完的检索（可加 additional_requests / additional_seconds，已取得的数据不重复请求）；
+resume 告知人工操作已完成（机构远程访问登录时需要）；show 把等待人工操作的窗口切到前台；recover 关闭浏览器，下次请求时重启（BROWSER_UNAVAILABLE 时用）。"""
 
 
 def register(server: CnkiServer) -> None:

@@ -56,18 +56,17 @@ class DownloadOperation(OperationView):
     result: DownloadResult | None = Field(default=None, description="下载的文件（完成时）")
 
 
-READ_DESCRIPTION = """读取论文的 HTML 全文（访问知网：打开详情页并点击“HTML阅读”，约 2–5 次请求；30 分钟内读过的完整正文从本地返回，不访问知网）。
-record_ref 或完整 title 二选一（title 本地没有时按篇名精确检索定位，多 1 次请求）。section 只返回该章节（名称取自 sections，或 0 起的序号）；offset/max_characters 按字符分页（默认 20000，最多 200000），next_offset 为 null 表示已到末尾。
-trial=true 表示只能试读；complete_article=false 表示确定不完整，null 表示无法确认。详情页没有 HTML 阅读入口时返回 HTML_ENTRY_NOT_FOUND，可改用 download_paper 再用 read_pdf_text。
-调用内最多等待约 40 秒，未完成时用 operation_status(operation_id, wait_seconds=50) 继续等待；awaiting_user 时请用户在浏览器窗口完成验证。"""
+READ_DESCRIPTION = """读取论文 HTML 全文（访问知网，约 2–5 次请求；30 分钟内读过的完整正文从本地返回）。
+record_ref 或完整 title 二选一（title 本地没有时多 1 次精确检索）。section 只取该章节（sections 中的名称或 0 起序号）；offset/max_characters 分页，next_offset 为 null 表示结束。
+trial=true 为试读；complete_article=false 为确定不完整，null 为无法确认。无 HTML 阅读入口时返回 HTML_ENTRY_NOT_FOUND，可改用 download_paper + read_pdf_text。
+约 40 秒内未完成时用 operation_status(operation_id, wait_seconds=50) 等待；awaiting_user 时请用户在浏览器窗口完成验证。"""
 
-DOWNLOAD_DESCRIPTION = """下载论文的 PDF 或 CAJ 文件到 data/downloads/（访问知网：打开详情页并点击一次下载，约 2–5 次请求；可能产生费用，只在明确需要文件时使用）。
-record_ref 或完整 title 二选一。format：auto（默认，优先 PDF，没有则 CAJ）、pdf、caj。filename 默认“题名_编号前8位.pdf”，已存在时返回 FILE_EXISTS，不覆盖；subdirectory 为 downloads/ 下的相对子目录。
-之前下载过且文件未改动时直接返回（source=cache，不访问知网）；这次给了不同的 filename 或 subdirectory 时，把已下载的文件复制到新位置并返回新路径（copied_from 为原文件），不再点击。等待超时返回 SIDE_EFFECT_UNCERTAIN：稍后用相同参数再调用会先检查文件是否已到，确认要再次点击时才传 retry=true。
-下载完成后可用 read_pdf_text(record_ref) 读取 PDF 文字。"""
+DOWNLOAD_DESCRIPTION = """下载 PDF 或 CAJ 到 data/downloads/（访问知网，点击一次下载，约 2–5 次请求；可能产生费用，只在明确需要文件时使用）。
+record_ref 或完整 title 二选一。format：auto（优先 PDF）、pdf、caj。filename 已存在时返回 FILE_EXISTS，不覆盖。
+下载过且文件未改动时直接返回（source=cache）；给了新的 filename/subdirectory 时复制过去（copied_from）。SIDE_EFFECT_UNCERTAIN：稍后用相同参数再调用会先检查文件是否已到，确认要再次点击才传 retry=true。之后可用 read_pdf_text 读取。"""
 
-PDF_DESCRIPTION = """读取已下载 PDF 的文字（本地，不访问知网）。path 为 data/downloads/ 下的相对路径（或 download_paper 返回的 path），或用 record_ref 读取该文献已下载的 PDF。
-pages：页码范围，如 "1-3"、"5"、"2-"、"1,4-5"（从 1 开始，默认全部）；max_characters 默认 20000，最多 200000；truncated=true 时用 next_page 继续。CAJ 文件无法提取文字（INVALID_FILE）。"""
+PDF_DESCRIPTION = """读取已下载 PDF 的文字（本地，不访问知网）：path（data/downloads/ 下，或 download_paper 返回的 path）或 record_ref。
+pages 如 "1-3"、"5"、"2-"、"1,4-5"（从 1 起，默认全部）；truncated=true 时用 next_page 继续。CAJ 无法提取文字（INVALID_FILE）。"""
 
 
 def one_target(record_ref: str | None, title: str | None) -> None:

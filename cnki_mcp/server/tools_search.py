@@ -48,17 +48,15 @@ class MetadataOperation(OperationView):
     result: MetadataResult | None = Field(default=None, description="题录（完成或部分完成时）")
 
 
-SEARCH_DESCRIPTION = """研究检索（访问知网，通常 100–600 次请求，可能需要几分钟）：规划概念 → 主题/篇名/关键词三个字段分页检索 → 去重排序 → 读取详情与期刊信息 → 共同关键词补充检索 → 相关性×来源质量排序筛选。
-concept_groups 优先（组间 AND、组内同义词 OR）；未提供时客户端支持 sampling 就请客户端模型规划，否则服务器分词规划（去掉问句套话，“近五年”“2020年以来”等时间短语转为年份）。
-规划只有一个概念或没有候选时，result.advice 给出建议的 concept_groups 和应发出的调用。
-调用内最多等待约 40 秒：完成则 result 为检索摘要；仍在运行则返回 operation_id，用 operation_status(wait_seconds=50) 继续等待。
-status 为 awaiting_user 时请用户在浏览器窗口完成验证或登录。完成后用 search_results(search_id) 分页读取，get_metadata 补充题录。
-options.freshness=prefer_cache 时 10 分钟内相同的已完成检索直接返回，不访问知网。"""
+SEARCH_DESCRIPTION = """研究检索（访问知网，通常 100–600 次请求，可能需数分钟）：规划概念 → 主题/篇名/关键词分页检索 → 去重 → 读详情与期刊 → 关键词补充检索 → 按相关性×来源质量筛选。
+concept_groups：组间 AND、组内同义词 OR；未给出时请客户端模型（sampling）规划，否则服务器分词规划（去掉问句套话，“近五年”等时间短语转为年份）；规划太弱或无候选时 result.advice 给出建议的 concept_groups 与调用。
+调用内最多等约 40 秒；未完成时返回 operation_id，用 operation_status(wait_seconds=50) 等待；awaiting_user 时请用户在浏览器窗口完成验证或登录。
+完成后用 search_results(search_id) 分页、get_metadata 补题录。options.freshness=prefer_cache：10 分钟内相同检索直接返回。"""
 
-STRUCTURED_DESCRIPTION = """知网高级检索（访问知网，默认只取列表 1 页左右）：适合作者、来源、DOI、基金等精确限定。
-expression 为条件树：叶子 {"field": "title", "value": "违约金", "match": "phrase|exact"}，组合 {"op": "and|or|not", "items": [...]}。
-字段：subject title keywords abstract title_keywords_abstract fulltext authors first_author corresponding_author institutions source doi funds references classification subtitle。
-结果保持知网排序；返回格式与 search 相同，之后用 search_results 翻页。"""
+STRUCTURED_DESCRIPTION = """知网高级检索（访问知网，默认约 1 页列表）：作者、来源、DOI、基金等精确限定。
+expression 条件树：叶子 {"field": "title", "value": "违约金", "match": "phrase|exact"}，组合 {"op": "and|or|not", "items": [...]}。
+field：subject title keywords abstract title_keywords_abstract fulltext authors first_author corresponding_author institutions source doi funds references classification subtitle。
+保持知网排序；返回格式同 search，用 search_results 翻页。"""
 
 RESULTS_DESCRIPTION = """分页读取已保存的检索结果（本地，不访问知网）。scope：selected 筛选结果 / eligible 全部相关 / candidates 全部候选；view：titles / compact / records（含评分明细）。
 next_offset 为 null 表示没有下一页。需要摘要或期刊信息时再调用 get_metadata。"""

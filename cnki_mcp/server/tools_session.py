@@ -18,7 +18,7 @@ from cnki_mcp import __version__
 from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.jobs import OperationKind
 from cnki_mcp.server.deps import services_of
-from cnki_mcp.server.errors import CnkiServer
+from cnki_mcp.server.errors import CnkiServer, recorded_error
 from cnki_mcp.server.models import (
     BrowserDiagnostics,
     Diagnostics,
@@ -29,9 +29,9 @@ from cnki_mcp.server.models import (
 from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.services import Services
 
-LOGIN_DESCRIPTION = """在专用浏览器中打开知网登录页面，由用户完成登录（访问知网；个人账号、机构 IP、机构账号、机构远程访问均可）。
-已登录且未设置 force 时直接返回身份。remote_access_url：机构远程访问入口（CARSI、WebVPN 等），必须是不含账号信息的 https 地址；这类入口登录后通常需要调用 operation_control(action='resume')。
-状态为 awaiting_user 时请用户在弹出的窗口登录，然后用 operation_status 等待。账号密码只在浏览器中输入，不经过 MCP。"""
+LOGIN_DESCRIPTION = """在专用浏览器中打开知网登录页，由用户登录（访问知网；个人、机构 IP、机构账号、机构远程访问均可）。已登录且未设 force 时直接返回身份。
+remote_access_url：机构远程访问入口（CARSI、WebVPN 等），须为不含账号信息的 https 地址，登录后通常需要 operation_control(action='resume')。
+awaiting_user 时请用户在弹出的窗口登录，再用 operation_status 等待。账号密码只在浏览器中输入，不经过 MCP。"""
 
 SESSION_DESCRIPTION = """查看知网登录状态。refresh=false（默认）：返回本次运行最近一次识别的结果（cached=true，本地，不访问知网；未检查过时 evidence_source=not_checked）。
 refresh=true：在浏览器中重新读取知网页头（访问知网，约 1–2 次请求）。显示机构名称不代表该机构订购了所有资源。"""
@@ -125,7 +125,10 @@ def register(server: CnkiServer) -> None:
                 | {"operation": OperationView.of(record)}
             )
         error = record.errors[0] if record.errors else None
-        raise CnkiError(error.message if error else "读取登录状态失败", operation_id=record.operation_id)
+        if error is None:
+            raise CnkiError("读取登录状态失败", operation_id=record.operation_id)
+        details = {**error.details, "operation_id": record.operation_id}
+        raise recorded_error(error.code, error.message, retryable=error.retryable, **details)
 
     @server.tool(
         name="diagnostics",

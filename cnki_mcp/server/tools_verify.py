@@ -16,11 +16,8 @@ from cnki_mcp.server.models import OperationView
 from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.server.tools_read import budget_of
 
-DESCRIPTION = """逐条核对参考文献是否真实存在于知网、各字段是否正确（访问知网）。
-输入 text（整段粘贴：[1]、1.、（1）、项目符号或每行一条；GB/T 7714、APA 或“作者：《题名》，《刊名》2019年第3期”等写法均可）或 references（1–200 条）。
-每条给出 verdict：verified（题名、第一作者、年份、来源等均与知网记录一致）、mismatch（论文存在但 fields 所列字段不一致）、not_found（知网上没有足够接近的记录；searches 说明做过哪些查找）、ambiguous（多条记录同样符合，见 candidates）、unparsable（读不出题名，见 reason）。
-匹配到时给出知网记录与按其生成的 GB/T 7714-2015 条目 corrected。条目缺项只作提示（warnings），不算伪造证据。
-请求数：每 10 条题名 1 次检索；未找到的条目各 1 次补充检索；需要卷期页码时每 20 条 1 次批量导出。"""
+DESCRIPTION = """逐条核对参考文献是否在知网存在、字段是否正确（访问知网，约 0.3 次请求/条）。text 整段粘贴（编号、GB/T 7714、APA、《题名》等写法均可）或 references（1–200 条）。
+verdict：verified；mismatch（fields 为不一致字段）；not_found（searches 为查过的检索）；ambiguous（见 candidates）；unparsable（见 reason）。匹配到时给出 record 与改正后的 GB/T 7714 条目 corrected。条目缺项只进 warnings，不算伪造证据。"""
 
 
 class VerifyOperation(OperationView):

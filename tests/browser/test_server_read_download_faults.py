@@ -72,14 +72,22 @@ class App:
         async with asyncio.timeout(BOUND):
             while not done(record):
                 assert record["status"] in ACTIVE, record
-                record = await self.call(
+                record = await self.record(
                     "operation_status", {"operation_id": record["operation_id"], "wait_seconds": 30}
                 )
         return record
 
+    async def record(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        """An operation record; a `failed` one comes as an error result with its code on top."""
+        is_error, data = await self.raw(tool, args)
+        assert is_error == (data["status"] == "failed"), (tool, data)
+        if is_error:
+            assert data["code"] == data["errors"][0]["code"], data
+        return data
+
     async def run(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         """Start an operation tool and follow it to its end."""
-        started = await self.call(tool, args)
+        started = await self.record(tool, args)
         assert started["operation_id"], started
         return await self.follow(started)
 

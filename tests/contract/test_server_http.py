@@ -1,13 +1,16 @@
 """Streamable HTTP on a free 127.0.0.1 port (uvicorn in-process on a pre-bound socket): bearer
-token required when configured, DNS-rebinding protection on Host/Origin, both eras served."""
+token required when configured, DNS-rebinding protection on Host/Origin, both eras served, in
+session (SSE) mode and in stateless JSON mode."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -33,13 +36,15 @@ HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "app
 
 
 @contextlib.asynccontextmanager
-async def running(tmp_path: Path, token: str | None) -> AsyncIterator[tuple[str, Harness]]:
-    h = Harness(tmp_path / "data", inline_wait=5.0)
+async def running(
+    tmp_path: Path, token: str | None, *, stateless: bool = False, inline_wait: float = 5.0
+) -> AsyncIterator[tuple[str, Harness]]:
+    h = Harness(tmp_path / "data", inline_wait=inline_wait)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)  # connections queue here until uvicorn accepts: no readiness polling
     port = sock.getsockname()[1]
-    srv = http_server(build_server(h.open), host="127.0.0.1", port=port, token=token)
+    srv = http_server(build_server(h.open), host="127.0.0.1", port=port, token=token, stateless=stateless)
     task = asyncio.create_task(srv.serve(sockets=[sock]))
     try:
         yield f"http://127.0.0.1:{port}/mcp", h
@@ -50,15 +55,32 @@ async def running(tmp_path: Path, token: str | None) -> AsyncIterator[tuple[str,
     assert h.services is not None and h.services.closed
 
 
-async def test_requests_without_the_bearer_token_get_401_and_with_it_work(tmp_path: Path) -> None:
-    async with running(tmp_path, TOKEN) as (url, h), httpx2.AsyncClient(timeout=30) as http:
+def first_message(response: httpx2.Response) -> dict[str, Any]:
+    """The JSON-RPC message of a POST answer: the JSON body, or the first SSE `data:` event."""
+    if response.headers["content-type"].startswith("application/json"):
+        return response.json()
+    for line in response.text.splitlines():
+        if line.startswith("data:") and line[5:].strip():
+            return json.loads(line[5:])
+    raise AssertionError(f"no message in {response.text!r}")
+
+
+@pytest.mark.parametrize("stateless", [False, True], ids=["sessions", "stateless"])
+async def test_requests_without_the_bearer_token_get_401_and_with_it_work(
+    tmp_path: Path, stateless: bool
+) -> None:
+    async with (
+        running(tmp_path, TOKEN, stateless=stateless) as (url, h),
+        httpx2.AsyncClient(timeout=30) as http,
+    ):
         missing = await http.post(url, json=INIT, headers=HEADERS)
         assert missing.status_code == 401
         wrong = await http.post(url, json=INIT, headers={**HEADERS, "Authorization": "Bearer nope"})
         assert wrong.status_code == 401
         ok = await http.post(url, json=INIT, headers={**HEADERS, "Authorization": f"Bearer {TOKEN}"})
         assert ok.status_code == 200
-        assert ok.json()["result"]["serverInfo"]["name"] == "cnki"
+        assert first_message(ok)["result"]["serverInfo"]["name"] == "cnki"
+        assert ("mcp-session-id" in ok.headers) is (not stateless)
 
         authed = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
         async with (
@@ -74,8 +96,12 @@ async def test_requests_without_the_bearer_token_get_401_and_with_it_work(tmp_pa
         assert h.services is not None and h.services.host.started is False
 
 
-async def test_a_foreign_host_or_origin_header_is_rejected(tmp_path: Path) -> None:
-    async with running(tmp_path, None) as (url, _h), httpx2.AsyncClient(timeout=30) as http:
+@pytest.mark.parametrize("stateless", [False, True], ids=["sessions", "stateless"])
+async def test_a_foreign_host_or_origin_header_is_rejected(tmp_path: Path, stateless: bool) -> None:
+    async with (
+        running(tmp_path, None, stateless=stateless) as (url, _h),
+        httpx2.AsyncClient(timeout=30) as http,
+    ):
         bad_host = await http.post(url, json=INIT, headers={**HEADERS, "Host": "evil.example:80"})
         assert bad_host.status_code == 421
         bad_origin = await http.post(url, json=INIT, headers={**HEADERS, "Origin": "http://evil.example"})
@@ -84,9 +110,10 @@ async def test_a_foreign_host_or_origin_header_is_rejected(tmp_path: Path) -> No
         assert fine.status_code == 200
 
 
+@pytest.mark.parametrize("stateless", [False, True], ids=["sessions", "stateless"])
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_both_protocol_eras_are_served_over_http(tmp_path: Path, mode: str) -> None:
-    async with running(tmp_path, None) as (url, _h), Client(url, mode=mode) as client:
+async def test_both_protocol_eras_are_served_over_http(tmp_path: Path, mode: str, stateless: bool) -> None:
+    async with running(tmp_path, None, stateless=stateless) as (url, _h), Client(url, mode=mode) as client:
         result = await client.call_tool("search_results", {"search_id": "op_x", "limit": 3})
         assert not result.is_error
         assert result.structured_content["total"] == 120
