@@ -12,7 +12,15 @@ from typing import Any
 from mcp.types import EmptyResult, SetLevelRequestParams
 
 from cnki_mcp import __version__
-from cnki_mcp.server import prompts, tools_cite, tools_ops, tools_read, tools_search, tools_session
+from cnki_mcp.server import (
+    prompts,
+    tools_cite,
+    tools_library,
+    tools_ops,
+    tools_read,
+    tools_search,
+    tools_session,
+)
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.guide import GUIDE
 from cnki_mcp.services import Services
@@ -23,6 +31,7 @@ TOOL_NAMES = (
     "search",
     "structured_search",
     "search_results",
+    "search_library",
     "get_metadata",
     "read_online_html",
     "download_paper",
@@ -71,6 +80,7 @@ def build_server(open_services: Callable[[], Services]) -> CnkiServer:
     tools_cite.register(server)
     tools_session.register(server)
     tools_ops.register(server)
+    tools_library.register(server)
     prompts.register(server)
 
     @server.resource(
