@@ -132,28 +132,31 @@ def _needles(terms: list[str]) -> list[str]:
     return [n for n in out if n]
 
 
+def _pattern(terms: list[str]) -> re.Pattern[str]:
+    needles = sorted(set(_needles(terms)), key=len, reverse=True)
+    return re.compile("|".join(re.escape(n) for n in needles))
+
+
 def snippet(text: str, terms: list[str], context: int = SNIPPET_CONTEXT) -> str | None:
     """`context` characters around the first hit of any term, hits marked 【】; None: no hit."""
-    shown = normalise(text)
-    if len(shown) != len(text):
-        text = shown  # folding changed lengths: show the folded text so offsets stay right
-    needles = sorted(set(_needles(terms)), key=len, reverse=True)
-    first = min(((shown.find(n), n) for n in needles if shown.find(n) >= 0), default=None)
+    return _snippet(text, _pattern(terms), context)
+
+
+def _snippet(text: str, pattern: re.Pattern[str], context: int = SNIPPET_CONTEXT) -> str | None:
+    folded = normalise(text)
+    if len(folded) != len(text):
+        text = folded  # folding changed lengths: show the folded text so offsets stay right
+    first = pattern.search(folded)
     if first is None:
         return None
-    start = max(0, first[0] - context)
-    end = min(len(text), first[0] + len(first[1]) + context)
-    window, folded = text[start:end], shown[start:end]
+    start = max(0, first.start() - context)
+    end = min(len(text), first.end() + context)
     out: list[str] = []
-    i = 0
-    while i < len(window):
-        hit = next((n for n in needles if folded.startswith(n, i)), None)
-        if hit is None:
-            out.append(window[i])
-            i += 1
-        else:
-            out.append("【" + window[i : i + len(hit)] + "】")
-            i += len(hit)
+    at = start
+    for m in pattern.finditer(folded, start, end):
+        out += [text[at : m.start()], "【", text[m.start() : m.end()], "】"]
+        at = m.end()
+    out.append(text[at:end])
     body = re.sub(r"\s+", " ", "".join(out)).strip()
     return ("…" if start > 0 else "") + body + ("…" if end < len(text) else "")
 
@@ -173,16 +176,16 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
     )
     page = store.library_search(match, filters, inp.offset, inp.limit)
     papers = store.papers_by_refs(h.record_ref for h in page.hits)
+    every_text = store.fulltexts([h.record_ref for h in page.hits])
+    pattern = _pattern(terms)
     results: list[LibraryResult] = []
     for hit in page.hits:
         paper = papers.get(hit.record_ref)
         if paper is None:  # pragma: no cover - the index row commits with its paper
             continue
-        texts = {k: t for k, t in store.fulltexts(paper.record_ref).items() if t}
+        texts = every_text.get(paper.record_ref, {})
         fields = _fields(paper, texts)
-        folded = {name: normalise(value) for name, value in fields.items()}
-        needles = _needles(terms)
-        matched = [name for name in fields if any(n in folded[name] for n in needles)]
+        matched = [name for name, value in fields.items() if value and pattern.search(normalise(value))]
         text = next((fields[n] for n in _SNIPPET_ORDER if n in matched), paper.title)
         results.append(
             LibraryResult(
@@ -195,7 +198,7 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
                 url=paper.public_url,
                 score=round(-hit.score, 4),
                 matched_fields=matched,
-                snippet=snippet(text, terms) or text[: 2 * SNIPPET_CONTEXT],
+                snippet=_snippet(text, pattern) or text[: 2 * SNIPPET_CONTEXT],
                 fulltext=sorted(k for k in texts if k in ("html", "pdf")),  # type: ignore[misc]
             )
         )

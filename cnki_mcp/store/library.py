@@ -45,7 +45,9 @@ _WORD = re.compile(r"\w", re.UNICODE)
 
 def normalise(text: str) -> str:
     """NFKC and case folding: full-width letters and digits become ASCII, Latin lowercase."""
-    return unicodedata.normalize("NFKC", text).casefold()
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    return text.casefold()
 
 
 def analyse(text: str) -> str:
@@ -233,6 +235,16 @@ def _tier_sources(conn: sqlite3.Connection, wanted: Sequence[str]) -> list[str]:
     return out
 
 
+def _count(conn: sqlite3.Connection, body: str, args: list[object]) -> int:
+    return int(conn.execute("SELECT COUNT(*)" + body, args).fetchone()[0])
+
+
+def _ranked(conn: sqlite3.Connection, body: str, args: list[object], limit: int, offset: int) -> list[tuple[int, float]]:
+    score = f"bm25(library_fts, {', '.join(map(str, WEIGHTS))})"
+    sql = f"SELECT library_fts.rowid, {score} AS score" + body + " ORDER BY score, library_fts.rowid LIMIT ? OFFSET ?"
+    return [(int(r[0]), float(r[1])) for r in conn.execute(sql, [*args, max(0, limit), max(0, offset)])]
+
+
 class LibraryMixin(StoreBase):
     def save_fulltext(
         self,
@@ -268,12 +280,20 @@ class LibraryMixin(StoreBase):
                 _reindex_ref(conn, changed)
             return written
 
-    def fulltexts(self, record_ref: str) -> dict[str, str]:
-        """The stored full texts of a paper by kind (`html`, `pdf`)."""
+    def fulltexts(self, refs: Sequence[str]) -> dict[str, dict[str, str]]:
+        """The stored, non-empty full texts of these papers: ref -> kind (`html`, `pdf`) -> text."""
+        out: dict[str, dict[str, str]] = {}
+        if not refs:
+            return out
         with self._read() as conn:
-            ref = _resolve(conn, record_ref)
-            rows = conn.execute("SELECT kind, text FROM library_texts WHERE record_ref = ?", (ref,)).fetchall()
-        return {k: t for k, t in rows}
+            rows = conn.execute(
+                f"SELECT record_ref, kind, text FROM library_texts WHERE text != '' AND record_ref IN"
+                f" ({','.join('?' * len(refs))})",
+                list(refs),
+            ).fetchall()
+        for ref, kind, text in rows:
+            out.setdefault(ref, {})[kind] = text
+        return out
 
     def pdfs_to_index(self) -> list[PendingPdf]:
         """Archived PDFs whose text is not in the index yet (or whose file changed)."""
@@ -286,7 +306,10 @@ class LibraryMixin(StoreBase):
         return [PendingPdf(r[0], r[1], r[2]) for r in rows]
 
     def library_search(self, match: str, filters: LibraryFilters, offset: int, limit: int) -> LibraryPage:
-        """One page of papers matching the FTS5 expression `match`, best bm25 first."""
+        """One page of papers matching the FTS5 expression `match`: first those with every term
+        in the title or keywords, then the others, bm25 order within each tier. The tiers keep
+        a common term cheap: bm25 is computed for the rows of the tiers the page reaches, not
+        for every match (docs/benchmarks.md §Library search)."""
         where = ["library_fts MATCH ?"]
         args: list[object] = [match]
         with self._read() as conn:
@@ -313,18 +336,29 @@ class LibraryMixin(StoreBase):
                     return LibraryPage(0, [])
                 where.append(f"d.source_key IN ({','.join('?' * len(keys))})")
                 args.extend(keys)
-            body = " FROM library_fts JOIN library_docs d ON d.doc_id = library_fts.rowid WHERE " + " AND ".join(where)
+            # Without a filter the FTS table answers alone (no join per matching row).
+            joined = len(where) > 1
+            body = (
+                " FROM library_fts JOIN library_docs d ON d.doc_id = library_fts.rowid" if joined else " FROM library_fts"
+            ) + " WHERE " + " AND ".join(where)
+            head = f"{{title keywords}} : ({match})"
+            tiers = (head, f"({match}) NOT {head}")
             try:
-                total = int(conn.execute("SELECT COUNT(*)" + body, args).fetchone()[0])
-                rows = conn.execute(
-                    f"SELECT d.record_ref, bm25(library_fts, {', '.join(map(str, WEIGHTS))}) AS score"
-                    + body
-                    + " ORDER BY score, d.doc_id LIMIT ? OFFSET ?",
-                    [*args, max(0, limit), max(0, offset)],
-                ).fetchall()
+                total = _count(conn, body, args)
+                in_head = _count(conn, body, [head, *args[1:]]) if total else 0
+                rows = _ranked(conn, body, [head, *args[1:]], limit, offset) if offset < in_head else []
+                if len(rows) < limit and total > in_head:
+                    rest = [tiers[1], *args[1:]]
+                    rows += _ranked(conn, body, rest, limit - len(rows), max(0, offset - in_head))
             except sqlite3.OperationalError as exc:  # an expression FTS5 refuses
                 raise InvalidInput("检索词无法解析", reason=str(exc)) from exc
-        return LibraryPage(total, [LibraryHit(r[0], float(r[1])) for r in rows])
+            refs = dict(
+                conn.execute(
+                    f"SELECT doc_id, record_ref FROM library_docs WHERE doc_id IN ({','.join('?' * len(rows))})",
+                    [r[0] for r in rows],
+                ).fetchall()
+            )
+        return LibraryPage(total, [LibraryHit(refs[r[0]], float(r[1])) for r in rows if r[0] in refs])
 
     def library_size(self) -> tuple[int, int]:
         """(papers indexed, full texts kept)."""

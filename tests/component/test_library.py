@@ -249,3 +249,18 @@ def test_index_built_by_another_analyzer_is_rebuilt_at_open(tmp_path: Path, cloc
         conn.execute("UPDATE library_meta SET value = 'older' WHERE key = 'analyzer'")
     with Store.open(tmp_path / "data", clock) as store:
         assert find(store, "酌减", clock).total == 1
+
+
+def test_title_and_keyword_hits_come_first_and_paging_crosses_the_tiers_once(store: Store, clock: FakeClock) -> None:
+    in_title = store.upsert_from_grid([row(f"违约金问题{i}", f"T{i}") for i in range(3)], T0)
+    in_text = store.upsert_from_grid([row(f"其他论文{i}", f"U{i}") for i in range(4)], T0)
+    for p in in_text:
+        store.save_fulltext(p.record_ref, "html", "正文提到违约金。" * 5, T0)
+    seen: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = find(store, "违约金", clock, offset=offset, limit=2)
+        seen.extend(r.record_ref for r in page.results)
+        offset = page.next_offset
+    assert set(seen[:3]) == {p.record_ref for p in in_title}
+    assert sorted(seen[3:]) == sorted(p.record_ref for p in in_text)
