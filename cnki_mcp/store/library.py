@@ -31,6 +31,7 @@ from cnki_mcp.store.db import StoreBase, to_ts
 
 ANALYZER_VERSION = "bigram-1"
 MAX_TEXT_CHARS = 300_000  # per record and kind: a long thesis is cut, never refused
+RANK_WINDOW = 2_000  # papers ranked together before older matches (see `_windows`)
 TEXTS_KEPT = 5_000  # full texts kept (newest first); older ones leave the store and the index
 TextKind = Literal["html", "pdf"]
 
@@ -245,6 +246,26 @@ def _ranked(conn: sqlite3.Connection, body: str, args: list[object], limit: int,
     return [(int(r[0]), float(r[1])) for r in conn.execute(sql, [*args, max(0, limit), max(0, offset)])]
 
 
+def _windows(
+    conn: sqlite3.Connection, body: str, args: list[object], size: int
+) -> list[tuple[str, list[object], int]]:
+    """A tier as ranking segments: when it holds more than RANK_WINDOW papers, the RANK_WINDOW
+    most recently indexed come first and the older ones after, each segment in bm25 order, so a
+    first page ranks RANK_WINDOW rows, not every match (docs/benchmarks.md §Library search)."""
+    if size <= 0:
+        return []
+    if size <= RANK_WINDOW:
+        return [("", args, size)]
+    boundary = conn.execute(
+        "SELECT library_fts.rowid" + body + " ORDER BY library_fts.rowid DESC LIMIT 1 OFFSET ?",
+        [*args, RANK_WINDOW - 1],
+    ).fetchone()[0]
+    return [
+        (" AND library_fts.rowid >= ?", [*args, boundary], RANK_WINDOW),
+        (" AND library_fts.rowid < ?", [*args, boundary], size - RANK_WINDOW),
+    ]
+
+
 class LibraryMixin(StoreBase):
     def save_fulltext(
         self,
@@ -342,14 +363,22 @@ class LibraryMixin(StoreBase):
                 " FROM library_fts JOIN library_docs d ON d.doc_id = library_fts.rowid" if joined else " FROM library_fts"
             ) + " WHERE " + " AND ".join(where)
             head = f"{{title keywords}} : ({match})"
-            tiers = (head, f"({match}) NOT {head}")
             try:
                 total = _count(conn, body, args)
                 in_head = _count(conn, body, [head, *args[1:]]) if total else 0
-                rows = _ranked(conn, body, [head, *args[1:]], limit, offset) if offset < in_head else []
-                if len(rows) < limit and total > in_head:
-                    rest = [tiers[1], *args[1:]]
-                    rows += _ranked(conn, body, rest, limit - len(rows), max(0, offset - in_head))
+                segments = [
+                    *_windows(conn, body, [head, *args[1:]], in_head),
+                    *_windows(conn, body, [f"({match}) NOT {head}", *args[1:]], total - in_head),
+                ]
+                rows: list[tuple[int, float]] = []
+                start = 0
+                for seg_where, seg_args, size in segments:
+                    if len(rows) >= limit:
+                        break
+                    if offset < start + size:
+                        skip = max(0, offset - start)
+                        rows += _ranked(conn, body + seg_where, seg_args, limit - len(rows), skip)
+                    start += size
             except sqlite3.OperationalError as exc:  # an expression FTS5 refuses
                 raise InvalidInput("检索词无法解析", reason=str(exc)) from exc
             refs = dict(

@@ -264,3 +264,19 @@ def test_title_and_keyword_hits_come_first_and_paging_crosses_the_tiers_once(sto
         offset = page.next_offset
     assert set(seen[:3]) == {p.record_ref for p in in_title}
     assert sorted(seen[3:]) == sorted(p.record_ref for p in in_text)
+
+
+def test_large_tiers_rank_the_newest_window_first_and_paging_still_sees_every_hit_once(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(library_index, "RANK_WINDOW", 3)
+    papers = store.upsert_from_grid([row(f"违约金问题研究之{i}", f"W{i}") for i in range(8)], T0)
+    seen: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = find(store, "违约金", clock, offset=offset, limit=2)
+        assert page.total == 8
+        seen.extend(r.record_ref for r in page.results)
+        offset = page.next_offset
+    assert sorted(seen) == sorted(p.record_ref for p in papers)
+    assert set(seen[:3]) == {p.record_ref for p in papers[-3:]}  # the newest window comes first
