@@ -139,10 +139,12 @@ CREATE TABLE IF NOT EXISTS library_texts (
     text TEXT NOT NULL,
     sha256 TEXT NOT NULL DEFAULT '',
     complete INTEGER NOT NULL DEFAULT 1,
+    chars INTEGER NOT NULL DEFAULT 0,
     observed_at TEXT NOT NULL,
     PRIMARY KEY (record_ref, kind)
 );
 CREATE INDEX IF NOT EXISTS library_texts_observed ON library_texts(observed_at);
+CREATE INDEX IF NOT EXISTS library_texts_chars ON library_texts(chars);
 CREATE TABLE IF NOT EXISTS library_docs (
     doc_id INTEGER PRIMARY KEY,
     record_ref TEXT NOT NULL UNIQUE,

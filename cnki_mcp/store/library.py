@@ -284,11 +284,11 @@ class LibraryMixin(StoreBase):
         with self._write() as conn:
             ref = _resolve(conn, record_ref)
             cur = conn.execute(
-                "INSERT INTO library_texts (record_ref, kind, text, sha256, complete, observed_at)"
-                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(record_ref, kind) DO UPDATE SET text = excluded.text,"
-                " sha256 = excluded.sha256, complete = excluded.complete, observed_at = excluded.observed_at"
-                " WHERE excluded.complete = 1 OR library_texts.complete = 0",
-                (ref, kind, body, sha256, int(complete), to_ts(observed_at)),
+                "INSERT INTO library_texts (record_ref, kind, text, sha256, complete, chars, observed_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(record_ref, kind) DO UPDATE SET text = excluded.text,"
+                " sha256 = excluded.sha256, complete = excluded.complete, chars = excluded.chars,"
+                " observed_at = excluded.observed_at WHERE excluded.complete = 1 OR library_texts.complete = 0",
+                (ref, kind, body, sha256, int(complete), len(body), to_ts(observed_at)),
             )
             written = cur.rowcount > 0
             old = conn.execute(
@@ -308,7 +308,7 @@ class LibraryMixin(StoreBase):
             return out
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT record_ref, kind, text FROM library_texts WHERE text != '' AND record_ref IN"
+                f"SELECT record_ref, kind, text FROM library_texts WHERE chars > 0 AND record_ref IN"
                 f" ({','.join('?' * len(refs))})",
                 list(refs),
             ).fetchall()
@@ -393,7 +393,8 @@ class LibraryMixin(StoreBase):
         """(papers indexed, full texts kept)."""
         with self._read() as conn:
             docs = int(conn.execute("SELECT COUNT(*) FROM library_docs").fetchone()[0])
-            texts = int(conn.execute("SELECT COUNT(*) FROM library_texts WHERE text != ''").fetchone()[0])
+            # `chars`, not the text: counting must not read every stored full text
+            texts = int(conn.execute("SELECT COUNT(*) FROM library_texts WHERE chars > 0").fetchone()[0])
         return docs, texts
 
 
