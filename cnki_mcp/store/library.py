@@ -366,19 +366,19 @@ class LibraryMixin(StoreBase):
             try:
                 total = _count(conn, body, args)
                 in_head = _count(conn, body, [head, *args[1:]]) if total else 0
-                segments = [
-                    *_windows(conn, body, [head, *args[1:]], in_head),
-                    *_windows(conn, body, [f"({match}) NOT {head}", *args[1:]], total - in_head),
-                ]
+                tiers = [([head, *args[1:]], in_head), ([f"({match}) NOT {head}", *args[1:]], total - in_head)]
                 rows: list[tuple[int, float]] = []
                 start = 0
-                for seg_where, seg_args, size in segments:
-                    if len(rows) >= limit:
-                        break
-                    if offset < start + size:
-                        skip = max(0, offset - start)
-                        rows += _ranked(conn, body + seg_where, seg_args, limit - len(rows), skip)
-                    start += size
+                for tier_args, tier_size in tiers:
+                    # a tier the page does not reach costs nothing (no window boundary)
+                    if len(rows) < limit and offset < start + tier_size:
+                        for seg_where, seg_args, size in _windows(conn, body, tier_args, tier_size):
+                            if len(rows) < limit and offset < start + size:
+                                skip = max(0, offset - start)
+                                rows += _ranked(conn, body + seg_where, seg_args, limit - len(rows), skip)
+                            start += size
+                    else:
+                        start += tier_size
             except sqlite3.OperationalError as exc:  # an expression FTS5 refuses
                 raise InvalidInput("检索词无法解析", reason=str(exc)) from exc
             refs = dict(
