@@ -257,6 +257,10 @@ class PaperStore(Protocol):
         **kwargs: Any,
     ) -> Paper: ...
 
+    def save_fulltext(
+        self, record_ref: str, kind: Literal["html", "pdf"], text: str, observed_at: datetime, *, complete: bool = True
+    ) -> bool: ...
+
 
 class ReadingService:
     """read_online_html for one record: cache first, else the reader through `backend`."""
@@ -295,5 +299,8 @@ class ReadingService:
         now = self._clock.now()
         self._store.upsert_from_detail(capture.detail, capture.detail_url, now, expected_ref=ref)
         self.cache.put(ref, capture.page, now)
+        # Kept in the store too (bounded, DESIGN.md §Library search) so search_library finds it;
+        # a trial or partial body never replaces a complete one.
+        self._store.save_fulltext(ref, "html", capture.page.text, now, complete=cacheable(capture.page))
         return page_body(capture.page, ref, observed_at=now, source="reader", section=section,
                          offset=offset, max_characters=max_characters)  # fmt: skip

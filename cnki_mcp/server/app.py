@@ -15,6 +15,7 @@ from cnki_mcp import __version__
 from cnki_mcp.server import (
     prompts,
     tools_cite,
+    tools_library,
     tools_ops,
     tools_read,
     tools_search,
@@ -31,6 +32,7 @@ TOOL_NAMES = (
     "search",
     "structured_search",
     "search_results",
+    "search_library",
     "get_metadata",
     "read_online_html",
     "download_paper",
@@ -81,6 +83,7 @@ def build_server(open_services: Callable[[], Services]) -> CnkiServer:
     tools_verify.register(server)
     tools_session.register(server)
     tools_ops.register(server)
+    tools_library.register(server)
     prompts.register(server)
 
     @server.resource(

@@ -66,9 +66,9 @@ class LinksOperation(OperationView):
     result: LinkResult | None = Field(default=None, description="替换后的文本与逐个题名的结果")
 
 
-EXPORT_DESCRIPTION = """生成参考文献或导出题录（record_refs、search_id 为本地数据，不访问知网；本地没有的 titles 会访问知网定位并读取详情，每 10 个题名 1 次检索 + 每篇 1 次详情页）。
-来源可组合：record_refs、完整 titles（最多 100 个）、search_id（配合 scope/offset/limit）。format 见参数说明（其他值返回 FORMAT_UNAVAILABLE）；custom 需要 template，占位符 {title} {authors} {source} {journal} {year} {volume} {issue} {pages} {doi} {url} {record_ref} {type}，字面花括号写 {{ }}。
-filename 保存到 data/exports/（已存在时 FILE_EXISTS，不覆盖）；内容超过 512 KB 时必须指定 filename（否则 OUTPUT_TOO_LARGE）。"""
+EXPORT_DESCRIPTION = """生成参考文献或导出题录（record_refs、search_id 本地；本地没有的 titles 访问知网定位并读详情）。
+来源可组合：record_refs、完整 titles（最多 100 个）、search_id（scope/offset/limit）。custom 格式需要 template，占位符如 {title} {authors} {source} {year} {volume} {issue} {pages} {doi} {url}，字面花括号写 {{ }}。
+filename 保存到 data/exports/（不覆盖：FILE_EXISTS）；超过 512 KB 必须给 filename（OUTPUT_TOO_LARGE）。"""
 
 LINKS_DESCRIPTION = """把文本中的《论文题名》替换为指向知网的 Markdown 链接。默认只用本地记录（不访问知网）；lookup_missing=true 时到知网按篇名精确查找本地没有的题名（每 10 个题名 1 次检索）。
 支持嵌套书名号；已有链接、代码、URL 和 HTML 不改动。references 逐个题名给出 status：linked、matched_without_link、ambiguous（用 get_metadata 区分）、unresolved。"""

@@ -57,13 +57,12 @@ class DownloadOperation(OperationView):
 
 
 READ_DESCRIPTION = """读取论文 HTML 全文（访问知网，约 2–5 次请求；30 分钟内读过的完整正文从本地返回）。
-record_ref 或完整 title 二选一（title 本地没有时多 1 次精确检索）。section 只取该章节（sections 中的名称或 0 起序号）；offset/max_characters 分页，next_offset 为 null 表示结束。
-trial=true 为试读；complete_article=false 为确定不完整，null 为无法确认。无 HTML 阅读入口时返回 HTML_ENTRY_NOT_FOUND，可改用 download_paper + read_pdf_text。
-约 40 秒内未完成时用 operation_status(operation_id, wait_seconds=50) 等待；awaiting_user 时请用户在浏览器窗口完成验证。"""
+record_ref 或完整 title 二选一。section 只取该章节（名称或 0 起序号）；offset/max_characters 分页，next_offset 为 null 表示结束。
+trial=true 为试读；complete_article=false 为不完整，null 为无法确认。无阅读入口（HTML_ENTRY_NOT_FOUND）时改用 download_paper + read_pdf_text。"""
 
-DOWNLOAD_DESCRIPTION = """下载 PDF 或 CAJ 到 data/downloads/（访问知网，点击一次下载，约 2–5 次请求；可能产生费用，只在明确需要文件时使用）。
-record_ref 或完整 title 二选一。format：auto（优先 PDF）、pdf、caj。filename 已存在时返回 FILE_EXISTS，不覆盖。
-下载过且文件未改动时直接返回（source=cache）；给了新的 filename/subdirectory 时复制过去（copied_from）。SIDE_EFFECT_UNCERTAIN：稍后用相同参数再调用会先检查文件是否已到，确认要再次点击才传 retry=true。之后可用 read_pdf_text 读取。"""
+DOWNLOAD_DESCRIPTION = """下载 PDF 或 CAJ 到 data/downloads/（访问知网，点击一次下载；可能产生费用，只在明确需要文件时使用）。
+record_ref 或完整 title 二选一；format：auto（优先 PDF）、pdf、caj；已有同名文件返回 FILE_EXISTS。下载过则直接返回（source=cache），新的 filename/subdirectory 时复制过去。
+SIDE_EFFECT_UNCERTAIN：稍后用相同参数再调用会先检查文件是否已到，确认要再次点击才传 retry=true。"""
 
 PDF_DESCRIPTION = """读取已下载 PDF 的文字（本地，不访问知网）：path（data/downloads/ 下，或 download_paper 返回的 path）或 record_ref。
 pages 如 "1-3"、"5"、"2-"、"1,4-5"（从 1 起，默认全部）；truncated=true 时用 next_page 继续。CAJ 无法提取文字（INVALID_FILE）。"""

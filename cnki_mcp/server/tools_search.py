@@ -48,10 +48,9 @@ class MetadataOperation(OperationView):
     result: MetadataResult | None = Field(default=None, description="题录（完成或部分完成时）")
 
 
-SEARCH_DESCRIPTION = """研究检索（访问知网，通常 100–600 次请求，可能需数分钟）：规划概念 → 主题/篇名/关键词分页检索 → 去重 → 读详情与期刊 → 关键词补充检索 → 按相关性×来源质量筛选。
-concept_groups：组间 AND、组内同义词 OR；未给出时请客户端模型（sampling）规划，否则服务器分词规划（去掉问句套话，“近五年”等时间短语转为年份）；规划太弱或无候选时 result.advice 给出建议的 concept_groups 与调用。
-调用内最多等约 40 秒；未完成时返回 operation_id，用 operation_status(wait_seconds=50) 等待；awaiting_user 时请用户在浏览器窗口完成验证或登录。
-完成后用 search_results(search_id) 分页、get_metadata 补题录。options.freshness=prefer_cache：10 分钟内相同检索直接返回。"""
+SEARCH_DESCRIPTION = """研究检索（访问知网，通常 100–600 次请求，可能需数分钟）：规划概念 → 主题/篇名/关键词检索 → 去重 → 详情与期刊 → 关键词补充 → 按相关性×来源质量筛选。
+concept_groups：组间 AND、组内同义词 OR；未给出时由客户端模型（sampling）或服务器分词规划（时间短语转为年份）；规划太弱或无结果时 result.advice 给出建议的调用。
+约 40 秒内未完成则返回 operation_id，用 operation_status(wait_seconds=50) 等待；完成后 search_results 分页、get_metadata 补题录。"""
 
 STRUCTURED_DESCRIPTION = """知网高级检索（访问知网，默认约 1 页列表）：作者、来源、DOI、基金等精确限定。
 expression 条件树：叶子 {"field": "title", "value": "违约金", "match": "phrase|exact"}，组合 {"op": "and|or|not", "items": [...]}。

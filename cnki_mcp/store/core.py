@@ -14,13 +14,14 @@ from cnki_mcp.clock import Clock
 from cnki_mcp.store.db import DB_NAME, acquire_lock, open_database
 from cnki_mcp.store.downloads import DownloadsMixin
 from cnki_mcp.store.journals import JournalsMixin
+from cnki_mcp.store.library import LibraryMixin
 from cnki_mcp.store.operations import OperationsMixin
 from cnki_mcp.store.papers import PapersMixin
 from cnki_mcp.store.searches import SearchesMixin
 
 
-class Store(PapersMixin, JournalsMixin, SearchesMixin, OperationsMixin, DownloadsMixin):
-    """Papers, journal quality, searches with evidence, operations and downloads.
+class Store(PapersMixin, JournalsMixin, SearchesMixin, OperationsMixin, DownloadsMixin, LibraryMixin):
+    """Papers, journal quality, searches with evidence, operations, downloads and the library index.
 
     Every write method commits before it returns (see `store.db` for durability). Built by
     `Store.open`; `close()` releases the database and the directory lock."""

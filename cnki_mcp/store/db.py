@@ -126,8 +126,42 @@ INSERT OR IGNORE INTO paper_keys (key, record_ref)
 DELETE FROM paper_keys WHERE key LIKE 'native:%:%';
 """
 
+# Version 3: the library index (store/library.py, DESIGN.md §Library search): full texts
+# read or downloaded, one row per indexed paper with its filter columns, the FTS5 table of
+# analysed text, and the analyzer that built it. The FTS rows are filled by
+# `library.ensure_index` after the migrations (the analyzer is Python, not SQL), which rebuilds
+# the index after any migration. IF NOT EXISTS: a store whose version number was set back
+# (tests do it) still migrates.
+_V3 = """
+CREATE TABLE IF NOT EXISTS library_texts (
+    record_ref TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    sha256 TEXT NOT NULL DEFAULT '',
+    complete INTEGER NOT NULL DEFAULT 1,
+    chars INTEGER NOT NULL DEFAULT 0,
+    observed_at TEXT NOT NULL,
+    PRIMARY KEY (record_ref, kind)
+);
+CREATE INDEX IF NOT EXISTS library_texts_observed ON library_texts(observed_at);
+CREATE INDEX IF NOT EXISTS library_texts_chars ON library_texts(chars);
+CREATE TABLE IF NOT EXISTS library_docs (
+    doc_id INTEGER PRIMARY KEY,
+    record_ref TEXT NOT NULL UNIQUE,
+    year INTEGER,
+    doc_type TEXT NOT NULL DEFAULT '',
+    source_key TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS library_docs_year ON library_docs(year);
+CREATE VIRTUAL TABLE IF NOT EXISTS library_fts USING fts5(
+    title, keywords, authors, institutions, source, abstract, fulltext,
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TABLE IF NOT EXISTS library_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
 # Index i upgrades schema version i to i + 1. Append only; never edit a published step.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # SQLite result codes that mean "this file is not a usable database" (as opposed to busy,
@@ -238,6 +272,10 @@ def _open_checked(path: Path) -> sqlite3.Connection:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise Unreadable(f"migration from version {version} failed: {exc}") from exc
+        from cnki_mcp.store.library import ensure_index
+
+        # The library index follows the schema (rebuilt after any migration) and its analyzer.
+        ensure_index(conn, force=version < SCHEMA_VERSION)
         return conn
     except Unreadable:
         conn.close()

@@ -24,6 +24,7 @@ from cnki_mcp.identity import (
 )
 from cnki_mcp.models import DetailPage, GridRow
 from cnki_mcp.store.db import StoreBase, from_ts, to_ts
+from cnki_mcp.store.library import absorb_texts, index_paper
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +102,7 @@ def _write_paper(conn: sqlite3.Connection, paper: Paper, now: str, *, new: bool)
         "INSERT OR IGNORE INTO paper_keys (key, record_ref) VALUES (?, ?)",
         [(k, paper.record_ref) for k in _strong_keys(paper)],
     )
+    index_paper(conn, paper)  # the library index commits with the paper (DESIGN.md §Library search)
 
 
 def _absorb(conn: sqlite3.Connection, primary: str, other: str) -> None:
@@ -115,6 +117,7 @@ def _absorb(conn: sqlite3.Connection, primary: str, other: str) -> None:
         (other, primary),
     )
     conn.execute("UPDATE OR IGNORE details SET record_ref = ? WHERE record_ref = ?", (primary, other))
+    absorb_texts(conn, primary, other)
 
 
 def _upsert(

@@ -37,6 +37,8 @@ GOOD: dict[str, dict[str, Any]] = {
     "read_pdf_text": {"record_ref": "rec_" + "0" * 24},
     "export_citations": {"record_refs": ["rec_" + "0" * 24], "format": "bibtex"},
     "link_references": {"text": "见《违约金酌减的裁判规则》。"},
+    "verify_references": {"references": ["张三. 违约金酌减的裁判规则[J]. 法学研究, 2020, 42(3): 1-10."]},
+    "search_library": {"query": "违约金"},
     "login": {},
     "session_status": {},
     "operation_status": {},
@@ -53,6 +55,8 @@ BAD: dict[str, dict[str, Any]] = {
     "read_pdf_text": {"path": "../../etc/passwd"},
     "export_citations": {},
     "link_references": {},
+    "verify_references": {"text": "a", "references": ["b"]},
+    "search_library": {"query": "x", "limit": 0},
     "login": {"remote_access_url": "https://user:pw@vpn.example.edu/"},
     "session_status": {"refresh": 3},  # a string would be coerced by the Inspector ("maybe" -> false)
     "operation_status": {"wait_seconds": 99},

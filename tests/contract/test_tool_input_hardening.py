@@ -20,6 +20,7 @@ BASE: dict[str, dict[str, Any]] = {
     "search": {"query": "违约金"},
     "structured_search": {"expression": {"field": "title", "value": "违约金"}},
     "search_results": {"search_id": "s"},
+    "search_library": {"query": "违约金"},
     "get_metadata": {"search_id": "s"},
     "read_online_html": {"record_ref": "rec_x"},
     "download_paper": {"record_ref": "rec_x"},

@@ -124,6 +124,7 @@ class FakeStore:
             record_ref="rec_a", title="测试论文", locator="https://kns.cnki.net/kcms2/article/abstract?v=x"
         )
         self.upserts = 0
+        self.texts: list[tuple[str, str, str, bool]] = []
 
     def get(self, record_ref: str) -> Paper | None:
         return self.paper if record_ref == "rec_a" else None
@@ -136,6 +137,11 @@ class FakeStore:
         assert expected_ref == "rec_a"
         self.upserts += 1
         return self.paper
+
+    def save_fulltext(self, record_ref: str, kind: str, text: str, observed_at: datetime, *,
+                      complete: bool = True) -> bool:  # fmt: skip
+        self.texts.append((record_ref, kind, text, complete))
+        return True
 
 
 class FakeBackend:
@@ -174,3 +180,12 @@ async def test_service_unknown_record_is_document_not_found() -> None:
     with pytest.raises(CnkiError) as info:
         await service.read("rec_zz")
     assert info.value.code == "DOCUMENT_NOT_FOUND"
+
+
+async def test_service_stores_every_body_read_whole_and_marks_a_trial_incomplete() -> None:
+    store = FakeStore()
+    service = ReadingService(store, FakeBackend([trial(), complete()]), FakeClock())
+    await service.read("rec_a", max_characters=10)
+    await service.read("rec_a", max_characters=10)
+    await service.read("rec_a")  # from the cache: nothing new to store
+    assert store.texts == [("rec_a", "html", trial().text, False), ("rec_a", "html", complete().text, True)]

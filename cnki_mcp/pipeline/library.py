@@ -1,0 +1,215 @@
+"""`search_library`: full-text search over what the store keeps, never a CNKI request
+(DESIGN.md §Library search). The index itself is `store/library.py`; this module turns the
+tool's input into a query, brings downloaded PDFs' text into the index first, and builds the
+page: bm25 order, matched fields, one snippet per hit, paging like `search_results`."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.errors import CnkiError, InvalidInput
+from cnki_mcp.identity import Paper
+from cnki_mcp.pipeline.models import SEARCH_ID_CHARS
+from cnki_mcp.store import LibraryFilters, Store
+from cnki_mcp.store.library import MAX_TEXT_CHARS, match_expression, normalise
+
+log = logging.getLogger(__name__)
+
+SNIPPET_CONTEXT = 60  # characters each side of the first hit
+MatchedField = Literal[
+    "title", "keywords", "authors", "institutions", "source", "abstract", "fulltext_html", "fulltext_pdf"
+]
+# Where a snippet is taken from, first field with a hit wins (the title is in every result).
+_SNIPPET_ORDER: tuple[MatchedField, ...] = (
+    "abstract",
+    "fulltext_html",
+    "fulltext_pdf",
+    "keywords",
+    "institutions",
+    "authors",
+    "source",
+    "title",
+)
+
+
+class LibraryInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=200)
+    year_from: int | None = None
+    year_to: int | None = None
+    document_types: list[str] = Field(default_factory=list)
+    source_tiers: list[str] = Field(default_factory=list)
+    search_id: str | None = Field(default=None, max_length=SEARCH_ID_CHARS)
+    offset: int = Field(0, ge=0)
+    limit: int = Field(20, ge=1, le=100)
+
+
+class LibraryResult(BaseModel):
+    record_ref: str
+    title: str
+    authors: list[str]
+    year: int | None
+    source: str | None
+    document_type: str | None
+    url: str | None
+    score: float = Field(description="BM25 相关度（越大越相关）")
+    matched_fields: list[MatchedField]
+    snippet: str = Field(description="命中处上下文，命中词用【】标出")
+    fulltext: list[Literal["html", "pdf"]] = Field(description="本地保存的全文种类")
+
+
+class LibraryPage(BaseModel):
+    query: str
+    total: int
+    offset: int
+    next_offset: int | None
+    results: list[LibraryResult] = Field(default_factory=list)
+    indexed_papers: int = Field(description="本地索引中的文献数")
+    indexed_fulltexts: int = Field(description="本地保存的全文数")
+
+
+# A PDF wraps Chinese text at the line end: the break is not a word boundary.
+_CJK_WRAP = re.compile(r"(?<=[\u3400-\u9fff\uf900-\ufaff，、；：])[ \t]*\n[ \t]*(?=[\u3400-\u9fff\uf900-\ufaff])")
+
+
+def index_downloaded_pdfs(store: Store, data_dir: Path, clock: Clock) -> int:
+    """Put the text of archived PDFs not indexed yet into the store (and so the index).
+    A file that cannot be read is remembered with an empty text, so it is not retried until
+    its content changes. Returns how many PDFs were read."""
+    done = 0
+    for pending in store.pdfs_to_index():
+        try:
+            text = _CJK_WRAP.sub("", _pdf_text(pending.path, data_dir))
+        except CnkiError as exc:  # moved, not a PDF, unreadable: nothing to index
+            log.info("PDF of %s not indexed: %s", pending.record_ref, exc.code)
+            text = ""
+        store.save_fulltext(pending.record_ref, "pdf", text, clock.now(), sha256=pending.sha256)
+        done += 1
+    return done
+
+
+def _pdf_text(path: str, data_dir: Path) -> str:
+    """The PDF's text up to MAX_TEXT_CHARS, read in pdf_text's largest pieces."""
+    from cnki_mcp.pdf_text import MAX_CHARACTERS, read_pdf_text
+
+    parts: list[str] = []
+    size = 0
+    page: int | None = 1
+    while page is not None and size < MAX_TEXT_CHARS:
+        got = read_pdf_text(path, data_dir, pages=f"{page}-", max_characters=min(MAX_CHARACTERS, MAX_TEXT_CHARS - size))
+        parts.append(got.text)
+        size += len(got.text)
+        page = got.next_page if got.truncated and got.next_page != page else None
+    return "\n\n".join(parts)
+
+
+def _fields(paper: Paper, texts: dict[str, str]) -> dict[MatchedField, str]:
+    return {
+        "title": " ".join(x for x in (paper.title, paper.title_en or "") if x),
+        "keywords": "；".join(paper.keywords),
+        "authors": "；".join(paper.author_names()),
+        "institutions": "；".join(paper.institutions),
+        "source": paper.source or "",
+        "abstract": paper.abstract or paper.excerpt or "",
+        "fulltext_html": texts.get("html", ""),
+        "fulltext_pdf": texts.get("pdf", ""),
+    }
+
+
+def _needles(terms: list[str]) -> list[str]:
+    """What a snippet looks for: each term, and for Latin words each word (FTS5 matched words)."""
+    out: list[str] = []
+    for term in terms:
+        out.append(term)
+        out.extend(w for w in re.findall(r"\w+", term) if w != term)
+    return [n for n in out if n]
+
+
+def _pattern(terms: list[str]) -> re.Pattern[str]:
+    needles = sorted(set(_needles(terms)), key=len, reverse=True)
+    return re.compile("|".join(re.escape(n) for n in needles))
+
+
+def snippet(text: str, terms: list[str], context: int = SNIPPET_CONTEXT) -> str | None:
+    """`context` characters around the first hit of any term, hits marked 【】; None: no hit."""
+    return _snippet(text, _pattern(terms), context)
+
+
+def _snippet(text: str, pattern: re.Pattern[str], context: int = SNIPPET_CONTEXT) -> str | None:
+    folded = normalise(text)
+    if len(folded) != len(text):
+        text = folded  # folding changed lengths: show the folded text so offsets stay right
+    first = pattern.search(folded)
+    if first is None:
+        return None
+    start = max(0, first.start() - context)
+    end = min(len(text), first.end() + context)
+    out: list[str] = []
+    at = start
+    for m in pattern.finditer(folded, start, end):
+        out += [text[at : m.start()], "【", text[m.start() : m.end()], "】"]
+        at = m.end()
+    out.append(text[at:end])
+    body = re.sub(r"\s+", " ", "".join(out)).strip()
+    return ("…" if start > 0 else "") + body + ("…" if end < len(text) else "")
+
+
+def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock) -> LibraryPage:
+    """One page of stored papers matching every term of `inp.query`."""
+    if inp.year_from is not None and inp.year_to is not None and inp.year_from > inp.year_to:
+        raise InvalidInput("year_from 不能大于 year_to", year_from=inp.year_from, year_to=inp.year_to)
+    match, terms = match_expression(inp.query)
+    index_downloaded_pdfs(store, data_dir, clock)
+    filters = LibraryFilters(
+        year_from=inp.year_from,
+        year_to=inp.year_to,
+        document_types=tuple(t.strip() for t in inp.document_types if t.strip()),
+        source_tiers=tuple(t.strip() for t in inp.source_tiers if t.strip()),
+        search_id=inp.search_id,
+    )
+    page = store.library_search(match, filters, inp.offset, inp.limit)
+    papers = store.papers_by_refs(h.record_ref for h in page.hits)
+    every_text = store.fulltexts([h.record_ref for h in page.hits])
+    pattern = _pattern(terms)
+    results: list[LibraryResult] = []
+    for hit in page.hits:
+        paper = papers.get(hit.record_ref)
+        if paper is None:  # pragma: no cover - the index row commits with its paper
+            continue
+        texts = every_text.get(paper.record_ref, {})
+        fields = _fields(paper, texts)
+        matched = [name for name, value in fields.items() if value and pattern.search(normalise(value))]
+        text = next((fields[n] for n in _SNIPPET_ORDER if n in matched), paper.title)
+        results.append(
+            LibraryResult(
+                record_ref=paper.record_ref,
+                title=paper.title,
+                authors=paper.author_names(),
+                year=paper.year,
+                source=paper.source,
+                document_type=paper.doc_type,
+                url=paper.public_url,
+                score=round(-hit.score, 4),
+                matched_fields=matched,
+                snippet=_snippet(text, pattern) or text[: 2 * SNIPPET_CONTEXT],
+                fulltext=sorted(k for k in texts if k in ("html", "pdf")),  # type: ignore[misc]
+            )
+        )
+    end = inp.offset + len(page.hits)
+    docs, kept = store.library_size()
+    return LibraryPage(
+        query=inp.query,
+        total=page.total,
+        offset=inp.offset,
+        next_offset=end if end < page.total else None,
+        results=results,
+        indexed_papers=docs,
+        indexed_fulltexts=kept,
+    )

@@ -1,0 +1,405 @@
+"""The library index: SQLite FTS5 over everything the store keeps (titles, keywords, authors,
+institutions, sources, abstracts, and full texts read with read_online_html or extracted from
+downloaded PDFs), for `search_library` (DESIGN.md §Library search).
+
+Tokenisation is CJK bigrams computed here, in Python, fed to FTS5's `unicode61` tokenizer:
+every run of CJK characters becomes its overlapping bigrams plus its last character alone, Latin
+text stays words. A query term becomes the phrase of its own bigrams, so any substring of two or
+more CJK characters is found through the index, and a one-character term is a prefix query.
+Why bigrams and not the built-in `trigram` tokenizer or a segmenter: docs/benchmarks.md
+§Library search (measured by scripts/bench_library.py).
+
+The index is written inside the same transaction as the paper or text it reflects
+(`index_paper` is called by the papers' writer), and rebuilt when `ANALYZER_VERSION` or the
+schema changes (`ensure_index`, run by `open_database` after the migrations)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from cnki_mcp.errors import InvalidInput, SearchNotFound
+from cnki_mcp.identity import Paper
+from cnki_mcp.identity import source_key as normalise_source
+from cnki_mcp.store.db import StoreBase, to_ts
+
+ANALYZER_VERSION = "bigram-1"
+MAX_TEXT_CHARS = 300_000  # per record and kind: a long thesis is cut, never refused
+RANK_WINDOW = 2_000  # papers ranked together before older matches (see `_windows`)
+TEXTS_KEPT = 5_000  # full texts kept (newest first); older ones leave the store and the index
+TextKind = Literal["html", "pdf"]
+
+FIELDS = ("title", "keywords", "authors", "institutions", "source", "abstract", "fulltext")
+# bm25 column weights, in FIELDS order: a hit in the title counts most, in a full text least.
+WEIGHTS = (10.0, 6.0, 4.0, 2.0, 2.0, 3.0, 1.0)
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002ebef"
+_RUNS = re.compile(f"([{_CJK}]+)")
+_WORD = re.compile(r"\w", re.UNICODE)
+
+
+def normalise(text: str) -> str:
+    """NFKC and case folding: full-width letters and digits become ASCII, Latin lowercase."""
+    if not unicodedata.is_normalized("NFKC", text):
+        text = unicodedata.normalize("NFKC", text)
+    return text.casefold()
+
+
+def analyse(text: str) -> str:
+    """Document text -> the token string stored in the FTS table (space separated)."""
+    out: list[str] = []
+    for i, part in enumerate(_RUNS.split(normalise(text))):
+        if not part:
+            continue
+        if i % 2:  # a CJK run
+            out.extend(part[j : j + 2] for j in range(len(part) - 1))
+            out.append(part[-1])
+        else:
+            out.append(part)
+    return " ".join(out)
+
+
+def _term_phrase(term: str) -> str | None:
+    """One query term -> an FTS5 phrase matching it as a substring (None: nothing indexable)."""
+    parts = [p for p in _RUNS.split(normalise(term))]
+    tokens: list[str] = []
+    prefix = False
+    last = max((i for i, p in enumerate(parts) if p.strip() and (i % 2 or _WORD.search(p))), default=-1)
+    for i, part in enumerate(parts):
+        if not part:
+            continue
+        if i % 2:
+            if len(part) == 1:
+                tokens.append(part)
+                prefix = i == last  # `X*` matches the bigrams starting with X and X alone
+            else:
+                tokens.extend(part[j : j + 2] for j in range(len(part) - 1))
+                if i != last:  # the document has the run's last character alone before Latin text
+                    tokens.append(part[-1])
+        elif _WORD.search(part):
+            tokens.append(part)
+            prefix = False
+    if not tokens:
+        return None
+    phrase = '"' + " ".join(tokens).replace('"', '""') + '"'
+    return phrase + " *" if prefix else phrase
+
+
+def match_expression(query: str) -> tuple[str, list[str]]:
+    """The FTS5 MATCH expression (every term required) and the normalised terms (snippets)."""
+    terms = [t for t in re.split(r"\s+", normalise(query)) if t]
+    phrases: list[str] = []
+    kept: list[str] = []
+    for term in terms:
+        phrase = _term_phrase(term)
+        if phrase is not None:
+            phrases.append(phrase)
+            kept.append(term)
+    if not phrases:
+        raise InvalidInput("检索词中没有可检索的文字", query=query)
+    return " AND ".join(phrases), kept
+
+
+# --- index maintenance (inside the caller's transaction) ------------------------------------
+
+
+def _texts(conn: sqlite3.Connection, record_ref: str) -> str:
+    rows = conn.execute(
+        "SELECT text FROM library_texts WHERE record_ref = ? ORDER BY kind", (record_ref,)
+    ).fetchall()
+    return "\n".join(r[0] for r in rows)
+
+
+def _columns(paper: Paper, fulltext: str) -> tuple[str, ...]:
+    return (
+        " ".join(x for x in (paper.title, paper.title_en or "") if x),
+        " ; ".join(paper.keywords),
+        " ; ".join(paper.author_names()),
+        " ; ".join(paper.institutions),
+        paper.source or "",
+        paper.abstract or paper.excerpt or "",
+        fulltext,
+    )
+
+
+def index_paper(conn: sqlite3.Connection, paper: Paper) -> None:
+    """(Re)index one paper with its stored full texts."""
+    row = conn.execute("SELECT doc_id FROM library_docs WHERE record_ref = ?", (paper.record_ref,)).fetchone()
+    values = (paper.year, paper.doc_type or "", normalise_source(paper.source or ""))
+    if row is None:
+        doc_id = conn.execute(
+            "INSERT INTO library_docs (record_ref, year, doc_type, source_key) VALUES (?, ?, ?, ?)",
+            (paper.record_ref, *values),
+        ).lastrowid
+    else:
+        doc_id = row[0]
+        conn.execute(
+            "UPDATE library_docs SET year = ?, doc_type = ?, source_key = ? WHERE doc_id = ?", (*values, doc_id)
+        )
+        conn.execute("DELETE FROM library_fts WHERE rowid = ?", (doc_id,))
+    columns = [analyse(c) for c in _columns(paper, _texts(conn, paper.record_ref))]
+    conn.execute(
+        f"INSERT INTO library_fts (rowid, {', '.join(FIELDS)}) VALUES (?, {', '.join('?' * len(FIELDS))})",
+        (doc_id, *columns),
+    )
+
+
+def unindex(conn: sqlite3.Connection, record_ref: str) -> None:
+    row = conn.execute("SELECT doc_id FROM library_docs WHERE record_ref = ?", (record_ref,)).fetchone()
+    if row is not None:
+        conn.execute("DELETE FROM library_fts WHERE rowid = ?", (row[0],))
+        conn.execute("DELETE FROM library_docs WHERE doc_id = ?", (row[0],))
+
+
+def absorb_texts(conn: sqlite3.Connection, primary: str, other: str) -> None:
+    """Record `other` was merged into `primary`: its texts move (the primary's own win)."""
+    conn.execute("UPDATE OR IGNORE library_texts SET record_ref = ? WHERE record_ref = ?", (primary, other))
+    conn.execute("DELETE FROM library_texts WHERE record_ref = ?", (other,))
+    unindex(conn, other)
+
+
+def _reindex_ref(conn: sqlite3.Connection, record_ref: str) -> None:
+    row = conn.execute("SELECT data FROM papers WHERE record_ref = ?", (record_ref,)).fetchone()
+    if row is not None:
+        index_paper(conn, Paper.model_validate_json(row[0]))
+
+
+def _meta(conn: sqlite3.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM library_meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else None
+
+
+def ensure_index(conn: sqlite3.Connection, *, force: bool = False) -> bool:
+    """Rebuild the whole index (one transaction) when forced (the schema just migrated), built
+    by another analyzer or never built. Returns whether it rebuilt."""
+    if not force and _meta(conn, "analyzer") == ANALYZER_VERSION:
+        return False
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("DELETE FROM library_fts")
+        conn.execute("DELETE FROM library_docs")
+        for (data,) in conn.execute("SELECT data FROM papers ORDER BY rowid").fetchall():
+            index_paper(conn, Paper.model_validate_json(data))
+        conn.execute("INSERT OR REPLACE INTO library_meta (key, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,))
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return True
+
+
+# --- queries ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryFilters:
+    year_from: int | None = None
+    year_to: int | None = None
+    document_types: tuple[str, ...] = ()
+    source_tiers: tuple[str, ...] = ()  # a tier matches when it contains one of these (case ignored)
+    search_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryHit:
+    record_ref: str
+    score: float  # bm25: lower is better (SQLite's sign); the tool shows its negation
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryPage:
+    total: int
+    hits: list[LibraryHit]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPdf:
+    record_ref: str
+    path: str
+    sha256: str
+
+
+def _tier_sources(conn: sqlite3.Connection, wanted: Sequence[str]) -> list[str]:
+    """Source keys whose stored journal page lists a tier containing one of `wanted`."""
+    needles = [w.strip().upper() for w in wanted if w.strip()]
+    out: list[str] = []
+    for key, data in conn.execute("SELECT source_key, data FROM journals WHERE data IS NOT NULL"):
+        tiers = json.loads(data).get("tiers") or []
+        if any(n in str(t).upper() for t in tiers for n in needles):
+            out.append(key)
+    return out
+
+
+def _count(conn: sqlite3.Connection, body: str, args: list[object]) -> int:
+    return int(conn.execute("SELECT COUNT(*)" + body, args).fetchone()[0])
+
+
+def _ranked(conn: sqlite3.Connection, body: str, args: list[object], limit: int, offset: int) -> list[tuple[int, float]]:
+    score = f"bm25(library_fts, {', '.join(map(str, WEIGHTS))})"
+    sql = f"SELECT library_fts.rowid, {score} AS score" + body + " ORDER BY score, library_fts.rowid LIMIT ? OFFSET ?"
+    return [(int(r[0]), float(r[1])) for r in conn.execute(sql, [*args, max(0, limit), max(0, offset)])]
+
+
+def _windows(
+    conn: sqlite3.Connection, body: str, args: list[object], size: int
+) -> list[tuple[str, list[object], int]]:
+    """A tier as ranking segments: when it holds more than RANK_WINDOW papers, the RANK_WINDOW
+    most recently indexed come first and the older ones after, each segment in bm25 order, so a
+    first page ranks RANK_WINDOW rows, not every match (docs/benchmarks.md §Library search)."""
+    if size <= 0:
+        return []
+    if size <= RANK_WINDOW:
+        return [("", args, size)]
+    boundary = conn.execute(
+        "SELECT library_fts.rowid" + body + " ORDER BY library_fts.rowid DESC LIMIT 1 OFFSET ?",
+        [*args, RANK_WINDOW - 1],
+    ).fetchone()[0]
+    return [
+        (" AND library_fts.rowid >= ?", [*args, boundary], RANK_WINDOW),
+        (" AND library_fts.rowid < ?", [*args, boundary], size - RANK_WINDOW),
+    ]
+
+
+class LibraryMixin(StoreBase):
+    def save_fulltext(
+        self,
+        record_ref: str,
+        kind: TextKind,
+        text: str,
+        observed_at: datetime,
+        *,
+        sha256: str = "",
+        complete: bool = True,
+    ) -> bool:
+        """Keep a full text (cut at MAX_TEXT_CHARS) and reindex its paper, in one transaction.
+        An incomplete text (trial, partial) never replaces a complete one. Only the newest
+        TEXTS_KEPT texts stay. Returns whether the text was written."""
+        body = text[:MAX_TEXT_CHARS]
+        with self._write() as conn:
+            ref = _resolve(conn, record_ref)
+            cur = conn.execute(
+                "INSERT INTO library_texts (record_ref, kind, text, sha256, complete, chars, observed_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(record_ref, kind) DO UPDATE SET text = excluded.text,"
+                " sha256 = excluded.sha256, complete = excluded.complete, chars = excluded.chars,"
+                " observed_at = excluded.observed_at WHERE excluded.complete = 1 OR library_texts.complete = 0",
+                (ref, kind, body, sha256, int(complete), len(body), to_ts(observed_at)),
+            )
+            written = cur.rowcount > 0
+            old = conn.execute(
+                "SELECT record_ref, kind FROM library_texts ORDER BY observed_at DESC, rowid DESC LIMIT -1 OFFSET ?",
+                (TEXTS_KEPT,),
+            ).fetchall()
+            for old_ref, old_kind in old:
+                conn.execute("DELETE FROM library_texts WHERE record_ref = ? AND kind = ?", (old_ref, old_kind))
+            for changed in {ref, *(r for r, _ in old)}:
+                _reindex_ref(conn, changed)
+            return written
+
+    def fulltexts(self, refs: Sequence[str]) -> dict[str, dict[str, str]]:
+        """The stored, non-empty full texts of these papers: ref -> kind (`html`, `pdf`) -> text."""
+        out: dict[str, dict[str, str]] = {}
+        if not refs:
+            return out
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT record_ref, kind, text FROM library_texts WHERE chars > 0 AND record_ref IN"
+                f" ({','.join('?' * len(refs))})",
+                list(refs),
+            ).fetchall()
+        for ref, kind, text in rows:
+            out.setdefault(ref, {})[kind] = text
+        return out
+
+    def pdfs_to_index(self) -> list[PendingPdf]:
+        """Archived PDFs whose text is not in the index yet (or whose file changed)."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT d.record_ref, d.path, d.sha256 FROM downloads d LEFT JOIN library_texts t"
+                " ON t.record_ref = d.record_ref AND t.kind = 'pdf'"
+                " WHERE d.format = 'pdf' AND (t.sha256 IS NULL OR t.sha256 != d.sha256) ORDER BY d.observed_at"
+            ).fetchall()
+        return [PendingPdf(r[0], r[1], r[2]) for r in rows]
+
+    def library_search(self, match: str, filters: LibraryFilters, offset: int, limit: int) -> LibraryPage:
+        """One page of papers matching the FTS5 expression `match`: first those with every term
+        in the title or keywords, then the others, bm25 order within each tier. The tiers keep
+        a common term cheap: bm25 is computed for the rows of the tiers the page reaches, not
+        for every match (docs/benchmarks.md §Library search)."""
+        where = ["library_fts MATCH ?"]
+        args: list[object] = [match]
+        with self._read() as conn:
+            if filters.search_id is not None:
+                if conn.execute("SELECT 1 FROM searches WHERE search_id = ?", (filters.search_id,)).fetchone() is None:
+                    raise SearchNotFound(search_id=filters.search_id)
+                where.append(
+                    "d.record_ref IN (SELECT COALESCE(a.record_ref, s.record_ref) FROM search_results s"
+                    " LEFT JOIN paper_aliases a ON a.old_ref = s.record_ref WHERE s.search_id = ?)"
+                )
+                args.append(filters.search_id)
+            if filters.year_from is not None:
+                where.append("d.year >= ?")
+                args.append(filters.year_from)
+            if filters.year_to is not None:
+                where.append("d.year <= ?")
+                args.append(filters.year_to)
+            if filters.document_types:
+                where.append(f"d.doc_type IN ({','.join('?' * len(filters.document_types))})")
+                args.extend(filters.document_types)
+            if filters.source_tiers:
+                keys = _tier_sources(conn, filters.source_tiers)
+                if not keys:
+                    return LibraryPage(0, [])
+                where.append(f"d.source_key IN ({','.join('?' * len(keys))})")
+                args.extend(keys)
+            # Without a filter the FTS table answers alone (no join per matching row).
+            joined = len(where) > 1
+            body = (
+                " FROM library_fts JOIN library_docs d ON d.doc_id = library_fts.rowid" if joined else " FROM library_fts"
+            ) + " WHERE " + " AND ".join(where)
+            head = f"{{title keywords}} : ({match})"
+            try:
+                total = _count(conn, body, args)
+                in_head = _count(conn, body, [head, *args[1:]]) if total else 0
+                tiers = [([head, *args[1:]], in_head), ([f"({match}) NOT {head}", *args[1:]], total - in_head)]
+                rows: list[tuple[int, float]] = []
+                start = 0
+                for tier_args, tier_size in tiers:
+                    # a tier the page does not reach costs nothing (no window boundary)
+                    if len(rows) < limit and offset < start + tier_size:
+                        for seg_where, seg_args, size in _windows(conn, body, tier_args, tier_size):
+                            if len(rows) < limit and offset < start + size:
+                                skip = max(0, offset - start)
+                                rows += _ranked(conn, body + seg_where, seg_args, limit - len(rows), skip)
+                            start += size
+                    else:
+                        start += tier_size
+            except sqlite3.OperationalError as exc:  # an expression FTS5 refuses
+                raise InvalidInput("检索词无法解析", reason=str(exc)) from exc
+            refs = dict(
+                conn.execute(
+                    f"SELECT doc_id, record_ref FROM library_docs WHERE doc_id IN ({','.join('?' * len(rows))})",
+                    [r[0] for r in rows],
+                ).fetchall()
+            )
+        return LibraryPage(total, [LibraryHit(refs[r[0]], float(r[1])) for r in rows if r[0] in refs])
+
+    def library_size(self) -> tuple[int, int]:
+        """(papers indexed, full texts kept)."""
+        with self._read() as conn:
+            docs = int(conn.execute("SELECT COUNT(*) FROM library_docs").fetchone()[0])
+            # `chars`, not the text: counting must not read every stored full text
+            texts = int(conn.execute("SELECT COUNT(*) FROM library_texts WHERE chars > 0").fetchone()[0])
+        return docs, texts
+
+
+def _resolve(conn: sqlite3.Connection, ref: str) -> str:
+    from cnki_mcp.store.papers import _resolve as resolve
+
+    return resolve(conn, ref)
+

@@ -1,0 +1,282 @@
+"""search_library over a real Store: the FTS index follows every store write (papers, merges,
+full texts, downloaded PDFs), CJK substrings of any length, filters, bm25 order, snippets and
+paging, bounded full texts, the rebuild on analyzer change and the migration of a store written
+by the release before the index (tests/fixtures/store-schema2.sqlite3)."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.models import Author, GridRow, JournalPage, NativeId
+from cnki_mcp.pipeline.library import LibraryInput, LibraryPage, search_library, snippet
+from cnki_mcp.sim.corpus import Corpus
+from cnki_mcp.sim.pages.files import pdf_bytes
+from cnki_mcp.store import SearchEvidence, Store, file_sha256
+from cnki_mcp.store import library as library_index
+from tests.paper_samples import sample_detail
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "store-schema2.sqlite3"
+
+
+def row(title: str, filename: str, **kw: object) -> GridRow:
+    base: dict[str, object] = {
+        "title": title,
+        "authors": ["王明"],
+        "source": "法学研究",
+        "year": 2021,
+        "doc_type": "期刊",
+        "native": NativeId(dbname="CJFDLAST2021", filename=filename),
+        "detail_url": f"https://kns.cnki.net/kcms2/article/abstract?v={filename}",
+    }
+    base.update(kw)
+    return GridRow.model_validate(base)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(wall=T0)
+
+
+@pytest.fixture
+def store(tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
+    s = Store.open(tmp_path / "data", clock)
+    yield s
+    s.close()
+
+
+def find(store: Store, query: str, clock: FakeClock, **kw: object) -> LibraryPage:
+    return search_library(store, LibraryInput(query=query, **kw), store.data_dir, clock)  # type: ignore[arg-type]
+
+
+def titles(page: LibraryPage) -> list[str]:
+    return [r.title for r in page.results]
+
+
+def code_of(fn: object, *args: object, **kw: object) -> str:
+    with pytest.raises(CnkiError) as info:
+        fn(*args, **kw)  # type: ignore[operator]
+    return info.value.code
+
+
+def test_grid_rows_are_found_by_cjk_substrings_of_one_two_and_more_characters(
+    store: Store, clock: FakeClock
+) -> None:
+    store.upsert_from_grid(
+        [row("违约金过高时的司法酌减规则研究", "A1"), row("深度学习在医学影像中的应用", "A2", authors=["张三"])], T0
+    )
+    assert titles(find(store, "违约金", clock)) == ["违约金过高时的司法酌减规则研究"]
+    assert titles(find(store, "酌减", clock)) == ["违约金过高时的司法酌减规则研究"]
+    assert titles(find(store, "用", clock)) == ["深度学习在医学影像中的应用"]  # last character of a title
+    assert titles(find(store, "则", clock)) == ["违约金过高时的司法酌减规则研究"]
+    assert titles(find(store, "影像 深度", clock)) == ["深度学习在医学影像中的应用"]  # every term, any order
+    assert titles(find(store, "张三", clock)) == ["深度学习在医学影像中的应用"]
+    assert find(store, "违约 影像", clock).total == 0
+    assert find(store, "金额", clock).total == 0  # the characters, never in this order
+
+
+def test_latin_and_mixed_terms_fold_case_and_width(store: Store, clock: FakeClock) -> None:
+    store.upsert_from_grid([row("基于BERT模型的ＡＩ合同审查", "B1")], T0)
+    for query in ("bert", "BERT模型", "ai合同", "bert模"):
+        assert find(store, query, clock).total == 1, query
+    assert find(store, "ber", clock).total == 0  # Latin text matches whole words
+
+
+def test_detail_page_fields_enter_the_index_when_stored(store: Store, clock: FakeClock) -> None:
+    [listed] = store.upsert_from_grid(
+        [row("深度学习在医学影像中的应用", "JSJX202403001", source="计算机学报", authors=["张三"])], T0
+    )
+    assert find(store, "卷积网络", clock).total == 0
+    detail = sample_detail(
+        native=NativeId(dbcode="CJFD", filename="JSJX202403001"),
+        abstract="提出一种卷积网络的分割方法",
+        keywords=["图像分割"],
+        institutions=["清华大学自动化系"],
+    )
+    store.upsert_from_detail(detail, "https://kns.cnki.net/x", T0, expected_ref=listed.record_ref)
+    page = find(store, "卷积网络", clock)
+    assert [r.record_ref for r in page.results] == [listed.record_ref]
+    assert page.results[0].matched_fields == ["abstract"]
+    assert page.results[0].snippet == "提出一种【卷积网络】的分割方法"
+    assert find(store, "清华大学", clock).results[0].matched_fields == ["institutions"]
+    assert find(store, "图像分割", clock).total == 1
+
+
+def test_full_texts_are_indexed_and_an_incomplete_one_never_replaces_a_complete_one(
+    store: Store, clock: FakeClock
+) -> None:
+    [paper] = store.upsert_from_grid([row("合同解除研究", "C1")], T0)
+    assert store.save_fulltext(paper.record_ref, "html", "第一章 引言。情势变更原则的适用。", T0)
+    hit = find(store, "情势变更", clock).results[0]
+    assert hit.matched_fields == ["fulltext_html"] and hit.fulltext == ["html"]
+    assert hit.snippet == "第一章 引言。【情势变更】原则的适用。"
+    assert not store.save_fulltext(paper.record_ref, "html", "试读：不可抗力", T0, complete=False)
+    assert find(store, "不可抗力", clock).total == 0 and find(store, "情势变更", clock).total == 1
+    # a list row seen again later re-indexes the paper and keeps its full text
+    store.upsert_from_grid([row("合同解除研究", "C1", cited=9)], T0 + timedelta(days=1))
+    assert find(store, "情势变更", clock).total == 1
+
+
+def test_full_texts_are_bounded_oldest_first(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(library_index, "TEXTS_KEPT", 2)
+    monkeypatch.setattr(library_index, "MAX_TEXT_CHARS", 20)
+    papers = store.upsert_from_grid([row(f"论文{i}", f"D{i}") for i in range(3)], T0)
+    for i, p in enumerate(papers):
+        store.save_fulltext(p.record_ref, "html", f"正文内容第{i}篇" + "长" * 30 + "尾巴", T0 + timedelta(minutes=i))
+    assert find(store, "正文内容", clock).total == 2
+    assert find(store, "第0篇", clock).total == 0  # the oldest left the store and the index
+    assert find(store, "尾巴", clock).total == 0  # cut at MAX_TEXT_CHARS
+    assert store.library_size() == (3, 2)
+
+
+def test_merged_records_leave_one_index_entry_with_both_texts(store: Store, clock: FakeClock) -> None:
+    [a] = store.upsert_from_grid([row("同一篇论文的题名", "", native=NativeId(), authors=["甲"], year=2020)], T0)
+    store.save_fulltext(a.record_ref, "html", "只有第一条记录读过的全文", T0)
+    detail = sample_detail(
+        title="同一篇论文的题名", authors=[Author(name="甲")], source="法学研究", year=2020,
+        native=NativeId(dbcode="CJFD", filename="E1"), doi=None, abstract="摘要",
+    )  # fmt: skip
+    merged = store.upsert_from_detail(detail, "https://kns.cnki.net/y", T0, expected_ref=a.record_ref)
+    page = find(store, "题名", clock)
+    assert page.total == 1 and page.results[0].record_ref == merged.record_ref
+    assert find(store, "读过的全文", clock).total == 1
+    with sqlite3.connect(store.path) as conn:
+        docs = conn.execute("SELECT COUNT(*) FROM library_docs").fetchone()[0]
+        papers = conn.execute("SELECT COUNT(*) FROM papers").fetchone()[0]
+    assert docs == papers
+
+
+def test_bm25_puts_a_title_hit_before_a_full_text_hit(store: Store, clock: FakeClock) -> None:
+    body, title, *_ = store.upsert_from_grid(
+        [row("物权法总论", "F1"), row("论违约金的酌减", "F2"), *(row(f"其他{i}", f"F{i + 3}") for i in range(4))], T0
+    )
+    store.save_fulltext(body.record_ref, "html", "……违约金……" * 3, T0)
+    page = find(store, "违约金", clock)
+    assert [r.record_ref for r in page.results] == [title.record_ref, body.record_ref]
+    assert page.results[0].score > page.results[1].score
+
+
+def test_filters_year_document_type_source_tier_and_search_id(store: Store, clock: FakeClock) -> None:
+    papers = store.upsert_from_grid(
+        [
+            row("违约金研究一", "G1", year=2015, source="法学研究"),
+            row("违约金研究二", "G2", year=2020, source="法学研究"),
+            row("违约金研究三", "G3", year=2022, doc_type="硕士", source="某大学"),
+        ],
+        T0,
+    )
+    store.save_journal("法学研究", JournalPage(name="法学研究", tiers=["CSSCI", "北大核心"]), "present", T0)
+    assert sorted(titles(find(store, "违约金", clock, year_from=2016))) == ["违约金研究三", "违约金研究二"]
+    assert titles(find(store, "违约金", clock, year_from=2016, year_to=2021)) == ["违约金研究二"]
+    assert titles(find(store, "违约金", clock, document_types=["硕士"])) == ["违约金研究三"]
+    assert find(store, "违约金", clock, source_tiers=["cssci"]).total == 2
+    assert find(store, "违约金", clock, source_tiers=["EI"]).total == 0
+    store.save_search("sch_1", "q", {}, "fp", "completed", T0)
+    store.save_evidence("sch_1", [SearchEvidence(papers[2].record_ref, rank=1)])
+    assert titles(find(store, "违约金", clock, search_id="sch_1")) == ["违约金研究三"]
+    assert code_of(find, store, "违约金", clock, search_id="sch_none") == "SEARCH_NOT_FOUND"
+    assert code_of(find, store, "违约金", clock, year_from=2022, year_to=2020) == "INVALID_ARGUMENT"
+    assert code_of(find, store, "，。！", clock) == "INVALID_ARGUMENT"
+
+
+def test_paging_walks_every_hit_once(store: Store, clock: FakeClock) -> None:
+    store.upsert_from_grid([row(f"民法典第{i}编的解释", f"H{i}") for i in range(7)], T0)
+    seen: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = find(store, "民法典", clock, offset=offset, limit=3)
+        assert page.total == 7
+        seen.extend(r.record_ref for r in page.results)
+        offset = page.next_offset
+    assert len(seen) == len(set(seen)) == 7
+
+
+def test_downloaded_pdf_text_is_indexed_on_the_next_search(store: Store, clock: FakeClock) -> None:
+    record = next(r for r in Corpus.load().records if r.fulltext)
+    [paper] = store.upsert_from_grid([row(record.title, "P1")], T0)
+    path = store.data_dir / "downloads" / "p1.pdf"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pdf_bytes(record))
+    store.record_download(paper.record_ref, "pdf", path, file_sha256(path), path.stat().st_size, T0)
+    words = next(s.text for s in record.fulltext if len(s.text) > 80)[30:60]  # spans wrapped PDF lines
+    page = find(store, words, clock)
+    assert [r.record_ref for r in page.results] == [paper.record_ref]
+    assert "fulltext_pdf" in page.results[0].matched_fields and page.results[0].fulltext == ["pdf"]
+    assert store.pdfs_to_index() == []  # read once, not on every search
+
+
+def test_snippet_marks_every_hit_in_the_window() -> None:
+    assert snippet("甲乙丙违约金丁戊违约金", ["违约金"], context=2) == "…乙丙【违约金】丁戊…"
+    assert snippet("违约金丁违约金", ["违约金"], context=4) == "【违约金】丁【违约金】"
+    assert snippet("无关内容", ["违约金"]) is None
+
+
+def test_store_written_by_the_previous_release_is_migrated_and_indexed(tmp_path: Path, clock: FakeClock) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copyfile(FIXTURE, data / "cnki.sqlite3")
+    with sqlite3.connect(data / "cnki.sqlite3") as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        before = conn.execute("SELECT record_ref, data FROM papers ORDER BY record_ref").fetchall()
+    with Store.open(data, clock) as store:
+        assert store.notices == []  # migrated, not set aside
+        page = find(store, "违约金", clock)
+        assert titles(page) == ["违约金过高时的司法酌减规则研究"]
+        assert "abstract" in page.results[0].matched_fields and "keywords" in page.results[0].matched_fields
+        assert find(store, "违约金", clock, source_tiers=["CSSCI"], search_id="sch_0000000000000001").total == 1
+        assert titles(find(store, "合同", clock, document_types=["硕士"])) == ["合同解除与损害赔偿"]
+        assert store.library_size() == (3, 0)
+    with sqlite3.connect(data / "cnki.sqlite3") as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("SELECT record_ref, data FROM papers ORDER BY record_ref").fetchall() == before
+
+
+def test_index_built_by_another_analyzer_is_rebuilt_at_open(tmp_path: Path, clock: FakeClock) -> None:
+    with Store.open(tmp_path / "data", clock) as store:
+        store.upsert_from_grid([row("违约金过高时的司法酌减规则研究", "R1")], T0)
+    with sqlite3.connect(tmp_path / "data" / "cnki.sqlite3") as conn:
+        conn.execute("DELETE FROM library_fts")
+        conn.execute("UPDATE library_meta SET value = 'older' WHERE key = 'analyzer'")
+    with Store.open(tmp_path / "data", clock) as store:
+        assert find(store, "酌减", clock).total == 1
+
+
+def test_title_and_keyword_hits_come_first_and_paging_crosses_the_tiers_once(store: Store, clock: FakeClock) -> None:
+    in_title = store.upsert_from_grid([row(f"违约金问题{i}", f"T{i}") for i in range(3)], T0)
+    in_text = store.upsert_from_grid([row(f"其他论文{i}", f"U{i}") for i in range(4)], T0)
+    for p in in_text:
+        store.save_fulltext(p.record_ref, "html", "正文提到违约金。" * 5, T0)
+    seen: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = find(store, "违约金", clock, offset=offset, limit=2)
+        seen.extend(r.record_ref for r in page.results)
+        offset = page.next_offset
+    assert set(seen[:3]) == {p.record_ref for p in in_title}
+    assert sorted(seen[3:]) == sorted(p.record_ref for p in in_text)
+
+
+def test_large_tiers_rank_the_newest_window_first_and_paging_still_sees_every_hit_once(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(library_index, "RANK_WINDOW", 3)
+    papers = store.upsert_from_grid([row(f"违约金问题研究之{i}", f"W{i}") for i in range(8)], T0)
+    seen: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = find(store, "违约金", clock, offset=offset, limit=2)
+        assert page.total == 8
+        seen.extend(r.record_ref for r in page.results)
+        offset = page.next_offset
+    assert sorted(seen) == sorted(p.record_ref for p in papers)
+    assert set(seen[:3]) == {p.record_ref for p in papers[-3:]}  # the newest window comes first
