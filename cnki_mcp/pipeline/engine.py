@@ -106,6 +106,11 @@ class SearchEngine:
             if not is_fatal(exc):
                 raise
             failure = exc
+        except asyncio.CancelledError:
+            # The operation's watchdog ended its active time (jobs.py): finish with what we have.
+            failure = ctx.deadline_error
+            if failure is None:
+                raise
         ctx.checkpoint(st.to_json())
         summary = self.finish(st, ctx, failure)
         if failure is not None:
