@@ -205,8 +205,10 @@ class SearchEngine:
             return
         requests = [self._request(st, c, st.coverage_of(c.id).pages + 1) for c in channels]
         outcomes = await asyncio.gather(
-            *(self.backend.grid(r, op=ctx) for r in requests), return_exceptions=True
+            *(self._page(st, ctx, c, r) for c, r in zip(channels, requests, strict=True)),
+            return_exceptions=True,
         )
+        st.landed.clear()
         stop: BaseException | None = None
         for channel, outcome in zip(channels, outcomes, strict=True):
             entry = st.coverage_of(channel.id)
@@ -221,9 +223,22 @@ class SearchEngine:
         if stop is not None:
             raise stop
 
-    def _collect(
-        self, st: SearchState, channel: Channel, entry: CoverageEntry, grid: GridPage, feedback: bool
-    ) -> None:
+    async def _page(
+        self, st: SearchState, ctx: OperationContext, channel: Channel, request: GridRequest
+    ) -> GridPage:
+        """One channel's page of a round. Committed when observed: the rows go to the store and the
+        page to the checkpoint at once, so a round cut short (the watchdog, a crash) loses no
+        observation and `continue` does not ask for the page again (docs/reliability.md)."""
+        landed = st.landed.get(channel.id)
+        if landed is not None and landed.get("page") == request.page:
+            return GridPage.model_validate(landed["grid"])
+        grid = await self.backend.grid(request, op=ctx)
+        self._kept_papers(st, grid)
+        st.landed[channel.id] = {"page": request.page, "grid": grid.model_dump(mode="json")}
+        ctx.checkpoint(st.to_json())
+        return grid
+
+    def _kept_papers(self, st: SearchState, grid: GridPage) -> tuple[list[tuple[int, Any]], list[Paper]]:
         y0, y1 = st.input.get("year_from") or 0, st.input.get("year_to") or 0
         kept: list[tuple[int, Any]] = []
         for i, row in enumerate(grid.rows):
@@ -233,6 +248,12 @@ class SearchEngine:
         papers = self.store.upsert_from_grid(
             [row for _, row in kept], self.clock.now(), public_origins=self.public_origins
         )
+        return kept, papers
+
+    def _collect(
+        self, st: SearchState, channel: Channel, entry: CoverageEntry, grid: GridPage, feedback: bool
+    ) -> None:
+        kept, papers = self._kept_papers(st, grid)
         seen = set(st.refs)
         for (index, _), paper in zip(kept, papers, strict=True):
             ref = paper.record_ref

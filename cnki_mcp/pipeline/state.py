@@ -29,6 +29,7 @@ CHECKPOINT_KEYS = (
     "feedback_pool",
     "finished",
     "cursors",
+    "landed",
 )
 
 
@@ -91,6 +92,10 @@ class SearchState:
     # channel id -> the `turnpage` cursor of its next page (the last page's `GridPage.turnpage`),
     # so a search continued in another process asks CNKI for no page twice. Internal only.
     cursors: dict[str, str] = field(default_factory=dict)
+    # channel id -> {"page": n, "grid": GridPage JSON}: pages of the round in progress that were
+    # answered before the round ended (a deadline or a crash cut it short); the round resumes with
+    # them instead of asking CNKI again. Emptied when the round is merged. Internal only.
+    landed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def channels(self) -> list[Channel]:
@@ -128,6 +133,7 @@ class SearchState:
             "feedback_pool": list(self.feedback_pool),
             "finished": self.finished,
             "cursors": dict(self.cursors),
+            "landed": dict(self.landed),
         }
 
     @classmethod
@@ -150,4 +156,5 @@ class SearchState:
             feedback_pool=list(data.get("feedback_pool") or []),
             finished=bool(data.get("finished")),
             cursors={str(k): str(v) for k, v in (data.get("cursors") or {}).items() if v},
+            landed={str(k): dict(v) for k, v in (data.get("landed") or {}).items()},
         )
