@@ -63,6 +63,16 @@ def kept_failures(sim: SimServer, entries: list[Any], db: Path, cut: int) -> lis
     return [f"details observed but not stored: {lost[:5]}"] if lost else []
 
 
+async def crash_browser_at(sim: SimServer, services: Any, at: int, crashed: list[int]) -> None:
+    """SIGKILL the browser once the simulator has logged `at` requests (a browser crash)."""
+    while len(sim.requests) < at:
+        await asyncio.sleep(0.05)  # polling the request log for the crash point
+    pid = services.host.status()["process_id"]
+    if pid:
+        crashed.append(len(sim.requests))
+        os.kill(int(pid), signal.SIGKILL)
+
+
 async def test_seeded_scenarios_in_real_chromium_keep_every_invariant(
     tmp_path: Path, browser_executable: str
 ) -> None:
@@ -71,7 +81,7 @@ async def test_seeded_scenarios_in_real_chromium_keep_every_invariant(
     failed: dict[int, list[str]] = {}
     faults: Counter[str] = Counter()
     statuses: Counter[str] = Counter()
-    checks = requests = continues = 0
+    checks = requests = continues = crashes = 0
     old_cwd = Path.cwd()
     sandbox = tmp_path / "cwd"
     sandbox.mkdir()
@@ -79,7 +89,7 @@ async def test_seeded_scenarios_in_real_chromium_keep_every_invariant(
     try:
         with SimServer().start() as sim:
             settings = sim_settings(data_dir, sim.origin, browser_executable, max_inflight=3)
-            async with in_memory_server(settings) as (client, _services):
+            async with in_memory_server(settings) as (client, services):
 
                 async def call(tool: str, args: dict[str, Any]) -> dict[str, Any]:
                     result = await client.call_tool(tool, args)
@@ -91,9 +101,21 @@ async def test_seeded_scenarios_in_real_chromium_keep_every_invariant(
                     sim.set_scenario(draw_scenario(seed))
                     sim.log.clear()
                     problems: list[str] = []
-                    record = await wait_op(call, await call("search", draw_search(seed)))
+                    crashed: list[int] = []
+                    rng = random.Random(seed * 17 + 5)
+                    crash = None
+                    if rng.random() < 0.3:
+                        crash = asyncio.create_task(
+                            crash_browser_at(sim, services, rng.randint(3, 12), crashed)
+                        )
+                    try:
+                        record = await wait_op(call, await call("search", draw_search(seed)))
+                    finally:
+                        if crash is not None:
+                            crash.cancel()
+                    crashes += len(crashed)
                     problems += budget_failures(record)
-                    cuts = []
+                    cuts = [position(sim.requests, at) for at in crashed]
                     if any(e["code"] == "BUDGET_EXHAUSTED" for e in record["errors"]):
                         # cut by its budget: continue once; nothing answered may be asked again
                         cuts.append(position(sim.requests, len(sim.requests)))
@@ -105,7 +127,7 @@ async def test_seeded_scenarios_in_real_chromium_keep_every_invariant(
                         continues += 1
                     entries = sim.requests
                     problems += repeat_failures(entries, cuts)
-                    problems += kept_failures(sim, entries, data_dir / DB, len(entries))
+                    problems += kept_failures(sim, entries, data_dir / DB, min([len(entries), *crashed]))
                     problems += integrity_failures(data_dir / DB)
                     checks += 5
                     statuses[record["status"]] += 1
@@ -124,9 +146,10 @@ async def test_seeded_scenarios_in_real_chromium_keep_every_invariant(
             "tier": "browser",
             "runs": len(seeds),
             "continues": continues,
+            "browser_crashes": crashes,
             "requests": requests,
-            "faults_injected": sum(faults.values()),
-            "faults_by_kind": dict(sorted(faults.items())),
+            "faults_injected": sum(faults.values()) + crashes,
+            "faults_by_kind": {**dict(sorted(faults.items())), "browser_crash": crashes},
             "statuses": dict(statuses),
             "invariant_checks": checks,
             "failures": len(failed),
