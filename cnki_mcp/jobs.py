@@ -85,6 +85,7 @@ CONTINUE_DEFAULT_REQUESTS = 200
 CONTINUE_DEFAULT_SECONDS = 300.0
 # After the watchdog cancels a runner, how long it may take to hand in its result so far.
 WATCHDOG_GRACE_SECONDS = 5.0
+WATCHDOG_MIN_SLEEP = 0.001
 WATCHDOG_PAUSED_LOOK_SECONDS = 60.0  # used up while awaiting the person: look again at least this often
 
 
@@ -368,7 +369,8 @@ class JobManager:
         while not live.done.is_set():
             left = budget.timeout_seconds - budget.active_seconds
             if left > 0:
-                await self._clock.sleep(left)
+                # at least 1 ms: a float remainder too small to move the clock would never end the sleep
+                await self._clock.sleep(max(left, WATCHDOG_MIN_SLEEP))
             elif budget.running:
                 break
             else:  # used up while the person works: stopped once the operation runs again

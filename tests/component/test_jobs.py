@@ -773,3 +773,29 @@ async def test_continue_after_the_watchdog_gets_a_fresh_deadline(env: Any) -> No
     assert sorted(backend.log) == [1, 2, 3, 4, 4, 5, 6, 7, 8, 9, 10]
     assert first.result["items"] == ["p1-a", "p1-b", "p2-a", "p2-b", "p3-a", "p3-b"]
     assert done.active_seconds <= 103.5
+
+
+@pytest.mark.parametrize("timeout", [0.3, 0.7, 12.345])
+async def test_watchdog_ends_the_operation_when_a_float_remainder_is_below_the_clocks_resolution(
+    timeout: float,
+) -> None:
+    """Found by the chaos suite (seed 175): active time landing a hair below the budget left a
+    remainder too small to move the clock, and the watchdog slept 0 s for ever."""
+    clock = FakeClock(start=123_456.789)
+    manager = JobManager(clock, MemorySink())
+    never = asyncio.Event()
+
+    async def runner(ctx: OperationContext) -> str:
+        await clock.sleep(0.1)
+        await never.wait()
+        return "unreachable"
+
+    job = manager.start(OperationKind.SEARCH, runner, BudgetSpec(max_requests=5, timeout_seconds=timeout))
+    try:
+        async with asyncio.timeout(30):  # bounds a spin; never a timing assertion
+            [record] = await clock.run_until_complete(job.finish())
+        assert record.status is OperationStatus.PARTIAL
+        assert record.errors[0].code == "BUDGET_EXHAUSTED"
+        assert record.active_seconds == pytest.approx(timeout, abs=0.002)
+    finally:
+        await manager.shutdown()
