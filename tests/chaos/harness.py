@@ -179,6 +179,8 @@ class ChaosSite(SimSite):
             self._kill()  # synchronous: the store is gone before anything else runs
             raise Killed()
         async with self.limiter.slot(budget=op):
+            if self.killed:  # a dead process's queued request is never sent
+                await self._dead.wait()
             if key in self.ledger.answered:
                 self.ledger.repeats.append(key)
             self.ledger.sent.append(key)
