@@ -72,13 +72,16 @@ def budget_failures(record: dict[str, Any]) -> list[str]:
     return out
 
 
-def repeat_failures(entries: list[LogEntry], cuts: list[int]) -> list[str]:
-    """Keys asked again after a content answer, except answers in flight at a cut (`cuts`: log
-    positions where a run was cut: a watchdog stop or a kill)."""
+def repeat_failures(entries: list[LogEntry], cuts: list[int | tuple[int, int]]) -> list[str]:
+    """Keys asked again after a content answer, except answers in flight at a cut. `cuts`: log
+    positions where a run was cut (a watchdog stop, a browser crash), or (kill, restart) position
+    pairs: after a SIGKILL the dead server's browser may still send what it was told to until the
+    new server starts, and no such answer is ever observed."""
     log = without_captures(entries)
     in_flight: set[int] = set()
     for cut in cuts:
-        in_flight.update(range(max(0, cut - MAX_INFLIGHT), cut))
+        start, end = cut if isinstance(cut, tuple) else (cut, cut)
+        in_flight.update(range(max(0, start - MAX_INFLIGHT), end))
     answered: dict[Any, int] = {}
     out: list[str] = []
     for index, entry in enumerate(log):
@@ -86,7 +89,10 @@ def repeat_failures(entries: list[LogEntry], cuts: list[int]) -> list[str]:
         if key is None:
             continue
         if key in answered:
-            out.append(f"{key} asked again (first answered at #{answered[key]}, again at #{index})")
+            history = [(i, e.method, e.status, e.fault) for i, e in enumerate(log) if request_key(e) == key]
+            out.append(
+                f"{key} asked again (first answered at #{answered[key]}, again at #{index}): {history}"
+            )
             continue
         if entry.status == 200 and entry.fault is None and index not in in_flight:
             answered[key] = index

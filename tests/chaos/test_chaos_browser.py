@@ -200,6 +200,7 @@ async def test_server_killed_at_a_random_request_restarts_and_continues_keeping_
             cut_raw = len(sim.requests)
             details_at_kill = stored_details(data_dir / DB)
             second = await StdioServer(env, sandbox).start()
+            restart_raw = len(sim.requests)  # the dead server's browser may have sent more until now
             try:
                 status = await second.call("operation_status", {"operation_id": op_id})
                 if status["status"] == "interrupted":
@@ -211,7 +212,13 @@ async def test_server_killed_at_a_random_request_restarts_and_continues_keeping_
             finally:
                 await second.stop()
             entries = sim.requests
-            problems += repeat_failures(entries, [position(entries, cut_raw)])
+            problems += repeat_failures(
+                entries, [(position(entries, cut_raw), position(entries, restart_raw))]
+            )
+            if os.environ.get("CNKI_CHAOS_DEBUG"):
+                print("cut", position(entries, cut_raw), cut_raw)
+                for i, e in enumerate(entries):
+                    print(i, e.method, e.path, e.status, e.fault, e.params.get("id"), round(e.t, 3))
             problems += kept_failures(sim, entries[:cut_raw], data_dir / DB, cut_raw)
             if not details_at_kill <= stored_details(data_dir / DB):
                 problems.append("a detail stored before the kill was lost")
