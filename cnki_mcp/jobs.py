@@ -4,6 +4,12 @@ and progress, a request and active-time budget, errors and a checkpoint (stored,
 cancels, continues searches with more budget from their checkpoint, resumes human steps and, after
 a restart, marks what was left unfinished as `interrupted`.
 
+Budgets hold by construction (docs/reliability.md): every operation has a watchdog on the injected
+clock that ends it when its active time (time awaiting the person excluded) reaches
+`timeout_seconds`, whatever the runner is awaiting. The runner is cancelled; a runner that turns
+the cancellation into its result so far (`OperationContext.deadline_error`) ends `partial` with it;
+one that does not stop within `WATCHDOG_GRACE_SECONDS` is finished without it.
+
 Persistence goes through the `OperationSink` protocol (the SQLite store implements it; `MemorySink`
 is the in-memory one). The human gate reaches the manager through `HumanControl`."""
 
@@ -20,6 +26,7 @@ from pydantic import BaseModel
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import (
+    BudgetExhausted,
     CnkiError,
     ContinueUnavailable,
     OperationBusy,
@@ -76,6 +83,10 @@ CANCEL_WAIT_SECONDS = 5.0
 RESUME_WAIT_SECONDS = 3.0
 CONTINUE_DEFAULT_REQUESTS = 200
 CONTINUE_DEFAULT_SECONDS = 300.0
+# After the watchdog cancels a runner, how long it may take to hand in its result so far.
+WATCHDOG_GRACE_SECONDS = 5.0
+WATCHDOG_MIN_SLEEP = 0.001
+WATCHDOG_PAUSED_LOOK_SECONDS = 60.0  # used up while awaiting the person: look again at least this often
 
 
 class HumanControl(Protocol):
@@ -127,6 +138,8 @@ class _Live:
         self.awaiting_depth = 0
         self.running_message = ""
         self.heartbeat: asyncio.Task[None] | None = None
+        self.watchdog: asyncio.Task[None] | None = None
+        self.deadline_error: BudgetExhausted | None = None  # set when the watchdog fired
 
     def bump(self) -> None:
         """Wake every long-poll waiting on this operation (fire-and-replace)."""
@@ -175,6 +188,13 @@ class OperationContext:
     @property
     def item_errors(self) -> list[OperationErrorInfo]:
         return list(self._live.item_errors)
+
+    @property
+    def deadline_error(self) -> BudgetExhausted | None:
+        """BUDGET_EXHAUSTED once the watchdog ended the active time (the runner was cancelled for
+        it); None otherwise. A runner catching that cancellation raises this after recording its
+        result so far; any other cancellation it lets through."""
+        return self._live.deadline_error
 
     def charge(self) -> None:
         """Count one request against the budget (BudgetExhausted when used up)."""
@@ -337,11 +357,51 @@ class JobManager:
         live.task = asyncio.get_running_loop().create_task(self._run(live, ctx, runner), name=f"op:{op_id}")
         # A task cancelled before its first step never runs `_run`; finish it here instead.
         live.task.add_done_callback(lambda _t: self._finish_if_open(live))
+        live.watchdog = asyncio.get_running_loop().create_task(self._watch(live), name=f"watchdog:{op_id}")
         return Job(op_id, live)
+
+    async def _watch(self, live: _Live) -> None:
+        """End the operation when its active time reaches the budget (module docstring).
+
+        Active time grows no faster than the clock, so sleeping for the time left never wakes
+        after the budget ran out; time awaiting the person only makes the sleep end early."""
+        budget = live.budget
+        while not live.done.is_set():
+            left = budget.timeout_seconds - budget.active_seconds
+            if left > 0:
+                # at least 1 ms: a float remainder too small to move the clock would never end the sleep
+                await self._clock.sleep(max(left, WATCHDOG_MIN_SLEEP))
+            elif budget.running:
+                break
+            else:  # used up while the person works: stopped once the operation runs again
+                await _event_or_timeout(self._clock, live.changed, WATCHDOG_PAUSED_LOOK_SECONDS)
+        else:
+            return
+        live.deadline_error = BudgetExhausted(
+            active_seconds=round(budget.active_seconds, 3),
+            timeout_seconds=budget.timeout_seconds,
+            reason="timeout_seconds",
+            stage=live.record.stage,
+        )
+        log.warning(
+            "operation %s: active time %.1f s reached timeout_seconds %.1f at stage %s; stopping it",
+            live.record.operation_id, budget.active_seconds, budget.timeout_seconds, live.record.stage,
+        )  # fmt: skip
+        if live.task is not None and not live.task.done():
+            live.task.cancel()
+        if await _event_or_timeout(self._clock, live.done, WATCHDOG_GRACE_SECONDS):
+            return
+        # The runner did not stop: the record ends now with what it has; the task keeps its cancel.
+        log.error("operation %s did not stop within %.0f s of its deadline", live.record.operation_id,
+                  WATCHDOG_GRACE_SECONDS)  # fmt: skip
+        self._finish(live, cancelled=False, error=OperationErrorInfo.of(live.deadline_error))
 
     def _finish_if_open(self, live: _Live) -> None:
         if not live.done.is_set():
-            self._finish(live, cancelled=True, error=None)
+            if live.deadline_error is not None and not live.cancel_requested:
+                self._finish(live, cancelled=False, error=OperationErrorInfo.of(live.deadline_error))
+            else:
+                self._finish(live, cancelled=True, error=None)
 
     async def _run(self, live: _Live, ctx: OperationContext, runner: Runner) -> None:
         error: OperationErrorInfo | None = None
@@ -351,7 +411,10 @@ class JobManager:
             live.result = _jsonable(result)
             live.has_result = True
         except asyncio.CancelledError:
-            cancelled = True
+            if live.deadline_error is not None and not live.cancel_requested:
+                error = OperationErrorInfo.of(live.deadline_error)
+            else:
+                cancelled = True
         except CnkiError as exc:
             error = OperationErrorInfo.of(exc)
         except Exception as exc:  # a bug: keep the traceback in the log, report INTERNAL
@@ -365,6 +428,8 @@ class JobManager:
         rec = live.record
         live.budget.pause()
         self._stop_heartbeat(live)
+        if live.watchdog is not None and live.watchdog is not asyncio.current_task():
+            live.watchdog.cancel()
         rec.status = final_status(
             cancelled=cancelled, error=error, has_result=live.has_result, item_errors=len(live.item_errors)
         )

@@ -131,6 +131,11 @@ class SearchEngine:
             if not is_fatal(exc):
                 raise
             failure = exc
+        except asyncio.CancelledError:
+            # The operation's watchdog ended its active time (jobs.py): finish with what we have.
+            failure = ctx.deadline_error
+            if failure is None:
+                raise
         ctx.checkpoint(st.to_json())
         summary = self.finish(st, ctx, failure)
         if failure is not None:
@@ -242,8 +247,12 @@ class SearchEngine:
             return
         requests = [self._request(st, u, self._pages(st, u) + 1) for u in units]
         outcomes: list[Any] = list(
-            await asyncio.gather(*(self.backend.grid(r, op=ctx) for r in requests), return_exceptions=True)
+            await asyncio.gather(
+                *(self._page(st, ctx, u, r) for u, r in zip(units, requests, strict=True)),
+                return_exceptions=True,
+            )
         )
+        st.landed.clear()
         await self._recheck_suspect_zeros(st, ctx, units, requests, outcomes, feedback=feedback)
         stop: BaseException | None = None
         for unit, outcome in zip(units, outcomes, strict=True):
@@ -333,12 +342,23 @@ class SearchEngine:
                     page=requests[i].page,
                 )
 
-    def _collect(
-        self, st: SearchState, unit: Unit, entry: CoverageEntry, grid: GridPage, feedback: bool
-    ) -> None:
-        channel = unit.channel
-        lane = st.lanes_of(channel)[unit.lane] if channel.queries > 1 else None
-        seen_rows = lane.rows if lane is not None else entry.rows
+    async def _page(
+        self, st: SearchState, ctx: OperationContext, unit: Unit, request: GridRequest
+    ) -> GridPage:
+        """One channel's page of a round. Committed when observed: the rows go to the store and the
+        page to the checkpoint at once, so a round cut short (the watchdog, a crash) loses no
+        observation and `continue` does not ask for the page again (docs/reliability.md)."""
+        key = unit.channel.id if unit.channel.queries == 1 else f"{unit.channel.id}#{unit.lane}"
+        landed = st.landed.get(key)
+        if landed is not None and landed.get("page") == request.page:
+            return GridPage.model_validate(landed["grid"])
+        grid = await self.backend.grid(request, op=ctx)
+        self._kept_papers(st, grid)
+        st.landed[key] = {"page": request.page, "grid": grid.model_dump(mode="json")}
+        ctx.checkpoint(st.to_json())
+        return grid
+
+    def _kept_papers(self, st: SearchState, grid: GridPage) -> tuple[list[tuple[int, Any]], list[Paper]]:
         y0, y1 = st.input.get("year_from") or 0, st.input.get("year_to") or 0
         kept: list[tuple[int, Any]] = []
         for i, row in enumerate(grid.rows):
@@ -348,6 +368,15 @@ class SearchEngine:
         papers = self.store.upsert_from_grid(
             [row for _, row in kept], self.clock.now(), public_origins=self.public_origins
         )
+        return kept, papers
+
+    def _collect(
+        self, st: SearchState, unit: Unit, entry: CoverageEntry, grid: GridPage, feedback: bool
+    ) -> None:
+        channel = unit.channel
+        lane = st.lanes_of(channel)[unit.lane] if channel.queries > 1 else None
+        seen_rows = lane.rows if lane is not None else entry.rows
+        kept, papers = self._kept_papers(st, grid)
         seen = set(st.refs)
         for (index, _), paper in zip(kept, papers, strict=True):
             ref = paper.record_ref

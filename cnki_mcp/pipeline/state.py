@@ -31,6 +31,7 @@ CHECKPOINT_KEYS = (
     "finished",
     "cursors",
     "lanes",
+    "landed",
 )
 
 
@@ -155,6 +156,10 @@ class SearchState:
     cursors: dict[str, str] = field(default_factory=dict)
     # channel id -> one Lane per query, only for channels split into several queries.
     lanes: dict[str, list[Lane]] = field(default_factory=dict)
+    # unit key (channel id, or `channel#lane` for a split channel) -> {"page": n, "grid": GridPage JSON}: pages of the round in progress that were
+    # answered before the round ended (a deadline or a crash cut it short); the round resumes with
+    # them instead of asking CNKI again. Emptied when the round is merged. Internal only.
+    landed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def channels(self) -> list[Channel]:
@@ -200,6 +205,7 @@ class SearchState:
             "finished": self.finished,
             "cursors": dict(self.cursors),
             "lanes": {cid: [lane.to_dict() for lane in lanes] for cid, lanes in self.lanes.items()},
+            "landed": dict(self.landed),
         }
 
     @classmethod
@@ -226,4 +232,5 @@ class SearchState:
                 str(cid): [Lane.from_dict(x) for x in lanes]
                 for cid, lanes in (data.get("lanes") or {}).items()
             },
+            landed={str(k): dict(v) for k, v in (data.get("landed") or {}).items()},
         )

@@ -128,6 +128,9 @@ class BrowserHost:
         self._keep_minimised_tasks: dict[Page, asyncio.Task[None]] = {}
         self._popups: dict[Page, list[Page]] = {}
         self._popup_signal: asyncio.Future[None] | None = None
+        # one tab created at a time: expect_page takes the next new page, which a concurrent
+        # creation could otherwise hand to the wrong caller (two callers, one tab)
+        self._new_page_lock = asyncio.Lock()
         self._dirty: asyncio.Event | None = None
         self._autosave: asyncio.Task[None] | None = None
         self._last_saved: str | None = None
@@ -621,9 +624,11 @@ class BrowserHost:
         session = self._browser_cdp
         if session is None:
             return await ctx.new_page()
-        async with ctx.expect_page() as info:
-            await session.send("Target.createTarget", {"url": "about:blank", "background": True})
-        return await self._settled(await info.value)
+        async with self._new_page_lock:
+            async with ctx.expect_page() as info:
+                await session.send("Target.createTarget", {"url": "about:blank", "background": True})
+            page = await info.value
+        return await self._settled(page)
 
     async def work_page(self) -> Page:
         """The one background work tab, reused across requests (recreated if it was closed)."""

@@ -37,6 +37,7 @@ from cnki_mcp.errors import (
     VerificationContextUnavailable,
     VerificationRepeated,
     VerificationRequired,
+    VerificationSkipped,
 )
 from cnki_mcp.identity import author_key, title_key
 from cnki_mcp.models import DetailPage, ExportRecord, GateKind, GridPage, GridRow, HeaderIdentity, JournalPage
@@ -49,6 +50,7 @@ from cnki_mcp.parse.journal import parse_journal
 from cnki_mcp.settings import Settings
 from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.site.browser import BrowserHost
+from cnki_mcp.site.deadline import CALL_SECONDS, CLOSE_SECONDS, BrowserStalled, bounded, close_tab
 from cnki_mcp.site.endpoints import GRID_PATH_MARK, SESSION_COOKIES, Endpoints, without_query
 from cnki_mcp.site.grid_template import (
     CursorCache,
@@ -207,7 +209,6 @@ class CnkiSite:
         self._captured: _Captured | None = None
         self._capture_lock = asyncio.Lock()
         self._cursors = CursorCache()
-        self._render_page: Page | None = None
         self._step_pages: list[Page] = []  # tabs opened to show a page to the person
         self._loader: _WorkSession | None = None
         self._loader_lock = asyncio.Lock()
@@ -255,7 +256,7 @@ class CnkiSite:
         await self._open_search_page(page, op)
         try:
             await page.wait_for_function(_READY_JS, timeout=READY_TIMEOUT_MS)
-            state = await page.evaluate(_FILL_JS, anchor)
+            state = await bounded(page.evaluate(_FILL_JS, anchor), CALL_SECONDS, "search form")
             if not state.get("boxes"):
                 raise QueryTemplateUnavailable("高级检索页没有可见的检索框")
             if state.get("enChecked"):
@@ -273,7 +274,7 @@ class CnkiSite:
             ):
                 await button.click(timeout=10_000)  # a real mouse click at the element centre
             request = await info.value
-        except PlaywrightTimeout as exc:
+        except (PlaywrightTimeout, BrowserStalled) as exc:
             raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
         except PlaywrightError as exc:
             self._host.note_error(exc)
@@ -319,7 +320,11 @@ class CnkiSite:
                 self._host.note_error(exc)
                 raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
             status = response.status if response is not None else 200
-            verdict = classify_page(await page.content(), page.url, status)
+            try:
+                html = await bounded(page.content(), CALL_SECONDS, "page content")
+            except (PlaywrightError, BrowserStalled) as exc:
+                raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
+            verdict = classify_page(html, page.url, status)
             if verdict.kind is GateKind.CHALLENGE and not renewed:
                 # A guest session the site no longer honours (a restored cookie) also sends AdvSearch to
                 # the slider; a guest visit to the home page plants a new one: tried once before a person.
@@ -369,7 +374,7 @@ class CnkiSite:
         fetched = await self._page_fetch(page, template.url, body, op)
         verdict = classify_page(fetched.text, fetched.url, fetched.status)
         if verdict.kind is GateKind.CHALLENGE:
-            await self._grid_challenge(page, template, fetched, query_json)
+            await self._grid_challenge(page, template, fetched, query_json, op)
         if verdict.kind is GateKind.LOGIN:
             self.drop_template()
             raise _HumanNeeded("login", LoginRequired(evidence=verdict.evidence), page, fetched.url)
@@ -379,7 +384,7 @@ class CnkiSite:
         try:
             result = parse_grid(fetched.text, fetched.url)
         except VerificationRequired as exc:
-            await self._grid_challenge(page, template, fetched, query_json)
+            await self._grid_challenge(page, template, fetched, query_json, op)
             raise exc
         if result.zero_results and not result.rows:
             # A zero page names no page of its own (it says page 1). For a later page it contradicts
@@ -393,11 +398,13 @@ class CnkiSite:
         return result
 
     async def _grid_challenge(
-        self, page: Page, template: GridTemplate, fetched: _Fetched, query_json: str
+        self, page: Page, template: GridTemplate, fetched: _Fetched, query_json: str, op: SiteOp | None
     ) -> None:
         """site-rules.md §2.5: show the grid's verification where the search lives, then retry."""
         self.drop_template()
         error = VerificationRequired(page="grid")
+        if _skips(op):
+            raise _HumanNeeded("challenge", error, page)  # skipped by _with_retries: nothing shown
         named = challenge_url(fetched.text)
         if named is not None:
             # 403 {"code":-403,"message":URL}: the person is shown exactly that page (its ident,
@@ -410,8 +417,12 @@ class CnkiSite:
             form = tree.css_first("[name=vericodeForm]")
             fragment = form.html if form is not None and form.html else fetched.text
             try:
-                shown = await page.evaluate(_SHOW_FRAGMENT_JS, {"html": fragment, "queryJson": query_json})
-            except PlaywrightError as exc:
+                shown = await bounded(
+                    page.evaluate(_SHOW_FRAGMENT_JS, {"html": fragment, "queryJson": query_json}),
+                    CALL_SECONDS,
+                    "verification fragment",
+                )
+            except (PlaywrightError, BrowserStalled) as exc:
                 self._host.note_error(exc)
                 raise _TransportError(str(exc)) from exc
             if not shown:
@@ -425,9 +436,14 @@ class CnkiSite:
         args = {"url": url, "body": body, "timeoutMs": FETCH_TIMEOUT_MS, "cap": MAX_BODY}
         try:
             async with self._limiter.slot(budget=op):
-                data: dict[str, Any] = await page.evaluate(_FETCH_JS, args)
+                # the in-page fetch aborts itself at 30 s; the bound covers a page that never answers
+                data: dict[str, Any] = await bounded(
+                    page.evaluate(_FETCH_JS, args), CALL_SECONDS, "grid fetch"
+                )
         except PlaywrightError as exc:
             self._host.note_error(exc)
+            raise _TransportError(str(exc)) from exc
+        except BrowserStalled as exc:
             raise _TransportError(str(exc)) from exc
         if data.get("error"):
             raise _TransportError(str(data["error"]))
@@ -500,6 +516,12 @@ class CnkiSite:
                     continue
                 raise SiteUnavailable(reason=without_query(str(exc))[:200]) from exc
             except _HumanNeeded as need:
+                if _skips(op):
+                    # on_verification skip: the gated page is recorded (the error, with what it was)
+                    # and skipped; nothing is opened, navigated or charged for it (docs/reliability.md).
+                    if need.page is not None:
+                        await self._close_step_page(need.page)
+                    raise VerificationSkipped(gate=need.kind, **_gate_details(need.error)) from need.error
                 page = need.page
                 if need.url is not None:
                     page = await self._show_url(need.url, page, op)
@@ -522,7 +544,10 @@ class CnkiSite:
     async def _show_url(self, url: str, page: Page | None, op: SiteOp | None) -> Page:
         """Navigate `page` (or a new tab) to `url` for the person."""
         if page is None or page.is_closed():
-            page = await self._host.new_page()
+            try:
+                page = await bounded(self._host.new_page(), CALL_SECONDS, "new tab")
+            except BrowserStalled as exc:
+                raise SiteUnavailable(reason=str(exc)) from exc
             self._step_pages.append(page)
         try:
             async with self._limiter.slot(budget=op):
@@ -537,8 +562,7 @@ class CnkiSite:
         """A tab opened only to show a page to the person is closed once the step is over."""
         if page in self._step_pages:
             self._step_pages.remove(page)
-            with contextlib.suppress(PlaywrightError):
-                await page.close()
+            await close_tab(page)
 
     async def _human_step(self, kind: StepKind, page: Page, op: SiteOp | None, epoch: int) -> None:
         policy = op.on_verification if op is not None else "wait"
@@ -595,7 +619,15 @@ class CnkiSite:
                 # A 403 is a refusal or the WAF's slider (a -403 JSON naming it): the loader lost the
                 # body that tells them apart, so the page is opened in the render tab and judged there.
                 fetched, tab = await self._open_in_tab(url, op)
-                self._raise_for_page(fetched, tab)
+                try:
+                    self._raise_for_page(fetched, tab)
+                except _HumanNeeded:
+                    self._step_pages.append(tab)  # the person works in this tab; closed after the step
+                    raise
+                except BaseException:
+                    await close_tab(tab)
+                    raise
+                await close_tab(tab)
             else:
                 self._raise_for_page(fetched)
             try:
@@ -667,9 +699,11 @@ class CnkiSite:
                 return current
             await self._detach_loader()
             try:
-                session = await self._host.cdp(page)
+                session = await bounded(self._host.cdp(page), CALL_SECONDS, "CDP session")
             except PlaywrightError as exc:
                 self._host.note_error(exc)
+                raise _TransportError(str(exc)) from exc
+            except BrowserStalled as exc:
                 raise _TransportError(str(exc)) from exc
             self._loader = _WorkSession(page, self._host.generation, session)
             return self._loader
@@ -677,8 +711,8 @@ class CnkiSite:
     async def _detach_loader(self) -> None:
         work, self._loader = self._loader, None
         if work is not None:
-            with contextlib.suppress(PlaywrightError):
-                await work.session.detach()
+            with contextlib.suppress(PlaywrightError, BrowserStalled):
+                await bounded(work.session.detach(), CLOSE_SECONDS, "CDP detach")
 
     async def _load_resource(self, url: str, op: SiteOp | None) -> _Fetched:
         """GET `url` in the work tab's frame: Chromium's network stack (proxy, resolver rules,
@@ -687,7 +721,7 @@ class CnkiSite:
         session = work.session
         try:
             async with self._limiter.slot(budget=op):
-                tree = await session.send("Page.getFrameTree")
+                tree = await bounded(session.send("Page.getFrameTree"), CALL_SECONDS, "frame tree")
                 params = {
                     "frameId": tree["frameTree"]["frame"]["id"],
                     "url": url,
@@ -705,6 +739,8 @@ class CnkiSite:
                     reason = resource.get("netErrorName") or f"net error {resource.get('netError')}"
                     raise _TransportError(f"{reason} ({url})")
                 body = await self._read_stream(session, str(stream), url, resource.get("headers") or {})
+        except BrowserStalled as exc:
+            raise _TransportError(f"{exc} ({without_query(url)})") from exc
         except TimeoutError as exc:
             raise _TransportError(f"Network.loadNetworkResource timed out ({url})") from exc
         except PlaywrightError as exc:
@@ -727,7 +763,9 @@ class CnkiSite:
             chunks: list[bytes] = []
             total = 0
             while True:
-                part = await session.send("IO.read", {"handle": handle, "size": READ_CHUNK})
+                part = await bounded(
+                    session.send("IO.read", {"handle": handle, "size": READ_CHUNK}), CALL_SECONDS, "IO.read"
+                )
                 data = str(part.get("data") or "")
                 raw = base64.b64decode(data) if part.get("base64Encoded") else data.encode("utf-8")
                 total += len(raw)
@@ -737,8 +775,8 @@ class CnkiSite:
                 if part.get("eof") or not raw:
                     return b"".join(chunks)
         finally:
-            with contextlib.suppress(PlaywrightError):
-                await session.send("IO.close", {"handle": handle})
+            with contextlib.suppress(PlaywrightError, BrowserStalled):
+                await bounded(session.send("IO.close", {"handle": handle}), CLOSE_SECONDS, "IO.close")
 
     async def _request_get(self, url: str, op: SiteOp | None) -> _Fetched:
         """Fallback GET through the context's APIRequestContext: the browser's cookies, no rendering,
@@ -761,44 +799,59 @@ class CnkiSite:
             raise ResponseTooLarge(url=without_query(url), length=len(body))
         return _Fetched(response.status, response.url, body.decode("utf-8", "replace"))
 
-    async def _render_tab(self) -> Page:
-        page = self._render_page
-        if page is None or page.is_closed():
-            page = self._render_page = await self._host.new_page()
-        return page
-
     async def _open_in_tab(self, url: str, op: SiteOp | None) -> tuple[_Fetched, Page]:
-        """Navigate the render tab to `url` (one limited request): its status, final URL and DOM."""
-        page = await self._render_tab()
+        """Open `url` in a tab of its own (one limited request): its status, final URL and DOM.
+        The caller closes the tab unless a human step takes it over."""
+        try:
+            page = await bounded(self._host.new_page(), CALL_SECONDS, "new tab")
+        except BrowserStalled as exc:
+            raise _TransportError(str(exc)) from exc
         try:
             async with self._limiter.slot(budget=op):
                 response = await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
-            html = await page.content()
-        except PlaywrightError as exc:
-            self._host.note_error(exc)
+            html = await bounded(page.content(), CALL_SECONDS, "page content")
+        except (PlaywrightError, BrowserStalled) as exc:
+            await close_tab(page)
+            if isinstance(exc, PlaywrightError):
+                self._host.note_error(exc)
             raise _TransportError(str(exc)) from exc
         status = response.status if response is not None else 200
         return _Fetched(status, page.url, html), page
 
     async def _render(self, url: str, op: SiteOp | None, parse: Callable[[str, str], T]) -> T:
-        """Navigate the render tab to `url` and re-parse the live DOM until it parses (bounded)."""
-        page = await self._render_tab()
+        """Open `url` in a tab of its own and re-parse the live DOM until it parses (bounded). One
+        tab per render: detail workers render concurrently, and a navigation started in a shared
+        tab aborted the one before it (net::ERR_ABORTED -> SITE_UNAVAILABLE for the whole batch)."""
         try:
-            async with self._limiter.slot(budget=op):
-                await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
-        except PlaywrightError as exc:
-            self._host.note_error(exc)
+            page = await bounded(self._host.new_page(), CALL_SECONDS, "new tab")
+        except BrowserStalled as exc:
             raise _TransportError(str(exc)) from exc
-        deadline = self._clock.monotonic() + self._render_timeout
-        while True:
-            with contextlib.suppress(PlaywrightError, ParserUnsupported):
-                html = await page.content()
-                live = _Fetched(200, page.url, html)
-                self._raise_for_page_rendered(live, page)
-                return parse(html, page.url)
-            if self._clock.monotonic() >= deadline:
-                raise ContentNotReady(url_kind="rendered", timeout_seconds=self._render_timeout)
-            await self._clock.sleep(RENDER_POLL_SECONDS)
+        keep = False
+        try:
+            try:
+                async with self._limiter.slot(budget=op):
+                    await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
+            except PlaywrightError as exc:
+                self._host.note_error(exc)
+                raise _TransportError(str(exc)) from exc
+            deadline = self._clock.monotonic() + self._render_timeout
+            while True:
+                try:
+                    with contextlib.suppress(PlaywrightError, ParserUnsupported, BrowserStalled):
+                        html = await bounded(page.content(), CALL_SECONDS, "rendered content")
+                        live = _Fetched(200, page.url, html)
+                        self._raise_for_page_rendered(live, page)
+                        return parse(html, page.url)
+                except _HumanNeeded:
+                    keep = True  # the person works in this tab; closed when the step ends
+                    self._step_pages.append(page)
+                    raise
+                if self._clock.monotonic() >= deadline:
+                    raise ContentNotReady(url_kind="rendered", timeout_seconds=self._render_timeout)
+                await self._clock.sleep(RENDER_POLL_SECONDS)
+        finally:
+            if not keep:
+                await close_tab(page)
 
     def _raise_for_page_rendered(self, fetched: _Fetched, page: Page) -> None:
         self._raise_for_page(fetched, page)  # the person solves it right in the render tab
@@ -828,15 +881,12 @@ class CnkiSite:
 
     async def close(self) -> None:
         """Close the tabs this site opened; the browser belongs to its host."""
-        pages = [p for p in (self._render_page, *self._step_pages) if p is not None]
-        self._render_page = None
+        pages = list(self._step_pages)
         self._step_pages = []
         self._captured = None
         await self._detach_loader()
         for page in pages:
-            with contextlib.suppress(PlaywrightError):
-                if not page.is_closed():
-                    await page.close()
+            await close_tab(page)
 
 
 def _paper_key(row: GridRow) -> str:
@@ -859,3 +909,12 @@ def _looks_script_rendered(html: str) -> bool:
     if "<script" not in html.lower():
         return False
     return len(body_text(parse_html(html))) < 200
+
+
+def _skips(op: SiteOp | None) -> bool:
+    """The operation asked to skip pages a person would have to get past (on_verification skip)."""
+    return op is not None and op.on_verification == "skip"
+
+
+def _gate_details(error: Exception) -> dict[str, Any]:
+    return dict(getattr(error, "details", {}) or {})

@@ -3,6 +3,9 @@ limiter, marks the operation `awaiting_user` with a message saying what to do, s
 polls it until it is clear twice in a row (or `resume()`), then releases the limiter, slows it down
 and minimises the window. Requests that raced into the same challenge wait for the step and retry.
 
+Every call on the page (inspect, show, minimise) has a deadline (site/deadline.py): a page that
+does not answer counts as not clear, and a window that cannot be raised does not end the step.
+
 The gate talks to the page through the small `HumanPage` protocol (the Playwright host implements
 it) and to the operation through `OperationHandle` (jobs.OperationContext implements it)."""
 
@@ -17,6 +20,7 @@ from typing import Literal, Protocol
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import VerificationNotFound, VerificationSkipped, VerificationTimeout
+from cnki_mcp.site.deadline import CALL_SECONDS, CLOSE_SECONDS, bounded
 from cnki_mcp.site.limiter import Limiter
 
 log = logging.getLogger(__name__)
@@ -242,7 +246,7 @@ class HumanGate:
             if op is not None:
                 op.awaiting_user(step.message)
             try:
-                await page.show()
+                await bounded(page.show(), CALL_SECONDS, "show the page")
             except Exception:  # a window that cannot be raised must not end the step
                 log.warning("human step: could not show the page", exc_info=True)
             outcome = await self._poll_until_clear(step)
@@ -258,7 +262,7 @@ class HumanGate:
             self._limiter.slow()
             self._limiter.release()
             try:
-                await asyncio.shield(page.minimise())
+                await asyncio.shield(bounded(page.minimise(), CLOSE_SECONDS, "minimise"))
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -274,7 +278,7 @@ class HumanGate:
             if step.resume.is_set():
                 return StepOutcome.RESUMED
             try:
-                state = await step.page.inspect()
+                state = await bounded(step.page.inspect(), CALL_SECONDS, "inspect the page")
             except Exception:  # a page mid-navigation cannot be read: not clear, look again
                 log.debug("human step: inspect failed", exc_info=True)
                 state = PageState(PageKind.CHALLENGE, ready=False)

@@ -42,6 +42,7 @@ from cnki_mcp.reading_service import ReaderCapture
 from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.cnki import CnkiSite
+from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded, close_tab
 from cnki_mcp.site.grid_template import exact_title_subject
 from cnki_mcp.site.human import HumanGate, PageKind, PageState, StepKind
 from cnki_mcp.site.limiter import Limiter
@@ -194,8 +195,8 @@ class DetailTabs:
                 raise SiteUnavailable(reason=_short(exc)) from exc
             status = response.status if response is not None else 200
             try:
-                html = await page.content()
-            except PlaywrightError as exc:
+                html = await bounded(page.content(), CALL_SECONDS, "page content")
+            except (PlaywrightError, BrowserStalled) as exc:
                 raise SiteUnavailable(reason=_short(exc)) from exc
             verdict = classify_page(html, page.url, status)
             if verdict.kind in (GateKind.CHALLENGE, GateKind.LOGIN):
@@ -212,8 +213,8 @@ class DetailTabs:
         """parse_detail on the live DOM, waiting (bounded) for a script-drawn page."""
         deadline = self.clock.monotonic() + self.render_timeout
         while True:
-            with contextlib.suppress(PlaywrightError, ParserUnsupported):
-                return parse_detail(await page.content(), page.url)
+            with contextlib.suppress(PlaywrightError, ParserUnsupported, BrowserStalled):
+                return parse_detail(await bounded(page.content(), CALL_SECONDS, "page content"), page.url)
             if self.clock.monotonic() >= deadline:
                 raise ContentNotReady(url_kind="detail", timeout_seconds=self.render_timeout)
             await self.clock.sleep(SETTLE_POLL_SECONDS)
@@ -275,11 +276,8 @@ class DetailTabs:
 
 
 async def close_quietly(page: Page | None) -> None:
-    if page is None:
-        return
-    with contextlib.suppress(PlaywrightError):
-        if not page.is_closed():
-            await page.close()
+    """Close `page`, bounded (site/deadline.py): a tab that does not close in time is left open."""
+    await close_tab(page)
 
 
 # The reader's slider sits under the visible part of the text, often below the fold; the challenge

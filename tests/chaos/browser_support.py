@@ -1,0 +1,136 @@
+"""The chaos suite's browser tier: seeded simulator scenarios (faults on grid, detail and journal
+pages, latency) and the invariants read from the simulator's request log and the store.
+
+"The same CNKI request" is `tests/e2e/support.request_key`. A request may be sent again only when
+its first answer was never observed: the earlier one was a fault (non-content) answer, or it was
+among the requests still in flight when the run was cut (at most CNKI_MAX_INFLIGHT, the last ones
+the simulator answered before the cut)."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from cnki_mcp.jobs import WATCHDOG_GRACE_SECONDS
+from cnki_mcp.sim.reqlog import LogEntry
+from tests.e2e.support import request_key, without_captures
+
+GRID = "/kns8s/brief/grid"
+ARTICLE = "/kcms2/article"
+JOURNAL = "/knavi/"
+SLACK_SECONDS = WATCHDOG_GRACE_SECONDS + 1.0
+MAX_INFLIGHT = 3
+
+_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (GRID, ("429", "500", "503", "verification", "login_required", "temporarily_empty")),
+    (ARTICLE, ("429", "502", "verification", "login_required", "script_rendered_detail")),
+    (JOURNAL, ("429", "503", "verification", "login_required")),
+)
+QUERIES = (
+    {"query": "违约金过高时法院如何酌减", "concept_groups": [["违约金", "约定违约金"], ["酌减", "调整"]]},
+    {"query": "数据合规与个人信息保护", "concept_groups": [["数据合规"], ["个人信息"]]},
+    {"query": "人工智能侵权责任", "concept_groups": [["人工智能"], ["侵权责任"]]},
+)
+
+
+def draw_scenario(seed: int) -> dict[str, Any]:
+    rng = random.Random(seed * 6151 + 3)
+    faults: list[dict[str, Any]] = []
+    for path, kinds in _KINDS:
+        for kind in rng.sample(kinds, rng.randint(0, 2)):
+            faults.append({"path": path, "kind": kind, "probability": rng.choice((0.05, 0.1, 0.3))})
+    latency = [{"path": ARTICLE, "ms": rng.choice((0, 100, 300)), "jitter": 0.3}]
+    return {"seed": seed, "faults": faults, "latency": latency}
+
+
+def draw_search(seed: int) -> dict[str, Any]:
+    rng = random.Random(seed * 31 + 7)
+    query = rng.choice(QUERIES)
+    options = {
+        "max_pages": rng.choice((1, 2)),
+        "candidate_target": 60,
+        "freshness": "live",
+        "on_verification": "skip",  # headless: no person; the fast tier covers `ask`
+        "timeout_seconds": rng.choice((6, 12, 30, 90)),
+        "max_requests": rng.choice((25, 80, 400)),
+    }
+    return {**query, "year_to": 2025, "limit": 10, "options": options}
+
+
+def budget_failures(record: dict[str, Any]) -> list[str]:
+    out = []
+    if record["status"] in ("running", "awaiting_user"):
+        out.append(f"operation still {record['status']}")
+    limit = float(record["budget"]["timeout_seconds"]) + SLACK_SECONDS
+    if float(record["active_seconds"]) > limit:
+        out.append(
+            f"active_seconds {record['active_seconds']} > {record['budget']['timeout_seconds']} + slack"
+        )
+    return out
+
+
+def repeat_failures(entries: list[LogEntry], cuts: list[int | tuple[int, int]]) -> list[str]:
+    """Keys asked again after a content answer, except answers in flight at a cut. `cuts`: log
+    positions where a run was cut (a watchdog stop, a browser crash), or (kill, restart) position
+    pairs: after a SIGKILL the dead server's browser may still send what it was told to until the
+    new server starts, and no such answer is ever observed."""
+    log = without_captures(entries)
+    in_flight: set[int] = set()
+    for cut in cuts:
+        start, end = cut if isinstance(cut, tuple) else (cut, cut)
+        in_flight.update(range(max(0, start - MAX_INFLIGHT), end))
+    answered: dict[Any, int] = {}
+    out: list[str] = []
+    for index, entry in enumerate(log):
+        key = request_key(entry)
+        if key is None:
+            continue
+        if key in answered:
+            history = [(i, e.method, e.status, e.fault) for i, e in enumerate(log) if request_key(e) == key]
+            out.append(
+                f"{key} asked again (first answered at #{answered[key]}, again at #{index}): {history}"
+            )
+            continue
+        if entry.status == 200 and entry.fault is None and index not in in_flight:
+            answered[key] = index
+    return out
+
+
+def position(entries: list[LogEntry], raw_index: int) -> int:
+    """The index in `without_captures(entries)` of the raw log position `raw_index`."""
+    return len(without_captures(entries[:raw_index]))
+
+
+def integrity_failures(db: Path) -> list[str]:
+    conn = sqlite3.connect(str(db), timeout=10.0)
+    try:
+        result = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+    finally:
+        conn.close()
+    return [] if result == ["ok"] else [f"integrity_check: {result[:3]}"]
+
+
+def stored_details(db: Path) -> set[str]:
+    """CNKI filenames of the papers whose detail page the store holds."""
+    import json
+
+    conn = sqlite3.connect(str(db), timeout=10.0)
+    try:
+        rows = conn.execute(
+            "SELECT p.data FROM details d JOIN papers p ON p.record_ref = d.record_ref"
+        ).fetchall()
+    finally:
+        conn.close()
+    return {str((json.loads(data).get("native") or {}).get("filename") or "") for (data,) in rows}
+
+
+def outside_failures(root: Path, data_dir: Path) -> list[str]:
+    stray = [str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and data_dir not in p.parents]
+    return [f"files written outside the data directory: {stray[:5]}"] if stray else []
+
+
+def fault_counts(entries: list[LogEntry]) -> Counter[str]:
+    return Counter(e.fault for e in entries if e.fault)
