@@ -40,6 +40,38 @@ class ObservedIdentity:
     observed_at: _dt.datetime
 
 
+
+def _cnki_site(settings: Settings, clock: Clock, host: BrowserHost, limiter: Limiter, gate: HumanGate) -> Any:
+    from cnki_mcp.site.cnki import CnkiSite
+
+    return CnkiSite(settings, clock, host, limiter, gate)
+
+
+class LazySite:
+    """The Playwright backend, built on first use: a server start answers `tools/list` without
+    importing Playwright (docs/benchmarks.md §Start-up). Every attribute is the real site's."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._site: Any = None
+
+    @property
+    def built(self) -> bool:
+        return self._site is not None
+
+    @property
+    def site(self) -> Any:
+        if self._site is None:
+            self._site = self._make()
+        return self._site
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.site, name)
+
+    async def close(self) -> None:
+        if self._site is not None:
+            await self._site.close()
+
 class Services:
     """Store, limiter, human gate, browser host, site backend, operations and the pipeline."""
 
@@ -109,9 +141,7 @@ class Services:
 
             gate = HumanGate(clock, limiter, timeout=settings.human_timeout_seconds, headless=headless)
             if backend is None:
-                from cnki_mcp.site.cnki import CnkiSite
-
-                backend = CnkiSite(settings, clock, host, limiter, gate)
+                backend = LazySite(lambda: _cnki_site(settings, clock, host, limiter, gate))
             jobs = JobManager(
                 clock,
                 StoreSink(store),
@@ -156,9 +186,10 @@ class Services:
             from cnki_mcp.site.cnki import CnkiSite
             from cnki_mcp.site.reading import DetailTabs
 
-            if not isinstance(self.backend, CnkiSite):
+            site = self.backend.site if isinstance(self.backend, LazySite) else self.backend
+            if not isinstance(site, CnkiSite):
                 raise RuntimeError("detail tabs need the real CnkiSite backend")
-            self._tabs = DetailTabs(self.backend, self.host, self.limiter, self.gate, self.clock)
+            self._tabs = DetailTabs(site, self.host, self.limiter, self.gate, self.clock)
         return self._tabs
 
     @property

@@ -30,7 +30,7 @@ from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import OperationView
 from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.services import Services
-from cnki_mcp.site.downloading import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, DownloadResult
+from cnki_mcp.site.download_result import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, DownloadResult
 
 RecordRef = Annotated[
     str | None, Field(min_length=1, max_length=64, description="记录编号 rec_…（与 title 二选一）")

@@ -15,17 +15,14 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
-from playwright.async_api import (
-    BrowserContext,
-    CDPSession,
-    Page,
-    Playwright,
-    async_playwright,
-)
-from playwright.async_api import Error as PlaywrightError
+
+from cnki_mcp.site._pw import error_type
+
+if TYPE_CHECKING:
+    from playwright.async_api import BrowserContext, CDPSession, Page, Playwright
 
 from cnki_mcp import datadir
 from cnki_mcp.clock import Clock
@@ -67,7 +64,7 @@ WINDOW_STATE_POLL_SECONDS = 0.05
 
 def is_browser_gone(exc: BaseException) -> bool:
     """True when `exc` says the page, context or browser is gone (TargetClosedError and kin)."""
-    if not isinstance(exc, PlaywrightError):
+    if not isinstance(exc, error_type()):
         return False
     if type(exc).__name__ == "TargetClosedError":
         return True
@@ -75,7 +72,7 @@ def is_browser_gone(exc: BaseException) -> bool:
     return any(marker in text for marker in _GONE_MARKERS)
 
 
-def _launch_error(exc: PlaywrightError) -> Exception:
+def _launch_error(exc: Exception) -> Exception:
     text = str(exc)
     first = text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__
     if "ProcessSingleton" in text or "SingletonLock" in text or "profile is already in use" in text:
@@ -324,6 +321,8 @@ class BrowserHost:
             headless = decide_headless(
                 self._settings.headless, platform=self._platform, display=self._settings.display
             )
+            from playwright.async_api import async_playwright
+
             self._pw = await async_playwright().start()
             version = self._last_version()
             if headless and version is None:
@@ -362,7 +361,7 @@ class BrowserHost:
         await self._attach_browser_session()
         await self._restore_cookies()
         if not headless:
-            with contextlib.suppress(PlaywrightError):
+            with contextlib.suppress(error_type()):
                 await self.minimise()
         self._autosave = asyncio.create_task(self._autosave_loop())
         log.info(
@@ -406,7 +405,7 @@ class BrowserHost:
                 env=self._launch_env(headless),
                 **options,
             )
-        except PlaywrightError as exc:
+        except error_type() as exc:
             raise _launch_error(exc) from exc
 
     async def _attach_browser_session(self) -> None:
@@ -419,7 +418,7 @@ class BrowserHost:
             for proc in info.get("processInfo", []):
                 if proc.get("type") == "browser":
                     self._pid = int(proc["id"])
-        except PlaywrightError as exc:
+        except error_type() as exc:
             log.debug("browser CDP session unavailable: %s", exc)
 
     async def _drop(self) -> None:
@@ -476,7 +475,7 @@ class BrowserHost:
             return True
         try:
             await asyncio.wait_for(session.send("Browser.getVersion"), timeout)
-        except (PlaywrightError, TimeoutError):
+        except (error_type(), TimeoutError):
             self._mark_dead()
             return False
         return True
@@ -516,10 +515,10 @@ class BrowserHost:
             return
         try:
             await ctx.add_cookies(cookies)  # type: ignore[arg-type]
-        except PlaywrightError:
+        except error_type():
             # One malformed entry fails the whole batch; keep the good ones.
             for cookie in cookies:
-                with contextlib.suppress(PlaywrightError):
+                with contextlib.suppress(error_type()):
                     await ctx.add_cookies([cookie])  # type: ignore[list-item]
         log.info("restored %d session cookies", len(cookies))
 
@@ -533,7 +532,7 @@ class BrowserHost:
                 await self._clock.sleep(1.0)  # let a redirect chain finish setting cookies
             try:
                 await self.save_cookies()
-            except PlaywrightError as exc:
+            except error_type() as exc:
                 if self.note_error(exc):
                     return
                 log.debug("saving session cookies failed: %s", exc)
@@ -568,7 +567,7 @@ class BrowserHost:
                 return
             try:
                 await self._window_call(page, "minimized")
-            except PlaywrightError as exc:
+            except error_type() as exc:
                 log.debug("re-minimising after a new tab failed: %s", exc)
 
     async def _settled(self, page: Page) -> Page:
@@ -666,7 +665,7 @@ class BrowserHost:
                     await asyncio.sleep(WINDOW_STATE_POLL_SECONDS)
             return str(bounds.get("windowState", "normal"))
         finally:
-            with contextlib.suppress(PlaywrightError):
+            with contextlib.suppress(error_type()):
                 await session.detach()
 
     async def window_state(self, page: Page | None = None) -> str | None:

@@ -8,10 +8,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page
+from cnki_mcp.site._pw import error_type
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page
 
 T = TypeVar("T")
 
@@ -42,6 +44,6 @@ async def close_tab(page: Page | None) -> None:
     """Close a tab, bounded: a tab that does not close in time is left to the browser."""
     if page is None:
         return
-    with contextlib.suppress(PlaywrightError, BrowserStalled):
+    with contextlib.suppress(error_type(), BrowserStalled):
         if not page.is_closed():
             await bounded(page.close(), CLOSE_SECONDS, "tab close")

@@ -20,13 +20,11 @@ import contextlib
 import logging
 import re
 import uuid
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from playwright.async_api import Download, Page
 from playwright.async_api import Error as PlaywrightError
-from pydantic import BaseModel
 
 from cnki_mcp import datadir
 from cnki_mcp.clock import Clock
@@ -53,6 +51,7 @@ from cnki_mcp.files import (
 )
 from cnki_mcp.identity import Paper
 from cnki_mcp.site.backend import SiteOp
+from cnki_mcp.site.download_result import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, DownloadResult
 from cnki_mcp.site.human import PageKind, StepKind
 from cnki_mcp.site.reading import DetailTabs, close_quietly
 from cnki_mcp.store import Store, StoredDownload, file_sha256
@@ -60,8 +59,6 @@ from cnki_mcp.store import Store, StoredDownload, file_sha256
 log = logging.getLogger(__name__)
 
 INCOMING_DIR = datadir.INCOMING_DIR
-DEFAULT_WAIT_SECONDS = 120
-MAX_WAIT_SECONDS = 900
 POLL_SECONDS = 0.2
 LINGER_SECONDS = 600.0  # how long an uncertain click's tabs keep waiting for a late file
 REFUSAL_WINDOW = 300  # site-rules.md §2.7: refusal text within the first 300 characters of the body
@@ -74,18 +71,6 @@ _BODY_TEXT_JS = "() => (document.body ? document.body.innerText : '').trim().sli
 Format = Literal["auto", "pdf", "caj"]
 
 
-class DownloadResult(BaseModel):
-    state: Literal["completed"] = "completed"
-    record_ref: str
-    format: FileFormat
-    path: str
-    bytes: int
-    sha256: str
-    source: Literal["download", "cache"]
-    reconciled: bool = False  # a file of an earlier uncertain click, found on this call
-    # source=cache under a new filename/subdirectory: the downloaded file this copy was made from
-    copied_from: str | None = None
-    observed_at: datetime
 
 
 def refusal_text(text: str) -> str | None:

@@ -46,7 +46,7 @@ def test_hosts_mode_without_the_sim_extra_is_a_coded_error(monkeypatch: pytest.M
     sim_cmd.require_sim_extra(False)  # plain mode needs nothing beyond the standard library
 
 
-async def test_server_start_imports_no_simulator_code(tmp_path: Path) -> None:
+async def test_server_start_imports_no_simulator_code_and_no_playwright(tmp_path: Path) -> None:
     """`python -X importtime` logs every module the server imports; after `tools/list` and a
     local tool call, neither the simulator nor its TLS helper may be among them."""
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
@@ -64,3 +64,5 @@ async def test_server_start_imports_no_simulator_code(tmp_path: Path) -> None:
     modules = {line.rsplit("|", 1)[-1].strip() for line in log.read_text(encoding="utf-8").splitlines() if "|" in line}
     assert "cnki_mcp.server.app" in modules  # the log really lists the server's imports
     assert not {m for m in modules if m.startswith("cnki_mcp.sim") or m.startswith("trustme")}
+    # Playwright loads when the browser first starts, not to answer tools/list (docs/benchmarks.md).
+    assert not {m for m in modules if m.startswith("playwright")}

@@ -221,6 +221,8 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("read_pdf_text", {"record_ref": "rec_x", "pages": "x" * 201}, "INVALID_ARGUMENT"),
     ("export_citations", {"record_refs": ["r"], "offset": -1}, "INVALID_ARGUMENT"),
     ("link_references", {}, "INVALID_ARGUMENT"),
+    ("verify_references", {"text": "a", "references": ["b"]}, "INVALID_ARGUMENT"),
+    ("search_library", {"query": "x", "limit": 0}, "INVALID_ARGUMENT"),
     ("login", {"remote_access_url": "http://vpn.example.edu/"}, "INVALID_ARGUMENT"),
     ("login", {"remote_access_url": "https://user:pw@vpn.example.edu/"}, "INVALID_ARGUMENT"),
     ("session_status", {"refresh": "maybe"}, "INVALID_ARGUMENT"),
