@@ -7,37 +7,16 @@ no publication date), a conference paper carries its meeting, a thesis its insti
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 
 from cnki_mcp.identity import title_key
 from cnki_mcp.sim.corpus import Corpus, SimRecord
-from cnki_mcp.sim.server import SimServer
-from tests.e2e.support import StdioServer, serve_env
+from tests.e2e.support import StdioServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 MONTHS_MLA = ("Jan.", "Feb.", "Mar.", "Apr.", "May", "June", "July", "Aug.", "Sept.", "Oct.", "Nov.", "Dec.")
-
-
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimServer]:
-    server = SimServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-async def served(sim: SimServer, tmp_path: Path, browser_executable: str) -> AsyncIterator[StdioServer]:
-    sim.set_scenario(None)
-    sim.reset()
-    server = await StdioServer(serve_env(tmp_path / "data", sim.origin, browser_executable), tmp_path).start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 def _unique(corpus: Corpus, kind: str, extra: object = True) -> SimRecord:

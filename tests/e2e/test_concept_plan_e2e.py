@@ -5,15 +5,12 @@ runs as two queries on one channel and returns exactly the corpus records it mea
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
-
 import pytest
 
 from cnki_mcp.identity import title_key
 from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.sim.server import SimServer
-from tests.e2e.support import GRID, StdioServer, serve_env
+from tests.e2e.support import GRID, StdioServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -22,24 +19,6 @@ PLAN = [
     ["产品责任", "归责原则", "侵权责任", "严格责任", "生产者责任"],
     ["责任", "汽车", "算法", "风险", "事故"],
 ]
-
-
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimServer]:
-    server = SimServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-async def served(sim: SimServer, tmp_path: Path, browser_executable: str) -> AsyncIterator[StdioServer]:
-    sim.set_scenario(None)
-    sim.reset()
-    server = await StdioServer(serve_env(tmp_path / "data", sim.origin, browser_executable), tmp_path).start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 async def test_three_by_five_concept_plan_search_completes_with_candidates(

@@ -6,34 +6,14 @@ abstracts and the full text from that store, with filters and paging, without a 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cnki_mcp.sim.server import SimServer
-from tests.e2e.support import StdioServer, serve_env
+from tests.e2e.support import StdioServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimServer]:
-    server = SimServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-async def served(sim: SimServer, tmp_path: Path, browser_executable: str) -> AsyncIterator[StdioServer]:
-    sim.set_scenario(None)
-    sim.reset()
-    server = await StdioServer(serve_env(tmp_path / "data", sim.origin, browser_executable), tmp_path).start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 async def every_page(server: StdioServer, args: dict[str, Any]) -> list[dict[str, Any]]:

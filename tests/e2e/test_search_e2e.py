@@ -5,7 +5,6 @@ itself, get_metadata by exact titles, and coded errors for bad arguments."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,26 +21,8 @@ QUESTIONS = Path(__file__).resolve().parents[2] / "cnki_mcp" / "sim" / "data" / 
 
 
 @pytest.fixture(scope="module")
-def sim() -> Iterator[SimServer]:
-    server = SimServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def corpus(sim: SimServer) -> Corpus:
     return Corpus.load()
-
-
-@pytest.fixture
-async def served(sim: SimServer, tmp_path: Path, browser_executable: str) -> AsyncIterator[StdioServer]:
-    sim.set_scenario(None)
-    sim.reset()
-    server = await StdioServer(serve_env(tmp_path / "data", sim.origin, browser_executable), tmp_path).start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 def question(qid: str) -> dict[str, Any]:

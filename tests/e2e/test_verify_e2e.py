@@ -5,36 +5,15 @@ entry counted in the simulator's own request log, and the batch export actually 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
-
 import pytest
 
 from cnki_mcp.sim.server import SimServer
-from tests.e2e.support import GRID, StdioServer, serve_env
+from tests.e2e.support import GRID, StdioServer
 from tests.verify_samples import build
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 EXPORT = "/dm8/api/ShowExport"
-
-
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimServer]:
-    server = SimServer().start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-async def served(sim: SimServer, tmp_path: Path, browser_executable: str) -> AsyncIterator[StdioServer]:
-    sim.set_scenario(None)
-    sim.reset()
-    server = await StdioServer(serve_env(tmp_path / "data", sim.origin, browser_executable), tmp_path).start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 async def test_labelled_references_are_judged_through_the_mcp_client(served: StdioServer, sim: SimServer) -> None:
