@@ -7,7 +7,6 @@ import io
 import re
 
 import pytest
-from conftest import read_real
 from pypdf import PdfReader
 from selectolax.lexbor import LexborHTMLParser
 from sim_pages_fixtures import (
@@ -34,6 +33,7 @@ from cnki_mcp.sim.pages.journal import render_journal
 from cnki_mcp.sim.pages.login import render_login
 from cnki_mcp.sim.pages.reader import render_reader
 from cnki_mcp.sim.pages.verify import render_verify, vericode_fragment
+from tests.conftest import read_real
 
 LINKS = FakeLinks()
 ANON = Visitor()
