@@ -30,6 +30,7 @@ from cnki_mcp.links import (
     scan_references,
     title_variants,
 )
+from cnki_mcp.models import GridPage
 from cnki_mcp.pipeline.enrich import is_fatal, record_item_error
 from cnki_mcp.query.compiler import MAX_TITLES, compile_expression, title_lookup_expression
 from cnki_mcp.site.backend import GridRequest, SiteBackend
@@ -86,6 +87,24 @@ def plan_batches(titles: dict[str, str]) -> tuple[list[list[tuple[str, list[str]
     return batches, unsearchable
 
 
+async def lookup_batch(
+    backend: SiteBackend, batch: list[tuple[str, list[str]]], ctx: OperationContext, stage: str
+) -> GridPage | None:
+    """One OR-of-exact-titles grid request for a planned batch. A failure that is not fatal is
+    recorded once per title (item errors of `stage`) and gives None; a fatal one is raised."""
+    spellings = [s for _, group in batch for s in group]
+    compiled = compile_expression(title_lookup_expression(spellings))
+    request = GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=LOOKUP_PAGE_SIZE)
+    try:
+        return await backend.grid(request, op=ctx)
+    except CnkiError as exc:
+        if is_fatal(exc):
+            raise
+        for _key, group in batch:
+            record_item_error(ctx, exc, None, stage, title=group[0])
+        return None
+
+
 async def locate_titles(
     store: Store,
     backend: SiteBackend,
@@ -102,18 +121,10 @@ async def locate_titles(
 
     async def one(batch: list[tuple[str, list[str]]]) -> None:
         nonlocal done
-        spellings = [s for _, group in batch for s in group]
-        compiled = compile_expression(title_lookup_expression(spellings))
-        request = GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=LOOKUP_PAGE_SIZE)
         async with gate:
-            try:
-                page = await backend.grid(request, op=ctx)
-            except CnkiError as exc:
-                if is_fatal(exc):
-                    raise
-                for _key, group in batch:
-                    record_item_error(ctx, exc, None, "links_lookup", title=group[0])
-                return
+            page = await lookup_batch(backend, batch, ctx, "links_lookup")
+        if page is None:
+            return
         papers = store.upsert_from_grid(page.rows, store.clock.now(), public_origins=public_origins)
         by_key: dict[str, dict[str, Paper]] = {}
         for row, paper in zip(page.rows, papers, strict=True):
@@ -175,5 +186,6 @@ __all__ = [
     "link_references",
     "local_matches",
     "locate_titles",
+    "lookup_batch",
     "plan_batches",
 ]

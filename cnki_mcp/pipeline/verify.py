@@ -40,8 +40,8 @@ from cnki_mcp.jobs import OperationContext
 from cnki_mcp.links import reference_key
 from cnki_mcp.models import ExportRecord, GridRow
 from cnki_mcp.pipeline.enrich import is_fatal, record_item_error
-from cnki_mcp.pipeline.links import local_matches, plan_batches
-from cnki_mcp.query.compiler import compile_expression, title_lookup_expression
+from cnki_mcp.pipeline.links import local_matches, lookup_batch, plan_batches
+from cnki_mcp.query.compiler import compile_expression
 from cnki_mcp.query.expr import parse_expression
 from cnki_mcp.site.backend import GridRequest, SiteBackend
 from cnki_mcp.store import Store
@@ -219,18 +219,10 @@ async def _exact_titles(
     gate = asyncio.Semaphore(WORKERS)
 
     async def one(batch: list[tuple[str, list[str]]]) -> None:
-        spellings = [s for _, group in batch for s in group]
-        compiled = compile_expression(title_lookup_expression(spellings))
-        request = GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=PAGE_SIZE)
         async with gate:
-            try:
-                page = await backend.grid(request, op=ctx)
-            except CnkiError as exc:
-                if is_fatal(exc):
-                    raise
-                for _key, group in batch:
-                    record_item_error(ctx, exc, None, "verify_titles", title=group[0])
-                return
+            page = await lookup_batch(backend, batch, ctx, "verify_titles")
+        if page is None:
+            return
         stored = _store_rows(work, page.rows, store, public_origins)
         for key, _group in batch:
             i = int(key)
