@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -44,13 +43,6 @@ def row(title: str, filename: str, **kw: object) -> GridRow:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(wall=T0)
-
-
-@pytest.fixture
-def store(tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
-    s = Store.open(tmp_path / "data", clock)
-    yield s
-    s.close()
 
 
 def find(store: Store, query: str, clock: FakeClock, **kw: object) -> LibraryPage:

@@ -5,12 +5,9 @@ of distinct papers; one run through the simulator's own QueryJson evaluator (Cor
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-import pytest
 from corpus_backend import CorpusBackend
 
 from cnki_mcp.clock import FakeClock
@@ -85,18 +82,6 @@ class FakeSite:
 
     async def close(self) -> None:
         return None
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def store(tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
-    s = Store.open(tmp_path / "data", clock)
-    yield s
-    s.close()
 
 
 async def run_links(

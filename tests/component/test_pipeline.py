@@ -4,7 +4,6 @@ without repeated requests, year filter, structured order, metadata location and 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,18 +36,6 @@ from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.store import Store
 
 PLAN = plan_explicit([["自动驾驶"], ["产品责任"]])
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def store(tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
-    s = Store.open(tmp_path / "data", clock)
-    yield s
-    s.close()
 
 
 def make(clock: FakeClock, store: Store, site: SimSite, page_size: int = 20) -> ResearchPipeline:

@@ -4,11 +4,8 @@ Runs on the simulator's corpus through `tests/corpus_backend.py` (no browser).""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from corpus_backend import CorpusBackend
 
 from cnki_mcp.clock import FakeClock
@@ -17,18 +14,6 @@ from cnki_mcp.pipeline.models import SearchInput, SearchOptions
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.site.backend import GridRequest
 from cnki_mcp.store import Store
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def store(tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
-    s = Store.open(tmp_path / "data", clock)
-    yield s
-    s.close()
 
 
 class RecordingBackend(CorpusBackend):

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from corpus_backend import CorpusBackend, record_id_of
 
 from cnki_mcp.clock import FakeClock
@@ -67,18 +65,6 @@ class LoggingBackend(CorpusBackend):
         key = json.dumps(request.subject, sort_keys=True, ensure_ascii=False)
         self.log.append((key, request.page, request.cursor))
         return page
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def store(tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
-    s = Store.open(tmp_path / "data", clock)
-    yield s
-    s.close()
 
 
 def _inp(**options: Any) -> StructuredSearchInput:

@@ -6,11 +6,8 @@ keeps the channel open so `continue` asks for the same page. A plausible zero is
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from pipeline_fakes import SimSite
 
 from cnki_mcp.clock import FakeClock
@@ -41,18 +38,6 @@ class BlockingSite(SimSite):
             await self._call(op, ("grid", name, request.page))
             return GridPage(rows=[], total=0, page=request.page, page_count=1, zero_results=True)
         return await super().grid(request, op)
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def store(tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
-    s = Store.open(tmp_path / "data", clock)
-    yield s
-    s.close()
 
 
 def pipeline(clock: FakeClock, store: Store, site: SimSite) -> ResearchPipeline:

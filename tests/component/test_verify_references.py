@@ -6,8 +6,6 @@ per entry; plus the cost rules (local first, exact titles 10 per request, export
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from corpus_backend import CorpusBackend
@@ -19,18 +17,6 @@ from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKin
 from cnki_mcp.operations import DEFAULT_BUDGETS
 from cnki_mcp.pipeline.verify import VerifyInput, VerifyResult, verify_references
 from cnki_mcp.store import Store
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def store(tmp_path: Path, clock: FakeClock) -> Iterator[Store]:
-    s = Store.open(tmp_path / "data", clock)
-    yield s
-    s.close()
 
 
 async def run(clock: FakeClock, store: Store, site: CorpusBackend, inp: VerifyInput) -> tuple[OperationRecord, VerifyResult]:
