@@ -56,14 +56,9 @@ def load_snapshot(path: Path = SNAPSHOT_PATH) -> Snapshot | None:
     version that is installed."""
     if os.name != "posix" or not path.is_file():
         return None
-    from importlib import metadata
-
     data = json.loads(path.read_text(encoding="utf-8"))
-    try:
-        installed = metadata.version("mcp")
-    except metadata.PackageNotFoundError:
-        return None
-    if data.get("sdk") != installed:
+    installed = installed_sdk_version()
+    if installed is None or data.get("sdk") != installed:
         return None
     results: list[Any] = data["results"]
     replies = {
@@ -71,6 +66,27 @@ def load_snapshot(path: Path = SNAPSHOT_PATH) -> Snapshot | None:
         for version, methods in data["versions"].items()
     }
     return Snapshot(sdk_version=installed, replies=replies)
+
+
+def installed_sdk_version() -> str | None:
+    """The installed `mcp` distribution's version, read from the name of its `.dist-info` folder
+    beside the package (importlib.metadata would import the email parser and scan every
+    distribution); the metadata lookup only when that is ambiguous."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("mcp")  # finds the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    site = Path(next(iter(spec.submodule_search_locations))).parent
+    found = [p.name.removeprefix("mcp-").removesuffix(".dist-info") for p in site.glob("mcp-*.dist-info")]
+    if len(found) == 1:
+        return found[0]
+    from importlib import metadata
+
+    try:
+        return metadata.version("mcp")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def render_snapshot(sdk_version: str, replies: dict[str, dict[str, Any]]) -> str:

@@ -146,3 +146,9 @@ def test_a_snapshot_from_another_sdk_version_is_not_used(tmp_path: Path) -> None
     other.write_text(json.dumps(data), encoding="utf-8")
     assert load_snapshot(other) is None
     assert load_snapshot(tmp_path / "missing.json") is None
+
+
+def test_the_installed_sdk_version_is_read_without_importlib_metadata() -> None:
+    from importlib import metadata
+
+    assert fast_start.installed_sdk_version() == metadata.version("mcp")
