@@ -148,8 +148,20 @@ def _request_id(message: dict[str, Any]) -> str | None:
 
 
 def serve_handshake(snapshot: Snapshot, fd_in: int = 0, fd_out: int = 1, idle: float = IDLE_SECONDS) -> Handover:
-    """Answer the handshake from the snapshot; stop at anything else (see the module docstring)."""
+    """Answer the handshake from the snapshot; stop at anything else (see the module docstring).
+    An input that cannot be read or waited on (closed, not a pipe select accepts) is left to the
+    SDK's transport with whatever was read."""
     handover = Handover()
+    try:
+        _serve(snapshot, fd_in, fd_out, idle, handover)
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError):
+        pass
+    return handover
+
+
+def _serve(snapshot: Snapshot, fd_in: int, fd_out: int, idle: float, handover: Handover) -> Handover:
     line = _read_line(fd_in)
     if line is None:
         return handover

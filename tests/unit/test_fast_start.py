@@ -152,3 +152,9 @@ def test_the_installed_sdk_version_is_read_without_importlib_metadata() -> None:
     from importlib import metadata
 
     assert fast_start.installed_sdk_version() == metadata.version("mcp")
+
+
+def test_an_unreadable_input_is_left_to_the_sdk(snapshot: Snapshot, pipes: tuple[int, int, int, int]) -> None:
+    _c_write, s_read, s_write, _c_read = pipes
+    os.close(s_read)
+    assert serve_handshake(snapshot, s_read, s_write, idle=0).replay == []
