@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -158,3 +160,17 @@ def test_an_unreadable_input_is_left_to_the_sdk(snapshot: Snapshot, pipes: tuple
     _c_write, s_read, s_write, _c_read = pipes
     os.close(s_read)
     assert serve_handshake(snapshot, s_read, s_write, idle=0).replay == []
+
+
+def test_the_fast_path_imports_no_third_party_package(tmp_path: Path) -> None:
+    code = (
+        "import json, sys\n"
+        "before = set(sys.modules)\n"  # what the interpreter's site hooks loaded
+        "from cnki_mcp.server.fast_start import load_snapshot\n"
+        "assert load_snapshot() is not None\n"
+        "new = set(sys.modules) - before\n"
+        "print(json.dumps(sorted(m for m in new if m.split('.')[0] not in sys.stdlib_module_names)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=str(tmp_path), check=True).stdout
+    assert [m for m in json.loads(out) if not m.startswith("cnki_mcp")] == []

@@ -4,6 +4,10 @@ when one of its tools is first called."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -63,3 +67,25 @@ def test_a_catalog_missing_a_module_falls_back_to_registering_every_module(
     monkeypatch.setattr(app, "load_catalog", lambda: stale)
     server = build_server(_no_services)
     assert {t.name for t in server._tool_manager.list_tools()} == set(app.TOOL_NAMES)
+
+
+# What building the server (as `serve` does, before any tool call) must not import.
+NOT_AT_BUILD = (
+    "cnki_mcp.server.tools_", "cnki_mcp.pipeline", "cnki_mcp.cite", "cnki_mcp.parse", "cnki_mcp.query",
+    "cnki_mcp.site.cnki", "cnki_mcp.sim", "playwright", "pypinyin", "jieba", "rapidfuzz", "selectolax", "pypdf",
+)
+
+
+def test_building_the_server_imports_no_tool_module_and_no_heavy_dependency(tmp_path: Path) -> None:
+    """In a fresh interpreter: other tests have imported everything into this one."""
+    code = (
+        "import json, sys\n"
+        "from cnki_mcp.server.app import build_server\n"
+        "build_server(lambda: None)\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=str(tmp_path), check=True).stdout
+    modules = json.loads(out)
+    assert "mcp.server.mcpserver" in modules  # the server really was built
+    assert [m for m in modules if m.startswith(NOT_AT_BUILD)] == []
