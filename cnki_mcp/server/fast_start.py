@@ -10,10 +10,11 @@ revision, captured through the SDK's stdio transport (`scripts/update_tool_catal
 
 `serve_handshake` answers exactly those messages from the snapshot, reading fd 0 one byte at a
 time so that nothing past the last line it took is consumed, and stops at the first message it
-does not know, when the input is idle, or at end of input. It returns a `Handover`: the lines the
-SDK session must still see (the `initialize` request and the notification; the session needs the
-client's capabilities) and the replies already written, which `server/stdio.py` drops when the
-SDK produces them again. Only POSIX (the wait uses `select` on the pipe) and only when the
+does not know, when the input is idle, or at end of input. It returns a `Handover`: every line
+it read, which the SDK session still sees in order (the session needs the client's capabilities
+from `initialize`), and the replies already written, which `server/stdio.py` drops when the SDK
+produces them again, logging any that differ (a snapshot that no longer matches the server, e.g.
+a setting that changes the tool list: such a setting must turn the fast path off). Only POSIX (the wait uses `select` on the pipe) and only when the
 installed SDK is the one the snapshot was captured with; otherwise the SDK answers everything.
 
 This module imports no third-party package."""
@@ -38,9 +39,9 @@ MAX_LINE = 1 << 20
 class Handover:
     """What the SDK session continues from."""
 
-    replay: list[bytes] = field(default_factory=list)  # lines read, to be fed to the session
-    # json.dumps(request id) -> reply sent, for the replayed requests (the session answers them
-    # again; only those replies are dropped, so a client reusing a list request's id loses nothing)
+    replay: list[bytes] = field(default_factory=list)  # every line read, fed to the session
+    # json.dumps(request id) -> the reply sent; the session answers these requests again and
+    # those replies are dropped (a repeated id is never answered here)
     answered: dict[str, Any] = field(default_factory=dict)
     replies: int = 0  # replies written from the snapshot
 
@@ -198,11 +199,12 @@ def _serve(snapshot: Snapshot, fd_in: int, fd_out: int, idle: float, handover: H
             and initialized
             and method in LIST_METHODS
             and method in answers
-            and _request_id(message) is not None
+            and _request_id(message) not in (None, *handover.answered)
             and not message.get("params")
         ):
-            _reply(fd_out, message, answers[method])
+            handover.answered[str(_request_id(message))] = _reply(fd_out, message, answers[method])
             handover.replies += 1
+            handover.replay.append(line)
             continue
         handover.replay.append(line)
         return handover

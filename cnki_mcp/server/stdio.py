@@ -2,9 +2,9 @@
 answers that `fast_start` replays (docs/benchmarks.md §Start-up).
 
 `run_stdio(server, handover)` runs the SDK's stdio transport (with its claim of fds 0 and 1)
-and first feeds the server the lines `fast_start` already read (the `initialize` request and the
-`initialized` notification: the session needs the client's capabilities), dropping the
-server's replies to the requests `fast_start` already answered. The SDK reads fd 0 from the
+and first feeds the server every line `fast_start` already read (the session needs the client's
+capabilities from `initialize`), dropping the server's replies to the requests `fast_start`
+already answered. The SDK reads fd 0 from the
 byte after those lines. Each dropped reply is compared with the one that was sent; a difference
 is logged (the snapshot is stale: `scripts/update_tool_catalog.py`)."""
 

@@ -89,8 +89,8 @@ def test_the_handshake_is_answered_and_the_session_continues_from_the_first_unkn
     assert [r["id"] for r in replies] == [1, 2]
     assert replies[0]["result"] == snapshot.replies[LATEST_HANDSHAKE_VERSION]["initialize"]
     assert replies[1]["result"] == snapshot.replies[LATEST_HANDSHAKE_VERSION]["tools/list"]
-    assert handover.replay == [_line(_initialize()), _line(INITIALIZED), _line(ping)]
-    assert set(handover.answered) == {"1"} and handover.replies == 2  # only replayed requests are dropped later
+    assert handover.replay == [_line(m) for m in sent[:4]]  # the session sees every message read
+    assert set(handover.answered) == {"1", "2"} and handover.replies == 2  # replies the session's are dropped for
     assert os.read(s_read, 1 << 16) == _line(after)  # nothing past the stop line was consumed
 
 
@@ -174,3 +174,12 @@ def test_the_fast_path_imports_no_third_party_package(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          cwd=str(tmp_path), check=True).stdout
     assert [m for m in json.loads(out) if not m.startswith("cnki_mcp")] == []
+
+
+def test_a_repeated_request_id_is_left_to_the_sdk(snapshot: Snapshot, pipes: tuple[int, int, int, int]) -> None:
+    c_write, s_read, s_write, c_read = pipes
+    again = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}  # the id of initialize
+    os.write(c_write, _line(_initialize()) + _line(INITIALIZED) + _line(again))
+    handover = serve_handshake(snapshot, s_read, s_write, idle=0)
+    assert [r["id"] for r in _replies(c_read)] == [1]
+    assert handover.replay[-1] == _line(again) and set(handover.answered) == {"1"}
