@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     listed: dict[str, list[float]] = {name: [] for name in trees}
     called: dict[str, list[float]] = {name: [] for name in trees}
     floors: dict[str, list[float]] = {"python -c pass": [], "import mcp.server.mcpserver": []}
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         base.update(CNKI_HEADLESS="1")
@@ -145,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
                 floors["python -c pass"].append(timed_exit([sys.executable, "-c", "pass"], base))
                 floors["import mcp.server.mcpserver"].append(
                     timed_exit([sys.executable, "-c", "import mcp.server.mcpserver"], base))
-        print(f"start-up over {args.n} runs each (load average before: {os.getloadavg()[0]:.1f})")
+        print(f"start-up over {args.n} runs each (load average before: {load_before:.1f}, "
+              f"after: {os.getloadavg()[0]:.1f})")
         for name in trees:
             print(_summary(f"{name}: tools/list", listed[name]))
             print(_summary(f"{name}: first tool call", called[name]))
