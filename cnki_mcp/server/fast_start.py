@@ -176,6 +176,7 @@ def _serve(snapshot: Snapshot, fd_in: int, fd_out: int, idle: float, handover: H
         or _request_id(first) is None
         or not isinstance(version, str)
         or version not in snapshot.replies
+        or not _well_formed_initialize(params)
     ):
         return handover
     answers = snapshot.replies[version]
@@ -209,6 +210,21 @@ def _serve(snapshot: Snapshot, fd_in: int, fd_out: int, idle: float, handover: H
         handover.replay.append(line)
         return handover
     return handover
+
+
+def _well_formed_initialize(params: Any) -> bool:
+    """The shape the SDK validates (`clientInfo` name and version, every capability an object):
+    a request it would refuse is left to it, so it can answer the error itself."""
+    if not isinstance(params, dict):
+        return False
+    info, capabilities = params.get("clientInfo"), params.get("capabilities")
+    return (
+        isinstance(info, dict)
+        and isinstance(info.get("name"), str)
+        and isinstance(info.get("version"), str)
+        and isinstance(capabilities, dict)
+        and all(isinstance(value, dict) for value in capabilities.values())
+    )
 
 
 def _reply(fd_out: int, request: dict[str, Any], result: Any) -> dict[str, Any]:

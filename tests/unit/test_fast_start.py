@@ -101,8 +101,10 @@ def test_the_handshake_is_answered_and_the_session_continues_from_the_first_unkn
         {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}},
         {"jsonrpc": "2.0", "id": True, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}},
         [_initialize()],  # a batch
+        {**_initialize(), "params": {"protocolVersion": LATEST_HANDSHAKE_VERSION, "capabilities": {}}},
+        {**_initialize(), "params": {**_initialize()["params"], "capabilities": {"sampling": True}}},
     ],
-    ids=["unknown_version", "modern_era", "bad_id", "batch"],
+    ids=["unknown_version", "modern_era", "bad_id", "batch", "no_client_info", "bad_capability"],
 )
 def test_anything_but_a_known_initialize_goes_straight_to_the_sdk(
     first: Any, snapshot: Snapshot, pipes: tuple[int, int, int, int]
