@@ -31,7 +31,11 @@ from typing import Any
 SNAPSHOT_PATH = Path(__file__).with_name("handshake.json")
 # Methods answered from the snapshot after `initialize` (requests without params).
 LIST_METHODS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
-IDLE_SECONDS = 0.1  # input quiet this long after the handshake: hand over and import the SDK
+# Input quiet this long: hand over and import the SDK. Until a list has been answered the wait is
+# longer (a client sends `initialized` and `tools/list` once it has read the initialize reply,
+# which a busy machine delays); after it, only lists sent together with it are still awaited.
+FIRST_LIST_WAIT_SECONDS = 0.5
+IDLE_SECONDS = 0.1
 MAX_LINE = 1 << 20
 
 
@@ -148,13 +152,19 @@ def _request_id(message: dict[str, Any]) -> str | None:
     return json.dumps(value)
 
 
-def serve_handshake(snapshot: Snapshot, fd_in: int = 0, fd_out: int = 1, idle: float = IDLE_SECONDS) -> Handover:
+def serve_handshake(
+    snapshot: Snapshot,
+    fd_in: int = 0,
+    fd_out: int = 1,
+    idle: float = IDLE_SECONDS,
+    first_list_wait: float = FIRST_LIST_WAIT_SECONDS,
+) -> Handover:
     """Answer the handshake from the snapshot; stop at anything else (see the module docstring).
     An input that cannot be read or waited on (closed, not a pipe select accepts) is left to the
     SDK's transport with whatever was read."""
     handover = Handover()
     try:
-        _serve(snapshot, fd_in, fd_out, idle, handover)
+        _serve(snapshot, fd_in, fd_out, (first_list_wait, idle), handover)
     except BrokenPipeError:
         raise
     except (OSError, ValueError):
@@ -162,7 +172,9 @@ def serve_handshake(snapshot: Snapshot, fd_in: int = 0, fd_out: int = 1, idle: f
     return handover
 
 
-def _serve(snapshot: Snapshot, fd_in: int, fd_out: int, idle: float, handover: Handover) -> Handover:
+def _serve(
+    snapshot: Snapshot, fd_in: int, fd_out: int, waits: tuple[float, float], handover: Handover
+) -> Handover:
     line = _read_line(fd_in)
     if line is None:
         return handover
@@ -185,7 +197,7 @@ def _serve(snapshot: Snapshot, fd_in: int, fd_out: int, idle: float, handover: H
     handover.answered[key] = _reply(fd_out, first, answers["initialize"])
     handover.replies += 1
     initialized = False
-    while _readable(fd_in, idle):
+    while _readable(fd_in, waits[0] if handover.replies < 2 else waits[1]):
         line = _read_line(fd_in)
         if line is None:
             return handover

@@ -84,7 +84,7 @@ def test_the_handshake_is_answered_and_the_session_continues_from_the_first_unkn
     after = {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "diagnostics"}}
     sent = [_initialize(), INITIALIZED, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, ping, after]
     os.write(c_write, b"".join(_line(m) for m in sent))
-    handover = serve_handshake(snapshot, s_read, s_write, idle=0)
+    handover = serve_handshake(snapshot, s_read, s_write, idle=0, first_list_wait=0)
     replies = _replies(c_read)
     assert [r["id"] for r in replies] == [1, 2]
     assert replies[0]["result"] == snapshot.replies[LATEST_HANDSHAKE_VERSION]["initialize"]
@@ -111,7 +111,7 @@ def test_anything_but_a_known_initialize_goes_straight_to_the_sdk(
 ) -> None:
     c_write, s_read, s_write, c_read = pipes
     os.write(c_write, _line(first))
-    handover = serve_handshake(snapshot, s_read, s_write, idle=0)
+    handover = serve_handshake(snapshot, s_read, s_write, idle=0, first_list_wait=0)
     assert _replies(c_read) == []
     assert handover.replay == [_line(first)] and handover.answered == {}
 
@@ -122,13 +122,13 @@ def test_lists_before_the_initialized_notification_or_with_params_are_left_to_th
     c_write, s_read, s_write, c_read = pipes
     early = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     os.write(c_write, _line(_initialize()) + _line(early))
-    handover = serve_handshake(snapshot, s_read, s_write, idle=0)
+    handover = serve_handshake(snapshot, s_read, s_write, idle=0, first_list_wait=0)
     assert [r["id"] for r in _replies(c_read)] == [1]
     assert handover.replay[-1] == _line(early)
 
     paged = {"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"cursor": "x"}}
     os.write(c_write, _line(_initialize()) + _line(INITIALIZED) + _line(paged))
-    handover = serve_handshake(snapshot, s_read, s_write, idle=0)
+    handover = serve_handshake(snapshot, s_read, s_write, idle=0, first_list_wait=0)
     assert [r["id"] for r in _replies(c_read)] == [1]
     assert handover.replay[-1] == _line(paged)
 
@@ -136,11 +136,11 @@ def test_lists_before_the_initialized_notification_or_with_params_are_left_to_th
 def test_end_of_input_or_idle_input_ends_the_handshake(snapshot: Snapshot, pipes: tuple[int, int, int, int]) -> None:
     c_write, s_read, s_write, c_read = pipes
     os.write(c_write, _line(_initialize(rid="a")) + _line(INITIALIZED))
-    handover = serve_handshake(snapshot, s_read, s_write, idle=0)  # nothing more waiting: hand over
+    handover = serve_handshake(snapshot, s_read, s_write, idle=0, first_list_wait=0)  # nothing more waiting: hand over
     assert [r["id"] for r in _replies(c_read)] == ["a"]
     assert set(handover.answered) == {'"a"'} and len(handover.replay) == 2
     os.close(c_write)
-    assert serve_handshake(snapshot, s_read, s_write, idle=0).replay == []
+    assert serve_handshake(snapshot, s_read, s_write, idle=0, first_list_wait=0).replay == []
 
 
 def test_a_snapshot_from_another_sdk_version_is_not_used(tmp_path: Path) -> None:
@@ -161,7 +161,7 @@ def test_the_installed_sdk_version_is_read_without_importlib_metadata() -> None:
 def test_an_unreadable_input_is_left_to_the_sdk(snapshot: Snapshot, pipes: tuple[int, int, int, int]) -> None:
     _c_write, s_read, s_write, _c_read = pipes
     os.close(s_read)
-    assert serve_handshake(snapshot, s_read, s_write, idle=0).replay == []
+    assert serve_handshake(snapshot, s_read, s_write, idle=0, first_list_wait=0).replay == []
 
 
 def test_the_fast_path_imports_no_third_party_package(tmp_path: Path) -> None:
@@ -182,6 +182,6 @@ def test_a_repeated_request_id_is_left_to_the_sdk(snapshot: Snapshot, pipes: tup
     c_write, s_read, s_write, c_read = pipes
     again = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}  # the id of initialize
     os.write(c_write, _line(_initialize()) + _line(INITIALIZED) + _line(again))
-    handover = serve_handshake(snapshot, s_read, s_write, idle=0)
+    handover = serve_handshake(snapshot, s_read, s_write, idle=0, first_list_wait=0)
     assert [r["id"] for r in _replies(c_read)] == [1]
     assert handover.replay[-1] == _line(again) and set(handover.answered) == {"1"}
