@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import importlib.util
 import json
 import os
 import statistics
@@ -122,6 +123,12 @@ def main(argv: list[str] | None = None) -> int:
         trees[f"compare ({args.compare})"] = args.compare.resolve()
     for tree in trees.values():
         compileall.compile_dir(tree / "cnki_mcp", quiet=1)
+    spec = importlib.util.find_spec("mcp")
+    if spec is not None and spec.origin and not (Path(spec.origin).parent / "__pycache__").is_dir():
+        # uv installs without bytecode, and PYTHONDONTWRITEBYTECODE=1 keeps it that way: every
+        # start would compile the SDK from source.
+        print("warning: the installed mcp package has no bytecode; run "
+              f"`{sys.executable} -m compileall -q {Path(spec.origin).parents[1]}` first", file=sys.stderr)
     command = [sys.executable, "-m", "cnki_mcp", "serve"]
     listed: dict[str, list[float]] = {name: [] for name in trees}
     called: dict[str, list[float]] = {name: [] for name in trees}
