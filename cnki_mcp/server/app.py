@@ -21,6 +21,7 @@ from cnki_mcp.server import (
     tools_search,
     tools_session,
     tools_verify,
+    tools_watch,
 )
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.guide import GUIDE
@@ -45,6 +46,9 @@ TOOL_NAMES = (
     "operation_status",
     "operation_control",
     "diagnostics",
+    "export_search_log",
+    "watch_search",
+    "check_updates",
 )
 
 _LEVELS = {
@@ -84,6 +88,7 @@ def build_server(open_services: Callable[[], Services]) -> CnkiServer:
     tools_session.register(server)
     tools_ops.register(server)
     tools_library.register(server)
+    tools_watch.register(server)
     prompts.register(server)
 
     @server.resource(
