@@ -190,7 +190,7 @@ class WatchService:
         watch_id = new_watch_id()
         self.store.create_watch(
             watch_id, search_id, record.query, plan, now, record.created_at.date().isoformat(),
-            [_known(p) for p in papers.values()],
+            [_known(papers[r]) if r in papers else KnownRecord(r) for r in refs],
         )
         stored = self.store.get_watch(watch_id)
         assert stored is not None
