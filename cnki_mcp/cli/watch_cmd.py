@@ -90,7 +90,13 @@ async def _check(services: object, args: argparse.Namespace) -> int:
         print(digest(report))
     for error in record.errors:
         print(f"错误 {error.code}: {error.message}", file=sys.stderr)
-    if record.status.value not in ("completed",):
+    return exit_code(record.status.value, report)
+
+
+def exit_code(status: str, report: object) -> int:
+    """0 nothing changed, 1 something new or changed, 3 stopped early (see the module docstring)."""
+    if status != "completed":
         return EXIT_STOPPED
-    changed = any(c.new_count or c.published_count or c.cited_changed_count for c in report.checks)
+    checks = getattr(report, "checks", [])
+    changed = any(c.new_count or c.published_count or c.cited_changed_count for c in checks)
     return EXIT_CHANGED if changed else EXIT_UNCHANGED

@@ -51,6 +51,19 @@ async def test_every_page_is_logged_and_the_flow_adds_up(clock: FakeClock, store
     assert q1.pages[0].total == 120 and [p.page for p in q1.pages] == [1, 2, 3, 4, 5]
     assert log.plan_method == "explicit" and log.requests == record.requests
     assert log.details_read == 100 and "0.55" in log.selection_rule
+    assert_formats_carry(log)
+
+
+def assert_formats_carry(log: SearchLog) -> None:
+    md = format_log(log, "markdown")
+    assert "## Flow (PRISMA-style)" in md and f"- Selected: {log.prisma.selected}" in md
+    assert "主题: 自动驾驶 AND 主题: 产品责任" in md
+    rows = list(csv.DictReader(io.StringIO(format_log(log, "csv"))))
+    assert sum(1 for r in rows if r["section"] == "page") == 17
+    flow = {r["field"]: int(r["value"]) for r in rows if r["section"] == "flow"}
+    assert flow["identified"] == log.prisma.identified and flow["selected"] == log.prisma.selected
+    again = SearchLog.model_validate(json.loads(format_log(log, "json")))
+    assert again == log
 
 
 async def test_year_filter_is_counted_before_duplicates(clock: FakeClock, store: Store) -> None:
@@ -82,20 +95,6 @@ async def test_budget_stop_and_continue_log_each_page_once(clock: FakeClock, sto
     pages = [p for c in log.channels for p in c.pages]
     assert len(pages) == site.count("grid") and all(p.attempts == 1 for p in pages)
     assert log.unmerged_pages == 0
-
-
-async def test_formats_carry_the_log(clock: FakeClock, store: Store) -> None:
-    record = await run_search(clock, make(clock, store, SimSite(clock)), search_input(freshness="live"))
-    log = build_search_log(store, record.result["search_id"], "min10_rescue55")
-    md = format_log(log, "markdown")
-    assert "## Flow (PRISMA-style)" in md and f"- Selected: {log.prisma.selected}" in md
-    assert "主题: 自动驾驶 AND 主题: 产品责任" in md
-    rows = list(csv.DictReader(io.StringIO(format_log(log, "csv"))))
-    assert sum(1 for r in rows if r["section"] == "page") == 17
-    flow = {r["field"]: int(r["value"]) for r in rows if r["section"] == "flow"}
-    assert flow["identified"] == log.prisma.identified and flow["selected"] == log.prisma.selected
-    again = SearchLog.model_validate(json.loads(format_log(log, "json")))
-    assert again == log
 
 
 def test_unknown_search_is_search_not_found(store: Store) -> None:
