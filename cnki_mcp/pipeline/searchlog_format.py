@@ -92,7 +92,17 @@ def to_markdown(log: SearchLog) -> str:
     ]
     for w in log.warnings:
         lines.append(f"- Warning: {w}")
-    lines += ["", "## Channels (as sent)", ""]
+    lines += [
+        "",
+        "To rerun by hand: open CNKI's advanced search (高级检索) with the form's default database scope, "
+        "type each query below into the rows as written (`+` joins alternatives inside one box; rows "
+        f"combine left to right), set 发表时间 to {_years(p)}, sort by {_SORTS.get(str(p.get('sort')), p.get('sort'))} "
+        "and show 50 rows per page; the totals should match the CNKI totals below, growing only as CNKI "
+        "indexes new papers.",
+        "",
+        "## Channels (as sent)",
+        "",
+    ]
     for ch in log.channels:
         state = "exhausted" if ch.exhausted else ("failed: " + ch.error if ch.error else "not exhausted")
         lines.append(f"### {ch.id} — {ch.field}" + (f" ({ch.reason})" if ch.reason else ""))

@@ -112,3 +112,16 @@ def test_render_subject_reads_like_the_form() -> None:
     ]}
     text = render_subject(compile_expression(either).subject)
     assert text == "(篇名[模糊]: a AND 作者[精确]: 张三) OR 关键词[模糊]: b"
+
+
+async def test_a_soft_block_recheck_is_one_more_attempt_of_the_same_page(clock: FakeClock, store: Store) -> None:
+    from tests.component.test_soft_block import BlockingSite, pipeline, search
+
+    site = BlockingSite(clock, {("q1", 2): 1})
+    record = await search(clock, pipeline(clock, store, site), JobManager(clock, MemorySink()))
+    assert record.status == "completed"
+    log = build_search_log(store, record.operation_id, "min10_rescue55")
+    assert_flow_adds_up(log)
+    q1 = {p.page: p for p in log.channels[0].pages}
+    assert q1[2].attempts == 2 and q1[2].rows == 20 and q1[2].merged
+    assert sum(p.attempts for c in log.channels for p in c.pages) == site.count("grid")
