@@ -267,7 +267,7 @@ def build_search_log(store: Store, search_id: str, ranker_name: str) -> SearchLo
         status=record.status,
         kind="structured_search" if structured else "search",
         question=record.query,
-        created_at=record.created_at,
+        created_at=min([record.created_at, *(p.observed_at for p in logged)]),  # the row is written at the end
         finished_at=record.updated_at,
         plan_method=summary.plan.method,
         plan_method_note=PLAN_METHODS.get(summary.plan.method, summary.plan.method),
