@@ -14,6 +14,11 @@ import asyncio
 import json
 import os
 import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cnki_mcp.pipeline.watch import CheckReport, WatchService
+    from cnki_mcp.services import Services
 
 EXIT_UNCHANGED = 0
 EXIT_CHANGED = 1
@@ -37,52 +42,58 @@ def run(args: argparse.Namespace) -> int:
     from cnki_mcp.settings import load_settings
 
     settings = load_settings(os.environ)
-    services = Services.open(settings, environ=dict(os.environ))
-    try:
-        if args.watch_command == "list":
-            return _list(services)
-        return asyncio.run(_check(services, args))
-    finally:
-        asyncio.run(services.close())
+    services = Services.open(settings, environ=dict(os.environ))  # DATA_DIRECTORY_IN_USE surfaces here
+
+    async def main() -> int:  # one event loop: the browser is closed by the loop that started it
+        try:
+            if args.watch_command == "list":
+                return _list(services)
+            return await _check(services, args)
+        finally:
+            await services.close()
+
+    return asyncio.run(main())
 
 
-def _list(services: object) -> int:
+def _service(services: Services) -> WatchService:
     from cnki_mcp.pipeline.watch import WatchService
 
-    store = services.store  # type: ignore[attr-defined]
-    service = WatchService(store, services.backend, services.clock)  # type: ignore[attr-defined]
-    for watch in store.list_watches():
+    origin = services.settings.site_origin
+    return WatchService(services.store, services.backend, services.clock, (origin,) if origin else ())
+
+
+def _list(services: Services) -> int:
+    service = _service(services)
+    for watch in services.store.list_watches():
         info = service.info(watch)
         last = info.last_check_at.isoformat(timespec="seconds") if info.last_check_at else "-"
         print(f"{info.watch_id}\t{info.search_id}\tchecks={info.checks}\tlast={last}\t{info.question}")
     return EXIT_UNCHANGED
 
 
-async def _check(services: object, args: argparse.Namespace) -> int:
+async def _check(services: Services, args: argparse.Namespace) -> int:
     from cnki_mcp.errors import InvalidInput
     from cnki_mcp.jobs import BudgetSpec, OperationKind
-    from cnki_mcp.pipeline.watch import CheckReport, WatchService, digest
 
     if args.max_requests < 1:
         raise InvalidInput("--max-requests 至少为 1", field="max_requests")
-    origin = services.settings.site_origin  # type: ignore[attr-defined]
-    service = WatchService(
-        services.store,  # type: ignore[attr-defined]
-        services.backend,  # type: ignore[attr-defined]
-        services.clock,  # type: ignore[attr-defined]
-        (origin,) if origin else (),
-    )
+    service = _service(services)
     target = args.watch_id or "all"
     service.watches(target)  # INVALID_ARGUMENT for an unknown id, before anything starts
 
-    async def runner(op: object) -> object:
-        return await service.check(target, op, args.pages)  # type: ignore[arg-type]
+    async def runner(op: Any) -> Any:
+        return await service.check(target, op, args.pages)
 
-    job = services.jobs.start(  # type: ignore[attr-defined]
-        OperationKind.WATCH, runner, BudgetSpec(max_requests=args.max_requests, timeout_seconds=600),
-        stage="watch", message="检查订阅更新",
+    job = services.jobs.start(
+        OperationKind.WATCH,
+        runner,
+        BudgetSpec(max_requests=args.max_requests, timeout_seconds=600),
+        stage="watch",
+        message="检查订阅更新",
     )
     record = await job.finish()
+    from cnki_mcp.pipeline.watch import CheckReport, digest
+
     report = CheckReport.model_validate(record.result) if record.result else CheckReport()
     if args.json:
         print(json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=1))
@@ -93,10 +104,9 @@ async def _check(services: object, args: argparse.Namespace) -> int:
     return exit_code(record.status.value, report)
 
 
-def exit_code(status: str, report: object) -> int:
+def exit_code(status: str, report: CheckReport) -> int:
     """0 nothing changed, 1 something new or changed, 3 stopped early (see the module docstring)."""
     if status != "completed":
         return EXIT_STOPPED
-    checks = getattr(report, "checks", [])
-    changed = any(c.new_count or c.published_count or c.cited_changed_count for c in checks)
+    changed = any(c.new_count or c.published_count or c.cited_changed_count for c in report.checks)
     return EXIT_CHANGED if changed else EXIT_UNCHANGED

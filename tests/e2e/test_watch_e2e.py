@@ -5,13 +5,16 @@ between two checks, one grid request per check (DESIGN.md "Search log", "Saved s
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from cnki_mcp.sim.server import SimServer
-from tests.e2e.support import GRID, StdioServer
+from tests.e2e.support import GRID, StdioServer, serve_env
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -19,7 +22,7 @@ NEW_ID = "w9001"
 
 
 async def test_search_log_and_a_watch_that_finds_a_record_added_between_checks(
-    served: StdioServer, sim: SimServer
+    served: StdioServer, sim: SimServer, tmp_path: Path, browser_executable: str
 ) -> None:
     started = await served.call(
         "search",
@@ -72,3 +75,15 @@ async def test_search_log_and_a_watch_that_finds_a_record_added_between_checks(
     assert [n["title"] for n in c2["new"]] == ["约定违约金酌减的新近裁判观察"]
     assert c2["new_count"] == 1 and c2["older_unseen"] == 0
     assert len(sim.requests_for(GRID, "POST")) == grids + 2
+
+    # the cron command on the same data directory once the server is gone: nothing new since
+    await served.stop()
+    env = serve_env(tmp_path / "data", sim.origin, browser_executable)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cnki_mcp", "watch", "check", "--all", env=env, cwd=str(tmp_path),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    async with asyncio.timeout(120):
+        out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    assert f"[{watch['watch_id']}]" in out.decode() and "新增 0" in out.decode()
