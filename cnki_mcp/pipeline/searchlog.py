@@ -9,19 +9,21 @@ identified - outside the year range - duplicates = screened; screened - excluded
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import SearchNotFound
 from cnki_mcp.models import GridPage
 from cnki_mcp.pipeline.models import SearchSummary
+from cnki_mcp.pipeline.searchlog_format import (
+    ChannelLog,
+    PageEntry,
+    PrismaFlow,
+    SearchLog,
+    render_subject,
+)
 from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.store import Store
-
-LogFormat = Literal["markdown", "csv", "json"]
 
 # How the concept plan was made (query/plan.py PlanMethod), in words for a methods section.
 PLAN_METHODS: dict[str, str] = {
@@ -48,71 +50,6 @@ SELECTION_RULES: dict[str, str] = {
 }
 STRUCTURED_RULE = "CNKI's own order kept; the first 100 records listed are selected, nothing re-ranked"
 BASIC_RULE = "list data only (metadata=basic): the first 100 records in ranked order are selected"
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class PageEntry(_Model):
-    query: int = Field(1, description="split query number (1 unless the channel was split)")
-    page: int
-    at: datetime
-    rows: int = Field(description="rows CNKI listed on the page")
-    kept: int = Field(description="rows inside the year range")
-    total: int | None = Field(None, description="total CNKI reported")
-    attempts: int = 1
-    merged: bool = True
-
-
-class ChannelLog(_Model):
-    id: str
-    field: str
-    reason: str = ""
-    queries: list[str] = Field(default_factory=list, description="each query as typed into the form")
-    query_json: list[dict[str, Any]] = Field(
-        default_factory=list, description="QueryJson Subject group(s) as sent"
-    )
-    pages_read: int = 0
-    rows: int = 0
-    total_reported: int | None = None
-    exhausted: bool = False
-    error: str | None = None
-    pages: list[PageEntry] = Field(default_factory=list)
-
-
-class PrismaFlow(_Model):
-    identified: int = Field(description="rows listed on every page read, all channels")
-    outside_years: int = Field(description="rows outside the year range, removed")
-    duplicates: int = Field(description="rows of a paper already found, removed")
-    screened: int = Field(description="distinct papers ranked")
-    excluded: int
-    excluded_by_reason: dict[str, int] = Field(default_factory=dict)
-    selected: int
-    page_log: bool = Field(
-        True, description="false: per-page log not kept (older search); counts from coverage"
-    )
-
-
-class SearchLog(_Model):
-    search_id: str
-    status: str
-    kind: Literal["search", "structured_search"]
-    question: str
-    created_at: datetime
-    finished_at: datetime
-    plan_method: str
-    plan_method_note: str
-    concepts: list[list[str]] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
-    parameters: dict[str, Any] = Field(default_factory=dict)
-    channels: list[ChannelLog] = Field(default_factory=list)
-    requests: int = 0
-    details_read: int = Field(0, description="papers enriched from their detail page")
-    journals_read: int = Field(0, description="sources with a stored journal page")
-    selection_rule: str = ""
-    prisma: PrismaFlow
-    unmerged_pages: int = Field(0, description="pages read but not merged (the search stopped first)")
 
 
 # --------------------------------------------------------------------------- the engine's hook
@@ -179,8 +116,6 @@ def _checkpoint_channels(store: Store, search_id: str) -> dict[str, Channel]:
 
 def build_search_log(store: Store, search_id: str, ranker_name: str) -> SearchLog:
     """The log of a stored search (SEARCH_NOT_FOUND when the store does not hold it)."""
-    from cnki_mcp.pipeline.searchlog_format import render_subject
-
     record = store.get_search(search_id)
     if record is None or record.summary is None:
         raise SearchNotFound(search_id=search_id)

@@ -1,15 +1,86 @@
-"""Pure formatters of a `SearchLog` (Markdown, CSV, JSON) and the readable form of a QueryJson
-Subject group: model in, text out; no store, clock or network (DESIGN.md "Search log")."""
+"""The `SearchLog` model and its pure formatters (Markdown, CSV, JSON), and the readable form of a
+QueryJson Subject group: model in, text out; no store, clock or network (DESIGN.md "Search log")."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
-from cnki_mcp.pipeline.searchlog import LogFormat, SearchLog
+from pydantic import BaseModel, ConfigDict, Field
+
 from cnki_mcp.query.expr import FIELD_CODES, FIELD_LABELS
+
+LogFormat = Literal["markdown", "csv", "json"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PageEntry(_Model):
+    query: int = Field(1, description="split query number (1 unless the channel was split)")
+    page: int
+    at: datetime
+    rows: int = Field(description="rows CNKI listed on the page")
+    kept: int = Field(description="rows inside the year range")
+    total: int | None = Field(None, description="total CNKI reported")
+    attempts: int = 1
+    merged: bool = True
+
+
+class ChannelLog(_Model):
+    id: str
+    field: str
+    reason: str = ""
+    queries: list[str] = Field(default_factory=list, description="each query as typed into the form")
+    query_json: list[dict[str, Any]] = Field(
+        default_factory=list, description="QueryJson Subject group(s) as sent"
+    )
+    pages_read: int = 0
+    rows: int = 0
+    total_reported: int | None = None
+    exhausted: bool = False
+    error: str | None = None
+    pages: list[PageEntry] = Field(default_factory=list)
+
+
+class PrismaFlow(_Model):
+    identified: int = Field(description="rows listed on every page read, all channels")
+    outside_years: int = Field(description="rows outside the year range, removed")
+    duplicates: int = Field(description="rows of a paper already found, removed")
+    screened: int = Field(description="distinct papers ranked")
+    excluded: int
+    excluded_by_reason: dict[str, int] = Field(default_factory=dict)
+    selected: int
+    page_log: bool = Field(
+        True, description="false: per-page log not kept (older search); counts from coverage"
+    )
+
+
+class SearchLog(_Model):
+    search_id: str
+    status: str
+    kind: Literal["search", "structured_search"]
+    question: str
+    created_at: datetime
+    finished_at: datetime
+    plan_method: str
+    plan_method_note: str
+    concepts: list[list[str]] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    channels: list[ChannelLog] = Field(default_factory=list)
+    requests: int = 0
+    details_read: int = Field(0, description="papers enriched from their detail page")
+    journals_read: int = Field(0, description="sources with a stored journal page")
+    selection_rule: str = ""
+    prisma: PrismaFlow
+    unmerged_pages: int = Field(0, description="pages read but not merged (the search stopped first)")
+
+
 
 _LABELS: dict[str, str] = {code: FIELD_LABELS[f] for f, code in FIELD_CODES.items()}
 _MATCH: dict[str, str] = {"TOPRANK": "", "FUZZY": "模糊", "DEFAULT": "精确"}

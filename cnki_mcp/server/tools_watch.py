@@ -10,8 +10,8 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from cnki_mcp.jobs import BudgetSpec, OperationKind
-from cnki_mcp.pipeline.searchlog import LogFormat, PrismaFlow, build_search_log
-from cnki_mcp.pipeline.searchlog_format import format_log
+from cnki_mcp.pipeline.searchlog import build_search_log
+from cnki_mcp.pipeline.searchlog_format import LogFormat, PrismaFlow, format_log
 from cnki_mcp.pipeline.watch import CheckReport, WatchInfo, WatchService
 from cnki_mcp.rank import RelevanceRescueRanker
 from cnki_mcp.server.deps import services_of
