@@ -125,3 +125,25 @@ async def test_a_soft_block_recheck_is_one_more_attempt_of_the_same_page(clock: 
     q1 = {p.page: p for p in log.channels[0].pages}
     assert q1[2].attempts == 2 and q1[2].rows == 20 and q1[2].merged
     assert sum(p.attempts for c in log.channels for p in c.pages) == site.count("grid")
+
+
+async def test_a_structured_search_logs_its_expression_and_keeps_cnki_order_as_the_rule(
+    clock: FakeClock, store: Store
+) -> None:
+    from cnki_mcp.pipeline.models import StructuredSearchInput
+    from tests.component.test_pipeline import run_op
+
+    site = SimSite(clock)
+    pipe = make(clock, store, site, page_size=50)
+    inp = StructuredSearchInput(expression={"field": "authors", "value": "作者", "match": "exact"}, limit=20)
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.structured(inp, ctx)
+
+    record = await run_op(clock, JobManager(clock, MemorySink()), runner, inp.budget())
+    log = build_search_log(store, record.operation_id, "min10_rescue55")
+    assert_flow_adds_up(log)
+    assert log.kind == "structured_search" and log.plan_method == "structured"
+    assert "CNKI's own order" in log.selection_rule
+    assert [c.queries for c in log.channels] == [["作者[精确]: 作者"]]
+    assert (log.prisma.identified, log.prisma.screened, log.prisma.selected) == (50, 50, 50)
