@@ -47,6 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "can use your CNKI account) / 允许在非本机地址上不设令牌（不安全）",
     )
     parser.add_argument(
+        "--read-only",
+        action="store_true",
+        help="hide and refuse tools that download, write files or could spend money (= CNKI_READ_ONLY=1) "
+        "/ 只读模式",
+    )
+    parser.add_argument(
         "--stateless",
         action="store_true",
         help="HTTP without sessions: one JSON response per request (no progress, logging or sampling)",
@@ -80,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
     from cnki_mcp.settings import load_settings
 
     settings = load_settings(os.environ)
+    if getattr(args, "read_only", False):
+        settings = settings.with_(read_only=True)
     check_token_rule(args.transport, args.host, settings.mcp_token, args.insecure_no_token)
     logging.basicConfig(
         level=getattr(logging, settings.log_level, logging.INFO),
@@ -101,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
             # The handshake is answered before the MCP SDK is imported (server/fast_start.py).
             from cnki_mcp.server.fast_start import Handover, load_snapshot, serve_handshake
 
-            snapshot = load_snapshot()
+            # The snapshot lists every tool; read-only mode lists fewer (DESIGN.md "Read-only mode").
+            snapshot = None if settings.read_only else load_snapshot()
             handover = serve_handshake(snapshot) if snapshot is not None else Handover()
             logging.getLogger("cnki_mcp.server").info(
                 "stdio: %d handshake replies sent before loading the MCP SDK", handover.replies

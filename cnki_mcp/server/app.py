@@ -47,6 +47,9 @@ TOOL_NAMES = (
     "operation_status",
     "operation_control",
     "diagnostics",
+    "export_search_log",
+    "watch_search",
+    "check_updates",
 )
 
 # Registration order is the order of tools/list.
@@ -58,6 +61,7 @@ TOOL_MODULES = (
     "cnki_mcp.server.tools_session",
     "cnki_mcp.server.tools_ops",
     "cnki_mcp.server.tools_library",
+    "cnki_mcp.server.tools_watch",
 )
 
 _LEVELS = {

@@ -25,6 +25,7 @@ from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
 from cnki_mcp.errors import CnkiError, InvalidInput
+from cnki_mcp.server import readonly
 from cnki_mcp.server.catalog import ToolCatalog, register_modules
 from cnki_mcp.server.wire_schema import compact_input, output_envelope
 from cnki_mcp.tool_args import reject_booleans_for_numbers
@@ -108,6 +109,14 @@ def to_cnki_error(exc: BaseException, tool: str) -> CnkiError:
     return CnkiError(f"内部错误：{type(cause).__name__ if cause else 'Exception'}（详见服务日志）", tool=tool)
 
 
+def _lifespan_of(context: Context[Any, Any] | None) -> Any:
+    """The running Services of a tool call (None for a call made without a session)."""
+    try:
+        return None if context is None else context.request_context.lifespan_context
+    except ValueError:  # no request context: a direct call in tests
+        return None
+
+
 class CnkiServer(MCPServer[Any]):
     """MCPServer whose tool failures are coded `isError` results (see the module docstring)."""
 
@@ -153,6 +162,13 @@ class CnkiServer(MCPServer[Any]):
             ]
         return self._published
 
+    async def _handle_list_tools(self, ctx: Any, params: Any) -> Any:
+        # Read-only mode hides the tools of `server/readonly.py` (DESIGN.md "Read-only mode").
+        result = await super()._handle_list_tools(ctx, params)
+        if readonly.is_read_only(getattr(ctx, "lifespan_context", None)):
+            result.tools = [t for t in result.tools if t.name not in readonly.HIDDEN_TOOLS]
+        return result
+
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
     ) -> Any:
@@ -170,6 +186,8 @@ class CnkiServer(MCPServer[Any]):
             tool = self._tool_manager.get_tool(name)
             if tool is not None:  # pydantic would read `true` as 1 (cnki_mcp/tool_args.py)
                 reject_booleans_for_numbers(tool.parameters, arguments or {})
+            if readonly.is_read_only(_lifespan_of(context)):
+                readonly.check_call(name, arguments or {})
             result = await super().call_tool(name, arguments, context)
         except CnkiError as exc:
             return error_result(exc)

@@ -80,3 +80,29 @@ def test_the_handshake_is_answered_before_the_sdk_loads_and_no_reply_is_repeated
     assert "cnki_mcp.server.fast_start" in before and "mcp" in after  # the log really orders them
     assert [m for m in before if _matches(m, NOT_BEFORE_HANDSHAKE)] == []
     assert [m for m in before + after if _matches(m, NEVER)] == []
+
+
+def test_a_read_only_stdio_server_lists_no_hidden_tool_in_its_first_tools_list(tmp_path: Path) -> None:
+    """The snapshot lists every tool, so read-only mode must not answer from it
+    (DESIGN.md "Read-only mode")."""
+    from cnki_mcp.server.readonly import HIDDEN_TOOLS
+
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
+    env.update(CNKI_DATA_DIR=str(tmp_path / "data"), CNKI_HEADLESS="1", CNKI_READ_ONLY="1")
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "cnki_mcp", "serve"],
+        input=b"".join(json.dumps(m).encode() + b"\n" for m in messages),
+        capture_output=True, env=env, cwd=str(tmp_path), timeout=120,
+    )
+    replies = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert proc.returncode == 0
+    assert [r["id"] for r in replies] == [1, 2]
+    listed = {t["name"] for t in replies[1]["result"]["tools"]}
+    assert HIDDEN_TOOLS and not (listed & set(HIDDEN_TOOLS))
+    assert listed == set(TOOL_NAMES) - set(HIDDEN_TOOLS)
