@@ -136,14 +136,17 @@ async def test_article_page_loads_citation_lists_after_a_scroll_and_a_tab_click(
         await page.goto(sim_server.links.www("/"))
         await page.goto(sim_server.links.detail("r0306"))
         await page.wait_for_load_state("load")
-        assert sim_server.requests_for("/restapi/") == []
+        assert sim_server.requests_for("/restapi/citation-api/v1/literature/quotations") == []
+        assert sim_server.requests_for("/restapi/citation-api/v1/literature/references") == []
         await page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
         await page.wait_for_selector("#quoted-references li span.number")
         await page.wait_for_function(
             "document.querySelectorAll('#quoted-references [id^=nxgp-kcms-data-ref-]').length == 12"
         )
+        await page.wait_for_selector("#kcms-data-similar li")  # similar papers come last
         paths = [e.path.rsplit("/", 1)[-1] for e in sim_server.requests_for("/restapi/")]
         assert paths.count("metrics") == 1 and "citations" not in paths
+        assert paths.count("references") == 12 and paths.count("domains") == 4 and paths.count("articles") == 1
         answered: list[int] = []
         all_in = asyncio.Event()
 

@@ -1,10 +1,11 @@
 """The article page's 引文网络 block: empty list containers filled by a script from the citation
 JSON API, lazily, as the 2026 page does (docs/citation-api.md "How the page loads the lists").
 
-At load the containers hold nothing. When `#refpartdiv` comes into the viewport (at load or on a
-scroll) the script asks `quotations/metrics`; when references or citations are non-zero it asks
-the reference list of each of the 12 databases (page 1, size 10). A click on a tab
-(`li[data-id=citations]` …) asks that kind's 12 lists. Each kind is asked once per page view."""
+At load the containers hold nothing. When the 核心文献推荐 block comes into the viewport the script
+asks the four `…/domains` keyword lists; when `#refpartdiv` does (at load or on a scroll) it asks
+`quotations/metrics`, and when references or citations are non-zero the reference list of each of
+the 12 databases (page 1, size 10), then the similar papers. A click on a tab
+(`li[data-id=citations]` …) asks that kind's 12 lists. Each is asked once per page view."""
 
 from __future__ import annotations
 
@@ -53,11 +54,18 @@ function kind(k,div){if(asked[k])return;asked[k]=1;var el=document.getElementByI
 C.dbs.forEach(function(db){var holder=document.createElement('div');holder.id='nxgp-kcms-data-ref-'+k+'-'+db[1];el.appendChild(holder);
 get(api+'/citation-api/v1/literature/'+k+'?'+v+'&type='+db[0]+'&start=1&size=10',function(d){
 if(d&&d.code==0&&d.data&&d.data.size>0){holder.innerHTML=box(d.data,db);}});});}
-function check(){if(started)return;var el=document.getElementById('refpartdiv');if(!el)return;
-var h=document.documentElement.clientHeight||document.body.clientHeight;if(el.getBoundingClientRect().top>=h)return;started=true;
+function seen(id){var el=document.getElementById(id),h=document.documentElement.clientHeight||document.body.clientHeight;
+return el&&el.getBoundingClientRect().top<h;}
+function similar(){if(asked.similar)return;asked.similar=1;var id=document.getElementById('export-id').value;
+get(api+'/usercenter-api/v1/recommend/similar/articles?productid=CJFD&trace=JZTJ_KCMSSIMILAR&articleid='+encodeURIComponent(id)+'&size=10',function(d){
+var el=document.getElementById('kcms-data-similar');
+if(d&&d.data&&d.data.length){el.innerHTML=box({total:d.data.length,start:1,data:d.data},['','','相似文献']);}});}
+function check(){if(!asked.core&&seen('kcms-data-quoted-corefirerecomend')){asked.core=1;
+C.domains.forEach(function(k){get(api+'/citation-api/v1/literature/'+k+'/domains?'+v,function(d){});});}
+if(started||!seen('refpartdiv'))return;started=true;
 get(api+'/citation-api/v1/literature/quotations/metrics?'+v,function(d){if(!d||!d.data)return;var n={};
 d.data.forEach(function(m){n[m.name]=m.value;});C.tabs.forEach(function(t){var s=document.getElementById('rc-'+t[0]);if(s)s.textContent='('+(n[t[1]]||0)+')';});
-if((n.references||'0')!='0'||(n.citations||'0')!='0'){kind('references','quoted-references');}});}
+if((n.references||'0')!='0'||(n.citations||'0')!='0'){kind('references','quoted-references');}similar();});}
 C.tabs.forEach(function(t){var li=document.querySelector('ul.tpl_lieteratures li[data-id="'+t[0]+'"]');
 if(li)li.addEventListener('click',function(){started=true;kind(t[1],'quoted-'+t[0]);});});
 window.addEventListener('scroll',check);window.addEventListener('resize',check);check();
@@ -73,7 +81,8 @@ def citation_block(record: SimRecord, links: Links) -> str:
         for tid, _, name in TABS
     )
     boxes = "".join(f'<div id="quoted-{tid}" data-id="{kind}"></div>' for tid, kind, _ in TABS)
-    cfg = {"dbs": [list(d) for d in DATABASES], "tabs": [[t, k] for t, k, _ in TABS]}
+    cfg = {"dbs": [list(d) for d in DATABASES], "tabs": [[t, k] for t, k, _ in TABS],
+           "domains": ["starter", "source", "branch", "boost"]}  # fmt: skip
     return (
         # The real page's 核心文献推荐 block sits above the network (height 413px): the lists load
         # only once the reader scrolls down to them.
@@ -81,6 +90,9 @@ def citation_block(record: SimRecord, links: Links) -> str:
         '<div id="refpartdiv" class="dis-show"><h5 class="module-title"><span><b>引文网络</b></span></h5>'
         f'<ul class="module-tab tpl_lieteratures" id="{esc(record.native_filename)}">{tabs}</ul>'
         f'<div id="MapArea"><div id="div-literatureRef">{boxes}</div></div></div>'
+        '<div id="literature-recommend"><h5 class="module-title"><span><b>相关文献推荐</b></span></h5>'
+        '<div id="kcms-data-similar"></div></div>'
+        f'<input id="export-id" type="hidden" value="{esc(record.native_filename)}">'
         f'<input id="apiHost" type="hidden" value="{esc(links.kns("/restapi"))}">'
         f'<input id="paramkcmslink" type="hidden" value="{esc(v)}&amp;uniplatform=NZKPT">'
         f"<script>{_SCRIPT % {'cfg': script_json(cfg)}}</script>"
