@@ -620,11 +620,27 @@ class CnkiSite:
         self, detail_url: str, kind: str, type_code: str, start: int, op: SiteOp | None = None
     ) -> CitationListPage:
         url = citation_url(detail_url, kind, type_code=type_code, start=start)
+        await self._on_site(op)
         return await self._fetch_parsed(url, op, lambda text, u: parse_citation_list(text, type_code, u))
 
     async def citation_metrics(self, detail_url: str, op: SiteOp | None = None) -> dict[str, int]:
         url = citation_url(detail_url, "quotations/metrics")
+        await self._on_site(op)
         return await self._fetch_parsed(url, op, lambda text, _u: parse_citation_metrics(text))
+
+    async def _on_site(self, op: SiteOp | None) -> None:
+        """The API is called by CNKI's own pages with the guest session (docs/citation-api.md): the
+        work tab (whose frame the loader requests from) must hold the session and stand on a CNKI
+        page, else a same-site cookie is not sent. A fresh tab comes in through the home page."""
+        page = await self._host.work_page()
+        await self._first_visit(page, op)
+        if self.endpoints.is_site_url(page.url):
+            return
+        try:
+            async with self._limiter.slot(budget=op):
+                await page.goto(self.endpoints.www_home, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
+        except PlaywrightError as exc:  # the API call that follows tells what is wrong
+            self._host.note_error(exc)
 
     async def _fetch_parsed(self, url: str, op: SiteOp | None, parse: Callable[[str, str], T]) -> T:
         async def once() -> T:
