@@ -230,7 +230,8 @@ def answer(app: App, req: Request, client: str, generic: frozenset[Any]) -> Resp
         return _json({"code": 0, "message": "", "data": metrics(app.corpus, record)}, params=params)
     if rest.endswith("/domains"):
         data = domains(app.corpus, record, links, rest.split("/")[0])
-        return _json({"code": 0, "message": "", "data": {"data": data}}, params=params)
+        # A bare list: what cnki-deepsearch's parser reads (the page's script takes either form).
+        return _json({"code": 0, "message": "", "data": data}, params=params)
     code = q.get("type", "")
     if code not in TYPE_CODES:
         # No such database: an empty list (the page never sends one; evidence for others is missing).

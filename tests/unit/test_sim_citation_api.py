@@ -126,3 +126,17 @@ def test_requests_are_logged_with_their_paging(sim_server: SimServer) -> None:
     _list(sim_server, _opener(sim_server), LONG, "citations", "CJFDREF", start=11)
     (entry,) = sim_server.requests_for(CITATION_PREFIX + "citations")
     assert entry.params["start"] == "11" and entry.params["id"] == LONG and entry.params["served"] == 9
+
+
+def test_keyword_domains_and_similar_papers_are_bare_lists(sim_server: SimServer) -> None:
+    opener = _opener(sim_server)
+    _, body = _get(opener, sim_server.url(f"{CITATION_PREFIX}source/domains?v={_v(sim_server, LONG)}"))
+    rec = CORPUS.by_id[LONG]
+    ref_keywords = {k for r in CORPUS.references_of(rec) for k in r.keywords}
+    assert body["code"] == 0 and isinstance(body["data"], list) and body["data"]
+    assert {d["item"] for d in body["data"]} <= ref_keywords
+    assert all(int(d["metrics"][0]["value"]) >= 1 and d["metrics"][0]["name"] == "PUC" for d in body["data"])
+    similar = sim_server.url(f"/restapi/usercenter-api/v1/recommend/similar/articles?articleid={rec.native_filename}&size=5")
+    _, body = _get(opener, similar)
+    assert 0 < len(body["data"]) <= 5
+    assert all(_meta(i, "TI") and i["relations"] for i in body["data"])
