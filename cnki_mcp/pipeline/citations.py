@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import DocumentNotFound, InvalidInput, LocatorExpired
-from cnki_mcp.identity import public_url
+from cnki_mcp.identity import public_url, title_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.parse.citations import (
     TYPE_CODES,
@@ -26,7 +26,8 @@ from cnki_mcp.parse.citations import (
     CitationType,
     codes_for,
 )
-from cnki_mcp.site.backend import CitationBackend
+from cnki_mcp.query.compiler import compile_expression, title_lookup_expression
+from cnki_mcp.site.backend import CitationBackend, GridRequest
 from cnki_mcp.store import Store
 
 MAX_LIMIT = 50
@@ -83,30 +84,63 @@ class CitationReader:
     pages_from_store: int = 0
     requests: int = 0
     dead: set[str] = field(default_factory=set)  # papers whose link the API refused in this run
+    relocated: set[str] = field(default_factory=set)  # papers looked up by title in this run
 
     async def metrics(self, h: PaperHandle, ctx: OperationContext) -> dict[str, int]:
         cached = self.store.citation_metrics(h.key, self.clock.now())
         if cached is not None:
             self.pages_from_store += 1
             return cached
-        counts = await self.backend.citation_metrics(self._url(h), op=ctx)
+        try:
+            counts = await self.backend.citation_metrics(self._url(h), op=ctx)
+        except LocatorExpired:
+            if not await self._relocate(h, ctx):
+                raise
+            counts = await self.backend.citation_metrics(self._url(h), op=ctx)
         self.requests += 1
         self.store.save_citation_metrics(h.key, counts, self.clock.now())
         return counts
+
+    async def _relocate(self, h: PaperHandle, ctx: OperationContext) -> bool:
+        """A dead detail link (the token expired): one exact-title grid request finds the paper's
+        current link (no detail page); False when the title finds no single paper."""
+        if h.key in self.relocated or not h.title:
+            return False
+        self.relocated.add(h.key)
+        compiled = compile_expression(title_lookup_expression([h.title]))
+        grid = await self.backend.grid(GridRequest(subject=compiled.subject, anchor=compiled.anchor), op=ctx)
+        self.requests += 1
+        rows = [r for r in grid.rows if title_key(r.title) == title_key(h.title) and r.detail_url]
+        same = [r for r in rows if (r.native.filename or "").upper() == h.key]
+        pick = same or rows
+        if len({(r.native.filename or r.detail_url or "").upper() for r in pick}) != 1:
+            return False
+        h.detail_url = pick[0].detail_url
+        if h.record_ref:
+            self.store.upsert_from_grid(pick[:1], self.clock.now())  # the stored paper gets the new link
+        if h.item is not None:
+            h.item = h.item.model_copy(update={"detail_url": h.detail_url})
+            self.store.save_citation_node(h.item, self.clock.now())
+        return True
 
     async def page(self, h: PaperHandle, kind: str, code: str, start: int, ctx: OperationContext) -> CitationListPage:
         cached = self.store.citation_page(h.key, kind, code, start, self.clock.now())
         if cached is not None:
             self.pages_from_store += 1
             return cached
-        page = await self.backend.citation_list(self._url(h), kind, code, start, op=ctx)
+        try:
+            page = await self.backend.citation_list(self._url(h), kind, code, start, op=ctx)
+        except LocatorExpired:
+            if not await self._relocate(h, ctx):
+                raise
+            page = await self.backend.citation_list(self._url(h), kind, code, start, op=ctx)
         self.requests += 1
         self.store.save_citation_page(h.key, kind, page, self.clock.now())
         return page
 
     def _url(self, h: PaperHandle) -> str:
         if not h.detail_url or h.key in self.dead:
-            raise LocatorExpired("这篇文献没有可用的详情页链接（可先用 get_metadata 的 refresh 更新）", paper=h.title)
+            raise LocatorExpired("这篇文献没有可用的详情页链接", paper=h.title)
         return h.detail_url
 
     async def collect(

@@ -98,6 +98,6 @@ class CitationBackend(Protocol):
 
     async def citation_metrics(self, detail_url: str, op: SiteOp | None = None) -> dict[str, int]: ...
 
-    async def detail_by_title(
-        self, title: str, first_author: str | None = None, op: SiteOp | None = None
-    ) -> DetailPage: ...
+    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+        """Used to find a paper's current detail link by its exact title when its token expired."""
+        ...

@@ -142,3 +142,29 @@ async def test_pair_counts_and_a_path_in_a_small_network(clock: FakeClock, store
     assert [(s["title"], s["relation"]) for s in found["path"]] == [
         ("丁文", None), ("乙文", "cited_by"), ("戊文", "cited_by")
     ]  # fmt: skip
+
+
+async def test_a_dead_detail_link_is_found_again_by_exact_title_with_one_grid_request(
+    clock: FakeClock, store: Store
+) -> None:
+    site = CorpusBackend()
+    rec = site.corpus.by_id[LONG]
+    # the stored link's token is dead (CorpusBackend answers `code` 1 for an unknown `v`)
+    store.save_citation_node(
+        CitationItem(title=rec.title, filename=rec.native_filename,
+                     detail_url="https://kns.cnki.net/kcms2/article/abstract?v=expired"),
+        clock.now(),
+    )  # fmt: skip
+    jobs = JobManager(clock, MemorySink())
+
+    async def runner(ctx: OperationContext) -> Any:
+        inp = CitationListInput(paper=rec.native_filename, types=[CitationType.JOURNAL], limit=5)
+        return await citation_list(store, site, clock, inp, "citations", ctx)
+
+    record = await run(clock, jobs, runner)
+    assert record.status is OperationStatus.COMPLETED, record.errors
+    assert record.result["total"] == 19 and len(record.result["items"]) == 5
+    assert site.requests["grid"] == 1 and site.requests["detail"] == 0  # no detail page opened
+    assert record.result["requests"] == 1 + 1 + 1  # the title lookup, the counts, the journal page
+    node = store.citation_node(rec.native_filename)
+    assert node is not None and node.detail_url == CorpusLinks().detail(rec.id)
