@@ -72,6 +72,7 @@ class Collected:
     totals_by_type: dict[str, int]
     items: list[CitationItem]
     complete: bool  # every item up to `total` was read
+    counts: dict[str, int] = field(default_factory=dict)  # the six counts (quotations/metrics)
 
 
 @dataclass
@@ -153,7 +154,7 @@ class CitationReader:
             self.dead.add(h.key)
             raise
         if counts.get(kind, 0) == 0:
-            return Collected(0, {}, [], True)
+            return Collected(0, {}, [], True, counts)
         by_code: dict[str, list[CitationItem]] = {}
         totals: dict[str, int] = {}
         for code in codes_for(types):
@@ -176,7 +177,7 @@ class CitationReader:
                 t = codes_type(code)
                 by_type[t] = by_type.get(t, 0) + n
         total = sum(totals.values())
-        return Collected(total, by_type, merged[:limit], len(merged) >= total)
+        return Collected(total, by_type, merged[:limit], len(merged) >= total, counts)
 
 
 def codes_type(code: str) -> str:
@@ -217,6 +218,7 @@ class CitationListResult(BaseModel):
     kind: Literal["references", "citations"]
     total: int
     by_type: dict[str, int] = Field(default_factory=dict)
+    counts: dict[str, int] = Field(default_factory=dict)  # CNKI's six counts for the paper
     offset: int
     items: list[CitationEntry] = Field(default_factory=list)
     next_offset: int | None = None
@@ -257,6 +259,7 @@ async def citation_list(
         kind=kind,
         total=got.total,
         by_type=got.totals_by_type,
+        counts=got.counts,
         offset=inp.offset,
         items=[entry_of(i, origins) for i in window],
         next_offset=end if end < got.total else None,

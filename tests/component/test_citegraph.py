@@ -168,3 +168,16 @@ async def test_a_dead_detail_link_is_found_again_by_exact_title_with_one_grid_re
     assert record.result["requests"] == 1 + 1 + 1  # the title lookup, the counts, the journal page
     node = store.citation_node(rec.native_filename)
     assert node is not None and node.detail_url == CorpusLinks().detail(rec.id)
+
+
+async def test_a_list_answer_carries_cnkis_six_counts(clock: FakeClock, store: Store) -> None:
+    site = CorpusBackend()
+    name = remember(store, site.corpus, LONG)
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await citation_list(store, site, clock, CitationListInput(paper=name, limit=1), "references", ctx)
+
+    result = (await run(clock, JobManager(clock, MemorySink()), runner)).result
+    assert result["counts"]["citations"] == 25 and result["counts"]["references"] == result["total"]
+    assert set(result["counts"]) == {"references", "citations", "co-references", "co-citations",
+                                     "second-references", "second-citations"}  # fmt: skip
