@@ -95,6 +95,7 @@ class CitationReader:
         try:
             counts = await self.backend.citation_metrics(self._url(h), op=ctx)
         except LocatorExpired:
+            self.requests += 1  # the refused request was made (and charged) too
             if not await self._relocate(h, ctx):
                 raise
             counts = await self.backend.citation_metrics(self._url(h), op=ctx)
@@ -132,6 +133,7 @@ class CitationReader:
         try:
             page = await self.backend.citation_list(self._url(h), kind, code, start, op=ctx)
         except LocatorExpired:
+            self.requests += 1  # the refused request was made (and charged) too
             if not await self._relocate(h, ctx):
                 raise
             page = await self.backend.citation_list(self._url(h), kind, code, start, op=ctx)
