@@ -140,3 +140,14 @@ def test_keyword_domains_and_similar_papers_are_bare_lists(sim_server: SimServer
     _, body = _get(opener, similar)
     assert 0 < len(body["data"]) <= 5
     assert all(_meta(i, "TI") and i["relations"] for i in body["data"])
+
+
+def test_only_the_hyphenated_list_names_the_page_sends_are_served(sim_server: SimServer) -> None:
+    opener = _opener(sim_server)
+    status, _ = _list(sim_server, opener, LONG, "co-references", "CJFDREF")
+    assert status == 200
+    try:
+        opener.open(sim_server.url(f"{CITATION_PREFIX}coreferences?v={_v(sim_server, LONG)}&type=CJFDREF"))
+        raise AssertionError("coreferences answered")
+    except urllib.error.HTTPError as err:
+        assert err.code == 404
