@@ -31,6 +31,7 @@ class OperationKind(StrEnum):
     LOGIN = "login"
     SESSION = "session"
     WATCH = "watch"
+    CITATIONS = "citations"  # get_references, get_citing, citation_graph, find_citation_path
 
 
 class OperationStatus(StrEnum):
@@ -78,6 +79,7 @@ DEFAULT_BUDGETS: dict[OperationKind, BudgetSpec] = {
     OperationKind.LOGIN: BudgetSpec(max_requests=20, timeout_seconds=1800),
     OperationKind.SESSION: BudgetSpec(max_requests=10, timeout_seconds=60),
     OperationKind.WATCH: BudgetSpec(max_requests=30, timeout_seconds=600),
+    OperationKind.CITATIONS: BudgetSpec(max_requests=200, timeout_seconds=900),
 }
 
 

@@ -42,6 +42,10 @@ TOOL_NAMES = (
     "export_citations",
     "link_references",
     "verify_references",
+    "get_references",
+    "get_citing",
+    "citation_graph",
+    "find_citation_path",
     "login",
     "session_status",
     "operation_status",
@@ -62,6 +66,7 @@ TOOL_MODULES = (
     "cnki_mcp.server.tools_ops",
     "cnki_mcp.server.tools_library",
     "cnki_mcp.server.tools_watch",
+    "cnki_mcp.server.tools_citations",
 )
 
 _LEVELS = {
