@@ -7,12 +7,14 @@ each request (through the limiter) and hands human steps to the gate under that 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cnki_mcp.models import DetailPage, ExportRecord, GridPage, HeaderIdentity, JournalPage
-from cnki_mcp.parse.citations import CitationListPage
+
+if TYPE_CHECKING:  # selectolax stays out of the start-up path (DESIGN.md "Start-up")
+    from cnki_mcp.parse.citations import CitationListPage
 
 
 class SortOrder(StrEnum):

@@ -95,12 +95,20 @@ def test_a_read_only_stdio_server_lists_no_hidden_tool_in_its_first_tools_list(t
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
-    proc = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "cnki_mcp", "serve"],
-        input=b"".join(json.dumps(m).encode() + b"\n" for m in messages),
-        capture_output=True, env=env, cwd=str(tmp_path), timeout=120,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=str(tmp_path),
     )
-    replies = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+        proc.stdin.flush()
+        replies = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        proc.communicate(timeout=60)  # end of input: the server exits
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 0
     assert [r["id"] for r in replies] == [1, 2]
     listed = {t["name"] for t in replies[1]["result"]["tools"]}
