@@ -68,7 +68,8 @@ class LibraryResult(BaseModel):
 
 class LibraryPage(BaseModel):
     query: str
-    total: int
+    total: int = Field(description="命中文献数（total_exact 为 false 时是下限）")
+    total_exact: bool = Field(description="false：命中太多，只数到 total 篇，实际更多；翻页照常用 next_offset")
     offset: int
     next_offset: int | None
     results: list[LibraryResult] = Field(default_factory=list)
@@ -235,6 +236,7 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
     return LibraryPage(
         query=inp.query,
         total=page.total,
+        total_exact=page.total_exact,
         offset=inp.offset,
         next_offset=end if end < page.total else None,
         results=results,

@@ -31,7 +31,10 @@ from cnki_mcp.store.db import StoreBase, to_ts
 
 ANALYZER_VERSION = "bigram-1"
 MAX_TEXT_CHARS = 300_000  # per record and kind: a long thesis is cut, never refused
-RANK_WINDOW = 2_000  # papers ranked together before older matches (see `_windows`)
+RANK_WINDOW = 2_000  # papers ranked together before older matches (see `_segments`)
+# Matches counted for `total`: beyond this (and beyond the page asked for) the count stops and
+# the total is a lower bound; counting every match of a common term is a full pass.
+TOTAL_COUNTED = 5_000
 TEXTS_KEPT = 5_000  # full texts kept (newest first); older ones leave the store and the index
 TextKind = Literal["html", "pdf"]
 
@@ -216,6 +219,7 @@ class LibraryHit:
 class LibraryPage:
     total: int
     hits: list[LibraryHit]
+    total_exact: bool = True  # False: `total` matches were counted and there are more
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,10 +409,12 @@ class LibraryMixin(StoreBase):
             ) + " WHERE " + " AND ".join(where)
             head = f"{{title keywords}} : ({match})"
             try:
-                total = _count(conn, body, args)
+                # counted far enough to know whether a row follows the page
+                cap = max(TOTAL_COUNTED, offset + max(0, limit) + 1)
+                total = int(conn.execute(f"SELECT COUNT(*) FROM (SELECT 1{body} LIMIT ?)", [*args, cap]).fetchone()[0])
                 if total <= offset or limit <= 0:
                     rows = []
-                elif total <= RANK_WINDOW:  # one ranking of every match, tier first
+                elif total < cap and total <= RANK_WINDOW:  # one ranking of every match, tier first
                     rows = _ranked(conn, body, args, limit, offset, head=head)
                 else:
                     tiers = [[head, *args[1:]], [f"({match}) NOT {head}", *args[1:]]]
@@ -421,7 +427,8 @@ class LibraryMixin(StoreBase):
                     [r[0] for r in rows],
                 ).fetchall()
             )
-        return LibraryPage(total, [LibraryHit(refs[r[0]], float(r[1])) for r in rows if r[0] in refs])
+        hits = [LibraryHit(refs[r[0]], float(r[1])) for r in rows if r[0] in refs]
+        return LibraryPage(total, hits, total_exact=total < cap)
 
     def library_size(self) -> tuple[int, int]:
         """(papers indexed, full texts kept)."""

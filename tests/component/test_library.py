@@ -350,3 +350,22 @@ def test_a_first_page_counts_the_matches_once(
     # more matches than a window: the total, the window boundary, the ranked window;
     # fewer: the total and one ranking of both tiers
     assert len(index_passes) == passes
+
+
+def test_a_common_term_counts_up_to_a_bound_and_paging_still_reaches_every_hit(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(library_index, "TOTAL_COUNTED", 3)
+    papers = store.upsert_from_grid([row(f"违约金问题研究之{i}", f"Z{i}") for i in range(8)], T0)
+    first = find(store, "违约金", clock, limit=2)
+    assert (first.total, first.total_exact, first.next_offset) == (3, False, 2)  # at least 3
+    seen: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = find(store, "违约金", clock, offset=offset, limit=2)
+        seen.extend(r.record_ref for r in page.results)
+        offset = page.next_offset
+    assert sorted(seen) == sorted(p.record_ref for p in papers)
+    last = find(store, "违约金", clock, offset=6, limit=2)  # counted past the page: exact
+    assert (last.total, last.total_exact, last.next_offset) == (8, True, None)
+    assert find(store, "问题研究之7", clock).total_exact
