@@ -373,9 +373,10 @@ class LibraryMixin(StoreBase):
 
     def library_search(self, match: str, filters: LibraryFilters, offset: int, limit: int) -> LibraryPage:
         """One page of papers matching the FTS5 expression `match`: first those with every term
-        in the title or keywords, then the others, bm25 order within each tier. The tiers keep
-        a common term cheap: bm25 is computed for the rows of the tiers the page reaches, not
-        for every match (docs/benchmarks.md §Library search)."""
+        in the title or keywords, then the others, bm25 order within each tier. Up to
+        RANK_WINDOW matches are ranked whole in one statement; beyond, bm25 is computed for the
+        window segments the page reaches, never for every match, and `total` is counted up to
+        TOTAL_COUNTED past the page (DESIGN.md §Library search, "what a query costs")."""
         where = ["library_fts MATCH ?"]
         args: list[object] = [match]
         with self._read() as conn:
