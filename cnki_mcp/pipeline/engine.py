@@ -19,6 +19,7 @@ from cnki_mcp.models import GridPage
 from cnki_mcp.operations import OperationErrorInfo
 from cnki_mcp.pipeline.enrich import PARSER_VERSION, Enricher, is_fatal, record_item_error
 from cnki_mcp.pipeline.models import CoverageEntry, PlanView, ResultItem, SearchSummary
+from cnki_mcp.pipeline.searchlog import PageLog
 from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.query.compiler import compile_expression, feedback_expression
 from cnki_mcp.rank import (
@@ -118,6 +119,7 @@ class SearchEngine:
         self.now_year = now_year
         self.page_size = page_size
         self.public_origins = public_origins
+        self.page_log = PageLog(store, clock, page_size)  # the search log (DESIGN.md "Search log")
 
     # --- the run ------------------------------------------------------------------------
 
@@ -333,6 +335,9 @@ class SearchEngine:
         )
         for i, outcome in zip(first, again, strict=True):
             outcomes[i] = outcome
+            if isinstance(outcome, GridPage):
+                kept = len(self._kept_papers(st, outcome)[0])
+                self.page_log.write(st, units[i].channel, units[i].lane, requests[i].page, outcome, kept, merged=False)
         for i in suspects():
             if i in first:
                 outcomes[i] = SiteUnavailable(
@@ -353,7 +358,8 @@ class SearchEngine:
         if landed is not None and landed.get("page") == request.page:
             return GridPage.model_validate(landed["grid"])
         grid = await self.backend.grid(request, op=ctx)
-        self._kept_papers(st, grid)
+        kept, _ = self._kept_papers(st, grid)
+        self.page_log.write(st, unit.channel, unit.lane, request.page, grid, len(kept), merged=False)
         st.landed[key] = {"page": request.page, "grid": grid.model_dump(mode="json")}
         ctx.checkpoint(st.to_json())
         return grid
@@ -377,6 +383,8 @@ class SearchEngine:
         lane = st.lanes_of(channel)[unit.lane] if channel.queries > 1 else None
         seen_rows = lane.rows if lane is not None else entry.rows
         kept, papers = self._kept_papers(st, grid)
+        page = (lane.pages if lane is not None else entry.pages) + 1
+        self.page_log.write(st, channel, unit.lane, page, grid, len(kept), merged=True)
         seen = set(st.refs)
         for (index, _), paper in zip(kept, papers, strict=True):
             ref = paper.record_ref

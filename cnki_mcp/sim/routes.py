@@ -417,8 +417,9 @@ class App:
 
     def _by_native(self) -> dict[str, Any]:
         cached = getattr(self, "_native_index", None)
-        if cached is None or cached[0] is not self.corpus:
-            cached = (self.corpus, {r.native_filename.upper(): r for r in self.corpus.records})
+        if cached is None or cached[0] is not self.corpus or cached[2] != self.corpus.version:
+            by_native = {r.native_filename.upper(): r for r in self.corpus.records}
+            cached = (self.corpus, by_native, self.corpus.version)
             self._native_index = cached
         return cached[1]
 

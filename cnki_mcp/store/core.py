@@ -18,9 +18,14 @@ from cnki_mcp.store.library import LibraryMixin
 from cnki_mcp.store.operations import OperationsMixin
 from cnki_mcp.store.papers import PapersMixin
 from cnki_mcp.store.searches import SearchesMixin
+from cnki_mcp.store.searchlog import SearchLogMixin
+from cnki_mcp.store.watches import WatchesMixin
 
 
-class Store(PapersMixin, JournalsMixin, SearchesMixin, OperationsMixin, DownloadsMixin, LibraryMixin):
+class Store(
+    PapersMixin, JournalsMixin, SearchesMixin, OperationsMixin, DownloadsMixin, LibraryMixin, SearchLogMixin,
+    WatchesMixin,
+):
     """Papers, journal quality, searches with evidence, operations, downloads and the library index.
 
     Every write method commits before it returns (see `store.db` for durability). Built by

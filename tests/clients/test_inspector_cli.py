@@ -44,6 +44,9 @@ GOOD: dict[str, dict[str, Any]] = {
     "operation_status": {},
     "operation_control": {"action": "recover"},
     "diagnostics": {},
+    "export_search_log": {"search_id": OP_ID},
+    "watch_search": {"search_id": OP_ID},
+    "check_updates": {"watch_id": "all"},
 }
 BAD: dict[str, dict[str, Any]] = {
     "search": {"query": "", "limit": 0},
@@ -62,6 +65,9 @@ BAD: dict[str, dict[str, Any]] = {
     "operation_status": {"wait_seconds": 99},
     "operation_control": {"action": "explode"},
     "diagnostics": {"unexpected": {"x": 1}},  # extra arguments are ignored: a success
+    "export_search_log": {"search_id": "s", "format": "docx"},
+    "watch_search": {"search_id": ""},
+    "check_updates": {"pages": 0},
 }
 
 

@@ -28,6 +28,8 @@ READ_ONLY = {
     "session_status",
     "operation_status",
     "diagnostics",
+    "export_search_log",
+    "check_updates",
 }
 
 
@@ -88,6 +90,11 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any]]] = [
     ("operation_control", {"action": "explode"}),
     ("operation_control", {"action": "cancel"}),
     ("diagnostics", {"unexpected": {"x": 1}}),
+    ("export_search_log", {}),
+    ("export_search_log", {"search_id": "s", "format": "docx"}),
+    ("watch_search", {"search_id": ""}),
+    ("check_updates", {"pages": 0}),
+    ("check_updates", {"watch_id": "wat_unknown"}),
 ]
 
 

@@ -28,6 +28,7 @@ BASE: dict[str, dict[str, Any]] = {
     "export_citations": {"search_id": "s"},
     "operation_status": {},
     "operation_control": {"action": "continue", "operation_id": "op_" + "0" * 24},
+    "check_updates": {"watch_id": "all"},
 }
 
 
