@@ -431,12 +431,19 @@ class LibraryMixin(StoreBase):
         hits = [LibraryHit(refs[r[0]], float(r[1])) for r in rows if r[0] in refs]
         return LibraryPage(total, hits, total_exact=total < cap)
 
+    _library_size: tuple[tuple[int, int], tuple[int, int]] | None = None  # (write stamp, size)
+
     def library_size(self) -> tuple[int, int]:
-        """(papers indexed, full texts kept)."""
+        """(papers indexed, full texts kept). Counted again only after a write: this
+        connection's change counter and `data_version` (another connection's commit) stamp it."""
         with self._read() as conn:
+            stamp = (conn.total_changes, int(conn.execute("PRAGMA data_version").fetchone()[0]))
+            if self._library_size is not None and self._library_size[0] == stamp:
+                return self._library_size[1]
             docs = int(conn.execute("SELECT COUNT(*) FROM library_docs").fetchone()[0])
             # `chars`, not the text: counting must not read every stored full text
             texts = int(conn.execute("SELECT COUNT(*) FROM library_texts WHERE chars > 0").fetchone()[0])
+            self._library_size = (stamp, (docs, texts))
         return docs, texts
 
 

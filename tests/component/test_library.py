@@ -369,3 +369,24 @@ def test_a_common_term_counts_up_to_a_bound_and_paging_still_reaches_every_hit(
     last = find(store, "违约金", clock, offset=6, limit=2)  # counted past the page: exact
     assert (last.total, last.total_exact, last.next_offset) == (8, True, None)
     assert find(store, "问题研究之7", clock).total_exact
+
+
+def test_the_library_size_follows_every_write_and_is_not_counted_again_without_one(
+    store: Store, clock: FakeClock
+) -> None:
+    [paper] = store.upsert_from_grid([row("合同解除研究", "S1")], T0)
+    assert store.library_size() == (1, 0)
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    try:
+        assert store.library_size() == (1, 0)
+    finally:
+        store._conn.set_trace_callback(None)
+    assert not [s for s in statements if "COUNT(*)" in s]
+    store.save_fulltext(paper.record_ref, "html", "正文", T0)
+    assert store.library_size() == (1, 1)
+    store.upsert_from_grid([row("物权法总论", "S2")], T0)
+    assert store.library_size() == (2, 1)
+    with sqlite3.connect(store.path) as other:  # another connection's commit
+        other.execute("DELETE FROM library_texts")
+    assert store.library_size() == (2, 0)
