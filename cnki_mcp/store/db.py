@@ -236,8 +236,21 @@ CREATE TABLE IF NOT EXISTS citation_nodes (
 );
 """
 
+# The library index with a one-character prefix index (DESIGN.md §Library search): a query of
+# one CJK character is a prefix query over every bigram starting with it, which without this
+# index merges hundreds of doclists on every pass (docs/benchmarks.md §Library search). FTS5
+# options cannot be altered: the table is made again, and `ensure_index` refills it (as after
+# any migration).
+_V_LIBRARY_PREFIX = """
+DROP TABLE IF EXISTS library_fts;
+CREATE VIRTUAL TABLE library_fts USING fts5(
+    title, keywords, authors, institutions, source, abstract, fulltext,
+    tokenize = 'unicode61 remove_diacritics 2', prefix = '1'
+);
+"""
+
 # Index i upgrades schema version i to i + 1. Append only; never edit a published step.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V_SEARCH_LOG, _V_WATCHES, _V_CITATIONS)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V_SEARCH_LOG, _V_WATCHES, _V_CITATIONS, _V_LIBRARY_PREFIX)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # SQLite result codes that mean "this file is not a usable database" (as opposed to busy,
