@@ -21,7 +21,7 @@ from cnki_mcp.sim import grid as gridmod
 from cnki_mcp.sim.advsearch import render_advsearch
 from cnki_mcp.sim.corpus import Corpus, SimJournal, SimRecord
 from cnki_mcp.sim.links import Links, Visitor
-from cnki_mcp.sim.query import QueryError, Sort, highlight_terms, parse_query_json, search
+from cnki_mcp.sim.query import QueryError, QueryRefused, Sort, highlight_terms, parse_query_json, search
 from cnki_mcp.sim.scenario import Area, FaultKind, FaultRule, FaultSchedule, Scenario
 from cnki_mcp.sim.tokens import TokenStore, opaque
 
@@ -334,6 +334,9 @@ class App:
             return resp
         try:
             q = parse_query_json(f.get("QueryJson", ""))
+        except QueryRefused as exc:  # risk control: answered like a zero result (docs/simulator.md)
+            params.update(error=str(exc), total=0, rows=0)
+            return Response.html(gridmod.render_zero_results(opaque(16) + "!!"), params=params)
         except QueryError as exc:
             params["error"] = str(exc)
             return Response.html(gridmod.render_query_error(str(exc)), params=params)
