@@ -276,17 +276,19 @@ def render_advsearch(links: Links, visitor: Visitor, *, expert: bool = False) ->
         f"<title>高级检索-中国知网</title><style>{_CSS}</style></head><body>"
         f"{header_html(visitor, links)}"
         f'<div class="search-box"><ul class="search-classify-menu">{tabs}</ul>'
+        # The expert panel comes first: on the advanced tab the first input.btn-search is then a
+        # hidden one (clients pick `:visible`), on the expert tab the first is the visible one.
+        f'<div class="majorSearch" id="majorSearch"{hide_major}>'
+        '<textarea class="textarea-major majorSearch" '
+        'placeholder="例：SU=(\'经济发展\'+\'可持续发展\')*\'转变\'-\'泡沫\'"></textarea>'
+        '<div class="search-buttons"><input type="button" class="btn-search" value="检索">'
+        '<a class="reset" href="javascript:void(0);">重置条件</a></div>'
+        "</div>"
         f'<div class="gradeSearch" id="gradeSearch"{hide_grade}>'
         f'<dl id="gradetxt">{rows}<dt><a class="add-group" href="javascript:void(0);">+</a></dt></dl>'
         '<div class="extend-box"><label><input type="checkbox" data-id="EN" checked>中英文扩展</label>'
         '<label><input type="checkbox" data-id="TY">同义词扩展</label></div>'
         '<div class="search-middle"><input type="button" class="btn-search" value="检索">'
-        '<a class="reset" href="javascript:void(0);">重置条件</a></div>'
-        "</div>"
-        f'<div class="majorSearch" id="majorSearch"{hide_major}>'
-        '<textarea class="textarea-major majorSearch" maxlength="5000" '
-        'placeholder="例：SU=(\'经济发展\'+\'可持续发展\')*\'转变\'-\'泡沫\'"></textarea>'
-        '<div class="search-buttons"><input type="button" class="btn-search" value="检索">'
         '<a class="reset" href="javascript:void(0);">重置条件</a></div>'
         f"</div>{dates}</div>"
         '<div class="result-con"><div id="ModuleSearchResult"><div id="briefBox"></div></div></div>'
