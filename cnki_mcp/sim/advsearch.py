@@ -271,26 +271,32 @@ def render_advsearch(links: Links, visitor: Visitor, *, expert: bool = False) ->
         '<input id="datebox0" type="text" placeholder="起始年" autocomplete="off"> - '
         '<input id="datebox1" type="text" placeholder="结束年" autocomplete="off"></div>'
     )
-    return (
-        '<!DOCTYPE html><html lang="zh-CN"><head><meta charset="utf-8">'
-        f"<title>高级检索-中国知网</title><style>{_CSS}</style></head><body>"
-        f"{header_html(visitor, links)}"
-        f'<div class="search-box"><ul class="search-classify-menu">{tabs}</ul>'
-        # The expert panel comes first: on the advanced tab the first input.btn-search is then a
-        # hidden one (clients pick `:visible`), on the expert tab the first is the visible one.
+    # The open tab's panel comes first: clients of either tab click the first `input.btn-search`
+    # (this product's template capture on 高级检索, cnki-deepsearch on 专业检索; docs/simulator.md).
+    major = (
         f'<div class="majorSearch" id="majorSearch"{hide_major}>'
         '<textarea class="textarea-major majorSearch" '
-        'placeholder="例：SU=(\'经济发展\'+\'可持续发展\')*\'转变\'-\'泡沫\'"></textarea>'
+        "placeholder=\"例：SU=('经济发展'+'可持续发展')*'转变'-'泡沫'\"></textarea>"
         '<div class="search-buttons"><input type="button" class="btn-search" value="检索">'
         '<a class="reset" href="javascript:void(0);">重置条件</a></div>'
         "</div>"
+    )
+    grade = (
         f'<div class="gradeSearch" id="gradeSearch"{hide_grade}>'
         f'<dl id="gradetxt">{rows}<dt><a class="add-group" href="javascript:void(0);">+</a></dt></dl>'
         '<div class="extend-box"><label><input type="checkbox" data-id="EN" checked>中英文扩展</label>'
         '<label><input type="checkbox" data-id="TY">同义词扩展</label></div>'
         '<div class="search-middle"><input type="button" class="btn-search" value="检索">'
         '<a class="reset" href="javascript:void(0);">重置条件</a></div>'
-        f"</div>{dates}</div>"
+        "</div>"
+    )
+    panels = major + grade if expert else grade + major
+    return (
+        '<!DOCTYPE html><html lang="zh-CN"><head><meta charset="utf-8">'
+        f"<title>高级检索-中国知网</title><style>{_CSS}</style></head><body>"
+        f"{header_html(visitor, links)}"
+        f'<div class="search-box"><ul class="search-classify-menu">{tabs}</ul>'
+        f"{panels}{dates}</div>"
         '<div class="result-con"><div id="ModuleSearchResult"><div id="briefBox"></div></div></div>'
         f'<input id="gridUrl" type="hidden" value="{escape(grid_url)}">'
         f"<script>{_SCRIPT}</script></body></html>"

@@ -131,4 +131,6 @@ def render_sidebar_skeleton() -> str:
             f'<b title="{escape(tip)}" class="noorders">{escape(label)}</b><i class="icon icon-arrow"></i></dt>'
             "</dl>"
         )
-    return '<div id="divGroup" class="sidebar-filter-sort js-condition js-single">' + "".join(parts) + "</div>"
+    return (
+        '<div id="divGroup" class="sidebar-filter-sort js-condition js-single">' + "".join(parts) + "</div>"
+    )

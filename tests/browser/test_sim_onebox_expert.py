@@ -27,7 +27,9 @@ async def test_home_one_box_opens_the_result_page_with_grid_facets_and_pager(
         assert "/kns8s/defaultresult/index?" in page.url and "korder=KY" in page.url
         assert await page.locator("input#txt_search.search-input").input_value() == "人工智能"
         grid = sim_server.requests_for("/kns8s/brief/grid", "POST")[0]
-        assert grid.params["query"] == [{"field": "KY", "operator": "DEFAULT", "value": "人工智能", "logic": "AND"}]
+        assert grid.params["query"] == [
+            {"field": "KY", "operator": "DEFAULT", "value": "人工智能", "logic": "AND"}
+        ]
         # the left column's counts come from group/result, over the same hits
         await page.wait_for_selector('#divGroup dl[groupid="ZYZT|||CYZT"] dd li')
         groups = sim_server.requests_for("/kns8s/group/result", "POST")

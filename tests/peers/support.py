@@ -63,8 +63,6 @@ def _require_venvs() -> None:
     pytest.skip(message)
 
 
-
-
 def run_peers(sim: SimServer, homes: dict[str, Path]) -> dict[str, PeerRun]:
     """Start every driver at once (they mostly wait on their own sleeps), then collect them."""
     _require_venvs()
