@@ -33,7 +33,9 @@ VERIFIED_COOKIE = "Ecp_VerifyPass"  # set by solving a verification
 # The guest session (docs/simulator.md "Challenges, blocks and sessions"): planted by the home page
 # and by solving a verification; kns8s pages without it redirect to /verify/home, grid POSTs get 403.
 SESSION_COOKIE = "KNS2COOKIE"
-_SESSION_PAGES = frozenset({"/kns8s/AdvSearch", "/kns8s/search", "/kns8s/defaultresult/index"})
+_SESSION_PAGES = frozenset(
+    {"/kns8s/AdvSearch", "/kns8s/search", "/kns8s/defaultresult/index", "/kns8s/", "/kns8s"}
+)
 
 _GENERIC = frozenset(
     {FaultKind.RATE_LIMITED, FaultKind.ERROR_500, FaultKind.ERROR_502, FaultKind.ERROR_503,
@@ -136,6 +138,8 @@ class App:
         self._routes: dict[tuple[str, str], Callable[[Request, str], Response]] = {
             ("GET", "/"): self.home,
             ("GET", "/kns8s/AdvSearch"): self.advsearch,
+            ("GET", "/kns8s/"): self.onebox,
+            ("GET", "/kns8s"): self.onebox,
             ("GET", "/kns8s/search"): self.onebox,
             ("GET", "/kns8s/defaultresult/index"): self.onebox,
             ("POST", "/kns8s/brief/grid"): self.grid,
@@ -327,7 +331,8 @@ class App:
             return Response.redirect(self.links.verify(req.url), fault="no_session")
         resp, _ = self._fault(req, client, _GENERIC)
         html = render_onebox(self.links, self.visitor(req), kw=req.query.get("kw", ""),
-                             korder=req.query.get("korder", "SU").upper())  # fmt: skip
+                             korder=req.query.get("korder", "SU").upper(),
+                             personal_home=req.path in ("/kns8s/", "/kns8s"))  # fmt: skip
         return resp or Response.html(html, params={"kw": req.query.get("kw", ""), "korder": req.query.get("korder")})
 
     def groups(self, req: Request, client: str) -> Response:

@@ -1,7 +1,7 @@
 """Shared pieces of the peers suite: public CNKI tools, each in its own venv (`scripts/peers_setup.sh`), run
 unmodified against one hosts-mode simulator. Only the browser launch differs (drivers/_launch.py).
 
-The three drivers run at the same time (they mostly wait on their own fixed sleeps), once per
+The drivers run at the same time (they mostly wait on their own fixed sleeps), once per
 session; each test asserts on one tool's output against the corpus. Missing venvs skip the suite
 in a plain local run and fail it under CI or `CNKI_PEERS=1` (scripts/test.sh)."""
 
@@ -32,6 +32,7 @@ RUNS: dict[str, tuple[str, dict[str, Any]]] = {
     "cnki-deepsearch": ("cnki_deepsearch.py", {"query": QUERY, "expression": EXPRESSION}),
     "cnki-mcp": ("cnki_mcp_sepine.py", {"query": QUERY, "expression": EXPRESSION}),
     "cnki-mcp-server": ("cnki_mcp_server.py", {"query": QUERY, "pages": 2}),
+    "cnkibug": ("kaffu_cnkibug.py", {"query": QUERY}),  # KaffuAlcaid/CNKIBug, published on PyPI
 }
 
 

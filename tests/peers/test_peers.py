@@ -1,4 +1,4 @@
-"""Three public CNKI tools from PyPI, unmodified, search and read detail pages on the simulator.
+"""Public CNKI tools from PyPI (one of them a GitHub project published there), unmodified, search and read detail pages on the simulator.
 
 Expected rows come from the simulator's own evaluator over its corpus (the same query, field and
 sort the tool asked for); details from the corpus record the tool opened."""
@@ -110,6 +110,27 @@ def test_cnki_mcp_server_home_page_search_two_pages_and_detail(
     assert detail["institutions"] == []
     names = [re.sub(r"\d+$", "", a) for a in detail["authors"][: len(rec.authors)]]
     assert names == _names(rec)
+
+
+def test_cnkibug_keyword_search_two_pages_and_detail(
+    peer_runs: dict[str, PeerRun], peers_sim: SimServer
+) -> None:
+    out = peer_runs["cnkibug"].require()
+    assert out["search_status"] == "has_results"
+    want = _hits(peers_sim, _subject(QUERY))[:40]
+    records = out["records"]  # [title, authors, source, date, url, extra] per row, pages 1 and 2
+    assert [r[0] for r in records] == [r.title for r in want]
+    for rec, w in zip(records, want, strict=True):
+        if w.type == "外文期刊":  # it reads `td.author a.KnowledgeNetLink`, which foreign rows lack
+            continue
+        assert rec[1].split("; ") == _names(w)  # hidden names past the fifth included
+        assert rec[2] == w.source
+    detail = out["detail"]
+    assert not detail["failed"]
+    assert detail["abstract"] == want[0].abstract
+    assert detail["keywords"] == list(want[0].keywords)
+    insts = [a.institution for a in want[0].authors if a.institution]
+    assert all(i in detail["metadata"]["institutions"] for i in insts)
 
 
 def test_the_person_only_solved_sliders_the_site_issued(

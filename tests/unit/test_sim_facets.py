@@ -62,3 +62,12 @@ def test_one_box_page_has_the_saved_pages_search_box_picker_and_result_container
     assert t.css_first("#ModuleSearch input.search-btn") is not None
     assert t.css_first("#ModuleSearchResult #briefBox") is not None
     assert len(t.css("#divGroup dl[groupid] dt.tit")) == 11
+
+
+def test_personal_home_has_the_search_box_and_no_result_area() -> None:
+    t = LexborHTMLParser(render_onebox(FakeLinks(), Visitor(), personal_home=True))
+    assert t.css_first("title").text() == "个性化首页-中国知网"
+    assert t.css_first("#ModuleSearch input#txt_search.search-input") is not None
+    assert t.css_first("#ModuleSearch input.search-btn") is not None
+    assert t.css_first("#briefBox") is None and t.css_first("#divGroup") is None
+    assert "defaultresult/index" in t.css_first("#oneboxConfig").text()

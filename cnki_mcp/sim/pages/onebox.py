@@ -107,6 +107,11 @@ _SCRIPT = r"""
   function search(){
     var kw = document.getElementById('txt_search').value.trim();
     if (!kw) return;
+    if (cfg.resultUrl) {  // the personal home page opens the result page
+      location.href = cfg.resultUrl + '?crossids=' + encodeURIComponent(cfg.crossids) + '&korder=' +
+        encodeURIComponent(selected.getAttribute('korder') || 'SU') + '&kw=' + encodeURIComponent(kw);
+      return;
+    }
     state.queryJson = JSON.stringify(buildQueryJson(kw));
     state.page = 1; state.sortField = 'FFD';
     document.getElementById('briefBox').setAttribute('data-loading', '1');
@@ -184,8 +189,14 @@ def _picker(korder: str) -> str:
     )
 
 
-def render_onebox(links: Links, visitor: Visitor, *, kw: str = "", korder: str = "SU") -> str:
+def render_onebox(
+    links: Links, visitor: Visitor, *, kw: str = "", korder: str = "SU", personal_home: bool = False
+) -> str:
+    """The one-box page; `personal_home` is `/kns8s/` (个性化首页): the same search box, no result
+    area, and a search opens `/kns8s/defaultresult/index` (saved page
+    `home-login/pluginsx_kns8s_personal_home_2026.html` has the same `#ModuleSearch` markup)."""
     config = {
+        "resultUrl": links.kns("/kns8s/defaultresult/index") if personal_home else "",
         "gridUrl": links.kns("/kns8s/brief/grid"),
         "groupUrl": links.kns("/kns8s/group/result"),
         "crossids": CROSSIDS,
@@ -207,13 +218,18 @@ def render_onebox(links: Links, visitor: Visitor, *, kw: str = "", korder: str =
         '<div class="all-box cur zk-zh"><a data-id="all" class="all" name="classify" href="javascript:void(0)" '
         'classid="WD0FTY92" resource="CROSSDB"><span>总库</span><em></em></a></div></div></div>'
     )
+    title = "个性化首页-中国知网" if personal_home else "检索-中国知网"
+    results = (
+        ""
+        if personal_home
+        else f'<div class="module-main"><div class="search-result">{render_sidebar_skeleton()}'
+        '<div id="ModuleSearchResult"><div id="briefBox"></div></div></div></div>'
+    )
     return (
         '<!DOCTYPE html><html lang="zh-CN"><head><meta charset="utf-8">'
-        f"<title>检索-中国知网</title><style>{_CSS}</style></head><body>"
+        f"<title>{title}</title><style>{_CSS}</style></head><body>"
         f"{header_html(visitor, links)}"
-        f'<div class="module-main-wrap">{search_box}{doctype}'
-        f'<div class="module-main"><div class="search-result">{render_sidebar_skeleton()}'
-        '<div id="ModuleSearchResult"><div id="briefBox"></div></div></div></div></div>'
+        f'<div class="module-main-wrap">{search_box}{doctype}{results}</div>'
         f'<script type="application/json" id="oneboxConfig">{script_json(config)}</script>'
         f"<script>{_SCRIPT}</script></body></html>"
     )
