@@ -14,6 +14,7 @@ from mcp.types import EmptyResult, SetLevelRequestParams
 from cnki_mcp import __version__
 from cnki_mcp.server import (
     prompts,
+    tools_citations,
     tools_cite,
     tools_library,
     tools_ops,
@@ -40,6 +41,10 @@ TOOL_NAMES = (
     "export_citations",
     "link_references",
     "verify_references",
+    "get_references",
+    "get_citing",
+    "citation_graph",
+    "find_citation_path",
     "login",
     "session_status",
     "operation_status",
@@ -84,6 +89,7 @@ def build_server(open_services: Callable[[], Services]) -> CnkiServer:
     tools_session.register(server)
     tools_ops.register(server)
     tools_library.register(server)
+    tools_citations.register(server)
     prompts.register(server)
 
     @server.resource(

@@ -160,6 +160,10 @@ class App:
             ("POST", "/verify/solve"): self.verify_solve,
             ("GET", "/favicon.ico"): self.favicon,
         }
+        from cnki_mcp.sim.citation_api import PATHS as CITATION_PATHS
+
+        for path in CITATION_PATHS:  # the article page's citation JSON API (docs/citation-api.md)
+            self._routes[("GET", path)] = self.citation_api
 
     # ------------------------------------------------------------ plumbing
 
@@ -512,6 +516,11 @@ class App:
         scripted = rule is not None and rule.kind == FaultKind.SCRIPT_RENDERED_DETAIL
         html = render_detail(record, self.corpus, self.links, self.visitor(req), script_rendered=scripted)
         return Response.html(html, fault=rule.kind.value if scripted and rule else None, params=params)
+
+    def citation_api(self, req: Request, client: str) -> Response:
+        from cnki_mcp.sim.citation_api import answer
+
+        return answer(self, req, client, _GENERIC)
 
     def author(self, req: Request, client: str) -> Response:
         grant = self.state.tokens.lookup("author", req.query.get("v", ""))

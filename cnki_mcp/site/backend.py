@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from cnki_mcp.models import DetailPage, ExportRecord, GridPage, HeaderIdentity, JournalPage
+from cnki_mcp.parse.citations import CitationListPage
 
 
 class SortOrder(StrEnum):
@@ -84,3 +85,19 @@ class SiteBackend(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class CitationBackend(Protocol):
+    """The article page's citation JSON API (docs/citation-api.md); `CnkiSite` implements it."""
+
+    async def citation_list(
+        self, detail_url: str, kind: str, type_code: str, start: int, op: SiteOp | None = None
+    ) -> CitationListPage:
+        """One list page (at most 10 items) of one database; LOCATOR_EXPIRED for a dead token."""
+        ...
+
+    async def citation_metrics(self, detail_url: str, op: SiteOp | None = None) -> dict[str, int]: ...
+
+    async def detail_by_title(
+        self, title: str, first_author: str | None = None, op: SiteOp | None = None
+    ) -> DetailPage: ...

@@ -42,6 +42,7 @@ from cnki_mcp.errors import (
 from cnki_mcp.identity import author_key, title_key
 from cnki_mcp.models import DetailPage, ExportRecord, GateKind, GridPage, GridRow, HeaderIdentity, JournalPage
 from cnki_mcp.parse._html import body_text, parse_html
+from cnki_mcp.parse.citations import CitationListPage, parse_citation_list, parse_citation_metrics
 from cnki_mcp.parse.detail import parse_detail
 from cnki_mcp.parse.export import parse_export
 from cnki_mcp.parse.gate import challenge_url, classify_page, raise_for_verdict
@@ -50,6 +51,7 @@ from cnki_mcp.parse.journal import parse_journal
 from cnki_mcp.settings import Settings
 from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.site.browser import BrowserHost
+from cnki_mcp.site.citation_api import citation_url
 from cnki_mcp.site.deadline import CALL_SECONDS, CLOSE_SECONDS, BrowserStalled, bounded, close_tab
 from cnki_mcp.site.endpoints import GRID_PATH_MARK, SESSION_COOKIES, Endpoints, without_query
 from cnki_mcp.site.grid_template import (
@@ -611,6 +613,34 @@ class CnkiSite:
         if not row.detail_url:
             raise DocumentNotFound("检索结果没有详情页链接", title=title)
         return await self._fetch_parsed(row.detail_url, op, lambda html, url: parse_detail(html, url))
+
+    # --- citation lists (docs/citation-api.md): one limited request per list page -----------
+
+    async def citation_list(
+        self, detail_url: str, kind: str, type_code: str, start: int, op: SiteOp | None = None
+    ) -> CitationListPage:
+        url = citation_url(detail_url, kind, type_code=type_code, start=start)
+        await self._on_site(op)
+        return await self._fetch_parsed(url, op, lambda text, u: parse_citation_list(text, type_code, u))
+
+    async def citation_metrics(self, detail_url: str, op: SiteOp | None = None) -> dict[str, int]:
+        url = citation_url(detail_url, "quotations/metrics")
+        await self._on_site(op)
+        return await self._fetch_parsed(url, op, lambda text, _u: parse_citation_metrics(text))
+
+    async def _on_site(self, op: SiteOp | None) -> None:
+        """The API is called by CNKI's own pages with the guest session (docs/citation-api.md): the
+        work tab (whose frame the loader requests from) must hold the session and stand on a CNKI
+        page, else a same-site cookie is not sent. A fresh tab comes in through the home page."""
+        page = await self._host.work_page()
+        await self._first_visit(page, op)
+        if self.endpoints.is_site_url(page.url):
+            return
+        try:
+            async with self._limiter.slot(budget=op):
+                await page.goto(self.endpoints.www_home, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
+        except PlaywrightError as exc:  # the API call that follows tells what is wrong
+            self._host.note_error(exc)
 
     async def _fetch_parsed(self, url: str, op: SiteOp | None, parse: Callable[[str, str], T]) -> T:
         async def once() -> T:

@@ -160,8 +160,32 @@ CREATE VIRTUAL TABLE IF NOT EXISTS library_fts USING fts5(
 CREATE TABLE IF NOT EXISTS library_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
+# Citation lists from the article page's JSON API (store/citations.py, docs/citation-api.md):
+# one row per answered list page, the six counts per paper, and what a list said about a paper.
+_V_CITATIONS = """
+CREATE TABLE IF NOT EXISTS citation_pages (
+    paper_key TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    type_code TEXT NOT NULL,
+    start INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    observed_at TEXT NOT NULL,
+    PRIMARY KEY (paper_key, kind, type_code, start)
+);
+CREATE TABLE IF NOT EXISTS citation_metrics (
+    paper_key TEXT PRIMARY KEY,
+    data TEXT NOT NULL,
+    observed_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS citation_nodes (
+    paper_key TEXT PRIMARY KEY,
+    data TEXT NOT NULL,
+    observed_at TEXT NOT NULL
+);
+"""
+
 # Index i upgrades schema version i to i + 1. Append only; never edit a published step.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V_CITATIONS)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # SQLite result codes that mean "this file is not a usable database" (as opposed to busy,

@@ -21,7 +21,7 @@ from cnki_mcp.server.app import TOOL_NAMES, build_server
 from tests.contract.server_fakes import Harness
 from tests.contract.test_server_inmemory import BAD_ARGUMENTS
 
-TOOLS_LIST_CAP = 25_000  # characters of the tools/list result on the wire (docs/benchmarks.md)
+TOOLS_LIST_CAP = 30_000  # characters of the tools/list result on the wire (docs/benchmarks.md); +5,000 for the four citation tools (issue 15)
 
 
 @pytest.fixture
