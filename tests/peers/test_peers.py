@@ -62,6 +62,18 @@ def test_cnki_deepsearch_one_box_expert_search_facets_and_detail(
     assert detail["title"].startswith(rec.title)  # its title is the whole .wx-tit block's text
     assert detail["abstract"] == rec.abstract
     assert [k.rstrip(";") for k in detail["keywords"]] == list(rec.keywords)
+    # the enriched visit: the lists the article page loads from the citation JSON API
+    enriched = out["enriched"]
+    refs = {x["title"] for x in enriched["references"]}
+    assert {r.title for r in peers_sim.corpus.references_of(rec)} <= refs
+    assert {x["title"] for x in enriched["citations"]} == {r.title for r in peers_sim.corpus.citing(rec.id)}
+    assert enriched["similar"] and {x["title"] for x in enriched["similar"]} <= {
+        r.title for r in peers_sim.corpus.records
+    }
+    assert enriched["_counts"]["references"] == str(len(enriched["references"]))
+    # Its keyword-weight parser reads `data` as the list; the page's own script (and the simulator,
+    # docs/citation-api.md) has it under `data.data`, so it gets none: a disagreement left open.
+    assert enriched["domains"] == []
 
 
 def test_cnki_mcp_sepine_one_box_paged_and_sorted_expert_search_and_metadata(

@@ -1,5 +1,5 @@
-"""Driver for PyPI `cnki-deepsearch` 0.2.1, run in its own venv: one-box search, expert search and
-a detail page through the tool's own `CNKIBrowser` and parsers (`cnki_mcp.browser`,
+"""Driver for PyPI `cnki-deepsearch` 0.2.1, run in its own venv: one-box search, expert search, a
+detail page and the enriched article visit (its citation JSON calls) through the tool's own `CNKIBrowser` and parsers (`cnki_mcp.browser`,
 `cnki_mcp.parser` of that package). Argument: a JSON object {"query", "expression", "field"}."""
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ async def main(args: dict) -> dict:
         url = out["simple"][0]["url"]
         out["detail"] = parse_article_detail(await browser.get_page_html(url))
         out["detail_url"] = url
+        # one visit that also captures the page's citation/similar/domain JSON calls
+        enriched = await browser.get_article_enriched(url)
+        enriched.pop("html", None)
+        out["enriched"] = enriched
     finally:
         await browser.stop()
     return out
