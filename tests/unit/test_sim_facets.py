@@ -71,3 +71,18 @@ def test_personal_home_has_the_search_box_and_no_result_area() -> None:
     assert t.css_first("#ModuleSearch input.search-btn") is not None
     assert t.css_first("#briefBox") is None and t.css_first("#divGroup") is None
     assert "defaultresult/index" in t.css_first("#oneboxConfig").text()
+
+
+def test_advsearch_open_tab_has_the_first_search_button_and_the_expert_box() -> None:
+    from cnki_mcp.sim.advsearch import render_advsearch
+
+    adv = LexborHTMLParser(render_advsearch(FakeLinks(), Visitor()))
+    first = adv.css_first("input.btn-search")
+    assert first.parent.attributes["class"] == "search-middle"  # this product clicks the first one
+    assert "display: none" in (adv.css_first("#majorSearch").attributes.get("style") or "")
+    exp = LexborHTMLParser(render_advsearch(FakeLinks(), Visitor(), expert=True))
+    first = exp.css_first("input.btn-search")
+    assert first.parent.attributes["class"] == "search-buttons"  # cnki-deepsearch clicks the first one
+    assert exp.css_first("#majorSearch textarea.textarea-major.majorSearch") is not None
+    assert "display: none" in (exp.css_first("#gradeSearch").attributes.get("style") or "")
+    assert exp.css_first("#datebox0") is not None and exp.css_first("#datebox1") is not None
