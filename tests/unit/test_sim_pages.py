@@ -406,7 +406,11 @@ def test_header_identity_area_reflects_the_visitor(
 def test_home_page_has_header_identity_search_box_and_login_box() -> None:
     t = tree(render_home(LINKS, ANON))
     assert t.css_first("title").text() == "中国知网"
-    assert t.css_first("input#txt_SearchText[name=kw]") is not None
+    # The saved home page's search area: field picker, textarea box, div button.
+    assert t.css_first("textarea#txt_SearchText.search-input[name=txt_SearchText]") is not None
+    assert t.css_first("#DBFieldBox .sort-default span").text() == "主题"
+    assert [a.attributes["value"] for a in t.css("#DBFieldList a")][:3] == ["SU$%=|", "TKA$%=|", "KY$=|"]
+    assert t.css_first("div.search-btn") is not None
     assert t.css_first(".home-login #ecpAccountLogin") is not None
     assert t.css_first(".ecp_header_login_area") is not None
 
