@@ -1,5 +1,5 @@
 """Hypothesis strategies from JSON Schema (the subset the tools publish: type, enum, const,
-properties, required, additionalProperties, items, bounds, lengths, pattern, anyOf/oneOf, $ref).
+properties, required, additionalProperties, items, prefixItems, bounds, lengths, pattern, anyOf/oneOf, $ref).
 
 `valid(schema)` draws values the schema accepts; `invalid_object(schema)` draws objects it
 rejects, each one mutation away from a valid one (a required key dropped, a wrong type, a bound
@@ -84,6 +84,14 @@ def _array(schema: Schema, root: Schema) -> st.SearchStrategy[list[Any]]:
     low = schema.get("minItems", 0)
     high = max(low, min(schema.get("maxItems", MAX_ITEMS), MAX_ITEMS))
     items = schema.get("items")
+    prefix: list[Schema] = schema.get("prefixItems", [])
+    if prefix:  # a tuple: one value per position (pydantic's tuple[...] fields)
+        if items is False or len(prefix) >= high:
+            return st.tuples(*(valid(sub, root) for sub in prefix[:high])).map(list)
+        rest = valid(items, root) if isinstance(items, dict) else ANY_JSON
+        return st.tuples(
+            st.tuples(*(valid(sub, root) for sub in prefix)), st.lists(rest, max_size=high - len(prefix))
+        ).map(lambda pair: [*pair[0], *pair[1]])
     inner = valid(items, root) if isinstance(items, dict) else ANY_JSON
     return st.lists(inner, min_size=low, max_size=high)
 
