@@ -71,9 +71,17 @@ def test_cnki_deepsearch_one_box_expert_search_facets_and_detail(
         r.title for r in peers_sim.corpus.records
     }
     assert enriched["_counts"]["references"] == str(len(enriched["references"]))
-    # Its keyword-weight parser reads `data` as the list; the page's own script (and the simulator,
-    # docs/citation-api.md) has it under `data.data`, so it gets none: a disagreement left open.
-    assert enriched["domains"] == []
+    # Keyword weights (`…/domains`, a bare list as the tool reads it; docs/citation-api.md): the
+    # keywords of papers in this paper's citation network, heaviest first.
+    domains = enriched["domains"]
+    network = [*peers_sim.corpus.references_of(rec), *peers_sim.corpus.citing(rec.id)]
+    network_keywords = {kw for r in network for kw in r.keywords}
+    for r in network:
+        network_keywords |= {kw for x in (*peers_sim.corpus.references_of(r), *peers_sim.corpus.citing(r.id))
+                             for kw in x.keywords}
+    weights = [int(d["weight"]) for d in domains]
+    assert domains and {d["keyword"] for d in domains} <= network_keywords
+    assert weights == sorted(weights, reverse=True) and weights[0] > 0
 
 
 def test_cnki_mcp_sepine_one_box_paged_and_sorted_expert_search_and_metadata(
