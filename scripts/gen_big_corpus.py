@@ -47,7 +47,7 @@ SEEDS = {"main": 20261203, "heldout": 77031}
 PER_TOPIC = {"期刊": 330, "硕士": 50, "博士": 20, "会议": 30, "报纸": 16, "年鉴": 4, "图书": 6}
 FOCUS_BROAD = 0.25  # share of records that survey their topic instead of one aspect
 CORE_JOURNAL_SHARE = 0.55  # the rest of a topic's journal papers go to ordinary journals
-DECOYS_PER_PAIR = 5  # records whose title names a (topic, aspect) they are not about
+DECOYS_PER_PAIR = 8  # records whose title names a (topic, aspect) they are not about
 
 # Ordinary journals (no index tier): fictional names generated for the simulator, no ISSN/CN.
 ORDINARY: dict[str, list[str]] = {
@@ -144,8 +144,8 @@ class BigGen(G.Gen):
             out += r.choice(MENTION_DISCUSS if discussed else MENTION_PASSING).replace("{X}", x).replace("{A}", aspect_core(aspect))
             if discussed:
                 mentions.append(f"{t['key']}/{a[0]}")
-                if r.random() < 0.3:
-                    rec["keywords"].append(x)
+            if r.random() < (0.3 if discussed else 0.15):  # authors list what they name, too
+                rec["keywords"].append(x)
         if r.random() < SIBLING_MENTION:  # a sibling topic of the discipline, named with one of its aspects
             sib = r.choice([x for x in V.TOPICS if x["discipline"] == t["discipline"] and x["key"] != t["key"]])
             a = r.choice(sib["aspects"])
