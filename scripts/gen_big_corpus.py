@@ -123,7 +123,7 @@ HELDOUT_QUESTIONS: list[tuple[str, list[str], list[str]]] = [
 ]
 QUESTION_SETS = {"main": MAIN_QUESTIONS, "heldout": HELDOUT_QUESTIONS}
 # The growth benchmark's broad question (`growth.jsonl`, unlabelled): one concept group whose terms
-# run through nine topics, ~4,400 subject matches on the main corpus, so a search can reach 3,000
+# run through nine topics, ~4,750 subject matches on the main corpus, so a search can reach 3,000
 # candidates (`scripts/bench.py growth`).
 GROWTH_QUESTION = {"id": "g01", "question": "人工智能与数字化",
                    "concepts": [["人工智能", "深度学习", "神经网络", "数字", "智能", "知识图谱"]], "relevant": {}}
