@@ -29,6 +29,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import shutil
 import sys
 from bisect import bisect_left
 from collections import Counter
@@ -412,7 +414,16 @@ def ensure_corpus(variant: str = "main", scale: float = 1.0, root: Path = CACHE)
             "sha256"
         ) == checksum(out):
             return out
-    generate(out, variant, scale)
+    # Written aside and moved into place, so a process that finds the directory finds it whole
+    # (two benches started together may both generate; the last move wins, same bytes).
+    tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    generate(tmp, variant, scale)
+    old = out.with_name(f"{out.name}.old{os.getpid()}")
+    if out.exists():
+        out.rename(old)
+    tmp.rename(out)
+    shutil.rmtree(old, ignore_errors=True)
     return out
 
 
