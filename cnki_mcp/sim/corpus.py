@@ -171,6 +171,12 @@ class Corpus:
         )
 
     @cached_property
+    def memo(self) -> dict[str, Any]:
+        """Scratch space for the query evaluator's caches (folded field texts, search answers):
+        dropped whenever a record is added or removed at runtime (`_changed`)."""
+        return {}
+
+    @cached_property
     def by_id(self) -> dict[str, SimRecord]:
         return {r.id: r for r in self.records}
 
@@ -232,5 +238,5 @@ class Corpus:
 
     def _changed(self) -> None:
         self.version += 1
-        for name in ("by_id", "citing_ids"):
+        for name in ("by_id", "citing_ids", "memo"):  # memo: the evaluator's cached answers
             self.__dict__.pop(name, None)
