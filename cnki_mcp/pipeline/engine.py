@@ -17,8 +17,8 @@ from cnki_mcp.identity import Paper, source_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridPage
 from cnki_mcp.operations import OperationErrorInfo
-from cnki_mcp.pipeline.enrich import PARSER_VERSION, Enricher, is_fatal, record_item_error
-from cnki_mcp.pipeline.models import CoverageEntry, PlanView, ResultItem, SearchSummary
+from cnki_mcp.pipeline.enrich import PARSER_VERSION, Enricher, is_fatal, is_journal, record_item_error
+from cnki_mcp.pipeline.models import CoverageEntry, EnrichMore, PlanView, ResultItem, SearchSummary
 from cnki_mcp.pipeline.state import FEEDBACK, RETRIEVAL, Channel, SearchState, failed_event, page_event
 from cnki_mcp.query.compiler import compile_expression, feedback_expression
 from cnki_mcp.rank import (
@@ -38,6 +38,7 @@ from cnki_mcp.store import PRESENT, SearchEvidence, Store
 FEEDBACK_WEIGHT = 0.8
 FEEDBACK_REASON = "保留所有必要概念，补充相关论文共同关键词："
 DEFAULT_LIMIT = 50
+MAX_METADATA_REFS = 100  # record_refs one get_metadata call takes (MetadataInput)
 # Soft blocks (DESIGN.md "Soft blocks"): a zero the search itself contradicts is asked once more
 # after this pause; still zero, the search stops with SITE_UNAVAILABLE instead of storing it.
 SOFT_BLOCK_PAUSE = 20.0
@@ -586,6 +587,7 @@ class SearchEngine:
                 for e in ([] if failure is None else [OperationErrorInfo.of(failure)])
             ]
             + [e.model_dump(mode="json") for e in ctx.item_errors],
+            enrich_more=self.enrich_more([papers[r.ref] for r in selected]),
         )
         now = self.clock.now()
         self.store.save_evidence(st.search_id, rows)
@@ -601,10 +603,31 @@ class SearchEngine:
         )
         return summary
 
+    def enrich_more(self, papers: Sequence[Paper]) -> EnrichMore | None:
+        """The selected papers without a fresh detail page, or journal articles whose journal
+        page was not read, and the `get_metadata` call that reads them (at most its 100 refs)."""
+        refs = [
+            p.record_ref
+            for p in papers
+            if not self.enricher.detail_fresh(p.record_ref)
+            or (is_journal(p) and self.enricher.journal_cached(p) is None)
+        ]
+        if not refs:
+            return None
+        call = refs[:MAX_METADATA_REFS]
+        return EnrichMore(
+            count=len(refs),
+            message=f"入选文献中有 {len(refs)} 篇未读取详情页或期刊信息；需要摘要、关键词或期刊级别时调用 get_metadata"
+            + (f"（一次最多 {MAX_METADATA_REFS} 篇）" if len(refs) > len(call) else ""),
+            suggested_call={"tool": "get_metadata", "arguments": {"record_refs": call, "quality": True}},
+        )
+
     def result_item(self, paper: Paper, score: float | None) -> ResultItem:
         cached = self.enricher.journal_cached(paper)
         tiers = list(cached.page.tiers) if cached is not None and cached.page is not None else []
         return ResultItem(
+            detail_read=self.enricher.detail_fresh(paper.record_ref),
+            quality_known=cached is not None and cached.state == PRESENT,
             record_ref=paper.record_ref,
             title=paper.title,
             authors=paper.author_names(),

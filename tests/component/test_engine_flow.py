@@ -14,7 +14,7 @@ from pipeline_fakes import SimSite
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, OperationContext, OperationKind, OperationRecord, StoreSink
 from cnki_mcp.operations import MemorySink
-from cnki_mcp.pipeline.models import SearchInput, SearchOptions
+from cnki_mcp.pipeline.models import MetadataInput, SearchInput, SearchOptions
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.pipeline.state import SearchState
 from cnki_mcp.query.plan import plan_explicit
@@ -159,3 +159,36 @@ def test_a_store_of_the_previous_schema_gains_the_checkpoint_log(tmp_path: Path,
         assert replaced is not None and replaced.checkpoint == {"refs": ["r2"]}  # a full one drops the log
     with sqlite3.connect(tmp_path / "data" / "cnki.sqlite3") as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+async def test_the_result_says_which_papers_were_read_and_the_call_that_reads_the_rest(
+    clock: FakeClock, store: Store
+) -> None:
+    site = SimSite(clock)
+    pipe = pipeline(clock, store, site)
+    inp = SearchInput(
+        query="自动驾驶 产品责任", options=SearchOptions(freshness="live"), mode="precise", limit=100
+    )
+    record = await search(clock, pipe, inp, JobManager(clock, MemorySink()))
+    result = record.result
+    read = [r for r in result["results"] if r["detail_read"]]
+    unread = [r for r in result["results"] if not r["detail_read"]]
+    assert len(read) + len(unread) == result["selected_count"] == 100
+    assert read and unread  # the pool (60 of 160 candidates) was read, the rest of the selection not
+    assert all(r["quality_known"] and r["tiers"] == ["CSSCI"] for r in read)
+    more = result["enrich_more"]
+    assert more["count"] == len(unread)
+    call = more["suggested_call"]
+    assert call["tool"] == "get_metadata" and call["arguments"]["quality"] is True
+    assert call["arguments"]["record_refs"] == [r["record_ref"] for r in unread]
+
+    # the suggested call reads exactly those papers; afterwards nothing is left to suggest
+    site.log.clear()
+    job = JobManager(clock, MemorySink()).start(
+        OperationKind.METADATA, lambda ctx: pipe.metadata(MetadataInput(**call["arguments"]), ctx)
+    )
+    [done] = await clock.run_until_complete(job.finish())
+    assert done.status == "completed" and site.count("detail") == len(unread) and site.count("journal") == 0
+    cached = pipe.cached(inp.model_copy(update={"options": SearchOptions()}), PLAN)
+    assert cached is not None and cached.enrich_more is None
+    assert all(r.detail_read and r.quality_known for r in cached.results)
