@@ -308,6 +308,7 @@ class Paper(BaseModel):
     observed_at: datetime | None = None  # last time any page showed this paper
     locator: str | None = None
     public_url: str | None = None
+    export_id: str | None = None  # the list row's id for CNKI's batch export (internal, site-rules.md §9)
 
     def author_names(self) -> list[str]:
         return [a.name for a in self.authors]
@@ -322,8 +323,8 @@ class Paper(BaseModel):
         )
 
     def public_dict(self) -> dict[str, Any]:
-        """JSON-ready view without the internal locator."""
-        return self.model_dump(mode="json", exclude={"locator"})
+        """JSON-ready view without the internal locator and export id."""
+        return self.model_dump(mode="json", exclude={"locator", "export_id"})
 
     @classmethod
     def from_grid_row(
@@ -346,6 +347,7 @@ class Paper(BaseModel):
             observed_at=observed_at,
             locator=row.detail_url,
             public_url=public_url(row.detail_url, public_origins),
+            export_id=row.export_id,
         )
         paper.record_ref = record_ref(paper.keys())
         return paper
@@ -428,7 +430,7 @@ _DESCRIPTIVE = (
     "conference_date",
 )
 # Always the freshest non-empty observation: counts change, detail tokens expire.
-_FRESH = ("cited", "downloads", "locator", "public_url")
+_FRESH = ("cited", "downloads", "locator", "public_url", "export_id")
 
 
 def _empty(value: object) -> bool:
