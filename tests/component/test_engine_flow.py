@@ -192,3 +192,33 @@ async def test_the_result_says_which_papers_were_read_and_the_call_that_reads_th
     cached = pipe.cached(inp.model_copy(update={"options": SearchOptions()}), PLAN)
     assert cached is not None and cached.enrich_more is None
     assert all(r.detail_read and r.quality_known for r in cached.results)
+
+
+class MixedSite(SimSite):
+    """Detail pages of even papers show an off-topic abstract and keywords: reading them moves
+    those papers down, so the next search's pool takes in papers it did not read before."""
+
+    async def detail(self, locator: str, op: SiteOp | None = None) -> Any:
+        page = await super().detail(locator, op)
+        if int(locator.rsplit("=", 1)[1]) % 2 == 0:
+            return page.model_copy(
+                update={"abstract": "城市园林植物的养护管理", "keywords": ["园林", "养护"]}
+            )
+        return page
+
+
+async def test_a_live_repeat_reads_no_detail_page_that_is_still_fresh(clock: FakeClock, store: Store) -> None:
+    site = MixedSite(clock)
+    pipe = pipeline(clock, store, site)
+    inp = SearchInput(query="自动驾驶 产品责任", options=SearchOptions(freshness="live"), mode="precise")
+    first = await search(clock, pipe, inp, JobManager(clock, MemorySink()))
+    read_first = {k for k in site.log if k[0] == "detail"}
+    site.log.clear()
+    second = await search(clock, pipe, inp, JobManager(clock, MemorySink()))
+    read_second = {k for k in site.log if k[0] == "detail"}
+    assert first.status == second.status == "completed"
+    # The repeat ranks with what the first search read, so papers it never read enter the detail
+    # pool and are read now (the issue's "5-18 detail pages" on a live repeat); no detail page
+    # the first search read (fresh for 30 days) is fetched again.
+    assert read_second and not read_second & read_first
+    assert site.count("journal") == 0
