@@ -41,7 +41,7 @@ import gen_corpus as G
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".bench" / "corpus"
-GENERATOR_VERSION = 1  # bump when the output changes: cached corpora are regenerated
+GENERATOR_VERSION = 1  # with the sources' digest in MANIFEST.json: a cached corpus from other code is regenerated
 SEEDS = {"main": 20261203, "heldout": 77031}
 # Records per topic and type at scale 1.0 (22 topics -> ~10,100 records with the decoys).
 PER_TOPIC = {"期刊": 330, "硕士": 50, "博士": 20, "会议": 30, "报纸": 16, "年鉴": 4, "图书": 6}
@@ -104,11 +104,10 @@ HELDOUT_QUESTIONS: list[tuple[str, list[str], list[str]]] = [
 ]
 QUESTION_SETS = {"main": MAIN_QUESTIONS, "heldout": HELDOUT_QUESTIONS}
 # The growth benchmark's broad question (`growth.jsonl`, unlabelled): one concept group whose terms
-# run through nine topics, ~3,900 subject matches on the main corpus, so a search can reach 3,000
+# run through nine topics, ~4,400 subject matches on the main corpus, so a search can reach 3,000
 # candidates (`scripts/bench.py growth`).
 GROWTH_QUESTION = {"id": "g01", "question": "人工智能与数字化",
-                   "concepts": [["人工智能", "深度学习", "神经网络", "大语言模型", "大模型", "知识图谱", "联邦学习", "数字经济",
-                                 "数字化", "智能"]], "relevant": {}}
+                   "concepts": [["人工智能", "深度学习", "神经网络", "数字", "智能", "知识图谱"]], "relevant": {}}
 
 
 def aspect_core(aspect: tuple[Any, ...]) -> str:
@@ -326,7 +325,7 @@ def generate(out: Path, variant: str = "main", scale: float = 1.0, seed: int | N
     G.write_jsonl(out / "growth.jsonl", [GROWTH_QUESTION])
     digest = checksum(out)
     (out / "MANIFEST.json").write_text(json.dumps(
-        {"generator": GENERATOR_VERSION, "variant": variant, "scale": scale, "seed": g_seed(variant, seed),
+        {"generator": GENERATOR_VERSION, "sources": sources_digest(), "variant": variant, "scale": scale, "seed": g_seed(variant, seed),
          "sha256": digest, "records": len(records), "questions": len(qs)}, indent=1) + "\n", encoding="utf-8")
     return {"records": len(records), "journals": len(journals), "questions": len(qs), "sha256": digest,
             "by_type": dict(Counter(r["type"] for r in records).most_common()),
@@ -340,21 +339,88 @@ def g_seed(variant: str, seed: int | None) -> int:
 
 def checksum(directory: Path) -> str:
     h = hashlib.sha256()
-    for name in ("records.jsonl", "journals.jsonl", "questions.jsonl"):
+    for name in FILES:
         h.update((directory / name).read_bytes())
     return h.hexdigest()
+
+
+def sources_digest() -> str:
+    """The generator's own code and vocabularies: a cached corpus written by other code is stale."""
+    h = hashlib.sha256()
+    for f in (Path(__file__), Path(G.__file__), Path(V.__file__)):
+        h.update(f.resolve().read_bytes())
+    return h.hexdigest()[:16]
+
+
+FILES = ("records.jsonl", "journals.jsonl", "questions.jsonl", "growth.jsonl")
 
 
 def ensure_corpus(variant: str = "main", scale: float = 1.0, root: Path = CACHE) -> Path:
     """The variant's directory, generated when missing or written by another generator version."""
     out = root / (variant if scale == 1.0 else f"{variant}-x{scale:g}")
     manifest = out / "MANIFEST.json"
-    if manifest.exists():
+    if manifest.exists() and all((out / f).exists() for f in FILES):
         meta = json.loads(manifest.read_text(encoding="utf-8"))
-        if meta.get("generator") == GENERATOR_VERSION and meta.get("sha256") == checksum(out):
+        if (meta.get("generator"), meta.get("sources")) == (GENERATOR_VERSION, sources_digest()) and meta.get(
+            "sha256"
+        ) == checksum(out):
             return out
     generate(out, variant, scale)
     return out
+
+
+def channel_hits(corpus: Any, groups: list[list[str]]) -> dict[str, set[str]]:
+    """Record ids each research channel (subject, title, keywords) matches: the production
+    compiler's QueryJson evaluated by the simulator, as a search sends it."""
+    sys.path.insert(0, str(ROOT))
+    from cnki_mcp.query.compiler import compile_expression, concept_expression
+    from cnki_mcp.query.expr import Field
+    from cnki_mcp.sim.query import Sort, parse_query_json, search
+
+    out: dict[str, set[str]] = {}
+    for name, fld in (("SU", Field.SUBJECT), ("TI", Field.TITLE), ("KY", Field.KEYWORDS)):
+        compiled = compile_expression(concept_expression(groups, fld))
+        ids: set[str] = set()
+        for subject in compiled.subjects:
+            body = {"QNode": {"QGroup": [subject]}}
+            ids.update(r.id for r in search(corpus, parse_query_json(body), Sort.FFD))
+        out[name] = ids
+    return out
+
+
+def stats_table(directory: Path) -> str:
+    """Per question: matches per channel (relevant among them), grades, grade-3 papers whose title
+    names neither concept, grade-0 papers whose title names both, source kinds among grade >= 2."""
+    sys.path.insert(0, str(ROOT))
+    from cnki_mcp.sim.corpus import Corpus
+
+    corpus = Corpus.load(directory)
+    tiers = {j.name: j.tiers for j in corpus.journals}
+    qs = [json.loads(x) for x in (directory / "questions.jsonl").read_text(encoding="utf-8").splitlines() if x]
+
+    def kind(r: Any) -> str:
+        if r.type != "期刊":
+            return {"硕士": "thesis", "博士": "thesis", "会议": "conf."}.get(r.type, "other")
+        t = tiers.get(r.source or "", ())
+        return "CSSCI" if "CSSCI" in t else "core" if t else "ordinary"
+
+    def names(text: str, group: list[str]) -> bool:
+        return any(x.casefold() in text.casefold() for x in group)
+
+    lines = ["| question | SU (relevant) | TI (relevant) | KY (relevant) | grade 3 / 2 / 1 | grade 3, generic title"
+             " | grade 0, on-topic title | grade >= 2 by source: CSSCI / core / ordinary / thesis / conf. |",
+             "|---|---:|---:|---:|---|---:|---:|---|"]
+    for q in qs:
+        rel, hits = q["relevant"], channel_hits(corpus, q["concepts"])
+        cells = [f"{len(ids)} ({sum(1 for i in ids if rel.get(i))})" for ids in hits.values()]
+        g = Counter(rel.values())
+        generic = sum(1 for i, v in rel.items() if v == 3 and not any(names(corpus.by_id[i].title, c) for c in q["concepts"]))
+        decoy = sum(1 for i in hits["SU"] if not rel.get(i) and all(names(corpus.by_id[i].title, c) for c in q["concepts"]))
+        kinds = Counter(kind(corpus.by_id[i]) for i, v in rel.items() if v >= 2)
+        spread = " / ".join(str(kinds[k]) for k in ("CSSCI", "core", "ordinary", "thesis", "conf."))
+        lines.append(f"| {q['id']} {q['question']} | {' | '.join(cells)} | {g[3]} / {g[2]} / {g[1]} | {generic}"
+                     f" | {decoy} | {spread} |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -363,8 +429,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--scale", type=float, default=1.0, help="records per topic relative to the default")
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--stats", action="store_true", help="also print per-question channel matches and labels")
     args = ap.parse_args(argv)
     out = args.out or CACHE / args.variant
+    if args.stats and args.out is None and args.seed is None:
+        out = ensure_corpus(args.variant, args.scale)
+        print(stats_table(out))
+        return 0
     stats = generate(out, args.variant, args.scale, args.seed)
     for key, value in stats.items():
         print(f"{key}: {value}")
