@@ -330,6 +330,11 @@ class ContinueUnavailable(CnkiError):
     default_message = "该操作没有可继续的检查点"
 
 
+class ReadOnlyMode(CnkiError):
+    code = "READ_ONLY_MODE"
+    default_message = "只读模式（CNKI_READ_ONLY=1）下不提供该操作：它会下载、写出文件或可能产生费用"
+
+
 class Cancelled(CnkiError):
     code = "CANCELLED"
     default_message = "操作已取消"

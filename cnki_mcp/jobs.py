@@ -90,6 +90,11 @@ WATCHDOG_MIN_SLEEP = 0.001
 WATCHDOG_PAUSED_LOOK_SECONDS = 60.0  # used up while awaiting the person: look again at least this often
 
 
+# Kinds whose runner reads `ctx.resume_from`: a search, and the citation walks (DESIGN.md
+# "Citation graph"; their checkpoint names the tool and keeps its input).
+CONTINUABLE = frozenset({OperationKind.SEARCH, OperationKind.CITATIONS})
+
+
 class HumanControl(Protocol):
     """The human gate as the manager sees it (site.human.HumanGate fits)."""
 
@@ -658,7 +663,7 @@ class JobManager:
         record = live.record.model_copy(deep=True) if live else self._sink.load(operation_id)
         if record is None:
             raise OperationNotFound(operation_id=operation_id)
-        if record.kind is not OperationKind.SEARCH:
+        if record.kind not in CONTINUABLE:
             raise ContinueUnavailable(operation_id=operation_id, kind=record.kind.value)
         if live is not None and record.status.active:
             raise OperationBusy("该检索仍在运行", operation_id=operation_id)

@@ -34,6 +34,8 @@ class OperationKind(StrEnum):
     DOWNLOAD = "download"
     LOGIN = "login"
     SESSION = "session"
+    WATCH = "watch"
+    CITATIONS = "citations"  # get_references, get_citing, citation_graph, find_citation_path
 
 
 class OperationStatus(StrEnum):
@@ -80,6 +82,8 @@ DEFAULT_BUDGETS: dict[OperationKind, BudgetSpec] = {
     OperationKind.VERIFY: BudgetSpec(max_requests=300, timeout_seconds=900),
     OperationKind.LOGIN: BudgetSpec(max_requests=20, timeout_seconds=1800),
     OperationKind.SESSION: BudgetSpec(max_requests=10, timeout_seconds=60),
+    OperationKind.WATCH: BudgetSpec(max_requests=30, timeout_seconds=600),
+    OperationKind.CITATIONS: BudgetSpec(max_requests=200, timeout_seconds=900),
 }
 
 

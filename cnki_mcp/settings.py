@@ -48,6 +48,9 @@ class Settings:
     display: str | None = None
     log_level: str = "INFO"
     human_timeout_seconds: float = 20 * 60
+    # CNKI_READ_ONLY: tools that download, write files or could spend money are hidden and
+    # refused (DESIGN.md "Read-only mode").
+    read_only: bool = False
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -143,4 +146,5 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         display=environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY") or None,
         log_level=(environ.get("CNKI_LOG_LEVEL") or "INFO").upper(),
         human_timeout_seconds=_float(environ, "CNKI_HUMAN_TIMEOUT_SECONDS", 1200.0, 1.0, 86_400.0),
+        read_only=bool(_bool(environ, "CNKI_READ_ONLY")),
     )

@@ -26,12 +26,17 @@ fi
 if ! .venv/bin/uv --version 2>/dev/null | grep -q " $UV_VERSION"; then
   .venv/bin/python -m pip install -q --disable-pip-version-check "uv==$UV_VERSION" >/dev/null
 fi
+# --compile-bytecode: uv installs without .pyc files, and where PYTHONDONTWRITEBYTECODE is set
+# (this project's CI machines) every process would compile the mcp SDK from source again: seconds
+# per server start instead of a fraction (docs/benchmarks.md §Start-up).
 stamp=.venv/.cnki-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ uv.lock -nt "$stamp" ]; then
-  UV_PROJECT_ENVIRONMENT="$ROOT/.venv" .venv/bin/uv sync --quiet --locked --inexact \
+  UV_PROJECT_ENVIRONMENT="$ROOT/.venv" .venv/bin/uv sync --quiet --locked --inexact --compile-bytecode \
     --python "$ROOT/.venv/bin/python" --extra test --extra sim
   touch "$stamp"
 fi
+# The project's own modules too (editable install; quick when nothing changed).
+.venv/bin/python -m compileall -q -j 0 cnki_mcp >/dev/null
 
 find_browser() {
   for b in "${CNKI_BROWSER_PATH:-}" /usr/bin/chromium /usr/bin/chromium-browser /usr/bin/google-chrome \

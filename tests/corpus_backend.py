@@ -8,16 +8,19 @@ Locators carry the corpus record id (`v=<id>`), so results map back to graded la
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Literal
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from cnki_mcp.errors import DocumentNotFound
 from cnki_mcp.models import DetailPage, ExportRecord, GridPage, HeaderIdentity, JournalPage
+from cnki_mcp.parse.citations import CitationListPage, parse_citation_list, parse_citation_metrics
 from cnki_mcp.parse.detail import parse_detail
 from cnki_mcp.parse.export import parse_export
 from cnki_mcp.parse.grid import parse_grid
 from cnki_mcp.parse.journal import parse_journal
+from cnki_mcp.sim import citation_api as simcite
 from cnki_mcp.sim import grid as simgrid
 from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.sim.export import render_show_export
@@ -85,6 +88,7 @@ class CorpusBackend:
         self.links = CorpusLinks()
         self.visitor = Visitor()
         self.requests: Counter[str] = Counter()
+        self.citation_calls: list[tuple[str, str, str, int]] = []
 
     async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
         if op is not None:
@@ -139,6 +143,34 @@ class CorpusBackend:
             if len(parts) >= 2 and parts[1].upper() in by_native
         ]
         return parse_export(render_show_export(found))
+
+    async def citation_list(
+        self, detail_url: str, kind: str, type_code: str, start: int, op: SiteOp | None = None
+    ) -> CitationListPage:
+        """The simulator's citation-API answer (its lists, our parser); one request per call."""
+        if op is not None:
+            op.charge()
+        self.requests["citation_list"] += 1
+        self.citation_calls.append((record_id_of(detail_url) or "", kind, type_code, start))
+        record = self.corpus.by_id.get(record_id_of(detail_url) or "")
+        if record is None:
+            body = {"code": 1, "message": "参数错误", "data": None}
+        else:
+            data = simcite.list_page(self.corpus, record, self.links, kind, type_code, start, simcite.PAGE_SIZE)
+            body = {"code": 0, "message": "", "data": data}
+        return parse_citation_list(json.dumps(body, ensure_ascii=False), type_code, detail_url)
+
+    async def citation_metrics(self, detail_url: str, op: SiteOp | None = None) -> dict[str, int]:
+        if op is not None:
+            op.charge()
+        self.requests["citation_metrics"] += 1
+        record = self.corpus.by_id.get(record_id_of(detail_url) or "")
+        body = (
+            {"code": 0, "message": "", "data": simcite.metrics(self.corpus, record)}
+            if record is not None
+            else {"code": 1, "message": "参数错误", "data": None}
+        )
+        return parse_citation_metrics(json.dumps(body, ensure_ascii=False))
 
     async def close(self) -> None:
         return None

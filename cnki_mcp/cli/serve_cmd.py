@@ -2,7 +2,8 @@
 
 Services (store, operations, the lazy browser) are opened before serving, so a data directory
 held by another process is a clear DATA_DIRECTORY_IN_USE at startup; they are closed when the
-session (stdio EOF) or the HTTP server ends.
+session (stdio EOF) or the HTTP server ends. Over stdio the client's handshake is answered from
+the packaged snapshot before the MCP SDK is imported (`server/fast_start.py`).
 
 Remote binding needs a token: HTTP on an address that is not loopback without CNKI_MCP_TOKEN
 refuses to start (TOKEN_REQUIRED) unless `--insecure-no-token` says the person means it; anyone
@@ -46,6 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "can use your CNKI account) / 允许在非本机地址上不设令牌（不安全）",
     )
     parser.add_argument(
+        "--read-only",
+        action="store_true",
+        help="hide and refuse tools that download, write files or could spend money (= CNKI_READ_ONLY=1) "
+        "/ 只读模式",
+    )
+    parser.add_argument(
         "--stateless",
         action="store_true",
         help="HTTP without sessions: one JSON response per request (no progress, logging or sampling)",
@@ -75,11 +82,12 @@ def check_token_rule(transport: str, host: str, token: str | None, insecure_no_t
 def run(args: argparse.Namespace) -> int:
     import anyio
 
-    from cnki_mcp.server.app import build_server
     from cnki_mcp.services import Services
     from cnki_mcp.settings import load_settings
 
     settings = load_settings(os.environ)
+    if getattr(args, "read_only", False):
+        settings = settings.with_(read_only=True)
     check_token_rule(args.transport, args.host, settings.mcp_token, args.insecure_no_token)
     logging.basicConfig(
         level=getattr(logging, settings.log_level, logging.INFO),
@@ -96,11 +104,26 @@ def run(args: argparse.Namespace) -> int:
         handed = True
         return services
 
-    server = build_server(open_services)
     try:
         if args.transport == "stdio":
-            anyio.run(server.run_stdio_async)
+            # The handshake is answered before the MCP SDK is imported (server/fast_start.py).
+            from cnki_mcp.server.fast_start import Handover, load_snapshot, serve_handshake
+
+            # The snapshot lists every tool; read-only mode lists fewer (DESIGN.md "Read-only mode").
+            snapshot = None if settings.read_only else load_snapshot()
+            handover = serve_handshake(snapshot) if snapshot is not None else Handover()
+            logging.getLogger("cnki_mcp.server").info(
+                "stdio: %d handshake replies sent before loading the MCP SDK", handover.replies
+            )
+            from cnki_mcp.server.app import build_server
+            from cnki_mcp.server.stdio import run_stdio
+
+            server = build_server(open_services)
+            anyio.run(run_stdio, server, handover)
         else:
+            from cnki_mcp.server.app import build_server
+
+            server = build_server(open_services)
             from cnki_mcp.server.http import serve_http
 
             print(f"cnki-mcp: http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)

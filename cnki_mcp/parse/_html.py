@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urljoin, urlsplit
 
-from selectolax.lexbor import LexborHTMLParser, LexborNode
-
 from cnki_mcp.errors import ResponseTooLarge
+
+if TYPE_CHECKING:  # the string helpers here load no HTML parser (DESIGN.md "Start-up")
+    from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 MAX_HTML_BYTES = 8 * 1024 * 1024
 
@@ -34,6 +36,8 @@ def parse_html(
     (a grid's collapsed author list), so they survive the hidden-node removal."""
     if len(html) > MAX_HTML_BYTES and len(html.encode("utf-8", "ignore")) > MAX_HTML_BYTES:
         raise ResponseTooLarge()
+    from selectolax.lexbor import LexborHTMLParser
+
     tree = LexborHTMLParser(html)
     if strip_hidden:
         remove_hidden(tree, keep=keep_hidden)

@@ -19,6 +19,7 @@ from cnki_mcp.models import GridPage
 from cnki_mcp.operations import OperationErrorInfo
 from cnki_mcp.pipeline.enrich import PARSER_VERSION, Enricher, is_fatal, is_journal, record_item_error
 from cnki_mcp.pipeline.models import CoverageEntry, EnrichMore, PlanView, ResultItem, SearchSummary
+from cnki_mcp.pipeline.searchlog import PageLog
 from cnki_mcp.pipeline.state import FEEDBACK, RETRIEVAL, Channel, SearchState, failed_event, page_event
 from cnki_mcp.query.compiler import compile_expression, feedback_expression
 from cnki_mcp.rank import (
@@ -122,6 +123,7 @@ class SearchEngine:
         self.now_year = now_year
         self.page_size = page_size
         self.public_origins = public_origins
+        self.page_log = PageLog(store, clock, page_size)  # the search log (DESIGN.md "Search log")
 
     # --- the run ------------------------------------------------------------------------
 
@@ -393,6 +395,8 @@ class SearchEngine:
                     return None
         if not self._suspect_zero(st, unit, request.page, grid, feedback=feedback):
             return grid
+        # the empty answer is logged as observed (not merged); the page is asked once more
+        self.page_log.write(st, unit.channel, unit.lane, request.page, grid, 0, merged=False)
         ctx.set_stage("retrieval", "知网返回了可疑的空结果，稍后复查一次")
         await self.clock.sleep(self.soft_block_pause)
         again = await self.backend.grid(request, op=ctx)
@@ -419,6 +423,9 @@ class SearchEngine:
         the state and appended to the checkpoint (O(new rows)), so a search cut short (the watchdog,
         a crash) loses no observation and `continue` does not ask for the page again."""
         kept, papers = self._kept_papers(st, grid)
+        # the search log counts the answer as an attempt, then its merge (store/searchlog.py)
+        self.page_log.write(st, unit.channel, unit.lane, page, grid, len(kept), merged=False)
+        self.page_log.write(st, unit.channel, unit.lane, page, grid, len(kept), merged=True)
         refs = [(i, paper.record_ref) for (i, _), paper in zip(kept, papers, strict=True)]
         event = page_event(
             unit.channel,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -67,7 +68,8 @@ class LibraryResult(BaseModel):
 
 class LibraryPage(BaseModel):
     query: str
-    total: int
+    total: int = Field(description="命中文献数（total_exact 为 false 时是下限）")
+    total_exact: bool = Field(description="false：命中太多，只数到 total 篇，实际更多；翻页照常用 next_offset")
     offset: int
     next_offset: int | None
     results: list[LibraryResult] = Field(default_factory=list)
@@ -132,17 +134,44 @@ def _needles(terms: list[str]) -> list[str]:
     return [n for n in out if n]
 
 
-def _pattern(terms: list[str]) -> re.Pattern[str]:
+def _pattern(terms: list[str], flags: int = 0) -> re.Pattern[str]:
     needles = sorted(set(_needles(terms)), key=len, reverse=True)
-    return re.compile("|".join(re.escape(n) for n in needles))
+    return re.compile("|".join(re.escape(n) for n in needles), flags)
+
+
+@dataclass(frozen=True, slots=True)
+class _Finder:
+    """The terms as patterns: `folded` over normalised text (what the index saw), `raw` over the
+    stored text, case ignored. A long full text is searched raw first: NFKC over 20,000
+    characters costs milliseconds per result (docs/benchmarks.md §Library search)."""
+
+    folded: re.Pattern[str]
+    raw: re.Pattern[str]
+
+    @classmethod
+    def of(cls, terms: list[str]) -> _Finder:
+        return cls(_pattern(terms), _pattern(terms, re.IGNORECASE))
+
+    def hits(self, value: str) -> bool:
+        return self.raw.search(value) is not None or self.folded.search(normalise(value)) is not None
 
 
 def snippet(text: str, terms: list[str], context: int = SNIPPET_CONTEXT) -> str | None:
     """`context` characters around the first hit of any term, hits marked 【】; None: no hit."""
-    return _snippet(text, _pattern(terms), context)
+    return _snippet(text, _Finder.of(terms), context)
 
 
-def _snippet(text: str, pattern: re.Pattern[str], context: int = SNIPPET_CONTEXT) -> str | None:
+def _snippet(text: str, finder: _Finder, context: int = SNIPPET_CONTEXT) -> str | None:
+    if len(text) > 8 * context and (raw := finder.raw.search(text)) is not None:
+        # a long text: only the stretch around its first raw hit is normalised
+        lo, hi = max(0, raw.start() - 2 * context), min(len(text), raw.end() + 2 * context)
+        inner = _window(text[lo:hi], finder.folded, context)
+        if inner is not None:
+            return ("…" if lo > 0 and not inner.startswith("…") else "") + inner
+    return _window(text, finder.folded, context)
+
+
+def _window(text: str, pattern: re.Pattern[str], context: int) -> str | None:
     folded = normalise(text)
     if len(folded) != len(text):
         text = folded  # folding changed lengths: show the folded text so offsets stay right
@@ -177,7 +206,7 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
     page = store.library_search(match, filters, inp.offset, inp.limit)
     papers = store.papers_by_refs(h.record_ref for h in page.hits)
     every_text = store.fulltexts([h.record_ref for h in page.hits])
-    pattern = _pattern(terms)
+    finder = _Finder.of(terms)
     results: list[LibraryResult] = []
     for hit in page.hits:
         paper = papers.get(hit.record_ref)
@@ -185,7 +214,7 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
             continue
         texts = every_text.get(paper.record_ref, {})
         fields = _fields(paper, texts)
-        matched = [name for name, value in fields.items() if value and pattern.search(normalise(value))]
+        matched = [name for name, value in fields.items() if value and finder.hits(value)]
         text = next((fields[n] for n in _SNIPPET_ORDER if n in matched), paper.title)
         results.append(
             LibraryResult(
@@ -198,7 +227,7 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
                 url=paper.public_url,
                 score=round(-hit.score, 4),
                 matched_fields=matched,
-                snippet=_snippet(text, pattern) or text[: 2 * SNIPPET_CONTEXT],
+                snippet=_snippet(text, finder) or text[: 2 * SNIPPET_CONTEXT],
                 fulltext=sorted(k for k in texts if k in ("html", "pdf")),  # type: ignore[misc]
             )
         )
@@ -207,6 +236,7 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
     return LibraryPage(
         query=inp.query,
         total=page.total,
+        total_exact=page.total_exact,
         offset=inp.offset,
         next_offset=end if end < page.total else None,
         results=results,

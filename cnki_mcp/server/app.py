@@ -1,31 +1,33 @@
 """The MCP server: `build_server(open_services)` registers the tools, the `cnki://guide`
 resource, the prompts and a `logging/setLevel` handler. Services are created in the lifespan
-(`open_services()`) and closed there, so stdin EOF or an HTTP shutdown closes the browser."""
+(`open_services()`) and closed there, so stdin EOF or an HTTP shutdown closes the browser.
+
+Tools: each module in `TOOL_MODULES` defines its tools in `register(server)`. By default the
+server publishes them from the packaged catalog (`server/catalog.py`) and registers a module on
+the first call of one of its tools, so a start imports none of them (docs/benchmarks.md
+§Start-up). A new tool module is added to `TOOL_MODULES`, then the catalog is regenerated with
+`python scripts/update_tool_catalog.py`."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.types import EmptyResult, SetLevelRequestParams
 
 from cnki_mcp import __version__
-from cnki_mcp.server import (
-    prompts,
-    tools_cite,
-    tools_library,
-    tools_ops,
-    tools_read,
-    tools_search,
-    tools_session,
-    tools_verify,
-)
+from cnki_mcp.server import prompts
+from cnki_mcp.server.catalog import load_catalog
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.guide import GUIDE
-from cnki_mcp.services import Services
-from cnki_mcp.settings import Settings
+
+if TYPE_CHECKING:
+    from cnki_mcp.services import Services
+    from cnki_mcp.settings import Settings
+
+log = logging.getLogger("cnki_mcp.server")
 
 SERVER_NAME = "cnki"
 TOOL_NAMES = (
@@ -40,11 +42,31 @@ TOOL_NAMES = (
     "export_citations",
     "link_references",
     "verify_references",
+    "get_references",
+    "get_citing",
+    "citation_graph",
+    "find_citation_path",
     "login",
     "session_status",
     "operation_status",
     "operation_control",
     "diagnostics",
+    "export_search_log",
+    "watch_search",
+    "check_updates",
+)
+
+# Registration order is the order of tools/list.
+TOOL_MODULES = (
+    "cnki_mcp.server.tools_search",
+    "cnki_mcp.server.tools_read",
+    "cnki_mcp.server.tools_cite",
+    "cnki_mcp.server.tools_verify",
+    "cnki_mcp.server.tools_session",
+    "cnki_mcp.server.tools_ops",
+    "cnki_mcp.server.tools_library",
+    "cnki_mcp.server.tools_watch",
+    "cnki_mcp.server.tools_citations",
 )
 
 _LEVELS = {
@@ -59,8 +81,9 @@ _LEVELS = {
 }
 
 
-def build_server(open_services: Callable[[], Services]) -> CnkiServer:
-    """The server; `open_services` runs when a session (stdio) or the HTTP app starts."""
+def build_server(open_services: Callable[[], Services], *, lazy_tools: bool = True) -> CnkiServer:
+    """The server; `open_services` runs when a session (stdio) or the HTTP app starts.
+    `lazy_tools=False` registers every tool module now (what the catalog is generated from)."""
 
     @asynccontextmanager
     async def lifespan(_server: Any) -> AsyncIterator[Services]:
@@ -77,13 +100,13 @@ def build_server(open_services: Callable[[], Services]) -> CnkiServer:
         version=__version__,
         lifespan=lifespan,
     )
-    tools_search.register(server)
-    tools_read.register(server)
-    tools_cite.register(server)
-    tools_verify.register(server)
-    tools_session.register(server)
-    tools_ops.register(server)
-    tools_library.register(server)
+    catalog = load_catalog() if lazy_tools else None
+    if catalog is not None and set(catalog.modules.values()) == set(TOOL_MODULES):
+        server.use_catalog(catalog)
+    else:
+        if catalog is not None:  # a module added without regenerating the catalog: still correct
+            log.warning("tool catalog is stale; run scripts/update_tool_catalog.py")
+        server.register_tool_modules(TOOL_MODULES)
     prompts.register(server)
 
     @server.resource(
@@ -107,6 +130,8 @@ def build_server(open_services: Callable[[], Services]) -> CnkiServer:
 
 def services_opener(settings: Settings, environ: dict[str, str] | None = None) -> Callable[[], Services]:
     """The production opener: real site, browser and store from Settings."""
+
+    from cnki_mcp.services import Services
 
     def open_services() -> Services:
         return Services.open(settings, environ=environ)

@@ -7,12 +7,14 @@ error's code on top). Anything else is a bug: logged with its traceback and answ
 INTERNAL without its text. An unknown tool name is a protocol error (JSON-RPC -32602), as the
 MCP specification asks, not a tool result (an unknown prompt name likewise). `tools/list`
 publishes the compact schemas of `wire_schema`, whose output envelope every one of these
-results satisfies (DESIGN.md "Tool results")."""
+results satisfies (DESIGN.md "Tool results"). With a tool catalog (`server/catalog.py`) the list
+comes from the packaged file and a tool's module is registered on its first call."""
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -23,6 +25,8 @@ from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
 from cnki_mcp.errors import CnkiError, InvalidInput
+from cnki_mcp.server import readonly
+from cnki_mcp.server.catalog import ToolCatalog, register_modules
 from cnki_mcp.server.wire_schema import compact_input, output_envelope
 from cnki_mcp.tool_args import reject_booleans_for_numbers
 
@@ -105,10 +109,45 @@ def to_cnki_error(exc: BaseException, tool: str) -> CnkiError:
     return CnkiError(f"内部错误：{type(cause).__name__ if cause else 'Exception'}（详见服务日志）", tool=tool)
 
 
+def _lifespan_of(context: Context[Any, Any] | None) -> Any:
+    """The running Services of a tool call (None for a call made without a session)."""
+    try:
+        return None if context is None else context.request_context.lifespan_context
+    except ValueError:  # no request context: a direct call in tests
+        return None
+
+
 class CnkiServer(MCPServer[Any]):
     """MCPServer whose tool failures are coded `isError` results (see the module docstring)."""
 
     _published: list[MCPTool] | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tool_modules: dict[str, str] = {}  # tool name -> the module defining it
+        self._lazy: dict[str, str] = {}  # tool name -> module not registered yet
+
+    def register_tool_modules(self, modules: Iterable[str]) -> None:
+        """Import and register these tool modules now, in order."""
+        self.tool_modules.update(register_modules(self, modules))
+
+    def use_catalog(self, catalog: ToolCatalog) -> None:
+        """Publish the catalog's tools; register each tool's module on its first call."""
+        self._published = [MCPTool.model_validate(tool) for tool in catalog.tools]
+        self.tool_modules = dict(catalog.modules)
+        self._lazy = dict(catalog.modules)
+
+    def load_tool(self, name: str) -> None:
+        """Register the module defining `name` if that has not happened yet (no await: one
+        coroutine registers it before any other can look)."""
+        module = self._lazy.get(name)
+        if module is not None:
+            register_modules(self, [module])  # tool_modules already names its tools
+            self._lazy = {tool: owner for tool, owner in self._lazy.items() if owner != module}
+
+    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        self.load_tool(name)  # streamable HTTP checks Mcp-Param headers before the call
+        return super()._tool_input_schema(name)
 
     async def list_tools(self) -> list[MCPTool]:
         if self._published is None:  # the tools are all registered before the first request
@@ -123,6 +162,13 @@ class CnkiServer(MCPServer[Any]):
             ]
         return self._published
 
+    async def _handle_list_tools(self, ctx: Any, params: Any) -> Any:
+        # Read-only mode hides the tools of `server/readonly.py` (DESIGN.md "Read-only mode").
+        result = await super()._handle_list_tools(ctx, params)
+        if readonly.is_read_only(getattr(ctx, "lifespan_context", None)):
+            result.tools = [t for t in result.tools if t.name not in readonly.HIDDEN_TOOLS]
+        return result
+
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
     ) -> Any:
@@ -133,12 +179,15 @@ class CnkiServer(MCPServer[Any]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> Any:
+        self.load_tool(name)
         if self._tool_manager.get_tool(name) is None:
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}", data={"tool": name})
         try:
             tool = self._tool_manager.get_tool(name)
             if tool is not None:  # pydantic would read `true` as 1 (cnki_mcp/tool_args.py)
                 reject_booleans_for_numbers(tool.parameters, arguments or {})
+            if readonly.is_read_only(_lifespan_of(context)):
+                readonly.check_call(name, arguments or {})
             result = await super().call_tool(name, arguments, context)
         except CnkiError as exc:
             return error_result(exc)

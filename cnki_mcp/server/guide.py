@@ -13,8 +13,12 @@ GUIDE = """cnki-mcp：通过用户自己的浏览器使用中国知网（CNKI）
 - 下载文件：download_paper（访问知网，可能产生费用，只在需要文件时用；超时 SIDE_EFFECT_UNCERTAIN 时先用相同参数再调用，确认要重新点击才传 retry=true）。
 - 参考文献：export_citations（record_refs / search_id 为本地数据；本地没有的 titles 访问知网；filename 保存到 data/exports/，不覆盖）。
 - 给《题名》加知网链接：link_references（默认本地；lookup_missing=true 时访问知网查找）。
+- 引文：get_references / get_citing（一篇的参考 / 引证文献，按类型过滤、分页；读过的页存本地）；citation_graph（引文网络，每篇每个方向约 13 次请求，可 continue）；find_citation_path（两篇之间的引用链）。
 - 登录：login（打开浏览器窗口，用户自己输入账号密码；机构远程访问入口用 remote_access_url，必须是 https 且不含账号信息）。
 - 登录状态：session_status（默认本地缓存；refresh=true 时访问知网）。
+- 论文方法部分的检索记录：export_search_log(search_id, format=markdown/csv/json)（本地；含实际检索式、每页条数与 PRISMA 式流程）。
+- 跟踪新文献：watch_search(search_id)（本地）后定期 check_updates(watch_id 或 all)（访问知网，每个订阅通常 1–3 次请求）。
+- 只读模式（diagnostics 的 settings.read_only）下没有 download_paper 与 read_online_html，export_citations 不能写文件。
 - 出问题时：diagnostics（本地，不启动浏览器）。
 
 任务与轮询

@@ -19,7 +19,7 @@ from cnki_mcp.settings import Settings
 async def collect_schema() -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="cnki-schema-") as tmp:
         settings = Settings(data_dir=Path(tmp))
-        server = build_server(lambda: Services.open(settings))
+        server = build_server(lambda: Services.open(settings), lazy_tools=False)  # from the models
         async with Client(server) as client:
             tools = (await client.list_tools()).tools
             resources = (await client.list_resources()).resources

@@ -76,7 +76,7 @@ def register(server: CnkiServer) -> None:
             )
         if action == "continue":
             assert operation_id is not None
-            runner = _continue_runner(services)
+            runner = _continue_runner(services, jobs, operation_id)
             job = jobs.continue_(
                 operation_id,
                 runner,
@@ -106,8 +106,14 @@ def register(server: CnkiServer) -> None:
         return OperationControlView(action=action, message="浏览器将在下一次请求时重新启动")
 
 
-def _continue_runner(services: Any) -> Any:
-    """The runner that continues a search from its checkpoint (`ctx.resume_from`)."""
+def _continue_runner(services: Any, jobs: Any = None, operation_id: str | None = None) -> Any:
+    """The runner that continues an operation from its checkpoint (`ctx.resume_from`): a
+    citation walk's own runner for its checkpoint, else the search pipeline's."""
+    record = jobs.status(operation_id) if jobs is not None and operation_id else None
+    if record is not None and isinstance(record.checkpoint, dict) and "tool" in record.checkpoint:
+        from cnki_mcp.server.tools_citations import continue_runner
+
+        return continue_runner(services, record.checkpoint)
     pipeline = services.pipeline
     resume = getattr(pipeline, "continue_search", None)
     if resume is None:

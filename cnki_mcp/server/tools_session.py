@@ -36,7 +36,7 @@ awaiting_user 时请用户在弹出的窗口登录，再用 operation_status 等
 SESSION_DESCRIPTION = """查看知网登录状态。refresh=false（默认）：返回本次运行最近一次识别的结果（cached=true，本地，不访问知网；未检查过时 evidence_source=not_checked）。
 refresh=true：在浏览器中重新读取知网页头（访问知网，约 1–2 次请求）。显示机构名称不代表该机构订购了所有资源。"""
 
-DIAGNOSTICS_DESCRIPTION = """本地诊断（不启动浏览器，不访问知网）：版本、平台、数据目录、是否找到浏览器、请求间隔与并发、调用内等待时间、限速器状态、存储提示、当前与最近的任务。出现问题时先调用它。"""
+DIAGNOSTICS_DESCRIPTION = """本地诊断（不启动浏览器，不访问知网）：版本、平台、数据目录、是否找到浏览器、请求间隔与并发、调用内等待时间、只读模式、限速器状态、存储提示、当前与最近的任务。出现问题时先调用它。"""
 
 
 class LoginOperation(OperationView):
@@ -235,6 +235,7 @@ def build_diagnostics(services: Services) -> Diagnostics:
             "site_origin": settings.site_origin,
             "human_timeout_seconds": settings.human_timeout_seconds,
             "token_required": bool(settings.mcp_token),
+            "read_only": settings.read_only,
         },
         browser=_browser(services),
         limiter=dict(services.limiter.snapshot()),

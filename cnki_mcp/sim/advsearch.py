@@ -64,7 +64,9 @@ _SCRIPT = r"""
   var state = {queryJson: null, page: 1, sortField: 'FFD', sortType: 'desc', pageSize: 20};
   function rows(){ return Array.prototype.slice.call(document.querySelectorAll('#gradetxt > dd')); }
   function pickerValue(el){ var s = el && el.querySelector('.sort-default span'); return s ? s.getAttribute('value') : ''; }
+  function expertMode(){ var m = document.getElementById('majorSearch'); return m && m.style.display !== 'none'; }
   function buildQueryJson(){
+    if (expertMode()) return buildExpertJson();
     var en = document.querySelector('.gradeSearch input[data-id="EN"]');
     var extend = en && en.checked ? 1 : 0;
     var children = [];
@@ -95,6 +97,31 @@ _SCRIPT = r"""
     return {Platform: '', Resource: 'CROSSDB', Classid: 'WD0FTY92', Products: '',
       QNode: {QGroup: [{Key: 'Subject', Title: '', Logic: 0, Items: [], ChildItems: children}, control]},
       ExScope: '1', SearchType: 1, Rlang: 'CHINESE', KuaKuCode: 'YSTT4HG0,LSTPFY1C,JUP3MUPD,MPMFIG1A'};
+  }
+  function controlGroup(){
+    var control = {Key: 'ControlGroup', Title: '', Logic: 0, Items: [], ChildItems: []};
+    var d0 = document.getElementById('datebox0').value.trim(), d1 = document.getElementById('datebox1').value.trim();
+    if (d0 || d1) {
+      control.ChildItems.push({Key: '.tit-date-box', Title: '发表时间', Logic: 0, Items: [
+        {Key: '.tit-date-box', Title: '发表时间', Logic: 0, Field: 'PT', Operator: 7, Value: d0, Value2: d1,
+         options: {}}], ChildItems: []});
+    }
+    return control;
+  }
+  // 专业检索: the whole expression is one EXPERT item (Operator 0), SearchType 4.
+  function buildExpertJson(){
+    var expr = document.querySelector('textarea.textarea-major.majorSearch').value.trim();
+    return {Platform: '', Resource: 'CROSSDB', Classid: 'WD0FTY92', Products: '',
+      QNode: {QGroup: [{Key: 'Subject', Title: '', Logic: 0, Items: [{Key: 'Expert', Title: '', Logic: 0,
+        Field: 'EXPERT', Operator: 0, Value: expr, Value2: '', options: {}}], ChildItems: []}, controlGroup()]},
+      ExScope: '1', SearchType: 4, Rlang: 'CHINESE', KuaKuCode: 'YSTT4HG0,LSTPFY1C,JUP3MUPD,MPMFIG1A'};
+  }
+  function showTab(name){
+    var expert = name === 'majorSearch';
+    document.getElementById('gradeSearch').style.display = expert ? 'none' : '';
+    document.getElementById('majorSearch').style.display = expert ? '' : 'none';
+    document.querySelectorAll('.search-classify-menu li').forEach(function(li){
+      li.classList.toggle('cur', li.getAttribute('name') === name); });
   }
   function post(fields){
     var body = Object.keys(fields).map(function(k){
@@ -160,6 +187,8 @@ _SCRIPT = r"""
       return;
     }
     if (t.closest('#gradetxt .add-group')) { addRow(); return; }
+    var tab = t.closest('.search-classify-menu li[name]');
+    if (tab) { ev.preventDefault(); showTab(tab.getAttribute('name')); return; }
     var pageLink = t.closest('#briefBox a[data-curpage]');
     if (pageLink) { ev.preventDefault(); turnPage(parseInt(pageLink.getAttribute('data-curpage'), 10)); return; }
     var sortLink = t.closest('#briefBox #orderList li[data-sort]');
@@ -176,6 +205,8 @@ _SCRIPT = r"""
     all[all.length - 1].parentNode.insertBefore(copy, all[all.length - 1].nextSibling);
   }
   document.querySelector('.search-middle input.btn-search').addEventListener('click', function(ev){
+    ev.preventDefault(); search(); });
+  document.querySelector('.search-buttons input.btn-search').addEventListener('click', function(ev){
     ev.preventDefault(); search(); });
   window.cnkiSearch = {
     getSearchJsonInfo: function(){ return JSON.stringify(buildQueryJson()); },
@@ -222,25 +253,50 @@ def _row(n: int, label: str, code: str) -> str:
     )
 
 
-def render_advsearch(links: Links, visitor: Visitor) -> str:
+def render_advsearch(links: Links, visitor: Visitor, *, expert: bool = False) -> str:
+    """The search page; `expert` (`?type=expert`) opens the 专业检索 tab instead of 高级检索."""
     from cnki_mcp.sim.pages.common import header_html
 
     rows = "".join(_row(i + 1, label, code) for i, (label, code) in enumerate(_DEFAULT_ROWS))
     grid_url = links.kns("/kns8s/brief/grid")
+    hide_grade = ' style="display: none;"' if expert else ""
+    hide_major = "" if expert else ' style="display: none;"'
+    tabs = "".join(
+        f'<li name="{name}"{" class=cur" if (name == "majorSearch") == expert else ""}>'
+        f'<a href="javascript:void(0);">{label}</a></li>'
+        for name, label in (("gradeSearch", "高级检索"), ("majorSearch", "专业检索"))
+    )
+    dates = (
+        '<div class="date-box"><span>时间范围：</span><span>发表时间</span>'
+        '<input id="datebox0" type="text" placeholder="起始年" autocomplete="off"> - '
+        '<input id="datebox1" type="text" placeholder="结束年" autocomplete="off"></div>'
+    )
+    # The open tab's panel comes first: clients of either tab click the first `input.btn-search`
+    # (this product's template capture on 高级检索, cnki-deepsearch on 专业检索; docs/simulator.md).
+    major = (
+        f'<div class="majorSearch" id="majorSearch"{hide_major}>'
+        '<textarea class="textarea-major majorSearch" '
+        "placeholder=\"例：SU=('经济发展'+'可持续发展')*'转变'-'泡沫'\"></textarea>"
+        '<div class="search-buttons"><input type="button" class="btn-search" value="检索">'
+        '<a class="reset" href="javascript:void(0);">重置条件</a></div>'
+        "</div>"
+    )
+    grade = (
+        f'<div class="gradeSearch" id="gradeSearch"{hide_grade}>'
+        f'<dl id="gradetxt">{rows}<dt><a class="add-group" href="javascript:void(0);">+</a></dt></dl>'
+        '<div class="extend-box"><label><input type="checkbox" data-id="EN" checked>中英文扩展</label>'
+        '<label><input type="checkbox" data-id="TY">同义词扩展</label></div>'
+        '<div class="search-middle"><input type="button" class="btn-search" value="检索">'
+        '<a class="reset" href="javascript:void(0);">重置条件</a></div>'
+        "</div>"
+    )
+    panels = major + grade if expert else grade + major
     return (
         '<!DOCTYPE html><html lang="zh-CN"><head><meta charset="utf-8">'
         f"<title>高级检索-中国知网</title><style>{_CSS}</style></head><body>"
         f"{header_html(visitor, links)}"
-        '<div class="search-box"><div class="gradeSearch" id="gradeSearch">'
-        f'<dl id="gradetxt">{rows}<dt><a class="add-group" href="javascript:void(0);">+</a></dt></dl>'
-        '<div class="extend-box"><label><input type="checkbox" data-id="EN" checked>中英文扩展</label>'
-        '<label><input type="checkbox" data-id="TY">同义词扩展</label></div>'
-        '<div class="date-box"><span>时间范围：</span><span>发表时间</span>'
-        '<input id="datebox0" type="text" placeholder="起始年" autocomplete="off"> - '
-        '<input id="datebox1" type="text" placeholder="结束年" autocomplete="off"></div>'
-        '<div class="search-middle"><input type="button" class="btn-search" value="检索">'
-        '<a class="reset" href="javascript:void(0);">重置条件</a></div>'
-        "</div></div>"
+        f'<div class="search-box"><ul class="search-classify-menu">{tabs}</ul>'
+        f"{panels}{dates}</div>"
         '<div class="result-con"><div id="ModuleSearchResult"><div id="briefBox"></div></div></div>'
         f'<input id="gridUrl" type="hidden" value="{escape(grid_url)}">'
         f"<script>{_SCRIPT}</script></body></html>"

@@ -217,3 +217,26 @@ class Corpus:
 
     def references_of(self, record: SimRecord) -> list[SimRecord]:
         return [self.by_id[i] for i in record.references if i in self.by_id]
+
+    # --- changes at runtime (tests: a record indexed between two checks; docs/simulator.md) ---
+
+    version: int = 0  # bumped by every change, so indexes built from the records are rebuilt
+
+    def add_record(self, obj: dict[str, Any]) -> SimRecord:
+        """Add one record (the records.jsonl format) as if CNKI had just indexed it."""
+        record = _record(obj)
+        if record.id in self.by_id:
+            raise ValueError(f"record {record.id!r} already in the corpus")
+        self.records.append(record)
+        self._changed()
+        return record
+
+    def remove_record(self, record_id: str) -> None:
+        """Take a record out again (a test's cleanup); unknown ids are ignored."""
+        self.records[:] = [r for r in self.records if r.id != record_id]
+        self._changed()
+
+    def _changed(self) -> None:
+        self.version += 1
+        for name in ("by_id", "citing_ids"):
+            self.__dict__.pop(name, None)

@@ -29,6 +29,15 @@ from functools import lru_cache
 from typing import Any
 
 from cnki_mcp.sim.corpus import Corpus, SimRecord
+from cnki_mcp.sim.expert import (
+    Clause,
+    ExpertError,
+    ExpertErrorKind,
+    Join,
+    Match,
+    canonical_value,
+    parse_expert,
+)
 from cnki_mcp.sim.value import (
     BoolOp,
     Logic,
@@ -47,6 +56,7 @@ __all__ = [
     "Logic",
     "Query",
     "QueryError",
+    "QueryRefused",
     "Sort",
     "Term",
     "Unclear",
@@ -62,6 +72,10 @@ __all__ = [
 
 class QueryError(ValueError):
     """The posted QueryJson cannot be understood (the grid answers with its error fragment)."""
+
+
+class QueryRefused(QueryError):
+    """A query the site's risk control answers like an empty result (expert `YE BETWEEN`)."""
 
 
 class Field(StrEnum):
@@ -82,6 +96,11 @@ class Field(StrEnum):
     ST = "ST"
     TKA = "TKA"
     PT = "PT"
+    YE = "YE"  # expert search only: year, compared as a number
+    CF = "CF"  # expert search only: times cited
+    SN = "SN"  # expert search: ISSN / CN / ISBN, which records here do not carry (match nothing)
+    CN = "CN"
+    IB = "IB"
 
 
 class Operator(StrEnum):
@@ -89,6 +108,10 @@ class Operator(StrEnum):
     FUZZY = "FUZZY"
     DEFAULT = "DEFAULT"
     RANGE = "7"  # PT date range in the ControlGroup (sent as the number 7)
+    GT = "GT"  # comparisons of expert search (YE, CF)
+    GE = "GE"
+    LT = "LT"
+    LE = "LE"
 
 
 class Sort(StrEnum):
@@ -218,6 +241,36 @@ def _condition(item: Any) -> Condition | None:
     return Condition(fld, op, value.strip(), value2.strip(), _logic(_get(item, "Logic")), extend)
 
 
+_EXPERT_FIELDS = {"JN": Field.LY, "CO": Field.ST}
+_EXPERT_OPS = {
+    Match.EXACT: Operator.DEFAULT, Match.FUZZY: Operator.FUZZY, Match.RELEVANT: Operator.TOPRANK,
+    Match.GT: Operator.GT, Match.GE: Operator.GE, Match.LT: Operator.LT, Match.LE: Operator.LE,
+}  # fmt: skip
+
+
+def _expert_element(node: Clause | Join, logic: Logic) -> Condition | Group:
+    if isinstance(node, Clause):
+        fld = _EXPERT_FIELDS.get(node.code) or Field(node.code)
+        value = node.value.text if isinstance(node.value, Term) and fld in (Field.YE, Field.CF) else None
+        return Condition(fld, _EXPERT_OPS[node.match], value or canonical_value(node.value), logic=logic)
+    kids = tuple(_expert_element(n, lg) for n, lg in zip(node.items, node.logics, strict=True))
+    return Group("Expert", logic, kids)
+
+
+def _expert(item: dict[str, Any]) -> Condition | Group | None:
+    """An `EXPERT` item: its Value is a whole 专业检索 expression (expert.py)."""
+    text = str(_get(item, "Value", "") or "")
+    if not text.strip():
+        return None
+    try:
+        tree = parse_expert(text)
+    except ExpertError as exc:
+        if exc.kind == ExpertErrorKind.BETWEEN:
+            raise QueryRefused(str(exc)) from exc
+        raise QueryError(f"expert expression: {exc}") from exc
+    return _expert_element(tree, _logic(_get(item, "Logic")))
+
+
 def _group(obj: Any, depth: int = 0) -> Group | None:
     if not isinstance(obj, dict):
         raise QueryError("group is not an object")
@@ -229,7 +282,8 @@ def _group(obj: Any, depth: int = 0) -> Group | None:
         raise QueryError("Items/ChildItems must be lists")
     elements: list[Condition | Group] = []
     for it in items:
-        c = _condition(it)
+        is_expert = isinstance(it, dict) and str(_get(it, "Field", "") or "").strip().upper() == "EXPERT"
+        c = _expert(it) if is_expert else _condition(it)
         if c is not None:
             elements.append(c)
     for ch in children:
@@ -359,6 +413,10 @@ def field_texts(r: SimRecord, fld: Field, corpus: Corpus | None = None, extend: 
             base = _classes(r)
         case Field.ST:
             base = [s.heading for s in r.fulltext]
+        case Field.YE:
+            base = [str(r.year)] if r.year else []
+        case Field.CF:
+            base = [str(r.cited)]
         case _:
             base = []
     if extend and fld in (Field.SU, Field.TKA, Field.TI, Field.KY, Field.AB):
@@ -433,8 +491,21 @@ def eval_condition(c: Condition, r: SimRecord, corpus: Corpus | None = None) -> 
         if lo and d < lo:
             return False
         return not (hi and d[: len(hi)] > hi)
+    if c.field in (Field.YE, Field.CF):
+        return _compare(field_texts(r, c.field, corpus), c.operator, c.value)
     folded, joined = _folded_texts(r, c.field, corpus, c.extend)
     return eval_value(c.expr, lambda term: _match_folded(folded, joined, c.field, c.operator, term))
+
+
+def _compare(texts: list[str], op: Operator, value: str) -> bool:
+    """YE/CF of expert search: a number compared with `=`, `>`, `>=`, `<`, `<=`."""
+    if not texts or not value.strip().isdigit():
+        return False
+    have, want = int(texts[0]), int(value)
+    return {
+        Operator.GT: have > want, Operator.GE: have >= want, Operator.LT: have < want,
+        Operator.LE: have <= want,
+    }.get(op, have == want)  # fmt: skip
 
 
 def combine(elements: Iterable[tuple[Logic, Callable[[], bool]]]) -> bool:

@@ -21,7 +21,7 @@ from cnki_mcp.sim import grid as gridmod
 from cnki_mcp.sim.advsearch import render_advsearch
 from cnki_mcp.sim.corpus import Corpus, SimJournal, SimRecord
 from cnki_mcp.sim.links import Links, Visitor
-from cnki_mcp.sim.query import QueryError, Sort, highlight_terms, parse_query_json, search
+from cnki_mcp.sim.query import QueryError, QueryRefused, Sort, highlight_terms, parse_query_json, search
 from cnki_mcp.sim.scenario import Area, FaultKind, FaultRule, FaultSchedule, Scenario
 from cnki_mcp.sim.tokens import TokenStore, opaque
 
@@ -33,7 +33,9 @@ VERIFIED_COOKIE = "Ecp_VerifyPass"  # set by solving a verification
 # The guest session (docs/simulator.md "Challenges, blocks and sessions"): planted by the home page
 # and by solving a verification; kns8s pages without it redirect to /verify/home, grid POSTs get 403.
 SESSION_COOKIE = "KNS2COOKIE"
-_SESSION_PAGES = frozenset({"/kns8s/AdvSearch", "/kns8s/search"})
+_SESSION_PAGES = frozenset(
+    {"/kns8s/AdvSearch", "/kns8s/search", "/kns8s/defaultresult/index", "/kns8s/", "/kns8s"}
+)
 
 _GENERIC = frozenset(
     {FaultKind.RATE_LIMITED, FaultKind.ERROR_500, FaultKind.ERROR_502, FaultKind.ERROR_503,
@@ -136,8 +138,12 @@ class App:
         self._routes: dict[tuple[str, str], Callable[[Request, str], Response]] = {
             ("GET", "/"): self.home,
             ("GET", "/kns8s/AdvSearch"): self.advsearch,
-            ("GET", "/kns8s/search"): self.advsearch,
+            ("GET", "/kns8s/"): self.onebox,
+            ("GET", "/kns8s"): self.onebox,
+            ("GET", "/kns8s/search"): self.onebox,
+            ("GET", "/kns8s/defaultresult/index"): self.onebox,
             ("POST", "/kns8s/brief/grid"): self.grid,
+            ("POST", "/kns8s/group/result"): self.groups,
             ("POST", "/dm8/api/ShowExport"): self.show_export,
             ("POST", "/dm8/API/ShowExport"): self.show_export,
             ("GET", "/kcms2/article/abstract"): self.detail,
@@ -154,6 +160,10 @@ class App:
             ("POST", "/verify/solve"): self.verify_solve,
             ("GET", "/favicon.ico"): self.favicon,
         }
+        from cnki_mcp.sim.citation_api import PATHS as CITATION_PATHS
+
+        for path in CITATION_PATHS:  # the article page's citation JSON API (docs/citation-api.md)
+            self._routes[("GET", path)] = self.citation_api
 
     # ------------------------------------------------------------ plumbing
 
@@ -314,7 +324,43 @@ class App:
             # A browser that never went through the home page is sent to the slider first.
             return Response.redirect(self.links.verify(req.url), fault="no_session")
         resp, _ = self._fault(req, client, _GENERIC)
-        return resp or Response.html(render_advsearch(self.links, self.visitor(req)))
+        expert = req.query.get("type", "").lower() == "expert"
+        return resp or Response.html(render_advsearch(self.links, self.visitor(req), expert=expert))
+
+    def onebox(self, req: Request, client: str) -> Response:
+        """一框式 search page and its result URL (`?crossids=…&korder=SU&kw=…`); docs/simulator.md."""
+        from cnki_mcp.sim.pages.onebox import render_onebox
+
+        if self.session_of(req) is None and not self.is_verified(req):
+            return Response.redirect(self.links.verify(req.url), fault="no_session")
+        resp, _ = self._fault(req, client, _GENERIC)
+        html = render_onebox(self.links, self.visitor(req), kw=req.query.get("kw", ""),
+                             korder=req.query.get("korder", "SU").upper(),
+                             personal_home=req.path in ("/kns8s/", "/kns8s"))  # fmt: skip
+        return resp or Response.html(html, params={"kw": req.query.get("kw", ""), "korder": req.query.get("korder")})
+
+    def groups(self, req: Request, client: str) -> Response:
+        """Facet counts of the result page's left column (`POST /kns8s/group/result`, facets.py)."""
+        from cnki_mcp.sim.facets import render_groups
+
+        f = req.form
+        params: dict[str, Any] = {"groupIds": f.get("groupIds", "")}
+        if self.session_of(req) is None:
+            resp = self._challenge_json(req, "no_session")
+            resp.params = params
+            return resp
+        resp, _ = self._fault(req, client, _GENERIC)
+        if resp is not None:
+            resp.params = params
+            return resp
+        try:
+            q = parse_query_json(f.get("queryJson") or f.get("QueryJson") or "")
+        except QueryError as exc:  # what the site answers here is not known; an empty fragment
+            params["error"] = str(exc)
+            return Response.html("", params=params)
+        hits = search(self.corpus, q)
+        params["total"] = len(hits)
+        return Response.html(render_groups(f.get("groupIds", ""), hits, self.corpus), params=params)
 
     def grid(self, req: Request, client: str) -> Response:
         f = req.form
@@ -334,6 +380,9 @@ class App:
             return resp
         try:
             q = parse_query_json(f.get("QueryJson", ""))
+        except QueryRefused as exc:  # risk control: answered like a zero result (docs/simulator.md)
+            params.update(error=str(exc), total=0, rows=0)
+            return Response.html(gridmod.render_zero_results(opaque(16) + "!!"), params=params)
         except QueryError as exc:
             params["error"] = str(exc)
             return Response.html(gridmod.render_query_error(str(exc)), params=params)
@@ -417,8 +466,9 @@ class App:
 
     def _by_native(self) -> dict[str, Any]:
         cached = getattr(self, "_native_index", None)
-        if cached is None or cached[0] is not self.corpus:
-            cached = (self.corpus, {r.native_filename.upper(): r for r in self.corpus.records})
+        if cached is None or cached[0] is not self.corpus or cached[2] != self.corpus.version:
+            by_native = {r.native_filename.upper(): r for r in self.corpus.records}
+            cached = (self.corpus, by_native, self.corpus.version)
             self._native_index = cached
         return cached[1]
 
@@ -467,6 +517,11 @@ class App:
         scripted = rule is not None and rule.kind == FaultKind.SCRIPT_RENDERED_DETAIL
         html = render_detail(record, self.corpus, self.links, self.visitor(req), script_rendered=scripted)
         return Response.html(html, fault=rule.kind.value if scripted and rule else None, params=params)
+
+    def citation_api(self, req: Request, client: str) -> Response:
+        from cnki_mcp.sim.citation_api import answer
+
+        return answer(self, req, client, _GENERIC)
 
     def author(self, req: Request, client: str) -> Response:
         grant = self.state.tokens.lookup("author", req.query.get("v", ""))

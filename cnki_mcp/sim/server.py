@@ -296,6 +296,16 @@ class SimServer:
     def requests_for(self, path_prefix: str, method: str | None = None) -> list[LogEntry]:
         return self.log.for_path(path_prefix, method)
 
+    def add_record(self, record: dict[str, Any]) -> str:
+        """Add a record to the served corpus at runtime (records.jsonl format); returns its id.
+        The shared test server is reset, not rebuilt, between tests: remove it again after."""
+        with self.app.state.lock:
+            return self.corpus.add_record(record).id
+
+    def remove_record(self, record_id: str) -> None:
+        with self.app.state.lock:
+            self.corpus.remove_record(record_id)
+
     def issue_detail_url(self, record_id: str) -> str:
         """A fresh detail URL (what a grid row would link to)."""
         return self.links.detail(record_id)

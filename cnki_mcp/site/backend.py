@@ -7,11 +7,14 @@ each request (through the limiter) and hands human steps to the gate under that 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cnki_mcp.models import DetailPage, ExportRecord, GridPage, HeaderIdentity, JournalPage
+
+if TYPE_CHECKING:  # selectolax stays out of the start-up path (DESIGN.md "Start-up")
+    from cnki_mcp.parse.citations import CitationListPage
 
 
 class SortOrder(StrEnum):
@@ -84,3 +87,19 @@ class SiteBackend(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class CitationBackend(Protocol):
+    """The article page's citation JSON API (docs/citation-api.md); `CnkiSite` implements it."""
+
+    async def citation_list(
+        self, detail_url: str, kind: str, type_code: str, start: int, op: SiteOp | None = None
+    ) -> CitationListPage:
+        """One list page (at most 10 items) of one database; LOCATOR_EXPIRED for a dead token."""
+        ...
+
+    async def citation_metrics(self, detail_url: str, op: SiteOp | None = None) -> dict[str, int]: ...
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+        """Used to find a paper's current detail link by its exact title when its token expired."""
+        ...

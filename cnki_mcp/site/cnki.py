@@ -50,6 +50,7 @@ from cnki_mcp.parse.journal import parse_journal
 from cnki_mcp.settings import Settings
 from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.site.browser import BrowserHost
+from cnki_mcp.site.citation_fetch import CitationFetching
 from cnki_mcp.site.deadline import CALL_SECONDS, CLOSE_SECONDS, BrowserStalled, bounded, close_tab
 from cnki_mcp.site.endpoints import GRID_PATH_MARK, SESSION_COOKIES, Endpoints, without_query
 from cnki_mcp.site.grid_template import (
@@ -184,7 +185,7 @@ class _HumanNeeded(Exception):
         self.url = url
 
 
-class CnkiSite:
+class CnkiSite(CitationFetching):
     """The Playwright SiteBackend. Nothing starts until the first request; see the module docstring."""
 
     def __init__(

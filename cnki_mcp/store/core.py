@@ -11,6 +11,7 @@ from filelock import FileLock
 
 from cnki_mcp import datadir
 from cnki_mcp.clock import Clock
+from cnki_mcp.store.citations import CitationsMixin
 from cnki_mcp.store.db import DB_NAME, acquire_lock, open_database
 from cnki_mcp.store.downloads import DownloadsMixin
 from cnki_mcp.store.journals import JournalsMixin
@@ -18,9 +19,14 @@ from cnki_mcp.store.library import LibraryMixin
 from cnki_mcp.store.operations import OperationsMixin
 from cnki_mcp.store.papers import PapersMixin
 from cnki_mcp.store.searches import SearchesMixin
+from cnki_mcp.store.searchlog import SearchLogMixin
+from cnki_mcp.store.watches import WatchesMixin
 
 
-class Store(PapersMixin, JournalsMixin, SearchesMixin, OperationsMixin, DownloadsMixin, LibraryMixin):
+class Store(
+    PapersMixin, JournalsMixin, SearchesMixin, OperationsMixin, DownloadsMixin, LibraryMixin, SearchLogMixin,
+    WatchesMixin, CitationsMixin,
+):
     """Papers, journal quality, searches with evidence, operations, downloads and the library index.
 
     Every write method commits before it returns (see `store.db` for durability). Built by

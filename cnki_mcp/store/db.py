@@ -160,6 +160,95 @@ CREATE VIRTUAL TABLE IF NOT EXISTS library_fts USING fts5(
 CREATE TABLE IF NOT EXISTS library_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
+# The per-page search log (store/searchlog.py, DESIGN.md "Search log"): what each grid page of
+# a search was asked and answered, for `export_search_log`.
+_V_SEARCH_LOG = """
+CREATE TABLE IF NOT EXISTS search_log_pages (
+    search_id TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    lane INTEGER NOT NULL DEFAULT 0,
+    page INTEGER NOT NULL,
+    query TEXT NOT NULL,
+    observed_at TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    rows INTEGER NOT NULL DEFAULT 0,
+    kept INTEGER NOT NULL DEFAULT 0,
+    total INTEGER,
+    merged INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (search_id, channel, lane, page)
+);
+"""
+
+# Saved searches (store/watches.py, DESIGN.md "Saved searches"): a watch keeps the plan of a
+# search, the records it has seen (with what may change on them) and its checks' reports.
+_V_WATCHES = """
+CREATE TABLE IF NOT EXISTS watches (
+    watch_id TEXT PRIMARY KEY,
+    search_id TEXT NOT NULL,
+    question TEXT NOT NULL,
+    plan TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    horizon TEXT,
+    last_check_at TEXT,
+    checks INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS watch_known (
+    watch_id TEXT NOT NULL,
+    record_ref TEXT NOT NULL,
+    cited INTEGER,
+    online_first INTEGER NOT NULL DEFAULT 0,
+    volume TEXT,
+    issue TEXT,
+    pages TEXT,
+    first_seen_at TEXT NOT NULL,
+    PRIMARY KEY (watch_id, record_ref)
+);
+CREATE TABLE IF NOT EXISTS watch_checks (
+    check_id TEXT PRIMARY KEY,
+    watch_id TEXT NOT NULL,
+    checked_at TEXT NOT NULL,
+    report TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS watch_checks_watch ON watch_checks(watch_id, checked_at);
+"""
+
+# Citation lists from the article page's JSON API (store/citations.py, docs/citation-api.md):
+# one row per answered list page, the six counts per paper, and what a list said about a paper.
+_V_CITATIONS = """
+CREATE TABLE IF NOT EXISTS citation_pages (
+    paper_key TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    type_code TEXT NOT NULL,
+    start INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    observed_at TEXT NOT NULL,
+    PRIMARY KEY (paper_key, kind, type_code, start)
+);
+CREATE TABLE IF NOT EXISTS citation_metrics (
+    paper_key TEXT PRIMARY KEY,
+    data TEXT NOT NULL,
+    observed_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS citation_nodes (
+    paper_key TEXT PRIMARY KEY,
+    data TEXT NOT NULL,
+    observed_at TEXT NOT NULL
+);
+"""
+
+# The library index with a one-character prefix index (DESIGN.md §Library search): a query of
+# one CJK character is a prefix query over every bigram starting with it, which without this
+# index merges hundreds of doclists on every pass (docs/benchmarks.md §Library search). FTS5
+# options cannot be altered: the table is made again, and `ensure_index` refills it (as after
+# any migration).
+_V_LIBRARY_PREFIX = """
+DROP TABLE IF EXISTS library_fts;
+CREATE VIRTUAL TABLE library_fts USING fts5(
+    title, keywords, authors, institutions, source, abstract, fulltext,
+    tokenize = 'unicode61 remove_diacritics 2', prefix = '1'
+);
+"""
+
 # The checkpoint log (store/operations.py): entries appended to an operation's checkpoint, one row
 # each, so a search's progress tick writes its new rows only, never the whole checkpoint again.
 _V_CHECKPOINT_LOG = """
@@ -172,7 +261,16 @@ CREATE TABLE IF NOT EXISTS operation_log (
 """
 
 # Index i upgrades schema version i to i + 1. Append only; never edit a published step.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V_CHECKPOINT_LOG)
+MIGRATIONS: tuple[str, ...] = (
+    _V1,
+    _V2,
+    _V3,
+    _V_SEARCH_LOG,
+    _V_WATCHES,
+    _V_CITATIONS,
+    _V_LIBRARY_PREFIX,
+    _V_CHECKPOINT_LOG,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # SQLite result codes that mean "this file is not a usable database" (as opposed to busy,

@@ -19,7 +19,7 @@ import json
 import re
 import sqlite3
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -31,7 +31,10 @@ from cnki_mcp.store.db import StoreBase, to_ts
 
 ANALYZER_VERSION = "bigram-1"
 MAX_TEXT_CHARS = 300_000  # per record and kind: a long thesis is cut, never refused
-RANK_WINDOW = 2_000  # papers ranked together before older matches (see `_windows`)
+RANK_WINDOW = 2_000  # papers ranked together before older matches (see `_segments`)
+# Matches counted for `total`: beyond this (and beyond the page asked for) the count stops and
+# the total is a lower bound; counting every match of a common term is a full pass.
+TOTAL_COUNTED = 5_000
 TEXTS_KEPT = 5_000  # full texts kept (newest first); older ones leave the store and the index
 TextKind = Literal["html", "pdf"]
 
@@ -216,6 +219,7 @@ class LibraryHit:
 class LibraryPage:
     total: int
     hits: list[LibraryHit]
+    total_exact: bool = True  # False: `total` matches were counted and there are more
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,30 +244,71 @@ def _count(conn: sqlite3.Connection, body: str, args: list[object]) -> int:
     return int(conn.execute("SELECT COUNT(*)" + body, args).fetchone()[0])
 
 
-def _ranked(conn: sqlite3.Connection, body: str, args: list[object], limit: int, offset: int) -> list[tuple[int, float]]:
+def _ranked(
+    conn: sqlite3.Connection, body: str, args: list[object], limit: int, offset: int, *, head: str | None = None
+) -> list[tuple[int, float]]:
+    """A page of rows in bm25 order; with `head` (the title/keyword expression), the rows it
+    matches first: both tiers in one statement, for a match set small enough to rank whole."""
     score = f"bm25(library_fts, {', '.join(map(str, WEIGHTS))})"
-    sql = f"SELECT library_fts.rowid, {score} AS score" + body + " ORDER BY score, library_fts.rowid LIMIT ? OFFSET ?"
-    return [(int(r[0]), float(r[1])) for r in conn.execute(sql, [*args, max(0, limit), max(0, offset)])]
+    if head is None:
+        sql = f"SELECT library_fts.rowid, {score} AS score{body} ORDER BY score, library_fts.rowid LIMIT ? OFFSET ?"
+        params = [*args, max(0, limit), max(0, offset)]
+    else:
+        tier = "library_fts.rowid IN (SELECT rowid FROM library_fts(?))"
+        sql = (
+            f"SELECT library_fts.rowid, {score} AS score, {tier} AS head{body}"
+            " ORDER BY head DESC, score, library_fts.rowid LIMIT ? OFFSET ?"
+        )
+        params = [head, *args, max(0, limit), max(0, offset)]
+    return [(int(r[0]), float(r[1])) for r in conn.execute(sql, params)]
 
 
-def _windows(
-    conn: sqlite3.Connection, body: str, args: list[object], size: int
-) -> list[tuple[str, list[object], int]]:
-    """A tier as ranking segments: when it holds more than RANK_WINDOW papers, the RANK_WINDOW
-    most recently indexed come first and the older ones after, each segment in bm25 order, so a
-    first page ranks RANK_WINDOW rows, not every match (docs/benchmarks.md §Library search)."""
-    if size <= 0:
-        return []
-    if size <= RANK_WINDOW:
-        return [("", args, size)]
+def _segments(
+    conn: sqlite3.Connection, body: str, args: list[object]
+) -> Iterator[tuple[str, list[object], int | None]]:
+    """A tier as ranking segments (condition, arguments, size when known without counting):
+    when it holds more than RANK_WINDOW papers, the RANK_WINDOW most recently indexed come
+    first and the older ones after, each segment in bm25 order, so a first page ranks
+    RANK_WINDOW rows, not every match (docs/benchmarks.md §Library search). Lazy: the window
+    boundary (a partial pass, newest first) is looked up only when a page reaches the tier."""
     boundary = conn.execute(
         "SELECT library_fts.rowid" + body + " ORDER BY library_fts.rowid DESC LIMIT 1 OFFSET ?",
         [*args, RANK_WINDOW - 1],
-    ).fetchone()[0]
-    return [
-        (" AND library_fts.rowid >= ?", [*args, boundary], RANK_WINDOW),
-        (" AND library_fts.rowid < ?", [*args, boundary], size - RANK_WINDOW),
-    ]
+    ).fetchone()
+    if boundary is None:
+        yield "", args, None
+        return
+    yield " AND library_fts.rowid >= ?", [*args, boundary[0]], RANK_WINDOW
+    yield " AND library_fts.rowid < ?", [*args, boundary[0]], None
+
+
+def _page(
+    conn: sqlite3.Connection, body: str, tiers: Sequence[list[object]], offset: int, limit: int
+) -> list[tuple[int, float]]:
+    """Rows `offset` .. `offset + limit` of the ranking: the tiers in order, each as its
+    segments. A segment's size is counted only when a page starts beyond it and its ranked
+    rows cannot tell (a first page never counts a tier: one pass less per query)."""
+    rows: list[tuple[int, float]] = []
+    start = 0  # rank of the current segment's first row
+    for tier_args in tiers:
+        for where, args, known in _segments(conn, body, tier_args):
+            skip = max(0, offset - start)
+            if known is not None and skip >= known:
+                start += known
+                continue
+            want = limit - len(rows)
+            got = _ranked(conn, body + where, args, want, skip)
+            rows += got
+            if len(rows) >= limit:
+                return rows
+            # the segment ran out: its size is known from the rows seen, or counted
+            if known is not None:
+                start += known
+            elif got or skip == 0:
+                start += skip + len(got)
+            else:
+                start += _count(conn, body + where, args)
+    return rows
 
 
 class LibraryMixin(StoreBase):
@@ -328,9 +373,10 @@ class LibraryMixin(StoreBase):
 
     def library_search(self, match: str, filters: LibraryFilters, offset: int, limit: int) -> LibraryPage:
         """One page of papers matching the FTS5 expression `match`: first those with every term
-        in the title or keywords, then the others, bm25 order within each tier. The tiers keep
-        a common term cheap: bm25 is computed for the rows of the tiers the page reaches, not
-        for every match (docs/benchmarks.md §Library search)."""
+        in the title or keywords, then the others, bm25 order within each tier. Up to
+        RANK_WINDOW matches are ranked whole in one statement; beyond, bm25 is computed for the
+        window segments the page reaches, never for every match, and `total` is counted up to
+        TOTAL_COUNTED past the page (DESIGN.md §Library search, "what a query costs")."""
         where = ["library_fts MATCH ?"]
         args: list[object] = [match]
         with self._read() as conn:
@@ -364,21 +410,16 @@ class LibraryMixin(StoreBase):
             ) + " WHERE " + " AND ".join(where)
             head = f"{{title keywords}} : ({match})"
             try:
-                total = _count(conn, body, args)
-                in_head = _count(conn, body, [head, *args[1:]]) if total else 0
-                tiers = [([head, *args[1:]], in_head), ([f"({match}) NOT {head}", *args[1:]], total - in_head)]
-                rows: list[tuple[int, float]] = []
-                start = 0
-                for tier_args, tier_size in tiers:
-                    # a tier the page does not reach costs nothing (no window boundary)
-                    if len(rows) < limit and offset < start + tier_size:
-                        for seg_where, seg_args, size in _windows(conn, body, tier_args, tier_size):
-                            if len(rows) < limit and offset < start + size:
-                                skip = max(0, offset - start)
-                                rows += _ranked(conn, body + seg_where, seg_args, limit - len(rows), skip)
-                            start += size
-                    else:
-                        start += tier_size
+                # counted far enough to know whether a row follows the page
+                cap = max(TOTAL_COUNTED, offset + max(0, limit) + 1)
+                total = int(conn.execute(f"SELECT COUNT(*) FROM (SELECT 1{body} LIMIT ?)", [*args, cap]).fetchone()[0])
+                if total <= offset or limit <= 0:
+                    rows = []
+                elif total < cap and total <= RANK_WINDOW:  # one ranking of every match, tier first
+                    rows = _ranked(conn, body, args, limit, offset, head=head)
+                else:
+                    tiers = [[head, *args[1:]], [f"({match}) NOT {head}", *args[1:]]]
+                    rows = _page(conn, body, tiers, offset, limit)
             except sqlite3.OperationalError as exc:  # an expression FTS5 refuses
                 raise InvalidInput("检索词无法解析", reason=str(exc)) from exc
             refs = dict(
@@ -387,14 +428,22 @@ class LibraryMixin(StoreBase):
                     [r[0] for r in rows],
                 ).fetchall()
             )
-        return LibraryPage(total, [LibraryHit(refs[r[0]], float(r[1])) for r in rows if r[0] in refs])
+        hits = [LibraryHit(refs[r[0]], float(r[1])) for r in rows if r[0] in refs]
+        return LibraryPage(total, hits, total_exact=total < cap)
+
+    _library_size: tuple[tuple[int, int], tuple[int, int]] | None = None  # (write stamp, size)
 
     def library_size(self) -> tuple[int, int]:
-        """(papers indexed, full texts kept)."""
+        """(papers indexed, full texts kept). Counted again only after a write: this
+        connection's change counter and `data_version` (another connection's commit) stamp it."""
         with self._read() as conn:
+            stamp = (conn.total_changes, int(conn.execute("PRAGMA data_version").fetchone()[0]))
+            if self._library_size is not None and self._library_size[0] == stamp:
+                return self._library_size[1]
             docs = int(conn.execute("SELECT COUNT(*) FROM library_docs").fetchone()[0])
             # `chars`, not the text: counting must not read every stored full text
             texts = int(conn.execute("SELECT COUNT(*) FROM library_texts WHERE chars > 0").fetchone()[0])
+            self._library_size = (stamp, (docs, texts))
         return docs, texts
 
 

@@ -109,6 +109,7 @@ class SearchesMixin(StoreBase):
             ]
             for sid in old:
                 conn.execute("DELETE FROM search_results WHERE search_id = ?", (sid,))
+                conn.execute("DELETE FROM search_log_pages WHERE search_id = ?", (sid,))
                 conn.execute("DELETE FROM searches WHERE search_id = ?", (sid,))
 
     def save_evidence(self, search_id: str, rows: Sequence[SearchEvidence]) -> None:

@@ -3,6 +3,7 @@ hosts mode under the real host names."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -120,5 +121,48 @@ async def test_a_fresh_browser_opening_advsearch_gets_the_slider_first(
         await page.wait_for_url(sim_server.url("/kns8s/AdvSearch"))
         assert {"KNS2COOKIE", "Ecp_VerifyPass"} <= {c["name"] for c in await context.cookies()}
         assert "高级检索" in await page.title()
+    finally:
+        await context.close()
+
+
+async def test_article_page_loads_citation_lists_after_a_scroll_and_a_tab_click(
+    browser, sim_server: SimServer
+) -> None:  # type: ignore[no-untyped-def]
+    # docs/citation-api.md "How the page loads the lists": nothing at load, metrics + the 12
+    # reference lists once #refpartdiv is in view, the 12 citing lists after the tab click.
+    context = await browser.new_context()
+    try:
+        page = await context.new_page()
+        await page.goto(sim_server.links.www("/"))
+        await page.goto(sim_server.links.detail("r0306"))
+        await page.wait_for_load_state("load")
+        assert sim_server.requests_for("/restapi/citation-api/v1/literature/quotations") == []
+        assert sim_server.requests_for("/restapi/citation-api/v1/literature/references") == []
+        await page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+        await page.wait_for_selector("#quoted-references li span.number")
+        await page.wait_for_function(
+            "document.querySelectorAll('#quoted-references [id^=nxgp-kcms-data-ref-]').length == 12"
+        )
+        await page.wait_for_selector("#kcms-data-similar li")  # similar papers come last
+        paths = [e.path.rsplit("/", 1)[-1] for e in sim_server.requests_for("/restapi/")]
+        assert paths.count("metrics") == 1 and "citations" not in paths
+        assert paths.count("references") == 12 and paths.count("domains") == 4 and paths.count("articles") == 1
+        answered: list[int] = []
+        all_in = asyncio.Event()
+
+        def on_response(resp) -> None:  # type: ignore[no-untyped-def]
+            if "/literature/citations?" in resp.url:
+                answered.append(resp.status)
+                if len(answered) == 12:
+                    all_in.set()
+
+        page.on("response", on_response)
+        await page.click('li[data-id="citations"]')
+        await asyncio.wait_for(all_in.wait(), 30)
+        await page.wait_for_function(
+            "document.querySelector('#quoted-citations').textContent.indexOf('共19条') >= 0"
+        )
+        cites = sim_server.requests_for("/restapi/citation-api/v1/literature/citations")
+        assert len(cites) == 12 and answered == [200] * 12
     finally:
         await context.close()

@@ -40,7 +40,10 @@ async def test_script_rendered_detail_is_complete_after_rendering(browser) -> No
     assert await page.title() == f"{JOURNAL_REC.title} - 中国知网"
     assert await page.text_content("#ChDivSummary") == JOURNAL_REC.abstract
     assert await page.locator("li.btn-dlpdf a[target=_blank]").count() == 1
-    assert await page.locator("#quoted-references ul.ebBox li").count() == 4
+    # The citation lists are not in the page: its script loads them from the citation API (an
+    # innerHTML-inserted script never runs, so here the containers stay empty; docs/citation-api.md).
+    assert await page.locator("#refpartdiv #quoted-references").count() == 1
+    assert await page.locator("#quoted-references li").count() == 0
     await ctx.close()
 
 

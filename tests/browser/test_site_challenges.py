@@ -306,3 +306,28 @@ async def test_a_soft_block_that_lifts_on_the_recheck_costs_one_request(
         ("3", None),
     ]
     assert done["result"]["candidate_count"] == 150
+
+
+async def test_citation_api_403_slider_from_a_fresh_profile_is_solved_and_the_list_read(
+    sim: SimServer, tmp_path: Path, browser_executable: str
+) -> None:
+    # docs/citation-api.md: the citation API answers a verification like the grid (403 + -403 JSON).
+    # A fresh profile's work tab stands on no CNKI page: it comes in through the home page first, or
+    # the loader's request would carry no session cookie (a same-site cookie from about:blank).
+    api = "/restapi/citation-api/v1/literature/citations"
+    async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
+        sim.set_scenario({"faults": [{"path": api, "kind": "verification_403", "at": [1]}]})
+        op = FakeOp()
+        ctx = await stack.host.ensure()
+        person = asyncio.create_task(solve_in_tab(ctx, op))
+        async with asyncio.timeout(STEP_TIMEOUT):
+            page = await stack.site.citation_list(sim.links.detail("r0306"), "citations", "CJFDREF", 11, op)
+        await person
+        counts = await stack.site.citation_metrics(sim.links.detail("r0306"), op)
+    assert page.total == 19 and page.start == 11 and len(page.items) == 9
+    assert all(i.detail_url and i.filename for i in page.items)
+    assert counts["citations"] == 25
+    assert op.transitions == ["awaiting_user", "running"]
+    assert [e.params["valid"] for e in sim.requests_for(VERIFY)] == [True]
+    assert [e.status for e in sim.requests_for(api)][-1] == 200
+    assert visits(sim)[0] == ("GET", "/", 200)

@@ -39,11 +39,18 @@ GOOD: dict[str, dict[str, Any]] = {
     "link_references": {"text": "见《违约金酌减的裁判规则》。"},
     "verify_references": {"references": ["张三. 违约金酌减的裁判规则[J]. 法学研究, 2020, 42(3): 1-10."]},
     "search_library": {"query": "违约金"},
+    "get_references": {"paper": "rec_" + "0" * 24},
+    "get_citing": {"paper": "rec_" + "0" * 24, "types": ["journal"]},
+    "citation_graph": {"seeds": ["rec_" + "0" * 24]},
+    "find_citation_path": {"source": "rec_" + "0" * 24, "target": "rec_" + "1" * 24},
     "login": {},
     "session_status": {},
     "operation_status": {},
     "operation_control": {"action": "recover"},
     "diagnostics": {},
+    "export_search_log": {"search_id": OP_ID},
+    "watch_search": {"search_id": OP_ID},
+    "check_updates": {"watch_id": "all"},
 }
 BAD: dict[str, dict[str, Any]] = {
     "search": {"query": "", "limit": 0},
@@ -57,11 +64,18 @@ BAD: dict[str, dict[str, Any]] = {
     "link_references": {},
     "verify_references": {"text": "a", "references": ["b"]},
     "search_library": {"query": "x", "limit": 0},
+    "get_references": {"paper": ""},
+    "get_citing": {"paper": "r", "offset": -1},
+    "citation_graph": {"seeds": ["r"], "depth": 9},
+    "find_citation_path": {"source": "a", "target": "b", "max_depth": 0},
     "login": {"remote_access_url": "https://user:pw@vpn.example.edu/"},
     "session_status": {"refresh": 3},  # a string would be coerced by the Inspector ("maybe" -> false)
     "operation_status": {"wait_seconds": 99},
     "operation_control": {"action": "explode"},
     "diagnostics": {"unexpected": {"x": 1}},  # extra arguments are ignored: a success
+    "export_search_log": {"search_id": "s", "format": "docx"},
+    "watch_search": {"search_id": ""},
+    "check_updates": {"pages": 0},
 }
 
 

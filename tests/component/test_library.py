@@ -20,11 +20,13 @@ from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.sim.pages.files import pdf_bytes
 from cnki_mcp.store import SearchEvidence, Store, file_sha256
 from cnki_mcp.store import library as library_index
-from cnki_mcp.store.db import SCHEMA_VERSION
+from cnki_mcp.store.db import _V_LIBRARY_PREFIX, MIGRATIONS, SCHEMA_VERSION
 from tests.paper_samples import sample_detail
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "store-schema2.sqlite3"
+# written by the release with the first library index (schema 3): tests/fixtures/make_library_schema3.py
+FIXTURE_V3 = Path(__file__).resolve().parents[1] / "fixtures" / "library-schema3.sqlite3"
 
 
 def row(title: str, filename: str, **kw: object) -> GridRow:
@@ -214,6 +216,14 @@ def test_snippet_marks_every_hit_in_the_window() -> None:
     assert snippet("无关内容", ["违约金"]) is None
 
 
+def test_snippet_of_a_long_text_is_the_window_around_its_first_hit() -> None:
+    long = "甲" * 1000 + "违约金" + "乙" * 30 + "违约金" + "丙" * 1000
+    assert snippet(long, ["违约金"]) == "…" + "甲" * 60 + "【违约金】" + "乙" * 30 + "【违约金】" + "丙" * 27 + "…"
+    assert snippet("違" * 900 + "Ｂｅｒｔ模型" + "丁" * 900, ["bert"], context=3) == "…違違違【Ｂｅｒｔ】模型丁…"  # found folded
+    assert snippet("违约金" + "丁" * 2000, ["违约金"], context=2) == "【违约金】丁丁…"
+    assert snippet("戊" * 2000, ["违约金"]) is None
+
+
 def test_store_written_by_the_previous_release_is_migrated_and_indexed(tmp_path: Path, clock: FakeClock) -> None:
     data = tmp_path / "data"
     data.mkdir()
@@ -273,3 +283,110 @@ def test_large_tiers_rank_the_newest_window_first_and_paging_still_sees_every_hi
         offset = page.next_offset
     assert sorted(seen) == sorted(p.record_ref for p in papers)
     assert set(seen[:3]) == {p.record_ref for p in papers[-3:]}  # the newest window comes first
+
+
+def test_store_with_the_first_library_index_gets_the_prefix_index_and_keeps_its_texts(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copyfile(FIXTURE_V3, data / "cnki.sqlite3")
+    with sqlite3.connect(data / "cnki.sqlite3") as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert "prefix" not in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'library_fts'").fetchone()[0]
+        before = conn.execute("SELECT record_ref, data FROM papers ORDER BY record_ref").fetchall()
+        texts = conn.execute("SELECT record_ref, kind, text FROM library_texts").fetchall()
+    with Store.open(data, clock) as store:
+        assert store.notices == []
+        assert titles(find(store, "情势变更", clock)) == ["合同解除与损害赔偿"]  # the kept full text
+        assert titles(find(store, "酌", clock)) == ["违约金过高时的司法酌减规则研究"]  # one character
+        assert find(store, "违约金", clock, source_tiers=["CSSCI"], search_id="sch_0000000000000001").total == 1
+        assert store.library_size() == (3, 1)
+    with sqlite3.connect(data / "cnki.sqlite3") as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION >= MIGRATIONS.index(
+            _V_LIBRARY_PREFIX
+        ) + 1
+        assert "prefix = '1'" in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'library_fts'").fetchone()[0]
+        assert conn.execute("SELECT record_ref, data FROM papers ORDER BY record_ref").fetchall() == before
+        assert conn.execute("SELECT record_ref, kind, text FROM library_texts").fetchall() == texts
+        # the one-character query reads the prefix index: FTS5 answers it like a single term
+        assert conn.execute("SELECT COUNT(*) FROM library_fts WHERE library_fts MATCH '酌*'").fetchone()[0] == 1
+
+
+@pytest.mark.parametrize("window", [3, 2000])  # windows and tiers in segments / one ranking
+def test_any_page_equals_the_same_rows_of_a_walk_through_windows_and_tiers(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, window: int
+) -> None:
+    monkeypatch.setattr(library_index, "RANK_WINDOW", window)
+    store.upsert_from_grid([row(f"违约金问题研究之{i}", f"V{i}") for i in range(7)], T0)
+    in_text = store.upsert_from_grid([row(f"其他论文{i}", f"X{i}") for i in range(5)], T0)
+    for p in in_text:
+        store.save_fulltext(p.record_ref, "html", "正文提到违约金。" * 3, T0)
+    walk = [r.record_ref for r in find(store, "违约金", clock, limit=100).results]
+    assert len(walk) == len(set(walk)) == 12
+    assert set(walk[7:]) == {p.record_ref for p in in_text}  # the title tier first
+    for offset in range(14):
+        for limit in (1, 2, 5):
+            page = find(store, "违约金", clock, offset=offset, limit=limit)
+            assert [r.record_ref for r in page.results] == walk[offset : offset + limit], (offset, limit)
+            assert page.total == 12
+
+
+@pytest.mark.parametrize(("window", "passes"), [(3, 3), (2000, 2)])
+def test_a_first_page_counts_the_matches_once(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, window: int, passes: int
+) -> None:
+    monkeypatch.setattr(library_index, "RANK_WINDOW", window)
+    store.upsert_from_grid([row(f"违约金问题研究之{i}", f"Y{i}") for i in range(8)], T0)
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    try:
+        page = find(store, "违约金", clock, limit=2)
+    finally:
+        store._conn.set_trace_callback(None)
+    assert page.total == 8 and len(page.results) == 2
+    index_passes = [s for s in statements if "library_fts MATCH" in s]
+    assert sum("COUNT(*)" in s for s in index_passes) == 1  # the total; no tier is counted
+    # more matches than a window: the total, the window boundary, the ranked window;
+    # fewer: the total and one ranking of both tiers
+    assert len(index_passes) == passes
+
+
+def test_a_common_term_counts_up_to_a_bound_and_paging_still_reaches_every_hit(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(library_index, "TOTAL_COUNTED", 3)
+    papers = store.upsert_from_grid([row(f"违约金问题研究之{i}", f"Z{i}") for i in range(8)], T0)
+    first = find(store, "违约金", clock, limit=2)
+    assert (first.total, first.total_exact, first.next_offset) == (3, False, 2)  # at least 3
+    seen: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = find(store, "违约金", clock, offset=offset, limit=2)
+        seen.extend(r.record_ref for r in page.results)
+        offset = page.next_offset
+    assert sorted(seen) == sorted(p.record_ref for p in papers)
+    last = find(store, "违约金", clock, offset=6, limit=2)  # counted past the page: exact
+    assert (last.total, last.total_exact, last.next_offset) == (8, True, None)
+    assert find(store, "问题研究之7", clock).total_exact
+
+
+def test_the_library_size_follows_every_write_and_is_not_counted_again_without_one(
+    store: Store, clock: FakeClock
+) -> None:
+    [paper] = store.upsert_from_grid([row("合同解除研究", "S1")], T0)
+    assert store.library_size() == (1, 0)
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    try:
+        assert store.library_size() == (1, 0)
+    finally:
+        store._conn.set_trace_callback(None)
+    assert not [s for s in statements if "COUNT(*)" in s]
+    store.save_fulltext(paper.record_ref, "html", "正文", T0)
+    assert store.library_size() == (1, 1)
+    store.upsert_from_grid([row("物权法总论", "S2")], T0)
+    assert store.library_size() == (2, 1)
+    with sqlite3.connect(store.path) as other:  # another connection's commit
+        other.execute("DELETE FROM library_texts")
+    assert store.library_size() == (2, 0)

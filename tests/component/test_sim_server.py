@@ -542,3 +542,20 @@ def test_a_journal_link_under_a_former_title_opens_the_journals_own_page() -> No
     assert former in page  # listed under 曾用刊名
     if journal.composite_if is not None:
         assert f"{journal.composite_if}" in page
+
+
+def test_a_record_added_at_runtime_is_listed_and_its_detail_served_until_removed(sim: SimServer) -> None:
+    b = visitor(sim)
+    grid = sim.url("/kns8s/brief/grid")
+    new = {"id": "t900", "title": "违约金研究 新收录", "type": "期刊", "source": "法学期刊1", "year": 2026,
+           "date": "2026-12-01", "authors": ["新作者"]}  # fmt: skip
+    assert sim.add_record(new) == "t900"
+    with pytest.raises(ValueError):
+        sim.add_record(new)
+    _, page = b.text(grid, grid_form())
+    assert "<em>76</em>" in page and "新收录" in page
+    status, detail = b.text(sim.issue_detail_url("t900"))
+    assert status == 200 and "违约金研究 新收录" in detail
+    sim.remove_record("t900")
+    _, page = b.text(grid, grid_form())
+    assert "<em>75</em>" in page and "新收录" not in page

@@ -25,9 +25,15 @@ READ_ONLY = {
     "read_pdf_text",
     "link_references",
     "verify_references",
+    "get_references",
+    "get_citing",
+    "citation_graph",
+    "find_citation_path",
     "session_status",
     "operation_status",
     "diagnostics",
+    "export_search_log",
+    "check_updates",
 }
 
 
@@ -80,6 +86,12 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any]]] = [
     ("link_references", {}),
     ("verify_references", {}),
     ("verify_references", {"text": "a", "references": ["b"]}),
+    ("get_references", {}),
+    ("get_references", {"paper": "r", "limit": 51}),
+    ("get_citing", {"paper": "r", "types": ["patent"]}),
+    ("citation_graph", {"seeds": []}),
+    ("citation_graph", {"seeds": ["r"], "depth": 4}),
+    ("find_citation_path", {"source": "a"}),
     ("login", {"remote_access_url": "http://vpn.example.edu/"}),
     ("login", {"remote_access_url": "https://user:pw@vpn.example.edu/"}),
     ("session_status", {"refresh": "maybe"}),
@@ -88,6 +100,11 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any]]] = [
     ("operation_control", {"action": "explode"}),
     ("operation_control", {"action": "cancel"}),
     ("diagnostics", {"unexpected": {"x": 1}}),
+    ("export_search_log", {}),
+    ("export_search_log", {"search_id": "s", "format": "docx"}),
+    ("watch_search", {"search_id": ""}),
+    ("check_updates", {"pages": 0}),
+    ("check_updates", {"watch_id": "wat_unknown"}),
 ]
 
 

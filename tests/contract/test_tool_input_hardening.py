@@ -26,8 +26,13 @@ BASE: dict[str, dict[str, Any]] = {
     "download_paper": {"record_ref": "rec_x"},
     "read_pdf_text": {"path": "a.pdf"},
     "export_citations": {"search_id": "s"},
+    "get_references": {"paper": "rec_x"},
+    "get_citing": {"paper": "rec_x"},
+    "citation_graph": {"seeds": ["rec_x"]},
+    "find_citation_path": {"source": "rec_x", "target": "rec_y"},
     "operation_status": {},
     "operation_control": {"action": "continue", "operation_id": "op_" + "0" * 24},
+    "check_updates": {"watch_id": "all"},
 }
 
 

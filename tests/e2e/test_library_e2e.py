@@ -23,7 +23,7 @@ async def every_page(server: StdioServer, args: dict[str, Any]) -> list[dict[str
         page = await server.call("search_library", {**args, "offset": offset, "limit": 4})
         out += page["results"]
         offset = page["next_offset"]
-        assert len(out) <= page["total"] <= 200
+        assert len(out) <= page["total"] <= 200 and page["total_exact"]
     assert len(out) == page["total"]
     return out
 
@@ -44,6 +44,8 @@ async def test_search_library_finds_what_real_searches_stored(served: StdioServe
     hits = await every_page(served, {"query": term})
     assert set(found) <= {r["record_ref"] for r in hits}
     assert all(term in r["title"] and "title" in r["matched_fields"] and f"【{term}】" in r["snippet"] for r in hits)
+    one = await every_page(served, {"query": term[-1]})  # one character: the prefix index
+    assert {r["record_ref"] for r in hits} <= {r["record_ref"] for r in one}
     scoped = await every_page(served, {"query": term, "search_id": summary["search_id"]})
     assert set(found) <= {r["record_ref"] for r in scoped} <= {r["record_ref"] for r in hits}
 

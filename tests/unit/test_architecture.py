@@ -92,3 +92,12 @@ def test_package_import_builds_nothing() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[] []"
+
+
+def test_the_search_log_formatter_is_pure() -> None:
+    """DESIGN.md "Search log": the formatter takes the model and returns text; it reaches no store,
+    clock or network, so it may import only pure packages and leaves."""
+    module = "cnki_mcp.pipeline.searchlog_format"
+    internal = _internal(_imports(MODULES[module], module))
+    bad = {i for i in internal if _area(i) not in {*PURE, *LEAVES}}
+    assert not bad, f"{module} imports {bad}"

@@ -233,8 +233,8 @@ def test_thesis_conference_book_and_online_first_fields() -> None:
 
 
 def test_references_are_grouped_by_database_with_type_codes() -> None:
-    t = detail(JOURNAL_REC)
-    boxes = t.css("#quoted-references div.essayBox")
+    t = tree(render_references_fragment(JOURNAL_REC, corpus(), LINKS, "references"))
+    boxes = t.css("div.essayBox")
     titles = [re.sub(r"共.*", "", b.css_first("div.dbTitle").text()) for b in boxes]
     assert titles == [
         "中国博士学位论文全文数据库",
@@ -242,32 +242,33 @@ def test_references_are_grouped_by_database_with_type_codes() -> None:
         "中国重要报纸全文数据库",
         "其他来源文献",
     ]
-    items = [li.text() for li in t.css("#quoted-references ul.ebBox li")]
+    items = [li.text() for li in t.css("ul.ebBox li")]
     assert items[0] == "[1]合同责任论[D].赵六.中国人民大学.2020"
     assert items[1] == "[1]违约责任研讨会论文[C].钱七.第十届民法论坛论文集.2021"
     assert items[2] == "[1]法院审理违约金纠纷[N].林倩.人民法院报.2022-03-01"
     assert items[3] == "[1]自由文本参考文献：某某著作"
-    first = t.css_first("#quoted-references ul.ebBox li a")
+    first = t.css_first("ul.ebBox li a")
     assert first.attributes["href"] == LINKS.detail("t1")
     assert boxes[0].css_first("span[name=pcount]").text() == "1"
 
 
 def test_citing_list_names_the_records_that_cite_this_one() -> None:
-    t = detail(JOURNAL_REC)
-    items = [li.text() for li in t.css("#quoted-citations ul.ebBox li")]
+    t = tree(render_references_fragment(JOURNAL_REC, corpus(), LINKS, "citing"))
+    items = [li.text() for li in t.css("ul.ebBox li")]
     assert items == ["[1]网络首发论文[J].孙八.法学研究.2025"]
-    assert "中国学术期刊网络出版总库" in t.css_first("#quoted-citations div.dbTitle").text()
+    assert "中国学术期刊网络出版总库" in t.css_first("div.dbTitle").text()
 
 
-def test_references_fragment_matches_the_inline_lists() -> None:
-    c = corpus()
-    page = tree(render_detail(JOURNAL_REC, c, LINKS, ANON))
-    for which, sel in (("references", "#quoted-references"), ("citing", "#quoted-citations")):
-        frag = tree(render_references_fragment(JOURNAL_REC, c, LINKS, which))
-        assert [li.text() for li in frag.css("ul.ebBox li")] == [
-            li.text() for li in page.css(f"{sel} ul.ebBox li")
-        ]
-    assert render_references_fragment(CONF_REC, c, LINKS, "references") == ""
+def test_detail_page_lists_are_empty_until_the_script_loads_them() -> None:
+    # As on the real 2026 page: empty containers, the API host and the page's `v` for the script.
+    page = tree(render_detail(JOURNAL_REC, corpus(), LINKS, ANON))
+    for tab in ("references", "citations", "coreferences", "cocitations", "secondreferences", "secondcitations"):
+        box = page.css_first(f"#refpartdiv #quoted-{tab}")
+        assert box is not None and box.text() == ""
+        assert page.css_first(f'ul.tpl_lieteratures li[data-id="{tab}"]') is not None
+    assert page.css_first("input#apiHost").attributes["value"] == LINKS.kns("/restapi")
+    assert page.css_first("input#paramkcmslink").attributes["value"].startswith("v=")
+    assert render_references_fragment(CONF_REC, corpus(), LINKS, "references") == ""
 
 
 def test_script_rendered_detail_raw_html_has_no_content() -> None:
@@ -405,7 +406,11 @@ def test_header_identity_area_reflects_the_visitor(
 def test_home_page_has_header_identity_search_box_and_login_box() -> None:
     t = tree(render_home(LINKS, ANON))
     assert t.css_first("title").text() == "中国知网"
-    assert t.css_first("input#txt_SearchText[name=kw]") is not None
+    # The saved home page's search area: field picker, textarea box, div button.
+    assert t.css_first("textarea#txt_SearchText.search-input[name=txt_SearchText]") is not None
+    assert t.css_first("#DBFieldBox .sort-default span").text() == "主题"
+    assert [a.attributes["value"] for a in t.css("#DBFieldList a")][:3] == ["SU$%=|", "TKA$%=|", "KY$=|"]
+    assert t.css_first("div.search-btn") is not None
     assert t.css_first(".home-login #ecpAccountLogin") is not None
     assert t.css_first(".ecp_header_login_area") is not None
 

@@ -252,10 +252,9 @@ def _assert_people_and_text(d: DetailPage, r: SimRecord) -> None:
         assert (d.supervisor, d.degree_place) == (r.supervisor, r.source)
     if r.type == "会议":
         assert d.conference == r.conference
-    refs = CORPUS.references_of(r)
-    assert len(d.references) == len(r.references)
-    assert [e.title for e in d.references[: len(refs)]] == _grouped(refs)
-    assert [e.title for e in d.citing] == _grouped(CORPUS.citing(r.id))
+    # The lists are not in the page: a script loads them from the citation API after a scroll,
+    # as on the real 2026 page (docs/citation-api.md); tests/unit/test_sim_citation_api.py reads them.
+    assert d.references == [] and d.citing == []
     # Names last: the only field with a known simulator fault (see `_detail_params`).
     assert [a.name for a in d.authors] == [_name(a.name) for a in r.authors]
 

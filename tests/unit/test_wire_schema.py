@@ -23,7 +23,7 @@ from tests.schema_strategies import invalid_object, valid
 
 def _declared() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     """name -> (full input schema, full output schema) as the SDK derives them from the models."""
-    server = build_server(lambda: Services.open(Settings(data_dir=Path("/nonexistent"))))
+    server = build_server(lambda: Services.open(Settings(data_dir=Path("/nonexistent"))), lazy_tools=False)
     return {t.name: (t.parameters, t.output_schema) for t in server._tool_manager.list_tools()}
 
 

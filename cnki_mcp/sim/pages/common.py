@@ -157,6 +157,18 @@ def _identity_area(visitor: Visitor, links: Links) -> str:
     return "".join(parts)
 
 
+def _member_layer(visitor: Visitor) -> str:
+    """The account drop-down every real header carries, hidden, logged in or not (saved pages
+    `kns8s-grid/kaffu_waam_p1.html` anonymous with an empty name, `home-login/*` with one)."""
+    name = esc(visitor.personal_name or "")
+    title = f' title="{name}"' if name else ""
+    return (
+        '<div id="Ecp_top_logout_layer" class="tn-topmenulist tn-topmenulist-a tn-topmenulist-a-user" '
+        'style="background: none; display: none"><div class="Ecp_members_wrap"><div class="Ecp_members_userinfo">'
+        f'<div class="Ecp_info_right"><p class="Ecp_members_username"{title}>{name}</p></div></div></div></div>'
+    )
+
+
 def header_html(visitor: Visitor, links: Links) -> str:
     """The kns/ecp page header: navigation, identity area and the (hidden) ECP login modal."""
     nav = "".join(
@@ -180,6 +192,7 @@ def header_html(visitor: Visitor, links: Links) -> str:
         '<div class="ecp_header_login_area">'
         f"{_identity_area(visitor, links)}"
         f"{ecp_login_box(links, RETURN_PLACEHOLDER, visible=False)}"
+        f"{_member_layer(visitor)}"
         "</div></div></div></div>"
         "</header></div>"
         f"{_RETURN_SCRIPT}"

@@ -4,7 +4,8 @@ Structure follows `detail-kcms2/pluginsx_detail_kcms2_2026.html`: `div.doc > div
 div.top-first > div.top-tip` (source line), `div.brief > div.wx-tit > h1 + h3#authorpart.author +
 h3.author` (institutions), `div.row` blocks (摘要 / 关键词 / 基金资助 / `li.top-space` fields),
 `div#DownLoadParts.operate` (entries open in new tabs), hidden `param*` inputs, and the 引文网络
-block `#refpartdiv` whose `#quoted-references` / `#quoted-citations` hold the grouped lists.
+block `#refpartdiv` whose `#quoted-*` containers are empty at load and filled lazily by a script
+from the citation JSON API, as on the real page (`citation_block.py`, docs/citation-api.md).
 The real 2026 capture carries no `citation_*` meta tags, so neither does this page (a record
 with `extra["meta_tags"]` gets them, for the parser's meta path); everything a person reads is
 in the DOM, as on the site."""
@@ -18,6 +19,7 @@ from urllib.parse import quote
 
 from ..corpus import Corpus, SimRecord
 from ..links import Links, Visitor
+from .citation_block import citation_block
 from .common import esc, header_html, page_shell, script_json
 from .references import render_list
 
@@ -285,21 +287,6 @@ def _hidden_params(record: SimRecord) -> str:
     return "".join(f'<input type="hidden" id="{k}" name="{k}" value="{esc(v)}">' for k, v in values.items())
 
 
-def _ref_block(record: SimRecord, corpus: Corpus, links: Links) -> str:
-    refs = render_list(record, corpus, links, "references")
-    citing = render_list(record, corpus, links, "citing")
-    return (
-        '<div id="refpartdiv" class="dis-show"><h5 class="module-title"><span><b>引文网络</b></span></h5>'
-        f'<ul class="module-tab tpl_lieteratures" id="{esc(record.native_filename)}">'
-        '<li data-id="references" class="cur references">参考文献</li>'
-        '<li data-id="citations" class="citations">引证文献</li></ul>'
-        '<div id="MapArea"><div id="div-literatureRef">'
-        f'<div id="quoted-references" data-id="references">{refs}</div>'
-        f'<div id="quoted-citations" data-id="citations">{citing}</div>'
-        "</div></div></div>"
-    )
-
-
 def _body(record: SimRecord, corpus: Corpus, links: Links) -> str:
     head_time = (
         f'<span class="head-time-title">网络首发时间：</span><span>{esc(record.date)}</span>'
@@ -328,7 +315,7 @@ def _body(record: SimRecord, corpus: Corpus, links: Links) -> str:
         f"{_operate(record, links)}"
         "</div>"
         f"{_hidden_params(record)}"
-        f"{_ref_block(record, corpus, links)}"
+        f"{citation_block(record, links)}"
         "</div></div></div>"
     )
 

@@ -1,0 +1,112 @@
+"""`cnki-mcp watch check [--all | WATCH_ID]` and `cnki-mcp watch list`: saved searches from a cron
+job (DESIGN.md "Saved searches"). `check` runs `check_updates` as an operation on the data
+directory's store and prints a short digest.
+
+Exit codes of `check`: 0 checked, nothing changed; 1 checked, something new or changed (the digest
+says what); 3 stopped early (request budget or a site problem; the digest covers the watches
+checked, the rest are named); 2 an error before anything ran (`错误 CODE: 说明` on stderr, e.g.
+DATA_DIRECTORY_IN_USE while the MCP server holds the data directory, or an unknown watch)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cnki_mcp.pipeline.watch import CheckReport, WatchService
+    from cnki_mcp.services import Services
+
+EXIT_UNCHANGED = 0
+EXIT_CHANGED = 1
+EXIT_STOPPED = 3
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="watch_command", metavar="ACTION", required=True)
+    check = sub.add_parser("check", help="重新运行订阅的检索并打印摘要 / rerun saved searches, print a digest")
+    which = check.add_mutually_exclusive_group()
+    which.add_argument("watch_id", nargs="?", default=None, help="watch_id（默认全部）/ one watch (default: all)")
+    which.add_argument("--all", action="store_true", help="检查全部订阅 / check every watch")
+    check.add_argument("--pages", type=int, default=1, choices=range(1, 6), metavar="1-5", help="每个检索式最多读几页")
+    check.add_argument("--max-requests", type=int, default=30, help="请求数上限 / request budget (default 30)")
+    check.add_argument("--json", action="store_true", help="输出 JSON 报告 / print the JSON report")
+    sub.add_parser("list", help="列出订阅 / list watches")
+
+
+def run(args: argparse.Namespace) -> int:
+    from cnki_mcp.services import Services
+    from cnki_mcp.settings import load_settings
+
+    settings = load_settings(os.environ)
+    services = Services.open(settings, environ=dict(os.environ))  # DATA_DIRECTORY_IN_USE surfaces here
+
+    async def main() -> int:  # one event loop: the browser is closed by the loop that started it
+        try:
+            if args.watch_command == "list":
+                return _list(services)
+            return await _check(services, args)
+        finally:
+            await services.close()
+
+    return asyncio.run(main())
+
+
+def _service(services: Services) -> WatchService:
+    from cnki_mcp.pipeline.watch import WatchService
+
+    origin = services.settings.site_origin
+    return WatchService(services.store, services.backend, services.clock, (origin,) if origin else ())
+
+
+def _list(services: Services) -> int:
+    service = _service(services)
+    for watch in services.store.list_watches():
+        info = service.info(watch)
+        last = info.last_check_at.isoformat(timespec="seconds") if info.last_check_at else "-"
+        print(f"{info.watch_id}\t{info.search_id}\tchecks={info.checks}\tlast={last}\t{info.question}")
+    return EXIT_UNCHANGED
+
+
+async def _check(services: Services, args: argparse.Namespace) -> int:
+    from cnki_mcp.errors import InvalidInput
+    from cnki_mcp.jobs import BudgetSpec, OperationKind
+
+    if args.max_requests < 1:
+        raise InvalidInput("--max-requests 至少为 1", field="max_requests")
+    service = _service(services)
+    target = args.watch_id or "all"
+    service.watches(target)  # INVALID_ARGUMENT for an unknown id, before anything starts
+
+    async def runner(op: Any) -> Any:
+        return await service.check(target, op, args.pages)
+
+    job = services.jobs.start(
+        OperationKind.WATCH,
+        runner,
+        BudgetSpec(max_requests=args.max_requests, timeout_seconds=600),
+        stage="watch",
+        message="检查订阅更新",
+    )
+    record = await job.finish()
+    from cnki_mcp.pipeline.watch import CheckReport, digest
+
+    report = CheckReport.model_validate(record.result) if record.result else CheckReport()
+    if args.json:
+        print(json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=1))
+    else:
+        print(digest(report))
+    for error in record.errors:
+        print(f"错误 {error.code}: {error.message}", file=sys.stderr)
+    return exit_code(record.status.value, report)
+
+
+def exit_code(status: str, report: CheckReport) -> int:
+    """0 nothing changed, 1 something new or changed, 3 stopped early (see the module docstring)."""
+    if status != "completed":
+        return EXIT_STOPPED
+    changed = any(c.new_count or c.published_count or c.cited_changed_count for c in report.checks)
+    return EXIT_CHANGED if changed else EXIT_UNCHANGED

@@ -1,0 +1,271 @@
+"""Reference and citing lists of one paper from the article page's citation JSON API
+(`get_references`, `get_citing`; docs/citation-api.md, DESIGN.md "Citation graph").
+
+Every list page is one request through the one limiter (the backend charges the operation), and
+is kept in the store: the same page asked again (this call, a later call, a `continue`) costs
+nothing. The six counts (`quotations/metrics`) come first: a list the counts say is empty costs
+no list request at all. Lists are read from the paper's own detail link (its `v` token); no
+detail page is visited for them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.errors import DocumentNotFound, InvalidInput, LocatorExpired
+from cnki_mcp.identity import public_url, title_key
+from cnki_mcp.jobs import OperationContext
+from cnki_mcp.parse.citations import (
+    TYPE_CODES,
+    CitationItem,
+    CitationKind,
+    CitationListPage,
+    CitationType,
+    codes_for,
+)
+from cnki_mcp.query.compiler import compile_expression, title_lookup_expression
+from cnki_mcp.site.backend import CitationBackend, GridRequest
+from cnki_mcp.store import Store
+
+MAX_LIMIT = 50
+
+
+@dataclass
+class PaperHandle:
+    """A paper whose lists can be read: its key (file name), title and detail link."""
+
+    key: str
+    title: str
+    detail_url: str | None
+    record_ref: str | None = None
+    item: CitationItem | None = None
+
+
+def resolve_paper(store: Store, paper: str) -> PaperHandle:
+    """A stored paper by record_ref, or a paper seen in a citation list by its CNKI file name."""
+    text = paper.strip()
+    if not text:
+        raise InvalidInput("paper 不能为空", field="paper")
+    stored = store.get(text)
+    if stored is not None:
+        filename = (stored.native.filename if stored.native else "") or ""
+        key = filename.upper() or "R:" + stored.record_ref
+        return PaperHandle(key, stored.title, stored.locator, stored.record_ref)
+    node = store.citation_node(text.upper())
+    if node is not None:
+        return PaperHandle(node.key, node.title, node.detail_url, None, node)
+    raise DocumentNotFound("本地没有这篇文献：先检索或用 get_metadata 取得 record_ref，或给出引文列表里的 filename", paper=text)
+
+
+def handle_of(item: CitationItem) -> PaperHandle:
+    return PaperHandle(item.key, item.title, item.detail_url, None, item)
+
+
+@dataclass
+class Collected:
+    """What one paper's list (one kind, some types) held, as far as it was read."""
+
+    total: int
+    totals_by_type: dict[str, int]
+    items: list[CitationItem]
+    complete: bool  # every item up to `total` was read
+    counts: dict[str, int] = field(default_factory=dict)  # the six counts (quotations/metrics)
+
+
+@dataclass
+class CitationReader:
+    """Reads list pages store-first; counts the requests it made and the pages the store gave."""
+
+    store: Store
+    backend: CitationBackend
+    clock: Clock
+    pages_from_store: int = 0
+    requests: int = 0
+    dead: set[str] = field(default_factory=set)  # papers whose link the API refused in this run
+    relocated: set[str] = field(default_factory=set)  # papers looked up by title in this run
+
+    async def metrics(self, h: PaperHandle, ctx: OperationContext) -> dict[str, int]:
+        cached = self.store.citation_metrics(h.key, self.clock.now())
+        if cached is not None:
+            self.pages_from_store += 1
+            return cached
+        try:
+            counts = await self.backend.citation_metrics(self._url(h), op=ctx)
+        except LocatorExpired:
+            self.requests += 1  # the refused request was made (and charged) too
+            if not await self._relocate(h, ctx):
+                raise
+            counts = await self.backend.citation_metrics(self._url(h), op=ctx)
+        self.requests += 1
+        self.store.save_citation_metrics(h.key, counts, self.clock.now())
+        return counts
+
+    async def _relocate(self, h: PaperHandle, ctx: OperationContext) -> bool:
+        """A dead detail link (the token expired): one exact-title grid request finds the paper's
+        current link (no detail page); False when the title finds no single paper."""
+        if h.key in self.relocated or not h.title:
+            return False
+        self.relocated.add(h.key)
+        compiled = compile_expression(title_lookup_expression([h.title]))
+        grid = await self.backend.grid(GridRequest(subject=compiled.subject, anchor=compiled.anchor), op=ctx)
+        self.requests += 1
+        rows = [r for r in grid.rows if title_key(r.title) == title_key(h.title) and r.detail_url]
+        same = [r for r in rows if (r.native.filename or "").upper() == h.key]
+        pick = same or rows
+        if len({(r.native.filename or r.detail_url or "").upper() for r in pick}) != 1:
+            return False
+        h.detail_url = pick[0].detail_url
+        if h.record_ref:
+            self.store.upsert_from_grid(pick[:1], self.clock.now())  # the stored paper gets the new link
+        if h.item is not None:
+            h.item = h.item.model_copy(update={"detail_url": h.detail_url})
+            self.store.save_citation_node(h.item, self.clock.now())
+        return True
+
+    async def page(self, h: PaperHandle, kind: str, code: str, start: int, ctx: OperationContext) -> CitationListPage:
+        cached = self.store.citation_page(h.key, kind, code, start, self.clock.now())
+        if cached is not None:
+            self.pages_from_store += 1
+            return cached
+        try:
+            page = await self.backend.citation_list(self._url(h), kind, code, start, op=ctx)
+        except LocatorExpired:
+            self.requests += 1  # the refused request was made (and charged) too
+            if not await self._relocate(h, ctx):
+                raise
+            page = await self.backend.citation_list(self._url(h), kind, code, start, op=ctx)
+        self.requests += 1
+        self.store.save_citation_page(h.key, kind, page, self.clock.now())
+        return page
+
+    def _url(self, h: PaperHandle) -> str:
+        if not h.detail_url or h.key in self.dead:
+            raise LocatorExpired("这篇文献没有可用的详情页链接", paper=h.title)
+        return h.detail_url
+
+    async def collect(
+        self, h: PaperHandle, kind: str, types: list[CitationType] | None, limit: int, ctx: OperationContext
+    ) -> Collected:
+        """The first `limit` items of the merged list (databases in the page's order)."""
+        try:
+            counts = await self.metrics(h, ctx)
+        except LocatorExpired:
+            self.dead.add(h.key)
+            raise
+        if counts.get(kind, 0) == 0:
+            return Collected(0, {}, [], True, counts)
+        by_code: dict[str, list[CitationItem]] = {}
+        totals: dict[str, int] = {}
+        for code in codes_for(types):
+            first = await self.page(h, kind, code, 1, ctx)
+            totals[code] = first.total
+            by_code[code] = list(first.items)
+        before = 0
+        for code in by_code:
+            items = by_code[code]
+            while len(items) < totals[code] and before + len(items) < limit:
+                more = await self.page(h, kind, code, len(items) + 1, ctx)
+                if not more.items:
+                    break  # the site promised more than it gave: stop rather than loop
+                items.extend(more.items)
+            before += len(items)
+        merged = [i for code in by_code for i in by_code[code]]
+        by_type: dict[str, int] = {}
+        for code, n in totals.items():
+            if n:
+                t = codes_type(code)
+                by_type[t] = by_type.get(t, 0) + n
+        total = sum(totals.values())
+        return Collected(total, by_type, merged[:limit], len(merged) >= total, counts)
+
+
+def codes_type(code: str) -> str:
+    return TYPE_CODES.get(code, CitationType.OTHER).value
+
+
+# --- the get_references / get_citing tools ---------------------------------------------------
+
+
+class CitationListInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    paper: str = Field(min_length=1, max_length=200)
+    types: list[CitationType] | None = None
+    offset: int = Field(default=0, ge=0, le=1000)
+    limit: int = Field(default=20, ge=1, le=MAX_LIMIT)
+
+
+class CitationEntry(BaseModel):
+    """One listed paper as the tools show it (the detail link only in its shareable form)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str
+    authors: list[str] = Field(default_factory=list)
+    source: str | None = None
+    year: int | None = None
+    type: CitationType
+    filename: str | None = None
+    cited: int | None = None
+    url: str | None = None
+
+
+class CitationListResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    paper: dict[str, Any]
+    kind: Literal["references", "citations"]
+    total: int
+    by_type: dict[str, int] = Field(default_factory=dict)
+    counts: dict[str, int] = Field(default_factory=dict)  # CNKI's six counts for the paper
+    offset: int
+    items: list[CitationEntry] = Field(default_factory=list)
+    next_offset: int | None = None
+    requests: int = 0
+    pages_from_store: int = 0
+
+
+def entry_of(item: CitationItem, origins: tuple[str, ...] = ()) -> CitationEntry:
+    return CitationEntry(
+        title=item.title,
+        authors=item.authors[:10],
+        source=item.source,
+        year=item.year,
+        type=item.type,
+        filename=item.filename,
+        cited=item.cited,
+        url=public_url(item.detail_url, origins),
+    )
+
+
+async def citation_list(
+    store: Store,
+    backend: CitationBackend,
+    clock: Clock,
+    inp: CitationListInput,
+    kind: Literal["references", "citations"],
+    ctx: OperationContext,
+    origins: tuple[str, ...] = (),
+) -> CitationListResult:
+    h = resolve_paper(store, inp.paper)
+    reader = CitationReader(store, backend, clock)
+    ctx.set_stage("citations", f"读取《{h.title[:40]}》的{'参考文献' if kind == 'references' else '引证文献'}")
+    got = await reader.collect(h, CitationKind(kind).value, inp.types, inp.offset + inp.limit, ctx)
+    window = got.items[inp.offset : inp.offset + inp.limit]
+    end = inp.offset + len(window)
+    return CitationListResult(
+        paper={"title": h.title, "filename": h.item.filename if h.item else h.key, "record_ref": h.record_ref},
+        kind=kind,
+        total=got.total,
+        by_type=got.totals_by_type,
+        counts=got.counts,
+        offset=inp.offset,
+        items=[entry_of(i, origins) for i in window],
+        next_offset=end if end < got.total else None,
+        requests=reader.requests,
+        pages_from_store=reader.pages_from_store,
+    )
+

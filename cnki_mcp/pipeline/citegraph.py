@@ -1,0 +1,250 @@
+"""`citation_graph` and `find_citation_path`: breadth-first walks over CNKI's citation lists
+(DESIGN.md "Citation graph", docs/citation-api.md).
+
+Both are operations with a request budget. Every list page goes through `CitationReader`, which
+keeps each answered page in the store; the checkpoint is the input alone, so `continue` walks
+again from the seeds and every page it already has costs nothing: no request is repeated. No
+detail page is visited: lists are read with the detail link a list entry (or the store) gives."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.errors import BudgetExhausted, CnkiError
+from cnki_mcp.jobs import OperationContext
+from cnki_mcp.parse.citations import CitationItem, CitationType
+from cnki_mcp.pipeline.citations import CitationReader, PaperHandle, handle_of, resolve_paper
+from cnki_mcp.pipeline.enrich import is_fatal
+from cnki_mcp.pipeline.graph_export import ExportFormat, export
+from cnki_mcp.pipeline.graph_model import CitationGraph, GraphNode, co_citation, coupling
+from cnki_mcp.site.backend import CitationBackend
+from cnki_mcp.store import Store
+
+Direction = Literal["references", "citing", "both"]
+_KINDS: dict[str, tuple[str, ...]] = {
+    "references": ("references",),
+    "citing": ("citations",),
+    "both": ("references", "citations"),
+}
+
+
+class GraphInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seeds: list[str] = Field(min_length=1, max_length=10)
+    direction: Direction = "references"
+    depth: int = Field(default=1, ge=1, le=3)
+    max_nodes: int = Field(default=100, ge=2, le=500)
+    per_paper: int = Field(default=30, ge=1, le=100)
+    types: list[CitationType] | None = None
+    format: ExportFormat = "json"
+
+
+class GraphResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    graph: CitationGraph
+    format: ExportFormat
+    export: str | None = None  # GraphML or Mermaid text (format json: the graph itself)
+    complete: bool
+    expanded: int
+    pending: int  # papers within the depth not expanded yet (budget, max_nodes, errors)
+    requests: int
+    pages_from_store: int
+
+
+class PathInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(min_length=1, max_length=200)
+    target: str = Field(min_length=1, max_length=200)
+    direction: Direction = "both"
+    max_depth: int = Field(default=2, ge=1, le=3)
+    per_paper: int = Field(default=30, ge=1, le=100)
+
+
+class PathStep(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    title: str
+    filename: str | None = None
+    year: int | None = None
+    relation: Literal["cites", "cited_by"] | None = None  # how this paper relates to the previous one
+
+
+class PathResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    found: bool
+    path: list[PathStep] = Field(default_factory=list)
+    explored: int
+    complete: bool  # the whole space within max_depth was searched (False: budget ran out)
+    requests: int
+    pages_from_store: int
+
+
+class _Walk:
+    """Breadth-first expansion from seeds; nodes keyed by file name (or title for free text)."""
+
+    def __init__(self, reader: CitationReader, ctx: OperationContext, *, kinds: tuple[str, ...],
+                 depth: int, max_nodes: int, per_paper: int, types: list[CitationType] | None) -> None:  # fmt: skip
+        self.reader, self.ctx, self.kinds = reader, ctx, kinds
+        self.depth, self.max_nodes, self.per_paper, self.types = depth, max_nodes, per_paper, types
+        self.nodes: dict[str, GraphNode] = {}
+        self.handles: dict[str, PaperHandle] = {}
+        self.parent: dict[str, tuple[str, str]] = {}  # key -> (previous key, relation)
+        self.edges: dict[tuple[str, str], None] = {}
+        self.queue: deque[str] = deque()
+
+    def add(self, h: PaperHandle, depth: int, *, seed: bool = False) -> bool:
+        if h.key in self.nodes:
+            return False
+        if len(self.nodes) >= self.max_nodes:
+            return False
+        item = h.item
+        self.nodes[h.key] = GraphNode(
+            id=f"n{len(self.nodes) + 1}", title=h.title, depth=depth, seed=seed,
+            authors=item.authors[:3] if item else [], year=item.year if item else None,
+            source=item.source if item else None, type=item.type if item else None,
+            filename=item.filename if item else (h.key if not h.key.startswith(("T:", "R:")) else None),
+        )  # fmt: skip
+        self.handles[h.key] = h
+        self.queue.append(h.key)
+        return True
+
+    async def run(self, stop_at: str | None = None) -> bool:
+        """Expand until the queue is empty (True) or `stop_at` is reached (True)."""
+        while self.queue:
+            key = self.queue.popleft()
+            node = self.nodes[key]
+            h = self.handles[key]
+            if node.depth >= self.depth or not h.detail_url:
+                continue
+            for kind in self.kinds:
+                try:
+                    got = await self.reader.collect(h, kind, self.types, self.per_paper, self.ctx)
+                except BudgetExhausted:
+                    self.queue.appendleft(key)
+                    raise
+                except CnkiError as exc:
+                    if is_fatal(exc):
+                        raise
+                    self.ctx.add_item_error(exc, stage="citations", title=h.title, kind=kind)
+                    continue
+                for item in got.items:
+                    if self._link(key, item, kind, node.depth) and item.key == stop_at:
+                        node.expanded = True
+                        return True
+            node.expanded = True
+            self.ctx.progress(self.expanded, len(self.nodes), "篇")
+        return True
+
+    def _link(self, key: str, item: CitationItem, kind: str, depth: int) -> bool:
+        """Record the edge to `item`; True when `item` became a new node."""
+        new = self.add(handle_of(item), depth + 1)
+        if item.key not in self.nodes:
+            return False
+        edge = (key, item.key) if kind == "references" else (item.key, key)
+        self.edges.setdefault(edge, None)
+        if new:
+            self.parent[item.key] = (key, "cited_by" if kind == "references" else "cites")
+        return new
+
+    @property
+    def expanded(self) -> int:
+        return sum(1 for n in self.nodes.values() if n.expanded)
+
+    @property
+    def pending(self) -> int:
+        return sum(
+            1 for k, n in self.nodes.items()
+            if not n.expanded and n.depth < self.depth and self.handles[k].detail_url
+        )  # fmt: skip
+
+    def graph(self) -> CitationGraph:
+        ids = [(self.nodes[a].id, self.nodes[b].id) for a, b in self.edges]
+        return CitationGraph(nodes=list(self.nodes.values()), edges=ids,
+                             co_citation=co_citation(ids), coupling=coupling(ids))  # fmt: skip
+
+
+def _input_of(ctx: OperationContext, inp: BaseModel | None, cls: type[Any], tool: str) -> Any:
+    """The input of a fresh start, or the one the checkpoint kept (a `continue`)."""
+    resumed = ctx.resume_from
+    if isinstance(resumed, dict) and resumed.get("tool") == tool:
+        return cls.model_validate(resumed["input"])
+    if inp is None:
+        raise ValueError("no input and no checkpoint")
+    return inp
+
+
+async def citation_graph(
+    store: Store, backend: CitationBackend, clock: Clock, inp: GraphInput | None, ctx: OperationContext
+) -> GraphResult:
+    inp = _input_of(ctx, inp, GraphInput, "citation_graph")
+    assert inp is not None
+    ctx.checkpoint({"tool": "citation_graph", "input": inp.model_dump(mode="json")})
+    seeds = [resolve_paper(store, s) for s in dict.fromkeys(inp.seeds)]
+    reader = CitationReader(store, backend, clock)
+    walk = _Walk(reader, ctx, kinds=_KINDS[inp.direction], depth=inp.depth, max_nodes=inp.max_nodes,
+                 per_paper=inp.per_paper, types=inp.types)  # fmt: skip
+    for h in seeds:
+        walk.add(h, 0, seed=True)
+    ctx.set_stage("citations", f"引文网络：{len(seeds)} 篇起点，深度 {inp.depth}")
+
+    def result(complete: bool) -> GraphResult:
+        graph = walk.graph()
+        return GraphResult(
+            graph=graph, format=inp.format, complete=complete and walk.pending == 0,
+            export=None if inp.format == "json" else export(graph, inp.format),
+            expanded=walk.expanded, pending=walk.pending,
+            requests=reader.requests, pages_from_store=reader.pages_from_store,
+        )  # fmt: skip
+
+    try:
+        await walk.run()
+    except CnkiError:
+        ctx.set_result(result(False))
+        raise
+    return result(True)
+
+
+async def find_citation_path(
+    store: Store, backend: CitationBackend, clock: Clock, inp: PathInput | None, ctx: OperationContext
+) -> PathResult:
+    inp = _input_of(ctx, inp, PathInput, "find_citation_path")
+    assert inp is not None
+    ctx.checkpoint({"tool": "find_citation_path", "input": inp.model_dump(mode="json")})
+    source = resolve_paper(store, inp.source)
+    target = resolve_paper(store, inp.target)
+    reader = CitationReader(store, backend, clock)
+    walk = _Walk(reader, ctx, kinds=_KINDS[inp.direction], depth=inp.max_depth, max_nodes=5000,
+                 per_paper=inp.per_paper, types=None)  # fmt: skip
+    walk.add(source, 0, seed=True)
+    ctx.set_stage("citations", f"寻找引文路径（最多 {inp.max_depth} 步）")
+
+    def result(complete: bool) -> PathResult:
+        steps: list[PathStep] = []
+        key: str | None = target.key if target.key in walk.nodes else None
+        while key is not None:
+            node = walk.nodes[key]
+            prev = walk.parent.get(key)
+            steps.append(PathStep(title=node.title, filename=node.filename, year=node.year,
+                                  relation=prev[1] if prev else None))  # fmt: skip
+            key = prev[0] if prev else None
+        found = bool(steps)
+        return PathResult(found=found, path=list(reversed(steps)), explored=walk.expanded,
+                          complete=complete or found, requests=reader.requests,
+                          pages_from_store=reader.pages_from_store)  # fmt: skip
+
+    if source.key == target.key:
+        return result(True)
+    try:
+        await walk.run(stop_at=target.key)
+    except CnkiError:
+        ctx.set_result(result(False))
+        raise
+    return result(True)

@@ -1,0 +1,377 @@
+"""Saved searches (DESIGN.md "Saved searches"): `watch_search` keeps a stored search's plan and the
+records it found; `check_updates` runs that plan again on CNKI, newest first, and reports what
+changed since the previous check: new records, online-first records that now carry
+volume/issue/pages, and changed citation counts. Each check is stored, so the next diffs against it.
+
+A check reads, for every query of the plan's widest channel (the subject channel of a research
+search covers its title and keyword siblings; a structured search's own expression), the first
+`pages` pages sorted by publication date, stopping early at a page with nothing unseen. A record
+counts as new when the watch has not seen it and it is not older than the `horizon`: the oldest
+publication date the previous check read (the search's own date before the first check). An
+unseen record older than that lay below what the previous check could read, so it is recorded
+and counted (`older_unseen`), not reported as new."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cnki_mcp.clock import Clock
+from cnki_mcp.errors import CnkiError, InvalidInput, SearchNotFound
+from cnki_mcp.identity import Paper
+from cnki_mcp.jobs import OperationContext
+from cnki_mcp.models import GridRow
+from cnki_mcp.pipeline.enrich import is_fatal
+from cnki_mcp.pipeline.models import SearchSummary
+from cnki_mcp.pipeline.state import Channel, SearchState
+from cnki_mcp.site.backend import GridRequest, SiteBackend, SortOrder
+from cnki_mcp.store import Store
+from cnki_mcp.store.watches import KnownRecord, StoredWatch
+
+PAGE_SIZE = 50
+LISTED = 20  # records listed per kind in a report (counts are always complete)
+WIDEST = "subject"  # a subject (主题) search covers titles and keywords (docs/simulator.md "Fields")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WatchItem(_Model):
+    record_ref: str
+    title: str
+    date: str | None = None
+    source: str | None = None
+    url: str | None = None
+    before: str | None = Field(None, description="旧值（被引次数或卷期页）")
+    after: str | None = Field(None, description="新值")
+
+
+class WatchInfo(_Model):
+    watch_id: str
+    search_id: str
+    question: str
+    created_at: datetime
+    last_check_at: datetime | None = None
+    checks: int = 0
+    known: int = Field(0, description="已见过的记录数")
+
+
+class WatchCheck(_Model):
+    watch_id: str
+    search_id: str
+    question: str
+    checked_at: datetime
+    first_check: bool = False
+    horizon: str | None = Field(None, description="只有不早于此发表日期的新记录算作新增")
+    requests: int = 0
+    rows_read: int = 0
+    new_count: int = 0
+    published_count: int = 0
+    cited_changed_count: int = 0
+    older_unseen: int = 0
+    new: list[WatchItem] = Field(default_factory=list)
+    published: list[WatchItem] = Field(default_factory=list, description="网络首发后已有卷期页")
+    cited_changed: list[WatchItem] = Field(default_factory=list)
+
+
+class CheckReport(_Model):
+    checks: list[WatchCheck] = Field(default_factory=list)
+    requests: int = 0
+    unchecked: list[str] = Field(default_factory=list, description="预算用完未检查的 watch_id")
+
+
+def new_watch_id() -> str:
+    return "wat_" + secrets.token_hex(8)
+
+
+def _online_first(paper: Paper, row: GridRow | None = None) -> bool:
+    """CNKI lists an online-first paper under CAPJ (dbname `…LAST`) and marks the row 网络首发;
+    a row is the current observation, the stored paper only speaks when there is none."""
+    native = row.native if row is not None else paper.native
+    name = (native.dbname or "").upper()
+    return (row is not None and row.online_first) or name.startswith("CAPJ") or name.endswith("LAST")
+
+
+def _known(paper: Paper, row: GridRow | None = None) -> KnownRecord:
+    return KnownRecord(
+        record_ref=paper.record_ref,
+        cited=paper.cited if row is None or row.cited is None else row.cited,
+        online_first=_online_first(paper, row),
+        volume=paper.volume,
+        issue=paper.issue,
+        pages=paper.pages,
+    )
+
+
+def _vip(k: KnownRecord | Paper) -> str | None:
+    parts = [p for p in (k.volume and f"{k.volume}卷", k.issue and f"{k.issue}期", k.pages and f"{k.pages}页") if p]
+    return "".join(parts) or None
+
+
+def _item(paper: Paper, row: GridRow | None, **extra: Any) -> WatchItem:
+    return WatchItem(
+        record_ref=paper.record_ref,
+        title=paper.title,
+        date=(row.date if row is not None else None) or paper.date,
+        source=paper.source,
+        url=paper.public_url,
+        **extra,
+    )
+
+
+def _day(value: str | None) -> str | None:
+    """The `YYYY-MM-DD` of a grid date (`2024-05-12`, `2024-05-12 10:31`), else None."""
+    text = (value or "").strip()[:10]
+    return text if len(text) == 10 and text[4] == "-" and text[7] == "-" else None
+
+
+class WatchService:
+    def __init__(self, store: Store, backend: SiteBackend, clock: Clock, public_origins: tuple[str, ...] = ()) -> None:
+        self.store = store
+        self.backend = backend
+        self.clock = clock
+        self.public_origins = public_origins
+
+    # --- watch_search -------------------------------------------------------------------
+
+    def _channels(self, search_id: str, summary: SearchSummary) -> list[Channel]:
+        """The search's channels with their QueryJson: from its checkpoint while the operation is
+        stored, else from the page log (store/searchlog.py)."""
+        op = self.store.load_operation(search_id)
+        if op is not None and op.checkpoint:
+            try:
+                return SearchState.from_json(op.checkpoint).channels
+            except (KeyError, TypeError, ValueError):
+                pass
+        fields = {c.channel: c.field for c in summary.coverage}
+        subjects: dict[str, dict[int, dict[str, Any]]] = {}
+        for page in self.store.search_log_pages(search_id):
+            if not page.channel.startswith("feedback"):
+                subjects.setdefault(page.channel, {}).setdefault(page.lane, page.query.get("subject") or {})
+        out: list[Channel] = []
+        for cid, lanes in subjects.items():
+            ordered = [lanes[k] for k in sorted(lanes)]
+            out.append(
+                Channel(
+                    id=cid, field=fields.get(cid, ""), weight=1.0, reason="", subject=ordered[0],
+                    anchor=_anchor(ordered[0]), fingerprint="", subjects=ordered if len(ordered) > 1 else [],
+                )
+            )
+        return out
+
+    def create(self, search_id: str) -> WatchInfo:
+        """A watch of a stored search (no request): its plan and every record it found."""
+        record = self.store.get_search(search_id)
+        if record is None or record.summary is None:
+            raise SearchNotFound(search_id=search_id)
+        existing = self.store.watch_for_search(search_id)
+        if existing is not None:
+            return self.info(existing)
+        summary = SearchSummary.model_validate(record.summary)
+        channels = self._channels(search_id, summary)
+        if not channels:
+            raise InvalidInput("该检索没有可重新运行的检索式（检查点与检索日志都已不在）", search_id=search_id)
+        widest = [c for c in channels if c.field == WIDEST] or [c for c in channels if not c.id.startswith("feedback")]
+        params = record.params
+        plan = {
+            "channels": [c.to_dict() for c in widest],
+            "year_from": params.get("year_from") or None,
+            "year_to": params.get("year_to") or None,
+            "method": summary.plan.method,
+            "concepts": summary.plan.concepts,
+        }
+        refs = [e.record_ref for e in self.store.search_results(search_id, "all", 0, 1_000_000).items]
+        papers = self.store.papers_by_refs(refs)
+        now = self.clock.now()
+        watch_id = new_watch_id()
+        self.store.create_watch(
+            watch_id, search_id, record.query, plan, now, record.created_at.date().isoformat(),
+            [_known(papers[r]) if r in papers else KnownRecord(r) for r in refs],
+        )
+        stored = self.store.get_watch(watch_id)
+        assert stored is not None
+        return self.info(stored)
+
+    def info(self, watch: StoredWatch) -> WatchInfo:
+        return WatchInfo(
+            watch_id=watch.watch_id,
+            search_id=watch.search_id,
+            question=watch.question,
+            created_at=watch.created_at,
+            last_check_at=watch.last_check_at,
+            checks=watch.checks,
+            known=len(self.store.known_records(watch.watch_id)),
+        )
+
+    def watches(self, watch_id: str) -> list[StoredWatch]:
+        """`all`, or the one watch (INVALID_ARGUMENT naming it when unknown)."""
+        if watch_id == "all":
+            return self.store.list_watches()
+        watch = self.store.get_watch(watch_id)
+        if watch is None:
+            raise InvalidInput("没有这个 watch_id", field="watch_id", watch_id=watch_id)
+        return [watch]
+
+    # --- check_updates ------------------------------------------------------------------
+
+    async def check(self, watch_id: str, ctx: OperationContext, pages: int = 1) -> CheckReport:
+        """Check each watch in turn; a fatal error (budget, site) stops the batch with the checks
+        already done stored and returned (`ctx.set_result`), the rest listed as unchecked."""
+        todo = self.watches(watch_id)
+        report = CheckReport()
+        for n, watch in enumerate(todo):
+            ctx.set_stage("watch", f"检查第 {n + 1}/{len(todo)} 个订阅：{watch.question[:40]}")
+            ctx.progress(n, len(todo), "watches")
+            before = ctx.requests
+            try:
+                check = await self._check_one(watch, ctx, pages)
+            except CnkiError as exc:
+                if not is_fatal(exc):
+                    raise
+                report.unchecked = [w.watch_id for w in todo[n:]]
+                report.requests = ctx.requests
+                ctx.set_result(report)
+                raise
+            check.requests = ctx.requests - before
+            report.checks.append(check)
+        ctx.progress(len(todo), len(todo), "watches")
+        report.requests = ctx.requests
+        return report
+
+    async def _check_one(self, watch: StoredWatch, ctx: OperationContext, pages: int) -> WatchCheck:
+        plan = watch.plan
+        seen: dict[str, tuple[Paper, GridRow]] = {}
+        known = self.store.known_records(watch.watch_id)
+        oldest: list[str] = []
+        exhausted_all = True
+        rows_read = 0
+        for data in plan["channels"]:
+            channel = Channel.from_dict(data)
+            for lane in range(channel.queries):
+                cursor: str | None = None
+                last_day: str | None = None
+                exhausted = False
+                for page in range(1, pages + 1):
+                    grid = await self.backend.grid(
+                        GridRequest(
+                            subject=channel.subject_at(lane),
+                            anchor=channel.anchor,
+                            sort=SortOrder.DATE_DESC,
+                            year_from=plan.get("year_from"),
+                            year_to=plan.get("year_to"),
+                            page=page,
+                            page_size=PAGE_SIZE,
+                            cursor=cursor,
+                        ),
+                        op=ctx,
+                    )
+                    rows_read += len(grid.rows)
+                    papers = self.store.upsert_from_grid(grid.rows, self.clock.now(), public_origins=self.public_origins)
+                    fresh = False
+                    for row, paper in zip(grid.rows, papers, strict=True):
+                        if paper.record_ref not in known and paper.record_ref not in seen:
+                            fresh = True
+                        seen.setdefault(paper.record_ref, (paper, row))
+                        last_day = _day(row.date) or last_day
+                    exhausted = grid.exhausted or not grid.rows
+                    cursor = grid.turnpage
+                    if exhausted or not fresh or not cursor:
+                        break
+                if not exhausted:
+                    exhausted_all = False
+                    if last_day:
+                        oldest.append(last_day)
+        return self._diff(watch, known, seen, rows_read, min(oldest) if oldest else None, exhausted_all)
+
+    def _diff(
+        self,
+        watch: StoredWatch,
+        known: dict[str, KnownRecord],
+        seen: dict[str, tuple[Paper, GridRow]],
+        rows_read: int,
+        oldest_read: str | None,
+        exhausted_all: bool,
+    ) -> WatchCheck:
+        horizon = watch.horizon
+        new: list[WatchItem] = []
+        published: list[WatchItem] = []
+        cited: list[WatchItem] = []
+        older = 0
+        updates: list[KnownRecord] = []
+        for ref, (stale, row) in seen.items():
+            paper = self.store.get(ref) or stale  # the merged record, with what details confirmed
+            now = _known(paper, row)
+            updates.append(now)
+            before = known.get(ref)
+            if before is None:
+                day = _day(row.date)
+                if horizon is None or day is None or day >= horizon:
+                    new.append(_item(paper, row))
+                else:
+                    older += 1
+                continue
+            gained = _vip(now) is not None and _vip(now) != _vip(before)
+            if before.online_first and (not now.online_first or gained):
+                published.append(_item(paper, row, before=_vip(before), after=_vip(now) or "已出刊"))
+            if before.cited is not None and now.cited is not None and before.cited != now.cited:
+                cited.append(_item(paper, row, before=str(before.cited), after=str(now.cited)))
+        new.sort(key=lambda i: (i.date or "", i.record_ref), reverse=True)
+        checked_at = self.clock.now()
+        check = WatchCheck(
+            watch_id=watch.watch_id,
+            search_id=watch.search_id,
+            question=watch.question,
+            checked_at=checked_at,
+            first_check=watch.checks == 0,
+            horizon=horizon,
+            rows_read=rows_read,
+            new_count=len(new),
+            published_count=len(published),
+            cited_changed_count=len(cited),
+            older_unseen=older,
+            new=new[:LISTED],
+            published=published[:LISTED],
+            cited_changed=cited[:LISTED],
+        )
+        # The next check's horizon: the oldest date this one read down to; everything read when
+        # every query was exhausted (no horizon needed: nothing lies below).
+        next_horizon = None if exhausted_all else (oldest_read or horizon)
+        self.store.save_watch_check(
+            watch.watch_id, "chk_" + secrets.token_hex(8), checked_at, next_horizon, updates,
+            check.model_dump(mode="json"),
+        )
+        return check
+
+
+def _anchor(subject: dict[str, Any]) -> str:
+    """The first row value of a Subject group (typed into the real form when capturing)."""
+    for group in subject.get("ChildItems") or []:
+        for item in group.get("Items") or []:
+            if item.get("Value"):
+                return str(item["Value"])
+        found = _anchor(group)
+        if found:
+            return found
+    return ""
+
+
+def digest(report: CheckReport) -> str:
+    """A short plain-text digest for `cnki-mcp watch check` (cron mail)."""
+    lines: list[str] = []
+    for c in report.checks:
+        head = f"[{c.watch_id}] {c.question}: 新增 {c.new_count}，出刊 {c.published_count}，被引变化 {c.cited_changed_count}"
+        lines.append(head + ("（首次检查）" if c.first_check else ""))
+        for item in c.new:
+            lines.append(f"  + {item.title}（{item.source or ''} {item.date or ''}）{item.url or ''}".rstrip())
+        for item in c.published:
+            lines.append(f"  * 出刊 {item.title}：{item.after}")
+        for item in c.cited_changed:
+            lines.append(f"  ~ 被引 {item.title}：{item.before} -> {item.after}")
+    if report.unchecked:
+        lines.append(f"预算用完，未检查：{', '.join(report.unchecked)}")
+    lines.append(f"请求数：{report.requests}")
+    return "\n".join(lines)

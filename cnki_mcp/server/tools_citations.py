@@ -1,0 +1,151 @@
+"""get_references, get_citing, citation_graph, find_citation_path: CNKI's citation lists as
+operations (DESIGN.md "Citation graph", docs/citation-api.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from cnki_mcp.jobs import OperationKind
+from cnki_mcp.parse.citations import CitationType
+from cnki_mcp.pipeline.citations import CitationListInput, CitationListResult, citation_list
+from cnki_mcp.pipeline.citegraph import (
+    GraphInput,
+    GraphResult,
+    PathInput,
+    PathResult,
+    citation_graph,
+    find_citation_path,
+)
+from cnki_mcp.server.deps import services_of
+from cnki_mcp.server.errors import CnkiServer
+from cnki_mcp.server.models import OperationView
+from cnki_mcp.server.progress import start_operation, typed_view
+from cnki_mcp.server.tools_read import budget_of
+
+LIST_DESCRIPTION = """{what}（知网引文接口，每页 10 条一次请求；读过的页存本地，再查不花请求）。paper：record_ref 或引文列表里的 filename。types 过滤 journal thesis conference foreign book other；offset/limit 分页，next_offset 为下一页。"""
+GRAPH_DESCRIPTION = """从 seeds（record_ref 或 filename）广度优先建引文网络。预算用完为 partial，可 operation_control continue（已取的页不再请求）。返回节点、边（引用方→被引方）、同被引与耦合计数；graphml/mermaid 见 export。"""
+PATH_DESCRIPTION = """在预算内找两篇文献之间的引文路径（source、target 为 record_ref 或 filename，max_depth ≤ 3）。path 逐篇给出与前一篇的关系：cites 引用前一篇、cited_by 被前一篇引用。"""
+
+TypesArg = Annotated[list[CitationType] | None, Field(description="文献类型过滤")]
+Verification = Annotated[Literal["ask", "skip"], Field(description="ask：遇到验证等待处理；skip：跳过")]
+
+
+class CitationListOperation(OperationView):
+    result: CitationListResult | None = Field(default=None, description="列表的一页")
+
+
+class GraphOperation(OperationView):
+    result: GraphResult | None = Field(default=None, description="引文网络（完成或部分完成时）")
+
+
+class PathOperation(OperationView):
+    result: PathResult | None = Field(default=None, description="路径（完成或部分完成时）")
+
+
+def _origins(services: Any) -> tuple[str, ...]:
+    origin = services.settings.site_origin
+    return (origin,) if origin else ()
+
+
+def continue_runner(services: Any, checkpoint: dict[str, Any]) -> Any:
+    """The runner that continues a citation walk; the input comes from `ctx.resume_from`."""
+    walk = find_citation_path if checkpoint.get("tool") == "find_citation_path" else citation_graph
+
+    async def runner(op: Any) -> Any:
+        return await walk(services.store, services.backend, services.clock, None, op)
+
+    return runner
+
+
+def register(server: CnkiServer) -> None:
+    for name, title, kind, what in (
+        ("get_references", "参考文献列表", "references", "一篇文献的参考文献"),
+        ("get_citing", "引证文献列表", "citations", "引用了这篇文献的文献"),
+    ):
+        _register_list(server, name, title, kind, LIST_DESCRIPTION.format(what=what))
+
+    @server.tool(
+        name="citation_graph",
+        title="引文网络",
+        description=GRAPH_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+    )
+    async def citation_graph_tool(
+        ctx: Context[Any, Any],
+        seeds: Annotated[list[str], Field(min_length=1, max_length=10)],
+        direction: Literal["references", "citing", "both"] = "references",
+        depth: Annotated[int, Field(ge=1, le=3)] = 1,
+        max_nodes: Annotated[int, Field(ge=2, le=500)] = 100,
+        format: Literal["json", "graphml", "mermaid"] = "json",
+        max_requests: Annotated[int, Field(ge=1, le=2000)] = 200,
+        on_verification: Verification = "ask",
+    ) -> GraphOperation:
+        inp = GraphInput(seeds=seeds, direction=direction, depth=depth, max_nodes=max_nodes, format=format)
+        services = services_of(ctx)
+
+        async def runner(op: Any) -> Any:
+            return await citation_graph(services.store, services.backend, services.clock, inp, op)
+
+        budget = budget_of(OperationKind.CITATIONS, on_verification).model_copy(update={"max_requests": max_requests})
+        record = await start_operation(ctx, services.jobs, OperationKind.CITATIONS, runner, budget,
+                                       stage="citations", message="建立引文网络")  # fmt: skip
+        return typed_view(GraphOperation, OperationView.of(record))
+
+    @server.tool(
+        name="find_citation_path",
+        title="引文路径",
+        description=PATH_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+    )
+    async def find_citation_path_tool(
+        ctx: Context[Any, Any],
+        source: Annotated[str, Field(min_length=1, max_length=200)],
+        target: Annotated[str, Field(min_length=1, max_length=200)],
+        direction: Literal["references", "citing", "both"] = "both",
+        max_depth: Annotated[int, Field(ge=1, le=3)] = 2,
+        max_requests: Annotated[int, Field(ge=1, le=2000)] = 200,
+        on_verification: Verification = "ask",
+    ) -> PathOperation:
+        inp = PathInput(source=source, target=target, direction=direction, max_depth=max_depth)
+        services = services_of(ctx)
+
+        async def runner(op: Any) -> Any:
+            return await find_citation_path(services.store, services.backend, services.clock, inp, op)
+
+        budget = budget_of(OperationKind.CITATIONS, on_verification).model_copy(update={"max_requests": max_requests})
+        record = await start_operation(ctx, services.jobs, OperationKind.CITATIONS, runner, budget,
+                                       stage="citations", message="寻找引文路径")  # fmt: skip
+        return typed_view(PathOperation, OperationView.of(record))
+
+
+def _register_list(server: CnkiServer, name: str, title: str, kind: Any, description: str) -> None:
+    @server.tool(
+        name=name,
+        title=title,
+        description=description,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+    )
+    async def list_tool(
+        ctx: Context[Any, Any],
+        paper: Annotated[str, Field(min_length=1, max_length=200)],
+        types: TypesArg = None,
+        offset: Annotated[int, Field(ge=0, le=1000)] = 0,
+        limit: Annotated[int, Field(ge=1, le=50)] = 20,
+        on_verification: Verification = "ask",
+    ) -> CitationListOperation:
+        inp = CitationListInput(paper=paper, types=types, offset=offset, limit=limit)
+        services = services_of(ctx)
+
+        async def runner(op: Any) -> Any:
+            return await citation_list(
+                services.store, services.backend, services.clock, inp, kind, op, _origins(services)
+            )
+
+        record = await start_operation(ctx, services.jobs, OperationKind.CITATIONS, runner,
+                                       budget_of(OperationKind.CITATIONS, on_verification),
+                                       stage="citations", message=title)  # fmt: skip
+        return typed_view(CitationListOperation, OperationView.of(record))

@@ -1,0 +1,107 @@
+"""export_search_log, watch_search and check_updates: the reproducible log of a stored search and
+saved searches checked again later (DESIGN.md "Search log", "Saved searches")."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from cnki_mcp.jobs import BudgetSpec, OperationKind
+from cnki_mcp.pipeline.searchlog import build_search_log
+from cnki_mcp.pipeline.searchlog_format import LogFormat, PrismaFlow, format_log
+from cnki_mcp.pipeline.watch import CheckReport, WatchInfo, WatchService
+from cnki_mcp.rank import RelevanceRescueRanker
+from cnki_mcp.server.deps import services_of
+from cnki_mcp.server.errors import CnkiServer
+from cnki_mcp.server.models import OperationView
+from cnki_mcp.server.progress import start_operation, typed_view
+from cnki_mcp.services import Services
+
+LOG_DESCRIPTION = """导出已保存检索的可复现检索记录（本地，不访问知网），供论文方法部分使用：问题、概念规划及来源、每个通道的字段与实际发送的检索式、每页时间/条数/知网总数、去重与排除计数、筛选规则、PRISMA 式流程（识别→去重→筛选→纳入，数字可相加核对）。format：markdown / csv / json。"""
+
+WATCH_DESCRIPTION = """订阅已保存的检索（本地，不访问知网）：保存其检索式与已找到的记录，返回 watch_id；同一检索只订阅一次。之后用 check_updates 检查更新。"""
+
+CHECK_DESCRIPTION = """重新运行订阅的检索（访问知网：每个检索式按发表时间倒序读 pages 页，通常每个订阅 1–3 次请求），报告上次检查以来的新文献、网络首发后已有卷期页的文献、被引次数变化；结果保存，下次与本次比较。watch_id 为 all 时检查全部。"""
+
+
+class SearchLogExport(BaseModel):
+    search_id: str
+    format: LogFormat
+    text: str = Field(description="检索记录全文")
+    prisma: PrismaFlow
+
+
+class CheckOperation(OperationView):
+    result: CheckReport | None = Field(default=None, description="各订阅的更新（完成或部分完成时）")
+
+
+def _service(services: Services) -> WatchService:
+    origin = services.settings.site_origin
+    return WatchService(services.store, services.backend, services.clock, (origin,) if origin else ())
+
+
+def _ranker_name(services: Services) -> str:
+    ranker = getattr(getattr(services.pipeline, "engine", None), "ranker", None)
+    return str(getattr(ranker, "name", RelevanceRescueRanker.name))
+
+
+def register(server: CnkiServer) -> None:
+    @server.tool(
+        name="export_search_log",
+        title="导出检索记录",
+        description=LOG_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=True),
+    )
+    async def export_search_log(
+        ctx: Context[Any, Any],
+        search_id: Annotated[str, Field(min_length=1, max_length=64, description="来自 search 或 structured_search")],
+        format: LogFormat = "markdown",
+    ) -> SearchLogExport:
+        services = services_of(ctx)
+        log = build_search_log(services.store, search_id, _ranker_name(services))
+        return SearchLogExport(search_id=search_id, format=format, text=format_log(log, format), prisma=log.prisma)
+
+    @server.tool(
+        name="watch_search",
+        title="订阅检索",
+        description=WATCH_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False, idempotent_hint=True),
+    )
+    async def watch_search(
+        ctx: Context[Any, Any],
+        search_id: Annotated[str, Field(min_length=1, max_length=64, description="来自 search 或 structured_search")],
+    ) -> WatchInfo:
+        return _service(services_of(ctx)).create(search_id)
+
+    @server.tool(
+        name="check_updates",
+        title="检查订阅更新",
+        description=CHECK_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+    )
+    async def check_updates(
+        ctx: Context[Any, Any],
+        watch_id: Annotated[str, Field(min_length=1, max_length=64, description="watch_id 或 all")] = "all",
+        pages: Annotated[int, Field(ge=1, le=5, description="每个检索式最多读几页（每页 50 条）")] = 1,
+        max_requests: Annotated[int, Field(ge=1, le=500, description="请求数上限")] = 30,
+    ) -> CheckOperation:
+        services = services_of(ctx)
+        service = _service(services)
+        service.watches(watch_id)  # an unknown id is INVALID_ARGUMENT before anything starts
+
+        async def runner(op: Any) -> Any:
+            return await service.check(watch_id, op, pages)
+
+        record = await start_operation(
+            ctx,
+            services.jobs,
+            OperationKind.WATCH,
+            runner,
+            BudgetSpec(max_requests=max_requests, timeout_seconds=600),
+            stage="watch",
+            message="检查订阅更新",
+        )
+        return typed_view(CheckOperation, OperationView.of(record))

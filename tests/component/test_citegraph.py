@@ -1,0 +1,184 @@
+"""Citation lists and the citation graph over the simulator's citation API in process
+(CorpusBackend: the simulator's lists and JSON, the production parser), with a fake clock:
+paging, the store answering repeated pages, budget exhaustion and `continue` without a repeated
+request, pair counts, paths."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from corpus_backend import CorpusBackend, CorpusLinks
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.operations import DEFAULT_BUDGETS, OperationStatus
+from cnki_mcp.parse.citations import CitationItem, CitationType
+from cnki_mcp.pipeline.citations import CitationListInput, citation_list
+from cnki_mcp.pipeline.citegraph import GraphInput, PathInput, citation_graph, find_citation_path
+from cnki_mcp.sim.corpus import Corpus, SimRecord
+from cnki_mcp.store import Store
+
+LONG = "r0306"  # 25 papers cite it, 19 of them journal papers (two pages of the journal list)
+
+
+def remember(store: Store, corpus: Corpus, record_id: str) -> str:
+    """Make a corpus paper known locally as a list entry; returns its file name."""
+    rec = corpus.by_id[record_id]
+    store.save_citation_node(
+        CitationItem(title=rec.title, filename=rec.native_filename, detail_url=CorpusLinks().detail(rec.id)),
+        store.clock.now(),
+    )
+    return rec.native_filename
+
+
+async def run(clock: FakeClock, jobs: JobManager, runner: Any, max_requests: int = 200) -> OperationRecord:
+    budget = DEFAULT_BUDGETS[OperationKind.CITATIONS].model_copy(update={"max_requests": max_requests})
+    job = jobs.start(OperationKind.CITATIONS, runner, budget)
+    [record] = await clock.run_until_complete(job.finish())
+    return record
+
+
+async def test_a_long_citing_list_is_paged_and_a_second_call_costs_no_request(clock: FakeClock, store: Store) -> None:
+    site = CorpusBackend()
+    name = remember(store, site.corpus, LONG)
+    jobs = JobManager(clock, MemorySink())
+
+    def lister(inp: CitationListInput) -> Any:
+        async def runner(ctx: OperationContext) -> Any:
+            return await citation_list(store, site, clock, inp, "citations", ctx)
+
+        return runner
+
+    journal = CitationListInput(paper=name, types=[CitationType.JOURNAL], offset=10, limit=10)
+    first = await run(clock, jobs, lister(journal))
+    assert first.status is OperationStatus.COMPLETED
+    page = first.result
+    assert page["total"] == 19 and len(page["items"]) == 9 and page["next_offset"] is None
+    # counts, then the journal list's two pages: one request each
+    assert page["requests"] == 3 and site.requests["citation_list"] == 2
+    assert all(LONG in site.corpus.by_id[_id(site, i["filename"])].references for i in page["items"])
+
+    again = await run(clock, jobs, lister(journal))
+    assert again.result["requests"] == 0 and again.result["items"] == page["items"]
+    assert site.requests["citation_list"] == 2  # nothing asked twice
+
+    every = await run(clock, jobs, lister(CitationListInput(paper=name, limit=20)))
+    assert every.result["total"] == len(site.corpus.citing(LONG))
+    assert every.result["by_type"]["journal"] == 19 and every.result["next_offset"] == 20
+    # the 11 other databases' first pages only: the journal pages are in the store
+    assert every.result["requests"] == 11
+    assert max(Counter(site.citation_calls).values()) == 1
+
+
+def _id(site: CorpusBackend, filename: str) -> str:
+    return next(r.id for r in site.corpus.records if r.native_filename == filename)
+
+
+async def test_a_graph_out_of_budget_is_partial_and_continue_repeats_no_request(clock: FakeClock, store: Store) -> None:
+    site = CorpusBackend()
+    seed = remember(store, site.corpus, LONG)
+    jobs = JobManager(clock, MemorySink())
+    inp = GraphInput(seeds=[seed], direction="both", depth=2, max_nodes=40, per_paper=10)
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await citation_graph(store, site, clock, inp if ctx.resume_from is None else None, ctx)
+
+    first = await run(clock, jobs, runner, max_requests=30)
+    assert first.status is OperationStatus.PARTIAL and first.errors[0].code == "BUDGET_EXHAUSTED"
+    assert first.requests == 30 and first.result["complete"] is False and first.result["pending"] > 0
+    made = len(site.citation_calls) + site.requests["citation_metrics"]
+    assert made == 30
+
+    job = jobs.continue_(first.operation_id, runner, additional_requests=2000)
+    [done] = await clock.run_until_complete(job.finish())
+    assert done.status is OperationStatus.COMPLETED and done.result["complete"] is True
+    assert max(Counter(site.citation_calls).values()) == 1  # no list page asked twice
+
+    # The same walk in one go on a fresh store asks exactly as many pages.
+    fresh_site = CorpusBackend(site.corpus)
+    other = Store.open(store.data_dir.parent / "other", clock)
+    try:
+        remember(other, site.corpus, LONG)
+
+        async def once(ctx: OperationContext) -> Any:
+            return await citation_graph(other, fresh_site, clock, inp, ctx)
+
+        whole = await run(clock, JobManager(clock, MemorySink()), once, max_requests=2000)
+    finally:
+        other.close()
+    assert sorted(fresh_site.citation_calls) == sorted(site.citation_calls)
+    assert whole.result["graph"]["edges"] == done.result["graph"]["edges"]
+    assert len(done.result["graph"]["nodes"]) == 40  # max_nodes holds
+
+
+async def test_pair_counts_and_a_path_in_a_small_network(clock: FakeClock, store: Store) -> None:
+    corpus = Corpus(records=[
+        SimRecord(id="a", title="甲文", type="期刊", references=("b", "c")),
+        SimRecord(id="d", title="丁文", type="期刊", references=("b", "c")),
+        SimRecord(id="b", title="乙文", type="博士", references=("e",)),
+        SimRecord(id="c", title="丙文", type="外文期刊"),
+        SimRecord(id="e", title="戊文", type="图书"),
+    ], journals=[])  # fmt: skip
+    site = CorpusBackend(corpus)
+    a, d, e = (remember(store, corpus, x) for x in ("a", "d", "e"))
+    jobs = JobManager(clock, MemorySink())
+
+    async def graph(ctx: OperationContext) -> Any:
+        return await citation_graph(store, site, clock, GraphInput(seeds=[a, d], format="graphml"), ctx)
+
+    record = await run(clock, jobs, graph)
+    result = record.result
+    ids = {n["title"]: n["id"] for n in result["graph"]["nodes"]}
+    assert {(p["a"], p["b"], p["count"]) for p in result["graph"]["co_citation"]} == {(ids["乙文"], ids["丙文"], 2)}
+    assert {(p["a"], p["b"], p["count"]) for p in result["graph"]["coupling"]} == {(ids["甲文"], ids["丁文"], 2)}
+    assert result["export"].startswith("<?xml") and result["complete"] is True
+
+    async def path(ctx: OperationContext) -> Any:
+        return await find_citation_path(store, site, clock, PathInput(source=d, target=e, max_depth=3), ctx)
+
+    found = (await run(clock, jobs, path)).result
+    assert found["found"] is True
+    assert [(s["title"], s["relation"]) for s in found["path"]] == [
+        ("丁文", None), ("乙文", "cited_by"), ("戊文", "cited_by")
+    ]  # fmt: skip
+
+
+async def test_a_dead_detail_link_is_found_again_by_exact_title_with_one_grid_request(
+    clock: FakeClock, store: Store
+) -> None:
+    site = CorpusBackend()
+    rec = site.corpus.by_id[LONG]
+    # the stored link's token is dead (CorpusBackend answers `code` 1 for an unknown `v`)
+    store.save_citation_node(
+        CitationItem(title=rec.title, filename=rec.native_filename,
+                     detail_url="https://kns.cnki.net/kcms2/article/abstract?v=expired"),
+        clock.now(),
+    )  # fmt: skip
+    jobs = JobManager(clock, MemorySink())
+
+    async def runner(ctx: OperationContext) -> Any:
+        inp = CitationListInput(paper=rec.native_filename, types=[CitationType.JOURNAL], limit=5)
+        return await citation_list(store, site, clock, inp, "citations", ctx)
+
+    record = await run(clock, jobs, runner)
+    assert record.status is OperationStatus.COMPLETED, record.errors
+    assert record.result["total"] == 19 and len(record.result["items"]) == 5
+    assert site.requests["grid"] == 1 and site.requests["detail"] == 0  # no detail page opened
+    # the refused counts, the title lookup, the counts again, the journal page
+    assert record.result["requests"] == record.requests == 4
+    node = store.citation_node(rec.native_filename)
+    assert node is not None and node.detail_url == CorpusLinks().detail(rec.id)
+
+
+async def test_a_list_answer_carries_cnkis_six_counts(clock: FakeClock, store: Store) -> None:
+    site = CorpusBackend()
+    name = remember(store, site.corpus, LONG)
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await citation_list(store, site, clock, CitationListInput(paper=name, limit=1), "references", ctx)
+
+    result = (await run(clock, JobManager(clock, MemorySink()), runner)).result
+    assert result["counts"]["citations"] == 25 and result["counts"]["references"] == result["total"]
+    assert set(result["counts"]) == {"references", "citations", "co-references", "co-citations",
+                                     "second-references", "second-citations"}  # fmt: skip

@@ -1,0 +1,149 @@
+"""The search log against `SimSite` on a fake clock: every page read is logged with its query
+and counts, the PRISMA-style flow adds up (with a year filter, after budget exhaustion and
+`continue`), and the three formats carry it (DESIGN.md "Search log")."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+import pytest
+from pipeline_fakes import SimSite
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.errors import SearchNotFound
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext
+from cnki_mcp.pipeline.searchlog import SearchLog, build_search_log
+from cnki_mcp.pipeline.searchlog_format import format_log, render_subject
+from cnki_mcp.query.compiler import compile_expression, concept_expression
+from cnki_mcp.query.expr import Field
+from cnki_mcp.store import Store
+from tests.component.test_pipeline import PLAN, make, run_search, search_input
+
+
+def assert_flow_adds_up(log: SearchLog) -> None:
+    f = log.prisma
+    assert f.identified - f.outside_years - f.duplicates == f.screened
+    assert f.screened - f.excluded == f.selected
+    assert sum(f.excluded_by_reason.values()) == f.excluded
+    assert min(f.identified, f.outside_years, f.duplicates, f.screened, f.excluded, f.selected) >= 0
+    pages = [p for c in log.channels for p in c.pages if p.merged]
+    assert f.identified == sum(p.rows for p in pages)
+
+
+async def test_every_page_is_logged_and_the_flow_adds_up(clock: FakeClock, store: Store) -> None:
+    site = SimSite(clock)
+    record = await run_search(clock, make(clock, store, site), search_input(freshness="live"))
+    log = build_search_log(store, record.result["search_id"], "min10_rescue55")
+    assert_flow_adds_up(log)
+    pages = [p for c in log.channels for p in c.pages]
+    assert len(pages) == site.count("grid") == 17
+    assert all(p.attempts == 1 and p.merged for p in pages)
+    assert log.prisma.identified == 3 * 100 + 2 * 20
+    assert log.prisma.screened == record.result["candidate_count"] == 200
+    assert log.prisma.selected == record.result["selected_count"]
+    assert log.prisma.outside_years == 0
+    assert [c.id for c in log.channels] == ["q1", "q2", "q3", "feedback1", "feedback2"]
+    q1 = log.channels[0]
+    assert q1.queries == ["主题: 自动驾驶 AND 主题: 产品责任"]
+    assert q1.pages[0].total == 120 and [p.page for p in q1.pages] == [1, 2, 3, 4, 5]
+    assert log.plan_method == "explicit" and log.requests == record.requests
+    assert log.details_read == 100 and "0.55" in log.selection_rule
+    assert_formats_carry(log)
+
+
+def assert_formats_carry(log: SearchLog) -> None:
+    md = format_log(log, "markdown")
+    assert "## Flow (PRISMA-style)" in md and f"- Selected: {log.prisma.selected}" in md
+    assert "主题: 自动驾驶 AND 主题: 产品责任" in md
+    rows = list(csv.DictReader(io.StringIO(format_log(log, "csv"))))
+    assert sum(1 for r in rows if r["section"] == "page") == 17
+    flow = {r["field"]: int(r["value"]) for r in rows if r["section"] == "flow"}
+    assert flow["identified"] == log.prisma.identified and flow["selected"] == log.prisma.selected
+    again = SearchLog.model_validate(json.loads(format_log(log, "json")))
+    assert again == log
+
+
+async def test_year_filter_is_counted_before_duplicates(clock: FakeClock, store: Store) -> None:
+    site = SimSite(clock)
+    inp = search_input(freshness="live", year_from=2022, year_to=2023, mode="precise")
+    record = await run_search(clock, make(clock, store, site), inp)
+    log = build_search_log(store, record.result["search_id"], "min10_rescue55")
+    assert_flow_adds_up(log)
+    assert log.prisma.outside_years > 0
+    assert log.parameters["year_from"] == 2022
+
+
+async def test_budget_stop_and_continue_log_each_page_once(clock: FakeClock, store: Store) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    jobs = JobManager(clock, MemorySink())
+    inp = search_input(freshness="live", max_requests=50)
+    stopped = await run_search(clock, pipe, inp, jobs)
+    assert stopped.status == "partial"
+    assert_flow_adds_up(build_search_log(store, stopped.operation_id, "min10_rescue55"))
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, PLAN, ctx)
+
+    job = jobs.continue_(stopped.operation_id, runner, additional_requests=450)
+    [done] = await clock.run_until_complete(job.finish())
+    log = build_search_log(store, done.operation_id, "min10_rescue55")
+    assert_flow_adds_up(log)
+    pages = [p for c in log.channels for p in c.pages]
+    assert len(pages) == site.count("grid") and all(p.attempts == 1 for p in pages)
+    assert log.unmerged_pages == 0
+
+
+def test_unknown_search_is_search_not_found(store: Store) -> None:
+    with pytest.raises(SearchNotFound):
+        build_search_log(store, "sch_missing", "min10_rescue55")
+
+
+def test_render_subject_reads_like_the_form() -> None:
+    groups = [["自动驾驶", "无人驾驶"], ["产品责任"]]
+    subject = compile_expression(concept_expression(groups, Field.TITLE)).subject
+    assert render_subject(subject) == "篇名[模糊]: 自动驾驶 + 无人驾驶 AND 篇名[模糊]: 产品责任"
+    either = {"op": "or", "items": [
+        {"op": "and", "items": [{"field": "title", "value": "a"}, {"field": "authors", "value": "张三", "match": "exact"}]},
+        {"field": "keywords", "value": "b"},
+    ]}
+    text = render_subject(compile_expression(either).subject)
+    assert text == "(篇名[模糊]: a AND 作者[精确]: 张三) OR 关键词[模糊]: b"
+
+
+async def test_a_soft_block_recheck_is_one_more_attempt_of_the_same_page(clock: FakeClock, store: Store) -> None:
+    from tests.component.test_soft_block import BlockingSite, pipeline, search
+
+    site = BlockingSite(clock, {("q1", 2): 1})
+    record = await search(clock, pipeline(clock, store, site), JobManager(clock, MemorySink()))
+    assert record.status == "completed"
+    log = build_search_log(store, record.operation_id, "min10_rescue55")
+    assert_flow_adds_up(log)
+    q1 = {p.page: p for p in log.channels[0].pages}
+    assert q1[2].attempts == 2 and q1[2].rows == 20 and q1[2].merged
+    assert sum(p.attempts for c in log.channels for p in c.pages) == site.count("grid")
+
+
+async def test_a_structured_search_logs_its_expression_and_keeps_cnki_order_as_the_rule(
+    clock: FakeClock, store: Store
+) -> None:
+    from cnki_mcp.pipeline.models import StructuredSearchInput
+    from tests.component.test_pipeline import run_op
+
+    site = SimSite(clock)
+    pipe = make(clock, store, site, page_size=50)
+    inp = StructuredSearchInput(expression={"field": "authors", "value": "作者", "match": "exact"}, limit=20)
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.structured(inp, ctx)
+
+    record = await run_op(clock, JobManager(clock, MemorySink()), runner, inp.budget())
+    log = build_search_log(store, record.operation_id, "min10_rescue55")
+    assert_flow_adds_up(log)
+    assert log.kind == "structured_search" and log.plan_method == "structured"
+    assert "CNKI's own order" in log.selection_rule
+    assert [c.queries for c in log.channels] == [["作者[精确]: 作者"]]
+    assert (log.prisma.identified, log.prisma.screened, log.prisma.selected) == (50, 50, 50)

@@ -1,0 +1,137 @@
+"""Saved searches on a fake clock: a watch starts from a stored search (plan from its page log),
+`check_updates` reads the plan newest first and reports new records (not older than the horizon),
+online-first records now published and changed citation counts, stores each check so the next
+diffs against it, and stops at the request budget with the rest listed as unchecked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pipeline_fakes import SimSite, row_of
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.errors import InvalidInput, SearchNotFound
+from cnki_mcp.jobs import BudgetSpec, JobManager, MemorySink, OperationContext, OperationKind
+from cnki_mcp.models import GridPage, GridRow, NativeId
+from cnki_mcp.pipeline.watch import WatchService, digest
+from cnki_mcp.site.backend import GridRequest, SiteOp, SortOrder
+from cnki_mcp.store import Store
+from tests.component.test_pipeline import make, run_search, search_input
+
+
+class DatedSite:
+    """Lists `rows` (newest first) for any query, `size` per page, with cursors; counts requests."""
+
+    def __init__(self, rows: list[GridRow]) -> None:
+        self.rows = rows
+        self.requests: list[GridRequest] = []
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+        if op is not None:
+            op.charge()
+        self.requests.append(request)
+        start = (request.page - 1) * request.page_size
+        chunk = [r.model_copy(update={"ordinal": start + k + 1}) for k, r in enumerate(self.rows[start : start + request.page_size])]
+        last = (len(self.rows) + request.page_size - 1) // request.page_size
+        return GridPage(rows=chunk, total=len(self.rows), page=request.page, page_count=last, turnpage=f"c{request.page + 1}")
+
+
+def dated(i: int, date: str, **changes: Any) -> GridRow:
+    return row_of(i, 0).model_copy(update={"date": date, "year": int(date[:4]), **changes})
+
+
+async def stored_search(clock: FakeClock, store: Store) -> str:
+    """A finished search (no checkpoint kept: MemorySink) whose candidates are papers 0-19, 30-49, 60-79."""
+    inp = search_input(freshness="live", max_pages=1, mode="precise", metadata="basic")
+    record = await run_search(clock, make(clock, store, SimSite(clock)), inp)
+    return str(record.result["search_id"])
+
+
+async def check(clock: FakeClock, service: WatchService, watch_id: str, budget: int = 30, pages: int = 1) -> Any:
+    jobs = JobManager(clock, MemorySink())
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await service.check(watch_id, ctx, pages)
+
+    job = jobs.start(OperationKind.WATCH, runner, BudgetSpec(max_requests=budget, timeout_seconds=600))
+    [done] = await clock.run_until_complete(job.finish())
+    return done
+
+
+async def test_checks_report_new_published_and_cited_changes_against_the_previous_check(
+    clock: FakeClock, store: Store
+) -> None:
+    search_id = await stored_search(clock, store)
+    site = DatedSite([])
+    service = WatchService(store, site, clock)  # type: ignore[arg-type]
+    info = service.create(search_id)
+    assert info.known == 60 and info.checks == 0
+    assert service.create(search_id).watch_id == info.watch_id  # one watch per search
+    online = NativeId(dbname="CAPJLAST", filename="SIM0005")
+    site.rows = [
+        dated(500, "2026-01-02"),  # published after the search (2026-01-01): new
+        *[dated(i, "2025-12-01", cited=i % 7 + (3 if i == 3 else 0)) for i in range(0, 20) if i != 5],
+        dated(5, "2025-11-30", native=online, online_first=True),
+        dated(300, "2025-06-01"),  # unseen but older than the search: below what it read
+    ]
+    first = await check(clock, service, info.watch_id)
+    assert first.status == "completed" and first.requests == 1
+    [c1] = first.result["checks"]
+    assert c1["first_check"] is True and c1["horizon"] == "2026-01-01"
+    assert [n["title"] for n in c1["new"]] == ["自动驾驶产品责任研究 500"]
+    assert c1["older_unseen"] == 1
+    assert [(x["before"], x["after"]) for x in c1["cited_changed"]] == [("3", "6")]
+    assert site.requests[0].sort == SortOrder.DATE_DESC and site.requests[0].page_size == 50
+
+    await clock.advance(86_400)
+    published = NativeId(dbname="CJFD2026", filename="SIM0005")
+    site.rows = [dated(501, "2026-01-03"), *[r for r in site.rows if r.title != row_of(5, 0).title]]
+    site.rows.insert(3, dated(5, "2025-11-30", native=published, online_first=False))
+    second = await check(clock, service, info.watch_id)
+    [c2] = second.result["checks"]
+    assert c2["first_check"] is False
+    assert [n["title"] for n in c2["new"]] == ["自动驾驶产品责任研究 501"]  # 500 is known now
+    assert [(p["title"], p["after"]) for p in c2["published"]] == [("自动驾驶产品责任研究 005", "已出刊")]
+    assert c2["cited_changed"] == [] and c2["older_unseen"] == 0
+    assert store.watch_checks(info.watch_id, 5)[0]["checked_at"] == c2["checked_at"]
+    text = digest(service_report(second))
+    assert "新增 1" in text and "自动驾驶产品责任研究 501" in text
+
+
+def service_report(record: Any) -> Any:
+    from cnki_mcp.pipeline.watch import CheckReport
+
+    return CheckReport.model_validate(record.result)
+
+
+async def test_paging_stops_at_a_page_with_nothing_unseen(clock: FakeClock, store: Store) -> None:
+    search_id = await stored_search(clock, store)
+    rows = [dated(600 + k, "2026-02-01") for k in range(50)] + [dated(i, "2025-12-01") for i in range(0, 20)]
+    rows += [dated(i, "2025-11-01") for i in range(30, 50)] + [dated(i, "2025-10-01") for i in range(60, 80)]
+    site = DatedSite(rows)
+    service = WatchService(store, site, clock)  # type: ignore[arg-type]
+    watch = service.create(search_id)
+    done = await check(clock, service, watch.watch_id, pages=5)
+    assert [r.page for r in site.requests] == [1, 2]  # page 2 held nothing unseen
+    assert done.result["checks"][0]["new_count"] == 50
+
+
+async def test_budget_stops_the_batch_and_lists_the_unchecked_watches(clock: FakeClock, store: Store) -> None:
+    site = DatedSite([dated(500, "2026-01-02")])
+    service = WatchService(store, site, clock)  # type: ignore[arg-type]
+    first = service.create(await stored_search(clock, store))
+    second = service.create(await stored_search(clock, store))
+    done = await check(clock, service, "all", budget=1)
+    assert done.status == "partial" and done.errors[0].code == "BUDGET_EXHAUSTED"
+    assert [c["watch_id"] for c in done.result["checks"]] == [first.watch_id]
+    assert done.result["unchecked"] == [second.watch_id]
+    assert store.get_watch(second.watch_id).checks == 0  # type: ignore[union-attr]
+
+
+async def test_unknown_search_and_watch_are_coded(clock: FakeClock, store: Store) -> None:
+    service = WatchService(store, DatedSite([]), clock)  # type: ignore[arg-type]
+    with pytest.raises(SearchNotFound):
+        service.create("sch_missing")
+    with pytest.raises(InvalidInput):
+        service.watches("wat_missing")

@@ -1,0 +1,49 @@
+"""`cnki-mcp watch` without a browser: list, an unknown watch (exit 2, nothing started), a check of
+a watch with nothing to read (exit 0, JSON report), and the documented exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cnki_mcp.cli.main import main
+from cnki_mcp.cli.watch_cmd import EXIT_CHANGED, EXIT_STOPPED, EXIT_UNCHANGED, exit_code
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.pipeline.watch import CheckReport, WatchCheck
+from cnki_mcp.store import Store
+from cnki_mcp.store.watches import KnownRecord
+
+
+@pytest.fixture
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "data"
+    monkeypatch.setenv("CNKI_DATA_DIR", str(path))
+    monkeypatch.setenv("CNKI_BROWSER_PATH", "/nonexistent/browser")  # must never be launched
+    with Store.open(path, FakeClock()) as store:
+        store.create_watch("wat_cli", "sch_1", "违约金", {"channels": []}, FakeClock().now(), "2026-01-01", [KnownRecord("r")])
+    return path
+
+
+def test_list_and_an_empty_check_print_and_exit_zero(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["watch", "list"]) == EXIT_UNCHANGED
+    assert "wat_cli\tsch_1\tchecks=0" in capsys.readouterr().out
+    assert main(["watch", "check", "--json"]) == EXIT_UNCHANGED
+    report = json.loads(capsys.readouterr().out)
+    assert [c["watch_id"] for c in report["checks"]] == ["wat_cli"] and report["requests"] == 0
+    assert main(["watch", "check", "wat_cli"]) == EXIT_UNCHANGED
+    assert "[wat_cli] 违约金: 新增 0" in capsys.readouterr().out
+
+
+def test_unknown_watch_exits_two_with_its_code(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["watch", "check", "wat_missing"]) == 2
+    assert "错误 INVALID_ARGUMENT" in capsys.readouterr().err
+
+
+def test_exit_codes_follow_the_report() -> None:
+    quiet = WatchCheck(watch_id="w", search_id="s", question="q", checked_at=FakeClock().now())
+    news = quiet.model_copy(update={"new_count": 1})
+    assert exit_code("completed", CheckReport(checks=[quiet])) == EXIT_UNCHANGED
+    assert exit_code("completed", CheckReport(checks=[quiet, news])) == EXIT_CHANGED
+    assert exit_code("partial", CheckReport(checks=[news])) == EXIT_STOPPED

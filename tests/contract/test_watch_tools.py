@@ -1,0 +1,82 @@
+"""export_search_log, watch_search and check_updates through the SDK's in-memory client: results
+validate against the published output schemas, the three formats carry the same flow, an unknown
+search is SEARCH_NOT_FOUND, and a check of a watch whose site is down ends partial with its code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from mcp import Client
+
+from cnki_mcp.errors import SiteUnavailable
+from cnki_mcp.pipeline.models import CoverageEntry, PlanView, SearchSummary
+from cnki_mcp.server.app import build_server
+from cnki_mcp.store import SearchEvidence
+from tests.contract.server_fakes import Harness
+
+SUBJECT = {"Key": "Subject", "Title": "", "Logic": 0, "Items": [], "ChildItems": [
+    {"Key": "mcp", "Title": "", "Logic": 0, "ChildItems": [], "Items": [
+        {"Key": "mcp", "Title": "subject", "Logic": 0, "Field": "SU", "Operator": "TOPRANK", "Value": "违约金",
+         "Value2": "", "options": {}}]}]}  # fmt: skip
+
+
+@pytest.fixture
+def h(tmp_path: Path) -> Harness:
+    return Harness(tmp_path / "data", inline_wait=5.0)
+
+
+def seed(h: Harness) -> str:
+    """A finished search in the store: 3 rows on one page, 2 distinct papers, 1 selected."""
+    assert h.services is not None
+    store, now = h.services.store, h.services.clock.now()
+    summary = SearchSummary(
+        search_id="op_seed",
+        status="completed",
+        candidate_count=2,
+        selected_count=1,
+        coverage=[CoverageEntry(channel="q1", field="subject", pages=1, rows=3, total=3, exhausted=True)],
+        plan=PlanView(method="explicit", concepts=[["违约金"]]),
+    )
+    params = {"query": "违约金", "mode": "precise", "metadata": "basic", "sort": "relevance", "max_pages": 1}
+    store.log_search_page("op_seed", "q1", 0, 1, {"subject": SUBJECT}, observed_at=now, rows=3, kept=3, total=3, merged=True)
+    store.save_evidence("op_seed", [
+        SearchEvidence("rec_a", rank=1, selected=True), SearchEvidence("rec_b", rank=2, exclusion="ranking_or_quality_threshold"),
+    ])  # fmt: skip
+    store.save_search("op_seed", "违约金", params, "fp", "completed", now, summary=summary.model_dump(mode="json"))
+    return "op_seed"
+
+
+async def test_log_and_watch_results_fit_their_published_schemas(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        schemas = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+        search_id = seed(h)
+        flows = []
+        for fmt in ("markdown", "csv", "json"):
+            result = await client.call_tool("export_search_log", {"search_id": search_id, "format": fmt})
+            assert not result.is_error, result.content
+            jsonschema.validate(result.structured_content, schemas["export_search_log"])
+            flows.append(result.structured_content["prisma"])
+        watch = await client.call_tool("watch_search", {"search_id": search_id})
+        assert not watch.is_error, watch.content
+        jsonschema.validate(watch.structured_content, schemas["watch_search"])
+        missing = await client.call_tool("export_search_log", {"search_id": "op_missing"})
+        jsonschema.validate(missing.structured_content, schemas["export_search_log"])
+
+        async def down(request: Any, op: Any = None) -> Any:
+            op.charge()
+            raise SiteUnavailable(reason="test")
+
+        h.backend.grid = down  # type: ignore[method-assign]
+        checked = await client.call_tool("check_updates", {"watch_id": watch.structured_content["watch_id"]})
+        jsonschema.validate(checked.structured_content, schemas["check_updates"])
+    assert flows[0] == flows[1] == flows[2]
+    assert flows[0] == {"identified": 3, "outside_years": 0, "duplicates": 1, "screened": 2, "excluded": 1,
+                        "excluded_by_reason": {"ranking_or_quality_threshold": 1}, "selected": 1, "page_log": True}  # fmt: skip
+    assert watch.structured_content["known"] == 2
+    assert missing.is_error and missing.structured_content["code"] == "SEARCH_NOT_FOUND"
+    assert checked.structured_content["status"] == "partial"
+    assert checked.structured_content["errors"][0]["code"] == "SITE_UNAVAILABLE"
+    assert checked.structured_content["result"]["unchecked"] == [watch.structured_content["watch_id"]]

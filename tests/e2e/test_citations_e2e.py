@@ -1,0 +1,95 @@
+"""Citation tools end to end over stdio: `cnki-mcp serve` (headless Chromium inside it) against
+the simulator's citation API. A paper located by get_metadata; its long citing list paged with
+get_citing (one request per list page, a repeated page from the store); a citation graph that runs
+out of its request budget ends partial and `continue` completes it without asking any list page
+twice; the graph exports GraphML; find_citation_path walks it."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections import Counter
+
+import pytest
+
+from cnki_mcp.sim.server import SimServer
+from tests.e2e.support import StdioServer
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+API = "/restapi/citation-api/v1/literature/"
+LONG = "r0306"  # 19 journal papers cite it: two pages of the journal list
+
+
+def api_calls(sim: SimServer) -> Counter[tuple[str, str, str, str]]:
+    return Counter(
+        (e.path.rsplit("/", 1)[-1], str(e.params.get("id")), str(e.params.get("type")), str(e.params.get("start")))
+        for e in sim.requests
+        if e.path.startswith(API)
+    )
+
+
+async def test_citing_list_pages_and_a_graph_continues_without_repeating_a_request(
+    served: StdioServer, sim: SimServer
+) -> None:
+    corpus = sim.corpus
+    paper = corpus.by_id[LONG]
+    titles = Counter(r.title for r in corpus.records)
+    # the longest reference list among papers whose title is unique (located by exact title)
+    seed = max((r for r in corpus.records if titles[r.title] == 1), key=lambda r: (len(r.references), r.id))
+    meta = await served.finish(await served.call("get_metadata", {"titles": [paper.title, seed.title]}))
+    assert meta["status"] == "completed", meta["errors"]
+    refs = {r["title"]: r["record_ref"] for r in meta["result"]["records"]}
+    ref, seed_ref = refs[paper.title], refs[seed.title]
+
+    # page 2 of the journal citing list: the counts, the journal list's pages 1 and 2
+    before = len(sim.requests)
+    second = await served.finish(
+        await served.call("get_citing", {"paper": ref, "types": ["journal"], "offset": 10, "limit": 10})
+    )
+    assert second["status"] == "completed", second["errors"]
+    page = second["result"]
+    assert page["total"] == 19 and len(page["items"]) == 9 and page["next_offset"] is None
+    assert page["requests"] == 3 == len(sim.requests) - before
+    assert {(e.params["type"], e.params["start"]) for e in sim.requests[before:] if "type" in e.params} == {
+        ("CJFDREF", "1"), ("CJFDREF", "11")
+    }  # fmt: skip
+    assert all(e.path.startswith(API) for e in sim.requests[before:])  # no detail page visited
+    again = await served.finish(
+        await served.call("get_citing", {"paper": ref, "types": ["journal"], "offset": 10, "limit": 10})
+    )
+    assert again["result"]["requests"] == 0 and again["result"]["items"] == page["items"]
+
+    # a graph out of budget, then continued
+    args = {"seeds": [seed_ref], "depth": 2, "max_nodes": 8, "format": "graphml", "max_requests": 15}
+    first = await served.finish(await served.call("citation_graph", args))
+    assert first["status"] == "partial"
+    assert "BUDGET_EXHAUSTED" in {e["code"] for e in first["errors"]}
+    assert first["result"]["complete"] is False and first["result"]["pending"] > 0
+    cont = await served.call(
+        "operation_control",
+        {"action": "continue", "operation_id": first["operation_id"], "additional_requests": 500},
+    )
+    done = await served.finish(cont["operation"])
+    assert done["status"] == "completed", done["errors"]
+    graph = done["result"]
+    assert graph["complete"] is True and len(graph["graph"]["nodes"]) == 8
+    assert {k: n for k, n in api_calls(sim).items() if n > 1} == {}  # no list page asked twice
+    root = ET.fromstring(graph["export"].encode("utf-8"))
+    ns = {"g": "http://graphml.graphdrawing.org/xmlns"}
+    assert len(root.findall("g:graph/g:node", ns)) == 8
+    assert len(root.findall("g:graph/g:edge", ns)) == len(graph["graph"]["edges"]) > 0
+
+    # a path two steps down the references, from the lists the graph stored: no request
+    n2 = next(n for n in graph["graph"]["nodes"] if n["id"] == "n2")
+    middle = next(r for r in corpus.records if r.native_filename == n2["filename"])
+    far = next(corpus.by_id[x] for x in middle.references if x in corpus.by_id and x not in seed.references)
+    before = len(sim.requests)
+    path = await served.finish(
+        await served.call("find_citation_path", {"source": seed_ref, "target": far.native_filename,
+                                                 "direction": "references"})
+    )  # fmt: skip
+    assert path["status"] == "completed", path["errors"]
+    steps = path["result"]["path"]
+    assert path["result"]["found"] is True and [s["relation"] for s in steps] == [None, "cited_by", "cited_by"]
+    assert [s["title"] for s in steps] == [seed.title, middle.title, far.title]
+    assert path["result"]["requests"] == 0 and len(sim.requests) == before
