@@ -178,9 +178,7 @@ class PlanAdvice(_Model):
     suggested_concept_groups: list[list[str]] = Field(
         description="建议的概念组（组间 AND，组内同义词 OR）；请为每组补充同义词后再检索"
     )
-    suggested_call: dict[str, Any] = Field(
-        description='建议的调用：{"tool": "search", "arguments": {...}}'
-    )
+    suggested_call: dict[str, Any] = Field(description='建议的调用：{"tool": "search", "arguments": {...}}')
 
 
 class ResultItem(_Model):
@@ -193,6 +191,18 @@ class ResultItem(_Model):
     tiers: list[str] = Field(default_factory=list)
     score: float | None = None
     url: str | None = None
+    detail_read: bool = Field(False, description="已读取详情页（摘要、关键词、机构）")
+    quality_known: bool = Field(False, description="期刊收录与影响因子已知")
+
+
+class EnrichMore(_Model):
+    """The selected papers the search did not read in full, and the exact call that reads them."""
+
+    count: int = Field(description="入选文献中未读取详情或期刊信息的篇数")
+    message: str
+    suggested_call: dict[str, Any] = Field(
+        description='{"tool": "get_metadata", "arguments": {"record_refs": [...], "quality": true}}'
+    )
 
 
 class SearchSummary(_Model):
@@ -213,6 +223,9 @@ class SearchSummary(_Model):
     errors: list[dict[str, Any]] = Field(default_factory=list)
     advice: PlanAdvice | None = Field(
         None, description="规划较弱（只有一个概念）或没有候选时给出的建议概念组与调用"
+    )
+    enrich_more: EnrichMore | None = Field(
+        None, description="入选但未读取详情/期刊的文献，及补全它们的 get_metadata 调用"
     )
 
 
