@@ -345,7 +345,12 @@ def _plan_for(
 
 
 async def _quality_one(
-    question: dict[str, Any], ranker: Any, planning: str = "explicit", stand_in: str = "literal"
+    question: dict[str, Any],
+    ranker: Any,
+    planning: str = "explicit",
+    stand_in: str = "literal",
+    policy: Any = None,
+    backend: Any = None,
 ) -> dict[str, Any]:
     import tempfile
 
@@ -361,8 +366,13 @@ async def _quality_one(
     with tempfile.TemporaryDirectory() as tmp:
         store = Store.open(Path(tmp), clock)
         try:
-            backend = CorpusBackend()
-            pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026, ranker=ranker)
+            from cnki_mcp.pipeline.policy import DEFAULT_POLICY
+
+            backend = backend or CorpusBackend()
+            backend.requests.clear()
+            pipe = ResearchPipeline(
+                backend, store, clock, now_year=lambda: 2026, ranker=ranker, policy=policy or DEFAULT_POLICY
+            )
             try:
                 inp, plan = _plan_for(pipe, question, planning, stand_in)
             except CnkiError as exc:  # a plan the compiler refuses: reported, scored 0
@@ -385,6 +395,7 @@ async def _quality_one(
                 ]
 
             selected, ranked = ids("selected"), ids("all")
+            readable = _readable(store, pipe.enricher, sid)
         finally:
             store.close()
     return {
@@ -394,6 +405,10 @@ async def _quality_one(
         "candidates": record.result["candidate_count"],
         "selected": len(selected),
         "requests": record.requests,
+        "grid": backend.requests["grid"],
+        "detail": backend.requests["detail"],
+        "journal": backend.requests["journal"],
+        "readable": readable,
         "p10": precision_at(selected, labels, 10),
         "ndcg10": ndcg_at(selected, labels, 10),
         "ndcg20": ndcg_at(selected, labels, 20),
@@ -423,10 +438,29 @@ async def _drive(clock: Any, awaitable: Any) -> Any:
     return task.result()
 
 
+def _readable(store: Any, enricher: Any, search_id: str, top: int = 10) -> int:
+    """How many of the first `top` selected carry what a reader needs without another call:
+    a detail page (abstract, keywords) and, for a journal article, its journal lookup (tier)."""
+    from cnki_mcp.pipeline.enrich import is_journal
+
+    page = store.search_results(search_id, "selected", 0, top)
+    papers = store.papers_by_refs([e.record_ref for e in page.items])
+    n = 0
+    for e in page.items:
+        p = papers.get(e.record_ref)
+        if p is None or p.detail_observed_at is None:
+            continue
+        if is_journal(p) and enricher.journal_cached(p) is None:
+            continue
+        n += 1
+    return n
+
+
 def _failed_row(question: dict[str, Any], error: str) -> dict[str, Any]:
     return {
         "id": question["id"], "status": "failed", "errors": error, "candidates": 0, "selected": 0,
-        "requests": 0, "p10": 0.0, "ndcg10": 0.0, "ndcg20": 0.0, "p10_ranked": 0.0,
+        "requests": 0, "grid": 0, "detail": 0, "journal": 0, "readable": 0,
+        "p10": 0.0, "ndcg10": 0.0, "ndcg20": 0.0, "p10_ranked": 0.0,
         "ndcg20_ranked": 0.0, "plan": [], "years": (None, None), "advice": "-",
     }
 

@@ -17,8 +17,26 @@ from cnki_mcp.identity import Paper, source_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridPage
 from cnki_mcp.operations import OperationErrorInfo
-from cnki_mcp.pipeline.enrich import PARSER_VERSION, Enricher, is_fatal, record_item_error
+from cnki_mcp.pipeline.enrich import (
+    DETAIL_TTL,
+    PARSER_VERSION,
+    Enricher,
+    is_fatal,
+    is_journal,
+    record_item_error,
+)
 from cnki_mcp.pipeline.models import CoverageEntry, PlanView, ResultItem, SearchSummary
+from cnki_mcp.pipeline.policy import (
+    DEFAULT_POLICY,
+    ChannelStop,
+    Enrichment,
+    LocalChannel,
+    RefState,
+    SearchPolicy,
+    SubsetChannels,
+    next_enrichment,
+    with_local_hits,
+)
 from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.query.compiler import compile_expression, feedback_expression
 from cnki_mcp.rank import (
@@ -31,6 +49,7 @@ from cnki_mcp.rank import (
     enhancement_size,
     exclusions,
     feedback_keywords,
+    selection_floor,
 )
 from cnki_mcp.site.backend import GridRequest, SiteBackend, SortOrder
 from cnki_mcp.store import PRESENT, SearchEvidence, Store
@@ -108,8 +127,10 @@ class SearchEngine:
         page_size: int,
         public_origins: tuple[str, ...],
         soft_block_pause: float = SOFT_BLOCK_PAUSE,
+        policy: SearchPolicy = DEFAULT_POLICY,
     ) -> None:
         self.soft_block_pause = soft_block_pause
+        self.policy = policy
         self.backend = backend
         self.store = store
         self.clock = clock
@@ -151,7 +172,7 @@ class SearchEngine:
             st.pool = self._pool(st, st.refs)
             ctx.checkpoint(st.to_json())
         if not st.enriched:
-            await self.enricher.run(st.pool, ctx, stage="enrichment", label="读取详情与期刊")
+            await self._enrich(st, ctx, st.pool, stage="enrichment", label="读取详情与期刊")
             st.enriched = True
             ctx.checkpoint(st.to_json())
         if not st.feedback_done:
@@ -159,6 +180,7 @@ class SearchEngine:
                 if st.feedback is None:
                     st.feedback = self._feedback_channels(st)
                     st.coverage.extend(_coverage(c) for c in st.feedback)
+                    self._localize(st, st.feedback)
                     ctx.checkpoint(st.to_json())
                 words = "、".join(c.reason.removeprefix(FEEDBACK_REASON) for c in st.feedback)
                 ctx.set_stage(
@@ -167,15 +189,17 @@ class SearchEngine:
                 want = [
                     u
                     for u in _units(st.feedback)
-                    if self._pages(st, u) == 0 and not st.coverage_of(u.channel.id).failed
+                    if self._pages(st, u) == 0
+                    and not st.coverage_of(u.channel.id).failed
+                    and not st.coverage_of(u.channel.id).stopped
                 ]
                 await self._round(st, ctx, want, feedback=True)
             st.feedback_done = True
             st.feedback_pool = self._pool(st, st.feedback_refs)
             ctx.checkpoint(st.to_json())
         if not st.finished:
-            await self.enricher.run(
-                st.feedback_pool, ctx, stage="feedback_enrichment", label="读取补充检索结果的详情与期刊"
+            await self._enrich(
+                st, ctx, st.feedback_pool, stage="feedback_enrichment", label="读取补充检索结果的详情与期刊"
             )
             st.finished = True
 
@@ -185,10 +209,13 @@ class SearchEngine:
         params = st.input
         units = _units(st.channels)  # a split channel pages each of its queries like a channel
         while True:
+            self._localize(st, st.channels)
             live = [
                 u
                 for u in units
-                if not self._exhausted(st, u) and not st.coverage_of(u.channel.id).failed
+                if not self._exhausted(st, u)
+                and not st.coverage_of(u.channel.id).failed
+                and not st.coverage_of(u.channel.id).stopped
             ]
             if not live:
                 return
@@ -201,13 +228,128 @@ class SearchEngine:
             ctx.set_stage("retrieval", f"第 {lo + 1} 轮检索中，已有候选 {len(st.refs)} 篇")
             ctx.progress(len(st.refs), params["candidate_target"], "candidates")
             want = [u for u in live if self._pages(st, u) == lo]
+            first = self._subject_first(st)
+            if first is not None:
+                want = [u for u in want if u.channel.id == first]
             try:
                 await self._round(st, ctx, want, feedback=False)
             finally:
+                if first is not None:
+                    self._empty_subject_alone(st, first)
                 ctx.checkpoint(st.to_json())
             # The round's rows are counted now, not before it ran.
             ctx.set_stage("retrieval", f"第 {lo + 1} 轮检索，已有候选 {len(st.refs)} 篇")
             ctx.progress(len(st.refs), params["candidate_target"], "candidates")
+
+    # --- request policies (pipeline/policy.py) ---------------------------------------------
+
+    def _subject(self, st: SearchState) -> Channel | None:
+        """The research search's subject channel (q1), whose result set holds every other
+        channel's (SubsetChannels.LOCAL); None for a structured search or another policy."""
+        if self.policy.subset_channels != SubsetChannels.LOCAL or st.structured:
+            return None
+        channels = st.channels
+        first = next((c for c in channels if c.field == "subject"), None)
+        return first if first is not None and len(channels) > 1 else None
+
+    def _subject_first(self, st: SearchState) -> str | None:
+        """Under SubsetChannels.LOCAL the subject channel's first page comes alone: when it lists
+        the whole result set, the other channels are not requested at all."""
+        subject = self._subject(st)
+        if subject is None:
+            return None
+        entry = st.coverage_of(subject.id)
+        alone = entry.pages == 0 and not entry.failed and not st.subject_retried and subject.queries == 1
+        return subject.id if alone else None
+
+    @staticmethod
+    def _empty_subject_alone(st: SearchState, subject: str) -> None:
+        """An empty first page of the subject channel asked alone proves nothing (a throttled
+        client gets exactly that; DESIGN.md "Soft blocks"): it is forgotten and asked again beside
+        the title and keyword channels, whose rows make a false zero suspect."""
+        entry = st.coverage_of(subject)
+        if entry.pages != 1 or entry.rows or entry.failed:
+            return
+        entry.pages, entry.total, entry.exhausted, entry.stopped = 0, None, False, None
+        st.cursors.pop(subject, None)
+        st.subject_retried = True
+
+    def _localize(self, st: SearchState, channels: Sequence[Channel]) -> None:
+        """Mark `channels` not yet asked as answered locally once the subject channel listed its
+        whole (non-empty) result set. An empty subject result is not trusted alone: the other
+        channels are asked, so a throttled zero stays detectable (soft-block rule)."""
+        subject = self._subject(st)
+        if subject is None:
+            return
+        entry = st.coverage_of(subject.id)
+        if not entry.exhausted or entry.failed or entry.rows == 0:
+            return
+        known = {x["id"] for x in st.local}
+        for channel in channels:
+            other = st.coverage_of(channel.id)
+            if (
+                channel.id == subject.id
+                or channel.id in known
+                or other.pages
+                or other.failed
+                or other.stopped
+            ):
+                continue
+            if channel.field not in ("title", "keywords", "subject"):
+                continue
+            other.stopped = "local"
+            phrase = channel.reason.removeprefix(FEEDBACK_REASON) if channel.field == "subject" else ""
+            st.local.append(
+                {"id": channel.id, "field": channel.field, "weight": channel.weight, "phrase": phrase}
+            )
+
+    def _local_channels(self, st: SearchState) -> list[LocalChannel]:
+        return [LocalChannel(x["id"], x["field"], float(x["weight"]), x.get("phrase", "")) for x in st.local]
+
+    async def _enrich(
+        self, st: SearchState, ctx: OperationContext, pool: list[str], *, stage: str, label: str
+    ) -> None:
+        """Enrich `pool` (a resumed phase asks again only what is still missing: fresh details and
+        cached journals send nothing), then, under Enrichment.BOUNDARY, batch after batch until
+        the policy proposes nothing; each batch joins `pool` before it runs (checkpointed)."""
+        await self.enricher.run(pool, ctx, stage=stage, label=label)
+        if self.policy.enrichment != Enrichment.BOUNDARY or st.input["metadata"] != "ranked" or st.structured:
+            return
+        while True:
+            batch = self._next_batch(st)
+            if not batch:
+                return
+            pool.extend(batch)
+            ctx.checkpoint(st.to_json())
+            await self.enricher.run(batch, ctx, stage=stage, label=label)
+
+    def _next_batch(self, st: SearchState) -> list[str]:
+        cands, papers = self.candidates(st, st.refs)
+        ranked = self.ranker.rank(cands, st.groups, self.now_year())
+        selected = self.ranker.select(ranked, MAX_SELECTED)
+        states: dict[str, RefState] = {}
+        for r in ranked:
+            p = papers[r.ref]
+            journal = is_journal(p)
+            cached = self.enricher.journal_cached(p) if journal else None
+            states[r.ref] = RefState(
+                detailed=self._detailed(p),
+                journal_open=journal and cached is None,
+                journal_known=self.enricher.source_quality(p) is not None,
+            )
+        return next_enrichment(
+            ranked,
+            states,
+            set(st.pool) | set(st.feedback_pool),
+            self.policy,
+            selected=len(selected),
+            floor=selection_floor(ranked),
+            local=self._local_channels(st),
+        )
+
+    def _detailed(self, paper: Paper) -> bool:
+        seen = paper.detail_observed_at
+        return seen is not None and self.clock.now() - seen < DETAIL_TTL
 
     @staticmethod
     def _pages(st: SearchState, unit: Unit) -> int:
@@ -378,10 +520,12 @@ class SearchEngine:
         seen_rows = lane.rows if lane is not None else entry.rows
         kept, papers = self._kept_papers(st, grid)
         seen = set(st.refs)
+        new = 0
         for (index, _), paper in zip(kept, papers, strict=True):
             ref = paper.record_ref
             if ref not in seen:
                 seen.add(ref)
+                new += 1
                 st.refs.append(ref)
                 if feedback:
                     st.feedback_refs.append(ref)
@@ -391,6 +535,8 @@ class SearchEngine:
         exhausted = grid.exhausted or not grid.rows
         entry.pages += 1
         entry.rows += len(grid.rows)
+        if self.policy.channel_stop == ChannelStop.NO_NEW and grid.rows and not new and lane is None:
+            entry.stopped = "no_new"  # pipeline/policy.py ChannelStop.NO_NEW
         if lane is None:
             if grid.turnpage:
                 st.cursors[channel.id] = grid.turnpage
@@ -436,6 +582,13 @@ class SearchEngine:
             )
             for ref, p in papers.items()
         ]
+        local = self._local_channels(st)
+        if local:
+            subject = self._subject(st)
+            detailed = {ref for ref, p in papers.items() if self._detailed(p)}
+            out = with_local_hits(
+                out, st.groups, local, detailed, order_by=subject.id if subject is not None else "q1"
+            )
         return out, papers
 
     def rank(self, st: SearchState, refs: Sequence[str]) -> tuple[list[Ranked], dict[str, Paper]]:
@@ -448,6 +601,8 @@ class SearchEngine:
             return []
         if mode == "all":
             return list(refs)
+        if self.policy.enrichment == Enrichment.BOUNDARY and not st.structured:
+            return []  # decided batch by batch (_enrich)
         ranked, _ = self.rank(st, refs)
         return [r.ref for r in ranked[: enhancement_size(len(ranked))]]
 

@@ -152,6 +152,11 @@ class CoverageEntry(_Model):
         default=1,
         description="知网检索式条数：检索行超过 120 字时拆成多条检索式（结果为其并集），作为本通道的追加页运行",
     )
+    stopped: Literal["local", "no_new"] | None = Field(
+        default=None,
+        description="未继续请求的原因：local＝主题通道已列全，本通道（其子集）在已知候选上本地计算；"
+        "no_new＝上一页没有新候选，不再翻页",
+    )
 
 
 class PlanChannel(_Model):

@@ -32,6 +32,8 @@ CHECKPOINT_KEYS = (
     "cursors",
     "lanes",
     "landed",
+    "local",
+    "subject_retried",
 )
 
 
@@ -160,6 +162,11 @@ class SearchState:
     # answered before the round ended (a deadline or a crash cut it short); the round resumes with
     # them instead of asking CNKI again. Emptied when the round is merged. Internal only.
     landed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # channels answered from the known candidates instead of CNKI (pipeline/policy.py
+    # `SubsetChannels.LOCAL`): [{id, field, weight, phrase}], in the order they were decided.
+    local: list[dict[str, Any]] = field(default_factory=list)
+    # the subject channel's first page, asked alone, was empty and is asked again with the others
+    subject_retried: bool = False
 
     @property
     def channels(self) -> list[Channel]:
@@ -206,6 +213,8 @@ class SearchState:
             "cursors": dict(self.cursors),
             "lanes": {cid: [lane.to_dict() for lane in lanes] for cid, lanes in self.lanes.items()},
             "landed": dict(self.landed),
+            "local": [dict(x) for x in self.local],
+            "subject_retried": self.subject_retried,
         }
 
     @classmethod
@@ -233,4 +242,6 @@ class SearchState:
                 for cid, lanes in (data.get("lanes") or {}).items()
             },
             landed={str(k): dict(v) for k, v in (data.get("landed") or {}).items()},
+            local=[dict(x) for x in (data.get("local") or [])],
+            subject_retried=bool(data.get("subject_retried")),
         )
