@@ -5,6 +5,7 @@
     .venv/bin/python scripts/bench.py plan [--plan explicit --plan raw --plan sampled] [--write docs/benchmarks.md]
     .venv/bin/python scripts/bench.py limiter [--requests 20] [--write docs/benchmarks.md]
     .venv/bin/python scripts/bench.py search [--question q03] [--write docs/benchmarks.md]
+    .venv/bin/python scripts/bench.py growth [--targets 100,300,1000,3000] [--repeats N] [--write docs/benchmarks.md]
 
 `parse`: median and p90 parse time per page type, our selectolax parsers side by side with a
 BeautifulSoup (html.parser) implementation of the same grid extraction, on a synthetic 50-row
@@ -681,7 +682,7 @@ _COST_NOTE = (
 # --- entry --------------------------------------------------------------------------------
 
 
-BROWSER_COMMANDS = ("limiter", "search")
+BROWSER_COMMANDS = ("limiter", "search", "growth")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -712,11 +713,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in BROWSER_COMMANDS or argv[0].startswith("-"):
         # The Chromium benchmarks import Playwright: only when asked for (parse/quality stay light).
+        import bench_growth  # type: ignore[import-not-found]
         import bench_search  # type: ignore[import-not-found]
         import bench_site  # type: ignore[import-not-found]
 
         bench_site.add_limiter_parser(sub)
         bench_search.add_search_parser(sub)
+        bench_growth.add_growth_parser(sub)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

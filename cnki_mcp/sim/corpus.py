@@ -171,6 +171,12 @@ class Corpus:
         )
 
     @cached_property
+    def memo(self) -> dict[str, Any]:
+        """Scratch space for the query evaluator's caches (folded field texts, search answers):
+        a loaded corpus is never changed, so what is computed from it stays true."""
+        return {}
+
+    @cached_property
     def by_id(self) -> dict[str, SimRecord]:
         return {r.id: r for r in self.records}
 

@@ -20,9 +20,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 from cnki_mcp.sim.corpus import Corpus, SimRecord
@@ -95,6 +98,10 @@ class Sort(StrEnum):
     DFR = "DFR"  # downloaded
 
 
+# A value is parsed once per process: the trees are immutable (frozen dataclasses), so one parse
+# serves every record and every request that sends the same value (docs/simulator.md "Scaling").
+_parsed = lru_cache(maxsize=8192)(parse_value)
+
 _LOGIC_NAMES = {"AND": Logic.AND, "OR": Logic.OR, "NOT": Logic.NOT}
 # Old form pickers sent match symbols instead of operator names.
 _OPERATOR_ALIASES = {"=": Operator.DEFAULT, "%": Operator.FUZZY, "%=": Operator.TOPRANK}
@@ -117,7 +124,7 @@ class Condition:
 
     @property
     def expr(self) -> ValueExpr:
-        return parse_value(self.value)
+        return _parsed(self.value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,22 +376,45 @@ def _reference_titles(r: SimRecord, corpus: Corpus | None) -> list[str]:
 
 def match_term(texts: list[str], fld: Field, op: Operator, term: str) -> bool:
     """Does one literal term match the field's texts under the operator?"""
+    folded = tuple(_fold(x) for x in texts)
+    return _match_folded(folded, "\n".join(folded), fld, op, term)
+
+
+# Fields whose entries are matched one by one (an author, a keyword, a source), not as one text.
+_PER_ENTRY = frozenset((Field.AU, Field.FI, Field.RP, Field.KY, Field.LY, Field.DOI, Field.AF, Field.FU))
+_EXACT_ENTRY = frozenset((Field.KY, Field.AU, Field.FI, Field.RP, Field.LY, Field.DOI))
+
+
+def _match_folded(folded: tuple[str, ...], joined: str, fld: Field, op: Operator, term: str) -> bool:
+    """`match_term` on texts already case-folded (`joined` = them joined by newlines)."""
     if not term.strip():
         return False
     t = _fold(term.strip())
-    folded = [_fold(x) for x in texts]
     if fld == Field.CLC:  # classification codes always match by prefix
         return any(x.startswith(t) for x in folded)
     if op in (Operator.TOPRANK, Operator.FUZZY):
         words = t.split()
-        if fld in (Field.AU, Field.FI, Field.RP, Field.KY, Field.LY, Field.DOI, Field.AF, Field.FU):
+        if fld in _PER_ENTRY:
             return any(all(w in x for w in words) for x in folded)
-        joined = "\n".join(folded)
         return all(w in joined for w in words)
     # DEFAULT (exact)
-    if fld in (Field.KY, Field.AU, Field.FI, Field.RP, Field.LY, Field.DOI):
+    if fld in _EXACT_ENTRY:
         return any(x.strip() == t for x in folded)
     return any(t in x for x in folded)
+
+
+def _folded_texts(r: SimRecord, fld: Field, corpus: Corpus | None, extend: bool) -> tuple[tuple[str, ...], str]:
+    """(case-folded texts, joined) of a record's field; kept per corpus, which never changes once
+    loaded, so each record's fields are folded once however many queries read them."""
+    key = (r.id, fld, extend)
+    memo = corpus.memo.setdefault("texts", {}) if corpus is not None else None
+    if memo is not None and (hit := memo.get(key)) is not None and hit[0] is r:
+        return hit[1]
+    folded = tuple(_fold(x) for x in field_texts(r, fld, corpus, extend))
+    out = (folded, "\n".join(folded))
+    if memo is not None:
+        memo[key] = (r, out)
+    return out
 
 
 def _record_date(r: SimRecord) -> str:
@@ -403,8 +433,8 @@ def eval_condition(c: Condition, r: SimRecord, corpus: Corpus | None = None) -> 
         if lo and d < lo:
             return False
         return not (hi and d[: len(hi)] > hi)
-    texts = field_texts(r, c.field, corpus, c.extend)
-    return eval_value(c.expr, lambda term: match_term(texts, c.field, c.operator, term))
+    folded, joined = _folded_texts(r, c.field, corpus, c.extend)
+    return eval_value(c.expr, lambda term: _match_folded(folded, joined, c.field, c.operator, term))
 
 
 def combine(elements: Iterable[tuple[Logic, Callable[[], bool]]]) -> bool:
@@ -439,13 +469,14 @@ def matches(q: Query, r: SimRecord, corpus: Corpus | None = None) -> bool:
 # ---------------------------------------------------------------- ranking
 
 
-def relevance(q: Query, r: SimRecord) -> int:
-    """Deterministic relevance: hits of positive terms in title (x6) > keywords (x3) > abstract (x1)."""
+def relevance(q: Query, r: SimRecord, terms: list[str] | None = None) -> int:
+    """Deterministic relevance: hits of positive terms in title (x6) > keywords (x3) > abstract (x1).
+    `terms` = `highlight_terms(q)` when the caller already has them (one sort reads them once)."""
     score = 0
     title = _fold(r.title)
     kws = [_fold(k) for k in r.keywords]
     abstract = _fold(r.abstract or "")
-    for term in highlight_terms(q):
+    for term in highlight_terms(q) if terms is None else terms:
         t = _fold(term)
         score += 6 * title.count(t) + 3 * sum(k.count(t) for k in kws) + abstract.count(t)
     return score
@@ -471,12 +502,33 @@ def sort_records(records: list[SimRecord], q: Query, sort: Sort, descending: boo
         case Sort.DFR:
             keyf = lambda r: r.downloads  # noqa: E731
         case _:
-            keyf = lambda r: relevance(q, r)  # noqa: E731
+            terms = highlight_terms(q)
+            keyf = lambda r: relevance(q, r, terms)  # noqa: E731
     by_id = sorted(records, key=lambda r: r.id)
     # Stable: ties keep id order whichever direction the primary key goes.
     return sorted(by_id, key=keyf, reverse=descending)
 
 
+# Answers kept per corpus: a search is a pure function of the corpus, the query and the order,
+# and a result list is paged many times (one grid request per page).
+_SEARCH_CACHE_SIZE = 64
+_SEARCH_LOCK = threading.Lock()  # the server answers requests on several threads
+
+
 def search(corpus: Corpus, q: Query, sort: Sort = Sort.FFD, descending: bool = True) -> list[SimRecord]:
+    """Every matching record in the site's order. The same query (by `fingerprint`, which covers
+    every condition and the year range) in the same order is evaluated once per corpus."""
+    key = (q.fingerprint(), sort, descending, id(corpus.records), len(corpus.records))
+    with _SEARCH_LOCK:
+        cache: OrderedDict[tuple[Any, ...], tuple[SimRecord, ...]] = corpus.memo.setdefault("search", OrderedDict())
+        hit = cache.get(key)
+        if hit is not None:
+            cache.move_to_end(key)
+            return list(hit)
     hits = [r for r in corpus.records if matches(q, r, corpus)]
-    return sort_records(hits, q, sort, descending)
+    answer = tuple(sort_records(hits, q, sort, descending))
+    with _SEARCH_LOCK:
+        cache[key] = answer
+        while len(cache) > _SEARCH_CACHE_SIZE:
+            cache.popitem(last=False)
+    return list(answer)

@@ -372,3 +372,27 @@ def test_fingerprint_ignores_everything_but_the_conditions() -> None:
     c = parse_query_json(qj(group([item(*C)])))
     assert a.fingerprint() == b.fingerprint() != c.fingerprint()
     assert ids(qj(group([item(*A)]))) <= ALL
+
+
+def test_a_repeated_query_is_answered_without_evaluating_the_records_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cnki_mcp.sim.query as simq
+
+    corpus = Corpus(records=list(CORPUS.records), journals=list(CORPUS.journals))
+    seen: list[str] = []
+    real = simq.matches
+
+    def counting(q: Any, r: SimRecord, c: Corpus | None = None) -> bool:
+        seen.append(r.id)
+        return real(q, r, c)
+
+    monkeypatch.setattr(simq, "matches", counting)
+    first = search(corpus, parse_query_json(qj(group([item(*A)]))), Sort.FFD)
+    assert len(seen) == len(corpus.records) and first
+    first.clear()  # a caller's copy: the kept answer is not touched
+    again = search(corpus, parse_query_json(qj(group([item(*A)]))), Sort.FFD)
+    assert len(seen) == len(corpus.records)
+    assert {r.id for r in again} == single(*A)
+    search(corpus, parse_query_json(qj(group([item(*A)]))), Sort.PT)  # another order: evaluated once more
+    assert len(seen) == 2 * len(corpus.records)
+    search(Corpus(records=list(CORPUS.records), journals=[]), parse_query_json(qj(group([item(*A)]))), Sort.FFD)
+    assert len(seen) == 3 * len(corpus.records)  # another corpus keeps its own answers

@@ -1,0 +1,384 @@
+"""Growth benchmark: one research search at candidate targets 100 -> 3,000 on the large corpus.
+
+`scripts/bench.py growth` (this module's `add_growth_parser`). Every run is a fresh child process
+(so its peak RSS is its own) with a fresh data directory, talking to the simulator in another
+process (`cnki-mcp sim --corpus DIR`, so the simulator's CPU is measured apart and does not
+share the server's interpreter), through the production stack: `Services.open(settings)` served by
+`build_server` and called with the MCP SDK's in-memory client, as `bench.py search` does.
+
+Columns per target (median over `--repeats`, range in brackets when repeated):
+
+* requests: CNKI requests in the simulator's log (AdvSearch, grid POSTs, detail and journal
+  pages; page assets excluded), split by kind; requests per candidate;
+* wall: the `search` call, Chromium already started;
+* bound: the limiter's lower bound for the requests this run sent, the larger of
+  - spacing: (N - 1) x interval + the latency of the last request's kind (the limiter starts at
+    most one request per interval), and
+  - chain: the longest run of dependent requests: each page of a query needs the previous page's
+    cursor (pages x grid latency), then the enrichment tail (detail + journal latency);
+  so wall / bound near 1 means the search waits on the limiter and on nothing else;
+* server RSS: the child's peak (VmHWM); browser RSS: the sum of VmRSS over the Chromium
+  processes at the end of the call (shared pages counted in each process, so an upper figure);
+  sim CPU: CPU seconds the simulator process spent during the call;
+* DB: the store's files (SQLite database, WAL and shared memory) after the services closed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = Path(__file__).resolve().parent
+sys.path.insert(0, str(SCRIPTS))
+
+GRID_PATH = "/kns8s/brief/grid"
+DETAIL_PATH = "/kcms2/article/abstract"
+JOURNAL_PATH = "/knavi/detail"
+ADV_PATH = "/kns8s/AdvSearch"
+TARGETS = (100, 300, 1000, 3000)
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def kind_of(entry: dict[str, Any]) -> str:
+    path, method = entry["path"], entry["method"]
+    if path == GRID_PATH and method == "POST":
+        return "grid"
+    if path == DETAIL_PATH:
+        return "detail"
+    if path == JOURNAL_PATH:
+        return "journal"
+    if path == ADV_PATH:
+        return "advsearch"
+    return "other"
+
+
+# --- /proc readings (Linux) -----------------------------------------------------------------
+
+
+def _status_kb(pid: int, key: str) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            text = (task / "children").read_text().split()
+            out += [int(x) for x in text]
+    except OSError:
+        pass
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    out, todo = [], _children(pid)
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += _children(p)
+    return out
+
+
+def browser_rss_mb(pid: int) -> float:
+    """Sum of VmRSS over the Chromium processes below `pid` (Playwright driver excluded)."""
+    total = 0
+    for p in descendants(pid):
+        try:
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        except OSError:
+            continue
+        if "chrom" in Path(cmd).name.lower():
+            total += _status_kb(p, "VmRSS")
+    return total / 1024
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
+
+
+# --- one run (child process) ----------------------------------------------------------------
+
+
+def scenario(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "seed": 1,
+        "latency": [
+            {"path": GRID_PATH, "ms": args.grid_ms, "jitter": args.jitter},
+            {"path": DETAIL_PATH, "ms": args.detail_ms, "jitter": args.jitter},
+            {"path": JOURNAL_PATH, "ms": args.journal_ms, "jitter": args.jitter},
+        ],
+    }
+
+
+def start_sim(corpus: Path, scen: Path, log: Path) -> tuple[subprocess.Popen[str], str]:
+    cli = [sys.executable, "-m", "cnki_mcp.cli", "sim"] if not (ROOT / ".venv/bin/cnki-mcp").exists() else [
+        str(ROOT / ".venv/bin/cnki-mcp"), "sim"]
+    proc = subprocess.Popen([*cli, "--corpus", str(corpus), "--scenario", str(scen), "--request-log", str(log)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    origin = proc.stdout.readline().strip()
+    if not origin.startswith("http"):
+        proc.kill()
+        raise RuntimeError(f"the simulator did not start: {origin!r}")
+    return proc, origin
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def limiter_bound(log: list[dict[str, Any]], interval: float, lat: dict[str, float]) -> dict[str, float]:
+    """The larger of the spacing bound and the dependent-chain bound (module docstring)."""
+    reqs = sorted((e for e in log if kind_of(e) != "other"), key=lambda e: e["t"])
+    if not reqs:
+        return {"spacing": 0.0, "chain": 0.0, "bound": 0.0}
+    spacing = (len(reqs) - 1) * interval + lat.get(kind_of(reqs[-1]), 0.0)
+    pages: Counter[str] = Counter(
+        json.dumps(e["params"].get("query"), ensure_ascii=False, sort_keys=True) for e in reqs if kind_of(e) == "grid"
+    )
+    tail = (lat["detail"] if any(kind_of(e) == "detail" for e in reqs) else 0.0) + (
+        lat["journal"] if any(kind_of(e) == "journal" for e in reqs) else 0.0
+    )
+    chain = max(pages.values(), default=0) * lat["grid"] + tail
+    return {"spacing": spacing, "chain": chain, "bound": max(spacing, chain)}
+
+
+async def _search(origin: str, data_dir: Path, args: argparse.Namespace, question: dict[str, Any]) -> dict[str, Any]:
+    from mcp import Client
+
+    from cnki_mcp.server.app import build_server
+    from cnki_mcp.services import Services
+    from cnki_mcp.settings import Settings
+
+    settings = Settings(
+        data_dir=data_dir,
+        headless=True,
+        site_origin=origin,
+        request_interval_ms=args.interval_ms,
+        inline_wait_seconds=7200.0,  # the call answers with the result (no operation_status polls)
+    )
+    services = Services.open(settings, environ=os.environ)
+    options = {"candidate_target": args.target, "max_pages": args.max_pages, "max_requests": args.max_requests,
+               "freshness": "live", "timeout_seconds": 7200}
+    try:
+        await services.host.ensure()  # Chromium starts outside the measurement
+        async with Client(build_server(lambda: services)) as client:
+            t_wall = time.time()
+            start = time.perf_counter()
+            result = await client.call_tool(
+                "search", {"query": question["question"], "concept_groups": question["concepts"], "options": options}
+            )
+            wall = time.perf_counter() - start
+            browser = browser_rss_mb(os.getpid())
+        data = result.structured_content or {}
+        if result.is_error:
+            raise RuntimeError(f"search failed: {json.dumps(data, ensure_ascii=False)[:500]}")
+    finally:
+        await services.close()
+    summary = data.get("result") or {}
+    return {
+        "t_wall": t_wall, "wall": wall, "status": data.get("status"), "browser_rss_mb": browser,
+        "candidates": int(summary.get("candidate_count") or 0), "selected": int(summary.get("selected_count") or 0),
+        "enhanced": int(summary.get("enhanced_count") or 0), "tool_requests": int(summary.get("requests") or 0),
+    }
+
+
+def run_one(args: argparse.Namespace) -> dict[str, Any]:
+    from gen_big_corpus import ensure_corpus  # type: ignore[import-not-found]
+
+    corpus = ensure_corpus(args.corpus)
+    question = pick_question(corpus, args.question)
+    with tempfile.TemporaryDirectory(prefix="cnki-growth-") as tmp:
+        tmpdir = Path(tmp)
+        scen, log_path = tmpdir / "scenario.json", tmpdir / "requests.jsonl"
+        scen.write_text(json.dumps(scenario(args)), encoding="utf-8")
+        sim, origin = start_sim(corpus, scen, log_path)
+        try:
+            cpu0 = cpu_seconds(sim.pid)
+            res = asyncio.run(_search(origin, tmpdir / "data", args, question))
+            res["sim_cpu_s"] = cpu_seconds(sim.pid) - cpu0
+            res["sim_rss_mb"] = _status_kb(sim.pid, "VmHWM") / 1024
+        finally:
+            sim.terminate()
+            sim.wait(timeout=10)
+        res["db_mb"] = db_size_mb(tmpdir / "data")
+        log = [e for e in read_log(log_path) if e["wall"] >= res["t_wall"] - 0.001]
+    res["server_rss_mb"] = _status_kb(os.getpid(), "VmHWM") / 1024
+    res["counts"] = dict(Counter(kind_of(e) for e in log))
+    res["requests"] = sum(v for k, v in res["counts"].items() if k != "other")
+    res["grid_queries"] = len({json.dumps(e["params"].get("query"), sort_keys=True) for e in log if kind_of(e) == "grid"})
+    lat = {"grid": args.grid_ms / 1000, "detail": args.detail_ms / 1000, "journal": args.journal_ms / 1000,
+           "advsearch": 0.0}
+    res.update(limiter_bound(log, args.interval_ms / 1000, lat))
+    res["target"] = args.target
+    return res
+
+
+def db_size_mb(data_dir: Path) -> float:
+    """The store's SQLite database with its WAL and shared-memory files."""
+    from cnki_mcp.datadir import DB_FILE
+
+    files = [data_dir / DB_FILE, data_dir / f"{DB_FILE}-wal", data_dir / f"{DB_FILE}-shm"]
+    return sum(f.stat().st_size for f in files if f.exists()) / 2**20
+
+
+def pick_question(corpus: Path, qid: str) -> dict[str, Any]:
+    for name in ("growth.jsonl", "questions.jsonl"):
+        for line in (corpus / name).read_text(encoding="utf-8").splitlines():
+            if line.strip() and json.loads(line)["id"] == qid:
+                return json.loads(line)
+    raise SystemExit(f"no question {qid} in {corpus}")
+
+
+# --- the subcommand (parent) ----------------------------------------------------------------
+
+
+def _child_argv(args: argparse.Namespace, target: int) -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), "--one", "--target", str(target), "--corpus", args.corpus,
+            "--question", args.question, "--interval-ms", str(args.interval_ms), "--max-pages", str(args.max_pages),
+            "--max-requests", str(args.max_requests), "--grid-ms", str(args.grid_ms), "--detail-ms",
+            str(args.detail_ms), "--journal-ms", str(args.journal_ms), "--jitter", str(args.jitter)]
+
+
+def _cell(values: list[float], fmt: str) -> str:
+    med = statistics.median(values)
+    if len(values) > 1 and max(values) != min(values):
+        return f"{med:{fmt}} [{min(values):{fmt}}–{max(values):{fmt}}]"
+    return f"{med:{fmt}}"
+
+
+def bench_growth(args: argparse.Namespace) -> int:
+    from gen_big_corpus import ensure_corpus  # type: ignore[import-not-found]
+
+    ensure_corpus(args.corpus)  # generated once, before any timed child
+    targets = [int(x) for x in args.targets.split(",")]
+    runs: dict[int, list[dict[str, Any]]] = {}
+    for rep in range(args.repeats):
+        for target in targets:  # interleaved, so machine load drifts evenly over the targets
+            out = subprocess.run(_child_argv(args, target), capture_output=True, text=True, cwd=ROOT)
+            if out.returncode != 0:
+                print(out.stdout[-2000:], out.stderr[-4000:], sep="\n", file=sys.stderr)
+                return 1
+            res = json.loads(out.stdout.strip().splitlines()[-1])
+            runs.setdefault(target, []).append(res)
+            print(f"# repeat {rep + 1} target {target}: {res['requests']} requests, {res['candidates']} candidates,"
+                  f" wall {res['wall']:.1f} s, bound {res['bound']:.1f} s", file=sys.stderr)
+    table = growth_table(runs)
+    print(table)
+    if args.write:
+        from bench import _write_section  # type: ignore[import-not-found]
+
+        _write_section(Path(args.write), "Growth", _section(args, table))
+        print(f"written to {args.write}")
+    return 0
+
+
+def growth_table(runs: dict[int, list[dict[str, Any]]]) -> str:
+    lines = [
+        "| target | status | candidates | requests | grid / detail / journal / AdvSearch | grid queries"
+        " | requests per candidate | wall s | bound s | wall / bound | server RSS MB | browser RSS MB"
+        " | sim CPU s | sim RSS MB | DB MB |",
+        "|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for target, rs in sorted(runs.items()):
+        def col(key: str, rs: list[dict[str, Any]] = rs) -> list[float]:
+            return [float(r[key]) for r in rs]
+
+        counts = rs[0]["counts"]
+        split = " / ".join(str(counts.get(k, 0)) for k in ("grid", "detail", "journal", "advsearch"))
+        per = [r["requests"] / max(1, r["candidates"]) for r in rs]
+        ratio = [r["wall"] / r["bound"] if r["bound"] else 0.0 for r in rs]
+        status = ",".join(sorted({str(r["status"]) for r in rs}))
+        lines.append(
+            f"| {target} | {status} | {_cell(col('candidates'), '.0f')} | {_cell(col('requests'), '.0f')} | {split}"
+            f" | {rs[0]['grid_queries']} | {_cell(per, '.3f')} | {_cell(col('wall'), '.1f')} | {_cell(col('bound'), '.1f')}"
+            f" | **{_cell(ratio, '.2f')}** | {_cell(col('server_rss_mb'), '.0f')} | {_cell(col('browser_rss_mb'), '.0f')}"
+            f" | {_cell(col('sim_cpu_s'), '.1f')} | {_cell(col('sim_rss_mb'), '.0f')} | {_cell(col('db_mb'), '.1f')} |"
+        )
+    return "\n".join(lines)
+
+
+def _command(args: argparse.Namespace) -> str:
+    return (f".venv/bin/python scripts/bench.py growth --corpus {args.corpus} --question {args.question}"
+            f" --targets {args.targets} --repeats {args.repeats} --interval-ms {args.interval_ms}"
+            f" --max-pages {args.max_pages} --write docs/benchmarks.md")
+
+
+def _section(args: argparse.Namespace, table: str) -> str:
+    return (
+        "## Growth\n\n"
+        f"Command: `{_command(args)}`\n\n"
+        f"Machine: {os.cpu_count()} CPUs (shared with other work: compare rows of one run, not runs),"
+        f" Python {platform.python_version()} on {platform.system()} {platform.machine()}, headless Chromium;"
+        f" date {dt.date.today().isoformat()}.\n\n"
+        f"One research search of question `{args.question}` of the generated `{args.corpus}` corpus"
+        " (`scripts/gen_big_corpus.py`, docs/simulator.md \"Large labelled corpora\") per candidate target,"
+        f" explicit concept groups, `max_pages {args.max_pages}`, `max_requests {args.max_requests}`,"
+        f" request interval {args.interval_ms} ms, simulator latency grid {args.grid_ms} / detail {args.detail_ms} /"
+        f" journal {args.journal_ms} ms (jitter x{1 - args.jitter:.1f}-{1 + args.jitter:.1f}), page size 50"
+        " (production). Each run is a fresh process with a fresh store against the simulator in its own process"
+        " (`cnki-mcp sim --corpus`); how each column is measured is in `scripts/bench_growth.py`. Bound = the"
+        " larger of (N - 1) x interval + last latency and the longest chain of dependent pages plus the"
+        " enrichment tail, for the requests this run sent; medians over the repeats, [min–max].\n\n"
+        f"{table}\n"
+    )
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--corpus", default="main", choices=("main", "heldout"), help="generated corpus variant")
+    p.add_argument("--question", default="g01", help="question id (growth.jsonl or questions.jsonl; default g01)")
+    p.add_argument("--targets", default=",".join(map(str, TARGETS)), help="comma-separated candidate targets")
+    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--interval-ms", type=int, default=200)
+    p.add_argument("--max-pages", type=int, default=100)
+    p.add_argument("--max-requests", type=int, default=5000)
+    p.add_argument("--grid-ms", type=int, default=700)
+    p.add_argument("--detail-ms", type=int, default=450)
+    p.add_argument("--journal-ms", type=int, default=600)
+    p.add_argument("--jitter", type=float, default=0.3)
+    p.add_argument("--write", default=None, metavar="MD", help="also write the ## Growth section of this file")
+
+
+def add_growth_parser(sub: Any) -> None:
+    p = sub.add_parser("growth", help="requests, wall / bound, RSS and DB size for targets 100 -> 3000")
+    add_arguments(p)
+    p.set_defaults(func=bench_growth)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`--one --target N`: the child process of one run; prints its figures as one JSON line."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(ap)
+    ap.add_argument("--one", action="store_true")
+    ap.add_argument("--target", type=int, default=300)
+    args = ap.parse_args(argv)
+    if not args.one:
+        return bench_growth(args)
+    print(json.dumps(run_one(args), ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,147 @@
+"""The generated labelled corpora (`scripts/gen_big_corpus.py`): deterministic, labels that follow
+content rather than titles, sources of every quality among the relevant, loadable by the simulator.
+
+Checked on a tenth-scale corpus (~1,100 records) so the module stays cheap; the full-scale figures
+(records, matches per channel) are in docs/simulator.md "Large labelled corpora"."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cnki_mcp.sim.corpus import Corpus
+from cnki_mcp.sim.query import Sort, parse_query_json, search
+
+GENERATOR = Path(__file__).resolve().parents[2] / "scripts" / "gen_big_corpus.py"
+SCALE = 0.1
+# sha256 over records/journals/questions of `generate(out, "main", 0.1)`; changes only with the
+# generator (then bump GENERATOR_VERSION there and update this pin).
+PINNED_MAIN_X01 = "160dcb76d7b8134fa9e6a743bd343cee1d1b02f8ffc93f3de1e657d57d5f3951"
+
+
+def _generator() -> Any:  # scripts/ is not a package: load the generator module from its file
+    spec = importlib.util.spec_from_file_location("gen_big_corpus", GENERATOR)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def gen() -> Any:
+    return _generator()
+
+
+@pytest.fixture(scope="module")
+def main_dir(gen: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("big-main")
+    gen.generate(out, "main", SCALE)
+    return out
+
+
+@pytest.fixture(scope="module")
+def records(main_dir: Path) -> dict[str, dict[str, Any]]:
+    rows = [json.loads(x) for x in (main_dir / "records.jsonl").read_text(encoding="utf-8").splitlines()]
+    return {r["id"]: r for r in rows}
+
+
+@pytest.fixture(scope="module")
+def questions(main_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (main_dir / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def test_generation_is_deterministic_across_processes_and_hash_seeds(gen: Any, main_dir: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONHASHSEED": "4242"}
+    subprocess.run([sys.executable, str(GENERATOR), "--variant", "main", "--scale", str(SCALE), "--out", str(tmp_path)],
+                   capture_output=True, text=True, env=env, check=True)
+    assert gen.checksum(tmp_path) == gen.checksum(main_dir) == PINNED_MAIN_X01
+    manifest = json.loads((tmp_path / "MANIFEST.json").read_text(encoding="utf-8"))
+    assert manifest["sha256"] == PINNED_MAIN_X01 and manifest["generator"] == gen.GENERATOR_VERSION
+
+
+def test_ensure_corpus_reuses_a_valid_cache_and_regenerates_a_tampered_one(gen: Any, tmp_path: Path) -> None:
+    out = gen.ensure_corpus("main", SCALE, root=tmp_path)
+    first = (out / "records.jsonl").stat().st_mtime_ns
+    assert gen.ensure_corpus("main", SCALE, root=tmp_path) == out
+    assert (out / "records.jsonl").stat().st_mtime_ns == first  # not written again
+    with (out / "records.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write("\n")
+    gen.ensure_corpus("main", SCALE, root=tmp_path)
+    assert gen.checksum(out) == PINNED_MAIN_X01
+
+
+def test_questions_have_explicit_concepts_and_graded_labels(questions: list[dict[str, Any]], records: dict) -> None:
+    assert len(questions) >= 20
+    for q in questions:
+        assert len(q["concepts"]) == 2 and all(q["concepts"]), q["id"]
+        assert set(q["relevant"].values()) <= {1, 2, 3} and set(q["relevant"]) <= set(records)
+        assert Counter(q["relevant"].values())[3] >= 5, q["id"]
+
+
+def _names(title: str, group: list[str]) -> bool:
+    return any(t.casefold() in title.casefold() for t in group)
+
+
+def test_titles_alone_do_not_decide_relevance(questions: list[dict[str, Any]], records: dict) -> None:
+    generic_best = decoys = 0
+    for q in questions:
+        topic, facet = q["concepts"]
+        for rid, r in records.items():
+            g = q["relevant"].get(rid, 0)
+            text = r.get("abstract", "") + " ".join(r.get("keywords", []))
+            if g == 3 and not _names(r["title"], topic) and not _names(r["title"], facet):
+                generic_best += 1
+                assert _names(text, topic) and _names(text, facet), rid  # the concepts are in abstract/keywords
+            if g == 0 and _names(r["title"], topic) and _names(r["title"], facet):
+                decoys += 1
+    assert generic_best >= len(questions)  # on average one per question even at a tenth of the size
+    assert decoys >= len(questions) // 2
+
+
+def test_relevant_sets_span_source_tiers_and_document_types(
+    questions: list[dict[str, Any]], records: dict, main_dir: Path
+) -> None:
+    tiers = {j.name: j.tiers for j in Corpus.load(main_dir).journals}
+
+    def kind(r: dict[str, Any]) -> str:
+        if r["type"] != "期刊":
+            return r["type"]
+        t = tiers.get(r["source"], ())
+        return "CSSCI" if "CSSCI" in t else "core" if t else "ordinary"
+
+    spread = Counter()
+    for q in questions:
+        kinds = {kind(records[rid]) for rid, g in q["relevant"].items() if g >= 2}
+        spread.update(kinds)
+        assert {"ordinary", "硕士"} <= kinds, q["id"]
+    assert spread["CSSCI"] >= 8 and spread["core"] >= 15 and spread["会议"] >= 10 and spread["博士"] >= 10
+
+
+def test_simulator_loads_the_corpus_and_its_subject_search_mixes_relevant_and_not(
+    main_dir: Path, questions: list[dict[str, Any]]
+) -> None:
+    corpus = Corpus.load(main_dir)
+    q = questions[0]
+    row = lambda terms: {"Field": "SU", "Operator": "DEFAULT", "Value": " + ".join(f"'{t}'" for t in terms)}  # noqa: E731
+    query = {"QNode": {"QGroup": [{"Key": "Subject", "Items": [row(q["concepts"][0]), row(q["concepts"][1])]}]}}
+    hits = search(corpus, parse_query_json(json.dumps(query, ensure_ascii=False)), Sort.FFD)
+    grades = Counter(q["relevant"].get(r.id, 0) for r in hits)
+    assert grades[3] >= 5 and grades[0] >= 5, grades
+
+
+def test_heldout_variant_has_other_questions_and_other_records(gen: Any, tmp_path: Path, questions: list, records: dict) -> None:
+    gen.generate(tmp_path, "heldout", SCALE)
+    held = [json.loads(x) for x in (tmp_path / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(held) >= 20
+    pairs = lambda qs: {(q["topic"], a) for q in qs for a in q["aspects"]}  # noqa: E731
+    assert not pairs(held) & pairs(questions)
+    first = json.loads((tmp_path / "records.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert first["title"] != records["r00001"]["title"]
