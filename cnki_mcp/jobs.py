@@ -36,6 +36,7 @@ from cnki_mcp.errors import (
     VerificationNotFound,
 )
 from cnki_mcp.operations import (
+    CHECKPOINT_LOG,
     DEFAULT_BUDGETS,
     IDLE,
     INTERRUPTED_MESSAGE,
@@ -221,9 +222,20 @@ class OperationContext:
         self._manager._changed(self._live, persist=False)
 
     def checkpoint(self, data: Any) -> None:
-        """Store `data` (JSON-ready) as the point a `continue` starts from."""
+        """Store `data` (JSON-ready) as the point a `continue` starts from (replacing the last
+        checkpoint and every entry appended to it)."""
         self._live.record.checkpoint = data
-        self._manager._changed(self._live, persist=True, notify=False)
+        self._manager._changed(self._live, persist=True, notify=False, with_checkpoint=True)
+
+    def checkpoint_append(self, entry: Any) -> None:
+        """Add `entry` (JSON-ready) to the dict checkpoint stored last: one small write, whatever the
+        checkpoint's size. `continue` finds the entries, in order, under the checkpoint's `log` key
+        (`operations.CHECKPOINT_LOG`)."""
+        live = self._live
+        if not isinstance(live.record.checkpoint, dict):
+            raise TypeError("checkpoint_append needs a dict checkpoint saved first")
+        live.record.checkpoint.setdefault(CHECKPOINT_LOG, []).append(entry)
+        self._manager._sink.append_checkpoint(live.record.operation_id, entry)
 
     def set_result(self, result: Any) -> None:
         """The result so far: kept when the runner then raises (the operation ends partial)."""
@@ -443,7 +455,7 @@ class JobManager:
         rec.requests = live.budget.requests
         rec.active_seconds = round(live.budget.active_seconds, 3)
         rec.updated_at = self._clock.now()
-        self._sink.save(rec, keep=self._keep)
+        self._sink.save(rec, keep=self._keep, with_checkpoint=False)  # stored when it was made
         live.done.set()
         live.bump()
         self._notify(live)
@@ -453,13 +465,16 @@ class JobManager:
 
     # --- change plumbing --------------------------------------------------------------
 
-    def _changed(self, live: _Live, *, persist: bool, notify: bool = True) -> None:
+    def _changed(
+        self, live: _Live, *, persist: bool, notify: bool = True, with_checkpoint: bool = False
+    ) -> None:
         rec = live.record
         rec.requests = live.budget.requests
         rec.active_seconds = round(live.budget.active_seconds, 3)
         rec.updated_at = self._clock.now()
         if persist:
-            self._sink.save(rec, keep=self._keep)
+            # The checkpoint is written only when it changed (a stage or status change is small).
+            self._sink.save(rec, keep=self._keep, with_checkpoint=with_checkpoint)
         live.bump()
         if notify:
             self._notify(live)

@@ -4,6 +4,7 @@ manager that runs operations is `jobs.JobManager`."""
 
 from __future__ import annotations
 
+import copy
 import secrets
 from collections.abc import Sequence
 from datetime import datetime
@@ -16,6 +17,9 @@ from cnki_mcp.clock import Clock
 from cnki_mcp.errors import BudgetExhausted, CnkiError
 
 KEEP_OPERATIONS = 200
+# Key of a loaded checkpoint under which the entries appended since it was saved are listed
+# (`OperationContext.checkpoint_append`); reserved in every checkpoint dict.
+CHECKPOINT_LOG = "log"
 INTERRUPTED_MESSAGE = "服务重启前该操作未完成，已中断；检索（search）可用 operation_control continue 从检查点继续，其他操作请重新发起"
 IDLE = "idle"
 
@@ -111,10 +115,11 @@ class OperationRecord(_Model):
     # True when errors[0] is the error that ended the run (the rest are per-item errors).
     final_error: bool = Field(default=False, exclude=True)
 
-    def to_storage(self) -> dict[str, Any]:
+    def to_storage(self, *, with_checkpoint: bool = True) -> dict[str, Any]:
         """JSON-ready dict including the stored-only fields (for the store only)."""
         data = self.model_dump(mode="json")
-        data["checkpoint"] = self.checkpoint
+        if with_checkpoint:
+            data["checkpoint"] = self.checkpoint
         data["final_error"] = self.final_error
         return data
 
@@ -124,6 +129,15 @@ class OperationRecord(_Model):
 
     def public(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+def with_log(checkpoint: Any, log: list[Any]) -> Any:
+    """A stored checkpoint with the entries appended since it was saved (none: unchanged)."""
+    if not log:
+        return checkpoint
+    base = dict(checkpoint) if isinstance(checkpoint, dict) else {}
+    base[CHECKPOINT_LOG] = [*base.get(CHECKPOINT_LOG, []), *log]
+    return base
 
 
 def new_operation_id() -> str:
@@ -210,9 +224,17 @@ class Budget:
 class OperationSink(Protocol):
     """Where operation records live between processes (the SQLite store implements this)."""
 
-    def save(self, record: OperationRecord, *, keep: int = KEEP_OPERATIONS) -> None:
-        """Upsert the record including its checkpoint; then drop the oldest finished records
-        beyond the newest `keep` (never a running or awaiting_user one)."""
+    def save(
+        self, record: OperationRecord, *, keep: int = KEEP_OPERATIONS, with_checkpoint: bool = True
+    ) -> None:
+        """Upsert the record; with `with_checkpoint` its checkpoint too (which replaces the stored
+        one and drops its appended entries), else the stored checkpoint stays as it is. Then drop
+        the oldest finished records beyond the newest `keep` (never a running or awaiting_user one)."""
+        ...
+
+    def append_checkpoint(self, operation_id: str, entry: Any) -> None:
+        """Add one entry to the stored checkpoint of a saved operation (O(entry), not O(checkpoint)):
+        a loaded dict checkpoint lists the entries, in order, under `CHECKPOINT_LOG`."""
         ...
 
     def load(self, operation_id: str) -> OperationRecord | None:
@@ -234,11 +256,21 @@ class MemorySink:
 
     def __init__(self) -> None:
         self._records: dict[str, OperationRecord] = {}
+        self._logs: dict[str, list[Any]] = {}
         self.saves = 0
 
-    def save(self, record: OperationRecord, *, keep: int = KEEP_OPERATIONS) -> None:
+    def save(
+        self, record: OperationRecord, *, keep: int = KEEP_OPERATIONS, with_checkpoint: bool = True
+    ) -> None:
         self.saves += 1
-        self._records[record.operation_id] = record.model_copy(deep=True)
+        prev = self._records.get(record.operation_id)
+        if with_checkpoint:
+            self._records[record.operation_id] = record.model_copy(deep=True)
+            self._logs.pop(record.operation_id, None)
+        else:  # the record without its checkpoint (not copied), which stays as stored
+            copied = OperationRecord.from_storage(record.to_storage(with_checkpoint=False))
+            copied.checkpoint = None if prev is None else prev.checkpoint
+            self._records[record.operation_id] = copied
         finished = sorted(
             (r for r in self._records.values() if not r.status.active),
             key=lambda r: r.created_at,
@@ -249,15 +281,25 @@ class MemorySink:
             if overflow <= 0:
                 break
             del self._records[old.operation_id]
+            self._logs.pop(old.operation_id, None)
             overflow -= 1
+
+    def append_checkpoint(self, operation_id: str, entry: Any) -> None:
+        if operation_id in self._records:
+            self._logs.setdefault(operation_id, []).append(copy.deepcopy(entry))
+
+    def _loaded(self, record: OperationRecord) -> OperationRecord:
+        out = record.model_copy(deep=True)
+        out.checkpoint = with_log(out.checkpoint, copy.deepcopy(self._logs.get(record.operation_id, [])))
+        return out
 
     def load(self, operation_id: str) -> OperationRecord | None:
         record = self._records.get(operation_id)
-        return record.model_copy(deep=True) if record else None
+        return self._loaded(record) if record else None
 
     def list_recent(self, n: int) -> list[OperationRecord]:
         ordered = sorted(self._records.values(), key=lambda r: r.created_at, reverse=True)
-        return [r.model_copy(deep=True) for r in ordered[:n]]
+        return [self._loaded(r) for r in ordered[:n]]
 
     def mark_interrupted(self, message: str, at: datetime) -> list[str]:
         ids: list[str] = []
@@ -292,6 +334,18 @@ class OperationStore(Protocol):
         updated_at: datetime,
     ) -> None: ...
 
+    def update_operation(
+        self,
+        op_id: str,
+        kind: str,
+        status: str,
+        record_json: dict[str, Any],
+        created_at: datetime,
+        updated_at: datetime,
+    ) -> None: ...
+
+    def append_checkpoint(self, op_id: str, entry: Any) -> None: ...
+
     def load_operation(self, op_id: str) -> _StoredOperation | None: ...
 
     def list_operations(self, limit: int = 20) -> Sequence[_StoredOperation]: ...
@@ -306,18 +360,19 @@ class StoreSink:
     def __init__(self, store: OperationStore) -> None:
         self._store = store
 
-    def save(self, record: OperationRecord, *, keep: int = KEEP_OPERATIONS) -> None:
-        data = record.to_storage()
-        checkpoint = data.pop("checkpoint")
-        self._store.save_operation(
-            record.operation_id,
-            record.kind.value,
-            record.status.value,
-            data,
-            checkpoint,
-            record.created_at,
-            record.updated_at,
-        )
+    def save(
+        self, record: OperationRecord, *, keep: int = KEEP_OPERATIONS, with_checkpoint: bool = True
+    ) -> None:
+        data = record.to_storage(with_checkpoint=with_checkpoint)
+        checkpoint = data.pop("checkpoint", None)
+        args = (record.operation_id, record.kind.value, record.status.value, data)
+        if with_checkpoint:
+            self._store.save_operation(*args, checkpoint, record.created_at, record.updated_at)
+        else:
+            self._store.update_operation(*args, record.created_at, record.updated_at)
+
+    def append_checkpoint(self, operation_id: str, entry: Any) -> None:
+        self._store.append_checkpoint(operation_id, entry)
 
     def load(self, operation_id: str) -> OperationRecord | None:
         row = self._store.load_operation(operation_id)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,10 +25,9 @@ from cnki_mcp.pipeline.enrich import (
     is_journal,
     record_item_error,
 )
-from cnki_mcp.pipeline.models import CoverageEntry, PlanView, ResultItem, SearchSummary
+from cnki_mcp.pipeline.models import CoverageEntry, EnrichMore, PlanView, ResultItem, SearchSummary
 from cnki_mcp.pipeline.policy import (
     DEFAULT_POLICY,
-    ChannelStop,
     Enrichment,
     LocalChannel,
     RefState,
@@ -37,7 +36,15 @@ from cnki_mcp.pipeline.policy import (
     next_enrichment,
     with_local_hits,
 )
-from cnki_mcp.pipeline.state import Channel, SearchState
+from cnki_mcp.pipeline.state import (
+    FEEDBACK,
+    RETRIEVAL,
+    Channel,
+    SearchState,
+    failed_event,
+    local_event,
+    page_event,
+)
 from cnki_mcp.query.compiler import compile_expression, feedback_expression
 from cnki_mcp.rank import (
     MAX_SELECTED,
@@ -57,6 +64,7 @@ from cnki_mcp.store import PRESENT, SearchEvidence, Store
 FEEDBACK_WEIGHT = 0.8
 FEEDBACK_REASON = "保留所有必要概念，补充相关论文共同关键词："
 DEFAULT_LIMIT = 50
+MAX_METADATA_REFS = 100  # record_refs one get_metadata call takes (MetadataInput)
 # Soft blocks (DESIGN.md "Soft blocks"): a zero the search itself contradicts is asked once more
 # after this pause; still zero, the search stops with SITE_UNAVAILABLE instead of storing it.
 SOFT_BLOCK_PAUSE = 20.0
@@ -102,7 +110,9 @@ def _units(channels: Sequence[Channel]) -> list[Unit]:
 
 
 def _coverage(channel: Channel) -> CoverageEntry:
-    return CoverageEntry(channel=channel.id, field=channel.field, reason=channel.reason, queries=channel.queries)
+    return CoverageEntry(
+        channel=channel.id, field=channel.field, reason=channel.reason, queries=channel.queries
+    )
 
 
 def plan_view(plan: dict[str, Any], channels: Sequence[Channel]) -> PlanView:
@@ -166,6 +176,7 @@ class SearchEngine:
 
     async def _phases(self, st: SearchState, ctx: OperationContext) -> None:
         params = st.input
+        self._resume_landed(st, ctx)
         if not st.retrieved:
             await self._retrieve(st, ctx)
             st.retrieved = True
@@ -186,14 +197,7 @@ class SearchEngine:
                 ctx.set_stage(
                     "feedback", f"补充检索 {len(st.feedback)} 个关键词" + (f"：{words}" if words else "")
                 )
-                want = [
-                    u
-                    for u in _units(st.feedback)
-                    if self._pages(st, u) == 0
-                    and not st.coverage_of(u.channel.id).failed
-                    and not st.coverage_of(u.channel.id).stopped
-                ]
-                await self._round(st, ctx, want, feedback=True)
+                await self._run_units(st, ctx, _units(st.feedback), feedback=True)
             st.feedback_done = True
             st.feedback_pool = self._pool(st, st.feedback_refs)
             ctx.checkpoint(st.to_json())
@@ -206,40 +210,8 @@ class SearchEngine:
     # --- retrieval ----------------------------------------------------------------------
 
     async def _retrieve(self, st: SearchState, ctx: OperationContext) -> None:
-        params = st.input
-        units = _units(st.channels)  # a split channel pages each of its queries like a channel
-        while True:
-            self._localize(st, st.channels)
-            live = [
-                u
-                for u in units
-                if not self._exhausted(st, u)
-                and not st.coverage_of(u.channel.id).failed
-                and not st.coverage_of(u.channel.id).stopped
-            ]
-            if not live:
-                return
-            lo = min(self._pages(st, u) for u in live)
-            hi = max(self._pages(st, u) for u in live)
-            if lo >= params["max_pages"] or (
-                lo > 0 and lo == hi and len(st.refs) >= params["candidate_target"]
-            ):
-                return
-            ctx.set_stage("retrieval", f"第 {lo + 1} 轮检索中，已有候选 {len(st.refs)} 篇")
-            ctx.progress(len(st.refs), params["candidate_target"], "candidates")
-            want = [u for u in live if self._pages(st, u) == lo]
-            first = self._subject_first(st)
-            if first is not None:
-                want = [u for u in want if u.channel.id == first]
-            try:
-                await self._round(st, ctx, want, feedback=False)
-            finally:
-                if first is not None:
-                    self._empty_subject_alone(st, first)
-                ctx.checkpoint(st.to_json())
-            # The round's rows are counted now, not before it ran.
-            ctx.set_stage("retrieval", f"第 {lo + 1} 轮检索，已有候选 {len(st.refs)} 篇")
-            ctx.progress(len(st.refs), params["candidate_target"], "candidates")
+        # a split channel pages each of its queries like a channel
+        await self._run_units(st, ctx, _units(st.channels), feedback=False)
 
     # --- request policies (pipeline/policy.py) ---------------------------------------------
 
@@ -252,27 +224,19 @@ class SearchEngine:
         first = next((c for c in channels if c.field == "subject"), None)
         return first if first is not None and len(channels) > 1 else None
 
-    def _subject_first(self, st: SearchState) -> str | None:
-        """Under SubsetChannels.LOCAL the subject channel's first page comes alone: when it lists
-        the whole result set, the other channels are not requested at all."""
-        subject = self._subject(st)
-        if subject is None:
-            return None
+    def _gate(self, st: SearchState, unit: Unit, subject: Channel | None, empty_first: bool) -> bool | None:
+        """SubsetChannels.LOCAL: another research channel waits for the subject channel's first
+        answer. True: ask CNKI; False: answered locally (q1 listed its whole, non-empty result
+        set); None: not known yet. An empty first subject page is not trusted alone: the others
+        are asked, and their rows make a throttled zero suspect (DESIGN.md "Soft blocks")."""
+        if subject is None or unit.channel.id == subject.id or self._pages(st, unit) > 0:
+            return True
         entry = st.coverage_of(subject.id)
-        alone = entry.pages == 0 and not entry.failed and not st.subject_retried and subject.queries == 1
-        return subject.id if alone else None
-
-    @staticmethod
-    def _empty_subject_alone(st: SearchState, subject: str) -> None:
-        """An empty first page of the subject channel asked alone proves nothing (a throttled
-        client gets exactly that; DESIGN.md "Soft blocks"): it is forgotten and asked again beside
-        the title and keyword channels, whose rows make a false zero suspect."""
-        entry = st.coverage_of(subject)
-        if entry.pages != 1 or entry.rows or entry.failed:
-            return
-        entry.pages, entry.total, entry.exhausted, entry.stopped = 0, None, False, None
-        st.cursors.pop(subject, None)
-        st.subject_retried = True
+        if entry.failed or empty_first or subject.queries > 1:
+            return True
+        if entry.pages == 0:
+            return None
+        return not (entry.exhausted and entry.rows > 0 and unit.channel.field in ("title", "keywords"))
 
     def _localize(self, st: SearchState, channels: Sequence[Channel]) -> None:
         """Mark `channels` not yet asked as answered locally once the subject channel listed its
@@ -381,50 +345,162 @@ class SearchEngine:
             cursor=cursor if page > 1 else None,
         )
 
-    async def _round(
+    def _open(self, st: SearchState, unit: Unit, limit: int) -> bool:
+        """The unit may still have a page to fetch (not exhausted, not failed, under its page limit)."""
+        entry = st.coverage_of(unit.channel.id)
+        return (
+            not self._exhausted(st, unit)
+            and not entry.failed
+            and not entry.stopped
+            and self._pages(st, unit) < limit
+        )
+
+    def _needed(
+        self, st: SearchState, units: Sequence[Unit], level: int, limit: int, *, feedback: bool
+    ) -> bool | None:
+        """Whether the pages after `level` are fetched (DESIGN.md "Retrieval without rounds"): the
+        decision a search waiting for every channel's page `level` would take, known as soon as it
+        is certain. Stop when the candidates first seen on pages <= `level` reach the target; go
+        when even every page <= `level` still missing, full, could not reach it; None: not yet known."""
+        if level == 0:
+            return True
+        if feedback:  # a feedback channel reads its first page only
+            return False
+        target = st.input["candidate_target"]
+        seen = st.candidates_through(level)
+        if seen >= target:
+            return False
+        missing = sum(
+            min(level, limit) - self._pages(st, u)
+            for u in units
+            if self._open(st, u, limit) and self._pages(st, u) < level
+        )
+        if seen + missing * self.page_size < target:
+            return True
+        return None
+
+    async def _run_units(
         self, st: SearchState, ctx: OperationContext, units: Sequence[Unit], *, feedback: bool
     ) -> None:
-        """Next page of each unit concurrently; merged in unit order (deterministic)."""
+        """Every unit pages on its own under the one request limiter: a slow channel never holds
+        back a fast one. Pages are merged as they land, in canonical order (state.py), so the pages
+        fetched and the candidates' order do not depend on the order pages arrive in."""
         if not units:
             return
-        requests = [self._request(st, u, self._pages(st, u) + 1) for u in units]
-        outcomes: list[Any] = list(
-            await asyncio.gather(
-                *(self._page(st, ctx, u, r) for u, r in zip(units, requests, strict=True)),
-                return_exceptions=True,
-            )
-        )
-        st.landed.clear()
-        await self._recheck_suspect_zeros(st, ctx, units, requests, outcomes, feedback=feedback)
-        stop: BaseException | None = None
-        for unit, outcome in zip(units, outcomes, strict=True):
-            channel = unit.channel
-            entry = st.coverage_of(channel.id)
-            if isinstance(outcome, GridPage):
-                self._collect(st, unit, entry, outcome, feedback)
-            elif isinstance(outcome, CnkiError) and not is_fatal(outcome):
-                entry.failed = True
-                entry.error = outcome.message
-                record_item_error(ctx, outcome, None, "retrieval", channel=channel.id)
-            elif isinstance(outcome, BaseException):
-                stop = stop or outcome
-        if stop is not None:
-            raise stop
+        limit = 1 if feedback else st.input["max_pages"]
+        stage = FEEDBACK if feedback else RETRIEVAL
+        index = {(u.channel.id, u.lane): i for i, u in enumerate(units)}
+        changed = asyncio.Event()
+        stop: list[BaseException] = []
 
-    def _suspect_zero(
+        def bump() -> None:
+            nonlocal changed
+            changed.set()
+            changed = asyncio.Event()
+
+        async def wait_change() -> None:
+            await changed.wait()
+
+        async def wait() -> bool:
+            """Wait for the next change; False once the search stops."""
+            if not stop:
+                await changed.wait()
+            return not stop
+
+        subject = None if feedback else self._subject(st)
+        first_answer = {"empty": False}  # the subject channel's first page came back empty
+
+        async def local(unit: Unit) -> bool:
+            """Wait for the policy gate; True when the unit is answered locally (recorded)."""
+            go = self._gate(st, unit, subject, first_answer["empty"])
+            while go is None and not stop:
+                await wait_change()
+                go = self._gate(st, unit, subject, first_answer["empty"])
+            if go is not False or stop or st.coverage_of(unit.channel.id).stopped:
+                return go is False
+            event = local_event(unit.channel, "")
+            st.apply(event)
+            ctx.checkpoint_append(event)
+            return True
+
+        async def run(unit: Unit) -> None:
+            try:
+                if await local(unit):
+                    return
+                while not stop and self._open(st, unit, limit):
+                    level = self._pages(st, unit)
+                    go = self._needed(st, units, level, limit, feedback=feedback)
+                    while go is None and not stop:
+                        await wait_change()
+                        go = self._needed(st, units, level, limit, feedback=feedback)
+                    if not go or stop:
+                        return
+                    request = self._request(st, unit, level + 1)
+                    try:
+                        answer = await self.backend.grid(request, op=ctx)
+                        if subject is not None and unit.channel.id == subject.id and not answer.rows:
+                            first_answer["empty"] = first_answer["empty"] or request.page == 1
+                            bump()
+                        grid = await self._confirm_zero(
+                            st, ctx, unit, request, answer, wait, feedback=feedback
+                        )
+                    except CnkiError as exc:
+                        if is_fatal(exc):
+                            raise
+                        event = failed_event(unit.channel.id, exc.message)
+                        st.apply(event)
+                        ctx.checkpoint_append(event)
+                        record_item_error(ctx, exc, None, "retrieval", channel=unit.channel.id)
+                        return
+                    if grid is None:  # the search stopped before an empty page could be judged
+                        return
+                    self._land(st, ctx, unit, index[(unit.channel.id, unit.lane)], stage, request.page, grid)
+                    self._report(st, ctx, units, limit, feedback=feedback)
+                    bump()
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                stop.append(exc)
+            finally:
+                bump()
+
+        if not feedback:
+            self._report(st, ctx, units, limit, feedback=False, before=True)
+        await asyncio.gather(*(run(u) for u in units))
+        if stop:
+            raise stop[0]
+        if not feedback:
+            self._report(st, ctx, units, limit, feedback=False)
+
+    def _report(
         self,
         st: SearchState,
-        channel: Channel,
-        page: int,
-        grid: GridPage,
-        round_rows: dict[str, int],
+        ctx: OperationContext,
+        units: Sequence[Unit],
+        limit: int,
         *,
         feedback: bool,
+        before: bool = False,
+    ) -> None:
+        if feedback:
+            return
+        live = [self._pages(st, u) for u in units if self._open(st, u, limit)]
+        level = min(live) if live else max(self._pages(st, u) for u in units)
+        if before:
+            ctx.set_stage("retrieval", f"第 {level + 1} 轮检索中，已有候选 {len(st.refs)} 篇")
+        else:
+            ctx.set_stage("retrieval", f"第 {max(level, 1)} 轮检索，已有候选 {len(st.refs)} 篇")
+        ctx.progress(len(st.refs), st.input["candidate_target"], "candidates")
+
+    def _suspect_zero(
+        self, st: SearchState, unit: Unit, page: int, grid: GridPage, *, feedback: bool
     ) -> bool:
         """A page without rows the search itself contradicts: a later page (the page before it
         promised more), or a subject channel whose title/keywords siblings of the same concepts
-        found rows (this round or earlier). A throttled client is answered exactly so."""
-        if grid.rows:
+        found rows. A throttled client is answered exactly so. One query of a split channel covers
+        only part of it: its first page may be empty."""
+        channel = unit.channel
+        if grid.rows or (channel.queries > 1 and page == 1):
             return False
         if page > 1:
             return True
@@ -432,73 +508,101 @@ class SearchEngine:
             return False
         narrower = _CONTAINS.get(channel.field, frozenset())
         return any(
-            other.field in narrower and (round_rows.get(other.id, 0) > 0 or st.coverage_of(other.id).rows > 0)
+            other.field in narrower and st.coverage_of(other.id).rows > 0
             for other in st.channels
             if other.id != channel.id
         )
 
-    async def _recheck_suspect_zeros(
+    def _siblings_answered(self, st: SearchState, unit: Unit) -> bool:
+        """Every narrower sibling of the unit's channel answered its first page (or failed)."""
+        narrower = _CONTAINS.get(unit.channel.field, frozenset())
+        return all(
+            st.coverage_of(other.id).pages > 0 or st.coverage_of(other.id).failed
+            for other in st.channels
+            if other.id != unit.channel.id and other.field in narrower
+        )
+
+    async def _confirm_zero(
         self,
         st: SearchState,
         ctx: OperationContext,
-        units: Sequence[Unit],
-        requests: Sequence[GridRequest],
-        outcomes: list[Any],
+        unit: Unit,
+        request: GridRequest,
+        grid: GridPage,
+        wait: Callable[[], Awaitable[bool]],
         *,
         feedback: bool,
-    ) -> None:
-        """Soft-block rule: every suspect zero of the round is asked once more after a pause; a zero
-        that stays suspect becomes SITE_UNAVAILABLE (fatal: the checkpoint keeps the channel open
-        and its cursor, so `continue` asks for the same page). Never stored as exhausted."""
-
-        def suspects() -> list[int]:
-            rows: dict[str, int] = {}
-            for u, o in zip(units, outcomes, strict=True):
-                if isinstance(o, GridPage):
-                    rows[u.channel.id] = rows.get(u.channel.id, 0) + len(o.rows)
-            return [
-                i
-                for i, (u, o) in enumerate(zip(units, outcomes, strict=True))
-                if isinstance(o, GridPage)
-                # One query of a split channel covers only part of it: its first page may be empty.
-                and not (u.channel.queries > 1 and requests[i].page == 1)
-                and self._suspect_zero(st, u.channel, requests[i].page, o, rows, feedback=feedback)
-            ]
-
-        first = suspects()
-        if not first:
-            return
+    ) -> GridPage | None:
+        """Soft-block rule (DESIGN.md "Soft blocks"): a suspect zero is asked once more after a
+        pause; a zero that stays suspect is SITE_UNAVAILABLE (fatal: the checkpoint keeps the channel
+        open and its cursor, so `continue` asks for the same page). Never stored as exhausted. An
+        empty first subject page is judged once its narrower siblings answered their first page, so
+        the verdict does not depend on which page arrived first. None: the search stopped first."""
+        if grid.rows:
+            return grid
+        if request.page == 1 and not feedback and not st.structured:
+            while not self._siblings_answered(st, unit):
+                if not await wait():
+                    return None
+        if not self._suspect_zero(st, unit, request.page, grid, feedback=feedback):
+            return grid
         ctx.set_stage("retrieval", "知网返回了可疑的空结果，稍后复查一次")
         await self.clock.sleep(self.soft_block_pause)
-        again = await asyncio.gather(
-            *(self.backend.grid(requests[i], op=ctx) for i in first), return_exceptions=True
-        )
-        for i, outcome in zip(first, again, strict=True):
-            outcomes[i] = outcome
-        for i in suspects():
-            if i in first:
-                outcomes[i] = SiteUnavailable(
-                    "知网对本应有结果的检索连续返回空结果（疑似限流软封），已暂停；稍后可继续任务",
-                    reason="soft_block",
-                    channel=units[i].channel.id,
-                    page=requests[i].page,
-                )
+        again = await self.backend.grid(request, op=ctx)
+        if self._suspect_zero(st, unit, request.page, again, feedback=feedback):
+            raise SiteUnavailable(
+                "知网对本应有结果的检索连续返回空结果（疑似限流软封），已暂停；稍后可继续任务",
+                reason="soft_block",
+                channel=unit.channel.id,
+                page=request.page,
+            )
+        return again
 
-    async def _page(
-        self, st: SearchState, ctx: OperationContext, unit: Unit, request: GridRequest
-    ) -> GridPage:
-        """One channel's page of a round. Committed when observed: the rows go to the store and the
-        page to the checkpoint at once, so a round cut short (the watchdog, a crash) loses no
-        observation and `continue` does not ask for the page again (docs/reliability.md)."""
-        key = unit.channel.id if unit.channel.queries == 1 else f"{unit.channel.id}#{unit.lane}"
-        landed = st.landed.get(key)
-        if landed is not None and landed.get("page") == request.page:
-            return GridPage.model_validate(landed["grid"])
-        grid = await self.backend.grid(request, op=ctx)
-        self._kept_papers(st, grid)
-        st.landed[key] = {"page": request.page, "grid": grid.model_dump(mode="json")}
+    def _land(
+        self,
+        st: SearchState,
+        ctx: OperationContext,
+        unit: Unit,
+        index: int,
+        stage: int,
+        page: int,
+        grid: GridPage,
+    ) -> None:
+        """One answered page, committed when observed: the rows to the store, the page's event to
+        the state and appended to the checkpoint (O(new rows)), so a search cut short (the watchdog,
+        a crash) loses no observation and `continue` does not ask for the page again."""
+        kept, papers = self._kept_papers(st, grid)
+        refs = [(i, paper.record_ref) for (i, _), paper in zip(kept, papers, strict=True)]
+        event = page_event(
+            unit.channel,
+            unit.lane if unit.channel.queries > 1 else 0,
+            index,
+            stage,
+            page,
+            refs,
+            len(grid.rows),
+            grid.total,
+            grid.exhausted or not grid.rows,
+            grid.turnpage,
+        )
+        st.apply(event)
+        ctx.checkpoint_append(event)
+
+    def _resume_landed(self, st: SearchState, ctx: OperationContext) -> None:
+        """Pages a checkpoint written before retrieval ran without rounds kept unmerged (`landed`):
+        merged now, so `continue` does not ask for them again."""
+        if not st.landed:
+            return
+        feedback = st.retrieved
+        units = _units(st.feedback or []) if feedback else _units(st.channels)
+        for i, unit in enumerate(units):
+            key = unit.channel.id if unit.channel.queries == 1 else f"{unit.channel.id}#{unit.lane}"
+            landed = st.landed.get(key)
+            if landed is not None and landed.get("page") == self._pages(st, unit) + 1:
+                grid = GridPage.model_validate(landed["grid"])
+                self._land(st, ctx, unit, i, FEEDBACK if feedback else RETRIEVAL, landed["page"], grid)
+        st.landed.clear()
         ctx.checkpoint(st.to_json())
-        return grid
 
     def _kept_papers(self, st: SearchState, grid: GridPage) -> tuple[list[tuple[int, Any]], list[Paper]]:
         y0, y1 = st.input.get("year_from") or 0, st.input.get("year_to") or 0
@@ -511,49 +615,6 @@ class SearchEngine:
             [row for _, row in kept], self.clock.now(), public_origins=self.public_origins
         )
         return kept, papers
-
-    def _collect(
-        self, st: SearchState, unit: Unit, entry: CoverageEntry, grid: GridPage, feedback: bool
-    ) -> None:
-        channel = unit.channel
-        lane = st.lanes_of(channel)[unit.lane] if channel.queries > 1 else None
-        seen_rows = lane.rows if lane is not None else entry.rows
-        kept, papers = self._kept_papers(st, grid)
-        seen = set(st.refs)
-        new = 0
-        for (index, _), paper in zip(kept, papers, strict=True):
-            ref = paper.record_ref
-            if ref not in seen:
-                seen.add(ref)
-                new += 1
-                st.refs.append(ref)
-                if feedback:
-                    st.feedback_refs.append(ref)
-            hits = st.hits.setdefault(ref, [])
-            if not any(h.channel == channel.id for h in hits):
-                hits.append(Hit(channel.id, seen_rows + index + 1, channel.weight))
-        exhausted = grid.exhausted or not grid.rows
-        entry.pages += 1
-        entry.rows += len(grid.rows)
-        if self.policy.channel_stop == ChannelStop.NO_NEW and grid.rows and not new and lane is None:
-            entry.stopped = "no_new"  # pipeline/policy.py ChannelStop.NO_NEW
-        if lane is None:
-            if grid.turnpage:
-                st.cursors[channel.id] = grid.turnpage
-            else:
-                st.cursors.pop(channel.id, None)
-            entry.total = grid.total
-            entry.exhausted = exhausted
-            return
-        lane.cursor = grid.turnpage or ""
-        lane.pages += 1
-        lane.rows += len(grid.rows)
-        lane.total = grid.total
-        lane.exhausted = exhausted
-        lanes = st.lanes_of(channel)
-        totals = [x.total for x in lanes if x.total is not None]
-        entry.total = sum(totals) if totals else None  # sum over the queries; they may overlap
-        entry.exhausted = all(x.exhausted for x in lanes)
 
     # --- ranking helpers ----------------------------------------------------------------
 
@@ -689,6 +750,7 @@ class SearchEngine:
                 for e in ([] if failure is None else [OperationErrorInfo.of(failure)])
             ]
             + [e.model_dump(mode="json") for e in ctx.item_errors],
+            enrich_more=self.enrich_more([papers[r.ref] for r in selected]),
         )
         now = self.clock.now()
         self.store.save_evidence(st.search_id, rows)
@@ -704,10 +766,31 @@ class SearchEngine:
         )
         return summary
 
+    def enrich_more(self, papers: Sequence[Paper]) -> EnrichMore | None:
+        """The selected papers without a fresh detail page, or journal articles whose journal
+        page was not read, and the `get_metadata` call that reads them (at most its 100 refs)."""
+        refs = [
+            p.record_ref
+            for p in papers
+            if not self.enricher.detail_fresh(p.record_ref)
+            or (is_journal(p) and self.enricher.journal_cached(p) is None)
+        ]
+        if not refs:
+            return None
+        call = refs[:MAX_METADATA_REFS]
+        return EnrichMore(
+            count=len(refs),
+            message=f"入选文献中有 {len(refs)} 篇未读取详情页或期刊信息；需要摘要、关键词或期刊级别时调用 get_metadata"
+            + (f"（一次最多 {MAX_METADATA_REFS} 篇）" if len(refs) > len(call) else ""),
+            suggested_call={"tool": "get_metadata", "arguments": {"record_refs": call, "quality": True}},
+        )
+
     def result_item(self, paper: Paper, score: float | None) -> ResultItem:
         cached = self.enricher.journal_cached(paper)
         tiers = list(cached.page.tiers) if cached is not None and cached.page is not None else []
         return ResultItem(
+            detail_read=self.enricher.detail_fresh(paper.record_ref),
+            quality_known=cached is not None and cached.state == PRESENT,
             record_ref=paper.record_ref,
             title=paper.title,
             authors=paper.author_names(),

@@ -152,10 +152,9 @@ class CoverageEntry(_Model):
         default=1,
         description="知网检索式条数：检索行超过 120 字时拆成多条检索式（结果为其并集），作为本通道的追加页运行",
     )
-    stopped: Literal["local", "no_new"] | None = Field(
+    stopped: Literal["local"] | None = Field(
         default=None,
-        description="未继续请求的原因：local＝主题通道已列全，本通道（其子集）在已知候选上本地计算；"
-        "no_new＝上一页没有新候选，不再翻页",
+        description="local＝主题通道已列全结果，本通道检索的是其子集，不再请求知网，命中在已知候选上本地计算",
     )
 
 
@@ -183,9 +182,7 @@ class PlanAdvice(_Model):
     suggested_concept_groups: list[list[str]] = Field(
         description="建议的概念组（组间 AND，组内同义词 OR）；请为每组补充同义词后再检索"
     )
-    suggested_call: dict[str, Any] = Field(
-        description='建议的调用：{"tool": "search", "arguments": {...}}'
-    )
+    suggested_call: dict[str, Any] = Field(description='建议的调用：{"tool": "search", "arguments": {...}}')
 
 
 class ResultItem(_Model):
@@ -198,6 +195,18 @@ class ResultItem(_Model):
     tiers: list[str] = Field(default_factory=list)
     score: float | None = None
     url: str | None = None
+    detail_read: bool = Field(False, description="已读取详情页（摘要、关键词、机构）")
+    quality_known: bool = Field(False, description="期刊收录与影响因子已知")
+
+
+class EnrichMore(_Model):
+    """The selected papers the search did not read in full, and the exact call that reads them."""
+
+    count: int = Field(description="入选文献中未读取详情或期刊信息的篇数")
+    message: str
+    suggested_call: dict[str, Any] = Field(
+        description='{"tool": "get_metadata", "arguments": {"record_refs": [...], "quality": true}}'
+    )
 
 
 class SearchSummary(_Model):
@@ -218,6 +227,9 @@ class SearchSummary(_Model):
     errors: list[dict[str, Any]] = Field(default_factory=list)
     advice: PlanAdvice | None = Field(
         None, description="规划较弱（只有一个概念）或没有候选时给出的建议概念组与调用"
+    )
+    enrich_more: EnrichMore | None = Field(
+        None, description="入选但未读取详情/期刊的文献，及补全它们的 get_metadata 调用"
     )
 
 

@@ -15,9 +15,7 @@ PURE: rankings and candidates in, decisions out; no clock, no I/O. The engine ap
   the candidates enriched so far in the same search. Detail pages go to the top `readable_top`
   (so the results a client reads carry abstract, keywords and source tier), then, batch by
   batch, to every candidate whose upper bound reaches the `watch_depth`-th lower bound and that
-  could still be selected; the loop ends when no such candidate is left.
-- `ChannelStop.NO_NEW`: a channel whose last page brought no candidate the search did not
-  already have is not paged further (its later pages rank lower in the same order)."""
+  could still be selected; the loop ends when no such candidate is left."""
 
 from __future__ import annotations
 
@@ -47,17 +45,11 @@ class Enrichment(StrEnum):
     BOUNDARY = "boundary"  # top readable + candidates whose upper bound reaches the watched depth
 
 
-class ChannelStop(StrEnum):
-    NEVER = "never"  # reference: page until max_pages, exhaustion or the candidate target
-    NO_NEW = "no_new"  # a page that brought no new candidate ends its channel
-
-
 @dataclass(frozen=True, slots=True)
 class SearchPolicy:
     name: str
     subset_channels: SubsetChannels
     enrichment: Enrichment
-    channel_stop: ChannelStop
     readable_top: int = 10  # results whose abstract, keywords and source tier are always read
     watch_depth: int = 20  # ranking depth the enrichment must settle (nDCG@20 of the selection)
     batch: int = 10  # detail pages decided at a time (bounds tighten between batches)
@@ -67,13 +59,12 @@ class SearchPolicy:
         back = {
             "subset_channels": SubsetChannels.REQUEST,
             "enrichment": Enrichment.POOL,
-            "channel_stop": ChannelStop.NEVER,
         }
         return replace(self, name=f"{self.name}-{rule}", **{rule: back[rule]})  # type: ignore[arg-type]
 
 
-REFERENCE_POLICY = SearchPolicy("reference", SubsetChannels.REQUEST, Enrichment.POOL, ChannelStop.NEVER)
-DEFAULT_POLICY = SearchPolicy("default", SubsetChannels.LOCAL, Enrichment.BOUNDARY, ChannelStop.NO_NEW)
+REFERENCE_POLICY = SearchPolicy("reference", SubsetChannels.REQUEST, Enrichment.POOL)
+DEFAULT_POLICY = SearchPolicy("default", SubsetChannels.LOCAL, Enrichment.BOUNDARY)
 POLICIES = {p.name: p for p in (REFERENCE_POLICY, DEFAULT_POLICY)}
 
 # --- channels evaluated on the known candidates ---------------------------------------------

@@ -42,7 +42,7 @@ from cnki_mcp.query.plan import (
 )
 from cnki_mcp.query.segment import Segmenter, default_segmenter
 from cnki_mcp.query.timephrase import extract_years
-from cnki_mcp.rank import Ranker, RelevanceRescueRanker
+from cnki_mcp.rank import MAX_SELECTED, Ranker, RelevanceRescueRanker
 from cnki_mcp.site.backend import SiteBackend
 from cnki_mcp.store import Store
 
@@ -78,9 +78,7 @@ def search_params(inp: SearchInput) -> dict[str, Any]:
     }
 
 
-def plan_search(
-    inp: SearchInput, sampled_text: str | None, *, now_year: int, cut: Segmenter
-) -> Plan:
+def plan_search(inp: SearchInput, sampled_text: str | None, *, now_year: int, cut: Segmenter) -> Plan:
     """The plan a `search` call runs: the caller's concept_groups; else the client model's reply
     to the sampling request when it parses; else the question segmented (`plan_question`).
     Sampled and segmented plans also carry the year range of the question's time phrases."""
@@ -190,14 +188,17 @@ class ResearchPipeline:
         if record is None or record.summary is None:
             return None
         summary = SearchSummary.model_validate(record.summary)
-        page = self.store.search_results(record.search_id, "selected", 0, limit or 50)
+        page = self.store.search_results(record.search_id, "selected", 0, MAX_SELECTED)
         papers = self.store.papers_by_refs([e.record_ref for e in page.items])
         results = [
             self.engine.result_item(papers[e.record_ref], e.score)
-            for e in page.items
+            for e in page.items[: limit or 50]
             if e.record_ref in papers
         ]
-        return summary.model_copy(update={"source": "cache", "requests": 0, "results": results})
+        # read now: details fetched since the search (get_metadata) count as read
+        more = self.engine.enrich_more([papers[e.record_ref] for e in page.items if e.record_ref in papers])
+        update = {"source": "cache", "requests": 0, "results": results, "enrich_more": more}
+        return summary.model_copy(update=update)
 
     async def research(self, inp: SearchInput, plan: PlanLike, ctx: OperationContext) -> SearchSummary:
         """Run (or, when `ctx.resume_from` holds a checkpoint, continue) a research search."""

@@ -1,14 +1,22 @@
 """The resumable search checkpoint (site-rules.md §3.4) and the channels it searches.
 
 Every field is JSON (it is stored with the operation); `continue` rebuilds the state from it and
-repeats no request: finished rounds are never refetched, details and journals already known are
-read from the store."""
+repeats no request: pages already answered are never refetched, details and journals already known
+are read from the store.
+
+A page is merged as the event `page_event` builds, and the same event is appended to the stored
+checkpoint (`OperationContext.checkpoint_append`), so a tick writes the page's new rows only;
+`from_json` replays the appended events over the last full checkpoint. Candidates are kept in a
+canonical order, whatever order pages arrive in: by (stage, page, unit, row) of the first
+sighting, the order a search waiting for each round would have seen them in (DESIGN.md
+"Retrieval without rounds")."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from cnki_mcp.operations import CHECKPOINT_LOG
 from cnki_mcp.pipeline.models import CoverageEntry
 from cnki_mcp.query.compiler import CompiledQuery
 from cnki_mcp.rank import Hit
@@ -32,9 +40,12 @@ CHECKPOINT_KEYS = (
     "cursors",
     "lanes",
     "landed",
+    "first_seen",
+    "hit_keys",
     "local",
-    "subject_retried",
 )
+
+RETRIEVAL, FEEDBACK = 0, 1  # the stage part of a candidate's order key
 
 
 @dataclass(slots=True)
@@ -161,12 +172,18 @@ class SearchState:
     # unit key (channel id, or `channel#lane` for a split channel) -> {"page": n, "grid": GridPage JSON}: pages of the round in progress that were
     # answered before the round ended (a deadline or a crash cut it short); the round resumes with
     # them instead of asking CNKI again. Emptied when the round is merged. Internal only.
+    # Checkpoints written before retrieval ran without rounds may hold such pages; they are merged
+    # on resume. Never written now.
     landed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # ref -> [stage, page, unit index, row index] of its first sighting in canonical order: `refs`
+    # and `feedback_refs` are sorted by it, whatever order the pages arrived in.
+    first_seen: dict[str, list[int]] = field(default_factory=dict)
+    # "ref|channel" -> [page, unit index] of the hit kept for that channel: the earliest in canonical
+    # order (two lanes of a split channel may list one paper), so hits are the same in any order.
+    hit_keys: dict[str, list[int]] = field(default_factory=dict)
     # channels answered from the known candidates instead of CNKI (pipeline/policy.py
     # `SubsetChannels.LOCAL`): [{id, field, weight, phrase}], in the order they were decided.
     local: list[dict[str, Any]] = field(default_factory=list)
-    # the subject channel's first page, asked alone, was empty and is asked again with the others
-    subject_retried: bool = False
 
     @property
     def channels(self) -> list[Channel]:
@@ -186,6 +203,100 @@ class SearchState:
         while len(lanes) < channel.queries:
             lanes.append(Lane())
         return lanes
+
+    def lanes_by_id(self, channel_id: str, queries: int) -> list[Lane]:
+        lanes = self.lanes.setdefault(channel_id, [])
+        while len(lanes) < queries:
+            lanes.append(Lane())
+        return lanes
+
+    def candidates_through(self, page: int) -> int:
+        """Distinct retrieval candidates first seen on pages <= `page` (any channel)."""
+        return sum(1 for key in self.first_seen.values() if key[0] == RETRIEVAL and key[1] <= page)
+
+    def apply(self, event: dict[str, Any]) -> None:
+        """Merge one event of `page_event` / `failed_event` (live, or replayed from the log)."""
+        if event.get("e") == "failed":
+            entry = self.coverage_of(event["ch"])
+            entry.failed = True
+            entry.error = event.get("error")
+            return
+        if event.get("e") == "local":
+            self.coverage_of(event["ch"]).stopped = "local"
+            if all(x["id"] != event["ch"] for x in self.local):
+                self.local.append(
+                    {"id": event["ch"], "field": event["field"], "weight": event["w"], "phrase": event["phrase"]}
+                )
+            return
+        self._apply_page(event)
+
+    def _apply_page(self, ev: dict[str, Any]) -> None:
+        cid = ev["ch"]
+        entry = self.coverage_of(cid)
+        lane = self.lanes_by_id(cid, ev["queries"])[ev["lane"]] if ev["queries"] > 1 else None
+        seen_rows = lane.rows if lane is not None else entry.rows
+        stage, page = int(ev["stage"]), int(ev["page"])
+        resort = False
+        for index, ref in ev["refs"]:
+            key = [stage, page, int(ev["unit"]), int(index)]
+            old = self.first_seen.get(ref)
+            if old is None:
+                self.first_seen[ref] = key
+                self.refs.append(ref)
+                if stage == FEEDBACK:
+                    self.feedback_refs.append(ref)
+                resort = True
+            elif key < old:
+                self.first_seen[ref] = key
+                resort = True
+            self._hit(ref, Hit(cid, seen_rows + int(index) + 1, float(ev["w"])), [page, int(ev["unit"])])
+        if resort:
+            self._sort_refs()
+        rows = int(ev["rows"])
+        entry.pages += 1
+        entry.rows += rows
+        turnpage = ev.get("turnpage") or ""
+        if lane is None:
+            if turnpage:
+                self.cursors[cid] = turnpage
+            else:
+                self.cursors.pop(cid, None)
+            entry.total = ev.get("total")
+            entry.exhausted = bool(ev["exhausted"])
+            return
+        lane.cursor = turnpage
+        lane.pages += 1
+        lane.rows += rows
+        lane.total = ev.get("total")
+        lane.exhausted = bool(ev["exhausted"])
+        lanes = self.lanes[cid]
+        totals = [x.total for x in lanes if x.total is not None]
+        entry.total = sum(totals) if totals else None  # sum over the queries; they may overlap
+        entry.exhausted = all(x.exhausted for x in lanes)
+
+    def _hit(self, ref: str, hit: Hit, key: list[int]) -> None:
+        """Keep one hit per channel, the earliest in canonical order (two lanes of a split channel
+        may list the paper), and a paper's hits in that order, as a search waiting for each round
+        would have added them."""
+        hits = self.hits.setdefault(ref, [])
+        keys = self.hit_keys
+        at = next((i for i, h in enumerate(hits) if h.channel == hit.channel), None)
+        if at is not None:
+            kept = keys.get(f"{ref}|{hit.channel}")
+            if kept is not None and kept <= key:
+                return
+            del hits[at]
+        keys[f"{ref}|{hit.channel}"] = key
+        hits.append(hit)
+        if len(hits) > 1:
+            hits.sort(key=lambda h: keys.get(f"{ref}|{h.channel}", [0, 0]))
+
+    def _sort_refs(self) -> None:
+        def key(ref: str) -> list[int]:
+            return self.first_seen.get(ref, [9, 0, 0, 0])
+
+        self.refs.sort(key=key)
+        self.feedback_refs.sort(key=key)
 
     def coverage_of(self, channel_id: str) -> CoverageEntry:
         for entry in self.coverage:
@@ -213,12 +324,24 @@ class SearchState:
             "cursors": dict(self.cursors),
             "lanes": {cid: [lane.to_dict() for lane in lanes] for cid, lanes in self.lanes.items()},
             "landed": dict(self.landed),
+            "first_seen": {ref: list(k) for ref, k in self.first_seen.items()},
+            "hit_keys": {k: list(v) for k, v in self.hit_keys.items()},
             "local": [dict(x) for x in self.local],
-            "subject_retried": self.subject_retried,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SearchState:
+        """The state of a full checkpoint with the events appended to it replayed in order."""
+        st = cls._base(data)
+        if not st.first_seen:  # a checkpoint written before canonical order: keep its order
+            fb = set(st.feedback_refs)
+            st.first_seen = {r: [FEEDBACK if r in fb else RETRIEVAL, 0, 0, i] for i, r in enumerate(st.refs)}
+        for event in data.get(CHECKPOINT_LOG) or []:
+            st.apply(event)
+        return st
+
+    @classmethod
+    def _base(cls, data: dict[str, Any]) -> SearchState:
         feedback = data.get("feedback")
         return cls(
             search_id=data["search_id"],
@@ -242,6 +365,47 @@ class SearchState:
                 for cid, lanes in (data.get("lanes") or {}).items()
             },
             landed={str(k): dict(v) for k, v in (data.get("landed") or {}).items()},
+            first_seen={str(k): [int(x) for x in v] for k, v in (data.get("first_seen") or {}).items()},
+            hit_keys={str(k): [int(x) for x in v] for k, v in (data.get("hit_keys") or {}).items()},
             local=[dict(x) for x in (data.get("local") or [])],
-            subject_retried=bool(data.get("subject_retried")),
         )
+
+
+def page_event(
+    channel: Channel,
+    lane: int,
+    unit: int,
+    stage: int,
+    page: int,
+    refs: list[tuple[int, str]],
+    rows: int,
+    total: int | None,
+    exhausted: bool,
+    turnpage: str | None,
+) -> dict[str, Any]:
+    """One answered page as the state merges it and the checkpoint log stores it: the row index and
+    record ref of each kept row (rows outside the year range are dropped but keep their place)."""
+    return {
+        "e": "page",
+        "ch": channel.id,
+        "queries": channel.queries,
+        "lane": lane,
+        "unit": unit,
+        "stage": stage,
+        "page": page,
+        "w": channel.weight,
+        "refs": [[i, r] for i, r in refs],
+        "rows": rows,
+        "total": total,
+        "exhausted": exhausted,
+        "turnpage": turnpage or "",
+    }
+
+
+def local_event(channel: Channel, phrase: str) -> dict[str, Any]:
+    """A channel answered from the known candidates instead of CNKI (pipeline/policy.py)."""
+    return {"e": "local", "ch": channel.id, "field": channel.field, "w": channel.weight, "phrase": phrase}
+
+
+def failed_event(channel_id: str, error: str) -> dict[str, Any]:
+    return {"e": "failed", "ch": channel_id, "error": error}

@@ -160,8 +160,19 @@ CREATE VIRTUAL TABLE IF NOT EXISTS library_fts USING fts5(
 CREATE TABLE IF NOT EXISTS library_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
+# The checkpoint log (store/operations.py): entries appended to an operation's checkpoint, one row
+# each, so a search's progress tick writes its new rows only, never the whole checkpoint again.
+_V_CHECKPOINT_LOG = """
+CREATE TABLE IF NOT EXISTS operation_log (
+    op_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    entry TEXT NOT NULL,
+    PRIMARY KEY (op_id, seq)
+) WITHOUT ROWID;
+"""
+
 # Index i upgrades schema version i to i + 1. Append only; never edit a published step.
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V_CHECKPOINT_LOG)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # SQLite result codes that mean "this file is not a usable database" (as opposed to busy,

@@ -57,11 +57,14 @@ async def test_a_round_cut_short_keeps_its_answered_pages_and_continue_does_not_
         [first] = await clock.run_until_complete(job.finish())
         assert first.status is OperationStatus.PARTIAL
         assert first.errors[0].code == "BUDGET_EXHAUSTED"
-        # q1 (papers 0-19) and q3 (papers 60-79) answered: their rows are stored
+        # q1 and q3 answered: their rows are stored. No round waits for q2, so they paged on to
+        # their page limit (5 pages of 20: q3 lists papers 60-159) while q2 never answered.
         assert store.find_by_title_key(title_of(0)) and store.find_by_title_key(title_of(79))
-        assert not store.find_by_title_key(title_of(150))  # no channel lists it
+        assert store.find_by_title_key(title_of(159))
+        assert not store.find_by_title_key(title_of(160))  # q3's sixth page: beyond max_pages
         answered = [k for k in site.log if k[0] == "grid"]
         assert ("grid", "q1", 1) in answered and ("grid", "q3", 1) in answered
+        assert ("grid", "q3", 5) in answered and ("grid", "q3", 6) not in answered
         site.stall = False
         again = jobs.continue_(job.operation_id, runner, additional_seconds=900)
         [done] = await clock.run_until_complete(again.finish())

@@ -619,9 +619,13 @@ class Killable:
         self.inner = inner
         self.dead = False
 
-    def save(self, record: OperationRecord, *, keep: int = 200) -> None:
+    def save(self, record: OperationRecord, *, keep: int = 200, with_checkpoint: bool = True) -> None:
         if not self.dead:
-            self.inner.save(record, keep=keep)
+            self.inner.save(record, keep=keep, with_checkpoint=with_checkpoint)
+
+    def append_checkpoint(self, operation_id: str, entry: Any) -> None:
+        if not self.dead:
+            self.inner.append_checkpoint(operation_id, entry)
 
     def load(self, operation_id: str) -> OperationRecord | None:
         return self.inner.load(operation_id)

@@ -20,6 +20,7 @@ from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.sim.pages.files import pdf_bytes
 from cnki_mcp.store import SearchEvidence, Store, file_sha256
 from cnki_mcp.store import library as library_index
+from cnki_mcp.store.db import SCHEMA_VERSION
 from tests.paper_samples import sample_detail
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -229,7 +230,7 @@ def test_store_written_by_the_previous_release_is_migrated_and_indexed(tmp_path:
         assert titles(find(store, "合同", clock, document_types=["硕士"])) == ["合同解除与损害赔偿"]
         assert store.library_size() == (3, 0)
     with sqlite3.connect(data / "cnki.sqlite3") as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("SELECT record_ref, data FROM papers ORDER BY record_ref").fetchall() == before
 
 

@@ -9,7 +9,6 @@ from cnki_mcp.pipeline.policy import (
     DEFAULT_POLICY,
     REFERENCE_POLICY,
     Bounds,
-    ChannelStop,
     Enrichment,
     LocalChannel,
     RefState,
@@ -109,5 +108,5 @@ def test_enrichment_stops_when_no_unread_candidate_can_reach_the_watched_depth()
 def test_policies_are_named_and_the_ablations_set_one_rule_back() -> None:
     assert REFERENCE_POLICY.enrichment == Enrichment.POOL
     assert DEFAULT_POLICY.subset_channels == SubsetChannels.LOCAL
-    ablated = DEFAULT_POLICY.without("channel_stop")
-    assert ablated.channel_stop == ChannelStop.NEVER and ablated.enrichment == DEFAULT_POLICY.enrichment
+    ablated = DEFAULT_POLICY.without("subset_channels")
+    assert ablated.subset_channels == SubsetChannels.REQUEST and ablated.enrichment == DEFAULT_POLICY.enrichment

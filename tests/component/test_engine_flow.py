@@ -1,0 +1,194 @@
+"""How the search engine runs its requests (DESIGN.md "Retrieval without rounds"), on a fake clock:
+channels page independently under the one limiter (a slow channel never holds back a fast one),
+the pages fetched and the final ranking do not depend on the order pages arrive in, and a
+progress tick writes the page's new rows, not the whole checkpoint."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from pipeline_fakes import SimSite
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.jobs import JobManager, OperationContext, OperationKind, OperationRecord, StoreSink
+from cnki_mcp.operations import MemorySink
+from cnki_mcp.pipeline.models import MetadataInput, SearchInput, SearchOptions
+from cnki_mcp.pipeline.research import ResearchPipeline
+from cnki_mcp.pipeline.state import SearchState
+from cnki_mcp.query.plan import plan_explicit
+from cnki_mcp.site.backend import GridRequest, SiteOp
+from cnki_mcp.store import Store
+from cnki_mcp.store.db import _V_CHECKPOINT_LOG, MIGRATIONS, SCHEMA_VERSION
+
+PLAN = plan_explicit([["自动驾驶"], ["产品责任"]])
+
+
+class PacedSite(SimSite):
+    """A SimSite whose grid latency depends on the channel (`slow`: channel -> seconds)."""
+
+    def __init__(self, clock: FakeClock, slow: dict[str, float]) -> None:
+        super().__init__(clock)
+        self.slow = slow
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> Any:
+        name, _ = self.channel(request)
+        self.latency = self.slow.get(name.split(":")[0], 0.5)
+        try:
+            return await super().grid(request, op)
+        finally:
+            self.latency = 0.5
+
+
+def pipeline(clock: FakeClock, store: Store, site: SimSite) -> ResearchPipeline:
+    return ResearchPipeline(site, store, clock, workers=8, now_year=lambda: 2026, page_size=20)
+
+
+async def search(
+    clock: FakeClock, pipe: ResearchPipeline, inp: SearchInput, jobs: JobManager
+) -> OperationRecord:
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, PLAN, ctx)
+
+    job = jobs.start(OperationKind.SEARCH, runner, inp.budget())
+    [record] = await clock.run_until_complete(job.finish())
+    return record
+
+
+def grids(site: SimSite) -> list[tuple[Any, ...]]:
+    return [k for k in site.log if k[0] == "grid"]
+
+
+async def test_a_slow_channel_does_not_hold_back_the_others(clock: FakeClock, store: Store) -> None:
+    site = PacedSite(clock, {"q2": 10.0})
+    inp = SearchInput(
+        query="自动驾驶 产品责任",
+        options=SearchOptions(freshness="live", metadata="basic", candidate_target=1000),
+        mode="precise",
+    )
+    record = await search(clock, pipeline(clock, store, site), inp, JobManager(clock, MemorySink()))
+    assert record.status == "completed"
+    log = grids(site)
+    # q1 and q3 read all five pages while q2's second page was still on its way
+    assert log.index(("grid", "q1", 5)) < log.index(("grid", "q2", 2))
+    assert log.index(("grid", "q3", 5)) < log.index(("grid", "q2", 2))
+    assert [c["pages"] for c in record.result["coverage"]] == [5, 5, 5]
+
+
+async def _ranked_under(tmp_path: Path, name: str, slow: dict[str, float], **options: Any) -> tuple[Any, ...]:
+    clock = FakeClock()
+    store = Store.open(tmp_path / name, clock)
+    try:
+        site = PacedSite(clock, slow)
+        inp = SearchInput(query="自动驾驶 产品责任", options=SearchOptions(freshness="live", **options))
+        record = await search(clock, pipeline(clock, store, site), inp, JobManager(clock, MemorySink()))
+        assert record.status == "completed", record.errors
+        every = store.search_results(record.result["search_id"], "all", 0, 10_000).items
+        ranked = [(e.record_ref, e.score, e.selected, e.channels) for e in every]
+        return sorted(grids(site)), ranked, record.result["candidate_count"]
+    finally:
+        store.close()
+
+
+async def test_pages_fetched_and_ranking_do_not_depend_on_the_order_pages_arrive_in(tmp_path: Path) -> None:
+    # candidate_target 100 stops paging part-way: the stop rule must see the same pages in any order
+    options = {"candidate_target": 100, "max_pages": 5}
+    even = await _ranked_under(tmp_path, "even", {}, **options)
+    q1_slow = await _ranked_under(tmp_path, "q1", {"q1": 7.0, "feedback": 0.1}, **options)
+    q3_slow = await _ranked_under(tmp_path, "q3", {"q3": 5.0, "q2": 0.2}, **options)
+    # two pages of each channel give 100 distinct candidates, then retrieval stops; feedback adds 40
+    assert [k for k in even[0] if k[1] in ("q1", "q2", "q3")] == [
+        ("grid", q, p) for q in ("q1", "q2", "q3") for p in (1, 2)
+    ]
+    assert even[2] == 140
+    assert q1_slow == even
+    assert q3_slow == even
+
+
+async def test_a_progress_tick_appends_the_page_and_never_rewrites_the_checkpoint(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    store = Store.open(tmp_path / "data", clock)
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    try:
+        site = SimSite(clock)
+        inp = SearchInput(query="自动驾驶 产品责任", options=SearchOptions(freshness="live"))
+        record = await search(clock, pipeline(clock, store, site), inp, JobManager(clock, StoreSink(store)))
+        assert record.status == "completed"
+        pages = len(grids(site))
+        appended = [s for s in statements if s.startswith("INSERT INTO operation_log")]
+        full = [s for s in statements if s.startswith("INSERT OR REPLACE INTO operations")]
+        # one appended entry per page, each holding that page's rows only (20 refs of 24 hex digits)
+        assert len(appended) == pages == 17
+        assert max(len(s.encode()) for s in appended) < 2_500
+        # whole checkpoints only at the start and at the five phase ends, never per page or detail
+        assert len(full) == 7
+        # the stored checkpoint (last full one + appended pages) rebuilds the state the search ended with
+        stored = store.load_operation(record.operation_id)
+        assert stored is not None and stored.checkpoint is not None
+        st = SearchState.from_json(stored.checkpoint)
+        assert st.finished and len(st.refs) == record.result["candidate_count"] == 200
+    finally:
+        store._conn.set_trace_callback(None)
+        store.close()
+
+
+def test_a_store_of_the_previous_schema_gains_the_checkpoint_log(tmp_path: Path, clock: FakeClock) -> None:
+    with Store.open(tmp_path / "data", clock) as store:
+        at = clock.now()
+        store.save_operation(
+            "op_a", "search", "interrupted", {"status": "interrupted"}, {"refs": ["r1"]}, at, at
+        )
+    before = MIGRATIONS.index(_V_CHECKPOINT_LOG)
+    with sqlite3.connect(tmp_path / "data" / "cnki.sqlite3") as conn:
+        conn.execute("DROP TABLE operation_log")
+        conn.execute(f"PRAGMA user_version = {before}")
+    with Store.open(tmp_path / "data", clock) as store:
+        assert store.notices == []
+        stored = store.load_operation("op_a")
+        assert stored is not None and stored.checkpoint == {"refs": ["r1"]}
+        store.append_checkpoint("op_a", {"e": "page", "n": 1})
+        store.append_checkpoint("op_a", {"e": "page", "n": 2})
+        again = store.load_operation("op_a")
+        assert again is not None
+        assert again.checkpoint == {"refs": ["r1"], "log": [{"e": "page", "n": 1}, {"e": "page", "n": 2}]}
+        store.save_operation("op_a", "search", "interrupted", {}, {"refs": ["r2"]}, at, at)
+        replaced = store.load_operation("op_a")
+        assert replaced is not None and replaced.checkpoint == {"refs": ["r2"]}  # a full one drops the log
+    with sqlite3.connect(tmp_path / "data" / "cnki.sqlite3") as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+async def test_the_result_says_which_papers_were_read_and_the_call_that_reads_the_rest(
+    clock: FakeClock, store: Store
+) -> None:
+    site = SimSite(clock)
+    pipe = pipeline(clock, store, site)
+    inp = SearchInput(
+        query="自动驾驶 产品责任", options=SearchOptions(freshness="live"), mode="precise", limit=100
+    )
+    record = await search(clock, pipe, inp, JobManager(clock, MemorySink()))
+    result = record.result
+    read = [r for r in result["results"] if r["detail_read"]]
+    unread = [r for r in result["results"] if not r["detail_read"]]
+    assert len(read) + len(unread) == result["selected_count"] == 100
+    assert read and unread  # the pool (60 of 160 candidates) was read, the rest of the selection not
+    assert all(r["quality_known"] and r["tiers"] == ["CSSCI"] for r in read)
+    more = result["enrich_more"]
+    assert more["count"] == len(unread)
+    call = more["suggested_call"]
+    assert call["tool"] == "get_metadata" and call["arguments"]["quality"] is True
+    assert call["arguments"]["record_refs"] == [r["record_ref"] for r in unread]
+
+    # the suggested call reads exactly those papers; afterwards nothing is left to suggest
+    site.log.clear()
+    job = JobManager(clock, MemorySink()).start(
+        OperationKind.METADATA, lambda ctx: pipe.metadata(MetadataInput(**call["arguments"]), ctx)
+    )
+    [done] = await clock.run_until_complete(job.finish())
+    assert done.status == "completed" and site.count("detail") == len(unread) and site.count("journal") == 0
+    cached = pipe.cached(inp.model_copy(update={"options": SearchOptions()}), PLAN)
+    assert cached is not None and cached.enrich_more is None
+    assert all(r.detail_read and r.quality_known for r in cached.results)
