@@ -41,6 +41,7 @@ from cnki_mcp.pipeline.state import (
     RETRIEVAL,
     Channel,
     SearchState,
+    enrich_event,
     failed_event,
     local_event,
     page_event,
@@ -283,8 +284,9 @@ class SearchEngine:
             batch = self._next_batch(st)
             if not batch:
                 return
-            pool.extend(batch)
-            ctx.checkpoint(st.to_json())
+            event = enrich_event("feedback_pool" if pool is st.feedback_pool else "pool", batch)
+            st.apply(event)  # joins `pool`; appended, not a whole checkpoint (O(batch))
+            ctx.checkpoint_append(event)
             await self.enricher.run(batch, ctx, stage=stage, label=label)
 
     def _next_batch(self, st: SearchState) -> list[str]:

@@ -221,6 +221,10 @@ class SearchState:
             entry.failed = True
             entry.error = event.get("error")
             return
+        if event.get("e") == "enrich":
+            pool = self.feedback_pool if event["pool"] == "feedback_pool" else self.pool
+            pool.extend(r for r in event["refs"] if r not in pool)
+            return
         if event.get("e") == "local":
             self.coverage_of(event["ch"]).stopped = "local"
             if all(x["id"] != event["ch"] for x in self.local):
@@ -400,6 +404,12 @@ def page_event(
         "exhausted": exhausted,
         "turnpage": turnpage or "",
     }
+
+
+def enrich_event(pool: str, refs: list[str]) -> dict[str, Any]:
+    """A batch of candidates the boundary enrichment decided to read (pipeline/policy.py), joining
+    `pool` or `feedback_pool`: a resumed phase reads them again only where still missing."""
+    return {"e": "enrich", "pool": pool, "refs": list(refs)}
 
 
 def local_event(channel: Channel, phrase: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, OperationContext, OperationKind, OperationRecord, StoreSink
 from cnki_mcp.operations import MemorySink
 from cnki_mcp.pipeline.models import MetadataInput, SearchInput, SearchOptions
+from cnki_mcp.pipeline.policy import DEFAULT_POLICY, REFERENCE_POLICY, SearchPolicy
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.pipeline.state import SearchState
 from cnki_mcp.query.plan import plan_explicit
@@ -41,8 +42,12 @@ class PacedSite(SimSite):
             self.latency = 0.5
 
 
-def pipeline(clock: FakeClock, store: Store, site: SimSite) -> ResearchPipeline:
-    return ResearchPipeline(site, store, clock, workers=8, now_year=lambda: 2026, page_size=20)
+def pipeline(
+    clock: FakeClock, store: Store, site: SimSite, policy: SearchPolicy = DEFAULT_POLICY
+) -> ResearchPipeline:
+    return ResearchPipeline(
+        site, store, clock, workers=8, now_year=lambda: 2026, page_size=20, policy=policy
+    )
 
 
 async def search(
@@ -120,8 +125,12 @@ async def test_a_progress_tick_appends_the_page_and_never_rewrites_the_checkpoin
         pages = len(grids(site))
         appended = [s for s in statements if s.startswith("INSERT INTO operation_log")]
         full = [s for s in statements if s.startswith("INSERT OR REPLACE INTO operations")]
-        # one appended entry per page, each holding that page's rows only (20 refs of 24 hex digits)
-        assert len(appended) == pages == 17
+        # one appended entry per page, each holding that page's rows only (20 refs of 24 hex digits),
+        # and one per enrichment batch of the default request policy (its refs only)
+        page_entries = [s for s in appended if '"e": "page"' in s]
+        batches = [s for s in appended if '"e": "enrich"' in s]
+        assert len(page_entries) == pages == 17
+        assert len(appended) == len(page_entries) + len(batches)
         assert max(len(s.encode()) for s in appended) < 2_500
         # whole checkpoints only at the start and at the five phase ends, never per page or detail
         assert len(full) == 7
@@ -165,7 +174,7 @@ async def test_the_result_says_which_papers_were_read_and_the_call_that_reads_th
     clock: FakeClock, store: Store
 ) -> None:
     site = SimSite(clock)
-    pipe = pipeline(clock, store, site)
+    pipe = pipeline(clock, store, site, REFERENCE_POLICY)  # the reference's pool: 60 of 160 read
     inp = SearchInput(
         query="自动驾驶 产品责任", options=SearchOptions(freshness="live"), mode="precise", limit=100
     )
