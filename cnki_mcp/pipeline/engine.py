@@ -29,6 +29,7 @@ from cnki_mcp.pipeline.models import CoverageEntry, EnrichMore, PlanView, Result
 from cnki_mcp.pipeline.policy import (
     DEFAULT_POLICY,
     Enrichment,
+    FeedbackRule,
     LocalChannel,
     RefState,
     SearchPolicy,
@@ -192,7 +193,7 @@ class SearchEngine:
                 if st.feedback is None:
                     st.feedback = self._feedback_channels(st)
                     st.coverage.extend(_coverage(c) for c in st.feedback)
-                    self._localize(st, st.feedback)
+                    self._localize(st, st.feedback, always=self.policy.feedback == FeedbackRule.LOCAL)
                     ctx.checkpoint(st.to_json())
                 words = "、".join(c.reason.removeprefix(FEEDBACK_REASON) for c in st.feedback)
                 ctx.set_stage(
@@ -239,7 +240,7 @@ class SearchEngine:
             return None
         return not (entry.exhausted and entry.rows > 0 and unit.channel.field in ("title", "keywords"))
 
-    def _localize(self, st: SearchState, channels: Sequence[Channel]) -> None:
+    def _localize(self, st: SearchState, channels: Sequence[Channel], *, always: bool = False) -> None:
         """Mark `channels` not yet asked as answered locally once the subject channel listed its
         whole (non-empty) result set. An empty subject result is not trusted alone: the other
         channels are asked, so a throttled zero stays detectable (soft-block rule)."""
@@ -247,7 +248,7 @@ class SearchEngine:
         if subject is None:
             return
         entry = st.coverage_of(subject.id)
-        if not entry.exhausted or entry.failed or entry.rows == 0:
+        if not always and (not entry.exhausted or entry.failed or entry.rows == 0):
             return
         known = {x["id"] for x in st.local}
         for channel in channels:
@@ -354,8 +355,15 @@ class SearchEngine:
             not self._exhausted(st, unit)
             and not entry.failed
             and not entry.stopped
-            and self._pages(st, unit) < limit
+            and self._pages(st, unit) < self._unit_limit(st, unit, limit)
         )
+
+    def _unit_limit(self, st: SearchState, unit: Unit, limit: int) -> int:
+        """`limit`, or the policy's page cap for the channels searching subsets of q1."""
+        cap = self.policy.subset_pages
+        if cap and unit.channel.field in ("title", "keywords") and self._subject(st) is not None:
+            return min(limit, cap)
+        return limit
 
     def _needed(
         self, st: SearchState, units: Sequence[Unit], level: int, limit: int, *, feedback: bool
@@ -373,7 +381,7 @@ class SearchEngine:
         if seen >= target:
             return False
         missing = sum(
-            min(level, limit) - self._pages(st, u)
+            min(level, self._unit_limit(st, u, limit)) - self._pages(st, u)
             for u in units
             if self._open(st, u, limit) and self._pages(st, u) < level
         )

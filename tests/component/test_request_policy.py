@@ -12,9 +12,11 @@ from pipeline_fakes import SimSite, duplicates
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.operations import StoreSink
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions
 from cnki_mcp.pipeline.policy import DEFAULT_POLICY, REFERENCE_POLICY, SearchPolicy
 from cnki_mcp.pipeline.research import ResearchPipeline
+from cnki_mcp.pipeline.state import SearchState
 from cnki_mcp.query.plan import plan_explicit
 from cnki_mcp.site.backend import GridRequest
 from cnki_mcp.store import Store
@@ -126,3 +128,26 @@ async def test_budget_exhaustion_and_continue_repeat_no_request_under_the_defaul
     assert duplicates(site.log) == []
     assert done.requests == whole.requests == len(site.log)
     assert done.result["selected_count"] == whole.result["selected_count"]
+
+
+async def test_enrichment_batches_are_appended_to_the_checkpoint_not_rewritten(
+    clock: FakeClock, store: Store
+) -> None:
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    try:
+        site = SimSite(clock)
+        jobs = JobManager(clock, StoreSink(store))
+        record = await search(clock, pipeline(clock, store, site, DEFAULT_POLICY, 20), live(), jobs)
+        assert record.status == "completed"
+    finally:
+        store._conn.set_trace_callback(None)
+    appended = [s for s in statements if s.startswith("INSERT INTO operation_log")]
+    full = [s for s in statements if s.startswith("INSERT OR REPLACE INTO operations")]
+    batches = [s for s in appended if '"e": "enrich"' in s]
+    assert batches and all(len(s.encode()) < 1_000 for s in batches)  # a batch's refs only
+    assert len(full) == 7  # the start and the phase ends, never per batch
+    stored = store.load_operation(record.operation_id)
+    assert stored is not None and stored.checkpoint is not None
+    st = SearchState.from_json(stored.checkpoint)
+    assert st.finished and len(st.pool) == sum(s.count("rec_") for s in batches)
