@@ -713,6 +713,10 @@ class SearchEngine:
             paper = papers.get(ref) or self.store.get(ref)
             if paper is not None:
                 channel_of.setdefault(paper.record_ref, []).extend(h.channel for h in hs)
+        if st.local:  # channels answered on the known candidates (pipeline/policy.py) found them too
+            local = {x["id"] for x in st.local}
+            for cand in self.candidates(st, st.refs)[0]:
+                channel_of.setdefault(cand.ref, []).extend(h.channel for h in cand.hits if h.channel in local)
         sources: set[str] = set()
         enhanced = 0
         for p in papers.values():

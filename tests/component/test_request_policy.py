@@ -60,7 +60,8 @@ async def test_an_exhausted_subject_channel_answers_its_subsets_without_requests
     clock: FakeClock, store: Store
 ) -> None:
     site = SubsetSite(clock)
-    record = await search(clock, pipeline(clock, store, site, DEFAULT_POLICY, 50), live())
+    pipe = pipeline(clock, store, site, DEFAULT_POLICY, 50)
+    record = await search(clock, pipe, live())
     result = record.result
     assert record.status == "completed"
     assert [k for k in site.log if k[0] == "grid"] == [("grid", "q1", 1)]  # nothing else asked
@@ -71,6 +72,9 @@ async def test_an_exhausted_subject_channel_answers_its_subsets_without_requests
     feedback = [c for c in result["coverage"] if c["channel"].startswith("feedback")]
     assert feedback and all(c["stopped"] == "local" and c["pages"] == 0 for c in feedback)
     assert result["candidate_count"] == 40
+    # the local title channel's hits are evidence like any other channel's
+    evidence = store.search_results(result["search_id"], "all", 0, 100).items
+    assert any("q2" in e.channels for e in evidence) and all("q1" in e.channels for e in evidence)
 
 
 async def test_the_same_search_under_the_reference_asks_every_channel(clock: FakeClock, store: Store) -> None:
