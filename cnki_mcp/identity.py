@@ -6,6 +6,7 @@ PURE: no I/O, no clock. Observation times are passed in by callers."""
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import re
@@ -133,6 +134,29 @@ def bibliography_key(title: str | None, authors: list[str], source: str | None, 
         return ""
     payload = json.dumps([tkey, "|".join(akeys), skey, int(year)], ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32]
+
+
+@functools.lru_cache(maxsize=8192)
+def _keys(
+    dbcode: str | None,
+    dbname: str | None,
+    filename: str | None,
+    doi: str | None,
+    title: str,
+    authors: tuple[str, ...],
+    source: str | None,
+    year: int | None,
+    locator: str | None,
+) -> IdentityKeys:
+    """A paper's identity keys from the fields they depend on (memoised: storing one list page asks
+    for the same paper's keys several times, and each key normalises its text again)."""
+    return IdentityKeys(
+        native=native_key(NativeId(dbcode=dbcode, dbname=dbname, filename=filename)),
+        doi=doi_key(doi),
+        bib=bibliography_key(title, list(authors), source, year),
+        title=title_key(title),
+        locator=(locator or "").strip(),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,22 +332,21 @@ class Paper(BaseModel):
     observed_at: datetime | None = None  # last time any page showed this paper
     locator: str | None = None
     public_url: str | None = None
+    export_id: str | None = None  # the list row's id for CNKI's batch export (internal, site-rules.md §9)
 
     def author_names(self) -> list[str]:
         return [a.name for a in self.authors]
 
     def keys(self) -> IdentityKeys:
-        return IdentityKeys(
-            native=native_key(self.native),
-            doi=doi_key(self.doi),
-            bib=bibliography_key(self.title, self.author_names(), self.source, self.year),
-            title=title_key(self.title),
-            locator=(self.locator or "").strip(),
-        )
+        n = self.native
+        return _keys(
+            n.dbcode, n.dbname, n.filename, self.doi, self.title, tuple(self.author_names()), self.source,
+            self.year, self.locator,
+        )  # fmt: skip
 
     def public_dict(self) -> dict[str, Any]:
-        """JSON-ready view without the internal locator."""
-        return self.model_dump(mode="json", exclude={"locator"})
+        """JSON-ready view without the internal locator and export id."""
+        return self.model_dump(mode="json", exclude={"locator", "export_id"})
 
     @classmethod
     def from_grid_row(
@@ -346,6 +369,7 @@ class Paper(BaseModel):
             observed_at=observed_at,
             locator=row.detail_url,
             public_url=public_url(row.detail_url, public_origins),
+            export_id=row.export_id,
         )
         paper.record_ref = record_ref(paper.keys())
         return paper
@@ -428,7 +452,7 @@ _DESCRIPTIVE = (
     "conference_date",
 )
 # Always the freshest non-empty observation: counts change, detail tokens expire.
-_FRESH = ("cited", "downloads", "locator", "public_url")
+_FRESH = ("cited", "downloads", "locator", "public_url", "export_id")
 
 
 def _empty(value: object) -> bool:

@@ -190,9 +190,15 @@ async def _search(origin: str, data_dir: Path, args: argparse.Namespace, questio
             result = await client.call_tool(
                 "search", {"query": question["question"], "concept_groups": question["concepts"], "options": options}
             )
+            data = result.structured_content or {}
+            while not result.is_error and data.get("status") in ("queued", "running"):
+                # the inline wait is capped (55 s): long-poll until the search ends, as a client does
+                result = await client.call_tool(
+                    "operation_status", {"operation_id": data["operation_id"], "wait_seconds": 55}
+                )
+                data = result.structured_content or {}
             wall = time.perf_counter() - start
             browser = browser_rss_mb(os.getpid())
-        data = result.structured_content or {}
         if result.is_error:
             raise RuntimeError(f"search failed: {json.dumps(data, ensure_ascii=False)[:500]}")
     finally:

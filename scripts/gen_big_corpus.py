@@ -369,14 +369,73 @@ def ensure_corpus(variant: str = "main", scale: float = 1.0, root: Path = CACHE)
     return out
 
 
+def channel_hits(corpus: Any, groups: list[list[str]]) -> dict[str, set[str]]:
+    """Record ids each research channel (subject, title, keywords) matches: the production
+    compiler's QueryJson evaluated by the simulator, as a search sends it."""
+    sys.path.insert(0, str(ROOT))
+    from cnki_mcp.query.compiler import compile_expression, concept_expression
+    from cnki_mcp.query.expr import Field
+    from cnki_mcp.sim.query import Sort, parse_query_json, search
+
+    out: dict[str, set[str]] = {}
+    for name, fld in (("SU", Field.SUBJECT), ("TI", Field.TITLE), ("KY", Field.KEYWORDS)):
+        compiled = compile_expression(concept_expression(groups, fld))
+        ids: set[str] = set()
+        for subject in compiled.subjects:
+            body = {"QNode": {"QGroup": [subject]}}
+            ids.update(r.id for r in search(corpus, parse_query_json(body), Sort.FFD))
+        out[name] = ids
+    return out
+
+
+def stats_table(directory: Path) -> str:
+    """Per question: matches per channel (relevant among them), grades, grade-3 papers whose title
+    names neither concept, grade-0 papers whose title names both, source kinds among grade >= 2."""
+    sys.path.insert(0, str(ROOT))
+    from cnki_mcp.sim.corpus import Corpus
+
+    corpus = Corpus.load(directory)
+    tiers = {j.name: j.tiers for j in corpus.journals}
+    qs = [json.loads(x) for x in (directory / "questions.jsonl").read_text(encoding="utf-8").splitlines() if x]
+
+    def kind(r: Any) -> str:
+        if r.type != "期刊":
+            return {"硕士": "thesis", "博士": "thesis", "会议": "conf."}.get(r.type, "other")
+        t = tiers.get(r.source or "", ())
+        return "CSSCI" if "CSSCI" in t else "core" if t else "ordinary"
+
+    def names(text: str, group: list[str]) -> bool:
+        return any(x.casefold() in text.casefold() for x in group)
+
+    lines = ["| question | SU (relevant) | TI (relevant) | KY (relevant) | grade 3 / 2 / 1 | grade 3, generic title"
+             " | grade 0, on-topic title | grade >= 2 by source: CSSCI / core / ordinary / thesis / conf. |",
+             "|---|---:|---:|---:|---|---:|---:|---|"]
+    for q in qs:
+        rel, hits = q["relevant"], channel_hits(corpus, q["concepts"])
+        cells = [f"{len(ids)} ({sum(1 for i in ids if rel.get(i))})" for ids in hits.values()]
+        g = Counter(rel.values())
+        generic = sum(1 for i, v in rel.items() if v == 3 and not any(names(corpus.by_id[i].title, c) for c in q["concepts"]))
+        decoy = sum(1 for i in hits["SU"] if not rel.get(i) and all(names(corpus.by_id[i].title, c) for c in q["concepts"]))
+        kinds = Counter(kind(corpus.by_id[i]) for i, v in rel.items() if v >= 2)
+        spread = " / ".join(str(kinds[k]) for k in ("CSSCI", "core", "ordinary", "thesis", "conf."))
+        lines.append(f"| {q['id']} {q['question']} | {' | '.join(cells)} | {g[3]} / {g[2]} / {g[1]} | {generic}"
+                     f" | {decoy} | {spread} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--variant", choices=sorted(SEEDS), default="main")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--scale", type=float, default=1.0, help="records per topic relative to the default")
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--stats", action="store_true", help="also print per-question channel matches and labels")
     args = ap.parse_args(argv)
     out = args.out or CACHE / args.variant
+    if args.stats and args.out is None and args.seed is None:
+        out = ensure_corpus(args.variant, args.scale)
+        print(stats_table(out))
+        return 0
     stats = generate(out, args.variant, args.scale, args.seed)
     for key, value in stats.items():
         print(f"{key}: {value}")

@@ -55,6 +55,7 @@ from cnki_mcp.rank import (
     Hit,
     Ranked,
     Ranker,
+    SourceQuality,
     enhancement_size,
     exclusions,
     feedback_keywords,
@@ -639,6 +640,14 @@ class SearchEngine:
                 continue
             papers.setdefault(paper.record_ref, paper)
             hits.setdefault(paper.record_ref, []).extend(st.hits.get(ref, []))
+        quality: dict[str, SourceQuality | None] = {}  # one journal lookup per source, not per paper
+
+        def quality_of(p: Paper) -> SourceQuality | None:
+            key = source_key(p.source)
+            if key not in quality:
+                quality[key] = self.enricher.source_quality(p)
+            return quality[key]
+
         out = [
             Candidate(
                 ref=ref,
@@ -649,7 +658,7 @@ class SearchEngine:
                 year=p.year,
                 cited=p.cited,
                 hits=tuple(hits[ref]),
-                quality=self.enricher.source_quality(p),
+                quality=quality_of(p),
             )
             for ref, p in papers.items()
         ]

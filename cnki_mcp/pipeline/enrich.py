@@ -120,14 +120,20 @@ class Enricher:
     # --- one paper ----------------------------------------------------------------------
 
     async def enrich_one(
-        self, ref: str, ctx: OperationContext, *, quality: bool = True, refresh: bool = False
+        self,
+        ref: str,
+        ctx: OperationContext,
+        *,
+        quality: bool = True,
+        refresh: bool = False,
+        detail: bool = True,
     ) -> Paper | None:
-        """Detail (unless fresh), then the journal (journal articles with a source URL, when
-        `quality`). Non-fatal failures are recorded on `ctx`; fatal ones raise."""
+        """Detail (unless fresh, or not `detail`), then the journal (journal articles with a source
+        URL, when `quality`). Non-fatal failures are recorded on `ctx`; fatal ones raise."""
         paper = self.store.get(ref)
         if paper is None:
             return None
-        if refresh or not self.detail_fresh(paper.record_ref):
+        if detail and (refresh or not self.detail_fresh(paper.record_ref)):
             try:
                 paper = await self._detail(paper, ctx)
             except CnkiError as exc:
@@ -216,6 +222,7 @@ class Enricher:
         quality: bool = True,
         refresh: bool = False,
         label: str = "读取详情",
+        detail: bool = True,
     ) -> None:
         """Enrich `refs` on the worker pool; progress `{done, total}` in papers under `stage`,
         with the message `<label> done/total`."""
@@ -237,7 +244,7 @@ class Enricher:
                 ref = queue[state["next"]]
                 state["next"] += 1
                 try:
-                    await self.enrich_one(ref, ctx, quality=quality, refresh=refresh)
+                    await self.enrich_one(ref, ctx, quality=quality, refresh=refresh, detail=detail)
                 except BaseException as exc:
                     if not stop:
                         stop.append(exc)

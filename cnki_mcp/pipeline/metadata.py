@@ -3,8 +3,11 @@ get_metadata; site-rules.md §3.8 detail reuse, §3.10 title location).
 
 Local data first: a known ref or a unique local title match costs nothing. Remaining titles are
 located on CNKI, 10 per grid request (4 batches at a time): 0 rows -> DOCUMENT_NOT_FOUND, more
-than one paper -> IDENTITY_AMBIGUOUS. Each paper's detail page is read unless a fresh one (< 30
-days) is stored; journal quality when asked. One failed item never fails the batch."""
+than one paper -> IDENTITY_AMBIGUOUS. Then only what the requested `fields` need is read
+(DESIGN.md "get_metadata reads what the fields need"): nothing for fields a list row gives;
+CNKI's batch export (20 papers per request) for volume, issue, pages, DOI, abstract, keywords and
+institutions; the detail page (unless a fresh one, < 30 days, is stored) for anything else or
+when no field list is given; journal quality when asked. One failed item never fails the batch."""
 
 from __future__ import annotations
 
@@ -24,6 +27,43 @@ from cnki_mcp.store import Store
 
 LOCATE_WORKERS = 4
 LOCATE_PAGE_SIZE = 50
+EXPORT_BATCH = 20  # records per batch export request (site-rules.md §9)
+
+# Fields a stored list row always answers (the grid gives them; `quality` is the journal page's).
+LIST_FIELDS: frozenset[str] = frozenset(
+    {
+        "record_ref",
+        "title",
+        "authors",
+        "source",
+        "year",
+        "publication_date",
+        "document_type",
+        "dbcode",
+        "dbname",
+        "filename",
+        "cited",
+        "downloaded",
+        "url",
+        "source_url",
+        "quality",
+    }
+)
+# Fields CNKI's batch export gives for 20 list rows at a time (site-rules.md §9).
+EXPORT_FIELDS: frozenset[str] = frozenset(
+    {"volume", "issue", "pages", "doi", "abstract", "keywords", "institutions"}
+)
+_PAPER_FIELD = {"publication_date": "date", "document_type": "doc_type", "downloaded": "downloads"}
+
+
+def _missing(paper: Paper, fields: set[str]) -> set[str]:
+    """Requested fields the stored paper cannot answer yet (list fields are always answered)."""
+    out: set[str] = set()
+    for name in fields - LIST_FIELDS:
+        value = getattr(paper, _PAPER_FIELD.get(name, name), None)
+        if name not in EXPORT_FIELDS or not value:
+            out.add(name)
+    return out
 
 
 def quality_view(enricher: Enricher, paper: Paper) -> dict[str, Any] | None:
@@ -140,6 +180,73 @@ async def _locate(
     return found
 
 
+async def _read(
+    store: Store,
+    backend: SiteBackend,
+    enricher: Enricher,
+    clock: Clock,
+    inp: MetadataInput,
+    targets: list[str],
+    ctx: OperationContext,
+) -> None:
+    """Read what the requested fields need: detail pages, batch exports, journal pages."""
+    if inp.fields is None or inp.refresh:
+        await enricher.run(targets, ctx, stage="metadata", quality=inp.wants_quality, refresh=inp.refresh)
+        return
+    wanted = set(inp.fields)
+    papers = store.papers_by_refs(targets)
+    details: list[str] = []
+    exports: dict[str, str] = {}  # export id -> ref
+    for ref in targets:
+        paper = papers.get(ref)
+        if paper is None or enricher.detail_fresh(ref):
+            continue
+        missing = _missing(paper, wanted)
+        if not missing:
+            continue
+        if missing <= EXPORT_FIELDS and paper.export_id:
+            exports[paper.export_id] = ref
+        else:
+            details.append(ref)
+    if exports:
+        details += await _export(store, backend, clock, exports, ctx)
+    if details:
+        await enricher.run(details, ctx, stage="metadata", quality=inp.wants_quality)
+    if inp.wants_quality:
+        rest = [t for t in targets if t not in set(details)]
+        await enricher.run(rest, ctx, stage="metadata", quality=True, detail=False, label="读取期刊")
+
+
+async def _export(
+    store: Store, backend: SiteBackend, clock: Clock, exports: dict[str, str], ctx: OperationContext
+) -> list[str]:
+    """Batch-export the rows (20 per request) and fill their papers; the refs the export did not
+    answer (a failed request, a record it did not list) are returned for their detail page."""
+    ids = list(exports)
+    left: list[str] = []
+    ctx.set_stage("metadata_export", f"批量导出 {len(ids)} 篇的卷期页码、摘要与关键词")
+    for start in range(0, len(ids), EXPORT_BATCH):
+        batch = ids[start : start + EXPORT_BATCH]
+        try:
+            records = await backend.export_records(batch, op=ctx)
+        except CnkiError as exc:
+            if is_fatal(exc):
+                raise
+            left += [exports[e] for e in batch]
+            continue
+        by_title = {title_key(r.title): r for r in records}
+        papers = store.papers_by_refs([exports[e] for e in batch])
+        for export_id in batch:
+            ref = exports[export_id]
+            paper = papers.get(ref)
+            record = by_title.get(title_key(paper.title)) if paper is not None else None
+            if record is None:
+                left.append(ref)
+            else:
+                store.fill_from_export(ref, record, clock.now())
+    return left
+
+
 async def fetch_metadata(
     store: Store,
     backend: SiteBackend,
@@ -181,7 +288,7 @@ async def fetch_metadata(
             located = await _locate(store, backend, clock, enricher, pending, ctx)
             targets = list(dict.fromkeys([*targets, *(located[t] for t in pending if t in located)]))
         if not inp.local_only:
-            await enricher.run(targets, ctx, stage="metadata", quality=inp.wants_quality, refresh=inp.refresh)
+            await _read(store, backend, enricher, clock, inp, targets, ctx)
     except CnkiError as exc:
         if not is_fatal(exc):
             raise

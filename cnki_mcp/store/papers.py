@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from cnki_mcp.errors import DocumentNotFound, IdentityConflict
 from cnki_mcp.identity import (
@@ -22,7 +22,7 @@ from cnki_mcp.identity import (
     split_native_key,
     title_key,
 )
-from cnki_mcp.models import DetailPage, GridRow
+from cnki_mcp.models import DetailPage, ExportRecord, GridRow
 from cnki_mcp.store.db import StoreBase, from_ts, to_ts
 from cnki_mcp.store.library import absorb_texts, index_paper
 
@@ -217,6 +217,29 @@ class PapersMixin(StoreBase):
                 " VALUES (?, ?, ?, ?, ?)",
                 (paper.record_ref, detail.model_dump_json(), locator, now, parser_version),
             )
+            return paper
+
+    def fill_from_export(self, record_ref: str, record: ExportRecord, observed_at: datetime) -> Paper | None:
+        """Fill the paper's empty volume, issue, pages, DOI, abstract, keywords and institutions
+        from CNKI's batch export of its list row (one transaction). Only empty fields are filled:
+        the export never overrides what a detail page confirmed, nor marks the paper as read."""
+        with self._write() as conn:
+            paper = _load(conn, _resolve(conn, record_ref))
+            if paper is None:
+                return None
+            update: dict[str, Any] = {}
+            for name in ("volume", "issue", "pages", "doi", "abstract"):
+                value = getattr(record, name)
+                if value and not getattr(paper, name):
+                    update[name] = value
+            for name in ("keywords", "institutions"):
+                values = [v for v in getattr(record, name) if v.strip()]
+                if values and not getattr(paper, name):
+                    update[name] = values
+            if not update:
+                return paper
+            paper = paper.model_copy(update=update)
+            _write_paper(conn, paper, to_ts(observed_at), new=False)
             return paper
 
     def get(self, record_ref: str) -> Paper | None:

@@ -14,9 +14,10 @@ from pipeline_fakes import SimSite
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, OperationContext, OperationKind, OperationRecord, StoreSink
 from cnki_mcp.operations import MemorySink
+from cnki_mcp.pipeline.engine import Unit
 from cnki_mcp.pipeline.models import MetadataInput, SearchInput, SearchOptions
 from cnki_mcp.pipeline.policy import REFERENCE_POLICY
-from cnki_mcp.pipeline.research import ResearchPipeline
+from cnki_mcp.pipeline.research import ResearchPipeline, research_channels, search_params
 from cnki_mcp.pipeline.state import SearchState
 from cnki_mcp.query.plan import plan_explicit
 from cnki_mcp.site.backend import GridRequest, SiteOp
@@ -227,3 +228,31 @@ async def test_a_live_repeat_reads_no_detail_page_that_is_still_fresh(clock: Fak
     # the first search read (fresh for 30 days) is fetched again.
     assert read_second and not read_second & read_first
     assert site.count("journal") == 0
+
+
+async def test_a_checkpoint_with_pages_landed_in_a_round_resumes_without_asking_for_them(
+    clock: FakeClock, store: Store
+) -> None:
+    """Checkpoints written while retrieval ran in rounds may hold answered pages of the round in
+    progress (`landed`); continuing such a search merges them and never asks for them again."""
+    site = SimSite(clock)
+    pipe = pipeline(clock, store, site)
+    inp = SearchInput(query="自动驾驶 产品责任", options=SearchOptions(freshness="live"), mode="precise")
+    channels = research_channels(PLAN.groups)
+    st = pipe._state(
+        "op_legacy", search_params(inp), {"method": "explicit", "concepts": PLAN.groups}, channels
+    )
+    [landed] = await clock.run_until_complete(site.grid(pipe.engine._request(st, Unit(channels[0]), 1)))
+    st.landed = {"q1": {"page": 1, "grid": landed.model_dump(mode="json")}}
+    site.log.clear()
+
+    async def runner(ctx: OperationContext) -> Any:
+        ctx.checkpoint(st.to_json())
+        return await pipe.engine.run(st, ctx)
+
+    job = JobManager(clock, MemorySink()).start(OperationKind.SEARCH, runner, inp.budget())
+    [record] = await clock.run_until_complete(job.finish())
+    assert record.status == "completed"
+    assert ("grid", "q1", 1) not in site.log and ("grid", "q1", 2) in site.log
+    assert [c["pages"] for c in record.result["coverage"]] == [5, 5, 5]
+    assert record.result["candidate_count"] == 160

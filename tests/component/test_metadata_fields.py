@@ -1,0 +1,69 @@
+"""`get_metadata` reads only what the requested fields need (DESIGN.md "get_metadata reads what
+the fields need"), counted in requests against the simulator's corpus in process: list fields cost
+nothing beyond locating the paper, volume/issue/pages/DOI/abstract/keywords come from CNKI's batch
+export 20 papers per request, anything else from the detail page."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.pipeline.models import MetadataInput
+from cnki_mcp.pipeline.research import ResearchPipeline
+from cnki_mcp.store import Store
+from tests.corpus_backend import CorpusBackend
+
+
+async def _metadata(clock: FakeClock, pipe: ResearchPipeline, inp: MetadataInput) -> OperationRecord:
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.metadata(inp, ctx)
+
+    job = JobManager(clock, MemorySink()).start(OperationKind.METADATA, runner)
+    [record] = await clock.run_until_complete(job.finish())
+    return record
+
+
+async def test_metadata_reads_only_what_the_requested_fields_need(clock: FakeClock, store: Store) -> None:
+    backend = CorpusBackend()
+    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
+    titles: dict[str, Any] = {}
+    once = Counter(r.title for r in backend.corpus.records)
+    for r in backend.corpus.records:  # journal articles with a volume, one per title
+        if r.volume and r.issue and r.type == "期刊" and not r.online_first and once[r.title] == 1:
+            titles[r.title] = r
+        if len(titles) == 25:
+            break
+
+    listed = await _metadata(
+        clock, pipe, MetadataInput(titles=list(titles), fields=["authors", "year", "source", "cited"])
+    )
+    assert listed.status == "completed", listed.errors
+    assert len(listed.result["records"]) == 25
+    assert backend.requests == Counter({"grid": 3})  # located 10 titles per request, nothing more
+
+    backend.requests.clear()
+    refs = [r["record_ref"] for r in listed.result["records"]]
+    numbers = await _metadata(
+        clock, pipe, MetadataInput(record_refs=refs, fields=["volume", "issue", "pages"])
+    )
+    assert backend.requests == Counter({"export": 2})  # 25 papers: two batch exports, no detail page
+    by_title = {r["title"]: r for r in numbers.result["records"]}
+    assert all(
+        by_title[t]["volume"] == rec.volume and by_title[t]["issue"] == rec.issue for t, rec in titles.items()
+    )
+
+    backend.requests.clear()
+    await _metadata(clock, pipe, MetadataInput(record_refs=refs, fields=["volume", "abstract"]))
+    assert backend.requests == Counter()  # the export answered them already
+
+    backend.requests.clear()
+    funds = await _metadata(clock, pipe, MetadataInput(record_refs=refs[:3], fields=["funds"]))
+    assert backend.requests == Counter({"detail": 3})  # only the detail page has funds
+    assert [r["record_ref"] for r in funds.result["records"]] == refs[:3]
+    assert all(store.detail_page(ref) is not None for ref in refs[:3])
+
+    backend.requests.clear()
+    await _metadata(clock, pipe, MetadataInput(record_refs=refs[:3]))
+    assert backend.requests == Counter()  # every field: the fresh details answer
