@@ -269,10 +269,8 @@ def _child_argv(args: argparse.Namespace, target: int) -> list[str]:
 
 
 def _cell(values: list[float], fmt: str) -> str:
-    med = statistics.median(values)
-    if len(values) > 1 and max(values) != min(values):
-        return f"{med:{fmt}} [{min(values):{fmt}}–{max(values):{fmt}}]"
-    return f"{med:{fmt}}"
+    med, lo, hi = (f"{x:{fmt}}" for x in (statistics.median(values), min(values), max(values)))
+    return f"{med} [{lo}–{hi}]" if lo != hi else med
 
 
 def bench_growth(args: argparse.Namespace) -> int:

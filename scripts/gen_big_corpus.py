@@ -46,8 +46,11 @@ SEEDS = {"main": 20261203, "heldout": 77031}
 # Records per topic and type at scale 1.0 (22 topics -> ~10,100 records with the decoys).
 PER_TOPIC = {"期刊": 330, "硕士": 50, "博士": 20, "会议": 30, "报纸": 16, "年鉴": 4, "图书": 6}
 FOCUS_BROAD = 0.25  # share of records that survey their topic instead of one aspect
+THIN = 0.4  # share of the others whose abstract only names their aspect (grade 1 at most)
+THIN_SENTENCES = ["本文在梳理相关文献的基础上提出了若干思考。", "文章对实践中的若干问题进行了初步讨论。",
+                  "研究对相关工作具有一定的参考意义。", "文章最后提出了进一步研究的方向。", "相关问题有待今后深入研究。"]
 CORE_JOURNAL_SHARE = 0.55  # the rest of a topic's journal papers go to ordinary journals
-DECOYS_PER_PAIR = 5  # records whose title names a (topic, aspect) they are not about
+DECOYS_PER_PAIR = 8  # records whose title names a (topic, aspect) they are not about
 
 # Ordinary journals (no index tier): fictional names generated for the simulator, no ISSN/CN.
 ORDINARY: dict[str, list[str]] = {
@@ -80,6 +83,22 @@ MENTION_OTHER = ["与{X}等问题不同，{T}{A}有其自身的特殊性。", "�
                  "本文的分析框架亦可为{X}研究提供借鉴。", "有别于{X}，本文关注{T}{A}。"]
 SIBLING_MENTION = 0.35  # share of records naming a sibling topic's term and aspect in passing
 DECOY_TITLES = ["从{XT}{XA}看{T}{A}", "{XT}{XA}视角下的{T}{A}研究", "超越{XT}{XA}：{T}{A}的再思考"]
+# Journal items that are not research on what their title names: book reviews, meeting reports,
+# calls for papers. Their abstracts are generic (as such items' are), so only the detail page tells
+# them from a paper. Grade 0 for every question. (kind, titles, abstract sentences, keywords)
+NOTICES_PER_PAIR = 12
+NOTICES: list[tuple[str, list[str], list[str], list[str]]] = [
+    ("review", ["评《{T}{A}研究》", "《{T}{A}论》书评", "读《{T}{A}：理论与实践》"],
+     ["该书系统梳理了相关领域的理论与实践，结构清晰，论证充分。", "作者长期关注该领域，书中不乏独到见解。",
+      "本书对后续研究具有一定的参考价值，但部分章节的论证仍有待深化。"], ["书评", "学术著作"]),
+    ("meeting", ["“{T}{A}”学术研讨会综述", "{T}{A}高端论坛会议综述", "{T}{A}专题研讨会纪要"],
+     ["本次研讨会由多家单位联合主办，来自高校、科研院所和实务部门的专家学者参加了会议。",
+      "与会代表围绕会议主题展开了深入研讨，形成了若干共识。", "会议认为，相关问题仍需理论界与实务界持续关注。"],
+     ["会议综述", "学术研讨会"]),
+    ("call", ["“{T}{A}”专题征稿启事", "{T}{A}专栏征文通知"],
+     ["为推动相关领域研究，本刊拟开设专栏，现面向海内外学者征集稿件。", "来稿须为未公开发表的原创成果，请通过本刊投稿系统提交。"],
+     ["征稿启事"]),
+]
 
 # Questions: (topic, grade-3 aspects, grade-2 aspects). The main set and the held-out set use
 # different (topic, aspect) pairs; concept groups come from `concepts()` with the variant's wording.
@@ -144,8 +163,8 @@ class BigGen(G.Gen):
             out += r.choice(MENTION_DISCUSS if discussed else MENTION_PASSING).replace("{X}", x).replace("{A}", aspect_core(aspect))
             if discussed:
                 mentions.append(f"{t['key']}/{a[0]}")
-                if r.random() < 0.3:
-                    rec["keywords"].append(x)
+            if r.random() < (0.3 if discussed else 0.15):  # authors list what they name, too
+                rec["keywords"].append(x)
         if r.random() < SIBLING_MENTION:  # a sibling topic of the discipline, named with one of its aspects
             sib = r.choice([x for x in V.TOPICS if x["discipline"] == t["discipline"] and x["key"] != t["key"]])
             a = r.choice(sib["aspects"])
@@ -171,6 +190,14 @@ class BigGen(G.Gen):
             rec["keywords"] = [term, *[r.choice(a[2]) for a in covers], *r.sample(t["shared"], 1)]
             rec["title"] = self.fill(r.choice(["{T}研究综述", "{T}研究的回顾与展望", "{T}：议题、方法与前沿",
                                                "{T}若干问题研究", "{T}的理论与实践"]), t, term, aspect)
+        elif r.random() < THIN and rec["type"] not in ("报纸", "年鉴"):
+            # titled like a paper on its aspect, but the abstract only names it once: a thin paper
+            rec["focus"] = "thin"
+            first = self.fill(r.choice(t["bg"]), t, term, aspect)
+            if aspect_core(aspect) not in first:
+                first += f"本文围绕{term}{aspect[1]}展开讨论。"
+            rec["abstract"] = first + "".join(r.sample(THIN_SENTENCES, r.choice([2, 3])))
+            rec["keywords"] = [term, *r.sample(t["shared"], 2)]
         else:
             rec["focus"] = "core"
         text, mentions = self.mention_text(rec, t, term, aspect)
@@ -180,17 +207,17 @@ class BigGen(G.Gen):
         rec["mentions"] = mentions
         rec["keywords"] = list(dict.fromkeys(rec["keywords"]))
         style = "specific"
-        if rec["focus"] == "core" and rec["type"] not in ("报纸", "年鉴", "图书"):
+        if rec["focus"] in ("core", "thin") and rec["type"] not in ("报纸", "年鉴", "图书"):
             roll = r.random()
-            if roll < 0.15:
+            if roll < 0.2:
                 style, pool = "partial", PARTIAL_TITLES
-            elif roll < 0.35:
+            elif roll < 0.5:
                 style, pool = "generic", GENERIC_TITLES[t["discipline"]]
             if style != "specific":
                 rec["title"] = self.title(t, term, aspect, pool)
                 if rec["type"] in ("博士", "硕士") and not rec["title"].endswith(("研究", "分析", "探析")):
                     rec["title"] += "研究"
-        rec["title_style"] = style if rec["focus"] == "core" else "broad"
+        rec["title_style"] = "broad" if rec["focus"] == "broad" else style
         return rec
 
     def make(self, t: dict[str, Any], kind: str, aspect: tuple[Any, ...], term: str) -> dict[str, Any]:
@@ -221,6 +248,22 @@ class BigGen(G.Gen):
         rec["decoy_for"] = f"{t['key']}/{aspect[0]}"
         return rec
 
+    def notice(self, t: dict[str, Any], aspect: tuple[Any, ...]) -> dict[str, Any]:
+        """A review, meeting report or call for papers whose title names (t, aspect)."""
+        r = self.rng
+        kind, titles, sentences, keywords = r.choice(NOTICES)
+        term = self.term(t)
+        rec = self.journal_paper(t, aspect, term)
+        rec["title"] = self.fill(r.choice(titles), t, term, aspect)
+        rec["abstract"] = "".join(r.sample(sentences, min(len(sentences), r.choice([2, 3]))))
+        rec["keywords"], rec["funds"] = list(keywords), []
+        rec.pop("title_en", None)
+        if kind == "call":
+            rec["authors"] = [{"name": "本刊编辑部"}]
+        rec["focus"], rec["mentions"], rec["title_style"] = kind, [], "decoy"
+        rec["decoy_for"] = f"{t['key']}/{aspect[0]}"
+        return rec
+
     def build(self) -> None:
         per_topic = {k: max(1, round(v * self.scale)) for k, v in PER_TOPIC.items()}
         for t in V.TOPICS:
@@ -234,6 +277,8 @@ class BigGen(G.Gen):
             for aspect in t["aspects"]:
                 for _ in range(max(1, round(DECOYS_PER_PAIR * min(1.0, self.scale * 2)))):
                     self.records.append(self.decoy(t, aspect))
+                for _ in range(max(1, round(NOTICES_PER_PAIR * min(1.0, self.scale * 2)))):
+                    self.records.append(self.notice(t, aspect))
         for i, rec in enumerate(self.records, 1):
             rec["id"] = f"r{i:05d}"
 
@@ -257,10 +302,12 @@ class BigGen(G.Gen):
 
 def grade(rec: dict[str, Any], topic: str, best: list[str], related: list[str]) -> int:
     """A record's grade for a question, from its content (latent topic, aspect, focus, mentions)."""
-    if rec["topic"] != topic:
-        return 0
+    if rec["topic"] != topic or rec["focus"] not in ("core", "broad", "thin"):
+        return 0  # another topic, or a review / meeting report / call for papers
     covers = rec.get("covers") or []
     mentioned = {m.split("/", 1)[1] for m in rec.get("mentions", ()) if m.startswith(topic + "/")}
+    if rec["focus"] == "thin":  # an abstract that only names its aspect
+        return 1 if rec["aspect"] in best else 0
     g = 0
     if rec["focus"] == "core" and rec["aspect"] in best:
         g = 3

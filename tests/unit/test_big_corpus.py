@@ -24,7 +24,7 @@ GENERATOR = Path(__file__).resolve().parents[2] / "scripts" / "gen_big_corpus.py
 SCALE = 0.1
 # sha256 over records/journals/questions of `generate(out, "main", 0.1)`; changes only with the
 # generator (then bump GENERATOR_VERSION there and update this pin).
-PINNED_MAIN_X01 = "160dcb76d7b8134fa9e6a743bd343cee1d1b02f8ffc93f3de1e657d57d5f3951"
+PINNED_MAIN_X01 = "ccb68a63230216b16ae518c986848f99e50fb26b726be86ca1db7561af22bc14"
 
 
 def _generator() -> Any:  # scripts/ is not a package: load the generator module from its file
@@ -83,7 +83,7 @@ def test_questions_have_explicit_concepts_and_graded_labels(questions: list[dict
     for q in questions:
         assert len(q["concepts"]) == 2 and all(q["concepts"]), q["id"]
         assert set(q["relevant"].values()) <= {1, 2, 3} and set(q["relevant"]) <= set(records)
-        assert Counter(q["relevant"].values())[3] >= 5, q["id"]
+        assert Counter(q["relevant"].values())[3] >= 3, q["id"]  # ~90 at full scale
 
 
 def _names(title: str, group: list[str]) -> bool:
@@ -117,12 +117,12 @@ def test_relevant_sets_span_source_tiers_and_document_types(
         t = tiers.get(r["source"], ())
         return "CSSCI" if "CSSCI" in t else "core" if t else "ordinary"
 
-    spread = Counter()
+    spread: Counter[str] = Counter()
     for q in questions:
-        kinds = {kind(records[rid]) for rid, g in q["relevant"].items() if g >= 2}
-        spread.update(kinds)
-        assert {"ordinary", "硕士"} <= kinds, q["id"]
-    assert spread["CSSCI"] >= 8 and spread["core"] >= 15 and spread["会议"] >= 10 and spread["博士"] >= 10
+        spread.update({kind(records[rid]) for rid, g in q["relevant"].items() if g >= 2})
+    # questions (of 24, at a tenth of the size) whose grade >= 2 papers include each kind of source
+    assert spread["ordinary"] >= 20 and spread["硕士"] >= 18 and spread["core"] >= 12 and spread["CSSCI"] >= 8
+    assert spread["会议"] >= 8 and spread["博士"] >= 6
 
 
 def test_simulator_loads_the_corpus_and_its_subject_search_mixes_relevant_and_not(
@@ -134,7 +134,7 @@ def test_simulator_loads_the_corpus_and_its_subject_search_mixes_relevant_and_no
     query = {"QNode": {"QGroup": [{"Key": "Subject", "Items": [row(q["concepts"][0]), row(q["concepts"][1])]}]}}
     hits = search(corpus, parse_query_json(json.dumps(query, ensure_ascii=False)), Sort.FFD)
     grades = Counter(q["relevant"].get(r.id, 0) for r in hits)
-    assert grades[3] >= 5 and grades[0] >= 5, grades
+    assert grades[3] >= 3 and grades[1] + grades[2] >= 10 and grades[0] >= 5, grades
 
 
 def test_heldout_variant_has_other_questions_and_other_records(gen: Any, tmp_path: Path, questions: list, records: dict) -> None:

@@ -1,0 +1,46 @@
+"""The growth benchmark's lower bound (`scripts/bench_growth.py`), on hand-written request logs."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_growth.py"
+LAT = {"grid": 0.7, "detail": 0.45, "journal": 0.6, "advsearch": 0.0}
+
+
+@pytest.fixture(scope="module")
+def growth() -> Any:  # scripts/ is not a package: load the module from its file
+    spec = importlib.util.spec_from_file_location("bench_growth", SCRIPT)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _grid(t: float, query: str) -> dict[str, Any]:
+    return {"t": t, "path": "/kns8s/brief/grid", "method": "POST", "params": {"query": [{"value": query}]}}
+
+
+def _get(t: float, path: str) -> dict[str, Any]:
+    return {"t": t, "path": path, "method": "GET", "params": {}}
+
+
+def test_bound_is_the_spacing_of_the_requests_when_they_are_many(growth: Any) -> None:
+    log = [_get(0.0, "/kns8s/AdvSearch"), *(_grid(1 + i, "a") for i in range(3)),
+           *(_get(5 + i, "/kcms2/article/abstract") for i in range(20)), _get(30, "/knavi/detail"),
+           _get(31, "/static/app.js")]  # page assets are not CNKI requests
+    b = growth.limiter_bound(log, 0.5, LAT)
+    assert b["spacing"] == pytest.approx(24 * 0.5 + 0.6)  # 25 requests, the last a journal page
+    assert b["chain"] == pytest.approx(3 * 0.7 + 0.45 + 0.6)
+    assert b["bound"] == b["spacing"]
+
+
+def test_bound_is_the_longest_page_chain_when_one_query_pages_alone(growth: Any) -> None:
+    log = [*(_grid(i, "a") for i in range(40)), _grid(50, "b")]
+    b = growth.limiter_bound(log, 0.2, LAT)
+    assert b["chain"] == pytest.approx(40 * 0.7)  # each page waits for the previous page's cursor
+    assert b["bound"] == b["chain"] > b["spacing"]
