@@ -58,7 +58,7 @@ class SearchPolicy:
     feedback: FeedbackRule = FeedbackRule.REQUEST
     subset_pages: int = 0  # page cap of the title and keyword channels under LOCAL (0: max_pages)
     readable_top: int = 10  # results whose abstract, keywords and source tier are always read
-    watch_depth: int = 20  # ranking depth the enrichment settles (measured: 10 as good, half the pages)
+    watch_depth: int = 20  # ranking depth whose order the enrichment settles
     batch: int = 10  # detail pages decided at a time (bounds tighten between batches)
 
     def without(self, rule: str) -> SearchPolicy:
@@ -75,9 +75,9 @@ class SearchPolicy:
 
 REFERENCE_POLICY = SearchPolicy("reference", SubsetChannels.REQUEST, Enrichment.POOL)
 # Measured on the bundled and the generated `main` corpus (docs/benchmarks.md "Request policies"):
-# depth 10 in batches of 5 settles the top ten at half the detail pages of depth 20 with no loss;
-# the title/keyword channels' first page carries their ranking evidence, later pages only list
-# papers q1 also lists.
+# depth 10 in batches of 5 reads ~45 % fewer detail pages than depth 20 (P@10 equal, nDCG@20
+# above the reference's on `main`, 0.013 below depth 20); the title/keyword channels' first page
+# carries their ranking evidence, their later pages only list papers q1 also lists.
 DEFAULT_POLICY = SearchPolicy(
     "default", SubsetChannels.LOCAL, Enrichment.BOUNDARY, watch_depth=10, batch=5, subset_pages=1
 )
