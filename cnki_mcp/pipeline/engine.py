@@ -17,10 +17,37 @@ from cnki_mcp.identity import Paper, source_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridPage
 from cnki_mcp.operations import OperationErrorInfo
-from cnki_mcp.pipeline.enrich import PARSER_VERSION, Enricher, is_fatal, is_journal, record_item_error
+from cnki_mcp.pipeline.enrich import (
+    DETAIL_TTL,
+    PARSER_VERSION,
+    Enricher,
+    is_fatal,
+    is_journal,
+    record_item_error,
+)
 from cnki_mcp.pipeline.models import CoverageEntry, EnrichMore, PlanView, ResultItem, SearchSummary
+from cnki_mcp.pipeline.policy import (
+    DEFAULT_POLICY,
+    Enrichment,
+    FeedbackRule,
+    LocalChannel,
+    RefState,
+    SearchPolicy,
+    SubsetChannels,
+    next_enrichment,
+    with_local_hits,
+)
 from cnki_mcp.pipeline.searchlog import PageLog
-from cnki_mcp.pipeline.state import FEEDBACK, RETRIEVAL, Channel, SearchState, failed_event, page_event
+from cnki_mcp.pipeline.state import (
+    FEEDBACK,
+    RETRIEVAL,
+    Channel,
+    SearchState,
+    enrich_event,
+    failed_event,
+    local_event,
+    page_event,
+)
 from cnki_mcp.query.compiler import compile_expression, feedback_expression
 from cnki_mcp.rank import (
     MAX_SELECTED,
@@ -33,6 +60,7 @@ from cnki_mcp.rank import (
     enhancement_size,
     exclusions,
     feedback_keywords,
+    selection_floor,
 )
 from cnki_mcp.site.backend import GridRequest, SiteBackend, SortOrder
 from cnki_mcp.store import PRESENT, SearchEvidence, Store
@@ -113,8 +141,10 @@ class SearchEngine:
         page_size: int,
         public_origins: tuple[str, ...],
         soft_block_pause: float = SOFT_BLOCK_PAUSE,
+        policy: SearchPolicy = DEFAULT_POLICY,
     ) -> None:
         self.soft_block_pause = soft_block_pause
+        self.policy = policy
         self.backend = backend
         self.store = store
         self.clock = clock
@@ -158,7 +188,7 @@ class SearchEngine:
             st.pool = self._pool(st, st.refs)
             ctx.checkpoint(st.to_json())
         if not st.enriched:
-            await self.enricher.run(st.pool, ctx, stage="enrichment", label="读取详情与期刊")
+            await self._enrich(st, ctx, st.pool, stage="enrichment", label="读取详情与期刊")
             st.enriched = True
             ctx.checkpoint(st.to_json())
         if not st.feedback_done:
@@ -166,6 +196,7 @@ class SearchEngine:
                 if st.feedback is None:
                     st.feedback = self._feedback_channels(st)
                     st.coverage.extend(_coverage(c) for c in st.feedback)
+                    self._localize(st, st.feedback, always=self.policy.feedback == FeedbackRule.LOCAL)
                     ctx.checkpoint(st.to_json())
                 words = "、".join(c.reason.removeprefix(FEEDBACK_REASON) for c in st.feedback)
                 ctx.set_stage(
@@ -176,8 +207,8 @@ class SearchEngine:
             st.feedback_pool = self._pool(st, st.feedback_refs)
             ctx.checkpoint(st.to_json())
         if not st.finished:
-            await self.enricher.run(
-                st.feedback_pool, ctx, stage="feedback_enrichment", label="读取补充检索结果的详情与期刊"
+            await self._enrich(
+                st, ctx, st.feedback_pool, stage="feedback_enrichment", label="读取补充检索结果的详情与期刊"
             )
             st.finished = True
 
@@ -186,6 +217,109 @@ class SearchEngine:
     async def _retrieve(self, st: SearchState, ctx: OperationContext) -> None:
         # a split channel pages each of its queries like a channel
         await self._run_units(st, ctx, _units(st.channels), feedback=False)
+
+    # --- request policies (pipeline/policy.py) ---------------------------------------------
+
+    def _subject(self, st: SearchState) -> Channel | None:
+        """The research search's subject channel (q1), whose result set holds every other
+        channel's (SubsetChannels.LOCAL); None for a structured search or another policy."""
+        if self.policy.subset_channels != SubsetChannels.LOCAL or st.structured:
+            return None
+        channels = st.channels
+        first = next((c for c in channels if c.field == "subject"), None)
+        return first if first is not None and len(channels) > 1 else None
+
+    def _gate(self, st: SearchState, unit: Unit, subject: Channel | None, empty_first: bool) -> bool | None:
+        """SubsetChannels.LOCAL: another research channel waits for the subject channel's first
+        answer. True: ask CNKI; False: answered locally (q1 listed its whole, non-empty result
+        set); None: not known yet. An empty first subject page is not trusted alone: the others
+        are asked, and their rows make a throttled zero suspect (DESIGN.md "Soft blocks")."""
+        if subject is None or unit.channel.id == subject.id or self._pages(st, unit) > 0:
+            return True
+        entry = st.coverage_of(subject.id)
+        if entry.failed or empty_first or subject.queries > 1:
+            return True
+        if entry.pages == 0:
+            return None
+        return not (entry.exhausted and entry.rows > 0 and unit.channel.field in ("title", "keywords"))
+
+    def _localize(self, st: SearchState, channels: Sequence[Channel], *, always: bool = False) -> None:
+        """Mark `channels` not yet asked as answered locally once the subject channel listed its
+        whole (non-empty) result set. An empty subject result is not trusted alone: the other
+        channels are asked, so a throttled zero stays detectable (soft-block rule)."""
+        subject = self._subject(st)
+        if subject is None:
+            return
+        entry = st.coverage_of(subject.id)
+        if not always and (not entry.exhausted or entry.failed or entry.rows == 0):
+            return
+        known = {x["id"] for x in st.local}
+        for channel in channels:
+            other = st.coverage_of(channel.id)
+            if (
+                channel.id == subject.id
+                or channel.id in known
+                or other.pages
+                or other.failed
+                or other.stopped
+            ):
+                continue
+            if channel.field not in ("title", "keywords", "subject"):
+                continue
+            other.stopped = "local"
+            phrase = channel.reason.removeprefix(FEEDBACK_REASON) if channel.field == "subject" else ""
+            st.local.append(
+                {"id": channel.id, "field": channel.field, "weight": channel.weight, "phrase": phrase}
+            )
+
+    def _local_channels(self, st: SearchState) -> list[LocalChannel]:
+        return [LocalChannel(x["id"], x["field"], float(x["weight"]), x.get("phrase", "")) for x in st.local]
+
+    async def _enrich(
+        self, st: SearchState, ctx: OperationContext, pool: list[str], *, stage: str, label: str
+    ) -> None:
+        """Enrich `pool` (a resumed phase asks again only what is still missing: fresh details and
+        cached journals send nothing), then, under Enrichment.BOUNDARY, batch after batch until
+        the policy proposes nothing; each batch joins `pool` before it runs (checkpointed)."""
+        await self.enricher.run(pool, ctx, stage=stage, label=label)
+        if self.policy.enrichment != Enrichment.BOUNDARY or st.input["metadata"] != "ranked" or st.structured:
+            return
+        while True:
+            batch = self._next_batch(st)
+            if not batch:
+                return
+            event = enrich_event("feedback_pool" if pool is st.feedback_pool else "pool", batch)
+            st.apply(event)  # joins `pool`; appended, not a whole checkpoint (O(batch))
+            ctx.checkpoint_append(event)
+            await self.enricher.run(batch, ctx, stage=stage, label=label)
+
+    def _next_batch(self, st: SearchState) -> list[str]:
+        cands, papers = self.candidates(st, st.refs)
+        ranked = self.ranker.rank(cands, st.groups, self.now_year())
+        selected = self.ranker.select(ranked, MAX_SELECTED)
+        states: dict[str, RefState] = {}
+        for r in ranked:
+            p = papers[r.ref]
+            journal = is_journal(p)
+            cached = self.enricher.journal_cached(p) if journal else None
+            states[r.ref] = RefState(
+                detailed=self._detailed(p),
+                journal_open=journal and cached is None,
+                journal_known=self.enricher.source_quality(p) is not None,
+            )
+        return next_enrichment(
+            ranked,
+            states,
+            set(st.pool) | set(st.feedback_pool),
+            self.policy,
+            selected=len(selected),
+            floor=selection_floor(ranked),
+            local=self._local_channels(st),
+        )
+
+    def _detailed(self, paper: Paper) -> bool:
+        seen = paper.detail_observed_at
+        return seen is not None and self.clock.now() - seen < DETAIL_TTL
 
     @staticmethod
     def _pages(st: SearchState, unit: Unit) -> int:
@@ -219,11 +353,20 @@ class SearchEngine:
 
     def _open(self, st: SearchState, unit: Unit, limit: int) -> bool:
         """The unit may still have a page to fetch (not exhausted, not failed, under its page limit)."""
+        entry = st.coverage_of(unit.channel.id)
         return (
             not self._exhausted(st, unit)
-            and not st.coverage_of(unit.channel.id).failed
-            and self._pages(st, unit) < limit
+            and not entry.failed
+            and not entry.stopped
+            and self._pages(st, unit) < self._unit_limit(st, unit, limit)
         )
+
+    def _unit_limit(self, st: SearchState, unit: Unit, limit: int) -> int:
+        """`limit`, or the policy's page cap for the channels searching subsets of q1."""
+        cap = self.policy.subset_pages
+        if cap and unit.channel.field in ("title", "keywords") and self._subject(st) is not None:
+            return min(limit, cap)
+        return limit
 
     def _needed(
         self, st: SearchState, units: Sequence[Unit], level: int, limit: int, *, feedback: bool
@@ -241,7 +384,7 @@ class SearchEngine:
         if seen >= target:
             return False
         missing = sum(
-            min(level, limit) - self._pages(st, u)
+            min(level, self._unit_limit(st, u, limit)) - self._pages(st, u)
             for u in units
             if self._open(st, u, limit) and self._pages(st, u) < level
         )
@@ -277,8 +420,26 @@ class SearchEngine:
                 await changed.wait()
             return not stop
 
+        subject = None if feedback else self._subject(st)
+        first_answer = {"empty": False}  # the subject channel's first page came back empty
+
+        async def local(unit: Unit) -> bool:
+            """Wait for the policy gate; True when the unit is answered locally (recorded)."""
+            go = self._gate(st, unit, subject, first_answer["empty"])
+            while go is None and not stop:
+                await wait_change()
+                go = self._gate(st, unit, subject, first_answer["empty"])
+            if go is not False or stop or st.coverage_of(unit.channel.id).stopped:
+                return go is False
+            event = local_event(unit.channel, "")
+            st.apply(event)
+            ctx.checkpoint_append(event)
+            return True
+
         async def run(unit: Unit) -> None:
             try:
+                if await local(unit):
+                    return
                 while not stop and self._open(st, unit, limit):
                     level = self._pages(st, unit)
                     go = self._needed(st, units, level, limit, feedback=feedback)
@@ -290,6 +451,9 @@ class SearchEngine:
                     request = self._request(st, unit, level + 1)
                     try:
                         answer = await self.backend.grid(request, op=ctx)
+                        if subject is not None and unit.channel.id == subject.id and not answer.rows:
+                            first_answer["empty"] = first_answer["empty"] or request.page == 1
+                            bump()
                         grid = await self._confirm_zero(
                             st, ctx, unit, request, answer, wait, feedback=feedback
                         )
@@ -505,6 +669,13 @@ class SearchEngine:
             )
             for ref, p in papers.items()
         ]
+        local = self._local_channels(st)
+        if local:
+            subject = self._subject(st)
+            detailed = {ref for ref, p in papers.items() if self._detailed(p)}
+            out = with_local_hits(
+                out, st.groups, local, detailed, order_by=subject.id if subject is not None else "q1"
+            )
         return out, papers
 
     def rank(self, st: SearchState, refs: Sequence[str]) -> tuple[list[Ranked], dict[str, Paper]]:
@@ -517,6 +688,8 @@ class SearchEngine:
             return []
         if mode == "all":
             return list(refs)
+        if self.policy.enrichment == Enrichment.BOUNDARY and not st.structured:
+            return []  # decided batch by batch (_enrich)
         ranked, _ = self.rank(st, refs)
         return [r.ref for r in ranked[: enhancement_size(len(ranked))]]
 
@@ -556,6 +729,10 @@ class SearchEngine:
             paper = papers.get(ref) or self.store.get(ref)
             if paper is not None:
                 channel_of.setdefault(paper.record_ref, []).extend(h.channel for h in hs)
+        if st.local:  # channels answered on the known candidates (pipeline/policy.py) found them too
+            local = {x["id"] for x in st.local}
+            for cand in self.candidates(st, st.refs)[0]:
+                channel_of.setdefault(cand.ref, []).extend(h.channel for h in cand.hits if h.channel in local)
         sources: set[str] = set()
         enhanced = 0
         for p in papers.values():

@@ -152,6 +152,10 @@ class CoverageEntry(_Model):
         default=1,
         description="知网检索式条数：检索行超过 120 字时拆成多条检索式（结果为其并集），作为本通道的追加页运行",
     )
+    stopped: Literal["local"] | None = Field(
+        default=None,
+        description="local＝主题通道已列全结果，本通道检索的是其子集，不再请求知网，命中在已知候选上本地计算",
+    )
 
 
 class PlanChannel(_Model):

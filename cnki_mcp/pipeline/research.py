@@ -26,6 +26,7 @@ from cnki_mcp.pipeline.models import (
     SearchSummary,
     StructuredSearchInput,
 )
+from cnki_mcp.pipeline.policy import DEFAULT_POLICY, SearchPolicy
 from cnki_mcp.pipeline.results import read_results
 from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.pipeline.structured import structured_channel, structured_params, structured_plan
@@ -133,6 +134,7 @@ class ResearchPipeline:
         page_size: int = PAGE_SIZE,
         public_origins: tuple[str, ...] = (),
         segmenter: Segmenter | None = None,
+        policy: SearchPolicy = DEFAULT_POLICY,
     ) -> None:
         self.backend = backend
         self.now_year = now_year
@@ -149,6 +151,7 @@ class ResearchPipeline:
             now_year,
             page_size=page_size,
             public_origins=public_origins,
+            policy=policy,  # measured: docs/benchmarks.md, Request policies
         )
 
     # --- research search ----------------------------------------------------------------

@@ -42,6 +42,7 @@ CHECKPOINT_KEYS = (
     "landed",
     "first_seen",
     "hit_keys",
+    "local",
 )
 
 RETRIEVAL, FEEDBACK = 0, 1  # the stage part of a candidate's order key
@@ -180,6 +181,9 @@ class SearchState:
     # "ref|channel" -> [page, unit index] of the hit kept for that channel: the earliest in canonical
     # order (two lanes of a split channel may list one paper), so hits are the same in any order.
     hit_keys: dict[str, list[int]] = field(default_factory=dict)
+    # channels answered from the known candidates instead of CNKI (pipeline/policy.py
+    # `SubsetChannels.LOCAL`): [{id, field, weight, phrase}], in the order they were decided.
+    local: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def channels(self) -> list[Channel]:
@@ -216,6 +220,17 @@ class SearchState:
             entry = self.coverage_of(event["ch"])
             entry.failed = True
             entry.error = event.get("error")
+            return
+        if event.get("e") == "enrich":
+            pool = self.feedback_pool if event["pool"] == "feedback_pool" else self.pool
+            pool.extend(r for r in event["refs"] if r not in pool)
+            return
+        if event.get("e") == "local":
+            self.coverage_of(event["ch"]).stopped = "local"
+            if all(x["id"] != event["ch"] for x in self.local):
+                self.local.append(
+                    {"id": event["ch"], "field": event["field"], "weight": event["w"], "phrase": event["phrase"]}
+                )
             return
         self._apply_page(event)
 
@@ -315,6 +330,7 @@ class SearchState:
             "landed": dict(self.landed),
             "first_seen": {ref: list(k) for ref, k in self.first_seen.items()},
             "hit_keys": {k: list(v) for k, v in self.hit_keys.items()},
+            "local": [dict(x) for x in self.local],
         }
 
     @classmethod
@@ -355,6 +371,7 @@ class SearchState:
             landed={str(k): dict(v) for k, v in (data.get("landed") or {}).items()},
             first_seen={str(k): [int(x) for x in v] for k, v in (data.get("first_seen") or {}).items()},
             hit_keys={str(k): [int(x) for x in v] for k, v in (data.get("hit_keys") or {}).items()},
+            local=[dict(x) for x in (data.get("local") or [])],
         )
 
 
@@ -387,6 +404,17 @@ def page_event(
         "exhausted": exhausted,
         "turnpage": turnpage or "",
     }
+
+
+def enrich_event(pool: str, refs: list[str]) -> dict[str, Any]:
+    """A batch of candidates the boundary enrichment decided to read (pipeline/policy.py), joining
+    `pool` or `feedback_pool`: a resumed phase reads them again only where still missing."""
+    return {"e": "enrich", "pool": pool, "refs": list(refs)}
+
+
+def local_event(channel: Channel, phrase: str) -> dict[str, Any]:
+    """A channel answered from the known candidates instead of CNKI (pipeline/policy.py)."""
+    return {"e": "local", "ch": channel.id, "field": channel.field, "w": channel.weight, "phrase": phrase}
 
 
 def failed_event(channel_id: str, error: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext
 from cnki_mcp.operations import BudgetSpec, OperationKind, OperationStatus
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions
+from cnki_mcp.pipeline.policy import REFERENCE_POLICY
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.query.plan import plan_explicit
 from cnki_mcp.site.backend import GridRequest, SiteOp
@@ -45,7 +46,10 @@ async def test_a_round_cut_short_keeps_its_answered_pages_and_continue_does_not_
     clock = FakeClock()
     store = Store.open(tmp_path / "data", clock)
     site = StallingSite(clock)
-    pipe = ResearchPipeline(site, store, clock, workers=8, now_year=lambda: 2026, page_size=20)
+    # the reference request policy: every channel pages to its limit (the pages this test counts)
+    pipe = ResearchPipeline(
+        site, store, clock, workers=8, now_year=lambda: 2026, page_size=20, policy=REFERENCE_POLICY
+    )
     jobs = JobManager(clock, MemorySink())
     inp = SearchInput(query="自动驾驶 产品责任", options=SearchOptions(freshness="live"))
 

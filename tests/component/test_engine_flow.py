@@ -16,6 +16,7 @@ from cnki_mcp.jobs import JobManager, OperationContext, OperationKind, Operation
 from cnki_mcp.operations import MemorySink
 from cnki_mcp.pipeline.engine import Unit
 from cnki_mcp.pipeline.models import MetadataInput, SearchInput, SearchOptions
+from cnki_mcp.pipeline.policy import REFERENCE_POLICY
 from cnki_mcp.pipeline.research import ResearchPipeline, research_channels, search_params
 from cnki_mcp.pipeline.state import SearchState
 from cnki_mcp.query.plan import plan_explicit
@@ -43,7 +44,11 @@ class PacedSite(SimSite):
 
 
 def pipeline(clock: FakeClock, store: Store, site: SimSite) -> ResearchPipeline:
-    return ResearchPipeline(site, store, clock, workers=8, now_year=lambda: 2026, page_size=20)
+    """Under the reference request policy, whose channel pages and pool these tests pin (the
+    default policy's own rules: test_request_policy.py)."""
+    return ResearchPipeline(
+        site, store, clock, workers=8, now_year=lambda: 2026, page_size=20, policy=REFERENCE_POLICY
+    )
 
 
 async def search(

@@ -30,6 +30,7 @@ from cnki_mcp.pipeline.models import (
     StructuredOptions,
     StructuredSearchInput,
 )
+from cnki_mcp.pipeline.policy import REFERENCE_POLICY, SearchPolicy
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.query.plan import plan_explicit
 from cnki_mcp.site.backend import GridRequest, SiteOp
@@ -38,8 +39,18 @@ from cnki_mcp.store import Store
 PLAN = plan_explicit([["自动驾驶"], ["产品责任"]])
 
 
-def make(clock: FakeClock, store: Store, site: SimSite, page_size: int = 20) -> ResearchPipeline:
-    return ResearchPipeline(site, store, clock, workers=8, now_year=lambda: 2026, page_size=page_size)
+def make(
+    clock: FakeClock,
+    store: Store,
+    site: SimSite,
+    page_size: int = 20,
+    policy: SearchPolicy = REFERENCE_POLICY,
+) -> ResearchPipeline:
+    """The pipeline under the reference's request policy, whose counts these tests pin; the
+    default policy's rules have their own tests (test_request_policy.py)."""
+    return ResearchPipeline(
+        site, store, clock, workers=8, now_year=lambda: 2026, page_size=page_size, policy=policy
+    )
 
 
 def search_input(**options: Any) -> SearchInput:

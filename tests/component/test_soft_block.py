@@ -14,6 +14,7 @@ from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
 from cnki_mcp.models import GridPage
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions
+from cnki_mcp.pipeline.policy import DEFAULT_POLICY, REFERENCE_POLICY, SearchPolicy
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.query.plan import plan_explicit
 from cnki_mcp.site.backend import GridRequest, SiteOp
@@ -40,8 +41,13 @@ class BlockingSite(SimSite):
         return await super().grid(request, op)
 
 
-def pipeline(clock: FakeClock, store: Store, site: SimSite) -> ResearchPipeline:
-    return ResearchPipeline(site, store, clock, workers=8, now_year=lambda: 2026, page_size=20)
+def pipeline(
+    clock: FakeClock, store: Store, site: SimSite, policy: SearchPolicy = REFERENCE_POLICY
+) -> ResearchPipeline:
+    """The reference request policy (all channels asked together) unless told otherwise."""
+    return ResearchPipeline(
+        site, store, clock, workers=8, now_year=lambda: 2026, page_size=20, policy=policy
+    )
 
 
 INPUT = SearchInput(
@@ -118,3 +124,27 @@ async def test_an_empty_title_channel_beside_subject_hits_is_taken_as_it_is(
     assert record.status == "completed" and record.errors == []
     assert grid_calls(site, "q2") == [1]
     assert coverage(record, "q2")["exhausted"] and coverage(record, "q2")["rows"] == 0
+
+
+async def test_an_empty_subject_page_lets_its_siblings_go_and_is_judged_beside_them(
+    clock: FakeClock, store: Store
+) -> None:
+    # The default policy holds the title and keyword channels until the subject channel's first
+    # answer; an empty one proves nothing alone, so they go ahead and their rows make it suspect.
+    site = BlockingSite(clock, {("q1", 1): 2})
+    pipe = pipeline(clock, store, site, DEFAULT_POLICY)
+    record = await search(clock, pipe, JobManager(clock, MemorySink()))
+    assert [e.code for e in record.errors] == ["SITE_UNAVAILABLE"]
+    assert grid_calls(site, "q1") == [1, 1]  # the zero, then once more after the pause
+    assert grid_calls(site, "q2")[:1] == [1] and grid_calls(site, "q3")[:1] == [1]  # asked, not local
+    assert not coverage(record, "q1")["exhausted"]
+
+
+async def test_a_subject_page_that_recovers_beside_its_siblings_completes_the_search(
+    clock: FakeClock, store: Store
+) -> None:
+    site = BlockingSite(clock, {("q1", 1): 1})
+    record = await search(clock, pipeline(clock, store, site, DEFAULT_POLICY), JobManager(clock, MemorySink()))
+    assert record.status == "completed" and record.errors == []
+    assert grid_calls(site, "q1")[:2] == [1, 1]
+    assert coverage(record, "q1")["rows"] > 0

@@ -1,0 +1,257 @@
+"""Request policies of the research search: which channels are asked, which are evaluated on the
+candidates already known, and which candidates get a detail page (DESIGN.md "Request policies";
+measured per question in docs/benchmarks.md "Request policies").
+
+PURE: rankings and candidates in, decisions out; no clock, no I/O. The engine applies them.
+
+- `SubsetChannels.LOCAL`: the title (q2), keywords (q3) and feedback channels search subsets of
+  the subject channel (q1: 主题 covers titles, keywords and abstracts; feedback = the same
+  concepts AND one more subject phrase). Once q1 has listed its whole result set, those channels
+  can add no candidate; they still carry ranking evidence (reciprocal-rank hits), which is
+  computed here from the known candidates instead of being requested.
+- `Enrichment.BOUNDARY`: enrichment can only raise a candidate's score (abstract and keyword
+  matches, concept coverage and journal quality only add), so the grid-only score is a lower
+  bound; an upper bound takes the best abstract/keyword match and journal quality seen among
+  the candidates enriched so far in the same search. Detail pages go to the top `readable_top`
+  (so the results a client reads carry abstract, keywords and source tier), then, batch by
+  batch, to every candidate whose upper bound reaches the `watch_depth`-th lower bound and that
+  could still be selected; the loop ends when no such candidate is left."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from cnki_mcp.rank import (
+    MIN_SELECTED,
+    RESCUE_RELEVANCE,
+    Candidate,
+    Hit,
+    Ranked,
+    normalize,
+    quality_formula,
+    score_formula,
+)
+
+
+class SubsetChannels(StrEnum):
+    REQUEST = "request"  # reference: every channel is requested
+    LOCAL = "local"  # subsets of an exhausted subject channel are evaluated on known candidates
+
+
+class FeedbackRule(StrEnum):
+    REQUEST = "request"  # reference: the feedback channels are asked (unless local by SubsetChannels)
+    LOCAL = "local"  # their hits are always computed on the known candidates, never asked
+
+
+class Enrichment(StrEnum):
+    POOL = "pool"  # reference: the top n of the grid-only ranking (rank.enhancement_size)
+    BOUNDARY = "boundary"  # top readable + candidates whose upper bound reaches the watched depth
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPolicy:
+    name: str
+    subset_channels: SubsetChannels
+    enrichment: Enrichment
+    feedback: FeedbackRule = FeedbackRule.REQUEST
+    subset_pages: int = 0  # page cap of the title and keyword channels under LOCAL (0: max_pages)
+    readable_top: int = 10  # results whose abstract, keywords and source tier are always read
+    watch_depth: int = 20  # ranking depth whose order the enrichment settles
+    batch: int = 10  # detail pages decided at a time (bounds tighten between batches)
+
+    def without(self, rule: str) -> SearchPolicy:
+        """This policy with one rule set back to the reference (the ablations of the bench)."""
+        back = {
+            "subset_channels": SubsetChannels.REQUEST,
+            "enrichment": Enrichment.POOL,
+            "feedback": FeedbackRule.REQUEST,
+            "subset_pages": 0,
+            "watch_depth": 20,
+        }
+        return replace(self, name=f"{self.name}-{rule}", **{rule: back[rule]})  # type: ignore[arg-type]
+
+
+REFERENCE_POLICY = SearchPolicy("reference", SubsetChannels.REQUEST, Enrichment.POOL)
+# Measured on the bundled and the generated `main` corpus (docs/benchmarks.md "Request policies"):
+# depth 10 in batches of 5 reads ~45 % fewer detail pages than depth 20 (P@10 equal, nDCG@20
+# above the reference's on `main`, 0.013 below depth 20); the title/keyword channels' first page
+# carries their ranking evidence, their later pages only list papers q1 also lists.
+DEFAULT_POLICY = SearchPolicy(
+    "default", SubsetChannels.LOCAL, Enrichment.BOUNDARY, watch_depth=10, batch=5, subset_pages=1
+)
+POLICIES = {p.name: p for p in (REFERENCE_POLICY, DEFAULT_POLICY)}
+
+# --- channels evaluated on the known candidates ---------------------------------------------
+
+LOCAL_FIELDS = ("title", "keywords", "subject")
+
+
+@dataclass(frozen=True, slots=True)
+class LocalChannel:
+    """A channel answered from the known candidates: `field` title / keywords (all concept
+    groups there), or subject with `phrase` (a feedback channel: the phrase anywhere in title,
+    keywords or abstract; the concepts already hold, every candidate came from the subject
+    channel)."""
+
+    id: str
+    field: str
+    weight: float
+    phrase: str = ""
+
+    def needs_detail(self) -> bool:
+        """Keywords and abstracts come from the detail page; titles are in every grid row."""
+        return self.field != "title"
+
+    def matches(self, c: Candidate, groups: Sequence[Sequence[str]]) -> bool:
+        if self.field == "title":
+            text = normalize(c.title)
+            return all(any(_alias(a) and _alias(a) in text for a in g) for g in groups)
+        if self.field == "keywords":
+            words = [normalize(k) for k in c.keywords]
+            return all(any(_alias(a) and any(_alias(a) in w for w in words) for a in g) for g in groups)
+        phrase = _alias(self.phrase)
+        text = normalize(f"{c.title} {' '.join(c.keywords)} {c.abstract}")
+        return bool(phrase) and phrase in text
+
+
+def _alias(term: str) -> str:
+    return normalize(term)
+
+
+def with_local_hits(
+    candidates: Sequence[Candidate],
+    groups: Sequence[Sequence[str]],
+    channels: Sequence[LocalChannel],
+    detailed: set[str],
+    *,
+    order_by: str,
+) -> list[Candidate]:
+    """Add each local channel's hits: the matching candidates in the order of channel `order_by`
+    (the subject channel, whose relevance order the subset keeps), positions from 1. A channel
+    that needs the detail page tests only candidates in `detailed`."""
+    if not channels:
+        return list(candidates)
+
+    def position(c: Candidate) -> tuple[int, str]:
+        return (min((h.position for h in c.hits if h.channel == order_by), default=1 << 30), c.ref)
+
+    ordered = sorted(candidates, key=position)
+    extra: dict[str, list[Hit]] = {}
+    for channel in channels:
+        n = 0
+        for c in ordered:
+            if channel.needs_detail() and c.ref not in detailed:
+                continue
+            if channel.matches(c, groups):
+                n += 1
+                extra.setdefault(c.ref, []).append(Hit(channel.id, n, channel.weight))
+    return [
+        replace(c, hits=c.hits + tuple(extra.get(c.ref, ()))) if c.ref in extra else c for c in candidates
+    ]
+
+
+# --- enrichment -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RefState:
+    """What the store already holds for one candidate."""
+
+    detailed: bool  # a current detail page (abstract and keywords known)
+    journal_open: bool  # a journal article whose journal evidence is not cached yet
+    journal_known: bool = False  # its journal evidence is present (tier and impact scored)
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """Best evidence seen among enriched candidates of this search: the upper bound's inputs."""
+
+    abstract: float = 1.0
+    keywords: float = 1.0
+    tier: float = 1.0
+    impact: float = 1.0
+    rrf_gain: float = 0.0  # reciprocal-rank weight local channels may add once the detail is read
+    channel_gain: int = 0
+
+
+def observed_bounds(
+    ranked: Sequence[Ranked], states: Mapping[str, RefState], local: Sequence[LocalChannel]
+) -> Bounds:
+    detailed = [r for r in ranked if states[r.ref].detailed]
+    journaled = [r for r in ranked if states[r.ref].journal_known]
+    pending = [c for c in local if c.needs_detail()]
+    return Bounds(
+        abstract=max((r.evidence.abstract_match for r in detailed), default=1.0),
+        keywords=max((r.evidence.keyword_match for r in detailed), default=1.0),
+        tier=max((r.evidence.source_tier for r in journaled), default=1.0),
+        impact=max((r.evidence.impact for r in journaled), default=1.0),
+        rrf_gain=sum(c.weight / 61.0 for c in pending),
+        channel_gain=len(pending),
+    )
+
+
+def upper_bound(r: Ranked, state: RefState, bounds: Bounds) -> tuple[float, float]:
+    """(relevance, score) this candidate could reach once enriched: full concept coverage (it was
+    found by a search over all concepts), the best abstract/keyword match seen, the local channel
+    hits it could gain, and the best journal quality seen when its journal is still unread."""
+    e = r.evidence
+    abstract, keywords = e.abstract_match, e.keyword_match
+    rrf, channels = e.rrf, e.channels
+    if not state.detailed:
+        abstract, keywords = max(abstract, bounds.abstract), max(keywords, bounds.keywords)
+        rrf, channels = rrf + bounds.rrf_gain, channels + bounds.channel_gain
+    relevance = (
+        0.32 * e.title_match
+        + 0.28 * abstract
+        + 0.12 * keywords
+        + 0.20 * min(rrf * 20.0, 1.0)
+        + 0.08 * min(channels / 3.0, 1.0)
+        + 0.12
+    ) / 1.12
+    quality = e.quality
+    if state.journal_open:
+        quality = quality_formula(
+            max(bounds.tier, e.source_tier), max(bounds.impact, e.impact), e.annual_citations, e.resource_type
+        )
+    return relevance, score_formula(relevance, quality)
+
+
+def next_enrichment(
+    ranked: Sequence[Ranked],
+    states: Mapping[str, RefState],
+    attempted: set[str],
+    policy: SearchPolicy,
+    *,
+    selected: int,
+    floor: float,
+    local: Sequence[LocalChannel] = (),
+) -> list[str]:
+    """The next candidates to enrich (detail page, and journal page when open), best upper bound
+    first, at most `policy.batch`; empty when the ranking's watched part is settled. `ranked` is
+    the current order (lower bounds), `selected`/`floor` the current selection's size and floor.
+    Candidates in `attempted` are never proposed again (a failed page is not retried here)."""
+
+    def open_(ref: str) -> bool:
+        s = states[ref]
+        return ref not in attempted and (not s.detailed or s.journal_open)
+
+    top = [r.ref for r in ranked[: policy.readable_top] if open_(r.ref)]
+    if top:
+        return top
+    bounds = observed_bounds(ranked, states, local)
+    eligible = [r.score for r in ranked if r.eligible]
+    theta = eligible[policy.watch_depth - 1] if len(eligible) >= policy.watch_depth else float("-inf")
+    want: list[tuple[float, str]] = []
+    for r in ranked:
+        if not open_(r.ref):
+            continue
+        relevance, score = upper_bound(r, states[r.ref], bounds)
+        if relevance < 0.25 or score < theta:
+            continue  # can neither become eligible nor reach the watched depth
+        if selected >= MIN_SELECTED and score < floor and relevance < RESCUE_RELEVANCE:
+            continue  # below the selection floor and not rescued by relevance: never selected
+        want.append((-score, r.ref))
+    want.sort()
+    return [ref for _, ref in want[: policy.batch]]

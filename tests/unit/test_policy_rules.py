@@ -1,0 +1,112 @@
+"""The request policies' pure rules (pipeline/policy.py): local channel hits and the boundary
+enrichment's choice of the next candidates."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cnki_mcp.pipeline.policy import (
+    DEFAULT_POLICY,
+    REFERENCE_POLICY,
+    Bounds,
+    Enrichment,
+    LocalChannel,
+    RefState,
+    SubsetChannels,
+    next_enrichment,
+    upper_bound,
+    with_local_hits,
+)
+from cnki_mcp.rank import Candidate, Hit, Ranked, ReferenceRanker, SourceQuality, query_tokens
+
+GROUPS = [["自动驾驶"], ["产品责任", "侵权责任"]]
+
+
+def cand(ref: str, title: str, q1: int, **kw: object) -> Candidate:
+    return Candidate(ref=ref, title=title, doc_type="期刊", year=2024, cited=3, hits=(Hit("q1", q1),), **kw)  # type: ignore[arg-type]
+
+
+def test_local_title_channel_hits_follow_the_subject_order() -> None:
+    cands = [
+        cand("b", "自动驾驶汽车的产品责任", 2),
+        cand("a", "自动驾驶的侵权责任认定", 1),
+        cand("c", "人工智能与法律", 3),
+    ]
+    out = {c.ref: c for c in with_local_hits(cands, GROUPS, [LocalChannel("q2", "title", 1.0)], set(), order_by="q1")}
+    assert [h for h in out["a"].hits if h.channel == "q2"] == [Hit("q2", 1, 1.0)]
+    assert [h for h in out["b"].hits if h.channel == "q2"] == [Hit("q2", 2, 1.0)]
+    assert all(h.channel != "q2" for h in out["c"].hits)  # not every concept in its title
+
+
+def test_local_keyword_and_phrase_channels_test_only_papers_with_a_detail_page() -> None:
+    kw = ("自动驾驶", "产品责任", "算法")
+    cands = [
+        cand("a", "研究一", 1, keywords=kw, abstract="讨论算法透明"),
+        cand("b", "研究二", 2, keywords=kw, abstract="讨论算法透明"),
+    ]
+    channels = [LocalChannel("q3", "keywords", 1.0), LocalChannel("feedback1", "subject", 0.8, "算法透明")]
+    out = {c.ref: c for c in with_local_hits(cands, GROUPS, channels, {"b"}, order_by="q1")}
+    assert {h.channel for h in out["a"].hits} == {"q1"}  # no detail page: keywords unknown
+    assert [(h.channel, h.position) for h in out["b"].hits] == [("q1", 2), ("q3", 1), ("feedback1", 1)]
+
+
+def test_the_upper_bound_covers_the_score_enrichment_gives() -> None:
+    ranker = ReferenceRanker()
+    grid = cand("a", "自动驾驶的法律问题", 5)
+    full = replace(
+        grid,
+        abstract="自动驾驶汽车致害时的产品责任与侵权责任",
+        keywords=("自动驾驶", "产品责任"),
+        quality=SourceQuality(("CSSCI",), 3.0, None),
+    )
+    query = query_tokens(GROUPS)
+    before = ranker.evaluate(grid, query, GROUPS, 2026)
+    after = ranker.evaluate(full, query, GROUPS, 2026)
+    assert after.score > before.score  # enrichment only adds
+    bounds = Bounds(
+        abstract=after.evidence.abstract_match,
+        keywords=after.evidence.keyword_match,
+        tier=after.evidence.source_tier,
+        impact=after.evidence.impact,
+    )
+    relevance, score = upper_bound(before, RefState(detailed=False, journal_open=True), bounds)
+    assert relevance >= after.evidence.relevance - 1e-9
+    assert score >= after.score - 1e-9
+    # a paper already read and its journal known has no room left
+    _, settled = upper_bound(after, RefState(detailed=True, journal_open=False), bounds)
+    assert abs(settled - after.score) < 1e-9
+
+
+def _ranked(n: int) -> list[Ranked]:
+    ranker = ReferenceRanker()
+    cands = [cand(f"r{i:02d}", "自动驾驶产品责任" if i < 5 else "自动驾驶", i + 1) for i in range(n)]
+    return ranker.rank(cands, GROUPS, 2026)
+
+
+def test_the_first_batch_is_the_unread_top_ten() -> None:
+    ranked = _ranked(30)
+    states = {r.ref: RefState(detailed=False, journal_open=False) for r in ranked}
+    first = next_enrichment(ranked, states, set(), DEFAULT_POLICY, selected=0, floor=0.0)
+    assert first == [r.ref for r in ranked[:10]]
+    # what was attempted is never proposed again, even when it is still unread
+    again = next_enrichment(ranked, states, set(first), DEFAULT_POLICY, selected=0, floor=0.0)
+    assert not set(again) & set(first)
+
+
+def test_enrichment_stops_when_no_unread_candidate_can_reach_the_watched_depth() -> None:
+    ranked = _ranked(30)
+    states = {r.ref: RefState(detailed=True, journal_open=False) for r in ranked}
+    assert next_enrichment(ranked, states, set(), DEFAULT_POLICY, selected=20, floor=0.0) == []
+    # one unread candidate with a zero upper bound room cannot move anything either
+    states[ranked[-1].ref] = RefState(detailed=False, journal_open=False)
+    tight = next_enrichment(
+        ranked, states, set(), replace(DEFAULT_POLICY, watch_depth=5), selected=20, floor=10.0
+    )
+    assert tight == []
+
+
+def test_policies_are_named_and_the_ablations_set_one_rule_back() -> None:
+    assert REFERENCE_POLICY.enrichment == Enrichment.POOL
+    assert DEFAULT_POLICY.subset_channels == SubsetChannels.LOCAL
+    ablated = DEFAULT_POLICY.without("subset_channels")
+    assert ablated.subset_channels == SubsetChannels.REQUEST and ablated.enrichment == DEFAULT_POLICY.enrichment
