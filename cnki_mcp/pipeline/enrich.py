@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,6 +26,7 @@ from cnki_mcp.errors import (
 )
 from cnki_mcp.identity import Paper, source_key, title_key
 from cnki_mcp.jobs import OperationContext
+from cnki_mcp.models import ExportRecord
 from cnki_mcp.query.compiler import compile_expression, title_lookup_expression
 from cnki_mcp.rank import SourceQuality
 from cnki_mcp.site.backend import GridRequest, SiteBackend
@@ -62,6 +63,27 @@ def is_fatal(error: BaseException) -> bool:
     if isinstance(error, CnkiError):
         return error.fatal or error.code in FATAL_CODES
     return True  # a bug, cancellation: never swallowed
+
+
+EXPORT_BATCH = 20  # records per batch export request (site-rules.md §9)
+
+
+async def export_batches(
+    backend: SiteBackend, ids: Sequence[str], ctx: OperationContext
+) -> AsyncIterator[tuple[list[str], list[ExportRecord] | CnkiError]]:
+    """CNKI's batch export of grid rows (their export ids), EXPORT_BATCH per request through the
+    one limiter: each batch with its records, or with the error that failed it. A fatal error
+    (is_fatal) is raised, not yielded."""
+    for start in range(0, len(ids), EXPORT_BATCH):
+        batch = list(ids[start : start + EXPORT_BATCH])
+        try:
+            records = await backend.export_records(batch, op=ctx)
+        except CnkiError as exc:
+            if is_fatal(exc):
+                raise
+            yield batch, exc
+            continue
+        yield batch, records
 
 
 def is_journal(paper: Paper) -> bool:

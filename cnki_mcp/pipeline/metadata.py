@@ -19,7 +19,7 @@ from cnki_mcp.errors import CnkiError, DocumentNotFound, SearchNotFound
 from cnki_mcp.identity import Paper, title_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridRow
-from cnki_mcp.pipeline.enrich import Enricher, ambiguous, is_fatal, record_item_error
+from cnki_mcp.pipeline.enrich import Enricher, ambiguous, export_batches, is_fatal, record_item_error
 from cnki_mcp.pipeline.models import MetadataInput, MetadataResult, Scope
 from cnki_mcp.query.compiler import MAX_TITLES, compile_expression, title_lookup_expression
 from cnki_mcp.site.backend import GridRequest, SiteBackend
@@ -27,7 +27,6 @@ from cnki_mcp.store import Store
 
 LOCATE_WORKERS = 4
 LOCATE_PAGE_SIZE = 50
-EXPORT_BATCH = 20  # records per batch export request (site-rules.md §9)
 
 # Fields a stored list row always answers (the grid gives them; `quality` is the journal page's).
 LIST_FIELDS: frozenset[str] = frozenset(
@@ -225,13 +224,8 @@ async def _export(
     ids = list(exports)
     left: list[str] = []
     ctx.set_stage("metadata_export", f"批量导出 {len(ids)} 篇的卷期页码、摘要与关键词")
-    for start in range(0, len(ids), EXPORT_BATCH):
-        batch = ids[start : start + EXPORT_BATCH]
-        try:
-            records = await backend.export_records(batch, op=ctx)
-        except CnkiError as exc:
-            if is_fatal(exc):
-                raise
+    async for batch, records in export_batches(backend, ids, ctx):
+        if isinstance(records, CnkiError):
             left += [exports[e] for e in batch]
             continue
         by_title = {title_key(r.title): r for r in records}

@@ -39,7 +39,7 @@ from cnki_mcp.identity import Paper
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.links import reference_key
 from cnki_mcp.models import ExportRecord, GridRow
-from cnki_mcp.pipeline.enrich import is_fatal, record_item_error
+from cnki_mcp.pipeline.enrich import export_batches, is_fatal, record_item_error
 from cnki_mcp.pipeline.links import local_matches, lookup_batch, plan_batches
 from cnki_mcp.query.compiler import compile_expression
 from cnki_mcp.query.expr import parse_expression
@@ -48,7 +48,6 @@ from cnki_mcp.store import Store
 
 MAX_REFERENCES = 200
 MAX_TEXT_BYTES = 512 * 1024
-EXPORT_BATCH = 20
 WORKERS = 4
 PAGE_SIZE = 50
 _SEGMENT_SPLIT = re.compile(r"[:：—\-–,，、;；()（）《》“”\"'\s]+")
@@ -296,14 +295,9 @@ async def _export_details(work: _Work, readable: list[int], backend: SiteBackend
         return
     ids = list(wanted)
     ctx.set_stage("verify_export", f"批量导出 {len(ids)} 条记录的卷期页码")
-    for start in range(0, len(ids), EXPORT_BATCH):
-        batch = ids[start : start + EXPORT_BATCH]
-        try:
-            records = await backend.export_records(batch, op=ctx)
-        except CnkiError as exc:
-            if is_fatal(exc):
-                raise
-            record_item_error(ctx, exc, None, "verify_export")
+    async for batch, records in export_batches(backend, ids, ctx):
+        if isinstance(records, CnkiError):
+            record_item_error(ctx, records, None, "verify_export")
             continue
         _apply_export(work, [wanted[e] for e in batch], records)
 
