@@ -8,7 +8,6 @@ script-drawn pages (§1.5). Every response is classified (§1.4) before a parser
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
@@ -16,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 from urllib.parse import quote, urlencode, urljoin
 
-from playwright.async_api import CDPSession, Page
 from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from cnki_mcp.clock import Clock
@@ -51,7 +50,7 @@ from cnki_mcp.settings import Settings
 from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.citation_fetch import CitationFetching
-from cnki_mcp.site.deadline import CALL_SECONDS, CLOSE_SECONDS, BrowserStalled, bounded, close_tab
+from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded, close_tab
 from cnki_mcp.site.endpoints import GRID_PATH_MARK, SESSION_COOKIES, Endpoints, without_query
 from cnki_mcp.site.grid_template import (
     CursorCache,
@@ -64,6 +63,10 @@ from cnki_mcp.site.grid_template import (
 from cnki_mcp.site.human import HumanGate, StepKind
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.pages import PlaywrightHumanPage, read_identity
+from cnki_mcp.site.transport import FETCH_TIMEOUT_MS, MAX_BODY, ResourceLoading
+from cnki_mcp.site.transport import Fetched as _Fetched
+from cnki_mcp.site.transport import TransportError as _TransportError
+from cnki_mcp.site.transport import WorkSession as _WorkSession
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +74,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 MAX_ATTEMPTS = 4
-MAX_BODY = 8 * 1024 * 1024  # site-rules.md §1.3/§1.5: responses above 8 MiB are refused
-READ_CHUNK = 1024 * 1024  # site-rules.md §1.5: the loaded body is read in 1 MiB chunks
-FETCH_TIMEOUT_MS = 30_000
 EXPORT_BATCH = 20  # site-rules.md §9: one ShowExport request names at most 20 records
 EXPORT_PATH = "/dm8/api/ShowExport"
 READY_TIMEOUT_MS = 20_000  # site-rules.md §1.2: AdvSearch must be usable within 20 s
@@ -139,35 +139,6 @@ _SHOW_FRAGMENT_JS = """({html, queryJson}) => {
 }"""
 
 
-class _TransportError(Exception):
-    """The request never got an HTTP answer (page gone, fetch aborted, connection refused)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Fetched:
-    status: int
-    url: str
-    text: str
-    # Network.loadNetworkResource follows redirects but never says where it ended: `url` is then the
-    # requested URL and a login or verification page reached by a redirect is known by its content.
-    final_url_known: bool = True
-    # ... and it drops the body of an HTTP error answer: only the status is known.
-    body_lost: bool = False
-
-
-class _LoaderUnavailable(Exception):
-    """This browser has no usable Network.loadNetworkResource (the request API is used instead)."""
-
-
-@dataclass(slots=True)
-class _WorkSession:
-    """The CDP session kept on the work tab for Network.loadNetworkResource."""
-
-    page: Page
-    generation: int
-    session: CDPSession
-
-
 @dataclass(slots=True)
 class _Captured:
     template: GridTemplate
@@ -185,7 +156,7 @@ class _HumanNeeded(Exception):
         self.url = url
 
 
-class CnkiSite(CitationFetching):
+class CnkiSite(ResourceLoading, CitationFetching):
     """The Playwright SiteBackend. Nothing starts until the first request; see the module docstring."""
 
     def __init__(
@@ -676,130 +647,6 @@ class CnkiSite(CitationFetching):
     def _login_url(self, return_url: str) -> str:
         return f"{self._settings.origin('login')}/login/?ReturnURL={quote(return_url, safe='')}"
 
-    async def _load(self, url: str, op: SiteOp | None) -> _Fetched:
-        """site-rules.md §1.5: Network.loadNetworkResource, else (a browser without it) the request API."""
-        if self._loader_available:
-            try:
-                return await self._load_resource(url, op)
-            except _LoaderUnavailable as exc:
-                log.warning("Network.loadNetworkResource unavailable, using the request API: %s", exc)
-                self._loader_available = False
-        return await self._request_get(url, op)
-
-    async def _work_session(self) -> _WorkSession:
-        """The CDP session on the work tab, made once and reused until the tab or browser changes."""
-        async with self._loader_lock:
-            page = await self._host.work_page()
-            current = self._loader
-            if (
-                current is not None
-                and current.page is page
-                and current.generation == self._host.generation
-                and not page.is_closed()
-            ):
-                return current
-            await self._detach_loader()
-            try:
-                session = await bounded(self._host.cdp(page), CALL_SECONDS, "CDP session")
-            except PlaywrightError as exc:
-                self._host.note_error(exc)
-                raise _TransportError(str(exc)) from exc
-            except BrowserStalled as exc:
-                raise _TransportError(str(exc)) from exc
-            self._loader = _WorkSession(page, self._host.generation, session)
-            return self._loader
-
-    async def _detach_loader(self) -> None:
-        work, self._loader = self._loader, None
-        if work is not None:
-            with contextlib.suppress(PlaywrightError, BrowserStalled):
-                await bounded(work.session.detach(), CLOSE_SECONDS, "CDP detach")
-
-    async def _load_resource(self, url: str, op: SiteOp | None) -> _Fetched:
-        """GET `url` in the work tab's frame: Chromium's network stack (proxy, resolver rules,
-        certificates) and cookies, no rendering, cross-origin; the body is read through IO.read."""
-        work = await self._work_session()
-        session = work.session
-        try:
-            async with self._limiter.slot(budget=op):
-                tree = await bounded(session.send("Page.getFrameTree"), CALL_SECONDS, "frame tree")
-                params = {
-                    "frameId": tree["frameTree"]["frame"]["id"],
-                    "url": url,
-                    "options": {"disableCache": False, "includeCredentials": True},
-                }
-                result = await asyncio.wait_for(
-                    session.send("Network.loadNetworkResource", params), FETCH_TIMEOUT_MS / 1000
-                )
-                resource: dict[str, Any] = result.get("resource") or {}
-                status = int(resource.get("httpStatusCode") or 0)
-                stream = resource.get("stream")
-                if not stream:
-                    if status:  # an HTTP error answer: Chromium keeps its body, the status tells
-                        return _Fetched(status, url, "", final_url_known=False, body_lost=True)
-                    reason = resource.get("netErrorName") or f"net error {resource.get('netError')}"
-                    raise _TransportError(f"{reason} ({url})")
-                body = await self._read_stream(session, str(stream), url, resource.get("headers") or {})
-        except BrowserStalled as exc:
-            raise _TransportError(f"{exc} ({without_query(url)})") from exc
-        except TimeoutError as exc:
-            raise _TransportError(f"Network.loadNetworkResource timed out ({url})") from exc
-        except PlaywrightError as exc:
-            if _method_missing(exc):
-                raise _LoaderUnavailable(str(exc).splitlines()[0][:200]) from exc
-            self._host.note_error(exc)
-            if self._loader is work:
-                await self._detach_loader()  # a fresh session on the next load
-            raise _TransportError(str(exc)) from exc
-        return _Fetched(status or 200, url, body.decode("utf-8", "replace"), final_url_known=False)
-
-    @staticmethod
-    async def _read_stream(session: CDPSession, handle: str, url: str, headers: dict[str, Any]) -> bytes:
-        """IO.read in 1 MiB chunks up to the 8 MiB cap, then IO.close (always)."""
-        try:
-            lengths = [v for k, v in headers.items() if k.lower() == "content-length"]
-            length = int(lengths[0]) if lengths and str(lengths[0]).strip().isdigit() else 0
-            if length > MAX_BODY:
-                raise ResponseTooLarge(url=without_query(url), length=length)
-            chunks: list[bytes] = []
-            total = 0
-            while True:
-                part = await bounded(
-                    session.send("IO.read", {"handle": handle, "size": READ_CHUNK}), CALL_SECONDS, "IO.read"
-                )
-                data = str(part.get("data") or "")
-                raw = base64.b64decode(data) if part.get("base64Encoded") else data.encode("utf-8")
-                total += len(raw)
-                if total > MAX_BODY:
-                    raise ResponseTooLarge(url=without_query(url), length=total)
-                chunks.append(raw)
-                if part.get("eof") or not raw:
-                    return b"".join(chunks)
-        finally:
-            with contextlib.suppress(PlaywrightError, BrowserStalled):
-                await bounded(session.send("IO.close", {"handle": handle}), CLOSE_SECONDS, "IO.close")
-
-    async def _request_get(self, url: str, op: SiteOp | None) -> _Fetched:
-        """Fallback GET through the context's APIRequestContext: the browser's cookies, no rendering,
-        but Playwright's own network stack (no browser proxy, resolver rules or client certificates)."""
-        ctx = await self._host.ensure()
-        try:
-            async with self._limiter.slot(budget=op):
-                response = await ctx.request.get(url, timeout=FETCH_TIMEOUT_MS, max_redirects=10)
-            try:
-                length = int(response.headers.get("content-length") or 0)
-                if length > MAX_BODY:
-                    raise ResponseTooLarge(url=without_query(url), length=length)
-                body = await response.body()
-            finally:
-                await response.dispose()
-        except PlaywrightError as exc:
-            self._host.note_error(exc)
-            raise _TransportError(str(exc)) from exc
-        if len(body) > MAX_BODY:
-            raise ResponseTooLarge(url=without_query(url), length=len(body))
-        return _Fetched(response.status, response.url, body.decode("utf-8", "replace"))
-
     async def _open_in_tab(self, url: str, op: SiteOp | None) -> tuple[_Fetched, Page]:
         """Open `url` in a tab of its own (one limited request): its status, final URL and DOM.
         The caller closes the tab unless a human step takes it over."""
@@ -897,12 +744,6 @@ def _paper_key(row: GridRow) -> str:
         return native
     first = author_key(row.authors[0]) if row.authors else ""
     return f"{title_key(row.title)}|{first}"
-
-
-def _method_missing(exc: PlaywrightError) -> bool:
-    """The browser does not know the CDP method (Chromium before Network.loadNetworkResource)."""
-    text = str(exc)
-    return "wasn't found" in text or "-32601" in text or "Method not found" in text
 
 
 def _looks_script_rendered(html: str) -> bool:

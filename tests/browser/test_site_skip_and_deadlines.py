@@ -64,7 +64,7 @@ async def test_a_tab_that_never_closes_does_not_hold_a_request(
     [url] = await detail_urls(stack, 1)
     sim_server.set_scenario({"faults": [{"path": DETAIL, "kind": "login_required", "at": [1]}]})
     monkeypatch.setattr(deadline, "CLOSE_SECONDS", 0.5)
-    monkeypatch.setattr("cnki_mcp.site.cnki.CLOSE_SECONDS", 0.5)
+    monkeypatch.setattr("cnki_mcp.site.transport.CLOSE_SECONDS", 0.5)  # the loader's CDP detach
     closes: list[Any] = []
     ctx = await stack.host.ensure()
 

@@ -1,0 +1,200 @@
+"""How `CnkiSite` loads a URL without rendering it (site-rules.md §1.5): Network.loadNetworkResource
+in the work tab's frame through one reused CDP session, the body read in chunks up to the cap;
+the APIRequestContext when the browser lacks that method. Every load is one limited request."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from playwright.async_api import CDPSession, Page
+from playwright.async_api import Error as PlaywrightError
+
+from cnki_mcp.errors import ResponseTooLarge
+from cnki_mcp.site.backend import SiteOp
+from cnki_mcp.site.deadline import CALL_SECONDS, CLOSE_SECONDS, BrowserStalled, bounded
+from cnki_mcp.site.endpoints import without_query
+
+if TYPE_CHECKING:
+    from cnki_mcp.site.browser import BrowserHost
+    from cnki_mcp.site.limiter import Limiter
+
+log = logging.getLogger("cnki_mcp.site.cnki")  # the same logger as CnkiSite's own messages
+
+MAX_BODY = 8 * 1024 * 1024  # site-rules.md §1.3/§1.5: responses above 8 MiB are refused
+READ_CHUNK = 1024 * 1024  # site-rules.md §1.5: the loaded body is read in 1 MiB chunks
+FETCH_TIMEOUT_MS = 30_000
+
+
+class TransportError(Exception):
+    """The request never got an HTTP answer (page gone, fetch aborted, connection refused)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    status: int
+    url: str
+    text: str
+    # Network.loadNetworkResource follows redirects but never says where it ended: `url` is then the
+    # requested URL and a login or verification page reached by a redirect is known by its content.
+    final_url_known: bool = True
+    # ... and it drops the body of an HTTP error answer: only the status is known.
+    body_lost: bool = False
+
+
+class LoaderUnavailable(Exception):
+    """This browser has no usable Network.loadNetworkResource (the request API is used instead)."""
+
+
+@dataclass(slots=True)
+class WorkSession:
+    """The CDP session kept on the work tab for Network.loadNetworkResource."""
+
+    page: Page
+    generation: int
+    session: CDPSession
+
+
+
+class ResourceLoading:
+    """Mixed into `CnkiSite`, which owns the browser host, the limiter and the loader state."""
+
+    _host: BrowserHost
+    _limiter: Limiter
+    _loader: WorkSession | None
+    _loader_lock: asyncio.Lock
+    _loader_available: bool
+
+    async def _load(self, url: str, op: SiteOp | None) -> Fetched:
+        """site-rules.md §1.5: Network.loadNetworkResource, else (a browser without it) the request API."""
+        if self._loader_available:
+            try:
+                return await self._load_resource(url, op)
+            except LoaderUnavailable as exc:
+                log.warning("Network.loadNetworkResource unavailable, using the request API: %s", exc)
+                self._loader_available = False
+        return await self._request_get(url, op)
+
+    async def _work_session(self) -> WorkSession:
+        """The CDP session on the work tab, made once and reused until the tab or browser changes."""
+        async with self._loader_lock:
+            page = await self._host.work_page()
+            current = self._loader
+            if (
+                current is not None
+                and current.page is page
+                and current.generation == self._host.generation
+                and not page.is_closed()
+            ):
+                return current
+            await self._detach_loader()
+            try:
+                session = await bounded(self._host.cdp(page), CALL_SECONDS, "CDP session")
+            except PlaywrightError as exc:
+                self._host.note_error(exc)
+                raise TransportError(str(exc)) from exc
+            except BrowserStalled as exc:
+                raise TransportError(str(exc)) from exc
+            self._loader = WorkSession(page, self._host.generation, session)
+            return self._loader
+
+    async def _detach_loader(self) -> None:
+        work, self._loader = self._loader, None
+        if work is not None:
+            with contextlib.suppress(PlaywrightError, BrowserStalled):
+                await bounded(work.session.detach(), CLOSE_SECONDS, "CDP detach")
+
+    async def _load_resource(self, url: str, op: SiteOp | None) -> Fetched:
+        """GET `url` in the work tab's frame: Chromium's network stack (proxy, resolver rules,
+        certificates) and cookies, no rendering, cross-origin; the body is read through IO.read."""
+        work = await self._work_session()
+        session = work.session
+        try:
+            async with self._limiter.slot(budget=op):
+                tree = await bounded(session.send("Page.getFrameTree"), CALL_SECONDS, "frame tree")
+                params = {
+                    "frameId": tree["frameTree"]["frame"]["id"],
+                    "url": url,
+                    "options": {"disableCache": False, "includeCredentials": True},
+                }
+                result = await asyncio.wait_for(
+                    session.send("Network.loadNetworkResource", params), FETCH_TIMEOUT_MS / 1000
+                )
+                resource: dict[str, Any] = result.get("resource") or {}
+                status = int(resource.get("httpStatusCode") or 0)
+                stream = resource.get("stream")
+                if not stream:
+                    if status:  # an HTTP error answer: Chromium keeps its body, the status tells
+                        return Fetched(status, url, "", final_url_known=False, body_lost=True)
+                    reason = resource.get("netErrorName") or f"net error {resource.get('netError')}"
+                    raise TransportError(f"{reason} ({url})")
+                body = await self._read_stream(session, str(stream), url, resource.get("headers") or {})
+        except BrowserStalled as exc:
+            raise TransportError(f"{exc} ({without_query(url)})") from exc
+        except TimeoutError as exc:
+            raise TransportError(f"Network.loadNetworkResource timed out ({url})") from exc
+        except PlaywrightError as exc:
+            if method_missing(exc):
+                raise LoaderUnavailable(str(exc).splitlines()[0][:200]) from exc
+            self._host.note_error(exc)
+            if self._loader is work:
+                await self._detach_loader()  # a fresh session on the next load
+            raise TransportError(str(exc)) from exc
+        return Fetched(status or 200, url, body.decode("utf-8", "replace"), final_url_known=False)
+
+    @staticmethod
+    async def _read_stream(session: CDPSession, handle: str, url: str, headers: dict[str, Any]) -> bytes:
+        """IO.read in 1 MiB chunks up to the 8 MiB cap, then IO.close (always)."""
+        try:
+            lengths = [v for k, v in headers.items() if k.lower() == "content-length"]
+            length = int(lengths[0]) if lengths and str(lengths[0]).strip().isdigit() else 0
+            if length > MAX_BODY:
+                raise ResponseTooLarge(url=without_query(url), length=length)
+            chunks: list[bytes] = []
+            total = 0
+            while True:
+                part = await bounded(
+                    session.send("IO.read", {"handle": handle, "size": READ_CHUNK}), CALL_SECONDS, "IO.read"
+                )
+                data = str(part.get("data") or "")
+                raw = base64.b64decode(data) if part.get("base64Encoded") else data.encode("utf-8")
+                total += len(raw)
+                if total > MAX_BODY:
+                    raise ResponseTooLarge(url=without_query(url), length=total)
+                chunks.append(raw)
+                if part.get("eof") or not raw:
+                    return b"".join(chunks)
+        finally:
+            with contextlib.suppress(PlaywrightError, BrowserStalled):
+                await bounded(session.send("IO.close", {"handle": handle}), CLOSE_SECONDS, "IO.close")
+
+    async def _request_get(self, url: str, op: SiteOp | None) -> Fetched:
+        """Fallback GET through the context's APIRequestContext: the browser's cookies, no rendering,
+        but Playwright's own network stack (no browser proxy, resolver rules or client certificates)."""
+        ctx = await self._host.ensure()
+        try:
+            async with self._limiter.slot(budget=op):
+                response = await ctx.request.get(url, timeout=FETCH_TIMEOUT_MS, max_redirects=10)
+            try:
+                length = int(response.headers.get("content-length") or 0)
+                if length > MAX_BODY:
+                    raise ResponseTooLarge(url=without_query(url), length=length)
+                body = await response.body()
+            finally:
+                await response.dispose()
+        except PlaywrightError as exc:
+            self._host.note_error(exc)
+            raise TransportError(str(exc)) from exc
+        if len(body) > MAX_BODY:
+            raise ResponseTooLarge(url=without_query(url), length=len(body))
+        return Fetched(response.status, response.url, body.decode("utf-8", "replace"))
+
+
+def method_missing(exc: PlaywrightError) -> bool:
+    """The browser does not know the CDP method (Chromium before Network.loadNetworkResource)."""
+    text = str(exc)
+    return "wasn't found" in text or "-32601" in text or "Method not found" in text
