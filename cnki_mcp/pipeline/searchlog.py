@@ -148,6 +148,7 @@ def build_search_log(store: Store, search_id: str, ranker_name: str) -> SearchLo
                 total_reported=cov.total,
                 exhausted=cov.exhausted,
                 error=cov.error,
+                answered_locally=cov.stopped == "local",
                 pages=[
                     PageEntry(
                         query=p.lane + 1,

@@ -44,6 +44,11 @@ class ChannelLog(_Model):
     total_reported: int | None = None
     exhausted: bool = False
     error: str | None = None
+    answered_locally: bool = Field(
+        False,
+        description="not sent to CNKI: a subset of the subject channel, whose first page listed every "
+        "result; its hits were computed from those results (DESIGN.md \"Request policies\")",
+    )
     pages: list[PageEntry] = Field(default_factory=list)
 
 
@@ -180,9 +185,16 @@ def to_markdown(log: SearchLog) -> str:
         lines.append("")
         for i, q in enumerate(ch.queries, start=1):
             lines.append(f"- Query{f' {i}' if len(ch.queries) > 1 else ''}: `{q}`")
-        lines.append(
-            f"- Pages read {ch.pages_read}, rows {ch.rows}, CNKI reported total {ch.total_reported}, {state}"
-        )
+        if ch.answered_locally:
+            lines.append(
+                "- Not sent to CNKI: every paper it can match is in the subject channel's results, whose "
+                "first page listed them all; its hits were computed from those results. To rerun it by "
+                "hand, search the query above on CNKI."
+            )
+        else:
+            lines.append(
+                f"- Pages read {ch.pages_read}, rows {ch.rows}, CNKI reported total {ch.total_reported}, {state}"
+            )
         if ch.pages:
             lines += [
                 "",
@@ -235,7 +247,8 @@ CSV_HEADER = (
 
 
 def to_csv(log: SearchLog) -> str:
-    """One row per page read, then one row per flow step (`section` = page | flow | meta)."""
+    """One row per page read, then one row per flow step (`section` = page | flow | meta; `local`: a
+    channel answered from the subject channel's results, not sent to CNKI)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_HEADER)
@@ -252,6 +265,10 @@ def to_csv(log: SearchLog) -> str:
     }
     for key, value in meta.items():
         w.writerow(("meta", "", key, "", "", "", "", "", "", "", "", _cell(value)))
+    for ch in log.channels:
+        if ch.answered_locally:
+            q = ch.queries[0] if ch.queries else ""
+            w.writerow(("local", ch.id, ch.field, _cell(q), "", "", "", "", "", "", "", "answered locally"))
     for ch in log.channels:
         for pg in ch.pages:
             q = ch.queries[pg.query - 1] if pg.query - 1 < len(ch.queries) else ""

@@ -147,3 +147,31 @@ async def test_a_structured_search_logs_its_expression_and_keeps_cnki_order_as_t
     assert "CNKI's own order" in log.selection_rule
     assert [c.queries for c in log.channels] == [["作者[精确]: 作者"]]
     assert (log.prisma.identified, log.prisma.screened, log.prisma.selected) == (50, 50, 50)
+
+
+def test_a_channel_answered_locally_is_said_so_in_every_format() -> None:
+    """Title/keyword channels answered from the subject channel's results (DESIGN.md "Request
+    policies") were not sent to CNKI: the log must not read as if they had been."""
+    from datetime import UTC, datetime
+
+    from cnki_mcp.pipeline.searchlog_format import ChannelLog, PageEntry, PrismaFlow
+
+    at = datetime(2026, 12, 3, tzinfo=UTC)
+    log = SearchLog(
+        search_id="s1", status="completed", kind="search", question="q", created_at=at, finished_at=at,
+        plan_method="explicit", plan_method_note="",
+        channels=[
+            ChannelLog(id="q1", field="subject", queries=["主题: a"], pages_read=1, rows=3, exhausted=True,
+                       pages=[PageEntry(page=1, at=at, rows=3, kept=3, total=3)]),
+            ChannelLog(id="q2", field="title", queries=["篇名: a"], answered_locally=True),
+        ],
+        prisma=PrismaFlow(identified=3, outside_years=0, duplicates=0, screened=3, excluded=0, selected=3),
+    )  # fmt: skip
+    rows = list(csv.DictReader(io.StringIO(format_log(log, "csv"))))
+    assert [(r["channel"], r["field"], r["query"]) for r in rows if r["section"] == "local"] == [
+        ("q2", "title", "篇名: a")
+    ]
+    md = format_log(log, "markdown")
+    q2 = md[md.index("### q2") :]
+    assert "Not sent to CNKI" in q2 and "Pages read" not in q2.split("###")[1]
+    assert SearchLog.model_validate(json.loads(format_log(log, "json"))).channels[1].answered_locally

@@ -44,7 +44,7 @@ async def test_budget_exhausted_search_continues_to_completion_without_repeating
         split_log = without_captures(sim.requests)
         split = keyed(split_log)
         assert repeated(split) == {}
-        assert sum(split.values()) >= 20
+        assert sum(split.values()) >= 2 * 8  # the continuation did at least as much as the first leg
 
         sim.reset()
         fresh = await StdioServer(serve_env(tmp_path / "b", sim.origin, browser_executable), tmp_path).start()

@@ -73,7 +73,16 @@ async def test_research_search_covers_three_channels_and_feedback_and_pages_its_
     channels = {c["channel"]: c for c in result["coverage"]}
     assert {"q1", "q2", "q3"} <= set(channels)
     assert {c for c in channels if c.startswith("feedback")}, channels
-    assert all(c["pages"] >= 1 and not c["failed"] for c in channels.values())
+    q1 = channels["q1"]
+    assert q1["pages"] >= 1 and not q1["failed"]
+    for c in channels.values():
+        assert not c["failed"], c
+        if c["stopped"] == "local":  # a subset of q1, which listed every result on its first page
+            assert c["pages"] == 0 and q1["exhausted"] and q1["pages"] == 1, c
+        else:
+            assert c["pages"] >= 1, c
+    sent = {e.params["query"][0]["field"] for e in sim.requests_for(GRID, "POST") if e.params.get("query")}
+    assert sent >= {"SU"}  # the subject channel was asked; local channels were not
     assert result["selected_count"] >= 1 and result["candidate_count"] >= result["eligible_count"]
     assert len(result["results"]) == min(5, result["selected_count"])
 

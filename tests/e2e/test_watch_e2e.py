@@ -44,9 +44,16 @@ async def test_search_log_and_a_watch_that_finds_a_record_added_between_checks(
     assert flow == exported["prisma"]
     assert flow["identified"] - flow["outside_years"] - flow["duplicates"] == flow["screened"] > 0
     assert flow["screened"] - flow["excluded"] == flow["selected"] == record["result"]["selected_count"]
-    pages = [p for c in log["channels"] for p in c["pages"]]
-    assert len(pages) == 3 and all(p["attempts"] == 1 for p in pages)  # + the form's own first grid
-    assert [c["field"] for c in log["channels"]] == ["subject", "title", "keywords"]
+    # The subject channel listed all its results on page 1, so title and keywords (subsets of it)
+    # were answered from them, not sent (DESIGN.md "Request policies"); the log says so.
+    subject, title, keywords = log["channels"]
+    assert [c["field"] for c in (subject, title, keywords)] == ["subject", "title", "keywords"]
+    assert len(subject["pages"]) == 1 and subject["pages"][0]["attempts"] == 1 and subject["exhausted"]
+    assert not subject["answered_locally"]
+    for local in (title, keywords):
+        assert local["answered_locally"] and local["pages"] == [] and local["queries"]
+    assert grids == 2  # the subject page + the form's own first grid
+    assert "Not sent to CNKI" in (await served.call("export_search_log", {"search_id": search_id}))["text"]
     assert log["channels"][0]["queries"] == ["主题: 违约金 + 约定违约金 AND 主题: 酌减 + 调整"]
     markdown = await served.call("export_search_log", {"search_id": search_id})
     assert "## Flow (PRISMA-style)" in markdown["text"]
