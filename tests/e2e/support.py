@@ -150,14 +150,16 @@ def repeated(counts: Counter[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
 def without_captures(entries: list[LogEntry]) -> list[LogEntry]:
     """The log minus template captures: the grid POST the AdvSearch page itself sends when its
     search button is clicked (the first grid POST after each AdvSearch GET). A new browser
-    session captures again by design (site-rules.md §1.2); that click is not a repeated data request."""
-    out: list[LogEntry] = []
+    session captures again by design (site-rules.md §1.2); that click is not a repeated data request.
+    "First" by arrival (`LogEntry.t`): the log is appended as answers finish, and a replayed page
+    sent right after the click can be answered before the click's own POST."""
+    captures: set[int] = set()
     capture_pending = False
-    for entry in entries:
+    for index in sorted(range(len(entries)), key=lambda i: entries[i].t):
+        entry = entries[index]
         if entry.path.startswith(ADV_SEARCH) and entry.method == "GET":
             capture_pending = True
         elif entry.path.startswith(GRID) and capture_pending:
             capture_pending = False
-            continue
-        out.append(entry)
-    return out
+            captures.add(index)
+    return [entry for index, entry in enumerate(entries) if index not in captures]  # log order kept
