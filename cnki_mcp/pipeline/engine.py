@@ -1,14 +1,12 @@
-"""The search phases (site-rules.md §3.4): retrieval rounds, detail pool, enrichment, feedback, feedback
-enrichment, finish. Shared by the research search and the structured search; both start from a
-`SearchState` and checkpoint it after every round and phase, so `continue` repeats no request."""
+"""The search phases (site-rules.md §3.4): retrieval (each channel pages on its own under the one
+limiter, DESIGN.md "Request policies"), detail pool, enrichment, feedback, feedback enrichment,
+finish. Shared by the research search and the structured search; both start from a `SearchState`
+whose checkpoint grows by one appended entry per page landed, so `continue` repeats no request."""
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from cnki_mcp.clock import Clock
@@ -19,13 +17,12 @@ from cnki_mcp.models import GridPage
 from cnki_mcp.operations import OperationErrorInfo
 from cnki_mcp.pipeline.enrich import (
     DETAIL_TTL,
-    PARSER_VERSION,
     Enricher,
     is_fatal,
     is_journal,
     record_item_error,
 )
-from cnki_mcp.pipeline.models import CoverageEntry, EnrichMore, PlanView, ResultItem, SearchSummary
+from cnki_mcp.pipeline.models import EnrichMore, ResultItem, SearchSummary
 from cnki_mcp.pipeline.policy import (
     DEFAULT_POLICY,
     Enrichment,
@@ -48,6 +45,9 @@ from cnki_mcp.pipeline.state import (
     local_event,
     page_event,
 )
+from cnki_mcp.pipeline.units import Unit, plan_view
+from cnki_mcp.pipeline.units import coverage as _coverage
+from cnki_mcp.pipeline.units import units as _units
 from cnki_mcp.query.compiler import compile_expression, feedback_expression
 from cnki_mcp.rank import (
     MAX_SELECTED,
@@ -75,57 +75,6 @@ SOFT_BLOCK_PAUSE = 20.0
 # A subject (主题) search covers titles and keywords: when either of those siblings found rows,
 # the subject channel of the same concepts cannot have none.
 _CONTAINS: dict[str, frozenset[str]] = {"subject": frozenset({"title", "keywords"})}
-
-
-def fingerprint(parts: Sequence[Any]) -> str:
-    text = json.dumps(list(parts), ensure_ascii=False, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
-
-
-def cache_key(params: dict[str, Any], channels: Sequence[Channel]) -> str:
-    """site-rules.md §3.8: [query, mode, year_from, year_to, candidate_target, max_pages, metadata, sort,
-    plan channels, parser version]."""
-    return fingerprint(
-        [
-            params["query"],
-            params["mode"],
-            params.get("year_from"),
-            params.get("year_to"),
-            params["candidate_target"],
-            params["max_pages"],
-            params["metadata"],
-            params["sort"],
-            [[c.id, c.weight, c.fingerprint] for c in channels],
-            PARSER_VERSION,
-        ]
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Unit:
-    """One query of a channel: the channel itself, or one lane of a split channel."""
-
-    channel: Channel
-    lane: int = 0
-
-
-def _units(channels: Sequence[Channel]) -> list[Unit]:
-    return [Unit(c, j) for c in channels for j in range(c.queries)]
-
-
-def _coverage(channel: Channel) -> CoverageEntry:
-    return CoverageEntry(
-        channel=channel.id, field=channel.field, reason=channel.reason, queries=channel.queries
-    )
-
-
-def plan_view(plan: dict[str, Any], channels: Sequence[Channel]) -> PlanView:
-    return PlanView(
-        method=plan["method"],
-        concepts=plan.get("concepts", []),
-        channels=[c.view() for c in channels],  # type: ignore[misc]
-        warnings=plan.get("warnings", []),
-    )
 
 
 class SearchEngine:

@@ -12,7 +12,7 @@ from typing import Any
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.jobs import OperationContext
-from cnki_mcp.pipeline.engine import SearchEngine, cache_key
+from cnki_mcp.pipeline.engine import SearchEngine
 from cnki_mcp.pipeline.enrich import DEFAULT_WORKERS, Enricher
 from cnki_mcp.pipeline.metadata import fetch_metadata
 from cnki_mcp.pipeline.models import (
@@ -30,6 +30,7 @@ from cnki_mcp.pipeline.policy import DEFAULT_POLICY, SearchPolicy
 from cnki_mcp.pipeline.results import read_results
 from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.pipeline.structured import structured_channel, structured_params, structured_plan
+from cnki_mcp.pipeline.units import cache_key
 from cnki_mcp.query.compiler import compile_expression, concept_expression
 from cnki_mcp.query.expr import Field
 from cnki_mcp.query.plan import (

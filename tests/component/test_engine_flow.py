@@ -14,11 +14,11 @@ from pipeline_fakes import SimSite
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, OperationContext, OperationKind, OperationRecord, StoreSink
 from cnki_mcp.operations import MemorySink
-from cnki_mcp.pipeline.engine import Unit
 from cnki_mcp.pipeline.models import MetadataInput, SearchInput, SearchOptions
 from cnki_mcp.pipeline.policy import REFERENCE_POLICY
 from cnki_mcp.pipeline.research import ResearchPipeline, research_channels, search_params
 from cnki_mcp.pipeline.state import SearchState
+from cnki_mcp.pipeline.units import Unit
 from cnki_mcp.query.plan import plan_explicit
 from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.store import Store
