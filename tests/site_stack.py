@@ -145,8 +145,12 @@ async def wait_for_tab(host: BrowserHost, fragment: str, bound: float) -> Any:
 
 
 async def solve_vericode(page: Any) -> None:
-    """The person solves the vericode form the search page shows in #briefBox."""
-    assert await page.locator("#briefBox form[name=vericodeForm]").count() == 1
+    """The person solves the vericode form the search page shows in #briefBox. The operation can
+    report awaiting_user a moment before the page has drawn the form, so wait for it to appear
+    (an event, not a sleep; a form that never appears fails here)."""
+    form = page.locator("#briefBox form[name=vericodeForm]")
+    await form.wait_for(state="attached", timeout=30_000)
+    assert await form.count() == 1
     await page.fill("#vericode", "abcd")
     await page.click(".btn-vericode")
 
