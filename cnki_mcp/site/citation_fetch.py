@@ -27,11 +27,11 @@ class CitationFetching:
     _limiter: Limiter
     endpoints: Endpoints
 
-    async def _fetch_parsed(self, url: str, op: SiteOp | None, parse: Any) -> Any:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # provided by CnkiSite; declared for the type checker only
 
-    async def _first_visit(self, page: Any, op: SiteOp | None, *, force: bool = False) -> None:
-        raise NotImplementedError
+        async def _fetch_parsed(self, url: str, op: SiteOp | None, parse: Any) -> Any: ...
+
+        async def _first_visit(self, page: Any, op: SiteOp | None, *, force: bool = False) -> None: ...
 
     async def citation_list(
         self, detail_url: str, kind: str, type_code: str, start: int, op: SiteOp | None = None
