@@ -147,19 +147,39 @@ def repeated(counts: Counter[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
     return {k: n for k, n in counts.items() if n > 1}
 
 
+CAPTURE_WINDOW = 4  # grid POSTs after an AdvSearch GET among which its click's POST arrives
+
+
+def _form_shaped(entry: LogEntry) -> bool:
+    """A grid POST the AdvSearch form sends with one box filled: page 1, one condition, no years."""
+    p = entry.params
+    query = p.get("query")
+    return str(p.get("pageNum", "1")) == "1" and isinstance(query, list) and len(query) == 1 and not p.get("years")
+
+
 def without_captures(entries: list[LogEntry]) -> list[LogEntry]:
     """The log minus template captures: the grid POST the AdvSearch page itself sends when its
-    search button is clicked (the first grid POST after each AdvSearch GET). A new browser
-    session captures again by design (site-rules.md §1.2); that click is not a repeated data request.
-    "First" by arrival (`LogEntry.t`): the log is appended as answers finish, and a replayed page
-    sent right after the click can be answered before the click's own POST."""
+    search button is clicked, one after each AdvSearch GET. A new browser session captures again by
+    design (site-rules.md §1.2); that click is not a repeated data request.
+    Arrival order alone does not tell the click from the replay after it: the click's POST and the
+    first replayed page travel on different connections, and under load the replay arrives first
+    (seen in CI). The click's form holds only the anchor typed into the first box (page 1, one
+    condition, no year filter), so the first such POST after the GET is the capture; a capture of
+    another shape falls back to the first grid POST after the GET."""
+    order = sorted(range(len(entries)), key=lambda i: entries[i].t)
     captures: set[int] = set()
-    capture_pending = False
-    for index in sorted(range(len(entries)), key=lambda i: entries[i].t):
+    for at, index in enumerate(order):
         entry = entries[index]
-        if entry.path.startswith(ADV_SEARCH) and entry.method == "GET":
-            capture_pending = True
-        elif entry.path.startswith(GRID) and capture_pending:
-            capture_pending = False
-            captures.add(index)
+        if not (entry.path.startswith(ADV_SEARCH) and entry.method == "GET"):
+            continue
+        following: list[int] = []
+        for later in order[at + 1 :]:
+            nxt = entries[later]
+            if nxt.path.startswith(ADV_SEARCH) and nxt.method == "GET":
+                break
+            if nxt.path.startswith(GRID) and later not in captures:
+                following.append(later)
+        near = following[:CAPTURE_WINDOW]
+        if near:
+            captures.add(next((i for i in near if _form_shaped(entries[i])), near[0]))
     return [entry for index, entry in enumerate(entries) if index not in captures]  # log order kept
