@@ -154,7 +154,12 @@ def _form_shaped(entry: LogEntry) -> bool:
     """A grid POST the AdvSearch form sends with one box filled: page 1, one condition, no years."""
     p = entry.params
     query = p.get("query")
-    return str(p.get("pageNum", "1")) == "1" and isinstance(query, list) and len(query) == 1 and not p.get("years")
+    return (
+        str(p.get("pageNum", "1")) == "1"
+        and isinstance(query, list)
+        and len(query) == 1
+        and not p.get("years")
+    )
 
 
 def without_captures(entries: list[LogEntry]) -> list[LogEntry]:
