@@ -329,6 +329,9 @@ class Paper(BaseModel):
     downloads: int | None = None
     detail_confirmed: bool = False
     detail_observed_at: datetime | None = None
+    # last time CNKI's batch export answered for this paper (abstract and keywords read, DESIGN.md
+    # "Reading abstracts by batch export")
+    export_observed_at: datetime | None = None
     observed_at: datetime | None = None  # last time any page showed this paper
     locator: str | None = None
     public_url: str | None = None
@@ -503,5 +506,6 @@ def merge(existing: Paper, incoming: Paper, incoming_from: Literal["list", "deta
     data["detail_confirmed"] = existing.detail_confirmed or incoming_from == "detail"
     if incoming_from == "detail":
         data["detail_observed_at"] = _later(existing.detail_observed_at, incoming.detail_observed_at)
+    data["export_observed_at"] = _later(existing.export_observed_at, incoming.export_observed_at)
     data["observed_at"] = _later(existing.observed_at, incoming.observed_at)
     return Paper.model_validate(data)

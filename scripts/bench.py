@@ -410,6 +410,7 @@ async def _quality_one(
         "grid": backend.requests["grid"],
         "detail": backend.requests["detail"],
         "journal": backend.requests["journal"],
+        "export": backend.requests["export"],
         "readable": readable,
         "p10": precision_at(selected, labels, 10),
         "ndcg10": ndcg_at(selected, labels, 10),
@@ -441,8 +442,9 @@ async def _drive(clock: Any, awaitable: Any) -> Any:
 
 
 def _readable(store: Any, enricher: Any, search_id: str, top: int = 10) -> int:
-    """How many of the first `top` selected carry what a reader needs without another call:
-    a detail page (abstract, keywords) and, for a journal article, its journal lookup (tier)."""
+    """How many of the first `top` selected carry what a reader needs without another call: their
+    abstract and keywords (a detail page or CNKI's batch export) and, for a journal article, its
+    journal lookup (tier)."""
     from cnki_mcp.pipeline.enrich import is_journal
 
     page = store.search_results(search_id, "selected", 0, top)
@@ -450,7 +452,7 @@ def _readable(store: Any, enricher: Any, search_id: str, top: int = 10) -> int:
     n = 0
     for e in page.items:
         p = papers.get(e.record_ref)
-        if p is None or p.detail_observed_at is None:
+        if p is None or not enricher.abstract_read(p):
             continue
         if is_journal(p) and enricher.journal_cached(p) is None:
             continue
@@ -461,7 +463,7 @@ def _readable(store: Any, enricher: Any, search_id: str, top: int = 10) -> int:
 def _failed_row(question: dict[str, Any], error: str) -> dict[str, Any]:
     return {
         "id": question["id"], "status": "failed", "errors": error, "candidates": 0, "selected": 0,
-        "requests": 0, "grid": 0, "detail": 0, "journal": 0, "readable": 0,
+        "requests": 0, "grid": 0, "detail": 0, "journal": 0, "export": 0, "readable": 0,
         "p10": 0.0, "ndcg10": 0.0, "ndcg20": 0.0, "p10_ranked": 0.0,
         "ndcg20_ranked": 0.0, "plan": [], "years": (None, None), "advice": "-",
     }
@@ -548,126 +550,6 @@ def _quality_section(table: str, tables: list[str], n: int) -> str:
         "separately (25 in total for all three). The pipeline default is `min10_rescue55`: at least as\n"
         "good as the reference on all four figures, better on both selected ones, no question worse.\n\n"
         f"{table}\n\n" + "\n\n".join(tables) + "\n"
-    )
-
-
-# --- policy: CNKI requests of the research search per request policy ------------------------
-
-CORPORA = ("bundled", "main", "heldout")
-ABLATIONS = ("subset_channels", "enrichment", "subset_pages", "watch_depth")
-
-
-def _policy(name: str) -> Any:
-    from cnki_mcp.pipeline.policy import DEFAULT_POLICY, POLICIES
-
-    if name in POLICIES:
-        return POLICIES[name]
-    base, _, rule = name.partition("-")
-    assert base == "default" and rule in ABLATIONS, name
-    return DEFAULT_POLICY.without(rule)
-
-
-def _corpus(name: str) -> tuple[Any, list[dict[str, Any]]]:
-    """(backend, questions) of the bundled corpus or a generated one (scripts/gen_big_corpus.py)."""
-    import json
-
-    from cnki_mcp.sim.corpus import Corpus
-    from tests.corpus_backend import CorpusBackend
-
-    if name == "bundled":
-        path, backend = QUESTIONS, CorpusBackend()
-    else:
-        sys.path.insert(0, str(ROOT / "scripts"))
-        from gen_big_corpus import ensure_corpus  # type: ignore[import-not-found]
-
-        directory = ensure_corpus(name)
-        path, backend = directory / "questions.jsonl", CorpusBackend(Corpus.load(directory))
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return backend, [json.loads(line) for line in lines if line.strip()]
-
-
-def bench_policy(args: argparse.Namespace) -> int:
-    from cnki_mcp.rank import RelevanceRescueRanker
-
-    names = args.policy or ["reference", "default", *(f"default-{r}" for r in ABLATIONS)]
-    sections: list[str] = []
-    for corpus in args.corpus or list(CORPORA):
-        backend, questions = _corpus(corpus)
-        if args.questions:
-            questions = questions[: args.questions]
-        runs = {
-            name: [
-                asyncio.run(_quality_one(q, RelevanceRescueRanker(), policy=_policy(name), backend=backend))
-                for q in questions
-            ]
-            for name in names
-        }
-        sections.append(_policy_tables(corpus, questions, runs))
-        print(sections[-1], flush=True)
-    if args.write:
-        _write_section(Path(args.write), "Request policies", _policy_section(sections, args))
-        print(f"\nwritten to {args.write}")
-    return 0
-
-
-def _policy_tables(corpus: str, questions: list[dict[str, Any]], runs: dict[str, list[dict[str, Any]]]) -> str:
-    def mean(name: str, key: str) -> float:
-        return statistics.mean(r[key] for r in runs[name])
-
-    base = runs.get("reference")
-    head = (
-        "| policy | requests | vs reference | grid | detail | journal | P@10 sel. | nDCG@20 sel. |"
-        " top-10 readable | selected | candidates |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    )
-    lines = [f"### {corpus} ({len(questions)} questions)", "", head]
-    for name in runs:
-        ratio = f"{mean(name, 'requests') / mean('reference', 'requests'):.1%}" if base else "-"
-        wanted = statistics.mean(min(10, r["selected"]) for r in runs[name])
-        lines.append(
-            f"| {name} | {mean(name, 'requests'):.2f} | {ratio} | {mean(name, 'grid'):.2f} |"
-            f" {mean(name, 'detail'):.2f} | {mean(name, 'journal'):.2f} | {mean(name, 'p10'):.4f} |"
-            f" {mean(name, 'ndcg20'):.4f} | {mean(name, 'readable'):.2f} of {wanted:.2f} |"
-            f" {mean(name, 'selected'):.1f} | {mean(name, 'candidates'):.1f} |"
-        )
-    others = [n for n in runs if n not in ("reference", "default")]
-    if base and "default" in runs:
-        cols = "".join(f" {n} req. | {n} nDCG@20 |" for n in others)
-        lines += [
-            "",
-            "| question | requests ref. | requests default | P@10 ref. | P@10 default | nDCG@20 ref. |"
-            f" nDCG@20 default |{cols}",
-            "|---|---:|---:|---:|---:|---:|---:|" + "---:|---:|" * len(others),
-        ]
-        for i, q in enumerate(questions):
-            a, b = runs["reference"][i], runs["default"][i]
-            extra = "".join(f" {runs[n][i]['requests']} | {runs[n][i]['ndcg20']:.4f} |" for n in others)
-            lines.append(
-                f"| {q['id']} | {a['requests']} | {b['requests']} | {a['p10']:.2f} | {b['p10']:.2f} |"
-                f" {a['ndcg20']:.4f} | {b['ndcg20']:.4f} |{extra}"
-            )
-    return "\n".join(lines)
-
-
-def _policy_section(sections: list[str], args: argparse.Namespace) -> str:
-    return (
-        "## Request policies\n\n"
-        "Command: `.venv/bin/python scripts/bench.py policy --write docs/benchmarks.md`\n\n"
-        f"Date {dt.date.today().isoformat()}, Python {platform.python_version()}. Deterministic: requests are\n"
-        "counted, not timed.\n\n"
-        "Each question runs the full research search as in *Ranking quality* (explicit concept groups,\n"
-        "default options: candidate_target 300, max_pages 5, page size 50, `freshness=live`, a fresh\n"
-        "store per question, so no detail or journal page is reused across questions) under each\n"
-        "request policy of `cnki_mcp/pipeline/policy.py` (DESIGN.md \"Request policies\"): `reference`\n"
-        "is the reference design (every channel asked, the top 30/40/60/80 enriched), `default` what\n"
-        "`search` runs, and `default-RULE` the default with one rule set back to the reference (the\n"
-        "ablation of that rule). Corpora: `bundled` (the 30 questions of cnki_mcp/sim/data), `main`\n"
-        "and `heldout` (scripts/gen_big_corpus.py, ~10,000 records; `heldout` has another seed and\n"
-        "other questions and was not used to choose the defaults). *top-10 readable*: of the first 10\n"
-        "selected (fewer when fewer are selected), how many carry a detail page (abstract, keywords)\n"
-        "and, for a journal article, its journal lookup (tier). Requests are grid + detail + journal\n"
-        "pages (no template capture: the in-process backend needs none).\n\n"
-        + "\n\n".join(sections)
-        + "\n"
     )
 
 
@@ -821,14 +703,9 @@ def main(argv: list[str] | None = None) -> int:
         "--write", default=None, metavar="MD", help="also write the ## Ranking quality section of this file"
     )
     q.set_defaults(func=bench_quality)
-    po = sub.add_parser("policy", help="CNKI requests and quality of the research search per request policy")
-    po.add_argument("--corpus", action="append", choices=CORPORA, default=None, help="repeatable; default all")
-    po.add_argument("--policy", action="append", default=None, help="repeatable; default reference, default, ablations")
-    po.add_argument("--questions", type=int, default=0, help="only the first N questions of each corpus")
-    po.add_argument(
-        "--write", default=None, metavar="MD", help="also write the ## Request policies section of this file"
-    )
-    po.set_defaults(func=bench_policy)
+    import bench_policy  # type: ignore[import-not-found]
+
+    bench_policy.add_policy_parser(sub)
     pl = sub.add_parser("plan", help="quality of explicit, sampled and raw-question planning")
     pl.add_argument("--plan", action="append", choices=PLANNINGS, default=None, help="repeatable; default all")
     pl.add_argument("--ranker", default="min10_rescue55", help="ranker name (default the pipeline's)")

@@ -17,6 +17,7 @@ from cnki_mcp.errors import AccessDenied, CnkiError
 from cnki_mcp.models import (
     Author,
     DetailPage,
+    ExportRecord,
     GridPage,
     GridRow,
     HeaderIdentity,
@@ -41,8 +42,11 @@ def source_of(i: int) -> str:
     return f"法学期刊{i % 15}"
 
 
-def row_of(i: int, ordinal: int) -> GridRow:
+def row_of(i: int, ordinal: int, *, export: bool = False) -> GridRow:
     return GridRow(
+        export_id=f"CJFD!SIM{i:04d}!1" if export else None,
+        # the real list links each source to its journal page; the older fake rows had no link
+        source_url=f"https://navi.cnki.net/{source_of(i)}" if export else None,
         ordinal=ordinal,
         title=title_of(i),
         detail_url=f"https://kns.cnki.net/kcms2/article/abstract?v={i}",
@@ -71,11 +75,17 @@ class SimSite:
         latency: float = 0.5,
         failing_details: set[int] | None = None,
         feedback_first: str = "算法责任",
+        exports: bool = False,
+        missing_exports: set[int] | None = None,
     ) -> None:
+        """`exports`: rows carry export ids and `export_records` answers them (20 per call),
+        except the papers in `missing_exports`, which the export leaves out."""
         self.clock = clock
         self.latency = latency
         self.failing_details = failing_details or set()
         self.feedback_first = feedback_first
+        self.exports = exports
+        self.missing_exports = missing_exports or set()
         self.log: list[tuple[Any, ...]] = []
         self.page_sizes: Counter[int] = Counter()
         self.in_flight = 0
@@ -123,7 +133,7 @@ class SimSite:
         size = request.page_size
         start = (request.page - 1) * size
         chunk = papers[start : start + size]
-        rows = [row_of(i, start + k + 1) for k, i in enumerate(chunk)]
+        rows = [row_of(i, start + k + 1, export=self.exports) for k, i in enumerate(chunk)]
         pages = max(1, math.ceil(len(papers) / size))
         return GridPage(rows=rows, total=len(papers), page=request.page, page_count=pages)
 
@@ -163,6 +173,27 @@ class SimSite:
             keywords=list(KEYWORDS),
             native=NativeId(dbname="CJFD", filename=f"SIM{i:04d}"),
         )
+
+    async def export_records(self, export_ids: list[str], op: SiteOp | None = None) -> list[ExportRecord]:
+        assert len(export_ids) <= 20
+        await self._call(op, ("export", tuple(sorted(export_ids))))
+        out: list[ExportRecord] = []
+        for export_id in export_ids:
+            i = int(export_id.split("!")[1].removeprefix("SIM"))
+            if i in self.missing_exports:
+                continue
+            out.append(
+                ExportRecord(
+                    ref_type="Journal Article",
+                    title=title_of(i),
+                    authors=[f"作者{i}"],
+                    source=source_of(i),
+                    year=2020 + i % 6,
+                    abstract=ABSTRACT,
+                    keywords=list(KEYWORDS),
+                )
+            )
+        return out
 
     async def journal(
         self, url: str, expected_source: str | None = None, op: SiteOp | None = None

@@ -16,7 +16,6 @@ from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridPage
 from cnki_mcp.operations import OperationErrorInfo
 from cnki_mcp.pipeline.enrich import (
-    DETAIL_TTL,
     Enricher,
     is_fatal,
     is_journal,
@@ -28,12 +27,14 @@ from cnki_mcp.pipeline.policy import (
     Enrichment,
     FeedbackRule,
     LocalChannel,
+    Reading,
     RefState,
     SearchPolicy,
     SubsetChannels,
     next_enrichment,
     with_local_hits,
 )
+from cnki_mcp.pipeline.readout import enrich_more, result_item
 from cnki_mcp.pipeline.searchlog import PageLog
 from cnki_mcp.pipeline.state import (
     FEEDBACK,
@@ -68,7 +69,6 @@ from cnki_mcp.store import PRESENT, SearchEvidence, Store
 FEEDBACK_WEIGHT = 0.8
 FEEDBACK_REASON = "保留所有必要概念，补充相关论文共同关键词："
 DEFAULT_LIMIT = 50
-MAX_METADATA_REFS = 100  # record_refs one get_metadata call takes (MetadataInput)
 # Soft blocks (DESIGN.md "Soft blocks"): a zero the search itself contradicts is asked once more
 # after this pause; still zero, the search stops with SITE_UNAVAILABLE instead of storing it.
 SOFT_BLOCK_PAUSE = 20.0
@@ -227,22 +227,73 @@ class SearchEngine:
     async def _enrich(
         self, st: SearchState, ctx: OperationContext, pool: list[str], *, stage: str, label: str
     ) -> None:
-        """Enrich `pool` (a resumed phase asks again only what is still missing: fresh details and
-        cached journals send nothing), then, under Enrichment.BOUNDARY, batch after batch until
-        the policy proposes nothing; each batch joins `pool` before it runs (checkpointed)."""
-        await self.enricher.run(pool, ctx, stage=stage, label=label)
-        if self.policy.enrichment != Enrichment.BOUNDARY or st.input["metadata"] != "ranked" or st.structured:
+        """Enrich `pool` (a resumed phase asks again only what is still missing: read abstracts
+        and cached journals send nothing), then, under Enrichment.BOUNDARY, batch after batch until
+        the policy proposes nothing; each batch's unread papers join `pool` before they are read
+        (checkpointed). Reading.EXPORT reads abstracts by batch export and a journal only once the
+        policy, seeing the abstract, still proposes the paper (DESIGN.md "Reading abstracts by
+        batch export")."""
+        boundary = (
+            self.policy.enrichment == Enrichment.BOUNDARY
+            and st.input["metadata"] == "ranked"
+            and not st.structured
+        )
+        export = boundary and self.policy.reading == Reading.EXPORT
+        feedback = pool is st.feedback_pool
+        key = "feedback_pool" if feedback else "pool"
+        journal_key = "feedback_journals" if feedback else "journals"
+        tried = st.feedback_journals if feedback else st.journals
+        if export:  # a resumed phase first finishes the batch it had decided on
+            await self._read_batch(pool, list(tried), ctx, stage=stage, label=label)
+        else:
+            await self.enricher.run(pool, ctx, stage=stage, label=label)
+        if not boundary:
             return
         while True:
-            batch = self._next_batch(st)
+            batch = self._next_batch(st, set(tried))
             if not batch:
                 return
-            event = enrich_event("feedback_pool" if pool is st.feedback_pool else "pool", batch)
-            st.apply(event)  # joins `pool`; appended, not a whole checkpoint (O(batch))
-            ctx.checkpoint_append(event)
-            await self.enricher.run(batch, ctx, stage=stage, label=label)
+            attempted = set(st.pool) | set(st.feedback_pool)
+            papers = self.store.papers_by_refs(batch)
+            unread = (
+                [
+                    ref
+                    for ref in batch
+                    if ref not in attempted and not (ref in papers and self.enricher.abstract_read(papers[ref]))
+                ]
+                if export
+                else batch
+            )
+            if unread:
+                event = enrich_event(key, unread)
+                st.apply(event)  # joins `pool`; appended, not a whole checkpoint (O(batch))
+                ctx.checkpoint_append(event)
+            if not export:
+                await self.enricher.run(batch, ctx, stage=stage, label=label)
+                continue
+            reading = set(unread)
+            journals = [ref for ref in batch if ref not in reading]
+            if journals:
+                event = enrich_event(journal_key, journals)
+                st.apply(event)
+                ctx.checkpoint_append(event)
+            await self._read_batch(unread, journals, ctx, stage=stage, label=label)
 
-    def _next_batch(self, st: SearchState) -> list[str]:
+    async def _read_batch(
+        self, abstracts: list[str], journals: list[str], ctx: OperationContext, *, stage: str, label: str
+    ) -> None:
+        """Reading.EXPORT: the abstracts (batch export) and the journal pages of one decision, side
+        by side; both land what they sent before a failure is raised (BUDGET_EXHAUSTED included)."""
+        outcomes = await asyncio.gather(
+            self.enricher.read_abstracts(abstracts, ctx, stage=stage, label=label),
+            self.enricher.run(journals, ctx, stage=stage, quality=True, detail=False, label="读取期刊"),
+            return_exceptions=True,
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+    def _next_batch(self, st: SearchState, journals_tried: set[str]) -> list[str]:
         cands, papers = self.candidates(st, st.refs)
         ranked = self.ranker.rank(cands, st.groups, self.now_year())
         selected = self.ranker.select(ranked, MAX_SELECTED)
@@ -252,7 +303,7 @@ class SearchEngine:
             journal = is_journal(p)
             cached = self.enricher.journal_cached(p) if journal else None
             states[r.ref] = RefState(
-                detailed=self._detailed(p),
+                detailed=self.enricher.abstract_read(p),
                 journal_open=journal and cached is None,
                 journal_known=self.enricher.source_quality(p) is not None,
             )
@@ -264,11 +315,8 @@ class SearchEngine:
             selected=len(selected),
             floor=selection_floor(ranked),
             local=self._local_channels(st),
+            journals_tried=journals_tried,
         )
-
-    def _detailed(self, paper: Paper) -> bool:
-        seen = paper.detail_observed_at
-        return seen is not None and self.clock.now() - seen < DETAIL_TTL
 
     @staticmethod
     def _pages(st: SearchState, unit: Unit) -> int:
@@ -621,7 +669,7 @@ class SearchEngine:
         local = self._local_channels(st)
         if local:
             subject = self._subject(st)
-            detailed = {ref for ref, p in papers.items() if self._detailed(p)}
+            detailed = {ref for ref, p in papers.items() if self.enricher.abstract_read(p)}
             out = with_local_hits(
                 out, st.groups, local, detailed, order_by=subject.id if subject is not None else "q1"
             )
@@ -685,7 +733,7 @@ class SearchEngine:
         sources: set[str] = set()
         enhanced = 0
         for p in papers.values():
-            if p.abstract and p.detail_observed_at is not None:
+            if p.abstract and self.enricher.abstract_read(p):
                 enhanced += 1
             cached = self.enricher.journal_cached(p)
             if cached is not None and cached.state == PRESENT:
@@ -746,37 +794,7 @@ class SearchEngine:
         return summary
 
     def enrich_more(self, papers: Sequence[Paper]) -> EnrichMore | None:
-        """The selected papers without a fresh detail page, or journal articles whose journal
-        page was not read, and the `get_metadata` call that reads them (at most its 100 refs)."""
-        refs = [
-            p.record_ref
-            for p in papers
-            if not self.enricher.detail_fresh(p.record_ref)
-            or (is_journal(p) and self.enricher.journal_cached(p) is None)
-        ]
-        if not refs:
-            return None
-        call = refs[:MAX_METADATA_REFS]
-        return EnrichMore(
-            count=len(refs),
-            message=f"入选文献中有 {len(refs)} 篇未读取详情页或期刊信息；需要摘要、关键词或期刊级别时调用 get_metadata"
-            + (f"（一次最多 {MAX_METADATA_REFS} 篇）" if len(refs) > len(call) else ""),
-            suggested_call={"tool": "get_metadata", "arguments": {"record_refs": call, "quality": True}},
-        )
+        return enrich_more(self.enricher, papers)
 
     def result_item(self, paper: Paper, score: float | None) -> ResultItem:
-        cached = self.enricher.journal_cached(paper)
-        tiers = list(cached.page.tiers) if cached is not None and cached.page is not None else []
-        return ResultItem(
-            detail_read=self.enricher.detail_fresh(paper.record_ref),
-            quality_known=cached is not None and cached.state == PRESENT,
-            record_ref=paper.record_ref,
-            title=paper.title,
-            authors=paper.author_names(),
-            source=paper.source,
-            year=paper.year,
-            doc_type=paper.doc_type,
-            tiers=tiers,
-            score=None if score is None else round(score, 6),
-            url=paper.public_url,
-        )
+        return result_item(self.enricher, paper, score)

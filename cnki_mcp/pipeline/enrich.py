@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -86,6 +86,41 @@ async def export_batches(
         yield batch, records
 
 
+def _export_match(paper: Paper, records: Sequence[ExportRecord]) -> ExportRecord | None:
+    """The exported record of `paper` among a batch's records: same title key and, when several
+    records share it (the same title by different authors), the same first author; None when
+    nothing fits alone (the paper's detail page decides then)."""
+    want = title_key(paper.title)
+    same = [r for r in records if title_key(r.title) == want]
+    if len(same) > 1:
+        first = paper.authors[0].name if paper.authors else ""
+        same = [r for r in same if first and r.authors and r.authors[0] == first]
+    return same[0] if len(same) == 1 else None
+
+
+async def fill_by_export(
+    store: Store, backend: SiteBackend, clock: Clock, exports: Mapping[str, str], ctx: OperationContext
+) -> list[str]:
+    """Batch-export the rows `exports` names (export id -> ref, EXPORT_BATCH per request) and
+    fill their papers (`Store.fill_from_export`); the refs the export did not answer (a failed
+    request, a record it did not list or that cannot be told apart) are returned."""
+    left: list[str] = []
+    async for batch, records in export_batches(backend, list(exports), ctx):
+        if isinstance(records, CnkiError):
+            left += [exports[e] for e in batch]
+            continue
+        papers = store.papers_by_refs([exports[e] for e in batch])
+        for export_id in batch:
+            ref = exports[export_id]
+            paper = papers.get(ref)
+            record = _export_match(paper, records) if paper is not None else None
+            if record is None:
+                left.append(ref)
+            else:
+                store.fill_from_export(ref, record, clock.now())
+    return left
+
+
 def is_journal(paper: Paper) -> bool:
     return "期刊" in (paper.doc_type or "") and bool(paper.source) and bool(paper.source_url)
 
@@ -124,6 +159,14 @@ class Enricher:
         if stored is None or stored.parser_version != PARSER_VERSION:
             return False
         return (now or self.clock.now()) - stored.observed_at < DETAIL_TTL
+
+    def abstract_read(self, paper: Paper, now: datetime | None = None) -> bool:
+        """Abstract and keywords read within DETAIL_TTL: a detail page or CNKI's batch export."""
+        at = now or self.clock.now()
+        return any(
+            seen is not None and at - seen < DETAIL_TTL
+            for seen in (paper.detail_observed_at, paper.export_observed_at)
+        )
 
     def journal_cached(self, paper: Paper) -> CachedJournal | None:
         key = source_key(paper.source)
@@ -234,6 +277,29 @@ class Enricher:
         self.store.save_journal(key, page, page.state.value, self.clock.now(), parser_version=PARSER_VERSION)
 
     # --- a batch ------------------------------------------------------------------------
+
+    async def read_abstracts(
+        self, refs: Sequence[str], ctx: OperationContext, *, stage: str, label: str
+    ) -> None:
+        """Abstract and keywords of `refs` not read yet (Reading.EXPORT, DESIGN.md "Reading
+        abstracts by batch export"): CNKI's batch export for the rows with an export id, 20 per
+        request; a detail page for the others and for those the export did not answer. No journal."""
+        papers = self.store.papers_by_refs(refs)
+        exports: dict[str, str] = {}
+        details: list[str] = []
+        for ref in dict.fromkeys(refs):
+            paper = papers.get(ref)
+            if paper is None or self.abstract_read(paper):
+                continue
+            if paper.export_id and paper.export_id not in exports:
+                exports[paper.export_id] = paper.record_ref
+            else:
+                details.append(paper.record_ref)
+        if exports:
+            ctx.set_stage(stage, f"{label}：批量导出 {len(exports)} 篇的摘要与关键词")
+            details += await fill_by_export(self.store, self.backend, self.clock, exports, ctx)
+        if details:
+            await self.run(details, ctx, stage=stage, quality=False, label=label)
 
     async def run(
         self,

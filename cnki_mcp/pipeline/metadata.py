@@ -19,7 +19,7 @@ from cnki_mcp.errors import CnkiError, DocumentNotFound, SearchNotFound
 from cnki_mcp.identity import Paper, title_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridRow
-from cnki_mcp.pipeline.enrich import Enricher, ambiguous, export_batches, is_fatal, record_item_error
+from cnki_mcp.pipeline.enrich import Enricher, ambiguous, fill_by_export, is_fatal, record_item_error
 from cnki_mcp.pipeline.models import MetadataInput, MetadataResult, Scope
 from cnki_mcp.query.compiler import MAX_TITLES, compile_expression, title_lookup_expression
 from cnki_mcp.site.backend import GridRequest, SiteBackend
@@ -208,37 +208,13 @@ async def _read(
         else:
             details.append(ref)
     if exports:
-        details += await _export(store, backend, clock, exports, ctx)
+        ctx.set_stage("metadata_export", f"批量导出 {len(exports)} 篇的卷期页码、摘要与关键词")
+        details += await fill_by_export(store, backend, clock, exports, ctx)
     if details:
         await enricher.run(details, ctx, stage="metadata", quality=inp.wants_quality)
     if inp.wants_quality:
         rest = [t for t in targets if t not in set(details)]
         await enricher.run(rest, ctx, stage="metadata", quality=True, detail=False, label="读取期刊")
-
-
-async def _export(
-    store: Store, backend: SiteBackend, clock: Clock, exports: dict[str, str], ctx: OperationContext
-) -> list[str]:
-    """Batch-export the rows (20 per request) and fill their papers; the refs the export did not
-    answer (a failed request, a record it did not list) are returned for their detail page."""
-    ids = list(exports)
-    left: list[str] = []
-    ctx.set_stage("metadata_export", f"批量导出 {len(ids)} 篇的卷期页码、摘要与关键词")
-    async for batch, records in export_batches(backend, ids, ctx):
-        if isinstance(records, CnkiError):
-            left += [exports[e] for e in batch]
-            continue
-        by_title = {title_key(r.title): r for r in records}
-        papers = store.papers_by_refs([exports[e] for e in batch])
-        for export_id in batch:
-            ref = exports[export_id]
-            paper = papers.get(ref)
-            record = by_title.get(title_key(paper.title)) if paper is not None else None
-            if record is None:
-                left.append(ref)
-            else:
-                store.fill_from_export(ref, record, clock.now())
-    return left
 
 
 async def fetch_metadata(

@@ -195,17 +195,18 @@ class ResultItem(_Model):
     tiers: list[str] = Field(default_factory=list)
     score: float | None = None
     url: str | None = None
-    detail_read: bool = Field(False, description="已读取详情页（摘要、关键词、机构）")
+    abstract_read: bool = Field(False, description="已读取摘要与关键词（详情页或知网批量导出）")
+    detail_read: bool = Field(False, description="已读取详情页（摘要、关键词、机构、基金）")
     quality_known: bool = Field(False, description="期刊收录与影响因子已知")
 
 
 class EnrichMore(_Model):
     """The selected papers the search did not read in full, and the exact call that reads them."""
 
-    count: int = Field(description="入选文献中未读取详情或期刊信息的篇数")
+    count: int = Field(description="入选文献中未读取摘要、关键词或期刊信息的篇数")
     message: str
     suggested_call: dict[str, Any] = Field(
-        description='{"tool": "get_metadata", "arguments": {"record_refs": [...], "quality": true}}'
+        description='{"tool": "get_metadata", "arguments": {"record_refs": [...], "fields": ["abstract", "keywords", "quality"], "quality": true}}'
     )
 
 

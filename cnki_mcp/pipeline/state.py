@@ -36,6 +36,8 @@ CHECKPOINT_KEYS = (
     "feedback_done",
     "feedback_refs",
     "feedback_pool",
+    "journals",
+    "feedback_journals",
     "finished",
     "cursors",
     "lanes",
@@ -163,6 +165,10 @@ class SearchState:
     feedback_done: bool = False
     feedback_refs: list[str] = field(default_factory=list)
     feedback_pool: list[str] = field(default_factory=list)
+    # Reading.EXPORT: candidates whose journal page the enrichment (feedback enrichment) decided to
+    # read, so a resumed phase finishes that decision before it decides again (pipeline/policy.py)
+    journals: list[str] = field(default_factory=list)
+    feedback_journals: list[str] = field(default_factory=list)
     finished: bool = False
     # channel id -> the `turnpage` cursor of its next page (the last page's `GridPage.turnpage`),
     # so a search continued in another process asks CNKI for no page twice. Internal only.
@@ -222,7 +228,11 @@ class SearchState:
             entry.error = event.get("error")
             return
         if event.get("e") == "enrich":
-            pool = self.feedback_pool if event["pool"] == "feedback_pool" else self.pool
+            pool = {
+                "feedback_pool": self.feedback_pool,
+                "journals": self.journals,
+                "feedback_journals": self.feedback_journals,
+            }.get(event["pool"], self.pool)
             pool.extend(r for r in event["refs"] if r not in pool)
             return
         if event.get("e") == "local":
@@ -324,6 +334,8 @@ class SearchState:
             "feedback_done": self.feedback_done,
             "feedback_refs": list(self.feedback_refs),
             "feedback_pool": list(self.feedback_pool),
+            "journals": list(self.journals),
+            "feedback_journals": list(self.feedback_journals),
             "finished": self.finished,
             "cursors": dict(self.cursors),
             "lanes": {cid: [lane.to_dict() for lane in lanes] for cid, lanes in self.lanes.items()},
@@ -362,6 +374,8 @@ class SearchState:
             feedback_done=bool(data.get("feedback_done")),
             feedback_refs=list(data.get("feedback_refs") or []),
             feedback_pool=list(data.get("feedback_pool") or []),
+            journals=list(data.get("journals") or []),
+            feedback_journals=list(data.get("feedback_journals") or []),
             finished=bool(data.get("finished")),
             cursors={str(k): str(v) for k, v in (data.get("cursors") or {}).items() if v},
             lanes={
@@ -408,7 +422,8 @@ def page_event(
 
 def enrich_event(pool: str, refs: list[str]) -> dict[str, Any]:
     """A batch of candidates the boundary enrichment decided to read (pipeline/policy.py), joining
-    `pool` or `feedback_pool`: a resumed phase reads them again only where still missing."""
+    `pool` or `feedback_pool` (abstracts), or `journals` / `feedback_journals` (journal pages under
+    Reading.EXPORT): a resumed phase reads them again only where still missing."""
     return {"e": "enrich", "pool": pool, "refs": list(refs)}
 
 

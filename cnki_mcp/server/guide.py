@@ -5,7 +5,7 @@ from __future__ import annotations
 GUIDE = """cnki-mcp：通过用户自己的浏览器使用中国知网（CNKI）。
 
 何时用哪个工具
-- 研究一个问题、梳理文献：search（访问知网，约 100–600 次请求）。完成后用 search_results 分页读取，get_metadata 补充摘要、关键词和期刊收录信息。
+- 研究一个问题、梳理文献：search（访问知网，通常 10–60 次请求，候选越多越多）。完成后用 search_results 分页读取，get_metadata 补充摘要、关键词和期刊收录信息。
 - 作者、来源、DOI、基金等精确条件：structured_search（访问知网，通常 1–2 页列表）。
 - 已有 search_id：search_results（本地，不访问知网），可切换 scope（selected / eligible / candidates）和 view（titles / compact / records）。
 - 已知题名或 record_ref 要题录：get_metadata（访问知网；30 天内读过的详情不再请求；local_only=true 时不访问知网）。

@@ -48,7 +48,7 @@ class MetadataOperation(OperationView):
     result: MetadataResult | None = Field(default=None, description="题录（完成或部分完成时）")
 
 
-SEARCH_DESCRIPTION = """研究检索（访问知网，通常 100–600 次请求，可能需数分钟）：规划概念 → 主题/篇名/关键词检索 → 去重 → 详情与期刊 → 关键词补充 → 按相关性×来源质量筛选。
+SEARCH_DESCRIPTION = """研究检索（访问知网，通常 10–60 次请求，可能需一两分钟）：规划概念 → 主题/篇名/关键词检索 → 去重 → 摘要（批量导出）与期刊 → 关键词补充 → 按相关性×来源质量筛选。
 concept_groups：组间 AND、组内同义词 OR；未给出时由客户端模型（sampling）或服务器分词规划（时间短语转为年份）；规划太弱或无结果时 result.advice 给出建议的调用。
 约 40 秒内未完成则返回 operation_id，用 operation_status(wait_seconds=50) 等待；完成后 search_results 分页、get_metadata 补题录。"""
 
@@ -60,7 +60,7 @@ field：subject title keywords abstract title_keywords_abstract fulltext authors
 RESULTS_DESCRIPTION = """分页读取已保存的检索结果（本地，不访问知网）。scope：selected 筛选结果 / eligible 全部相关 / candidates 全部候选；view：titles / compact / records（含评分明细）。
 next_offset 为 null 表示没有下一页。需要摘要或期刊信息时再调用 get_metadata。"""
 
-METADATA_DESCRIPTION = """批量获取题录（访问知网：每篇最多一次详情页，30 天内读过的不再请求；quality=true 时每个期刊再读一次期刊页）。
+METADATA_DESCRIPTION = """批量获取题录（访问知网：每篇最多一次详情页，30 天内读过的不再请求；fields 只含摘要、关键词、卷期页码等导出字段时改用批量导出，每 20 篇一次；quality=true 时每个期刊再读一次期刊页）。
 来源可组合：record_refs、完整 titles（本地找不到时按篇名精确检索，每 10 个一次）、search_id（配合 scope/offset/limit）。一次最多 100 篇。
 local_only=true 时只用本地数据，不访问知网。单篇失败写在 errors 中，不影响其他文献。"""
 

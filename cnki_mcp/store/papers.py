@@ -221,13 +221,15 @@ class PapersMixin(StoreBase):
 
     def fill_from_export(self, record_ref: str, record: ExportRecord, observed_at: datetime) -> Paper | None:
         """Fill the paper's empty volume, issue, pages, DOI, abstract, keywords and institutions
-        from CNKI's batch export of its list row (one transaction). Only empty fields are filled:
-        the export never overrides what a detail page confirmed, nor marks the paper as read."""
+        from CNKI's batch export of its list row (one transaction) and note when the export
+        answered (`export_observed_at`: abstract and keywords read, even when it had none). Only
+        empty fields are filled: the export never overrides what a detail page confirmed, nor
+        marks the paper's detail page as read."""
         with self._write() as conn:
             paper = _load(conn, _resolve(conn, record_ref))
             if paper is None:
                 return None
-            update: dict[str, Any] = {}
+            update: dict[str, Any] = {"export_observed_at": observed_at}
             for name in ("volume", "issue", "pages", "doi", "abstract"):
                 value = getattr(record, name)
                 if value and not getattr(paper, name):
@@ -236,8 +238,6 @@ class PapersMixin(StoreBase):
                 values = [v for v in getattr(record, name) if v.strip()]
                 if values and not getattr(paper, name):
                     update[name] = values
-            if not update:
-                return paper
             paper = paper.model_copy(update=update)
             _write_paper(conn, paper, to_ts(observed_at), new=False)
             return paper

@@ -252,7 +252,14 @@ async def test_issue_11_scenario_ends_within_its_budget_and_loads_each_gate_page
 ) -> None:
     """Issue 11: gated detail pages under on_verification skip with timeout_seconds 60 hung for
     minutes (a tab on the gate page that never closed); each gated page loaded the gate twice."""
-    scenario = {"seed": 3, "faults": [{"path": "/kcms2/article", "kind": kind, "probability": 0.3}]}
+    # the batch export is always gated, so the abstracts fall back to detail pages, 30 % gated
+    scenario = {
+        "seed": 3,
+        "faults": [
+            {"path": "/dm8/", "kind": kind, "probability": 1.0},
+            {"path": "/kcms2/article", "kind": kind, "probability": 0.3},
+        ],
+    }
     search = {**draw_search(0), "query": "违约金过高时法院如何酌减"}
     search["options"] = {"max_pages": 2, "candidate_target": 60, "freshness": "live"}
     search["options"].update(on_verification="skip", timeout_seconds=60)
@@ -274,9 +281,11 @@ async def test_issue_11_scenario_ends_within_its_budget_and_loads_each_gate_page
     assert record["status"] in ("completed", "partial")
     skipped = [e for e in record["errors"] if e["code"] == "VERIFICATION_SKIPPED"]
     gated = [e for e in entries if e.path.startswith(DETAIL) and e.fault == kind]
+    gated_exports = [e for e in entries if e.path.startswith("/dm8/") and e.fault == kind]
     gate_loads = [e for e in entries if e.path.startswith(("/verify", "/login"))]
     # the site keeps asking for verification once it started, so other pages may be gated too;
     # each gated page is recorded as skipped and loads the gate page at most once (the redirect the
     # loader follows; some gated answers carry the gate page itself): nothing opens it again
-    assert gated and len(skipped) >= len(gated)
-    assert len(gate_loads) <= len(skipped)  # before the fix: two per gated page
+    # a gated export is not an error of the search (its papers are read from their detail pages)
+    assert gated and gated_exports and len(skipped) >= len(gated)
+    assert len(gate_loads) <= len(skipped) + len(gated_exports)  # before the fix: two per gated page

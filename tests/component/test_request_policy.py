@@ -148,10 +148,92 @@ async def test_enrichment_batches_are_appended_to_the_checkpoint_not_rewritten(
         store._conn.set_trace_callback(None)
     appended = [s for s in statements if s.startswith("INSERT INTO operation_log")]
     full = [s for s in statements if s.startswith("INSERT OR REPLACE INTO operations")]
-    batches = [s for s in appended if '"e": "enrich"' in s]
+    batches = [s for s in appended if '"e": "enrich"' in s and '"pool": "pool"' in s]
     assert batches and all(len(s.encode()) < 1_000 for s in batches)  # a batch's refs only
     assert len(full) == 7  # the start and the phase ends, never per batch
     stored = store.load_operation(record.operation_id)
     assert stored is not None and stored.checkpoint is not None
     st = SearchState.from_json(stored.checkpoint)
     assert st.finished and len(st.pool) == sum(s.count("rec_") for s in batches)
+
+
+async def test_the_default_reads_abstracts_by_batch_export_and_the_top_ten_in_full(
+    clock: FakeClock, store: Store
+) -> None:
+    site = SimSite(clock, exports=True)
+    record = await search(clock, pipeline(clock, store, site, DEFAULT_POLICY, 20), live())
+    assert record.status == "completed"
+    assert site.count("detail") == 0
+    exports = [k for k in site.log if k[0] == "export"]
+    assert exports and all(len(k[1]) <= 20 for k in exports)
+    top = record.result["results"][:10]
+    assert len(top) == 10
+    assert all(r["abstract_read"] and r["quality_known"] and not r["detail_read"] for r in top)
+    papers = store.papers_by_refs([r["record_ref"] for r in top])
+    assert all(p.abstract and p.keywords and p.export_observed_at for p in papers.values())
+    assert record.result["enhanced_count"] >= 10
+    # the same search reading detail pages instead: one request per paper, not per 20
+    detail_clock = FakeClock()
+    detail_site = SimSite(detail_clock, exports=True)
+    detail_store = Store.open(store.path.parent / "detail", detail_clock)
+    try:
+        by_detail = await search(
+            detail_clock,
+            pipeline(detail_clock, detail_store, detail_site, DEFAULT_POLICY.without("reading"), 20),
+            live(),
+        )
+    finally:
+        detail_store.close()
+    assert detail_site.count("detail") > 2 * len(exports)
+    assert by_detail.requests > record.requests
+    assert [r["record_ref"] for r in by_detail.result["results"][:10]] == [r["record_ref"] for r in top]
+
+
+async def test_a_paper_the_export_leaves_out_is_read_from_its_detail_page(clock: FakeClock, store: Store) -> None:
+    missing = set(range(0, 200, 3))
+    site = SimSite(clock, exports=True, missing_exports=missing)
+    record = await search(clock, pipeline(clock, store, site, DEFAULT_POLICY, 20), live())
+    assert record.status == "completed"
+    exported = {int(e.split("!")[1].removeprefix("SIM")) for k in site.log if k[0] == "export" for e in k[1]}
+    details = [k[1] for k in site.log if k[0] == "detail"]
+    assert details and sorted(details) == sorted(exported & missing)  # each left-out paper once
+    top = record.result["results"][:10]
+    assert all(r["abstract_read"] and r["quality_known"] for r in top)
+    assert any(r["detail_read"] for r in top) and not all(r["detail_read"] for r in top)
+
+
+async def test_a_search_reading_by_export_continues_after_its_budget_without_repeating_a_request(
+    clock: FakeClock, store: Store, tmp_path: Path
+) -> None:
+    whole_site = SimSite(FakeClock(), exports=True)
+    whole_store = Store.open(tmp_path / "whole", whole_site.clock)
+    try:
+        whole = await search(
+            whole_site.clock, pipeline(whole_site.clock, whole_store, whole_site, DEFAULT_POLICY, 20), live()
+        )
+    finally:
+        whole_store.close()
+    kinds = {k[0] for k in whole_site.log}
+    assert {"grid", "export", "journal"} <= kinds
+    for cut in range(8, len(whole_site.log), 3):  # cut in retrieval, in exports, in journal pages
+        cut_clock = FakeClock()
+        site = SimSite(cut_clock, exports=True)
+        cut_store = Store.open(tmp_path / f"cut{cut}", cut_clock)
+        try:
+            pipe = pipeline(cut_clock, cut_store, site, DEFAULT_POLICY, 20)
+            jobs = JobManager(cut_clock, MemorySink())
+            inp = live(max_requests=cut)
+            stopped = await search(cut_clock, pipe, inp, jobs)
+            assert stopped.status == "partial" and stopped.errors[0].code == "BUDGET_EXHAUSTED"
+
+            async def runner(ctx: OperationContext, pipe: ResearchPipeline = pipe, inp: SearchInput = inp) -> Any:
+                return await pipe.research(inp, PLAN, ctx)
+
+            job = jobs.continue_(stopped.operation_id, runner, additional_requests=400)
+            [done] = await cut_clock.run_until_complete(job.finish())
+        finally:
+            cut_store.close()
+        assert done.status == "completed"
+        assert duplicates(site.log) == [], cut
+        assert sorted(site.log) == sorted(whole_site.log), cut
+        assert done.result["selected_count"] == whole.result["selected_count"]

@@ -22,6 +22,7 @@ GRID = "/kns8s/brief/grid"
 DETAIL = "/kcms2/article/abstract"
 JOURNAL = "/knavi/detail"
 ADV_SEARCH = "/kns8s/AdvSearch"
+EXPORT = "/dm8/"  # the batch export, /dm8/api/ShowExport (either case of `api`)
 BOUND = 180.0  # seconds: a test that would hang fails instead; never a timing assertion
 ACTIVE = {"running", "awaiting_user"}
 
@@ -126,7 +127,8 @@ async def wait_op(
 
 def request_key(entry: LogEntry) -> tuple[Any, ...] | None:
     """What makes two simulator requests the same CNKI request: grid pages by query, years,
-    sort and page; details by record id; journals by the journal served. Other paths: None (not compared)."""
+    sort and page; details by record id; journals by the journal served; batch exports by the
+    records answered. Other paths: None (not compared)."""
     p = entry.params
     if entry.path.startswith(GRID):
         query = json.dumps(p.get("query"), ensure_ascii=False, sort_keys=True)
@@ -136,6 +138,8 @@ def request_key(entry: LogEntry) -> tuple[Any, ...] | None:
         return ("detail", p.get("id"))
     if entry.path.startswith(JOURNAL):
         return ("journal", p.get("journal") or p.get("p"))  # opaque `p` differs per token grant
+    if entry.path.startswith(EXPORT) and entry.path.lower().endswith("/showexport"):
+        return ("export", tuple(sorted(p.get("ids") or ())), p.get("count"))
     return None
 
 

@@ -1,13 +1,16 @@
 """Issue 3 acceptance, end to end over stdio: a research search is running (simulator latency keeps
-it busy for seconds) when `cnki-mcp serve` is SIGKILLed. A new server on the same data directory
-reports the operation `interrupted`; `operation_control continue` runs it to `completed`.
+it busy for seconds) when `cnki-mcp serve` is SIGKILLed during its enrichment (the batch export
+answered, journal pages in flight). A new server on the same data directory reports the operation
+`interrupted`; `operation_control continue` runs it to `completed`.
 
-What may be repeated across the two runs: only a detail request whose answer the first server
-never stored — it was in flight (sent, answer not yet written to the store) at the kill, so no
-checkpoint or cached detail could know it. Such a detail has no row in the `details` table of the
-database as the kill left it, and there are at most CNKI_MAX_INFLIGHT of them. Nothing else (grid
-pages, stored details, journals) may be asked twice. The template capture (AdvSearch and its own
-grid click) happens once per browser session by design and is not a data request."""
+What may be repeated across the two runs: only a request whose answer the first server never
+stored — it was in flight (sent, answer not yet written to the store) at the kill, so no checkpoint
+or cache could know it: a journal page whose journal has no row in the `journals` table, a detail
+page without a row in `details`, or a batch export none of whose papers was filled, as the kill
+left the database; at most CNKI_MAX_INFLIGHT of them. Nothing else (grid pages, stored details,
+stored journals, exports that filled their papers) may be asked twice. The template capture
+(AdvSearch and its own grid click) happens once per browser session by design and is not a data
+request."""
 
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ import pytest
 from cnki_mcp.sim.server import SimServer
 from tests.e2e.support import (
     BOUND,
-    DETAIL,
+    JOURNAL,
     SEARCH,
     StdioServer,
     keyed,
@@ -42,25 +45,36 @@ SCENARIO: dict[str, Any] = {
     "latency": [
         {"path": "/kns8s/brief/grid", "ms": 150},
         {"path": "/kcms2/article/abstract", "ms": 400},
-        {"path": "/knavi/", "ms": 400},
+        {"path": "/dm8/", "ms": 400},
+        {"path": "/knavi/", "ms": 1500},
     ]
 }
 
 
-def snapshot(db: Path) -> tuple[set[str], dict[str, str]]:
-    """(paper refs, {ref with a stored detail: its CNKI filename}) as the database holds them."""
-    conn = sqlite3.connect(str(db), timeout=5.0)
-    try:
-        refs = {r for (r,) in conn.execute("SELECT record_ref FROM papers")}
-        details: dict[str, str] = {}
-        for ref, data in conn.execute(
-            "SELECT d.record_ref, p.data FROM details d JOIN papers p ON p.record_ref = d.record_ref"
-        ):
-            native = json.loads(data).get("native") or {}
-            details[ref] = str(native.get("filename") or "")
-    finally:
-        conn.close()
-    return refs, details
+class Snapshot:
+    """What the database holds: paper refs, {ref with a stored detail: its CNKI filename}, the CNKI
+    filenames of papers a batch export filled, and the names of the journals stored."""
+
+    def __init__(self, db: Path) -> None:
+        conn = sqlite3.connect(str(db), timeout=5.0)
+        try:
+            self.refs = {r for (r,) in conn.execute("SELECT record_ref FROM papers")}
+            self.details: dict[str, str] = {}
+            for ref, data in conn.execute(
+                "SELECT d.record_ref, p.data FROM details d JOIN papers p ON p.record_ref = d.record_ref"
+            ):
+                self.details[ref] = str((json.loads(data).get("native") or {}).get("filename") or "")
+            self.exported: set[str] = set()
+            for (data,) in conn.execute("SELECT data FROM papers"):
+                paper = json.loads(data)
+                if paper.get("export_observed_at"):
+                    self.exported.add(str((paper.get("native") or {}).get("filename") or ""))
+            self.journals = {
+                str(json.loads(data).get("name") or "")
+                for (data,) in conn.execute("SELECT data FROM journals WHERE data IS NOT NULL")
+            }
+        finally:
+            conn.close()
 
 
 async def test_killed_server_leaves_an_interrupted_search_that_continues_without_repeats(
@@ -83,7 +97,7 @@ async def test_killed_server_leaves_an_interrupted_search_that_continues_without
 
             def enriching(r: dict[str, Any]) -> bool:
                 assert r["status"] in ("running", "awaiting_user"), r  # must not finish first
-                return r["stage"] == "enrichment" and len(sim.requests_for(DETAIL)) >= 4
+                return r["stage"] == "enrichment" and len(sim.requests_for(JOURNAL)) >= 1
 
             async def poll(r: dict[str, Any]) -> dict[str, Any]:
                 async with asyncio.timeout(BOUND):
@@ -98,8 +112,9 @@ async def test_killed_server_leaves_an_interrupted_search_that_continues_without
         finally:
             await first.stop()
         logged_at_kill = len(sim.requests)
-        refs_at_kill, details_at_kill = snapshot(data_dir / "cnki.sqlite3")
-        assert refs_at_kill and details_at_kill  # the retrieval and some details were stored
+        at_kill = Snapshot(data_dir / "cnki.sqlite3")
+        refs_at_kill = at_kill.refs
+        assert refs_at_kill and at_kill.exported and at_kill.journals  # what was answered was stored
 
         second = await StdioServer(env, tmp_path).start()
         try:
@@ -124,15 +139,23 @@ async def test_killed_server_leaves_an_interrupted_search_that_continues_without
         run2 = sim.requests[logged_at_kill:]
         everything = keyed(without_captures(sim.requests))
 
-    refs_after, details_after = snapshot(data_dir / "cnki.sqlite3")
-    assert refs_at_kill <= refs_after  # no paper observed before the kill was lost
-    assert set(details_at_kill) <= set(details_after)  # nor any stored detail
+    after = Snapshot(data_dir / "cnki.sqlite3")
+    assert refs_at_kill <= after.refs  # no paper observed before the kill was lost
+    assert set(at_kill.details) <= set(after.details)  # nor any stored detail
+    assert at_kill.exported <= after.exported and at_kill.journals <= after.journals
 
-    stored_ids = {r.id for r in sim.corpus.records if r.native_filename in set(details_at_kill.values())}
+    ids_of = {r.native_filename: r.id for r in sim.corpus.records}
+    detailed_ids = {ids_of.get(f) for f in at_kill.details.values()}
+    exported_ids = {ids_of.get(f) for f in at_kill.exported}
     twice = repeated(everything)
     for key in twice:
-        assert key[0] == "detail", f"repeated non-detail request {key}"
-        assert key[1] not in stored_ids, f"detail {key[1]} was stored before the kill, yet asked again"
+        assert key[0] in ("detail", "journal", "export"), f"repeated request {key}"
+        if key[0] == "detail":
+            assert key[1] not in detailed_ids, f"detail {key[1]} was stored before the kill, yet asked again"
+        elif key[0] == "journal":
+            assert key[1] not in at_kill.journals, f"journal {key[1]} was stored before the kill, yet asked again"
+        else:
+            assert not set(key[1]) & exported_ids, f"export {key} had filled its papers before the kill"
     assert len(twice) <= MAX_INFLIGHT
     assert all(n == 2 for n in twice.values())
     assert {request_key(e) for e in run2} - {None}  # the continuation did ask CNKI for the rest

@@ -11,6 +11,7 @@ from cnki_mcp.pipeline.policy import (
     Bounds,
     Enrichment,
     LocalChannel,
+    Reading,
     RefState,
     SubsetChannels,
     next_enrichment,
@@ -83,14 +84,43 @@ def _ranked(n: int) -> list[Ranked]:
     return ranker.rank(cands, GROUPS, 2026)
 
 
-def test_the_first_batch_is_the_unread_top_ten() -> None:
+DETAIL_POLICY = DEFAULT_POLICY.without("reading")
+
+
+def test_the_first_batch_of_detail_pages_is_the_unread_top_ten() -> None:
+    ranked = _ranked(30)
+    states = {r.ref: RefState(detailed=False, journal_open=False) for r in ranked}
+    first = next_enrichment(ranked, states, set(), DETAIL_POLICY, selected=0, floor=0.0)
+    assert first == [r.ref for r in ranked[:10]]
+    # what was attempted is never proposed again, even when it is still unread
+    again = next_enrichment(ranked, states, set(first), DETAIL_POLICY, selected=0, floor=0.0)
+    assert not set(again) & set(first)
+
+
+def test_the_first_export_batch_is_the_unread_top_ten_topped_up_to_one_request() -> None:
     ranked = _ranked(30)
     states = {r.ref: RefState(detailed=False, journal_open=False) for r in ranked}
     first = next_enrichment(ranked, states, set(), DEFAULT_POLICY, selected=0, floor=0.0)
-    assert first == [r.ref for r in ranked[:10]]
-    # what was attempted is never proposed again, even when it is still unread
+    assert DEFAULT_POLICY.reading == Reading.EXPORT and DEFAULT_POLICY.batch == 20
+    assert first[:10] == [r.ref for r in ranked[:10]]
+    assert 10 < len(first) <= 20 and len(set(first)) == len(first)
     again = next_enrichment(ranked, states, set(first), DEFAULT_POLICY, selected=0, floor=0.0)
     assert not set(again) & set(first)
+
+
+def test_an_exported_top_paper_is_proposed_again_for_its_journal_until_the_journal_is_tried() -> None:
+    ranked = _ranked(12)
+    read = {r.ref: RefState(detailed=True, journal_open=False) for r in ranked}
+    top = ranked[0].ref
+    read[top] = RefState(detailed=True, journal_open=True)
+    attempted = {r.ref for r in ranked}
+    assert next_enrichment(ranked, read, attempted, DEFAULT_POLICY, selected=12, floor=0.0) == [top]
+    tried = next_enrichment(
+        ranked, read, attempted, DEFAULT_POLICY, selected=12, floor=0.0, journals_tried={top}
+    )
+    assert tried == []
+    # under detail pages, an attempted paper is never proposed again, journal or not
+    assert next_enrichment(ranked, read, attempted, DETAIL_POLICY, selected=12, floor=0.0) == []
 
 
 def test_enrichment_stops_when_no_unread_candidate_can_reach_the_watched_depth() -> None:
