@@ -9,13 +9,13 @@ share the server's interpreter), through the production stack: `Services.open(se
 Columns per target (median over `--repeats`, range in brackets when repeated):
 
 * requests: CNKI requests in the simulator's log (AdvSearch, grid POSTs, detail and journal
-  pages; page assets excluded), split by kind; requests per candidate;
+  pages, batch exports; page assets excluded), split by kind; requests per candidate;
 * wall: the `search` call, Chromium already started;
 * bound: the limiter's lower bound for the requests this run sent, the larger of
   - spacing: (N - 1) x interval + the latency of the last request's kind (the limiter starts at
     most one request per interval), and
   - chain: the longest run of dependent requests: each page of a query needs the previous page's
-    cursor (pages x grid latency), then the enrichment tail (detail + journal latency);
+    cursor (pages x grid latency), then the enrichment tail (detail or export, + journal latency);
   so wall / bound near 1 means the search waits on the limiter and on nothing else;
 * server RSS: the child's peak (VmHWM); browser RSS: the sum of VmRSS over the Chromium
   processes at the end of the call (shared pages counted in each process, so an upper figure);
@@ -47,6 +47,7 @@ sys.path.insert(0, str(SCRIPTS))
 GRID_PATH = "/kns8s/brief/grid"
 DETAIL_PATH = "/kcms2/article/abstract"
 JOURNAL_PATH = "/knavi/detail"
+EXPORT_PATH = "/dm8/api/ShowExport"
 ADV_PATH = "/kns8s/AdvSearch"
 TARGETS = (100, 300, 1000, 3000)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -60,6 +61,8 @@ def kind_of(entry: dict[str, Any]) -> str:
         return "detail"
     if path == JOURNAL_PATH:
         return "journal"
+    if path.lower() == EXPORT_PATH.lower():
+        return "export"
     if path == ADV_PATH:
         return "advsearch"
     return "other"
@@ -126,6 +129,7 @@ def scenario(args: argparse.Namespace) -> dict[str, Any]:
             {"path": GRID_PATH, "ms": args.grid_ms, "jitter": args.jitter},
             {"path": DETAIL_PATH, "ms": args.detail_ms, "jitter": args.jitter},
             {"path": JOURNAL_PATH, "ms": args.journal_ms, "jitter": args.jitter},
+            {"path": "/dm8/", "ms": args.export_ms, "jitter": args.jitter},
         ],
     }
 
@@ -158,9 +162,8 @@ def limiter_bound(log: list[dict[str, Any]], interval: float, lat: dict[str, flo
     pages: Counter[str] = Counter(
         json.dumps(e["params"].get("query"), ensure_ascii=False, sort_keys=True) for e in reqs if kind_of(e) == "grid"
     )
-    tail = (lat["detail"] if any(kind_of(e) == "detail" for e in reqs) else 0.0) + (
-        lat["journal"] if any(kind_of(e) == "journal" for e in reqs) else 0.0
-    )
+    read = [lat[k] for k in ("detail", "export") if any(kind_of(e) == k for e in reqs)]
+    tail = max(read, default=0.0) + (lat["journal"] if any(kind_of(e) == "journal" for e in reqs) else 0.0)
     chain = max(pages.values(), default=0) * lat["grid"] + tail
     return {"spacing": spacing, "chain": chain, "bound": max(spacing, chain)}
 
@@ -236,7 +239,7 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
     res["requests"] = sum(v for k, v in res["counts"].items() if k != "other")
     res["grid_queries"] = len({json.dumps(e["params"].get("query"), sort_keys=True) for e in log if kind_of(e) == "grid"})
     lat = {"grid": args.grid_ms / 1000, "detail": args.detail_ms / 1000, "journal": args.journal_ms / 1000,
-           "advsearch": 0.0}
+           "export": args.export_ms / 1000, "advsearch": 0.0}
     res.update(limiter_bound(log, args.interval_ms / 1000, lat))
     res["target"] = args.target
     return res
@@ -265,7 +268,8 @@ def _child_argv(args: argparse.Namespace, target: int) -> list[str]:
     return [sys.executable, str(Path(__file__).resolve()), "--one", "--target", str(target), "--corpus", args.corpus,
             "--question", args.question, "--interval-ms", str(args.interval_ms), "--max-pages", str(args.max_pages),
             "--max-requests", str(args.max_requests), "--grid-ms", str(args.grid_ms), "--detail-ms",
-            str(args.detail_ms), "--journal-ms", str(args.journal_ms), "--jitter", str(args.jitter)]
+            str(args.detail_ms), "--journal-ms", str(args.journal_ms), "--export-ms", str(args.export_ms),
+            "--jitter", str(args.jitter)]
 
 
 def _cell(values: list[float], fmt: str) -> str:
@@ -301,7 +305,7 @@ def bench_growth(args: argparse.Namespace) -> int:
 
 def growth_table(runs: dict[int, list[dict[str, Any]]]) -> str:
     lines = [
-        "| target | status | candidates | requests | grid / detail / journal / AdvSearch | grid queries"
+        "| target | status | candidates | requests | grid / detail / export / journal / AdvSearch | grid queries"
         " | requests per candidate | wall s | bound s | wall / bound | server RSS MB | browser RSS MB"
         " | sim CPU s | sim RSS MB | DB MB |",
         "|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -311,7 +315,7 @@ def growth_table(runs: dict[int, list[dict[str, Any]]]) -> str:
             return [float(r[key]) for r in rs]
 
         counts = rs[0]["counts"]
-        split = " / ".join(str(counts.get(k, 0)) for k in ("grid", "detail", "journal", "advsearch"))
+        split = " / ".join(str(counts.get(k, 0)) for k in ("grid", "detail", "export", "journal", "advsearch"))
         per = [r["requests"] / max(1, r["candidates"]) for r in rs]
         ratio = [r["wall"] / r["bound"] if r["bound"] else 0.0 for r in rs]
         status = ",".join(sorted({str(r["status"]) for r in rs}))
@@ -341,7 +345,7 @@ def _section(args: argparse.Namespace, table: str) -> str:
         " (`scripts/gen_big_corpus.py`, docs/simulator.md \"Large labelled corpora\") per candidate target,"
         f" explicit concept groups, `max_pages {args.max_pages}`, `max_requests {args.max_requests}`,"
         f" request interval {args.interval_ms} ms, simulator latency grid {args.grid_ms} / detail {args.detail_ms} /"
-        f" journal {args.journal_ms} ms (jitter x{1 - args.jitter:.1f}-{1 + args.jitter:.1f}), page size 50"
+        f" journal {args.journal_ms} / export {args.export_ms} ms (jitter x{1 - args.jitter:.1f}-{1 + args.jitter:.1f}), page size 50"
         " (production). Each run is a fresh process with a fresh store against the simulator in its own process"
         " (`cnki-mcp sim --corpus`); how each column is measured is in `scripts/bench_growth.py`. Bound = the"
         " larger of (N - 1) x interval + last latency and the longest chain of dependent pages plus the"
@@ -361,6 +365,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grid-ms", type=int, default=700)
     p.add_argument("--detail-ms", type=int, default=450)
     p.add_argument("--journal-ms", type=int, default=600)
+    p.add_argument("--export-ms", type=int, default=700, help="batch export latency (no evidence: as a grid page)")
     p.add_argument("--jitter", type=float, default=0.3)
     p.add_argument("--write", default=None, metavar="MD", help="also write the ## Growth section of this file")
 

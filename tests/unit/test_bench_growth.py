@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_growth.py"
-LAT = {"grid": 0.7, "detail": 0.45, "journal": 0.6, "advsearch": 0.0}
+LAT = {"grid": 0.7, "detail": 0.45, "journal": 0.6, "advsearch": 0.0, "export": 0.7}
 
 
 @pytest.fixture(scope="module")
@@ -44,3 +44,15 @@ def test_bound_is_the_longest_page_chain_when_one_query_pages_alone(growth: Any)
     b = growth.limiter_bound(log, 0.2, LAT)
     assert b["chain"] == pytest.approx(40 * 0.7)  # each page waits for the previous page's cursor
     assert b["bound"] == b["chain"] > b["spacing"]
+
+
+def test_the_enrichment_tail_of_a_search_reading_by_batch_export_is_one_export_and_one_journal(growth: Any) -> None:
+    log = [*(_grid(i, "a") for i in range(3)), _post(4, "/dm8/api/ShowExport"), _post(5, "/dm8/API/ShowExport"),
+           _get(6, "/knavi/detail")]
+    b = growth.limiter_bound(log, 0.2, LAT)
+    assert growth.kind_of(log[3]) == growth.kind_of(log[4]) == "export"
+    assert b["chain"] == pytest.approx(3 * 0.7 + 0.7 + 0.6)
+
+
+def _post(t: float, path: str) -> dict[str, Any]:
+    return {"t": t, "path": path, "method": "POST", "params": {}}
