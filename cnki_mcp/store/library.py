@@ -11,7 +11,9 @@ Why bigrams and not the built-in `trigram` tokenizer or a segmenter: docs/benchm
 
 The index is written inside the same transaction as the paper or text it reflects
 (`index_paper` is called by the papers' writer), and rebuilt when `ANALYZER_VERSION` or the
-schema changes (`ensure_index`, run by `open_database` after the migrations)."""
+schema changes (`ensure_index`, run by `open_database` after the migrations), and compacted at
+open once enough rows were rewritten (`compact_index`: FTS5 keeps a rewritten row's old entries
+until then)."""
 
 from __future__ import annotations
 
@@ -132,9 +134,14 @@ def _columns(paper: Paper, fulltext: str) -> tuple[str, ...]:
 
 
 def index_paper(conn: sqlite3.Connection, paper: Paper) -> None:
-    """(Re)index one paper with its stored full texts."""
-    row = conn.execute("SELECT doc_id FROM library_docs WHERE record_ref = ?", (paper.record_ref,)).fetchone()
+    """(Re)index one paper with its stored full texts. A paper written again unchanged (the same
+    row in another result page) leaves the FTS index untouched: rewriting a row leaves its old
+    entries in the index until a compaction (`compact_index`)."""
+    row = conn.execute(
+        "SELECT doc_id, year, doc_type, source_key FROM library_docs WHERE record_ref = ?", (paper.record_ref,)
+    ).fetchone()
     values = (paper.year, paper.doc_type or "", normalise_source(paper.source or ""))
+    columns = [analyse(c) for c in _columns(paper, _texts(conn, paper.record_ref))]
     if row is None:
         doc_id = conn.execute(
             "INSERT INTO library_docs (record_ref, year, doc_type, source_key) VALUES (?, ?, ?, ?)",
@@ -142,11 +149,15 @@ def index_paper(conn: sqlite3.Connection, paper: Paper) -> None:
         ).lastrowid
     else:
         doc_id = row[0]
-        conn.execute(
-            "UPDATE library_docs SET year = ?, doc_type = ?, source_key = ? WHERE doc_id = ?", (*values, doc_id)
-        )
+        if tuple(row[1:]) != values:
+            conn.execute(
+                "UPDATE library_docs SET year = ?, doc_type = ?, source_key = ? WHERE doc_id = ?", (*values, doc_id)
+            )
+        old = conn.execute(f"SELECT {', '.join(FIELDS)} FROM library_fts WHERE rowid = ?", (doc_id,)).fetchone()
+        if old is not None and list(old) == columns:
+            return
         conn.execute("DELETE FROM library_fts WHERE rowid = ?", (doc_id,))
-    columns = [analyse(c) for c in _columns(paper, _texts(conn, paper.record_ref))]
+        _count_stale(conn)
     conn.execute(
         f"INSERT INTO library_fts (rowid, {', '.join(FIELDS)}) VALUES (?, {', '.join('?' * len(FIELDS))})",
         (doc_id, *columns),
@@ -158,6 +169,7 @@ def unindex(conn: sqlite3.Connection, record_ref: str) -> None:
     if row is not None:
         conn.execute("DELETE FROM library_fts WHERE rowid = ?", (row[0],))
         conn.execute("DELETE FROM library_docs WHERE doc_id = ?", (row[0],))
+        _count_stale(conn)
 
 
 def absorb_texts(conn: sqlite3.Connection, primary: str, other: str) -> None:
@@ -180,21 +192,70 @@ def _meta(conn: sqlite3.Connection, key: str) -> str | None:
 
 def ensure_index(conn: sqlite3.Connection, *, force: bool = False) -> bool:
     """Rebuild the whole index (one transaction) when forced (the schema just migrated), built
-    by another analyzer or never built. Returns whether it rebuilt."""
-    if not force and _meta(conn, "analyzer") == ANALYZER_VERSION:
-        return False
+    by another analyzer or never built, then compact it when due (`compaction_due`). Returns
+    whether it rebuilt."""
+    rebuilt = False
+    if force or _meta(conn, "analyzer") != ANALYZER_VERSION:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("DELETE FROM library_fts")
+            conn.execute("DELETE FROM library_docs")
+            for (data,) in conn.execute("SELECT data FROM papers ORDER BY rowid").fetchall():
+                index_paper(conn, Paper.model_validate_json(data))
+            conn.execute(
+                "INSERT OR REPLACE INTO library_meta (key, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,)
+            )
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        rebuilt = True
+    if rebuilt or compaction_due(conn):
+        compact_index(conn)
+    return rebuilt
+
+
+# --- compaction ------------------------------------------------------------------------------
+# FTS5 never rewrites a segment in place: a row deleted or written again leaves its old entries
+# (and a delete marker per token) in the index, and every query reads through them until a
+# merge reaches the oldest segment. The benchmark store, each paper written from a grid page
+# and again with its abstract, held 55 % dead pages, which made every query pass about twice as
+# slow (docs/benchmarks.md §Library search, "Compaction"). `library_meta.stale` counts the rows
+# deleted or rewritten since the last compaction; the store compacts at open when they reach
+# COMPACT_STALE_SHARE of the indexed papers (and at least COMPACT_MIN_STALE), never on a write.
+COMPACT_STALE_SHARE = 0.2
+COMPACT_MIN_STALE = 500
+
+
+def _count_stale(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "INSERT INTO library_meta (key, value) VALUES ('stale', 1)"
+        " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+    )
+
+
+def compaction_due(conn: sqlite3.Connection) -> bool:
+    """Whether enough rows were rewritten since the last compaction. A store that never counted
+    them (written by an earlier release) is compacted once."""
+    stale = _meta(conn, "stale")
+    if stale is None:
+        return True
+    docs = int(conn.execute("SELECT COUNT(*) FROM library_docs").fetchone()[0])
+    return int(stale) >= max(COMPACT_MIN_STALE, COMPACT_STALE_SHARE * docs)
+
+
+def compact_index(conn: sqlite3.Connection) -> None:
+    """Merge the FTS index into one segment without its dead entries (FTS5 `optimize`, one
+    transaction), then give the write-ahead log's pages back (the merge rewrote the index)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.execute("DELETE FROM library_fts")
-        conn.execute("DELETE FROM library_docs")
-        for (data,) in conn.execute("SELECT data FROM papers ORDER BY rowid").fetchall():
-            index_paper(conn, Paper.model_validate_json(data))
-        conn.execute("INSERT OR REPLACE INTO library_meta (key, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,))
+        conn.execute("INSERT INTO library_fts (library_fts) VALUES ('optimize')")
+        conn.execute("INSERT OR REPLACE INTO library_meta (key, value) VALUES ('stale', '0')")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-    return True
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 # --- queries ---------------------------------------------------------------------------------
