@@ -18,6 +18,7 @@ until then)."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 import sqlite3
 import unicodedata
@@ -30,6 +31,8 @@ from cnki_mcp.errors import InvalidInput, SearchNotFound
 from cnki_mcp.identity import Paper
 from cnki_mcp.identity import source_key as normalise_source
 from cnki_mcp.store.db import StoreBase, to_ts
+
+log = logging.getLogger(__name__)
 
 ANALYZER_VERSION = "bigram-1"
 MAX_TEXT_CHARS = 300_000  # per record and kind: a long thesis is cut, never refused
@@ -211,7 +214,12 @@ def ensure_index(conn: sqlite3.Connection, *, force: bool = False) -> bool:
         conn.execute("COMMIT")
         rebuilt = True
     if rebuilt or compaction_due(conn):
-        compact_index(conn)
+        try:
+            compact_index(conn)
+        except sqlite3.OperationalError as exc:  # disk full, locked: the index is right, only slower
+            if conn.in_transaction:  # the COMMIT itself failed
+                conn.execute("ROLLBACK")
+            log.warning("library index not compacted: %s", exc)
     return rebuilt
 
 

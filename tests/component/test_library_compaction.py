@@ -111,3 +111,25 @@ def test_an_index_that_never_counted_its_rewrites_is_compacted_once(tmp_path: Pa
         assert stale(data) == "0"
         assert len(fts_data(data)) < len(grown)
         assert answers(store, clock) == before
+
+
+def test_a_compaction_that_fails_leaves_the_store_open_and_searchable(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    with Store.open(data, clock) as store:
+        refs = [p.record_ref for p in store.upsert_from_grid([row(i) for i in range(6)], T0)]
+        rewrite_texts(store, refs, clock)
+    with sqlite3.connect(data / "cnki.sqlite3") as conn:
+        conn.execute("DELETE FROM library_meta WHERE key = 'stale'")
+    kept = fts_data(data)
+
+    def full(conn: sqlite3.Connection) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(library_index, "compact_index", full)
+    with Store.open(data, clock) as store:
+        assert store.notices == []
+        assert search_library(store, LibraryInput(query="酌减"), data, clock).total == 6
+    assert fts_data(data) == kept
+    assert stale(data) is None  # still due: the next open tries again
