@@ -231,7 +231,7 @@ def ensure_index(conn: sqlite3.Connection, *, force: bool = False) -> bool:
 # slow (docs/benchmarks.md §Library search, "Compaction"). `library_meta.stale` counts the rows
 # deleted or rewritten since the last compaction; the store compacts at open when they reach
 # COMPACT_STALE_SHARE of the indexed papers (and at least COMPACT_MIN_STALE), never on a write.
-COMPACT_STALE_SHARE = 0.2
+COMPACT_STALE_SHARE = 0.1
 COMPACT_MIN_STALE = 500
 
 
