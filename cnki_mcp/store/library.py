@@ -22,7 +22,7 @@ import logging
 import re
 import sqlite3
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -351,25 +351,43 @@ def _segments(
     yield " AND library_fts.rowid < ?", [*args, boundary[0]], None
 
 
+Tier = tuple[str, list[object]]  # (body: FROM/WHERE of its rows, arguments)
+
+
 def _page(
-    conn: sqlite3.Connection, body: str, tiers: Sequence[list[object]], offset: int, limit: int
+    conn: sqlite3.Connection,
+    tiers: Sequence[Tier],
+    offset: int,
+    limit: int,
+    *,
+    after_whole_first: Callable[[list[int]], Tier] | None = None,
 ) -> list[tuple[int, float]]:
     """Rows `offset` .. `offset + limit` of the ranking: the tiers in order, each as its
     segments. A segment's size is counted only when a page starts beyond it and its ranked
-    rows cannot tell (a first page never counts a tier: one pass less per query)."""
+    rows cannot tell (a first page never counts a tier: one pass less per query). When this
+    page saw every row of the first tier, `after_whole_first(its rowids)` may give a cheaper
+    statement for the second tier, with the same rows and scores."""
     rows: list[tuple[int, float]] = []
     start = 0  # rank of the current segment's first row
-    for tier_args in tiers:
+    first: list[int] | None = []  # rowids of the first tier; None: not all seen by this page
+    for n, (body, tier_args) in enumerate(tiers):
+        if n == 1 and after_whole_first is not None and first is not None:
+            body, tier_args = after_whole_first(first)
         for where, args, known in _segments(conn, body, tier_args):
             skip = max(0, offset - start)
             if known is not None and skip >= known:
                 start += known
+                first = None
                 continue
             want = limit - len(rows)
             got = _ranked(conn, body + where, args, want, skip)
             rows += got
             if len(rows) >= limit:
                 return rows
+            if n == 0 and first is not None and skip == 0:
+                first += [r[0] for r in got]
+            else:
+                first = None
             # the segment ran out: its size is known from the rows seen, or counted
             if known is not None:
                 start += known
@@ -378,6 +396,27 @@ def _page(
             else:
                 start += _count(conn, body + where, args)
     return rows
+
+
+def _without_rows(body: str, args: list[object]) -> Callable[[list[int]], Tier]:
+    """The second tier of a one-term query once a page saw the whole first tier: the matches
+    minus those rows. The same rows as `(match) NOT <first tier>`, and the same bm25: the NOT
+    side's phrase (one term) has no instance in a row it does not match, so it adds exactly 0
+    to each score. Saved: its IDF pass over the whole table and its doclist reads in the
+    window boundary and the ranking (docs/benchmarks.md §Library search, "Second tier")."""
+
+    def tier(ids: list[int]) -> Tier:
+        if not ids:
+            return body, args
+        return body + " AND library_fts.rowid NOT IN (SELECT value FROM json_each(?))", [*args, json.dumps(ids)]
+
+    return tier
+
+
+def _single_term(match: str) -> bool:
+    """`match_expression` joins one phrase per term with " AND " (terms are case folded, so a
+    phrase never holds an upper-case AND)."""
+    return " AND " not in match
 
 
 class LibraryMixin(StoreBase):
@@ -487,8 +526,9 @@ class LibraryMixin(StoreBase):
                 elif total < cap and total <= RANK_WINDOW:  # one ranking of every match, tier first
                     rows = _ranked(conn, body, args, limit, offset, head=head)
                 else:
-                    tiers = [[head, *args[1:]], [f"({match}) NOT {head}", *args[1:]]]
-                    rows = _page(conn, body, tiers, offset, limit)
+                    tiers = [(body, [head, *args[1:]]), (body, [f"({match}) NOT {head}", *args[1:]])]
+                    rest = _without_rows(body, args) if _single_term(match) else None
+                    rows = _page(conn, tiers, offset, limit, after_whole_first=rest)
             except sqlite3.OperationalError as exc:  # an expression FTS5 refuses
                 raise InvalidInput("检索词无法解析", reason=str(exc)) from exc
             refs = dict(
