@@ -408,7 +408,7 @@ def _without_rows(body: str, args: list[object]) -> Callable[[list[int]], Tier]:
     def tier(ids: list[int]) -> Tier:
         if not ids:
             return body, args
-        # fewer ids than the page (at most 100): one parameter each
+        # fewer ids than the page: one parameter each
         return body + f" AND library_fts.rowid NOT IN ({','.join('?' * len(ids))})", [*args, *ids]
 
     return tier
@@ -528,7 +528,10 @@ class LibraryMixin(StoreBase):
                     rows = _ranked(conn, body, args, limit, offset, head=head)
                 else:
                     tiers = [(body, [head, *args[1:]]), (body, [f"({match}) NOT {head}", *args[1:]])]
-                    rest = _without_rows(body, args) if _single_term(match) else None
+                    # (a page of at most 1,000 rows keeps the left-out ids under SQLite's
+                    # parameter limit; the tool asks for at most 100)
+                    lean = _single_term(match) and limit <= 1000
+                    rest = _without_rows(body, args) if lean else None
                     rows = _page(conn, tiers, offset, limit, after_whole_first=rest)
             except sqlite3.OperationalError as exc:  # an expression FTS5 refuses
                 raise InvalidInput("检索词无法解析", reason=str(exc)) from exc
