@@ -11,15 +11,18 @@ Why bigrams and not the built-in `trigram` tokenizer or a segmenter: docs/benchm
 
 The index is written inside the same transaction as the paper or text it reflects
 (`index_paper` is called by the papers' writer), and rebuilt when `ANALYZER_VERSION` or the
-schema changes (`ensure_index`, run by `open_database` after the migrations)."""
+schema changes (`ensure_index`, run by `open_database` after the migrations), and compacted at
+open once enough rows were rewritten (`compact_index`: FTS5 keeps a rewritten row's old entries
+until then)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import sqlite3
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -28,6 +31,8 @@ from cnki_mcp.errors import InvalidInput, SearchNotFound
 from cnki_mcp.identity import Paper
 from cnki_mcp.identity import source_key as normalise_source
 from cnki_mcp.store.db import StoreBase, to_ts
+
+log = logging.getLogger(__name__)
 
 ANALYZER_VERSION = "bigram-1"
 MAX_TEXT_CHARS = 300_000  # per record and kind: a long thesis is cut, never refused
@@ -132,9 +137,14 @@ def _columns(paper: Paper, fulltext: str) -> tuple[str, ...]:
 
 
 def index_paper(conn: sqlite3.Connection, paper: Paper) -> None:
-    """(Re)index one paper with its stored full texts."""
-    row = conn.execute("SELECT doc_id FROM library_docs WHERE record_ref = ?", (paper.record_ref,)).fetchone()
+    """(Re)index one paper with its stored full texts. A paper written again unchanged (the same
+    row in another result page) leaves the FTS index untouched: rewriting a row leaves its old
+    entries in the index until a compaction (`compact_index`)."""
+    row = conn.execute(
+        "SELECT doc_id, year, doc_type, source_key FROM library_docs WHERE record_ref = ?", (paper.record_ref,)
+    ).fetchone()
     values = (paper.year, paper.doc_type or "", normalise_source(paper.source or ""))
+    columns = [analyse(c) for c in _columns(paper, _texts(conn, paper.record_ref))]
     if row is None:
         doc_id = conn.execute(
             "INSERT INTO library_docs (record_ref, year, doc_type, source_key) VALUES (?, ?, ?, ?)",
@@ -142,11 +152,15 @@ def index_paper(conn: sqlite3.Connection, paper: Paper) -> None:
         ).lastrowid
     else:
         doc_id = row[0]
-        conn.execute(
-            "UPDATE library_docs SET year = ?, doc_type = ?, source_key = ? WHERE doc_id = ?", (*values, doc_id)
-        )
+        if tuple(row[1:]) != values:
+            conn.execute(
+                "UPDATE library_docs SET year = ?, doc_type = ?, source_key = ? WHERE doc_id = ?", (*values, doc_id)
+            )
+        old = conn.execute(f"SELECT {', '.join(FIELDS)} FROM library_fts WHERE rowid = ?", (doc_id,)).fetchone()
+        if old is not None and list(old) == columns:
+            return
         conn.execute("DELETE FROM library_fts WHERE rowid = ?", (doc_id,))
-    columns = [analyse(c) for c in _columns(paper, _texts(conn, paper.record_ref))]
+        _count_stale(conn)
     conn.execute(
         f"INSERT INTO library_fts (rowid, {', '.join(FIELDS)}) VALUES (?, {', '.join('?' * len(FIELDS))})",
         (doc_id, *columns),
@@ -158,6 +172,7 @@ def unindex(conn: sqlite3.Connection, record_ref: str) -> None:
     if row is not None:
         conn.execute("DELETE FROM library_fts WHERE rowid = ?", (row[0],))
         conn.execute("DELETE FROM library_docs WHERE doc_id = ?", (row[0],))
+        _count_stale(conn)
 
 
 def absorb_texts(conn: sqlite3.Connection, primary: str, other: str) -> None:
@@ -180,21 +195,75 @@ def _meta(conn: sqlite3.Connection, key: str) -> str | None:
 
 def ensure_index(conn: sqlite3.Connection, *, force: bool = False) -> bool:
     """Rebuild the whole index (one transaction) when forced (the schema just migrated), built
-    by another analyzer or never built. Returns whether it rebuilt."""
-    if not force and _meta(conn, "analyzer") == ANALYZER_VERSION:
-        return False
+    by another analyzer or never built, then compact it when due (`compaction_due`). Returns
+    whether it rebuilt."""
+    rebuilt = False
+    if force or _meta(conn, "analyzer") != ANALYZER_VERSION:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("DELETE FROM library_fts")
+            conn.execute("DELETE FROM library_docs")
+            for (data,) in conn.execute("SELECT data FROM papers ORDER BY rowid").fetchall():
+                index_paper(conn, Paper.model_validate_json(data))
+            conn.execute(
+                "INSERT OR REPLACE INTO library_meta (key, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,)
+            )
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        rebuilt = True
+    if rebuilt or compaction_due(conn):
+        try:
+            compact_index(conn)
+        except sqlite3.OperationalError as exc:  # disk full, locked: the index is right, only slower
+            if conn.in_transaction:  # the COMMIT itself failed
+                conn.execute("ROLLBACK")
+            log.warning("library index not compacted: %s", exc)
+    return rebuilt
+
+
+# --- compaction ------------------------------------------------------------------------------
+# FTS5 never rewrites a segment in place: a row deleted or written again leaves its old entries
+# (and a delete marker per token) in the index, and every query reads through them until a
+# merge reaches the oldest segment. The benchmark store, each paper written from a grid page
+# and again with its abstract, held 55 % dead pages, which made every query pass about twice as
+# slow (docs/benchmarks.md §Library search, "Compaction"). `library_meta.stale` counts the rows
+# deleted or rewritten since the last compaction; the store compacts at open when they reach
+# COMPACT_STALE_SHARE of the indexed papers (and at least COMPACT_MIN_STALE), never on a write.
+COMPACT_STALE_SHARE = 0.1
+COMPACT_MIN_STALE = 500
+
+
+def _count_stale(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "INSERT INTO library_meta (key, value) VALUES ('stale', 1)"
+        " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+    )
+
+
+def compaction_due(conn: sqlite3.Connection) -> bool:
+    """Whether enough rows were rewritten since the last compaction. A store that never counted
+    them (written by an earlier release) is compacted once."""
+    stale = _meta(conn, "stale")
+    if stale is None:
+        return True
+    docs = int(conn.execute("SELECT COUNT(*) FROM library_docs").fetchone()[0])
+    return int(stale) >= max(COMPACT_MIN_STALE, COMPACT_STALE_SHARE * docs)
+
+
+def compact_index(conn: sqlite3.Connection) -> None:
+    """Merge the FTS index into one segment without its dead entries (FTS5 `optimize`, one
+    transaction), then give the write-ahead log's pages back (the merge rewrote the index)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.execute("DELETE FROM library_fts")
-        conn.execute("DELETE FROM library_docs")
-        for (data,) in conn.execute("SELECT data FROM papers ORDER BY rowid").fetchall():
-            index_paper(conn, Paper.model_validate_json(data))
-        conn.execute("INSERT OR REPLACE INTO library_meta (key, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,))
+        conn.execute("INSERT INTO library_fts (library_fts) VALUES ('optimize')")
+        conn.execute("INSERT OR REPLACE INTO library_meta (key, value) VALUES ('stale', '0')")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-    return True
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 # --- queries ---------------------------------------------------------------------------------
@@ -282,25 +351,43 @@ def _segments(
     yield " AND library_fts.rowid < ?", [*args, boundary[0]], None
 
 
+Tier = tuple[str, list[object]]  # (body: FROM/WHERE of its rows, arguments)
+
+
 def _page(
-    conn: sqlite3.Connection, body: str, tiers: Sequence[list[object]], offset: int, limit: int
+    conn: sqlite3.Connection,
+    tiers: Sequence[Tier],
+    offset: int,
+    limit: int,
+    *,
+    after_whole_first: Callable[[list[int]], Tier] | None = None,
 ) -> list[tuple[int, float]]:
     """Rows `offset` .. `offset + limit` of the ranking: the tiers in order, each as its
     segments. A segment's size is counted only when a page starts beyond it and its ranked
-    rows cannot tell (a first page never counts a tier: one pass less per query)."""
+    rows cannot tell (a first page never counts a tier: one pass less per query). When this
+    page saw every row of the first tier, `after_whole_first(its rowids)` may give a cheaper
+    statement for the second tier, with the same rows and scores."""
     rows: list[tuple[int, float]] = []
     start = 0  # rank of the current segment's first row
-    for tier_args in tiers:
+    first: list[int] | None = []  # rowids of the first tier; None: not all seen by this page
+    for n, (body, tier_args) in enumerate(tiers):
+        if n == 1 and after_whole_first is not None and first is not None:
+            body, tier_args = after_whole_first(first)
         for where, args, known in _segments(conn, body, tier_args):
             skip = max(0, offset - start)
             if known is not None and skip >= known:
                 start += known
+                first = None
                 continue
             want = limit - len(rows)
             got = _ranked(conn, body + where, args, want, skip)
             rows += got
             if len(rows) >= limit:
                 return rows
+            if n == 0 and first is not None and skip == 0:
+                first += [r[0] for r in got]
+            else:
+                first = None
             # the segment ran out: its size is known from the rows seen, or counted
             if known is not None:
                 start += known
@@ -309,6 +396,28 @@ def _page(
             else:
                 start += _count(conn, body + where, args)
     return rows
+
+
+def _without_rows(body: str, args: list[object]) -> Callable[[list[int]], Tier]:
+    """The second tier of a one-term query once a page saw the whole first tier: the matches
+    minus those rows. The same rows as `(match) NOT <first tier>`, and the same bm25: the NOT
+    side's phrase (one term) has no instance in a row it does not match, so it adds exactly 0
+    to each score. Saved: its IDF pass over the whole table and its doclist reads in the
+    window boundary and the ranking (docs/benchmarks.md §Library search, "Second tier")."""
+
+    def tier(ids: list[int]) -> Tier:
+        if not ids:
+            return body, args
+        # fewer ids than the page: one parameter each
+        return body + f" AND library_fts.rowid NOT IN ({','.join('?' * len(ids))})", [*args, *ids]
+
+    return tier
+
+
+def _single_term(match: str) -> bool:
+    """`match_expression` joins one phrase per term with " AND " (terms are case folded, so a
+    phrase never holds an upper-case AND)."""
+    return " AND " not in match
 
 
 class LibraryMixin(StoreBase):
@@ -418,8 +527,12 @@ class LibraryMixin(StoreBase):
                 elif total < cap and total <= RANK_WINDOW:  # one ranking of every match, tier first
                     rows = _ranked(conn, body, args, limit, offset, head=head)
                 else:
-                    tiers = [[head, *args[1:]], [f"({match}) NOT {head}", *args[1:]]]
-                    rows = _page(conn, body, tiers, offset, limit)
+                    tiers = [(body, [head, *args[1:]]), (body, [f"({match}) NOT {head}", *args[1:]])]
+                    # (a page of at most 1,000 rows keeps the left-out ids under SQLite's
+                    # parameter limit; the tool asks for at most 100)
+                    lean = _single_term(match) and limit <= 1000
+                    rest = _without_rows(body, args) if lean else None
+                    rows = _page(conn, tiers, offset, limit, after_whole_first=rest)
             except sqlite3.OperationalError as exc:  # an expression FTS5 refuses
                 raise InvalidInput("检索词无法解析", reason=str(exc)) from exc
             refs = dict(
