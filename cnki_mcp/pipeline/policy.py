@@ -257,7 +257,8 @@ def next_enrichment(
     Reading.EXPORT: a candidate whose abstract is unread gets it first (the batch export); its
     journal is proposed on a later call only if, with the abstract known, it still matters
     (`journals_tried`: journals asked for in this search, never proposed again). The readable
-    top comes first; under EXPORT a top smaller than the batch is topped up from the boundary."""
+    top comes first; under EXPORT up to `batch` abstracts and up to `batch` journal pages are
+    proposed at a time, the readable top's first, each topped up from the boundary."""
     export = policy.reading == Reading.EXPORT
 
     def open_(ref: str) -> bool:
@@ -267,7 +268,7 @@ def next_enrichment(
         return ref not in attempted and (not s.detailed or s.journal_open)
 
     top = [r.ref for r in ranked[: policy.readable_top] if open_(r.ref)]
-    if top and (not export or len(top) >= policy.batch):
+    if top and not export:
         return top
     bounds = observed_bounds(ranked, states, local)
     eligible = [r.score for r in ranked if r.eligible]
@@ -284,4 +285,16 @@ def next_enrichment(
             continue  # below the selection floor and not rescued by relevance: never selected
         want.append((-score, r.ref))
     want.sort()
-    return top + [ref for _, ref in want[: policy.batch - len(top)]]
+    if not export:
+        return [ref for _, ref in want[: policy.batch]]
+    # one batch of abstracts (one export request) and one of journal pages, each topped up from
+    # the boundary: a journal never takes an abstract's place in the export
+    def unread(ref: str) -> bool:
+        return ref not in attempted and not states[ref].detailed
+
+    out: list[str] = []
+    for kind in (True, False):
+        picked = [ref for ref in top if unread(ref) == kind]
+        picked += [ref for _, ref in want if unread(ref) == kind][: max(0, policy.batch - len(picked))]
+        out += picked
+    return out

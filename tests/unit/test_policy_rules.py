@@ -140,3 +140,17 @@ def test_policies_are_named_and_the_ablations_set_one_rule_back() -> None:
     assert DEFAULT_POLICY.subset_channels == SubsetChannels.LOCAL
     ablated = DEFAULT_POLICY.without("subset_channels")
     assert ablated.subset_channels == SubsetChannels.REQUEST and ablated.enrichment == DEFAULT_POLICY.enrichment
+
+
+def test_an_export_step_proposes_one_batch_of_abstracts_and_one_of_journal_pages() -> None:
+    ranked = _ranked(60)
+    states = {
+        r.ref: RefState(detailed=i % 2 == 0, journal_open=True) for i, r in enumerate(ranked)
+    }  # every other paper read, every journal unknown
+    step = next_enrichment(ranked, states, set(), DEFAULT_POLICY, selected=0, floor=0.0)
+    unread = [ref for ref in step if not states[ref].detailed]
+    journals = [ref for ref in step if states[ref].detailed]
+    assert 0 < len(unread) <= DEFAULT_POLICY.batch and 0 < len(journals) <= DEFAULT_POLICY.batch
+    assert len(step) > DEFAULT_POLICY.batch  # a journal never takes an abstract's place
+    top = [r.ref for r in ranked[: DEFAULT_POLICY.readable_top]]
+    assert set(top) <= set(step)  # the readable top first, of both kinds
