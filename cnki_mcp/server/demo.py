@@ -41,9 +41,9 @@ class _Printer:
     STAGES: ClassVar[dict[str, str]] = {
         "starting": "准备",
         "retrieval": "检索（主题/篇名/关键词三通道）",
-        "enrichment": "读取详情页与期刊页",
+        "enrichment": "读取摘要（批量导出）与期刊页",
         "feedback": "按共同关键词补充检索",
-        "feedback_enrichment": "补充文献的详情与期刊",
+        "feedback_enrichment": "补充文献的摘要与期刊",
     }
 
     def __init__(self, out: TextIO) -> None:
@@ -122,6 +122,10 @@ async def _search(session: ClientSession, question: str, printer: _Printer) -> d
     stage = {"name": "starting"}
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        # "<status> · <stage> · <message>" (server/progress.py): a stage shorter than one poll shows too
+        parts = (message or "").split(" · ")
+        if len(parts) >= 2 and parts[1] in _Printer.STAGES:
+            stage["name"] = parts[1]
         printer.progress(stage["name"], int(progress), int(total) if total else None)
 
     args: dict[str, Any] = {
@@ -232,9 +236,10 @@ async def run_demo(
             await _export(session, summary, printer, tools)
         grids = len(sim.requests_for("/kns8s/brief/grid", "POST"))
         details = len(sim.requests_for("/kcms2/article/abstract", "GET"))
+        exports = len(sim.requests_for("/dm8/", "POST"))
         journals = len(sim.requests_for("/knavi/", "GET"))
         printer.say(
-            f"\n模拟站收到请求：检索 {grids} 次，详情页 {details} 次，期刊页 {journals} 次"
+            f"\n模拟站收到请求：检索 {grids} 次，批量导出 {exports} 次，详情页 {details} 次，期刊页 {journals} 次"
             f"（请求间隔 {DEMO_INTERVAL_MS} ms，真实使用默认 500 ms）"
         )
     return 0

@@ -26,7 +26,7 @@ def test_demo_runs_a_research_search_and_prints_ranked_results_coverage_and_cita
     out = proc.stdout
     assert proc.returncode == 0, proc.stderr[-2000:] + out[-2000:]
     assert "知网模拟站：http://127.0.0.1:" in out.splitlines()[0]
-    assert "读取详情页与期刊页" in out  # live progress reached enrichment
+    assert "读取摘要（批量导出）与期刊页" in out  # live progress reached enrichment
     # planned like a client without sampling: the server segments the question itself
     assert "由服务器分词规划" in out and "服务器规划（segmented）：" in out
     ranked = [line for line in out.splitlines() if line[:3].strip().rstrip(".").isdigit()]
@@ -34,4 +34,7 @@ def test_demo_runs_a_research_search_and_prints_ranked_results_coverage_and_cita
     assert "收录" in out and "得分" in out
     for channel in ("q1", "q2", "q3"):
         assert f"  {channel} " in out
-    assert "检索" in out.splitlines()[-1] and "详情页" in out.splitlines()[-1]
+    last = out.splitlines()[-1]
+    assert "检索" in last and "批量导出" in last and "详情页" in last
+    exports = int(last.split("批量导出 ")[1].split(" ")[0])
+    assert exports >= 1  # abstracts were read by CNKI's batch export
