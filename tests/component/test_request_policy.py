@@ -52,6 +52,15 @@ async def search(
     return record
 
 
+async def uninterrupted(site: SimSite, data_dir: Path) -> OperationRecord:
+    """The default search run whole against `site` (on its own clock) with a store of its own."""
+    store = Store.open(data_dir, site.clock)
+    try:
+        return await search(site.clock, pipeline(site.clock, store, site, DEFAULT_POLICY, 20), live())
+    finally:
+        store.close()
+
+
 def live(**options: Any) -> SearchInput:
     return SearchInput(query="自动驾驶 产品责任", options=SearchOptions(freshness="live", **options))
 
@@ -109,13 +118,7 @@ async def test_budget_exhaustion_and_continue_repeat_no_request_under_the_defaul
     clock: FakeClock, store: Store, tmp_path: Path
 ) -> None:
     whole_site = SimSite(FakeClock())
-    whole_store = Store.open(tmp_path / "whole", whole_site.clock)
-    try:
-        whole = await search(
-            whole_site.clock, pipeline(whole_site.clock, whole_store, whole_site, DEFAULT_POLICY, 20), live()
-        )
-    finally:
-        whole_store.close()
+    whole = await uninterrupted(whole_site, tmp_path / "whole")
     site = SimSite(clock)
     pipe = pipeline(clock, store, site, DEFAULT_POLICY, 20)
     jobs = JobManager(clock, MemorySink())
@@ -206,13 +209,7 @@ async def test_a_search_reading_by_export_continues_after_its_budget_without_rep
     clock: FakeClock, store: Store, tmp_path: Path
 ) -> None:
     whole_site = SimSite(FakeClock(), exports=True)
-    whole_store = Store.open(tmp_path / "whole", whole_site.clock)
-    try:
-        whole = await search(
-            whole_site.clock, pipeline(whole_site.clock, whole_store, whole_site, DEFAULT_POLICY, 20), live()
-        )
-    finally:
-        whole_store.close()
+    whole = await uninterrupted(whole_site, tmp_path / "whole")
     kinds = {k[0] for k in whole_site.log}
     assert {"grid", "export", "journal"} <= kinds
     for cut in range(8, len(whole_site.log), 3):  # cut in retrieval, in exports, in journal pages
