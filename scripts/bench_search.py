@@ -70,6 +70,8 @@ def kind_of(entry: LogEntry) -> str:
         return "detail"
     if entry.path == JOURNAL_PATH:
         return "journal"
+    if entry.path.lower() == "/dm8/api/showexport":
+        return "export"
     if entry.path == ADV_PATH:
         return "advsearch"
     return "other"
@@ -293,11 +295,11 @@ def phases(call: Call) -> list[tuple[str, int, float, float]]:
             grids += 1
         if current == "template" and k == "grid" and grids > 1:  # the first grid POST is the capture click
             current = "retrieval"
-        if current in ("template", "retrieval") and k in ("detail", "journal"):
+        if current in ("template", "retrieval") and k in ("detail", "export", "journal"):
             current = "enrichment"
         if current == "enrichment" and k == "grid":
             current = "feedback"
-        if current == "feedback" and k in ("detail", "journal"):
+        if current == "feedback" and k in ("detail", "export", "journal"):
             current = "feedback enrichment"
         if not out or out[-1][0] != current:
             out.append((current, []))
@@ -331,21 +333,21 @@ def bench_search(args: argparse.Namespace) -> int:
     strict = critical_path(ref, interval, lat)
     live = calls[0]
     c = live.counts()
-    ours_total = c["grid"] + c["detail"] + c["journal"] + c["advsearch"]
+    ours_total = c["grid"] + c["detail"] + c["export"] + c["journal"] + c["advsearch"]
     ratio = live.wall / bound
     q = res["question"]
 
     lines = [
-        "| call | status | source | wall | grid POSTs | details | journals | AdvSearch | other GETs"
+        "| call | status | source | wall | grid POSTs | details | exports | journals | AdvSearch | other GETs"
         " | requests (tool) | candidates | selected | enhanced |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for call in calls:
         k = call.counts()
         wall = f"{call.wall * 1000:.1f} ms" if call.wall < 1 else f"{call.wall:.2f} s"
         lines.append(
             f"| {call.label} | {call.status} | {call.source} | {wall} | {k['grid']} | {k['detail']} |"
-            f" {k['journal']} | {k['advsearch']} | {k['other']} | {call.tool_requests} | {call.candidates}"
+            f" {k['export']} | {k['journal']} | {k['advsearch']} | {k['other']} | {call.tool_requests} | {call.candidates}"
             f" | {call.selected} | {call.enhanced} |"
         )
     table = "\n".join(lines)
