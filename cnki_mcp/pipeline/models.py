@@ -216,7 +216,7 @@ class SearchSummary(_Model):
     candidate_count: int = 0
     eligible_count: int = 0
     selected_count: int = 0
-    enhanced_count: int = 0
+    enhanced_count: int = Field(0, description="已读取摘要与关键词的候选篇数（详情页或知网批量导出）")
     quality_source_count: int = 0
     selection_exclusions: dict[str, int] = Field(default_factory=dict)
     coverage: list[CoverageEntry] = Field(default_factory=list)

@@ -215,7 +215,7 @@ def build_search_log(store: Store, search_id: str, ranker_name: str) -> SearchLo
         },
         channels=channels,
         requests=summary.requests,
-        details_read=summary.enhanced_count,
+        abstracts_read=summary.enhanced_count,
         journals_read=summary.quality_source_count,
         selection_rule=rule,
         prisma=prisma,

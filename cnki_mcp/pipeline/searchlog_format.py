@@ -79,7 +79,7 @@ class SearchLog(_Model):
     parameters: dict[str, Any] = Field(default_factory=dict)
     channels: list[ChannelLog] = Field(default_factory=list)
     requests: int = 0
-    details_read: int = Field(0, description="papers enriched from their detail page")
+    abstracts_read: int = Field(0, description="papers whose abstract and keywords were read: a detail page or CNKI's batch export")
     journals_read: int = Field(0, description="sources with a stored journal page")
     selection_rule: str = ""
     prisma: PrismaFlow
@@ -163,7 +163,7 @@ def to_markdown(log: SearchLog) -> str:
         f"- Years: {_years(p)}; sort: {p.get('sort')} ({_SORTS.get(str(p.get('sort')), '')}); "
         f"up to {p.get('max_pages')} pages per channel; candidate target {p.get('candidate_target')}; "
         f"metadata {p.get('metadata')}; mode {p.get('mode')}",
-        f"- Requests to CNKI: {log.requests}; detail pages read: {log.details_read}; journal pages kept: {log.journals_read}",
+        f"- Requests to CNKI: {log.requests}; abstracts read (detail pages or batch export): {log.abstracts_read}; journal pages kept: {log.journals_read}",
         f"- Selection rule: {log.selection_rule}",
     ]
     for w in log.warnings:
@@ -260,7 +260,7 @@ def to_csv(log: SearchLog) -> str:
         "years": _years(log.parameters),
         "sort": log.parameters.get("sort"),
         "requests": log.requests,
-        "details_read": log.details_read,
+        "abstracts_read": log.abstracts_read,
         "selection_rule": log.selection_rule,
     }
     for key, value in meta.items():

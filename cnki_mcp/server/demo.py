@@ -164,7 +164,7 @@ async def _search(session: ClientSession, question: str, printer: _Printer) -> d
 def _print_results(summary: dict[str, Any], printer: _Printer) -> None:
     printer.say(
         f"\n候选 {summary.get('candidate_count')} 篇，合格 {summary.get('eligible_count')} 篇，"
-        f"入选 {summary.get('selected_count')} 篇，补全详情 {summary.get('enhanced_count')} 篇"
+        f"入选 {summary.get('selected_count')} 篇，已读摘要 {summary.get('enhanced_count')} 篇"
     )
     printer.say("\n入选论文（相关性 × 来源质量排序）:")
     for i, item in enumerate(summary.get("results") or [], 1):

@@ -50,7 +50,7 @@ async def test_every_page_is_logged_and_the_flow_adds_up(clock: FakeClock, store
     assert q1.queries == ["主题: 自动驾驶 AND 主题: 产品责任"]
     assert q1.pages[0].total == 120 and [p.page for p in q1.pages] == [1, 2, 3, 4, 5]
     assert log.plan_method == "explicit" and log.requests == record.requests
-    assert log.details_read == 100 and "0.55" in log.selection_rule
+    assert log.abstracts_read == 100 and "0.55" in log.selection_rule
     assert_formats_carry(log)
 
 
