@@ -130,6 +130,7 @@ class SearchEngine:
 
     async def _phases(self, st: SearchState, ctx: OperationContext) -> None:
         params = st.input
+        read = "摘要" if self._reading(st)[1] else "详情"  # what the enrichment reads (progress text)
         self._resume_landed(st, ctx)
         if not st.retrieved:
             await self._retrieve(st, ctx)
@@ -137,7 +138,7 @@ class SearchEngine:
             st.pool = self._pool(st, st.refs)
             ctx.checkpoint(st.to_json())
         if not st.enriched:
-            await self._enrich(st, ctx, st.pool, stage="enrichment", label="读取详情与期刊")
+            await self._enrich(st, ctx, st.pool, stage="enrichment", label=f"读取{read}与期刊")
             st.enriched = True
             ctx.checkpoint(st.to_json())
         if not st.feedback_done:
@@ -156,9 +157,8 @@ class SearchEngine:
             st.feedback_pool = self._pool(st, st.feedback_refs)
             ctx.checkpoint(st.to_json())
         if not st.finished:
-            await self._enrich(
-                st, ctx, st.feedback_pool, stage="feedback_enrichment", label="读取补充检索结果的详情与期刊"
-            )
+            label = f"读取补充检索结果的{read}与期刊"
+            await self._enrich(st, ctx, st.feedback_pool, stage="feedback_enrichment", label=label)
             st.finished = True
 
     # --- retrieval ----------------------------------------------------------------------
@@ -233,12 +233,7 @@ class SearchEngine:
         (checkpointed). Reading.EXPORT reads abstracts by batch export and a journal only once the
         policy, seeing the abstract, still proposes the paper (DESIGN.md "Reading abstracts by
         batch export")."""
-        boundary = (
-            self.policy.enrichment == Enrichment.BOUNDARY
-            and st.input["metadata"] == "ranked"
-            and not st.structured
-        )
-        export = boundary and self.policy.reading == Reading.EXPORT
+        boundary, export = self._reading(st)
         feedback = pool is st.feedback_pool
         key = "feedback_pool" if feedback else "pool"
         journal_key = "feedback_journals" if feedback else "journals"
@@ -292,6 +287,12 @@ class SearchEngine:
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
+
+    def _reading(self, st: SearchState) -> tuple[bool, bool]:
+        """(boundary enrichment, abstracts by batch export) for this search."""
+        boundary = self.policy.enrichment == Enrichment.BOUNDARY and st.input["metadata"] == "ranked"
+        boundary = boundary and not st.structured
+        return boundary, boundary and self.policy.reading == Reading.EXPORT
 
     def _next_batch(self, st: SearchState, journals_tried: set[str]) -> list[str]:
         cands, papers = self.candidates(st, st.refs)
