@@ -180,6 +180,7 @@ class CnkiSite(ResourceLoading, CitationFetching):
         self.endpoints = Endpoints(settings)
         self._captured: _Captured | None = None
         self._capture_lock = asyncio.Lock()
+        self._click_drawn: asyncio.Future[None] | None = None  # the capture click's own answer drawn
         self._cursors = CursorCache()
         self._step_pages: list[Page] = []  # tabs opened to show a page to the person
         self._loader: _WorkSession | None = None
@@ -246,12 +247,36 @@ class CnkiSite(ResourceLoading, CitationFetching):
             ):
                 await button.click(timeout=10_000)  # a real mouse click at the element centre
             request = await info.value
+            self._click_drawn = asyncio.ensure_future(self._draw_click_answer(page, request))
         except (PlaywrightTimeout, BrowserStalled) as exc:
             raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
         except PlaywrightError as exc:
             self._host.note_error(exc)
             raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
         return parse_template(request.url, request.post_data)
+
+    @staticmethod
+    async def _draw_click_answer(page: Page, request: Any) -> None:
+        """The search page draws its own click's answer into #briefBox when it arrives, whenever
+        that is: a verification form the product puts there before would be overwritten, and the
+        person would be asked to solve a form that is gone (seen under load). Settled once the
+        answer's body arrived and the page ran the tasks queued behind it."""
+        try:
+            response = await request.response()
+            if response is not None:
+                await response.finished()
+            await page.evaluate("() => new Promise(r => setTimeout(() => setTimeout(r, 0), 0))")
+        except PlaywrightError:
+            return  # page gone or navigated: nothing of the click can overwrite the box any more
+
+    async def _click_answer_drawn(self) -> None:
+        """Wait (bounded) until the capture click's own answer is drawn (`_draw_click_answer`)."""
+        if self._click_drawn is None or self._click_drawn.done():
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self._click_drawn), CALL_SECONDS)
+        except TimeoutError:
+            log.debug("the capture click's answer was not drawn in %s s", CALL_SECONDS)
 
     async def _first_visit(self, page: Page, op: SiteOp | None, *, force: bool = False) -> None:
         """A browser without CNKI's guest session comes in through the home page first, as a person
@@ -388,6 +413,7 @@ class CnkiSite(ResourceLoading, CitationFetching):
             tree = parse_html(fetched.text, strip_hidden=False)
             form = tree.css_first("[name=vericodeForm]")
             fragment = form.html if form is not None and form.html else fetched.text
+            await self._click_answer_drawn()  # else the page's own answer may overwrite the form
             try:
                 shown = await bounded(
                     page.evaluate(_SHOW_FRAGMENT_JS, {"html": fragment, "queryJson": query_json}),
