@@ -76,6 +76,7 @@ class LatencyRule:
     path: str
     ms: float
     jitter: float = 0.0  # fraction: actual = ms * uniform(1 - jitter, 1 + jitter)
+    at: frozenset[int] = frozenset()  # only the n-th requests (1-based) under `path`; empty: all
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +112,12 @@ class Scenario:
             raise ValueError(f"unknown scenario keys: {sorted(unknown)}")
         faults = tuple(_fault(f) for f in obj.get("faults") or ())
         latency = tuple(
-            LatencyRule(str(x["path"]), float(x["ms"]), float(x.get("jitter", 0.0)))
+            LatencyRule(
+                str(x["path"]),
+                float(x["ms"]),
+                float(x.get("jitter", 0.0)),
+                frozenset(int(n) for n in x.get("at") or ()),
+            )
             for x in obj.get("latency") or ()
         )
         ident = obj.get("identity") or {}
@@ -169,6 +175,7 @@ class FaultSchedule:
                 random.Random(f"{self.scenario.seed}:{i}") for i in range(len(self.scenario.faults))
             ]
             self._latency_rng = random.Random(f"{self.scenario.seed}:latency")
+            self._latency_counts: dict[int, int] = {}
 
     def fault_for(
         self, method: str, path: str, applicable: frozenset[FaultKind] | None = None
@@ -201,9 +208,13 @@ class FaultSchedule:
 
     def latency_for(self, path: str) -> float:
         """Seconds to delay this request (first matching latency rule)."""
-        for rule in self.scenario.latency:
-            if path.startswith(rule.path):
-                with self._lock:
-                    factor = self._latency_rng.uniform(1 - rule.jitter, 1 + rule.jitter)
-                return max(0.0, rule.ms * factor / 1000.0)
+        for i, rule in enumerate(self.scenario.latency):
+            if not path.startswith(rule.path):
+                continue
+            with self._lock:
+                self._latency_counts[i] = n = self._latency_counts.get(i, 0) + 1
+                if rule.at and n not in rule.at:
+                    continue
+                factor = self._latency_rng.uniform(1 - rule.jitter, 1 + rule.jitter)
+            return max(0.0, rule.ms * factor / 1000.0)
         return 0.0
