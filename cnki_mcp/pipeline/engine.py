@@ -18,20 +18,17 @@ from cnki_mcp.operations import OperationErrorInfo
 from cnki_mcp.pipeline.enrich import (
     Enricher,
     is_fatal,
-    is_journal,
     record_item_error,
 )
+from cnki_mcp.pipeline.enrichment_steps import EnrichmentSteps
 from cnki_mcp.pipeline.models import EnrichMore, ResultItem, SearchSummary
 from cnki_mcp.pipeline.policy import (
     DEFAULT_POLICY,
     Enrichment,
     FeedbackRule,
     LocalChannel,
-    Reading,
-    RefState,
     SearchPolicy,
     SubsetChannels,
-    next_enrichment,
     with_local_hits,
 )
 from cnki_mcp.pipeline.readout import enrich_more, result_item
@@ -41,7 +38,6 @@ from cnki_mcp.pipeline.state import (
     RETRIEVAL,
     Channel,
     SearchState,
-    enrich_event,
     failed_event,
     local_event,
     page_event,
@@ -61,7 +57,6 @@ from cnki_mcp.rank import (
     enhancement_size,
     exclusions,
     feedback_keywords,
-    selection_floor,
 )
 from cnki_mcp.site.backend import GridRequest, SiteBackend, SortOrder
 from cnki_mcp.store import PRESENT, SearchEvidence, Store
@@ -77,7 +72,7 @@ SOFT_BLOCK_PAUSE = 20.0
 _CONTAINS: dict[str, frozenset[str]] = {"subject": frozenset({"title", "keywords"})}
 
 
-class SearchEngine:
+class SearchEngine(EnrichmentSteps):
     def __init__(
         self,
         backend: SiteBackend,
@@ -223,101 +218,6 @@ class SearchEngine:
 
     def _local_channels(self, st: SearchState) -> list[LocalChannel]:
         return [LocalChannel(x["id"], x["field"], float(x["weight"]), x.get("phrase", "")) for x in st.local]
-
-    async def _enrich(
-        self, st: SearchState, ctx: OperationContext, pool: list[str], *, stage: str, label: str
-    ) -> None:
-        """Enrich `pool` (a resumed phase asks again only what is still missing: read abstracts
-        and cached journals send nothing), then, under Enrichment.BOUNDARY, batch after batch until
-        the policy proposes nothing; each batch's unread papers join `pool` before they are read
-        (checkpointed). Reading.EXPORT reads abstracts by batch export and a journal only once the
-        policy, seeing the abstract, still proposes the paper (DESIGN.md "Reading abstracts by
-        batch export")."""
-        boundary, export = self._reading(st)
-        feedback = pool is st.feedback_pool
-        key = "feedback_pool" if feedback else "pool"
-        journal_key = "feedback_journals" if feedback else "journals"
-        tried = st.feedback_journals if feedback else st.journals
-        if export:  # a resumed phase first finishes the batch it had decided on
-            await self._read_batch(pool, list(tried), ctx, stage=stage, label=label)
-        else:
-            await self.enricher.run(pool, ctx, stage=stage, label=label)
-        if not boundary:
-            return
-        while True:
-            batch = self._next_batch(st, set(tried))
-            if not batch:
-                return
-            attempted = set(st.pool) | set(st.feedback_pool)
-            papers = self.store.papers_by_refs(batch)
-            unread = (
-                [
-                    ref
-                    for ref in batch
-                    if ref not in attempted and not (ref in papers and self.enricher.abstract_read(papers[ref]))
-                ]
-                if export
-                else batch
-            )
-            if unread:
-                event = enrich_event(key, unread)
-                st.apply(event)  # joins `pool`; appended, not a whole checkpoint (O(batch))
-                ctx.checkpoint_append(event)
-            if not export:
-                await self.enricher.run(batch, ctx, stage=stage, label=label)
-                continue
-            reading = set(unread)
-            journals = [ref for ref in batch if ref not in reading]
-            if journals:
-                event = enrich_event(journal_key, journals)
-                st.apply(event)
-                ctx.checkpoint_append(event)
-            await self._read_batch(unread, journals, ctx, stage=stage, label=label)
-
-    async def _read_batch(
-        self, abstracts: list[str], journals: list[str], ctx: OperationContext, *, stage: str, label: str
-    ) -> None:
-        """Reading.EXPORT: the abstracts (batch export) and the journal pages of one decision, side
-        by side; both land what they sent before a failure is raised (BUDGET_EXHAUSTED included)."""
-        outcomes = await asyncio.gather(
-            self.enricher.read_abstracts(abstracts, ctx, stage=stage, label=label),
-            self.enricher.run(journals, ctx, stage=stage, quality=True, detail=False, label="读取期刊"),
-            return_exceptions=True,
-        )
-        for outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                raise outcome
-
-    def _reading(self, st: SearchState) -> tuple[bool, bool]:
-        """(boundary enrichment, abstracts by batch export) for this search."""
-        boundary = self.policy.enrichment == Enrichment.BOUNDARY and st.input["metadata"] == "ranked"
-        boundary = boundary and not st.structured
-        return boundary, boundary and self.policy.reading == Reading.EXPORT
-
-    def _next_batch(self, st: SearchState, journals_tried: set[str]) -> list[str]:
-        cands, papers = self.candidates(st, st.refs)
-        ranked = self.ranker.rank(cands, st.groups, self.now_year())
-        selected = self.ranker.select(ranked, MAX_SELECTED)
-        states: dict[str, RefState] = {}
-        for r in ranked:
-            p = papers[r.ref]
-            journal = is_journal(p)
-            cached = self.enricher.journal_cached(p) if journal else None
-            states[r.ref] = RefState(
-                detailed=self.enricher.abstract_read(p),
-                journal_open=journal and cached is None,
-                journal_known=self.enricher.source_quality(p) is not None,
-            )
-        return next_enrichment(
-            ranked,
-            states,
-            set(st.pool) | set(st.feedback_pool),
-            self.policy,
-            selected=len(selected),
-            floor=selection_floor(ranked),
-            local=self._local_channels(st),
-            journals_tried=journals_tried,
-        )
 
     @staticmethod
     def _pages(st: SearchState, unit: Unit) -> int:

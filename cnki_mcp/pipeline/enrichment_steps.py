@@ -1,0 +1,136 @@
+"""The research search's enrichment steps (DESIGN.md "Request policies", "Reading abstracts by
+batch export"): the pool a phase decided, then, under `Enrichment.BOUNDARY`, the policy's next
+batch after batch (pipeline/policy.py `next_enrichment`), each decision appended to the checkpoint
+before it is read. A mixin of `SearchEngine`, which owns the state, the store and the ranking."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from cnki_mcp.identity import Paper
+from cnki_mcp.jobs import OperationContext
+from cnki_mcp.pipeline.enrich import Enricher, is_journal
+from cnki_mcp.pipeline.policy import (
+    Enrichment,
+    LocalChannel,
+    Reading,
+    RefState,
+    SearchPolicy,
+    next_enrichment,
+)
+from cnki_mcp.pipeline.state import SearchState, enrich_event
+from cnki_mcp.rank import MAX_SELECTED, Candidate, Ranker, selection_floor
+from cnki_mcp.store import Store
+
+
+class EnrichmentSteps:
+    """Mixed into `SearchEngine`, whose state, store, ranking and local channels it uses."""
+
+    policy: SearchPolicy
+    enricher: Enricher
+    store: Store
+    ranker: Ranker
+    now_year: Callable[[], int]
+
+    if TYPE_CHECKING:  # provided by SearchEngine; declared for the type checker only
+
+        def candidates(self, st: SearchState, refs: Sequence[str]) -> tuple[list[Candidate], dict[str, Paper]]: ...
+
+        def _local_channels(self, st: SearchState) -> list[LocalChannel]: ...
+
+    async def _enrich(
+        self, st: SearchState, ctx: OperationContext, pool: list[str], *, stage: str, label: str
+    ) -> None:
+        """Enrich `pool` (a resumed phase asks again only what is still missing: read abstracts
+        and cached journals send nothing), then, under Enrichment.BOUNDARY, batch after batch until
+        the policy proposes nothing; each batch's unread papers join `pool` before they are read
+        (checkpointed). Reading.EXPORT reads abstracts by batch export and a journal only once the
+        policy, seeing the abstract, still proposes the paper (DESIGN.md "Reading abstracts by
+        batch export")."""
+        boundary, export = self._reading(st)
+        feedback = pool is st.feedback_pool
+        key = "feedback_pool" if feedback else "pool"
+        journal_key = "feedback_journals" if feedback else "journals"
+        tried = st.feedback_journals if feedback else st.journals
+        if export:  # a resumed phase first finishes the batch it had decided on
+            await self._read_batch(pool, list(tried), ctx, stage=stage, label=label)
+        else:
+            await self.enricher.run(pool, ctx, stage=stage, label=label)
+        if not boundary:
+            return
+        while True:
+            batch = self._next_batch(st, set(tried))
+            if not batch:
+                return
+            attempted = set(st.pool) | set(st.feedback_pool)
+            papers = self.store.papers_by_refs(batch)
+            unread = (
+                [
+                    ref
+                    for ref in batch
+                    if ref not in attempted and not (ref in papers and self.enricher.abstract_read(papers[ref]))
+                ]
+                if export
+                else batch
+            )
+            if unread:
+                event = enrich_event(key, unread)
+                st.apply(event)  # joins `pool`; appended, not a whole checkpoint (O(batch))
+                ctx.checkpoint_append(event)
+            if not export:
+                await self.enricher.run(batch, ctx, stage=stage, label=label)
+                continue
+            reading = set(unread)
+            journals = [ref for ref in batch if ref not in reading]
+            if journals:
+                event = enrich_event(journal_key, journals)
+                st.apply(event)
+                ctx.checkpoint_append(event)
+            await self._read_batch(unread, journals, ctx, stage=stage, label=label)
+
+    async def _read_batch(
+        self, abstracts: list[str], journals: list[str], ctx: OperationContext, *, stage: str, label: str
+    ) -> None:
+        """Reading.EXPORT: the abstracts (batch export) and the journal pages of one decision, side
+        by side; both land what they sent before a failure is raised (BUDGET_EXHAUSTED included)."""
+        outcomes = await asyncio.gather(
+            self.enricher.read_abstracts(abstracts, ctx, stage=stage, label=label),
+            self.enricher.run(journals, ctx, stage=stage, quality=True, detail=False, label="读取期刊"),
+            return_exceptions=True,
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+    def _reading(self, st: SearchState) -> tuple[bool, bool]:
+        """(boundary enrichment, abstracts by batch export) for this search."""
+        boundary = self.policy.enrichment == Enrichment.BOUNDARY and st.input["metadata"] == "ranked"
+        boundary = boundary and not st.structured
+        return boundary, boundary and self.policy.reading == Reading.EXPORT
+
+    def _next_batch(self, st: SearchState, journals_tried: set[str]) -> list[str]:
+        cands, papers = self.candidates(st, st.refs)
+        ranked = self.ranker.rank(cands, st.groups, self.now_year())
+        selected = self.ranker.select(ranked, MAX_SELECTED)
+        states: dict[str, RefState] = {}
+        for r in ranked:
+            p = papers[r.ref]
+            journal = is_journal(p)
+            cached = self.enricher.journal_cached(p) if journal else None
+            states[r.ref] = RefState(
+                detailed=self.enricher.abstract_read(p),
+                journal_open=journal and cached is None,
+                journal_known=self.enricher.source_quality(p) is not None,
+            )
+        return next_enrichment(
+            ranked,
+            states,
+            set(st.pool) | set(st.feedback_pool),
+            self.policy,
+            selected=len(selected),
+            floor=selection_floor(ranked),
+            local=self._local_channels(st),
+            journals_tried=journals_tried,
+        )
