@@ -103,3 +103,14 @@ def sim_server(_sim_server_session):  # type: ignore[no-untyped-def]
     yield _sim_server_session
     _sim_server_session.set_scenario(None)
     _sim_server_session.reset()
+
+
+@pytest.fixture
+async def page(browser):  # type: ignore[no-untyped-def]
+    """A page in a fresh browser context of the session's Chromium (no cookies: a first visit),
+    closed after the test."""
+    context = await browser.new_context()
+    try:
+        yield await context.new_page()
+    finally:
+        await context.close()

@@ -7,6 +7,7 @@ import asyncio
 import json
 
 import pytest
+from playwright.async_api import Page
 
 from cnki_mcp.sim.server import SimServer
 from tests.conftest import QUIET_FLAGS
@@ -27,58 +28,48 @@ async def _search(page, sim: SimServer, term: str) -> None:  # type: ignore[no-u
     await page.locator(".search-middle input.btn-search").click()
 
 
-async def test_advsearch_posts_the_grid_through_its_own_script(browser, sim_server: SimServer) -> None:  # type: ignore[no-untyped-def]
-    context = await browser.new_context()
-    try:
-        page = await context.new_page()
-        await _search(page, sim_server, "知识图谱")
-        await page.wait_for_selector("#briefBox table.result-table-list tbody tr")
-        posts = sim_server.requests_for("/kns8s/brief/grid", "POST")
-        assert len(posts) == 1
-        assert posts[0].params["query"][0]["value"] == "知识图谱"
-        assert posts[0].params["query"][0]["field"] == "SU"
-        info = json.loads(await page.evaluate("cnkiSearch.getSearchJsonInfo()"))
-        assert info["QNode"]["QGroup"][0]["Key"] == "Subject"
-        total = await page.locator("#briefBox .pagerTitleCell em").inner_text()
-        assert int(total.replace(",", "")) == posts[0].params["total"] > 0
-        if posts[0].params["total"] > 20:  # the pager posts page 2 with the cursor
-            await page.locator("#briefBox #PageNext").click()
-            await page.wait_for_selector("#briefBox .countPageMark:has-text('2/')")
-            second = sim_server.requests_for("/kns8s/brief/grid", "POST")[1]
-            assert second.status == 200 and second.params["pageNum"] == "2" and second.params["turnpage"]
-    finally:
-        await context.close()
+async def test_advsearch_posts_the_grid_through_its_own_script(page: Page, sim_server: SimServer) -> None:
+    await _search(page, sim_server, "知识图谱")
+    await page.wait_for_selector("#briefBox table.result-table-list tbody tr")
+    posts = sim_server.requests_for("/kns8s/brief/grid", "POST")
+    assert len(posts) == 1
+    assert posts[0].params["query"][0]["value"] == "知识图谱"
+    assert posts[0].params["query"][0]["field"] == "SU"
+    info = json.loads(await page.evaluate("cnkiSearch.getSearchJsonInfo()"))
+    assert info["QNode"]["QGroup"][0]["Key"] == "Subject"
+    total = await page.locator("#briefBox .pagerTitleCell em").inner_text()
+    assert int(total.replace(",", "")) == posts[0].params["total"] > 0
+    if posts[0].params["total"] > 20:  # the pager posts page 2 with the cursor
+        await page.locator("#briefBox #PageNext").click()
+        await page.wait_for_selector("#briefBox .countPageMark:has-text('2/')")
+        second = sim_server.requests_for("/kns8s/brief/grid", "POST")[1]
+        assert second.status == 200 and second.params["pageNum"] == "2" and second.params["turnpage"]
 
 
 async def test_verification_is_solved_in_the_page_and_marks_the_cookie(
-    browser, sim_server: SimServer
-) -> None:  # type: ignore[no-untyped-def]
+    page: Page, sim_server: SimServer
+) -> None:
     sim_server.set_scenario({"faults": [{"path": "/kns8s/brief/grid", "kind": "verification", "at": [1]}]})
-    context = await browser.new_context()
-    try:
-        page = await context.new_page()
-        await _search(page, sim_server, "知识图谱")
-        await page.wait_for_selector('#briefBox form[name="vericodeForm"]')
-        # A pending challenge also sends pages to the slider page; act as the person there.
-        await page.goto(sim_server.url("/kns8s/AdvSearch"))
-        assert await page.title() == "安全验证"
-        handle = page.locator(".verify-move-block")
-        bb = await handle.bounding_box()
-        assert bb is not None
-        await page.mouse.move(bb["x"] + bb["width"] / 2, bb["y"] + bb["height"] / 2)
-        await page.mouse.down()
-        for step in range(1, 11):
-            await page.mouse.move(bb["x"] + bb["width"] / 2 + 25 * step, bb["y"] + bb["height"] / 2)
-        await page.mouse.up()
-        await page.wait_for_url("**/kns8s/AdvSearch")
-        cookies = {c["name"] for c in await context.cookies()}
-        assert "Ecp_VerifyPass" in cookies
-        await _search(page, sim_server, "知识图谱")
-        await page.wait_for_selector("#briefBox table.result-table-list tbody tr")
-        faults = [e.fault for e in sim_server.requests_for("/kns8s/brief/grid")]
-        assert faults == ["verification", None]
-    finally:
-        await context.close()
+    await _search(page, sim_server, "知识图谱")
+    await page.wait_for_selector('#briefBox form[name="vericodeForm"]')
+    # A pending challenge also sends pages to the slider page; act as the person there.
+    await page.goto(sim_server.url("/kns8s/AdvSearch"))
+    assert await page.title() == "安全验证"
+    handle = page.locator(".verify-move-block")
+    bb = await handle.bounding_box()
+    assert bb is not None
+    await page.mouse.move(bb["x"] + bb["width"] / 2, bb["y"] + bb["height"] / 2)
+    await page.mouse.down()
+    for step in range(1, 11):
+        await page.mouse.move(bb["x"] + bb["width"] / 2 + 25 * step, bb["y"] + bb["height"] / 2)
+    await page.mouse.up()
+    await page.wait_for_url("**/kns8s/AdvSearch")
+    cookies = {c["name"] for c in await page.context.cookies()}
+    assert "Ecp_VerifyPass" in cookies
+    await _search(page, sim_server, "知识图谱")
+    await page.wait_for_selector("#briefBox table.result-table-list tbody tr")
+    faults = [e.fault for e in sim_server.requests_for("/kns8s/brief/grid")]
+    assert faults == ["verification", None]
 
 
 async def test_hosts_mode_serves_the_real_host_names(playwright_instance, browser_executable) -> None:  # type: ignore[no-untyped-def]
@@ -109,60 +100,50 @@ async def test_hosts_mode_serves_the_real_host_names(playwright_instance, browse
 
 
 async def test_a_fresh_browser_opening_advsearch_gets_the_slider_first(
-    browser, sim_server: SimServer
-) -> None:  # type: ignore[no-untyped-def]
-    context = await browser.new_context()
-    try:
-        page = await context.new_page()
-        await page.goto(sim_server.url("/kns8s/AdvSearch"))
-        assert await page.title() == "安全验证"
-        assert "&ident=" in page.url and "&captchaId=" in page.url
-        await page.click(".verify-fallback")
-        await page.wait_for_url(sim_server.url("/kns8s/AdvSearch"))
-        assert {"KNS2COOKIE", "Ecp_VerifyPass"} <= {c["name"] for c in await context.cookies()}
-        assert "高级检索" in await page.title()
-    finally:
-        await context.close()
+    page: Page, sim_server: SimServer
+) -> None:
+    await page.goto(sim_server.url("/kns8s/AdvSearch"))
+    assert await page.title() == "安全验证"
+    assert "&ident=" in page.url and "&captchaId=" in page.url
+    await page.click(".verify-fallback")
+    await page.wait_for_url(sim_server.url("/kns8s/AdvSearch"))
+    assert {"KNS2COOKIE", "Ecp_VerifyPass"} <= {c["name"] for c in await page.context.cookies()}
+    assert "高级检索" in await page.title()
 
 
 async def test_article_page_loads_citation_lists_after_a_scroll_and_a_tab_click(
-    browser, sim_server: SimServer
-) -> None:  # type: ignore[no-untyped-def]
+    page: Page, sim_server: SimServer
+) -> None:
     # docs/citation-api.md "How the page loads the lists": nothing at load, metrics + the 12
     # reference lists once #refpartdiv is in view, the 12 citing lists after the tab click.
-    context = await browser.new_context()
-    try:
-        page = await context.new_page()
-        await page.goto(sim_server.links.www("/"))
-        await page.goto(sim_server.links.detail("r0306"))
-        await page.wait_for_load_state("load")
-        assert sim_server.requests_for("/restapi/citation-api/v1/literature/quotations") == []
-        assert sim_server.requests_for("/restapi/citation-api/v1/literature/references") == []
-        await page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
-        await page.wait_for_selector("#quoted-references li span.number")
-        await page.wait_for_function(
-            "document.querySelectorAll('#quoted-references [id^=nxgp-kcms-data-ref-]').length == 12"
-        )
-        await page.wait_for_selector("#kcms-data-similar li")  # similar papers come last
-        paths = [e.path.rsplit("/", 1)[-1] for e in sim_server.requests_for("/restapi/")]
-        assert paths.count("metrics") == 1 and "citations" not in paths
-        assert paths.count("references") == 12 and paths.count("domains") == 4 and paths.count("articles") == 1
-        answered: list[int] = []
-        all_in = asyncio.Event()
+    await page.goto(sim_server.links.www("/"))
+    await page.goto(sim_server.links.detail("r0306"))
+    await page.wait_for_load_state("load")
+    assert sim_server.requests_for("/restapi/citation-api/v1/literature/quotations") == []
+    assert sim_server.requests_for("/restapi/citation-api/v1/literature/references") == []
+    await page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    await page.wait_for_selector("#quoted-references li span.number")
+    await page.wait_for_function(
+        "document.querySelectorAll('#quoted-references [id^=nxgp-kcms-data-ref-]').length == 12"
+    )
+    await page.wait_for_selector("#kcms-data-similar li")  # similar papers come last
+    paths = [e.path.rsplit("/", 1)[-1] for e in sim_server.requests_for("/restapi/")]
+    assert paths.count("metrics") == 1 and "citations" not in paths
+    assert paths.count("references") == 12 and paths.count("domains") == 4 and paths.count("articles") == 1
+    answered: list[int] = []
+    all_in = asyncio.Event()
 
-        def on_response(resp) -> None:  # type: ignore[no-untyped-def]
-            if "/literature/citations?" in resp.url:
-                answered.append(resp.status)
-                if len(answered) == 12:
-                    all_in.set()
+    def on_response(resp) -> None:  # type: ignore[no-untyped-def]
+        if "/literature/citations?" in resp.url:
+            answered.append(resp.status)
+            if len(answered) == 12:
+                all_in.set()
 
-        page.on("response", on_response)
-        await page.click('li[data-id="citations"]')
-        await asyncio.wait_for(all_in.wait(), 30)
-        await page.wait_for_function(
-            "document.querySelector('#quoted-citations').textContent.indexOf('共19条') >= 0"
-        )
-        cites = sim_server.requests_for("/restapi/citation-api/v1/literature/citations")
-        assert len(cites) == 12 and answered == [200] * 12
-    finally:
-        await context.close()
+    page.on("response", on_response)
+    await page.click('li[data-id="citations"]')
+    await asyncio.wait_for(all_in.wait(), 30)
+    await page.wait_for_function(
+        "document.querySelector('#quoted-citations').textContent.indexOf('共19条') >= 0"
+    )
+    cites = sim_server.requests_for("/restapi/citation-api/v1/literature/citations")
+    assert len(cites) == 12 and answered == [200] * 12
