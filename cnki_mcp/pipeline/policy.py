@@ -31,6 +31,7 @@ from cnki_mcp.rank import (
     Ranked,
     normalize,
     quality_formula,
+    relevance_formula,
     score_formula,
 )
 
@@ -221,14 +222,7 @@ def upper_bound(r: Ranked, state: RefState, bounds: Bounds) -> tuple[float, floa
     if not state.detailed:
         abstract, keywords = max(abstract, bounds.abstract), max(keywords, bounds.keywords)
         rrf, channels = rrf + bounds.rrf_gain, channels + bounds.channel_gain
-    relevance = (
-        0.32 * e.title_match
-        + 0.28 * abstract
-        + 0.12 * keywords
-        + 0.20 * min(rrf * 20.0, 1.0)
-        + 0.08 * min(channels / 3.0, 1.0)
-        + 0.12
-    ) / 1.12
+    relevance = relevance_formula(e.title_match, abstract, keywords, rrf, channels, 1.0)
     quality = e.quality
     if state.journal_open:
         quality = quality_formula(
