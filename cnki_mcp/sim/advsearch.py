@@ -87,13 +87,7 @@ _SCRIPT = r"""
                  Extend: extend}],
         ChildItems: []});
     });
-    var control = {Key: 'ControlGroup', Title: '', Logic: 0, Items: [], ChildItems: []};
-    var d0 = document.getElementById('datebox0').value.trim(), d1 = document.getElementById('datebox1').value.trim();
-    if (d0 || d1) {
-      control.ChildItems.push({Key: '.tit-date-box', Title: '发表时间', Logic: 0, Items: [
-        {Key: '.tit-date-box', Title: '发表时间', Logic: 0, Field: 'PT', Operator: 7, Value: d0, Value2: d1,
-         options: {}}], ChildItems: []});
-    }
+    var control = controlGroup();
     return {Platform: '', Resource: 'CROSSDB', Classid: 'WD0FTY92', Products: '',
       QNode: {QGroup: [{Key: 'Subject', Title: '', Logic: 0, Items: [], ChildItems: children}, control]},
       ExScope: '1', SearchType: 1, Rlang: 'CHINESE', KuaKuCode: 'YSTT4HG0,LSTPFY1C,JUP3MUPD,MPMFIG1A'};
