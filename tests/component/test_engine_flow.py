@@ -256,3 +256,31 @@ async def test_a_checkpoint_with_pages_landed_in_a_round_resumes_without_asking_
     assert ("grid", "q1", 1) not in site.log and ("grid", "q1", 2) in site.log
     assert [c["pages"] for c in record.result["coverage"]] == [5, 5, 5]
     assert record.result["candidate_count"] == 160
+
+
+async def test_the_suggested_call_reads_the_rest_by_batch_export_when_the_rows_carry_export_ids(
+    clock: FakeClock, store: Store
+) -> None:
+    site = SimSite(clock, exports=True)
+    pipe = pipeline(clock, store, site)
+    inp = SearchInput(
+        query="自动驾驶 产品责任", options=SearchOptions(freshness="live"), mode="precise", limit=100
+    )
+    record = await search(clock, pipe, inp, JobManager(clock, MemorySink()))
+    result = record.result
+    unread = [r for r in result["results"] if not r["abstract_read"]]
+    assert unread and result["enrich_more"]["count"] >= len(unread)
+    call = result["enrich_more"]["suggested_call"]
+    assert call["arguments"]["fields"] == ["abstract", "keywords", "quality"]
+
+    site.log.clear()
+    job = JobManager(clock, MemorySink()).start(
+        OperationKind.METADATA, lambda ctx: pipe.metadata(MetadataInput(**call["arguments"]), ctx)
+    )
+    [done] = await clock.run_until_complete(job.finish())
+    refs = call["arguments"]["record_refs"]
+    assert done.status == "completed" and site.count("detail") == 0
+    assert 0 < site.count("export") <= -(-len(refs) // 20)  # 20 papers a request
+    cached = pipe.cached(inp.model_copy(update={"options": SearchOptions()}), PLAN)
+    assert cached is not None and cached.enrich_more is None
+    assert all(r.abstract_read and r.quality_known for r in cached.results)
