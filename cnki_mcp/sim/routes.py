@@ -258,7 +258,7 @@ class App:
         self, req: Request, client: str, kinds: frozenset[FaultKind], *, fragment: bool = False
     ) -> tuple[Response | None, FaultRule | None]:
         """Apply pending verification and scheduled faults; returns (response to send, fired rule)."""
-        rule = self.state.schedule.fault_for(req.method, req.path, kinds)
+        rule = self.state.schedule.fault_for(req.method, req.path, kinds, req.form)
         verified = self.is_verified(req)
         if rule is not None and rule.kind in _CHALLENGES and not verified:
             with self.state.lock:

@@ -13,6 +13,11 @@ Schedule of a fault rule (its own 1-based counter `n` of requests under its path
 the rule fires when `from <= n < from + count` (defaults 1 and unbounded) AND, if any of
 `at` / `every` / `probability` is given, at least one of them holds (`n in at`, `n % every == 0`,
 a seeded draw below `probability`). With no schedule keys it fires on every request.
+
+`form_contains` / `form_lacks` (faults and latency) narrow a rule to the requests some form value
+of which holds (or none of which holds) that text; only those requests are counted. The page's
+own search click and the product's replay are the same route, arrival order between them is not
+fixed, and a test that means "the first replay" says so by form instead of by position.
 """
 
 from __future__ import annotations
@@ -66,6 +71,8 @@ class FaultRule:
     probability: float | None = None
     method: str | None = None
     reason: str = "余额不足，请充值后下载"  # download_refused text
+    form_contains: str | None = None
+    form_lacks: str | None = None
 
     def in_window(self, n: int) -> bool:
         return n >= self.start and (self.count is None or n < self.start + self.count)
@@ -77,6 +84,16 @@ class LatencyRule:
     ms: float
     jitter: float = 0.0  # fraction: actual = ms * uniform(1 - jitter, 1 + jitter)
     at: frozenset[int] = frozenset()  # only the n-th requests (1-based) under `path`; empty: all
+    form_contains: str | None = None
+    form_lacks: str | None = None
+
+
+def form_matches(rule: FaultRule | LatencyRule, form: dict[str, str] | None) -> bool:
+    """Whether the request's form passes the rule's `form_contains` / `form_lacks` filter."""
+    values = list((form or {}).values())
+    if rule.form_contains is not None and not any(rule.form_contains in v for v in values):
+        return False
+    return rule.form_lacks is None or not any(rule.form_lacks in v for v in values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +134,8 @@ class Scenario:
                 float(x["ms"]),
                 float(x.get("jitter", 0.0)),
                 frozenset(int(n) for n in x.get("at") or ()),
+                _text(x, "form_contains"),
+                _text(x, "form_lacks"),
             )
             for x in obj.get("latency") or ()
         )
@@ -157,7 +176,14 @@ def _fault(obj: dict[str, Any]) -> FaultRule:
         probability=float(prob) if prob is not None else None,
         method=str(obj["method"]).upper() if obj.get("method") else None,
         reason=str(obj.get("reason", FaultRule.reason)),
+        form_contains=_text(obj, "form_contains"),
+        form_lacks=_text(obj, "form_lacks"),
     )
+
+
+def _text(obj: dict[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    return str(value) if value is not None else None
 
 
 class FaultSchedule:
@@ -178,7 +204,11 @@ class FaultSchedule:
             self._latency_counts: dict[int, int] = {}
 
     def fault_for(
-        self, method: str, path: str, applicable: frozenset[FaultKind] | None = None
+        self,
+        method: str,
+        path: str,
+        applicable: frozenset[FaultKind] | None = None,
+        form: dict[str, str] | None = None,
     ) -> FaultRule | None:
         """Count this request for every matching rule; return the first rule that fires.
 
@@ -187,6 +217,8 @@ class FaultSchedule:
         with self._lock:
             for i, rule in enumerate(self.scenario.faults):
                 if not path.startswith(rule.path) or (rule.method and rule.method != method):
+                    continue
+                if not form_matches(rule, form):
                     continue
                 self._counts[i] += 1
                 n = self._counts[i]
@@ -206,10 +238,10 @@ class FaultSchedule:
                     fired = rule
         return fired
 
-    def latency_for(self, path: str) -> float:
+    def latency_for(self, path: str, form: dict[str, str] | None = None) -> float:
         """Seconds to delay this request (first matching latency rule)."""
         for i, rule in enumerate(self.scenario.latency):
-            if not path.startswith(rule.path):
+            if not path.startswith(rule.path) or not form_matches(rule, form):
                 continue
             with self._lock:
                 self._latency_counts[i] = n = self._latency_counts.get(i, 0) + 1

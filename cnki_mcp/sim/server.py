@@ -163,7 +163,7 @@ class _Handler(BaseHTTPRequestHandler):
 
             resp = Response.html("<html><body><h1>500</h1></body></html>", 500)
             resp.params = {"exception": repr(exc), "trace": traceback.format_exc()[-2000:]}
-        delay = sim.app.state.schedule.latency_for(req.path)
+        delay = sim.app.state.schedule.latency_for(req.path, req.form)
         if delay > 0:
             time.sleep(delay)  # simulated server latency (the server thread, never a test)
         # Logged before the answer leaves, so a client that saw the response also sees the entry.

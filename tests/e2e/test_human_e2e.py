@@ -22,6 +22,9 @@ from tests.site_stack import in_memory_server, log_in, sim_settings, solve_veric
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
+# Only the search page's own click names its boxes in QueryJson (`"Key":"input[data-tipid=…]"`).
+PAGE_OWN = "data-tipid"
+
 
 @dataclass
 class InProcess:
@@ -66,15 +69,15 @@ def awaiting(r: dict[str, Any]) -> bool:
 
 
 async def test_the_verification_form_stays_when_the_page_own_search_answers_after_it(app: InProcess) -> None:
-    """The search page draws its own click's answer (the template capture, grid POST 1) into
-    #briefBox whenever it arrives; here it arrives 2 s after the replayed page asked for
+    """The search page draws its own click's answer (the template capture) into #briefBox
+    whenever it arrives; here it arrives 2 s after the first replayed page asked for
     verification. The form must still be there for the person once that answer was drawn.
-    (Without the wait in `CnkiSite`, 4 runs of 5 failed: the count is by arrival, and now and
-    then the replay arrives before the click.)"""
+    (Without the wait in `CnkiSite`, 4 runs of 5 failed.) The rules name the click and the replay
+    by form, not by arrival: the two travel on different connections and either may come first."""
     app.sim.set_scenario(
         {
-            "faults": [{"path": GRID, "kind": "verification", "at": [2]}],
-            "latency": [{"path": GRID, "ms": 2000, "at": [1]}],
+            "faults": [{"path": GRID, "kind": "verification", "at": [1], "form_lacks": PAGE_OWN}],
+            "latency": [{"path": GRID, "ms": 2000, "form_contains": PAGE_OWN}],
         }
     )
     started = await app.call(
@@ -85,7 +88,9 @@ async def test_the_verification_form_stays_when_the_page_own_search_answers_afte
             "options": {"max_pages": 1, "candidate_target": 20, "metadata": "basic"},
         },
     )
-    waiting = await app.call("operation_status", {"operation_id": started["operation_id"], "wait_seconds": 55})
+    waiting = await app.call(
+        "operation_status", {"operation_id": started["operation_id"], "wait_seconds": 55}
+    )
     assert waiting["status"] == "awaiting_user", waiting
     page = await app.services.host.work_page()
     # the page drew its own answer: the simulator page marks #briefBox `data-loading` from its
@@ -99,7 +104,10 @@ async def test_the_verification_form_stays_when_the_page_own_search_answers_afte
 
 
 async def test_grid_verification_pauses_the_search_until_the_person_solves_it(app: InProcess) -> None:
-    app.sim.set_scenario({"faults": [{"path": GRID, "kind": "verification", "at": [2]}]})
+    # the first replayed page (not the capture click, which may arrive first or second)
+    app.sim.set_scenario(
+        {"faults": [{"path": GRID, "kind": "verification", "at": [1], "form_lacks": PAGE_OWN}]}
+    )
     started = await app.call(
         "search",
         {

@@ -26,3 +26,35 @@ def test_a_rule_with_at_delays_only_the_requests_it_names_and_the_next_rule_take
 def test_a_rule_without_at_delays_every_request_under_its_path() -> None:
     schedule = FaultSchedule(Scenario.from_obj({"latency": [{"path": GRID, "ms": 700}]}))
     assert [schedule.latency_for(GRID) for _ in range(3)] == pytest.approx([0.7, 0.7, 0.7])
+
+
+CLICK = {"QueryJson": '{"Key":"input[data-tipid=gradetxt-1]","Value":"违约金"}', "pageNum": "1"}
+REPLAY = {"QueryJson": '{"Key":"mcp","Value":"违约金"}', "pageNum": "1"}
+
+
+def test_form_filters_narrow_a_latency_rule_and_only_matching_requests_count() -> None:
+    schedule = FaultSchedule(
+        Scenario.from_obj({"latency": [{"path": GRID, "ms": 2000, "at": [1], "form_contains": "data-tipid"}]})
+    )
+    # the replay arriving first neither is delayed nor uses up the rule's first position
+    assert schedule.latency_for(GRID, REPLAY) == 0.0
+    assert schedule.latency_for(GRID, CLICK) == pytest.approx(2.0)
+    assert schedule.latency_for(GRID, CLICK) == 0.0  # the second matching request
+
+
+def test_a_fault_rule_with_form_lacks_fires_on_the_first_request_without_that_text() -> None:
+    schedule = FaultSchedule(
+        Scenario.from_obj(
+            {"faults": [{"path": GRID, "kind": "verification", "at": [1], "form_lacks": "data-tipid"}]}
+        )
+    )
+    assert schedule.fault_for("POST", GRID, None, CLICK) is None
+    fired = schedule.fault_for("POST", GRID, None, REPLAY)
+    assert fired is not None and fired.kind == "verification"
+    assert schedule.fault_for("POST", GRID, None, REPLAY) is None
+    # a form the rule does not name at all (a GET without a body) never matches `form_contains`
+    contains = FaultSchedule(
+        Scenario.from_obj({"faults": [{"path": GRID, "kind": "429", "form_contains": "data-tipid"}]})
+    )
+    assert contains.fault_for("GET", GRID, None, None) is None
+    assert contains.fault_for("POST", GRID, None, CLICK) is not None
