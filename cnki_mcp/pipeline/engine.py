@@ -22,6 +22,7 @@ from cnki_mcp.pipeline.enrich import (
 )
 from cnki_mcp.pipeline.enrichment_steps import EnrichmentSteps
 from cnki_mcp.pipeline.models import EnrichMore, ResultItem, SearchSummary
+from cnki_mcp.pipeline.paper_memo import PaperMemo
 from cnki_mcp.pipeline.policy import (
     DEFAULT_POLICY,
     Enrichment,
@@ -98,6 +99,7 @@ class SearchEngine(EnrichmentSteps):
         self.page_size = page_size
         self.public_origins = public_origins
         self.page_log = PageLog(store, clock, page_size)  # the search log (DESIGN.md "Search log")
+        self.papers = PaperMemo(store)  # each enrichment step ranks every candidate again
 
     # --- the run ------------------------------------------------------------------------
 
@@ -536,7 +538,7 @@ class SearchEngine(EnrichmentSteps):
 
     def candidates(self, st: SearchState, refs: Sequence[str]) -> tuple[list[Candidate], dict[str, Paper]]:
         """Candidates in first-seen order, one per paper (refs merged since are folded)."""
-        found = self.store.papers_by_refs(refs)
+        found = self.papers.papers(refs)
         papers: dict[str, Paper] = {}
         hits: dict[str, list[Hit]] = {}
         for ref in refs:

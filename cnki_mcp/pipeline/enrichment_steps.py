@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from cnki_mcp.identity import Paper
+from cnki_mcp.identity import Paper, source_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.pipeline.enrich import Enricher, is_journal
 from cnki_mcp.pipeline.policy import (
@@ -36,7 +36,9 @@ class EnrichmentSteps:
 
     if TYPE_CHECKING:  # provided by SearchEngine; declared for the type checker only
 
-        def candidates(self, st: SearchState, refs: Sequence[str]) -> tuple[list[Candidate], dict[str, Paper]]: ...
+        def candidates(
+            self, st: SearchState, refs: Sequence[str]
+        ) -> tuple[list[Candidate], dict[str, Paper]]: ...
 
         def _local_channels(self, st: SearchState) -> list[LocalChannel]: ...
 
@@ -70,7 +72,8 @@ class EnrichmentSteps:
                 [
                     ref
                     for ref in batch
-                    if ref not in attempted and not (ref in papers and self.enricher.abstract_read(papers[ref]))
+                    if ref not in attempted
+                    and not (ref in papers and self.enricher.abstract_read(papers[ref]))
                 ]
                 if export
                 else batch
@@ -115,14 +118,19 @@ class EnrichmentSteps:
         ranked = self.ranker.rank(cands, st.groups, self.now_year())
         selected = self.ranker.select(ranked, MAX_SELECTED)
         states: dict[str, RefState] = {}
+        by_source: dict[str, tuple[bool, bool]] = {}  # one journal lookup per source, not per paper
         for r in ranked:
             p = papers[r.ref]
+            key = source_key(p.source)
+            known = by_source.get(key)
+            if known is None:
+                cached = self.enricher.journal_cached(p)
+                known = by_source[key] = (cached is None, self.enricher.source_quality(p) is not None)
             journal = is_journal(p)
-            cached = self.enricher.journal_cached(p) if journal else None
             states[r.ref] = RefState(
                 detailed=self.enricher.abstract_read(p),
-                journal_open=journal and cached is None,
-                journal_known=self.enricher.source_quality(p) is not None,
+                journal_open=journal and known[0],
+                journal_known=known[1],
             )
         return next_enrichment(
             ranked,

@@ -7,6 +7,8 @@ answered from the store for 10 minutes (`freshness=prefer_cache`) without any re
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -54,6 +56,8 @@ CHANNELS: tuple[tuple[str, Field, str], ...] = (
     ("q2", Field.TITLE, "title：完整概念组合"),
     ("q3", Field.KEYWORDS, "keywords：完整概念组合"),
 )
+
+log = logging.getLogger(__name__)
 
 
 def research_channels(groups: list[list[str]]) -> list[Channel]:
@@ -210,11 +214,29 @@ class ResearchPipeline:
         view = {"method": str(plan.method), "concepts": groups, "warnings": list(plan.warnings)}
         st = self._state(ctx.operation_id, params, view, research_channels(groups))
         ctx.checkpoint(st.to_json())
+        self._warm_segmenter()
         return self._advised(await self.engine.run(st, ctx), params)
+
+    def _warm_segmenter(self) -> None:
+        """The advice at the end of a search cuts the query: load the segmenter's dictionary in a
+        worker thread while the search waits on CNKI, not on the event loop after the last request
+        (DESIGN.md "Ranking cost"). Not awaited: a cut that comes first waits on the load's lock."""
+        warm = getattr(self.segmenter, "warm", None)
+        if warm is None or getattr(self.segmenter, "loaded", True):
+            return
+
+        def load() -> None:
+            try:
+                warm()
+            except Exception:  # the cut at the end loads it again and reports what fails
+                log.debug("segmenter warm-up failed", exc_info=True)
+
+        asyncio.get_running_loop().run_in_executor(None, load)
 
     async def continue_search(self, ctx: OperationContext) -> SearchSummary:
         """Continue a search from the checkpoint in `ctx.resume_from` (research or structured)."""
         st = SearchState.from_json(ctx.resume_from)
+        self._warm_segmenter()
         summary = await self.engine.run(st, ctx)
         return self._advised(summary, st.input)
 

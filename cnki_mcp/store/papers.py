@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import secrets
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -53,6 +53,11 @@ def _resolve(conn: sqlite3.Connection, ref: str) -> str:
 def _load(conn: sqlite3.Connection, ref: str) -> Paper | None:
     row = conn.execute("SELECT data FROM papers WHERE record_ref = ?", (ref,)).fetchone()
     return Paper.model_validate_json(row[0]) if row else None
+
+
+def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
 
 
 def _taken(conn: sqlite3.Connection, ref: str) -> bool:
@@ -248,12 +253,57 @@ class PapersMixin(StoreBase):
 
     def papers_by_refs(self, refs: Iterable[str]) -> dict[str, Paper]:
         """Papers keyed by the ref asked for (an alias maps to the paper it was merged into)."""
+        decoded: dict[str, Paper] = {}
         out: dict[str, Paper] = {}
+        for ref, (target, text) in self.paper_texts(refs).items():
+            paper = decoded.get(target)
+            if paper is None:
+                paper = decoded[target] = Paper.model_validate_json(text)
+            out[ref] = paper
+        return out
+
+    def paper_texts(self, refs: Iterable[str]) -> dict[str, tuple[str, str]]:
+        """(record_ref, stored JSON) keyed by the ref asked for, aliases followed; read in chunks,
+        a few statements per 500 refs instead of two per ref (a 3,000-candidate ranking asks for
+        every candidate at each enrichment step). A caller that decodes only the texts that
+        changed since its last call keeps one ranking step from re-validating every paper."""
+        asked = list(dict.fromkeys(refs))
+        target = {ref: ref for ref in asked}
+        out: dict[str, tuple[str, str]] = {}
         with self._read() as conn:
-            for ref in refs:
-                paper = _load(conn, _resolve(conn, ref))
-                if paper is not None:
-                    out[ref] = paper
+            pending = asked
+            seen = {ref: {ref} for ref in asked}  # as `_resolve`: a cycle ends the chain
+            while pending:
+                moved: dict[str, str] = {}
+                for chunk in _chunks(sorted({target[r] for r in pending})):
+                    marks = ",".join("?" * len(chunk))
+                    moved.update(
+                        conn.execute(
+                            f"SELECT old_ref, record_ref FROM paper_aliases WHERE old_ref IN ({marks})", chunk
+                        ).fetchall()
+                    )
+                going: list[str] = []
+                for r in pending:
+                    nxt = moved.get(target[r])
+                    if nxt is None:
+                        continue
+                    target[r] = nxt
+                    if nxt not in seen[r]:
+                        seen[r].add(nxt)
+                        going.append(r)
+                pending = going
+            texts: dict[str, str] = {}
+            for chunk in _chunks(sorted(set(target.values()))):
+                marks = ",".join("?" * len(chunk))
+                texts.update(
+                    conn.execute(
+                        f"SELECT record_ref, data FROM papers WHERE record_ref IN ({marks})", chunk
+                    ).fetchall()
+                )
+        for ref in asked:
+            text = texts.get(target[ref])
+            if text is not None:
+                out[ref] = (target[ref], text)
         return out
 
     def resolve_ref(self, record_ref: str) -> str:
