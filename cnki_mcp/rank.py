@@ -309,8 +309,11 @@ class Ranker(Protocol):
         ...
 
 
-RANK_MEMO_SETS = 4  # concept sets whose scores are kept (searches running side by side)
-RANK_MEMO_LIMIT = 50_000  # scores kept per concept set; past it that memo starts again
+# Scores kept between rankings (`ReferenceRanker.rank`): `evaluate` is a function of the candidate
+# (frozen, compared by value), the groups and the year, and a research search ranks the same
+# candidates at every enrichment step. Per concept set (searches side by side), the candidates of
+# its last ranking only, so memory stays one candidate set per set.
+RANK_MEMO_SETS = 4
 
 
 class ReferenceRanker:
@@ -359,30 +362,23 @@ class ReferenceRanker:
         self, candidates: Sequence[Candidate], groups: Sequence[Sequence[str]], now_year: int
     ) -> list[Ranked]:
         query = query_tokens(groups)
-        memo = self._memo(tuple(tuple(g) for g in groups), now_year)
-        out: list[Ranked] = []
-        for c in candidates:
-            r = memo.get(c)
-            if r is None:
-                r = memo[c] = self.evaluate(c, query, groups, now_year)
-            out.append(r)
-        out.sort(key=sort_key)
-        return out
-
-    def _memo(self, groups: tuple[tuple[str, ...], ...], now_year: int) -> dict[Candidate, Ranked]:
-        """Scores already computed for these concepts: `evaluate` is a function of the candidate
-        (frozen, compared by value), the groups and the year, and a research search ranks the same
-        candidates at every enrichment step. Kept for the last few concept sets, bounded."""
+        key = (tuple(tuple(g) for g in groups), now_year)
         memos: dict[tuple[tuple[tuple[str, ...], ...], int], dict[Candidate, Ranked]]
         memos = self.__dict__.setdefault("_memos", {})
-        key = (groups, now_year)
-        memo = memos.pop(key, None)
-        if memo is None or len(memo) > RANK_MEMO_LIMIT:
-            memo = {}
-        memos[key] = memo  # most recent last
+        memo = memos.pop(key, {})
+        kept: dict[Candidate, Ranked] = {}
+        out: list[Ranked] = []
+        for c in candidates:
+            r = kept.get(c) or memo.get(c)
+            if r is None:
+                r = self.evaluate(c, query, groups, now_year)
+            kept[c] = r
+            out.append(r)
+        memos[key] = kept  # most recent last
         while len(memos) > RANK_MEMO_SETS:
             del memos[next(iter(memos))]
-        return memo
+        out.sort(key=sort_key)
+        return out
 
     def select(self, ranked: Sequence[Ranked], limit: int = MAX_SELECTED) -> list[Ranked]:
         if not ranked:

@@ -13,24 +13,23 @@ from collections.abc import Iterable
 from cnki_mcp.identity import Paper
 from cnki_mcp.store import Store
 
-MEMO_LIMIT = 50_000  # decoded papers kept; past it the memo starts again (memory stays bounded)
-
 
 class PaperMemo:
-    def __init__(self, store: Store, limit: int = MEMO_LIMIT) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
-        self._limit = limit
         self._decoded: dict[str, tuple[str, Paper]] = {}
 
     def papers(self, refs: Iterable[str]) -> dict[str, Paper]:
-        """As `Store.papers_by_refs`: papers keyed by the ref asked for, aliases followed."""
+        """As `Store.papers_by_refs`: papers keyed by the ref asked for, aliases followed. Only the
+        papers of this call are kept for the next (memory: one candidate set, never more)."""
         texts = self._store.paper_texts(refs)
-        if len(self._decoded) + len(texts) > self._limit:
-            self._decoded.clear()
+        kept: dict[str, tuple[str, Paper]] = {}
         out: dict[str, Paper] = {}
         for ref, (target, text) in texts.items():
-            held = self._decoded.get(target)
+            held = kept.get(target) or self._decoded.get(target)
             if held is None or held[0] != text:
-                held = self._decoded[target] = (text, Paper.model_validate_json(text))
+                held = (text, Paper.model_validate_json(text))
+            kept[target] = held
             out[ref] = held[1]
+        self._decoded = kept
         return out

@@ -84,13 +84,15 @@ def test_paper_memo_decodes_a_paper_again_only_when_its_stored_text_changed(stor
     assert changed[refs[1]] is first[refs[1]]
 
 
-def test_paper_memo_starts_again_past_its_limit(store: Store) -> None:
+def test_paper_memo_keeps_only_the_papers_of_its_last_call(store: Store) -> None:
     refs = _rows(store, 5)
-    memo = PaperMemo(store, limit=6)
+    memo = PaperMemo(store)
     first = memo.papers(refs[:4])
-    second = memo.papers(refs)  # 4 held + 5 asked > 6: cleared, all decoded afresh
-    assert second[refs[0]] is not first[refs[0]] and second[refs[0]] == first[refs[0]]
-    assert len(memo._decoded) == 5
+    second = memo.papers(refs[2:])
+    assert second[refs[2]] is first[refs[2]]  # asked both times: decoded once
+    assert set(memo._decoded) == set(refs[2:])  # refs[0] and refs[1] were let go
+    again = memo.papers(refs[:1])
+    assert again[refs[0]] is not first[refs[0]] and again[refs[0]] == first[refs[0]]
 
 
 def _cands() -> list[Candidate]:
@@ -130,4 +132,6 @@ def test_the_ranker_memo_scores_as_a_fresh_ranker_after_candidates_change() -> N
     for n in range(6):  # more concept sets than it keeps: still the fresh ranker's scores
         groups = [[f"概念{n}"], ["违约金"]]
         assert ranker.rank(read, groups, 2026) == RelevanceRescueRanker().rank(read, groups, 2026)
-    assert len(ranker.__dict__["_memos"]) <= 4
+    memos = ranker.__dict__["_memos"]
+    assert len(memos) <= 4
+    assert all(len(m) <= len(read) for m in memos.values())  # one candidate set each
