@@ -4,17 +4,21 @@ pages, latency) and the invariants read from the simulator's request log and the
 "The same CNKI request" is `tests/e2e/support.request_key`. A request may be sent again only when
 its first answer was never observed: the earlier one was a fault (non-content) answer, or it was
 among the requests still in flight when the run was cut (at most CNKI_MAX_INFLIGHT, the last ones
-the simulator answered before the cut)."""
+the simulator answered before the cut; for a browser crash also every grid answer the product had
+not received when it began, `GridReceipts`)."""
 
 from __future__ import annotations
 
 import random
 import sqlite3
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 from cnki_mcp.jobs import WATCHDOG_GRACE_SECONDS
+from cnki_mcp.sim.query import parse_query_json
 from cnki_mcp.sim.reqlog import LogEntry
 from tests.e2e.support import request_key, without_captures
 
@@ -72,13 +76,18 @@ def budget_failures(record: dict[str, Any]) -> list[str]:
     return out
 
 
-def repeat_failures(entries: list[LogEntry], cuts: list[int | tuple[int, int]]) -> list[str]:
+def repeat_failures(
+    entries: list[LogEntry], cuts: list[int | tuple[int, int]], unreceived: Iterable[int] = ()
+) -> list[str]:
     """Keys asked again after a content answer, except answers in flight at a cut. `cuts`: log
     positions where a run was cut (a watchdog stop, a browser crash), or (kill, restart) position
     pairs: after a SIGKILL the dead server's browser may still send what it was told to until the
-    new server starts, and no such answer is ever observed."""
+    new server starts, and no such answer is ever observed. `unreceived`: positions of grid
+    answers the product provably never received before a browser crash (`GridReceipts`); the
+    simulator logs an answer as it sends it, and under load more than MAX_INFLIGHT later requests
+    can be logged before the crash while that answer is still on its way to the product."""
     log = without_captures(entries)
-    in_flight: set[int] = set()
+    in_flight: set[int] = set(unreceived)
     for cut in cuts:
         start, end = cut if isinstance(cut, tuple) else (cut, cut)
         in_flight.update(range(max(0, start - MAX_INFLIGHT), end))
@@ -97,6 +106,78 @@ def repeat_failures(entries: list[LogEntry], cuts: list[int | tuple[int, int]]) 
         if entry.status == 200 and entry.fault is None and index not in in_flight:
             answered[key] = index
     return out
+
+
+def grid_key(body: str) -> tuple[Any, ...]:
+    """`request_key` of the grid POST whose urlencoded form is `body`, as the simulator logs it."""
+    form = {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
+    q = parse_query_json(form.get("QueryJson", ""))
+    entry = LogEntry(
+        t=0.0,
+        wall=0.0,
+        method="POST",
+        host="",
+        path=GRID,
+        params={
+            "query": q.summary(),
+            **({"years": [q.year_from, q.year_to]} if q.year_from or q.year_to else {}),
+            **{k: form[k] for k in ("pageNum", "sortField", "sortType") if k in form},
+        },
+        status=200,
+    )
+    key = request_key(entry)
+    assert key is not None
+    return key
+
+
+class GridReceipts:
+    """The grid answers the product received (its in-page fetch returned a 200 to Python), kept by
+    wrapping `CnkiSite._page_fetch`; `at_crash` is the set of keys received when a crash began."""
+
+    def __init__(self, site: Any) -> None:
+        self.keys: set[tuple[Any, ...]] = set()
+        self.at_crash: list[tuple[int, frozenset[tuple[Any, ...]]]] = []
+        original = site._page_fetch
+
+        async def spy(page: Any, url: str, body: str, op: Any) -> Any:
+            fetched = await original(page, url, body, op)
+            if GRID in url and fetched.status == 200:
+                self.keys.add(grid_key(body))
+            return fetched
+
+        site._page_fetch = spy
+
+    def crashed(self, raw_cut: int) -> None:
+        self.at_crash.append((raw_cut, frozenset(self.keys)))
+
+    def unreceived(self, entries: list[LogEntry]) -> set[int]:
+        """Positions (in `without_captures(entries)`) of grid entries logged before a crash whose
+        answer the product had not received when it began."""
+        out: set[int] = set()
+        captured = without_captures(entries)
+        kept = {id(e): i for i, e in enumerate(captured)}
+        for raw_cut, received in self.at_crash:
+            for entry in entries[:raw_cut]:
+                if entry.path.startswith(GRID) and id(entry) in kept and request_key(entry) not in received:
+                    out.add(kept[id(entry)])
+        return out
+
+    def missing(self, entries: list[LogEntry]) -> list[str]:
+        """For a run nothing cut: every grid content answer the simulator logged must have been
+        received under the same key (checks `grid_key` against the simulator's own log)."""
+        lost = [
+            request_key(e)
+            for e in without_captures(entries)
+            if e.path.startswith(GRID)
+            and e.status == 200
+            and e.fault is None
+            and request_key(e) not in self.keys
+        ]
+        return [f"grid answers logged but never received: {lost[:2]}"] if lost else []
+
+    def reset(self) -> None:
+        self.keys.clear()
+        self.at_crash.clear()
 
 
 def position(entries: list[LogEntry], raw_index: int) -> int:

@@ -24,6 +24,7 @@ import pytest
 
 from cnki_mcp.sim.server import SimServer
 from tests.chaos.browser_support import (
+    GridReceipts,
     budget_failures,
     draw_scenario,
     draw_search,
@@ -63,13 +64,16 @@ def kept_failures(sim: SimServer, entries: list[Any], db: Path, cut: int) -> lis
     return [f"details observed but not stored: {lost[:5]}"] if lost else []
 
 
-async def crash_browser_at(sim: SimServer, services: Any, at: int, crashed: list[int]) -> None:
+async def crash_browser_at(
+    sim: SimServer, services: Any, at: int, crashed: list[int], receipts: GridReceipts
+) -> None:
     """SIGKILL the browser once the simulator has logged `at` requests (a browser crash)."""
     while len(sim.requests) < at:
         await asyncio.sleep(0.05)  # polling the request log for the crash point
     pid = services.host.status()["process_id"]
     if pid:
         crashed.append(len(sim.requests))
+        receipts.crashed(crashed[-1])  # no await before the kill: nothing more is received
         os.kill(int(pid), signal.SIGKILL)
 
 
@@ -90,6 +94,7 @@ async def test_seeded_scenarios_in_real_chromium_keep_every_invariant(
         with SimServer().start() as sim:
             settings = sim_settings(data_dir, sim.origin, browser_executable, max_inflight=3)
             async with in_memory_server(settings) as (client, services):
+                receipts = GridReceipts(services.backend.site)  # the CnkiSite behind LazySite
 
                 async def call(tool: str, args: dict[str, Any]) -> dict[str, Any]:
                     result = await client.call_tool(tool, args)
@@ -102,11 +107,12 @@ async def test_seeded_scenarios_in_real_chromium_keep_every_invariant(
                     sim.log.clear()
                     problems: list[str] = []
                     crashed: list[int] = []
+                    receipts.reset()
                     rng = random.Random(seed * 17 + 5)
                     crash = None
                     if rng.random() < 0.3:
                         crash = asyncio.create_task(
-                            crash_browser_at(sim, services, rng.randint(3, 12), crashed)
+                            crash_browser_at(sim, services, rng.randint(3, 12), crashed, receipts)
                         )
                     try:
                         record = await wait_op(call, await call("search", draw_search(seed)))
@@ -126,7 +132,9 @@ async def test_seeded_scenarios_in_real_chromium_keep_every_invariant(
                         problems += budget_failures(record)
                         continues += 1
                     entries = sim.requests
-                    problems += repeat_failures(entries, cuts)
+                    problems += repeat_failures(entries, cuts, receipts.unreceived(entries))
+                    if not cuts:
+                        problems += receipts.missing(entries)
                     problems += kept_failures(sim, entries, data_dir / DB, min([len(entries), *crashed]))
                     problems += integrity_failures(data_dir / DB)
                     checks += 5
