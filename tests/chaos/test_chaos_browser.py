@@ -64,16 +64,13 @@ def kept_failures(sim: SimServer, entries: list[Any], db: Path, cut: int) -> lis
     return [f"details observed but not stored: {lost[:5]}"] if lost else []
 
 
-async def crash_browser_at(
-    sim: SimServer, services: Any, at: int, crashed: list[int], receipts: GridReceipts
-) -> None:
+async def crash_browser_at(sim: SimServer, services: Any, at: int, crashed: list[int]) -> None:
     """SIGKILL the browser once the simulator has logged `at` requests (a browser crash)."""
     while len(sim.requests) < at:
         await asyncio.sleep(0.05)  # polling the request log for the crash point
     pid = services.host.status()["process_id"]
     if pid:
         crashed.append(len(sim.requests))
-        receipts.crashed(crashed[-1])  # no await before the kill: nothing more is received
         os.kill(int(pid), signal.SIGKILL)
 
 
@@ -94,7 +91,7 @@ async def test_seeded_scenarios_in_real_chromium_keep_every_invariant(
         with SimServer().start() as sim:
             settings = sim_settings(data_dir, sim.origin, browser_executable, max_inflight=3)
             async with in_memory_server(settings) as (client, services):
-                receipts = GridReceipts(services.backend.site)  # the CnkiSite behind LazySite
+                receipts = GridReceipts(services.backend.site, sim)  # the CnkiSite behind LazySite
 
                 async def call(tool: str, args: dict[str, Any]) -> dict[str, Any]:
                     result = await client.call_tool(tool, args)
@@ -112,7 +109,7 @@ async def test_seeded_scenarios_in_real_chromium_keep_every_invariant(
                     crash = None
                     if rng.random() < 0.3:
                         crash = asyncio.create_task(
-                            crash_browser_at(sim, services, rng.randint(3, 12), crashed, receipts)
+                            crash_browser_at(sim, services, rng.randint(3, 12), crashed)
                         )
                     try:
                         record = await wait_op(call, await call("search", draw_search(seed)))
@@ -132,7 +129,7 @@ async def test_seeded_scenarios_in_real_chromium_keep_every_invariant(
                         problems += budget_failures(record)
                         continues += 1
                     entries = sim.requests
-                    problems += repeat_failures(entries, cuts, receipts.unreceived(entries))
+                    problems += repeat_failures(entries, cuts, receipts)
                     if not cuts:
                         problems += receipts.missing(entries)
                     problems += kept_failures(sim, entries, data_dir / DB, min([len(entries), *crashed]))
