@@ -178,6 +178,14 @@ class GridReceipts:
         self.seen.clear()
 
 
+def crash_cut(entries: list[LogEntry], logged: int, killed_at: float) -> int:
+    """The raw log position of a browser crash: past the `logged` entries there at the kill and
+    every request that had arrived before it. The simulator logs a request when it answers, so one
+    in flight at the kill can be logged after it; its answer never reached the product."""
+    arrived = [n + 1 for n, e in enumerate(entries) if e.t <= killed_at]
+    return max([logged, *arrived])
+
+
 def position(entries: list[LogEntry], raw_index: int) -> int:
     """The index in `without_captures(entries)` of the raw log position `raw_index`."""
     return len(without_captures(entries[:raw_index]))

@@ -26,6 +26,7 @@ from cnki_mcp.sim.server import SimServer
 from tests.chaos.browser_support import (
     GridReceipts,
     budget_failures,
+    crash_cut,
     draw_scenario,
     draw_search,
     fault_counts,
@@ -64,13 +65,16 @@ def kept_failures(sim: SimServer, entries: list[Any], db: Path, cut: int) -> lis
     return [f"details observed but not stored: {lost[:5]}"] if lost else []
 
 
-async def crash_browser_at(sim: SimServer, services: Any, at: int, crashed: list[int]) -> None:
+async def crash_browser_at(
+    sim: SimServer, services: Any, at: int, crashed: list[int], killed_at: list[float]
+) -> None:
     """SIGKILL the browser once the simulator has logged `at` requests (a browser crash)."""
     while len(sim.requests) < at:
         await asyncio.sleep(0.05)  # polling the request log for the crash point
     pid = services.host.status()["process_id"]
     if pid:
         crashed.append(len(sim.requests))
+        killed_at.append(sim.clock())  # the log's own clock (arrival times)
         os.kill(int(pid), signal.SIGKILL)
 
 
@@ -104,12 +108,13 @@ async def test_seeded_scenarios_in_real_chromium_keep_every_invariant(
                     sim.log.clear()
                     problems: list[str] = []
                     crashed: list[int] = []
+                    killed_at: list[float] = []
                     receipts.reset()
                     rng = random.Random(seed * 17 + 5)
                     crash = None
                     if rng.random() < 0.3:
                         crash = asyncio.create_task(
-                            crash_browser_at(sim, services, rng.randint(3, 12), crashed)
+                            crash_browser_at(sim, services, rng.randint(3, 12), crashed, killed_at)
                         )
                     try:
                         record = await wait_op(call, await call("search", draw_search(seed)))
@@ -118,7 +123,10 @@ async def test_seeded_scenarios_in_real_chromium_keep_every_invariant(
                             crash.cancel()
                     crashes += len(crashed)
                     problems += budget_failures(record)
-                    cuts = [position(sim.requests, at) for at in crashed]
+                    cuts = [
+                        position(sim.requests, crash_cut(sim.requests, at, t))
+                        for at, t in zip(crashed, killed_at, strict=True)
+                    ]
                     if any(e["code"] == "BUDGET_EXHAUSTED" for e in record["errors"]):
                         # cut by its budget: continue once; nothing answered may be asked again
                         cuts.append(position(sim.requests, len(sim.requests)))

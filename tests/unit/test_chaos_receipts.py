@@ -47,3 +47,11 @@ def test_a_page_asked_again_after_its_answer_arrived_fails_even_inside_the_crash
 def test_a_fault_answer_received_then_asked_again_is_allowed() -> None:
     log = [grid(1, status=200, fault="temporarily_empty"), grid(2)]
     assert repeat_failures(log, [], receipts((log[0], 1), (log[1], 2))) == []
+
+
+def test_a_crash_cut_reaches_past_requests_that_arrived_before_the_kill_but_were_logged_after() -> None:
+    from tests.chaos.browser_support import crash_cut
+
+    log = [grid(1.0), grid(2.0, page=2), grid(3.5, page=3), grid(5.0)]  # killed at 4.0 with 2 logged
+    assert crash_cut(log, 2, 4.0) == 3  # page 3 arrived at 3.5, before the kill
+    assert crash_cut(log, 2, 1.5) == 2  # nothing arrived late: the logged count stands
