@@ -321,6 +321,9 @@ class ReferenceRanker:
 
     name = "reference"
 
+    def __init__(self) -> None:
+        self._memos: dict[tuple[tuple[tuple[str, ...], ...], int], dict[Candidate, Ranked]] = {}
+
     def evaluate(
         self, c: Candidate, query: frozenset[str], groups: Sequence[Sequence[str]], now_year: int
     ) -> Ranked:
@@ -363,8 +366,7 @@ class ReferenceRanker:
     ) -> list[Ranked]:
         query = query_tokens(groups)
         key = (tuple(tuple(g) for g in groups), now_year)
-        memos: dict[tuple[tuple[tuple[str, ...], ...], int], dict[Candidate, Ranked]]
-        memos = self.__dict__.setdefault("_memos", {})
+        memos = self._memos
         memo = memos.pop(key, {})
         kept: dict[Candidate, Ranked] = {}
         out: list[Ranked] = []
@@ -414,6 +416,7 @@ class MinimumSelectionRanker(ReferenceRanker):
     name = "min10"
 
     def __init__(self, min_selected: int = MIN_SELECTED) -> None:
+        super().__init__()
         self.min_selected = min_selected
 
     def _extra(self, r: Ranked) -> bool:

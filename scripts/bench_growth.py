@@ -44,28 +44,15 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(SCRIPTS))
 
-GRID_PATH = "/kns8s/brief/grid"
-DETAIL_PATH = "/kcms2/article/abstract"
-JOURNAL_PATH = "/knavi/detail"
-EXPORT_PATH = "/dm8/api/ShowExport"
-ADV_PATH = "/kns8s/AdvSearch"
+from bench_search import DETAIL_PATH, GRID_PATH, JOURNAL_PATH, request_kind  # noqa: E402
+
 TARGETS = (100, 300, 1000, 3000)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def kind_of(entry: dict[str, Any]) -> str:
-    path, method = entry["path"], entry["method"]
-    if path == GRID_PATH and method == "POST":
-        return "grid"
-    if path == DETAIL_PATH:
-        return "detail"
-    if path == JOURNAL_PATH:
-        return "journal"
-    if path.lower() == EXPORT_PATH.lower():
-        return "export"
-    if path == ADV_PATH:
-        return "advsearch"
-    return "other"
+    """`bench_search.request_kind` of a request-log line (JSON)."""
+    return request_kind(entry["path"], entry["method"])
 
 
 # --- /proc readings (Linux) -----------------------------------------------------------------

@@ -48,6 +48,7 @@ QUESTIONS = ROOT / "cnki_mcp" / "sim" / "data" / "questions.jsonl"
 GRID_PATH = "/kns8s/brief/grid"
 DETAIL_PATH = "/kcms2/article/abstract"
 JOURNAL_PATH = "/knavi/detail"
+EXPORT_PATH = "/dm8/api/ShowExport"
 ADV_PATH = "/kns8s/AdvSearch"
 SEED = 1
 
@@ -63,18 +64,24 @@ def scenario(grid_ms: int, detail_ms: int, journal_ms: int, jitter: float) -> di
     }
 
 
-def kind_of(entry: LogEntry) -> str:
-    if entry.path == GRID_PATH and entry.method == "POST":
+def request_kind(path: str, method: str) -> str:
+    """grid / detail / journal / export / advsearch / other: the CNKI request a simulator log
+    entry is (page assets and the rest: other). Shared with scripts/bench_growth.py."""
+    if path == GRID_PATH and method == "POST":
         return "grid"
-    if entry.path == DETAIL_PATH:
+    if path == DETAIL_PATH:
         return "detail"
-    if entry.path == JOURNAL_PATH:
+    if path == JOURNAL_PATH:
         return "journal"
-    if entry.path.lower() == "/dm8/api/showexport":
+    if path.lower() == EXPORT_PATH.lower():  # the site answers either case of `api`
         return "export"
-    if entry.path == ADV_PATH:
+    if path == ADV_PATH:
         return "advsearch"
     return "other"
+
+
+def kind_of(entry: LogEntry) -> str:
+    return request_kind(entry.path, entry.method)
 
 
 @dataclass(slots=True)

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, TextIO
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from cnki_mcp.server.progress import stage_of
 from cnki_mcp.sim.server import SimServer
 
 DEFAULT_QUESTION = "自动驾驶汽车产品责任的归责原则"
@@ -122,10 +123,10 @@ async def _search(session: ClientSession, question: str, printer: _Printer) -> d
     stage = {"name": "starting"}
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        # "<status> · <stage> · <message>" (server/progress.py): a stage shorter than one poll shows too
-        parts = (message or "").split(" · ")
-        if len(parts) >= 2 and parts[1] in _Printer.STAGES:
-            stage["name"] = parts[1]
+        # the stage each notification names (server/progress.py): a stage shorter than one poll shows too
+        named = stage_of(message)
+        if named in _Printer.STAGES:
+            stage["name"] = named
         printer.progress(stage["name"], int(progress), int(total) if total else None)
 
     args: dict[str, Any] = {

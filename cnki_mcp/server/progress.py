@@ -66,9 +66,7 @@ class ProgressBridge:
         if event.heartbeat:
             message = f"等待人工操作：{event.message}" if event.message else "等待人工操作"
         else:
-            message = f"{event.status.value} · {event.stage}" + (
-                f" · {event.message}" if event.message else ""
-            )
+            message = progress_message(event.status.value, event.stage, event.message)
         self.enqueue(event.done, event.total, message)
 
     async def flush(self) -> None:
@@ -87,6 +85,20 @@ class ProgressBridge:
             self._sender.cancel()
 
 
+SEPARATOR = " · "
+
+
+def progress_message(status: str, stage: str, message: str | None = None) -> str:
+    """The text of a progress notification: `<status> · <stage>[ · <message>]`."""
+    return SEPARATOR.join([status, stage, *([message] if message else [])])
+
+
+def stage_of(message: str | None) -> str | None:
+    """The stage named by a `progress_message` text; None for other texts (a human-wait notice)."""
+    parts = (message or "").split(SEPARATOR)
+    return parts[1] if len(parts) >= 2 else None
+
+
 async def wait_with_progress(
     ctx: Context[Any, Any], jobs: JobManager, operation_id: str, wait_seconds: float
 ) -> OperationRecord:
@@ -97,7 +109,9 @@ async def wait_with_progress(
         current = jobs.status(operation_id)
         if current is not None and current.status.active:
             bridge.enqueue(
-                current.progress.done, current.progress.total, f"{current.status.value} · {current.stage}"
+                current.progress.done,
+                current.progress.total,
+                progress_message(current.status.value, current.stage),
             )
         record = await jobs.wait(operation_id, wait_seconds)
     except BaseException:

@@ -181,6 +181,11 @@ class Query:
             walk(g)
         return out
 
+    def log_params(self) -> dict[str, Any]:
+        """What the request log records of a grid query: its conditions and, if any, its years."""
+        years = {"years": [self.year_from, self.year_to]} if self.year_from or self.year_to else {}
+        return {"query": self.summary(), **years}
+
     def summary(self) -> list[dict[str, str]]:
         """Field/operator/value of every condition, for the request log."""
         return [

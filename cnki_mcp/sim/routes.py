@@ -386,9 +386,7 @@ class App:
         except QueryError as exc:
             params["error"] = str(exc)
             return Response.html(gridmod.render_query_error(str(exc)), params=params)
-        params["query"] = q.summary()
-        if q.year_from or q.year_to:
-            params["years"] = [q.year_from, q.year_to]
+        params.update(q.log_params())
         try:
             page = max(1, int(f.get("pageNum") or 1))
         except ValueError:

@@ -120,22 +120,14 @@ def _asked_again(log: list[LogEntry], key: Any, first: int, again: int) -> str:
 
 
 def grid_key(body: str) -> tuple[Any, ...]:
-    """`request_key` of the grid POST whose urlencoded form is `body`, as the simulator logs it."""
+    """`request_key` of the grid POST whose urlencoded form is `body`, as the simulator logs it
+    (`Query.log_params`, the fields routes.py copies from the form)."""
     form = {k: v[0] for k, v in parse_qs(body, keep_blank_values=True).items()}
-    q = parse_query_json(form.get("QueryJson", ""))
-    entry = LogEntry(
-        t=0.0,
-        wall=0.0,
-        method="POST",
-        host="",
-        path=GRID,
-        params={
-            "query": q.summary(),
-            **({"years": [q.year_from, q.year_to]} if q.year_from or q.year_to else {}),
-            **{k: form[k] for k in ("pageNum", "sortField", "sortType") if k in form},
-        },
-        status=200,
-    )
+    params = {
+        **parse_query_json(form.get("QueryJson", "")).log_params(),
+        **{k: form[k] for k in ("pageNum", "sortField", "sortType") if k in form},
+    }
+    entry = LogEntry(t=0.0, wall=0.0, method="POST", host="", path=GRID, params=params, status=200)
     key = request_key(entry)
     assert key is not None
     return key

@@ -284,3 +284,40 @@ async def test_the_suggested_call_reads_the_rest_by_batch_export_when_the_rows_c
     cached = pipe.cached(inp.model_copy(update={"options": SearchOptions()}), PLAN)
     assert cached is not None and cached.enrich_more is None
     assert all(r.abstract_read and r.quality_known for r in cached.results)
+
+
+async def test_a_search_loads_the_segmenter_dictionary_in_a_worker_thread(
+    clock: FakeClock, store: Store
+) -> None:
+    """DESIGN.md "Ranking cost": the advice at a search's end cuts the query; the dictionary load
+    is handed to a worker thread when the search starts, not left to the event loop after the last
+    request. (On a fake clock the search may end before that thread runs; the cut then waits on
+    the same lock, so the dictionary is loaded once either way.)"""
+    import threading
+
+    from cnki_mcp.query.segment import JiebaSegmenter
+
+    class Watched(JiebaSegmenter):
+        def __init__(self) -> None:
+            super().__init__()
+            self.warmed_in: list[str] = []
+            self.warmed = threading.Event()
+
+        def warm(self) -> None:
+            self.warmed_in.append(threading.current_thread().name)
+            super().warm()
+            self.warmed.set()
+
+    segmenter = Watched()
+    pipe = ResearchPipeline(
+        SimSite(clock), store, clock, workers=8, now_year=lambda: 2026, page_size=20, segmenter=segmenter
+    )
+    inp = SearchInput(query="自动驾驶 产品责任", options=SearchOptions(freshness="live", metadata="basic"))
+    record = await search(clock, pipe, inp, JobManager(clock, MemorySink()))
+    assert record.status == "completed", record.errors
+    assert segmenter.loaded  # the advice cut the query
+    assert segmenter.warmed.wait(30)  # bounded: the worker thread's load ends
+    assert (
+        segmenter.warmed_in == [segmenter.warmed_in[0]]
+        and segmenter.warmed_in[0] != threading.main_thread().name
+    )

@@ -132,6 +132,6 @@ def test_the_ranker_memo_scores_as_a_fresh_ranker_after_candidates_change() -> N
     for n in range(6):  # more concept sets than it keeps: still the fresh ranker's scores
         groups = [[f"概念{n}"], ["违约金"]]
         assert ranker.rank(read, groups, 2026) == RelevanceRescueRanker().rank(read, groups, 2026)
-    memos = ranker.__dict__["_memos"]
+    memos = ranker._memos
     assert len(memos) <= 4
     assert all(len(m) <= len(read) for m in memos.values())  # one candidate set each

@@ -56,3 +56,9 @@ def test_the_enrichment_tail_of_a_search_reading_by_batch_export_is_one_export_a
 
 def _post(t: float, path: str) -> dict[str, Any]:
     return {"t": t, "path": path, "method": "POST", "params": {}}
+
+
+def test_a_batch_export_counts_as_an_export_in_either_case_of_api(growth: Any) -> None:
+    kinds = [growth.kind_of({"path": p, "method": "POST"}) for p in ("/dm8/api/ShowExport", "/dm8/API/ShowExport")]
+    assert kinds == ["export", "export"]
+    assert growth.kind_of({"path": "/dm8/other", "method": "POST"}) == "other"
