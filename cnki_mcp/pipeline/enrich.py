@@ -71,19 +71,30 @@ EXPORT_BATCH = 20  # records per batch export request (site-rules.md §9)
 async def export_batches(
     backend: SiteBackend, ids: Sequence[str], ctx: OperationContext
 ) -> AsyncIterator[tuple[list[str], list[ExportRecord] | CnkiError]]:
-    """CNKI's batch export of grid rows (their export ids), EXPORT_BATCH per request through the
-    one limiter: each batch with its records, or with the error that failed it. A fatal error
-    (is_fatal) is raised, not yielded."""
-    for start in range(0, len(ids), EXPORT_BATCH):
-        batch = list(ids[start : start + EXPORT_BATCH])
-        try:
-            records = await backend.export_records(batch, op=ctx)
-        except CnkiError as exc:
-            if is_fatal(exc):
-                raise
-            yield batch, exc
-            continue
-        yield batch, records
+    """CNKI's batch export of grid rows (their export ids), EXPORT_BATCH per request, the requests
+    side by side under the one limiter (it spaces them): each batch in order, with its records or
+    the error that failed it. A fatal error (is_fatal) is raised once every other batch has landed
+    or failed, so no answer that came back is lost."""
+    batches = [list(ids[start : start + EXPORT_BATCH]) for start in range(0, len(ids), EXPORT_BATCH)]
+    tasks = [asyncio.ensure_future(backend.export_records(batch, op=ctx)) for batch in batches]
+    fatal: CnkiError | None = None
+    try:
+        for batch, task in zip(batches, tasks, strict=True):
+            try:
+                records = await task
+            except CnkiError as exc:
+                if is_fatal(exc):
+                    fatal = fatal or exc
+                else:
+                    yield batch, exc
+                continue
+            yield batch, records
+    finally:
+        for task in tasks:  # only when the caller stopped early or was cancelled
+            if not task.done():
+                task.cancel()
+    if fatal is not None:
+        raise fatal
 
 
 def _export_match(paper: Paper, records: Sequence[ExportRecord]) -> ExportRecord | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cnki_mcp.sim.scenario import FaultSchedule, Scenario
+from cnki_mcp.sim.server import answer_delay
 
 GRID = "/kns8s/brief/grid"
 
@@ -26,6 +27,12 @@ def test_a_rule_with_at_delays_only_the_requests_it_names_and_the_next_rule_take
 def test_a_rule_without_at_delays_every_request_under_its_path() -> None:
     schedule = FaultSchedule(Scenario.from_obj({"latency": [{"path": GRID, "ms": 700}]}))
     assert [schedule.latency_for(GRID) for _ in range(3)] == pytest.approx([0.7, 0.7, 0.7])
+
+
+def test_the_simulators_own_work_counts_towards_a_latency_rule() -> None:
+    assert answer_delay(0.7, 0.25) == pytest.approx(0.45)  # evaluated in 0.25 s: 0.45 s still to wait
+    assert answer_delay(0.7, 1.2) == 0.0  # slower than the rule: answered at once, never earlier
+    assert answer_delay(0.0, 0.1) == 0.0  # no rule
 
 
 CLICK = {"QueryJson": '{"Key":"input[data-tipid=gradetxt-1]","Value":"违约金"}', "pageNum": "1"}
