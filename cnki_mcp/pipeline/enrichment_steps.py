@@ -18,6 +18,7 @@ from cnki_mcp.pipeline.policy import (
     Reading,
     RefState,
     SearchPolicy,
+    early_journals,
     next_enrichment,
 )
 from cnki_mcp.pipeline.state import SearchState, enrich_event
@@ -63,7 +64,7 @@ class EnrichmentSteps:
         if not boundary:
             return
         while True:
-            batch = self._next_batch(st, set(tried))
+            batch, early = self._next_batch(st, set(tried))
             if not batch:
                 return
             attempted = set(st.pool) | set(st.feedback_pool)
@@ -86,7 +87,7 @@ class EnrichmentSteps:
                 await self.enricher.run(batch, ctx, stage=stage, label=label)
                 continue
             reading = set(unread)
-            journals = [ref for ref in batch if ref not in reading]
+            journals = [ref for ref in batch if ref not in reading] + [ref for ref in early if ref in reading]
             if journals:
                 event = enrich_event(journal_key, journals)
                 st.apply(event)
@@ -113,7 +114,9 @@ class EnrichmentSteps:
         boundary = boundary and not st.structured
         return boundary, boundary and self.policy.reading == Reading.EXPORT
 
-    def _next_batch(self, st: SearchState, journals_tried: set[str]) -> list[str]:
+    def _next_batch(self, st: SearchState, journals_tried: set[str]) -> tuple[list[str], list[str]]:
+        """The policy's next batch, and those of its unread candidates whose journal page goes
+        beside their abstract (`early_journals`)."""
         cands, papers = self.candidates(st, st.refs)
         ranked = self.ranker.rank(cands, st.groups, self.now_year())
         selected = self.ranker.select(ranked, MAX_SELECTED)
@@ -132,13 +135,15 @@ class EnrichmentSteps:
                 journal_open=journal and known[0],
                 journal_known=known[1],
             )
-        return next_enrichment(
+        attempted = set(st.pool) | set(st.feedback_pool)
+        batch = next_enrichment(
             ranked,
             states,
-            set(st.pool) | set(st.feedback_pool),
+            attempted,
             self.policy,
             selected=len(selected),
             floor=selection_floor(ranked),
             local=self._local_channels(st),
             journals_tried=journals_tried,
         )
+        return batch, early_journals(ranked, states, batch, attempted, self.policy, journals_tried)

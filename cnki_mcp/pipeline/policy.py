@@ -15,7 +15,9 @@ PURE: rankings and candidates in, decisions out; no clock, no I/O. The engine ap
   the candidates enriched so far in the same search. Detail pages go to the top `readable_top`
   (so the results a client reads carry abstract, keywords and source tier), then, batch by
   batch, to every candidate whose upper bound reaches the `watch_depth`-th lower bound and that
-  could still be selected; the loop ends when no such candidate is left."""
+  could still be selected; the loop ends when no such candidate is left.
+- `JournalTiming.TOP_WITH_ABSTRACT` (batch export): the readable top's journal pages go out beside
+  their abstracts; the other candidates' journals wait for the abstract (`early_journals`)."""
 
 from __future__ import annotations
 
@@ -51,6 +53,11 @@ class Reading(StrEnum):
     EXPORT = "export"  # from CNKI's batch export of its list row, 20 per request (detail page fallback)
 
 
+class JournalTiming(StrEnum):
+    AFTER_ABSTRACT = "after_abstract"  # a journal page only once the abstract is known (one step later)
+    TOP_WITH_ABSTRACT = "top_with_abstract"  # the readable top's journals beside its abstracts
+
+
 class Enrichment(StrEnum):
     POOL = "pool"  # reference: the top n of the grid-only ranking (rank.enhancement_size)
     BOUNDARY = "boundary"  # top readable + candidates whose upper bound reaches the watched depth
@@ -67,6 +74,7 @@ class SearchPolicy:
     readable_top: int = 10  # results whose abstract, keywords and source tier are always read
     watch_depth: int = 20  # ranking depth whose order the enrichment settles
     batch: int = 10  # candidates decided at a time (bounds tighten between batches)
+    journal_timing: JournalTiming = JournalTiming.AFTER_ABSTRACT  # Reading.EXPORT only
 
     def without(self, rule: str) -> SearchPolicy:
         """This policy with one rule set back (the ablations of the bench): to the reference's
@@ -79,6 +87,7 @@ class SearchPolicy:
             "subset_pages": {"subset_pages": 0},
             "watch_depth": {"watch_depth": DETAIL_WATCH_DEPTH},
             "reading": {"reading": Reading.DETAIL, "batch": DETAIL_BATCH},
+            "journal_timing": {"journal_timing": JournalTiming.AFTER_ABSTRACT},
         }
         return replace(self, name=f"{self.name}-{rule}", **back[rule])  # type: ignore[arg-type]
 
@@ -100,6 +109,7 @@ DEFAULT_POLICY = SearchPolicy(
     watch_depth=20,
     batch=20,
     subset_pages=1,
+    journal_timing=JournalTiming.TOP_WITH_ABSTRACT,
 )
 POLICIES = {p.name: p for p in (REFERENCE_POLICY, DEFAULT_POLICY)}
 
@@ -292,3 +302,29 @@ def next_enrichment(
         picked += [ref for _, ref in want if unread(ref) == kind][: max(0, policy.batch - len(picked))]
         out += picked
     return out
+
+
+def early_journals(
+    ranked: Sequence[Ranked],
+    states: Mapping[str, RefState],
+    batch: Sequence[str],
+    attempted: set[str],
+    policy: SearchPolicy,
+    journals_tried: frozenset[str] | set[str] = frozenset(),
+) -> list[str]:
+    """JournalTiming.TOP_WITH_ABSTRACT: the candidates of `batch` in the readable top whose
+    abstract this step reads and whose journal is not known. Their journal page goes out beside
+    the export instead of one step later: a readable-top result needs its tier either way, and
+    an abstract only raises a candidate's score (rank.py), so it rarely leaves the top."""
+    if policy.reading != Reading.EXPORT or policy.journal_timing != JournalTiming.TOP_WITH_ABSTRACT:
+        return []
+    chosen = set(batch)
+    return [
+        r.ref
+        for r in ranked[: policy.readable_top]
+        if r.ref in chosen
+        and r.ref not in attempted
+        and r.ref not in journals_tried
+        and not states[r.ref].detailed
+        and states[r.ref].journal_open
+    ]

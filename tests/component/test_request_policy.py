@@ -234,3 +234,42 @@ async def test_a_search_reading_by_export_continues_after_its_budget_without_rep
         assert duplicates(site.log) == [], cut
         assert sorted(site.log) == sorted(whole_site.log), cut
         assert done.result["selected_count"] == whole.result["selected_count"]
+
+
+class TimedSite(SimSite):
+    """Each request's kind with the fake time it was sent at."""
+
+    def __init__(self, clock: FakeClock, **kw: Any) -> None:
+        super().__init__(clock, **kw)
+        self.sent: list[tuple[str, float]] = []
+
+    async def _call(self, op: Any, key: tuple[Any, ...]) -> None:
+        self.sent.append((key[0], self.clock.monotonic()))
+        await super()._call(op, key)
+
+
+async def test_the_readable_tops_journal_pages_go_out_beside_its_abstracts(tmp_path: Path) -> None:
+    """JournalTiming.TOP_WITH_ABSTRACT (the default): the first export step sends the top papers'
+    journal pages with it instead of one latency later; the same search reads them after the
+    abstracts under the ablation, and both settle the same top ten."""
+    firsts: dict[str, tuple[float, float]] = {}
+    tops: dict[str, list[str]] = {}
+    for policy in (DEFAULT_POLICY, DEFAULT_POLICY.without("journal_timing")):
+        clock = FakeClock()
+        site = TimedSite(clock, exports=True)
+        store = Store.open(tmp_path / policy.name, clock)
+        try:
+            record = await search(clock, pipeline(clock, store, site, policy, 20), live())
+        finally:
+            store.close()
+        assert record.status == "completed"
+        first_export = next(t for kind, t in site.sent if kind == "export")
+        first_journal = next(t for kind, t in site.sent if kind == "journal")
+        firsts[policy.name] = (first_export, first_journal)
+        tops[policy.name] = [r["record_ref"] for r in record.result["results"][:10]]
+        assert all(r["abstract_read"] and r["quality_known"] for r in record.result["results"][:10])
+    export, journal = firsts["default"]
+    assert journal == export  # the same step
+    export, journal = firsts["default-journal_timing"]
+    assert journal >= export + site.latency  # after the export's answer
+    assert tops["default"] == tops["default-journal_timing"]

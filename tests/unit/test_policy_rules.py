@@ -10,10 +10,12 @@ from cnki_mcp.pipeline.policy import (
     REFERENCE_POLICY,
     Bounds,
     Enrichment,
+    JournalTiming,
     LocalChannel,
     Reading,
     RefState,
     SubsetChannels,
+    early_journals,
     next_enrichment,
     upper_bound,
     with_local_hits,
@@ -154,3 +156,22 @@ def test_an_export_step_proposes_one_batch_of_abstracts_and_one_of_journal_pages
     assert len(step) > DEFAULT_POLICY.batch  # a journal never takes an abstract's place
     top = [r.ref for r in ranked[: DEFAULT_POLICY.readable_top]]
     assert set(top) <= set(step)  # the readable top first, of both kinds
+
+
+def test_the_readable_tops_journals_go_beside_its_abstracts_and_nothing_else_does() -> None:
+    ranked = _ranked(40)
+    states = {r.ref: RefState(detailed=False, journal_open=True) for r in ranked}
+    top = [r.ref for r in ranked[: DEFAULT_POLICY.readable_top]]
+    states[top[1]] = RefState(detailed=False, journal_open=False)  # its journal is cached
+    states[top[2]] = RefState(detailed=True, journal_open=True)  # read: its journal is the batch's own
+    step = next_enrichment(ranked, states, set(), DEFAULT_POLICY, selected=0, floor=0.0)
+    early = early_journals(ranked, states, step, set(), DEFAULT_POLICY, journals_tried={top[3]})
+    assert DEFAULT_POLICY.journal_timing == JournalTiming.TOP_WITH_ABSTRACT
+    assert early == [ref for ref in top if ref not in (top[1], top[2], top[3])]
+    assert set(step) - set(top) and not (set(step) - set(top)) & set(early)  # the boundary's wait
+    # attempted abstracts are not read again, so their journal is not the export's
+    assert early_journals(ranked, states, step, set(top), DEFAULT_POLICY) == []
+    after = DEFAULT_POLICY.without("journal_timing")
+    assert after.journal_timing == JournalTiming.AFTER_ABSTRACT
+    assert early_journals(ranked, states, step, set(), after) == []
+    assert early_journals(ranked, states, step, set(), DETAIL_POLICY) == []  # a detail step reads both anyway
