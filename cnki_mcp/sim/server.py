@@ -7,6 +7,7 @@ with `chromium_args()` (`--host-resolver-rules` + `--ignore-certificate-errors`)
 from __future__ import annotations
 
 import ssl
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -190,6 +191,13 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that went away mid-answer (a test killing the browser, a cancelled fetch) is
+        # normal traffic, not a simulator bug: no traceback on stderr. Anything else is printed.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class SimServer:

@@ -559,3 +559,20 @@ def test_a_record_added_at_runtime_is_listed_and_its_detail_served_until_removed
     sim.remove_record("t900")
     _, page = b.text(grid, grid_form())
     assert "<em>75</em>" in page and "新收录" not in page
+
+
+def test_a_client_gone_mid_answer_prints_no_traceback_but_a_simulator_bug_does(
+    sim: SimServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = sim._httpd
+    assert server is not None
+    try:
+        raise BrokenPipeError(32, "Broken pipe")
+    except BrokenPipeError:
+        server.handle_error(None, ("127.0.0.1", 1))
+    assert capsys.readouterr().err == ""
+    try:
+        raise ValueError("a simulator bug")
+    except ValueError:
+        server.handle_error(None, ("127.0.0.1", 1))
+    assert "ValueError: a simulator bug" in capsys.readouterr().err
