@@ -61,7 +61,7 @@ from cnki_mcp.site.grid_template import (
     parse_template,
 )
 from cnki_mcp.site.human import HumanGate, StepKind
-from cnki_mcp.site.limiter import Limiter
+from cnki_mcp.site.limiter import Limiter, Priority
 from cnki_mcp.site.pages import PlaywrightHumanPage, read_identity
 from cnki_mcp.site.transport import FETCH_TIMEOUT_MS, MAX_BODY, ResourceLoading
 from cnki_mcp.site.transport import Fetched as _Fetched
@@ -243,7 +243,7 @@ class CnkiSite(ResourceLoading, CitationFetching):
             # The click itself is a request start: it goes through the limiter.
             async with (
                 page.expect_request(is_grid, timeout=CAPTURE_TIMEOUT_MS) as info,
-                self._limiter.slot(budget=op),
+                self._limiter.slot(budget=op, priority=Priority.CHAIN),
             ):
                 await button.click(timeout=10_000)  # a real mouse click at the element centre
             request = await info.value
@@ -294,7 +294,7 @@ class CnkiSite(ResourceLoading, CitationFetching):
         if any(c.get("name") in SESSION_COOKIES for c in cookies):
             return
         try:
-            async with self._limiter.slot(budget=op):
+            async with self._limiter.slot(budget=op, priority=Priority.CHAIN):
                 await page.goto(
                     self.endpoints.www_home, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS
                 )
@@ -309,7 +309,7 @@ class CnkiSite(ResourceLoading, CitationFetching):
         for _ in range(MAX_ATTEMPTS):
             epoch = self._gate.epoch
             try:
-                async with self._limiter.slot(budget=op):
+                async with self._limiter.slot(budget=op, priority=Priority.CHAIN):
                     response = await page.goto(
                         self.endpoints.adv_search, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS
                     )
@@ -368,7 +368,7 @@ class CnkiSite(ResourceLoading, CitationFetching):
         if request.page > 1 and cursor is None:
             raise PaginationMismatch("没有该页的翻页游标", page=request.page)
         query_json, body = build_form(template, request, cursor)
-        fetched = await self._page_fetch(page, template.url, body, op)
+        fetched = await self._page_fetch(page, template.url, body, op, Priority.CHAIN)
         verdict = classify_page(fetched.text, fetched.url, fetched.status)
         if verdict.kind is GateKind.CHALLENGE:
             await self._grid_challenge(page, template, fetched, query_json, op)
@@ -430,10 +430,12 @@ class CnkiSite(ResourceLoading, CitationFetching):
             raise VerificationContextUnavailable()
         raise _HumanNeeded("challenge", error, page, fetched.url)
 
-    async def _page_fetch(self, page: Page, url: str, body: str, op: SiteOp | None) -> _Fetched:
+    async def _page_fetch(
+        self, page: Page, url: str, body: str, op: SiteOp | None, priority: Priority
+    ) -> _Fetched:
         args = {"url": url, "body": body, "timeoutMs": FETCH_TIMEOUT_MS, "cap": MAX_BODY}
         try:
-            async with self._limiter.slot(budget=op):
+            async with self._limiter.slot(budget=op, priority=priority):
                 # the in-page fetch aborts itself at 30 s; the bound covers a page that never answers
                 data: dict[str, Any] = await bounded(
                     page.evaluate(_FETCH_JS, args), CALL_SECONDS, "grid fetch"
@@ -476,7 +478,7 @@ class CnkiSite(ResourceLoading, CitationFetching):
                 "uniplatform": "NZKPT",
             }
         )
-        fetched = await self._page_fetch(page, url, body, op)
+        fetched = await self._page_fetch(page, url, body, op, Priority.BATCH)
         verdict = classify_page(fetched.text, fetched.url, fetched.status)
         if verdict.kind is GateKind.CHALLENGE:
             # Like the grid (site-rules.md §2.5): the person gets the slider URL the site named.

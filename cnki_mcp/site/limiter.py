@@ -1,21 +1,42 @@
 """The one request limiter: every CNKI request charges its operation's budget, waits while the
-limiter is held (a human step), takes an in-flight slot, then waits for its start time. Start
-times are spaced by interval x backoff; `slow()` after 429/5xx/verification, `fast()` after a
-success. Nothing else in the program sleeps between requests."""
+limiter is held (a human step), then waits for its turn: a start time spaced by interval x
+backoff and a free in-flight slot. Turns go by `Priority`, first come first served within one
+(DESIGN.md "Request priorities"); `slow()` after 429/5xx/verification, `fast()` after a success.
+Nothing else in the program sleeps between requests."""
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 import itertools
 import math
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import Protocol
 
 from cnki_mcp.clock import Clock
 
 MIN_BACKOFF = 1.0
 MAX_BACKOFF = 8.0
+
+
+class Priority(IntEnum):
+    """Whose turn comes first when several requests wait (lower first). A request others wait on
+    goes before one nothing waits on, so a channel's page chain, the longest dependent run of a
+    search, is never queued behind reads that could go at any time."""
+
+    CHAIN = 0  # a grid page (the capture click included): the next page needs its cursor
+    BATCH = 1  # a batch export: the enrichment's next decision needs its abstracts
+    NORMAL = 2  # a detail, journal or any other page
+
+
+@dataclass(order=True, slots=True)
+class _Ticket:
+    priority: int
+    seq: int
+    turn: asyncio.Event = field(compare=False, default_factory=asyncio.Event)
 
 
 class Chargeable(Protocol):
@@ -37,12 +58,16 @@ class Limiter:
     """Spacing between request starts, a cap on requests in flight, backoff and hold/release.
 
     Invariants:
-    - Starts are serialised through `_start_gate` (a FIFO lock): only the waiter holding it sleeps
-      towards the next start time, and it records `_last_start` only after it actually woke, so two
-      starts are never closer than the spacing in force when the later one started.
-    - A cancelled waiter holds no reservation: the next waiter simply inherits the same start time.
-    - An in-flight slot is taken only after the budget was charged and the hold was passed, and it is
-      returned on every exit path, including cancellation before the start.
+    - The waiters form one queue ordered by (priority, arrival). Only its head may start, and only
+      one waiter at a time sleeps towards the next start time; it records `_last_start` only
+      after it actually woke, so two starts are never closer than the spacing in force when the
+      later one started. A waiter that wakes behind a newer, more urgent head hands it the turn:
+      the head starts at that same instant.
+    - The head starts only with an in-flight slot free; a waiter holds no slot, so a queued read
+      never keeps a more urgent request from the next free slot.
+    - A cancelled waiter holds no reservation: the next head simply inherits the same start time.
+    - A slot is counted only after the budget was charged and the hold was passed, and it is
+      returned on every exit path.
     """
 
     def __init__(self, clock: Clock, interval_s: float, max_inflight: int) -> None:
@@ -57,8 +82,9 @@ class Limiter:
         self._last_start: float | None = None
         self._not_before: float = -math.inf  # set by release(): no start before this instant
         # asyncio primitives bind to the running loop lazily, so building them here is safe.
-        self._slots = asyncio.Semaphore(max_inflight)
-        self._start_gate = asyncio.Lock()
+        self._queue: list[_Ticket] = []  # a heap: the head is the next to start
+        self._seq = itertools.count()
+        self._sleeping = False  # a waiter sleeps towards the next start time
         self._open = asyncio.Event()
         self._open.set()
         self._holds = 0
@@ -154,43 +180,47 @@ class Limiter:
     # --- the slot ---------------------------------------------------------------------
 
     @asynccontextmanager
-    async def slot(self, budget: Chargeable | None = None) -> AsyncIterator[float]:
-        """Charge `budget`, wait out a hold, take an in-flight slot and wait for the start time.
+    async def slot(
+        self, budget: Chargeable | None = None, priority: Priority = Priority.NORMAL
+    ) -> AsyncIterator[float]:
+        """Charge `budget`, wait out a hold, then wait for the turn of `priority` (a start time and
+        a free in-flight slot).
 
         Yields the start instant (clock.monotonic()). The slot is returned when the block exits.
         BudgetExhausted from `budget.charge()` propagates before anything is taken."""
         if budget is not None:
             budget.charge()
         self._waiting += 1
-        acquired = False
         try:
             await self._wait_open()
-            await self._slots.acquire()
-            acquired = True
-            start = await self._wait_start()
-        except BaseException:
-            if acquired:
-                self._slots.release()
-            raise
+            start = await self._wait_turn(int(priority))
         finally:
             self._waiting -= 1
-        self._inflight += 1
-        self._peak_inflight = max(self._peak_inflight, self._inflight)
         try:
             yield start
         finally:
             self._inflight -= 1
-            self._slots.release()
+            self._wake_head()
 
     async def _wait_open(self) -> None:
         while self._holds > 0:
             await self._open.wait()
 
-    async def _wait_start(self) -> float:
-        async with self._start_gate:
+    def _wake_head(self) -> None:
+        if self._queue:
+            self._queue[0].turn.set()
+
+    async def _wait_turn(self, priority: int) -> float:
+        ticket = _Ticket(priority, next(self._seq))
+        heapq.heappush(self._queue, ticket)
+        try:
             while True:
+                if self._queue[0] is not ticket or self._sleeping or self._inflight >= self._max_inflight:
+                    ticket.turn.clear()
+                    await ticket.turn.wait()
+                    continue
                 if self._holds > 0:
-                    # held after this waiter took its slot: no request starts during a human step
+                    # held after this waiter queued: no request starts during a human step
                     await self._wait_open()
                     continue
                 now = self._clock.monotonic()
@@ -198,8 +228,24 @@ class Limiter:
                 if self._last_start is not None:
                     target = max(target, self._last_start + self.spacing)
                 if now >= target:
+                    heapq.heappop(self._queue)
                     self._last_start = now
                     self._started += 1
+                    self._inflight += 1
+                    self._peak_inflight = max(self._peak_inflight, self._inflight)
+                    self._wake_head()
                     return now
-                # re-check after waking: slow(), hold() or release() may have moved the target
-                await self._clock.sleep(target - now)
+                # re-check after waking: slow(), hold(), release() or a more urgent head may have
+                # come in meanwhile
+                self._sleeping = True
+                try:
+                    await self._clock.sleep(target - now)
+                finally:
+                    self._sleeping = False
+                    self._wake_head()
+        except BaseException:
+            if ticket in self._queue:
+                self._queue.remove(ticket)
+                heapq.heapify(self._queue)
+            self._wake_head()
+            raise

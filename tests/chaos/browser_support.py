@@ -141,8 +141,8 @@ class GridReceipts:
         self.seen: list[tuple[tuple[Any, ...], int]] = []
         original = site._page_fetch
 
-        async def spy(page: Any, url: str, body: str, op: Any) -> Any:
-            fetched = await original(page, url, body, op)
+        async def spy(page: Any, url: str, body: str, op: Any, priority: Any) -> Any:
+            fetched = await original(page, url, body, op, priority)
             if GRID in url and fetched.status == 200:
                 self.seen.append((grid_key(body), len(sim.requests)))
             return fetched

@@ -1,5 +1,5 @@
-"""The request limiter on a fake clock: spacing, in-flight cap, hold/release, backoff, budgets,
-cancellation and spacing under load."""
+"""The request limiter on a fake clock: spacing, in-flight cap, priorities, hold/release, backoff,
+budgets, cancellation and spacing under load."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import BudgetExhausted
-from cnki_mcp.site.limiter import Limiter, min_start_gap
+from cnki_mcp.site.limiter import Limiter, Priority, min_start_gap
 
 
 class CountingBudget:
@@ -286,6 +286,87 @@ async def test_twenty_concurrent_requests_keep_the_spacing() -> None:
     assert limiter.peak_inflight <= 6
     assert limiter.peak_inflight >= 2  # the load really overlapped
     assert limiter.inflight == 0
+
+
+async def test_a_more_urgent_request_takes_the_next_start_before_earlier_waiters() -> None:
+    clock = FakeClock()
+    limiter = Limiter(clock, 0.5, 6)
+    order: list[tuple[str, float]] = []
+
+    async def named(name: str, priority: Priority) -> None:
+        async with limiter.slot(priority=priority) as started:
+            order.append((name, started))
+
+    await clock.run_until_complete(named("first", Priority.NORMAL))
+    t0 = order[0][1]
+    journals = [asyncio.ensure_future(named(f"j{i}", Priority.NORMAL)) for i in range(3)]
+    await settle()  # j0 sleeps towards t0 + 0.5, j1 and j2 queue behind it
+    export = asyncio.ensure_future(named("export", Priority.BATCH))
+    await settle()
+    page = asyncio.ensure_future(named("page", Priority.CHAIN))
+    await settle()
+    assert clock.pending == 1  # still one sleeper: the newcomers wait for their turn, not the clock
+    await clock.run_until_complete(*journals, export, page)
+    assert order[1:] == [
+        ("page", t0 + 0.5),  # the sleeper handed the start it woke for to the more urgent head
+        ("export", t0 + 1.0),
+        ("j0", t0 + 1.5),
+        ("j1", t0 + 2.0),
+        ("j2", t0 + 2.5),
+    ]
+    assert limiter.inflight == 0 and limiter.waiting == 0
+
+
+async def test_queued_requests_hold_no_slot_so_the_urgent_one_gets_the_next_free_one() -> None:
+    clock = FakeClock()
+    limiter = Limiter(clock, 0.0, 2)
+    gates = [asyncio.Event(), asyncio.Event()]
+    order: list[str] = []
+
+    async def named(name: str, priority: Priority, gate: asyncio.Event | None = None) -> None:
+        async with limiter.slot(priority=priority):
+            order.append(name)
+            if gate is not None:
+                await gate.wait()
+
+    running = [asyncio.ensure_future(named(f"r{i}", Priority.NORMAL, gates[i])) for i in range(2)]
+    await settle()
+    queued = [asyncio.ensure_future(named(f"q{i}", Priority.NORMAL)) for i in range(3)]
+    await settle()
+    urgent = asyncio.ensure_future(named("urgent", Priority.CHAIN))
+    await settle()
+    assert order == ["r0", "r1"] and limiter.inflight == 2 and limiter.waiting == 4
+    gates[0].set()
+    await clock.run_until_complete(running[0])
+    assert order[2] == "urgent"
+    gates[1].set()
+    await clock.run_until_complete(running[1], urgent, *queued)
+    assert order == ["r0", "r1", "urgent", "q0", "q1", "q2"]
+    assert limiter.peak_inflight == 2
+    assert limiter.inflight == 0 and limiter.waiting == 0
+
+
+async def test_a_cancelled_urgent_head_gives_the_turn_back_to_the_waiter_behind_it() -> None:
+    clock = FakeClock()
+    limiter = Limiter(clock, 1.0, 6)
+    starts: list[float] = []
+    await clock.run_until_complete(request(limiter, clock, starts))
+    t0 = starts[0]
+    waiting = asyncio.ensure_future(request(limiter, clock, starts))
+    await settle()
+
+    async def urgent() -> None:
+        async with limiter.slot(priority=Priority.CHAIN):
+            pytest.fail("a cancelled request must not start")
+
+    doomed = asyncio.ensure_future(urgent())
+    await settle()
+    doomed.cancel()
+    await settle()
+    await clock.run_until_complete(waiting)
+    assert doomed.cancelled()
+    assert starts == [t0, t0 + 1.0]
+    assert limiter.inflight == 0 and limiter.waiting == 0
 
 
 async def test_min_start_gap_of_unordered_starts() -> None:
