@@ -201,8 +201,24 @@ async def _search(origin: str, data_dir: Path, args: argparse.Namespace, questio
     }
 
 
+def use_policy(name: str) -> None:
+    """Make `name` the research search's policy in this (child) process: the production stack
+    builds its pipeline with the default policy, so the default argument is replaced."""
+    if name == "default":
+        return
+    from bench_policy import _policy  # type: ignore[import-not-found]
+
+    from cnki_mcp.pipeline.research import ResearchPipeline
+
+    defaults = dict(ResearchPipeline.__init__.__kwdefaults__ or {})
+    defaults["policy"] = _policy(name)
+    ResearchPipeline.__init__.__kwdefaults__ = defaults
+
+
 def run_one(args: argparse.Namespace) -> dict[str, Any]:
     from gen_big_corpus import ensure_corpus  # type: ignore[import-not-found]
+
+    use_policy(args.policy)
 
     corpus = ensure_corpus(args.corpus)
     question = pick_question(corpus, args.question)
@@ -256,7 +272,7 @@ def _child_argv(args: argparse.Namespace, target: int) -> list[str]:
             "--question", args.question, "--interval-ms", str(args.interval_ms), "--max-pages", str(args.max_pages),
             "--max-requests", str(args.max_requests), "--grid-ms", str(args.grid_ms), "--detail-ms",
             str(args.detail_ms), "--journal-ms", str(args.journal_ms), "--export-ms", str(args.export_ms),
-            "--jitter", str(args.jitter)]
+            "--jitter", str(args.jitter), "--policy", args.policy]
 
 
 def _cell(values: list[float], fmt: str) -> str:
@@ -354,6 +370,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--journal-ms", type=int, default=600)
     p.add_argument("--export-ms", type=int, default=700, help="batch export latency (no evidence: as a grid page)")
     p.add_argument("--jitter", type=float, default=0.3)
+    p.add_argument("--policy", default="default",
+                   help="request policy: default, reference or default-RULE (the ablations of bench.py policy)")
     p.add_argument("--write", default=None, metavar="MD", help="also write the ## Growth section of this file")
 
 

@@ -22,6 +22,7 @@ from cnki_mcp.pipeline.enrich import (
 )
 from cnki_mcp.pipeline.enrichment_steps import EnrichmentSteps
 from cnki_mcp.pipeline.models import EnrichMore, ResultItem, SearchSummary
+from cnki_mcp.pipeline.overlap import Overlap
 from cnki_mcp.pipeline.paper_memo import PaperMemo
 from cnki_mcp.pipeline.policy import (
     DEFAULT_POLICY,
@@ -73,7 +74,7 @@ SOFT_BLOCK_PAUSE = 20.0
 _CONTAINS: dict[str, frozenset[str]] = {"subject": frozenset({"title", "keywords"})}
 
 
-class SearchEngine(EnrichmentSteps):
+class SearchEngine(Overlap, EnrichmentSteps):
     def __init__(
         self,
         backend: SiteBackend,
@@ -130,9 +131,11 @@ class SearchEngine(EnrichmentSteps):
         read = "摘要" if self._reading(st)[1] else "详情"  # what the enrichment reads (progress text)
         self._resume_landed(st, ctx)
         if not st.retrieved:
-            await self._retrieve(st, ctx)
+            await self._retrieve(st, ctx, label=f"读取{read}与期刊（检索同时进行）")
             st.retrieved = True
-            st.pool = self._pool(st, st.refs)
+            # under Enrichment.BOUNDARY `_pool` decides nothing: keep what the steps beside the last
+            # pages decided (EnrichmentStart.LAST_PAGES, pipeline/overlap.py)
+            st.pool = self._pool(st, st.refs) or st.pool
             ctx.checkpoint(st.to_json())
         if not st.enriched:
             await self._enrich(st, ctx, st.pool, stage="enrichment", label=f"读取{read}与期刊")
@@ -157,12 +160,6 @@ class SearchEngine(EnrichmentSteps):
             label = f"读取补充检索结果的{read}与期刊"
             await self._enrich(st, ctx, st.feedback_pool, stage="feedback_enrichment", label=label)
             st.finished = True
-
-    # --- retrieval ----------------------------------------------------------------------
-
-    async def _retrieve(self, st: SearchState, ctx: OperationContext) -> None:
-        # a split channel pages each of its queries like a channel
-        await self._run_units(st, ctx, _units(st.channels), feedback=False)
 
     # --- request policies (pipeline/policy.py) ---------------------------------------------
 
@@ -293,7 +290,13 @@ class SearchEngine(EnrichmentSteps):
         return None
 
     async def _run_units(
-        self, st: SearchState, ctx: OperationContext, units: Sequence[Unit], *, feedback: bool
+        self,
+        st: SearchState,
+        ctx: OperationContext,
+        units: Sequence[Unit],
+        *,
+        feedback: bool,
+        on_change: Callable[[], None] | None = None,
     ) -> None:
         """Every unit pages on its own under the one request limiter: a slow channel never holds
         back a fast one. Pages are merged as they land, in canonical order (state.py), so the pages
@@ -310,6 +313,8 @@ class SearchEngine(EnrichmentSteps):
             nonlocal changed
             changed.set()
             changed = asyncio.Event()
+            if on_change is not None:
+                on_change()
 
         async def wait_change() -> None:
             await changed.wait()
@@ -536,8 +541,15 @@ class SearchEngine(EnrichmentSteps):
 
     # --- ranking helpers ----------------------------------------------------------------
 
-    def candidates(self, st: SearchState, refs: Sequence[str]) -> tuple[list[Candidate], dict[str, Paper]]:
-        """Candidates in first-seen order, one per paper (refs merged since are folded)."""
+    def candidates(
+        self, st: SearchState, refs: Sequence[str], through: int | None = None
+    ) -> tuple[list[Candidate], dict[str, Paper]]:
+        """Candidates in first-seen order, one per paper (refs merged since are folded). `through`:
+        only the retrieval candidates and hits of pages <= `through` (a snapshot of the first pages
+        that is the same whatever later pages have landed: state.py keeps each hit's earliest page)."""
+        if through is not None:
+            seen = st.first_seen
+            refs = [r for r in refs if seen.get(r, [FEEDBACK])[0] == RETRIEVAL and seen[r][1] <= through]
         found = self.papers.papers(refs)
         papers: dict[str, Paper] = {}
         hits: dict[str, list[Hit]] = {}
@@ -546,7 +558,10 @@ class SearchEngine(EnrichmentSteps):
             if paper is None:
                 continue
             papers.setdefault(paper.record_ref, paper)
-            hits.setdefault(paper.record_ref, []).extend(st.hits.get(ref, []))
+            kept = st.hits.get(ref, [])
+            if through is not None:
+                kept = [h for h in kept if st.hit_keys.get(f"{ref}|{h.channel}", [0])[0] <= through]
+            hits.setdefault(paper.record_ref, []).extend(kept)
         quality: dict[str, SourceQuality | None] = {}  # one journal lookup per source, not per paper
 
         def quality_of(p: Paper) -> SourceQuality | None:

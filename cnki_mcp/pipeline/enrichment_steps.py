@@ -38,20 +38,30 @@ class EnrichmentSteps:
     if TYPE_CHECKING:  # provided by SearchEngine; declared for the type checker only
 
         def candidates(
-            self, st: SearchState, refs: Sequence[str]
+            self, st: SearchState, refs: Sequence[str], through: int | None = None
         ) -> tuple[list[Candidate], dict[str, Paper]]: ...
 
         def _local_channels(self, st: SearchState) -> list[LocalChannel]: ...
 
     async def _enrich(
-        self, st: SearchState, ctx: OperationContext, pool: list[str], *, stage: str, label: str
+        self,
+        st: SearchState,
+        ctx: OperationContext,
+        pool: list[str],
+        *,
+        stage: str,
+        label: str,
+        through: int | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> None:
         """Enrich `pool` (a resumed phase asks again only what is still missing: read abstracts
         and cached journals send nothing), then, under Enrichment.BOUNDARY, batch after batch until
         the policy proposes nothing; each batch's unread papers join `pool` before they are read
         (checkpointed). Reading.EXPORT reads abstracts by batch export and a journal only once the
         policy, seeing the abstract, still proposes the paper (DESIGN.md "Reading abstracts by
-        batch export")."""
+        batch export"). `through`: decide on the candidates and hits of retrieval pages <=
+        `through` only (EnrichmentStart.LAST_PAGES: a snapshot that does not depend on which later
+        pages have landed); `stop`: no new step once it holds (the retrieval beside it failed)."""
         boundary, export = self._reading(st)
         feedback = pool is st.feedback_pool
         key = "feedback_pool" if feedback else "pool"
@@ -64,7 +74,9 @@ class EnrichmentSteps:
         if not boundary:
             return
         while True:
-            batch, early = self._next_batch(st, set(tried))
+            if stop is not None and stop():
+                return
+            batch, early = self._next_batch(st, set(tried), through)
             if not batch:
                 return
             attempted = set(st.pool) | set(st.feedback_pool)
@@ -114,10 +126,12 @@ class EnrichmentSteps:
         boundary = boundary and not st.structured
         return boundary, boundary and self.policy.reading == Reading.EXPORT
 
-    def _next_batch(self, st: SearchState, journals_tried: set[str]) -> tuple[list[str], list[str]]:
+    def _next_batch(
+        self, st: SearchState, journals_tried: set[str], through: int | None = None
+    ) -> tuple[list[str], list[str]]:
         """The policy's next batch, and those of its unread candidates whose journal page goes
         beside their abstract (`early_journals`)."""
-        cands, papers = self.candidates(st, st.refs)
+        cands, papers = self.candidates(st, st.refs, through)
         ranked = self.ranker.rank(cands, st.groups, self.now_year())
         selected = self.ranker.select(ranked, MAX_SELECTED)
         states: dict[str, RefState] = {}

@@ -16,6 +16,11 @@ PURE: rankings and candidates in, decisions out; no clock, no I/O. The engine ap
   (so the results a client reads carry abstract, keywords and source tier), then, batch by
   batch, to every candidate whose upper bound reaches the `watch_depth`-th lower bound and that
   could still be selected; the loop ends when no such candidate is left.
+- `EnrichmentStart.LAST_PAGES` (boundary enrichment by batch export): once the stop rule is
+  certain to fetch `overlap_pages` more levels of pages and no more, the steps run on the
+  candidates and hits of the pages landed (a snapshot a resumed search sees
+  alike, pipeline/overlap.py) while the last pages are fetched; after retrieval they go on over
+  every candidate.
 - `JournalTiming.TOP_WITH_ABSTRACT` (batch export): the readable top's journal pages go out beside
   their abstracts; the other candidates' journals wait for the abstract (`early_journals`)."""
 
@@ -58,6 +63,11 @@ class JournalTiming(StrEnum):
     TOP_WITH_ABSTRACT = "top_with_abstract"  # the readable top's journals beside its abstracts
 
 
+class EnrichmentStart(StrEnum):
+    AFTER_RETRIEVAL = "after_retrieval"  # the enrichment steps start once every page has landed
+    LAST_PAGES = "last_pages"  # they start on a snapshot while the last pages are fetched
+
+
 class Enrichment(StrEnum):
     POOL = "pool"  # reference: the top n of the grid-only ranking (rank.enhancement_size)
     BOUNDARY = "boundary"  # top readable + candidates whose upper bound reaches the watched depth
@@ -75,6 +85,8 @@ class SearchPolicy:
     watch_depth: int = 20  # ranking depth whose order the enrichment settles
     batch: int = 10  # candidates decided at a time (bounds tighten between batches)
     journal_timing: JournalTiming = JournalTiming.AFTER_ABSTRACT  # Reading.EXPORT only
+    enrichment_start: EnrichmentStart = EnrichmentStart.AFTER_RETRIEVAL  # BOUNDARY + EXPORT only
+    overlap_pages: int = 10  # EnrichmentStart.LAST_PAGES: levels of pages left to overlap
 
     def without(self, rule: str) -> SearchPolicy:
         """This policy with one rule set back (the ablations of the bench): to the reference's
@@ -88,6 +100,7 @@ class SearchPolicy:
             "watch_depth": {"watch_depth": DETAIL_WATCH_DEPTH},
             "reading": {"reading": Reading.DETAIL, "batch": DETAIL_BATCH},
             "journal_timing": {"journal_timing": JournalTiming.AFTER_ABSTRACT},
+            "enrichment_start": {"enrichment_start": EnrichmentStart.AFTER_RETRIEVAL},
         }
         return replace(self, name=f"{self.name}-{rule}", **back[rule])  # type: ignore[arg-type]
 
@@ -110,6 +123,7 @@ DEFAULT_POLICY = SearchPolicy(
     batch=20,
     subset_pages=1,
     journal_timing=JournalTiming.TOP_WITH_ABSTRACT,
+    enrichment_start=EnrichmentStart.LAST_PAGES,
 )
 POLICIES = {p.name: p for p in (REFERENCE_POLICY, DEFAULT_POLICY)}
 
@@ -291,6 +305,7 @@ def next_enrichment(
     want.sort()
     if not export:
         return [ref for _, ref in want[: policy.batch]]
+
     # one batch of abstracts (one export request) and one of journal pages, each topped up from
     # the boundary: a journal never takes an abstract's place in the export
     def unread(ref: str) -> bool:

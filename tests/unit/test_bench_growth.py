@@ -62,3 +62,28 @@ def test_a_batch_export_counts_as_an_export_in_either_case_of_api(growth: Any) -
     kinds = [growth.kind_of({"path": p, "method": "POST"}) for p in ("/dm8/api/ShowExport", "/dm8/API/ShowExport")]
     assert kinds == ["export", "export"]
     assert growth.kind_of({"path": "/dm8/other", "method": "POST"}) == "other"
+
+
+def test_a_run_under_another_policy_builds_its_pipelines_with_that_policy(growth: Any) -> None:
+    import argparse
+    import sys
+
+    from cnki_mcp.pipeline.policy import DEFAULT_POLICY, EnrichmentStart
+    from cnki_mcp.pipeline.research import ResearchPipeline
+
+    sys.path.insert(0, str(SCRIPT.parent))  # bench_policy, which names the ablations
+    ap = argparse.ArgumentParser()
+    growth.add_arguments(ap)
+    args = ap.parse_args(["--policy", "default-enrichment_start"])
+    argv = growth._child_argv(args, 300)
+    assert argv[argv.index("--policy") + 1] == "default-enrichment_start"  # the child gets it
+    saved = ResearchPipeline.__init__.__kwdefaults__
+    try:
+        growth.use_policy("default")
+        assert ResearchPipeline.__init__.__kwdefaults__["policy"] is DEFAULT_POLICY
+        growth.use_policy(args.policy)
+        policy = ResearchPipeline.__init__.__kwdefaults__["policy"]
+        assert policy.name == "default-enrichment_start"
+        assert policy.enrichment_start == EnrichmentStart.AFTER_RETRIEVAL
+    finally:
+        ResearchPipeline.__init__.__kwdefaults__ = saved

@@ -1,0 +1,158 @@
+"""Enrichment beside retrieval (DESIGN.md "Enrichment beside retrieval"): under
+`EnrichmentStart.LAST_PAGES` the research search's enrichment steps start while its last pages are
+still being fetched, deciding on a snapshot of the pages landed so far, so the limiter, idle
+between one query's dependent pages, reads what the top needs. A mixin of `SearchEngine`.
+
+The snapshot is the candidates and hits of every page <= level L, taken once every paging unit has
+L pages (or closed), at the level L after which the stop rule is certain to fetch
+`overlap_pages` more levels of pages and not certain of more (`remaining_levels`, which falls
+by at most one a level: a retrieval that starts longer meets that level, a shorter one is not
+overlapped). Everything it depends on is fixed once those pages have landed, whatever later pages
+have landed meanwhile, so an interrupted search continued takes the same decisions and
+`continue` repeats no request."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from cnki_mcp.jobs import OperationContext
+from cnki_mcp.pipeline.policy import EnrichmentStart, SearchPolicy
+from cnki_mcp.pipeline.state import SearchState
+from cnki_mcp.pipeline.units import Unit
+from cnki_mcp.pipeline.units import units as _units
+
+
+def remaining_levels(target: int, seen: int, open_units: int, page_size: int, cap: int) -> int:
+    """Levels of pages the stop rule is certain still to fetch: each page adds at most `page_size`
+    candidates to the `seen`, and pages go on while fewer than `target` are seen; at most `cap`
+    (the open units' page limit less the level). 0 when no unit is open."""
+    if open_units <= 0 or seen >= target or cap <= 0:
+        return 0
+    return min(cap, math.ceil((target - seen) / (page_size * open_units)))
+
+
+class Overlap:
+    """Mixed into `SearchEngine`, whose paging rules and enrichment steps it uses."""
+
+    policy: SearchPolicy
+    page_size: int
+
+    if TYPE_CHECKING:  # provided by SearchEngine and EnrichmentSteps; declared for the type checker
+
+        async def _run_units(
+            self,
+            st: SearchState,
+            ctx: OperationContext,
+            units: Sequence[Unit],
+            *,
+            feedback: bool,
+            on_change: Callable[[], None] | None = None,
+        ) -> None: ...
+
+        async def _enrich(
+            self,
+            st: SearchState,
+            ctx: OperationContext,
+            pool: list[str],
+            *,
+            stage: str,
+            label: str,
+            through: int | None = None,
+            stop: Callable[[], bool] | None = None,
+        ) -> None: ...
+
+        def _reading(self, st: SearchState) -> tuple[bool, bool]: ...
+
+        @staticmethod
+        def _pages(st: SearchState, unit: Unit) -> int: ...
+
+        @staticmethod
+        def _exhausted(st: SearchState, unit: Unit) -> bool: ...
+
+        def _open(self, st: SearchState, unit: Unit, limit: int) -> bool: ...
+
+        def _unit_limit(self, st: SearchState, unit: Unit, limit: int) -> int: ...
+
+        def _needed(
+            self, st: SearchState, units: Sequence[Unit], level: int, limit: int, *, feedback: bool
+        ) -> bool | None: ...
+
+    async def _retrieve(self, st: SearchState, ctx: OperationContext, *, label: str) -> None:
+        """Every channel's pages (a split channel pages each of its queries like a channel), with the
+        enrichment steps beside the last ones under `EnrichmentStart.LAST_PAGES` (module docstring).
+        Both land what they sent before a failure is raised; the retrieval's failure first."""
+        units = _units(st.channels)
+        if not (self._reading(st)[1] and self.policy.enrichment_start == EnrichmentStart.LAST_PAGES):
+            await self._run_units(st, ctx, units, feedback=False)
+            return
+        changed = asyncio.Event()
+        over: list[bool] = []  # retrieval ended (done or failed)
+        failed: list[bool] = []
+
+        async def retrieval() -> None:
+            try:
+                await self._run_units(st, ctx, units, feedback=False, on_change=changed.set)
+            except BaseException:
+                failed.append(True)
+                raise
+            finally:
+                over.append(True)
+                changed.set()
+
+        async def steps() -> None:
+            level = 1
+            while True:
+                while not over and not self._through(st, units, level):
+                    changed.clear()
+                    await changed.wait()
+                if failed or not self._through(st, units, level):
+                    return  # retrieval ended before this level: the steps after it take over
+                left = self._levels_left(st, units, level)
+                if left < self.policy.overlap_pages:
+                    return  # a short retrieval: the steps wait for its last page
+                if left == self.policy.overlap_pages:
+                    await self._enrich(
+                        st,
+                        ctx,
+                        st.pool,
+                        stage="retrieval",
+                        label=label,
+                        through=level,
+                        stop=lambda: bool(failed),
+                    )
+                    return
+                level += 1
+
+        outcomes = await asyncio.gather(retrieval(), steps(), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+    def _through(self, st: SearchState, units: Sequence[Unit], level: int) -> bool:
+        """Every unit has `level` pages or is closed: the snapshot at `level` is complete."""
+        limit = st.input["max_pages"]
+        return all(self._pages(st, u) >= level or not self._open(st, u, limit) for u in units)
+
+    def _open_after(self, st: SearchState, unit: Unit, level: int) -> bool:
+        """The unit fetches (or may fetch) a page after `level`, as known once `_through(level)`
+        whatever later pages have landed: it has one already, or it is still at `level` and
+        neither exhausted, stopped, failed nor at its page limit."""
+        pages = self._pages(st, unit)
+        if pages > level:
+            return True
+        limit = st.input["max_pages"]
+        return pages == level and self._open(st, unit, limit)
+
+    def _levels_left(self, st: SearchState, units: Sequence[Unit], level: int) -> int:
+        """`remaining_levels` after the complete snapshot at `level`; 0 when the stop rule ends
+        retrieval there."""
+        limit = st.input["max_pages"]
+        if not self._needed(st, units, level, limit, feedback=False):
+            return 0
+        open_units = [u for u in units if self._open_after(st, u, level)]
+        cap = max((self._unit_limit(st, u, limit) for u in open_units), default=level) - level
+        seen = st.candidates_through(level)
+        return remaining_levels(st.input["candidate_target"], seen, len(open_units), self.page_size, cap)

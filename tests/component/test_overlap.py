@@ -1,0 +1,175 @@
+"""Enrichment beside retrieval (pipeline/overlap.py, DESIGN.md "Enrichment beside retrieval") on a
+fake clock: under the default policy the enrichment steps start while the subject channel's last
+pages are fetched, on a snapshot of the pages landed, and the requests sent, the ranking and a
+search continued after a cut anywhere are the same whatever order pages arrive in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pipeline_fakes import SimSite, duplicates
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.pipeline.models import SearchInput, SearchOptions
+from cnki_mcp.pipeline.overlap import remaining_levels
+from cnki_mcp.pipeline.policy import DEFAULT_POLICY, SearchPolicy
+from cnki_mcp.pipeline.research import ResearchPipeline
+from cnki_mcp.query.plan import plan_explicit
+from cnki_mcp.site.backend import GridRequest, SiteOp
+from cnki_mcp.store import Store
+
+PLAN = plan_explicit([["自动驾驶"], ["产品责任"]])
+PAGE_SIZE = 20
+# q1 lists 600 papers (30 pages); the title and keyword channels add 40 on their first pages, so
+# 400 candidates take 20 pages of q1 and the steps start once 10 levels are certain to remain
+OPTIONS = {"candidate_target": 400, "max_pages": 40}
+
+
+class LongSite(SimSite):
+    """A subject channel of 600 papers, rows with export ids; `slow`: channel -> grid latency. The
+    papers from 200 on (q1's pages 11-30) are much cited, so once listed they rank near the top: a
+    step that decided on pages landed after its snapshot would read other papers."""
+
+    def __init__(self, clock: FakeClock, slow: dict[str, float] | None = None) -> None:
+        super().__init__(clock, exports=True)
+        self.slow = slow or {}
+        self.sent: list[tuple[tuple[Any, ...], float]] = []
+
+    def channel(self, request: GridRequest) -> tuple[str, list[int]]:
+        name, papers = super().channel(request)
+        return (name, list(range(600))) if name == "q1" else (name, papers)
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> Any:
+        name, _ = self.channel(request)
+        self.latency = self.slow.get(name.split(":")[0], 0.5)
+        try:
+            page = await super().grid(request, op)
+        finally:
+            self.latency = 0.5
+        rows = [r.model_copy(update={"cited": 500}) if int(r.title[-3:]) >= 200 else r for r in page.rows]
+        return page.model_copy(update={"rows": rows})
+
+    async def _call(self, op: SiteOp | None, key: tuple[Any, ...]) -> None:
+        self.sent.append((key, self.clock.monotonic()))
+        await super()._call(op, key)
+
+
+async def search(
+    clock: FakeClock, site: SimSite, store: Store, policy: SearchPolicy, jobs: JobManager, inp: SearchInput
+) -> OperationRecord:
+    pipe = ResearchPipeline(
+        site, store, clock, workers=8, now_year=lambda: 2026, page_size=PAGE_SIZE, policy=policy
+    )
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, PLAN, ctx)
+
+    job = jobs.start(OperationKind.SEARCH, runner, inp.budget())
+    [record] = await clock.run_until_complete(job.finish())
+    return record
+
+
+def live(**options: Any) -> SearchInput:
+    return SearchInput(
+        query="自动驾驶 产品责任", options=SearchOptions(freshness="live", **OPTIONS, **options)
+    )
+
+
+async def run(
+    tmp_path: Path, name: str, policy: SearchPolicy = DEFAULT_POLICY, slow: dict[str, float] | None = None
+) -> tuple[LongSite, OperationRecord, list[tuple[str, bool]]]:
+    clock = FakeClock()
+    site = LongSite(clock, slow)
+    store = Store.open(tmp_path / name, clock)
+    try:
+        record = await search(clock, site, store, policy, JobManager(clock, MemorySink()), live())
+        assert record.status == "completed", record.errors
+        items = store.search_results(record.result["search_id"], "all", 0, 10_000).items
+        return site, record, [(e.record_ref, e.selected) for e in items]
+    finally:
+        store.close()
+
+
+def test_remaining_levels_is_the_fewest_levels_the_stop_rule_can_still_fetch() -> None:
+    assert remaining_levels(400, 100, 1, 20, 30) == 15  # 300 more candidates, 20 a page at most
+    assert remaining_levels(400, 390, 1, 20, 30) == 1
+    assert remaining_levels(400, 100, 3, 20, 30) == 5  # three open channels add 60 a level
+    assert remaining_levels(400, 100, 1, 20, 4) == 4  # the page limit comes first
+    assert remaining_levels(400, 400, 1, 20, 30) == 0  # the target is reached: no page after
+    assert remaining_levels(400, 100, 0, 20, 30) == 0  # nothing open
+
+
+async def test_the_steps_start_while_the_last_pages_are_fetched_and_settle_the_same_top(
+    tmp_path: Path,
+) -> None:
+    site, record, ranked = await run(tmp_path, "overlap")
+    after, after_record, after_ranked = await run(
+        tmp_path, "after", DEFAULT_POLICY.without("enrichment_start")
+    )
+    pages = [t for key, t in site.sent if key[:2] == ("grid", "q1")]
+    assert len(pages) == 20 and record.result["candidate_count"] == after_record.result["candidate_count"]
+    first_export = next(t for key, t in site.sent if key[0] == "export")
+    # the snapshot is level 10: its export goes out with ten of q1's pages still to come
+    assert sum(1 for t in pages if t >= first_export) == 10
+    after_pages = [t for key, t in after.sent if key[:2] == ("grid", "q1")]
+    assert min(t for key, t in after.sent if key[0] == "export") > max(after_pages)
+    assert site.clock.monotonic() < after.clock.monotonic()  # the search ends sooner
+    # the steps after retrieval settle the watched top over every candidate either way
+    top = [r for r, selected in ranked if selected][:10]
+    assert top == [r for r, selected in after_ranked if selected][:10]
+    assert all(r["abstract_read"] and r["quality_known"] for r in record.result["results"][:10])
+
+
+@pytest.mark.parametrize("slow", [{"q1": 3.0}, {"q1": 0.05, "feedback": 4.0}, {"q2": 3.0, "q3": 2.0}])
+async def test_requests_and_ranking_do_not_depend_on_the_order_pages_arrive_in(
+    tmp_path: Path, slow: dict[str, float]
+) -> None:
+    even_site, _, even = await run(tmp_path, "even")
+    site, _, ranked = await run(tmp_path, "paced", slow=slow)
+    assert sorted(k for k, _ in site.sent) == sorted(k for k, _ in even_site.sent)
+    # the enrichment's decisions come in the same sequence: each step saw the same snapshot
+    assert [k for k, _ in site.sent if k[0] != "grid"] == [k for k, _ in even_site.sent if k[0] != "grid"]
+    assert ranked == even
+
+
+async def test_a_search_cut_anywhere_continues_without_repeating_a_request(tmp_path: Path) -> None:
+    whole_site, whole, _ = await run(tmp_path, "whole")
+    log = [k for k, _ in whole_site.sent]
+    first_export = next(i for i, k in enumerate(log) if k[0] == "export")
+    last_page = max(i for i, k in enumerate(log) if k[:2] == ("grid", "q1"))
+    assert first_export < last_page  # the cuts below fall inside the overlap too
+    for cut in range(4, len(log), 3):
+        clock = FakeClock()
+        site = LongSite(clock)
+        store = Store.open(tmp_path / f"cut{cut}", clock)
+        try:
+            jobs = JobManager(clock, MemorySink())
+            inp = live(max_requests=cut)
+            stopped = await search(clock, site, store, DEFAULT_POLICY, jobs, inp)
+            assert stopped.status == "partial" and stopped.errors[0].code == "BUDGET_EXHAUSTED", cut
+            pipe = ResearchPipeline(
+                site,
+                store,
+                clock,
+                workers=8,
+                now_year=lambda: 2026,
+                page_size=PAGE_SIZE,
+                policy=DEFAULT_POLICY,
+            )
+
+            async def runner(
+                ctx: OperationContext, pipe: ResearchPipeline = pipe, inp: SearchInput = inp
+            ) -> Any:
+                return await pipe.research(inp, PLAN, ctx)
+
+            job = jobs.continue_(stopped.operation_id, runner, additional_requests=1_000)
+            [done] = await clock.run_until_complete(job.finish())
+        finally:
+            store.close()
+        assert done.status == "completed", (cut, done.errors)
+        assert duplicates(site.log) == [], cut
+        assert sorted(site.log) == sorted(whole_site.log), cut
+        assert done.result["selected_count"] == whole.result["selected_count"], cut
