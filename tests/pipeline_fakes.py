@@ -2,8 +2,9 @@
 
 Channels: q1 (SU) lists papers 0–119, q2 (TI) 30–149, q3 (KY) 60–179; a feedback channel lists 20
 papers from 1000 (its first keyword) or 2000 (any other); a structured search lists 179..0 (a
-deliberately non-relevance order); exact-title lookups return the rows with those titles. Every
-call charges the operation, sleeps a latency on the fake clock and is logged by a request key."""
+deliberately non-relevance order); exact-title lookups return the rows with those titles. Pages
+carry a next-page cursor. Every call charges the operation, sleeps a latency on the fake clock and
+is logged by a request key."""
 
 from __future__ import annotations
 
@@ -135,7 +136,9 @@ class SimSite:
         chunk = papers[start : start + size]
         rows = [row_of(i, start + k + 1, export=self.exports) for k, i in enumerate(chunk)]
         pages = max(1, math.ceil(len(papers) / size))
-        return GridPage(rows=rows, total=len(papers), page=request.page, page_count=pages)
+        # a cursor for the next page, as CNKI's pages carry (the fake does not check it)
+        cursor = f"{name}-{request.page + 1}" if request.page < pages else None
+        return GridPage(rows=rows, total=len(papers), page=request.page, page_count=pages, turnpage=cursor)
 
     def _lookup(self, titles: list[str]) -> GridPage:
         rows: list[GridRow] = []

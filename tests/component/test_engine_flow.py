@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from pipeline_fakes import SimSite
+from pipeline_fakes import SimSite, duplicates
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, OperationContext, OperationKind, OperationRecord, StoreSink
@@ -138,6 +138,43 @@ async def test_a_progress_tick_appends_the_page_and_never_rewrites_the_checkpoin
         assert st.finished and len(st.refs) == record.result["candidate_count"] == 200
     finally:
         store._conn.set_trace_callback(None)
+        store.close()
+
+
+class StoreWatchingSite(SimSite):
+    """Records, for each grid page asked, how many pages of its channel were stored by then."""
+
+    def __init__(self, clock: FakeClock, store: Store) -> None:
+        super().__init__(clock)
+        self.store = store
+        self.stored_before: dict[tuple[str, int], int] = {}
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> Any:
+        name, _ = self.channel(request)
+        rows = self.store._conn.execute("SELECT entry FROM operation_log").fetchall()
+        self.stored_before[(name, request.page)] = sum(1 for (entry,) in rows if f'"ch": "{name}"' in entry)
+        return await super().grid(request, op)
+
+
+async def test_a_channels_next_page_is_asked_before_the_page_just_answered_is_stored(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    store = Store.open(tmp_path / "data", clock)
+    try:
+        site = StoreWatchingSite(clock, store)
+        inp = SearchInput(
+            query="自动驾驶 产品责任",
+            options=SearchOptions(freshness="live", metadata="basic", candidate_target=1000),
+        )
+        record = await search(clock, pipeline(clock, store, site), inp, JobManager(clock, StoreSink(store)))
+        assert record.status == "completed"
+        assert [c["pages"] for c in record.result["coverage"][:3]] == [5, 5, 5]  # max_pages, once each
+        assert duplicates(site.log) == []
+        # the stop rule goes on whatever page p holds (1,000 is out of reach), so page p + 1 is asked
+        # as soon as page p is answered, while page p is still being stored
+        for q in ("q1", "q2", "q3"):
+            assert [site.stored_before[(q, p)] for p in range(2, 6)] == [0, 1, 2, 3], q
+    finally:
         store.close()
 
 
