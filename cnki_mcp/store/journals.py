@@ -15,6 +15,11 @@ MISMATCH = "mismatch"  # the journal page found was another journal (identity un
 TTL_PRESENT = timedelta(days=7)
 TTL_MISMATCH = timedelta(hours=1)
 TTL_OTHER = timedelta(days=1)  # unknown, absent, failed lookups
+# Rows kept decoded in memory (DESIGN.md "Ranking cost": a ranking step looks up every source of
+# its candidates, ~650 at 3,000 candidates, most of them never looked up on CNKI). The store's
+# directory lock makes this process the only writer, and `save_journal` is the only write, so the
+# memo is exact; emptied when it grows past this many sources.
+MEMO_LIMIT = 8192
 
 
 def journal_ttl(state: str) -> timedelta:
@@ -35,6 +40,8 @@ class CachedJournal:
 
 
 class JournalsMixin(StoreBase):
+    _journal_memo: dict[str, CachedJournal | None]
+
     def save_journal(
         self,
         source_key: str,
@@ -56,22 +63,37 @@ class JournalsMixin(StoreBase):
                 " VALUES (?, ?, ?, ?, ?)",
                 (key, str(state), data, to_ts(observed_at), parser_version),
             )
+            self._memo().pop(key, None)
+
+    def _memo(self) -> dict[str, CachedJournal | None]:
+        memo = self.__dict__.get("_journal_memo")
+        if memo is None or len(memo) > MEMO_LIMIT:
+            memo = self._journal_memo = {}
+        return memo
 
     def journal_quality(
         self, source_key: str, now: datetime, *, parser_version: int | None = None
     ) -> CachedJournal | None:
         """The cached lookup if still fresh at `now` (and made by `parser_version` when given)."""
         key = normalise_source(source_key)
-        with self._read() as conn:
-            row = conn.execute(
-                "SELECT state, data, observed_at, parser_version FROM journals WHERE source_key = ?", (key,)
-            ).fetchone()
-        if row is None:
+        memo = self._memo()
+        if key in memo:
+            cached = memo[key]
+        else:
+            with self._read() as conn:
+                row = conn.execute(
+                    "SELECT state, data, observed_at, parser_version FROM journals WHERE source_key = ?",
+                    (key,),
+                ).fetchone()
+            cached = None
+            if row is not None:
+                page = JournalPage.model_validate_json(row[1]) if row[1] else None
+                cached = CachedJournal(key, row[0], page, from_ts(row[2]), int(row[3]))
+            memo[key] = cached
+        if cached is None:
             return None
-        state, data, observed, version = row[0], row[1], from_ts(row[2]), int(row[3])
-        if parser_version is not None and version != parser_version:
+        if parser_version is not None and cached.parser_version != parser_version:
             return None
-        if now - observed >= journal_ttl(state):
+        if now - cached.observed_at >= journal_ttl(cached.state):
             return None
-        page = JournalPage.model_validate_json(data) if data else None
-        return CachedJournal(key, state, page, observed, version)
+        return cached

@@ -271,6 +271,34 @@ def test_journal_cache_from_another_parser_version_is_a_miss(store: Store) -> No
     assert store.journal_quality("计算机学报", T0, parser_version=4) is not None
 
 
+def test_journal_lookups_kept_in_memory_answer_as_the_database_does(store: Store) -> None:
+    # a miss, then the lookup saved: the next read sees it (the memo never hides a write)
+    assert store.journal_quality("计算机学报", T0) is None
+    first = JournalPage(name="计算机学报", tiers=["北大核心"], composite_if=3.2, state=JournalState.PRESENT)
+    store.save_journal("计算机学报", first, PRESENT, T0, parser_version=4)
+    cached = store.journal_quality("计算机学报", T0, parser_version=4)
+    assert cached is not None and cached.page == first
+    # read again (now from memory), then replaced: the replacement is what is read
+    assert store.journal_quality(" 计算机学报。", T0, parser_version=4) == cached
+    second = first.model_copy(update={"tiers": ["CSSCI"], "composite_if": 4.1})
+    store.save_journal("计算机学报", second, PRESENT, T0, parser_version=5)
+    again = store.journal_quality("计算机学报", T0, parser_version=5)
+    assert again is not None and again.page == second
+    assert store.journal_quality("计算机学报", T0, parser_version=4) is None
+    # repeated lookups, hits and misses alike, read the database once per source
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    try:
+        for _ in range(3):
+            store.journal_quality("计算机学报", T0, parser_version=5)
+            store.journal_quality("无名刊", T0)
+    finally:
+        store._conn.set_trace_callback(None)
+    reads = [s for s in statements if "FROM journals" in s]
+    assert len(reads) == 1 and "无名刊" in reads[0]
+    assert store.journal_quality("无名刊", T0) is None
+
+
 # --- searches ---------------------------------------------------------------------
 
 
