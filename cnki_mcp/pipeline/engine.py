@@ -132,7 +132,6 @@ class SearchEngine(Overlap, EnrichmentSteps):
         return summary
 
     async def _phases(self, st: SearchState, ctx: OperationContext) -> None:
-        params = st.input
         read = "摘要" if self._reading(st)[1] else "详情"  # what the enrichment reads (progress text)
         self._resume_landed(st, ctx)
         if not st.retrieved:
@@ -147,17 +146,9 @@ class SearchEngine(Overlap, EnrichmentSteps):
             st.enriched = True
             ctx.checkpoint(st.to_json())
         if not st.feedback_done:
-            if params["mode"] != "precise" and params["metadata"] != "basic" and not st.structured:
-                if st.feedback is None:
-                    st.feedback = self._feedback_channels(st)
-                    st.coverage.extend(_coverage(c) for c in st.feedback)
-                    self._localize(st, st.feedback, always=self.policy.feedback == FeedbackRule.LOCAL)
-                    ctx.checkpoint(st.to_json())
-                words = "、".join(c.reason.removeprefix(FEEDBACK_REASON) for c in st.feedback)
-                ctx.set_stage(
-                    "feedback", f"补充检索 {len(st.feedback)} 个关键词" + (f"：{words}" if words else "")
-                )
-                await self._run_units(st, ctx, _units(st.feedback), feedback=True)
+            if self._wants_feedback(st):
+                self._decide_feedback(st, ctx)  # unless decided beside retrieval (pipeline/overlap.py)
+                await self._run_feedback(st, ctx, stage="feedback")
             st.feedback_done = True
             st.feedback_pool = self._pool(st, st.feedback_refs)
             ctx.checkpoint(st.to_json())
@@ -165,6 +156,30 @@ class SearchEngine(Overlap, EnrichmentSteps):
             label = f"读取补充检索结果的{read}与期刊"
             await self._enrich(st, ctx, st.feedback_pool, stage="feedback_enrichment", label=label)
             st.finished = True
+
+    @staticmethod
+    def _wants_feedback(st: SearchState) -> bool:
+        params = st.input
+        return params["mode"] != "precise" and params["metadata"] != "basic" and not st.structured
+
+    def _decide_feedback(self, st: SearchState, ctx: OperationContext, through: int | None = None) -> None:
+        """The feedback channels, chosen once (checkpointed): from the ranking of every candidate,
+        or of the snapshot through page level `through` (FeedbackStart.WITH_SNAPSHOT)."""
+        if st.feedback is not None:
+            return
+        st.feedback = self._feedback_channels(st, through)
+        st.coverage.extend(_coverage(c) for c in st.feedback)
+        self._localize(st, st.feedback, always=self.policy.feedback == FeedbackRule.LOCAL)
+        ctx.checkpoint(st.to_json())
+
+    async def _run_feedback(
+        self, st: SearchState, ctx: OperationContext, *, stage: str, note: str = ""
+    ) -> None:
+        """The feedback channels' first pages (those landed before ask nothing)."""
+        feedback = st.feedback or []
+        words = "、".join(c.reason.removeprefix(FEEDBACK_REASON) for c in feedback)
+        ctx.set_stage(stage, f"补充检索 {len(feedback)} 个关键词" + (f"：{words}" if words else "") + note)
+        await self._run_units(st, ctx, _units(feedback), feedback=True)
 
     # --- request policies (pipeline/policy.py) ---------------------------------------------
 
@@ -644,8 +659,10 @@ class SearchEngine(Overlap, EnrichmentSteps):
             )
         return out, papers
 
-    def rank(self, st: SearchState, refs: Sequence[str]) -> tuple[list[Ranked], dict[str, Paper]]:
-        cands, papers = self.candidates(st, refs)
+    def rank(
+        self, st: SearchState, refs: Sequence[str], through: int | None = None
+    ) -> tuple[list[Ranked], dict[str, Paper]]:
+        cands, papers = self.candidates(st, refs, through)
         return self.ranker.rank(cands, st.groups, self.now_year()), papers
 
     def _pool(self, st: SearchState, refs: Sequence[str]) -> list[str]:
@@ -659,8 +676,10 @@ class SearchEngine(Overlap, EnrichmentSteps):
         ranked, _ = self.rank(st, refs)
         return [r.ref for r in ranked[: enhancement_size(len(ranked))]]
 
-    def _feedback_channels(self, st: SearchState) -> list[Channel]:
-        ranked, papers = self.rank(st, st.refs)
+    def _feedback_channels(self, st: SearchState, through: int | None = None) -> list[Channel]:
+        """The feedback channels: the concepts AND each shared keyword of the ranking's top (of the
+        snapshot through page level `through` when given, pipeline/overlap.py)."""
+        ranked, papers = self.rank(st, st.refs, through)
         words = feedback_keywords(ranked, {ref: p.keywords for ref, p in papers.items()}, st.groups)
         out: list[Channel] = []
         for i, word in enumerate(words, start=1):

@@ -1,13 +1,14 @@
 """Enrichment beside retrieval (DESIGN.md "Enrichment beside retrieval"): under
 `EnrichmentStart.LAST_PAGES` the research search's enrichment steps start while its last pages are
 still being fetched, deciding on a snapshot of the pages landed so far, so the limiter, idle
-between one query's dependent pages, reads what the top needs. A mixin of `SearchEngine`.
+between one query's dependent pages, reads what the top needs; under `FeedbackStart.WITH_SNAPSHOT`
+the feedback pages follow, from the snapshot's top. A mixin of `SearchEngine`.
 
 The snapshot is the candidates and hits of every page <= level L, taken once every paging unit has
-L pages (or closed), at the level L after which the stop rule is certain to fetch
-`overlap_pages` more levels of pages and not certain of more (`remaining_levels`, which falls
-by at most one a level: a retrieval that starts longer meets that level, a shorter one is not
-overlapped). Everything it depends on is fixed once those pages have landed, whatever later pages
+L pages (or closed), at the first level L after which the stop rule is certain to fetch at most
+`overlap_pages` more levels of pages (`remaining_levels`, which falls by at most one a level, so
+a retrieval that starts longer meets it with exactly `overlap_pages` to come), provided it is
+certain of at least half as many: a shorter retrieval is not overlapped. Everything it depends on is fixed once those pages have landed, whatever later pages
 have landed meanwhile, so an interrupted search continued takes the same decisions and
 `continue` repeats no request."""
 
@@ -19,8 +20,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from cnki_mcp.jobs import OperationContext
-from cnki_mcp.pipeline.policy import EnrichmentStart, SearchPolicy
-from cnki_mcp.pipeline.state import SearchState
+from cnki_mcp.pipeline.policy import EnrichmentStart, FeedbackRule, FeedbackStart, SearchPolicy
+from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.pipeline.units import Unit
 from cnki_mcp.pipeline.units import units as _units
 
@@ -67,6 +68,19 @@ class Overlap:
         def _reading(self, st: SearchState) -> tuple[bool, bool]: ...
 
         @staticmethod
+        def _wants_feedback(st: SearchState) -> bool: ...
+
+        def _subject(self, st: SearchState) -> Channel | None: ...
+
+        def _decide_feedback(
+            self, st: SearchState, ctx: OperationContext, through: int | None = None
+        ) -> None: ...
+
+        async def _run_feedback(
+            self, st: SearchState, ctx: OperationContext, *, stage: str, note: str = ""
+        ) -> None: ...
+
+        @staticmethod
         def _pages(st: SearchState, unit: Unit) -> int: ...
 
         @staticmethod
@@ -111,9 +125,9 @@ class Overlap:
                 if failed or not self._through(st, units, level):
                     return  # retrieval ended before this level: the steps after it take over
                 left = self._levels_left(st, units, level)
-                if left < self.policy.overlap_pages:
+                if left < (self.policy.overlap_pages + 1) // 2:
                     return  # a short retrieval: the steps wait for its last page
-                if left == self.policy.overlap_pages:
+                if left <= self.policy.overlap_pages:
                     await self._enrich(
                         st,
                         ctx,
@@ -123,6 +137,9 @@ class Overlap:
                         through=level,
                         stop=lambda: bool(failed),
                     )
+                    if not failed and self._feedback_beside(st):
+                        self._decide_feedback(st, ctx, through=level)
+                        await self._run_feedback(st, ctx, stage="retrieval", note="（检索同时进行）")
                     return
                 level += 1
 
@@ -130,6 +147,21 @@ class Overlap:
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
+
+    def _feedback_beside(self, st: SearchState) -> bool:
+        """FeedbackStart.WITH_SNAPSHOT applies: feedback is asked (not answered locally at the end):
+        the subject channel, when the policy answers subsets of it locally, reports at least the
+        target and two pages more, so the stop rule ends retrieval before it is exhausted."""
+        policy = self.policy
+        if policy.feedback_start != FeedbackStart.WITH_SNAPSHOT or policy.feedback != FeedbackRule.REQUEST:
+            return False
+        if not self._wants_feedback(st):
+            return False
+        subject = self._subject(st)
+        if subject is None:
+            return True
+        total = st.coverage_of(subject.id).total
+        return total is not None and total >= st.input["candidate_target"] + 2 * self.page_size
 
     def _through(self, st: SearchState, units: Sequence[Unit], level: int) -> bool:
         """Every unit has `level` pages or is closed: the snapshot at `level` is complete."""

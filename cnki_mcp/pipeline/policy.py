@@ -17,10 +17,14 @@ PURE: rankings and candidates in, decisions out; no clock, no I/O. The engine ap
   batch, to every candidate whose upper bound reaches the `watch_depth`-th lower bound and that
   could still be selected; the loop ends when no such candidate is left.
 - `EnrichmentStart.LAST_PAGES` (boundary enrichment by batch export): once the stop rule is
-  certain to fetch `overlap_pages` more levels of pages and no more, the steps run on the
-  candidates and hits of the pages landed (a snapshot a resumed search sees
+  certain to fetch at most `overlap_pages` (and at least half as many) more levels of pages, the
+  steps run on the candidates and hits of the pages landed (a snapshot a resumed search sees
   alike, pipeline/overlap.py) while the last pages are fetched; after retrieval they go on over
   every candidate.
+- `FeedbackStart.WITH_SNAPSHOT` (with `LAST_PAGES`): once the snapshot's steps are done, the
+  feedback words come from the snapshot's settled top and the feedback pages are fetched beside
+  the last retrieval pages, when the subject channel lists enough papers to reach the target
+  (so it cannot be exhausted, which would answer the feedback locally).
 - `JournalTiming.TOP_WITH_ABSTRACT` (batch export): the readable top's journal pages go out beside
   their abstracts; the other candidates' journals wait for the abstract (`early_journals`)."""
 
@@ -68,6 +72,11 @@ class EnrichmentStart(StrEnum):
     LAST_PAGES = "last_pages"  # they start on a snapshot while the last pages are fetched
 
 
+class FeedbackStart(StrEnum):
+    AFTER_ENRICHMENT = "after_enrichment"  # feedback words from the top of every candidate, settled
+    WITH_SNAPSHOT = "with_snapshot"  # from the top of the snapshot beside the last pages (LAST_PAGES)
+
+
 class Enrichment(StrEnum):
     POOL = "pool"  # reference: the top n of the grid-only ranking (rank.enhancement_size)
     BOUNDARY = "boundary"  # top readable + candidates whose upper bound reaches the watched depth
@@ -86,7 +95,8 @@ class SearchPolicy:
     batch: int = 10  # candidates decided at a time (bounds tighten between batches)
     journal_timing: JournalTiming = JournalTiming.AFTER_ABSTRACT  # Reading.EXPORT only
     enrichment_start: EnrichmentStart = EnrichmentStart.AFTER_RETRIEVAL  # BOUNDARY + EXPORT only
-    overlap_pages: int = 10  # EnrichmentStart.LAST_PAGES: levels of pages left to overlap
+    overlap_pages: int = 16  # EnrichmentStart.LAST_PAGES: levels of pages left to overlap
+    feedback_start: FeedbackStart = FeedbackStart.AFTER_ENRICHMENT  # EnrichmentStart.LAST_PAGES only
 
     def without(self, rule: str) -> SearchPolicy:
         """This policy with one rule set back (the ablations of the bench): to the reference's
@@ -101,6 +111,7 @@ class SearchPolicy:
             "reading": {"reading": Reading.DETAIL, "batch": DETAIL_BATCH},
             "journal_timing": {"journal_timing": JournalTiming.AFTER_ABSTRACT},
             "enrichment_start": {"enrichment_start": EnrichmentStart.AFTER_RETRIEVAL},
+            "feedback_start": {"feedback_start": FeedbackStart.AFTER_ENRICHMENT},
         }
         return replace(self, name=f"{self.name}-{rule}", **back[rule])  # type: ignore[arg-type]
 
@@ -124,6 +135,7 @@ DEFAULT_POLICY = SearchPolicy(
     subset_pages=1,
     journal_timing=JournalTiming.TOP_WITH_ABSTRACT,
     enrichment_start=EnrichmentStart.LAST_PAGES,
+    feedback_start=FeedbackStart.WITH_SNAPSHOT,
 )
 POLICIES = {p.name: p for p in (REFERENCE_POLICY, DEFAULT_POLICY)}
 

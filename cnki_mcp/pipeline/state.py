@@ -239,7 +239,12 @@ class SearchState:
             self.coverage_of(event["ch"]).stopped = "local"
             if all(x["id"] != event["ch"] for x in self.local):
                 self.local.append(
-                    {"id": event["ch"], "field": event["field"], "weight": event["w"], "phrase": event["phrase"]}
+                    {
+                        "id": event["ch"],
+                        "field": event["field"],
+                        "weight": event["w"],
+                        "phrase": event["phrase"],
+                    }
                 )
             return
         self._apply_page(event)
@@ -262,6 +267,9 @@ class SearchState:
                 resort = True
             elif key < old:
                 self.first_seen[ref] = key
+                if old[0] == FEEDBACK and stage != FEEDBACK:
+                    # a feedback page landed first (pipeline/overlap.py): a retrieval candidate after all
+                    self.feedback_refs.remove(ref)
                 resort = True
             self._hit(ref, Hit(cid, seen_rows + int(index) + 1, float(ev["w"])), [page, int(ev["unit"])])
         if resort:

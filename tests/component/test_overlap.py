@@ -1,7 +1,8 @@
 """Enrichment beside retrieval (pipeline/overlap.py, DESIGN.md "Enrichment beside retrieval") on a
-fake clock: under the default policy the enrichment steps start while the subject channel's last
-pages are fetched, on a snapshot of the pages landed, and the requests sent, the ranking and a
-search continued after a cut anywhere are the same whatever order pages arrive in."""
+fake clock: under the default policy the enrichment steps, then the feedback pages, start while
+the subject channel's last pages are fetched, on a snapshot of the pages landed, and the requests
+sent, the ranking and a search continued after a cut anywhere are the same whatever order pages
+arrive in."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from cnki_mcp.pipeline.models import SearchInput, SearchOptions
 from cnki_mcp.pipeline.overlap import remaining_levels
 from cnki_mcp.pipeline.policy import DEFAULT_POLICY, SearchPolicy
 from cnki_mcp.pipeline.research import ResearchPipeline
+from cnki_mcp.pipeline.state import FEEDBACK, RETRIEVAL, Channel, SearchState, page_event
+from cnki_mcp.pipeline.units import coverage
 from cnki_mcp.query.plan import plan_explicit
 from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.store import Store
@@ -24,7 +27,7 @@ from cnki_mcp.store import Store
 PLAN = plan_explicit([["自动驾驶"], ["产品责任"]])
 PAGE_SIZE = 20
 # q1 lists 600 papers (30 pages); the title and keyword channels add 40 on their first pages, so
-# 400 candidates take 20 pages of q1 and the steps start once 10 levels are certain to remain
+# 400 candidates take 20 pages of q1 and the steps start once at most 16 levels are certain to remain
 OPTIONS = {"candidate_target": 400, "max_pages": 40}
 
 
@@ -33,14 +36,15 @@ class LongSite(SimSite):
     papers from 200 on (q1's pages 11-30) are much cited, so once listed they rank near the top: a
     step that decided on pages landed after its snapshot would read other papers."""
 
-    def __init__(self, clock: FakeClock, slow: dict[str, float] | None = None) -> None:
+    def __init__(self, clock: FakeClock, slow: dict[str, float] | None = None, size: int = 600) -> None:
         super().__init__(clock, exports=True)
         self.slow = slow or {}
+        self.size = size
         self.sent: list[tuple[tuple[Any, ...], float]] = []
 
     def channel(self, request: GridRequest) -> tuple[str, list[int]]:
         name, papers = super().channel(request)
-        return (name, list(range(600))) if name == "q1" else (name, papers)
+        return (name, list(range(self.size))) if name == "q1" else (name, papers)
 
     async def grid(self, request: GridRequest, op: SiteOp | None = None) -> Any:
         name, _ = self.channel(request)
@@ -79,10 +83,14 @@ def live(**options: Any) -> SearchInput:
 
 
 async def run(
-    tmp_path: Path, name: str, policy: SearchPolicy = DEFAULT_POLICY, slow: dict[str, float] | None = None
+    tmp_path: Path,
+    name: str,
+    policy: SearchPolicy = DEFAULT_POLICY,
+    slow: dict[str, float] | None = None,
+    size: int = 600,
 ) -> tuple[LongSite, OperationRecord, list[tuple[str, bool]]]:
     clock = FakeClock()
-    site = LongSite(clock, slow)
+    site = LongSite(clock, slow, size)
     store = Store.open(tmp_path / name, clock)
     try:
         record = await search(clock, site, store, policy, JobManager(clock, MemorySink()), live())
@@ -102,6 +110,20 @@ def test_remaining_levels_is_the_fewest_levels_the_stop_rule_can_still_fetch() -
     assert remaining_levels(400, 100, 0, 20, 30) == 0  # nothing open
 
 
+def test_a_paper_a_feedback_page_listed_first_is_a_retrieval_candidate_once_a_retrieval_page_lists_it() -> (
+    None
+):
+    q1 = Channel("q1", "subject", 1.0, "r", {}, "a", "f1")
+    feedback = Channel("feedback1", "subject", 0.8, "r", {}, "a", "f2")
+    plan = {"method": "explicit", "channels": [q1.to_dict()]}
+    st = SearchState("s", "k", {"candidate_target": 10}, plan, coverage=[coverage(q1), coverage(feedback)])
+    st.apply(page_event(feedback, 0, 0, FEEDBACK, 1, [(0, "a"), (1, "b")], 2, 2, True, None))
+    assert st.feedback_refs == ["a", "b"] and st.candidates_through(1) == 0
+    st.apply(page_event(q1, 0, 0, RETRIEVAL, 3, [(0, "c"), (1, "b")], 2, 9, False, "t"))
+    # the order and the stage do not depend on which page landed first
+    assert st.refs == ["c", "b", "a"] and st.feedback_refs == ["a"] and st.candidates_through(3) == 2
+
+
 async def test_the_steps_start_while_the_last_pages_are_fetched_and_settle_the_same_top(
     tmp_path: Path,
 ) -> None:
@@ -112,10 +134,20 @@ async def test_the_steps_start_while_the_last_pages_are_fetched_and_settle_the_s
     pages = [t for key, t in site.sent if key[:2] == ("grid", "q1")]
     assert len(pages) == 20 and record.result["candidate_count"] == after_record.result["candidate_count"]
     first_export = next(t for key, t in site.sent if key[0] == "export")
-    # the snapshot is level 10: its export goes out with ten of q1's pages still to come
-    assert sum(1 for t in pages if t >= first_export) == 10
+    # the snapshot is level 3, the first after which at most 16 levels are certain to come (the
+    # title and keyword pages found 40; then 340, 330, 320 more candidates at 20 a page): its
+    # export goes out with 17 of q1's pages still to come
+    assert sum(1 for t in pages if t >= first_export) == 17
     after_pages = [t for key, t in after.sent if key[:2] == ("grid", "q1")]
     assert min(t for key, t in after.sent if key[0] == "export") > max(after_pages)
+    # the feedback pages, from the snapshot's settled top, go out beside the last pages too
+    feedback = [t for key, t in site.sent if key[0] == "grid" and key[1].startswith("feedback")]
+    assert len(feedback) == 2 and max(feedback) < max(pages)
+    after_feedback = [t for key, t in after.sent if key[0] == "grid" and key[1].startswith("feedback")]
+    assert min(after_feedback) > max(after_pages)
+    assert sorted(k for k, _ in site.sent if k[0] == "grid") == sorted(
+        k for k, _ in after.sent if k[0] == "grid"
+    )
     assert site.clock.monotonic() < after.clock.monotonic()  # the search ends sooner
     # the steps after retrieval settle the watched top over every candidate either way
     top = [r for r, selected in ranked if selected][:10]
@@ -123,7 +155,23 @@ async def test_the_steps_start_while_the_last_pages_are_fetched_and_settle_the_s
     assert all(r["abstract_read"] and r["quality_known"] for r in record.result["results"][:10])
 
 
-@pytest.mark.parametrize("slow", [{"q1": 3.0}, {"q1": 0.05, "feedback": 4.0}, {"q2": 3.0, "q3": 2.0}])
+async def test_feedback_waits_for_the_end_when_the_subject_channel_could_run_out_first(
+    tmp_path: Path,
+) -> None:
+    # 430 papers: fewer than the target and two pages, so q1 might list them all before 400
+    # candidates are seen, and an exhausted q1 answers the feedback channels locally
+    site, record, _ = await run(tmp_path, "short", size=430)
+    pages = [t for key, t in site.sent if key[:2] == ("grid", "q1")]
+    first_export = next(t for key, t in site.sent if key[0] == "export")
+    assert first_export < max(pages)  # the steps still ran beside the last pages
+    feedback = [t for key, t in site.sent if key[0] == "grid" and key[1].startswith("feedback")]
+    assert feedback and min(feedback) > max(pages)
+    assert record.status == "completed"
+
+
+@pytest.mark.parametrize(
+    "slow", [{"q1": 3.0}, {"q1": 0.05, "feedback": 4.0}, {"q2": 3.0, "q3": 2.0}, {"feedback": 0.05}]
+)
 async def test_requests_and_ranking_do_not_depend_on_the_order_pages_arrive_in(
     tmp_path: Path, slow: dict[str, float]
 ) -> None:
