@@ -116,32 +116,44 @@ class Overlap:
                 over.append(True)
                 changed.set()
 
+        async def reach(level: int) -> bool:
+            """Wait until the snapshot at `level` is complete; False when retrieval ended first."""
+            while not over and not self._through(st, units, level):
+                changed.clear()
+                await changed.wait()
+            return not failed and self._through(st, units, level)
+
+        async def settle(level: int) -> None:
+            await self._enrich(
+                st, ctx, st.pool, stage="retrieval", label=label, through=level, stop=lambda: bool(failed)
+            )
+
         async def steps() -> None:
             level = 1
             while True:
-                while not over and not self._through(st, units, level):
-                    changed.clear()
-                    await changed.wait()
-                if failed or not self._through(st, units, level):
+                if not await reach(level):
                     return  # retrieval ended before this level: the steps after it take over
                 left = self._levels_left(st, units, level)
                 if left < (self.policy.overlap_pages + 1) // 2:
                     return  # a short retrieval: the steps wait for its last page
                 if left <= self.policy.overlap_pages:
-                    await self._enrich(
-                        st,
-                        ctx,
-                        st.pool,
-                        stage="retrieval",
-                        label=label,
-                        through=level,
-                        stop=lambda: bool(failed),
-                    )
-                    if not failed and self._feedback_beside(st):
-                        self._decide_feedback(st, ctx, through=level)
-                        await self._run_feedback(st, ctx, stage="retrieval", note="（检索同时进行）")
-                    return
+                    break
                 level += 1
+            await settle(level)
+            if not failed and self._feedback_beside(st):
+                self._decide_feedback(st, ctx, through=level)
+                await self._run_feedback(st, ctx, stage="retrieval", note="（检索同时进行）")
+            close = self.policy.closing_pages
+            while close:
+                level += 1
+                if failed or not await reach(level):
+                    return
+                left = self._levels_left(st, units, level)
+                if left == 0:
+                    return  # the last level: the steps after retrieval take over
+                if left <= close:
+                    await settle(level)  # the pages landed since the snapshot, read while the last come
+                    return
 
         outcomes = await asyncio.gather(retrieval(), steps(), return_exceptions=True)
         for outcome in outcomes:

@@ -21,6 +21,9 @@ PURE: rankings and candidates in, decisions out; no clock, no I/O. The engine ap
   steps run on the candidates and hits of the pages landed (a snapshot a resumed search sees
   alike, pipeline/overlap.py) while the last pages are fetched; after retrieval they go on over
   every candidate.
+- `closing_pages` (with `LAST_PAGES`): a second snapshot once at most this many levels are certain
+  to come: the steps read what the pages since the first brought while the last are fetched, so
+  the steps after retrieval seldom have anything left to read.
 - `FeedbackStart.WITH_SNAPSHOT` (with `LAST_PAGES`): once the snapshot's steps are done, the
   feedback words come from the snapshot's settled top and the feedback pages are fetched beside
   the last retrieval pages, when the subject channel lists enough papers to reach the target
@@ -96,6 +99,7 @@ class SearchPolicy:
     journal_timing: JournalTiming = JournalTiming.AFTER_ABSTRACT  # Reading.EXPORT only
     enrichment_start: EnrichmentStart = EnrichmentStart.AFTER_RETRIEVAL  # BOUNDARY + EXPORT only
     overlap_pages: int = 16  # EnrichmentStart.LAST_PAGES: levels of pages left to overlap
+    closing_pages: int = 0  # EnrichmentStart.LAST_PAGES: a second snapshot this many levels before the end
     feedback_start: FeedbackStart = FeedbackStart.AFTER_ENRICHMENT  # EnrichmentStart.LAST_PAGES only
 
     def without(self, rule: str) -> SearchPolicy:
@@ -112,6 +116,7 @@ class SearchPolicy:
             "journal_timing": {"journal_timing": JournalTiming.AFTER_ABSTRACT},
             "enrichment_start": {"enrichment_start": EnrichmentStart.AFTER_RETRIEVAL},
             "feedback_start": {"feedback_start": FeedbackStart.AFTER_ENRICHMENT},
+            "closing_pages": {"closing_pages": 0},
         }
         return replace(self, name=f"{self.name}-{rule}", **back[rule])  # type: ignore[arg-type]
 
@@ -136,6 +141,7 @@ DEFAULT_POLICY = SearchPolicy(
     journal_timing=JournalTiming.TOP_WITH_ABSTRACT,
     enrichment_start=EnrichmentStart.LAST_PAGES,
     feedback_start=FeedbackStart.WITH_SNAPSHOT,
+    closing_pages=2,
 )
 POLICIES = {p.name: p for p in (REFERENCE_POLICY, DEFAULT_POLICY)}
 

@@ -149,6 +149,18 @@ async def test_the_steps_start_while_the_last_pages_are_fetched_and_settle_the_s
         k for k, _ in after.sent if k[0] == "grid"
     )
     assert site.clock.monotonic() < after.clock.monotonic()  # the search ends sooner
+    # a second snapshot two levels before the end reads what the pages since brought, so nothing
+    # is left to read once the last page is in; without it the steps after retrieval read it
+    assert max(t for key, t in site.sent if key[0] != "grid") <= max(pages)
+    unclosed, unclosed_record, unclosed_ranked = await run(
+        tmp_path, "unclosed", DEFAULT_POLICY.without("closing_pages")
+    )
+    unclosed_pages = [t for key, t in unclosed.sent if key[:2] == ("grid", "q1")]
+    assert max(t for key, t in unclosed.sent if key[0] == "export") > max(unclosed_pages)
+    assert unclosed_record.requests == record.requests
+    assert [r for r, selected in unclosed_ranked if selected][:10] == [
+        r for r, selected in ranked if selected
+    ][:10]
     # the steps after retrieval settle the watched top over every candidate either way
     top = [r for r, selected in ranked if selected][:10]
     assert top == [r for r, selected in after_ranked if selected][:10]
