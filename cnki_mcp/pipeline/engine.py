@@ -153,8 +153,9 @@ class SearchEngine(Overlap, EnrichmentSteps):
             st.feedback_pool = self._pool(st, st.feedback_refs)
             ctx.checkpoint(st.to_json())
         if not st.finished:
-            label = f"读取补充检索结果的{read}与期刊"
-            await self._enrich(st, ctx, st.feedback_pool, stage="feedback_enrichment", label=label)
+            if not st.feedback_beside:  # else the enrichment phase settled over their candidates
+                label = f"读取补充检索结果的{read}与期刊"
+                await self._enrich(st, ctx, st.feedback_pool, stage="feedback_enrichment", label=label)
             st.finished = True
 
     @staticmethod

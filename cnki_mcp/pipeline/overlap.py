@@ -141,6 +141,7 @@ class Overlap:
                 level += 1
             await settle(level)
             if not failed and self._feedback_beside(st):
+                st.feedback_beside = True  # checkpointed with the channels
                 self._decide_feedback(st, ctx, through=level)
                 await self._run_feedback(st, ctx, stage="retrieval", note="（检索同时进行）")
             close = self.policy.closing_pages

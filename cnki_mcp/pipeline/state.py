@@ -45,6 +45,7 @@ CHECKPOINT_KEYS = (
     "first_seen",
     "hit_keys",
     "local",
+    "feedback_beside",
 )
 
 RETRIEVAL, FEEDBACK = 0, 1  # the stage part of a candidate's order key
@@ -190,6 +191,9 @@ class SearchState:
     # channels answered from the known candidates instead of CNKI (pipeline/policy.py
     # `SubsetChannels.LOCAL`): [{id, field, weight, phrase}], in the order they were decided.
     local: list[dict[str, Any]] = field(default_factory=list)
+    # the feedback channels were chosen and asked beside retrieval (pipeline/overlap.py), so the
+    # enrichment phase already settled over their candidates
+    feedback_beside: bool = False
 
     @property
     def channels(self) -> list[Channel]:
@@ -351,6 +355,7 @@ class SearchState:
             "first_seen": {ref: list(k) for ref, k in self.first_seen.items()},
             "hit_keys": {k: list(v) for k, v in self.hit_keys.items()},
             "local": [dict(x) for x in self.local],
+            "feedback_beside": self.feedback_beside,
         }
 
     @classmethod
@@ -394,6 +399,7 @@ class SearchState:
             first_seen={str(k): [int(x) for x in v] for k, v in (data.get("first_seen") or {}).items()},
             hit_keys={str(k): [int(x) for x in v] for k, v in (data.get("hit_keys") or {}).items()},
             local=[dict(x) for x in (data.get("local") or [])],
+            feedback_beside=bool(data.get("feedback_beside")),
         )
 
 

@@ -122,6 +122,9 @@ def test_a_paper_a_feedback_page_listed_first_is_a_retrieval_candidate_once_a_re
     st.apply(page_event(q1, 0, 0, RETRIEVAL, 3, [(0, "c"), (1, "b")], 2, 9, False, "t"))
     # the order and the stage do not depend on which page landed first
     assert st.refs == ["c", "b", "a"] and st.feedback_refs == ["a"] and st.candidates_through(3) == 2
+    st.feedback_beside = True  # asked beside retrieval: kept by the checkpoint
+    again = SearchState.from_json(st.to_json())
+    assert again.feedback_beside and again.feedback_refs == ["a"] and again.refs == st.refs
 
 
 async def test_the_steps_start_while_the_last_pages_are_fetched_and_settle_the_same_top(
