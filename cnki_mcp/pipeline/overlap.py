@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from cnki_mcp.jobs import OperationContext
@@ -42,28 +42,10 @@ class Overlap:
     page_size: int
 
     if TYPE_CHECKING:  # provided by SearchEngine and EnrichmentSteps; declared for the type checker
-
-        async def _run_units(
-            self,
-            st: SearchState,
-            ctx: OperationContext,
-            units: Sequence[Unit],
-            *,
-            feedback: bool,
-            on_change: Callable[[], None] | None = None,
-        ) -> None: ...
-
-        async def _enrich(
-            self,
-            st: SearchState,
-            ctx: OperationContext,
-            pool: list[str],
-            *,
-            stage: str,
-            label: str,
-            through: int | None = None,
-            stop: Callable[[], bool] | None = None,
-        ) -> None: ...
+        # the engine's paging loop and the enrichment steps (their signatures: engine.py and
+        # enrichment_steps.py)
+        _run_units: Callable[..., Awaitable[None]]
+        _enrich: Callable[..., Awaitable[None]]
 
         def _reading(self, st: SearchState) -> tuple[bool, bool]: ...
 
