@@ -16,7 +16,7 @@ from typing import Any
 import bench  # type: ignore[import-not-found]  # scripts/bench.py: the quality run and the writer
 
 CORPORA = ("bundled", "main", "heldout")
-ABLATIONS = ("subset_channels", "enrichment", "subset_pages", "watch_depth", "reading", "journal_timing", "enrichment_start", "feedback_start", "closing_pages")
+ABLATIONS = ("subset_channels", "enrichment", "subset_pages", "watch_depth", "reading", "journal_timing", "enrichment_start", "feedback_start", "closing_pages", "feedback_when")
 
 
 def _policy(name: str) -> Any:

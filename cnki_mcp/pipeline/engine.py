@@ -142,7 +142,10 @@ class SearchEngine(Overlap, EnrichmentSteps):
             st.pool = self._pool(st, st.refs) or st.pool
             ctx.checkpoint(st.to_json())
         if not st.enriched:
-            await self._enrich(st, ctx, st.pool, stage="enrichment", label=f"读取{read}与期刊")
+            if self._feedback_when_certain(st):  # FeedbackWhen.CERTAIN (pipeline/overlap.py)
+                await self._enrich_with_certain_feedback(st, ctx, label=f"读取{read}与期刊")
+            else:
+                await self._enrich(st, ctx, st.pool, stage="enrichment", label=f"读取{read}与期刊")
             st.enriched = True
             ctx.checkpoint(st.to_json())
         if not st.feedback_done:
@@ -236,8 +239,10 @@ class SearchEngine(Overlap, EnrichmentSteps):
                 {"id": channel.id, "field": channel.field, "weight": channel.weight, "phrase": phrase}
             )
 
-    def _local_channels(self, st: SearchState) -> list[LocalChannel]:
-        return [LocalChannel(x["id"], x["field"], float(x["weight"]), x.get("phrase", "")) for x in st.local]
+    def _local_channels(self, st: SearchState, *, retrieval_only: bool = False) -> list[LocalChannel]:
+        skip = {c.id for c in st.feedback or ()} if retrieval_only else set()
+        rows = [x for x in st.local if x["id"] not in skip]
+        return [LocalChannel(x["id"], x["field"], float(x["weight"]), x.get("phrase", "")) for x in rows]
 
     @staticmethod
     def _pages(st: SearchState, unit: Unit) -> int:
@@ -609,14 +614,18 @@ class SearchEngine(Overlap, EnrichmentSteps):
     # --- ranking helpers ----------------------------------------------------------------
 
     def candidates(
-        self, st: SearchState, refs: Sequence[str], through: int | None = None
+        self, st: SearchState, refs: Sequence[str], through: int | None = None, *, retrieval_only: bool = False
     ) -> tuple[list[Candidate], dict[str, Paper]]:
         """Candidates in first-seen order, one per paper (refs merged since are folded). `through`:
         only the retrieval candidates and hits of pages <= `through` (a snapshot of the first pages
-        that is the same whatever later pages have landed: state.py keeps each hit's earliest page)."""
+        that is the same whatever later pages have landed: state.py keeps each hit's earliest page).
+        `retrieval_only`: no feedback candidate, hit or local channel (FeedbackWhen.CERTAIN)."""
+        seen = st.first_seen
         if through is not None:
-            seen = st.first_seen
             refs = [r for r in refs if seen.get(r, [FEEDBACK])[0] == RETRIEVAL and seen[r][1] <= through]
+        if retrieval_only:
+            refs = [r for r in refs if seen.get(r, [FEEDBACK])[0] == RETRIEVAL]
+        feedback_ids = {c.id for c in st.feedback or ()} if retrieval_only else set()
         found = self.papers.papers(refs)
         papers: dict[str, Paper] = {}
         hits: dict[str, list[Hit]] = {}
@@ -628,6 +637,8 @@ class SearchEngine(Overlap, EnrichmentSteps):
             kept = st.hits.get(ref, [])
             if through is not None:
                 kept = [h for h in kept if st.hit_keys.get(f"{ref}|{h.channel}", [0])[0] <= through]
+            if feedback_ids:
+                kept = [h for h in kept if h.channel not in feedback_ids]
             hits.setdefault(paper.record_ref, []).extend(kept)
         quality: dict[str, SourceQuality | None] = {}  # one journal lookup per source, not per paper
 
@@ -651,7 +662,7 @@ class SearchEngine(Overlap, EnrichmentSteps):
             )
             for ref, p in papers.items()
         ]
-        local = self._local_channels(st)
+        local = self._local_channels(st, retrieval_only=retrieval_only)
         if local:
             subject = self._subject(st)
             detailed = {ref for ref, p in papers.items() if self.enricher.abstract_read(p)}

@@ -22,7 +22,7 @@ from cnki_mcp.pipeline.policy import (
     next_enrichment,
 )
 from cnki_mcp.pipeline.state import SearchState, enrich_event
-from cnki_mcp.rank import MAX_SELECTED, Candidate, Ranker, selection_floor
+from cnki_mcp.rank import MAX_SELECTED, Candidate, Ranked, Ranker, selection_floor
 from cnki_mcp.store import Store
 
 
@@ -38,10 +38,10 @@ class EnrichmentSteps:
     if TYPE_CHECKING:  # provided by SearchEngine; declared for the type checker only
 
         def candidates(
-            self, st: SearchState, refs: Sequence[str], through: int | None = None
+            self, st: SearchState, refs: Sequence[str], through: int | None = None, *, retrieval_only: bool = False
         ) -> tuple[list[Candidate], dict[str, Paper]]: ...
 
-        def _local_channels(self, st: SearchState) -> list[LocalChannel]: ...
+        def _local_channels(self, st: SearchState, *, retrieval_only: bool = False) -> list[LocalChannel]: ...
 
     async def _enrich(
         self,
@@ -53,6 +53,8 @@ class EnrichmentSteps:
         label: str,
         through: int | None = None,
         stop: Callable[[], bool] | None = None,
+        before_step: Callable[[], None] | None = None,
+        retrieval_only: bool = False,
     ) -> None:
         """Enrich `pool` (a resumed phase asks again only what is still missing: read abstracts
         and cached journals send nothing), then, under Enrichment.BOUNDARY, batch after batch until
@@ -61,7 +63,9 @@ class EnrichmentSteps:
         policy, seeing the abstract, still proposes the paper (DESIGN.md "Reading abstracts by
         batch export"). `through`: decide on the candidates and hits of retrieval pages <=
         `through` only (EnrichmentStart.LAST_PAGES: a snapshot that does not depend on which later
-        pages have landed); `stop`: no new step once it holds (the retrieval beside it failed)."""
+        pages have landed); `stop`: no new step once it holds (the retrieval beside it failed);
+        `before_step`: called before each decision; `retrieval_only`: decide without the feedback's
+        candidates, hits and local channels (FeedbackWhen.CERTAIN)."""
         boundary, export = self._reading(st)
         feedback = pool is st.feedback_pool
         key = "feedback_pool" if feedback else "pool"
@@ -76,7 +80,9 @@ class EnrichmentSteps:
         while True:
             if stop is not None and stop():
                 return
-            batch, early = self._next_batch(st, set(tried), through)
+            if before_step is not None:
+                before_step()
+            batch, early = self._next_batch(st, set(tried), through, retrieval_only=retrieval_only)
             if not batch:
                 return
             attempted = set(st.pool) | set(st.feedback_pool)
@@ -127,13 +133,31 @@ class EnrichmentSteps:
         return boundary, boundary and self.policy.reading == Reading.EXPORT
 
     def _next_batch(
-        self, st: SearchState, journals_tried: set[str], through: int | None = None
+        self, st: SearchState, journals_tried: set[str], through: int | None = None, *, retrieval_only: bool = False
     ) -> tuple[list[str], list[str]]:
         """The policy's next batch, and those of its unread candidates whose journal page goes
         beside their abstract (`early_journals`)."""
-        cands, papers = self.candidates(st, st.refs, through)
-        ranked = self.ranker.rank(cands, st.groups, self.now_year())
+        ranked, _, states = self._ranked_states(st, through, retrieval_only=retrieval_only)
         selected = self.ranker.select(ranked, MAX_SELECTED)
+        attempted = set(st.pool) | set(st.feedback_pool)
+        batch = next_enrichment(
+            ranked,
+            states,
+            attempted,
+            self.policy,
+            selected=len(selected),
+            floor=selection_floor(ranked),
+            local=self._local_channels(st, retrieval_only=retrieval_only),
+            journals_tried=journals_tried,
+        )
+        return batch, early_journals(ranked, states, batch, attempted, self.policy, journals_tried)
+
+    def _ranked_states(
+        self, st: SearchState, through: int | None = None, *, retrieval_only: bool = False
+    ) -> tuple[list[Ranked], dict[str, Paper], dict[str, RefState]]:
+        """The current ranking (lower bounds), its papers, and what the store holds for each."""
+        cands, papers = self.candidates(st, st.refs, through, retrieval_only=retrieval_only)
+        ranked = self.ranker.rank(cands, st.groups, self.now_year())
         states: dict[str, RefState] = {}
         by_source: dict[str, tuple[bool, bool]] = {}  # one journal lookup per source, not per paper
         for r in ranked:
@@ -149,15 +173,4 @@ class EnrichmentSteps:
                 journal_open=journal and known[0],
                 journal_known=known[1],
             )
-        attempted = set(st.pool) | set(st.feedback_pool)
-        batch = next_enrichment(
-            ranked,
-            states,
-            attempted,
-            self.policy,
-            selected=len(selected),
-            floor=selection_floor(ranked),
-            local=self._local_channels(st),
-            journals_tried=journals_tried,
-        )
-        return batch, early_journals(ranked, states, batch, attempted, self.policy, journals_tried)
+        return ranked, papers, states

@@ -2,7 +2,9 @@
 `EnrichmentStart.LAST_PAGES` the research search's enrichment steps start while its last pages are
 still being fetched, deciding on a snapshot of the pages landed so far, so the limiter, idle
 between one query's dependent pages, reads what the top needs; under `FeedbackStart.WITH_SNAPSHOT`
-the feedback pages follow, from the snapshot's top. A mixin of `SearchEngine`.
+the feedback pages follow, from the snapshot's top. Under `FeedbackWhen.CERTAIN` a search whose
+feedback waits for the enrichment asks its pages as soon as the settled words are certain
+(`_enrich_with_certain_feedback`). A mixin of `SearchEngine`.
 
 The snapshot is the candidates and hits of every page <= level L, taken once every paging unit has
 L pages (or closed), at the first level L after which the stop rule is certain to fetch at most
@@ -19,11 +21,22 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
+from cnki_mcp.identity import Paper
 from cnki_mcp.jobs import OperationContext
-from cnki_mcp.pipeline.policy import EnrichmentStart, FeedbackRule, FeedbackStart, SearchPolicy
+from cnki_mcp.pipeline.policy import (
+    EnrichmentStart,
+    FeedbackRule,
+    FeedbackStart,
+    FeedbackWhen,
+    LocalChannel,
+    RefState,
+    SearchPolicy,
+    feedback_words_certain,
+)
 from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.pipeline.units import Unit
 from cnki_mcp.pipeline.units import units as _units
+from cnki_mcp.rank import Ranked
 
 
 def remaining_levels(target: int, seen: int, open_units: int, page_size: int, cap: int) -> int:
@@ -48,6 +61,12 @@ class Overlap:
         _enrich: Callable[..., Awaitable[None]]
 
         def _reading(self, st: SearchState) -> tuple[bool, bool]: ...
+
+        def _ranked_states(
+            self, st: SearchState, through: int | None = None, *, retrieval_only: bool = False
+        ) -> tuple[list[Ranked], dict[str, Paper], dict[str, RefState]]: ...
+
+        def _local_channels(self, st: SearchState, *, retrieval_only: bool = False) -> list[LocalChannel]: ...
 
         @staticmethod
         def _wants_feedback(st: SearchState) -> bool: ...
@@ -157,6 +176,53 @@ class Overlap:
             return True
         total = st.coverage_of(subject.id).total
         return total is not None and total >= st.input["candidate_target"] + 2 * self.page_size
+
+    def _feedback_when_certain(self, st: SearchState) -> bool:
+        """FeedbackWhen.CERTAIN applies to this search's enrichment phase: the feedback was not
+        asked beside retrieval and will be asked (boundary enrichment by batch export, a subject
+        channel that listed rows without running out). Fixed once retrieval is done, so a resumed
+        search takes the same path."""
+        policy = self.policy
+        if policy.feedback_when != FeedbackWhen.CERTAIN or policy.feedback != FeedbackRule.REQUEST:
+            return False
+        if st.feedback_beside or not self._wants_feedback(st):
+            return False
+        boundary, export = self._reading(st)
+        subject = self._subject(st)
+        if not (boundary and export) or subject is None:
+            return False
+        entry = st.coverage_of(subject.id)
+        return not entry.exhausted and not entry.failed and entry.rows > 0
+
+    async def _enrich_with_certain_feedback(self, st: SearchState, ctx: OperationContext, *, label: str) -> None:
+        """FeedbackWhen.CERTAIN (DESIGN.md "Feedback pages once their words are certain"): before
+        each decision, once `feedback_words_certain` holds, the feedback channels are chosen
+        (checkpointed: the words the settled ranking gives) and their pages asked beside the
+        remaining steps. Every step decides on the retrieval candidates alone, so the decisions,
+        the words and the pages are those of a search that waits for the enrichment; a resumed
+        search that chose them asks the pages still missing beside its first step. The pages land
+        before this returns; the steps' failure is raised first."""
+        pages: list[asyncio.Task[None]] = []
+
+        def before_step() -> None:
+            if not pages and st.feedback is None:
+                ranked, papers, states = self._ranked_states(st, retrieval_only=True)
+                keywords = {ref: p.keywords for ref, p in papers.items()}
+                if feedback_words_certain(ranked, states, keywords, self._local_channels(st, retrieval_only=True)):
+                    self._decide_feedback(st, ctx)
+            if not pages and st.feedback is not None:
+                note = "（与摘要读取同时进行）"
+                pages.append(asyncio.ensure_future(self._run_feedback(st, ctx, stage="enrichment", note=note)))
+
+        try:
+            await self._enrich(
+                st, ctx, st.pool, stage="enrichment", label=label, before_step=before_step, retrieval_only=True
+            )
+        finally:
+            outcomes = await asyncio.gather(*pages, return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     def _through(self, st: SearchState, units: Sequence[Unit], level: int) -> bool:
         """Every unit has `level` pages or is closed: the snapshot at `level` is complete."""

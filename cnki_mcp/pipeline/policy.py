@@ -29,7 +29,11 @@ PURE: rankings and candidates in, decisions out; no clock, no I/O. The engine ap
   the last retrieval pages, when the subject channel lists enough papers to reach the target
   (so it cannot be exhausted, which would answer the feedback locally).
 - `JournalTiming.TOP_WITH_ABSTRACT` (batch export): the readable top's journal pages go out beside
-  their abstracts; the other candidates' journals wait for the abstract (`early_journals`)."""
+  their abstracts; the other candidates' journals wait for the abstract (`early_journals`).
+- `FeedbackWhen.CERTAIN` (boundary enrichment by batch export, feedback asked after retrieval):
+  the feedback words are those of the settled ranking, taken as soon as no later step can change
+  them (`feedback_words_certain`), and the feedback pages go out beside the remaining steps, which
+  decide on the retrieval candidates alone, as they would without the pages."""
 
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from cnki_mcp.rank import (
+    FEEDBACK_TOP,
     MIN_SELECTED,
     RESCUE_RELEVANCE,
     Candidate,
@@ -47,6 +52,7 @@ from cnki_mcp.rank import (
     quality_formula,
     relevance_formula,
     score_formula,
+    sort_key,
 )
 
 
@@ -80,6 +86,11 @@ class FeedbackStart(StrEnum):
     WITH_SNAPSHOT = "with_snapshot"  # from the top of the snapshot beside the last pages (LAST_PAGES)
 
 
+class FeedbackWhen(StrEnum):
+    SETTLED = "settled"  # the feedback pages once every enrichment step is done
+    CERTAIN = "certain"  # as soon as the settled ranking's words are certain (same words, same pages)
+
+
 class Enrichment(StrEnum):
     POOL = "pool"  # reference: the top n of the grid-only ranking (rank.enhancement_size)
     BOUNDARY = "boundary"  # top readable + candidates whose upper bound reaches the watched depth
@@ -101,6 +112,7 @@ class SearchPolicy:
     overlap_pages: int = 16  # EnrichmentStart.LAST_PAGES: levels of pages left to overlap
     closing_pages: int = 0  # EnrichmentStart.LAST_PAGES: a second snapshot this many levels before the end
     feedback_start: FeedbackStart = FeedbackStart.AFTER_ENRICHMENT  # EnrichmentStart.LAST_PAGES only
+    feedback_when: FeedbackWhen = FeedbackWhen.SETTLED  # BOUNDARY + EXPORT, feedback after retrieval
 
     def without(self, rule: str) -> SearchPolicy:
         """This policy with one rule set back (the ablations of the bench): to the reference's
@@ -117,6 +129,7 @@ class SearchPolicy:
             "enrichment_start": {"enrichment_start": EnrichmentStart.AFTER_RETRIEVAL},
             "feedback_start": {"feedback_start": FeedbackStart.AFTER_ENRICHMENT},
             "closing_pages": {"closing_pages": 0},
+            "feedback_when": {"feedback_when": FeedbackWhen.SETTLED},
         }
         return replace(self, name=f"{self.name}-{rule}", **back[rule])  # type: ignore[arg-type]
 
@@ -142,6 +155,7 @@ DEFAULT_POLICY = SearchPolicy(
     enrichment_start=EnrichmentStart.LAST_PAGES,
     feedback_start=FeedbackStart.WITH_SNAPSHOT,
     closing_pages=2,
+    feedback_when=FeedbackWhen.CERTAIN,
 )
 POLICIES = {p.name: p for p in (REFERENCE_POLICY, DEFAULT_POLICY)}
 
@@ -361,3 +375,37 @@ def early_journals(
         and not states[r.ref].detailed
         and states[r.ref].journal_open
     ]
+
+
+def feedback_words_certain(
+    ranked: Sequence[Ranked],
+    states: Mapping[str, RefState],
+    keywords: Mapping[str, Sequence[str]],
+    local: Sequence[LocalChannel] = (),
+) -> bool:
+    """The feedback words of `ranked` (rank.feedback_keywords: shared keywords of the eligible
+    papers among the top `FEEDBACK_TOP`) are those of every ranking later enrichment can lead to.
+    Enrichment only raises scores and turns papers eligible, never the reverse (rank.py), so it
+    holds when:
+    - every paper of the top is read, so its keywords and its eligibility are final;
+    - no paper outside the top can sort before the last of it, even at its upper bound (eligible
+      if it is unread and could reach the relevance floor);
+    - each keyword of the top is written one way only, so the top's order cannot change which
+      form a word is asked with."""
+    top = ranked[:FEEDBACK_TOP]
+    if any(not states[r.ref].detailed for r in top):
+        return False
+    last = max((sort_key(r) for r in top), default=None)
+    if last is None:
+        return True
+    bounds = observed_bounds(ranked, states, local)
+    for r in ranked[FEEDBACK_TOP:]:
+        relevance, score = upper_bound(r, states[r.ref], bounds)
+        eligible = r.eligible if states[r.ref].detailed else relevance >= 0.25
+        if (not eligible, -score, r.ref) < last:
+            return False
+    forms: dict[str, set[str]] = {}
+    for r in top:
+        for word in keywords.get(r.ref) or ():
+            forms.setdefault(normalize(word), set()).add(word)
+    return all(len(f) == 1 for f in forms.values())

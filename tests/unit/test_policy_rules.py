@@ -16,11 +16,20 @@ from cnki_mcp.pipeline.policy import (
     RefState,
     SubsetChannels,
     early_journals,
+    feedback_words_certain,
     next_enrichment,
     upper_bound,
     with_local_hits,
 )
-from cnki_mcp.rank import Candidate, Hit, Ranked, ReferenceRanker, SourceQuality, query_tokens
+from cnki_mcp.rank import (
+    Candidate,
+    Hit,
+    Ranked,
+    ReferenceRanker,
+    SourceQuality,
+    feedback_keywords,
+    query_tokens,
+)
 
 GROUPS = [["自动驾驶"], ["产品责任", "侵权责任"]]
 
@@ -175,3 +184,51 @@ def test_the_readable_tops_journals_go_beside_its_abstracts_and_nothing_else_doe
     assert after.journal_timing == JournalTiming.AFTER_ABSTRACT
     assert early_journals(ranked, states, step, set(), after) == []
     assert early_journals(ranked, states, step, set(), DETAIL_POLICY) == []  # a detail step reads both anyway
+
+
+# --- FeedbackWhen.CERTAIN: the settled ranking's feedback words known early ------------------
+
+
+def _read(ref: str, q1: int, title: str, keywords: tuple[str, ...]) -> Candidate:
+    abstract = "本文讨论自动驾驶汽车致害时的产品责任与侵权责任分配。"
+    return cand(ref, title, q1, abstract=abstract, keywords=keywords)
+
+
+def _certain(cands: list[Candidate], unread: set[str] = frozenset()) -> tuple[bool, list[str]]:  # type: ignore[assignment]
+    ranked = ReferenceRanker().rank(cands, GROUPS, 2026)
+    states = {c.ref: RefState(detailed=c.ref not in unread, journal_open=False, journal_known=True) for c in cands}
+    keywords = {c.ref: c.keywords for c in cands}
+    return feedback_words_certain(ranked, states, keywords), feedback_keywords(ranked, keywords, GROUPS)
+
+
+def _top_ten() -> list[Candidate]:
+    words = ("算法责任", "风险分配")
+    return [_read(f"t{i:02d}", i + 1, f"自动驾驶汽车产品责任研究{i}", (*words, f"词{i}")) for i in range(10)]
+
+
+def test_feedback_words_are_certain_once_the_top_is_read_and_nothing_else_can_enter_it() -> None:
+    weak = [cand(f"w{i}", f"城市交通规划{i}", 20 + i) for i in range(5)]  # unread, off-topic titles
+    certain, words = _certain([*_top_ten(), *weak], unread={c.ref for c in weak})
+    assert certain and words == ["算法责任", "风险分配"]
+
+
+def test_feedback_words_are_not_certain_while_a_top_paper_is_unread() -> None:
+    top = _top_ten()
+    certain, _ = _certain(top, unread={top[3].ref})
+    assert not certain
+
+
+def test_feedback_words_are_not_certain_while_an_unread_paper_could_still_enter_the_top() -> None:
+    # an unread paper whose title matches every concept: its abstract could lift it into the top
+    rival = cand("r", "自动驾驶汽车产品责任与侵权责任", 30)
+    certain, _ = _certain([*_top_ten(), rival], unread={"r"})
+    assert not certain
+    certain, _ = _certain([*_top_ten(), replace(rival, title="城市交通规划")], unread={"r"})
+    assert certain
+
+
+def test_feedback_words_are_not_certain_while_a_word_of_the_top_is_written_two_ways() -> None:
+    top = _top_ten()
+    top[9] = replace(top[9], keywords=("算法责任", "风险分配 ", "词9"))  # one word, another form
+    certain, _ = _certain(top)
+    assert not certain

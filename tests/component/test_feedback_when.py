@@ -1,0 +1,151 @@
+"""Feedback pages once their words are certain (pipeline/overlap.py `_enrich_with_certain_feedback`,
+DESIGN.md "Feedback pages once their words are certain") on a fake clock. A search too short to
+overlap its enrichment with retrieval asks its feedback pages as soon as no later step can change
+the settled ranking's words: the same words, pages, decisions and results as waiting for every
+step, sent sooner, whatever order pages arrive in and wherever the search is cut."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pipeline_fakes import duplicates
+from test_overlap import PAGE_SIZE, PLAN, LongSite, search
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationRecord
+from cnki_mcp.pipeline.models import SearchInput, SearchOptions
+from cnki_mcp.pipeline.policy import DEFAULT_POLICY, SearchPolicy
+from cnki_mcp.pipeline.research import ResearchPipeline
+from cnki_mcp.pipeline.state import SearchState
+from cnki_mcp.site.backend import GridRequest
+from cnki_mcp.store import Store
+
+# q1 lists 600 papers, 20 a page: 100 candidates take 3 levels, too few to overlap (8 at least),
+# and q1 cannot run out, so the feedback is asked after the enrichment steps
+OPTIONS = {"candidate_target": 100, "max_pages": 40}
+SETTLED = DEFAULT_POLICY.without("feedback_when")
+
+
+def short(**options: Any) -> SearchInput:
+    return SearchInput(query="自动驾驶 产品责任", options=SearchOptions(freshness="live", **OPTIONS, **options))
+
+
+async def run(
+    tmp_path: Path, name: str, policy: SearchPolicy = DEFAULT_POLICY, slow: dict[str, float] | None = None
+) -> tuple[LongSite, OperationRecord, list[tuple[str, bool]]]:
+    clock = FakeClock()
+    site = LongSite(clock, slow)
+    store = Store.open(tmp_path / name, clock)
+    try:
+        record = await search(clock, site, store, policy, JobManager(clock, MemorySink()), short())
+        assert record.status == "completed", record.errors
+        items = store.search_results(record.result["search_id"], "all", 0, 10_000).items
+        return site, record, [(e.record_ref, e.selected) for e in items]
+    finally:
+        store.close()
+
+
+def feedback_times(site: LongSite) -> list[float]:
+    return [t for key, t in site.sent if key[0] == "grid" and key[1].startswith("feedback")]
+
+
+async def test_feedback_pages_go_out_beside_the_steps_with_the_settled_words_and_results(tmp_path: Path) -> None:
+    site, record, ranked = await run(tmp_path, "certain")
+    settled, settled_record, settled_ranked = await run(tmp_path, "settled", SETTLED)
+    pages = [t for key, t in site.sent if key[:2] == ("grid", "q1")]
+    assert min(t for key, t in site.sent if key[0] == "export") > max(pages)  # no step beside retrieval
+    # the feedback pages leave with the last step's reads, not after every step as under SETTLED
+    first = min(feedback_times(site))
+    assert len(feedback_times(site)) == 2 and any(t >= first for key, t in site.sent if key[0] != "grid")
+    assert first < min(feedback_times(settled))
+    assert all(t < min(feedback_times(settled)) for key, t in settled.sent if key[0] != "grid")
+    # the same words (the same feedback queries), requests, ranking and selection
+    assert sorted(k for k, _ in site.sent) == sorted(k for k, _ in settled.sent)
+    assert ranked == settled_ranked
+    assert record.requests == settled_record.requests
+    assert record.result["selected_count"] == settled_record.result["selected_count"]
+    assert site.clock.monotonic() < settled.clock.monotonic()  # the search ends sooner
+
+
+@pytest.mark.parametrize("slow", [{"feedback": 4.0}, {"feedback": 0.05}, {"q1": 2.0}])
+async def test_requests_and_ranking_do_not_depend_on_when_the_feedback_pages_land(
+    tmp_path: Path, slow: dict[str, float]
+) -> None:
+    even_site, _, even = await run(tmp_path, "even")
+    site, _, ranked = await run(tmp_path, "paced", slow=slow)
+    assert sorted(k for k, _ in site.sent) == sorted(k for k, _ in even_site.sent)
+    # the steps decide on the retrieval candidates alone: the same reads in the same order
+    assert [k for k, _ in site.sent if k[0] != "grid"] == [k for k, _ in even_site.sent if k[0] != "grid"]
+    assert ranked == even
+
+
+async def test_a_search_cut_anywhere_continues_without_repeating_a_request(tmp_path: Path) -> None:
+    whole_site, whole, _ = await run(tmp_path, "whole")
+    log = [k for k, _ in whole_site.sent]
+    first_feedback = next(i for i, k in enumerate(log) if k[0] == "grid" and k[1].startswith("feedback"))
+    assert any(k[0] != "grid" for k in log[first_feedback:])  # some cuts fall beside the feedback pages
+    for cut in range(2, len(log)):
+        clock = FakeClock()
+        site = LongSite(clock)
+        store = Store.open(tmp_path / f"cut{cut}", clock)
+        try:
+            jobs = JobManager(clock, MemorySink())
+            inp = short(max_requests=cut)
+            stopped = await search(clock, site, store, DEFAULT_POLICY, jobs, inp)
+            assert stopped.status == "partial" and stopped.errors[0].code == "BUDGET_EXHAUSTED", cut
+            pipe = ResearchPipeline(
+                site, store, clock, workers=8, now_year=lambda: 2026, page_size=PAGE_SIZE, policy=DEFAULT_POLICY
+            )
+
+            async def runner(
+                ctx: OperationContext, pipe: ResearchPipeline = pipe, inp: SearchInput = inp
+            ) -> Any:
+                return await pipe.research(inp, PLAN, ctx)
+
+            job = jobs.continue_(stopped.operation_id, runner, additional_requests=1_000)
+            [done] = await clock.run_until_complete(job.finish())
+        finally:
+            store.close()
+        assert done.status == "completed", (cut, done.errors)
+        assert duplicates(site.log) == [], cut
+        assert sorted(site.log) == sorted(whole_site.log), cut
+        assert done.result["selected_count"] == whole.result["selected_count"], cut
+
+
+class OverlapSite(LongSite):
+    """Feedback pages that list ten retrieval candidates (papers 40-49, found by q1's third page)
+    and ten papers of their own."""
+
+    def channel(self, request: GridRequest) -> tuple[str, list[int]]:
+        name, papers = super().channel(request)
+        if name.startswith("feedback"):
+            return name, [*range(40, 50), *papers[:10]]
+        return name, papers
+
+
+async def test_the_steps_beside_the_feedback_pages_decide_on_the_retrieval_candidates_alone(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock()
+    site = OverlapSite(clock)
+    store = Store.open(tmp_path / "alone", clock)
+    try:
+        record = await search(clock, site, store, DEFAULT_POLICY, JobManager(clock, MemorySink()), short())
+        assert record.status == "completed", record.errors
+        st = SearchState.from_json(record.checkpoint)
+        engine = ResearchPipeline(
+            site, store, clock, workers=8, now_year=lambda: 2026, page_size=PAGE_SIZE, policy=DEFAULT_POLICY
+        ).engine
+        feedback = {c.id for c in st.feedback or ()}
+        every, _ = engine.candidates(st, st.refs)
+        alone, _ = engine.candidates(st, st.refs, retrieval_only=True)
+    finally:
+        store.close()
+    assert len(feedback) == 2 and len(st.feedback_refs) == 20  # ten new papers from each page
+    assert {c.ref for c in every} - {c.ref for c in alone} == set(st.feedback_refs)
+    hit = [c for c in every if any(h.channel in feedback for h in c.hits)]
+    assert len(hit) == 30  # the ten retrieval candidates both pages list, and their own twenty
+    assert not any(h.channel in feedback for c in alone for h in c.hits)
+    assert {c.ref for c in alone} == {ref for ref in st.refs if ref not in st.feedback_refs}
