@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 from pipeline_fakes import duplicates
-from test_overlap import PAGE_SIZE, PLAN, LongSite, search
+from test_overlap import PAGE_SIZE, LongSite, assert_paced_like_even, cut_and_continue, search
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationRecord
+from cnki_mcp.jobs import JobManager, MemorySink, OperationRecord
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions
 from cnki_mcp.pipeline.policy import DEFAULT_POLICY, SearchPolicy
 from cnki_mcp.pipeline.research import ResearchPipeline
@@ -75,10 +75,8 @@ async def test_requests_and_ranking_do_not_depend_on_when_the_feedback_pages_lan
 ) -> None:
     even_site, _, even = await run(tmp_path, "even")
     site, _, ranked = await run(tmp_path, "paced", slow=slow)
-    assert sorted(k for k, _ in site.sent) == sorted(k for k, _ in even_site.sent)
     # the steps decide on the retrieval candidates alone: the same reads in the same order
-    assert [k for k, _ in site.sent if k[0] != "grid"] == [k for k, _ in even_site.sent if k[0] != "grid"]
-    assert ranked == even
+    assert_paced_like_even(site, ranked, even_site, even)
 
 
 async def test_a_search_cut_anywhere_continues_without_repeating_a_request(tmp_path: Path) -> None:
@@ -87,27 +85,7 @@ async def test_a_search_cut_anywhere_continues_without_repeating_a_request(tmp_p
     first_feedback = next(i for i, k in enumerate(log) if k[0] == "grid" and k[1].startswith("feedback"))
     assert any(k[0] != "grid" for k in log[first_feedback:])  # some cuts fall beside the feedback pages
     for cut in range(2, len(log)):
-        clock = FakeClock()
-        site = LongSite(clock)
-        store = Store.open(tmp_path / f"cut{cut}", clock)
-        try:
-            jobs = JobManager(clock, MemorySink())
-            inp = short(max_requests=cut)
-            stopped = await search(clock, site, store, DEFAULT_POLICY, jobs, inp)
-            assert stopped.status == "partial" and stopped.errors[0].code == "BUDGET_EXHAUSTED", cut
-            pipe = ResearchPipeline(
-                site, store, clock, workers=8, now_year=lambda: 2026, page_size=PAGE_SIZE, policy=DEFAULT_POLICY
-            )
-
-            async def runner(
-                ctx: OperationContext, pipe: ResearchPipeline = pipe, inp: SearchInput = inp
-            ) -> Any:
-                return await pipe.research(inp, PLAN, ctx)
-
-            job = jobs.continue_(stopped.operation_id, runner, additional_requests=1_000)
-            [done] = await clock.run_until_complete(job.finish())
-        finally:
-            store.close()
+        site, done = await cut_and_continue(tmp_path / f"cut{cut}", short(max_requests=cut))
         assert done.status == "completed", (cut, done.errors)
         assert duplicates(site.log) == [], cut
         assert sorted(site.log) == sorted(whole_site.log), cut

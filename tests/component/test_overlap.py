@@ -76,6 +76,40 @@ async def search(
     return record
 
 
+async def cut_and_continue(directory: Path, inp: SearchInput) -> tuple[LongSite, OperationRecord]:
+    """A default search stopped by `inp`'s request budget, then continued (`continue_`) with more:
+    the site that saw both and the continued operation's record."""
+    clock = FakeClock()
+    site = LongSite(clock)
+    store = Store.open(directory, clock)
+    try:
+        jobs = JobManager(clock, MemorySink())
+        stopped = await search(clock, site, store, DEFAULT_POLICY, jobs, inp)
+        assert stopped.status == "partial" and stopped.errors[0].code == "BUDGET_EXHAUSTED"
+        pipe = ResearchPipeline(
+            site, store, clock, workers=8, now_year=lambda: 2026, page_size=PAGE_SIZE, policy=DEFAULT_POLICY
+        )
+
+        async def runner(ctx: OperationContext) -> Any:
+            return await pipe.research(inp, PLAN, ctx)
+
+        job = jobs.continue_(stopped.operation_id, runner, additional_requests=1_000)
+        [done] = await clock.run_until_complete(job.finish())
+        return site, done
+    finally:
+        store.close()
+
+
+def assert_paced_like_even(
+    site: LongSite, ranked: list[tuple[str, bool]], even_site: LongSite, even: list[tuple[str, bool]]
+) -> None:
+    """A search under another pacing sent the same requests, its reads in the same sequence, and
+    ranked the same."""
+    assert sorted(k for k, _ in site.sent) == sorted(k for k, _ in even_site.sent)
+    assert [k for k, _ in site.sent if k[0] != "grid"] == [k for k, _ in even_site.sent if k[0] != "grid"]
+    assert ranked == even
+
+
 def live(**options: Any) -> SearchInput:
     return SearchInput(
         query="自动驾驶 产品责任", options=SearchOptions(freshness="live", **OPTIONS, **options)
@@ -192,10 +226,8 @@ async def test_requests_and_ranking_do_not_depend_on_the_order_pages_arrive_in(
 ) -> None:
     even_site, _, even = await run(tmp_path, "even")
     site, _, ranked = await run(tmp_path, "paced", slow=slow)
-    assert sorted(k for k, _ in site.sent) == sorted(k for k, _ in even_site.sent)
     # the enrichment's decisions come in the same sequence: each step saw the same snapshot
-    assert [k for k, _ in site.sent if k[0] != "grid"] == [k for k, _ in even_site.sent if k[0] != "grid"]
-    assert ranked == even
+    assert_paced_like_even(site, ranked, even_site, even)
 
 
 async def test_a_search_cut_anywhere_continues_without_repeating_a_request(tmp_path: Path) -> None:
@@ -205,33 +237,7 @@ async def test_a_search_cut_anywhere_continues_without_repeating_a_request(tmp_p
     last_page = max(i for i, k in enumerate(log) if k[:2] == ("grid", "q1"))
     assert first_export < last_page  # the cuts below fall inside the overlap too
     for cut in range(4, len(log), 3):
-        clock = FakeClock()
-        site = LongSite(clock)
-        store = Store.open(tmp_path / f"cut{cut}", clock)
-        try:
-            jobs = JobManager(clock, MemorySink())
-            inp = live(max_requests=cut)
-            stopped = await search(clock, site, store, DEFAULT_POLICY, jobs, inp)
-            assert stopped.status == "partial" and stopped.errors[0].code == "BUDGET_EXHAUSTED", cut
-            pipe = ResearchPipeline(
-                site,
-                store,
-                clock,
-                workers=8,
-                now_year=lambda: 2026,
-                page_size=PAGE_SIZE,
-                policy=DEFAULT_POLICY,
-            )
-
-            async def runner(
-                ctx: OperationContext, pipe: ResearchPipeline = pipe, inp: SearchInput = inp
-            ) -> Any:
-                return await pipe.research(inp, PLAN, ctx)
-
-            job = jobs.continue_(stopped.operation_id, runner, additional_requests=1_000)
-            [done] = await clock.run_until_complete(job.finish())
-        finally:
-            store.close()
+        site, done = await cut_and_continue(tmp_path / f"cut{cut}", live(max_requests=cut))
         assert done.status == "completed", (cut, done.errors)
         assert duplicates(site.log) == [], cut
         assert sorted(site.log) == sorted(whole_site.log), cut
