@@ -240,7 +240,7 @@ class SearchEngine(Overlap, EnrichmentSteps):
             )
 
     def _local_channels(self, st: SearchState, *, retrieval_only: bool = False) -> list[LocalChannel]:
-        skip = {c.id for c in st.feedback or ()} if retrieval_only else set()
+        skip = st.feedback_ids if retrieval_only else set()
         rows = [x for x in st.local if x["id"] not in skip]
         return [LocalChannel(x["id"], x["field"], float(x["weight"]), x.get("phrase", "")) for x in rows]
 
@@ -625,7 +625,7 @@ class SearchEngine(Overlap, EnrichmentSteps):
             refs = [r for r in refs if seen.get(r, [FEEDBACK])[0] == RETRIEVAL and seen[r][1] <= through]
         if retrieval_only:
             refs = [r for r in refs if seen.get(r, [FEEDBACK])[0] == RETRIEVAL]
-        feedback_ids = {c.id for c in st.feedback or ()} if retrieval_only else set()
+        feedback_ids = st.feedback_ids if retrieval_only else set()
         found = self.papers.papers(refs)
         papers: dict[str, Paper] = {}
         hits: dict[str, list[Hit]] = {}

@@ -48,6 +48,7 @@ from cnki_mcp.rank import (
     Candidate,
     Hit,
     Ranked,
+    is_eligible,
     normalize,
     quality_formula,
     relevance_formula,
@@ -401,7 +402,7 @@ def feedback_words_certain(
     bounds = observed_bounds(ranked, states, local)
     for r in ranked[FEEDBACK_TOP:]:
         relevance, score = upper_bound(r, states[r.ref], bounds)
-        eligible = r.eligible if states[r.ref].detailed else relevance >= 0.25
+        eligible = r.eligible if states[r.ref].detailed else is_eligible(relevance, 1.0)  # full coverage
         if (not eligible, -score, r.ref) < last:
             return False
     forms: dict[str, set[str]] = {}

@@ -200,6 +200,11 @@ class SearchState:
         return [Channel.from_dict(c) for c in self.plan["channels"]]
 
     @property
+    def feedback_ids(self) -> set[str]:
+        """The ids of the feedback channels chosen so far."""
+        return {c.id for c in self.feedback or ()}
+
+    @property
     def groups(self) -> list[list[str]]:
         return [list(g) for g in self.plan.get("concepts", [])]
 

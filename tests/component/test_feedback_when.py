@@ -6,20 +6,25 @@ step, sent sooner, whatever order pages arrive in and wherever the search is cut
 
 from __future__ import annotations
 
+import importlib.util
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus_backend import CorpusBackend
 from pipeline_fakes import duplicates
 from test_overlap import PAGE_SIZE, LongSite, assert_paced_like_even, cut_and_continue, search
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.jobs import JobManager, MemorySink, OperationRecord
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.models import ExportRecord, GridPage
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions
 from cnki_mcp.pipeline.policy import DEFAULT_POLICY, SearchPolicy
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.pipeline.state import SearchState
-from cnki_mcp.site.backend import GridRequest
+from cnki_mcp.sim.corpus import Corpus
+from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.store import Store
 
 # q1 lists 600 papers, 20 a page: 100 candidates take 3 levels, too few to overlap (8 at least),
@@ -127,3 +132,94 @@ async def test_the_steps_beside_the_feedback_pages_decide_on_the_retrieval_candi
     assert len(hit) == 30  # the ten retrieval candidates both pages list, and their own twenty
     assert not any(h.channel in feedback for c in alone for h in c.hits)
     assert {c.ref for c in alone} == {ref for ref in st.refs if ref not in st.feedback_refs}
+
+
+# --- the generated labelled corpus, through the simulator's own search -------------------------
+
+GENERATOR = Path(__file__).resolve().parents[2] / "scripts" / "gen_big_corpus.py"
+# Questions of the generated `main` corpus whose words are certain a step before the last, and
+# whose later steps would decide otherwise if they saw the feedback's hits (docs/benchmarks.md
+# "Feedback pages once their words are certain").
+CORPUS_QUESTIONS = ("m04", "m15")
+
+
+class LoggingCorpus(CorpusBackend):
+    """The corpus backend with each request remembered in the order it was sent."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        super().__init__(corpus)
+        self.sent: list[tuple[str, str]] = []
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+        self.sent.append(("grid", f"{request.subject}|{request.page}"))
+        return await super().grid(request, op)
+
+    async def export_records(self, export_ids: list[str], op: SiteOp | None = None) -> list[ExportRecord]:
+        self.sent.append(("export", ",".join(export_ids)))
+        return await super().export_records(export_ids, op)
+
+    async def journal(self, *args: Any, **kwargs: Any) -> Any:
+        self.sent.append(("journal", repr(args[:1])))
+        return await super().journal(*args, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def main_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Corpus, dict[str, dict[str, Any]]]:
+    spec = importlib.util.spec_from_file_location("gen_big_corpus", GENERATOR)
+    assert spec and spec.loader
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    out = tmp_path_factory.mktemp("main-corpus")
+    generator.generate(out, "main", 1.0)
+    lines = (out / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    questions = {q["id"]: q for q in map(json.loads, filter(None, lines))}
+    return Corpus.load(out), questions
+
+
+async def corpus_search(
+    tmp_path: Path, corpus: Corpus, question: dict[str, Any], policy: SearchPolicy
+) -> tuple[LoggingCorpus, OperationRecord, list[tuple[str, bool]]]:
+    clock = FakeClock()
+    backend = LoggingCorpus(corpus)
+    store = Store.open(tmp_path / f"{question['id']}-{policy.name}", clock)
+    try:
+        pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026, policy=policy)
+        inp = SearchInput(
+            query=question["question"],
+            concept_groups=question["concepts"],
+            options=SearchOptions(freshness="live"),
+        )
+        plan = pipe.plan(inp)
+
+        async def runner(ctx: OperationContext) -> Any:
+            return await pipe.research(inp, plan, ctx)
+
+        job = JobManager(clock, MemorySink()).start(OperationKind.SEARCH, runner, inp.budget())
+        [record] = await clock.run_until_complete(job.finish())
+        assert record.status == "completed", record.errors
+        items = store.search_results(record.result["search_id"], "all", 0, 10_000).items
+        return backend, record, [(e.record_ref, e.selected) for e in items]
+    finally:
+        store.close()
+
+
+def first_feedback_page(sent: list[tuple[str, str]]) -> int:
+    """Where the first feedback page was sent: the first grid page after the first export (these
+    searches do not overlap retrieval, so every retrieval page comes before any read)."""
+    first_read = next(i for i, (kind, _) in enumerate(sent) if kind == "export")
+    return next(i for i, (kind, _) in enumerate(sent) if kind == "grid" and i > first_read)
+
+
+@pytest.mark.parametrize("qid", CORPUS_QUESTIONS)
+async def test_on_the_generated_corpus_the_early_pages_change_no_request_and_no_result(
+    tmp_path: Path, main_corpus: tuple[Corpus, dict[str, dict[str, Any]]], qid: str
+) -> None:
+    corpus, questions = main_corpus
+    certain, record, ranked = await corpus_search(tmp_path, corpus, questions[qid], DEFAULT_POLICY)
+    settled, settled_record, settled_ranked = await corpus_search(tmp_path, corpus, questions[qid], SETTLED)
+    # the feedback pages left while reads of the steps were still to come
+    assert first_feedback_page(certain.sent) < first_feedback_page(settled.sent)
+    assert sorted(certain.sent) == sorted(settled.sent)
+    assert certain.requests == settled.requests
+    assert ranked == settled_ranked
+    assert record.result["selected_count"] == settled_record.result["selected_count"]
