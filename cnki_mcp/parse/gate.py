@@ -29,6 +29,10 @@ from cnki_mcp.parse._html import attr, body_text, parse_html, text_of
 
 # site-rules.md §1.4: checked on the raw body, quotes optional.
 _VERICODE = re.compile(r"""id\s*=\s*["']?vericode\b|name\s*=\s*["']?vericodeForm\b""", re.I)
+# `_VERICODE` has no literal to scan for, so it tries every position (~14 ms on a 330 KB grid
+# page). Every match holds "vericode" in some letter case, which lower() turns into one of these
+# (re.I also folds İ and ı to i): a search of the lowered text with a literal prefix, ~3 ms.
+_VERICODE_HINT = re.compile("ver(?:i\u0307?|\u0131)code")
 _TITLE = re.compile(r"<title[^>]*>\s*([^<]*?)\s*</title>", re.I)
 # Every kns8s page embeds a Tencent captcha widget inside `#tcaptcha_transform_dy` styled
 # `opacity: 0; top: -1e+06px`: invisible until the site raises it. Such wrappers are hidden.
@@ -116,7 +120,7 @@ def classify_page(html: str, url: str | None = None, status: int | None = None) 
     title = _TITLE.search(html[:20_000])
     if title and title.group(1).strip() == "安全验证":
         return GateVerdict(kind=GateKind.CHALLENGE, evidence="<title>安全验证</title>")
-    if m := _VERICODE.search(html):
+    if _VERICODE_HINT.search(html.lower()) and (m := _VERICODE.search(html)):
         return GateVerdict(kind=GateKind.CHALLENGE, evidence=m.group(0))
     if status == 401:
         return GateVerdict(kind=GateKind.LOGIN, evidence="status 401")

@@ -57,6 +57,24 @@ def test_verification_markup_is_a_challenge(html: str) -> None:
     assert _kind(html, status=200) is GateKind.CHALLENGE
 
 
+def _letter_cases(word: str) -> list[str]:
+    """Every spelling of `word` that a case-insensitive pattern of it matches (re.I folds İ and ı to i)."""
+    forms = [""]
+    for ch in word:
+        variants = {ch, ch.upper()} | ({"\u0130", "\u0131"} if ch == "i" else set())
+        forms = [f + v for f in forms for v in sorted(variants)]
+    return forms
+
+
+def test_verification_markup_is_found_in_every_letter_case() -> None:
+    # The marker is searched through a lowered-text hint first (speed); no spelling may slip by.
+    spellings = _letter_cases("vericode")
+    assert len(spellings) == 512
+    for word in spellings:
+        assert _kind(f'<div><input id="{word}"></div>', status=200) is GateKind.CHALLENGE, word
+        assert _kind(f"<form name={word}Form></form>", status=200) is GateKind.CHALLENGE, word
+
+
 def test_challenge_is_checked_before_login_status() -> None:
     assert _kind("<form name=vericodeForm></form>", status=401) is GateKind.CHALLENGE
 
