@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_growth.py"
-LAT = {"grid": 0.7, "detail": 0.45, "journal": 0.6, "advsearch": 0.0, "export": 0.7}
+LAT = {"grid": 0.7, "detail": 0.45, "journal": 0.6, "advsearch": 0.0, "export": 0.7, "home": 0.0}
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +52,22 @@ def test_the_enrichment_tail_of_a_search_reading_by_batch_export_is_one_export_a
     b = growth.limiter_bound(log, 0.2, LAT)
     assert growth.kind_of(log[3]) == growth.kind_of(log[4]) == "export"
     assert b["chain"] == pytest.approx(3 * 0.7 + 0.7 + 0.6)
+
+
+def test_the_home_page_a_fresh_profile_visits_first_is_a_request(growth: Any) -> None:
+    log = [_get(0.0, "/"), _get(0.1, "/favicon.ico"), _get(0.3, "/kns8s/AdvSearch"), _grid(1, "a")]
+    assert [growth.kind_of(e) for e in log] == ["home", "other", "advsearch", "grid"]
+    assert growth.limiter_bound(log, 0.2, LAT)["spacing"] == pytest.approx(2 * 0.2 + 0.7)
+
+
+def test_the_run_bound_charges_the_latencies_the_pages_had(growth: Any) -> None:
+    log = [{**_grid(i, "a"), "duration": d} for i, d in enumerate((0.5, 0.9, 0.8))]
+    log += [{**_grid(5, "b"), "duration": 2.0}, {**_get(6, "/knavi/detail"), "duration": 0.3}]
+    b = growth.limiter_bound(log, 0.2, LAT)
+    assert b["chain"] == pytest.approx(3 * 0.7 + 0.6)  # nominal: pages x 0.7 + the journal tail
+    assert b["chain_run"] == pytest.approx(0.5 + 0.9 + 0.8 + 0.6)  # the longest query's own pages
+    assert b["spacing_run"] == pytest.approx(4 * 0.2 + 0.3)  # ends with the last request's duration
+    assert b["bound_run"] == max(b["chain_run"], b["spacing_run"])
 
 
 def _post(t: float, path: str) -> dict[str, Any]:
