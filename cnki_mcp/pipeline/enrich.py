@@ -221,6 +221,12 @@ class Enricher:
             await self._journal(paper, ctx)
         return paper
 
+    def _has_work(self, paper: Paper, *, quality: bool, refresh: bool, detail: bool) -> bool:
+        """`enrich_one` would fetch something for `paper` (its detail or its journal page)."""
+        if detail and (refresh or not self.detail_fresh(paper.record_ref)):
+            return True
+        return quality and is_journal(paper) and self.journal_cached(paper) is None
+
     async def _detail(self, paper: Paper, ctx: OperationContext) -> Paper:
         if not paper.locator:
             paper = await self._relocate(paper, ctx)
@@ -324,7 +330,16 @@ class Enricher:
         detail: bool = True,
     ) -> None:
         """Enrich `refs` on the worker pool; progress `{done, total}` in papers under `stage`,
-        with the message `<label> done/total`."""
+        with the message `<label> done/total`. Refs that would send nothing (a fresh detail and a
+        cached journal, or no such paper) are left out first, so they report no progress: each
+        report is a save of the operation."""
+        papers = self.store.papers_by_refs(refs)
+        refs = [
+            ref
+            for ref in refs
+            if (paper := papers.get(ref)) is not None
+            and self._has_work(paper, quality=quality, refresh=refresh, detail=detail)
+        ]
         total = len(refs)
         if total == 0:
             return

@@ -246,6 +246,30 @@ async def test_progress_message_fits_each_stage_and_counts_candidates_after_the_
     assert not any("轮检索" in (e.message or "") for e in events if e.stage != "retrieval")
 
 
+async def test_a_repeated_search_reports_no_progress_for_papers_it_does_not_read_again(
+    clock: FakeClock, store: Store
+) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    inp = search_input(freshness="live")
+    await run_search(clock, pipe, inp)
+    site.log.clear()
+    jobs = JobManager(clock, MemorySink())
+    events: list[ProgressEvent] = []
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, PLAN, ctx)
+
+    job = jobs.start(OperationKind.SEARCH, runner, inp.budget())
+    jobs.subscribe(job.operation_id, events.append)
+    [record] = await clock.run_until_complete(job.finish())
+    assert record.status == "completed"
+    assert site.count("detail") == 0 and site.count("journal") == 0  # every detail and journal fresh
+    # each progress report is a save of the operation: none for the 100 papers read last time
+    assert [e.message for e in events if e.unit == "papers"] == []
+    assert record.result["enhanced_count"] == 100
+
+
 class _isolated:
     """A throwaway pipeline on its own clock and store (for a reference run)."""
 
