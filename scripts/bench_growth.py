@@ -191,7 +191,10 @@ async def _search(origin: str, data_dir: Path, args: argparse.Namespace, questio
                "freshness": "live", "timeout_seconds": 7200}
     try:
         await services.host.ensure()  # Chromium starts outside the measurement
-        async with Client(build_server(lambda: services)) as client:
+        server = build_server(lambda: services)
+        if args.session == "warm":
+            await _warm_session(services, server)
+        async with Client(server) as client:
             t_wall = time.time()
             start = time.perf_counter()
             result = await client.call_tool(
@@ -216,6 +219,20 @@ async def _search(origin: str, data_dir: Path, args: argparse.Namespace, questio
         "candidates": int(summary.get("candidate_count") or 0), "selected": int(summary.get("selected_count") or 0),
         "enhanced": int(summary.get("enhanced_count") or 0), "tool_requests": int(summary.get("requests") or 0),
     }
+
+
+async def _warm_session(services: Any, server: Any) -> None:
+    """`--session warm`: what an earlier call of the same process leaves behind, done before the
+    clock starts: the search tool registered (its modules imported) and the site's session open
+    (the home page's guest cookie, AdvSearch, the captured grid template), by one title lookup
+    through the site backend. It stores nothing, and no detail, export or journal is read, so the
+    measured search's requests are those of a cold run less home, AdvSearch and the capture click."""
+    from cnki_mcp.query.compiler import compile_expression, title_lookup_expression
+    from cnki_mcp.site.backend import GridRequest
+
+    server.load_tool("search")
+    compiled = compile_expression(title_lookup_expression(["人工智能"]))
+    await services.backend.grid(GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=20))
 
 
 def use_policy(name: str) -> None:
@@ -289,7 +306,7 @@ def _child_argv(args: argparse.Namespace, target: int) -> list[str]:
             "--question", args.question, "--interval-ms", str(args.interval_ms), "--max-pages", str(args.max_pages),
             "--max-requests", str(args.max_requests), "--grid-ms", str(args.grid_ms), "--detail-ms",
             str(args.detail_ms), "--journal-ms", str(args.journal_ms), "--export-ms", str(args.export_ms),
-            "--jitter", str(args.jitter), "--policy", args.policy]
+            "--jitter", str(args.jitter), "--policy", args.policy, "--session", args.session]
 
 
 def _cell(values: list[float], fmt: str) -> str:
@@ -393,6 +410,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", default="default",
                    help="request policy: default, reference or default-RULE (the ablations of bench.py policy)")
     p.add_argument("--write", default=None, metavar="MD", help="also write the ## Growth section of this file")
+    p.add_argument("--session", default="cold", choices=("cold", "warm"),
+                   help="cold: the process's first call on a fresh profile (default); warm: the search tool"
+                        " loaded and the site session open before the clock starts (_warm_session)")
 
 
 def add_growth_parser(sub: Any) -> None:
