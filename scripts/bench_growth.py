@@ -132,7 +132,7 @@ def scenario(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def start_sim(corpus: Path, scen: Path, log: Path) -> tuple[subprocess.Popen[str], str]:
-    cli = [sys.executable, "-m", "cnki_mcp.cli", "sim"] if not (ROOT / ".venv/bin/cnki-mcp").exists() else [
+    cli = [sys.executable, "-m", "cnki_mcp", "sim"] if not (ROOT / ".venv/bin/cnki-mcp").exists() else [
         str(ROOT / ".venv/bin/cnki-mcp"), "sim"]
     proc = subprocess.Popen([*cli, "--corpus", str(corpus), "--scenario", str(scen), "--request-log", str(log)],
                             stdout=subprocess.PIPE, text=True)
