@@ -118,6 +118,39 @@ class GridPage(_Model):
         return False
 
 
+class GridHead(_Model):
+    """What a grid page says before its rows are read (parse/grid.py `parse_grid_head`): whether it
+    has rows and where its paging stands, enough to ask the next page while the rows are parsed."""
+
+    has_rows: bool  # GridPage.rows would not be empty
+    total: int | None = None
+    page: int | None = None
+    page_count: int | None = None
+    turnpage: str | None = None
+    last_ordinal: int | None = None  # the ordinal of the page's last row
+
+    @property
+    def exhausted(self) -> bool:
+        """`GridPage.exhausted` of the page this head belongs to (a page with rows)."""
+        if self.page is not None and self.page_count is not None and self.page >= self.page_count:
+            return True
+        if self.total is not None and self.has_rows and self.last_ordinal is not None:
+            return self.last_ordinal >= self.total
+        return False
+
+    @classmethod
+    def of(cls, page: GridPage) -> GridHead:
+        """The head of a page already parsed (backends that build pages without HTML)."""
+        return cls(
+            has_rows=bool(page.rows),
+            total=page.total,
+            page=page.page,
+            page_count=page.page_count,
+            turnpage=page.turnpage,
+            last_ordinal=page.rows[-1].ordinal if page.rows else None,
+        )
+
+
 class Author(_Model):
     name: str
     institutions: list[str] = Field(default_factory=list)  # resolved from sup marks when present

@@ -63,7 +63,7 @@ def _expert_backend_class() -> type:
     from tests import corpus_backend as cb
 
     class ExpertBackend(cb.CorpusBackend):
-        async def grid(self, request: Any, op: Any = None) -> Any:
+        async def grid(self, request: Any, op: Any = None, follow: Any = None) -> Any:
             if op is not None:
                 op.charge()
             self.requests["grid"] += 1

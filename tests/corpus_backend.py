@@ -8,6 +8,7 @@ Locators carry the corpus record id (`v=<id>`), so results map back to graded la
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 from typing import Literal
@@ -18,7 +19,7 @@ from cnki_mcp.models import DetailPage, ExportRecord, GridPage, HeaderIdentity, 
 from cnki_mcp.parse.citations import CitationListPage, parse_citation_list, parse_citation_metrics
 from cnki_mcp.parse.detail import parse_detail
 from cnki_mcp.parse.export import parse_export
-from cnki_mcp.parse.grid import parse_grid
+from cnki_mcp.parse.grid import parse_grid, parse_grid_head
 from cnki_mcp.parse.journal import parse_journal
 from cnki_mcp.sim import citation_api as simcite
 from cnki_mcp.sim import grid as simgrid
@@ -28,7 +29,7 @@ from cnki_mcp.sim.links import Visitor
 from cnki_mcp.sim.pages.detail import render_detail
 from cnki_mcp.sim.pages.journal import render_journal
 from cnki_mcp.sim.query import Sort, highlight_terms, parse_query_json, search
-from cnki_mcp.site.backend import SORT_FIELDS, GridRequest, SiteOp
+from cnki_mcp.site.backend import FOLLOW_YIELDS, SORT_FIELDS, FollowOnce, GridFollow, GridRequest, SiteOp
 from cnki_mcp.site.grid_template import GridTemplate, rewrite_query_json
 
 KNS = "https://kns.cnki.net"
@@ -90,7 +91,9 @@ class CorpusBackend:
         self.requests: Counter[str] = Counter()
         self.citation_calls: list[tuple[str, str, str, int]] = []
 
-    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+    async def grid(
+        self, request: GridRequest, op: SiteOp | None = None, follow: GridFollow | None = None
+    ) -> GridPage:
         if op is not None:
             op.charge()
         self.requests["grid"] += 1
@@ -100,6 +103,10 @@ class CorpusBackend:
         rows = hits[(request.page - 1) * size : request.page * size]
         page = simgrid.GridPage(rows, len(hits), request.page, size, f"cursor{request.page}!!")
         html = simgrid.render_grid(page, self.links, terms=highlight_terms(q))
+        head = parse_grid_head(html)  # as CnkiSite: the caller may ask the next page on the head
+        if head.has_rows and FollowOnce(follow)(head):
+            for _ in range(FOLLOW_YIELDS):
+                await asyncio.sleep(0)
         return parse_grid(html, _TEMPLATE.url)
 
     async def detail(self, locator: str, op: SiteOp | None = None) -> DetailPage:

@@ -8,6 +8,7 @@ is logged by a request key."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections import Counter
 from typing import Any
@@ -19,6 +20,7 @@ from cnki_mcp.models import (
     Author,
     DetailPage,
     ExportRecord,
+    GridHead,
     GridPage,
     GridRow,
     HeaderIdentity,
@@ -27,7 +29,7 @@ from cnki_mcp.models import (
     JournalState,
     NativeId,
 )
-from cnki_mcp.site.backend import GridRequest, SiteOp
+from cnki_mcp.site.backend import FOLLOW_YIELDS, GridRequest, SiteOp
 
 ABSTRACT = "自动驾驶产品责任的归责与风险分配"
 KEYWORDS = ["自动驾驶", "产品责任", "风险分配", "算法责任"]
@@ -123,7 +125,7 @@ class SimSite:
             return "q3", list(RANGES["q3"])
         return "native", list(range(179, -1, -1))
 
-    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
         name, papers = self.channel(request)
         self.page_sizes[request.page_size] += 1
         if name == "lookup":
@@ -138,7 +140,11 @@ class SimSite:
         pages = max(1, math.ceil(len(papers) / size))
         # a cursor for the next page, as CNKI's pages carry (the fake does not check it)
         cursor = f"{name}-{request.page + 1}" if request.page < pages else None
-        return GridPage(rows=rows, total=len(papers), page=request.page, page_count=pages, turnpage=cursor)
+        page = GridPage(rows=rows, total=len(papers), page=request.page, page_count=pages, turnpage=cursor)
+        if rows and follow is not None and follow(GridHead.of(page)):  # the head, as CnkiSite gives it
+            for _ in range(FOLLOW_YIELDS):
+                await asyncio.sleep(0)  # the next page leaves before this one is returned
+        return page
 
     def _lookup(self, titles: list[str]) -> GridPage:
         rows: list[GridRow] = []

@@ -1,7 +1,9 @@
 """Result-grid parser: kns8s (2026) result lists, the KNS8 2022 fragment and old `GridTableContent`.
 
 `parse_grid(html, url)` returns a `GridPage` or raises a typed error; a page with no rows is
-never an empty success unless the page itself says nothing matched (or it is a page past the end)."""
+never an empty success unless the page itself says nothing matched (or it is a page past the end).
+`parse_grid_head(html)` reads only whether the page has rows and its paging, the same way, for
+asking the next page before the rows are parsed (DESIGN.md "Retrieval without rounds")."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from cnki_mcp.errors import (
     SiteTemporarilyEmpty,
     VerificationRequired,
 )
-from cnki_mcp.models import GridPage, GridRow, NativeId
+from cnki_mcp.models import GridHead, GridPage, GridRow, NativeId
 from cnki_mcp.parse._html import (
     attr,
     body_text,
@@ -78,17 +80,40 @@ def _author_overflow(node: LexborNode) -> bool:
     return (toggle.attributes.get("title") or "") == _SHOW_ALL_TITLE or "showAll" in cls
 
 
+def parse_grid_head(html: str) -> GridHead:
+    """Whether the page has rows, and its paging, as `parse_grid` reads them (rows not parsed):
+    a row counts when it has a titled link, the one thing `_parse_row` requires."""
+    tree = parse_html(html, keep_hidden=_author_overflow)
+    _, data_rows, _ = _find_rows(tree)
+    titled = [tr for tr in data_rows if _titled(tr)]
+    total, _current, page, page_count, turnpage = _paging_state(tree, bool(titled))
+    return GridHead(
+        has_rows=bool(titled),
+        total=total,
+        page=page,
+        page_count=page_count,
+        turnpage=turnpage,
+        last_ordinal=_ordinal(titled[-1]) if titled else None,
+    )
+
+
+def _paging_state(
+    tree: LexborHTMLParser, has_rows: bool
+) -> tuple[int | None, int | None, int | None, int | None, str | None]:
+    """(total, #curPageHid, page, page_count, cursor) of a grid page."""
+    total = _total(tree)
+    current = _int_value(tree, "#curPageHid")
+    page, page_count = _paging(tree, total, current, _page_size(tree), has_rows)
+    return total, current, page, page_count, attr(tree.css_first("#hidTurnPage"), "value")
+
+
 def parse_grid(html: str, url: str | None = None) -> GridPage:
     """Parse a result-grid page or AJAX fragment into rows plus paging state."""
     tree = parse_html(html, keep_hidden=_author_overflow)
     table, data_rows, header = _find_rows(tree)
     rows = [row for tr in data_rows if (row := _parse_row(tr, header, url)) is not None]
 
-    total = _total(tree)
-    current = _int_value(tree, "#curPageHid")
-    per_page = _page_size(tree)
-    page, page_count = _paging(tree, total, current, per_page, bool(rows))
-    turnpage = attr(tree.css_first("#hidTurnPage"), "value")
+    total, current, page, page_count, turnpage = _paging_state(tree, bool(rows))
 
     if rows:
         return GridPage(rows=rows, total=total, page=page, page_count=page_count, turnpage=turnpage)
@@ -113,6 +138,7 @@ def parse_grid(html: str, url: str | None = None) -> GridPage:
     # 共找到11条结果 with #curPageHid=2 and an empty table: 11 results fit on page 1, so page 2 is
     # legitimately empty. We return it as an explicit empty page (total kept, page > page_count, so
     # `exhausted` is true) and never as zero results. Any other empty grid stays PARSER_UNSUPPORTED.
+    per_page = _page_size(tree)
     if (
         table is not None
         and header
@@ -176,6 +202,11 @@ def _title_link(tr: LexborNode) -> LexborNode | None:
         if node is not None:
             return node
     return None
+
+
+def _titled(tr: LexborNode) -> bool:
+    """The row has a title link with text (`_parse_row` returns None otherwise)."""
+    return bool(text_of(_title_link(tr)))
 
 
 def _parse_row(tr: LexborNode, header: dict[str, int], url: str | None) -> GridRow | None:

@@ -10,10 +10,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from cnki_mcp.clock import Clock
-from cnki_mcp.errors import CnkiError, SiteUnavailable
+from cnki_mcp.errors import CnkiError
 from cnki_mcp.identity import Paper, source_key
 from cnki_mcp.jobs import OperationContext
-from cnki_mcp.models import GridPage
+from cnki_mcp.models import GridHead, GridPage
 from cnki_mcp.operations import OperationErrorInfo
 from cnki_mcp.pipeline.enrich import (
     Enricher,
@@ -35,6 +35,7 @@ from cnki_mcp.pipeline.policy import (
 )
 from cnki_mcp.pipeline.readout import enrich_more, result_item
 from cnki_mcp.pipeline.searchlog import PageLog
+from cnki_mcp.pipeline.soft_block import SOFT_BLOCK_PAUSE, SoftBlocks
 from cnki_mcp.pipeline.state import (
     FEEDBACK,
     RETRIEVAL,
@@ -60,26 +61,19 @@ from cnki_mcp.rank import (
     exclusions,
     feedback_keywords,
 )
-from cnki_mcp.site.backend import GridRequest, SiteBackend, SortOrder
+from cnki_mcp.site.backend import GridFollow, GridRequest, SiteBackend, SortOrder
 from cnki_mcp.store import PRESENT, SearchEvidence, Store
 
 FEEDBACK_WEIGHT = 0.8
 FEEDBACK_REASON = "保留所有必要概念，补充相关论文共同关键词："
 DEFAULT_LIMIT = 50
-# Soft blocks (DESIGN.md "Soft blocks"): a zero the search itself contradicts is asked once more
-# after this pause; still zero, the search stops with SITE_UNAVAILABLE instead of storing it.
-SOFT_BLOCK_PAUSE = 20.0
 # Loop turns a page asked ahead gets before the page just answered is stored (synchronous, ~25 ms
 # for 50 rows): one turn leaves the request inside Playwright's send path, so it waited for the
 # store write; five put it on the wire (growth benchmark, 3,000 candidates: from the call to the
 # simulator's arrival, median 23.6 ms with one, 6.9 ms with five, 6.7 ms with twenty).
 LOOK_AHEAD_YIELDS = 5
-# A subject (主题) search covers titles and keywords: when either of those siblings found rows,
-# the subject channel of the same concepts cannot have none.
-_CONTAINS: dict[str, frozenset[str]] = {"subject": frozenset({"title", "keywords"})}
 
-
-class SearchEngine(Overlap, EnrichmentSteps):
+class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
     def __init__(
         self,
         backend: SiteBackend,
@@ -372,7 +366,24 @@ class SearchEngine(Overlap, EnrichmentSteps):
         async def run(unit: Unit) -> None:
             # the unit's next page, asked before the page just answered was stored (`_look_ahead`)
             ahead: tuple[GridRequest, asyncio.Task[GridPage]] | None = None
+            # ... or, by a backend that calls `follow`, before its rows were parsed (by page number)
+            followed: dict[int, tuple[GridRequest, asyncio.Task[GridPage]]] = {}
             fetch: Awaitable[GridPage]
+
+            def follow_for(asked: GridRequest) -> GridFollow:
+                def follow(head: GridHead) -> bool:
+                    if stop:
+                        return False
+                    nxt = self._look_ahead(
+                        st, ctx, units, unit, asked, head.has_rows, head.exhausted, head.turnpage, limit,
+                        feedback=feedback, follow=follow_for,
+                    )
+                    if nxt is not None:
+                        followed[asked.page + 1] = nxt
+                    return nxt is not None
+
+                return follow
+
             try:
                 if await local(unit):
                     return
@@ -391,7 +402,7 @@ class SearchEngine(Overlap, EnrichmentSteps):
                         if not go or stop:
                             return
                         request = self._request(st, unit, level + 1)
-                        fetch = self.backend.grid(request, op=ctx)
+                        fetch = self.backend.grid(request, op=ctx, follow=follow_for(request))
                     try:
                         answer = await fetch
                         if subject is not None and unit.channel.id == subject.id and not answer.rows:
@@ -410,9 +421,11 @@ class SearchEngine(Overlap, EnrichmentSteps):
                         return
                     if grid is None:  # the search stopped before an empty page could be judged
                         return
-                    if not stop:
+                    ahead = followed.pop(request.page + 1, None)  # asked on the head: already left
+                    if ahead is None and not stop:
                         ahead = self._look_ahead(
-                            st, ctx, units, unit, request, grid, limit, feedback=feedback
+                            st, ctx, units, unit, request, bool(grid.rows), grid.exhausted, grid.turnpage,
+                            limit, feedback=feedback, follow=follow_for,
                         )
                         for _ in range(LOOK_AHEAD_YIELDS if ahead is not None else 0):
                             await asyncio.sleep(0)  # let it leave before this page is stored
@@ -424,8 +437,8 @@ class SearchEngine(Overlap, EnrichmentSteps):
             except BaseException as exc:
                 stop.append(exc)
             finally:
-                if ahead is not None:
-                    ahead[1].cancel()  # only when this task itself is cancelled or failed
+                for _, task in [*([ahead] if ahead is not None else []), *followed.values()]:
+                    task.cancel()  # only when this task itself is cancelled or failed
                 bump()
 
         if not feedback:
@@ -443,24 +456,27 @@ class SearchEngine(Overlap, EnrichmentSteps):
         units: Sequence[Unit],
         unit: Unit,
         request: GridRequest,
-        grid: GridPage,
+        has_rows: bool,
+        exhausted: bool,
+        turnpage: str | None,
         limit: int,
         *,
         feedback: bool,
+        follow: Callable[[GridRequest], GridFollow],
     ) -> tuple[GridRequest, asyncio.Task[GridPage]] | None:
-        """The unit's next page, asked at once when the page just answered (`grid`, not stored
-        yet) leaves it certain: the page has rows and a cursor, is not the last, and the stop rule
-        goes on even if this page, still counted as missing, came back full of new papers. The
-        same page the loop would ask once this one is stored, one store write and progress tick
-        earlier (DESIGN.md "Retrieval without rounds")."""
-        if feedback or not grid.rows or grid.exhausted or not grid.turnpage:
+        """The unit's next page, asked at once when the page just answered (not stored yet; its
+        head alone when the backend calls `follow`) leaves it certain: the page has rows and a
+        cursor, is not the last, and the stop rule goes on even if this page, still counted as
+        missing, came back full of new papers. The same page the loop would ask once this one is
+        stored, one store write and progress tick earlier (DESIGN.md "Retrieval without rounds")."""
+        if feedback or not has_rows or exhausted or not turnpage:
             return None
         if request.page >= self._unit_limit(st, unit, limit):
             return None
         if self._needed(st, units, request.page, limit, feedback=False) is not True:
             return None
-        nxt = self._request(st, unit, request.page + 1, cursor=grid.turnpage)
-        return nxt, asyncio.ensure_future(self.backend.grid(nxt, op=ctx))
+        nxt = self._request(st, unit, request.page + 1, cursor=turnpage)
+        return nxt, asyncio.ensure_future(self.backend.grid(nxt, op=ctx, follow=follow(nxt)))
 
     def _report(
         self,
@@ -481,74 +497,6 @@ class SearchEngine(Overlap, EnrichmentSteps):
         else:
             ctx.set_stage("retrieval", f"第 {max(level, 1)} 轮检索，已有候选 {len(st.refs)} 篇")
         ctx.progress(len(st.refs), st.input["candidate_target"], "candidates")
-
-    def _suspect_zero(
-        self, st: SearchState, unit: Unit, page: int, grid: GridPage, *, feedback: bool
-    ) -> bool:
-        """A page without rows the search itself contradicts: a later page (the page before it
-        promised more), or a subject channel whose title/keywords siblings of the same concepts
-        found rows. A throttled client is answered exactly so. One query of a split channel covers
-        only part of it: its first page may be empty."""
-        channel = unit.channel
-        if grid.rows or (channel.queries > 1 and page == 1):
-            return False
-        if page > 1:
-            return True
-        if feedback or st.structured:
-            return False
-        narrower = _CONTAINS.get(channel.field, frozenset())
-        return any(
-            other.field in narrower and st.coverage_of(other.id).rows > 0
-            for other in st.channels
-            if other.id != channel.id
-        )
-
-    def _siblings_answered(self, st: SearchState, unit: Unit) -> bool:
-        """Every narrower sibling of the unit's channel answered its first page (or failed)."""
-        narrower = _CONTAINS.get(unit.channel.field, frozenset())
-        return all(
-            st.coverage_of(other.id).pages > 0 or st.coverage_of(other.id).failed
-            for other in st.channels
-            if other.id != unit.channel.id and other.field in narrower
-        )
-
-    async def _confirm_zero(
-        self,
-        st: SearchState,
-        ctx: OperationContext,
-        unit: Unit,
-        request: GridRequest,
-        grid: GridPage,
-        wait: Callable[[], Awaitable[bool]],
-        *,
-        feedback: bool,
-    ) -> GridPage | None:
-        """Soft-block rule (DESIGN.md "Soft blocks"): a suspect zero is asked once more after a
-        pause; a zero that stays suspect is SITE_UNAVAILABLE (fatal: the checkpoint keeps the channel
-        open and its cursor, so `continue` asks for the same page). Never stored as exhausted. An
-        empty first subject page is judged once its narrower siblings answered their first page, so
-        the verdict does not depend on which page arrived first. None: the search stopped first."""
-        if grid.rows:
-            return grid
-        if request.page == 1 and not feedback and not st.structured:
-            while not self._siblings_answered(st, unit):
-                if not await wait():
-                    return None
-        if not self._suspect_zero(st, unit, request.page, grid, feedback=feedback):
-            return grid
-        # the empty answer is logged as observed (not merged); the page is asked once more
-        self.page_log.write(st, unit.channel, unit.lane, request.page, grid, 0, merged=False)
-        ctx.set_stage("retrieval", "知网返回了可疑的空结果，稍后复查一次")
-        await self.clock.sleep(self.soft_block_pause)
-        again = await self.backend.grid(request, op=ctx)
-        if self._suspect_zero(st, unit, request.page, again, feedback=feedback):
-            raise SiteUnavailable(
-                "知网对本应有结果的检索连续返回空结果（疑似限流软封），已暂停；稍后可继续任务",
-                reason="soft_block",
-                channel=unit.channel.id,
-                page=request.page,
-            )
-        return again
 
     def _land(
         self,

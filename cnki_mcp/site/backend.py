@@ -6,12 +6,13 @@ each request (through the limiter) and hands human steps to the gate under that 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cnki_mcp.models import DetailPage, ExportRecord, GridPage, HeaderIdentity, JournalPage
+from cnki_mcp.models import DetailPage, ExportRecord, GridHead, GridPage, HeaderIdentity, JournalPage
 
 if TYPE_CHECKING:  # selectolax stays out of the start-up path (DESIGN.md "Start-up")
     from cnki_mcp.parse.citations import CitationListPage
@@ -50,6 +51,34 @@ class GridRequest(BaseModel):
     cursor: str | None = None
 
 
+# `grid(..., follow=f)`: `f(head)` is called once, as soon as the answered page is known to have
+# rows (its head, before the rows are parsed); it returns True when it asked another page, which
+# then gets FOLLOW_YIELDS loop turns to leave before the rows are parsed (the engine's
+# LOOK_AHEAD_YIELDS, measured there). A backend may also never call it: the caller then decides on
+# the parsed page.
+GridFollow = Callable[[GridHead], bool]
+FOLLOW_YIELDS = 5
+
+
+class FollowOnce:
+    """A `GridFollow` called at most once across the retries of one grid call."""
+
+    def __init__(self, follow: GridFollow | None) -> None:
+        self._follow = follow
+        self.called = False
+
+    @property
+    def pending(self) -> bool:
+        return self._follow is not None and not self.called
+
+    def __call__(self, head: GridHead) -> bool:
+        if not self.pending:
+            return False
+        self.called = True
+        assert self._follow is not None
+        return self._follow(head)
+
+
 class SiteOp(Protocol):
     """The operation a request works for (jobs.OperationContext satisfies it)."""
 
@@ -67,8 +96,11 @@ class SiteOp(Protocol):
 
 
 class SiteBackend(Protocol):
-    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
-        """One grid page. Raises typed errors (RATE_LIMITED, PAGINATION_MISMATCH, ...)."""
+    async def grid(
+        self, request: GridRequest, op: SiteOp | None = None, follow: GridFollow | None = None
+    ) -> GridPage:
+        """One grid page. Raises typed errors (RATE_LIMITED, PAGINATION_MISMATCH, ...). `follow`:
+        see `GridFollow`."""
         ...
 
     async def detail(self, locator: str, op: SiteOp | None = None) -> DetailPage:

@@ -44,10 +44,10 @@ from cnki_mcp.parse._html import body_text, parse_html
 from cnki_mcp.parse.detail import parse_detail
 from cnki_mcp.parse.export import parse_export
 from cnki_mcp.parse.gate import challenge_url, classify_page, raise_for_verdict
-from cnki_mcp.parse.grid import parse_grid
+from cnki_mcp.parse.grid import parse_grid, parse_grid_head
 from cnki_mcp.parse.journal import parse_journal
 from cnki_mcp.settings import Settings
-from cnki_mcp.site.backend import GridRequest, SiteOp
+from cnki_mcp.site.backend import FOLLOW_YIELDS, FollowOnce, GridFollow, GridRequest, SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.citation_fetch import CitationFetching
 from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded, close_tab
@@ -340,28 +340,31 @@ class CnkiSite(ResourceLoading, CitationFetching):
 
     # --- grid (site-rules.md §1.3) ------------------------------------------------------------
 
-    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+    async def grid(
+        self, request: GridRequest, op: SiteOp | None = None, follow: GridFollow | None = None
+    ) -> GridPage:
         key = fingerprint(request)
+        once = FollowOnce(follow)
         if request.page > 1 and request.cursor and self._cursors.get(key, request.page) is None:
             # A cursor the caller kept (a checkpoint from an earlier process): try it first.
             self._cursors.put(key, request.page, request.cursor)
             try:
-                return await self._grid_with_retries(request, op)
+                return await self._grid_with_retries(request, op, once)
             except PaginationMismatch:
                 self._cursors.discard(key, request.page)  # rejected: walk the pages below
         if request.page > 1 and self._cursors.get(key, request.page) is None:
             # No cursor for this page: walk the pages before it in order, caching their cursors.
             start = self._cursors.highest_below(key, request.page)
             for page_no in range(start, request.page):
-                await self._grid_with_retries(request.model_copy(update={"page": page_no}), op)
+                await self._grid_with_retries(request.model_copy(update={"page": page_no}), op, FollowOnce(None))
                 if self._cursors.get(key, page_no + 1) is None:
                     break
-        return await self._grid_with_retries(request, op)
+        return await self._grid_with_retries(request, op, once)
 
-    async def _grid_with_retries(self, request: GridRequest, op: SiteOp | None) -> GridPage:
-        return await self._with_retries(lambda: self._grid_once(request, op), op, on_transport="recover")
+    async def _grid_with_retries(self, request: GridRequest, op: SiteOp | None, follow: FollowOnce) -> GridPage:
+        return await self._with_retries(lambda: self._grid_once(request, op, follow), op, on_transport="recover")
 
-    async def _grid_once(self, request: GridRequest, op: SiteOp | None) -> GridPage:
+    async def _grid_once(self, request: GridRequest, op: SiteOp | None, follow: FollowOnce) -> GridPage:
         template, page = await self._template(request.anchor, op)
         key = fingerprint(request)
         cursor = self._cursors.get(key, request.page) if request.page > 1 else None
@@ -378,6 +381,16 @@ class CnkiSite(ResourceLoading, CitationFetching):
         if request.page > 1 and fetched.status == 400:
             raise PaginationMismatch("知网拒绝了翻页游标", page=request.page, status=400)
         raise_for_verdict(verdict)
+        if follow.pending:
+            # The caller may ask the next page on the head alone, while the rows are parsed.
+            head = parse_grid_head(fetched.text)
+            if head.has_rows and head.page in (None, request.page):
+                if head.turnpage:
+                    self._cursors.put(key, request.page + 1, head.turnpage)
+                self._limiter.fast()
+                if follow(head):
+                    for _ in range(FOLLOW_YIELDS):
+                        await asyncio.sleep(0)  # let it leave before the rows are parsed
         try:
             result = parse_grid(fetched.text, fetched.url)
         except VerificationRequired as exc:
@@ -391,7 +404,8 @@ class CnkiSite(ResourceLoading, CitationFetching):
             raise PaginationMismatch(requested=request.page, returned=result.page)
         if result.turnpage:
             self._cursors.put(key, request.page + 1, result.turnpage)
-        self._limiter.fast()
+        if not follow.called:
+            self._limiter.fast()
         return result
 
     async def _grid_challenge(

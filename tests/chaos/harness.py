@@ -233,7 +233,7 @@ class ChaosSite(SimSite):
             self.log.append(key)
             return
 
-    async def grid(self, request: Any, op: SiteOp | None = None) -> Any:
+    async def grid(self, request: Any, op: SiteOp | None = None, follow: Any = None) -> Any:
         page = await super().grid(request, op)
         self.ledger.grid_rows.extend(r.title for r in page.rows)
         return page

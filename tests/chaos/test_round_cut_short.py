@@ -30,7 +30,7 @@ class StallingSite(SimSite):
         self.stall = True
         self._never = asyncio.Event()
 
-    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> Any:
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> Any:
         name, _ = self.channel(request)
         if name == "q2" and request.page == 1 and self.stall:
             if op is not None:

@@ -34,7 +34,7 @@ class PacedSite(SimSite):
         super().__init__(clock)
         self.slow = slow
 
-    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> Any:
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> Any:
         name, _ = self.channel(request)
         self.latency = self.slow.get(name.split(":")[0], 0.5)
         try:
@@ -149,7 +149,7 @@ class StoreWatchingSite(SimSite):
         self.store = store
         self.stored_before: dict[tuple[str, int], int] = {}
 
-    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> Any:
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> Any:
         name, _ = self.channel(request)
         rows = self.store._conn.execute("SELECT entry FROM operation_log").fetchall()
         self.stored_before[(name, request.page)] = sum(1 for (entry,) in rows if f'"ch": "{name}"' in entry)
@@ -176,6 +176,50 @@ async def test_a_channels_next_page_is_asked_before_the_page_just_answered_is_st
             assert [site.stored_before[(q, p)] for p in range(2, 6)] == [0, 1, 2, 3], q
     finally:
         store.close()
+
+
+class OrderSite(SimSite):
+    """Records when each grid call starts and returns; `heads`: pass the engine's `follow` on (the
+    page's head goes to the engine before the call returns, as CnkiSite does) or drop it."""
+
+    def __init__(self, clock: FakeClock, *, heads: bool) -> None:
+        super().__init__(clock)
+        self.heads = heads
+        self.order: list[tuple[str, str, int]] = []
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> Any:
+        name, _ = self.channel(request)
+        self.order.append(("start", name, request.page))
+        page = await super().grid(request, op, follow if self.heads else None)
+        self.order.append(("return", name, request.page))
+        return page
+
+
+async def test_a_channels_next_page_is_asked_on_the_head_of_the_page_before_its_rows_are_returned(
+    tmp_path: Path,
+) -> None:
+    inp = SearchInput(
+        query="自动驾驶 产品责任",
+        options=SearchOptions(freshness="live", metadata="basic", candidate_target=1000),
+    )
+    runs: dict[bool, OrderSite] = {}
+    for heads in (True, False):
+        clock = FakeClock()
+        store = Store.open(tmp_path / f"data-{heads}", clock)
+        try:
+            site = runs[heads] = OrderSite(clock, heads=heads)
+            record = await search(clock, pipeline(clock, store, site), inp, JobManager(clock, MemorySink()))
+            assert record.status == "completed"
+        finally:
+            store.close()
+    for q in ("q1", "q2", "q3"):
+        for p in range(1, 5):
+            asked, answered = runs[True].order.index(("start", q, p + 1)), runs[True].order.index(("return", q, p))
+            assert asked < answered, (q, p)  # on the head
+            asked, answered = runs[False].order.index(("start", q, p + 1)), runs[False].order.index(("return", q, p))
+            assert asked > answered, (q, p)  # on the parsed page
+    assert sorted(runs[True].log) == sorted(runs[False].log)  # the same requests either way
+    assert duplicates(runs[True].log) == []
 
 
 def test_a_store_of_the_previous_schema_gains_the_checkpoint_log(tmp_path: Path, clock: FakeClock) -> None:

@@ -150,7 +150,7 @@ class LoggingCorpus(CorpusBackend):
         super().__init__(corpus)
         self.sent: list[tuple[str, str]] = []
 
-    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
         self.sent.append(("grid", f"{request.subject}|{request.page}"))
         return await super().grid(request, op)
 

@@ -58,7 +58,7 @@ class FakeSite:
         self.requests: list[list[str]] = []
         self.page_sizes: Counter[int] = Counter()
 
-    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
         if op is not None:
             op.charge()
         titles = lookup_values(request.subject)

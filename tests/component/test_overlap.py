@@ -46,7 +46,7 @@ class LongSite(SimSite):
         name, papers = super().channel(request)
         return (name, list(range(self.size))) if name == "q1" else (name, papers)
 
-    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> Any:
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> Any:
         name, _ = self.channel(request)
         self.latency = self.slow.get(name.split(":")[0], 0.5)
         try:

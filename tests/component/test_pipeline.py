@@ -164,7 +164,7 @@ class CursorSite(SimSite):
         self.cursors: dict[tuple[str, int], str] = {}
         self.sent: list[str | None] = []
 
-    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
         name, _ = self.channel(request)
         if name == "lookup" or request.page == 1:
             return self._with_cursor(name, request, await super().grid(request, op))

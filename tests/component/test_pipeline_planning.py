@@ -21,7 +21,7 @@ class RecordingBackend(CorpusBackend):
         super().__init__()
         self.grids: list[GridRequest] = []
 
-    async def grid(self, request: GridRequest, op: Any = None) -> Any:
+    async def grid(self, request: GridRequest, op: Any = None, follow: Any = None) -> Any:
         self.grids.append(request)
         return await super().grid(request, op)
 

@@ -60,7 +60,7 @@ class LoggingBackend(CorpusBackend):
         super().__init__(CORPUS)
         self.log: list[tuple[str, int, str | None]] = []
 
-    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
         page = await super().grid(request, op)  # charges the budget first: refused requests are not sent
         key = json.dumps(request.subject, sort_keys=True, ensure_ascii=False)
         self.log.append((key, request.page, request.cursor))

@@ -31,7 +31,7 @@ class BlockingSite(SimSite):
         self.blocked = Counter(blocked)
         self.sleeps_before: list[float] = []
 
-    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
         name, _ = self.channel(request)
         key = (name, request.page)
         if self.blocked[key] > 0:

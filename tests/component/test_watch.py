@@ -27,7 +27,7 @@ class DatedSite:
         self.rows = rows
         self.requests: list[GridRequest] = []
 
-    async def grid(self, request: GridRequest, op: SiteOp | None = None) -> GridPage:
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
         if op is not None:
             op.charge()
         self.requests.append(request)

@@ -26,7 +26,7 @@ class FakeBackend:
     def __init__(self) -> None:
         self.calls: list[str] = []
 
-    async def grid(self, request: Any, op: Any = None) -> Any:
+    async def grid(self, request: Any, op: Any = None, follow: Any = None) -> Any:
         self.calls.append("grid")
         raise AssertionError("grid is not used by the fake pipeline")
 
