@@ -75,6 +75,22 @@ async def run_search(
     return await run_op(clock, jobs, runner, inp.budget())
 
 
+async def search_with_events(
+    clock: FakeClock, pipe: ResearchPipeline, inp: SearchInput
+) -> tuple[OperationRecord, list[ProgressEvent]]:
+    """The search's record and every progress event it sent."""
+    jobs = JobManager(clock, MemorySink())
+    events: list[ProgressEvent] = []
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, PLAN, ctx)
+
+    job = jobs.start(OperationKind.SEARCH, runner, inp.budget())
+    jobs.subscribe(job.operation_id, events.append)
+    [record] = await clock.run_until_complete(job.finish())
+    return record, events
+
+
 async def test_search_counts_match_the_reference_simulator(clock: FakeClock, store: Store) -> None:
     site = SimSite(clock)
     pipe = make(clock, store, site)
@@ -213,16 +229,7 @@ async def test_progress_message_fits_each_stage_and_counts_candidates_after_the_
 ) -> None:
     site = SimSite(clock)
     pipe = make(clock, store, site)
-    inp = search_input(freshness="live")
-    jobs = JobManager(clock, MemorySink())
-    events: list[ProgressEvent] = []
-
-    async def runner(ctx: OperationContext) -> Any:
-        return await pipe.research(inp, PLAN, ctx)
-
-    job = jobs.start(OperationKind.SEARCH, runner, inp.budget())
-    jobs.subscribe(job.operation_id, events.append)
-    [record] = await clock.run_until_complete(job.finish())
+    record, events = await search_with_events(clock, pipe, search_input(freshness="live"))
     assert record.status == "completed"
 
     def of(stage: str) -> list[ProgressEvent]:
@@ -254,15 +261,7 @@ async def test_a_repeated_search_reports_no_progress_for_papers_it_does_not_read
     inp = search_input(freshness="live")
     await run_search(clock, pipe, inp)
     site.log.clear()
-    jobs = JobManager(clock, MemorySink())
-    events: list[ProgressEvent] = []
-
-    async def runner(ctx: OperationContext) -> Any:
-        return await pipe.research(inp, PLAN, ctx)
-
-    job = jobs.start(OperationKind.SEARCH, runner, inp.budget())
-    jobs.subscribe(job.operation_id, events.append)
-    [record] = await clock.run_until_complete(job.finish())
+    record, events = await search_with_events(clock, pipe, inp)
     assert record.status == "completed"
     assert site.count("detail") == 0 and site.count("journal") == 0  # every detail and journal fresh
     # each progress report is a save of the operation: none for the 100 papers read last time
