@@ -269,9 +269,14 @@ def is_eligible(relevance: float, coverage: float) -> bool:
     return relevance >= 0.25 and coverage >= 0.5
 
 
-def sort_key(r: Ranked) -> tuple[bool, float, str]:
+def order_key(eligible: bool, score: float, ref: str) -> tuple[bool, float, str]:
     """Eligible first, then score descending, then ref ascending."""
-    return (not r.eligible, -r.score, r.ref)
+    return (not eligible, -score, ref)
+
+
+def sort_key(r: Ranked) -> tuple[bool, float, str]:
+    """The ranking's order of `r` (`order_key`)."""
+    return order_key(r.eligible, r.score, r.ref)
 
 
 def selection_floor(ranked: Sequence[Ranked]) -> float:

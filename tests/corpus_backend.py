@@ -8,7 +8,6 @@ Locators carry the corpus record id (`v=<id>`), so results map back to graded la
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import Counter
 from typing import Literal
@@ -29,7 +28,7 @@ from cnki_mcp.sim.links import Visitor
 from cnki_mcp.sim.pages.detail import render_detail
 from cnki_mcp.sim.pages.journal import render_journal
 from cnki_mcp.sim.query import Sort, highlight_terms, parse_query_json, search
-from cnki_mcp.site.backend import FOLLOW_YIELDS, SORT_FIELDS, FollowOnce, GridFollow, GridRequest, SiteOp
+from cnki_mcp.site.backend import SORT_FIELDS, FollowOnce, GridFollow, GridRequest, SiteOp
 from cnki_mcp.site.grid_template import GridTemplate, rewrite_query_json
 
 KNS = "https://kns.cnki.net"
@@ -103,10 +102,7 @@ class CorpusBackend:
         rows = hits[(request.page - 1) * size : request.page * size]
         page = simgrid.GridPage(rows, len(hits), request.page, size, f"cursor{request.page}!!")
         html = simgrid.render_grid(page, self.links, terms=highlight_terms(q))
-        head = parse_grid_head(html)  # as CnkiSite: the caller may ask the next page on the head
-        if head.has_rows and FollowOnce(follow)(head):
-            for _ in range(FOLLOW_YIELDS):
-                await asyncio.sleep(0)
+        await FollowOnce(follow).offer(parse_grid_head(html))  # as CnkiSite, before the rows
         return parse_grid(html, _TEMPLATE.url)
 
     async def detail(self, locator: str, op: SiteOp | None = None) -> DetailPage:

@@ -8,7 +8,6 @@ is logged by a request key."""
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections import Counter
 from typing import Any
@@ -29,7 +28,7 @@ from cnki_mcp.models import (
     JournalState,
     NativeId,
 )
-from cnki_mcp.site.backend import FOLLOW_YIELDS, GridRequest, SiteOp
+from cnki_mcp.site.backend import FollowOnce, GridRequest, SiteOp
 
 ABSTRACT = "自动驾驶产品责任的归责与风险分配"
 KEYWORDS = ["自动驾驶", "产品责任", "风险分配", "算法责任"]
@@ -141,9 +140,7 @@ class SimSite:
         # a cursor for the next page, as CNKI's pages carry (the fake does not check it)
         cursor = f"{name}-{request.page + 1}" if request.page < pages else None
         page = GridPage(rows=rows, total=len(papers), page=request.page, page_count=pages, turnpage=cursor)
-        if rows and follow is not None and follow(GridHead.of(page)):  # the head, as CnkiSite gives it
-            for _ in range(FOLLOW_YIELDS):
-                await asyncio.sleep(0)  # the next page leaves before this one is returned
+        await FollowOnce(follow).offer(GridHead.of(page))  # the head, as CnkiSite gives it
         return page
 
     def _lookup(self, titles: list[str]) -> GridPage:

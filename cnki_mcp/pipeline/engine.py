@@ -61,17 +61,12 @@ from cnki_mcp.rank import (
     exclusions,
     feedback_keywords,
 )
-from cnki_mcp.site.backend import GridFollow, GridRequest, SiteBackend, SortOrder
+from cnki_mcp.site.backend import SEND_YIELDS, GridFollow, GridRequest, SiteBackend, SortOrder
 from cnki_mcp.store import PRESENT, SearchEvidence, Store
 
 FEEDBACK_WEIGHT = 0.8
 FEEDBACK_REASON = "保留所有必要概念，补充相关论文共同关键词："
 DEFAULT_LIMIT = 50
-# Loop turns a page asked ahead gets before the page just answered is stored (synchronous, ~25 ms
-# for 50 rows): one turn leaves the request inside Playwright's send path, so it waited for the
-# store write; five put it on the wire (growth benchmark, 3,000 candidates: from the call to the
-# simulator's arrival, median 23.6 ms with one, 6.9 ms with five, 6.7 ms with twenty).
-LOOK_AHEAD_YIELDS = 5
 
 class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
     def __init__(
@@ -427,7 +422,7 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
                             st, ctx, units, unit, request, bool(grid.rows), grid.exhausted, grid.turnpage,
                             limit, feedback=feedback, follow=follow_for,
                         )
-                        for _ in range(LOOK_AHEAD_YIELDS if ahead is not None else 0):
+                        for _ in range(SEND_YIELDS if ahead is not None else 0):
                             await asyncio.sleep(0)  # let it leave before this page is stored
                     self._land(st, ctx, unit, index[(unit.channel.id, unit.lane)], stage, request.page, grid)
                     self._report(st, ctx, units, limit, feedback=feedback)

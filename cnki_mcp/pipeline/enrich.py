@@ -209,7 +209,7 @@ class Enricher:
         paper = self.store.get(ref)
         if paper is None:
             return None
-        if detail and (refresh or not self.detail_fresh(paper.record_ref)):
+        if self._detail_due(paper, refresh=refresh, detail=detail):
             try:
                 paper = await self._detail(paper, ctx)
             except CnkiError as exc:
@@ -217,15 +217,21 @@ class Enricher:
                     raise
                 record_item_error(ctx, exc, paper, "detail")
                 return paper
-        if quality and is_journal(paper) and self.journal_cached(paper) is None:
+        if self._journal_due(paper, quality=quality):
             await self._journal(paper, ctx)
         return paper
 
+    def _detail_due(self, paper: Paper, *, refresh: bool, detail: bool) -> bool:
+        """`enrich_one` fetches the paper's detail page."""
+        return detail and (refresh or not self.detail_fresh(paper.record_ref))
+
+    def _journal_due(self, paper: Paper, *, quality: bool) -> bool:
+        """`enrich_one` fetches the paper's journal page (once its detail is known)."""
+        return quality and is_journal(paper) and self.journal_cached(paper) is None
+
     def _has_work(self, paper: Paper, *, quality: bool, refresh: bool, detail: bool) -> bool:
         """`enrich_one` would fetch something for `paper` (its detail or its journal page)."""
-        if detail and (refresh or not self.detail_fresh(paper.record_ref)):
-            return True
-        return quality and is_journal(paper) and self.journal_cached(paper) is None
+        return self._detail_due(paper, refresh=refresh, detail=detail) or self._journal_due(paper, quality=quality)
 
     async def _detail(self, paper: Paper, ctx: OperationContext) -> Paper:
         if not paper.locator:

@@ -50,6 +50,7 @@ from cnki_mcp.rank import (
     Ranked,
     is_eligible,
     normalize,
+    order_key,
     quality_formula,
     relevance_formula,
     score_formula,
@@ -403,7 +404,7 @@ def feedback_words_certain(
     for r in ranked[FEEDBACK_TOP:]:
         relevance, score = upper_bound(r, states[r.ref], bounds)
         eligible = r.eligible if states[r.ref].detailed else is_eligible(relevance, 1.0)  # full coverage
-        if (not eligible, -score, r.ref) < last:
+        if order_key(eligible, score, r.ref) < last:
             return False
     forms: dict[str, set[str]] = {}
     for r in top:

@@ -47,7 +47,7 @@ from cnki_mcp.parse.gate import challenge_url, classify_page, raise_for_verdict
 from cnki_mcp.parse.grid import parse_grid, parse_grid_head
 from cnki_mcp.parse.journal import parse_journal
 from cnki_mcp.settings import Settings
-from cnki_mcp.site.backend import FOLLOW_YIELDS, FollowOnce, GridFollow, GridRequest, SiteOp
+from cnki_mcp.site.backend import FollowOnce, GridFollow, GridRequest, SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.citation_fetch import CitationFetching
 from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded, close_tab
@@ -388,9 +388,7 @@ class CnkiSite(ResourceLoading, CitationFetching):
                 if head.turnpage:
                     self._cursors.put(key, request.page + 1, head.turnpage)
                 self._limiter.fast()
-                if follow(head):
-                    for _ in range(FOLLOW_YIELDS):
-                        await asyncio.sleep(0)  # let it leave before the rows are parsed
+                await follow.offer(head)
         try:
             result = parse_grid(fetched.text, fetched.url)
         except VerificationRequired as exc:

@@ -14,7 +14,7 @@ import pytest
 
 from cnki_mcp.errors import CnkiError
 from cnki_mcp.identity import title_key
-from cnki_mcp.models import IdentityKind
+from cnki_mcp.models import GridHead, GridPage, IdentityKind
 from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.sim.server import SimServer
 from cnki_mcp.site.backend import GridRequest, SortOrder
@@ -152,6 +152,33 @@ async def test_template_is_captured_once_and_pages_replay_with_cursor(env: Env) 
     assert replayed[1].params["turnpage"] == pages[0].turnpage
     assert replayed[2].params["turnpage"] == pages[1].turnpage
     assert all(e.status == 200 for e in replayed)
+
+
+async def test_a_page_asked_on_the_head_is_asked_before_the_answered_page_is_returned(env: Env) -> None:
+    await env.site.grid(request())  # the template is captured
+    heads: list[GridHead] = []
+    second: list[asyncio.Task[GridPage]] = []
+
+    def follow(head: GridHead) -> bool:
+        heads.append(head)
+        second.append(asyncio.ensure_future(env.site.grid(request(page=2))))
+        return True
+
+    asked = env.limiter.started + env.limiter.waiting
+    first = await env.site.grid(request(page=1), follow=follow)
+    assert env.limiter.started + env.limiter.waiting == asked + 2  # page 2 already took its turn
+    assert heads == [GridHead.of(first)]  # the head says what the parsed page says
+    page2 = await second[0]
+    assert page2.page == 2 and len(page2.rows) == 50
+    replayed = [e for e in env.sim.requests_for(GRID, "POST") if e.params.get("pageSize") == "50"]
+    assert [e.params["pageNum"] for e in replayed][-2:] == ["1", "2"]
+    assert replayed[-1].params["turnpage"] == first.turnpage  # the cursor the head put in the cache
+
+
+async def test_a_page_without_rows_gives_no_head(env: Env) -> None:
+    heads: list[GridHead] = []
+    page = await env.site.grid(request("绝无此词的题名"), follow=lambda head: heads.append(head) is None)
+    assert page.zero_results and heads == []
 
 
 async def test_page_without_cached_cursor_fetches_earlier_pages_first(env: Env) -> None:

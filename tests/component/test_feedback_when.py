@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 from corpus_backend import CorpusBackend
-from pipeline_fakes import duplicates
-from test_overlap import PAGE_SIZE, LongSite, assert_paced_like_even, cut_and_continue, search
+from test_overlap import PAGE_SIZE, LongSite, assert_cuts_continue_like_whole, assert_paced_like_even, search
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
@@ -78,10 +77,8 @@ async def test_feedback_pages_go_out_beside_the_steps_with_the_settled_words_and
 async def test_requests_and_ranking_do_not_depend_on_when_the_feedback_pages_land(
     tmp_path: Path, slow: dict[str, float]
 ) -> None:
-    even_site, _, even = await run(tmp_path, "even")
-    site, _, ranked = await run(tmp_path, "paced", slow=slow)
     # the steps decide on the retrieval candidates alone: the same reads in the same order
-    assert_paced_like_even(site, ranked, even_site, even)
+    await assert_paced_like_even(run, tmp_path, slow)
 
 
 async def test_a_search_cut_anywhere_continues_without_repeating_a_request(tmp_path: Path) -> None:
@@ -89,12 +86,9 @@ async def test_a_search_cut_anywhere_continues_without_repeating_a_request(tmp_p
     log = [k for k, _ in whole_site.sent]
     first_feedback = next(i for i, k in enumerate(log) if k[0] == "grid" and k[1].startswith("feedback"))
     assert any(k[0] != "grid" for k in log[first_feedback:])  # some cuts fall beside the feedback pages
-    for cut in range(2, len(log)):
-        site, done = await cut_and_continue(tmp_path / f"cut{cut}", short(max_requests=cut))
-        assert done.status == "completed", (cut, done.errors)
-        assert duplicates(site.log) == [], cut
-        assert sorted(site.log) == sorted(whole_site.log), cut
-        assert done.result["selected_count"] == whole.result["selected_count"], cut
+    await assert_cuts_continue_like_whole(
+        tmp_path, range(2, len(log)), lambda cut: short(max_requests=cut), whole_site, whole
+    )
 
 
 class OverlapSite(LongSite):

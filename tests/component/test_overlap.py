@@ -6,6 +6,7 @@ arrive in."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -100,11 +101,28 @@ async def cut_and_continue(directory: Path, inp: SearchInput) -> tuple[LongSite,
         store.close()
 
 
-def assert_paced_like_even(
-    site: LongSite, ranked: list[tuple[str, bool]], even_site: LongSite, even: list[tuple[str, bool]]
+async def assert_cuts_continue_like_whole(
+    directory: Path,
+    cuts: Iterable[int],
+    budget: Callable[[int], SearchInput],
+    whole_site: LongSite,
+    whole: OperationRecord,
 ) -> None:
-    """A search under another pacing sent the same requests, its reads in the same sequence, and
-    ranked the same."""
+    """A search stopped after each of `cuts` requests (`budget(cut)`) and continued completes with
+    the uninterrupted search's requests, none asked twice, and its selection."""
+    for cut in cuts:
+        site, done = await cut_and_continue(directory / f"cut{cut}", budget(cut))
+        assert done.status == "completed", (cut, done.errors)
+        assert duplicates(site.log) == [], cut
+        assert sorted(site.log) == sorted(whole_site.log), cut
+        assert done.result["selected_count"] == whole.result["selected_count"], cut
+
+
+async def assert_paced_like_even(run: Callable[..., Awaitable[Any]], tmp_path: Path, slow: dict[str, float]) -> None:
+    """`run` with some channels slowed (`slow`: channel -> seconds a page) sends the same requests
+    as with even pacing, its reads in the same sequence, and ranks the same."""
+    even_site, _, even = await run(tmp_path, "even")
+    site, _, ranked = await run(tmp_path, "paced", slow=slow)
     assert sorted(k for k, _ in site.sent) == sorted(k for k, _ in even_site.sent)
     assert [k for k, _ in site.sent if k[0] != "grid"] == [k for k, _ in even_site.sent if k[0] != "grid"]
     assert ranked == even
@@ -224,10 +242,8 @@ async def test_feedback_waits_for_the_end_when_the_subject_channel_could_run_out
 async def test_requests_and_ranking_do_not_depend_on_the_order_pages_arrive_in(
     tmp_path: Path, slow: dict[str, float]
 ) -> None:
-    even_site, _, even = await run(tmp_path, "even")
-    site, _, ranked = await run(tmp_path, "paced", slow=slow)
     # the enrichment's decisions come in the same sequence: each step saw the same snapshot
-    assert_paced_like_even(site, ranked, even_site, even)
+    await assert_paced_like_even(run, tmp_path, slow)
 
 
 async def test_a_search_cut_anywhere_continues_without_repeating_a_request(tmp_path: Path) -> None:
@@ -236,9 +252,6 @@ async def test_a_search_cut_anywhere_continues_without_repeating_a_request(tmp_p
     first_export = next(i for i, k in enumerate(log) if k[0] == "export")
     last_page = max(i for i, k in enumerate(log) if k[:2] == ("grid", "q1"))
     assert first_export < last_page  # the cuts below fall inside the overlap too
-    for cut in range(4, len(log), 3):
-        site, done = await cut_and_continue(tmp_path / f"cut{cut}", live(max_requests=cut))
-        assert done.status == "completed", (cut, done.errors)
-        assert duplicates(site.log) == [], cut
-        assert sorted(site.log) == sorted(whole_site.log), cut
-        assert done.result["selected_count"] == whole.result["selected_count"], cut
+    await assert_cuts_continue_like_whole(
+        tmp_path, range(4, len(log), 3), lambda cut: live(max_requests=cut), whole_site, whole
+    )
