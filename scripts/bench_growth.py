@@ -27,6 +27,11 @@ Columns per target (median over `--repeats`, range in brackets when repeated):
   processes at the end of the call (shared pages counted in each process, so an upper figure);
   sim CPU: CPU seconds the simulator process spent during the call;
 * DB: the store's files (SQLite database, WAL and shared memory) after the services closed.
+
+Printed per run (stderr), not tabled: the longest event-loop stall during the call (how long a 5 ms
+timer waited beyond its time). `--raw` asks the question without its concept groups (the server
+plans it, cutting the question); `--idle S` starts the background warm-up `serve` starts and waits
+S seconds before the call (a server waiting for its first search).
 """
 
 from __future__ import annotations
@@ -187,19 +192,36 @@ async def _search(origin: str, data_dir: Path, args: argparse.Namespace, questio
         inline_wait_seconds=7200.0,  # the call answers with the result (no operation_status polls)
     )
     services = Services.open(settings, environ=os.environ)
+    if args.idle is not None:
+        from cnki_mcp.query.segment import warm_in_background
+
+        warm_in_background()  # what `serve` starts after opening its services (DESIGN.md "Start-up")
     options = {"candidate_target": args.target, "max_pages": args.max_pages, "max_requests": args.max_requests,
                "freshness": "live", "timeout_seconds": 7200}
+    call = {"query": question["question"], "options": options}
+    if not args.raw:
+        call["concept_groups"] = question["concepts"]
+    stall = [0.0]
+
+    async def ticker() -> None:
+        """The longest the event loop kept a 5 ms timer waiting beyond its time."""
+        while True:
+            t = time.perf_counter()
+            await asyncio.sleep(0.005)
+            stall[0] = max(stall[0], time.perf_counter() - t - 0.005)
+
     try:
         await services.host.ensure()  # Chromium starts outside the measurement
+        if args.idle:
+            await asyncio.sleep(args.idle)  # a server waiting for its first call
         server = build_server(lambda: services)
         if args.session == "warm":
             await _warm_session(services, server)
+        tick = asyncio.ensure_future(ticker())
         async with Client(server) as client:
             t_wall = time.time()
             start = time.perf_counter()
-            result = await client.call_tool(
-                "search", {"query": question["question"], "concept_groups": question["concepts"], "options": options}
-            )
+            result = await client.call_tool("search", call)
             data = result.structured_content or {}
             while not result.is_error and data.get("status") in ("queued", "running"):
                 # the inline wait is capped (55 s): long-poll until the search ends, as a client does
@@ -208,6 +230,7 @@ async def _search(origin: str, data_dir: Path, args: argparse.Namespace, questio
                 )
                 data = result.structured_content or {}
             wall = time.perf_counter() - start
+            tick.cancel()
             browser = browser_rss_mb(os.getpid())
         if result.is_error:
             raise RuntimeError(f"search failed: {json.dumps(data, ensure_ascii=False)[:500]}")
@@ -218,6 +241,7 @@ async def _search(origin: str, data_dir: Path, args: argparse.Namespace, questio
         "t_wall": t_wall, "wall": wall, "status": data.get("status"), "browser_rss_mb": browser,
         "candidates": int(summary.get("candidate_count") or 0), "selected": int(summary.get("selected_count") or 0),
         "enhanced": int(summary.get("enhanced_count") or 0), "tool_requests": int(summary.get("requests") or 0),
+        "loop_stall_ms": round(stall[0] * 1000, 1),
     }
 
 
@@ -306,7 +330,8 @@ def _child_argv(args: argparse.Namespace, target: int) -> list[str]:
             "--question", args.question, "--interval-ms", str(args.interval_ms), "--max-pages", str(args.max_pages),
             "--max-requests", str(args.max_requests), "--grid-ms", str(args.grid_ms), "--detail-ms",
             str(args.detail_ms), "--journal-ms", str(args.journal_ms), "--export-ms", str(args.export_ms),
-            "--jitter", str(args.jitter), "--policy", args.policy, "--session", args.session]
+            "--jitter", str(args.jitter), "--policy", args.policy, "--session", args.session,
+            *(["--raw"] if args.raw else []), *(["--idle", str(args.idle)] if args.idle is not None else [])]
 
 
 def _cell(values: list[float], fmt: str) -> str:
@@ -329,7 +354,8 @@ def bench_growth(args: argparse.Namespace) -> int:
             res = json.loads(out.stdout.strip().splitlines()[-1])
             runs.setdefault(target, []).append(res)
             print(f"# repeat {rep + 1} target {target}: {res['requests']} requests, {res['candidates']} candidates,"
-                  f" wall {res['wall']:.1f} s, bound {res['bound']:.1f} s", file=sys.stderr)
+                  f" wall {res['wall']:.1f} s, bound {res['bound']:.1f} s,"
+                  f" longest event-loop stall {res['loop_stall_ms']:.0f} ms", file=sys.stderr)
     table = growth_table(runs)
     print(table)
     if args.write:
@@ -413,6 +439,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--session", default="cold", choices=("cold", "warm"),
                    help="cold: the process's first call on a fresh profile (default); warm: the search tool"
                         " loaded and the site session open before the clock starts (_warm_session)")
+    p.add_argument("--raw", action="store_true",
+                   help="ask the question without its concept groups (the server plans it: a raw question)")
+    p.add_argument("--idle", type=float, default=None, metavar="S",
+                   help="start the background warm-up `serve` starts, then wait S seconds (Chromium started)"
+                        " before the call: a server waiting for its first search")
 
 
 def add_growth_parser(sub: Any) -> None:

@@ -24,6 +24,13 @@ def _policy(name: str) -> Any:
 
     if name in POLICIES:
         return POLICIES[name]
+    if "+" in name:  # default+FIELD=INT,...: a variant of a numeric setting (measurements only)
+        from dataclasses import replace
+
+        base, _, settings = name.partition("+")
+        assert base == "default", name
+        values = {k: int(v) for k, _, v in (x.partition("=") for x in settings.split(","))}
+        return replace(DEFAULT_POLICY, name=name, **values)
     base, _, rule = name.partition("-")
     assert base == "default" and rule in ABLATIONS, name
     return DEFAULT_POLICY.without(rule)

@@ -95,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     services = Services.open(settings, environ=dict(os.environ))  # DATA_DIRECTORY_IN_USE surfaces here
+    from cnki_mcp.query.segment import warm_in_background
+
+    warm_in_background()  # the first raw question finds the dictionary loaded (DESIGN.md "Start-up")
     handed = False
 
     def open_services() -> Services:

@@ -183,10 +183,22 @@ class ResearchPipeline:
     def cached(self, inp: SearchInput, plan: PlanLike) -> SearchSummary | None:
         """A completed identical search from the last 10 minutes, with `source: cache` and
         `requests: 0`; None when freshness is `live` or nothing fits. Sends no request."""
+        summary = self._cache_hit(inp, plan)
+        return None if summary is None else self._advised(summary, search_params(effective_input(inp, plan)))
+
+    async def cached_async(self, inp: SearchInput, plan: PlanLike) -> SearchSummary | None:
+        """`cached` for the event loop: a hit's advice cuts the query, so the segmenter's
+        dictionary is loaded in a worker thread first when it is not yet (`segmenter_ready`)."""
+        summary = self._cache_hit(inp, plan)
+        if summary is None:
+            return None
+        await self.segmenter_ready()
+        return self._advised(summary, search_params(effective_input(inp, plan)))
+
+    def _cache_hit(self, inp: SearchInput, plan: PlanLike) -> SearchSummary | None:
         if inp.options.freshness != "prefer_cache":
             return None
-        summary = self._from_cache(self.research_key(inp, plan), inp.limit)
-        return None if summary is None else self._advised(summary, search_params(effective_input(inp, plan)))
+        return self._from_cache(self.research_key(inp, plan), inp.limit)
 
     def _from_cache(self, key: str, limit: int) -> SearchSummary | None:
         record = self.store.cached_search(key, self.clock.now())
@@ -232,6 +244,20 @@ class ResearchPipeline:
                 log.debug("segmenter warm-up failed", exc_info=True)
 
         asyncio.get_running_loop().run_in_executor(None, load)
+
+    async def segmenter_ready(self) -> None:
+        """Wait, off the event loop, until the segmenter's dictionary is loaded (about 1.1 s of
+        CPU on its first use in a process): the planning of a raw question and the advice cut the
+        query synchronously, and a load on the event loop would stall every other call and
+        progress notice meanwhile (DESIGN.md "Ranking cost"). At once when it is loaded; a load
+        already under way (the warm-up) is waited for through its lock, never run twice."""
+        warm = getattr(self.segmenter, "warm", None)
+        if warm is None or getattr(self.segmenter, "loaded", True):
+            return
+        try:
+            await asyncio.to_thread(warm)
+        except Exception:  # the cut itself loads it again and reports what fails
+            log.debug("segmenter load failed", exc_info=True)
 
     async def continue_search(self, ctx: OperationContext) -> SearchSummary:
         """Continue a search from the checkpoint in `ctx.resume_from` (research or structured)."""

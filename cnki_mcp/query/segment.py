@@ -21,6 +21,7 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import unicodedata
@@ -296,3 +297,22 @@ def default_segmenter() -> JiebaSegmenter:
     if not _DEFAULT:
         _DEFAULT.append(JiebaSegmenter())
     return _DEFAULT[0]
+
+
+WARM_DELAY_SECONDS = 2.0
+
+
+def warm_in_background(delay: float = WARM_DELAY_SECONDS) -> threading.Timer:
+    """Load the process-wide segmenter's dictionary in a daemon thread `delay` seconds from now
+    (`serve`: a server usually waits for its first search, which then finds the dictionary loaded;
+    the delay keeps the load off the client's handshake and first calls). A search that comes
+    first loads it itself and this one waits on the same lock; a failure is left to the cut."""
+
+    def load() -> None:
+        with contextlib.suppress(Exception):  # the cut loads it again and reports what fails
+            default_segmenter().warm()
+
+    timer = threading.Timer(delay, load)
+    timer.daemon = True
+    timer.start()
+    return timer

@@ -128,9 +128,11 @@ def register(server: CnkiServer) -> None:
         )
         services = services_of(ctx)
         pipeline = services.pipeline
+        if not inp.concept_groups:
+            await pipeline.segmenter_ready()  # a raw question is cut: never load on the event loop
         plan = choose_plan(inp, sampled_plan, pipeline)
         if inp.options.freshness == "prefer_cache":
-            cached = pipeline.cached(inp, plan)
+            cached = await pipeline.cached_async(inp, plan)
             if cached is not None:
                 return _cached_search(cached)
 

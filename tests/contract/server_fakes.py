@@ -61,6 +61,12 @@ class FakePipeline:
     def cached(self, inp: Any, plan: Any) -> SearchSummary | None:
         return None
 
+    async def cached_async(self, inp: Any, plan: Any) -> SearchSummary | None:
+        return self.cached(inp, plan)
+
+    async def segmenter_ready(self) -> None:
+        """The real pipeline loads the dictionary in a worker thread; `plan` below loads it itself."""
+
     def plan(self, inp: Any, sampled_text: str | None = None) -> Any:
         """The real planning (concept_groups, sampling reply, segmented question), year 2026."""
         from cnki_mcp.pipeline.research import plan_search

@@ -194,3 +194,16 @@ def test_more_than_eight_listed_terms_fold_the_rest_into_the_last_group() -> Non
     ]
     plan = _plan("、".join(terms))
     assert plan.groups == [[t] for t in terms[:7]] + [["仿真平台", "实验验证"]]
+
+
+def test_the_background_warm_up_loads_the_dictionary_off_the_calling_thread() -> None:
+    code = (
+        "import threading\n"
+        "from cnki_mcp.query.segment import default_segmenter, warm_in_background\n"
+        "timer = warm_in_background(0)\n"
+        "assert timer.daemon and timer is not threading.current_thread()\n"
+        "timer.join(60)\n"
+        "print(default_segmenter().loaded)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"
