@@ -79,6 +79,14 @@ def check_token_rule(transport: str, host: str, token: str | None, insecure_no_t
         )
 
 
+def _warm_later() -> None:
+    """After the handshake: the first raw question finds the segmenter's dictionary loaded
+    (DESIGN.md "Start-up", step 5)."""
+    from cnki_mcp.query.segment import warm_in_background
+
+    warm_in_background()
+
+
 def run(args: argparse.Namespace) -> int:
     import anyio
 
@@ -95,9 +103,6 @@ def run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     services = Services.open(settings, environ=dict(os.environ))  # DATA_DIRECTORY_IN_USE surfaces here
-    from cnki_mcp.query.segment import warm_in_background
-
-    warm_in_background()  # the first raw question finds the dictionary loaded (DESIGN.md "Start-up")
     handed = False
 
     def open_services() -> Services:
@@ -122,11 +127,13 @@ def run(args: argparse.Namespace) -> int:
             from cnki_mcp.server.stdio import run_stdio
 
             server = build_server(open_services)
+            _warm_later()
             anyio.run(run_stdio, server, handover)
         else:
             from cnki_mcp.server.app import build_server
 
             server = build_server(open_services)
+            _warm_later()
             from cnki_mcp.server.http import serve_http
 
             print(f"cnki-mcp: http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
