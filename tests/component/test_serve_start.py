@@ -84,3 +84,36 @@ def test_token_rule_needs_a_token_only_for_non_loopback_http() -> None:
         check_token_rule("http", host, "secret", False)
         check_token_rule("http", host, None, True)
     check_token_rule("stdio", "0.0.0.0", None, False)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_serve_starts_the_segmenter_warm_up_once_the_server_is_built(
+    transport: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DESIGN.md "Start-up", step 5: after the handshake (stdio) and before serving, never before."""
+    import argparse
+
+    import cnki_mcp.query.segment as segment
+    import cnki_mcp.server.app as app
+    import cnki_mcp.server.fast_start as fast_start
+    import cnki_mcp.server.http as http
+    import cnki_mcp.server.stdio as stdio
+    from cnki_mcp.cli import serve_cmd
+
+    events: list[str] = []
+    monkeypatch.setenv("CNKI_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(fast_start, "serve_handshake", lambda snapshot: events.append("handshake") or fast_start.Handover())
+    build = app.build_server
+    monkeypatch.setattr(app, "build_server", lambda *a, **k: events.append("built") or build(*a, **k))
+    monkeypatch.setattr(segment, "warm_in_background", lambda: events.append("warm-up"))
+
+    async def serve(*args: object, **kwargs: object) -> None:
+        events.append("serving")
+
+    monkeypatch.setattr(stdio, "run_stdio", serve)
+    monkeypatch.setattr(http, "serve_http", serve)
+    parser = argparse.ArgumentParser()
+    serve_cmd.add_arguments(parser)
+    assert serve_cmd.run(parser.parse_args(["--transport", transport])) in (0, None)
+    expected = ["built", "warm-up", "serving"]
+    assert events == (["handshake", *expected] if transport == "stdio" else expected)
