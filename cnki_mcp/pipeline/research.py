@@ -187,12 +187,13 @@ class ResearchPipeline:
         return None if summary is None else self._advised(summary, search_params(effective_input(inp, plan)))
 
     async def cached_async(self, inp: SearchInput, plan: PlanLike) -> SearchSummary | None:
-        """`cached` for the event loop: a hit's advice cuts the query, so the segmenter's
-        dictionary is loaded in a worker thread first when it is not yet (`segmenter_ready`)."""
+        """`cached` for the event loop: the advice of a one-concept plan cuts the query, so then
+        the segmenter's dictionary is loaded in a worker thread first (`segmenter_ready`)."""
         summary = self._cache_hit(inp, plan)
         if summary is None:
             return None
-        await self.segmenter_ready()
+        if len(plan.groups) <= 1:
+            await self.segmenter_ready()
         return self._advised(summary, search_params(effective_input(inp, plan)))
 
     def _cache_hit(self, inp: SearchInput, plan: PlanLike) -> SearchSummary | None:
@@ -226,15 +227,17 @@ class ResearchPipeline:
         view = {"method": str(plan.method), "concepts": groups, "warnings": list(plan.warnings)}
         st = self._state(ctx.operation_id, params, view, research_channels(groups))
         ctx.checkpoint(st.to_json())
-        self._warm_segmenter()
+        self._warm_segmenter(groups)
         return self._advised(await self.engine.run(st, ctx), params)
 
-    def _warm_segmenter(self) -> None:
-        """The advice at the end of a search cuts the query: load the segmenter's dictionary in a
-        worker thread while the search waits on CNKI, not on the event loop after the last request
+    def _warm_segmenter(self, groups: list[list[str]]) -> None:
+        """The advice at the end of a search cuts the query when the plan has one concept group
+        (`query.plan.advise`): then load the segmenter's dictionary in a worker thread while the
+        search waits on CNKI, not on the event loop after the last request. With more groups
+        nothing cuts, and the load's CPU would only slow the loop while the first pages come
         (DESIGN.md "Ranking cost"). Not awaited: a cut that comes first waits on the load's lock."""
         warm = getattr(self.segmenter, "warm", None)
-        if warm is None or getattr(self.segmenter, "loaded", True):
+        if len(groups) > 1 or warm is None or getattr(self.segmenter, "loaded", True):
             return
 
         def load() -> None:
@@ -262,7 +265,7 @@ class ResearchPipeline:
     async def continue_search(self, ctx: OperationContext) -> SearchSummary:
         """Continue a search from the checkpoint in `ctx.resume_from` (research or structured)."""
         st = SearchState.from_json(ctx.resume_from)
-        self._warm_segmenter()
+        self._warm_segmenter(st.groups)
         summary = await self.engine.run(st, ctx)
         return self._advised(summary, st.input)
 

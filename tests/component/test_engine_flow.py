@@ -6,6 +6,7 @@ progress tick writes the page's new rows, not the whole checkpoint."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from cnki_mcp.pipeline.research import ResearchPipeline, research_channels, sear
 from cnki_mcp.pipeline.state import SearchState
 from cnki_mcp.pipeline.units import Unit
 from cnki_mcp.query.plan import plan_explicit
+from cnki_mcp.query.segment import JiebaSegmenter
 from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.store import Store
 from cnki_mcp.store.db import _V_CHECKPOINT_LOG, MIGRATIONS, SCHEMA_VERSION
@@ -367,33 +369,37 @@ async def test_the_suggested_call_reads_the_rest_by_batch_export_when_the_rows_c
     assert all(r.abstract_read and r.quality_known for r in cached.results)
 
 
-async def test_a_search_loads_the_segmenter_dictionary_in_a_worker_thread(
+class WatchedSegmenter(JiebaSegmenter):
+    """jieba's segmenter, noting the threads its dictionary load was started from."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.warmed_in: list[str] = []
+        self.warmed = threading.Event()
+
+    def warm(self) -> None:
+        self.warmed_in.append(threading.current_thread().name)
+        super().warm()
+        self.warmed.set()
+
+
+async def test_a_one_concept_search_loads_the_segmenter_dictionary_in_a_worker_thread(
     clock: FakeClock, store: Store
 ) -> None:
-    """DESIGN.md "Ranking cost": the advice at a search's end cuts the query; the dictionary load
-    is handed to a worker thread when the search starts, not left to the event loop after the last
-    request. (On a fake clock the search may end before that thread has run.)"""
-    import threading
-
-    from cnki_mcp.query.segment import JiebaSegmenter
-
-    class Watched(JiebaSegmenter):
-        def __init__(self) -> None:
-            super().__init__()
-            self.warmed_in: list[str] = []
-            self.warmed = threading.Event()
-
-        def warm(self) -> None:
-            self.warmed_in.append(threading.current_thread().name)
-            super().warm()
-            self.warmed.set()
-
-    segmenter = Watched()
+    """DESIGN.md "Ranking cost": the advice at the end of a one-concept search cuts the query; the
+    dictionary load is handed to a worker thread when the search starts, not left to the event loop
+    after the last request. (On a fake clock the search may end before that thread has run.)"""
+    segmenter = WatchedSegmenter()
     pipe = ResearchPipeline(
         SimSite(clock), store, clock, workers=8, now_year=lambda: 2026, page_size=20, segmenter=segmenter
     )
-    inp = SearchInput(query="自动驾驶 产品责任", options=SearchOptions(freshness="live", metadata="basic"))
-    record = await search(clock, pipe, inp, JobManager(clock, MemorySink()))
+    inp = SearchInput(query="自动驾驶", options=SearchOptions(freshness="live", metadata="basic"))
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, plan_explicit([["自动驾驶"]]), ctx)
+
+    job = JobManager(clock, MemorySink()).start(OperationKind.SEARCH, runner, inp.budget())
+    [record] = await clock.run_until_complete(job.finish())
     assert record.status == "completed", record.errors
     assert segmenter.warmed.wait(30)  # bounded: the worker thread's load ends
     assert segmenter.loaded
@@ -401,3 +407,19 @@ async def test_a_search_loads_the_segmenter_dictionary_in_a_worker_thread(
         segmenter.warmed_in == [segmenter.warmed_in[0]]
         and segmenter.warmed_in[0] != threading.main_thread().name
     )
+
+
+async def test_a_search_of_several_concepts_never_loads_the_segmenter_dictionary(
+    clock: FakeClock, store: Store
+) -> None:
+    """Nothing cuts a search of two or more concept groups, so its dictionary load (~1 s of CPU
+    in a worker thread, slowing the event loop while the first pages come) is not started."""
+    segmenter = WatchedSegmenter()
+    pipe = ResearchPipeline(
+        SimSite(clock), store, clock, workers=8, now_year=lambda: 2026, page_size=20, segmenter=segmenter
+    )
+    inp = SearchInput(query="自动驾驶 产品责任", options=SearchOptions(freshness="live", metadata="basic"))
+    record = await search(clock, pipe, inp, JobManager(clock, MemorySink()))
+    assert record.status == "completed", record.errors
+    assert len(PLAN.groups) == 2 and record.result is not None
+    assert segmenter.warmed_in == [] and not segmenter.loaded
