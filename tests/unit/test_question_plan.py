@@ -152,10 +152,17 @@ def test_advice_for_no_candidates_keeps_the_first_two_groups() -> None:
     assert advise("q", [["a"], ["b"]], 5, CUT) is None
 
 
+def _fresh_python(*lines: str) -> str:
+    """What `lines` print when run by a new interpreter (nothing this process imported)."""
+    done = subprocess.run([sys.executable, "-c", "\n".join(lines)], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
 def test_segmenter_dictionary_is_not_loaded_at_import() -> None:
-    code = "import sys, cnki_mcp.query.plan, cnki_mcp.pipeline.research; print('jieba' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "False"
+    imported = _fresh_python(
+        "import sys, cnki_mcp.query.plan, cnki_mcp.pipeline.research", "print('jieba' in sys.modules)"
+    )
+    assert imported == "False"
 
 
 @pytest.mark.parametrize(
@@ -197,13 +204,12 @@ def test_more_than_eight_listed_terms_fold_the_rest_into_the_last_group() -> Non
 
 
 def test_the_background_warm_up_loads_the_dictionary_off_the_calling_thread() -> None:
-    code = (
-        "import threading\n"
-        "from cnki_mcp.query.segment import default_segmenter, warm_in_background\n"
-        "timer = warm_in_background(0)\n"
-        "assert timer.daemon and timer is not threading.current_thread()\n"
-        "timer.join(60)\n"
-        "print(default_segmenter().loaded)\n"
+    loaded = _fresh_python(
+        "import threading",
+        "from cnki_mcp.query.segment import default_segmenter, warm_in_background",
+        "timer = warm_in_background(0)",
+        "assert timer.daemon and timer is not threading.current_thread()",
+        "timer.join(60)",
+        "print(default_segmenter().loaded)",
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "True"
+    assert loaded == "True"
