@@ -193,10 +193,6 @@ async def _search(origin: str, data_dir: Path, args: argparse.Namespace, questio
         inline_wait_seconds=7200.0,  # the call answers with the result (no operation_status polls)
     )
     services = Services.open(settings, environ=os.environ)
-    if args.idle is not None:
-        from cnki_mcp.query.segment import warm_in_background
-
-        warm_in_background()  # what `serve` starts after opening its services (DESIGN.md "Start-up")
     options = {"candidate_target": args.target, "max_pages": args.max_pages, "max_requests": args.max_requests,
                "freshness": "live", "timeout_seconds": 7200}
     call = {"query": question["question"], "options": options}
@@ -215,9 +211,12 @@ async def _search(origin: str, data_dir: Path, args: argparse.Namespace, questio
 
     try:
         await services.host.ensure()  # Chromium starts outside the measurement
-        if args.idle:
-            await asyncio.sleep(args.idle)  # a server waiting for its first call
         server = build_server(lambda: services)
+        if args.idle is not None:
+            from cnki_mcp.query.segment import warm_in_background
+
+            warm_in_background()  # what `serve` starts once its server is built (DESIGN.md "Start-up")
+            await asyncio.sleep(args.idle)  # a server waiting for its first call
         if args.session == "warm":
             await _warm_session(services, server)
         tick = asyncio.ensure_future(ticker())
@@ -225,6 +224,7 @@ async def _search(origin: str, data_dir: Path, args: argparse.Namespace, questio
             await _connected(client)
             t_wall = time.time()
             start = time.perf_counter()
+            stall[:] = [0.0, 0.0]  # the call's stalls only, not the connection's
             result = await client.call_tool("search", call)
             data = result.structured_content or {}
             while not result.is_error and data.get("status") in ("queued", "running"):

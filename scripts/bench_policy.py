@@ -28,7 +28,8 @@ def _policy(name: str) -> Any:
         from dataclasses import replace
 
         base, _, settings = name.partition("+")
-        assert base == "default", name
+        if base != "default":
+            raise SystemExit(f"a variant is default+FIELD=N,...: {name}")
         values = {k: int(v) for k, _, v in (x.partition("=") for x in settings.split(","))}
         return replace(DEFAULT_POLICY, name=name, **values)
     base, _, rule = name.partition("-")

@@ -21,7 +21,7 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import re
 import threading
 import unicodedata
@@ -309,8 +309,10 @@ def warm_in_background(delay: float = WARM_DELAY_SECONDS) -> threading.Timer:
     first loads it itself and this one waits on the same lock; a failure is left to the cut."""
 
     def load() -> None:
-        with contextlib.suppress(Exception):  # the cut loads it again and reports what fails
+        try:
             default_segmenter().warm()
+        except Exception:  # the cut loads it again and reports what fails
+            logging.getLogger(__name__).debug("segmenter warm-up failed", exc_info=True)
 
     timer = threading.Timer(delay, load)
     timer.daemon = True

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import anyio
 from mcp.server.mcpserver import Context, Resolve, Sample
 from mcp.types import CreateMessageResult, SamplingMessage, TextContent, ToolAnnotations
 from pydantic import Field
@@ -128,9 +129,10 @@ def register(server: CnkiServer) -> None:
         )
         services = services_of(ctx)
         pipeline = services.pipeline
-        if not inp.concept_groups:
-            await pipeline.segmenter_ready()  # a raw question is cut: never load on the event loop
-        plan = choose_plan(inp, sampled_plan, pipeline)
+        if inp.concept_groups or pipeline.segmenter_loaded:
+            plan = choose_plan(inp, sampled_plan, pipeline)
+        else:  # planning may cut the question: never load the dictionary on the event loop
+            plan = await anyio.to_thread.run_sync(choose_plan, inp, sampled_plan, pipeline)
         if inp.options.freshness == "prefer_cache":
             cached = await pipeline.cached_async(inp, plan)
             if cached is not None:

@@ -5,8 +5,10 @@ progress tick writes the page's new rows, not the whole checkpoint."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -414,6 +416,19 @@ async def test_a_search_of_several_concepts_never_loads_the_segmenter_dictionary
 ) -> None:
     """Nothing cuts a search of two or more concept groups, so its dictionary load (~1 s of CPU
     in a worker thread, slowing the event loop while the first pages come) is not started."""
+    class Recording(ThreadPoolExecutor):
+        """The loop's default executor, noting what is handed to it, at the moment it is."""
+
+        def __init__(self) -> None:
+            super().__init__(max_workers=2)
+            self.handed: list[str] = []
+
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            self.handed.append(getattr(fn, "__qualname__", repr(fn)))
+            return super().submit(fn, *args, **kwargs)
+
+    executor = Recording()
+    asyncio.get_running_loop().set_default_executor(executor)
     segmenter = WatchedSegmenter()
     pipe = ResearchPipeline(
         SimSite(clock), store, clock, workers=8, now_year=lambda: 2026, page_size=20, segmenter=segmenter
@@ -422,4 +437,5 @@ async def test_a_search_of_several_concepts_never_loads_the_segmenter_dictionary
     record = await search(clock, pipe, inp, JobManager(clock, MemorySink()))
     assert record.status == "completed", record.errors
     assert len(PLAN.groups) == 2 and record.result is not None
+    assert not [name for name in executor.handed if "_warm_segmenter" in name]
     assert segmenter.warmed_in == [] and not segmenter.loaded

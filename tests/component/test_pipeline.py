@@ -142,6 +142,47 @@ async def test_completed_search_is_served_from_cache_for_ten_minutes(clock: Fake
     assert pipe.cached(search_input(), PLAN) is None
 
 
+async def test_a_cached_one_concept_answer_cuts_its_advice_off_the_event_loop(
+    clock: FakeClock, store: Store
+) -> None:
+    """A cached answer's advice cuts a one-concept query; in a process whose dictionary is not
+    loaded yet, `cached_async` loads it in a worker thread first (DESIGN.md "Ranking cost")."""
+    import threading
+
+    one = plan_explicit([["自动驾驶"]])
+    site = SimSite(clock)
+    first = make(clock, store, site)
+    inp = SearchInput(query="自动驾驶", options=SearchOptions())
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await first.research(inp, one, ctx)
+
+    assert (await run_op(clock, JobManager(clock, MemorySink()), runner, inp.budget())).status == "completed"
+
+    class Unloaded:
+        """A segmenter whose load and cuts note whether they ran on the event loop's thread."""
+
+        def __init__(self) -> None:
+            self.loaded = False
+            self.on_loop_thread: list[bool] = []
+
+        def warm(self) -> None:
+            self.on_loop_thread.append(threading.current_thread() is threading.main_thread())
+            self.loaded = True
+
+        def __call__(self, text: str) -> list[str]:
+            if not self.loaded:
+                self.warm()
+            return list(text)
+
+    segmenter = Unloaded()
+    later = ResearchPipeline(SimSite(clock), store, clock, workers=8, now_year=lambda: 2026, segmenter=segmenter)
+    hit = await later.cached_async(inp, one)
+    assert hit is not None and hit.source == "cache"
+    assert hit.advice is not None and hit.advice.reason == "one_concept"
+    assert segmenter.on_loop_thread == [False]  # loaded once, in a worker thread
+
+
 async def test_budget_exhaustion_is_partial_and_continue_repeats_no_request(
     clock: FakeClock, store: Store
 ) -> None:

@@ -64,6 +64,8 @@ class FakePipeline:
     async def cached_async(self, inp: Any, plan: Any) -> SearchSummary | None:
         return self.cached(inp, plan)
 
+    segmenter_loaded = True  # `plan` below loads the process's dictionary itself when it cuts
+
     async def segmenter_ready(self) -> None:
         """The real pipeline loads the dictionary in a worker thread; `plan` below loads it itself."""
 

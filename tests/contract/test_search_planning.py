@@ -22,7 +22,7 @@ class SlowSegmenter:
     def __init__(self) -> None:
         self.release = threading.Event()
         self.loading = threading.Event()
-        self.loaded_at_call: list[bool] = []
+        self.on_loop_thread: list[bool] = []  # per cut: did it run on the event loop's thread
         self._lock = threading.Lock()
         self._loaded = False
 
@@ -38,15 +38,15 @@ class SlowSegmenter:
                 self._loaded = True
 
     def __call__(self, text: str) -> list[str]:
-        self.loaded_at_call.append(self._loaded)
+        self.on_loop_thread.append(threading.current_thread() is threading.main_thread())
         self.warm()
         return [text]
 
 
 class PlanningPipeline(FakePipeline):
-    """The scripted pipeline with the real `segmenter_ready` and a planning that cuts."""
+    """The scripted pipeline with the real `segmenter_loaded` and a planning that cuts."""
 
-    segmenter_ready = ResearchPipeline.segmenter_ready
+    segmenter_loaded = ResearchPipeline.segmenter_loaded  # type: ignore[assignment]
 
     def __init__(self, segmenter: SlowSegmenter) -> None:
         super().__init__()
@@ -70,4 +70,4 @@ async def test_a_raw_question_is_planned_while_other_calls_are_answered(tmp_path
     assert answered_while_loading, "another call waited for the dictionary load"
     assert not other.is_error, other
     assert not result.is_error, result
-    assert segmenter.loaded_at_call and all(segmenter.loaded_at_call)  # cut only once loaded
+    assert segmenter.on_loop_thread and not any(segmenter.on_loop_thread)  # cut (and loaded) off the loop

@@ -204,12 +204,14 @@ def test_more_than_eight_listed_terms_fold_the_rest_into_the_last_group() -> Non
 
 
 def test_the_background_warm_up_loads_the_dictionary_off_the_calling_thread() -> None:
-    loaded = _fresh_python(
+    ran = _fresh_python(
         "import threading",
         "from cnki_mcp.query.segment import default_segmenter, warm_in_background",
+        "segmenter, threads = default_segmenter(), []",
+        "warm = segmenter.warm",
+        "segmenter.warm = lambda: (threads.append(threading.current_thread().name), warm())",
         "timer = warm_in_background(0)",
-        "assert timer.daemon and timer is not threading.current_thread()",
         "timer.join(60)",
-        "print(default_segmenter().loaded)",
+        "print(timer.daemon, threads == [timer.name], threading.current_thread().name not in threads, segmenter.loaded)",
     )
-    assert loaded == "True"
+    assert ran == "True True True True"
