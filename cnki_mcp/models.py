@@ -109,13 +109,8 @@ class GridPage(_Model):
 
     @property
     def exhausted(self) -> bool:
-        if self.zero_results:
-            return True
-        if self.page is not None and self.page_count is not None and self.page >= self.page_count:
-            return True
-        if self.total is not None and self.rows and self.rows[-1].ordinal is not None:
-            return self.rows[-1].ordinal >= self.total
-        return False
+        """Nothing matched, or the paging says this page is the last (`GridHead.exhausted`)."""
+        return self.zero_results or GridHead.of(self).exhausted
 
 
 class GridHead(_Model):
@@ -131,7 +126,8 @@ class GridHead(_Model):
 
     @property
     def exhausted(self) -> bool:
-        """`GridPage.exhausted` of the page this head belongs to (a page with rows)."""
+        """This is the last page: its paging says so, or its last row's ordinal reaches the total
+        (`GridPage.exhausted` of a page with rows)."""
         if self.page is not None and self.page_count is not None and self.page >= self.page_count:
             return True
         if self.total is not None and self.has_rows and self.last_ordinal is not None:

@@ -369,10 +369,7 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
                 def follow(head: GridHead) -> bool:
                     if stop:
                         return False
-                    nxt = self._look_ahead(
-                        st, ctx, units, unit, asked, head.has_rows, head.exhausted, head.turnpage, limit,
-                        feedback=feedback, follow=follow_for,
-                    )
+                    nxt = self._look_ahead(st, ctx, units, unit, asked, head, limit, feedback=feedback, follow=follow_for)
                     if nxt is not None:
                         followed[asked.page + 1] = nxt
                     return nxt is not None
@@ -419,8 +416,7 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
                     ahead = followed.pop(request.page + 1, None)  # asked on the head: already left
                     if ahead is None and not stop:
                         ahead = self._look_ahead(
-                            st, ctx, units, unit, request, bool(grid.rows), grid.exhausted, grid.turnpage,
-                            limit, feedback=feedback, follow=follow_for,
+                            st, ctx, units, unit, request, GridHead.of(grid), limit, feedback=feedback, follow=follow_for
                         )
                         for _ in range(SEND_YIELDS if ahead is not None else 0):
                             await asyncio.sleep(0)  # let it leave before this page is stored
@@ -451,9 +447,7 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
         units: Sequence[Unit],
         unit: Unit,
         request: GridRequest,
-        has_rows: bool,
-        exhausted: bool,
-        turnpage: str | None,
+        head: GridHead,
         limit: int,
         *,
         feedback: bool,
@@ -464,13 +458,13 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
         cursor, is not the last, and the stop rule goes on even if this page, still counted as
         missing, came back full of new papers. The same page the loop would ask once this one is
         stored, one store write and progress tick earlier (DESIGN.md "Retrieval without rounds")."""
-        if feedback or not has_rows or exhausted or not turnpage:
+        if feedback or not head.has_rows or head.exhausted or not head.turnpage:
             return None
         if request.page >= self._unit_limit(st, unit, limit):
             return None
         if self._needed(st, units, request.page, limit, feedback=False) is not True:
             return None
-        nxt = self._request(st, unit, request.page + 1, cursor=turnpage)
+        nxt = self._request(st, unit, request.page + 1, cursor=head.turnpage)
         return nxt, asyncio.ensure_future(self.backend.grid(nxt, op=ctx, follow=follow(nxt)))
 
     def _report(
