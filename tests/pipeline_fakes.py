@@ -9,6 +9,7 @@ is logged by a request key."""
 from __future__ import annotations
 
 import math
+import threading
 from collections import Counter
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -28,6 +29,7 @@ from cnki_mcp.models import (
     JournalState,
     NativeId,
 )
+from cnki_mcp.query.segment import JiebaSegmenter
 from cnki_mcp.site.backend import FollowOnce, GridRequest, SiteOp
 
 ABSTRACT = "自动驾驶产品责任的归责与风险分配"
@@ -227,3 +229,17 @@ def duplicates(log: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 
 __all__ = ["AMBIGUOUS_TITLE", "CnkiError", "SimSite", "duplicates", "title_of"]
+
+
+class WatchedSegmenter(JiebaSegmenter):
+    """jieba's segmenter, noting the threads its dictionary load was started from."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.warmed_in: list[str] = []
+        self.warmed = threading.Event()
+
+    def warm(self) -> None:
+        self.warmed_in.append(threading.current_thread().name)
+        super().warm()
+        self.warmed.set()

@@ -309,10 +309,13 @@ def warm_in_background(delay: float = WARM_DELAY_SECONDS) -> threading.Timer:
     first loads it itself and this one waits on the same lock; a failure is left to the cut."""
 
     def load() -> None:
+        log = logging.getLogger(__name__)
         try:
             default_segmenter().warm()
         except Exception:  # the cut loads it again and reports what fails
-            logging.getLogger(__name__).debug("segmenter warm-up failed", exc_info=True)
+            log.debug("segmenter warm-up failed", exc_info=True)
+        else:
+            log.debug("segmenter dictionary loaded in the background (%s)", threading.current_thread().name)
 
     timer = threading.Timer(delay, load)
     timer.daemon = True

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from pipeline_fakes import SimSite, duplicates
+from pipeline_fakes import SimSite, WatchedSegmenter, duplicates
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, OperationContext, OperationKind, OperationRecord, StoreSink
@@ -23,7 +23,6 @@ from cnki_mcp.pipeline.research import ResearchPipeline, research_channels, sear
 from cnki_mcp.pipeline.state import SearchState
 from cnki_mcp.pipeline.units import Unit
 from cnki_mcp.query.plan import plan_explicit
-from cnki_mcp.query.segment import JiebaSegmenter
 from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.store import Store
 from cnki_mcp.store.db import _V_CHECKPOINT_LOG, MIGRATIONS, SCHEMA_VERSION
@@ -369,20 +368,6 @@ async def test_the_suggested_call_reads_the_rest_by_batch_export_when_the_rows_c
     cached = pipe.cached(inp.model_copy(update={"options": SearchOptions()}), PLAN)
     assert cached is not None and cached.enrich_more is None
     assert all(r.abstract_read and r.quality_known for r in cached.results)
-
-
-class WatchedSegmenter(JiebaSegmenter):
-    """jieba's segmenter, noting the threads its dictionary load was started from."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.warmed_in: list[str] = []
-        self.warmed = threading.Event()
-
-    def warm(self) -> None:
-        self.warmed_in.append(threading.current_thread().name)
-        super().warm()
-        self.warmed.set()
 
 
 async def test_a_one_concept_search_loads_the_segmenter_dictionary_in_a_worker_thread(

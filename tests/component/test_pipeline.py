@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pipeline_fakes import AMBIGUOUS_TITLE, SimSite, duplicates, title_of
+from pipeline_fakes import AMBIGUOUS_TITLE, SimSite, WatchedSegmenter, duplicates, title_of
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import InvalidInput, PaginationMismatch, SearchNotFound
@@ -159,28 +159,13 @@ async def test_a_cached_one_concept_answer_cuts_its_advice_off_the_event_loop(
 
     assert (await run_op(clock, JobManager(clock, MemorySink()), runner, inp.budget())).status == "completed"
 
-    class Unloaded:
-        """A segmenter whose load and cuts note whether they ran on the event loop's thread."""
-
-        def __init__(self) -> None:
-            self.loaded = False
-            self.on_loop_thread: list[bool] = []
-
-        def warm(self) -> None:
-            self.on_loop_thread.append(threading.current_thread() is threading.main_thread())
-            self.loaded = True
-
-        def __call__(self, text: str) -> list[str]:
-            if not self.loaded:
-                self.warm()
-            return list(text)
-
-    segmenter = Unloaded()
+    segmenter = WatchedSegmenter()  # jieba's own dictionary, not loaded yet
     later = ResearchPipeline(SimSite(clock), store, clock, workers=8, now_year=lambda: 2026, segmenter=segmenter)
     hit = await later.cached_async(inp, one)
     assert hit is not None and hit.source == "cache"
     assert hit.advice is not None and hit.advice.reason == "one_concept"
-    assert segmenter.on_loop_thread == [False]  # loaded once, in a worker thread
+    # loaded by a warm-up off the loop before the advice cut (a cut on the loop loads without it)
+    assert segmenter.loaded and segmenter.warmed_in and threading.main_thread().name not in segmenter.warmed_in
 
 
 async def test_budget_exhaustion_is_partial_and_continue_repeats_no_request(

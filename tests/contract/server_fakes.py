@@ -66,9 +66,6 @@ class FakePipeline:
 
     segmenter_loaded = True  # `plan` below loads the process's dictionary itself when it cuts
 
-    async def segmenter_ready(self) -> None:
-        """The real pipeline loads the dictionary in a worker thread; `plan` below loads it itself."""
-
     def plan(self, inp: Any, sampled_text: str | None = None) -> Any:
         """The real planning (concept_groups, sampling reply, segmented question), year 2026."""
         from cnki_mcp.pipeline.research import plan_search

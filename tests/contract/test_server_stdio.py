@@ -61,3 +61,44 @@ def test_serve_on_a_data_directory_in_use_fails_with_a_clear_code(tmp_path: Path
         store.close()
     assert proc.returncode == 2
     assert "DATA_DIRECTORY_IN_USE" in proc.stderr
+
+
+async def test_a_stdio_server_loads_the_segmenter_dictionary_in_the_background_after_its_handshake(
+    tmp_path: Path,
+) -> None:
+    """DESIGN.md "Start-up", step 5: the real `serve`, the handshake answered first; the load is
+    reported (debug log) from its own thread, not the one serving the session."""
+    import asyncio
+    import json
+
+    env = {**_env(tmp_path / "data"), "CNKI_LOG_LEVEL": "DEBUG"}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cnki_mcp", "serve", env=env, cwd=str(tmp_path),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    try:
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+        await proc.stdin.drain()
+        replies: list[dict[str, object]] = []
+        while not any(r.get("id") == 2 for r in replies):
+            replies.append(json.loads(await asyncio.wait_for(proc.stdout.readline(), 60)))
+        loaded = ""
+        while "segmenter dictionary loaded in the background" not in loaded:
+            line = await asyncio.wait_for(proc.stderr.readline(), 60)
+            assert line, "the server's stderr ended before the warm-up reported"
+            loaded = line.decode("utf-8", "replace")
+        assert "(MainThread)" not in loaded
+    finally:
+        proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), 30)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
