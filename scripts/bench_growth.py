@@ -16,7 +16,9 @@ Columns per target (median over `--repeats`, range in brackets when repeated):
 * bound: the limiter's lower bound for the requests this run sent, the larger of
   - spacing: (N - 1) x interval + the latency of the last request's kind (the limiter starts at
     most one request per interval), and
-  - chain: the longest run of dependent requests: each page of a query needs the previous page's
+  - chain: the longest run of dependent requests: the requests that started before that query's
+    first page (a cold session's home page, AdvSearch and capture click: one interval each, the
+    limiter spaces their starts), then each page of the query, which needs the previous page's
     cursor (pages x grid latency), then the enrichment tail (detail or export, + journal latency);
   so wall / bound near 1 means the search waits on the limiter and on nothing else;
 * bound (run): the same bound with the latencies this run's requests actually had (jitter drawn
@@ -28,6 +30,8 @@ Columns per target (median over `--repeats`, range in brackets when repeated):
   processes at the end of the call (shared pages counted in each process, so an upper figure);
   sim CPU: CPU seconds the simulator process spent during the call;
 * DB: the store's files (SQLite database, WAL and shared memory) after the services closed.
+
+`--timeline DIR` writes every run's requests, one line each, for reading where a search waits.
 
 Printed per run (stderr), not tabled: the longest event-loop stall during the call (how long a 5 ms
 timer waited beyond its time). `--raw` asks the question without its concept groups (the server
@@ -164,16 +168,21 @@ def limiter_bound(log: list[dict[str, Any]], interval: float, lat: dict[str, flo
         return {"spacing": 0.0, "chain": 0.0, "bound": 0.0, "spacing_run": 0.0, "chain_run": 0.0, "bound_run": 0.0}
     spacing = (len(reqs) - 1) * interval + lat.get(kind_of(reqs[-1]), 0.0)
     spacing_run = (len(reqs) - 1) * interval + float(reqs[-1].get("duration") or 0.0)
-    pages: dict[str, list[float]] = {}
+    pages: dict[str, list[dict[str, Any]]] = {}
     for e in reqs:
         if kind_of(e) == "grid":
             query = json.dumps(e["params"].get("query"), ensure_ascii=False, sort_keys=True)
-            pages.setdefault(query, []).append(float(e.get("duration") or 0.0))
-    longest = max(pages.values(), key=lambda ds: (len(ds), sum(ds)), default=[])
+            pages.setdefault(query, []).append(e)
+    longest = max(pages.values(), key=lambda es: (len(es), sum(float(e.get("duration") or 0.0) for e in es)),
+                  default=[])
+    # the requests that started before the chain's first page (a cold session's home page,
+    # AdvSearch and capture click) each took a start of their own: the first page starts no sooner
+    # than one interval after the last of them
+    before = sum(1 for e in reqs if longest and e["t"] < longest[0]["t"])
     read = [lat[k] for k in ("detail", "export") if any(kind_of(e) == k for e in reqs)]
     tail = max(read, default=0.0) + (lat["journal"] if any(kind_of(e) == "journal" for e in reqs) else 0.0)
-    chain = len(longest) * lat["grid"] + tail
-    chain_run = sum(longest) + tail
+    chain = before * interval + len(longest) * lat["grid"] + tail
+    chain_run = before * interval + sum(float(e.get("duration") or 0.0) for e in longest) + tail
     return {"spacing": spacing, "chain": chain, "bound": max(spacing, chain),
             "spacing_run": spacing_run, "chain_run": chain_run, "bound_run": max(spacing_run, chain_run)}
 
@@ -309,6 +318,9 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
             sim.wait(timeout=10)
         res["db_mb"] = db_size_mb(tmpdir / "data")
         log = [e for e in read_log(log_path) if e["wall"] >= res["t_wall"] - 0.001]
+        if args.timeline:
+            out = Path(args.timeline) / f"{args.session}-{args.target}-{os.getpid()}.txt"
+            _timeline(log, res["t_wall"], out)
     res["server_rss_mb"] = _status_kb(os.getpid(), "VmHWM") / 1024
     res["counts"] = dict(Counter(kind_of(e) for e in log))
     res["requests"] = sum(v for k, v in res["counts"].items() if k != "other")
@@ -318,6 +330,18 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
     res.update(limiter_bound(log, args.interval_ms / 1000, lat))
     res["target"] = args.target
     return res
+
+
+def _timeline(log: list[dict[str, Any]], t0: float, out: Path) -> None:
+    """`--timeline DIR`: every request of the call, one line each: start and end (seconds after the
+    call), kind, and the grid query or the path."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for e in sorted(log, key=lambda e: e["wall"]):
+        start = e["wall"] - t0
+        what = json.dumps(e.get("params", {}).get("query") or e.get("path", ""), ensure_ascii=False)
+        lines.append(f"{start:6.2f} {start + float(e.get('duration') or 0):6.2f} {kind_of(e):8} {what}")
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def db_size_mb(data_dir: Path) -> float:
@@ -345,7 +369,8 @@ def _child_argv(args: argparse.Namespace, target: int) -> list[str]:
             "--max-requests", str(args.max_requests), "--grid-ms", str(args.grid_ms), "--detail-ms",
             str(args.detail_ms), "--journal-ms", str(args.journal_ms), "--export-ms", str(args.export_ms),
             "--jitter", str(args.jitter), "--policy", args.policy, "--session", args.session,
-            *(["--raw"] if args.raw else []), *(["--idle", str(args.idle)] if args.idle is not None else [])]
+            *(["--raw"] if args.raw else []), *(["--idle", str(args.idle)] if args.idle is not None else []),
+            *(["--timeline", args.timeline] if args.timeline else [])]
 
 
 def _cell(values: list[float], fmt: str) -> str:
@@ -428,8 +453,9 @@ def _section(args: argparse.Namespace, table: str) -> str:
         f" journal {args.journal_ms} / export {args.export_ms} ms (jitter x{1 - args.jitter:.1f}-{1 + args.jitter:.1f}), page size 50"
         " (production). Each run is a fresh process with a fresh store against the simulator in its own process"
         " (`cnki-mcp sim --corpus`); how each column is measured is in `scripts/bench_growth.py`. Bound = the"
-        " larger of (N - 1) x interval + last latency and the longest chain of dependent pages plus the"
-        " enrichment tail, for the requests this run sent; bound (run): the same with the latencies the run's"
+        " larger of (N - 1) x interval + last latency and the longest chain of dependent pages (after one"
+        " interval for each request that opened the session before it) plus the enrichment tail, for the"
+        " requests this run sent; bound (run): the same with the latencies the run's"
         " requests had; medians over the repeats, [min–max].\n\n"
         f"{table}\n"
     )
@@ -459,6 +485,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--idle", type=float, default=None, metavar="S",
                    help="start the background warm-up `serve` starts, then wait S seconds (Chromium started)"
                         " before the call: a server waiting for its first search")
+    p.add_argument("--timeline", default=None, metavar="DIR",
+                   help="write each run's requests (start, end, kind, query) to DIR/<session>-<target>-<pid>.txt")
 
 
 def add_growth_parser(sub: Any) -> None:

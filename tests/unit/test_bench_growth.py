@@ -35,7 +35,7 @@ def test_bound_is_the_spacing_of_the_requests_when_they_are_many(growth: Any) ->
            _get(31, "/static/app.js")]  # page assets are not CNKI requests
     b = growth.limiter_bound(log, 0.5, LAT)
     assert b["spacing"] == pytest.approx(24 * 0.5 + 0.6)  # 25 requests, the last a journal page
-    assert b["chain"] == pytest.approx(3 * 0.7 + 0.45 + 0.6)
+    assert b["chain"] == pytest.approx(0.5 + 3 * 0.7 + 0.45 + 0.6)  # AdvSearch's start, pages, tail
     assert b["bound"] == b["spacing"]
 
 
@@ -58,6 +58,18 @@ def test_the_home_page_a_fresh_profile_visits_first_is_a_request(growth: Any) ->
     log = [_get(0.0, "/"), _get(0.1, "/favicon.ico"), _get(0.3, "/kns8s/AdvSearch"), _grid(1, "a")]
     assert [growth.kind_of(e) for e in log] == ["home", "other", "advsearch", "grid"]
     assert growth.limiter_bound(log, 0.2, LAT)["spacing"] == pytest.approx(2 * 0.2 + 0.7)
+
+
+def test_the_chain_starts_after_the_requests_that_opened_the_session(growth: Any) -> None:
+    # a cold session: home page, AdvSearch and the capture click's grid start before the first page,
+    # one interval apart at the least, whatever their latency
+    log = [_get(0.0, "/"), _get(0.2, "/kns8s/AdvSearch"), _grid(0.5, "capture"),
+           *(_grid(0.7 + i, "a") for i in range(30))]
+    b = growth.limiter_bound(log, 0.2, LAT)
+    assert b["chain"] == pytest.approx(3 * 0.2 + 30 * 0.7)
+    assert b["chain_run"] == pytest.approx(3 * 0.2)  # the log carries no durations
+    warm = growth.limiter_bound(log[3:], 0.2, LAT)  # a warm session: the chain's page is the first
+    assert warm["chain"] == pytest.approx(30 * 0.7)
 
 
 def test_the_run_bound_charges_the_latencies_the_pages_had(growth: Any) -> None:
