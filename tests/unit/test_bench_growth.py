@@ -115,3 +115,28 @@ def test_a_run_under_another_policy_builds_its_pipelines_with_that_policy(growth
         assert policy.enrichment_start == EnrichmentStart.AFTER_RETRIEVAL
     finally:
         ResearchPipeline.__init__.__kwdefaults__ = saved
+
+
+def test_requests_that_fit_between_the_pages_cost_the_chain_nothing(growth: Any) -> None:
+    # 200 ms apart, two requests fit in a 0.7 s gap between pages; 59 gaps hold 32 requests
+    assert growth.shared_chain(60, 32, 0.2, 0.7) == pytest.approx(60 * 0.7)
+
+
+def test_at_a_long_interval_each_request_beside_the_chain_stretches_it(growth: Any) -> None:
+    # 500 ms apart: one request in a gap makes it 1.0 s (+0.3); the first one after the last page's
+    # start goes free (0.5 s < its 0.7 s answer), the next ones cost 0.3 s each, like a gap's
+    assert growth.shared_chain(60, 32, 0.5, 0.7) == pytest.approx(60 * 0.7 + 31 * 0.3)
+    assert growth.shared_chain(2, 1, 0.5, 0.7) == pytest.approx(1.4)  # after the second page, not between
+    # 3 requests, 2 pages: one after (free), one between (+0.3), one more after (+0.3): pages at
+    # 0 and 1.0, the second answered at 1.7, the last request at 2.0
+    assert growth.shared_chain(2, 3, 0.5, 0.7) == pytest.approx(2.0)
+
+
+def test_the_shared_bound_is_never_below_the_spacing_or_the_chain(growth: Any) -> None:
+    log = [*(_grid(i, "a") for i in range(20)), *(_get(30 + i, "/knavi/detail") for i in range(12))]
+    for interval in (0.2, 0.5, 1.0):
+        b = growth.limiter_bound(log, interval, LAT)
+        assert b["bound_shared"] >= b["bound"]
+    b = growth.limiter_bound(log, 0.5, LAT)
+    assert b["bound"] == pytest.approx(31 * 0.5 + 0.6)  # the spacing (the chain with its tail: 14.6)
+    assert b["bound_shared"] == pytest.approx(20 * 0.7 + 11 * 0.3)  # one read after the last page free
