@@ -16,21 +16,28 @@ Columns per target (median over `--repeats`, range in brackets when repeated):
 * bound: the limiter's lower bound for the requests this run sent, the larger of
   - spacing: (N - 1) x interval + the latency of the last request's kind (the limiter starts at
     most one request per interval), and
-  - chain: the longest run of dependent requests: the requests that started before that query's
-    first page (a cold session's home page, AdvSearch and capture click: one interval each, the
-    limiter spaces their starts), then each page of the query, which needs the previous page's
-    cursor (pages x grid latency), then the enrichment tail (detail or export, + journal latency);
+  - chain: the longest run of dependent requests, over the grid queries: the requests that
+    started before the query's first page (a cold session's home page, AdvSearch and capture
+    click: one interval each, the limiter spaces their starts), then each page of the query,
+    which needs the previous page's cursor (pages x grid latency), then the enrichment tail
+    (detail or export, + journal latency, when such reads started after the query's first page).
+    The tail is the design's dependent stages (the last candidates read after they are listed);
+    a search that reads beside its last pages need not wait for it, so `bound (strict)` leaves
+    it out;
   so wall / bound near 1 means the search waits on the limiter and on nothing else;
 * bound (run): the same bound with the latencies this run's requests actually had (jitter drawn
   by the simulator) instead of the nominal ones: the page chain is the sum of that query's page
   durations, the spacing ends with the last request's own duration. It removes the jitter's
   noise from the ratio (at 3,000 candidates 60 jittered pages can differ from 60 x 0.7 s by a
   second either way); the nominal bound stays the headline figure;
-* bound (shared): the nominal bound, raised where the page chain and the other requests cannot
-  both keep their pace on one limiter (`shared_chain`): two pages with m requests started between
-  them are at least max(grid latency, (m + 1) x interval) apart. At 200 ms two requests fit
-  between pages 0.7 s apart for free, so it adds nothing there; at 500 ms each request beside the
-  chain costs it at least 0.3 s;
+* bound (strict): only what the limiter and the site impose on the requests this run sent: the
+  spacing, and each grid query's page chain after the requests started before it, with no
+  enrichment tail (a search may read beside its last pages, as this one does) and with the chain
+  sharing the limiter with the other requests (`shared_chain`): two pages with m requests started
+  between them are at least max(grid latency, (m + 1) x interval) apart. At 200 ms two requests
+  fit between pages 0.7 s apart for free; at 500 ms each request beside the chain costs it up to
+  0.3 s. `wall / bound (strict, run)`: against the spacing and q1's chain with the latencies the
+  run drew (no tail);
 * server RSS: the child's peak (VmHWM); browser RSS: the sum of VmRSS over the Chromium
   processes at the end of the call (shared pages counted in each process, so an upper figure);
   sim CPU: CPU seconds the simulator process spent during the call;
@@ -160,10 +167,11 @@ def read_log(path: Path) -> list[dict[str, Any]]:
 
 def limiter_bound(log: list[dict[str, Any]], interval: float, lat: dict[str, float]) -> dict[str, float]:
     """The larger of the spacing bound and the dependent-chain bound (module docstring), with the
-    nominal latencies and with the run's own (`*_run`)."""
+    nominal latencies and with the run's own (`*_run`); and the strict bound (`bound_strict`)."""
     reqs = sorted((e for e in log if kind_of(e) != "other"), key=lambda e: e["t"])
     if not reqs:
-        return {"spacing": 0.0, "chain": 0.0, "bound": 0.0, "spacing_run": 0.0, "chain_run": 0.0, "bound_run": 0.0}
+        return {"spacing": 0.0, "chain": 0.0, "bound": 0.0, "spacing_run": 0.0, "chain_run": 0.0, "bound_run": 0.0,
+                "bound_strict": 0.0, "bound_strict_run": 0.0}
     spacing = (len(reqs) - 1) * interval + lat.get(kind_of(reqs[-1]), 0.0)
     spacing_run = (len(reqs) - 1) * interval + float(reqs[-1].get("duration") or 0.0)
     pages: dict[str, list[dict[str, Any]]] = {}
@@ -171,31 +179,39 @@ def limiter_bound(log: list[dict[str, Any]], interval: float, lat: dict[str, flo
         if kind_of(e) == "grid":
             query = json.dumps(e["params"].get("query"), ensure_ascii=False, sort_keys=True)
             pages.setdefault(query, []).append(e)
-    longest = max(pages.values(), key=lambda es: (len(es), sum(float(e.get("duration") or 0.0) for e in es)),
-                  default=[])
+    # the chain: the query with the most pages (the earliest on a tie), q1 in a research search
+    longest = min(pages.values(), key=lambda es: (-len(es), es[0]["t"]), default=[])
+    first = longest[0]["t"] if longest else 0.0
     # the requests that started before the chain's first page (a cold session's home page,
     # AdvSearch and capture click) each took a start of their own: the first page starts no sooner
     # than one interval after the last of them
-    before = sum(1 for e in reqs if longest and e["t"] < longest[0]["t"])
-    read = [lat[k] for k in ("detail", "export") if any(kind_of(e) == k for e in reqs)]
-    tail = max(read, default=0.0) + (lat["journal"] if any(kind_of(e) == "journal" for e in reqs) else 0.0)
+    before = sum(1 for e in reqs if e["t"] < first)
+    since = {kind_of(e) for e in reqs if e["t"] > first}  # the tail: reads after the chain began
+    read = [lat[k] for k in ("detail", "export") if k in since]
+    tail = max(read, default=0.0) + (lat["journal"] if "journal" in since else 0.0)
+    durations = sum(float(e.get("duration") or 0.0) for e in longest)
     chain = before * interval + len(longest) * lat["grid"] + tail
-    chain_run = before * interval + sum(float(e.get("duration") or 0.0) for e in longest) + tail
-    others = len(reqs) - before - len(longest)
-    shared = before * interval + shared_chain(len(longest), others, interval, lat["grid"])
+    chain_run = before * interval + durations + tail
+    strict = strict_run = 0.0
+    for chained in pages.values():  # every query's pages, after what started before them, no tail
+        ahead = sum(1 for e in reqs if e["t"] < chained[0]["t"])
+        others = len(reqs) - ahead - len(chained)
+        strict = max(strict, ahead * interval + shared_chain(len(chained), others, interval, lat["grid"]))
+    strict_run = before * interval + durations
     return {"spacing": spacing, "chain": chain, "bound": max(spacing, chain),
             "spacing_run": spacing_run, "chain_run": chain_run, "bound_run": max(spacing_run, chain_run),
-            "bound_shared": max(spacing, chain, shared)}
+            "bound_strict": max(spacing, strict), "bound_strict_run": max(spacing_run, strict_run)}
 
 
 def shared_chain(pages: int, others: int, interval: float, latency: float) -> float:
-    """The least time from the chain's first start to its last page's answer when `others` requests
-    share the limiter with it: every two starts are `interval` apart, and each page starts no sooner
-    than `latency` after the one before. A gap between two pages holding m other starts lasts
-    max(latency, (m + 1) x interval); a request put after the last page's start ends no sooner than
-    the interval after the start before it plus its own latency, taken as 0 here, so each costs the
-    interval. Each next request goes where it costs least (the costs within one gap only grow, so
-    this greedy filling is optimal)."""
+    """The least time from a page chain's first start to its last page's answer when `others`
+    requests share the limiter with it: every two starts are `interval` apart, and each page starts
+    no sooner than `latency` after the one before. A gap between two pages holding m other starts
+    lasts max(latency, (m + 1) x interval). After the last page's start, a requests end no sooner
+    than max(latency, a x interval) (their own latency taken as 0): the first ones cost nothing
+    while a x interval <= latency, each later one costs up to the interval. Each next request goes
+    where it costs least; the costs within one gap, and after the last page, only grow, so this
+    greedy filling is optimal (checked against an exhaustive search of small cases)."""
     if pages == 0:
         return max(others - 1, 0) * interval
     gaps = pages - 1
@@ -203,7 +219,7 @@ def shared_chain(pages: int, others: int, interval: float, latency: float) -> fl
     def gap(m: int) -> float:
         return max(latency, (m + 1) * interval)
 
-    total, m, after = pages * latency, 0, 0  # m others in every gap so far; `after` past the last start
+    total, m, after = gaps * gap(0) + latency, 0, 0  # m others in every gap so far; `after` past the last start
     left = others
     while left > 0:
         in_gap = gap(m + 1) - gap(m) if gaps else float("inf")
@@ -344,7 +360,7 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
         res["db_mb"] = db_size_mb(tmpdir / "data")
         log = [e for e in read_log(log_path) if e["wall"] >= res["t_wall"] - 0.001]
         if args.timeline:
-            out = Path(args.timeline) / f"{args.session}-{args.target}-{os.getpid()}.txt"
+            out = Path(args.timeline).resolve() / f"{args.session}-{args.target}-{os.getpid()}.txt"
             _timeline(log, res["t_wall"], out)
     res["server_rss_mb"] = _status_kb(os.getpid(), "VmHWM") / 1024
     res["counts"] = dict(Counter(kind_of(e) for e in log))
@@ -395,7 +411,7 @@ def _child_argv(args: argparse.Namespace, target: int) -> list[str]:
             str(args.detail_ms), "--journal-ms", str(args.journal_ms), "--export-ms", str(args.export_ms),
             "--jitter", str(args.jitter), "--policy", args.policy, "--session", args.session,
             *(["--raw"] if args.raw else []), *(["--idle", str(args.idle)] if args.idle is not None else []),
-            *(["--timeline", args.timeline] if args.timeline else [])]
+            *(["--timeline", str(Path(args.timeline).resolve())] if args.timeline else [])]
 
 
 def _cell(values: list[float], fmt: str) -> str:
@@ -435,8 +451,8 @@ def growth_table(runs: dict[int, list[dict[str, Any]]]) -> str:
     lines = [
         "| target | status | candidates | requests | grid / detail / export / journal / AdvSearch / home | grid queries"
         " | requests per candidate | wall s | bound s | wall / bound | bound (run) s | wall / bound (run)"
-        " | bound (shared) s | wall / bound (shared) | server RSS MB | browser RSS MB | sim CPU s | sim RSS MB | DB MB |",
-        "|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " | bound (strict) s | wall / bound (strict) | wall / bound (strict, run) | server RSS MB | browser RSS MB | sim CPU s | sim RSS MB | DB MB |",
+        "|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for target, rs in sorted(runs.items()):
         def col(key: str, rs: list[dict[str, Any]] = rs) -> list[float]:
@@ -447,13 +463,14 @@ def growth_table(runs: dict[int, list[dict[str, Any]]]) -> str:
         per = [r["requests"] / max(1, r["candidates"]) for r in rs]
         ratio = [r["wall"] / r["bound"] if r["bound"] else 0.0 for r in rs]
         ratio_run = [r["wall"] / r["bound_run"] if r.get("bound_run") else 0.0 for r in rs]
-        ratio_shared = [r["wall"] / r["bound_shared"] if r.get("bound_shared") else 0.0 for r in rs]
+        ratio_strict = [r["wall"] / r["bound_strict"] if r.get("bound_strict") else 0.0 for r in rs]
+        ratio_strict_run = [r["wall"] / r["bound_strict_run"] if r.get("bound_strict_run") else 0.0 for r in rs]
         status = ",".join(sorted({str(r["status"]) for r in rs}))
         lines.append(
             f"| {target} | {status} | {_cell(col('candidates'), '.0f')} | {_cell(col('requests'), '.0f')} | {split}"
             f" | {rs[0]['grid_queries']} | {_cell(per, '.3f')} | {_cell(col('wall'), '.1f')} | {_cell(col('bound'), '.1f')}"
             f" | **{_cell(ratio, '.2f')}** | {_cell(col('bound_run'), '.1f')} | {_cell(ratio_run, '.2f')}"
-            f" | {_cell(col('bound_shared'), '.1f')} | {_cell(ratio_shared, '.2f')}"
+            f" | {_cell(col('bound_strict'), '.1f')} | {_cell(ratio_strict, '.2f')} | {_cell(ratio_strict_run, '.2f')}"
             f" | {_cell(col('server_rss_mb'), '.0f')} | {_cell(col('browser_rss_mb'), '.0f')}"
             f" | {_cell(col('sim_cpu_s'), '.1f')} | {_cell(col('sim_rss_mb'), '.0f')} | {_cell(col('db_mb'), '.1f')} |"
         )
@@ -483,7 +500,9 @@ def _section(args: argparse.Namespace, table: str) -> str:
         " larger of (N - 1) x interval + last latency and the longest chain of dependent pages (after one"
         " interval for each request that opened the session before it) plus the enrichment tail, for the"
         " requests this run sent; bound (run): the same with the latencies the run's"
-        " requests had; medians over the repeats, [min–max].\n\n"
+        " requests had; bound (strict): the spacing and the page chain alone, without the enrichment"
+        " tail, the chain sharing the limiter with the other requests; medians over the repeats,"
+        " [min–max].\n\n"
         f"{table}\n"
     )
 

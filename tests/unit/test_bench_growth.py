@@ -77,7 +77,8 @@ def test_the_run_bound_charges_the_latencies_the_pages_had(growth: Any) -> None:
     log += [{**_grid(5, "b"), "duration": 2.0}, {**_get(6, "/knavi/detail"), "duration": 0.3}]
     b = growth.limiter_bound(log, 0.2, LAT)
     assert b["chain"] == pytest.approx(3 * 0.7 + 0.6)  # nominal: pages x 0.7 + the journal tail
-    assert b["chain_run"] == pytest.approx(0.5 + 0.9 + 0.8 + 0.6)  # the longest query's own pages
+    assert b["chain_run"] == pytest.approx(0.5 + 0.9 + 0.8 + 0.6)  # the query with the most pages
+    assert b["bound_strict_run"] == pytest.approx(max(4 * 0.2 + 0.3, 0.5 + 0.9 + 0.8))  # no tail
     assert b["spacing_run"] == pytest.approx(4 * 0.2 + 0.3)  # ends with the last request's duration
     assert b["bound_run"] == max(b["chain_run"], b["spacing_run"])
 
@@ -132,11 +133,64 @@ def test_at_a_long_interval_each_request_beside_the_chain_stretches_it(growth: A
     assert growth.shared_chain(2, 3, 0.5, 0.7) == pytest.approx(2.0)
 
 
-def test_the_shared_bound_is_never_below_the_spacing_or_the_chain(growth: Any) -> None:
+def test_pages_further_apart_than_their_latency_wait_for_the_interval(growth: Any) -> None:
+    # 1 s between starts, 0.7 s answers: the second page starts at 1.0, the third at 2.0
+    assert growth.shared_chain(2, 0, 1.0, 0.7) == pytest.approx(1.7)
+    assert growth.shared_chain(3, 0, 1.0, 0.7) == pytest.approx(2.7)
+
+
+def _exact(pages: int, others: int, interval: float, latency: float) -> float:
+    """Every way of spreading the other requests over the gaps and the time after the last page."""
+    from itertools import combinations_with_replacement
+
+    best = float("inf")
+    for slots in combinations_with_replacement(range(pages), others):  # slot pages - 1: after the last
+        counts = [slots.count(i) for i in range(pages)]
+        total = sum(max(latency, (counts[i] + 1) * interval) for i in range(pages - 1))
+        best = min(best, total + max(latency, counts[pages - 1] * interval))
+    return best
+
+
+def test_the_greedy_placement_is_the_least_time_of_every_placement(growth: Any) -> None:
+    for interval in (0.2, 0.5, 1.0):
+        for pages in range(1, 5):
+            for others in range(0, 7):
+                assert growth.shared_chain(pages, others, interval, 0.7) == pytest.approx(
+                    _exact(pages, others, interval, 0.7)
+                ), (pages, others, interval)
+
+
+def test_the_strict_bound_is_never_below_the_spacing_or_the_bare_chain(growth: Any) -> None:
     log = [*(_grid(i, "a") for i in range(20)), *(_get(30 + i, "/knavi/detail") for i in range(12))]
     for interval in (0.2, 0.5, 1.0):
         b = growth.limiter_bound(log, interval, LAT)
-        assert b["bound_shared"] >= b["bound"]
+        assert b["bound_strict"] >= max(b["spacing"], 20 * 0.7) - 1e-9
     b = growth.limiter_bound(log, 0.5, LAT)
     assert b["bound"] == pytest.approx(31 * 0.5 + 0.6)  # the spacing (the chain with its tail: 14.6)
-    assert b["bound_shared"] == pytest.approx(20 * 0.7 + 11 * 0.3)  # one read after the last page free
+    assert b["bound_strict"] == pytest.approx(20 * 0.7 + 11 * 0.3)  # one read after the last page free
+
+
+def test_the_strict_bound_charges_the_requests_before_the_chain_and_no_tail(growth: Any) -> None:
+    log = [_get(0.0, "/"), _get(0.2, "/kns8s/AdvSearch"), _grid(0.5, "capture"),
+           *(_grid(1 + i, "a") for i in range(30)), _post(40, "/dm8/api/ShowExport"), _get(41, "/knavi/detail")]
+    b = growth.limiter_bound(log, 0.2, LAT)
+    assert b["chain"] == pytest.approx(3 * 0.2 + 30 * 0.7 + 0.7 + 0.6)
+    assert b["bound_strict"] == pytest.approx(3 * 0.2 + 30 * 0.7)  # the export and journal fit between pages
+
+
+def test_reads_before_the_longest_chain_are_not_also_its_tail(growth: Any) -> None:
+    # q1 one page, then an export and five journals, then a two-page query: achievable in 5.4 s at
+    # 500 ms, so no bound may exceed it
+    log = [_grid(0.0, "q1"), _post(0.7, "/dm8/api/ShowExport"), *(_get(1.2 + 0.5 * i, "/knavi/detail") for i in range(5)),
+           _grid(4.0, "fb"), _grid(4.7, "fb")]
+    b = growth.limiter_bound(log, 0.5, LAT)
+    assert b["chain"] == pytest.approx(7 * 0.5 + 2 * 0.7)  # seven starts before it, no read after it
+    assert max(b["bound"], b["bound_strict"]) <= 5.4
+
+
+def test_an_empty_run_makes_a_table_row(growth: Any) -> None:
+    run = {"target": 100, "status": "failed", "candidates": 0, "requests": 0, "counts": {}, "grid_queries": 0,
+           "wall": 1.0, "server_rss_mb": 0.0, "browser_rss_mb": 0.0, "sim_cpu_s": 0.0, "sim_rss_mb": 0.0, "db_mb": 0.0,
+           **growth.limiter_bound([], 0.2, LAT)}
+    row = growth.growth_table({100: [run]}).splitlines()[-1]
+    assert row.startswith("| 100 | failed |") and row.count("|") == 21
