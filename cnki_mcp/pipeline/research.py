@@ -43,7 +43,7 @@ from cnki_mcp.query.plan import (
     plan_explicit,
     plan_question,
 )
-from cnki_mcp.query.segment import Segmenter, default_segmenter
+from cnki_mcp.query.segment import Segmenter, default_segmenter, dictionary_pending, warm_quietly
 from cnki_mcp.query.timephrase import extract_years
 from cnki_mcp.rank import MAX_SELECTED, Ranker, RelevanceRescueRanker
 from cnki_mcp.site.backend import SiteBackend
@@ -236,22 +236,14 @@ class ResearchPipeline:
         search waits on CNKI, not on the event loop after the last request. With more groups
         nothing cuts, and the load's CPU would only slow the loop while the first pages come
         (DESIGN.md "Ranking cost"). Not awaited: a cut that comes first waits on the load's lock."""
-        warm = getattr(self.segmenter, "warm", None)
-        if len(groups) > 1 or warm is None or getattr(self.segmenter, "loaded", True):
+        if len(groups) > 1 or not dictionary_pending(self.segmenter):
             return
-
-        def load() -> None:
-            try:
-                warm()
-            except Exception:  # the cut at the end loads it again and reports what fails
-                log.debug("segmenter warm-up failed", exc_info=True)
-
-        asyncio.get_running_loop().run_in_executor(None, load)
+        asyncio.get_running_loop().run_in_executor(None, warm_quietly, self.segmenter)
 
     @property
     def segmenter_loaded(self) -> bool:
         """A cut now costs no dictionary load (about 1.1 s of CPU on the first in a process)."""
-        return bool(getattr(self.segmenter, "loaded", True))
+        return not dictionary_pending(self.segmenter)
 
     async def segmenter_ready(self) -> None:
         """Wait, off the event loop, until the segmenter's dictionary is loaded (about 1.1 s of
@@ -259,13 +251,8 @@ class ResearchPipeline:
         query synchronously, and a load on the event loop would stall every other call and
         progress notice meanwhile (DESIGN.md "Ranking cost"). At once when it is loaded; a load
         already under way (the warm-up) is waited for through its lock, never run twice."""
-        warm = getattr(self.segmenter, "warm", None)
-        if warm is None or getattr(self.segmenter, "loaded", True):
-            return
-        try:
-            await asyncio.to_thread(warm)
-        except Exception:  # the cut itself loads it again and reports what fails
-            log.debug("segmenter load failed", exc_info=True)
+        if dictionary_pending(self.segmenter):
+            await asyncio.to_thread(warm_quietly, self.segmenter)
 
     async def continue_search(self, ctx: OperationContext) -> SearchSummary:
         """Continue a search from the checkpoint in `ctx.resume_from` (research or structured)."""

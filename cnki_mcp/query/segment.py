@@ -302,20 +302,35 @@ def default_segmenter() -> JiebaSegmenter:
 WARM_DELAY_SECONDS = 2.0
 
 
+def dictionary_pending(segmenter: Segmenter) -> bool:
+    """A cut by `segmenter` would first load its dictionary (about 1 s of CPU): a segmenter with
+    `warm` and `loaded` (`JiebaSegmenter`) whose dictionary is not loaded yet."""
+    return callable(getattr(segmenter, "warm", None)) and not getattr(segmenter, "loaded", True)
+
+
+def warm_quietly(segmenter: Segmenter) -> bool:
+    """Load `segmenter`'s dictionary now (meant for a worker thread; a load under way is waited for
+    through its lock). A failure is logged at debug level and left to the cut, which loads it again
+    and reports what fails. True when it loaded."""
+    try:
+        segmenter.warm()  # type: ignore[attr-defined]
+    except Exception:
+        logging.getLogger(__name__).debug("segmenter warm-up failed", exc_info=True)
+        return False
+    return True
+
+
 def warm_in_background(delay: float = WARM_DELAY_SECONDS) -> threading.Timer:
     """Load the process-wide segmenter's dictionary in a daemon thread `delay` seconds from now
     (`serve`: a server usually waits for its first search, which then finds the dictionary loaded;
     the delay keeps the load off the client's handshake and first calls). A search that comes
-    first loads it itself and this one waits on the same lock; a failure is left to the cut."""
+    first loads it itself and this one waits on the same lock."""
 
     def load() -> None:
-        log = logging.getLogger(__name__)
-        try:
-            default_segmenter().warm()
-        except Exception:  # the cut loads it again and reports what fails
-            log.debug("segmenter warm-up failed", exc_info=True)
-        else:
-            log.debug("segmenter dictionary loaded in the background (%s)", threading.current_thread().name)
+        if warm_quietly(default_segmenter()):
+            logging.getLogger(__name__).debug(
+                "segmenter dictionary loaded in the background (%s)", threading.current_thread().name
+            )
 
     timer = threading.Timer(delay, load)
     timer.daemon = True

@@ -215,3 +215,21 @@ def test_the_background_warm_up_loads_the_dictionary_off_the_calling_thread() ->
         "print(timer.daemon, threads == [timer.name], threading.current_thread().name not in threads, segmenter.loaded)",
     )
     assert ran == "True True True True"
+
+
+def test_a_failed_warm_up_is_left_to_the_cut_and_only_a_dictionary_segmenter_is_pending(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from cnki_mcp.query.segment import JiebaSegmenter, dictionary_pending, warm_quietly
+
+    class Broken(JiebaSegmenter):
+        def warm(self) -> None:
+            raise OSError("dictionary unreadable")
+
+    broken = Broken()
+    assert dictionary_pending(broken)  # jieba's segmenter before its first load
+    with caplog.at_level("DEBUG", logger="cnki_mcp.query.segment"):
+        assert warm_quietly(broken) is False
+    assert [r.exc_info[0] for r in caplog.records if r.exc_info] == [OSError]  # logged, not raised
+    assert dictionary_pending(broken)
+    assert not dictionary_pending(str.split)  # a plain cut function loads nothing
