@@ -179,22 +179,26 @@ def limiter_bound(log: list[dict[str, Any]], interval: float, lat: dict[str, flo
         if kind_of(e) == "grid":
             query = json.dumps(e["params"].get("query"), ensure_ascii=False, sort_keys=True)
             pages.setdefault(query, []).append(e)
+
+    def ahead_of(chained: list[dict[str, Any]]) -> int:
+        """The requests that started before the chain's first page (a cold session's home page,
+        AdvSearch and capture click): each took a start of its own, so the first page starts no
+        sooner than one interval after the last of them."""
+        return sum(1 for e in reqs if e["t"] < chained[0]["t"])
+
     # the chain: the query with the most pages (the earliest on a tie), q1 in a research search
     longest = min(pages.values(), key=lambda es: (-len(es), es[0]["t"]), default=[])
     first = longest[0]["t"] if longest else 0.0
-    # the requests that started before the chain's first page (a cold session's home page,
-    # AdvSearch and capture click) each took a start of their own: the first page starts no sooner
-    # than one interval after the last of them
-    before = sum(1 for e in reqs if e["t"] < first)
+    before = ahead_of(longest) if longest else 0
     since = {kind_of(e) for e in reqs if e["t"] > first}  # the tail: reads after the chain began
     read = [lat[k] for k in ("detail", "export") if k in since]
     tail = max(read, default=0.0) + (lat["journal"] if "journal" in since else 0.0)
     durations = sum(float(e.get("duration") or 0.0) for e in longest)
     chain = before * interval + len(longest) * lat["grid"] + tail
     chain_run = before * interval + durations + tail
-    strict = strict_run = 0.0
+    strict = 0.0
     for chained in pages.values():  # every query's pages, after what started before them, no tail
-        ahead = sum(1 for e in reqs if e["t"] < chained[0]["t"])
+        ahead = ahead_of(chained)
         others = len(reqs) - ahead - len(chained)
         strict = max(strict, ahead * interval + shared_chain(len(chained), others, interval, lat["grid"]))
     strict_run = before * interval + durations

@@ -194,3 +194,49 @@ def test_an_empty_run_makes_a_table_row(growth: Any) -> None:
            **growth.limiter_bound([], 0.2, LAT)}
     row = growth.growth_table({100: [run]}).splitlines()[-1]
     assert row.startswith("| 100 | failed |") and row.count("|") == 21
+
+
+def test_the_timeline_lists_every_request_from_the_call_in_order(growth: Any, tmp_path: Path) -> None:
+    log = [{**_grid(0, "a"), "wall": 100.9, "duration": 0.7}, {**_get(0, "/"), "wall": 100.1, "duration": 0.0},
+           {**_get(0, "/knavi/detail"), "wall": 101.5, "duration": 0.6}]
+    out = tmp_path / "runs" / "warm-100-1.txt"
+    growth._timeline(log, 100.0, out)
+    lines = [line.split(None, 3) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [(start, end, kind) for start, end, kind, _ in lines] == [
+        ("0.10", "0.10", "home"), ("0.90", "1.60", "grid"), ("1.50", "2.10", "journal")]
+    assert '"value": "a"' in lines[1][3] and lines[2][3] == '"/knavi/detail"'
+
+
+def test_a_run_gets_the_question_form_the_idle_wait_and_an_absolute_timeline_directory(
+    growth: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argparse
+
+    monkeypatch.chdir(tmp_path)  # the children run in the repository: a relative path must not land there
+    ap = argparse.ArgumentParser()
+    growth.add_arguments(ap)
+    argv = growth._child_argv(ap.parse_args(["--raw", "--idle", "4", "--timeline", "tl"]), 300)
+    assert "--raw" in argv and argv[argv.index("--idle") + 1] == "4.0"
+    assert argv[argv.index("--timeline") + 1] == str(tmp_path / "tl")
+    plain = growth._child_argv(ap.parse_args([]), 300)
+    assert not {"--raw", "--idle", "--timeline"} & set(plain)
+
+
+def test_a_numeric_policy_variant_is_the_default_with_that_setting(growth: Any) -> None:
+    import sys
+
+    from cnki_mcp.pipeline.policy import DEFAULT_POLICY
+    from cnki_mcp.pipeline.research import ResearchPipeline
+
+    sys.path.insert(0, str(SCRIPT.parent))
+    saved = ResearchPipeline.__init__.__kwdefaults__
+    try:
+        growth.use_policy("default+overlap_pages=30,closing_pages=4")
+        policy = ResearchPipeline.__init__.__kwdefaults__["policy"]
+        assert (policy.overlap_pages, policy.closing_pages) == (30, 4)
+        assert policy.name == "default+overlap_pages=30,closing_pages=4"
+        assert policy.watch_depth == DEFAULT_POLICY.watch_depth  # every other setting the default's
+    finally:
+        ResearchPipeline.__init__.__kwdefaults__ = saved
+    with pytest.raises(SystemExit):
+        growth.use_policy("reference+batch=40")
