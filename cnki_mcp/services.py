@@ -253,6 +253,7 @@ def _default_pipeline(services: Services) -> Any:
         workers=services.settings.workers,
         now_year=lambda: clock.now().year,
         public_origins=(origin,) if origin else (),
+        pacing=services.limiter.pacing,  # the snapshot's depth (DESIGN.md "Overlap depth")
     )
 
 

@@ -34,8 +34,11 @@ BROAD = [
 ]
 
 
-async def run_one(backend: Any, concepts: list[list[str]], policy: Any, target: int, max_pages: int) -> dict[str, Any]:
-    """One search: requests, the subject channel's total, candidates, feedback words, selected top 20."""
+async def run_one(
+    backend: Any, concepts: list[list[str]], policy: Any, target: int, max_pages: int, pacing: Any = None
+) -> dict[str, Any]:
+    """One search: requests, the subject channel's total, candidates, feedback words, selected top 20.
+    `pacing`: the `Pacing` its engine meets (OverlapDepth.PACED; None: not known)."""
     from cnki_mcp.clock import FakeClock
     from cnki_mcp.jobs import JobManager, MemorySink, OperationKind
     from cnki_mcp.pipeline.models import SearchInput, SearchOptions
@@ -49,7 +52,13 @@ async def run_one(backend: Any, concepts: list[list[str]], policy: Any, target: 
         try:
             backend.requests.clear()
             pipe = ResearchPipeline(
-                backend, store, clock, now_year=lambda: 2026, ranker=RelevanceRescueRanker(), policy=policy
+                backend,
+                store,
+                clock,
+                now_year=lambda: 2026,
+                ranker=RelevanceRescueRanker(),
+                policy=policy,
+                pacing=lambda: pacing,
             )
             options = SearchOptions(freshness="live", candidate_target=target, max_pages=max_pages)
             inp = SearchInput(query="".join(concepts[0][:2]), concept_groups=concepts, options=options)
@@ -75,41 +84,52 @@ async def run_one(backend: Any, concepts: list[list[str]], policy: Any, target: 
             store.close()
 
 
-def _table(target: int, rows: list[tuple[str, dict[str, dict[str, Any]]]]) -> str:
+def _table(target: int, rows: list[tuple[str, dict[str, dict[str, Any]]]], policies: tuple[str, ...] = POLICIES) -> str:
+    names = " / ".join(p.removeprefix("default") or "default" for p in policies)
     head = (
         f"### Target {target}\n\n"
-        "| question | q1 total | q1 pages | candidates | requests default / -feedback_start / -enrichment_start"
+        f"| question | q1 total | q1 pages | candidates | requests {names}"
         " | feedback words | same words | top 20 same (set) | top 10 same order |\n"
         "|---|---:|---:|---:|---|---|---|---|---|"
     )
     lines = [head]
     for qid, runs in rows:
-        d, f, a = (runs[p] for p in POLICIES)
-        same_words = d["words"] == f["words"] == a["words"]
-        same_top = set(d["top"]) == set(f["top"]) == set(a["top"])
-        same_order = d["top"][:10] == f["top"][:10] == a["top"][:10]
+        d, *others = (runs[p] for p in policies)
+        same_words = all(o["words"] == d["words"] for o in others)
+        same_top = all(set(o["top"]) == set(d["top"]) for o in others)
+        same_order = all(o["top"][:10] == d["top"][:10] for o in others)
+        requests = " / ".join(str(runs[p]["requests"]) for p in policies)
         lines.append(
             f"| {qid} | {d['q1_total']} | {d['q1_pages']} | {d['candidates']}"
-            f" | {d['requests']} / {f['requests']} / {a['requests']} | {'、'.join(d['words'])}"
+            f" | {requests} | {'、'.join(d['words'])}"
             f" | {'yes' if same_words else 'no'} | {'yes' if same_top else 'no'} | {'yes' if same_order else 'no'} |"
         )
     return "\n".join(lines)
 
 
 def bench_broad(args: argparse.Namespace) -> int:
+    from cnki_mcp.site.backend import Pacing
+
     backend, _ = bench_policy._corpus("main")
+    pacing = None
+    policies = POLICIES
+    if args.pacing:  # the paced depth against the fixed one, at that pacing (printed only)
+        interval, latency = (float(x) for x in args.pacing.split(","))
+        pacing, policies = Pacing(interval, latency), ("default", "default-overlap_depth")
     tables = []
     for target in (int(x) for x in args.targets.split(",")):
         rows = []
         for qid, concepts in BROAD:
             runs = {
-                name: asyncio.run(run_one(backend, concepts, bench_policy._policy(name), target, args.max_pages))
-                for name in POLICIES
+                name: asyncio.run(
+                    run_one(backend, concepts, bench_policy._policy(name), target, args.max_pages, pacing)
+                )
+                for name in policies
             }
             rows.append((qid, runs))
-        tables.append(_table(target, rows))
+        tables.append(_table(target, rows, policies))
         print(tables[-1], flush=True)
-    if args.write:
+    if args.write and pacing is None:
         bench._write_section(Path(args.write), "Broad questions at large targets", _section(args, tables))
         print(f"\nwritten to {args.write}")
     return 0
@@ -139,4 +159,6 @@ def add_broad_parser(sub: Any) -> None:
     p.add_argument("--targets", default="1000,3000", help="comma-separated candidate targets")
     p.add_argument("--max-pages", type=int, default=100)
     p.add_argument("--write", default=None, metavar="MD", help="also write the section of this file")
+    p.add_argument("--pacing", default=None, metavar="INTERVAL,LATENCY",
+                   help="seconds: the default (paced overlap depth) against default-overlap_depth at this pacing; printed, not written")
     p.set_defaults(func=bench_broad)

@@ -132,6 +132,7 @@ def _pipeline_factory(page_size: int) -> Any:
             now_year=lambda: clock.now().year,
             public_origins=(origin,) if origin else (),
             page_size=page_size,
+            pacing=services.limiter.pacing,
         )
 
     return build

@@ -61,7 +61,7 @@ from cnki_mcp.rank import (
     exclusions,
     feedback_keywords,
 )
-from cnki_mcp.site.backend import SEND_YIELDS, GridFollow, GridRequest, SiteBackend, SortOrder
+from cnki_mcp.site.backend import SEND_YIELDS, GridFollow, GridRequest, PacingSource, SiteBackend, SortOrder
 from cnki_mcp.store import PRESENT, SearchEvidence, Store
 
 FEEDBACK_WEIGHT = 0.8
@@ -82,9 +82,11 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
         public_origins: tuple[str, ...],
         soft_block_pause: float = SOFT_BLOCK_PAUSE,
         policy: SearchPolicy = DEFAULT_POLICY,
+        pacing: PacingSource = lambda: None,
     ) -> None:
         self.soft_block_pause = soft_block_pause
         self.policy = policy
+        self.pacing = pacing  # the pacing met, for OverlapDepth.PACED (pipeline/overlap.py)
         self.backend = backend
         self.store = store
         self.clock = clock

@@ -10,9 +10,11 @@ The snapshot is the candidates and hits of every page <= level L, taken once eve
 L pages (or closed), at the first level L after which the stop rule is certain to fetch at most
 `overlap_pages` more levels of pages (`remaining_levels`, which falls by at most one a level, so
 a retrieval that starts longer meets it with exactly `overlap_pages` to come), provided it is
-certain of at least half as many: a shorter retrieval is not overlapped. Everything it depends on is fixed once those pages have landed, whatever later pages
-have landed meanwhile, so an interrupted search continued takes the same decisions and
-`continue` repeats no request."""
+certain of at least half as many: a shorter retrieval is not overlapped. Under
+`OverlapDepth.PACED` the depth grows as fewer reads fit beside one page at the pacing met
+(`paced_depth`), decided once and checkpointed. Everything the snapshot depends on is fixed once
+those pages have landed, whatever later pages have landed meanwhile, so an interrupted search
+continued takes the same decisions and `continue` repeats no request."""
 
 from __future__ import annotations
 
@@ -29,14 +31,16 @@ from cnki_mcp.pipeline.policy import (
     FeedbackStart,
     FeedbackWhen,
     LocalChannel,
+    OverlapDepth,
     RefState,
     SearchPolicy,
     feedback_words_certain,
 )
-from cnki_mcp.pipeline.state import Channel, SearchState
+from cnki_mcp.pipeline.state import Channel, SearchState, depth_event
 from cnki_mcp.pipeline.units import Unit
 from cnki_mcp.pipeline.units import units as _units
 from cnki_mcp.rank import Ranked
+from cnki_mcp.site.backend import Pacing, PacingSource
 
 
 def remaining_levels(target: int, seen: int, open_units: int, page_size: int, cap: int) -> int:
@@ -48,11 +52,36 @@ def remaining_levels(target: int, seen: int, open_units: int, page_size: int, ca
     return min(cap, math.ceil((target - seen) / (page_size * open_units)))
 
 
+# The pacing `overlap_pages` was measured at: the growth benchmark's 200 ms between starts and its
+# ~0.7 s grid pages (docs/benchmarks.md "Growth")
+REFERENCE_PACING = Pacing(interval=0.2, latency=0.7)
+
+
+def reads_per_level(pacing: Pacing) -> float:
+    """Requests besides the page chain the limiter can start while one page of the chain is out:
+    latency / interval - 1, and at least one: with fewer, one read between two pages stretches
+    the chain to two spacings a page (what the growth benchmark's timelines show at 500 ms)."""
+    if pacing.interval <= 0:
+        return math.inf
+    return max(1.0, pacing.latency / pacing.interval - 1.0)
+
+
+def paced_depth(base: int, pacing: Pacing | None) -> int:
+    """OverlapDepth.PACED: the levels of pages the snapshot's reads need beside them at `pacing`:
+    `base` (measured at REFERENCE_PACING) times how many fewer reads a level holds there, between
+    `base` and twice `base`; `base` when the pacing is not known."""
+    if pacing is None:
+        return base
+    scale = reads_per_level(REFERENCE_PACING) / reads_per_level(pacing)
+    return min(2 * base, max(base, math.ceil(base * scale)))
+
+
 class Overlap:
     """Mixed into `SearchEngine`, whose paging rules and enrichment steps it uses."""
 
     policy: SearchPolicy
     page_size: int
+    pacing: PacingSource
 
     if TYPE_CHECKING:  # provided by SearchEngine and EnrichmentSteps; declared for the type checker
         # the engine's paging loop and the enrichment steps (their signatures: engine.py and
@@ -137,7 +166,7 @@ class Overlap:
                 left = self._levels_left(st, units, level)
                 if left < (self.policy.overlap_pages + 1) // 2:
                     return  # a short retrieval: the steps wait for its last page
-                if left <= self.policy.overlap_pages:
+                if left <= self._depth(st, ctx, left):
                     break
                 level += 1
             await settle(level)
@@ -161,6 +190,23 @@ class Overlap:
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
+
+    def _depth(self, st: SearchState, ctx: OperationContext, left: int) -> int:
+        """The snapshot's depth in levels. OverlapDepth.PACED: decided from the pacing met once at
+        most twice `overlap_pages` levels are certain to come (every level before is deeper than
+        any paced depth) and checkpointed before any step depends on it, so a resumed search takes
+        the same snapshot whatever pacing it meets."""
+        base = self.policy.overlap_pages
+        if self.policy.overlap_depth != OverlapDepth.PACED:
+            return base
+        if st.overlap_depth:
+            return st.overlap_depth
+        if left > 2 * base:
+            return base  # not decided yet: deeper than any depth
+        event = depth_event(paced_depth(base, self.pacing()))
+        st.apply(event)
+        ctx.checkpoint_append(event)
+        return st.overlap_depth
 
     def _feedback_beside(self, st: SearchState) -> bool:
         """FeedbackStart.WITH_SNAPSHOT applies: feedback is asked (not answered locally at the end):

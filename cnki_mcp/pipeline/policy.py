@@ -21,6 +21,11 @@ PURE: rankings and candidates in, decisions out; no clock, no I/O. The engine ap
   steps run on the candidates and hits of the pages landed (a snapshot a resumed search sees
   alike, pipeline/overlap.py) while the last pages are fetched; after retrieval they go on over
   every candidate.
+- `OverlapDepth.PACED` (with `LAST_PAGES`): `overlap_pages` was measured where ~2.5 reads fit
+  beside one page of the chain (200 ms between starts, 0.7 s pages); where fewer fit (a longer
+  interval, faster pages) the snapshot is taken deeper, up to twice, so its reads still fit
+  beside the pages still to come (pipeline/overlap.py `paced_depth`). Decided once, from the
+  pacing the limiter met, and checkpointed.
 - `closing_pages` (with `LAST_PAGES`): a second snapshot once at most this many levels are certain
   to come: the steps read what the pages since the first brought while the last are fetched, so
   the steps after retrieval seldom have anything left to read.
@@ -83,6 +88,11 @@ class EnrichmentStart(StrEnum):
     LAST_PAGES = "last_pages"  # they start on a snapshot while the last pages are fetched
 
 
+class OverlapDepth(StrEnum):
+    FIXED = "fixed"  # the snapshot once at most `overlap_pages` levels are certain to come
+    PACED = "paced"  # that depth scaled by the reads a level holds at the pacing met (`paced_depth`)
+
+
 class FeedbackStart(StrEnum):
     AFTER_ENRICHMENT = "after_enrichment"  # feedback words from the top of every candidate, settled
     WITH_SNAPSHOT = "with_snapshot"  # from the top of the snapshot beside the last pages (LAST_PAGES)
@@ -113,6 +123,7 @@ class SearchPolicy:
     enrichment_start: EnrichmentStart = EnrichmentStart.AFTER_RETRIEVAL  # BOUNDARY + EXPORT only
     overlap_pages: int = 16  # EnrichmentStart.LAST_PAGES: levels of pages left to overlap
     closing_pages: int = 0  # EnrichmentStart.LAST_PAGES: a second snapshot this many levels before the end
+    overlap_depth: OverlapDepth = OverlapDepth.FIXED  # EnrichmentStart.LAST_PAGES: overlap_pages as is, or paced
     feedback_start: FeedbackStart = FeedbackStart.AFTER_ENRICHMENT  # EnrichmentStart.LAST_PAGES only
     feedback_when: FeedbackWhen = FeedbackWhen.SETTLED  # BOUNDARY + EXPORT, feedback after retrieval
 
@@ -131,6 +142,7 @@ class SearchPolicy:
             "enrichment_start": {"enrichment_start": EnrichmentStart.AFTER_RETRIEVAL},
             "feedback_start": {"feedback_start": FeedbackStart.AFTER_ENRICHMENT},
             "closing_pages": {"closing_pages": 0},
+            "overlap_depth": {"overlap_depth": OverlapDepth.FIXED},
             "feedback_when": {"feedback_when": FeedbackWhen.SETTLED},
         }
         return replace(self, name=f"{self.name}-{rule}", **back[rule])  # type: ignore[arg-type]
@@ -157,6 +169,7 @@ DEFAULT_POLICY = SearchPolicy(
     enrichment_start=EnrichmentStart.LAST_PAGES,
     feedback_start=FeedbackStart.WITH_SNAPSHOT,
     closing_pages=2,
+    overlap_depth=OverlapDepth.PACED,
     feedback_when=FeedbackWhen.CERTAIN,
 )
 POLICIES = {p.name: p for p in (REFERENCE_POLICY, DEFAULT_POLICY)}

@@ -46,7 +46,7 @@ from cnki_mcp.query.plan import (
 from cnki_mcp.query.segment import Segmenter, default_segmenter, dictionary_pending, warm_quietly
 from cnki_mcp.query.timephrase import extract_years
 from cnki_mcp.rank import MAX_SELECTED, Ranker, RelevanceRescueRanker
-from cnki_mcp.site.backend import SiteBackend
+from cnki_mcp.site.backend import PacingSource, SiteBackend
 from cnki_mcp.store import Store
 
 PAGE_SIZE = 50  # CNKI's largest page: fewest requests per candidate
@@ -140,6 +140,7 @@ class ResearchPipeline:
         public_origins: tuple[str, ...] = (),
         segmenter: Segmenter | None = None,
         policy: SearchPolicy = DEFAULT_POLICY,
+        pacing: PacingSource = lambda: None,
     ) -> None:
         self.backend = backend
         self.now_year = now_year
@@ -157,6 +158,7 @@ class ResearchPipeline:
             page_size=page_size,
             public_origins=public_origins,
             policy=policy,  # measured: docs/benchmarks.md, Request policies
+            pacing=pacing,  # the limiter's (services.py): the snapshot's depth (OverlapDepth.PACED)
         )
 
     # --- research search ----------------------------------------------------------------

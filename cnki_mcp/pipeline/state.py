@@ -46,6 +46,7 @@ CHECKPOINT_KEYS = (
     "hit_keys",
     "local",
     "feedback_beside",
+    "overlap_depth",
 )
 
 RETRIEVAL, FEEDBACK = 0, 1  # the stage part of a candidate's order key
@@ -194,6 +195,9 @@ class SearchState:
     # the feedback channels were chosen and asked beside retrieval (pipeline/overlap.py), so the
     # enrichment phase already settled over their candidates
     feedback_beside: bool = False
+    # OverlapDepth.PACED: the snapshot's depth in levels, once decided from the pacing met
+    # (pipeline/overlap.py); 0 until then. A resumed search keeps it, whatever pacing it meets.
+    overlap_depth: int = 0
 
     @property
     def channels(self) -> list[Channel]:
@@ -243,6 +247,9 @@ class SearchState:
                 "feedback_journals": self.feedback_journals,
             }.get(event["pool"], self.pool)
             pool.extend(r for r in event["refs"] if r not in pool)
+            return
+        if event.get("e") == "depth":
+            self.overlap_depth = int(event["levels"])
             return
         if event.get("e") == "local":
             self.coverage_of(event["ch"]).stopped = "local"
@@ -361,6 +368,7 @@ class SearchState:
             "hit_keys": {k: list(v) for k, v in self.hit_keys.items()},
             "local": [dict(x) for x in self.local],
             "feedback_beside": self.feedback_beside,
+            "overlap_depth": self.overlap_depth,
         }
 
     @classmethod
@@ -405,6 +413,7 @@ class SearchState:
             hit_keys={str(k): [int(x) for x in v] for k, v in (data.get("hit_keys") or {}).items()},
             local=[dict(x) for x in (data.get("local") or [])],
             feedback_beside=bool(data.get("feedback_beside")),
+            overlap_depth=int(data.get("overlap_depth") or 0),
         )
 
 
@@ -444,6 +453,11 @@ def enrich_event(pool: str, refs: list[str]) -> dict[str, Any]:
     `pool` or `feedback_pool` (abstracts), or `journals` / `feedback_journals` (journal pages under
     Reading.EXPORT): a resumed phase reads them again only where still missing."""
     return {"e": "enrich", "pool": pool, "refs": list(refs)}
+
+
+def depth_event(levels: int) -> dict[str, Any]:
+    """The snapshot's depth decided from the pacing met (OverlapDepth.PACED, pipeline/overlap.py)."""
+    return {"e": "depth", "levels": levels}
 
 
 def local_event(channel: Channel, phrase: str) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -50,6 +51,20 @@ class GridRequest(BaseModel):
     # gave it, e.g. from a search checkpoint written by another process. The site uses it when
     # its own cache has none and falls back to re-fetching earlier pages if CNKI rejects it.
     cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pacing:
+    """How fast the site answers under the request limiter: `interval`, the spacing between
+    request starts in force (backoff included), and `latency`, the median time a grid page took
+    from its start to its answer (of the last few timed in this process)."""
+
+    interval: float
+    latency: float
+
+
+# What the search asks for the pacing it meets (services: the limiter's `pacing`); None: not known
+PacingSource = Callable[[], "Pacing | None"]
 
 
 # `grid(..., follow=f)`: `f(head)` is called once, as soon as the answered page is known to have

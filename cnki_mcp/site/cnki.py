@@ -447,7 +447,8 @@ class CnkiSite(ResourceLoading, CitationFetching):
     ) -> _Fetched:
         args = {"url": url, "body": body, "timeoutMs": FETCH_TIMEOUT_MS, "cap": MAX_BODY}
         try:
-            async with self._limiter.slot(budget=op, priority=priority):
+            # a grid page's time is the pacing's latency (Limiter.pacing, DESIGN.md "Overlap depth")
+            async with self._limiter.slot(budget=op, priority=priority, timed=priority is Priority.CHAIN):
                 # the in-page fetch aborts itself at 30 s; the bound covers a page that never answers
                 data: dict[str, Any] = await bounded(
                     page.evaluate(_FETCH_JS, args), CALL_SECONDS, "grid fetch"

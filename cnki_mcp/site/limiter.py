@@ -10,6 +10,8 @@ import asyncio
 import heapq
 import itertools
 import math
+import statistics
+from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -17,9 +19,11 @@ from enum import IntEnum
 from typing import Protocol
 
 from cnki_mcp.clock import Clock
+from cnki_mcp.site.backend import Pacing
 
 MIN_BACKOFF = 1.0
 MAX_BACKOFF = 8.0
+LATENCY_SAMPLES = 9  # timed requests whose median is the pacing's latency
 
 
 class Priority(IntEnum):
@@ -92,6 +96,7 @@ class Limiter:
         self._peak_inflight = 0
         self._started = 0
         self._waiting = 0
+        self._latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
 
     # --- introspection ----------------------------------------------------------------
 
@@ -138,6 +143,13 @@ class Limiter:
     def last_start(self) -> float | None:
         return self._last_start
 
+    def pacing(self) -> Pacing | None:
+        """The spacing in force and the median latency of the last timed requests (`slot(timed=
+        True)`: grid pages); None before any timed request answered."""
+        if not self._latencies:
+            return None
+        return Pacing(self.spacing, statistics.median(self._latencies))
+
     def snapshot(self) -> dict[str, float | int | bool | None]:
         """Diagnostics view (monotonic times are the clock's own scale)."""
         return {
@@ -181,10 +193,11 @@ class Limiter:
 
     @asynccontextmanager
     async def slot(
-        self, budget: Chargeable | None = None, priority: Priority = Priority.NORMAL
+        self, budget: Chargeable | None = None, priority: Priority = Priority.NORMAL, *, timed: bool = False
     ) -> AsyncIterator[float]:
         """Charge `budget`, wait out a hold, then wait for the turn of `priority` (a start time and
-        a free in-flight slot).
+        a free in-flight slot). `timed`: the time from the start to the block's normal exit is a
+        latency sample of `pacing()`.
 
         Yields the start instant (clock.monotonic()). The slot is returned when the block exits.
         BudgetExhausted from `budget.charge()` propagates before anything is taken."""
@@ -198,6 +211,8 @@ class Limiter:
             self._waiting -= 1
         try:
             yield start
+            if timed:
+                self._latencies.append(self._clock.monotonic() - start)
         finally:
             self._inflight -= 1
             self._wake_head()

@@ -15,14 +15,15 @@ from pipeline_fakes import SimSite, duplicates
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.operations import CHECKPOINT_LOG
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions
-from cnki_mcp.pipeline.overlap import remaining_levels
+from cnki_mcp.pipeline.overlap import REFERENCE_PACING, paced_depth, remaining_levels
 from cnki_mcp.pipeline.policy import DEFAULT_POLICY, SearchPolicy
 from cnki_mcp.pipeline.research import ResearchPipeline
-from cnki_mcp.pipeline.state import FEEDBACK, RETRIEVAL, Channel, SearchState, page_event
+from cnki_mcp.pipeline.state import FEEDBACK, RETRIEVAL, Channel, SearchState, depth_event, page_event
 from cnki_mcp.pipeline.units import coverage
 from cnki_mcp.query.plan import plan_explicit
-from cnki_mcp.site.backend import GridRequest, SiteOp
+from cnki_mcp.site.backend import GridRequest, Pacing, PacingSource, SiteOp
 from cnki_mcp.store import Store
 
 PLAN = plan_explicit([["自动驾驶"], ["产品责任"]])
@@ -63,10 +64,17 @@ class LongSite(SimSite):
 
 
 async def search(
-    clock: FakeClock, site: SimSite, store: Store, policy: SearchPolicy, jobs: JobManager, inp: SearchInput
+    clock: FakeClock,
+    site: SimSite,
+    store: Store,
+    policy: SearchPolicy,
+    jobs: JobManager,
+    inp: SearchInput,
+    *,
+    pacing: PacingSource = lambda: None,
 ) -> OperationRecord:
     pipe = ResearchPipeline(
-        site, store, clock, workers=8, now_year=lambda: 2026, page_size=PAGE_SIZE, policy=policy
+        site, store, clock, workers=8, now_year=lambda: 2026, page_size=PAGE_SIZE, policy=policy, pacing=pacing
     )
 
     async def runner(ctx: OperationContext) -> Any:
@@ -77,18 +85,32 @@ async def search(
     return record
 
 
-async def cut_and_continue(directory: Path, inp: SearchInput) -> tuple[LongSite, OperationRecord]:
-    """A default search stopped by `inp`'s request budget, then continued (`continue_`) with more:
-    the site that saw both and the continued operation's record."""
+async def cut_and_continue(
+    directory: Path,
+    inp: SearchInput,
+    *,
+    pacing: PacingSource = lambda: None,
+    resumed_pacing: PacingSource | None = None,
+) -> tuple[LongSite, OperationRecord]:
+    """A default search stopped by `inp`'s request budget, then continued (`continue_`) with more,
+    meeting `pacing` (the continued one `resumed_pacing`, by default the same): the site that saw
+    both and the continued operation's record."""
     clock = FakeClock()
     site = LongSite(clock)
     store = Store.open(directory, clock)
     try:
         jobs = JobManager(clock, MemorySink())
-        stopped = await search(clock, site, store, DEFAULT_POLICY, jobs, inp)
+        stopped = await search(clock, site, store, DEFAULT_POLICY, jobs, inp, pacing=pacing)
         assert stopped.status == "partial" and stopped.errors[0].code == "BUDGET_EXHAUSTED"
         pipe = ResearchPipeline(
-            site, store, clock, workers=8, now_year=lambda: 2026, page_size=PAGE_SIZE, policy=DEFAULT_POLICY
+            site,
+            store,
+            clock,
+            workers=8,
+            now_year=lambda: 2026,
+            page_size=PAGE_SIZE,
+            policy=DEFAULT_POLICY,
+            pacing=pacing if resumed_pacing is None else resumed_pacing,
         )
 
         async def runner(ctx: OperationContext) -> Any:
@@ -107,11 +129,16 @@ async def assert_cuts_continue_like_whole(
     budget: Callable[[int], SearchInput],
     whole_site: LongSite,
     whole: OperationRecord,
+    *,
+    pacing: PacingSource = lambda: None,
+    resumed_pacing: PacingSource | None = None,
 ) -> None:
     """A search stopped after each of `cuts` requests (`budget(cut)`) and continued completes with
     the uninterrupted search's requests, none asked twice, and its selection."""
     for cut in cuts:
-        site, done = await cut_and_continue(directory / f"cut{cut}", budget(cut))
+        site, done = await cut_and_continue(
+            directory / f"cut{cut}", budget(cut), pacing=pacing, resumed_pacing=resumed_pacing
+        )
         assert done.status == "completed", (cut, done.errors)
         assert duplicates(site.log) == [], cut
         assert sorted(site.log) == sorted(whole_site.log), cut
@@ -140,12 +167,13 @@ async def run(
     policy: SearchPolicy = DEFAULT_POLICY,
     slow: dict[str, float] | None = None,
     size: int = 600,
+    pacing: PacingSource = lambda: None,
 ) -> tuple[LongSite, OperationRecord, list[tuple[str, bool]]]:
     clock = FakeClock()
     site = LongSite(clock, slow, size)
     store = Store.open(tmp_path / name, clock)
     try:
-        record = await search(clock, site, store, policy, JobManager(clock, MemorySink()), live())
+        record = await search(clock, site, store, policy, JobManager(clock, MemorySink()), live(), pacing=pacing)
         assert record.status == "completed", record.errors
         items = store.search_results(record.result["search_id"], "all", 0, 10_000).items
         return site, record, [(e.record_ref, e.selected) for e in items]
@@ -255,3 +283,70 @@ async def test_a_search_cut_anywhere_continues_without_repeating_a_request(tmp_p
     await assert_cuts_continue_like_whole(
         tmp_path, range(4, len(log), 3), lambda cut: live(max_requests=cut), whole_site, whole
     )
+
+
+def test_the_paced_depth_grows_as_fewer_reads_fit_beside_a_page() -> None:
+    assert paced_depth(16, None) == 16  # no page timed yet: the measured depth
+    assert paced_depth(16, REFERENCE_PACING) == 16
+    assert paced_depth(16, Pacing(0.2, 1.5)) == 16  # slower pages hold more reads: never shallower
+    assert paced_depth(16, Pacing(0.3, 0.7)) == 30  # 1.33 reads a level instead of 2.5
+    assert paced_depth(16, Pacing(0.5, 1.5)) == 20  # 2 reads a level
+    assert paced_depth(16, Pacing(0.5, 0.7)) == 32  # one read stretches a page: at most twice as deep
+    assert paced_depth(16, Pacing(0.0, 0.7)) == 16  # no spacing
+
+
+# the snapshot's steps meet a limiter that starts a request every 0.5 s and pages of 0.5 s
+SLOW_LIMITER = Pacing(0.5, 0.5)
+
+
+async def test_a_slower_pacing_takes_the_snapshot_deeper_with_the_same_pages_and_top(tmp_path: Path) -> None:
+    site, record, ranked = await run(tmp_path, "paced", pacing=lambda: SLOW_LIMITER)
+    fixed, _, fixed_ranked = await run(
+        tmp_path, "fixed", DEFAULT_POLICY.without("overlap_depth"), pacing=lambda: SLOW_LIMITER
+    )
+
+    def pages_after_first_export(s: LongSite) -> int:
+        first_export = next(t for key, t in s.sent if key[0] == "export")
+        return sum(1 for key, t in s.sent if key[:2] == ("grid", "q1") and t >= first_export)
+
+    # 32 levels at this pacing: the snapshot is the first level (17 levels certain to come), one
+    # level before the fixed depth's (16 to come, as at the reference pacing); its export goes out
+    # beside q1's page 3 (asked once page 2 answered) instead of page 4
+    assert pages_after_first_export(site) == 18 and pages_after_first_export(fixed) == 17
+    assert sorted(k for k, _ in site.sent if k[0] == "grid") == sorted(k for k, _ in fixed.sent if k[0] == "grid")
+    assert [r for r, selected in ranked if selected][:10] == [r for r, selected in fixed_ranked if selected][:10]
+    assert all(r["abstract_read"] and r["quality_known"] for r in record.result["results"][:10])
+    # at the reference pacing the paced depth is the fixed one
+    reference, _, _ = await run(tmp_path, "reference", pacing=lambda: REFERENCE_PACING)
+    assert pages_after_first_export(reference) == 17
+
+
+async def test_a_resumed_search_keeps_the_depth_it_decided_whatever_pacing_it_meets(tmp_path: Path) -> None:
+    whole_site, whole, _ = await run(tmp_path, "whole", pacing=lambda: SLOW_LIMITER)
+    log = [k for k, _ in whole_site.sent]
+    first_export = next(i for i, k in enumerate(log) if k[0] == "export")
+    # cut inside the snapshot's steps and after; the continued process has timed no page yet
+    await assert_cuts_continue_like_whole(
+        tmp_path,
+        range(first_export + 1, len(log), 6),
+        lambda cut: live(max_requests=cut),
+        whole_site,
+        whole,
+        pacing=lambda: SLOW_LIMITER,
+        resumed_pacing=lambda: None,
+    )
+    # and a search cut before it decided takes the depth of the pacing it meets then
+    await assert_cuts_continue_like_whole(
+        tmp_path / "early", [1], lambda cut: live(max_requests=cut), whole_site, whole, pacing=lambda: None,
+        resumed_pacing=lambda: SLOW_LIMITER,
+    )
+
+
+def test_the_decided_depth_is_kept_by_the_checkpoint() -> None:
+    q1 = Channel("q1", "subject", 1.0, "r", {}, "a", "f1")
+    st = SearchState("s", "k", {"candidate_target": 10}, {"method": "explicit", "channels": [q1.to_dict()]})
+    assert st.overlap_depth == 0
+    st.apply(depth_event(32))
+    assert SearchState.from_json(st.to_json()).overlap_depth == 32
+    logged = {**SearchState("s", "k", {}, st.plan).to_json(), CHECKPOINT_LOG: [depth_event(20)]}
+    assert SearchState.from_json(logged).overlap_depth == 20  # replayed from the appended events

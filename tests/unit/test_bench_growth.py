@@ -240,3 +240,22 @@ def test_a_numeric_policy_variant_is_the_default_with_that_setting(growth: Any) 
         ResearchPipeline.__init__.__kwdefaults__ = saved
     with pytest.raises(SystemExit):
         growth.use_policy("reference+batch=40")
+
+
+def test_a_rule_that_acts_only_under_the_limiter_can_be_ablated_by_growth(growth: Any) -> None:
+    import sys
+
+    from cnki_mcp.pipeline.policy import OverlapDepth
+    from cnki_mcp.pipeline.research import ResearchPipeline
+
+    sys.path.insert(0, str(SCRIPT.parent))
+    saved = ResearchPipeline.__init__.__kwdefaults__
+    try:
+        growth.use_policy("default-overlap_depth")
+        policy = ResearchPipeline.__init__.__kwdefaults__["policy"]
+        assert policy.overlap_depth == OverlapDepth.FIXED and policy.name == "default-overlap_depth"
+    finally:
+        ResearchPipeline.__init__.__kwdefaults__ = saved
+    from bench_policy import ABLATIONS  # type: ignore[import-not-found]
+
+    assert "overlap_depth" not in ABLATIONS  # the in-process policy bench has no limiter to pace it
