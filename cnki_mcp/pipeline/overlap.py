@@ -195,7 +195,7 @@ class Overlap:
         """The snapshot's depth in levels. OverlapDepth.PACED: decided from the pacing met once at
         most twice `overlap_pages` levels are certain to come (every level before is deeper than
         any paced depth) and checkpointed before any step depends on it, so a resumed search takes
-        the same snapshot whatever pacing it meets."""
+        the same snapshot whatever pacing it meets; no step has been decided before then."""
         base = self.policy.overlap_pages
         if self.policy.overlap_depth != OverlapDepth.PACED:
             return base
@@ -203,7 +203,10 @@ class Overlap:
             return st.overlap_depth
         if left > 2 * base:
             return base  # not decided yet: deeper than any depth
-        event = depth_event(paced_depth(base, self.pacing()))
+        # steps decided before any depth was recorded: a checkpoint of the fixed depth (written
+        # before this rule, or under OverlapDepth.FIXED) keeps its snapshot
+        levels = base if st.pool or st.feedback_beside else paced_depth(base, self.pacing())
+        event = depth_event(levels)
         st.apply(event)
         ctx.checkpoint_append(event)
         return st.overlap_depth

@@ -17,7 +17,8 @@ PURE: rankings and candidates in, decisions out; no clock, no I/O. The engine ap
   batch, to every candidate whose upper bound reaches the `watch_depth`-th lower bound and that
   could still be selected; the loop ends when no such candidate is left.
 - `EnrichmentStart.LAST_PAGES` (boundary enrichment by batch export): once the stop rule is
-  certain to fetch at most `overlap_pages` (and at least half as many) more levels of pages, the
+  certain to fetch at most `overlap_pages` (or the paced depth, below; and at least half of
+  `overlap_pages`) more levels of pages, the
   steps run on the candidates and hits of the pages landed (a snapshot a resumed search sees
   alike, pipeline/overlap.py) while the last pages are fetched; after retrieval they go on over
   every candidate.

@@ -62,6 +62,7 @@ from cnki_mcp.site.grid_template import (
 )
 from cnki_mcp.site.human import HumanGate, StepKind
 from cnki_mcp.site.limiter import Limiter, Priority
+from cnki_mcp.site.page_scripts import FETCH_JS, FILL_JS, READY_JS, SHOW_FRAGMENT_JS
 from cnki_mcp.site.pages import PlaywrightHumanPage, read_identity
 from cnki_mcp.site.transport import FETCH_TIMEOUT_MS, MAX_BODY, ResourceLoading
 from cnki_mcp.site.transport import Fetched as _Fetched
@@ -80,64 +81,6 @@ READY_TIMEOUT_MS = 20_000  # site-rules.md §1.2: AdvSearch must be usable withi
 CAPTURE_TIMEOUT_MS = 30_000  # site-rules.md §1.2: the grid POST must follow the click within 30 s
 NAV_TIMEOUT_MS = 30_000
 RENDER_POLL_SECONDS = 0.1
-
-# site-rules.md §1.2: the page is usable once complete, cnkiSearch is bound and a condition box exists.
-_READY_JS = """() => document.readyState === 'complete' && !!window.cnkiSearch
-  && typeof window.cnkiSearch.getSearchJsonInfo === 'function'
-  && !!document.querySelector('#gradetxt input[data-tipid]')"""
-
-# Clear every visible condition box, put the anchor in the first one and tell the page (bubbling change).
-_FILL_JS = """(anchor) => {
-  const boxes = Array.from(document.querySelectorAll('#gradetxt input[data-tipid]'))
-    .filter((el) => el.getBoundingClientRect().width > 0);
-  boxes.forEach((el, i) => {
-    el.value = i === 0 ? anchor : '';
-    el.dispatchEvent(new Event('change', {bubbles: true}));
-  });
-  const en = document.querySelector('input[data-id=EN]');
-  return {boxes: boxes.length, enChecked: !!(en && en.checked)};
-}"""
-
-# The grid POST from inside the search page: same origin, the browser's cookies, 30 s abort, 8 MiB cap.
-_FETCH_JS = """async ({url, body, timeoutMs, cap}) => {
-  const ctl = new AbortController();
-  const timer = setTimeout(() => ctl.abort(), timeoutMs);
-  try {
-    const r = await fetch(url, {method: 'POST', credentials: 'include', body, signal: ctl.signal,
-      headers: {'Content-Type': 'application/x-www-form-urlencoded; charset=UTF-8',
-                'X-Requested-With': 'XMLHttpRequest'}});
-    const reader = r.body.getReader();
-    const chunks = [];
-    let total = 0;
-    for (;;) {
-      const {done, value} = await reader.read();
-      if (done) break;
-      total += value.length;
-      if (total > cap) { ctl.abort(); return {status: r.status, url: r.url, tooLarge: true}; }
-      chunks.push(value);
-    }
-    const buf = new Uint8Array(total);
-    let at = 0;
-    for (const c of chunks) { buf.set(c, at); at += c.length; }
-    return {status: r.status, url: r.url, text: new TextDecoder('utf-8').decode(buf)};
-  } catch (e) {
-    return {error: String(e)};
-  } finally {
-    clearTimeout(timer);
-  }
-}"""
-
-# site-rules.md §2.5: the grid's vericodeForm goes into the search page's #briefBox, in view, with the query set.
-_SHOW_FRAGMENT_JS = """({html, queryJson}) => {
-  const box = document.querySelector('#briefBox');
-  if (!box) return false;
-  box.innerHTML = html;
-  box.scrollIntoView({block: 'center'});
-  if (window.cnkiSearch && typeof window.cnkiSearch.setQueryJson === 'function')
-    window.cnkiSearch.setQueryJson(queryJson);
-  return true;
-}"""
-
 
 @dataclass(slots=True)
 class _Captured:
@@ -228,8 +171,8 @@ class CnkiSite(ResourceLoading, CitationFetching):
     async def _capture(self, page: Page, anchor: str, op: SiteOp | None) -> GridTemplate:
         await self._open_search_page(page, op)
         try:
-            await page.wait_for_function(_READY_JS, timeout=READY_TIMEOUT_MS)
-            state = await bounded(page.evaluate(_FILL_JS, anchor), CALL_SECONDS, "search form")
+            await page.wait_for_function(READY_JS, timeout=READY_TIMEOUT_MS)
+            state = await bounded(page.evaluate(FILL_JS, anchor), CALL_SECONDS, "search form")
             if not state.get("boxes"):
                 raise QueryTemplateUnavailable("高级检索页没有可见的检索框")
             if state.get("enChecked"):
@@ -428,7 +371,7 @@ class CnkiSite(ResourceLoading, CitationFetching):
             await self._click_answer_drawn()  # else the page's own answer may overwrite the form
             try:
                 shown = await bounded(
-                    page.evaluate(_SHOW_FRAGMENT_JS, {"html": fragment, "queryJson": query_json}),
+                    page.evaluate(SHOW_FRAGMENT_JS, {"html": fragment, "queryJson": query_json}),
                     CALL_SECONDS,
                     "verification fragment",
                 )
@@ -447,12 +390,10 @@ class CnkiSite(ResourceLoading, CitationFetching):
     ) -> _Fetched:
         args = {"url": url, "body": body, "timeoutMs": FETCH_TIMEOUT_MS, "cap": MAX_BODY}
         try:
-            # a grid page's time is the pacing's latency (Limiter.pacing, DESIGN.md "Overlap depth")
-            async with self._limiter.slot(budget=op, priority=priority, timed=priority is Priority.CHAIN):
+            async with self._limiter.slot(budget=op, priority=priority) as started:
                 # the in-page fetch aborts itself at 30 s; the bound covers a page that never answers
-                data: dict[str, Any] = await bounded(
-                    page.evaluate(_FETCH_JS, args), CALL_SECONDS, "grid fetch"
-                )
+                data: dict[str, Any] = await bounded(page.evaluate(FETCH_JS, args), CALL_SECONDS, "grid fetch")
+                answered = self._clock.monotonic()
         except PlaywrightError as exc:
             self._host.note_error(exc)
             raise _TransportError(str(exc)) from exc
@@ -462,6 +403,8 @@ class CnkiSite(ResourceLoading, CitationFetching):
             raise _TransportError(str(data["error"]))
         if data.get("tooLarge"):
             raise ResponseTooLarge(url=without_query(url))
+        if priority is Priority.CHAIN:  # an answered grid page: the pacing's latency (DESIGN.md "Overlap depth")
+            self._limiter.note_latency(answered - started)
         return _Fetched(int(data["status"]), str(data["url"]), str(data.get("text") or ""))
 
     # --- batch export (site-rules.md §9) ----------------------------------------------------

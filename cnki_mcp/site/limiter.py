@@ -143,9 +143,14 @@ class Limiter:
     def last_start(self) -> float | None:
         return self._last_start
 
+    def note_latency(self, seconds: float) -> None:
+        """One answered request's time from its start to its answer (the site notes its grid
+        pages'), a sample of `pacing()`'s latency."""
+        self._latencies.append(seconds)
+
     def pacing(self) -> Pacing | None:
-        """The spacing in force and the median latency of the last timed requests (`slot(timed=
-        True)`: grid pages); None before any timed request answered."""
+        """The spacing in force and the median latency of the last `LATENCY_SAMPLES` noted
+        (`note_latency`); None before any was noted."""
         if not self._latencies:
             return None
         return Pacing(self.spacing, statistics.median(self._latencies))
@@ -193,11 +198,10 @@ class Limiter:
 
     @asynccontextmanager
     async def slot(
-        self, budget: Chargeable | None = None, priority: Priority = Priority.NORMAL, *, timed: bool = False
+        self, budget: Chargeable | None = None, priority: Priority = Priority.NORMAL
     ) -> AsyncIterator[float]:
         """Charge `budget`, wait out a hold, then wait for the turn of `priority` (a start time and
-        a free in-flight slot). `timed`: the time from the start to the block's normal exit is a
-        latency sample of `pacing()`.
+        a free in-flight slot).
 
         Yields the start instant (clock.monotonic()). The slot is returned when the block exits.
         BudgetExhausted from `budget.charge()` propagates before anything is taken."""
@@ -211,8 +215,6 @@ class Limiter:
             self._waiting -= 1
         try:
             yield start
-            if timed:
-                self._latencies.append(self._clock.monotonic() - start)
         finally:
             self._inflight -= 1
             self._wake_head()

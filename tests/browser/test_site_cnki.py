@@ -154,6 +154,22 @@ async def test_template_is_captured_once_and_pages_replay_with_cursor(env: Env) 
     assert all(e.status == 200 for e in replayed)
 
 
+async def test_answered_grid_pages_are_the_pacing_latency_and_other_requests_are_not(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    noted: list[float] = []
+    monkeypatch.setattr(env.limiter, "note_latency", noted.append)
+    first = await env.site.grid(request(page=1))
+    await env.site.grid(request(page=2))
+    assert len(noted) == 2 and all(0 < s < 30 for s in noted)  # one sample per answered page
+    ids = [r.export_id for r in first.rows[:3] if r.export_id]
+    assert ids and await env.site.export_records(ids)
+    assert len(noted) == 2  # an export is no grid page
+    monkeypatch.undo()
+    await env.site.grid(request(page=1))
+    assert env.limiter.pacing() is not None
+
+
 async def test_a_page_asked_on_the_head_is_asked_before_the_answered_page_is_returned(env: Env) -> None:
     await env.site.grid(request())  # the template is captured
     heads: list[GridHead] = []

@@ -11,7 +11,8 @@ import pytest
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import BudgetExhausted
-from cnki_mcp.site.limiter import Limiter, Priority, min_start_gap
+from cnki_mcp.site.backend import Pacing
+from cnki_mcp.site.limiter import LATENCY_SAMPLES, Limiter, Priority, min_start_gap
 
 
 class CountingBudget:
@@ -382,29 +383,18 @@ async def test_invalid_configuration_is_refused() -> None:
         Limiter(FakeClock(), 0.5, 0)
 
 
-async def test_pacing_is_the_spacing_in_force_and_the_median_time_of_timed_requests() -> None:
+async def test_pacing_is_the_spacing_in_force_and_the_median_of_the_last_latencies_noted() -> None:
     clock = FakeClock()
     limiter = Limiter(clock, 0.5, 6)
-    assert limiter.pacing() is None  # nothing timed yet
-
-    async def timed(duration: float, *, fail: bool = False) -> None:
-        async with limiter.slot(priority=Priority.CHAIN, timed=True):
-            await clock.sleep(duration)
-            if fail:
-                raise RuntimeError("no answer")
-
-    async def untimed(duration: float) -> None:
-        async with limiter.slot():
-            await clock.sleep(duration)
-
-    async def failing() -> None:
-        with pytest.raises(RuntimeError):
-            await timed(30.0, fail=True)
-
-    tasks = [timed(0.6), timed(0.9), untimed(5.0), timed(0.7), failing()]
-    await clock.run_until_complete(*(asyncio.ensure_future(t) for t in tasks))
+    assert limiter.pacing() is None  # nothing noted yet
+    for seconds in (30.0, 0.6, 0.9, 0.7):
+        limiter.note_latency(seconds)
     pacing = limiter.pacing()
-    # the untimed read and the request that failed are no samples: median of 0.6, 0.9, 0.7
-    assert pacing is not None and pacing.latency == pytest.approx(0.7) and pacing.interval == 0.5
+    assert pacing is not None and pacing.interval == 0.5 and pacing.latency == pytest.approx(0.8)
+    for _ in range(LATENCY_SAMPLES):
+        limiter.note_latency(0.1)
+    for _ in range(LATENCY_SAMPLES // 2 + 1):  # only the last LATENCY_SAMPLES count
+        limiter.note_latency(1.0)
+    assert limiter.pacing() == Pacing(0.5, 1.0)
     limiter.slow()
-    assert limiter.pacing() == type(pacing)(1.0, pacing.latency)  # the backoff is in the spacing
+    assert limiter.pacing() == Pacing(1.0, 1.0)  # the backoff is in the spacing

@@ -91,16 +91,17 @@ async def cut_and_continue(
     *,
     pacing: PacingSource = lambda: None,
     resumed_pacing: PacingSource | None = None,
+    policy: SearchPolicy = DEFAULT_POLICY,
 ) -> tuple[LongSite, OperationRecord]:
-    """A default search stopped by `inp`'s request budget, then continued (`continue_`) with more,
-    meeting `pacing` (the continued one `resumed_pacing`, by default the same): the site that saw
-    both and the continued operation's record."""
+    """A search under `policy` stopped by `inp`'s request budget, then continued (`continue_`) by
+    the default with more, meeting `pacing` (the continued one `resumed_pacing`, by default the
+    same): the site that saw both and the continued operation's record."""
     clock = FakeClock()
     site = LongSite(clock)
     store = Store.open(directory, clock)
     try:
         jobs = JobManager(clock, MemorySink())
-        stopped = await search(clock, site, store, DEFAULT_POLICY, jobs, inp, pacing=pacing)
+        stopped = await search(clock, site, store, policy, jobs, inp, pacing=pacing)
         assert stopped.status == "partial" and stopped.errors[0].code == "BUDGET_EXHAUSTED"
         pipe = ResearchPipeline(
             site,
@@ -132,12 +133,13 @@ async def assert_cuts_continue_like_whole(
     *,
     pacing: PacingSource = lambda: None,
     resumed_pacing: PacingSource | None = None,
+    policy: SearchPolicy = DEFAULT_POLICY,
 ) -> None:
     """A search stopped after each of `cuts` requests (`budget(cut)`) and continued completes with
     the uninterrupted search's requests, none asked twice, and its selection."""
     for cut in cuts:
         site, done = await cut_and_continue(
-            directory / f"cut{cut}", budget(cut), pacing=pacing, resumed_pacing=resumed_pacing
+            directory / f"cut{cut}", budget(cut), pacing=pacing, resumed_pacing=resumed_pacing, policy=policy
         )
         assert done.status == "completed", (cut, done.errors)
         assert duplicates(site.log) == [], cut
@@ -350,3 +352,101 @@ def test_the_decided_depth_is_kept_by_the_checkpoint() -> None:
     assert SearchState.from_json(st.to_json()).overlap_depth == 32
     logged = {**SearchState("s", "k", {}, st.plan).to_json(), CHECKPOINT_LOG: [depth_event(20)]}
     assert SearchState.from_json(logged).overlap_depth == 20  # replayed from the appended events
+
+
+async def test_the_production_search_meets_the_pacing_of_the_one_limiter(tmp_path: Path) -> None:
+    from cnki_mcp.services import Services
+    from cnki_mcp.settings import Settings
+
+    settings = Settings(data_dir=tmp_path / "data")
+    services = Services.open(settings, backend=LongSite(FakeClock()))
+    try:
+        assert services.pipeline.engine.pacing() is None  # no grid page answered yet
+        services.limiter.note_latency(0.7)
+        interval = settings.request_interval_ms / 1000.0
+        assert services.pipeline.engine.pacing() == services.limiter.pacing() == Pacing(interval, 0.7)
+    finally:
+        await services.close()
+
+
+async def test_the_decided_depth_is_appended_to_the_checkpoint_before_any_step_reads(tmp_path: Path) -> None:
+    clock = FakeClock()
+    site = LongSite(clock)
+    appended: list[tuple[Any, int]] = []  # (entry, exports sent when it was appended)
+
+    class Recording(MemorySink):
+        def append_checkpoint(self, operation_id: str, entry: Any) -> None:
+            appended.append((entry, sum(1 for key, _ in site.sent if key[0] == "export")))
+            super().append_checkpoint(operation_id, entry)
+
+    store = Store.open(tmp_path / "s", clock)
+    try:
+        jobs = JobManager(clock, Recording())
+        record = await search(clock, site, store, DEFAULT_POLICY, jobs, live(), pacing=lambda: SLOW_LIMITER)
+    finally:
+        store.close()
+    assert record.status == "completed"
+    # a crash after a step's first read finds the depth in the log, without a full checkpoint
+    assert [(e["levels"], exports) for e, exports in appended if e.get("e") == "depth"] == [(32, 0)]
+
+
+async def paced_run(
+    tmp_path: Path, pacing: Callable[[FakeClock], Pacing | None], *, size: int, target: int
+) -> LongSite:
+    """A default search over a q1 of `size` papers for `target` candidates, meeting `pacing(clock)`."""
+    clock = FakeClock()
+    site = LongSite(clock, size=size)
+    store = Store.open(tmp_path / f"{size}-{target}", clock)
+    options = SearchOptions(freshness="live", candidate_target=target, max_pages=100)
+    inp = SearchInput(query="自动驾驶 产品责任", options=options)
+    jobs = JobManager(clock, MemorySink())
+    try:
+        record = await search(clock, site, store, DEFAULT_POLICY, jobs, inp, pacing=lambda: pacing(clock))
+    finally:
+        store.close()
+    assert record.status == "completed", record.errors
+    return site
+
+
+def q1_pages_after_first_export(site: LongSite) -> int:
+    first_export = next(t for key, t in site.sent if key[0] == "export")
+    return sum(1 for key, t in site.sent if key[:2] == ("grid", "q1") and t > first_export)
+
+
+async def test_a_retrieval_certain_of_fewer_than_eight_levels_stays_out_of_the_overlap_at_any_pacing(
+    tmp_path: Path,
+) -> None:
+    # 260 candidates: 10 levels certain after the first (60 seen, 20 more a page); the half rule
+    # counts from the fixed 16, so a slower pacing still overlaps them, and 120 (3 levels) never
+    slow = await paced_run(tmp_path, lambda _: SLOW_LIMITER, size=600, target=260)
+    assert q1_pages_after_first_export(slow) >= 9
+    short = await paced_run(tmp_path, lambda _: SLOW_LIMITER, size=600, target=120)
+    assert q1_pages_after_first_export(short) == 0
+
+
+async def test_the_depth_is_decided_from_the_pacing_met_once_at_most_32_levels_remain(tmp_path: Path) -> None:
+    # 1,000 candidates over a q1 of 1,200: 47 levels certain after the first. The pacing is known
+    # only 2 s in (the fifth page); a decision taken at the first level would fall back to 16
+    def pacing(clock: FakeClock) -> Pacing | None:
+        return SLOW_LIMITER if clock.monotonic() >= FakeClock().monotonic() + 2.0 else None
+
+    site = await paced_run(tmp_path, pacing, size=1200, target=1000)
+    assert q1_pages_after_first_export(site) >= 31
+
+
+async def test_a_search_checkpointed_under_the_fixed_depth_continues_with_its_snapshot(tmp_path: Path) -> None:
+    # a checkpoint written before the paced depth (or under OverlapDepth.FIXED) has no depth:
+    # once its steps began, the continued default keeps the fixed snapshot, whatever pacing it meets
+    fixed = DEFAULT_POLICY.without("overlap_depth")
+    whole_site, whole, _ = await run(tmp_path, "whole", fixed)
+    log = [k for k, _ in whole_site.sent]
+    first_export = next(i for i, k in enumerate(log) if k[0] == "export")
+    await assert_cuts_continue_like_whole(
+        tmp_path,
+        range(first_export + 1, len(log), 4),
+        lambda cut: live(max_requests=cut),
+        whole_site,
+        whole,
+        resumed_pacing=lambda: SLOW_LIMITER,
+        policy=fixed,
+    )
