@@ -323,19 +323,37 @@ async def test_a_slower_pacing_takes_the_snapshot_deeper_with_the_same_pages_and
     assert pages_after_first_export(reference) == 17
 
 
-async def test_a_resumed_search_keeps_the_depth_it_decided_whatever_pacing_it_meets(tmp_path: Path) -> None:
-    whole_site, whole, _ = await run(tmp_path, "whole", pacing=lambda: SLOW_LIMITER)
+async def assert_cuts_in_the_steps_continue_like_whole(
+    tmp_path: Path,
+    *,
+    every: int,
+    policy: SearchPolicy = DEFAULT_POLICY,
+    pacing: PacingSource = lambda: None,
+    resumed_pacing: PacingSource | None = None,
+) -> tuple[LongSite, OperationRecord]:
+    """The search under `policy` meeting `pacing` cut every `every` requests from its first export
+    on, each continued by the default meeting `resumed_pacing`, sends the uninterrupted search's
+    requests (`assert_cuts_continue_like_whole`); returns the uninterrupted search."""
+    whole_site, whole, _ = await run(tmp_path, "whole", policy, pacing=pacing)
     log = [k for k, _ in whole_site.sent]
     first_export = next(i for i, k in enumerate(log) if k[0] == "export")
-    # cut inside the snapshot's steps and after; the continued process has timed no page yet
     await assert_cuts_continue_like_whole(
         tmp_path,
-        range(first_export + 1, len(log), 6),
+        range(first_export + 1, len(log), every),
         lambda cut: live(max_requests=cut),
         whole_site,
         whole,
-        pacing=lambda: SLOW_LIMITER,
-        resumed_pacing=lambda: None,
+        pacing=pacing,
+        resumed_pacing=resumed_pacing,
+        policy=policy,
+    )
+    return whole_site, whole
+
+
+async def test_a_resumed_search_keeps_the_depth_it_decided_whatever_pacing_it_meets(tmp_path: Path) -> None:
+    # cut inside the snapshot's steps and after; the continued process has timed no page yet
+    whole_site, whole = await assert_cuts_in_the_steps_continue_like_whole(
+        tmp_path, every=6, pacing=lambda: SLOW_LIMITER, resumed_pacing=lambda: None
     )
     # and a search cut before it decided takes the depth of the pacing it meets then
     await assert_cuts_continue_like_whole(
@@ -437,16 +455,6 @@ async def test_the_depth_is_decided_from_the_pacing_met_once_at_most_32_levels_r
 async def test_a_search_checkpointed_under_the_fixed_depth_continues_with_its_snapshot(tmp_path: Path) -> None:
     # a checkpoint written before the paced depth (or under OverlapDepth.FIXED) has no depth:
     # once its steps began, the continued default keeps the fixed snapshot, whatever pacing it meets
-    fixed = DEFAULT_POLICY.without("overlap_depth")
-    whole_site, whole, _ = await run(tmp_path, "whole", fixed)
-    log = [k for k, _ in whole_site.sent]
-    first_export = next(i for i, k in enumerate(log) if k[0] == "export")
-    await assert_cuts_continue_like_whole(
-        tmp_path,
-        range(first_export + 1, len(log), 4),
-        lambda cut: live(max_requests=cut),
-        whole_site,
-        whole,
-        resumed_pacing=lambda: SLOW_LIMITER,
-        policy=fixed,
+    await assert_cuts_in_the_steps_continue_like_whole(
+        tmp_path, every=4, policy=DEFAULT_POLICY.without("overlap_depth"), resumed_pacing=lambda: SLOW_LIMITER
     )

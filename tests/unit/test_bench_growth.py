@@ -222,40 +222,38 @@ def test_a_run_gets_the_question_form_the_idle_wait_and_an_absolute_timeline_dir
     assert not {"--raw", "--idle", "--timeline"} & set(plain)
 
 
-def test_a_numeric_policy_variant_is_the_default_with_that_setting(growth: Any) -> None:
+def policy_used(growth: Any, name: str) -> Any:
+    """The policy a growth child builds its pipelines with under `--policy name` (the defaults
+    restored after)."""
     import sys
 
-    from cnki_mcp.pipeline.policy import DEFAULT_POLICY
     from cnki_mcp.pipeline.research import ResearchPipeline
 
-    sys.path.insert(0, str(SCRIPT.parent))
+    sys.path.insert(0, str(SCRIPT.parent))  # bench_policy, which names the ablations
     saved = ResearchPipeline.__init__.__kwdefaults__
     try:
-        growth.use_policy("default+overlap_pages=30,closing_pages=4")
-        policy = ResearchPipeline.__init__.__kwdefaults__["policy"]
-        assert (policy.overlap_pages, policy.closing_pages) == (30, 4)
-        assert policy.name == "default+overlap_pages=30,closing_pages=4"
-        assert policy.watch_depth == DEFAULT_POLICY.watch_depth  # every other setting the default's
+        growth.use_policy(name)
+        return ResearchPipeline.__init__.__kwdefaults__["policy"]
     finally:
         ResearchPipeline.__init__.__kwdefaults__ = saved
+
+
+def test_a_numeric_policy_variant_is_the_default_with_that_setting(growth: Any) -> None:
+    from cnki_mcp.pipeline.policy import DEFAULT_POLICY
+
+    policy = policy_used(growth, "default+overlap_pages=30,closing_pages=4")
+    assert (policy.overlap_pages, policy.closing_pages) == (30, 4)
+    assert policy.name == "default+overlap_pages=30,closing_pages=4"
+    assert policy.watch_depth == DEFAULT_POLICY.watch_depth  # every other setting the default's
     with pytest.raises(SystemExit):
         growth.use_policy("reference+batch=40")
 
 
 def test_a_rule_that_acts_only_under_the_limiter_can_be_ablated_by_growth(growth: Any) -> None:
-    import sys
-
     from cnki_mcp.pipeline.policy import OverlapDepth
-    from cnki_mcp.pipeline.research import ResearchPipeline
 
-    sys.path.insert(0, str(SCRIPT.parent))
-    saved = ResearchPipeline.__init__.__kwdefaults__
-    try:
-        growth.use_policy("default-overlap_depth")
-        policy = ResearchPipeline.__init__.__kwdefaults__["policy"]
-        assert policy.overlap_depth == OverlapDepth.FIXED and policy.name == "default-overlap_depth"
-    finally:
-        ResearchPipeline.__init__.__kwdefaults__ = saved
+    policy = policy_used(growth, "default-overlap_depth")
+    assert policy.overlap_depth == OverlapDepth.FIXED and policy.name == "default-overlap_depth"
     from bench_policy import ABLATIONS  # type: ignore[import-not-found]
 
     assert "overlap_depth" not in ABLATIONS  # the in-process policy bench has no limiter to pace it
