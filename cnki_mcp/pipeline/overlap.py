@@ -11,8 +11,8 @@ L pages (or closed), at the first level L after which the stop rule is certain t
 `overlap_pages` more levels of pages (`remaining_levels`, which falls by at most one a level, so
 a retrieval that starts longer meets it with exactly `overlap_pages` to come), provided it is
 certain of at least half as many: a shorter retrieval is not overlapped. Under
-`OverlapDepth.PACED` the depth grows as fewer reads fit beside one page at the pacing met
-(`paced_depth`), decided once and checkpointed. Everything the snapshot depends on is fixed once
+`OverlapDepth.PACED` the depth is the levels the snapshot's reads need beside them at the pacing
+met (`paced_depth`), decided once and checkpointed. Everything the snapshot depends on is fixed once
 those pages have landed, whatever later pages have landed meanwhile, so an interrupted search
 continued takes the same decisions and `continue` repeats no request."""
 
@@ -53,8 +53,12 @@ def remaining_levels(target: int, seen: int, open_units: int, page_size: int, ca
 
 
 # The pacing `overlap_pages` was measured at: the growth benchmark's 200 ms between starts and its
-# ~0.7 s grid pages (docs/benchmarks.md "Growth")
+# ~0.7 s grid pages (docs/benchmarks.md "Growth"), where its 16 levels hold 40 reads
 REFERENCE_PACING = Pacing(interval=0.2, latency=0.7)
+# Reads the snapshot's steps send beside the last pages: ~30 at the growth benchmark's 1,000 and
+# 3,000 candidates (its timelines), at most `readable_top` + `watch_depth` candidates' journals
+# and their exports
+SNAPSHOT_READS = 32
 
 
 def reads_per_level(pacing: Pacing) -> float:
@@ -67,13 +71,14 @@ def reads_per_level(pacing: Pacing) -> float:
 
 
 def paced_depth(base: int, pacing: Pacing | None) -> int:
-    """OverlapDepth.PACED: the levels of pages the snapshot's reads need beside them at `pacing`:
-    `base` (measured at REFERENCE_PACING) times how many fewer reads a level holds there, between
-    `base` and twice `base`; `base` when the pacing is not known."""
+    """OverlapDepth.PACED: the levels of pages `SNAPSHOT_READS` need beside them at `pacing`,
+    between `base` and twice `base`; `base` when the pacing is not known. Never deeper than the
+    reads need: a snapshot taken earlier decides on fewer candidates and leaves the closing
+    snapshot more to read after the last pages (docs/benchmarks.md "Growth at stop 25")."""
     if pacing is None:
         return base
-    scale = reads_per_level(REFERENCE_PACING) / reads_per_level(pacing)
-    return min(2 * base, max(base, math.ceil(base * scale)))
+    levels = math.ceil(round(SNAPSHOT_READS / reads_per_level(pacing), 6))  # 0.6 / 0.2 is 2.999...
+    return min(2 * base, max(base, levels))
 
 
 class Overlap:

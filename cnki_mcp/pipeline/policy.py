@@ -22,11 +22,11 @@ PURE: rankings and candidates in, decisions out; no clock, no I/O. The engine ap
   steps run on the candidates and hits of the pages landed (a snapshot a resumed search sees
   alike, pipeline/overlap.py) while the last pages are fetched; after retrieval they go on over
   every candidate.
-- `OverlapDepth.PACED` (with `LAST_PAGES`): `overlap_pages` was measured where ~2.5 reads fit
-  beside one page of the chain (200 ms between starts, 0.7 s pages); where fewer fit (a longer
-  interval, faster pages) the snapshot is taken deeper, up to twice, so its reads still fit
-  beside the pages still to come (pipeline/overlap.py `paced_depth`). Decided once, from the
-  pacing the limiter met, and checkpointed.
+- `OverlapDepth.PACED` (with `LAST_PAGES`): the depth is the levels the snapshot's ~32 reads
+  need beside the pages still to come at the pacing the limiter met (latency / interval - 1
+  reads a level, at least 1), between `overlap_pages` and twice that (pipeline/overlap.py
+  `paced_depth`): `overlap_pages` at the growth benchmark's 200 ms, twice at 500 ms. Decided
+  once, from the pacing met, and checkpointed.
 - `closing_pages` (with `LAST_PAGES`): a second snapshot once at most this many levels are certain
   to come: the steps read what the pages since the first brought while the last are fetched, so
   the steps after retrieval seldom have anything left to read.
@@ -91,7 +91,7 @@ class EnrichmentStart(StrEnum):
 
 class OverlapDepth(StrEnum):
     FIXED = "fixed"  # the snapshot once at most `overlap_pages` levels are certain to come
-    PACED = "paced"  # that depth scaled by the reads a level holds at the pacing met (`paced_depth`)
+    PACED = "paced"  # deeper where the snapshot's reads need more levels at the pacing met (`paced_depth`)
 
 
 class FeedbackStart(StrEnum):

@@ -291,8 +291,8 @@ def test_the_paced_depth_grows_as_fewer_reads_fit_beside_a_page() -> None:
     assert paced_depth(16, None) == 16  # no page timed yet: the measured depth
     assert paced_depth(16, REFERENCE_PACING) == 16
     assert paced_depth(16, Pacing(0.2, 1.5)) == 16  # slower pages hold more reads: never shallower
-    assert paced_depth(16, Pacing(0.3, 0.7)) == 30  # 1.33 reads a level instead of 2.5
-    assert paced_depth(16, Pacing(0.5, 1.5)) == 20  # 2 reads a level
+    assert paced_depth(16, Pacing(0.3, 0.7)) == 24  # 1.33 reads a level: 32 reads need 24
+    assert paced_depth(16, Pacing(0.5, 1.5)) == 16  # 2 reads a level: 16 levels hold the 32
     assert paced_depth(16, Pacing(0.5, 0.7)) == 32  # one read stretches a page: at most twice as deep
     assert paced_depth(16, Pacing(0.0, 0.7)) == 16  # no spacing
 
