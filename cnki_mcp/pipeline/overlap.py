@@ -55,9 +55,8 @@ def remaining_levels(target: int, seen: int, open_units: int, page_size: int, ca
 # The pacing `overlap_pages` was measured at: the growth benchmark's 200 ms between starts and its
 # ~0.7 s grid pages (docs/benchmarks.md "Growth"), where its 16 levels hold 40 reads
 REFERENCE_PACING = Pacing(interval=0.2, latency=0.7)
-# Reads the snapshot's steps send beside the last pages: ~30 at the growth benchmark's 1,000 and
-# 3,000 candidates (its timelines), at most `readable_top` + `watch_depth` candidates' journals
-# and their exports
+# Requests the snapshot's steps and its feedback send beside the last pages: 27-30 at the growth
+# benchmark's 1,000 and 3,000 candidates (exports, journal pages, two feedback pages; timelines)
 SNAPSHOT_READS = 32
 
 
