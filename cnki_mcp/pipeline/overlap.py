@@ -52,9 +52,6 @@ def remaining_levels(target: int, seen: int, open_units: int, page_size: int, ca
     return min(cap, math.ceil((target - seen) / (page_size * open_units)))
 
 
-# The pacing `overlap_pages` was measured at: the growth benchmark's 200 ms between starts and its
-# ~0.7 s grid pages (docs/benchmarks.md "Growth"), where its 16 levels hold 40 reads
-REFERENCE_PACING = Pacing(interval=0.2, latency=0.7)
 # Requests the snapshot's steps and its feedback send beside the last pages: 27-30 at the growth
 # benchmark's 1,000 and 3,000 candidates (exports, journal pages, two feedback pages; timelines)
 SNAPSHOT_READS = 32

@@ -27,7 +27,7 @@ import threading
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 Segmenter = Callable[[str], list[str]]
 """Cuts a run of Han text into words (no whitespace, no Latin)."""
@@ -302,18 +302,18 @@ def default_segmenter() -> JiebaSegmenter:
 WARM_DELAY_SECONDS = 2.0
 
 
-def dictionary_pending(segmenter: Segmenter) -> bool:
-    """A cut by `segmenter` would first load its dictionary (about 1 s of CPU): a segmenter with
-    `warm` and `loaded` (`JiebaSegmenter`) whose dictionary is not loaded yet."""
-    return callable(getattr(segmenter, "warm", None)) and not getattr(segmenter, "loaded", True)
+def dictionary_pending(segmenter: Segmenter) -> TypeGuard[JiebaSegmenter]:
+    """A cut by `segmenter` would first load its dictionary (about 1 s of CPU): a `JiebaSegmenter`
+    whose dictionary is not loaded yet (any other cut function loads nothing)."""
+    return isinstance(segmenter, JiebaSegmenter) and not segmenter.loaded
 
 
-def warm_quietly(segmenter: Segmenter) -> bool:
+def warm_quietly(segmenter: JiebaSegmenter) -> bool:
     """Load `segmenter`'s dictionary now (meant for a worker thread; a load under way is waited for
     through its lock). A failure is logged at debug level and left to the cut, which loads it again
     and reports what fails. True when it loaded."""
     try:
-        segmenter.warm()  # type: ignore[attr-defined]
+        segmenter.warm()
     except Exception:
         logging.getLogger(__name__).debug("segmenter warm-up failed", exc_info=True)
         return False

@@ -17,7 +17,7 @@ from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
 from cnki_mcp.operations import CHECKPOINT_LOG
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions
-from cnki_mcp.pipeline.overlap import REFERENCE_PACING, paced_depth, remaining_levels
+from cnki_mcp.pipeline.overlap import paced_depth, remaining_levels
 from cnki_mcp.pipeline.policy import DEFAULT_POLICY, SearchPolicy
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.pipeline.state import FEEDBACK, RETRIEVAL, Channel, SearchState, depth_event, page_event
@@ -287,18 +287,20 @@ async def test_a_search_cut_anywhere_continues_without_repeating_a_request(tmp_p
     )
 
 
+# the snapshot's steps meet a limiter that starts a request every 0.5 s and pages of 0.5 s
+SLOW_LIMITER = Pacing(0.5, 0.5)
+# the growth benchmark's pacing, where the fixed 16 levels were measured (16 hold 40 reads)
+GROWTH_PACING = Pacing(0.2, 0.7)
+
+
 def test_the_paced_depth_grows_as_fewer_reads_fit_beside_a_page() -> None:
     assert paced_depth(16, None) == 16  # no page timed yet: the measured depth
-    assert paced_depth(16, REFERENCE_PACING) == 16
+    assert paced_depth(16, GROWTH_PACING) == 16
     assert paced_depth(16, Pacing(0.2, 1.5)) == 16  # slower pages hold more reads: never shallower
     assert paced_depth(16, Pacing(0.3, 0.7)) == 24  # 1.33 reads a level: 32 reads need 24
     assert paced_depth(16, Pacing(0.5, 1.5)) == 16  # 2 reads a level: 16 levels hold the 32
     assert paced_depth(16, Pacing(0.5, 0.7)) == 32  # one read stretches a page: at most twice as deep
     assert paced_depth(16, Pacing(0.0, 0.7)) == 16  # no spacing
-
-
-# the snapshot's steps meet a limiter that starts a request every 0.5 s and pages of 0.5 s
-SLOW_LIMITER = Pacing(0.5, 0.5)
 
 
 async def test_a_slower_pacing_takes_the_snapshot_deeper_with_the_same_pages_and_top(tmp_path: Path) -> None:
@@ -319,7 +321,7 @@ async def test_a_slower_pacing_takes_the_snapshot_deeper_with_the_same_pages_and
     assert [r for r, selected in ranked if selected][:10] == [r for r, selected in fixed_ranked if selected][:10]
     assert all(r["abstract_read"] and r["quality_known"] for r in record.result["results"][:10])
     # at the reference pacing the paced depth is the fixed one
-    reference, _, _ = await run(tmp_path, "reference", pacing=lambda: REFERENCE_PACING)
+    reference, _, _ = await run(tmp_path, "reference", pacing=lambda: GROWTH_PACING)
     assert pages_after_first_export(reference) == 17
 
 

@@ -1,0 +1,83 @@
+"""End to end over stdio on the generated corpus (scripts/gen_big_corpus.py, served by the
+simulator): the research search's snapshot depth follows the pacing the server's own limiter meets
+(DESIGN.md "Overlap depth"). With grid pages of 0.3 s and 0.2 s between starts one read fits
+beside each page, so the snapshot is taken 32 levels before the end; with 1 ms between starts
+many fit, 16. The whole chain runs: the site notes each answered grid page's time, the limiter
+gives the pacing, the engine decides the depth and checkpoints it."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cnki_mcp.sim.corpus import Corpus
+from cnki_mcp.sim.reqlog import LogEntry
+from cnki_mcp.sim.server import SimServer
+from tests.e2e.support import StdioServer, serve_env, without_captures
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+GENERATOR = Path(__file__).resolve().parents[2] / "scripts" / "gen_big_corpus.py"
+# the growth benchmark's question (g01): q1 lists ~4,750 papers, so 1,000 candidates take 20 pages
+SEARCH = {
+    "query": "人工智能与深度学习",
+    "concept_groups": [["人工智能", "深度学习", "神经网络", "数字", "智能", "知识图谱"]],
+    "options": {"candidate_target": 1000, "max_pages": 100, "freshness": "live"},
+}
+GRID_MS = 300
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimServer]:
+    spec = importlib.util.spec_from_file_location("gen_big_corpus", GENERATOR)
+    assert spec and spec.loader
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    out = tmp_path_factory.mktemp("main-corpus")
+    generator.generate(out, "main", 1.0)
+    server = SimServer(corpus=Corpus.load(out)).start()
+    yield server
+    server.stop()
+
+
+def q1_pages_after_the_first_export(log: list[LogEntry]) -> int:
+    """How many of the subject channel's pages (the query with the most pages) were asked after
+    the first batch export: the levels the snapshot left to come."""
+    grids = [(i, json.dumps(e.params.get("query"), ensure_ascii=False, sort_keys=True)) for i, e in enumerate(log)
+             if e.path.startswith("/kns8s/brief/grid") and e.method == "POST"]
+    [(q1, pages)] = Counter(q for _, q in grids).most_common(1)
+    assert pages == 20
+    first_export = next(i for i, e in enumerate(log) if e.path.lower().endswith("/showexport"))
+    return sum(1 for i, q in grids if q == q1 and i > first_export)
+
+
+async def lead_at(sim: SimServer, data_dir: Path, browser: str, interval_ms: int) -> int:
+    sim.set_scenario({"latency": [{"path": "/kns8s/brief/grid", "ms": GRID_MS}]})
+    sim.reset()
+    env = serve_env(data_dir, sim.origin, browser, CNKI_REQUEST_INTERVAL_MS=str(interval_ms))
+    server = await StdioServer(env, data_dir.parent).start()
+    try:
+        record = await server.finish(await server.call("search", SEARCH))
+    finally:
+        await server.stop()
+    assert record["status"] == "completed", record["errors"]
+    assert record["result"]["candidate_count"] >= 1000
+    return q1_pages_after_the_first_export(without_captures(sim.requests))
+
+
+async def test_the_snapshot_is_taken_deeper_where_the_limiter_spaces_requests_wider_than_pages_answer(
+    sim: SimServer, tmp_path: Path, browser_executable: str
+) -> None:
+    # 1 ms between starts: a 0.3 s page holds many reads, the fixed 16 levels
+    fast = await lead_at(sim, tmp_path / "fast", browser_executable, 1)
+    # 200 ms: one read beside each page (a second would hold the next page back), 32 levels; the
+    # 20-level retrieval takes its snapshot at its first level
+    slow = await lead_at(sim, tmp_path / "slow", browser_executable, 200)
+    # the snapshot at 16 levels leaves at most 16 pages (17 with one asked as the export left);
+    # at its first level, q1's 20 pages less the two already asked (its page 2 on page 1's head)
+    assert fast <= 17 and slow >= 18, (fast, slow)
