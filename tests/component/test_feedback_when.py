@@ -6,7 +6,6 @@ step, sent sooner, whatever order pages arrive in and wherever the search is cut
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from cnki_mcp.pipeline.state import SearchState
 from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.store import Store
+from tests.generated_corpus import generate_corpus
 
 # q1 lists 600 papers, 20 a page: 100 candidates take 3 levels, too few to overlap (8 at least),
 # and q1 cannot run out, so the feedback is asked after the enrichment steps
@@ -130,7 +130,6 @@ async def test_the_steps_beside_the_feedback_pages_decide_on_the_retrieval_candi
 
 # --- the generated labelled corpus, through the simulator's own search -------------------------
 
-GENERATOR = Path(__file__).resolve().parents[2] / "scripts" / "gen_big_corpus.py"
 # Questions of the generated `main` corpus whose words are certain a step before the last, and
 # whose later steps would decide otherwise if they saw the feedback's hits (docs/benchmarks.md
 # "Feedback pages once their words are certain").
@@ -159,12 +158,7 @@ class LoggingCorpus(CorpusBackend):
 
 @pytest.fixture(scope="module")
 def main_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Corpus, dict[str, dict[str, Any]]]:
-    spec = importlib.util.spec_from_file_location("gen_big_corpus", GENERATOR)
-    assert spec and spec.loader
-    generator = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generator)
-    out = tmp_path_factory.mktemp("main-corpus")
-    generator.generate(out, "main", 1.0)
+    out = generate_corpus(tmp_path_factory.mktemp("main-corpus"))
     lines = (out / "questions.jsonl").read_text(encoding="utf-8").splitlines()
     questions = {q["id"]: q for q in map(json.loads, filter(None, lines))}
     return Corpus.load(out), questions

@@ -7,7 +7,6 @@ gives the pacing, the engine decides the depth and checkpoints it."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections import Counter
 from collections.abc import Iterator
@@ -19,10 +18,10 @@ from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.sim.reqlog import LogEntry
 from cnki_mcp.sim.server import SimServer
 from tests.e2e.support import StdioServer, serve_env, without_captures
+from tests.generated_corpus import generate_corpus
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-GENERATOR = Path(__file__).resolve().parents[2] / "scripts" / "gen_big_corpus.py"
 # the growth benchmark's question (g01): q1 lists ~4,750 papers, so 1,000 candidates take 20 pages
 SEARCH = {
     "query": "人工智能与深度学习",
@@ -34,13 +33,7 @@ GRID_MS = 300
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimServer]:
-    spec = importlib.util.spec_from_file_location("gen_big_corpus", GENERATOR)
-    assert spec and spec.loader
-    generator = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generator)
-    out = tmp_path_factory.mktemp("main-corpus")
-    generator.generate(out, "main", 1.0)
-    server = SimServer(corpus=Corpus.load(out)).start()
+    server = SimServer(corpus=Corpus.load(generate_corpus(tmp_path_factory.mktemp("main-corpus")))).start()
     yield server
     server.stop()
 

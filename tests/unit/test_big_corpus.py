@@ -6,7 +6,6 @@ Checked on a tenth-scale corpus (~1,100 records) so the module stays cheap; the 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -19,25 +18,17 @@ import pytest
 
 from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.sim.query import Sort, parse_query_json, search
+from tests.generated_corpus import GENERATOR, corpus_generator
 
-GENERATOR = Path(__file__).resolve().parents[2] / "scripts" / "gen_big_corpus.py"
 SCALE = 0.1
 # sha256 over records/journals/questions of `generate(out, "main", 0.1)`; changes only with the
 # generator (then bump GENERATOR_VERSION there and update this pin).
 PINNED_MAIN_X01 = "ccb68a63230216b16ae518c986848f99e50fb26b726be86ca1db7561af22bc14"
 
 
-def _generator() -> Any:  # scripts/ is not a package: load the generator module from its file
-    spec = importlib.util.spec_from_file_location("gen_big_corpus", GENERATOR)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def gen() -> Any:
-    return _generator()
+    return corpus_generator()
 
 
 @pytest.fixture(scope="module")
