@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", choices=("main", "heldout"), default="main")
+    ap.add_argument("--corpus", choices=("main", "heldout", "diverse"), default="main")
     ap.add_argument("--metadata", choices=("ranked", "basic", "all"), default="ranked")
     ap.add_argument("--question", action="append", default=None, help="question id (repeatable; default all)")
     args = ap.parse_args(argv)

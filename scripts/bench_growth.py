@@ -512,7 +512,7 @@ def _section(args: argparse.Namespace, table: str) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--corpus", default="main", choices=("main", "heldout"), help="generated corpus variant")
+    p.add_argument("--corpus", default="main", choices=("main", "heldout", "diverse"), help="generated corpus variant")
     p.add_argument("--question", default="g01", help="question id (growth.jsonl or questions.jsonl; default g01)")
     p.add_argument("--targets", default=",".join(map(str, TARGETS)), help="comma-separated candidate targets")
     p.add_argument("--repeats", type=int, default=1)

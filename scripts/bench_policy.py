@@ -15,7 +15,10 @@ from typing import Any
 
 import bench  # type: ignore[import-not-found]  # scripts/bench.py: the quality run and the writer
 
-CORPORA = ("bundled", "main", "heldout")
+CORPORA = ("bundled", "main", "heldout", "diverse")
+# the corpora a run without --corpus measures (the "Request policies" section); `diverse` is asked
+# by name (docs/benchmarks.md "Request policies on the diverse corpus")
+DEFAULT_CORPORA = ("bundled", "main", "heldout")
 ABLATIONS = ("subset_channels", "enrichment", "subset_pages", "watch_depth", "reading", "journal_timing", "enrichment_start", "feedback_start", "closing_pages", "feedback_when")
 # rules that act only under the request limiter (the in-process policy bench has none, so there
 # they change nothing): named by `bench.py growth --policy default-RULE`, not run by `policy`
@@ -63,7 +66,7 @@ def bench_policy(args: argparse.Namespace) -> int:
 
     names = args.policy or ["reference", "default", *(f"default-{r}" for r in ABLATIONS)]
     sections: list[str] = []
-    for corpus in args.corpus or list(CORPORA):
+    for corpus in args.corpus or list(DEFAULT_CORPORA):
         backend, questions = _corpus(corpus)
         if args.questions:
             questions = questions[: args.questions]
@@ -147,7 +150,7 @@ def _policy_section(sections: list[str], args: argparse.Namespace) -> str:
 
 def add_policy_parser(sub: Any) -> None:
     po = sub.add_parser("policy", help="CNKI requests and quality of the research search per request policy")
-    po.add_argument("--corpus", action="append", choices=CORPORA, default=None, help="repeatable; default all")
+    po.add_argument("--corpus", action="append", choices=CORPORA, default=None, help="repeatable; default bundled, main and heldout")
     po.add_argument("--policy", action="append", default=None, help="repeatable; default reference, default, ablations")
     po.add_argument("--questions", type=int, default=0, help="only the first N questions of each corpus")
     po.add_argument(

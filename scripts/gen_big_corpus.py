@@ -17,10 +17,14 @@ that follow each record's content, not its title (docs/simulator.md "Large label
 
 Two variants: `main` (seed 20261203, 24 questions) and `heldout` (another seed, 20 different
 questions on other aspects, worded differently), for checking that defaults were not tuned to
-one corpus. Deterministic: one `random.Random(seed)`, no clock, no set iteration.
+one corpus. A third, `diverse`, is `main` with its journal papers spread over many more journals,
+as the real site's result pages are (docs/simulator.md "Source diversity"): the same records,
+texts, questions and labels, only the journal of each journal paper redrawn, from a second
+random stream. Deterministic: `random.Random(seed)` (and `seed + 1` for `diverse`'s journals), no
+clock, no set iteration.
 
 Usage:
-    python scripts/gen_big_corpus.py [--variant main|heldout] [--out DIR] [--scale 1.0]
+    python scripts/gen_big_corpus.py [--variant main|heldout|diverse] [--out DIR] [--scale 1.0]
     (default DIR: .bench/corpus/<variant>; `ensure_corpus()` generates it on demand)
 """
 
@@ -30,6 +34,7 @@ import argparse
 import hashlib
 import json
 import os
+import random
 import shutil
 import sys
 from bisect import bisect_left
@@ -44,7 +49,7 @@ import gen_corpus as G
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".bench" / "corpus"
 GENERATOR_VERSION = 1  # with the sources' digest in MANIFEST.json: a cached corpus from other code is regenerated
-SEEDS = {"main": 20261203, "heldout": 77031}
+SEEDS = {"main": 20261203, "heldout": 77031, "diverse": 20261203}
 # Records per topic and type at scale 1.0 (22 topics -> ~10,100 records with the decoys).
 PER_TOPIC = {"期刊": 330, "硕士": 50, "博士": 20, "会议": 30, "报纸": 16, "年鉴": 4, "图书": 6}
 FOCUS_BROAD = 0.25  # share of records that survey their topic instead of one aspect
@@ -123,7 +128,8 @@ HELDOUT_QUESTIONS: list[tuple[str, list[str], list[str]]] = [
     ("waam", ["path"], ["monitor"]), ("libattery", ["recycle"], ["soh"]), ("carbon", ["trade"], []),
     ("peak", ["policy"], ["city"]),
 ]
-QUESTION_SETS = {"main": MAIN_QUESTIONS, "heldout": HELDOUT_QUESTIONS}
+QUESTION_SETS = {"main": MAIN_QUESTIONS, "heldout": HELDOUT_QUESTIONS, "diverse": MAIN_QUESTIONS}
+WORDED_AS = {"main": "main", "heldout": "heldout", "diverse": "main"}  # a variant's question wording
 # The growth benchmark's broad question (`growth.jsonl`, unlabelled): one concept group whose terms
 # run through nine topics, ~4,750 subject matches on the main corpus, so a search can reach 3,000
 # candidates (`scripts/bench.py growth`).
@@ -135,10 +141,35 @@ def aspect_core(aspect: tuple[Any, ...]) -> str:
     return str(aspect[1]).removeprefix("中的").removeprefix("的").removeprefix("与")
 
 
+# `diverse`: journals per discipline besides the topics' own core journals (generated names, no
+# ISSN/CN), drawn with weights 1 / (rank + 1) ** DIVERSE_ZIPF. Calibrated on the saved real result
+# pages: 16 and 18 distinct sources among 20 rows (docs/simulator.md "Source diversity").
+DIVERSE_TIERED = 40
+DIVERSE_ORDINARY = 80
+DIVERSE_ZIPF = 0.8
+DIVERSE_KEEP_CORE = 0.3  # share of core-journal papers left in the topic's own core journals
+DIVERSE_REGIONS = ["华东", "华北", "西南", "西北", "东北", "中南", "江淮", "岭南", "湖湘", "巴蜀", "齐鲁", "燕赵",
+                   "关中", "闽台", "滨海", "河洛"]
+DIVERSE_STEMS: dict[str, list[str]] = {
+    "法学": ["法治", "法学", "司法", "法律"], "计算机": ["计算", "信息", "智能", "数据"],
+    "医学": ["医学", "临床", "医药", "健康"], "经济管理": ["经济", "管理", "商业", "金融"],
+    "教育": ["教育", "教学", "高教", "师范"], "材料机械": ["材料", "机械", "制造", "工程"],
+    "文化遗产": ["文博", "遗产", "考古", "文物"], "环境": ["环境", "生态", "资源", "能源"],
+}
+DIVERSE_SUFFIXES = ["论丛", "学刊", "研究", "评论", "实践", "通讯", "前沿", "探索", "导刊", "学报"]
+SOCIAL = {"法学", "经济管理", "教育", "文化遗产"}
+DIVERSE_TIERS = {True: [["北大核心", "CSSCI"], ["CSSCI"], ["北大核心"], ["AMI核心"], ["北大核心", "CSSCI", "AMI核心"]],
+                 False: [["北大核心", "CSCD"], ["CSCD"], ["北大核心"], ["EI"], ["北大核心", "CSCD", "EI"]]}
+
+
 class BigGen(G.Gen):
-    def __init__(self, seed: int, scale: float = 1.0) -> None:
+    def __init__(self, seed: int, scale: float = 1.0, *, diverse: bool = False) -> None:
         super().__init__(seed)
         self.scale = scale
+        # `diverse`: its own stream, so the main stream (every text, label and other source) is
+        # consumed exactly as in `main`
+        self.spread = random.Random(seed + 1) if diverse else None
+        self.pools: dict[str, dict[bool, list[dict[str, Any]]]] = {}
         self.ordinary: dict[str, list[dict[str, Any]]] = {}
         for d, (disc, names) in enumerate(sorted(ORDINARY.items())):
             for k, name in enumerate(names):
@@ -147,13 +178,55 @@ class BigGen(G.Gen):
                 self.journals.append(j)
                 self.jby_code[j["code"]] = j
                 self.ordinary.setdefault(disc, []).append(j)
+        if self.spread is not None:
+            self._diverse_pools()
+
+    def _diverse_pools(self) -> None:
+        """Per discipline, DIVERSE_TIERED index-tier and DIVERSE_ORDINARY ordinary journals with
+        generated names (region + stem + suffix), none a name already in the corpus."""
+        assert self.spread is not None
+        r = self.spread
+        taken = {j["name"] for j in self.journals}
+        for d, disc in enumerate(sorted(DIVERSE_STEMS)):
+            names = [f"{a}{b}{c}" for a in DIVERSE_REGIONS for b in DIVERSE_STEMS[disc] for c in DIVERSE_SUFFIXES]
+            r.shuffle(names)
+            names = [n for n in names if n not in taken][: DIVERSE_TIERED + DIVERSE_ORDINARY]
+            taken.update(names)
+            for k, name in enumerate(names):
+                tiered = k < DIVERSE_TIERED
+                j: dict[str, Any] = {"name": name, "code": f"V{chr(65 + d)}{k:03d}", "tiers": []}
+                if tiered:
+                    j["tiers"] = list(r.choice(DIVERSE_TIERS[disc in SOCIAL]))
+                    j["composite_if"] = round(r.uniform(0.6, 8.0), 3)
+                    j["aggregate_if"] = round(j["composite_if"] * r.uniform(0.5, 0.8), 3)
+                    j["metric_year"] = 2025
+                j["sponsor"] = r.choice(V.UNIVERSITIES)
+                self.journals.append(j)
+                self.jby_code[j["code"]] = j
+                self.pools.setdefault(disc, {}).setdefault(tiered, []).append(j)
+
+    def _spread(self, t: dict[str, Any], j: dict[str, Any], source: str) -> tuple[dict[str, Any], str]:
+        """`diverse`: the journal of a journal paper redrawn from its discipline's pools: a core
+        journal's paper stays there with DIVERSE_KEEP_CORE, else goes to a generated journal of
+        the same kind (index tier or not)."""
+        r = self.spread
+        assert r is not None
+        tiered = bool(j.get("tiers"))
+        if tiered and r.random() < DIVERSE_KEEP_CORE:
+            return j, source
+        pool = self.pools[t["discipline"]][tiered]
+        weights = [1.0 / (k + 1) ** DIVERSE_ZIPF for k in range(len(pool))]
+        picked = r.choices(pool, weights=weights)[0]
+        return picked, picked["name"]
 
     # ------------------------------------------------------------------ content
     def pick_journal(self, t: dict[str, Any], year: int) -> tuple[dict[str, Any], str]:
         if self.rng.random() < CORE_JOURNAL_SHARE:
-            return super().pick_journal(t, year)
-        j = self.rng.choice(self.ordinary[t["discipline"]])
-        return j, j["name"]
+            j, source = super().pick_journal(t, year)
+        else:
+            j = self.rng.choice(self.ordinary[t["discipline"]])
+            source = j["name"]
+        return (j, source) if self.spread is None else self._spread(t, j, source)
 
     def mention_text(self, rec: dict[str, Any], t: dict[str, Any], term: str, aspect: tuple[Any, ...]) -> tuple[str, list[str]]:
         """Sentences naming other aspects in passing; returns (text, mentions as 'topic/aspect')."""
@@ -328,8 +401,8 @@ def concepts(variant: str, topic: dict[str, Any], aspects: list[tuple[Any, ...]]
     terms = list(topic["variants"])
     facet: list[str] = []
     for a in aspects:
-        facet += [aspect_core(a), *a[2]] if variant == "main" else [*a[2][:2], aspect_core(a)]
-    if variant != "main":
+        facet += [aspect_core(a), *a[2]] if WORDED_AS[variant] == "main" else [*a[2][:2], aspect_core(a)]
+    if WORDED_AS[variant] != "main":
         terms = terms[:2]
     return [terms, list(dict.fromkeys(facet))]
 
@@ -340,7 +413,7 @@ def questions(variant: str, records: list[dict[str, Any]]) -> list[dict[str, Any
     for i, (key, best, related) in enumerate(QUESTION_SETS[variant], 1):
         t = topics[key]
         aspects = [next(a for a in t["aspects"] if a[0] == k) for k in best]
-        text = t["variants"][0] + aspect_core(aspects[0]) + ("研究" if variant == "main" else "的主要问题")
+        text = t["variants"][0] + aspect_core(aspects[0]) + ("研究" if WORDED_AS[variant] == "main" else "的主要问题")
         rel = {r["id"]: g for r in records if (g := grade(r, key, best, related))}
         out.append({"id": f"{variant[0]}{i:02d}", "question": text, "concepts": concepts(variant, t, aspects),
                     "topic": key, "aspects": best, "related": related, "relevant": rel})
@@ -360,7 +433,7 @@ def clean(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def generate(out: Path, variant: str = "main", scale: float = 1.0, seed: int | None = None) -> dict[str, Any]:
-    g = BigGen(SEEDS[variant] if seed is None else seed, scale)
+    g = BigGen(SEEDS[variant] if seed is None else seed, scale, diverse=variant == "diverse")
     g.build()
     g.link_references()
     g.set_counts()

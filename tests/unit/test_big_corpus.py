@@ -136,3 +136,46 @@ def test_heldout_variant_has_other_questions_and_other_records(gen: Any, tmp_pat
     assert not pairs(held) & pairs(questions)
     first = json.loads((tmp_path / "records.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert first["title"] != records["r00001"]["title"]
+
+
+# fields a journal paper takes from its journal: the only ones `diverse` may change
+JOURNAL_FIELDS = {"source", "filename", "volume", "issue", "doi", "date"}
+
+
+def _sources_per_20(out: Path) -> float:
+    """Mean distinct sources among 20 relevant records (each question's, by id, in runs of 20)."""
+    recs = {r["id"]: r for r in map(json.loads, (out / "records.jsonl").read_text(encoding="utf-8").splitlines())}
+    qs = [json.loads(x) for x in (out / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+    runs = []
+    for q in qs:
+        rel = sorted(q["relevant"])
+        runs += [len({recs[i]["source"] for i in rel[k : k + 20]}) for k in range(0, len(rel) - 19, 20)]
+    return sum(runs) / len(runs)
+
+
+def test_the_diverse_variant_is_main_with_its_journal_papers_spread_over_many_journals(
+    gen: Any, main_dir: Path, records: dict[str, dict[str, Any]], questions: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    gen.generate(tmp_path, "diverse", SCALE)
+    spread = {r["id"]: r for r in map(json.loads, (tmp_path / "records.jsonl").read_text(encoding="utf-8").splitlines())}
+    assert spread.keys() == records.keys()
+    moved = 0
+    for ref, rec in records.items():
+        changed = {k for k in rec.keys() | spread[ref].keys() if rec.get(k) != spread[ref].get(k)}
+        assert not changed or (rec["type"] == "期刊" and changed <= JOURNAL_FIELDS), (ref, changed)
+        moved += "source" in changed
+    assert moved > 0.5 * sum(r["type"] == "期刊" for r in records.values())
+    asked = [json.loads(x) for x in (tmp_path / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+    keep = ("question", "concepts", "relevant")
+    assert [{k: q[k] for k in keep} for q in asked] == [{k: q[k] for k in keep} for q in questions]
+    # the saved real result pages list 16 and 18 distinct sources in 20 rows (docs/simulator.md
+    # "Source diversity"); `main` concentrates its papers in a few journals per topic
+    diverse, concentrated = _sources_per_20(tmp_path), _sources_per_20(main_dir)
+    assert diverse >= 15 and concentrated <= diverse - 4
+    corpus = Corpus.load(tmp_path)
+    names = {j.name for j in corpus.journals} | {t for j in corpus.journals for t in j.former_titles}
+    assert all(r.source in names for r in corpus.records if r.type == "期刊")
+    tiered = {j.name for j in corpus.journals if j.tiers}
+    relevant = {i for q in asked for i in q["relevant"]}
+    kinds = Counter(spread[i]["source"] in tiered for i in relevant if spread[i]["type"] == "期刊")
+    assert kinds[True] > 0 and kinds[False] > 0  # source quality still varies among the relevant
