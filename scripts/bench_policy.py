@@ -22,7 +22,9 @@ DEFAULT_CORPORA = ("bundled", "main", "heldout")
 ABLATIONS = ("subset_channels", "enrichment", "subset_pages", "watch_depth", "reading", "journal_timing", "enrichment_start", "feedback_start", "closing_pages", "feedback_when")
 # rules that act only under the request limiter (the in-process policy bench has none, so there
 # they change nothing): named by `bench.py growth --policy default-RULE`, not run by `policy`
-PACED_ABLATIONS = ("overlap_depth",)
+# and rules that change when requests go out, not which (early_journals: the same requests on all
+# four corpora)
+PACED_ABLATIONS = ("overlap_depth", "early_journals")
 
 
 def _policy(name: str) -> Any:

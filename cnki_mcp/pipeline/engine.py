@@ -97,6 +97,8 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
         self.public_origins = public_origins
         self.page_log = PageLog(store, clock, page_size)  # the search log (DESIGN.md "Search log")
         self.papers = PaperMemo(store)  # each enrichment step ranks every candidate again
+        # search id -> its journal pages read beside the last pages (EarlyJournals.FIRST_LEVEL)
+        self.early_reads: dict[str, asyncio.Future[None]] = {}
 
     # --- the run ------------------------------------------------------------------------
 
@@ -105,7 +107,7 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
             st.coverage = [_coverage(c) for c in st.channels]
         failure: CnkiError | None = None
         try:
-            await self._phases(st, ctx)
+            await self._phases_landing_early_reads(st, ctx)
         except CnkiError as exc:
             if not is_fatal(exc):
                 raise
@@ -122,9 +124,30 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
             raise failure
         return summary
 
+    async def _phases_landing_early_reads(self, st: SearchState, ctx: OperationContext) -> None:
+        """`_phases`, then the journal pages read beside the last pages (EarlyJournals.FIRST_LEVEL,
+        pipeline/overlap.py) land before the search ends; the phases' failure is raised first,
+        then theirs. Stopped (cancelled), the search does not wait for the reads not sent yet."""
+        try:
+            await self._phases(st, ctx)
+        except asyncio.CancelledError:
+            early = self.early_reads.pop(st.search_id, None)
+            if early is not None:
+                early.cancel()
+                await asyncio.gather(early, return_exceptions=True)
+            raise
+        except BaseException:
+            early = self.early_reads.pop(st.search_id, None)
+            if early is not None:
+                await asyncio.gather(early, return_exceptions=True)  # the phases' failure is raised
+            raise
+        await self._land_early_reads(st)
+
     async def _phases(self, st: SearchState, ctx: OperationContext) -> None:
         read = "摘要" if self._reading(st)[1] else "详情"  # what the enrichment reads (progress text)
         self._resume_landed(st, ctx)
+        if st.early_journals and not st.finished:  # a resumed search reads what it had decided
+            self._read_early(st, ctx, st.early_journals)
         if not st.retrieved:
             await self._retrieve(st, ctx, label=f"读取{read}与期刊（检索同时进行）")
             st.retrieved = True
@@ -553,12 +576,19 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
     # --- ranking helpers ----------------------------------------------------------------
 
     def candidates(
-        self, st: SearchState, refs: Sequence[str], through: int | None = None, *, retrieval_only: bool = False
+        self,
+        st: SearchState,
+        refs: Sequence[str],
+        through: int | None = None,
+        *,
+        retrieval_only: bool = False,
+        masked: frozenset[str] = frozenset(),
     ) -> tuple[list[Candidate], dict[str, Paper]]:
         """Candidates in first-seen order, one per paper (refs merged since are folded). `through`:
         only the retrieval candidates and hits of pages <= `through` (a snapshot of the first pages
         that is the same whatever later pages have landed: state.py keeps each hit's earliest page).
-        `retrieval_only`: no feedback candidate, hit or local channel (FeedbackWhen.CERTAIN)."""
+        `retrieval_only`: no feedback candidate, hit or local channel (FeedbackWhen.CERTAIN);
+        `masked`: sources whose journal evidence is left out (read early, not proposed yet)."""
         seen = st.first_seen
         if through is not None:
             refs = [r for r in refs if seen.get(r, [FEEDBACK])[0] == RETRIEVAL and seen[r][1] <= through]
@@ -584,7 +614,7 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
         def quality_of(p: Paper) -> SourceQuality | None:
             key = source_key(p.source)
             if key not in quality:
-                quality[key] = self.enricher.source_quality(p)
+                quality[key] = None if key in masked else self.enricher.source_quality(p)
             return quality[key]
 
         out = [

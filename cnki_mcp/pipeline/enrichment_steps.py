@@ -38,7 +38,13 @@ class EnrichmentSteps:
     if TYPE_CHECKING:  # provided by SearchEngine; declared for the type checker only
 
         def candidates(
-            self, st: SearchState, refs: Sequence[str], through: int | None = None, *, retrieval_only: bool = False
+            self,
+            st: SearchState,
+            refs: Sequence[str],
+            through: int | None = None,
+            *,
+            retrieval_only: bool = False,
+            masked: frozenset[str] = frozenset(),
         ) -> tuple[list[Candidate], dict[str, Paper]]: ...
 
         def _local_channels(self, st: SearchState, *, retrieval_only: bool = False) -> list[LocalChannel]: ...
@@ -155,8 +161,11 @@ class EnrichmentSteps:
     def _ranked_states(
         self, st: SearchState, through: int | None = None, *, retrieval_only: bool = False
     ) -> tuple[list[Ranked], dict[str, Paper], dict[str, RefState]]:
-        """The current ranking (lower bounds), its papers, and what the store holds for each."""
-        cands, papers = self.candidates(st, st.refs, through, retrieval_only=retrieval_only)
+        """The current ranking (lower bounds), its papers, and what the store holds for each. A
+        journal read early (EarlyJournals.FIRST_LEVEL) counts as unread until a step proposes its
+        source (`unproposed_early`), so the decisions are those of a search that did not read it."""
+        masked = self.unproposed_early(st)
+        cands, papers = self.candidates(st, st.refs, through, retrieval_only=retrieval_only, masked=masked)
         ranked = self.ranker.rank(cands, st.groups, self.now_year())
         states: dict[str, RefState] = {}
         by_source: dict[str, tuple[bool, bool]] = {}  # one journal lookup per source, not per paper
@@ -164,7 +173,9 @@ class EnrichmentSteps:
             p = papers[r.ref]
             key = source_key(p.source)
             known = by_source.get(key)
-            if known is None:
+            if known is None and key in masked:
+                known = by_source[key] = (True, False)
+            elif known is None:
                 cached = self.enricher.journal_cached(p)
                 known = by_source[key] = (cached is None, self.enricher.source_quality(p) is not None)
             journal = is_journal(p)
@@ -174,3 +185,14 @@ class EnrichmentSteps:
                 journal_known=known[1],
             )
         return ranked, papers, states
+
+    def unproposed_early(self, st: SearchState) -> frozenset[str]:
+        """The sources of the journals read early (`SearchState.early_journals`) that no step has
+        proposed yet (`journals`, `feedback_journals`): a function of the checkpoint alone, so a
+        resumed search decides alike whether those reads have landed or not."""
+        if not st.early_journals:
+            return frozenset()
+        proposed = self.store.papers_by_refs([*st.journals, *st.feedback_journals])
+        released = {source_key(p.source) for p in proposed.values()}
+        early = self.store.papers_by_refs(st.early_journals)
+        return frozenset(k for p in early.values() if (k := source_key(p.source)) and k not in released)

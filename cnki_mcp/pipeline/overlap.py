@@ -2,7 +2,9 @@
 `EnrichmentStart.LAST_PAGES` the research search's enrichment steps start while its last pages are
 still being fetched, deciding on a snapshot of the pages landed so far, so the limiter, idle
 between one query's dependent pages, reads what the top needs; under `FeedbackStart.WITH_SNAPSHOT`
-the feedback pages follow, from the snapshot's top. Under `FeedbackWhen.CERTAIN` a search whose
+the feedback pages follow, from the snapshot's top. A retrieval too short for that reads the
+journal pages of its first level's readable top beside its last pages (`EarlyJournals.FIRST_LEVEL`,
+`_decide_early_journals`). Under `FeedbackWhen.CERTAIN` a search whose
 feedback waits for the enrichment asks its pages as soon as the settled words are certain
 (`_enrich_with_certain_feedback`). A mixin of `SearchEngine`.
 
@@ -23,9 +25,11 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
-from cnki_mcp.identity import Paper
+from cnki_mcp.identity import Paper, source_key
 from cnki_mcp.jobs import OperationContext
+from cnki_mcp.pipeline.enrich import Enricher
 from cnki_mcp.pipeline.policy import (
+    EarlyJournals,
     EnrichmentStart,
     FeedbackRule,
     FeedbackStart,
@@ -35,8 +39,9 @@ from cnki_mcp.pipeline.policy import (
     RefState,
     SearchPolicy,
     feedback_words_certain,
+    first_level_journals,
 )
-from cnki_mcp.pipeline.state import Channel, SearchState, depth_event
+from cnki_mcp.pipeline.state import Channel, SearchState, depth_event, enrich_event
 from cnki_mcp.pipeline.units import Unit
 from cnki_mcp.pipeline.units import units as _units
 from cnki_mcp.rank import Ranked
@@ -83,6 +88,9 @@ class Overlap:
     policy: SearchPolicy
     page_size: int
     pacing: PacingSource
+
+    enricher: Enricher
+    early_reads: dict[str, asyncio.Future[None]]
 
     if TYPE_CHECKING:  # provided by SearchEngine and EnrichmentSteps; declared for the type checker
         # the engine's paging loop and the enrichment steps (their signatures: engine.py and
@@ -166,7 +174,9 @@ class Overlap:
                     return  # retrieval ended before this level: the steps after it take over
                 left = self._levels_left(st, units, level)
                 if left < (self.policy.overlap_pages + 1) // 2:
-                    return  # a short retrieval: the steps wait for its last page
+                    if left:  # a short retrieval: the steps wait for its last page, the journals not
+                        self._decide_early_journals(st, ctx, level)
+                    return
                 if left <= self._depth(st, ctx, left):
                     break
                 level += 1
@@ -191,6 +201,38 @@ class Overlap:
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
+
+    def _decide_early_journals(self, st: SearchState, ctx: OperationContext, level: int) -> None:
+        """EarlyJournals.FIRST_LEVEL: the journals of the snapshot's readable top at `level`
+        (`first_level_journals`), chosen once and appended to the checkpoint, then read beside the
+        last pages (`_read_early`). The steps do not see them until they propose them
+        (`EnrichmentSteps.unproposed_early`), so the steps' decisions do not depend on them."""
+        if self.policy.early_journals != EarlyJournals.FIRST_LEVEL or st.early_journals:
+            return
+        ranked, papers, states = self._ranked_states(st, level)
+        sources = {ref: source_key(p.source) for ref, p in papers.items()}
+        refs = first_level_journals(ranked, states, sources, self.policy.readable_top)
+        if not refs:
+            return
+        event = enrich_event("early_journals", refs)
+        st.apply(event)
+        ctx.checkpoint_append(event)
+        self._read_early(st, ctx, refs)
+
+    def _read_early(self, st: SearchState, ctx: OperationContext, refs: list[str]) -> None:
+        """Start reading the journal pages of `refs` (those not cached; a page a step asks for
+        meanwhile is the same request, `Enricher` reads a source once in flight)."""
+        if st.search_id in self.early_reads:
+            return
+        self.early_reads[st.search_id] = asyncio.ensure_future(
+            self.enricher.run(refs, ctx, stage="retrieval", quality=True, detail=False, label="预读期刊")
+        )
+
+    async def _land_early_reads(self, st: SearchState) -> None:
+        """The early journal reads land; their fatal failure (a budget, a block) is raised."""
+        early = self.early_reads.pop(st.search_id, None)
+        if early is not None:
+            await early
 
     def _depth(self, st: SearchState, ctx: OperationContext, left: int) -> int:
         """The snapshot's depth in levels. OverlapDepth.PACED: decided from the pacing met once at

@@ -36,6 +36,12 @@ PURE: rankings and candidates in, decisions out; no clock, no I/O. The engine ap
   (so it cannot be exhausted, which would answer the feedback locally).
 - `JournalTiming.TOP_WITH_ABSTRACT` (batch export): the readable top's journal pages go out beside
   their abstracts; the other candidates' journals wait for the abstract (`early_journals`).
+- `EarlyJournals.FIRST_LEVEL` (with `LAST_PAGES`, a retrieval too short to overlap that still
+  has pages to come after its first level): the journal pages of the first level's readable top
+  (`readable_top`, one per source, `first_level_journals`) are read beside the last pages. The
+  steps' decisions treat such a journal as unread until a step proposes it (then its read is
+  done or in flight), so they, the requests they send and the results are those without the rule;
+  only the time changes, unless a journal read early is never proposed (one request more).
 - `FeedbackWhen.CERTAIN` (boundary enrichment by batch export, feedback asked after retrieval):
   the feedback words are those of the settled ranking, taken as soon as no later step can change
   them (`feedback_words_certain`), and the feedback pages go out beside the remaining steps, which
@@ -94,6 +100,11 @@ class OverlapDepth(StrEnum):
     PACED = "paced"  # deeper where the snapshot's reads need more levels at the pacing met (`paced_depth`)
 
 
+class EarlyJournals(StrEnum):
+    NONE = "none"  # a journal page only once an enrichment step proposes it
+    FIRST_LEVEL = "first_level"  # a short retrieval's first-level top journals read beside its last pages
+
+
 class FeedbackStart(StrEnum):
     AFTER_ENRICHMENT = "after_enrichment"  # feedback words from the top of every candidate, settled
     WITH_SNAPSHOT = "with_snapshot"  # from the top of the snapshot beside the last pages (LAST_PAGES)
@@ -127,6 +138,7 @@ class SearchPolicy:
     overlap_depth: OverlapDepth = OverlapDepth.FIXED  # EnrichmentStart.LAST_PAGES: overlap_pages as is, or paced
     feedback_start: FeedbackStart = FeedbackStart.AFTER_ENRICHMENT  # EnrichmentStart.LAST_PAGES only
     feedback_when: FeedbackWhen = FeedbackWhen.SETTLED  # BOUNDARY + EXPORT, feedback after retrieval
+    early_journals: EarlyJournals = EarlyJournals.NONE  # EnrichmentStart.LAST_PAGES, a short retrieval
 
     def without(self, rule: str) -> SearchPolicy:
         """This policy with one rule set back (the ablations of the bench): to the reference's
@@ -145,6 +157,7 @@ class SearchPolicy:
             "closing_pages": {"closing_pages": 0},
             "overlap_depth": {"overlap_depth": OverlapDepth.FIXED},
             "feedback_when": {"feedback_when": FeedbackWhen.SETTLED},
+            "early_journals": {"early_journals": EarlyJournals.NONE},
         }
         return replace(self, name=f"{self.name}-{rule}", **back[rule])  # type: ignore[arg-type]
 
@@ -172,6 +185,7 @@ DEFAULT_POLICY = SearchPolicy(
     closing_pages=2,
     overlap_depth=OverlapDepth.PACED,
     feedback_when=FeedbackWhen.CERTAIN,
+    early_journals=EarlyJournals.FIRST_LEVEL,
 )
 POLICIES = {p.name: p for p in (REFERENCE_POLICY, DEFAULT_POLICY)}
 
@@ -364,6 +378,24 @@ def next_enrichment(
         picked = [ref for ref in top if unread(ref) == kind]
         picked += [ref for _, ref in want if unread(ref) == kind][: max(0, policy.batch - len(picked))]
         out += picked
+    return out
+
+
+def first_level_journals(
+    ranked: Sequence[Ranked], states: Mapping[str, RefState], sources: Mapping[str, str], depth: int
+) -> list[str]:
+    """EarlyJournals.FIRST_LEVEL: among the `depth` best of the first level's ranking, one paper
+    per source whose journal is unread (`sources`: ref -> source key; no key, no journal page).
+    The steps read the journals of the readable top and of the boundary around it: on the four
+    policy-bench corpora every source chosen so from the top 10 (and from the top 20) was later
+    proposed by a step (docs/benchmarks.md "Journal pages beside a short retrieval")."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for r in ranked[:depth]:
+        key = sources.get(r.ref, "")
+        if key and key not in seen and states[r.ref].journal_open:
+            seen.add(key)
+            out.append(r.ref)
     return out
 
 

@@ -47,6 +47,7 @@ CHECKPOINT_KEYS = (
     "local",
     "feedback_beside",
     "overlap_depth",
+    "early_journals",
 )
 
 RETRIEVAL, FEEDBACK = 0, 1  # the stage part of a candidate's order key
@@ -198,6 +199,10 @@ class SearchState:
     # OverlapDepth.PACED: the snapshot's depth in levels, once decided from the pacing met
     # (pipeline/overlap.py); 0 until then. A resumed search keeps it, whatever pacing it meets.
     overlap_depth: int = 0
+    # EarlyJournals.FIRST_LEVEL: papers whose journal page was read beside the last pages, before
+    # any step proposed it (pipeline/overlap.py); the steps treat those journals as unread until
+    # a step proposes one of their sources
+    early_journals: list[str] = field(default_factory=list)
 
     @property
     def channels(self) -> list[Channel]:
@@ -245,6 +250,7 @@ class SearchState:
                 "feedback_pool": self.feedback_pool,
                 "journals": self.journals,
                 "feedback_journals": self.feedback_journals,
+                "early_journals": self.early_journals,
             }.get(event["pool"], self.pool)
             pool.extend(r for r in event["refs"] if r not in pool)
             return
@@ -369,6 +375,7 @@ class SearchState:
             "local": [dict(x) for x in self.local],
             "feedback_beside": self.feedback_beside,
             "overlap_depth": self.overlap_depth,
+            "early_journals": list(self.early_journals),
         }
 
     @classmethod
@@ -414,6 +421,7 @@ class SearchState:
             local=[dict(x) for x in (data.get("local") or [])],
             feedback_beside=bool(data.get("feedback_beside")),
             overlap_depth=int(data.get("overlap_depth") or 0),
+            early_journals=list(data.get("early_journals") or []),
         )
 
 
@@ -450,8 +458,9 @@ def page_event(
 
 def enrich_event(pool: str, refs: list[str]) -> dict[str, Any]:
     """A batch of candidates the boundary enrichment decided to read (pipeline/policy.py), joining
-    `pool` or `feedback_pool` (abstracts), or `journals` / `feedback_journals` (journal pages under
-    Reading.EXPORT): a resumed phase reads them again only where still missing."""
+    `pool` or `feedback_pool` (abstracts), `journals` / `feedback_journals` (journal pages under
+    Reading.EXPORT) or `early_journals` (EarlyJournals.FIRST_LEVEL): a resumed phase reads them
+    again only where still missing."""
     return {"e": "enrich", "pool": pool, "refs": list(refs)}
 
 
