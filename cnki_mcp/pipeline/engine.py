@@ -641,9 +641,12 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
         return out, papers
 
     def rank(
-        self, st: SearchState, refs: Sequence[str], through: int | None = None
+        self, st: SearchState, refs: Sequence[str], through: int | None = None, *, deciding: bool = False
     ) -> tuple[list[Ranked], dict[str, Paper]]:
-        cands, papers = self.candidates(st, refs, through)
+        """The ranking of `refs`; `deciding`: for a decision, so a journal read early and not yet
+        proposed counts as unread (EarlyJournals.FIRST_LEVEL, `unproposed_early`)."""
+        masked = self.unproposed_early(st) if deciding else frozenset()
+        cands, papers = self.candidates(st, refs, through, masked=masked)
         return self.ranker.rank(cands, st.groups, self.now_year()), papers
 
     def _pool(self, st: SearchState, refs: Sequence[str]) -> list[str]:
@@ -660,7 +663,7 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
     def _feedback_channels(self, st: SearchState, through: int | None = None) -> list[Channel]:
         """The feedback channels: the concepts AND each shared keyword of the ranking's top (of the
         snapshot through page level `through` when given, pipeline/overlap.py)."""
-        ranked, papers = self.rank(st, st.refs, through)
+        ranked, papers = self.rank(st, st.refs, through, deciding=True)
         words = feedback_keywords(ranked, {ref: p.keywords for ref, p in papers.items()}, st.groups)
         out: list[Channel] = []
         for i, word in enumerate(words, start=1):

@@ -276,11 +276,15 @@ class Enricher:
             return
         task = asyncio.ensure_future(self._fetch_journal(paper, key, ctx))
         self._journal_flights[key] = task
-        try:
-            await asyncio.shield(task)
-        finally:
-            if self._journal_flights.get(key) is task and task.done():
+
+        def forget(done: asyncio.Future[None]) -> None:
+            # also when the reader that started it was cancelled: the shielded fetch lands on its
+            # own, and a later read of the source must not await a finished (or failed) flight
+            if self._journal_flights.get(key) is done:
                 del self._journal_flights[key]
+
+        task.add_done_callback(forget)
+        await asyncio.shield(task)
 
     async def _fetch_journal(self, paper: Paper, key: str, ctx: OperationContext) -> None:
         assert paper.source_url is not None

@@ -21,10 +21,12 @@ continued takes the same decisions and `continue` repeats no request."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
+from cnki_mcp.errors import CnkiError
 from cnki_mcp.identity import Paper, source_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.pipeline.enrich import Enricher
@@ -47,6 +49,7 @@ from cnki_mcp.pipeline.units import units as _units
 from cnki_mcp.rank import Ranked
 from cnki_mcp.site.backend import Pacing, PacingSource
 
+log = logging.getLogger(__name__)
 
 def remaining_levels(target: int, seen: int, open_units: int, page_size: int, cap: int) -> int:
     """Levels of pages the stop rule is certain still to fetch: each page adds at most `page_size`
@@ -224,12 +227,19 @@ class Overlap:
         meanwhile is the same request, `Enricher` reads a source once in flight)."""
         if st.search_id in self.early_reads:
             return
-        self.early_reads[st.search_id] = asyncio.ensure_future(
-            self.enricher.run(refs, ctx, stage="retrieval", quality=True, detail=False, label="预读期刊")
-        )
+        stage = "enrichment" if st.retrieved else "retrieval"
+
+        async def read() -> None:
+            try:
+                await self.enricher.run(refs, ctx, stage=stage, quality=True, detail=False, label="预读期刊")
+            except CnkiError as exc:  # a budget, a block: the search's own next request meets it too
+                log.info("early journal reads stopped: %s", exc.code)
+
+        self.early_reads[st.search_id] = asyncio.ensure_future(read())
 
     async def _land_early_reads(self, st: SearchState) -> None:
-        """The early journal reads land; their fatal failure (a budget, a block) is raised."""
+        """The early journal reads land (they raise nothing: a fatal error stops them, and the
+        search's own requests meet it; a journal that failed is read again only if proposed)."""
         early = self.early_reads.pop(st.search_id, None)
         if early is not None:
             await early

@@ -123,11 +123,16 @@ async def test_a_search_cut_among_its_early_journal_reads_continues_without_repe
             async def runner(ctx: OperationContext, pipe: ResearchPipeline = pipe, inp: SearchInput = inp) -> Any:
                 return await pipe.research(inp, PLAN, ctx)
 
+            mark = len(site.sent)  # the continued search's requests from here
             job = jobs.continue_(stopped.operation_id, runner, additional_requests=400)
             [done] = await clock.run_until_complete(job.finish())
         finally:
             store.close()
         assert done.status == "completed", (cut, done.errors)
+        if cut == early[0]:  # cut before any was read: the continued search reads them beside its pages
+            after = [k for k, _ in site.sent[mark:]]
+            last_page = max(i for i, k in enumerate(after) if k[:2] == ("grid", "q1"))
+            assert any(k[0] == "journal" for k in after[:last_page]), after
         assert duplicates(site.log) == [], cut
         assert sorted(site.log) == sorted(whole_site.log), cut
         assert done.result["selected_count"] == whole.result["selected_count"], cut
