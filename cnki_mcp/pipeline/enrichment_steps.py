@@ -6,7 +6,7 @@ before it is read. A mixin of `SearchEngine`, which owns the state, the store an
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from cnki_mcp.identity import Paper, source_key
@@ -37,15 +37,8 @@ class EnrichmentSteps:
 
     if TYPE_CHECKING:  # provided by SearchEngine; declared for the type checker only
 
-        def candidates(
-            self,
-            st: SearchState,
-            refs: Sequence[str],
-            through: int | None = None,
-            *,
-            retrieval_only: bool = False,
-            masked: frozenset[str] = frozenset(),
-        ) -> tuple[list[Candidate], dict[str, Paper]]: ...
+        # SearchEngine.candidates(st, refs, through=None, *, retrieval_only=False, masked=frozenset())
+        candidates: Callable[..., tuple[list[Candidate], dict[str, Paper]]]
 
         def _local_channels(self, st: SearchState, *, retrieval_only: bool = False) -> list[LocalChannel]: ...
 

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from pipeline_fakes import SimSite, duplicates
+from test_request_policy import PLAN, search
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationRecord
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions
 from cnki_mcp.pipeline.policy import (
     DEFAULT_POLICY,
@@ -22,11 +23,9 @@ from cnki_mcp.pipeline.policy import (
     first_level_journals,
 )
 from cnki_mcp.pipeline.research import ResearchPipeline
-from cnki_mcp.query.plan import plan_explicit
 from cnki_mcp.rank import Candidate, Hit, ReferenceRanker
 from cnki_mcp.store import Store
 
-PLAN = plan_explicit([["自动驾驶"], ["产品责任"]])
 WITHOUT = DEFAULT_POLICY.without("early_journals")
 
 
@@ -57,13 +56,8 @@ async def run(
     store = Store.open(directory, clock)
     try:
         pipe = ResearchPipeline(site, store, clock, workers=8, now_year=lambda: 2026, page_size=20, policy=policy)
-
-        async def runner(ctx: OperationContext) -> Any:
-            return await pipe.research(inp or live(), PLAN, ctx)
-
         start = clock.monotonic()
-        job = JobManager(clock, MemorySink()).start(OperationKind.SEARCH, runner, (inp or live()).budget())
-        [record] = await clock.run_until_complete(job.finish())
+        record = await search(clock, pipe, inp or live())
         items = store.search_results(record.result["search_id"], "all", 0, 10_000).items
         return site, record, [(e.record_ref, e.selected) for e in items], clock.monotonic() - start
     finally:
@@ -117,7 +111,7 @@ async def test_a_search_cut_among_its_early_journal_reads_continues_without_repe
             pipe = ResearchPipeline(site, store, clock, workers=8, now_year=lambda: 2026, page_size=20)
             jobs = JobManager(clock, MemorySink())
             inp = live(max_requests=cut)
-            stopped = await _search(clock, pipe, inp, jobs)
+            stopped = await search(clock, pipe, inp, jobs)
             assert stopped.status == "partial" and stopped.errors[0].code == "BUDGET_EXHAUSTED", cut
 
             async def runner(ctx: OperationContext, pipe: ResearchPipeline = pipe, inp: SearchInput = inp) -> Any:
@@ -136,15 +130,6 @@ async def test_a_search_cut_among_its_early_journal_reads_continues_without_repe
         assert duplicates(site.log) == [], cut
         assert sorted(site.log) == sorted(whole_site.log), cut
         assert done.result["selected_count"] == whole.result["selected_count"], cut
-
-
-async def _search(clock: FakeClock, pipe: ResearchPipeline, inp: SearchInput, jobs: JobManager) -> OperationRecord:
-    async def runner(ctx: OperationContext) -> Any:
-        return await pipe.research(inp, PLAN, ctx)
-
-    job = jobs.start(OperationKind.SEARCH, runner, inp.budget())
-    [record] = await clock.run_until_complete(job.finish())
-    return record
 
 
 async def test_a_search_that_asks_no_more_pages_after_its_first_level_reads_nothing_early(
