@@ -22,9 +22,9 @@ DEFAULT_CORPORA = ("bundled", "main", "heldout")
 ABLATIONS = ("subset_channels", "enrichment", "subset_pages", "watch_depth", "reading", "journal_timing", "enrichment_start", "feedback_start", "closing_pages", "feedback_when")
 # rules that act only under the request limiter (the in-process policy bench has none, so there
 # they change nothing): named by `bench.py growth --policy default-RULE`, not run by `policy`
-# and rules that change when requests go out, not which (early_journals: the same requests on all
+# and rules that change when requests go out, not which (journal_prefetch: the same requests on all
 # four corpora)
-PACED_ABLATIONS = ("overlap_depth", "early_journals")
+PACED_ABLATIONS = ("overlap_depth", "journal_prefetch")
 
 
 def _policy(name: str) -> Any:

@@ -97,8 +97,8 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
         self.public_origins = public_origins
         self.page_log = PageLog(store, clock, page_size)  # the search log (DESIGN.md "Search log")
         self.papers = PaperMemo(store)  # each enrichment step ranks every candidate again
-        # search id -> its journal pages read beside the last pages (EarlyJournals.FIRST_LEVEL)
-        self.early_reads: dict[str, asyncio.Future[None]] = {}
+        # search id -> its journal pages read beside the last pages (JournalPrefetch.FIRST_LEVEL)
+        self.prefetches: dict[str, asyncio.Future[None]] = {}
 
     # --- the run ------------------------------------------------------------------------
 
@@ -107,7 +107,7 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
             st.coverage = [_coverage(c) for c in st.channels]
         failure: CnkiError | None = None
         try:
-            await self._phases_landing_early_reads(st, ctx)
+            await self._phases_landing_prefetches(st, ctx)
         except CnkiError as exc:
             if not is_fatal(exc):
                 raise
@@ -124,30 +124,26 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
             raise failure
         return summary
 
-    async def _phases_landing_early_reads(self, st: SearchState, ctx: OperationContext) -> None:
-        """`_phases`, then the journal pages read beside the last pages (EarlyJournals.FIRST_LEVEL,
-        pipeline/overlap.py) land before the search ends; the phases' failure is raised first,
-        then theirs. Stopped (cancelled), the search does not wait for the reads not sent yet."""
+    async def _phases_landing_prefetches(self, st: SearchState, ctx: OperationContext) -> None:
+        """`_phases`; the journal pages prefetched beside the last pages (JournalPrefetch, pipeline/
+        overlap.py) land before the search ends, and raise nothing. A stopped (cancelled) search
+        cancels the prefetches it has not sent; the phases' failure is raised once they landed."""
         try:
             await self._phases(st, ctx)
-        except asyncio.CancelledError:
-            early = self.early_reads.pop(st.search_id, None)
-            if early is not None:
-                early.cancel()
-                await asyncio.gather(early, return_exceptions=True)
+        except BaseException as exc:
+            prefetch = self.prefetches.pop(st.search_id, None)
+            if prefetch is not None:
+                if isinstance(exc, asyncio.CancelledError):
+                    prefetch.cancel()
+                await asyncio.gather(prefetch, return_exceptions=True)
             raise
-        except BaseException:
-            early = self.early_reads.pop(st.search_id, None)
-            if early is not None:
-                await asyncio.gather(early, return_exceptions=True)  # the phases' failure is raised
-            raise
-        await self._land_early_reads(st)
+        await self._land_prefetches(st)
 
     async def _phases(self, st: SearchState, ctx: OperationContext) -> None:
         read = "摘要" if self._reading(st)[1] else "详情"  # what the enrichment reads (progress text)
         self._resume_landed(st, ctx)
-        if st.early_journals and not st.finished:  # a resumed search reads what it had decided
-            self._read_early(st, ctx, st.early_journals)
+        if st.prefetched_journals and not st.finished:  # a resumed search reads what it had decided
+            self._prefetch(st, ctx, st.prefetched_journals)
         if not st.retrieved:
             await self._retrieve(st, ctx, label=f"读取{read}与期刊（检索同时进行）")
             st.retrieved = True
@@ -644,8 +640,8 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
         self, st: SearchState, refs: Sequence[str], through: int | None = None, *, deciding: bool = False
     ) -> tuple[list[Ranked], dict[str, Paper]]:
         """The ranking of `refs`; `deciding`: for a decision, so a journal read early and not yet
-        proposed counts as unread (EarlyJournals.FIRST_LEVEL, `unproposed_early`)."""
-        masked = self.unproposed_early(st) if deciding else frozenset()
+        proposed counts as unread (JournalPrefetch.FIRST_LEVEL, `unproposed_prefetch`)."""
+        masked = self.unproposed_prefetch(st) if deciding else frozenset()
         cands, papers = self.candidates(st, refs, through, masked=masked)
         return self.ranker.rank(cands, st.groups, self.now_year()), papers
 

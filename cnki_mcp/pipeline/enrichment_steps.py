@@ -155,9 +155,9 @@ class EnrichmentSteps:
         self, st: SearchState, through: int | None = None, *, retrieval_only: bool = False
     ) -> tuple[list[Ranked], dict[str, Paper], dict[str, RefState]]:
         """The current ranking (lower bounds), its papers, and what the store holds for each. A
-        journal read early (EarlyJournals.FIRST_LEVEL) counts as unread until a step proposes its
-        source (`unproposed_early`), so the decisions are those of a search that did not read it."""
-        masked = self.unproposed_early(st)
+        journal read early (JournalPrefetch.FIRST_LEVEL) counts as unread until a step proposes its
+        source (`unproposed_prefetch`), so the decisions are those of a search that did not read it."""
+        masked = self.unproposed_prefetch(st)
         cands, papers = self.candidates(st, st.refs, through, retrieval_only=retrieval_only, masked=masked)
         ranked = self.ranker.rank(cands, st.groups, self.now_year())
         states: dict[str, RefState] = {}
@@ -179,13 +179,13 @@ class EnrichmentSteps:
             )
         return ranked, papers, states
 
-    def unproposed_early(self, st: SearchState) -> frozenset[str]:
-        """The sources of the journals read early (`SearchState.early_journals`) that no step has
+    def unproposed_prefetch(self, st: SearchState) -> frozenset[str]:
+        """The sources of the journals read early (`SearchState.prefetched_journals`) that no step has
         proposed yet (`journals`, `feedback_journals`): a function of the checkpoint alone, so a
         resumed search decides alike whether those reads have landed or not."""
-        if not st.early_journals:
+        if not st.prefetched_journals:
             return frozenset()
         proposed = self.store.papers_by_refs([*st.journals, *st.feedback_journals])
         released = {source_key(p.source) for p in proposed.values()}
-        early = self.store.papers_by_refs(st.early_journals)
+        early = self.store.papers_by_refs(st.prefetched_journals)
         return frozenset(k for p in early.values() if (k := source_key(p.source)) and k not in released)

@@ -3,8 +3,8 @@
 still being fetched, deciding on a snapshot of the pages landed so far, so the limiter, idle
 between one query's dependent pages, reads what the top needs; under `FeedbackStart.WITH_SNAPSHOT`
 the feedback pages follow, from the snapshot's top. A retrieval too short for that reads the
-journal pages of its first level's readable top beside its last pages (`EarlyJournals.FIRST_LEVEL`,
-`_decide_early_journals`). Under `FeedbackWhen.CERTAIN` a search whose
+journal pages of its first level's readable top beside its last pages (`JournalPrefetch.FIRST_LEVEL`,
+`_decide_prefetch`). Under `FeedbackWhen.CERTAIN` a search whose
 feedback waits for the enrichment asks its pages as soon as the settled words are certain
 (`_enrich_with_certain_feedback`). A mixin of `SearchEngine`.
 
@@ -31,11 +31,11 @@ from cnki_mcp.identity import Paper, source_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.pipeline.enrich import Enricher
 from cnki_mcp.pipeline.policy import (
-    EarlyJournals,
     EnrichmentStart,
     FeedbackRule,
     FeedbackStart,
     FeedbackWhen,
+    JournalPrefetch,
     LocalChannel,
     OverlapDepth,
     RefState,
@@ -93,7 +93,7 @@ class Overlap:
     pacing: PacingSource
 
     enricher: Enricher
-    early_reads: dict[str, asyncio.Future[None]]
+    prefetches: dict[str, asyncio.Future[None]]
 
     if TYPE_CHECKING:  # provided by SearchEngine and EnrichmentSteps; declared for the type checker
         # the engine's paging loop and the enrichment steps (their signatures: engine.py and
@@ -178,7 +178,7 @@ class Overlap:
                 left = self._levels_left(st, units, level)
                 if left < (self.policy.overlap_pages + 1) // 2:
                     if left:  # a short retrieval: the steps wait for its last page, the journals not
-                        self._decide_early_journals(st, ctx, level)
+                        self._decide_prefetch(st, ctx, level)
                     return
                 if left <= self._depth(st, ctx, left):
                     break
@@ -205,27 +205,27 @@ class Overlap:
             if isinstance(outcome, BaseException):
                 raise outcome
 
-    def _decide_early_journals(self, st: SearchState, ctx: OperationContext, level: int) -> None:
-        """EarlyJournals.FIRST_LEVEL: the journals of the snapshot's readable top at `level`
+    def _decide_prefetch(self, st: SearchState, ctx: OperationContext, level: int) -> None:
+        """JournalPrefetch.FIRST_LEVEL: the journals of the snapshot's readable top at `level`
         (`first_level_journals`), chosen once and appended to the checkpoint, then read beside the
-        last pages (`_read_early`). The steps do not see them until they propose them
-        (`EnrichmentSteps.unproposed_early`), so the steps' decisions do not depend on them."""
-        if self.policy.early_journals != EarlyJournals.FIRST_LEVEL or st.early_journals:
+        last pages (`_prefetch`). The steps do not see them until they propose them
+        (`EnrichmentSteps.unproposed_prefetch`), so the steps' decisions do not depend on them."""
+        if self.policy.journal_prefetch != JournalPrefetch.FIRST_LEVEL or st.prefetched_journals:
             return
         ranked, papers, states = self._ranked_states(st, level)
         sources = {ref: source_key(p.source) for ref, p in papers.items()}
         refs = first_level_journals(ranked, states, sources, self.policy.readable_top)
         if not refs:
             return
-        event = enrich_event("early_journals", refs)
+        event = enrich_event("prefetched_journals", refs)
         st.apply(event)
         ctx.checkpoint_append(event)
-        self._read_early(st, ctx, refs)
+        self._prefetch(st, ctx, refs)
 
-    def _read_early(self, st: SearchState, ctx: OperationContext, refs: list[str]) -> None:
+    def _prefetch(self, st: SearchState, ctx: OperationContext, refs: list[str]) -> None:
         """Start reading the journal pages of `refs` (those not cached; a page a step asks for
         meanwhile is the same request, `Enricher` reads a source once in flight)."""
-        if st.search_id in self.early_reads:
+        if st.search_id in self.prefetches:
             return
         stage = "enrichment" if st.retrieved else "retrieval"
 
@@ -233,16 +233,16 @@ class Overlap:
             try:
                 await self.enricher.run(refs, ctx, stage=stage, quality=True, detail=False, label="预读期刊")
             except CnkiError as exc:  # a budget, a block: the search's own next request meets it too
-                log.info("early journal reads stopped: %s", exc.code)
+                log.info("journal prefetch stopped: %s", exc.code)
 
-        self.early_reads[st.search_id] = asyncio.ensure_future(read())
+        self.prefetches[st.search_id] = asyncio.ensure_future(read())
 
-    async def _land_early_reads(self, st: SearchState) -> None:
-        """The early journal reads land (they raise nothing: a fatal error stops them, and the
-        search's own requests meet it; a journal that failed is read again only if proposed)."""
-        early = self.early_reads.pop(st.search_id, None)
-        if early is not None:
-            await early
+    async def _land_prefetches(self, st: SearchState) -> None:
+        """The prefetches land (they raise nothing: a fatal error stops them, and the search's own
+        requests meet it; a journal whose read failed is read again only if a step proposes it)."""
+        prefetch = self.prefetches.pop(st.search_id, None)
+        if prefetch is not None:
+            await prefetch
 
     def _depth(self, st: SearchState, ctx: OperationContext, left: int) -> int:
         """The snapshot's depth in levels. OverlapDepth.PACED: decided from the pacing met once at

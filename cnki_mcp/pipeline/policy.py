@@ -36,7 +36,7 @@ PURE: rankings and candidates in, decisions out; no clock, no I/O. The engine ap
   (so it cannot be exhausted, which would answer the feedback locally).
 - `JournalTiming.TOP_WITH_ABSTRACT` (batch export): the readable top's journal pages go out beside
   their abstracts; the other candidates' journals wait for the abstract (`early_journals`).
-- `EarlyJournals.FIRST_LEVEL` (with `LAST_PAGES`, a retrieval too short to overlap that still
+- `JournalPrefetch.FIRST_LEVEL` (with `LAST_PAGES`, a retrieval too short to overlap that still
   has pages to come after its first level): the journal pages of the first level's readable top
   (`readable_top`, one per source, `first_level_journals`) are read beside the last pages. The
   steps' decisions treat such a journal as unread until a step proposes it (then its read is
@@ -100,7 +100,7 @@ class OverlapDepth(StrEnum):
     PACED = "paced"  # deeper where the snapshot's reads need more levels at the pacing met (`paced_depth`)
 
 
-class EarlyJournals(StrEnum):
+class JournalPrefetch(StrEnum):
     NONE = "none"  # a journal page only once an enrichment step proposes it
     FIRST_LEVEL = "first_level"  # a short retrieval's first-level top journals read beside its last pages
 
@@ -138,7 +138,7 @@ class SearchPolicy:
     overlap_depth: OverlapDepth = OverlapDepth.FIXED  # EnrichmentStart.LAST_PAGES: overlap_pages as is, or paced
     feedback_start: FeedbackStart = FeedbackStart.AFTER_ENRICHMENT  # EnrichmentStart.LAST_PAGES only
     feedback_when: FeedbackWhen = FeedbackWhen.SETTLED  # BOUNDARY + EXPORT, feedback after retrieval
-    early_journals: EarlyJournals = EarlyJournals.NONE  # EnrichmentStart.LAST_PAGES, a short retrieval
+    journal_prefetch: JournalPrefetch = JournalPrefetch.NONE  # EnrichmentStart.LAST_PAGES, a short retrieval
 
     def without(self, rule: str) -> SearchPolicy:
         """This policy with one rule set back (the ablations of the bench): to the reference's
@@ -157,7 +157,7 @@ class SearchPolicy:
             "closing_pages": {"closing_pages": 0},
             "overlap_depth": {"overlap_depth": OverlapDepth.FIXED},
             "feedback_when": {"feedback_when": FeedbackWhen.SETTLED},
-            "early_journals": {"early_journals": EarlyJournals.NONE},
+            "journal_prefetch": {"journal_prefetch": JournalPrefetch.NONE},
         }
         return replace(self, name=f"{self.name}-{rule}", **back[rule])  # type: ignore[arg-type]
 
@@ -185,7 +185,7 @@ DEFAULT_POLICY = SearchPolicy(
     closing_pages=2,
     overlap_depth=OverlapDepth.PACED,
     feedback_when=FeedbackWhen.CERTAIN,
-    early_journals=EarlyJournals.FIRST_LEVEL,
+    journal_prefetch=JournalPrefetch.FIRST_LEVEL,
 )
 POLICIES = {p.name: p for p in (REFERENCE_POLICY, DEFAULT_POLICY)}
 
@@ -384,7 +384,7 @@ def next_enrichment(
 def first_level_journals(
     ranked: Sequence[Ranked], states: Mapping[str, RefState], sources: Mapping[str, str], depth: int
 ) -> list[str]:
-    """EarlyJournals.FIRST_LEVEL: among the `depth` best of the first level's ranking, one paper
+    """JournalPrefetch.FIRST_LEVEL: among the `depth` best of the first level's ranking, one paper
     per source whose journal is unread (`sources`: ref -> source key; no key, no journal page).
     The steps read the journals of the readable top and of the boundary around it: on the four
     policy-bench corpora every source chosen so from the top 10 (and from the top 20) was later

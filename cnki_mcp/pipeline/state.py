@@ -47,7 +47,7 @@ CHECKPOINT_KEYS = (
     "local",
     "feedback_beside",
     "overlap_depth",
-    "early_journals",
+    "prefetched_journals",
 )
 
 RETRIEVAL, FEEDBACK = 0, 1  # the stage part of a candidate's order key
@@ -199,10 +199,10 @@ class SearchState:
     # OverlapDepth.PACED: the snapshot's depth in levels, once decided from the pacing met
     # (pipeline/overlap.py); 0 until then. A resumed search keeps it, whatever pacing it meets.
     overlap_depth: int = 0
-    # EarlyJournals.FIRST_LEVEL: papers whose journal page was read beside the last pages, before
+    # JournalPrefetch.FIRST_LEVEL: papers whose journal page was read beside the last pages, before
     # any step proposed it (pipeline/overlap.py); the steps treat those journals as unread until
     # a step proposes one of their sources
-    early_journals: list[str] = field(default_factory=list)
+    prefetched_journals: list[str] = field(default_factory=list)
 
     @property
     def channels(self) -> list[Channel]:
@@ -250,7 +250,7 @@ class SearchState:
                 "feedback_pool": self.feedback_pool,
                 "journals": self.journals,
                 "feedback_journals": self.feedback_journals,
-                "early_journals": self.early_journals,
+                "prefetched_journals": self.prefetched_journals,
             }.get(event["pool"], self.pool)
             pool.extend(r for r in event["refs"] if r not in pool)
             return
@@ -375,7 +375,7 @@ class SearchState:
             "local": [dict(x) for x in self.local],
             "feedback_beside": self.feedback_beside,
             "overlap_depth": self.overlap_depth,
-            "early_journals": list(self.early_journals),
+            "prefetched_journals": list(self.prefetched_journals),
         }
 
     @classmethod
@@ -421,7 +421,7 @@ class SearchState:
             local=[dict(x) for x in (data.get("local") or [])],
             feedback_beside=bool(data.get("feedback_beside")),
             overlap_depth=int(data.get("overlap_depth") or 0),
-            early_journals=list(data.get("early_journals") or []),
+            prefetched_journals=list(data.get("prefetched_journals") or []),
         )
 
 
@@ -459,7 +459,7 @@ def page_event(
 def enrich_event(pool: str, refs: list[str]) -> dict[str, Any]:
     """A batch of candidates the boundary enrichment decided to read (pipeline/policy.py), joining
     `pool` or `feedback_pool` (abstracts), `journals` / `feedback_journals` (journal pages under
-    Reading.EXPORT) or `early_journals` (EarlyJournals.FIRST_LEVEL): a resumed phase reads them
+    Reading.EXPORT) or `prefetched_journals` (JournalPrefetch.FIRST_LEVEL): a resumed phase reads them
     again only where still missing."""
     return {"e": "enrich", "pool": pool, "refs": list(refs)}
 

@@ -251,11 +251,11 @@ class TimedSite(SimSite):
 async def test_the_readable_tops_journal_pages_go_out_beside_its_abstracts(tmp_path: Path) -> None:
     """JournalTiming.TOP_WITH_ABSTRACT (the default): the first export step sends the top papers'
     journal pages with it instead of one latency later; the same search reads them after the
-    abstracts under the ablation, and both settle the same top ten. (Without EarlyJournals, whose
-    journal pages go out before any export: tests/component/test_early_journals.py.)"""
+    abstracts under the ablation, and both settle the same top ten. (Without JournalPrefetch, whose
+    journal pages go out before any export: tests/component/test_journal_prefetch.py.)"""
     firsts: dict[str, tuple[float, float]] = {}
     tops: dict[str, list[str]] = {}
-    base = DEFAULT_POLICY.without("early_journals")
+    base = DEFAULT_POLICY.without("journal_prefetch")
     for policy in (base, base.without("journal_timing")):
         clock = FakeClock()
         site = TimedSite(clock, exports=True)

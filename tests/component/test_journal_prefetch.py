@@ -1,4 +1,4 @@
-"""EarlyJournals.FIRST_LEVEL (pipeline/overlap.py, DESIGN.md "Journal pages beside a short
+"""JournalPrefetch.FIRST_LEVEL (pipeline/overlap.py, DESIGN.md "Journal pages beside a short
 retrieval") on a fake clock: a retrieval too short to overlap reads the journal pages of its first
 level's top beside its last pages; the enrichment steps decide as if those pages were unread until
 they propose them, so the requests, their decisions and the results are those without the rule,
@@ -14,10 +14,11 @@ from test_request_policy import PLAN, search
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationRecord
+from cnki_mcp.models import JournalPage
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions
 from cnki_mcp.pipeline.policy import (
     DEFAULT_POLICY,
-    EarlyJournals,
+    JournalPrefetch,
     RefState,
     SearchPolicy,
     first_level_journals,
@@ -26,7 +27,7 @@ from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.rank import Candidate, Hit, ReferenceRanker
 from cnki_mcp.store import Store
 
-WITHOUT = DEFAULT_POLICY.without("early_journals")
+WITHOUT = DEFAULT_POLICY.without("journal_prefetch")
 
 
 class TimedSite(SimSite):
@@ -40,6 +41,15 @@ class TimedSite(SimSite):
     async def _call(self, op: Any, key: tuple[Any, ...]) -> None:
         self.sent.append((key, self.clock.monotonic()))
         await super()._call(op, key)
+
+    async def journal(self, url: str, expected_source: str | None = None, op: Any = None) -> JournalPage:
+        """Journals of unequal quality, so a tier known too soon would reorder the ranking: 法学期刊0-4
+        are core (a higher tier and impact the later they come), the others ordinary."""
+        page = await super().journal(url, expected_source, op)
+        n = int(page.name.removeprefix("法学期刊"))
+        if n >= 5:
+            return page.model_copy(update={"tiers": [], "composite_if": 0.2})
+        return page.model_copy(update={"tiers": ["SCI"] if n >= 3 else ["北大核心"], "composite_if": 1.0 + 2 * n})
 
 
 def live(**options: Any) -> SearchInput:
@@ -80,23 +90,23 @@ async def test_a_short_retrieval_reads_its_first_levels_journals_beside_its_last
     assert early_took < took
 
 
-async def test_the_steps_propose_each_early_journal_as_if_it_were_unread(tmp_path: Path) -> None:
+async def test_the_steps_propose_each_prefetched_journal_as_if_it_were_unread(tmp_path: Path) -> None:
     # a journal read early is proposed by the step that would have read it (which then sends
     # nothing for it): the steps' decisions, checkpointed, are those of the search without the rule
     early_site, early, _, _ = await run(tmp_path / "early", DEFAULT_POLICY)
     _, plain, _, _ = await run(tmp_path / "plain", WITHOUT)
     first_export = min(t for k, t in early_site.sent if k[0] == "export")
     read_early = [k for k, t in early_site.sent if k[0] == "journal" and t < first_export]
-    assert len(read_early) == len(early.checkpoint["early_journals"]) >= 5
-    assert plain.checkpoint["early_journals"] == []
+    assert len(read_early) == len(early.checkpoint["prefetched_journals"]) >= 5
+    assert plain.checkpoint["prefetched_journals"] == []
     for decided in ("pool", "journals", "feedback_pool", "feedback_journals", "feedback"):
         assert early.checkpoint[decided] == plain.checkpoint[decided], decided
-    assert set(early.checkpoint["early_journals"]) <= set(early.checkpoint["journals"])  # all proposed later
+    assert set(early.checkpoint["prefetched_journals"]) <= set(early.checkpoint["journals"])  # all proposed later
     assert duplicates(early_site.log) == []
     assert early.requests == plain.requests
 
 
-async def test_a_search_cut_among_its_early_journal_reads_continues_without_repeating_a_request(
+async def test_a_search_cut_among_its_prefetches_continues_without_repeating_a_request(
     tmp_path: Path,
 ) -> None:
     whole_site, whole, _, _ = await run(tmp_path / "whole", DEFAULT_POLICY)
@@ -132,7 +142,7 @@ async def test_a_search_cut_among_its_early_journal_reads_continues_without_repe
         assert done.result["selected_count"] == whole.result["selected_count"], cut
 
 
-async def test_a_search_that_asks_no_more_pages_after_its_first_level_reads_nothing_early(
+async def test_a_search_that_asks_no_more_pages_after_its_first_level_prefetches_nothing(
     tmp_path: Path,
 ) -> None:
     # target 40: q1's first page of 20 and the title and keyword pages reach it, no page is left
@@ -155,5 +165,5 @@ def test_the_first_levels_journals_are_one_per_unread_source_among_the_watched_t
     assert first_level_journals(ranked, states, sources, depth=6) == [order[2], order[4]]
     assert first_level_journals(ranked, states, sources, depth=8) == [order[2], order[4], order[6], order[7]]
     assert first_level_journals(ranked, states, sources, depth=0) == []
-    assert DEFAULT_POLICY.early_journals == EarlyJournals.FIRST_LEVEL
-    assert WITHOUT.early_journals == EarlyJournals.NONE
+    assert DEFAULT_POLICY.journal_prefetch == JournalPrefetch.FIRST_LEVEL
+    assert WITHOUT.journal_prefetch == JournalPrefetch.NONE
