@@ -3,7 +3,9 @@ simulator): the research search's snapshot depth follows the pacing the server's
 (DESIGN.md "Overlap depth"). With grid pages of 0.3 s and 0.2 s between starts one read fits
 beside each page, so the snapshot is taken 32 levels before the end; with 1 ms between starts
 many fit, 16. The whole chain runs: the site notes each answered grid page's time, the limiter
-gives the pacing, the engine decides the depth and checkpoints it."""
+gives the pacing, the engine decides the depth and checkpoints it. A short retrieval, which takes
+no snapshot, prefetches its readable top's journal pages beside its last pages (DESIGN.md
+"Journal pages beside a short retrieval")."""
 
 from __future__ import annotations
 
@@ -74,3 +76,31 @@ async def test_the_snapshot_is_taken_deeper_where_the_limiter_spaces_requests_wi
     # the snapshot at 16 levels leaves at most 16 pages (17 with one asked as the export left);
     # at its first level, q1's 20 pages less the two already asked (its page 2 on page 1's head)
     assert fast <= 17 and slow >= 18, (fast, slow)
+
+
+async def test_a_short_retrieval_prefetches_its_top_journals_beside_its_last_pages(
+    sim: SimServer, tmp_path: Path, browser_executable: str
+) -> None:
+    # target 300 with the default 5 pages: too short to overlap (DESIGN.md "Journal pages beside a
+    # short retrieval"); the first level's readable top's journals go out before q1's last page
+    # (without the prefetch no journal page is asked before retrieval ends), none asked twice.
+    # Pages of 0.7 s, as in the growth benchmark: the limiter is idle beside q1's last 4 pages
+    sim.set_scenario({"latency": [{"path": "/kns8s/brief/grid", "ms": 700}]})
+    sim.reset()
+    data_dir = tmp_path / "prefetch"
+    env = serve_env(data_dir, sim.origin, browser_executable, CNKI_REQUEST_INTERVAL_MS="200")
+    server = await StdioServer(env, data_dir.parent).start()
+    try:
+        short = {**SEARCH, "options": {"candidate_target": 300, "freshness": "live"}}
+        record = await server.finish(await server.call("search", short))
+    finally:
+        await server.stop()
+    assert record["status"] == "completed", record["errors"]
+    log = without_captures(sim.requests)
+    grids = [(i, json.dumps(e.params.get("query"), ensure_ascii=False, sort_keys=True)) for i, e in enumerate(log)
+             if e.path.startswith("/kns8s/brief/grid") and e.method == "POST"]
+    [(q1, _)] = Counter(q for _, q in grids).most_common(1)
+    last_page = max(i for i, q in grids if q == q1)
+    journals = [(i, e.path, json.dumps(e.params, sort_keys=True)) for i, e in enumerate(log) if e.path.startswith("/knavi/")]
+    assert sum(1 for i, _, _ in journals if i < last_page) >= 5, journals
+    assert len({(p, q) for _, p, q in journals}) == len(journals)  # no journal page asked twice
