@@ -110,12 +110,12 @@ def _table(target: int, rows: list[tuple[str, dict[str, dict[str, Any]]]], polic
 def bench_broad(args: argparse.Namespace) -> int:
     from cnki_mcp.site.backend import Pacing
 
-    backend, _ = bench_policy._corpus("main")
+    backend, _ = bench_policy._corpus(args.corpus)
     pacing = None
     policies = POLICIES
-    if args.pacing:  # the paced depth against the fixed one, at that pacing (printed only)
+    if args.pacing:  # the default against one paced rule set back, at that pacing (printed only)
         interval, latency = (float(x) for x in args.pacing.split(","))
-        pacing, policies = Pacing(interval, latency), ("default", "default-overlap_depth")
+        pacing, policies = Pacing(interval, latency), ("default", f"default-{args.against}")
     tables = []
     for target in (int(x) for x in args.targets.split(",")):
         rows = []
@@ -129,7 +129,7 @@ def bench_broad(args: argparse.Namespace) -> int:
             rows.append((qid, runs))
         tables.append(_table(target, rows, policies))
         print(tables[-1], flush=True)
-    if args.write and pacing is None:
+    if args.write and pacing is None and args.corpus == "main":
         bench._write_section(Path(args.write), "Broad questions at large targets", _section(args, tables))
         print(f"\nwritten to {args.write}")
     return 0
@@ -160,5 +160,9 @@ def add_broad_parser(sub: Any) -> None:
     p.add_argument("--max-pages", type=int, default=100)
     p.add_argument("--write", default=None, metavar="MD", help="also write the section of this file")
     p.add_argument("--pacing", default=None, metavar="INTERVAL,LATENCY",
-                   help="seconds: the default (paced overlap depth) against default-overlap_depth at this pacing; printed, not written")
+                   help="seconds: the default against default-RULE (--against) at this pacing; printed, not written")
+    p.add_argument("--against", default="overlap_depth", choices=bench_policy.PACED_ABLATIONS,
+                   help="with --pacing: the paced rule set back in the compared policy")
+    p.add_argument("--corpus", default="main", choices=("main", "heldout", "diverse"),
+                   help="the generated corpus the questions run on (their words are main's vocabulary)")
     p.set_defaults(func=bench_broad)

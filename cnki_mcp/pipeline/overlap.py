@@ -14,9 +14,10 @@ L pages (or closed), at the first level L after which the stop rule is certain t
 a retrieval that starts longer meets it with exactly `overlap_pages` to come), provided it is
 certain of at least half as many: a shorter retrieval is not overlapped. Under
 `OverlapDepth.PACED` the depth is the levels the snapshot's reads need beside them at the pacing
-met (`paced_depth`), decided once and checkpointed. Everything the snapshot depends on is fixed once
-those pages have landed, whatever later pages have landed meanwhile, so an interrupted search
-continued takes the same decisions and `continue` repeats no request."""
+met (`paced_depth`), the reads sized under `SnapshotReads.JOURNALS` from the unread journals of
+the snapshot's top (`snapshot_reads`), decided once and checkpointed. Everything the snapshot
+depends on is fixed once those pages have landed, whatever later pages have landed meanwhile, so
+an interrupted search continued takes the same decisions and `continue` repeats no request."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from cnki_mcp.pipeline.policy import (
     OverlapDepth,
     RefState,
     SearchPolicy,
+    SnapshotReads,
     feedback_words_certain,
     first_level_journals,
 )
@@ -63,6 +65,14 @@ def remaining_levels(target: int, seen: int, open_units: int, page_size: int, ca
 # Requests the snapshot's steps and its feedback send beside the last pages: 27-30 at the growth
 # benchmark's 1,000 and 3,000 candidates (exports, journal pages, two feedback pages; timelines)
 SNAPSHOT_READS = 32
+# SnapshotReads.JOURNALS: reads per unread journal source among the snapshot's top 2 x watch_depth.
+# The search reads each such journal, about as many more for candidates that rise into the top
+# later, and exports beside them (`diverse` at 3,000: 27 sources, 55 journal pages, 8 exports);
+# 3 rather than 2 because the steps' reads wait on one another and leave some slots unused
+# (docs/benchmarks.md "The snapshot's depth from its journals")
+READS_PER_SOURCE = 3
+# the deepest snapshot, in multiples of `overlap_pages` (64 levels: 64 reads at 500 ms)
+DEPTH_CAP = 4
 
 
 def reads_per_level(pacing: Pacing) -> float:
@@ -74,15 +84,21 @@ def reads_per_level(pacing: Pacing) -> float:
     return max(1.0, pacing.latency / pacing.interval - 1.0)
 
 
-def paced_depth(base: int, pacing: Pacing | None) -> int:
-    """OverlapDepth.PACED: the levels of pages `SNAPSHOT_READS` need beside them at `pacing`,
-    between `base` and twice `base`; `base` when the pacing is not known. Never deeper than the
+def snapshot_reads(open_sources: int) -> int:
+    """SnapshotReads.JOURNALS: the reads a snapshot whose top holds `open_sources` unread journal
+    sources is expected to send beside the last pages, at least `SNAPSHOT_READS`."""
+    return max(SNAPSHOT_READS, READS_PER_SOURCE * open_sources)
+
+
+def paced_depth(base: int, pacing: Pacing | None, reads: int = SNAPSHOT_READS) -> int:
+    """OverlapDepth.PACED: the levels of pages `reads` need beside them at `pacing`, between
+    `base` and `DEPTH_CAP` x `base`; `base` when the pacing is not known. Never deeper than the
     reads need: a snapshot taken earlier decides on fewer candidates and leaves the closing
     snapshot more to read after the last pages (docs/benchmarks.md "Growth at stop 25")."""
     if pacing is None:
         return base
-    levels = math.ceil(round(SNAPSHOT_READS / reads_per_level(pacing), 6))  # 0.6 / 0.2 is 2.999...
-    return min(2 * base, max(base, levels))
+    levels = math.ceil(round(reads / reads_per_level(pacing), 6))  # 0.6 / 0.2 is 2.999...
+    return min(DEPTH_CAP * base, max(base, levels))
 
 
 class Overlap:
@@ -180,7 +196,7 @@ class Overlap:
                     if left:  # a short retrieval: the steps wait for its last page, the journals not
                         self._decide_prefetch(st, ctx, level)
                     return
-                if left <= self._depth(st, ctx, left):
+                if left <= self._depth(st, ctx, left, level):
                     break
                 level += 1
             await settle(level)
@@ -244,25 +260,43 @@ class Overlap:
         if prefetch is not None:
             await prefetch
 
-    def _depth(self, st: SearchState, ctx: OperationContext, left: int) -> int:
-        """The snapshot's depth in levels. OverlapDepth.PACED: decided from the pacing met once at
-        most twice `overlap_pages` levels are certain to come (every level before is deeper than
-        any paced depth) and checkpointed before any step depends on it, so a resumed search takes
-        the same snapshot whatever pacing it meets; no step has been decided before then."""
+    def _depth(self, st: SearchState, ctx: OperationContext, left: int, level: int) -> int:
+        """The snapshot's depth in levels. OverlapDepth.PACED: decided from the pacing met (and,
+        under SnapshotReads.JOURNALS, the unread journals of the snapshot at `level`) once at most
+        `DEPTH_CAP` x `overlap_pages` levels are certain to come (every level before is deeper than
+        any paced depth) and a page has been timed (or at most twice `overlap_pages` come, which a
+        depth from the fixed reads never exceeds), and checkpointed before any step depends on it,
+        so a resumed search takes the same snapshot whatever pacing it meets; no step has been
+        decided before then."""
         base = self.policy.overlap_pages
         if self.policy.overlap_depth != OverlapDepth.PACED:
             return base
         if st.overlap_depth:
             return st.overlap_depth
-        if left > 2 * base:
+        if left > DEPTH_CAP * base:
             return base  # not decided yet: deeper than any depth
+        pacing = self.pacing()
+        if pacing is None and left > 2 * base:
+            return base  # not decided yet: no page timed, and no depth from 32 reads reaches this level
         # steps decided before any depth was recorded: a checkpoint of the fixed depth (written
         # before this rule, or under OverlapDepth.FIXED) keeps its snapshot
-        levels = base if st.pool or st.feedback_beside else paced_depth(base, self.pacing())
-        event = depth_event(levels)
+        reads = SNAPSHOT_READS
+        if st.pool or st.feedback_beside:
+            levels = base
+        else:
+            if pacing is not None and self.policy.snapshot_reads == SnapshotReads.JOURNALS:
+                reads = snapshot_reads(self._open_sources(st, level))
+            levels = paced_depth(base, pacing, reads)
+        event = depth_event(levels, reads)
         st.apply(event)
         ctx.checkpoint_append(event)
         return st.overlap_depth
+
+    def _open_sources(self, st: SearchState, level: int) -> int:
+        """The unread journal sources among the top 2 x `watch_depth` of the snapshot at `level`."""
+        ranked, papers, states = self._ranked_states(st, level)
+        sources = {ref: source_key(p.source) for ref, p in papers.items()}
+        return len(first_level_journals(ranked, states, sources, 2 * self.policy.watch_depth))
 
     def _feedback_beside(self, st: SearchState) -> bool:
         """FeedbackStart.WITH_SNAPSHOT applies: feedback is asked (not answered locally at the end):

@@ -27,6 +27,11 @@ PURE: rankings and candidates in, decisions out; no clock, no I/O. The engine ap
   reads a level, at least 1), between `overlap_pages` and twice that (pipeline/overlap.py
   `paced_depth`): `overlap_pages` at the growth benchmark's 200 ms, twice at 500 ms. Decided
   once, from the pacing met, and checkpointed.
+- `SnapshotReads.JOURNALS` (with `PACED`): the reads the depth is sized for are 3 per unread
+  journal among the top 40 (twice `watch_depth`) of the snapshot at the level where the depth is
+  decided, at least the ~32 counted on `main`, and the depth may reach 4 x `overlap_pages`
+  (pipeline/overlap.py `snapshot_reads`): sources spread over many journals (the `diverse`
+  corpus, the real pages) need about twice the journal pages.
 - `closing_pages` (with `LAST_PAGES`): a second snapshot once at most this many levels are certain
   to come: the steps read what the pages since the first brought while the last are fetched, so
   the steps after retrieval seldom have anything left to read.
@@ -100,6 +105,11 @@ class OverlapDepth(StrEnum):
     PACED = "paced"  # deeper where the snapshot's reads need more levels at the pacing met (`paced_depth`)
 
 
+class SnapshotReads(StrEnum):
+    FIXED = "fixed"  # OverlapDepth.PACED sizes the snapshot for ~32 reads (counted on `main`)
+    JOURNALS = "journals"  # for 3 reads per unread journal in its top 40, at least 32 (`snapshot_reads`)
+
+
 class JournalPrefetch(StrEnum):
     NONE = "none"  # a journal page only once an enrichment step proposes it
     FIRST_LEVEL = "first_level"  # a short retrieval's first-level top journals read beside its last pages
@@ -139,6 +149,7 @@ class SearchPolicy:
     feedback_start: FeedbackStart = FeedbackStart.AFTER_ENRICHMENT  # EnrichmentStart.LAST_PAGES only
     feedback_when: FeedbackWhen = FeedbackWhen.SETTLED  # BOUNDARY + EXPORT, feedback after retrieval
     journal_prefetch: JournalPrefetch = JournalPrefetch.NONE  # EnrichmentStart.LAST_PAGES, a short retrieval
+    snapshot_reads: SnapshotReads = SnapshotReads.FIXED  # OverlapDepth.PACED: the reads the depth is sized for
 
     def without(self, rule: str) -> SearchPolicy:
         """This policy with one rule set back (the ablations of the bench): to the reference's
@@ -158,6 +169,7 @@ class SearchPolicy:
             "overlap_depth": {"overlap_depth": OverlapDepth.FIXED},
             "feedback_when": {"feedback_when": FeedbackWhen.SETTLED},
             "journal_prefetch": {"journal_prefetch": JournalPrefetch.NONE},
+            "snapshot_reads": {"snapshot_reads": SnapshotReads.FIXED},
         }
         return replace(self, name=f"{self.name}-{rule}", **back[rule])  # type: ignore[arg-type]
 
@@ -186,6 +198,7 @@ DEFAULT_POLICY = SearchPolicy(
     overlap_depth=OverlapDepth.PACED,
     feedback_when=FeedbackWhen.CERTAIN,
     journal_prefetch=JournalPrefetch.FIRST_LEVEL,
+    snapshot_reads=SnapshotReads.JOURNALS,
 )
 POLICIES = {p.name: p for p in (REFERENCE_POLICY, DEFAULT_POLICY)}
 
@@ -388,7 +401,8 @@ def first_level_journals(
     per source whose journal is unread (`sources`: ref -> source key; no key, no journal page).
     The steps read the journals of the readable top and of the boundary around it: on the four
     policy-bench corpora every source chosen so from the top 10 (and from the top 20) was later
-    proposed by a step (docs/benchmarks.md "Journal pages beside a short retrieval")."""
+    proposed by a step (docs/benchmarks.md "Journal pages beside a short retrieval"). Counted, they
+    are the unread sources a snapshot's depth is sized from (SnapshotReads.JOURNALS)."""
     seen: set[str] = set()
     out: list[str] = []
     for r in ranked[:depth]:

@@ -464,9 +464,13 @@ def enrich_event(pool: str, refs: list[str]) -> dict[str, Any]:
     return {"e": "enrich", "pool": pool, "refs": list(refs)}
 
 
-def depth_event(levels: int) -> dict[str, Any]:
-    """The snapshot's depth decided from the pacing met (OverlapDepth.PACED, pipeline/overlap.py)."""
-    return {"e": "depth", "levels": levels}
+def depth_event(levels: int, reads: int | None = None) -> dict[str, Any]:
+    """The snapshot's depth decided from the pacing met (OverlapDepth.PACED, pipeline/overlap.py),
+    with the reads it was sized for (kept for the record; replay reads only `levels`)."""
+    event: dict[str, Any] = {"e": "depth", "levels": levels}
+    if reads is not None:
+        event["reads"] = reads
+    return event
 
 
 def local_event(channel: Channel, phrase: str) -> dict[str, Any]:

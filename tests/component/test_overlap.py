@@ -17,7 +17,7 @@ from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
 from cnki_mcp.operations import CHECKPOINT_LOG
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions
-from cnki_mcp.pipeline.overlap import paced_depth, remaining_levels
+from cnki_mcp.pipeline.overlap import paced_depth, remaining_levels, snapshot_reads
 from cnki_mcp.pipeline.policy import DEFAULT_POLICY, SearchPolicy
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.pipeline.state import FEEDBACK, RETRIEVAL, Channel, SearchState, depth_event, page_event
@@ -303,6 +303,15 @@ def test_the_paced_depth_grows_as_fewer_reads_fit_beside_a_page() -> None:
     assert paced_depth(16, Pacing(0.0, 0.7)) == 16  # no spacing
 
 
+def test_the_reads_a_snapshot_is_sized_for_grow_with_the_unread_journals_of_its_top() -> None:
+    assert snapshot_reads(0) == snapshot_reads(10) == 32  # never fewer than counted on `main`
+    assert snapshot_reads(27) == 81  # 3 a source: the `diverse` corpus's growth question
+    assert paced_depth(16, GROWTH_PACING, 81) == 33  # 2.5 reads a level
+    assert paced_depth(16, Pacing(0.5, 0.7), 62) == 62  # one read a level
+    assert paced_depth(16, Pacing(0.5, 0.7), 200) == 64  # at most four times as deep
+    assert paced_depth(16, None, 200) == 16  # no page timed: the measured depth
+
+
 async def test_a_slower_pacing_takes_the_snapshot_deeper_with_the_same_pages_and_top(tmp_path: Path) -> None:
     site, record, ranked = await run(tmp_path, "paced", pacing=lambda: SLOW_LIMITER)
     fixed, _, fixed_ranked = await run(
@@ -320,8 +329,10 @@ async def test_a_slower_pacing_takes_the_snapshot_deeper_with_the_same_pages_and
     assert sorted(k for k, _ in site.sent if k[0] == "grid") == sorted(k for k, _ in fixed.sent if k[0] == "grid")
     assert [r for r, selected in ranked if selected][:10] == [r for r, selected in fixed_ranked if selected][:10]
     assert all(r["abstract_read"] and r["quality_known"] for r in record.result["results"][:10])
-    # at the reference pacing the paced depth is the fixed one
-    reference, _, _ = await run(tmp_path, "reference", pacing=lambda: GROWTH_PACING)
+    # at the reference pacing the depth sized for 32 reads is the fixed one
+    reference, _, _ = await run(
+        tmp_path, "reference", DEFAULT_POLICY.without("snapshot_reads"), pacing=lambda: GROWTH_PACING
+    )
     assert pages_after_first_export(reference) == 17
 
 
@@ -406,8 +417,9 @@ async def test_the_decided_depth_is_appended_to_the_checkpoint_before_any_step_r
     finally:
         store.close()
     assert record.status == "completed"
-    # a crash after a step's first read finds the depth in the log, without a full checkpoint
-    assert [(e["levels"], exports) for e, exports in appended if e.get("e") == "depth"] == [(32, 0)]
+    # a crash after a step's first read finds the depth in the log, without a full checkpoint; the
+    # first level's top holds the site's 15 journals, unread: 45 reads, one a level at this pacing
+    assert [(e["levels"], e["reads"], exports) for e, exports in appended if e.get("e") == "depth"] == [(45, 45, 0)]
 
 
 async def paced_run(
@@ -444,7 +456,7 @@ async def test_a_retrieval_certain_of_fewer_than_eight_levels_stays_out_of_the_o
     assert q1_pages_after_first_export(short) == 0
 
 
-async def test_the_depth_is_decided_from_the_pacing_met_once_at_most_32_levels_remain(tmp_path: Path) -> None:
+async def test_the_depth_waits_for_a_timed_page_while_more_than_32_levels_remain(tmp_path: Path) -> None:
     # 1,000 candidates over a q1 of 1,200: 47 levels certain after the first. The pacing is known
     # only 2 s in (the fifth page); a decision taken at the first level would fall back to 16
     def pacing(clock: FakeClock) -> Pacing | None:
@@ -460,3 +472,73 @@ async def test_a_search_checkpointed_under_the_fixed_depth_continues_with_its_sn
     await assert_cuts_in_the_steps_continue_like_whole(
         tmp_path, every=4, policy=DEFAULT_POLICY.without("overlap_depth"), resumed_pacing=lambda: SLOW_LIMITER
     )
+
+
+class ManyJournals(LongSite):
+    """LongSite with paper i in journal i % `journals` (the fake's own rows use 15)."""
+
+    def __init__(self, clock: FakeClock, journals: int) -> None:
+        super().__init__(clock)
+        self.journals = journals
+
+    def _source(self, title: str) -> str:
+        return f"期刊{int(title[-3:]) % self.journals}"
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> Any:
+        page = await super().grid(request, op, follow)
+        rows = [
+            r.model_copy(update={"source": (s := self._source(r.title)), "source_url": f"https://navi.cnki.net/{s}"})
+            for r in page.rows
+        ]
+        return page.model_copy(update={"rows": rows})
+
+    async def export_records(self, export_ids: list[str], op: SiteOp | None = None) -> Any:
+        records = await super().export_records(export_ids, op)
+        return [r.model_copy(update={"source": self._source(r.title)}) for r in records]
+
+
+async def journals_run(
+    tmp_path: Path, name: str, journals: int, policy: SearchPolicy = DEFAULT_POLICY
+) -> tuple[ManyJournals, list[dict[str, Any]], list[tuple[str, bool]]]:
+    """A default search (400 candidates, 17 levels certain after the first) over papers in
+    `journals` journals at the growth benchmark's pacing: the site, the depth events, the ranking."""
+    clock = FakeClock()
+    site = ManyJournals(clock, journals)
+    sink = MemorySink()
+    events: list[dict[str, Any]] = []
+
+    class Recording(MemorySink):
+        def append_checkpoint(self, operation_id: str, entry: Any) -> None:
+            if entry.get("e") == "depth":
+                events.append(entry)
+            sink.append_checkpoint(operation_id, entry)
+
+    store = Store.open(tmp_path / name, clock)
+    try:
+        jobs = JobManager(clock, Recording())
+        record = await search(clock, site, store, policy, jobs, live(), pacing=lambda: GROWTH_PACING)
+        assert record.status == "completed", record.errors
+        items = store.search_results(record.result["search_id"], "all", 0, 10_000).items
+        return site, events, [(e.record_ref, e.selected) for e in items]
+    finally:
+        store.close()
+
+
+async def test_a_snapshot_whose_top_spreads_over_more_journals_is_taken_deeper(tmp_path: Path) -> None:
+    few, few_depth, _ = await journals_run(tmp_path, "few", 3)
+    many, many_depth, many_ranked = await journals_run(tmp_path, "many", 60)
+    fixed, fixed_depth, fixed_ranked = await journals_run(
+        tmp_path, "fixed", 60, DEFAULT_POLICY.without("snapshot_reads")
+    )
+    # 3 journals: the 32 reads counted on `main`, 13 levels at 2.5 a level, so the fixed 16
+    assert [(e["levels"], e["reads"]) for e in few_depth] == [(16, 32)]
+    assert [(e["levels"], e["reads"]) for e in fixed_depth] == [(16, 32)]
+    # 60 journals: the first level's top 40 name 33 unread sources, 99 reads need 40 levels, so the
+    # snapshot is the first level (17 to come), one level before the fixed depth's
+    assert [(e["levels"], e["reads"]) for e in many_depth] == [(40, 99)]
+    assert q1_pages_after_first_export(few) == q1_pages_after_first_export(fixed) == 16
+    assert q1_pages_after_first_export(many) == 17
+    # the same pages, no request twice, the same top
+    assert sorted(k for k, _ in many.sent if k[0] == "grid") == sorted(k for k, _ in fixed.sent if k[0] == "grid")
+    assert not duplicates([k for k, _ in many.sent])
+    assert [r for r, selected in many_ranked if selected][:10] == [r for r, selected in fixed_ranked if selected][:10]
