@@ -15,9 +15,11 @@ a retrieval that starts longer meets it with exactly `overlap_pages` to come), p
 certain of at least half as many: a shorter retrieval is not overlapped. Under
 `OverlapDepth.PACED` the depth is the levels the snapshot's reads need beside them at the pacing
 met (`paced_depth`), the reads sized under `SnapshotReads.JOURNALS` from the unread journals of
-the snapshot's top (`snapshot_reads`), decided once and checkpointed. Everything the snapshot
-depends on is fixed once those pages have landed, whatever later pages have landed meanwhile, so
-an interrupted search continued takes the same decisions and `continue` repeats no request."""
+the snapshot's top (`snapshot_reads`), decided once and checkpointed with the level it was
+decided at (the depth also depends on the journal cache then, so it is recorded, not computed
+again). Everything else the snapshot depends on is fixed once those pages have landed, whatever
+later pages have landed meanwhile, so an interrupted search continued takes the same decisions
+and `continue` repeats no request."""
 
 from __future__ import annotations
 
@@ -263,16 +265,18 @@ class Overlap:
     def _depth(self, st: SearchState, ctx: OperationContext, left: int, level: int) -> int:
         """The snapshot's depth in levels. OverlapDepth.PACED: decided from the pacing met (and,
         under SnapshotReads.JOURNALS, the unread journals of the snapshot at `level`) once at most
-        `DEPTH_CAP` x `overlap_pages` levels are certain to come (every level before is deeper than
-        any paced depth) and a page has been timed (or at most twice `overlap_pages` come, which a
-        depth from the fixed reads never exceeds), and checkpointed before any step depends on it,
-        so a resumed search takes the same snapshot whatever pacing it meets; no step has been
-        decided before then."""
+        `DEPTH_CAP` x `overlap_pages` levels are certain to come and a page has been timed (or at
+        most twice `overlap_pages` come, which a depth from the fixed reads never exceeds), and
+        checkpointed with that level before any step depends on it. A level passed over before it
+        may have had fewer levels to come than the depth: a resumed search, whatever pacing it
+        meets, passes over the levels before the recorded one, so it takes the same snapshot; no
+        step has been decided before then."""
         base = self.policy.overlap_pages
         if self.policy.overlap_depth != OverlapDepth.PACED:
             return base
         if st.overlap_depth:
-            return st.overlap_depth
+            # a level before the decision was passed over then: so it is now
+            return st.overlap_depth if level >= st.overlap_level else base
         if left > DEPTH_CAP * base:
             return base  # not decided yet: deeper than any depth
         pacing = self.pacing()
@@ -287,7 +291,7 @@ class Overlap:
             if pacing is not None and self.policy.snapshot_reads == SnapshotReads.JOURNALS:
                 reads = snapshot_reads(self._open_sources(st, level))
             levels = paced_depth(base, pacing, reads)
-        event = depth_event(levels, reads)
+        event = depth_event(levels, reads, level)
         st.apply(event)
         ctx.checkpoint_append(event)
         return st.overlap_depth

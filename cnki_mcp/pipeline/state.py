@@ -47,6 +47,7 @@ CHECKPOINT_KEYS = (
     "local",
     "feedback_beside",
     "overlap_depth",
+    "overlap_level",
     "prefetched_journals",
 )
 
@@ -199,6 +200,9 @@ class SearchState:
     # OverlapDepth.PACED: the snapshot's depth in levels, once decided from the pacing met
     # (pipeline/overlap.py); 0 until then. A resumed search keeps it, whatever pacing it meets.
     overlap_depth: int = 0
+    # the page level it was decided at: no snapshot before it, as in the search that decided it
+    # (levels passed over while no page was timed may have had fewer levels to come than the depth)
+    overlap_level: int = 0
     # JournalPrefetch.FIRST_LEVEL: papers whose journal page was read beside the last pages, before
     # any step proposed it (pipeline/overlap.py); the steps treat those journals as unread until
     # a step proposes one of their sources
@@ -256,6 +260,7 @@ class SearchState:
             return
         if event.get("e") == "depth":
             self.overlap_depth = int(event["levels"])
+            self.overlap_level = int(event.get("at") or 0)
             return
         if event.get("e") == "local":
             self.coverage_of(event["ch"]).stopped = "local"
@@ -375,6 +380,7 @@ class SearchState:
             "local": [dict(x) for x in self.local],
             "feedback_beside": self.feedback_beside,
             "overlap_depth": self.overlap_depth,
+            "overlap_level": self.overlap_level,
             "prefetched_journals": list(self.prefetched_journals),
         }
 
@@ -421,6 +427,7 @@ class SearchState:
             local=[dict(x) for x in (data.get("local") or [])],
             feedback_beside=bool(data.get("feedback_beside")),
             overlap_depth=int(data.get("overlap_depth") or 0),
+            overlap_level=int(data.get("overlap_level") or 0),
             prefetched_journals=list(data.get("prefetched_journals") or []),
         )
 
@@ -464,12 +471,14 @@ def enrich_event(pool: str, refs: list[str]) -> dict[str, Any]:
     return {"e": "enrich", "pool": pool, "refs": list(refs)}
 
 
-def depth_event(levels: int, reads: int | None = None) -> dict[str, Any]:
-    """The snapshot's depth decided from the pacing met (OverlapDepth.PACED, pipeline/overlap.py),
-    with the reads it was sized for (kept for the record; replay reads only `levels`)."""
+def depth_event(levels: int, reads: int | None = None, at: int = 0) -> dict[str, Any]:
+    """The snapshot's depth decided from the pacing met (OverlapDepth.PACED, pipeline/overlap.py)
+    at page level `at` (no snapshot before it), with the reads it was sized for (for the record)."""
     event: dict[str, Any] = {"e": "depth", "levels": levels}
     if reads is not None:
         event["reads"] = reads
+    if at:
+        event["at"] = at
     return event
 
 

@@ -305,8 +305,8 @@ def test_the_paced_depth_grows_as_fewer_reads_fit_beside_a_page() -> None:
 
 def test_the_reads_a_snapshot_is_sized_for_grow_with_the_unread_journals_of_its_top() -> None:
     assert snapshot_reads(0) == snapshot_reads(10) == 32  # never fewer than counted on `main`
-    assert snapshot_reads(27) == 81  # 3 a source: the `diverse` corpus's growth question
-    assert paced_depth(16, GROWTH_PACING, 81) == 33  # 2.5 reads a level
+    assert snapshot_reads(25) == 75  # 3 a source: the `diverse` growth question at its first level
+    assert paced_depth(16, GROWTH_PACING, 75) == 30  # 2.5 reads a level
     assert paced_depth(16, Pacing(0.5, 0.7), 62) == 62  # one read a level
     assert paced_depth(16, Pacing(0.5, 0.7), 200) == 64  # at most four times as deep
     assert paced_depth(16, None, 200) == 16  # no page timed: the measured depth
@@ -322,7 +322,8 @@ async def test_a_slower_pacing_takes_the_snapshot_deeper_with_the_same_pages_and
         first_export = next(t for key, t in s.sent if key[0] == "export")
         return sum(1 for key, t in s.sent if key[:2] == ("grid", "q1") and t >= first_export)
 
-    # 32 levels at this pacing: the snapshot is the first level (17 levels certain to come), one
+    # 45 levels at this pacing (the site's 15 journals, unread, 3 reads each; 32 under the fixed
+    # reads): the snapshot is the first level (17 levels certain to come), one
     # level before the fixed depth's (16 to come, as at the reference pacing); its export goes out
     # beside q1's page 3 (asked once page 2 answered) instead of page 4
     assert pages_after_first_export(site) == 18 and pages_after_first_export(fixed) == 17
@@ -458,12 +459,15 @@ async def test_a_retrieval_certain_of_fewer_than_eight_levels_stays_out_of_the_o
 
 async def test_the_depth_waits_for_a_timed_page_while_more_than_32_levels_remain(tmp_path: Path) -> None:
     # 1,000 candidates over a q1 of 1,200: 47 levels certain after the first. The pacing is known
-    # only 2 s in (the fifth page); a decision taken at the first level would fall back to 16
+    # only 2 s in (level 4, 46 to come): a decision taken at the first level would fall back to 16
+    # (15 pages after the first export), one taken at 32 to come would give 32 (31); at level 4
+    # the 15 unread journals give 45 reads, one a level, so the snapshot is level 5 (45 to come;
+    # the first export goes out beside the next page, 44 after it)
     def pacing(clock: FakeClock) -> Pacing | None:
         return SLOW_LIMITER if clock.monotonic() >= FakeClock().monotonic() + 2.0 else None
 
     site = await paced_run(tmp_path, pacing, size=1200, target=1000)
-    assert q1_pages_after_first_export(site) >= 31
+    assert q1_pages_after_first_export(site) == 44
 
 
 async def test_a_search_checkpointed_under_the_fixed_depth_continues_with_its_snapshot(tmp_path: Path) -> None:
@@ -542,3 +546,65 @@ async def test_a_snapshot_whose_top_spreads_over_more_journals_is_taken_deeper(t
     assert sorted(k for k, _ in many.sent if k[0] == "grid") == sorted(k for k, _ in fixed.sent if k[0] == "grid")
     assert not duplicates([k for k, _ in many.sent])
     assert [r for r, selected in many_ranked if selected][:10] == [r for r, selected in fixed_ranked if selected][:10]
+
+
+async def test_a_continued_search_takes_its_snapshot_at_the_level_its_depth_was_decided_at(tmp_path: Path) -> None:
+    # 1,000 candidates over a q1 of 1,200: 47 levels certain after the first. No page is timed for
+    # 3 s, so levels 1-5 are passed over (47 to 45 to come); the depth (45 levels: 15 journals, 3
+    # reads each, one a level) is decided at level 6 and taken there (44 to come). A search cut in
+    # its steps and continued by a process that has timed no page replays that depth: it must not
+    # take the snapshot at level 5, which has 45 to come
+    def inp(budget: int | None = None) -> SearchInput:
+        extra = {"max_requests": budget} if budget else {}
+        return SearchInput(
+            query="自动驾驶 产品责任",
+            options=SearchOptions(freshness="live", candidate_target=1000, max_pages=100, **extra),
+        )
+
+    def timed(clock: FakeClock) -> PacingSource:
+        return lambda: SLOW_LIMITER if clock.monotonic() >= FakeClock().monotonic() + 3.0 else None
+
+    class Level6Cited(LongSite):
+        """q1's page 6 (papers 100-119) much cited: a snapshot through level 5 ranks other papers first."""
+
+        async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> Any:
+            page = await super().grid(request, op, follow)
+            hot = [r.model_copy(update={"cited": 900}) if 100 <= int(r.title[-3:]) < 120 else r for r in page.rows]
+            return page.model_copy(update={"rows": hot})
+
+    async def searched(name: str, budget: int | None) -> tuple[LongSite, OperationRecord]:
+        clock = FakeClock()
+        site = Level6Cited(clock, size=1200)
+        store = Store.open(tmp_path / name, clock)
+        try:
+            jobs = JobManager(clock, MemorySink())
+            record = await search(clock, site, store, DEFAULT_POLICY, jobs, inp(budget), pacing=timed(clock))
+            if budget is None:
+                return site, record
+            assert record.status == "partial" and record.errors[0].code == "BUDGET_EXHAUSTED"
+            pipe = ResearchPipeline(
+                site, store, clock, workers=8, now_year=lambda: 2026, page_size=PAGE_SIZE, pacing=lambda: None
+            )
+
+            async def runner(ctx: OperationContext) -> Any:
+                return await pipe.research(inp(budget), PLAN, ctx)
+
+            job = jobs.continue_(record.operation_id, runner, additional_requests=1_000)
+            [done] = await clock.run_until_complete(job.finish())
+            return site, done
+        finally:
+            store.close()
+
+    whole_site, whole = await searched("whole", None)
+    assert whole.status == "completed"
+    decided_at, depth = whole.checkpoint["overlap_level"], whole.checkpoint["overlap_depth"]
+    assert (depth, decided_at) == (45, 6)
+    log = [k for k, _ in whole_site.sent]
+    first_export = next(i for i, k in enumerate(log) if k[0] == "export")
+    for cut in (first_export + 1, first_export + 4, first_export + 9):
+        site, done = await searched(f"cut{cut}", cut)
+        assert done.status == "completed", (cut, done.errors)
+        assert duplicates(site.log) == [], cut
+        assert sorted(site.log) == sorted(whole_site.log), cut
+        for decided in ("pool", "journals", "feedback"):
+            assert done.checkpoint[decided] == whole.checkpoint[decided], (cut, decided)
