@@ -206,17 +206,21 @@ class Overlap:
                 st.feedback_beside = True  # checkpointed with the channels
                 self._decide_feedback(st, ctx, through=level)
                 await self._run_feedback(st, ctx, stage="retrieval", note="（检索同时进行）")
-            close = self.policy.closing_pages
-            while close:
-                level += 1
-                if failed or not await reach(level):
-                    return
-                left = self._levels_left(st, units, level)
-                if left == 0:
-                    return  # the last level: the steps after retrieval take over
-                if left <= close:
-                    await settle(level)  # the pages landed since the snapshot, read while the last come
-                    return
+            # later snapshots: `middle_pages` levels before the end after a deeper first one (its
+            # reads end long before the last pages), then `closing_pages`; each reads what the
+            # pages landed since brought, while the last come
+            marks = [m for m in (self.policy.middle_pages, self.policy.closing_pages) if 0 < m < left]
+            for mark in marks:
+                while True:
+                    level += 1
+                    if failed or not await reach(level):
+                        return
+                    left = self._levels_left(st, units, level)
+                    if left == 0:
+                        return  # the last level: the steps after retrieval take over
+                    if left <= mark:
+                        await settle(level)
+                        break
 
         outcomes = await asyncio.gather(retrieval(), steps(), return_exceptions=True)
         for outcome in outcomes:

@@ -32,6 +32,10 @@ PURE: rankings and candidates in, decisions out; no clock, no I/O. The engine ap
   decided, at least the ~32 counted on `main`, and the depth may reach 4 x `overlap_pages`
   (pipeline/overlap.py `snapshot_reads`): sources spread over many journals (the `diverse`
   corpus, the real pages) need about twice the journal pages.
+- `middle_pages` (with `LAST_PAGES`): after a first snapshot with more than this many levels to
+  come (a depth from the pacing and the journals deeper than `overlap_pages`), one more once at
+  most this many are certain to come, before the closing one: the first snapshot's reads end
+  long before the last pages, and the pages landed since wait for the closing snapshot otherwise.
 - `closing_pages` (with `LAST_PAGES`): a second snapshot once at most this many levels are certain
   to come: the steps read what the pages since the first brought while the last are fetched, so
   the steps after retrieval seldom have anything left to read.
@@ -145,6 +149,7 @@ class SearchPolicy:
     enrichment_start: EnrichmentStart = EnrichmentStart.AFTER_RETRIEVAL  # BOUNDARY + EXPORT only
     overlap_pages: int = 16  # EnrichmentStart.LAST_PAGES: levels of pages left to overlap
     closing_pages: int = 0  # EnrichmentStart.LAST_PAGES: a second snapshot this many levels before the end
+    middle_pages: int = 0  # LAST_PAGES: after a deeper first snapshot, one more this many levels before the end
     overlap_depth: OverlapDepth = OverlapDepth.FIXED  # EnrichmentStart.LAST_PAGES: overlap_pages as is, or paced
     feedback_start: FeedbackStart = FeedbackStart.AFTER_ENRICHMENT  # EnrichmentStart.LAST_PAGES only
     feedback_when: FeedbackWhen = FeedbackWhen.SETTLED  # BOUNDARY + EXPORT, feedback after retrieval
@@ -166,6 +171,7 @@ class SearchPolicy:
             "enrichment_start": {"enrichment_start": EnrichmentStart.AFTER_RETRIEVAL},
             "feedback_start": {"feedback_start": FeedbackStart.AFTER_ENRICHMENT},
             "closing_pages": {"closing_pages": 0},
+            "middle_pages": {"middle_pages": 0},
             "overlap_depth": {"overlap_depth": OverlapDepth.FIXED},
             "feedback_when": {"feedback_when": FeedbackWhen.SETTLED},
             "journal_prefetch": {"journal_prefetch": JournalPrefetch.NONE},
@@ -195,6 +201,7 @@ DEFAULT_POLICY = SearchPolicy(
     enrichment_start=EnrichmentStart.LAST_PAGES,
     feedback_start=FeedbackStart.WITH_SNAPSHOT,
     closing_pages=2,
+    middle_pages=16,
     overlap_depth=OverlapDepth.PACED,
     feedback_when=FeedbackWhen.CERTAIN,
     journal_prefetch=JournalPrefetch.FIRST_LEVEL,

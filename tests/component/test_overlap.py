@@ -479,11 +479,13 @@ async def test_a_search_checkpointed_under_the_fixed_depth_continues_with_its_sn
 
 
 class ManyJournals(LongSite):
-    """LongSite with paper i in journal i % `journals` (the fake's own rows use 15)."""
+    """LongSite with paper i in journal i % `journals` (the fake's own rows use 15); the papers in
+    `hot` much cited."""
 
-    def __init__(self, clock: FakeClock, journals: int) -> None:
+    def __init__(self, clock: FakeClock, journals: int, hot: range = range(0)) -> None:
         super().__init__(clock)
         self.journals = journals
+        self.hot = hot
 
     def _source(self, title: str) -> str:
         return f"期刊{int(title[-3:]) % self.journals}"
@@ -491,7 +493,13 @@ class ManyJournals(LongSite):
     async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> Any:
         page = await super().grid(request, op, follow)
         rows = [
-            r.model_copy(update={"source": (s := self._source(r.title)), "source_url": f"https://navi.cnki.net/{s}"})
+            r.model_copy(
+                update={
+                    "source": (s := self._source(r.title)),
+                    "source_url": f"https://navi.cnki.net/{s}",
+                    "cited": 900 if int(r.title[-3:]) in self.hot else r.cited,
+                }
+            )
             for r in page.rows
         ]
         return page.model_copy(update={"rows": rows})
@@ -502,12 +510,12 @@ class ManyJournals(LongSite):
 
 
 async def journals_run(
-    tmp_path: Path, name: str, journals: int, policy: SearchPolicy = DEFAULT_POLICY
+    tmp_path: Path, name: str, journals: int, policy: SearchPolicy = DEFAULT_POLICY, hot: range = range(0)
 ) -> tuple[ManyJournals, list[dict[str, Any]], list[tuple[str, bool]]]:
     """A default search (400 candidates, 17 levels certain after the first) over papers in
     `journals` journals at the growth benchmark's pacing: the site, the depth events, the ranking."""
     clock = FakeClock()
-    site = ManyJournals(clock, journals)
+    site = ManyJournals(clock, journals, hot)
     sink = MemorySink()
     events: list[dict[str, Any]] = []
 
@@ -608,3 +616,25 @@ async def test_a_continued_search_takes_its_snapshot_at_the_level_its_depth_was_
         assert sorted(site.log) == sorted(whole_site.log), cut
         for decided in ("pool", "journals", "feedback"):
             assert done.checkpoint[decided] == whole.checkpoint[decided], (cut, decided)
+
+
+async def test_a_snapshot_deeper_than_sixteen_levels_is_followed_by_one_at_sixteen(tmp_path: Path) -> None:
+    # 60 journals: the first level's snapshot (17 levels to come); `middle_pages` adds a snapshot
+    # at the next level (16 to come), whose steps read what q1's second page brought (papers
+    # 20-39, much cited) while the rest come, instead of leaving it to the closing snapshot
+    many, _, many_ranked = await journals_run(tmp_path, "middle", 60, hot=range(20, 40))
+    without, _, without_ranked = await journals_run(
+        tmp_path, "without", 60, DEFAULT_POLICY.without("middle_pages"), hot=range(20, 40)
+    )
+
+    def reads_after_q1_page(site: ManyJournals, page: int) -> int:
+        asked = next(t for key, t in site.sent if key[:3] == ("grid", "q1", page))
+        return sum(1 for key, t in site.sent if key[0] in ("export", "journal") and t > asked)
+
+    # the page-2 papers' reads go out beside q1's pages 8-10, not after page 19 (two levels
+    # before the end) and after the last page; fewer of them, as they are decided on more pages
+    assert reads_after_q1_page(many, 10) == 0 and reads_after_q1_page(without, 19) > 0
+    assert len(many.sent) < len(without.sent)
+    assert sorted(k for k, _ in many.sent if k[0] == "grid") == sorted(k for k, _ in without.sent if k[0] == "grid")
+    assert not duplicates([k for k, _ in many.sent])
+    assert [r for r, selected in many_ranked if selected][:10] == [r for r, selected in without_ranked if selected][:10]
