@@ -45,7 +45,7 @@ from cnki_mcp.pipeline.policy import (
     SearchPolicy,
     SnapshotReads,
     feedback_words_certain,
-    first_level_journals,
+    unread_journals,
 )
 from cnki_mcp.pipeline.state import Channel, SearchState, depth_event, enrich_event
 from cnki_mcp.pipeline.units import Unit
@@ -229,14 +229,12 @@ class Overlap:
 
     def _decide_prefetch(self, st: SearchState, ctx: OperationContext, level: int) -> None:
         """JournalPrefetch.FIRST_LEVEL: the journals of the snapshot's readable top at `level`
-        (`first_level_journals`), chosen once and appended to the checkpoint, then read beside the
+        (`unread_journals`), chosen once and appended to the checkpoint, then read beside the
         last pages (`_prefetch`). The steps do not see them until they propose them
         (`EnrichmentSteps.unproposed_prefetch`), so the steps' decisions do not depend on them."""
         if self.policy.journal_prefetch != JournalPrefetch.FIRST_LEVEL or st.prefetched_journals:
             return
-        ranked, papers, states = self._ranked_states(st, level)
-        sources = {ref: source_key(p.source) for ref, p in papers.items()}
-        refs = first_level_journals(ranked, states, sources, self.policy.readable_top)
+        refs = self._unread_journals(st, level, self.policy.readable_top)
         if not refs:
             return
         event = enrich_event("prefetched_journals", refs)
@@ -293,18 +291,20 @@ class Overlap:
             levels = base
         else:
             if pacing is not None and self.policy.snapshot_reads == SnapshotReads.JOURNALS:
-                reads = snapshot_reads(self._open_sources(st, level))
+                sources = len(self._unread_journals(st, level, 2 * self.policy.watch_depth))
+                reads = snapshot_reads(sources)
             levels = paced_depth(base, pacing, reads)
         event = depth_event(levels, reads, level)
         st.apply(event)
         ctx.checkpoint_append(event)
         return st.overlap_depth
 
-    def _open_sources(self, st: SearchState, level: int) -> int:
-        """The unread journal sources among the top 2 x `watch_depth` of the snapshot at `level`."""
+    def _unread_journals(self, st: SearchState, level: int, depth: int) -> list[str]:
+        """One paper per unread journal source among the `depth` best of the snapshot at `level`
+        (`unread_journals`): the prefetch's choice, and what a snapshot's depth is sized from."""
         ranked, papers, states = self._ranked_states(st, level)
         sources = {ref: source_key(p.source) for ref, p in papers.items()}
-        return len(first_level_journals(ranked, states, sources, 2 * self.policy.watch_depth))
+        return unread_journals(ranked, states, sources, depth)
 
     def _feedback_beside(self, st: SearchState) -> bool:
         """FeedbackStart.WITH_SNAPSHOT applies: feedback is asked (not answered locally at the end):

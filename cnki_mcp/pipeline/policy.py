@@ -47,7 +47,7 @@ PURE: rankings and candidates in, decisions out; no clock, no I/O. The engine ap
   their abstracts; the other candidates' journals wait for the abstract (`early_journals`).
 - `JournalPrefetch.FIRST_LEVEL` (with `LAST_PAGES`, a retrieval too short to overlap that still
   has pages to come after its first level): the journal pages of the first level's readable top
-  (`readable_top`, one per source, `first_level_journals`) are read beside the last pages. The
+  (`readable_top`, one per source, `unread_journals`) are read beside the last pages. The
   steps' decisions treat such a journal as unread until a step proposes it (then its read is
   done or in flight), so they, the requests they send and the results are those without the rule;
   only the time changes, unless a journal read early is never proposed (one request more).
@@ -401,15 +401,16 @@ def next_enrichment(
     return out
 
 
-def first_level_journals(
+def unread_journals(
     ranked: Sequence[Ranked], states: Mapping[str, RefState], sources: Mapping[str, str], depth: int
 ) -> list[str]:
-    """JournalPrefetch.FIRST_LEVEL: among the `depth` best of the first level's ranking, one paper
-    per source whose journal is unread (`sources`: ref -> source key; no key, no journal page).
-    The steps read the journals of the readable top and of the boundary around it: on the four
-    policy-bench corpora every source chosen so from the top 10 (and from the top 20) was later
-    proposed by a step (docs/benchmarks.md "Journal pages beside a short retrieval"). Counted, they
-    are the unread sources a snapshot's depth is sized from (SnapshotReads.JOURNALS)."""
+    """Among the `depth` best of `ranked`, one paper per source whose journal is unread
+    (`sources`: ref -> source key; no key, no journal page). Over the first level's top 10, the
+    papers JournalPrefetch.FIRST_LEVEL reads early: the steps read the journals of the readable
+    top and of the boundary around it, and on the four policy-bench corpora every source chosen
+    so from the top 10 (and from the top 20) was later proposed by a step (docs/benchmarks.md
+    "Journal pages beside a short retrieval"). Counted over the top 40, the unread sources a
+    snapshot's depth is sized from (SnapshotReads.JOURNALS)."""
     seen: set[str] = set()
     out: list[str] = []
     for r in ranked[:depth]:

@@ -21,7 +21,7 @@ from cnki_mcp.pipeline.policy import (
     JournalPrefetch,
     RefState,
     SearchPolicy,
-    first_level_journals,
+    unread_journals,
 )
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.rank import Candidate, Hit, ReferenceRanker
@@ -162,8 +162,8 @@ def test_the_first_levels_journals_are_one_per_unread_source_among_the_watched_t
     names = ["", "jA", "jB", "jB", "jC", "jA", "jD", "jE"]
     sources = dict(zip(order, names, strict=True))
     states = {ref: RefState(detailed=False, journal_open=sources[ref] not in ("", "jA")) for ref in order}
-    assert first_level_journals(ranked, states, sources, depth=6) == [order[2], order[4]]
-    assert first_level_journals(ranked, states, sources, depth=8) == [order[2], order[4], order[6], order[7]]
-    assert first_level_journals(ranked, states, sources, depth=0) == []
+    assert unread_journals(ranked, states, sources, depth=6) == [order[2], order[4]]
+    assert unread_journals(ranked, states, sources, depth=8) == [order[2], order[4], order[6], order[7]]
+    assert unread_journals(ranked, states, sources, depth=0) == []
     assert DEFAULT_POLICY.journal_prefetch == JournalPrefetch.FIRST_LEVEL
     assert WITHOUT.journal_prefetch == JournalPrefetch.NONE
