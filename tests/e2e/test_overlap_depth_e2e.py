@@ -3,9 +3,11 @@ simulator): the research search's snapshot depth follows the pacing the server's
 (DESIGN.md "Overlap depth"). With grid pages of 0.3 s and 0.2 s between starts one read fits
 beside each page, so the snapshot is taken 32 levels before the end; with 1 ms between starts
 many fit, 16. The whole chain runs: the site notes each answered grid page's time, the limiter
-gives the pacing, the engine decides the depth and checkpoints it. A short retrieval, which takes
-no snapshot, prefetches its readable top's journal pages beside its last pages (DESIGN.md
-"Journal pages beside a short retrieval")."""
+gives the pacing, the engine decides the depth and checkpoints it. On the `diverse` corpus, whose
+top spreads over many journals, the depth is sized from those journals (`SnapshotReads.JOURNALS`)
+and a snapshot that deep is followed by one at 16 levels (`middle_pages`). A short retrieval,
+which takes no snapshot, prefetches its readable top's journal pages beside its last pages
+(DESIGN.md "Journal pages beside a short retrieval")."""
 
 from __future__ import annotations
 
@@ -33,26 +35,57 @@ SEARCH = {
 GRID_MS = 300
 
 
-@pytest.fixture(scope="module")
-def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimServer]:
-    server = SimServer(corpus=Corpus.load(generate_corpus(tmp_path_factory.mktemp("main-corpus")))).start()
+def corpus_sim(tmp_path_factory: pytest.TempPathFactory, variant: str) -> Iterator[SimServer]:
+    out = tmp_path_factory.mktemp(f"{variant}-corpus")
+    server = SimServer(corpus=Corpus.load(generate_corpus(out, variant))).start()
     yield server
     server.stop()
 
 
-def q1_pages_after_the_first_export(log: list[LogEntry]) -> int:
-    """How many of the subject channel's pages (the query with the most pages) were asked after
-    the first batch export: the levels the snapshot left to come."""
-    grids = [(i, json.dumps(e.params.get("query"), ensure_ascii=False, sort_keys=True)) for i, e in enumerate(log)
-             if e.path.startswith("/kns8s/brief/grid") and e.method == "POST"]
-    [(q1, pages)] = Counter(q for _, q in grids).most_common(1)
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimServer]:
+    yield from corpus_sim(tmp_path_factory, "main")
+
+
+@pytest.fixture(scope="module")
+def diverse_sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimServer]:
+    # `main`'s papers and questions, its journal papers spread over many more journals
+    yield from corpus_sim(tmp_path_factory, "diverse")
+
+
+def grid_pages(log: list[LogEntry]) -> list[tuple[int, str, list[str]]]:
+    """(log index, query, listed ids) of every grid page asked."""
+    return [
+        (i, json.dumps(e.params.get("query"), ensure_ascii=False, sort_keys=True), list(e.params.get("ids") or []))
+        for i, e in enumerate(log)
+        if e.path.startswith("/kns8s/brief/grid") and e.method == "POST"
+    ]
+
+
+def exports(log: list[LogEntry]) -> list[tuple[int, list[str]]]:
+    """(log index, exported ids) of every batch export."""
+    return [(i, list(e.params.get("ids") or [])) for i, e in enumerate(log) if e.path.lower().endswith("/showexport")]
+
+
+def subject_pages(log: list[LogEntry]) -> list[tuple[int, str, list[str]]]:
+    """The subject channel's pages (the query with the most pages), in the order asked: 20 here."""
+    grids = grid_pages(log)
+    [(q1, pages)] = Counter(q for _, q, _ in grids).most_common(1)
     assert pages == 20
-    first_export = next(i for i, e in enumerate(log) if e.path.lower().endswith("/showexport"))
-    return sum(1 for i, q in grids if q == q1 and i > first_export)
+    return [g for g in grids if g[1] == q1]
 
 
-async def lead_at(sim: SimServer, data_dir: Path, browser: str, interval_ms: int) -> int:
-    sim.set_scenario({"latency": [{"path": "/kns8s/brief/grid", "ms": GRID_MS}]})
+def q1_pages_after_the_first_export(log: list[LogEntry]) -> int:
+    """How many of the subject channel's pages were asked after the first batch export: the levels
+    the snapshot left to come."""
+    first_export = exports(log)[0][0]
+    return sum(1 for i, _, _ in subject_pages(log) if i > first_export)
+
+
+async def searched(sim: SimServer, data_dir: Path, browser: str, interval_ms: int, grid_ms: int = GRID_MS) -> list[LogEntry]:
+    """The growth question at 1,000 candidates through a stdio server whose limiter spaces request
+    starts by `interval_ms`, grid pages answering in `grid_ms`: the site's request log."""
+    sim.set_scenario({"latency": [{"path": "/kns8s/brief/grid", "ms": grid_ms}]})
     sim.reset()
     env = serve_env(data_dir, sim.origin, browser, CNKI_REQUEST_INTERVAL_MS=str(interval_ms))
     server = await StdioServer(env, data_dir.parent).start()
@@ -62,7 +95,11 @@ async def lead_at(sim: SimServer, data_dir: Path, browser: str, interval_ms: int
         await server.stop()
     assert record["status"] == "completed", record["errors"]
     assert record["result"]["candidate_count"] >= 1000
-    return q1_pages_after_the_first_export(without_captures(sim.requests))
+    return without_captures(sim.requests)
+
+
+async def lead_at(sim: SimServer, data_dir: Path, browser: str, interval_ms: int) -> int:
+    return q1_pages_after_the_first_export(await searched(sim, data_dir, browser, interval_ms))
 
 
 async def test_the_snapshot_is_taken_deeper_where_the_limiter_spaces_requests_wider_than_pages_answer(
@@ -76,6 +113,36 @@ async def test_the_snapshot_is_taken_deeper_where_the_limiter_spaces_requests_wi
     # the snapshot at 16 levels leaves at most 16 pages (17 with one asked as the export left);
     # at its first level, q1's 20 pages less the two already asked (its page 2 on page 1's head)
     assert fast <= 17 and slow >= 18, (fast, slow)
+
+
+async def test_a_top_spread_over_many_journals_is_snapshot_early_and_again_sixteen_levels_before_the_end(
+    diverse_sim: SimServer, tmp_path: Path, browser_executable: str
+) -> None:
+    # pages of 0.9 s, 0.3 s between starts: about two reads beside each page, so the fixed 32
+    # reads would take 16 levels, a snapshot at q1's page 4 (20 pages). The first level's top on
+    # `diverse` has ~25 unread journals, 3 reads each (SnapshotReads.JOURNALS): deeper than the 19
+    # levels to come (up to pages of ~1.5 s), so the first export is asked before page 4 has even
+    # answered (~1.2 s before, on this machine)
+    log = await searched(diverse_sim, tmp_path / "diverse", browser_executable, 300, grid_ms=900)
+    pages = subject_pages(log)
+    first_export = exports(log)[0][0]
+
+    def answered(i: int) -> float:
+        return log[i].t + log[i].duration
+
+    assert log[first_export].t < answered(pages[3][0])
+    # `middle_pages`: once at most 16 levels remain, another snapshot reads what the pages since
+    # brought. The first snapshot decides on pages that had answered before its first export; a
+    # paper listed only on q1's later pages (on no other channel's page, feedback included) is
+    # read by an export asked before q1's page 18, which the closing snapshot (2 levels before
+    # the end) cannot be: it waits for page 18's answer
+    landed = sum(1 for i, _, _ in pages if answered(i) < log[first_export].t)
+    later = set().union(*(ids for _, _, ids in pages[landed:]))
+    for i, _, ids in grid_pages(log):
+        if i not in {j for j, _, _ in pages[landed:]}:
+            later -= set(ids)
+    read_early = {x for i, ids in exports(log) if i < pages[17][0] for x in ids}
+    assert read_early & later, (landed, len(later))
 
 
 async def test_a_short_retrieval_prefetches_its_top_journals_beside_its_last_pages(
