@@ -18,9 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from cnki_mcp.clock import SystemClock
+from cnki_mcp.pipeline.state import SearchState
 from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.sim.reqlog import LogEntry
 from cnki_mcp.sim.server import SimServer
+from cnki_mcp.store import Store
 from tests.e2e.support import StdioServer, serve_env, without_captures
 from tests.generated_corpus import generate_corpus
 
@@ -85,6 +88,14 @@ def q1_pages_after_the_first_export(log: list[LogEntry]) -> int:
 async def searched(sim: SimServer, data_dir: Path, browser: str, interval_ms: int, grid_ms: int = GRID_MS) -> list[LogEntry]:
     """The growth question at 1,000 candidates through a stdio server whose limiter spaces request
     starts by `interval_ms`, grid pages answering in `grid_ms`: the site's request log."""
+    return (await searched_with_depth(sim, data_dir, browser, interval_ms, grid_ms))[0]
+
+
+async def searched_with_depth(
+    sim: SimServer, data_dir: Path, browser: str, interval_ms: int, grid_ms: int = GRID_MS
+) -> tuple[list[LogEntry], tuple[int, int]]:
+    """`searched`, with the snapshot's depth and the level it was decided at, as the search
+    checkpointed them (read from the data directory's store once the server has stopped)."""
     sim.set_scenario({"latency": [{"path": "/kns8s/brief/grid", "ms": grid_ms}]})
     sim.reset()
     env = serve_env(data_dir, sim.origin, browser, CNKI_REQUEST_INTERVAL_MS=str(interval_ms))
@@ -95,7 +106,14 @@ async def searched(sim: SimServer, data_dir: Path, browser: str, interval_ms: in
         await server.stop()
     assert record["status"] == "completed", record["errors"]
     assert record["result"]["candidate_count"] >= 1000
-    return without_captures(sim.requests)
+    store = Store.open(data_dir, SystemClock())
+    try:
+        stored = store.load_operation(record["operation_id"])
+    finally:
+        store.close()
+    assert stored is not None and stored.checkpoint is not None
+    state = SearchState.from_json(stored.checkpoint)
+    return without_captures(sim.requests), (state.overlap_depth, state.overlap_level)
 
 
 async def lead_at(sim: SimServer, data_dir: Path, browser: str, interval_ms: int) -> int:
@@ -121,16 +139,18 @@ async def test_a_top_spread_over_many_journals_is_snapshot_early_and_again_sixte
     # pages of 0.9 s, 0.3 s between starts: about two reads beside each page, so the fixed 32
     # reads would take 16 levels, a snapshot at q1's page 4 (20 pages). The first level's top on
     # `diverse` has ~25 unread journals, 3 reads each (SnapshotReads.JOURNALS): deeper than the 19
-    # levels to come (up to pages of ~1.5 s), so the first export is asked before page 4 has even
-    # answered (~1.2 s before, on this machine)
-    log = await searched(diverse_sim, tmp_path / "diverse", browser_executable, 300, grid_ms=900)
+    # levels to come (up to pages of ~1.5 s): the depth is decided at the first level and taken
+    # there; pages of up to ~1.6 s still give more than the fixed reads' 16 levels, within level 3
+    log, (depth, level) = await searched_with_depth(
+        diverse_sim, tmp_path / "diverse", browser_executable, 300, grid_ms=900
+    )
+    assert depth > 16 and level <= 3, (depth, level)
     pages = subject_pages(log)
     first_export = exports(log)[0][0]
 
     def answered(i: int) -> float:
         return log[i].t + log[i].duration
 
-    assert log[first_export].t < answered(pages[3][0])
     # `middle_pages`: once at most 16 levels remain, another snapshot reads what the pages since
     # brought. The first snapshot decides on pages that had answered before its first export; a
     # paper listed only on q1's later pages (on no other channel's page, feedback included) is
