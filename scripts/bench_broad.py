@@ -110,6 +110,9 @@ def _table(target: int, rows: list[tuple[str, dict[str, dict[str, Any]]]], polic
 def bench_broad(args: argparse.Namespace) -> int:
     from cnki_mcp.site.backend import Pacing
 
+    if args.write and (args.pacing or args.corpus != "main"):
+        # the written section is the unpaced comparison on `main`; the others are printed only
+        raise SystemExit("--write writes the main corpus's unpaced section: drop --pacing / --corpus, or --write")
     backend, _ = bench_policy._corpus(args.corpus)
     pacing = None
     policies = POLICIES
@@ -129,7 +132,7 @@ def bench_broad(args: argparse.Namespace) -> int:
             rows.append((qid, runs))
         tables.append(_table(target, rows, policies))
         print(tables[-1], flush=True)
-    if args.write and pacing is None and args.corpus == "main":
+    if args.write:
         bench._write_section(Path(args.write), "Broad questions at large targets", _section(args, tables))
         print(f"\nwritten to {args.write}")
     return 0

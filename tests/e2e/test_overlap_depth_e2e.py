@@ -24,7 +24,7 @@ from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.sim.reqlog import LogEntry
 from cnki_mcp.sim.server import SimServer
 from cnki_mcp.store import Store
-from tests.e2e.support import StdioServer, serve_env, without_captures
+from tests.e2e.support import EXPORT, GRID, JOURNAL, StdioServer, serve_env, without_captures
 from tests.generated_corpus import generate_corpus
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -61,13 +61,17 @@ def grid_pages(log: list[LogEntry]) -> list[tuple[int, str, list[str]]]:
     return [
         (i, json.dumps(e.params.get("query"), ensure_ascii=False, sort_keys=True), list(e.params.get("ids") or []))
         for i, e in enumerate(log)
-        if e.path.startswith("/kns8s/brief/grid") and e.method == "POST"
+        if e.path.startswith(GRID) and e.method == "POST"
     ]
 
 
 def exports(log: list[LogEntry]) -> list[tuple[int, list[str]]]:
     """(log index, exported ids) of every batch export."""
-    return [(i, list(e.params.get("ids") or [])) for i, e in enumerate(log) if e.path.lower().endswith("/showexport")]
+    return [
+        (i, list(e.params.get("ids") or []))
+        for i, e in enumerate(log)
+        if e.path.startswith(EXPORT) and e.path.lower().endswith("/showexport")
+    ]
 
 
 def subject_pages(log: list[LogEntry]) -> list[tuple[int, str, list[str]]]:
@@ -96,7 +100,7 @@ async def searched_with_depth(
 ) -> tuple[list[LogEntry], tuple[int, int]]:
     """`searched`, with the snapshot's depth and the level it was decided at, as the search
     checkpointed them (read from the data directory's store once the server has stopped)."""
-    sim.set_scenario({"latency": [{"path": "/kns8s/brief/grid", "ms": grid_ms}]})
+    sim.set_scenario({"latency": [{"path": GRID, "ms": grid_ms}]})
     sim.reset()
     env = serve_env(data_dir, sim.origin, browser, CNKI_REQUEST_INTERVAL_MS=str(interval_ms))
     server = await StdioServer(env, data_dir.parent).start()
@@ -157,10 +161,9 @@ async def test_a_top_spread_over_many_journals_is_snapshot_early_and_again_sixte
     # read by an export asked before q1's page 18, which the closing snapshot (2 levels before
     # the end) cannot be: it waits for page 18's answer
     landed = sum(1 for i, _, _ in pages if answered(i) < log[first_export].t)
-    later = set().union(*(ids for _, _, ids in pages[landed:]))
-    for i, _, ids in grid_pages(log):
-        if i not in {j for j, _, _ in pages[landed:]}:
-            later -= set(ids)
+    later_pages = {i for i, _, _ in pages[landed:]}
+    later = {x for i, _, ids in pages[landed:] for x in ids}
+    later -= {x for i, _, ids in grid_pages(log) if i not in later_pages for x in ids}
     read_early = {x for i, ids in exports(log) if i < pages[17][0] for x in ids}
     assert read_early & later, (landed, len(later))
 
@@ -172,7 +175,7 @@ async def test_a_short_retrieval_prefetches_its_top_journals_beside_its_last_pag
     # short retrieval"); the first level's readable top's journals go out before q1's last page
     # (without the prefetch no journal page is asked before retrieval ends), none asked twice.
     # Pages of 0.7 s, as in the growth benchmark: the limiter is idle beside q1's last 4 pages
-    sim.set_scenario({"latency": [{"path": "/kns8s/brief/grid", "ms": 700}]})
+    sim.set_scenario({"latency": [{"path": GRID, "ms": 700}]})
     sim.reset()
     data_dir = tmp_path / "prefetch"
     env = serve_env(data_dir, sim.origin, browser_executable, CNKI_REQUEST_INTERVAL_MS="200")
@@ -184,10 +187,9 @@ async def test_a_short_retrieval_prefetches_its_top_journals_beside_its_last_pag
         await server.stop()
     assert record["status"] == "completed", record["errors"]
     log = without_captures(sim.requests)
-    grids = [(i, json.dumps(e.params.get("query"), ensure_ascii=False, sort_keys=True)) for i, e in enumerate(log)
-             if e.path.startswith("/kns8s/brief/grid") and e.method == "POST"]
-    [(q1, _)] = Counter(q for _, q in grids).most_common(1)
-    last_page = max(i for i, q in grids if q == q1)
-    journals = [(i, e.path, json.dumps(e.params, sort_keys=True)) for i, e in enumerate(log) if e.path.startswith("/knavi/")]
+    grids = grid_pages(log)
+    [(q1, _)] = Counter(q for _, q, _ in grids).most_common(1)
+    last_page = max(i for i, q, _ in grids if q == q1)
+    journals = [(i, e.path, json.dumps(e.params, sort_keys=True)) for i, e in enumerate(log) if e.path.startswith(JOURNAL)]
     assert sum(1 for i, _, _ in journals if i < last_page) >= 5, journals
     assert len({(p, q) for _, p, q in journals}) == len(journals)  # no journal page asked twice

@@ -40,3 +40,20 @@ def test_a_row_says_where_the_policies_agree_and_where_they_do_not(broad: Any) -
     assert lines[-2] == "| q-same | 900 | 20 | 1000 | 40 / 40 / 40 | 甲、乙 | yes | yes | yes |"
     # the swap keeps the top 20's set but not the top 10's order
     assert lines[-1] == "| q-differ | 900 | 20 | 1000 | 40 / 43 / 41 | 甲、乙 | no | yes | no |"
+
+
+@pytest.mark.parametrize("extra", [["--corpus", "diverse"], ["--pacing", "0.2,0.7"]])
+def test_write_refuses_what_the_written_section_is_not_before_running_anything(
+    broad: Any, extra: list[str], tmp_path: Path
+) -> None:
+    # the section is the unpaced comparison on `main`: a write of another run would be silently
+    # dropped, or would put other figures under its heading
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    broad.add_broad_parser(parser.add_subparsers())
+    out = tmp_path / "bench.md"
+    args = parser.parse_args(["broad", "--write", str(out), *extra])
+    with pytest.raises(SystemExit, match="--write"):
+        args.func(args)
+    assert not out.exists()
