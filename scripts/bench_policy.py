@@ -24,7 +24,7 @@ ABLATIONS = ("subset_channels", "enrichment", "subset_pages", "watch_depth", "re
 # they change nothing): named by `bench.py growth --policy default-RULE`, not run by `policy`
 # and rules that change when requests go out, not which (journal_prefetch: the same requests on all
 # four corpora)
-PACED_ABLATIONS = ("overlap_depth", "journal_prefetch", "snapshot_reads", "middle_pages")
+PACED_ABLATIONS = ("overlap_depth", "journal_prefetch", "snapshot_reads", "middle_pages", "closing_steps")
 
 
 def _policy(name: str) -> Any:

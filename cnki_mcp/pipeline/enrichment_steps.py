@@ -53,6 +53,8 @@ class EnrichmentSteps:
         through: int | None = None,
         stop: Callable[[], bool] | None = None,
         before_step: Callable[[], None] | None = None,
+        on_step: Callable[[], None] | None = None,
+        hold_abstracts: Callable[[], bool] | None = None,
         retrieval_only: bool = False,
     ) -> None:
         """Enrich `pool` (a resumed phase asks again only what is still missing: read abstracts
@@ -63,8 +65,11 @@ class EnrichmentSteps:
         batch export"). `through`: decide on the candidates and hits of retrieval pages <=
         `through` only (EnrichmentStart.LAST_PAGES: a snapshot that does not depend on which later
         pages have landed); `stop`: no new step once it holds (the retrieval beside it failed);
-        `before_step`: called before each decision; `retrieval_only`: decide without the feedback's
-        candidates, hits and local channels (FeedbackWhen.CERTAIN)."""
+        `before_step`: called before each decision; `hold_abstracts`: while it holds (Reading.EXPORT),
+        a step reads the journal pages its decision proposes and leaves the abstracts to a later
+        phase, and the steps end when it proposes no journal page; `on_step`: called once a
+        decision that reads abstracts is taken, before its batch is appended; `retrieval_only`:
+        decide without the feedback's candidates, hits and local channels (FeedbackWhen.CERTAIN)."""
         boundary, export = self._reading(st)
         feedback = pool is st.feedback_pool
         key = "feedback_pool" if feedback else "pool"
@@ -96,6 +101,13 @@ class EnrichmentSteps:
                 if export
                 else batch
             )
+            if export and hold_abstracts is not None and hold_abstracts():
+                held = set(unread)
+                batch, unread, early = [ref for ref in batch if ref not in held], [], []
+                if not batch:
+                    return
+            elif unread and on_step is not None:
+                on_step()
             if unread:
                 event = enrich_event(key, unread)
                 st.apply(event)  # joins `pool`; appended, not a whole checkpoint (O(batch))

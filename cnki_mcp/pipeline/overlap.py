@@ -47,7 +47,7 @@ from cnki_mcp.pipeline.policy import (
     feedback_words_certain,
     unread_journals,
 )
-from cnki_mcp.pipeline.state import Channel, SearchState, depth_event, enrich_event
+from cnki_mcp.pipeline.state import Channel, SearchState, closing_event, depth_event, enrich_event
 from cnki_mcp.pipeline.units import Unit
 from cnki_mcp.pipeline.units import units as _units
 from cnki_mcp.rank import Ranked
@@ -183,9 +183,24 @@ class Overlap:
                 await changed.wait()
             return not failed and self._through(st, units, level)
 
-        async def settle(level: int) -> None:
+        async def settle(level: int, closing: bool = False) -> None:
+            limit = self.policy.closing_steps if closing else 0
+
+            def decided() -> None:
+                event = closing_event()
+                st.apply(event)
+                ctx.checkpoint_append(event)
+
             await self._enrich(
-                st, ctx, st.pool, stage="retrieval", label=label, through=level, stop=lambda: bool(failed)
+                st,
+                ctx,
+                st.pool,
+                stage="retrieval",
+                label=label,
+                through=level,
+                stop=lambda: bool(failed),
+                on_step=decided if limit else None,
+                hold_abstracts=(lambda: st.closing_steps >= limit) if limit else None,
             )
 
         async def steps() -> None:
@@ -208,7 +223,10 @@ class Overlap:
                 await self._run_feedback(st, ctx, stage="retrieval", note="（检索同时进行）")
             # later snapshots: `middle_pages` levels before the end after a deeper first one (its
             # reads end long before the last pages), then `closing_pages`; each reads what the
-            # pages landed since brought, while the last come
+            # pages landed since brought, while the last come. The closing one reads abstracts in
+            # at most `closing_steps` steps (checkpointed), journal pages after them: a next
+            # export would follow the last page's answer anyway, so the step after retrieval
+            # exports those abstracts with the last pages' candidates, in one request
             marks = [m for m in (self.policy.middle_pages, self.policy.closing_pages) if 0 < m < left]
             for mark in marks:
                 while True:
@@ -219,7 +237,7 @@ class Overlap:
                     if left == 0:
                         return  # the last level: the steps after retrieval take over
                     if left <= mark:
-                        await settle(level)
+                        await settle(level, closing=mark == marks[-1] == self.policy.closing_pages)
                         break
 
         outcomes = await asyncio.gather(retrieval(), steps(), return_exceptions=True)

@@ -149,6 +149,7 @@ class SearchPolicy:
     enrichment_start: EnrichmentStart = EnrichmentStart.AFTER_RETRIEVAL  # BOUNDARY + EXPORT only
     overlap_pages: int = 16  # EnrichmentStart.LAST_PAGES: levels of pages left to overlap
     closing_pages: int = 0  # EnrichmentStart.LAST_PAGES: a second snapshot this many levels before the end
+    closing_steps: int = 0  # closing snapshot's abstract steps (0: until settled); then journals only
     middle_pages: int = 0  # LAST_PAGES: after a deeper first snapshot, one more this many levels before the end
     overlap_depth: OverlapDepth = OverlapDepth.FIXED  # EnrichmentStart.LAST_PAGES: overlap_pages as is, or paced
     feedback_start: FeedbackStart = FeedbackStart.AFTER_ENRICHMENT  # EnrichmentStart.LAST_PAGES only
@@ -171,6 +172,7 @@ class SearchPolicy:
             "enrichment_start": {"enrichment_start": EnrichmentStart.AFTER_RETRIEVAL},
             "feedback_start": {"feedback_start": FeedbackStart.AFTER_ENRICHMENT},
             "closing_pages": {"closing_pages": 0},
+            "closing_steps": {"closing_steps": 0},
             "middle_pages": {"middle_pages": 0},
             "overlap_depth": {"overlap_depth": OverlapDepth.FIXED},
             "feedback_when": {"feedback_when": FeedbackWhen.SETTLED},
@@ -201,6 +203,7 @@ DEFAULT_POLICY = SearchPolicy(
     enrichment_start=EnrichmentStart.LAST_PAGES,
     feedback_start=FeedbackStart.WITH_SNAPSHOT,
     closing_pages=2,
+    closing_steps=1,
     middle_pages=16,
     overlap_depth=OverlapDepth.PACED,
     feedback_when=FeedbackWhen.CERTAIN,

@@ -49,6 +49,7 @@ CHECKPOINT_KEYS = (
     "overlap_depth",
     "overlap_level",
     "prefetched_journals",
+    "closing_steps",
 )
 
 RETRIEVAL, FEEDBACK = 0, 1  # the stage part of a candidate's order key
@@ -207,6 +208,9 @@ class SearchState:
     # any step proposed it (pipeline/overlap.py); the steps treat those journals as unread until
     # a step proposes one of their sources
     prefetched_journals: list[str] = field(default_factory=list)
+    # the closing snapshot's steps decided so far (`SearchPolicy.closing_steps`, pipeline/overlap.py):
+    # a resumed search takes no more of them than the uninterrupted one
+    closing_steps: int = 0
 
     @property
     def channels(self) -> list[Channel]:
@@ -257,6 +261,9 @@ class SearchState:
                 "prefetched_journals": self.prefetched_journals,
             }.get(event["pool"], self.pool)
             pool.extend(r for r in event["refs"] if r not in pool)
+            return
+        if event.get("e") == "closing":
+            self.closing_steps += 1
             return
         if event.get("e") == "depth":
             self.overlap_depth = int(event["levels"])
@@ -382,6 +389,7 @@ class SearchState:
             "overlap_depth": self.overlap_depth,
             "overlap_level": self.overlap_level,
             "prefetched_journals": list(self.prefetched_journals),
+            "closing_steps": self.closing_steps,
         }
 
     @classmethod
@@ -429,6 +437,7 @@ class SearchState:
             overlap_depth=int(data.get("overlap_depth") or 0),
             overlap_level=int(data.get("overlap_level") or 0),
             prefetched_journals=list(data.get("prefetched_journals") or []),
+            closing_steps=int(data.get("closing_steps") or 0),
         )
 
 
@@ -480,6 +489,12 @@ def depth_event(levels: int, reads: int | None = None, at: int = 0) -> dict[str,
     if at:
         event["at"] = at
     return event
+
+
+def closing_event() -> dict[str, Any]:
+    """One step of the closing snapshot decided (`SearchPolicy.closing_steps`), appended before the
+    step's batch."""
+    return {"e": "closing"}
 
 
 def local_event(channel: Channel, phrase: str) -> dict[str, Any]:

@@ -1,0 +1,163 @@
+"""The closing snapshot's steps (`SearchPolicy.closing_steps`, pipeline/overlap.py, DESIGN.md
+"Enrichment beside retrieval") on the generated corpus and a fake clock: the growth benchmark's
+question at 1,000 candidates. The closing snapshot exports abstracts in one step; the abstracts a
+second step would have exported go with the step after retrieval, in the same request as the last
+pages' candidates: one export fewer, the same journal and grid pages, the same results, and a
+search cut inside the closing snapshot continues with the requests of the uncut one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from corpus_backend import CorpusBackend
+from pipeline_fakes import duplicates
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.models import ExportRecord, GridPage
+from cnki_mcp.operations import CHECKPOINT_LOG
+from cnki_mcp.pipeline.models import SearchInput, SearchOptions
+from cnki_mcp.pipeline.policy import DEFAULT_POLICY, SearchPolicy
+from cnki_mcp.pipeline.research import ResearchPipeline
+from cnki_mcp.pipeline.state import Channel, SearchState, closing_event
+from cnki_mcp.sim.corpus import Corpus
+from cnki_mcp.site.backend import GridRequest, Pacing, SiteOp
+from cnki_mcp.store import Store
+from tests.generated_corpus import generate_corpus
+
+# the growth benchmark's latencies and pacing (scripts/bench_growth.py defaults)
+LATENCY = {"grid": 0.7, "export": 0.7, "journal": 0.6}
+GROWTH_PACING = Pacing(0.2, 0.7)
+UNFOLDED = DEFAULT_POLICY.without("closing_steps")
+
+
+class TimedCorpus(CorpusBackend):
+    """The corpus backend answering after the benchmark's latencies on a fake clock; each request
+    remembered as (kind, key, start)."""
+
+    def __init__(self, corpus: Corpus, clock: FakeClock) -> None:
+        super().__init__(corpus)
+        self.clock = clock
+        self.sent: list[tuple[str, str, float]] = []
+
+    async def _wait(self, kind: str, key: str, op: SiteOp | None) -> None:
+        if op is not None:
+            op.charge()  # as the site: a request the budget refuses is never sent
+        self.sent.append((kind, key, self.clock.monotonic()))
+        await self.clock.sleep(LATENCY[kind])
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
+        await self._wait("grid", f"{request.subject}|{request.page}", op)
+        return await super().grid(request, None, follow)
+
+    async def export_records(self, export_ids: list[str], op: SiteOp | None = None) -> list[ExportRecord]:
+        await self._wait("export", ",".join(sorted(export_ids)), op)
+        return await super().export_records(export_ids, None)
+
+    async def journal(self, url: str, expected_source: str | None = None, op: SiteOp | None = None) -> Any:
+        await self._wait("journal", url, op)
+        return await super().journal(url, expected_source, None)
+
+    def keys(self, kind: str | None = None) -> list[tuple[str, str]]:
+        return sorted((k, key) for k, key, _ in self.sent if kind is None or k == kind)
+
+
+@pytest.fixture(scope="module")
+def growth(tmp_path_factory: pytest.TempPathFactory) -> tuple[Corpus, dict[str, Any]]:
+    out = generate_corpus(tmp_path_factory.mktemp("main-corpus"))
+    [line] = (out / "growth.jsonl").read_text(encoding="utf-8").splitlines()
+    return Corpus.load(out), json.loads(line)
+
+
+def growth_input(question: dict[str, Any], **budget: Any) -> SearchInput:
+    return SearchInput(
+        query=question["question"],
+        concept_groups=question["concepts"],
+        options=SearchOptions(freshness="live", candidate_target=1000, max_pages=100, **budget),
+    )
+
+
+async def searched(
+    directory: Path, corpus: Corpus, question: dict[str, Any], policy: SearchPolicy, cut: int | None = None
+) -> tuple[TimedCorpus, OperationRecord, list[tuple[str, bool]]]:
+    """The growth question under `policy`; with `cut`, stopped by a budget of `cut` requests and
+    continued with more. The site, the (last) record and the ranking (ref, selected)."""
+    clock = FakeClock()
+    site = TimedCorpus(corpus, clock)
+    store = Store.open(directory, clock)
+    try:
+        pipe = ResearchPipeline(
+            site, store, clock, now_year=lambda: 2026, policy=policy, pacing=lambda: GROWTH_PACING
+        )
+        inp = growth_input(question) if cut is None else growth_input(question, max_requests=cut)
+        plan = pipe.plan(inp)
+
+        async def runner(ctx: OperationContext) -> Any:
+            return await pipe.research(inp, plan, ctx)
+
+        jobs = JobManager(clock, MemorySink())
+        [record] = await clock.run_until_complete(jobs.start(OperationKind.SEARCH, runner, inp.budget()).finish())
+        if cut is not None:
+            assert record.status == "partial" and record.errors[0].code == "BUDGET_EXHAUSTED"
+            job = jobs.continue_(record.operation_id, runner, additional_requests=1_000)
+            [record] = await clock.run_until_complete(job.finish())
+        assert record.status == "completed", record.errors
+        items = store.search_results(record.result["search_id"], "all", 0, 10_000).items
+        return site, record, [(e.record_ref, e.selected) for e in items]
+    finally:
+        store.close()
+
+
+def exports(site: TimedCorpus) -> list[list[str]]:
+    return [key.split(",") for kind, key, _ in site.sent if kind == "export"]
+
+
+async def test_the_abstracts_a_second_closing_step_would_export_go_with_the_last_pages_in_one_request(
+    tmp_path: Path, growth: tuple[Corpus, dict[str, Any]]
+) -> None:
+    corpus, question = growth
+    folded, record, ranked = await searched(tmp_path / "folded", corpus, question, DEFAULT_POLICY)
+    unfolded, unfolded_record, unfolded_ranked = await searched(tmp_path / "unfolded", corpus, question, UNFOLDED)
+    # the same pages and journals; one export fewer: the unfolded search's last two exports (the
+    # closing snapshot's second step, then the step after retrieval) are the folded one's last
+    assert folded.keys("grid") == unfolded.keys("grid")
+    assert folded.keys("journal") == unfolded.keys("journal")
+    assert len(exports(folded)) == len(exports(unfolded)) - 1
+    assert exports(folded)[:-1] == exports(unfolded)[:-2]
+    assert sorted(exports(folded)[-1]) == sorted(exports(unfolded)[-2] + exports(unfolded)[-1])
+    assert record.requests == unfolded_record.requests - 1
+    # the same ranking, selection and readable top
+    assert ranked == unfolded_ranked
+    assert record.result["selected_count"] == unfolded_record.result["selected_count"]
+    assert all(r["abstract_read"] and r["quality_known"] for r in record.result["results"][:10])
+
+
+async def test_a_search_cut_inside_the_closing_snapshot_continues_with_the_requests_of_the_uncut_one(
+    tmp_path: Path, growth: tuple[Corpus, dict[str, Any]]
+) -> None:
+    corpus, question = growth
+    whole, record, ranked = await searched(tmp_path / "whole", corpus, question, DEFAULT_POLICY)
+    checkpoint = SearchState.from_json(record.checkpoint)
+    assert checkpoint.closing_steps == 1
+    # the closing snapshot's export is the second to last; cut just after it is sent (its read then
+    # lands in the continued search) and just before
+    closing = [i for i, (kind, _, _) in enumerate(whole.sent) if kind == "export"][-2]
+    for cut in (closing, closing + 1, closing + 2):
+        site, done, done_ranked = await searched(tmp_path / f"cut{cut}", corpus, question, DEFAULT_POLICY, cut)
+        assert duplicates([(kind, key) for kind, key, _ in site.sent]) == [], cut
+        assert site.keys() == whole.keys(), cut
+        assert done_ranked == ranked, cut
+        assert SearchState.from_json(done.checkpoint).closing_steps == 1, cut
+
+
+def test_the_closing_steps_taken_are_kept_by_the_checkpoint() -> None:
+    q1 = Channel("q1", "subject", 1.0, "r", {}, "a", "f1")
+    st = SearchState("s", "k", {"candidate_target": 10}, {"method": "explicit", "channels": [q1.to_dict()]})
+    st.apply(closing_event())
+    assert SearchState.from_json(st.to_json()).closing_steps == 1
+    logged = {**SearchState("s", "k", {}, st.plan).to_json(), CHECKPOINT_LOG: [closing_event()]}
+    assert SearchState.from_json(logged).closing_steps == 1  # replayed from the appended events
+    assert SearchState.from_json(SearchState("s", "k", {}, st.plan).to_json()).closing_steps == 0
