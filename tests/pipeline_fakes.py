@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import AccessDenied, CnkiError
+from cnki_mcp.jobs import OperationRecord
 from cnki_mcp.models import (
     Author,
     DetailPage,
@@ -31,6 +32,7 @@ from cnki_mcp.models import (
 )
 from cnki_mcp.query.segment import JiebaSegmenter
 from cnki_mcp.site.backend import FollowOnce, GridRequest, SiteOp
+from cnki_mcp.store import Store
 
 ABSTRACT = "自动驾驶产品责任的归责与风险分配"
 KEYWORDS = ["自动驾驶", "产品责任", "风险分配", "算法责任"]
@@ -223,12 +225,18 @@ class SimSite:
         return None
 
 
+def ranking(store: Store, record: OperationRecord) -> list[tuple[str, bool]]:
+    """A completed search's every result in order: (record ref, selected)."""
+    items = store.search_results(record.result["search_id"], "all", 0, 10_000).items
+    return [(e.record_ref, e.selected) for e in items]
+
+
 def duplicates(log: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     counts = Counter(log)
     return [k for k, n in counts.items() if n > 1]
 
 
-__all__ = ["AMBIGUOUS_TITLE", "CnkiError", "SimSite", "duplicates", "title_of"]
+__all__ = ["AMBIGUOUS_TITLE", "CnkiError", "SimSite", "duplicates", "ranking", "title_of"]
 
 
 class WatchedSegmenter(JiebaSegmenter):

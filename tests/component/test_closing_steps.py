@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from corpus_backend import CorpusBackend
-from pipeline_fakes import duplicates
+from pipeline_fakes import duplicates, ranking
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
@@ -105,8 +105,7 @@ async def searched(
             job = jobs.continue_(record.operation_id, runner, additional_requests=1_000)
             [record] = await clock.run_until_complete(job.finish())
         assert record.status == "completed", record.errors
-        items = store.search_results(record.result["search_id"], "all", 0, 10_000).items
-        return site, record, [(e.record_ref, e.selected) for e in items]
+        return site, record, ranking(store, record)
     finally:
         store.close()
 

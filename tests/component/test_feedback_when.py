@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from corpus_backend import CorpusBackend
+from pipeline_fakes import ranking
 from test_overlap import PAGE_SIZE, LongSite, assert_cuts_continue_like_whole, assert_paced_like_even, search
 
 from cnki_mcp.clock import FakeClock
@@ -45,8 +46,7 @@ async def run(
     try:
         record = await search(clock, site, store, policy, JobManager(clock, MemorySink()), short())
         assert record.status == "completed", record.errors
-        items = store.search_results(record.result["search_id"], "all", 0, 10_000).items
-        return site, record, [(e.record_ref, e.selected) for e in items]
+        return site, record, ranking(store, record)
     finally:
         store.close()
 
@@ -185,8 +185,7 @@ async def corpus_search(
         job = JobManager(clock, MemorySink()).start(OperationKind.SEARCH, runner, inp.budget())
         [record] = await clock.run_until_complete(job.finish())
         assert record.status == "completed", record.errors
-        items = store.search_results(record.result["search_id"], "all", 0, 10_000).items
-        return backend, record, [(e.record_ref, e.selected) for e in items]
+        return backend, record, ranking(store, record)
     finally:
         store.close()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline_fakes import SimSite, duplicates
+from pipeline_fakes import SimSite, duplicates, ranking
 from test_request_policy import PLAN, search
 
 from cnki_mcp.clock import FakeClock
@@ -68,8 +68,7 @@ async def run(
         pipe = ResearchPipeline(site, store, clock, workers=8, now_year=lambda: 2026, page_size=20, policy=policy)
         start = clock.monotonic()
         record = await search(clock, pipe, inp or live())
-        items = store.search_results(record.result["search_id"], "all", 0, 10_000).items
-        return site, record, [(e.record_ref, e.selected) for e in items], clock.monotonic() - start
+        return site, record, ranking(store, record), clock.monotonic() - start
     finally:
         store.close()
 

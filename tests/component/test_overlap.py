@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pipeline_fakes import SimSite, duplicates
+from pipeline_fakes import SimSite, duplicates, ranking
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
@@ -177,8 +177,7 @@ async def run(
     try:
         record = await search(clock, site, store, policy, JobManager(clock, MemorySink()), live(), pacing=pacing)
         assert record.status == "completed", record.errors
-        items = store.search_results(record.result["search_id"], "all", 0, 10_000).items
-        return site, record, [(e.record_ref, e.selected) for e in items]
+        return site, record, ranking(store, record)
     finally:
         store.close()
 
@@ -530,8 +529,7 @@ async def journals_run(
         jobs = JobManager(clock, Recording())
         record = await search(clock, site, store, policy, jobs, live(), pacing=lambda: GROWTH_PACING)
         assert record.status == "completed", record.errors
-        items = store.search_results(record.result["search_id"], "all", 0, 10_000).items
-        return site, events, [(e.record_ref, e.selected) for e in items]
+        return site, events, ranking(store, record)
     finally:
         store.close()
 
