@@ -23,7 +23,8 @@ ABLATIONS = ("subset_channels", "enrichment", "subset_pages", "watch_depth", "re
 # rules that act only under the request limiter (the in-process policy bench has none, so there
 # they change nothing): named by `bench.py growth --policy default-RULE`, not run by `policy`
 # and rules that change when requests go out, not which (journal_prefetch: the same requests on all
-# four corpora)
+# four corpora), or act only on searches longer than the bench's (closing_steps: no search at
+# target 300 takes a closing snapshot; at 1,000 it saves an export, `bench.py broad --against`)
 PACED_ABLATIONS = ("overlap_depth", "journal_prefetch", "snapshot_reads", "middle_pages", "closing_steps")
 
 

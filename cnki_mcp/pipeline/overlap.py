@@ -228,7 +228,8 @@ class Overlap:
             # export would follow the last page's answer anyway, so the step after retrieval
             # exports those abstracts with the last pages' candidates, in one request
             marks = [m for m in (self.policy.middle_pages, self.policy.closing_pages) if 0 < m < left]
-            for mark in marks:
+            for i, mark in enumerate(marks):
+                closing = i == len(marks) - 1 and mark == self.policy.closing_pages  # [m, m] when equal
                 while True:
                     level += 1
                     if failed or not await reach(level):
@@ -237,7 +238,7 @@ class Overlap:
                     if left == 0:
                         return  # the last level: the steps after retrieval take over
                     if left <= mark:
-                        await settle(level, closing=mark == marks[-1] == self.policy.closing_pages)
+                        await settle(level, closing=closing)
                         break
 
         outcomes = await asyncio.gather(retrieval(), steps(), return_exceptions=True)

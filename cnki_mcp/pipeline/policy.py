@@ -39,6 +39,10 @@ PURE: rankings and candidates in, decisions out; no clock, no I/O. The engine ap
 - `closing_pages` (with `LAST_PAGES`): a second snapshot once at most this many levels are certain
   to come: the steps read what the pages since the first brought while the last are fetched, so
   the steps after retrieval seldom have anything left to read.
+- `closing_steps` (with `closing_pages`): the closing snapshot exports abstracts in at most this
+  many steps, then reads only the journal pages its steps propose: a further export would be
+  decided as the last page lands and follow it, so the step after retrieval decides those
+  abstracts with the last pages' candidates (on the growth question, one export for both).
 - `FeedbackStart.WITH_SNAPSHOT` (with `LAST_PAGES`): once the snapshot's steps are done, the
   feedback words come from the snapshot's settled top and the feedback pages are fetched beside
   the last retrieval pages, when the subject channel lists enough papers to reach the target

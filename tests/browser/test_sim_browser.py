@@ -121,12 +121,27 @@ async def test_article_page_loads_citation_lists_after_a_scroll_and_a_tab_click(
     await page.wait_for_load_state("load")
     assert sim_server.requests_for("/restapi/citation-api/v1/literature/quotations") == []
     assert sim_server.requests_for("/restapi/citation-api/v1/literature/references") == []
+    # the page makes its 12 list holders before it asks for their lists, and the similar papers
+    # can answer before the last list request reaches the simulator: wait for the answers
+    listed: list[str] = []
+    lists_in = asyncio.Event()
+
+    def on_list(resp) -> None:  # type: ignore[no-untyped-def]
+        kind = resp.url.split("?")[0].rsplit("/", 1)[-1]
+        if kind in ("references", "domains"):
+            listed.append(kind)
+            if listed.count("references") >= 12 and listed.count("domains") >= 4:
+                lists_in.set()
+
+    page.on("response", on_list)
     await page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
     await page.wait_for_selector("#quoted-references li span.number")
     await page.wait_for_function(
         "document.querySelectorAll('#quoted-references [id^=nxgp-kcms-data-ref-]').length == 12"
     )
     await page.wait_for_selector("#kcms-data-similar li")  # similar papers come last
+    await asyncio.wait_for(lists_in.wait(), 30)
+    page.remove_listener("response", on_list)
     paths = [e.path.rsplit("/", 1)[-1] for e in sim_server.requests_for("/restapi/")]
     assert paths.count("metrics") == 1 and "citations" not in paths
     assert paths.count("references") == 12 and paths.count("domains") == 4 and paths.count("articles") == 1

@@ -141,8 +141,8 @@ async def test_a_search_cut_inside_the_closing_snapshot_continues_with_the_reque
     whole, record, ranked = await searched(tmp_path / "whole", corpus, question, DEFAULT_POLICY)
     checkpoint = SearchState.from_json(record.checkpoint)
     assert checkpoint.closing_steps == 1
-    # the closing snapshot's export is the second to last; cut just after it is sent (its read then
-    # lands in the continued search) and just before
+    # the closing snapshot's export is the second to last: cut with it refused by the budget (the
+    # continued search sends it), with it the last one sent, and one request later
     closing = [i for i, (kind, _, _) in enumerate(whole.sent) if kind == "export"][-2]
     for cut in (closing, closing + 1, closing + 2):
         site, done, done_ranked = await searched(tmp_path / f"cut{cut}", corpus, question, DEFAULT_POLICY, cut)

@@ -132,7 +132,9 @@ async def test_the_snapshot_is_taken_deeper_where_the_limiter_spaces_requests_wi
     # pacing the depth is the fixed 16, and this fails
     log, (slow, level) = await searched_with_depth(sim, tmp_path / "slow", browser_executable, 200)
     assert fast == 16 and slow >= 20 and level == 1, (fast, slow, level)
-    # the snapshot at the first level: its exports go out with most of q1's pages still to ask
+    # its exports go out with most of q1's pages still to ask (the request log cannot tell level 1
+    # from a snapshot 16 levels before the end here: 18, or 17 on a loaded machine, against 16;
+    # the checkpoint above does)
     assert q1_pages_after_the_first_export(log) >= 16
 
 
