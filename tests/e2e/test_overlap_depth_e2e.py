@@ -83,13 +83,6 @@ def subject_pages(log: list[LogEntry]) -> list[tuple[int, str, list[str]]]:
     return [g for g in grids if g[1] == q1]
 
 
-def q1_pages_after_the_first_export(log: list[LogEntry]) -> int:
-    """How many of the subject channel's pages were asked after the first batch export: the levels
-    the snapshot left to come."""
-    first_export = exports(log)[0][0]
-    return sum(1 for i, _, _ in subject_pages(log) if i > first_export)
-
-
 async def searched_with_depth(
     sim: SimServer, data_dir: Path, browser: str, interval_ms: int, grid_ms: int = GRID_MS
 ) -> tuple[list[LogEntry], tuple[int, int]]:
@@ -130,12 +123,8 @@ async def test_the_snapshot_is_taken_deeper_where_the_limiter_spaces_requests_wi
     # other channels' first pages complete the level (CI, stop 28: 17 pages after the first
     # export, not 18). Pages slowed to ~0.65 s still give 20 levels; without the limiter's
     # pacing the depth is the fixed 16, and this fails
-    log, (slow, level) = await searched_with_depth(sim, tmp_path / "slow", browser_executable, 200)
+    _, (slow, level) = await searched_with_depth(sim, tmp_path / "slow", browser_executable, 200)
     assert fast == 16 and slow >= 20 and level == 1, (fast, slow, level)
-    # its exports go out with most of q1's pages still to ask (the request log cannot tell level 1
-    # from a snapshot 16 levels before the end here: 18, or 17 on a loaded machine, against 16;
-    # the checkpoint above does)
-    assert q1_pages_after_the_first_export(log) >= 16
 
 
 async def test_a_top_spread_over_many_journals_is_snapshot_early_and_again_sixteen_levels_before_the_end(
