@@ -166,6 +166,17 @@ def _form_shaped(entry: LogEntry) -> bool:
     )
 
 
+def _anchors(click: LogEntry, replay: LogEntry) -> bool:
+    """`click`'s one value is the anchor of `replay`'s query: the first term of its first
+    condition's value, and not all of it."""
+    query = replay.params.get("query")
+    if not isinstance(query, list) or not query:
+        return False
+    first = str(query[0].get("value", ""))
+    value = str(click.params["query"][0].get("value", ""))
+    return first != value and first.split(" + ")[0] == value
+
+
 def without_captures(entries: list[LogEntry]) -> list[LogEntry]:
     """The log minus template captures: the grid POST the AdvSearch page itself sends when its
     search button is clicked, one after each AdvSearch GET. A new browser session captures again by
@@ -173,8 +184,9 @@ def without_captures(entries: list[LogEntry]) -> list[LogEntry]:
     Arrival order alone does not tell the click from the replay after it: the click's POST and the
     first replayed page travel on different connections, and under load the replay arrives first
     (seen in CI). The click's form holds only the anchor typed into the first box (page 1, one
-    condition, no year filter), so the first such POST after the GET is the capture; a capture of
-    another shape falls back to the first grid POST after the GET."""
+    condition, no year filter), so the first such POST after the GET is the capture, unless another
+    one holds the anchor of a nearby POST's query (a one-box query's replayed first page has the
+    same shape); a capture of another shape falls back to the first grid POST after the GET."""
     order = sorted(range(len(entries)), key=lambda i: entries[i].t)
     captures: set[int] = set()
     for at, index in enumerate(order):
@@ -190,5 +202,8 @@ def without_captures(entries: list[LogEntry]) -> list[LogEntry]:
                 following.append(later)
         near = following[:CAPTURE_WINDOW]
         if near:
-            captures.add(next((i for i in near if _form_shaped(entries[i])), near[0]))
+            shaped = [i for i in near if _form_shaped(entries[i])]
+            # a one-box query's replayed first page is form-shaped too: the click holds its anchor
+            anchored = [i for i in shaped if any(_anchors(entries[i], entries[j]) for j in near if j != i)]
+            captures.add((anchored or shaped or near)[0])
     return [entry for index, entry in enumerate(entries) if index not in captures]  # log order kept

@@ -45,3 +45,12 @@ def test_each_new_session_drops_its_own_click_and_keeps_later_pages() -> None:
     ]
     kept = keyed(without_captures(log))
     assert kept == keyed([grid(0, REAL), grid(0, REAL, page=2), grid(0, REAL, page=3)])
+
+
+def test_a_one_condition_replay_that_overtakes_the_click_is_kept() -> None:
+    # the replay of a one-box query is form-shaped too (page 1, one condition, no years): the click
+    # is the one whose value is the anchor, the first term of the replay's (CI, stop 29: the
+    # replay of q1's page 1 arrived first and was dropped in its place)
+    one = [{"field": "SU", "logic": "AND", "operator": "TOPRANK", "value": "违约金 + 约定违约金 + 违约责任"}]
+    log = [entry(1, "GET", ADV_SEARCH), grid(2.5, FORM), grid(2.1, one), grid(3, one, page=2)]
+    assert keyed(without_captures(log)) == keyed([grid(0, one), grid(0, one, page=2)])
