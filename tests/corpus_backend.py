@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Literal
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import DocumentNotFound
 from cnki_mcp.models import DetailPage, ExportRecord, GridPage, HeaderIdentity, JournalPage
 from cnki_mcp.parse.citations import CitationListPage, parse_citation_list, parse_citation_metrics
@@ -177,3 +178,37 @@ class CorpusBackend:
 
     async def close(self) -> None:
         return None
+
+
+class RecordingCorpus(CorpusBackend):
+    """The corpus backend remembering each request it is sent, in order: `sent` (kind, key: a grid
+    page's subject and page, an export's ids sorted, a journal's URL) and `started` (its time on
+    `clock`, 0 without one). With `latency` (kind -> seconds) each answers that long after, on the
+    fake `clock`. A request the budget refuses is neither remembered nor answered, as on the site."""
+
+    def __init__(self, corpus: Corpus, clock: FakeClock | None = None, latency: dict[str, float] | None = None) -> None:
+        super().__init__(corpus)
+        self.clock = clock
+        self.latency = latency or {}
+        self.sent: list[tuple[str, str]] = []
+        self.started: list[float] = []
+
+    async def _send(self, kind: str, key: str, op: SiteOp | None) -> None:
+        if op is not None:
+            op.charge()
+        self.sent.append((kind, key))
+        self.started.append(self.clock.monotonic() if self.clock else 0.0)
+        if self.clock is not None and self.latency.get(kind):
+            await self.clock.sleep(self.latency[kind])
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: GridFollow | None = None) -> GridPage:
+        await self._send("grid", f"{request.subject}|{request.page}", op)
+        return await super().grid(request, None, follow)
+
+    async def export_records(self, export_ids: list[str], op: SiteOp | None = None) -> list[ExportRecord]:
+        await self._send("export", ",".join(sorted(export_ids)), op)
+        return await super().export_records(export_ids, None)
+
+    async def journal(self, url: str, expected_source: str | None = None, op: SiteOp | None = None) -> JournalPage:
+        await self._send("journal", url, op)
+        return await super().journal(url, expected_source, None)

@@ -1,8 +1,8 @@
 """The closing snapshot's steps (`SearchPolicy.closing_steps`, pipeline/overlap.py, DESIGN.md
 "Enrichment beside retrieval") on the generated corpus and a fake clock: the growth benchmark's
 question at 1,000 candidates. The closing snapshot exports abstracts in one step; the abstracts a
-second step would have exported go with the step after retrieval, in the same request as the last
-pages' candidates: one export fewer, the same journal and grid pages, the same results, and a
+second step would have exported are decided by the step after retrieval with the last pages'
+candidates, here in the same request: one export fewer, the same journal and grid pages, the same results, and a
 search cut inside the closing snapshot continues with the requests of the uncut one."""
 
 from __future__ import annotations
@@ -12,19 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus_backend import CorpusBackend
+from corpus_backend import RecordingCorpus
 from pipeline_fakes import duplicates, ranking
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
-from cnki_mcp.models import ExportRecord, GridPage
 from cnki_mcp.operations import CHECKPOINT_LOG
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions
 from cnki_mcp.pipeline.policy import DEFAULT_POLICY, SearchPolicy
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.pipeline.state import Channel, SearchState, closing_event
 from cnki_mcp.sim.corpus import Corpus
-from cnki_mcp.site.backend import GridRequest, Pacing, SiteOp
+from cnki_mcp.site.backend import Pacing
 from cnki_mcp.store import Store
 from tests.generated_corpus import generate_corpus
 
@@ -34,35 +33,8 @@ GROWTH_PACING = Pacing(0.2, 0.7)
 UNFOLDED = DEFAULT_POLICY.without("closing_steps")
 
 
-class TimedCorpus(CorpusBackend):
-    """The corpus backend answering after the benchmark's latencies on a fake clock; each request
-    remembered as (kind, key, start)."""
-
-    def __init__(self, corpus: Corpus, clock: FakeClock) -> None:
-        super().__init__(corpus)
-        self.clock = clock
-        self.sent: list[tuple[str, str, float]] = []
-
-    async def _wait(self, kind: str, key: str, op: SiteOp | None) -> None:
-        if op is not None:
-            op.charge()  # as the site: a request the budget refuses is never sent
-        self.sent.append((kind, key, self.clock.monotonic()))
-        await self.clock.sleep(LATENCY[kind])
-
-    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
-        await self._wait("grid", f"{request.subject}|{request.page}", op)
-        return await super().grid(request, None, follow)
-
-    async def export_records(self, export_ids: list[str], op: SiteOp | None = None) -> list[ExportRecord]:
-        await self._wait("export", ",".join(sorted(export_ids)), op)
-        return await super().export_records(export_ids, None)
-
-    async def journal(self, url: str, expected_source: str | None = None, op: SiteOp | None = None) -> Any:
-        await self._wait("journal", url, op)
-        return await super().journal(url, expected_source, None)
-
-    def keys(self, kind: str | None = None) -> list[tuple[str, str]]:
-        return sorted((k, key) for k, key, _ in self.sent if kind is None or k == kind)
+def keys(site: RecordingCorpus, kind: str | None = None) -> list[tuple[str, str]]:
+    return sorted(k for k in site.sent if kind is None or k[0] == kind)
 
 
 @pytest.fixture(scope="module")
@@ -82,11 +54,11 @@ def growth_input(question: dict[str, Any], **budget: Any) -> SearchInput:
 
 async def searched(
     directory: Path, corpus: Corpus, question: dict[str, Any], policy: SearchPolicy, cut: int | None = None
-) -> tuple[TimedCorpus, OperationRecord, list[tuple[str, bool]]]:
+) -> tuple[RecordingCorpus, OperationRecord, list[tuple[str, bool]]]:
     """The growth question under `policy`; with `cut`, stopped by a budget of `cut` requests and
     continued with more. The site, the (last) record and the ranking (ref, selected)."""
     clock = FakeClock()
-    site = TimedCorpus(corpus, clock)
+    site = RecordingCorpus(corpus, clock, LATENCY)
     store = Store.open(directory, clock)
     try:
         pipe = ResearchPipeline(
@@ -110,8 +82,8 @@ async def searched(
         store.close()
 
 
-def exports(site: TimedCorpus) -> list[list[str]]:
-    return [key.split(",") for kind, key, _ in site.sent if kind == "export"]
+def exports(site: RecordingCorpus) -> list[list[str]]:
+    return [key.split(",") for kind, key in site.sent if kind == "export"]
 
 
 async def test_the_abstracts_a_second_closing_step_would_export_go_with_the_last_pages_in_one_request(
@@ -122,8 +94,8 @@ async def test_the_abstracts_a_second_closing_step_would_export_go_with_the_last
     unfolded, unfolded_record, unfolded_ranked = await searched(tmp_path / "unfolded", corpus, question, UNFOLDED)
     # the same pages and journals; one export fewer: the unfolded search's last two exports (the
     # closing snapshot's second step, then the step after retrieval) are the folded one's last
-    assert folded.keys("grid") == unfolded.keys("grid")
-    assert folded.keys("journal") == unfolded.keys("journal")
+    assert keys(folded, "grid") == keys(unfolded, "grid")
+    assert keys(folded, "journal") == keys(unfolded, "journal")
     assert len(exports(folded)) == len(exports(unfolded)) - 1
     assert exports(folded)[:-1] == exports(unfolded)[:-2]
     assert sorted(exports(folded)[-1]) == sorted(exports(unfolded)[-2] + exports(unfolded)[-1])
@@ -143,11 +115,11 @@ async def test_a_search_cut_inside_the_closing_snapshot_continues_with_the_reque
     assert checkpoint.closing_steps == 1
     # the closing snapshot's export is the second to last: cut with it refused by the budget (the
     # continued search sends it), with it the last one sent, and one request later
-    closing = [i for i, (kind, _, _) in enumerate(whole.sent) if kind == "export"][-2]
+    closing = [i for i, (kind, _) in enumerate(whole.sent) if kind == "export"][-2]
     for cut in (closing, closing + 1, closing + 2):
         site, done, done_ranked = await searched(tmp_path / f"cut{cut}", corpus, question, DEFAULT_POLICY, cut)
-        assert duplicates([(kind, key) for kind, key, _ in site.sent]) == [], cut
-        assert site.keys() == whole.keys(), cut
+        assert duplicates(site.sent) == [], cut
+        assert keys(site) == keys(whole), cut
         assert done_ranked == ranked, cut
         assert SearchState.from_json(done.checkpoint).closing_steps == 1, cut
 

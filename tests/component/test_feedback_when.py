@@ -11,19 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus_backend import CorpusBackend
+from corpus_backend import RecordingCorpus
 from pipeline_fakes import ranking
 from test_overlap import PAGE_SIZE, LongSite, assert_cuts_continue_like_whole, assert_paced_like_even, search
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
-from cnki_mcp.models import ExportRecord, GridPage
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions
 from cnki_mcp.pipeline.policy import DEFAULT_POLICY, SearchPolicy
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.pipeline.state import SearchState
 from cnki_mcp.sim.corpus import Corpus
-from cnki_mcp.site.backend import GridRequest, SiteOp
+from cnki_mcp.site.backend import GridRequest
 from cnki_mcp.store import Store
 from tests.generated_corpus import generate_corpus
 
@@ -136,26 +135,6 @@ async def test_the_steps_beside_the_feedback_pages_decide_on_the_retrieval_candi
 CORPUS_QUESTIONS = ("m04", "m15")
 
 
-class LoggingCorpus(CorpusBackend):
-    """The corpus backend with each request remembered in the order it was sent."""
-
-    def __init__(self, corpus: Corpus) -> None:
-        super().__init__(corpus)
-        self.sent: list[tuple[str, str]] = []
-
-    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
-        self.sent.append(("grid", f"{request.subject}|{request.page}"))
-        return await super().grid(request, op)
-
-    async def export_records(self, export_ids: list[str], op: SiteOp | None = None) -> list[ExportRecord]:
-        self.sent.append(("export", ",".join(export_ids)))
-        return await super().export_records(export_ids, op)
-
-    async def journal(self, *args: Any, **kwargs: Any) -> Any:
-        self.sent.append(("journal", repr(args[:1])))
-        return await super().journal(*args, **kwargs)
-
-
 @pytest.fixture(scope="module")
 def main_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Corpus, dict[str, dict[str, Any]]]:
     out = generate_corpus(tmp_path_factory.mktemp("main-corpus"))
@@ -166,9 +145,9 @@ def main_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Corpus, dict[
 
 async def corpus_search(
     tmp_path: Path, corpus: Corpus, question: dict[str, Any], policy: SearchPolicy
-) -> tuple[LoggingCorpus, OperationRecord, list[tuple[str, bool]]]:
+) -> tuple[RecordingCorpus, OperationRecord, list[tuple[str, bool]]]:
     clock = FakeClock()
-    backend = LoggingCorpus(corpus)
+    backend = RecordingCorpus(corpus)
     store = Store.open(tmp_path / f"{question['id']}-{policy.name}", clock)
     try:
         pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026, policy=policy)

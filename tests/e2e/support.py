@@ -16,6 +16,7 @@ from typing import Any
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from cnki_mcp.query.cnf import OR_SEPARATOR
 from cnki_mcp.sim.reqlog import LogEntry
 
 GRID = "/kns8s/brief/grid"
@@ -174,7 +175,7 @@ def _anchors(click: LogEntry, replay: LogEntry) -> bool:
         return False
     first = str(query[0].get("value", ""))
     value = str(click.params["query"][0].get("value", ""))
-    return first != value and first.split(" + ")[0] == value
+    return first != value and first.split(OR_SEPARATOR)[0] == value
 
 
 def without_captures(entries: list[LogEntry]) -> list[LogEntry]:
