@@ -53,7 +53,7 @@ class EnrichmentSteps:
         through: int | None = None,
         stop: Callable[[], bool] | None = None,
         before_step: Callable[[], None] | None = None,
-        on_step: Callable[[], None] | None = None,
+        closing: bool = False,
         hold_abstracts: Callable[[], bool] | None = None,
         retrieval_only: bool = False,
     ) -> None:
@@ -67,8 +67,8 @@ class EnrichmentSteps:
         pages have landed); `stop`: no new step once it holds (the retrieval beside it failed);
         `before_step`: called before each decision; `hold_abstracts`: while it holds (Reading.EXPORT),
         a step reads the journal pages its decision proposes and leaves the abstracts to a later
-        phase, and the steps end when it proposes no journal page; `on_step`: called once a
-        decision that reads abstracts is taken, before its batch is appended; `retrieval_only`:
+        phase, and the steps end when it proposes no journal page; `closing`: each step that reads
+        abstracts is one of the closing snapshot's (counted in its batch's event); `retrieval_only`:
         decide without the feedback's candidates, hits and local channels (FeedbackWhen.CERTAIN)."""
         boundary, export = self._reading(st)
         feedback = pool is st.feedback_pool
@@ -106,10 +106,8 @@ class EnrichmentSteps:
                 batch, unread, early = [ref for ref in batch if ref not in held], [], []
                 if not batch:
                     return
-            elif unread and on_step is not None:
-                on_step()
             if unread:
-                event = enrich_event(key, unread)
+                event = enrich_event(key, unread, closing=closing and export)
                 st.apply(event)  # joins `pool`; appended, not a whole checkpoint (O(batch))
                 ctx.checkpoint_append(event)
             if not export:

@@ -47,7 +47,7 @@ from cnki_mcp.pipeline.policy import (
     feedback_words_certain,
     unread_journals,
 )
-from cnki_mcp.pipeline.state import Channel, SearchState, closing_event, depth_event, enrich_event
+from cnki_mcp.pipeline.state import Channel, SearchState, depth_event, enrich_event
 from cnki_mcp.pipeline.units import Unit
 from cnki_mcp.pipeline.units import units as _units
 from cnki_mcp.rank import Ranked
@@ -185,12 +185,6 @@ class Overlap:
 
         async def settle(level: int, closing: bool = False) -> None:
             limit = self.policy.closing_steps if closing else 0
-
-            def decided() -> None:
-                event = closing_event()
-                st.apply(event)
-                ctx.checkpoint_append(event)
-
             await self._enrich(
                 st,
                 ctx,
@@ -199,7 +193,7 @@ class Overlap:
                 label=label,
                 through=level,
                 stop=lambda: bool(failed),
-                on_step=decided if limit else None,
+                closing=bool(limit),
                 hold_abstracts=(lambda: st.closing_steps >= limit) if limit else None,
             )
 

@@ -261,9 +261,8 @@ class SearchState:
                 "prefetched_journals": self.prefetched_journals,
             }.get(event["pool"], self.pool)
             pool.extend(r for r in event["refs"] if r not in pool)
-            return
-        if event.get("e") == "closing":
-            self.closing_steps += 1
+            if event.get("closing"):
+                self.closing_steps += 1
             return
         if event.get("e") == "depth":
             self.overlap_depth = int(event["levels"])
@@ -472,12 +471,17 @@ def page_event(
     }
 
 
-def enrich_event(pool: str, refs: list[str]) -> dict[str, Any]:
+def enrich_event(pool: str, refs: list[str], *, closing: bool = False) -> dict[str, Any]:
     """A batch of candidates the boundary enrichment decided to read (pipeline/policy.py), joining
     `pool` or `feedback_pool` (abstracts), `journals` / `feedback_journals` (journal pages under
     Reading.EXPORT) or `prefetched_journals` (JournalPrefetch.FIRST_LEVEL): a resumed phase reads them
-    again only where still missing."""
-    return {"e": "enrich", "pool": pool, "refs": list(refs)}
+    again only where still missing. `closing`: the batch is an abstract step of the closing snapshot
+    (`SearchPolicy.closing_steps`), counted with the batch in the same entry so that no cut
+    separates the count from the step."""
+    event: dict[str, Any] = {"e": "enrich", "pool": pool, "refs": list(refs)}
+    if closing:
+        event["closing"] = 1
+    return event
 
 
 def depth_event(levels: int, reads: int | None = None, at: int = 0) -> dict[str, Any]:
@@ -489,12 +493,6 @@ def depth_event(levels: int, reads: int | None = None, at: int = 0) -> dict[str,
     if at:
         event["at"] = at
     return event
-
-
-def closing_event() -> dict[str, Any]:
-    """One step of the closing snapshot decided (`SearchPolicy.closing_steps`), appended before the
-    step's batch."""
-    return {"e": "closing"}
 
 
 def local_event(channel: Channel, phrase: str) -> dict[str, Any]:

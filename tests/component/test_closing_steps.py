@@ -21,7 +21,7 @@ from cnki_mcp.operations import CHECKPOINT_LOG
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions
 from cnki_mcp.pipeline.policy import DEFAULT_POLICY, SearchPolicy
 from cnki_mcp.pipeline.research import ResearchPipeline
-from cnki_mcp.pipeline.state import Channel, SearchState, closing_event
+from cnki_mcp.pipeline.state import Channel, SearchState, enrich_event
 from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.site.backend import Pacing
 from cnki_mcp.store import Store
@@ -124,11 +124,16 @@ async def test_a_search_cut_inside_the_closing_snapshot_continues_with_the_reque
         assert SearchState.from_json(done.checkpoint).closing_steps == 1, cut
 
 
-def test_the_closing_steps_taken_are_kept_by_the_checkpoint() -> None:
+def test_the_closing_steps_taken_are_kept_by_the_checkpoint_in_their_batches_entries() -> None:
     q1 = Channel("q1", "subject", 1.0, "r", {}, "a", "f1")
     st = SearchState("s", "k", {"candidate_target": 10}, {"method": "explicit", "channels": [q1.to_dict()]})
-    st.apply(closing_event())
+    step = enrich_event("pool", ["r1", "r2"], closing=True)
+    st.apply(step)
+    assert (st.closing_steps, st.pool) == (1, ["r1", "r2"])
     assert SearchState.from_json(st.to_json()).closing_steps == 1
-    logged = {**SearchState("s", "k", {}, st.plan).to_json(), CHECKPOINT_LOG: [closing_event()]}
-    assert SearchState.from_json(logged).closing_steps == 1  # replayed from the appended events
-    assert SearchState.from_json(SearchState("s", "k", {}, st.plan).to_json()).closing_steps == 0
+    # one appended entry holds both the step's abstracts and its count: a kill lands both or neither
+    blank = SearchState("s", "k", {}, st.plan).to_json()
+    replayed = SearchState.from_json({**blank, CHECKPOINT_LOG: [enrich_event("pool", ["r0"]), step]})
+    assert (replayed.closing_steps, replayed.pool) == (1, ["r0", "r1", "r2"])
+    before = SearchState.from_json({**blank, CHECKPOINT_LOG: [enrich_event("pool", ["r0"])]})
+    assert (before.closing_steps, before.pool) == (0, ["r0"])
