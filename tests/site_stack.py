@@ -26,6 +26,8 @@ from cnki_mcp.site.human import HumanGate
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.reading import DetailTabs
 
+GRID_PATH = "/kns8s/brief/grid"
+
 STEP_TIMEOUT = 60.0  # bounds a test that would otherwise hang; never a timing assertion
 LOGIN_SUBMIT = "form.ecp_loginAccountBox [type=submit], form.ecp_loginAccountBox button"
 
@@ -85,6 +87,29 @@ async def site_stack(settings: Settings, **site_options: Any) -> AsyncIterator[S
     yield SiteStack(settings, clock, host, limiter, gate, site)
     await site.close()
     await host.close()
+
+
+def page_forms(sim: Any, since: int = 0) -> list[Any]:
+    """The AdvSearch page's own search clicks logged after log index `since` (grid POSTs the
+    simulator marks `page_form`, docs/simulator.md "Request log")."""
+    return [e for e in sim.requests[since:] if e.path.startswith(GRID_PATH) and e.params.get("page_form")]
+
+
+async def page_form_logged(sim: Any, since: int = 0) -> None:
+    """Wait until a page's own search click is logged after `since`. The template capture returns
+    once the click's POST has started, and the product replays at once, so that POST may be logged
+    after the product's call returned: a test counting grid POSTs waits for it first (bounded)."""
+    async with asyncio.timeout(STEP_TIMEOUT):
+        while not page_forms(sim, since):
+            await asyncio.sleep(0.02)
+
+
+async def logged(sim: Any, path: str, method: str | None = None, count: int = 1) -> None:
+    """Wait (bounded) until at least `count` requests under `path` are logged: for a request the
+    product does not wait for (a download's order page in a tab left to finish on its own)."""
+    async with asyncio.timeout(STEP_TIMEOUT):
+        while len(sim.requests_for(path, method)) < count:
+            await asyncio.sleep(0.02)
 
 
 async def expect_code(awaitable: object, code: str) -> CnkiError:

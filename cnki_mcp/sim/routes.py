@@ -48,6 +48,11 @@ _DETAIL_FAULTS = _GENERIC | {FaultKind.SCRIPT_RENDERED_DETAIL}
 _READER_FAULTS = _GENERIC | {FaultKind.TRIAL_READER, FaultKind.READER_SLIDER, FaultKind.LAZY_READER}
 _DOWNLOAD_FAULTS = _GENERIC | {FaultKind.DOWNLOAD_REFUSED, FaultKind.HTML_AS_PDF}
 
+# The AdvSearch page's own search click keys its QueryJson rows by the page's input selectors
+# (`input[data-tipid=gradetxt-1]`, cnki_mcp/sim/advsearch.py); a replayed template carries the
+# product's keys. The log marks the click so tests can wait for it (it travels beside the replay).
+PAGE_FORM_MARK = "data-tipid"
+
 
 @dataclass
 class Request:
@@ -369,6 +374,8 @@ class App:
             for k in ("pageNum", "pageSize", "sortField", "sortType", "turnpage", "boolSearch")
             if k in f
         }
+        if PAGE_FORM_MARK in f.get("QueryJson", ""):
+            params["page_form"] = True  # logged only (docs/simulator.md "Request log")
         session = self.session_of(req)
         if session is None:
             resp = self._challenge_json(req, "no_session")

@@ -25,7 +25,16 @@ from cnki_mcp.site.downloading import Downloader
 from cnki_mcp.site.human import HumanGate
 from cnki_mcp.site.reading import DetailTabs
 from cnki_mcp.store import Store, file_sha256
-from tests.site_stack import STEP_TIMEOUT, FakeOp, expect_code, log_in, sim_settings, site_stack, tab_with
+from tests.site_stack import (
+    STEP_TIMEOUT,
+    FakeOp,
+    expect_code,
+    log_in,
+    logged,
+    sim_settings,
+    site_stack,
+    tab_with,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -171,9 +180,12 @@ async def test_uncertain_outcome_is_not_clicked_again_until_retry(case: Case) ->
     sim.set_scenario({"faults": [{"path": "/bar/download", "kind": "not_found", "at": [1]}]})
     await expect_code(case.downloader.download(ref, wait_seconds=1, op=FakeOp()), "SIDE_EFFECT_UNCERTAIN")
     assert case.store.uncertain_click(ref, "pdf") is not None
+    # the click's tab may ask its order page after the call gave up waiting (a loaded machine)
+    await logged(sim, ORDER, "GET")
 
     await expect_code(case.downloader.download(ref, op=FakeOp()), "SIDE_EFFECT_UNCERTAIN")
     assert len(sim.requests_for(ORDER, "GET")) == 1  # the second call clicked nothing
+    assert len(case.store.clicks_for(ref)) == 1
 
     async with asyncio.timeout(STEP_TIMEOUT):
         got = await case.downloader.download(ref, retry=True, op=FakeOp())

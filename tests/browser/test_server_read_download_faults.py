@@ -26,7 +26,7 @@ from cnki_mcp.services import Services
 from cnki_mcp.settings import Settings
 from cnki_mcp.sim.pages.files import caj_bytes, pdf_bytes
 from cnki_mcp.sim.server import SimServer
-from tests.site_stack import in_memory_server
+from tests.site_stack import in_memory_server, logged
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -344,12 +344,14 @@ async def test_uncertain_download_is_not_clicked_again_until_retry(app: App) -> 
     assert first["status"] == "failed", first
     only_error(first, "SIDE_EFFECT_UNCERTAIN")
     assert "retry=true" in first["next_step"]  # the guidance survives the trip through operation_status
-    assert len(app.sim.requests_for(ORDER, "GET")) == 1
+    await logged(app.sim, ORDER, "GET")  # the click's tab may ask it after the call gave up waiting
+    assert len(app.services.store.clicks_for(ref)) == 1
 
     second = await app.run("download_paper", {"record_ref": ref})
     assert second["status"] == "failed", second
     only_error(second, "SIDE_EFFECT_UNCERTAIN")
     assert len(app.sim.requests_for(ORDER, "GET")) == 1  # the second call clicked nothing
+    assert len(app.services.store.clicks_for(ref)) == 1
 
     third = await app.completed("download_paper", {"record_ref": ref, "retry": True})
     assert third["result"]["source"] == "download" and Path(third["result"]["path"]).exists()

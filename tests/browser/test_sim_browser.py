@@ -119,6 +119,7 @@ async def test_article_page_loads_citation_lists_after_a_scroll_and_a_tab_click(
     await page.goto(sim_server.links.www("/"))
     await page.goto(sim_server.links.detail("r0306"))
     await page.wait_for_load_state("load")
+    await page.wait_for_load_state("networkidle")  # a list asked at load would be in by now
     assert sim_server.requests_for("/restapi/citation-api/v1/literature/quotations") == []
     assert sim_server.requests_for("/restapi/citation-api/v1/literature/references") == []
     # the page makes its 12 list holders before it asks for their lists, and the similar papers

@@ -20,6 +20,7 @@ from tests.site_stack import (
     FakeOp,
     expect_code,
     in_memory_server,
+    page_form_logged,
     sim_settings,
     site_stack,
     tab_with,
@@ -93,6 +94,7 @@ async def test_a_restarted_profile_keeps_its_session_and_its_cursors(
     async with site_stack(settings) as stack:
         await stack.site.grid(title_request(page=1))
         second = await stack.site.grid(title_request(page=2))
+        await page_form_logged(sim)  # each session's capture click lands before its browser closes
     assert (tmp_path / COOKIES_FILE).exists()  # saved at close (site/browser.py)
 
     since = len(sim.requests)
@@ -100,6 +102,7 @@ async def test_a_restarted_profile_keeps_its_session_and_its_cursors(
         third = await stack.site.grid(
             title_request(page=3, cursor=second.turnpage), FakeOp(on_verification="skip")
         )
+        await page_form_logged(sim, since)
     assert third.page == 3 and third.rows
     # No home page, no slider: the saved session cookie came back, and with it the cursor's session.
     assert visits(sim, since) == [("GET", "/kns8s/AdvSearch", 200), ("POST", GRID, 200), ("POST", GRID, 200)]
@@ -119,6 +122,7 @@ async def test_a_restored_session_the_site_no_longer_honours_is_renewed_at_the_h
     settings = sim_settings(tmp_path, sim.origin, browser_executable)
     async with site_stack(settings) as stack:
         await stack.site.grid(title_request())
+        await page_form_logged(sim)  # not later, among the restarted session's visits
     sim.forget_sessions()  # the saved KNS2COOKIE lapsed while the server was down
     since = len(sim.requests)
     async with site_stack(settings) as stack:
@@ -158,7 +162,7 @@ async def test_grid_403_slider_is_shown_at_the_sites_own_url_and_the_paging_resu
     async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
         await stack.site.grid(title_request(page=1))
         second = await stack.site.grid(title_request(page=2))
-        sim.set_scenario({"faults": [{"path": GRID, "kind": "verification_403", "at": [1]}]})
+        sim.set_scenario({"faults": [{"path": GRID, "kind": "verification_403", "at": [1], "form_lacks": "data-tipid"}]})
         op = FakeOp()
         ctx = await stack.host.ensure()
         person = asyncio.create_task(solve_in_tab(ctx, op))
@@ -226,7 +230,7 @@ async def test_skip_policy_turns_the_grid_403_slider_into_a_typed_error_not_a_de
 ) -> None:
     async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
         await stack.site.grid(title_request())
-        sim.set_scenario({"faults": [{"path": GRID, "kind": "verification_403", "at": [1]}]})
+        sim.set_scenario({"faults": [{"path": GRID, "kind": "verification_403", "at": [1], "form_lacks": "data-tipid"}]})
         await expect_code(
             stack.site.grid(title_request("数据"), FakeOp(on_verification="skip")), "VERIFICATION_SKIPPED"
         )

@@ -24,6 +24,7 @@ from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.cnki import CnkiSite
 from cnki_mcp.site.human import HumanGate
 from cnki_mcp.site.limiter import Limiter
+from tests.site_stack import page_form_logged
 
 pytestmark = pytest.mark.browser
 
@@ -153,6 +154,7 @@ async def test_search_detail_journal_and_identity_reach_the_real_host_names_thro
     journal = await site.journal(row.source_url or "", expected_source=row.source)
     assert journal.name == row.source
 
+    await page_form_logged(sim)  # before identity() navigates the tab that sent it
     identity = await site.identity(refresh=True)
     assert identity.ready and identity.personal is IdentityKind.NOT_OBSERVED
 

@@ -193,6 +193,16 @@ def test_grid_pages_need_the_cursor_and_ordinals_continue(sim: SimServer) -> Non
     assert 'id="PageNext"' not in p4 and 'id="PagePrev"' in p4
 
 
+def test_the_advsearch_pages_own_click_is_marked_in_the_log_and_a_replay_is_not(sim: SimServer) -> None:
+    b = visitor(sim)
+    grid = sim.url("/kns8s/brief/grid")
+    own = grid_form()
+    own["QueryJson"] = own["QueryJson"].replace('"Key": "mcp"', '"Key": "input[data-tipid=gradetxt-1]"')
+    assert b.text(grid, own)[0] == 200
+    assert b.text(grid, grid_form())[0] == 200
+    assert [e.params.get("page_form") for e in sim.requests_for("/kns8s/brief/grid", "POST")] == [True, None]
+
+
 def test_cursor_belongs_to_the_previous_page_of_the_same_session(sim: SimServer) -> None:
     grid = sim.url("/kns8s/brief/grid")
     b, other = visitor(sim), visitor(sim)

@@ -13,6 +13,7 @@ import pytest
 
 from cnki_mcp.sim.server import SimServer
 from tests.e2e.support import StdioServer
+from tests.site_stack import page_form_logged
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -41,6 +42,7 @@ async def test_citing_list_pages_and_a_graph_continues_without_repeating_a_reque
     refs = {r["title"]: r["record_ref"] for r in meta["result"]["records"]}
     ref, seed_ref = refs[paper.title], refs[seed.title]
 
+    await page_form_logged(sim)  # the capture click's own POST, not among the requests counted next
     # page 2 of the journal citing list: the counts, the journal list's pages 1 and 2
     before = len(sim.requests)
     second = await served.finish(

@@ -14,6 +14,7 @@ from cnki_mcp.identity import title_key
 from cnki_mcp.sim.corpus import Corpus, SimRecord
 from cnki_mcp.sim.server import SimServer
 from tests.e2e.support import ADV_SEARCH, DETAIL, GRID, JOURNAL, StdioServer, serve_env
+from tests.site_stack import page_form_logged
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -173,6 +174,7 @@ async def test_get_metadata_by_exact_titles_locates_ten_titles_per_grid_request(
         assert got["filename"] == r.native_filename, r.id
         assert got["abstract"] == r.abstract, r.id
         assert got["keywords"] == list(r.keywords), r.id
+    await page_form_logged(sim)  # the capture click's own POST may land after the call ended
     grid = sim.requests_for(GRID, "POST")
     locate = [
         e for e in grid if all((c["field"], c["operator"]) == ("TI", "DEFAULT") for c in e.params["query"])

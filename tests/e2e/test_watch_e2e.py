@@ -15,6 +15,7 @@ import pytest
 
 from cnki_mcp.sim.server import SimServer
 from tests.e2e.support import GRID, StdioServer, serve_env
+from tests.site_stack import page_form_logged
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -36,6 +37,7 @@ async def test_search_log_and_a_watch_that_finds_a_record_added_between_checks(
     record = await served.finish(started)
     assert record["status"] == "completed", record["errors"]
     search_id = record["result"]["search_id"]
+    await page_form_logged(sim)  # the capture click's own POST may land after the search ended
     grids = len(sim.requests_for(GRID, "POST"))
 
     exported = await served.call("export_search_log", {"search_id": search_id, "format": "json"})
