@@ -16,7 +16,6 @@ from typing import Any
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from cnki_mcp.query.cnf import OR_SEPARATOR
 from cnki_mcp.sim.reqlog import LogEntry
 
 GRID = "/kns8s/brief/grid"
@@ -152,59 +151,10 @@ def repeated(counts: Counter[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
     return {k: n for k, n in counts.items() if n > 1}
 
 
-CAPTURE_WINDOW = 4  # grid POSTs after an AdvSearch GET among which its click's POST arrives
-
-
-def _form_shaped(entry: LogEntry) -> bool:
-    """A grid POST the AdvSearch form sends with one box filled: page 1, one condition, no years."""
-    p = entry.params
-    query = p.get("query")
-    return (
-        str(p.get("pageNum", "1")) == "1"
-        and isinstance(query, list)
-        and len(query) == 1
-        and not p.get("years")
-    )
-
-
-def _anchors(click: LogEntry, replay: LogEntry) -> bool:
-    """`click`'s one value is the anchor of `replay`'s query: the first term of its first
-    condition's value, and not all of it."""
-    query = replay.params.get("query")
-    if not isinstance(query, list) or not query:
-        return False
-    first = str(query[0].get("value", ""))
-    value = str(click.params["query"][0].get("value", ""))
-    return first != value and first.split(OR_SEPARATOR)[0] == value
-
-
 def without_captures(entries: list[LogEntry]) -> list[LogEntry]:
-    """The log minus template captures: the grid POST the AdvSearch page itself sends when its
-    search button is clicked, one after each AdvSearch GET. A new browser session captures again by
-    design (site-rules.md §1.2); that click is not a repeated data request.
-    Arrival order alone does not tell the click from the replay after it: the click's POST and the
-    first replayed page travel on different connections, and under load the replay arrives first
-    (seen in CI). The click's form holds only the anchor typed into the first box (page 1, one
-    condition, no year filter), so the first such POST after the GET is the capture, unless another
-    one holds the anchor of a nearby POST's query (a one-box query's replayed first page has the
-    same shape); a capture of another shape falls back to the first grid POST after the GET."""
-    order = sorted(range(len(entries)), key=lambda i: entries[i].t)
-    captures: set[int] = set()
-    for at, index in enumerate(order):
-        entry = entries[index]
-        if not (entry.path.startswith(ADV_SEARCH) and entry.method == "GET"):
-            continue
-        following: list[int] = []
-        for later in order[at + 1 :]:
-            nxt = entries[later]
-            if nxt.path.startswith(ADV_SEARCH) and nxt.method == "GET":
-                break
-            if nxt.path.startswith(GRID) and later not in captures:
-                following.append(later)
-        near = following[:CAPTURE_WINDOW]
-        if near:
-            shaped = [i for i in near if _form_shaped(entries[i])]
-            # a one-box query's replayed first page is form-shaped too: the click holds its anchor
-            anchored = [i for i in shaped if any(_anchors(entries[i], entries[j]) for j in near if j != i)]
-            captures.add((anchored or shaped or near)[0])
-    return [entry for index, entry in enumerate(entries) if index not in captures]  # log order kept
+    """The log minus template captures: the grid POST the AdvSearch page itself sends when the
+    product clicks its search button, which the simulator marks `page_form` (docs/simulator.md
+    "Request log"). A new browser session captures again by design (site-rules.md §1.2); that click
+    is not a repeated data request. The mark, not the position: the click's POST and the first
+    replayed page travel on different connections and arrive in either order (seen in CI)."""
+    return [e for e in entries if not (e.path.startswith(GRID) and e.params.get("page_form"))]
