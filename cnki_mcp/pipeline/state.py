@@ -264,6 +264,9 @@ class SearchState:
             if event.get("closing"):
                 self.closing_steps += 1
             return
+        if event.get("e") == "closing":  # the count as its own entry (checkpoints before 51b63ce)
+            self.closing_steps += 1
+            return
         if event.get("e") == "depth":
             self.overlap_depth = int(event["levels"])
             self.overlap_level = int(event.get("at") or 0)

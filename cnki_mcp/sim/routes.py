@@ -51,7 +51,7 @@ _DOWNLOAD_FAULTS = _GENERIC | {FaultKind.DOWNLOAD_REFUSED, FaultKind.HTML_AS_PDF
 # The AdvSearch page's own search click keys its QueryJson rows by the page's input selectors
 # (`input[data-tipid=gradetxt-1]`, cnki_mcp/sim/advsearch.py); a replayed template carries the
 # product's keys. The log marks the click so tests can wait for it (it travels beside the replay).
-PAGE_FORM_MARK = "data-tipid"
+PAGE_FORM_MARK = '"Key":"input[data-tipid='  # as the page's JSON.stringify writes it
 
 
 @dataclass

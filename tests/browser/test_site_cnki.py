@@ -218,7 +218,7 @@ async def test_page_without_cached_cursor_fetches_earlier_pages_first(env: Env) 
 
 
 async def test_page_with_a_cursor_kept_by_the_caller_is_fetched_alone_in_a_fresh_site(env: Env) -> None:
-    await env.site.grid(request(page=1))
+    await captured(env)
     page2 = await env.site.grid(request(page=2))
     assert page2.turnpage
     env.site.cursors.clear()  # a new process: the site's own cursors are gone, CNKI's are not
@@ -231,7 +231,7 @@ async def test_page_with_a_cursor_kept_by_the_caller_is_fetched_alone_in_a_fresh
 
 
 async def test_cursor_rejected_by_cnki_falls_back_to_fetching_earlier_pages(env: Env) -> None:
-    await env.site.grid(request(page=1))  # the template exists; the site then forgets its cursors
+    await captured(env)  # the template exists; the site then forgets its cursors
     env.site.cursors.clear()
     before = len(env.sim.requests_for(GRID, "POST"))
     page3 = await env.site.grid(request(page=3, cursor="stale-cursor!!"))

@@ -137,3 +137,6 @@ def test_the_closing_steps_taken_are_kept_by_the_checkpoint_in_their_batches_ent
     assert (replayed.closing_steps, replayed.pool) == (1, ["r0", "r1", "r2"])
     before = SearchState.from_json({**blank, CHECKPOINT_LOG: [enrich_event("pool", ["r0"])]})
     assert (before.closing_steps, before.pool) == (0, ["r0"])
+    # a log written when the count was an entry of its own still continues
+    older = SearchState.from_json({**blank, CHECKPOINT_LOG: [{"e": "closing"}, enrich_event("pool", ["r1"])]})
+    assert (older.closing_steps, older.pool) == (1, ["r1"])

@@ -197,7 +197,9 @@ def test_the_advsearch_pages_own_click_is_marked_in_the_log_and_a_replay_is_not(
     b = visitor(sim)
     grid = sim.url("/kns8s/brief/grid")
     own = grid_form()
-    own["QueryJson"] = own["QueryJson"].replace('"Key": "mcp"', '"Key": "input[data-tipid=gradetxt-1]"')
+    # the page's JSON.stringify: no spaces after the separators
+    page_json = json.dumps(json.loads(own["QueryJson"]), ensure_ascii=False, separators=(",", ":"))
+    own["QueryJson"] = page_json.replace('"Key":"mcp"', '"Key":"input[data-tipid=gradetxt-1]"')
     assert b.text(grid, own)[0] == 200
     assert b.text(grid, grid_form())[0] == 200
     assert [e.params.get("page_form") for e in sim.requests_for("/kns8s/brief/grid", "POST")] == [True, None]
