@@ -6,7 +6,7 @@ steps the test takes as the person (the vericode form, the login form, the tab t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,27 +89,39 @@ async def site_stack(settings: Settings, **site_options: Any) -> AsyncIterator[S
     await host.close()
 
 
+def is_page_form(entry: Any) -> bool:
+    """A logged grid POST the AdvSearch page itself sent when its search button was clicked (the
+    simulator marks it `page_form`, docs/simulator.md "Request log")."""
+    return bool(entry.path.startswith(GRID_PATH) and entry.params.get("page_form"))
+
+
 def page_forms(sim: Any, since: int = 0) -> list[Any]:
-    """The AdvSearch page's own search clicks logged after log index `since` (grid POSTs the
-    simulator marks `page_form`, docs/simulator.md "Request log")."""
-    return [e for e in sim.requests[since:] if e.path.startswith(GRID_PATH) and e.params.get("page_form")]
+    """The AdvSearch page's own search clicks logged after log index `since`."""
+    return [e for e in sim.requests[since:] if is_page_form(e)]
+
+
+async def wait_until(predicate: Callable[[], object], what: str) -> None:
+    """Wait on an observable condition (the simulator's log, a page's state); fails with `what`
+    instead of hanging after STEP_TIMEOUT."""
+    try:
+        async with asyncio.timeout(STEP_TIMEOUT):
+            while not predicate():
+                await asyncio.sleep(0.02)  # polling the condition, not waiting for time to pass
+    except TimeoutError:
+        raise AssertionError(f"not within {STEP_TIMEOUT} s: {what}") from None
 
 
 async def page_form_logged(sim: Any, since: int = 0) -> None:
     """Wait until a page's own search click is logged after `since`. The template capture returns
     once the click's POST has started, and the product replays at once, so that POST may be logged
-    after the product's call returned: a test counting grid POSTs waits for it first (bounded)."""
-    async with asyncio.timeout(STEP_TIMEOUT):
-        while not page_forms(sim, since):
-            await asyncio.sleep(0.02)
+    after the product's call returned: a test counting grid POSTs waits for it first."""
+    await wait_until(lambda: page_forms(sim, since), "the AdvSearch page's own search POST")
 
 
 async def logged(sim: Any, path: str, method: str | None = None, count: int = 1) -> None:
-    """Wait (bounded) until at least `count` requests under `path` are logged: for a request the
-    product does not wait for (a download's order page in a tab left to finish on its own)."""
-    async with asyncio.timeout(STEP_TIMEOUT):
-        while len(sim.requests_for(path, method)) < count:
-            await asyncio.sleep(0.02)
+    """Wait until at least `count` requests under `path` are logged: for a request the product
+    does not wait for (a download's order page in a tab left to finish on its own)."""
+    await wait_until(lambda: len(sim.requests_for(path, method)) >= count, f"{count} x {method or ''} {path}")
 
 
 async def expect_code(awaitable: object, code: str) -> CnkiError:

@@ -53,8 +53,7 @@ class EnrichmentSteps:
         through: int | None = None,
         stop: Callable[[], bool] | None = None,
         before_step: Callable[[], None] | None = None,
-        closing: bool = False,
-        hold_abstracts: Callable[[], bool] | None = None,
+        closing_steps: int = 0,
         retrieval_only: bool = False,
     ) -> None:
         """Enrich `pool` (a resumed phase asks again only what is still missing: read abstracts
@@ -65,12 +64,13 @@ class EnrichmentSteps:
         batch export"). `through`: decide on the candidates and hits of retrieval pages <=
         `through` only (EnrichmentStart.LAST_PAGES: a snapshot that does not depend on which later
         pages have landed); `stop`: no new step once it holds (the retrieval beside it failed);
-        `before_step`: called before each decision; `hold_abstracts`: while it holds (Reading.EXPORT),
-        a step reads the journal pages its decision proposes and leaves the abstracts to a later
-        phase, and the steps end when it proposes no journal page; `closing`: each step that reads
-        abstracts is one of the closing snapshot's (counted in its batch's event); `retrieval_only`:
+        `before_step`: called before each decision; `closing_steps` (the closing snapshot, Reading.EXPORT):
+        each step that reads abstracts is counted in its batch's event (`SearchState.closing_steps`),
+        and once that many are, a step reads only the journal pages its decision proposes and leaves
+        the abstracts to a later phase, and the steps end when it proposes no journal page; `retrieval_only`:
         decide without the feedback's candidates, hits and local channels (FeedbackWhen.CERTAIN)."""
         boundary, export = self._reading(st)
+        closing = export and closing_steps > 0
         feedback = pool is st.feedback_pool
         key = "feedback_pool" if feedback else "pool"
         journal_key = "feedback_journals" if feedback else "journals"
@@ -101,13 +101,13 @@ class EnrichmentSteps:
                 if export
                 else batch
             )
-            if export and hold_abstracts is not None and hold_abstracts():
+            if closing and st.closing_steps >= closing_steps:
                 held = set(unread)
                 batch, unread, early = [ref for ref in batch if ref not in held], [], []
                 if not batch:
                     return
             if unread:
-                event = enrich_event(key, unread, closing=closing and export)
+                event = enrich_event(key, unread, closing=closing)
                 st.apply(event)  # joins `pool`; appended, not a whole checkpoint (O(batch))
                 ctx.checkpoint_append(event)
             if not export:

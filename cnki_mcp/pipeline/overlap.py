@@ -184,7 +184,6 @@ class Overlap:
             return not failed and self._through(st, units, level)
 
         async def settle(level: int, closing: bool = False) -> None:
-            limit = self.policy.closing_steps if closing else 0
             await self._enrich(
                 st,
                 ctx,
@@ -193,8 +192,7 @@ class Overlap:
                 label=label,
                 through=level,
                 stop=lambda: bool(failed),
-                closing=bool(limit),
-                hold_abstracts=(lambda: st.closing_steps >= limit) if limit else None,
+                closing_steps=self.policy.closing_steps if closing else 0,
             )
 
         async def steps() -> None:
@@ -221,9 +219,12 @@ class Overlap:
             # at most `closing_steps` steps (checkpointed), journal pages after them: a next
             # export would follow the last page's answer anyway, so the step after retrieval
             # exports those abstracts with the last pages' candidates, in one request
-            marks = [m for m in (self.policy.middle_pages, self.policy.closing_pages) if 0 < m < left]
-            for i, mark in enumerate(marks):
-                closing = i == len(marks) - 1 and mark == self.policy.closing_pages  # [m, m] when equal
+            marks = [
+                (mark, closing)
+                for mark, closing in ((self.policy.middle_pages, False), (self.policy.closing_pages, True))
+                if 0 < mark < left
+            ]
+            for mark, closing in marks:
                 while True:
                     level += 1
                     if failed or not await reach(level):

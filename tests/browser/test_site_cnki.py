@@ -112,14 +112,6 @@ def titles_containing(corpus: Corpus, term: str) -> list[Any]:
     return [r for r in corpus.records if term.casefold() in r.title.casefold()]
 
 
-async def wait_until(predicate: Any, what: str) -> None:
-    """Wait on an observable condition; fails (instead of hanging) after STEP_TIMEOUT."""
-    async with asyncio.timeout(STEP_TIMEOUT):
-        while not predicate():
-            await asyncio.sleep(0.02)
-    assert predicate(), what
-
-
 async def captured(env: Env) -> GridPage:
     """A first grid call whose template capture, if it made one, is over: the page's own POST
     logged too, so it neither lands in a later count nor takes a fault rule's first turn."""

@@ -17,6 +17,7 @@ from typing import Any
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from cnki_mcp.sim.reqlog import LogEntry
+from tests.site_stack import is_page_form
 
 GRID = "/kns8s/brief/grid"
 DETAIL = "/kcms2/article/abstract"
@@ -157,4 +158,4 @@ def without_captures(entries: list[LogEntry]) -> list[LogEntry]:
     "Request log"). A new browser session captures again by design (site-rules.md §1.2); that click
     is not a repeated data request. The mark, not the position: the click's POST and the first
     replayed page travel on different connections and arrive in either order (seen in CI)."""
-    return [e for e in entries if not (e.path.startswith(GRID) and e.params.get("page_form"))]
+    return [e for e in entries if not is_page_form(e)]

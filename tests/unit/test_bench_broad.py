@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import sys
 from pathlib import Path
@@ -48,8 +49,6 @@ def test_write_refuses_what_the_written_section_is_not_before_running_anything(
 ) -> None:
     # the section is the unpaced comparison on `main`: a write of another run would be silently
     # dropped, or would put other figures under its heading
-    import argparse
-
     parser = argparse.ArgumentParser()
     broad.add_broad_parser(parser.add_subparsers())
     out = tmp_path / "bench.md"
