@@ -80,6 +80,8 @@ async def test_an_exhausted_subject_channel_answers_its_subsets_without_requests
     assert coverage["q2"]["pages"] == coverage["q3"]["pages"] == 0
     feedback = [c for c in result["coverage"] if c["channel"].startswith("feedback")]
     assert feedback and all(c["stopped"] == "local" and c["pages"] == 0 for c in feedback)
+    # the feedback stage's message says its words were not sent (the search's last message)
+    assert record.stage == "feedback" and "不请求知网" in record.message, (record.stage, record.message)
     assert result["candidate_count"] == 40
     # the local title channel's hits are evidence like any other channel's
     evidence = store.search_results(result["search_id"], "all", 0, 100).items
