@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from cnki_mcp.jobs import IDLE, OperationRecord
+from cnki_mcp.jobs import CONTINUABLE, IDLE, OperationRecord
 from cnki_mcp.models import HeaderIdentity, IdentityKind
 
 
@@ -59,25 +59,32 @@ class OperationView(BaseModel):
         view = cls.model_validate({**data, "next_step": next_step})
         if view.next_step is None:
             codes = tuple(e.code for e in view.errors)
-            view.next_step = default_next_step(view.status, view.kind, codes)
+            saved = view.result.get("format") if isinstance(view.result, dict) else None
+            view.next_step = default_next_step(view.status, view.kind, codes, saved_format=saved)
         return view
 
 
 UNCERTAIN_DOWNLOAD_STEP = "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
 
 
-def default_next_step(status: str, kind: str | None = None, codes: tuple[str, ...] = ()) -> str | None:
-    """What to call next, by status, operation kind and error codes: the same advice whether the
-    record comes back inside the tool call or later through operation_status."""
+def default_next_step(
+    status: str, kind: str | None = None, codes: tuple[str, ...] = (), *, saved_format: str | None = None
+) -> str | None:
+    """What to call next, by status, operation kind, error codes and (a download) the saved file's
+    format: the same advice whether the record comes back inside the tool call or later through
+    operation_status. Only the kinds `operation_control` can continue (`jobs.CONTINUABLE`) are
+    told to; read_pdf_text reads PDFs only, so a CAJ download gets no advice."""
     if kind == "download":
         if "SIDE_EFFECT_UNCERTAIN" in codes:
             return UNCERTAIN_DOWNLOAD_STEP
         if status == "completed":
-            return "read_pdf_text(record_ref)"
+            return "read_pdf_text(record_ref)" if saved_format in (None, "pdf") else None
     if status in ("running", "awaiting_user"):
         return "operation_status(operation_id, wait_seconds=50)"
-    if status in ("partial", "interrupted"):
+    if status in ("partial", "interrupted") and kind in {k.value for k in CONTINUABLE}:
         return "operation_control(action='continue') 可继续检索任务"
+    if status == "interrupted":
+        return "重新调用原工具（服务重启打断了这次调用）"
     return None
 
 

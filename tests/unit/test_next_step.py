@@ -1,0 +1,21 @@
+"""The `next_step` advice of an operation record (`server.models.default_next_step`): it names only
+a call that can succeed for that operation."""
+
+from __future__ import annotations
+
+from cnki_mcp.server.models import default_next_step
+
+
+def test_only_searches_and_citation_walks_are_told_to_continue_a_partial_result() -> None:
+    for kind in ("search", "citations"):
+        assert "continue" in (default_next_step("partial", kind) or "")
+        assert "continue" in (default_next_step("interrupted", kind) or "")
+    for kind in ("metadata", "export", "links", "verify", "read", "watch"):
+        assert default_next_step("partial", kind, ("DOCUMENT_NOT_FOUND",)) is None
+        assert "continue" not in (default_next_step("interrupted", kind) or "")
+
+
+def test_a_downloaded_caj_is_not_sent_to_the_pdf_reader() -> None:
+    assert default_next_step("completed", "download", saved_format="pdf") == "read_pdf_text(record_ref)"
+    assert default_next_step("completed", "download", saved_format="caj") is None
+    assert "retry=true" in (default_next_step("partial", "download", ("SIDE_EFFECT_UNCERTAIN",)) or "")
