@@ -34,6 +34,7 @@ from cnki_mcp.cite.refmatch import (
     title_similarity,
 )
 from cnki_mcp.cite.refparse import ParsedReference, parse_references
+from cnki_mcp.cite.sources import cite_source, stable_url
 from cnki_mcp.errors import CnkiError, InputTooLarge, InvalidInput, TooManyReferences
 from cnki_mcp.identity import Paper
 from cnki_mcp.jobs import OperationContext
@@ -64,7 +65,9 @@ class VerifyInput(BaseModel):
 
     @model_validator(mode="after")
     def _one_source(self) -> VerifyInput:
-        if (self.text is None) == (self.references is None):
+        if self.text is None and self.references is None:
+            raise InvalidInput("需要 text（整段参考文献）或 references（逐条列表）之一")
+        if self.text is not None and self.references is not None:
             raise InvalidInput("text 与 references 只能给一个")
         if self.text is not None and len(self.text.encode("utf-8")) > MAX_TEXT_BYTES:
             raise InputTooLarge("参考文献文本超过 512 KB", limit=MAX_TEXT_BYTES)
@@ -180,7 +183,7 @@ async def verify_references(
             raise
         failure = exc
 
-    result = _result(work, ctx.requests)
+    result = _result(work, ctx.requests, store)
     if failure is not None:
         ctx.set_result(result)
         raise failure
@@ -323,9 +326,13 @@ def _apply_export(work: _Work, refs: list[str], records: list[ExportRecord]) -> 
             )
 
 
-def _corrected(view: RecordView) -> str | None:
-    data = view.model_dump()
-    data["doc_type"] = view.doc_type
+def _corrected(view: RecordView, paper: Paper | None) -> str | None:
+    """The matched record in GB/T 7714 as export_citations writes it (`cite_source`: the stored
+    paper with its publication date, without CNKI's expiring detail token), with the volume,
+    issue, pages and DOI this operation's export filled in."""
+    data = cite_source(paper) if paper is not None else {**view.model_dump(), "url": stable_url(view.url)}
+    for name in ("volume", "issue", "pages", "doi"):
+        data[name] = data.get(name) or getattr(view, name)
     try:
         text = cite_export([data], "gbt7714", missing="omit").text
     except CnkiError:
@@ -333,11 +340,13 @@ def _corrected(view: RecordView) -> str | None:
     return re.sub(r"^\[\d+\]\s*", "", text.strip()) or None
 
 
-def _result(work: _Work, requests: int) -> VerifyResult:
+def _result(work: _Work, requests: int, store: Store) -> VerifyResult:
     entries: list[VerifiedEntry] = []
     counts: dict[str, int] = {}
+    judged = [work.judgement(i) for i in range(len(work.parsed))]
+    papers = store.papers_by_refs([j.record.record_ref for j in judged if j.record])
     for i, entry in enumerate(work.parsed):
-        j = work.judgement(i)
+        j = judged[i]
         if j.verdict == "not_found" and not work.searches[i]:
             j = j.model_copy(update={"warnings": [*j.warnings, "未能在知网查找（预算或错误），不能据此判断"]})
         counts[j.verdict] = counts.get(j.verdict, 0) + 1
@@ -349,7 +358,7 @@ def _result(work: _Work, requests: int) -> VerifyResult:
                 fields=j.fields,
                 differences=j.diffs,
                 record=j.record,
-                corrected=_corrected(j.record) if j.record else None,
+                corrected=_corrected(j.record, papers.get(j.record.record_ref)) if j.record else None,
                 candidates=list(j.candidates),
                 searches=work.searches[i],
                 warnings=j.warnings,

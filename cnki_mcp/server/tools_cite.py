@@ -14,7 +14,6 @@ import os
 import uuid
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import parse_qs, urlsplit
 
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
@@ -22,9 +21,9 @@ from pydantic import BaseModel, Field
 
 from cnki_mcp import datadir
 from cnki_mcp.cite import EXTENSIONS, FORMATS, MissingMode, export, normalize_format
+from cnki_mcp.cite.sources import cite_source
 from cnki_mcp.errors import CnkiError, FileExists, InvalidInput, OutputTooLarge
 from cnki_mcp.files import check_file_name
-from cnki_mcp.identity import Paper
 from cnki_mcp.jobs import OperationKind
 from cnki_mcp.links import LinkInput, LinkResult, scan_references
 from cnki_mcp.pipeline.links import link_references as run_link_references
@@ -75,24 +74,6 @@ LINKS_DESCRIPTION = """把文本中的《论文题名》替换为指向知网的
 
 
 # --- export helpers (no MCP in them) --------------------------------------------------
-
-
-def stable_url(url: str | None) -> str | None:
-    """A URL fit for a reference list. kcms2 detail links carry a `v` token that expires
-    (facts: LOCATOR_EXPIRED), so a citation holding one would rot; those are dropped and the
-    DOI identifies the paper instead."""
-    if not url:
-        return None
-    query = parse_qs(urlsplit(url).query)
-    return None if "v" in query else url
-
-
-def cite_source(paper: Paper) -> dict[str, Any]:
-    """A stored paper as cite.from_paper reads it: a stable public URL, never the locator."""
-    data = paper.model_dump(mode="json", exclude={"locator"})
-    data["url"] = stable_url(paper.public_url)
-    data["authors"] = paper.author_names()
-    return data
 
 
 def export_file_name(filename: str, extension: str) -> str:

@@ -122,3 +122,20 @@ def test_the_labelled_set_covers_every_class_and_kind_of_mismatch() -> None:
     assert set(kinds) == {"verified", "mismatch", "not_found", "ambiguous", "unparsable"}
     fields = {f for s in samples for f in s.fields}
     assert fields == {"year", "source", "volume", "issue", "pages", "authors", "title", "type"}
+
+
+async def test_a_corrected_entry_is_the_export_of_the_stored_record_without_the_expiring_token(
+    clock: FakeClock, store: Store
+) -> None:
+    # the corrected string is what export_citations writes for the record (`cite_source`): the
+    # stored publication date (a newspaper's day, not just its year) and no kcms2 `v` token
+    newspaper = "王刚英：《推动自动驾驶汽车高质量发展》，《人民法院报》2022年6月1日。"  # corpus r0061
+    samples = build()
+    inp = VerifyInput(references=[*(s.text for s in samples), newspaper])
+    _, result = await run(clock, store, CorpusBackend(), inp)
+    matched = [e for e in result.entries if e.record is not None and e.corrected]
+    assert len(matched) >= 40
+    assert [e.corrected for e in matched if "v=" in (e.corrected or "")] == []
+    last = result.entries[-1]
+    assert last.record is not None and last.record.doc_type == "报纸", last
+    assert "人民法院报, 2022-06-01" in (last.corrected or ""), last.corrected  # the day, not "2022"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cnki_mcp.server.tools_cite import stable_url
+from cnki_mcp.cite.sources import stable_url
 
 
 def test_kcms2_token_urls_are_dropped_from_citations() -> None:
