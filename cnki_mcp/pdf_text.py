@@ -29,6 +29,8 @@ class PdfText(BaseModel):
     pages_returned: list[int]  # 1-based page numbers whose text is (at least partly) in `text`
     truncated: bool  # `max_characters` cut the text, or pages of the range were left out
     next_page: int | None = None  # the first page not (fully) returned, when truncated
+    # where in `next_page` to go on: call again with pages from `next_page` and offset=next_offset
+    next_offset: int | None = None
 
 
 def parse_pages(spec: str | None, page_count: int) -> list[int]:
@@ -57,11 +59,15 @@ def read_pdf_text(
     data_dir: Path,
     pages: str | None = None,
     max_characters: int = DEFAULT_MAX_CHARACTERS,
+    offset: int = 0,
 ) -> PdfText:
-    """The text of `pages` of a PDF under `<data>/downloads`, at most `max_characters`.
-    Pages are separated by a blank line."""
+    """The text of `pages` of a PDF under `<data>/downloads`, at most `max_characters`, from
+    character `offset` of the first page (a page cut short is continued with `next_page` and
+    `next_offset`). Pages are separated by a blank line."""
     if not 1 <= max_characters <= MAX_CHARACTERS:
         raise InvalidInput("max_characters 须在 1 到 200000 之间", max_characters=max_characters)
+    if offset < 0:
+        raise InvalidInput("offset 不能为负数", offset=offset)
     resolved = inside_downloads(Path(path), data_dir)
     try:
         is_file = resolved.is_file()
@@ -85,8 +91,12 @@ def read_pdf_text(
     used = 0
     truncated = False
     next_page: int | None = None
-    for number in wanted:
-        text = _page_text(reader.pages[number - 1])
+    next_offset: int | None = None
+    for i, number in enumerate(wanted):
+        skip = offset if i == 0 else 0
+        text = _page_text(reader.pages[number - 1])[skip:]
+        if not text and skip:
+            continue  # the offset is past the first page's end: nothing of it is left
         sep = "\n\n" if chunks else ""
         room = max_characters - used
         if len(sep) + len(text) > room:
@@ -94,7 +104,7 @@ def read_pdf_text(
             if piece:
                 chunks.append(sep + piece)
                 returned.append(number)
-            truncated, next_page = True, number
+            truncated, next_page, next_offset = True, number, skip + len(piece)
             break
         chunks.append(sep + text)
         used += len(sep) + len(text)
@@ -106,6 +116,7 @@ def read_pdf_text(
         pages_returned=returned,
         truncated=truncated,
         next_page=next_page,
+        next_offset=next_offset,
     )
 
 

@@ -57,6 +57,31 @@ def test_max_characters_truncates_and_says_where_to_continue(data_dir: Path) -> 
     assert len(got.text) == 100 and got.truncated and got.next_page == 1
 
 
+def test_following_next_page_and_next_offset_reads_the_whole_range_once(data_dir: Path) -> None:
+    whole = read_pdf_text("sub/paper.pdf", data_dir, max_characters=200_000)
+    last = whole.page_count
+    parts: list[str] = []
+    pages, offset = "1-", 0
+    for _ in range(200):  # a client following the advice, with pages cut mid-page
+        got = read_pdf_text("sub/paper.pdf", data_dir, pages=pages, max_characters=300, offset=offset)
+        parts.append(got.text)
+        if not got.truncated:
+            break
+        assert got.next_page is not None and got.next_offset is not None
+        assert (got.next_page, got.next_offset) != (int(pages.split("-")[0]), offset)  # it moves on
+        pages, offset = f"{got.next_page}-{last}", got.next_offset
+    else:
+        pytest.fail("the reads did not reach the end")
+    assert len(parts) > 3 and flat("".join(parts)) == flat(whole.text)
+
+
+def test_an_offset_past_the_first_pages_end_goes_on_with_the_next_page(data_dir: Path) -> None:
+    got = read_pdf_text("sub/paper.pdf", data_dir, pages="1-2", offset=10_000_000)
+    second = read_pdf_text("sub/paper.pdf", data_dir, pages="2")
+    assert got.pages_returned == [2] and got.text == second.text
+    assert code_of(path="sub/paper.pdf", data_dir=data_dir, offset=-1) == "INVALID_ARGUMENT"
+
+
 def test_non_pdf_is_invalid_file_and_paths_outside_downloads_are_refused(data_dir: Path) -> None:
     assert code_of(path="sub/paper.caj", data_dir=data_dir) == "INVALID_FILE"
     assert code_of(path=data_dir / "outside.pdf", data_dir=data_dir) == "INVALID_ARGUMENT"
