@@ -10,6 +10,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from cnki_mcp.errors import ContinueUnavailable, InvalidInput
+from cnki_mcp.jobs import OperationStatus
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import OperationControlView, OperationView
@@ -70,9 +71,16 @@ def register(server: CnkiServer) -> None:
             raise InvalidInput(f"{action} 需要 operation_id", field="operation_id")
         if action == "cancel":
             assert operation_id is not None
+            before = jobs.status(operation_id)
             record = await jobs.cancel(operation_id)
+            if before is None or not before.status.active:  # it had ended: nothing to cancel
+                message = f"操作已结束（{record.status.value}），无需取消"
+            elif record.status.active:
+                message = "已请求取消，操作仍在停止"
+            else:
+                message = "已取消" if record.status is OperationStatus.CANCELLED else f"操作已结束（{record.status.value}）"
             return OperationControlView(
-                action=action, message="已请求取消", operation=OperationView.of(record)
+                action=action, message=message, operation=OperationView.of(record)
             )
         if action == "continue":
             assert operation_id is not None

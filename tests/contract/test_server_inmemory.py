@@ -270,6 +270,11 @@ async def test_operation_control_cancel_and_continue_codes(tmp_path: Path) -> No
             await client.call_tool("operation_control", {"action": "cancel", "operation_id": op_id})
         ).structured_content
         assert cancelled["operation"]["status"] == "cancelled"
+        again = (
+            await client.call_tool("operation_control", {"action": "cancel", "operation_id": op_id})
+        ).structured_content
+        # an operation that has ended is left as it is, and the answer does not claim a cancel
+        assert again["operation"]["status"] == "cancelled" and again["message"] != cancelled["message"]
         unknown = _error(
             await client.call_tool(
                 "operation_control", {"action": "continue", "operation_id": "op_" + "0" * 24}
