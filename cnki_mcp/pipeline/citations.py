@@ -49,15 +49,36 @@ def resolve_paper(store: Store, paper: str) -> PaperHandle:
     text = paper.strip()
     if not text:
         raise InvalidInput("paper 不能为空", field="paper")
-    stored = store.get(text)
+    stored = store.get(text) or store.find_by_filename(text)  # a record_ref, or a stored file name
+    node = store.citation_node(text.upper())
     if stored is not None:
         filename = (stored.native.filename if stored.native else "") or ""
         key = filename.upper() or "R:" + stored.record_ref
-        return PaperHandle(key, stored.title, stored.locator, stored.record_ref)
-    node = store.citation_node(text.upper())
+        detail = stored.locator or (node.detail_url if node is not None else None)
+        item = CitationItem(
+            title=stored.title, authors=stored.author_names(), source=stored.source, year=stored.year,
+            filename=filename or None, type=citation_type(stored.doc_type), detail_url=detail,
+        )  # fmt: skip
+        return PaperHandle(key, stored.title, detail, stored.record_ref, item)
     if node is not None:
         return PaperHandle(node.key, node.title, node.detail_url, None, node)
     raise DocumentNotFound("本地没有这篇文献：先检索或用 get_metadata 取得 record_ref，或给出引文列表里的 filename", paper=text)
+
+
+def citation_type(doc_type: str | None) -> CitationType:
+    """A stored paper's CNKI type label as the citation lists name types."""
+    label = doc_type or ""
+    if label == "外文期刊":
+        return CitationType.FOREIGN
+    if "期刊" in label:
+        return CitationType.JOURNAL
+    if label in ("博士", "硕士") or "学位" in label:
+        return CitationType.THESIS
+    if "会议" in label:
+        return CitationType.CONFERENCE
+    if label in ("图书", "年鉴"):
+        return CitationType.BOOK
+    return CitationType.OTHER
 
 
 def handle_of(item: CitationItem) -> PaperHandle:

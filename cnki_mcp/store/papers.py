@@ -310,6 +310,21 @@ class PapersMixin(StoreBase):
         with self._read() as conn:
             return _resolve(conn, record_ref)
 
+    def find_by_filename(self, filename: str) -> Paper | None:
+        """The one stored paper with CNKI file name `filename` (any family; None when there is
+        none, or several that no merge joined)."""
+        name = "".join(filename.split()).upper()
+        if not name:
+            return None
+        with self._read() as conn:
+            refs = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT DISTINCT record_ref FROM paper_keys WHERE key = ? LIMIT 2", (f"native:{name}",)
+                )
+            ]
+            return _load(conn, refs[0]) if len(refs) == 1 else None
+
     def find_by_title_key(self, title: str) -> list[Paper]:
         """Every paper whose title key equals that of `title`. Several = ambiguous: the
         caller decides (a title never picks one paper by itself)."""

@@ -12,6 +12,7 @@ from corpus_backend import CorpusBackend, CorpusLinks
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.models import GridRow, NativeId
 from cnki_mcp.operations import DEFAULT_BUDGETS, OperationStatus
 from cnki_mcp.parse.citations import CitationItem, CitationType
 from cnki_mcp.pipeline.citations import CitationListInput, citation_list
@@ -182,3 +183,35 @@ async def test_a_list_answer_carries_cnkis_six_counts(clock: FakeClock, store: S
     assert result["counts"]["citations"] == 25 and result["counts"]["references"] == result["total"]
     assert set(result["counts"]) == {"references", "citations", "co-references", "co-citations",
                                      "second-references", "second-citations"}  # fmt: skip
+
+
+async def test_a_stored_paper_keeps_its_record_and_metadata_as_a_list_subject_and_a_graph_seed(
+    clock: FakeClock, store: Store
+) -> None:
+    site = CorpusBackend()
+    rec = site.corpus.by_id[LONG]
+    row = GridRow(
+        title=rec.title, authors=[a.name for a in rec.authors], source=rec.source, year=rec.year,
+        doc_type=rec.type, native=NativeId(dbname=rec.db, filename=rec.native_filename),
+        detail_url=CorpusLinks().detail(rec.id),
+    )  # fmt: skip
+    [paper] = store.upsert_from_grid([row], clock.now())
+    jobs = JobManager(clock, MemorySink())
+
+    async def lister(ctx: OperationContext) -> Any:  # by CNKI file name, as citation lists name papers
+        inp = CitationListInput(paper=rec.native_filename.lower(), types=[CitationType.JOURNAL], limit=5)
+        return await citation_list(store, site, clock, inp, "citations", ctx)
+
+    listed = await run(clock, jobs, lister)
+    assert listed.status is OperationStatus.COMPLETED, listed.errors
+    assert listed.result["paper"]["record_ref"] == paper.record_ref
+
+    async def graph(ctx: OperationContext) -> Any:
+        return await citation_graph(store, site, clock, GraphInput(seeds=[paper.record_ref], direction="citing"), ctx)
+
+    result = (await run(clock, jobs, graph)).result
+    [seed] = [n for n in result["graph"]["nodes"] if n["seed"]]
+    assert (seed["authors"], seed["year"], seed["source"], seed["type"]) == (
+        [a.name for a in rec.authors][:3], rec.year, rec.source, "journal"
+    )
+    assert seed["filename"] == rec.native_filename
