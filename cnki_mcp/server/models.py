@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from cnki_mcp.jobs import CONTINUABLE, IDLE, OperationRecord
 from cnki_mcp.models import HeaderIdentity, IdentityKind
@@ -28,7 +28,13 @@ class ProgressView(BaseModel):
 class BudgetView(BaseModel):
     max_requests: int
     timeout_seconds: float
-    on_verification: str
+    on_verification: str = Field(description="ask：出现验证或登录时展示页面并等待处理；skip：跳过该资源")
+
+    @field_validator("on_verification", mode="before")
+    @classmethod
+    def _as_the_tools_take_it(cls, value: object) -> object:
+        # the budget stores what the operation does ("wait"); a client passes "ask" for it
+        return "ask" if value == "wait" else value
 
 
 class OperationView(BaseModel):

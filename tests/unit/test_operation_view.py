@@ -1,9 +1,9 @@
-"""The `next_step` advice of an operation record (`server.models.default_next_step`): it names only
-a call that can succeed for that operation."""
+"""An operation record as tools show it (`server.models`): its `next_step` advice names only a call
+that can succeed for that operation, and its budget reads as the tools' own input takes it."""
 
 from __future__ import annotations
 
-from cnki_mcp.server.models import default_next_step
+from cnki_mcp.server.models import BudgetView, default_next_step
 
 
 def test_only_searches_and_citation_walks_are_told_to_continue_a_partial_result() -> None:
@@ -19,3 +19,9 @@ def test_a_downloaded_caj_is_not_sent_to_the_pdf_reader() -> None:
     assert default_next_step("completed", "download", saved_format="pdf") == "read_pdf_text(record_ref)"
     assert default_next_step("completed", "download", saved_format="caj") is None
     assert "retry=true" in (default_next_step("partial", "download", ("SIDE_EFFECT_UNCERTAIN",)) or "")
+
+
+def test_a_budget_shows_the_on_verification_value_a_client_passes() -> None:
+    shown = BudgetView.model_validate({"max_requests": 1, "timeout_seconds": 1.0, "on_verification": "wait"})
+    assert shown.on_verification == "ask"
+    assert BudgetView(max_requests=1, timeout_seconds=1.0, on_verification="skip").on_verification == "skip"
