@@ -508,7 +508,8 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
             ctx.set_stage("retrieval", f"第 {level + 1} 轮检索中，已有候选 {len(st.refs)} 篇")
         else:
             ctx.set_stage("retrieval", f"第 {max(level, 1)} 轮检索，已有候选 {len(st.refs)} 篇")
-        ctx.progress(len(st.refs), st.input["candidate_target"], "candidates")
+        # pages come whole, so the candidates may pass the target: the total never falls below them
+        ctx.progress(len(st.refs), max(st.input["candidate_target"], len(st.refs)), "candidates")
 
     def _land(
         self,

@@ -250,6 +250,18 @@ async def test_search_continued_in_a_new_process_reuses_checkpointed_cursors(
     assert fresh.sent and all(c is not None for c in fresh.sent)  # every page > 1 sent its cursor
 
 
+async def test_retrieval_progress_never_counts_past_its_total_when_pages_overshoot_the_target(
+    clock: FakeClock, store: Store
+) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    record, events = await search_with_events(clock, pipe, search_input(freshness="live", candidate_target=30))
+    assert record.status == "completed"
+    retrieval = [e for e in events if e.stage == "retrieval" and e.unit == "candidates"]
+    assert retrieval[-1].done > 30  # whole pages of 20 rows from three channels pass the target
+    assert all(e.total is not None and e.done <= e.total for e in retrieval)
+
+
 async def test_progress_message_fits_each_stage_and_counts_candidates_after_the_round(
     clock: FakeClock, store: Store
 ) -> None:
