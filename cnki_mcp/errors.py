@@ -301,7 +301,7 @@ class DatabaseUnusable(DataDirectoryUnusable):
 class BudgetExhausted(CnkiError):
     code = "BUDGET_EXHAUSTED"
     retryable = True
-    default_message = "预算已用完，可用 operation_control continue 继续"
+    default_message = "预算已用完（检索与引文图、引文路径可用 operation_control continue 继续）"
 
 
 class OperationState(CnkiError):

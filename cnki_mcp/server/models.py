@@ -66,7 +66,9 @@ class OperationView(BaseModel):
         if view.next_step is None:
             codes = tuple(e.code for e in view.errors)
             saved = view.result.get("format") if isinstance(view.result, dict) else None
-            view.next_step = default_next_step(view.status, view.kind, codes, saved_format=saved)
+            view.next_step = default_next_step(
+                view.status, view.kind, codes, saved_format=saved, checkpoint=record.checkpoint is not None
+            )
         return view
 
 
@@ -74,12 +76,19 @@ UNCERTAIN_DOWNLOAD_STEP = "稍后用相同参数再调用 download_paper（会�
 
 
 def default_next_step(
-    status: str, kind: str | None = None, codes: tuple[str, ...] = (), *, saved_format: str | None = None
+    status: str,
+    kind: str | None = None,
+    codes: tuple[str, ...] = (),
+    *,
+    saved_format: str | None = None,
+    checkpoint: bool = False,
 ) -> str | None:
-    """What to call next, by status, operation kind, error codes and (a download) the saved file's
-    format: the same advice whether the record comes back inside the tool call or later through
-    operation_status. Only the kinds `operation_control` can continue (`jobs.CONTINUABLE`) are
-    told to; read_pdf_text reads PDFs only, so a CAJ download gets no advice."""
+    """What to call next, by status, operation kind, error codes, whether a checkpoint was kept
+    and (a download) the saved file's format: the same advice whether the record comes back
+    inside the tool call or later through operation_status. Only an operation `operation_control`
+    can continue (a kind in `jobs.CONTINUABLE` with a checkpoint: a search, a citation graph or
+    path, not get_references / get_citing) is told to; read_pdf_text reads PDFs only, so a CAJ
+    download gets no advice."""
     if kind == "download":
         if "SIDE_EFFECT_UNCERTAIN" in codes:
             return UNCERTAIN_DOWNLOAD_STEP
@@ -87,7 +96,7 @@ def default_next_step(
             return "read_pdf_text(record_ref)" if saved_format in (None, "pdf") else None
     if status in ("running", "awaiting_user"):
         return "operation_status(operation_id, wait_seconds=50)"
-    if status in ("partial", "interrupted") and kind in {k.value for k in CONTINUABLE}:
+    if status in ("partial", "interrupted") and checkpoint and kind in {k.value for k in CONTINUABLE}:
         return "operation_control(action='continue') 可继续检索任务"
     if status == "interrupted":
         return "重新调用原工具（服务重启打断了这次调用）"

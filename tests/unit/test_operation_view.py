@@ -6,13 +6,16 @@ from __future__ import annotations
 from cnki_mcp.server.models import BudgetView, default_next_step
 
 
-def test_only_searches_and_citation_walks_are_told_to_continue_a_partial_result() -> None:
-    for kind in ("search", "citations"):
-        assert "continue" in (default_next_step("partial", kind) or "")
-        assert "continue" in (default_next_step("interrupted", kind) or "")
+def test_only_searches_and_citation_walks_with_a_checkpoint_are_told_to_continue() -> None:
+    for kind in ("search", "citations"):  # citation_graph / find_citation_path keep a checkpoint
+        assert "continue" in (default_next_step("partial", kind, checkpoint=True) or "")
+        assert "continue" in (default_next_step("interrupted", kind, checkpoint=True) or "")
+    # get_references / get_citing run as `citations` without one: continue would refuse them
+    assert default_next_step("partial", "citations", ("BUDGET_EXHAUSTED",)) is None
+    assert "continue" not in (default_next_step("interrupted", "search") or "")
     for kind in ("metadata", "export", "links", "verify", "read", "watch"):
-        assert default_next_step("partial", kind, ("DOCUMENT_NOT_FOUND",)) is None
-        assert "continue" not in (default_next_step("interrupted", kind) or "")
+        assert default_next_step("partial", kind, ("DOCUMENT_NOT_FOUND",), checkpoint=True) is None
+        assert "continue" not in (default_next_step("interrupted", kind, checkpoint=True) or "")
 
 
 def test_a_downloaded_caj_is_not_sent_to_the_pdf_reader() -> None:
