@@ -29,7 +29,9 @@ class PdfText(BaseModel):
     pages_returned: list[int]  # 1-based page numbers whose text is (at least partly) in `text`
     truncated: bool  # `max_characters` cut the text, or pages of the range were left out
     next_page: int | None = None  # the first page not (fully) returned, when truncated
-    # where in `next_page` to go on: call again with pages from `next_page` and offset=next_offset
+    # how to go on: call again with pages=next_pages (the pages of the request not fully
+    # returned, in its order, `next_page` first) and offset=next_offset (where in `next_page`)
+    next_pages: str | None = None
     next_offset: int | None = None
 
 
@@ -54,6 +56,19 @@ def parse_pages(spec: str | None, page_count: int) -> list[int]:
     return out
 
 
+def pages_spec(numbers: list[int]) -> str:
+    """`parse_pages`' inverse: runs of consecutive pages as `a-b`, in the order given."""
+    parts: list[str] = []
+    i = 0
+    while i < len(numbers):
+        j = i
+        while j + 1 < len(numbers) and numbers[j + 1] == numbers[j] + 1:
+            j += 1
+        parts.append(str(numbers[i]) if i == j else f"{numbers[i]}-{numbers[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
 def read_pdf_text(
     path: Path | str,
     data_dir: Path,
@@ -62,7 +77,7 @@ def read_pdf_text(
     offset: int = 0,
 ) -> PdfText:
     """The text of `pages` of a PDF under `<data>/downloads`, at most `max_characters`, from
-    character `offset` of the first page (a page cut short is continued with `next_page` and
+    character `offset` of the first page (a read cut short goes on with `next_pages` and
     `next_offset`). Pages are separated by a blank line."""
     if not 1 <= max_characters <= MAX_CHARACTERS:
         raise InvalidInput("max_characters 须在 1 到 200000 之间", max_characters=max_characters)
@@ -92,6 +107,7 @@ def read_pdf_text(
     truncated = False
     next_page: int | None = None
     next_offset: int | None = None
+    next_pages: str | None = None
     for i, number in enumerate(wanted):
         skip = offset if i == 0 else 0
         text = _page_text(reader.pages[number - 1])[skip:]
@@ -105,6 +121,7 @@ def read_pdf_text(
                 chunks.append(sep + piece)
                 returned.append(number)
             truncated, next_page, next_offset = True, number, skip + len(piece)
+            next_pages = pages_spec(wanted[i:])
             break
         chunks.append(sep + text)
         used += len(sep) + len(text)
@@ -116,6 +133,7 @@ def read_pdf_text(
         pages_returned=returned,
         truncated=truncated,
         next_page=next_page,
+        next_pages=next_pages,
         next_offset=next_offset,
     )
 

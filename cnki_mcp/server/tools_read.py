@@ -65,7 +65,7 @@ record_ref 或完整 title 二选一；format：auto（优先 PDF）、pdf、caj
 SIDE_EFFECT_UNCERTAIN：稍后用相同参数再调用会先检查文件是否已到，确认要再次点击才传 retry=true。"""
 
 PDF_DESCRIPTION = """读取已下载 PDF 的文字（本地，不访问知网）：path（data/downloads/ 下，或 download_paper 返回的 path）或 record_ref。
-pages 如 "1-3"、"5"、"2-"、"1,4-5"（从 1 起，默认全部）；truncated=true 时以 pages 从 next_page 起、offset=next_offset 继续。CAJ 无法提取文字（INVALID_FILE）。"""
+pages 如 "1-3"、"5"、"2-"、"1,4-5"（从 1 起，默认全部）；truncated=true 时以 pages=next_pages、offset=next_offset 继续。CAJ 无法提取文字（INVALID_FILE）。"""
 
 
 def one_target(record_ref: str | None, title: str | None) -> None:
@@ -231,7 +231,7 @@ def register(server: CnkiServer) -> None:
             int, Field(ge=1, le=MAX_CHARACTERS, description="最多返回的字符数，1–200000")
         ] = DEFAULT_MAX_CHARACTERS,
         offset: Annotated[
-            int, Field(ge=0, le=10_000_000, description="从 pages 第一页的第几个字符起（续读被截断的页用 next_offset）")
+            int, Field(ge=0, le=10_000_000, description="从 pages 第一页的第几个字符起（续读时用 next_offset）")
         ] = 0,
     ) -> PdfText:
         if (path is None) == (record_ref is None):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cnki_mcp.errors import CnkiError
-from cnki_mcp.pdf_text import parse_pages, read_pdf_text
+from cnki_mcp.pdf_text import pages_spec, parse_pages, read_pdf_text
 from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.sim.pages.files import caj_bytes, pdf_bytes
 
@@ -67,12 +67,28 @@ def test_following_next_page_and_next_offset_reads_the_whole_range_once(data_dir
         parts.append(got.text)
         if not got.truncated:
             break
-        assert got.next_page is not None and got.next_offset is not None
-        assert (got.next_page, got.next_offset) != (int(pages.split("-")[0]), offset)  # it moves on
-        pages, offset = f"{got.next_page}-{last}", got.next_offset
+        assert got.next_pages is not None and got.next_offset is not None
+        assert (got.next_pages, got.next_offset) != (pages, offset)  # it moves on
+        assert parse_pages(got.next_pages, last) == list(range(got.next_page, last + 1))
+        pages, offset = got.next_pages, got.next_offset
     else:
         pytest.fail("the reads did not reach the end")
     assert len(parts) > 3 and flat("".join(parts)) == flat(whole.text)
+
+
+def test_pages_given_out_of_order_go_on_in_that_order(data_dir: Path) -> None:
+    three, one = (read_pdf_text("sub/paper.pdf", data_dir, pages=p).text for p in ("3", "1"))
+    got = read_pdf_text("sub/paper.pdf", data_dir, pages="3,1", max_characters=50)
+    assert (got.next_page, got.next_pages, got.next_offset) == (3, "3,1", 50)
+    rest = read_pdf_text("sub/paper.pdf", data_dir, pages=got.next_pages, offset=got.next_offset)
+    assert not rest.truncated and rest.pages_returned == [3, 1]
+    assert got.text + rest.text == three + "\n\n" + one
+
+
+def test_pages_spec_writes_runs_in_the_order_given() -> None:
+    assert pages_spec([3, 1]) == "3,1"
+    assert pages_spec([1, 4, 5, 6, 2]) == "1,4-6,2"
+    assert parse_pages(pages_spec([7, 2, 3, 9]), 10) == [7, 2, 3, 9]
 
 
 def test_an_offset_past_the_first_pages_end_goes_on_with_the_next_page(data_dir: Path) -> None:
