@@ -50,16 +50,17 @@ def resolve_paper(store: Store, paper: str) -> PaperHandle:
     if not text:
         raise InvalidInput("paper 不能为空", field="paper")
     stored = store.get(text) or store.find_by_filename(text)  # a record_ref, or a stored file name
-    node = store.citation_node(text.upper())
     if stored is not None:
         filename = (stored.native.filename if stored.native else "") or ""
         key = filename.upper() or "R:" + stored.record_ref
+        node = store.citation_node(key) if filename else None
         detail = stored.locator or (node.detail_url if node is not None else None)
         item = CitationItem(
             title=stored.title, authors=stored.author_names(), source=stored.source, year=stored.year,
             filename=filename or None, type=citation_type(stored.doc_type), detail_url=detail,
         )  # fmt: skip
         return PaperHandle(key, stored.title, detail, stored.record_ref, item)
+    node = store.citation_node(text.upper())
     if node is not None:
         return PaperHandle(node.key, node.title, node.detail_url, None, node)
     raise DocumentNotFound("本地没有这篇文献：先检索或用 get_metadata 取得 record_ref，或给出引文列表里的 filename", paper=text)
@@ -76,8 +77,8 @@ def citation_type(doc_type: str | None) -> CitationType:
         return CitationType.THESIS
     if "会议" in label:
         return CitationType.CONFERENCE
-    if label in ("图书", "年鉴"):
-        return CitationType.BOOK
+    if label == "图书":
+        return CitationType.BOOK  # a yearbook is `other`, as the lists type CYFDREF
     return CitationType.OTHER
 
 
@@ -143,7 +144,8 @@ class CitationReader:
             self.store.upsert_from_grid(pick[:1], self.clock.now())  # the stored paper gets the new link
         if h.item is not None:
             h.item = h.item.model_copy(update={"detail_url": h.detail_url})
-            self.store.save_citation_node(h.item, self.clock.now())
+            if h.record_ref is None:  # a stored paper keeps its new link in the store (above)
+                self.store.save_citation_node(h.item, self.clock.now())
         return True
 
     async def page(self, h: PaperHandle, kind: str, code: str, start: int, ctx: OperationContext) -> CitationListPage:

@@ -15,7 +15,7 @@ from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKin
 from cnki_mcp.models import GridRow, NativeId
 from cnki_mcp.operations import DEFAULT_BUDGETS, OperationStatus
 from cnki_mcp.parse.citations import CitationItem, CitationType
-from cnki_mcp.pipeline.citations import CitationListInput, citation_list
+from cnki_mcp.pipeline.citations import CitationListInput, citation_list, citation_type, resolve_paper
 from cnki_mcp.pipeline.citegraph import GraphInput, PathInput, citation_graph, find_citation_path
 from cnki_mcp.sim.corpus import Corpus, SimRecord
 from cnki_mcp.store import Store
@@ -215,3 +215,48 @@ async def test_a_stored_paper_keeps_its_record_and_metadata_as_a_list_subject_an
         [a.name for a in rec.authors][:3], rec.year, rec.source, "journal"
     )
     assert seed["filename"] == rec.native_filename
+
+
+async def test_a_stored_papers_dead_link_is_renewed_on_the_paper_not_as_a_list_entry(
+    clock: FakeClock, store: Store
+) -> None:
+    site = CorpusBackend()
+    rec = site.corpus.by_id[LONG]
+    row = GridRow(
+        title=rec.title, authors=[a.name for a in rec.authors], source=rec.source, year=rec.year,
+        doc_type=rec.type, native=NativeId(dbname=rec.db, filename=rec.native_filename),
+        detail_url="https://kns.cnki.net/kcms2/article/abstract?v=expired",
+    )  # fmt: skip
+    [paper] = store.upsert_from_grid([row], clock.now())
+    jobs = JobManager(clock, MemorySink())
+
+    async def runner(ctx: OperationContext) -> Any:
+        inp = CitationListInput(paper=paper.record_ref, types=[CitationType.JOURNAL], limit=5)
+        return await citation_list(store, site, clock, inp, "citations", ctx)
+
+    record = await run(clock, jobs, runner)
+    assert record.status is OperationStatus.COMPLETED, record.errors
+    assert site.requests["grid"] == 1  # the title lookup
+    renewed = store.get(paper.record_ref)
+    assert renewed is not None and renewed.locator == CorpusLinks().detail(rec.id)
+    assert store.citation_node(rec.native_filename) is None  # no list named it: no list entry made up
+
+
+def test_a_stored_papers_type_is_named_as_the_lists_name_it() -> None:
+    assert [citation_type(t) for t in ("期刊", "外文期刊", "博士", "硕士", "会议", "图书", "年鉴", "报纸", None)] == [
+        CitationType.JOURNAL, CitationType.FOREIGN, CitationType.THESIS, CitationType.THESIS,
+        CitationType.CONFERENCE, CitationType.BOOK, CitationType.OTHER, CitationType.OTHER, CitationType.OTHER,
+    ]  # fmt: skip
+
+
+def test_a_stored_paper_without_a_link_takes_the_one_a_list_gave_it(store: Store) -> None:
+    corpus = Corpus.load()
+    rec = corpus.by_id[LONG]
+    row = GridRow(title=rec.title, source=rec.source, year=rec.year, doc_type=rec.type,
+                  native=NativeId(dbname=rec.db, filename=rec.native_filename))  # fmt: skip
+    [paper] = store.upsert_from_grid([row], store.clock.now())
+    assert paper.locator is None
+    remember(store, corpus, LONG)  # a list named it, with its link
+    for name in (paper.record_ref, rec.native_filename):
+        handle = resolve_paper(store, name)
+        assert (handle.record_ref, handle.detail_url) == (paper.record_ref, CorpusLinks().detail(rec.id))
