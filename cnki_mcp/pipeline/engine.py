@@ -193,7 +193,7 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
         feedback = st.feedback or []
         words = "、".join(c.reason.removeprefix(FEEDBACK_REASON) for c in feedback)
         if feedback and all(st.coverage_of(c.id).stopped == "local" for c in feedback):
-            note = "（主题通道已列全结果，在已有结果上本地计算，不请求知网）"  # `_localize`
+            note = "（在已有候选上本地计算，不请求知网）"  # `_localize`
         ctx.set_stage(stage, f"补充检索 {len(feedback)} 个关键词" + (f"：{words}" if words else "") + note)
         await self._run_units(st, ctx, _units(feedback), feedback=True)
 

@@ -185,11 +185,11 @@ def _print_results(summary: dict[str, Any], printer: _Printer) -> None:
 
 def coverage_line(cov: dict[str, Any]) -> str:
     """One channel of the search's `coverage`, as the demo prints it. A channel answered locally
-    (`stopped: "local"`, DESIGN.md "Request policies") was never sent: the subject channel's first
-    page listed every result, so it says so instead of "not exhausted" with no total."""
+    (`stopped: "local"`, DESIGN.md "Request policies") was never sent: the subject channel listed
+    every result, so it says so instead of "not exhausted" with no total."""
     head = f"  {cov['channel']:<10} {cov.get('reason') or cov.get('field', ''):<36} "
     if cov.get("stopped") == "local":
-        return head + "未请求：主题通道首页已列出全部结果，按已有结果本地计算"
+        return head + "未请求：主题通道已列出全部结果，按已有结果本地计算"
     state = "失败" if cov.get("failed") else ("已穷尽" if cov.get("exhausted") else "未穷尽")
     total = cov.get("total")
     return (

@@ -36,7 +36,7 @@ def test_demo_runs_a_research_search_and_prints_ranked_results_coverage_and_cita
         assert f"  {channel} " in out
     # the bundled question's subject channel lists every result on its first page: the title and
     # keyword channels are answered locally, and the demo says so
-    assert "未请求：主题通道首页已列出全部结果" in out and "None" not in out
+    assert "未请求：主题通道已列出全部结果" in out and "None" not in out
     last = out.splitlines()[-1]
     assert "检索" in last and "批量导出" in last and "详情页" in last
     exports = int(last.split("批量导出 ")[1].split(" ")[0])
