@@ -17,7 +17,7 @@ from typing import Any, ClassVar, TextIO
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from cnki_mcp.server.progress import stage_of
+from cnki_mcp.server.progress import SEPARATOR, stage_of
 from cnki_mcp.sim.server import SimServer
 
 DEFAULT_QUESTION = "自动驾驶汽车产品责任的归责原则"
@@ -54,16 +54,18 @@ class _Printer:
         self.key: tuple[str, int] | None = None
         self.shown = False
 
-    def progress(self, stage: str, done: int, total: int | None, requests: int | None = None) -> None:
+    def progress(self, stage: str, fraction: float | None, note: str = "", requests: int | None = None) -> None:
+        """`fraction`: of the whole operation so far (the notification's progress / total); `note`:
+        the stage's own words and counts (server/progress.py `progress_message`)."""
         label = self.STAGES.get(stage, stage)
-        frac = f" {done}/{total}" if total else ""
+        text = f" · {note}" if note else ""
         req = f" · 已发请求 {requests}" if requests is not None else ""
-        line = f"  [{time.monotonic() - self.t0:5.1f}s] {label}{frac}{req}"
+        line = f"  [{time.monotonic() - self.t0:5.1f}s] {label}{text}{req}"
         if self.tty:
             self.out.write("\r\x1b[2K" + line)
             self.shown = True
         else:
-            quarter = int(4 * done / total) if total else 0
+            quarter = int(4 * min(fraction, 1.0)) if fraction is not None else 0
             key = (stage, quarter)
             if key == self.key:
                 return
@@ -111,10 +113,11 @@ class DemoError(Exception):
 
 def _show(printer: _Printer, op: dict[str, Any]) -> None:
     prog = op.get("progress") or {}
+    total = prog.get("total")
     printer.progress(
         str(op.get("stage") or op.get("status")),
-        int(prog.get("done") or 0),
-        prog.get("total"),
+        (prog.get("done") or 0) / total if total else None,
+        str(op.get("message") or ""),
         op.get("requests"),
     )
 
@@ -127,7 +130,9 @@ async def _search(session: ClientSession, question: str, printer: _Printer) -> d
         named = stage_of(message)
         if named in _Printer.STAGES:
             stage["name"] = named
-        printer.progress(stage["name"], int(progress), int(total) if total else None)
+        parts = (message or "").split(SEPARATOR)
+        note = parts[2] if len(parts) > 2 and named == stage["name"] else ""
+        printer.progress(stage["name"], progress / total if total else None, note)
 
     args: dict[str, Any] = {
         "query": question,

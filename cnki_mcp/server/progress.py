@@ -24,6 +24,30 @@ log = logging.getLogger(__name__)
 V = TypeVar("V", bound=OperationView)
 
 
+class ProgressScale:
+    """One operation's stages (each counting its own `done` of `total`: candidates, then papers,
+    ...) on one scale whose value always increases, as MCP requires, and never passes its total:
+    a stage starts where the one before stopped (its total is that offset plus its own)."""
+
+    def __init__(self) -> None:
+        self.last = -1.0
+        self.base = 0.0
+        self.stage: str | None = None
+        self.done = 0
+
+    def map(self, stage: str, done: int, total: int | None) -> tuple[float, float | None]:
+        if stage != self.stage or done < self.done:  # a new stage, or a count that started again
+            if self.stage is not None:
+                self.base = max(self.last, 0.0)
+            self.stage = stage
+        self.done = done
+        value = self.base + done
+        if value <= self.last:
+            value = self.last + 0.001  # heartbeats and repeats must still increase
+        self.last = value
+        return value, (max(self.base + total, value) if total else None)
+
+
 class ProgressBridge:
     """Forwards one operation's events to one request's progress token (values increase)."""
 
@@ -31,29 +55,21 @@ class ProgressBridge:
 
     def __init__(self, ctx: Context[Any, Any]) -> None:
         self._ctx = ctx
-        self._last = -1.0
+        self._scale = ProgressScale()
         self.sent = 0
-        self._queue: deque[tuple[int, int | None, str]] = deque()
+        self._queue: deque[tuple[str, int, int | None, str]] = deque()
         self._sender: asyncio.Task[None] | None = None
 
-    def _value(self, done: int) -> float:
-        value = float(done)
-        if value <= self._last:
-            value = self._last + 0.001  # heartbeats and repeats must still increase
-        self._last = value
-        return value
-
-    async def send(self, done: int, total: int | None, message: str) -> None:
+    async def send(self, stage: str, done: int, total: int | None, message: str) -> None:
+        value, top = self._scale.map(stage, done, total)
         try:
-            await self._ctx.report_progress(
-                self._value(done), float(total) if total else None, message or None
-            )
+            await self._ctx.report_progress(value, top, message or None)
             self.sent += 1
         except Exception:  # a closed stream must not break the operation
             log.debug("progress notification failed", exc_info=True)
 
-    def enqueue(self, done: int, total: int | None, message: str) -> None:
-        self._queue.append((done, total, message))
+    def enqueue(self, stage: str, done: int, total: int | None, message: str) -> None:
+        self._queue.append((stage, done, total, message))
         if self._sender is None or self._sender.done():
             self._sender = asyncio.ensure_future(self._drain())
 
@@ -67,7 +83,7 @@ class ProgressBridge:
             message = f"等待人工操作：{event.message}" if event.message else "等待人工操作"
         else:
             message = progress_message(event.status.value, event.stage, event.message)
-        self.enqueue(event.done, event.total, message)
+        self.enqueue(event.stage, event.done, event.total, message)
 
     async def flush(self) -> None:
         """Deliver what is queued (bounded), so it precedes the tool's result on the wire."""
@@ -109,6 +125,7 @@ async def wait_with_progress(
         current = jobs.status(operation_id)
         if current is not None and current.status.active:
             bridge.enqueue(
+                current.stage,
                 current.progress.done,
                 current.progress.total,
                 progress_message(current.status.value, current.stage),

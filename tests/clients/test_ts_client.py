@@ -174,6 +174,7 @@ def test_the_typescript_sdk_client_accepts_every_result_over_stdio(stdio_report:
     search = by_tool["search"][0]
     assert search["status"] in ("completed", "partial"), search
     assert search["progress"] > 0  # progress notifications reached the client
+    assert stdio_report["bad_progress"] == []  # each increased and stayed within its total
     assert stdio_report["sampling_requests"] >= 1  # concepts planned by the client's model
     assert by_tool["structured_search"][0]["status"] == "completed"
     assert by_tool["get_metadata"][0]["status"] in ("completed", "partial")

@@ -20,7 +20,8 @@ const deadline = setTimeout(() => {
 
 const ACTIVE = new Set(["running", "awaiting_user"]);
 const saved = {};
-const report = { tools: [], steps: [], sampling_requests: 0 };
+const report = { tools: [], steps: [], sampling_requests: 0, bad_progress: [] };
+const bad_progress = report.bad_progress;
 
 function fill(value) {
   if (typeof value === "string" && value.startsWith("$")) {
@@ -62,7 +63,16 @@ const transport =
 
 async function call(tool, args, step) {
   let progress = 0;
-  const options = { timeout: 120000, onprogress: () => (progress += 1) };
+  let last = -1;
+  const options = {
+    timeout: 120000,
+    onprogress: (p) => {
+      progress += 1;
+      // MCP: the value increases; a total, when given, is never passed
+      if (p.progress <= last || (p.total !== undefined && p.progress > p.total)) bad_progress.push(p);
+      last = p.progress;
+    },
+  };
   if (step.raw) {
     // a plain tools/call, so a JSON-RPC error can only have come from the server
     const result = await client.request(

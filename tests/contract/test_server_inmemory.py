@@ -198,6 +198,7 @@ async def test_progress_notifications_arrive_when_a_progress_token_is_sent(h: Ha
     assert seen, "no progress notification arrived"
     values = [p for p, _, _ in seen]
     assert values == sorted(values)
+    assert all(total is None or progress <= total for progress, total, _ in seen), seen
 
 
 def _sampler(reply: str, calls: list[str]) -> Any:

@@ -1,0 +1,31 @@
+"""Progress notifications over an operation's stages (`server.progress.ProgressScale`): the value
+always increases (MCP) and never passes the total, though each stage counts from 0 again."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from cnki_mcp.server.progress import ProgressScale
+
+
+def test_stages_counting_again_from_zero_stay_increasing_and_within_their_totals() -> None:
+    scale = ProgressScale()
+    events = [
+        ("retrieval", 0, 150), ("retrieval", 60, 150), ("retrieval", 148, 150),
+        ("enrichment", 0, 5), ("enrichment", 2, 5), ("enrichment", 2, 5),  # a heartbeat repeats
+        ("enrichment", 5, 5), ("feedback", 0, None), ("feedback_enrichment", 1, 3),
+    ]  # fmt: skip
+    sent = [scale.map(stage, done, total) for stage, done, total in events]
+    values = [v for v, _ in sent]
+    assert all(a < b for a, b in pairwise(values)), values
+    assert all(top is None or value <= top for value, top in sent), sent
+    # a stage's own share shows: two of enrichment's five papers leave three to go
+    value, top = sent[4]
+    assert top is not None and top - value == 3
+
+
+def test_a_count_that_falls_within_one_stage_starts_a_new_segment() -> None:
+    scale = ProgressScale()
+    first = scale.map("enrichment", 60, 60)
+    again = scale.map("enrichment", 1, 40)  # the feedback papers, counted under the same stage
+    assert again[0] > first[0] and again[1] is not None and again[0] <= again[1]
