@@ -149,6 +149,13 @@ def prepare(data_dir: Path) -> Path:
     `cnki.sqlite3` is not a file) and fix the modes of an existing install: directories 0700
     and files 0600, everywhere but inside the browser profile."""
     root = ensure_root(data_dir)
+    check_entries(root)
+    _fix_modes(root)
+    return root
+
+
+def check_entries(root: Path) -> None:
+    """The entries `prepare` refuses, without changing anything (`doctor` runs it)."""
     for name in DIRECTORIES:
         checked_dir(root, name)
     for name in FILES:
@@ -161,8 +168,6 @@ def prepare(data_dir: Path) -> Path:
             if name.startswith(DB_FILE):
                 raise DatabaseUnusable(f"数据库路径 {name} 不是文件（可能是文件夹）", path=str(root / name))
             raise DataDirectoryUnusable(f"数据目录中的 {name} 不是文件", path=name, reason="not_a_file")
-    _fix_modes(root)
-    return root
 
 
 def _fix_modes(root: Path) -> None:

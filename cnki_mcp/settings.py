@@ -126,12 +126,23 @@ def default_data_dir() -> Path:
     return Path(user_data_dir("cnki_mcp", appauthor=False))
 
 
+def data_dir_of(environ: Mapping[str, str]) -> Path:
+    """`CNKI_DATA_DIR` (resolved), else the platform's default."""
+    data_dir = Path(environ["CNKI_DATA_DIR"]).expanduser() if environ.get("CNKI_DATA_DIR") else default_data_dir()
+    return data_dir.resolve()
+
+
+def paths_of(environ: Mapping[str, str]) -> Settings:
+    """Settings holding only the data directory and browser the environment names, the rest
+    default: what `doctor` still checks when another variable is invalid."""
+    return Settings(data_dir=data_dir_of(environ), browser_path=environ.get("CNKI_BROWSER_PATH") or None)
+
+
 def load_settings(environ: Mapping[str, str]) -> Settings:
     """Build Settings from an environment mapping (pass `os.environ` at the edge)."""
-    data_dir = Path(environ["CNKI_DATA_DIR"]).expanduser() if environ.get("CNKI_DATA_DIR") else default_data_dir()
     extra_args = tuple(a for a in (environ.get("CNKI_BROWSER_ARGS") or "").split() if a)
     return Settings(
-        data_dir=data_dir.resolve(),
+        data_dir=data_dir_of(environ),
         browser_path=environ.get("CNKI_BROWSER_PATH") or None,
         headless=_bool(environ, "CNKI_HEADLESS"),
         request_interval_ms=_int(environ, "CNKI_REQUEST_INTERVAL_MS", 500, 0, 60_000),

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from cnki_mcp import datadir
 from cnki_mcp.errors import CnkiError, DataDirectoryUnusable
-from cnki_mcp.settings import Settings, default_data_dir, load_settings
+from cnki_mcp.settings import Settings, load_settings, paths_of
 
 PACKAGES = ("cnki-research-mcp", "playwright", "mcp", "tomlkit", "selectolax", "pydantic", "filelock", "platformdirs")
 
@@ -69,9 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def check_settings(environ: Mapping[str, str]) -> tuple[Check, Settings]:
     try:
         settings = load_settings(environ)
-    except CnkiError as exc:
-        fallback = Settings(data_dir=default_data_dir())
-        return Check("settings", False, f"{exc.code}: {exc.message}", "修正上面提到的环境变量"), fallback
+    except CnkiError as exc:  # the data directory and browser asked for are still the ones checked
+        return Check("settings", False, f"{exc.code}: {exc.message}", "修正上面提到的环境变量"), paths_of(environ)
     return Check("settings", True, "环境变量有效"), settings
 
 
@@ -134,11 +133,12 @@ def check_data_dir(data_dir: Path) -> Check:
         return Check("data_dir", False, f"{data_dir} 不是文件夹", hint)
     try:
         datadir.ensure_root(data_dir)  # created 0700 like the server does (DESIGN.md "Data directory")
+        datadir.check_entries(data_dir)  # what `serve` refuses at start (symlinks, a folder for the DB)
         probe = data_dir / f".doctor-{secrets.token_hex(4)}"
         probe.write_bytes(b"ok")
         probe.unlink()
     except DataDirectoryUnusable as exc:
-        return Check("data_dir", False, f"{data_dir}：{exc.message}", hint)
+        return Check("data_dir", False, f"{data_dir}：{exc.code}: {exc.message}", hint)
     except OSError as exc:
         return Check("data_dir", False, f"{data_dir} 不可写：{exc.strerror or exc}", hint)
     return Check("data_dir", True, f"{data_dir} 可写")
@@ -170,6 +170,8 @@ def check_store(data_dir: Path) -> Check:
     path = data_dir / DB_NAME
     if not path.exists():
         return Check("store", True, "数据库尚未创建（首次使用时创建）")
+    if path.is_symlink() or not path.is_file():
+        return Check("store", False, f"{path} 不是普通文件", "移走它（数据目录检查说明了原因）")
     hint = "数据库损坏时，服务器启动会把它移到一旁并新建；也可手动移走该文件"
     try:
         conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=2.0)

@@ -191,6 +191,39 @@ def test_doctor_fails_on_an_invalid_setting(
     assert _lines(out)["settings"] == "FAIL" and "CONFIG_INVALID" in out
 
 
+def test_an_invalid_setting_still_checks_the_data_directory_and_browser_it_names(
+    env: Path, quick_probe: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CNKI_WORKERS", "0")
+    monkeypatch.setenv("CNKI_BROWSER_PATH", str(env / "nowhere"))
+    assert main(["doctor", "--json"]) == 1
+    by_name = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert by_name["settings"]["ok"] is False
+    assert str(env / "data") in by_name["data_dir"]["detail"]  # CNKI_DATA_DIR, not the default
+    assert by_name["browser"]["ok"] is False and "nowhere" in by_name["browser"]["detail"]
+    written = [p for p in (env / "home").rglob("*") if p.is_file()]
+    assert written == []  # nothing under the platform's default data directory
+
+
+@pytest.mark.parametrize("broken", ["symlinked_downloads", "database_folder"])
+def test_doctor_fails_where_serve_would_refuse_the_data_directory(
+    env: Path, quick_probe: list[str], capsys: pytest.CaptureFixture[str], broken: str
+) -> None:
+    data = env / "data"
+    data.mkdir()
+    if broken == "symlinked_downloads":
+        (env / "elsewhere").mkdir()
+        (data / "downloads").symlink_to(env / "elsewhere")
+        code = "DATA_PATH_SYMLINK"
+    else:
+        (data / "cnki.sqlite3").mkdir()
+        code = "DATABASE_UNUSABLE"
+    assert main(["doctor", "--json"]) == 1
+    by_name = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert by_name["data_dir"]["ok"] is False and code in by_name["data_dir"]["detail"]
+    assert by_name["store"]["ok"] is False or broken == "symlinked_downloads"
+
+
 def test_doctor_json_lists_every_check_with_name_ok_detail_hint(
     env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
