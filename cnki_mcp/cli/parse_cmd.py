@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cnki_mcp.errors import InvalidInput
+
 KINDS = ("grid", "detail", "journal", "reader", "gate")
 
 
@@ -43,7 +45,11 @@ def decode(data: bytes, encoding: str | None = None) -> str:
 
 
 def read_input(file: str, encoding: str | None = None) -> str:
-    data = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    """The page's text from `file` ("-": standard input); INVALID_ARGUMENT when it cannot be read."""
+    try:
+        data = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"无法读取 {file}：{exc.strerror or exc}", field="file") from exc
     return decode(data, encoding)
 
 

@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from cnki_mcp.errors import InvalidInput
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -21,7 +23,10 @@ def run(args: argparse.Namespace) -> int:
 
     text = render(anyio.run(collect_schema))
     if args.output is not None:
-        args.output.write_text(text, encoding="utf-8")
+        try:
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise InvalidInput(f"无法写入 {args.output}：{exc.strerror or exc}", field="output") from exc
     else:
         sys.stdout.write(text)
     return 0

@@ -124,3 +124,12 @@ def test_journal_and_reader_receive_expect(monkeypatch: pytest.MonkeyPatch, tmp_
     monkeypatch.setattr(reader, "parse_reader", fake_reader)
     parse_cmd.parse_kind("reader", "<html></html>", None, "题名", None)
     assert seen["reader"] == (None, "题名")
+
+
+
+def test_a_file_that_cannot_be_read_is_a_typed_error_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for missing in (tmp_path / "missing.html", tmp_path):  # absent, and a folder
+        code, out, err = _run(capsys, "grid", str(missing))
+        assert code == 2 and out == "" and err.startswith("错误 INVALID_ARGUMENT") and "Traceback" not in err
