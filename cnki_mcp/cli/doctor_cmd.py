@@ -26,7 +26,7 @@ from importlib import metadata
 from pathlib import Path
 
 from cnki_mcp import datadir
-from cnki_mcp.errors import CnkiError, DataDirectoryUnusable
+from cnki_mcp.errors import CnkiError, DataDirectoryUnusable, InvalidInput
 from cnki_mcp.settings import Settings, load_settings, paths_of
 
 PACKAGES = ("cnki-research-mcp", "playwright", "mcp", "tomlkit", "selectolax", "pydantic", "filelock", "platformdirs")
@@ -284,16 +284,18 @@ def run_pages(folder: Path, as_json: bool) -> int:
     from cnki_mcp.cli.parse_cmd import format_survey, survey_folder
 
     if not folder.is_dir():
-        print(f"错误：{folder} 不是目录 / not a directory", file=sys.stderr)
-        return 2
+        raise InvalidInput(f"{folder} 不是目录 / not a directory", field="pages")
     reports = survey_folder(folder)
+    ok = bool(reports) and all(r.ok for r in reports)  # a folder without saved pages checks nothing
     if as_json:
-        print(json.dumps({"ok": all(r.ok for r in reports), "pages": [asdict(r) for r in reports]}, ensure_ascii=False, indent=2))
+        print(json.dumps({"ok": ok, "pages": [asdict(r) for r in reports]}, ensure_ascii=False, indent=2))
     else:
         for report in reports:
             print(format_survey(report))
         print(f"{sum(r.ok for r in reports)}/{len(reports)} 页解析成功 / pages parsed")
-    return 0 if reports and all(r.ok for r in reports) else 1
+        if not reports:
+            print("没有找到保存的页面（.html/.htm/.mhtml/.txt）/ no saved pages found")
+    return 0 if ok else 1
 
 
 def run(args: argparse.Namespace) -> int:

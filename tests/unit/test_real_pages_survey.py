@@ -140,3 +140,11 @@ def test_doctor_pages_reports_each_saved_page_and_exits_1_on_a_refused_one(
 
 def test_doctor_pages_on_a_missing_folder_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main_mod.main(["doctor", "--pages", str(tmp_path / "nope")]) == 2
+    assert capsys.readouterr().err.startswith("错误 INVALID_ARGUMENT")  # the CLI's typed-error line
+
+
+def test_doctor_pages_on_a_folder_without_pages_says_so_and_is_not_ok(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert main_mod.main(["doctor", "--pages", str(tmp_path), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out) == {"ok": False, "pages": []}  # exit and payload agree
