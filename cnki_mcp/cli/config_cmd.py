@@ -95,20 +95,27 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.client:
         raise InvalidInput("请指定客户端 ID（cnki-mcp config --list 查看全部）")
-    from cnki_mcp.cli.launcher import current_launcher
+    from cnki_mcp.cli.launcher import UVX_PREFIX, Launcher, current_launcher
 
     client = get_client(args.client)
     environ = os.environ
     os_name = OSFamily(args.os) if args.os else os_family(sys.platform)
-    env = launch_env(
-        browser_path=auto_browser(args.browser, environ),
-        data_dir=str(Path(args.data_dir).expanduser().absolute())
-        if args.data_dir
-        else environ.get("CNKI_DATA_DIR"),
-    )
+    if os_name is not os_family(sys.platform):
+        # For another machine nothing here applies: paths are written as given, no browser is
+        # looked for, and the server runs through uvx (this machine's paths mean nothing there).
+        env = launch_env(browser_path=args.browser or None, data_dir=args.data_dir or None)
+        launcher = Launcher("uvx", "uvx", UVX_PREFIX)
+    else:
+        env = launch_env(
+            browser_path=auto_browser(args.browser, environ),
+            data_dir=str(Path(args.data_dir).expanduser().absolute())
+            if args.data_dir
+            else environ.get("CNKI_DATA_DIR"),
+        )
+        launcher = current_launcher(prefer_uvx=args.uvx)
     plan = make_plan(
         client,
-        current_launcher(prefer_uvx=args.uvx).serve(),
+        launcher.serve(),
         env,
         os_name=os_name,
         home=home_of(os_name, environ, str(Path.home())),

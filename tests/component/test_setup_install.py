@@ -446,6 +446,18 @@ def test_config_prints_the_snippet_without_touching_files(
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
 
 
+def test_config_for_another_os_writes_its_paths_as_given_and_runs_through_uvx(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CNKI_BROWSER_PATH", "/usr/bin/chromium")  # this machine's: not for Windows
+    other = "windows" if sys.platform != "win32" else "linux"
+    data = "C:\\Users\\li\\cnki" if other == "windows" else "/home/li/cnki"
+    assert main(["config", "claude-code", "--os", other, "--data-dir", data]) == 0
+    entry = json.loads(capsys.readouterr().out)["mcpServers"]["cnki"]
+    assert entry["env"] == {"CNKI_DATA_DIR": data}
+    assert entry["command"] == "uvx" and entry["args"][:3] == ["--from", "cnki-research-mcp", "cnki-mcp"]
+
+
 def test_config_list_names_all_clients(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["config", "--list"]) == 0
     out = capsys.readouterr().out
