@@ -11,6 +11,7 @@ from typing import Any
 from corpus_backend import CorpusBackend, CorpusLinks
 
 from cnki_mcp.clock import FakeClock
+from cnki_mcp.identity import Paper
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
 from cnki_mcp.models import GridRow, NativeId
 from cnki_mcp.operations import DEFAULT_BUDGETS, OperationStatus
@@ -33,11 +34,31 @@ def remember(store: Store, corpus: Corpus, record_id: str) -> str:
     return rec.native_filename
 
 
+def stored(store: Store, rec: SimRecord, detail_url: str | None) -> Paper:
+    """A corpus paper stored as a search would (its grid row), with `detail_url` as its link."""
+    row = GridRow(
+        title=rec.title, authors=[a.name for a in rec.authors], source=rec.source, year=rec.year,
+        doc_type=rec.type, native=NativeId(dbname=rec.db, filename=rec.native_filename), detail_url=detail_url,
+    )  # fmt: skip
+    [paper] = store.upsert_from_grid([row], store.clock.now())
+    return paper
+
+
 async def run(clock: FakeClock, jobs: JobManager, runner: Any, max_requests: int = 200) -> OperationRecord:
     budget = DEFAULT_BUDGETS[OperationKind.CITATIONS].model_copy(update={"max_requests": max_requests})
     job = jobs.start(OperationKind.CITATIONS, runner, budget)
     [record] = await clock.run_until_complete(job.finish())
     return record
+
+
+async def journal_list(clock: FakeClock, store: Store, site: CorpusBackend, paper: str) -> OperationRecord:
+    """`get_citing` for `paper`: its first five citing journal papers."""
+
+    async def runner(ctx: OperationContext) -> Any:
+        inp = CitationListInput(paper=paper, types=[CitationType.JOURNAL], limit=5)
+        return await citation_list(store, site, clock, inp, "citations", ctx)
+
+    return await run(clock, JobManager(clock, MemorySink()), runner)
 
 
 async def test_a_long_citing_list_is_paged_and_a_second_call_costs_no_request(clock: FakeClock, store: Store) -> None:
@@ -156,13 +177,7 @@ async def test_a_dead_detail_link_is_found_again_by_exact_title_with_one_grid_re
                      detail_url="https://kns.cnki.net/kcms2/article/abstract?v=expired"),
         clock.now(),
     )  # fmt: skip
-    jobs = JobManager(clock, MemorySink())
-
-    async def runner(ctx: OperationContext) -> Any:
-        inp = CitationListInput(paper=rec.native_filename, types=[CitationType.JOURNAL], limit=5)
-        return await citation_list(store, site, clock, inp, "citations", ctx)
-
-    record = await run(clock, jobs, runner)
+    record = await journal_list(clock, store, site, rec.native_filename)
     assert record.status is OperationStatus.COMPLETED, record.errors
     assert record.result["total"] == 19 and len(record.result["items"]) == 5
     assert site.requests["grid"] == 1 and site.requests["detail"] == 0  # no detail page opened
@@ -190,26 +205,15 @@ async def test_a_stored_paper_keeps_its_record_and_metadata_as_a_list_subject_an
 ) -> None:
     site = CorpusBackend()
     rec = site.corpus.by_id[LONG]
-    row = GridRow(
-        title=rec.title, authors=[a.name for a in rec.authors], source=rec.source, year=rec.year,
-        doc_type=rec.type, native=NativeId(dbname=rec.db, filename=rec.native_filename),
-        detail_url=CorpusLinks().detail(rec.id),
-    )  # fmt: skip
-    [paper] = store.upsert_from_grid([row], clock.now())
-    jobs = JobManager(clock, MemorySink())
-
-    async def lister(ctx: OperationContext) -> Any:  # by CNKI file name, as citation lists name papers
-        inp = CitationListInput(paper=rec.native_filename.lower(), types=[CitationType.JOURNAL], limit=5)
-        return await citation_list(store, site, clock, inp, "citations", ctx)
-
-    listed = await run(clock, jobs, lister)
+    paper = stored(store, rec, CorpusLinks().detail(rec.id))
+    listed = await journal_list(clock, store, site, rec.native_filename.lower())  # as citation lists name it
     assert listed.status is OperationStatus.COMPLETED, listed.errors
     assert listed.result["paper"]["record_ref"] == paper.record_ref
 
     async def graph(ctx: OperationContext) -> Any:
         return await citation_graph(store, site, clock, GraphInput(seeds=[paper.record_ref], direction="citing"), ctx)
 
-    result = (await run(clock, jobs, graph)).result
+    result = (await run(clock, JobManager(clock, MemorySink()), graph)).result
     [seed] = [n for n in result["graph"]["nodes"] if n["seed"]]
     assert (seed["authors"], seed["year"], seed["source"], seed["type"]) == (
         [a.name for a in rec.authors][:3], rec.year, rec.source, "journal"
@@ -222,19 +226,8 @@ async def test_a_stored_papers_dead_link_is_renewed_on_the_paper_not_as_a_list_e
 ) -> None:
     site = CorpusBackend()
     rec = site.corpus.by_id[LONG]
-    row = GridRow(
-        title=rec.title, authors=[a.name for a in rec.authors], source=rec.source, year=rec.year,
-        doc_type=rec.type, native=NativeId(dbname=rec.db, filename=rec.native_filename),
-        detail_url="https://kns.cnki.net/kcms2/article/abstract?v=expired",
-    )  # fmt: skip
-    [paper] = store.upsert_from_grid([row], clock.now())
-    jobs = JobManager(clock, MemorySink())
-
-    async def runner(ctx: OperationContext) -> Any:
-        inp = CitationListInput(paper=paper.record_ref, types=[CitationType.JOURNAL], limit=5)
-        return await citation_list(store, site, clock, inp, "citations", ctx)
-
-    record = await run(clock, jobs, runner)
+    paper = stored(store, rec, "https://kns.cnki.net/kcms2/article/abstract?v=expired")
+    record = await journal_list(clock, store, site, paper.record_ref)
     assert record.status is OperationStatus.COMPLETED, record.errors
     assert site.requests["grid"] == 1  # the title lookup
     renewed = store.get(paper.record_ref)
@@ -252,9 +245,7 @@ def test_a_stored_papers_type_is_named_as_the_lists_name_it() -> None:
 def test_a_stored_paper_without_a_link_takes_the_one_a_list_gave_it(store: Store) -> None:
     corpus = Corpus.load()
     rec = corpus.by_id[LONG]
-    row = GridRow(title=rec.title, source=rec.source, year=rec.year, doc_type=rec.type,
-                  native=NativeId(dbname=rec.db, filename=rec.native_filename))  # fmt: skip
-    [paper] = store.upsert_from_grid([row], store.clock.now())
+    paper = stored(store, rec, None)
     assert paper.locator is None
     remember(store, corpus, LONG)  # a list named it, with its link
     for name in (paper.record_ref, rec.native_filename):
