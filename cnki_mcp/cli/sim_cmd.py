@@ -47,6 +47,10 @@ def run(args: argparse.Namespace) -> int:
     from cnki_mcp.sim.scenario import Scenario
     from cnki_mcp.sim.server import SimServer
 
+    if args.corpus is not None and not (args.corpus / "records.jsonl").is_file():
+        from cnki_mcp.errors import InvalidInput
+
+        raise InvalidInput(f"{args.corpus} 不是语料目录（缺少 records.jsonl）", field="corpus")
     corpus = Corpus.load(args.corpus)
     scenario = Scenario.load(args.scenario) if args.scenario else None
     server = SimServer(

@@ -541,6 +541,13 @@ def test_cli_prints_origin_first_and_serves(tmp_path: Path) -> None:
         assert proc.wait(timeout=10) == 0
 
 
+def test_cli_refuses_a_corpus_folder_without_records(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cnki_mcp.cli.main import main
+
+    assert main(["sim", "--corpus", str(tmp_path / "nowhere")]) == 2  # not an empty simulator
+    assert capsys.readouterr().err.startswith("错误 INVALID_ARGUMENT")
+
+
 def test_a_journal_link_under_a_former_title_opens_the_journals_own_page() -> None:
     corpus = Corpus.load()
     journal = next(j for j in corpus.journals if j.former_titles and j.code)
