@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import sys
 import webbrowser
@@ -147,7 +148,20 @@ def open_link(link: str) -> bool:
     return webbrowser.open(link)
 
 
-def install(plan: Plan, *, args: argparse.Namespace, interactive: bool) -> None:
+def rerun_command(client_id: str, env: Mapping[str, str], *, uvx: bool) -> str:
+    """The setup command that writes this same entry without asking: the browser and data
+    directory this run put in the entry (`launch_env`), and its launcher."""
+    parts = ["cnki-mcp", "setup", "--client", client_id]
+    if env.get("CNKI_BROWSER_PATH"):
+        parts += ["--browser", env["CNKI_BROWSER_PATH"]]
+    if env.get("CNKI_DATA_DIR"):
+        parts += ["--data-dir", env["CNKI_DATA_DIR"]]
+    if uvx:
+        parts.append("--uvx")
+    return shlex.join([*parts, "--install-client"])
+
+
+def install(plan: Plan, *, args: argparse.Namespace, interactive: bool, env: Mapping[str, str]) -> None:
     client = plan.client
     if plan.path is not None:
         target = Path(str(plan.path))
@@ -156,7 +170,7 @@ def install(plan: Plan, *, args: argparse.Namespace, interactive: bool) -> None:
             return
         wanted = args.install_client or (interactive and ask_yes(f"写入 {target} 并备份原配置？[Y/n] "))
         if not wanted:
-            print(f"未写入。需要时运行：cnki-mcp setup --client {client.id} --install-client")
+            print(f"未写入。需要时运行：{rerun_command(client.id, env, uvx=bool(args.uvx))}")
             return
         folder = required_dir(client, plan.path)
         if folder is not None and not Path(str(folder)).is_dir():
@@ -255,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"    启动方式：{launcher.describe()}")
     print(plan.snippet, end="" if plan.snippet.endswith("\n") else "\n")
-    install(plan, args=args, interactive=interactive)
+    install(plan, args=args, interactive=interactive, env=env)
 
     print("4/4 协议检查")
     return protocol_step(launcher.serve(), env)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tomllib
@@ -364,9 +365,15 @@ def test_setup_without_install_flag_or_with_dry_run_writes_nothing(
     )
     assert "--dry-run" in capsys.readouterr().out
     assert sorted(p.relative_to(home) for p in home.rglob("*")) == before
-    assert main(["setup", "--yes", "--client", "gemini", "--browser", fake_browser]) == 0
-    assert "未写入" in capsys.readouterr().out
+    data = home / "cnki data"
+    assert main(["setup", "--yes", "--client", "gemini", "--browser", fake_browser, "--data-dir", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert "未写入" in out
     assert sorted(p.relative_to(home) for p in home.rglob("*")) == before
+    # the command it suggests writes the same entry: the browser and data directory go with it
+    suggested = shlex.split(out.split("需要时运行：", 1)[1].splitlines()[0])
+    assert suggested[suggested.index("--browser") + 1] == fake_browser
+    assert suggested[suggested.index("--data-dir") + 1] == str(data) and suggested[-1] == "--install-client"
 
 
 def test_setup_interactive_prompts_choose_client_and_confirm(
