@@ -8,7 +8,7 @@ from typing import Any
 from cnki_mcp.pipeline.models import StructuredSearchInput
 from cnki_mcp.pipeline.state import Channel
 from cnki_mcp.query.compiler import compile_expression
-from cnki_mcp.query.expr import parse_expression
+from cnki_mcp.query.expr import expression_text, parse_expression
 
 NATIVE_REASON = "知网原生条件与排序"
 
@@ -21,9 +21,10 @@ def structured_channel(inp: StructuredSearchInput) -> Channel:
 
 def structured_params(inp: StructuredSearchInput) -> dict[str, Any]:
     o = inp.options
-    channel = structured_channel(inp)
+    # a readable name (search log, watch list); the cache key holds the channel's fingerprint
+    text = expression_text(parse_expression(inp.expression))
     return {
-        "query": f"structured:{channel.fingerprint}",
+        "query": f"结构化检索：{text}",
         "mode": "precise",
         "limit": inp.limit,
         "year_from": inp.year_from or None,
