@@ -145,6 +145,11 @@ def _years(p: dict[str, Any]) -> str:
     return "any" if not (y0 or y1) else f"{y0 or ''}–{y1 or ''}"
 
 
+def _year_step(p: dict[str, Any]) -> str:
+    """The rerun instruction for the year range: nothing to set when the search had none."""
+    return "leave 发表时间 empty" if not (p.get("year_from") or p.get("year_to")) else f"set 发表时间 to {_years(p)}"
+
+
 def to_markdown(log: SearchLog) -> str:
     p = log.parameters
     f = log.prisma
@@ -172,7 +177,7 @@ def to_markdown(log: SearchLog) -> str:
         "",
         "To rerun by hand: open CNKI's advanced search (高级检索) with the form's default database scope, "
         "type each query below into the rows as written (`+` joins alternatives inside one box; rows "
-        f"combine left to right), set 发表时间 to {_years(p)}, sort by {_SORTS.get(str(p.get('sort')), p.get('sort'))} "
+        f"combine left to right), {_year_step(p)}, sort by {_SORTS.get(str(p.get('sort')), p.get('sort'))} "
         "and show 50 rows per page; the totals should match the CNKI totals below, growing only as CNKI "
         "indexes new papers.",
         "",

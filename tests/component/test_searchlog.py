@@ -52,6 +52,7 @@ async def test_every_page_is_logged_and_the_flow_adds_up(clock: FakeClock, store
     assert log.plan_method == "explicit" and log.requests == record.requests
     assert log.abstracts_read == 100 and "0.55" in log.selection_rule
     assert_formats_carry(log)
+    assert "leave 发表时间 empty" in format_log(log, "markdown")  # no year range: nothing to set
 
 
 def assert_formats_carry(log: SearchLog) -> None:
@@ -74,6 +75,7 @@ async def test_year_filter_is_counted_before_duplicates(clock: FakeClock, store:
     assert_flow_adds_up(log)
     assert log.prisma.outside_years > 0
     assert log.parameters["year_from"] == 2022
+    assert "set 发表时间 to 2022–2023" in format_log(log, "markdown")
 
 
 async def test_budget_stop_and_continue_log_each_page_once(clock: FakeClock, store: Store) -> None:
