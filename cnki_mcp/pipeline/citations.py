@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cnki_mcp.cite.model import THESIS_KINDS, DocKind, doc_kind
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import DocumentNotFound, InvalidInput, LocatorExpired
 from cnki_mcp.identity import public_url, title_key
@@ -67,19 +68,14 @@ def resolve_paper(store: Store, paper: str) -> PaperHandle:
 
 
 def citation_type(doc_type: str | None) -> CitationType:
-    """A stored paper's CNKI type label as the citation lists name types."""
-    label = doc_type or ""
-    if label == "外文期刊":
-        return CitationType.FOREIGN
-    if "期刊" in label:
-        return CitationType.JOURNAL
-    if label in ("博士", "硕士") or "学位" in label:
+    """A stored paper's CNKI type label (read by `cite.model.doc_kind`) as the citation lists
+    name types; a yearbook is `other`, as the lists type CYFDREF."""
+    kind = doc_kind(doc_type)
+    if kind is DocKind.JOURNAL:
+        return CitationType.FOREIGN if (doc_type or "").strip() == "外文期刊" else CitationType.JOURNAL
+    if kind in THESIS_KINDS:
         return CitationType.THESIS
-    if "会议" in label:
-        return CitationType.CONFERENCE
-    if label == "图书":
-        return CitationType.BOOK  # a yearbook is `other`, as the lists type CYFDREF
-    return CitationType.OTHER
+    return {DocKind.CONFERENCE: CitationType.CONFERENCE, DocKind.BOOK: CitationType.BOOK}.get(kind, CitationType.OTHER)
 
 
 def handle_of(item: CitationItem) -> PaperHandle:
