@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from cnki_mcp.pipeline.models import StructuredSearchInput
+from cnki_mcp.pipeline.searchlog_format import render_subject
 from cnki_mcp.pipeline.state import Channel
 from cnki_mcp.query.compiler import compile_expression
-from cnki_mcp.query.expr import expression_text, parse_expression
+from cnki_mcp.query.expr import parse_expression
 
 NATIVE_REASON = "知网原生条件与排序"
 
@@ -21,8 +22,10 @@ def structured_channel(inp: StructuredSearchInput) -> Channel:
 
 def structured_params(inp: StructuredSearchInput) -> dict[str, Any]:
     o = inp.options
-    # a readable name (search log, watch list); the cache key holds the channel's fingerprint
-    text = expression_text(parse_expression(inp.expression))
+    channel = structured_channel(inp)
+    # named as the search log writes its queries (search log, watch list); the cache key holds the
+    # channel's fingerprint
+    text = " | ".join(render_subject(s) for s in channel.subjects or [channel.subject])
     return {
         "query": f"结构化检索：{text}",
         "mode": "precise",

@@ -313,18 +313,6 @@ def leaves(expr: Leaf | Node) -> list[Leaf]:
     return out
 
 
-def expression_text(expr: Leaf | Node) -> str:
-    """The tree as a person reads it, in the search log's words (`篇名[模糊]: 违约金`,
-    `作者[精确]: 王明`, `A AND (B OR C)`, `NOT A`): what a structured search is called in its log
-    and watch list."""
-    if isinstance(expr, Leaf):
-        return f"{expr.field.label}[{'精确' if expr.match is Match.EXACT else '模糊'}]: {expr.value}"
-    parts = [expression_text(i) if isinstance(i, Leaf) else f"({expression_text(i)})" for i in expr.items]
-    if expr.op is Op.NOT:
-        return f"NOT {parts[0]}"
-    return f" {expr.op.value.upper()} ".join(parts)
-
-
 def to_json(expr: Leaf | Node) -> dict[str, Any]:
     """The tree as plain JSON (the form `parse_expression` accepts)."""
     return expr.model_dump(mode="json")

@@ -360,16 +360,3 @@ def test_nested_layout_keeps_a_not_row_when_no_positive_row_fits() -> None:
         got.update(r.id for r in POOL_CORPUS.records if matches(q, r, POOL_CORPUS))
     assert got == _tree_set(tree) and got
 
-
-def test_an_expression_reads_as_the_search_log_writes_conditions() -> None:
-    from cnki_mcp.query.expr import expression_text, parse_expression
-
-    tree = parse_expression(
-        {"op": "and", "items": [
-            {"field": "title", "value": "违约金"},
-            {"op": "or", "items": [{"field": "authors", "value": "王明", "match": "exact"},
-                                   {"field": "source", "value": "法学研究"}]},
-            {"op": "not", "items": [{"field": "keywords", "value": "合同"}]},
-        ]}
-    )  # fmt: skip
-    assert expression_text(tree) == "篇名[模糊]: 违约金 AND (作者[精确]: 王明 OR 文献来源[模糊]: 法学研究) AND (NOT 关键词[模糊]: 合同)"
