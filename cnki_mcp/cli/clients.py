@@ -8,6 +8,7 @@ import base64
 import json
 import ntpath
 import posixpath
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -581,6 +582,19 @@ def launch_env(*, browser_path: str | None, data_dir: str | None) -> dict[str, s
     if data_dir:
         env["CNKI_DATA_DIR"] = data_dir
     return env
+
+
+def rerun_command(client_id: str, env: Mapping[str, str], *, uvx: bool) -> str:
+    """The setup command that writes the entry `env` belongs to without asking: the browser and
+    data directory put in it (`launch_env`), and the launcher (what setup and config suggest)."""
+    parts = ["cnki-mcp", "setup", "--client", client_id]
+    if env.get("CNKI_BROWSER_PATH"):
+        parts += ["--browser", env["CNKI_BROWSER_PATH"]]
+    if env.get("CNKI_DATA_DIR"):
+        parts += ["--data-dir", env["CNKI_DATA_DIR"]]
+    if uvx:
+        parts.append("--uvx")
+    return shlex.join([*parts, "--install-client"])
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from cnki_mcp.cli.clients import (
     launch_env,
     make_plan,
     os_family,
+    rerun_command,
 )
 from cnki_mcp.errors import InvalidInput
 
@@ -77,13 +78,13 @@ def auto_browser(explicit: str | None, environ: Mapping[str, str]) -> str | None
     return found.path if found else None
 
 
-def where_text(plan: Plan) -> str:
+def where_text(plan: Plan, env: Mapping[str, str], *, uvx: bool) -> str:
     client = plan.client
     if plan.link:
         return f"一键导入（在浏览器或终端中打开此链接）：\n{plan.link}"
     if plan.path is not None:
         how = "追加" if client.format is ConfigFormat.DSH else f"合并到 {client.servers_key}.cnki"
-        return f"写入位置：{plan.path}（{how}；可用 cnki-mcp setup --client {client.id} --install-client 自动写入）"
+        return f"写入位置：{plan.path}（{how}；可用 {rerun_command(client.id, env, uvx=uvx)} 自动写入）"
     if client.where:
         return f"粘贴位置：{client.where}"
     return "本系统上没有该客户端的配置文件位置；请手动粘贴"
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.client:
         raise InvalidInput("请指定客户端 ID（cnki-mcp config --list 查看全部）")
-    from cnki_mcp.cli.launcher import UVX_PREFIX, Launcher, current_launcher
+    from cnki_mcp.cli.launcher import current_launcher, uvx_launcher
 
     client = get_client(args.client)
     environ = os.environ
@@ -104,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         # For another machine nothing here applies: paths are written as given, no browser is
         # looked for, and the server runs through uvx (this machine's paths mean nothing there).
         env = launch_env(browser_path=args.browser or None, data_dir=args.data_dir or None)
-        launcher = Launcher("uvx", "uvx", UVX_PREFIX)
+        launcher = uvx_launcher(lambda _name: None)  # `uvx` by name: no path of this machine
     else:
         env = launch_env(
             browser_path=auto_browser(args.browser, environ),
@@ -127,6 +128,6 @@ def run(args: argparse.Namespace) -> int:
         # Another OS: its home and variables are unknown here, so show the rule, not a path.
         where = f"写入位置（{os_name.value}）：{describe_location(client)[os_name.value]}"
     else:
-        where = where_text(plan)
+        where = where_text(plan, env, uvx=bool(args.uvx))
     print(f"\n# {client.name}：{where}", file=sys.stderr)
     return 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import shutil
 import sys
 import webbrowser
@@ -31,6 +30,7 @@ from cnki_mcp.cli.clients import (
     merge_into,
     os_family,
     required_dir,
+    rerun_command,
 )
 from cnki_mcp.errors import BrowserUnavailable, ClientNotInitialized, InvalidInput
 
@@ -146,19 +146,6 @@ def pick_client(explicit: str | None, interactive: bool) -> Client:
 
 def open_link(link: str) -> bool:
     return webbrowser.open(link)
-
-
-def rerun_command(client_id: str, env: Mapping[str, str], *, uvx: bool) -> str:
-    """The setup command that writes this same entry without asking: the browser and data
-    directory this run put in the entry (`launch_env`), and its launcher."""
-    parts = ["cnki-mcp", "setup", "--client", client_id]
-    if env.get("CNKI_BROWSER_PATH"):
-        parts += ["--browser", env["CNKI_BROWSER_PATH"]]
-    if env.get("CNKI_DATA_DIR"):
-        parts += ["--data-dir", env["CNKI_DATA_DIR"]]
-    if uvx:
-        parts.append("--uvx")
-    return shlex.join([*parts, "--install-client"])
 
 
 def install(plan: Plan, *, args: argparse.Namespace, interactive: bool, env: Mapping[str, str]) -> None:

@@ -450,6 +450,10 @@ def test_config_prints_the_snippet_without_touching_files(
     entry = json.loads(captured.out)["mcpServers"]["cnki"]
     assert entry["type"] == "stdio" and entry["env"]["CNKI_BROWSER_PATH"] == "/opt/chrome/chrome"
     assert str(home / ".claude.json") in captured.err
+    # the setup command it suggests writes this same entry
+    suggested = shlex.split(captured.err.split("可用 ", 1)[1].split(" 自动写入", 1)[0])
+    assert suggested[suggested.index("--browser") + 1] == "/opt/chrome/chrome"
+    assert suggested[:4] == ["cnki-mcp", "setup", "--client", "claude-code"] and suggested[-1] == "--install-client"
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
 
 
