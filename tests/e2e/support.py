@@ -17,9 +17,9 @@ from typing import Any
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from cnki_mcp.sim.reqlog import LogEntry
-from tests.site_stack import is_page_form
+from tests.site_stack import GRID_PATH, is_page_form
 
-GRID = "/kns8s/brief/grid"
+GRID = GRID_PATH
 DETAIL = "/kcms2/article/abstract"
 JOURNAL = "/knavi/detail"
 ADV_SEARCH = "/kns8s/AdvSearch"
