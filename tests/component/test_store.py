@@ -179,6 +179,19 @@ def test_same_title_never_joins_papers_and_lookup_reports_every_match(store: Sto
     assert store.find_by_title_key("深度学习") == []
 
 
+def test_a_file_name_finds_its_one_paper_and_none_when_two_unmerged_papers_share_it(store: Store) -> None:
+    [paper] = store.upsert_from_grid([_row()], T0)
+    filename = paper.native.filename if paper.native else ""
+    found = store.find_by_filename(f" {filename.lower()} ")  # case and spaces as a person types it
+    assert found is not None and found.record_ref == paper.record_ref
+    # the same file name in a thesis database: another paper, never joined, so the name is ambiguous
+    thesis = _row(title="另一篇学位论文", authors=["王五"], doc_type="硕士",
+                  native=NativeId(dbname="CMFD202401", filename=filename), detail_url="https://kns.cnki.net/t")  # fmt: skip
+    [other] = store.upsert_from_grid([thesis], T0)
+    assert other.record_ref != paper.record_ref
+    assert store.find_by_filename(filename) is None and store.find_by_filename("") is None
+
+
 def test_same_doi_with_other_title_formatting_is_one_paper(store: Store) -> None:
     first = store.upsert_from_detail(
         _detail(title="Deep Learning: A Survey", native=NativeId(), doi="10.1/ABC"), None, T0
