@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from cnki_mcp import __version__
@@ -22,6 +23,9 @@ def _env(data_dir: Path) -> dict[str, str]:
     return env
 
 
+# Clients of the earlier protocol versions still send logging/setLevel, deprecated by SEP-2577
+# (2026-07-28); the server keeps accepting it, so the SDK's deprecation warning is expected here.
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 async def test_stdio_server_lists_tools_and_answers_diagnostics_without_a_browser(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     params = StdioServerParameters(
