@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, quote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -255,6 +255,22 @@ def detail_matches(requested: Paper, page: DetailPage) -> bool:
 
 
 # --- public URL -------------------------------------------------------------------
+
+
+def doi_url(doi: str | None) -> str | None:
+    """The resolver link of a DOI (`https://doi.org/<doi>`, case kept), None without one: unlike
+    a kcms2 detail link it does not expire (site-rules.md §1.1)."""
+    text = _collapse(doi)
+    changed = True
+    while changed:
+        changed = False
+        for prefix in _DOI_PREFIXES:
+            if text.lower().startswith(prefix):
+                text = text[len(prefix) :].strip()
+                changed = True
+    if not text.startswith("10.") or "/" not in text:
+        return None
+    return "https://doi.org/" + quote(text, safe="/:;.-_()~!*'+,=@")
 
 
 def _is_cnki_host(host: str) -> bool:

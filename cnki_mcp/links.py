@@ -35,6 +35,9 @@ MAX_TEXT_BYTES = 512 * 1024  # contract: 文本最大 512 KB (UTF-8 bytes)
 MAX_TITLES = 100  # contract: 最多 100 个题名 (distinct titles; repeats of one title count once)
 
 LinkStatus = Literal["linked", "matched_without_link", "ambiguous", "unresolved"]
+# doi: https://doi.org/<doi>, lasting; cnki: a kcms2 detail link whose `v` token expires
+# (site-rules.md §1.1), written only for a paper without a DOI.
+LinkKind = Literal["doi", "cnki"]
 
 OPEN, CLOSE = "《", "》"
 _SINGLE_TO_DOUBLE = str.maketrans({"〈": OPEN, "〉": CLOSE})
@@ -73,7 +76,12 @@ class LinkReference(BaseModel):
     record_refs: list[str] = Field(
         default_factory=list, description="匹配到的记录（ambiguous 时为全部同名记录）"
     )
-    url: str | None = Field(None, description="linked 时使用的知网链接")
+    url: str | None = Field(
+        None, description="linked 时使用的链接：有 DOI 时为 https://doi.org/…（长期有效），否则为知网详情页链接"
+    )
+    link_kind: LinkKind | None = Field(
+        None, description="doi：DOI 链接，长期有效；cnki：知网详情页链接，含时效令牌，一段时间后可能打不开"
+    )
     occurrences: int = Field(1, ge=1, description="该题名在文中出现的次数")
 
 
@@ -86,6 +94,18 @@ class LinkResult(BaseModel):
     text: str = Field(description="替换后的文本")
     references: list[LinkReference] = Field(default_factory=list)
     requests: int = Field(0, ge=0, description="本次访问知网的请求数")
+    warnings: list[str] = Field(default_factory=list, description="例如有链接是会失效的知网详情页链接")
+
+
+def expiring_link_warning(references: Sequence[LinkReference]) -> list[str]:
+    """The warning for written links that carry an expiring CNKI token (none -> [])."""
+    count = sum(1 for r in references if r.status == "linked" and r.link_kind == "cnki")
+    if not count:
+        return []
+    return [
+        f"{count} 个题名没有 DOI，链接的是知网详情页（链接含时效令牌，一段时间后可能打不开）；"
+        "定稿前可再运行 link_references 更新，或改写为 DOI 等长期标识"
+    ]
 
 
 # --------------------------------------------------------------------- limits
@@ -332,10 +352,11 @@ def scan_references(text: str) -> tuple[list[TitleSpan], dict[str, tuple[str, in
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A paper a title matched: its ref and shareable URL (None = no public link)."""
+    """A paper a title matched: its ref, shareable URL (None = no public link) and its kind."""
 
     record_ref: str
     url: str | None
+    kind: LinkKind | None = None
 
 
 def resolve(title: str, candidates: Sequence[Candidate], occurrences: int = 1) -> LinkReference:
@@ -349,7 +370,14 @@ def resolve(title: str, candidates: Sequence[Candidate], occurrences: int = 1) -
         return LinkReference(title=title, status="ambiguous", record_refs=refs, occurrences=occurrences)
     url = unique[0].url
     status: LinkStatus = "linked" if url else "matched_without_link"
-    return LinkReference(title=title, status=status, record_refs=refs, url=url, occurrences=occurrences)
+    return LinkReference(
+        title=title,
+        status=status,
+        record_refs=refs,
+        url=url,
+        link_kind=unique[0].kind if url else None,
+        occurrences=occurrences,
+    )
 
 
 _LABEL_SPECIALS = re.compile(r"([\\\[\]`*_<>])")
@@ -389,6 +417,7 @@ __all__ = [
     "MAX_TITLES",
     "Candidate",
     "LinkInput",
+    "LinkKind",
     "LinkReference",
     "LinkResult",
     "LinkStatus",
@@ -399,6 +428,7 @@ __all__ = [
     "distinct_titles",
     "escape_label",
     "escape_url",
+    "expiring_link_warning",
     "find_title_spans",
     "markdown_link",
     "protected_ranges",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 
 from cnki_mcp.errors import CnkiError, InvalidInput
-from cnki_mcp.identity import Paper
+from cnki_mcp.identity import Paper, doi_url
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.links import (
     Candidate,
@@ -25,6 +25,7 @@ from cnki_mcp.links import (
     LinkReference,
     LinkResult,
     apply_links,
+    expiring_link_warning,
     reference_key,
     resolve,
     scan_references,
@@ -40,8 +41,16 @@ LOOKUP_WORKERS = 4
 LOOKUP_PAGE_SIZE = 50
 
 
+def _candidate(paper: Paper) -> Candidate:
+    """The DOI link when the paper has a DOI (it lasts), else its CNKI detail link (it expires)."""
+    lasting = doi_url(paper.doi)
+    if lasting is not None:
+        return Candidate(record_ref=paper.record_ref, url=lasting, kind="doi")
+    return Candidate(record_ref=paper.record_ref, url=paper.public_url, kind="cnki" if paper.public_url else None)
+
+
 def _candidates(papers: list[Paper]) -> list[Candidate]:
-    return [Candidate(record_ref=p.record_ref, url=p.public_url) for p in papers]
+    return [_candidate(p) for p in papers]
 
 
 def local_matches(store: Store, title: str) -> list[Paper]:
@@ -173,6 +182,7 @@ async def link_references(
         text=apply_links(inp.text, spans, urls),
         references=list(references.values()),
         requests=ctx.requests,
+        warnings=expiring_link_warning(list(references.values())),
     )
     if failure is not None:
         ctx.set_result(result)

@@ -131,6 +131,32 @@ async def test_all_titles_known_locally_need_no_grid_request(clock: FakeClock, s
     assert result.requests == 0
 
 
+async def test_a_paper_with_a_doi_is_linked_by_its_lasting_doi_link_and_the_rest_are_flagged(
+    clock: FakeClock, store: Store
+) -> None:
+    [with_doi, _without] = store.upsert_from_grid([row("违约金的酌减", "1"), row("定金罚则研究", "2")], NOW)
+    detail = DetailPage(title="违约金的酌减", authors=[], source="法学研究", year=2024, doi="10.3969/J.ISSN.1(2)")
+    store.upsert_from_detail(detail, abstract_url("1"), NOW, with_doi.record_ref)
+    text = "《违约金的酌减》与《定金罚则研究》"
+    record, result = await run_links(clock, store, FakeSite(), LinkInput(text=text))
+    assert result is not None and record.status.value == "completed"
+    refs = by_title(result)
+    assert refs["违约金的酌减"].link_kind == "doi"
+    assert refs["违约金的酌减"].url == "https://doi.org/10.3969/J.ISSN.1(2)"
+    assert "[《违约金的酌减》](https://doi.org/10.3969/J.ISSN.1%282%29)" in result.text
+    assert refs["定金罚则研究"].link_kind == "cnki" and refs["定金罚则研究"].url == abstract_url("2")
+    assert len(result.warnings) == 1 and result.warnings[0].startswith("1 ")
+
+
+async def test_links_that_all_last_carry_no_warning(clock: FakeClock, store: Store) -> None:
+    [paper] = store.upsert_from_grid([row("违约金的酌减", "1")], NOW)
+    detail = DetailPage(title="违约金的酌减", source="法学研究", year=2024, doi="doi:10.1/abc")
+    store.upsert_from_detail(detail, abstract_url("1"), NOW, paper.record_ref)
+    _, result = await run_links(clock, store, FakeSite(), LinkInput(text="《违约金的酌减》"))
+    assert result is not None and result.warnings == []
+    assert by_title(result)["违约金的酌减"].url == "https://doi.org/10.1/abc"
+
+
 async def test_local_ambiguity_is_reported_and_not_looked_up(clock: FakeClock, store: Store) -> None:
     store.upsert_from_grid([row("同名论文", "1", author="甲"), row("同名论文", "2", author="乙")], NOW)
     site = FakeSite()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cnki_mcp.identity import public_url
+from cnki_mcp.identity import doi_url, public_url
 from cnki_mcp.settings import Settings
 from cnki_mcp.site.endpoints import Endpoints
 
@@ -41,3 +41,21 @@ def test_plain_detail_urls_stay_shown_on_both(tmp_path: Path) -> None:
     ends = Endpoints(Settings(data_dir=tmp_path, site_origin="http://127.0.0.1:8765"))
     assert ends.public_url(sim) == sim
     assert ends.public_url(sim + "&nonce=x") is None
+
+
+@pytest.mark.parametrize(
+    ("doi", "url"),
+    [
+        ("10.3969/j.issn.1001-2397.2014.06.08", "https://doi.org/10.3969/j.issn.1001-2397.2014.06.08"),
+        ("doi:10.1000/ABC", "https://doi.org/10.1000/ABC"),
+        ("https://doi.org/10.1000/x y", "https://doi.org/10.1000/x%20y"),
+        (" https://dx.doi.org/10.1000/a#b ", "https://doi.org/10.1000/a%23b"),
+    ],
+)
+def test_a_doi_gives_its_resolver_link_with_case_kept_and_unsafe_characters_escaped(doi: str, url: str) -> None:
+    assert doi_url(doi) == url
+
+
+@pytest.mark.parametrize("doi", [None, "", "doi:", "not a doi", "11.1000/x", "10.1000"])
+def test_no_link_is_made_from_something_that_is_not_a_doi(doi: str | None) -> None:
+    assert doi_url(doi) is None
