@@ -23,6 +23,7 @@ from cnki_mcp.pipeline.searchlog_format import (
     render_subject,
 )
 from cnki_mcp.pipeline.state import Channel, SearchState
+from cnki_mcp.query.compiler import year_filter
 from cnki_mcp.store import Store
 
 # How the concept plan was made (query/plan.py PlanMethod), in words for a methods section.
@@ -220,4 +221,7 @@ def build_search_log(store: Store, search_id: str, ranker_name: str) -> SearchLo
         selection_rule=rule,
         prisma=prisma,
         unmerged_pages=sum(1 for p in logged if not p.merged),
+        year_filter=year_filter(params.get("year_from") or None, params.get("year_to") or None)
+        if params.get("year_from") or params.get("year_to")
+        else None,
     )

@@ -84,6 +84,9 @@ class SearchLog(_Model):
     selection_rule: str = ""
     prisma: PrismaFlow
     unmerged_pages: int = Field(0, description="pages read but not merged (the search stopped first)")
+    year_filter: dict[str, Any] | None = Field(
+        None, description="the 发表时间 child of QueryJson's ControlGroup, sent with every page (None: no year range)"
+    )
 
 
 
@@ -231,7 +234,12 @@ def to_markdown(log: SearchLog) -> str:
         )
     lines += ["", "## QueryJson (exact)", "", "```json"]
     lines.append(json.dumps({c.id: c.query_json for c in log.channels}, ensure_ascii=False, indent=1))
-    lines += ["```", ""]
+    lines += ["```"]
+    if log.year_filter is not None:
+        lines += ["", "Every page also carried this 发表时间 filter in QueryJson's ControlGroup:", "", "```json"]
+        lines.append(json.dumps(log.year_filter, ensure_ascii=False, indent=1))
+        lines += ["```"]
+    lines.append("")
     return "\n".join(lines)
 
 

@@ -80,6 +80,7 @@ __all__ = [
     "title_lookup_expression",
     "to_atom_dnf",
     "to_dnf",
+    "year_filter",
 ]
 
 MAX_TITLES = 10
@@ -261,3 +262,18 @@ def title_lookup_expression(titles: Sequence[str]) -> Leaf | Node:
     if len(unique) > MAX_TITLES:
         raise InvalidInput("一次最多定位 10 个题名", count=len(unique))
     return parse_expression(_any_of(unique, Field.TITLE, Match.EXACT))
+
+
+def year_filter(year_from: int | None, year_to: int | None) -> dict[str, Any]:
+    """The ControlGroup child for a publication-year range (site-rules.md §1.3; Operator is the NUMBER 7)."""
+    item = {
+        "Key": ".tit-date-box",
+        "Title": "发表时间",
+        "Logic": 0,
+        "Field": "PT",
+        "Operator": 7,
+        "Value": f"{year_from:04d}-01-01" if year_from else "",
+        "Value2": f"{year_to:04d}-12-31" if year_to else "",
+        "options": {},
+    }
+    return {"Key": ".tit-date-box", "Title": "发表时间", "Logic": 0, "Items": [item], "ChildItems": []}

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from cnki_mcp.errors import QueryTemplateUnsupported
+from cnki_mcp.query.compiler import year_filter
 from cnki_mcp.query.expr import quote_value
 from cnki_mcp.site.backend import SORT_FIELDS, GridRequest
 
@@ -63,21 +64,6 @@ def parse_template(url: str, post_data: str | None) -> GridTemplate:
     _subject_index(_groups(query_json))
     parts = urlsplit(url)
     return GridTemplate(urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), fields, query_json)
-
-
-def year_filter(year_from: int | None, year_to: int | None) -> dict[str, Any]:
-    """The ControlGroup child for a publication-year range (site-rules.md §1.3; Operator is the NUMBER 7)."""
-    item = {
-        "Key": ".tit-date-box",
-        "Title": "发表时间",
-        "Logic": 0,
-        "Field": "PT",
-        "Operator": 7,
-        "Value": f"{year_from:04d}-01-01" if year_from else "",
-        "Value2": f"{year_to:04d}-12-31" if year_to else "",
-        "options": {},
-    }
-    return {"Key": ".tit-date-box", "Title": "发表时间", "Logic": 0, "Items": [item], "ChildItems": []}
 
 
 def rewrite_query_json(template: GridTemplate, request: GridRequest) -> dict[str, Any]:

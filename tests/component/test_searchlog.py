@@ -17,7 +17,7 @@ from cnki_mcp.errors import SearchNotFound
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext
 from cnki_mcp.pipeline.searchlog import SearchLog, build_search_log
 from cnki_mcp.pipeline.searchlog_format import format_log, render_subject
-from cnki_mcp.query.compiler import compile_expression, concept_expression
+from cnki_mcp.query.compiler import compile_expression, concept_expression, year_filter
 from cnki_mcp.query.expr import Field
 from cnki_mcp.store import Store
 from tests.component.test_pipeline import PLAN, make, run_search, search_input
@@ -53,6 +53,7 @@ async def test_every_page_is_logged_and_the_flow_adds_up(clock: FakeClock, store
     assert log.abstracts_read == 100 and "0.55" in log.selection_rule
     assert_formats_carry(log)
     assert "leave 发表时间 empty" in format_log(log, "markdown")  # no year range: nothing to set
+    assert log.year_filter is None and "ControlGroup" not in format_log(log, "markdown")
 
 
 def assert_formats_carry(log: SearchLog) -> None:
@@ -75,7 +76,13 @@ async def test_year_filter_is_counted_before_duplicates(clock: FakeClock, store:
     assert_flow_adds_up(log)
     assert log.prisma.outside_years > 0
     assert log.parameters["year_from"] == 2022
-    assert "set 发表时间 to 2022–2023" in format_log(log, "markdown")
+    md = format_log(log, "markdown")
+    assert "set 发表时间 to 2022–2023" in md
+    # the exact QueryJson section carries the 发表时间 filter every page was sent with
+    assert log.year_filter == year_filter(2022, 2023)
+    exact = md[md.index("## QueryJson (exact)") :]
+    assert '"Value": "2022-01-01"' in exact and '"Value2": "2023-12-31"' in exact and '"Field": "PT"' in exact
+    assert SearchLog.model_validate(json.loads(format_log(log, "json"))).year_filter == log.year_filter
 
 
 async def test_budget_stop_and_continue_log_each_page_once(clock: FakeClock, store: Store) -> None:
