@@ -15,7 +15,7 @@ import asyncio
 from typing import Any
 
 from cnki_mcp.clock import Clock
-from cnki_mcp.errors import CnkiError, DocumentNotFound, SearchNotFound
+from cnki_mcp.errors import CnkiError, DocumentNotFound, InvalidInput, SearchNotFound
 from cnki_mcp.identity import Paper, title_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridRow
@@ -129,6 +129,16 @@ def refs_in_scope(
         return len(refs), refs[offset : offset + limit]
     page = store.search_results(search_id, "selected" if scope == "selected" else "all", offset, limit)
     return page.total, [e.record_ref for e in page.items]
+
+
+def _inexpressible(title: str) -> InvalidInput | None:
+    """The error of a title an exact-title lookup cannot express (both quote kinds, ...), with
+    the title as its detail; None when CNKI can be asked for it."""
+    try:
+        title_lookup_expression([title])
+    except InvalidInput as exc:
+        return type(exc)(exc.message, title=title)
+    return None
 
 
 async def _locate(
@@ -247,6 +257,9 @@ async def fetch_metadata(
             record_item_error(
                 ctx, DocumentNotFound("本地没有这个题名", title=title), None, "locate", title=title
             )
+        elif (unsayable := _inexpressible(title)) is not None:
+            # one title CNKI cannot be asked for is that title's error, not the batch's
+            ctx.add_item_error(unsayable, stage="locate", title=title)
         else:
             pending.append(title)
 

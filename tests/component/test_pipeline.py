@@ -492,6 +492,23 @@ async def test_metadata_reports_missing_and_ambiguous_titles_per_item(clock: Fak
     assert site.count("grid") == 1
 
 
+async def test_a_title_cnki_cannot_be_asked_for_is_its_own_error_and_the_others_are_read(
+    clock: FakeClock, store: Store
+) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    unsayable = "从\"可以用\"到'用得好'：数字治理"
+    titles = [title_of(1), unsayable, title_of(2)]
+    record = await run_metadata(clock, pipe, MetadataInput(titles=titles))
+    assert record.status == "partial"
+    [error] = record.errors
+    assert error.code == "QUERY_UNSUPPORTED" and error.details["title"] == unsayable
+    assert error.details["stage"] == "locate" and "path" not in error.details
+    assert [r["title"] for r in record.result["records"]] == [title_of(1), title_of(2)]
+    lookups = [k for k in site.log if k[:2] == ("grid", "lookup")]
+    assert [len(k[2]) for k in lookups] == [2]
+
+
 async def test_metadata_refresh_refetches_and_local_only_sends_nothing(
     clock: FakeClock, store: Store
 ) -> None:
