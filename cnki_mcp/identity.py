@@ -82,6 +82,13 @@ NATIVE_FAMILIES: dict[str, str] = {
 _FAMILY_NAMES = frozenset(NATIVE_FAMILIES.values())
 
 
+def listed_online_first(native: NativeId | None) -> bool:
+    """CNKI lists an online-first (网络首发) paper under CAPJ (dbname `…LAST`): it has no
+    volume, issue or pages yet."""
+    name = ((native.dbname if native is not None else None) or "").upper()
+    return name.startswith("CAPJ") or name.endswith("LAST")
+
+
 def native_dbcode(native: NativeId | None) -> str:
     """The four-letter product code: `dbcode`, else the head of `dbname` (CJFDLAST2026)."""
     if native is None:

@@ -28,14 +28,28 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 }
 
 
+# GB/T 7714-2015 §8.8.2 (and every other style) locates a journal article by 年, 卷(期): 页码.
+# A list row has none of them. Reported only while reading can fill them: not for an
+# online-first article (none yet) or one whose detail page or export was read (CNKI has none).
+LOCATORS = ("issue", "pages")
+
+
 def missing_of(rec: CiteRecord, fmt: str) -> list[str]:
+    """The fields `fmt` needs that `rec` lacks: the texts of REQUIRED, then for a journal article
+    (not online-first, full record not read) in any format that needs more than its title, `issue`
+    (no volume and no issue) and `pages`: get_metadata reads those from CNKI's batch export."""
     present = {
         "title": bool(rec.title),
         "authors": bool(rec.authors),
         "source": bool(rec.source or (rec.kind is DocKind.BOOK and rec.publisher)),
         "year": rec.effective_year is not None,
     }
-    return [f for f in REQUIRED.get(fmt, _TEXT) if not present.get(f, True)]
+    needed = REQUIRED.get(fmt, _TEXT)
+    gaps = [f for f in needed if not present.get(f, True)]
+    if needed == _TEXT and rec.kind is DocKind.JOURNAL and not (rec.online_first or rec.full_record_read):
+        located = {"issue": bool(rec.volume or rec.issue), "pages": bool(rec.pages)}
+        gaps += [f for f in LOCATORS if not located[f]]
+    return gaps
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,6 +111,8 @@ class CiteRecord(BaseModel):
     keywords: list[str] = Field(default_factory=list)
     abstract: str | None = None
     language: Language | None = None  # None: decided from the title (Han characters -> zh)
+    online_first: bool = False  # 网络首发: no volume, issue or pages exist yet
+    full_record_read: bool = False  # a detail page or CNKI's export was read: what it lacks, CNKI lacks
 
     @field_validator("title", "record_ref", mode="before")
     @classmethod

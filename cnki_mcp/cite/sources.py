@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from cnki_mcp.identity import Paper
+from cnki_mcp.identity import Paper, listed_online_first
 
 
 def stable_url(url: str | None) -> str | None:
@@ -24,4 +24,6 @@ def cite_source(paper: Paper) -> dict[str, Any]:
     data = paper.model_dump(mode="json", exclude={"locator"})
     data["url"] = stable_url(paper.public_url)
     data["authors"] = paper.author_names()
+    data["online_first"] = listed_online_first(paper.native)
+    data["full_record_read"] = paper.detail_observed_at is not None or paper.export_observed_at is not None
     return data

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import CnkiError, InvalidInput, SearchNotFound
-from cnki_mcp.identity import Paper
+from cnki_mcp.identity import Paper, listed_online_first
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridRow
 from cnki_mcp.pipeline.enrich import is_fatal
@@ -92,8 +92,7 @@ def _online_first(paper: Paper, row: GridRow | None = None) -> bool:
     """CNKI lists an online-first paper under CAPJ (dbname `…LAST`) and marks the row 网络首发;
     a row is the current observation, the stored paper only speaks when there is none."""
     native = row.native if row is not None else paper.native
-    name = (native.dbname or "").upper()
-    return (row is not None and row.online_first) or name.startswith("CAPJ") or name.endswith("LAST")
+    return (row is not None and row.online_first) or listed_online_first(native)
 
 
 def _known(paper: Paper, row: GridRow | None = None) -> KnownRecord:

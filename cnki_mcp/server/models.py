@@ -3,6 +3,7 @@ The search/metadata results are the pipeline's models, carried in `result`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -69,7 +70,21 @@ class OperationView(BaseModel):
             view.next_step = default_next_step(
                 view.status, view.kind, codes, saved_format=saved, checkpoint=record.checkpoint is not None
             )
+            if view.next_step is None and view.kind == "export" and isinstance(view.result, dict):
+                view.next_step = locator_step(view.result.get("missing_fields") or {})
         return view
+
+
+def locator_step(missing_fields: Mapping[str, Sequence[str]]) -> str | None:
+    """The get_metadata call that reads the 卷期页码 an export's `missing_fields` reports (None: none)."""
+    refs = [ref for ref, gaps in missing_fields.items() if {"issue", "pages"} & set(gaps)]
+    if not refs:
+        return None
+    shown = ", ".join(f"'{r}'" for r in refs[:20]) + (", …" if len(refs) > 20 else "")
+    return (
+        f"{len(refs)} 篇期刊文章缺卷期或页码：get_metadata(record_refs=[{shown}], "
+        "fields=['volume','issue','pages'])（批量导出，每 20 篇 1 次请求）补全后再导出"
+    )
 
 
 UNCERTAIN_DOWNLOAD_STEP = "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"

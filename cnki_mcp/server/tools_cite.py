@@ -31,7 +31,7 @@ from cnki_mcp.pipeline.metadata import refs_in_scope
 from cnki_mcp.pipeline.models import MetadataInput, Scope
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
-from cnki_mcp.server.models import OperationView
+from cnki_mcp.server.models import OperationView, locator_step
 from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.services import Services
 
@@ -52,7 +52,9 @@ class ExportView(BaseModel):
     path: str | None = Field(default=None, description="保存的文件（指定 filename 时）")
     bytes: int = Field(description="导出内容的 UTF-8 字节数")
     missing_fields: dict[str, list[str]] = Field(
-        default_factory=dict, description="缺少作者、来源或年份等的文献：record_ref -> 缺失项"
+        default_factory=dict,
+        description="缺少作者、来源、年份，或期刊文章缺卷期（issue）、页码（pages）的文献：record_ref -> 缺失项；"
+        "卷期页码可用 get_metadata(fields=['volume','issue','pages']) 补全后再导出（网络首发文献尚无卷期页，不报告）",
     )
     not_found: list[str] = Field(default_factory=list, description="本地没有的 record_refs")
 
@@ -253,7 +255,7 @@ def register(server: CnkiServer) -> None:
                 status="completed",
                 message="本地导出（未访问知网）",
                 result=view,
-                next_step="用 filename 保存为文件" if view.path is None else None,
+                next_step=locator_step(view.missing_fields) or ("用 filename 保存为文件" if view.path is None else None),
             )
 
         pipeline = services.pipeline

@@ -315,7 +315,11 @@ async def test_every_format_exports_stored_papers_and_gbt7714_matches_the_cite_p
             view = data["result"]
             assert data["status"] == "completed" and data["operation_id"] is None, fmt
             assert view["format"] == fmt and view["count"] == 2 and view["text"], fmt
-            assert view["missing_fields"] == {} and view["path"] is None, fmt
+            # a journal article from a list row has no 卷(期) or pages yet: reported, with the
+            # call that reads them (markdown and json need only the title)
+            located = {} if fmt in ("markdown", "json") else {refs[0]: ["issue", "pages"]}
+            assert view["missing_fields"] == located and view["path"] is None, fmt
+            assert ("get_metadata" in (data["next_step"] or "")) == bool(located), fmt
         gbt = _ok(await client.call_tool("export_citations", {"record_refs": [*refs, refs[0], "rec_gone"]}))
     expected = export([expected_record(ref, r) for ref, r in zip(refs, rows, strict=True)], "gbt7714")
     assert gbt["result"]["text"] == expected.text

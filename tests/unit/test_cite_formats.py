@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -348,6 +349,41 @@ def test_missing_fields_report_and_placeholders() -> None:
 
 def test_missing_fields_is_empty_for_complete_records() -> None:
     assert export([rec("rec_j1"), rec("rec_d1")], "bibtex").missing_fields == {}
+
+
+def test_a_journal_article_without_its_issue_or_pages_is_reported_in_every_citing_format() -> None:
+    listed = rec("rec_j1", volume=None, issue=None, pages=None)  # what a grid row gives
+    no_pages = rec("rec_j4", pages=None)
+    volume_only = rec("rec_j3", issue=None)  # 卷 without 期 still locates the issue
+    records = [listed, no_pages, volume_only, rec("rec_d1", pages=None), rec("rec_n1")]
+    for fmt in FORMATS:
+        report = export(records, fmt, template="{title}").missing_fields
+        expected = {} if fmt in ("markdown", "json") else {"rec_j1": ["issue", "pages"], "rec_j4": ["pages"]}
+        assert report == expected, fmt
+
+
+def test_an_online_first_article_is_not_reported_for_the_issue_and_pages_it_does_not_have_yet() -> None:
+    early = rec("rec_j1", volume=None, issue=None, pages=None, online_first=True)
+    assert export([early], "gbt7714").missing_fields == {}
+
+
+def test_a_journal_article_whose_full_record_was_read_is_not_sent_back_to_read_it_again() -> None:
+    read = rec("rec_j1", volume=None, issue=None, pages=None, full_record_read=True)
+    assert export([read], "gbt7714").missing_fields == {}
+
+
+def test_a_stored_paper_listed_under_capj_is_cited_as_online_first() -> None:
+    from cnki_mcp.cite.sources import cite_source
+    from cnki_mcp.identity import Paper
+    from cnki_mcp.models import NativeId
+
+    early = Paper(record_ref="rec_x", title="违约金", doc_type="期刊", native=NativeId(dbname="CAPJLAST", filename="F1"))
+    printed = early.model_copy(update={"native": NativeId(dbname="CJFDLAST2026", filename="F1")})
+    assert from_paper(cite_source(early)).online_first is True
+    assert from_paper(cite_source(printed)).online_first is False
+    assert from_paper(cite_source(printed)).full_record_read is False
+    exported = printed.model_copy(update={"export_observed_at": datetime(2026, 5, 1, tzinfo=UTC)})
+    assert from_paper(cite_source(exported)).full_record_read is True
 
 
 def test_from_paper_accepts_store_like_dicts() -> None:
