@@ -103,8 +103,7 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
     # --- the run ------------------------------------------------------------------------
 
     async def run(self, st: SearchState, ctx: OperationContext) -> SearchSummary:
-        if not st.coverage:
-            st.coverage = [_coverage(c) for c in st.channels]
+        st.ensure_coverage()
         failure: CnkiError | None = None
         try:
             await self._phases_landing_prefetches(st, ctx)

@@ -175,9 +175,9 @@ class ResearchPipeline:
         self, search_id: str, params: dict[str, Any], plan: dict[str, Any], channels: list[Channel]
     ) -> SearchState:
         plan = {**plan, "channels": [c.to_dict() for c in channels]}
-        return SearchState(
-            search_id=search_id, cache_key=cache_key(params, channels), input=params, plan=plan
-        )
+        st = SearchState(search_id=search_id, cache_key=cache_key(params, channels), input=params, plan=plan)
+        st.ensure_coverage()  # in the first checkpoint, which the first pages' events extend
+        return st
 
     def research_key(self, inp: SearchInput, plan: PlanLike) -> str:
         return cache_key(search_params(effective_input(inp, plan)), research_channels(plan.groups))

@@ -154,6 +154,12 @@ class Lane:
         )
 
 
+
+def coverage_entry(channel: Channel) -> CoverageEntry:
+    """A channel's coverage before any page of it was read."""
+    return CoverageEntry(channel=channel.id, field=channel.field, reason=channel.reason, queries=channel.queries)
+
+
 @dataclass(slots=True)
 class SearchState:
     search_id: str
@@ -356,6 +362,13 @@ class SearchState:
         self.refs.sort(key=key)
         self.feedback_refs.sort(key=key)
 
+    def ensure_coverage(self) -> None:
+        """One coverage entry per retrieval channel, before any page of theirs is recorded: the
+        first checkpoint is written before retrieval starts, and the page events appended to it
+        name these channels (a continued search replays them onto these entries)."""
+        if not self.coverage:
+            self.coverage = [coverage_entry(c) for c in self.channels]
+
     def coverage_of(self, channel_id: str) -> CoverageEntry:
         for entry in self.coverage:
             if entry.channel == channel_id:
@@ -398,6 +411,7 @@ class SearchState:
     def from_json(cls, data: dict[str, Any]) -> SearchState:
         """The state of a full checkpoint with the events appended to it replayed in order."""
         st = cls._base(data)
+        st.ensure_coverage()  # a checkpoint cut before the engine's first full one has none
         if not st.first_seen:  # a checkpoint written before canonical order: keep its order
             fb = set(st.feedback_refs)
             st.first_seen = {r: [FEEDBACK if r in fb else RETRIEVAL, 0, 0, i] for i, r in enumerate(st.refs)}

@@ -12,7 +12,7 @@ from typing import Any
 
 from cnki_mcp.pipeline.enrich import PARSER_VERSION
 from cnki_mcp.pipeline.models import CoverageEntry, PlanView
-from cnki_mcp.pipeline.state import Channel
+from cnki_mcp.pipeline.state import Channel, coverage_entry
 
 
 def fingerprint(parts: Sequence[Any]) -> str:
@@ -52,9 +52,7 @@ def units(channels: Sequence[Channel]) -> list[Unit]:
 
 
 def coverage(channel: Channel) -> CoverageEntry:
-    return CoverageEntry(
-        channel=channel.id, field=channel.field, reason=channel.reason, queries=channel.queries
-    )
+    return coverage_entry(channel)
 
 
 def plan_view(plan: dict[str, Any], channels: Sequence[Channel]) -> PlanView:

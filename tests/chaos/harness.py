@@ -404,6 +404,10 @@ async def run_seed(seed: int, root: Path) -> Outcome:
             checks += 1
             if record.status is OperationStatus.COMPLETED and record.errors:
                 failures.append("completed with errors")
+            checks += 1
+            crashed = [e for e in record.errors if e.code == "INTERNAL"]
+            if crashed:  # a bug in the product, never an outcome of the site's faults
+                failures.append(f"ended with an internal error: {crashed[0].message}")
         checks += 1
         if ledger.repeats:
             failures.append(
