@@ -1,7 +1,7 @@
 """Reference strings as people paste them -> entries -> fields (pure).
 
 `split_entries(text)` cuts a pasted reference list into entries: numbered `[1]` `［1］` `1.`
-`1、` `(1)` `（1）` `①`, bulleted `•` `-` `*`, or one entry per line; a line that starts with none
+`1、` `1)` `(1)` `（1）` `①`, bulleted `•` `-` `*`, or one entry per line; a line that starts with none
 of these while the list is numbered continues the previous entry (a wrapped line) unless that
 entry already ended with a full stop. A heading line (`参考文献`, `References：`) is not an entry.
 
@@ -15,7 +15,8 @@ style export_citations writes:
 * MLA and Chicago: `作者, et al. “题名.” 刊名, vol. 41, no. 3, 2019, pp. 12–20.` and
   `作者, and 作者. 2019. “题名.” 刊名 41 (3): 12–20.` (title in quotation marks);
 * Vancouver and other period-separated lists: `作者. 题名. 刊名. 2019;41(3):12–20. doi:…`;
-* free Chinese style: `作者：《题名》，《刊名》2019年第3期（第12-20页）`, and a bare `《题名》`.
+* free Chinese style: `作者：《题名》，《刊名》2019年第3期（第12-20页）`, a bare `《题名》`, and a
+  title containing 《》 standing first (`《民法典》第585条的适用，作者，刊名2022年第6期`).
 
 A thesis genre (`[博士学位论文]`) is not part of the title, nor a place (`[武汉]: 武汉大学`) part of
 the source; DOIs and links are never read as pages or years. A field that is not there stays
@@ -41,7 +42,7 @@ _FULLWIDTH = str.maketrans(
      "／": "/", "－": "-", "—": "-", "–": "-", "～": "-", "〜": "-", "　": " ", "＂": '"'}
 )
 _MARKER = re.compile(
-    r"^\s*(?:[\[［]\s*\d{1,3}\s*[\]］]|[(（]\s*\d{1,3}\s*[)）]|\d{1,3}\s*[.．、](?!\d)|[①-⑳]|[•·\-*▪◦])\s*"
+    r"^\s*(?:[\[［]\s*\d{1,3}\s*[\]］]|[(（]\s*\d{1,3}\s*[)）]|\d{1,3}\s*(?:[.．、](?!\d)|[)）])|[①-⑳]|[•·\-*▪◦])\s*"
 )
 _HEADING = re.compile(
     r"^\s*(?:主要)?(?:参考文献|参考资料|引用文献|references?|bibliography|works\s+cited|literature\s+cited)"
@@ -454,10 +455,12 @@ def parse_reference(entry: str) -> ParsedReference:
     plain = _parse_plain(raw, text)
     if plain is not None and plain.title:
         return plain
-    if "《" in raw:  # a title with 《》 and nothing else (`《民法典》第585条的适用`)
-        whole = text.rstrip(".。 ")
-        if not re.search(r"[.,;:]", whole):
-            return ParsedReference(raw=raw, style="free", title=_bare_title(whole))
+    if "《" in raw:
+        # a title containing 《》 standing first (`《民法典》第585条的适用，作者，刊2022年第6期`) or alone
+        first = re.split(r"[,;]", text.rstrip(".。 "), maxsplit=1)
+        if "《" in first[0] and not re.search(r"[.:]", first[0]):
+            tail = first[1] if len(first) > 1 else ""
+            return ParsedReference(raw=raw, style="free", title=_bare_title(first[0]), year=_year(tail))
         free = _parse_free(raw, text)
         if free is not None:
             return free
