@@ -218,10 +218,12 @@ def _year(text: str) -> int | None:
     return int(years[0]) if years else None
 
 
-def _placeless(text: str) -> tuple[str | None, str]:
-    """`[武汉]: 武汉大学` / `北京: 法律出版社` -> (place, the rest); a placeholder place is None."""
+def _placeless(text: str, *, publisher: bool = True) -> tuple[str | None, str]:
+    """`[武汉]: 武汉大学` / `北京: 法律出版社` -> (place, the rest); a placeholder place is None.
+    With `publisher=False` (a container that may be a journal, `Journal of X: Y`) an unbracketed
+    place counts only before `publisher, year` / `publisher; year`."""
     m = re.match(r"^\s*(\[[^\]]{1,20}\]|[^:,.;\d\[\]]{1,20}):\s*(?=\S)", text)
-    if not m:
+    if not m or not (publisher or m.group(1).startswith("[") or re.search(r"[,;]\s*(?:19|20)\d\d", text)):
         return None, text
     place = m.group(1).strip()
     unknown = place.startswith("[") and ("不详" in place or place.lower() in ("[s.l.]", "[s. l.]"))
@@ -278,7 +280,7 @@ def _source_of(container: str) -> str | None:
     """The journal, school or publisher a container part starts with (`刊名, vol. 3` -> 刊名)."""
     text = re.sub(r"^\s*In:\s*", "", container)
     text = re.sub(rf"^\s*(?:{_GENRE})\s*,\s*", "", text, flags=re.I)
-    _, text = _placeless(text)
+    _, text = _placeless(text, publisher=False)
     m = re.match(r"^(.+?)\s*(?=,|;|\.\s|\.$|$)", text.strip())
     if not m:
         return None
@@ -406,7 +408,7 @@ def _parse_plain(raw: str, text: str) -> ParsedReference | None:
     place = None
     source = None
     if source_part is not None:
-        place, _ = _placeless(re.sub(r"^\s*In:\s*", "", source_part))
+        place, _ = _placeless(re.sub(r"^\s*In:\s*", "", source_part), publisher=False)
         source = _source_of(source_part)
     volume, issue, pages = _volume_issue_pages(after)
     authors, truncated = _authors(parts[0])

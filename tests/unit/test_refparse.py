@@ -203,3 +203,10 @@ def test_a_heading_line_is_not_an_entry(heading: str) -> None:
     text = f"{heading}\n[1] 甲. 题一[J]. 刊, 2019.\n[2] 乙. 题二[J]. 刊, 2020.\n"
     assert [p.title for p in parse_references(text)] == ["题一", "题二"]
     assert split_entries(f"{heading}\n甲. 题一[J]. 刊, 2019.") == ["甲. 题一[J]. 刊, 2019."]
+
+
+def test_a_journal_name_with_a_colon_is_not_read_as_place_and_publisher() -> None:
+    journal = parse_reference("Smith J. A survey. Journal of Physics: Conference Series. 2019;1234(5):1-9.")
+    assert (journal.source, journal.place, journal.volume) == ("Journal of Physics: Conference Series", None, "1234")
+    book = parse_reference("Smith J. A book. New York: Wiley; 2010.")
+    assert (book.source, book.place, book.year) == ("Wiley", "New York", 2010)
