@@ -69,7 +69,9 @@ def apa_journal(r: SimRecord) -> str:
 
 
 def free_journal(r: SimRecord) -> str:
-    return f"{_names(r)[0]}：《{r.title}》，《{r.source}》{r.year}年第{int(str(r.issue))}期，第{r.pages}页。"
+    names = _names(r)
+    authors = "、".join(names[:3]) + ("等" if len(names) > 3 else "")  # up to three, then 等
+    return f"{authors}：《{r.title}》，《{r.source}》{r.year}年第{int(str(r.issue))}期，第{r.pages}页。"
 
 
 def gbt_thesis(r: SimRecord) -> str:

@@ -115,3 +115,71 @@ def key_family(name: str) -> str:
     if parsed.cjk:
         return pinyin(parsed.family)
     return ascii_fold(parsed.family).lower()
+
+
+def _latin_words(text: str) -> list[str]:
+    return [w for w in (ascii_fold(p).lower() for p in re.split(r"[\s.\-‐]+", text)) if w]
+
+
+def _readings(raw: str, *, entry: bool) -> list[tuple[str, list[str]]]:
+    """(family, given words) readings of a Latin-script name as written.
+
+    `Family, Given` has one reading. Without a comma the order is unknown (GB/T and Vancouver
+    write `SMITH J`, MLA's later names `John Smith`, CNKI pinyin `Chen Jie`): every split into
+    a leading or trailing family part is a reading. In an entry, a short all-capitals word after
+    the family part (`SMITH JD`, `KIM MJ`) may be run-together initials."""
+    name = unicodedata.normalize("NFKC", raw).strip()
+    if "," in name:
+        fam, given = name.split(",", 1)
+        splits = [(_latin_words(fam), given)]
+    else:
+        words = name.split()
+        splits = [(_latin_words(" ".join(words[:k])), " ".join(words[k:])) for k in range(1, len(words) + 1)]
+        splits += [(_latin_words(" ".join(words[k:])), " ".join(words[:k])) for k in range(1, len(words))]
+    out: list[tuple[str, list[str]]] = []
+    for fam_words, given in splits:
+        if not fam_words:
+            continue
+        given_words = _latin_words(given)
+        out.append(("".join(fam_words), given_words))
+        if entry:
+            letters: list[str] = []
+            for word in re.split(r"[\s.\-‐]+", given):
+                if word.isupper() and len(word) <= 3:
+                    letters.extend(ch.lower() for ch in word)
+                elif word:
+                    letters.append(ascii_fold(word).lower())
+            if letters != given_words:
+                out.append(("".join(fam_words), letters))
+    return out
+
+
+def _given_agree(mine: list[str], theirs: list[str]) -> bool:
+    """Given names agree word by word, an initial agreeing with any name it begins; a side
+    that gives fewer words (initials of the first name only) is not held against it."""
+    for a, b in zip(mine, theirs, strict=False):
+        if len(a) == 1 or len(b) == 1:
+            if a[0] != b[0]:
+                return False
+        elif a != b:
+            return False
+    return True
+
+
+def names_agree(entry: str, record: str) -> bool:
+    """Does a name as a reference writes it denote the record's name?
+
+    Han names must be equal (spaces and dots aside). Latin-script names agree on the same
+    family name with compatible given names: `Tanaka, Y.`, `TANAKA Y`, `Tanaka Y` and
+    `Yuki Tanaka` all name `Tanaka, Yuki`; pinyin `CHEN J` names `Chen Jie`."""
+    if HAN.search(entry) or HAN.search(record):
+        def fold(s: str) -> str:
+            return re.sub(r"[\s.,·・\-]+", "", unicodedata.normalize("NFKC", s)).lower()
+
+        return fold(entry) == fold(record)
+    theirs = _readings(record, entry=False)
+    return any(
+        fam == their_fam and _given_agree(given, their_given)
+        for fam, given in _readings(entry, entry=True)
+        for their_fam, their_given in theirs
+    )

@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from rapidfuzz import fuzz
 
+from cnki_mcp.cite.names import names_agree
 from cnki_mcp.cite.refparse import ParsedReference
 
 Verdict = Literal["verified", "mismatch", "not_found", "ambiguous", "unparsable"]
@@ -90,10 +91,6 @@ def title_similarity(a: str, b: str) -> float:
     return float(fuzz.ratio(na, nb))
 
 
-def _norm_name(name: str) -> str:
-    return re.sub(r"[\s.,·・\-]+", "", unicodedata.normalize("NFKC", name)).lower()
-
-
 def _norm_source(text: str) -> str:
     folded = unicodedata.normalize("NFKC", text).lower()
     folded = folded.replace("《", "").replace("》", "")
@@ -116,6 +113,8 @@ def _page_ends(pages: str | None) -> tuple[str, str] | None:
         return None
     first = numbers[0].lstrip("0") or "0"
     last = numbers[1].lstrip("0") or "0" if len(numbers) > 1 else first
+    if len(last) < len(first) and int(last) < int(first):
+        last = first[: len(first) - len(last)] + last  # `101–12`, `2909–18`: the end abbreviated
     return first, last
 
 
@@ -130,7 +129,7 @@ def type_code_of(doc_type: str | None) -> str | None:
 def _first_author_agrees(entry: ParsedReference, rec: RecordView) -> bool | None:
     if not entry.authors or not rec.authors:
         return None
-    return _norm_name(entry.authors[0]) == _norm_name(rec.authors[0])
+    return names_agree(entry.authors[0], rec.authors[0])
 
 
 def _agreement(entry: ParsedReference, rec: RecordView) -> tuple[int, ...]:
@@ -139,6 +138,15 @@ def _agreement(entry: ParsedReference, rec: RecordView) -> tuple[int, ...]:
     wrong = {d.field for d in diffs}
     given = _given_fields(entry)
     return tuple((-1 if f in wrong else 1) if f in given else 0 for f in sorted(given))
+
+
+def _authors_agree(entry: ParsedReference, theirs: list[str]) -> bool:
+    """Every listed author names the record's author in that place, and the list is complete
+    unless it ends with 等 / et al. (GB/T 7714-2015 §8.1.1: leaving authors out needs 等)."""
+    listed = entry.authors
+    if len(listed) > len(theirs) or (len(listed) < len(theirs) and not entry.authors_truncated):
+        return False
+    return all(names_agree(mine, their) for mine, their in zip(listed, theirs, strict=False))
 
 
 def _given_fields(entry: ParsedReference) -> set[FieldName]:
@@ -185,9 +193,7 @@ def compare(entry: ParsedReference, rec: RecordView) -> tuple[list[FieldDiff], l
         if not rec.authors:
             unchecked.append("authors")
         else:
-            listed = [_norm_name(a) for a in entry.authors]
-            theirs = [_norm_name(a) for a in rec.authors]
-            if listed != theirs[: len(listed)]:
+            if not _authors_agree(entry, rec.authors):
                 diff("authors", "; ".join(entry.authors), "; ".join(rec.authors))
     checks: list[tuple[FieldName, object, object]] = [
         ("year", entry.year, rec.year),

@@ -1,19 +1,27 @@
 """Reference strings as people paste them -> entries -> fields (pure).
 
 `split_entries(text)` cuts a pasted reference list into entries: numbered `[1]` `［1］` `1.`
-`1、` `(1)` `（1）` `①`, bulleted `•` `-` `*`, or one entry per line; a line that starts with none
+`1、` `1)` `(1)` `（1）` `①`, bulleted `•` `-` `*`, or one entry per line; a line that starts with none
 of these while the list is numbered continues the previous entry (a wrapped line) unless that
-entry already ended with a full stop.
+entry already ended with a full stop. A heading line (`参考文献`, `References：`) is not an entry.
 
-`parse_reference(text)` reads one entry in the three shapes Chinese reference lists take:
+`parse_reference(text)` reads one entry in the shapes reference lists take, among them every
+style export_citations writes:
 
 * GB/T 7714: `作者, 作者, 等. 题名[J]. 刊名, 2019, 41(3): 12-20. DOI:…` (also `[D]` theses with
   `地点: 学校, 年`, `[C]//会议录` and `[M]` books), with full-width or half-width punctuation;
-* APA: `作者. (2019). 题名. 刊名, 41(3), 12–20.` and `Zhang, S., & Li, M. (2019). Title. …`;
-* free Chinese style: `作者：《题名》，《刊名》2019年第3期（第12-20页）。`
+  Latin names as `SMITH J`; a title containing 《》 (`《民法典》第585条的适用`) is kept whole;
+* APA: `作者, 作者, & 作者. (2019). 题名. 刊名, 41(3), 12–20.` and `Zhang, S., & Li, M. (2019).`;
+* MLA and Chicago: `作者, et al. “题名.” 刊名, vol. 41, no. 3, 2019, pp. 12–20.` and
+  `作者, and 作者. 2019. “题名.” 刊名 41 (3): 12–20.` (title in quotation marks);
+* Vancouver and other period-separated lists: `作者. 题名. 刊名. 2019;41(3):12–20. doi:…`;
+* free Chinese style: `作者：《题名》，《刊名》2019年第3期（第12-20页）`, a bare `《题名》`, and a
+  title containing 《》 standing first (`《民法典》第585条的适用，作者，刊名2022年第6期`).
 
-A field that is not there stays None: missing parts are never treated as evidence of anything
-(docs/DESIGN.md §References). An entry without a readable title is `unparsable` with a reason.
+A thesis genre (`[博士学位论文]`) is not part of the title, nor a place (`[武汉]: 武汉大学`) part of
+the source; DOIs and links are never read as pages or years. A field that is not there stays
+None: missing parts are never treated as evidence of anything (docs/DESIGN.md §References). An
+entry without a readable title is `unparsable` with a reason.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RefStyle = Literal["gbt7714", "apa", "free", "plain"]
+RefStyle = Literal["gbt7714", "apa", "quoted", "free", "plain"]
 TYPE_CODES = ("J", "D", "C", "M", "N", "P", "S", "R", "G", "A", "Z", "EB", "DB", "CP")
 
 # Full-width forms people type in Chinese lists -> ASCII, for structure only (the title keeps
@@ -34,11 +42,30 @@ _FULLWIDTH = str.maketrans(
      "／": "/", "－": "-", "—": "-", "–": "-", "～": "-", "〜": "-", "　": " ", "＂": '"'}
 )
 _MARKER = re.compile(
-    r"^\s*(?:[\[［]\s*\d{1,3}\s*[\]］]|[(（]\s*\d{1,3}\s*[)）]|\d{1,3}\s*[.．、](?!\d)|[①-⑳]|[•·\-*▪◦])\s*"
+    r"^\s*(?:[\[［]\s*\d{1,3}\s*[\]］]|[(（]\s*\d{1,3}\s*[)）]|\d{1,3}\s*(?:[.．、](?!\d)|[)）])|[①-⑳]|[•·\-*▪◦])\s*"
+)
+_HEADING = re.compile(
+    r"^\s*(?:主要)?(?:参考文献|参考资料|引用文献|references?|bibliography|works\s+cited|literature\s+cited)"
+    r"\s*[:：]?\s*$",
+    re.I,
 )
 _DOI = re.compile(r"(?:doi\s*[:：]?\s*|https?://(?:dx\.)?doi\.org/)(10\.\d{4,9}/[^\s,，;；。]+)", re.I)
+_LINK = re.compile(r"(?:\bdoi\s*[:：]\s*|https?://)\S+", re.I)
 _YEAR = re.compile(r"(?<!\d)(19[5-9]\d|20[0-4]\d)(?!\d)")
+_BARE_YEAR = re.compile(r"(?:19[5-9]\d|20[0-4]\d)[a-z]?|n\.\s*d")
 _TYPE = re.compile(r"\[\s*(" + "|".join(TYPE_CODES) + r")(?:\s*/\s*OL)?\s*\]", re.I)
+_GENRES = (
+    "博士学位论文", "硕士学位论文", "学位论文", "博士论文", "硕士论文", "Doctoral dissertation",
+    "Doctoral thesis", "Master's thesis", "Masters thesis", "PhD thesis", "PhD diss", "Thesis", "Dissertation",
+)
+_GENRE = "|".join(re.escape(g) for g in _GENRES)
+_TITLE_GENRE = re.compile(rf"\s*\[\s*(?:{_GENRE})\s*\]|\s*\[Internet\]", re.I)
+# One initial or several (`J.`, `J. D.`, `J.-D.`, `J D`); never a capitalised surname (`CHEN J`).
+_INITIALS = re.compile(r"[A-Z](?:\.|(?![A-Za-z]))(?:\s*-?\s*[A-Z](?:\.|(?![A-Za-z])))*")
+_ETAL = re.compile(r"\s*(?:,\s*)?(?:等|et\s+al\.?)\s*\.?$", re.I)
+# MLA and Chicago: a title in quotation marks ending with the style's period, right after the
+# authors (`作者. “题名.”`) or the year (`作者. 2019. “题名.”`).
+_QUOTED = re.compile(r"(?:^|(?<=\.)\s+)[“\"](?P<title>[^“”\"]+?[.?!。？！])[”\"](?=\s|$)")
 
 
 class ParsedReference(BaseModel):
@@ -49,8 +76,10 @@ class ParsedReference(BaseModel):
     raw: str
     style: RefStyle | None = None
     authors: list[str] = Field(default_factory=list)
+    authors_truncated: bool = False  # the list ends with 等 / et al.: later authors left out on purpose
     title: str | None = None
     source: str | None = None  # journal, school, proceedings, publisher or newspaper
+    place: str | None = None  # 出版地 of a thesis, book or proceedings, as written
     year: int | None = None
     volume: str | None = None
     issue: str | None = None
@@ -63,7 +92,7 @@ class ParsedReference(BaseModel):
 def split_entries(text: str) -> list[str]:
     """The entries of a pasted list (see the module docstring)."""
     lines = [ln.rstrip() for ln in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
-    lines = [ln for ln in lines if ln.strip()]
+    lines = [ln for ln in lines if ln.strip() and not _HEADING.match(ln)]
     if not lines:
         return []
     marked = [bool(_MARKER.match(ln)) for ln in lines]
@@ -94,46 +123,83 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text).translate(_FULLWIDTH)).strip()
 
 
-def _authors(segment: str) -> list[str]:
-    seg = re.sub(r"\s*(?:,\s*)?(?:等|et\s+al\.?)\s*\.?$", "", segment.strip().rstrip(".:："), flags=re.I)
+def _strip_links(text: str) -> str:
+    """The text without DOIs and URLs, whose digits are neither pages nor years."""
+    return _LINK.sub(" ", text)
+
+
+def _latin_authors(seg: str) -> list[str]:
+    """`Zhang, S., & Li, M.` (APA), `Tanaka, Yuki, and John Smith` (MLA, Chicago),
+    `WILSON S, CHEN J` (GB/T), `Tanaka Y, Smith J` (Vancouver) -> one string per person."""
+    seg = re.sub(r"\s*&\s*|,?\s+and\s+", ", ", seg)
+    parts = [p.strip() for p in seg.split(",") if p.strip()]
+    names: list[str] = []
+    i = 0
+    while i < len(parts):
+        part, nxt = parts[i], parts[i + 1] if i + 1 < len(parts) else None
+        # `Surname, Initials` always pairs; `Surname, Given` pairs when the surname is one word
+        # and so is the given name, or it is the first author (MLA and Chicago invert only it).
+        pairs = nxt is not None and (
+            bool(_INITIALS.fullmatch(nxt)) or (" " not in part and (" " not in nxt or i == 0))
+        )
+        if nxt is not None and pairs:
+            given = nxt if not _INITIALS.fullmatch(nxt) or nxt.endswith(".") else nxt + "."
+            names.append(f"{part}, {given}")
+            i += 2
+        else:
+            names.append(part)
+            i += 1
+    return names
+
+
+def _authors(segment: str) -> tuple[list[str], bool]:
+    """The names of an author segment and whether it ends with 等 / et al."""
+    seg = segment.strip().rstrip(".:：").strip()
+    m = _ETAL.search(seg)
+    truncated = m is not None
+    if m is not None:
+        seg = seg[: m.start()]
     seg = re.sub(r"\s*[(（]?(?:主编|编著|编|著|译)[)）]?$", "", seg)
     if not seg:
-        return []
+        return [], truncated
     if re.search(r"[A-Za-z]", seg) and not re.search(r"[\u4e00-\u9fff]", seg):
-        # APA-style Latin names: "Zhang, S., & Li, M." -> ["Zhang, S.", "Li, M."]
-        seg = seg.replace("&", ",").replace(" and ", ",")
-        parts = [p.strip() for p in seg.split(",") if p.strip()]
-        names: list[str] = []
-        i = 0
-        while i < len(parts):
-            if i + 1 < len(parts) and re.fullmatch(r"[A-Z]\.?(?:\s*-?\s*[A-Z]\.?)*", parts[i + 1]):
-                initials = parts[i + 1] if parts[i + 1].endswith(".") else parts[i + 1] + "."
-                names.append(f"{parts[i]}, {initials}")
-                i += 2
-            else:
-                names.append(parts[i])
-                i += 1
-        return names
-    return [p.strip() for p in re.split(r"[,;、，；]|\s{2,}", seg) if p.strip()]
+        names = _latin_authors(seg)
+    else:
+        names = [re.sub(r"^(?:&|and\s)\s*", "", p.strip()) for p in re.split(r"[,;、，；]|\s{2,}", seg)]
+    # A bracketed placeholder (`[作者未取得]`) stands for no author.
+    return [n for n in names if n and not re.fullmatch(r"[\[［].*[\]］]", n)], truncated
+
+
+def _bare_title(title: str) -> str:
+    """A title written wholly inside 《》 without them; 《》 inside a title stay."""
+    m = re.fullmatch(r"\s*《([^《》]+)》\s*", title)
+    return (m.group(1) if m else title).strip()
+
+
+def _title_of(text: str) -> str:
+    """A title as written, without a trailing period, a thesis genre or [Internet]."""
+    return _bare_title(_TITLE_GENRE.sub("", text.strip()).rstrip(".。").strip())
 
 
 _RANGE = r"\d{1,5}\s*-\s*\d{1,5}|\d{1,5}\+\d{1,5}|\d{1,5}"
 
 
 def _volume_issue_pages(tail: str) -> tuple[str | None, str | None, str | None]:
-    """`41(3): 12-20` (GB/T), `41(3), 12-20` (APA), `2019年第3期，第12-20页` (free style)."""
+    """`41(3): 12-20` (GB/T), `41(3), 12-20` (APA), `2019年第3期，第12-20页` (free style),
+    `vol. 41, no. 3, … pp. 12-20` (MLA), `;41(3):12-20` (Vancouver)."""
+    tail = _strip_links(tail)
     volume = issue = pages = None
     m = re.search(r"(?<![\d(-])(\d{1,4})?\s*\(\s*([A-Za-z]?\d{1,3}[A-Za-z]?(?:\s*[-/]\s*\d{1,3})?)\s*\)", tail)
     if m:
         volume, issue = m.group(1), m.group(2).replace(" ", "")
         if volume is not None and _YEAR.fullmatch(volume):
             volume = None  # `2020(2)`: a journal without volumes, year and issue
-    m = re.search(r"第\s*(\d{1,3})\s*期", tail)
+    m = re.search(r"第\s*(\d{1,3})\s*期|\bno\.\s*([A-Za-z]?\d{1,4}[A-Za-z]?)", tail)
     if m and issue is None:
-        issue = m.group(1)
-    m = re.search(r"第\s*(\d{1,4})\s*卷", tail)
+        issue = m.group(1) or m.group(2)
+    m = re.search(r"第\s*(\d{1,4})\s*卷|\bvol\.\s*([A-Za-z]?\d{1,4})", tail)
     if m and volume is None:
-        volume = m.group(1)
+        volume = m.group(1) or m.group(2)
     for pattern in (
         rf":\s*({_RANGE})\s*(?:\.|$|[,;])",  # GB/T: after the colon
         rf"第\s*({_RANGE})\s*页",  # free style
@@ -148,8 +214,20 @@ def _volume_issue_pages(tail: str) -> tuple[str | None, str | None, str | None]:
 
 
 def _year(text: str) -> int | None:
-    years = _YEAR.findall(text)
+    years = _YEAR.findall(_strip_links(text))
     return int(years[0]) if years else None
+
+
+def _placeless(text: str, *, publisher: bool = True) -> tuple[str | None, str]:
+    """`[武汉]: 武汉大学` / `北京: 法律出版社` -> (place, the rest); a placeholder place is None.
+    With `publisher=False` (a container that may be a journal, `Journal of X: Y`) an unbracketed
+    place counts only before `publisher, year` / `publisher; year`."""
+    m = re.match(r"^\s*(\[[^\]]{1,20}\]|[^:,.;\d\[\]]{1,20}):\s*(?=\S)", text)
+    if not m or not (publisher or m.group(1).startswith("[") or re.search(r"[,;]\s*(?:19|20)\d\d", text)):
+        return None, text
+    place = m.group(1).strip()
+    unknown = place.startswith("[") and ("不详" in place or place.lower() in ("[s.l.]", "[s. l.]"))
+    return (None if unknown else place.strip("[]").strip()), text[m.end() :]
 
 
 def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReference | None:
@@ -157,20 +235,23 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
     # head: "作者, 作者, 等. 题名"; the title is after the first ". " that ends the author list.
     m = re.match(r"^(?P<authors>[^.]{1,200}?)\.\s*(?P<title>.+)$", head.strip())
     if m and not re.search(r"\d", m.group("authors")):
-        authors, title = _authors(m.group("authors")), m.group("title").strip()
+        (authors, truncated), title = _authors(m.group("authors")), m.group("title").strip()
     else:
-        authors, title = [], head.strip()
+        (authors, truncated), title = ([], False), head.strip()
     code = code_match.group(1).upper()
     tail = tail.lstrip(" .")
     if tail.startswith("//"):
         tail = tail[2:]
-    source = None
+    source = place = None
     if code == "D":
         m = re.match(r"^(?:(?P<place>[^:,.]{1,20}):\s*)?(?P<school>[^,.]+)", tail)
         source = m.group("school").strip() if m else None
+        place, _ = _placeless(tail)
     elif code in ("M", "C") and ":" in tail.split(",")[0]:
         m = re.match(r"^(?:(?P<proc>[^.]+)\.\s*)?(?P<place>[^:,.]{1,20}):\s*(?P<pub>[^,.]+)", tail)
         source = (m.group("proc") or m.group("pub")).strip() if m else None
+        if m:
+            place, _ = _placeless(tail[m.start("place") :])
     else:
         m = re.match(r"^([^,.]+?)\s*(?=,|\.|$)", tail)
         source = m.group(1).strip() if m else None
@@ -182,8 +263,10 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
         raw=raw,
         style="gbt7714",
         authors=authors,
-        title=title.rstrip(".") or None,
+        authors_truncated=truncated,
+        title=_bare_title(title.rstrip(".")) or None,
         source=source or None,
+        place=place,
         year=_year(tail),
         volume=volume,
         issue=issue,
@@ -193,8 +276,28 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
     )
 
 
+def _source_of(container: str) -> str | None:
+    """The journal, school or publisher a container part starts with (`刊名, vol. 3` -> 刊名)."""
+    text = re.sub(r"^\s*In:\s*", "", container)
+    text = re.sub(rf"^\s*(?:{_GENRE})\s*,\s*", "", text, flags=re.I)
+    _, text = _placeless(text, publisher=False)
+    m = re.match(r"^(.+?)\s*(?=,|;|\.\s|\.$|$)", text.strip())
+    if not m:
+        return None
+    source = re.sub(r"\s*\[[^\]]*\]$", "", m.group(1)).strip()  # MLA: `论文集 [北京]`
+    return None if not source or _BARE_YEAR.fullmatch(source) or re.match(r"^https?:", source) else source
+
+
+def _end_pages(tail: str) -> str | None:
+    """Pages standing last after a comma (`法治日报, 8.`, `论文集, 286–295.`)."""
+    m = re.search(rf",\s*({_RANGE})\s*\.?\s*$", _strip_links(tail).strip())
+    if m is None or _YEAR.fullmatch(m.group(1)):
+        return None
+    return re.sub(r"\s+", "", m.group(1))
+
+
 def _parse_apa(raw: str, text: str, year_match: re.Match[str]) -> ParsedReference:
-    authors = _authors(text[: year_match.start()])
+    authors, truncated = _authors(text[: year_match.start()])
     rest = text[year_match.end() :].lstrip(" .")
     m = re.match(r"^(?P<title>.+?[^A-Z])\.\s+(?P<tail>.*)$", rest)
     title, tail = (m.group("title"), m.group("tail")) if m else (rest.rstrip("."), "")
@@ -207,14 +310,62 @@ def _parse_apa(raw: str, text: str, year_match: re.Match[str]) -> ParsedReferenc
         raw=raw,
         style="apa",
         authors=authors,
-        title=title.strip() or None,
+        authors_truncated=truncated,
+        title=_title_of(title) or None,
         source=source,
         year=int(year_match.group(1)),
         volume=volume,
         issue=issue,
-        pages=pages,
+        pages=pages or _end_pages(tail),
         doi=_doi(text),
     )
+
+
+def _parse_quoted(raw: str, text: str, quote: re.Match[str]) -> ParsedReference:
+    """MLA (`作者. “题名.” 刊名, vol. 3, no. 2, 2019, pp. 1–9.`) and Chicago author-date
+    (`作者. 2019. “题名.” 刊名 3 (2): 1–9.`)."""
+    before = text[: quote.start()].strip()
+    year = None
+    ym = re.search(r"(?:^|(?<=\.))\s*((?:19[5-9]\d|20[0-4]\d)[a-z]?|n\.\s*d)\.?\s*$", before)
+    if ym is not None:
+        year = _year(ym.group(1))
+        before = before[: ym.start()]
+    authors, truncated = _authors(before)
+    after = text[quote.end() :].strip()
+    after = re.sub(r"^Paper presented\b[^.]*\.\s*", "", after)  # Chicago: the meeting, not the source
+    volume, issue, pages = _volume_issue_pages(after)
+    journal = re.match(r"^(?P<src>[^,]+?)\s+(?P<vol>\d{1,4})\s*(?:\((?P<paren>[^)]*)\))?\s*(?::|\.|$)", after)
+    if journal is not None:  # Chicago: `刊名 41 (3): 12–20`, `刊名 41 (May): 12–20`
+        source = journal.group("src").strip()
+        volume = journal.group("vol")
+        paren = journal.group("paren") or ""
+        issue = paren if re.fullmatch(r"[A-Za-z]?\d{1,4}[A-Za-z]?", paren) else issue
+    else:
+        source = _source_of(after)
+    return ParsedReference(
+        raw=raw,
+        style="quoted",
+        authors=authors,
+        authors_truncated=truncated,
+        title=_title_of(quote.group("title")) or None,
+        source=source,
+        year=year or _year(after),
+        volume=volume,
+        issue=issue,
+        pages=pages or _end_pages(after),
+        doi=_doi(text),
+    )
+
+
+def _free_shape(raw: str) -> bool:
+    """Is the first 《》 the whole title (`作者：《题名》，《刊》…`, `《题名》`) rather than part
+    of one (`作者. 《民法典》第585条的适用[J]`)?"""
+    start = raw.index("《")
+    end = raw.find("》", start)
+    if end < 0 or re.search(r"[.。．]", raw[:start]) or len(raw[:start]) > 60:
+        return False
+    after = raw[end + 1 :].lstrip()
+    return not after or not after[0].isalnum()
 
 
 def _parse_free(raw: str, text: str) -> ParsedReference | None:
@@ -222,7 +373,7 @@ def _parse_free(raw: str, text: str) -> ParsedReference | None:
     if not titles:
         return None
     before = raw[: raw.index("《")]
-    authors = _authors(re.sub(r"[:：,，]\s*$", "", before.strip()))
+    authors, truncated = _authors(re.sub(r"[:：,，]\s*$", "", before.strip()))
     tail = _norm(raw[raw.index(titles[0]) + len(titles[0]) + 1 :])
     source = titles[1] if len(titles) > 1 else None
     volume, issue, pages = _volume_issue_pages(tail)
@@ -230,6 +381,7 @@ def _parse_free(raw: str, text: str) -> ParsedReference | None:
         raw=raw,
         style="free",
         authors=authors,
+        authors_truncated=truncated,
         title=titles[0].strip(),
         source=source,
         year=_year(tail),
@@ -237,6 +389,42 @@ def _parse_free(raw: str, text: str) -> ParsedReference | None:
         issue=issue,
         pages=pages,
         doi=_doi(raw),
+    )
+
+
+def _parse_plain(raw: str, text: str) -> ParsedReference | None:
+    """`作者. 题名. 来源, 年` without a type code: Vancouver (`刊名. 2019;41(3):12-20`), MLA and
+    Chicago books and theses (`作者. 题名. 2014. 学校, 博士学位论文.`, `作者. 2017. 题名. 出版者.`)."""
+    parts = [p.strip() for p in re.split(r"\.\s+|\.(?=[\u4e00-\u9fff])", text) if p.strip()]
+    if len(parts) < 2 or re.search(r"\d", parts[0]) or len(parts[0]) > 60:
+        return None
+    rest = parts[1:]
+    year_part = None
+    if len(rest) > 1 and _BARE_YEAR.fullmatch(rest[0]):  # Chicago: `作者. 2017. 题名.`
+        year_part = _year(rest.pop(0))
+    title_part = rest[0]
+    after = text[text.index(title_part) + len(title_part) :].lstrip(" .")
+    source_part = next((p for p in rest[1:] if not _BARE_YEAR.fullmatch(p.rstrip("."))), None)
+    place = None
+    source = None
+    if source_part is not None:
+        place, _ = _placeless(re.sub(r"^\s*In:\s*", "", source_part), publisher=False)
+        source = _source_of(source_part)
+    volume, issue, pages = _volume_issue_pages(after)
+    authors, truncated = _authors(parts[0])
+    return ParsedReference(
+        raw=raw,
+        style="plain",
+        authors=authors,
+        authors_truncated=truncated,
+        title=_title_of(title_part) or None,
+        source=source,
+        place=place,
+        year=_year(after) or year_part,
+        volume=volume,
+        issue=issue,
+        pages=pages or _end_pages(after),
+        doi=_doi(text),
     )
 
 
@@ -251,34 +439,33 @@ def parse_reference(entry: str) -> ParsedReference:
     if not raw:
         return ParsedReference(raw=entry, unparsable="空条目")
     text = _norm(_MARKER.sub("", raw, count=1))
-    free = _parse_free(raw, text) if "《" in raw else None
-    if free is not None:
-        return free
     code = _TYPE.search(text)
     if code is not None:
         parsed = _parse_gbt(raw, text, code)
         if parsed is not None and parsed.title:
             return parsed
+    quote = _QUOTED.search(text)
+    if quote is not None:
+        return _parse_quoted(raw, text, quote)
+    if "《" in raw and _free_shape(raw):
+        free = _parse_free(raw, text)
+        if free is not None:
+            return free
     year = re.search(r"\(\s*(19[5-9]\d|20[0-4]\d)[a-z]?(?:\s*,[^)]*)?\s*\)", text)
     if year is not None and year.start() > 0:
         return _parse_apa(raw, text, year)
-    # Plain: "作者. 题名. 来源, 年" without a type code.
-    parts = [p.strip() for p in re.split(r"\.\s+|\.(?=[\u4e00-\u9fff])", text) if p.strip()]
-    if len(parts) >= 2 and not re.search(r"\d", parts[0]) and len(parts[0]) <= 60:
-        volume, issue, pages = _volume_issue_pages(" ".join(parts[2:]))
-        source_part = parts[2] if len(parts) > 2 else None
-        return ParsedReference(
-            raw=raw,
-            style="plain",
-            authors=_authors(parts[0]),
-            title=parts[1],
-            source=source_part.split(",")[0].strip() if source_part else None,
-            year=_year(" ".join(parts[2:])),
-            volume=volume,
-            issue=issue,
-            pages=pages,
-            doi=_doi(text),
-        )
+    plain = _parse_plain(raw, text)
+    if plain is not None and plain.title:
+        return plain
+    if "《" in raw:
+        # a title containing 《》 standing first (`《民法典》第585条的适用，作者，刊2022年第6期`) or alone
+        first = re.split(r"[,;]", text.rstrip(".。 "), maxsplit=1)
+        if "《" in first[0] and not re.search(r"[.:]", first[0]):
+            tail = first[1] if len(first) > 1 else ""
+            return ParsedReference(raw=raw, style="free", title=_bare_title(first[0]), year=_year(tail))
+        free = _parse_free(raw, text)
+        if free is not None:
+            return free
     return ParsedReference(raw=raw, unparsable="读不出题名：既没有文献类型标识 [J]/[D]/…，也没有《题名》或 (年份)")
 
 

@@ -3,14 +3,17 @@
 Steps, cheapest first, each one only for the entries the previous left open:
 
 1. parse every entry (`cite.refparse`); unreadable entries are `unparsable` and cost nothing;
-2. local store: papers whose title key equals the entry's title;
+2. local store: papers whose title key equals the entry's title, or whose DOI is the entry's;
 3. exact titles on CNKI, 10 per grid request (4 batches at a time), rows stored on the way;
 4. one search per entry still without a fitting record: the title's most distinctive segment
    (篇名, fuzzy) OR the first author together with the source, so that a garbled title by a real
-   author in a real journal is still found; the rows are compared with `cite.refmatch`;
+   author in a real journal is still found, OR the entry's DOI (in the same request, so a DOI
+   costs nothing more); the rows are compared with `cite.refmatch`;
 5. for matches whose record lacks volume, issue or pages that the entry gives: CNKI's batch
    export (`/dm8/api/ShowExport`, 20 records per request) supplies them;
-6. verdicts (`cite.refmatch.judge`), with a corrected GB/T 7714-2015 string for every match.
+6. verdicts (`cite.refmatch.judge`), with a corrected GB/T 7714-2015 string for every match
+   (the record's fields; where the record lacks a place, volume, issue, pages or DOI, the
+   entry's own value is kept rather than dropped or written as unknown).
 
 A fatal error (budget, cancel, site down) keeps what was judged so far (partial result)."""
 
@@ -24,6 +27,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from cnki_mcp.cite import export as cite_export
+from cnki_mcp.cite import from_paper
+from cnki_mcp.cite.names import names_agree
 from cnki_mcp.cite.refmatch import (
     FieldDiff,
     FieldName,
@@ -120,18 +125,22 @@ def distinctive_segment(title: str) -> str:
 
 
 def fallback_expression(entry: ParsedReference) -> Any:
-    """篇名 fuzzy on the distinctive segment, OR first author AND source (when the entry has both)."""
-    title_leaf = {"field": "title", "match": "phrase", "value": distinctive_segment(entry.title or "")}
+    """篇名 fuzzy on the distinctive segment, OR first author AND source (when the entry has both),
+    OR the DOI (when it has one)."""
+    items: list[dict[str, Any]] = [
+        {"field": "title", "match": "phrase", "value": distinctive_segment(entry.title or "")}
+    ]
     if entry.authors and entry.source:
-        by_author = {
+        items.append({
             "op": "and",
             "items": [
                 {"field": "first_author", "match": "exact", "value": entry.authors[0]},
                 {"field": "source", "match": "phrase", "value": entry.source},
             ],
-        }
-        return parse_expression({"op": "or", "items": [title_leaf, by_author]})
-    return parse_expression(title_leaf)
+        })
+    if entry.doi:
+        items.append({"field": "doi", "match": "exact", "value": entry.doi})
+    return parse_expression(items[0] if len(items) == 1 else {"op": "or", "items": items})
 
 
 class _Work:
@@ -166,7 +175,8 @@ async def verify_references(
     work = _Work(parsed)
     readable = [i for i, p in enumerate(parsed) if p.title and not p.unparsable]
     for i in readable:
-        for paper in local_matches(store, parsed[i].title or ""):
+        local = local_matches(store, parsed[i].title or "")
+        for paper in [*local, *(store.find_by_doi(parsed[i].doi) if parsed[i].doi else [])]:
             work.add(i, _view(paper))
         if work.candidates[i]:
             work.searches[i].append("本地记录")
@@ -266,10 +276,14 @@ async def _fallback(
         label = "篇名模糊检索（" + distinctive_segment(entry.title or "") + "）"
         if entry.authors and entry.source:
             label += f" 或 第一作者“{entry.authors[0]}”+来源“{entry.source}”"
+        if entry.doi:
+            label += f" 或 DOI“{entry.doi}”"
         work.searches[i].append(label)
         for _row, view in _store_rows(work, page.rows, store, public_origins):
-            if title_similarity(entry.title or "", view.title) >= 50 or (
-                entry.authors and view.authors and entry.authors[0] == view.authors[0]
+            if (
+                title_similarity(entry.title or "", view.title) >= 50
+                or (entry.authors and view.authors and names_agree(entry.authors[0], view.authors[0]))
+                or (entry.doi and view.doi and entry.doi.lower() == view.doi.lower())
             ):
                 work.add(i, view)
         done += 1
@@ -326,13 +340,17 @@ def _apply_export(work: _Work, refs: list[str], records: list[ExportRecord]) -> 
             )
 
 
-def _corrected(view: RecordView, paper: Paper | None) -> str | None:
+def _corrected(view: RecordView, paper: Paper | None, entry: ParsedReference) -> str | None:
     """The matched record in GB/T 7714 as export_citations writes it (`cite_source`: the stored
     paper with its publication date, without CNKI's expiring detail token), with the volume,
-    issue, pages and DOI this operation's export filled in."""
+    issue, pages and DOI this operation's export filled in. Never worse than the entry: what the
+    record lacks (a book's place, a list-only record's volume, issue, pages, DOI) is taken from
+    the entry rather than dropped or written as [出版地不详]."""
     data = cite_source(paper) if paper is not None else {**view.model_dump(), "url": stable_url(view.url)}
     for name in ("volume", "issue", "pages", "doi"):
-        data[name] = data.get(name) or getattr(view, name)
+        data[name] = data.get(name) or getattr(view, name) or getattr(entry, name)
+    if entry.place and not from_paper(data).place:
+        data["place"] = entry.place
     try:
         text = cite_export([data], "gbt7714", missing="omit").text
     except CnkiError:
@@ -358,7 +376,7 @@ def _result(work: _Work, requests: int, store: Store) -> VerifyResult:
                 fields=j.fields,
                 differences=j.diffs,
                 record=j.record,
-                corrected=_corrected(j.record, papers.get(j.record.record_ref)) if j.record else None,
+                corrected=_corrected(j.record, papers.get(j.record.record_ref), entry) if j.record else None,
                 candidates=list(j.candidates),
                 searches=work.searches[i],
                 warnings=j.warnings,

@@ -15,6 +15,7 @@ from cnki_mcp.identity import (
     Paper,
     conflicts,
     detail_matches,
+    doi_key,
     index_keys,
     merge,
     same_observation,
@@ -324,6 +325,20 @@ class PapersMixin(StoreBase):
                 )
             ]
             return _load(conn, refs[0]) if len(refs) == 1 else None
+
+    def find_by_doi(self, doi: str) -> list[Paper]:
+        """The stored papers whose DOI is `doi` (any case or resolver prefix); one indexed read."""
+        key = doi_key(doi)
+        if not key:
+            return []
+        found: dict[str, Paper] = {}
+        with self._read() as conn:
+            for (ref,) in conn.execute("SELECT DISTINCT record_ref FROM paper_keys WHERE key = ?", (f"doi:{key}",)):
+                paper = _load(conn, _resolve(conn, ref))
+                # keys accumulate: a paper whose DOI has since changed is not this DOI's
+                if paper is not None and paper.keys().doi == key:
+                    found.setdefault(paper.record_ref, paper)
+        return list(found.values())
 
     def find_by_title_key(self, title: str) -> list[Paper]:
         """Every paper whose title key equals that of `title`. Several = ambiguous: the

@@ -192,6 +192,13 @@ def test_a_file_name_finds_its_one_paper_and_none_when_two_unmerged_papers_share
     assert store.find_by_filename(filename) is None and store.find_by_filename("") is None
 
 
+def test_a_doi_in_any_case_or_resolver_form_finds_its_stored_paper(store: Store) -> None:
+    paper = store.upsert_from_detail(_detail(), URL, T0)
+    for spelling in ("10.1234/jsjx.2024.001", "10.1234/JSJX.2024.001", "https://doi.org/10.1234/jsjx.2024.001"):
+        assert [p.record_ref for p in store.find_by_doi(spelling)] == [paper.record_ref]
+    assert store.find_by_doi("10.9999/none") == [] and store.find_by_doi("") == []
+
+
 def test_same_doi_with_other_title_formatting_is_one_paper(store: Store) -> None:
     first = store.upsert_from_detail(
         _detail(title="Deep Learning: A Survey", native=NativeId(), doi="10.1/ABC"), None, T0

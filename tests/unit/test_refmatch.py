@@ -100,3 +100,72 @@ def test_the_same_doi_identifies_the_record_whatever_the_title() -> None:
     entry = parse_reference("张三. Product liability of autonomous cars[J]. 东方法学, 2019. DOI:10.1234/ABC.")
     got = judge(entry, [REAL])
     assert got.record == REAL and got.verdict == "mismatch" and "title" in got.fields
+
+
+WESTERN = RecordView(
+    record_ref="cnki:W1",
+    title="Modelling model compression of deep learning with graph-based methods",
+    authors=["Tanaka, Yuki", "Smith, John", "Johnson, Emma"],
+    source="IEEE Transactions on Neural Networks and Learning Systems",
+    year=2024,
+    volume="34",
+    issue="5",
+    pages="2909-2918",
+    doc_type="外文期刊",
+)
+PINYIN = RecordView(
+    record_ref="cnki:W2",
+    title="Carbon emissions and driving factors: evidence from China",
+    authors=["Wilson, Sarah", "Chen Jie", "Zhang Wei", "Wu Hao"],
+    source="Journal of Cleaner Production",
+    year=2020,
+    doc_type="外文期刊",
+)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "Tanaka, Y., Smith, J., & Johnson, E. (2024). Modelling model compression of deep learning with graph-based "
+        "methods. IEEE Transactions on Neural Networks and Learning Systems, 34(5), 2909–2918.",
+        "TANAKA Y, SMITH J, JOHNSON E. Modelling model compression of deep learning with graph-based methods[J]. "
+        "IEEE Transactions on Neural Networks and Learning Systems, 2024, 34(5): 2909-2918.",
+        "Tanaka Y, Smith J, Johnson E. Modelling model compression of deep learning with graph-based methods. "
+        "IEEE Transactions on Neural Networks and Learning Systems. 2024;34(5):2909–18.",
+    ],
+)
+def test_initials_name_the_records_full_western_names(entry: str) -> None:
+    got = judge(parse_reference(entry), [WESTERN])
+    assert (got.verdict, got.fields) == ("verified", [])
+
+
+def test_pinyin_names_match_in_the_gbt_surname_first_form() -> None:
+    entry = ("WILSON S, CHEN J, ZHANG W, et al. Carbon emissions and driving factors: evidence from China[J]. "
+             "Journal of Cleaner Production, 2020.")
+    assert judge(parse_reference(entry), [PINYIN]).verdict == "verified"
+
+
+@pytest.mark.parametrize(
+    "authors", ["Tanaka, K., Smith, J., & Johnson, E.", "Tanaka, Y., Smith, J., & Jones, E.", "Smith, J., Tanaka, Y., & Johnson, E."]
+)
+def test_a_wrong_initial_surname_or_order_is_an_authors_mismatch(authors: str) -> None:
+    entry = f"{authors} (2024). Modelling model compression of deep learning with graph-based methods. Journal, 34(5)."
+    got = judge(parse_reference(entry), [WESTERN.model_copy(update={"source": None})])
+    assert (got.verdict, got.fields) == ("mismatch", ["authors"])
+
+
+def test_authors_left_out_without_deng_are_an_authors_mismatch() -> None:
+    three = REAL.model_copy(update={"authors": ["张三", "李四", "王五"]})
+    short = GOOD.replace("张三, 李四, 王五, 等", "张三, 李四")
+    got = judge(parse_reference(short), [three])
+    assert (got.verdict, got.fields) == ("mismatch", ["authors"])
+    assert got.diffs[0].entry == "张三; 李四" and got.diffs[0].record == "张三; 李四; 王五"
+    with_deng = GOOD.replace("张三, 李四, 王五, 等", "张三, 李四, 等")
+    assert judge(parse_reference(with_deng), [three]).verdict == "verified"
+
+
+@pytest.mark.parametrize(("pages", "verdict"), [("2909–18", "verified"), ("2909–2918", "verified"), ("2909–17", "mismatch")])
+def test_an_abbreviated_last_page_is_read_in_full(pages: str, verdict: str) -> None:
+    entry = ("Tanaka Y, Smith J, Johnson E. Modelling model compression of deep learning with graph-based methods. "
+             f"IEEE Transactions on Neural Networks and Learning Systems. 2024;34(5):{pages}.")
+    assert judge(parse_reference(entry), [WESTERN]).verdict == verdict

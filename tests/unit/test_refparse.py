@@ -82,6 +82,8 @@ def test_chinese_wrapped_lines_join_without_a_space() -> None:
         "1、甲：《题一》，《刊》2019年第3期。\n2、乙：《题二》，《刊》2020年第1期。",
         "① 甲：《题一》，《刊》2019年第3期。\n② 乙：《题二》，《刊》2020年第1期。",
         "- 甲：《题一》，《刊》2019年第3期。\n- 乙：《题二》，《刊》2020年第1期。",
+        "1) 甲：《题一》，《刊》2019年第3期。\n2) 乙：《题二》，《刊》2020年第1期。",
+        "1）甲：《题一》，《刊》2019年第3期。\n2）乙：《题二》，《刊》2020年第1期。",
         "甲：《题一》，《刊》2019年第3期。\n\n乙：《题二》，《刊》2020年第1期。",
     ],
 )
@@ -95,3 +97,116 @@ def test_a_list_of_strings_is_taken_one_entry_each() -> None:
     parsed = parse_references(references=["甲. 题一[J]. 刊, 2019.", "乙. 题二[D]. 北京: 北京大学, 2020."])
     assert [p.type_code for p in parsed] == ["J", "D"]
     assert parsed[1].source == "北京大学"
+
+
+def test_gbt_all_capitals_western_names_are_one_author_each() -> None:
+    got = parse_reference(
+        "WILSON S, CHEN J, ZHANG W, et al. Carbon emissions and driving factors: evidence from China[J]. "
+        "Journal of Cleaner Production, 2020, 30(11): 259-273."
+    )
+    assert (got.authors, got.authors_truncated) == (["WILSON S", "CHEN J", "ZHANG W"], True)
+
+
+def test_the_apa_ampersand_before_the_last_chinese_author_is_dropped() -> None:
+    got = parse_reference("贾楠, 夏思萍, & 白嘉嘉. (2014). 约定违约金酌减规则的法律规制研究. 现代法学, 27(6), 75–99.")
+    assert (got.authors, got.authors_truncated) == (["贾楠", "夏思萍", "白嘉嘉"], False)
+
+
+def test_latin_names_with_initials_or_given_names_are_paired_whatever_the_style() -> None:
+    apa = parse_reference("Tanaka, Y., Smith, J. D., & Kim, M.-J. (2024). A title. Journal, 34(5), 1-9.")
+    assert apa.authors == ["Tanaka, Y.", "Smith, J. D.", "Kim, M.-J."]
+    chicago = parse_reference('Tanaka, Yuki, John Smith, and Emma Johnson. 2024. "A Title." Journal 34 (5): 1–9.')
+    assert chicago.authors == ["Tanaka, Yuki", "John Smith", "Emma Johnson"]
+    vancouver = parse_reference("Tanaka Y, Smith JD. A title. Journal. 2024;34(5):1–9.")
+    assert vancouver.authors == ["Tanaka Y", "Smith JD"]
+
+
+def test_a_gbt_title_containing_book_title_marks_is_kept_whole() -> None:
+    got = parse_reference("秦佑丽, 沈涵艳. 《个人信息保护法》第13条的解释与适用[J]. 知识产权, 2022, 33(9): 8-29.")
+    assert (got.style, got.authors, got.title, got.source) == (
+        "gbt7714", ["秦佑丽", "沈涵艳"], "《个人信息保护法》第13条的解释与适用", "知识产权",
+    )
+    assert (got.year, got.volume, got.issue, got.pages) == (2022, "33", "9", "8-29")
+
+
+@pytest.mark.parametrize(
+    ("raw", "title"),
+    [
+        ("《民法典》第585条违约金酌减规则的适用", "《民法典》第585条违约金酌减规则的适用"),
+        ("《约定违约金酌减规则的法律规制研究》", "约定违约金酌减规则的法律规制研究"),
+        ("《约定违约金酌减规则的法律规制研究》[J]. 现代法学, 2014.", "约定违约金酌减规则的法律规制研究"),
+        ("贾楠. (2014). 《民法典》之前的违约金. 现代法学, 27(6), 75–99.", "《民法典》之前的违约金"),
+        ("3）《民法典》第585条违约金酌减规则的适用，郭懿玉等，法学研究2022年第6期", "《民法典》第585条违约金酌减规则的适用"),
+    ],
+)
+def test_only_a_title_wholly_in_book_title_marks_loses_them(raw: str, title: str) -> None:
+    assert parse_reference(raw).title == title
+
+
+def test_a_vancouver_doi_is_not_read_as_pages() -> None:
+    got = parse_reference(
+        "向玉天, 罗诗俊. 违约金酌减规则的法律规制研究. 法学研究. 2019 Apr 21;24(4):34–49. doi:10.3969/j.cnki.laws.2019.04.001"
+    )
+    assert (got.source, got.year, got.volume, got.issue, got.pages) == ("法学研究", 2019, "24", "4", "34-49")
+    assert got.doi == "10.3969/j.cnki.laws.2019.04.001"
+
+
+def test_a_doi_after_an_entry_without_pages_gives_no_pages() -> None:
+    got = parse_reference("范杰丽. 约定违约金调整规则的法律规制研究[J]. 法学评论, 2026. DOI:10.3969/j.cnki.fxpl.2026.01.001.")
+    assert (got.year, got.pages, got.volume) == (2026, None, None)
+
+
+@pytest.mark.parametrize(
+    ("raw", "source", "place"),
+    [
+        ("任若涛. (2014). 约定违约金酌减规则的解释论展开研究 [博士学位论文]. 武汉大学.", "武汉大学", None),
+        ("任若涛. 约定违约金酌减规则的解释论展开研究 [博士学位论文]. [武汉]: 武汉大学; 2014.", "武汉大学", "武汉"),
+        ("任若涛. 2014. “约定违约金酌减规则的解释论展开研究.” 博士学位论文, 武汉大学.", "武汉大学", None),
+        ("任若涛. 约定违约金酌减规则的解释论展开研究. 2014. 武汉大学, 博士学位论文.", "武汉大学", None),
+    ],
+)
+def test_a_thesis_genre_and_place_are_neither_title_nor_source(raw: str, source: str, place: str | None) -> None:
+    got = parse_reference(raw)
+    assert (got.title, got.source, got.place, got.year) == ("约定违约金酌减规则的解释论展开研究", source, place, 2014)
+
+
+def test_a_vancouver_yearbook_source_stops_before_the_year() -> None:
+    got = parse_reference("[作者未取得]. 违约金调整规则发展概况. 中国法律年鉴; 2017.")
+    assert (got.authors, got.title, got.source, got.year) == ([], "违约金调整规则发展概况", "中国法律年鉴", 2017)
+
+
+def test_an_mla_entry_yields_title_source_volume_issue_pages_and_doi() -> None:
+    got = parse_reference(
+        "贾楠, et al. “约定违约金酌减规则的法律规制研究.” 现代法学, vol. 27, no. 6, Nov. 2014, pp. 75–99, "
+        "https://doi.org/10.3969/j.cnki.xdfx.2014.06.001."
+    )
+    assert (got.authors, got.authors_truncated, got.title, got.source) == (
+        ["贾楠"], True, "约定违约金酌减规则的法律规制研究", "现代法学",
+    )
+    assert (got.year, got.volume, got.issue, got.pages) == (2014, "27", "6", "75-99")
+    assert got.doi == "10.3969/j.cnki.xdfx.2014.06.001"
+
+
+def test_a_chicago_entry_yields_year_title_source_volume_issue_pages() -> None:
+    got = parse_reference("贾楠, 夏思萍, and 白嘉嘉. 2014. “约定违约金酌减规则的法律规制研究.” 现代法学 27 (6): 75–99.")
+    assert (got.authors, got.title, got.source) == (["贾楠", "夏思萍", "白嘉嘉"], "约定违约金酌减规则的法律规制研究", "现代法学")
+    assert (got.year, got.volume, got.issue, got.pages) == (2014, "27", "6", "75-99")
+
+
+def test_a_quoted_phrase_inside_an_apa_title_is_not_an_mla_title() -> None:
+    got = parse_reference("张三. (2019). “互联网+”背景下的合同法问题. 法学研究, 41(3), 12–20.")
+    assert (got.style, got.title, got.source) == ("apa", "“互联网+”背景下的合同法问题", "法学研究")
+
+
+@pytest.mark.parametrize("heading", ["参考文献", "参考文献：", "References", "主要参考文献:", "Bibliography"])
+def test_a_heading_line_is_not_an_entry(heading: str) -> None:
+    text = f"{heading}\n[1] 甲. 题一[J]. 刊, 2019.\n[2] 乙. 题二[J]. 刊, 2020.\n"
+    assert [p.title for p in parse_references(text)] == ["题一", "题二"]
+    assert split_entries(f"{heading}\n甲. 题一[J]. 刊, 2019.") == ["甲. 题一[J]. 刊, 2019."]
+
+
+def test_a_journal_name_with_a_colon_is_not_read_as_place_and_publisher() -> None:
+    journal = parse_reference("Smith J. A survey. Journal of Physics: Conference Series. 2019;1234(5):1-9.")
+    assert (journal.source, journal.place, journal.volume) == ("Journal of Physics: Conference Series", None, "1234")
+    book = parse_reference("Smith J. A book. New York: Wiley; 2010.")
+    assert (book.source, book.place, book.year) == ("Wiley", "New York", 2010)
