@@ -16,7 +16,7 @@ from cnki_mcp.server.models import OperationView
 from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.server.tools_read import budget_of
 
-DESCRIPTION = """逐条核对参考文献是否在知网存在、字段是否正确（访问知网，约 0.3 次请求/条）。text 整段粘贴（编号、GB/T 7714、APA、《题名》等写法均可）或 references（1–200 条）。
+DESCRIPTION = """逐条核对参考文献是否在知网存在、字段是否正确（访问知网，约 0.3 次请求/条）。text 整段粘贴（编号、GB/T 7714、APA、MLA、Chicago、Vancouver、《题名》等写法均可，带 DOI 的按 DOI 查找）或 references（1–200 条）。
 verdict：verified；mismatch（fields 为不一致字段）；not_found（searches 为查过的检索）；ambiguous（见 candidates）；unparsable（见 reason）。匹配到时给出 record 与改正后的 GB/T 7714 条目 corrected。条目缺项只进 warnings，不算伪造证据。"""
 
 
