@@ -141,6 +141,7 @@ class _Live:
         self.result: Any = None
         self.has_result = False
         self.cancel_requested = False
+        self.server_exit = False  # cancelled because the server is shutting down, not by the user
         self.awaiting_depth = 0
         self.running_message = ""
         self.heartbeat: asyncio.Task[None] | None = None
@@ -450,10 +451,16 @@ class JobManager:
         rec.status = final_status(
             cancelled=cancelled, error=error, has_result=live.has_result, item_errors=len(live.item_errors)
         )
+        if cancelled and live.server_exit:
+            # the server stopped under it (the client closed or restarted): the same outcome as
+            # a crash, which a restart reports `interrupted` and a search can `continue` from
+            rec.status = OperationStatus.INTERRUPTED
         rec.errors = ([error] if error else []) + list(live.item_errors)
         rec.final_error = error is not None
         rec.result = live.result
-        if cancelled:
+        if rec.status is OperationStatus.INTERRUPTED:
+            rec.message = INTERRUPTED_MESSAGE
+        elif cancelled:
             rec.message = "操作已取消"
         elif error is not None:
             rec.message = error.message
@@ -710,8 +717,10 @@ class JobManager:
         return self._sink.mark_interrupted(INTERRUPTED_MESSAGE, self._clock.now())
 
     async def shutdown(self) -> None:
-        """Cancel what still runs (server exit); records end `cancelled`."""
+        """Stop what still runs (server exit). An operation the user had asked to cancel ends
+        `cancelled`; every other one ends `interrupted`, its checkpoint kept, as after a crash."""
         for live in list(self._live.values()):
+            live.server_exit = not live.cancel_requested
             live.cancel_requested = True
             if live.task is not None:
                 live.task.cancel()

@@ -207,6 +207,42 @@ async def test_cancel_ends_cancelled_and_is_persisted(env: Any) -> None:
     assert again.status is OperationStatus.CANCELLED
 
 
+async def test_a_server_exit_leaves_a_running_search_interrupted_and_it_continues_without_repeats() -> None:
+    clock = FakeClock()
+    sink = MemorySink()
+    limiter = Limiter(clock, 0.5, 6)
+    backend = FakeBackend(clock)
+    old = JobManager(clock, sink)
+    job = old.start(OperationKind.SEARCH, search_runner(backend, limiter), SEARCH_BUDGET)
+    await clock.advance_settled(3.2)  # pages 1-3 checkpointed, page 4 in flight
+    await old.shutdown()  # the client closed: the server exits cleanly
+    stored = sink.load(job.operation_id)
+    assert stored is not None and stored.status is OperationStatus.INTERRUPTED
+    assert stored.message == INTERRUPTED_MESSAGE and stored.checkpoint is not None
+
+    new = JobManager(clock, sink)
+    assert new.recover_interrupted() == []  # nothing was left running
+    resumed = new.continue_(job.operation_id, search_runner(backend, limiter))
+    asked = len(backend.log)
+    [final] = await clock.run_until_complete(resumed.finish())
+    assert final.status is OperationStatus.COMPLETED
+    assert backend.log[asked:] == list(range(4, 11))
+    await new.shutdown()
+
+
+async def test_an_operation_the_user_cancelled_stays_cancelled_when_the_server_exits(env: Any) -> None:
+    clock, sink, manager, limiter = env
+    backend = FakeBackend(clock, pages=1000)
+    job = manager.start(OperationKind.SEARCH, search_runner(backend, limiter), SEARCH_BUDGET)
+    await clock.advance_settled(2.0)
+    stopping = asyncio.ensure_future(manager.cancel(job.operation_id))
+    await settle()  # the cancel is asked before the server exits
+    await manager.shutdown()
+    await stopping
+    stored = sink.load(job.operation_id)
+    assert stored is not None and stored.status is OperationStatus.CANCELLED
+
+
 async def test_cancel_of_an_unknown_operation_is_not_found(env: Any) -> None:
     _, _, manager, _ = env
     with pytest.raises(CnkiError) as info:
