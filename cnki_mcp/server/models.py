@@ -61,7 +61,7 @@ class OperationView(BaseModel):
     @classmethod
     def of(cls, record: OperationRecord | None, *, next_step: str | None = None) -> OperationView:
         if record is None:
-            return cls(status=IDLE)
+            return cls(status=IDLE, next_step=next_step)
         data = record.public()
         view = cls.model_validate({**data, "next_step": next_step})
         if view.next_step is None:

@@ -10,7 +10,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from cnki_mcp.errors import ContinueUnavailable, InvalidInput
-from cnki_mcp.jobs import OperationStatus
+from cnki_mcp.jobs import CONTINUABLE, JobManager, OperationStatus
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import OperationControlView, OperationView
@@ -18,13 +18,26 @@ from cnki_mcp.server.progress import run_job, wait_with_progress
 
 OperationId = Annotated[str, Field(pattern=r"^op_[0-9a-f]{24}$", description="任务编号 op_…")]
 
-STATUS_DESCRIPTION = """查询任务进度和结果（本地，不访问知网）。不填 operation_id 时返回当前运行的任务，没有时返回 {"status": "idle"}。
+STATUS_DESCRIPTION = """查询任务进度和结果（本地，不访问知网）。不填 operation_id 时返回当前运行的任务，没有时返回 {"status": "idle"}（有被服务重启中断、可继续的检索时 next_step 给出继续的调用）。
 wait_seconds（0–55）：最多等待秒数，完成或需要人工操作时提前返回。
 status：running、awaiting_user（按 message 在浏览器窗口操作）、completed、partial（见 errors，可 continue）、failed、skipped、cancelled、interrupted（服务重启，检索可 continue）。"""
 
 CONTROL_DESCRIPTION = """控制任务（本地，不访问知网）。action：cancel 取消（最多等 5 秒，返回最终状态）；
 continue 继续中断、失败或预算用完的检索（可加 additional_requests / additional_seconds，已取得的数据不重复请求）；
 resume 告知人工操作已完成（机构远程访问登录时需要）；show 把等待人工操作的窗口切到前台；recover 关闭浏览器，下次请求时重启（BROWSER_UNAVAILABLE 时用）。"""
+
+
+def interrupted_hint(jobs: JobManager) -> str | None:
+    """When nothing runs: the newest operation a restart interrupted that `continue` can carry on
+    (a continuable kind with its checkpoint), so a client that lost the id still finds it."""
+    for record in jobs.recent(20):
+        if record.status is not OperationStatus.INTERRUPTED or record.kind not in CONTINUABLE:
+            continue
+        full = jobs.status(record.operation_id)
+        if full is not None and full.checkpoint is not None:
+            op = record.operation_id
+            return f"没有正在运行的任务；被中断的 {record.kind.value} 任务可继续：operation_control(action='continue', operation_id='{op}')"
+    return None
 
 
 def register(server: CnkiServer) -> None:
@@ -44,7 +57,7 @@ def register(server: CnkiServer) -> None:
         if operation_id is None:
             current = jobs.status(None)
             if current is None:
-                return OperationView.of(None)
+                return OperationView.of(None, next_step=interrupted_hint(jobs))
             operation_id = current.operation_id
         if wait_seconds > 0:
             record = await wait_with_progress(ctx, jobs, operation_id, wait_seconds)

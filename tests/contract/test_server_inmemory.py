@@ -12,6 +12,8 @@ import pytest
 from mcp import Client
 from mcp.types import CreateMessageResult, TextContent
 
+from cnki_mcp.jobs import StoreSink
+from cnki_mcp.operations import BudgetSpec, OperationKind, OperationRecord, OperationStatus
 from cnki_mcp.server.app import TOOL_NAMES, build_server
 from tests.contract.server_fakes import Harness
 
@@ -184,6 +186,34 @@ async def test_long_search_returns_operation_id_then_operation_status_long_polls
         assert done["status"] == "completed"
         assert done["result"]["search_id"] == op_id
         assert (await client.call_tool("operation_status", {})).structured_content["status"] == "idle"
+
+
+async def test_when_nothing_runs_operation_status_points_at_the_search_a_restart_interrupted(
+    tmp_path: Path,
+) -> None:
+    h = Harness(tmp_path / "data", inline_wait=0.05)
+    services = h.open()
+    now = services.clock.now()
+    interrupted = OperationRecord(
+        operation_id="op_" + "b" * 24,
+        kind=OperationKind.SEARCH,
+        budget=BudgetSpec(max_requests=10, timeout_seconds=60),
+        status=OperationStatus.INTERRUPTED,
+        checkpoint={"search_id": "op_" + "b" * 24},
+        created_at=now,
+        updated_at=now,
+    )
+    StoreSink(services.store).save(interrupted)
+    async with Client(build_server(lambda: services)) as client:
+        idle = (await client.call_tool("operation_status", {})).structured_content
+    assert idle["status"] == "idle"
+    assert "operation_control(action='continue', operation_id='op_" + "b" * 24 + "')" in idle["next_step"]
+
+
+async def test_when_nothing_was_interrupted_the_idle_status_advises_nothing(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        idle = (await client.call_tool("operation_status", {})).structured_content
+    assert idle["status"] == "idle" and idle["next_step"] is None
 
 
 async def test_progress_notifications_arrive_when_a_progress_token_is_sent(h: Harness) -> None:
