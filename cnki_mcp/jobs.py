@@ -248,6 +248,11 @@ class OperationContext:
         self._live.result = _jsonable(result)
         self._live.has_result = True
 
+    def retract_item_errors(self, retried: Callable[[OperationErrorInfo], bool]) -> None:
+        """Drop the per-item errors a continued operation is retrying (carried over from the
+        run before): whether the retry fails again or not, the new outcome is what counts."""
+        self._live.item_errors = [e for e in self._live.item_errors if not retried(e)]
+
     def add_item_error(self, error: CnkiError | OperationErrorInfo, **details: Any) -> None:
         info = OperationErrorInfo.of(error) if isinstance(error, CnkiError) else error
         if details:
@@ -689,6 +694,12 @@ class JobManager:
         else:
             spec.max_requests += additional_requests or 0
             spec.timeout_seconds += additional_seconds or 0.0
+            # the budget the caller did not add to, if spent, gets the default extension: a
+            # continue that could not send a request would only stop again at once
+            if record.requests >= spec.max_requests:
+                spec.max_requests = record.requests + CONTINUE_DEFAULT_REQUESTS
+            if record.active_seconds >= spec.timeout_seconds:
+                spec.timeout_seconds = record.active_seconds + CONTINUE_DEFAULT_SECONDS
 
         record.budget = spec
         record.status = OperationStatus.RUNNING

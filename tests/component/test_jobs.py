@@ -815,6 +815,23 @@ async def test_continue_after_the_watchdog_gets_a_fresh_deadline(env: Any) -> No
     assert done.active_seconds <= 103.5
 
 
+async def test_continue_adding_requests_after_the_time_ran_out_also_gets_time(env: Any) -> None:
+    clock, _, manager, limiter = env
+    backend = FakeBackend(clock)
+    job = manager.start(
+        OperationKind.SEARCH,
+        search_runner(backend, limiter),
+        BudgetSpec(max_requests=100, timeout_seconds=3.5),
+    )
+    [first] = await clock.run_until_complete(job.finish())
+    assert first.errors[0].code == "BUDGET_EXHAUSTED"
+    again = manager.continue_(job.operation_id, search_runner(backend, limiter), additional_requests=50)
+    [done] = await clock.run_until_complete(again.finish())
+    assert done.status is OperationStatus.COMPLETED, done.errors
+    assert done.budget.max_requests == 150 and done.budget.timeout_seconds > first.active_seconds
+    assert sorted(backend.log) == [1, 2, 3, 4, 4, 5, 6, 7, 8, 9, 10]
+
+
 @pytest.mark.parametrize("timeout", [0.3, 0.7, 12.345])
 async def test_watchdog_ends_the_operation_when_a_float_remainder_is_below_the_clocks_resolution(
     timeout: float,
