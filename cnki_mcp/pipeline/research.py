@@ -30,7 +30,7 @@ from cnki_mcp.pipeline.models import (
 )
 from cnki_mcp.pipeline.policy import DEFAULT_POLICY, SearchPolicy
 from cnki_mcp.pipeline.results import read_results
-from cnki_mcp.pipeline.state import Channel, SearchState
+from cnki_mcp.pipeline.state import Channel, SearchState, reopened_event
 from cnki_mcp.pipeline.structured import structured_channel, structured_params, structured_plan
 from cnki_mcp.pipeline.units import cache_key
 from cnki_mcp.query.compiler import compile_expression, concept_expression
@@ -259,6 +259,14 @@ class ResearchPipeline:
     async def continue_search(self, ctx: OperationContext) -> SearchSummary:
         """Continue a search from the checkpoint in `ctx.resume_from` (research or structured)."""
         st = SearchState.from_json(ctx.resume_from)
+        retry = st.failed_channels()
+        if retry:  # the cause may be gone (a person solved the page, the site answers again)
+            event = reopened_event(retry)
+            st.apply(event)
+            ctx.checkpoint_append(event)
+            ctx.retract_item_errors(
+                lambda e: e.details.get("stage") == "retrieval" and e.details.get("channel") in retry
+            )
         if not st.structured:  # a structured search gets no advice (`advice_for`)
             self._warm_segmenter(st.groups)
         summary = await self.engine.run(st, ctx)

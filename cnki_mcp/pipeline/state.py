@@ -259,6 +259,9 @@ class SearchState:
             entry.failed = True
             entry.error = event.get("error")
             return
+        if event.get("e") == "reopened":
+            self._reopen(event["chs"])
+            return
         if event.get("e") == "enrich":
             pool = {
                 "feedback_pool": self.feedback_pool,
@@ -361,6 +364,24 @@ class SearchState:
 
         self.refs.sort(key=key)
         self.feedback_refs.sort(key=key)
+
+    def failed_channels(self) -> list[str]:
+        """The channels a non-fatal error closed (`failed_event`), in coverage order."""
+        return [c.channel for c in self.coverage if c.failed]
+
+    def _reopen(self, channel_ids: list[str]) -> None:
+        """Open closed channels again, and the phases from theirs on: retrieval (and what follows
+        it) for a retrieval channel, the feedback phase for a feedback channel. A channel keeps
+        its pages and cursor, so it goes on from the page that failed."""
+        for cid in channel_ids:
+            entry = self.coverage_of(cid)
+            entry.failed = False
+            entry.error = None
+        if any(cid not in self.feedback_ids for cid in channel_ids):
+            self.retrieved = self.enriched = False
+        if channel_ids:
+            self.feedback_done = self.feedback_done and all(cid not in self.feedback_ids for cid in channel_ids)
+            self.finished = False
 
     def ensure_coverage(self) -> None:
         """One coverage entry per retrieval channel, before any page of theirs is recorded: the
@@ -519,3 +540,8 @@ def local_event(channel: Channel, phrase: str) -> dict[str, Any]:
 
 def failed_event(channel_id: str, error: str) -> dict[str, Any]:
     return {"e": "failed", "ch": channel_id, "error": error}
+
+
+def reopened_event(channel_ids: list[str]) -> dict[str, Any]:
+    """A continued search retries the channels an error had closed (`SearchState._reopen`)."""
+    return {"e": "reopened", "chs": list(channel_ids)}

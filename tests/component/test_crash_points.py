@@ -1,7 +1,8 @@
 """A research search killed at any point continues from what was stored: the checkpoint as the
 sink holds it after every write (a full checkpoint or an event appended to it) loads, and a
 search cut after its first pages landed, before the engine's next full checkpoint, continues to
-`completed` without asking a page it had stored (DESIGN.md "Retrieval without rounds", checkpoints)."""
+`completed` without asking a page it had stored (DESIGN.md "Retrieval without rounds", checkpoints).
+A `continue` retries the channels a non-fatal error closed, from the page that failed."""
 
 from __future__ import annotations
 
@@ -11,9 +12,13 @@ from typing import Any
 from pipeline_fakes import SimSite
 
 from cnki_mcp.clock import FakeClock
+from cnki_mcp.errors import SiteTemporarilyEmpty
 from cnki_mcp.jobs import JobManager, OperationContext
-from cnki_mcp.operations import CHECKPOINT_LOG, MemorySink, OperationRecord, OperationStatus
+from cnki_mcp.models import GridPage
+from cnki_mcp.operations import CHECKPOINT_LOG, MemorySink, OperationKind, OperationRecord, OperationStatus
+from cnki_mcp.pipeline.models import StructuredSearchInput
 from cnki_mcp.pipeline.state import SearchState
+from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.store import Store
 from tests.component.test_pipeline import PLAN, make, run_search, search_input
 
@@ -86,3 +91,82 @@ async def test_a_search_killed_after_its_first_pages_continues_without_asking_th
     asked = {(k[1], k[2]) for k in site.log if k[0] == "grid"}
     assert asked and not asked & stored_pages
     assert final.result["candidate_count"] > 0
+
+
+class Closing(SimSite):
+    """SimSite whose `channel` page `page` answers 暂无数据 while `broken` is set."""
+
+    def __init__(self, clock: FakeClock, channel: str, page: int) -> None:
+        super().__init__(clock)
+        self.where = (channel, page)
+        self.broken = True
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
+        name, _ = self.channel(request)
+        if self.broken and (name, request.page) == self.where:
+            await self._call(op, ("grid", name, request.page, "empty"))
+            raise SiteTemporarilyEmpty()
+        return await super().grid(request, op, follow)
+
+
+async def test_continue_retries_a_channel_an_error_closed_and_drops_its_old_error(
+    clock: FakeClock, store: Store
+) -> None:
+    site = Closing(clock, "q2", 2)
+    pipe = make(clock, store, site)
+    inp = search_input(freshness="live")
+    jobs = JobManager(clock, MemorySink())
+    first = await run_search(clock, pipe, inp, jobs)
+    assert first.status == "partial"
+    assert [(e.code, e.details.get("channel")) for e in first.errors] == [("SITE_TEMPORARILY_EMPTY", "q2")]
+    answered = {k for k in site.log if k[0] == "grid" and len(k) == 3}
+    read = {k for k in site.log if k[0] in ("detail", "export", "journal")}
+
+    site.broken = False  # the site answers again
+    site.log.clear()
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, PLAN, ctx)
+
+    [done] = await clock.run_until_complete(jobs.continue_(first.operation_id, runner).finish())
+    assert done.status == "completed" and done.errors == [], done.errors
+    asked = [k for k in site.log if k[0] == "grid"]
+    assert ("grid", "q2", 2) in asked and not set(asked) & answered  # the failed page, nothing answered
+    coverage = {c["channel"]: c for c in done.result["coverage"]}
+    assert not coverage["q2"]["failed"] and coverage["q2"]["pages"] >= 2
+    again = [k for k in site.log if k[0] in ("detail", "export", "journal")]
+    assert len(again) == len(set(again)) and not set(again) & read  # nothing read twice
+
+
+async def test_a_channel_that_fails_again_on_continue_reports_one_error(clock: FakeClock, store: Store) -> None:
+    site = Closing(clock, "q2", 2)
+    pipe = make(clock, store, site)
+    inp = search_input(freshness="live")
+    jobs = JobManager(clock, MemorySink())
+    first = await run_search(clock, pipe, inp, jobs)
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, PLAN, ctx)
+
+    [again] = await clock.run_until_complete(jobs.continue_(first.operation_id, runner).finish())
+    assert again.status == "partial"
+    assert [(e.code, e.details.get("channel")) for e in again.errors] == [("SITE_TEMPORARILY_EMPTY", "q2")]
+
+
+async def test_a_structured_search_whose_first_page_failed_continues_once_the_site_answers(
+    clock: FakeClock, store: Store
+) -> None:
+    site = Closing(clock, "native", 1)
+    pipe = make(clock, store, site, page_size=50)
+    inp = StructuredSearchInput(expression={"field": "authors", "value": "作者"}, limit=20)
+    jobs = JobManager(clock, MemorySink())
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.structured(inp, ctx)
+
+    first = await clock.run_until_complete(jobs.start(OperationKind.SEARCH, runner, inp.budget()).finish())
+    assert first[0].status == "partial" and first[0].result["candidate_count"] == 0
+    site.broken = False
+    [done] = await clock.run_until_complete(jobs.continue_(first[0].operation_id, runner).finish())
+    assert done.status == "completed" and done.errors == []
+    assert done.result["candidate_count"] == 50
