@@ -194,6 +194,8 @@ class CnkiServer(MCPServer[Any]):
         except ToolError as exc:
             return error_result(to_cnki_error(exc, name))
         data = getattr(result, "structured_content", None)
+        if isinstance(data, dict) and data.get("action") == "continue":  # the record it continued
+            data = data.get("operation")
         if isinstance(result, CallToolResult) and not result.is_error and is_failed_operation(data):
             assert isinstance(data, dict)
             return failed_operation_result(data)

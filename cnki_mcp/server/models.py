@@ -68,7 +68,12 @@ class OperationView(BaseModel):
             codes = tuple(e.code for e in view.errors)
             saved = view.result.get("format") if isinstance(view.result, dict) else None
             view.next_step = default_next_step(
-                view.status, view.kind, codes, saved_format=saved, checkpoint=record.checkpoint is not None
+                view.status,
+                view.kind,
+                codes,
+                saved_format=saved,
+                checkpoint=record.checkpoint is not None,
+                operation_id=record.operation_id,
             )
             if view.next_step is None and view.kind == "export" and isinstance(view.result, dict):
                 view.next_step = locator_step(view.result.get("missing_fields") or {})
@@ -97,6 +102,7 @@ def default_next_step(
     *,
     saved_format: str | None = None,
     checkpoint: bool = False,
+    operation_id: str | None = None,
 ) -> str | None:
     """What to call next, by status, operation kind, error codes, whether a checkpoint was kept
     and (a download) the saved file's format: the same advice whether the record comes back
@@ -109,10 +115,11 @@ def default_next_step(
             return UNCERTAIN_DOWNLOAD_STEP
         if status == "completed":
             return "read_pdf_text(record_ref)" if saved_format in (None, "pdf") else None
+    op = f"'{operation_id}'" if operation_id else "operation_id"
     if status in ("running", "awaiting_user"):
-        return "operation_status(operation_id, wait_seconds=50)"
+        return f"operation_status(operation_id={op}, wait_seconds=50)"
     if status in ("partial", "interrupted") and checkpoint and kind in {k.value for k in CONTINUABLE}:
-        return "operation_control(action='continue') 可继续检索任务"
+        return f"operation_control(action='continue', operation_id={op}) 从检查点继续（已取得的不再请求）"
     if status == "interrupted":
         return "重新调用原工具（服务重启打断了这次调用）"
     return None

@@ -27,6 +27,17 @@ continue 继续中断、失败或预算用完的检索（可加 additional_reque
 resume 告知人工操作已完成（机构远程访问登录时需要）；show 把等待人工操作的窗口切到前台；recover 关闭浏览器，下次请求时重启（BROWSER_UNAVAILABLE 时用）。"""
 
 
+# What a continue did, by the status the operation has when the call returns (a `failed` one is
+# an error result: server/errors.py).
+CONTINUED: dict[str, str] = {
+    "running": "已从检查点继续，任务仍在运行（用 operation_status 等待）",
+    "awaiting_user": "已从检查点继续，正在等待人工操作（见 operation.message）",
+    "completed": "已从检查点继续并完成",
+    "partial": "已从检查点继续，仍为部分完成（原因见 operation.errors）",
+    "failed": "继续后任务失败（见 errors）",
+}
+
+
 def interrupted_hint(jobs: JobManager) -> str | None:
     """When nothing runs: the newest operation a restart interrupted that `continue` can carry on
     (a continuable kind with its checkpoint), so a client that lost the id still finds it."""
@@ -105,9 +116,8 @@ def register(server: CnkiServer) -> None:
                 additional_seconds=additional_seconds,
             )
             record = await run_job(ctx, jobs, job)
-            return OperationControlView(
-                action=action, message="已从检查点继续", operation=OperationView.of(record)
-            )
+            message = CONTINUED.get(record.status.value, f"已从检查点继续，任务{record.status.value}")
+            return OperationControlView(action=action, message=message, operation=OperationView.of(record))
         if action == "resume":
             assert operation_id is not None
             record = await jobs.resume(operation_id)

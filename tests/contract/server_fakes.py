@@ -53,6 +53,7 @@ class FakePipeline:
 
     def __init__(self) -> None:
         self.block = False
+        self.continue_failure: Exception | None = None  # what `continue_search` raises, if set
         self.release = asyncio.Event()
         self.plans: list[Any] = []
         self.started = asyncio.Event()
@@ -88,6 +89,7 @@ class FakePipeline:
         self.plans.append(plan)
         ctx.set_stage("retrieval", "检索中")
         ctx.progress(1, 3, "pages")
+        ctx.checkpoint({"phase": "retrieval"})
         self.started.set()
         if self.block:
             await self.release.wait()
@@ -99,6 +101,8 @@ class FakePipeline:
         return None
 
     async def continue_search(self, ctx: Any) -> SearchSummary:
+        if self.continue_failure is not None:
+            raise self.continue_failure
         return SearchSummary(search_id=ctx.operation_id, status="completed", plan=PlanView(method="lexical"))
 
     async def structured(self, inp: Any, ctx: Any) -> SearchSummary:

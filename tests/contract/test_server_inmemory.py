@@ -12,6 +12,7 @@ import pytest
 from mcp import Client
 from mcp.types import CreateMessageResult, TextContent
 
+from cnki_mcp.errors import ParserUnsupported
 from cnki_mcp.jobs import StoreSink
 from cnki_mcp.operations import BudgetSpec, OperationKind, OperationRecord, OperationStatus
 from cnki_mcp.server.app import TOOL_NAMES, build_server
@@ -286,6 +287,27 @@ async def test_search_results_pages_through_stored_results(h: Harness) -> None:
             await client.call_tool("search_results", {"search_id": "op_x", "offset": 100, "limit": 50})
         ).structured_content
         assert last["next_offset"] is None and len(last["results"]) == 20
+
+
+async def test_a_continue_that_ends_failed_is_an_error_result_and_one_that_completes_is_not(
+    tmp_path: Path,
+) -> None:
+    h = Harness(tmp_path / "data", inline_wait=0.5)
+    h.pipeline.block = True
+    async with Client(build_server(h.open)) as client:
+        op_id = (await client.call_tool("search", {"query": "x"})).structured_content["operation_id"]
+        await client.call_tool("operation_control", {"action": "cancel", "operation_id": op_id})
+        h.pipeline.continue_failure = ParserUnsupported()
+        failed = await client.call_tool("operation_control", {"action": "continue", "operation_id": op_id})
+        assert failed.is_error
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        jsonschema.validate(failed.structured_content, tools["operation_control"].output_schema)
+        assert failed.structured_content["code"] == "PARSER_UNSUPPORTED"
+        assert failed.structured_content["operation_id"] == op_id
+        h.pipeline.continue_failure = None
+        done = await client.call_tool("operation_control", {"action": "continue", "operation_id": op_id})
+        assert not done.is_error and done.structured_content["operation"]["status"] == "completed"
+        assert done.structured_content["message"] != failed.structured_content["message"]
 
 
 async def test_operation_control_cancel_and_continue_codes(tmp_path: Path) -> None:

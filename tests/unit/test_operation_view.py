@@ -28,3 +28,12 @@ def test_a_budget_shows_the_on_verification_value_a_client_passes() -> None:
     shown = BudgetView.model_validate({"max_requests": 1, "timeout_seconds": 1.0, "on_verification": "wait"})
     assert shown.on_verification == "ask"
     assert BudgetView(max_requests=1, timeout_seconds=1.0, on_verification="skip").on_verification == "skip"
+
+
+def test_the_advice_names_the_operation_it_is_about() -> None:
+    op = "op_" + "c" * 24
+    assert default_next_step("running", "search", operation_id=op) == (
+        f"operation_status(operation_id='{op}', wait_seconds=50)"
+    )
+    step = default_next_step("partial", "citations", checkpoint=True, operation_id=op) or ""
+    assert step.startswith(f"operation_control(action='continue', operation_id='{op}')")
