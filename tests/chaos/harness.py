@@ -113,6 +113,27 @@ class Ledger:
     grid_rows: list[str] = field(default_factory=list)  # titles of rows answered
     details: list[str] = field(default_factory=list)  # titles of details answered
     faults: Counter[str] = field(default_factory=Counter)
+    answered_at: dict[tuple[Any, ...], float] = field(default_factory=dict)  # fake-clock time
+    rows_of: dict[tuple[Any, ...], list[str]] = field(default_factory=dict)  # grid key -> titles
+    killed_at: float | None = None
+
+    def forgive_unlanded(self, stored_keys: set[str]) -> list[tuple[Any, ...]]:
+        """Grid pages answered at the very instant of the kill whose rows never reached the store:
+        the answer was still in the process (the next page goes out on an answer's head, before it
+        lands), so it counts as in flight, which may be asked again (docs/reliability.md). Returns
+        the keys forgiven; every other answered page must be stored."""
+        forgiven = [
+            key
+            for key, rows in self.rows_of.items()
+            if key in self.answered
+            and self.answered_at.get(key) == self.killed_at
+            and any(title_key(t) not in stored_keys for t in rows)
+        ]
+        for key in forgiven:
+            self.answered.discard(key)
+            del self.rows_of[key]
+        self.grid_rows = [t for rows in self.rows_of.values() for t in rows]
+        return forgiven
 
 
 class _Person:
@@ -176,6 +197,7 @@ class ChaosSite(SimSite):
             and len(self.ledger.sent) + 1 >= self.plan.kill_at
         ):
             self.killed = True
+            self.ledger.killed_at = self.clock.monotonic()
             self._kill()  # synchronous: the store is gone before anything else runs
             raise Killed()
         async with self.limiter.slot(budget=op):
@@ -230,11 +252,15 @@ class ChaosSite(SimSite):
             if fault == "browser_crash":
                 raise SiteUnavailable(reason="browser crashed")
             self.ledger.answered.add(key)
+            self.ledger.answered_at[key] = self.clock.monotonic()
             self.log.append(key)
             return
 
     async def grid(self, request: Any, op: SiteOp | None = None, follow: Any = None) -> Any:
         page = await super().grid(request, op)
+        name, _ = self.channel(request)
+        if name != "lookup":
+            self.ledger.rows_of[("grid", name, request.page)] = [r.title for r in page.rows]
         self.ledger.grid_rows.extend(r.title for r in page.rows)
         return page
 
@@ -365,6 +391,7 @@ async def run_seed(seed: int, root: Path) -> Outcome:
             await _bury(clock, proc)
             # restart: a new process on the same data directory, then `continue`
             proc = _Process(data_dir, clock, plan, ledger, salt=1, killable=False)
+            ledger.forgive_unlanded(_stored_title_keys(proc.store))
             checks += 1
             failures.extend(_observed_kept(proc.store, ledger))
             proc.jobs.recover_interrupted()
@@ -434,6 +461,14 @@ async def _bury(clock: FakeClock, proc: _Process) -> None:
     await proc.jobs.shutdown()
     for _ in range(50):
         await asyncio.sleep(0)
+
+
+def _stored_title_keys(store: Store) -> set[str]:
+    conn = sqlite3.connect(store.path)
+    try:
+        return {row[0] for row in conn.execute("SELECT title_key FROM papers")}
+    finally:
+        conn.close()
 
 
 def _observed_kept(store: Store, ledger: Ledger) -> list[str]:
