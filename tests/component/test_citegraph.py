@@ -103,7 +103,7 @@ async def test_a_graph_out_of_budget_is_partial_and_continue_repeats_no_request(
     site = CorpusBackend()
     seed = remember(store, site.corpus, LONG)
     jobs = JobManager(clock, MemorySink())
-    inp = GraphInput(seeds=[seed], direction="both", depth=2, max_nodes=40, per_paper=10)
+    inp = GraphInput(seeds=[seed], direction="both", depth=2, max_nodes=40)
 
     async def runner(ctx: OperationContext) -> Any:
         return await citation_graph(store, site, clock, inp if ctx.resume_from is None else None, ctx)
