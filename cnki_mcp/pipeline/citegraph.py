@@ -66,10 +66,12 @@ class GraphResult(BaseModel):
     format: ExportFormat
     export: str | None = None  # GraphML or Mermaid text (format json: the graph itself)
     complete: bool = Field(
-        description="深度内没有遗漏：预算、错误或知网少给的列表都会使其为 false"
+        description="深度内没有遗漏：预算、错误、max_nodes 或知网少给的列表都会使其为 false"
     )
     expanded: int
     pending: int = Field(description="在节点内、深度内尚未展开的文献（预算用完或出错）")
+    max_nodes_reached: bool = Field(False, description="节点数达到 max_nodes，深度内另有文献未纳入")
+    left_out: int = Field(0, description="因 max_nodes 未纳入的深度内文献篇数（已读的列表中所见）")
     short_lists: list[ShortList] = Field(default_factory=list, description="知网给出的条目少于其总数的列表")
     warnings: list[str] = Field(default_factory=list, description="结果不完整的原因与补全办法")
     requests: int
@@ -237,10 +239,14 @@ async def citation_graph(
     def result(complete: bool) -> GraphResult:
         graph = walk.graph()
         warnings = walk.warnings()
+        if walk.left_out:
+            warnings.insert(0, f"节点数已达 max_nodes={inp.max_nodes}，深度内另有 {len(walk.left_out)} 篇未纳入；"
+                               f"提高 max_nodes（最多 {MAX_NODES_LIMIT}）重新调用，已取的列表页不再请求")  # fmt: skip
         return GraphResult(
             graph=graph, format=inp.format, complete=complete and walk.pending == 0 and not warnings,
             export=None if inp.format == "json" else export(graph, inp.format),
-            expanded=walk.expanded, pending=walk.pending, short_lists=walk.short, warnings=warnings,
+            expanded=walk.expanded, pending=walk.pending, max_nodes_reached=bool(walk.left_out),
+            left_out=len(walk.left_out), short_lists=walk.short, warnings=warnings,
             requests=reader.requests, pages_from_store=reader.pages_from_store,
         )  # fmt: skip
 

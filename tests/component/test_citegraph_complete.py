@@ -48,7 +48,7 @@ async def test_a_graph_takes_every_citing_paper_of_a_list_longer_than_thirty(clo
     assert len(result["graph"]["nodes"]) == 1 + JOURNALS + THESES
     assert len(result["graph"]["edges"]) == JOURNALS + THESES
     assert {n["title"] for n in result["graph"]["nodes"]} >= {f"学位论文引证{i}" for i in range(THESES)}
-    assert result["complete"] is True and result["warnings"] == []
+    assert result["complete"] is True and result["max_nodes_reached"] is False and result["warnings"] == []
     assert max(Counter(site.citation_calls).values()) == 1
 
 
@@ -88,6 +88,19 @@ async def test_a_budget_ending_inside_a_long_list_continues_to_every_entry_witho
     assert max(Counter(site.citation_calls).values()) == 1  # no list page asked twice
 
 
+async def test_a_graph_cut_by_max_nodes_says_so_and_advises_raising_it(clock: FakeClock, store: Store) -> None:
+    site = CorpusBackend(hub())
+    seed = remember(store, site.corpus, "s")
+    inp = GraphInput(seeds=[seed], direction="citing", depth=1, max_nodes=5)
+    record = await run(clock, JobManager(clock, MemorySink()), graph_runner(store, site, clock, inp))
+    result = record.result
+    assert record.status is OperationStatus.COMPLETED
+    assert len(result["graph"]["nodes"]) == 5 and result["pending"] == 0
+    assert result["complete"] is False and result["max_nodes_reached"] is True
+    assert result["left_out"] == 1 + JOURNALS + THESES - 5
+    assert "max_nodes" in result["warnings"][0]
+
+
 class ShortListBackend(CorpusBackend):
     """A site that promises a total but answers every later page empty."""
 
@@ -106,7 +119,7 @@ async def test_a_list_cnki_answers_short_leaves_the_graph_and_the_path_not_compl
     inp = GraphInput(seeds=[seed], direction="citing", depth=1)
     jobs = JobManager(clock, MemorySink())
     result = (await run(clock, jobs, graph_runner(store, site, clock, inp))).result
-    assert result["complete"] is False
+    assert result["complete"] is False and result["max_nodes_reached"] is False
     [short] = result["short_lists"]
     assert (short["kind"], short["read"], short["total"]) == ("citations", 10 + THESES, JOURNALS + THESES)
     assert result["warnings"]

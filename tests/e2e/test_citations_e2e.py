@@ -74,7 +74,10 @@ async def test_citing_list_pages_and_a_graph_continues_without_repeating_a_reque
     done = await served.finish(cont["operation"])
     assert done["status"] == "completed", done["errors"]
     graph = done["result"]
-    assert graph["complete"] is True and len(graph["graph"]["nodes"]) == 8
+    assert len(graph["graph"]["nodes"]) == 8 and graph["pending"] == 0
+    # every paper of the graph was expanded, but max_nodes kept papers within the depth out
+    assert graph["complete"] is False and graph["max_nodes_reached"] is True and graph["left_out"] > 0
+    assert "max_nodes" in graph["warnings"][0]
     assert {k: n for k, n in api_calls(sim).items() if n > 1} == {}  # no list page asked twice
     root = ET.fromstring(graph["export"].encode("utf-8"))
     ns = {"g": "http://graphml.graphdrawing.org/xmlns"}
@@ -95,3 +98,4 @@ async def test_citing_list_pages_and_a_graph_continues_without_repeating_a_reque
     assert path["result"]["found"] is True and [s["relation"] for s in steps] == [None, "cited_by", "cited_by"]
     assert [s["title"] for s in steps] == [seed.title, middle.title, far.title]
     assert path["result"]["requests"] == 0 and len(sim.requests) == before
+
