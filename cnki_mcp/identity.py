@@ -10,6 +10,7 @@ import functools
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -17,6 +18,7 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cnki_mcp.errors import IdentityAmbiguous
 from cnki_mcp.models import Author, DetailPage, GridRow, NativeId
 
 # --- keys -------------------------------------------------------------------------
@@ -532,3 +534,34 @@ def merge(existing: Paper, incoming: Paper, incoming_from: Literal["list", "deta
     data["export_observed_at"] = _later(existing.export_observed_at, incoming.export_observed_at)
     data["observed_at"] = _later(existing.observed_at, incoming.observed_at)
     return Paper.model_validate(data)
+
+
+MAX_SHOWN_CANDIDATES = 10
+# a stored paper's link expired and its exact title now finds several papers (site-rules.md §3.10)
+RELOCATE_AMBIGUOUS = "按完整题名重新定位时知网有 {n} 篇同名文献（见 details.candidates），无法确定是哪一篇"
+
+
+def candidate_view(paper: Paper | GridRow) -> dict[str, Any]:
+    """One paper a title matched, as an IDENTITY_AMBIGUOUS error names it: its record_ref (None
+    for a CNKI row not stored) and what tells it from the others."""
+    if isinstance(paper, Paper):
+        ref: str | None = paper.record_ref
+        authors = paper.author_names()
+    else:
+        ref, authors = None, list(paper.authors)
+    return {
+        "record_ref": ref, "title": paper.title, "authors": authors[:3], "source": paper.source,
+        "year": paper.year, "doc_type": paper.doc_type, "filename": paper.native.filename or None,
+    }  # fmt: skip
+
+
+def ambiguous(
+    title: str, papers: Sequence[Paper | GridRow], message: str | None = None, **extra: Any
+) -> IdentityAmbiguous:
+    """IDENTITY_AMBIGUOUS for a title several papers carry: `details.candidates` names them (at
+    most 10; `count` is how many) so the caller can pick one and call again with its record_ref."""
+    shown = [candidate_view(p) for p in papers[:MAX_SHOWN_CANDIDATES]]
+    return IdentityAmbiguous(
+        message or f"同名文献有 {len(papers)} 篇：从 details.candidates 选一篇，用它的 record_ref 再调用",
+        title=title, count=len(papers), candidates=shown, **extra,
+    )  # fmt: skip

@@ -89,7 +89,7 @@ class Collected:
     total: int
     totals_by_type: dict[str, int]
     items: list[CitationItem]
-    complete: bool  # every item up to `total` was read
+    complete: bool  # `items` holds every item up to `total`
     counts: dict[str, int] = field(default_factory=dict)  # the six counts (quotations/metrics)
 
 
@@ -166,9 +166,10 @@ class CitationReader:
         return h.detail_url
 
     async def collect(
-        self, h: PaperHandle, kind: str, types: list[CitationType] | None, limit: int, ctx: OperationContext
+        self, h: PaperHandle, kind: str, types: list[CitationType] | None, limit: int | None, ctx: OperationContext
     ) -> Collected:
-        """The first `limit` items of the merged list (databases in the page's order)."""
+        """The first `limit` items of the merged list (databases in the page's order); every
+        item with `limit` None. `complete` says the items returned are the whole list."""
         try:
             counts = await self.metrics(h, ctx)
         except LocatorExpired:
@@ -185,7 +186,7 @@ class CitationReader:
         before = 0
         for code in by_code:
             items = by_code[code]
-            while len(items) < totals[code] and before + len(items) < limit:
+            while len(items) < totals[code] and (limit is None or before + len(items) < limit):
                 more = await self.page(h, kind, code, len(items) + 1, ctx)
                 if not more.items:
                     break  # the site promised more than it gave: stop rather than loop
@@ -198,7 +199,8 @@ class CitationReader:
                 t = codes_type(code)
                 by_type[t] = by_type.get(t, 0) + n
         total = sum(totals.values())
-        return Collected(total, by_type, merged[:limit], len(merged) >= total, counts)
+        items = merged if limit is None else merged[:limit]
+        return Collected(total, by_type, items, len(items) >= total, counts)
 
 
 def codes_type(code: str) -> str:

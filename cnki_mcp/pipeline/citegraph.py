@@ -25,7 +25,11 @@ from cnki_mcp.site.backend import CitationBackend
 from cnki_mcp.store import Store
 
 Direction = Literal["references", "citing", "both"]
-_KINDS: dict[str, tuple[str, ...]] = {
+MAX_NODES_DEFAULT = 100
+MAX_NODES_LIMIT = 500
+PATH_MAX_NODES = 5000
+ListKind = Literal["references", "citations"]
+_KINDS: dict[str, tuple[ListKind, ...]] = {
     "references": ("references",),
     "citing": ("citations",),
     "both": ("references", "citations"),
@@ -38,10 +42,21 @@ class GraphInput(BaseModel):
     seeds: list[str] = Field(min_length=1, max_length=10)
     direction: Direction = "references"
     depth: int = Field(default=1, ge=1, le=3)
-    max_nodes: int = Field(default=100, ge=2, le=500)
-    per_paper: int = Field(default=30, ge=1, le=100)
+    max_nodes: int = Field(default=MAX_NODES_DEFAULT, ge=2, le=MAX_NODES_LIMIT)
     types: list[CitationType] | None = None
     format: ExportFormat = "json"
+
+
+class ShortList(BaseModel):
+    """A list CNKI answered with fewer entries than the total it gave (an empty later page)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str
+    filename: str | None = None
+    kind: ListKind
+    read: int
+    total: int
 
 
 class GraphResult(BaseModel):
@@ -50,9 +65,15 @@ class GraphResult(BaseModel):
     graph: CitationGraph
     format: ExportFormat
     export: str | None = None  # GraphML or Mermaid text (format json: the graph itself)
-    complete: bool
+    complete: bool = Field(
+        description="深度内没有遗漏：预算、错误、max_nodes 或知网少给的列表都会使其为 false"
+    )
     expanded: int
-    pending: int  # papers within the depth not expanded yet (budget, max_nodes, errors)
+    pending: int = Field(description="在节点内、深度内尚未展开的文献（预算用完或出错）")
+    max_nodes_reached: bool = Field(False, description="节点数达到 max_nodes，深度内另有文献未纳入")
+    left_out: int = Field(0, description="因 max_nodes 未纳入的深度内文献篇数（已读的列表中所见）")
+    short_lists: list[ShortList] = Field(default_factory=list, description="知网给出的条目少于其总数的列表")
+    warnings: list[str] = Field(default_factory=list, description="结果不完整的原因与补全办法")
     requests: int
     pages_from_store: int
 
@@ -64,7 +85,6 @@ class PathInput(BaseModel):
     target: str = Field(min_length=1, max_length=200)
     direction: Direction = "both"
     max_depth: int = Field(default=2, ge=1, le=3)
-    per_paper: int = Field(default=30, ge=1, le=100)
 
 
 class PathStep(BaseModel):
@@ -82,7 +102,9 @@ class PathResult(BaseModel):
     found: bool
     path: list[PathStep] = Field(default_factory=list)
     explored: int
-    complete: bool  # the whole space within max_depth was searched (False: budget ran out)
+    complete: bool  # the whole space within max_depth was searched (False: budget, errors, short lists)
+    short_lists: list[ShortList] = Field(default_factory=list, description="知网给出的条目少于其总数的列表")
+    warnings: list[str] = Field(default_factory=list, description="未找到时结论不完整的原因")
     requests: int
     pages_from_store: int
 
@@ -90,11 +112,14 @@ class PathResult(BaseModel):
 class _Walk:
     """Breadth-first expansion from seeds; nodes keyed by file name (or title for free text)."""
 
-    def __init__(self, reader: CitationReader, ctx: OperationContext, *, kinds: tuple[str, ...],
-                 depth: int, max_nodes: int, per_paper: int, types: list[CitationType] | None) -> None:  # fmt: skip
+    def __init__(self, reader: CitationReader, ctx: OperationContext, *, kinds: tuple[ListKind, ...],
+                 depth: int, max_nodes: int, types: list[CitationType] | None) -> None:  # fmt: skip
         self.reader, self.ctx, self.kinds = reader, ctx, kinds
-        self.depth, self.max_nodes, self.per_paper, self.types = depth, max_nodes, per_paper, types
+        self.depth, self.max_nodes, self.types = depth, max_nodes, types
         self.nodes: dict[str, GraphNode] = {}
+        self.left_out: set[str] = set()  # papers within the depth max_nodes kept out
+        self.short: list[ShortList] = []
+        self.failed: set[str] = set()  # papers a list of which failed (recorded as item errors)
         self.handles: dict[str, PaperHandle] = {}
         self.parent: dict[str, tuple[str, str]] = {}  # key -> (previous key, relation)
         self.edges: dict[tuple[str, str], None] = {}
@@ -104,6 +129,7 @@ class _Walk:
         if h.key in self.nodes:
             return False
         if len(self.nodes) >= self.max_nodes:
+            self.left_out.add(h.key)
             return False
         item = h.item
         self.nodes[h.key] = GraphNode(
@@ -126,7 +152,7 @@ class _Walk:
                 continue
             for kind in self.kinds:
                 try:
-                    got = await self.reader.collect(h, kind, self.types, self.per_paper, self.ctx)
+                    got = await self.reader.collect(h, kind, self.types, None, self.ctx)
                 except BudgetExhausted:
                     self.queue.appendleft(key)
                     raise
@@ -134,7 +160,11 @@ class _Walk:
                     if is_fatal(exc):
                         raise
                     self.ctx.add_item_error(exc, stage="citations", title=h.title, kind=kind)
+                    self.failed.add(key)
                     continue
+                if not got.complete:
+                    self.short.append(ShortList(title=h.title, filename=node.filename, kind=kind,
+                                                read=len(got.items), total=got.total))  # fmt: skip
                 for item in got.items:
                     if self._link(key, item, kind, node.depth) and item.key == stop_at:
                         node.expanded = True
@@ -153,6 +183,15 @@ class _Walk:
         if new:
             self.parent[item.key] = (key, "cited_by" if kind == "references" else "cites")
         return new
+
+    def warnings(self) -> list[str]:
+        """What beside the budget and `max_nodes` left papers out: short lists, failed lists."""
+        out: list[str] = []
+        if self.short:
+            out.append(f"{len(self.short)} 个列表知网给出的条目少于其总数（见 short_lists），其余条目未纳入")
+        if self.failed:
+            out.append(f"{len(self.failed)} 篇文献的列表读取出错（见 errors），它们的引文未纳入")
+        return out
 
     @property
     def expanded(self) -> int:
@@ -175,7 +214,9 @@ def _input_of(ctx: OperationContext, inp: BaseModel | None, cls: type[Any], tool
     """The input of a fresh start, or the one the checkpoint kept (a `continue`)."""
     resumed = ctx.resume_from
     if isinstance(resumed, dict) and resumed.get("tool") == tool:
-        return cls.model_validate(resumed["input"])
+        # a checkpoint written before lists were read whole carries the old cap: every entry now
+        kept = {k: v for k, v in resumed["input"].items() if k != "per_paper"}
+        return cls.model_validate(kept)
     if inp is None:
         raise ValueError("no input and no checkpoint")
     return inp
@@ -190,17 +231,22 @@ async def citation_graph(
     seeds = [resolve_paper(store, s) for s in dict.fromkeys(inp.seeds)]
     reader = CitationReader(store, backend, clock)
     walk = _Walk(reader, ctx, kinds=_KINDS[inp.direction], depth=inp.depth, max_nodes=inp.max_nodes,
-                 per_paper=inp.per_paper, types=inp.types)  # fmt: skip
+                 types=inp.types)  # fmt: skip
     for h in seeds:
         walk.add(h, 0, seed=True)
     ctx.set_stage("citations", f"引文网络：{len(seeds)} 篇起点，深度 {inp.depth}")
 
     def result(complete: bool) -> GraphResult:
         graph = walk.graph()
+        warnings = walk.warnings()
+        if walk.left_out:
+            warnings.insert(0, f"节点数已达 max_nodes={inp.max_nodes}，深度内另有 {len(walk.left_out)} 篇未纳入；"
+                               f"提高 max_nodes（最多 {MAX_NODES_LIMIT}）重新调用，已取的列表页不再请求")  # fmt: skip
         return GraphResult(
-            graph=graph, format=inp.format, complete=complete and walk.pending == 0,
+            graph=graph, format=inp.format, complete=complete and walk.pending == 0 and not warnings,
             export=None if inp.format == "json" else export(graph, inp.format),
-            expanded=walk.expanded, pending=walk.pending,
+            expanded=walk.expanded, pending=walk.pending, max_nodes_reached=bool(walk.left_out),
+            left_out=len(walk.left_out), short_lists=walk.short, warnings=warnings,
             requests=reader.requests, pages_from_store=reader.pages_from_store,
         )  # fmt: skip
 
@@ -221,8 +267,8 @@ async def find_citation_path(
     source = resolve_paper(store, inp.source)
     target = resolve_paper(store, inp.target)
     reader = CitationReader(store, backend, clock)
-    walk = _Walk(reader, ctx, kinds=_KINDS[inp.direction], depth=inp.max_depth, max_nodes=5000,
-                 per_paper=inp.per_paper, types=None)  # fmt: skip
+    walk = _Walk(reader, ctx, kinds=_KINDS[inp.direction], depth=inp.max_depth, max_nodes=PATH_MAX_NODES,
+                 types=None)  # fmt: skip
     walk.add(source, 0, seed=True)
     ctx.set_stage("citations", f"寻找引文路径（最多 {inp.max_depth} 步）")
 
@@ -236,8 +282,13 @@ async def find_citation_path(
                                   relation=prev[1] if prev else None))  # fmt: skip
             key = prev[0] if prev else None
         found = bool(steps)
+        warnings = [] if found else walk.warnings()
+        if walk.left_out and not found:
+            warnings.insert(0, f"搜索范围超过 {PATH_MAX_NODES} 篇，其余 {len(walk.left_out)} 篇未查；"
+                               "减小 max_depth 或改变 direction")  # fmt: skip
         return PathResult(found=found, path=list(reversed(steps)), explored=walk.expanded,
-                          complete=complete or found, requests=reader.requests,
+                          complete=found or (complete and not warnings), short_lists=walk.short,
+                          warnings=warnings, requests=reader.requests,
                           pages_from_store=reader.pages_from_store)  # fmt: skip
 
     if source.key == target.key:

@@ -20,7 +20,6 @@ from cnki_mcp.errors import (
     BudgetExhausted,
     CnkiError,
     DocumentNotFound,
-    IdentityAmbiguous,
     LocatorExpired,
     SourceIdentityUnconfirmed,
 )
@@ -388,6 +387,3 @@ class Enricher:
             if isinstance(outcome, BaseException):
                 raise outcome
 
-
-def ambiguous(title: str, count: int) -> IdentityAmbiguous:
-    return IdentityAmbiguous("同名文献有多篇", title=title, candidates=count)

@@ -16,10 +16,10 @@ from typing import Any
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import CnkiError, DocumentNotFound, InvalidInput, SearchNotFound
-from cnki_mcp.identity import Paper, title_key
+from cnki_mcp.identity import Paper, ambiguous, title_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridRow
-from cnki_mcp.pipeline.enrich import Enricher, ambiguous, fill_by_export, is_fatal, record_item_error
+from cnki_mcp.pipeline.enrich import Enricher, fill_by_export, is_fatal, record_item_error
 from cnki_mcp.pipeline.models import MetadataInput, MetadataResult, Scope
 from cnki_mcp.query.compiler import MAX_TITLES, compile_expression, title_lookup_expression
 from cnki_mcp.site.backend import GridRequest, SiteBackend
@@ -172,13 +172,14 @@ async def _locate(
         for title in batch:
             rows = groups.get(title_key(title), [])
             papers = store.upsert_from_grid(rows, clock.now(), public_origins=enricher.public_origins)
-            refs = list(dict.fromkeys(p.record_ref for p in papers))
+            distinct = list({p.record_ref: p for p in papers}.values())
+            refs = [p.record_ref for p in distinct]
             if not refs:
                 record_item_error(
                     ctx, DocumentNotFound("知网上没有这个完整题名", title=title), None, "locate", title=title
                 )
             elif len(refs) > 1:
-                record_item_error(ctx, ambiguous(title, len(refs)), None, "locate", title=title)
+                ambiguous_item(ctx, title, distinct)
             else:
                 found[title] = refs[0]
 
@@ -187,6 +188,14 @@ async def _locate(
         if isinstance(outcome, BaseException):
             raise outcome
     return found
+
+
+def ambiguous_item(ctx: OperationContext, title: str, papers: list[Paper]) -> None:
+    """A title several papers carry, as an item error whose details name the candidates (as the
+    single-paper tools' IDENTITY_AMBIGUOUS does), so the caller can ask again by record_ref."""
+    error = ambiguous(title, papers)
+    record_item_error(ctx, error, None, "locate", title=title, count=len(papers),
+                      candidates=error.details["candidates"])  # fmt: skip
 
 
 async def _read(
@@ -252,7 +261,7 @@ async def fetch_metadata(
         if len(local) == 1:
             targets.append(local[0].record_ref)
         elif len(local) > 1:
-            record_item_error(ctx, ambiguous(title, len(local)), None, "locate", title=title)
+            ambiguous_item(ctx, title, local)
         elif inp.local_only:
             record_item_error(
                 ctx, DocumentNotFound("本地没有这个题名", title=title), None, "locate", title=title

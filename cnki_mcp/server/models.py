@@ -92,6 +92,7 @@ def locator_step(missing_fields: Mapping[str, Sequence[str]]) -> str | None:
     )
 
 
+AMBIGUOUS_STEP = "同名文献有多篇：从 IDENTITY_AMBIGUOUS 错误的 details.candidates 选一篇，用它的 record_ref 再调用"
 UNCERTAIN_DOWNLOAD_STEP = "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
 
 
@@ -120,6 +121,8 @@ def default_next_step(
         return f"operation_status(operation_id={op}, wait_seconds=50)"
     if status in ("partial", "interrupted") and checkpoint and kind in {k.value for k in CONTINUABLE}:
         return f"operation_control(action='continue', operation_id={op}) 从检查点继续（已取得的不再请求）"
+    if "IDENTITY_AMBIGUOUS" in codes:
+        return AMBIGUOUS_STEP
     if status == "interrupted":
         return "重新调用原工具（服务重启打断了这次调用）"
     return None

@@ -19,10 +19,10 @@ from pydantic import Field
 
 from cnki_mcp.errors import DocumentNotFound, InvalidInput
 from cnki_mcp.files import check_file_name, target_dir
+from cnki_mcp.identity import ambiguous
 from cnki_mcp.jobs import DEFAULT_BUDGETS, BudgetSpec, OperationKind
 from cnki_mcp.links import reference_key
 from cnki_mcp.pdf_text import PdfText, read_pdf_text
-from cnki_mcp.pipeline.enrich import ambiguous
 from cnki_mcp.pipeline.links import locate_titles
 from cnki_mcp.reading_service import DEFAULT_MAX_CHARACTERS, MAX_CHARACTERS, ReadResult
 from cnki_mcp.server.deps import services_of
@@ -86,7 +86,7 @@ def known_ref(services: Services, record_ref: str | None, title: str | None) -> 
     assert title is not None
     local = store.find_by_title_key(title)
     if len(local) > 1:
-        raise ambiguous(title, len(local))
+        raise ambiguous(title, local)
     return local[0].record_ref if local else None
 
 
@@ -102,7 +102,7 @@ async def locate_title(services: Services, title: str, op: Any) -> str:
     if not papers:
         raise DocumentNotFound("知网上没有这个完整题名", title=title)
     if len(papers) > 1:
-        raise ambiguous(title, len(papers))
+        raise ambiguous(title, papers)
     return papers[0].record_ref
 
 

@@ -23,7 +23,6 @@ from cnki_mcp.clock import Clock
 from cnki_mcp.errors import (
     ContentNotReady,
     DocumentNotFound,
-    IdentityAmbiguous,
     LocatorExpired,
     LoginRequired,
     PaginationMismatch,
@@ -38,7 +37,7 @@ from cnki_mcp.errors import (
     VerificationRequired,
     VerificationSkipped,
 )
-from cnki_mcp.identity import author_key, title_key
+from cnki_mcp.identity import RELOCATE_AMBIGUOUS, ambiguous, author_key, title_key
 from cnki_mcp.models import DetailPage, ExportRecord, GateKind, GridPage, GridRow, HeaderIdentity, JournalPage
 from cnki_mcp.parse._html import body_text, parse_html
 from cnki_mcp.parse.detail import parse_detail
@@ -562,7 +561,7 @@ class CnkiSite(ResourceLoading, CitationFetching):
         if not papers:
             raise DocumentNotFound(title=title)
         if len(papers) > 1:
-            raise IdentityAmbiguous(title=title, candidates=len(papers))
+            raise ambiguous(title, list(papers.values()), RELOCATE_AMBIGUOUS.format(n=len(papers)))
         row = next(iter(papers.values()))
         if not row.detail_url:
             raise DocumentNotFound("检索结果没有详情页链接", title=title)

@@ -25,7 +25,6 @@ from cnki_mcp.errors import (
     ContentNotReady,
     DocumentNotFound,
     HtmlEntryNotFound,
-    IdentityAmbiguous,
     IdentityConflict,
     LocatorExpired,
     ParserUnsupported,
@@ -33,7 +32,7 @@ from cnki_mcp.errors import (
     SiteUnavailable,
     VerificationRepeated,
 )
-from cnki_mcp.identity import Paper, author_key, detail_matches, title_key
+from cnki_mcp.identity import RELOCATE_AMBIGUOUS, Paper, ambiguous, author_key, detail_matches, title_key
 from cnki_mcp.models import DetailPage, GateKind, ReaderPage
 from cnki_mcp.parse.detail import parse_detail
 from cnki_mcp.parse.gate import classify_page, raise_for_verdict
@@ -177,12 +176,14 @@ class DetailTabs:
         if paper.authors:
             who = author_key(paper.authors[0].name)
             rows = [r for r in rows if not r.authors or author_key(r.authors[0]) == who]
-        urls = list(dict.fromkeys(r.detail_url for r in rows if r.detail_url))
-        if not urls:
+        distinct = list({r.detail_url: r for r in rows if r.detail_url}.values())
+        if not distinct:
             raise DocumentNotFound(title=paper.title)
-        if len(urls) > 1:
-            raise IdentityAmbiguous(title=paper.title, candidates=len(urls))
-        return urls[0]
+        if len(distinct) > 1:
+            message = RELOCATE_AMBIGUOUS.format(n=len(distinct))
+            raise ambiguous(paper.title, distinct, message, record_ref=paper.record_ref)
+        assert distinct[0].detail_url is not None
+        return distinct[0].detail_url
 
     async def _load(self, page: Page, url: str, op: SiteOp | None) -> DetailPage:
         for _ in range(MAX_HUMAN_STEPS):

@@ -338,7 +338,12 @@ async def test_relocation_of_a_shared_title_is_ambiguous_unless_first_author_giv
     for r in env.corpus.records:
         by_key.setdefault(title_key(r.title), []).append(r)
     twins = next(v for v in by_key.values() if len(v) == 2 and v[0].authors[0].name != v[1].authors[0].name)
-    await expect_code(env.site.detail_by_title(twins[0].title), "IDENTITY_AMBIGUOUS")
+    error = await expect_code(env.site.detail_by_title(twins[0].title), "IDENTITY_AMBIGUOUS")
+    # the error names both papers (not stored: no record_ref) by what tells them apart
+    shown = error.details["candidates"]
+    assert error.details["count"] == 2 and {c["record_ref"] for c in shown} == {None}
+    assert sorted(c["filename"] for c in shown) == sorted(r.native_filename for r in twins)
+    assert sorted(c["authors"][0] for c in shown) == sorted(r.authors[0].name for r in twins)
     detail = await env.site.detail_by_title(twins[1].title, first_author=twins[1].authors[0].name)
     assert detail.authors[0].name == twins[1].authors[0].name
     await expect_code(env.site.detail_by_title("完全不存在的题名甲乙丙"), "DOCUMENT_NOT_FOUND")

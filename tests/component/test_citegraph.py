@@ -103,7 +103,7 @@ async def test_a_graph_out_of_budget_is_partial_and_continue_repeats_no_request(
     site = CorpusBackend()
     seed = remember(store, site.corpus, LONG)
     jobs = JobManager(clock, MemorySink())
-    inp = GraphInput(seeds=[seed], direction="both", depth=2, max_nodes=40, per_paper=10)
+    inp = GraphInput(seeds=[seed], direction="both", depth=2, max_nodes=40)
 
     async def runner(ctx: OperationContext) -> Any:
         return await citation_graph(store, site, clock, inp if ctx.resume_from is None else None, ctx)
@@ -116,7 +116,10 @@ async def test_a_graph_out_of_budget_is_partial_and_continue_repeats_no_request(
 
     job = jobs.continue_(first.operation_id, runner, additional_requests=2000)
     [done] = await clock.run_until_complete(job.finish())
-    assert done.status is OperationStatus.COMPLETED and done.result["complete"] is True
+    assert done.status is OperationStatus.COMPLETED and done.result["pending"] == 0
+    # every paper within the depth was expanded, but max_nodes kept papers out: not complete
+    assert done.result["max_nodes_reached"] is True and done.result["left_out"] > 0
+    assert done.result["complete"] is False
     assert max(Counter(site.citation_calls).values()) == 1  # no list page asked twice
 
     # The same walk in one go on a fresh store asks exactly as many pages.

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 
+from cnki_mcp.errors import IdentityAmbiguous
 from cnki_mcp.identity import (
     IdentityKeys,
     Paper,
@@ -23,7 +25,8 @@ from cnki_mcp.identity import (
     source_key,
     title_key,
 )
-from cnki_mcp.models import Author, DetailPage, GridRow, NativeId
+from cnki_mcp.models import Author, DetailPage, GridPage, GridRow, NativeId
+from cnki_mcp.site.reading import DetailTabs
 from tests.paper_samples import sample_detail, sample_row
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -313,3 +316,25 @@ def test_paper_public_dict_hides_the_locator() -> None:
     assert paper.locator == ABSTRACT
     assert "locator" not in paper.public_dict()
     assert paper.public_dict()["public_url"] == ABSTRACT
+
+
+async def test_relocating_a_stored_paper_whose_title_finds_two_papers_names_both_and_the_paper() -> None:
+    rows = [
+        GridRow(title="同名论文", detail_url=f"https://kns.cnki.net/kcms2/article/abstract?v=d{k}",
+                native=NativeId(dbname="CJFD", filename=f"DUP{k}"), authors=["同名作者"], source=s, year=y)
+        for k, s, y in ((1, "中外法学", 2022), (2, "中国法学", 2013))
+    ]  # fmt: skip
+
+    async def grid(request: object, op: object = None) -> GridPage:
+        return GridPage(rows=rows, total=2, page=1)
+
+    site = SimpleNamespace(endpoints=None, grid=grid)
+    tabs = DetailTabs(site, None, None, None, None)  # type: ignore[arg-type]
+    paper = Paper(record_ref="rec_x", title="同名论文", authors=[])
+    with pytest.raises(IdentityAmbiguous) as info:
+        await tabs.relocate(paper, None)
+    details = info.value.details
+    assert details["record_ref"] == "rec_x" and details["count"] == 2
+    assert [(c["source"], c["year"], c["filename"]) for c in details["candidates"]] == [
+        ("中外法学", 2022, "DUP1"), ("中国法学", 2013, "DUP2")
+    ]  # fmt: skip

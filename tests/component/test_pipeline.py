@@ -492,6 +492,24 @@ async def test_metadata_reports_missing_and_ambiguous_titles_per_item(clock: Fak
     assert site.count("grid") == 1
 
 
+async def test_an_ambiguous_metadata_title_names_its_candidates_found_on_cnki_and_stored(
+    clock: FakeClock, store: Store
+) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    for local_only in (False, True):  # located on CNKI (rows stored), then the stored twins
+        record = await run_metadata(clock, pipe, MetadataInput(titles=[AMBIGUOUS_TITLE], local_only=local_only))
+        [error] = record.errors
+        assert error.code == "IDENTITY_AMBIGUOUS" and error.details["count"] == 2
+        candidates = error.details["candidates"]
+        assert [c["filename"] for c in candidates] == ["DUP1", "DUP2"]
+        assert [c["authors"] for c in candidates] == [["同名作者1"], ["同名作者2"]]
+        for c in candidates:
+            stored = store.get(c["record_ref"])
+            assert stored is not None and stored.title == AMBIGUOUS_TITLE
+    assert site.count("grid") == 1  # the second call found both stored
+
+
 async def test_a_title_cnki_cannot_be_asked_for_is_its_own_error_and_the_others_are_read(
     clock: FakeClock, store: Store
 ) -> None:

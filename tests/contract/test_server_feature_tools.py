@@ -245,6 +245,24 @@ async def test_title_matching_several_stored_papers_is_identity_ambiguous_before
         assert h.reading.calls == [] and h.backend.calls == []
 
 
+async def test_an_ambiguous_title_names_each_candidates_record_ref_source_and_year(h: Harness) -> None:
+    twin = row(2, title=row(1).title, source="中国法学", native=NativeId(dbcode="CJFD", filename="OTHER"))
+    async with Client(build_server(h.open)) as client:
+        refs = h.add_papers([row(1), twin])
+        for tool in ("read_online_html", "download_paper"):
+            data = _error(await client.call_tool(tool, {"title": row(1).title}))
+            assert data["code"] == "IDENTITY_AMBIGUOUS" and data["details"]["count"] == 2
+            shown = {c["record_ref"]: c for c in data["details"]["candidates"]}
+            assert set(shown) == set(refs)
+            for ref, r in zip(refs, (row(1), twin), strict=True):
+                assert (shown[ref]["title"], shown[ref]["source"], shown[ref]["year"]) == (r.title, r.source, r.year)
+                assert shown[ref]["authors"] == r.authors
+            assert "record_ref" in data["message"]
+            # the advice is followed: the same tool by one candidate's record_ref is not ambiguous
+        data = _ok(await client.call_tool("read_online_html", {"record_ref": refs[1]}))
+        assert data["status"] == "completed"
+
+
 # --- reading and downloading -----------------------------------------------------------
 
 

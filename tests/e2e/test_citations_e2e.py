@@ -2,7 +2,8 @@
 the simulator's citation API. A paper located by get_metadata; its long citing list paged with
 get_citing (one request per list page, a repeated page from the store); a citation graph that runs
 out of its request budget ends partial and `continue` completes it without asking any list page
-twice; the graph exports GraphML; find_citation_path walks it."""
+twice; the graph exports GraphML; find_citation_path walks it. A paper cited by more than 30
+papers: the graph and the path take every citing paper."""
 
 from __future__ import annotations
 
@@ -74,7 +75,10 @@ async def test_citing_list_pages_and_a_graph_continues_without_repeating_a_reque
     done = await served.finish(cont["operation"])
     assert done["status"] == "completed", done["errors"]
     graph = done["result"]
-    assert graph["complete"] is True and len(graph["graph"]["nodes"]) == 8
+    assert len(graph["graph"]["nodes"]) == 8 and graph["pending"] == 0
+    # every paper of the graph was expanded, but max_nodes kept papers within the depth out
+    assert graph["complete"] is False and graph["max_nodes_reached"] is True and graph["left_out"] > 0
+    assert "max_nodes" in graph["warnings"][0]
     assert {k: n for k, n in api_calls(sim).items() if n > 1} == {}  # no list page asked twice
     root = ET.fromstring(graph["export"].encode("utf-8"))
     ns = {"g": "http://graphml.graphdrawing.org/xmlns"}
@@ -95,3 +99,45 @@ async def test_citing_list_pages_and_a_graph_continues_without_repeating_a_reque
     assert path["result"]["found"] is True and [s["relation"] for s in steps] == [None, "cited_by", "cited_by"]
     assert [s["title"] for s in steps] == [seed.title, middle.title, far.title]
     assert path["result"]["requests"] == 0 and len(sim.requests) == before
+
+
+def citer(i: int) -> dict[str, object]:
+    """A journal paper citing LONG (records.jsonl format), newer than the corpus: listed first."""
+    return {
+        "id": f"r97{i:02d}", "db": "CJFD", "filename": f"FXYJ2026{i + 1:02d}097", "type": "期刊",
+        "title": f"引证追加研究第{i + 1}号", "authors": [{"name": f"追加{i}", "institution": "某大学"}],
+        "source": "法学研究", "year": 2026, "date": f"2026-{i + 1:02d}-10", "abstract": "追加记录。",
+        "keywords": ["追加"], "cited": 0, "downloads": 1, "references": [LONG],
+    }  # fmt: skip
+
+
+async def test_a_graph_and_a_path_take_every_citing_paper_past_the_thirtieth(
+    served: StdioServer, sim: SimServer
+) -> None:
+    added = [sim.add_record(citer(i)) for i in range(8)]
+    try:
+        paper = sim.corpus.by_id[LONG]
+        citing = len(sim.corpus.citing(LONG))
+        assert citing > 30
+        meta = await served.finish(await served.call("get_metadata", {"titles": [paper.title]}))
+        assert meta["status"] == "completed", meta["errors"]
+        ref = meta["result"]["records"][0]["record_ref"]
+        listed = await served.finish(await served.call("get_citing", {"paper": ref, "limit": 50}))
+        assert listed["result"]["total"] == citing == len(listed["result"]["items"])
+        last = listed["result"]["items"][-1]
+
+        args = {"seeds": [ref], "direction": "citing", "depth": 1}
+        graph = (await served.finish(await served.call("citation_graph", args)))["result"]
+        assert len(graph["graph"]["nodes"]) == 1 + citing and len(graph["graph"]["edges"]) == citing
+        assert graph["complete"] is True and graph["max_nodes_reached"] is False
+        assert graph["requests"] == 0  # every page was stored by get_citing
+
+        path = await served.finish(await served.call(
+            "find_citation_path", {"source": ref, "target": last["filename"], "direction": "citing", "max_depth": 1}
+        ))  # fmt: skip
+        assert path["result"]["found"] is True and path["result"]["complete"] is True
+        assert [s["relation"] for s in path["result"]["path"]] == [None, "cites"]
+        assert {k: n for k, n in api_calls(sim).items() if n > 1} == {}  # no list page asked twice
+    finally:
+        for record_id in added:
+            sim.remove_record(record_id)

@@ -24,6 +24,12 @@ def test_a_downloaded_caj_is_not_sent_to_the_pdf_reader() -> None:
     assert "retry=true" in (default_next_step("partial", "download", ("SIDE_EFFECT_UNCERTAIN",)) or "")
 
 
+def test_an_ambiguous_title_is_answered_with_the_call_by_a_candidates_record_ref() -> None:
+    for status, kind in (("failed", "read"), ("failed", "download"), ("partial", "metadata")):
+        step = default_next_step(status, kind, ("IDENTITY_AMBIGUOUS",)) or ""
+        assert "details.candidates" in step and "record_ref" in step
+
+
 def test_a_budget_shows_the_on_verification_value_a_client_passes() -> None:
     shown = BudgetView.model_validate({"max_requests": 1, "timeout_seconds": 1.0, "on_verification": "wait"})
     assert shown.on_verification == "ask"

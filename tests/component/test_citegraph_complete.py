@@ -1,0 +1,157 @@
+"""When `citation_graph` and `find_citation_path` may say `complete`: every entry of every list is
+walked (no hidden per-paper cap), and a graph cut by `max_nodes`, a list CNKI answered short or a
+list that failed says it is not complete and why. Over the simulator's citation API in process
+(CorpusBackend), with a fake clock."""
+
+from __future__ import annotations
+
+from collections import Counter
+from types import SimpleNamespace
+from typing import Any
+
+from corpus_backend import CorpusBackend
+from test_citegraph import remember, run
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext
+from cnki_mcp.operations import OperationStatus
+from cnki_mcp.parse.citations import CitationItem, CitationListPage
+from cnki_mcp.pipeline.citegraph import GraphInput, PathInput, _input_of, citation_graph, find_citation_path
+from cnki_mcp.sim.corpus import Corpus, SimRecord
+from cnki_mcp.site.backend import SiteOp
+from cnki_mcp.store import Store
+
+JOURNALS, THESES = 31, 4  # 35 citing papers: four journal pages, then the theses' page
+
+
+def hub() -> Corpus:
+    """One paper cited by 35: more than the 30 the walk used to keep, the theses listed last."""
+    citers = [SimRecord(id=f"j{i:02d}", title=f"期刊引证{i}", type="期刊", references=("s",)) for i in range(JOURNALS)]
+    citers += [SimRecord(id=f"t{i}", title=f"学位论文引证{i}", type="硕士", references=("s",)) for i in range(THESES)]
+    return Corpus(records=[SimRecord(id="s", title="被引很多的文章", type="期刊"), *citers], journals=[])
+
+
+def graph_runner(store: Store, site: CorpusBackend, clock: FakeClock, inp: GraphInput) -> Any:
+    async def runner(ctx: OperationContext) -> Any:
+        return await citation_graph(store, site, clock, inp if ctx.resume_from is None else None, ctx)
+
+    return runner
+
+
+async def test_a_graph_takes_every_citing_paper_of_a_list_longer_than_thirty(clock: FakeClock, store: Store) -> None:
+    site = CorpusBackend(hub())
+    seed = remember(store, site.corpus, "s")
+    inp = GraphInput(seeds=[seed], direction="citing", depth=1)
+    record = await run(clock, JobManager(clock, MemorySink()), graph_runner(store, site, clock, inp))
+    result = record.result
+    assert record.status is OperationStatus.COMPLETED
+    assert len(result["graph"]["nodes"]) == 1 + JOURNALS + THESES
+    assert len(result["graph"]["edges"]) == JOURNALS + THESES
+    assert {n["title"] for n in result["graph"]["nodes"]} >= {f"学位论文引证{i}" for i in range(THESES)}
+    assert result["complete"] is True and result["max_nodes_reached"] is False and result["warnings"] == []
+    assert max(Counter(site.citation_calls).values()) == 1
+
+
+async def test_a_path_to_a_citing_paper_listed_after_the_thirtieth_is_found(clock: FakeClock, store: Store) -> None:
+    site = CorpusBackend(hub())
+    seed = remember(store, site.corpus, "s")
+    last = site.corpus.by_id[f"t{THESES - 1}"]
+    remember(store, site.corpus, last.id)
+
+    async def path(ctx: OperationContext) -> Any:
+        inp = PathInput(source=seed, target=last.native_filename, direction="citing", max_depth=1)
+        return await find_citation_path(store, site, clock, inp, ctx)
+
+    result = (await run(clock, JobManager(clock, MemorySink()), path)).result
+    assert result["found"] is True and result["complete"] is True
+    assert [(s["title"], s["relation"]) for s in result["path"]] == [
+        ("被引很多的文章", None), (last.title, "cites")
+    ]  # fmt: skip
+
+
+async def test_a_budget_ending_inside_a_long_list_continues_to_every_entry_without_a_repeated_page(
+    clock: FakeClock, store: Store
+) -> None:
+    site = CorpusBackend(hub())
+    seed = remember(store, site.corpus, "s")
+    jobs = JobManager(clock, MemorySink())
+    runner = graph_runner(store, site, clock, GraphInput(seeds=[seed], direction="citing", depth=1))
+    # the counts and the 12 databases' first pages: the journal list's later pages are left
+    first = await run(clock, jobs, runner, max_requests=14)
+    assert first.status is OperationStatus.PARTIAL and first.errors[0].code == "BUDGET_EXHAUSTED"
+    assert first.result["complete"] is False and first.result["pending"] == 1
+
+    job = jobs.continue_(first.operation_id, runner, additional_requests=50)
+    [done] = await clock.run_until_complete(job.finish())
+    assert done.status is OperationStatus.COMPLETED and done.result["complete"] is True
+    assert len(done.result["graph"]["nodes"]) == 1 + JOURNALS + THESES
+    assert max(Counter(site.citation_calls).values()) == 1  # no list page asked twice
+
+
+async def test_a_graph_cut_by_max_nodes_says_so_and_advises_raising_it(clock: FakeClock, store: Store) -> None:
+    site = CorpusBackend(hub())
+    seed = remember(store, site.corpus, "s")
+    inp = GraphInput(seeds=[seed], direction="citing", depth=1, max_nodes=5)
+    record = await run(clock, JobManager(clock, MemorySink()), graph_runner(store, site, clock, inp))
+    result = record.result
+    assert record.status is OperationStatus.COMPLETED
+    assert len(result["graph"]["nodes"]) == 5 and result["pending"] == 0
+    assert result["complete"] is False and result["max_nodes_reached"] is True
+    assert result["left_out"] == 1 + JOURNALS + THESES - 5
+    assert "max_nodes" in result["warnings"][0]
+
+
+class ShortListBackend(CorpusBackend):
+    """A site that promises a total but answers every later page empty."""
+
+    async def citation_list(
+        self, detail_url: str, kind: str, type_code: str, start: int, op: SiteOp | None = None
+    ) -> CitationListPage:
+        page = await super().citation_list(detail_url, kind, type_code, start, op)
+        return page.model_copy(update={"items": []}) if start > 1 else page
+
+
+async def test_a_list_cnki_answers_short_leaves_the_graph_and_the_path_not_complete(
+    clock: FakeClock, store: Store
+) -> None:
+    site = ShortListBackend(hub())
+    seed = remember(store, site.corpus, "s")
+    inp = GraphInput(seeds=[seed], direction="citing", depth=1)
+    jobs = JobManager(clock, MemorySink())
+    result = (await run(clock, jobs, graph_runner(store, site, clock, inp))).result
+    assert result["complete"] is False and result["max_nodes_reached"] is False
+    [short] = result["short_lists"]
+    assert (short["kind"], short["read"], short["total"]) == ("citations", 10 + THESES, JOURNALS + THESES)
+    assert result["warnings"]
+
+    last = site.corpus.by_id[f"j{JOURNALS - 1}"]  # on the journal list's fourth page
+    remember(store, site.corpus, last.id)
+
+    async def path(ctx: OperationContext) -> Any:
+        inp = PathInput(source=seed, target=last.native_filename, direction="citing", max_depth=1)
+        return await find_citation_path(store, site, clock, inp, ctx)
+
+    found = (await run(clock, jobs, path)).result
+    assert found["found"] is False and found["complete"] is False and found["short_lists"]
+
+
+async def test_a_list_that_failed_leaves_the_graph_not_complete(clock: FakeClock, store: Store) -> None:
+    site = CorpusBackend(hub())
+    seed = remember(store, site.corpus, "s")
+    # a paper a list once named, whose link is dead and whose title CNKI no longer finds
+    store.save_citation_node(
+        CitationItem(title="知网上已没有的文章", filename="GONE202401001",
+                     detail_url="https://kns.cnki.net/kcms2/article/abstract?v=expired"),
+        clock.now(),
+    )  # fmt: skip
+    inp = GraphInput(seeds=[seed, "GONE202401001"], direction="citing", depth=1)
+    record = await run(clock, JobManager(clock, MemorySink()), graph_runner(store, site, clock, inp))
+    assert record.status is OperationStatus.PARTIAL  # an item error
+    assert [e.code for e in record.errors] == ["LOCATOR_EXPIRED"]
+    assert record.result["complete"] is False and record.result["warnings"]
+
+
+def test_a_checkpoint_written_with_the_old_per_paper_cap_continues_over_every_entry() -> None:
+    ctx = SimpleNamespace(resume_from={"tool": "citation_graph", "input": {"seeds": ["X"], "per_paper": 30}})
+    inp = _input_of(ctx, None, GraphInput, "citation_graph")  # type: ignore[arg-type]
+    assert inp.seeds == ["X"] and "per_paper" not in inp.model_dump()
