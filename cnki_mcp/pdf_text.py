@@ -69,6 +69,9 @@ def pages_spec(numbers: list[int]) -> str:
     return ",".join(parts)
 
 
+PAGE_SEPARATOR = "\n\n"
+
+
 def read_pdf_text(
     path: Path | str,
     data_dir: Path,
@@ -110,22 +113,26 @@ def read_pdf_text(
     next_pages: str | None = None
     for i, number in enumerate(wanted):
         skip = offset if i == 0 else 0
-        text = _page_text(reader.pages[number - 1])[skip:]
+        # the blank line after a page belongs to that page (not to the request's last one), so a
+        # cut inside it goes on inside it and the pages rejoin exactly
+        body = _page_text(reader.pages[number - 1]) + (PAGE_SEPARATOR if i < len(wanted) - 1 else "")
+        text = body[skip:]
         if not text and skip:
             continue  # the offset is past the first page's end: nothing of it is left
-        sep = "\n\n" if chunks else ""
         room = max_characters - used
-        if len(sep) + len(text) > room:
-            piece = text[: max(0, room - len(sep))]
+        if len(text) > room:
+            piece = text[:room]
             if piece:
-                chunks.append(sep + piece)
+                chunks.append(piece)
                 returned.append(number)
             truncated, next_page, next_offset = True, number, skip + len(piece)
             next_pages = pages_spec(wanted[i:])
             break
-        chunks.append(sep + text)
-        used += len(sep) + len(text)
+        chunks.append(text)
+        used += len(text)
         returned.append(number)
+    if offset and not returned and not truncated:
+        raise InvalidInput("offset 超出正文长度", offset=offset)
     return PdfText(
         path=str(resolved),
         text="".join(chunks),

@@ -76,6 +76,30 @@ def test_following_next_page_and_next_offset_reads_the_whole_range_once(data_dir
     assert len(parts) > 3 and flat("".join(parts)) == flat(whole.text)
 
 
+@pytest.mark.parametrize("beyond_first_page", [-1, 0, 1, 2, 3])
+def test_the_parts_a_client_follows_rejoin_into_exactly_the_whole_text(
+    data_dir: Path, beyond_first_page: int
+) -> None:
+    """Cuts that land just before, on, inside and after the blank line between two pages."""
+    whole = read_pdf_text("sub/paper.pdf", data_dir, pages="1-3", max_characters=200_000).text
+    first = len(read_pdf_text("sub/paper.pdf", data_dir, pages="1").text)
+    size = first + beyond_first_page
+    parts: list[str] = []
+    pages, offset = "1-3", 0
+    for _ in range(len(whole) // size + 2):
+        got = read_pdf_text("sub/paper.pdf", data_dir, pages=pages, max_characters=size, offset=offset)
+        parts.append(got.text)
+        if not got.truncated:
+            break
+        assert got.next_pages is not None and got.next_offset is not None
+        pages, offset = got.next_pages, got.next_offset
+    assert "".join(parts) == whole  # the blank lines between pages included
+
+
+def test_an_offset_past_the_end_of_the_only_page_is_invalid(data_dir: Path) -> None:
+    assert code_of(path="sub/paper.pdf", data_dir=data_dir, pages="1", offset=10_000_000) == "INVALID_ARGUMENT"
+
+
 def test_pages_given_out_of_order_go_on_in_that_order(data_dir: Path) -> None:
     three, one = (read_pdf_text("sub/paper.pdf", data_dir, pages=p).text for p in ("3", "1"))
     got = read_pdf_text("sub/paper.pdf", data_dir, pages="3,1", max_characters=50)
