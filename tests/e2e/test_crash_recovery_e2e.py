@@ -166,3 +166,59 @@ async def test_killed_server_leaves_an_interrupted_search_that_continues_without
     assert len(twice) <= MAX_INFLIGHT
     assert all(n == 2 for n in twice.values())
     assert {request_key(e) for e in run2} - {None}  # the continuation did ask CNKI for the rest
+
+
+RETRIEVAL_SCENARIO: dict[str, Any] = {"latency": [{"path": "/kns8s/brief/grid", "ms": 900}]}
+
+
+async def test_a_server_killed_during_retrieval_leaves_a_search_that_continues_from_its_pages(
+    tmp_path: Path, browser_executable: str
+) -> None:
+    """Killed after its first grid pages were stored, before retrieval ended (the checkpoint then
+    is the first one plus page events): `continue` completes and asks no stored page again."""
+    data_dir = tmp_path / "data"
+    # about 300 of the bundled corpus's papers match: the subject channel pages for seconds
+    search = {
+        "query": "模型",
+        "concept_groups": [["模型"]],
+        "options": {"max_pages": 6, "candidate_target": 300, "freshness": "live"},
+    }
+    with SimServer(scenario=RETRIEVAL_SCENARIO).start() as sim:
+        env = serve_env(
+            data_dir, sim.origin, browser_executable, CNKI_INLINE_WAIT_SECONDS="0",
+            CNKI_MAX_INFLIGHT=str(MAX_INFLIGHT),
+        )
+        first = await StdioServer(env, tmp_path).start()
+        try:
+            started = await first.call("search", search)
+            op_id = started["operation_id"]
+
+            async def poll(r: dict[str, Any]) -> dict[str, Any]:
+                async with asyncio.timeout(BOUND):
+                    while not (r["stage"] == "retrieval" and Snapshot(data_dir / "cnki.sqlite3").refs):
+                        assert r["status"] in ("running", "awaiting_user"), r  # must not finish first
+                        r = await first.call("operation_status", {"operation_id": op_id, "wait_seconds": 0.2})
+                return r
+
+            before = await poll(started)
+            assert first.pid is not None
+            os.kill(first.pid, signal.SIGKILL)
+        finally:
+            await first.stop()
+        refs_at_kill = Snapshot(data_dir / "cnki.sqlite3").refs
+
+        second = await StdioServer(env, tmp_path).start()
+        try:
+            status = await second.call("operation_status", {"operation_id": op_id})
+            assert status["status"] == "interrupted" and "continue" in (status["next_step"] or "")
+            cont = await second.call("operation_control", {"action": "continue", "operation_id": op_id})
+            done = await wait_op(second.call, cont["operation"])
+            assert done["status"] == "completed", done["errors"]
+            assert done["requests"] > before["requests"]
+        finally:
+            await second.stop()
+        everything = keyed(without_captures(sim.requests))
+
+    assert refs_at_kill <= Snapshot(data_dir / "cnki.sqlite3").refs
+    twice = repeated(everything)
+    assert len(twice) <= MAX_INFLIGHT and all(n == 2 for n in twice.values()), twice
