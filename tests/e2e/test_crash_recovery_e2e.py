@@ -222,3 +222,42 @@ async def test_a_server_killed_during_retrieval_leaves_a_search_that_continues_f
     assert refs_at_kill <= Snapshot(data_dir / "cnki.sqlite3").refs
     twice = repeated(everything)
     assert len(twice) <= MAX_INFLIGHT and all(n == 2 for n in twice.values()), twice
+
+
+async def test_a_client_that_closes_during_a_search_leaves_it_interrupted_and_continuable(
+    tmp_path: Path, browser_executable: str
+) -> None:
+    """The client closes stdin (the person quits the assistant): the server exits cleanly, and the
+    search it was running is `interrupted` with the continue advice, not `cancelled`."""
+    data_dir = tmp_path / "data"
+    search = {
+        "query": "模型",
+        "concept_groups": [["模型"]],
+        "options": {"max_pages": 6, "candidate_target": 300, "freshness": "live"},
+    }
+    with SimServer(scenario=RETRIEVAL_SCENARIO).start() as sim:
+        env = serve_env(data_dir, sim.origin, browser_executable, CNKI_INLINE_WAIT_SECONDS="0")
+        first = await StdioServer(env, tmp_path).start()
+        try:
+            started = await first.call("search", search)
+            op_id = started["operation_id"]
+            async with asyncio.timeout(BOUND):
+                while not Snapshot(data_dir / "cnki.sqlite3").refs:
+                    r = await first.call("operation_status", {"operation_id": op_id, "wait_seconds": 0.2})
+                    assert r["status"] in ("running", "awaiting_user"), r
+        finally:
+            await first.stop()  # stdin closed: a clean exit, not a kill
+
+        second = await StdioServer(env, tmp_path).start()
+        try:
+            idle = await second.call("operation_status", {})
+            assert idle["status"] == "idle" and op_id in (idle["next_step"] or "")
+            status = await second.call("operation_status", {"operation_id": op_id})
+            assert status["status"] == "interrupted", status
+            cont = await second.call("operation_control", {"action": "continue", "operation_id": op_id})
+            done = await wait_op(second.call, cont["operation"])
+            assert done["status"] == "completed", done["errors"]
+        finally:
+            await second.stop()
+        twice = repeated(keyed(without_captures(sim.requests)))
+    assert len(twice) <= MAX_INFLIGHT, twice
