@@ -13,7 +13,8 @@ from mcp.server.mcpserver import Context, Resolve, Sample
 from mcp.types import CreateMessageResult, SamplingMessage, TextContent, ToolAnnotations
 from pydantic import Field
 
-from cnki_mcp.jobs import BudgetSpec, OperationKind, Runner
+from cnki_mcp.errors import CnkiError, SearchNotFound
+from cnki_mcp.jobs import BudgetSpec, OperationKind, OperationStatus, Runner
 from cnki_mcp.pipeline.models import (
     MetadataField,
     MetadataInput,
@@ -87,6 +88,27 @@ def choose_plan(inp: SearchInput, sampled: CreateMessageResult | None, pipeline:
     """concept_groups, else the sampled reply, else the segmented question (`pipeline.plan`)."""
     text = getattr(sampled.content, "text", None) if sampled is not None else None
     return pipeline.plan(inp, text if isinstance(text, str) else None)
+
+
+def unfinished_search(jobs: Any, search_id: str) -> SearchNotFound | None:
+    """A search whose results are not saved yet because its operation has not ended (a search's
+    id is its operation's): SEARCH_NOT_FOUND that says so and how to finish it. None otherwise."""
+    try:
+        record = jobs.status(search_id)
+    except CnkiError:
+        return None
+    if record is None or record.kind is not OperationKind.SEARCH:
+        return None
+    status = record.status.value
+    if record.status.active:
+        step = f"operation_status(operation_id='{search_id}', wait_seconds=50)"
+        message = "这个检索还在运行，结果在完成时保存"
+    elif record.checkpoint is not None and record.status is not OperationStatus.COMPLETED:
+        step = f"operation_control(action='continue', operation_id='{search_id}')"
+        message = f"这个检索没有完成（{status}），结果尚未保存"
+    else:
+        return None
+    return SearchNotFound(f"{message}：用 {step}", search_id=search_id, operation_status=status, next_step=step)
 
 
 def register(server: CnkiServer) -> None:
@@ -198,7 +220,11 @@ def register(server: CnkiServer) -> None:
         limit: Annotated[int, Field(ge=1, le=100)] = 50,
     ) -> ResultsPage:
         inp = ResultsInput(search_id=search_id, scope=scope, view=view, offset=offset, limit=limit)
-        return services_of(ctx).pipeline.results(inp)
+        services = services_of(ctx)
+        try:
+            return services.pipeline.results(inp)
+        except SearchNotFound as exc:
+            raise unfinished_search(services.jobs, search_id) or exc from None
 
     @server.tool(
         name="get_metadata",

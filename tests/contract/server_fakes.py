@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from cnki_mcp.clock import SystemClock
+from cnki_mcp.errors import SearchNotFound
 from cnki_mcp.models import HeaderIdentity, IdentityKind
 from cnki_mcp.pipeline.models import (
     MetadataResult,
@@ -54,6 +55,7 @@ class FakePipeline:
     def __init__(self) -> None:
         self.block = False
         self.continue_failure: Exception | None = None  # what `continue_search` raises, if set
+        self.no_saved_results = False  # `results` answers SEARCH_NOT_FOUND for every id
         self.release = asyncio.Event()
         self.plans: list[Any] = []
         self.started = asyncio.Event()
@@ -114,6 +116,8 @@ class FakePipeline:
         return MetadataResult(records=[{"record_ref": r, "title": "x"} for r in inp.record_refs])
 
     def results(self, inp: Any) -> ResultsPage:
+        if self.no_saved_results:
+            raise SearchNotFound(search_id=inp.search_id)
         chunk = self.items[inp.offset : inp.offset + inp.limit]
         nxt = inp.offset + inp.limit
         return ResultsPage(

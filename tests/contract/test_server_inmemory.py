@@ -310,6 +310,23 @@ async def test_a_continue_that_ends_failed_is_an_error_result_and_one_that_compl
         assert done.structured_content["message"] != failed.structured_content["message"]
 
 
+async def test_results_of_a_search_that_has_not_finished_say_how_to_finish_it(tmp_path: Path) -> None:
+    h = Harness(tmp_path / "data", inline_wait=0.05)
+    h.pipeline.block = True
+    h.pipeline.no_saved_results = True  # a search's results are saved when it ends
+    async with Client(build_server(h.open)) as client:
+        op_id = (await client.call_tool("search", {"query": "x"})).structured_content["operation_id"]
+        running = _error(await client.call_tool("search_results", {"search_id": op_id}))
+        assert running["code"] == "SEARCH_NOT_FOUND" and running["details"]["operation_status"] == "running"
+        assert running["details"]["next_step"].startswith("operation_status(")
+        await client.call_tool("operation_control", {"action": "cancel", "operation_id": op_id})
+        stopped = _error(await client.call_tool("search_results", {"search_id": op_id}))
+        assert stopped["code"] == "SEARCH_NOT_FOUND" and stopped["details"]["operation_status"] == "cancelled"
+        assert stopped["details"]["next_step"] == f"operation_control(action='continue', operation_id='{op_id}')"
+        unknown = _error(await client.call_tool("search_results", {"search_id": "op_" + "9" * 24}))
+        assert unknown["code"] == "SEARCH_NOT_FOUND" and "next_step" not in unknown["details"]
+
+
 async def test_operation_control_cancel_and_continue_codes(tmp_path: Path) -> None:
     h = Harness(tmp_path / "data", inline_wait=0.05)
     h.pipeline.block = True
