@@ -34,7 +34,7 @@ from .model import CiteRecord, DocKind
 from .names import Name
 
 _THESES = (DocKind.PHD_THESIS, DocKind.MASTERS_THESIS, DocKind.THESIS)
-_BOOKISH = (DocKind.BOOK, DocKind.YEARBOOK)
+_BOOKISH = (DocKind.BOOK,)  # a yearbook article is cited inside its yearbook (a container)
 
 
 def genre(rec: CiteRecord) -> str:
@@ -176,6 +176,9 @@ def apa(rec: CiteRecord, n: int = 1, missing: MissingMode = "mark") -> str:
     elif kind is DocKind.JOURNAL:
         vol = (rec.volume or "") + (f"({rec.issue})" if rec.issue else "")
         source = ", ".join(p for p in (v.source, vol, pages) if p)
+    elif kind is DocKind.YEARBOOK:  # APA 7 §10.3, a chapter: `In Book (p. 226)`
+        label = ("pp. " if "–" in pages else "p. ") + pages if pages else ""
+        source = " ".join(p for p in (f"In {v.source}" if v.source else "", f"({label})" if label else "") if p)
     else:
         source = ", ".join(p for p in (v.source, pages) if p)
     event = ""
@@ -262,6 +265,8 @@ def chicago(rec: CiteRecord, n: int = 1, missing: MissingMode = "mark") -> str:
             container = ", ".join(p for p in (head, pages) if p)
         elif kind in _THESES:
             container = ", ".join(p for p in (genre(rec), v.source) if p)
+        elif kind is DocKind.YEARBOOK:  # a chapter: `In Book, pages`
+            container = ", ".join(p for p in (f"In {v.source}" if v.source else "", pages) if p)
         else:
             container = ", ".join(p for p in (v.source, pages) if p)
     author = chicago_authors(v.names, rec) if v.names else ""
@@ -302,6 +307,10 @@ def vancouver(rec: CiteRecord, n: int = 1, missing: MissingMode = "mark") -> str
         parts = [author, v.title + internet, f"In: {v.source}" if v.source else "",
                  "; ".join(p for p in (": ".join(p for p in (rec.place or "", rec.publisher or "") if p), v.year)
                            if p),
+                 f"p. {pages}" if pages else ""]
+    elif kind is DocKind.YEARBOOK:  # NLM, a part of a book: `In: Book. Year. p. 226.`
+        parts = [author, v.title + internet, f"In: {v.source}" if v.source else "",
+                 "; ".join(p for p in (place_pub if rec.publisher else "", v.year) if p),
                  f"p. {pages}" if pages else ""]
     elif kind in _THESES:
         place = f"[{rec.place}]" if rec.place else ""

@@ -77,6 +77,7 @@ def _date_numeric(rec: CiteRecord, year: str) -> str:
 
 
 UNKNOWN_PLACE = {"zh": "[出版地不详]", "en": "[S.l.]"}
+UNKNOWN_PUBLISHER = {"zh": "[出版者不详]", "en": "[s.n.]"}  # GB/T 7714-2015 §8.4.2
 _PLACED = (DocKind.PHD_THESIS, DocKind.MASTERS_THESIS, DocKind.THESIS, DocKind.BOOK, DocKind.YEARBOOK)
 
 
@@ -104,6 +105,12 @@ def render_entry(rec: CiteRecord, n: int, missing: MissingMode = "mark") -> str:
             src += f"({rec.issue})" if rec.issue else ""
             src = ": ".join(p for p in (src, pages) if p)
         body = [title, src]
+    elif kind is DocKind.YEARBOOK:
+        # an article in a yearbook is a contribution to a monograph (GB/T 7714-2015 §8.5): the
+        # yearbook is the container, not the publisher, which CNKI does not give
+        head = f"{title}//{v.source}" if v.source else title
+        publisher = rec.publisher or UNKNOWN_PUBLISHER[rec.lang]
+        body = [head, _colon_comma(place_of(rec), publisher, v.year, pages)]
     elif kind is DocKind.CONFERENCE:
         container = v.source or rec.conference or ""
         head = f"{title}//{container}" if container else title

@@ -68,7 +68,7 @@ CSL_TYPES: dict[DocKind, str] = {
     DocKind.THESIS: "thesis",
     DocKind.NEWSPAPER: "article-newspaper",
     DocKind.BOOK: "book",
-    DocKind.YEARBOOK: "book",
+    DocKind.YEARBOOK: "chapter",  # an article in the yearbook (container-title)
     DocKind.STANDARD: "standard",
     DocKind.PATENT: "patent",
     DocKind.REPORT: "report",
@@ -108,7 +108,7 @@ def csl_item(rec: CiteRecord, index: int = 1) -> dict[str, Any]:
         item["genre"] = zh if rec.lang == "zh" else en
         if rec.source:
             item["publisher"] = rec.source
-    elif kind in (DocKind.BOOK, DocKind.YEARBOOK):
+    elif kind is DocKind.BOOK:
         if rec.publisher or rec.source:
             item["publisher"] = rec.publisher or rec.source
     else:

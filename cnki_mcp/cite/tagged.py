@@ -25,7 +25,7 @@ BIBTEX_TYPES: dict[DocKind, str] = {
     DocKind.PHD_THESIS: "phdthesis",
     DocKind.MASTERS_THESIS: "mastersthesis",
     DocKind.BOOK: "book",
-    DocKind.YEARBOOK: "book",
+    DocKind.YEARBOOK: "incollection",  # an article in the yearbook: the yearbook is its booktitle
 }
 
 _BIB_SPECIAL = {
@@ -131,11 +131,13 @@ def bibtex_entry(rec: CiteRecord, key: str) -> str:
         fields.append(("school", source))
         if kind is DocKind.THESIS:
             fields.append(("type", "学位论文" if rec.lang == "zh" else "Thesis"))
-    elif kind in (DocKind.BOOK, DocKind.YEARBOOK):
+    elif kind is DocKind.BOOK:
         fields.append(("publisher", bibtex_escape(rec.publisher or rec.source or "")))
+    elif kind is DocKind.YEARBOOK:
+        fields.append(("booktitle", source))
     else:
         fields.append(("howpublished", source))
-    if rec.publisher and kind not in (DocKind.BOOK, DocKind.YEARBOOK):
+    if rec.publisher and kind is not DocKind.BOOK:
         fields.append(("publisher", bibtex_escape(rec.publisher)))
     if rec.place:
         fields.append(("address", bibtex_escape(rec.place)))
@@ -172,7 +174,7 @@ RIS_TYPES: dict[DocKind, str] = {
     DocKind.THESIS: "THES",
     DocKind.NEWSPAPER: "NEWS",
     DocKind.BOOK: "BOOK",
-    DocKind.YEARBOOK: "BOOK",
+    DocKind.YEARBOOK: "CHAP",
     DocKind.STANDARD: "STAND",
     DocKind.PATENT: "PAT",
     DocKind.REPORT: "RPRT",
@@ -200,9 +202,9 @@ def ris_entry(rec: CiteRecord) -> str:
     if kind in _THESES:
         tags.append(("PB", rec.source or ""))
         tags.append(("M3", _thesis_label(rec)))
-    elif kind in (DocKind.BOOK, DocKind.YEARBOOK):
+    elif kind is DocKind.BOOK:
         tags.append(("PB", rec.publisher or rec.source or ""))
-    else:
+    else:  # a yearbook article too: T2 is the yearbook
         tags.append(("T2", rec.source or ""))
         tags.append(("PB", rec.publisher or ""))
     tags.append(("CY", rec.place or ""))
@@ -234,7 +236,7 @@ ENDNOTE_TYPES: dict[DocKind, str] = {
     DocKind.THESIS: "Thesis",
     DocKind.NEWSPAPER: "Newspaper Article",
     DocKind.BOOK: "Book",
-    DocKind.YEARBOOK: "Book",
+    DocKind.YEARBOOK: "Book Section",
     DocKind.STANDARD: "Standard",
     DocKind.PATENT: "Patent",
     DocKind.REPORT: "Report",
@@ -253,6 +255,9 @@ def endnote_entry(rec: CiteRecord) -> str:
         tags.append(("%J", rec.source or ""))
     elif kind is DocKind.CONFERENCE:
         tags.append(("%B", rec.source or rec.conference or ""))
+        tags.append(("%I", rec.publisher or ""))
+    elif kind is DocKind.YEARBOOK:
+        tags.append(("%B", rec.source or ""))
         tags.append(("%I", rec.publisher or ""))
     elif kind in _THESES:
         tags.append(("%I", rec.source or ""))

@@ -392,3 +392,22 @@ def test_from_paper_accepts_store_like_dicts() -> None:
                     "keywords": "甲;乙", "extra": 1})
     assert (r.title, r.authors, r.source, r.year, r.doc_type) == ("题名", ["张三"], "刊名", 2020, "期刊")
     assert r.url == "https://kns.test/d" and r.keywords == ["甲", "乙"] and r.lang == "zh"
+
+
+YEARBOOK_ARTICLE = {"record_ref": "rec_y", "title": "违约金调整规则发展概况", "authors": ["张三"],
+                    "doc_type": "年鉴", "source": "中国法律年鉴", "year": 2017, "pages": "226"}
+
+
+def test_a_yearbook_article_is_cited_inside_its_yearbook_not_as_a_book_it_published() -> None:
+    y = from_paper(YEARBOOK_ARTICLE)
+    assert export([y], "gbt7714").text == "[1] 张三. 违约金调整规则发展概况[M]//中国法律年鉴. [出版地不详]: [出版者不详], 2017: 226."
+    assert "In 中国法律年鉴 (p. 226)" in export([y], "apa").text
+    assert "In 中国法律年鉴, 226" in export([y], "chicago").text
+    assert "In: 中国法律年鉴. 2017. p. 226." in export([y], "vancouver").text
+    [entry] = parse_bib(export([y], "bibtex").text).entries
+    assert entry.entry_type == "incollection" and entry["booktitle"] == "中国法律年鉴" and "publisher" not in entry
+    [ris] = rispy.loads(export([y], "ris").text)
+    assert ris["type_of_reference"] == "CHAP" and ris["secondary_title"] == "中国法律年鉴" and "publisher" not in ris
+    assert "%0 Book Section" in export([y], "endnote").text and "%B 中国法律年鉴" in export([y], "endnote").text
+    [csl] = json.loads(export([y], "csl_json").text)
+    assert csl["type"] == "chapter" and csl["container-title"] == "中国法律年鉴" and "publisher" not in csl
