@@ -278,10 +278,10 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
 
 def _source_of(container: str) -> str | None:
     """The journal, school or publisher a container part starts with (`刊名, vol. 3` -> 刊名)."""
-    text = re.sub(r"^\s*In:\s*", "", container)
+    text = re.sub(r"^\s*In:?\s+", "", container)  # a part of a book: `In: 年鉴` (NLM), `In 年鉴` (APA, Chicago)
     text = re.sub(rf"^\s*(?:{_GENRE})\s*,\s*", "", text, flags=re.I)
     _, text = _placeless(text, publisher=False)
-    m = re.match(r"^(.+?)\s*(?=,|;|\.\s|\.$|$)", text.strip())
+    m = re.match(r"^(.+?)\s*(?=,|;|\.\s|\.$|\s\(pp?\.|$)", text.strip())  # APA: `In 年鉴 (p. 226)`
     if not m:
         return None
     source = re.sub(r"\s*\[[^\]]*\]$", "", m.group(1)).strip()  # MLA: `论文集 [北京]`
@@ -302,7 +302,8 @@ def _parse_apa(raw: str, text: str, year_match: re.Match[str]) -> ParsedReferenc
     m = re.match(r"^(?P<title>.+?[^A-Z])\.\s+(?P<tail>.*)$", rest)
     title, tail = (m.group("title"), m.group("tail")) if m else (rest.rstrip("."), "")
     source = None
-    sm = re.match(r"^([^,.]+?)\s*(?=,|\.|$)", tail)
+    tail = re.sub(r"^In\s+", "", tail)  # a chapter: `In 年鉴 (p. 226)` (APA 7 §10.3)
+    sm = re.match(r"^([^,.]+?)\s*(?=,|\.|\s\(pp?\.|$)", tail)
     if sm and not re.match(r"^https?:|^doi", sm.group(1), re.I):
         source = sm.group(1).strip()
     volume, issue, pages = _volume_issue_pages(tail)

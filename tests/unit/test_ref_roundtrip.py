@@ -34,6 +34,8 @@ RECORDS: list[dict[str, Any]] = [
      "source": "西南政法大学", "year": 2021},
     {"record_ref": "cnki:C1", "title": "违约金调整规则的反思与重构", "authors": ["陶欣一"], "doc_type": "会议",
      "source": "中国法学会民法学研究会年会论文集", "year": 2016, "pages": "286-295"},
+    {"record_ref": "cnki:Y1", "title": "违约金调整规则发展概况", "authors": ["张三"], "doc_type": "年鉴",
+     "source": "中国法律年鉴", "year": 2017, "pages": "226"},
     {"record_ref": "cnki:N1", "title": "专家热议违约金酌减规则", "authors": ["许国涛"], "doc_type": "报纸",
      "source": "法治日报", "year": 2014, "date": "2014-12-28", "pages": "8"},
     {"record_ref": "cnki:W1", "title": "Modelling model compression of deep learning with graph-based methods",
