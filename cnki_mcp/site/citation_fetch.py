@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from cnki_mcp.site.browser import BrowserHost
     from cnki_mcp.site.endpoints import Endpoints
     from cnki_mcp.site.limiter import Limiter
+    from cnki_mcp.site.page_lease import PageLease
 
 
 class CitationFetching:
@@ -25,6 +26,7 @@ class CitationFetching:
 
     _host: BrowserHost
     _limiter: Limiter
+    _work_lease: PageLease
     endpoints: Endpoints
 
     if TYPE_CHECKING:  # provided by CnkiSite; declared for the type checker only
@@ -32,6 +34,8 @@ class CitationFetching:
         async def _fetch_parsed(self, url: str, op: SiteOp | None, parse: Any) -> Any: ...
 
         async def _first_visit(self, page: Any, op: SiteOp | None, *, force: bool = False) -> None: ...
+
+        async def _has_session(self, page: Any) -> bool | None: ...
 
     async def citation_list(
         self, detail_url: str, kind: str, type_code: str, start: int, op: SiteOp | None = None
@@ -54,11 +58,16 @@ class CitationFetching:
         the loader requests from) must hold the session and stand on a CNKI page, else a
         same-site cookie is not sent. A fresh tab comes in through the home page."""
         page = await self._host.work_page()
-        await self._first_visit(page, op)
-        if self.endpoints.is_site_url(page.url):
+        if self.endpoints.is_site_url(page.url) and await self._has_session(page):
             return
-        try:
-            async with self._limiter.slot(budget=op):
-                await page.goto(self.endpoints.www_home, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
-        except PlaywrightError as exc:  # the API call that follows tells what is wrong
-            self._host.note_error(exc)
+        # navigating the search page: once the grid requests in flight there have answered
+        async with self._work_lease.exclusive():
+            page = await self._host.work_page()
+            await self._first_visit(page, op)
+            if self.endpoints.is_site_url(page.url):
+                return
+            try:
+                async with self._limiter.slot(budget=op):
+                    await page.goto(self.endpoints.www_home, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
+            except PlaywrightError as exc:  # the API call that follows tells what is wrong
+                self._host.note_error(exc)

@@ -35,7 +35,6 @@ from cnki_mcp.errors import (
     VerificationContextUnavailable,
     VerificationRepeated,
     VerificationRequired,
-    VerificationSkipped,
 )
 from cnki_mcp.identity import RELOCATE_AMBIGUOUS, ambiguous, author_key, title_key
 from cnki_mcp.models import DetailPage, ExportRecord, GateKind, GridPage, GridRow, HeaderIdentity, JournalPage
@@ -61,8 +60,11 @@ from cnki_mcp.site.grid_template import (
 )
 from cnki_mcp.site.human import HumanGate, StepKind
 from cnki_mcp.site.limiter import Limiter, Priority
-from cnki_mcp.site.page_scripts import FETCH_JS, FILL_JS, READY_JS, SHOW_FRAGMENT_JS
-from cnki_mcp.site.pages import PlaywrightHumanPage, read_identity
+from cnki_mcp.site.page_lease import PageLease
+from cnki_mcp.site.page_scripts import FETCH_JS, FILL_JS, READY_JS
+from cnki_mcp.site.pages import read_identity
+from cnki_mcp.site.person import HumanNeeded as _HumanNeeded
+from cnki_mcp.site.person import PersonSteps, skips
 from cnki_mcp.site.transport import FETCH_TIMEOUT_MS, MAX_BODY, ResourceLoading
 from cnki_mcp.site.transport import Fetched as _Fetched
 from cnki_mcp.site.transport import TransportError as _TransportError
@@ -87,18 +89,12 @@ class _Captured:
     generation: int
 
 
-class _HumanNeeded(Exception):
-    """A page a person must get past. `page_url`: where to show it (None: already on `page`)."""
-
-    def __init__(self, kind: StepKind, error: Exception, page: Page | None = None, url: str | None = None):
-        super().__init__(str(error))
-        self.kind = kind
-        self.error = error
-        self.page = page
-        self.url = url
+class _PageChanged(_TransportError):
+    """The work tab was navigated or replaced under an in-page request (a navigation of the person,
+    another channel's browser recovery): the request is asked again; nothing is recovered."""
 
 
-class CnkiSite(ResourceLoading, CitationFetching):
+class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
     """The Playwright SiteBackend. Nothing starts until the first request; see the module docstring."""
 
     def __init__(
@@ -128,6 +124,8 @@ class CnkiSite(ResourceLoading, CitationFetching):
         self._loader: _WorkSession | None = None
         self._loader_lock = asyncio.Lock()
         self._loader_available = True  # False once the browser refused Network.loadNetworkResource
+        self._work_lease = PageLease()  # in-page requests share the work tab; navigations wait for them
+        self._showing: asyncio.Future[None] | None = None  # a request is putting its page before the person
 
     # --- introspection ----------------------------------------------------------------
 
@@ -156,7 +154,9 @@ class CnkiSite(ResourceLoading, CitationFetching):
                 and self._same_origin(page.url, cap.template.url)
             ):
                 return cap.template, page
-            template = await self._capture(page, anchor, op)
+            async with self._work_lease.exclusive():
+                page = await self._host.work_page()
+                template = await self._capture(page, anchor, op)
             self._captured = _Captured(template, self._host.generation)
             return template, page
 
@@ -197,43 +197,12 @@ class CnkiSite(ResourceLoading, CitationFetching):
             raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
         return parse_template(request.url, request.post_data)
 
-    @staticmethod
-    async def _draw_click_answer(page: Page, request: Any) -> None:
-        """The search page draws its own click's answer into #briefBox when it arrives, whenever
-        that is: a verification form the product puts there before would be overwritten, and the
-        person would be asked to solve a form that is gone (seen under load). Settled once the
-        answer's body arrived and the page ran the tasks queued behind it."""
-        try:
-            response = await request.response()
-            if response is not None:
-                await response.finished()
-            await page.evaluate("() => new Promise(r => setTimeout(() => setTimeout(r, 0), 0))")
-        except PlaywrightError:
-            return  # page gone or navigated: nothing of the click can overwrite the box any more
-
-    async def _click_answer_drawn(self) -> None:
-        """Wait (bounded) until the capture click's own answer is drawn (`_draw_click_answer`)."""
-        if self._click_drawn is None or self._click_drawn.done():
-            return
-        try:
-            await asyncio.wait_for(asyncio.shield(self._click_drawn), CALL_SECONDS)
-        except TimeoutError:
-            log.debug("the capture click's answer was not drawn in %s s", CALL_SECONDS)
-
     async def _first_visit(self, page: Page, op: SiteOp | None, *, force: bool = False) -> None:
         """A browser without CNKI's guest session comes in through the home page first, as a person
         does: the home page plants the session, while a kns8s page opened without it redirects to
         the slider (docs/simulator.md "Challenges, blocks and sessions"). A profile whose session
         cookies were saved and restored (site/browser.py) goes straight on, unless `force`."""
-        if force:
-            cookies: list[Any] = []
-        else:
-            try:
-                cookies = list(await page.context.cookies(self.endpoints.adv_search))
-            except PlaywrightError as exc:
-                self._host.note_error(exc)
-                return
-        if any(c.get("name") in SESSION_COOKIES for c in cookies):
+        if not force and await self._has_session(page) is not False:
             return
         try:
             async with self._limiter.slot(budget=op, priority=Priority.CHAIN):
@@ -243,6 +212,15 @@ class CnkiSite(ResourceLoading, CitationFetching):
         except PlaywrightError as exc:  # AdvSearch comes next and tells what is wrong
             self._host.note_error(exc)
             log.debug("home page visit failed: %s", without_query(str(exc).splitlines()[0]))
+
+    async def _has_session(self, page: Page) -> bool | None:
+        """Whether the browser holds CNKI's guest session cookie (None: the browser did not say)."""
+        try:
+            cookies = list(await page.context.cookies(self.endpoints.adv_search))
+        except PlaywrightError as exc:
+            self._host.note_error(exc)
+            return None
+        return any(c.get("name") in SESSION_COOKIES for c in cookies)
 
     async def _open_search_page(self, page: Page, op: SiteOp | None) -> None:
         """Navigate `page` to AdvSearch (one limited request), getting a person past a challenge."""
@@ -264,15 +242,24 @@ class CnkiSite(ResourceLoading, CitationFetching):
             except (PlaywrightError, BrowserStalled) as exc:
                 raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
             verdict = classify_page(html, page.url, status)
-            if verdict.kind is GateKind.CHALLENGE and not renewed:
+            named = challenge_url(html) if verdict.kind is GateKind.CHALLENGE else None
+            if verdict.kind is GateKind.CHALLENGE and not renewed and named is None:
                 # A guest session the site no longer honours (a restored cookie) also sends AdvSearch to
                 # the slider; a guest visit to the home page plants a new one: tried once before a person.
+                # (A -403 answer names the verification the site wants: no home page visit passes it.)
                 renewed = True
                 await self._first_visit(page, op, force=True)
                 continue
             if verdict.kind in (GateKind.CHALLENGE, GateKind.LOGIN):
+                if named is not None and not self.endpoints.is_site_url(named):
+                    raise VerificationContextUnavailable(reason="verification URL outside CNKI")
+                # The search page answered CNKI's -403 JSON (a page, not the slider): the person is
+                # shown the slider page it names, in this tab; solved, the site returns to AdvSearch.
                 kind: StepKind = "challenge" if verdict.kind is GateKind.CHALLENGE else "login"
-                await self._human_step(kind, page, op, epoch)
+                error = VerificationRequired(page="AdvSearch", evidence=verdict.evidence)
+                if kind == "login":
+                    error = LoginRequired(page="AdvSearch", evidence=verdict.evidence)
+                await self._person_step(_HumanNeeded(kind, error, page, named), op, epoch, lease_held=True)
                 continue
             if verdict.kind in (GateKind.RATE_LIMITED, GateKind.SERVER_ERROR):
                 self._limiter.slow()
@@ -354,7 +341,7 @@ class CnkiSite(ResourceLoading, CitationFetching):
         """site-rules.md §2.5: show the grid's verification where the search lives, then retry."""
         self.drop_template()
         error = VerificationRequired(page="grid")
-        if _skips(op):
+        if skips(op):
             raise _HumanNeeded("challenge", error, page)  # skipped by _with_retries: nothing shown
         named = challenge_url(fetched.text)
         if named is not None:
@@ -367,19 +354,7 @@ class CnkiSite(ResourceLoading, CitationFetching):
             tree = parse_html(fetched.text, strip_hidden=False)
             form = tree.css_first("[name=vericodeForm]")
             fragment = form.html if form is not None and form.html else fetched.text
-            await self._click_answer_drawn()  # else the page's own answer may overwrite the form
-            try:
-                shown = await bounded(
-                    page.evaluate(SHOW_FRAGMENT_JS, {"html": fragment, "queryJson": query_json}),
-                    CALL_SECONDS,
-                    "verification fragment",
-                )
-            except (PlaywrightError, BrowserStalled) as exc:
-                self._host.note_error(exc)
-                raise _TransportError(str(exc)) from exc
-            if not shown:
-                raise VerificationContextUnavailable(reason="no #briefBox")
-            raise _HumanNeeded("challenge", error, page)
+            raise _HumanNeeded("challenge", error, page, fragment=(fragment, query_json))
         if fetched.url.split("?")[0] == template.url:
             raise VerificationContextUnavailable()
         raise _HumanNeeded("challenge", error, page, fetched.url)
@@ -388,13 +363,22 @@ class CnkiSite(ResourceLoading, CitationFetching):
         self, page: Page, url: str, body: str, op: SiteOp | None, priority: Priority
     ) -> _Fetched:
         args = {"url": url, "body": body, "timeoutMs": FETCH_TIMEOUT_MS, "cap": MAX_BODY}
+        generation = self._host.generation
         try:
-            async with self._limiter.slot(budget=op, priority=priority) as started:
-                # the in-page fetch aborts itself at 30 s; the bound covers a page that never answers
-                data: dict[str, Any] = await bounded(page.evaluate(FETCH_JS, args), CALL_SECONDS, "grid fetch")
-                answered = self._clock.monotonic()
+            async with self._work_lease.shared():
+                if page.is_closed() or self._host.generation != generation:
+                    raise _PageChanged("the search page was replaced while this request waited")
+                async with self._limiter.slot(budget=op, priority=priority) as started:
+                    # the in-page fetch aborts itself at 30 s; the bound covers a page that never answers
+                    data: dict[str, Any] = await bounded(
+                        page.evaluate(FETCH_JS, args), CALL_SECONDS, "grid fetch"
+                    )
+                    answered = self._clock.monotonic()
         except PlaywrightError as exc:
-            self._host.note_error(exc)
+            if not self._host.note_error(exc) and _navigated(exc):
+                raise _PageChanged(str(exc)) from exc
+            if self._host.generation != generation:
+                raise _PageChanged(str(exc)) from exc  # another request recovered the browser meanwhile
             raise _TransportError(str(exc)) from exc
         except BrowserStalled as exc:
             raise _TransportError(str(exc)) from exc
@@ -462,29 +446,24 @@ class CnkiSite(ResourceLoading, CitationFetching):
             epoch = self._gate.epoch
             try:
                 return await attempt()
+            except _PageChanged as exc:
+                # not a browser failure: the request is asked again in the page as it is now
+                if number == MAX_ATTEMPTS:
+                    raise SiteUnavailable(reason=without_query(str(exc))[:200]) from exc
+                log.info("the search page changed under a request; asking again: %s", exc)
             except _TransportError as exc:
                 if number == 1 and on_transport == "recover":
                     log.warning("grid transport failure, recovering the browser: %s", exc)
-                    self.drop_template()
-                    await self._detach_loader()
-                    await self._host.recover()
+                    # once the other requests in the search page have answered (DESIGN.md "The
+                    # shared search page"); a capture under way ends first
+                    async with self._work_lease.exclusive():
+                        self.drop_template()
+                        await self._detach_loader()
+                        await self._host.recover()
                     continue
                 raise SiteUnavailable(reason=without_query(str(exc))[:200]) from exc
             except _HumanNeeded as need:
-                if _skips(op):
-                    # on_verification skip: the gated page is recorded (the error, with what it was)
-                    # and skipped; nothing is opened, navigated or charged for it (docs/reliability.md).
-                    if need.page is not None:
-                        await self._close_step_page(need.page)
-                    raise VerificationSkipped(gate=need.kind, **_gate_details(need.error)) from need.error
-                page = need.page
-                if need.url is not None:
-                    page = await self._show_url(need.url, page, op)
-                assert page is not None
-                try:
-                    await self._human_step(need.kind, page, op, epoch)
-                finally:
-                    await self._close_step_page(page)
+                await self._person_step(need, op, epoch)
             except (RateLimited, SiteUnavailable):
                 slow_answers += 1
                 if slow_answers >= 3:
@@ -495,34 +474,6 @@ class CnkiSite(ResourceLoading, CitationFetching):
                 if number > 1:
                     raise
         raise VerificationRepeated(attempts=MAX_ATTEMPTS)
-
-    async def _show_url(self, url: str, page: Page | None, op: SiteOp | None) -> Page:
-        """Navigate `page` (or a new tab) to `url` for the person."""
-        if page is None or page.is_closed():
-            try:
-                page = await bounded(self._host.new_page(), CALL_SECONDS, "new tab")
-            except BrowserStalled as exc:
-                raise SiteUnavailable(reason=str(exc)) from exc
-            self._step_pages.append(page)
-        try:
-            async with self._limiter.slot(budget=op):
-                await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
-        except PlaywrightError as exc:
-            if self._host.note_error(exc):
-                raise SiteUnavailable(reason=without_query(str(exc))[:200]) from exc
-            log.debug("navigation for a human step did not finish: %s", exc)
-        return page
-
-    async def _close_step_page(self, page: Page) -> None:
-        """A tab opened only to show a page to the person is closed once the step is over."""
-        if page in self._step_pages:
-            self._step_pages.remove(page)
-            await close_tab(page)
-
-    async def _human_step(self, kind: StepKind, page: Page, op: SiteOp | None, epoch: int) -> None:
-        policy = op.on_verification if op is not None else "wait"
-        human = PlaywrightHumanPage(self._host, page, self.endpoints, kind)
-        await self._gate.handle(kind, human, op, "skip" if policy == "skip" else "wait", epoch=epoch)
 
     # --- detail and journal (site-rules.md §1.5) ------------------------------------------------
 
@@ -694,7 +645,9 @@ class CnkiSite(ResourceLoading, CitationFetching):
         (or `refresh`); never changes the captured template (same page, same form)."""
         page = await self._host.work_page()
         if refresh or not self.endpoints.is_site_url(page.url) or self.endpoints.is_login_url(page.url):
-            await self._open_search_page(page, op)
+            async with self._work_lease.exclusive():
+                page = await self._host.work_page()
+                await self._open_search_page(page, op)
         return await read_identity(page, self._clock)
 
     async def login(
@@ -736,10 +689,7 @@ def _looks_script_rendered(html: str) -> bool:
     return len(body_text(parse_html(html))) < 200
 
 
-def _skips(op: SiteOp | None) -> bool:
-    """The operation asked to skip pages a person would have to get past (on_verification skip)."""
-    return op is not None and op.on_verification == "skip"
-
-
-def _gate_details(error: Exception) -> dict[str, Any]:
-    return dict(getattr(error, "details", {}) or {})
+def _navigated(exc: PlaywrightError) -> bool:
+    """The page's document changed under an evaluate (a navigation), the browser still there."""
+    text = str(exc).lower()
+    return "execution context was destroyed" in text or "because of a navigation" in text

@@ -196,10 +196,12 @@ class HumanGate:
         policy: Policy = "wait",
         *,
         epoch: int | None = None,
+        opened: Callable[[], None] | None = None,
     ) -> StepOutcome:
         """Get the person past `page`; on return the caller retries its request.
 
-        `epoch`: the gate's epoch read before the request was sent (default: now). Raises
+        `epoch`: the gate's epoch read before the request was sent (default: now). `opened`: called
+        once this call's own step is open (`active`), before anything is awaited in it. Raises
         VerificationSkipped (policy skip, nothing held) or VerificationTimeout."""
         if policy == "skip":
             raise VerificationSkipped()
@@ -212,7 +214,7 @@ class HumanGate:
         async with self._lock:
             if self._epoch > seen:
                 return self._outcome_since(seen)
-            return await self._run_step(kind, page, op)
+            return await self._run_step(kind, page, op, opened)
 
     async def _wait_for_step(self, seen: int, op: OperationHandle) -> StepOutcome:
         step = self._step
@@ -235,11 +237,15 @@ class HumanGate:
             raise VerificationTimeout()
         return outcome
 
-    async def _run_step(self, kind: StepKind, page: HumanPage, op: OperationHandle | None) -> StepOutcome:
+    async def _run_step(
+        self, kind: StepKind, page: HumanPage, op: OperationHandle | None, opened: Callable[[], None] | None
+    ) -> StepOutcome:
         step = _Step(kind=kind, page=page, message=self.message_for(kind))
         if op is not None:
             step.operation_ids.append(op.operation_id)
         self._step = step
+        if opened is not None:
+            opened()
         outcome = StepOutcome.ABORTED
         self._limiter.hold()
         try:

@@ -30,12 +30,13 @@ from cnki_mcp.errors import (
     ParserUnsupported,
     ReaderUnsupported,
     SiteUnavailable,
+    VerificationContextUnavailable,
     VerificationRepeated,
 )
 from cnki_mcp.identity import RELOCATE_AMBIGUOUS, Paper, ambiguous, author_key, detail_matches, title_key
 from cnki_mcp.models import DetailPage, GateKind, ReaderPage
 from cnki_mcp.parse.detail import parse_detail
-from cnki_mcp.parse.gate import classify_page, raise_for_verdict
+from cnki_mcp.parse.gate import challenge_url, classify_page, raise_for_verdict
 from cnki_mcp.parse.reader import parse_reader
 from cnki_mcp.reading_service import ReaderCapture
 from cnki_mcp.site.backend import GridRequest, SiteOp
@@ -202,6 +203,9 @@ class DetailTabs:
             verdict = classify_page(html, page.url, status)
             if verdict.kind in (GateKind.CHALLENGE, GateKind.LOGIN):
                 kind: StepKind = "challenge" if verdict.kind is GateKind.CHALLENGE else "login"
+                named = challenge_url(html) if kind == "challenge" else None
+                if named is not None and (op is None or op.on_verification != "skip"):
+                    await self._show_named(page, named, op)
                 await self.human_step(kind, page, op, epoch)
                 continue
             if verdict.kind in (GateKind.RATE_LIMITED, GateKind.SERVER_ERROR):
@@ -209,6 +213,19 @@ class DetailTabs:
             raise_for_verdict(verdict)
             return await self._parse_live(page)
         raise VerificationRepeated(page="detail")
+
+    async def _show_named(self, page: Page, url: str, op: SiteOp | None) -> None:
+        """The page answered CNKI's -403 JSON: the person is shown the slider page it names, in
+        this tab (DESIGN.md "Challenges, blocks and sessions"); solved, the site returns here."""
+        if not self.endpoints.is_site_url(url):
+            raise VerificationContextUnavailable(reason="verification URL outside CNKI")
+        try:
+            async with self.limiter.slot(budget=op):
+                await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
+        except PlaywrightError as exc:
+            if self.host.note_error(exc):
+                raise SiteUnavailable(reason=_short(exc)) from exc
+            log.debug("navigation to the slider page did not finish: %s", _short(exc))
 
     async def _parse_live(self, page: Page) -> DetailPage:
         """parse_detail on the live DOM, waiting (bounded) for a script-drawn page."""

@@ -124,6 +124,26 @@ async def test_reader_slider_is_solved_by_the_person_through_the_gate(env: Env) 
     assert capture.page.coverage.missing_catalog_headings == [] and not capture.page.trial
 
 
+async def test_a_detail_tab_answered_with_the_403_json_shows_the_person_the_issued_slider(env: Env) -> None:
+    # CNKI's WAF answers the detail page itself with {"code":-403,"message":<slider URL>}: the tab
+    # is sent to that slider page (its ident, captchaId and returnUrl), where the person solves it.
+    env.sim.set_scenario({"faults": [{"path": "/kcms2/article/abstract", "kind": "verification_403", "at": [1]}]})
+    op = FakeOp()
+    ctx = await env.host.ensure()
+
+    async def person() -> None:
+        await op.waiting.wait()
+        await tab_with(ctx, "/verify/home").click(".verify-fallback")
+
+    solver = asyncio.create_task(person())
+    async with asyncio.timeout(STEP_TIMEOUT):
+        capture = await env.reader.read(paper_for(env.sim, "r0001"), op)
+    await solver
+    assert op.transitions == ["awaiting_user", "running"]
+    assert [e.params["valid"] for e in env.sim.requests_for("/verify/home")] == [True]
+    assert not capture.page.trial
+
+
 async def test_skip_policy_does_not_wait_for_the_slider(env: Env) -> None:
     env.sim.set_scenario({"faults": [{"path": READER, "kind": "reader_slider"}]})
     await expect_code(env.reader.read(paper_for(env.sim, "r0001"), FakeOp(on_verification="skip")),

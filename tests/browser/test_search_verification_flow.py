@@ -1,0 +1,180 @@
+"""A research search (three channels paging at once in the one search page) that meets a verification,
+end to end through the in-process server and real headless Chromium against the simulator: the
+person solves it once and the search goes on by itself, every channel done, no grid page asked twice,
+the browser never relaunched (DESIGN.md "Challenges, blocks and sessions", "The shared search page")."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from cnki_mcp.services import Services
+from cnki_mcp.sim.reqlog import LogEntry
+from cnki_mcp.sim.server import SimServer
+from tests.e2e.support import BOUND, GRID, request_key, wait_op
+from tests.site_stack import (
+    STEP_TIMEOUT,
+    in_memory_server,
+    is_page_form,
+    sim_settings,
+    solve_vericode,
+    wait_for_tab,
+)
+
+pytestmark = pytest.mark.browser
+
+VERIFY = "/verify/home"
+ADV_SEARCH = "/kns8s/AdvSearch"
+# Only the search page's own click names its boxes in QueryJson (`"Key":"input[data-tipid=…]"`).
+PAGE_OWN = "data-tipid"
+# subject, title and keywords channels of two concepts (the simulator's corpus lists 499, 86 and 10
+# papers): the subject channel pages on while the other two ask their first page
+SEARCH: dict[str, Any] = {
+    "query": "研究与分析：中国数据模型的发展",
+    "concept_groups": [["研究", "分析"], ["中国", "数据", "模型", "发展"]],
+    "limit": 10,
+    "options": {"max_pages": 3, "candidate_target": 300, "metadata": "basic", "freshness": "live"},
+}
+
+
+@dataclass
+class InProcess:
+    client: Client
+    services: Services
+    sim: SimServer
+
+    async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        async with asyncio.timeout(BOUND):
+            result = await self.client.call_tool(tool, args)
+        assert not result.is_error, (tool, result.structured_content or result.content)
+        data = result.structured_content
+        assert isinstance(data, dict)
+        return data
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimServer]:
+    with SimServer() as server:
+        yield server
+
+
+@pytest.fixture
+def serve(sim: SimServer, tmp_path: Path, browser_executable: str) -> Callable[..., Any]:
+    """The in-process server on the simulator; `interval_ms`: the spacing between request starts."""
+    sim.set_scenario(None)
+    sim.reset()
+
+    @asynccontextmanager
+    async def running(interval_ms: int = 30) -> AsyncIterator[InProcess]:
+        settings = sim_settings(
+            tmp_path / "data", sim.origin, browser_executable,
+            request_interval_ms=interval_ms, inline_wait_seconds=0.0,
+        )  # fmt: skip
+        async with in_memory_server(settings) as (client, services):
+            yield InProcess(client, services, sim)
+
+    return running
+
+
+def awaiting(record: dict[str, Any]) -> bool:
+    assert record["status"] in ("running", "awaiting_user"), record
+    return record["status"] == "awaiting_user"
+
+
+def asked_again(entries: list[LogEntry]) -> list[tuple[Any, ...]]:
+    """Grid pages asked again after a clean (200, no fault) answer to them (the capture clicks,
+    which search the anchor alone, left out)."""
+    clean: Counter[tuple[Any, ...]] = Counter()
+    again: list[tuple[Any, ...]] = []
+    for entry in entries:
+        key = request_key(entry)
+        if key is None or key[0] != "grid" or is_page_form(entry):
+            continue
+        if clean[key]:
+            again.append(key)
+        if entry.status == 200 and not entry.fault:
+            clean[key] += 1
+    return again
+
+
+def assert_every_channel_done(done: dict[str, Any]) -> None:
+    assert done["status"] == "completed", (done["status"], done["errors"])
+    coverage = done["result"]["coverage"]
+    assert len(coverage) == 3 and all(c["pages"] >= 1 and not c["failed"] for c in coverage), coverage
+
+
+async def test_a_research_search_goes_on_after_the_person_solves_the_grids_vericode_form(
+    sim: SimServer, serve: Callable[..., Any]
+) -> None:
+    # The subject channel's second page asks for the code while the title and keywords channels
+    # wait for their turn (a wide spacing); their first pages go once the person solved it and
+    # answer slowly, so they are still in flight in the search page when it is loaded again.
+    sim.set_scenario(
+        {
+            "faults": [{"path": GRID, "kind": "verification", "at": [2], "form_lacks": PAGE_OWN}],
+            "latency": [{"path": GRID, "ms": 1500, "at": list(range(3, 40)), "form_lacks": PAGE_OWN}],
+        }
+    )
+    async with serve(interval_ms=300) as app:
+        waiting = await wait_op(app.call, await app.call("search", SEARCH), until=awaiting)
+        await solve_vericode(await app.services.host.work_page())
+        done = await wait_op(app.call, waiting)
+        launches = app.services.host.launches
+
+    assert_every_channel_done(done)
+    assert asked_again(sim.requests) == []
+    assert launches == 1  # no channel's trouble restarted the browser under the others
+
+
+async def test_an_advsearch_403_shows_the_person_the_issued_slider_and_the_search_completes(
+    sim: SimServer, serve: Callable[..., Any]
+) -> None:
+    # CNKI's WAF answers the search page itself with the -403 JSON naming its slider page; the
+    # fault holds for this browser until the slider is solved (docs/simulator.md).
+    sim.set_scenario({"faults": [{"path": ADV_SEARCH, "kind": "verification_403", "at": [1]}]})
+    async with serve() as app:
+        waiting = await wait_op(app.call, await app.call("search", SEARCH), until=awaiting)
+        tab = await wait_for_tab(app.services.host, VERIFY, STEP_TIMEOUT)
+        await tab.click(".verify-fallback")
+        done = await wait_op(app.call, waiting)
+
+    assert_every_channel_done(done)
+    # one slider page, the one the site issued (its ident, captchaId and returnUrl), solved once
+    assert [e.params["valid"] for e in sim.requests_for(VERIFY)] == [True]
+    assert len(sim.requests_for("/verify/solve", "POST")) == 1
+    assert sim.requests_for(ADV_SEARCH)[0].status == 403
+    assert asked_again(sim.requests) == []
+
+
+async def test_three_channels_meeting_one_grid_403_show_one_slider_for_one_step(
+    sim: SimServer, serve: Callable[..., Any]
+) -> None:
+    # The subject channel's second page and the other channels' first pages are in flight together
+    # (slow answers) and all meet the slider (it holds for the browser until solved): the person is
+    # shown one slider page and solves it once.
+    sim.set_scenario(
+        {
+            "faults": [{"path": GRID, "kind": "verification_403", "at": [2], "form_lacks": PAGE_OWN}],
+            "latency": [{"path": GRID, "ms": 600, "form_lacks": PAGE_OWN}],
+        }
+    )
+    async with serve() as app:
+        waiting = await wait_op(app.call, await app.call("search", SEARCH), until=awaiting)
+        tab = await wait_for_tab(app.services.host, VERIFY, STEP_TIMEOUT)
+        await tab.click(".verify-fallback")
+        done = await wait_op(app.call, waiting)
+        launches = app.services.host.launches
+
+    assert_every_channel_done(done)
+    assert len([e for e in sim.requests_for(GRID, "POST") if e.fault == "verification_403"]) == 3
+    assert [e.params["valid"] for e in sim.requests_for(VERIFY)] == [True]
+    assert asked_again(sim.requests) == []
+    assert launches == 1
