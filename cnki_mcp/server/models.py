@@ -125,16 +125,21 @@ class IdentityView(BaseModel):
     institution: Literal["observed", "not_observed"] = "not_observed"
     institution_evidence: list[str] = Field(default_factory=list)
     permission_scope: Literal["unknown"] = "unknown"
-    evidence_source: Literal["kns_header", "not_checked"] = "not_checked"
-    observed_at: datetime | None = None
+    evidence_source: Literal["kns_header", "login_wall", "not_checked"] = Field(
+        default="not_checked",
+        description="kns_header：读自知网页头；login_wall：某次请求遇到知网登录页（未登录个人账号）；not_checked：未检查过",
+    )
+    observed_at: datetime | None = Field(default=None, description="观察到该身份的时间（页面载入时），不是读取时间")
 
     @classmethod
-    def of(cls, identity: HeaderIdentity, observed_at: datetime) -> IdentityView:
+    def of(
+        cls, identity: HeaderIdentity, observed_at: datetime, evidence: Literal["kns_header", "login_wall"] = "kns_header"
+    ) -> IdentityView:
         return cls(
             personal="authenticated" if identity.personal is IdentityKind.AUTHENTICATED else "not_observed",
             institution="observed" if identity.institutions else "not_observed",
             institution_evidence=list(identity.institutions),
-            evidence_source="kns_header",
+            evidence_source=evidence,
             observed_at=observed_at,
         )
 

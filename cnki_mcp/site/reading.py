@@ -140,6 +140,9 @@ class DetailTabs:
     async def human_step(
         self, kind: StepKind, page: Page, op: SiteOp | None, epoch: int | None = None
     ) -> None:
+        """One human step on `page`; a login page is noted as the site's answer on who we are."""
+        if kind == "login":
+            self.site.note_login_wall()
         policy = op.on_verification if op is not None else "wait"
         human = PlaywrightHumanPage(self.host, page, self.endpoints, kind)
         await self.gate.handle(kind, human, op, "skip" if policy == "skip" else "wait", epoch=epoch)
