@@ -67,9 +67,11 @@ class OperationView(BaseModel):
         if view.next_step is None:
             codes = tuple(e.code for e in view.errors)
             saved = view.result.get("format") if isinstance(view.result, dict) else None
+            login = any(e.code == "VERIFICATION_SKIPPED" and e.details.get("gate") == "login" for e in view.errors)
             view.next_step = default_next_step(
-                view.status, view.kind, codes, saved_format=saved, checkpoint=record.checkpoint is not None
-            )
+                view.status, view.kind, codes, saved_format=saved, checkpoint=record.checkpoint is not None,
+                login_skipped=login,
+            )  # fmt: skip
             if view.next_step is None and view.kind == "export" and isinstance(view.result, dict):
                 view.next_step = locator_step(view.result.get("missing_fields") or {})
         return view
@@ -87,6 +89,8 @@ def locator_step(missing_fields: Mapping[str, Sequence[str]]) -> str | None:
     )
 
 
+LOGIN_THEN_AGAIN = "知网要求登录：先用 login 登录（请用户在弹出的窗口登录），再用相同参数调用 {tool}"
+_TOOL_OF_KIND = {"download": "download_paper", "read": "read_online_html"}
 UNCERTAIN_DOWNLOAD_STEP = "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
 
 
@@ -97,13 +101,17 @@ def default_next_step(
     *,
     saved_format: str | None = None,
     checkpoint: bool = False,
+    login_skipped: bool = False,
 ) -> str | None:
     """What to call next, by status, operation kind, error codes, whether a checkpoint was kept
     and (a download) the saved file's format: the same advice whether the record comes back
     inside the tool call or later through operation_status. Only an operation `operation_control`
     can continue (a kind in `jobs.CONTINUABLE` with a checkpoint: a search, a citation graph or
     path, not get_references / get_citing) is told to; read_pdf_text reads PDFs only, so a CAJ
-    download gets no advice."""
+    download gets no advice. A page skipped because CNKI asked for a login (`login_skipped`): log
+    in first, then the same call again."""
+    if status == "skipped" and login_skipped:
+        return LOGIN_THEN_AGAIN.format(tool=_TOOL_OF_KIND.get(kind or "", "原工具"))
     if kind == "download":
         if "SIDE_EFFECT_UNCERTAIN" in codes:
             return UNCERTAIN_DOWNLOAD_STEP

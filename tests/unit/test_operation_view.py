@@ -28,3 +28,11 @@ def test_a_budget_shows_the_on_verification_value_a_client_passes() -> None:
     shown = BudgetView.model_validate({"max_requests": 1, "timeout_seconds": 1.0, "on_verification": "wait"})
     assert shown.on_verification == "ask"
     assert BudgetView(max_requests=1, timeout_seconds=1.0, on_verification="skip").on_verification == "skip"
+
+
+def test_a_page_skipped_at_a_login_wall_is_told_to_log_in_and_call_again() -> None:
+    skipped = ("VERIFICATION_SKIPPED",)
+    download = default_next_step("skipped", "download", skipped, login_skipped=True) or ""
+    assert "login" in download and "download_paper" in download and "retry" not in download
+    assert "read_online_html" in (default_next_step("skipped", "read", skipped, login_skipped=True) or "")
+    assert default_next_step("skipped", "download", skipped) is None  # a skipped slider: no advice
