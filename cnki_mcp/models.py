@@ -6,6 +6,7 @@ beside their code and import these where the data is the same."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -298,3 +299,5 @@ class HeaderIdentity(_Model):
     personal: IdentityKind = IdentityKind.NOT_OBSERVED
     personal_name: str | None = None
     institutions: list[str] = Field(default_factory=list)
+    # when the page showing it was loaded (set by the site layer; the parser never knows)
+    observed_at: datetime | None = None

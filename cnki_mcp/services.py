@@ -9,15 +9,14 @@ tool makes a CNKI request). Tests inject a fake SiteBackend through `backend=`; 
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from cnki_mcp.clock import Clock, SystemClock
 from cnki_mcp.jobs import JobManager, StoreSink
 from cnki_mcp.models import HeaderIdentity
+from cnki_mcp.session_identity import IdentityMemory, ObservedIdentity
 from cnki_mcp.settings import Settings
 from cnki_mcp.site.backend import SiteBackend
 from cnki_mcp.site.browser import BrowserHost
@@ -32,19 +31,12 @@ ReadingFactory = Callable[["Services"], Any]  # -> reading_service.ReadingServic
 DownloaderFactory = Callable[["Services"], Any]  # -> site.downloading.Downloader (or a fake)
 
 
-@dataclass(frozen=True, slots=True)
-class ObservedIdentity:
-    """The last identity read this run (session_status without refresh answers from it)."""
-
-    identity: HeaderIdentity
-    observed_at: _dt.datetime
-
-
-
-def _cnki_site(settings: Settings, clock: Clock, host: BrowserHost, limiter: Limiter, gate: HumanGate) -> Any:
+def _cnki_site(
+    settings: Settings, clock: Clock, host: BrowserHost, limiter: Limiter, gate: HumanGate, seen: IdentityMemory
+) -> Any:
     from cnki_mcp.site.cnki import CnkiSite
 
-    return CnkiSite(settings, clock, host, limiter, gate)
+    return CnkiSite(settings, clock, host, limiter, gate, identities=seen)
 
 
 class LazySite:
@@ -91,6 +83,7 @@ class Services:
         environ: Mapping[str, str] | None = None,
         reading_factory: ReadingFactory | None = None,
         downloader_factory: DownloaderFactory | None = None,
+        identities: IdentityMemory | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -102,7 +95,7 @@ class Services:
         self.jobs = jobs
         self.interrupted_at_start = list(interrupted or [])
         self.environ: Mapping[str, str] = environ or {}
-        self.identity: ObservedIdentity | None = None
+        self.identities = identities or IdentityMemory(clock)
         self._pipeline_factory = pipeline_factory or _default_pipeline
         self._pipeline: Any = None
         self._reading_factory = reading_factory or _default_reading
@@ -140,8 +133,9 @@ class Services:
                 return host.headless if host.headless is not None else settings.headless
 
             gate = HumanGate(clock, limiter, timeout=settings.human_timeout_seconds, headless=headless)
+            seen = IdentityMemory(clock)
             if backend is None:
-                backend = LazySite(lambda: _cnki_site(settings, clock, host, limiter, gate))
+                backend = LazySite(lambda: _cnki_site(settings, clock, host, limiter, gate, seen))
             jobs = JobManager(
                 clock,
                 StoreSink(store),
@@ -169,6 +163,7 @@ class Services:
             environ=environ,
             reading_factory=reading_factory,
             downloader_factory=downloader_factory,
+            identities=seen,
         )
 
     @property
@@ -206,9 +201,14 @@ class Services:
             self._downloader = self._downloader_factory(self)
         return self._downloader
 
+    @property
+    def identity(self) -> ObservedIdentity | None:
+        """The last identity observed this run (a header read or a login wall)."""
+        return self.identities.last
+
     def remember_identity(self, identity: HeaderIdentity) -> ObservedIdentity:
-        self.identity = ObservedIdentity(identity, self.clock.now())
-        return self.identity
+        """`identity` dated by `identity.observed_at` (when its page was loaded), else now."""
+        return self.identities.observed(identity, identity.observed_at)
 
     # --- teardown ---------------------------------------------------------------------
 

@@ -67,6 +67,7 @@ class OperationView(BaseModel):
         if view.next_step is None:
             codes = tuple(e.code for e in view.errors)
             saved = view.result.get("format") if isinstance(view.result, dict) else None
+            login = any(e.code == "VERIFICATION_SKIPPED" and e.details.get("gate") == "login" for e in view.errors)
             view.next_step = default_next_step(
                 view.status,
                 view.kind,
@@ -74,6 +75,7 @@ class OperationView(BaseModel):
                 saved_format=saved,
                 checkpoint=record.checkpoint is not None,
                 operation_id=record.operation_id,
+                login_skipped=login,
             )
             if view.next_step is None and view.kind == "export" and isinstance(view.result, dict):
                 view.next_step = locator_step(view.result.get("missing_fields") or {})
@@ -93,6 +95,8 @@ def locator_step(missing_fields: Mapping[str, Sequence[str]]) -> str | None:
 
 
 AMBIGUOUS_STEP = "同名文献有多篇：从 IDENTITY_AMBIGUOUS 错误的 details.candidates 选一篇，用它的 record_ref 再调用"
+LOGIN_THEN_AGAIN = "知网要求登录：先用 login 登录（请用户在弹出的窗口登录），再用相同参数调用 {tool}"
+_TOOL_OF_KIND = {"download": "download_paper", "read": "read_online_html"}
 UNCERTAIN_DOWNLOAD_STEP = "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
 
 
@@ -104,13 +108,17 @@ def default_next_step(
     saved_format: str | None = None,
     checkpoint: bool = False,
     operation_id: str | None = None,
+    login_skipped: bool = False,
 ) -> str | None:
     """What to call next, by status, operation kind, error codes, whether a checkpoint was kept
     and (a download) the saved file's format: the same advice whether the record comes back
     inside the tool call or later through operation_status. Only an operation `operation_control`
     can continue (a kind in `jobs.CONTINUABLE` with a checkpoint: a search, a citation graph or
     path, not get_references / get_citing) is told to; read_pdf_text reads PDFs only, so a CAJ
-    download gets no advice."""
+    download gets no advice. A page skipped because CNKI asked for a login (`login_skipped`): log
+    in first, then the same call again."""
+    if status == "skipped" and login_skipped:
+        return LOGIN_THEN_AGAIN.format(tool=_TOOL_OF_KIND.get(kind or "", "原工具"))
     if kind == "download":
         if "SIDE_EFFECT_UNCERTAIN" in codes:
             return UNCERTAIN_DOWNLOAD_STEP
@@ -135,16 +143,21 @@ class IdentityView(BaseModel):
     institution: Literal["observed", "not_observed"] = "not_observed"
     institution_evidence: list[str] = Field(default_factory=list)
     permission_scope: Literal["unknown"] = "unknown"
-    evidence_source: Literal["kns_header", "not_checked"] = "not_checked"
-    observed_at: datetime | None = None
+    evidence_source: Literal["kns_header", "login_wall", "not_checked"] = Field(
+        default="not_checked",
+        description="kns_header：读自知网页头；login_wall：某次请求遇到知网登录页（未登录个人账号）；not_checked：未检查过",
+    )
+    observed_at: datetime | None = Field(default=None, description="观察到该身份的时间（页面载入时），不是读取时间")
 
     @classmethod
-    def of(cls, identity: HeaderIdentity, observed_at: datetime) -> IdentityView:
+    def of(
+        cls, identity: HeaderIdentity, observed_at: datetime, evidence: Literal["kns_header", "login_wall"] = "kns_header"
+    ) -> IdentityView:
         return cls(
             personal="authenticated" if identity.personal is IdentityKind.AUTHENTICATED else "not_observed",
             institution="observed" if identity.institutions else "not_observed",
             institution_evidence=list(identity.institutions),
-            evidence_source="kns_header",
+            evidence_source=evidence,
             observed_at=observed_at,
         )
 

@@ -62,7 +62,7 @@ trial=true 为试读；complete_article=false 为不完整，null 为无法确�
 
 DOWNLOAD_DESCRIPTION = """下载 PDF 或 CAJ 到 data/downloads/（访问知网，点击一次下载；可能产生费用，只在明确需要文件时使用）。
 record_ref 或完整 title 二选一；format：auto（优先 PDF）、pdf、caj；已有同名文件返回 FILE_EXISTS。下载过则直接返回（source=cache），新的 filename/subdirectory 时复制过去。
-SIDE_EFFECT_UNCERTAIN：稍后用相同参数再调用会先检查文件是否已到，确认要再次点击才传 retry=true。"""
+SIDE_EFFECT_UNCERTAIN：稍后用相同参数再调用会先检查文件是否已到，确认要再次点击才传 retry=true。skip 时遇到登录页为 skipped（details.gate=login，没有文件、不计费）：用 login 登录后用相同参数再调用即可。"""
 
 PDF_DESCRIPTION = """读取已下载 PDF 的文字（本地，不访问知网）：path（data/downloads/ 下，或 download_paper 返回的 path）或 record_ref。
 pages 如 "1-3"、"5"、"2-"、"1,4-5"（从 1 起，默认全部）；truncated=true 时以 pages=next_pages、offset=next_offset 继续。CAJ 无法提取文字（INVALID_FILE）。"""

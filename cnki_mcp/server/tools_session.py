@@ -29,11 +29,11 @@ from cnki_mcp.server.models import (
 from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.services import Services
 
-LOGIN_DESCRIPTION = """在专用浏览器中打开知网登录页，由用户登录（访问知网；个人、机构 IP、机构账号、机构远程访问均可）。已登录且未设 force 时直接返回身份。
+LOGIN_DESCRIPTION = """在专用浏览器中打开知网登录页，由用户登录（访问知网；个人、机构 IP、机构账号、机构远程访问均可）。已登录（先用一次请求确认知网当前会话）且未设 force 时直接返回身份。
 remote_access_url：机构远程访问入口（CARSI、WebVPN 等），须为不含账号信息的 https 地址，登录后通常需要 operation_control(action='resume')。
 awaiting_user 时请用户在弹出的窗口登录，再用 operation_status 等待。账号密码只在浏览器中输入，不经过 MCP。"""
 
-SESSION_DESCRIPTION = """查看知网登录状态。refresh=false（默认）：返回本次运行最近一次识别的结果（cached=true，本地，不访问知网；未检查过时 evidence_source=not_checked）。
+SESSION_DESCRIPTION = """查看知网登录状态。refresh=false（默认）：返回本次运行最近一次识别的结果（cached=true，本地，不访问知网；observed_at 为观察到的时间；未检查过时 evidence_source=not_checked；之后某次请求遇到知网登录页时 evidence_source=login_wall、personal=not_observed）。
 refresh=true：在浏览器中重新读取知网页头（访问知网，约 1–2 次请求）。显示机构名称不代表该机构订购了所有资源。"""
 
 DIAGNOSTICS_DESCRIPTION = """本地诊断（不启动浏览器，不访问知网）：版本、平台、数据目录、是否找到浏览器、请求间隔与并发、调用内等待时间、只读模式、限速器状态、存储提示、当前与最近的任务。出现问题时先调用它。"""
@@ -87,7 +87,7 @@ def register(server: CnkiServer) -> None:
             else:  # a backend without a login flow: report who we are
                 identity = await backend.identity(op)
             observed = services.remember_identity(identity)
-            return IdentityView.of(observed.identity, observed.observed_at)
+            return IdentityView.of(observed.identity, observed.observed_at, observed.evidence)
 
         record = await start_operation(
             ctx, services.jobs, OperationKind.LOGIN, runner, stage="login", message="打开登录页面"
@@ -112,7 +112,7 @@ def register(server: CnkiServer) -> None:
             else:
                 identity = await backend.identity(op)
             observed = services.remember_identity(identity)
-            return IdentityView.of(observed.identity, observed.observed_at)
+            return IdentityView.of(observed.identity, observed.observed_at, observed.evidence)
 
         record = await start_operation(
             ctx, services.jobs, OperationKind.SESSION, runner, stage="identity", message="读取知网页头"
@@ -145,7 +145,7 @@ def _cached_identity(services: Services) -> SessionStatusView:
     if observed is None:
         return SessionStatusView(cached=True)
     return SessionStatusView(
-        **IdentityView.of(observed.identity, observed.observed_at).model_dump(), cached=True
+        **IdentityView.of(observed.identity, observed.observed_at, observed.evidence).model_dump(), cached=True
     )
 
 

@@ -221,6 +221,11 @@ class App:
         """Stop honouring every guest session issued so far (the site expired them)."""
         self._secret = secrets.token_bytes(16)
 
+    def forget_logins(self) -> None:
+        """End every login session (the site logged everyone out); the cookies stay in the browsers."""
+        with self.state.lock:
+            self.state.sessions.clear()
+
     def session_of(self, req: Request) -> str | None:
         """The request's guest session when it carries one this site signed, else None."""
         value = req.cookies.get(SESSION_COOKIE, "")

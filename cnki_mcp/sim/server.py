@@ -300,6 +300,10 @@ class SimServer:
         """Expire every guest session (`KNS2COOKIE`) issued so far; `reset()` keeps them."""
         self.app.forget_sessions()
 
+    def forget_logins(self) -> None:
+        """End every login session (the site dropped them); `reset()` does too, with everything else."""
+        self.app.forget_logins()
+
     def set_scenario(self, scenario: dict[str, Any] | Scenario | None) -> None:
         self.scenario = Scenario.from_obj(scenario)
         self.app.set_scenario(self.scenario)

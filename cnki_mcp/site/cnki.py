@@ -44,6 +44,7 @@ from cnki_mcp.parse.export import parse_export
 from cnki_mcp.parse.gate import challenge_url, classify_page, raise_for_verdict
 from cnki_mcp.parse.grid import parse_grid, parse_grid_head
 from cnki_mcp.parse.journal import parse_journal
+from cnki_mcp.session_identity import IdentityMemory
 from cnki_mcp.settings import Settings
 from cnki_mcp.site.backend import FollowOnce, GridFollow, GridRequest, SiteOp
 from cnki_mcp.site.browser import BrowserHost
@@ -62,7 +63,7 @@ from cnki_mcp.site.human import HumanGate, StepKind
 from cnki_mcp.site.limiter import Limiter, Priority
 from cnki_mcp.site.page_lease import PageLease
 from cnki_mcp.site.page_scripts import FETCH_JS, FILL_JS, READY_JS
-from cnki_mcp.site.pages import read_identity
+from cnki_mcp.site.pages import positive, read_identity
 from cnki_mcp.site.person import HumanNeeded as _HumanNeeded
 from cnki_mcp.site.person import PersonSteps, skips
 from cnki_mcp.site.transport import FETCH_TIMEOUT_MS, MAX_BODY, ResourceLoading
@@ -107,8 +108,10 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
         *,
         retry_waits: tuple[float, float] = (2.0, 4.0),
         render_timeout: float = 12.0,
+        identities: IdentityMemory | None = None,
     ) -> None:
         self._settings = settings
+        self._identities = identities
         self._clock = clock
         self._host = host
         self._limiter = limiter
@@ -640,9 +643,15 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
 
     # --- identity (site-rules.md §2.6) ------------------------------------------------------------
 
+    def note_login_wall(self) -> None:
+        """A request met CNKI's login page: the identity this run remembers is not logged in."""
+        if self._identities is not None:
+            self._identities.login_wall()
+
     async def identity(self, op: SiteOp | None = None, *, refresh: bool = False) -> HeaderIdentity:
-        """Who the kns header says we are. Opens AdvSearch when the work tab shows no CNKI page
-        (or `refresh`); never changes the captured template (same page, same form)."""
+        """Who the kns header says we are, dated when the page was loaded (`observed_at`). Opens
+        AdvSearch when the work tab shows no CNKI page (or `refresh`); never changes the captured
+        template (same page, same form)."""
         page = await self._host.work_page()
         if refresh or not self.endpoints.is_site_url(page.url) or self.endpoints.is_login_url(page.url):
             async with self._work_lease.exclusive():
@@ -653,11 +662,18 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
     async def login(
         self, op: SiteOp | None = None, *, remote_access_url: str | None = None, force: bool = False
     ) -> HeaderIdentity:
-        """The login flow (site/login.py): the identity at once when already positive and not
-        `force`, else a login tab and a human step of kind login until a CNKI tab shows one."""
+        """The login flow (site/login.py): the identity at once when the live session is positive
+        and not `force`, else a login tab and a human step of kind login until a CNKI tab shows one.
+        A positive header on a page loaded before this call is checked with one AdvSearch load:
+        the site drops logins without telling the old pages (site-rules.md §2.6)."""
         from cnki_mcp.site.login import LoginFlow
 
-        current = None if force else await self.identity(op)
+        current = None
+        if not force:
+            asked = self._clock.now()
+            current = await self.identity(op)
+            if positive(current) and (current.observed_at is None or current.observed_at < asked):
+                current = await self.identity(op, refresh=True)
         flow = LoginFlow(self._host, self.endpoints, self._limiter, self._gate, self._clock)
         return await flow.run(current, op, remote_access_url=remote_access_url, force=force)
 

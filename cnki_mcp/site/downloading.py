@@ -7,7 +7,8 @@ its own tab, settled; the format chosen from the visible entries (auto: PDF, els
 DOWNLOAD_ENTRY_NOT_FOUND without clicking); the click recorded in the store BEFORE it happens;
 one real click; then every tab CNKI opens is watched: a refusal text in its first 300 characters
 is DOWNLOAD_REFUSED with the page's words, a verification or login page goes to the human gate
-and the same download is awaited again, and the browser's download event on any page is saved
+and the same download is awaited again (skipped: the click is settled `skipped` and its tabs
+closed, so the next call clicks again), and the browser's download event on any page is saved
 to `<data>/incoming/<op_id>/`, validated, archived under `downloads/` and recorded with SHA-256.
 No file, no refusal within `wait_seconds` (the person's time not counted): the click stays
 uncertain and the call ends with SIDE_EFFECT_UNCERTAIN; the download may still land, and the
@@ -38,6 +39,7 @@ from cnki_mcp.errors import (
     SideEffectUncertain,
     VerificationNotFound,
     VerificationRepeated,
+    VerificationSkipped,
 )
 from cnki_mcp.files import (
     FileFormat,
@@ -255,6 +257,11 @@ class Downloader:
             except _Refused as refused:
                 self.store.click_outcome(click_id, "refused", self.clock.now(), {"text": refused.text})
                 raise DownloadRefused(text=refused.text, record_ref=paper.record_ref, format=fmt) from None
+            except VerificationSkipped as skipped:
+                # The click was answered by a login or verification page and no file came: its
+                # outcome is known (nothing delivered, nothing charged); the tabs close below.
+                self.store.click_outcome(click_id, "skipped", self.clock.now(), dict(skipped.details))
+                raise
             if saved is None:
                 # the click stays without an outcome: uncertain until a file turns up
                 linger = folder

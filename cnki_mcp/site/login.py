@@ -1,12 +1,14 @@
-"""The `login` flow (site-rules.md §2.6, §1.1): a positive identity already seen is returned as it is
-(unless `force`); otherwise a tab opens on AdvSearch (CNKI's default login page; its visible
-`登录`/`个人登录` entry is followed) or on the institution's remote-access URL, and one human step
-of kind `login` runs through the gate. While it waits, EVERY open CNKI tab is read every 1.5 s,
-because people often finish logging in on a tab the site opened or on www.cnki.net; a positive
-identity (personal or institution; with `force`, one other than the identity shown when the step
-began) on any of them ends the wait, so does `operation_control
-resume`, and the gate's timeout (20 minutes) gives VERIFICATION_TIMEOUT. After the step the
-session cookies are saved and the identity is returned."""
+"""The `login` flow (site-rules.md §2.6, §1.1): a positive identity the live session shows is returned
+as it is (unless `force`; `CnkiSite.login` confirms an old page's header first); otherwise a tab
+opens on AdvSearch (CNKI's default login page; its visible `登录`/`个人登录` entry is followed) or
+on the institution's remote-access URL, and one human step of kind `login` runs through the gate.
+While it waits, EVERY open CNKI tab is read every 1.5 s, because people often finish logging in on
+a tab the site opened or on www.cnki.net; a positive identity (personal or institution; with
+`force`, one other than the identity AdvSearch showed at the start) on a tab that loaded a page
+after the step began, or whose header changed since, ends the wait (an older page may show a login
+the site has dropped); so does `operation_control resume`, and the gate's timeout (20 minutes)
+gives VERIFICATION_TIMEOUT. After the step the session cookies are saved and the identity is
+returned."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.endpoints import Endpoints, without_query
 from cnki_mcp.site.human import HumanGate, PageKind, PageState
 from cnki_mcp.site.limiter import Limiter
-from cnki_mcp.site.pages import PlaywrightHumanPage, positive, read_identity
+from cnki_mcp.site.pages import PlaywrightHumanPage, document_origin, positive, read_identity
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,7 @@ _ENTRY_JS = """() => {
   }
   return null;
 }"""
+_NOW_JS = "() => performance.timeOrigin + performance.now()"  # the browser's clock, ms
 
 
 def _url(page: Page) -> str:
@@ -51,15 +54,61 @@ def _url(page: Page) -> str:
         return ""
 
 
-def _who(identity: HeaderIdentity) -> tuple[str | None, tuple[str, ...]]:
+Who = tuple[str | None, tuple[str, ...]]
+
+
+def _who(identity: HeaderIdentity) -> Who:
     return identity.personal_name if positive(identity) else None, tuple(identity.institutions)
 
 
+@dataclass(slots=True)
+class TabsBefore:
+    """The open tabs when a login step began: when (the browser's clock) and who each showed.
+    The site drops logins without telling the pages it served, so a tab counts as evidence only
+    once it loaded a page after this moment or its header changed since (site-rules.md §2.6)."""
+
+    origin: float | None
+    shown: list[tuple[Page, Who]] = field(default_factory=list)
+
+    def showed(self, page: Page) -> Who | None:
+        return next((who for p, who in self.shown if p is page), None)
+
+
+async def tabs_before(host: BrowserHost, endpoints: Endpoints, blank: Page) -> TabsBefore:
+    """What every CNKI tab shows now; `blank` (a fresh tab) gives the browser's time."""
+    try:
+        origin = await blank.evaluate(_NOW_JS)
+    except PlaywrightError:
+        origin = None
+    before = TabsBefore(float(origin) if isinstance(origin, (int, float)) else None)
+    ctx = await host.ensure()
+    for page in list(ctx.pages):
+        url = _url(page)
+        if page.is_closed() or not endpoints.is_site_url(url):
+            continue
+        with contextlib.suppress(PlaywrightError):
+            before.shown.append((page, _who(read_header_identity(await page.content()))))
+    return before
+
+
+async def _counts(page: Page, identity: HeaderIdentity, since: TabsBefore) -> bool:
+    """`page` loaded after the step began, or shows someone other than it showed then."""
+    if since.showed(page) not in (None, _who(identity)):
+        return True
+    origin = await document_origin(page)
+    return origin is not None and since.origin is not None and origin > since.origin
+
+
 async def scan_tabs(
-    host: BrowserHost, endpoints: Endpoints, *, unlike: HeaderIdentity | None = None
+    host: BrowserHost,
+    endpoints: Endpoints,
+    *,
+    unlike: HeaderIdentity | None = None,
+    since: TabsBefore | None = None,
 ) -> HeaderIdentity | None:
     """The first positive identity shown by any open CNKI tab (login pages skipped), else None.
-    With `unlike`, an identity equal to it does not count (force: the person switches accounts)."""
+    With `unlike`, an identity equal to it does not count (force: the person switches accounts);
+    with `since`, only a tab loaded or changed after that moment counts."""
     ctx = await host.ensure()
     for page in list(ctx.pages):
         url = _url(page)
@@ -69,14 +118,17 @@ async def scan_tabs(
             identity = read_header_identity(await page.content())
         except PlaywrightError:  # mid-navigation or closed meanwhile: next poll reads it
             continue
-        if positive(identity) and (unlike is None or _who(identity) != _who(unlike)):
+        if not positive(identity) or (unlike is not None and _who(identity) == _who(unlike)):
+            continue
+        if since is None or await _counts(page, identity, since):
             return identity
     return None
 
 
 @dataclass(slots=True)
 class LoginWatch:
-    """The `HumanPage` of a login step: LOGIN until some CNKI tab shows a positive identity.
+    """The `HumanPage` of a login step: LOGIN until some CNKI tab loaded or changed since the
+    step began shows a positive identity.
 
     The gate polls `inspect()` at its own pace; the tabs are read at most every
     `interval` seconds, between reads the last answer stands."""
@@ -85,16 +137,22 @@ class LoginWatch:
     clock: Clock
     interval: float = TAB_POLL_SECONDS
     found: HeaderIdentity | None = None
-    baseline: HeaderIdentity | None = None  # force: who was logged in when the step began
+    baseline: HeaderIdentity | None = None  # force: who the site said was logged in at the start
+    since: TabsBefore | None = None
     reads: int = 0
     _last_read: float | None = field(default=None)
+
+    async def scan(self) -> HeaderIdentity | None:
+        found = await scan_tabs(self.inner.host, self.inner.endpoints, unlike=self.baseline, since=self.since)
+        # seen live during the step: dated now
+        return found.model_copy(update={"observed_at": self.clock.now()}) if found is not None else None
 
     async def inspect(self) -> PageState:
         now = self.clock.monotonic()
         if self.found is None and (self._last_read is None or now - self._last_read >= self.interval):
             self._last_read = now
             self.reads += 1
-            self.found = await scan_tabs(self.inner.host, self.inner.endpoints, unlike=self.baseline)
+            self.found = await self.scan()
         if self.found is not None:
             return PageState(PageKind.CLEAR)
         return PageState(PageKind.LOGIN)
@@ -128,21 +186,23 @@ class LoginFlow:
             return current
         page = await self.host.new_page()
         try:
-            await self._open(page, remote_access_url, op)
+            before = await tabs_before(self.host, self.endpoints, page)
+            live = await self._open(page, remote_access_url, op, read_first=force)
             watch = LoginWatch(
                 PlaywrightHumanPage(self.host, page, self.endpoints, "login"),
                 self.clock,
                 interval=self.poll_interval,
+                since=before,
             )
             if force:
-                # Switching accounts: the identity shown now does not end the step.
-                watch.baseline = await scan_tabs(self.host, self.endpoints)
+                # Switching accounts: who the site says is logged in now does not end the step.
+                watch.baseline = live
             else:
                 # The entry page itself may already show who we are (an institution by IP).
-                watch.found = await scan_tabs(self.host, self.endpoints)
+                watch.found = await watch.scan()
             if watch.found is None:
                 await self.gate.handle("login", watch, op, "wait")
-            identity = watch.found or await scan_tabs(self.host, self.endpoints)
+            identity = watch.found or await scan_tabs(self.host, self.endpoints, since=before)
             if identity is None:
                 # Resumed without a positive header anywhere: report what the site shows now.
                 identity = await self._read_after(page, op)
@@ -154,8 +214,11 @@ class LoginFlow:
                 if not page.is_closed():
                     await page.close()
 
-    async def _open(self, page: Page, remote_access_url: str | None, op: SiteOp | None) -> None:
-        """Navigate the login tab: the remote-access URL as given, else AdvSearch and its entry."""
+    async def _open(
+        self, page: Page, remote_access_url: str | None, op: SiteOp | None, *, read_first: bool = False
+    ) -> HeaderIdentity | None:
+        """Navigate the login tab: the remote-access URL as given, else AdvSearch and its entry.
+        `read_first`: who AdvSearch shows before the entry is followed (the live session), else None."""
         target = remote_access_url or self.endpoints.adv_search
         try:
             async with self.limiter.slot(budget=op):
@@ -164,15 +227,16 @@ class LoginFlow:
             if self.host.note_error(exc):
                 raise BrowserUnavailable("浏览器连接已断开", reason=without_query(str(exc))[:200]) from exc
             log.info("login page did not finish loading: %s", str(exc).splitlines()[0][:200])
-            return
+            return None
         if remote_access_url is not None:
-            return
+            return None
+        live = await read_identity(page, self.clock) if read_first else None
         try:
             entry = await page.evaluate(_ENTRY_JS)
         except PlaywrightError:
             entry = None
         if not isinstance(entry, str) or not self.endpoints.is_site_url(entry):
-            return  # already logged in, or no entry: the person uses the page as it is
+            return live  # already logged in, or no entry: the person uses the page as it is
         try:
             async with self.limiter.slot(budget=op):
                 await page.goto(entry, wait_until="domcontentloaded", timeout=ENTRY_TIMEOUT_MS)
@@ -180,6 +244,7 @@ class LoginFlow:
             if self.host.note_error(exc):
                 raise BrowserUnavailable("浏览器连接已断开", reason=without_query(str(exc))[:200]) from exc
             log.info("login entry did not finish loading: %s", str(exc).splitlines()[0][:200])
+        return live
 
     async def _read_after(self, page: Page, op: SiteOp | None) -> HeaderIdentity:
         """The header of the login tab once it is back on a CNKI page, else of AdvSearch."""

@@ -4,6 +4,7 @@ markers evaluated in the live DOM) and header-identity reading with the §2.6 wa
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -71,6 +72,8 @@ INSPECT_JS = (
 # site-rules.md §2.6: page completeness and pending XHR (jQuery.active) for the identity waiting rule.
 LOAD_STATE_JS = """() => ({complete: document.readyState === 'complete',
   pending: !!(window.jQuery && window.jQuery.active)})"""
+_ORIGIN_JS = "() => performance.timeOrigin"
+_AGE_JS = "() => performance.now()"  # ms since the document began loading
 
 IDENTITY_SETTLE_SECONDS = 0.75
 IDENTITY_MAX_SECONDS = 12.0
@@ -97,6 +100,7 @@ class PlaywrightHumanPage:
     page: Page
     endpoints: Endpoints
     kind: StepKind = "challenge"
+    shown_since: float | None = None  # login: when the login page's document began loading
 
     async def _state_of(self, page: Page) -> PageState:
         data: dict[str, Any] = await page.evaluate(INSPECT_JS)
@@ -114,18 +118,27 @@ class PlaywrightHumanPage:
             if self.kind == "login" and not await self._logged_in_elsewhere():
                 return PageState(PageKind.LOGIN)
             return PageState(PageKind.CLEAR)
+        if self.kind == "login" and self.shown_since is None:
+            self.shown_since = await document_origin(self.page)
         state = await self._state_of(self.page)
         if self.kind == "login" and state.kind is PageKind.LOGIN and await self._logged_in_elsewhere():
             return PageState(PageKind.CLEAR)
         return state
 
     async def _logged_in_elsewhere(self) -> bool:
+        """Another CNKI tab loaded after this login page shows a person logged in. A tab loaded
+        before it proves nothing: the site drops logins without telling the pages it served."""
+        if self.shown_since is None:
+            return False
         ctx = await self.host.ensure()
         for other in list(ctx.pages):
             url = _page_url(other)
             if other is self.page or other.is_closed() or not self.endpoints.is_site_url(url):
                 continue
             if self.endpoints.is_login_url(url):
+                continue
+            origin = await document_origin(other)
+            if origin is None or origin <= self.shown_since:
                 continue
             try:
                 identity = read_header_identity(await other.content())
@@ -143,6 +156,29 @@ class PlaywrightHumanPage:
         await self.host.minimise(None if self.page.is_closed() else self.page)
 
 
+async def document_origin(page: Page) -> float | None:
+    """When the page's document began loading (`performance.timeOrigin`, ms on the browser's
+    clock); None when the page cannot answer (mid-navigation, closed)."""
+    try:
+        value = await page.evaluate(_ORIGIN_JS)
+    except PlaywrightError:
+        return None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+async def dated(page: Page, clock: Clock, identity: HeaderIdentity) -> HeaderIdentity:
+    """`identity` with `observed_at` = when `page`'s document was loaded (now if it cannot say):
+    a header read again from an old page is as old as the page (site-rules.md §2.6)."""
+    try:
+        age_ms = await page.evaluate(_AGE_JS)
+    except PlaywrightError:
+        age_ms = None
+    at = clock.now()
+    if isinstance(age_ms, (int, float)) and age_ms > 0:
+        at -= _dt.timedelta(milliseconds=float(age_ms))
+    return identity.model_copy(update={"observed_at": at})
+
+
 async def read_identity(
     page: Page,
     clock: Clock,
@@ -153,7 +189,11 @@ async def read_identity(
 ) -> HeaderIdentity:
     """The kns header identity with the site-rules.md §2.6 waiting rules: a positive identity at once;
     "not logged in" only once the header is ready and the page complete and idle for `settle`
-    seconds; after `limit` seconds the last reading is returned as it is."""
+    seconds; after `limit` seconds the last reading is returned as it is. Dated by `dated`."""
+    return await dated(page, clock, await _read_header(page, clock, settle, limit, poll))
+
+
+async def _read_header(page: Page, clock: Clock, settle: float, limit: float, poll: float) -> HeaderIdentity:
     deadline = clock.monotonic() + limit
     quiet_since: float | None = None
     last = HeaderIdentity(ready=False)

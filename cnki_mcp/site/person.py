@@ -62,6 +62,10 @@ class PersonSteps:
     _showing: asyncio.Future[None] | None  # a request is putting its page before the person
     _click_drawn: asyncio.Future[None] | None  # the capture click's own answer drawn
 
+    def note_login_wall(self) -> None:
+        """A request met CNKI's login page (`CnkiSite.note_login_wall` records it)."""
+        raise NotImplementedError
+
     @staticmethod
     async def _draw_click_answer(page: Page, request: Any) -> None:
         """The search page draws its own click's answer into #briefBox when it arrives, whenever
@@ -92,6 +96,8 @@ class PersonSteps:
         human step shows one page: requests that met the same verification while it is shown, or
         before it was solved, wait for that step (or retry at once) and show nothing of their own.
         `lease_held`: the caller holds the work tab's lease exclusive already (a capture)."""
+        if need.kind == "login":
+            self.note_login_wall()
         if skips(op):
             # on_verification skip: the gated page is recorded (the error, with what it was) and
             # skipped; nothing is opened, navigated or charged for it (docs/reliability.md).
@@ -177,6 +183,8 @@ class PersonSteps:
     async def _human_step(
         self, kind: StepKind, page: Page, op: SiteOp | None, epoch: int, opened: Callable[[], None] | None = None
     ) -> None:
+        if kind == "login":
+            self.note_login_wall()
         policy = op.on_verification if op is not None else "wait"
         human = PlaywrightHumanPage(self._host, page, self.endpoints, kind)
         await self._gate.handle(kind, human, op, "skip" if policy == "skip" else "wait", epoch=epoch, opened=opened)

@@ -32,6 +32,7 @@ from cnki_mcp.errors import (
     SiteUnavailable,
     VerificationContextUnavailable,
     VerificationRepeated,
+    VerificationSkipped,
 )
 from cnki_mcp.identity import RELOCATE_AMBIGUOUS, Paper, ambiguous, author_key, detail_matches, title_key
 from cnki_mcp.models import DetailPage, GateKind, ReaderPage
@@ -62,6 +63,10 @@ RENDER_TIMEOUT_SECONDS = 12.0
 MAX_HUMAN_STEPS = 4
 
 READER_ENTRY = r"HTML阅读|在线阅读"
+SKIPPED_MESSAGES: dict[StepKind, str] = {
+    "login": "知网要求登录，已按请求跳过（未打开登录窗口）",
+    "challenge": "知网要求人工验证，已按请求跳过",
+}
 
 # The first visible <a> whose trimmed text matches `pattern` (case-insensitive), else null.
 _FIND_ENTRY_JS = """(pattern) => {
@@ -140,9 +145,17 @@ class DetailTabs:
     async def human_step(
         self, kind: StepKind, page: Page, op: SiteOp | None, epoch: int | None = None
     ) -> None:
+        """One human step on `page`; a skipped one says which page it was (`gate`)."""
+        if kind == "login":
+            self.site.note_login_wall()
         policy = op.on_verification if op is not None else "wait"
         human = PlaywrightHumanPage(self.host, page, self.endpoints, kind)
-        await self.gate.handle(kind, human, op, "skip" if policy == "skip" else "wait", epoch=epoch)
+        try:
+            await self.gate.handle(kind, human, op, "skip" if policy == "skip" else "wait", epoch=epoch)
+        except VerificationSkipped as exc:
+            if "gate" in exc.details:
+                raise
+            raise VerificationSkipped(SKIPPED_MESSAGES[kind], gate=kind) from None
 
     # --- opening ----------------------------------------------------------------------
 

@@ -43,3 +43,11 @@ def test_the_advice_names_the_operation_it_is_about() -> None:
     )
     step = default_next_step("partial", "citations", checkpoint=True, operation_id=op) or ""
     assert step.startswith(f"operation_control(action='continue', operation_id='{op}')")
+
+
+def test_a_page_skipped_at_a_login_wall_is_told_to_log_in_and_call_again() -> None:
+    skipped = ("VERIFICATION_SKIPPED",)
+    download = default_next_step("skipped", "download", skipped, login_skipped=True) or ""
+    assert "login" in download and "download_paper" in download and "retry" not in download
+    assert "read_online_html" in (default_next_step("skipped", "read", skipped, login_skipped=True) or "")
+    assert default_next_step("skipped", "download", skipped) is None  # a skipped slider: no advice

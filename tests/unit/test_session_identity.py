@@ -1,0 +1,36 @@
+"""The identity a run remembers (`session_identity`): dated when its page was loaded, never
+replaced by an older page, and turned to "not logged in" by a login wall."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.models import HeaderIdentity, IdentityKind
+from cnki_mcp.session_identity import IdentityMemory
+
+PERSON = HeaderIdentity(ready=True, personal=IdentityKind.AUTHENTICATED, personal_name="reader01",
+                        institutions=["某某大学"])  # fmt: skip
+
+
+async def test_an_identity_read_from_an_older_page_does_not_replace_a_newer_observation() -> None:
+    clock = FakeClock()
+    memory = IdentityMemory(clock)
+    loaded = clock.now()
+    await clock.advance(5)
+    wall = memory.login_wall()
+    assert memory.observed(PERSON, loaded) is wall  # the old page still shows the person
+    assert memory.last is wall and wall.observed_at == clock.now()
+    fresh = memory.observed(PERSON)
+    assert memory.last is fresh and fresh.evidence == "kns_header"
+
+
+def test_a_login_wall_drops_the_person_and_keeps_the_institution_the_header_showed() -> None:
+    clock = FakeClock()
+    memory = IdentityMemory(clock)
+    memory.observed(PERSON, clock.now() - dt.timedelta(seconds=30))
+    wall = memory.login_wall()
+    assert wall.evidence == "login_wall"
+    assert wall.identity.personal is IdentityKind.NOT_OBSERVED and wall.identity.personal_name is None
+    assert wall.identity.institutions == ["某某大学"]
+    assert IdentityMemory(clock).login_wall().identity.personal is IdentityKind.NOT_OBSERVED
