@@ -36,13 +36,13 @@ MESSAGES: dict[StepKind, str] = {
 HEADLESS_MESSAGES: dict[StepKind, str] = {
     "challenge": (
         "知网要求人工验证，但浏览器以无界面模式运行，无法弹出窗口：请在有显示器的环境以有界面模式"
-        "（CNKI_HEADLESS=0）重启服务，再用 operation_control 的 show 显示验证页面并完成验证；"
-        "完成后任务会自动继续，也可用 operation_control 的 resume 让任务立即重试"
+        "（CNKI_HEADLESS=0）重启服务（重启不丢已取得的数据），再用 operation_control 的 continue 继续检索"
+        "（其他操作重新调用原工具）：验证页面会在弹出的窗口中出现，完成后任务自动继续"
     ),
     "login": (
         "知网要求登录，但浏览器以无界面模式运行，无法弹出窗口：请在有显示器的环境以有界面模式"
-        "（CNKI_HEADLESS=0）重启服务，再用 login 工具登录（或用 operation_control 的 show 显示登录页面）；"
-        "完成后任务会自动继续"
+        "（CNKI_HEADLESS=0）重启服务（重启不丢已取得的数据），用 login 工具登录，"
+        "再用 operation_control 的 continue 继续检索（其他操作重新调用原工具）"
     ),
 }
 
