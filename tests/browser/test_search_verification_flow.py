@@ -5,21 +5,17 @@ the browser never relaunched (DESIGN.md "Challenges, blocks and sessions", "The 
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
 
-from cnki_mcp.services import Services
 from cnki_mcp.sim.reqlog import LogEntry
 from cnki_mcp.sim.server import SimServer
-from tests.e2e.support import BOUND, GRID, request_key, wait_op
+from tests.e2e.support import GRID, InProcess, request_key, wait_op
 from tests.site_stack import (
     STEP_TIMEOUT,
     in_memory_server,
@@ -43,21 +39,6 @@ SEARCH: dict[str, Any] = {
     "limit": 10,
     "options": {"max_pages": 3, "candidate_target": 300, "metadata": "basic", "freshness": "live"},
 }
-
-
-@dataclass
-class InProcess:
-    client: Client
-    services: Services
-    sim: SimServer
-
-    async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        async with asyncio.timeout(BOUND):
-            result = await self.client.call_tool(tool, args)
-        assert not result.is_error, (tool, result.structured_content or result.content)
-        data = result.structured_content
-        assert isinstance(data, dict)
-        return data
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,16 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
+from cnki_mcp.services import Services
 from cnki_mcp.sim.reqlog import LogEntry
-from tests.site_stack import GRID_PATH, is_page_form
+from cnki_mcp.sim.server import SimServer
+from tests.site_stack import GRID_PATH, is_page_form, wait_for_tab
 
 GRID = GRID_PATH
 DETAIL = "/kcms2/article/abstract"
@@ -159,3 +162,24 @@ def without_captures(entries: list[LogEntry]) -> list[LogEntry]:
     is not a repeated data request. The mark, not the position: the click's POST and the first
     replayed page travel on different connections and arrive in either order (seen in CI)."""
     return [e for e in entries if not is_page_form(e)]
+
+
+@dataclass
+class InProcess:
+    """The production server in this process, its MCP client and the simulator it talks to."""
+
+    client: Client
+    services: Services
+    sim: SimServer
+
+    async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        async with asyncio.timeout(BOUND):
+            result = await self.client.call_tool(tool, args)
+        assert not result.is_error, (tool, result.structured_content or result.content)
+        data = result.structured_content
+        assert isinstance(data, dict)
+        return data
+
+    async def tab(self, fragment: str) -> Any:
+        """The browser tab whose URL holds `fragment` (waits for it, bounded)."""
+        return await wait_for_tab(self.services.host, fragment, BOUND)

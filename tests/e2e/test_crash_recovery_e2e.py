@@ -169,6 +169,12 @@ async def test_killed_server_leaves_an_interrupted_search_that_continues_without
 
 
 RETRIEVAL_SCENARIO: dict[str, Any] = {"latency": [{"path": "/kns8s/brief/grid", "ms": 900}]}
+# about 300 of the bundled corpus's papers match: the subject channel pages for seconds
+LONG_SEARCH: dict[str, Any] = {
+    "query": "模型",
+    "concept_groups": [["模型"]],
+    "options": {"max_pages": 6, "candidate_target": 300, "freshness": "live"},
+}
 
 
 async def test_a_server_killed_during_retrieval_leaves_a_search_that_continues_from_its_pages(
@@ -177,12 +183,6 @@ async def test_a_server_killed_during_retrieval_leaves_a_search_that_continues_f
     """Killed after its first grid pages were stored, before retrieval ended (the checkpoint then
     is the first one plus page events): `continue` completes and asks no stored page again."""
     data_dir = tmp_path / "data"
-    # about 300 of the bundled corpus's papers match: the subject channel pages for seconds
-    search = {
-        "query": "模型",
-        "concept_groups": [["模型"]],
-        "options": {"max_pages": 6, "candidate_target": 300, "freshness": "live"},
-    }
     with SimServer(scenario=RETRIEVAL_SCENARIO).start() as sim:
         env = serve_env(
             data_dir, sim.origin, browser_executable, CNKI_INLINE_WAIT_SECONDS="0",
@@ -190,7 +190,7 @@ async def test_a_server_killed_during_retrieval_leaves_a_search_that_continues_f
         )
         first = await StdioServer(env, tmp_path).start()
         try:
-            started = await first.call("search", search)
+            started = await first.call("search", LONG_SEARCH)
             op_id = started["operation_id"]
 
             async def poll(r: dict[str, Any]) -> dict[str, Any]:
@@ -230,16 +230,11 @@ async def test_a_client_that_closes_during_a_search_leaves_it_interrupted_and_co
     """The client closes stdin (the person quits the assistant): the server exits cleanly, and the
     search it was running is `interrupted` with the continue advice, not `cancelled`."""
     data_dir = tmp_path / "data"
-    search = {
-        "query": "模型",
-        "concept_groups": [["模型"]],
-        "options": {"max_pages": 6, "candidate_target": 300, "freshness": "live"},
-    }
     with SimServer(scenario=RETRIEVAL_SCENARIO).start() as sim:
         env = serve_env(data_dir, sim.origin, browser_executable, CNKI_INLINE_WAIT_SECONDS="0")
         first = await StdioServer(env, tmp_path).start()
         try:
-            started = await first.call("search", search)
+            started = await first.call("search", LONG_SEARCH)
             op_id = started["operation_id"]
             async with asyncio.timeout(BOUND):
                 while not Snapshot(data_dir / "cnki.sqlite3").refs:

@@ -6,43 +6,20 @@ verification and login pages and checks what the "person" submits."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
 
-from cnki_mcp.services import Services
 from cnki_mcp.sim.server import SimServer
-from tests.e2e.support import BOUND, DETAIL, GRID, wait_op
-from tests.site_stack import in_memory_server, log_in, sim_settings, solve_vericode, wait_for_tab
+from tests.e2e.support import DETAIL, GRID, InProcess, wait_op
+from tests.site_stack import in_memory_server, log_in, sim_settings, solve_vericode
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 # Only the search page's own click names its boxes in QueryJson (`"Key":"input[data-tipid=…]"`).
 PAGE_OWN = "data-tipid"
-
-
-@dataclass
-class InProcess:
-    client: Client
-    services: Services
-    sim: SimServer
-
-    async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        async with asyncio.timeout(BOUND):
-            result = await self.client.call_tool(tool, args)
-        assert not result.is_error, (tool, result.structured_content or result.content)
-        data = result.structured_content
-        assert isinstance(data, dict)
-        return data
-
-    async def tab(self, fragment: str) -> Any:
-        """The browser tab whose URL holds `fragment` (waits for it, bounded)."""
-        return await wait_for_tab(self.services.host, fragment, BOUND)
 
 
 @pytest.fixture(scope="module")
