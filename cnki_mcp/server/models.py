@@ -97,6 +97,7 @@ def locator_step(missing_fields: Mapping[str, Sequence[str]]) -> str | None:
 AMBIGUOUS_STEP = "同名文献有多篇：从 IDENTITY_AMBIGUOUS 错误的 details.candidates 选一篇，用它的 record_ref 再调用"
 LOGIN_THEN_AGAIN = "知网要求登录：先用 login 登录（请用户在弹出的窗口登录），再用相同参数调用 {tool}"
 _TOOL_OF_KIND = {"download": "download_paper", "read": "read_online_html"}
+NO_HTML_STEP = "这篇没有 HTML 阅读入口：用 download_paper(record_ref) 下载，PDF 再用 read_pdf_text(record_ref) 读取（本地）"
 UNCERTAIN_DOWNLOAD_STEP = "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
 
 
@@ -131,6 +132,8 @@ def default_next_step(
         return f"operation_control(action='continue', operation_id={op}) 从检查点继续（已取得的不再请求）"
     if "IDENTITY_AMBIGUOUS" in codes:
         return AMBIGUOUS_STEP
+    if "HTML_ENTRY_NOT_FOUND" in codes:  # no HTML reader for this paper: the file has the text
+        return NO_HTML_STEP
     if status == "interrupted":
         return "重新调用原工具（服务重启打断了这次调用）"
     return None

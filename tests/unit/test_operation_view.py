@@ -51,3 +51,8 @@ def test_a_page_skipped_at_a_login_wall_is_told_to_log_in_and_call_again() -> No
     assert "login" in download and "download_paper" in download and "retry" not in download
     assert "read_online_html" in (default_next_step("skipped", "read", skipped, login_skipped=True) or "")
     assert default_next_step("skipped", "download", skipped) is None  # a skipped slider: no advice
+
+
+def test_a_paper_without_an_html_reader_is_sent_to_the_download_and_the_pdf_text() -> None:
+    step = default_next_step("failed", "read", ("HTML_ENTRY_NOT_FOUND",)) or ""
+    assert "download_paper" in step and "read_pdf_text" in step
