@@ -476,6 +476,9 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
             except SiteTemporarilyEmpty:
                 if number > 1:
                     raise
+                # the page itself says 请稍后重试: the one retry waits as a slow answer's first does
+                self._limiter.slow()
+                await self._clock.sleep(self._retry_waits[0])
         raise VerificationRepeated(attempts=MAX_ATTEMPTS)
 
     # --- detail and journal (site-rules.md §1.5) ------------------------------------------------

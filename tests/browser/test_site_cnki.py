@@ -305,11 +305,27 @@ async def test_pagination_mismatch_is_a_typed_error(env: Env) -> None:
     await expect_code(env.site.grid(request("数据")), "PAGINATION_MISMATCH")
 
 
-async def test_temporarily_empty_first_answer_is_retried(env: Env) -> None:
+async def test_temporarily_empty_first_answer_is_retried_after_the_wait_it_asks_for(env: Env) -> None:
     await captured(env)
     env.sim.set_scenario({"faults": [{"path": GRID, "kind": "temporarily_empty", "at": [1]}]})
-    result = await env.site.grid(request("数据"))
+    real = env.site._clock
+    slept: list[float] = []
+
+    class Recording:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        async def sleep(self, seconds: float) -> None:
+            slept.append(seconds)
+            await real.sleep(seconds)
+
+    env.site._clock = Recording()  # type: ignore[assignment]
+    try:
+        result = await env.site.grid(request("数据"))
+    finally:
+        env.site._clock = real
     assert result.rows and not result.zero_results
+    assert env.site._retry_waits[0] in slept  # 暂无数据，请稍后重试: the retry waits
 
 
 async def test_expired_token_raises_or_relocates_by_exact_title(env: Env) -> None:
