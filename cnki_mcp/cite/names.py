@@ -68,6 +68,10 @@ class Name:
         return sep.join(out)
 
 
+# a family name in capitals: two letters or more with a vowel (`LI`, `XUE`); `MJ` is initials
+_CAPITAL_FAMILY = re.compile(r"(?=[A-Z'-]*[AEIOUY])[A-Z]{2,}(?:[-'][A-Z]{2,})*")
+
+
 def parse_name(raw: str) -> Name:
     name = re.sub(r"\s+", " ", raw).strip()
     if HAN.search(name):
@@ -82,6 +86,12 @@ def parse_name(raw: str) -> Name:
     parts = name.split(" ")
     if len(parts) == 1:
         return Name(name, literal=True)
+    # CNKI prints a Latin name given-first (`Yi-feng Wang`) or marks the family name in capitals,
+    # wherever it stands (`Chengpeng XUE`, `GARDNER Leroy`; docs/citations.md)
+    capitals = [i for i, p in enumerate(parts) if _CAPITAL_FAMILY.fullmatch(p)]
+    if len(capitals) == 1 and len(parts) > 1:
+        i = capitals[0]
+        return Name(parts[i], " ".join(parts[:i] + parts[i + 1 :]))
     return Name(parts[-1], " ".join(parts[:-1]))
 
 

@@ -411,3 +411,17 @@ def test_a_yearbook_article_is_cited_inside_its_yearbook_not_as_a_book_it_publis
     assert "%0 Book Section" in export([y], "endnote").text and "%B 中国法律年鉴" in export([y], "endnote").text
     [csl] = json.loads(export([y], "csl_json").text)
     assert csl["type"] == "chapter" and csl["container-title"] == "中国法律年鉴" and "publisher" not in csl
+
+
+def test_latin_author_names_of_a_real_grid_page_are_split_as_cnki_prints_them() -> None:
+    """kns8s-grid/kaffu_waam_p1.html: given name first (`Yi-feng Wang`), or the family name in
+    capitals wherever it stands (`Chengpeng XUE`, `GARDNER Leroy`)."""
+    from cnki_mcp.parse.grid import parse_grid
+
+    rows = parse_grid(read_real("kns8s-grid/kaffu_waam_p1.html")).rows
+    families = {a: parse_name(a).family for r in rows for a in r.authors if not parse_name(a).cjk}
+    assert families["GARDNER Leroy"] == "GARDNER"
+    assert families["Chengpeng XUE"] == "XUE" and families["Xingxing LI"] == "LI"
+    assert families["Yi-feng Wang"] == "Wang" and families["Dan Shechtman"] == "Shechtman"
+    gardner = export([from_paper({**BY_REF["rec_e2"], "authors": ["GARDNER Leroy"]})], "gbt7714").text
+    assert gardner.startswith("[1] GARDNER L.")
