@@ -37,7 +37,9 @@ BOOK_TITLES = ["{T}{A}研究", "{T}：理论与实践", "{T}导论", "{T}{A}专�
 EN_TITLES = ["{A} in {T}: a {m} approach", "Modelling {A} of {T} with {m} methods", "{T} and {A}: evidence from China",
              "A review of {A} in {T}", "Rethinking {A} in the era of {T}"]
 EN_METHODS = ["graph-based", "transformer-based", "panel-data", "multi-scale", "contrastive"]
-LATIN_CN = ["Zhang Wei", "Li Na", "Wang Fang", "Liu Yang", "Chen Jie", "Yang Lei", "Zhao Min", "Huang Tao", "Zhou Jing", "Wu Hao"]
+# Chinese authors of English-language papers as CNKI's grid prints them: given name first, the
+# family name in capitals (`Chengpeng XUE`, saved page kns8s-grid/kaffu_waam_p1.html)
+LATIN_CN = ["Wei ZHANG", "Na LI", "Fang WANG", "Yang LIU", "Jie CHEN", "Lei YANG", "Min ZHAO", "Tao HUANG", "Jing ZHOU", "Hao WU"]
 CN_NUM = "一二三四五六七八九十"
 
 
