@@ -68,8 +68,14 @@ class Name:
         return sep.join(out)
 
 
-# a family name in capitals: two letters or more with a vowel (`LI`, `XUE`); `MJ` is initials
-_CAPITAL_FAMILY = re.compile(r"(?=[A-Z'-]*[AEIOUY])[A-Z]{2,}(?:[-'][A-Z]{2,})*")
+_CAPITALS = re.compile(r"[A-Z]+(?:[-'][A-Z]+)*")
+
+
+def _capital_family(word: str) -> bool:
+    """A family name in capitals: two letters or more with a vowel (`LI`, `XUE`, `O'NEIL`);
+    `MJ` is initials."""
+    letters = re.sub(r"[^A-Z]", "", word)
+    return bool(_CAPITALS.fullmatch(word)) and len(letters) >= 2 and bool(re.search(r"[AEIOUY]", letters))
 
 
 def parse_name(raw: str) -> Name:
@@ -88,10 +94,12 @@ def parse_name(raw: str) -> Name:
         return Name(name, literal=True)
     # CNKI prints a Latin name given-first (`Yi-feng Wang`) or marks the family name in capitals,
     # wherever it stands (`Chengpeng XUE`, `GARDNER Leroy`; docs/citations.md)
-    capitals = [i for i, p in enumerate(parts) if _CAPITAL_FAMILY.fullmatch(p)]
+    capitals = [i for i, p in enumerate(parts) if _capital_family(p)]
     if len(capitals) == 1 and len(parts) > 1:
         i = capitals[0]
-        return Name(parts[i], " ".join(parts[:i] + parts[i + 1 :]))
+        # the capitals only mark it: `XUE` is the family name Xue (GB/T writes it in capitals anyway)
+        family = re.sub(r"[A-Z]+", lambda m: m.group().capitalize(), parts[i])
+        return Name(family, " ".join(parts[:i] + parts[i + 1 :]))
     return Name(parts[-1], " ".join(parts[:-1]))
 
 
