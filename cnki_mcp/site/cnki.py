@@ -646,11 +646,6 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
 
     # --- identity (site-rules.md §2.6) ------------------------------------------------------------
 
-    def note_login_wall(self) -> None:
-        """A request met CNKI's login page: the identity this run remembers is not logged in."""
-        if self._identities is not None:
-            self._identities.login_wall()
-
     async def identity(self, op: SiteOp | None = None, *, refresh: bool = False) -> HeaderIdentity:
         """Who the kns header says we are, dated when the page was loaded (`observed_at`). Opens
         AdvSearch when the work tab shows no CNKI page (or `refresh`); never changes the captured

@@ -15,6 +15,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from cnki_mcp.errors import SiteUnavailable, VerificationContextUnavailable, VerificationSkipped
+from cnki_mcp.session_identity import IdentityMemory
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded, close_tab
@@ -61,10 +62,12 @@ class PersonSteps:
     _work_lease: PageLease
     _showing: asyncio.Future[None] | None  # a request is putting its page before the person
     _click_drawn: asyncio.Future[None] | None  # the capture click's own answer drawn
+    _identities: IdentityMemory | None  # the identity this run last saw (session_identity.py)
 
     def note_login_wall(self) -> None:
-        """A request met CNKI's login page (`CnkiSite.note_login_wall` records it)."""
-        raise NotImplementedError
+        """A request met CNKI's login page: the identity this run remembers is not logged in."""
+        if self._identities is not None:
+            self._identities.login_wall()
 
     @staticmethod
     async def _draw_click_answer(page: Page, request: Any) -> None:
