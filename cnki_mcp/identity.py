@@ -50,17 +50,22 @@ def source_key(source: str | None) -> str:
     return text.replace("（", "(").replace("）", ")")
 
 
-def doi_key(doi: str | None) -> str:
-    """Lower-case DOI without resolver prefixes or `doi:` ("" = no DOI)."""
-    text = _collapse(doi).lower()
+def bare_doi(doi: str | None) -> str:
+    """The DOI without resolver prefixes or `doi:`, its case kept ("" = no DOI)."""
+    text = _collapse(doi)
     changed = True
     while changed:
         changed = False
         for prefix in _DOI_PREFIXES:
-            if text.startswith(prefix):
+            if text.lower().startswith(prefix):
                 text = text[len(prefix) :].strip()
                 changed = True
     return text
+
+
+def doi_key(doi: str | None) -> str:
+    """Lower-case DOI without resolver prefixes or `doi:` ("" = no DOI)."""
+    return bare_doi(doi).lower()
 
 
 def author_key(name: str | None) -> str:
@@ -269,14 +274,7 @@ def detail_matches(requested: Paper, page: DetailPage) -> bool:
 def doi_url(doi: str | None) -> str | None:
     """The resolver link of a DOI (`https://doi.org/<doi>`, case kept), None without one: unlike
     a kcms2 detail link it does not expire (site-rules.md §1.1)."""
-    text = _collapse(doi)
-    changed = True
-    while changed:
-        changed = False
-        for prefix in _DOI_PREFIXES:
-            if text.lower().startswith(prefix):
-                text = text[len(prefix) :].strip()
-                changed = True
+    text = bare_doi(doi)
     if not text.startswith("10.") or "/" not in text:
         return None
     return "https://doi.org/" + quote(text, safe="/:;.-_()~!*'+,=@")

@@ -41,7 +41,7 @@ from cnki_mcp.cite.refmatch import (
 from cnki_mcp.cite.refparse import ParsedReference, parse_references
 from cnki_mcp.cite.sources import cite_source, stable_url
 from cnki_mcp.errors import CnkiError, InputTooLarge, InvalidInput, TooManyReferences
-from cnki_mcp.identity import Paper
+from cnki_mcp.identity import Paper, doi_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.links import reference_key
 from cnki_mcp.models import ExportRecord, GridRow
@@ -283,7 +283,7 @@ async def _fallback(
             if (
                 title_similarity(entry.title or "", view.title) >= 50
                 or (entry.authors and view.authors and names_agree(entry.authors[0], view.authors[0]))
-                or (entry.doi and view.doi and entry.doi.lower() == view.doi.lower())
+                or (entry.doi and view.doi and doi_key(entry.doi) == doi_key(view.doi))
             ):
                 work.add(i, view)
         done += 1
