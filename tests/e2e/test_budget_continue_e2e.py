@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from cnki_mcp.sim.server import SimServer
-from tests.e2e.support import SEARCH, StdioServer, keyed, repeated, serve_env, without_captures
+from tests.e2e.support import GRID, SEARCH, StdioServer, keyed, repeated, serve_env, without_captures
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -64,3 +64,30 @@ async def test_budget_exhausted_search_continues_to_completion_without_repeating
     assert split == uninterrupted
     assert done["requests"] == whole["requests"]
     assert done["result"]["selected_count"] == whole["result"]["selected_count"]
+
+
+async def test_a_search_whose_pages_met_a_busy_site_continues_once_it_answers_again(
+    tmp_path: Path, browser_executable: str
+) -> None:
+    """Every data page answers 暂无数据，请稍后重试 (and so does its one retry): each channel closes
+    and the search ends `partial`. Once the site answers again, `continue` reopens the channels and
+    completes the search; no page that had a real answer is asked again."""
+    busy = {"faults": [{"path": GRID, "kind": "temporarily_empty", "from": 2, "count": 1000}]}
+    with SimServer(scenario=busy).start() as sim:  # request 1 is the search page's own click
+        server = await StdioServer(serve_env(tmp_path / "a", sim.origin, browser_executable), tmp_path).start()
+        try:
+            first = await run_search(server, SEARCH)
+            assert first["status"] == "partial", first
+            assert {e["code"] for e in first["errors"]} == {"SITE_TEMPORARILY_EMPTY"}
+            assert "operation_control(action='continue'" in first["next_step"]
+            sim.set_scenario({})  # the site answers again
+            cont = await server.call(
+                "operation_control", {"action": "continue", "operation_id": first["operation_id"]}
+            )
+            done = await server.finish(cont["operation"])
+            assert done["status"] == "completed" and done["errors"] == [], done["errors"]
+            assert done["result"]["candidate_count"] > 0
+        finally:
+            await server.stop()
+        answered = keyed(e for e in without_captures(sim.requests) if not e.fault)
+    assert repeated(answered) == {}
