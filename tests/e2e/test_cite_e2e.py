@@ -53,3 +53,31 @@ async def test_export_by_title_keeps_grid_dates_meetings_and_thesis_places(serve
 
     gbt = await served.call("export_citations", {"titles": [thesis.title], "format": "gbt7714"})
     assert f"[D]. 武汉: 武汉大学, {thesis.year}." in gbt["result"]["text"]
+
+
+async def test_a_basic_search_exported_says_which_articles_lack_pages_and_the_advised_call_fills_them(
+    served: StdioServer,
+) -> None:
+    """List rows carry no 卷期页码: the export reports them with the get_metadata call that reads
+    them (CNKI's batch export), and after that call the same export is complete."""
+    search = {"query": "联邦学习", "concept_groups": [["联邦学习"]],
+              "options": {"metadata": "basic", "freshness": "live"}}
+    found = await served.finish(await served.call("search", search))
+    assert found["status"] == "completed", found["errors"]
+    args = {"search_id": found["result"]["search_id"], "scope": "candidates", "format": "gbt7714"}
+    before = await served.call("export_citations", args)
+    lacking = before["result"]["missing_fields"]
+    assert lacking and all(set(gaps) & {"issue", "pages"} for gaps in lacking.values())
+    assert "get_metadata" in before["next_step"] and "fields=['volume','issue','pages']" in before["next_step"]
+
+    refs = list(lacking)
+    read = await served.finish(
+        await served.call("get_metadata", {"record_refs": refs, "fields": ["volume", "issue", "pages"]})
+    )
+    assert read["status"] == "completed", read["errors"]
+    corpus = {title_key(r.title): r for r in Corpus.load().records}
+    for rec in read["result"]["records"]:  # what the corpus has, the export read
+        assert rec.get("pages") == corpus[title_key(rec["title"])].pages, rec
+    after = await served.call("export_citations", args)
+    assert not set(after["result"]["missing_fields"]) & set(refs)
+    assert "get_metadata" not in (after["next_step"] or "")
