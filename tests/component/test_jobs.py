@@ -12,6 +12,7 @@ import pytest
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import CnkiError, LoginRequired, RateLimited, SiteError, VerificationSkipped
 from cnki_mcp.jobs import (
+    CONTINUE_DEFAULT_SECONDS,
     IDLE,
     Budget,
     BudgetSpec,
@@ -796,7 +797,17 @@ async def test_a_user_cancel_stays_cancelled_not_budget_exhausted(env: Any) -> N
     assert record.status is OperationStatus.CANCELLED and record.errors == []
 
 
-async def test_continue_after_the_watchdog_gets_a_fresh_deadline(env: Any) -> None:
+@pytest.mark.parametrize(
+    ("added", "max_requests", "most_seconds"),
+    [
+        ({"additional_seconds": 100}, 100, 103.5),
+        # only requests added: the spent time still gets the default extension (jobs.continue_)
+        ({"additional_requests": 50}, 150, 3.5 + CONTINUE_DEFAULT_SECONDS),
+    ],
+)
+async def test_continue_after_the_watchdog_gets_a_fresh_deadline(
+    env: Any, added: dict[str, Any], max_requests: int, most_seconds: float
+) -> None:
     clock, _, manager, limiter = env
     backend = FakeBackend(clock)
     job = manager.start(
@@ -806,30 +817,13 @@ async def test_continue_after_the_watchdog_gets_a_fresh_deadline(env: Any) -> No
     )
     [first] = await clock.run_until_complete(job.finish())
     assert first.status is OperationStatus.PARTIAL and first.errors[0].code == "BUDGET_EXHAUSTED"
-    again = manager.continue_(job.operation_id, search_runner(backend, limiter), additional_seconds=100)
+    again = manager.continue_(job.operation_id, search_runner(backend, limiter), **added)
     [done] = await clock.run_until_complete(again.finish())
-    assert done.status is OperationStatus.COMPLETED
+    assert done.status is OperationStatus.COMPLETED, done.errors
     # only the page in flight when the deadline hit (its answer never observed) is fetched again
     assert sorted(backend.log) == [1, 2, 3, 4, 4, 5, 6, 7, 8, 9, 10]
     assert first.result["items"] == ["p1-a", "p1-b", "p2-a", "p2-b", "p3-a", "p3-b"]
-    assert done.active_seconds <= 103.5
-
-
-async def test_continue_adding_requests_after_the_time_ran_out_also_gets_time(env: Any) -> None:
-    clock, _, manager, limiter = env
-    backend = FakeBackend(clock)
-    job = manager.start(
-        OperationKind.SEARCH,
-        search_runner(backend, limiter),
-        BudgetSpec(max_requests=100, timeout_seconds=3.5),
-    )
-    [first] = await clock.run_until_complete(job.finish())
-    assert first.errors[0].code == "BUDGET_EXHAUSTED"
-    again = manager.continue_(job.operation_id, search_runner(backend, limiter), additional_requests=50)
-    [done] = await clock.run_until_complete(again.finish())
-    assert done.status is OperationStatus.COMPLETED, done.errors
-    assert done.budget.max_requests == 150 and done.budget.timeout_seconds > first.active_seconds
-    assert sorted(backend.log) == [1, 2, 3, 4, 4, 5, 6, 7, 8, 9, 10]
+    assert done.budget.max_requests == max_requests and done.active_seconds <= most_seconds
 
 
 @pytest.mark.parametrize("timeout", [0.3, 0.7, 12.345])
