@@ -247,9 +247,20 @@ class LoginFlow:
         return live
 
     async def _read_after(self, page: Page, op: SiteOp | None) -> HeaderIdentity:
-        """The header of the login tab once it is back on a CNKI page, else of AdvSearch."""
-        if page.is_closed():
-            page = await self.host.work_page()
+        """The header of the login tab once it is back on a CNKI page, else of AdvSearch. A login tab
+        the person closed is replaced by a tab of its own, never the work tab: navigating that one
+        would destroy the in-page requests a search has in flight there (DESIGN.md "The shared
+        search page")."""
+        if not page.is_closed():
+            return await self._read_on(page, op)
+        own = await self.host.new_page()
+        try:
+            return await self._read_on(own, op)
+        finally:
+            with contextlib.suppress(PlaywrightError):
+                await own.close()
+
+    async def _read_on(self, page: Page, op: SiteOp | None) -> HeaderIdentity:
         url = _url(page)
         if not self.endpoints.is_site_url(url) or self.endpoints.is_login_url(url):
             async with self.limiter.slot(budget=op):

@@ -6,7 +6,9 @@ Covered: a download skipped at a login wall settles its click (no SIDE_EFFECT_UN
 person logs in) and tells the caller to log in; a login the site dropped is not taken from an old
 page (login without force asks the site, a login wall updates the cached identity); a skipped
 download after the drop ends `skipped` at once and leaves no login tab; a forced login after the
-drop ends when the person logs in on the tab the product opened."""
+drop ends when the person logs in on the tab the product opened; a login tab the person closed
+before a resume is replaced by a fresh read of the site on a tab of its own, not the work tab's
+old page."""
 
 from __future__ import annotations
 
@@ -135,3 +137,24 @@ async def test_forced_login_after_the_site_dropped_the_login_ends_when_the_perso
     assert done["result"]["personal"] == "authenticated", done
     assert [e.params.get("ok") for e in app.sim.requests_for(SUBMIT, "POST")] == [True, True]
     assert app.services.gate.active_kind is None
+
+
+
+async def test_login_tab_closed_then_resumed_reads_the_site_now_on_a_tab_of_its_own(app: App) -> None:
+    await logged_in(app)  # the work tab shows the person as logged in
+    app.sim.forget_logins()
+    work = await app.services.host.work_page()
+    marker = await work.evaluate("() => (window.__work_tab_marker = Math.random())")
+
+    waiting = await app.follow(await app.record("login", {"force": True}), until=awaiting)
+    await (await app.tab(LOGIN_PAGE)).close()  # the person closes the login tab without logging in
+    await app.call("operation_control", {"action": "resume", "operation_id": waiting["operation_id"]})
+    done = await app.follow(waiting)
+
+    # who the site says now, not the work tab's old page (the site dropped the login)
+    assert done["status"] == "completed" and done["result"]["personal"] != "authenticated", done
+    # read on a tab of the login's own, closed afterwards; the work tab (whose in-page requests
+    # a search may have in flight) was not touched
+    assert await work.evaluate("() => window.__work_tab_marker") == marker
+    ctx = await app.services.host.ensure()
+    assert [p for p in ctx.pages if not p.is_closed() and p is not work] == []
