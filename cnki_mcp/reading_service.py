@@ -149,7 +149,8 @@ def _norm(title: str) -> str:
 
 def find_section(sections: list[Section], wanted: str | int) -> tuple[int, Section]:
     """The section named `wanted` (case and extra spaces ignored; a unique containing title
-    also matches) or at 0-based index `wanted`. INVALID_ARGUMENT lists the titles."""
+    also matches) or at 0-based index `wanted`. INVALID_ARGUMENT lists the titles, or, when several
+    titles contain the name, the matching ones with their indexes."""
     titles = [s.title for s in sections]
     if isinstance(wanted, int) or (
         isinstance(wanted, str)
@@ -169,6 +170,10 @@ def find_section(sections: list[Section], wanted: str | int) -> tuple[int, Secti
     containing = [(i, s) for i, s in enumerate(sections) if key in _norm(s.title)]
     if len(containing) == 1:
         return containing[0]
+    if containing:
+        # Several sections contain the name: none is chosen; the caller picks one by its index.
+        matches = [{"index": i, "title": s.title} for i, s in containing]
+        raise InvalidInput("章节名不唯一，请用 matches 中的序号", section=wanted, matches=matches)
     raise InvalidInput("未找到该章节", section=wanted, available=titles)
 
 

@@ -95,6 +95,17 @@ def test_unknown_section_and_bad_paging_arguments_are_invalid() -> None:
     )
 
 
+def test_a_name_several_sections_contain_lists_them_with_their_indexes_instead_of_not_found() -> None:
+    page = complete()
+    with pytest.raises(CnkiError) as info:
+        page_body(page, "r", observed_at=WHEN, source="reader", section="、")
+    assert info.value.code == "INVALID_ARGUMENT"
+    matches = info.value.details["matches"]
+    assert [m["title"] for m in matches] == ["一、引言", "二、理论", "三、结论"]
+    picked = page_body(page, "r", observed_at=WHEN, source="reader", section=matches[1]["index"])
+    assert picked.section is not None and picked.section.title == "二、理论"
+
+
 def test_result_never_carries_the_reader_url() -> None:
     dumped = page_body(complete(), "rec_a", observed_at=WHEN, source="reader").model_dump_json()
     assert "invoice" not in dumped and "nonce" not in dumped and "reader/xml" not in dumped
