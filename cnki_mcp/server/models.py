@@ -79,7 +79,25 @@ class OperationView(BaseModel):
             )
             if view.next_step is None and view.kind == "export" and isinstance(view.result, dict):
                 view.next_step = locator_step(view.result.get("missing_fields") or {})
+            if view.next_step is None and view.kind == "read" and isinstance(view.result, dict):
+                view.next_step = incomplete_read_step(view.result)
         return view
+
+
+TRIAL_READ_STEP = (
+    "这是试读（只有开头部分）：用 login 登录有全文权限的账号后再调用 read_online_html；"
+    "或用 download_paper(record_ref) 下载后用 read_pdf_text(record_ref) 读全文"
+)
+PARTIAL_READ_STEP = "正文不完整（目录中的部分章节未读到）：用 download_paper(record_ref) 下载后用 read_pdf_text(record_ref) 读全文"
+
+
+def incomplete_read_step(result: Mapping[str, object]) -> str | None:
+    """How to get the whole text after a read that returned only part of it (None: nothing known missing)."""
+    if result.get("trial") is True:
+        return TRIAL_READ_STEP
+    if result.get("complete_article") is False:
+        return PARTIAL_READ_STEP
+    return None
 
 
 def locator_step(missing_fields: Mapping[str, Sequence[str]]) -> str | None:

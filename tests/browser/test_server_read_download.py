@@ -106,6 +106,7 @@ async def read_download_export(session: Session, sim_server: SimServer) -> None:
     assert read["kind"] == "read" and read["budget"]["max_requests"] == 60
     assert body["record_ref"] == ref and body["source"] == "reader" and body["trial"] is False
     assert body["complete_article"] is None  # complete as far as can be seen, never "proven"
+    assert read["next_step"] is None
     assert len(body["sections"]) >= 2 and body["text"] and body["coverage"]["missing_catalog_headings"] == []
     assert "invoice" not in json.dumps(read, ensure_ascii=False)
     second = body["sections"][1]
@@ -151,6 +152,8 @@ async def read_download_export(session: Session, sim_server: SimServer) -> None:
     sim_server.set_scenario({"faults": [{"path": "/bar/htmlread", "kind": "trial_reader"}]})
     trial = await session.finish("read_online_html", {"title": trial_rec.title})
     assert trial["result"]["trial"] is True and trial["result"]["complete_article"] is False
+    # a trial read says how to get the whole text: log in, or the file and its text
+    assert all(call in (trial["next_step"] or "") for call in ("login", "download_paper", "read_pdf_text"))
     (located,) = session.services.store.find_by_title_key(trial_rec.title)
     assert trial["result"]["record_ref"] == located.record_ref and len(sim_server.requests_for(GRID)) == grids + 1
 

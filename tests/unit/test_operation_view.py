@@ -3,7 +3,7 @@ that can succeed for that operation, and its budget reads as the tools' own inpu
 
 from __future__ import annotations
 
-from cnki_mcp.server.models import BudgetView, default_next_step
+from cnki_mcp.server.models import BudgetView, default_next_step, incomplete_read_step
 
 
 def test_only_searches_and_citation_walks_with_a_checkpoint_are_told_to_continue() -> None:
@@ -56,3 +56,11 @@ def test_a_page_skipped_at_a_login_wall_is_told_to_log_in_and_call_again() -> No
 def test_a_paper_without_an_html_reader_is_sent_to_the_download_and_the_pdf_text() -> None:
     step = default_next_step("failed", "read", ("HTML_ENTRY_NOT_FOUND",)) or ""
     assert "download_paper" in step and "read_pdf_text" in step
+
+
+def test_a_read_that_returned_part_of_the_text_says_how_to_get_the_whole() -> None:
+    trial = incomplete_read_step({"trial": True, "complete_article": False}) or ""
+    assert "login" in trial and "download_paper" in trial and "read_pdf_text" in trial
+    partial = incomplete_read_step({"trial": False, "complete_article": False}) or ""
+    assert "download_paper" in partial and "read_pdf_text" in partial and "login" not in partial
+    assert incomplete_read_step({"trial": False, "complete_article": None}) is None
