@@ -67,17 +67,43 @@ def query_tokens(groups: Sequence[Sequence[str]]) -> frozenset[str]:
     return tokens(" ".join(term for group in groups for term in group))
 
 
+def alias_parts(alias: str) -> tuple[str, ...]:
+    """The pieces of a normalised alias that must each occur in a text for the alias to match.
+
+    Chinese is written without spaces, so a space next to a Han character separates words
+    (`违约金 酌减`: both words, in any order, as CNKI's subject/title search reads the term,
+    docs/simulator.md); a space between Latin words stays part of the phrase (`machine learning`).
+    An empty alias has no parts (it matches nothing)."""
+    text = normalize(alias)
+    if not text:
+        return ()
+    parts: list[str] = []
+    current = ""
+    for i, ch in enumerate(text):
+        if ch == " " and (is_han(text[i - 1]) or is_han(text[i + 1])):
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    return tuple(p for p in parts if p)
+
+
+def alias_in(alias: str, text: str) -> bool:
+    """Does the alias occur in an already normalised text (every part of `alias_parts`)?"""
+    parts = alias_parts(alias)
+    return bool(parts) and all(part in text for part in parts)
+
+
 def concept_coverage(
     groups: Sequence[Sequence[str]], title: str, keywords: Sequence[str], abstract: str
 ) -> float:
     """Share of concept groups with at least one alias inside the normalised
-    title + keywords + abstract."""
+    title + keywords + abstract (`alias_in`)."""
     if not groups:
         return 0.0
     text = normalize(f"{title} {' '.join(keywords)} {abstract}")
-    matched = sum(
-        1 for group in groups if any(normalize(alias) in text for alias in group if normalize(alias))
-    )
+    matched = sum(1 for group in groups if any(alias_in(alias, text) for alias in group))
     return matched / len(groups)
 
 
