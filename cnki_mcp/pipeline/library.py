@@ -18,7 +18,7 @@ from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.identity import Paper
 from cnki_mcp.pipeline.models import SEARCH_ID_CHARS
 from cnki_mcp.store import LibraryFilters, Store
-from cnki_mcp.store.library import MAX_TEXT_CHARS, match_expression, normalise
+from cnki_mcp.store.library import MAX_TEXT_CHARS, normalise, parse_library_query
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +194,8 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
     """One page of stored papers matching every term of `inp.query`."""
     if inp.year_from is not None and inp.year_to is not None and inp.year_from > inp.year_to:
         raise InvalidInput("year_from 不能大于 year_to", year_from=inp.year_from, year_to=inp.year_to)
-    match, terms = match_expression(inp.query)
+    query = parse_library_query(inp.query)
+    terms = query.terms
     index_downloaded_pdfs(store, data_dir, clock)
     filters = LibraryFilters(
         year_from=inp.year_from,
@@ -203,7 +204,7 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
         source_tiers=tuple(t.strip() for t in inp.source_tiers if t.strip()),
         search_id=inp.search_id,
     )
-    page = store.library_search(match, filters, inp.offset, inp.limit)
+    page = store.library_search(query.required, filters, inp.offset, inp.limit, excluded=query.excluded)
     papers = store.papers_by_refs(h.record_ref for h in page.hits)
     every_text = store.fulltexts([h.record_ref for h in page.hits])
     finder = _Finder.of(terms)
