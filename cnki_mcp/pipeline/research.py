@@ -104,6 +104,18 @@ def effective_input(inp: SearchInput, plan: PlanLike) -> SearchInput:
     return inp.model_copy(update={"year_from": plan.year_from, "year_to": plan.year_to})
 
 
+def question_years_warning(inp: SearchInput, plan: PlanLike) -> str | None:
+    """The warning a search carries when its years came from a time phrase of the question
+    (`effective_input`): the caller gave none, so the answer must say it was narrowed."""
+    if inp.year_from or inp.year_to or not (plan.year_from or plan.year_to):
+        return None
+    span = f"{plan.year_from or ''}–{plan.year_to or ''}"
+    return (
+        f"发表年份按问题中的时间短语限定为 {span}（year_from={plan.year_from}, year_to={plan.year_to}）；"
+        "不需要时去掉问题中的时间短语，或给出 concept_groups 重新检索"
+    )
+
+
 def advice_for(
     query: str, summary: SearchSummary, cut: Segmenter, params: dict[str, Any] | None = None
 ) -> PlanAdvice | None:
@@ -226,7 +238,9 @@ class ResearchPipeline:
             return await self.continue_search(ctx)
         params = search_params(effective_input(inp, plan))
         groups = [list(g) for g in plan.groups]
-        view = {"method": str(plan.method), "concepts": groups, "warnings": list(plan.warnings)}
+        years = question_years_warning(inp, plan)
+        warnings = list(plan.warnings) + ([years] if years else [])
+        view = {"method": str(plan.method), "concepts": groups, "warnings": warnings}
         st = self._state(ctx.operation_id, params, view, research_channels(groups))
         ctx.checkpoint(st.to_json())
         self._warm_segmenter(groups)

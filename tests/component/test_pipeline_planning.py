@@ -55,6 +55,19 @@ async def test_time_phrase_years_reach_every_grid_request(clock: FakeClock, stor
     assert backend.grids and {(g.year_from, g.year_to) for g in backend.grids} == {(2021, None)}
 
 
+async def test_years_from_the_question_are_stated_in_the_answer(clock: FakeClock, store: Store) -> None:
+    # the caller gave no years: the answer must say the search was narrowed, not only the log
+    inp = SearchInput(query="近五年联邦学习的差分隐私保护", options=SearchOptions(freshness="live"))
+    result = await _search(clock, store, RecordingBackend(), inp)
+    stated = [w for w in result["warnings"] if "year_from=2021" in w]
+    assert len(stated) == 1 and stated == [w for w in result["plan"]["warnings"] if "year_from=2021" in w]
+    explicit = SearchInput(
+        query="近五年联邦学习的差分隐私保护", year_from=2018, options=SearchOptions(freshness="live")
+    )
+    result = await _search(clock, store, RecordingBackend(), explicit)
+    assert not [w for w in result["warnings"] if "year_from=" in w]
+
+
 async def test_explicit_years_win_over_the_time_phrase(clock: FakeClock, store: Store) -> None:
     backend = RecordingBackend()
     inp = SearchInput(
