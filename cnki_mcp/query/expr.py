@@ -266,7 +266,8 @@ def _leaf(obj: dict[str, Any], path: str) -> Leaf:
     raw_field = obj.get("field")
     fld = _field(raw_field)
     if fld is None:
-        raise InvalidCondition("未知的检索字段", path=path, field=raw_field)
+        names = [f.value for f in Field]
+        raise InvalidCondition(f"未知的检索字段；可用：{'、'.join(names)}", path=path, field=raw_field, allowed=names)
     raw_value = obj.get("value")
     if not isinstance(raw_value, str):
         raise InvalidCondition("检索词必须是字符串", path=path, field=fld.value)

@@ -161,6 +161,12 @@ def test_malformed_input_gets_its_code_and_path(obj: Any, code: str, path: str) 
     assert err.details["path"] == path
 
 
+def test_unknown_field_names_the_fields_to_use() -> None:
+    err = _error(_leaf(field="篇名"))
+    assert err.code == "INVALID_CONDITION"
+    assert err.details["allowed"] == [f.value for f in Field]
+
+
 def test_exact_subject_message_points_to_title_or_keywords() -> None:
     err = _error(_leaf("x", "subject", match="exact"))
     assert err.code == "INVALID_MATCH"

@@ -131,6 +131,14 @@ def test_explicit_plan_drops_quotes_enclosing_a_whole_term() -> None:
     assert info.value.code == "INVALID_PLAN"
 
 
+def test_a_concept_term_cnki_cannot_express_is_refused_when_planning_with_its_place() -> None:
+    # before: the search operation started and then failed with details naming an expression path
+    with pytest.raises(CnkiError) as info:
+        plan_explicit([["违约金"], ["酌减", 'he said "it\'s"']])
+    assert info.value.code == "QUERY_UNSUPPORTED"
+    assert (info.value.details["group"], info.value.details["term"]) == (1, 1)
+
+
 def test_explicit_plan_drops_a_group_repeating_an_earlier_one() -> None:
     assert plan_explicit([["a", "b"], ["B", "A"], ["c"]]).groups == [["a", "b"], ["c"]]
 
