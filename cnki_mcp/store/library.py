@@ -602,6 +602,11 @@ class LibraryMixin(StoreBase):
         hits = [LibraryHit(refs[r[0]], float(r[1])) for r in rows if r[0] in refs]
         return LibraryPage(total, hits, total_exact=total < cap)
 
+    def library_doc_types(self) -> set[str]:
+        """The document types of the papers in the index (CNKI's names: 期刊, 硕士, …)."""
+        with self._read() as conn:
+            return {str(r[0]) for r in conn.execute("SELECT DISTINCT doc_type FROM library_docs") if r[0]}
+
     _library_size: tuple[tuple[int, int], tuple[int, int]] | None = None  # (write stamp, size)
 
     def library_size(self) -> tuple[int, int]:

@@ -435,3 +435,18 @@ def test_unsupported_or_unbounded_library_queries_say_how_to_write_them(
         find(store, query, clock)
     assert info.value.code == "INVALID_ARGUMENT"
     assert info.value.details["reason"] == reason
+
+
+def test_document_types_take_english_names_and_refuse_names_that_match_nothing(store: Store, clock: FakeClock) -> None:
+    store.upsert_from_grid(
+        [row("违约金研究一", "D1"), row("违约金研究二", "D2", doc_type="硕士"), row("违约金研究三", "D3", doc_type="学位论文")],
+        T0,
+    )
+    assert titles(find(store, "违约金", clock, document_types=["Master's"])) == ["违约金研究二"]
+    assert titles(find(store, "违约金", clock, document_types=["journal"])) == ["违约金研究一"]
+    assert titles(find(store, "违约金", clock, document_types=["学位论文"])) == ["违约金研究三"]  # held by a paper
+    assert find(store, "违约金", clock, document_types=["报纸"]).total == 0  # CNKI's name, none stored
+    with pytest.raises(CnkiError) as info:
+        find(store, "违约金", clock, document_types=["thesis paper"])
+    assert info.value.code == "INVALID_ARGUMENT"
+    assert "期刊" in info.value.details["allowed"] and "学位论文" in info.value.details["allowed"]
