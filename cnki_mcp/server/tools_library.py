@@ -8,9 +8,11 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from cnki_mcp.errors import SearchNotFound
 from cnki_mcp.pipeline.library import LibraryInput, LibraryPage, search_library
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
+from cnki_mcp.server.unfinished import or_unfinished
 
 LIBRARY_DESCRIPTION = """检索本地已保存的全部文献（本地，不访问知网）：题名、关键词、作者、机构、来源、摘要，以及用 read_online_html 读过的全文和已下载 PDF 的文字。
 多个词用空格（或逗号、顿号）分隔，须全部出现（中文按子串匹配）；词前加 - 排除含该词的文献（如 违约金 -约定）；不支持 OR。按 BM25 相关度排序，返回命中片段。可按年份、文献类型、来源级别（如 CSSCI、北大核心）、search_id 过滤；翻页同 search_results。"""
@@ -51,4 +53,7 @@ def register(server: CnkiServer) -> None:
             limit=limit,
         )
         services = services_of(ctx)
-        return search_library(services.store, inp, services.settings.data_dir, services.clock)
+        try:
+            return search_library(services.store, inp, services.settings.data_dir, services.clock)
+        except SearchNotFound as exc:
+            raise or_unfinished(services.jobs, search_id, exc) from None
