@@ -45,6 +45,7 @@ from cnki_mcp.pipeline.state import (
     local_event,
     page_event,
 )
+from cnki_mcp.pipeline.structured import rows_left_warning
 from cnki_mcp.pipeline.units import Unit, plan_view
 from cnki_mcp.pipeline.units import coverage as _coverage
 from cnki_mcp.pipeline.units import units as _units
@@ -741,7 +742,8 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
             ],
             source="live",
             requests=ctx.requests,
-            warnings=list(st.plan.get("warnings", [])),
+            warnings=list(st.plan.get("warnings", []))
+            + ([left] if st.structured and (left := rows_left_warning(st.coverage, params)) else []),
             errors=[
                 e.model_dump(mode="json")
                 for e in ([] if failure is None else [OperationErrorInfo.of(failure)])
