@@ -104,16 +104,26 @@ def effective_input(inp: SearchInput, plan: PlanLike) -> SearchInput:
     return inp.model_copy(update={"year_from": plan.year_from, "year_to": plan.year_to})
 
 
-def question_years_warning(inp: SearchInput, plan: PlanLike) -> str | None:
-    """The warning a search carries when its years came from a time phrase of the question
-    (`effective_input`): the caller gave none, so the answer must say it was narrowed."""
-    if inp.year_from or inp.year_to or not (plan.year_from or plan.year_to):
+def question_years_warning(inp: SearchInput, plan: PlanLike, now_year: int) -> str | None:
+    """What the answer says about a time phrase of the question (近五年, 2020年以来): the years it
+    narrowed the search to when the caller gave none (`effective_input`), or, with concept_groups
+    (whose plans never read the question), that it was not applied. None otherwise."""
+    if inp.year_from or inp.year_to:
         return None
-    span = f"{plan.year_from or ''}–{plan.year_to or ''}"
-    return (
-        f"发表年份按问题中的时间短语限定为 {span}（year_from={plan.year_from}, year_to={plan.year_to}）；"
-        "不需要时去掉问题中的时间短语，或给出 concept_groups 重新检索"
-    )
+    if plan.year_from or plan.year_to:
+        span = f"{plan.year_from or ''}–{plan.year_to or ''}"
+        return (
+            f"发表年份按问题中的时间短语限定为 {span}（year_from={plan.year_from}, year_to={plan.year_to}）；"
+            "不需要时去掉问题中的时间短语，或给出 concept_groups 重新检索"
+        )
+    if inp.concept_groups:
+        _, year_from, year_to = extract_years(inp.query, now_year)
+        if year_from or year_to:
+            return (
+                f"问题中的时间短语（{year_from or ''}–{year_to or ''}）没有用于检索：给出 concept_groups 时"
+                f"请用 year_from/year_to 限定年份（year_from={year_from}, year_to={year_to}）"
+            )
+    return None
 
 
 def advice_for(
@@ -238,7 +248,7 @@ class ResearchPipeline:
             return await self.continue_search(ctx)
         params = search_params(effective_input(inp, plan))
         groups = [list(g) for g in plan.groups]
-        years = question_years_warning(inp, plan)
+        years = question_years_warning(inp, plan, self.now_year())
         warnings = list(plan.warnings) + ([years] if years else [])
         view = {"method": str(plan.method), "concepts": groups, "warnings": warnings}
         st = self._state(ctx.operation_id, params, view, research_channels(groups))

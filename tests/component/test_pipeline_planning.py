@@ -68,6 +68,18 @@ async def test_years_from_the_question_are_stated_in_the_answer(clock: FakeClock
     assert not [w for w in result["warnings"] if "year_from=" in w]
 
 
+async def test_a_time_phrase_beside_concept_groups_is_said_to_be_unused(clock: FakeClock, store: Store) -> None:
+    backend = RecordingBackend()
+    inp = SearchInput(
+        query="近五年联邦学习的差分隐私保护",
+        concept_groups=[["联邦学习"], ["差分隐私"]],
+        options=SearchOptions(freshness="live"),
+    )
+    result = await _search(clock, store, backend, inp)
+    assert {(g.year_from, g.year_to) for g in backend.grids} == {(None, None)}  # concept groups: not read
+    assert len([w for w in result["warnings"] if "year_from=2021" in w]) == 1
+
+
 async def test_explicit_years_win_over_the_time_phrase(clock: FakeClock, store: Store) -> None:
     backend = RecordingBackend()
     inp = SearchInput(
