@@ -140,9 +140,14 @@ def advice_for(
     for key in ("year_from", "year_to"):
         if (params or {}).get(key):
             arguments[key] = params[key]  # type: ignore[index]
+    message = got.message
+    if got.reason == "no_candidates" and ("year_from" in arguments or "year_to" in arguments):
+        # the years empty a search as surely as the concepts: the call keeps them, the message says so
+        span = f"{arguments.get('year_from', '')}–{arguments.get('year_to', '')}"
+        message += f"年份限定 {span} 也可能是没有结果的原因：必要时放宽或去掉 year_from/year_to。"
     return PlanAdvice(
         reason=got.reason,  # type: ignore[arg-type]
-        message=got.message,
+        message=message,
         suggested_concept_groups=got.groups,
         suggested_call={"tool": "search", "arguments": arguments},
     )

@@ -114,6 +114,20 @@ async def test_empty_search_carries_advice(clock: FakeClock, store: Store) -> No
     assert result["advice"]["suggested_concept_groups"] == [["联邦学习"], ["违约金"]]
 
 
+async def test_empty_search_with_years_says_the_years_may_be_the_cause(clock: FakeClock, store: Store) -> None:
+    inp = SearchInput(
+        query="x",
+        concept_groups=[["联邦学习"], ["违约金"], ["碳达峰"]],
+        year_from=2026,
+        options=SearchOptions(freshness="live"),
+    )
+    result = await _search(clock, store, CorpusBackend(), inp)
+    advice = result["advice"]
+    assert result["candidate_count"] == 0 and advice["reason"] == "no_candidates"
+    assert advice["suggested_call"]["arguments"]["year_from"] == 2026
+    assert "2026–" in advice["message"] and "year_from" in advice["message"]
+
+
 async def test_advice_keeps_the_years_and_survives_the_cache(clock: FakeClock, store: Store) -> None:
     inp = SearchInput(query="近五年的区块链", options=SearchOptions(freshness="live"))
     pipe = ResearchPipeline(CorpusBackend(), store, clock, now_year=lambda: 2026)
