@@ -310,6 +310,9 @@ def passes_clauses(e: Evidence) -> bool:
 MAX_SELECTED = 100
 EXCLUDED_IRRELEVANT = "insufficient_relevance_evidence"
 EXCLUDED_THRESHOLD = "ranking_or_quality_threshold"
+# not among the first MAX_SELECTED in order, where the selection is just those (structured searches
+# and metadata=basic select the first 100, eligible or not: neither threshold nor eligibility applies)
+EXCLUDED_LIMIT = "selection_limit"
 
 
 class Ranker(Protocol):
@@ -472,11 +475,12 @@ class RelevanceRescueRanker(MinimumSelectionRanker):
         return r.eligible and e.concept_coverage == 1.0 and e.relevance >= self.rescue_relevance
 
 
-def exclusions(ranked: Sequence[Ranked], selected: Iterable[str]) -> dict[str, str]:
-    """Why each unselected record was left out: not eligible, or below a threshold."""
+def exclusions(ranked: Sequence[Ranked], selected: Iterable[str], *, first_only: bool = False) -> dict[str, str]:
+    """Why each unselected record was left out: not eligible, or below a threshold; with
+    `first_only` (the selection is the first MAX_SELECTED in order) it is that limit."""
     chosen = set(selected)
     return {
-        r.ref: EXCLUDED_THRESHOLD if r.eligible else EXCLUDED_IRRELEVANT
+        r.ref: EXCLUDED_LIMIT if first_only else EXCLUDED_THRESHOLD if r.eligible else EXCLUDED_IRRELEVANT
         for r in ranked
         if r.ref not in chosen
     }

@@ -681,12 +681,10 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
             ranked = [Ranked(ref, 0.0, True, Evidence()) for ref in papers]
         else:
             ranked, papers = self.rank(st, st.refs)
-        if st.structured or params["metadata"] == "basic":
-            selected = ranked[:MAX_SELECTED]
-        else:
-            selected = self.ranker.select(ranked, MAX_SELECTED)
+        first_only = st.structured or params["metadata"] == "basic"
+        selected = ranked[:MAX_SELECTED] if first_only else self.ranker.select(ranked, MAX_SELECTED)
         chosen = {r.ref for r in selected}
-        excluded = exclusions(ranked, chosen)
+        excluded = exclusions(ranked, chosen, first_only=first_only)
         counts: dict[str, int] = {}
         for reason in excluded.values():
             counts[reason] = counts.get(reason, 0) + 1
@@ -743,7 +741,11 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
             source="live",
             requests=ctx.requests,
             warnings=list(st.plan.get("warnings", []))
-            + ([left] if st.structured and (left := rows_left_warning(st.coverage, params)) else []),
+            + (
+                [left]  # a stopped search is continued instead (its next_step)
+                if st.structured and status == "completed" and (left := rows_left_warning(st.coverage, params))
+                else []
+            ),
             errors=[
                 e.model_dump(mode="json")
                 for e in ([] if failure is None else [OperationErrorInfo.of(failure)])
