@@ -512,10 +512,11 @@ def feedback_keywords(
 ) -> list[str]:
     """Keywords shared by ≥ 2 of the eligible papers among the top 10 (ineligible ones skipped,
     not replaced), 2–30 characters, not an original alias; by frequency desc then key asc; at
-    most 2. Returned as written on the last paper that had them."""
+    most 2. Returned as written on the last paper that had them. The words of an alias with
+    spaces count as original too (`alias_parts`: CNKI already requires each of them)."""
     if not groups:
         return []
-    original = {normalize(a) for g in groups for a in g}
+    original = {normalize(a) for g in groups for a in g} | {w for g in groups for a in g for w in alias_parts(a)}
     frequency: dict[str, int] = {}
     example: dict[str, str] = {}
     for r in ranked[:FEEDBACK_TOP]:

@@ -329,6 +329,13 @@ def test_feedback_keywords_from_eligible_top_ten() -> None:
     assert feedback_keywords(ranked, keywords, []) == []
 
 
+def test_feedback_keywords_skip_the_words_of_a_spaced_alias() -> None:
+    # "违约金 酌减" already requires 违约金 and 酌减: a feedback channel adding 违约金 narrows nothing
+    ranked = [_ranked(f"r{i}", 1 - i / 100) for i in range(4)]
+    keywords = {f"r{i}": ["违约金", "酌减", "司法酌减"] for i in range(4)}
+    assert feedback_keywords(ranked, keywords, [["违约金 酌减"]]) == ["司法酌减"]
+
+
 # --- measured variants (docs/benchmarks.md, Ranking quality) ----------------------------------
 
 _GOOD = {"relevance": 0.6, "concept_coverage": 1.0, "quality": 0.5, "quality_evidence_present": True}
