@@ -67,17 +67,29 @@ def query_tokens(groups: Sequence[Sequence[str]]) -> frozenset[str]:
     return tokens(" ".join(term for group in groups for term in group))
 
 
+def alias_parts(alias: str) -> tuple[str, ...]:
+    """The words of a normalised alias, each of which must occur in a text for the alias to match:
+    CNKI's subject, title and keyword searches read a term with spaces as its words, in any order
+    (docs/simulator.md), so `违约金 酌减` covers 违约金…酌减 and `privacy protection in China`
+    covers "privacy protection: evidence from China". An empty alias has no parts (matches nothing)."""
+    return tuple(normalize(alias).split())
+
+
+def alias_in(alias: str, text: str) -> bool:
+    """Does the alias occur in an already normalised text (every part of `alias_parts`)?"""
+    parts = alias_parts(alias)
+    return bool(parts) and all(part in text for part in parts)
+
+
 def concept_coverage(
     groups: Sequence[Sequence[str]], title: str, keywords: Sequence[str], abstract: str
 ) -> float:
     """Share of concept groups with at least one alias inside the normalised
-    title + keywords + abstract."""
+    title + keywords + abstract (`alias_in`)."""
     if not groups:
         return 0.0
     text = normalize(f"{title} {' '.join(keywords)} {abstract}")
-    matched = sum(
-        1 for group in groups if any(normalize(alias) in text for alias in group if normalize(alias))
-    )
+    matched = sum(1 for group in groups if any(alias_in(alias, text) for alias in group))
     return matched / len(groups)
 
 
@@ -298,6 +310,9 @@ def passes_clauses(e: Evidence) -> bool:
 MAX_SELECTED = 100
 EXCLUDED_IRRELEVANT = "insufficient_relevance_evidence"
 EXCLUDED_THRESHOLD = "ranking_or_quality_threshold"
+# not among the first MAX_SELECTED in order, where the selection is just those (structured searches
+# and metadata=basic select the first 100, eligible or not: neither threshold nor eligibility applies)
+EXCLUDED_LIMIT = "selection_limit"
 
 
 class Ranker(Protocol):
@@ -460,11 +475,12 @@ class RelevanceRescueRanker(MinimumSelectionRanker):
         return r.eligible and e.concept_coverage == 1.0 and e.relevance >= self.rescue_relevance
 
 
-def exclusions(ranked: Sequence[Ranked], selected: Iterable[str]) -> dict[str, str]:
-    """Why each unselected record was left out: not eligible, or below a threshold."""
+def exclusions(ranked: Sequence[Ranked], selected: Iterable[str], *, first_only: bool = False) -> dict[str, str]:
+    """Why each unselected record was left out: not eligible, or below a threshold; with
+    `first_only` (the selection is the first MAX_SELECTED in order) it is that limit."""
     chosen = set(selected)
     return {
-        r.ref: EXCLUDED_THRESHOLD if r.eligible else EXCLUDED_IRRELEVANT
+        r.ref: EXCLUDED_LIMIT if first_only else EXCLUDED_THRESHOLD if r.eligible else EXCLUDED_IRRELEVANT
         for r in ranked
         if r.ref not in chosen
     }
@@ -496,10 +512,11 @@ def feedback_keywords(
 ) -> list[str]:
     """Keywords shared by ≥ 2 of the eligible papers among the top 10 (ineligible ones skipped,
     not replaced), 2–30 characters, not an original alias; by frequency desc then key asc; at
-    most 2. Returned as written on the last paper that had them."""
+    most 2. Returned as written on the last paper that had them. The words of an alias with
+    spaces count as original too (`alias_parts`: CNKI already requires each of them)."""
     if not groups:
         return []
-    original = {normalize(a) for g in groups for a in g}
+    original = {normalize(a) for g in groups for a in g} | {w for g in groups for a in g for w in alias_parts(a)}
     frequency: dict[str, int] = {}
     example: dict[str, str] = {}
     for r in ranked[:FEEDBACK_TOP]:

@@ -45,6 +45,7 @@ from cnki_mcp.pipeline.state import (
     local_event,
     page_event,
 )
+from cnki_mcp.pipeline.structured import rows_left_warning
 from cnki_mcp.pipeline.units import Unit, plan_view
 from cnki_mcp.pipeline.units import coverage as _coverage
 from cnki_mcp.pipeline.units import units as _units
@@ -680,12 +681,10 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
             ranked = [Ranked(ref, 0.0, True, Evidence()) for ref in papers]
         else:
             ranked, papers = self.rank(st, st.refs)
-        if st.structured or params["metadata"] == "basic":
-            selected = ranked[:MAX_SELECTED]
-        else:
-            selected = self.ranker.select(ranked, MAX_SELECTED)
+        first_only = st.structured or params["metadata"] == "basic"
+        selected = ranked[:MAX_SELECTED] if first_only else self.ranker.select(ranked, MAX_SELECTED)
         chosen = {r.ref for r in selected}
-        excluded = exclusions(ranked, chosen)
+        excluded = exclusions(ranked, chosen, first_only=first_only)
         counts: dict[str, int] = {}
         for reason in excluded.values():
             counts[reason] = counts.get(reason, 0) + 1
@@ -741,7 +740,12 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
             ],
             source="live",
             requests=ctx.requests,
-            warnings=list(st.plan.get("warnings", [])),
+            warnings=list(st.plan.get("warnings", []))
+            + (
+                [left]  # a stopped search is continued instead (its next_step)
+                if st.structured and status == "completed" and (left := rows_left_warning(st.coverage, params))
+                else []
+            ),
             errors=[
                 e.model_dump(mode="json")
                 for e in ([] if failure is None else [OperationErrorInfo.of(failure)])

@@ -18,7 +18,7 @@ from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.identity import Paper
 from cnki_mcp.pipeline.models import SEARCH_ID_CHARS
 from cnki_mcp.store import LibraryFilters, Store
-from cnki_mcp.store.library import MAX_TEXT_CHARS, match_expression, normalise
+from cnki_mcp.store.library import MAX_TEXT_CHARS, normalise, parse_library_query
 
 log = logging.getLogger(__name__)
 
@@ -190,20 +190,55 @@ def _window(text: str, pattern: re.Pattern[str], context: int) -> str | None:
     return ("…" if start > 0 else "") + body + ("…" if end < len(text) else "")
 
 
+# CNKI's document type names (site-rules.md §2.1, and the other resource types the site lists) and
+# the English words a client may use for them.
+DOC_TYPES = ("期刊", "外文期刊", "博士", "硕士", "会议", "报纸", "年鉴", "图书", "标准", "专利", "成果", "学术辑刊")
+DOC_TYPE_ALIASES = {
+    "journal": "期刊", "article": "期刊", "journal article": "期刊", "foreign journal": "外文期刊",
+    "doctoral": "博士", "phd": "博士", "dissertation": "博士", "doctoral dissertation": "博士",
+    "master": "硕士", "masters": "硕士", "master's": "硕士", "thesis": "硕士", "master thesis": "硕士",
+    "conference": "会议", "proceedings": "会议", "conference paper": "会议", "newspaper": "报纸",
+    "yearbook": "年鉴", "book": "图书", "standard": "标准", "patent": "专利",
+}  # fmt: skip
+
+
+def document_types(store: Store, wanted: list[str]) -> tuple[str, ...]:
+    """The filter's document types as CNKI names them (English aliases mapped); a name neither
+    CNKI's nor held by any indexed paper is INVALID_ARGUMENT listing the names to use: a filter
+    that can match nothing would only answer "no paper"."""
+    out: list[str] = []
+    stored: set[str] | None = None
+    for raw in wanted:
+        name = " ".join(raw.split())
+        if not name:
+            continue
+        name = DOC_TYPE_ALIASES.get(name.casefold(), name)
+        if name not in DOC_TYPES:
+            stored = store.library_doc_types() if stored is None else stored
+            if name not in stored:
+                names = list(dict.fromkeys([*DOC_TYPES, *sorted(stored)]))
+                raise InvalidInput(
+                    f"未知的文献类型：{raw}；可用：{'、'.join(names)}", document_type=raw, allowed=names
+                )
+        out.append(name)
+    return tuple(dict.fromkeys(out))
+
+
 def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock) -> LibraryPage:
     """One page of stored papers matching every term of `inp.query`."""
     if inp.year_from is not None and inp.year_to is not None and inp.year_from > inp.year_to:
         raise InvalidInput("year_from 不能大于 year_to", year_from=inp.year_from, year_to=inp.year_to)
-    match, terms = match_expression(inp.query)
+    query = parse_library_query(inp.query)
+    terms = query.terms
     index_downloaded_pdfs(store, data_dir, clock)
     filters = LibraryFilters(
         year_from=inp.year_from,
         year_to=inp.year_to,
-        document_types=tuple(t.strip() for t in inp.document_types if t.strip()),
+        document_types=document_types(store, inp.document_types),
         source_tiers=tuple(t.strip() for t in inp.source_tiers if t.strip()),
         search_id=inp.search_id,
     )
-    page = store.library_search(match, filters, inp.offset, inp.limit)
+    page = store.library_search(query.required, filters, inp.offset, inp.limit, excluded=query.excluded)
     papers = store.papers_by_refs(h.record_ref for h in page.hits)
     every_text = store.fulltexts([h.record_ref for h in page.hits])
     finder = _Finder.of(terms)

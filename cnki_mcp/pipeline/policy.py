@@ -73,6 +73,7 @@ from cnki_mcp.rank import (
     Candidate,
     Hit,
     Ranked,
+    alias_in,
     is_eligible,
     normalize,
     order_key,
@@ -240,17 +241,12 @@ class LocalChannel:
     def matches(self, c: Candidate, groups: Sequence[Sequence[str]]) -> bool:
         if self.field == "title":
             text = normalize(c.title)
-            return all(any(_alias(a) and _alias(a) in text for a in g) for g in groups)
-        if self.field == "keywords":
+            return all(any(alias_in(a, text) for a in g) for g in groups)
+        if self.field == "keywords":  # CNKI matches a term's words within one keyword
             words = [normalize(k) for k in c.keywords]
-            return all(any(_alias(a) and any(_alias(a) in w for w in words) for a in g) for g in groups)
-        phrase = _alias(self.phrase)
+            return all(any(alias_in(a, w) for a in g for w in words) for g in groups)
         text = normalize(f"{c.title} {' '.join(c.keywords)} {c.abstract}")
-        return bool(phrase) and phrase in text
-
-
-def _alias(term: str) -> str:
-    return normalize(term)
+        return alias_in(self.phrase, text)
 
 
 def with_local_hits(

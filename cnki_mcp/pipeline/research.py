@@ -104,6 +104,28 @@ def effective_input(inp: SearchInput, plan: PlanLike) -> SearchInput:
     return inp.model_copy(update={"year_from": plan.year_from, "year_to": plan.year_to})
 
 
+def question_years_warning(inp: SearchInput, plan: PlanLike, now_year: int) -> str | None:
+    """What the answer says about a time phrase of the question (近五年, 2020年以来): the years it
+    narrowed the search to when the caller gave none (`effective_input`), or, with concept_groups
+    (whose plans never read the question), that it was not applied. None otherwise."""
+    if inp.year_from or inp.year_to:
+        return None
+    if plan.year_from or plan.year_to:
+        span = f"{plan.year_from or ''}–{plan.year_to or ''}"
+        return (
+            f"发表年份按问题中的时间短语限定为 {span}（year_from={plan.year_from}, year_to={plan.year_to}）；"
+            "不需要时去掉问题中的时间短语，或给出 concept_groups 重新检索"
+        )
+    if inp.concept_groups:
+        _, year_from, year_to = extract_years(inp.query, now_year)
+        if year_from or year_to:
+            return (
+                f"问题中的时间短语（{year_from or ''}–{year_to or ''}）没有用于检索：给出 concept_groups 时"
+                f"请用 year_from/year_to 限定年份（year_from={year_from}, year_to={year_to}）"
+            )
+    return None
+
+
 def advice_for(
     query: str, summary: SearchSummary, cut: Segmenter, params: dict[str, Any] | None = None
 ) -> PlanAdvice | None:
@@ -118,9 +140,14 @@ def advice_for(
     for key in ("year_from", "year_to"):
         if (params or {}).get(key):
             arguments[key] = params[key]  # type: ignore[index]
+    message = got.message
+    if got.reason == "no_candidates" and ("year_from" in arguments or "year_to" in arguments):
+        # the years empty a search as surely as the concepts: the call keeps them, the message says so
+        span = f"{arguments.get('year_from', '')}–{arguments.get('year_to', '')}"
+        message += f"年份限定 {span} 也可能是没有结果的原因：必要时放宽或去掉 year_from/year_to。"
     return PlanAdvice(
         reason=got.reason,  # type: ignore[arg-type]
-        message=got.message,
+        message=message,
         suggested_concept_groups=got.groups,
         suggested_call={"tool": "search", "arguments": arguments},
     )
@@ -226,7 +253,9 @@ class ResearchPipeline:
             return await self.continue_search(ctx)
         params = search_params(effective_input(inp, plan))
         groups = [list(g) for g in plan.groups]
-        view = {"method": str(plan.method), "concepts": groups, "warnings": list(plan.warnings)}
+        years = question_years_warning(inp, plan, self.now_year())
+        warnings = list(plan.warnings) + ([years] if years else [])
+        view = {"method": str(plan.method), "concepts": groups, "warnings": warnings}
         st = self._state(ctx.operation_id, params, view, research_channels(groups))
         ctx.checkpoint(st.to_json())
         self._warm_segmenter(groups)

@@ -201,7 +201,8 @@ def to_markdown(log: SearchLog) -> str:
             )
         else:
             lines.append(
-                f"- Pages read {ch.pages_read}, rows {ch.rows}, CNKI reported total {ch.total_reported}, {state}"
+                f"- Pages read {ch.pages_read}, rows {ch.rows}, CNKI reported total "
+                f"{'unknown (no page answered)' if ch.total_reported is None else ch.total_reported}, {state}"
             )
         if ch.pages:
             lines += [

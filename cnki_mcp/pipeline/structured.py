@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cnki_mcp.pipeline.models import StructuredSearchInput
+from cnki_mcp.pipeline.models import CoverageEntry, StructuredSearchInput
 from cnki_mcp.pipeline.searchlog_format import render_subject
 from cnki_mcp.pipeline.state import Channel
 from cnki_mcp.query.compiler import compile_expression
@@ -41,3 +41,19 @@ def structured_params(inp: StructuredSearchInput) -> dict[str, Any]:
 
 def structured_plan() -> dict[str, Any]:
     return {"method": "structured", "concepts": [], "warnings": []}
+
+
+def rows_left_warning(coverage: list[CoverageEntry], params: dict[str, Any]) -> str | None:
+    """A structured search is answered in CNKI's order up to its target (`limit` unless
+    `candidate_target` is set) and `max_pages`: when CNKI lists more rows than were read, the
+    answer says how many and which option reads more; its counts and `search_results` hold only
+    the rows read, so without this a client takes them for everything CNKI has."""
+    left = [c for c in coverage if not c.exhausted and not c.failed and c.total is not None and c.total > c.rows]
+    if not left:
+        return None
+    total, rows = sum(c.total or 0 for c in left), sum(c.rows for c in left)
+    return (
+        f"知网共列出 {total} 条，按 candidate_target={params.get('candidate_target')}、"
+        f"max_pages={params.get('max_pages')} 只读取了前 {rows} 条；需要更多时提高 options.candidate_target"
+        "（最多 3000）或 options.max_pages 重新检索"
+    )

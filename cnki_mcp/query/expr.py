@@ -131,7 +131,7 @@ class Leaf(BaseModel):
 
     field: Field = PydField(description="检索字段，例如 title（篇名）、authors（作者）、source（文献来源）")
     value: str = PydField(
-        description="检索词，1–120 字；含空格或 + * ( ) / % = - 等符号时自动加引号，不能同时含单引号和双引号"
+        description="检索词，1–120 字；按字面检索：含空格或 + * ( ) / % = - 等符号时自动加引号，不必自己加（包住整个词的一对引号会去掉）；不能同时含单引号和双引号"
     )
     match: Match = PydField(
         default=Match.PHRASE,
@@ -174,6 +174,20 @@ def expression_json_schema() -> dict[str, Any]:
 
 
 _NEEDS_QUOTES = frozenset("+*()/%=-\"' \t")
+_ENCLOSING_QUOTES = (('"', '"'), ("'", "'"), ("\u201c", "\u201d"), ("\u2018", "\u2019"))
+
+
+def unquote(value: str) -> str:
+    """A term as its writer meant it: stripped, and without one pair of quotes enclosing all of it
+    (`"违约金"`, `'smart contract'`, `“违约金”`). People quote a term to say "this phrase"; sent
+    as written, the quotes would be part of the term (quote_value wraps it once more) and match
+    nothing. A value whose quotes enclose several parts (`"a" "b"`) is kept as it is."""
+    text = value.strip()
+    for opening, closing in _ENCLOSING_QUOTES:
+        inner = text[1:-1]
+        if len(text) >= 2 and text[0] == opening and text[-1] == closing and opening not in inner and closing not in inner:
+            return inner.strip()
+    return text
 
 
 def quote_value(value: str) -> str:
@@ -252,11 +266,14 @@ def _leaf(obj: dict[str, Any], path: str) -> Leaf:
     raw_field = obj.get("field")
     fld = _field(raw_field)
     if fld is None:
-        raise InvalidCondition("未知的检索字段", path=path, field=raw_field)
+        names = [f.value for f in Field]
+        raise InvalidCondition(f"未知的检索字段；可用：{'、'.join(names)}", path=path, field=raw_field, allowed=names)
     raw_value = obj.get("value")
-    if not isinstance(raw_value, str) or not raw_value.strip():
+    if not isinstance(raw_value, str):
+        raise InvalidCondition("检索词必须是字符串", path=path, field=fld.value)
+    value = unquote(raw_value)
+    if not value:
         raise InvalidCondition("检索词不能为空", path=path, field=fld.value)
-    value = raw_value.strip()
     if _CONTROL.search(value):  # a NUL or other control character is never sent to CNKI
         raise InvalidCondition("检索词含有控制字符（如 NUL）", path=path, field=fld.value)
     if len(value) > MAX_VALUE_CHARS:
@@ -298,7 +315,8 @@ def parse_expression(obj: Any) -> Leaf | Node:
     Raises INVALID_EXPRESSION, INVALID_NOT, INVALID_OPERATOR, INVALID_CONDITION, INVALID_MATCH,
     QUERY_TOO_COMPLEX or QUERY_UNSUPPORTED; `details["path"]` is the offending node's JSON path.
     Field names are case-insensitive and CNKI codes (`TI`, `AU`, ...) are accepted; values are
-    stripped; `match` defaults to phrase.
+    stripped and lose one pair of quotes enclosing all of them (`unquote`); `match` defaults to
+    phrase.
     """
     return _Walk().visit(obj, "$", 1)
 

@@ -26,7 +26,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydField
 
-from cnki_mcp.errors import InvalidPlan
+from cnki_mcp.errors import InvalidPlan, QueryUnsupported
+from cnki_mcp.query.expr import unquote
 from cnki_mcp.query.segment import Segmenter, concept_runs, has_function_words, merge_to
 from cnki_mcp.query.timephrase import extract_years
 
@@ -87,7 +88,13 @@ def validate_groups(groups: Any, *, hint: str = "") -> list[list[str]]:
         for ti, term in enumerate(group):
             if not isinstance(term, str) or not term.strip():
                 raise InvalidPlan(f"概念词不能为空{hint}", group=gi, term=ti)
-            text = " ".join(term.split())
+            text = " ".join(unquote(term).split())
+            if not text:
+                raise InvalidPlan(f"概念词不能为空{hint}", group=gi, term=ti)
+            if '"' in text and "'" in text:  # quote_value cannot send it: refused before any search
+                raise QueryUnsupported(
+                    f"概念词同时含单引号和双引号，知网无法表达；请去掉其中一种引号{hint}", group=gi, term=ti, value=text
+                )
             if len(text) > MAX_TERM_CHARS:
                 raise InvalidPlan(
                     f"每个概念词最多 {MAX_TERM_CHARS} 字{hint}", group=gi, term=ti, length=len(text)

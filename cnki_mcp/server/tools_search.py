@@ -13,8 +13,8 @@ from mcp.server.mcpserver import Context, Resolve, Sample
 from mcp.types import CreateMessageResult, SamplingMessage, TextContent, ToolAnnotations
 from pydantic import Field
 
-from cnki_mcp.errors import CnkiError, SearchNotFound
-from cnki_mcp.jobs import BudgetSpec, OperationKind, OperationStatus, Runner
+from cnki_mcp.errors import SearchNotFound
+from cnki_mcp.jobs import BudgetSpec, OperationKind, Runner
 from cnki_mcp.pipeline.models import (
     MetadataField,
     MetadataInput,
@@ -36,6 +36,7 @@ from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import OperationView
 from cnki_mcp.server.progress import start_operation, typed_view
+from cnki_mcp.server.unfinished import unfinished_search
 from cnki_mcp.services import Services
 from cnki_mcp.site.backend import SortOrder
 
@@ -88,27 +89,6 @@ def choose_plan(inp: SearchInput, sampled: CreateMessageResult | None, pipeline:
     """concept_groups, else the sampled reply, else the segmented question (`pipeline.plan`)."""
     text = getattr(sampled.content, "text", None) if sampled is not None else None
     return pipeline.plan(inp, text if isinstance(text, str) else None)
-
-
-def unfinished_search(jobs: Any, search_id: str) -> SearchNotFound | None:
-    """A search whose results are not saved yet because its operation has not ended (a search's
-    id is its operation's): SEARCH_NOT_FOUND that says so and how to finish it. None otherwise."""
-    try:
-        record = jobs.status(search_id)
-    except CnkiError:
-        return None
-    if record is None or record.kind is not OperationKind.SEARCH:
-        return None
-    status = record.status.value
-    if record.status.active:
-        step = f"operation_status(operation_id='{search_id}', wait_seconds=50)"
-        message = "这个检索还在运行，结果在完成时保存"
-    elif record.checkpoint is not None and record.status is not OperationStatus.COMPLETED:
-        step = f"operation_control(action='continue', operation_id='{search_id}')"
-        message = f"这个检索没有完成（{status}），结果尚未保存"
-    else:
-        return None
-    return SearchNotFound(f"{message}：用 {step}", search_id=search_id, operation_status=status, next_step=step)
 
 
 def register(server: CnkiServer) -> None:

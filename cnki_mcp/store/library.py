@@ -99,19 +99,69 @@ def _term_phrase(term: str) -> str | None:
     return phrase + " *" if prefix else phrase
 
 
-def match_expression(query: str) -> tuple[str, list[str]]:
-    """The FTS5 MATCH expression (every term required) and the normalised terms (snippets)."""
-    terms = [t for t in re.split(r"\s+", normalise(query)) if t]
-    phrases: list[str] = []
-    kept: list[str] = []
-    for term in terms:
+# Between terms: whitespace, and the list separators people type in Chinese and English
+# (NFKC has already turned ，；into ,;). `-` before a term, or the word NOT, excludes it.
+_TERM_SEPARATORS = re.compile(r"[\s,;、]+")
+_SYNTAX_HINT = "空格（或逗号、顿号）分隔的词须全部出现，词前加 - 表示排除，例如：违约金 酌减 -约定"
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryQuery:
+    """A `search_library` query: the FTS5 expression of the required terms, that of the
+    excluded ones (None: none) and the normalised required terms (what snippets mark)."""
+
+    required: str
+    excluded: str | None
+    terms: list[str]
+
+    @property
+    def match(self) -> str:
+        """The whole FTS5 MATCH expression."""
+        return self.required if self.excluded is None else f"({self.required}) NOT ({self.excluded})"
+
+
+def parse_library_query(query: str) -> LibraryQuery:
+    """Terms separated by whitespace, `,` `;` `、` (full-width too); `-term` or `NOT term` excludes
+    a term, an upper-case `AND` between terms is redundant and skipped; `OR` is refused
+    (INVALID_ARGUMENT with the syntax), as is a query without a required term."""
+    words = [w for w in _TERM_SEPARATORS.split(unicodedata.normalize("NFKC", query)) if w]
+    required: list[tuple[str, str]] = []
+    excluded: list[str] = []
+    negate = False
+    for word in words:
+        if word == "AND":
+            continue
+        if word == "OR":
+            raise InvalidInput(f"本地检索不支持 OR；{_SYNTAX_HINT}；要任一词出现时请分别检索", query=query, reason="or")
+        if word == "NOT":
+            negate = True
+            continue
+        if word.startswith("-") and len(word) > 1:
+            negate, word = True, word[1:]
+        term = normalise(word)
         phrase = _term_phrase(term)
         if phrase is not None:
-            phrases.append(phrase)
-            kept.append(term)
-    if not phrases:
-        raise InvalidInput("检索词中没有可检索的文字", query=query)
-    return " AND ".join(phrases), kept
+            if negate:
+                excluded.append(phrase)
+            else:
+                required.append((phrase, term))
+        negate = False
+    if not required:
+        reason = "only_excluded" if excluded else "no_text"
+        message = "至少需要一个要出现的词" if excluded else "检索词中没有可检索的文字"
+        raise InvalidInput(f"{message}；{_SYNTAX_HINT}", query=query, reason=reason)
+    return LibraryQuery(
+        required=" AND ".join(p for p, _ in required),
+        excluded=" OR ".join(excluded) if excluded else None,
+        terms=[t for _, t in required],
+    )
+
+
+def match_expression(query: str) -> tuple[str, list[str]]:
+    """The FTS5 MATCH expression (every required term, none of the excluded) and the normalised
+    required terms (snippets); see `parse_library_query`."""
+    parsed = parse_library_query(query)
+    return parsed.match, parsed.terms
 
 
 # --- index maintenance (inside the caller's transaction) ------------------------------------
@@ -480,12 +530,18 @@ class LibraryMixin(StoreBase):
             ).fetchall()
         return [PendingPdf(r[0], r[1], r[2]) for r in rows]
 
-    def library_search(self, match: str, filters: LibraryFilters, offset: int, limit: int) -> LibraryPage:
+    def library_search(
+        self, match: str, filters: LibraryFilters, offset: int, limit: int, *, excluded: str | None = None
+    ) -> LibraryPage:
         """One page of papers matching the FTS5 expression `match`: first those with every term
         in the title or keywords, then the others, bm25 order within each tier. Up to
         RANK_WINDOW matches are ranked whole in one statement; beyond, bm25 is computed for the
         window segments the page reaches, never for every match, and `total` is counted up to
-        TOTAL_COUNTED past the page (DESIGN.md §Library search, "what a query costs")."""
+        TOTAL_COUNTED past the page (DESIGN.md §Library search, "what a query costs").
+        `excluded` (an FTS5 expression) removes the papers it matches in any field."""
+        required = match
+        if excluded is not None:
+            match = f"({required}) NOT ({excluded})"
         where = ["library_fts MATCH ?"]
         args: list[object] = [match]
         with self._read() as conn:
@@ -517,7 +573,9 @@ class LibraryMixin(StoreBase):
             body = (
                 " FROM library_fts JOIN library_docs d ON d.doc_id = library_fts.rowid" if joined else " FROM library_fts"
             ) + " WHERE " + " AND ".join(where)
-            head = f"{{title keywords}} : ({match})"
+            head = f"{{title keywords}} : ({required})"
+            if excluded is not None:  # the title/keyword tier: required terms there, excluded ones nowhere
+                head = f"({head}) NOT ({excluded})"
             try:
                 # counted far enough to know whether a row follows the page
                 cap = max(TOTAL_COUNTED, offset + max(0, limit) + 1)
@@ -527,10 +585,10 @@ class LibraryMixin(StoreBase):
                 elif total < cap and total <= RANK_WINDOW:  # one ranking of every match, tier first
                     rows = _ranked(conn, body, args, limit, offset, head=head)
                 else:
-                    tiers = [(body, [head, *args[1:]]), (body, [f"({match}) NOT {head}", *args[1:]])]
+                    tiers = [(body, [head, *args[1:]]), (body, [f"({match}) NOT ({head})", *args[1:]])]
                     # (a page of at most 1,000 rows keeps the left-out ids under SQLite's
                     # parameter limit; the tool asks for at most 100)
-                    lean = _single_term(match) and limit <= 1000
+                    lean = excluded is None and _single_term(match) and limit <= 1000
                     rest = _without_rows(body, args) if lean else None
                     rows = _page(conn, tiers, offset, limit, after_whole_first=rest)
             except sqlite3.OperationalError as exc:  # an expression FTS5 refuses
@@ -543,6 +601,11 @@ class LibraryMixin(StoreBase):
             )
         hits = [LibraryHit(refs[r[0]], float(r[1])) for r in rows if r[0] in refs]
         return LibraryPage(total, hits, total_exact=total < cap)
+
+    def library_doc_types(self) -> set[str]:
+        """The document types of the papers in the index (CNKI's names: 期刊, 硕士, …)."""
+        with self._read() as conn:
+            return {str(r[0]) for r in conn.execute("SELECT DISTINCT doc_type FROM library_docs") if r[0]}
 
     _library_size: tuple[tuple[int, int], tuple[int, int]] | None = None  # (write stamp, size)
 

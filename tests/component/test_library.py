@@ -390,3 +390,63 @@ def test_the_library_size_follows_every_write_and_is_not_counted_again_without_o
     with sqlite3.connect(store.path) as other:  # another connection's commit
         other.execute("DELETE FROM library_texts")
     assert store.library_size() == (2, 0)
+
+
+@pytest.mark.parametrize("rank_window", [2000, 2])  # one ranking of every match / tiers and windows
+def test_a_minus_or_not_before_a_term_excludes_the_papers_holding_it_in_any_field(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, rank_window: int
+) -> None:
+    monkeypatch.setattr(library_index, "RANK_WINDOW", rank_window)
+    plain, agreed, agreed_in_text, other = store.upsert_from_grid(
+        [
+            row("违约金酌减规则研究", "X1"),
+            row("约定违约金的调整", "X2"),
+            row("违约金问题", "X3"),
+            row("定金罚则研究", "X4"),
+        ],
+        T0,
+    )
+    store.save_fulltext(agreed_in_text.record_ref, "html", "合同当事人约定的违约金过高。", T0)
+    for query in ("违约金 -约定", "违约金 NOT 约定", "违约金 －约定"):
+        page = find(store, query, clock)
+        assert [r.record_ref for r in page.results] == [plain.record_ref], query
+        assert page.total == 1
+        assert "约定" not in page.results[0].snippet
+    assert find(store, "违约金 -约定 -酌减", clock).total == 0
+    assert {r.record_ref for r in find(store, "违约金", clock).results} == {
+        plain.record_ref,
+        agreed.record_ref,
+        agreed_in_text.record_ref,
+    }
+    assert [r.record_ref for r in find(store, "研究 -违约金", clock).results] == [other.record_ref]
+
+
+@pytest.mark.parametrize("query", ["违约金，酌减", "违约金、酌减", "违约金,酌减", "违约金；酌减", "违约金 AND 酌减"])
+def test_chinese_and_english_list_separators_split_terms(store: Store, clock: FakeClock, query: str) -> None:
+    store.upsert_from_grid([row("违约金过高时的司法酌减规则研究", "S1"), row("违约金的性质", "S2")], T0)
+    assert titles(find(store, query, clock)) == ["违约金过高时的司法酌减规则研究"]
+
+
+@pytest.mark.parametrize(("query", "reason"), [("违约金 OR 酌减", "or"), ("-违约金", "only_excluded"), ("---", "no_text")])
+def test_unsupported_or_unbounded_library_queries_say_how_to_write_them(
+    store: Store, clock: FakeClock, query: str, reason: str
+) -> None:
+    with pytest.raises(CnkiError) as info:
+        find(store, query, clock)
+    assert info.value.code == "INVALID_ARGUMENT"
+    assert info.value.details["reason"] == reason
+
+
+def test_document_types_take_english_names_and_refuse_names_that_match_nothing(store: Store, clock: FakeClock) -> None:
+    store.upsert_from_grid(
+        [row("违约金研究一", "D1"), row("违约金研究二", "D2", doc_type="硕士"), row("违约金研究三", "D3", doc_type="学位论文")],
+        T0,
+    )
+    assert titles(find(store, "违约金", clock, document_types=["Master's"])) == ["违约金研究二"]
+    assert titles(find(store, "违约金", clock, document_types=["journal"])) == ["违约金研究一"]
+    assert titles(find(store, "违约金", clock, document_types=["学位论文"])) == ["违约金研究三"]  # held by a paper
+    assert find(store, "违约金", clock, document_types=["报纸"]).total == 0  # CNKI's name, none stored
+    with pytest.raises(CnkiError) as info:
+        find(store, "违约金", clock, document_types=["thesis paper"])
+    assert info.value.code == "INVALID_ARGUMENT"
+    assert "期刊" in info.value.details["allowed"] and "学位论文" in info.value.details["allowed"]

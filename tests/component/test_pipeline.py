@@ -413,6 +413,55 @@ async def test_structured_search_keeps_cnki_order(clock: FakeClock, store: Store
     assert page.next_offset == 3 and page.total == 50
 
 
+async def test_structured_search_says_when_cnki_lists_more_rows_than_it_read(clock: FakeClock, store: Store) -> None:
+    # its counts and search_results hold only the rows read: without the warning a client takes
+    # 50 for everything CNKI has
+    site = SimSite(clock)
+    pipe = make(clock, store, site, page_size=50)
+
+    async def structured(inp: StructuredSearchInput) -> dict[str, Any]:
+        async def runner(ctx: OperationContext) -> Any:
+            return await pipe.structured(inp, ctx)
+
+        record = await run_op(clock, JobManager(clock, MemorySink()), runner, inp.budget())
+        assert record.status == "completed" and record.result is not None
+        return record.result
+
+    part = await structured(StructuredSearchInput(expression={"field": "authors", "value": "作者"}, limit=20))
+    [cov] = part["coverage"]
+    assert (cov["rows"], cov["total"], cov["exhausted"]) == (50, 180, False)
+    left = [w for w in part["warnings"] if "180" in w and "candidate_target" in w]
+    assert len(left) == 1 and "前 50 条" in left[0]
+    whole = await structured(
+        StructuredSearchInput(
+            expression={"field": "authors", "value": "作者"},
+            options=StructuredOptions(candidate_target=200, freshness="live"),
+        )
+    )
+    assert whole["coverage"][0]["exhausted"] and whole["candidate_count"] == 180
+    assert whole["warnings"] == []
+    # the first 100 are selected: the other 80 were left out by that limit, not by a threshold
+    assert whole["selection_exclusions"] == {"selection_limit": 80}
+
+
+async def test_a_structured_search_stopped_by_its_budget_points_to_continue_not_to_a_new_search(
+    clock: FakeClock, store: Store
+) -> None:
+    pipe = make(clock, store, SimSite(clock), page_size=50)
+    inp = StructuredSearchInput(
+        expression={"field": "authors", "value": "作者"},
+        options=StructuredOptions(candidate_target=200, max_requests=1, freshness="live"),
+    )
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.structured(inp, ctx)
+
+    record = await run_op(clock, JobManager(clock, MemorySink()), runner, inp.budget())
+    assert record.status == "partial" and record.errors[0].code == "BUDGET_EXHAUSTED"
+    assert record.result is not None and record.result["candidate_count"] == 50
+    assert not [w for w in record.result["warnings"] if "candidate_target" in w]
+
+
 async def test_structured_search_rejects_bad_expression_with_code(clock: FakeClock, store: Store) -> None:
     pipe = make(clock, store, SimSite(clock))
     inp = StructuredSearchInput(expression={"op": "not", "items": [{"field": "title", "value": "x"}]})

@@ -55,6 +55,31 @@ async def test_time_phrase_years_reach_every_grid_request(clock: FakeClock, stor
     assert backend.grids and {(g.year_from, g.year_to) for g in backend.grids} == {(2021, None)}
 
 
+async def test_years_from_the_question_are_stated_in_the_answer(clock: FakeClock, store: Store) -> None:
+    # the caller gave no years: the answer must say the search was narrowed, not only the log
+    inp = SearchInput(query="近五年联邦学习的差分隐私保护", options=SearchOptions(freshness="live"))
+    result = await _search(clock, store, RecordingBackend(), inp)
+    stated = [w for w in result["warnings"] if "year_from=2021" in w]
+    assert len(stated) == 1 and stated == [w for w in result["plan"]["warnings"] if "year_from=2021" in w]
+    explicit = SearchInput(
+        query="近五年联邦学习的差分隐私保护", year_from=2018, options=SearchOptions(freshness="live")
+    )
+    result = await _search(clock, store, RecordingBackend(), explicit)
+    assert not [w for w in result["warnings"] if "year_from=" in w]
+
+
+async def test_a_time_phrase_beside_concept_groups_is_said_to_be_unused(clock: FakeClock, store: Store) -> None:
+    backend = RecordingBackend()
+    inp = SearchInput(
+        query="近五年联邦学习的差分隐私保护",
+        concept_groups=[["联邦学习"], ["差分隐私"]],
+        options=SearchOptions(freshness="live"),
+    )
+    result = await _search(clock, store, backend, inp)
+    assert {(g.year_from, g.year_to) for g in backend.grids} == {(None, None)}  # concept groups: not read
+    assert len([w for w in result["warnings"] if "year_from=2021" in w]) == 1
+
+
 async def test_explicit_years_win_over_the_time_phrase(clock: FakeClock, store: Store) -> None:
     backend = RecordingBackend()
     inp = SearchInput(
@@ -87,6 +112,20 @@ async def test_empty_search_carries_advice(clock: FakeClock, store: Store) -> No
     assert result["candidate_count"] == 0
     assert result["advice"]["reason"] == "no_candidates"
     assert result["advice"]["suggested_concept_groups"] == [["联邦学习"], ["违约金"]]
+
+
+async def test_empty_search_with_years_says_the_years_may_be_the_cause(clock: FakeClock, store: Store) -> None:
+    inp = SearchInput(
+        query="x",
+        concept_groups=[["联邦学习"], ["违约金"], ["碳达峰"]],
+        year_from=2026,
+        options=SearchOptions(freshness="live"),
+    )
+    result = await _search(clock, store, CorpusBackend(), inp)
+    advice = result["advice"]
+    assert result["candidate_count"] == 0 and advice["reason"] == "no_candidates"
+    assert advice["suggested_call"]["arguments"]["year_from"] == 2026
+    assert "2026–" in advice["message"] and "year_from" in advice["message"]
 
 
 async def test_advice_keeps_the_years_and_survives_the_cache(clock: FakeClock, store: Store) -> None:

@@ -186,3 +186,21 @@ def test_a_channel_answered_locally_is_said_so_in_every_format() -> None:
     q2 = md[md.index("### q2") :]
     assert "Not sent to CNKI" in q2 and "Pages read" not in q2.split("###")[1]
     assert SearchLog.model_validate(json.loads(format_log(log, "json"))).channels[1].answered_locally
+
+
+def test_a_channel_no_page_answered_reads_unknown_total_in_markdown() -> None:
+    """A search stopped before a channel's first page (budget): its total is unknown, not "None"."""
+    from datetime import UTC, datetime
+
+    from cnki_mcp.pipeline.searchlog_format import ChannelLog, PrismaFlow
+
+    at = datetime(2026, 12, 3, tzinfo=UTC)
+    log = SearchLog(
+        search_id="s1", status="partial", kind="search", question="q", created_at=at, finished_at=at,
+        plan_method="explicit", plan_method_note="",
+        channels=[ChannelLog(id="q1", field="subject", queries=["主题: a"])],
+        prisma=PrismaFlow(identified=0, outside_years=0, duplicates=0, screened=0, excluded=0, selected=0),
+    )  # fmt: skip
+    md = format_log(log, "markdown")
+    assert "CNKI reported total unknown (no page answered), not exhausted" in md
+    assert "reported total None" not in md

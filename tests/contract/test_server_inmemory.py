@@ -439,3 +439,21 @@ async def test_research_search_with_the_real_pipeline_on_a_corpus_backend(tmp_pa
         again = (await client.call_tool("search", args)).structured_content
         assert again["result"]["source"] == "cache" and again["operation_id"] is None
     assert opened[0].host.started is False
+
+
+async def test_the_log_and_library_of_a_search_that_has_not_finished_say_how_to_finish_it(tmp_path: Path) -> None:
+    # before: "没有这个检索编号（检索结果只保留最近 300 次）", as for an id that never existed
+    h = Harness(tmp_path / "data", inline_wait=0.05)
+    h.pipeline.block = True
+    async with Client(build_server(h.open)) as client:
+        op_id = (await client.call_tool("search", {"query": "x"})).structured_content["operation_id"]
+        for tool, args in (
+            ("export_search_log", {"search_id": op_id}),
+            ("search_library", {"query": "违约金", "search_id": op_id}),
+        ):
+            running = _error(await client.call_tool(tool, args))
+            assert running["code"] == "SEARCH_NOT_FOUND" and running["details"]["operation_status"] == "running", tool
+            assert running["details"]["next_step"].startswith("operation_status("), tool
+        await client.call_tool("operation_control", {"action": "cancel", "operation_id": op_id})
+        unknown = _error(await client.call_tool("export_search_log", {"search_id": "op_" + "9" * 24}))
+        assert unknown["code"] == "SEARCH_NOT_FOUND" and "next_step" not in unknown["details"]

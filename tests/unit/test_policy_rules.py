@@ -30,6 +30,9 @@ from cnki_mcp.rank import (
     feedback_keywords,
     query_tokens,
 )
+from cnki_mcp.sim.query import Field as SimField
+from cnki_mcp.sim.query import Operator as SimOperator
+from cnki_mcp.sim.query import match_term
 
 GROUPS = [["自动驾驶"], ["产品责任", "侵权责任"]]
 
@@ -60,6 +63,24 @@ def test_local_keyword_and_phrase_channels_test_only_papers_with_a_detail_page()
     out = {c.ref: c for c in with_local_hits(cands, GROUPS, channels, {"b"}, order_by="q1")}
     assert {h.channel for h in out["a"].hits} == {"q1"}  # no detail page: keywords unknown
     assert [(h.channel, h.position) for h in out["b"].hits] == [("q1", 2), ("q3", 1), ("feedback1", 1)]
+
+
+def test_local_channels_read_a_spaced_chinese_term_as_cnki_does() -> None:
+    # the channels are answered locally in place of CNKI: a term "违约金 酌减" must hit the papers
+    # CNKI's title / keyword search lists for it (each word contained; keywords one at a time)
+    groups = [["违约金 酌减"]]
+    title = "约定违约金中酌减规则的体系化构造"
+    assert match_term([title], SimField.TI, SimOperator.FUZZY, "违约金 酌减")
+    assert match_term(["违约金酌减", "意思自治"], SimField.KY, SimOperator.FUZZY, "违约金 酌减")
+    assert not match_term(["违约金", "司法酌减"], SimField.KY, SimOperator.FUZZY, "违约金 酌减")
+    cands = [
+        cand("a", title, 1, keywords=("违约金酌减", "意思自治")),
+        cand("b", "违约金的惩罚性功能", 2, keywords=("违约金", "司法酌减")),
+    ]
+    channels = [LocalChannel("q2", "title", 1.0), LocalChannel("q3", "keywords", 1.0)]
+    out = {c.ref: c for c in with_local_hits(cands, groups, channels, {"a", "b"}, order_by="q1")}
+    assert [(h.channel, h.position) for h in out["a"].hits] == [("q1", 1), ("q2", 1), ("q3", 1)]
+    assert [h.channel for h in out["b"].hits] == ["q1"]
 
 
 def test_the_upper_bound_covers_the_score_enrichment_gives() -> None:

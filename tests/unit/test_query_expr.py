@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from cnki_mcp.errors import CnkiError
+from cnki_mcp.query.compiler import compile_expression
 from cnki_mcp.query.expr import (
     FIELD_CODES,
     FIELD_LABELS,
@@ -21,6 +22,8 @@ from cnki_mcp.query.expr import (
     quote_value,
     to_json,
 )
+from cnki_mcp.sim.corpus import Corpus
+from cnki_mcp.sim.query import parse_query_json, search
 
 
 def _leaf(value: str = "违约金", field: str = "title", **kw: Any) -> dict[str, Any]:
@@ -74,6 +77,33 @@ def test_parse_builds_typed_tree_with_phrase_default_and_stripped_value() -> Non
     assert negated.items[0] == Leaf(field=Field.KEYWORDS, value="定金", match=Match.EXACT)
 
 
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [
+        ('"违约金"', "违约金"),
+        ("'smart contract'", "smart contract"),
+        ("“违约金”", "违约金"),
+        ("‘违约金’", "违约金"),
+        (' " 违约金 " ', "违约金"),
+        ('"a" "b"', '"a" "b"'),  # quotes around parts, not the whole value: kept
+        ("违约金：从“有没有”到“好不好”", "违约金：从“有没有”到“好不好”"),
+    ],
+)
+def test_parse_drops_quotes_enclosing_the_whole_value(written: str, meant: str) -> None:
+    assert parse_expression(_leaf(written)) == Leaf(field=Field.TITLE, value=meant, match=Match.PHRASE)
+
+
+def test_compiled_quoted_value_finds_what_the_unquoted_value_finds_on_the_simulator() -> None:
+    corpus = Corpus.load()
+
+    def hits(value: str) -> list[str]:
+        compiled = compile_expression(_leaf(value))
+        return [r.id for r in search(corpus, parse_query_json({"QNode": {"QGroup": compiled.subjects}}))]
+
+    assert hits("违约金")  # the bundled corpus has titles with it
+    assert hits('"违约金"') == hits("“违约金”") == hits("违约金")
+
+
 def test_parse_accepts_field_codes_and_case_insensitive_names() -> None:
     tree = parse_expression({"op": "OR", "items": [_leaf("a", "TI"), _leaf("b", "Authors", match="EXACT")]})
     assert [(x.field, x.match) for x in leaves(tree)] == [
@@ -115,6 +145,7 @@ def test_parse_round_trips_through_json_and_accepts_built_trees() -> None:
         (_and(_leaf(), _leaf(field="journal")), "INVALID_CONDITION", "$.items[1]"),
         (_and(_leaf(), {"value": "x"}), "INVALID_CONDITION", "$.items[1]"),
         (_and(_leaf(), _leaf("   ")), "INVALID_CONDITION", "$.items[1]"),
+        (_and(_leaf(), _leaf('""')), "INVALID_CONDITION", "$.items[1]"),
         (_and(_leaf(), _leaf(42)), "INVALID_CONDITION", "$.items[1]"),  # type: ignore[arg-type]
         (_and(_leaf(), _leaf("长" * 121)), "INVALID_CONDITION", "$.items[1]"),
         (_and(_leaf(), _leaf("a b" + "c" * 117)), "INVALID_CONDITION", "$.items[1]"),  # 122 once quoted
@@ -128,6 +159,12 @@ def test_malformed_input_gets_its_code_and_path(obj: Any, code: str, path: str) 
     err = _error(obj)
     assert err.code == code
     assert err.details["path"] == path
+
+
+def test_unknown_field_names_the_fields_to_use() -> None:
+    err = _error(_leaf(field="篇名"))
+    assert err.code == "INVALID_CONDITION"
+    assert err.details["allowed"] == [f.value for f in Field]
 
 
 def test_exact_subject_message_points_to_title_or_keywords() -> None:

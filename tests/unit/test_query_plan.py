@@ -122,6 +122,23 @@ def test_explicit_plan_keeps_groups_and_removes_normalised_duplicates() -> None:
     assert plan.warnings == []
 
 
+def test_explicit_plan_drops_quotes_enclosing_a_whole_term() -> None:
+    # sent as written the quotes would be part of the term, which then matches nothing
+    plan = plan_explicit([['"违约金"', "“约定违约金”", "违约金"], ["'smart contract'", '"a" "b"']])
+    assert plan.groups == [["违约金", "约定违约金"], ["smart contract", '"a" "b"']]
+    with pytest.raises(CnkiError) as info:
+        plan_explicit([['""']])
+    assert info.value.code == "INVALID_PLAN"
+
+
+def test_a_concept_term_cnki_cannot_express_is_refused_when_planning_with_its_place() -> None:
+    # before: the search operation started and then failed with details naming an expression path
+    with pytest.raises(CnkiError) as info:
+        plan_explicit([["违约金"], ["酌减", 'he said "it\'s"']])
+    assert info.value.code == "QUERY_UNSUPPORTED"
+    assert (info.value.details["group"], info.value.details["term"]) == (1, 1)
+
+
 def test_explicit_plan_drops_a_group_repeating_an_earlier_one() -> None:
     assert plan_explicit([["a", "b"], ["B", "A"], ["c"]]).groups == [["a", "b"], ["c"]]
 

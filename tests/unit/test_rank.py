@@ -61,6 +61,19 @@ def test_concept_coverage_counts_groups_with_an_alias_substring() -> None:
     assert concept_coverage([], "x", [], "") == 0.0
 
 
+def test_concept_coverage_reads_a_term_with_spaces_as_its_words() -> None:
+    # CNKI finds 违约金 and 酌减 anywhere for the term "违约金 酌减"; Chinese text has no spaces,
+    # so the term as a contiguous substring would never cover the papers it found
+    groups = [["违约金 酌减"], ["GDPR 合规"]]
+    assert concept_coverage(groups, "约定违约金中酌减规则的体系化构造", ["GDPR合规"], "") == 1.0
+    assert concept_coverage([["违约金 酌减"]], "违约金的惩罚性功能", [], "") == 0.0
+    # the same for Latin words, as CNKI's search reads them
+    title = "Federated learning and privacy protection: evidence from China"
+    assert concept_coverage([["privacy protection in China"]], title, [], "") == 1.0
+    assert concept_coverage([["privacy protection in Japan"]], title, [], "") == 0.0
+    assert concept_coverage([["   "]], "x", [], "") == 0.0
+
+
 def test_rrf_uses_first_hit_per_channel_and_weight_zero_counts_as_one() -> None:
     hits = [Hit("q1", 1, 1.0), Hit("q1", 5, 1.0), Hit("feedback1", 10, 0.8), Hit("q3", 40, 0.0)]
     total, channels = rrf_score(hits)
@@ -314,6 +327,13 @@ def test_feedback_keywords_from_eligible_top_ten() -> None:
     assert words == ["风险分配", "算法责任"]
     assert feedback_keywords(ranked[:3], keywords, GROUPS) == ["deep learning"]
     assert feedback_keywords(ranked, keywords, []) == []
+
+
+def test_feedback_keywords_skip_the_words_of_a_spaced_alias() -> None:
+    # "违约金 酌减" already requires 违约金 and 酌减: a feedback channel adding 违约金 narrows nothing
+    ranked = [_ranked(f"r{i}", 1 - i / 100) for i in range(4)]
+    keywords = {f"r{i}": ["违约金", "酌减", "司法酌减"] for i in range(4)}
+    assert feedback_keywords(ranked, keywords, [["违约金 酌减"]]) == ["司法酌减"]
 
 
 # --- measured variants (docs/benchmarks.md, Ranking quality) ----------------------------------

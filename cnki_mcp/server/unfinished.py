@@ -1,0 +1,36 @@
+"""SEARCH_NOT_FOUND for a search whose results are not saved yet: the tools that read a stored
+search (search_results, export_search_log, search_library) say that it is still running or
+unfinished, and the call that finishes it, instead of "no such search"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cnki_mcp.errors import CnkiError, SearchNotFound
+from cnki_mcp.jobs import OperationKind, OperationStatus
+
+
+def unfinished_search(jobs: Any, search_id: str) -> SearchNotFound | None:
+    """A search whose results are not saved yet because its operation has not ended (a search's
+    id is its operation's): SEARCH_NOT_FOUND that says so and how to finish it. None otherwise."""
+    try:
+        record = jobs.status(search_id)
+    except CnkiError:
+        return None
+    if record is None or record.kind is not OperationKind.SEARCH:
+        return None
+    status = record.status.value
+    if record.status.active:
+        step = f"operation_status(operation_id='{search_id}', wait_seconds=50)"
+        message = "这个检索还在运行，结果在完成时保存"
+    elif record.checkpoint is not None and record.status is not OperationStatus.COMPLETED:
+        step = f"operation_control(action='continue', operation_id='{search_id}')"
+        message = f"这个检索没有完成（{status}），结果尚未保存"
+    else:
+        return None
+    return SearchNotFound(f"{message}：用 {step}", search_id=search_id, operation_status=status, next_step=step)
+
+
+def or_unfinished(jobs: Any, search_id: str | None, exc: SearchNotFound) -> SearchNotFound:
+    """`exc`, or the unfinished-search error when `search_id` names a search still under way."""
+    return (unfinished_search(jobs, search_id) if search_id else None) or exc
