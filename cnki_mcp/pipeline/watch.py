@@ -81,7 +81,7 @@ class WatchCheck(_Model):
 class CheckReport(_Model):
     checks: list[WatchCheck] = Field(default_factory=list)
     requests: int = 0
-    unchecked: list[str] = Field(default_factory=list, description="预算用完未检查的 watch_id")
+    unchecked: list[str] = Field(default_factory=list, description="未检查的 watch_id（预算用完、知网出错、取消或服务停止；之后单独检查它们）")
 
 
 def new_watch_id() -> str:
@@ -218,10 +218,22 @@ class WatchService:
     # --- check_updates ------------------------------------------------------------------
 
     async def check(self, watch_id: str, ctx: OperationContext, pages: int = 1) -> CheckReport:
-        """Check each watch in turn; a fatal error (budget, site) stops the batch with the checks
-        already done stored and returned (`ctx.set_result`), the rest listed as unchecked."""
+        """Check each watch in turn. The report so far is the operation's result after every
+        watch (`ctx.set_result`), so a batch that ends early (a fatal error, a cancel, the
+        watchdog, the server stopping) still returns the checks already stored, the rest listed as
+        unchecked: a stored check's new records are known from then on and no later check
+        reports them again. A non-fatal error fails that watch only (an item error; it stays
+        unchecked) and the batch goes on."""
         todo = self.watches(watch_id)
         report = CheckReport()
+        failed: list[str] = []
+
+        def keep(remaining: list[StoredWatch]) -> None:
+            report.unchecked = failed + [w.watch_id for w in remaining]
+            report.requests = ctx.requests
+            ctx.set_result(report)
+
+        keep(todo)
         for n, watch in enumerate(todo):
             ctx.set_stage("watch", f"检查第 {n + 1}/{len(todo)} 个订阅：{watch.question[:40]}")
             ctx.progress(n, len(todo), "watches")
@@ -229,16 +241,17 @@ class WatchService:
             try:
                 check = await self._check_one(watch, ctx, pages)
             except CnkiError as exc:
-                if not is_fatal(exc):
+                if is_fatal(exc):
+                    keep(todo[n:])
                     raise
-                report.unchecked = [w.watch_id for w in todo[n:]]
-                report.requests = ctx.requests
-                ctx.set_result(report)
-                raise
+                ctx.add_item_error(exc, watch_id=watch.watch_id)
+                failed.append(watch.watch_id)
+                keep(todo[n + 1 :])
+                continue
             check.requests = ctx.requests - before
             report.checks.append(check)
+            keep(todo[n + 1 :])
         ctx.progress(len(todo), len(todo), "watches")
-        report.requests = ctx.requests
         return report
 
     async def _check_one(self, watch: StoredWatch, ctx: OperationContext, pages: int) -> WatchCheck:
@@ -371,6 +384,6 @@ def digest(report: CheckReport) -> str:
         for item in c.cited_changed:
             lines.append(f"  ~ 被引 {item.title}：{item.before} -> {item.after}")
     if report.unchecked:
-        lines.append(f"预算用完，未检查：{', '.join(report.unchecked)}")
+        lines.append(f"未检查（预算用完、出错或中断）：{', '.join(report.unchecked)}")
     lines.append(f"请求数：{report.requests}")
     return "\n".join(lines)

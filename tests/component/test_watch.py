@@ -11,7 +11,7 @@ import pytest
 from pipeline_fakes import SimSite, row_of
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.errors import InvalidInput, SearchNotFound
+from cnki_mcp.errors import InvalidInput, SearchNotFound, SiteTemporarilyEmpty
 from cnki_mcp.jobs import BudgetSpec, JobManager, MemorySink, OperationContext, OperationKind
 from cnki_mcp.models import GridPage, GridRow, NativeId
 from cnki_mcp.pipeline.watch import WatchService, digest
@@ -135,3 +135,57 @@ async def test_unknown_search_and_watch_are_coded(clock: FakeClock, store: Store
         service.create("sch_missing")
     with pytest.raises(InvalidInput):
         service.watches("wat_missing")
+
+
+class StallingSite(DatedSite):
+    """DatedSite whose request number `at` (1-based) fails with `error`, or, without an error,
+    waits `stall` seconds on the clock before answering (a slow page a cancel can land on)."""
+
+    def __init__(self, rows: list[GridRow], clock: FakeClock, at: int, error: Exception | None = None, stall: float = 0.0) -> None:
+        super().__init__(rows)
+        self.clock, self.at, self.error, self.stall = clock, at, error, stall
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
+        if len(self.requests) + 1 == self.at:
+            if self.error is not None:
+                self.requests.append(request)
+                raise self.error
+            await self.clock.sleep(self.stall)
+        return await super().grid(request, op, follow)
+
+
+async def test_a_watch_failing_with_a_non_fatal_error_keeps_the_checks_done_and_goes_on(
+    clock: FakeClock, store: Store
+) -> None:
+    """The first watch's check is stored (its new record is known from then on), so its report
+    must reach the caller even though a later watch failed; the failed one is listed unchecked and
+    the batch goes on to the next."""
+    site = StallingSite([dated(500, "2026-01-02")], clock, at=2, error=SiteTemporarilyEmpty())
+    service = WatchService(store, site, clock)  # type: ignore[arg-type]
+    watches = [service.create(await stored_search(clock, store)) for _ in range(3)]
+    done = await check(clock, service, "all")
+    assert done.status == "partial"
+    assert [(e.code, e.details.get("watch_id")) for e in done.errors] == [("SITE_TEMPORARILY_EMPTY", watches[1].watch_id)]
+    checks = done.result["checks"]
+    assert [c["watch_id"] for c in checks] == [watches[0].watch_id, watches[2].watch_id]
+    assert [c["new_count"] for c in checks] == [1, 1]
+    assert done.result["unchecked"] == [watches[1].watch_id]
+
+
+async def test_a_batch_cancelled_midway_returns_the_checks_already_stored(clock: FakeClock, store: Store) -> None:
+    site = StallingSite([dated(500, "2026-01-02")], clock, at=2, stall=60.0)
+    service = WatchService(store, site, clock)  # type: ignore[arg-type]
+    first = service.create(await stored_search(clock, store))
+    second = service.create(await stored_search(clock, store))
+    jobs = JobManager(clock, MemorySink())
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await service.check("all", ctx, 1)
+
+    job = jobs.start(OperationKind.WATCH, runner, BudgetSpec(max_requests=30, timeout_seconds=600))
+    await clock.advance_settled(10.0)  # the first watch checked and stored, the second's page pending
+    assert store.get_watch(first.watch_id).checks == 1  # type: ignore[union-attr]
+    [done] = await clock.run_until_complete(jobs.cancel(job.operation_id))
+    assert done.status == "cancelled"
+    assert [(c["watch_id"], c["new_count"]) for c in done.result["checks"]] == [(first.watch_id, 1)]
+    assert done.result["unchecked"] == [second.watch_id]
