@@ -5,11 +5,12 @@ volume/issue/pages, and changed citation counts. Each check is stored, so the ne
 
 A check reads, for every query of the plan's widest channel (the subject channel of a research
 search covers its title and keyword siblings; a structured search's own expression), the first
-`pages` pages sorted by publication date, stopping early at a page with nothing unseen. A record
-counts as new when the watch has not seen it and it is not older than the `horizon`: the oldest
-publication date the previous check read (the search's own date before the first check). An
-unseen record older than that lay below what the previous check could read, so it is recorded
-and counted (`older_unseen`), not reported as new."""
+`pages` pages sorted by publication date, stopping early at a page with nothing unseen or below
+the horizon (a check cut short by `pages` says so, `complete: false`, and the next one reads on
+past the records it reported). A record counts as new when the watch has not seen it and it is
+not older than the `horizon`: the oldest publication date the previous check read (the search's
+own date before the first check). An unseen record older than that lay below what the previous
+check could read, so it is recorded and counted (`older_unseen`), not reported as new."""
 
 from __future__ import annotations
 
@@ -20,12 +21,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from cnki_mcp.clock import Clock
-from cnki_mcp.errors import CnkiError, InvalidInput, SearchNotFound
+from cnki_mcp.errors import CnkiError, InvalidInput, SearchNotFound, SiteUnavailable
 from cnki_mcp.identity import Paper, listed_online_first
 from cnki_mcp.jobs import OperationContext
-from cnki_mcp.models import GridRow
+from cnki_mcp.models import GridPage, GridRow
 from cnki_mcp.pipeline.enrich import is_fatal
 from cnki_mcp.pipeline.models import SearchSummary
+from cnki_mcp.pipeline.soft_block import SOFT_BLOCK_PAUSE
 from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.site.backend import GridRequest, SiteBackend, SortOrder
 from cnki_mcp.store import Store
@@ -73,6 +75,10 @@ class WatchCheck(_Model):
     published_count: int = 0
     cited_changed_count: int = 0
     older_unseen: int = 0
+    complete: bool = Field(
+        True,
+        description="false：有检索式读到 pages 页上限时仍有未见过的记录，更早的新记录还没读到；下次检查接着读，届时它们仍算新增（可加大 pages）",
+    )
     new: list[WatchItem] = Field(default_factory=list)
     published: list[WatchItem] = Field(default_factory=list, description="网络首发后已有卷期页")
     cited_changed: list[WatchItem] = Field(default_factory=list)
@@ -129,8 +135,16 @@ def _day(value: str | None) -> str | None:
 
 
 class WatchService:
-    def __init__(self, store: Store, backend: SiteBackend, clock: Clock, public_origins: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        store: Store,
+        backend: SiteBackend,
+        clock: Clock,
+        public_origins: tuple[str, ...] = (),
+        soft_block_pause: float = SOFT_BLOCK_PAUSE,
+    ) -> None:
         self.store = store
+        self.soft_block_pause = soft_block_pause
         self.backend = backend
         self.clock = clock
         self.public_origins = public_origins
@@ -254,12 +268,46 @@ class WatchService:
         ctx.progress(len(todo), len(todo), "watches")
         return report
 
+    def _behind(self, watch: StoredWatch) -> bool:
+        """The previous check stopped at its page limit with unseen records still coming: the
+        records below what it read are not known yet, so a page with nothing unseen does not mean
+        that nothing unseen lies below it."""
+        last = self.store.watch_checks(watch.watch_id, 1)
+        return bool(last) and last[0].get("complete") is False
+
+    async def _page(self, request: GridRequest, ctx: OperationContext, watch: StoredWatch, contradicted: bool) -> GridPage:
+        """One grid page. A zero the watch itself contradicts (page 1 of a query whose records the
+        watch knows, or a page after one that promised more) is what a throttled client is
+        answered (DESIGN.md "Soft blocks"): asked once more after a pause, still empty it stops
+        the batch with SITE_UNAVAILABLE, never stored as a check that found nothing."""
+        grid = await self.backend.grid(request, op=ctx)
+        if grid.rows or not contradicted:
+            return grid
+        ctx.set_stage("watch", "知网返回了可疑的空结果，稍后复查一次")
+        await self.clock.sleep(self.soft_block_pause)
+        again = await self.backend.grid(request, op=ctx)
+        if again.rows:
+            return again
+        raise SiteUnavailable(
+            "知网对已知有结果的订阅检索连续返回空结果（疑似限流软封），该订阅未检查；稍后再检查",
+            reason="soft_block",
+            watch_id=watch.watch_id,
+            page=request.page,
+        )
+
     async def _check_one(self, watch: StoredWatch, ctx: OperationContext, pages: int) -> WatchCheck:
+        """Each query is read newest first until it is exhausted, reaches below the horizon
+        (everything there was read before or is older_unseen), or meets a page with nothing
+        unseen (unless the previous check was cut short: then the unseen records lie below the
+        known ones). A query still finding unseen records at the page limit leaves the check
+        incomplete: the horizon stays, so what it could not read still counts as new later."""
         plan = watch.plan
         seen: dict[str, tuple[Paper, GridRow]] = {}
         known = self.store.known_records(watch.watch_id)
+        behind = self._behind(watch)
         oldest: list[str] = []
         exhausted_all = True
+        complete = True
         rows_read = 0
         for data in plan["channels"]:
             channel = Channel.from_dict(data)
@@ -267,20 +315,19 @@ class WatchService:
                 cursor: str | None = None
                 last_day: str | None = None
                 exhausted = False
+                done = False
                 for page in range(1, pages + 1):
-                    grid = await self.backend.grid(
-                        GridRequest(
-                            subject=channel.subject_at(lane),
-                            anchor=channel.anchor,
-                            sort=SortOrder.DATE_DESC,
-                            year_from=plan.get("year_from"),
-                            year_to=plan.get("year_to"),
-                            page=page,
-                            page_size=PAGE_SIZE,
-                            cursor=cursor,
-                        ),
-                        op=ctx,
+                    request = GridRequest(
+                        subject=channel.subject_at(lane),
+                        anchor=channel.anchor,
+                        sort=SortOrder.DATE_DESC,
+                        year_from=plan.get("year_from"),
+                        year_to=plan.get("year_to"),
+                        page=page,
+                        page_size=PAGE_SIZE,
+                        cursor=cursor,
                     )
+                    grid = await self._page(request, ctx, watch, contradicted=page > 1 or bool(known))
                     rows_read += len(grid.rows)
                     papers = self.store.upsert_from_grid(grid.rows, self.clock.now(), public_origins=self.public_origins)
                     fresh = False
@@ -291,13 +338,16 @@ class WatchService:
                         last_day = _day(row.date) or last_day
                     exhausted = grid.exhausted or not grid.rows
                     cursor = grid.turnpage
-                    if exhausted or not fresh or not cursor:
+                    below = watch.horizon is not None and last_day is not None and last_day < watch.horizon
+                    if exhausted or not cursor or below or not (fresh or behind):
+                        done = True
                         break
+                complete = complete and done
                 if not exhausted:
                     exhausted_all = False
                     if last_day:
                         oldest.append(last_day)
-        return self._diff(watch, known, seen, rows_read, min(oldest) if oldest else None, exhausted_all)
+        return self._diff(watch, known, seen, rows_read, min(oldest) if oldest else None, exhausted_all, complete)
 
     def _diff(
         self,
@@ -307,6 +357,7 @@ class WatchService:
         rows_read: int,
         oldest_read: str | None,
         exhausted_all: bool,
+        complete: bool,
     ) -> WatchCheck:
         horizon = watch.horizon
         new: list[WatchItem] = []
@@ -345,13 +396,16 @@ class WatchService:
             published_count=len(published),
             cited_changed_count=len(cited),
             older_unseen=older,
+            complete=complete,
             new=new[:LISTED],
             published=published[:LISTED],
             cited_changed=cited[:LISTED],
         )
         # The next check's horizon: the oldest date this one read down to; everything read when
-        # every query was exhausted (no horizon needed: nothing lies below).
-        next_horizon = None if exhausted_all else (oldest_read or horizon)
+        # every query was exhausted (no horizon needed: nothing lies below). A check cut short by
+        # its page limit keeps the horizon: the unseen records it could not read still count as
+        # new when a later check reaches them.
+        next_horizon = (None if exhausted_all else (oldest_read or horizon)) if complete else horizon
         self.store.save_watch_check(
             watch.watch_id, "chk_" + secrets.token_hex(8), checked_at, next_horizon, updates,
             check.model_dump(mode="json"),
@@ -376,7 +430,7 @@ def digest(report: CheckReport) -> str:
     lines: list[str] = []
     for c in report.checks:
         head = f"[{c.watch_id}] {c.question}: 新增 {c.new_count}，出刊 {c.published_count}，被引变化 {c.cited_changed_count}"
-        lines.append(head + ("（首次检查）" if c.first_check else ""))
+        lines.append(head + ("（首次检查）" if c.first_check else "") + ("" if c.complete else "（未读完：更早的新记录下次接着读，可加大 --pages）"))
         for item in c.new:
             lines.append(f"  + {item.title}（{item.source or ''} {item.date or ''}）{item.url or ''}".rstrip())
         for item in c.published:

@@ -8,13 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pipeline_fakes import SimSite, row_of
+from pipeline_fakes import SimSite, row_of, title_of
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import InvalidInput, SearchNotFound, SiteTemporarilyEmpty
 from cnki_mcp.jobs import BudgetSpec, JobManager, MemorySink, OperationContext, OperationKind
 from cnki_mcp.models import GridPage, GridRow, NativeId
-from cnki_mcp.pipeline.watch import WatchService, digest
+from cnki_mcp.pipeline.watch import CheckReport, WatchService, digest
 from cnki_mcp.site.backend import GridRequest, SiteOp, SortOrder
 from cnki_mcp.store import Store
 from tests.component.test_pipeline import make, run_search, search_input
@@ -189,3 +189,60 @@ async def test_a_batch_cancelled_midway_returns_the_checks_already_stored(clock:
     assert done.status == "cancelled"
     assert [(c["watch_id"], c["new_count"]) for c in done.result["checks"]] == [(first.watch_id, 1)]
     assert done.result["unchecked"] == [second.watch_id]
+
+
+async def test_new_records_beyond_the_page_limit_are_reported_by_the_next_check(clock: FakeClock, store: Store) -> None:
+    """70 records appear after the search; a check reading one page reports 50 and says it is
+    incomplete. The next check must read on past the page it now knows and report the other 20
+    as new (not stop at a page with nothing unseen, not count them below the horizon)."""
+    search_id = await stored_search(clock, store)
+    fresh = [dated(600 + k, f"2026-01-{8 - k // 10:02d}") for k in range(70)]
+    site = DatedSite(fresh + [dated(i, "2025-12-01") for i in (*range(20), *range(30, 50), *range(60, 80))])
+    service = WatchService(store, site, clock)  # type: ignore[arg-type]
+    watch = service.create(search_id)
+    [c1] = (await check(clock, service, watch.watch_id, pages=1)).result["checks"]
+    assert (c1["new_count"], c1["complete"]) == (50, False)
+    assert "未读完" in digest(CheckReport.model_validate({"checks": [c1]}))
+    [c2] = (await check(clock, service, watch.watch_id, pages=5)).result["checks"]
+    assert (c2["new_count"], c2["older_unseen"], c2["complete"]) == (20, 0, True)
+    assert {n["title"] for n in c2["new"]} == {title_of(600 + k) for k in range(50, 70)}
+    site.requests.clear()
+    [c3] = (await check(clock, service, watch.watch_id, pages=5)).result["checks"]
+    assert (c3["new_count"], c3["complete"]) == (0, True)
+    assert [r.page for r in site.requests] == [1]  # caught up: a page with nothing unseen ends it again
+
+
+class ZeroSite(DatedSite):
+    """DatedSite answering its first `zeros` requests with an empty page (a throttled client)."""
+
+    def __init__(self, rows: list[GridRow], zeros: int) -> None:
+        super().__init__(rows)
+        self.zeros = zeros
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
+        if self.zeros > 0:
+            self.zeros -= 1
+            if op is not None:
+                op.charge()
+            self.requests.append(request)
+            return GridPage(rows=[], total=0, page=request.page, page_count=0, turnpage=None)
+        return await super().grid(request, op, follow)
+
+
+async def test_a_zero_the_watch_contradicts_is_asked_again_and_never_stored_as_nothing_new(
+    clock: FakeClock, store: Store
+) -> None:
+    rows = [dated(500, "2026-01-02"), *[dated(i, "2025-12-01") for i in range(20)]]
+    search_id = await stored_search(clock, store)
+    service = WatchService(store, ZeroSite(rows, zeros=2), clock)  # type: ignore[arg-type]
+    watch = service.create(search_id)
+    blocked = await check(clock, service, watch.watch_id)
+    assert blocked.status == "partial" and blocked.errors[0].code == "SITE_UNAVAILABLE"
+    assert blocked.errors[0].details["reason"] == "soft_block"
+    assert blocked.result["checks"] == [] and blocked.result["unchecked"] == [watch.watch_id]
+    assert store.get_watch(watch.watch_id).checks == 0  # type: ignore[union-attr]
+
+    site = ZeroSite(rows, zeros=1)  # empty once, then the rows again
+    service = WatchService(store, site, clock)  # type: ignore[arg-type]
+    [c] = (await check(clock, service, watch.watch_id)).result["checks"]
+    assert [n["title"] for n in c["new"]] == [title_of(500)] and c["requests"] == 2
