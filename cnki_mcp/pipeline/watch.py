@@ -380,8 +380,11 @@ class WatchService:
             gained = _vip(now) is not None and _vip(now) != _vip(before)
             if before.online_first and (not now.online_first or gained):
                 published.append(_item(paper, row, before=_vip(before), after=_vip(now) or "已出刊"))
-            if before.cited is not None and now.cited is not None and before.cited != now.cited:
-                cited.append(_item(paper, row, before=str(before.cited), after=str(now.cited)))
+            # CNKI leaves the 被引 cell empty at zero (parse_count: None): a paper's first
+            # citations are a change from 0
+            was = before.cited or 0
+            if now.cited is not None and was != now.cited:
+                cited.append(_item(paper, row, before=str(was), after=str(now.cited)))
         new.sort(key=lambda i: (i.date or "", i.record_ref), reverse=True)
         checked_at = self.clock.now()
         check = WatchCheck(

@@ -246,3 +246,16 @@ async def test_a_zero_the_watch_contradicts_is_asked_again_and_never_stored_as_n
     service = WatchService(store, site, clock)  # type: ignore[arg-type]
     [c] = (await check(clock, service, watch.watch_id)).result["checks"]
     assert [n["title"] for n in c["new"]] == [title_of(500)] and c["requests"] == 2
+
+
+async def test_a_papers_first_citations_are_a_citation_change(clock: FakeClock, store: Store) -> None:
+    """The list leaves the 被引 cell empty while a paper has no citations (cited None); when it
+    later lists a count, that is a change from 0."""
+    site = DatedSite([dated(500, "2026-01-02", cited=None)])
+    service = WatchService(store, site, clock)  # type: ignore[arg-type]
+    watch = service.create(await stored_search(clock, store))
+    [c1] = (await check(clock, service, watch.watch_id)).result["checks"]
+    assert c1["new_count"] == 1 and c1["cited_changed"] == []
+    site.rows = [dated(500, "2026-01-02", cited=4)]
+    [c2] = (await check(clock, service, watch.watch_id)).result["checks"]
+    assert [(x["title"], x["before"], x["after"]) for x in c2["cited_changed"]] == [(title_of(500), "0", "4")]
