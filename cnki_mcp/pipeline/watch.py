@@ -221,9 +221,14 @@ class WatchService:
         )
 
     def watches(self, watch_id: str) -> list[StoredWatch]:
-        """`all`, or the one watch (INVALID_ARGUMENT naming it when unknown)."""
+        """`all` (the least recently checked first, never checked before any: a batch the budget
+        stops early leaves the rest for the next one, which starts with them), or the one watch
+        (INVALID_ARGUMENT naming it when unknown)."""
         if watch_id == "all":
-            return self.store.list_watches()
+            return sorted(
+                self.store.list_watches(),
+                key=lambda w: (w.last_check_at is not None, w.last_check_at or w.created_at, w.created_at, w.watch_id),
+            )
         watch = self.store.get_watch(watch_id)
         if watch is None:
             raise InvalidInput("没有这个 watch_id", field="watch_id", watch_id=watch_id)

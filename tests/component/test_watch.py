@@ -259,3 +259,17 @@ async def test_a_papers_first_citations_are_a_citation_change(clock: FakeClock, 
     site.rows = [dated(500, "2026-01-02", cited=4)]
     [c2] = (await check(clock, service, watch.watch_id)).result["checks"]
     assert [(x["title"], x["before"], x["after"]) for x in c2["cited_changed"]] == [(title_of(500), "0", "4")]
+
+
+async def test_all_checks_the_least_recently_checked_watches_first(clock: FakeClock, store: Store) -> None:
+    """With more watches than one batch's budget reaches, each `all` run starts where the last
+    one stopped instead of checking the same first watches again (cron with a fixed budget)."""
+    site = DatedSite([dated(500, "2026-01-02")])
+    service = WatchService(store, site, clock)  # type: ignore[arg-type]
+    ids = [service.create(await stored_search(clock, store)).watch_id for _ in range(3)]
+    order: list[str] = []
+    for _ in range(4):
+        await clock.advance(3600)
+        done = await check(clock, service, "all", budget=1)
+        order += [c["watch_id"] for c in done.result["checks"]]
+    assert order == [ids[0], ids[1], ids[2], ids[0]]
