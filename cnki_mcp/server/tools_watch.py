@@ -9,6 +9,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from cnki_mcp.errors import SearchNotFound
 from cnki_mcp.jobs import BudgetSpec, OperationKind
 from cnki_mcp.pipeline.searchlog import build_search_log
 from cnki_mcp.pipeline.searchlog_format import LogFormat, PrismaFlow, format_log
@@ -18,6 +19,7 @@ from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import OperationView
 from cnki_mcp.server.progress import start_operation, typed_view
+from cnki_mcp.server.tools_search import unfinished_search
 from cnki_mcp.services import Services
 
 LOG_DESCRIPTION = """导出已保存检索的可复现检索记录（本地，不访问知网），供论文方法部分使用：问题、概念规划及来源、每个通道的字段与实际发送的检索式、每页时间/条数/知网总数、去重与排除计数、筛选规则、PRISMA 式流程（识别→去重→筛选→纳入，数字可相加核对）。format：markdown / csv / json。"""
@@ -61,7 +63,10 @@ def register(server: CnkiServer) -> None:
         format: LogFormat = "markdown",
     ) -> SearchLogExport:
         services = services_of(ctx)
-        log = build_search_log(services.store, search_id, _ranker_name(services))
+        try:
+            log = build_search_log(services.store, search_id, _ranker_name(services))
+        except SearchNotFound as exc:  # a search still running or stopped: say how to finish it
+            raise unfinished_search(services.jobs, search_id) or exc from None
         return SearchLogExport(search_id=search_id, format=format, text=format_log(log, format), prisma=log.prisma)
 
     @server.tool(
@@ -74,7 +79,11 @@ def register(server: CnkiServer) -> None:
         ctx: Context[Any, Any],
         search_id: Annotated[str, Field(min_length=1, max_length=64, description="来自 search 或 structured_search")],
     ) -> WatchInfo:
-        return _service(services_of(ctx)).create(search_id)
+        services = services_of(ctx)
+        try:
+            return _service(services).create(search_id)
+        except SearchNotFound as exc:  # a search still running or stopped: say how to finish it
+            raise unfinished_search(services.jobs, search_id) or exc from None
 
     @server.tool(
         name="check_updates",

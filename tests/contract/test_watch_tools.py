@@ -80,3 +80,22 @@ async def test_log_and_watch_results_fit_their_published_schemas(h: Harness) -> 
     assert checked.structured_content["status"] == "partial"
     assert checked.structured_content["errors"][0]["code"] == "SITE_UNAVAILABLE"
     assert checked.structured_content["result"]["unchecked"] == [watch.structured_content["watch_id"]]
+
+
+async def test_watching_or_logging_a_search_that_has_not_finished_says_how_to_finish_it(tmp_path: Path) -> None:
+    """A running search has no saved results yet: SEARCH_NOT_FOUND with the operation's status and
+    the call that finishes it (as search_results does), not the "kept 300 searches" answer."""
+    h = Harness(tmp_path / "data", inline_wait=0.05)
+    h.pipeline.block = True
+    h.pipeline.no_saved_results = True
+    async with Client(build_server(h.open)) as client:
+        op_id = (await client.call_tool("search", {"query": "x"})).structured_content["operation_id"]
+        for tool in ("watch_search", "export_search_log"):
+            running = await client.call_tool(tool, {"search_id": op_id})
+            assert running.is_error
+            error = running.structured_content
+            assert error["code"] == "SEARCH_NOT_FOUND" and error["details"]["operation_status"] == "running"
+            assert error["details"]["next_step"].startswith("operation_status(")
+        await client.call_tool("operation_control", {"action": "cancel", "operation_id": op_id})
+        stopped = (await client.call_tool("watch_search", {"search_id": op_id})).structured_content
+        assert stopped["details"]["next_step"] == f"operation_control(action='continue', operation_id='{op_id}')"
