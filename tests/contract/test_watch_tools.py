@@ -99,3 +99,21 @@ async def test_watching_or_logging_a_search_that_has_not_finished_says_how_to_fi
         await client.call_tool("operation_control", {"action": "cancel", "operation_id": op_id})
         stopped = (await client.call_tool("watch_search", {"search_id": op_id})).structured_content
         assert stopped["details"]["next_step"] == f"operation_control(action='continue', operation_id='{op_id}')"
+
+
+async def test_continue_of_a_stopped_watch_batch_names_the_check_that_goes_on(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        watch_id = (await client.call_tool("watch_search", {"search_id": seed(h)})).structured_content["watch_id"]
+
+        async def down(request: Any, op: Any = None) -> Any:
+            op.charge()
+            raise SiteUnavailable(reason="test")
+
+        h.backend.grid = down  # type: ignore[method-assign]
+        checked = (await client.call_tool("check_updates", {"watch_id": "all"})).structured_content
+        assert checked["status"] == "partial" and checked["result"]["unchecked"] == [watch_id]
+        refused = await client.call_tool("operation_control", {"action": "continue", "operation_id": checked["operation_id"]})
+        assert refused.is_error
+        error = refused.structured_content
+        assert error["code"] == "CONTINUE_UNAVAILABLE"
+        assert error["details"]["next_step"] == f"check_updates(watch_id='{watch_id}')"
