@@ -4,7 +4,8 @@ directory's store and prints a short digest.
 
 Exit codes of `check`: 0 checked, nothing changed; 1 checked, something new or changed (the digest
 says what); 3 stopped early (request budget or a site problem; the digest covers the watches
-checked, the rest are named); 2 an error before anything ran (`错误 CODE: 说明` on stderr, e.g.
+checked, the rest are named; with a headless browser a verification page stops it at once, as nobody
+could solve it); 2 an error before anything ran (`错误 CODE: 说明` on stderr, e.g.
 DATA_DIRECTORY_IN_USE while the MCP server holds the data directory, or an unknown watch)."""
 
 from __future__ import annotations
@@ -84,10 +85,15 @@ async def _check(services: Services, args: argparse.Namespace) -> int:
     async def runner(op: Any) -> Any:
         return await service.check(target, op, args.pages)
 
+    from cnki_mcp.site.locate import decide_headless
+
+    # Without a window nobody can solve a verification page: waiting for one would hold a cron
+    # job for the whole human timeout (20 minutes) before it stops anyway, so it stops at once.
+    headless = decide_headless(services.settings.headless, platform=sys.platform, display=services.settings.display)
     job = services.jobs.start(
         OperationKind.WATCH,
         runner,
-        BudgetSpec(max_requests=args.max_requests, timeout_seconds=600),
+        BudgetSpec(max_requests=args.max_requests, timeout_seconds=600, on_verification="skip" if headless else "wait"),
         stage="watch",
         message="检查订阅更新",
     )

@@ -260,7 +260,7 @@ class WatchService:
             try:
                 check = await self._check_one(watch, ctx, pages)
             except CnkiError as exc:
-                if is_fatal(exc):
+                if is_fatal(exc) or exc.code == "VERIFICATION_SKIPPED":  # the site challenges every watch alike
                     keep(todo[n:])
                     raise
                 ctx.add_item_error(exc, watch_id=watch.watch_id)

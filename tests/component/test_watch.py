@@ -11,7 +11,7 @@ import pytest
 from pipeline_fakes import SimSite, row_of, title_of
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.errors import InvalidInput, SearchNotFound, SiteTemporarilyEmpty
+from cnki_mcp.errors import InvalidInput, SearchNotFound, SiteTemporarilyEmpty, VerificationSkipped
 from cnki_mcp.jobs import BudgetSpec, JobManager, MemorySink, OperationContext, OperationKind
 from cnki_mcp.models import GridPage, GridRow, NativeId
 from cnki_mcp.pipeline.watch import CheckReport, WatchService, digest
@@ -273,3 +273,14 @@ async def test_all_checks_the_least_recently_checked_watches_first(clock: FakeCl
         done = await check(clock, service, "all", budget=1)
         order += [c["watch_id"] for c in done.result["checks"]]
     assert order == [ids[0], ids[1], ids[2], ids[0]]
+
+
+async def test_a_skipped_verification_stops_the_batch(clock: FakeClock, store: Store) -> None:
+    """A headless cron check skips verification pages; the site challenges every watch alike, so
+    the batch stops at the first instead of asking CNKI once per watch while it challenges."""
+    site = StallingSite([dated(500, "2026-01-02")], clock, at=1, error=VerificationSkipped())
+    service = WatchService(store, site, clock)  # type: ignore[arg-type]
+    ids = [service.create(await stored_search(clock, store)).watch_id for _ in range(2)]
+    done = await check(clock, service, "all")
+    assert done.errors[0].code == "VERIFICATION_SKIPPED" and len(site.requests) == 1
+    assert done.result["checks"] == [] and done.result["unchecked"] == ids
