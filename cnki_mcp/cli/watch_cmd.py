@@ -1,6 +1,6 @@
-"""`cnki-mcp watch check [--all | WATCH_ID]` and `cnki-mcp watch list`: saved searches from a cron
-job (DESIGN.md "Saved searches"). `check` runs `check_updates` as an operation on the data
-directory's store and prints a short digest.
+"""`cnki-mcp watch check [--all | WATCH_ID]`, `cnki-mcp watch list` and `cnki-mcp watch remove
+WATCH_ID`: saved searches from a cron job (DESIGN.md "Saved searches"). `check` runs
+`check_updates` as an operation on the data directory's store and prints a short digest.
 
 Exit codes of `check`: 0 checked, nothing changed; 1 checked, something new or changed (the digest
 says what); 3 stopped early (request budget or a site problem; the digest covers the watches
@@ -36,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--max-requests", type=int, default=30, help="请求数上限 / request budget (default 30)")
     check.add_argument("--json", action="store_true", help="输出 JSON 报告 / print the JSON report")
     sub.add_parser("list", help="列出订阅 / list watches")
+    remove = sub.add_parser("remove", help="取消订阅 / stop watching")
+    remove.add_argument("watch_id", help="watch_id（见 watch list）")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             if args.watch_command == "list":
                 return _list(services)
+            if args.watch_command == "remove":
+                info = _service(services).remove(watch_id=args.watch_id)
+                print(f"已取消订阅 {info.watch_id}（{info.question}）")
+                return EXIT_UNCHANGED
             return await _check(services, args)
         finally:
             await services.close()

@@ -60,6 +60,7 @@ class WatchInfo(_Model):
     last_check_at: datetime | None = None
     checks: int = 0
     known: int = Field(0, description="已见过的记录数")
+    removed: bool = Field(False, description="true：订阅已取消（remove=true），之后不再检查")
 
 
 class WatchCheck(_Model):
@@ -208,6 +209,17 @@ class WatchService:
         stored = self.store.get_watch(watch_id)
         assert stored is not None
         return self.info(stored)
+
+    def remove(self, *, search_id: str | None = None, watch_id: str | None = None) -> WatchInfo:
+        """Stop watching (no request): the watch of `search_id`, or `watch_id`, goes with the
+        records it has seen and its reports; the search itself stays. INVALID_ARGUMENT when
+        there is no such watch."""
+        watch = self.store.get_watch(watch_id) if watch_id else self.store.watch_for_search(search_id or "")
+        if watch is None:
+            raise InvalidInput("没有这个订阅", field="watch_id" if watch_id else "search_id", watch_id=watch_id, search_id=search_id)
+        info = self.info(watch).model_copy(update={"removed": True})
+        self.store.delete_watch(watch.watch_id)
+        return info
 
     def info(self, watch: StoredWatch) -> WatchInfo:
         return WatchInfo(

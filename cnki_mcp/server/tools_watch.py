@@ -24,7 +24,7 @@ from cnki_mcp.services import Services
 
 LOG_DESCRIPTION = """导出已保存检索的可复现检索记录（本地，不访问知网），供论文方法部分使用：问题、概念规划及来源、每个通道的字段与实际发送的检索式、每页时间/条数/知网总数、去重与排除计数、筛选规则、PRISMA 式流程（识别→去重→筛选→纳入，数字可相加核对）。format：markdown / csv / json。"""
 
-WATCH_DESCRIPTION = """订阅已保存的检索（本地，不访问知网）：保存其检索式与已找到的记录，返回 watch_id；同一检索只订阅一次。之后用 check_updates 检查更新。"""
+WATCH_DESCRIPTION = """订阅已保存的检索（本地，不访问知网）：保存其检索式与已找到的记录，返回 watch_id；同一检索只订阅一次（再次调用返回已有订阅）。之后用 check_updates 检查更新。remove=true：取消该检索的订阅（连同其检查记录），之后 check_updates(all) 不再检查它。"""
 
 CHECK_DESCRIPTION = """重新运行订阅的检索（访问知网：每个检索式按发表时间倒序读 pages 页，通常每个订阅 1–3 次请求），报告上次检查以来的新文献、网络首发后已有卷期页的文献、被引次数变化；结果保存，下次与本次比较。某个订阅 complete=false：新记录多于 pages 页，更早的新记录下次检查接着读（可加大 pages）。watch_id 为 all 时检查全部。"""
 
@@ -73,13 +73,16 @@ def register(server: CnkiServer) -> None:
         name="watch_search",
         title="订阅检索",
         description=WATCH_DESCRIPTION,
-        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False, idempotent_hint=True),
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False, idempotent_hint=True),
     )
     async def watch_search(
         ctx: Context[Any, Any],
         search_id: Annotated[str, Field(min_length=1, max_length=64, description="来自 search 或 structured_search")],
+        remove: Annotated[bool, Field(description="true：取消这个检索的订阅")] = False,
     ) -> WatchInfo:
         services = services_of(ctx)
+        if remove:
+            return _service(services).remove(search_id=search_id)
         try:
             return _service(services).create(search_id)
         except SearchNotFound as exc:  # a search still running or stopped: say how to finish it

@@ -61,3 +61,14 @@ def test_a_headless_check_does_not_wait_for_a_verification_nobody_can_solve(
     with Store.open(data, FakeClock()) as store:
         [op] = store.list_operations(5)
     assert op.record["budget"]["on_verification"] == policy
+
+
+def test_remove_stops_watching(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["watch", "remove", "wat_cli"]) == EXIT_UNCHANGED
+    assert "wat_cli" in capsys.readouterr().out
+    assert main(["watch", "list"]) == EXIT_UNCHANGED
+    assert capsys.readouterr().out == ""
+    assert main(["watch", "remove", "wat_cli"]) == 2
+    assert "错误 INVALID_ARGUMENT" in capsys.readouterr().err
+    with Store.open(data, FakeClock()) as store:
+        assert store.known_records("wat_cli") == {} and store.watch_checks("wat_cli") == []

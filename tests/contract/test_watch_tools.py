@@ -117,3 +117,22 @@ async def test_continue_of_a_stopped_watch_batch_names_the_check_that_goes_on(h:
         error = refused.structured_content
         assert error["code"] == "CONTINUE_UNAVAILABLE"
         assert error["details"]["next_step"] == f"check_updates(watch_id='{watch_id}')"
+
+
+async def test_a_removed_watch_is_no_longer_checked(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        schemas = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+        search_id = seed(h)
+        watch_id = (await client.call_tool("watch_search", {"search_id": search_id})).structured_content["watch_id"]
+        removed = await client.call_tool("watch_search", {"search_id": search_id, "remove": True})
+        assert not removed.is_error, removed.content
+        jsonschema.validate(removed.structured_content, schemas["watch_search"])
+        assert removed.structured_content["watch_id"] == watch_id and removed.structured_content["removed"]
+        one = await client.call_tool("check_updates", {"watch_id": watch_id})
+        assert one.is_error and one.structured_content["code"] == "INVALID_ARGUMENT"
+        every = (await client.call_tool("check_updates", {"watch_id": "all"})).structured_content
+        assert every["status"] == "completed" and every["result"]["checks"] == [] and every["requests"] == 0
+        again = await client.call_tool("watch_search", {"search_id": search_id, "remove": True})
+        assert again.is_error and again.structured_content["code"] == "INVALID_ARGUMENT"
+        fresh = (await client.call_tool("watch_search", {"search_id": search_id})).structured_content
+        assert fresh["watch_id"] != watch_id and fresh["checks"] == 0  # watching again starts anew
