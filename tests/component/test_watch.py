@@ -11,12 +11,19 @@ import pytest
 from pipeline_fakes import SimSite, row_of, title_of
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.errors import InvalidInput, SearchNotFound, SiteTemporarilyEmpty, VerificationSkipped
+from cnki_mcp.errors import (
+    DataDirectoryUnusable,
+    InvalidInput,
+    SearchNotFound,
+    SiteTemporarilyEmpty,
+    VerificationSkipped,
+)
 from cnki_mcp.jobs import BudgetSpec, JobManager, MemorySink, OperationContext, OperationKind
 from cnki_mcp.models import GridPage, GridRow, NativeId
 from cnki_mcp.pipeline.watch import CheckReport, WatchService, digest
 from cnki_mcp.site.backend import GridRequest, SiteOp, SortOrder
 from cnki_mcp.store import Store
+from cnki_mcp.store.watches import KnownRecord
 from tests.component.test_pipeline import make, run_search, search_input
 
 
@@ -284,3 +291,20 @@ async def test_a_skipped_verification_stops_the_batch(clock: FakeClock, store: S
     done = await check(clock, service, "all")
     assert done.errors[0].code == "VERIFICATION_SKIPPED" and len(site.requests) == 1
     assert done.result["checks"] == [] and done.result["unchecked"] == ids
+
+
+async def test_a_full_disk_is_a_coded_error_and_nothing_half_written(clock: FakeClock, store: Store) -> None:
+    """SQLite answers a full disk with "database or disk is full" (here through max_page_count):
+    DATA_DIRECTORY_UNUSABLE with its reason, the transaction rolled back, the store usable again
+    once there is room. It used to reach the client as INTERNAL (an OperationalError)."""
+    search_id = await stored_search(clock, store)
+    service = WatchService(store, DatedSite([]), clock)  # type: ignore[arg-type]
+    pages = store._conn.execute("PRAGMA page_count").fetchone()[0]
+    store._conn.execute(f"PRAGMA max_page_count = {pages}")
+    many = [KnownRecord(f"rec_{i:06d}", cited=i) for i in range(5000)]
+    with pytest.raises(DataDirectoryUnusable) as caught:
+        store.create_watch("wat_full", search_id, "q", {"channels": []}, clock.now(), None, many)
+    assert caught.value.details["reason"] == "disk_full"
+    assert store.get_watch("wat_full") is None and store.known_records("wat_full") == {}
+    store._conn.execute("PRAGMA max_page_count = 1073741823")
+    assert service.create(search_id).known == 60
