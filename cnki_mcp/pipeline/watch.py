@@ -85,6 +85,16 @@ class WatchCheck(_Model):
     cited_changed: list[WatchItem] = Field(default_factory=list)
 
 
+class WatchEntry(WatchInfo):
+    recent_checks: list[WatchCheck] = Field(
+        default_factory=list, description="最近几次检查的结果（新的在前；含命令行 cnki-mcp watch check 做的检查）"
+    )
+
+
+class WatchList(_Model):
+    watches: list[WatchEntry] = Field(default_factory=list)
+
+
 class CheckReport(_Model):
     checks: list[WatchCheck] = Field(default_factory=list)
     requests: int = 0
@@ -220,6 +230,18 @@ class WatchService:
         info = self.info(watch).model_copy(update={"removed": True})
         self.store.delete_watch(watch.watch_id)
         return info
+
+    def listing(self, watch_id: str = "all", checks: int = 1) -> WatchList:
+        """Every watch (or the one) with its newest stored check reports (no request): a check
+        made by cron leaves its records known, so its report is the only place its news remain."""
+        watches = self.store.list_watches() if watch_id == "all" else self.watches(watch_id)
+        fields = set(WatchCheck.model_fields)
+        entries = []
+        for watch in watches:
+            reports = self.store.watch_checks(watch.watch_id, checks) if checks > 0 else []
+            recent = [WatchCheck.model_validate({k: v for k, v in r.items() if k in fields}) for r in reports]
+            entries.append(WatchEntry(**self.info(watch).model_dump(), recent_checks=recent))
+        return WatchList(watches=entries)
 
     def info(self, watch: StoredWatch) -> WatchInfo:
         return WatchInfo(

@@ -13,7 +13,7 @@ from cnki_mcp.errors import SearchNotFound
 from cnki_mcp.jobs import BudgetSpec, OperationKind
 from cnki_mcp.pipeline.searchlog import build_search_log
 from cnki_mcp.pipeline.searchlog_format import LogFormat, PrismaFlow, format_log
-from cnki_mcp.pipeline.watch import CheckReport, WatchInfo, WatchService
+from cnki_mcp.pipeline.watch import CheckReport, WatchInfo, WatchList, WatchService
 from cnki_mcp.rank import RelevanceRescueRanker
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
@@ -27,6 +27,8 @@ LOG_DESCRIPTION = """导出已保存检索的可复现检索记录（本地，�
 WATCH_DESCRIPTION = """订阅已保存的检索（本地，不访问知网）：保存其检索式与已找到的记录，返回 watch_id；同一检索只订阅一次（再次调用返回已有订阅）。之后用 check_updates 检查更新。remove=true：取消该检索的订阅（连同其检查记录），之后 check_updates(all) 不再检查它。"""
 
 CHECK_DESCRIPTION = """重新运行订阅的检索（访问知网：每个检索式按发表时间倒序读 pages 页，通常每个订阅 1–3 次请求），报告上次检查以来的新文献、网络首发后已有卷期页的文献、被引次数变化；结果保存，下次与本次比较。某个订阅 complete=false：新记录多于 pages 页，更早的新记录下次检查接着读（可加大 pages）。watch_id 为 all 时检查全部。"""
+
+LIST_DESCRIPTION = """列出订阅（本地，不访问知网）：每个订阅的 watch_id、search_id、检索式、已见记录数、上次检查时间，以及最近 checks 次检查的结果（含命令行 cnki-mcp watch check 的检查）。一次检查报告过的新文献此后算作已见，不会在下次 check_updates 中再出现，要回看时用它。"""
 
 
 class SearchLogExport(BaseModel):
@@ -87,6 +89,19 @@ def register(server: CnkiServer) -> None:
             return _service(services).create(search_id)
         except SearchNotFound as exc:  # a search still running or stopped: say how to finish it
             raise unfinished_search(services.jobs, search_id) or exc from None
+
+    @server.tool(
+        name="list_watches",
+        title="订阅列表",
+        description=LIST_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False, idempotent_hint=True),
+    )
+    async def list_watches(
+        ctx: Context[Any, Any],
+        watch_id: Annotated[str, Field(min_length=1, max_length=64, description="watch_id 或 all")] = "all",
+        checks: Annotated[int, Field(ge=0, le=10, description="每个订阅附上最近几次检查的结果")] = 1,
+    ) -> WatchList:
+        return _service(services_of(ctx)).listing(watch_id, checks)
 
     @server.tool(
         name="check_updates",

@@ -144,7 +144,7 @@ class WatchesMixin(StoreBase):
         """The newest check reports of a watch, newest first."""
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT report FROM watch_checks WHERE watch_id = ? ORDER BY checked_at DESC LIMIT ?",
+                "SELECT report FROM watch_checks WHERE watch_id = ? ORDER BY checked_at DESC, rowid DESC LIMIT ?",
                 (watch_id, max(0, limit)),
             ).fetchall()
         return [json.loads(r[0]) for r in rows]

@@ -4,6 +4,7 @@ search is SEARCH_NOT_FOUND, and a check of a watch whose site is down ends parti
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from mcp import Client
 
 from cnki_mcp.errors import SiteUnavailable
+from cnki_mcp.models import GridPage, GridRow, NativeId
 from cnki_mcp.pipeline.models import CoverageEntry, PlanView, SearchSummary
 from cnki_mcp.server.app import build_server
 from cnki_mcp.store import SearchEvidence
@@ -136,3 +138,35 @@ async def test_a_removed_watch_is_no_longer_checked(h: Harness) -> None:
         assert again.is_error and again.structured_content["code"] == "INVALID_ARGUMENT"
         fresh = (await client.call_tool("watch_search", {"search_id": search_id})).structured_content
         assert fresh["watch_id"] != watch_id and fresh["checks"] == 0  # watching again starts anew
+
+
+async def test_list_watches_shows_what_earlier_checks_reported(h: Harness) -> None:
+    """A check's new records are known from then on (the next check does not repeat them), so a
+    check made elsewhere (cron, an earlier session) is seen again only through its stored report."""
+    async with Client(build_server(h.open)) as client:
+        schemas = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+        watch_id = (await client.call_tool("watch_search", {"search_id": seed(h)})).structured_content["watch_id"]
+        empty = (await client.call_tool("list_watches", {})).structured_content
+        jsonschema.validate(empty, schemas["list_watches"])
+        assert [(w["watch_id"], w["checks"], w["recent_checks"]) for w in empty["watches"]] == [(watch_id, 0, [])]
+
+        today = datetime.now(UTC).date()  # the Harness runs on the system clock; the search is today's
+        new_row = GridRow(ordinal=1, title="约定违约金的新近观察", date=today.isoformat(), year=today.year, doc_type="期刊",
+                          native=NativeId(dbname="CJFD2026", filename="NEW0001"))  # fmt: skip
+
+        async def listing(request: Any, op: Any = None) -> Any:
+            op.charge()
+            return GridPage(rows=[new_row], total=1, page=1, page_count=1)
+
+        h.backend.grid = listing  # type: ignore[method-assign]
+        for _ in range(2):
+            done = (await client.call_tool("check_updates", {"watch_id": "all"})).structured_content
+            assert done["status"] == "completed"
+        assert done["result"]["checks"][0]["new_count"] == 0  # reported once, by the first check
+        listed = (await client.call_tool("list_watches", {"watch_id": watch_id, "checks": 5})).structured_content
+        jsonschema.validate(listed, schemas["list_watches"])
+        [entry] = listed["watches"]
+        assert entry["checks"] == 2 and [c["new_count"] for c in entry["recent_checks"]] == [0, 1]
+        assert [n["title"] for n in entry["recent_checks"][1]["new"]] == ["约定违约金的新近观察"]
+        unknown = await client.call_tool("list_watches", {"watch_id": "wat_missing"})
+        assert unknown.is_error and unknown.structured_content["code"] == "INVALID_ARGUMENT"
