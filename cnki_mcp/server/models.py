@@ -79,7 +79,21 @@ class OperationView(BaseModel):
             )
             if view.next_step is None and view.kind == "export" and isinstance(view.result, dict):
                 view.next_step = locator_step(view.result.get("missing_fields") or {})
+            if view.next_step is None and view.kind == "watch":
+                view.next_step = unchecked_step(view.result)
         return view
+
+
+def unchecked_step(result: Any) -> str | None:
+    """The check_updates call for the watches a stopped batch left unchecked (None: none). A
+    batch has no checkpoint (each check is stored as it ends); `all` takes the least recently
+    checked watches first, so those come first again."""
+    unchecked = result.get("unchecked") if isinstance(result, dict) else None
+    if not unchecked:
+        return None
+    if len(unchecked) == 1:
+        return f"check_updates(watch_id='{unchecked[0]}')"
+    return f"check_updates(watch_id='all')（先检查最久未检查的 {len(unchecked)} 个订阅）"
 
 
 def locator_step(missing_fields: Mapping[str, Sequence[str]]) -> str | None:

@@ -13,7 +13,7 @@ from cnki_mcp.errors import ContinueUnavailable, InvalidInput
 from cnki_mcp.jobs import CONTINUABLE, JobManager, OperationKind, OperationStatus
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
-from cnki_mcp.server.models import OperationControlView, OperationView
+from cnki_mcp.server.models import OperationControlView, OperationView, unchecked_step
 from cnki_mcp.server.progress import run_job, wait_with_progress
 
 OperationId = Annotated[str, Field(pattern=r"^op_[0-9a-f]{24}$", description="任务编号 op_…")]
@@ -146,14 +146,12 @@ def _refuse_watch_continue(jobs: JobManager, operation_id: str) -> None:
     if record is None or record.kind is not OperationKind.WATCH:
         return
     result = record.result if isinstance(record.result, dict) else {}
-    unchecked = [str(w) for w in result.get("unchecked") or []]
-    step = f"check_updates(watch_id='{unchecked[0]}')" if len(unchecked) == 1 else "check_updates(watch_id='all')"
     raise ContinueUnavailable(
         "订阅检查不能从检查点继续：已完成的检查都已保存；重新调用 check_updates 检查其余订阅",
         operation_id=operation_id,
         kind=record.kind.value,
-        unchecked=unchecked,
-        next_step=step,
+        unchecked=[str(w) for w in result.get("unchecked") or []],
+        next_step=unchecked_step(result) or "check_updates(watch_id='all')",
     )
 
 

@@ -114,6 +114,7 @@ async def test_continue_of_a_stopped_watch_batch_names_the_check_that_goes_on(h:
         h.backend.grid = down  # type: ignore[method-assign]
         checked = (await client.call_tool("check_updates", {"watch_id": "all"})).structured_content
         assert checked["status"] == "partial" and checked["result"]["unchecked"] == [watch_id]
+        assert checked["next_step"] == f"check_updates(watch_id='{watch_id}')"
         refused = await client.call_tool("operation_control", {"action": "continue", "operation_id": checked["operation_id"]})
         assert refused.is_error
         error = refused.structured_content
