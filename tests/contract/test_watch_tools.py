@@ -4,6 +4,7 @@ search is SEARCH_NOT_FOUND, and a check of a watch whose site is down ends parti
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -171,3 +172,30 @@ async def test_list_watches_shows_what_earlier_checks_reported(h: Harness) -> No
         assert [n["title"] for n in entry["recent_checks"][1]["new"]] == ["约定违约金的新近观察"]
         unknown = await client.call_tool("list_watches", {"watch_id": "wat_missing"})
         assert unknown.is_error and unknown.structured_content["code"] == "INVALID_ARGUMENT"
+
+
+async def test_a_second_check_while_one_runs_is_busy_and_names_the_running_one(tmp_path: Path) -> None:
+    """Two batches at once would ask CNKI for the same pages twice and report the same new records
+    in both operations."""
+    h = Harness(tmp_path / "data", inline_wait=0.05)
+    release = asyncio.Event()
+
+    async def slow(request: Any, op: Any = None) -> Any:
+        op.charge()
+        await release.wait()
+        row = GridRow(ordinal=1, title="违约金", native=NativeId(dbname="CJFD2020", filename="OLD0001"))
+        return GridPage(rows=[row], total=1, page=1, page_count=1)
+
+    async with Client(build_server(h.open)) as client:
+        watch_id = (await client.call_tool("watch_search", {"search_id": seed(h)})).structured_content["watch_id"]
+        h.backend.grid = slow  # type: ignore[method-assign]
+        first = (await client.call_tool("check_updates", {"watch_id": "all"})).structured_content
+        assert first["status"] == "running"
+        again = await client.call_tool("check_updates", {"watch_id": watch_id})
+        assert again.is_error and again.structured_content["code"] == "OPERATION_BUSY"
+        assert again.structured_content["details"]["operation_id"] == first["operation_id"]
+        release.set()
+        done = (await client.call_tool("operation_status", {"operation_id": first["operation_id"], "wait_seconds": 10})).structured_content
+        assert done["status"] != "running"
+        after = await client.call_tool("check_updates", {"watch_id": watch_id})
+        assert not after.is_error
