@@ -410,8 +410,7 @@ class WatchService:
             updates.append(now)
             before = known.get(ref)
             if before is None:
-                day = _day(row.date)
-                if horizon is None or day is None or day >= horizon:
+                if _not_older(row, horizon):
                     new.append(_item(paper, row))
                 else:
                     older += 1
@@ -453,6 +452,23 @@ class WatchService:
             check.model_dump(mode="json"),
         )
         return check
+
+
+def _not_older(row: GridRow, horizon: str | None) -> bool:
+    """Whether a row's publication date is not older than the horizon. A row listed with a year
+    alone (some theses, books, yearbooks) is older only when its year is."""
+    if horizon is None:
+        return True
+    day = _day(row.date)
+    if day is not None:
+        return day >= horizon
+    year = row.year or _year(row.date)
+    return year is None or str(year) >= horizon[:4]
+
+
+def _year(value: str | None) -> int | None:
+    text = (value or "").strip()[:4]
+    return int(text) if len(text) == 4 and text.isdigit() else None
 
 
 def _anchor(subject: dict[str, Any]) -> str:

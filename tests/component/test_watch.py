@@ -308,3 +308,16 @@ async def test_a_full_disk_is_a_coded_error_and_nothing_half_written(clock: Fake
     assert store.get_watch("wat_full") is None and store.known_records("wat_full") == {}
     store._conn.execute("PRAGMA max_page_count = 1073741823")
     assert service.create(search_id).known == 60
+
+
+async def test_a_row_listed_with_a_year_alone_is_new_only_when_its_year_can_be(clock: FakeClock, store: Store) -> None:
+    """Theses and books are sometimes listed with a year and no day: one from a year before the
+    horizon (the search's date, 2026-01-01) lay below what was read, like any older record."""
+    old_thesis = row_of(700, 0).model_copy(update={"date": "2024", "year": 2024})
+    this_year = row_of(701, 0).model_copy(update={"date": "2026", "year": 2026})
+    site = DatedSite([dated(500, "2026-01-02"), this_year, old_thesis])
+    service = WatchService(store, site, clock)  # type: ignore[arg-type]
+    watch = service.create(await stored_search(clock, store))
+    [c] = (await check(clock, service, watch.watch_id)).result["checks"]
+    assert {n["title"] for n in c["new"]} == {title_of(500), title_of(701)}
+    assert c["older_unseen"] == 1
