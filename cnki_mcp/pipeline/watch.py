@@ -190,8 +190,15 @@ class WatchService:
     def create(self, search_id: str) -> WatchInfo:
         """A watch of a stored search (no request): its plan and every record it found."""
         record = self.store.get_search(search_id)
-        if record is None or record.summary is None:
+        if record is None:
             raise SearchNotFound(search_id=search_id)
+        if record.summary is None:  # stored by a release before search summaries
+            raise InvalidInput(
+                "这个检索由旧版本保存，没有可重新运行的检索式：用相同的问题重新检索后再订阅",
+                field="search_id",
+                search_id=search_id,
+                reason="no_plan",
+            )
         existing = self.store.watch_for_search(search_id)
         if existing is not None:
             return self.info(existing)

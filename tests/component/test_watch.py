@@ -321,3 +321,13 @@ async def test_a_row_listed_with_a_year_alone_is_new_only_when_its_year_can_be(c
     [c] = (await check(clock, service, watch.watch_id)).result["checks"]
     assert {n["title"] for n in c["new"]} == {title_of(500), title_of(701)}
     assert c["older_unseen"] == 1
+
+
+async def test_a_search_stored_by_an_older_release_is_refused_with_its_reason(clock: FakeClock, store: Store) -> None:
+    """A search saved before search summaries existed (a data directory kept across upgrades) is in
+    the store but has no plan to rerun: INVALID_ARGUMENT saying so, not SEARCH_NOT_FOUND."""
+    store.save_search("sch_old", "违约金", {"limit": 10}, "fp", "completed", clock.now())
+    service = WatchService(store, DatedSite([]), clock)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput) as caught:
+        service.create("sch_old")
+    assert caught.value.details["reason"] == "no_plan"
