@@ -355,8 +355,12 @@ class WatchService:
         exhausted_all = True
         complete = True
         rows_read = 0
-        for data in plan["channels"]:
-            channel = Channel.from_dict(data)
+        channels = [Channel.from_dict(data) for data in plan["channels"]]
+        # A watch of one query whose records it knows cannot list none on page 1; one query of
+        # several (a split channel's lane, one of several channels) covers only part of it and
+        # may (the engine's rule, DESIGN.md "Soft blocks"): there only all of them empty is.
+        single = sum(c.queries for c in channels) == 1
+        for channel in channels:
             for lane in range(channel.queries):
                 cursor: str | None = None
                 last_day: str | None = None
@@ -373,7 +377,7 @@ class WatchService:
                         page_size=PAGE_SIZE,
                         cursor=cursor,
                     )
-                    grid = await self._page(request, ctx, watch, contradicted=page > 1 or bool(known))
+                    grid = await self._page(request, ctx, watch, contradicted=page > 1 or (single and bool(known)))
                     rows_read += len(grid.rows)
                     papers = self.store.upsert_from_grid(grid.rows, self.clock.now(), public_origins=self.public_origins)
                     fresh = False
@@ -393,6 +397,13 @@ class WatchService:
                     exhausted_all = False
                     if last_day:
                         oldest.append(last_day)
+        if not single and known and rows_read == 0:
+            raise SiteUnavailable(
+                "知网对已知有结果的订阅的每个检索式都返回空结果（疑似限流软封），该订阅未检查；稍后再检查",
+                reason="soft_block",
+                watch_id=watch.watch_id,
+                page=1,
+            )
         return self._diff(watch, known, seen, rows_read, min(oldest) if oldest else None, exhausted_all, complete)
 
     def _diff(

@@ -331,3 +331,43 @@ async def test_a_search_stored_by_an_older_release_is_refused_with_its_reason(cl
     with pytest.raises(InvalidInput) as caught:
         service.create("sch_old")
     assert caught.value.details["reason"] == "no_plan"
+
+
+class LaneSite(DatedSite):
+    """DatedSite that lists nothing for the subjects in `empty` (one lane of a split channel)."""
+
+    def __init__(self, rows: list[GridRow], empty: list[dict[str, Any]]) -> None:
+        super().__init__(rows)
+        self.empty = empty
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
+        if request.subject in self.empty:
+            if op is not None:
+                op.charge()
+            self.requests.append(request)
+            return GridPage(rows=[], total=0, page=request.page, page_count=0, turnpage=None)
+        return await super().grid(request, op, follow)
+
+
+def split_watch(clock: FakeClock, store: Store) -> tuple[dict[str, Any], dict[str, Any]]:
+    lanes = [{"Key": "Subject", "ChildItems": [], "Items": [{"Field": "SU", "Value": v}]} for v in ("甲", "乙")]
+    channel = {"id": "q1", "field": "subject", "weight": 1.0, "reason": "", "subject": lanes[0], "anchor": "甲",
+               "fingerprint": "", "subjects": lanes}  # fmt: skip
+    store.create_watch("wat_split", "sch_split", "甲 OR 乙", {"channels": [channel]}, clock.now(), "2026-01-01",
+                       [KnownRecord("rec_known")])  # fmt: skip
+    return lanes[0], lanes[1]
+
+
+async def test_one_empty_lane_of_a_split_query_is_not_a_soft_block(clock: FakeClock, store: Store) -> None:
+    """One query of a split channel covers only part of the watch: its page 1 may be empty (the
+    engine's own rule). Only every query empty contradicts the records the watch knows."""
+    first, second = split_watch(clock, store)
+    site = LaneSite([dated(500, "2026-01-02")], empty=[second])
+    service = WatchService(store, site, clock)  # type: ignore[arg-type]
+    done = await check(clock, service, "wat_split")
+    assert done.status == "completed" and len(site.requests) == 2
+    assert [n["title"] for n in done.result["checks"][0]["new"]] == [title_of(500)]
+    site = LaneSite([dated(501, "2026-01-03")], empty=[first, second])
+    blocked = await check(clock, WatchService(store, site, clock), "wat_split")  # type: ignore[arg-type]
+    assert blocked.errors[0].code == "SITE_UNAVAILABLE" and blocked.errors[0].details["reason"] == "soft_block"
+    assert store.get_watch("wat_split").checks == 1  # type: ignore[union-attr]
