@@ -322,8 +322,8 @@ class WatchService:
         return bool(last) and last[0].get("complete") is False
 
     async def _page(self, request: GridRequest, ctx: OperationContext, watch: StoredWatch, contradicted: bool) -> GridPage:
-        """One grid page. A zero the watch itself contradicts (page 1 of a query whose records the
-        watch knows, or a page after one that promised more) is what a throttled client is
+        """One grid page. A zero the watch itself contradicts (page 1 of a watch of one query whose
+        records it knows, or a page after one that promised more) is what a throttled client is
         answered (DESIGN.md "Soft blocks"): asked once more after a pause, still empty it stops
         the batch with SITE_UNAVAILABLE, never stored as a check that found nothing."""
         grid = await self.backend.grid(request, op=ctx)
