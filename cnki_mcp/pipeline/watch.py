@@ -359,7 +359,8 @@ class WatchService:
         # A watch of one query whose records it knows cannot list none on page 1; one query of
         # several (a split channel's lane, one of several channels) covers only part of it and
         # may (the engine's rule, DESIGN.md "Soft blocks"): there only all of them empty is.
-        single = sum(c.queries for c in channels) == 1
+        queries = sum(c.queries for c in channels)
+        single = queries == 1
         for channel in channels:
             for lane in range(channel.queries):
                 cursor: str | None = None
@@ -397,7 +398,7 @@ class WatchService:
                     exhausted_all = False
                     if last_day:
                         oldest.append(last_day)
-        if not single and known and rows_read == 0:
+        if queries > 1 and known and rows_read == 0:
             raise SiteUnavailable(
                 "知网对已知有结果的订阅的每个检索式都返回空结果（疑似限流软封），该订阅未检查；稍后再检查",
                 reason="soft_block",
