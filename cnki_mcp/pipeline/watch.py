@@ -243,7 +243,7 @@ class WatchService:
         made by cron leaves its records known, so its report is the only place its news remain."""
         watches = self.store.list_watches() if watch_id == "all" else self.watches(watch_id)
         fields = set(WatchCheck.model_fields)
-        entries = []
+        entries: list[WatchEntry] = []
         for watch in watches:
             reports = self.store.watch_checks(watch.watch_id, checks) if checks > 0 else []
             recent = [WatchCheck.model_validate({k: v for k, v in r.items() if k in fields}) for r in reports]
