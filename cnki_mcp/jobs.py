@@ -676,7 +676,11 @@ class JobManager:
         if record is None:
             raise OperationNotFound(operation_id=operation_id)
         if record.kind not in CONTINUABLE:
-            raise ContinueUnavailable(operation_id=operation_id, kind=record.kind.value)
+            raise ContinueUnavailable(
+                f"{record.kind.value} 操作不能从检查点继续（只有检索、引文图与引文路径可以），请重新调用原工具",
+                operation_id=operation_id,
+                kind=record.kind.value,
+            )
         if live is not None and record.status.active:
             raise OperationBusy("该检索仍在运行", operation_id=operation_id)
         if record.checkpoint is None:

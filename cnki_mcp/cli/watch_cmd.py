@@ -1,10 +1,11 @@
-"""`cnki-mcp watch check [--all | WATCH_ID]` and `cnki-mcp watch list`: saved searches from a cron
-job (DESIGN.md "Saved searches"). `check` runs `check_updates` as an operation on the data
-directory's store and prints a short digest.
+"""`cnki-mcp watch check [--all | WATCH_ID]`, `cnki-mcp watch list` and `cnki-mcp watch remove
+WATCH_ID`: saved searches from a cron job (DESIGN.md "Saved searches"). `check` runs
+`check_updates` as an operation on the data directory's store and prints a short digest.
 
 Exit codes of `check`: 0 checked, nothing changed; 1 checked, something new or changed (the digest
 says what); 3 stopped early (request budget or a site problem; the digest covers the watches
-checked, the rest are named); 2 an error before anything ran (`错误 CODE: 说明` on stderr, e.g.
+checked, the rest are named; with a headless browser a verification page stops it at once, as nobody
+could solve it); 2 an error before anything ran (`错误 CODE: 说明` on stderr, e.g.
 DATA_DIRECTORY_IN_USE while the MCP server holds the data directory, or an unknown watch)."""
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--max-requests", type=int, default=30, help="请求数上限 / request budget (default 30)")
     check.add_argument("--json", action="store_true", help="输出 JSON 报告 / print the JSON report")
     sub.add_parser("list", help="列出订阅 / list watches")
+    remove = sub.add_parser("remove", help="取消订阅 / stop watching")
+    remove.add_argument("watch_id", help="watch_id（见 watch list）")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             if args.watch_command == "list":
                 return _list(services)
+            if args.watch_command == "remove":
+                info = _service(services).remove(watch_id=args.watch_id)
+                print(f"已取消订阅 {info.watch_id}（{info.question}）")
+                return EXIT_UNCHANGED
             return await _check(services, args)
         finally:
             await services.close()
@@ -84,10 +91,15 @@ async def _check(services: Services, args: argparse.Namespace) -> int:
     async def runner(op: Any) -> Any:
         return await service.check(target, op, args.pages)
 
+    from cnki_mcp.site.locate import decide_headless
+
+    # Without a window nobody can solve a verification page: waiting for one would hold a cron
+    # job for the whole human timeout (20 minutes) before it stops anyway, so it stops at once.
+    headless = decide_headless(services.settings.headless, platform=sys.platform, display=services.settings.display)
     job = services.jobs.start(
         OperationKind.WATCH,
         runner,
-        BudgetSpec(max_requests=args.max_requests, timeout_seconds=600),
+        BudgetSpec(max_requests=args.max_requests, timeout_seconds=600, on_verification="skip" if headless else "wait"),
         stage="watch",
         message="检查订阅更新",
     )

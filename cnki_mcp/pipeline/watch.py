@@ -5,11 +5,12 @@ volume/issue/pages, and changed citation counts. Each check is stored, so the ne
 
 A check reads, for every query of the plan's widest channel (the subject channel of a research
 search covers its title and keyword siblings; a structured search's own expression), the first
-`pages` pages sorted by publication date, stopping early at a page with nothing unseen. A record
-counts as new when the watch has not seen it and it is not older than the `horizon`: the oldest
-publication date the previous check read (the search's own date before the first check). An
-unseen record older than that lay below what the previous check could read, so it is recorded
-and counted (`older_unseen`), not reported as new."""
+`pages` pages sorted by publication date, stopping early at a page with nothing unseen or below
+the horizon (a check cut short by `pages` says so, `complete: false`, and the next one reads on
+past the records it reported). A record counts as new when the watch has not seen it and it is
+not older than the `horizon`: the oldest publication date the previous check read (the search's
+own date before the first check). An unseen record older than that lay below what the previous
+check could read, so it is recorded and counted (`older_unseen`), not reported as new."""
 
 from __future__ import annotations
 
@@ -20,12 +21,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from cnki_mcp.clock import Clock
-from cnki_mcp.errors import CnkiError, InvalidInput, SearchNotFound
+from cnki_mcp.errors import CnkiError, InvalidInput, SearchNotFound, SiteUnavailable
 from cnki_mcp.identity import Paper, listed_online_first
 from cnki_mcp.jobs import OperationContext
-from cnki_mcp.models import GridRow
+from cnki_mcp.models import GridPage, GridRow
 from cnki_mcp.pipeline.enrich import is_fatal
 from cnki_mcp.pipeline.models import SearchSummary
+from cnki_mcp.pipeline.soft_block import SOFT_BLOCK_PAUSE
 from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.site.backend import GridRequest, SiteBackend, SortOrder
 from cnki_mcp.store import Store
@@ -58,6 +60,7 @@ class WatchInfo(_Model):
     last_check_at: datetime | None = None
     checks: int = 0
     known: int = Field(0, description="已见过的记录数")
+    removed: bool = Field(False, description="true：订阅已取消（remove=true），之后不再检查")
 
 
 class WatchCheck(_Model):
@@ -73,15 +76,29 @@ class WatchCheck(_Model):
     published_count: int = 0
     cited_changed_count: int = 0
     older_unseen: int = 0
+    complete: bool = Field(
+        True,
+        description="false：有检索式读到 pages 页上限时仍有未见过的记录，更早的新记录还没读到；下次检查接着读，届时它们仍算新增（可加大 pages）",
+    )
     new: list[WatchItem] = Field(default_factory=list)
     published: list[WatchItem] = Field(default_factory=list, description="网络首发后已有卷期页")
     cited_changed: list[WatchItem] = Field(default_factory=list)
 
 
+class WatchEntry(WatchInfo):
+    recent_checks: list[WatchCheck] = Field(
+        default_factory=list, description="最近几次检查的结果（新的在前；含命令行 cnki-mcp watch check 做的检查）"
+    )
+
+
+class WatchList(_Model):
+    watches: list[WatchEntry] = Field(default_factory=list)
+
+
 class CheckReport(_Model):
     checks: list[WatchCheck] = Field(default_factory=list)
     requests: int = 0
-    unchecked: list[str] = Field(default_factory=list, description="预算用完未检查的 watch_id")
+    unchecked: list[str] = Field(default_factory=list, description="未检查的 watch_id（预算用完、知网出错、取消或服务停止；之后单独检查它们）")
 
 
 def new_watch_id() -> str:
@@ -129,8 +146,16 @@ def _day(value: str | None) -> str | None:
 
 
 class WatchService:
-    def __init__(self, store: Store, backend: SiteBackend, clock: Clock, public_origins: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        store: Store,
+        backend: SiteBackend,
+        clock: Clock,
+        public_origins: tuple[str, ...] = (),
+        soft_block_pause: float = SOFT_BLOCK_PAUSE,
+    ) -> None:
         self.store = store
+        self.soft_block_pause = soft_block_pause
         self.backend = backend
         self.clock = clock
         self.public_origins = public_origins
@@ -165,8 +190,15 @@ class WatchService:
     def create(self, search_id: str) -> WatchInfo:
         """A watch of a stored search (no request): its plan and every record it found."""
         record = self.store.get_search(search_id)
-        if record is None or record.summary is None:
+        if record is None:
             raise SearchNotFound(search_id=search_id)
+        if record.summary is None:  # stored by a release before search summaries
+            raise InvalidInput(
+                "这个检索由旧版本保存，没有可重新运行的检索式：用相同的问题重新检索后再订阅",
+                field="search_id",
+                search_id=search_id,
+                reason="no_plan",
+            )
         existing = self.store.watch_for_search(search_id)
         if existing is not None:
             return self.info(existing)
@@ -195,6 +227,29 @@ class WatchService:
         assert stored is not None
         return self.info(stored)
 
+    def remove(self, *, search_id: str | None = None, watch_id: str | None = None) -> WatchInfo:
+        """Stop watching (no request): the watch of `search_id`, or `watch_id`, goes with the
+        records it has seen and its reports; the search itself stays. INVALID_ARGUMENT when
+        there is no such watch."""
+        watch = self.store.get_watch(watch_id) if watch_id else self.store.watch_for_search(search_id or "")
+        if watch is None:
+            raise InvalidInput("没有这个订阅", field="watch_id" if watch_id else "search_id", watch_id=watch_id, search_id=search_id)
+        info = self.info(watch).model_copy(update={"removed": True})
+        self.store.delete_watch(watch.watch_id)
+        return info
+
+    def listing(self, watch_id: str = "all", checks: int = 1) -> WatchList:
+        """Every watch (or the one) with its newest stored check reports (no request): a check
+        made by cron leaves its records known, so its report is the only place its news remain."""
+        watches = self.store.list_watches() if watch_id == "all" else self.watches(watch_id)
+        fields = set(WatchCheck.model_fields)
+        entries: list[WatchEntry] = []
+        for watch in watches:
+            reports = self.store.watch_checks(watch.watch_id, checks) if checks > 0 else []
+            recent = [WatchCheck.model_validate({k: v for k, v in r.items() if k in fields}) for r in reports]
+            entries.append(WatchEntry(**self.info(watch).model_dump(), recent_checks=recent))
+        return WatchList(watches=entries)
+
     def info(self, watch: StoredWatch) -> WatchInfo:
         return WatchInfo(
             watch_id=watch.watch_id,
@@ -207,9 +262,14 @@ class WatchService:
         )
 
     def watches(self, watch_id: str) -> list[StoredWatch]:
-        """`all`, or the one watch (INVALID_ARGUMENT naming it when unknown)."""
+        """`all` (the least recently checked first, never checked before any: a batch the budget
+        stops early leaves the rest for the next one, which starts with them), or the one watch
+        (INVALID_ARGUMENT naming it when unknown)."""
         if watch_id == "all":
-            return self.store.list_watches()
+            return sorted(
+                self.store.list_watches(),
+                key=lambda w: (w.last_check_at is not None, w.last_check_at or w.created_at, w.created_at, w.watch_id),
+            )
         watch = self.store.get_watch(watch_id)
         if watch is None:
             raise InvalidInput("没有这个 watch_id", field="watch_id", watch_id=watch_id)
@@ -218,10 +278,22 @@ class WatchService:
     # --- check_updates ------------------------------------------------------------------
 
     async def check(self, watch_id: str, ctx: OperationContext, pages: int = 1) -> CheckReport:
-        """Check each watch in turn; a fatal error (budget, site) stops the batch with the checks
-        already done stored and returned (`ctx.set_result`), the rest listed as unchecked."""
+        """Check each watch in turn. The report so far is the operation's result after every
+        watch (`ctx.set_result`), so a batch that ends early (a fatal error, a cancel, the
+        watchdog, the server stopping) still returns the checks already stored, the rest listed as
+        unchecked: a stored check's new records are known from then on and no later check
+        reports them again. A non-fatal error fails that watch only (an item error; it stays
+        unchecked) and the batch goes on."""
         todo = self.watches(watch_id)
         report = CheckReport()
+        failed: list[str] = []
+
+        def keep(remaining: list[StoredWatch]) -> None:
+            report.unchecked = failed + [w.watch_id for w in remaining]
+            report.requests = ctx.requests
+            ctx.set_result(report)
+
+        keep(todo)
         for n, watch in enumerate(todo):
             ctx.set_stage("watch", f"检查第 {n + 1}/{len(todo)} 个订阅：{watch.question[:40]}")
             ctx.progress(n, len(todo), "watches")
@@ -229,45 +301,84 @@ class WatchService:
             try:
                 check = await self._check_one(watch, ctx, pages)
             except CnkiError as exc:
-                if not is_fatal(exc):
+                if is_fatal(exc) or exc.code == "VERIFICATION_SKIPPED":  # the site challenges every watch alike
+                    keep(todo[n:])
                     raise
-                report.unchecked = [w.watch_id for w in todo[n:]]
-                report.requests = ctx.requests
-                ctx.set_result(report)
-                raise
+                ctx.add_item_error(exc, watch_id=watch.watch_id)
+                failed.append(watch.watch_id)
+                keep(todo[n + 1 :])
+                continue
             check.requests = ctx.requests - before
             report.checks.append(check)
+            keep(todo[n + 1 :])
         ctx.progress(len(todo), len(todo), "watches")
-        report.requests = ctx.requests
         return report
 
+    def _behind(self, watch: StoredWatch) -> bool:
+        """The previous check stopped at its page limit with unseen records still coming: the
+        records below what it read are not known yet, so a page with nothing unseen does not mean
+        that nothing unseen lies below it."""
+        last = self.store.watch_checks(watch.watch_id, 1)
+        return bool(last) and last[0].get("complete") is False
+
+    async def _page(self, request: GridRequest, ctx: OperationContext, watch: StoredWatch, contradicted: bool) -> GridPage:
+        """One grid page. A zero the watch itself contradicts (page 1 of a watch of one query whose
+        records it knows, or a page after one that promised more) is what a throttled client is
+        answered (DESIGN.md "Soft blocks"): asked once more after a pause, still empty it stops
+        the batch with SITE_UNAVAILABLE, never stored as a check that found nothing."""
+        grid = await self.backend.grid(request, op=ctx)
+        if grid.rows or not contradicted:
+            return grid
+        ctx.set_stage("watch", "知网返回了可疑的空结果，稍后复查一次")
+        await self.clock.sleep(self.soft_block_pause)
+        again = await self.backend.grid(request, op=ctx)
+        if again.rows:
+            return again
+        raise SiteUnavailable(
+            "知网对已知有结果的订阅检索连续返回空结果（疑似限流软封），该订阅未检查；稍后再检查",
+            reason="soft_block",
+            watch_id=watch.watch_id,
+            page=request.page,
+        )
+
     async def _check_one(self, watch: StoredWatch, ctx: OperationContext, pages: int) -> WatchCheck:
+        """Each query is read newest first until it is exhausted, reaches below the horizon
+        (everything there was read before or is older_unseen), or meets a page with nothing
+        unseen (unless the previous check was cut short: then the unseen records lie below the
+        known ones). A query still finding unseen records at the page limit leaves the check
+        incomplete: the horizon stays, so what it could not read still counts as new later."""
         plan = watch.plan
         seen: dict[str, tuple[Paper, GridRow]] = {}
         known = self.store.known_records(watch.watch_id)
+        behind = self._behind(watch)
         oldest: list[str] = []
         exhausted_all = True
+        complete = True
         rows_read = 0
-        for data in plan["channels"]:
-            channel = Channel.from_dict(data)
+        channels = [Channel.from_dict(data) for data in plan["channels"]]
+        # A watch of one query whose records it knows cannot list none on page 1; one query of
+        # several (a split channel's lane, one of several channels) covers only part of it and
+        # may (the engine's rule, DESIGN.md "Soft blocks"): there only all of them empty is.
+        queries = sum(c.queries for c in channels)
+        single = queries == 1
+        for channel in channels:
             for lane in range(channel.queries):
                 cursor: str | None = None
                 last_day: str | None = None
                 exhausted = False
+                done = False
                 for page in range(1, pages + 1):
-                    grid = await self.backend.grid(
-                        GridRequest(
-                            subject=channel.subject_at(lane),
-                            anchor=channel.anchor,
-                            sort=SortOrder.DATE_DESC,
-                            year_from=plan.get("year_from"),
-                            year_to=plan.get("year_to"),
-                            page=page,
-                            page_size=PAGE_SIZE,
-                            cursor=cursor,
-                        ),
-                        op=ctx,
+                    request = GridRequest(
+                        subject=channel.subject_at(lane),
+                        anchor=channel.anchor,
+                        sort=SortOrder.DATE_DESC,
+                        year_from=plan.get("year_from"),
+                        year_to=plan.get("year_to"),
+                        page=page,
+                        page_size=PAGE_SIZE,
+                        cursor=cursor,
                     )
+                    grid = await self._page(request, ctx, watch, contradicted=page > 1 or (single and bool(known)))
                     rows_read += len(grid.rows)
                     papers = self.store.upsert_from_grid(grid.rows, self.clock.now(), public_origins=self.public_origins)
                     fresh = False
@@ -278,13 +389,23 @@ class WatchService:
                         last_day = _day(row.date) or last_day
                     exhausted = grid.exhausted or not grid.rows
                     cursor = grid.turnpage
-                    if exhausted or not fresh or not cursor:
+                    below = watch.horizon is not None and last_day is not None and last_day < watch.horizon
+                    if exhausted or not cursor or below or not (fresh or behind):
+                        done = True
                         break
+                complete = complete and done
                 if not exhausted:
                     exhausted_all = False
                     if last_day:
                         oldest.append(last_day)
-        return self._diff(watch, known, seen, rows_read, min(oldest) if oldest else None, exhausted_all)
+        if queries > 1 and known and rows_read == 0:
+            raise SiteUnavailable(
+                "知网对已知有结果的订阅的每个检索式都返回空结果（疑似限流软封），该订阅未检查；稍后再检查",
+                reason="soft_block",
+                watch_id=watch.watch_id,
+                page=1,
+            )
+        return self._diff(watch, known, seen, rows_read, min(oldest) if oldest else None, exhausted_all, complete)
 
     def _diff(
         self,
@@ -294,6 +415,7 @@ class WatchService:
         rows_read: int,
         oldest_read: str | None,
         exhausted_all: bool,
+        complete: bool,
     ) -> WatchCheck:
         horizon = watch.horizon
         new: list[WatchItem] = []
@@ -307,8 +429,7 @@ class WatchService:
             updates.append(now)
             before = known.get(ref)
             if before is None:
-                day = _day(row.date)
-                if horizon is None or day is None or day >= horizon:
+                if _not_older(row, horizon):
                     new.append(_item(paper, row))
                 else:
                     older += 1
@@ -316,8 +437,11 @@ class WatchService:
             gained = _vip(now) is not None and _vip(now) != _vip(before)
             if before.online_first and (not now.online_first or gained):
                 published.append(_item(paper, row, before=_vip(before), after=_vip(now) or "已出刊"))
-            if before.cited is not None and now.cited is not None and before.cited != now.cited:
-                cited.append(_item(paper, row, before=str(before.cited), after=str(now.cited)))
+            # CNKI leaves the 被引 cell empty at zero (parse_count: None): a paper's first
+            # citations are a change from 0
+            was = before.cited or 0
+            if now.cited is not None and was != now.cited:
+                cited.append(_item(paper, row, before=str(was), after=str(now.cited)))
         new.sort(key=lambda i: (i.date or "", i.record_ref), reverse=True)
         checked_at = self.clock.now()
         check = WatchCheck(
@@ -332,18 +456,38 @@ class WatchService:
             published_count=len(published),
             cited_changed_count=len(cited),
             older_unseen=older,
+            complete=complete,
             new=new[:LISTED],
             published=published[:LISTED],
             cited_changed=cited[:LISTED],
         )
         # The next check's horizon: the oldest date this one read down to; everything read when
-        # every query was exhausted (no horizon needed: nothing lies below).
-        next_horizon = None if exhausted_all else (oldest_read or horizon)
+        # every query was exhausted (no horizon needed: nothing lies below). A check cut short by
+        # its page limit keeps the horizon: the unseen records it could not read still count as
+        # new when a later check reaches them.
+        next_horizon = (None if exhausted_all else (oldest_read or horizon)) if complete else horizon
         self.store.save_watch_check(
             watch.watch_id, "chk_" + secrets.token_hex(8), checked_at, next_horizon, updates,
             check.model_dump(mode="json"),
         )
         return check
+
+
+def _not_older(row: GridRow, horizon: str | None) -> bool:
+    """Whether a row's publication date is not older than the horizon. A row listed with a year
+    alone (some theses, books, yearbooks) is older only when its year is."""
+    if horizon is None:
+        return True
+    day = _day(row.date)
+    if day is not None:
+        return day >= horizon
+    year = row.year or _year(row.date)
+    return year is None or str(year) >= horizon[:4]
+
+
+def _year(value: str | None) -> int | None:
+    text = (value or "").strip()[:4]
+    return int(text) if len(text) == 4 and text.isdigit() else None
 
 
 def _anchor(subject: dict[str, Any]) -> str:
@@ -363,7 +507,7 @@ def digest(report: CheckReport) -> str:
     lines: list[str] = []
     for c in report.checks:
         head = f"[{c.watch_id}] {c.question}: 新增 {c.new_count}，出刊 {c.published_count}，被引变化 {c.cited_changed_count}"
-        lines.append(head + ("（首次检查）" if c.first_check else ""))
+        lines.append(head + ("（首次检查）" if c.first_check else "") + ("" if c.complete else "（未读完：更早的新记录下次接着读，可加大 --pages）"))
         for item in c.new:
             lines.append(f"  + {item.title}（{item.source or ''} {item.date or ''}）{item.url or ''}".rstrip())
         for item in c.published:
@@ -371,6 +515,6 @@ def digest(report: CheckReport) -> str:
         for item in c.cited_changed:
             lines.append(f"  ~ 被引 {item.title}：{item.before} -> {item.after}")
     if report.unchecked:
-        lines.append(f"预算用完，未检查：{', '.join(report.unchecked)}")
+        lines.append(f"未检查（预算用完、出错或中断）：{', '.join(report.unchecked)}")
     lines.append(f"请求数：{report.requests}")
     return "\n".join(lines)

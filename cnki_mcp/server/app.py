@@ -53,6 +53,7 @@ TOOL_NAMES = (
     "diagnostics",
     "export_search_log",
     "watch_search",
+    "list_watches",
     "check_updates",
 )
 

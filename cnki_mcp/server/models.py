@@ -81,6 +81,8 @@ class OperationView(BaseModel):
                 view.next_step = locator_step(view.result.get("missing_fields") or {})
             if view.next_step is None and view.kind == "read" and isinstance(view.result, dict):
                 view.next_step = incomplete_read_step(view.result)
+            if view.next_step is None and view.kind == "watch":
+                view.next_step = unchecked_step(view.result)
         return view
 
 
@@ -98,6 +100,18 @@ def incomplete_read_step(result: Mapping[str, object]) -> str | None:
     if result.get("complete_article") is False:
         return PARTIAL_READ_STEP
     return None
+
+
+def unchecked_step(result: Any) -> str | None:
+    """The check_updates call for the watches a stopped batch left unchecked (None: none). A
+    batch has no checkpoint (each check is stored as it ends); `all` takes the least recently
+    checked watches first, so those come first again."""
+    unchecked = result.get("unchecked") if isinstance(result, dict) else None
+    if not unchecked:
+        return None
+    if len(unchecked) == 1:
+        return f"check_updates(watch_id='{unchecked[0]}')"
+    return f"check_updates(watch_id='all')（先检查最久未检查的 {len(unchecked)} 个订阅）"
 
 
 def locator_step(missing_fields: Mapping[str, Sequence[str]]) -> str | None:

@@ -10,10 +10,10 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from cnki_mcp.errors import ContinueUnavailable, InvalidInput
-from cnki_mcp.jobs import CONTINUABLE, JobManager, OperationStatus
+from cnki_mcp.jobs import CONTINUABLE, JobManager, OperationKind, OperationStatus
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
-from cnki_mcp.server.models import OperationControlView, OperationView
+from cnki_mcp.server.models import OperationControlView, OperationView, unchecked_step
 from cnki_mcp.server.progress import run_job, wait_with_progress
 
 OperationId = Annotated[str, Field(pattern=r"^op_[0-9a-f]{24}$", description="任务编号 op_…")]
@@ -108,6 +108,7 @@ def register(server: CnkiServer) -> None:
             )
         if action == "continue":
             assert operation_id is not None
+            _refuse_watch_continue(jobs, operation_id)
             runner = _continue_runner(services, jobs, operation_id)
             job = jobs.continue_(
                 operation_id,
@@ -135,6 +136,23 @@ def register(server: CnkiServer) -> None:
         # recover
         await services.host.recover()
         return OperationControlView(action=action, message="浏览器将在下一次请求时重新启动")
+
+
+def _refuse_watch_continue(jobs: JobManager, operation_id: str) -> None:
+    """A batch of watch checks has no checkpoint: each check is stored as it ends. Checking again
+    is the way on; `all` takes the least recently checked watches first, so the unchecked ones of
+    this batch come first (pipeline/watch.py `WatchService.watches`)."""
+    record = jobs.status(operation_id)
+    if record is None or record.kind is not OperationKind.WATCH:
+        return
+    result = record.result if isinstance(record.result, dict) else {}
+    raise ContinueUnavailable(
+        "订阅检查不能从检查点继续：已完成的检查都已保存；重新调用 check_updates 检查其余订阅",
+        operation_id=operation_id,
+        kind=record.kind.value,
+        unchecked=[str(w) for w in result.get("unchecked") or []],
+        next_step=unchecked_step(result) or "check_updates(watch_id='all')",
+    )
 
 
 def _continue_runner(services: Any, jobs: Any = None, operation_id: str | None = None) -> Any:

@@ -13,7 +13,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -436,17 +436,29 @@ class StoreBase:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One committed transaction: everything inside is durable when the block exits."""
+        """One committed transaction: everything inside is durable when the block exits. A disk
+        that is full, read-only or failing is DATA_DIRECTORY_UNUSABLE (nothing written), not a
+        crash."""
         with self._mutex:
             if self._closed:
                 raise RuntimeError("store is closed")
-            self._conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._conn
+                except BaseException:
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                coded = _unwritable(exc)
+                if coded is None:
+                    raise
+                if self._conn.in_transaction:  # a COMMIT the disk refused
+                    with suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
+                raise coded from exc
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -454,3 +466,20 @@ class StoreBase:
             if self._closed:
                 raise RuntimeError("store is closed")
             yield self._conn
+
+
+# SQLite's words for a data directory that cannot take a write (sqlite3 gives no error codes on
+# Python 3.11): the disk is full, the file or its folder is read-only, the disk fails.
+_UNWRITABLE = {
+    "database or disk is full": ("disk_full", "数据目录所在的磁盘已满，未能写入；释放空间后重试"),
+    "readonly database": ("read_only", "数据目录或数据库文件只读，未能写入；恢复写权限后重试"),
+    "disk i/o error": ("io_error", "数据目录所在的磁盘读写出错，未能写入；检查磁盘后重试"),
+}
+
+
+def _unwritable(exc: sqlite3.OperationalError) -> DataDirectoryUnusable | None:
+    text = str(exc).lower()
+    for words, (reason, message) in _UNWRITABLE.items():
+        if words in text:
+            return DataDirectoryUnusable(message, reason=reason)
+    return None

@@ -131,11 +131,20 @@ class WatchesMixin(StoreBase):
                 (watch_id, watch_id, CHECKS_KEPT),
             )
 
+    def delete_watch(self, watch_id: str) -> bool:
+        """Remove a watch with the records it has seen and its check reports (one transaction);
+        False when there was none."""
+        with self._write() as conn:
+            gone = conn.execute("DELETE FROM watches WHERE watch_id = ?", (watch_id,)).rowcount
+            conn.execute("DELETE FROM watch_known WHERE watch_id = ?", (watch_id,))
+            conn.execute("DELETE FROM watch_checks WHERE watch_id = ?", (watch_id,))
+        return bool(gone)
+
     def watch_checks(self, watch_id: str, limit: int = 10) -> list[dict[str, Any]]:
         """The newest check reports of a watch, newest first."""
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT report FROM watch_checks WHERE watch_id = ? ORDER BY checked_at DESC LIMIT ?",
+                "SELECT report FROM watch_checks WHERE watch_id = ? ORDER BY checked_at DESC, rowid DESC LIMIT ?",
                 (watch_id, max(0, limit)),
             ).fetchall()
         return [json.loads(r[0]) for r in rows]

@@ -50,6 +50,7 @@ GOOD: dict[str, dict[str, Any]] = {
     "diagnostics": {},
     "export_search_log": {"search_id": OP_ID},
     "watch_search": {"search_id": OP_ID},
+    "list_watches": {},
     "check_updates": {"watch_id": "all"},
 }
 BAD: dict[str, dict[str, Any]] = {
@@ -75,6 +76,7 @@ BAD: dict[str, dict[str, Any]] = {
     "diagnostics": {"unexpected": {"x": 1}},  # extra arguments are ignored: a success
     "export_search_log": {"search_id": "s", "format": "docx"},
     "watch_search": {"search_id": ""},
+    "list_watches": {"checks": 11},
     "check_updates": {"pages": 0},
 }
 

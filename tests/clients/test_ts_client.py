@@ -55,6 +55,8 @@ def steps(title: str) -> list[dict[str, Any]]:
         {"tool": "watch_search", "expect": "error", "args": {"search_id": ""}},
         {"tool": "check_updates", "expect": "ok", "follow": True, "args": {"watch_id": "$watch_id"}},
         {"tool": "check_updates", "expect": "error", "args": {"pages": 0}},
+        {"tool": "list_watches", "expect": "ok", "args": {"watch_id": "$watch_id", "checks": 2}},
+        {"tool": "list_watches", "expect": "error", "args": {"checks": -1}},
         {"tool": "get_metadata", "expect": "ok", "follow": True, "args": {"record_refs": ["$ref"]}},
         {"tool": "get_metadata", "expect": "error", "args": {"record_refs": ["r"] * 101}},
         {"tool": "read_online_html", "expect": "ok", "follow": True, "args": {"record_ref": "$ref", "max_characters": 500}},

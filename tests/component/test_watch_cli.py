@@ -47,3 +47,28 @@ def test_exit_codes_follow_the_report() -> None:
     assert exit_code("completed", CheckReport(checks=[quiet])) == EXIT_UNCHANGED
     assert exit_code("completed", CheckReport(checks=[quiet, news])) == EXIT_CHANGED
     assert exit_code("partial", CheckReport(checks=[news])) == EXIT_STOPPED
+
+
+@pytest.mark.parametrize(("headless", "policy"), [("1", "skip"), ("0", "wait")])
+def test_a_headless_check_does_not_wait_for_a_verification_nobody_can_solve(
+    data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], headless: str, policy: str
+) -> None:
+    """A cron check runs without a window: a verification page would hold it for the whole human
+    timeout before it stops anyway, so its operation skips instead of waiting."""
+    monkeypatch.setenv("CNKI_HEADLESS", headless)
+    assert main(["watch", "check", "--json"]) == EXIT_UNCHANGED
+    capsys.readouterr()
+    with Store.open(data, FakeClock()) as store:
+        [op] = store.list_operations(5)
+    assert op.record["budget"]["on_verification"] == policy
+
+
+def test_remove_stops_watching(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["watch", "remove", "wat_cli"]) == EXIT_UNCHANGED
+    assert "wat_cli" in capsys.readouterr().out
+    assert main(["watch", "list"]) == EXIT_UNCHANGED
+    assert capsys.readouterr().out == ""
+    assert main(["watch", "remove", "wat_cli"]) == 2
+    assert "错误 INVALID_ARGUMENT" in capsys.readouterr().err
+    with Store.open(data, FakeClock()) as store:
+        assert store.known_records("wat_cli") == {} and store.watch_checks("wat_cli") == []

@@ -36,6 +36,7 @@ READ_ONLY = {
     "operation_status",
     "diagnostics",
     "export_search_log",
+    "list_watches",
     "check_updates",
 }
 
@@ -106,6 +107,8 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any]]] = [
     ("export_search_log", {}),
     ("export_search_log", {"search_id": "s", "format": "docx"}),
     ("watch_search", {"search_id": ""}),
+    ("list_watches", {"checks": 11}),
+    ("list_watches", {"watch_id": "wat_unknown"}),
     ("check_updates", {"pages": 0}),
     ("check_updates", {"watch_id": "wat_unknown"}),
 ]

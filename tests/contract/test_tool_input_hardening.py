@@ -32,6 +32,7 @@ BASE: dict[str, dict[str, Any]] = {
     "find_citation_path": {"source": "rec_x", "target": "rec_y"},
     "operation_status": {},
     "operation_control": {"action": "continue", "operation_id": "op_" + "0" * 24},
+    "list_watches": {},
     "check_updates": {"watch_id": "all"},
 }
 

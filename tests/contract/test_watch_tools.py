@@ -4,6 +4,8 @@ search is SEARCH_NOT_FOUND, and a check of a watch whose site is down ends parti
 
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ import pytest
 from mcp import Client
 
 from cnki_mcp.errors import SiteUnavailable
+from cnki_mcp.models import GridPage, GridRow, NativeId
 from cnki_mcp.pipeline.models import CoverageEntry, PlanView, SearchSummary
 from cnki_mcp.server.app import build_server
 from cnki_mcp.store import SearchEvidence
@@ -80,3 +83,119 @@ async def test_log_and_watch_results_fit_their_published_schemas(h: Harness) -> 
     assert checked.structured_content["status"] == "partial"
     assert checked.structured_content["errors"][0]["code"] == "SITE_UNAVAILABLE"
     assert checked.structured_content["result"]["unchecked"] == [watch.structured_content["watch_id"]]
+
+
+async def test_watching_or_logging_a_search_that_has_not_finished_says_how_to_finish_it(tmp_path: Path) -> None:
+    """A running search has no saved results yet: SEARCH_NOT_FOUND with the operation's status and
+    the call that finishes it (as search_results does), not the "kept 300 searches" answer."""
+    h = Harness(tmp_path / "data", inline_wait=0.05)
+    h.pipeline.block = True
+    h.pipeline.no_saved_results = True
+    async with Client(build_server(h.open)) as client:
+        op_id = (await client.call_tool("search", {"query": "x"})).structured_content["operation_id"]
+        for tool in ("watch_search", "export_search_log"):
+            running = await client.call_tool(tool, {"search_id": op_id})
+            assert running.is_error
+            error = running.structured_content
+            assert error["code"] == "SEARCH_NOT_FOUND" and error["details"]["operation_status"] == "running"
+            assert error["details"]["next_step"].startswith("operation_status(")
+        await client.call_tool("operation_control", {"action": "cancel", "operation_id": op_id})
+        stopped = (await client.call_tool("watch_search", {"search_id": op_id})).structured_content
+        assert stopped["details"]["next_step"] == f"operation_control(action='continue', operation_id='{op_id}')"
+
+
+async def test_continue_of_a_stopped_watch_batch_names_the_check_that_goes_on(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        watch_id = (await client.call_tool("watch_search", {"search_id": seed(h)})).structured_content["watch_id"]
+
+        async def down(request: Any, op: Any = None) -> Any:
+            op.charge()
+            raise SiteUnavailable(reason="test")
+
+        h.backend.grid = down  # type: ignore[method-assign]
+        checked = (await client.call_tool("check_updates", {"watch_id": "all"})).structured_content
+        assert checked["status"] == "partial" and checked["result"]["unchecked"] == [watch_id]
+        assert checked["next_step"] == f"check_updates(watch_id='{watch_id}')"
+        refused = await client.call_tool("operation_control", {"action": "continue", "operation_id": checked["operation_id"]})
+        assert refused.is_error
+        error = refused.structured_content
+        assert error["code"] == "CONTINUE_UNAVAILABLE"
+        assert error["details"]["next_step"] == f"check_updates(watch_id='{watch_id}')"
+
+
+async def test_a_removed_watch_is_no_longer_checked(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        schemas = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+        search_id = seed(h)
+        watch_id = (await client.call_tool("watch_search", {"search_id": search_id})).structured_content["watch_id"]
+        removed = await client.call_tool("watch_search", {"search_id": search_id, "remove": True})
+        assert not removed.is_error, removed.content
+        jsonschema.validate(removed.structured_content, schemas["watch_search"])
+        assert removed.structured_content["watch_id"] == watch_id and removed.structured_content["removed"]
+        one = await client.call_tool("check_updates", {"watch_id": watch_id})
+        assert one.is_error and one.structured_content["code"] == "INVALID_ARGUMENT"
+        every = (await client.call_tool("check_updates", {"watch_id": "all"})).structured_content
+        assert every["status"] == "completed" and every["result"]["checks"] == [] and every["requests"] == 0
+        again = await client.call_tool("watch_search", {"search_id": search_id, "remove": True})
+        assert again.is_error and again.structured_content["code"] == "INVALID_ARGUMENT"
+        fresh = (await client.call_tool("watch_search", {"search_id": search_id})).structured_content
+        assert fresh["watch_id"] != watch_id and fresh["checks"] == 0  # watching again starts anew
+
+
+async def test_list_watches_shows_what_earlier_checks_reported(h: Harness) -> None:
+    """A check's new records are known from then on (the next check does not repeat them), so a
+    check made elsewhere (cron, an earlier session) is seen again only through its stored report."""
+    async with Client(build_server(h.open)) as client:
+        schemas = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+        watch_id = (await client.call_tool("watch_search", {"search_id": seed(h)})).structured_content["watch_id"]
+        empty = (await client.call_tool("list_watches", {})).structured_content
+        jsonschema.validate(empty, schemas["list_watches"])
+        assert [(w["watch_id"], w["checks"], w["recent_checks"]) for w in empty["watches"]] == [(watch_id, 0, [])]
+
+        today = datetime.now(UTC).date()  # the Harness runs on the system clock; the search is today's
+        new_row = GridRow(ordinal=1, title="约定违约金的新近观察", date=today.isoformat(), year=today.year, doc_type="期刊",
+                          native=NativeId(dbname="CJFD2026", filename="NEW0001"))  # fmt: skip
+
+        async def listing(request: Any, op: Any = None) -> Any:
+            op.charge()
+            return GridPage(rows=[new_row], total=1, page=1, page_count=1)
+
+        h.backend.grid = listing  # type: ignore[method-assign]
+        for _ in range(2):
+            done = (await client.call_tool("check_updates", {"watch_id": "all"})).structured_content
+            assert done["status"] == "completed"
+        assert done["result"]["checks"][0]["new_count"] == 0  # reported once, by the first check
+        listed = (await client.call_tool("list_watches", {"watch_id": watch_id, "checks": 5})).structured_content
+        jsonschema.validate(listed, schemas["list_watches"])
+        [entry] = listed["watches"]
+        assert entry["checks"] == 2 and [c["new_count"] for c in entry["recent_checks"]] == [0, 1]
+        assert [n["title"] for n in entry["recent_checks"][1]["new"]] == ["约定违约金的新近观察"]
+        unknown = await client.call_tool("list_watches", {"watch_id": "wat_missing"})
+        assert unknown.is_error and unknown.structured_content["code"] == "INVALID_ARGUMENT"
+
+
+async def test_a_second_check_while_one_runs_is_busy_and_names_the_running_one(tmp_path: Path) -> None:
+    """Two batches at once would ask CNKI for the same pages twice and report the same new records
+    in both operations."""
+    h = Harness(tmp_path / "data", inline_wait=0.05)
+    release = asyncio.Event()
+
+    async def slow(request: Any, op: Any = None) -> Any:
+        op.charge()
+        await release.wait()
+        row = GridRow(ordinal=1, title="违约金", native=NativeId(dbname="CJFD2020", filename="OLD0001"))
+        return GridPage(rows=[row], total=1, page=1, page_count=1)
+
+    async with Client(build_server(h.open)) as client:
+        watch_id = (await client.call_tool("watch_search", {"search_id": seed(h)})).structured_content["watch_id"]
+        h.backend.grid = slow  # type: ignore[method-assign]
+        first = (await client.call_tool("check_updates", {"watch_id": "all"})).structured_content
+        assert first["status"] == "running"
+        again = await client.call_tool("check_updates", {"watch_id": watch_id})
+        assert again.is_error and again.structured_content["code"] == "OPERATION_BUSY"
+        assert again.structured_content["details"]["operation_id"] == first["operation_id"]
+        release.set()
+        done = (await client.call_tool("operation_status", {"operation_id": first["operation_id"], "wait_seconds": 10})).structured_content
+        assert done["status"] != "running"
+        after = await client.call_tool("check_updates", {"watch_id": watch_id})
+        assert not after.is_error

@@ -225,6 +225,7 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("find_citation_path", {"source": "a"}, "INVALID_ARGUMENT"),
     ("export_search_log", {"search_id": "s", "format": "docx"}, "INVALID_ARGUMENT"),
     ("watch_search", {"search_id": ""}, "INVALID_ARGUMENT"),
+    ("list_watches", {"checks": 11}, "INVALID_ARGUMENT"),
     ("check_updates", {"pages": 0}, "INVALID_ARGUMENT"),
     ("login", {"remote_access_url": "http://vpn.example.edu/"}, "INVALID_ARGUMENT"),
     ("login", {"remote_access_url": "https://user:pw@vpn.example.edu/"}, "INVALID_ARGUMENT"),
