@@ -106,3 +106,44 @@ async def test_a_stdio_server_loads_the_segmenter_dictionary_in_the_background_a
         except TimeoutError:
             proc.kill()
             await proc.wait()
+
+
+def test_ctrl_c_ends_a_stdio_server_whose_client_keeps_stdin_open(tmp_path: Path) -> None:
+    """Ctrl-C in the terminal that runs `cnki-mcp serve` (SIGINT to its process group) after a
+    client connected: the server exits 130 instead of waiting forever on the open stdin (the
+    SDK's stdin reader thread used to block the interpreter's exit)."""
+    import json
+    import signal
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cnki_mcp", "serve"],
+        env=_env(tmp_path / "data"),
+        cwd=str(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "diagnostics", "arguments": {}}},
+    ]
+    try:
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+        proc.stdin.flush()
+        replies: list[dict[str, object]] = []
+        while not any(r.get("id") == 2 for r in replies):
+            line = proc.stdout.readline()
+            assert line, "the server's stdout ended before the diagnostics reply"
+            replies.append(json.loads(line))
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=60) == 130  # a bound: TimeoutExpired fails the test
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
