@@ -131,6 +131,7 @@ class BrowserHost:
         self._dirty: asyncio.Event | None = None
         self._autosave: asyncio.Task[None] | None = None
         self._last_saved: str | None = None
+        self._closed = False  # after close() nothing launches again (server shutdown)
 
     # --- paths and state ------------------------------------------------------------
 
@@ -190,6 +191,10 @@ class BrowserHost:
         if ctx is not None and not self._dead:
             return ctx
         async with self._ensure_lock:
+            if self._closed:
+                # Work that outlives its operation at shutdown (a shielded fetch) must not start
+                # a browser the server no longer owns: the profile lock would outlive the store's.
+                raise BrowserUnavailable("服务正在关闭，不再启动浏览器", reason="closed")
             if self._context is not None and not self._dead:
                 return self._context
             if self._context is not None or self._pw is not None:
@@ -202,8 +207,10 @@ class BrowserHost:
             await self._drop()
 
     async def close(self) -> None:
-        """Save session cookies, close the browser and release the profile lock."""
+        """Save session cookies, close the browser and release the profile lock; the host never
+        launches again."""
         async with self._ensure_lock:
+            self._closed = True
             await self._drop()
             if self._file_lock is not None:
                 self._file_lock.release()
