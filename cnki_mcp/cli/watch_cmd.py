@@ -5,7 +5,12 @@ directory's store and prints a short digest.
 Exit codes of `check`: 0 checked, nothing changed; 1 checked, something new or changed (the digest
 says what); 3 stopped early (request budget or a site problem; the digest covers the watches
 checked, the rest are named); 2 an error before anything ran (`错误 CODE: 说明` on stderr, e.g.
-DATA_DIRECTORY_IN_USE while the MCP server holds the data directory, or an unknown watch)."""
+DATA_DIRECTORY_IN_USE while the MCP server holds the data directory, or an unknown watch).
+
+When the browser runs headless (no display, or CNKI_HEADLESS=1) nobody can be shown a slider or
+a login page, so such a page stops the check at once (VERIFICATION_SKIPPED, exit 3) instead of
+waiting the human timeout (20 minutes) in silence; with a display the window is shown and the
+check waits for the person, as the MCP tool does."""
 
 from __future__ import annotations
 
@@ -84,10 +89,13 @@ async def _check(services: Services, args: argparse.Namespace) -> int:
     async def runner(op: Any) -> Any:
         return await service.check(target, op, args.pages)
 
+    headless = _headless(services)
     job = services.jobs.start(
         OperationKind.WATCH,
         runner,
-        BudgetSpec(max_requests=args.max_requests, timeout_seconds=600),
+        BudgetSpec(
+            max_requests=args.max_requests, timeout_seconds=600, on_verification="skip" if headless else "wait"
+        ),
         stage="watch",
         message="检查订阅更新",
     )
@@ -98,10 +106,28 @@ async def _check(services: Services, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=1))
     else:
-        print(digest(report))
+        print(digest(report, record.errors[0].code if record.errors and report.unchecked else None))
     for error in record.errors:
         print(f"错误 {error.code}: {error.message}", file=sys.stderr)
+        hint = HINTS.get(error.code)
+        if hint:
+            print(f"提示：{hint}", file=sys.stderr)
     return exit_code(record.status.value, report)
+
+
+# Next steps for a person reading cron mail (the errors' own messages speak to MCP clients).
+HINTS: dict[str, str] = {
+    "VERIFICATION_SKIPPED": "知网要求人工验证或登录，而本次检查没有可显示的浏览器窗口（无界面）；"
+    "请在 AI 客户端中调用 check_updates，或在有图形显示的环境中运行 cnki-mcp watch check",
+    "BUDGET_EXHAUSTED": "用更大的 --max-requests 重新运行 cnki-mcp watch check",
+}
+
+
+def _headless(services: Services) -> bool:
+    from cnki_mcp.site.locate import decide_headless
+
+    settings = services.settings
+    return decide_headless(settings.headless, platform=sys.platform, display=settings.display)
 
 
 def exit_code(status: str, report: CheckReport) -> int:

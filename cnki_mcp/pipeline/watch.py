@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from cnki_mcp.clock import Clock
-from cnki_mcp.errors import CnkiError, InvalidInput, SearchNotFound
+from cnki_mcp.errors import CnkiError, InvalidInput, SearchNotFound, VerificationSkipped
 from cnki_mcp.identity import Paper, listed_online_first
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridRow
@@ -229,8 +229,10 @@ class WatchService:
             try:
                 check = await self._check_one(watch, ctx, pages)
             except CnkiError as exc:
-                if not is_fatal(exc):
+                if not (is_fatal(exc) or isinstance(exc, VerificationSkipped)):
                     raise
+                # stopped (budget, site, or a person needed where nobody can be asked): the
+                # checks done are kept and the rest named
                 report.unchecked = [w.watch_id for w in todo[n:]]
                 report.requests = ctx.requests
                 ctx.set_result(report)
@@ -358,8 +360,9 @@ def _anchor(subject: dict[str, Any]) -> str:
     return ""
 
 
-def digest(report: CheckReport) -> str:
-    """A short plain-text digest for `cnki-mcp watch check` (cron mail)."""
+def digest(report: CheckReport, stopped_by: str | None = None) -> str:
+    """A short plain-text digest for `cnki-mcp watch check` (cron mail). `stopped_by`: the code
+    of the error that stopped the batch early."""
     lines: list[str] = []
     for c in report.checks:
         head = f"[{c.watch_id}] {c.question}: 新增 {c.new_count}，出刊 {c.published_count}，被引变化 {c.cited_changed_count}"
@@ -371,6 +374,7 @@ def digest(report: CheckReport) -> str:
         for item in c.cited_changed:
             lines.append(f"  ~ 被引 {item.title}：{item.before} -> {item.after}")
     if report.unchecked:
-        lines.append(f"预算用完，未检查：{', '.join(report.unchecked)}")
+        reason = f"（{stopped_by}）" if stopped_by else ""
+        lines.append(f"提前停止{reason}，未检查：{', '.join(report.unchecked)}")
     lines.append(f"请求数：{report.requests}")
     return "\n".join(lines)

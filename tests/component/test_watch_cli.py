@@ -47,3 +47,12 @@ def test_exit_codes_follow_the_report() -> None:
     assert exit_code("completed", CheckReport(checks=[quiet])) == EXIT_UNCHANGED
     assert exit_code("completed", CheckReport(checks=[quiet, news])) == EXIT_CHANGED
     assert exit_code("partial", CheckReport(checks=[news])) == EXIT_STOPPED
+
+
+def test_the_digest_names_what_stopped_the_check_early() -> None:
+    """A check stopped by the browser, the site or a slider is not a spent budget."""
+    from cnki_mcp.pipeline.watch import digest
+
+    stopped = digest(CheckReport(unchecked=["wat_a", "wat_b"]), "BROWSER_UNAVAILABLE")
+    assert "BROWSER_UNAVAILABLE" in stopped and "wat_a, wat_b" in stopped
+    assert "预算用完" not in stopped
