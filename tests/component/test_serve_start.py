@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from cnki_mcp.cli.serve_cmd import check_token_rule, is_loopback
+from cnki_mcp.cli.serve_cmd import check_token_rule, http_url, is_loopback
 from cnki_mcp.errors import CnkiError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -117,3 +118,42 @@ def test_serve_starts_the_segmenter_warm_up_once_the_server_is_built(
     assert serve_cmd.run(parser.parse_args(["--transport", transport])) in (0, None)
     expected = ["built", "warm-up", "serving"]
     assert events == (["handshake", *expected] if transport == "stdio" else expected)
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    """A port another program listens on."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        yield held.getsockname()[1]
+
+
+def test_http_on_a_port_in_use_is_a_coded_error_before_any_address_is_announced(
+    tmp_path: Path, busy_port: int
+) -> None:
+    done = serve(tmp_path / "data", "--transport", "http", "--port", str(busy_port))
+    assert_clean_error(done, "LISTEN_FAILED")
+    assert "http://" not in done.stderr  # no banner for a server that never listened
+
+
+def test_sim_on_a_port_in_use_or_with_a_broken_scenario_is_a_coded_error(tmp_path: Path, busy_port: int) -> None:
+    def sim(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "cnki_mcp", "sim", *args],
+            cwd=REPO, input="", capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    assert_clean_error(sim("--port", str(busy_port)), "LISTEN_FAILED")
+    broken = tmp_path / "scenario.json"
+    broken.write_text("{faults: []}", encoding="utf-8")
+    assert_clean_error(sim("--scenario", str(broken)), "INVALID_ARGUMENT")
+    assert_clean_error(sim("--scenario", str(tmp_path / "missing.json")), "INVALID_ARGUMENT")
+
+
+def test_the_announced_url_brackets_an_ipv6_address() -> None:
+    assert http_url("::1", 8000) == "http://[::1]:8000/mcp"
+    assert http_url("[::1]", 8000) == "http://[::1]:8000/mcp"
+    assert http_url("127.0.0.1", 8000) == "http://127.0.0.1:8000/mcp"
