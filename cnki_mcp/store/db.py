@@ -374,7 +374,15 @@ def _open_checked(path: Path) -> sqlite3.Connection:
             raise Unreadable("integrity_check: " + "; ".join(str(r[0]) for r in check[:5]))
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         if version > SCHEMA_VERSION:
-            raise Unreadable(f"schema version {version} is newer than {SCHEMA_VERSION}")
+            # A newer cnki-mcp wrote it: healthy data this release cannot read. Never set aside
+            # (the person's library would vanish from view); the fix is an upgrade.
+            raise DatabaseUnusable(
+                f"数据库 {path} 由更新版本的 cnki-mcp 写入（数据库版本 {version}，本程序只支持到 "
+                f"{SCHEMA_VERSION}）：请升级 cnki-mcp 后再启动；该文件未改动",
+                path=str(path),
+                schema_version=version,
+                supported=SCHEMA_VERSION,
+            )
         try:
             _migrate(conn, version)
         except sqlite3.DatabaseError as exc:
@@ -386,7 +394,7 @@ def _open_checked(path: Path) -> sqlite3.Connection:
         # The library index follows the schema (rebuilt after any migration) and its analyzer.
         ensure_index(conn, force=version < SCHEMA_VERSION)
         return conn
-    except Unreadable:
+    except (Unreadable, DatabaseUnusable):
         conn.close()
         raise
     except sqlite3.DatabaseError as exc:
