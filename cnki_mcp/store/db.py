@@ -301,10 +301,14 @@ def acquire_lock(data_dir: Path, timeout: float) -> FileLock:
     try:
         lock.acquire()
     except Timeout as exc:
-        raise DataDirectoryInUse(data_dir=str(data_dir)) from exc
+        raise DataDirectoryInUse(
+            f"数据目录 {data_dir} 正被另一个 cnki-mcp 进程使用（例如 AI 客户端启动的服务）；"
+            "先结束那个进程，或用 CNKI_DATA_DIR 指定另一个数据目录",
+            data_dir=str(data_dir),
+        ) from exc
     except OSError as exc:  # unwritable directory, a directory named .lock ...
         raise DataDirectoryUnusable(
-            "无法在数据目录中创建锁文件", path=str(data_dir), reason=exc.strerror or type(exc).__name__
+            f"无法在数据目录 {data_dir} 中创建锁文件", path=str(data_dir), reason=exc.strerror or type(exc).__name__
         ) from exc
     return lock
 

@@ -55,7 +55,9 @@ def test_symlinked_downloads_directory_is_a_coded_error_at_start(tmp_path: Path)
 def test_data_directory_that_is_a_file_is_a_coded_error_at_start(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.write_text("not a folder")
-    assert_clean_error(serve(data), "DATA_DIRECTORY_UNUSABLE")
+    done = serve(data)
+    assert_clean_error(done, "DATA_DIRECTORY_UNUSABLE")
+    assert str(data.resolve()) in done.stderr  # which path: the default one is not obvious
 
 
 def test_http_on_all_interfaces_without_a_token_refuses_to_start(tmp_path: Path) -> None:

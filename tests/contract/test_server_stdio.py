@@ -65,6 +65,7 @@ def test_serve_on_a_data_directory_in_use_fails_with_a_clear_code(tmp_path: Path
         store.close()
     assert proc.returncode == 2
     assert "DATA_DIRECTORY_IN_USE" in proc.stderr
+    assert str(data_dir.resolve()) in proc.stderr  # which directory: the default one is not obvious
 
 
 async def test_a_stdio_server_loads_the_segmenter_dictionary_in_the_background_after_its_handshake(
