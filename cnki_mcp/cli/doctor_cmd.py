@@ -109,7 +109,7 @@ def check_browser_found(
 def _default_probe(path: str) -> tuple[bool, str]:
     from cnki_mcp.site.probe import probe_browser
 
-    result = probe_browser(path)
+    result = probe_browser(path, environ=dict(os.environ))  # the browser's own files stay out of HOME
     return result.ok, (result.version or "") if result.ok else (result.error or "启动失败")
 
 
