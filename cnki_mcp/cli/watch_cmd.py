@@ -67,9 +67,15 @@ def _service(services: Services) -> WatchService:
     return WatchService(services.store, services.backend, services.clock, (origin,) if origin else ())
 
 
+NO_WATCHES = "{}：数据目录里没有订阅的检索；在 AI 客户端中对一次检索调用 watch_search 订阅它"
+
+
 def _list(services: Services) -> int:
     service = _service(services)
-    for watch in services.store.list_watches():
+    watches = services.store.list_watches()
+    if not watches:  # stderr: the listing on stdout stays empty for scripts
+        print(NO_WATCHES.format(services.settings.data_dir), file=sys.stderr)
+    for watch in watches:
         info = service.info(watch)
         last = info.last_check_at.isoformat(timespec="seconds") if info.last_check_at else "-"
         print(f"{info.watch_id}\t{info.search_id}\tchecks={info.checks}\tlast={last}\t{info.question}")
@@ -84,7 +90,8 @@ async def _check(services: Services, args: argparse.Namespace) -> int:
         raise InvalidInput("--max-requests 至少为 1", field="max_requests")
     service = _service(services)
     target = args.watch_id or "all"
-    service.watches(target)  # INVALID_ARGUMENT for an unknown id, before anything starts
+    if not service.watches(target):  # INVALID_ARGUMENT for an unknown id, before anything starts
+        print(NO_WATCHES.format(services.settings.data_dir), file=sys.stderr)  # cron: say why nothing ran
 
     async def runner(op: Any) -> Any:
         return await service.check(target, op, args.pages)
