@@ -103,11 +103,22 @@ def claimed_stdin() -> Iterator[int]:
     except OSError:  # fd 0 stays the client's; reading the duplicate is still right
         yield private
         return
+    _rebind_std_handle(0)
     try:
         yield private
     finally:
         with contextlib.suppress(OSError):
             os.dup2(private, 0)
+            _rebind_std_handle(0)
+
+
+def _rebind_std_handle(fd: int) -> None:
+    """Windows: children inherit the Win32 standard handle, which os.dup2 leaves alone; point it
+    at the descriptor too (the SDK does the same for its own claim). A no-op elsewhere."""
+    from mcp.os.win32.utilities import rebind_std_handle_to_fd
+
+    with contextlib.suppress(OSError):
+        rebind_std_handle_to_fd(fd)
 
 
 async def run_stdio(server: CnkiServer, handover: Handover) -> None:
