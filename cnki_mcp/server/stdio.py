@@ -16,6 +16,7 @@ before it exits)."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import logging
@@ -59,17 +60,24 @@ class StdinLines:
         self._fd = fd
         self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue[bytes] = asyncio.Queue(ahead)
-        threading.Thread(target=self._read, name="cnki-mcp stdin", daemon=True).start()
+        self.thread = threading.Thread(target=self._read, name="cnki-mcp stdin", daemon=True)
+        self.thread.start()
 
-    def _put(self, line: bytes) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody reads any more
+    def _put(self, line: bytes) -> bool:
+        """Hand a line to the loop; False once nobody will read any more (the loop closed, or
+        the hand-over was cancelled while the loop shut down)."""
+        try:
             asyncio.run_coroutine_threadsafe(self._queue.put(line), self._loop).result()
+        except (RuntimeError, concurrent.futures.CancelledError):
+            return False
+        return True
 
     def _read(self) -> None:
         try:
             with open(self._fd, "rb", closefd=False) as source:
                 for line in iter(source.readline, b""):
-                    self._put(line)
+                    if not self._put(line):
+                        return
         except (OSError, ValueError):
             pass
         self._put(b"")  # end of input

@@ -148,3 +148,36 @@ def test_ctrl_c_ends_a_stdio_server_whose_client_keeps_stdin_open(tmp_path: Path
             proc.wait()
         proc.stdin.close()
         proc.stdout.close()
+
+
+def test_the_stdin_reader_ends_quietly_when_its_loop_goes_away_while_it_hands_over_a_line() -> None:
+    """The session ended with lines still unread (the loop closes while the reader thread waits
+    to hand one over): the thread stops without an uncaught exception on stderr."""
+    import asyncio
+    import threading
+
+    from cnki_mcp.server.stdio import StdinLines
+
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, b'{"jsonrpc": "2.0", "method": "x"}\n' * 8)
+    uncaught: list[threading.ExceptHookArgs] = []
+    hook = threading.excepthook
+    threading.excepthook = uncaught.append
+
+    async def session() -> StdinLines:
+        lines = StdinLines(read_fd, ahead=1)
+        assert (await anext(lines)).startswith("{")
+        async with asyncio.timeout(30):
+            while not lines._queue._putters:  # type: ignore[attr-defined]  # the thread waits on a full queue
+                await asyncio.sleep(0)
+        return lines
+
+    try:
+        lines = asyncio.run(session())  # closing the loop cancels the pending hand-over
+        lines.thread.join(timeout=30)
+        assert not lines.thread.is_alive()
+        assert uncaught == []
+    finally:
+        threading.excepthook = hook
+        os.close(write_fd)
+        os.close(read_fd)
