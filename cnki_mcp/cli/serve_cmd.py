@@ -71,16 +71,22 @@ def port_number(text: str) -> int:
     return value
 
 
-def listen_socket(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on host:port, bound before anything is announced: a port in use,
-    an address that is not this machine's or a name that does not resolve is LISTEN_FAILED."""
+def listen_sockets(host: str, port: int) -> list[socket.socket]:
+    """Listening TCP sockets on host:port, one per address the host resolves to (as uvicorn's own
+    bind does: `localhost` may be both 127.0.0.1 and ::1), bound before anything is announced: a
+    port in use, an address that is not this machine's or a name that does not resolve is
+    LISTEN_FAILED."""
     name = host.strip().strip("[]")
+    bound: list[socket.socket] = []
     try:
-        family, _, _, _, address = socket.getaddrinfo(
-            name, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-        return socket.create_server(address, family=family, backlog=2048)
+        infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        for family, _, _, _, address in dict.fromkeys((i[0], 0, 0, "", i[4]) for i in infos):
+            if bound:  # port 0: every address on the port the first one got
+                address = (address[0], bound[0].getsockname()[1], *address[2:])
+            bound.append(socket.create_server(address, family=family, backlog=2048))
     except OSError as exc:
+        for sock in bound:
+            sock.close()
         raise ListenFailed(
             f"无法在 {host}:{port} 上监听：{exc.strerror or exc}；换一个 --port，结束占用该端口的程序，"
             "或改用本机的地址作 --host",
@@ -88,6 +94,7 @@ def listen_socket(host: str, port: int) -> socket.socket:
             port=port,
             reason=exc.strerror or type(exc).__name__,
         ) from exc
+    return bound
 
 
 def http_url(host: str, port: int) -> str:
@@ -169,12 +176,12 @@ def run(args: argparse.Namespace) -> int:
         else:
             from cnki_mcp.server.app import build_server
 
-            sock = listen_socket(args.host, args.port)
+            socks = listen_sockets(args.host, args.port)
             server = build_server(open_services)
             _warm_later()
             from cnki_mcp.server.http import serve_http
 
-            print(f"cnki-mcp: {http_url(args.host, sock.getsockname()[1])}", file=sys.stderr, flush=True)
+            print(f"cnki-mcp: {http_url(args.host, socks[0].getsockname()[1])}", file=sys.stderr, flush=True)
             anyio.run(
                 lambda: serve_http(
                     server,
@@ -183,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
                     token=settings.mcp_token,
                     allowed_hosts=args.allowed_host,
                     allowed_origins=args.allowed_origin,
-                    sock=sock,
+                    sockets=socks,
                     stateless=args.stateless,
                 )
             )

@@ -211,11 +211,12 @@ async def serve_http(
     token: str | None,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
-    sock: socket.socket | None = None,
+    sockets: Sequence[socket.socket] = (),
     stateless: bool = False,
 ) -> None:
-    """Run uvicorn until it is stopped. `sock`: an already bound, listening socket."""
-    actual_port = sock.getsockname()[1] if sock is not None else port
+    """Run uvicorn until it is stopped. `sockets`: already bound, listening sockets (all on one
+    port; a name such as localhost may give one per address family)."""
+    actual_port = sockets[0].getsockname()[1] if sockets else port
     srv = http_server(
         server,
         host=host,
@@ -225,4 +226,4 @@ async def serve_http(
         allowed_origins=allowed_origins,
         stateless=stateless,
     )
-    await srv.serve(sockets=[sock] if sock is not None else None)
+    await srv.serve(sockets=list(sockets) or None)
