@@ -159,3 +159,25 @@ def test_the_announced_url_brackets_an_ipv6_address() -> None:
     assert http_url("::1", 8000) == "http://[::1]:8000/mcp"
     assert http_url("[::1]", 8000) == "http://[::1]:8000/mcp"
     assert http_url("127.0.0.1", 8000) == "http://127.0.0.1:8000/mcp"
+
+
+def test_a_host_name_with_two_addresses_is_served_on_both(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--host localhost` where localhost is both ::1 and 127.0.0.1 (macOS): uvicorn listened on
+    every address; binding before the announcement must too, on one port (here two loopback
+    IPv4 addresses stand for the two)."""
+    import socket
+
+    from cnki_mcp.cli import serve_cmd
+
+    def two(name: str, port: int, *args: object, **kwargs: object) -> list[tuple[object, ...]]:
+        assert name == "twohost"
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port)) for ip in ("127.0.0.1", "127.0.0.2")]
+
+    monkeypatch.setattr(serve_cmd.socket, "getaddrinfo", two)
+    socks = serve_cmd.listen_sockets("twohost", 0)
+    try:
+        names = [s.getsockname() for s in socks]
+        assert [n[0] for n in names] == ["127.0.0.1", "127.0.0.2"] and names[0][1] == names[1][1]
+    finally:
+        for s in socks:
+            s.close()
