@@ -71,13 +71,17 @@ def ensure_root(data_dir: Path) -> Path:
             with contextlib.suppress(FileExistsError):
                 data_dir.mkdir(mode=DIR_MODE)
         if not data_dir.is_dir():
-            raise DataDirectoryUnusable("数据目录不是文件夹", path=str(data_dir), reason="not_a_directory")
+            raise DataDirectoryUnusable(
+                f"数据目录 {data_dir} 不是文件夹；用 CNKI_DATA_DIR 指向一个文件夹",
+                path=str(data_dir),
+                reason="not_a_directory",
+            )
         os.chmod(data_dir, DIR_MODE)  # the umask may have removed bits; never more than 0700
     except DataDirectoryUnusable:
         raise
     except OSError as exc:
         raise DataDirectoryUnusable(
-            "无法创建或设置数据目录", path=str(data_dir), reason=exc.strerror or type(exc).__name__
+            f"无法创建或设置数据目录 {data_dir}（{exc.strerror or type(exc).__name__}）", path=str(data_dir), reason=exc.strerror or type(exc).__name__
         ) from exc
     if not os.access(data_dir, os.W_OK | os.X_OK):
         raise DataDirectoryUnusable("数据目录不可写", path=str(data_dir), reason="not_writable")

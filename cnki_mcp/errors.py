@@ -396,6 +396,11 @@ class TokenRequired(CnkiError):
     default_message = "在非本机地址上提供 HTTP 服务必须设置 CNKI_MCP_TOKEN（或明确传入 --insecure-no-token）"
 
 
+class ListenFailed(CnkiError):
+    code = "LISTEN_FAILED"
+    default_message = "无法在该地址和端口上监听（端口已被占用、地址不属于本机或无法解析）"
+
+
 class ConfigSymlink(CnkiError):
     code = "CONFIG_SYMLINK"
     default_message = "配置文件是符号链接，拒绝写入"

@@ -111,6 +111,24 @@ def _bool(env: Mapping[str, str], name: str) -> bool | None:
     raise ConfigInvalid(f"{name} 必须是 1 或 0", name=name, value=raw)
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _log_level(raw: str | None) -> str:
+    level = (raw or "").strip().upper() or "INFO"
+    if level == "WARN":
+        return "WARNING"
+    if level not in LOG_LEVELS:
+        raise ConfigInvalid(f"CNKI_LOG_LEVEL 必须是 {' / '.join(LOG_LEVELS)} 之一", name="CNKI_LOG_LEVEL", value=raw)
+    return level
+
+
+def _token(raw: str | None) -> str | None:
+    """CNKI_MCP_TOKEN without surrounding whitespace (a client cannot send it in a header)."""
+    token = (raw or "").strip()
+    return token or None
+
+
 def _origin(raw: str | None) -> str | None:
     if not raw:
         return None
@@ -153,9 +171,9 @@ def load_settings(environ: Mapping[str, str]) -> Settings:
         extra_browser_args=extra_args,
         host_resolver_rules=environ.get("CNKI_HOST_RESOLVER_RULES") or None,
         ignore_certificate_errors=bool(_bool(environ, "CNKI_IGNORE_CERT_ERRORS")),
-        mcp_token=environ.get("CNKI_MCP_TOKEN") or None,
+        mcp_token=_token(environ.get("CNKI_MCP_TOKEN")),
         display=environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY") or None,
-        log_level=(environ.get("CNKI_LOG_LEVEL") or "INFO").upper(),
+        log_level=_log_level(environ.get("CNKI_LOG_LEVEL")),
         human_timeout_seconds=_float(environ, "CNKI_HUMAN_TIMEOUT_SECONDS", 1200.0, 1.0, 86_400.0),
         read_only=bool(_bool(environ, "CNKI_READ_ONLY")),
     )

@@ -2,7 +2,9 @@
 `claude mcp add-json --scope user cnki '<json>'`, as its documentation prescribes), with the
 same guarantees as the file writer: a symlinked config is refused, the file is backed up
 before the CLI touches it, an identical entry is a no-op (the CLI is not run), and a failing
-CLI is CONFIG_WRITE_FAILED with its message. The subprocess runner is passed in."""
+CLI is CONFIG_WRITE_FAILED with its message: before any change the backup is dropped; after the
+old entry was removed it is put back through the CLI and the message names the backup. The
+subprocess runner is passed in."""
 
 from __future__ import annotations
 
@@ -62,14 +64,41 @@ def install_with_cli(
     if path.exists():
         backup = backup_path(path, now)
         shutil.copy2(path, backup)
-    for argv in cli_commands(exe, name, entry, replace=current is not None):
+    for done, argv in enumerate(cli_commands(exe, name, entry, replace=current is not None)):
         code, output = run(argv)
         if code != 0:
-            raise ConfigWriteFailed(
-                f"{Path(exe).name} {' '.join(argv[1:3])} 失败（退出码 {code}）：{output.strip()[:300]}",
-                path=str(path),
-            )
+            raise _failed(exe, argv, code, output, path, backup, current, name, run, changed=done > 0)
     return InstallResult("created" if current is None and backup is None else "updated", path, backup)
+
+
+def _failed(
+    exe: str,
+    argv: Sequence[str],
+    code: int,
+    output: str,
+    path: Path,
+    backup: Path | None,
+    previous: Any,
+    name: str,
+    run: Runner,
+    *,
+    changed: bool,
+) -> ConfigWriteFailed:
+    """The error for a failing CLI call. Nothing changed yet: the backup is dropped. The old entry
+    already removed: it is put back through the CLI, and the message says so and names the backup."""
+    message = f"{Path(exe).name} {' '.join(argv[1:3])} 失败（退出码 {code}）：{output.strip()[:300]}"
+    if not changed:
+        if backup is not None:
+            backup.unlink(missing_ok=True)
+        return ConfigWriteFailed(message, path=str(path))
+    restored = (
+        isinstance(previous, dict)
+        and run(cli_commands(exe, name, previous, replace=False)[-1])[0] == 0
+    )
+    message += "；原来的 cnki 条目已" + ("恢复" if restored else "被删除，未能恢复")
+    if backup is not None:
+        message += f"，修改前的配置备份在 {backup}"
+    return ConfigWriteFailed(message, path=str(path), backup=str(backup) if backup else None, restored=restored)
 
 
 def run_subprocess(argv: Sequence[str], *, timeout: float = 60.0) -> tuple[int, str]:

@@ -109,7 +109,7 @@ def check_browser_found(
 def _default_probe(path: str) -> tuple[bool, str]:
     from cnki_mcp.site.probe import probe_browser
 
-    result = probe_browser(path)
+    result = probe_browser(path, environ=dict(os.environ))  # the browser's own files stay out of HOME
     return result.ok, (result.version or "") if result.ok else (result.error or "启动失败")
 
 
@@ -225,6 +225,13 @@ def check_display(settings: Settings, *, platform: str) -> Check:
     headless = decide_headless(settings.headless, platform=platform, display=settings.display)
     mode = "无界面（headless）" if headless else "有界面（窗口最小化）"
     detail = f"{'有' if has_display else '没有'}图形显示；浏览器将以{mode}运行"
+    if not headless and not has_display:  # CNKI_HEADLESS=0 without a display: no browser can start
+        return Check(
+            "display",
+            False,
+            "没有图形显示，而 CNKI_HEADLESS=0 要求有界面的浏览器：浏览器无法启动（BROWSER_UNAVAILABLE）",
+            "删除 CNKI_HEADLESS 或设为 1，或在有图形显示（DISPLAY / WAYLAND_DISPLAY）的环境中运行",
+        )
     hint = "" if has_display else "无界面时知网更常要求人工验证；需要验证时请在有显示的环境下运行"
     return Check("display", True, detail, hint)
 

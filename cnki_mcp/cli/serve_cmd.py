@@ -15,9 +15,10 @@ import argparse
 import ipaddress
 import logging
 import os
+import socket
 import sys
 
-from cnki_mcp.errors import TokenRequired
+from cnki_mcp.errors import ListenFailed, TokenRequired
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or http"
     )
     parser.add_argument("--host", default="127.0.0.1", help="HTTP listen address (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    parser.add_argument("--port", type=port_number, default=8000, help="HTTP port (default 8000; 0 = any free port)")
     parser.add_argument(
         "--allowed-host",
         action="append",
@@ -57,6 +58,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="HTTP without sessions: one JSON response per request (no progress, logging or sampling)",
     )
+
+
+def port_number(text: str) -> int:
+    """argparse type: a TCP port, 0..65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"不是端口号：{text}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"端口号必须在 0..65535 之间：{text}")
+    return value
+
+
+def listen_sockets(host: str, port: int) -> list[socket.socket]:
+    """Listening TCP sockets on host:port, one per address the host resolves to (as uvicorn's own
+    bind does: `localhost` may be both 127.0.0.1 and ::1), bound before anything is announced: a
+    port in use, an address that is not this machine's or a name that does not resolve is
+    LISTEN_FAILED."""
+    name = host.strip().strip("[]")
+    bound: list[socket.socket] = []
+    try:
+        infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        for family, _, _, _, address in dict.fromkeys((i[0], 0, 0, "", i[4]) for i in infos):
+            if bound:  # port 0: every address on the port the first one got
+                address = (address[0], bound[0].getsockname()[1], *address[2:])
+            bound.append(socket.create_server(address, family=family, backlog=2048))
+    except OSError as exc:
+        for sock in bound:
+            sock.close()
+        raise ListenFailed(
+            f"无法在 {host}:{port} 上监听：{exc.strerror or exc}；换一个 --port，结束占用该端口的程序，"
+            "或改用本机的地址作 --host",
+            host=host,
+            port=port,
+            reason=exc.strerror or type(exc).__name__,
+        ) from exc
+    return bound
+
+
+def http_url(host: str, port: int) -> str:
+    """The URL a client uses (an IPv6 literal in brackets)."""
+    name = host.strip().strip("[]")
+    return f"http://[{name}]:{port}/mcp" if ":" in name else f"http://{name}:{port}/mcp"
 
 
 def is_loopback(host: str) -> bool:
@@ -132,11 +176,12 @@ def run(args: argparse.Namespace) -> int:
         else:
             from cnki_mcp.server.app import build_server
 
+            socks = listen_sockets(args.host, args.port)
             server = build_server(open_services)
             _warm_later()
             from cnki_mcp.server.http import serve_http
 
-            print(f"cnki-mcp: http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
+            print(f"cnki-mcp: {http_url(args.host, socks[0].getsockname()[1])}", file=sys.stderr, flush=True)
             anyio.run(
                 lambda: serve_http(
                     server,
@@ -145,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
                     token=settings.mcp_token,
                     allowed_hosts=args.allowed_host,
                     allowed_origins=args.allowed_origin,
+                    sockets=socks,
                     stateless=args.stateless,
                 )
             )

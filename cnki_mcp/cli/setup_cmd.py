@@ -130,7 +130,7 @@ def pick_browser(explicit: str | None, environ: Mapping[str, str], interactive: 
 def probe(path: str) -> tuple[bool, str]:
     from cnki_mcp.site.probe import probe_browser
 
-    result = probe_browser(path)
+    result = probe_browser(path, environ=dict(os.environ))  # the browser's own files stay out of HOME
     return (True, result.version or "") if result.ok else (False, result.error or "启动失败")
 
 

@@ -9,11 +9,21 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cnki_mcp.sim.scenario import Scenario
+
+
+def port_number(text: str) -> int:
+    from cnki_mcp.cli.serve_cmd import port_number as parse
+
+    return parse(text)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=0, help="port (default 0 = any free port)")
+    parser.add_argument("--port", type=port_number, default=0, help="port (default 0 = any free port)")
     parser.add_argument("--corpus", type=Path, default=None, help="corpus directory (default: bundled)")
     parser.add_argument(
         "--scenario", type=Path, default=None, help="scenario JSON file (faults, latency, ...)"
@@ -41,10 +51,24 @@ def require_sim_extra(hosts_mode: bool) -> None:
         )
 
 
+def load_scenario(path: Path) -> Scenario:
+    """The scenario file, or INVALID_ARGUMENT saying what is wrong with it."""
+    from cnki_mcp.errors import InvalidInput
+    from cnki_mcp.sim.scenario import Scenario as Loaded
+
+    try:
+        return Loaded.load(path)
+    except OSError as exc:
+        raise InvalidInput(f"无法读取场景文件 {path}：{exc.strerror or exc}", field="scenario") from exc
+    except ValueError as exc:  # bad JSON (JSONDecodeError) or a rule the simulator refuses
+        raise InvalidInput(f"场景文件 {path} 无效：{exc}", field="scenario") from exc
+    except (TypeError, KeyError, AttributeError) as exc:
+        raise InvalidInput(f"场景文件 {path} 的结构无效：{exc!r}", field="scenario") from exc
+
+
 def run(args: argparse.Namespace) -> int:
     require_sim_extra(args.hosts)
     from cnki_mcp.sim.corpus import Corpus
-    from cnki_mcp.sim.scenario import Scenario
     from cnki_mcp.sim.server import SimServer
 
     if args.corpus is not None and not (args.corpus / "records.jsonl").is_file():
@@ -52,15 +76,24 @@ def run(args: argparse.Namespace) -> int:
 
         raise InvalidInput(f"{args.corpus} 不是语料目录（缺少 records.jsonl）", field="corpus")
     corpus = Corpus.load(args.corpus)
-    scenario = Scenario.load(args.scenario) if args.scenario else None
-    server = SimServer(
-        corpus,
-        scenario,
-        host=args.host,
-        port=args.port,
-        hosts_mode=args.hosts,
-        request_log_path=args.request_log,
-    ).start()
+    scenario = load_scenario(args.scenario) if args.scenario else None
+    try:
+        server = SimServer(
+            corpus,
+            scenario,
+            host=args.host,
+            port=args.port,
+            hosts_mode=args.hosts,
+            request_log_path=args.request_log,
+        ).start()
+    except OSError as exc:
+        from cnki_mcp.errors import ListenFailed
+
+        raise ListenFailed(
+            f"无法在 {args.host}:{args.port} 上监听：{exc.strerror or exc}；换一个 --port（0 = 任意空闲端口）",
+            host=args.host,
+            port=args.port,
+        ) from exc
     print(server.origin, flush=True)
     print(f"records={len(corpus.records)} journals={len(corpus.journals)}", file=sys.stderr, flush=True)
     if args.hosts:

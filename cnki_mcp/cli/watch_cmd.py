@@ -4,9 +4,13 @@ WATCH_ID`: saved searches from a cron job (DESIGN.md "Saved searches"). `check` 
 
 Exit codes of `check`: 0 checked, nothing changed; 1 checked, something new or changed (the digest
 says what); 3 stopped early (request budget or a site problem; the digest covers the watches
-checked, the rest are named; with a headless browser a verification page stops it at once, as nobody
-could solve it); 2 an error before anything ran (`错误 CODE: 说明` on stderr, e.g.
-DATA_DIRECTORY_IN_USE while the MCP server holds the data directory, or an unknown watch)."""
+checked, the rest are named); 2 an error before anything ran (`错误 CODE: 说明` on stderr, e.g.
+DATA_DIRECTORY_IN_USE while the MCP server holds the data directory, or an unknown watch).
+
+When the browser runs headless (no display, or CNKI_HEADLESS=1) nobody can be shown a slider or
+a login page, so such a page stops the check at once (VERIFICATION_SKIPPED, exit 3) instead of
+waiting the human timeout (20 minutes) in silence; with a display the window is shown and the
+check waits for the person, as the MCP tool does."""
 
 from __future__ import annotations
 
@@ -69,9 +73,15 @@ def _service(services: Services) -> WatchService:
     return WatchService(services.store, services.backend, services.clock, (origin,) if origin else ())
 
 
+NO_WATCHES = "{}：数据目录里没有订阅的检索；在 AI 客户端中对一次检索调用 watch_search 订阅它"
+
+
 def _list(services: Services) -> int:
     service = _service(services)
-    for watch in services.store.list_watches():
+    watches = services.store.list_watches()
+    if not watches:  # stderr: the listing on stdout stays empty for scripts
+        print(NO_WATCHES.format(services.settings.data_dir), file=sys.stderr)
+    for watch in watches:
         info = service.info(watch)
         last = info.last_check_at.isoformat(timespec="seconds") if info.last_check_at else "-"
         print(f"{info.watch_id}\t{info.search_id}\tchecks={info.checks}\tlast={last}\t{info.question}")
@@ -86,20 +96,19 @@ async def _check(services: Services, args: argparse.Namespace) -> int:
         raise InvalidInput("--max-requests 至少为 1", field="max_requests")
     service = _service(services)
     target = args.watch_id or "all"
-    service.watches(target)  # INVALID_ARGUMENT for an unknown id, before anything starts
+    if not service.watches(target):  # INVALID_ARGUMENT for an unknown id, before anything starts
+        print(NO_WATCHES.format(services.settings.data_dir), file=sys.stderr)  # cron: say why nothing ran
 
     async def runner(op: Any) -> Any:
         return await service.check(target, op, args.pages)
 
-    from cnki_mcp.site.locate import decide_headless
-
-    # Without a window nobody can solve a verification page: waiting for one would hold a cron
-    # job for the whole human timeout (20 minutes) before it stops anyway, so it stops at once.
-    headless = decide_headless(services.settings.headless, platform=sys.platform, display=services.settings.display)
+    headless = _headless(services)
     job = services.jobs.start(
         OperationKind.WATCH,
         runner,
-        BudgetSpec(max_requests=args.max_requests, timeout_seconds=600, on_verification="skip" if headless else "wait"),
+        BudgetSpec(
+            max_requests=args.max_requests, timeout_seconds=600, on_verification="skip" if headless else "wait"
+        ),
         stage="watch",
         message="检查订阅更新",
     )
@@ -110,10 +119,28 @@ async def _check(services: Services, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=1))
     else:
-        print(digest(report))
+        print(digest(report, record.errors[0].code if record.errors and report.unchecked else None))
     for error in record.errors:
         print(f"错误 {error.code}: {error.message}", file=sys.stderr)
+        hint = HINTS.get(error.code)
+        if hint:
+            print(f"提示：{hint}", file=sys.stderr)
     return exit_code(record.status.value, report)
+
+
+# Next steps for a person reading cron mail (the errors' own messages speak to MCP clients).
+HINTS: dict[str, str] = {
+    "VERIFICATION_SKIPPED": "知网要求人工验证或登录，而本次检查没有可显示的浏览器窗口（无界面）；"
+    "请在 AI 客户端中调用 check_updates，或在有图形显示的环境中运行 cnki-mcp watch check",
+    "BUDGET_EXHAUSTED": "用更大的 --max-requests 重新运行 cnki-mcp watch check",
+}
+
+
+def _headless(services: Services) -> bool:
+    from cnki_mcp.site.locate import decide_headless
+
+    settings = services.settings
+    return decide_headless(settings.headless, platform=sys.platform, display=settings.display)
 
 
 def exit_code(status: str, report: CheckReport) -> int:

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from cnki_mcp.clock import Clock
-from cnki_mcp.errors import CnkiError, InvalidInput, SearchNotFound, SiteUnavailable
+from cnki_mcp.errors import CnkiError, InvalidInput, SearchNotFound, SiteUnavailable, VerificationSkipped
 from cnki_mcp.identity import Paper, listed_online_first
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridPage, GridRow
@@ -301,7 +301,7 @@ class WatchService:
             try:
                 check = await self._check_one(watch, ctx, pages)
             except CnkiError as exc:
-                if is_fatal(exc) or exc.code == "VERIFICATION_SKIPPED":  # the site challenges every watch alike
+                if is_fatal(exc) or isinstance(exc, VerificationSkipped):  # a person is needed where nobody can be asked, or the site stopped us
                     keep(todo[n:])
                     raise
                 ctx.add_item_error(exc, watch_id=watch.watch_id)
@@ -502,8 +502,9 @@ def _anchor(subject: dict[str, Any]) -> str:
     return ""
 
 
-def digest(report: CheckReport) -> str:
-    """A short plain-text digest for `cnki-mcp watch check` (cron mail)."""
+def digest(report: CheckReport, stopped_by: str | None = None) -> str:
+    """A short plain-text digest for `cnki-mcp watch check` (cron mail). `stopped_by`: the code
+    of the error that stopped the batch early."""
     lines: list[str] = []
     for c in report.checks:
         head = f"[{c.watch_id}] {c.question}: 新增 {c.new_count}，出刊 {c.published_count}，被引变化 {c.cited_changed_count}"
@@ -515,6 +516,9 @@ def digest(report: CheckReport) -> str:
         for item in c.cited_changed:
             lines.append(f"  ~ 被引 {item.title}：{item.before} -> {item.after}")
     if report.unchecked:
-        lines.append(f"未检查（预算用完、出错或中断）：{', '.join(report.unchecked)}")
+        if stopped_by:
+            lines.append(f"提前停止（{stopped_by}），未检查：{', '.join(report.unchecked)}")
+        else:  # a watch failed alone (its error is an item error) and the batch went on
+            lines.append(f"未检查（出错）：{', '.join(report.unchecked)}")
     lines.append(f"请求数：{report.requests}")
     return "\n".join(lines)

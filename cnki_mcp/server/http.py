@@ -81,6 +81,37 @@ class BearerToken:
         return False
 
 
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+
+
+def _authority(address: str, port: int) -> bytes:
+    name = address.removeprefix("::ffff:")  # an IPv4 client of a dual-stack socket
+    return (f"[{name}]:{port}" if ":" in name else f"{name}:{port}").encode()
+
+
+class OwnAddressHost:
+    """ASGI middleware for a server bound to every interface (`--host 0.0.0.0`): a request whose
+    Host is exactly the IP address and port its connection arrived on addressed this machine
+    directly (a client on the network using the server's address), which DNS rebinding cannot
+    produce (a rebinding page sends its own host name). Such a Host is passed on as the loopback
+    name the allowlist accepts; every other Host still meets the allowlist (421)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        server = scope.get("server") if scope["type"] == "http" else None
+        if server and server[0] and server[1]:
+            own = _authority(str(server[0]), int(server[1]))
+            headers = list(scope.get("headers", []))
+            for i, (name, value) in enumerate(headers):
+                if name.lower() == b"host" and bytes(value).lower() == own.lower():
+                    headers[i] = (name, f"127.0.0.1:{int(server[1])}".encode())
+                    scope = {**scope, "headers": headers}
+                    break
+        await self.app(scope, receive, send)
+
+
 class NoStandaloneStream:
     """ASGI middleware for stateless mode: `GET` (the standalone SSE stream) is 405 at once."""
 
@@ -132,6 +163,8 @@ def http_app(
     )
     if stateless:
         app = NoStandaloneStream(app)
+    if host.strip().strip("[]") in WILDCARD_HOSTS:
+        app = OwnAddressHost(app)
     if token:
         app = BearerToken(app, token)
     return app
@@ -178,11 +211,12 @@ async def serve_http(
     token: str | None,
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
-    sock: socket.socket | None = None,
+    sockets: Sequence[socket.socket] = (),
     stateless: bool = False,
 ) -> None:
-    """Run uvicorn until it is stopped. `sock`: an already bound, listening socket."""
-    actual_port = sock.getsockname()[1] if sock is not None else port
+    """Run uvicorn until it is stopped. `sockets`: already bound, listening sockets (all on one
+    port; a name such as localhost may give one per address family)."""
+    actual_port = sockets[0].getsockname()[1] if sockets else port
     srv = http_server(
         server,
         host=host,
@@ -192,4 +226,4 @@ async def serve_http(
         allowed_origins=allowed_origins,
         stateless=stateless,
     )
-    await srv.serve(sockets=[sock] if sock is not None else None)
+    await srv.serve(sockets=list(sockets) or None)

@@ -1,19 +1,29 @@
 """Serving stdio after `fast_start` answered the handshake, and capturing the SDK's own handshake
 answers that `fast_start` replays (docs/benchmarks.md §Start-up).
 
-`run_stdio(server, handover)` runs the SDK's stdio transport (with its claim of fds 0 and 1)
-and first feeds the server every line `fast_start` already read (the session needs the client's
+`run_stdio(server, handover)` runs the SDK's stdio transport (with its claim of fd 1; fd 0 is
+claimed here, `claimed_stdin`) and first feeds the server every line `fast_start` already read (the session needs the client's
 capabilities from `initialize`), dropping the server's replies to the requests `fast_start`
-already answered. The SDK reads fd 0 from the
+already answered. Serving reads fd 0 from the
 byte after those lines. Each dropped reply is compared with the one that was sent; a difference
-is logged (the snapshot is stale: `scripts/update_tool_catalog.py`)."""
+is logged (the snapshot is stale: `scripts/update_tool_catalog.py`).
+
+stdin is read by a daemon thread (`StdinLines`), not the SDK's worker thread: a client or a
+terminal that keeps stdin open would otherwise hold the process after Ctrl-C for ever (the SDK
+waits for its blocked read before the session can end, and the interpreter waits for the thread
+before it exits)."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import json
 import logging
+import os
 import tempfile
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -42,11 +52,93 @@ def _wire(message: SessionMessage) -> dict[str, Any]:
     return json.loads(message.message.model_dump_json(by_alias=True, exclude_unset=True))
 
 
+class StdinLines:
+    """The lines of a file descriptor as an async iterator of text, read by a daemon thread.
+    Waiting for a line is cancellable, and the thread never delays the interpreter's exit."""
+
+    def __init__(self, fd: int, *, ahead: int = 16) -> None:
+        self._fd = fd
+        self._loop = asyncio.get_running_loop()
+        self._queue: asyncio.Queue[bytes] = asyncio.Queue(ahead)
+        self.thread = threading.Thread(target=self._read, name="cnki-mcp stdin", daemon=True)
+        self.thread.start()
+
+    def _put(self, line: bytes) -> bool:
+        """Hand a line to the loop; False once nobody will read any more (the loop closed, or
+        the hand-over was cancelled while the loop shut down)."""
+        try:
+            asyncio.run_coroutine_threadsafe(self._queue.put(line), self._loop).result()
+        except (RuntimeError, concurrent.futures.CancelledError):
+            return False
+        return True
+
+    def _read(self) -> None:
+        try:
+            with open(self._fd, "rb", closefd=False) as source:
+                for line in iter(source.readline, b""):
+                    if not self._put(line):
+                        return
+        except (OSError, ValueError):
+            pass
+        self._put(b"")  # end of input
+
+    def __aiter__(self) -> StdinLines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._queue.get()
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", "replace")
+
+
+@contextlib.contextmanager
+def claimed_stdin() -> Iterator[int]:
+    """A private duplicate of fd 0 to read the client from, fd 0 itself pointing at the null
+    device meanwhile (children and stray reads get EOF, as with the SDK's own claim); restored
+    on exit. The duplicate is never closed: the reader thread may still be blocked on it."""
+    try:
+        private = os.dup(0)
+    except OSError:
+        yield 0
+        return
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            os.dup2(null, 0)
+        finally:
+            os.close(null)
+    except OSError:  # fd 0 stays the client's; reading the duplicate is still right
+        yield private
+        return
+    _rebind_std_handle(0)
+    try:
+        yield private
+    finally:
+        with contextlib.suppress(OSError):
+            os.dup2(private, 0)
+            _rebind_std_handle(0)
+
+
+def _rebind_std_handle(fd: int) -> None:
+    """Windows: children inherit the Win32 standard handle, which os.dup2 leaves alone; point it
+    at the descriptor too (the SDK does the same for its own claim). A no-op elsewhere."""
+    from mcp.os.win32.utilities import rebind_std_handle_to_fd
+
+    with contextlib.suppress(OSError):
+        rebind_std_handle_to_fd(fd)
+
+
 async def run_stdio(server: CnkiServer, handover: Handover) -> None:
     """Serve the session over stdio, continuing from what `fast_start` read and answered."""
+    with claimed_stdin() as fd:
+        await _serve_stdio(server, handover, StdinLines(fd))
+
+
+async def _serve_stdio(server: CnkiServer, handover: Handover, stdin: StdinLines) -> None:
     lowlevel = server._lowlevel_server
     answered = dict(handover.answered)  # request id -> the reply already written
-    async with stdio_server() as (sdk_read, sdk_write):
+    async with stdio_server(stdin=stdin) as (sdk_read, sdk_write):  # type: ignore[arg-type]
         read_send, read_recv = create_context_streams[SessionMessage | Exception](0)
         write_send, write_recv = create_context_streams[SessionMessage](0)
 

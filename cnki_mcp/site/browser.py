@@ -46,6 +46,23 @@ INCOMING_DIR = datadir.INCOMING_DIR
 
 # Chrome restores the previous session's tabs from these; stale CNKI tabs (old search pages,
 # half-done logins) would come back and compete with the work tab, so they are deleted.
+# Chrome keeps its crash-report database under $CHROME_CONFIG_HOME (else ~/.config/<browser>) even
+# with --user-data-dir, and GLib caches settings in ~/.cache/dconf: both point into the profile so
+# the browser writes nothing outside the data directory (the person's HOME stays untouched).
+CONFIG_HOME_DIR = "ChromeConfigHome"
+
+
+def private_browser_env(environ: Mapping[str, str], config_home: Path, *, headless: bool) -> dict[str, str]:
+    """`environ` for a browser launch that keeps Chrome's own files out of HOME: its config home
+    at `config_home`, and (headless only: a shown window keeps the desktop's fonts and scaling)
+    GLib settings in memory. Values the person set themselves are kept."""
+    env = dict(environ)
+    env.setdefault("CHROME_CONFIG_HOME", str(config_home))
+    if headless:
+        env.setdefault("GSETTINGS_BACKEND", "memory")
+    return env
+
+
 STALE_SESSION_ENTRIES = ("Sessions", "Current Session", "Current Tabs", "Last Session", "Last Tabs")
 
 _GONE_MARKERS = (
@@ -131,6 +148,7 @@ class BrowserHost:
         self._dirty: asyncio.Event | None = None
         self._autosave: asyncio.Task[None] | None = None
         self._last_saved: str | None = None
+        self._closed = False  # after close() nothing launches again (server shutdown)
 
     # --- paths and state ------------------------------------------------------------
 
@@ -190,6 +208,10 @@ class BrowserHost:
         if ctx is not None and not self._dead:
             return ctx
         async with self._ensure_lock:
+            if self._closed:
+                # Work that outlives its operation at shutdown (a shielded fetch) must not start
+                # a browser the server no longer owns: the profile lock would outlive the store's.
+                raise BrowserUnavailable("服务正在关闭，不再启动浏览器", reason="closed")
             if self._context is not None and not self._dead:
                 return self._context
             if self._context is not None or self._pw is not None:
@@ -202,8 +224,10 @@ class BrowserHost:
             await self._drop()
 
     async def close(self) -> None:
-        """Save session cookies, close the browser and release the profile lock."""
+        """Save session cookies, close the browser and release the profile lock; the host never
+        launches again."""
         async with self._ensure_lock:
+            self._closed = True
             await self._drop()
             if self._file_lock is not None:
                 self._file_lock.release()
@@ -298,7 +322,7 @@ class BrowserHost:
     def _launch_env(self, headless: bool) -> dict[str, str] | None:
         if self._environ is None:
             return None
-        env = dict(self._environ)
+        env = private_browser_env(self._environ, self.profile_dir / CONFIG_HOME_DIR, headless=headless)
         display = self._settings.display
         if not headless and display:
             env["DISPLAY" if ":" in display else "WAYLAND_DISPLAY"] = display

@@ -5,8 +5,10 @@ reports the version. Used by `cnki-mcp doctor` and `cnki-mcp setup`."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from cnki_mcp.settings import QUIET_BROWSER_FLAGS
 
@@ -21,25 +23,36 @@ class ProbeResult:
 
 
 async def probe_browser_async(
-    path: str, *, timeout: float = PROBE_TIMEOUT_SECONDS, args: Sequence[str] = ()
+    path: str,
+    *,
+    timeout: float = PROBE_TIMEOUT_SECONDS,
+    args: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
 ) -> ProbeResult:
+    """`environ`: the process environment; given, the browser keeps its own files (crash-report
+    database, settings cache) in a temporary folder instead of the person's HOME."""
     from playwright.async_api import Error as PlaywrightError
     from playwright.async_api import async_playwright
 
+    from cnki_mcp.site.browser import private_browser_env
+
     try:
-        async with async_playwright() as pw:
-            browser = await pw.chromium.launch(
-                executable_path=path,
-                headless=True,
-                args=[*QUIET_BROWSER_FLAGS, *args],
-                timeout=timeout * 1000,
-            )
-            try:
-                page = await browser.new_page()
-                await page.goto("about:blank", timeout=timeout * 1000)
-                version = browser.version
-            finally:
-                await browser.close()
+        with tempfile.TemporaryDirectory(prefix="cnki-mcp-probe-") as scratch:
+            env = None if environ is None else private_browser_env(environ, Path(scratch), headless=True)
+            async with async_playwright() as pw:
+                browser = await pw.chromium.launch(
+                    executable_path=path,
+                    headless=True,
+                    args=[*QUIET_BROWSER_FLAGS, *args],
+                    timeout=timeout * 1000,
+                    env=env,
+                )
+                try:
+                    page = await browser.new_page()
+                    await page.goto("about:blank", timeout=timeout * 1000)
+                    version = browser.version
+                finally:
+                    await browser.close()
     except PlaywrightError as exc:
         text = str(exc).strip()
         return ProbeResult(False, error=(text.splitlines()[0] if text else type(exc).__name__)[:300])
@@ -49,12 +62,18 @@ async def probe_browser_async(
 
 
 def probe_browser(
-    path: str, *, timeout: float = PROBE_TIMEOUT_SECONDS, args: Sequence[str] = ()
+    path: str,
+    *,
+    timeout: float = PROBE_TIMEOUT_SECONDS,
+    args: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
 ) -> ProbeResult:
     """Synchronous wrapper for the command line (must not be called inside a running loop)."""
     try:
         return asyncio.run(
-            asyncio.wait_for(probe_browser_async(path, timeout=timeout, args=args), timeout + 10)
+            asyncio.wait_for(
+                probe_browser_async(path, timeout=timeout, args=args, environ=environ), timeout + 10
+            )
         )
     except TimeoutError:
         return ProbeResult(False, error=f"浏览器在 {timeout:.0f} 秒内没有启动")

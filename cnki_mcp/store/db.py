@@ -301,10 +301,14 @@ def acquire_lock(data_dir: Path, timeout: float) -> FileLock:
     try:
         lock.acquire()
     except Timeout as exc:
-        raise DataDirectoryInUse(data_dir=str(data_dir)) from exc
+        raise DataDirectoryInUse(
+            f"数据目录 {data_dir} 正被另一个 cnki-mcp 进程使用（例如 AI 客户端启动的服务）；"
+            "先结束那个进程，或用 CNKI_DATA_DIR 指定另一个数据目录",
+            data_dir=str(data_dir),
+        ) from exc
     except OSError as exc:  # unwritable directory, a directory named .lock ...
         raise DataDirectoryUnusable(
-            "无法在数据目录中创建锁文件", path=str(data_dir), reason=exc.strerror or type(exc).__name__
+            f"无法在数据目录 {data_dir} 中创建锁文件", path=str(data_dir), reason=exc.strerror or type(exc).__name__
         ) from exc
     return lock
 
@@ -374,7 +378,15 @@ def _open_checked(path: Path) -> sqlite3.Connection:
             raise Unreadable("integrity_check: " + "; ".join(str(r[0]) for r in check[:5]))
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         if version > SCHEMA_VERSION:
-            raise Unreadable(f"schema version {version} is newer than {SCHEMA_VERSION}")
+            # A newer cnki-mcp wrote it: healthy data this release cannot read. Never set aside
+            # (the person's library would vanish from view); the fix is an upgrade.
+            raise DatabaseUnusable(
+                f"数据库 {path} 由更新版本的 cnki-mcp 写入（数据库版本 {version}，本程序只支持到 "
+                f"{SCHEMA_VERSION}）：请升级 cnki-mcp 后再启动；该文件未改动",
+                path=str(path),
+                schema_version=version,
+                supported=SCHEMA_VERSION,
+            )
         try:
             _migrate(conn, version)
         except sqlite3.DatabaseError as exc:
@@ -386,7 +398,7 @@ def _open_checked(path: Path) -> sqlite3.Connection:
         # The library index follows the schema (rebuilt after any migration) and its analyzer.
         ensure_index(conn, force=version < SCHEMA_VERSION)
         return conn
-    except Unreadable:
+    except (Unreadable, DatabaseUnusable):
         conn.close()
         raise
     except sqlite3.DatabaseError as exc:

@@ -196,6 +196,42 @@ async def test_a_killed_browser_is_relaunched_on_the_next_request(host: BrowserH
     assert await page.text_content("#c") is not None
 
 
+async def test_a_closed_host_never_launches_again(tmp_path: Path, browser_executable: str) -> None:
+    """Server shutdown: work that outlives its operation (a shielded journal fetch) asks for the
+    browser after the host closed; it gets BROWSER_UNAVAILABLE instead of a new Chromium that
+    would hold the profile after the server let go of the data directory."""
+    h = make_host(tmp_path / "data", browser_executable)
+    await h.ensure()
+    await h.close()
+    with pytest.raises(BrowserUnavailable) as info:
+        await h.ensure()
+    assert info.value.code == "BROWSER_UNAVAILABLE"
+    assert h.launches == 1 and h.started is False
+    other = make_host(tmp_path / "data", browser_executable)
+    other._acquire_profile_lock()  # the profile is free for the next server
+    assert other._file_lock is not None
+    other._file_lock.release()
+
+
+async def test_the_browser_and_the_probe_write_nothing_into_home(tmp_path: Path, browser_executable: str) -> None:
+    """Chrome puts its crash-report database in ~/.config/<browser> and GLib a settings cache in
+    ~/.cache/dconf whatever --user-data-dir says; both stay inside the data directory (the probe:
+    a temporary folder) so nothing is written outside it."""
+    from cnki_mcp.site.probe import probe_browser_async
+
+    home = tmp_path / "home"
+    home.mkdir()
+    environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home)}
+    settings = Settings(data_dir=tmp_path / "data", browser_path=browser_executable, headless=True)
+    h = BrowserHost(settings, SystemClock(), environ=environ)
+    try:
+        await h.ensure()
+    finally:
+        await h.close()
+    assert (await probe_browser_async(browser_executable, environ=environ)).ok
+    assert sorted(str(p.relative_to(home)) for p in home.rglob("*")) == []
+
+
 async def test_a_context_closed_behind_the_hosts_back_and_explicit_recover_relaunch(
     host: BrowserHost, server: str
 ) -> None:

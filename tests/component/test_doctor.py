@@ -258,3 +258,16 @@ def test_doctor_reports_a_data_directory_that_is_a_file(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
     assert not doctor_cmd.check_data_dir(blocker / "data").ok
+
+
+def test_a_headed_browser_forced_without_a_display_fails_the_display_check() -> None:
+    """CNKI_HEADLESS=0 on a machine without a display: every browser start would end in
+    BROWSER_UNAVAILABLE, so doctor must not call the display OK."""
+    from cnki_mcp.settings import Settings
+
+    forced = doctor_cmd.check_display(Settings(data_dir=Path("/unused"), headless=False), platform="linux")
+    assert forced.ok is False and forced.hint
+    unset = doctor_cmd.check_display(Settings(data_dir=Path("/unused")), platform="linux")
+    assert unset.ok is True  # headless by itself: works, with the verification hint
+    shown = doctor_cmd.check_display(Settings(data_dir=Path("/unused"), headless=False, display=":0"), platform="linux")
+    assert shown.ok is True

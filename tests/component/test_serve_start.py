@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from cnki_mcp.cli.serve_cmd import check_token_rule, is_loopback
+from cnki_mcp.cli.serve_cmd import check_token_rule, http_url, is_loopback
 from cnki_mcp.errors import CnkiError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,7 +55,9 @@ def test_symlinked_downloads_directory_is_a_coded_error_at_start(tmp_path: Path)
 def test_data_directory_that_is_a_file_is_a_coded_error_at_start(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.write_text("not a folder")
-    assert_clean_error(serve(data), "DATA_DIRECTORY_UNUSABLE")
+    done = serve(data)
+    assert_clean_error(done, "DATA_DIRECTORY_UNUSABLE")
+    assert str(data.resolve()) in done.stderr  # which path: the default one is not obvious
 
 
 def test_http_on_all_interfaces_without_a_token_refuses_to_start(tmp_path: Path) -> None:
@@ -117,3 +120,64 @@ def test_serve_starts_the_segmenter_warm_up_once_the_server_is_built(
     assert serve_cmd.run(parser.parse_args(["--transport", transport])) in (0, None)
     expected = ["built", "warm-up", "serving"]
     assert events == (["handshake", *expected] if transport == "stdio" else expected)
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    """A port another program listens on."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        yield held.getsockname()[1]
+
+
+def test_http_on_a_port_in_use_is_a_coded_error_before_any_address_is_announced(
+    tmp_path: Path, busy_port: int
+) -> None:
+    done = serve(tmp_path / "data", "--transport", "http", "--port", str(busy_port))
+    assert_clean_error(done, "LISTEN_FAILED")
+    assert "http://" not in done.stderr  # no banner for a server that never listened
+
+
+def test_sim_on_a_port_in_use_or_with_a_broken_scenario_is_a_coded_error(tmp_path: Path, busy_port: int) -> None:
+    def sim(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "cnki_mcp", "sim", *args],
+            cwd=REPO, input="", capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+
+    assert_clean_error(sim("--port", str(busy_port)), "LISTEN_FAILED")
+    broken = tmp_path / "scenario.json"
+    broken.write_text("{faults: []}", encoding="utf-8")
+    assert_clean_error(sim("--scenario", str(broken)), "INVALID_ARGUMENT")
+    assert_clean_error(sim("--scenario", str(tmp_path / "missing.json")), "INVALID_ARGUMENT")
+
+
+def test_the_announced_url_brackets_an_ipv6_address() -> None:
+    assert http_url("::1", 8000) == "http://[::1]:8000/mcp"
+    assert http_url("[::1]", 8000) == "http://[::1]:8000/mcp"
+    assert http_url("127.0.0.1", 8000) == "http://127.0.0.1:8000/mcp"
+
+
+def test_a_host_name_with_two_addresses_is_served_on_both(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--host localhost` where localhost is both ::1 and 127.0.0.1 (macOS): uvicorn listened on
+    every address; binding before the announcement must too, on one port (here two loopback
+    IPv4 addresses stand for the two)."""
+    import socket
+
+    from cnki_mcp.cli import serve_cmd
+
+    def two(name: str, port: int, *args: object, **kwargs: object) -> list[tuple[object, ...]]:
+        assert name == "twohost"
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port)) for ip in ("127.0.0.1", "127.0.0.2")]
+
+    monkeypatch.setattr(serve_cmd.socket, "getaddrinfo", two)
+    socks = serve_cmd.listen_sockets("twohost", 0)
+    try:
+        names = [s.getsockname() for s in socks]
+        assert [n[0] for n in names] == ["127.0.0.1", "127.0.0.2"] and names[0][1] == names[1][1]
+    finally:
+        for s in socks:
+            s.close()

@@ -9,6 +9,7 @@ import json
 import os
 import stat
 import sys
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -335,3 +336,35 @@ def test_claude_cli_path_refuses_a_symlinked_config(home: Path, tmp_path: Path, 
             entry={"command": "x"}, now=NOW, run=run_subprocess,
         )
     assert info.value.code == "CONFIG_SYMLINK" and _calls(home) == []
+
+
+def test_a_claude_cli_that_fails_after_removing_the_old_entry_puts_it_back(home: Path, tmp_path: Path) -> None:
+    """Replacing the entry is `mcp remove` then `mcp add-json`; when the add fails the person was
+    left without any cnki entry and no word of the backup. The old entry is re-added and the
+    error names the backup; a CLI that fails before changing anything leaves no backup behind."""
+    path = home / ".claude.json"
+    old = {"command": "old-cnki"}
+    path.write_text(json.dumps({"mcpServers": {"cnki": old}}), encoding="utf-8")
+    calls: list[list[str]] = []
+
+    def runner(argv: Sequence[str]) -> tuple[int, str]:
+        calls.append(list(argv))
+        if argv[2] == "add-json" and json.loads(argv[-1]) != old:
+            return 1, "boom"
+        return 0, ""
+
+    with pytest.raises(CnkiError) as info:
+        install_with_cli("claude", path, servers_key="mcpServers", name="cnki", entry={"command": "new"}, now=NOW, run=runner)
+    assert info.value.code == "CONFIG_WRITE_FAILED" and info.value.details["restored"] is True
+    assert [c[2] for c in calls] == ["remove", "add-json", "add-json"]
+    assert json.loads(calls[-1][-1]) == old
+    assert Path(info.value.details["backup"]).exists()
+
+    calls.clear()
+    with pytest.raises(CnkiError):
+        install_with_cli(
+            "claude", path, servers_key="mcpServers", name="cnki", entry={"command": "new"}, now=NOW,
+            run=lambda argv: (calls.append(list(argv)), (1, "no such command"))[1],
+        )
+    assert len(calls) == 1  # the remove failed: nothing changed
+    assert sorted(p.name for p in home.glob(".claude.json.bak-*")) == [Path(info.value.details["backup"]).name]

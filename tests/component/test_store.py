@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.errors import CnkiError, DataDirectoryInUse
+from cnki_mcp.errors import CnkiError, DatabaseUnusable, DataDirectoryInUse
 from cnki_mcp.models import Author, DetailPage, GridRow, JournalPage, JournalState, NativeId
 from cnki_mcp.store import MISMATCH, OPERATIONS_KEPT, PRESENT, SearchEvidence, Store, file_sha256
 from tests.paper_samples import sample_detail, sample_row
@@ -512,16 +512,23 @@ def test_damaged_pages_fail_the_integrity_check_and_are_set_aside(tmp_path: Path
     ] == [bytes(raw)]
 
 
-def test_database_from_a_newer_schema_is_set_aside(tmp_path: Path, clock: FakeClock) -> None:
+def test_database_from_a_newer_schema_is_refused_and_left_in_place(tmp_path: Path, clock: FakeClock) -> None:
+    """A newer release wrote it (the person ran it once, e.g. through uvx): its data is healthy,
+    so it is never set aside as corrupt; the start stops with DATABASE_UNUSABLE (upgrade)."""
     with Store.open(tmp_path, clock):
         pass
     conn = sqlite3.connect(tmp_path / "cnki.sqlite3")
     conn.execute("PRAGMA user_version = 99")
     conn.commit()
     conn.close()
-    with Store.open(tmp_path, clock) as store:
-        assert store.notices and "99" in store.notices[0]
-    assert len(list(tmp_path.glob("cnki.sqlite3.corrupt-*"))) >= 1
+    before = (tmp_path / "cnki.sqlite3").read_bytes()
+    with pytest.raises(DatabaseUnusable) as info:
+        Store.open(tmp_path, clock)
+    assert info.value.code == "DATABASE_UNUSABLE" and info.value.details["schema_version"] == 99
+    assert list(tmp_path.glob("cnki.sqlite3.corrupt-*")) == []
+    assert (tmp_path / "cnki.sqlite3").read_bytes() == before
+    with pytest.raises(DatabaseUnusable):  # the lock was released: the next start says the same
+        Store.open(tmp_path, clock)
 
 
 _WRITE_THEN_WAIT = """

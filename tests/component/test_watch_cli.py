@@ -72,3 +72,28 @@ def test_remove_stops_watching(data: Path, capsys: pytest.CaptureFixture[str]) -
     assert "错误 INVALID_ARGUMENT" in capsys.readouterr().err
     with Store.open(data, FakeClock()) as store:
         assert store.known_records("wat_cli") == {} and store.watch_checks("wat_cli") == []
+
+
+def test_the_digest_names_what_stopped_the_check_early() -> None:
+    """A check stopped by the browser, the site or a slider is not a spent budget."""
+    from cnki_mcp.pipeline.watch import digest
+
+    stopped = digest(CheckReport(unchecked=["wat_a", "wat_b"]), "BROWSER_UNAVAILABLE")
+    assert "BROWSER_UNAVAILABLE" in stopped and "wat_a, wat_b" in stopped
+    assert "预算用完" not in stopped
+
+
+def test_a_data_directory_without_watches_says_so_on_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cron job on the wrong data directory (or before any watch_search) used to print only
+    '请求数：0' and exit 0: nothing said that nothing was watched, nor where."""
+    empty = tmp_path / "empty"
+    monkeypatch.setenv("CNKI_DATA_DIR", str(empty))
+    monkeypatch.setenv("CNKI_BROWSER_PATH", "/nonexistent/browser")
+    assert main(["watch", "check"]) == EXIT_UNCHANGED
+    err = capsys.readouterr().err
+    assert str(empty.resolve()) in err and "watch_search" in err
+    assert main(["watch", "list"]) == EXIT_UNCHANGED
+    listed = capsys.readouterr()
+    assert listed.out == "" and "watch_search" in listed.err

@@ -117,3 +117,34 @@ async def test_both_protocol_eras_are_served_over_http(tmp_path: Path, mode: str
         result = await client.call_tool("search_results", {"search_id": "op_x", "limit": 3})
         assert not result.is_error
         assert result.structured_content["total"] == 120
+
+
+async def test_a_server_on_every_interface_answers_clients_that_address_it_by_its_own_ip(tmp_path: Path) -> None:
+    """`serve --transport http --host 0.0.0.0` with a token (README "安全"): a client on the
+    network addresses the machine by its IP, so its Host is that address and port; it used to be
+    refused 421 like a rebinding page. 127.0.0.2 stands for the machine's network address; a
+    foreign host name on the same connection is still refused."""
+    h = Harness(tmp_path / "data", inline_wait=5.0)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("0.0.0.0", 0))
+    sock.listen(64)
+    port = sock.getsockname()[1]
+    srv = http_server(build_server(h.open), host="0.0.0.0", port=port, token=TOKEN)
+    task = asyncio.create_task(srv.serve(sockets=[sock]))
+    auth = {**HEADERS, "Authorization": f"Bearer {TOKEN}"}
+    try:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            direct = await http.post(f"http://127.0.0.2:{port}/mcp", json=INIT, headers=auth)
+            assert direct.status_code == 200 and first_message(direct)["result"]["serverInfo"]["name"] == "cnki"
+            foreign = await http.post(
+                f"http://127.0.0.2:{port}/mcp", json=INIT, headers={**auth, "Host": f"evil.example:{port}"}
+            )
+            assert foreign.status_code == 421
+            other_ip = await http.post(
+                f"http://127.0.0.2:{port}/mcp", json=INIT, headers={**auth, "Host": f"127.0.0.3:{port}"}
+            )
+            assert other_ip.status_code == 421  # only the address the connection arrived on
+    finally:
+        srv.should_exit = True
+        await task
+        sock.close()

@@ -65,6 +65,7 @@ def test_serve_on_a_data_directory_in_use_fails_with_a_clear_code(tmp_path: Path
         store.close()
     assert proc.returncode == 2
     assert "DATA_DIRECTORY_IN_USE" in proc.stderr
+    assert str(data_dir.resolve()) in proc.stderr  # which directory: the default one is not obvious
 
 
 async def test_a_stdio_server_loads_the_segmenter_dictionary_in_the_background_after_its_handshake(
@@ -106,3 +107,77 @@ async def test_a_stdio_server_loads_the_segmenter_dictionary_in_the_background_a
         except TimeoutError:
             proc.kill()
             await proc.wait()
+
+
+def test_ctrl_c_ends_a_stdio_server_whose_client_keeps_stdin_open(tmp_path: Path) -> None:
+    """Ctrl-C in the terminal that runs `cnki-mcp serve` (SIGINT to its process group) after a
+    client connected: the server exits 130 instead of waiting forever on the open stdin (the
+    SDK's stdin reader thread used to block the interpreter's exit)."""
+    import json
+    import signal
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cnki_mcp", "serve"],
+        env=_env(tmp_path / "data"),
+        cwd=str(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "diagnostics", "arguments": {}}},
+    ]
+    try:
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+        proc.stdin.flush()
+        replies: list[dict[str, object]] = []
+        while not any(r.get("id") == 2 for r in replies):
+            line = proc.stdout.readline()
+            assert line, "the server's stdout ended before the diagnostics reply"
+            replies.append(json.loads(line))
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=60) == 130  # a bound: TimeoutExpired fails the test
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
+
+
+def test_the_stdin_reader_ends_quietly_when_its_loop_goes_away_while_it_hands_over_a_line() -> None:
+    """The session ended with lines still unread (the loop closes while the reader thread waits
+    to hand one over): the thread stops without an uncaught exception on stderr."""
+    import asyncio
+    import threading
+
+    from cnki_mcp.server.stdio import StdinLines
+
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, b'{"jsonrpc": "2.0", "method": "x"}\n' * 8)
+    uncaught: list[threading.ExceptHookArgs] = []
+    hook = threading.excepthook
+    threading.excepthook = uncaught.append
+
+    async def session() -> StdinLines:
+        lines = StdinLines(read_fd, ahead=1)
+        assert (await anext(lines)).startswith("{")
+        async with asyncio.timeout(30):
+            while not lines._queue._putters:  # type: ignore[attr-defined]  # the thread waits on a full queue
+                await asyncio.sleep(0)
+        return lines
+
+    try:
+        lines = asyncio.run(session())  # closing the loop cancels the pending hand-over
+        lines.thread.join(timeout=30)
+        assert not lines.thread.is_alive()
+        assert uncaught == []
+    finally:
+        threading.excepthook = hook
+        os.close(write_fd)
+        os.close(read_fd)

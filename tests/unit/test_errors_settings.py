@@ -52,6 +52,7 @@ def test_site_origin_moves_every_cnki_host_to_one_origin(tmp_path: Path) -> None
         ("CNKI_SITE_ORIGIN", "ftp://x"),
         ("CNKI_SITE_ORIGIN", "https://user:pw@example.org"),
         ("CNKI_INLINE_WAIT_SECONDS", "90"),
+        ("CNKI_LOG_LEVEL", "verbose"),  # used to fall back to INFO without a word
     ],
 )
 def test_bad_environment_values_give_config_invalid(tmp_path: Path, name: str, value: str) -> None:
@@ -72,3 +73,12 @@ def test_headless_override_and_browser_flags(tmp_path: Path) -> None:
     assert s.headless is False
     assert "--host-resolver-rules=MAP *.cnki.net 127.0.0.1:9443" in s.browser_args
     assert "--ignore-certificate-errors" in s.browser_args
+
+
+def test_log_level_is_case_insensitive_and_the_token_loses_surrounding_whitespace(tmp_path: Path) -> None:
+    """A token pasted with a trailing newline could never be sent in an Authorization header
+    (the server compares the stripped header value), and a blank one would count as set."""
+    settings = load_settings({"CNKI_DATA_DIR": str(tmp_path), "CNKI_LOG_LEVEL": "warn", "CNKI_MCP_TOKEN": " s3cret\n"})
+    assert settings.log_level == "WARNING" and settings.mcp_token == "s3cret"
+    blank = load_settings({"CNKI_DATA_DIR": str(tmp_path), "CNKI_LOG_LEVEL": "debug", "CNKI_MCP_TOKEN": "   "})
+    assert blank.log_level == "DEBUG" and blank.mcp_token is None
