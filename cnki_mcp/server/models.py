@@ -102,13 +102,19 @@ def incomplete_read_step(result: Mapping[str, object]) -> str | None:
     return None
 
 
+NO_WATCH_STEP = "还没有订阅：先用 watch_search(search_id) 订阅一个已保存的检索，再调用 check_updates"
+
+
 def unchecked_step(result: Any) -> str | None:
     """The check_updates call for the watches a stopped batch left unchecked (None: none). A
     batch has no checkpoint (each check is stored as it ends); `all` takes the least recently
-    checked watches first, so those come first again."""
-    unchecked = result.get("unchecked") if isinstance(result, dict) else None
-    if not unchecked:
+    checked watches first, so those come first again. A batch over no watch at all: how to start one."""
+    if not isinstance(result, dict):
         return None
+    unchecked = result.get("unchecked")
+    if not unchecked:
+        # nothing checked and nothing left: `all` over a store without any watch
+        return NO_WATCH_STEP if result.get("checks") == [] else None
     if len(unchecked) == 1:
         return f"check_updates(watch_id='{unchecked[0]}')"
     return f"check_updates(watch_id='all')（先检查最久未检查的 {len(unchecked)} 个订阅）"

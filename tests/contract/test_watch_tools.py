@@ -136,6 +136,7 @@ async def test_a_removed_watch_is_no_longer_checked(h: Harness) -> None:
         assert one.is_error and one.structured_content["code"] == "INVALID_ARGUMENT"
         every = (await client.call_tool("check_updates", {"watch_id": "all"})).structured_content
         assert every["status"] == "completed" and every["result"]["checks"] == [] and every["requests"] == 0
+        assert "watch_search" in (every["next_step"] or "")  # nothing is watched: how to start
         again = await client.call_tool("watch_search", {"search_id": search_id, "remove": True})
         assert again.is_error and again.structured_content["code"] == "INVALID_ARGUMENT"
         fresh = (await client.call_tool("watch_search", {"search_id": search_id})).structured_content
