@@ -363,6 +363,15 @@ class Paper(BaseModel):
     def author_names(self) -> list[str]:
         return [a.name for a in self.authors]
 
+    def publication_date(self) -> str | None:
+        """The date a reader is shown as the publication date: `date`, else the 在线公开时间 of
+        an online-first paper (网络首发, listed under CAPJ), whose online publication it is. A paper
+        in an issue shows 在线公开时间 too, "不代表文献的发表时间" (saved page
+        detail-kcms2/pluginsx_detail_kcms2_2026.html): it never stands in there."""
+        if self.date:
+            return self.date
+        return self.online_date if listed_online_first(self.native) else None
+
     def keys(self) -> IdentityKeys:
         n = self.native
         return _keys(

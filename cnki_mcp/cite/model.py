@@ -226,7 +226,9 @@ _FIELD_ALIASES: dict[str, tuple[str, ...]] = {
     "url": ("url", "detail_url"),
     "pages": ("pages", "page"),
     "place": ("place", "publisher_place"),
-    "date": ("date", "online_date"),
+    # not `online_date`: 在线公开时间 is "不代表文献的发表时间" unless the paper is online-first,
+    # which only the stored paper knows (cite.sources.cite_source puts that date in `date`)
+    "date": ("date",),
     "event_place": ("event_place", "conference_place"),
     "event_date": ("event_date", "conference_date"),
 }

@@ -25,5 +25,6 @@ def cite_source(paper: Paper) -> dict[str, Any]:
     data["url"] = stable_url(paper.public_url)
     data["authors"] = paper.author_names()
     data["online_first"] = listed_online_first(paper.native)
+    data["date"] = paper.publication_date()  # an online-first paper's 在线公开时间 when it has no date
     data["full_record_read"] = paper.detail_observed_at is not None or paper.export_observed_at is not None
     return data

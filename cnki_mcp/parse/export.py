@@ -6,7 +6,12 @@ Tags (site-rules.md §9): `%0` type, `%A` one author each, `%+` institutions (`;
 `%J` journal or newspaper, `%D` year (or date), `%V` volume, `%N` issue, `%P` pages, `%K`
 keywords (`;;`), `%X` abstract, `%@` ISSN, `%L` CN, `%R` DOI, `%U` URL, `%I` school or publisher,
 `%9` thesis level, `%Y` supervisor, `%B` proceedings, `%C` place, `%W` database. Values are
-trimmed; an empty tag (`%V <br>`) is absent. A record without `%T` is skipped."""
+trimmed; an empty tag (`%V <br>`) is absent. A record without `%T` is skipped.
+
+A line that starts no tag continues the tag before it: CNKI writes a thesis abstract's later
+paragraphs on lines of their own, blank lines between them, and sometimes the whole abstract on
+the lines after a bare `%X` (saved capture `export/cmsax_endnote_refer.txt`). So saved text is
+cut into records where a `%0` line starts, never at blank lines."""
 
 from __future__ import annotations
 
@@ -17,23 +22,38 @@ from cnki_mcp.models import ExportRecord
 
 _LI = re.compile(r"<li[^>]*>(.*?)</li>", re.S | re.I)
 _TAG = re.compile(r"^\s*%([0-9A-Z@+~#!$&()*^>\[\]])\s?(.*)$")
+_RECORD_START = re.compile(r"^[ \t]*%0(?:\s|$)", re.M)
 
 
 def _records_text(text: str) -> list[str]:
     if re.search(r"<li[\s>]", text, re.I):
         return [html.unescape(re.sub(r"<br\s*/?>", "\n", m, flags=re.I)) for m in _LI.findall(text)]
-    return [chunk for chunk in re.split(r"\n\s*\n", text.replace("\r\n", "\n")) if chunk.strip()]
+    text = text.replace("\r\n", "\n")
+    starts = [m.start() for m in _RECORD_START.finditer(text)]
+    if not starts:
+        return [chunk for chunk in re.split(r"\n\s*\n", text) if chunk.strip()]
+    return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
+
+
+def _tag_values(chunk: str) -> dict[str, list[str]]:
+    """Tag -> its values in order; continuation lines join their tag's value with a newline."""
+    lines: list[tuple[str, list[str]]] = []
+    for line in chunk.split("\n"):
+        m = _TAG.match(line)
+        text = re.sub(r"<[^>]+>", "", m.group(2) if m else line).strip()
+        if m:
+            lines.append((m.group(1), [text] if text else []))
+        elif text and lines:
+            lines[-1][1].append(text)
+    tags: dict[str, list[str]] = {}
+    for tag, parts in lines:
+        if parts:
+            tags.setdefault(tag, []).append("\n".join(parts))
+    return tags
 
 
 def _one(chunk: str) -> ExportRecord | None:
-    tags: dict[str, list[str]] = {}
-    for line in chunk.split("\n"):
-        m = _TAG.match(line)
-        if not m:
-            continue
-        value = re.sub(r"<[^>]+>", "", m.group(2)).strip()
-        if value:
-            tags.setdefault(m.group(1), []).append(value)
+    tags = _tag_values(chunk)
 
     def first(tag: str) -> str | None:
         return tags.get(tag, [None])[0]

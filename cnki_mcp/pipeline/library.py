@@ -192,7 +192,10 @@ def _window(text: str, pattern: re.Pattern[str], context: int) -> str | None:
 
 # CNKI's document type names (site-rules.md §2.1, and the other resource types the site lists) and
 # the English words a client may use for them.
-DOC_TYPES = ("期刊", "外文期刊", "博士", "硕士", "会议", "报纸", "年鉴", "图书", "标准", "专利", "成果", "学术辑刊")
+DOC_TYPES = ("期刊", "外文期刊", "特色期刊", "博士", "硕士", "会议", "报纸", "年鉴", "图书", "标准", "专利", "成果", "学术辑刊")
+# 期刊 includes the grid's 特色期刊 rows (CJFN): their detail page says 期刊 (parse/detail.py), so a
+# paper's type label depends on which page was read last (saved page kns8s-grid/pluginsx_search_result_4rows.html).
+_INCLUDES = {"期刊": ("特色期刊",)}
 DOC_TYPE_ALIASES = {
     "journal": "期刊", "article": "期刊", "journal article": "期刊", "foreign journal": "外文期刊",
     "doctoral": "博士", "phd": "博士", "dissertation": "博士", "doctoral dissertation": "博士",
@@ -220,7 +223,7 @@ def document_types(store: Store, wanted: list[str]) -> tuple[str, ...]:
                 raise InvalidInput(
                     f"未知的文献类型：{raw}；可用：{'、'.join(names)}", document_type=raw, allowed=names
                 )
-        out.append(name)
+        out += [name, *_INCLUDES.get(name, ())]
     return tuple(dict.fromkeys(out))
 
 

@@ -93,7 +93,7 @@ def metadata_record(enricher: Enricher, paper: Paper, *, with_quality: bool = Tr
         "institutions": list(paper.institutions),
         "source": paper.source,
         "year": paper.year,
-        "publication_date": paper.date or paper.online_date,
+        "publication_date": paper.publication_date(),
         "volume": paper.volume,
         "issue": paper.issue,
         "pages": paper.pages,

@@ -2,10 +2,15 @@
 `FileName` (the grid rows' `CookieName` values, comma-separated) in EndNote/Refer tags, one
 `<li>` each, `<br>` between tags, in the order asked, unknown ids skipped, at most `PageSize`
 (default 20, at most 50) records. The same text shape the real site answers (jasminum's and
-cookjohn's export code, and the saved EndNote exports)."""
+cookjohn's export code, and the saved EndNote exports).
+
+Half of the theses (a fixed choice per record) carry their abstract on the line after a bare
+`%X`, as several theses in the saved export `export/cmsax_endnote_refer.txt` do; a line that
+starts no tag continues the tag before it (docs/simulator.md, "Export")."""
 
 from __future__ import annotations
 
+import zlib
 from html import escape
 
 from .corpus import SimRecord
@@ -42,7 +47,9 @@ def _tags(r: SimRecord) -> list[tuple[str, str]]:
         tags += [("%J", r.source or ""), ("%D", str(r.year or "")), ("%V", r.volume or ""), ("%N", r.issue or "")]
     if r.keywords:
         tags.append(("%K", ";".join(r.keywords)))
-    if r.abstract:
+    if r.abstract and kind == "Thesis" and zlib.crc32(r.id.encode()) % 2 == 0:
+        tags += [("%X", ""), ("", r.abstract)]
+    elif r.abstract:
         tags.append(("%X", r.abstract))
     tags.append(("%P", r.pages or ""))
     if r.doi:
@@ -51,10 +58,16 @@ def _tags(r: SimRecord) -> list[tuple[str, str]]:
     return tags
 
 
+def _line(tag: str, value: str) -> str:
+    """One tag line, or (tag "") a line continuing the tag before it, indented as in the capture."""
+    if not tag:
+        return f"    {escape(value, quote=False)}<br>"
+    return f" {tag} {escape(value, quote=False)}<br>"
+
+
 def render_show_export(records: list[SimRecord]) -> str:
     items = "".join(
-        "<li>" + "".join(f" {tag} {escape(value, quote=False)}<br>" for tag, value in _tags(r)) + " </li>"
-        for r in records
+        "<li>" + "".join(_line(tag, value) for tag, value in _tags(r)) + " </li>" for r in records
     )
     return (
         f"<ul class='literature-list'>{items}</ul>"

@@ -45,7 +45,9 @@ _GENERIC = frozenset(
 _CHALLENGES = frozenset({FaultKind.VERIFICATION, FaultKind.VERIFICATION_403})
 _GRID_FAULTS = _GENERIC | {FaultKind.TEMPORARILY_EMPTY, FaultKind.PAGINATION_MISMATCH, FaultKind.SOFT_BLOCK}
 _DETAIL_FAULTS = _GENERIC | {FaultKind.SCRIPT_RENDERED_DETAIL}
-_READER_FAULTS = _GENERIC | {FaultKind.TRIAL_READER, FaultKind.READER_SLIDER, FaultKind.LAZY_READER}
+_READER_FAULTS = _GENERIC | {
+    FaultKind.TRIAL_READER, FaultKind.READER_SLIDER, FaultKind.LAZY_READER, FaultKind.READER_PAYWALL
+}
 _DOWNLOAD_FAULTS = _GENERIC | {FaultKind.DOWNLOAD_REFUSED, FaultKind.HTML_AS_PDF}
 
 # The AdvSearch page's own search click keys its QueryJson rows by the page's input selectors
@@ -589,6 +591,11 @@ class App:
             return refused
         assert record is not None
         params = {"id": record.id}
+        if rule is not None and rule.kind == FaultKind.READER_PAYWALL:
+            from cnki_mcp.sim.pages.reader import render_reader_paywall
+
+            html = render_reader_paywall(record, self.links)
+            return Response.html(html, fault=FaultKind.READER_PAYWALL.value, params=params)
         invoice, nonce = self.state.tokens.reader_pair(record.id)
         url = self.links.kns(f"/reader/xml?invoice={invoice}&nonce={nonce}")
         trial = rule is not None and rule.kind == FaultKind.TRIAL_READER

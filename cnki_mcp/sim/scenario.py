@@ -45,6 +45,9 @@ class FaultKind(StrEnum):
     FORBIDDEN = "forbidden"  # any: HTTP 403 refusal page (无权访问), not a challenge
     LOGIN_REQUIRED = "login_required"  # redirect to the login page
     TRIAL_READER = "trial_reader"  # reader / htmlread entry
+    # htmlread entry: 200 with the bar.cnki.net tip page 账户余额不足 (saved page
+    # reader/pluginsx_bar_htmlread_paywall_2026.html) instead of the redirect to the reader
+    READER_PAYWALL = "reader_paywall"
     READER_SLIDER = "reader_slider"
     LAZY_READER = "lazy_reader"
     DOWNLOAD_REFUSED = "download_refused"  # download order

@@ -21,6 +21,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import (
+    AccessDenied,
     CnkiError,
     ContentNotReady,
     DocumentNotFound,
@@ -406,6 +407,10 @@ class HtmlReader:
                     raise
                 except ReaderUnsupported as exc:
                     problem = self._page_problem(html, page.url) or exc
+                    if isinstance(problem, AccessDenied):
+                        # The site said no (the htmlread tip page 账户余额不足, a 403 无权访问):
+                        # final, no reader follows it; the person needs rights, not more time.
+                        raise problem from None
                     continue
                 if parsed.trial or not parsed.coverage.missing_catalog_headings:
                     return parsed, same_tab

@@ -150,6 +150,23 @@ async def test_skip_policy_does_not_wait_for_the_slider(env: Env) -> None:
                       "VERIFICATION_SKIPPED")  # fmt: skip
 
 
+@pytest.mark.parametrize(("kind", "evidence"), [("reader_paywall", "账户余额不足"), ("forbidden", "无权访问")])
+async def test_a_refused_reader_entry_is_access_denied_without_waiting_out_the_reader_timeout(
+    env: Env, kind: str, evidence: str
+) -> None:
+    # The htmlread entry answers the real paywall tip page (200, 账户余额不足; saved page
+    # reader/pluginsx_bar_htmlread_paywall_2026.html) or a 403 refusal: no reader follows either.
+    # With a reader timeout far past STEP_TIMEOUT, waiting it out fails the bound below.
+    env.sim.set_scenario({"faults": [{"path": "/bar/htmlread", "kind": kind}]})
+    patient = HtmlReader(env.reader.tabs, reader_timeout=STEP_TIMEOUT * 10)
+    before = await open_tabs(env)
+    err = await expect_code(patient.read(paper_for(env.sim, "r0001"), FakeOp()), "ACCESS_DENIED")
+    assert err.details.get("evidence") == evidence
+    assert [e.fault for e in env.sim.requests_for("/bar/htmlread", "GET")] == [kind]
+    assert not env.sim.requests_for(READER, "GET")
+    assert await open_tabs(env) == before
+
+
 async def test_detail_without_reader_entry_is_html_entry_not_found(env: Env) -> None:
     await expect_code(env.reader.read(paper_for(env.sim, "r0031"), FakeOp()), "HTML_ENTRY_NOT_FOUND")
     assert not env.sim.requests_for("/bar/htmlread", "GET")

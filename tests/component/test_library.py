@@ -450,3 +450,25 @@ def test_document_types_take_english_names_and_refuse_names_that_match_nothing(s
         find(store, "违约金", clock, document_types=["thesis paper"])
     assert info.value.code == "INVALID_ARGUMENT"
     assert "期刊" in info.value.details["allowed"] and "学位论文" in info.value.details["allowed"]
+
+
+GRID_URL = "https://kns.cnki.net/kns8s/brief/grid"
+
+
+def test_a_journal_filter_keeps_the_special_journal_rows_of_a_real_grid(store: Store, clock: FakeClock) -> None:
+    # The saved page labels CJFN rows 特色期刊 (科技创新与品牌, 共产党员) beside 期刊 and 报纸 rows;
+    # their detail page says 期刊 (parse/detail.py maps CJFN so), so a journal filter that dropped
+    # them would answer differently before and after a detail page was read.
+    from cnki_mcp.parse.grid import parse_grid
+    from tests.conftest import read_real
+
+    page = parse_grid(read_real("kns8s-grid/pluginsx_search_result_4rows.html"), GRID_URL)
+    assert sorted(r.doc_type or "" for r in page.rows) == ["报纸", "期刊", "特色期刊", "特色期刊"]
+    store.upsert_from_grid(page.rows, T0)
+    assert find(store, "王淑慧", clock).total == 3  # the 期刊 row and both 特色期刊 rows
+    journals = find(store, "王淑慧", clock, document_types=["journal"])
+    assert sorted(r.document_type for r in journals.results) == ["期刊", "特色期刊", "特色期刊"]
+    assert find(store, "王淑慧", clock, document_types=["期刊"]).total == 3
+    assert find(store, "王淑慧", clock, document_types=["特色期刊"]).total == 2  # the label alone
+    assert find(store, "排头兵", clock, document_types=["newspaper"]).total == 1
+    assert find(store, "排头兵", clock, document_types=["journal"]).total == 0

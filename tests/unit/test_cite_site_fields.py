@@ -11,8 +11,9 @@ import json
 from datetime import UTC, datetime
 
 from cnki_mcp.cite import export, from_paper
+from cnki_mcp.cite.sources import cite_source
 from cnki_mcp.identity import Paper, merge
-from cnki_mcp.models import GridRow
+from cnki_mcp.models import GridRow, NativeId
 from cnki_mcp.parse.detail import parse_detail
 from cnki_mcp.parse.grid import parse_grid
 from cnki_mcp.sim.corpus import Corpus
@@ -62,10 +63,36 @@ def test_real_detail_online_date_does_not_replace_the_grid_publication_date() ->
     assert "视听, no. 02, Feb. 2026, pp. 103–07" in _cite(merged, "mla")
 
 
-def test_online_date_is_the_date_of_a_paper_known_only_from_its_detail_page() -> None:
+def test_online_date_of_a_paper_in_an_issue_is_not_its_date_when_only_its_detail_page_is_known() -> None:
+    # The real page's paper is in an issue (2026 (02): 103-107, CJFDLAST2026, no 网络首发 mark);
+    # its 在线公开时间 row says "不代表文献的发表时间", and its grid row gives 2026-01-20.
     detail = parse_detail(read_real("detail-kcms2/pluginsx_detail_kcms2_2026.html"), DETAIL_URL)
     paper = Paper.from_detail(detail, DETAIL_URL, T0)
-    assert from_paper(paper).date_parts == [2026, 1, 29]
+    assert paper.online_date == "2026-01-29 09:01" and paper.publication_date() is None
+    record = from_paper(cite_source(paper))
+    assert (record.date, record.date_parts) == (None, [2026])
+    assert json.loads(export([record], "csl_json").text)[0]["issued"] == {"date-parts": [[2026]]}
+    assert "DA  -" not in export([record], "ris").text
+
+
+def test_online_date_is_the_date_of_an_online_first_paper_known_only_from_its_detail_page() -> None:
+    detail = parse_detail(read_real("detail-kcms2/pluginsx_detail_kcms2_2026.html"), DETAIL_URL)
+    online_first = detail.model_copy(
+        update={"issue": None, "pages": None, "native": NativeId(dbcode="CAPJ", dbname="CAPJLAST", filename="F1")}
+    )
+    paper = Paper.from_detail(online_first, DETAIL_URL, T0)
+    assert paper.publication_date() == "2026-01-29 09:01"
+    assert from_paper(cite_source(paper)).date_parts == [2026, 1, 29]
+
+
+def test_sim_detail_page_of_a_paper_in_an_issue_shows_an_online_time_that_is_not_its_date() -> None:
+    # As on the real page: a journal paper in an issue has an 在线公开时间 row too.
+    record = next(r for r in CORPUS.records if r.type == "期刊" and not r.online_first and r.issue and r.date)
+    detail = parse_detail(render_detail(record, CORPUS, LINKS, Visitor()), LINKS.detail(record.id))
+    assert detail.online_date is not None and detail.online_date[:10] > record.date
+    paper = Paper.from_detail(detail, None, T0)
+    assert paper.publication_date() is None
+    assert from_paper(cite_source(paper)).date_parts == [record.year]
 
 
 def test_sim_grid_serves_the_journal_date_and_its_detail_page_does_not() -> None:

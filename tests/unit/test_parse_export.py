@@ -42,3 +42,50 @@ def test_saved_refer_text_reads_every_record_of_the_real_capture() -> None:
 
 def test_an_item_without_a_title_is_skipped() -> None:
     assert parse_export("<ul><li>%0 Journal Article<br>%A 甲<br></li></ul>") == []
+
+
+def test_a_thesis_abstract_keeps_the_paragraphs_on_its_following_lines() -> None:
+    # The real capture writes a thesis abstract's later paragraphs on lines of their own, blank
+    # lines between them: they are the same abstract, not new records.
+    records = {r.title: r for r in parse_export(read_real("export/cmsax_endnote_refer.txt"))}
+    speech = records["基于深度学习的语音识别应用研究"]
+    assert speech.abstract is not None
+    paragraphs = speech.abstract.split("\n")
+    assert paragraphs[0].startswith("随着智能家居") and len(paragraphs) == 7
+    assert paragraphs[1] == "1、基于深度神经网络的声学特征提取研究"
+    assert paragraphs[-1].endswith("并对三种方法进行了比较分析。")
+
+
+def test_an_abstract_written_on_the_lines_after_a_bare_x_tag_is_read() -> None:
+    records = {r.title: r for r in parse_export(read_real("export/cmsax_endnote_refer.txt"))}
+    for title, opening in (
+        ("文本聚类分析效果评价及文本表示研究", "随着计算机技术的不断发展与应用"),
+        ("复杂网络理论与应用研究", "本研究的主要动机是结合具体的复杂网络对象实例"),
+    ):
+        abstract = records[title].abstract
+        assert abstract is not None and abstract.startswith(opening)
+        assert "%W" not in abstract and records[title].thesis_level in ("博士", "硕士")
+    # every record of the capture that has an %X tag followed by text keeps an abstract
+    assert sum(1 for r in records.values() if r.abstract) == 36
+
+
+def test_a_batch_answer_item_keeps_the_lines_that_continue_its_abstract() -> None:
+    # The same real record as a ShowExport list item, its lines separated by <br>.
+    text = read_real("export/cmsax_endnote_refer.txt").replace("\r\n", "\n")
+    start = text.index("%0 Thesis")
+    record = text[start : text.index("%W CNKI", start) + len("%W CNKI")]
+    (item,) = parse_export("<ul class='literature-list'><li>" + "<br>".join(record.split("\n")) + "</li></ul>")
+    assert item.title == "基于深度学习的语音识别应用研究" and item.publisher
+    assert item.abstract is not None and item.abstract.endswith("并对三种方法进行了比较分析。")
+    assert item.abstract.count("\n") == 6
+
+
+def test_the_simulators_export_writes_some_thesis_abstracts_after_a_bare_x_and_they_are_read() -> None:
+    from cnki_mcp.sim.corpus import Corpus
+    from cnki_mcp.sim.export import render_show_export
+
+    theses = [r for r in Corpus.load().records if r.type in ("博士", "硕士") and r.abstract]
+    answer = render_show_export(theses)
+    assert " %X <br>    " in answer  # the real capture's form is served, not only the one-line one
+    parsed = parse_export(answer)
+    assert [p.abstract for p in parsed] == [r.abstract for r in theses]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from datetime import date, timedelta
 from typing import Literal
 from urllib.parse import quote
 
@@ -165,6 +166,25 @@ def is_layout_2023(record: SimRecord) -> bool:
     return record.extra.get("layout") == "kcms2-2023"
 
 
+def online_time(record: SimRecord) -> str | None:
+    """The 在线公开时间 row: an online-first paper's online date; a journal paper in an issue
+    shows one too, some days after its 发表时间 and with a time of day (saved page
+    detail-kcms2/pluginsx_detail_kcms2_2026.html: 2026 (02), grid date 2026-01-20, row
+    `2026-01-29 09:01`), fixed per record so pages repeat."""
+    if record.online_first:
+        return record.date
+    if record.type != "期刊" or not record.date:
+        return None
+    try:
+        published = date.fromisoformat(record.date)
+    except ValueError:
+        return None
+    seed = zlib.crc32(("online:" + record.id).encode())
+    minute = seed % (14 * 60)
+    shown = published + timedelta(days=1 + (seed >> 10) % 20)
+    return f"{shown.isoformat()} {8 + minute // 60:02d}:{minute % 60:02d}"
+
+
 def _row_item(label: str, value: str, p_class: str = "") -> str:
     cls = f' class="{p_class}"' if p_class else ""
     return f'<li class="top-space"><span class="rowtit">{label}</span><p{cls}>{esc(value)}</p></li>'
@@ -212,10 +232,9 @@ def _field_rows(record: SimRecord) -> str:
             items.append(_row_item("出版社：", record.publisher))
         if record.year:
             items.append(_row_item("出版时间：", str(record.year)))
-    if record.online_first and record.date:
-        items.append(
-            _row_item("在线公开时间：", f"{record.date}（知网平台在线公开时间，不代表文献的发表时间）")
-        )
+    online = online_time(record)
+    if online:
+        items.append(_row_item("在线公开时间：", f"{online}（知网平台在线公开时间，不代表文献的发表时间）"))
     return f'<div class="row"><ul>{"".join(items)}</ul></div>' if items else ""
 
 

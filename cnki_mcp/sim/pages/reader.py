@@ -137,3 +137,25 @@ def render_reader(
     )
     head = f'<meta name="citation_title" content="{esc(record.title)}">'
     return page_shell(f"{record.title} - HTML阅读 - 中国知网", body, visitor, links, head_extra=head)
+
+
+def render_reader_paywall(record: SimRecord, links: Links) -> str:
+    """The bar.cnki.net HTML阅读 entry when the account may not read the paper: 200, a tip page
+    naming the file, 【绑定账户】账户余额不足，请充值或开通会员后下载全文。 and buttons, no article
+    (saved page reader/pluginsx_bar_htmlread_paywall_2026.html; docs/simulator.md "Reader")."""
+    authors = "".join(f"{esc(a.name)};" for a in record.authors)
+    order = esc(links.download(record.id, "pdf"))
+    return (
+        '<!DOCTYPE html><html lang="zh-CN"><head><meta charset="utf-8"><title>中国知网</title></head><body>'
+        f'<div class="herder"><div class="header-content"><a href="{esc(links.www("/"))}">中国知网</a></div></div>'
+        '<div class="tip-box"><div class="tip-main"><div class="tip-header clearfix"><div class="tip-info">'
+        f'<div class="tip-title caj">{esc(record.title)}.caj</div>'
+        f'<div class="tip-inter-box"><div class="tip-author">{authors}</div>'
+        f'<div class="tip-org">·《{esc(record.source or "")}》,{esc(record.year or "")}年</div></div>'
+        '<a href="javascript:void(0)" class="tip-download"> 作者本人免费下载 &gt; </a></div></div>'
+        '<div class="tip-body o-style2"><div class="tip-intro">'
+        '<span class="organizationTip">【绑定账户】账户余额不足，请充值或开通会员后下载全文。</span>'
+        "<span>继续阅读：</span></div>"
+        f'<a class="tip-btn tip-btn2 htmlReadLogin" href="{order}"> 请使用个人账号下载阅读 &gt; </a>'
+        "</div></div></div></body></html>"
+    )
