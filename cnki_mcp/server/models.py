@@ -136,6 +136,10 @@ AMBIGUOUS_STEP = "同名文献有多篇：从 IDENTITY_AMBIGUOUS 错误的 detai
 LOGIN_THEN_AGAIN = "知网要求登录：先用 login 登录（请用户在弹出的窗口登录），再用相同参数调用 {tool}"
 _TOOL_OF_KIND = {"download": "download_paper", "read": "read_online_html"}
 NO_HTML_STEP = "这篇没有 HTML 阅读入口：用 download_paper(record_ref) 下载，PDF 再用 read_pdf_text(record_ref) 读取（本地）"
+DENIED_STEP = (
+    "知网拒绝了这篇（无权限或余额不足）：用 session_status(refresh=true) 查看当前身份；"
+    "有权限的个人或机构账号用 login 登录后再用相同参数调用 {tool}"
+)
 UNCERTAIN_DOWNLOAD_STEP = "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
 
 
@@ -172,6 +176,8 @@ def default_next_step(
         return AMBIGUOUS_STEP
     if "HTML_ENTRY_NOT_FOUND" in codes:  # no HTML reader for this paper: the file has the text
         return NO_HTML_STEP
+    if "ACCESS_DENIED" in codes and kind in _TOOL_OF_KIND:  # 账户余额不足 / 无权访问: the account's rights
+        return DENIED_STEP.format(tool=_TOOL_OF_KIND[kind])
     if status == "interrupted":
         return "重新调用原工具（服务重启打断了这次调用）"
     return None

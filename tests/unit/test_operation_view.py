@@ -64,3 +64,10 @@ def test_a_read_that_returned_part_of_the_text_says_how_to_get_the_whole() -> No
     partial = incomplete_read_step({"trial": False, "complete_article": False}) or ""
     assert "download_paper" in partial and "read_pdf_text" in partial and "login" not in partial
     assert incomplete_read_step({"trial": False, "complete_article": None}) is None
+
+
+def test_a_refused_read_or_download_is_told_to_check_the_identity_and_log_in() -> None:
+    for kind, tool in (("read", "read_online_html"), ("download", "download_paper")):
+        step = default_next_step("failed", kind, ("ACCESS_DENIED",)) or ""
+        assert "session_status" in step and "login" in step and tool in step
+    assert default_next_step("failed", "metadata", ("ACCESS_DENIED",)) is None
