@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import anyio
-from mcp.server.mcpserver import Context, Resolve, Sample
-from mcp.types import CreateMessageResult, SamplingMessage, TextContent, ToolAnnotations
+from mcp.server.mcpserver import Context, Resolve
+from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from cnki_mcp.errors import SearchNotFound
@@ -31,11 +31,12 @@ from cnki_mcp.pipeline.models import (
     View,
 )
 from cnki_mcp.pipeline.research import ResearchPipeline
-from cnki_mcp.query.plan import Plan, sampling_request
+from cnki_mcp.query.plan import Plan
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import OperationView
 from cnki_mcp.server.progress import start_operation, typed_view
+from cnki_mcp.server.sampling import Sampled, sampled_text, sampling_resolver, with_sampling_warning
 from cnki_mcp.server.unfinished import unfinished_search
 from cnki_mcp.services import Services
 from cnki_mcp.site.backend import SortOrder
@@ -68,27 +69,10 @@ METADATA_DESCRIPTION = """批量获取题录（访问知网：每篇最多一次
 local_only=true 时只用本地数据，不访问知网。单篇失败写在 errors 中，不影响其他文献。"""
 
 
-def _sampling_resolver(
-    query: str, ctx: Context[Any, Any], concept_groups: list[list[str]] | None = None
-) -> Sample | None:
-    """Ask the client's model to plan concepts, when it declared sampling and no groups were given."""
-    if concept_groups:
-        return None
-    caps = ctx.client_capabilities
-    if caps is None or caps.sampling is None:
-        return None
-    system, user_text, max_tokens = sampling_request(query)
-    return Sample(
-        [SamplingMessage(role="user", content=TextContent(type="text", text=user_text))],
-        max_tokens=max_tokens,
-        system_prompt=system,
-    )
-
-
-def choose_plan(inp: SearchInput, sampled: CreateMessageResult | None, pipeline: ResearchPipeline) -> Plan:
-    """concept_groups, else the sampled reply, else the segmented question (`pipeline.plan`)."""
-    text = getattr(sampled.content, "text", None) if sampled is not None else None
-    return pipeline.plan(inp, text if isinstance(text, str) else None)
+def choose_plan(inp: SearchInput, sampled: Sampled, pipeline: ResearchPipeline) -> Plan:
+    """concept_groups, else the sampled reply, else the segmented question (`pipeline.plan`),
+    with a warning when the client's model was asked and did not plan (server/sampling.py)."""
+    return with_sampling_warning(pipeline.plan(inp, sampled_text(sampled)), sampled)
 
 
 def register(server: CnkiServer) -> None:
@@ -103,7 +87,7 @@ def register(server: CnkiServer) -> None:
         query: Annotated[
             str, Field(min_length=1, max_length=1000, description="研究问题或检索词，1–1000 字")
         ],
-        sampled_plan: Annotated[CreateMessageResult | None, Resolve(_sampling_resolver)],
+        sampled_plan: Annotated[Sampled, Resolve(sampling_resolver)],
         concept_groups: Annotated[
             list[
                 Annotated[

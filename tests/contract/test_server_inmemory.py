@@ -3,6 +3,7 @@ with a fake SiteBackend and a scripted pipeline injected through Services."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 from mcp import Client
-from mcp.types import CreateMessageResult, TextContent
+from mcp.types import CreateMessageResult, ErrorData, ImageContent, TextContent
 
 from cnki_mcp.errors import ParserUnsupported
 from cnki_mcp.jobs import StoreSink
@@ -258,6 +259,39 @@ async def test_concepts_are_planned_by_client_sampling_when_declared(h: Harness,
         assert result.structured_content["result"]["plan"]["method"] == "sampling"
     assert calls and "竞业限制违约金" in calls[0]
     assert h.pipeline.plans[-1].groups == [["竞业限制", "竞业禁止"], ["违约金"]]
+
+
+@pytest.mark.parametrize(
+    ("mode", "answer"), [("legacy", "refused"), ("legacy", "never"), ("legacy", "image"), ("auto", "image")]
+)
+async def test_a_sampling_request_the_client_refuses_or_never_answers_falls_back_to_segmenting(
+    h: Harness, mode: str, answer: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many clients ask the person before sampling; a "no", a request nobody answers or a reply
+    that is not text must not fail or hang the search: the server plans and says why. (On the
+    input-required revision (`auto` here) a refusal or a silence stays in the client, which
+    holds the retry: the server is not waiting on it.)"""
+    from cnki_mcp.server import sampling
+
+    monkeypatch.setattr(sampling, "SAMPLING_TIMEOUT_SECONDS", 0.2)  # the "never" case's bound
+
+    async def sampler(context: Any, params: Any) -> Any:
+        if answer == "refused":
+            return ErrorData(code=-1, message="User rejected sampling request")
+        if answer == "never":
+            await asyncio.Event().wait()  # the person never answers
+        return CreateMessageResult(
+            role="assistant", content=ImageContent(type="image", data="aGk=", mime_type="image/png"), model="fake"
+        )
+
+    async with Client(build_server(h.open), sampling_callback=sampler, mode=mode) as client:
+        result = await client.call_tool("search", {"query": "竞业限制、违约金"})
+        assert not result.is_error, result.content
+        assert result.structured_content["result"]["plan"]["method"] == "segmented"
+    plan = h.pipeline.plans[-1]
+    assert plan.groups == [["竞业限制"], ["违约金"]]
+    reason = {"refused": "refused", "never": "timeout", "image": "invalid"}[answer]
+    assert sampling.fallback_warning(reason) in plan.warnings, plan.warnings  # type: ignore[arg-type]
 
 
 async def test_concepts_are_planned_by_segmenting_without_sampling(h: Harness) -> None:
