@@ -483,6 +483,10 @@ class Downloader:
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
             return None
+        except BaseException:  # stopped mid-save (shutdown): no half file is left behind
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            raise
 
     async def close(self) -> None:
         """Stop waiting for late files (shutdown); their tabs are closed."""
