@@ -234,7 +234,9 @@ def http_server(
 
         async def _answer_then_exit(self, sig: int, frame: Any) -> None:
             try:
-                await end_operations(server)
+                # bounded: a runner that ignores its cancel must not hold the exit back
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(end_operations(server), ANSWER_SECONDS)
                 await answering.answered(ANSWER_SECONDS)
             finally:
                 super().handle_exit(sig, frame)
