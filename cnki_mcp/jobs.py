@@ -424,6 +424,7 @@ class JobManager:
             if live.deadline_error is not None and not live.cancel_requested:
                 self._finish(live, cancelled=False, error=OperationErrorInfo.of(live.deadline_error))
             else:
+                _cancelled_from_outside(live)
                 self._finish(live, cancelled=True, error=None)
 
     async def _run(self, live: _Live, ctx: OperationContext, runner: Runner) -> None:
@@ -437,6 +438,7 @@ class JobManager:
             if live.deadline_error is not None and not live.cancel_requested:
                 error = OperationErrorInfo.of(live.deadline_error)
             else:
+                _cancelled_from_outside(live)
                 cancelled = True
         except CnkiError as exc:
             error = OperationErrorInfo.of(exc)
@@ -743,6 +745,14 @@ class JobManager:
         await asyncio.gather(*tasks, return_exceptions=True)
         for task in list(self._background):
             task.cancel()
+
+
+def _cancelled_from_outside(live: _Live) -> None:
+    """A runner cancelled though nobody asked (no cancel, no deadline): the event loop is ending
+    its tasks (Ctrl-C, SIGTERM), so the server is going away. That ends it `interrupted`, as a
+    crash would, not `cancelled` (which the user did not ask for and cannot `continue`)."""
+    if not live.cancel_requested:
+        live.server_exit = True
 
 
 async def _event_or_timeout(clock: Clock, event: asyncio.Event, seconds: float) -> bool:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import DocumentNotFound, InvalidInput
 from cnki_mcp.identity import Paper
+from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.models import DetailPage, ReaderPage, ReaderScope, Section
 
 CACHE_TTL_SECONDS = 30 * 60
@@ -277,6 +278,7 @@ class ReadingService:
         self._backend = backend
         self._clock = clock
         self.cache = cache or BodyCache(clock)
+        self._reads = KeyedLocks()  # one reader visit per paper at a time
 
     async def read(
         self,
@@ -294,9 +296,19 @@ class ReadingService:
             raise InvalidInput("offset 不能为负数", offset=offset)
         ref = self._store.resolve_ref(record_ref)
         hit = self.cache.get(ref)
-        if hit is not None:
-            return page_body(hit.page, ref, observed_at=hit.observed_at, source="cache", section=section,
-                             offset=offset, max_characters=max_characters)  # fmt: skip
+        if hit is None:
+            # Two calls for one paper at once (two clients): the second waits for the first and
+            # pages its body from the cache instead of opening the reader again.
+            async with self._reads.hold(ref):
+                hit = self.cache.get(ref)
+                if hit is None:
+                    return await self._read_site(record_ref, ref, section, offset, max_characters, op)
+        return page_body(hit.page, ref, observed_at=hit.observed_at, source="cache", section=section,
+                         offset=offset, max_characters=max_characters)  # fmt: skip
+
+    async def _read_site(
+        self, record_ref: str, ref: str, section: str | int | None, offset: int, max_characters: int, op: Any
+    ) -> ReadResult:
         paper = self._store.get(ref)
         if paper is None:
             raise DocumentNotFound(record_ref=record_ref)

@@ -15,6 +15,7 @@ import argparse
 import ipaddress
 import logging
 import os
+import signal
 import socket
 import sys
 
@@ -158,6 +159,11 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.transport == "stdio":
+            # SIGTERM (a client or process manager stopping the server) ends it as Ctrl-C does:
+            # operations interrupted with their checkpoints, browser and store closed. By default
+            # it killed the process on the spot: operations left `running`, the browser orphaned
+            # until Playwright's driver noticed, the store's WAL not checkpointed.
+            signal.signal(signal.SIGTERM, signal.default_int_handler)
             # The handshake is answered before the MCP SDK is imported (server/fast_start.py).
             from cnki_mcp.server.fast_start import Handover, load_snapshot, serve_handshake
 

@@ -19,6 +19,7 @@ from cnki_mcp.clock import Clock
 from cnki_mcp.errors import DocumentNotFound, InvalidInput, LocatorExpired
 from cnki_mcp.identity import public_url, title_key
 from cnki_mcp.jobs import OperationContext
+from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.parse.citations import (
     TYPE_CODES,
     CitationItem,
@@ -93,6 +94,12 @@ class Collected:
     counts: dict[str, int] = field(default_factory=dict)  # the six counts (quotations/metrics)
 
 
+# One request per list page (and per paper's counts) at a time in the process: operations that
+# need the same page at once (two clients asking for one paper's references, two graphs sharing
+# a node) wait for the one asking, then take its answer from the store.
+IN_FLIGHT = KeyedLocks()
+
+
 @dataclass
 class CitationReader:
     """Reads list pages store-first; counts the requests it made and the pages the store gave."""
@@ -106,6 +113,10 @@ class CitationReader:
     relocated: set[str] = field(default_factory=set)  # papers looked up by title in this run
 
     async def metrics(self, h: PaperHandle, ctx: OperationContext) -> dict[str, int]:
+        async with IN_FLIGHT.hold(f"metrics|{h.key}"):
+            return await self._metrics(h, ctx)
+
+    async def _metrics(self, h: PaperHandle, ctx: OperationContext) -> dict[str, int]:
         cached = self.store.citation_metrics(h.key, self.clock.now())
         if cached is not None:
             self.pages_from_store += 1
@@ -145,6 +156,10 @@ class CitationReader:
         return True
 
     async def page(self, h: PaperHandle, kind: str, code: str, start: int, ctx: OperationContext) -> CitationListPage:
+        async with IN_FLIGHT.hold(f"page|{h.key}|{kind}|{code}|{start}"):
+            return await self._page(h, kind, code, start, ctx)
+
+    async def _page(self, h: PaperHandle, kind: str, code: str, start: int, ctx: OperationContext) -> CitationListPage:
         cached = self.store.citation_page(h.key, kind, code, start, self.clock.now())
         if cached is not None:
             self.pages_from_store += 1

@@ -25,6 +25,7 @@ from cnki_mcp.errors import (
 )
 from cnki_mcp.identity import Paper, source_key, title_key
 from cnki_mcp.jobs import OperationContext
+from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.models import ExportRecord
 from cnki_mcp.query.compiler import compile_expression, title_lookup_expression
 from cnki_mcp.rank import SourceQuality
@@ -38,6 +39,7 @@ PARSER_VERSION = 1
 DETAIL_TTL = timedelta(days=30)
 DEFAULT_WORKERS = 8
 LOOKUP_PAGE_SIZE = 50
+DETAIL_FLIGHTS = KeyedLocks()  # record_ref -> the one detail request in flight for it
 FAILED = "failed"
 
 FATAL_CODES = frozenset(
@@ -209,13 +211,19 @@ class Enricher:
         if paper is None:
             return None
         if self._detail_due(paper, refresh=refresh, detail=detail):
-            try:
-                paper = await self._detail(paper, ctx)
-            except CnkiError as exc:
-                if is_fatal(exc):
-                    raise
-                record_item_error(ctx, exc, paper, "detail")
-                return paper
+            # One detail request per paper at a time in the process: an operation that waited
+            # for another one reading the same page (two clients at once) takes the stored page.
+            async with DETAIL_FLIGHTS.hold(ref):
+                if not refresh and self.detail_fresh(ref):
+                    paper = self.store.get(ref) or paper
+                else:
+                    try:
+                        paper = await self._detail(paper, ctx)
+                    except CnkiError as exc:
+                        if is_fatal(exc):
+                            raise
+                        record_item_error(ctx, exc, paper, "detail")
+                        return paper
         if self._journal_due(paper, quality=quality):
             await self._journal(paper, ctx)
         return paper

@@ -89,9 +89,11 @@ def build_server(open_services: Callable[[], Services], *, lazy_tools: bool = Tr
     @asynccontextmanager
     async def lifespan(_server: Any) -> AsyncIterator[Services]:
         services = open_services()
+        server.services = services
         try:
             yield services
         finally:
+            server.services = None
             await services.close()
 
     server = CnkiServer(

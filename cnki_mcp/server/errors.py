@@ -126,6 +126,7 @@ class CnkiServer(MCPServer[Any]):
         super().__init__(*args, **kwargs)
         self.tool_modules: dict[str, str] = {}  # tool name -> the module defining it
         self._lazy: dict[str, str] = {}  # tool name -> module not registered yet
+        self.services: Any = None  # the lifespan's Services while it runs (server/http.py shutdown)
 
     def register_tool_modules(self, modules: Iterable[str]) -> None:
         """Import and register these tool modules now, in order."""

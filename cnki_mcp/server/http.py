@@ -10,6 +10,8 @@ answer for a server without a standalone stream) instead of being held open."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
 import logging
@@ -183,14 +185,16 @@ def http_server(
     """A uvicorn.Server for the app (`await it.serve(sockets=...)`; stop with `should_exit = True`)."""
     import uvicorn
 
-    app = http_app(
-        server,
-        host=host,
-        port=port,
-        token=token,
-        allowed_hosts=allowed_hosts,
-        allowed_origins=allowed_origins,
-        stateless=stateless,
+    answering = Answering(
+        http_app(
+            server,
+            host=host,
+            port=port,
+            token=token,
+            allowed_hosts=allowed_hosts,
+            allowed_origins=allowed_origins,
+            stateless=stateless,
+        )
     )
     if not token and host not in ("127.0.0.1", "localhost", "::1"):
         log.warning(
@@ -198,9 +202,92 @@ def http_server(
         )
     # Open SSE streams (a client's GET) must not keep a stopping server alive.
     config = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=5
+        answering, host=host, port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=5
     )
-    return uvicorn.Server(config)
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, except that the first SIGTERM/SIGINT ends the operations before the
+        server starts stopping: they end `interrupted` (checkpoints kept) and every call waiting
+        on one is answered with its record and next_step. Before, the exit flag closed the SSE
+        streams at once (sse-starlette watches it) and the waiting calls got no answer ("Server
+        returned an error response" / "SSE stream ended without a response"), so the client never
+        learnt its operation_id. A second signal stops at once, as uvicorn does."""
+
+        _loop: asyncio.AbstractEventLoop | None = None
+        _stopping = False
+
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+            self._loop = asyncio.get_running_loop()
+            await super().serve(sockets)
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if self._stopping or self.should_exit or self._loop is None:
+                super().handle_exit(sig, frame)
+                return
+            self._stopping = True
+            self._loop.call_soon_threadsafe(self._begin_stop, sig, frame)  # safe in a signal handler
+
+        def _begin_stop(self, sig: int, frame: Any) -> None:
+            task = asyncio.ensure_future(self._answer_then_exit(sig, frame))
+            _background.add(task)
+            task.add_done_callback(_background.discard)
+
+        async def _answer_then_exit(self, sig: int, frame: Any) -> None:
+            try:
+                # bounded: a runner that ignores its cancel must not hold the exit back
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(end_operations(server), ANSWER_SECONDS)
+                await answering.answered(ANSWER_SECONDS)
+            finally:
+                super().handle_exit(sig, frame)
+
+    return Server(config)
+
+
+_background: set[asyncio.Task[None]] = set()
+
+ANSWER_SECONDS = 5.0  # at shutdown, how long the calls in flight get to send their answers
+
+
+class Answering:
+    """Counts the POSTs (JSON-RPC requests) whose response has not been sent in full, so a
+    stopping server can let them answer first; the standalone GET stream never ends, so it is
+    not counted."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        self.in_flight += 1
+        self._idle.clear()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+            if not self.in_flight:
+                self._idle.set()
+
+    async def answered(self, seconds: float) -> None:
+        """Wait until no POST is being answered, at most `seconds`."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), seconds)
+
+
+async def end_operations(server: CnkiServer) -> None:
+    """Stop the operations of the services `server`'s lifespan opened (none open: nothing)."""
+    services = server.services
+    if services is None:
+        return
+    try:
+        await services.jobs.shutdown()
+    except Exception:
+        log.warning("stopping operations before the HTTP shutdown failed", exc_info=True)
 
 
 async def serve_http(

@@ -29,6 +29,7 @@ from cnki_mcp.clock import Clock
 from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable
 from cnki_mcp.settings import Settings
 from cnki_mcp.site.cookie_jar import atomic_write_private, load_session_cookies, session_payload
+from cnki_mcp.site.deadline import CALL_SECONDS, bounded
 from cnki_mcp.site.locate import (
     BrowserCandidate,
     decide_headless,
@@ -77,6 +78,22 @@ _GONE_MARKERS = (
 WINDOW_SIZE = (1280, 900)
 WINDOW_STATE_POLLS = 60
 WINDOW_STATE_POLL_SECONDS = 0.05
+
+
+async def target_id_of(ctx: BrowserContext, page: Page) -> str | None:
+    """The CDP target id of `page` (None for a tab that closed meanwhile)."""
+    try:
+        session = await ctx.new_cdp_session(page)
+    except error_type():
+        return None
+    try:
+        info = await session.send("Target.getTargetInfo")
+        return str(info["targetInfo"]["targetId"])
+    except error_type():
+        return None
+    finally:
+        with contextlib.suppress(error_type()):
+            await session.detach()
 
 
 def is_browser_gone(exc: BaseException) -> bool:
@@ -142,8 +159,7 @@ class BrowserHost:
         self._keep_minimised_tasks: dict[Page, asyncio.Task[None]] = {}
         self._popups: dict[Page, list[Page]] = {}
         self._popup_signal: asyncio.Future[None] | None = None
-        # one tab created at a time: expect_page takes the next new page, which a concurrent
-        # creation could otherwise hand to the wrong caller (two callers, one tab)
+        # one tab created at a time; each caller takes the page whose target id it created
         self._new_page_lock = asyncio.Lock()
         self._dirty: asyncio.Event | None = None
         self._autosave: asyncio.Task[None] | None = None
@@ -648,10 +664,29 @@ class BrowserHost:
         if session is None:
             return await ctx.new_page()
         async with self._new_page_lock:
-            async with ctx.expect_page() as info:
-                await session.send("Target.createTarget", {"url": "about:blank", "background": True})
-            page = await info.value
+            # Not "the next new page": a tab another operation's click opens meanwhile (a download's
+            # order page, a reader) is a new page too, and taking it handed that operation's tab to
+            # this caller, whose navigation then failed when its owner closed it. The created
+            # target is found by its id among the pages that appear.
+            arrived: asyncio.Queue[Page] = asyncio.Queue()
+            listener = arrived.put_nowait
+            ctx.on("page", listener)
+            try:
+                created = await session.send("Target.createTarget", {"url": "about:blank", "background": True})
+                page = await bounded(
+                    self._page_of_target(ctx, arrived, str(created["targetId"])), CALL_SECONDS, "new tab"
+                )
+            finally:
+                ctx.remove_listener("page", listener)
         return await self._settled(page)
+
+    @staticmethod
+    async def _page_of_target(ctx: BrowserContext, arrived: asyncio.Queue[Page], target_id: str) -> Page:
+        """The first page to arrive whose CDP target is `target_id` (the others are left alone)."""
+        while True:
+            page = await arrived.get()
+            if await target_id_of(ctx, page) == target_id:
+                return page
 
     async def work_page(self) -> Page:
         """The one background work tab, reused across requests (recreated if it was closed)."""

@@ -12,7 +12,10 @@ closed, so the next call clicks again), and the browser's download event on any 
 to `<data>/incoming/<op_id>/`, validated, archived under `downloads/` and recorded with SHA-256.
 No file, no refusal within `wait_seconds` (the person's time not counted): the click stays
 uncertain and the call ends with SIDE_EFFECT_UNCERTAIN; the download may still land, and the
-next call reconciles it. Nothing is ever clicked twice without `retry=true`."""
+next call reconciles it. Nothing is ever clicked twice without `retry=true`, not even by two calls
+at once: one call per paper runs at a time (`papers`), the next finds the file or the click.
+The browser's own copy of each download is deleted once saved, and `incoming/<op_id>/` once
+emptied, so a long-running server keeps every file once."""
 
 from __future__ import annotations
 
@@ -52,7 +55,9 @@ from cnki_mcp.files import (
     validate_download,
 )
 from cnki_mcp.identity import Paper
+from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.site.backend import SiteOp
+from cnki_mcp.site.deadline import CLOSE_SECONDS, BrowserStalled, bounded
 from cnki_mcp.site.download_result import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, DownloadResult
 from cnki_mcp.site.human import PageKind, StepKind
 from cnki_mcp.site.reading import DetailTabs, close_quietly
@@ -81,6 +86,13 @@ def refusal_text(text: str) -> str | None:
     return head if _REFUSAL.search(head) else None
 
 
+def remove_if_empty(folder: Path) -> None:
+    """Remove an `incoming/<op_id>/` folder that holds nothing any more (a file still in it, such
+    as one kept for a FILE_EXISTS click, keeps it)."""
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
 class _Refused(Exception):
     def __init__(self, text: str):
         super().__init__(text)
@@ -97,6 +109,7 @@ class Downloader:
         self.data_dir = Path(data_dir)
         self.late_saves: set[asyncio.Task[Path | None]] = set()  # downloads still finishing
         self.linger_seconds = LINGER_SECONDS
+        self.papers = KeyedLocks()  # one call per paper at a time: two clients never click twice
 
     def incoming(self, op_id: str) -> Path:
         """`<data>/incoming/<op_id>` (not created); incoming/ itself is checked not to be a
@@ -135,7 +148,25 @@ class Downloader:
         if paper is None:
             raise DocumentNotFound(record_ref=record_ref)
         formats: tuple[FileFormat, ...] = ("pdf", "caj") if format == "auto" else (format,)
+        # A second call for the same paper (another client, a retry sent while the first waits)
+        # waits for the first one and then finds its file in the cache, or its uncertain click.
+        async with self.papers.hold(ref):
+            return await self._download_paper(
+                paper, format, formats, filename, subdirectory, wait_seconds, retry, op
+            )
 
+    async def _download_paper(
+        self,
+        paper: Paper,
+        format: Format,
+        formats: tuple[FileFormat, ...],
+        filename: str | None,
+        subdirectory: str | None,
+        wait_seconds: float,
+        retry: bool,
+        op: SiteOp | None,
+    ) -> DownloadResult:
+        ref = paper.record_ref
         for fmt in formats:
             if filename is not None and not filename.lower().endswith("." + fmt):
                 continue  # auto with `x.caj`: only a CAJ can be that file
@@ -149,6 +180,7 @@ class Downloader:
             late = self._late_file(click.op_id, fmt)
             if late is not None:
                 result = self._archive(late, paper, fmt, filename, subdirectory)
+                remove_if_empty(late.parent)
                 return result.model_copy(update={"reconciled": True})
             if not retry:
                 raise SideEffectUncertain(record_ref=ref, format=fmt, clicked_at=click.clicked_at.isoformat())
@@ -240,6 +272,7 @@ class Downloader:
         watch(detail_page)
         ctx.on("page", watch)  # registered at creation: no download event of a new tab is missed
         linger: Path | None = None  # set when the outcome is uncertain: keep watching in the background
+        folder: Path | None = None
         try:
             fmt, entry = await self._choose(detail_page, format)
             if filename is not None:
@@ -286,6 +319,8 @@ class Downloader:
             else:
                 ctx.remove_listener("page", watch)
                 await self._close_family(detail_page)
+                if folder is not None:
+                    remove_if_empty(folder)  # the file moved to downloads/ (or was rejected)
 
     def _keep(self, coro: Any) -> None:
         task: asyncio.Task[Path | None] = asyncio.create_task(coro)
@@ -312,6 +347,7 @@ class Downloader:
             try:
                 download = await asyncio.wait_for(downloads.get(), timeout=self.linger_seconds)
             except TimeoutError:
+                remove_if_empty(folder)  # no late file: nothing for the next call to reconcile
                 return None
             finally:
                 ctx.remove_listener("page", watch)
@@ -422,6 +458,16 @@ class Downloader:
 
     @staticmethod
     async def _finish(download: Download, dest: Path) -> Path | None:
+        """Save the browser's download to `dest`, then delete the browser's own copy: Playwright
+        keeps every download's artifact in incoming/ until the browser closes, so a server that
+        downloads for days would hold each file twice."""
+        saved = await Downloader._save_as(download, dest)
+        with contextlib.suppress(PlaywrightError, BrowserStalled):
+            await bounded(download.delete(), CLOSE_SECONDS, "download artifact delete")
+        return saved
+
+    @staticmethod
+    async def _save_as(download: Download, dest: Path) -> Path | None:
         tmp = dest.with_name("." + dest.name + ".part")
         try:
             failure = await download.failure()
@@ -437,6 +483,10 @@ class Downloader:
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
             return None
+        except BaseException:  # stopped mid-save (shutdown): no half file is left behind
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            raise
 
     async def close(self) -> None:
         """Stop waiting for late files (shutdown); their tabs are closed."""

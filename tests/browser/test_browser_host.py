@@ -14,8 +14,10 @@ import subprocess
 import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from playwright.async_api import Page
 
 from cnki_mcp.clock import SystemClock
 from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable, CnkiError
@@ -178,6 +180,40 @@ async def test_pages_opened_by_a_page_are_tracked_as_its_popups(host: BrowserHos
 
     tab = await host.new_page()
     assert tab is not page and tab not in host.popups_of(page)
+
+
+class _PopupBeforeCreate:
+    """The browser CDP session, except that a page opens a popup (and the popup has arrived)
+    just before each Target.createTarget: another operation's click landing mid-creation."""
+
+    def __init__(self, inner: Any, opener: Page, host: BrowserHost) -> None:
+        self.inner, self.opener, self.host = inner, opener, host
+        self.popups: list[Page] = []
+
+    async def send(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        if method == "Target.createTarget":
+            since = len(self.host.popups_of(self.opener))
+            await self.opener.click("#pop")
+            popup = await self.host.wait_for_popup(self.opener, since=since, timeout=10)
+            assert popup is not None
+            self.popups.append(popup)
+        return await self.inner.send(method, params)
+
+
+async def test_a_new_tab_is_never_a_popup_another_page_opened_meanwhile(host: BrowserHost, server: str) -> None:
+    # a soak found reads and downloads failing "Target page, context or browser has been closed":
+    # new_page took the next page to appear, which could be another operation's popup (closed
+    # by its owner soon after), instead of the tab it had created
+    page = await host.work_page()
+    await page.goto(server + "/opener")
+    assert host._browser_cdp is not None
+    racing = _PopupBeforeCreate(host._browser_cdp, page, host)
+    host._browser_cdp = racing  # type: ignore[assignment]
+    tab = await host.new_page()
+    assert racing.popups, "the popup opened during the creation"
+    assert tab not in racing.popups and tab is not page
+    assert tab.url == "about:blank" and not tab.is_closed()
+    assert await tab.evaluate("() => window.opener === null")
 
 
 async def test_a_killed_browser_is_relaunched_on_the_next_request(host: BrowserHost, server: str) -> None:

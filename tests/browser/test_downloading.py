@@ -198,12 +198,44 @@ async def test_late_file_of_an_uncertain_click_is_reconciled_without_a_click(cas
     ref = await case.ref("r0002")
     sim.set_scenario({"latency": [{"path": "/bar/download", "ms": 2500}]})
     await expect_code(case.downloader.download(ref, wait_seconds=1, op=FakeOp()), "SIDE_EFFECT_UNCERTAIN")
+    late_folder = case.data_dir / "incoming" / "op-test"
+    assert stat.S_IMODE(late_folder.stat().st_mode) == 0o700  # where the late file will land
     async with asyncio.timeout(STEP_TIMEOUT):
         await case.downloader.wait_late_saves()  # the browser finishes the download meanwhile
     got = await case.downloader.download(ref, op=FakeOp())
     assert got.reconciled and got.source == "download"
     assert len(sim.requests_for(ORDER, "GET")) == 1
     assert [c.outcome for c in case.store.clicks_for(ref)] == ["downloaded"]
+    assert not late_folder.exists()  # emptied by the reconciliation, then removed
+
+
+async def test_two_calls_for_one_paper_at_once_click_once(case: Case) -> None:
+    # two clients asking for the same paper at the same moment: one click (one charge), one file
+    sim = case.env.sim
+    ref = await case.ref("r0001")
+    async with asyncio.timeout(STEP_TIMEOUT):
+        first, second = await asyncio.gather(
+            case.downloader.download(ref, op=FakeOp(operation_id="op-a")),
+            case.downloader.download(ref, op=FakeOp(operation_id="op-b")),
+        )
+    assert sorted([first.source, second.source]) == ["cache", "download"]
+    assert first.path == second.path and first.sha256 == second.sha256
+    assert len(sim.requests_for(ORDER, "GET")) == 1
+    assert [c.outcome for c in case.store.clicks_for(ref)] == ["downloaded"]
+    assert not case.downloader.papers.busy(ref)
+
+
+async def test_a_download_leaves_nothing_behind_in_the_incoming_folders(case: Case) -> None:
+    # Playwright keeps a copy of every download in the browser's download folder until the
+    # browser closes; a server that runs for days must not hold each file twice
+    artifacts = case.env.host.downloads_dir
+    before = set(artifacts.iterdir()) if artifacts.exists() else set()
+    ref = await case.ref("r0001")
+    async with asyncio.timeout(STEP_TIMEOUT):
+        got = await case.downloader.download(ref, op=FakeOp())
+    assert got.source == "download" and Path(got.path).is_file()
+    assert set(artifacts.iterdir()) - before == set()
+    assert list((case.data_dir / "incoming").iterdir()) == []
 
 
 async def test_existing_file_is_never_overwritten_and_nothing_is_clicked(case: Case) -> None:
@@ -240,8 +272,9 @@ async def test_downloaded_file_is_owner_only_and_its_folders_0700(case: Case) ->
     finally:
         os.umask(old)
     assert stat.S_IMODE(Path(got.path).stat().st_mode) == 0o600
-    for folder in ("downloads", "downloads/合同", "incoming", "incoming/op-test"):
+    for folder in ("downloads", "downloads/合同", "incoming"):
         assert stat.S_IMODE((case.data_dir / folder).stat().st_mode) == 0o700, folder
+    # incoming/<op>/ (0700 too, see the late-file test) is removed once its file moved out
 
 
 async def test_a_new_filename_for_a_downloaded_paper_gets_a_copy_without_a_click(case: Case) -> None:

@@ -259,3 +259,42 @@ def test_a_stored_paper_without_a_link_takes_the_one_a_list_gave_it(store: Store
     for name in (paper.record_ref, rec.native_filename):
         handle = resolve_paper(store, name)
         assert (handle.record_ref, handle.detail_url) == (paper.record_ref, CorpusLinks().detail(rec.id))
+
+
+class SlowCitations(CorpusBackend):
+    """The corpus backend answering each citation request one fake second after it is sent, so
+    two operations are both in flight."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__()
+        self.clock = clock
+
+    async def citation_list(self, detail_url: str, kind: str, type_code: str, start: int, op: Any = None) -> Any:
+        await self.clock.sleep(1)
+        return await super().citation_list(detail_url, kind, type_code, start, op)
+
+    async def citation_metrics(self, detail_url: str, op: Any = None) -> dict[str, int]:
+        await self.clock.sleep(1)
+        return await super().citation_metrics(detail_url, op)
+
+
+async def test_two_clients_asking_for_one_list_at_once_send_each_request_once(clock: FakeClock, store: Store) -> None:
+    # two sessions call get_citing for the same paper at the same moment: each page (and the
+    # counts) is asked once, the other operation takes it from the store
+    site = SlowCitations(clock)
+    name = remember(store, site.corpus, LONG)
+    jobs = JobManager(clock, MemorySink())
+    inp = CitationListInput(paper=name, types=[CitationType.JOURNAL], limit=20)
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await citation_list(store, site, clock, inp, "citations", ctx)
+
+    budget = DEFAULT_BUDGETS[OperationKind.CITATIONS]
+    first = jobs.start(OperationKind.CITATIONS, runner, budget)
+    second = jobs.start(OperationKind.CITATIONS, runner, budget)
+    one, two = await clock.run_until_complete(first.finish(), second.finish())
+    assert one.status is two.status is OperationStatus.COMPLETED
+    assert one.result["items"] == two.result["items"] and one.result["total"] == 19
+    assert max(Counter(site.citation_calls).values()) == 1
+    assert site.requests["citation_metrics"] == 1 and len(site.citation_calls) == 2
+    assert one.result["requests"] + two.result["requests"] == 3

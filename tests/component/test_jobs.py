@@ -850,3 +850,19 @@ async def test_watchdog_ends_the_operation_when_a_float_remainder_is_below_the_c
         assert record.active_seconds == pytest.approx(timeout, abs=0.002)
     finally:
         await manager.shutdown()
+
+
+async def test_an_operation_cancelled_from_outside_ends_interrupted_not_cancelled(env: Any) -> None:
+    # Ctrl-C or SIGTERM to `cnki-mcp serve` (stdio): asyncio cancels every task, the operations'
+    # runners too, before the server's own shutdown; nobody asked to cancel them
+    clock, sink, manager, limiter = env
+    backend = FakeBackend(clock, pages=1000)
+    job = manager.start(OperationKind.SEARCH, search_runner(backend, limiter), SEARCH_BUDGET)
+    await clock.advance_settled(2.0)
+    assert job._live.task is not None
+    job._live.task.cancel()  # what asyncio.run does to the tasks left when it is interrupted
+    record = await job.finish()
+    assert record.status is OperationStatus.INTERRUPTED and record.message == INTERRUPTED_MESSAGE
+    stored = sink.load(job.operation_id)
+    assert stored is not None and stored.status is OperationStatus.INTERRUPTED
+    assert stored.checkpoint is not None

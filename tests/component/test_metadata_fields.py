@@ -67,3 +67,37 @@ async def test_metadata_reads_only_what_the_requested_fields_need(clock: FakeClo
     backend.requests.clear()
     await _metadata(clock, pipe, MetadataInput(record_refs=refs[:3]))
     assert backend.requests == Counter()  # every field: the fresh details answer
+
+
+class SlowDetails(CorpusBackend):
+    """Detail pages answered one fake second after they are asked for (two operations overlap)."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__()
+        self.clock = clock
+
+    async def detail(self, locator: str, op: Any = None) -> Any:
+        await self.clock.sleep(1)
+        return await super().detail(locator, op)
+
+
+async def test_two_clients_asking_for_the_same_details_at_once_read_each_page_once(
+    clock: FakeClock, store: Store
+) -> None:
+    backend = SlowDetails(clock)
+    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
+    titles = [r.title for r in backend.corpus.records if r.type == "期刊"][:3]
+    listed = await _metadata(clock, pipe, MetadataInput(titles=titles, fields=["authors"]))
+    refs = [r["record_ref"] for r in listed.result["records"]]
+    backend.requests.clear()
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.metadata(MetadataInput(record_refs=refs, fields=["funds"]), ctx)
+
+    jobs = JobManager(clock, MemorySink())
+    first = jobs.start(OperationKind.METADATA, runner)
+    second = jobs.start(OperationKind.METADATA, runner)
+    one, two = await clock.run_until_complete(first.finish(), second.finish())
+    assert one.status == two.status == "completed"
+    assert backend.requests["detail"] == len(refs) == 3  # not twice each
+    assert one.result["records"] == two.result["records"]

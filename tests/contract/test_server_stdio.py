@@ -150,6 +150,49 @@ def test_ctrl_c_ends_a_stdio_server_whose_client_keeps_stdin_open(tmp_path: Path
         proc.stdout.close()
 
 
+def test_sigterm_ends_a_stdio_server_as_ctrl_c_does(tmp_path: Path) -> None:
+    """SIGTERM (a client or a process manager stopping the server) closes it as Ctrl-C does:
+    operations ended, browser and store closed (the WAL checkpointed away). It used to kill the
+    process on the spot: operations left `running`, the browser orphaned for a while."""
+    import json
+    import signal
+
+    data = tmp_path / "data"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cnki_mcp", "serve"],
+        env=_env(data),
+        cwd=str(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "diagnostics", "arguments": {}}},
+    ]  # fmt: skip
+    try:
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
+        proc.stdin.flush()
+        replies: list[dict[str, object]] = []
+        while not any(r.get("id") == 2 for r in replies):
+            line = proc.stdout.readline()
+            assert line, "the server's stdout ended before the diagnostics reply"
+            replies.append(json.loads(line))
+        assert (data / "cnki.sqlite3-wal").exists()  # the store is open
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 130  # the Ctrl-C path, not death by the signal (-15)
+        assert not (data / "cnki.sqlite3-wal").exists()  # the store was closed
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
+
+
 def test_the_stdin_reader_ends_quietly_when_its_loop_goes_away_while_it_hands_over_a_line() -> None:
     """The session ended with lines still unread (the loop closes while the reader thread waits
     to hand one over): the thread stops without an uncaught exception on stderr."""

@@ -3,6 +3,7 @@ and the service's cache-first flow over a fake reader backend."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
@@ -200,3 +201,46 @@ async def test_service_stores_every_body_read_whole_and_marks_a_trial_incomplete
     await service.read("rec_a", max_characters=10)
     await service.read("rec_a")  # from the cache: nothing new to store
     assert store.texts == [("rec_a", "html", trial().text, False), ("rec_a", "html", complete().text, True)]
+
+
+class GatedBackend(FakeBackend):
+    """A reader that answers only when the test lets it (two calls are then both in flight)."""
+
+    def __init__(self, pages: list[ReaderPage]) -> None:
+        super().__init__(pages)
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def read(self, paper: Paper, op: Any = None) -> ReaderCapture:
+        self.entered.set()
+        await self.release.wait()
+        return await super().read(paper, op)
+
+
+async def test_two_reads_of_one_paper_at_once_open_the_reader_once() -> None:
+    # two clients asking for the same paper at the same moment: one reader visit, the second
+    # call pages the body the first one cached
+    store = FakeStore()
+    backend = GatedBackend([complete()])
+    service = ReadingService(store, backend, FakeClock())
+    first = asyncio.create_task(service.read("rec_a", max_characters=50))
+    await backend.entered.wait()
+    second = asyncio.create_task(service.read("rec_a", offset=50, max_characters=50))
+    await asyncio.sleep(0)
+    backend.release.set()
+    one, two = await asyncio.gather(first, second)
+    assert (one.source, two.source, backend.calls) == ("reader", "cache", 1)
+    assert one.text + two.text == complete().text[:100]
+    assert len(store.texts) == 1
+
+
+async def test_a_trial_body_read_by_one_call_does_not_stop_the_next_from_reading_again() -> None:
+    # only a cached (complete) body is shared; a trial one is read again by the call that waited
+    backend = GatedBackend([trial(), complete()])
+    service = ReadingService(FakeStore(), backend, FakeClock())
+    first = asyncio.create_task(service.read("rec_a"))
+    await backend.entered.wait()
+    second = asyncio.create_task(service.read("rec_a"))
+    backend.release.set()
+    one, two = await asyncio.gather(first, second)
+    assert one.trial and not two.trial and two.source == "reader" and backend.calls == 2

@@ -1,0 +1,52 @@
+"""Saving a browser download (`Downloader._finish`) over a fake Playwright download: the browser's
+own copy is deleted once saved, and a save stopped midway (shutdown) leaves no half file."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from cnki_mcp.site.downloading import Downloader
+
+
+class FakeDownload:
+    """Writes part of the file, then (with `hang`) waits for ever, as a slow save does."""
+
+    def __init__(self, hang: bool) -> None:
+        self.hang = hang
+        self.writing = asyncio.Event()
+        self.deleted = False
+
+    async def failure(self) -> str | None:
+        return None
+
+    async def save_as(self, path: Path) -> None:
+        Path(path).write_bytes(b"%PDF-1.4 half")
+        self.writing.set()
+        if self.hang:
+            await asyncio.Event().wait()
+        Path(path).write_bytes(b"%PDF-1.4 whole")
+
+    async def delete(self) -> None:
+        self.deleted = True
+
+
+async def test_a_saved_download_is_moved_in_place_and_the_browsers_copy_deleted(tmp_path: Path) -> None:
+    download = FakeDownload(hang=False)
+    dest = tmp_path / "f.pdf"
+    assert await Downloader._finish(download, dest) == dest  # type: ignore[arg-type]
+    assert dest.read_bytes() == b"%PDF-1.4 whole" and download.deleted
+    assert [p.name for p in tmp_path.iterdir()] == ["f.pdf"]
+
+
+async def test_a_save_stopped_midway_leaves_no_half_file(tmp_path: Path) -> None:
+    download = FakeDownload(hang=True)
+    task = asyncio.create_task(Downloader._finish(download, tmp_path / "f.pdf"))  # type: ignore[arg-type]
+    await download.writing.wait()
+    assert [p.name for p in tmp_path.iterdir()] == [".f.pdf.part"]
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,76 @@
+"""Stopping `cnki-mcp serve --transport http` (SIGTERM) while a call waits on an operation: the
+operation ends `interrupted` first and the call is answered with its record and next_step before
+the server stops. Before, the exit flag closed every SSE stream at once (sse-starlette watches it):
+the waiting call got no answer and the client never learnt its operation_id."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+import sse_starlette.sse
+
+from cnki_mcp.server.app import build_server
+from cnki_mcp.server.http import http_server
+from tests.contract.server_fakes import Harness
+from tests.contract.test_server_http import HEADERS, INIT, first_message
+
+
+@pytest.fixture
+def sigterm_in_a_test() -> Iterator[None]:
+    """uvicorn raises the signals it handled again once serve() returns, with the handler it found
+    at start: a no-op here, not the test process's end. sse-starlette's process-wide exit flag,
+    set by the handler, is reset for later tests."""
+    before = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+        sse_starlette.sse.AppStatus.should_exit = False
+
+
+def messages(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:") and line[5:].strip()]
+
+
+async def test_a_call_waiting_on_an_operation_is_answered_interrupted_at_sigterm(
+    tmp_path: Path, sigterm_in_a_test: None
+) -> None:
+    h = Harness(tmp_path / "data", inline_wait=30.0)
+    h.pipeline.block = True  # the search runs until the server stops
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    srv = http_server(build_server(h.open), host="127.0.0.1", port=sock.getsockname()[1], token=None)
+    serving = asyncio.create_task(srv.serve(sockets=[sock]))
+    try:
+        async with httpx2.AsyncClient(timeout=60) as http:
+            init = await http.post(url, json=INIT, headers=HEADERS)
+            assert first_message(init)["result"]["serverInfo"]["name"] == "cnki"
+            session = {**HEADERS, "mcp-session-id": init.headers["mcp-session-id"],
+                       "mcp-protocol-version": INIT["params"]["protocolVersion"]}  # fmt: skip
+            await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "search", "arguments": {"query": "竞业限制 违约金"}}}  # fmt: skip
+            answer = asyncio.create_task(http.post(url, json=call, headers=session))
+            await h.pipeline.started.wait()
+            srv.handle_exit(signal.SIGTERM, None)  # what the process's SIGTERM handler calls
+            response = await answer
+    finally:
+        srv.should_exit = True
+        await serving
+        sock.close()
+    [reply] = [m for m in messages(response.text) if m.get("id") == 2]
+    record = reply["result"]["structuredContent"]
+    assert record["status"] == "interrupted"
+    continue_call = f"operation_control(action='continue', operation_id='{record['operation_id']}')"
+    assert record["next_step"].startswith(continue_call)
+    assert h.services is not None and h.services.closed
