@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -109,62 +113,18 @@ async def test_a_stdio_server_loads_the_segmenter_dictionary_in_the_background_a
             await proc.wait()
 
 
-def test_ctrl_c_ends_a_stdio_server_whose_client_keeps_stdin_open(tmp_path: Path) -> None:
-    """Ctrl-C in the terminal that runs `cnki-mcp serve` (SIGINT to its process group) after a
-    client connected: the server exits 130 instead of waiting forever on the open stdin (the
-    SDK's stdin reader thread used to block the interpreter's exit)."""
-    import json
-    import signal
-
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cnki_mcp", "serve"],
-        env=_env(tmp_path / "data"),
-        cwd=str(tmp_path),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    messages = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "diagnostics", "arguments": {}}},
-    ]
-    try:
-        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
-        proc.stdin.flush()
-        replies: list[dict[str, object]] = []
-        while not any(r.get("id") == 2 for r in replies):
-            line = proc.stdout.readline()
-            assert line, "the server's stdout ended before the diagnostics reply"
-            replies.append(json.loads(line))
-        os.killpg(proc.pid, signal.SIGINT)
-        assert proc.wait(timeout=60) == 130  # a bound: TimeoutExpired fails the test
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdin.close()
-        proc.stdout.close()
-
-
-def test_sigterm_ends_a_stdio_server_as_ctrl_c_does(tmp_path: Path) -> None:
-    """SIGTERM (a client or a process manager stopping the server) closes it as Ctrl-C does:
-    operations ended, browser and store closed (the WAL checkpointed away). It used to kill the
-    process on the spot: operations left `running`, the browser orphaned for a while."""
-    import json
-    import signal
-
-    data = tmp_path / "data"
+@contextlib.contextmanager
+def _answered_server(data: Path, cwd: Path, *, own_group: bool = False) -> Iterator[subprocess.Popen[bytes]]:
+    """`cnki-mcp serve` over pipes that has answered a handshake and one diagnostics call, its
+    stdin kept open; killed at the end if still running."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "cnki_mcp", "serve"],
         env=_env(data),
-        cwd=str(tmp_path),
+        cwd=str(cwd),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        start_new_session=own_group,
     )
     assert proc.stdin is not None and proc.stdout is not None
     messages = [
@@ -181,16 +141,34 @@ def test_sigterm_ends_a_stdio_server_as_ctrl_c_does(tmp_path: Path) -> None:
             line = proc.stdout.readline()
             assert line, "the server's stdout ended before the diagnostics reply"
             replies.append(json.loads(line))
-        assert (data / "cnki.sqlite3-wal").exists()  # the store is open
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 130  # the Ctrl-C path, not death by the signal (-15)
-        assert not (data / "cnki.sqlite3-wal").exists()  # the store was closed
+        yield proc
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         proc.stdin.close()
         proc.stdout.close()
+
+
+def test_ctrl_c_ends_a_stdio_server_whose_client_keeps_stdin_open(tmp_path: Path) -> None:
+    """Ctrl-C in the terminal that runs `cnki-mcp serve` (SIGINT to its process group) after a
+    client connected: the server exits 130 instead of waiting forever on the open stdin (the
+    SDK's stdin reader thread used to block the interpreter's exit)."""
+    with _answered_server(tmp_path / "data", tmp_path, own_group=True) as proc:
+        os.killpg(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=60) == 130  # a bound: TimeoutExpired fails the test
+
+
+def test_sigterm_ends_a_stdio_server_as_ctrl_c_does(tmp_path: Path) -> None:
+    """SIGTERM (a client or a process manager stopping the server) closes it as Ctrl-C does:
+    operations ended, browser and store closed (the WAL checkpointed away). It used to kill the
+    process on the spot: operations left `running`, the browser orphaned for a while."""
+    data = tmp_path / "data"
+    with _answered_server(data, tmp_path) as proc:
+        assert (data / "cnki.sqlite3-wal").exists()  # the store is open
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 130  # the Ctrl-C path, not death by the signal (-15)
+        assert not (data / "cnki.sqlite3-wal").exists()  # the store was closed
 
 
 def test_the_stdin_reader_ends_quietly_when_its_loop_goes_away_while_it_hands_over_a_line() -> None:
