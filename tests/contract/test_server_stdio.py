@@ -78,7 +78,6 @@ async def test_a_stdio_server_loads_the_segmenter_dictionary_in_the_background_a
     """DESIGN.md "Start-up", step 5: the real `serve`, the handshake answered first; the load is
     reported (debug log) from its own thread, not the one serving the session."""
     import asyncio
-    import json
 
     env = {**_env(tmp_path / "data"), "CNKI_LOG_LEVEL": "DEBUG"}
     proc = await asyncio.create_subprocess_exec(
