@@ -112,6 +112,10 @@ async def test_a_stdio_server_loads_the_segmenter_dictionary_in_the_background_a
             await proc.wait()
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @contextlib.contextmanager
 def _answered_server(data: Path, cwd: Path, *, own_group: bool = False) -> Iterator[subprocess.Popen[bytes]]:
     """`cnki-mcp serve` over pipes that has answered a handshake and one diagnostics call, its
@@ -124,6 +128,9 @@ def _answered_server(data: Path, cwd: Path, *, own_group: bool = False) -> Itera
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         start_new_session=own_group,
+        # as a terminal's foreground job: a shell starting this suite in the background has set
+        # SIGINT to ignored, and an ignored SIGINT is inherited (the Ctrl-C test then never ends)
+        preexec_fn=_default_sigint,
     )
     assert proc.stdin is not None and proc.stdout is not None
     messages = [
