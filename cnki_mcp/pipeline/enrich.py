@@ -39,7 +39,6 @@ PARSER_VERSION = 1
 DETAIL_TTL = timedelta(days=30)
 DEFAULT_WORKERS = 8
 LOOKUP_PAGE_SIZE = 50
-DETAIL_FLIGHTS = KeyedLocks()  # record_ref -> the one detail request in flight for it
 FAILED = "failed"
 
 FATAL_CODES = frozenset(
@@ -163,6 +162,9 @@ class Enricher:
         self.workers = max(1, workers)
         self.public_origins = public_origins
         self._journal_flights: dict[str, asyncio.Task[None]] = {}
+        # record_ref -> the one detail request in flight for it; every operation of the server
+        # enriches through this one Enricher (ResearchPipeline), so it is the process's one owner
+        self._detail_flights = KeyedLocks()
 
     # --- freshness and cached evidence --------------------------------------------------
 
@@ -211,9 +213,9 @@ class Enricher:
         if paper is None:
             return None
         if self._detail_due(paper, refresh=refresh, detail=detail):
-            # One detail request per paper at a time in the process: an operation that waited
+            # One detail request per paper at a time: an operation that waited
             # for another one reading the same page (two clients at once) takes the stored page.
-            async with DETAIL_FLIGHTS.hold(ref):
+            async with self._detail_flights.hold(ref):
                 if not refresh and self.detail_fresh(ref):
                     paper = self.store.get(ref) or paper
                 else:

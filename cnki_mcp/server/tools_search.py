@@ -37,7 +37,7 @@ from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import OperationView
 from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.server.sampling import Sampled, sampled_text, sampling_resolver, with_sampling_warning
-from cnki_mcp.server.unfinished import unfinished_search
+from cnki_mcp.server.unfinished import or_unfinished
 from cnki_mcp.services import Services
 from cnki_mcp.site.backend import SortOrder
 
@@ -188,7 +188,7 @@ def register(server: CnkiServer) -> None:
         try:
             return services.pipeline.results(inp)
         except SearchNotFound as exc:
-            raise unfinished_search(services.jobs, search_id) or exc from None
+            raise or_unfinished(services.jobs, search_id, exc) from None
 
     @server.tool(
         name="get_metadata",
