@@ -18,10 +18,9 @@ from typing import Any
 
 import pytest
 
-from cnki_mcp.settings import Settings
 from cnki_mcp.sim.server import SimServer
-from tests.browser.test_server_read_download_faults import App, awaiting, only_error
-from tests.site_stack import in_memory_server, log_in
+from tests.browser.test_server_read_download_faults import App, awaiting, module_app, only_error
+from tests.site_stack import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -36,13 +35,9 @@ WALLED = {"require_login_for": ["download"], "accounts": {"reader01": "secret"}}
 async def app_module(
     _sim_server_session: SimServer, tmp_path_factory: pytest.TempPathFactory, browser_executable: str
 ) -> AsyncIterator[App]:
-    settings = Settings(
-        data_dir=tmp_path_factory.mktemp("server-login") / "data", browser_path=browser_executable,
-        headless=True, site_origin=_sim_server_session.origin, request_interval_ms=20,
-        inline_wait_seconds=0.0,
-    )  # fmt: skip
-    async with in_memory_server(settings) as (client, services):
-        yield App(client, services, _sim_server_session)
+    data_dir = tmp_path_factory.mktemp("server-login") / "data"
+    async with module_app(_sim_server_session, data_dir, browser_executable) as app:
+        yield app
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,18 +132,26 @@ def only_error(record: dict[str, Any], code: str) -> dict[str, Any]:
     return record["errors"][0]
 
 
+@asynccontextmanager
+async def module_app(sim: SimServer, data_dir: Path, browser_executable: str) -> AsyncIterator[App]:
+    """A module's server over the real CnkiSite (headless, no inline wait) against `sim`; its
+    services are closed when the block ends."""
+    settings = Settings(
+        data_dir=data_dir, browser_path=browser_executable, headless=True, site_origin=sim.origin,
+        request_interval_ms=20, inline_wait_seconds=0.0,
+    )  # fmt: skip
+    async with in_memory_server(settings) as (client, services):
+        yield App(client, services, sim)
+    assert services.closed
+
+
 @pytest.fixture(scope="module")
 async def app_module(
     _sim_server_session: SimServer, tmp_path_factory: pytest.TempPathFactory, browser_executable: str
 ) -> AsyncIterator[App]:
-    settings = Settings(
-        data_dir=tmp_path_factory.mktemp("server-faults") / "data", browser_path=browser_executable,
-        headless=True, site_origin=_sim_server_session.origin, request_interval_ms=20,
-        inline_wait_seconds=0.0,
-    )  # fmt: skip
-    async with in_memory_server(settings) as (client, services):
-        yield App(client, services, _sim_server_session)
-    assert services.closed
+    data_dir = tmp_path_factory.mktemp("server-faults") / "data"
+    async with module_app(_sim_server_session, data_dir, browser_executable) as app:
+        yield app
 
 
 @pytest.fixture
