@@ -24,6 +24,16 @@ SOFT_BLOCK_PAUSE = 20.0
 _CONTAINS: dict[str, frozenset[str]] = {"subject": frozenset({"title", "keywords"})}
 
 
+async def ask_again(
+    backend: SiteBackend, clock: Clock, ctx: OperationContext, request: GridRequest, pause: float, stage: str
+) -> GridPage:
+    """The soft-block rule's second ask (DESIGN.md "Soft blocks"): after `pause`, the same page
+    again. The caller judges the answer: still a zero it contradicts is SITE_UNAVAILABLE."""
+    ctx.set_stage(stage, "知网返回了可疑的空结果，稍后复查一次")
+    await clock.sleep(pause)
+    return await backend.grid(request, op=ctx)
+
+
 class SoftBlocks:
     """Mixed into `SearchEngine`, whose backend, clock and page log it uses."""
 
@@ -88,9 +98,7 @@ class SoftBlocks:
             return grid
         # the empty answer is logged as observed (not merged); the page is asked once more
         self.page_log.write(st, unit.channel, unit.lane, request.page, grid, 0, merged=False)
-        ctx.set_stage("retrieval", "知网返回了可疑的空结果，稍后复查一次")
-        await self.clock.sleep(self.soft_block_pause)
-        again = await self.backend.grid(request, op=ctx)
+        again = await ask_again(self.backend, self.clock, ctx, request, self.soft_block_pause, "retrieval")
         if self._suspect_zero(st, unit, request.page, again, feedback=feedback):
             raise SiteUnavailable(
                 "知网对本应有结果的检索连续返回空结果（疑似限流软封），已暂停；稍后可继续任务",

@@ -27,7 +27,7 @@ from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridPage, GridRow
 from cnki_mcp.pipeline.enrich import is_fatal
 from cnki_mcp.pipeline.models import SearchSummary
-from cnki_mcp.pipeline.soft_block import SOFT_BLOCK_PAUSE
+from cnki_mcp.pipeline.soft_block import SOFT_BLOCK_PAUSE, ask_again
 from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.site.backend import GridRequest, SiteBackend, SortOrder
 from cnki_mcp.store import Store
@@ -329,9 +329,7 @@ class WatchService:
         grid = await self.backend.grid(request, op=ctx)
         if grid.rows or not contradicted:
             return grid
-        ctx.set_stage("watch", "知网返回了可疑的空结果，稍后复查一次")
-        await self.clock.sleep(self.soft_block_pause)
-        again = await self.backend.grid(request, op=ctx)
+        again = await ask_again(self.backend, self.clock, ctx, request, self.soft_block_pause, "watch")
         if again.rows:
             return again
         raise SiteUnavailable(
