@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.identity import Paper
+from cnki_mcp.models import DocType
 from cnki_mcp.pipeline.models import SEARCH_ID_CHARS
 from cnki_mcp.store import LibraryFilters, Store
 from cnki_mcp.store.library import MAX_TEXT_CHARS, normalise, parse_library_query
@@ -192,7 +193,7 @@ def _window(text: str, pattern: re.Pattern[str], context: int) -> str | None:
 
 # CNKI's document type names (site-rules.md §2.1, and the other resource types the site lists) and
 # the English words a client may use for them.
-DOC_TYPES = ("期刊", "外文期刊", "特色期刊", "博士", "硕士", "会议", "报纸", "年鉴", "图书", "标准", "专利", "成果", "学术辑刊")
+DOC_TYPES = (*(t.value for t in DocType if t is not DocType.OTHER), "学术辑刊")
 # 期刊 includes the grid's 特色期刊 rows (CJFN): their detail page says 期刊 (parse/detail.py), so a
 # paper's type label depends on which page was read last (saved page kns8s-grid/pluginsx_search_result_4rows.html).
 _INCLUDES = {"期刊": ("特色期刊",)}
