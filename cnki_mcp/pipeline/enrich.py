@@ -291,6 +291,11 @@ class Enricher:
             # own, and a later read of the source must not await a finished (or failed) flight
             if self._journal_flights.get(key) is done:
                 del self._journal_flights[key]
+            if not done.cancelled():
+                # the readers that awaited it already had its error; when they were all cancelled
+                # (the server stopping mid-search) nobody will, and asyncio would print the failed
+                # flight's traceback as "Task exception was never retrieved"
+                done.exception()
 
         task.add_done_callback(forget)
         await asyncio.shield(task)
