@@ -53,6 +53,7 @@ from cnki_mcp.operations import (
     Progress,
     StoreSink,
     final_status,
+    finished_message,
     new_operation_id,
 )
 
@@ -471,6 +472,8 @@ class JobManager:
             rec.message = "操作已取消"
         elif error is not None:
             rec.message = error.message
+        else:
+            rec.message = finished_message(rec.status, len(live.item_errors)) or rec.message
         rec.requests = live.budget.requests
         rec.active_seconds = round(live.budget.active_seconds, 3)
         rec.updated_at = self._clock.now()

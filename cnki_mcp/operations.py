@@ -56,6 +56,17 @@ class OperationStatus(StrEnum):
 OnVerification = Literal["wait", "skip"]
 
 
+def finished_message(status: OperationStatus, item_errors: int) -> str | None:
+    """The message of an operation that ended with its result, in place of its last progress
+    message ("第 1 轮检索，已有候选 0 篇" would read as the outcome); None where the ending's own
+    message (an error, a cancel, an interruption) says it."""
+    if status is OperationStatus.COMPLETED:
+        return "已完成"
+    if status is OperationStatus.PARTIAL and item_errors:
+        return f"已完成，{item_errors} 项出错（见 errors）"
+    return None
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -271,7 +271,10 @@ async def test_progress_message_fits_each_stage_and_counts_candidates_after_the_
     assert record.status == "completed"
 
     def of(stage: str) -> list[ProgressEvent]:
-        return [e for e in events if e.stage == stage]
+        return [e for e in events if e.stage == stage and e.status == "running"]
+
+    # the last event is the ending's: its message says the search is done, not where it last was
+    assert events[-1].status == "completed" and events[-1].message == "已完成"
 
     retrieval = of("retrieval")
     # Five rounds of 20 rows: q1 lists 0-99, q2 30-129, q3 60-159, so 160 candidates, and the

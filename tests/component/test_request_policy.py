@@ -11,7 +11,14 @@ from typing import Any
 from pipeline_fakes import SimSite, duplicates
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.jobs import (
+    JobManager,
+    MemorySink,
+    OperationContext,
+    OperationKind,
+    OperationRecord,
+    ProgressEvent,
+)
 from cnki_mcp.operations import StoreSink
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions
 from cnki_mcp.pipeline.policy import DEFAULT_POLICY, REFERENCE_POLICY, SearchPolicy
@@ -70,9 +77,17 @@ async def test_an_exhausted_subject_channel_answers_its_subsets_without_requests
 ) -> None:
     site = SubsetSite(clock)
     pipe = pipeline(clock, store, site, DEFAULT_POLICY, 50)
-    record = await search(clock, pipe, live())
+    jobs = JobManager(clock, MemorySink())
+    events: list[ProgressEvent] = []
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(live(), PLAN, ctx)
+
+    job = jobs.start(OperationKind.SEARCH, runner, live().budget())
+    jobs.subscribe(job.operation_id, events.append)
+    [record] = await clock.run_until_complete(job.finish())
     result = record.result
-    assert record.status == "completed"
+    assert record.status == "completed" and record.message == "已完成"
     assert [k for k in site.log if k[0] == "grid"] == [("grid", "q1", 1)]  # nothing else asked
     coverage = {c["channel"]: c for c in result["coverage"]}
     assert coverage["q1"]["exhausted"] and coverage["q1"]["rows"] == 40
@@ -80,8 +95,10 @@ async def test_an_exhausted_subject_channel_answers_its_subsets_without_requests
     assert coverage["q2"]["pages"] == coverage["q3"]["pages"] == 0
     feedback = [c for c in result["coverage"] if c["channel"].startswith("feedback")]
     assert feedback and all(c["stopped"] == "local" and c["pages"] == 0 for c in feedback)
-    # the feedback stage's message says its words were not sent (the search's last message)
-    assert record.stage == "feedback" and "不请求知网" in record.message, (record.stage, record.message)
+    # the feedback stage's message (the search's last stage) says its words were not sent
+    assert record.stage == "feedback"
+    said = [e.message for e in events if e.stage == "feedback" and e.status == "running"]
+    assert said and "不请求知网" in said[-1], said
     assert result["candidate_count"] == 40
     # the local title channel's hits are evidence like any other channel's
     evidence = store.search_results(result["search_id"], "all", 0, 100).items
