@@ -462,6 +462,7 @@ async def test_runner_outcomes_map_to_final_status(env: Any) -> None:
     ]
     assert records[0].errors[0].code == "VERIFICATION_SKIPPED"
     assert records[2].errors[0].details == {"record_ref": "r1", "stage": "detail"}
+    assert records[2].message == "已完成，1 项出错（见 errors）"  # not its last progress message
     assert records[3].errors[0].code == "INTERNAL"
 
 
