@@ -242,7 +242,8 @@ class Diagnostics(BaseModel):
     mcp_version: str
     platform: str
     process_id: int
-    memory_rss_bytes: int | None = None
+    memory_rss_bytes: int | None = Field(default=None, description="本进程当前常驻内存（字节；Linux 以外可能为空）")
+    memory_peak_rss_bytes: int | None = Field(default=None, description="本进程启动以来的常驻内存峰值（字节）")
     data_dir: str
     settings: dict[str, Any]
     browser: BrowserDiagnostics

@@ -182,14 +182,33 @@ def _browser(services: Services) -> BrowserDiagnostics:
     )
 
 
-def _rss() -> int | None:
+def memory_from(statm: str | None, maxrss: int | None, *, darwin: bool, page_size: int) -> tuple[int | None, int | None]:
+    """(resident now, peak resident) in bytes: now from Linux's /proc/self/statm (its second
+    field, in pages), the peak from getrusage's ru_maxrss (KiB on Linux, bytes on macOS). Either
+    is None where the platform does not give it."""
+    current: int | None = None
+    if statm:
+        fields = statm.split()
+        if len(fields) >= 2 and fields[1].isdigit():
+            current = int(fields[1]) * page_size
+    peak = None if maxrss is None else (maxrss if darwin else maxrss * 1024)
+    return current, peak
+
+
+def _memory() -> tuple[int | None, int | None]:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            statm: str | None = f.read()
+    except OSError:
+        statm = None
     try:
         import resource
 
-        usage = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return int(usage if sys.platform == "darwin" else usage * 1024)
-    except Exception:
-        return None
+        maxrss: int | None = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        page_size = resource.getpagesize()
+    except Exception:  # no `resource` on Windows
+        maxrss, page_size = None, 4096
+    return memory_from(statm, maxrss, darwin=sys.platform == "darwin", page_size=page_size)
 
 
 def _mcp_version() -> str:
@@ -218,13 +237,15 @@ def build_diagnostics(services: Services) -> Diagnostics:
         }
         for r in services.jobs.recent(10)
     ]
+    memory = _memory()
     return Diagnostics(
         version=__version__,
         python=platform.python_version(),
         mcp_version=_mcp_version(),
         platform=f"{platform.system()} {platform.machine()}",
         process_id=os.getpid(),
-        memory_rss_bytes=_rss(),
+        memory_rss_bytes=memory[0],
+        memory_peak_rss_bytes=memory[1],
         data_dir=str(settings.data_dir),
         settings={
             "request_interval_ms": settings.request_interval_ms,

@@ -154,6 +154,8 @@ async def test_diagnostics_is_local_and_never_starts_the_browser(h: Harness) -> 
         assert data["data_dir"] == str(h.settings.data_dir)
         assert data["browser"]["running"] is False
         assert "max_inflight" in data["limiter"]
+        # resident now, and the peak since start (which is never below it)
+        assert 0 < data["memory_rss_bytes"] <= data["memory_peak_rss_bytes"]
         assert h.services is not None and h.services.host.started is False
     assert not (h.settings.data_dir / "browser").exists()
 
