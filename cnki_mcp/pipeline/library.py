@@ -61,7 +61,9 @@ class LibraryResult(BaseModel):
     source: str | None
     document_type: str | None
     url: str | None
-    score: float = Field(description="BM25 相关度（越大越相关）")
+    score: float = Field(
+        description="BM25 相关度（越大越相关，4 位有效数字）；只在本次结果之间比较：小库中多数文献都含的词，分数约为 1e-6 量级"
+    )
     matched_fields: list[MatchedField]
     snippet: str = Field(description="命中处上下文，命中词用【】标出")
     fulltext: list[Literal["html", "pdf"]] = Field(description="本地保存的全文种类")
@@ -264,7 +266,7 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
                 source=paper.source,
                 document_type=paper.doc_type,
                 url=paper.public_url,
-                score=round(-hit.score, 4),
+                score=float(f"{-hit.score:.4g}"),  # significant digits: see `score`
                 matched_fields=matched,
                 snippet=_snippet(text, finder) or text[: 2 * SNIPPET_CONTEXT],
                 fulltext=sorted(k for k in texts if k in ("html", "pdf")),  # type: ignore[misc]

@@ -472,3 +472,17 @@ def test_a_journal_filter_keeps_the_special_journal_rows_of_a_real_grid(store: S
     assert find(store, "王淑慧", clock, document_types=["特色期刊"]).total == 2  # the label alone
     assert find(store, "排头兵", clock, document_types=["newspaper"]).total == 1
     assert find(store, "排头兵", clock, document_types=["journal"]).total == 0
+
+
+def test_scores_in_a_small_library_whose_every_paper_matches_are_not_shown_as_zero(
+    store: Store, clock: FakeClock
+) -> None:
+    # FTS5's bm25 floors the weight of a term found in half the library or more at 1e-6, so in a
+    # small library on one topic every score is of that order: rounded to decimals, all were 0.0
+    store.upsert_from_grid(
+        [row("违约金酌减", "S1"), row("违约金调整规则", "S2"), row("违约金与损害赔偿的关系研究", "S3")], T0
+    )
+    page = find(store, "违约金", clock)
+    scores = [r.score for r in page.results]
+    assert len(scores) == 3 and all(s > 0 for s in scores), scores
+    assert scores == sorted(scores, reverse=True) and scores[0] > scores[-1], scores
