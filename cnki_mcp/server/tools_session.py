@@ -192,6 +192,8 @@ def memory_from(statm: str | None, maxrss: int | None, *, darwin: bool, page_siz
         if len(fields) >= 2 and fields[1].isdigit():
             current = int(fields[1]) * page_size
     peak = None if maxrss is None else (maxrss if darwin else maxrss * 1024)
+    if peak is not None and current is not None:
+        peak = max(peak, current)  # Linux updates the high-water mark lazily: it can lag behind now
     return current, peak
 
 

@@ -19,3 +19,8 @@ def test_macos_gives_its_peak_in_bytes_and_no_current_figure() -> None:
 
 def test_an_unreadable_statm_or_no_getrusage_leaves_that_figure_empty() -> None:
     assert memory_from("garbage", None, darwin=False, page_size=4096) == (None, None)
+
+
+def test_the_peak_is_never_below_the_resident_memory_now() -> None:
+    # the kernel's high-water mark (ru_maxrss) is updated lazily and can lag behind statm
+    assert memory_from("50000 30000 0 0 0 0 0", 100_000, darwin=False, page_size=4096) == (30000 * 4096,) * 2
