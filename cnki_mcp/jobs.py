@@ -148,6 +148,7 @@ class _Live:
         self.heartbeat: asyncio.Task[None] | None = None
         self.watchdog: asyncio.Task[None] | None = None
         self.deadline_error: BudgetExhausted | None = None  # set when the watchdog fired
+        self.key: str | None = None  # what the operation computes (`JobManager.running_with`)
 
     def bump(self) -> None:
         """Wake every long-poll waiting on this operation (fire-and-replace)."""
@@ -341,6 +342,7 @@ class JobManager:
         message: str = "",
         total: int | None = None,
         unit: str | None = None,
+        key: str | None = None,
     ) -> Job:
         spec = budget or DEFAULT_BUDGETS.get(kind)
         if spec is None:
@@ -358,7 +360,22 @@ class JobManager:
         )
         live = _Live(record, Budget(self._clock, spec.max_requests, spec.timeout_seconds))
         live.running_message = message
+        live.key = key
         return self._launch(live, runner, resume_from=None)
+
+    def running_with(self, kind: OperationKind, key: str) -> Job | None:
+        """The operation of `kind` started with `key` (the same work: DESIGN.md "One search for
+        identical calls") still running and not being cancelled, or None."""
+        for live in self._live.values():
+            if (
+                live.key == key
+                and live.record.kind is kind
+                and live.record.status.active
+                and not live.done.is_set()
+                and not live.cancel_requested
+            ):
+                return Job(live.record.operation_id, live)
+        return None
 
     async def run_inline(
         self,

@@ -14,7 +14,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from cnki_mcp.errors import SearchNotFound
-from cnki_mcp.jobs import BudgetSpec, OperationKind, Runner
+from cnki_mcp.jobs import BudgetSpec, OperationKind, OperationStatus, Runner
 from cnki_mcp.pipeline.models import (
     MetadataField,
     MetadataInput,
@@ -35,7 +35,7 @@ from cnki_mcp.query.plan import Plan
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import OperationView
-from cnki_mcp.server.progress import start_operation, typed_view
+from cnki_mcp.server.progress import run_job, start_operation, typed_view
 from cnki_mcp.server.sampling import Sampled, sampled_text, sampling_resolver, with_sampling_warning
 from cnki_mcp.server.unfinished import or_unfinished
 from cnki_mcp.services import Services
@@ -46,6 +46,10 @@ Year = Annotated[int | None, Field(ge=0, le=2200, description="年份（含边�
 
 class SearchOperation(OperationView):
     result: SearchSummary | None = Field(default=None, description="检索摘要（完成或部分完成时）")
+    joined: bool = Field(
+        default=False,
+        description="true：参数相同的检索已在运行，本次调用没有另起检索，返回的是它（operation_id 相同，不重复请求知网）",
+    )
 
 
 class MetadataOperation(OperationView):
@@ -127,7 +131,8 @@ def register(server: CnkiServer) -> None:
         async def runner(op: Any) -> Any:
             return await pipeline.research(inp, plan, op)
 
-        return await _start_search(ctx, services, runner, inp.budget())
+        key = f"research:{pipeline.research_key(inp, plan)}"
+        return await _start_search(ctx, services, runner, inp.budget(), key)
 
     @server.tool(
         name="structured_search",
@@ -165,7 +170,8 @@ def register(server: CnkiServer) -> None:
         async def runner(op: Any) -> Any:
             return await pipeline.structured(inp, op)
 
-        return await _start_search(ctx, services, runner, inp.budget())
+        key = f"structured:{pipeline.structured_key(inp)}"
+        return await _start_search(ctx, services, runner, inp.budget(), key)
 
     @server.tool(
         name="search_results",
@@ -249,9 +255,19 @@ def _cached_search(cached: SearchSummary) -> SearchOperation:
 
 
 async def _start_search(
-    ctx: Context[Any, Any], services: Services, runner: Runner, budget: BudgetSpec
+    ctx: Context[Any, Any], services: Services, runner: Runner, budget: BudgetSpec, key: str
 ) -> SearchOperation:
-    record = await start_operation(
-        ctx, services.jobs, OperationKind.SEARCH, runner, budget, stage="starting", message="检索开始"
-    )
-    return typed_view(SearchOperation, OperationView.of(record))
+    """Start the search, or join the identical one already running (DESIGN.md "One search for
+    identical calls"): a client retrying a call that outlived its timeout, or two clients
+    asking the same, get one search and one set of CNKI requests. A joined search that is
+    cancelled or interrupted meanwhile is not this call's answer: then it starts its own."""
+    jobs = services.jobs
+    joined = jobs.running_with(OperationKind.SEARCH, key)
+    if joined is not None:
+        record = await run_job(ctx, jobs, joined)
+        if record.status not in (OperationStatus.CANCELLED, OperationStatus.INTERRUPTED):
+            view = typed_view(SearchOperation, OperationView.of(record))
+            view.joined = True
+            return view
+    job = jobs.start(OperationKind.SEARCH, runner, budget, stage="starting", message="检索开始", key=key)
+    return typed_view(SearchOperation, OperationView.of(await run_job(ctx, jobs, job)))

@@ -58,6 +58,7 @@ class FakePipeline:
         self.no_saved_results = False  # `results` answers SEARCH_NOT_FOUND for every id
         self.release = asyncio.Event()
         self.plans: list[Any] = []
+        self.runs = 0  # searches run (`research` calls)
         self.started = asyncio.Event()
         self.items = [ResultItem(record_ref=f"rec_{i:024x}", title=f"题名{i}", url=None) for i in range(120)]
 
@@ -66,6 +67,12 @@ class FakePipeline:
 
     async def cached_async(self, inp: Any, plan: Any) -> SearchSummary | None:
         return self.cached(inp, plan)
+
+    def research_key(self, inp: Any, plan: Any) -> str:
+        return f"{inp.model_dump_json()}|{[list(g) for g in plan.groups]}"
+
+    def structured_key(self, inp: Any) -> str:
+        return inp.model_dump_json()
 
     segmenter_loaded = True  # `plan` below loads the process's dictionary itself when it cuts
 
@@ -89,6 +96,7 @@ class FakePipeline:
 
     async def research(self, inp: Any, plan: Any, ctx: Any) -> SearchSummary:
         self.plans.append(plan)
+        self.runs += 1
         ctx.set_stage("retrieval", "检索中")
         ctx.progress(1, 3, "pages")
         ctx.checkpoint({"phase": "retrieval"})
@@ -108,6 +116,9 @@ class FakePipeline:
         return SearchSummary(search_id=ctx.operation_id, status="completed", plan=PlanView(method="lexical"))
 
     async def structured(self, inp: Any, ctx: Any) -> SearchSummary:
+        self.runs += 1
+        if self.block:
+            await self.release.wait()
         return SearchSummary(
             search_id=ctx.operation_id, status="completed", plan=PlanView(method="structured")
         )

@@ -496,3 +496,52 @@ async def test_the_log_and_library_of_a_search_that_has_not_finished_say_how_to_
         await client.call_tool("operation_control", {"action": "cancel", "operation_id": op_id})
         unknown = _error(await client.call_tool("export_search_log", {"search_id": "op_" + "9" * 24}))
         assert unknown["code"] == "SEARCH_NOT_FOUND" and "next_step" not in unknown["details"]
+
+
+async def test_an_identical_search_called_while_one_runs_joins_it_instead_of_searching_again(
+    tmp_path: Path,
+) -> None:
+    # a client retrying a call that outlived its timeout, or a second client asking the same
+    h = Harness(tmp_path / "data", inline_wait=0.05)
+    h.pipeline.block = True
+    async with Client(build_server(h.open)) as client:
+        first = (await client.call_tool("search", {"query": "违约金 酌减"})).structured_content
+        assert first["status"] == "running" and first["joined"] is False
+        again = await client.call_tool("search", {"query": "违约金 酌减"})
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        jsonschema.validate(again.structured_content, tools["search"].output_schema)
+        assert again.structured_content["operation_id"] == first["operation_id"]
+        assert again.structured_content["joined"] is True
+        other = (await client.call_tool("search", {"query": "违约金 酌减", "limit": 7})).structured_content
+        assert other["operation_id"] != first["operation_id"] and other["joined"] is False
+        h.pipeline.release.set()
+        done = (
+            await client.call_tool("operation_status", {"operation_id": first["operation_id"], "wait_seconds": 10})
+        ).structured_content
+        assert done["status"] == "completed"
+    assert h.pipeline.runs == 2  # the identical call ran nothing; the one with another limit did
+
+
+async def test_an_identical_structured_search_called_while_one_runs_joins_it(tmp_path: Path) -> None:
+    h = Harness(tmp_path / "data", inline_wait=0.05)
+    h.pipeline.block = True
+    expression = {"field": "authors", "value": "王利明"}
+    async with Client(build_server(h.open)) as client:
+        first = (await client.call_tool("structured_search", {"expression": expression})).structured_content
+        again = (await client.call_tool("structured_search", {"expression": expression})).structured_content
+        assert first["status"] == "running" and again["operation_id"] == first["operation_id"]
+        assert again["joined"] is True
+        h.pipeline.release.set()
+    assert h.pipeline.runs == 1
+
+
+async def test_an_identical_search_after_the_running_one_was_cancelled_runs_its_own(tmp_path: Path) -> None:
+    h = Harness(tmp_path / "data", inline_wait=0.05)
+    h.pipeline.block = True
+    async with Client(build_server(h.open)) as client:
+        first = (await client.call_tool("search", {"query": "违约金 酌减"})).structured_content
+        await client.call_tool("operation_control", {"action": "cancel", "operation_id": first["operation_id"]})
+        again = (await client.call_tool("search", {"query": "违约金 酌减"})).structured_content
+        assert again["operation_id"] != first["operation_id"] and again["joined"] is False
+        h.pipeline.release.set()
+    assert h.pipeline.runs == 2
