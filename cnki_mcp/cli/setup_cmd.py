@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 import webbrowser
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -95,20 +95,28 @@ def choose(title: str, options: Sequence[str], default: int) -> int:
 # --- steps ---------------------------------------------------------------------------
 
 
-def browser_candidates(environ: Mapping[str, str]) -> list[str]:
-    from cnki_mcp.site.locate import all_candidates
+def browser_candidates(
+    environ: Mapping[str, str],
+    *,
+    platform: str = sys.platform,
+    exists: Callable[[str], bool] = os.path.isfile,
+    realpath: Callable[[str], str] = os.path.realpath,
+) -> list[str]:
+    """The installed browsers, each once: a symlink, or a package's launcher script
+    (/usr/bin/chromium for /usr/lib/chromium/chromium), is not a second browser."""
+    from cnki_mcp.site.locate import all_candidates, install_key
 
     seen: set[str] = set()
     out: list[str] = []
     for cand in all_candidates(
         environ.get("CNKI_BROWSER_PATH") or None,
-        platform=sys.platform,
+        platform=platform,
         environ=environ,
-        exists=os.path.isfile,
+        exists=exists,
     ):
-        real = os.path.realpath(cand.path)
-        if cand.found and real not in seen:
-            seen.add(real)
+        key = install_key(realpath(cand.path))
+        if cand.found and key not in seen:
+            seen.add(key)
             out.append(cand.path)
     return out
 

@@ -84,6 +84,22 @@ _LINUX_NAMES: tuple[tuple[str, BrowserKind], ...] = (
 )
 
 
+# Linux packages start their browser through a launcher shell script (not a symlink), and both
+# the script and the binary it runs are usual locations: the same installed browser, found twice.
+# Script (symlinks resolved) -> the binary it starts.
+_LINUX_LAUNCHERS: dict[str, str] = {
+    "/usr/bin/chromium": "/usr/lib/chromium/chromium",  # Debian's chromium package
+    "/opt/google/chrome/google-chrome": "/opt/google/chrome/chrome",  # /usr/bin/google-chrome(-stable)
+    "/opt/microsoft/msedge/microsoft-edge": "/opt/microsoft/msedge/msedge",  # /usr/bin/microsoft-edge(-stable)
+}
+
+
+def install_key(real_path: str) -> str:
+    """One key per installed browser: `real_path` (a location with its symlinks resolved), or the
+    binary a package's launcher script starts, so the script and the binary count once."""
+    return _LINUX_LAUNCHERS.get(real_path, real_path)
+
+
 def default_locations(platform: str, environ: Mapping[str, str]) -> list[tuple[str, BrowserKind]]:
     """Every usual install location for `platform`, in order of preference."""
     family = _family(platform)
