@@ -32,7 +32,7 @@ from cnki_mcp.cli.clients import (
     required_dir,
     rerun_command,
 )
-from cnki_mcp.errors import BrowserUnavailable, ClientNotInitialized, InvalidInput
+from cnki_mcp.errors import BrowserUnavailable, ClientNotInitialized, DataDirectoryUnusable, InvalidInput
 
 DEFAULT_CLIENT = "generic"
 
@@ -121,9 +121,17 @@ def browser_candidates(
     return out
 
 
+def absolute(path: str) -> str:
+    """`path` as the entry needs it: `~` expanded and absolute, because the client starts the
+    server in a folder of its own choosing (a relative path would name another place there)."""
+    return str(Path(path).expanduser().absolute())
+
+
 def pick_browser(explicit: str | None, environ: Mapping[str, str], interactive: bool) -> str:
+    from cnki_mcp.site.locate import program_path
+
     if explicit:
-        path = str(Path(explicit).expanduser().absolute())
+        path = program_path(absolute(explicit), sys.platform)  # a macOS .app bundle: its binary
         if not os.path.isfile(path):
             raise BrowserUnavailable(f"浏览器程序不存在：{path}", path=path)
         return path
@@ -131,8 +139,33 @@ def pick_browser(explicit: str | None, environ: Mapping[str, str], interactive: 
     if not found:
         raise BrowserUnavailable("没有找到 Chrome/Edge/Chromium；请先安装，或用 --browser 指定浏览器程序路径")
     if interactive and len(found) > 1:
-        return found[choose("找到以下浏览器：", found, 0)]
-    return found[0]
+        return absolute(found[choose("找到以下浏览器：", found, 0)])
+    return absolute(found[0])
+
+
+def check_data_dir(data_dir: Path) -> None:
+    """Refuse, before anything is written, a data directory `serve` would refuse at start (it is
+    a file, cannot be created or written, or holds what `serve` refuses): the protocol check runs
+    with a temporary one and would not notice. Creates nothing."""
+    from cnki_mcp import datadir
+
+    hint = "；用 --data-dir 指定一个当前用户可写的文件夹"
+    if data_dir.exists() or data_dir.is_symlink():
+        if not data_dir.is_dir():
+            raise DataDirectoryUnusable(
+                f"数据目录 {data_dir} 不是文件夹{hint}", path=str(data_dir), reason="not_a_directory"
+            )
+        if not os.access(data_dir, os.W_OK | os.X_OK):
+            raise DataDirectoryUnusable(f"数据目录 {data_dir} 不可写{hint}", path=str(data_dir), reason="not_writable")
+        datadir.check_entries(data_dir)
+        return
+    parent = data_dir.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise DataDirectoryUnusable(
+            f"无法创建数据目录 {data_dir}（{parent} 不是可写的文件夹）{hint}", path=str(data_dir), reason="cannot_create"
+        )
 
 
 def probe(path: str) -> tuple[bool, str]:
@@ -233,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
     from cnki_mcp.settings import load_settings
 
     environ = os.environ
-    load_settings(environ)  # a bad CNKI_* variable is reported (CONFIG_INVALID) before anything else
+    settings = load_settings(environ)  # a bad CNKI_* variable is reported (CONFIG_INVALID) before anything else
     interactive = not args.yes
     launcher = current_launcher(prefer_uvx=args.uvx)
 
@@ -249,9 +282,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"    {client.name}（{client.id}）")
 
     print("3/4 配置条目")
-    data_dir = (
-        str(Path(args.data_dir).expanduser().absolute()) if args.data_dir else environ.get("CNKI_DATA_DIR")
-    )
+    given_dir = args.data_dir or environ.get("CNKI_DATA_DIR") or None
+    data_dir = absolute(given_dir) if given_dir else None
+    check_data_dir(Path(data_dir) if data_dir else settings.data_dir)
     env = launch_env(browser_path=browser, data_dir=data_dir)
     os_name = os_family(sys.platform)
     plan = make_plan(

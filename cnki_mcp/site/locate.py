@@ -136,7 +136,7 @@ def default_locations(platform: str, environ: Mapping[str, str]) -> list[tuple[s
     return unique
 
 
-def _explicit(path: str, platform: str) -> str:
+def program_path(path: str, platform: str) -> str:
     # A macOS user may point at the .app bundle instead of the binary inside it.
     if _family(platform) == "mac" and path.rstrip("/").endswith(".app"):
         bundle = path.rstrip("/")
@@ -155,7 +155,7 @@ def all_candidates(
     """Every location checked, with `found`, for `doctor` (the configured path first)."""
     out: list[BrowserCandidate] = []
     if settings_browser_path:
-        path = _explicit(settings_browser_path, platform)
+        path = program_path(settings_browser_path, platform)
         out.append(BrowserCandidate(path, kind_of(path), "configured", exists(path)))
     for path, kind in default_locations(platform, environ):
         out.append(BrowserCandidate(path, kind, "default", exists(path)))
@@ -172,7 +172,7 @@ def find_browser(
     """The browser to drive: the configured one (which must exist), else the first usual
     location that exists, else None."""
     if settings_browser_path:
-        path = _explicit(settings_browser_path, platform)
+        path = program_path(settings_browser_path, platform)
         if not exists(path):
             raise BrowserUnavailable("CNKI_BROWSER_PATH 指向的浏览器不存在", path=settings_browser_path)
         return BrowserCandidate(path, kind_of(path), "configured")

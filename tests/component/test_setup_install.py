@@ -438,6 +438,52 @@ def test_setup_runs_the_protocol_check_when_available_and_fails_with_it(
     assert seen and seen[0][0][-1] == "serve" and seen[0][1]["CNKI_BROWSER_PATH"] == fake_browser
 
 
+def test_setup_refuses_a_data_directory_serve_would_refuse_before_writing_anything(
+    home: Path, fake_browser: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The protocol check runs with a temporary data directory, so setup itself must refuse a
+    --data-dir the client's server would exit on (DATA_DIRECTORY_UNUSABLE)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    for data_dir in (blocker, blocker / "data"):
+        argv = ["setup", "--yes", "--client", "cursor", "--browser", fake_browser, "--install-client"]
+        assert main([*argv, "--data-dir", str(data_dir)]) == 2
+        assert "错误 DATA_DIRECTORY_UNUSABLE" in capsys.readouterr().err
+    assert not (home / ".cursor").exists()
+    assert blocker.read_text(encoding="utf-8") == "x"
+
+
+def test_relative_paths_from_the_shell_are_written_absolute(
+    home: Path,
+    fake_browser: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The client starts the server in a folder of its own: CNKI_DATA_DIR=./data and a relative
+    CNKI_BROWSER_PATH from the shell go into the entry as absolute paths (setup and config)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CNKI_DATA_DIR", "rel-data")
+    monkeypatch.setenv("CNKI_BROWSER_PATH", str(Path(fake_browser).relative_to(tmp_path)))
+    assert main(["setup", "--yes", "--client", "cursor", "--install-client"]) == 0
+    capsys.readouterr()
+    want = {"CNKI_BROWSER_PATH": fake_browser, "CNKI_DATA_DIR": str(tmp_path / "rel-data")}
+    written = json.loads((home / ".cursor" / "mcp.json").read_text(encoding="utf-8"))
+    assert written["mcpServers"]["cnki"]["env"] == want
+    assert main(["config", "cursor"]) == 0
+    assert json.loads(capsys.readouterr().out)["mcpServers"]["cnki"]["env"] == want
+
+
+def test_setup_accepts_a_macos_app_bundle_as_the_browser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/clients.md: `setup --browser "/Applications/Google Chrome.app"` means the binary inside."""
+    app = tmp_path / "Applications" / "Google Chrome.app"
+    binary = app / "Contents" / "MacOS" / "Google Chrome"
+    binary.parent.mkdir(parents=True)
+    binary.write_text("", encoding="utf-8")
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert setup_cmd.pick_browser(str(app), {}, interactive=False) == str(binary)
+
+
 # --- config CLIENT -------------------------------------------------------------------------
 
 
