@@ -131,7 +131,14 @@ def _yaml_load(text: str | None) -> Any:
     try:
         doc = _yaml().load(source)
     except YAMLError as exc:
-        raise ConfigInvalid(f"现有配置不是合法的 YAML（{str(exc).splitlines()[0]}），未改动") from exc
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if mark is None:
+            raise ConfigInvalid(f"现有配置不是合法的 YAML（{problem}），未改动") from exc
+        line, column = mark.line + 1, mark.column + 1
+        raise ConfigInvalid(
+            f"现有配置不是合法的 YAML（第 {line} 行第 {column} 列：{problem}），未改动", line=line, column=column
+        ) from exc
     if doc is None:
         return CommentedMap()
     if not isinstance(doc, dict):
