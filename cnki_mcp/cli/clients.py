@@ -174,7 +174,7 @@ CLIENTS: tuple[Client, ...] = (
     Client(
         "gemini",
         "Gemini CLI",
-        ConfigFormat.JSON,
+        ConfigFormat.JSONC,  # read through strip-json-comments: comments are allowed and kept
         InstallMethod.WRITE,
         extra=_GEMINI_TIMEOUT,
         locations=(_home(".gemini", "settings.json"),),
@@ -231,7 +231,7 @@ CLIENTS: tuple[Client, ...] = (
     Client(
         "qwen-code",
         "Qwen Code",
-        ConfigFormat.JSON,
+        ConfigFormat.JSONC,  # read through strip-json-comments: comments are allowed and kept
         InstallMethod.WRITE,
         extra=_GEMINI_TIMEOUT,
         locations=(_home(".qwen", "settings.json"),),

@@ -143,6 +143,27 @@ def test_changed_entry_replaces_only_cnki_with_a_new_backup(home: Path) -> None:
     assert "/usr/bin/chromium" in result.backup.read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize(("client_id", "folder"), [("gemini", ".gemini"), ("qwen-code", ".qwen")])
+def test_gemini_style_settings_with_comments_are_merged_keeping_the_comments(
+    home: Path, client_id: str, folder: str
+) -> None:
+    """Gemini CLI and Qwen Code read settings.json through strip-json-comments (and keep comments
+    when they save it), so a commented file is theirs to have: setup merges into it."""
+    path = home / folder / "settings.json"
+    path.parent.mkdir()
+    text = '{\n  // my theme\n  "theme": "Dracula",\n  "mcpServers": {\n    "other": {"command": "o"} // keep\n  }\n}\n'
+    path.write_text(text, encoding="utf-8")
+    result = _install(client_id, path)
+    assert result.status == "updated"
+    merged = path.read_text(encoding="utf-8")
+    assert "// my theme" in merged and "// keep" in merged
+    from cnki_mcp.cli.jsonc import loads
+
+    servers = loads(merged)["mcpServers"]
+    assert servers["other"] == {"command": "o"} and servers["cnki"]["command"] == COMMAND[0]
+    assert _install(client_id, path).status == "unchanged"
+
+
 def test_nested_servers_key_is_walked_keeping_sibling_settings(home: Path) -> None:
     path = home / ".zcode" / "cli" / "config.json"
     path.parent.mkdir(parents=True)

@@ -85,7 +85,7 @@ EXPECTED: dict[str, tuple[str, str, str, dict[str, Any], dict[str, str | None]]]
         },
     ),
     "gemini": (
-        "json",
+        "jsonc",
         W,
         "mcpServers",
         T900K,
@@ -162,7 +162,7 @@ EXPECTED: dict[str, tuple[str, str, str, dict[str, Any], dict[str, str | None]]]
         },
     ),
     "qwen-code": (
-        "json",
+        "jsonc",
         W,
         "mcpServers",
         T900K,
