@@ -219,7 +219,8 @@ def set_member(text: str, path: Sequence[str], name: str, value: Any) -> str:
     walked: list[str] = []
     while remaining:
         key = remaining[0]
-        found = next((m for m in node.members if m[0] == key), None)
+        # JSON readers keep the last of duplicated keys: edit that one, not a shadowed copy
+        found = next((m for m in reversed(node.members) if m[0] == key), None)
         if found is None:
             break
         walked.append(key)
@@ -230,9 +231,17 @@ def set_member(text: str, path: Sequence[str], name: str, value: Any) -> str:
                 return text
             indent = _line_indent(text, key_start)
             return text[: child.start] + _render(value, indent, unit).replace("\n", nl) + text[child.end :]
-        if found[2].kind != "object":
+        _, key_start, child = found
+        if child.kind == "scalar" and text[child.start : child.end] == "null":  # `"servers": null`, as merge_json
+            nested_value: Any = value
+            for inner in reversed(remaining):
+                nested_value = {inner: nested_value}
+            indent = _line_indent(text, key_start)
+            rendered = _render(nested_value, indent, unit).replace("\n", nl)
+            return text[: child.start] + rendered + text[child.end :]
+        if child.kind != "object":
             raise ConfigInvalid(f"现有配置里 {'.'.join(walked)} 不是对象，未改动", key=".".join(walked))
-        node = found[2]
+        node = child
     # Insert `remaining[0]` (wrapping the rest of the path) into `node`.
     nested: Any = value
     for key in reversed(remaining[1:]):
