@@ -268,6 +268,8 @@ def run(args: argparse.Namespace) -> int:
     environ = os.environ
     settings = load_settings(environ)  # a bad CNKI_* variable is reported (CONFIG_INVALID) before anything else
     interactive = not args.yes
+    if args.client:
+        get_client(args.client)  # a mistyped --client is UNKNOWN_CLIENT before the browser is probed
     launcher = current_launcher(prefer_uvx=args.uvx)
 
     print("1/4 浏览器")

@@ -444,6 +444,18 @@ def test_setup_with_a_missing_browser_is_a_coded_error(
     assert "错误 BROWSER_UNAVAILABLE" in capsys.readouterr().err
 
 
+def test_setup_rejects_an_unknown_client_before_probing_the_browser(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    probed: list[str] = []
+    monkeypatch.setattr(setup_cmd, "probe", lambda path: (probed.append(path), (True, "1"))[1])
+    exe = home / "chrome"
+    exe.write_text("", encoding="utf-8")
+    assert main(["setup", "--yes", "--client", "cursr", "--browser", str(exe)]) == 2
+    assert "错误 UNKNOWN_CLIENT" in capsys.readouterr().err
+    assert probed == []
+
+
 def test_setup_runs_the_protocol_check_when_available_and_fails_with_it(
     home: Path, fake_browser: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
