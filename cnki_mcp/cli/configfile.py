@@ -373,7 +373,12 @@ def install_file(
     it to simulate another program editing the file at that moment."""
     path = Path(path)
     old, digest = _read_text(path)
-    new = render(old)
+    try:
+        new = render(old)
+    except (ConfigInvalid, ConfigExists) as exc:  # the merges see text only: name the file here
+        if "path" in exc.details:
+            raise
+        raise type(exc)(f"{path}：{exc.message}", path=str(path), **exc.details) from exc
     if new == old:
         return InstallResult("unchanged", path)
     backup: Path | None = None

@@ -192,6 +192,7 @@ def test_invalid_existing_file_is_refused_untouched(
     with pytest.raises(CnkiError) as info:
         _install(client_id, path)
     assert info.value.code == "CONFIG_INVALID"
+    assert info.value.details["path"] == str(path)  # which file: setup prints it nowhere else
     assert path.read_text(encoding="utf-8") == content
     assert _backups(path) == [] and _leftovers(path) == []
 
@@ -311,6 +312,7 @@ def test_dsh_patch_is_appended_once_and_a_different_entry_is_refused(home: Path)
     with pytest.raises(CnkiError) as info:
         _install("dsh-web", path, env={"CNKI_BROWSER_PATH": "/other"})
     assert info.value.code == "CONFIG_EXISTS"
+    assert info.value.details["path"] == str(path)
     assert path.read_text(encoding="utf-8") == text
 
 
