@@ -19,6 +19,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from cnki_mcp import __version__
 from cnki_mcp.server.app import TOOL_NAMES
+from cnki_mcp.server.readonly import HIDDEN_TOOLS
 
 STDERR_TAIL_LINES = 3
 STDERR_TAIL_CHARS = 400
@@ -48,14 +49,17 @@ async def _handshake(
         version = init.server_info.version
         tools = {t.name for t in (await asyncio.wait_for(session.list_tools(), timeout)).tools}
         diag = await asyncio.wait_for(session.call_tool("diagnostics", {}), timeout)
-    missing = sorted(set(TOOL_NAMES) - tools)
+    data = diag.structured_content or {}
+    expected = set(TOOL_NAMES)
+    if (data.get("settings") or {}).get("read_only"):  # CNKI_READ_ONLY=1: these are hidden on purpose
+        expected -= HIDDEN_TOOLS
+    missing = sorted(expected - tools)
     if version != __version__:
         return ProtocolReport(
             False, f"服务器版本 {version} 与本机 {__version__} 不一致", "重新安装后再运行 setup", "mismatch"
         )
     if missing:
         return ProtocolReport(False, f"缺少工具：{', '.join(missing)}", "重新安装 cnki-mcp", "mismatch")
-    data = diag.structured_content or {}
     if diag.is_error:
         return ProtocolReport(False, f"diagnostics 返回错误：{data.get('code')}", reason="failed")
     if (data.get("browser") or {}).get("running"):

@@ -77,3 +77,14 @@ def test_a_missing_command_is_reported_as_not_startable(tmp_path: Path) -> None:
     report = protocol_check([str(tmp_path / "no-such-program"), "serve"], _env(tmp_path), timeout=30)
     assert not report.ok
     assert report.reason == "launch_failed"
+
+
+def test_protocol_check_passes_against_a_read_only_server(tmp_path: Path) -> None:
+    """CNKI_READ_ONLY=1 hides download_paper and read_online_html on purpose: not "missing tools,
+    reinstall"."""
+    from cnki_mcp.server.selfcheck import protocol_check
+
+    env = {**_env(tmp_path), "CNKI_READ_ONLY": "1"}
+    report = protocol_check([sys.executable, "-m", "cnki_mcp", "serve"], env, timeout=60)
+    assert report.ok, report.detail
+    assert report.reason == "ok"
