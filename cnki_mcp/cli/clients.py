@@ -25,6 +25,7 @@ from cnki_mcp.cli.configfile import (
     merge_yaml_map,
     render_dsh,
 )
+from cnki_mcp.cli.keep import current_entry, keep_user_settings
 from cnki_mcp.errors import UnknownClient
 
 SERVER_NAME = "cnki"
@@ -500,8 +501,29 @@ def server_entry(client: Client, command: Sequence[str], env: Mapping[str, str])
     return entry
 
 
+ENV_KEYS: dict[EntryStyle, str] = {
+    EntryStyle.STANDARD: "env",
+    EntryStyle.OPENCODE: "environment",
+    EntryStyle.GOOSE: "envs",
+    EntryStyle.CONTINUE: "env",
+}
+
+
+def installed_entry(client: Client, text: str | None) -> dict[str, Any] | None:
+    """The cnki entry already in the client's config `text` (None: none, or unreadable)."""
+    return current_entry(text, client.format.value, client.servers_key, SERVER_NAME)
+
+
+def with_user_settings(client: Client, entry: Mapping[str, Any], text: str | None) -> dict[str, Any]:
+    """`entry` keeping what the installed entry has beyond it (cli/keep.py)."""
+    return keep_user_settings(entry, installed_entry(client, text), ENV_KEYS[client.style])
+
+
 def merge_into(client: Client, text: str | None, entry: Mapping[str, Any]) -> str:
-    """`text` (the client's current config, None when absent) with the cnki entry set."""
+    """`text` (the client's current config, None when absent) with the cnki entry set; keys and
+    environment variables the installed entry has beyond `entry` are kept (cli/keep.py)."""
+    if client.format is not ConfigFormat.DSH:
+        entry = with_user_settings(client, entry, text)
     if client.format is ConfigFormat.TOML:
         return merge_toml(text, client.servers_key, SERVER_NAME, entry)
     if client.format is ConfigFormat.DSH:

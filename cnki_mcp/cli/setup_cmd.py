@@ -20,11 +20,14 @@ from pathlib import Path
 from cnki_mcp.cli import configfile
 from cnki_mcp.cli.clients import (
     CLIENTS,
+    ENV_KEYS,
     Client,
+    ConfigFormat,
     InstallMethod,
     Plan,
     get_client,
     home_of,
+    installed_entry,
     launch_env,
     make_plan,
     merge_into,
@@ -32,6 +35,7 @@ from cnki_mcp.cli.clients import (
     required_dir,
     rerun_command,
 )
+from cnki_mcp.cli.keep import keep_user_settings, kept_names
 from cnki_mcp.errors import BrowserUnavailable, ClientNotInitialized, DataDirectoryUnusable, InvalidInput
 
 DEFAULT_CLIENT = "generic"
@@ -185,6 +189,17 @@ def pick_client(explicit: str | None, interactive: bool) -> Client:
     return CLIENTS[choose("选择要配置的 AI 客户端：", labels, default)]
 
 
+def _peek(path: Path) -> str | None:
+    """The client's config text, for what the installed entry holds (None when unreadable: the
+    install itself then reports why)."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def open_link(link: str) -> bool:
     return webbrowser.open(link)
 
@@ -205,6 +220,10 @@ def install(plan: Plan, *, args: argparse.Namespace, interactive: bool, env: Map
             raise ClientNotInitialized(
                 f"{folder} 不存在：请先启动一次 {client.name}，再运行 setup", path=str(folder)
             )
+        current = installed_entry(client, _peek(target))
+        kept = kept_names(plan.entry, current, ENV_KEYS[client.style]) if client.format is not ConfigFormat.DSH else []
+        if kept:
+            print(f"    保留已安装条目中本次未设置的项：{', '.join(kept)}")
         exe = shutil.which(client.cli) if client.cli else None
         if exe is not None:
             from cnki_mcp.cli.client_cli import install_with_cli, run_subprocess
@@ -215,7 +234,7 @@ def install(plan: Plan, *, args: argparse.Namespace, interactive: bool, env: Map
                 target,
                 servers_key=client.servers_key,
                 name="cnki",
-                entry=plan.entry,
+                entry=keep_user_settings(plan.entry, current, ENV_KEYS[client.style]),
                 now=datetime.now(),
                 run=run_subprocess,
             )

@@ -473,6 +473,59 @@ def test_setup_runs_the_protocol_check_when_available_and_fails_with_it(
     assert seen and seen[0][0][-1] == "serve" and seen[0][1]["CNKI_BROWSER_PATH"] == fake_browser
 
 
+def test_rerunning_setup_keeps_what_the_user_set_in_the_installed_entry(
+    home: Path, fake_browser: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second setup without --data-dir (a new browser, say) keeps CNKI_DATA_DIR from the first
+    one, and what the user added (another variable, the client's own keys); this run's values win."""
+    monkeypatch.delenv("CNKI_DATA_DIR")
+    data = tmp_path / "my-cnki"
+    argv = ["setup", "--yes", "--client", "cursor", "--install-client", "--browser", fake_browser]
+    assert main([*argv, "--data-dir", str(data)]) == 0
+    path = home / ".cursor" / "mcp.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["mcpServers"]["cnki"]["env"]["CNKI_READ_ONLY"] = "1"
+    doc["mcpServers"]["cnki"]["disabled"] = False
+    doc["mcpServers"]["cnki"]["env"]["CNKI_BROWSER_PATH"] = "/old/chrome"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    capsys.readouterr()
+
+    assert main(argv) == 0
+
+    entry = json.loads(path.read_text(encoding="utf-8"))["mcpServers"]["cnki"]
+    assert entry["env"] == {"CNKI_BROWSER_PATH": fake_browser, "CNKI_DATA_DIR": str(data), "CNKI_READ_ONLY": "1"}
+    assert entry["disabled"] is False and entry["args"] == ["serve"]
+    written = path.read_text(encoding="utf-8")
+    assert main(argv) == 0  # and the kept entry is the installed one: nothing to do
+    assert path.read_text(encoding="utf-8") == written
+    assert len(_backups(path)) == 1  # the first run created the file, the second updated it
+
+
+@pytest.mark.parametrize(
+    ("client_id", "relative", "read_env"),
+    [
+        ("codex", ".codex/config.toml", lambda t: tomllib.loads(t)["mcp_servers"]["cnki"]["env"]),
+        ("opencode", ".config/opencode/opencode.json", lambda t: json.loads(t)["mcp"]["cnki"]["environment"]),
+        ("goose", ".config/goose/config.yaml", None),
+    ],
+)
+def test_an_earlier_data_directory_survives_an_update_in_every_format(
+    home: Path, client_id: str, relative: str, read_env: Any
+) -> None:
+    path = home / relative
+    first = {"CNKI_BROWSER_PATH": "/usr/bin/chromium", "CNKI_DATA_DIR": "/srv/cnki"}
+    _install(client_id, path, env=first)
+    _install(client_id, path, env={"CNKI_BROWSER_PATH": "/opt/edge/msedge"})
+    text = path.read_text(encoding="utf-8")
+    if read_env is None:
+        from ruamel.yaml import YAML
+
+        env = YAML(typ="safe", pure=True).load(text)["extensions"]["cnki"]["envs"]
+    else:
+        env = read_env(text)
+    assert env == {"CNKI_BROWSER_PATH": "/opt/edge/msedge", "CNKI_DATA_DIR": "/srv/cnki"}
+
+
 def test_setup_refuses_a_data_directory_serve_would_refuse_before_writing_anything(
     home: Path, fake_browser: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
