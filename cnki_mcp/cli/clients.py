@@ -9,6 +9,7 @@ import json
 import ntpath
 import posixpath
 import shlex
+import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -606,9 +607,11 @@ def launch_env(*, browser_path: str | None, data_dir: str | None) -> dict[str, s
     return env
 
 
-def rerun_command(client_id: str, env: Mapping[str, str], *, uvx: bool) -> str:
+def rerun_command(client_id: str, env: Mapping[str, str], *, uvx: bool, windows: bool = False) -> str:
     """The setup command that writes the entry `env` belongs to without asking: the browser and
-    data directory put in it (`launch_env`), and the launcher (what setup and config suggest)."""
+    data directory put in it (`launch_env`), and the launcher (what setup and config suggest).
+    On Windows quoted with double quotes, which cmd.exe and PowerShell both read (the browser
+    lives under "C:\\Program Files"; POSIX single quotes are literal characters in cmd.exe)."""
     parts = ["cnki-mcp", "setup", "--client", client_id]
     if env.get("CNKI_BROWSER_PATH"):
         parts += ["--browser", env["CNKI_BROWSER_PATH"]]
@@ -616,7 +619,8 @@ def rerun_command(client_id: str, env: Mapping[str, str], *, uvx: bool) -> str:
         parts += ["--data-dir", env["CNKI_DATA_DIR"]]
     if uvx:
         parts.append("--uvx")
-    return shlex.join([*parts, "--install-client"])
+    parts.append("--install-client")
+    return subprocess.list2cmdline(parts) if windows else shlex.join(parts)
 
 
 @dataclass(frozen=True, slots=True)

@@ -83,7 +83,7 @@ def where_text(plan: Plan, env: Mapping[str, str], *, uvx: bool) -> str:
         return f"一键导入（在浏览器或终端中打开此链接）：\n{plan.link}"
     if plan.path is not None:
         how = "追加" if client.format is ConfigFormat.DSH else f"合并到 {client.servers_key}.cnki"
-        return f"写入位置：{plan.path}（{how}；可用 {rerun_command(client.id, env, uvx=uvx)} 自动写入）"
+        return f"写入位置：{plan.path}（{how}；可用 {rerun_command(client.id, env, uvx=uvx, windows=os_family(sys.platform) is OSFamily.WINDOWS)} 自动写入）"
     if client.where:
         return f"粘贴位置：{client.where}"
     return "本系统上没有该客户端的配置文件位置；请手动粘贴"

@@ -24,6 +24,7 @@ from cnki_mcp.cli.clients import (
     Client,
     ConfigFormat,
     InstallMethod,
+    OSFamily,
     Plan,
     get_client,
     home_of,
@@ -213,7 +214,7 @@ def install(plan: Plan, *, args: argparse.Namespace, interactive: bool, env: Map
             return
         wanted = args.install_client or (interactive and ask_yes(f"写入 {target} 并备份原配置？[Y/n] "))
         if not wanted:
-            print(f"未写入。需要时运行：{rerun_command(client.id, env, uvx=bool(args.uvx))}")
+            print(f"未写入。需要时运行：{rerun_command(client.id, env, uvx=bool(args.uvx), windows=os_family(sys.platform) is OSFamily.WINDOWS)}")
             return
         folder = required_dir(client, plan.path)
         if folder is not None and not Path(str(folder)).is_dir():
