@@ -140,6 +140,13 @@ def pick_browser(explicit: str | None, environ: Mapping[str, str], interactive: 
         if not os.path.isfile(path):
             raise BrowserUnavailable(f"浏览器程序不存在：{path}", path=path)
         return path
+    configured = environ.get("CNKI_BROWSER_PATH")
+    if configured and not os.path.isfile(program_path(absolute(configured), sys.platform)):
+        # serve and doctor refuse it too: do not silently write another browser into the entry
+        raise BrowserUnavailable(
+            f"CNKI_BROWSER_PATH 指向的浏览器不存在：{configured}；改正或删除这个环境变量，或用 --browser 指定浏览器",
+            path=configured,
+        )
     found = browser_candidates(environ)
     if not found:
         raise BrowserUnavailable("没有找到 Chrome/Edge/Chromium；请先安装，或用 --browser 指定浏览器程序路径")

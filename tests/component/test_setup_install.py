@@ -446,6 +446,21 @@ def test_setup_with_a_missing_browser_is_a_coded_error(
     assert "错误 BROWSER_UNAVAILABLE" in capsys.readouterr().err
 
 
+def test_a_missing_configured_browser_is_an_error_not_silently_replaced(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CNKI_BROWSER_PATH naming no file is BROWSER_UNAVAILABLE for serve and doctor; setup used to
+    skip it, pick another browser and write that into the entry without a word."""
+    monkeypatch.setattr(setup_cmd, "probe", lambda path: (True, "1"))
+    other = home / "installed-chrome"
+    other.write_text("", encoding="utf-8")
+    monkeypatch.setattr(setup_cmd, "browser_candidates", lambda environ: [str(other)])  # one is installed
+    monkeypatch.setenv("CNKI_BROWSER_PATH", str(home / "typo" / "chrome"))
+    assert main(["setup", "--yes", "--client", "cursor", "--install-client"]) == 2
+    assert "错误 BROWSER_UNAVAILABLE" in capsys.readouterr().err
+    assert not (home / ".cursor").exists()
+
+
 def test_setup_rejects_an_unknown_client_before_probing_the_browser(
     home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
