@@ -9,6 +9,7 @@ import json
 import ntpath
 import posixpath
 import shlex
+import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -25,6 +26,7 @@ from cnki_mcp.cli.configfile import (
     merge_yaml_map,
     render_dsh,
 )
+from cnki_mcp.cli.keep import current_entry, keep_user_settings
 from cnki_mcp.errors import UnknownClient
 
 SERVER_NAME = "cnki"
@@ -174,7 +176,7 @@ CLIENTS: tuple[Client, ...] = (
     Client(
         "gemini",
         "Gemini CLI",
-        ConfigFormat.JSON,
+        ConfigFormat.JSONC,  # read through strip-json-comments: comments are allowed and kept
         InstallMethod.WRITE,
         extra=_GEMINI_TIMEOUT,
         locations=(_home(".gemini", "settings.json"),),
@@ -231,7 +233,7 @@ CLIENTS: tuple[Client, ...] = (
     Client(
         "qwen-code",
         "Qwen Code",
-        ConfigFormat.JSON,
+        ConfigFormat.JSONC,  # read through strip-json-comments: comments are allowed and kept
         InstallMethod.WRITE,
         extra=_GEMINI_TIMEOUT,
         locations=(_home(".qwen", "settings.json"),),
@@ -500,8 +502,29 @@ def server_entry(client: Client, command: Sequence[str], env: Mapping[str, str])
     return entry
 
 
+ENV_KEYS: dict[EntryStyle, str] = {
+    EntryStyle.STANDARD: "env",
+    EntryStyle.OPENCODE: "environment",
+    EntryStyle.GOOSE: "envs",
+    EntryStyle.CONTINUE: "env",
+}
+
+
+def installed_entry(client: Client, text: str | None) -> dict[str, Any] | None:
+    """The cnki entry already in the client's config `text` (None: none, or unreadable)."""
+    return current_entry(text, client.format.value, client.servers_key, SERVER_NAME)
+
+
+def with_user_settings(client: Client, entry: Mapping[str, Any], text: str | None) -> dict[str, Any]:
+    """`entry` keeping what the installed entry has beyond it (cli/keep.py)."""
+    return keep_user_settings(entry, installed_entry(client, text), ENV_KEYS[client.style])
+
+
 def merge_into(client: Client, text: str | None, entry: Mapping[str, Any]) -> str:
-    """`text` (the client's current config, None when absent) with the cnki entry set."""
+    """`text` (the client's current config, None when absent) with the cnki entry set; keys and
+    environment variables the installed entry has beyond `entry` are kept (cli/keep.py)."""
+    if client.format is not ConfigFormat.DSH:
+        entry = with_user_settings(client, entry, text)
     if client.format is ConfigFormat.TOML:
         return merge_toml(text, client.servers_key, SERVER_NAME, entry)
     if client.format is ConfigFormat.DSH:
@@ -584,9 +607,11 @@ def launch_env(*, browser_path: str | None, data_dir: str | None) -> dict[str, s
     return env
 
 
-def rerun_command(client_id: str, env: Mapping[str, str], *, uvx: bool) -> str:
+def rerun_command(client_id: str, env: Mapping[str, str], *, uvx: bool, windows: bool = False) -> str:
     """The setup command that writes the entry `env` belongs to without asking: the browser and
-    data directory put in it (`launch_env`), and the launcher (what setup and config suggest)."""
+    data directory put in it (`launch_env`), and the launcher (what setup and config suggest).
+    On Windows quoted with double quotes, which cmd.exe and PowerShell both read (the browser
+    lives under "C:\\Program Files"; POSIX single quotes are literal characters in cmd.exe)."""
     parts = ["cnki-mcp", "setup", "--client", client_id]
     if env.get("CNKI_BROWSER_PATH"):
         parts += ["--browser", env["CNKI_BROWSER_PATH"]]
@@ -594,7 +619,8 @@ def rerun_command(client_id: str, env: Mapping[str, str], *, uvx: bool) -> str:
         parts += ["--data-dir", env["CNKI_DATA_DIR"]]
     if uvx:
         parts.append("--uvx")
-    return shlex.join([*parts, "--install-client"])
+    parts.append("--install-client")
+    return subprocess.list2cmdline(parts) if windows else shlex.join(parts)
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,12 +68,11 @@ def list_clients() -> str:
 def auto_browser(explicit: str | None, environ: Mapping[str, str]) -> str | None:
     """The browser for the entry: the given one, else CNKI_BROWSER_PATH, else the first
     found in the usual places (no launch)."""
-    from cnki_mcp.site.locate import find_browser
+    from cnki_mcp.cli.setup_cmd import absolute
+    from cnki_mcp.site.locate import find_browser, program_path
 
-    if explicit:
-        return str(Path(explicit).expanduser().absolute())
-    if environ.get("CNKI_BROWSER_PATH"):
-        return environ["CNKI_BROWSER_PATH"]
+    if explicit or environ.get("CNKI_BROWSER_PATH"):  # absolute: the client starts the server elsewhere
+        return program_path(absolute(explicit or environ["CNKI_BROWSER_PATH"]), sys.platform)
     found = find_browser(None, platform=sys.platform, environ=environ, exists=os.path.isfile)
     return found.path if found else None
 
@@ -84,7 +83,7 @@ def where_text(plan: Plan, env: Mapping[str, str], *, uvx: bool) -> str:
         return f"一键导入（在浏览器或终端中打开此链接）：\n{plan.link}"
     if plan.path is not None:
         how = "追加" if client.format is ConfigFormat.DSH else f"合并到 {client.servers_key}.cnki"
-        return f"写入位置：{plan.path}（{how}；可用 {rerun_command(client.id, env, uvx=uvx)} 自动写入）"
+        return f"写入位置：{plan.path}（{how}；可用 {rerun_command(client.id, env, uvx=uvx, windows=os_family(sys.platform) is OSFamily.WINDOWS)} 自动写入）"
     if client.where:
         return f"粘贴位置：{client.where}"
     return "本系统上没有该客户端的配置文件位置；请手动粘贴"
@@ -97,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.client:
         raise InvalidInput("请指定客户端 ID（cnki-mcp config --list 查看全部）")
     from cnki_mcp.cli.launcher import current_launcher, uvx_launcher
+    from cnki_mcp.cli.setup_cmd import absolute
 
     client = get_client(args.client)
     environ = os.environ
@@ -109,9 +109,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         env = launch_env(
             browser_path=auto_browser(args.browser, environ),
-            data_dir=str(Path(args.data_dir).expanduser().absolute())
-            if args.data_dir
-            else environ.get("CNKI_DATA_DIR"),
+            data_dir=absolute(args.data_dir or environ["CNKI_DATA_DIR"])
+            if args.data_dir or environ.get("CNKI_DATA_DIR")
+            else None,
         )
         launcher = current_launcher(prefer_uvx=args.uvx)
     plan = make_plan(

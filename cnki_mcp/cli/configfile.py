@@ -131,7 +131,14 @@ def _yaml_load(text: str | None) -> Any:
     try:
         doc = _yaml().load(source)
     except YAMLError as exc:
-        raise ConfigInvalid(f"现有配置不是合法的 YAML（{str(exc).splitlines()[0]}），未改动") from exc
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if mark is None:
+            raise ConfigInvalid(f"现有配置不是合法的 YAML（{problem}），未改动") from exc
+        line, column = mark.line + 1, mark.column + 1
+        raise ConfigInvalid(
+            f"现有配置不是合法的 YAML（第 {line} 行第 {column} 列：{problem}），未改动", line=line, column=column
+        ) from exc
     if doc is None:
         return CommentedMap()
     if not isinstance(doc, dict):
@@ -366,7 +373,12 @@ def install_file(
     it to simulate another program editing the file at that moment."""
     path = Path(path)
     old, digest = _read_text(path)
-    new = render(old)
+    try:
+        new = render(old)
+    except (ConfigInvalid, ConfigExists) as exc:  # the merges see text only: name the file here
+        if "path" in exc.details:
+            raise
+        raise type(exc)(f"{path}：{exc.message}", path=str(path), **exc.details) from exc
     if new == old:
         return InstallResult("unchanged", path)
     backup: Path | None = None

@@ -1,4 +1,5 @@
-"""`cnki-mcp doctor`: local health checks, one line each, exit 1 when any fails.
+"""`cnki-mcp doctor`: local health checks, one line each, exit 1 when any fails (a WARN line,
+such as the data directory held by a running server, does not fail).
 
 Checks: settings (environment variables), browser found, browser launchable (headless, in
 a temporary profile), data directory writable, data directory not locked by another
@@ -47,7 +48,7 @@ ProbeFn = Callable[[str], tuple[bool, str]]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "检查本机环境：浏览器能否找到并启动、数据目录可写且未被占用、数据库可读、依赖版本、"
-        "有无图形显示。每项一行；任何一项失败时退出码为 1。"
+        "有无图形显示。每项一行；任何一项失败（FAIL）时退出码为 1，WARN 不算失败。"
     )
     parser.add_argument("--json", action="store_true", help="以 JSON 输出 / print JSON")
     parser.add_argument(
@@ -151,12 +152,13 @@ def check_data_dir_lock(data_dir: Path, writable: bool) -> Check:
 
     try:
         lock = acquire_lock(data_dir, 0.05)
-    except CnkiError as exc:
+    except CnkiError as exc:  # normal while the user's AI client runs the server: a warning, not a failure
         return Check(
             "data_dir_lock",
-            False,
+            True,
             f"{exc.code}: 另一个 cnki-mcp 进程正在使用 {data_dir}",
             "若 AI 客户端正在运行 cnki-mcp，这是正常的；否则结束那个进程，或换一个 CNKI_DATA_DIR",
+            warning=True,
         )
     except OSError as exc:
         return Check("data_dir_lock", False, f"无法创建锁文件：{exc.strerror or exc}", "检查数据目录权限")

@@ -28,6 +28,36 @@ class _Token:
     end: int
 
 
+_EXPECTED = {
+    "{": "应为 {",
+    ":": "键名后缺少冒号 :",
+    "s": "应为用双引号括起的键名",
+    "}": "成员之间缺少逗号，或缺少 }",
+    "]": "元素之间缺少逗号，或缺少 ]",
+}
+
+
+def _where(text: str, pos: int) -> tuple[int, int]:
+    """1-based line and column of `pos`."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    return text.count("\n", 0, pos) + 1, pos - line_start + 1
+
+
+def _invalid(text: str, pos: int, what: str) -> ConfigInvalid:
+    """CONFIG_INVALID naming the line, the column and what is wrong there."""
+    line, column = _where(text, pos)
+    return ConfigInvalid(f"现有配置不是合法的 JSONC（第 {line} 行第 {column} 列：{what}），未改动", line=line, column=column)
+
+
+def _unexpected(text: str, pos: int) -> str:
+    word = re.match(r"[A-Za-z_$][\w$]*", text[pos:])
+    if text[pos] == "'":
+        return "字符串和键名必须用双引号"
+    if word:
+        return f"无法识别的 {word.group(0)!r}（键名须加双引号；值只能是字符串、数字、true、false、null）"
+    return f"无法识别的字符 {text[pos]!r}"
+
+
 def _tokens(text: str) -> list[_Token]:
     out: list[_Token] = []
     i, n = 0, len(text)
@@ -43,7 +73,7 @@ def _tokens(text: str) -> list[_Token]:
         if text.startswith("/*", i):
             j = text.find("*/", i + 2)
             if j < 0:
-                raise ConfigInvalid("现有配置里有未结束的 /* 注释，未改动")
+                raise _invalid(text, i, "/* 注释没有结束")
             i = j + 2
             continue
         ch = text[i]
@@ -54,13 +84,17 @@ def _tokens(text: str) -> list[_Token]:
         if ch == '"':
             m = _STRING.match(text, i)
             if not m:
-                raise ConfigInvalid(f"现有配置在第 {text.count(chr(10), 0, i) + 1} 行有未结束的字符串，未改动")
+                raise _invalid(text, i, "字符串没有结束（缺少右引号，或含有换行）")
+            try:
+                json.loads(m.group(0))
+            except json.JSONDecodeError as exc:  # a bad escape or a raw control character
+                raise _invalid(text, i + exc.pos, f"字符串无效（{exc.msg}）") from exc
             out.append(_Token("s", i, m.end()))
             i = m.end()
             continue
         m = _LITERAL.match(text, i)
         if not m:
-            raise ConfigInvalid(f"现有配置在第 {text.count(chr(10), 0, i) + 1} 行不是合法的 JSONC，未改动")
+            raise _invalid(text, i, _unexpected(text, i))
         out.append(_Token("l", i, m.end()))
         i = m.end()
     return out
@@ -83,14 +117,13 @@ class _Parser:
 
     def _peek(self) -> _Token:
         if self.i >= len(self.toks):
-            raise ConfigInvalid("现有配置提前结束（缺少括号），未改动")
+            raise _invalid(self.text, len(self.text.rstrip()), "文件提前结束：缺少 } 或 ]")
         return self.toks[self.i]
 
     def _take(self, kind: str) -> _Token:
         tok = self._peek()
         if tok.kind != kind:
-            line = self.text.count("\n", 0, tok.start) + 1
-            raise ConfigInvalid(f"现有配置在第 {line} 行不是合法的 JSONC（应为 {kind!r}），未改动", line=line)
+            raise _invalid(self.text, tok.start, _EXPECTED[kind])
         self.i += 1
         return tok
 
@@ -103,8 +136,7 @@ class _Parser:
         if tok.kind in ("s", "l"):
             self.i += 1
             return _Node("scalar", tok.start, tok.end)
-        line = self.text.count("\n", 0, tok.start) + 1
-        raise ConfigInvalid(f"现有配置在第 {line} 行不是合法的 JSONC（缺少值），未改动", line=line)
+        raise _invalid(self.text, tok.start, "缺少值")
 
     def _object(self) -> _Node:
         open_ = self._take("{")
@@ -137,7 +169,7 @@ class _Parser:
     def document(self) -> _Node:
         root = self.value()
         if self.i != len(self.toks):
-            raise ConfigInvalid("现有配置在顶层对象之后还有内容，未改动")
+            raise _invalid(self.text, self.toks[self.i].start, "顶层对象之后还有内容")
         return root
 
 
@@ -187,7 +219,8 @@ def set_member(text: str, path: Sequence[str], name: str, value: Any) -> str:
     walked: list[str] = []
     while remaining:
         key = remaining[0]
-        found = next((m for m in node.members if m[0] == key), None)
+        # JSON readers keep the last of duplicated keys: edit that one, not a shadowed copy
+        found = next((m for m in reversed(node.members) if m[0] == key), None)
         if found is None:
             break
         walked.append(key)
@@ -198,9 +231,17 @@ def set_member(text: str, path: Sequence[str], name: str, value: Any) -> str:
                 return text
             indent = _line_indent(text, key_start)
             return text[: child.start] + _render(value, indent, unit).replace("\n", nl) + text[child.end :]
-        if found[2].kind != "object":
+        _, key_start, child = found
+        if child.kind == "scalar" and text[child.start : child.end] == "null":  # `"servers": null`, as merge_json
+            nested_value: Any = value
+            for inner in reversed(remaining):
+                nested_value = {inner: nested_value}
+            indent = _line_indent(text, key_start)
+            rendered = _render(nested_value, indent, unit).replace("\n", nl)
+            return text[: child.start] + rendered + text[child.end :]
+        if child.kind != "object":
             raise ConfigInvalid(f"现有配置里 {'.'.join(walked)} 不是对象，未改动", key=".".join(walked))
-        node = found[2]
+        node = child
     # Insert `remaining[0]` (wrapping the rest of the path) into `node`.
     nested: Any = value
     for key in reversed(remaining[1:]):

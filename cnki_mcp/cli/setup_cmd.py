@@ -13,18 +13,22 @@ import os
 import shutil
 import sys
 import webbrowser
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
 from cnki_mcp.cli import configfile
 from cnki_mcp.cli.clients import (
     CLIENTS,
+    ENV_KEYS,
     Client,
+    ConfigFormat,
     InstallMethod,
+    OSFamily,
     Plan,
     get_client,
     home_of,
+    installed_entry,
     launch_env,
     make_plan,
     merge_into,
@@ -32,7 +36,8 @@ from cnki_mcp.cli.clients import (
     required_dir,
     rerun_command,
 )
-from cnki_mcp.errors import BrowserUnavailable, ClientNotInitialized, InvalidInput
+from cnki_mcp.cli.keep import keep_user_settings, kept_names
+from cnki_mcp.errors import BrowserUnavailable, ClientNotInitialized, DataDirectoryUnusable, InvalidInput
 
 DEFAULT_CLIENT = "generic"
 
@@ -95,36 +100,84 @@ def choose(title: str, options: Sequence[str], default: int) -> int:
 # --- steps ---------------------------------------------------------------------------
 
 
-def browser_candidates(environ: Mapping[str, str]) -> list[str]:
-    from cnki_mcp.site.locate import all_candidates
+def browser_candidates(
+    environ: Mapping[str, str],
+    *,
+    platform: str = sys.platform,
+    exists: Callable[[str], bool] = os.path.isfile,
+    realpath: Callable[[str], str] = os.path.realpath,
+) -> list[str]:
+    """The installed browsers, each once: a symlink, or a package's launcher script
+    (/usr/bin/chromium for /usr/lib/chromium/chromium), is not a second browser."""
+    from cnki_mcp.site.locate import all_candidates, install_key
 
     seen: set[str] = set()
     out: list[str] = []
     for cand in all_candidates(
         environ.get("CNKI_BROWSER_PATH") or None,
-        platform=sys.platform,
+        platform=platform,
         environ=environ,
-        exists=os.path.isfile,
+        exists=exists,
     ):
-        real = os.path.realpath(cand.path)
-        if cand.found and real not in seen:
-            seen.add(real)
+        key = install_key(realpath(cand.path))
+        if cand.found and key not in seen:
+            seen.add(key)
             out.append(cand.path)
     return out
 
 
+def absolute(path: str) -> str:
+    """`path` as the entry needs it: `~` expanded and absolute, because the client starts the
+    server in a folder of its own choosing (a relative path would name another place there)."""
+    return str(Path(path).expanduser().absolute())
+
+
 def pick_browser(explicit: str | None, environ: Mapping[str, str], interactive: bool) -> str:
+    from cnki_mcp.site.locate import program_path
+
     if explicit:
-        path = str(Path(explicit).expanduser().absolute())
+        path = program_path(absolute(explicit), sys.platform)  # a macOS .app bundle: its binary
         if not os.path.isfile(path):
             raise BrowserUnavailable(f"浏览器程序不存在：{path}", path=path)
         return path
+    configured = environ.get("CNKI_BROWSER_PATH")
+    if configured and not os.path.isfile(program_path(absolute(configured), sys.platform)):
+        # serve and doctor refuse it too: do not silently write another browser into the entry
+        raise BrowserUnavailable(
+            f"CNKI_BROWSER_PATH 指向的浏览器不存在：{configured}；改正或删除这个环境变量，或用 --browser 指定浏览器",
+            path=configured,
+        )
     found = browser_candidates(environ)
     if not found:
         raise BrowserUnavailable("没有找到 Chrome/Edge/Chromium；请先安装，或用 --browser 指定浏览器程序路径")
     if interactive and len(found) > 1:
-        return found[choose("找到以下浏览器：", found, 0)]
-    return found[0]
+        return absolute(found[choose("找到以下浏览器：", found, 0)])
+    return absolute(found[0])
+
+
+def check_data_dir(data_dir: Path) -> None:
+    """Refuse, before anything is written, a data directory `serve` would refuse at start (it is
+    a file, cannot be created or written, or holds what `serve` refuses): the protocol check runs
+    with a temporary one and would not notice. Creates nothing."""
+    from cnki_mcp import datadir
+
+    hint = "；用 --data-dir 指定一个当前用户可写的文件夹"
+    if data_dir.exists() or data_dir.is_symlink():
+        if not data_dir.is_dir():
+            raise DataDirectoryUnusable(
+                f"数据目录 {data_dir} 不是文件夹{hint}", path=str(data_dir), reason="not_a_directory"
+            )
+        if not os.access(data_dir, os.W_OK | os.X_OK):
+            raise DataDirectoryUnusable(f"数据目录 {data_dir} 不可写{hint}", path=str(data_dir), reason="not_writable")
+        datadir.check_entries(data_dir)
+        return
+    parent = data_dir.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise DataDirectoryUnusable(
+            f"无法创建数据目录 {data_dir}（{parent} 不是可写的文件夹）{hint}", path=str(data_dir), reason="cannot_create"
+        )
 
 
 def probe(path: str) -> tuple[bool, str]:
@@ -144,6 +197,17 @@ def pick_client(explicit: str | None, interactive: bool) -> Client:
     return CLIENTS[choose("选择要配置的 AI 客户端：", labels, default)]
 
 
+def _peek(path: Path) -> str | None:
+    """The client's config text, for what the installed entry holds (None when unreadable: the
+    install itself then reports why)."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def open_link(link: str) -> bool:
     return webbrowser.open(link)
 
@@ -157,13 +221,17 @@ def install(plan: Plan, *, args: argparse.Namespace, interactive: bool, env: Map
             return
         wanted = args.install_client or (interactive and ask_yes(f"写入 {target} 并备份原配置？[Y/n] "))
         if not wanted:
-            print(f"未写入。需要时运行：{rerun_command(client.id, env, uvx=bool(args.uvx))}")
+            print(f"未写入。需要时运行：{rerun_command(client.id, env, uvx=bool(args.uvx), windows=os_family(sys.platform) is OSFamily.WINDOWS)}")
             return
         folder = required_dir(client, plan.path)
         if folder is not None and not Path(str(folder)).is_dir():
             raise ClientNotInitialized(
                 f"{folder} 不存在：请先启动一次 {client.name}，再运行 setup", path=str(folder)
             )
+        current = installed_entry(client, _peek(target))
+        kept = kept_names(plan.entry, current, ENV_KEYS[client.style]) if client.format is not ConfigFormat.DSH else []
+        if kept:
+            print(f"    保留已安装条目中本次未设置的项：{', '.join(kept)}")
         exe = shutil.which(client.cli) if client.cli else None
         if exe is not None:
             from cnki_mcp.cli.client_cli import install_with_cli, run_subprocess
@@ -174,7 +242,7 @@ def install(plan: Plan, *, args: argparse.Namespace, interactive: bool, env: Map
                 target,
                 servers_key=client.servers_key,
                 name="cnki",
-                entry=plan.entry,
+                entry=keep_user_settings(plan.entry, current, ENV_KEYS[client.style]),
                 now=datetime.now(),
                 run=run_subprocess,
             )
@@ -225,8 +293,10 @@ def run(args: argparse.Namespace) -> int:
     from cnki_mcp.settings import load_settings
 
     environ = os.environ
-    load_settings(environ)  # a bad CNKI_* variable is reported (CONFIG_INVALID) before anything else
+    settings = load_settings(environ)  # a bad CNKI_* variable is reported (CONFIG_INVALID) before anything else
     interactive = not args.yes
+    if args.client:
+        get_client(args.client)  # a mistyped --client is UNKNOWN_CLIENT before the browser is probed
     launcher = current_launcher(prefer_uvx=args.uvx)
 
     print("1/4 浏览器")
@@ -241,9 +311,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"    {client.name}（{client.id}）")
 
     print("3/4 配置条目")
-    data_dir = (
-        str(Path(args.data_dir).expanduser().absolute()) if args.data_dir else environ.get("CNKI_DATA_DIR")
-    )
+    given_dir = args.data_dir or environ.get("CNKI_DATA_DIR") or None
+    data_dir = absolute(given_dir) if given_dir else None
+    check_data_dir(Path(data_dir) if data_dir else settings.data_dir)
     env = launch_env(browser_path=browser, data_dir=data_dir)
     os_name = os_family(sys.platform)
     plan = make_plan(

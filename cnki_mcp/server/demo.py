@@ -241,10 +241,16 @@ async def run_demo(
             )
             op = await _search(session, question, printer)
             summary = op.get("result") or {}
-            if op.get("status") not in ("completed", "partial") or not summary:
-                errors = "; ".join(f"{e.get('code')}: {e.get('message')}" for e in op.get("errors") or [])
+            failures = op.get("errors") or []
+            errors = "; ".join(f"{e.get('code')}: {e.get('message')}" for e in failures)
+            # a "partial" search that found nothing because every request failed (no browser) is no result
+            if op.get("status") not in ("completed", "partial") or not summary or (failures and not summary.get("results")):
                 printer.say(f"检索未完成：{op.get('status')} {errors}")
+                if any(e.get("code") == "BROWSER_UNAVAILABLE" for e in failures):
+                    printer.say("浏览器无法启动：运行 cnki-mcp doctor 检查，或用 CNKI_BROWSER_PATH 指定 Chrome/Edge/Chromium")
                 return 1
+            if errors:
+                printer.say(f"\n部分请求出错：{errors}")
             _print_results(summary, printer)
             advice = summary.get("advice")
             if advice:

@@ -84,6 +84,22 @@ _LINUX_NAMES: tuple[tuple[str, BrowserKind], ...] = (
 )
 
 
+# Linux packages start their browser through a launcher shell script (not a symlink), and both
+# the script and the binary it runs are usual locations: the same installed browser, found twice.
+# Script (symlinks resolved) -> the binary it starts.
+_LINUX_LAUNCHERS: dict[str, str] = {
+    "/usr/bin/chromium": "/usr/lib/chromium/chromium",  # Debian's chromium package
+    "/opt/google/chrome/google-chrome": "/opt/google/chrome/chrome",  # /usr/bin/google-chrome(-stable)
+    "/opt/microsoft/msedge/microsoft-edge": "/opt/microsoft/msedge/msedge",  # /usr/bin/microsoft-edge(-stable)
+}
+
+
+def install_key(real_path: str) -> str:
+    """One key per installed browser: `real_path` (a location with its symlinks resolved), or the
+    binary a package's launcher script starts, so the script and the binary count once."""
+    return _LINUX_LAUNCHERS.get(real_path, real_path)
+
+
 def default_locations(platform: str, environ: Mapping[str, str]) -> list[tuple[str, BrowserKind]]:
     """Every usual install location for `platform`, in order of preference."""
     family = _family(platform)
@@ -120,7 +136,7 @@ def default_locations(platform: str, environ: Mapping[str, str]) -> list[tuple[s
     return unique
 
 
-def _explicit(path: str, platform: str) -> str:
+def program_path(path: str, platform: str) -> str:
     # A macOS user may point at the .app bundle instead of the binary inside it.
     if _family(platform) == "mac" and path.rstrip("/").endswith(".app"):
         bundle = path.rstrip("/")
@@ -139,7 +155,7 @@ def all_candidates(
     """Every location checked, with `found`, for `doctor` (the configured path first)."""
     out: list[BrowserCandidate] = []
     if settings_browser_path:
-        path = _explicit(settings_browser_path, platform)
+        path = program_path(settings_browser_path, platform)
         out.append(BrowserCandidate(path, kind_of(path), "configured", exists(path)))
     for path, kind in default_locations(platform, environ):
         out.append(BrowserCandidate(path, kind, "default", exists(path)))
@@ -156,7 +172,7 @@ def find_browser(
     """The browser to drive: the configured one (which must exist), else the first usual
     location that exists, else None."""
     if settings_browser_path:
-        path = _explicit(settings_browser_path, platform)
+        path = program_path(settings_browser_path, platform)
         if not exists(path):
             raise BrowserUnavailable("CNKI_BROWSER_PATH 指向的浏览器不存在", path=settings_browser_path)
         return BrowserCandidate(path, kind_of(path), "configured")

@@ -143,6 +143,27 @@ def test_changed_entry_replaces_only_cnki_with_a_new_backup(home: Path) -> None:
     assert "/usr/bin/chromium" in result.backup.read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize(("client_id", "folder"), [("gemini", ".gemini"), ("qwen-code", ".qwen")])
+def test_gemini_style_settings_with_comments_are_merged_keeping_the_comments(
+    home: Path, client_id: str, folder: str
+) -> None:
+    """Gemini CLI and Qwen Code read settings.json through strip-json-comments (and keep comments
+    when they save it), so a commented file is theirs to have: setup merges into it."""
+    path = home / folder / "settings.json"
+    path.parent.mkdir()
+    text = '{\n  // my theme\n  "theme": "Dracula",\n  "mcpServers": {\n    "other": {"command": "o"} // keep\n  }\n}\n'
+    path.write_text(text, encoding="utf-8")
+    result = _install(client_id, path)
+    assert result.status == "updated"
+    merged = path.read_text(encoding="utf-8")
+    assert "// my theme" in merged and "// keep" in merged
+    from cnki_mcp.cli.jsonc import loads
+
+    servers = loads(merged)["mcpServers"]
+    assert servers["other"] == {"command": "o"} and servers["cnki"]["command"] == COMMAND[0]
+    assert _install(client_id, path).status == "unchanged"
+
+
 def test_nested_servers_key_is_walked_keeping_sibling_settings(home: Path) -> None:
     path = home / ".zcode" / "cli" / "config.json"
     path.parent.mkdir(parents=True)
@@ -171,6 +192,7 @@ def test_invalid_existing_file_is_refused_untouched(
     with pytest.raises(CnkiError) as info:
         _install(client_id, path)
     assert info.value.code == "CONFIG_INVALID"
+    assert info.value.details["path"] == str(path)  # which file: setup prints it nowhere else
     assert path.read_text(encoding="utf-8") == content
     assert _backups(path) == [] and _leftovers(path) == []
 
@@ -290,6 +312,7 @@ def test_dsh_patch_is_appended_once_and_a_different_entry_is_refused(home: Path)
     with pytest.raises(CnkiError) as info:
         _install("dsh-web", path, env={"CNKI_BROWSER_PATH": "/other"})
     assert info.value.code == "CONFIG_EXISTS"
+    assert info.value.details["path"] == str(path)
     assert path.read_text(encoding="utf-8") == text
 
 
@@ -423,6 +446,33 @@ def test_setup_with_a_missing_browser_is_a_coded_error(
     assert "错误 BROWSER_UNAVAILABLE" in capsys.readouterr().err
 
 
+def test_a_missing_configured_browser_is_an_error_not_silently_replaced(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CNKI_BROWSER_PATH naming no file is BROWSER_UNAVAILABLE for serve and doctor; setup used to
+    skip it, pick another browser and write that into the entry without a word."""
+    monkeypatch.setattr(setup_cmd, "probe", lambda path: (True, "1"))
+    other = home / "installed-chrome"
+    other.write_text("", encoding="utf-8")
+    monkeypatch.setattr(setup_cmd, "browser_candidates", lambda environ: [str(other)])  # one is installed
+    monkeypatch.setenv("CNKI_BROWSER_PATH", str(home / "typo" / "chrome"))
+    assert main(["setup", "--yes", "--client", "cursor", "--install-client"]) == 2
+    assert "错误 BROWSER_UNAVAILABLE" in capsys.readouterr().err
+    assert not (home / ".cursor").exists()
+
+
+def test_setup_rejects_an_unknown_client_before_probing_the_browser(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    probed: list[str] = []
+    monkeypatch.setattr(setup_cmd, "probe", lambda path: (probed.append(path), (True, "1"))[1])
+    exe = home / "chrome"
+    exe.write_text("", encoding="utf-8")
+    assert main(["setup", "--yes", "--client", "cursr", "--browser", str(exe)]) == 2
+    assert "错误 UNKNOWN_CLIENT" in capsys.readouterr().err
+    assert probed == []
+
+
 def test_setup_runs_the_protocol_check_when_available_and_fails_with_it(
     home: Path, fake_browser: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -436,6 +486,105 @@ def test_setup_runs_the_protocol_check_when_available_and_fails_with_it(
     assert main(["setup", "--yes", "--browser", fake_browser]) == 1
     assert "FAIL  protocol" in capsys.readouterr().out
     assert seen and seen[0][0][-1] == "serve" and seen[0][1]["CNKI_BROWSER_PATH"] == fake_browser
+
+
+def test_rerunning_setup_keeps_what_the_user_set_in_the_installed_entry(
+    home: Path, fake_browser: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second setup without --data-dir (a new browser, say) keeps CNKI_DATA_DIR from the first
+    one, and what the user added (another variable, the client's own keys); this run's values win."""
+    monkeypatch.delenv("CNKI_DATA_DIR")
+    data = tmp_path / "my-cnki"
+    argv = ["setup", "--yes", "--client", "cursor", "--install-client", "--browser", fake_browser]
+    assert main([*argv, "--data-dir", str(data)]) == 0
+    path = home / ".cursor" / "mcp.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["mcpServers"]["cnki"]["env"]["CNKI_READ_ONLY"] = "1"
+    doc["mcpServers"]["cnki"]["disabled"] = False
+    doc["mcpServers"]["cnki"]["env"]["CNKI_BROWSER_PATH"] = "/old/chrome"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    capsys.readouterr()
+
+    assert main(argv) == 0
+
+    entry = json.loads(path.read_text(encoding="utf-8"))["mcpServers"]["cnki"]
+    assert entry["env"] == {"CNKI_BROWSER_PATH": fake_browser, "CNKI_DATA_DIR": str(data), "CNKI_READ_ONLY": "1"}
+    assert entry["disabled"] is False and entry["args"] == ["serve"]
+    written = path.read_text(encoding="utf-8")
+    assert main(argv) == 0  # and the kept entry is the installed one: nothing to do
+    assert path.read_text(encoding="utf-8") == written
+    assert len(_backups(path)) == 1  # the first run created the file, the second updated it
+
+
+@pytest.mark.parametrize(
+    ("client_id", "relative", "read_env"),
+    [
+        ("codex", ".codex/config.toml", lambda t: tomllib.loads(t)["mcp_servers"]["cnki"]["env"]),
+        ("opencode", ".config/opencode/opencode.json", lambda t: json.loads(t)["mcp"]["cnki"]["environment"]),
+        ("goose", ".config/goose/config.yaml", None),
+    ],
+)
+def test_an_earlier_data_directory_survives_an_update_in_every_format(
+    home: Path, client_id: str, relative: str, read_env: Any
+) -> None:
+    path = home / relative
+    first = {"CNKI_BROWSER_PATH": "/usr/bin/chromium", "CNKI_DATA_DIR": "/srv/cnki"}
+    _install(client_id, path, env=first)
+    _install(client_id, path, env={"CNKI_BROWSER_PATH": "/opt/edge/msedge"})
+    text = path.read_text(encoding="utf-8")
+    if read_env is None:
+        from ruamel.yaml import YAML
+
+        env = YAML(typ="safe", pure=True).load(text)["extensions"]["cnki"]["envs"]
+    else:
+        env = read_env(text)
+    assert env == {"CNKI_BROWSER_PATH": "/opt/edge/msedge", "CNKI_DATA_DIR": "/srv/cnki"}
+
+
+def test_setup_refuses_a_data_directory_serve_would_refuse_before_writing_anything(
+    home: Path, fake_browser: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The protocol check runs with a temporary data directory, so setup itself must refuse a
+    --data-dir the client's server would exit on (DATA_DIRECTORY_UNUSABLE)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    for data_dir in (blocker, blocker / "data"):
+        argv = ["setup", "--yes", "--client", "cursor", "--browser", fake_browser, "--install-client"]
+        assert main([*argv, "--data-dir", str(data_dir)]) == 2
+        assert "错误 DATA_DIRECTORY_UNUSABLE" in capsys.readouterr().err
+    assert not (home / ".cursor").exists()
+    assert blocker.read_text(encoding="utf-8") == "x"
+
+
+def test_relative_paths_from_the_shell_are_written_absolute(
+    home: Path,
+    fake_browser: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The client starts the server in a folder of its own: CNKI_DATA_DIR=./data and a relative
+    CNKI_BROWSER_PATH from the shell go into the entry as absolute paths (setup and config)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CNKI_DATA_DIR", "rel-data")
+    monkeypatch.setenv("CNKI_BROWSER_PATH", str(Path(fake_browser).relative_to(tmp_path)))
+    assert main(["setup", "--yes", "--client", "cursor", "--install-client"]) == 0
+    capsys.readouterr()
+    want = {"CNKI_BROWSER_PATH": fake_browser, "CNKI_DATA_DIR": str(tmp_path / "rel-data")}
+    written = json.loads((home / ".cursor" / "mcp.json").read_text(encoding="utf-8"))
+    assert written["mcpServers"]["cnki"]["env"] == want
+    assert main(["config", "cursor"]) == 0
+    assert json.loads(capsys.readouterr().out)["mcpServers"]["cnki"]["env"] == want
+
+
+def test_setup_accepts_a_macos_app_bundle_as_the_browser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/clients.md: `setup --browser "/Applications/Google Chrome.app"` means the binary inside."""
+    app = tmp_path / "Applications" / "Google Chrome.app"
+    binary = app / "Contents" / "MacOS" / "Google Chrome"
+    binary.parent.mkdir(parents=True)
+    binary.write_text("", encoding="utf-8")
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert setup_cmd.pick_browser(str(app), {}, interactive=False) == str(binary)
 
 
 # --- config CLIENT -------------------------------------------------------------------------

@@ -46,3 +46,45 @@ def test_doctor_protocol_json_includes_the_handshake(
     names = {c["name"]: c for c in report["checks"]}
     assert names["protocol"]["ok"] is True, names["protocol"]
     assert code == (0 if report["ok"] else 1)
+
+
+def test_a_server_that_exits_before_the_handshake_is_reported_with_what_it_wrote(tmp_path: Path) -> None:
+    """`python -m cnki_mcp` from an environment without the package: the check says the server
+    exited and carries its stderr, not the SDK's "unhandled errors in a TaskGroup"."""
+    from cnki_mcp.server.selfcheck import protocol_check
+
+    code = "import sys; sys.stderr.write('No module named cnki_mcp\\n'); sys.exit(1)"
+    report = protocol_check([sys.executable, "-c", code], _env(tmp_path), timeout=30)
+    assert not report.ok
+    assert report.reason == "exited"
+    assert "No module named cnki_mcp" in report.stderr_tail
+    assert "No module named cnki_mcp" in report.detail
+    assert "TaskGroup" not in report.detail
+
+
+def test_a_server_that_never_answers_is_reported_as_a_timeout(tmp_path: Path) -> None:
+    from cnki_mcp.server.selfcheck import protocol_check
+
+    silent = [sys.executable, "-c", "import sys; sys.stdin.read()"]  # reads requests, never answers
+    report = protocol_check(silent, _env(tmp_path), timeout=1)
+    assert not report.ok
+    assert report.reason == "timeout"
+
+
+def test_a_missing_command_is_reported_as_not_startable(tmp_path: Path) -> None:
+    from cnki_mcp.server.selfcheck import protocol_check
+
+    report = protocol_check([str(tmp_path / "no-such-program"), "serve"], _env(tmp_path), timeout=30)
+    assert not report.ok
+    assert report.reason == "launch_failed"
+
+
+def test_protocol_check_passes_against_a_read_only_server(tmp_path: Path) -> None:
+    """CNKI_READ_ONLY=1 hides download_paper and read_online_html on purpose: not "missing tools,
+    reinstall"."""
+    from cnki_mcp.server.selfcheck import protocol_check
+
+    env = {**_env(tmp_path), "CNKI_READ_ONLY": "1"}
+    report = protocol_check([sys.executable, "-m", "cnki_mcp", "serve"], env, timeout=60)
+    assert report.ok, report.detail
+    assert report.reason == "ok"

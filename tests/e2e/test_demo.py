@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +42,19 @@ def test_demo_runs_a_research_search_and_prints_ranked_results_coverage_and_cita
     assert "检索" in last and "批量导出" in last and "详情页" in last
     exports = int(last.split("批量导出 ")[1].split(" ")[0])
     assert exports >= 1  # abstracts were read by CNKI's batch export
+
+
+def test_demo_without_a_usable_browser_fails_and_says_why(tmp_path: Path) -> None:
+    """No browser: the search ends "partial" with BROWSER_UNAVAILABLE and nothing found; the demo
+    names the error and exits 1 instead of printing an empty ranking with exit 0."""
+    env = dict(os.environ, CNKI_BROWSER_PATH=str(tmp_path / "no-such-chrome"), HOME=str(tmp_path))
+    proc = subprocess.run(
+        [sys.executable, "-m", "cnki_mcp", "demo"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "BROWSER_UNAVAILABLE" in proc.stdout

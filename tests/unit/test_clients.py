@@ -85,7 +85,7 @@ EXPECTED: dict[str, tuple[str, str, str, dict[str, Any], dict[str, str | None]]]
         },
     ),
     "gemini": (
-        "json",
+        "jsonc",
         W,
         "mcpServers",
         T900K,
@@ -162,7 +162,7 @@ EXPECTED: dict[str, tuple[str, str, str, dict[str, Any], dict[str, str | None]]]
         },
     ),
     "qwen-code": (
-        "json",
+        "jsonc",
         W,
         "mcpServers",
         T900K,
@@ -529,3 +529,17 @@ def test_launcher_on_windows_adds_exe_to_the_script() -> None:
     files = {r"C:\Py\Scripts\cnki-mcp.exe"}
     got = _detect(r"C:\Py\Scripts\cnki-mcp", r"C:\Py\python.exe", files, platform="win32", cwd="C:\\")
     assert got == [r"C:\Py\Scripts\cnki-mcp.exe", "serve"]
+
+
+def test_the_suggested_setup_command_is_quoted_for_the_windows_shells() -> None:
+    """The browser lives under C:\\Program Files: POSIX single quotes are literal in cmd.exe, so on
+    Windows the suggestion uses double quotes (read the same way by cmd.exe and PowerShell)."""
+    from cnki_mcp.cli.clients import rerun_command
+
+    chrome = r"C:\Program Files\Google\Chrome\Application\chrome.exe"
+    data = r"D:\研究 资料\cnki"
+    line = rerun_command("cursor", {"CNKI_BROWSER_PATH": chrome, "CNKI_DATA_DIR": data}, uvx=False, windows=True)
+    assert f'--browser "{chrome}"' in line and f'--data-dir "{data}"' in line
+    assert "'" not in line
+    posix = rerun_command("cursor", {"CNKI_BROWSER_PATH": "/opt/my chrome/chrome"}, uvx=False)
+    assert "--browser '/opt/my chrome/chrome'" in posix
