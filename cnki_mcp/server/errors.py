@@ -19,6 +19,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent
 from mcp.types import Tool as MCPTool
@@ -169,6 +170,13 @@ class CnkiServer(MCPServer[Any]):
         if readonly.is_read_only(getattr(ctx, "lifespan_context", None)):
             result.tools = [t for t in result.tools if t.name not in readonly.HIDDEN_TOOLS]
         return result
+
+    def close_listen_streams(self) -> None:
+        """End every open `subscriptions/listen` stream (2026-07-28 era) gracefully: each sends
+        its final result and its POST completes (the HTTP server is stopping, server/http.py)."""
+        entry = self._lowlevel_server.get_request_handler("subscriptions/listen")
+        if entry is not None and isinstance(entry.handler, ListenHandler):
+            entry.handler.close()
 
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None

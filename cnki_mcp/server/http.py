@@ -234,6 +234,10 @@ def http_server(
 
         async def _answer_then_exit(self, sig: int, frame: Any) -> None:
             try:
+                # A 2026-era client's listen stream is a POST that never ends by itself: closed
+                # here, it ends with its final result instead of holding answered() for its whole
+                # bound and then uvicorn's graceful timeout (which cancels it with an error).
+                server.close_listen_streams()
                 # bounded: a runner that ignores its cancel must not hold the exit back
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(end_operations(server), ANSWER_SECONDS)

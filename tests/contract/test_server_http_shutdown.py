@@ -16,6 +16,7 @@ from typing import Any
 import httpx2
 import pytest
 import sse_starlette.sse
+from mcp import Client
 
 from cnki_mcp.server.app import build_server
 from cnki_mcp.server.http import http_server
@@ -133,3 +134,31 @@ async def test_a_call_still_before_its_operation_at_sigterm_starts_none_and_is_a
     assert result["structuredContent"]["code"] == "SERVER_STOPPING"
     assert result["structuredContent"]["retryable"] is True
     assert not h.pipeline.started.is_set()
+
+
+async def test_a_listen_stream_of_a_2026_client_is_closed_gracefully_at_sigterm(
+    tmp_path: Path, sigterm_in_a_test: None
+) -> None:
+    """A `subscriptions/listen` request is a POST whose stream never ends by itself. It used to
+    hold the answer window for its whole bound and then uvicorn's graceful timeout, which cancelled
+    it (the client saw the subscription lost, the server logged an ASGI exception): every SIGTERM
+    took over 10 s, past `docker stop`'s grace. Now the stream ends with its final result."""
+    h = Harness(tmp_path / "data", inline_wait=30.0)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    srv = http_server(build_server(h.open), host="127.0.0.1", port=sock.getsockname()[1], token=None)
+    serving = asyncio.create_task(srv.serve(sockets=[sock]))
+    try:
+        async with Client(url) as client:
+            assert client.protocol_version == "2026-07-28"
+            async with client.listen(tools_list_changed=True) as subscription:
+                srv.handle_exit(signal.SIGTERM, None)
+                events = [event async for event in subscription]  # SubscriptionLost if cut off
+            assert events == []
+    finally:
+        srv.should_exit = True
+        await serving
+        sock.close()
+    assert h.services is not None and h.services.closed
