@@ -112,6 +112,23 @@ async def test_a_foreign_host_or_origin_header_is_rejected(tmp_path: Path, state
         assert fine.status_code == 200
 
 
+async def test_loopback_host_and_origin_without_a_port_are_accepted(tmp_path: Path) -> None:
+    """A server on the scheme's default port (80) gets `Host: localhost`, and a page on
+    http://localhost sends that origin; only the loopback names with a port used to pass (421 /
+    403 for every client of `serve --port 80`). Other names still do not."""
+    async with running(tmp_path, None) as (url, _h), httpx2.AsyncClient(timeout=30) as http:
+        for host in ("127.0.0.1", "localhost", "[::1]"):
+            answer = await http.post(url, json=INIT, headers={**HEADERS, "Host": host})
+            assert answer.status_code == 200, host
+        for origin in ("http://127.0.0.1", "http://localhost", "http://[::1]"):
+            answer = await http.post(url, json=INIT, headers={**HEADERS, "Origin": origin})
+            assert answer.status_code == 200, origin
+        assert (await http.post(url, json=INIT, headers={**HEADERS, "Host": "localhost.evil"})).status_code == 421
+        assert (await http.post(url, json=INIT, headers={**HEADERS, "Host": "evil.example"})).status_code == 421
+        bad_origin = await http.post(url, json=INIT, headers={**HEADERS, "Origin": "http://localhost.evil"})
+        assert bad_origin.status_code == 403
+
+
 @pytest.mark.parametrize("stateless", [False, True], ids=["sessions", "stateless"])
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_both_protocol_eras_are_served_over_http(tmp_path: Path, mode: str, stateless: bool) -> None:
