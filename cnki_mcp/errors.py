@@ -340,6 +340,12 @@ class Cancelled(CnkiError):
     default_message = "操作已取消"
 
 
+class ServerStopping(CnkiError):
+    code = "SERVER_STOPPING"
+    retryable = True
+    default_message = "服务正在停止，没有开始新的任务；服务重新启动后再调用"
+
+
 # --- files ------------------------------------------------------------------------
 
 

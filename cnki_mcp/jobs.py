@@ -33,6 +33,7 @@ from cnki_mcp.errors import (
     OperationNotFound,
     OperationNotRunning,
     OperationState,
+    ServerStopping,
     VerificationNotFound,
 )
 from cnki_mcp.operations import (
@@ -329,6 +330,7 @@ class JobManager:
         self._keep = keep
         self._live: dict[str, _Live] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        self._stopping = False  # shutdown() began: no operation starts any more
 
     # --- starting ---------------------------------------------------------------------
 
@@ -390,6 +392,11 @@ class JobManager:
         return await self._wait_live(job._live, self.inline_wait)
 
     def _launch(self, live: _Live, runner: Runner, resume_from: Any) -> Job:
+        if self._stopping:
+            # a call that was still before its operation when the server began stopping (a
+            # search planning its concepts): starting now would launch the browser during the
+            # shutdown and run past it, its answer lost
+            raise ServerStopping(kind=live.record.kind.value)
         op_id = live.record.operation_id
         self._live[op_id] = live
         live.budget.resume()
@@ -755,7 +762,9 @@ class JobManager:
 
     async def shutdown(self) -> None:
         """Stop what still runs (server exit). An operation the user had asked to cancel ends
-        `cancelled`; every other one ends `interrupted`, its checkpoint kept, as after a crash."""
+        `cancelled`; every other one ends `interrupted`, its checkpoint kept, as after a crash.
+        From now on no operation starts (SERVER_STOPPING)."""
+        self._stopping = True
         for live in list(self._live.values()):
             live.server_exit = not live.cancel_requested
             live.cancel_requested = True

@@ -146,6 +146,14 @@ def record_item_error(
     ctx.add_item_error(error, **details)
 
 
+class JournalFlight:
+    """One journal page being read, and how many readers wait for it (Enricher._journal)."""
+
+    def __init__(self, task: asyncio.Task[None]) -> None:
+        self.task = task
+        self.readers = 0
+
+
 class Enricher:
     def __init__(
         self,
@@ -161,7 +169,7 @@ class Enricher:
         self.clock = clock
         self.workers = max(1, workers)
         self.public_origins = public_origins
-        self._journal_flights: dict[str, asyncio.Task[None]] = {}
+        self._journal_flights: dict[str, JournalFlight] = {}
         # record_ref -> the one detail request in flight for it; every operation of the server
         # enriches through this one Enricher (ResearchPipeline), so it is the process's one owner
         self._detail_flights = KeyedLocks()
@@ -278,27 +286,39 @@ class Enricher:
         raise DocumentNotFound("按题名重新定位失败", record_ref=paper.record_ref, title=paper.title)
 
     async def _journal(self, paper: Paper, ctx: OperationContext) -> None:
+        """Read the paper's journal page, once per source in flight: a second reader (another
+        operation) awaits the same fetch. The fetch is shielded from a reader's cancellation, so
+        the others still get it, and a search stopped by its deadline lets it land (its continue
+        repeats no request). When the last reader leaves because its operation was cancelled
+        (`operation_control cancel`, the server stopping), the fetch is cancelled too: a
+        cancelled operation sends no more journal requests."""
         key = source_key(paper.source)
         flight = self._journal_flights.get(key)
-        if flight is not None:
-            await asyncio.shield(flight)
-            return
-        task = asyncio.ensure_future(self._fetch_journal(paper, key, ctx))
-        self._journal_flights[key] = task
+        if flight is None:
+            flight = JournalFlight(asyncio.ensure_future(self._fetch_journal(paper, key, ctx)))
+            self._journal_flights[key] = flight
 
-        def forget(done: asyncio.Future[None]) -> None:
-            # also when the reader that started it was cancelled: the shielded fetch lands on its
-            # own, and a later read of the source must not await a finished (or failed) flight
-            if self._journal_flights.get(key) is done:
-                del self._journal_flights[key]
-            if not done.cancelled():
-                # the readers that awaited it already had its error; when they were all cancelled
-                # (the server stopping mid-search) nobody will, and asyncio would print the failed
-                # flight's traceback as "Task exception was never retrieved"
-                done.exception()
+            def forget(done: asyncio.Future[None], started: JournalFlight = flight) -> None:
+                # a later read of the source must not await a finished (or failed) flight
+                if self._journal_flights.get(key) is started:
+                    del self._journal_flights[key]
+                if not done.cancelled():
+                    # its readers already had its error; when they all left (a search stopped by
+                    # its deadline lets the fetch land) nobody will, and asyncio would print the
+                    # failed flight's traceback as "Task exception was never retrieved"
+                    done.exception()
 
-        task.add_done_callback(forget)
-        await asyncio.shield(task)
+            flight.task.add_done_callback(forget)
+        flight.readers += 1
+        try:
+            await asyncio.shield(flight.task)
+        finally:
+            flight.readers -= 1
+            if flight.readers == 0 and not flight.task.done() and ctx.cancelled:
+                # nobody waits for it any more: stop it, and let a later reader start afresh
+                if self._journal_flights.get(key) is flight:
+                    del self._journal_flights[key]
+                flight.task.cancel()
 
     async def _fetch_journal(self, paper: Paper, key: str, ctx: OperationContext) -> None:
         assert paper.source_url is not None

@@ -5,7 +5,8 @@ with `isError: true` whose structured content is `{status: "failed", code, messa
 details, errors: [...]}`; so is an operation that ended `failed` (its record, with the first
 error's code on top). Anything else is a bug: logged with its traceback and answered as
 INTERNAL without its text. An unknown tool name is a protocol error (JSON-RPC -32602), as the
-MCP specification asks, not a tool result (an unknown prompt name likewise). `tools/list`
+MCP specification asks, not a tool result (an unknown prompt name, or a prompt argument that is
+missing, unknown or invalid, likewise). `tools/list`
 publishes the compact schemas of `wire_schema`, whose output envelope every one of these
 results satisfies (DESIGN.md "Tool results"). With a tool catalog (`server/catalog.py`) the list
 comes from the packaged file and a tool's module is registered on its first call."""
@@ -19,6 +20,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent
 from mcp.types import Tool as MCPTool
@@ -109,6 +111,16 @@ def to_cnki_error(exc: BaseException, tool: str) -> CnkiError:
     return CnkiError(f"内部错误：{type(cause).__name__ if cause else 'Exception'}（详见服务日志）", tool=tool)
 
 
+def _validation_cause(exc: BaseException) -> ValidationError | None:
+    """The pydantic ValidationError at the bottom of `exc`'s cause chain (a prompt's arguments)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ValidationError):
+            return cause
+        cause = cause.__cause__
+    return None
+
+
 def _lifespan_of(context: Context[Any, Any] | None) -> Any:
     """The running Services of a tool call (None for a call made without a session)."""
     try:
@@ -170,12 +182,47 @@ class CnkiServer(MCPServer[Any]):
             result.tools = [t for t in result.tools if t.name not in readonly.HIDDEN_TOOLS]
         return result
 
+    def close_listen_streams(self) -> None:
+        """End every open `subscriptions/listen` stream (2026-07-28 era) gracefully: each sends
+        its final result and its POST completes (the HTTP server is stopping, server/http.py)."""
+        entry = self._lowlevel_server.get_request_handler("subscriptions/listen")
+        if entry is not None and isinstance(entry.handler, ListenHandler):
+            entry.handler.close()
+
     async def get_prompt(
         self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
     ) -> Any:
-        if self._prompt_manager.get_prompt(name) is None:  # the specification's answer: -32602
+        prompt = self._prompt_manager.get_prompt(name)
+        if prompt is None:  # the specification's answer: -32602
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}", data={"prompt": name})
-        return await super().get_prompt(name, arguments, context)
+        # Missing, unknown or invalid arguments are the client's mistake: -32602 naming them. The
+        # SDK turned each into a bare ValueError: code 0 (handshake era) or -32603 "Internal
+        # server error" with a logged traceback (2026-07-28 era).
+        declared = {arg.name: arg for arg in prompt.arguments or []}
+        given = dict(arguments or {})
+        missing = [n for n, arg in declared.items() if arg.required and n not in given]
+        unknown = [n for n in given if n not in declared]
+        if missing or unknown:
+            parts = ([f"missing {', '.join(missing)}"] if missing else []) + (
+                [f"unknown {', '.join(unknown)}"] if unknown else []
+            )
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"Invalid arguments for prompt {name}: {'; '.join(parts)}",
+                data={"prompt": name, "missing": missing, "unknown": unknown},
+            )
+        try:
+            return await super().get_prompt(name, arguments, context)
+        except ValueError as exc:
+            invalid = _validation_cause(exc)
+            if invalid is None:
+                raise
+            problems = validation_error(invalid).details["errors"]
+            raise MCPError(
+                code=INVALID_PARAMS,
+                message=f"Invalid arguments for prompt {name}: {', '.join(p['field'] for p in problems)}",
+                data={"prompt": name, "errors": problems},
+            ) from exc
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None

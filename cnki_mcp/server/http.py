@@ -31,8 +31,17 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
-LOCAL_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+# Loopback names with any port, and without one (the scheme's default port: a server on port 80
+# gets `Host: localhost` and pages on http://localhost send that origin).
+LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]")
+LOCAL_ORIGINS = (
+    "http://127.0.0.1:*",
+    "http://localhost:*",
+    "http://[::1]:*",
+    "http://127.0.0.1",
+    "http://localhost",
+    "http://[::1]",
+)
 
 
 def security_settings(
@@ -234,6 +243,10 @@ def http_server(
 
         async def _answer_then_exit(self, sig: int, frame: Any) -> None:
             try:
+                # A 2026-era client's listen stream is a POST that never ends by itself: closed
+                # here, it ends with its final result instead of holding answered() for its whole
+                # bound and then uvicorn's graceful timeout (which cancels it with an error).
+                server.close_listen_streams()
                 # bounded: a runner that ignores its cancel must not hold the exit back
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(end_operations(server), ANSWER_SECONDS)

@@ -231,6 +231,32 @@ async def test_a_server_exit_leaves_a_running_search_interrupted_and_it_continue
     await new.shutdown()
 
 
+async def test_no_operation_starts_once_the_server_began_stopping() -> None:
+    """A call still before its operation when shutdown() ran (a search planning its concepts)
+    used to start it afterwards: the browser launched during the shutdown and the search ran past
+    it, the call's answer lost. Now it gets SERVER_STOPPING (retryable) and nothing runs."""
+    clock = FakeClock()
+    sink = MemorySink()
+    limiter = Limiter(clock, 0.5, 6)
+    backend = FakeBackend(clock)
+    manager = JobManager(clock, sink)
+    job = manager.start(OperationKind.SEARCH, search_runner(backend, limiter), SEARCH_BUDGET)
+    await clock.advance_settled(1.2)
+    await manager.shutdown()
+    asked = len(backend.log)
+    for begin in (
+        lambda: manager.start(OperationKind.SEARCH, search_runner(backend, limiter), SEARCH_BUDGET),
+        lambda: manager.continue_(job.operation_id, search_runner(backend, limiter)),
+    ):
+        with pytest.raises(CnkiError) as raised:
+            begin()
+        assert raised.value.code == "SERVER_STOPPING" and raised.value.retryable
+    await clock.advance_settled(5.0)
+    assert len(backend.log) == asked and manager.status() is None
+    stored = sink.load(job.operation_id)
+    assert stored is not None and stored.status is OperationStatus.INTERRUPTED
+
+
 async def test_an_operation_the_user_cancelled_stays_cancelled_when_the_server_exits(env: Any) -> None:
     clock, sink, manager, limiter = env
     backend = FakeBackend(clock, pages=1000)

@@ -1,5 +1,6 @@
 """The one journal request in flight per source (pipeline/enrich.py `Enricher._journal`): a flight
-whose readers were all cancelled, as when the server stops mid-search, still ends quietly."""
+whose readers all left while their operation goes on ending (a search stopped by its deadline
+lets the fetch land) still ends quietly when it fails."""
 
 from __future__ import annotations
 
@@ -16,6 +17,12 @@ from cnki_mcp.models import JournalPage
 from cnki_mcp.pipeline.enrich import Enricher
 from cnki_mcp.site.backend import SiteBackend
 from cnki_mcp.store import Store
+
+
+class DeadlineStopped:
+    """The context of an operation its deadline stopped: not cancelled by anyone."""
+
+    cancelled = False
 
 
 class FailingJournalSite:
@@ -46,9 +53,9 @@ async def test_a_journal_flight_failing_after_its_reader_was_cancelled_reports_n
         site = FailingJournalSite()
         enricher = Enricher(cast(SiteBackend, site), store, clock)
         paper = Paper(record_ref="r1", title="违约金酌减", source="法学研究", source_url="https://x.test/j")
-        reader = asyncio.ensure_future(enricher._journal(paper, cast(OperationContext, None)))
+        reader = asyncio.ensure_future(enricher._journal(paper, cast(OperationContext, DeadlineStopped())))
         await site.started.wait()
-        flight = next(iter(enricher._journal_flights.values()))
+        flight = next(iter(enricher._journal_flights.values())).task
         landed = asyncio.Event()
         flight.add_done_callback(lambda _t: landed.set())
 

@@ -16,6 +16,8 @@ import httpx2
 import pytest
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
 from cnki_mcp.server.app import TOOL_NAMES, build_server
 from cnki_mcp.server.http import http_server
@@ -110,6 +112,23 @@ async def test_a_foreign_host_or_origin_header_is_rejected(tmp_path: Path, state
         assert fine.status_code == 200
 
 
+async def test_loopback_host_and_origin_without_a_port_are_accepted(tmp_path: Path) -> None:
+    """A server on the scheme's default port (80) gets `Host: localhost`, and a page on
+    http://localhost sends that origin; only the loopback names with a port used to pass (421 /
+    403 for every client of `serve --port 80`). Other names still do not."""
+    async with running(tmp_path, None) as (url, _h), httpx2.AsyncClient(timeout=30) as http:
+        for host in ("127.0.0.1", "localhost", "[::1]"):
+            answer = await http.post(url, json=INIT, headers={**HEADERS, "Host": host})
+            assert answer.status_code == 200, host
+        for origin in ("http://127.0.0.1", "http://localhost", "http://[::1]"):
+            answer = await http.post(url, json=INIT, headers={**HEADERS, "Origin": origin})
+            assert answer.status_code == 200, origin
+        assert (await http.post(url, json=INIT, headers={**HEADERS, "Host": "localhost.evil"})).status_code == 421
+        assert (await http.post(url, json=INIT, headers={**HEADERS, "Host": "evil.example"})).status_code == 421
+        bad_origin = await http.post(url, json=INIT, headers={**HEADERS, "Origin": "http://localhost.evil"})
+        assert bad_origin.status_code == 403
+
+
 @pytest.mark.parametrize("stateless", [False, True], ids=["sessions", "stateless"])
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_both_protocol_eras_are_served_over_http(tmp_path: Path, mode: str, stateless: bool) -> None:
@@ -148,3 +167,38 @@ async def test_a_server_on_every_interface_answers_clients_that_address_it_by_it
         srv.should_exit = True
         await task
         sock.close()
+
+
+BAD_PROMPT_ARGUMENTS = [
+    (None, {"missing": ["topic"], "unknown": []}),
+    ({}, {"missing": ["topic"], "unknown": []}),
+    ({"subject": "竞业限制"}, {"missing": ["topic"], "unknown": ["subject"]}),
+    ({"topic": "竞业限制", "extra": "x"}, {"missing": [], "unknown": ["extra"]}),
+    ({"topic": ""}, None),
+    ({"topic": "x" * 501}, None),
+]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_prompt_arguments_that_are_missing_unknown_or_invalid_are_invalid_params(
+    tmp_path: Path, mode: str
+) -> None:
+    """prompts/get with a bad argument is the client's mistake, -32602 as for an unknown prompt
+    name; it used to be JSON-RPC code 0 (handshake era) or -32603 with a logged traceback (2026)."""
+    async with running(tmp_path, None) as (url, _h), Client(url, mode=mode) as client:
+        for name in ("research_topic", "literature_review"):
+            for arguments, named in BAD_PROMPT_ARGUMENTS:
+                with pytest.raises(MCPError) as raised:
+                    await client.get_prompt(name, arguments)
+                assert raised.value.code == INVALID_PARAMS, (name, arguments, raised.value)
+                data = raised.value.data
+                assert data["prompt"] == name
+                if named is not None:
+                    assert {k: data[k] for k in named} == named
+                else:
+                    assert [e["field"] for e in data["errors"]] == ["topic"]
+            got = await client.get_prompt(name, {"topic": "竞业限制"})
+            assert "竞业限制" in got.messages[0].content.text
+        with pytest.raises(MCPError) as unknown:
+            await client.get_prompt("nope", {"topic": "x"})
+        assert unknown.value.code == INVALID_PARAMS

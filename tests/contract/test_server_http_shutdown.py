@@ -16,6 +16,7 @@ from typing import Any
 import httpx2
 import pytest
 import sse_starlette.sse
+from mcp import Client
 
 from cnki_mcp.server.app import build_server
 from cnki_mcp.server.http import http_server
@@ -73,4 +74,91 @@ async def test_a_call_waiting_on_an_operation_is_answered_interrupted_at_sigterm
     assert record["status"] == "interrupted"
     continue_call = f"operation_control(action='continue', operation_id='{record['operation_id']}')"
     assert record["next_step"].startswith(continue_call)
+    assert h.services is not None and h.services.closed
+
+
+async def test_a_call_still_before_its_operation_at_sigterm_starts_none_and_is_answered_server_stopping(
+    tmp_path: Path, sigterm_in_a_test: None
+) -> None:
+    """The search tool plans (and looks in its cache) before it starts its operation. A SIGTERM in
+    that window used to find no operation to stop; the search then started during the shutdown
+    (a real server launched the browser), ran past the answer window and its answer was lost."""
+    h = Harness(tmp_path / "data", inline_wait=30.0)
+    planning = asyncio.Event()
+    release = asyncio.Event()
+    stopped = asyncio.Event()
+
+    async def cached_async(inp: Any, plan: Any) -> None:
+        planning.set()
+        await release.wait()
+        return None
+
+    h.pipeline.cached_async = cached_async  # type: ignore[method-assign]
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    srv = http_server(build_server(h.open), host="127.0.0.1", port=sock.getsockname()[1], token=None)
+    serving = asyncio.create_task(srv.serve(sockets=[sock]))
+    try:
+        async with httpx2.AsyncClient(timeout=60) as http:
+            init = await http.post(url, json=INIT, headers=HEADERS)
+            assert first_message(init)["result"]["serverInfo"]["name"] == "cnki"
+            session = {**HEADERS, "mcp-session-id": init.headers["mcp-session-id"],
+                       "mcp-protocol-version": INIT["params"]["protocolVersion"]}  # fmt: skip
+            await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+            assert h.services is not None
+            jobs = h.services.jobs
+            shutdown = jobs.shutdown
+
+            async def tracked_shutdown() -> None:
+                await shutdown()
+                stopped.set()
+
+            jobs.shutdown = tracked_shutdown  # type: ignore[method-assign]
+            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "search", "arguments": {"query": "竞业限制 违约金"}}}  # fmt: skip
+            answer = asyncio.create_task(http.post(url, json=call, headers=session))
+            await planning.wait()
+            srv.handle_exit(signal.SIGTERM, None)
+            await stopped.wait()
+            release.set()  # planning ends after the operations were stopped
+            response = await answer
+    finally:
+        srv.should_exit = True
+        await serving
+        sock.close()
+    [reply] = [m for m in messages(response.text) if m.get("id") == 2]
+    result = reply["result"]
+    assert result["isError"] is True
+    assert result["structuredContent"]["code"] == "SERVER_STOPPING"
+    assert result["structuredContent"]["retryable"] is True
+    assert not h.pipeline.started.is_set()
+
+
+async def test_a_listen_stream_of_a_2026_client_is_closed_gracefully_at_sigterm(
+    tmp_path: Path, sigterm_in_a_test: None
+) -> None:
+    """A `subscriptions/listen` request is a POST whose stream never ends by itself. It used to
+    hold the answer window for its whole bound and then uvicorn's graceful timeout, which cancelled
+    it (the client saw the subscription lost, the server logged an ASGI exception): every SIGTERM
+    took over 10 s, past `docker stop`'s grace. Now the stream ends with its final result."""
+    h = Harness(tmp_path / "data", inline_wait=30.0)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    srv = http_server(build_server(h.open), host="127.0.0.1", port=sock.getsockname()[1], token=None)
+    serving = asyncio.create_task(srv.serve(sockets=[sock]))
+    try:
+        async with Client(url) as client:
+            assert client.protocol_version == "2026-07-28"
+            async with client.listen(tools_list_changed=True) as subscription:
+                srv.handle_exit(signal.SIGTERM, None)
+                events = [event async for event in subscription]  # SubscriptionLost if cut off
+            assert events == []
+    finally:
+        srv.should_exit = True
+        await serving
+        sock.close()
     assert h.services is not None and h.services.closed
