@@ -123,6 +123,34 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text).translate(_FULLWIDTH)).strip()
 
 
+def _as_written(raw: str, title: str) -> str:
+    """`title` (read from the normalised entry) spelt as the entry spells it: `_norm` folds
+    full-width punctuation (`：` `——` `（）`) for reading the structure, but CNKI's titles carry
+    their own, so the title is cut from `raw` at the same place. `title` itself when not found."""
+    pieces: list[str] = []
+    origin: list[int] = []  # the index in `raw` of each normalised character
+    for index, char in enumerate(raw):
+        for out in unicodedata.normalize("NFKC", char).translate(_FULLWIDTH):
+            if out.isspace():
+                if pieces and pieces[-1] == " ":
+                    continue
+                out = " "
+            pieces.append(out)
+            origin.append(index)
+    at = "".join(pieces).find(title)
+    if at < 0 or not title:
+        return title
+    written = raw[origin[at] : origin[at + len(title) - 1] + 1]
+    return re.sub(r"\s+", " ", written).strip() or title
+
+
+def title_spellings(title: str) -> list[str]:
+    """The spellings to look an entry's title up by: as written, then with its full-width
+    punctuation folded to ASCII (`违约金：从…` -> `违约金:从…`) when that differs."""
+    folded = _norm(title)
+    return [title] if folded == title else [title, folded]
+
+
 def _strip_links(text: str) -> str:
     """The text without DOIs and URLs, whose digits are neither pages nor years."""
     return _LINK.sub(" ", text)
@@ -439,7 +467,14 @@ def parse_reference(entry: str) -> ParsedReference:
     raw = entry.strip()
     if not raw:
         return ParsedReference(raw=entry, unparsable="空条目")
-    text = _norm(_MARKER.sub("", raw, count=1))
+    body = _MARKER.sub("", raw, count=1)
+    parsed = _parse(raw, _norm(body))
+    if parsed.title and not parsed.unparsable:
+        return parsed.model_copy(update={"title": _as_written(body, parsed.title)})
+    return parsed
+
+
+def _parse(raw: str, text: str) -> ParsedReference:
     code = _TYPE.search(text)
     if code is not None:
         parsed = _parse_gbt(raw, text, code)

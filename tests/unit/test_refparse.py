@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cnki_mcp.cite.refparse import parse_reference, parse_references, split_entries
+from cnki_mcp.cite.refparse import parse_reference, parse_references, split_entries, title_spellings
 
 # raw -> (style, authors, title, source, year, volume, issue, pages, doi, type code)
 CASES = {
@@ -210,3 +210,20 @@ def test_a_journal_name_with_a_colon_is_not_read_as_place_and_publisher() -> Non
     assert (journal.source, journal.place, journal.volume) == ("Journal of Physics: Conference Series", None, "1234")
     book = parse_reference("Smith J. A book. New York: Wiley; 2010.")
     assert (book.source, book.place, book.year) == ("Wiley", "New York", 2010)
+
+
+@pytest.mark.parametrize(
+    ("raw", "title"),
+    [
+        ("[1] 许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-02-17(2).", "违约金：从“有没有”到“好不好”"),
+        ("任丽然. 数字技术对企业创新的影响——基于断点回归的实证分析[J]. 中国工业经济, 2018, 28(4): 75-84.",
+         "数字技术对企业创新的影响——基于断点回归的实证分析"),
+        ("王某. (2020). 基于电子背散射衍射（EBSD）的监测优化. 电焊机, 3(2), 1-9.", "基于电子背散射衍射（EBSD）的监测优化"),
+        ("王某. “违约金：从‘有没有’到‘好不好’.” 人民法院报, 2020.", "违约金：从‘有没有’到‘好不好’"),
+    ],
+)
+def test_a_title_keeps_its_own_full_width_punctuation(raw: str, title: str) -> None:
+    # the entry's structure is read with full-width marks folded, but CNKI's titles carry their own
+    got = parse_reference(raw)
+    assert got.title == title
+    assert title_spellings(title) == [title, title.replace("：", ":").replace("——", "--").replace("（", "(").replace("）", ")")]
