@@ -220,8 +220,8 @@ async def _read(
         if paper is None or enricher.detail_fresh(ref):
             continue
         missing = _missing(paper, wanted)
-        if not missing:
-            continue
+        if not missing or (missing <= EXPORT_FIELDS and enricher.abstract_read(paper)):
+            continue  # a detail page or export read within 30 days: what it lacks, CNKI lacks
         if missing <= EXPORT_FIELDS and paper.export_id:
             exports[paper.export_id] = ref
         else:
