@@ -42,7 +42,7 @@ from cnki_mcp.cite.refmatch import (
 from cnki_mcp.cite.refparse import ParsedReference, parse_references, title_spellings
 from cnki_mcp.cite.sources import cite_source, stable_url
 from cnki_mcp.errors import CnkiError, InputTooLarge, InvalidInput, TooManyReferences
-from cnki_mcp.identity import Paper, doi_key
+from cnki_mcp.identity import Paper, doi_key, listed_online_first
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.links import reference_key, title_variants
 from cnki_mcp.models import GridRow
@@ -352,7 +352,9 @@ def _corrected(view: RecordView, paper: Paper | None, entry: ParsedReference) ->
     the entry rather than dropped or written as [出版地不详]."""
     data = cite_source(paper) if paper is not None else {**view.model_dump(), "url": stable_url(view.url)}
     for name in ("volume", "issue", "pages", "doi"):
-        data[name] = data.get(name) or getattr(view, name) or getattr(entry, name)
+        # an online-first paper has no volume, issue or pages yet: the entry's are not CNKI's
+        theirs = None if data.get("online_first") and name != "doi" else getattr(entry, name)
+        data[name] = data.get(name) or getattr(view, name) or theirs
     if entry.place and not from_paper(data).place:
         data["place"] = entry.place
     try:
@@ -360,6 +362,16 @@ def _corrected(view: RecordView, paper: Paper | None, entry: ParsedReference) ->
     except CnkiError:
         return None
     return re.sub(r"^\[\d+\]\s*", "", text.strip()) or None
+
+
+ONLINE_FIRST_NUMBERS = "知网记录为网络首发，尚无卷期页码：条目中的卷、期、页码无法核对，改正条目不含它们"
+
+
+def _cites_numbers_online_first_lacks(entry: ParsedReference, paper: Paper) -> bool:
+    """The entry gives a volume, issue or pages that the matched online-first paper lacks."""
+    if not listed_online_first(paper.native):
+        return False
+    return any(getattr(entry, n) is not None and getattr(paper, n) is None for n in ("volume", "issue", "pages"))
 
 
 def _result(work: _Work, requests: int, store: Store) -> VerifyResult:
@@ -371,6 +383,9 @@ def _result(work: _Work, requests: int, store: Store) -> VerifyResult:
         j = judged[i]
         if j.verdict == "not_found" and not work.searches[i]:
             j = j.model_copy(update={"warnings": [*j.warnings, "未能在知网查找（预算或错误），不能据此判断"]})
+        paper = papers.get(j.record.record_ref) if j.record else None
+        if paper is not None and _cites_numbers_online_first_lacks(entry, paper):
+            j = j.model_copy(update={"warnings": [*j.warnings, ONLINE_FIRST_NUMBERS]})
         counts[j.verdict] = counts.get(j.verdict, 0) + 1
         entries.append(
             VerifiedEntry(

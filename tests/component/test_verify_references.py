@@ -15,7 +15,7 @@ from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import CnkiError
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
 from cnki_mcp.operations import DEFAULT_BUDGETS
-from cnki_mcp.pipeline.verify import VerifyInput, VerifyResult, verify_references
+from cnki_mcp.pipeline.verify import ONLINE_FIRST_NUMBERS, VerifyInput, VerifyResult, verify_references
 from cnki_mcp.store import Store
 
 
@@ -173,3 +173,15 @@ async def test_a_second_run_costs_nothing_once_the_export_filled_the_stored_pape
     assert journal.record is not None and (journal.record.volume, journal.record.issue, journal.record.pages) == (
         "28", "4", "75-84"
     )
+
+
+async def test_an_online_first_paper_is_never_corrected_with_the_entrys_volume_issue_and_pages(
+    clock: FakeClock, store: Store
+) -> None:
+    # corpus r0019: 网络首发 in 法学评论, no volume, issue or pages on CNKI yet
+    invented = "范杰丽, 龚芳, 闫丹, 等. 约定违约金调整规则的法律规制研究[J]. 法学评论, 2026, 44(1): 1-20."
+    _, result = await run(clock, store, CorpusBackend(), VerifyInput(references=[invented]))
+    [entry] = result.entries
+    assert entry.record is not None and entry.record.title == "约定违约金调整规则的法律规制研究"
+    assert entry.corrected == "范杰丽, 龚芳, 闫丹, 等. 约定违约金调整规则的法律规制研究[J]. 法学评论, 2026."
+    assert ONLINE_FIRST_NUMBERS in entry.warnings, entry.warnings
