@@ -16,7 +16,7 @@ from typing import Any
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import CnkiError, DocumentNotFound, InvalidInput, SearchNotFound
-from cnki_mcp.identity import Paper, ambiguous, title_key
+from cnki_mcp.identity import Paper, ambiguous, asked_title, title_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridRow
 from cnki_mcp.pipeline.enrich import Enricher, fill_by_export, is_fatal, record_item_error
@@ -256,7 +256,7 @@ async def fetch_metadata(
         targets.extend(store.resolve_ref(r) for r in refs)
 
     pending: list[str] = []
-    for title in dict.fromkeys(t.strip() for t in inp.titles if t.strip()):
+    for title in dict.fromkeys(t for t in map(asked_title, inp.titles) if t):
         local = store.find_by_title_key(title)
         if len(local) == 1:
             targets.append(local[0].record_ref)

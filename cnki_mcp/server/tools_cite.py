@@ -24,6 +24,7 @@ from cnki_mcp.cite import EXTENSIONS, FORMATS, MissingMode, export, normalize_fo
 from cnki_mcp.cite.sources import cite_source
 from cnki_mcp.errors import CnkiError, FileExists, InvalidInput, OutputTooLarge
 from cnki_mcp.files import check_file_name
+from cnki_mcp.identity import asked_title
 from cnki_mcp.jobs import OperationKind
 from cnki_mcp.links import LinkInput, LinkResult, scan_references
 from cnki_mcp.pipeline.links import link_references as run_link_references
@@ -241,7 +242,7 @@ def register(server: CnkiServer) -> None:
             refs.extend(store.resolve_ref(r) for r in scoped)
 
         pending: list[str] = []
-        for title in dict.fromkeys(t.strip() for t in titles if t.strip()):
+        for title in dict.fromkeys(t for t in map(asked_title, titles) if t):
             local = store.find_by_title_key(title)
             if len(local) == 1:
                 refs.append(local[0].record_ref)

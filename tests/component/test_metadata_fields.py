@@ -131,3 +131,18 @@ async def test_an_export_that_found_no_doi_is_not_asked_again_within_thirty_days
     backend.requests.clear()
     await _metadata(clock, pipe, wanted)
     assert backend.requests == Counter({"export": 1})  # 30 days on: asked again
+
+
+async def test_a_title_asked_for_inside_book_title_marks_is_located_without_them(
+    clock: FakeClock, store: Store
+) -> None:
+    backend = CorpusBackend()
+    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
+    # corpus r0001; r0005's own title starts with 《民法典》, which stays
+    asked = ["《约定违约金酌减规则的法律规制研究》", " 《《民法典》实施背景下违约赔偿金酌减规则研究》", "《民法典》实施背景下违约赔偿金酌减规则研究"]
+    record = await _metadata(clock, pipe, MetadataInput(titles=asked, fields=["title"]))
+    assert record.status == "completed", record.errors
+    assert [r["title"] for r in record.result["records"]] == [
+        "约定违约金酌减规则的法律规制研究", "《民法典》实施背景下违约赔偿金酌减规则研究"
+    ]
+    assert backend.requests == Counter({"grid": 1})

@@ -357,6 +357,18 @@ async def test_local_title_and_alias_export_without_an_operation(h: Harness) -> 
     assert h.backend.calls == ["close"]
 
 
+async def test_a_title_quoted_in_book_title_marks_exports_the_stored_paper(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        refs = h.add_papers([row(1)])
+        data = _ok(await client.call_tool("export_citations", {"titles": [f"《{row(1).title}》"], "format": "GB/T 7714-2015"}))
+        assert data["operation_id"] is None and data["errors"] == []
+        assert data["result"]["count"] == 1 and data["result"]["format"] == "gbt7714"
+        assert json.loads(
+            _ok(await client.call_tool("export_citations", {"titles": [f"《{row(1).title}》"], "format": "json"}))["result"]["text"]
+        )[0]["record_ref"] == refs[0]
+    assert h.backend.calls == ["close"]
+
+
 async def test_export_saves_atomically_under_exports_never_overwrites_and_refuses_paths(h: Harness) -> None:
     async with Client(build_server(h.open)) as client:
         refs = h.add_papers([row(1), row(2)])
