@@ -283,6 +283,8 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
     else:
         m = re.match(r"^([^,.]+?)\s*(?=,|\.|$)", tail)
         source = m.group(1).strip() if m else None
+        if source is not None and _BARE_YEAR.fullmatch(source):
+            source = None  # `题名[J]. 2019.`: the year, no source given
     volume, issue, pages = _volume_issue_pages(tail)
     if code == "N":  # newspapers: 年-月-日(版次); the parenthesis is the page, not an issue
         m = re.search(r"\d{4}-\d{1,2}-\d{1,2}\s*\(\s*(\d{1,3})\s*\)", tail)

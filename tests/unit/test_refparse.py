@@ -227,3 +227,8 @@ def test_a_title_keeps_its_own_full_width_punctuation(raw: str, title: str) -> N
     got = parse_reference(raw)
     assert got.title == title
     assert title_spellings(title) == [title, title.replace("：", ":").replace("——", "--").replace("（", "(").replace("）", ")")]
+
+
+def test_a_year_right_after_the_type_code_is_not_the_source() -> None:
+    got = parse_reference("违约金举证责任规则的反思与重构[J]. 2019.")
+    assert (got.title, got.source, got.year) == ("违约金举证责任规则的反思与重构", None, 2019)
