@@ -97,6 +97,32 @@ def _norm_source(text: str) -> str:
     return "".join(ch for ch in folded if ch.isalnum())
 
 
+_SOURCE_STOP_WORDS = frozenset({"a", "an", "and", "de", "der", "des", "du", "for", "in", "la", "of", "on", "the"})
+
+
+def _abbreviates(short: str, full: str) -> bool:
+    """An abbreviated journal title (NLM/Vancouver, ISO 4): `J Clean Prod` for `Journal of
+    Cleaner Production`, `Proc Natl Acad Sci U S A`: word by word, each abbreviated word starts
+    with the full word's first letter and its letters appear in that word in order; the full
+    title's short function words are left out."""
+    words = re.findall(r"[A-Za-z]+", unicodedata.normalize("NFKC", short).lower())
+    target = [w for w in re.findall(r"[A-Za-z]+", unicodedata.normalize("NFKC", full).lower())
+              if w not in _SOURCE_STOP_WORDS]  # fmt: skip
+    if len(words) < 2 or len(words) != len(target) or words == target:
+        return False
+    return all(w[0] == t[0] and _in_order(w, t) for w, t in zip(words, target, strict=True))
+
+
+def _in_order(letters: str, word: str) -> bool:
+    rest = iter(word)
+    return all(ch in rest for ch in letters)
+
+
+def same_source(entry: str, record: str) -> bool:
+    """The entry's source names the record's: nearly the same text, or its abbreviation."""
+    return fuzz.ratio(_norm_source(entry), _norm_source(record)) >= SOURCE_SAME or _abbreviates(entry, record)
+
+
 def _num(text: str | None) -> str | None:
     """`03` -> `3`, `S2` stays, None/empty -> None."""
     if not text:
@@ -171,11 +197,7 @@ def fits(entry: ParsedReference, rec: RecordView) -> bool:
     year = entry.year is not None and rec.year is not None and entry.year == rec.year
     if sim >= TITLE_CLOSE and author and year:
         return True
-    source = (
-        entry.source is not None
-        and rec.source is not None
-        and fuzz.ratio(_norm_source(entry.source), _norm_source(rec.source)) >= SOURCE_SAME
-    )
+    source = entry.source is not None and rec.source is not None and same_source(entry.source, rec.source)
     return bool(sim >= TITLE_LOOSE and author and year and source)
 
 
@@ -211,7 +233,7 @@ def compare(entry: ParsedReference, rec: RecordView) -> tuple[list[FieldDiff], l
     if entry.source:
         if not rec.source:
             unchecked.append("source")
-        elif fuzz.ratio(_norm_source(entry.source), _norm_source(rec.source)) < SOURCE_SAME:
+        elif not same_source(entry.source, rec.source):
             diff("source", entry.source, rec.source)
     if entry.pages:
         mine_pages, their_pages = _page_ends(entry.pages), _page_ends(rec.pages)

@@ -169,3 +169,22 @@ def test_an_abbreviated_last_page_is_read_in_full(pages: str, verdict: str) -> N
     entry = ("Tanaka Y, Smith J, Johnson E. Modelling model compression of deep learning with graph-based methods. "
              f"IEEE Transactions on Neural Networks and Learning Systems. 2024;34(5):{pages}.")
     assert judge(parse_reference(entry), [WESTERN]).verdict == verdict
+
+
+@pytest.mark.parametrize(
+    ("entry", "verdict", "fields"),
+    [
+        # Vancouver (NLM) abbreviates journal titles: the abbreviation names the record's journal
+        ("Tanaka Y, Smith J, Johnson E. Modelling model compression of deep learning with graph-based methods. "
+         "IEEE Trans Neural Netw Learn Syst. 2024;34(5):2909–18.", "verified", []),
+        ("Wilson S, Chen J, Zhang W, Wu H. Carbon emissions and driving factors: evidence from China. "
+         "J Clean Prod. 2020;30(11):259-73.", "verified", []),
+        # another journal's abbreviation is still a source mismatch
+        ("Wilson S, Chen J, Zhang W, Wu H. Carbon emissions and driving factors: evidence from China. "
+         "J Affect Disord. 2020;30(11):259-73.", "mismatch", ["source"]),
+    ],
+)
+def test_an_abbreviated_journal_title_names_the_records_journal(entry: str, verdict: str, fields: list[str]) -> None:
+    record = next(r for r in (WESTERN, PINYIN) if r.title.split()[0] in entry)
+    got = judge(parse_reference(entry), [record])
+    assert (got.verdict, got.fields) == (verdict, fields)
