@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from cnki_mcp import datadir
 from cnki_mcp.cite import EXTENSIONS, FORMATS, MissingMode, export, normalize_format
 from cnki_mcp.cite.sources import cite_source
-from cnki_mcp.errors import CnkiError, FileExists, InvalidInput, OutputTooLarge
+from cnki_mcp.errors import CnkiError, DocumentNotFound, FileExists, InvalidInput, OutputTooLarge
 from cnki_mcp.files import check_file_name
 from cnki_mcp.identity import asked_title
 from cnki_mcp.jobs import OperationKind
@@ -32,7 +32,7 @@ from cnki_mcp.pipeline.metadata import refs_in_scope
 from cnki_mcp.pipeline.models import MetadataInput, Scope
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
-from cnki_mcp.server.models import OperationView, locator_step
+from cnki_mcp.server.models import ErrorView, OperationView, locator_step
 from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.services import Services
 
@@ -250,13 +250,18 @@ def register(server: CnkiServer) -> None:
                 pending.append(title)
 
         if not pending:
+            if record_refs and not search_id and not titles and not store.papers_by_refs(refs):
+                raise DocumentNotFound("本地没有这些记录编号", record_refs=list(dict.fromkeys(record_refs)))
             view = render_export(services, refs, fmt, template, missing_fields, name)
+            unknown = [ErrorView(**DocumentNotFound(record_ref=r).to_dict()) for r in view.not_found]
             return ExportOperation(
                 kind=OperationKind.EXPORT.value,
-                status="completed",
+                status="partial" if unknown else "completed",
                 message="本地导出（未访问知网）",
                 result=view,
-                next_step=locator_step(view.missing_fields) or ("用 filename 保存为文件" if view.path is None else None),
+                errors=unknown,
+                next_step=locator_step(view.missing_fields)
+                or ("用 filename 保存为文件" if view.path is None and view.count else None),
             )
 
         pipeline = services.pipeline
@@ -266,7 +271,10 @@ def register(server: CnkiServer) -> None:
             found = await pipeline.metadata(MetadataInput(titles=pending), op)
             located = [str(r["record_ref"]) for r in found.records if r.get("record_ref")]
             op.set_stage("export", "生成参考文献")
-            return render_export(services, [*refs, *located], fmt, template, missing_fields, name)
+            view = render_export(services, [*refs, *located], fmt, template, missing_fields, name)
+            for ref in view.not_found:
+                op.add_item_error(DocumentNotFound(record_ref=ref), stage="export", record_ref=ref)
+            return view
 
         record = await start_operation(
             ctx, services.jobs, OperationKind.EXPORT, runner, stage="locate", message="定位题名"

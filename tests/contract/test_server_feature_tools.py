@@ -357,6 +357,17 @@ async def test_local_title_and_alias_export_without_an_operation(h: Harness) -> 
     assert h.backend.calls == ["close"]
 
 
+async def test_unknown_record_refs_are_coded_errors_not_a_silent_empty_export(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        refs = h.add_papers([row(1)])
+        none = _error(await client.call_tool("export_citations", {"record_refs": ["rec_gone"], "filename": "x"}))
+        assert none["code"] == "DOCUMENT_NOT_FOUND"
+        some = _ok(await client.call_tool("export_citations", {"record_refs": [refs[0], "rec_gone"]}))
+        assert some["status"] == "partial" and some["result"]["count"] == 1
+        assert [(e["code"], e["details"]["record_ref"]) for e in some["errors"]] == [("DOCUMENT_NOT_FOUND", "rec_gone")]
+    assert not (h.settings.data_dir / "exports" / "x.txt").exists()
+
+
 async def test_a_title_quoted_in_book_title_marks_exports_the_stored_paper(h: Harness) -> None:
     async with Client(build_server(h.open)) as client:
         refs = h.add_papers([row(1)])
