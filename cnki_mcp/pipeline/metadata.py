@@ -176,7 +176,7 @@ async def _locate(
             refs = [p.record_ref for p in distinct]
             if not refs:
                 record_item_error(
-                    ctx, DocumentNotFound("知网上没有这个完整题名", title=title), None, "locate", title=title
+                    ctx, DocumentNotFound("按完整题名精确检索，知网没有结果", title=title), None, "locate", title=title
                 )
             elif len(refs) > 1:
                 ambiguous_item(ctx, title, distinct)
