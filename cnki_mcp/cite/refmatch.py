@@ -23,7 +23,7 @@ from cnki_mcp.cite.names import names_agree
 from cnki_mcp.cite.refparse import ParsedReference
 
 Verdict = Literal["verified", "mismatch", "not_found", "ambiguous", "unparsable"]
-FieldName = Literal["authors", "title", "year", "source", "volume", "issue", "pages", "doi", "type"]
+FieldName = Literal["authors", "title", "year", "date", "source", "volume", "issue", "pages", "doi", "type"]
 
 TITLE_SAME = 92.0
 TITLE_CLOSE = 80.0
@@ -60,6 +60,7 @@ class RecordView(BaseModel):
     doi: str | None = None
     doc_type: str | None = None
     url: str | None = None
+    date: str | None = None  # publication date (a newspaper's day), `yyyy-mm-dd…`
 
 
 class FieldDiff(BaseModel):
@@ -179,7 +180,7 @@ def _given_fields(entry: ParsedReference) -> set[FieldName]:
     given: set[FieldName] = {"title"}
     if entry.authors:
         given.add("authors")
-    for name in ("year", "source", "volume", "issue", "pages", "doi"):
+    for name in ("year", "date", "source", "volume", "issue", "pages", "doi"):
         if getattr(entry, name) is not None:
             given.add(name)  # type: ignore[arg-type]
     if entry.type_code:
@@ -222,6 +223,7 @@ def compare(entry: ParsedReference, rec: RecordView) -> tuple[list[FieldDiff], l
         ("volume", _num(entry.volume), _num(rec.volume)),
         ("issue", _num(entry.issue), _num(rec.issue)),
         ("doi", (entry.doi or "").lower() or None, (rec.doi or "").lower() or None),
+        ("date", entry.date, (rec.date or "")[:10] or None),
     ]
     for name, mine, theirs in checks:
         if mine is None:

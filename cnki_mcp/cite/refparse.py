@@ -85,6 +85,7 @@ class ParsedReference(BaseModel):
     issue: str | None = None
     pages: str | None = None
     doi: str | None = None
+    date: str | None = None  # a newspaper article's day as written, `yyyy-mm-dd`
     type_code: str | None = None  # J D C M N ... as written, upper case
     unparsable: str | None = None  # the reason, when no title could be read
 
@@ -241,6 +242,18 @@ def _volume_issue_pages(tail: str) -> tuple[str | None, str | None, str | None]:
     return volume, issue, pages
 
 
+_DAY = re.compile(r"(?<!\d)((?:19[5-9]|20[0-4])\d)\s*(?:-|年)\s*(\d{1,2})\s*(?:-|月)\s*(\d{1,2})(?!\d)")
+
+
+def _day(text: str) -> str | None:
+    """The first full date (`2023-02-17`, `2022年6月1日`) as `yyyy-mm-dd`, when it is a real day."""
+    m = _DAY.search(_strip_links(text))
+    if m is None:
+        return None
+    year, month, day = (int(g) for g in m.groups())
+    return f"{year:04d}-{month:02d}-{day:02d}" if 1 <= month <= 12 and 1 <= day <= 31 else None
+
+
 def _year(text: str) -> int | None:
     years = _YEAR.findall(_strip_links(text))
     return int(years[0]) if years else None
@@ -286,9 +299,11 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
         if source is not None and _BARE_YEAR.fullmatch(source):
             source = None  # `题名[J]. 2019.`: the year, no source given
     volume, issue, pages = _volume_issue_pages(tail)
+    date = None
     if code == "N":  # newspapers: 年-月-日(版次); the parenthesis is the page, not an issue
         m = re.search(r"\d{4}-\d{1,2}-\d{1,2}\s*\(\s*(\d{1,3})\s*\)", tail)
         volume, issue, pages = None, None, (m.group(1) if m else None)
+        date = _day(tail)
     return ParsedReference(
         raw=raw,
         style="gbt7714",
@@ -302,6 +317,7 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
         issue=issue,
         pages=pages,
         doi=_doi(text),
+        date=date,
         type_code=code,
     )
 
@@ -408,9 +424,11 @@ def _parse_free(raw: str, text: str) -> ParsedReference | None:
     tail = _norm(raw[raw.index(titles[0]) + len(titles[0]) + 1 :])
     source = titles[1] if len(titles) > 1 else None
     volume, issue, pages = _volume_issue_pages(tail)
+    date = _day(tail) if re.search(r"\d\s*日", tail) else None  # `2022年6月1日`: a newspaper's day
     return ParsedReference(
         raw=raw,
         style="free",
+        date=date,
         authors=authors,
         authors_truncated=truncated,
         title=titles[0].strip(),

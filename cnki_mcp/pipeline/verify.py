@@ -115,6 +115,7 @@ def _view(paper: Paper) -> RecordView:
         doi=paper.doi,
         doc_type=paper.doc_type,
         url=paper.public_url,
+        date=paper.date,
     )
 
 

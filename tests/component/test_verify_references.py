@@ -185,3 +185,12 @@ async def test_an_online_first_paper_is_never_corrected_with_the_entrys_volume_i
     assert entry.record is not None and entry.record.title == "约定违约金调整规则的法律规制研究"
     assert entry.corrected == "范杰丽, 龚芳, 闫丹, 等. 约定违约金调整规则的法律规制研究[J]. 法学评论, 2026."
     assert ONLINE_FIRST_NUMBERS in entry.warnings, entry.warnings
+
+
+async def test_a_newspaper_article_cited_on_the_wrong_day_is_a_date_mismatch(clock: FakeClock, store: Store) -> None:
+    # corpus r0029 appeared in 人民法院报 on 2023-02-17
+    wrong_day = "许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-03-17(2)."
+    _, result = await run(clock, store, CorpusBackend(), VerifyInput(references=[wrong_day]))
+    [entry] = result.entries
+    assert (entry.verdict, entry.fields) == ("mismatch", ["date"]), entry
+    assert entry.corrected == "许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-02-17(2)."

@@ -188,3 +188,28 @@ def test_an_abbreviated_journal_title_names_the_records_journal(entry: str, verd
     record = next(r for r in (WESTERN, PINYIN) if r.title.split()[0] in entry)
     got = judge(parse_reference(entry), [record])
     assert (got.verdict, got.fields) == (verdict, fields)
+
+
+NEWSPAPER = RecordView(
+    record_ref="cnki:N1",
+    title="违约金：从“有没有”到“好不好”",
+    authors=["许涛", "侯超燕"],
+    source="人民法院报",
+    year=2023,
+    pages="2",
+    doc_type="报纸",
+    date="2023-02-17",
+)
+
+
+@pytest.mark.parametrize(
+    ("entry", "verdict", "fields"),
+    [
+        ("许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-02-17(2).", "verified", []),
+        ("许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-03-17(2).", "mismatch", ["date"]),
+        ("许涛、侯超燕：《违约金：从“有没有”到“好不好”》，《人民法院报》2023年2月7日。", "mismatch", ["date"]),
+    ],
+)
+def test_a_newspaper_articles_day_is_checked(entry: str, verdict: str, fields: list[str]) -> None:
+    got = judge(parse_reference(entry), [NEWSPAPER])
+    assert (got.verdict, got.fields) == (verdict, fields), got
