@@ -3,7 +3,9 @@
 `split_entries(text)` cuts a pasted reference list into entries: numbered `[1]` `［1］` `1.`
 `1、` `1)` `(1)` `（1）` `①`, bulleted `•` `-` `*`, or one entry per line; a line that starts with none
 of these while the list is numbered continues the previous entry (a wrapped line) unless that
-entry already ended with a full stop. A heading line (`参考文献`, `References：`) is not an entry.
+entry already ended with a full stop; in any list a line indented further than the list (a hanging
+indent) or following a line that stops mid-reference (`刊名,`) continues it. A heading line
+(`参考文献`, `References：`, a short label such as `中文文献：`) is not an entry.
 
 `parse_reference(text)` reads one entry in the shapes reference lists take, among them every
 style export_citations writes:
@@ -45,8 +47,8 @@ _MARKER = re.compile(
     r"^\s*(?:[\[［]\s*\d{1,3}\s*[\]］]|[(（]\s*\d{1,3}\s*[)）]|\d{1,3}\s*(?:[.．、](?!\d)|[)）])|[①-⑳]|[•·\-*▪◦])\s*"
 )
 _HEADING = re.compile(
-    r"^\s*(?:主要)?(?:参考文献|参考资料|引用文献|references?|bibliography|works\s+cited|literature\s+cited)"
-    r"\s*[:：]?\s*$",
+    r"^\s*(?:(?:主要)?(?:参考文献|参考资料|引用文献|references?|bibliography|works\s+cited|literature\s+cited)"
+    r"\s*[:：]?|[^\d.,，。、\[\]［］()（）《》“”\"]{1,20}[:：])\s*$",  # or a short label: `中文文献：` `Books:`
     re.I,
 )
 _DOI = re.compile(r"(?:doi\s*[:：]?\s*|https?://(?:dx\.)?doi\.org/)(10\.\d{4,9}/[^\s,，;；。]+)", re.I)
@@ -90,6 +92,14 @@ class ParsedReference(BaseModel):
     unparsable: str | None = None  # the reason, when no title could be read
 
 
+# A line ending with one of these stops mid-reference: the next line carries on (a wrapped line).
+_OPEN_END = (",", "，", ":", "：", ";", "；", "、", "&", "(", "（", "-", "–", "—")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
 def split_entries(text: str) -> list[str]:
     """The entries of a pasted list (see the module docstring)."""
     lines = [ln.rstrip() for ln in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
@@ -97,14 +107,19 @@ def split_entries(text: str) -> list[str]:
     if not lines:
         return []
     marked = [bool(_MARKER.match(ln)) for ln in lines]
-    if not any(marked):
-        return [ln.strip() for ln in lines]
+    numbered = any(marked)
+    base = min(_indent(ln) for ln in lines)
     entries: list[str] = []
     for line, is_marker in zip(lines, marked, strict=True):
-        # An unmarked line continues the previous entry (a wrapped line) unless that entry
-        # already ended like a finished reference (a final full stop).
-        ended = bool(entries) and entries[-1].rstrip().endswith((".", "。", "．"))
-        if is_marker or not entries or ended:
+        # An unmarked line continues the previous entry (a wrapped line) when it is indented
+        # further than the list (a hanging indent) or the entry so far stops mid-reference
+        # (`刊名,`); in a numbered list also unless that entry already ended like a finished
+        # reference (a final full stop). Otherwise it starts an entry: one per line.
+        last = entries[-1].rstrip() if entries else ""
+        wrapped = _indent(line) > base or last.endswith(_OPEN_END)
+        if numbered:
+            wrapped = wrapped or not last.endswith((".", "。", "．"))
+        if is_marker or not entries or not wrapped:
             entries.append(_MARKER.sub("", line, count=1).strip())
         else:
             joiner = "" if _is_cjk_end(entries[-1]) and _is_cjk_start(line.strip()) else " "

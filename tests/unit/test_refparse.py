@@ -232,3 +232,36 @@ def test_a_title_keeps_its_own_full_width_punctuation(raw: str, title: str) -> N
 def test_a_year_right_after_the_type_code_is_not_the_source() -> None:
     got = parse_reference("违约金举证责任规则的反思与重构[J]. 2019.")
     assert (got.title, got.source, got.year) == ("违约金举证责任规则的反思与重构", None, 2019)
+
+
+def test_an_unnumbered_list_with_hanging_indents_keeps_each_entry_whole() -> None:
+    # an APA list copied from a document: entries apart by blank lines, wrapped lines indented
+    text = (
+        "Wilson, S., Chen, J., Zhang, W., & Wu, H. (2020). Carbon emissions and driving factors:\n"
+        "    evidence from China. Journal of Cleaner Production, 30(11), 259–273.\n"
+        "\n"
+        "沈霞俊. (2020). 《民法典》实施背景下违约赔偿金酌减规则研究. 法学研究,\n"
+        "    25(4), 79–89.\n"
+    )
+    parsed = parse_references(text)
+    assert [(p.title, p.source, p.pages) for p in parsed] == [
+        ("Carbon emissions and driving factors: evidence from China", "Journal of Cleaner Production", "259-273"),
+        ("《民法典》实施背景下违约赔偿金酌减规则研究", "法学研究", "79-89"),
+    ]
+
+
+def test_an_unnumbered_line_that_stops_mid_reference_is_continued() -> None:
+    text = "甲. 题一[J]. 刊名,\n2019, 3(2): 1-5.\n乙. 题二[J]. 刊, 2020.\n"
+    assert split_entries(text) == ["甲. 题一[J]. 刊名, 2019, 3(2): 1-5.", "乙. 题二[J]. 刊, 2020."]
+
+
+def test_a_numbered_entry_wrapped_after_a_full_stop_with_a_hanging_indent_is_continued() -> None:
+    text = "1. Tanaka Y, Smith J. A title on things.\n   Journal. 2024;34(5):1–9.\n2. Smith J. Another. J Test. 2020;1(1):1-2."
+    assert split_entries(text) == [
+        "Tanaka Y, Smith J. A title on things. Journal. 2024;34(5):1–9.", "Smith J. Another. J Test. 2020;1(1):1-2."
+    ]
+
+
+def test_short_labels_between_groups_are_headings_not_entries() -> None:
+    text = "中文文献：\n甲. 题一[J]. 刊, 2019.\nBooks:\nSmith J. A book. New York: Wiley; 2010.\n"
+    assert split_entries(text) == ["甲. 题一[J]. 刊, 2019.", "Smith J. A book. New York: Wiley; 2010."]
