@@ -60,8 +60,7 @@ def asked_title(title: str) -> str:
         depth += 1 if char == "《" else -1 if char == "》" else 0
         if depth == 0 and i < len(text) - 1:
             return text  # the first 《 closes before the end: not one pair around the whole
-    inner = text[1:-1].strip()
-    return inner.translate(_NESTED_MARKS) if inner else text
+    return text[1:-1].strip().translate(_NESTED_MARKS)  # `《》` alone: no title at all
 
 
 def source_key(source: str | None) -> str:

@@ -231,6 +231,8 @@ def register(server: CnkiServer) -> None:
         export([], fmt, template=template)  # INVALID_TEMPLATE before anything else
         if not record_refs and not titles and not search_id:
             raise InvalidInput("需要 record_refs、titles 或 search_id 之一", field="record_refs")
+        if any(not asked_title(t) for t in titles):
+            raise InvalidInput("题名不能为空（空白或空的《》）", field="titles")
         services = services_of(ctx)
         store = services.store
         name = export_file_name(filename, EXTENSIONS[fmt]) if filename is not None else None

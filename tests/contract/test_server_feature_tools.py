@@ -213,6 +213,8 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("export_citations", {"record_refs": ["rec_x"], "format": "custom", "template": "{x.__class__}"}, "INVALID_TEMPLATE"),
     ("export_citations", {"record_refs": ["rec_x"], "missing_fields": "hide"}, "INVALID_ARGUMENT"),
     ("export_citations", {"titles": ["t"] * 101}, "INVALID_ARGUMENT"),
+    ("export_citations", {"titles": ["   "]}, "INVALID_ARGUMENT"),
+    ("export_citations", {"titles": ["《》"]}, "INVALID_ARGUMENT"),
     ("export_citations", {"search_id": "op_000000000000000000000000"}, "SEARCH_NOT_FOUND"),
     ("link_references", {}, "INVALID_ARGUMENT"),
     ("link_references", {"text": "《甲》" * 200_000}, "INPUT_TOO_LARGE"),
