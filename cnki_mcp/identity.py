@@ -60,6 +60,8 @@ def asked_title(title: str) -> str:
         depth += 1 if char == "《" else -1 if char == "》" else 0
         if depth == 0 and i < len(text) - 1:
             return text  # the first 《 closes before the end: not one pair around the whole
+    if depth != 0:
+        return text  # unbalanced marks: taken as written
     return text[1:-1].strip().translate(_NESTED_MARKS)  # `《》` alone: no title at all
 
 
