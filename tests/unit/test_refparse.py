@@ -265,3 +265,9 @@ def test_a_numbered_entry_wrapped_after_a_full_stop_with_a_hanging_indent_is_con
 def test_short_labels_between_groups_are_headings_not_entries() -> None:
     text = "中文文献：\n甲. 题一[J]. 刊, 2019.\nBooks:\nSmith J. A book. New York: Wiley; 2010.\n"
     assert split_entries(text) == ["甲. 题一[J]. 刊, 2019.", "Smith J. A book. New York: Wiley; 2010."]
+
+
+def test_indented_finished_entries_of_an_unnumbered_list_stay_apart() -> None:
+    # an indented block copied from its first character: only the first line lost its indent
+    text = "甲. 题一[J]. 刊, 2019.\n    乙. 题二[J]. 刊, 2020.\n    丙. 题三[J]. 刊, 2021."
+    assert split_entries(text) == ["甲. 题一[J]. 刊, 2019.", "乙. 题二[J]. 刊, 2020.", "丙. 题三[J]. 刊, 2021."]
