@@ -274,9 +274,9 @@ def judge(entry: ParsedReference, candidates: list[RecordView]) -> Judgement:
         if _agreement(entry, c) == _agreement(entry, top)
         and norm_title(c.title) == norm_title(top.title)
     ]
-    warnings = _missing_warnings(entry)
     if len(ties) > 1:
-        return Judgement(verdict="ambiguous", candidates=ties, warnings=warnings)
+        return Judgement(verdict="ambiguous", candidates=ties, warnings=_missing_warnings(entry))
+    warnings = _missing_warnings(entry, top)
     diffs, unchecked = compare(entry, top)
     if unchecked:
         warnings.append("知网记录缺少以下字段，未核对：" + "、".join(unchecked))
@@ -290,15 +290,17 @@ def judge(entry: ParsedReference, candidates: list[RecordView]) -> Judgement:
     )
 
 
-def _missing_warnings(entry: ParsedReference) -> list[str]:
+def _missing_warnings(entry: ParsedReference, rec: RecordView | None = None) -> list[str]:
+    """The fields the entry leaves out, except those the matched record has none of either (a
+    yearbook article without an author: the entry is right to give none)."""
     missing = [
         label
-        for label, value in (
-            ("作者", entry.authors),
-            ("年份", entry.year),
-            ("来源", entry.source),
-            ("文献类型标识", entry.type_code if entry.style == "gbt7714" else True),
+        for label, value, on_record in (
+            ("作者", entry.authors, rec is None or bool(rec.authors)),
+            ("年份", entry.year, rec is None or rec.year is not None),
+            ("来源", entry.source, rec is None or bool(rec.source)),
+            ("文献类型标识", entry.type_code if entry.style == "gbt7714" else True, True),
         )
-        if not value
+        if not value and on_record
     ]
     return ["条目缺少" + "、".join(missing) + "（缺项不等于伪造，只是无法核对）"] if missing else []

@@ -213,3 +213,13 @@ NEWSPAPER = RecordView(
 def test_a_newspaper_articles_day_is_checked(entry: str, verdict: str, fields: list[str]) -> None:
     got = judge(parse_reference(entry), [NEWSPAPER])
     assert (got.verdict, got.fields) == (verdict, fields), got
+
+
+def test_an_entry_is_not_warned_for_leaving_out_what_the_record_has_none_of() -> None:
+    # a yearbook article: CNKI gives no author, so an entry without one is complete
+    yearbook = RecordView(record_ref="cnki:Y1", title="违约金调整规则发展概况", source="中国法律年鉴", year=2017,
+                          pages="226", doc_type="年鉴")  # fmt: skip
+    got = judge(parse_reference("违约金调整规则发展概况[M]//中国法律年鉴. 2017: 226."), [yearbook])
+    assert (got.verdict, got.warnings) == ("verified", [])
+    authored = yearbook.model_copy(update={"authors": ["张三"]})
+    assert judge(parse_reference("违约金调整规则发展概况[M]//中国法律年鉴. 2017: 226."), [authored]).warnings != []
