@@ -82,6 +82,7 @@ class ParsedReference(BaseModel):
     title: str | None = None
     source: str | None = None  # journal, school, proceedings, publisher or newspaper
     place: str | None = None  # 出版地 of a thesis, book or proceedings, as written
+    publisher: str | None = None  # 出版者 of proceedings or of the book a chapter is in, as written
     year: int | None = None
     volume: str | None = None
     issue: str | None = None
@@ -299,7 +300,7 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
     tail = tail.lstrip(" .")
     if tail.startswith("//"):
         tail = tail[2:]
-    source = place = None
+    source = place = publisher = None
     if code == "D":
         m = re.match(r"^(?:(?P<place>[^:,.]{1,20}):\s*)?(?P<school>[^,.]+)", tail)
         source = m.group("school").strip() if m else None
@@ -309,6 +310,8 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
         source = (m.group("proc") or m.group("pub")).strip() if m else None
         if m:
             place, _ = _placeless(tail[m.start("place") :])
+            if m.group("proc") and not re.fullmatch(r"\[[^\]]*\]", m.group("pub").strip()):
+                publisher = m.group("pub").strip()  # `论文集. 武汉: 出版社`; not `[出版者不详]`
     else:
         m = re.match(r"^([^,.]+?)\s*(?=,|\.|$)", tail)
         source = m.group(1).strip() if m else None
@@ -328,6 +331,7 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
         title=_bare_title(title.rstrip(".")) or None,
         source=source or None,
         place=place,
+        publisher=publisher,
         year=_year(tail),
         volume=volume,
         issue=issue,

@@ -358,6 +358,11 @@ def _corrected(view: RecordView, paper: Paper | None, entry: ParsedReference) ->
         data[name] = data.get(name) or getattr(view, name) or theirs
     if entry.place and not from_paper(data).place:
         data["place"] = entry.place
+    if entry.publisher and not data.get("publisher"):
+        data["publisher"] = entry.publisher
+    for name in ("year", "source"):  # a book CNKI lists without year or publisher: the entry's, not none
+        if getattr(entry, name) and not data.get(name):
+            data[name] = getattr(entry, name)
     try:
         text = cite_export([data], "gbt7714", missing="omit").text
     except CnkiError:

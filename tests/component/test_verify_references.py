@@ -194,3 +194,17 @@ async def test_a_newspaper_article_cited_on_the_wrong_day_is_a_date_mismatch(clo
     [entry] = result.entries
     assert (entry.verdict, entry.fields) == ("mismatch", ["date"]), entry
     assert entry.corrected == "许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-02-17(2)."
+
+
+async def test_a_corrected_entry_keeps_the_publisher_and_year_the_record_lacks(clock: FakeClock, store: Store) -> None:
+    # corpus r0027 (proceedings: CNKI gives no place or publisher) and r0780 (a book listed without a year)
+    refs = [
+        "陶欣一. 违约金调整规则的反思与重构[C]//中国法学会民法学研究会年会论文集. 武汉: 中山大学出版社, 2016: 286-295.",
+        "廖明丹. 数字文物保护概论[M]. 北京: 文物出版社, 2015.",
+    ]
+    _, result = await run(clock, store, CorpusBackend(), VerifyInput(references=refs))
+    assert [e.verdict for e in result.entries] == ["verified", "verified"], result.entries
+    assert [e.corrected for e in result.entries] == [
+        "陶欣一. 违约金调整规则的反思与重构[C]//中国法学会民法学研究会年会论文集. 武汉: 中山大学出版社, 2016: 286-295.",
+        "廖明丹. 数字文物保护概论[M]. 北京: 文物出版社, 2015.",
+    ]

@@ -271,3 +271,10 @@ def test_indented_finished_entries_of_an_unnumbered_list_stay_apart() -> None:
     # an indented block copied from its first character: only the first line lost its indent
     text = "甲. 题一[J]. 刊, 2019.\n    乙. 题二[J]. 刊, 2020.\n    丙. 题三[J]. 刊, 2021."
     assert split_entries(text) == ["甲. 题一[J]. 刊, 2019.", "乙. 题二[J]. 刊, 2020.", "丙. 题三[J]. 刊, 2021."]
+
+
+def test_the_publisher_of_proceedings_is_read_apart_from_their_title() -> None:
+    got = parse_reference("陶欣一. 违约金调整规则的反思与重构[C]//某年会论文集. 武汉: 中山大学出版社, 2016: 286-295.")
+    assert (got.source, got.place, got.publisher, got.year) == ("某年会论文集", "武汉", "中山大学出版社", 2016)
+    unknown = parse_reference("陶欣一. 违约金调整规则的反思与重构[C]//某年会论文集. 武汉: [出版者不详], 2016.")
+    assert (unknown.place, unknown.publisher) == ("武汉", None)
