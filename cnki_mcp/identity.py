@@ -44,6 +44,27 @@ def title_key(title: str | None) -> str:
     return _AROUND_PUNCT.sub(r"\1", _collapse(title).lower())
 
 
+_NESTED_MARKS = str.maketrans("〈〉", "《》")
+
+
+def asked_title(title: str) -> str:
+    """A title as a caller asked for it: surrounding space dropped, and one pair of 《》 around
+    the whole title (how Chinese text quotes a title) taken off, a title nested in it written
+    with 《》 again (`《〈民法典〉实施…》` -> `《民法典》实施…`); 《》 that only start or end a
+    title stay (`《民法典》第585条的适用`)."""
+    text = title.strip()
+    if not (text.startswith("《") and text.endswith("》")):
+        return text
+    depth = 0
+    for i, char in enumerate(text):
+        depth += 1 if char == "《" else -1 if char == "》" else 0
+        if depth == 0 and i < len(text) - 1:
+            return text  # the first 《 closes before the end: not one pair around the whole
+    if depth != 0:
+        return text  # unbalanced marks: taken as written
+    return text[1:-1].strip().translate(_NESTED_MARKS)  # `《》` alone: no title at all
+
+
 def source_key(source: str | None) -> str:
     """Whitespace cleaned, trailing ` .。` removed, lower-case, full-width brackets to ASCII."""
     text = _collapse(source).rstrip(" .。").lower()

@@ -28,7 +28,7 @@ FORMATS: Final[tuple[Format, ...]] = get_args(Format)
 
 ALIASES: Final[dict[str, Format]] = {
     "": "gbt7714", "gbt": "gbt7714", "gbt7714-2015": "gbt7714", "gb/t7714": "gbt7714",
-    "gb7714": "gbt7714", "csl-json": "csl_json", "csljson": "csl_json", "bib": "bibtex",
+    "gb7714": "gbt7714", "gb/t7714-2015": "gbt7714", "gb7714-2015": "gbt7714", "csl-json": "csl_json", "csljson": "csl_json", "bib": "bibtex",
     "enw": "endnote", "refer": "endnote", "md": "markdown",
 }
 
@@ -50,7 +50,7 @@ class ExportResult(BaseModel):
 
 
 def normalize_format(fmt: str | None) -> Format:
-    key = (fmt or "").strip().lower()
+    key = "".join((fmt or "").split()).lower()  # `GB/T 7714-2015`, `CSL JSON`: spaces do not count
     if key in FORMATS:
         return key  # type: ignore[return-value]
     if key in ALIASES:

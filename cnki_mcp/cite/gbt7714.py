@@ -114,12 +114,18 @@ def render_entry(rec: CiteRecord, n: int, missing: MissingMode = "mark") -> str:
     elif kind is DocKind.CONFERENCE:
         container = v.source or rec.conference or ""
         head = f"{title}//{container}" if container else title
-        body = [head, _colon_comma(rec.place or "", rec.publisher or "", v.year, pages)]
+        place, publisher = rec.place or "", rec.publisher or ""
+        if place or publisher:  # one known: the other as the standard writes an unknown one (§8.4)
+            place = place or UNKNOWN_PLACE[rec.lang]
+            publisher = publisher or UNKNOWN_PUBLISHER[rec.lang]
+        body = [head, _colon_comma(place, publisher, v.year, pages)]
     else:
         if kind in (DocKind.PHD_THESIS, DocKind.MASTERS_THESIS, DocKind.THESIS):
             publisher = v.source
         else:
             publisher = rec.publisher or v.source
+            if kind is DocKind.BOOK and not publisher:  # a book's place is always written (place_of): so is its publisher
+                publisher = UNKNOWN_PUBLISHER[rec.lang]
         body = [title, _colon_comma(place_of(rec), publisher, v.year, pages)]
     access = _dot_join([rec.url or "", f"DOI:{rec.doi}" if rec.doi else ""])
     text = _dot_join([gbt_authors(v.names, rec.lang), *body, access])

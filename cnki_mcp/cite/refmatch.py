@@ -23,7 +23,7 @@ from cnki_mcp.cite.names import names_agree
 from cnki_mcp.cite.refparse import ParsedReference
 
 Verdict = Literal["verified", "mismatch", "not_found", "ambiguous", "unparsable"]
-FieldName = Literal["authors", "title", "year", "source", "volume", "issue", "pages", "doi", "type"]
+FieldName = Literal["authors", "title", "year", "date", "source", "volume", "issue", "pages", "doi", "type"]
 
 TITLE_SAME = 92.0
 TITLE_CLOSE = 80.0
@@ -60,6 +60,7 @@ class RecordView(BaseModel):
     doi: str | None = None
     doc_type: str | None = None
     url: str | None = None
+    date: str | None = None  # publication date (a newspaper's day), `yyyy-mm-dd…`
 
 
 class FieldDiff(BaseModel):
@@ -95,6 +96,32 @@ def _norm_source(text: str) -> str:
     folded = unicodedata.normalize("NFKC", text).lower()
     folded = folded.replace("《", "").replace("》", "")
     return "".join(ch for ch in folded if ch.isalnum())
+
+
+_SOURCE_STOP_WORDS = frozenset({"a", "an", "and", "de", "der", "des", "du", "for", "in", "la", "of", "on", "the"})
+
+
+def _abbreviates(short: str, full: str) -> bool:
+    """An abbreviated journal title (NLM/Vancouver, ISO 4): `J Clean Prod` for `Journal of
+    Cleaner Production`, `Proc Natl Acad Sci U S A`: word by word, each abbreviated word starts
+    with the full word's first letter and its letters appear in that word in order; the full
+    title's short function words are left out."""
+    words = re.findall(r"[A-Za-z]+", unicodedata.normalize("NFKC", short).lower())
+    target = [w for w in re.findall(r"[A-Za-z]+", unicodedata.normalize("NFKC", full).lower())
+              if w not in _SOURCE_STOP_WORDS]  # fmt: skip
+    if len(words) < 2 or len(words) != len(target) or words == target:
+        return False
+    return all(w[0] == t[0] and _in_order(w, t) for w, t in zip(words, target, strict=True))
+
+
+def _in_order(letters: str, word: str) -> bool:
+    rest = iter(word)
+    return all(ch in rest for ch in letters)
+
+
+def same_source(entry: str, record: str) -> bool:
+    """The entry's source names the record's: nearly the same text, or its abbreviation."""
+    return fuzz.ratio(_norm_source(entry), _norm_source(record)) >= SOURCE_SAME or _abbreviates(entry, record)
 
 
 def _num(text: str | None) -> str | None:
@@ -153,7 +180,7 @@ def _given_fields(entry: ParsedReference) -> set[FieldName]:
     given: set[FieldName] = {"title"}
     if entry.authors:
         given.add("authors")
-    for name in ("year", "source", "volume", "issue", "pages", "doi"):
+    for name in ("year", "date", "source", "volume", "issue", "pages", "doi"):
         if getattr(entry, name) is not None:
             given.add(name)  # type: ignore[arg-type]
     if entry.type_code:
@@ -171,11 +198,7 @@ def fits(entry: ParsedReference, rec: RecordView) -> bool:
     year = entry.year is not None and rec.year is not None and entry.year == rec.year
     if sim >= TITLE_CLOSE and author and year:
         return True
-    source = (
-        entry.source is not None
-        and rec.source is not None
-        and fuzz.ratio(_norm_source(entry.source), _norm_source(rec.source)) >= SOURCE_SAME
-    )
+    source = entry.source is not None and rec.source is not None and same_source(entry.source, rec.source)
     return bool(sim >= TITLE_LOOSE and author and year and source)
 
 
@@ -200,6 +223,7 @@ def compare(entry: ParsedReference, rec: RecordView) -> tuple[list[FieldDiff], l
         ("volume", _num(entry.volume), _num(rec.volume)),
         ("issue", _num(entry.issue), _num(rec.issue)),
         ("doi", (entry.doi or "").lower() or None, (rec.doi or "").lower() or None),
+        ("date", entry.date, (rec.date or "")[:10] or None),
     ]
     for name, mine, theirs in checks:
         if mine is None:
@@ -211,7 +235,7 @@ def compare(entry: ParsedReference, rec: RecordView) -> tuple[list[FieldDiff], l
     if entry.source:
         if not rec.source:
             unchecked.append("source")
-        elif fuzz.ratio(_norm_source(entry.source), _norm_source(rec.source)) < SOURCE_SAME:
+        elif not same_source(entry.source, rec.source):
             diff("source", entry.source, rec.source)
     if entry.pages:
         mine_pages, their_pages = _page_ends(entry.pages), _page_ends(rec.pages)
@@ -250,9 +274,9 @@ def judge(entry: ParsedReference, candidates: list[RecordView]) -> Judgement:
         if _agreement(entry, c) == _agreement(entry, top)
         and norm_title(c.title) == norm_title(top.title)
     ]
-    warnings = _missing_warnings(entry)
     if len(ties) > 1:
-        return Judgement(verdict="ambiguous", candidates=ties, warnings=warnings)
+        return Judgement(verdict="ambiguous", candidates=ties, warnings=_missing_warnings(entry))
+    warnings = _missing_warnings(entry, top)
     diffs, unchecked = compare(entry, top)
     if unchecked:
         warnings.append("知网记录缺少以下字段，未核对：" + "、".join(unchecked))
@@ -266,15 +290,17 @@ def judge(entry: ParsedReference, candidates: list[RecordView]) -> Judgement:
     )
 
 
-def _missing_warnings(entry: ParsedReference) -> list[str]:
+def _missing_warnings(entry: ParsedReference, rec: RecordView | None = None) -> list[str]:
+    """The fields the entry leaves out, except those the matched record has none of either (a
+    yearbook article without an author: the entry is right to give none)."""
     missing = [
         label
-        for label, value in (
-            ("作者", entry.authors),
-            ("年份", entry.year),
-            ("来源", entry.source),
-            ("文献类型标识", entry.type_code if entry.style == "gbt7714" else True),
+        for label, value, on_record in (
+            ("作者", entry.authors, rec is None or bool(rec.authors)),
+            ("年份", entry.year, rec is None or rec.year is not None),
+            ("来源", entry.source, rec is None or bool(rec.source)),
+            ("文献类型标识", entry.type_code if entry.style == "gbt7714" else True, True),
         )
-        if not value
+        if not value and on_record
     ]
     return ["条目缺少" + "、".join(missing) + "（缺项不等于伪造，只是无法核对）"] if missing else []

@@ -3,7 +3,9 @@
 `split_entries(text)` cuts a pasted reference list into entries: numbered `[1]` `［1］` `1.`
 `1、` `1)` `(1)` `（1）` `①`, bulleted `•` `-` `*`, or one entry per line; a line that starts with none
 of these while the list is numbered continues the previous entry (a wrapped line) unless that
-entry already ended with a full stop. A heading line (`参考文献`, `References：`) is not an entry.
+entry already ended with a full stop; in any list a line indented further than the list (a hanging
+indent) or following a line that stops mid-reference (`刊名,`) continues it. A heading line
+(`参考文献`, `References：`, a short label such as `中文文献：`) is not an entry.
 
 `parse_reference(text)` reads one entry in the shapes reference lists take, among them every
 style export_citations writes:
@@ -45,8 +47,8 @@ _MARKER = re.compile(
     r"^\s*(?:[\[［]\s*\d{1,3}\s*[\]］]|[(（]\s*\d{1,3}\s*[)）]|\d{1,3}\s*(?:[.．、](?!\d)|[)）])|[①-⑳]|[•·\-*▪◦])\s*"
 )
 _HEADING = re.compile(
-    r"^\s*(?:主要)?(?:参考文献|参考资料|引用文献|references?|bibliography|works\s+cited|literature\s+cited)"
-    r"\s*[:：]?\s*$",
+    r"^\s*(?:(?:主要)?(?:参考文献|参考资料|引用文献|references?|bibliography|works\s+cited|literature\s+cited)"
+    r"\s*[:：]?|[^\d.,，。、\[\]［］()（）《》“”\"]{1,20}[:：])\s*$",  # or a short label: `中文文献：` `Books:`
     re.I,
 )
 _DOI = re.compile(r"(?:doi\s*[:：]?\s*|https?://(?:dx\.)?doi\.org/)(10\.\d{4,9}/[^\s,，;；。]+)", re.I)
@@ -80,13 +82,23 @@ class ParsedReference(BaseModel):
     title: str | None = None
     source: str | None = None  # journal, school, proceedings, publisher or newspaper
     place: str | None = None  # 出版地 of a thesis, book or proceedings, as written
+    publisher: str | None = None  # 出版者 of proceedings or of the book a chapter is in, as written
     year: int | None = None
     volume: str | None = None
     issue: str | None = None
     pages: str | None = None
     doi: str | None = None
+    date: str | None = None  # a newspaper article's day as written, `yyyy-mm-dd`
     type_code: str | None = None  # J D C M N ... as written, upper case
     unparsable: str | None = None  # the reason, when no title could be read
+
+
+# A line ending with one of these stops mid-reference: the next line carries on (a wrapped line).
+_OPEN_END = (",", "，", ":", "：", ";", "；", "、", "&", "(", "（", "-", "–", "—")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
 
 
 def split_entries(text: str) -> list[str]:
@@ -96,14 +108,20 @@ def split_entries(text: str) -> list[str]:
     if not lines:
         return []
     marked = [bool(_MARKER.match(ln)) for ln in lines]
-    if not any(marked):
-        return [ln.strip() for ln in lines]
+    numbered = any(marked)
+    base = min(_indent(ln) for ln in lines)
     entries: list[str] = []
     for line, is_marker in zip(lines, marked, strict=True):
-        # An unmarked line continues the previous entry (a wrapped line) unless that entry
-        # already ended like a finished reference (a final full stop).
-        ended = bool(entries) and entries[-1].rstrip().endswith((".", "。", "．"))
-        if is_marker or not entries or ended:
+        # An unmarked line continues the previous entry (a wrapped line): in a numbered list
+        # unless that entry already ended like a finished reference (a final full stop) and the
+        # line is not indented further than the list (a hanging indent); in an unnumbered list
+        # when the entry so far stops mid-reference (`刊名,`), or has not ended and the line is
+        # indented further. Otherwise it starts an entry: one per line.
+        last = entries[-1].rstrip() if entries else ""
+        ended = last.endswith((".", "。", "．"))
+        indented = _indent(line) > base
+        wrapped = (not ended or indented) if numbered else (last.endswith(_OPEN_END) or (indented and not ended))
+        if is_marker or not entries or not wrapped:
             entries.append(_MARKER.sub("", line, count=1).strip())
         else:
             joiner = "" if _is_cjk_end(entries[-1]) and _is_cjk_start(line.strip()) else " "
@@ -121,6 +139,34 @@ def _is_cjk_start(text: str) -> bool:
 
 def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text).translate(_FULLWIDTH)).strip()
+
+
+def _as_written(raw: str, title: str) -> str:
+    """`title` (read from the normalised entry) spelt as the entry spells it: `_norm` folds
+    full-width punctuation (`：` `——` `（）`) for reading the structure, but CNKI's titles carry
+    their own, so the title is cut from `raw` at the same place. `title` itself when not found."""
+    pieces: list[str] = []
+    origin: list[int] = []  # the index in `raw` of each normalised character
+    for index, char in enumerate(raw):
+        for out in unicodedata.normalize("NFKC", char).translate(_FULLWIDTH):
+            if out.isspace():
+                if pieces and pieces[-1] == " ":
+                    continue
+                out = " "
+            pieces.append(out)
+            origin.append(index)
+    at = "".join(pieces).find(title)
+    if at < 0 or not title:
+        return title
+    written = raw[origin[at] : origin[at + len(title) - 1] + 1]
+    return re.sub(r"\s+", " ", written).strip() or title
+
+
+def title_spellings(title: str) -> list[str]:
+    """The spellings to look an entry's title up by: as written, then with its full-width
+    punctuation folded to ASCII (`违约金：从…` -> `违约金:从…`) when that differs."""
+    folded = _norm(title)
+    return [title] if folded == title else [title, folded]
 
 
 def _strip_links(text: str) -> str:
@@ -213,6 +259,18 @@ def _volume_issue_pages(tail: str) -> tuple[str | None, str | None, str | None]:
     return volume, issue, pages
 
 
+_DAY = re.compile(r"(?<!\d)((?:19[5-9]|20[0-4])\d)\s*(?:-|年)\s*(\d{1,2})\s*(?:-|月)\s*(\d{1,2})(?!\d)")
+
+
+def _day(text: str) -> str | None:
+    """The first full date (`2023-02-17`, `2022年6月1日`) as `yyyy-mm-dd`, when it is a real day."""
+    m = _DAY.search(_strip_links(text))
+    if m is None:
+        return None
+    year, month, day = (int(g) for g in m.groups())
+    return f"{year:04d}-{month:02d}-{day:02d}" if 1 <= month <= 12 and 1 <= day <= 31 else None
+
+
 def _year(text: str) -> int | None:
     years = _YEAR.findall(_strip_links(text))
     return int(years[0]) if years else None
@@ -242,7 +300,7 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
     tail = tail.lstrip(" .")
     if tail.startswith("//"):
         tail = tail[2:]
-    source = place = None
+    source = place = publisher = None
     if code == "D":
         m = re.match(r"^(?:(?P<place>[^:,.]{1,20}):\s*)?(?P<school>[^,.]+)", tail)
         source = m.group("school").strip() if m else None
@@ -252,13 +310,19 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
         source = (m.group("proc") or m.group("pub")).strip() if m else None
         if m:
             place, _ = _placeless(tail[m.start("place") :])
+            if m.group("proc") and not re.fullmatch(r"\[[^\]]*\]", m.group("pub").strip()):
+                publisher = m.group("pub").strip()  # `论文集. 武汉: 出版社`; not `[出版者不详]`
     else:
         m = re.match(r"^([^,.]+?)\s*(?=,|\.|$)", tail)
         source = m.group(1).strip() if m else None
+        if source is not None and _BARE_YEAR.fullmatch(source):
+            source = None  # `题名[J]. 2019.`: the year, no source given
     volume, issue, pages = _volume_issue_pages(tail)
+    date = None
     if code == "N":  # newspapers: 年-月-日(版次); the parenthesis is the page, not an issue
         m = re.search(r"\d{4}-\d{1,2}-\d{1,2}\s*\(\s*(\d{1,3})\s*\)", tail)
         volume, issue, pages = None, None, (m.group(1) if m else None)
+        date = _day(tail)
     return ParsedReference(
         raw=raw,
         style="gbt7714",
@@ -267,11 +331,13 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
         title=_bare_title(title.rstrip(".")) or None,
         source=source or None,
         place=place,
+        publisher=publisher,
         year=_year(tail),
         volume=volume,
         issue=issue,
         pages=pages,
         doi=_doi(text),
+        date=date,
         type_code=code,
     )
 
@@ -378,9 +444,11 @@ def _parse_free(raw: str, text: str) -> ParsedReference | None:
     tail = _norm(raw[raw.index(titles[0]) + len(titles[0]) + 1 :])
     source = titles[1] if len(titles) > 1 else None
     volume, issue, pages = _volume_issue_pages(tail)
+    date = _day(tail) if re.search(r"\d\s*日", tail) else None  # `2022年6月1日`: a newspaper's day
     return ParsedReference(
         raw=raw,
         style="free",
+        date=date,
         authors=authors,
         authors_truncated=truncated,
         title=titles[0].strip(),
@@ -439,7 +507,14 @@ def parse_reference(entry: str) -> ParsedReference:
     raw = entry.strip()
     if not raw:
         return ParsedReference(raw=entry, unparsable="空条目")
-    text = _norm(_MARKER.sub("", raw, count=1))
+    body = _MARKER.sub("", raw, count=1)
+    parsed = _parse(raw, _norm(body))
+    if parsed.title and not parsed.unparsable:
+        return parsed.model_copy(update={"title": _as_written(body, parsed.title)})
+    return parsed
+
+
+def _parse(raw: str, text: str) -> ParsedReference:
     code = _TYPE.search(text)
     if code is not None:
         parsed = _parse_gbt(raw, text, code)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -110,14 +110,22 @@ def _export_match(paper: Paper, records: Sequence[ExportRecord]) -> ExportRecord
 
 
 async def fill_by_export(
-    store: Store, backend: SiteBackend, clock: Clock, exports: Mapping[str, str], ctx: OperationContext
+    store: Store,
+    backend: SiteBackend,
+    clock: Clock,
+    exports: Mapping[str, str],
+    ctx: OperationContext,
+    on_error: Callable[[CnkiError], None] | None = None,
 ) -> list[str]:
     """Batch-export the rows `exports` names (export id -> ref, EXPORT_BATCH per request) and
     fill their papers (`Store.fill_from_export`); the refs the export did not answer (a failed
-    request, a record it did not list or that cannot be told apart) are returned."""
+    request, a record it did not list or that cannot be told apart) are returned. `on_error`
+    hears the error of each failed request (not a fatal one: that is raised)."""
     left: list[str] = []
     async for batch, records in export_batches(backend, list(exports), ctx):
         if isinstance(records, CnkiError):
+            if on_error is not None:
+                on_error(records)
             left += [exports[e] for e in batch]
             continue
         papers = store.papers_by_refs([exports[e] for e in batch])

@@ -15,6 +15,7 @@ matches, while links needs every candidate to report `ambiguous` with its refs."
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.identity import Paper, doi_url
@@ -53,19 +54,19 @@ def _candidates(papers: list[Paper]) -> list[Candidate]:
     return [_candidate(p) for p in papers]
 
 
-def local_matches(store: Store, title: str) -> list[Paper]:
+def local_matches(store: Store, title: str, spell: Callable[[str], list[str]] = title_variants) -> list[Paper]:
     """Stored papers whose title key equals any spelling of `title` (distinct, store order)."""
     found: dict[str, Paper] = {}
-    for spelling in title_variants(title):
+    for spelling in spell(title):
         for paper in store.find_by_title_key(spelling):
             found.setdefault(paper.record_ref, paper)
     return list(found.values())
 
 
-def _searchable(title: str) -> list[str]:
+def _searchable(title: str, spell: Callable[[str], list[str]] = title_variants) -> list[str]:
     """The spellings CNKI can be asked for (a value it cannot express is dropped)."""
     out: list[str] = []
-    for spelling in title_variants(title):
+    for spelling in spell(title):
         try:
             title_lookup_expression([spelling])
         except InvalidInput:
@@ -74,15 +75,17 @@ def _searchable(title: str) -> list[str]:
     return out
 
 
-def plan_batches(titles: dict[str, str]) -> tuple[list[list[tuple[str, list[str]]]], list[str]]:
-    """Pack (key, spellings) into batches of at most MAX_TITLES spellings, in order.
-    Returns (batches, keys that cannot be searched at all)."""
+def plan_batches(
+    titles: dict[str, str], spell: Callable[[str], list[str]] = title_variants
+) -> tuple[list[list[tuple[str, list[str]]]], list[str]]:
+    """Pack (key, spellings) into batches of at most MAX_TITLES spellings, in order (`spell`
+    gives a title's spellings). Returns (batches, keys that cannot be searched at all)."""
     batches: list[list[tuple[str, list[str]]]] = []
     current: list[tuple[str, list[str]]] = []
     size = 0
     unsearchable: list[str] = []
     for key, title in titles.items():
-        spellings = _searchable(title)
+        spellings = _searchable(title, spell)
         if not spellings:
             unsearchable.append(key)
             continue

@@ -16,7 +16,7 @@ from typing import Any
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import CnkiError, DocumentNotFound, InvalidInput, SearchNotFound
-from cnki_mcp.identity import Paper, ambiguous, title_key
+from cnki_mcp.identity import Paper, ambiguous, asked_title, title_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridRow
 from cnki_mcp.pipeline.enrich import Enricher, fill_by_export, is_fatal, record_item_error
@@ -176,7 +176,7 @@ async def _locate(
             refs = [p.record_ref for p in distinct]
             if not refs:
                 record_item_error(
-                    ctx, DocumentNotFound("知网上没有这个完整题名", title=title), None, "locate", title=title
+                    ctx, DocumentNotFound("按完整题名精确检索，知网没有结果", title=title), None, "locate", title=title
                 )
             elif len(refs) > 1:
                 ambiguous_item(ctx, title, distinct)
@@ -220,8 +220,8 @@ async def _read(
         if paper is None or enricher.detail_fresh(ref):
             continue
         missing = _missing(paper, wanted)
-        if not missing:
-            continue
+        if not missing or (missing <= EXPORT_FIELDS and enricher.abstract_read(paper)):
+            continue  # a detail page or export read within 30 days: what it lacks, CNKI lacks
         if missing <= EXPORT_FIELDS and paper.export_id:
             exports[paper.export_id] = ref
         else:
@@ -256,7 +256,7 @@ async def fetch_metadata(
         targets.extend(store.resolve_ref(r) for r in refs)
 
     pending: list[str] = []
-    for title in dict.fromkeys(t.strip() for t in inp.titles if t.strip()):
+    for title in dict.fromkeys(t for t in map(asked_title, inp.titles) if t):
         local = store.find_by_title_key(title)
         if len(local) == 1:
             targets.append(local[0].record_ref)

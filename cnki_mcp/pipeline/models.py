@@ -8,6 +8,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cnki_mcp.errors import InvalidInput
+from cnki_mcp.identity import asked_title
 from cnki_mcp.operations import BudgetSpec
 from cnki_mcp.site.backend import SortOrder
 from cnki_mcp.tool_args import control_characters
@@ -304,6 +305,8 @@ class MetadataInput(_Model):
         if not self.record_refs and not self.titles and not self.search_id:
             raise InvalidInput("需要 record_refs、titles 或 search_id 之一")
         _check_text("titles", *self.titles)
+        if any(not asked_title(t) for t in self.titles):
+            raise InvalidInput("题名不能为空（空白或空的《》）", field="titles")
         if len(self.record_refs) + len(self.titles) > 100:
             raise InvalidInput("一次最多 100 篇", count=len(self.record_refs) + len(self.titles))
         return self

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Iterable
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -38,14 +39,14 @@ from cnki_mcp.cite.refmatch import (
     judge,
     title_similarity,
 )
-from cnki_mcp.cite.refparse import ParsedReference, parse_references
+from cnki_mcp.cite.refparse import ParsedReference, parse_references, title_spellings
 from cnki_mcp.cite.sources import cite_source, stable_url
 from cnki_mcp.errors import CnkiError, InputTooLarge, InvalidInput, TooManyReferences
-from cnki_mcp.identity import Paper, doi_key
+from cnki_mcp.identity import Paper, doi_key, listed_online_first
 from cnki_mcp.jobs import OperationContext
-from cnki_mcp.links import reference_key
-from cnki_mcp.models import ExportRecord, GridRow
-from cnki_mcp.pipeline.enrich import export_batches, is_fatal, record_item_error
+from cnki_mcp.links import reference_key, title_variants
+from cnki_mcp.models import GridRow
+from cnki_mcp.pipeline.enrich import DETAIL_TTL, fill_by_export, is_fatal, record_item_error
 from cnki_mcp.pipeline.links import local_matches, lookup_batch, plan_batches
 from cnki_mcp.query.compiler import compile_expression
 from cnki_mcp.query.expr import parse_expression
@@ -114,6 +115,7 @@ def _view(paper: Paper) -> RecordView:
         doi=paper.doi,
         doc_type=paper.doc_type,
         url=paper.public_url,
+        date=paper.date,
     )
 
 
@@ -141,6 +143,12 @@ def fallback_expression(entry: ParsedReference) -> Any:
     if entry.doi:
         items.append({"field": "doi", "match": "exact", "value": entry.doi})
     return parse_expression(items[0] if len(items) == 1 else {"op": "or", "items": items})
+
+
+def spellings(title: str) -> list[str]:
+    """An entry title's lookup spellings: as written and with full-width punctuation folded
+    (`cite.refparse.title_spellings`), each also with 〈〉 read as 《》 (`links.title_variants`)."""
+    return list(dict.fromkeys(v for s in title_spellings(title) for v in title_variants(s)))
 
 
 class _Work:
@@ -175,7 +183,7 @@ async def verify_references(
     work = _Work(parsed)
     readable = [i for i, p in enumerate(parsed) if p.title and not p.unparsable]
     for i in readable:
-        local = local_matches(store, parsed[i].title or "")
+        local = local_matches(store, parsed[i].title or "", spellings)
         for paper in [*local, *(store.find_by_doi(parsed[i].doi) if parsed[i].doi else [])]:
             work.add(i, _view(paper))
         if work.candidates[i]:
@@ -187,7 +195,7 @@ async def verify_references(
                             store, backend, ctx, public_origins)
         await _fallback(work, [i for i in readable if work.judgement(i).verdict == "not_found"],
                         store, backend, ctx, public_origins)
-        await _export_details(work, readable, backend, ctx)
+        await _export_details(work, readable, store, backend, ctx)
     except CnkiError as exc:
         if not is_fatal(exc):
             raise
@@ -226,7 +234,7 @@ async def _exact_titles(
     if not open_:
         return
     titles = {str(i): work.parsed[i].title or "" for i in open_}
-    batches, _unsearchable = plan_batches(titles)
+    batches, _unsearchable = plan_batches(titles, spellings)
     ctx.set_stage("verify_titles", f"按篇名精确查找 {len(open_)} 条")
     gate = asyncio.Semaphore(WORKERS)
 
@@ -239,9 +247,9 @@ async def _exact_titles(
         for key, _group in batch:
             i = int(key)
             work.searches[i].append("篇名精确检索")
-            want = reference_key(work.parsed[i].title or "")
+            want = {reference_key(s) for s in spellings(work.parsed[i].title or "")}
             for row, view in stored:
-                if reference_key(row.title) == want:
+                if reference_key(row.title) in want:
                     work.add(i, view)
 
     await _all(one(b) for b in batches)
@@ -299,45 +307,42 @@ def _needs_export(entry: ParsedReference, view: RecordView) -> bool:
     )
 
 
-async def _export_details(work: _Work, readable: list[int], backend: SiteBackend, ctx: OperationContext) -> None:
+def _read_in_full(paper: Paper, now: datetime) -> bool:
+    """CNKI's full record (detail page or batch export) was read lately: what it lacks, CNKI lacks."""
+    return any(seen is not None and now - seen < DETAIL_TTL for seen in (paper.detail_observed_at, paper.export_observed_at))
+
+
+async def _export_details(
+    work: _Work, readable: list[int], store: Store, backend: SiteBackend, ctx: OperationContext
+) -> None:
+    """Volume, issue, pages and DOI an entry gives but its matched record lacks, from CNKI's batch
+    export; what it answers is kept on the stored paper (`fill_by_export`), so a later run
+    (or get_metadata, export_citations) does not ask again."""
+    matched = {i: j.record.record_ref for i in readable if (j := work.judgement(i)).record is not None}
+    papers = store.papers_by_refs(matched.values())
+    now = store.clock.now()
     wanted: dict[str, str] = {}
-    for i in readable:
-        verdict = work.judgement(i)
-        if verdict.record is None or not _needs_export(work.parsed[i], verdict.record):
+    for i, ref in matched.items():
+        paper = papers.get(ref)
+        view = work.candidates[i][ref]
+        if paper is None or not _needs_export(work.parsed[i], view) or _read_in_full(paper, now):
             continue
-        export_id = work.export_ids.get(verdict.record.record_ref)
+        export_id = work.export_ids.get(ref) or paper.export_id
         if export_id:
-            wanted[export_id] = verdict.record.record_ref
+            wanted[export_id] = ref
     if not wanted:
         return
-    ids = list(wanted)
-    ctx.set_stage("verify_export", f"批量导出 {len(ids)} 条记录的卷期页码")
-    async for batch, records in export_batches(backend, ids, ctx):
-        if isinstance(records, CnkiError):
-            record_item_error(ctx, records, None, "verify_export")
-            continue
-        _apply_export(work, [wanted[e] for e in batch], records)
+    ctx.set_stage("verify_export", f"批量导出 {len(wanted)} 条记录的卷期页码")
 
+    def failed(error: CnkiError) -> None:
+        record_item_error(ctx, error, None, "verify_export")
 
-def _apply_export(work: _Work, refs: list[str], records: list[ExportRecord]) -> None:
-    """Fill volume/issue/pages/DOI of the matched records from the export (matched by title)."""
-    by_title = {reference_key(r.title): r for r in records}
+    await fill_by_export(store, backend, store.clock, wanted, ctx, on_error=failed)
+    filled = store.papers_by_refs(wanted.values())
     for candidates in work.candidates:
-        for ref in refs:
-            view = candidates.get(ref)
-            if view is None:
-                continue
-            rec = by_title.get(reference_key(view.title))
-            if rec is None:
-                continue
-            candidates[ref] = view.model_copy(
-                update={
-                    "volume": view.volume or rec.volume,
-                    "issue": view.issue or rec.issue,
-                    "pages": view.pages or rec.pages,
-                    "doi": view.doi or rec.doi,
-                }
-            )
+        for ref, paper in filled.items():
+            if ref in candidates:
+                candidates[ref] = _view(paper)
 
 
 def _corrected(view: RecordView, paper: Paper | None, entry: ParsedReference) -> str | None:
@@ -348,14 +353,31 @@ def _corrected(view: RecordView, paper: Paper | None, entry: ParsedReference) ->
     the entry rather than dropped or written as [出版地不详]."""
     data = cite_source(paper) if paper is not None else {**view.model_dump(), "url": stable_url(view.url)}
     for name in ("volume", "issue", "pages", "doi"):
-        data[name] = data.get(name) or getattr(view, name) or getattr(entry, name)
+        # an online-first paper has no volume, issue or pages yet: the entry's are not CNKI's
+        theirs = None if data.get("online_first") and name != "doi" else getattr(entry, name)
+        data[name] = data.get(name) or getattr(view, name) or theirs
     if entry.place and not from_paper(data).place:
         data["place"] = entry.place
+    if entry.publisher and not data.get("publisher"):
+        data["publisher"] = entry.publisher
+    for name in ("year", "source"):  # a book CNKI lists without year or publisher: the entry's, not none
+        if getattr(entry, name) and not data.get(name):
+            data[name] = getattr(entry, name)
     try:
         text = cite_export([data], "gbt7714", missing="omit").text
     except CnkiError:
         return None
     return re.sub(r"^\[\d+\]\s*", "", text.strip()) or None
+
+
+ONLINE_FIRST_NUMBERS = "知网记录为网络首发，尚无卷期页码：条目中的卷、期、页码无法核对，改正条目不含它们"
+
+
+def _cites_numbers_online_first_lacks(entry: ParsedReference, paper: Paper) -> bool:
+    """The entry gives a volume, issue or pages that the matched online-first paper lacks."""
+    if not listed_online_first(paper.native):
+        return False
+    return any(getattr(entry, n) is not None and getattr(paper, n) is None for n in ("volume", "issue", "pages"))
 
 
 def _result(work: _Work, requests: int, store: Store) -> VerifyResult:
@@ -367,6 +389,9 @@ def _result(work: _Work, requests: int, store: Store) -> VerifyResult:
         j = judged[i]
         if j.verdict == "not_found" and not work.searches[i]:
             j = j.model_copy(update={"warnings": [*j.warnings, "未能在知网查找（预算或错误），不能据此判断"]})
+        paper = papers.get(j.record.record_ref) if j.record else None
+        if paper is not None and _cites_numbers_online_first_lacks(entry, paper):
+            j = j.model_copy(update={"warnings": [*j.warnings, ONLINE_FIRST_NUMBERS]})
         counts[j.verdict] = counts.get(j.verdict, 0) + 1
         entries.append(
             VerifiedEntry(

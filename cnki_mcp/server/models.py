@@ -135,6 +135,10 @@ def locator_step(missing_fields: Mapping[str, Sequence[str]]) -> str | None:
 AMBIGUOUS_STEP = "同名文献有多篇：从 IDENTITY_AMBIGUOUS 错误的 details.candidates 选一篇，用它的 record_ref 再调用"
 LOGIN_THEN_AGAIN = "知网要求登录：先用 login 登录（请用户在弹出的窗口登录），再用相同参数调用 {tool}"
 _TOOL_OF_KIND = {"download": "download_paper", "read": "read_online_html"}
+TITLE_NOT_FOUND_STEP = (
+    "未找到的文献（DOCUMENT_NOT_FOUND）：题名须与知网完全一致（含标点、全半角与副标题），不确定时先用 search "
+    "或 structured_search（title，match=phrase）查找，再用结果中的 record_ref 调用"
+)
 NO_HTML_STEP = "这篇没有 HTML 阅读入口：用 download_paper(record_ref) 下载，PDF 再用 read_pdf_text(record_ref) 读取（本地）"
 DENIED_STEP = (
     "知网拒绝了这篇（无权限或余额不足）：用 session_status(refresh=true) 查看当前身份；"
@@ -174,6 +178,8 @@ def default_next_step(
         return f"operation_control(action='continue', operation_id={op}) 从检查点继续（已取得的不再请求）"
     if "IDENTITY_AMBIGUOUS" in codes:
         return AMBIGUOUS_STEP
+    if "DOCUMENT_NOT_FOUND" in codes and kind in ("metadata", "export"):  # a title CNKI's exact search missed
+        return TITLE_NOT_FOUND_STEP
     if "HTML_ENTRY_NOT_FOUND" in codes:  # no HTML reader for this paper: the file has the text
         return NO_HTML_STEP
     if "ACCESS_DENIED" in codes and kind in _TOOL_OF_KIND:  # 账户余额不足 / 无权访问: the account's rights

@@ -22,8 +22,9 @@ from pydantic import BaseModel, Field
 from cnki_mcp import datadir
 from cnki_mcp.cite import EXTENSIONS, FORMATS, MissingMode, export, normalize_format
 from cnki_mcp.cite.sources import cite_source
-from cnki_mcp.errors import CnkiError, FileExists, InvalidInput, OutputTooLarge
+from cnki_mcp.errors import CnkiError, DocumentNotFound, FileExists, InvalidInput, OutputTooLarge
 from cnki_mcp.files import check_file_name
+from cnki_mcp.identity import asked_title
 from cnki_mcp.jobs import OperationKind
 from cnki_mcp.links import LinkInput, LinkResult, scan_references
 from cnki_mcp.pipeline.links import link_references as run_link_references
@@ -31,7 +32,7 @@ from cnki_mcp.pipeline.metadata import refs_in_scope
 from cnki_mcp.pipeline.models import MetadataInput, Scope
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
-from cnki_mcp.server.models import OperationView, locator_step
+from cnki_mcp.server.models import ErrorView, OperationView, locator_step
 from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.services import Services
 
@@ -230,6 +231,8 @@ def register(server: CnkiServer) -> None:
         export([], fmt, template=template)  # INVALID_TEMPLATE before anything else
         if not record_refs and not titles and not search_id:
             raise InvalidInput("需要 record_refs、titles 或 search_id 之一", field="record_refs")
+        if any(not asked_title(t) for t in titles):
+            raise InvalidInput("题名不能为空（空白或空的《》）", field="titles")
         services = services_of(ctx)
         store = services.store
         name = export_file_name(filename, EXTENSIONS[fmt]) if filename is not None else None
@@ -241,7 +244,7 @@ def register(server: CnkiServer) -> None:
             refs.extend(store.resolve_ref(r) for r in scoped)
 
         pending: list[str] = []
-        for title in dict.fromkeys(t.strip() for t in titles if t.strip()):
+        for title in dict.fromkeys(t for t in map(asked_title, titles) if t):
             local = store.find_by_title_key(title)
             if len(local) == 1:
                 refs.append(local[0].record_ref)
@@ -249,13 +252,18 @@ def register(server: CnkiServer) -> None:
                 pending.append(title)
 
         if not pending:
+            if record_refs and not search_id and not titles and not store.papers_by_refs(refs):
+                raise DocumentNotFound("本地没有这些记录编号", record_refs=list(dict.fromkeys(record_refs)))
             view = render_export(services, refs, fmt, template, missing_fields, name)
+            unknown = [ErrorView(**DocumentNotFound(record_ref=r).to_dict()) for r in view.not_found]
             return ExportOperation(
                 kind=OperationKind.EXPORT.value,
-                status="completed",
+                status="partial" if unknown else "completed",
                 message="本地导出（未访问知网）",
                 result=view,
-                next_step=locator_step(view.missing_fields) or ("用 filename 保存为文件" if view.path is None else None),
+                errors=unknown,
+                next_step=locator_step(view.missing_fields)
+                or ("用 filename 保存为文件" if view.path is None and view.count else None),
             )
 
         pipeline = services.pipeline
@@ -265,7 +273,10 @@ def register(server: CnkiServer) -> None:
             found = await pipeline.metadata(MetadataInput(titles=pending), op)
             located = [str(r["record_ref"]) for r in found.records if r.get("record_ref")]
             op.set_stage("export", "生成参考文献")
-            return render_export(services, [*refs, *located], fmt, template, missing_fields, name)
+            view = render_export(services, [*refs, *located], fmt, template, missing_fields, name)
+            for ref in view.not_found:
+                op.add_item_error(DocumentNotFound(record_ref=ref), stage="export", record_ref=ref)
+            return view
 
         record = await start_operation(
             ctx, services.jobs, OperationKind.EXPORT, runner, stage="locate", message="定位题名"

@@ -101,3 +101,48 @@ async def test_two_clients_asking_for_the_same_details_at_once_read_each_page_on
     assert one.status == two.status == "completed"
     assert backend.requests["detail"] == len(refs) == 3  # not twice each
     assert one.result["records"] == two.result["records"]
+
+
+async def test_an_export_that_found_no_doi_is_not_asked_again_within_thirty_days(
+    clock: FakeClock, store: Store
+) -> None:
+    # journal papers without a DOI and theses (no volume, issue or pages): the export answers once
+    backend = CorpusBackend()
+    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
+    once = Counter(r.title for r in backend.corpus.records)
+    picked = [r for r in backend.corpus.records if once[r.title] == 1 and r.type == "期刊" and not r.doi][:3]
+    picked += [r for r in backend.corpus.records if once[r.title] == 1 and r.type in ("硕士", "博士")][:3]
+    listed = await _metadata(clock, pipe, MetadataInput(titles=[r.title for r in picked], fields=["title"]))
+    refs = [r["record_ref"] for r in listed.result["records"]]
+    assert len(refs) == 6
+    wanted = MetadataInput(record_refs=refs, fields=["volume", "issue", "pages", "doi"])
+
+    backend.requests.clear()
+    first = await _metadata(clock, pipe, wanted)
+    assert backend.requests == Counter({"export": 1})
+    assert {r["doi"] for r in first.result["records"]} == {None}
+
+    backend.requests.clear()
+    again = await _metadata(clock, pipe, wanted)
+    assert backend.requests == Counter()  # the export said CNKI has none
+    assert again.result["records"] == first.result["records"]
+
+    await clock.advance(31 * 24 * 3600)
+    backend.requests.clear()
+    await _metadata(clock, pipe, wanted)
+    assert backend.requests == Counter({"export": 1})  # 30 days on: asked again
+
+
+async def test_a_title_asked_for_inside_book_title_marks_is_located_without_them(
+    clock: FakeClock, store: Store
+) -> None:
+    backend = CorpusBackend()
+    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
+    # corpus r0001; r0005's own title starts with 《民法典》, which stays
+    asked = ["《约定违约金酌减规则的法律规制研究》", " 《《民法典》实施背景下违约赔偿金酌减规则研究》", "《民法典》实施背景下违约赔偿金酌减规则研究"]
+    record = await _metadata(clock, pipe, MetadataInput(titles=asked, fields=["title"]))
+    assert record.status == "completed", record.errors
+    assert [r["title"] for r in record.result["records"]] == [
+        "约定违约金酌减规则的法律规制研究", "《民法典》实施背景下违约赔偿金酌减规则研究"
+    ]
+    assert backend.requests == Counter({"grid": 1})

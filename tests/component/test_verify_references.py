@@ -15,7 +15,7 @@ from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import CnkiError
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
 from cnki_mcp.operations import DEFAULT_BUDGETS
-from cnki_mcp.pipeline.verify import VerifyInput, VerifyResult, verify_references
+from cnki_mcp.pipeline.verify import ONLINE_FIRST_NUMBERS, VerifyInput, VerifyResult, verify_references
 from cnki_mcp.store import Store
 
 
@@ -81,7 +81,8 @@ async def test_a_second_run_is_answered_from_the_store_for_titles_it_knows(clock
     again = CorpusBackend()
     _, result = await run(clock, store, again, VerifyInput(text=text))
     assert again.requests["grid"] == 0
-    assert [e.verdict for e in result.entries] == ["verified"] * 10 or again.requests["export"] <= 1
+    assert again.requests["export"] == 0  # the first run's export answers were stored
+    assert [e.verdict for e in result.entries] == ["verified"] * 10
 
 
 async def test_exact_titles_take_one_grid_request_per_ten_entries(clock: FakeClock, store: Store) -> None:
@@ -139,3 +140,71 @@ async def test_a_corrected_entry_is_the_export_of_the_stored_record_without_the_
     last = result.entries[-1]
     assert last.record is not None and last.record.doc_type == "报纸", last
     assert "人民法院报, 2022-06-01" in (last.corrected or ""), last.corrected  # the day, not "2022"
+
+
+# Titles with their own full-width punctuation (corpus r0029: `：`; r0763: `——`, a title the
+# corpus holds twice, told apart by the entry's authors and journal).
+FULLWIDTH_TITLED = [
+    "许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-02-17(2).",
+    "任丽然, 邓勇磊, 尹涵佑, 等. 数字技术对企业创新的影响——基于断点回归的实证分析[J]. 中国工业经济, 2018, 28(4): 75-84.",
+]
+
+
+async def test_a_title_with_its_own_full_width_punctuation_is_found_by_the_exact_title_request(
+    clock: FakeClock, store: Store
+) -> None:
+    site = CorpusBackend()
+    _, result = await run(clock, store, site, VerifyInput(references=FULLWIDTH_TITLED))
+    assert [e.verdict for e in result.entries] == ["verified", "verified"], result.entries
+    assert [e.searches for e in result.entries] == [["篇名精确检索"], ["篇名精确检索"]]
+    assert site.requests["grid"] == 1  # one exact-title batch, no fallback search
+
+
+async def test_a_second_run_costs_nothing_once_the_export_filled_the_stored_papers(
+    clock: FakeClock, store: Store
+) -> None:
+    await run(clock, store, CorpusBackend(), VerifyInput(references=FULLWIDTH_TITLED))
+    again = CorpusBackend()
+    _, result = await run(clock, store, again, VerifyInput(references=FULLWIDTH_TITLED))
+    assert sum(again.requests.values()) == 0, again.requests
+    assert [e.searches for e in result.entries] == [["本地记录"], ["本地记录"]]
+    journal = result.entries[1]
+    assert journal.verdict == "verified" and journal.warnings == [], journal
+    assert journal.record is not None and (journal.record.volume, journal.record.issue, journal.record.pages) == (
+        "28", "4", "75-84"
+    )
+
+
+async def test_an_online_first_paper_is_never_corrected_with_the_entrys_volume_issue_and_pages(
+    clock: FakeClock, store: Store
+) -> None:
+    # corpus r0019: 网络首发 in 法学评论, no volume, issue or pages on CNKI yet
+    invented = "范杰丽, 龚芳, 闫丹, 等. 约定违约金调整规则的法律规制研究[J]. 法学评论, 2026, 44(1): 1-20."
+    _, result = await run(clock, store, CorpusBackend(), VerifyInput(references=[invented]))
+    [entry] = result.entries
+    assert entry.record is not None and entry.record.title == "约定违约金调整规则的法律规制研究"
+    assert entry.corrected == "范杰丽, 龚芳, 闫丹, 等. 约定违约金调整规则的法律规制研究[J]. 法学评论, 2026."
+    assert ONLINE_FIRST_NUMBERS in entry.warnings, entry.warnings
+
+
+async def test_a_newspaper_article_cited_on_the_wrong_day_is_a_date_mismatch(clock: FakeClock, store: Store) -> None:
+    # corpus r0029 appeared in 人民法院报 on 2023-02-17
+    wrong_day = "许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-03-17(2)."
+    _, result = await run(clock, store, CorpusBackend(), VerifyInput(references=[wrong_day]))
+    [entry] = result.entries
+    assert (entry.verdict, entry.fields) == ("mismatch", ["date"]), entry
+    assert entry.corrected == "许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-02-17(2)."
+
+
+async def test_a_corrected_entry_keeps_the_publisher_and_year_the_record_lacks(clock: FakeClock, store: Store) -> None:
+    # corpus r0027 (proceedings: CNKI gives no place or publisher) and r0780 (a book listed without a year)
+    refs = [
+        "陶欣一. 违约金调整规则的反思与重构[C]//中国法学会民法学研究会年会论文集. 武汉: 中山大学出版社, 2016: 286-295.",
+        "廖明丹. 数字文物保护概论[M]. 北京: 文物出版社, 2015.",
+    ]
+    _, result = await run(clock, store, CorpusBackend(), VerifyInput(references=refs))
+    assert [e.verdict for e in result.entries] == ["verified", "verified"], result.entries
+    assert [e.corrected for e in result.entries] == [
+        "陶欣一. 违约金调整规则的反思与重构[C]//中国法学会民法学研究会年会论文集. 武汉: 中山大学出版社, 2016: 286-295.",
+        "廖明丹. 数字文物保护概论[M]. 北京: 文物出版社, 2015.",
+    ]

@@ -213,6 +213,8 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
     ("export_citations", {"record_refs": ["rec_x"], "format": "custom", "template": "{x.__class__}"}, "INVALID_TEMPLATE"),
     ("export_citations", {"record_refs": ["rec_x"], "missing_fields": "hide"}, "INVALID_ARGUMENT"),
     ("export_citations", {"titles": ["t"] * 101}, "INVALID_ARGUMENT"),
+    ("export_citations", {"titles": ["   "]}, "INVALID_ARGUMENT"),
+    ("export_citations", {"titles": ["《》"]}, "INVALID_ARGUMENT"),
     ("export_citations", {"search_id": "op_000000000000000000000000"}, "SEARCH_NOT_FOUND"),
     ("link_references", {}, "INVALID_ARGUMENT"),
     ("link_references", {"text": "《甲》" * 200_000}, "INPUT_TOO_LARGE"),
@@ -354,6 +356,29 @@ async def test_local_title_and_alias_export_without_an_operation(h: Harness) -> 
         data = _ok(await client.call_tool("export_citations", {"titles": [row(1).title], "format": "csl-json"}))
         assert data["result"]["format"] == "csl_json" and json.loads(data["result"]["text"])[0]["id"] == refs[0]
         assert data["operation_id"] is None
+    assert h.backend.calls == ["close"]
+
+
+async def test_unknown_record_refs_are_coded_errors_not_a_silent_empty_export(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        refs = h.add_papers([row(1)])
+        none = _error(await client.call_tool("export_citations", {"record_refs": ["rec_gone"], "filename": "x"}))
+        assert none["code"] == "DOCUMENT_NOT_FOUND"
+        some = _ok(await client.call_tool("export_citations", {"record_refs": [refs[0], "rec_gone"]}))
+        assert some["status"] == "partial" and some["result"]["count"] == 1
+        assert [(e["code"], e["details"]["record_ref"]) for e in some["errors"]] == [("DOCUMENT_NOT_FOUND", "rec_gone")]
+    assert not (h.settings.data_dir / "exports" / "x.txt").exists()
+
+
+async def test_a_title_quoted_in_book_title_marks_exports_the_stored_paper(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        refs = h.add_papers([row(1)])
+        data = _ok(await client.call_tool("export_citations", {"titles": [f"《{row(1).title}》"], "format": "GB/T 7714-2015"}))
+        assert data["operation_id"] is None and data["errors"] == []
+        assert data["result"]["count"] == 1 and data["result"]["format"] == "gbt7714"
+        assert json.loads(
+            _ok(await client.call_tool("export_citations", {"titles": [f"《{row(1).title}》"], "format": "json"}))["result"]["text"]
+        )[0]["record_ref"] == refs[0]
     assert h.backend.calls == ["close"]
 
 

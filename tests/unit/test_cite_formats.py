@@ -52,6 +52,16 @@ def test_thirteen_formats_and_aliases() -> None:
     assert normalize_format("csl-json") == "csl_json"
 
 
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [("GB/T 7714-2015", "gbt7714"), ("GB/T 7714", "gbt7714"), ("gb 7714-2015", "gbt7714"), ("CSL JSON", "csl_json"),
+     (" APA ", "apa")],
+)
+def test_a_format_named_as_people_write_it_is_accepted(name: str, fmt: str) -> None:
+    # CNKI's own export page says "GB/T 7714-2015 格式引文": the standard's name with its spaces
+    assert normalize_format(name) == fmt
+
+
 def test_unknown_format_is_format_unavailable() -> None:
     with pytest.raises(CnkiError) as err:
         export(all_records(), "docx")

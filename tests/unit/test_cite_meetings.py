@@ -55,3 +55,27 @@ def test_bibtex_conference_entry_carries_the_meeting_place_and_dates() -> None:
     assert "eventdate = {2016-07-13/2016-07-15}" in text
     month_only = from_paper({"doc_type": "会议", "title": "t", "conference_date": "1990-10"})
     assert "eventdate = {1990-10}" in export([month_only], "bibtex").text
+
+
+@pytest.mark.parametrize(
+    ("extra", "where"),
+    [
+        ({"place": "武汉"}, "论文集. 武汉: [出版者不详], 2016: 286-295."),
+        ({"publisher": "中山大学出版社"}, "论文集. [出版地不详]: 中山大学出版社, 2016: 286-295."),
+        ({"place": "武汉", "publisher": "中山大学出版社"}, "论文集. 武汉: 中山大学出版社, 2016: 286-295."),
+        ({}, "论文集. 2016: 286-295."),  # neither known: left out, as the official CSL style does
+    ],
+)
+def test_proceedings_with_one_of_place_and_publisher_write_the_other_as_unknown(extra: dict, where: str) -> None:
+    # GB/T 7714-2015 §8.4.1.3 / §8.4.2.2: `出版地: 出版者`; a lone place read "武汉, 2016" before
+    paper = {"title": "违约金调整规则的反思与重构", "authors": ["陶欣一"], "doc_type": "会议", "source": "论文集",
+             "year": 2016, "pages": "286-295", **extra}  # fmt: skip
+    text = export([from_paper(paper)], "gbt7714").text
+    assert text == f"[1] 陶欣一. 违约金调整规则的反思与重构[C]//{where}"
+
+
+def test_a_book_without_a_publisher_writes_it_as_unknown_beside_its_place() -> None:
+    book = {"title": "数字文物保护概论", "authors": ["廖明丹"], "doc_type": "图书", "place": "北京", "year": 2015}
+    assert export([from_paper(book)], "gbt7714", missing="omit").text == (
+        "[1] 廖明丹. 数字文物保护概论[M]. 北京: [出版者不详], 2015."
+    )

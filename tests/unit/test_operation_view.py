@@ -3,7 +3,7 @@ that can succeed for that operation, and its budget reads as the tools' own inpu
 
 from __future__ import annotations
 
-from cnki_mcp.server.models import BudgetView, default_next_step, incomplete_read_step
+from cnki_mcp.server.models import TITLE_NOT_FOUND_STEP, BudgetView, default_next_step, incomplete_read_step
 
 
 def test_only_searches_and_citation_walks_with_a_checkpoint_are_told_to_continue() -> None:
@@ -14,7 +14,9 @@ def test_only_searches_and_citation_walks_with_a_checkpoint_are_told_to_continue
     assert default_next_step("partial", "citations", ("BUDGET_EXHAUSTED",)) is None
     assert "continue" not in (default_next_step("interrupted", "search") or "")
     for kind in ("metadata", "export", "links", "verify", "read", "watch"):
-        assert default_next_step("partial", kind, ("DOCUMENT_NOT_FOUND",), checkpoint=True) is None
+        # a title get_metadata / export_citations could not locate: how to find the paper instead
+        told = TITLE_NOT_FOUND_STEP if kind in ("metadata", "export") else None
+        assert default_next_step("partial", kind, ("DOCUMENT_NOT_FOUND",), checkpoint=True) == told
         assert "continue" not in (default_next_step("interrupted", kind, checkpoint=True) or "")
 
 

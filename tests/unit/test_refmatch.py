@@ -169,3 +169,57 @@ def test_an_abbreviated_last_page_is_read_in_full(pages: str, verdict: str) -> N
     entry = ("Tanaka Y, Smith J, Johnson E. Modelling model compression of deep learning with graph-based methods. "
              f"IEEE Transactions on Neural Networks and Learning Systems. 2024;34(5):{pages}.")
     assert judge(parse_reference(entry), [WESTERN]).verdict == verdict
+
+
+@pytest.mark.parametrize(
+    ("entry", "verdict", "fields"),
+    [
+        # Vancouver (NLM) abbreviates journal titles: the abbreviation names the record's journal
+        ("Tanaka Y, Smith J, Johnson E. Modelling model compression of deep learning with graph-based methods. "
+         "IEEE Trans Neural Netw Learn Syst. 2024;34(5):2909–18.", "verified", []),
+        ("Wilson S, Chen J, Zhang W, Wu H. Carbon emissions and driving factors: evidence from China. "
+         "J Clean Prod. 2020;30(11):259-73.", "verified", []),
+        # another journal's abbreviation is still a source mismatch
+        ("Wilson S, Chen J, Zhang W, Wu H. Carbon emissions and driving factors: evidence from China. "
+         "J Affect Disord. 2020;30(11):259-73.", "mismatch", ["source"]),
+    ],
+)
+def test_an_abbreviated_journal_title_names_the_records_journal(entry: str, verdict: str, fields: list[str]) -> None:
+    record = next(r for r in (WESTERN, PINYIN) if r.title.split()[0] in entry)
+    got = judge(parse_reference(entry), [record])
+    assert (got.verdict, got.fields) == (verdict, fields)
+
+
+NEWSPAPER = RecordView(
+    record_ref="cnki:N1",
+    title="违约金：从“有没有”到“好不好”",
+    authors=["许涛", "侯超燕"],
+    source="人民法院报",
+    year=2023,
+    pages="2",
+    doc_type="报纸",
+    date="2023-02-17",
+)
+
+
+@pytest.mark.parametrize(
+    ("entry", "verdict", "fields"),
+    [
+        ("许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-02-17(2).", "verified", []),
+        ("许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-03-17(2).", "mismatch", ["date"]),
+        ("许涛、侯超燕：《违约金：从“有没有”到“好不好”》，《人民法院报》2023年2月7日。", "mismatch", ["date"]),
+    ],
+)
+def test_a_newspaper_articles_day_is_checked(entry: str, verdict: str, fields: list[str]) -> None:
+    got = judge(parse_reference(entry), [NEWSPAPER])
+    assert (got.verdict, got.fields) == (verdict, fields), got
+
+
+def test_an_entry_is_not_warned_for_leaving_out_what_the_record_has_none_of() -> None:
+    # a yearbook article: CNKI gives no author, so an entry without one is complete
+    yearbook = RecordView(record_ref="cnki:Y1", title="违约金调整规则发展概况", source="中国法律年鉴", year=2017,
+                          pages="226", doc_type="年鉴")  # fmt: skip
+    got = judge(parse_reference("违约金调整规则发展概况[M]//中国法律年鉴. 2017: 226."), [yearbook])
+    assert (got.verdict, got.warnings) == ("verified", [])
+    authored = yearbook.model_copy(update={"authors": ["张三"]})
+    assert judge(parse_reference("违约金调整规则发展概况[M]//中国法律年鉴. 2017: 226."), [authored]).warnings != []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cnki_mcp.cite.refparse import parse_reference, parse_references, split_entries
+from cnki_mcp.cite.refparse import parse_reference, parse_references, split_entries, title_spellings
 
 # raw -> (style, authors, title, source, year, volume, issue, pages, doi, type code)
 CASES = {
@@ -210,3 +210,71 @@ def test_a_journal_name_with_a_colon_is_not_read_as_place_and_publisher() -> Non
     assert (journal.source, journal.place, journal.volume) == ("Journal of Physics: Conference Series", None, "1234")
     book = parse_reference("Smith J. A book. New York: Wiley; 2010.")
     assert (book.source, book.place, book.year) == ("Wiley", "New York", 2010)
+
+
+@pytest.mark.parametrize(
+    ("raw", "title"),
+    [
+        ("[1] 许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-02-17(2).", "违约金：从“有没有”到“好不好”"),
+        ("任丽然. 数字技术对企业创新的影响——基于断点回归的实证分析[J]. 中国工业经济, 2018, 28(4): 75-84.",
+         "数字技术对企业创新的影响——基于断点回归的实证分析"),
+        ("王某. (2020). 基于电子背散射衍射（EBSD）的监测优化. 电焊机, 3(2), 1-9.", "基于电子背散射衍射（EBSD）的监测优化"),
+        ("王某. “违约金：从‘有没有’到‘好不好’.” 人民法院报, 2020.", "违约金：从‘有没有’到‘好不好’"),
+    ],
+)
+def test_a_title_keeps_its_own_full_width_punctuation(raw: str, title: str) -> None:
+    # the entry's structure is read with full-width marks folded, but CNKI's titles carry their own
+    got = parse_reference(raw)
+    assert got.title == title
+    assert title_spellings(title) == [title, title.replace("：", ":").replace("——", "--").replace("（", "(").replace("）", ")")]
+
+
+def test_a_year_right_after_the_type_code_is_not_the_source() -> None:
+    got = parse_reference("违约金举证责任规则的反思与重构[J]. 2019.")
+    assert (got.title, got.source, got.year) == ("违约金举证责任规则的反思与重构", None, 2019)
+
+
+def test_an_unnumbered_list_with_hanging_indents_keeps_each_entry_whole() -> None:
+    # an APA list copied from a document: entries apart by blank lines, wrapped lines indented
+    text = (
+        "Wilson, S., Chen, J., Zhang, W., & Wu, H. (2020). Carbon emissions and driving factors:\n"
+        "    evidence from China. Journal of Cleaner Production, 30(11), 259–273.\n"
+        "\n"
+        "沈霞俊. (2020). 《民法典》实施背景下违约赔偿金酌减规则研究. 法学研究,\n"
+        "    25(4), 79–89.\n"
+    )
+    parsed = parse_references(text)
+    assert [(p.title, p.source, p.pages) for p in parsed] == [
+        ("Carbon emissions and driving factors: evidence from China", "Journal of Cleaner Production", "259-273"),
+        ("《民法典》实施背景下违约赔偿金酌减规则研究", "法学研究", "79-89"),
+    ]
+
+
+def test_an_unnumbered_line_that_stops_mid_reference_is_continued() -> None:
+    text = "甲. 题一[J]. 刊名,\n2019, 3(2): 1-5.\n乙. 题二[J]. 刊, 2020.\n"
+    assert split_entries(text) == ["甲. 题一[J]. 刊名, 2019, 3(2): 1-5.", "乙. 题二[J]. 刊, 2020."]
+
+
+def test_a_numbered_entry_wrapped_after_a_full_stop_with_a_hanging_indent_is_continued() -> None:
+    text = "1. Tanaka Y, Smith J. A title on things.\n   Journal. 2024;34(5):1–9.\n2. Smith J. Another. J Test. 2020;1(1):1-2."
+    assert split_entries(text) == [
+        "Tanaka Y, Smith J. A title on things. Journal. 2024;34(5):1–9.", "Smith J. Another. J Test. 2020;1(1):1-2."
+    ]
+
+
+def test_short_labels_between_groups_are_headings_not_entries() -> None:
+    text = "中文文献：\n甲. 题一[J]. 刊, 2019.\nBooks:\nSmith J. A book. New York: Wiley; 2010.\n"
+    assert split_entries(text) == ["甲. 题一[J]. 刊, 2019.", "Smith J. A book. New York: Wiley; 2010."]
+
+
+def test_indented_finished_entries_of_an_unnumbered_list_stay_apart() -> None:
+    # an indented block copied from its first character: only the first line lost its indent
+    text = "甲. 题一[J]. 刊, 2019.\n    乙. 题二[J]. 刊, 2020.\n    丙. 题三[J]. 刊, 2021."
+    assert split_entries(text) == ["甲. 题一[J]. 刊, 2019.", "乙. 题二[J]. 刊, 2020.", "丙. 题三[J]. 刊, 2021."]
+
+
+def test_the_publisher_of_proceedings_is_read_apart_from_their_title() -> None:
+    got = parse_reference("陶欣一. 违约金调整规则的反思与重构[C]//某年会论文集. 武汉: 中山大学出版社, 2016: 286-295.")
+    assert (got.source, got.place, got.publisher, got.year) == ("某年会论文集", "武汉", "中山大学出版社", 2016)
+    unknown = parse_reference("陶欣一. 违约金调整规则的反思与重构[C]//某年会论文集. 武汉: [出版者不详], 2016.")
+    assert (unknown.place, unknown.publisher) == ("武汉", None)
