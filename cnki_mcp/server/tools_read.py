@@ -19,7 +19,7 @@ from pydantic import Field
 
 from cnki_mcp.errors import DocumentNotFound, InvalidInput
 from cnki_mcp.files import check_file_name, target_dir
-from cnki_mcp.identity import ambiguous
+from cnki_mcp.identity import ambiguous, asked_title
 from cnki_mcp.jobs import DEFAULT_BUDGETS, BudgetSpec, OperationKind
 from cnki_mcp.links import reference_key
 from cnki_mcp.pdf_text import PdfText, read_pdf_text
@@ -68,9 +68,17 @@ PDF_DESCRIPTION = """读取已下载 PDF 的文字（本地，不访问知网）
 pages 如 "1-3"、"5"、"2-"、"1,4-5"（从 1 起，默认全部）；truncated=true 时以 pages=next_pages、offset=next_offset 继续。CAJ 无法提取文字（INVALID_FILE）。"""
 
 
-def one_target(record_ref: str | None, title: str | None) -> None:
+def one_target(record_ref: str | None, title: str | None) -> str | None:
+    """The title to look up (`identity.asked_title`: one pair of 《》 around it taken off), once
+    exactly one of record_ref and title is given; INVALID_ARGUMENT for a blank title."""
     if (record_ref is None) == (title is None):
         raise InvalidInput("record_ref 与 title 必须二选一", field="record_ref")
+    if title is None:
+        return None
+    asked = asked_title(title)
+    if not asked:
+        raise InvalidInput("title 为空（去掉首尾空白与外层《》后）", field="title")
+    return asked
 
 
 def known_ref(services: Services, record_ref: str | None, title: str | None) -> str | None:
@@ -145,7 +153,7 @@ def register(server: CnkiServer) -> None:
     ) -> ReadOperation:
         if isinstance(section, str) and len(section) > 500:
             raise InvalidInput("章节名过长", field="section")
-        one_target(record_ref, title)
+        title = one_target(record_ref, title)
         services = services_of(ctx)
         ref = known_ref(services, record_ref, title)
         reading = services.reading
@@ -188,7 +196,7 @@ def register(server: CnkiServer) -> None:
         ] = False,
         on_verification: OnVerificationChoice = "ask",
     ) -> DownloadOperation:
-        one_target(record_ref, title)
+        title = one_target(record_ref, title)
         services = services_of(ctx)
         check_download_arguments(services.settings.data_dir, format, filename, subdirectory)
         ref = known_ref(services, record_ref, title)

@@ -442,3 +442,17 @@ async def test_link_references_without_lookup_is_local_and_links_only_known_titl
         assert "lookup_missing" in (data["next_step"] or "")
         assert h.services is not None and h.services.jobs.status(None) is None
     assert h.backend.calls == ["close"]
+
+
+async def test_read_and_download_take_a_title_quoted_in_book_title_marks_as_the_stored_paper(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        (ref,) = h.add_papers([row(1)])
+        read = _ok(await client.call_tool("read_online_html", {"title": f"《{row(1).title}》", "max_characters": 10}))
+        assert read["result"]["record_ref"] == ref
+        got = _ok(await client.call_tool("download_paper", {"title": f" 《{row(1).title}》 "}))
+        assert got["status"] == "completed"
+        for tool in ("read_online_html", "download_paper"):
+            blank = _error(await client.call_tool(tool, {"title": "《 》"}))
+            assert blank["code"] == "INVALID_ARGUMENT" and blank["details"]["field"] == "title"
+    assert h.downloader is not None and [c["record_ref"] for c in h.downloader.calls] == [ref]
+    assert h.backend.calls == ["close"]  # nothing was looked up on CNKI
