@@ -8,6 +8,7 @@ detail page is visited: lists are read with the detail link a list entry (or the
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from typing import Any, Literal
 
@@ -124,6 +125,7 @@ class _Walk:
         self.parent: dict[str, tuple[str, str]] = {}  # key -> (previous key, relation)
         self.edges: dict[tuple[str, str], None] = {}
         self.queue: deque[str] = deque()
+        self.expandable = 0  # nodes within the depth that have a link: the progress total
 
     def add(self, h: PaperHandle, depth: int, *, seed: bool = False) -> bool:
         if h.key in self.nodes:
@@ -140,6 +142,8 @@ class _Walk:
         )  # fmt: skip
         self.handles[h.key] = h
         self.queue.append(h.key)
+        if depth < self.depth and h.detail_url:
+            self.expandable += 1
         return True
 
     async def run(self, stop_at: str | None = None) -> bool:
@@ -170,7 +174,9 @@ class _Walk:
                         node.expanded = True
                         return True
             node.expanded = True
-            self.ctx.progress(self.expanded, len(self.nodes), "篇")
+            # done of total: the papers expanded of those the walk will expand (the nodes at the
+            # depth limit are never expanded, so counting them the total would never be reached)
+            self.ctx.progress(self.expanded, self.expandable, "篇")
         return True
 
     def _link(self, key: str, item: CitationItem, kind: str, depth: int) -> bool:
@@ -185,8 +191,12 @@ class _Walk:
         return new
 
     def warnings(self) -> list[str]:
-        """What beside the budget and `max_nodes` left papers out: short lists, failed lists."""
+        """What beside `max_nodes` left papers out: papers not expanded (the budget ran out, the
+        operation was cancelled or stopped), short lists, failed lists."""
         out: list[str] = []
+        if self.pending:
+            out.append(f"{self.pending} 篇文献尚未展开（预算用完或任务被停止）：operation_control continue "
+                       "继续，已取的列表页不再请求")  # fmt: skip
         if self.short:
             out.append(f"{len(self.short)} 个列表知网给出的条目少于其总数（见 short_lists），其余条目未纳入")
         if self.failed:
@@ -252,7 +262,8 @@ async def citation_graph(
 
     try:
         await walk.run()
-    except CnkiError:
+    except (CnkiError, asyncio.CancelledError):
+        # a budget, an error, the active-time deadline or a cancel: the graph read so far
         ctx.set_result(result(False))
         raise
     return result(True)
@@ -295,7 +306,7 @@ async def find_citation_path(
         return result(True)
     try:
         await walk.run(stop_at=target.key)
-    except CnkiError:
-        ctx.set_result(result(False))
+    except (CnkiError, asyncio.CancelledError):
+        ctx.set_result(result(False))  # what was searched so far and why it is not complete
         raise
     return result(True)

@@ -1,0 +1,131 @@
+"""A citation walk stopped before it ends (its active time used up, a cancel, the request budget)
+still answers what it read and says in `warnings` why it is not complete; its progress counts the
+papers it will expand. Over the simulator's citation API in process (CorpusBackend), each request
+taking a second on the fake clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from corpus_backend import CorpusBackend
+from test_citegraph import remember, run
+from test_citegraph_complete import JOURNALS, THESES, graph_runner, hub
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind
+from cnki_mcp.operations import DEFAULT_BUDGETS, OperationStatus
+from cnki_mcp.parse.citations import CitationListPage
+from cnki_mcp.pipeline.citegraph import GraphInput, PathInput, find_citation_path
+from cnki_mcp.sim.corpus import Corpus, SimRecord
+from cnki_mcp.site.backend import SiteOp
+from cnki_mcp.store import Store
+
+SECONDS_PER_REQUEST = 1.0
+
+
+class SlowCorpus(CorpusBackend):
+    """Every citation request answers a second later on the fake clock."""
+
+    def __init__(self, corpus: Corpus, clock: FakeClock) -> None:
+        super().__init__(corpus)
+        self.clock = clock
+
+    async def citation_list(
+        self, detail_url: str, kind: str, type_code: str, start: int, op: SiteOp | None = None
+    ) -> CitationListPage:
+        await self.clock.sleep(SECONDS_PER_REQUEST)
+        return await super().citation_list(detail_url, kind, type_code, start, op)
+
+    async def citation_metrics(self, detail_url: str, op: SiteOp | None = None) -> dict[str, int]:
+        await self.clock.sleep(SECONDS_PER_REQUEST)
+        return await super().citation_metrics(detail_url, op)
+
+
+def chain() -> Corpus:
+    """The hub's 35 citing papers, each cited by one more paper: a depth-2 walk expands 36."""
+    base = hub()
+    second = [SimRecord(id=f"c{r.id}", title=f"再引{r.id}", type="期刊", references=(r.id,)) for r in base.records[1:]]
+    return Corpus(records=[*base.records, *second], journals=[])
+
+
+async def start_timed(clock: FakeClock, runner: Any, timeout_seconds: float) -> Any:
+    budget = DEFAULT_BUDGETS[OperationKind.CITATIONS].model_copy(update={"timeout_seconds": timeout_seconds})
+    job = JobManager(clock, MemorySink()).start(OperationKind.CITATIONS, runner, budget)
+    [record] = await clock.run_until_complete(job.finish())
+    return record
+
+
+async def test_a_graph_stopped_by_its_active_time_answers_the_graph_read_so_far(
+    clock: FakeClock, store: Store
+) -> None:
+    site = SlowCorpus(chain(), clock)
+    seed = remember(store, site.corpus, "s")
+    inp = GraphInput(seeds=[seed], direction="citing", depth=2)
+    # the seed's counts and lists take 18 s: the deadline falls among its citing papers' lists
+    record = await start_timed(clock, graph_runner(store, site, clock, inp), timeout_seconds=60)
+    assert record.status is OperationStatus.PARTIAL
+    assert record.errors[0].code == "BUDGET_EXHAUSTED" and record.errors[0].details["reason"] == "timeout_seconds"
+    result = record.result
+    assert result is not None
+    assert len(result["graph"]["nodes"]) > 1 + JOURNALS + THESES  # the seed's list and some of the next
+    assert result["complete"] is False and result["pending"] > 0
+    assert result["warnings"] and result["requests"] > 0
+
+
+async def test_a_path_search_stopped_by_its_active_time_says_it_is_not_complete(clock: FakeClock, store: Store) -> None:
+    site = SlowCorpus(chain(), clock)
+    seed = remember(store, site.corpus, "s")
+    far = remember(store, site.corpus, f"ct{THESES - 1}")  # two steps away, listed last
+
+    async def path(ctx: OperationContext) -> Any:
+        inp = PathInput(source=seed, target=far, direction="citing", max_depth=2)
+        return await find_citation_path(store, site, clock, inp, ctx)
+
+    record = await start_timed(clock, path, timeout_seconds=30)
+    assert record.status is OperationStatus.PARTIAL and record.errors[0].code == "BUDGET_EXHAUSTED"
+    result = record.result
+    assert result is not None
+    assert result["found"] is False and result["complete"] is False and result["warnings"]
+
+
+async def test_a_cancelled_graph_answers_the_graph_read_so_far(clock: FakeClock, store: Store) -> None:
+    site = SlowCorpus(chain(), clock)
+    seed = remember(store, site.corpus, "s")
+    jobs = JobManager(clock, MemorySink())
+    job = jobs.start(OperationKind.CITATIONS,
+                     graph_runner(store, site, clock, GraphInput(seeds=[seed], direction="citing", depth=2)))  # fmt: skip
+    await clock.advance_settled(40)
+    await jobs.cancel(job.operation_id)
+    [record] = await clock.run_until_complete(job.finish())
+    assert record.status is OperationStatus.CANCELLED
+    assert record.result is not None and record.result["complete"] is False
+    assert len(record.result["graph"]["nodes"]) > 1
+
+
+async def test_a_budget_cut_says_in_warnings_that_papers_were_not_expanded(clock: FakeClock, store: Store) -> None:
+    site = CorpusBackend(hub())
+    seed = remember(store, site.corpus, "s")
+    runner = graph_runner(store, site, clock, GraphInput(seeds=[seed], direction="citing", depth=1))
+    record = await run(clock, JobManager(clock, MemorySink()), runner, max_requests=14)
+    assert record.status is OperationStatus.PARTIAL and record.result["pending"] == 1
+    assert record.result["warnings"], "the tool description sends the client to warnings for the reason"
+
+    far = remember(store, site.corpus, f"j{JOURNALS - 1}")  # on the journal list's fourth page
+
+    async def path(ctx: OperationContext) -> Any:
+        inp = PathInput(source=seed, target=far, direction="citing", max_depth=1)
+        return await find_citation_path(store, site, clock, inp, ctx)
+
+    found = await run(clock, JobManager(clock, MemorySink()), path, max_requests=1)
+    assert found.status is OperationStatus.PARTIAL
+    assert found.result["found"] is False and found.result["complete"] is False and found.result["warnings"]
+
+
+async def test_progress_ends_at_its_total_when_the_walk_is_complete(clock: FakeClock, store: Store) -> None:
+    site = CorpusBackend(chain())
+    seed = remember(store, site.corpus, "s")
+    runner = graph_runner(store, site, clock, GraphInput(seeds=[seed], direction="citing", depth=2))
+    record = await run(clock, JobManager(clock, MemorySink()), runner, max_requests=2000)
+    assert record.status is OperationStatus.COMPLETED and record.result["complete"] is True
+    # the seed and its 35 citing papers are expanded; the 35 papers at depth 2 are only listed
+    assert (record.progress.done, record.progress.total) == (1 + JOURNALS + THESES, 1 + JOURNALS + THESES)
