@@ -260,6 +260,7 @@ class CitationListResult(BaseModel):
     offset: int
     items: list[CitationEntry] = Field(default_factory=list)
     next_offset: int | None = None
+    warnings: list[str] = Field(default_factory=list, description="知网给出的条目少于其总数时说明")
     requests: int = 0
     pages_from_store: int = 0
 
@@ -292,6 +293,12 @@ async def citation_list(
     got = await reader.collect(h, CitationKind(kind).value, inp.types, inp.offset + inp.limit, ctx)
     window = got.items[inp.offset : inp.offset + inp.limit]
     end = inp.offset + len(window)
+    # fewer items than asked for: every list was read to its end, and what CNKI gave is all there
+    # is, even when its totals promised more (a later page answered empty): no further page exists
+    exhausted = len(got.items) < inp.offset + inp.limit
+    warnings = []
+    if exhausted and len(got.items) < got.total:
+        warnings.append(f"知网只给出了 {len(got.items)} 条，少于它报的总数 {got.total}：其余条目读不到")
     return CitationListResult(
         paper={"title": h.title, "filename": h.item.filename if h.item else h.key, "record_ref": h.record_ref},
         kind=kind,
@@ -300,7 +307,8 @@ async def citation_list(
         counts=got.counts,
         offset=inp.offset,
         items=[entry_of(i, origins) for i in window],
-        next_offset=end if end < got.total else None,
+        next_offset=end if end < got.total and not exhausted else None,
+        warnings=warnings,
         requests=reader.requests,
         pages_from_store=reader.pages_from_store,
     )

@@ -16,6 +16,7 @@ from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext
 from cnki_mcp.operations import OperationStatus
 from cnki_mcp.parse.citations import CitationItem, CitationListPage
+from cnki_mcp.pipeline.citations import CitationListInput, citation_list
 from cnki_mcp.pipeline.citegraph import GraphInput, PathInput, _input_of, citation_graph, find_citation_path
 from cnki_mcp.sim.corpus import Corpus, SimRecord
 from cnki_mcp.site.backend import SiteOp
@@ -155,3 +156,25 @@ def test_a_checkpoint_written_with_the_old_per_paper_cap_continues_over_every_en
     ctx = SimpleNamespace(resume_from={"tool": "citation_graph", "input": {"seeds": ["X"], "per_paper": 30}})
     inp = _input_of(ctx, None, GraphInput, "citation_graph")  # type: ignore[arg-type]
     assert inp.seeds == ["X"] and "per_paper" not in inp.model_dump()
+
+
+async def test_paging_a_list_cnki_answers_short_ends_and_says_so(clock: FakeClock, store: Store) -> None:
+    """next_offset never points at a page that cannot be read (a client following it would ask
+    forever for the same empty window)."""
+    site = ShortListBackend(hub())
+    seed = remember(store, site.corpus, "s")
+    jobs = JobManager(clock, MemorySink())
+    windows: list[tuple[int, int, int | None]] = []
+    offset: int | None = 0
+    while offset is not None and len(windows) < 5:
+
+        async def runner(ctx: OperationContext, at: int = offset) -> Any:
+            inp = CitationListInput(paper=seed, offset=at, limit=10)
+            return await citation_list(store, site, clock, inp, "citations", ctx)
+
+        result = (await run(clock, jobs, runner)).result
+        windows.append((offset, len(result["items"]), result["next_offset"]))
+        offset = result["next_offset"]
+    # the journals' first page (10), then the theses (4); CNKI's total said 35
+    assert windows == [(0, 10, 10), (10, THESES, None)]
+    assert result["total"] == JOURNALS + THESES and result["warnings"]
