@@ -94,26 +94,27 @@ class Collected:
     counts: dict[str, int] = field(default_factory=dict)  # the six counts (quotations/metrics)
 
 
-# One request per list page (and per paper's counts) at a time in the process: operations that
-# need the same page at once (two clients asking for one paper's references, two graphs sharing
-# a node) wait for the one asking, then take its answer from the store.
-IN_FLIGHT = KeyedLocks()
-
-
 @dataclass
 class CitationReader:
-    """Reads list pages store-first; counts the requests it made and the pages the store gave."""
+    """Reads list pages store-first; counts the requests it made and the pages the store gave.
+
+    `flights`: one request per list page (and per paper's counts) at a time among the readers
+    sharing it. The server gives every operation its one map (`Services.citation_flights`), so
+    operations that need the same page at once (two clients asking for one paper's references,
+    two graphs sharing a node) wait for the one asking, then take its answer from the store; a
+    reader of another server (another store, another event loop) never waits for them."""
 
     store: Store
     backend: CitationBackend
     clock: Clock
+    flights: KeyedLocks = field(default_factory=KeyedLocks)
     pages_from_store: int = 0
     requests: int = 0
     dead: set[str] = field(default_factory=set)  # papers whose link the API refused in this run
     relocated: set[str] = field(default_factory=set)  # papers looked up by title in this run
 
     async def metrics(self, h: PaperHandle, ctx: OperationContext) -> dict[str, int]:
-        async with IN_FLIGHT.hold(f"metrics|{h.key}"):
+        async with self.flights.hold(f"metrics|{h.key}"):
             return await self._metrics(h, ctx)
 
     async def _metrics(self, h: PaperHandle, ctx: OperationContext) -> dict[str, int]:
@@ -156,7 +157,7 @@ class CitationReader:
         return True
 
     async def page(self, h: PaperHandle, kind: str, code: str, start: int, ctx: OperationContext) -> CitationListPage:
-        async with IN_FLIGHT.hold(f"page|{h.key}|{kind}|{code}|{start}"):
+        async with self.flights.hold(f"page|{h.key}|{kind}|{code}|{start}"):
             return await self._page(h, kind, code, start, ctx)
 
     async def _page(self, h: PaperHandle, kind: str, code: str, start: int, ctx: OperationContext) -> CitationListPage:
@@ -286,9 +287,10 @@ async def citation_list(
     kind: Literal["references", "citations"],
     ctx: OperationContext,
     origins: tuple[str, ...] = (),
+    flights: KeyedLocks | None = None,
 ) -> CitationListResult:
     h = resolve_paper(store, inp.paper)
-    reader = CitationReader(store, backend, clock)
+    reader = CitationReader(store, backend, clock, KeyedLocks() if flights is None else flights)
     ctx.set_stage("citations", f"读取《{h.title[:40]}》的{'参考文献' if kind == 'references' else '引证文献'}")
     got = await reader.collect(h, CitationKind(kind).value, inp.types, inp.offset + inp.limit, ctx)
     window = got.items[inp.offset : inp.offset + inp.limit]

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import BudgetExhausted, CnkiError
 from cnki_mcp.jobs import OperationContext
+from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.parse.citations import CitationItem, CitationType
 from cnki_mcp.pipeline.citations import CitationReader, PaperHandle, handle_of, resolve_paper
 from cnki_mcp.pipeline.enrich import is_fatal
@@ -233,13 +234,14 @@ def _input_of(ctx: OperationContext, inp: BaseModel | None, cls: type[Any], tool
 
 
 async def citation_graph(
-    store: Store, backend: CitationBackend, clock: Clock, inp: GraphInput | None, ctx: OperationContext
+    store: Store, backend: CitationBackend, clock: Clock, inp: GraphInput | None, ctx: OperationContext,
+    flights: KeyedLocks | None = None,
 ) -> GraphResult:
     inp = _input_of(ctx, inp, GraphInput, "citation_graph")
     assert inp is not None
     ctx.checkpoint({"tool": "citation_graph", "input": inp.model_dump(mode="json")})
     seeds = [resolve_paper(store, s) for s in dict.fromkeys(inp.seeds)]
-    reader = CitationReader(store, backend, clock)
+    reader = CitationReader(store, backend, clock, KeyedLocks() if flights is None else flights)
     walk = _Walk(reader, ctx, kinds=_KINDS[inp.direction], depth=inp.depth, max_nodes=inp.max_nodes,
                  types=inp.types)  # fmt: skip
     for h in seeds:
@@ -270,14 +272,15 @@ async def citation_graph(
 
 
 async def find_citation_path(
-    store: Store, backend: CitationBackend, clock: Clock, inp: PathInput | None, ctx: OperationContext
+    store: Store, backend: CitationBackend, clock: Clock, inp: PathInput | None, ctx: OperationContext,
+    flights: KeyedLocks | None = None,
 ) -> PathResult:
     inp = _input_of(ctx, inp, PathInput, "find_citation_path")
     assert inp is not None
     ctx.checkpoint({"tool": "find_citation_path", "input": inp.model_dump(mode="json")})
     source = resolve_paper(store, inp.source)
     target = resolve_paper(store, inp.target)
-    reader = CitationReader(store, backend, clock)
+    reader = CitationReader(store, backend, clock, KeyedLocks() if flights is None else flights)
     walk = _Walk(reader, ctx, kinds=_KINDS[inp.direction], depth=inp.max_depth, max_nodes=PATH_MAX_NODES,
                  types=None)  # fmt: skip
     walk.add(source, 0, seed=True)

@@ -57,7 +57,7 @@ def continue_runner(services: Any, checkpoint: dict[str, Any]) -> Any:
     walk = find_citation_path if checkpoint.get("tool") == "find_citation_path" else citation_graph
 
     async def runner(op: Any) -> Any:
-        return await walk(services.store, services.backend, services.clock, None, op)
+        return await walk(services.store, services.backend, services.clock, None, op, services.citation_flights)
 
     return runner
 
@@ -89,7 +89,8 @@ def register(server: CnkiServer) -> None:
         services = services_of(ctx)
 
         async def runner(op: Any) -> Any:
-            return await citation_graph(services.store, services.backend, services.clock, inp, op)
+            return await citation_graph(services.store, services.backend, services.clock, inp, op,
+                                        services.citation_flights)
 
         budget = budget_of(OperationKind.CITATIONS, on_verification).model_copy(update={"max_requests": max_requests})
         record = await start_operation(ctx, services.jobs, OperationKind.CITATIONS, runner, budget,
@@ -115,7 +116,8 @@ def register(server: CnkiServer) -> None:
         services = services_of(ctx)
 
         async def runner(op: Any) -> Any:
-            return await find_citation_path(services.store, services.backend, services.clock, inp, op)
+            return await find_citation_path(services.store, services.backend, services.clock, inp, op,
+                                            services.citation_flights)
 
         budget = budget_of(OperationKind.CITATIONS, on_verification).model_copy(update={"max_requests": max_requests})
         record = await start_operation(ctx, services.jobs, OperationKind.CITATIONS, runner, budget,
@@ -143,7 +145,8 @@ def _register_list(server: CnkiServer, name: str, title: str, kind: Any, descrip
 
         async def runner(op: Any) -> Any:
             return await citation_list(
-                services.store, services.backend, services.clock, inp, kind, op, _origins(services)
+                services.store, services.backend, services.clock, inp, kind, op, _origins(services),
+                services.citation_flights,
             )
 
         record = await start_operation(ctx, services.jobs, OperationKind.CITATIONS, runner,
