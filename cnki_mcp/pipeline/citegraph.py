@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,6 +31,7 @@ Direction = Literal["references", "citing", "both"]
 MAX_NODES_DEFAULT = 100
 MAX_NODES_LIMIT = 500
 PATH_MAX_NODES = 5000
+MAX_INLINE_BYTES = 512 * 1024  # contract: a result over 512 KB gives its graph only as a file
 ListKind = Literal["references", "citations"]
 _KINDS: dict[str, tuple[ListKind, ...]] = {
     "references": ("references",),
@@ -47,6 +49,7 @@ class GraphInput(BaseModel):
     max_nodes: int = Field(default=MAX_NODES_DEFAULT, ge=2, le=MAX_NODES_LIMIT)
     types: list[CitationType] | None = None
     format: ExportFormat = "json"
+    filename: str | None = Field(default=None, max_length=200)  # the export file (server: data/exports/)
 
 
 class ShortList(BaseModel):
@@ -67,6 +70,10 @@ class GraphResult(BaseModel):
     graph: CitationGraph
     format: ExportFormat
     export: str | None = None  # GraphML or Mermaid text (format json: the graph itself)
+    node_count: int = Field(0, description="节点总数（omitted 时 graph 只列起点与同被引、耦合对中的节点）")
+    edge_count: int = Field(0, description="边总数")
+    omitted: bool = Field(False, description="节点与边未全部内联：已写入 path 的文件，或结果超过 512 KB（给 filename）")
+    path: str | None = Field(None, description="写出的文件（指定 filename 且遍历结束时）")
     complete: bool = Field(
         description="深度内没有遗漏：预算、错误、max_nodes 或知网少给的列表都会使其为 false"
     )
@@ -221,6 +228,31 @@ class _Walk:
                              co_citation=co_citation(ids), coupling=coupling(ids))  # fmt: skip
 
 
+# What the server does with a result before it is answered: `(result, finished)` -> result; it
+# writes the export file (`filename`) once the walk has finished. Pure callers pass none.
+Deliver = Callable[[GraphResult, bool], GraphResult]
+
+
+def fit_inline(result: GraphResult, fmt: ExportFormat) -> GraphResult:
+    """The result as answered: the whole graph inline while it stays under 512 KB and no file
+    holds it; else the counts, the pairs and the nodes they name (and the seeds), with a warning
+    naming `filename` (the lists read stay stored: a new call costs nothing)."""
+    graph = result.graph
+    counted = result.model_copy(update={"node_count": len(graph.nodes), "edge_count": len(graph.edges)})
+    if result.path is None and len(counted.model_dump_json().encode("utf-8")) <= MAX_INLINE_BYTES:
+        return counted
+    named = {p.a for p in graph.co_citation + graph.coupling} | {p.b for p in graph.co_citation + graph.coupling}
+    kept = [n for n in graph.nodes if n.seed or n.id in named]
+    warnings = list(result.warnings)
+    if result.path is None:
+        warnings.append(f"结果超过 512 KB，{len(graph.nodes)} 个节点与 {len(graph.edges)} 条边未内联：给 filename "
+                        f"把 {fmt} 写到 data/exports/ 重新调用（已取的列表页不再请求）")  # fmt: skip
+    return counted.model_copy(update={
+        "graph": CitationGraph(nodes=kept, edges=[], co_citation=graph.co_citation, coupling=graph.coupling),
+        "export": None, "omitted": True, "warnings": warnings,
+    })  # fmt: skip
+
+
 def _input_of(ctx: OperationContext, inp: BaseModel | None, cls: type[Any], tool: str) -> Any:
     """The input of a fresh start, or the one the checkpoint kept (a `continue`)."""
     resumed = ctx.resume_from
@@ -235,7 +267,7 @@ def _input_of(ctx: OperationContext, inp: BaseModel | None, cls: type[Any], tool
 
 async def citation_graph(
     store: Store, backend: CitationBackend, clock: Clock, inp: GraphInput | None, ctx: OperationContext,
-    flights: KeyedLocks | None = None,
+    flights: KeyedLocks | None = None, deliver: Deliver | None = None,
 ) -> GraphResult:
     inp = _input_of(ctx, inp, GraphInput, "citation_graph")
     assert inp is not None
@@ -254,13 +286,14 @@ async def citation_graph(
         if walk.left_out:
             warnings.insert(0, f"节点数已达 max_nodes={inp.max_nodes}，深度内另有 {len(walk.left_out)} 篇未纳入；"
                                f"提高 max_nodes（最多 {MAX_NODES_LIMIT}）重新调用，已取的列表页不再请求")  # fmt: skip
-        return GraphResult(
+        full = GraphResult(
             graph=graph, format=inp.format, complete=complete and walk.pending == 0 and not warnings,
             export=None if inp.format == "json" else export(graph, inp.format),
             expanded=walk.expanded, pending=walk.pending, max_nodes_reached=bool(walk.left_out),
             left_out=len(walk.left_out), short_lists=walk.short, warnings=warnings,
             requests=reader.requests, pages_from_store=reader.pages_from_store,
         )  # fmt: skip
+        return fit_inline(full if deliver is None else deliver(full, complete), inp.format)
 
     try:
         await walk.run()
