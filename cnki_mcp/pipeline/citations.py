@@ -176,6 +176,17 @@ class CitationReader:
         self.store.save_citation_page(h.key, kind, page, self.clock.now())
         return page
 
+    def _latest_link(self, h: PaperHandle) -> None:
+        """A list entry's link as last seen: the stored node is rewritten by every page naming
+        the paper and by a title lookup that found its new link, while the entry may come from
+        an older stored page (a `continue`, another walk) that still holds a dead one."""
+        if h.record_ref is not None or h.item is None:
+            return  # a stored paper's link is the paper's own (renewed on the paper by _relocate)
+        node = self.store.citation_node(h.key)
+        if node is not None and node.detail_url and node.detail_url != h.detail_url:
+            h.detail_url = node.detail_url
+            h.item = h.item.model_copy(update={"detail_url": node.detail_url})
+
     def _url(self, h: PaperHandle) -> str:
         if not h.detail_url or h.key in self.dead:
             raise LocatorExpired("这篇文献没有可用的详情页链接", paper=h.title)
@@ -186,6 +197,7 @@ class CitationReader:
     ) -> Collected:
         """The first `limit` items of the merged list (databases in the page's order); every
         item with `limit` None. `complete` says the items returned are the whole list."""
+        self._latest_link(h)
         try:
             counts = await self.metrics(h, ctx)
         except LocatorExpired:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from corpus_backend import CorpusBackend
+from corpus_backend import CorpusBackend, CorpusLinks
 from test_citegraph import remember, run
 from test_citegraph_complete import JOURNALS, THESES, graph_runner, hub
 
@@ -129,3 +129,30 @@ async def test_progress_ends_at_its_total_when_the_walk_is_complete(clock: FakeC
     assert record.status is OperationStatus.COMPLETED and record.result["complete"] is True
     # the seed and its 35 citing papers are expanded; the 35 papers at depth 2 are only listed
     assert (record.progress.done, record.progress.total) == (1 + JOURNALS + THESES, 1 + JOURNALS + THESES)
+
+
+async def test_a_continue_reads_a_relocated_paper_with_its_new_link_not_the_dead_one_again(
+    clock: FakeClock, store: Store
+) -> None:
+    """A list entry's link died and was found again by title; the walk ran out of budget before
+    that paper's lists. `continue` takes the entry from the stored page, whose link is still the
+    dead one: it must use the link found (stored), not spend a refused request and a second
+    title lookup on it."""
+    site = CorpusBackend(chain())
+    seed = remember(store, site.corpus, "s")
+    first_page = await site.citation_list(CorpusLinks().detail("s"), "citations", "CJFDREF", 1)
+    dead = first_page.items[0].model_copy(update={"detail_url": "https://kns.cnki.net/kcms2/article/abstract?v=expired"})
+    store.save_citation_page(seed, "citations", first_page.model_copy(update={"items": [dead, *first_page.items[1:]]}),
+                             clock.now())  # fmt: skip
+    site.citation_calls.clear()
+    jobs = JobManager(clock, MemorySink())
+    runner = graph_runner(store, site, clock, GraphInput(seeds=[seed], direction="citing", depth=2))
+    # the seed: counts, 11 first pages, the journal list's pages 2-4 (15); the dead entry: its
+    # refused counts, the title lookup, its counts (18); its first list page is over the budget
+    first = await run(clock, jobs, runner, max_requests=18)
+    assert first.status is OperationStatus.PARTIAL and site.requests["grid"] == 1
+    job = jobs.continue_(first.operation_id, runner, additional_requests=1000)
+    [done] = await clock.run_until_complete(job.finish())
+    assert done.status is OperationStatus.COMPLETED, done.errors
+    assert site.requests["grid"] == 1  # one title lookup in all
+    assert sum(1 for call in site.citation_calls if call[0] == "") == 0  # no list asked with the dead link
