@@ -122,8 +122,8 @@ class _Walk:
     """Breadth-first expansion from seeds; nodes keyed by file name (or title for free text)."""
 
     def __init__(self, reader: CitationReader, ctx: OperationContext, *, kinds: tuple[ListKind, ...],
-                 depth: int, max_nodes: int, types: list[CitationType] | None) -> None:  # fmt: skip
-        self.reader, self.ctx, self.kinds = reader, ctx, kinds
+                 depth: int, max_nodes: int, types: list[CitationType] | None, label: str) -> None:  # fmt: skip
+        self.reader, self.ctx, self.kinds, self.label = reader, ctx, kinds, label
         self.depth, self.max_nodes, self.types = depth, max_nodes, types
         self.nodes: dict[str, GraphNode] = {}
         self.left_out: set[str] = set()  # papers within the depth max_nodes kept out
@@ -134,6 +134,7 @@ class _Walk:
         self.edges: dict[tuple[str, str], None] = {}
         self.queue: deque[str] = deque()
         self.expandable = 0  # nodes within the depth that have a link: the progress total
+        self.done = 0  # nodes expanded
 
     def add(self, h: PaperHandle, depth: int, *, seed: bool = False) -> bool:
         if h.key in self.nodes:
@@ -182,9 +183,13 @@ class _Walk:
                         node.expanded = True
                         return True
             node.expanded = True
+            self.done += 1
             # done of total: the papers expanded of those the walk will expand (the nodes at the
             # depth limit are never expanded, so counting them the total would never be reached)
-            self.ctx.progress(self.expanded, self.expandable, "篇")
+            self.ctx.progress(self.done, self.expandable, "篇")
+            # the stage is stored: after a crash the interrupted record still has the requests
+            # spent (so `continue` keeps to the budget) and how far the walk came
+            self.ctx.set_stage("citations", f"{self.label}：已展开 {self.done}/{self.expandable} 篇")
         return True
 
     def _link(self, key: str, item: CitationItem, kind: str, depth: int) -> bool:
@@ -275,7 +280,7 @@ async def citation_graph(
     seeds = [resolve_paper(store, s) for s in dict.fromkeys(inp.seeds)]
     reader = CitationReader(store, backend, clock, KeyedLocks() if flights is None else flights)
     walk = _Walk(reader, ctx, kinds=_KINDS[inp.direction], depth=inp.depth, max_nodes=inp.max_nodes,
-                 types=inp.types)  # fmt: skip
+                 types=inp.types, label="引文网络")  # fmt: skip
     for h in seeds:
         walk.add(h, 0, seed=True)
     ctx.set_stage("citations", f"引文网络：{len(seeds)} 篇起点，深度 {inp.depth}")
@@ -315,7 +320,7 @@ async def find_citation_path(
     target = resolve_paper(store, inp.target)
     reader = CitationReader(store, backend, clock, KeyedLocks() if flights is None else flights)
     walk = _Walk(reader, ctx, kinds=_KINDS[inp.direction], depth=inp.max_depth, max_nodes=PATH_MAX_NODES,
-                 types=None)  # fmt: skip
+                 types=None, label="寻找引文路径")  # fmt: skip
     walk.add(source, 0, seed=True)
     ctx.set_stage("citations", f"寻找引文路径（最多 {inp.max_depth} 步）")
 

@@ -156,3 +156,21 @@ async def test_a_continue_reads_a_relocated_paper_with_its_new_link_not_the_dead
     assert done.status is OperationStatus.COMPLETED, done.errors
     assert site.requests["grid"] == 1  # one title lookup in all
     assert sum(1 for call in site.citation_calls if call[0] == "") == 0  # no list asked with the dead link
+
+
+async def test_a_running_walk_keeps_its_stored_record_current_for_a_crash(clock: FakeClock, store: Store) -> None:
+    """What a restart finds of a walk the process died in: the stored record (not the live one)
+    has the requests spent so far, so `continue` keeps to the budget the client set, and says
+    how far the walk came."""
+    site = SlowCorpus(chain(), clock)
+    seed = remember(store, site.corpus, "s")
+    sink = MemorySink()
+    jobs = JobManager(clock, sink)
+    job = jobs.start(OperationKind.CITATIONS,
+                     graph_runner(store, site, clock, GraphInput(seeds=[seed], direction="citing", depth=2)))  # fmt: skip
+    await clock.advance_settled(60)  # the seed's counts and lists (18 s), then its citing papers'
+    saved = sink.load(job.operation_id)
+    assert saved is not None and saved.status is OperationStatus.RUNNING
+    assert saved.requests >= 18 and saved.progress.done >= 2 and "已展开" in (saved.message or "")
+    await jobs.cancel(job.operation_id)
+    await clock.run_until_complete(job.finish())
