@@ -156,12 +156,17 @@ class CitationReader:
                 self.store.save_citation_node(h.item, self.clock.now())
         return True
 
-    async def page(self, h: PaperHandle, kind: str, code: str, start: int, ctx: OperationContext) -> CitationListPage:
+    async def page(
+        self, h: PaperHandle, kind: str, code: str, start: int, ctx: OperationContext, *, fresh: bool = False
+    ) -> CitationListPage:
+        """One list page: from the store unless `fresh` (the stored one is known to be stale)."""
         async with self.flights.hold(f"page|{h.key}|{kind}|{code}|{start}"):
-            return await self._page(h, kind, code, start, ctx)
+            return await self._page(h, kind, code, start, ctx, fresh)
 
-    async def _page(self, h: PaperHandle, kind: str, code: str, start: int, ctx: OperationContext) -> CitationListPage:
-        cached = self.store.citation_page(h.key, kind, code, start, self.clock.now())
+    async def _page(
+        self, h: PaperHandle, kind: str, code: str, start: int, ctx: OperationContext, fresh: bool
+    ) -> CitationListPage:
+        cached = None if fresh else self.store.citation_page(h.key, kind, code, start, self.clock.now())
         if cached is not None:
             self.pages_from_store += 1
             return cached
@@ -214,8 +219,17 @@ class CitationReader:
         before = 0
         for code in by_code:
             items = by_code[code]
+            fresh = False
             while len(items) < totals[code] and (limit is None or before + len(items) < limit):
-                more = await self.page(h, kind, code, len(items) + 1, ctx)
+                more = await self.page(h, kind, code, len(items) + 1, ctx, fresh=fresh)
+                if more.total != totals[code] and not fresh:
+                    # The list changed between two of its pages (one kept from an earlier read:
+                    # a new citing paper shifts every entry by one). Pages of two states would
+                    # repeat an entry and miss another: read it again from its first page.
+                    fresh = True
+                    first = await self.page(h, kind, code, 1, ctx, fresh=True)
+                    totals[code], items[:] = first.total, list(first.items)
+                    continue
                 if not more.items:
                     break  # the site promised more than it gave: stop rather than loop
                 items.extend(more.items)

@@ -15,7 +15,7 @@ from test_citegraph import remember, run
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext
 from cnki_mcp.operations import OperationStatus
-from cnki_mcp.parse.citations import CitationItem, CitationListPage
+from cnki_mcp.parse.citations import CitationItem, CitationListPage, CitationType
 from cnki_mcp.pipeline.citations import CitationListInput, citation_list
 from cnki_mcp.pipeline.citegraph import GraphInput, PathInput, _input_of, citation_graph, find_citation_path
 from cnki_mcp.sim.corpus import Corpus, SimRecord
@@ -178,3 +178,27 @@ async def test_paging_a_list_cnki_answers_short_ends_and_says_so(clock: FakeCloc
     # the journals' first page (10), then the theses (4); CNKI's total said 35
     assert windows == [(0, 10, 10), (10, THESES, None)]
     assert result["total"] == JOURNALS + THESES and result["warnings"]
+
+
+async def test_a_list_grown_since_its_first_page_was_stored_is_read_again_not_mixed(
+    clock: FakeClock, store: Store
+) -> None:
+    """A new citing paper (listed first: newest) shifts every entry: the stored first page and a
+    fresh second page would repeat one entry and miss the new one, under the old total."""
+    site = CorpusBackend(hub())
+    seed = remember(store, site.corpus, "s")
+    jobs = JobManager(clock, MemorySink())
+
+    def journals(limit: int) -> Any:
+        async def runner(ctx: OperationContext) -> Any:
+            inp = CitationListInput(paper=seed, types=[CitationType.JOURNAL], limit=limit)
+            return await citation_list(store, site, clock, inp, "citations", ctx)
+
+        return runner
+
+    await run(clock, jobs, journals(10))  # the first page is stored
+    site.corpus.add_record({"id": "new", "type": "期刊", "title": "新近引证", "year": 2026, "references": ["s"]})
+    result = (await run(clock, jobs, journals(50))).result
+    titles = [i["title"] for i in result["items"]]
+    assert len(titles) == len(set(titles)) == result["total"] == JOURNALS + 1
+    assert titles[0] == "新近引证"
