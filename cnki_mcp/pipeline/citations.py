@@ -33,6 +33,9 @@ from cnki_mcp.site.backend import CitationBackend, GridRequest
 from cnki_mcp.store import Store
 
 MAX_LIMIT = 50
+# The farthest offset a call accepts. A paper may be cited thousands of times; a page of 10 costs
+# one request (the stored ones none), so any entry is reachable by calling again.
+MAX_OFFSET = 100_000
 
 
 @dataclass
@@ -257,7 +260,7 @@ class CitationListInput(BaseModel):
 
     paper: str = Field(min_length=1, max_length=200)
     types: list[CitationType] | None = None
-    offset: int = Field(default=0, ge=0, le=1000)
+    offset: int = Field(default=0, ge=0, le=MAX_OFFSET)
     limit: int = Field(default=20, ge=1, le=MAX_LIMIT)
 
 
@@ -327,6 +330,9 @@ async def citation_list(
     warnings = []
     if exhausted and len(got.items) < got.total:
         warnings.append(f"知网只给出了 {len(got.items)} 条，少于它报的总数 {got.total}：其余条目读不到")
+    beyond = end > MAX_OFFSET and end < got.total
+    if beyond:
+        warnings.append(f"offset 最大 {MAX_OFFSET}：其后的 {got.total - end} 条无法分页读取")
     return CitationListResult(
         paper={"title": h.title, "filename": h.item.filename if h.item else h.key, "record_ref": h.record_ref},
         kind=kind,
@@ -335,7 +341,7 @@ async def citation_list(
         counts=got.counts,
         offset=inp.offset,
         items=[entry_of(i, origins) for i in window],
-        next_offset=end if end < got.total and not exhausted else None,
+        next_offset=end if end < got.total and not exhausted and not beyond else None,
         warnings=warnings,
         requests=reader.requests,
         pages_from_store=reader.pages_from_store,

@@ -12,7 +12,7 @@ from pydantic import Field
 from cnki_mcp.errors import CnkiError
 from cnki_mcp.jobs import OperationKind
 from cnki_mcp.parse.citations import CitationType
-from cnki_mcp.pipeline.citations import CitationListInput, CitationListResult, citation_list
+from cnki_mcp.pipeline.citations import MAX_OFFSET, CitationListInput, CitationListResult, citation_list
 from cnki_mcp.pipeline.citegraph import (
     Deliver,
     GraphInput,
@@ -181,7 +181,7 @@ def _register_list(server: CnkiServer, name: str, title: str, kind: Any, descrip
         ctx: Context[Any, Any],
         paper: Annotated[str, Field(min_length=1, max_length=200)],
         types: TypesArg = None,
-        offset: Annotated[int, Field(ge=0, le=1000)] = 0,
+        offset: Annotated[int, Field(ge=0, le=MAX_OFFSET)] = 0,
         limit: Annotated[int, Field(ge=1, le=50)] = 20,
         on_verification: Verification = "ask",
     ) -> CitationListOperation:

@@ -202,3 +202,27 @@ async def test_a_list_grown_since_its_first_page_was_stored_is_read_again_not_mi
     titles = [i["title"] for i in result["items"]]
     assert len(titles) == len(set(titles)) == result["total"] == JOURNALS + 1
     assert titles[0] == "新近引证"
+
+
+async def test_a_list_of_more_than_a_thousand_is_paged_to_its_end(clock: FakeClock, store: Store) -> None:
+    """next_offset always names an offset the tool accepts: a paper cited by 1,100 is read to its
+    last entry (the offset cap of 1,000 refused the next_offset the call before gave)."""
+    many = 1100
+    citers = [SimRecord(id=f"m{i:04d}", title=f"引证{i}", type="期刊", references=("s",)) for i in range(many)]
+    site = CorpusBackend(Corpus(records=[SimRecord(id="s", title="被引上千次的文章", type="期刊"), *citers],
+                                journals=[]))  # fmt: skip
+    seed = remember(store, site.corpus, "s")
+    jobs = JobManager(clock, MemorySink())
+    offset: int | None = 1000
+    seen: list[str] = []
+    while offset is not None:
+
+        async def runner(ctx: OperationContext, at: int = offset) -> Any:
+            inp = CitationListInput(paper=seed, offset=at, limit=50)
+            return await citation_list(store, site, clock, inp, "citations", ctx)
+
+        record = await run(clock, jobs, runner, max_requests=500)
+        assert record.status is OperationStatus.COMPLETED, record.errors
+        seen += [i["title"] for i in record.result["items"]]
+        offset = record.result["next_offset"]
+    assert len(seen) == many - 1000 and seen[-1] == f"引证{many - 1}"
