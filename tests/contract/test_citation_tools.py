@@ -13,8 +13,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client
 
+from cnki_mcp.jobs import OperationKind
+from cnki_mcp.operations import DEFAULT_BUDGETS
 from cnki_mcp.parse.citations import CitationItem
 from cnki_mcp.server.app import build_server
 from cnki_mcp.services import Services
@@ -122,3 +125,22 @@ async def test_a_partial_graph_writes_its_file_when_continue_finishes_it(tmp_pat
     assert done["status"] == "completed" and done["result"]["path"] == str(tmp_path / "data" / "exports" / "g.json")
     written = json.loads((tmp_path / "data" / "exports" / "g.json").read_text(encoding="utf-8"))
     assert len(written["nodes"]) == done["result"]["node_count"] == 26
+
+
+async def test_a_list_longer_than_the_budget_is_read_by_calling_again_as_next_step_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small = DEFAULT_BUDGETS[OperationKind.CITATIONS].model_copy(update={"max_requests": 5})
+    monkeypatch.setitem(DEFAULT_BUDGETS, OperationKind.CITATIONS, small)
+    backend = CorpusBackend()
+    services = _open(tmp_path, backend)
+    args = {"paper": backend.corpus.by_id[LONG].native_filename, "offset": 10, "limit": 10}
+    async with Client(build_server(lambda: services)) as client:
+        calls = [(await client.call_tool("get_citing", args)).structured_content]
+        assert calls[0]["status"] == "partial" and calls[0]["errors"][0]["code"] == "BUDGET_EXHAUSTED"
+        assert "get_citing" in (calls[0]["next_step"] or "")  # no checkpoint: not `continue`
+        while calls[-1]["status"] == "partial" and len(calls) < 5:
+            calls.append((await client.call_tool("get_citing", args)).structured_content)
+    done = calls[-1]
+    assert done["status"] == "completed" and done["result"]["total"] == 25 and len(done["result"]["items"]) == 10
+    assert max(Counter(backend.citation_calls).values()) == 1  # each call went on where the last stopped
