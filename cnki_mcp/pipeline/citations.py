@@ -9,8 +9,9 @@ detail page is visited for them."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +34,7 @@ from cnki_mcp.site.backend import CitationBackend, GridRequest
 from cnki_mcp.store import Store
 
 MAX_LIMIT = 50
+T = TypeVar("T")
 # The farthest offset a call accepts. A paper may be cited thousands of times; a page of 10 costs
 # one request (the stored ones none), so any entry is reachable by calling again.
 MAX_OFFSET = 100_000
@@ -125,16 +127,33 @@ class CitationReader:
         if cached is not None:
             self.pages_from_store += 1
             return cached
-        try:
-            counts = await self.backend.citation_metrics(self._url(h), op=ctx)
-        except LocatorExpired:
-            self.requests += 1  # the refused request was made (and charged) too
-            if not await self._relocate(h, ctx):
-                raise
-            counts = await self.backend.citation_metrics(self._url(h), op=ctx)
-        self.requests += 1
+        counts = await self._ask(h, ctx, lambda url: self.backend.citation_metrics(url, op=ctx))
         self.store.save_citation_metrics(h.key, counts, self.clock.now())
         return counts
+
+    async def _ask(self, h: PaperHandle, ctx: OperationContext, request: Callable[[str], Awaitable[T]]) -> T:
+        """One API request with the paper's link; a link refused (or none at all) is looked up
+        by title once, then asked again. `requests` counts the requests made, the refused one
+        included, none for a paper that had no link to ask with."""
+        try:
+            url = self._url(h)
+        except LocatorExpired:
+            url = None
+        if url is not None:
+            try:
+                answer = await request(url)
+            except LocatorExpired:
+                self.requests += 1  # the refused request was made (and charged) too
+                if not await self._relocate(h, ctx):
+                    raise
+            else:
+                self.requests += 1
+                return answer
+        elif not await self._relocate(h, ctx):
+            raise LocatorExpired("这篇文献没有可用的详情页链接", paper=h.title)
+        answer = await request(self._url(h))
+        self.requests += 1
+        return answer
 
     async def _relocate(self, h: PaperHandle, ctx: OperationContext) -> bool:
         """A dead detail link (the token expired): one exact-title grid request finds the paper's
@@ -173,14 +192,7 @@ class CitationReader:
         if cached is not None:
             self.pages_from_store += 1
             return cached
-        try:
-            page = await self.backend.citation_list(self._url(h), kind, code, start, op=ctx)
-        except LocatorExpired:
-            self.requests += 1  # the refused request was made (and charged) too
-            if not await self._relocate(h, ctx):
-                raise
-            page = await self.backend.citation_list(self._url(h), kind, code, start, op=ctx)
-        self.requests += 1
+        page = await self._ask(h, ctx, lambda url: self.backend.citation_list(url, kind, code, start, op=ctx))
         self.store.save_citation_page(h.key, kind, page, self.clock.now())
         return page
 

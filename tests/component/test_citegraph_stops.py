@@ -8,13 +8,14 @@ from __future__ import annotations
 from typing import Any
 
 from corpus_backend import CorpusBackend, CorpusLinks
-from test_citegraph import remember, run
+from test_citegraph import remember, run, stored
 from test_citegraph_complete import JOURNALS, THESES, graph_runner, hub
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind
 from cnki_mcp.operations import DEFAULT_BUDGETS, OperationStatus
-from cnki_mcp.parse.citations import CitationListPage
+from cnki_mcp.parse.citations import CitationListPage, CitationType
+from cnki_mcp.pipeline.citations import CitationListInput, citation_list
 from cnki_mcp.pipeline.citegraph import GraphInput, PathInput, find_citation_path
 from cnki_mcp.sim.corpus import Corpus, SimRecord
 from cnki_mcp.site.backend import SiteOp
@@ -174,3 +175,20 @@ async def test_a_running_walk_keeps_its_stored_record_current_for_a_crash(clock:
     assert saved.requests >= 18 and saved.progress.done >= 2 and "已展开" in (saved.message or "")
     await jobs.cancel(job.operation_id)
     await clock.run_until_complete(job.finish())
+
+
+async def test_a_paper_without_a_link_counts_only_the_requests_made(clock: FakeClock, store: Store) -> None:
+    """A stored paper with no detail link is found by its title first: no refused request was
+    made for it, so none is counted in the result's `requests`."""
+    site = CorpusBackend()
+    rec = site.corpus.by_id["r0306"]
+    paper = stored(store, rec, None)
+
+    async def runner(ctx: OperationContext) -> Any:
+        inp = CitationListInput(paper=paper.record_ref, types=[CitationType.JOURNAL], limit=5)
+        return await citation_list(store, site, clock, inp, "citations", ctx)
+
+    record = await run(clock, JobManager(clock, MemorySink()), runner)
+    assert record.status is OperationStatus.COMPLETED, record.errors
+    # the title lookup, the counts, the journal list's first page
+    assert record.result["requests"] == record.requests == 3 and site.requests["grid"] == 1
