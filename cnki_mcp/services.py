@@ -15,6 +15,7 @@ from typing import Any
 
 from cnki_mcp.clock import Clock, SystemClock
 from cnki_mcp.jobs import JobManager, StoreSink
+from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.models import HeaderIdentity
 from cnki_mcp.session_identity import IdentityMemory, ObservedIdentity
 from cnki_mcp.settings import Settings
@@ -104,6 +105,9 @@ class Services:
         self._reading: Any = None
         self._downloader: Any = None
         self._closed = False
+        # one citation-API request per list page and per paper's counts at a time among this
+        # server's operations (pipeline/citations.py CitationReader); another server has its own
+        self.citation_flights = KeyedLocks()
 
     # --- building ---------------------------------------------------------------------
 

@@ -9,8 +9,9 @@ detail page is visited for them."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +34,10 @@ from cnki_mcp.site.backend import CitationBackend, GridRequest
 from cnki_mcp.store import Store
 
 MAX_LIMIT = 50
+T = TypeVar("T")
+# The farthest offset a call accepts. A paper may be cited thousands of times; a page of 10 costs
+# one request (the stored ones none), so any entry is reachable by calling again.
+MAX_OFFSET = 100_000
 
 
 @dataclass
@@ -94,26 +99,27 @@ class Collected:
     counts: dict[str, int] = field(default_factory=dict)  # the six counts (quotations/metrics)
 
 
-# One request per list page (and per paper's counts) at a time in the process: operations that
-# need the same page at once (two clients asking for one paper's references, two graphs sharing
-# a node) wait for the one asking, then take its answer from the store.
-IN_FLIGHT = KeyedLocks()
-
-
 @dataclass
 class CitationReader:
-    """Reads list pages store-first; counts the requests it made and the pages the store gave."""
+    """Reads list pages store-first; counts the requests it made and the pages the store gave.
+
+    `flights`: one request per list page (and per paper's counts) at a time among the readers
+    sharing it. The server gives every operation its one map (`Services.citation_flights`), so
+    operations that need the same page at once (two clients asking for one paper's references,
+    two graphs sharing a node) wait for the one asking, then take its answer from the store; a
+    reader of another server (another store, another event loop) never waits for them."""
 
     store: Store
     backend: CitationBackend
     clock: Clock
+    flights: KeyedLocks = field(default_factory=KeyedLocks)
     pages_from_store: int = 0
     requests: int = 0
     dead: set[str] = field(default_factory=set)  # papers whose link the API refused in this run
     relocated: set[str] = field(default_factory=set)  # papers looked up by title in this run
 
     async def metrics(self, h: PaperHandle, ctx: OperationContext) -> dict[str, int]:
-        async with IN_FLIGHT.hold(f"metrics|{h.key}"):
+        async with self.flights.hold(f"metrics|{h.key}"):
             return await self._metrics(h, ctx)
 
     async def _metrics(self, h: PaperHandle, ctx: OperationContext) -> dict[str, int]:
@@ -121,16 +127,33 @@ class CitationReader:
         if cached is not None:
             self.pages_from_store += 1
             return cached
-        try:
-            counts = await self.backend.citation_metrics(self._url(h), op=ctx)
-        except LocatorExpired:
-            self.requests += 1  # the refused request was made (and charged) too
-            if not await self._relocate(h, ctx):
-                raise
-            counts = await self.backend.citation_metrics(self._url(h), op=ctx)
-        self.requests += 1
+        counts = await self._ask(h, ctx, lambda url: self.backend.citation_metrics(url, op=ctx))
         self.store.save_citation_metrics(h.key, counts, self.clock.now())
         return counts
+
+    async def _ask(self, h: PaperHandle, ctx: OperationContext, request: Callable[[str], Awaitable[T]]) -> T:
+        """One API request with the paper's link; a link refused (or none at all) is looked up
+        by title once, then asked again. `requests` counts the requests made, the refused one
+        included, none for a paper that had no link to ask with."""
+        try:
+            url = self._url(h)
+        except LocatorExpired:
+            url = None
+        if url is not None:
+            try:
+                answer = await request(url)
+            except LocatorExpired:
+                self.requests += 1  # the refused request was made (and charged) too
+                if not await self._relocate(h, ctx):
+                    raise
+            else:
+                self.requests += 1
+                return answer
+        elif not await self._relocate(h, ctx):
+            raise LocatorExpired("这篇文献没有可用的详情页链接", paper=h.title)
+        answer = await request(self._url(h))
+        self.requests += 1
+        return answer
 
     async def _relocate(self, h: PaperHandle, ctx: OperationContext) -> bool:
         """A dead detail link (the token expired): one exact-title grid request finds the paper's
@@ -155,25 +178,34 @@ class CitationReader:
                 self.store.save_citation_node(h.item, self.clock.now())
         return True
 
-    async def page(self, h: PaperHandle, kind: str, code: str, start: int, ctx: OperationContext) -> CitationListPage:
-        async with IN_FLIGHT.hold(f"page|{h.key}|{kind}|{code}|{start}"):
-            return await self._page(h, kind, code, start, ctx)
+    async def page(
+        self, h: PaperHandle, kind: str, code: str, start: int, ctx: OperationContext, *, fresh: bool = False
+    ) -> CitationListPage:
+        """One list page: from the store unless `fresh` (the stored one is known to be stale)."""
+        async with self.flights.hold(f"page|{h.key}|{kind}|{code}|{start}"):
+            return await self._page(h, kind, code, start, ctx, fresh)
 
-    async def _page(self, h: PaperHandle, kind: str, code: str, start: int, ctx: OperationContext) -> CitationListPage:
-        cached = self.store.citation_page(h.key, kind, code, start, self.clock.now())
+    async def _page(
+        self, h: PaperHandle, kind: str, code: str, start: int, ctx: OperationContext, fresh: bool
+    ) -> CitationListPage:
+        cached = None if fresh else self.store.citation_page(h.key, kind, code, start, self.clock.now())
         if cached is not None:
             self.pages_from_store += 1
             return cached
-        try:
-            page = await self.backend.citation_list(self._url(h), kind, code, start, op=ctx)
-        except LocatorExpired:
-            self.requests += 1  # the refused request was made (and charged) too
-            if not await self._relocate(h, ctx):
-                raise
-            page = await self.backend.citation_list(self._url(h), kind, code, start, op=ctx)
-        self.requests += 1
+        page = await self._ask(h, ctx, lambda url: self.backend.citation_list(url, kind, code, start, op=ctx))
         self.store.save_citation_page(h.key, kind, page, self.clock.now())
         return page
+
+    def _latest_link(self, h: PaperHandle) -> None:
+        """A list entry's link as last seen: the stored node is rewritten by every page naming
+        the paper and by a title lookup that found its new link, while the entry may come from
+        an older stored page (a `continue`, another walk) that still holds a dead one."""
+        if h.record_ref is not None or h.item is None:
+            return  # a stored paper's link is the paper's own (renewed on the paper by _relocate)
+        node = self.store.citation_node(h.key)
+        if node is not None and node.detail_url and node.detail_url != h.detail_url:
+            h.detail_url = node.detail_url
+            h.item = h.item.model_copy(update={"detail_url": node.detail_url})
 
     def _url(self, h: PaperHandle) -> str:
         if not h.detail_url or h.key in self.dead:
@@ -185,6 +217,7 @@ class CitationReader:
     ) -> Collected:
         """The first `limit` items of the merged list (databases in the page's order); every
         item with `limit` None. `complete` says the items returned are the whole list."""
+        self._latest_link(h)
         try:
             counts = await self.metrics(h, ctx)
         except LocatorExpired:
@@ -201,8 +234,17 @@ class CitationReader:
         before = 0
         for code in by_code:
             items = by_code[code]
+            fresh = False
             while len(items) < totals[code] and (limit is None or before + len(items) < limit):
-                more = await self.page(h, kind, code, len(items) + 1, ctx)
+                more = await self.page(h, kind, code, len(items) + 1, ctx, fresh=fresh)
+                if more.total != totals[code] and not fresh:
+                    # The list changed between two of its pages (one kept from an earlier read:
+                    # a new citing paper shifts every entry by one). Pages of two states would
+                    # repeat an entry and miss another: read it again from its first page.
+                    fresh = True
+                    first = await self.page(h, kind, code, 1, ctx, fresh=True)
+                    totals[code], items[:] = first.total, list(first.items)
+                    continue
                 if not more.items:
                     break  # the site promised more than it gave: stop rather than loop
                 items.extend(more.items)
@@ -230,7 +272,7 @@ class CitationListInput(BaseModel):
 
     paper: str = Field(min_length=1, max_length=200)
     types: list[CitationType] | None = None
-    offset: int = Field(default=0, ge=0, le=1000)
+    offset: int = Field(default=0, ge=0, le=MAX_OFFSET)
     limit: int = Field(default=20, ge=1, le=MAX_LIMIT)
 
 
@@ -260,6 +302,7 @@ class CitationListResult(BaseModel):
     offset: int
     items: list[CitationEntry] = Field(default_factory=list)
     next_offset: int | None = None
+    warnings: list[str] = Field(default_factory=list, description="知网给出的条目少于其总数时说明")
     requests: int = 0
     pages_from_store: int = 0
 
@@ -285,13 +328,23 @@ async def citation_list(
     kind: Literal["references", "citations"],
     ctx: OperationContext,
     origins: tuple[str, ...] = (),
+    flights: KeyedLocks | None = None,
 ) -> CitationListResult:
     h = resolve_paper(store, inp.paper)
-    reader = CitationReader(store, backend, clock)
+    reader = CitationReader(store, backend, clock, KeyedLocks() if flights is None else flights)
     ctx.set_stage("citations", f"读取《{h.title[:40]}》的{'参考文献' if kind == 'references' else '引证文献'}")
     got = await reader.collect(h, CitationKind(kind).value, inp.types, inp.offset + inp.limit, ctx)
     window = got.items[inp.offset : inp.offset + inp.limit]
     end = inp.offset + len(window)
+    # fewer items than asked for: every list was read to its end, and what CNKI gave is all there
+    # is, even when its totals promised more (a later page answered empty): no further page exists
+    exhausted = len(got.items) < inp.offset + inp.limit
+    warnings = []
+    if exhausted and len(got.items) < got.total:
+        warnings.append(f"知网只给出了 {len(got.items)} 条，少于它报的总数 {got.total}：其余条目读不到")
+    beyond = end > MAX_OFFSET and end < got.total
+    if beyond:
+        warnings.append(f"offset 最大 {MAX_OFFSET}：其后的 {got.total - end} 条无法分页读取")
     return CitationListResult(
         paper={"title": h.title, "filename": h.item.filename if h.item else h.key, "record_ref": h.record_ref},
         kind=kind,
@@ -300,7 +353,8 @@ async def citation_list(
         counts=got.counts,
         offset=inp.offset,
         items=[entry_of(i, origins) for i in window],
-        next_offset=end if end < got.total else None,
+        next_offset=end if end < got.total and not exhausted and not beyond else None,
+        warnings=warnings,
         requests=reader.requests,
         pages_from_store=reader.pages_from_store,
     )

@@ -8,7 +8,9 @@ detail page is visited: lists are read with the detail link a list entry (or the
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import BudgetExhausted, CnkiError
 from cnki_mcp.jobs import OperationContext
+from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.parse.citations import CitationItem, CitationType
 from cnki_mcp.pipeline.citations import CitationReader, PaperHandle, handle_of, resolve_paper
 from cnki_mcp.pipeline.enrich import is_fatal
@@ -28,6 +31,7 @@ Direction = Literal["references", "citing", "both"]
 MAX_NODES_DEFAULT = 100
 MAX_NODES_LIMIT = 500
 PATH_MAX_NODES = 5000
+MAX_INLINE_BYTES = 512 * 1024  # contract: a result over 512 KB gives its graph only as a file
 ListKind = Literal["references", "citations"]
 _KINDS: dict[str, tuple[ListKind, ...]] = {
     "references": ("references",),
@@ -45,6 +49,7 @@ class GraphInput(BaseModel):
     max_nodes: int = Field(default=MAX_NODES_DEFAULT, ge=2, le=MAX_NODES_LIMIT)
     types: list[CitationType] | None = None
     format: ExportFormat = "json"
+    filename: str | None = Field(default=None, max_length=200)  # the export file (server: data/exports/)
 
 
 class ShortList(BaseModel):
@@ -65,6 +70,10 @@ class GraphResult(BaseModel):
     graph: CitationGraph
     format: ExportFormat
     export: str | None = None  # GraphML or Mermaid text (format json: the graph itself)
+    node_count: int = Field(0, description="节点总数（omitted 时 graph 只列起点与同被引、耦合对中的节点）")
+    edge_count: int = Field(0, description="边总数")
+    omitted: bool = Field(False, description="节点与边未全部内联：已写入 path 的文件，或结果超过 512 KB（给 filename）")
+    path: str | None = Field(None, description="写出的文件（指定 filename 且遍历结束时）")
     complete: bool = Field(
         description="深度内没有遗漏：预算、错误、max_nodes 或知网少给的列表都会使其为 false"
     )
@@ -113,8 +122,8 @@ class _Walk:
     """Breadth-first expansion from seeds; nodes keyed by file name (or title for free text)."""
 
     def __init__(self, reader: CitationReader, ctx: OperationContext, *, kinds: tuple[ListKind, ...],
-                 depth: int, max_nodes: int, types: list[CitationType] | None) -> None:  # fmt: skip
-        self.reader, self.ctx, self.kinds = reader, ctx, kinds
+                 depth: int, max_nodes: int, types: list[CitationType] | None, label: str) -> None:  # fmt: skip
+        self.reader, self.ctx, self.kinds, self.label = reader, ctx, kinds, label
         self.depth, self.max_nodes, self.types = depth, max_nodes, types
         self.nodes: dict[str, GraphNode] = {}
         self.left_out: set[str] = set()  # papers within the depth max_nodes kept out
@@ -124,6 +133,8 @@ class _Walk:
         self.parent: dict[str, tuple[str, str]] = {}  # key -> (previous key, relation)
         self.edges: dict[tuple[str, str], None] = {}
         self.queue: deque[str] = deque()
+        self.expandable = 0  # nodes within the depth that have a link: the progress total
+        self.done = 0  # nodes expanded
 
     def add(self, h: PaperHandle, depth: int, *, seed: bool = False) -> bool:
         if h.key in self.nodes:
@@ -140,6 +151,8 @@ class _Walk:
         )  # fmt: skip
         self.handles[h.key] = h
         self.queue.append(h.key)
+        if depth < self.depth and h.detail_url:
+            self.expandable += 1
         return True
 
     async def run(self, stop_at: str | None = None) -> bool:
@@ -170,7 +183,13 @@ class _Walk:
                         node.expanded = True
                         return True
             node.expanded = True
-            self.ctx.progress(self.expanded, len(self.nodes), "篇")
+            self.done += 1
+            # done of total: the papers expanded of those the walk will expand (the nodes at the
+            # depth limit are never expanded, so counting them the total would never be reached)
+            self.ctx.progress(self.done, self.expandable, "篇")
+            # the stage is stored: after a crash the interrupted record still has the requests
+            # spent (so `continue` keeps to the budget) and how far the walk came
+            self.ctx.set_stage("citations", f"{self.label}：已展开 {self.done}/{self.expandable} 篇")
         return True
 
     def _link(self, key: str, item: CitationItem, kind: str, depth: int) -> bool:
@@ -185,8 +204,12 @@ class _Walk:
         return new
 
     def warnings(self) -> list[str]:
-        """What beside the budget and `max_nodes` left papers out: short lists, failed lists."""
+        """What beside `max_nodes` left papers out: papers not expanded (the budget ran out, the
+        operation was cancelled or stopped), short lists, failed lists."""
         out: list[str] = []
+        if self.pending:
+            out.append(f"{self.pending} 篇文献尚未展开（预算用完或任务被停止）：operation_control continue "
+                       "继续，已取的列表页不再请求")  # fmt: skip
         if self.short:
             out.append(f"{len(self.short)} 个列表知网给出的条目少于其总数（见 short_lists），其余条目未纳入")
         if self.failed:
@@ -210,6 +233,31 @@ class _Walk:
                              co_citation=co_citation(ids), coupling=coupling(ids))  # fmt: skip
 
 
+# What the server does with a result before it is answered: `(result, finished)` -> result; it
+# writes the export file (`filename`) once the walk has finished. Pure callers pass none.
+Deliver = Callable[[GraphResult, bool], GraphResult]
+
+
+def fit_inline(result: GraphResult, fmt: ExportFormat) -> GraphResult:
+    """The result as answered: the whole graph inline while it stays under 512 KB and no file
+    holds it; else the counts, the pairs and the nodes they name (and the seeds), with a warning
+    naming `filename` (the lists read stay stored: a new call costs nothing)."""
+    graph = result.graph
+    counted = result.model_copy(update={"node_count": len(graph.nodes), "edge_count": len(graph.edges)})
+    if result.path is None and len(counted.model_dump_json().encode("utf-8")) <= MAX_INLINE_BYTES:
+        return counted
+    named = {p.a for p in graph.co_citation + graph.coupling} | {p.b for p in graph.co_citation + graph.coupling}
+    kept = [n for n in graph.nodes if n.seed or n.id in named]
+    warnings = list(result.warnings)
+    if result.path is None:
+        warnings.append(f"结果超过 512 KB，{len(graph.nodes)} 个节点与 {len(graph.edges)} 条边未内联：给 filename "
+                        f"把 {fmt} 写到 data/exports/ 重新调用（已取的列表页不再请求）")  # fmt: skip
+    return counted.model_copy(update={
+        "graph": CitationGraph(nodes=kept, edges=[], co_citation=graph.co_citation, coupling=graph.coupling),
+        "export": None, "omitted": True, "warnings": warnings,
+    })  # fmt: skip
+
+
 def _input_of(ctx: OperationContext, inp: BaseModel | None, cls: type[Any], tool: str) -> Any:
     """The input of a fresh start, or the one the checkpoint kept (a `continue`)."""
     resumed = ctx.resume_from
@@ -223,15 +271,16 @@ def _input_of(ctx: OperationContext, inp: BaseModel | None, cls: type[Any], tool
 
 
 async def citation_graph(
-    store: Store, backend: CitationBackend, clock: Clock, inp: GraphInput | None, ctx: OperationContext
+    store: Store, backend: CitationBackend, clock: Clock, inp: GraphInput | None, ctx: OperationContext,
+    flights: KeyedLocks | None = None, deliver: Deliver | None = None,
 ) -> GraphResult:
     inp = _input_of(ctx, inp, GraphInput, "citation_graph")
     assert inp is not None
     ctx.checkpoint({"tool": "citation_graph", "input": inp.model_dump(mode="json")})
     seeds = [resolve_paper(store, s) for s in dict.fromkeys(inp.seeds)]
-    reader = CitationReader(store, backend, clock)
+    reader = CitationReader(store, backend, clock, KeyedLocks() if flights is None else flights)
     walk = _Walk(reader, ctx, kinds=_KINDS[inp.direction], depth=inp.depth, max_nodes=inp.max_nodes,
-                 types=inp.types)  # fmt: skip
+                 types=inp.types, label="引文网络")  # fmt: skip
     for h in seeds:
         walk.add(h, 0, seed=True)
     ctx.set_stage("citations", f"引文网络：{len(seeds)} 篇起点，深度 {inp.depth}")
@@ -242,33 +291,36 @@ async def citation_graph(
         if walk.left_out:
             warnings.insert(0, f"节点数已达 max_nodes={inp.max_nodes}，深度内另有 {len(walk.left_out)} 篇未纳入；"
                                f"提高 max_nodes（最多 {MAX_NODES_LIMIT}）重新调用，已取的列表页不再请求")  # fmt: skip
-        return GraphResult(
+        full = GraphResult(
             graph=graph, format=inp.format, complete=complete and walk.pending == 0 and not warnings,
             export=None if inp.format == "json" else export(graph, inp.format),
             expanded=walk.expanded, pending=walk.pending, max_nodes_reached=bool(walk.left_out),
             left_out=len(walk.left_out), short_lists=walk.short, warnings=warnings,
             requests=reader.requests, pages_from_store=reader.pages_from_store,
         )  # fmt: skip
+        return fit_inline(full if deliver is None else deliver(full, complete), inp.format)
 
     try:
         await walk.run()
-    except CnkiError:
+    except (CnkiError, asyncio.CancelledError):
+        # a budget, an error, the active-time deadline or a cancel: the graph read so far
         ctx.set_result(result(False))
         raise
     return result(True)
 
 
 async def find_citation_path(
-    store: Store, backend: CitationBackend, clock: Clock, inp: PathInput | None, ctx: OperationContext
+    store: Store, backend: CitationBackend, clock: Clock, inp: PathInput | None, ctx: OperationContext,
+    flights: KeyedLocks | None = None,
 ) -> PathResult:
     inp = _input_of(ctx, inp, PathInput, "find_citation_path")
     assert inp is not None
     ctx.checkpoint({"tool": "find_citation_path", "input": inp.model_dump(mode="json")})
     source = resolve_paper(store, inp.source)
     target = resolve_paper(store, inp.target)
-    reader = CitationReader(store, backend, clock)
+    reader = CitationReader(store, backend, clock, KeyedLocks() if flights is None else flights)
     walk = _Walk(reader, ctx, kinds=_KINDS[inp.direction], depth=inp.max_depth, max_nodes=PATH_MAX_NODES,
-                 types=None)  # fmt: skip
+                 types=None, label="寻找引文路径")  # fmt: skip
     walk.add(source, 0, seed=True)
     ctx.set_stage("citations", f"寻找引文路径（最多 {inp.max_depth} 步）")
 
@@ -295,7 +347,7 @@ async def find_citation_path(
         return result(True)
     try:
         await walk.run(stop_at=target.key)
-    except CnkiError:
-        ctx.set_result(result(False))
+    except (CnkiError, asyncio.CancelledError):
+        ctx.set_result(result(False))  # what was searched so far and why it is not complete
         raise
     return result(True)

@@ -144,6 +144,7 @@ DENIED_STEP = (
     "知网拒绝了这篇（无权限或余额不足）：用 session_status(refresh=true) 查看当前身份；"
     "有权限的个人或机构账号用 login 登录后再用相同参数调用 {tool}"
 )
+LIST_AGAIN_STEP = "用相同参数再调用 get_references / get_citing：已读的列表页存在本地不再请求，从停下处接着读"
 UNCERTAIN_DOWNLOAD_STEP = "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
 
 
@@ -161,7 +162,8 @@ def default_next_step(
     and (a download) the saved file's format: the same advice whether the record comes back
     inside the tool call or later through operation_status. Only an operation `operation_control`
     can continue (a kind in `jobs.CONTINUABLE` with a checkpoint: a search, a citation graph or
-    path, not get_references / get_citing) is told to; read_pdf_text reads PDFs only, so a CAJ
+    path, not get_references / get_citing: those are told to call again, their pages being stored)
+    is told to; read_pdf_text reads PDFs only, so a CAJ
     download gets no advice. A page skipped because CNKI asked for a login (`login_skipped`): log
     in first, then the same call again."""
     if status == "skipped" and login_skipped:
@@ -176,6 +178,10 @@ def default_next_step(
         return f"operation_status(operation_id={op}, wait_seconds=50)"
     if status in ("partial", "interrupted") and checkpoint and kind in {k.value for k in CONTINUABLE}:
         return f"operation_control(action='continue', operation_id={op}) 从检查点继续（已取得的不再请求）"
+    if status == "partial" and kind == "citations" and "BUDGET_EXHAUSTED" in codes:
+        # get_references / get_citing keep no checkpoint: every list page read is stored, so the
+        # same call goes on from where this one stopped
+        return LIST_AGAIN_STEP
     if "IDENTITY_AMBIGUOUS" in codes:
         return AMBIGUOUS_STEP
     if "DOCUMENT_NOT_FOUND" in codes and kind in ("metadata", "export"):  # a title CNKI's exact search missed

@@ -9,10 +9,12 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from cnki_mcp.errors import CnkiError
 from cnki_mcp.jobs import OperationKind
 from cnki_mcp.parse.citations import CitationType
-from cnki_mcp.pipeline.citations import CitationListInput, CitationListResult, citation_list
+from cnki_mcp.pipeline.citations import MAX_OFFSET, CitationListInput, CitationListResult, citation_list
 from cnki_mcp.pipeline.citegraph import (
+    Deliver,
     GraphInput,
     GraphResult,
     PathInput,
@@ -20,15 +22,19 @@ from cnki_mcp.pipeline.citegraph import (
     citation_graph,
     find_citation_path,
 )
+from cnki_mcp.pipeline.graph_export import ExportFormat, export
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import OperationView
 from cnki_mcp.server.progress import start_operation, typed_view
+from cnki_mcp.server.tools_cite import ensure_free, export_file_name, save_export
 from cnki_mcp.server.tools_read import budget_of
 
 LIST_DESCRIPTION = """{what}（知网引文接口，每页 10 条一次请求；读过的页存本地，再查不花请求）。paper：record_ref 或引文列表里的 filename。types 过滤 journal thesis conference foreign book other；offset/limit 分页，next_offset 为下一页。"""
 GRAPH_DESCRIPTION = """从 seeds（record_ref 或 filename）广度优先建引文网络，每个列表取全部条目。预算用完为 partial，可 operation_control continue（已取的页不再请求）。返回节点、边（引用方→被引方）、同被引与耦合计数；graphml/mermaid 见 export。
+filename：遍历结束时把 format 格式的整张图写到 data/exports/（不覆盖：FILE_EXISTS），结果只列计数与同被引、耦合对（omitted）；不给 filename 而结果超过 512 KB 时同样 omitted，并提示给 filename。
 complete=false 时 warnings 说明缺了什么：max_nodes_reached（left_out 篇未纳入，提高 max_nodes 重新调用）、pending（预算用完未展开）、short_lists、出错的列表。"""
+GRAPH_EXTENSIONS: dict[str, str] = {"json": "json", "graphml": "graphml", "mermaid": "mmd"}
 PATH_DESCRIPTION = """在预算内找两篇文献之间的引文路径（source、target 为 record_ref 或 filename，max_depth ≤ 3），每个列表取全部条目。path 逐篇给出与前一篇的关系：cites 引用前一篇、cited_by 被前一篇引用。found=false 且 complete=false 表示没有查完（预算用完可 continue，原因见 warnings），不能断定没有路径。"""
 
 TypesArg = Annotated[list[CitationType] | None, Field(description="文献类型过滤")]
@@ -52,12 +58,41 @@ def _origins(services: Any) -> tuple[str, ...]:
     return (origin,) if origin else ()
 
 
+def graph_file(services: Any, filename: str | None, fmt: ExportFormat) -> Deliver | None:
+    """With `filename`: the graph's export written to data/exports/ once the walk has finished
+    (a partial walk writes nothing: `continue` finishes it and writes then). A file that
+    appeared meanwhile is left alone and said in `warnings`."""
+    if filename is None:
+        return None
+    data_dir = services.settings.data_dir
+
+    def deliver(result: GraphResult, finished: bool) -> GraphResult:
+        if not finished:
+            note = f"遍历未结束，{filename} 尚未写出：operation_control continue 完成后写出"
+            return result.model_copy(update={"warnings": [*result.warnings, note]})
+        try:
+            path = save_export(data_dir, filename, export(result.graph, fmt))
+        except CnkiError as exc:
+            return result.model_copy(update={"warnings": [*result.warnings, f"{filename} 未写出：{exc.message}"]})
+        return result.model_copy(update={"path": str(path)})
+
+    return deliver
+
+
 def continue_runner(services: Any, checkpoint: dict[str, Any]) -> Any:
     """The runner that continues a citation walk; the input comes from `ctx.resume_from`."""
-    walk = find_citation_path if checkpoint.get("tool") == "find_citation_path" else citation_graph
+    flights = services.citation_flights
+    if checkpoint.get("tool") == "find_citation_path":
+
+        async def path_runner(op: Any) -> Any:
+            return await find_citation_path(services.store, services.backend, services.clock, None, op, flights)
+
+        return path_runner
+    kept = checkpoint.get("input") or {}
+    deliver = graph_file(services, kept.get("filename"), kept.get("format", "json"))
 
     async def runner(op: Any) -> Any:
-        return await walk(services.store, services.backend, services.clock, None, op)
+        return await citation_graph(services.store, services.backend, services.clock, None, op, flights, deliver)
 
     return runner
 
@@ -84,12 +119,23 @@ def register(server: CnkiServer) -> None:
         format: Literal["json", "graphml", "mermaid"] = "json",
         max_requests: Annotated[int, Field(ge=1, le=2000)] = 200,
         on_verification: Verification = "ask",
+        filename: Annotated[
+            str | None,
+            Field(min_length=1, max_length=200, description="写到 data/exports/ 的文件名，不含路径；不覆盖"),
+        ] = None,
     ) -> GraphOperation:
-        inp = GraphInput(seeds=seeds, direction=direction, depth=depth, max_nodes=max_nodes, format=format)
         services = services_of(ctx)
+        name = None
+        if filename is not None:
+            name = export_file_name(filename, GRAPH_EXTENSIONS[format])
+            ensure_free(services.settings.data_dir, name)  # FILE_EXISTS before any request
+        inp = GraphInput(seeds=seeds, direction=direction, depth=depth, max_nodes=max_nodes, format=format,
+                         filename=name)  # fmt: skip
+        deliver = graph_file(services, name, format)
 
         async def runner(op: Any) -> Any:
-            return await citation_graph(services.store, services.backend, services.clock, inp, op)
+            return await citation_graph(services.store, services.backend, services.clock, inp, op,
+                                        services.citation_flights, deliver)  # fmt: skip
 
         budget = budget_of(OperationKind.CITATIONS, on_verification).model_copy(update={"max_requests": max_requests})
         record = await start_operation(ctx, services.jobs, OperationKind.CITATIONS, runner, budget,
@@ -115,7 +161,8 @@ def register(server: CnkiServer) -> None:
         services = services_of(ctx)
 
         async def runner(op: Any) -> Any:
-            return await find_citation_path(services.store, services.backend, services.clock, inp, op)
+            return await find_citation_path(services.store, services.backend, services.clock, inp, op,
+                                            services.citation_flights)
 
         budget = budget_of(OperationKind.CITATIONS, on_verification).model_copy(update={"max_requests": max_requests})
         record = await start_operation(ctx, services.jobs, OperationKind.CITATIONS, runner, budget,
@@ -134,7 +181,7 @@ def _register_list(server: CnkiServer, name: str, title: str, kind: Any, descrip
         ctx: Context[Any, Any],
         paper: Annotated[str, Field(min_length=1, max_length=200)],
         types: TypesArg = None,
-        offset: Annotated[int, Field(ge=0, le=1000)] = 0,
+        offset: Annotated[int, Field(ge=0, le=MAX_OFFSET)] = 0,
         limit: Annotated[int, Field(ge=1, le=50)] = 20,
         on_verification: Verification = "ask",
     ) -> CitationListOperation:
@@ -143,7 +190,8 @@ def _register_list(server: CnkiServer, name: str, title: str, kind: Any, descrip
 
         async def runner(op: Any) -> Any:
             return await citation_list(
-                services.store, services.backend, services.clock, inp, kind, op, _origins(services)
+                services.store, services.backend, services.clock, inp, kind, op, _origins(services),
+                services.citation_flights,
             )
 
         record = await start_operation(ctx, services.jobs, OperationKind.CITATIONS, runner,

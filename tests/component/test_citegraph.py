@@ -13,6 +13,7 @@ from corpus_backend import CorpusBackend, CorpusLinks
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.identity import Paper
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.models import GridRow, NativeId
 from cnki_mcp.operations import DEFAULT_BUDGETS, OperationStatus
 from cnki_mcp.parse.citations import TYPE_CODES as LIST_TYPES
@@ -285,9 +286,10 @@ async def test_two_clients_asking_for_one_list_at_once_send_each_request_once(cl
     name = remember(store, site.corpus, LONG)
     jobs = JobManager(clock, MemorySink())
     inp = CitationListInput(paper=name, types=[CitationType.JOURNAL], limit=20)
+    flights = KeyedLocks()  # the server's one in-flight map (Services.citation_flights)
 
     async def runner(ctx: OperationContext) -> Any:
-        return await citation_list(store, site, clock, inp, "citations", ctx)
+        return await citation_list(store, site, clock, inp, "citations", ctx, flights=flights)
 
     budget = DEFAULT_BUDGETS[OperationKind.CITATIONS]
     first = jobs.start(OperationKind.CITATIONS, runner, budget)

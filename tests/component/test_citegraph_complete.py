@@ -15,7 +15,8 @@ from test_citegraph import remember, run
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext
 from cnki_mcp.operations import OperationStatus
-from cnki_mcp.parse.citations import CitationItem, CitationListPage
+from cnki_mcp.parse.citations import CitationItem, CitationListPage, CitationType
+from cnki_mcp.pipeline.citations import CitationListInput, citation_list
 from cnki_mcp.pipeline.citegraph import GraphInput, PathInput, _input_of, citation_graph, find_citation_path
 from cnki_mcp.sim.corpus import Corpus, SimRecord
 from cnki_mcp.site.backend import SiteOp
@@ -155,3 +156,73 @@ def test_a_checkpoint_written_with_the_old_per_paper_cap_continues_over_every_en
     ctx = SimpleNamespace(resume_from={"tool": "citation_graph", "input": {"seeds": ["X"], "per_paper": 30}})
     inp = _input_of(ctx, None, GraphInput, "citation_graph")  # type: ignore[arg-type]
     assert inp.seeds == ["X"] and "per_paper" not in inp.model_dump()
+
+
+async def test_paging_a_list_cnki_answers_short_ends_and_says_so(clock: FakeClock, store: Store) -> None:
+    """next_offset never points at a page that cannot be read (a client following it would ask
+    forever for the same empty window)."""
+    site = ShortListBackend(hub())
+    seed = remember(store, site.corpus, "s")
+    jobs = JobManager(clock, MemorySink())
+    windows: list[tuple[int, int, int | None]] = []
+    offset: int | None = 0
+    while offset is not None and len(windows) < 5:
+
+        async def runner(ctx: OperationContext, at: int = offset) -> Any:
+            inp = CitationListInput(paper=seed, offset=at, limit=10)
+            return await citation_list(store, site, clock, inp, "citations", ctx)
+
+        result = (await run(clock, jobs, runner)).result
+        windows.append((offset, len(result["items"]), result["next_offset"]))
+        offset = result["next_offset"]
+    # the journals' first page (10), then the theses (4); CNKI's total said 35
+    assert windows == [(0, 10, 10), (10, THESES, None)]
+    assert result["total"] == JOURNALS + THESES and result["warnings"]
+
+
+async def test_a_list_grown_since_its_first_page_was_stored_is_read_again_not_mixed(
+    clock: FakeClock, store: Store
+) -> None:
+    """A new citing paper (listed first: newest) shifts every entry: the stored first page and a
+    fresh second page would repeat one entry and miss the new one, under the old total."""
+    site = CorpusBackend(hub())
+    seed = remember(store, site.corpus, "s")
+    jobs = JobManager(clock, MemorySink())
+
+    def journals(limit: int) -> Any:
+        async def runner(ctx: OperationContext) -> Any:
+            inp = CitationListInput(paper=seed, types=[CitationType.JOURNAL], limit=limit)
+            return await citation_list(store, site, clock, inp, "citations", ctx)
+
+        return runner
+
+    await run(clock, jobs, journals(10))  # the first page is stored
+    site.corpus.add_record({"id": "new", "type": "期刊", "title": "新近引证", "year": 2026, "references": ["s"]})
+    result = (await run(clock, jobs, journals(50))).result
+    titles = [i["title"] for i in result["items"]]
+    assert len(titles) == len(set(titles)) == result["total"] == JOURNALS + 1
+    assert titles[0] == "新近引证"
+
+
+async def test_a_list_of_more_than_a_thousand_is_paged_to_its_end(clock: FakeClock, store: Store) -> None:
+    """next_offset always names an offset the tool accepts: a paper cited by 1,100 is read to its
+    last entry (the offset cap of 1,000 refused the next_offset the call before gave)."""
+    many = 1100
+    citers = [SimRecord(id=f"m{i:04d}", title=f"引证{i}", type="期刊", references=("s",)) for i in range(many)]
+    site = CorpusBackend(Corpus(records=[SimRecord(id="s", title="被引上千次的文章", type="期刊"), *citers],
+                                journals=[]))  # fmt: skip
+    seed = remember(store, site.corpus, "s")
+    jobs = JobManager(clock, MemorySink())
+    offset: int | None = 1000
+    seen: list[str] = []
+    while offset is not None:
+
+        async def runner(ctx: OperationContext, at: int = offset) -> Any:
+            inp = CitationListInput(paper=seed, offset=at, limit=50)
+            return await citation_list(store, site, clock, inp, "citations", ctx)
+
+        record = await run(clock, jobs, runner, max_requests=500)
+        assert record.status is OperationStatus.COMPLETED, record.errors
+        seen += [i["title"] for i in record.result["items"]]
+        offset = record.result["next_offset"]
+    assert len(seen) == many - 1000 and seen[-1] == f"引证{many - 1}"

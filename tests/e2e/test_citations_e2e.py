@@ -3,15 +3,18 @@ the simulator's citation API. A paper located by get_metadata; its long citing l
 get_citing (one request per list page, a repeated page from the store); a citation graph that runs
 out of its request budget ends partial and `continue` completes it without asking any list page
 twice; the graph exports GraphML; find_citation_path walks it. A paper cited by more than 30
-papers: the graph and the path take every citing paper."""
+papers: the graph and the path take every citing paper. A paper cited by 300 (sim/citation_hub.py):
+its citing list paged to its end, its graph written to a file."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
+from cnki_mcp.sim.citation_hub import HUB_TITLE, hub_records
 from cnki_mcp.sim.server import SimServer
 from tests.e2e.support import StdioServer
 from tests.site_stack import page_form_logged
@@ -137,6 +140,45 @@ async def test_a_graph_and_a_path_take_every_citing_paper_past_the_thirtieth(
         ))  # fmt: skip
         assert path["result"]["found"] is True and path["result"]["complete"] is True
         assert [s["relation"] for s in path["result"]["path"]] == [None, "cites"]
+        assert {k: n for k, n in api_calls(sim).items() if n > 1} == {}  # no list page asked twice
+    finally:
+        for record_id in added:
+            sim.remove_record(record_id)
+
+
+async def test_a_paper_cited_by_hundreds_is_paged_to_its_end_and_its_graph_written_to_a_file(
+    served: StdioServer, sim: SimServer, tmp_path: Path
+) -> None:
+    records = hub_records(citers=300, refs_each=5)
+    added = [sim.add_record(r) for r in records]
+    try:
+        meta = await served.finish(await served.call("get_metadata", {"titles": [HUB_TITLE]}))
+        assert meta["status"] == "completed", meta["errors"]
+        ref = meta["result"]["records"][0]["record_ref"]
+        per_db = Counter(r["db"] for r in records[1:])  # CJFD, CMFD, CDFD: one list each
+        pages_past_first = sum(-(-n // 10) - 1 for n in per_db.values())
+
+        before = len(sim.requests)
+        last = await served.finish(await served.call("get_citing", {"paper": ref, "offset": 290, "limit": 10}))
+        assert last["status"] == "completed", last["errors"]
+        page = last["result"]
+        assert page["total"] == 300 and len(page["items"]) == 10 and page["next_offset"] is None
+        # the counts, the 12 databases' first pages, then every later page of the three lists
+        assert page["requests"] == 1 + 12 + pages_past_first == len(sim.requests) - before
+        again = await served.finish(await served.call("get_citing", {"paper": ref, "offset": 290, "limit": 10}))
+        assert again["result"]["requests"] == 0 and again["result"]["items"] == page["items"]
+
+        args = {"seeds": [ref], "direction": "citing", "max_nodes": 500, "format": "graphml", "filename": "hub"}
+        done = await served.finish(await served.call("citation_graph", args))
+        assert done["status"] == "completed", done["errors"]
+        graph = done["result"]
+        assert graph["requests"] == 0 and graph["complete"] is True  # get_citing stored every page
+        assert (graph["node_count"], graph["edge_count"]) == (301, 300) and graph["omitted"] is True
+        path = Path(graph["path"])
+        assert path == tmp_path / "data" / "exports" / "hub.graphml"
+        root = ET.fromstring(path.read_bytes())
+        ns = {"g": "http://graphml.graphdrawing.org/xmlns"}
+        assert len(root.findall("g:graph/g:node", ns)) == 301 and len(root.findall("g:graph/g:edge", ns)) == 300
         assert {k: n for k, n in api_calls(sim).items() if n > 1} == {}  # no list page asked twice
     finally:
         for record_id in added:

@@ -1,10 +1,12 @@
-"""Citation graph exports (pipeline/graph_export.py) and pair counts (pipeline/graph_model.py)."""
+"""Citation graph exports (pipeline/graph_export.py), pair counts (pipeline/graph_model.py) and the
+result as answered inline (pipeline/citegraph.py `fit_inline`)."""
 
 from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
 
+from cnki_mcp.pipeline.citegraph import MAX_INLINE_BYTES, GraphResult, fit_inline
 from cnki_mcp.pipeline.graph_export import to_graphml, to_json, to_mermaid
 from cnki_mcp.pipeline.graph_model import CitationGraph, GraphNode, co_citation, coupling
 
@@ -52,3 +54,32 @@ def test_json_round_trips() -> None:
     data = json.loads(to_json(graph()))
     assert [n["id"] for n in data["nodes"]] == ["n1", "n2", "n3", "n4"]
     assert data["edges"][0] == {"source": "n1", "target": "n2"} and data["co_citation"][0]["count"] == 2
+
+
+def big_result(nodes: int, per_node: int) -> GraphResult:
+    """A walked graph: `nodes` papers with long titles, each citing the `per_node` before it."""
+    listed = [GraphNode(id=f"n{i}", title="引文网络" * 30 + str(i), depth=0 if i == 1 else 1, seed=i == 1)
+              for i in range(1, nodes + 1)]  # fmt: skip
+    edges = [(f"n{i}", f"n{j}") for i in range(2, nodes + 1) for j in range(max(1, i - per_node), i)]
+    g = CitationGraph(nodes=listed, edges=edges, co_citation=co_citation(edges), coupling=coupling(edges))
+    return GraphResult(graph=g, format="graphml", export=to_graphml(g), complete=True, expanded=nodes,
+                       pending=0, requests=0, pages_from_store=0)  # fmt: skip
+
+
+def test_a_graph_result_over_512_kb_is_answered_as_counts_and_pairs_with_the_way_to_the_file() -> None:
+    big = big_result(500, 40)
+    assert len(big.model_dump_json().encode("utf-8")) > MAX_INLINE_BYTES
+    fitted = fit_inline(big, "graphml")
+    assert len(fitted.model_dump_json().encode("utf-8")) < MAX_INLINE_BYTES
+    assert fitted.omitted is True and fitted.export is None and fitted.graph.edges == []
+    assert (fitted.node_count, fitted.edge_count) == (500, sum(min(40, i - 1) for i in range(2, 501)))
+    named = {p.a for p in fitted.graph.co_citation} | {p.b for p in fitted.graph.co_citation}
+    assert named <= {n.id for n in fitted.graph.nodes} and any(n.seed for n in fitted.graph.nodes)
+    assert any("filename" in w for w in fitted.warnings) and fitted.complete is True
+
+
+def test_a_small_graph_result_stays_whole_and_counted() -> None:
+    small = big_result(20, 3)
+    fitted = fit_inline(small, "graphml")
+    assert fitted.omitted is False and fitted.graph == small.graph and fitted.export == small.export
+    assert (fitted.node_count, fitted.edge_count) == (20, len(small.graph.edges))

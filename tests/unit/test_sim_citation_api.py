@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from cnki_mcp.sim.citation_api import CITATION_PREFIX, PAGE_SIZE, list_page, related, typed
+from cnki_mcp.sim.citation_hub import HUB_ID, hub_records
 from cnki_mcp.sim.corpus import Corpus, SimRecord
 from cnki_mcp.sim.server import SimServer
 
@@ -151,3 +152,24 @@ def test_only_the_hyphenated_list_names_the_page_sends_are_served(sim_server: Si
         raise AssertionError("coreferences answered")
     except urllib.error.HTTPError as err:
         assert err.code == 404
+
+
+def test_the_citation_hub_is_deterministic_and_lists_hundreds_newest_first_in_pages_of_ten() -> None:
+    records = hub_records(citers=300, refs_each=40)
+    assert records == hub_records(citers=300, refs_each=40)
+    corpus = Corpus.load()
+    for rec in records:
+        corpus.add_record(rec)
+    hub = corpus.by_id[HUB_ID]
+    citing = related(corpus, hub, "citations")
+    assert len(citing) == 300
+    years = [r.year for r in citing if isinstance(r, SimRecord)]
+    assert years == sorted(years, reverse=True)
+    journals = typed(citing, "CJFDREF")
+    assert 200 < len(journals) < 300 and typed(citing, "CMFDREF") and typed(citing, "CDFDREF")
+    pages = [list_page(corpus, hub, _Links(), "citations", "CJFDREF", s, PAGE_SIZE)
+             for s in range(1, len(journals) + 1, PAGE_SIZE)]  # fmt: skip
+    assert [p["size"] for p in pages[:-1]] == [PAGE_SIZE] * (len(pages) - 1) and pages[0]["total"] == len(journals)
+    assert sum(p["size"] for p in pages) == len(journals)
+    # the 被引 count each record carries is its citing list's length
+    assert all(r.cited == len(corpus.citing_ids.get(r.id, [])) for r in corpus.records if r.id.startswith("hub"))
