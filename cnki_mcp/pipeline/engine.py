@@ -6,6 +6,7 @@ whose checkpoint grows by one appended entry per page landed, so `continue` repe
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -65,6 +66,8 @@ from cnki_mcp.rank import (
 from cnki_mcp.site.backend import SEND_YIELDS, GridFollow, GridRequest, PacingSource, SiteBackend, SortOrder
 from cnki_mcp.store import PRESENT, SearchEvidence, Store
 
+log = logging.getLogger(__name__)
+
 FEEDBACK_WEIGHT = 0.8
 FEEDBACK_REASON = "保留所有必要概念，补充相关论文共同关键词："
 DEFAULT_LIMIT = 50
@@ -116,6 +119,7 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
             # The operation's watchdog ended its active time (jobs.py): finish with what we have.
             failure = ctx.deadline_error
             if failure is None:
+                self._keep_on_cancel(st, ctx)
                 raise
         ctx.checkpoint(st.to_json())
         summary = self.finish(st, ctx, failure)
@@ -123,6 +127,17 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
             ctx.set_result(summary)
             raise failure
         return summary
+
+    def _keep_on_cancel(self, st: SearchState, ctx: OperationContext) -> None:
+        """A search cancelled by its client (or stopped with the server) keeps what it read: its
+        checkpoint, and the ranking of the candidates found so far as its result (status
+        `partial`) and as the saved search `search_results` pages (DESIGN.md "A cancelled search
+        keeps what it read"). Nothing here awaits, so the cancellation goes on at once after it."""
+        try:
+            ctx.checkpoint(st.to_json())
+            ctx.set_result(self.finish(st, ctx, None, stopped=True))
+        except Exception:  # the cancel must still end the operation `cancelled`
+            log.exception("search %s: keeping the results read before the cancel failed", st.search_id)
 
     async def _phases_landing_prefetches(self, st: SearchState, ctx: OperationContext) -> None:
         """`_phases`; the journal pages prefetched beside the last pages (JournalPrefetch, pipeline/
@@ -674,7 +689,9 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
 
     # --- finish -------------------------------------------------------------------------
 
-    def finish(self, st: SearchState, ctx: OperationContext, failure: CnkiError | None) -> SearchSummary:
+    def finish(
+        self, st: SearchState, ctx: OperationContext, failure: CnkiError | None, *, stopped: bool = False
+    ) -> SearchSummary:
         params = st.input
         if st.structured:
             _, papers = self.candidates(st, st.refs)
@@ -688,7 +705,7 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
         counts: dict[str, int] = {}
         for reason in excluded.values():
             counts[reason] = counts.get(reason, 0) + 1
-        status = "partial" if failure is not None or ctx.item_errors else "completed"
+        status = "partial" if stopped or failure is not None or ctx.item_errors else "completed"
 
         channel_of: dict[str, list[str]] = {}
         for ref, hs in st.hits.items():

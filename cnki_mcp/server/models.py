@@ -178,6 +178,13 @@ def default_next_step(
         return f"operation_status(operation_id={op}, wait_seconds=50)"
     if status in ("partial", "interrupted") and checkpoint and kind in {k.value for k in CONTINUABLE}:
         return f"operation_control(action='continue', operation_id={op}) 从检查点继续（已取得的不再请求）"
+    if status == "cancelled" and kind == "search" and checkpoint:
+        # a cancelled search keeps the candidates it found (DESIGN.md "A cancelled search keeps
+        # what it read") and its checkpoint
+        return (
+            f"search_results(search_id={op}) 分页读取取消前找到的结果；"
+            f"要继续检索用 operation_control(action='continue', operation_id={op})（已取得的不再请求）"
+        )
     if status == "partial" and kind == "citations" and "BUDGET_EXHAUSTED" in codes:
         # get_references / get_citing keep no checkpoint: every list page read is stored, so the
         # same call goes on from where this one stopped

@@ -22,8 +22,8 @@ STATUS_DESCRIPTION = """查询任务进度和结果（本地，不访问知网�
 wait_seconds（0–55）：最多等待秒数，完成或需要人工操作时提前返回。
 status：running、awaiting_user（按 message 在浏览器窗口操作）、completed、partial（见 errors，可 continue）、failed、skipped、cancelled、interrupted（服务重启，检索可 continue）。"""
 
-CONTROL_DESCRIPTION = """控制任务（本地，不访问知网）。action：cancel 取消（最多等 5 秒，返回最终状态）；
-continue 继续中断、失败或预算用完的检索（可加 additional_requests / additional_seconds，已取得的数据不重复请求）；
+CONTROL_DESCRIPTION = """控制任务（本地，不访问知网）。action：cancel 取消（最多等 5 秒，返回最终状态；检索保留取消前找到的结果，可用 search_results 读取）；
+continue 继续中断、取消、失败或预算用完的检索（可加 additional_requests / additional_seconds，已取得的数据不重复请求）；
 resume 告知人工操作已完成（机构远程访问登录时需要）；show 把等待人工操作的窗口切到前台；recover 关闭浏览器，下次请求时重启（BROWSER_UNAVAILABLE 时用）。"""
 
 

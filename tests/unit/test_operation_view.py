@@ -75,3 +75,9 @@ def test_a_refused_read_or_download_is_told_to_check_the_identity_and_log_in() -
         step = default_next_step("failed", kind, ("ACCESS_DENIED",)) or ""
         assert "session_status" in step and "login" in step and tool in step
     assert default_next_step("failed", "metadata", ("ACCESS_DENIED",)) is None
+
+
+def test_a_cancelled_search_is_sent_to_the_results_it_kept_and_to_continue() -> None:
+    step = default_next_step("cancelled", "search", checkpoint=True, operation_id="op_1") or ""
+    assert "search_results(search_id='op_1')" in step and "continue" in step
+    assert default_next_step("cancelled", "search") is None  # nothing kept: nothing to point at
