@@ -61,6 +61,7 @@ from cnki_mcp.site.grid_template import (
 )
 from cnki_mcp.site.human import HumanGate, StepKind
 from cnki_mcp.site.limiter import Limiter, Priority
+from cnki_mcp.site.page_apis import block_page_apis
 from cnki_mcp.site.page_lease import PageLease
 from cnki_mcp.site.page_scripts import FETCH_JS, FILL_JS, READY_JS
 from cnki_mcp.site.pages import positive, read_identity
@@ -595,6 +596,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
         except BrowserStalled as exc:
             raise _TransportError(str(exc)) from exc
         try:
+            await block_page_apis(self._host, page)  # the page's own citation-API calls
             async with self._limiter.slot(budget=op):
                 response = await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
             html = await bounded(page.content(), CALL_SECONDS, "page content")
@@ -617,10 +619,12 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
         keep = False
         try:
             try:
+                await block_page_apis(self._host, page)  # the page's own citation-API calls
                 async with self._limiter.slot(budget=op):
                     await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
-            except PlaywrightError as exc:
-                self._host.note_error(exc)
+            except (PlaywrightError, BrowserStalled) as exc:
+                if isinstance(exc, PlaywrightError):
+                    self._host.note_error(exc)
                 raise _TransportError(str(exc)) from exc
             deadline = self._clock.monotonic() + self._render_timeout
             while True:

@@ -48,6 +48,7 @@ from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded, close_
 from cnki_mcp.site.grid_template import exact_title_subject
 from cnki_mcp.site.human import HumanGate, PageKind, PageState, StepKind
 from cnki_mcp.site.limiter import Limiter
+from cnki_mcp.site.page_apis import block_page_apis
 from cnki_mcp.site.pages import LOAD_STATE_JS, PlaywrightHumanPage
 
 log = logging.getLogger(__name__)
@@ -166,6 +167,10 @@ class DetailTabs:
         url = paper.locator or await self.relocate(paper, op)
         page = await self.host.new_page()
         try:
+            try:
+                await block_page_apis(self.host, page)  # the page's own citation-API calls
+            except (PlaywrightError, BrowserStalled) as exc:
+                raise SiteUnavailable(reason=_short(exc)) from exc
             try:
                 detail = await self._load(page, url, op)
             except LocatorExpired:

@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ from cnki_mcp.site.cnki import CnkiSite
 from cnki_mcp.site.human import HumanGate
 from cnki_mcp.site.reading import HtmlReader
 from cnki_mcp.store import Store
-from tests.site_stack import STEP_TIMEOUT, FakeOp, expect_code, sim_settings, site_stack, tab_with
+from tests.site_stack import STEP_TIMEOUT, FakeOp, expect_code, sim_settings, site_stack, tab_with, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -212,3 +213,34 @@ async def test_service_never_caches_a_trial_body(env: Env) -> None:
         assert first.trial and first.complete_article is False
         assert second.source == "reader"
         assert len(env.sim.requests_for(READER, "GET")) == 2
+
+
+async def test_a_detail_tab_keeps_the_page_script_from_calling_the_citation_api(env: Env) -> None:
+    # The article page's own script asks the citation API (the four 核心文献推荐 lists at load; the
+    # counts, reference lists and similar papers once 引文网络 is scrolled into view): requests no
+    # limiter spaced, no budget paid for, sent even while a human step held everything else. The
+    # tabs the product opens block them; the product asks that API itself, one limited request
+    # per list page.
+    ctx = await env.host.ensure()
+    outcomes: list[tuple[str, str | None]] = []
+
+    def note(request: Any, failed: bool) -> None:
+        if "/restapi/" in request.url:
+            outcomes.append((request.url, request.failure if failed else None))
+
+    ctx.on("requestfinished", lambda request: note(request, False))
+    ctx.on("requestfailed", lambda request: note(request, True))
+    before = len(env.sim.requests_for("/restapi/"))
+    op = FakeOp()
+    async with asyncio.timeout(STEP_TIMEOUT):
+        opened = await env.reader.tabs.open(paper_for(env.sim, "r0001"), op)
+        try:
+            await opened.page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+            # the four keyword lists at load and the counts after the scroll have an outcome
+            await wait_until(lambda: len(outcomes) >= 5, "the page script's citation-API requests")
+        finally:
+            await opened.page.close()
+    assert op.charges == 1  # the detail page itself
+    assert all(failure is not None for _, failure in outcomes), outcomes
+    assert len(env.sim.requests_for("/restapi/")) == before
+
