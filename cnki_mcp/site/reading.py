@@ -15,6 +15,7 @@ import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from playwright.async_api import ElementHandle, Page
 from playwright.async_api import Error as PlaywrightError
@@ -206,15 +207,20 @@ class DetailTabs:
         return distinct[0].detail_url
 
     async def _load(self, page: Page, url: str, op: SiteOp | None) -> DetailPage:
+        # True once the person's step brought the tab back to `url` (a solved slider returns to
+        # its returnUrl, a login to its ReturnURL): that page is read as it is, never asked again.
+        returned = False
         for _ in range(MAX_HUMAN_STEPS):
             epoch = self.gate.epoch
-            try:
-                async with self.limiter.slot(budget=op):
-                    response = await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
-            except PlaywrightError as exc:
-                self.host.note_error(exc)
-                raise SiteUnavailable(reason=_short(exc)) from exc
-            status = response.status if response is not None else 200
+            status = 200
+            if not returned:
+                try:
+                    async with self.limiter.slot(budget=op):
+                        response = await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
+                except PlaywrightError as exc:
+                    self.host.note_error(exc)
+                    raise SiteUnavailable(reason=_short(exc)) from exc
+                status = response.status if response is not None else 200
             try:
                 html = await bounded(page.content(), CALL_SECONDS, "page content")
             except (PlaywrightError, BrowserStalled) as exc:
@@ -226,6 +232,7 @@ class DetailTabs:
                 if named is not None and (op is None or op.on_verification != "skip"):
                     await self._show_named(page, named, op)
                 await self.human_step(kind, page, op, epoch)
+                returned = not page.is_closed() and same_page(page.url, url)
                 continue
             if verdict.kind in (GateKind.RATE_LIMITED, GateKind.SERVER_ERROR):
                 self.limiter.slow()
@@ -310,6 +317,12 @@ class DetailTabs:
         x, y = await self.stable_point(element)
         async with self.limiter.slot(budget=op):
             await page.mouse.click(x, y)
+
+
+def same_page(current: str, wanted: str) -> bool:
+    """Whether the tab's URL is the page asked for (scheme, host, path and query; not the fragment)."""
+    a, b = urlsplit(current), urlsplit(wanted)
+    return (a.scheme, a.netloc, a.path, a.query) == (b.scheme, b.netloc, b.path, b.query)
 
 
 async def close_quietly(page: Page | None) -> None:

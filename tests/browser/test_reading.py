@@ -244,3 +244,26 @@ async def test_a_detail_tab_keeps_the_page_script_from_calling_the_citation_api(
     assert all(failure is not None for _, failure in outcomes), outcomes
     assert len(env.sim.requests_for("/restapi/")) == before
 
+
+@pytest.mark.parametrize("kind", ["verification", "verification_403"])
+async def test_the_detail_page_the_solved_slider_returns_to_is_read_not_asked_again(env: Env, kind: str) -> None:
+    # The site sends the tab to its slider page; solved, it returns to the page asked for (the
+    # slider's returnUrl). That page is read as it is: it was asked again before, one more detail
+    # request for every slider a read or a download met.
+    env.sim.set_scenario({"faults": [{"path": "/kcms2/article/abstract", "kind": kind, "at": [1]}]})
+    op = FakeOp()
+    ctx = await env.host.ensure()
+
+    async def person() -> None:
+        await op.waiting.wait()
+        await tab_with(ctx, "/verify/home").click(".verify-fallback")
+
+    solver = asyncio.create_task(person())
+    async with asyncio.timeout(STEP_TIMEOUT):
+        capture = await env.reader.read(paper_for(env.sim, "r0001"), op)
+    await solver
+    details = env.sim.requests_for("/kcms2/article/abstract", "GET")
+    # the one the slider answered, and the site's own return to it after the person solved it
+    assert [e.fault for e in details] == [kind, None]
+    assert op.transitions == ["awaiting_user", "running"]
+    assert capture.detail.title == env.sim.corpus.by_id["r0001"].title and not capture.page.trial
