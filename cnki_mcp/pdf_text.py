@@ -133,6 +133,13 @@ def read_pdf_text(
         returned.append(number)
     if offset and not returned and not truncated:
         raise InvalidInput("offset 超出正文长度", offset=offset)
+    if not offset and not truncated and not "".join(chunks).strip():
+        # Every page asked for is without text (a scanned PDF is images only): an empty success
+        # read like a blank paper. The HTML reader, or OCR outside this tool, has the text.
+        raise InvalidFile(
+            "PDF 的所选页没有可提取的文字（扫描版或整页图片）；可改用 read_online_html 读取 HTML 全文",
+            path=str(resolved), pages=pages_spec(wanted), page_count=count, reason="no_text",
+        )  # fmt: skip
     return PdfText(
         path=str(resolved),
         text="".join(chunks),

@@ -159,3 +159,23 @@ def test_a_symlinked_downloads_directory_is_refused_not_followed(tmp_path: Path,
     (data / "downloads").symlink_to(outside)
     assert code_of(path="secret.pdf", data_dir=data) == "DATA_PATH_SYMLINK"
     assert code_of(path=outside / "secret.pdf", data_dir=data) == "DATA_PATH_SYMLINK"
+
+
+def test_pages_without_any_text_are_an_invalid_file_not_a_blank_success(tmp_path: Path, record) -> None:  # type: ignore[no-untyped-def]
+    # A scanned PDF (images only) gave text "\n\n\n\n" and truncated=false: a blank paper to the
+    # reader, with nothing saying why or what to do instead.
+    from pypdf import PdfWriter
+
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    writer = PdfWriter()
+    for _ in range(3):
+        writer.add_blank_page(595, 842)
+    writer.write(str(folder / "scan.pdf"))
+    with pytest.raises(CnkiError) as info:
+        read_pdf_text("scan.pdf", tmp_path)
+    assert info.value.code == "INVALID_FILE"
+    assert info.value.details["reason"] == "no_text" and info.value.details["page_count"] == 3
+    assert code_of(path="scan.pdf", data_dir=tmp_path, pages="2") == "INVALID_FILE"
+    (folder / "paper.pdf").write_bytes(pdf_bytes(record))  # a PDF with text still reads
+    assert read_pdf_text("paper.pdf", tmp_path).text
