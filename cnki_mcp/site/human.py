@@ -183,11 +183,15 @@ class HumanGate:
             raise VerificationNotFound()
         self._step.resume.set()
 
-    async def show(self) -> None:
-        """Raise the window of the active step again."""
+    async def show(self) -> bool:
+        """Raise the window of the active step again. False when headless: there is no window,
+        and the step's message says what to do instead."""
         if self._step is None:
             raise VerificationNotFound()
+        if self.headless:
+            return False
         await self._step.page.show()
+        return True
 
     # --- the step ---------------------------------------------------------------------
 

@@ -349,3 +349,23 @@ async def test_a_request_held_by_another_operations_step_waits_for_the_person_to
     assert record.requests == 1
     assert gate.waiting_operations == [] and not limiter.held
     await manager.shutdown()
+
+
+async def test_show_under_headless_says_there_is_no_window() -> None:
+    # operation_control show answered "已把等待处理的窗口切到前台" with a headless browser.
+    clock = FakeClock()
+    gate, _ = make_gate(clock, headless=True)
+    page = ScriptedPage(clock, CH)
+    step = asyncio.ensure_future(gate.handle("challenge", page, FakeOp(), "wait"))
+    await settle()
+    shown_at_start = page.shown
+    assert await gate.show() is False
+    assert page.shown == shown_at_start
+    headed, _ = make_gate(clock)
+    headed_page = ScriptedPage(clock, CH)
+    other = asyncio.ensure_future(headed.handle("challenge", headed_page, FakeOp(), "wait"))
+    await settle()
+    assert await headed.show() is True and headed_page.shown == 2
+    gate.resume()
+    headed.resume()
+    await clock.run_until_complete(step, other)
