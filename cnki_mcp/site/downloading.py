@@ -184,8 +184,23 @@ class Downloader:
                 return result.model_copy(update={"reconciled": True})
             if not retry:
                 raise SideEffectUncertain(record_ref=ref, format=fmt, clicked_at=click.clicked_at.isoformat())
-
+        self._refuse_taken_names(paper, formats, filename, subdirectory)
         return await self._download_once(paper, format, filename, subdirectory, wait_seconds, op)
+
+    def _refuse_taken_names(
+        self, paper: Paper, formats: tuple[FileFormat, ...], filename: str | None, subdirectory: str | None
+    ) -> None:
+        """FILE_EXISTS before anything is asked of CNKI when every name the file could get is
+        taken: the detail page was loaded first, one request for a file that could not be kept."""
+        folder = target_dir(self.data_dir, subdirectory)
+        names = [
+            filename if filename is not None else safe_file_name(paper.title, paper.record_ref, fmt)
+            for fmt in formats
+            if filename is None or filename.lower().endswith("." + fmt)
+        ]
+        taken = [folder / name for name in names if (folder / name).exists() or (folder / name).is_symlink()]
+        if names and len(taken) == len(names):
+            raise FileExists(path=str(taken[0]))
 
     def _from_cache(
         self,
