@@ -208,19 +208,22 @@ class DetailTabs:
 
     async def _load(self, page: Page, url: str, op: SiteOp | None) -> DetailPage:
         # True once the person's step brought the tab back to `url` (a solved slider returns to
-        # its returnUrl, a login to its ReturnURL): that page is read as it is, never asked again.
+        # its returnUrl, a login to its ReturnURL): that page is read as it is, not asked again.
         returned = False
         for _ in range(MAX_HUMAN_STEPS):
             epoch = self.gate.epoch
-            status = 200
-            if not returned:
-                try:
-                    async with self.limiter.slot(budget=op):
-                        response = await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
-                except PlaywrightError as exc:
-                    self.host.note_error(exc)
-                    raise SiteUnavailable(reason=_short(exc)) from exc
-                status = response.status if response is not None else 200
+            if returned:
+                returned = False
+                detail = await self._returned_detail(page)
+                if detail is not None:
+                    return detail
+            try:
+                async with self.limiter.slot(budget=op):
+                    response = await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
+            except PlaywrightError as exc:
+                self.host.note_error(exc)
+                raise SiteUnavailable(reason=_short(exc)) from exc
+            status = response.status if response is not None else 200
             try:
                 html = await bounded(page.content(), CALL_SECONDS, "page content")
             except (PlaywrightError, BrowserStalled) as exc:
@@ -239,6 +242,21 @@ class DetailTabs:
             raise_for_verdict(verdict)
             return await self._parse_live(page)
         raise VerificationRepeated(page="detail")
+
+    async def _returned_detail(self, page: Page) -> DetailPage | None:
+        """The detail page the tab is back on, when it is one as it stands; None (asked again)
+        for anything else: another gate page, an error page (a `v` token that expired while the
+        person was busy is a 404 the loader turns into a relocation), a page still being drawn."""
+        try:
+            html = await bounded(page.content(), CALL_SECONDS, "page content")
+        except (PlaywrightError, BrowserStalled):
+            return None
+        if classify_page(html, page.url).kind is not GateKind.CLEAR:
+            return None
+        try:
+            return parse_detail(html, page.url)
+        except ParserUnsupported:
+            return None
 
     async def _show_named(self, page: Page, url: str, op: SiteOp | None) -> None:
         """The page answered CNKI's -403 JSON: the person is shown the slider page it names, in

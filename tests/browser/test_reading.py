@@ -5,6 +5,7 @@ click into a new tab, complete / trial / lazily loaded readers, the reader slide
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -267,3 +268,34 @@ async def test_the_detail_page_the_solved_slider_returns_to_is_read_not_asked_ag
     assert [e.fault for e in details] == [kind, None]
     assert op.transitions == ["awaiting_user", "running"]
     assert capture.detail.title == env.sim.corpus.by_id["r0001"].title and not capture.page.trial
+
+
+async def test_a_returned_page_whose_token_expired_meanwhile_is_relocated_not_waited_for(
+    tmp_path: Path, browser_executable: str
+) -> None:
+    # The person takes long enough at the slider for the detail page's v token to expire: the site
+    # returns the tab to a 404 page. Taken as it stood, that page waited out the render timeout
+    # (CONTENT_NOT_READY); asked again it is LOCATOR_EXPIRED, and the paper is found by its title.
+    later = [0.0]
+    sim = SimServer(clock=lambda: time.monotonic() + later[0], scenario={"token_ttl": 600}).start()
+    try:
+        async with site_stack(sim_settings(tmp_path / "data", sim.origin, browser_executable)) as stack:
+            reader = HtmlReader(stack.detail_tabs())
+            reader.tabs.render_timeout = STEP_TIMEOUT * 2  # waiting it out would fail the bound below
+            sim.set_scenario({"token_ttl": 600, "faults": [{"path": "/kcms2/article/abstract", "kind": "verification", "at": [1]}]})
+            op = FakeOp()
+            ctx = await stack.host.ensure()
+
+            async def person() -> None:
+                await op.waiting.wait()
+                later[0] += 3600  # an hour at the slider: every token issued so far has expired
+                await tab_with(ctx, "/verify/home").click(".verify-fallback")
+
+            solver = asyncio.create_task(person())
+            async with asyncio.timeout(STEP_TIMEOUT):
+                capture = await reader.read(paper_for(sim, "r0001"), op)
+            await solver
+    finally:
+        sim.stop()
+    assert capture.detail.title == sim.corpus.by_id["r0001"].title
+    assert sim.requests_for("/kns8s/brief/grid", "POST")  # relocated by its exact title
