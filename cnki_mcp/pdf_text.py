@@ -45,6 +45,10 @@ def parse_pages(spec: str | None, page_count: int) -> list[int]:
         if m is None:
             raise InvalidInput("页码范围格式应为 1-3、5 或 2-", pages=spec)
         start = int(m.group(1))
+        if start > page_count >= 1:
+            # a page the file does not have, even in a list ("1-2,99" read as "1-2" before, and
+            # "5-" of a 3-page file was called an invalid range)
+            raise InvalidInput("页码超出文件页数", pages=spec, page_count=page_count)
         end = page_count if m.group(2) == "" else int(m.group(2) or start)
         if start < 1 or end < start:
             raise InvalidInput("页码范围无效", pages=spec)

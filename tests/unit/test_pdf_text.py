@@ -179,3 +179,13 @@ def test_pages_without_any_text_are_an_invalid_file_not_a_blank_success(tmp_path
     assert code_of(path="scan.pdf", data_dir=tmp_path, pages="2") == "INVALID_FILE"
     (folder / "paper.pdf").write_bytes(pdf_bytes(record))  # a PDF with text still reads
     assert read_pdf_text("paper.pdf", tmp_path).text
+
+
+def test_a_page_the_file_does_not_have_is_refused_with_the_page_count_even_in_a_list() -> None:
+    # "1-2,99" of a 3-page file read as "1-2" without a word; "5-" was "页码范围无效".
+    for spec in ("1-2,99", "5-", "4"):
+        with pytest.raises(CnkiError) as info:
+            parse_pages(spec, 3)
+        assert info.value.code == "INVALID_ARGUMENT", spec
+        assert info.value.details["page_count"] == 3, spec
+    assert parse_pages("2-9", 3) == [2, 3]  # a range running past the end still stops at it
