@@ -9,6 +9,7 @@ bytes are really the requested format (an HTML error page under a `.pdf` name is
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -18,7 +19,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Literal
 
 from cnki_mcp import datadir
-from cnki_mcp.errors import FileExists, InvalidFile, InvalidInput
+from cnki_mcp.errors import DataDirectoryUnusable, FileExists, InvalidFile, InvalidInput
 
 FileFormat = Literal["pdf", "caj"]
 
@@ -244,20 +245,32 @@ def make_target_dir(data_dir: Path, subdirectory: str | None) -> Path:
 
 
 def _copy_exclusive(src: Path, dest: Path) -> None:
+    """Copy `src` to `dest` through a temporary name, never leaving it behind: a failed write (a
+    full disk) left `.<name>.part-<pid>`, and every later copy to that name in the same process
+    failed on it (INTERNAL) until a restart. A file system that refuses the copy is
+    DATA_DIRECTORY_UNUSABLE (`src` is left where it was)."""
     tmp = dest.with_name(f".{dest.name}.part-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, datadir.FILE_MODE)
-    with src.open("rb") as fin, os.fdopen(fd, "wb") as fout:
-        os.fchmod(fout.fileno(), datadir.FILE_MODE)
-        for chunk in iter(lambda: fin.read(1 << 20), b""):
-            fout.write(chunk)
-        fout.flush()
-        os.fsync(fout.fileno())
     try:
-        os.link(tmp, dest)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, datadir.FILE_MODE)
+        try:
+            with src.open("rb") as fin, os.fdopen(fd, "wb") as fout:
+                os.fchmod(fout.fileno(), datadir.FILE_MODE)
+                for chunk in iter(lambda: fin.read(1 << 20), b""):
+                    fout.write(chunk)
+                fout.flush()
+                os.fsync(fout.fileno())
+            os.link(tmp, dest)
+        finally:
+            tmp.unlink(missing_ok=True)
     except FileExistsError as exc:
         raise FileExists(path=str(dest)) from exc
-    finally:
-        tmp.unlink(missing_ok=True)
+    except OSError as exc:
+        no_space = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        raise DataDirectoryUnusable(
+            "磁盘空间不足，文件未能保存到 downloads/；腾出空间后用相同参数再调用" if no_space
+            else "文件未能保存到 downloads/（磁盘或文件系统出错）",
+            path=str(dest), reason="no_space" if no_space else (exc.strerror or type(exc).__name__),
+        ) from exc  # fmt: skip
 
 
 def inside_downloads(path: Path, data_dir: Path) -> Path:

@@ -108,7 +108,7 @@ class HumanControl(Protocol):
 
     def resume(self) -> None: ...
 
-    async def show(self) -> None: ...
+    async def show(self) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -680,11 +680,12 @@ class JobManager:
         self.human.resume()
         return await self._wait_live(live, RESUME_WAIT_SECONDS)
 
-    async def show(self) -> None:
-        """Raise the window of the active human step (VERIFICATION_NOT_FOUND when none)."""
+    async def show(self) -> bool:
+        """Raise the window of the active human step (VERIFICATION_NOT_FOUND when none); False
+        when the browser is headless and there is no window to raise."""
         if self.human is None or not self.human.active:
             raise VerificationNotFound()
-        await self.human.show()
+        return await self.human.show()
 
     def continue_(
         self,

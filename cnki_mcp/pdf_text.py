@@ -45,6 +45,10 @@ def parse_pages(spec: str | None, page_count: int) -> list[int]:
         if m is None:
             raise InvalidInput("页码范围格式应为 1-3、5 或 2-", pages=spec)
         start = int(m.group(1))
+        if start > page_count >= 1:
+            # a page the file does not have, even in a list ("1-2,99" read as "1-2" before, and
+            # "5-" of a 3-page file was called an invalid range)
+            raise InvalidInput("页码超出文件页数", pages=spec, page_count=page_count)
         end = page_count if m.group(2) == "" else int(m.group(2) or start)
         if start < 1 or end < start:
             raise InvalidInput("页码范围无效", pages=spec)
@@ -133,6 +137,13 @@ def read_pdf_text(
         returned.append(number)
     if offset and not returned and not truncated:
         raise InvalidInput("offset 超出正文长度", offset=offset)
+    if not offset and not truncated and not "".join(chunks).strip():
+        # Every page asked for is without text (a scanned PDF is images only): an empty success
+        # read like a blank paper. The HTML reader, or OCR outside this tool, has the text.
+        raise InvalidFile(
+            "PDF 的所选页没有可提取的文字（扫描版或整页图片）；可改用 read_online_html 读取 HTML 全文",
+            path=str(resolved), pages=pages_spec(wanted), page_count=count, reason="no_text",
+        )  # fmt: skip
     return PdfText(
         path=str(resolved),
         text="".join(chunks),

@@ -41,6 +41,8 @@ _BLOCKS = frozenset(
     ]
 )
 _NON_TEXT = "img, canvas, svg, math, iframe, object"
+_CELLS = frozenset(["td", "th"])
+CELL_SEPARATOR = " | "  # between the cells of a table row
 _TRIAL_TEXT = re.compile(r"仅供试读|试读结束|购买后阅读全文|试读内容结束|订购后阅读全文|剩余内容请购买")
 _MIN_BODY = 150  # characters; below this the "body" is an abstract or a notice
 # Extracted text this much below the DOM text means the extraction dropped content.
@@ -59,12 +61,28 @@ def _walk(node: LexborNode, out: list[str]) -> None:
             out.append(_INLINE_WS.sub(" ", (child.text_content or "").replace("\n", " ")))
         elif tag == "br":
             out.append("\n")
+        elif tag == "tr":
+            # one line per row, its cells separated: run together, a row of 12 | 3.4 read 123.4
+            out.append("\n\n")
+            cells = [cell for cell in child.iter() if cell.tag in _CELLS]
+            if cells:
+                out.append(CELL_SEPARATOR.join(_cell_text(cell) for cell in cells))
+            else:
+                _walk(child, out)
+            out.append("\n\n")
         elif tag in _BLOCKS:
             out.append("\n\n")
             _walk(child, out)
             out.append("\n\n")
         else:
             _walk(child, out)
+
+
+def _cell_text(cell: LexborNode) -> str:
+    """A table cell on one line: its paragraphs and breaks joined by spaces."""
+    parts: list[str] = []
+    _walk(cell, parts)
+    return " ".join("".join(parts).split())
 
 
 def _clean(raw: str) -> str:

@@ -126,16 +126,20 @@ def register(server: CnkiServer) -> None:
                 action=action, message="已通知任务继续", operation=OperationView.of(record)
             )
         if action == "show":
-            await jobs.show()
+            shown = await jobs.show()
             record = jobs.status(operation_id) if operation_id else None
+            # headless there is no window (it said one had been raised): the step's message says
+            # how to go on instead
+            message = "已把等待处理的窗口切到前台" if shown else NO_WINDOW + (services.gate.active_message or "")
             return OperationControlView(
-                action=action,
-                message="已把等待处理的窗口切到前台",
-                operation=OperationView.of(record) if record else None,
+                action=action, message=message, operation=OperationView.of(record) if record else None
             )
         # recover
         await services.host.recover()
         return OperationControlView(action=action, message="浏览器将在下一次请求时重新启动")
+
+
+NO_WINDOW = "浏览器以无界面模式运行，没有可以切到前台的窗口。"
 
 
 def _refuse_watch_continue(jobs: JobManager, operation_id: str) -> None:

@@ -61,6 +61,7 @@ from cnki_mcp.site.grid_template import (
 )
 from cnki_mcp.site.human import HumanGate, StepKind
 from cnki_mcp.site.limiter import Limiter, Priority
+from cnki_mcp.site.page_apis import block_page_apis
 from cnki_mcp.site.page_lease import PageLease
 from cnki_mcp.site.page_scripts import FETCH_JS, FILL_JS, READY_JS
 from cnki_mcp.site.pages import positive, read_identity
@@ -442,8 +443,10 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
         op: SiteOp | None,
         *,
         on_transport: Literal["recover", "raise"],
+        returned: dict[str, _Fetched] | None = None,
     ) -> T:
-        """site-rules.md §1.3 retry rules, up to four attempts."""
+        """site-rules.md §1.3 retry rules, up to four attempts. `returned`: where the answer a
+        person's step brought its tab back to is left for the next attempt."""
         slow_answers = 0
         for number in range(1, MAX_ATTEMPTS + 1):
             epoch = self._gate.epoch
@@ -466,7 +469,9 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
                     continue
                 raise SiteUnavailable(reason=without_query(str(exc))[:200]) from exc
             except _HumanNeeded as need:
-                await self._person_step(need, op, epoch)
+                back = await self._person_step(need, op, epoch)
+                if back is not None and returned is not None and need.returns_to is not None:
+                    returned[need.returns_to] = back
             except (RateLimited, SiteUnavailable):
                 slow_answers += 1
                 if slow_answers >= 3:
@@ -525,23 +530,14 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
         return await self._fetch_parsed(row.detail_url, op, lambda html, url: parse_detail(html, url))
 
     async def _fetch_parsed(self, url: str, op: SiteOp | None, parse: Callable[[str, str], T]) -> T:
+        returned: dict[str, _Fetched] = {}  # the answer a person's step brought its tab back to
+
         async def once() -> T:
-            fetched = await self._load(url, op)
-            if fetched.body_lost and fetched.status == 403:
-                # A 403 is a refusal or the WAF's slider (a -403 JSON naming it): the loader lost the
-                # body that tells them apart, so the page is opened in the render tab and judged there.
-                fetched, tab = await self._open_in_tab(url, op)
-                try:
-                    self._raise_for_page(fetched, tab)
-                except _HumanNeeded:
-                    self._step_pages.append(tab)  # the person works in this tab; closed after the step
-                    raise
-                except BaseException:
-                    await close_tab(tab)
-                    raise
-                await close_tab(tab)
-            else:
-                self._raise_for_page(fetched)
+            try:
+                fetched = await self._fetched_once(url, op, returned.pop(url, None))
+            except _HumanNeeded as need:
+                need.returns_to = url  # solved, the site sends the tab back here: kept, not asked again
+                raise
             try:
                 value = parse(fetched.text, fetched.url)
             except ParserUnsupported:
@@ -551,7 +547,30 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
             self._limiter.fast()
             return value
 
-        return await self._with_retries(once, op, on_transport="raise")
+        return await self._with_retries(once, op, on_transport="raise", returned=returned)
+
+    async def _fetched_once(self, url: str, op: SiteOp | None, back: _Fetched | None) -> _Fetched:
+        """`url` loaded (or `back`, the answer a person's step brought its tab back to), judged."""
+        if back is not None:
+            self._raise_for_page(back)
+            return back
+        fetched = await self._load(url, op)
+        if fetched.body_lost and fetched.status == 403:
+            # A 403 is a refusal or the WAF's slider (a -403 JSON naming it): the loader lost the
+            # body that tells them apart, so the page is opened in the render tab and judged there.
+            fetched, tab = await self._open_in_tab(url, op)
+            try:
+                self._raise_for_page(fetched, tab)
+            except _HumanNeeded:
+                self._step_pages.append(tab)  # the person works in this tab; closed after the step
+                raise
+            except BaseException:
+                await close_tab(tab)
+                raise
+            await close_tab(tab)
+        else:
+            self._raise_for_page(fetched)
+        return fetched
 
     def _raise_for_page(self, fetched: _Fetched, tab: Page | None = None) -> None:
         """Raise for anything but a clear page. `tab`: the tab already showing it (a human step
@@ -595,6 +614,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
         except BrowserStalled as exc:
             raise _TransportError(str(exc)) from exc
         try:
+            await block_page_apis(self._host, page)  # the page's own citation-API calls
             async with self._limiter.slot(budget=op):
                 response = await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
             html = await bounded(page.content(), CALL_SECONDS, "page content")
@@ -617,10 +637,12 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
         keep = False
         try:
             try:
+                await block_page_apis(self._host, page)  # the page's own citation-API calls
                 async with self._limiter.slot(budget=op):
                     await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
-            except PlaywrightError as exc:
-                self._host.note_error(exc)
+            except (PlaywrightError, BrowserStalled) as exc:
+                if isinstance(exc, PlaywrightError):
+                    self._host.note_error(exc)
                 raise _TransportError(str(exc)) from exc
             deadline = self._clock.monotonic() + self._render_timeout
             while True:

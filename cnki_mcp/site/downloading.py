@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import shutil
 import uuid
 from pathlib import Path
 from typing import Any, Literal
@@ -70,6 +71,7 @@ POLL_SECONDS = 0.2
 LINGER_SECONDS = 600.0  # how long an uncertain click's tabs keep waiting for a late file
 REFUSAL_WINDOW = 300  # site-rules.md §2.7: refusal text within the first 300 characters of the body
 MAX_HUMAN_STEPS = 4
+LOW_DISK_BYTES = 16 * 1024 * 1024  # below this free space a failed download is put down to the disk
 _REFUSAL = re.compile(r"余额不足|未订购|无权|没有权限|暂无权限|请先登录|下载失败|下载异常|超出.{0,6}限")
 _GUID = re.compile(r"^[A-Za-z0-9-]+$")
 ENTRY_PATTERNS: dict[FileFormat, str] = {"pdf": r"PDF下载|下载PDF", "caj": r"CAJ下载|下载CAJ"}
@@ -91,6 +93,31 @@ def remove_if_empty(folder: Path) -> None:
     as one kept for a FILE_EXISTS click, keeps it)."""
     with contextlib.suppress(OSError):
         folder.rmdir()
+
+
+class DownloadFailed(Exception):
+    """The browser ended a download without a file (its reason, e.g. `canceled` when the disk is
+    full), or the file could not be saved to incoming/."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def failed_download(reason: str, record_ref: str, fmt: FileFormat, folder: Path) -> SideEffectUncertain:
+    """SIDE_EFFECT_UNCERTAIN for a download that failed: no file arrived, and whether CNKI charged
+    for it stays unknown (the click keeps no outcome, so the next call asks for `retry`). It said
+    the download might still be in progress; it says what happened, and the free space when the
+    disk holding the data directory is (nearly) full."""
+    free: int | None = None
+    with contextlib.suppress(OSError):
+        free = shutil.disk_usage(folder).free
+    low = free is not None and free < LOW_DISK_BYTES
+    message = "浏览器报告下载失败，文件没有保存" + (
+        "：数据目录所在磁盘空间不足，腾出空间后" if low else "；"
+    ) + "用相同参数再调用（知网是否已计费未知，确认要再次点击时传 retry=true）"
+    return SideEffectUncertain(message, record_ref=record_ref, format=fmt, browser_failure=reason,
+                               free_bytes=free, no_space=low)  # fmt: skip
 
 
 class _Refused(Exception):
@@ -184,8 +211,23 @@ class Downloader:
                 return result.model_copy(update={"reconciled": True})
             if not retry:
                 raise SideEffectUncertain(record_ref=ref, format=fmt, clicked_at=click.clicked_at.isoformat())
-
+        self._refuse_taken_names(paper, formats, filename, subdirectory)
         return await self._download_once(paper, format, filename, subdirectory, wait_seconds, op)
+
+    def _refuse_taken_names(
+        self, paper: Paper, formats: tuple[FileFormat, ...], filename: str | None, subdirectory: str | None
+    ) -> None:
+        """FILE_EXISTS before anything is asked of CNKI when every name the file could get is
+        taken: the detail page was loaded first, one request for a file that could not be kept."""
+        folder = target_dir(self.data_dir, subdirectory)
+        names = [
+            filename if filename is not None else safe_file_name(paper.title, paper.record_ref, fmt)
+            for fmt in formats
+            if filename is None or filename.lower().endswith("." + fmt)
+        ]
+        taken = [folder / name for name in names if (folder / name).exists() or (folder / name).is_symlink()]
+        if names and len(taken) == len(names):
+            raise FileExists(path=str(taken[0]))
 
     def _from_cache(
         self,
@@ -295,6 +337,8 @@ class Downloader:
                 # outcome is known (nothing delivered, nothing charged); the tabs close below.
                 self.store.click_outcome(click_id, "skipped", self.clock.now(), dict(skipped.details))
                 raise
+            except DownloadFailed as failed:
+                raise failed_download(failed.reason, paper.record_ref, fmt, folder) from None
             if saved is None:
                 # the click stays without an outcome: uncertain until a file turns up
                 linger = folder
@@ -351,7 +395,11 @@ class Downloader:
                 return None
             finally:
                 ctx.remove_listener("page", watch)
-            return await self._finish(download, folder / f"{uuid.uuid4().hex}.{fmt}")
+            try:
+                return await self._finish(download, folder / f"{uuid.uuid4().hex}.{fmt}")
+            except DownloadFailed:
+                remove_if_empty(folder)
+                return None
         finally:
             await self._close_family(detail_page)
 
@@ -450,6 +498,7 @@ class Downloader:
         task: asyncio.Task[Path | None] = asyncio.create_task(self._finish(download, dest))
         self.late_saves.add(task)
         task.add_done_callback(self.late_saves.discard)  # outlives the call if it is slow
+        task.add_done_callback(_retrieved)  # a late failure is logged, never "never retrieved"
         remaining = max(0.0, deadline - self.clock.monotonic())
         try:
             return await asyncio.wait_for(asyncio.shield(task), timeout=remaining)
@@ -461,10 +510,11 @@ class Downloader:
         """Save the browser's download to `dest`, then delete the browser's own copy: Playwright
         keeps every download's artifact in incoming/ until the browser closes, so a server that
         downloads for days would hold each file twice."""
-        saved = await Downloader._save_as(download, dest)
-        with contextlib.suppress(PlaywrightError, BrowserStalled):
-            await bounded(download.delete(), CLOSE_SECONDS, "download artifact delete")
-        return saved
+        try:
+            return await Downloader._save_as(download, dest)
+        finally:
+            with contextlib.suppress(PlaywrightError, BrowserStalled):
+                await bounded(download.delete(), CLOSE_SECONDS, "download artifact delete")
 
     @staticmethod
     async def _save_as(download: Download, dest: Path) -> Path | None:
@@ -473,12 +523,17 @@ class Downloader:
             failure = await download.failure()
             if failure is not None:
                 log.warning("download failed in the browser: %s", failure)
-                return None
+                raise DownloadFailed(str(failure))
             await download.save_as(tmp)
             datadir.make_private(tmp)
             tmp.replace(dest)  # a complete file appears under its final name only
             return dest
-        except (PlaywrightError, OSError) as exc:
+        except OSError as exc:  # no room in incoming/, a file system error
+            log.warning("saving a download failed: %s", exc)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            raise DownloadFailed(exc.strerror or type(exc).__name__) from exc
+        except PlaywrightError as exc:
             log.warning("saving a download failed: %s", exc)
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
@@ -499,3 +554,9 @@ class Downloader:
         """Let downloads that outlived their call finish (tests, shutdown)."""
         if self.late_saves:
             await asyncio.gather(*list(self.late_saves), return_exceptions=True)
+
+
+def _retrieved(task: asyncio.Task[Path | None]) -> None:
+    """Done callback of a save that may end after its call gave up on it: its failure is logged."""
+    if not task.cancelled() and task.exception() is not None:
+        log.info("a late download ended without a file: %s", task.exception())

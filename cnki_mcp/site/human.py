@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import VerificationNotFound, VerificationSkipped, VerificationTimeout
@@ -79,8 +80,10 @@ class HumanPage(Protocol):
     async def minimise(self) -> None: ...
 
 
+@runtime_checkable
 class OperationHandle(Protocol):
-    """What the gate needs from the operation that met the page."""
+    """What the gate needs from the operation that met the page (or whose request waits for the
+    step in the limiter)."""
 
     @property
     def operation_id(self) -> str: ...
@@ -161,8 +164,8 @@ class HumanGate:
 
     @property
     def waiting_operations(self) -> list[str]:
-        """Operations currently waiting for the person (the step owner first)."""
-        return list(self._step.operation_ids) if self._step else []
+        """Operations currently waiting for the person (the step owner first), each once."""
+        return list(dict.fromkeys(self._step.operation_ids)) if self._step else []
 
     @property
     def headless(self) -> bool:
@@ -180,11 +183,15 @@ class HumanGate:
             raise VerificationNotFound()
         self._step.resume.set()
 
-    async def show(self) -> None:
-        """Raise the window of the active step again."""
+    async def show(self) -> bool:
+        """Raise the window of the active step again. False when headless: there is no window,
+        and the step's message says what to do instead."""
         if self._step is None:
             raise VerificationNotFound()
+        if self.headless:
+            return False
         await self._step.page.show()
+        return True
 
     # --- the step ---------------------------------------------------------------------
 
@@ -230,6 +237,25 @@ class HumanGate:
             op.running()
         return self._outcome_since(seen)
 
+    @asynccontextmanager
+    async def _held(self, budget: object) -> AsyncIterator[None]:
+        """Around a request that waits out the step's hold in the limiter: everything pauses for
+        the person, so its operation is awaiting_user with the step's message (its active time
+        is not charged, docs/reliability.md) and is listed among the waiting operations."""
+        step = self._step
+        if step is None or not isinstance(budget, OperationHandle):
+            yield
+            return
+        step.operation_ids.append(budget.operation_id)
+        budget.awaiting_user(step.message)
+        try:
+            yield
+        finally:
+            ids = step.operation_ids  # its last entry goes: the owner stays first
+            if budget.operation_id in ids:
+                del ids[len(ids) - 1 - ids[::-1].index(budget.operation_id)]
+            budget.running()
+
     def _outcome_since(self, seen: int) -> StepOutcome:
         outcome = self._outcomes.get(self._epoch, StepOutcome.CLEARED)
         if outcome is StepOutcome.TIMED_OUT and self._epoch == seen + 1:
@@ -247,7 +273,7 @@ class HumanGate:
         if opened is not None:
             opened()
         outcome = StepOutcome.ABORTED
-        self._limiter.hold()
+        self._limiter.hold(waiter=self._held)
         try:
             if op is not None:
                 op.awaiting_user(step.message)

@@ -12,8 +12,8 @@ import itertools
 import math
 import statistics
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Protocol
@@ -48,6 +48,11 @@ class Chargeable(Protocol):
     BudgetExhausted (the limiter lets that propagate before taking anything)."""
 
     def charge(self) -> None: ...
+
+
+# What a hold does for a request that has to wait it out (`hold(waiter=...)`): the human gate
+# marks the request's operation as waiting for the person while it waits (DESIGN.md "Runtime rules").
+HoldWaiter = Callable[[Chargeable], AbstractAsyncContextManager[None]]
 
 
 def min_start_gap(starts: Sequence[float]) -> float:
@@ -92,6 +97,7 @@ class Limiter:
         self._open = asyncio.Event()
         self._open.set()
         self._holds = 0
+        self._hold_waiter: HoldWaiter | None = None
         self._inflight = 0
         self._peak_inflight = 0
         self._started = 0
@@ -179,9 +185,13 @@ class Limiter:
         """After a successful parse: shrink the spacing by 10% towards 1x."""
         self._backoff = max(MIN_BACKOFF, self._backoff * 0.9)
 
-    def hold(self) -> None:
-        """Block every request that has not started yet (nested holds need as many releases)."""
+    def hold(self, waiter: HoldWaiter | None = None) -> None:
+        """Block every request that has not started yet (nested holds need as many releases).
+        `waiter`: entered around the wait of every request with a budget that meets the hold (the
+        human gate: its operation waits for the person, not running)."""
         self._holds += 1
+        if waiter is not None:
+            self._hold_waiter = waiter
         self._open.clear()
 
     def release(self) -> None:
@@ -191,6 +201,7 @@ class Limiter:
             return
         self._holds -= 1
         if self._holds == 0:
+            self._hold_waiter = None
             self._not_before = self._clock.monotonic() + self.spacing
             self._open.set()
 
@@ -209,8 +220,8 @@ class Limiter:
             budget.charge()
         self._waiting += 1
         try:
-            await self._wait_open()
-            start = await self._wait_turn(int(priority))
+            await self._wait_open(budget)
+            start = await self._wait_turn(int(priority), budget)
         finally:
             self._waiting -= 1
         try:
@@ -219,15 +230,23 @@ class Limiter:
             self._inflight -= 1
             self._wake_head()
 
-    async def _wait_open(self) -> None:
-        while self._holds > 0:
-            await self._open.wait()
+    async def _wait_open(self, budget: Chargeable | None = None) -> None:
+        waiter = self._hold_waiter
+        if self._holds == 0:
+            return
+        if budget is None or waiter is None:
+            while self._holds > 0:
+                await self._open.wait()
+            return
+        async with waiter(budget):
+            while self._holds > 0:
+                await self._open.wait()
 
     def _wake_head(self) -> None:
         if self._queue:
             self._queue[0].turn.set()
 
-    async def _wait_turn(self, priority: int) -> float:
+    async def _wait_turn(self, priority: int, budget: Chargeable | None = None) -> float:
         ticket = _Ticket(priority, next(self._seq))
         heapq.heappush(self._queue, ticket)
         try:
@@ -238,7 +257,7 @@ class Limiter:
                     continue
                 if self._holds > 0:
                     # held after this waiter queued: no request starts during a human step
-                    await self._wait_open()
+                    await self._wait_open(budget)
                     continue
                 now = self._clock.monotonic()
                 target = self._not_before

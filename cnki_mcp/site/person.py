@@ -10,9 +10,10 @@ import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page
+from playwright.async_api import Page, Response
 
 from cnki_mcp.errors import SiteUnavailable, VerificationContextUnavailable, VerificationSkipped
 from cnki_mcp.session_identity import IdentityMemory
@@ -25,6 +26,7 @@ from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.page_lease import PageLease
 from cnki_mcp.site.page_scripts import SHOW_FRAGMENT_JS
 from cnki_mcp.site.pages import PlaywrightHumanPage
+from cnki_mcp.site.transport import Fetched
 
 log = logging.getLogger("cnki_mcp.site.cnki")  # the same logger as CnkiSite's own messages
 
@@ -33,7 +35,8 @@ NAV_TIMEOUT_MS = 30_000
 
 class HumanNeeded(Exception):
     """A page a person must get past. `url`: where to show it (None: already on `page`);
-    `fragment`: the grid's vericodeForm (its HTML, the QueryJson) to draw into `page`'s #briefBox."""
+    `fragment`: the grid's vericodeForm (its HTML, the QueryJson) to draw into `page`'s #briefBox;
+    `returns_to`: see below."""
 
     def __init__(
         self,
@@ -42,6 +45,7 @@ class HumanNeeded(Exception):
         page: Page | None = None,
         url: str | None = None,
         fragment: tuple[str, str] | None = None,
+        returns_to: str | None = None,
     ):
         super().__init__(str(error))
         self.kind = kind
@@ -49,6 +53,9 @@ class HumanNeeded(Exception):
         self.page = page
         self.url = url
         self.fragment = fragment
+        # the URL the request asked for, when the site sends the person's tab back there after
+        # the step (a slider's returnUrl): that answer is kept, so the request is not sent again
+        self.returns_to = returns_to
 
 
 class PersonSteps:
@@ -94,11 +101,12 @@ class PersonSteps:
 
     async def _person_step(
         self, need: HumanNeeded, op: SiteOp | None, epoch: int, *, lease_held: bool = False
-    ) -> None:
+    ) -> Fetched | None:
         """Get the person past the page `need` met, sent when the gate's epoch was `epoch`. One
         human step shows one page: requests that met the same verification while it is shown, or
         before it was solved, wait for that step (or retry at once) and show nothing of their own.
-        `lease_held`: the caller holds the work tab's lease exclusive already (a capture)."""
+        `lease_held`: the caller holds the work tab's lease exclusive already (a capture).
+        Returns the answer the site sent the person's tab back to (`need.returns_to`), if any."""
         if need.kind == "login":
             self.note_login_wall()
         if skips(op):
@@ -115,7 +123,7 @@ class PersonSteps:
             if need.page is not None:
                 await self._close_step_page(need.page)
             await self._human_step(need.kind, await self._host.work_page(), op, epoch)
-            return
+            return None
         showing = asyncio.get_running_loop().create_future()
         self._showing = showing
 
@@ -126,13 +134,26 @@ class PersonSteps:
                 showing.set_result(None)
 
         page = need.page
+        back: list[Response] = []
+        listening: Page | None = None
+
+        def on_response(response: Response) -> None:
+            if need.returns_to is not None and response.status == 200 and same_url(response.url, need.returns_to):
+                back.append(response)
+
         try:
             on_work = page is not None and page is await self._host.work_page()
             async with self._work_lease.exclusive() if on_work and not lease_held else contextlib.nullcontext():
                 page = await self._show(need, op)
+                listening = page
+                page.on("response", on_response)
                 await self._human_step(need.kind, page, op, epoch, opened)
+            return await _answer(back[-1]) if back else None
         finally:
             opened()
+            if listening is not None:
+                with contextlib.suppress(Exception):  # a closed page, a listener gone with it
+                    listening.remove_listener("response", on_response)
             if page is not None:
                 await self._close_step_page(page)
 
@@ -191,6 +212,23 @@ class PersonSteps:
         policy = op.on_verification if op is not None else "wait"
         human = PlaywrightHumanPage(self._host, page, self.endpoints, kind)
         await self._gate.handle(kind, human, op, "skip" if policy == "skip" else "wait", epoch=epoch, opened=opened)
+
+
+def same_url(a: str, b: str) -> bool:
+    """One URL however it is written: host case, percent-encoding and query order aside."""
+    x, y = urlsplit(a), urlsplit(b)
+    return (x.scheme, x.netloc.lower(), unquote(x.path), sorted(parse_qsl(x.query, keep_blank_values=True))) == (
+        y.scheme, y.netloc.lower(), unquote(y.path), sorted(parse_qsl(y.query, keep_blank_values=True))
+    )  # fmt: skip
+
+
+async def _answer(response: Response) -> Fetched | None:
+    """The body of the answer the person's tab came back to; None when it cannot be read."""
+    try:
+        text = await bounded(response.text(), CALL_SECONDS, "returned answer")
+    except (PlaywrightError, BrowserStalled, UnicodeDecodeError):
+        return None
+    return Fetched(response.status, response.url, text)
 
 
 def skips(op: SiteOp | None) -> bool:

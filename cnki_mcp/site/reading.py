@@ -15,6 +15,7 @@ import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from playwright.async_api import ElementHandle, Page
 from playwright.async_api import Error as PlaywrightError
@@ -48,6 +49,7 @@ from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded, close_
 from cnki_mcp.site.grid_template import exact_title_subject
 from cnki_mcp.site.human import HumanGate, PageKind, PageState, StepKind
 from cnki_mcp.site.limiter import Limiter
+from cnki_mcp.site.page_apis import block_page_apis
 from cnki_mcp.site.pages import LOAD_STATE_JS, PlaywrightHumanPage
 
 log = logging.getLogger(__name__)
@@ -167,6 +169,10 @@ class DetailTabs:
         page = await self.host.new_page()
         try:
             try:
+                await block_page_apis(self.host, page)  # the page's own citation-API calls
+            except (PlaywrightError, BrowserStalled) as exc:
+                raise SiteUnavailable(reason=_short(exc)) from exc
+            try:
                 detail = await self._load(page, url, op)
             except LocatorExpired:
                 url = await self.relocate(paper, op)
@@ -201,8 +207,16 @@ class DetailTabs:
         return distinct[0].detail_url
 
     async def _load(self, page: Page, url: str, op: SiteOp | None) -> DetailPage:
+        # True once the person's step brought the tab back to `url` (a solved slider returns to
+        # its returnUrl, a login to its ReturnURL): that page is read as it is, not asked again.
+        returned = False
         for _ in range(MAX_HUMAN_STEPS):
             epoch = self.gate.epoch
+            if returned:
+                returned = False
+                detail = await self._returned_detail(page)
+                if detail is not None:
+                    return detail
             try:
                 async with self.limiter.slot(budget=op):
                     response = await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
@@ -221,12 +235,28 @@ class DetailTabs:
                 if named is not None and (op is None or op.on_verification != "skip"):
                     await self._show_named(page, named, op)
                 await self.human_step(kind, page, op, epoch)
+                returned = not page.is_closed() and same_page(page.url, url)
                 continue
             if verdict.kind in (GateKind.RATE_LIMITED, GateKind.SERVER_ERROR):
                 self.limiter.slow()
             raise_for_verdict(verdict)
             return await self._parse_live(page)
         raise VerificationRepeated(page="detail")
+
+    async def _returned_detail(self, page: Page) -> DetailPage | None:
+        """The detail page the tab is back on, when it is one as it stands; None (asked again)
+        for anything else: another gate page, an error page (a `v` token that expired while the
+        person was busy is a 404 the loader turns into a relocation), a page still being drawn."""
+        try:
+            html = await bounded(page.content(), CALL_SECONDS, "page content")
+        except (PlaywrightError, BrowserStalled):
+            return None
+        if classify_page(html, page.url).kind is not GateKind.CLEAR:
+            return None
+        try:
+            return parse_detail(html, page.url)
+        except ParserUnsupported:
+            return None
 
     async def _show_named(self, page: Page, url: str, op: SiteOp | None) -> None:
         """The page answered CNKI's -403 JSON: the person is shown the slider page it names, in
@@ -305,6 +335,12 @@ class DetailTabs:
         x, y = await self.stable_point(element)
         async with self.limiter.slot(budget=op):
             await page.mouse.click(x, y)
+
+
+def same_page(current: str, wanted: str) -> bool:
+    """Whether the tab's URL is the page asked for (scheme, host, path and query; not the fragment)."""
+    a, b = urlsplit(current), urlsplit(wanted)
+    return (a.scheme, a.netloc, a.path, a.query) == (b.scheme, b.netloc, b.path, b.query)
 
 
 async def close_quietly(page: Page | None) -> None:

@@ -296,3 +296,25 @@ async def test_a_new_filename_for_a_downloaded_paper_gets_a_copy_without_a_click
     await expect_code(case.downloader.download(ref, filename="other.pdf"), "FILE_EXISTS")
     assert (case.data_dir / "downloads" / "other.pdf").read_bytes() == b"someone else's file"
     assert len(sim.requests_for(ORDER, "GET")) == 1  # one click in all
+
+
+@pytest.mark.parametrize(("fmt", "filename"), [("auto", "mine.pdf"), ("pdf", None), ("caj", None)])
+async def test_a_taken_file_name_is_file_exists_before_the_detail_page_is_asked(
+    case: Case, fmt: str, filename: str | None
+) -> None:
+    # The name the file would get is known before the tab opens (the caller's, or the default of
+    # an explicit format): FILE_EXISTS came only after the detail page was loaded, one request
+    # for a file that could not be kept.
+    sim = case.env.sim
+    ref = await case.ref("r0001")
+    paper = case.store.get(ref)
+    assert paper is not None
+    folder = case.data_dir / "downloads"
+    folder.mkdir(parents=True)
+    taken = filename or safe_file_name(paper.title, ref, fmt)
+    (folder / taken).write_bytes(b"keep me")
+    details = len(sim.requests_for("/kcms2/article/abstract"))
+    await expect_code(case.downloader.download(ref, format=fmt, filename=filename), "FILE_EXISTS")  # type: ignore[arg-type]
+    assert (folder / taken).read_bytes() == b"keep me"
+    assert len(sim.requests_for("/kcms2/article/abstract")) == details
+    assert not sim.requests_for(ORDER, "GET") and case.store.clicks_for(ref) == []

@@ -5,9 +5,11 @@ click into a new tab, complete / trial / lazily loaded readers, the reader slide
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +22,7 @@ from cnki_mcp.site.cnki import CnkiSite
 from cnki_mcp.site.human import HumanGate
 from cnki_mcp.site.reading import HtmlReader
 from cnki_mcp.store import Store
-from tests.site_stack import STEP_TIMEOUT, FakeOp, expect_code, sim_settings, site_stack, tab_with
+from tests.site_stack import STEP_TIMEOUT, FakeOp, expect_code, sim_settings, site_stack, tab_with, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -212,3 +214,88 @@ async def test_service_never_caches_a_trial_body(env: Env) -> None:
         assert first.trial and first.complete_article is False
         assert second.source == "reader"
         assert len(env.sim.requests_for(READER, "GET")) == 2
+
+
+async def test_a_detail_tab_keeps_the_page_script_from_calling_the_citation_api(env: Env) -> None:
+    # The article page's own script asks the citation API (the four 核心文献推荐 lists at load; the
+    # counts, reference lists and similar papers once 引文网络 is scrolled into view): requests no
+    # limiter spaced, no budget paid for, sent even while a human step held everything else. The
+    # tabs the product opens block them; the product asks that API itself, one limited request
+    # per list page.
+    ctx = await env.host.ensure()
+    outcomes: list[tuple[str, str | None]] = []
+
+    def note(request: Any, failed: bool) -> None:
+        if "/restapi/" in request.url:
+            outcomes.append((request.url, request.failure if failed else None))
+
+    ctx.on("requestfinished", lambda request: note(request, False))
+    ctx.on("requestfailed", lambda request: note(request, True))
+    before = len(env.sim.requests_for("/restapi/"))
+    op = FakeOp()
+    async with asyncio.timeout(STEP_TIMEOUT):
+        opened = await env.reader.tabs.open(paper_for(env.sim, "r0001"), op)
+        try:
+            await opened.page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+            # the four keyword lists at load and the counts after the scroll have an outcome
+            await wait_until(lambda: len(outcomes) >= 5, "the page script's citation-API requests")
+        finally:
+            await opened.page.close()
+    assert op.charges == 1  # the detail page itself
+    assert all(failure is not None for _, failure in outcomes), outcomes
+    assert len(env.sim.requests_for("/restapi/")) == before
+
+
+@pytest.mark.parametrize("kind", ["verification", "verification_403"])
+async def test_the_detail_page_the_solved_slider_returns_to_is_read_not_asked_again(env: Env, kind: str) -> None:
+    # The site sends the tab to its slider page; solved, it returns to the page asked for (the
+    # slider's returnUrl). That page is read as it is: it was asked again before, one more detail
+    # request for every slider a read or a download met.
+    env.sim.set_scenario({"faults": [{"path": "/kcms2/article/abstract", "kind": kind, "at": [1]}]})
+    op = FakeOp()
+    ctx = await env.host.ensure()
+
+    async def person() -> None:
+        await op.waiting.wait()
+        await tab_with(ctx, "/verify/home").click(".verify-fallback")
+
+    solver = asyncio.create_task(person())
+    async with asyncio.timeout(STEP_TIMEOUT):
+        capture = await env.reader.read(paper_for(env.sim, "r0001"), op)
+    await solver
+    details = env.sim.requests_for("/kcms2/article/abstract", "GET")
+    # the one the slider answered, and the site's own return to it after the person solved it
+    assert [e.fault for e in details] == [kind, None]
+    assert op.transitions == ["awaiting_user", "running"]
+    assert capture.detail.title == env.sim.corpus.by_id["r0001"].title and not capture.page.trial
+
+
+async def test_a_returned_page_whose_token_expired_meanwhile_is_relocated_not_waited_for(
+    tmp_path: Path, browser_executable: str
+) -> None:
+    # The person takes long enough at the slider for the detail page's v token to expire: the site
+    # returns the tab to a 404 page. Taken as it stood, that page waited out the render timeout
+    # (CONTENT_NOT_READY); asked again it is LOCATOR_EXPIRED, and the paper is found by its title.
+    later = [0.0]
+    sim = SimServer(clock=lambda: time.monotonic() + later[0], scenario={"token_ttl": 600}).start()
+    try:
+        async with site_stack(sim_settings(tmp_path / "data", sim.origin, browser_executable)) as stack:
+            reader = HtmlReader(stack.detail_tabs())
+            reader.tabs.render_timeout = STEP_TIMEOUT * 2  # waiting it out would fail the bound below
+            sim.set_scenario({"token_ttl": 600, "faults": [{"path": "/kcms2/article/abstract", "kind": "verification", "at": [1]}]})
+            op = FakeOp()
+            ctx = await stack.host.ensure()
+
+            async def person() -> None:
+                await op.waiting.wait()
+                later[0] += 3600  # an hour at the slider: every token issued so far has expired
+                await tab_with(ctx, "/verify/home").click(".verify-fallback")
+
+            solver = asyncio.create_task(person())
+            async with asyncio.timeout(STEP_TIMEOUT):
+                capture = await reader.read(paper_for(sim, "r0001"), op)
+            await solver
+    finally:
+        sim.stop()
+    assert capture.detail.title == sim.corpus.by_id["r0001"].title
+    assert sim.requests_for("/kns8s/brief/grid", "POST")  # relocated by its exact title

@@ -342,3 +342,30 @@ async def test_citation_api_403_slider_from_a_fresh_profile_is_solved_and_the_li
     assert [e.params["valid"] for e in sim.requests_for(VERIFY)] == [True]
     assert [e.status for e in sim.requests_for(api)][-1] == 200
     assert visits(sim)[0] == ("GET", "/", 200)
+
+
+@pytest.mark.parametrize("what", ["citations", "detail"])
+async def test_the_answer_a_solved_slider_returns_to_is_used_not_asked_again(
+    sim: SimServer, tmp_path: Path, browser_executable: str, what: str
+) -> None:
+    # Solved, the slider sends the person's tab back to the URL the request asked for (returnUrl):
+    # that answer is the request's, and it was asked again (the citation list page twice).
+    api = "/restapi/citation-api/v1/literature/citations"
+    path = api if what == "citations" else DETAIL
+    async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
+        row = (await stack.site.grid(title_request("违约金"))).rows[0]
+        sim.set_scenario({"faults": [{"path": path, "kind": "verification_403", "at": [1]}]})
+        op = FakeOp()
+        ctx = await stack.host.ensure()
+        person = asyncio.create_task(solve_in_tab(ctx, op))
+        async with asyncio.timeout(STEP_TIMEOUT):
+            if what == "citations":
+                page = await stack.site.citation_list(sim.links.detail("r0306"), "citations", "CJFDREF", 11, op)
+                assert page.total == 19 and len(page.items) == 9
+            else:
+                detail = await stack.site.detail(row.detail_url or "", op)
+                assert detail.title == row.title
+        await person
+    assert op.transitions == ["awaiting_user", "running"]
+    # the loader's 403, the tab's 403, the site's return after the person solved it: nothing more
+    assert [e.status for e in sim.requests_for(path)] == [403, 403, 200]

@@ -4,11 +4,12 @@ own copy is deleted once saved, and a save stopped midway (shutdown) leaves no h
 from __future__ import annotations
 
 import asyncio
+import errno
 from pathlib import Path
 
 import pytest
 
-from cnki_mcp.site.downloading import Downloader
+from cnki_mcp.site.downloading import Downloader, DownloadFailed, failed_download
 
 
 class FakeDownload:
@@ -50,3 +51,36 @@ async def test_a_save_stopped_midway_leaves_no_half_file(tmp_path: Path) -> None
     with pytest.raises(asyncio.CancelledError):
         await task
     assert list(tmp_path.iterdir()) == []
+
+
+class FailedDownload(FakeDownload):
+    """A download the browser ended without a file (Chromium says `canceled` when the disk is full)."""
+
+    def __init__(self, failure: str) -> None:
+        super().__init__(hang=False)
+        self.reason = failure
+
+    async def failure(self) -> str | None:
+        return self.reason
+
+
+class FullDiskDownload(FakeDownload):
+    async def save_as(self, path: Path) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+async def test_a_download_the_browser_failed_is_a_failure_not_a_file_still_to_come(tmp_path: Path) -> None:
+    # It was the same None as "not finished yet", so the call said the download might still be in
+    # progress (SIDE_EFFECT_UNCERTAIN "下载可能仍在进行") after the browser had given it up.
+    download = FailedDownload("canceled")
+    with pytest.raises(DownloadFailed) as info:
+        await Downloader._finish(download, tmp_path / "f.pdf")  # type: ignore[arg-type]
+    assert info.value.reason == "canceled" and download.deleted
+    full = FullDiskDownload(hang=False)
+    with pytest.raises(DownloadFailed) as info:
+        await Downloader._finish(full, tmp_path / "g.pdf")  # type: ignore[arg-type]
+    assert full.deleted and list(tmp_path.iterdir()) == []  # no half file
+    error = failed_download(info.value.reason, "rec_x", "pdf", tmp_path)
+    assert error.code == "SIDE_EFFECT_UNCERTAIN"  # whether CNKI charged stays unknown
+    assert error.details["browser_failure"] == info.value.reason
+    assert isinstance(error.details["free_bytes"], int) and "no_space" in error.details

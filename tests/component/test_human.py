@@ -313,3 +313,59 @@ async def test_waiting_for_the_person_is_not_charged_to_active_time() -> None:
     assert record.active_seconds == 10.0  # 101 s with the person are not counted against 30 s
     assert record.requests == 1
     await manager.shutdown()
+
+
+async def test_a_request_held_by_another_operations_step_waits_for_the_person_too() -> None:
+    # "A captcha or login page pauses everything": an operation whose request waits out another
+    # operation's step in the limiter is waiting for the person, not running. It was left
+    # `running`, its active time charged, so it ended BUDGET_EXHAUSTED while the person was still
+    # at the page (session_status(refresh=true) during a login: 60 s).
+    clock = FakeClock()
+    gate, limiter = make_gate(clock)
+    manager = JobManager(clock, MemorySink(), inline_wait=0)
+    page = ScriptedPage(clock, *([CH] * 100), CLEAR, CLEAR)
+    owner = FakeOp("op_owner")
+    step = asyncio.ensure_future(gate.handle("challenge", page, owner, "wait"))
+    await settle()
+
+    async def runner(ctx: OperationContext) -> dict[str, int]:
+        async with limiter.slot(budget=ctx):
+            pass
+        await clock.sleep(5)
+        return {"ok": 1}
+
+    job = manager.start(OperationKind.READ, runner, BudgetSpec(max_requests=5, timeout_seconds=30))
+    await clock.advance_settled(40)
+    await settle()
+    held = manager.status(job.operation_id)
+    assert held is not None and held.status is OperationStatus.AWAITING_USER
+    assert held.message == MESSAGES["challenge"]
+    assert gate.waiting_operations == ["op_owner", job.operation_id]
+    [record, outcome] = await clock.run_until_complete(job.finish(), step)
+    assert outcome is StepOutcome.CLEARED
+    assert record.status is OperationStatus.COMPLETED  # not BUDGET_EXHAUSTED after 30 s
+    # its 5 s plus the slowed spacing (0.5 s x 2) after the step: the 101 s the step held it are not counted
+    assert record.active_seconds == 6.0
+    assert record.requests == 1
+    assert gate.waiting_operations == [] and not limiter.held
+    await manager.shutdown()
+
+
+async def test_show_under_headless_says_there_is_no_window() -> None:
+    # operation_control show answered "已把等待处理的窗口切到前台" with a headless browser.
+    clock = FakeClock()
+    gate, _ = make_gate(clock, headless=True)
+    page = ScriptedPage(clock, CH)
+    step = asyncio.ensure_future(gate.handle("challenge", page, FakeOp(), "wait"))
+    await settle()
+    shown_at_start = page.shown
+    assert await gate.show() is False
+    assert page.shown == shown_at_start
+    headed, _ = make_gate(clock)
+    headed_page = ScriptedPage(clock, CH)
+    other = asyncio.ensure_future(headed.handle("challenge", headed_page, FakeOp(), "wait"))
+    await settle()
+    assert await headed.show() is True and headed_page.shown == 2
+    gate.resume()
+    headed.resume()
+    await clock.run_until_complete(step, other)

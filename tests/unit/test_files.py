@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -168,3 +169,49 @@ def test_bidi_controls_and_other_format_characters_are_refused_in_names(tmp_path
     assert code_of(target_dir, tmp_path, f"合同{char}") == "INVALID_ARGUMENT"
     default = safe_file_name(f"违约金{char}调整", "rec_abcdefgh1234", "pdf")
     assert char not in default and check_file_name(default, "pdf") == default
+
+
+class _FullDisk:
+    """A file whose writes fail as on a full disk."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+
+    def __enter__(self) -> _FullDisk:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.inner.close()  # type: ignore[attr-defined]
+
+    def fileno(self) -> int:
+        return self.inner.fileno()  # type: ignore[attr-defined,no-any-return]
+
+    def write(self, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_is_a_coded_error_leaves_no_temporary_file_and_the_next_try_works(
+    tmp_path: Path, record, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    # downloads/ on another file system (no hard link) and full: the copy failed with a bare
+    # OSError (INTERNAL), left .<name>.part-<pid> behind, and every later try in the process failed
+    # on that name (FileExistsError, INTERNAL) although the disk had room again.
+    src = write(tmp_path, "incoming.pdf", pdf_bytes(record))
+    real_link, real_fdopen = os.link, os.fdopen
+
+    def cross_device(a: object, b: object) -> None:
+        if Path(str(a)) == src:
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        real_link(a, b)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "link", cross_device)
+    monkeypatch.setattr(os, "fdopen", lambda fd, mode: _FullDisk(real_fdopen(fd, mode)))
+    with pytest.raises(CnkiError) as info:
+        archive(src, tmp_path / "data", None, "论文.pdf")
+    assert info.value.code == "DATA_DIRECTORY_UNUSABLE" and info.value.details["reason"] == "no_space"
+    folder = tmp_path / "data" / "downloads"
+    assert list(folder.iterdir()) == []  # no temporary file, no partial file
+    assert src.exists()  # the delivered file stays where it was, for the next try
+    monkeypatch.setattr(os, "fdopen", real_fdopen)  # room again
+    done = archive(src, tmp_path / "data", None, "论文.pdf")
+    assert done.path == folder / "论文.pdf" and done.bytes == len(pdf_bytes(record))

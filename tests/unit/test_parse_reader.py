@@ -111,3 +111,17 @@ def test_real_htmlread_entry_page_is_not_an_article() -> None:
     with pytest.raises(CnkiError) as err:
         parse_reader(html, "https://bar.cnki.net/bar/htmlread.html?lang=CHS&cacheID=x")
     assert err.value.code == "READER_UNSUPPORTED"
+
+
+def test_table_cells_stay_apart_one_row_per_line() -> None:
+    # Cells were run together: a row 12 | 3.4 read "123.4", a header 变量 | 均值 "变量均值".
+    table = (
+        "<table><thead><tr><th>变量</th><th>均值</th><th>标准差</th></tr></thead>"
+        "<tbody><tr><td>A</td><td>12</td><td>3.4</td></tr><tr><td><p>B</p></td><td>5</td><td></td></tr></tbody></table>"
+    )
+    page = parse_reader(_page(f"<h2>第一章</h2><p>{PARA}</p>{table}<h2>第二章</h2><p>{PARA}</p>", toc=()))
+    lines = page.text.split("\n")
+    assert "变量 | 均值 | 标准差" in lines
+    assert "A | 12 | 3.4" in lines
+    assert "B | 5 |" in lines
+    assert [s.title for s in page.sections] == ["第一章", "第二章"]

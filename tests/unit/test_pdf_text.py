@@ -159,3 +159,33 @@ def test_a_symlinked_downloads_directory_is_refused_not_followed(tmp_path: Path,
     (data / "downloads").symlink_to(outside)
     assert code_of(path="secret.pdf", data_dir=data) == "DATA_PATH_SYMLINK"
     assert code_of(path=outside / "secret.pdf", data_dir=data) == "DATA_PATH_SYMLINK"
+
+
+def test_pages_without_any_text_are_an_invalid_file_not_a_blank_success(tmp_path: Path, record) -> None:  # type: ignore[no-untyped-def]
+    # A scanned PDF (images only) gave text "\n\n\n\n" and truncated=false: a blank paper to the
+    # reader, with nothing saying why or what to do instead.
+    from pypdf import PdfWriter
+
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    writer = PdfWriter()
+    for _ in range(3):
+        writer.add_blank_page(595, 842)
+    writer.write(str(folder / "scan.pdf"))
+    with pytest.raises(CnkiError) as info:
+        read_pdf_text("scan.pdf", tmp_path)
+    assert info.value.code == "INVALID_FILE"
+    assert info.value.details["reason"] == "no_text" and info.value.details["page_count"] == 3
+    assert code_of(path="scan.pdf", data_dir=tmp_path, pages="2") == "INVALID_FILE"
+    (folder / "paper.pdf").write_bytes(pdf_bytes(record))  # a PDF with text still reads
+    assert read_pdf_text("paper.pdf", tmp_path).text
+
+
+def test_a_page_the_file_does_not_have_is_refused_with_the_page_count_even_in_a_list() -> None:
+    # "1-2,99" of a 3-page file read as "1-2" without a word; "5-" was "页码范围无效".
+    for spec in ("1-2,99", "5-", "4"):
+        with pytest.raises(CnkiError) as info:
+            parse_pages(spec, 3)
+        assert info.value.code == "INVALID_ARGUMENT", spec
+        assert info.value.details["page_count"] == 3, spec
+    assert parse_pages("2-9", 3) == [2, 3]  # a range running past the end still stops at it
