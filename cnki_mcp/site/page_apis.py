@@ -23,9 +23,12 @@ if TYPE_CHECKING:
 
     from cnki_mcp.site.browser import BrowserHost
 
-# `{apiHost}/citation-api/v1/…` and `{apiHost}/usercenter-api/v1/…`, apiHost being
-# `https://kns.cnki.net/restapi` (the page's hidden input; the simulator's origin in tests).
-PAGE_API_PATTERNS: tuple[str, ...] = ("*/restapi/citation-api/*", "*/restapi/usercenter-api/*")
+# `{apiHost}/citation-api/v1/…` and `{apiHost}/usercenter-api/v1/recommend/…` (the similar
+# papers), apiHost being `https://kns.cnki.net/restapi` (the page's hidden input; the simulator's
+# origin in tests). Only the recommendation part of the user-center API: its other endpoints are
+# not documented (docs/citation-api.md), and one the real page's download or login scripts need
+# must not fail in a tab the product downloads through.
+PAGE_API_PATTERNS: tuple[str, ...] = ("*/restapi/citation-api/*", "*/restapi/usercenter-api/v1/recommend/*")
 
 
 async def block_page_apis(host: BrowserHost, page: Page) -> None:
