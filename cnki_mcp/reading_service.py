@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from cnki_mcp.clock import Clock
-from cnki_mcp.errors import DocumentNotFound, InvalidInput
+from cnki_mcp.errors import DocumentNotFound, HtmlEntryNotFound, InvalidInput
 from cnki_mcp.identity import Paper
 from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.models import DetailPage, ReaderPage, ReaderScope, Section
@@ -279,6 +279,9 @@ class ReadingService:
         self._clock = clock
         self.cache = cache or BodyCache(clock)
         self._reads = KeyedLocks()  # one reader visit per paper at a time
+        # record_ref -> when its detail page was seen without an HTML reader entry (monotonic):
+        # asked again only after the body cache's TTL, so repeated calls cost no 1-3 requests each
+        self._no_entry: dict[str, float] = {}
 
     async def read(
         self,
@@ -295,6 +298,11 @@ class ReadingService:
         if offset < 0:
             raise InvalidInput("offset 不能为负数", offset=offset)
         ref = self._store.resolve_ref(record_ref)
+        seen = self._no_entry.get(ref)
+        if seen is not None:
+            if self._clock.monotonic() - seen < CACHE_TTL_SECONDS:
+                raise HtmlEntryNotFound(record_ref=record_ref, remembered=True)
+            del self._no_entry[ref]
         hit = self.cache.get(ref)
         if hit is None:
             # Two calls for one paper at once (two clients): the second waits for the first and
@@ -312,7 +320,11 @@ class ReadingService:
         paper = self._store.get(ref)
         if paper is None:
             raise DocumentNotFound(record_ref=record_ref)
-        capture = await self._backend.read(paper, op)
+        try:
+            capture = await self._backend.read(paper, op)
+        except HtmlEntryNotFound:
+            self._no_entry[ref] = self._clock.monotonic()
+            raise
         now = self._clock.now()
         self._store.upsert_from_detail(capture.detail, capture.detail_url, now, expected_ref=ref)
         self.cache.put(ref, capture.page, now)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.errors import CnkiError
+from cnki_mcp.errors import CnkiError, HtmlEntryNotFound
 from cnki_mcp.identity import Paper
 from cnki_mcp.models import DetailPage, ReaderPage
 from cnki_mcp.parse.reader import parse_reader
@@ -244,3 +244,30 @@ async def test_a_trial_body_read_by_one_call_does_not_stop_the_next_from_reading
     backend.release.set()
     one, two = await asyncio.gather(first, second)
     assert one.trial and not two.trial and two.source == "reader" and backend.calls == 2
+
+
+class NoEntryBackend:
+    """A paper whose detail page has no HTML reader entry."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def read(self, paper: Paper, op: Any = None) -> ReaderCapture:
+        self.calls += 1
+        raise HtmlEntryNotFound(record_ref=paper.record_ref)
+
+
+async def test_a_paper_without_an_html_entry_is_not_asked_again_until_the_cache_time_passed() -> None:
+    clock = FakeClock()
+    backend = NoEntryBackend()
+    service = ReadingService(FakeStore(), backend, clock)
+    for _ in range(3):
+        with pytest.raises(CnkiError) as info:
+            await service.read("rec_a")
+        assert info.value.code == "HTML_ENTRY_NOT_FOUND"
+    assert backend.calls == 1  # the detail page (1-3 requests) was asked once
+    assert info.value.details.get("remembered") is True
+    await clock.advance(30 * 60)
+    with pytest.raises(CnkiError):
+        await service.read("rec_a")
+    assert backend.calls == 2
