@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import AccessDenied, CnkiError
-from cnki_mcp.jobs import OperationRecord
+from cnki_mcp.jobs import Job, JobManager, OperationContext, OperationKind, OperationRecord
 from cnki_mcp.models import (
     Author,
     DetailPage,
@@ -30,6 +31,8 @@ from cnki_mcp.models import (
     JournalState,
     NativeId,
 )
+from cnki_mcp.pipeline.models import SearchInput
+from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.query.segment import JiebaSegmenter
 from cnki_mcp.site.backend import FollowOnce, GridRequest, SiteOp
 from cnki_mcp.store import Store
@@ -229,6 +232,26 @@ def ranking(store: Store, record: OperationRecord) -> list[tuple[str, bool]]:
     """A completed search's every result in order: (record ref, selected)."""
     items = store.search_results(record.result["search_id"], "all", 0, 10_000).items
     return [(e.record_ref, e.selected) for e in items]
+
+
+async def advance_until(clock: FakeClock, condition: Callable[[], bool]) -> None:
+    """Move fake time on in 0.1 s steps until `condition()` holds (bounded)."""
+    for _ in range(10_000):
+        if condition():
+            return
+        await clock.advance_settled(0.1)
+    raise AssertionError("condition never held")
+
+
+def start_research(
+    jobs: JobManager, pipe: ResearchPipeline, inp: SearchInput, plan: Any
+) -> Job:
+    """A research search of `inp` under `plan`, started as an operation of `jobs`."""
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, plan, ctx)
+
+    return jobs.start(OperationKind.SEARCH, runner, inp.budget())
 
 
 def duplicates(log: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:

@@ -10,11 +10,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from pipeline_fakes import SimSite
+from pipeline_fakes import SimSite, advance_until, start_research
 from test_request_policy import PLAN, live, pipeline
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationStatus
+from cnki_mcp.jobs import JobManager, MemorySink, OperationStatus
 from cnki_mcp.models import JournalPage
 from cnki_mcp.pipeline.policy import DEFAULT_POLICY
 from cnki_mcp.store import Store
@@ -32,15 +32,6 @@ class OneJournalAtATime(SimSite):
             return await super().journal(url, expected_source, op)
 
 
-async def _until(clock: FakeClock, condition: Any) -> None:
-    """Move fake time on until `condition()` holds (bounded)."""
-    for _ in range(10_000):
-        if condition():
-            return
-        await clock.advance_settled(0.1)
-    raise AssertionError("condition never held")
-
-
 async def test_a_cancelled_search_sends_no_journal_request_after_the_cancel(tmp_path: Path) -> None:
     clock = FakeClock()
     site = OneJournalAtATime(clock)
@@ -48,13 +39,8 @@ async def test_a_cancelled_search_sends_no_journal_request_after_the_cancel(tmp_
     try:
         pipe = pipeline(clock, store, site, DEFAULT_POLICY, 20)
         jobs = JobManager(clock, MemorySink())
-        inp = live()
-
-        async def runner(ctx: OperationContext) -> Any:
-            return await pipe.research(inp, PLAN, ctx)
-
-        job = jobs.start(OperationKind.SEARCH, runner, inp.budget())
-        await _until(clock, lambda: site.count("journal") >= 1)
+        job = start_research(jobs, pipe, live(), PLAN)
+        await advance_until(clock, lambda: site.count("journal") >= 1)
         [record] = await clock.run_until_complete(jobs.cancel(job.operation_id))
         assert record.status is OperationStatus.CANCELLED
         sent = site.count("journal")
@@ -72,15 +58,10 @@ async def test_a_journal_read_two_searches_wait_for_survives_one_of_them_being_c
     try:
         pipe = pipeline(clock, store, site, DEFAULT_POLICY, 20)
         jobs = JobManager(clock, MemorySink())
-        inp = live()
-
-        async def runner(ctx: OperationContext) -> Any:
-            return await pipe.research(inp, PLAN, ctx)
-
-        first = jobs.start(OperationKind.SEARCH, runner, inp.budget())
-        await _until(clock, lambda: site.count("journal") >= 1)
-        second = jobs.start(OperationKind.SEARCH, runner, inp.budget())
-        await _until(clock, lambda: any(f.readers > 1 for f in pipe.enricher._journal_flights.values()))
+        first = start_research(jobs, pipe, live(), PLAN)
+        await advance_until(clock, lambda: site.count("journal") >= 1)
+        second = start_research(jobs, pipe, live(), PLAN)
+        await advance_until(clock, lambda: any(f.readers > 1 for f in pipe.enricher._journal_flights.values()))
         [cancelled] = await clock.run_until_complete(jobs.cancel(first.operation_id))
         assert cancelled.status is OperationStatus.CANCELLED
         [finished] = await clock.run_until_complete(second.finish())

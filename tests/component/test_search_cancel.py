@@ -5,13 +5,12 @@ ranking of the candidates found so far, whose pages `search_results` serves."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from pipeline_fakes import SimSite
+from pipeline_fakes import SimSite, advance_until, start_research
 from test_request_policy import PLAN, live, pipeline
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationStatus
+from cnki_mcp.jobs import JobManager, MemorySink, OperationStatus
 from cnki_mcp.pipeline.policy import DEFAULT_POLICY
 from cnki_mcp.store import Store
 
@@ -23,16 +22,8 @@ async def test_a_cancelled_search_answers_and_saves_the_candidates_it_found(tmp_
     try:
         pipe = pipeline(clock, store, site, DEFAULT_POLICY, 20)
         jobs = JobManager(clock, MemorySink())
-        inp = live()
-
-        async def runner(ctx: OperationContext) -> Any:
-            return await pipe.research(inp, PLAN, ctx)
-
-        job = jobs.start(OperationKind.SEARCH, runner, inp.budget())
-        for _ in range(10_000):  # until the first pages landed, before the search ends
-            if site.count("grid") >= 2:
-                break
-            await clock.advance_settled(0.1)
+        job = start_research(jobs, pipe, live(), PLAN)
+        await advance_until(clock, lambda: site.count("grid") >= 2)  # the first pages landed
         assert not job.finished
         [record] = await clock.run_until_complete(jobs.cancel(job.operation_id))
         assert record.status is OperationStatus.CANCELLED
