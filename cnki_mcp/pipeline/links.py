@@ -141,10 +141,17 @@ async def locate_titles(
         by_key: dict[str, dict[str, Paper]] = {}
         for row, paper in zip(page.rows, papers, strict=True):
             by_key.setdefault(reference_key(row.title), {}).setdefault(paper.record_ref, paper)
+        # an exact title search lists every title containing the phrase (site-rules.md §3.10):
+        # titles that shared a page CNKI listed more rows than are asked alone before "no match"
+        crowded = len(batch) > 1 and (page.total or 0) > len(page.rows)
+        alone = [(key, group) for key, group in batch if crowded and not by_key.get(key)]
         for key, _ in batch:
             found[key] = list(by_key.get(key, {}).values())
-        done += len(batch)
+        done += len(batch) - len(alone)
         ctx.progress(done, len(titles), "titles")
+        for outcome in await asyncio.gather(*(one([entry]) for entry in alone), return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     outcomes = await asyncio.gather(*(one(b) for b in batches), return_exceptions=True)
     for outcome in outcomes:

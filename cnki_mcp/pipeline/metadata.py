@@ -169,12 +169,20 @@ async def _locate(
         groups: dict[str, list[GridRow]] = {}
         for row in grid.rows:
             groups.setdefault(title_key(row.title), []).append(row)
+        # CNKI's exact title search lists every title CONTAINING the phrase (docs/site-rules.md
+        # §3.10): when the titles of a batch share a full page and CNKI lists more, a short title's
+        # own row can lie beyond it, so a title missing there is asked alone (one more request)
+        # before it is called not found
+        crowded = len(batch) > 1 and (grid.total or 0) > len(grid.rows)
+        alone: list[str] = []
         for title in batch:
             rows = groups.get(title_key(title), [])
             papers = store.upsert_from_grid(rows, clock.now(), public_origins=enricher.public_origins)
             distinct = list({p.record_ref: p for p in papers}.values())
             refs = [p.record_ref for p in distinct]
-            if not refs:
+            if not refs and crowded:
+                alone.append(title)
+            elif not refs:
                 record_item_error(
                     ctx, DocumentNotFound("按完整题名精确检索，知网没有结果", title=title), None, "locate", title=title
                 )
@@ -182,6 +190,9 @@ async def _locate(
                 ambiguous_item(ctx, title, distinct)
             else:
                 found[title] = refs[0]
+        for outcome in await asyncio.gather(*(one([t]) for t in alone), return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     results = await asyncio.gather(*(one(b) for b in batches), return_exceptions=True)
     for outcome in results:

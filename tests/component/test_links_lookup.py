@@ -308,3 +308,25 @@ async def test_lookup_through_the_simulator_query_evaluator(clock: FakeClock, st
     _, again = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
     assert again is not None and site.requests["grid"] == 2
     assert [r.status for r in again.references] == [r.status for r in result.references]
+
+
+class ContainingSite(FakeSite):
+    """CNKI's exact title search lists every title containing the phrase, 50 rows a page: each
+    title's catalogue lists 30 longer titles containing it before the title itself."""
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
+        whole = await super().grid(request, op, follow)
+        return GridPage(rows=whole.rows[: request.page_size], total=len(whole.rows), page=1, page_count=2)
+
+
+async def test_titles_crowded_out_of_their_shared_page_are_asked_alone(clock: FakeClock, store: Store) -> None:
+    titles = ["违约金的性质", "定金罚则"]
+    site = ContainingSite(
+        {t: [*(row(f"论{t}之辨{i}", f"{n}d{i}") for i in range(30)), row(t, f"{n}own")] for n, t in enumerate(titles)}
+    )
+    text = "《违约金的性质》与《定金罚则》"
+    record, result = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
+    assert result is not None and record.status.value == "completed"
+    assert {r.title: r.status for r in result.references} == {t: "linked" for t in titles}
+    # the shared page held the first title's own row (its 31st), not the second's: that one alone
+    assert site.requests == [titles, [titles[1]]]

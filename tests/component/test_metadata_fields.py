@@ -146,3 +146,33 @@ async def test_a_title_asked_for_inside_book_title_marks_is_located_without_them
         "约定违约金酌减规则的法律规制研究", "《民法典》实施背景下违约赔偿金酌减规则研究"
     ]
     assert backend.requests == Counter({"grid": 1})
+
+
+async def test_a_short_title_crowded_out_of_a_shared_lookup_page_is_asked_alone(
+    clock: FakeClock, store: Store
+) -> None:
+    # CNKI's exact title search lists every title containing the phrase: for each of two titles,
+    # 30 papers whose titles (and keywords) contain it rank above the paper titled just that, so
+    # the page of 50 rows the two titles share holds neither paper; each alone lists 31 rows
+    from dataclasses import replace
+
+    from cnki_mcp.sim.corpus import Corpus
+
+    bundled = Corpus.load()
+    model = bundled.by_id["r0001"]
+    titles = ["违约金的性质", "定金罚则"]
+    decoys = [
+        replace(model, id=f"d{n}{i:03d}", filename=f"DECOY{n}{i:03d}", title=f"论{t}与{t}之辨（{i}）",
+                keywords=(t,), abstract=t * 3)
+        for n, t in enumerate(titles) for i in range(30)
+    ]  # fmt: skip
+    own = [
+        replace(model, id=f"s{n}", filename=f"SHORT{n}", title=t, keywords=(), abstract=None)
+        for n, t in enumerate(titles)
+    ]
+    backend = CorpusBackend(Corpus(records=[*decoys, *own], journals=bundled.journals))
+    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
+    record = await _metadata(clock, pipe, MetadataInput(titles=titles, fields=["title"]))
+    assert record.status == "completed", record.errors
+    assert sorted(r["title"] for r in record.result["records"]) == sorted(titles)
+    assert backend.requests == Counter({"grid": 3})  # the shared page, then each title alone
