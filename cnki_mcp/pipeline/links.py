@@ -40,6 +40,7 @@ from cnki_mcp.store import Store
 
 LOOKUP_WORKERS = 4
 LOOKUP_PAGE_SIZE = 50
+LOOKUP_ALONE_PAGES = 3  # pages of 50 a title asked alone reads for its own row (locate_titles)
 
 
 def _candidate(paper: Paper) -> Candidate:
@@ -100,13 +101,22 @@ def plan_batches(
 
 
 async def lookup_batch(
-    backend: SiteBackend, batch: list[tuple[str, list[str]]], ctx: OperationContext, stage: str
+    backend: SiteBackend,
+    batch: list[tuple[str, list[str]]],
+    ctx: OperationContext,
+    stage: str,
+    *,
+    page: int = 1,
+    cursor: str | None = None,
 ) -> GridPage | None:
-    """One OR-of-exact-titles grid request for a planned batch. A failure that is not fatal is
-    recorded once per title (item errors of `stage`) and gives None; a fatal one is raised."""
+    """One OR-of-exact-titles grid request for a planned batch (its `page`, with the previous
+    page's `cursor`). A failure that is not fatal is recorded once per title (item errors of
+    `stage`) and gives None; a fatal one is raised."""
     spellings = [s for _, group in batch for s in group]
     compiled = compile_expression(title_lookup_expression(spellings))
-    request = GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=LOOKUP_PAGE_SIZE)
+    request = GridRequest(
+        subject=compiled.subject, anchor=compiled.anchor, page_size=LOOKUP_PAGE_SIZE, page=page, cursor=cursor
+    )
     try:
         return await backend.grid(request, op=ctx)
     except CnkiError as exc:
@@ -131,10 +141,10 @@ async def locate_titles(
     gate = asyncio.Semaphore(LOOKUP_WORKERS)
     done = 0
 
-    async def one(batch: list[tuple[str, list[str]]]) -> None:
+    async def one(batch: list[tuple[str, list[str]]], page_no: int = 1, cursor: str | None = None) -> None:
         nonlocal done
         async with gate:
-            page = await lookup_batch(backend, batch, ctx, "links_lookup")
+            page = await lookup_batch(backend, batch, ctx, "links_lookup", page=page_no, cursor=cursor)
         if page is None:
             return
         papers = store.upsert_from_grid(page.rows, store.clock.now(), public_origins=public_origins)
@@ -142,14 +152,19 @@ async def locate_titles(
         for row, paper in zip(page.rows, papers, strict=True):
             by_key.setdefault(reference_key(row.title), {}).setdefault(paper.record_ref, paper)
         # an exact title search lists every title containing the phrase (site-rules.md §3.10):
-        # titles that shared a page CNKI listed more rows than are asked alone before "no match"
-        crowded = len(batch) > 1 and (page.total or 0) > len(page.rows)
-        alone = [(key, group) for key, group in batch if crowded and not by_key.get(key)]
+        # titles that shared a page CNKI lists more rows than are asked alone, and a title asked
+        # alone reads on, up to LOOKUP_ALONE_PAGES pages, before "no match"
+        more = bool(page.rows) and not page.exhausted and (len(batch) > 1 or page_no < LOOKUP_ALONE_PAGES)
+        again = [(key, group) for key, group in batch if more and not by_key.get(key)]
         for key, _ in batch:
-            found[key] = list(by_key.get(key, {}).values())
-        done += len(batch) - len(alone)
+            if not any(key == k for k, _ in again):
+                found[key] = list(by_key.get(key, {}).values())
+        done += len(batch) - len(again)
         ctx.progress(done, len(titles), "titles")
-        for outcome in await asyncio.gather(*(one([entry]) for entry in alone), return_exceptions=True):
+        if len(batch) == 1 and again:
+            await one(batch, page_no + 1, page.turnpage)
+            return
+        for outcome in await asyncio.gather(*(one([entry]) for entry in again), return_exceptions=True):
             if isinstance(outcome, BaseException):
                 raise outcome
 

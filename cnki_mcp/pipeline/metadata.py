@@ -18,7 +18,7 @@ from cnki_mcp.clock import Clock
 from cnki_mcp.errors import CnkiError, DocumentNotFound, InvalidInput, SearchNotFound
 from cnki_mcp.identity import Paper, ambiguous, asked_title, title_key
 from cnki_mcp.jobs import OperationContext
-from cnki_mcp.models import GridRow
+from cnki_mcp.models import GridPage, GridRow
 from cnki_mcp.pipeline.enrich import Enricher, fill_by_export, is_fatal, record_item_error
 from cnki_mcp.pipeline.models import MetadataInput, MetadataResult, Scope
 from cnki_mcp.query.compiler import MAX_TITLES, compile_expression, title_lookup_expression
@@ -27,6 +27,7 @@ from cnki_mcp.store import Store
 
 LOCATE_WORKERS = 4
 LOCATE_PAGE_SIZE = 50
+LOCATE_ALONE_PAGES = 3  # pages of 50 a title asked alone reads for its own row (_locate)
 
 # Fields a stored list row always answers (the grid gives them; `quality` is the journal page's).
 LIST_FIELDS: frozenset[str] = frozenset(
@@ -149,48 +150,77 @@ async def _locate(
     titles: list[str],
     ctx: OperationContext,
 ) -> dict[str, str]:
-    """Exact-title lookup, 10 titles per grid request; title -> ref for unique matches."""
+    """Exact-title lookup, 10 titles per grid request; title -> ref for unique matches.
+
+    CNKI's exact title search lists every title CONTAINING the phrase (docs/site-rules.md §3.10):
+    when the titles of a batch share a full page and CNKI lists more, a title without its own row
+    there is asked alone, and a title asked alone reads up to LOCATE_ALONE_PAGES pages for its
+    row before it is called not found."""
     found: dict[str, str] = {}
     batches = [titles[i : i + MAX_TITLES] for i in range(0, len(titles), MAX_TITLES)]
     gate = asyncio.Semaphore(LOCATE_WORKERS)
 
-    async def one(batch: list[str]) -> None:
+    async def page_of(batch: list[str], page: int = 1, cursor: str | None = None) -> GridPage | None:
         compiled = compile_expression(title_lookup_expression(batch))
-        request = GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=LOCATE_PAGE_SIZE)
+        request = GridRequest(
+            subject=compiled.subject, anchor=compiled.anchor, page_size=LOCATE_PAGE_SIZE, page=page, cursor=cursor
+        )
         async with gate:
             try:
-                grid = await backend.grid(request, op=ctx)
+                return await backend.grid(request, op=ctx)
             except CnkiError as exc:
                 if is_fatal(exc):
                     raise
                 for title in batch:
                     record_item_error(ctx, exc, None, "locate", title=title)
+                return None
+
+    def settle(title: str, rows: list[GridRow]) -> None:
+        papers = store.upsert_from_grid(rows, clock.now(), public_origins=enricher.public_origins)
+        distinct = list({p.record_ref: p for p in papers}.values())
+        refs = [p.record_ref for p in distinct]
+        if not refs:
+            record_item_error(
+                ctx, DocumentNotFound("按完整题名精确检索，知网没有结果", title=title), None, "locate", title=title
+            )
+        elif len(refs) > 1:
+            ambiguous_item(ctx, title, distinct)
+        else:
+            found[title] = refs[0]
+
+    async def alone(title: str) -> None:
+        want = title_key(title)
+        rows: list[GridRow] = []
+        cursor: str | None = None
+        for page in range(1, LOCATE_ALONE_PAGES + 1):
+            grid = await page_of([title], page, cursor)
+            if grid is None:
                 return
+            rows = [row for row in grid.rows if title_key(row.title) == want]
+            if rows or grid.exhausted or not grid.rows:
+                break
+            cursor = grid.turnpage
+        settle(title, rows)
+
+    async def one(batch: list[str]) -> None:
+        if len(batch) == 1:
+            await alone(batch[0])
+            return
+        grid = await page_of(batch)
+        if grid is None:
+            return
         groups: dict[str, list[GridRow]] = {}
         for row in grid.rows:
             groups.setdefault(title_key(row.title), []).append(row)
-        # CNKI's exact title search lists every title CONTAINING the phrase (docs/site-rules.md
-        # §3.10): when the titles of a batch share a full page and CNKI lists more, a short title's
-        # own row can lie beyond it, so a title missing there is asked alone (one more request)
-        # before it is called not found
-        crowded = len(batch) > 1 and (grid.total or 0) > len(grid.rows)
-        alone: list[str] = []
+        crowded = not grid.exhausted and (grid.total or 0) > len(grid.rows)
+        again: list[str] = []
         for title in batch:
             rows = groups.get(title_key(title), [])
-            papers = store.upsert_from_grid(rows, clock.now(), public_origins=enricher.public_origins)
-            distinct = list({p.record_ref: p for p in papers}.values())
-            refs = [p.record_ref for p in distinct]
-            if not refs and crowded:
-                alone.append(title)
-            elif not refs:
-                record_item_error(
-                    ctx, DocumentNotFound("按完整题名精确检索，知网没有结果", title=title), None, "locate", title=title
-                )
-            elif len(refs) > 1:
-                ambiguous_item(ctx, title, distinct)
+            if not rows and crowded:
+                again.append(title)
             else:
-                found[title] = refs[0]
-        for outcome in await asyncio.gather(*(one([t]) for t in alone), return_exceptions=True):
+                settle(title, rows)
+        for outcome in await asyncio.gather(*(alone(t) for t in again), return_exceptions=True):
             if isinstance(outcome, BaseException):
                 raise outcome
 

@@ -330,3 +330,34 @@ async def test_titles_crowded_out_of_their_shared_page_are_asked_alone(clock: Fa
     assert {r.title: r.status for r in result.references} == {t: "linked" for t in titles}
     # the shared page held the first title's own row (its 31st), not the second's: that one alone
     assert site.requests == [titles, [titles[1]]]
+
+
+class PagedContainingSite(FakeSite):
+    """As ContainingSite, with the pages after the first: 50 rows a page, `page_count` told."""
+
+    def __init__(self, catalogue: dict[str, list[GridRow]]) -> None:
+        super().__init__(catalogue)
+        self.pages: list[int] = []
+
+    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
+        whole = await super().grid(request, op, follow)
+        self.pages.append(request.page)
+        size = request.page_size
+        rows = whole.rows[(request.page - 1) * size : request.page * size]
+        count = -(-len(whole.rows) // size)
+        return GridPage(rows=rows, total=len(whole.rows), page=request.page, page_count=count, turnpage=f"c{request.page}")
+
+
+async def test_a_title_asked_alone_reads_on_to_its_own_row_and_no_further(clock: FakeClock, store: Store) -> None:
+    title = "违约金的性质"
+    site = PagedContainingSite({title: [*(row(f"论{title}之辨{i}", f"d{i}") for i in range(60)), row(title, "own")]})
+    record, result = await run_links(clock, store, site, LinkInput(text=f"《{title}》", lookup_missing=True))
+    assert result is not None and record.status.value == "completed"
+    assert by_title(result)[title].status == "linked"
+    assert site.pages == [1, 2]
+
+    absent = "违约金的性"  # only longer titles contain it: both pages read, then unresolved
+    site = PagedContainingSite({absent: [row(f"论{absent}质之辨{i}", f"e{i}") for i in range(160)]})
+    _, result = await run_links(clock, store, site, LinkInput(text=f"《{absent}》", lookup_missing=True))
+    assert result is not None and by_title(result)[absent].status == "unresolved"
+    assert site.pages == [1, 2, 3]  # LOOKUP_ALONE_PAGES, though CNKI lists a 4th

@@ -176,3 +176,29 @@ async def test_a_short_title_crowded_out_of_a_shared_lookup_page_is_asked_alone(
     assert record.status == "completed", record.errors
     assert sorted(r["title"] for r in record.result["records"]) == sorted(titles)
     assert backend.requests == Counter({"grid": 3})  # the shared page, then each title alone
+
+
+async def test_a_title_asked_alone_reads_on_to_the_page_that_holds_its_own_row(clock: FakeClock, store: Store) -> None:
+    # 60 titles containing 违约金的性质 rank above the paper titled just that: its row is on page 2
+    from dataclasses import replace
+
+    from cnki_mcp.sim.corpus import Corpus
+
+    bundled = Corpus.load()
+    model = bundled.by_id["r0001"]
+    decoys = [
+        replace(model, id=f"d{i:03d}", filename=f"DECOY{i:03d}", title=f"论违约金的性质与违约金的性质之辨（{i}）",
+                keywords=("违约金的性质",), abstract="违约金的性质" * 3)
+        for i in range(60)
+    ]  # fmt: skip
+    own = replace(model, id="s001", filename="SHORT001", title="违约金的性质", keywords=(), abstract=None)
+    backend = CorpusBackend(Corpus(records=[*decoys, own], journals=bundled.journals))
+    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
+    record = await _metadata(clock, pipe, MetadataInput(titles=["违约金的性质"], fields=["title"]))
+    assert record.status == "completed", record.errors
+    assert [r["title"] for r in record.result["records"]] == ["违约金的性质"]
+    assert backend.requests == Counter({"grid": 2})
+
+    missing = await _metadata(clock, pipe, MetadataInput(titles=["违约金的性"], fields=["title"]))
+    assert [e.code for e in missing.errors] == ["DOCUMENT_NOT_FOUND"]
+    assert backend.requests == Counter({"grid": 4})  # a title no row carries: both pages, no more
