@@ -9,7 +9,8 @@ import asyncio
 import json
 import signal
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,34 +42,48 @@ def messages(text: str) -> list[dict[str, Any]]:
     return [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:") and line[5:].strip()]
 
 
+@asynccontextmanager
+async def served(h: Harness) -> AsyncIterator[tuple[Any, str]]:
+    """The HTTP server of `h` on a free loopback port: (server, its /mcp URL); stopped on exit."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    port = sock.getsockname()[1]
+    srv = http_server(build_server(h.open), host="127.0.0.1", port=port, token=None)
+    serving = asyncio.create_task(srv.serve(sockets=[sock]))
+    try:
+        yield srv, f"http://127.0.0.1:{port}/mcp"
+    finally:
+        srv.should_exit = True
+        await serving
+        sock.close()
+
+
+async def initialized_session(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
+    """Initialize a handshake-era session; the headers its later requests carry."""
+    init = await http.post(url, json=INIT, headers=HEADERS)
+    assert first_message(init)["result"]["serverInfo"]["name"] == "cnki"
+    session = {**HEADERS, "mcp-session-id": init.headers["mcp-session-id"],
+               "mcp-protocol-version": INIT["params"]["protocolVersion"]}  # fmt: skip
+    await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+    return session
+
+
+SEARCH_CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "search", "arguments": {"query": "竞业限制 违约金"}}}  # fmt: skip
+
+
 async def test_a_call_waiting_on_an_operation_is_answered_interrupted_at_sigterm(
     tmp_path: Path, sigterm_in_a_test: None
 ) -> None:
     h = Harness(tmp_path / "data", inline_wait=30.0)
     h.pipeline.block = True  # the search runs until the server stops
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    srv = http_server(build_server(h.open), host="127.0.0.1", port=sock.getsockname()[1], token=None)
-    serving = asyncio.create_task(srv.serve(sockets=[sock]))
-    try:
-        async with httpx2.AsyncClient(timeout=60) as http:
-            init = await http.post(url, json=INIT, headers=HEADERS)
-            assert first_message(init)["result"]["serverInfo"]["name"] == "cnki"
-            session = {**HEADERS, "mcp-session-id": init.headers["mcp-session-id"],
-                       "mcp-protocol-version": INIT["params"]["protocolVersion"]}  # fmt: skip
-            await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
-            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                    "params": {"name": "search", "arguments": {"query": "竞业限制 违约金"}}}  # fmt: skip
-            answer = asyncio.create_task(http.post(url, json=call, headers=session))
-            await h.pipeline.started.wait()
-            srv.handle_exit(signal.SIGTERM, None)  # what the process's SIGTERM handler calls
-            response = await answer
-    finally:
-        srv.should_exit = True
-        await serving
-        sock.close()
+    async with served(h) as (srv, url), httpx2.AsyncClient(timeout=60) as http:
+        session = await initialized_session(http, url)
+        answer = asyncio.create_task(http.post(url, json=SEARCH_CALL, headers=session))
+        await h.pipeline.started.wait()
+        srv.handle_exit(signal.SIGTERM, None)  # what the process's SIGTERM handler calls
+        response = await answer
     [reply] = [m for m in messages(response.text) if m.get("id") == 2]
     record = reply["result"]["structuredContent"]
     assert record["status"] == "interrupted"
@@ -94,40 +109,23 @@ async def test_a_call_still_before_its_operation_at_sigterm_starts_none_and_is_a
         return None
 
     h.pipeline.cached_async = cached_async  # type: ignore[method-assign]
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    srv = http_server(build_server(h.open), host="127.0.0.1", port=sock.getsockname()[1], token=None)
-    serving = asyncio.create_task(srv.serve(sockets=[sock]))
-    try:
-        async with httpx2.AsyncClient(timeout=60) as http:
-            init = await http.post(url, json=INIT, headers=HEADERS)
-            assert first_message(init)["result"]["serverInfo"]["name"] == "cnki"
-            session = {**HEADERS, "mcp-session-id": init.headers["mcp-session-id"],
-                       "mcp-protocol-version": INIT["params"]["protocolVersion"]}  # fmt: skip
-            await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
-            assert h.services is not None
-            jobs = h.services.jobs
-            shutdown = jobs.shutdown
+    async with served(h) as (srv, url), httpx2.AsyncClient(timeout=60) as http:
+        session = await initialized_session(http, url)
+        assert h.services is not None
+        jobs = h.services.jobs
+        shutdown = jobs.shutdown
 
-            async def tracked_shutdown() -> None:
-                await shutdown()
-                stopped.set()
+        async def tracked_shutdown() -> None:
+            await shutdown()
+            stopped.set()
 
-            jobs.shutdown = tracked_shutdown  # type: ignore[method-assign]
-            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                    "params": {"name": "search", "arguments": {"query": "竞业限制 违约金"}}}  # fmt: skip
-            answer = asyncio.create_task(http.post(url, json=call, headers=session))
-            await planning.wait()
-            srv.handle_exit(signal.SIGTERM, None)
-            await stopped.wait()
-            release.set()  # planning ends after the operations were stopped
-            response = await answer
-    finally:
-        srv.should_exit = True
-        await serving
-        sock.close()
+        jobs.shutdown = tracked_shutdown  # type: ignore[method-assign]
+        answer = asyncio.create_task(http.post(url, json=SEARCH_CALL, headers=session))
+        await planning.wait()
+        srv.handle_exit(signal.SIGTERM, None)
+        await stopped.wait()
+        release.set()  # planning ends after the operations were stopped
+        response = await answer
     [reply] = [m for m in messages(response.text) if m.get("id") == 2]
     result = reply["result"]
     assert result["isError"] is True
@@ -144,21 +142,10 @@ async def test_a_listen_stream_of_a_2026_client_is_closed_gracefully_at_sigterm(
     it (the client saw the subscription lost, the server logged an ASGI exception): every SIGTERM
     took over 10 s, past `docker stop`'s grace. Now the stream ends with its final result."""
     h = Harness(tmp_path / "data", inline_wait=30.0)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    srv = http_server(build_server(h.open), host="127.0.0.1", port=sock.getsockname()[1], token=None)
-    serving = asyncio.create_task(srv.serve(sockets=[sock]))
-    try:
-        async with Client(url) as client:
-            assert client.protocol_version == "2026-07-28"
-            async with client.listen(tools_list_changed=True) as subscription:
-                srv.handle_exit(signal.SIGTERM, None)
-                events = [event async for event in subscription]  # SubscriptionLost if cut off
-            assert events == []
-    finally:
-        srv.should_exit = True
-        await serving
-        sock.close()
+    async with served(h) as (srv, url), Client(url) as client:
+        assert client.protocol_version == "2026-07-28"
+        async with client.listen(tools_list_changed=True) as subscription:
+            srv.handle_exit(signal.SIGTERM, None)
+            events = [event async for event in subscription]  # SubscriptionLost if cut off
+        assert events == []
     assert h.services is not None and h.services.closed

@@ -12,11 +12,9 @@ import pytest
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def test_demo_runs_a_research_search_and_prints_ranked_results_coverage_and_citations(
-    browser_executable: str,
-) -> None:
-    env = dict(os.environ, CNKI_BROWSER_PATH=browser_executable)
-    proc = subprocess.run(
+def run_demo(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`python -m cnki_mcp demo` under `env`, its output captured."""
+    return subprocess.run(
         [sys.executable, "-m", "cnki_mcp", "demo"],
         env=env,
         stdin=subprocess.DEVNULL,
@@ -24,6 +22,13 @@ def test_demo_runs_a_research_search_and_prints_ranked_results_coverage_and_cita
         text=True,
         timeout=240,
     )
+
+
+def test_demo_runs_a_research_search_and_prints_ranked_results_coverage_and_citations(
+    browser_executable: str,
+) -> None:
+    env = dict(os.environ, CNKI_BROWSER_PATH=browser_executable)
+    proc = run_demo(env)
     out = proc.stdout
     assert proc.returncode == 0, proc.stderr[-2000:] + out[-2000:]
     assert "知网模拟站：http://127.0.0.1:" in out.splitlines()[0]
@@ -48,13 +53,6 @@ def test_demo_without_a_usable_browser_fails_and_says_why(tmp_path: Path) -> Non
     """No browser: the search ends "partial" with BROWSER_UNAVAILABLE and nothing found; the demo
     names the error and exits 1 instead of printing an empty ranking with exit 0."""
     env = dict(os.environ, CNKI_BROWSER_PATH=str(tmp_path / "no-such-chrome"), HOME=str(tmp_path))
-    proc = subprocess.run(
-        [sys.executable, "-m", "cnki_mcp", "demo"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    proc = run_demo(env)
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "BROWSER_UNAVAILABLE" in proc.stdout
