@@ -40,7 +40,15 @@ from cnki_mcp.store import Store
 
 LOOKUP_WORKERS = 4
 LOOKUP_PAGE_SIZE = 50
-LOOKUP_ALONE_PAGES = 3  # pages of 50 a title asked alone reads for its own row (locate_titles)
+ALONE_PAGES = 3  # pages of 50 a title asked alone reads for its own row (`lookup_reads_on`)
+
+
+def lookup_reads_on(page: GridPage, titles: int, page_no: int) -> bool:
+    """Whether an exact-title lookup of `titles` titles asks again for those its page `page_no`
+    did not carry: CNKI lists every title CONTAINING the phrase (site-rules.md §3.10), so when
+    CNKI lists rows beyond a shared page its missing titles are asked alone, and a title asked
+    alone reads on, up to ALONE_PAGES pages, before it counts as not found."""
+    return bool(page.rows) and not page.exhausted and (titles > 1 or page_no < ALONE_PAGES)
 
 
 def _candidate(paper: Paper) -> Candidate:
@@ -151,10 +159,7 @@ async def locate_titles(
         by_key: dict[str, dict[str, Paper]] = {}
         for row, paper in zip(page.rows, papers, strict=True):
             by_key.setdefault(reference_key(row.title), {}).setdefault(paper.record_ref, paper)
-        # an exact title search lists every title containing the phrase (site-rules.md §3.10):
-        # titles that shared a page CNKI lists more rows than are asked alone, and a title asked
-        # alone reads on, up to LOOKUP_ALONE_PAGES pages, before "no match"
-        more = bool(page.rows) and not page.exhausted and (len(batch) > 1 or page_no < LOOKUP_ALONE_PAGES)
+        more = lookup_reads_on(page, len(batch), page_no)
         again = [(key, group) for key, group in batch if more and not by_key.get(key)]
         for key, _ in batch:
             if not any(key == k for k, _ in again):

@@ -20,6 +20,7 @@ from cnki_mcp.identity import Paper, ambiguous, asked_title, title_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridPage, GridRow
 from cnki_mcp.pipeline.enrich import Enricher, fill_by_export, is_fatal, record_item_error
+from cnki_mcp.pipeline.links import lookup_reads_on
 from cnki_mcp.pipeline.models import MetadataInput, MetadataResult, Scope
 from cnki_mcp.query.compiler import MAX_TITLES, compile_expression, title_lookup_expression
 from cnki_mcp.site.backend import GridRequest, SiteBackend
@@ -27,7 +28,6 @@ from cnki_mcp.store import Store
 
 LOCATE_WORKERS = 4
 LOCATE_PAGE_SIZE = 50
-LOCATE_ALONE_PAGES = 3  # pages of 50 a title asked alone reads for its own row (_locate)
 
 # Fields a stored list row always answers (the grid gives them; `quality` is the journal page's).
 LIST_FIELDS: frozenset[str] = frozenset(
@@ -150,12 +150,8 @@ async def _locate(
     titles: list[str],
     ctx: OperationContext,
 ) -> dict[str, str]:
-    """Exact-title lookup, 10 titles per grid request; title -> ref for unique matches.
-
-    CNKI's exact title search lists every title CONTAINING the phrase (docs/site-rules.md §3.10):
-    when the titles of a batch share a full page and CNKI lists more, a title without its own row
-    there is asked alone, and a title asked alone reads up to LOCATE_ALONE_PAGES pages for its
-    row before it is called not found."""
+    """Exact-title lookup, 10 titles per grid request; title -> ref for unique matches. A title
+    the page did not carry is asked again as `links.lookup_reads_on` says (alone, reading on)."""
     found: dict[str, str] = {}
     batches = [titles[i : i + MAX_TITLES] for i in range(0, len(titles), MAX_TITLES)]
     gate = asyncio.Semaphore(LOCATE_WORKERS)
@@ -192,12 +188,14 @@ async def _locate(
         want = title_key(title)
         rows: list[GridRow] = []
         cursor: str | None = None
-        for page in range(1, LOCATE_ALONE_PAGES + 1):
+        page = 0
+        while True:
+            page += 1
             grid = await page_of([title], page, cursor)
             if grid is None:
                 return
             rows = [row for row in grid.rows if title_key(row.title) == want]
-            if rows or grid.exhausted or not grid.rows:
+            if rows or not lookup_reads_on(grid, 1, page):
                 break
             cursor = grid.turnpage
         settle(title, rows)
@@ -212,7 +210,7 @@ async def _locate(
         groups: dict[str, list[GridRow]] = {}
         for row in grid.rows:
             groups.setdefault(title_key(row.title), []).append(row)
-        crowded = not grid.exhausted and (grid.total or 0) > len(grid.rows)
+        crowded = lookup_reads_on(grid, len(batch), 1)
         again: list[str] = []
         for title in batch:
             rows = groups.get(title_key(title), [])
