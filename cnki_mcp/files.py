@@ -163,6 +163,19 @@ def downloads_root(data_dir: Path) -> Path:
     return datadir.checked_dir(Path(data_dir), DOWNLOADS_DIR)
 
 
+def check_download_arguments(
+    data_dir: Path, format: str, filename: str | None, subdirectory: str | None
+) -> None:
+    """A download's file name and folder, checked before any site work: the name one safe
+    component whose extension fits `format` (`auto`: .pdf or .caj), the folder under downloads/."""
+    if filename is not None:
+        ext = filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
+        if format == "auto" and ext not in ("pdf", "caj"):
+            raise InvalidInput("文件扩展名须为 .pdf 或 .caj", field="filename")
+        check_file_name(filename, ext if format == "auto" else format)  # type: ignore[arg-type]
+    target_dir(data_dir, subdirectory)
+
+
 def target_dir(data_dir: Path, subdirectory: str | None) -> Path:
     """`<data>/downloads/<subdirectory>`; the subdirectory must stay inside downloads/: no
     absolute path, no `..`, no drive, no symlink along the way (INVALID_ARGUMENT). A symlinked

@@ -323,7 +323,10 @@ class ReadingService:
         try:
             capture = await self._backend.read(paper, op)
         except HtmlEntryNotFound:
-            self._no_entry[ref] = self._clock.monotonic()
+            now = self._clock.monotonic()
+            # expired entries go as new ones come, so the map holds only the last 30 minutes'
+            self._no_entry = {r: t for r, t in self._no_entry.items() if now - t < CACHE_TTL_SECONDS}
+            self._no_entry[ref] = now
             raise
         now = self._clock.now()
         self._store.upsert_from_detail(capture.detail, capture.detail_url, now, expected_ref=ref)

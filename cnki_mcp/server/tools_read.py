@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
@@ -18,7 +17,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from cnki_mcp.errors import DocumentNotFound, InvalidInput
-from cnki_mcp.files import check_file_name, target_dir
+from cnki_mcp.files import check_download_arguments
 from cnki_mcp.identity import ambiguous, asked_title
 from cnki_mcp.jobs import DEFAULT_BUDGETS, BudgetSpec, OperationKind
 from cnki_mcp.links import reference_key
@@ -117,18 +116,6 @@ async def locate_title(services: Services, title: str, op: Any) -> str:
 def budget_of(kind: OperationKind, on_verification: str) -> BudgetSpec:
     spec = DEFAULT_BUDGETS[kind]
     return spec.model_copy(update={"on_verification": "skip" if on_verification == "skip" else "wait"})
-
-
-def check_download_arguments(
-    data_dir: Path, format: str, filename: str | None, subdirectory: str | None
-) -> None:
-    """The downloader's own argument checks, run before an operation starts."""
-    if filename is not None:
-        ext = filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
-        if format == "auto" and ext not in ("pdf", "caj"):
-            raise InvalidInput("文件扩展名须为 .pdf 或 .caj", field="filename")
-        check_file_name(filename, ext if format == "auto" else format)  # type: ignore[arg-type]
-    target_dir(data_dir, subdirectory)
 
 
 def register(server: CnkiServer) -> None:

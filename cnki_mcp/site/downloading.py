@@ -48,6 +48,7 @@ from cnki_mcp.errors import (
 from cnki_mcp.files import (
     FileFormat,
     archive,
+    check_download_arguments,
     check_file_name,
     copy_into,
     safe_file_name,
@@ -164,11 +165,7 @@ class Downloader:
             raise InvalidInput("format 只能是 auto、pdf 或 caj", format=format)
         if not 1 <= wait_seconds <= MAX_WAIT_SECONDS:
             raise InvalidInput("wait_seconds 须在 1 到 900 之间", wait_seconds=wait_seconds)
-        if filename is not None and format != "auto":
-            check_file_name(filename, format)
-        if filename is not None and format == "auto" and not filename.lower().endswith((".pdf", ".caj")):
-            raise InvalidInput("文件扩展名须为 .pdf 或 .caj", filename=filename)
-        target_dir(self.data_dir, subdirectory)  # INVALID_ARGUMENT before any site work
+        check_download_arguments(self.data_dir, format, filename, subdirectory)  # before any site work
         datadir.checked_dir(self.data_dir, INCOMING_DIR)  # DATA_PATH_SYMLINK before any click
         ref = self.store.resolve_ref(record_ref)
         paper = self.store.get(ref)

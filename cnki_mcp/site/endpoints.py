@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from cnki_mcp.identity import SECRET_QUERY_WORDS, public_url
 from cnki_mcp.settings import Settings
@@ -69,3 +69,12 @@ class Endpoints:
         path holds `abstract`, no secret-looking key, no user info); the single origin counts
         as CNKI's. Anything else is internal only."""
         return public_url(url, (self.one_origin,) if self.one_origin else ())
+
+
+def same_url(a: str, b: str) -> bool:
+    """One URL however it is written: host case, percent-encoding, query order and fragment aside
+    (the page a solved slider or a login returns a tab to is the one asked for, written its way)."""
+    x, y = urlsplit(a), urlsplit(b)
+    return (x.scheme, x.netloc.lower(), unquote(x.path), sorted(parse_qsl(x.query, keep_blank_values=True))) == (
+        y.scheme, y.netloc.lower(), unquote(y.path), sorted(parse_qsl(y.query, keep_blank_values=True))
+    )  # fmt: skip

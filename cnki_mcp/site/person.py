@@ -10,7 +10,6 @@ import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page, Response
@@ -20,7 +19,7 @@ from cnki_mcp.session_identity import IdentityMemory
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded, close_tab
-from cnki_mcp.site.endpoints import Endpoints, without_query
+from cnki_mcp.site.endpoints import Endpoints, same_url, without_query
 from cnki_mcp.site.human import HumanGate, StepKind
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.page_lease import PageLease
@@ -212,14 +211,6 @@ class PersonSteps:
         policy = op.on_verification if op is not None else "wait"
         human = PlaywrightHumanPage(self._host, page, self.endpoints, kind)
         await self._gate.handle(kind, human, op, "skip" if policy == "skip" else "wait", epoch=epoch, opened=opened)
-
-
-def same_url(a: str, b: str) -> bool:
-    """One URL however it is written: host case, percent-encoding and query order aside."""
-    x, y = urlsplit(a), urlsplit(b)
-    return (x.scheme, x.netloc.lower(), unquote(x.path), sorted(parse_qsl(x.query, keep_blank_values=True))) == (
-        y.scheme, y.netloc.lower(), unquote(y.path), sorted(parse_qsl(y.query, keep_blank_values=True))
-    )  # fmt: skip
 
 
 async def _answer(response: Response) -> Fetched | None:

@@ -15,7 +15,6 @@ import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from playwright.async_api import ElementHandle, Page
 from playwright.async_api import Error as PlaywrightError
@@ -46,6 +45,7 @@ from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.cnki import CnkiSite
 from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded, close_tab
+from cnki_mcp.site.endpoints import same_url
 from cnki_mcp.site.grid_template import exact_title_subject
 from cnki_mcp.site.human import HumanGate, PageKind, PageState, StepKind
 from cnki_mcp.site.limiter import Limiter
@@ -235,7 +235,7 @@ class DetailTabs:
                 if named is not None and (op is None or op.on_verification != "skip"):
                     await self._show_named(page, named, op)
                 await self.human_step(kind, page, op, epoch)
-                returned = not page.is_closed() and same_page(page.url, url)
+                returned = not page.is_closed() and same_url(page.url, url)
                 continue
             if verdict.kind in (GateKind.RATE_LIMITED, GateKind.SERVER_ERROR):
                 self.limiter.slow()
@@ -335,12 +335,6 @@ class DetailTabs:
         x, y = await self.stable_point(element)
         async with self.limiter.slot(budget=op):
             await page.mouse.click(x, y)
-
-
-def same_page(current: str, wanted: str) -> bool:
-    """Whether the tab's URL is the page asked for (scheme, host, path and query; not the fragment)."""
-    a, b = urlsplit(current), urlsplit(wanted)
-    return (a.scheme, a.netloc, a.path, a.query) == (b.scheme, b.netloc, b.path, b.query)
 
 
 async def close_quietly(page: Page | None) -> None:

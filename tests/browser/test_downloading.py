@@ -318,3 +318,17 @@ async def test_a_taken_file_name_is_file_exists_before_the_detail_page_is_asked(
     assert (folder / taken).read_bytes() == b"keep me"
     assert len(sim.requests_for("/kcms2/article/abstract")) == details
     assert not sim.requests_for(ORDER, "GET") and case.store.clicks_for(ref) == []
+
+
+async def test_a_file_name_with_a_path_is_refused_whatever_the_format_even_where_that_file_exists(case: Case) -> None:
+    # `auto` used to check only the extension, so `../outside.pdf` reached the taken-name check
+    # and answered FILE_EXISTS, with its path, for a file outside downloads/
+    sim = case.env.sim
+    ref = await case.ref("r0001")
+    (case.data_dir / "downloads").mkdir(parents=True)
+    (case.data_dir / "outside.pdf").write_bytes(b"not ours")
+    details = len(sim.requests_for("/kcms2/article/abstract"))
+    for fmt in ("auto", "pdf"):
+        await expect_code(case.downloader.download(ref, format=fmt, filename="../outside.pdf"), "INVALID_ARGUMENT")  # type: ignore[arg-type]
+    assert len(sim.requests_for("/kcms2/article/abstract")) == details
+    assert (case.data_dir / "outside.pdf").read_bytes() == b"not ours"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import errno
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -83,4 +84,16 @@ async def test_a_download_the_browser_failed_is_a_failure_not_a_file_still_to_co
     error = failed_download(info.value.reason, "rec_x", "pdf", tmp_path)
     assert error.code == "SIDE_EFFECT_UNCERTAIN"  # whether CNKI charged stays unknown
     assert error.details["browser_failure"] == info.value.reason
-    assert isinstance(error.details["free_bytes"], int) and "no_space" in error.details
+    assert isinstance(error.details["free_bytes"], int)
+
+
+@pytest.mark.parametrize(("free", "no_space"), [(1 << 20, True), (1 << 40, False)])
+def test_a_failed_download_puts_itself_down_to_the_disk_only_when_it_is_nearly_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, free: int, no_space: bool
+) -> None:
+    monkeypatch.setattr(
+        "cnki_mcp.site.downloading.shutil.disk_usage", lambda _path: SimpleNamespace(total=1 << 41, used=0, free=free)
+    )
+    error = failed_download("canceled", "rec_x", "pdf", tmp_path)
+    assert error.code == "SIDE_EFFECT_UNCERTAIN"
+    assert error.details["free_bytes"] == free and error.details["no_space"] is no_space
