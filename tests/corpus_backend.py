@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 from typing import Literal
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
@@ -212,3 +213,21 @@ class RecordingCorpus(CorpusBackend):
     async def journal(self, url: str, expected_source: str | None = None, op: SiteOp | None = None) -> JournalPage:
         await self._send("journal", url, op)
         return await super().journal(url, expected_source, None)
+
+
+def containing_corpus(titles: list[str], decoys: int) -> Corpus:
+    """A corpus where CNKI's exact title search (every title CONTAINING the phrase) ranks, for each
+    of `titles`, `decoys` longer titles (the phrase also in their keywords and abstract) above the
+    paper titled just that (ids `s0`, `s1`, ...)."""
+    bundled = Corpus.load()
+    model = bundled.by_id["r0001"]
+    longer = [
+        replace(model, id=f"d{n}{i:03d}", filename=f"DECOY{n}{i:03d}", title=f"论{t}与{t}之辨（{i}）",
+                keywords=(t,), abstract=t * 3)
+        for n, t in enumerate(titles) for i in range(decoys)
+    ]  # fmt: skip
+    own = [
+        replace(model, id=f"s{n}", filename=f"SHORT{n}", title=t, keywords=(), abstract=None)
+        for n, t in enumerate(titles)
+    ]
+    return Corpus(records=[*longer, *own], journals=bundled.journals)

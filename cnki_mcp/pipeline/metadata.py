@@ -20,14 +20,11 @@ from cnki_mcp.identity import Paper, ambiguous, asked_title, title_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridPage, GridRow
 from cnki_mcp.pipeline.enrich import Enricher, fill_by_export, is_fatal, record_item_error
-from cnki_mcp.pipeline.links import lookup_reads_on
+from cnki_mcp.pipeline.links import LOOKUP_WORKERS, lookup_batch, lookup_reads_on
 from cnki_mcp.pipeline.models import MetadataInput, MetadataResult, Scope
-from cnki_mcp.query.compiler import MAX_TITLES, compile_expression, title_lookup_expression
-from cnki_mcp.site.backend import GridRequest, SiteBackend
+from cnki_mcp.query.compiler import MAX_TITLES, title_lookup_expression
+from cnki_mcp.site.backend import SiteBackend
 from cnki_mcp.store import Store
-
-LOCATE_WORKERS = 4
-LOCATE_PAGE_SIZE = 50
 
 # Fields a stored list row always answers (the grid gives them; `quality` is the journal page's).
 LIST_FIELDS: frozenset[str] = frozenset(
@@ -154,22 +151,11 @@ async def _locate(
     the page did not carry is asked again as `links.lookup_reads_on` says (alone, reading on)."""
     found: dict[str, str] = {}
     batches = [titles[i : i + MAX_TITLES] for i in range(0, len(titles), MAX_TITLES)]
-    gate = asyncio.Semaphore(LOCATE_WORKERS)
+    gate = asyncio.Semaphore(LOOKUP_WORKERS)
 
     async def page_of(batch: list[str], page: int = 1, cursor: str | None = None) -> GridPage | None:
-        compiled = compile_expression(title_lookup_expression(batch))
-        request = GridRequest(
-            subject=compiled.subject, anchor=compiled.anchor, page_size=LOCATE_PAGE_SIZE, page=page, cursor=cursor
-        )
         async with gate:
-            try:
-                return await backend.grid(request, op=ctx)
-            except CnkiError as exc:
-                if is_fatal(exc):
-                    raise
-                for title in batch:
-                    record_item_error(ctx, exc, None, "locate", title=title)
-                return None
+            return await lookup_batch(backend, [(t, [t]) for t in batch], ctx, "locate", page=page, cursor=cursor)
 
     def settle(title: str, rows: list[GridRow]) -> None:
         papers = store.upsert_from_grid(rows, clock.now(), public_origins=enricher.public_origins)

@@ -17,7 +17,7 @@ from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKin
 from cnki_mcp.links import LinkInput, LinkResult
 from cnki_mcp.models import DetailPage, GridPage, GridRow, HeaderIdentity, JournalPage, NativeId
 from cnki_mcp.operations import DEFAULT_BUDGETS, BudgetSpec
-from cnki_mcp.pipeline.links import link_references
+from cnki_mcp.pipeline.links import ALONE_PAGES, link_references
 from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.store import Store
 
@@ -310,30 +310,9 @@ async def test_lookup_through_the_simulator_query_evaluator(clock: FakeClock, st
     assert [r.status for r in again.references] == [r.status for r in result.references]
 
 
-class ContainingSite(FakeSite):
-    """CNKI's exact title search lists every title containing the phrase, 50 rows a page: each
-    title's catalogue lists 30 longer titles containing it before the title itself."""
-
-    async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
-        whole = await super().grid(request, op, follow)
-        return GridPage(rows=whole.rows[: request.page_size], total=len(whole.rows), page=1, page_count=2)
-
-
-async def test_titles_crowded_out_of_their_shared_page_are_asked_alone(clock: FakeClock, store: Store) -> None:
-    titles = ["违约金的性质", "定金罚则"]
-    site = ContainingSite(
-        {t: [*(row(f"论{t}之辨{i}", f"{n}d{i}") for i in range(30)), row(t, f"{n}own")] for n, t in enumerate(titles)}
-    )
-    text = "《违约金的性质》与《定金罚则》"
-    record, result = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
-    assert result is not None and record.status.value == "completed"
-    assert {r.title: r.status for r in result.references} == {t: "linked" for t in titles}
-    # the shared page held the first title's own row (its 31st), not the second's: that one alone
-    assert site.requests == [titles, [titles[1]]]
-
-
 class PagedContainingSite(FakeSite):
-    """As ContainingSite, with the pages after the first: 50 rows a page, `page_count` told."""
+    """CNKI's exact title search lists every title containing the phrase, 50 rows a page: each
+    title's catalogue lists longer titles containing it before the title itself."""
 
     def __init__(self, catalogue: dict[str, list[GridRow]]) -> None:
         super().__init__(catalogue)
@@ -348,6 +327,19 @@ class PagedContainingSite(FakeSite):
         return GridPage(rows=rows, total=len(whole.rows), page=request.page, page_count=count, turnpage=f"c{request.page}")
 
 
+async def test_titles_crowded_out_of_their_shared_page_are_asked_alone(clock: FakeClock, store: Store) -> None:
+    titles = ["违约金的性质", "定金罚则"]
+    site = PagedContainingSite(
+        {t: [*(row(f"论{t}之辨{i}", f"{n}d{i}") for i in range(30)), row(t, f"{n}own")] for n, t in enumerate(titles)}
+    )
+    text = "《违约金的性质》与《定金罚则》"
+    record, result = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
+    assert result is not None and record.status.value == "completed"
+    assert {r.title: r.status for r in result.references} == {t: "linked" for t in titles}
+    # the shared page held the first title's own row (its 31st), not the second's: that one alone
+    assert site.requests == [titles, [titles[1]]]
+
+
 async def test_a_title_asked_alone_reads_on_to_its_own_row_and_no_further(clock: FakeClock, store: Store) -> None:
     title = "违约金的性质"
     site = PagedContainingSite({title: [*(row(f"论{title}之辨{i}", f"d{i}") for i in range(60)), row(title, "own")]})
@@ -356,8 +348,8 @@ async def test_a_title_asked_alone_reads_on_to_its_own_row_and_no_further(clock:
     assert by_title(result)[title].status == "linked"
     assert site.pages == [1, 2]
 
-    absent = "违约金的性"  # only longer titles contain it: both pages read, then unresolved
+    absent = "违约金的性"  # only longer titles contain it: ALONE_PAGES pages read, then unresolved
     site = PagedContainingSite({absent: [row(f"论{absent}质之辨{i}", f"e{i}") for i in range(160)]})
     _, result = await run_links(clock, store, site, LinkInput(text=f"《{absent}》", lookup_missing=True))
     assert result is not None and by_title(result)[absent].status == "unresolved"
-    assert site.pages == [1, 2, 3]  # LOOKUP_ALONE_PAGES, though CNKI lists a 4th
+    assert site.pages == list(range(1, ALONE_PAGES + 1)) and ALONE_PAGES < 4  # though CNKI lists a 4th

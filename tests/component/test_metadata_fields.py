@@ -13,7 +13,7 @@ from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKin
 from cnki_mcp.pipeline.models import MetadataInput
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.store import Store
-from tests.corpus_backend import CorpusBackend
+from tests.corpus_backend import CorpusBackend, containing_corpus
 
 
 async def _metadata(clock: FakeClock, pipe: ResearchPipeline, inp: MetadataInput) -> OperationRecord:
@@ -151,26 +151,10 @@ async def test_a_title_asked_for_inside_book_title_marks_is_located_without_them
 async def test_a_short_title_crowded_out_of_a_shared_lookup_page_is_asked_alone(
     clock: FakeClock, store: Store
 ) -> None:
-    # CNKI's exact title search lists every title containing the phrase: for each of two titles,
-    # 30 papers whose titles (and keywords) contain it rank above the paper titled just that, so
-    # the page of 50 rows the two titles share holds neither paper; each alone lists 31 rows
-    from dataclasses import replace
-
-    from cnki_mcp.sim.corpus import Corpus
-
-    bundled = Corpus.load()
-    model = bundled.by_id["r0001"]
+    # for each of two titles, 30 longer titles containing it rank above the paper titled just that,
+    # so the page of 50 rows the two titles share holds neither paper; each alone lists 31 rows
     titles = ["违约金的性质", "定金罚则"]
-    decoys = [
-        replace(model, id=f"d{n}{i:03d}", filename=f"DECOY{n}{i:03d}", title=f"论{t}与{t}之辨（{i}）",
-                keywords=(t,), abstract=t * 3)
-        for n, t in enumerate(titles) for i in range(30)
-    ]  # fmt: skip
-    own = [
-        replace(model, id=f"s{n}", filename=f"SHORT{n}", title=t, keywords=(), abstract=None)
-        for n, t in enumerate(titles)
-    ]
-    backend = CorpusBackend(Corpus(records=[*decoys, *own], journals=bundled.journals))
+    backend = CorpusBackend(containing_corpus(titles, 30))
     pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
     record = await _metadata(clock, pipe, MetadataInput(titles=titles, fields=["title"]))
     assert record.status == "completed", record.errors
@@ -179,20 +163,8 @@ async def test_a_short_title_crowded_out_of_a_shared_lookup_page_is_asked_alone(
 
 
 async def test_a_title_asked_alone_reads_on_to_the_page_that_holds_its_own_row(clock: FakeClock, store: Store) -> None:
-    # 60 titles containing 违约金的性质 rank above the paper titled just that: its row is on page 2
-    from dataclasses import replace
-
-    from cnki_mcp.sim.corpus import Corpus
-
-    bundled = Corpus.load()
-    model = bundled.by_id["r0001"]
-    decoys = [
-        replace(model, id=f"d{i:03d}", filename=f"DECOY{i:03d}", title=f"论违约金的性质与违约金的性质之辨（{i}）",
-                keywords=("违约金的性质",), abstract="违约金的性质" * 3)
-        for i in range(60)
-    ]  # fmt: skip
-    own = replace(model, id="s001", filename="SHORT001", title="违约金的性质", keywords=(), abstract=None)
-    backend = CorpusBackend(Corpus(records=[*decoys, own], journals=bundled.journals))
+    # 60 longer titles containing 违约金的性质 rank above the paper titled just that: its row is on page 2
+    backend = CorpusBackend(containing_corpus(["违约金的性质"], 60))
     pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
     record = await _metadata(clock, pipe, MetadataInput(titles=["违约金的性质"], fields=["title"]))
     assert record.status == "completed", record.errors
