@@ -163,3 +163,21 @@ async def _drain_ready(limit: int = 100_000) -> bool:
         await asyncio.sleep(0)
         spun += 1
     return spun > 0
+
+
+async def event_or_timeout(clock: Clock, event: asyncio.Event, seconds: float) -> bool:
+    """Wait for `event` at most `seconds` on `clock`; True when the event fired."""
+    if event.is_set():
+        return True
+    if seconds <= 0:
+        return False
+    waiter = asyncio.ensure_future(event.wait())
+    sleeper = asyncio.ensure_future(clock.sleep(seconds))
+    try:
+        await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (waiter, sleeper):
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(waiter, sleeper, return_exceptions=True)
+    return event.is_set()

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from cnki_mcp.clock import Clock
+from cnki_mcp.clock import Clock, event_or_timeout
 from cnki_mcp.errors import (
     BudgetExhausted,
     CnkiError,
@@ -422,7 +422,7 @@ class JobManager:
             elif budget.running:
                 break
             else:  # used up while the person works: stopped once the operation runs again
-                await _event_or_timeout(self._clock, live.changed, WATCHDOG_PAUSED_LOOK_SECONDS)
+                await event_or_timeout(self._clock, live.changed, WATCHDOG_PAUSED_LOOK_SECONDS)
         else:
             return
         live.deadline_error = BudgetExhausted(
@@ -437,7 +437,7 @@ class JobManager:
         )  # fmt: skip
         if live.task is not None and not live.task.done():
             live.task.cancel()
-        if await _event_or_timeout(self._clock, live.done, WATCHDOG_GRACE_SECONDS):
+        if await event_or_timeout(self._clock, live.done, WATCHDOG_GRACE_SECONDS):
             return
         # The runner did not stop: the record ends now with what it has; the task keeps its cancel.
         log.error("operation %s did not stop within %.0f s of its deadline", live.record.operation_id,
@@ -641,7 +641,7 @@ class JobManager:
             if remaining <= 0:
                 break
             # Block on the change event (no spinning): progress wakes us too, and we go back to sleep.
-            await _event_or_timeout(self._clock, live.changed, remaining)
+            await event_or_timeout(self._clock, live.changed, remaining)
             awaiting = live.record.status is OperationStatus.AWAITING_USER
             if live.done.is_set() or awaiting != was_awaiting:
                 break
@@ -657,7 +657,7 @@ class JobManager:
         live.cancel_requested = True
         if live.task is not None and not live.task.done():
             live.task.cancel()
-        await _event_or_timeout(self._clock, live.done, CANCEL_WAIT_SECONDS)
+        await event_or_timeout(self._clock, live.done, CANCEL_WAIT_SECONDS)
         return self._snapshot(live)
 
     async def resume(self, operation_id: str) -> OperationRecord:
@@ -783,21 +783,3 @@ def _cancelled_from_outside(live: _Live) -> None:
     crash would, not `cancelled` (which the user did not ask for and cannot `continue`)."""
     if not live.cancel_requested:
         live.server_exit = True
-
-
-async def _event_or_timeout(clock: Clock, event: asyncio.Event, seconds: float) -> bool:
-    """Wait for `event` at most `seconds` on `clock`; True when the event fired."""
-    if event.is_set():
-        return True
-    if seconds <= 0:
-        return False
-    waiter = asyncio.ensure_future(event.wait())
-    sleeper = asyncio.ensure_future(clock.sleep(seconds))
-    try:
-        await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (waiter, sleeper):
-            if not task.done():
-                task.cancel()
-        await asyncio.gather(waiter, sleeper, return_exceptions=True)
-    return event.is_set()

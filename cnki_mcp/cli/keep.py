@@ -10,9 +10,8 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
+from cnki_mcp.cli.configfile import BOM
 from cnki_mcp.errors import ConfigInvalid
-
-BOM = "\ufeff"
 
 
 def _document(text: str, fmt: str) -> Any:

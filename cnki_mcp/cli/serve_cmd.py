@@ -81,7 +81,7 @@ def listen_sockets(host: str, port: int) -> list[socket.socket]:
     bound: list[socket.socket] = []
     try:
         infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-        for family, _, _, _, address in dict.fromkeys((i[0], 0, 0, "", i[4]) for i in infos):
+        for family, address in dict.fromkeys((i[0], i[4]) for i in infos):
             if bound:  # port 0: every address on the port the first one got
                 address = (address[0], bound[0].getsockname()[1], *address[2:])
             bound.append(socket.create_server(address, family=family, backlog=2048))

@@ -162,6 +162,14 @@ class JournalFlight:
         self.readers = 0
 
 
+def read_in_full(paper: Paper, now: datetime) -> bool:
+    """CNKI's full record of `paper` (a detail page or its batch export) was read within
+    DETAIL_TTL: its abstract and keywords are known, and a field it lacks, CNKI lacks."""
+    return any(
+        seen is not None and now - seen < DETAIL_TTL for seen in (paper.detail_observed_at, paper.export_observed_at)
+    )
+
+
 class Enricher:
     def __init__(
         self,
@@ -192,11 +200,7 @@ class Enricher:
 
     def abstract_read(self, paper: Paper, now: datetime | None = None) -> bool:
         """Abstract and keywords read within DETAIL_TTL: a detail page or CNKI's batch export."""
-        at = now or self.clock.now()
-        return any(
-            seen is not None and at - seen < DETAIL_TTL
-            for seen in (paper.detail_observed_at, paper.export_observed_at)
-        )
+        return read_in_full(paper, now or self.clock.now())
 
     def journal_cached(self, paper: Paper) -> CachedJournal | None:
         key = source_key(paper.source)

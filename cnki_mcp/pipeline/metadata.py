@@ -281,7 +281,7 @@ async def fetch_metadata(
         targets.extend(store.resolve_ref(r) for r in refs)
 
     pending: list[str] = []
-    for title in dict.fromkeys(t for t in map(asked_title, inp.titles) if t):
+    for title in dict.fromkeys(map(asked_title, inp.titles)):
         local = store.find_by_title_key(title)
         if len(local) == 1:
             targets.append(local[0].record_ref)

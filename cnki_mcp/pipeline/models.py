@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -286,6 +287,15 @@ MetadataField = Literal[
 ]
 
 
+def check_targets(record_refs: Sequence[str], titles: Sequence[str], search_id: str | None) -> None:
+    """The papers of get_metadata / export_citations: at least one source, and no title that is
+    blank once one pair of 《》 around it is taken off (`identity.asked_title`)."""
+    if not record_refs and not titles and not search_id:
+        raise InvalidInput("需要 record_refs、titles 或 search_id 之一", field="record_refs")
+    if any(not asked_title(t) for t in titles):
+        raise InvalidInput("题名不能为空（空白或空的《》）", field="titles")
+
+
 class MetadataInput(_Model):
     record_refs: list[str] = Field(default_factory=list, max_length=100, description="记录编号")
     titles: list[str] = Field(default_factory=list, max_length=100, description="完整题名")
@@ -302,11 +312,8 @@ class MetadataInput(_Model):
 
     @model_validator(mode="after")
     def _some(self) -> MetadataInput:
-        if not self.record_refs and not self.titles and not self.search_id:
-            raise InvalidInput("需要 record_refs、titles 或 search_id 之一")
+        check_targets(self.record_refs, self.titles, self.search_id)
         _check_text("titles", *self.titles)
-        if any(not asked_title(t) for t in self.titles):
-            raise InvalidInput("题名不能为空（空白或空的《》）", field="titles")
         if len(self.record_refs) + len(self.titles) > 100:
             raise InvalidInput("一次最多 100 篇", count=len(self.record_refs) + len(self.titles))
         return self

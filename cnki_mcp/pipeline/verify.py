@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Iterable
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -46,7 +45,7 @@ from cnki_mcp.identity import Paper, doi_key, listed_online_first
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.links import reference_key, title_variants
 from cnki_mcp.models import GridRow
-from cnki_mcp.pipeline.enrich import DETAIL_TTL, fill_by_export, is_fatal, record_item_error
+from cnki_mcp.pipeline.enrich import fill_by_export, is_fatal, read_in_full, record_item_error
 from cnki_mcp.pipeline.links import local_matches, lookup_batch, plan_batches
 from cnki_mcp.query.compiler import compile_expression
 from cnki_mcp.query.expr import parse_expression
@@ -307,11 +306,6 @@ def _needs_export(entry: ParsedReference, view: RecordView) -> bool:
     )
 
 
-def _read_in_full(paper: Paper, now: datetime) -> bool:
-    """CNKI's full record (detail page or batch export) was read lately: what it lacks, CNKI lacks."""
-    return any(seen is not None and now - seen < DETAIL_TTL for seen in (paper.detail_observed_at, paper.export_observed_at))
-
-
 async def _export_details(
     work: _Work, readable: list[int], store: Store, backend: SiteBackend, ctx: OperationContext
 ) -> None:
@@ -325,7 +319,7 @@ async def _export_details(
     for i, ref in matched.items():
         paper = papers.get(ref)
         view = work.candidates[i][ref]
-        if paper is None or not _needs_export(work.parsed[i], view) or _read_in_full(paper, now):
+        if paper is None or not _needs_export(work.parsed[i], view) or read_in_full(paper, now):
             continue
         export_id = work.export_ids.get(ref) or paper.export_id
         if export_id:

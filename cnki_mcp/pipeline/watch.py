@@ -479,13 +479,7 @@ def _not_older(row: GridRow, horizon: str | None) -> bool:
     day = _day(row.date)
     if day is not None:
         return day >= horizon
-    year = row.year or _year(row.date)
-    return year is None or str(year) >= horizon[:4]
-
-
-def _year(value: str | None) -> int | None:
-    text = (value or "").strip()[:4]
-    return int(text) if len(text) == 4 and text.isdigit() else None
+    return row.year is None or str(row.year) >= horizon[:4]  # parse/grid.py reads it from the date
 
 
 def _anchor(subject: dict[str, Any]) -> str:

@@ -135,7 +135,6 @@ def protocol_check(
     ):
         try:
             return asyncio.run(_handshake(command, env, tmp, errlog, timeout))
-        except (
-            Exception
-        ) as exc:  # the child may be missing, crash, hang or speak no MCP: report, do not raise
+        # the child may be missing, crash, hang or speak no MCP: report, do not raise
+        except Exception as exc:
             return explain_failure(exc, command, _stderr_tail(errlog), timeout)

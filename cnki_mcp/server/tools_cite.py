@@ -29,7 +29,7 @@ from cnki_mcp.jobs import OperationKind
 from cnki_mcp.links import LinkInput, LinkResult, scan_references
 from cnki_mcp.pipeline.links import link_references as run_link_references
 from cnki_mcp.pipeline.metadata import refs_in_scope
-from cnki_mcp.pipeline.models import MetadataInput, Scope
+from cnki_mcp.pipeline.models import MetadataInput, Scope, check_targets
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import ErrorView, OperationView, locator_step
@@ -229,10 +229,7 @@ def register(server: CnkiServer) -> None:
     ) -> ExportOperation:
         fmt = normalize_format(format)  # FORMAT_UNAVAILABLE
         export([], fmt, template=template)  # INVALID_TEMPLATE before anything else
-        if not record_refs and not titles and not search_id:
-            raise InvalidInput("需要 record_refs、titles 或 search_id 之一", field="record_refs")
-        if any(not asked_title(t) for t in titles):
-            raise InvalidInput("题名不能为空（空白或空的《》）", field="titles")
+        check_targets(record_refs, titles, search_id)
         services = services_of(ctx)
         store = services.store
         name = export_file_name(filename, EXTENSIONS[fmt]) if filename is not None else None
@@ -244,7 +241,7 @@ def register(server: CnkiServer) -> None:
             refs.extend(store.resolve_ref(r) for r in scoped)
 
         pending: list[str] = []
-        for title in dict.fromkeys(t for t in map(asked_title, titles) if t):
+        for title in dict.fromkeys(map(asked_title, titles)):
             local = store.find_by_title_key(title)
             if len(local) == 1:
                 refs.append(local[0].record_ref)
