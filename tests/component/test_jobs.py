@@ -26,7 +26,7 @@ from cnki_mcp.jobs import (
     ProgressEvent,
     final_status,
 )
-from cnki_mcp.operations import INTERRUPTED_MESSAGE
+from cnki_mcp.operations import INTERRUPTED_MESSAGE, finished_message
 from cnki_mcp.site.human import HumanGate, PageKind, PageState
 from cnki_mcp.site.limiter import Limiter
 
@@ -488,7 +488,7 @@ async def test_runner_outcomes_map_to_final_status(env: Any) -> None:
     ]
     assert records[0].errors[0].code == "VERIFICATION_SKIPPED"
     assert records[2].errors[0].details == {"record_ref": "r1", "stage": "detail"}
-    assert records[2].message == "已完成，1 项出错（见 errors）"  # not its last progress message
+    assert records[2].message == finished_message(OperationStatus.PARTIAL, 1)  # not its last progress message
     assert records[3].errors[0].code == "INTERNAL"
 
 

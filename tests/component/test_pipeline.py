@@ -22,6 +22,7 @@ from cnki_mcp.jobs import (
     ProgressEvent,
 )
 from cnki_mcp.models import GridPage
+from cnki_mcp.operations import OperationStatus, finished_message
 from cnki_mcp.pipeline.models import (
     MetadataInput,
     ResultsInput,
@@ -274,7 +275,7 @@ async def test_progress_message_fits_each_stage_and_counts_candidates_after_the_
         return [e for e in events if e.stage == stage and e.status == "running"]
 
     # the last event is the ending's: its message says the search is done, not where it last was
-    assert events[-1].status == "completed" and events[-1].message == "已完成"
+    assert events[-1].status == "completed" and events[-1].message == finished_message(OperationStatus.COMPLETED, 0)
 
     retrieval = of("retrieval")
     # Five rounds of 20 rows: q1 lists 0-99, q2 30-129, q3 60-159, so 160 candidates, and the

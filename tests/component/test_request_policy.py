@@ -19,7 +19,7 @@ from cnki_mcp.jobs import (
     OperationRecord,
     ProgressEvent,
 )
-from cnki_mcp.operations import StoreSink
+from cnki_mcp.operations import OperationStatus, StoreSink, finished_message
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions
 from cnki_mcp.pipeline.policy import DEFAULT_POLICY, REFERENCE_POLICY, SearchPolicy
 from cnki_mcp.pipeline.research import ResearchPipeline
@@ -87,7 +87,7 @@ async def test_an_exhausted_subject_channel_answers_its_subsets_without_requests
     jobs.subscribe(job.operation_id, events.append)
     [record] = await clock.run_until_complete(job.finish())
     result = record.result
-    assert record.status == "completed" and record.message == "已完成"
+    assert record.status == "completed" and record.message == finished_message(OperationStatus.COMPLETED, 0)
     assert [k for k in site.log if k[0] == "grid"] == [("grid", "q1", 1)]  # nothing else asked
     coverage = {c["channel"]: c for c in result["coverage"]}
     assert coverage["q1"]["exhausted"] and coverage["q1"]["rows"] == 40
