@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal, Protocol, runtime_checkable
 
-from cnki_mcp.clock import Clock
+from cnki_mcp.clock import Clock, event_or_timeout
 from cnki_mcp.errors import VerificationNotFound, VerificationSkipped, VerificationTimeout
 from cnki_mcp.site.deadline import CALL_SECONDS, CLOSE_SECONDS, bounded
 from cnki_mcp.site.limiter import Limiter
@@ -322,19 +322,4 @@ class HumanGate:
             remaining = deadline - self._clock.monotonic()
             if remaining <= 0:
                 return StepOutcome.TIMED_OUT
-            await _sleep_or_event(self._clock, min(self._poll, remaining), step.resume)
-
-
-async def _sleep_or_event(clock: Clock, seconds: float, event: asyncio.Event) -> None:
-    """Sleep on `clock` for `seconds`, waking early when `event` is set."""
-    if event.is_set():
-        return
-    sleeper = asyncio.ensure_future(clock.sleep(seconds))
-    waiter = asyncio.ensure_future(event.wait())
-    try:
-        await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (sleeper, waiter):
-            if not task.done():
-                task.cancel()
-        await asyncio.gather(sleeper, waiter, return_exceptions=True)
+            await event_or_timeout(self._clock, step.resume, min(self._poll, remaining))

@@ -126,10 +126,8 @@ async def test_reader_slider_is_solved_by_the_person_through_the_gate(env: Env) 
     assert capture.page.coverage.missing_catalog_headings == [] and not capture.page.trial
 
 
-async def test_a_detail_tab_answered_with_the_403_json_shows_the_person_the_issued_slider(env: Env) -> None:
-    # CNKI's WAF answers the detail page itself with {"code":-403,"message":<slider URL>}: the tab
-    # is sent to that slider page (its ident, captchaId and returnUrl), where the person solves it.
-    env.sim.set_scenario({"faults": [{"path": "/kcms2/article/abstract", "kind": "verification_403", "at": [1]}]})
+async def read_solving_the_slider(env: Env) -> tuple[Any, FakeOp]:
+    """Read r0001 while the person solves the slider page the detail tab is sent to."""
     op = FakeOp()
     ctx = await env.host.ensure()
 
@@ -141,6 +139,14 @@ async def test_a_detail_tab_answered_with_the_403_json_shows_the_person_the_issu
     async with asyncio.timeout(STEP_TIMEOUT):
         capture = await env.reader.read(paper_for(env.sim, "r0001"), op)
     await solver
+    return capture, op
+
+
+async def test_a_detail_tab_answered_with_the_403_json_shows_the_person_the_issued_slider(env: Env) -> None:
+    # CNKI's WAF answers the detail page itself with {"code":-403,"message":<slider URL>}: the tab
+    # is sent to that slider page (its ident, captchaId and returnUrl), where the person solves it.
+    env.sim.set_scenario({"faults": [{"path": "/kcms2/article/abstract", "kind": "verification_403", "at": [1]}]})
+    capture, op = await read_solving_the_slider(env)
     assert op.transitions == ["awaiting_user", "running"]
     assert [e.params["valid"] for e in env.sim.requests_for("/verify/home")] == [True]
     assert not capture.page.trial
@@ -252,17 +258,7 @@ async def test_the_detail_page_the_solved_slider_returns_to_is_read_not_asked_ag
     # slider's returnUrl). That page is read as it is: it was asked again before, one more detail
     # request for every slider a read or a download met.
     env.sim.set_scenario({"faults": [{"path": "/kcms2/article/abstract", "kind": kind, "at": [1]}]})
-    op = FakeOp()
-    ctx = await env.host.ensure()
-
-    async def person() -> None:
-        await op.waiting.wait()
-        await tab_with(ctx, "/verify/home").click(".verify-fallback")
-
-    solver = asyncio.create_task(person())
-    async with asyncio.timeout(STEP_TIMEOUT):
-        capture = await env.reader.read(paper_for(env.sim, "r0001"), op)
-    await solver
+    capture, op = await read_solving_the_slider(env)
     details = env.sim.requests_for("/kcms2/article/abstract", "GET")
     # the one the slider answered, and the site's own return to it after the person solved it
     assert [e.fault for e in details] == [kind, None]
