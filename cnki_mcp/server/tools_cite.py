@@ -125,6 +125,22 @@ def save_export(data_dir: Path, name: str, text: str) -> Path:
     return dest
 
 
+SAVE_STEP = "用 filename 保存为文件"
+
+
+def too_large(size: int, read_only: bool) -> OutputTooLarge:
+    """OUTPUT_TOO_LARGE, with the way out that works: a `filename`, or in read-only mode (which
+    refuses `filename`, server/readonly.py) exporting in parts."""
+    if not read_only:
+        return OutputTooLarge(bytes=size, max_bytes=MAX_TEXT_BYTES)
+    return OutputTooLarge(
+        "输出超过 512 KB，只读模式下不能保存为文件：分批导出（search_id 配合 offset/limit，或每次少传一些 record_refs）",
+        bytes=size,
+        max_bytes=MAX_TEXT_BYTES,
+        read_only=True,
+    )
+
+
 def render_export(
     services: Services,
     refs: list[str],
@@ -151,7 +167,7 @@ def render_export(
     if filename is not None:
         path = save_export(services.settings.data_dir, filename, result.text)
     elif size > MAX_TEXT_BYTES:
-        raise OutputTooLarge(bytes=size, max_bytes=MAX_TEXT_BYTES)
+        raise too_large(size, services.settings.read_only)
     omit = size > MAX_TEXT_BYTES
     return ExportView(
         format=result.format,
@@ -260,7 +276,7 @@ def register(server: CnkiServer) -> None:
                 result=view,
                 errors=unknown,
                 next_step=locator_step(view.missing_fields)
-                or ("用 filename 保存为文件" if view.path is None and view.count else None),
+                or (SAVE_STEP if view.path is None and view.count and not services.settings.read_only else None),
             )
 
         pipeline = services.pipeline

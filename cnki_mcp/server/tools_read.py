@@ -240,8 +240,12 @@ def register(server: CnkiServer) -> None:
                 raise DocumentNotFound(record_ref=record_ref)
             stored = store.download_for(ref, "pdf")
             if stored is None:
+                # read-only mode hides download_paper (server/readonly.py): nothing to call first
                 raise InvalidInput(
-                    "该文献没有已下载的 PDF，请先调用 download_paper(format='pdf')", field="record_ref"
+                    "该文献没有已下载的 PDF（只读模式下不能下载；可用 get_metadata 取得摘要）"
+                    if services.settings.read_only
+                    else "该文献没有已下载的 PDF，请先调用 download_paper(format='pdf')",
+                    field="record_ref",
                 )
             path = str(stored.path)
         assert path is not None
