@@ -22,7 +22,14 @@ from pydantic import BaseModel, Field
 from cnki_mcp import datadir
 from cnki_mcp.cite import EXTENSIONS, FORMATS, MissingMode, export, normalize_format
 from cnki_mcp.cite.sources import cite_source
-from cnki_mcp.errors import CnkiError, DocumentNotFound, FileExists, InvalidInput, OutputTooLarge
+from cnki_mcp.errors import (
+    CnkiError,
+    DocumentNotFound,
+    FileExists,
+    InvalidInput,
+    OutputTooLarge,
+    SearchNotFound,
+)
 from cnki_mcp.files import check_file_name
 from cnki_mcp.identity import asked_title
 from cnki_mcp.jobs import OperationKind
@@ -34,6 +41,7 @@ from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import ErrorView, OperationView, locator_step
 from cnki_mcp.server.progress import start_operation, typed_view
+from cnki_mcp.server.unfinished import or_unfinished
 from cnki_mcp.services import Services
 
 EXPORTS_DIR = datadir.EXPORTS_DIR
@@ -253,7 +261,10 @@ def register(server: CnkiServer) -> None:
             ensure_free(services.settings.data_dir, name)
         refs = [store.resolve_ref(r) for r in record_refs]
         if search_id:
-            _, scoped = refs_in_scope(store, search_id, scope, offset, limit)  # SEARCH_NOT_FOUND
+            try:
+                _, scoped = refs_in_scope(store, search_id, scope, offset, limit)
+            except SearchNotFound as exc:  # a search still running says so (server/unfinished.py)
+                raise or_unfinished(services.jobs, search_id, exc) from None
             refs.extend(store.resolve_ref(r) for r in scoped)
 
         pending: list[str] = []

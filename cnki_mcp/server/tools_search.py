@@ -232,6 +232,10 @@ def register(server: CnkiServer) -> None:
             local_only=local_only,
         )
         services = services_of(ctx)
+        if search_id and services.store.get_search(search_id) is None:
+            # before an operation that could only fail with "no such search": a search still
+            # running says so, and how to wait for it (server/unfinished.py)
+            raise or_unfinished(services.jobs, search_id, SearchNotFound(search_id=search_id))
         pipeline = services.pipeline
 
         async def runner(op: Any) -> Any:

@@ -480,7 +480,7 @@ async def test_research_search_with_the_real_pipeline_on_a_corpus_backend(tmp_pa
     assert opened[0].host.started is False
 
 
-async def test_the_log_and_library_of_a_search_that_has_not_finished_say_how_to_finish_it(tmp_path: Path) -> None:
+async def test_the_log_library_export_and_metadata_of_a_search_that_has_not_finished_say_how_to_finish_it(tmp_path: Path) -> None:
     # before: "没有这个检索编号（检索结果只保留最近 300 次）", as for an id that never existed
     h = Harness(tmp_path / "data", inline_wait=0.05)
     h.pipeline.block = True
@@ -489,6 +489,8 @@ async def test_the_log_and_library_of_a_search_that_has_not_finished_say_how_to_
         for tool, args in (
             ("export_search_log", {"search_id": op_id}),
             ("search_library", {"query": "违约金", "search_id": op_id}),
+            ("export_citations", {"search_id": op_id}),
+            ("get_metadata", {"search_id": op_id, "local_only": True}),
         ):
             running = _error(await client.call_tool(tool, args))
             assert running["code"] == "SEARCH_NOT_FOUND" and running["details"]["operation_status"] == "running", tool
