@@ -13,6 +13,7 @@ import pytest
 
 import cnki_mcp.settings
 from cnki_mcp.errors import all_error_classes
+from cnki_mcp.jobs import CONTINUABLE, OperationKind
 from cnki_mcp.server.guide import GUIDE
 from cnki_mcp.server.readonly import HIDDEN_TOOLS, REFUSED_ARGUMENTS
 from cnki_mcp.settings import load_settings
@@ -104,3 +105,20 @@ def test_every_error_code_a_document_names_exists(doc: str) -> None:
     named = {c for c in CODE_RE.findall(text) if not c.startswith("CNKI_")} - NOT_CODES
     assert sorted(named - ERROR_CODES) == [], doc
 
+
+
+# The tools whose operations `operation_control continue` carries on (jobs.CONTINUABLE: a search
+# or a citation walk with a checkpoint; get_references / get_citing keep none).
+CONTINUED_BY = {OperationKind.SEARCH: "检索", OperationKind.CITATIONS: "`citation_graph`、`find_citation_path`"}
+
+
+def test_every_readme_error_row_advising_continue_says_which_tools_it_continues() -> None:
+    """`continue` is CONTINUE_UNAVAILABLE for a download, a read, get_metadata or a check: a row
+    that advises it for a code any tool can meet names the tools it is for and what the others do."""
+    assert set(CONTINUED_BY) == set(CONTINUABLE)
+    section = README.split("## 故障排查（错误码）", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `") and "continue" in line]
+    assert rows
+    for line in rows:
+        assert all(name in line for name in CONTINUED_BY.values()), line
+        assert "重新调用" in line or "再调用" in line, line
