@@ -122,3 +122,20 @@ def test_every_readme_error_row_advising_continue_says_which_tools_it_continues(
     for line in rows:
         assert all(name in line for name in CONTINUED_BY.values()), line
         assert "重新调用" in line or "再调用" in line, line
+
+
+def test_setup_help_states_the_environment_defaults_setup_uses() -> None:
+    """setup writes CNKI_DATA_DIR / CNKI_BROWSER_PATH from the environment when the flags are
+    absent (cli/setup_cmd.py; docs/clients.md says so); its --help said the data directory was
+    not written by default and the browser was looked for."""
+    import argparse
+
+    from cnki_mcp.cli import setup_cmd
+
+    parser = argparse.ArgumentParser()
+    setup_cmd.add_arguments(parser)
+    helps = {a.dest: a.help or "" for a in parser._actions}
+    assert "默认用环境变量 CNKI_DATA_DIR" in helps["data_dir"] and "默认不写" not in helps["data_dir"]
+    assert "默认用环境变量 CNKI_BROWSER_PATH" in helps["browser"]
+    clients_md = (ROOT / "docs" / "clients.md").read_text(encoding="utf-8")
+    assert "(default: `CNKI_DATA_DIR` when set)" in clients_md and "(default: `CNKI_BROWSER_PATH`" in clients_md
