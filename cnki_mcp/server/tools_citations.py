@@ -109,7 +109,8 @@ def register(server: CnkiServer) -> None:
         name="citation_graph",
         title="引文网络",
         description=GRAPH_DESCRIPTION,
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+        # `filename` writes the graph under exports/, as export_citations' does (not read-only)
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True),
     )
     async def citation_graph_tool(
         ctx: Context[Any, Any],

@@ -17,6 +17,7 @@ from cnki_mcp.errors import ParserUnsupported
 from cnki_mcp.jobs import StoreSink
 from cnki_mcp.operations import BudgetSpec, OperationKind, OperationRecord, OperationStatus
 from cnki_mcp.server.app import TOOL_NAMES, build_server
+from cnki_mcp.server.readonly import REFUSED_ARGUMENTS
 from tests.contract.server_fakes import Harness
 
 READ_ONLY = {
@@ -31,7 +32,6 @@ READ_ONLY = {
     "verify_references",
     "get_references",
     "get_citing",
-    "citation_graph",
     "find_citation_path",
     "session_status",
     "operation_status",
@@ -65,6 +65,10 @@ async def test_lists_all_tools_with_annotations_and_read_only_hints(h: Harness) 
         assert tool.output_schema is not None, name
         assert tool.description and len(tool.description) > 20, name
         assert bool(tool.annotations.read_only_hint) == (name in READ_ONLY), name
+    # a tool that can write a file the person asked for is not read-only (a client may run
+    # read-only tools without asking): exactly the tools whose arguments read-only mode refuses
+    writers = {n for n, t in tools.items() if t.annotations and t.annotations.read_only_hint is False}
+    assert set(REFUSED_ARGUMENTS) <= writers and not set(REFUSED_ARGUMENTS) & READ_ONLY
 
 
 BAD_ARGUMENTS: list[tuple[str, dict[str, Any]]] = [
