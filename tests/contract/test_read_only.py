@@ -109,6 +109,22 @@ async def test_read_only_results_advise_nothing_read_only_mode_refuses(tmp_path:
     assert _code(no_pdf) == "INVALID_ARGUMENT" and refused_in(no_pdf.structured_content["message"]) == []
 
 
+async def test_read_only_a_pdf_without_text_does_not_advise_the_hidden_reader(tmp_path: Path) -> None:
+    from pypdf import PdfWriter
+
+    downloads = tmp_path / "data" / "downloads"
+    downloads.mkdir(parents=True)
+    writer = PdfWriter()
+    writer.add_blank_page(595, 842)  # a scanned page: images only, no text
+    writer.write(str(downloads / "scan.pdf"))
+    for read_only, advised in ((True, []), (False, ["read_online_html"])):
+        h = _harness(tmp_path, read_only=read_only)
+        async with Client(build_server(h.open)) as client:
+            scan = await client.call_tool("read_pdf_text", {"path": "scan.pdf"})
+        assert _code(scan) == "INVALID_FILE" and scan.structured_content["details"]["reason"] == "no_text"
+        assert refused_in(scan.structured_content["message"]) == advised, read_only
+
+
 async def test_without_read_only_the_same_results_advise_filename_and_download(tmp_path: Path) -> None:
     h = _harness(tmp_path, read_only=False)
     async with Client(build_server(h.open)) as client:
