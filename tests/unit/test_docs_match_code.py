@@ -124,6 +124,11 @@ def test_every_readme_error_row_advising_continue_says_which_tools_it_continues(
         assert "重新调用" in line or "再调用" in line, line
 
 
+def test_the_guide_does_not_advise_continue_for_every_budget_stop() -> None:
+    line = next(line for line in GUIDE.splitlines() if "BUDGET_EXHAUSTED" in line)
+    assert "citation_graph" in line and "get_references" in line and "再调用" in line, line
+
+
 def test_setup_help_states_the_environment_defaults_setup_uses() -> None:
     """setup writes CNKI_DATA_DIR / CNKI_BROWSER_PATH from the environment when the flags are
     absent (cli/setup_cmd.py; docs/clients.md says so); its --help said the data directory was
