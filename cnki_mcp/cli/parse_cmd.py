@@ -193,4 +193,15 @@ def format_survey(report: PageSurvey) -> str:
     lines = [head, "      读到 / read: " + (", ".join(show(k, n) for k, n in report.read.items()) or "—")]
     if report.empty:
         lines.append("      为空 / empty: " + ", ".join(report.empty))
+    if report.kind == "gate" and "verdict:clear" in report.read:
+        lines.append("      " + UNRECOGNISED_NOTE)
     return "\n".join(lines)
+
+
+# A page no content parser claims and no gate explains: a home or export page has nothing to read,
+# but a result list, detail, journal or reader page surveyed so has a layout the parsers no longer
+# know (the exit code stays 0: the survey cannot tell which the person saved).
+UNRECOGNISED_NOTE = (
+    "没有解析器认出这个页面：若它是检索结果、详情、期刊或阅读页，说明知网改版了 / "
+    "no parser recognised this page: a result, detail, journal or reader page here means CNKI changed its layout"
+)

@@ -51,7 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--client", metavar="ID", help="客户端 ID（见 cnki-mcp config --list）；默认提问，--yes 时为 generic"
     )
-    parser.add_argument("--browser", metavar="PATH", help="浏览器程序路径；默认自动查找")
+    parser.add_argument(
+        "--browser", metavar="PATH", help="浏览器程序路径；默认用环境变量 CNKI_BROWSER_PATH，未设置时自动查找"
+    )
     parser.add_argument(
         "--install-client",
         action="store_true",
@@ -65,7 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--yes", "-y", action="store_true", help="不提问，使用默认值 / non-interactive")
     parser.add_argument("--dry-run", action="store_true", help="只显示将要做的事，不写任何文件")
     parser.add_argument(
-        "--data-dir", metavar="DIR", help="写入 CNKI_DATA_DIR 的数据目录（默认不写，用默认位置）"
+        "--data-dir",
+        metavar="DIR",
+        help="写入 CNKI_DATA_DIR 的数据目录（默认用环境变量 CNKI_DATA_DIR；未设置时不写，用默认位置）",
     )
 
 

@@ -130,7 +130,9 @@ def parse_grid(html: str, url: str | None = None) -> GridPage:
         if reason:
             raise QueryTemplateUnsupported(f"知网拒绝了检索请求：{reason}", reason=reason[:160])
         return GridPage(rows=[], total=0, page=page, page_count=page_count, zero_results=True)
-    if total == 0 or _ZERO.search(text):
+    # the words count only where the page states no count: a page saying 共找到 4 条 whose rows
+    # are not read (a changed layout) is no zero result because 暂无分组结果 stands beside it
+    if total == 0 or (total is None and _ZERO.search(text)):
         return GridPage(rows=[], total=0, page=page, page_count=page_count, zero_results=True)
     if _TEMP_EMPTY.search(text):
         raise SiteTemporarilyEmpty(text=text[:160])

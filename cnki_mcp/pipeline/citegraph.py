@@ -238,10 +238,11 @@ class _Walk:
 Deliver = Callable[[GraphResult, bool], GraphResult]
 
 
-def fit_inline(result: GraphResult, fmt: ExportFormat) -> GraphResult:
+def fit_inline(result: GraphResult, fmt: ExportFormat, files: bool = True) -> GraphResult:
     """The result as answered: the whole graph inline while it stays under 512 KB and no file
     holds it; else the counts, the pairs and the nodes they name (and the seeds), with a warning
-    naming `filename` (the lists read stay stored: a new call costs nothing)."""
+    naming `filename` (the lists read stay stored: a new call costs nothing), or, where no file
+    may be written (`files` false: read-only mode refuses `filename`), a smaller graph."""
     graph = result.graph
     counted = result.model_copy(update={"node_count": len(graph.nodes), "edge_count": len(graph.edges)})
     if result.path is None and len(counted.model_dump_json().encode("utf-8")) <= MAX_INLINE_BYTES:
@@ -249,9 +250,12 @@ def fit_inline(result: GraphResult, fmt: ExportFormat) -> GraphResult:
     named = {p.a for p in graph.co_citation + graph.coupling} | {p.b for p in graph.co_citation + graph.coupling}
     kept = [n for n in graph.nodes if n.seed or n.id in named]
     warnings = list(result.warnings)
-    if result.path is None:
+    if result.path is None and files:
         warnings.append(f"结果超过 512 KB，{len(graph.nodes)} 个节点与 {len(graph.edges)} 条边未内联：给 filename "
                         f"把 {fmt} 写到 data/exports/ 重新调用（已取的列表页不再请求）")  # fmt: skip
+    elif result.path is None:
+        warnings.append(f"结果超过 512 KB，{len(graph.nodes)} 个节点与 {len(graph.edges)} 条边未内联；只读模式下不能写文件："
+                        "减小 max_nodes 或 depth 重新调用（已取的列表页不再请求）")  # fmt: skip
     return counted.model_copy(update={
         "graph": CitationGraph(nodes=kept, edges=[], co_citation=graph.co_citation, coupling=graph.coupling),
         "export": None, "omitted": True, "warnings": warnings,
@@ -272,8 +276,10 @@ def _input_of(ctx: OperationContext, inp: BaseModel | None, cls: type[Any], tool
 
 async def citation_graph(
     store: Store, backend: CitationBackend, clock: Clock, inp: GraphInput | None, ctx: OperationContext,
-    flights: KeyedLocks | None = None, deliver: Deliver | None = None,
+    flights: KeyedLocks | None = None, deliver: Deliver | None = None, files: bool = True,
 ) -> GraphResult:
+    """The walk and its result; `files` false where no export file may be written (read-only
+    mode): an oversized result then advises a smaller graph instead of `filename`."""
     inp = _input_of(ctx, inp, GraphInput, "citation_graph")
     assert inp is not None
     ctx.checkpoint({"tool": "citation_graph", "input": inp.model_dump(mode="json")})
@@ -298,7 +304,7 @@ async def citation_graph(
             left_out=len(walk.left_out), short_lists=walk.short, warnings=warnings,
             requests=reader.requests, pages_from_store=reader.pages_from_store,
         )  # fmt: skip
-        return fit_inline(full if deliver is None else deliver(full, complete), inp.format)
+        return fit_inline(full if deliver is None else deliver(full, complete), inp.format, files)
 
     try:
         await walk.run()

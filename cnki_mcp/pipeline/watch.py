@@ -297,7 +297,6 @@ class WatchService:
         for n, watch in enumerate(todo):
             ctx.set_stage("watch", f"检查第 {n + 1}/{len(todo)} 个订阅：{watch.question[:40]}")
             ctx.progress(n, len(todo), "watches")
-            before = ctx.requests
             try:
                 check = await self._check_one(watch, ctx, pages)
             except CnkiError as exc:
@@ -308,7 +307,6 @@ class WatchService:
                 failed.append(watch.watch_id)
                 keep(todo[n + 1 :])
                 continue
-            check.requests = ctx.requests - before
             report.checks.append(check)
             keep(todo[n + 1 :])
         ctx.progress(len(todo), len(todo), "watches")
@@ -346,6 +344,7 @@ class WatchService:
         known ones). A query still finding unseen records at the page limit leaves the check
         incomplete: the horizon stays, so what it could not read still counts as new later."""
         plan = watch.plan
+        started = ctx.requests
         seen: dict[str, tuple[Paper, GridRow]] = {}
         known = self.store.known_records(watch.watch_id)
         behind = self._behind(watch)
@@ -403,7 +402,8 @@ class WatchService:
                 watch_id=watch.watch_id,
                 page=1,
             )
-        return self._diff(watch, known, seen, rows_read, min(oldest) if oldest else None, exhausted_all, complete)
+        return self._diff(watch, known, seen, rows_read, min(oldest) if oldest else None, exhausted_all, complete,
+                          ctx.requests - started)  # fmt: skip
 
     def _diff(
         self,
@@ -414,7 +414,10 @@ class WatchService:
         oldest_read: str | None,
         exhausted_all: bool,
         complete: bool,
+        requests: int,
     ) -> WatchCheck:
+        """The check as reported and stored (with the requests it cost: `list_watches` and
+        `cnki-mcp watch list` show the stored one)."""
         horizon = watch.horizon
         new: list[WatchItem] = []
         published: list[WatchItem] = []
@@ -449,6 +452,7 @@ class WatchService:
             checked_at=checked_at,
             first_check=watch.checks == 0,
             horizon=horizon,
+            requests=requests,
             rows_read=rows_read,
             new_count=len(new),
             published_count=len(published),

@@ -16,7 +16,8 @@ def research_topic_text(topic: str) -> str:
         f"请用知网研究这个主题：{topic}\n\n"
         "步骤：\n"
         "1. 把主题拆成 2–4 个必要概念，每个概念列出常见同义词，调用 search（传 concept_groups）；"
-        "若返回 operation_id，用 operation_status(wait_seconds=50) 等待完成。\n"
+        "status 为 running 时（调用内未完成），用 operation_status(operation_id=返回的 operation_id, wait_seconds=50) "
+        "等待完成。\n"
         '2. 用 search_results(search_id, view="compact") 阅读筛选结果，必要时切换 scope="eligible"。\n'
         "3. 对最相关的文献调用 get_metadata(quality=true) 取得摘要、关键词和期刊收录信息。\n"
         "4. 按证据分级（A 已读全文，B 摘要与题录，C 仅有题名）总结主要观点、分歧和近年变化，每条结论标注来源题名。\n"
@@ -27,7 +28,8 @@ def research_topic_text(topic: str) -> str:
 def literature_review_text(topic: str) -> str:
     return (
         f"请就以下主题写一篇文献综述：{topic}\n\n"
-        '1. 用 search 检索（mode="balanced"，必要时设定 year_from），等待任务完成。\n'
+        '1. 用 search 检索（mode="balanced"，必要时设定 year_from）；status 为 running 时用 '
+        "operation_status(operation_id=返回的 operation_id, wait_seconds=50) 等待任务完成。\n"
         "2. 用 search_results 分页读取全部筛选结果，并用 get_metadata 补充摘要、关键词和来源质量。\n"
         "3. 按研究主题归类，比较研究方法与结论，指出理论分歧、研究空白和发展趋势。\n"
         "4. 结构：引言、研究现状（分主题）、评述、展望、参考文献（GB/T 7714）。\n"

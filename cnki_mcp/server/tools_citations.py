@@ -92,7 +92,8 @@ def continue_runner(services: Any, checkpoint: dict[str, Any]) -> Any:
     deliver = graph_file(services, kept.get("filename"), kept.get("format", "json"))
 
     async def runner(op: Any) -> Any:
-        return await citation_graph(services.store, services.backend, services.clock, None, op, flights, deliver)
+        return await citation_graph(services.store, services.backend, services.clock, None, op, flights, deliver,
+                                    files=not services.settings.read_only)  # fmt: skip
 
     return runner
 
@@ -108,7 +109,8 @@ def register(server: CnkiServer) -> None:
         name="citation_graph",
         title="引文网络",
         description=GRAPH_DESCRIPTION,
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+        # `filename` writes the graph under exports/, as export_citations' does (not read-only)
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True),
     )
     async def citation_graph_tool(
         ctx: Context[Any, Any],
@@ -135,7 +137,8 @@ def register(server: CnkiServer) -> None:
 
         async def runner(op: Any) -> Any:
             return await citation_graph(services.store, services.backend, services.clock, inp, op,
-                                        services.citation_flights, deliver)  # fmt: skip
+                                        services.citation_flights, deliver,
+                                        files=not services.settings.read_only)  # fmt: skip
 
         budget = budget_of(OperationKind.CITATIONS, on_verification).model_copy(update={"max_requests": max_requests})
         record = await start_operation(ctx, services.jobs, OperationKind.CITATIONS, runner, budget,

@@ -22,7 +22,14 @@ from pydantic import BaseModel, Field
 from cnki_mcp import datadir
 from cnki_mcp.cite import EXTENSIONS, FORMATS, MissingMode, export, normalize_format
 from cnki_mcp.cite.sources import cite_source
-from cnki_mcp.errors import CnkiError, DocumentNotFound, FileExists, InvalidInput, OutputTooLarge
+from cnki_mcp.errors import (
+    CnkiError,
+    DocumentNotFound,
+    FileExists,
+    InvalidInput,
+    OutputTooLarge,
+    SearchNotFound,
+)
 from cnki_mcp.files import check_file_name
 from cnki_mcp.identity import asked_title
 from cnki_mcp.jobs import OperationKind
@@ -34,6 +41,7 @@ from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import ErrorView, OperationView, locator_step
 from cnki_mcp.server.progress import start_operation, typed_view
+from cnki_mcp.server.unfinished import or_unfinished
 from cnki_mcp.services import Services
 
 EXPORTS_DIR = datadir.EXPORTS_DIR
@@ -125,6 +133,22 @@ def save_export(data_dir: Path, name: str, text: str) -> Path:
     return dest
 
 
+SAVE_STEP = "用 filename 保存为文件"
+
+
+def too_large(size: int, read_only: bool) -> OutputTooLarge:
+    """OUTPUT_TOO_LARGE, with the way out that works: a `filename`, or in read-only mode (which
+    refuses `filename`, server/readonly.py) exporting in parts."""
+    if not read_only:
+        return OutputTooLarge(bytes=size, max_bytes=MAX_TEXT_BYTES)
+    return OutputTooLarge(
+        "输出超过 512 KB，只读模式下不能保存为文件：分批导出（search_id 配合 offset/limit，或每次少传一些 record_refs）",
+        bytes=size,
+        max_bytes=MAX_TEXT_BYTES,
+        read_only=True,
+    )
+
+
 def render_export(
     services: Services,
     refs: list[str],
@@ -151,7 +175,7 @@ def render_export(
     if filename is not None:
         path = save_export(services.settings.data_dir, filename, result.text)
     elif size > MAX_TEXT_BYTES:
-        raise OutputTooLarge(bytes=size, max_bytes=MAX_TEXT_BYTES)
+        raise too_large(size, services.settings.read_only)
     omit = size > MAX_TEXT_BYTES
     return ExportView(
         format=result.format,
@@ -237,7 +261,10 @@ def register(server: CnkiServer) -> None:
             ensure_free(services.settings.data_dir, name)
         refs = [store.resolve_ref(r) for r in record_refs]
         if search_id:
-            _, scoped = refs_in_scope(store, search_id, scope, offset, limit)  # SEARCH_NOT_FOUND
+            try:
+                _, scoped = refs_in_scope(store, search_id, scope, offset, limit)
+            except SearchNotFound as exc:  # a search still running says so (server/unfinished.py)
+                raise or_unfinished(services.jobs, search_id, exc) from None
             refs.extend(store.resolve_ref(r) for r in scoped)
 
         pending: list[str] = []
@@ -260,7 +287,7 @@ def register(server: CnkiServer) -> None:
                 result=view,
                 errors=unknown,
                 next_step=locator_step(view.missing_fields)
-                or ("用 filename 保存为文件" if view.path is None and view.count else None),
+                or (SAVE_STEP if view.path is None and view.count and not services.settings.read_only else None),
             )
 
         pipeline = services.pipeline

@@ -58,7 +58,7 @@ class MetadataOperation(OperationView):
 
 SEARCH_DESCRIPTION = """研究检索（访问知网，通常 10–60 次请求，可能需一两分钟）：规划概念 → 主题/篇名/关键词检索 → 去重 → 摘要（批量导出）与期刊 → 关键词补充 → 按相关性×来源质量筛选。
 concept_groups：组间 AND、组内同义词 OR；未给出时由客户端模型（sampling）或服务器分词规划（时间短语转为年份）；规划太弱或无结果时 result.advice 给出建议的调用。
-约 40 秒内未完成则返回 operation_id，用 operation_status(wait_seconds=50) 等待；完成后 search_results 分页、get_metadata 补题录。"""
+约 40 秒内未完成则 status 为 running，用 operation_status(operation_id, wait_seconds=50) 等待；完成后 search_results 分页、get_metadata 补题录。"""
 
 STRUCTURED_DESCRIPTION = """知网高级检索（访问知网，默认约 1 页列表）：作者、来源、DOI、基金等精确限定。
 expression 条件树：叶子 {"field": "title", "value": "违约金", "match": "phrase|exact"}，组合 {"op": "and|or|not", "items": [...]}。
@@ -232,6 +232,10 @@ def register(server: CnkiServer) -> None:
             local_only=local_only,
         )
         services = services_of(ctx)
+        if search_id and services.store.get_search(search_id) is None:
+            # before an operation that could only fail with "no such search": a search still
+            # running says so, and how to wait for it (server/unfinished.py)
+            raise or_unfinished(services.jobs, search_id, SearchNotFound(search_id=search_id))
         pipeline = services.pipeline
 
         async def runner(op: Any) -> Any:

@@ -1,5 +1,6 @@
 """SEARCH_NOT_FOUND for a search whose results are not saved yet: the tools that read a stored
-search (search_results, export_search_log, search_library) say that it is still running or
+search (search_results, export_search_log, search_library, watch_search, export_citations and
+get_metadata with a search_id) say that it is still running or
 unfinished, and the call that finishes it, instead of "no such search"."""
 
 from __future__ import annotations

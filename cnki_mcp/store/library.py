@@ -324,7 +324,7 @@ class LibraryFilters:
     year_from: int | None = None
     year_to: int | None = None
     document_types: tuple[str, ...] = ()
-    source_tiers: tuple[str, ...] = ()  # a tier matches when it contains one of these (case ignored)
+    source_tiers: tuple[str, ...] = ()  # a tier one of these asks for (`tier_matches`)
     search_id: str | None = None
 
 
@@ -348,13 +348,21 @@ class PendingPdf:
     sha256: str
 
 
+def tier_matches(wanted: str, tier: str) -> bool:
+    """Whether the tier CNKI lists (`CSSCI扩展版`, `AMI核心`, `SCI-E`, `北大核心`) is asked for by
+    `wanted` (case ignored): `wanted` occurs in it, but not inside a longer Latin name, so `SCI`
+    is not `CSSCI` or `SSCI` while `CSSCI`, `AMI` and `核心` still find their variants."""
+    needle = re.escape(wanted.strip().upper())
+    return bool(needle) and re.search(rf"(?<![A-Z]){needle}(?![A-Z])", tier.upper()) is not None
+
+
 def _tier_sources(conn: sqlite3.Connection, wanted: Sequence[str]) -> list[str]:
-    """Source keys whose stored journal page lists a tier containing one of `wanted`."""
-    needles = [w.strip().upper() for w in wanted if w.strip()]
+    """Source keys whose stored journal page lists a tier one of `wanted` asks for."""
+    needles = [w for w in wanted if w.strip()]
     out: list[str] = []
     for key, data in conn.execute("SELECT source_key, data FROM journals WHERE data IS NOT NULL"):
         tiers = json.loads(data).get("tiers") or []
-        if any(n in str(t).upper() for t in tiers for n in needles):
+        if any(tier_matches(n, str(t)) for t in tiers for n in needles):
             out.append(key)
     return out
 

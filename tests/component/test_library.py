@@ -21,6 +21,7 @@ from cnki_mcp.sim.pages.files import pdf_bytes
 from cnki_mcp.store import SearchEvidence, Store, file_sha256
 from cnki_mcp.store import library as library_index
 from cnki_mcp.store.db import _V_LIBRARY_PREFIX, MIGRATIONS, SCHEMA_VERSION
+from cnki_mcp.store.library import tier_matches
 from tests.paper_samples import sample_detail
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -176,6 +177,9 @@ def test_filters_year_document_type_source_tier_and_search_id(store: Store, cloc
     assert titles(find(store, "违约金", clock, document_types=["硕士"])) == ["违约金研究三"]
     assert find(store, "违约金", clock, source_tiers=["cssci"]).total == 2
     assert find(store, "违约金", clock, source_tiers=["EI"]).total == 0
+    # SCI is its own tier (SCI-E its variant), not a part of CSSCI or SSCI
+    assert find(store, "违约金", clock, source_tiers=["SCI"]).total == 0
+    assert find(store, "违约金", clock, source_tiers=["核心"]).total == 2
     store.save_search("sch_1", "q", {}, "fp", "completed", T0)
     store.save_evidence("sch_1", [SearchEvidence(papers[2].record_ref, rank=1)])
     assert titles(find(store, "违约金", clock, search_id="sch_1")) == ["违约金研究三"]
@@ -486,3 +490,15 @@ def test_scores_in_a_small_library_whose_every_paper_matches_are_not_shown_as_ze
     scores = [r.score for r in page.results]
     assert len(scores) == 3 and all(s > 0 for s in scores), scores
     assert scores == sorted(scores, reverse=True) and scores[0] > scores[-1], scores
+
+
+@pytest.mark.parametrize(
+    ("wanted", "tier", "matches"),
+    [
+        ("SCI", "SCI", True), ("sci", "SCI-E", True), ("SCI", "CSSCI", False), ("SCI", "SSCI", False),
+        ("CSSCI", "CSSCI扩展版", True), ("CSC", "CSCD核心库", False), ("CSCD", "CSCD核心库", True),
+        ("AMI", "AMI权威", True), ("核心", "北大核心", True), ("北大核心", "北大核心", True), ("EI", "WEI", False),
+    ],
+)  # fmt: skip
+def test_a_source_tier_asks_for_a_tier_name_not_a_piece_of_a_longer_one(wanted: str, tier: str, matches: bool) -> None:
+    assert tier_matches(wanted, tier) is matches

@@ -102,6 +102,9 @@ async def test_checks_report_new_published_and_cited_changes_against_the_previou
     assert [(p["title"], p["after"]) for p in c2["published"]] == [("自动驾驶产品责任研究 005", "已出刊")]
     assert c2["cited_changed"] == [] and c2["older_unseen"] == 0
     assert store.watch_checks(info.watch_id, 5)[0]["checked_at"] == c2["checked_at"]
+    # the stored checks (list_watches, `cnki-mcp watch list`) are the checks as reported, with
+    # the requests each cost (they said 0)
+    assert store.watch_checks(info.watch_id, 5) == [c2, c1] and [c2["requests"], c1["requests"]] == [1, 1]
     text = digest(service_report(second))
     assert "新增 1" in text and "自动驾驶产品责任研究 501" in text
 

@@ -17,6 +17,7 @@ from cnki_mcp.errors import ParserUnsupported
 from cnki_mcp.jobs import StoreSink
 from cnki_mcp.operations import BudgetSpec, OperationKind, OperationRecord, OperationStatus
 from cnki_mcp.server.app import TOOL_NAMES, build_server
+from cnki_mcp.server.readonly import REFUSED_ARGUMENTS
 from tests.contract.server_fakes import Harness
 
 READ_ONLY = {
@@ -31,7 +32,6 @@ READ_ONLY = {
     "verify_references",
     "get_references",
     "get_citing",
-    "citation_graph",
     "find_citation_path",
     "session_status",
     "operation_status",
@@ -65,6 +65,10 @@ async def test_lists_all_tools_with_annotations_and_read_only_hints(h: Harness) 
         assert tool.output_schema is not None, name
         assert tool.description and len(tool.description) > 20, name
         assert bool(tool.annotations.read_only_hint) == (name in READ_ONLY), name
+    # a tool that can write a file the person asked for is not read-only (a client may run
+    # read-only tools without asking): exactly the tools whose arguments read-only mode refuses
+    writers = {n for n, t in tools.items() if t.annotations and t.annotations.read_only_hint is False}
+    assert set(REFUSED_ARGUMENTS) <= writers and not set(REFUSED_ARGUMENTS) & READ_ONLY
 
 
 BAD_ARGUMENTS: list[tuple[str, dict[str, Any]]] = [
@@ -480,7 +484,7 @@ async def test_research_search_with_the_real_pipeline_on_a_corpus_backend(tmp_pa
     assert opened[0].host.started is False
 
 
-async def test_the_log_and_library_of_a_search_that_has_not_finished_say_how_to_finish_it(tmp_path: Path) -> None:
+async def test_the_log_library_export_and_metadata_of_a_search_that_has_not_finished_say_how_to_finish_it(tmp_path: Path) -> None:
     # before: "没有这个检索编号（检索结果只保留最近 300 次）", as for an id that never existed
     h = Harness(tmp_path / "data", inline_wait=0.05)
     h.pipeline.block = True
@@ -489,6 +493,8 @@ async def test_the_log_and_library_of_a_search_that_has_not_finished_say_how_to_
         for tool, args in (
             ("export_search_log", {"search_id": op_id}),
             ("search_library", {"query": "违约金", "search_id": op_id}),
+            ("export_citations", {"search_id": op_id}),
+            ("get_metadata", {"search_id": op_id, "local_only": True}),
         ):
             running = _error(await client.call_tool(tool, args))
             assert running["code"] == "SEARCH_NOT_FOUND" and running["details"]["operation_status"] == "running", tool

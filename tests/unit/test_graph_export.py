@@ -83,3 +83,12 @@ def test_a_small_graph_result_stays_whole_and_counted() -> None:
     fitted = fit_inline(small, "graphml")
     assert fitted.omitted is False and fitted.graph == small.graph and fitted.export == small.export
     assert (fitted.node_count, fitted.edge_count) == (20, len(small.graph.edges))
+
+
+def test_where_no_file_may_be_written_an_oversized_graph_advises_a_smaller_one() -> None:
+    """Read-only mode refuses `filename` (server/readonly.py): the warning must not send the
+    client there."""
+    fitted = fit_inline(big_result(500, 40), "graphml", files=False)
+    assert fitted.omitted is True and fitted.graph.edges == []
+    assert fitted.warnings and not any("filename" in w for w in fitted.warnings)
+    assert any("max_nodes" in w for w in fitted.warnings)

@@ -193,6 +193,19 @@ def test_raw_search_shell_without_grid_is_unsupported() -> None:
     assert 0 < len(info.value.details["text"]) <= 160
 
 
+def test_a_page_with_a_count_but_rows_in_an_unknown_layout_is_unsupported_not_zero() -> None:
+    """The facet column's 暂无分组结果 (or any 未找到 in the page) read as a zero result, total 0,
+    under a count of 4: a changed row layout would have been reported as 'no papers'."""
+    html = (
+        '<div id="countPageDiv"><span class="pagerTitleCell"><span>共找到</span> <em>4</em> <span>条结果</span></span>'
+        "</div><dl><dt>来源类别</dt><dd>暂无分组结果</dd></dl>"
+        '<div class="list-2027"><div class="item"><a href="/kcms2/article/abstract?v=x">违约金研究</a></div></div>'
+    )
+    with pytest.raises(CnkiError) as info:
+        parse_grid(html, SEARCH_URL)
+    assert info.value.code == "PARSER_UNSUPPORTED"
+
+
 # --- older generations --------------------------------------------------------------------
 
 

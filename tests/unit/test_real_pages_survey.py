@@ -148,3 +148,20 @@ def test_doctor_pages_on_a_folder_without_pages_says_so_and_is_not_ok(
 ) -> None:
     assert main_mod.main(["doctor", "--pages", str(tmp_path), "--json"]) == 1
     assert json.loads(capsys.readouterr().out) == {"ok": False, "pages": []}  # exit and payload agree
+
+
+def test_doctor_pages_says_when_no_parser_recognised_a_page(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A detail page whose layout the parsers no longer know is surveyed as a page without a gate
+    (exit 0: a saved home page is one too); the line under it says what that means."""
+    from cnki_mcp.cli.parse_cmd import UNRECOGNISED_NOTE
+
+    page = read_real("detail-kcms2/pluginsx_detail_kcms2_2026.html")
+    for marker in ("wx-tit", "wxTitle", "ChDivSummary", "catalog_ABSTRACT", "ChDivKeyWord"):
+        page = page.replace(marker, marker + "-2027")
+    (tmp_path / "detail.html").write_text(page, encoding="utf-8")
+    write_real("kns8s-grid/kaffu_waam_p1.html", tmp_path)
+    assert main_mod.main(["doctor", "--pages", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    detail, grid = out.split("OK    kaffu_waam_p1.html")
+    assert "[gate]" in detail and UNRECOGNISED_NOTE in detail
+    assert UNRECOGNISED_NOTE not in grid
