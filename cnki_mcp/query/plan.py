@@ -276,6 +276,18 @@ def _aliases(terms: list[str]) -> list[str]:
     return out
 
 
+def _without_repeats(groups: list[list[str]]) -> list[list[str]]:
+    """A word already a term of an earlier group is not offered again as a later group's
+    alternative (the later group's own compound, its first term, stays whole)."""
+    seen: set[str] = set()
+    out: list[list[str]] = []
+    for group in groups:
+        kept = [t for i, t in enumerate(group) if i == 0 or normalise_term(t) not in seen]
+        seen.update(normalise_term(t) for t in group)
+        out.append(kept)
+    return out
+
+
 def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     """Plan a raw question without the client's model.
 
@@ -300,6 +312,7 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
                 groups.append([" ".join(part.split())])  # a listed term: kept as written
             else:
                 groups.extend(_run_group(r) for r in runs)
+    groups = _without_repeats(groups)
     if not groups:
         raise InvalidPlan(f"问题中没有可检索的概念{hint}")
     if len(groups) > MAX_GROUPS:  # the surplus becomes alternatives of the last group
@@ -336,7 +349,7 @@ def advise(question: str, groups: Sequence[Sequence[str]], candidates: int, cut:
     if len(groups) <= 1:
         words: list[str] = []
         for source in ([groups[0][0]] if groups else []) + [question]:
-            words = [w for run in concept_runs(source, cut) for w in run]
+            words = list(dict.fromkeys(w for run in concept_runs(source, cut) for w in run))
             if len(words) >= 2:
                 break
         suggested = [[w] for w in merge_to(words, 4)] if len(words) >= 2 else groups

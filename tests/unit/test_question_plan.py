@@ -233,3 +233,41 @@ def test_a_failed_warm_up_is_left_to_the_cut_and_only_a_dictionary_segmenter_is_
     assert [r.exc_info[0] for r in caplog.records if r.exc_info] == [OSError]  # logged, not raised
     assert dictionary_pending(broken)
     assert not dictionary_pending(str.split)  # a plain cut function loads nothing
+
+
+@pytest.mark.parametrize(
+    ("question", "term"),
+    [
+        ("A股市场波动", "A股市场"),
+        ("Z世代 消费行为", "Z世代"),
+        ("X射线 衍射", "X射线"),
+        ("T细胞 免疫", "T细胞"),
+        ("B超 诊断", "B超"),
+        ("γ射线探测 闪烁体", "γ射线探测"),
+        ("α-淀粉酶 活性", "α-淀粉酶"),
+        ("维生素D 缺乏", "维生素D"),
+        ("维生素B12 贫血", "维生素B12"),
+    ],
+)
+def test_a_letter_written_against_a_chinese_word_belongs_to_it(question: str, term: str) -> None:
+    plan = _plan(question)
+    assert plan.groups[0][0] == term
+    flat = {t for g in plan.groups for t in g}
+    assert not flat & {"A", "Z", "X", "T", "B", "D", "B12", "γ", "α", "股市场", "射线", "细胞", "世代", "淀粉酶"}
+
+
+def test_a_compound_keeps_a_word_an_earlier_concept_had() -> None:
+    plan = _plan("深度学习与机器学习的区别")
+    assert plan.groups[0][0] == "深度学习"
+    assert plan.groups[1][0] == "机器学习"
+    assert "学习" not in plan.groups[1]  # the repeated word is not offered again on its own
+    assert _plan("量子计算 量子通信 量子").groups == [["量子计算", "量子", "计算"], ["量子通信", "通信"]]
+    assert question_concepts("深度学习与机器学习", CUT) == ["深度", "学习", "机器"]
+
+
+def test_single_characters_are_not_glued_across_de() -> None:
+    # traditional characters: the segmenter knows none of these words and cuts one by one
+    for question in ("大語言模型幻覺問題的緩解方法", "大語言模型在線教育中的應用"):
+        terms = [t for g in _plan(question).groups for t in g]
+        assert terms and not any("的" in t for t in terms), terms
+        assert not any(t.endswith("中") for t in terms), terms
