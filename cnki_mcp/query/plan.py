@@ -10,8 +10,10 @@ spellings of Wi-Fi generations and IEEE 802.11 amendments so version identifiers
 
 Question planning (`plan_question`, what a client without sampling gets) segments the question
 with a word segmenter (`query/segment.py`), drops boilerplate and stop words, keeps Latin terms
-whole, turns time phrases into a year range (`query/timephrase.py`, the current year passed in)
-and makes one concept group per concept word; a plan that is still weak says so in `warnings`.
+whole, turns time phrases into a year range (`query/timephrase.py`, the current year passed in),
+reads search syntax typed into it (`query/written.py`: OR alternatives, NOT exclusions and field
+prefixes left out with a warning, bracketed acronyms as alternatives) and makes one concept group
+per concept word; a plan that is still weak says so in `warnings`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from cnki_mcp.errors import InvalidPlan, QueryUnsupported
 from cnki_mcp.query.expr import unquote
 from cnki_mcp.query.segment import Segmenter, concept_runs, has_function_words, merge_to
 from cnki_mcp.query.timephrase import extract_years
+from cnki_mcp.query.written import read_written, written_warnings
 
 MAX_GROUPS = 8
 MAX_TERMS = 6
@@ -276,6 +279,11 @@ def _aliases(terms: list[str]) -> list[str]:
     return out
 
 
+# A listed part kept as written: Han, Latin letters, digits, spaces and the joiners of Latin terms
+# (Wi-Fi 8, C++, GB/T 7714, k-means); brackets, colons or '=' in a part are never part of a term.
+_PLAIN_TERM_RE = re.compile(r"[\w\s\-+./#·'\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]+")
+
+
 def _without_repeats(groups: list[list[str]]) -> list[list[str]]:
     """A word already a term of an earlier group is not offered again as a later group's
     alternative (the later group's own compound, its first term, stays whole)."""
@@ -285,6 +293,21 @@ def _without_repeats(groups: list[list[str]]) -> list[list[str]]:
         kept = [t for i, t in enumerate(group) if i == 0 or normalise_term(t) not in seen]
         seen.update(normalise_term(t) for t in group)
         out.append(kept)
+    return out
+
+
+def _with_acronyms(groups: list[list[str]], acronyms: Sequence[tuple[str, str]], cut: Segmenter) -> list[list[str]]:
+    """Each bracketed acronym (`read_written`) joins the group of the concept written before it as
+    its alternative (right after the group's first term); with no such group it is a group itself."""
+    out = [list(g) for g in groups]
+    for before, acronym in acronyms:
+        runs = concept_runs(before, cut)
+        term = _run_group(runs[-1])[0] if runs else ""
+        home = next((g for g in out if term and normalise_term(term) in {normalise_term(t) for t in g}), None)
+        if home is None:
+            out.append([acronym])
+        elif normalise_term(acronym) not in {normalise_term(t) for t in home}:
+            home.insert(1, acronym)
     return out
 
 
@@ -298,27 +321,35 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     aspects (`_sentence_groups`)."""
     text = _strip_request(unicodedata.normalize("NFKC", question)).strip(_TRIM)
     text, year_from, year_to = extract_years(text, now_year)
-    parts = [p.strip(_TRIM) for a in _AND_RE.split(text) for p in _SEP_RE.split(a)]
-    parts = [p for p in parts if p.strip()]
+    written = read_written(text)
+    parts: list[str | tuple[str, ...]] = []
+    for piece in written.parts:
+        if isinstance(piece, tuple):
+            parts.append(piece)
+            continue
+        parts.extend(p.strip(_TRIM) for a in _AND_RE.split(piece) for p in _SEP_RE.split(a) if p.strip(_TRIM))
     hint = "；请提供 concept_groups"
     groups: list[list[str]] = []
-    if len(parts) == 1:
+    if len(parts) == 1 and isinstance(parts[0], str):
         runs = concept_runs(parts[0], cut)
         groups = _sentence_groups(runs) if runs else []
     else:
         for part in parts:
+            if isinstance(part, tuple):  # A OR B as the question wrote it: one concept
+                groups.append(list(part))
+                continue
             runs = concept_runs(part, cut)
-            if runs and len(part) <= MAX_TERM_CHARS and not has_function_words(part, cut):
+            if runs and len(part) <= MAX_TERM_CHARS and _PLAIN_TERM_RE.fullmatch(part) and not has_function_words(part, cut):
                 groups.append([" ".join(part.split())])  # a listed term: kept as written
             else:
                 groups.extend(_run_group(r) for r in runs)
-    groups = _without_repeats(groups)
+    groups = _with_acronyms(_without_repeats(groups), written.acronyms, cut)
     if not groups:
         raise InvalidPlan(f"问题中没有可检索的概念{hint}")
     if len(groups) > MAX_GROUPS:  # the surplus becomes alternatives of the last group
         groups = [*groups[: MAX_GROUPS - 1], [g[0] for g in groups[MAX_GROUPS - 1 :]]]
     groups = validate_groups(_fit_branches([_aliases(g) for g in groups]), hint=hint)
-    warnings = [SEGMENTED_WARNING] + ([WEAK_WARNING] if len(groups) <= 1 else [])
+    warnings = [SEGMENTED_WARNING, *written_warnings(written)] + ([WEAK_WARNING] if len(groups) <= 1 else [])
     return Plan(
         method=PlanMethod.SEGMENTED,
         groups=groups,
@@ -343,7 +374,8 @@ def advise(question: str, groups: Sequence[Sequence[str]], candidates: int, cut:
 
     One concept: the concept (or, failing that, the question) cut into its words, at most four
     groups. No candidates with several concepts: the first two groups (in a Chinese question the
-    topic comes first, its aspect after it), since an AND of many groups is what empties a search.
+    topic comes first, its aspect after it), since an AND of many groups is what empties a search;
+    with only two groups, the first alone (the two that found nothing are never suggested again).
     Either way the client should add synonyms to each group."""
     groups = [list(g) for g in groups]
     if len(groups) <= 1:
@@ -365,7 +397,7 @@ def advise(question: str, groups: Sequence[Sequence[str]], candidates: int, cut:
                 f"{len(groups)} 个概念同时出现的文献为 0：建议只保留主要概念，并为每组补充同义词"
                 "（组间 AND，组内 OR）。"
             ),
-            groups=groups[:2],
+            groups=groups[:2] if len(groups) > 2 else groups[:1],
         )
     return None
 

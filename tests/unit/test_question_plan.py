@@ -152,6 +152,12 @@ def test_advice_for_no_candidates_keeps_the_first_two_groups() -> None:
     assert advise("q", [["a"], ["b"]], 5, CUT) is None
 
 
+def test_advice_for_no_candidates_never_repeats_the_plan_that_found_nothing() -> None:
+    got = advise("Z世代 消费行为", [["Z世代"], ["消费行为", "消费"]], 0, CUT)
+    assert got is not None and got.reason == "no_candidates"
+    assert got.groups == [["Z世代"]]
+
+
 def _fresh_python(*lines: str) -> str:
     """What `lines` print when run by a new interpreter (nothing this process imported)."""
     done = subprocess.run([sys.executable, "-c", "\n".join(lines)], capture_output=True, text=True, check=True)
@@ -271,3 +277,58 @@ def test_single_characters_are_not_glued_across_de() -> None:
         terms = [t for g in _plan(question).groups for t in g]
         assert terms and not any("的" in t for t in terms), terms
         assert not any(t.endswith("中") for t in terms), terms
+
+
+@pytest.mark.parametrize(
+    ("question", "groups", "excluded"),
+    [
+        ("违约金 OR 违约赔偿金 酌减", [["违约金", "违约赔偿金"], ["酌减"]], None),
+        ("数字经济 + 数字化 * 就业", [["数字经济", "数字化"], ["就业"]], None),
+        ("机器学习 AND 金融风险 NOT 股票", [["机器学习"], ["金融风险"]], "股票"),
+        ("违约金 酌减 -约定", [["违约金"], ["酌减"]], "约定"),
+        ("违约金 OR 违约赔偿金 NOT 定金", [["违约金", "违约赔偿金"]], "定金"),
+    ],
+)
+def test_operators_in_the_question_are_read_not_searched(
+    question: str, groups: list[list[str]], excluded: str | None
+) -> None:
+    plan = _plan(question)
+    assert plan.groups == groups
+    flat = {t for g in plan.groups for t in g}
+    assert not flat & {"OR", "AND", "NOT", "+", "*", "-"}
+    if excluded:
+        assert excluded not in "".join(flat)
+        assert any(excluded in w and "structured_search" in w for w in plan.warnings)
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("SU=人工智能 AND KY=教育", [["人工智能"], ["教育"]]),
+        ("TI='区块链' * KY='金融'", [["区块链"], ["金融"]]),
+        ("作者：王小明，关键词：数字经济", [["王小明"], ["数字经济"]]),
+    ],
+)
+def test_field_prefixes_are_not_terms_and_the_plan_says_so(question: str, groups: list[list[str]]) -> None:
+    plan = _plan(question)
+    assert plan.groups == groups
+    assert any("structured_search" in w for w in plan.warnings)
+
+
+@pytest.mark.parametrize(
+    ("question", "group"),
+    [
+        ("自然语言处理（NLP）、知识图谱", ["自然语言处理", "NLP"]),
+        ("人工智能（AI）在医学影像诊断中的应用", ["人工智能", "AI"]),
+        ("深度学习；卷积神经网络(CNN)", ["卷积神经网络", "CNN"]),
+    ],
+)
+def test_a_bracketed_acronym_is_the_term_s_alternative_not_part_of_it(question: str, group: list[str]) -> None:
+    plan = _plan(question)
+    assert group in plan.groups
+    assert not any(ch in t for g in plan.groups for t in g for ch in "()（）")
+
+
+def test_listed_parts_with_punctuation_are_not_kept_as_written() -> None:
+    plan = _plan("深度学习，抑郁症 (识别)")
+    assert not any(ch in t for g in plan.groups for t in g for ch in "()（）")
