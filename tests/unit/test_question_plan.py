@@ -116,6 +116,10 @@ def test_question_without_concepts_is_invalid_plan() -> None:
         ("2030年前碳达峰路径", None, None),  # a target year, not a publication filter
         ("2008年金融危机", None, None),
         ("近年来碳排放", None, None),
+        ("深度学习 2015年到现在", 2015, None),
+        ("2018年迄今的区块链", 2018, None),
+        ("从2010年到目前为止的碳排放", 2010, None),
+        ("1990年代以来的城市化", 1990, None),
     ],
 )
 def test_time_phrases_become_years_and_leave_the_concepts(
@@ -125,6 +129,7 @@ def test_time_phrases_become_years_and_leave_the_concepts(
     assert (plan.year_from, plan.year_to) == (year_from, year_to)
     flat = "".join(t for g in plan.groups for t in g)
     assert "以来" not in flat and "近五年" not in flat and "近年" not in flat
+    assert not any(ch.isdigit() for ch in flat) or year_from is None and year_to is None
 
 
 def test_time_phrases_use_the_year_passed_in() -> None:
