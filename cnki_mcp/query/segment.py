@@ -82,6 +82,22 @@ ENGLISH_STOP = _words(
     who is are be can does do using based via vs
     versus its their this that these those
     research study review
+    did has have had was were will would should could may might
+    i we you me my our your please find show give list
+    paper papers article articles literature studies
+    affect affects affected affecting help helps helped
+    improve improves improved improving
+    between among across during within through toward towards than
+    """
+)
+
+# English study-type words: like SOFT_WORDS, dropped when one stands alone and another concept
+# remains (the impact of ESG disclosure on firm value), kept inside a term (impact factor).
+ENGLISH_SOFT = _words(
+    """
+    impact impacts effect effects role roles relationship relationships relation
+    analysis method methods approach approaches progress advances challenges trends
+    factors determinants mechanism mechanisms application applications
     """
 )
 
@@ -236,7 +252,9 @@ def _is_function(token: _Token) -> bool:
 
 
 def _is_soft(token: _Token) -> bool:
-    return not token.latin and token.text in SOFT_WORDS
+    if token.latin:
+        return token.text.casefold() in ENGLISH_SOFT
+    return token.text in SOFT_WORDS
 
 
 def concept_runs(text: str, cut: Segmenter) -> list[list[str]]:
@@ -269,8 +287,12 @@ def concept_runs(text: str, cut: Segmenter) -> list[list[str]]:
 
 
 def has_function_words(text: str, cut: Segmenter) -> bool:
-    """Does the text contain a function word (a phrase or sentence rather than one term)?"""
-    return any(_is_function(t) for t in _tokens(unicodedata.normalize("NFKC", text), cut))
+    """Does the text contain a function word or an English stop word written as a word of its own
+    (a phrase or sentence rather than one term: please find papers about federated learning)?"""
+    text = unicodedata.normalize("NFKC", text)
+    if any(w.isascii() and w.isalpha() and w.casefold() in ENGLISH_STOP for w in text.split()):
+        return True
+    return any(_is_function(t) for t in _tokens(text, cut))
 
 
 def question_concepts(text: str, cut: Segmenter) -> list[str]:

@@ -129,7 +129,7 @@ def test_time_phrases_become_years_and_leave_the_concepts(
     assert (plan.year_from, plan.year_to) == (year_from, year_to)
     flat = "".join(t for g in plan.groups for t in g)
     assert "以来" not in flat and "近五年" not in flat and "近年" not in flat
-    assert not any(ch.isdigit() for ch in flat) or year_from is None and year_to is None
+    assert not any(ch.isdigit() for ch in flat) or (year_from is None and year_to is None)
 
 
 def test_time_phrases_use_the_year_passed_in() -> None:
@@ -337,3 +337,23 @@ def test_a_bracketed_acronym_is_the_term_s_alternative_not_part_of_it(question: 
 def test_listed_parts_with_punctuation_are_not_kept_as_written() -> None:
     plan = _plan("深度学习，抑郁症 (识别)")
     assert not any(ch in t for g in plan.groups for t in g for ch in "()（）")
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("How does social media use affect adolescent depression?", [["social media use"], ["adolescent depression"]]),
+        ("How does deep learning help depression detection?", [["deep learning"], ["depression detection"]]),
+        ("What is the impact of ESG disclosure on firm value?", [["ESG disclosure"], ["firm value"]]),
+        ("Please find papers about federated learning and differential privacy", [["federated learning"], ["differential privacy"]]),
+    ],
+)
+def test_an_english_question_is_cut_into_concepts_not_searched_as_one_phrase(
+    question: str, groups: list[list[str]]
+) -> None:
+    assert _plan(question).groups == groups
+
+
+def test_an_english_study_word_inside_a_term_stays() -> None:
+    assert _plan("journal impact factor").groups == [["journal impact factor"]]
+    assert _plan("impact").groups == [["impact"]]
