@@ -321,7 +321,8 @@ def _source_name(value: str, path: str) -> str:
     if value.casefold() in SOURCE_CATEGORIES:
         raise InvalidCondition(
             f"“{value}”是来源类别，不是文献来源（刊名）：按刊名检索会找不到任何文献。"
-            "请去掉这个条件检索，再用 get_metadata(quality=true) 查看结果的期刊等级",
+            "请去掉这个条件检索；要按来源级别筛选，用 get_metadata(quality=true) 读取结果的期刊等级后，"
+            "用 search_library(search_id=…, source_tiers=[…]) 筛选",
             path=path,
             field=Field.SOURCE.value,
             value=value,

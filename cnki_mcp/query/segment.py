@@ -15,6 +15,9 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
   that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
   a rebuilt word never spans 的 (traditional characters come one by one: 幻/覺/問/題/的/緩/解).
+- English questions: stop words, question and relational verbs (does, affect, help, between …),
+  pronouns and request words (please find papers) split a Latin run; impact/effect/role … are
+  dropped when they stand alone beside another concept, as the study-type words below are.
 - Function words and question boilerplate (的, 与, 在…中, 如何, 有哪些, 是什么, 基于 ...) separate
   concepts and are dropped; study-type words (研究, 方法, 问题, 影响, 应用, 现状, 对策 ...) and
   aim verbs (缓解, 提高 ...) are dropped when some other concept remains, so 影响 survives only
