@@ -3,7 +3,8 @@
 A plan is a list of concept groups: AND across groups, OR within a group (synonyms). Limits:
 at most 8 groups, 1–6 terms per group, each term 1–80 characters (INVALID_PLAN); terms that are
 equal after normalisation (NFKC, case-folded, whitespace collapsed) are kept once, and a group
-equal to an earlier one is dropped.
+equal to an earlier one is dropped. A term written `A OR B` is the alternatives A and B; `AND` or
+`NOT` inside a term is INVALID_PLAN (reason operator_in_term): a term is one literal phrase.
 
 Lexical planning splits only on explicit separators and never segments Chinese; it adds common
 spellings of Wi-Fi generations and IEEE 802.11 amendments so version identifiers are not lost.
@@ -75,6 +76,42 @@ def normalise_term(term: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", term).casefold().split())
 
 
+def _group_terms(group: Sequence[Any], gi: int, hint: str) -> list[tuple[int, str]]:
+    """(index, term) of a group's terms, unquoted, whitespace collapsed. A term written as
+    `A OR B` is its alternatives A and B (the group is already their OR); `AND`/`NOT` inside a
+    term cannot be searched as written (it would be one literal phrase matching nothing):
+    INVALID_PLAN naming the group and term."""
+    out: list[tuple[int, str]] = []
+    for ti, term in enumerate(group):
+        if not isinstance(term, str) or not term.strip():
+            raise InvalidPlan(f"概念词不能为空{hint}", group=gi, term=ti)
+        text = " ".join(unquote(term).split())
+        if not text:
+            raise InvalidPlan(f"概念词不能为空{hint}", group=gi, term=ti)
+        words = text.split()
+        if "AND" in words or "NOT" in words:
+            raise InvalidPlan(
+                "概念词里的 AND/NOT 不是运算符，会被当作词组原样检索：要同时出现的词放在不同的概念组"
+                f"（组间 AND），要排除的词请用 structured_search（op: not）{hint}",
+                group=gi,
+                term=ti,
+                value=text,
+                reason="operator_in_term",
+            )
+        chunks: list[list[str]] = [[]]
+        for word in words:
+            if word == "OR":
+                chunks.append([])
+            else:
+                chunks[-1].append(word)
+        parts = [" ".join(unquote(" ".join(c)).split()) for c in chunks]
+        parts = [p for p in parts if p]
+        if not parts:
+            raise InvalidPlan(f"概念词不能为空{hint}", group=gi, term=ti)
+        out.extend((ti, p) for p in parts)
+    return out
+
+
 def validate_groups(groups: Any, *, hint: str = "") -> list[list[str]]:
     """Check the limits and remove normalised duplicates; INVALID_PLAN when they are broken."""
     if not isinstance(groups, list | tuple) or not groups:
@@ -88,12 +125,7 @@ def validate_groups(groups: Any, *, hint: str = "") -> list[list[str]]:
             raise InvalidPlan(f"每个概念组需要 1–{MAX_TERMS} 个词{hint}", group=gi)
         terms: list[str] = []
         seen: set[str] = set()
-        for ti, term in enumerate(group):
-            if not isinstance(term, str) or not term.strip():
-                raise InvalidPlan(f"概念词不能为空{hint}", group=gi, term=ti)
-            text = " ".join(unquote(term).split())
-            if not text:
-                raise InvalidPlan(f"概念词不能为空{hint}", group=gi, term=ti)
+        for ti, text in _group_terms(group, gi, hint):
             if '"' in text and "'" in text:  # quote_value cannot send it: refused before any search
                 raise QueryUnsupported(
                     f"概念词同时含单引号和双引号，知网无法表达；请去掉其中一种引号{hint}", group=gi, term=ti, value=text
@@ -106,6 +138,8 @@ def validate_groups(groups: Any, *, hint: str = "") -> list[list[str]]:
             if key not in seen:
                 seen.add(key)
                 terms.append(text)
+        if len(terms) > MAX_TERMS:
+            raise InvalidPlan(f"每个概念组需要 1–{MAX_TERMS} 个词{hint}", group=gi, terms=len(terms))
         key_set = frozenset(seen)
         if key_set in seen_groups:
             continue
