@@ -350,9 +350,10 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
 
     Request words and time phrases go first (the latter become `year_from`/`year_to`). A question
     listing terms with explicit separators (、，；and) keeps each listed term that is one word as
-    written; any other part is segmented (`query/segment.py`) into runs of concept words, each run
-    one concept (its words joined, then each word as an alternative), combined as topic AND
-    aspects (`_sentence_groups`)."""
+    written; the parts written as sentences are segmented together into topic AND aspects (a long
+    question of several phrases is not one concept per phrase); any other part is segmented
+    (`query/segment.py`) into runs of concept words, each run one concept (its words joined, then
+    each word as an alternative), combined as topic AND aspects (`_sentence_groups`)."""
     text = _strip_request(unicodedata.normalize("NFKC", question)).strip(_TRIM)
     text, year_from, year_to = extract_years(text, now_year)
     written = read_written(text)
@@ -368,15 +369,23 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
         runs = concept_runs(parts[0], cut)
         groups = _sentence_groups(runs) if runs else []
     else:
+        sentence_runs: list[list[str]] = []  # the runs of every part written as a sentence
+        sentence_at = -1
         for part in parts:
             if isinstance(part, tuple):  # A OR B as the question wrote it: one concept
                 groups.append(list(part))
                 continue
             runs = concept_runs(part, cut)
-            if runs and len(part) <= MAX_TERM_CHARS and _PLAIN_TERM_RE.fullmatch(part) and not has_function_words(part, cut):
+            function_words = has_function_words(part, cut)
+            if runs and len(part) <= MAX_TERM_CHARS and _PLAIN_TERM_RE.fullmatch(part) and not function_words:
                 groups.append([" ".join(part.split())])  # a listed term: kept as written
+            elif function_words and runs:
+                sentence_at = len(groups) if sentence_at < 0 else sentence_at
+                sentence_runs.extend(runs)
             else:
                 groups.extend(_run_group(r) for r in runs)
+        if sentence_runs:  # the sentences' concepts as topic AND aspects, where the first one was
+            groups[sentence_at:sentence_at] = _sentence_groups(sentence_runs)
     groups = _with_acronyms(_without_repeats(groups), written.acronyms, cut)
     if not groups:
         raise InvalidPlan(f"问题中没有可检索的概念{hint}")

@@ -357,3 +357,10 @@ def test_an_english_question_is_cut_into_concepts_not_searched_as_one_phrase(
 def test_an_english_study_word_inside_a_term_stays() -> None:
     assert _plan("journal impact factor").groups == [["journal impact factor"]]
     assert _plan("impact").groups == [["impact"]]
+
+
+def test_a_question_of_several_sentences_is_topic_and_aspects_not_one_concept_per_phrase() -> None:
+    plan = _plan("我想研究数字经济对制造业企业绿色技术创新的影响，特别是在长三角地区的差异")
+    assert plan.groups[0][0] == "数字经济"
+    assert len(plan.groups) == 2  # every phrase ANDed found nothing: 6 concepts, 我想 and 特别 among them
+    assert not {"我想", "特别", "我", "想"} & {t for g in plan.groups for t in g}
