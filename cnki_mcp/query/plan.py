@@ -31,7 +31,7 @@ from pydantic import Field as PydField
 
 from cnki_mcp.errors import InvalidPlan, QueryUnsupported
 from cnki_mcp.query.expr import unquote
-from cnki_mcp.query.segment import Segmenter, concept_runs, has_function_words, merge_to
+from cnki_mcp.query.segment import SOFT_WORDS, Segmenter, concept_runs, has_function_words, merge_to
 from cnki_mcp.query.timephrase import extract_years
 from cnki_mcp.query.written import read_written, written_warnings
 
@@ -318,6 +318,23 @@ def _aliases(terms: list[str]) -> list[str]:
 _PLAIN_TERM_RE = re.compile(r"[\w\s\-+./#·'\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]+")
 
 
+def _keywords(text: str, cut: Segmenter) -> list[str]:
+    """A question typed as keywords separated by spaces (李白 诗歌 意象, COVID-19 疫苗 犹豫): the
+    keywords, each a listed term, as a search box ANDs them (CNKI's own boxes read a space so).
+    Text with a function word anywhere, a single word or adjacent Latin words (deep learning,
+    Wi-Fi 8: the segmenter keeps them one term) is one part, planned as a sentence."""
+    words = text.split()
+    if len(words) < 2 or has_function_words(text, cut):
+        return [text]
+    keywords: list[str] = []
+    for word in words:  # adjacent Latin words stay one keyword
+        if keywords and not _HAN_RE.search(word) and not _HAN_RE.search(keywords[-1]):
+            keywords[-1] = f"{keywords[-1]} {word}"
+        else:
+            keywords.append(word)
+    return keywords if len(keywords) >= 2 else [text]
+
+
 def _without_repeats(groups: list[list[str]]) -> list[list[str]]:
     """A word already a term of an earlier group is not offered again as a later group's
     alternative (the later group's own compound, its first term, stays whole)."""
@@ -349,8 +366,9 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     """Plan a raw question without the client's model.
 
     Request words and time phrases go first (the latter become `year_from`/`year_to`). A question
-    listing terms with explicit separators (、，；and) keeps each listed term that is one word as
-    written; the parts written as sentences are segmented together into topic AND aspects (a long
+    listing terms with explicit separators (、，；and), or typed as keywords separated by spaces
+    (`_keywords`), keeps each listed term that is one word as written (a study-type word alone, 研究
+    or 影响因素, is left out beside other terms); the parts written as sentences are segmented together into topic AND aspects (a long
     question of several phrases is not one concept per phrase); any other part is segmented
     (`query/segment.py`) into runs of concept words, each run one concept (its words joined, then
     each word as an alternative), combined as topic AND aspects (`_sentence_groups`)."""
@@ -363,6 +381,8 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
             parts.append(piece)
             continue
         parts.extend(p.strip(_TRIM) for a in _AND_RE.split(piece) for p in _SEP_RE.split(a) if p.strip(_TRIM))
+    if len(parts) == 1 and isinstance(parts[0], str):
+        parts = list(_keywords(parts[0], cut))
     hint = "；请提供 concept_groups"
     groups: list[list[str]] = []
     if len(parts) == 1 and isinstance(parts[0], str):
@@ -377,6 +397,8 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
                 continue
             runs = concept_runs(part, cut)
             function_words = has_function_words(part, cut)
+            if part in SOFT_WORDS and len(parts) > 1:  # 影响因素, 研究 listed beside a concept
+                continue
             if runs and len(part) <= MAX_TERM_CHARS and _PLAIN_TERM_RE.fullmatch(part) and not function_words:
                 groups.append([" ".join(part.split())])  # a listed term: kept as written
             elif function_words and runs:

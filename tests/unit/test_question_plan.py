@@ -272,7 +272,7 @@ def test_a_compound_keeps_a_word_an_earlier_concept_had() -> None:
     assert plan.groups[0][0] == "深度学习"
     assert plan.groups[1][0] == "机器学习"
     assert "学习" not in plan.groups[1]  # the repeated word is not offered again on its own
-    assert _plan("量子计算 量子通信 量子").groups == [["量子计算", "量子", "计算"], ["量子通信", "通信"]]
+    assert _plan("量子计算与量子通信").groups == [["量子计算", "量子", "计算"], ["量子通信", "通信"]]
     assert question_concepts("深度学习与机器学习", CUT) == ["深度", "学习", "机器"]
 
 
@@ -364,3 +364,18 @@ def test_a_question_of_several_sentences_is_topic_and_aspects_not_one_concept_pe
     assert plan.groups[0][0] == "数字经济"
     assert len(plan.groups) == 2  # every phrase ANDed found nothing: 6 concepts, 我想 and 特别 among them
     assert not {"我想", "特别", "我", "想"} & {t for g in plan.groups for t in g}
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("COVID-19 疫苗 犹豫", [["COVID-19"], ["疫苗"], ["犹豫"]]),
+        ("李白 诗歌 意象", [["李白"], ["诗歌"], ["意象"]]),
+        ("近五年 新冠肺炎 疫苗 影响因素", [["新冠肺炎"], ["疫苗"]]),
+        ("deep learning 抑郁症", [["deep learning"], ["抑郁症"]]),
+        ("Wi-Fi 8 漫游", [["Wi-Fi 8", "WiFi8", "Wi-Fi8"], ["漫游"]]),
+    ],
+)
+def test_keywords_separated_by_spaces_are_all_required(question: str, groups: list[list[str]]) -> None:
+    # before: the first keyword ANDed with any one of the others (诗歌 OR 意象), as for a sentence
+    assert _plan(question).groups == groups
