@@ -11,7 +11,9 @@ even turned the excluded word into a required concept) and field prefixes stuck 
 - `NOT B`, a spaced `- B` or `-B` excludes B. The research search cannot exclude, so B is left out of
   the plan and the plan's warning names structured_search (`op: not`);
 - a CNKI field code (`SU=`, `TI%`, `KY=` …) or a field label with a colon (`作者：`, `关键词:`) is not a
-  term: the prefix is removed and the warning says the field was not applied;
+  term: the prefix is removed and the warning says the field was not applied; so is a journal named
+  as where the papers appeared (`发表在《管理世界》上`, `《管理世界》期刊`), which the subject search
+  cannot restrict;
 - `term（ACRONYM）`: a Latin acronym in brackets right after a term is that term's alternative
   (`acronyms`), never a concept of its own nor part of the term.
 
@@ -36,6 +38,14 @@ _CODE_RE = re.compile(
 _LABEL_RE = re.compile(
     r"(主题|篇名|题名|标题|关键词|摘要|篇关摘|第一作者|通讯作者|作者单位|作者|单位|机构|文献来源|来源|期刊|基金|全文|参考文献|分类号)"
     r"\s*[:=]\s*"
+)
+# A journal named as where the papers appeared (发表在《管理世界》上, 《管理世界》期刊): a source
+# restriction, not a topic (CNKI's 主题 does not search the source). A 《…》 without such words
+# (《民法典》第585条) stays a concept.
+_SOURCE_RE = re.compile(
+    r"(?:发表在|发表于|刊登在|刊登于|刊载在|刊载于|刊发在|刊发于|载于)\s*《([^《》]{1,60})》(?:\s*上)?"
+    r"|《([^《》]{1,60})》\s*(?:期刊|杂志)(?:\s*上)?"
+    r"|《([^《》]{1,60})》\s*上(?=\s*(?:发表|刊登|刊发|刊载|的))"
 )
 _ACRONYM_RE = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-+./]*(?: [A-Za-z0-9\-+./]+){0,3})\s*\)")
 _EDGE = " \t\u3000,;:.?!，、；：。？！\"'“”‘’()（）【】《》「」『』"
@@ -75,7 +85,11 @@ def read_written(text: str) -> Written:
         fields.append(m.group(0).strip())
         return " "
 
-    text = _LABEL_RE.sub(drop_field, _CODE_RE.sub(drop_field, text))
+    def drop_source(m: re.Match[str]) -> str:
+        fields.append(f"《{m.group(1) or m.group(2) or m.group(3)}》")
+        return " "
+
+    text = _LABEL_RE.sub(drop_field, _CODE_RE.sub(drop_field, _SOURCE_RE.sub(drop_source, text)))
     acronyms: list[tuple[str, str]] = []
 
     def drop_acronym(m: re.Match[str]) -> str:
@@ -141,7 +155,7 @@ def written_warnings(written: Written) -> list[str]:
         )
     if written.fields:
         out.append(
-            f"研究检索不按字段限定，已去掉字段前缀：{'、'.join(dict.fromkeys(written.fields))}；"
-            "按作者、来源、篇名等字段检索请用 structured_search"
+            f"研究检索不按字段或来源限定，已去掉：{'、'.join(dict.fromkeys(written.fields))}；"
+            "按作者、来源（刊名）、篇名等字段检索请用 structured_search"
         )
     return out

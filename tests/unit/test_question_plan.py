@@ -379,3 +379,14 @@ def test_a_question_of_several_sentences_is_topic_and_aspects_not_one_concept_pe
 def test_keywords_separated_by_spaces_are_all_required(question: str, groups: list[list[str]]) -> None:
     # before: the first keyword ANDed with any one of the others (诗歌 OR 意象), as for a sentence
     assert _plan(question).groups == groups
+
+
+@pytest.mark.parametrize("question", ["发表在《管理世界》上的关于数字经济的文章", "《管理世界》期刊上的数字经济研究"])
+def test_a_journal_named_as_the_place_of_publication_is_not_a_concept(question: str) -> None:
+    # before: 发表 AND (管理世界 | … | 数字经济 | …): the subject search never reads the source
+    plan = _plan(question)
+    flat = {t for g in plan.groups for t in g}
+    assert not flat & {"发表", "管理世界", "管理", "世界", "文章"}
+    assert "数字" in "".join(flat)
+    assert any("《管理世界》" in w and "structured_search" in w for w in plan.warnings)
+    assert _plan("《红楼梦》中的女性形象").groups[0] == ["红楼梦"]  # a title that is the topic stays
