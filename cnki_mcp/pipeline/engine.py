@@ -46,7 +46,7 @@ from cnki_mcp.pipeline.state import (
     local_event,
     page_event,
 )
-from cnki_mcp.pipeline.structured import rows_left_warning
+from cnki_mcp.pipeline.structured import structured_warnings
 from cnki_mcp.pipeline.units import Unit, plan_view
 from cnki_mcp.pipeline.units import coverage as _coverage
 from cnki_mcp.pipeline.units import units as _units
@@ -758,11 +758,8 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
             source="live",
             requests=ctx.requests,
             warnings=list(st.plan.get("warnings", []))
-            + (
-                [left]  # a stopped search is continued instead (its next_step)
-                if st.structured and status == "completed" and (left := rows_left_warning(st.coverage, params))
-                else []
-            ),
+            # a stopped search is continued instead (its next_step)
+            + (structured_warnings(st.coverage, params) if st.structured and status == "completed" else []),
             errors=[
                 e.model_dump(mode="json")
                 for e in ([] if failure is None else [OperationErrorInfo.of(failure)])

@@ -57,3 +57,20 @@ def rows_left_warning(coverage: list[CoverageEntry], params: dict[str, Any]) -> 
         f"max_pages={params.get('max_pages')} 只读取了前 {rows} 条；需要更多时提高 options.candidate_target"
         "（最多 3000）或 options.max_pages 重新检索"
     )
+
+
+def empty_years_warning(coverage: list[CoverageEntry], params: dict[str, Any]) -> str | None:
+    """A structured search CNKI answered with no row while years were set: the years may be why
+    (a range in the future, or before the topic existed), as the research search's advice says."""
+    year_from, year_to = params.get("year_from"), params.get("year_to")
+    if not (year_from or year_to) or not coverage:
+        return None
+    if any(c.failed or c.rows or not c.exhausted for c in coverage):
+        return None
+    span = f"{year_from or ''}–{year_to or ''}"
+    return f"知网在年份 {span} 内没有符合条件的文献：年份限定可能是原因，必要时放宽或去掉 year_from/year_to 重新检索"
+
+
+def structured_warnings(coverage: list[CoverageEntry], params: dict[str, Any]) -> list[str]:
+    """What a completed structured search says beyond its rows (`rows_left_warning`, `empty_years_warning`)."""
+    return [w for w in (rows_left_warning(coverage, params), empty_years_warning(coverage, params)) if w]

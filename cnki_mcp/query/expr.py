@@ -272,6 +272,8 @@ def _leaf(obj: dict[str, Any], path: str) -> Leaf:
     if not isinstance(raw_value, str):
         raise InvalidCondition("检索词必须是字符串", path=path, field=fld.value)
     value = unquote(raw_value)
+    if fld == Field.SOURCE:
+        value = _source_name(value, path)
     if not value:
         raise InvalidCondition("检索词不能为空", path=path, field=fld.value)
     if _CONTROL.search(value):  # a NUL or other control character is never sent to CNKI
@@ -297,6 +299,36 @@ def _leaf(obj: dict[str, Any], path: str) -> Leaf:
     if len(sent) > MAX_VALUE_CHARS:
         raise InvalidCondition("检索词加引号后超过 120 字", path=path, field=fld.value, length=len(sent))
     return Leaf.model_construct(field=fld, value=value, match=match)
+
+
+# Source categories people type as a source: CNKI's 文献来源 (LY) holds journal and meeting names,
+# so these match nothing there (the category is a separate 来源类别 filter this tool does not send).
+SOURCE_CATEGORIES = frozenset(
+    name.casefold()
+    for name in (
+        "CSSCI", "CSSCI来源期刊", "CSSCI扩展版", "南大核心", "北大核心", "中文核心", "中文核心期刊",
+        "核心期刊", "核心", "CSCD", "CSCD核心", "EI", "EI来源期刊", "SCI", "SCI-E", "SCIE", "SSCI",
+        "A&HCI", "AMI", "AMI核心", "WJCI",
+    )
+)
+
+
+def _source_name(value: str, path: str) -> str:
+    """A source value as CNKI's 文献来源 reads it: 《…》 around the whole name is dropped (journal
+    names never carry it, as they never carry quotes); a source category is INVALID_CONDITION."""
+    if len(value) >= 2 and value[0] == "《" and value[-1] == "》" and "《" not in value[1:-1] and "》" not in value[1:-1]:
+        value = value[1:-1].strip()
+    if value.casefold() in SOURCE_CATEGORIES:
+        raise InvalidCondition(
+            f"“{value}”是来源类别，不是文献来源（刊名）：按刊名检索会找不到任何文献。"
+            "请去掉这个条件检索；要按来源级别筛选，用 get_metadata(quality=true) 读取结果的期刊等级后，"
+            "用 search_library(search_id=…, source_tiers=[…]) 筛选",
+            path=path,
+            field=Field.SOURCE.value,
+            value=value,
+            reason="source_category",
+        )
+    return value
 
 
 def _field(raw: Any) -> Field | None:

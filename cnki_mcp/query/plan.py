@@ -3,15 +3,18 @@
 A plan is a list of concept groups: AND across groups, OR within a group (synonyms). Limits:
 at most 8 groups, 1–6 terms per group, each term 1–80 characters (INVALID_PLAN); terms that are
 equal after normalisation (NFKC, case-folded, whitespace collapsed) are kept once, and a group
-equal to an earlier one is dropped.
+equal to an earlier one is dropped. A term written `A OR B` is the alternatives A and B; `AND` or
+`NOT` inside a term is INVALID_PLAN (reason operator_in_term): a term is one literal phrase.
 
 Lexical planning splits only on explicit separators and never segments Chinese; it adds common
 spellings of Wi-Fi generations and IEEE 802.11 amendments so version identifiers are not lost.
 
 Question planning (`plan_question`, what a client without sampling gets) segments the question
 with a word segmenter (`query/segment.py`), drops boilerplate and stop words, keeps Latin terms
-whole, turns time phrases into a year range (`query/timephrase.py`, the current year passed in)
-and makes one concept group per concept word; a plan that is still weak says so in `warnings`.
+whole, turns time phrases into a year range (`query/timephrase.py`, the current year passed in),
+reads search syntax typed into it (`query/written.py`: OR alternatives, NOT exclusions and field
+prefixes left out with a warning, bracketed acronyms as alternatives) and makes one concept group
+per concept word; a plan that is still weak says so in `warnings`.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from pydantic import Field as PydField
 
 from cnki_mcp.errors import InvalidPlan, QueryUnsupported
 from cnki_mcp.query.expr import unquote
-from cnki_mcp.query.segment import Segmenter, concept_runs, has_function_words, merge_to
+from cnki_mcp.query.segment import SOFT_WORDS, Segmenter, concept_runs, has_function_words, merge_to
 from cnki_mcp.query.timephrase import extract_years
+from cnki_mcp.query.written import read_written, written_warnings
 
 MAX_GROUPS = 8
 MAX_TERMS = 6
@@ -72,6 +76,42 @@ def normalise_term(term: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", term).casefold().split())
 
 
+def _group_terms(group: Sequence[Any], gi: int, hint: str) -> list[tuple[int, str]]:
+    """(index, term) of a group's terms, unquoted, whitespace collapsed. A term written as
+    `A OR B` is its alternatives A and B (the group is already their OR); `AND`/`NOT` inside a
+    term cannot be searched as written (it would be one literal phrase matching nothing):
+    INVALID_PLAN naming the group and term."""
+    out: list[tuple[int, str]] = []
+    for ti, term in enumerate(group):
+        if not isinstance(term, str) or not term.strip():
+            raise InvalidPlan(f"概念词不能为空{hint}", group=gi, term=ti)
+        text = " ".join(unquote(term).split())
+        if not text:
+            raise InvalidPlan(f"概念词不能为空{hint}", group=gi, term=ti)
+        words = text.split()
+        if "AND" in words or "NOT" in words:
+            raise InvalidPlan(
+                "概念词里的 AND/NOT 不是运算符，会被当作词组原样检索：要同时出现的词放在不同的概念组"
+                f"（组间 AND），要排除的词请用 structured_search（op: not）{hint}",
+                group=gi,
+                term=ti,
+                value=text,
+                reason="operator_in_term",
+            )
+        chunks: list[list[str]] = [[]]
+        for word in words:
+            if word == "OR":
+                chunks.append([])
+            else:
+                chunks[-1].append(word)
+        parts = [" ".join(unquote(" ".join(c)).split()) for c in chunks]
+        parts = [p for p in parts if p]
+        if not parts:
+            raise InvalidPlan(f"概念词不能为空{hint}", group=gi, term=ti)
+        out.extend((ti, p) for p in parts)
+    return out
+
+
 def validate_groups(groups: Any, *, hint: str = "") -> list[list[str]]:
     """Check the limits and remove normalised duplicates; INVALID_PLAN when they are broken."""
     if not isinstance(groups, list | tuple) or not groups:
@@ -85,12 +125,7 @@ def validate_groups(groups: Any, *, hint: str = "") -> list[list[str]]:
             raise InvalidPlan(f"每个概念组需要 1–{MAX_TERMS} 个词{hint}", group=gi)
         terms: list[str] = []
         seen: set[str] = set()
-        for ti, term in enumerate(group):
-            if not isinstance(term, str) or not term.strip():
-                raise InvalidPlan(f"概念词不能为空{hint}", group=gi, term=ti)
-            text = " ".join(unquote(term).split())
-            if not text:
-                raise InvalidPlan(f"概念词不能为空{hint}", group=gi, term=ti)
+        for ti, text in _group_terms(group, gi, hint):
             if '"' in text and "'" in text:  # quote_value cannot send it: refused before any search
                 raise QueryUnsupported(
                     f"概念词同时含单引号和双引号，知网无法表达；请去掉其中一种引号{hint}", group=gi, term=ti, value=text
@@ -103,6 +138,8 @@ def validate_groups(groups: Any, *, hint: str = "") -> list[list[str]]:
             if key not in seen:
                 seen.add(key)
                 terms.append(text)
+        if len(terms) > MAX_TERMS:
+            raise InvalidPlan(f"每个概念组需要 1–{MAX_TERMS} 个词{hint}", group=gi, terms=len(terms))
         key_set = frozenset(seen)
         if key_set in seen_groups:
             continue
@@ -276,36 +313,108 @@ def _aliases(terms: list[str]) -> list[str]:
     return out
 
 
+# A listed part kept as written: Han, Latin letters, digits, spaces and the joiners of Latin terms
+# (Wi-Fi 8, C++, GB/T 7714, k-means); brackets, colons or '=' in a part are never part of a term.
+_PLAIN_TERM_RE = re.compile(r"[\w\s\-+./#·'\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]+")
+
+
+def _keywords(text: str, cut: Segmenter) -> list[str]:
+    """A question typed as keywords separated by spaces (李白 诗歌 意象, COVID-19 疫苗 犹豫): the
+    keywords, each a listed term, as a search box ANDs them (CNKI's own boxes read a space so).
+    Text with a function word anywhere, a single word or adjacent Latin words (deep learning,
+    Wi-Fi 8: the segmenter keeps them one term) is one part, planned as a sentence."""
+    words = text.split()
+    if len(words) < 2 or has_function_words(text, cut):
+        return [text]
+    keywords: list[str] = []
+    for word in words:  # adjacent Latin words stay one keyword
+        if keywords and not _HAN_RE.search(word) and not _HAN_RE.search(keywords[-1]):
+            keywords[-1] = f"{keywords[-1]} {word}"
+        else:
+            keywords.append(word)
+    return keywords if len(keywords) >= 2 else [text]
+
+
+def _without_repeats(groups: list[list[str]]) -> list[list[str]]:
+    """A word already a term of an earlier group is not offered again as a later group's
+    alternative (the later group's own compound, its first term, stays whole)."""
+    seen: set[str] = set()
+    out: list[list[str]] = []
+    for group in groups:
+        kept = [t for i, t in enumerate(group) if i == 0 or normalise_term(t) not in seen]
+        seen.update(normalise_term(t) for t in group)
+        out.append(kept)
+    return out
+
+
+def _with_acronyms(groups: list[list[str]], acronyms: Sequence[tuple[str, str]], cut: Segmenter) -> list[list[str]]:
+    """Each bracketed acronym (`read_written`) joins the group of the concept written before it as
+    its alternative (right after the group's first term); with no such group it is a group itself."""
+    out = [list(g) for g in groups]
+    for before, acronym in acronyms:
+        runs = concept_runs(before, cut)
+        term = _run_group(runs[-1])[0] if runs else ""
+        home = next((g for g in out if term and normalise_term(term) in {normalise_term(t) for t in g}), None)
+        if home is None:
+            out.append([acronym])
+        elif normalise_term(acronym) not in {normalise_term(t) for t in home}:
+            home.insert(1, acronym)
+    return out
+
+
 def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     """Plan a raw question without the client's model.
 
     Request words and time phrases go first (the latter become `year_from`/`year_to`). A question
-    listing terms with explicit separators (、，；and) keeps each listed term that is one word as
-    written; any other part is segmented (`query/segment.py`) into runs of concept words, each run
-    one concept (its words joined, then each word as an alternative), combined as topic AND
-    aspects (`_sentence_groups`)."""
+    listing terms with explicit separators (、，；and), or typed as keywords separated by spaces
+    (`_keywords`), keeps each listed term that is one word as written (a study-type word alone, 研究
+    or 影响因素, is left out beside other terms); the parts written as sentences are segmented together into topic AND aspects (a long
+    question of several phrases is not one concept per phrase); any other part is segmented
+    (`query/segment.py`) into runs of concept words, each run one concept (its words joined, then
+    each word as an alternative), combined as topic AND aspects (`_sentence_groups`)."""
     text = _strip_request(unicodedata.normalize("NFKC", question)).strip(_TRIM)
     text, year_from, year_to = extract_years(text, now_year)
-    parts = [p.strip(_TRIM) for a in _AND_RE.split(text) for p in _SEP_RE.split(a)]
-    parts = [p for p in parts if p.strip()]
+    written = read_written(text)
+    parts: list[str | tuple[str, ...]] = []
+    for piece in written.parts:
+        if isinstance(piece, tuple):
+            parts.append(piece)
+            continue
+        parts.extend(p.strip(_TRIM) for a in _AND_RE.split(piece) for p in _SEP_RE.split(a) if p.strip(_TRIM))
+    if len(parts) == 1 and isinstance(parts[0], str):
+        parts = list(_keywords(parts[0], cut))
     hint = "；请提供 concept_groups"
     groups: list[list[str]] = []
-    if len(parts) == 1:
+    if len(parts) == 1 and isinstance(parts[0], str):
         runs = concept_runs(parts[0], cut)
         groups = _sentence_groups(runs) if runs else []
     else:
+        sentence_runs: list[list[str]] = []  # the runs of every part written as a sentence
+        sentence_at = -1
         for part in parts:
+            if isinstance(part, tuple):  # A OR B as the question wrote it: one concept
+                groups.append(list(part))
+                continue
             runs = concept_runs(part, cut)
-            if runs and len(part) <= MAX_TERM_CHARS and not has_function_words(part, cut):
+            function_words = has_function_words(part, cut)
+            if part in SOFT_WORDS and len(parts) > 1:  # 影响因素, 研究 listed beside a concept
+                continue
+            if runs and len(part) <= MAX_TERM_CHARS and _PLAIN_TERM_RE.fullmatch(part) and not function_words:
                 groups.append([" ".join(part.split())])  # a listed term: kept as written
+            elif function_words and runs:
+                sentence_at = len(groups) if sentence_at < 0 else sentence_at
+                sentence_runs.extend(runs)
             else:
                 groups.extend(_run_group(r) for r in runs)
+        if sentence_runs:  # the sentences' concepts as topic AND aspects, where the first one was
+            groups[sentence_at:sentence_at] = _sentence_groups(sentence_runs)
+    groups = _with_acronyms(_without_repeats(groups), written.acronyms, cut)
     if not groups:
         raise InvalidPlan(f"问题中没有可检索的概念{hint}")
     if len(groups) > MAX_GROUPS:  # the surplus becomes alternatives of the last group
         groups = [*groups[: MAX_GROUPS - 1], [g[0] for g in groups[MAX_GROUPS - 1 :]]]
     groups = validate_groups(_fit_branches([_aliases(g) for g in groups]), hint=hint)
-    warnings = [SEGMENTED_WARNING] + ([WEAK_WARNING] if len(groups) <= 1 else [])
+    warnings = [SEGMENTED_WARNING, *written_warnings(written)] + ([WEAK_WARNING] if len(groups) <= 1 else [])
     return Plan(
         method=PlanMethod.SEGMENTED,
         groups=groups,
@@ -330,13 +439,14 @@ def advise(question: str, groups: Sequence[Sequence[str]], candidates: int, cut:
 
     One concept: the concept (or, failing that, the question) cut into its words, at most four
     groups. No candidates with several concepts: the first two groups (in a Chinese question the
-    topic comes first, its aspect after it), since an AND of many groups is what empties a search.
+    topic comes first, its aspect after it), since an AND of many groups is what empties a search;
+    with only two groups, the first alone (the two that found nothing are never suggested again).
     Either way the client should add synonyms to each group."""
     groups = [list(g) for g in groups]
     if len(groups) <= 1:
         words: list[str] = []
         for source in ([groups[0][0]] if groups else []) + [question]:
-            words = [w for run in concept_runs(source, cut) for w in run]
+            words = list(dict.fromkeys(w for run in concept_runs(source, cut) for w in run))
             if len(words) >= 2:
                 break
         suggested = [[w] for w in merge_to(words, 4)] if len(words) >= 2 else groups
@@ -352,7 +462,7 @@ def advise(question: str, groups: Sequence[Sequence[str]], candidates: int, cut:
                 f"{len(groups)} 个概念同时出现的文献为 0：建议只保留主要概念，并为每组补充同义词"
                 "（组间 AND，组内 OR）。"
             ),
-            groups=groups[:2],
+            groups=groups[:2] if len(groups) > 2 else groups[:1],
         )
     return None
 

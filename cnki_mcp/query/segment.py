@@ -8,11 +8,16 @@ never at import — about 0.15 s import + 0.8 s dictionary, measured in docs/ben
 
 Rules (general Chinese usage, no vocabulary taken from any corpus or question set):
 - Latin runs are protected from the segmenter and kept whole: LLM, RAG, C++, Wi-Fi 8, IEEE
-  802.11be, GPT-4; adjacent Latin words are one term (deep learning); a bare number glues to the
-  Han word after it (2型糖尿病).
+  802.11be, GPT-4; adjacent Latin words are one term (deep learning); a bare number, one Latin
+  letter or Greek letters glue to the Han word after them (2型糖尿病, A股, X射线, γ射线, α-淀粉酶), a
+  letter written after a Han word and before a separator to that word (维生素D).
 - Han runs are cut without the segmenter's HMM guesser; a run of two or more single characters
   that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
-  and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立).
+  and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
+  a rebuilt word never spans 的 (traditional characters come one by one: 幻/覺/問/題/的/緩/解).
+- English questions: stop words, question and relational verbs (does, affect, help, between …),
+  pronouns and request words (please find papers) split a Latin run; impact/effect/role … are
+  dropped when they stand alone beside another concept, as the study-type words below are.
 - Function words and question boilerplate (的, 与, 在…中, 如何, 有哪些, 是什么, 基于 ...) separate
   concepts and are dropped; study-type words (研究, 方法, 问题, 影响, 应用, 现状, 对策 ...) and
   aim verbs (缓解, 提高 ...) are dropped when some other concept remains, so 影响 survives only
@@ -50,6 +55,7 @@ FUNCTION_WORDS = _words(
     方面 情况 领域 角度 视角 视域 背景 下的 中的 里的 上的 作为 用于 对比 以来
     查找 后 之后 以后 前 之前 以前 期间 我国 国内外 找 查 查询 了解 介绍 总结
     梳理 整理 列举 给出 告诉 看看 为例 例
+    想 想要 希望 特别 特别是 尤其 尤其是 比如 比如说 例如 包括
     """
 )
 
@@ -62,7 +68,7 @@ SOFT_WORDS = _words(
     模式 类型 内容 角色 挑战 困境 出路 前景 展望 问题研究 关键技术 核心技术 技术
     作用机制 影响因素 构建 建设 实现 运用 利用 使用 采用 缓解 解决 提高 提升 改善
     促进 应对 减少 降低 避免 助力 推动 加强 优化 主要 新 有效 文献 论文 资料 变化
-    目标
+    目标 文章 发表 刊发 刊登
     """
 )
 
@@ -71,6 +77,7 @@ SOFT_WORDS = _words(
 _SUFFIX_SINGLES = frozenset("化性型率度者式法器机学论链网业界量感力体物品员家素症剂")
 _LEADING_SINGLES = _words("的 地 得 在 对 从 于 为 把 被 将 由 向 以 与 和 及 或 是 有 请")
 _TRAILING_SINGLES = _words("的 地 得 了 吗 呢 吧 啊 时")
+_PLACE_SINGLES = _words("中 上 下 里 内")
 
 ENGLISH_STOP = _words(
     """
@@ -79,6 +86,22 @@ ENGLISH_STOP = _words(
     who is are be can does do using based via vs
     versus its their this that these those
     research study review
+    did has have had was were will would should could may might
+    i we you me my our your please find show give list
+    paper papers article articles literature studies
+    affect affects affected affecting help helps helped
+    improve improves improved improving
+    between among across during within through toward towards than
+    """
+)
+
+# English study-type words: like SOFT_WORDS, dropped when one stands alone and another concept
+# remains (the impact of ESG disclosure on firm value), kept inside a term (impact factor).
+ENGLISH_SOFT = _words(
+    """
+    impact impacts effect effects role roles relationship relationships relation
+    analysis method methods approach approaches progress advances challenges trends
+    factors determinants mechanism mechanisms application applications
     """
 )
 
@@ -88,6 +111,10 @@ _LATIN_WORD = r"[A-Za-z0-9][A-Za-z0-9]*(?:[-+./_#][A-Za-z0-9+#]*)*\+*"
 _LATIN_RE = re.compile(rf"第\d+[条款章节项篇]|{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})*")
 _HAN_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]+")
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+# One Latin letter (with a number: B12) or Greek letters, written against a Han word, belong to it:
+# A股, X射线, T细胞, Z世代, 维生素D, γ射线, α-淀粉酶, β受体 (a number does the same: 2型糖尿病).
+_LETTER_RE = re.compile(r"[A-Za-z]\d*|[\u0391-\u03a9\u03b1-\u03c9]+-?")
+_GREEK_RE = re.compile(r"[\u0391-\u03a9\u03b1-\u03c9]+-?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +138,25 @@ def _latin_words(run: str) -> list[str]:
     if current:
         out.append(" ".join(current))
     return out
+
+
+def _rebuilt(singles: list[str]) -> list[str]:
+    """Single characters put back together as unknown words, cut at 的 (which never starts or ends
+    one; a place word before it, the 中 of 在…中的, goes with it): a segmenter without the words of
+    a text (traditional characters: 幻/覺/問/題/的/緩/解) returns it one character at a time."""
+    out: list[str] = []
+    piece: list[str] = []
+    for ch in [*singles, "的"]:
+        if ch != "的":
+            piece.append(ch)
+            continue
+        tail: list[str] = []
+        while piece and piece[-1] in _PLACE_SINGLES:
+            tail.insert(0, piece.pop())
+        out.extend(["".join(piece)] if len(piece) >= 2 else piece)
+        out.extend([*tail, ch])
+        piece = []
+    return out[:-1]
 
 
 def _han_words(run: str, cut: Segmenter) -> list[str]:
@@ -138,8 +184,7 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
         if all(s in FUNCTION_WORDS for s in singles):
             out.extend([*lead, *singles, *trail])
             continue
-        core = ["".join(singles)] if len(singles) >= 2 else singles
-        out.extend([*lead, *core, *trail])
+        out.extend([*lead, *_rebuilt(singles), *trail])
     # a lone non-function single character binds to its neighbour (a suffix to the word
     # before it, any other to the word after it, else the one before)
     merged: list[str] = []
@@ -167,8 +212,9 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
 def _tokens(text: str, cut: Segmenter) -> list[_Token]:
     out: list[_Token] = []
     pos = 0
-    number = ""  # a bare number waiting for the Han word right after it
-    for m in re.finditer(rf"{_LATIN_RE.pattern}|{_HAN_RE.pattern}", text):
+    number = ""  # a bare number or a letter waiting for the Han word right after it
+    number_gap = True  # whether a separator came before that number or letter
+    for m in re.finditer(rf"{_GREEK_RE.pattern}|{_LATIN_RE.pattern}|{_HAN_RE.pattern}", text):
         gap = m.start() > pos
         pos = m.end()
         piece = m.group(0)
@@ -176,23 +222,33 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
             words = _han_words(piece, cut)
             if number and not gap and words:
                 words[0] = number + words[0]
+                gap = number_gap
             elif number:
-                out.append(_Token(number, latin=True))
+                _letter_or_number(out, number, number_gap)
             number = ""
             out.extend(_Token(w, boundary_before=gap and k == 0) for k, w in enumerate(words))
             continue
         if number:
-            out.append(_Token(number, latin=True))
+            _letter_or_number(out, number, number_gap)
             number = ""
-        if _NUMBER_RE.fullmatch(piece):
-            number = piece
+        if _NUMBER_RE.fullmatch(piece) or _LETTER_RE.fullmatch(piece):
+            number, number_gap = piece, gap
             continue
         out.extend(
             _Token(w, latin=True, boundary_before=gap or k > 0) for k, w in enumerate(_latin_words(piece))
         )
     if number:
-        out.append(_Token(number, latin=True))
+        _letter_or_number(out, number, number_gap)
     return out
+
+
+def _letter_or_number(out: list[_Token], piece: str, gap: bool) -> None:
+    """A number or letter no Han word follows: a letter written against the Han word before it is
+    that word's suffix (维生素D, 维生素B12); anything else is a term of its own."""
+    if _LETTER_RE.fullmatch(piece) and not _NUMBER_RE.fullmatch(piece) and not gap and out and not out[-1].latin:
+        out[-1] = _Token(out[-1].text + piece, boundary_before=out[-1].boundary_before)
+        return
+    out.append(_Token(piece, latin=True, boundary_before=gap))
 
 
 def _is_function(token: _Token) -> bool:
@@ -200,45 +256,52 @@ def _is_function(token: _Token) -> bool:
 
 
 def _is_soft(token: _Token) -> bool:
-    return not token.latin and token.text in SOFT_WORDS
+    if token.latin:
+        return token.text.casefold() in ENGLISH_SOFT
+    return token.text in SOFT_WORDS
 
 
 def concept_runs(text: str, cut: Segmenter) -> list[list[str]]:
     """The concept words of a question grouped into runs: words written next to each other with
     no function word, dropped word or separator between them (自动/驾驶/汽车 is one run).
-    Words already seen earlier are left out; empty runs are removed."""
+    A run whose words were all seen in earlier runs is left out (a repeated concept); a run with a
+    new word keeps its repeated ones, so a compound stays whole (深度学习与机器学习: 机器/学习)."""
     text = unicodedata.normalize("NFKC", text)
     tokens = _tokens(text, cut)
     content = [t for t in tokens if not _is_function(t)]
     has_strong = any(not _is_soft(t) for t in content)
     runs: list[list[str]] = [[]]
-    seen: set[str] = set()
     for t in tokens:
         dropped = _is_function(t) or (has_strong and _is_soft(t))
         if (dropped or t.boundary_before or t.latin) and runs[-1]:
             runs.append([])
         if dropped:
             continue
-        key = t.text.casefold()
-        if key in seen:
-            if runs[-1]:
-                runs.append([])
-            continue
-        seen.add(key)
         runs[-1].append(t.text)
         if t.latin:
             runs.append([])
-    return [r for r in runs if r]
+    out: list[list[str]] = []
+    seen: set[str] = set()
+    for run in runs:
+        keys = [w.casefold() for w in run]
+        if run and not set(keys) <= seen:
+            out.append(list(dict.fromkeys(run)))
+        seen.update(keys)
+    return out
 
 
 def has_function_words(text: str, cut: Segmenter) -> bool:
-    """Does the text contain a function word (a phrase or sentence rather than one term)?"""
-    return any(_is_function(t) for t in _tokens(unicodedata.normalize("NFKC", text), cut))
+    """Does the text contain a function word or an English stop word written as a word of its own
+    (a phrase or sentence rather than one term: please find papers about federated learning)?"""
+    text = unicodedata.normalize("NFKC", text)
+    if any(w.isascii() and w.isalpha() and w.casefold() in ENGLISH_STOP for w in text.split()):
+        return True
+    return any(_is_function(t) for t in _tokens(text, cut))
 
 
 def question_concepts(text: str, cut: Segmenter) -> list[str]:
     """The concept words of a question, in order, without duplicates (see the module docstring)."""
-    return [w for run in concept_runs(text, cut) for w in run]
+    return list(dict.fromkeys(w for run in concept_runs(text, cut) for w in run))
 
 
 def merge_to(concepts: Sequence[str], limit: int) -> list[str]:

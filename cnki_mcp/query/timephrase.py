@@ -7,7 +7,8 @@ The current year is passed in: this package never reads the clock.
 Rules, tried in this order (one range per question: the first phrase found wins; any other time
 phrase is removed from the text all the same):
 - `A—B年` / `A年至B年` / `A到B年` (any dash, 至, 到, ~): year_from A, year_to B (swapped if reversed);
-- `A年以来` / `自A年` / `A年至今` / `A年以后|之后|后|起`: year_from A;
+- `A年以来` / `自A年` / `A年至今|迄今|到现在|到目前` / `A年以后|之后|后|起`: year_from A (also
+  `A年代以来`, a decade from its first year);
 - `A年以前|之前|前`: year_to A − 1;
 - `近N年` / `最近N年` / `过去N年` (N in digits or Chinese numerals): year_from now − N — the N full
   years before the current one plus the current, partial year;
@@ -26,8 +27,9 @@ _DASH = r"\s*(?:[-‐‑‒–—―~～]+|至|到)\s*"
 _NUM = r"([0-9]{1,2}|[一二两三四五六七八九十]{1,3})"
 
 _RANGE_RE = re.compile(rf"(?:从|自)?{_YEAR}\s*年?{_DASH}{_YEAR}\s*年?(?:间|期间)?")
+_UNTIL_NOW = r"(?:以来|至今|迄今|到现在|至现在|到今天|到目前为止|到目前|至目前|以后|之后"
 _SINCE_RE = re.compile(
-    rf"(?:从|自){_YEAR}\s*年?(?:以来|至今|以后|之后|起|来)?|{_YEAR}\s*年?\s*(?:以来|至今|以后|之后|后|起)"
+    rf"(?:从|自){_YEAR}\s*(?:年代|年)?{_UNTIL_NOW}|起|来)?|{_YEAR}\s*(?:年代|年)?\s*{_UNTIL_NOW}|后|起)"
 )
 _BEFORE_RE = re.compile(rf"{_YEAR}\s*年?\s*(?:以前|之前|前)")
 _RECENT_RE = re.compile(rf"(?:近|最近|过去|近来)\s*{_NUM}\s*(?:个)?\s*年(?:来|间|内|以来)?")

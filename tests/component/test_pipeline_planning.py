@@ -10,7 +10,7 @@ from corpus_backend import CorpusBackend
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind
-from cnki_mcp.pipeline.models import SearchInput, SearchOptions
+from cnki_mcp.pipeline.models import SearchInput, SearchOptions, StructuredSearchInput
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.site.backend import GridRequest
 from cnki_mcp.store import Store
@@ -144,3 +144,26 @@ async def test_advice_keeps_the_years_and_survives_the_cache(clock: FakeClock, s
     cached = pipe.cached(inp.model_copy(update={"options": SearchOptions()}), plan)
     assert cached is not None and cached.source == "cache"
     assert cached.advice is not None and cached.advice.suggested_call == call
+
+
+async def test_an_empty_structured_search_with_years_says_the_years_may_be_the_cause(
+    clock: FakeClock, store: Store
+) -> None:
+    pipe = ResearchPipeline(CorpusBackend(), store, clock, now_year=lambda: 2026)
+
+    async def structured(inp: StructuredSearchInput) -> dict[str, Any]:
+        async def runner(ctx: OperationContext) -> Any:
+            return await pipe.structured(inp, ctx)
+
+        job = JobManager(clock, MemorySink()).start(OperationKind.SEARCH, runner, inp.budget())
+        [record] = await clock.run_until_complete(job.finish())
+        assert record.status == "completed" and record.result is not None
+        return dict(record.result)
+
+    future = await structured(StructuredSearchInput(expression={"field": "title", "value": "违约金"}, year_from=2100))
+    assert future["candidate_count"] == 0
+    assert any("2100–" in w and "year_from" in w for w in future["warnings"])  # it said nothing
+    found = await structured(StructuredSearchInput(expression={"field": "title", "value": "违约金"}, year_from=2010))
+    assert found["candidate_count"] > 0 and not any("year_from" in w for w in found["warnings"])
+    unbounded = await structured(StructuredSearchInput(expression={"field": "title", "value": "没有这个词"}))
+    assert unbounded["candidate_count"] == 0 and unbounded["warnings"] == []

@@ -254,3 +254,29 @@ def test_quote_value_with_both_quote_kinds_is_unsupported() -> None:
     with pytest.raises(CnkiError) as info:
         quote_value('it\'s "x"')
     assert info.value.code == "QUERY_UNSUPPORTED"
+
+
+def test_a_source_in_title_marks_finds_what_the_bare_name_finds_on_the_simulator() -> None:
+    corpus = Corpus.load()
+
+    def hits(value: str) -> list[str]:
+        compiled = compile_expression({"field": "source", "value": value})
+        return [r.id for r in search(corpus, parse_query_json({"QNode": {"QGroup": compiled.subjects}}))]
+
+    assert parse_expression({"field": "source", "value": "《法学研究》"}) == Leaf(
+        field=Field.SOURCE, value="法学研究", match=Match.PHRASE
+    )
+    assert hits("法学研究")  # the bundled corpus has this journal
+    assert hits("《法学研究》") == hits("法学研究")
+    # a title may carry 《》 (《民法典》第585条…): only a source loses them
+    assert parse_expression(_leaf("《民法典》")).value == "《民法典》"
+
+
+@pytest.mark.parametrize("category", ["CSSCI", "北大核心", "核心期刊", "ei", "《SSCI》"])
+def test_a_source_category_is_refused_at_its_path(category: str) -> None:
+    expr = {"op": "and", "items": [_leaf("违约金"), {"field": "source", "value": category}]}
+    with pytest.raises(CnkiError) as info:
+        parse_expression(expr)
+    assert info.value.code == "INVALID_CONDITION"
+    assert info.value.details["path"] == "$.items[1]"
+    assert info.value.details["reason"] == "source_category"

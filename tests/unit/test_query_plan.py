@@ -139,6 +139,25 @@ def test_a_concept_term_cnki_cannot_express_is_refused_when_planning_with_its_pl
     assert (info.value.details["group"], info.value.details["term"]) == (1, 1)
 
 
+def test_a_concept_term_written_with_or_is_its_alternatives() -> None:
+    # sent as written, '机器学习 OR 深度学习' was one literal phrase that matched nothing
+    plan = plan_explicit([["机器学习 OR 深度学习", "AI"], ['"违约金" OR “违约赔偿金”']])
+    assert plan.groups == [["机器学习", "深度学习", "AI"], ["违约金", "违约赔偿金"]]
+    assert plan_explicit([["Oregon OR"]]).groups == [["Oregon"]]
+    with pytest.raises(CnkiError) as info:
+        plan_explicit([["a OR b OR c", "d", "e", "f", "g"]])  # seven alternatives in one group
+    assert info.value.code == "INVALID_PLAN"
+
+
+@pytest.mark.parametrize("term", ["机器学习 AND 金融", "金融风险 NOT 股票"])
+def test_and_or_not_inside_a_concept_term_is_refused_with_its_place(term: str) -> None:
+    with pytest.raises(CnkiError) as info:
+        plan_explicit([["违约金"], ["酌减", term]])
+    assert info.value.code == "INVALID_PLAN"
+    assert (info.value.details["group"], info.value.details["term"]) == (1, 1)
+    assert info.value.details["reason"] == "operator_in_term"
+
+
 def test_explicit_plan_drops_a_group_repeating_an_earlier_one() -> None:
     assert plan_explicit([["a", "b"], ["B", "A"], ["c"]]).groups == [["a", "b"], ["c"]]
 

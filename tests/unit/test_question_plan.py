@@ -116,6 +116,10 @@ def test_question_without_concepts_is_invalid_plan() -> None:
         ("2030年前碳达峰路径", None, None),  # a target year, not a publication filter
         ("2008年金融危机", None, None),
         ("近年来碳排放", None, None),
+        ("深度学习 2015年到现在", 2015, None),
+        ("2018年迄今的区块链", 2018, None),
+        ("从2010年到目前为止的碳排放", 2010, None),
+        ("1990年代以来的城市化", 1990, None),
     ],
 )
 def test_time_phrases_become_years_and_leave_the_concepts(
@@ -125,6 +129,7 @@ def test_time_phrases_become_years_and_leave_the_concepts(
     assert (plan.year_from, plan.year_to) == (year_from, year_to)
     flat = "".join(t for g in plan.groups for t in g)
     assert "以来" not in flat and "近五年" not in flat and "近年" not in flat
+    assert not any(ch.isdigit() for ch in flat) or (year_from is None and year_to is None)
 
 
 def test_time_phrases_use_the_year_passed_in() -> None:
@@ -150,6 +155,12 @@ def test_advice_for_no_candidates_keeps_the_first_two_groups() -> None:
     assert got is not None and got.reason == "no_candidates"
     assert got.groups == [["a"], ["b"]]
     assert advise("q", [["a"], ["b"]], 5, CUT) is None
+
+
+def test_advice_for_no_candidates_never_repeats_the_plan_that_found_nothing() -> None:
+    got = advise("Z世代 消费行为", [["Z世代"], ["消费行为", "消费"]], 0, CUT)
+    assert got is not None and got.reason == "no_candidates"
+    assert got.groups == [["Z世代"]]
 
 
 def _fresh_python(*lines: str) -> str:
@@ -233,3 +244,149 @@ def test_a_failed_warm_up_is_left_to_the_cut_and_only_a_dictionary_segmenter_is_
     assert [r.exc_info[0] for r in caplog.records if r.exc_info] == [OSError]  # logged, not raised
     assert dictionary_pending(broken)
     assert not dictionary_pending(str.split)  # a plain cut function loads nothing
+
+
+@pytest.mark.parametrize(
+    ("question", "term"),
+    [
+        ("A股市场波动", "A股市场"),
+        ("Z世代 消费行为", "Z世代"),
+        ("X射线 衍射", "X射线"),
+        ("T细胞 免疫", "T细胞"),
+        ("B超 诊断", "B超"),
+        ("γ射线探测 闪烁体", "γ射线探测"),
+        ("α-淀粉酶 活性", "α-淀粉酶"),
+        ("维生素D 缺乏", "维生素D"),
+        ("维生素B12 贫血", "维生素B12"),
+    ],
+)
+def test_a_letter_written_against_a_chinese_word_belongs_to_it(question: str, term: str) -> None:
+    plan = _plan(question)
+    assert plan.groups[0][0] == term
+    flat = {t for g in plan.groups for t in g}
+    assert not flat & {"A", "Z", "X", "T", "B", "D", "B12", "γ", "α", "股市场", "射线", "细胞", "世代", "淀粉酶"}
+
+
+def test_a_compound_keeps_a_word_an_earlier_concept_had() -> None:
+    plan = _plan("深度学习与机器学习的区别")
+    assert plan.groups[0][0] == "深度学习"
+    assert plan.groups[1][0] == "机器学习"
+    assert "学习" not in plan.groups[1]  # the repeated word is not offered again on its own
+    assert _plan("量子计算与量子通信").groups == [["量子计算", "量子", "计算"], ["量子通信", "通信"]]
+    assert question_concepts("深度学习与机器学习", CUT) == ["深度", "学习", "机器"]
+
+
+def test_single_characters_are_not_glued_across_de() -> None:
+    # traditional characters: the segmenter knows none of these words and cuts one by one
+    for question in ("大語言模型幻覺問題的緩解方法", "大語言模型在線教育中的應用"):
+        terms = [t for g in _plan(question).groups for t in g]
+        assert terms and not any("的" in t for t in terms), terms
+        assert not any(t.endswith("中") for t in terms), terms
+
+
+@pytest.mark.parametrize(
+    ("question", "groups", "excluded"),
+    [
+        ("违约金 OR 违约赔偿金 酌减", [["违约金", "违约赔偿金"], ["酌减"]], None),
+        ("数字经济 + 数字化 * 就业", [["数字经济", "数字化"], ["就业"]], None),
+        ("机器学习 AND 金融风险 NOT 股票", [["机器学习"], ["金融风险"]], "股票"),
+        ("违约金 酌减 -约定", [["违约金"], ["酌减"]], "约定"),
+        ("违约金 OR 违约赔偿金 NOT 定金", [["违约金", "违约赔偿金"]], "定金"),
+    ],
+)
+def test_operators_in_the_question_are_read_not_searched(
+    question: str, groups: list[list[str]], excluded: str | None
+) -> None:
+    plan = _plan(question)
+    assert plan.groups == groups
+    flat = {t for g in plan.groups for t in g}
+    assert not flat & {"OR", "AND", "NOT", "+", "*", "-"}
+    if excluded:
+        assert excluded not in "".join(flat)
+        assert any(excluded in w and "structured_search" in w for w in plan.warnings)
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("SU=人工智能 AND KY=教育", [["人工智能"], ["教育"]]),
+        ("TI='区块链' * KY='金融'", [["区块链"], ["金融"]]),
+        ("作者：王小明，关键词：数字经济", [["王小明"], ["数字经济"]]),
+    ],
+)
+def test_field_prefixes_are_not_terms_and_the_plan_says_so(question: str, groups: list[list[str]]) -> None:
+    plan = _plan(question)
+    assert plan.groups == groups
+    assert any("structured_search" in w for w in plan.warnings)
+
+
+@pytest.mark.parametrize(
+    ("question", "group"),
+    [
+        ("自然语言处理（NLP）、知识图谱", ["自然语言处理", "NLP"]),
+        ("人工智能（AI）在医学影像诊断中的应用", ["人工智能", "AI"]),
+        ("深度学习；卷积神经网络(CNN)", ["卷积神经网络", "CNN"]),
+    ],
+)
+def test_a_bracketed_acronym_is_the_term_s_alternative_not_part_of_it(question: str, group: list[str]) -> None:
+    plan = _plan(question)
+    assert group in plan.groups
+    assert not any(ch in t for g in plan.groups for t in g for ch in "()（）")
+
+
+def test_listed_parts_with_punctuation_are_not_kept_as_written() -> None:
+    plan = _plan("深度学习，抑郁症 (识别)")
+    assert not any(ch in t for g in plan.groups for t in g for ch in "()（）")
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("How does social media use affect adolescent depression?", [["social media use"], ["adolescent depression"]]),
+        ("How does deep learning help depression detection?", [["deep learning"], ["depression detection"]]),
+        ("What is the impact of ESG disclosure on firm value?", [["ESG disclosure"], ["firm value"]]),
+        ("Please find papers about federated learning and differential privacy", [["federated learning"], ["differential privacy"]]),
+    ],
+)
+def test_an_english_question_is_cut_into_concepts_not_searched_as_one_phrase(
+    question: str, groups: list[list[str]]
+) -> None:
+    assert _plan(question).groups == groups
+
+
+def test_an_english_study_word_inside_a_term_stays() -> None:
+    assert _plan("journal impact factor").groups == [["journal impact factor"]]
+    assert _plan("impact").groups == [["impact"]]
+
+
+def test_a_question_of_several_sentences_is_topic_and_aspects_not_one_concept_per_phrase() -> None:
+    plan = _plan("我想研究数字经济对制造业企业绿色技术创新的影响，特别是在长三角地区的差异")
+    assert plan.groups[0][0] == "数字经济"
+    assert len(plan.groups) == 2  # every phrase ANDed found nothing: 6 concepts, 我想 and 特别 among them
+    assert not {"我想", "特别", "我", "想"} & {t for g in plan.groups for t in g}
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("COVID-19 疫苗 犹豫", [["COVID-19"], ["疫苗"], ["犹豫"]]),
+        ("李白 诗歌 意象", [["李白"], ["诗歌"], ["意象"]]),
+        ("近五年 新冠肺炎 疫苗 影响因素", [["新冠肺炎"], ["疫苗"]]),
+        ("deep learning 抑郁症", [["deep learning"], ["抑郁症"]]),
+        ("Wi-Fi 8 漫游", [["Wi-Fi 8", "WiFi8", "Wi-Fi8"], ["漫游"]]),
+    ],
+)
+def test_keywords_separated_by_spaces_are_all_required(question: str, groups: list[list[str]]) -> None:
+    # before: the first keyword ANDed with any one of the others (诗歌 OR 意象), as for a sentence
+    assert _plan(question).groups == groups
+
+
+@pytest.mark.parametrize("question", ["发表在《管理世界》上的关于数字经济的文章", "《管理世界》期刊上的数字经济研究"])
+def test_a_journal_named_as_the_place_of_publication_is_not_a_concept(question: str) -> None:
+    # before: 发表 AND (管理世界 | … | 数字经济 | …): the subject search never reads the source
+    plan = _plan(question)
+    flat = {t for g in plan.groups for t in g}
+    assert not flat & {"发表", "管理世界", "管理", "世界", "文章"}
+    assert "数字" in "".join(flat)
+    assert any("《管理世界》" in w and "structured_search" in w for w in plan.warnings)
+    assert _plan("《红楼梦》中的女性形象").groups[0] == ["红楼梦"]  # a title that is the topic stays

@@ -1,0 +1,161 @@
+"""Search syntax people type into a research question (DESIGN.md §Modules, `query/`).
+
+Researchers and their AI clients write CNKI or web-search habits into the question of `search`:
+`违约金 OR 违约赔偿金 酌减`, `数字经济 NOT 就业`, `机器学习 -股票`, `SU=人工智能 AND KY=教育`,
+`作者：王小明`, `自然语言处理（NLP）`. Segmented as prose, the operators became concept terms (NOT
+even turned the excluded word into a required concept) and field prefixes stuck to the terms.
+`read_written` reads them before the question is segmented (`plan.plan_question`):
+
+- `A OR B` (also a spaced `+` or `|`) makes the whitespace words it joins one concept group of
+  alternatives; `AND` (also a spaced `*` or `&`) separates concepts;
+- `NOT B`, a spaced `- B` or `-B` excludes B. The research search cannot exclude, so B is left out of
+  the plan and the plan's warning names structured_search (`op: not`);
+- a CNKI field code (`SU=`, `TI%`, `KY=` …) or a field label with a colon (`作者：`, `关键词:`) is not a
+  term: the prefix is removed and the warning says the field was not applied; so is a journal named
+  as where the papers appeared (`发表在《管理世界》上`, `《管理世界》期刊`), which the subject search
+  cannot restrict;
+- `term（ACRONYM）`: a Latin acronym in brackets right after a term is that term's alternative
+  (`acronyms`), never a concept of its own nor part of the term.
+
+Operators are read only as whole whitespace words in capitals (`OR`, not `or`, which English prose
+uses); the text is expected NFKC-normalised (full-width brackets and colons are ASCII by then).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from cnki_mcp.query.expr import unquote
+
+_OR_WORDS = frozenset({"OR", "+", "|", "||"})
+_AND_WORDS = frozenset({"AND", "*", "&", "&&"})
+_NOT_WORDS = frozenset({"NOT", "-"})
+_HAN_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
+_CODE_RE = re.compile(
+    r"(?<![A-Za-z0-9])(SU|TI|KY|AB|AU|FI|RP|AF|LY|DOI|FU|FT|RF|CLC|ST|TKA|SN|YE)\s*(?:%=|=|%)\s*"
+)
+_LABEL_RE = re.compile(
+    r"(主题|篇名|题名|标题|关键词|摘要|篇关摘|第一作者|通讯作者|作者单位|作者|单位|机构|文献来源|来源|期刊|基金|全文|参考文献|分类号)"
+    r"\s*[:=]\s*"
+)
+# A journal named as where the papers appeared (发表在《管理世界》上, 《管理世界》期刊): a source
+# restriction, not a topic (CNKI's 主题 does not search the source). A 《…》 without such words
+# (《民法典》第585条) stays a concept.
+_SOURCE_RE = re.compile(
+    r"(?:发表在|发表于|刊登在|刊登于|刊载在|刊载于|刊发在|刊发于|载于)\s*《([^《》]{1,60})》(?:\s*上)?"
+    r"|《([^《》]{1,60})》\s*(?:期刊|杂志)(?:\s*上)?"
+    r"|《([^《》]{1,60})》\s*上(?=\s*(?:发表|刊登|刊发|刊载|的))"
+)
+_ACRONYM_RE = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-+./]*(?: [A-Za-z0-9\-+./]+){0,3})\s*\)")
+_EDGE = " \t\u3000,;:.?!，、；：。？！\"'“”‘’()（）【】《》「」『』"
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """The question read for typed syntax.
+
+    `parts`: in order, text to plan as before (str) and OR alternatives (tuple, one group each);
+    `excluded`: words after NOT / `-`; `fields`: field prefixes removed (SU=, 作者:);
+    `acronyms`: (text before the bracket, acronym) pairs, the acronym being an alternative of the
+    concept that text ends with."""
+
+    parts: list[str | tuple[str, ...]]
+    excluded: list[str] = field(default_factory=list)
+    fields: list[str] = field(default_factory=list)
+    acronyms: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _clean(word: str) -> str:
+    return unquote(word.strip(_EDGE)).strip(_EDGE)
+
+
+def _excluded_word(token: str) -> str | None:
+    """`-股票` / `-stock`: the excluded word, else None (`-1`, `--`, `-` alone are not exclusions)."""
+    if len(token) > 1 and token[0] == "-" and (_HAN_RE.match(token[1]) or token[1].isalpha()):
+        return token[1:]
+    return None
+
+
+def read_written(text: str) -> Written:
+    """Read operators, field prefixes and bracketed acronyms out of a question (module docstring)."""
+    fields: list[str] = []
+
+    def drop_field(m: re.Match[str]) -> str:
+        fields.append(m.group(0).strip())
+        return " "
+
+    def drop_source(m: re.Match[str]) -> str:
+        fields.append(f"《{m.group(1) or m.group(2) or m.group(3)}》")
+        return " "
+
+    text = _LABEL_RE.sub(drop_field, _CODE_RE.sub(drop_field, _SOURCE_RE.sub(drop_source, text)))
+    acronyms: list[tuple[str, str]] = []
+
+    def drop_acronym(m: re.Match[str]) -> str:
+        acronyms.append((m.string[: m.start()], m.group(1)))
+        return " "
+
+    text = _ACRONYM_RE.sub(drop_acronym, text)
+    tokens = text.split()
+    if not any(
+        t in _OR_WORDS or t in _AND_WORDS or t in _NOT_WORDS or _excluded_word(t) for t in tokens
+    ):
+        return Written([text], fields=fields, acronyms=acronyms)
+    parts: list[str | tuple[str, ...]] = []
+    excluded: list[str] = []
+    current: list[str] = []
+
+    def flush() -> None:
+        if current:
+            parts.append(" ".join(current))
+            current.clear()
+
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token in _NOT_WORDS:
+            if i + 1 < len(tokens) and tokens[i + 1] not in _OR_WORDS | _AND_WORDS | _NOT_WORDS:
+                excluded.append(_clean(tokens[i + 1]))
+                i += 1
+            i += 1
+            continue
+        word = _excluded_word(token)
+        if word is not None:
+            excluded.append(_clean(word))
+            i += 1
+            continue
+        if token in _AND_WORDS or token in _OR_WORDS:  # an AND, or an OR without a left operand
+            flush()
+            i += 1
+            continue
+        chain = [token]
+        j = i + 1
+        while j + 1 < len(tokens) and tokens[j] in _OR_WORDS and tokens[j + 1] not in _OR_WORDS | _AND_WORDS | _NOT_WORDS:
+            chain.append(tokens[j + 1])
+            j += 2
+        alternatives = tuple(dict.fromkeys(w for w in map(_clean, chain) if w))
+        if len(chain) > 1 and alternatives:
+            flush()
+            parts.append(alternatives)
+        else:
+            current.append(token)
+        i = j if len(chain) > 1 else i + 1
+    flush()
+    return Written(parts, [w for w in excluded if w], fields, acronyms)
+
+
+def written_warnings(written: Written) -> list[str]:
+    """What the plan says about the syntax it did not apply (exclusions, field prefixes)."""
+    out: list[str] = []
+    if written.excluded:
+        out.append(
+            f"研究检索不能排除词语，已忽略 NOT/-：{'、'.join(written.excluded)}；"
+            "需要排除时请用 structured_search（op: not）"
+        )
+    if written.fields:
+        out.append(
+            f"研究检索不按字段或来源限定，已去掉：{'、'.join(dict.fromkeys(written.fields))}；"
+            "按作者、来源（刊名）、篇名等字段检索请用 structured_search"
+        )
+    return out
