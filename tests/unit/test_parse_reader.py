@@ -125,3 +125,62 @@ def test_table_cells_stay_apart_one_row_per_line() -> None:
     assert "A | 12 | 3.4" in lines
     assert "B | 5 |" in lines
     assert [s.title for s in page.sections] == ["第一章", "第二章"]
+
+
+def _body_text(inner: str) -> str:
+    page = parse_reader(_page(f"<h2>第一章</h2><p>{PARA * 2}</p>{inner}", toc=("第一章",)))
+    return page.text
+
+
+def test_sub_and_superscripts_keep_their_level() -> None:
+    text = _body_text(
+        "<p>水H<sub>2</sub>O，浓度10<sup>-3</sup> mol/L，面积x<sup>2</sup>，空间V<sub>n+1</sub>，"
+        "功率P<sub>实际</sub>，x<sup>a+b</sup>。</p>"
+    )
+    assert "水H₂O，浓度10⁻³ mol/L，面积x²，空间Vₙ₊₁，功率P_(实际)，x^(a+b)。" in text
+    assert "10-3" not in text
+
+
+def test_superscript_reference_markers_stay_markers() -> None:
+    text = _body_text("<p>研究表明<sup>[1,2]</sup>如此<sup>3</sup>，系数0.12<sup>***</sup>，(a+b)<sup>2</sup>。</p>")
+    assert "研究表明[1,2]如此[3]，系数0.12***，(a+b)²。" in text
+
+
+def test_mathml_is_linearised_not_run_together() -> None:
+    math = (
+        "<p><math><mi>y</mi><mo>=</mo><msup><mi>x</mi><mn>2</mn></msup><mo>+</mo>"
+        "<mfrac><mn>1</mn><mrow><mi>n</mi><mo>+</mo><mn>1</mn></mrow></mfrac><mo>+</mo>"
+        "<msqrt><mi>z</mi></msqrt><mo>+</mo><munderover><mo>∑</mo><mrow><mi>i</mi><mo>=</mo><mn>1</mn></mrow>"
+        "<mi>N</mi></munderover><msub><mi>a</mi><mi>i</mi></msub></math></p>"
+        "<p><math alttext='E=mc^2'><mi>E</mi></math></p>"
+        "<p><math><semantics><mi>F</mi><annotation encoding='application/x-tex'>F=ma</annotation>"
+        "</semantics></math></p>"
+    )
+    text = _body_text(math)
+    assert "y=x²+1/(n+1)+√z+∑_(i=1)^Naᵢ" in text
+    assert "E=mc^2" in text
+    assert "$F=ma$" in text
+
+
+def test_heading_with_inline_markup_is_a_section() -> None:
+    body = (
+        f"<h2>一、CO<sub>2</sub>排放</h2><p>{PARA}</p><h2>二、<em>民法典</em>视角</h2><p>{PARA}</p>"
+    )
+    toc = ("一、CO<sub>2</sub>排放", "二、<em>民法典</em>视角")
+    page = parse_reader(_page(body, toc=toc))
+    assert [s.title for s in page.sections] == ["一、CO₂排放", "二、民法典视角"]
+    assert page.coverage.missing_catalog_headings == []
+    assert page.coverage.scope == ReaderScope.UNKNOWN
+
+
+def test_spanned_table_cells_keep_their_columns() -> None:
+    table = (
+        "<table><caption>表1 回归结果</caption>"
+        "<tr><th rowspan='2'>变量</th><th colspan='2'>模型</th></tr><tr><th>(1)</th><th>(2)</th></tr>"
+        "<tr><td>x</td><td>0.12</td><td>0.30</td></tr>"
+        "<tr><td>0</td><td>0</td><td>0</td></tr><tr><td>0</td><td>0</td><td>0</td></tr></table>"
+    )
+    lines = _body_text(table).split("\n")
+    rows = [ln for ln in lines if " | " in ln]
+    assert rows == ["变量 | 模型 | 模型", "变量 | (1) | (2)", "x | 0.12 | 0.30", "0 | 0 | 0", "0 | 0 | 0"]
+    assert "表1 回归结果" in lines
