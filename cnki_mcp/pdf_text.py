@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,9 @@ class PdfText(BaseModel):
     text: str
     page_count: int
     pages_returned: list[int]  # 1-based page numbers whose text is (at least partly) in `text`
+    # pages of `pages_returned` without any extractable text (a scanned page, a full-page figure):
+    # their part of `text` is empty, which read like a page the paper does not have
+    pages_without_text: list[int] = []
     truncated: bool  # `max_characters` cut the text, or pages of the range were left out
     next_page: int | None = None  # the first page not (fully) returned, when truncated
     # how to go on: call again with pages=next_pages (the pages of the request not fully
@@ -110,6 +114,7 @@ def read_pdf_text(
     wanted = parse_pages(pages, count)
     chunks: list[str] = []
     returned: list[int] = []
+    empty: list[int] = []
     used = 0
     truncated = False
     next_page: int | None = None
@@ -135,6 +140,8 @@ def read_pdf_text(
         chunks.append(text)
         used += len(text)
         returned.append(number)
+        if not body.strip():
+            empty.append(number)
     if offset and not returned and not truncated:
         raise InvalidInput("offset 超出正文长度", offset=offset)
     if not offset and not truncated and not "".join(chunks).strip():
@@ -149,6 +156,7 @@ def read_pdf_text(
         text="".join(chunks),
         page_count=count,
         pages_returned=returned,
+        pages_without_text=empty,
         truncated=truncated,
         next_page=next_page,
         next_pages=next_pages,
@@ -162,4 +170,49 @@ def _page_text(page: Any) -> str:
     except Exception as exc:  # pypdf raises many types on damaged content streams
         raise InvalidFile("PDF 页面无法提取文字", reason=str(exc)[:200]) from exc
     lines = [line.rstrip() for line in raw.replace("\r\n", "\n").split("\n")]
-    return "\n".join(lines).strip()
+    return unwrap_lines(lines).strip()
+
+
+# A line ending in one of these (closing quotes and brackets after it aside) ends a sentence: the
+# break after it is kept even when the line is full (it may end a paragraph, no word is cut there).
+_SENTENCE_END = frozenset("。！？：；….!?:;")
+_CLOSERS = "”’」』）)\"'"  # after a sentence's end (。” ends it; 损失”时 does not)
+_FULL_LINE = 0.85  # of the widest line on the page: a line this wide was wrapped by the layout
+
+
+def _width(text: str) -> int:
+    """Display width: a CJK (wide or full-width) character counts 2, any other 1."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _latin_end(line: str) -> bool:
+    """A line of spaced (Latin) words ending in a letter or digit: its wrap was a space. In
+    Chinese text the words have no spaces, so `第5` / `85条` joins without one."""
+    return line[-1].isascii() and line[-1].isalnum() and " " in line.strip()
+
+
+def unwrap_lines(lines: list[str]) -> str:
+    """One page's lines with the layout's line wraps undone: a line as wide as the page's text
+    (at least 85 % of its widest line) that does not end a sentence goes on in the next line,
+    so `第5` / `85条` and `借` / `鉴` read `第585条`, `借鉴`. Joined without a space, except between
+    two Latin words (`of the` / `next` read `of the next`); a line-end hyphen stays
+    (`inter-` / `national` read `inter-national`: the PDF cannot tell a hyphenated compound
+    from a hyphenated word). Short lines (headings, a paragraph's last line) keep their break."""
+    widths = [_width(line) for line in lines]
+    full = _FULL_LINE * max(widths, default=0)
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        out.append(line)
+        if i == len(lines) - 1:
+            break
+        nxt = lines[i + 1]
+        stripped = line.rstrip()
+        wrapped = (
+            bool(stripped) and bool(nxt.strip()) and widths[i] >= full
+            and stripped.rstrip(_CLOSERS)[-1:] not in _SENTENCE_END
+        )
+        if not wrapped:
+            out.append("\n")
+        elif _latin_end(stripped) and nxt[:1].isascii() and nxt[:1].isalnum():
+            out.append(" ")
+    return "".join(out)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,43 @@ def test_a_page_the_file_does_not_have_is_refused_with_the_page_count_even_in_a_
         assert info.value.code == "INVALID_ARGUMENT", spec
         assert info.value.details["page_count"] == 3, spec
     assert parse_pages("2-9", 3) == [2, 3]  # a range running past the end still stops at it
+
+
+def test_line_wraps_inside_a_paragraph_are_undone(data_dir: Path, record) -> None:  # type: ignore[no-untyped-def]
+    # Every visual line was a hard newline: 《民法典》第5\n85条, 借\n鉴 (a number and a word cut).
+    got = read_pdf_text("sub/paper.pdf", data_dir, max_characters=200_000)
+    # the blank line between pages, and a break after a sentence's end (kept on purpose: a full
+    # line ending 。 may end its paragraph) left out, every paragraph reads in one piece
+    joined = re.sub(r"(?<=[。！？：；])\n", "", got.text.replace("\n\n", ""))
+    paragraphs = [p for s in record.fulltext for p in s.text.split("\n") if p.strip()]
+    assert paragraphs and all(p in joined for p in paragraphs)
+    assert "第5\n85条" not in got.text and "第585条" in got.text
+    for heading in (s.heading for s in record.fulltext):
+        assert f"\n{heading}\n" in got.text  # short lines keep their break
+
+
+def test_unwrap_lines_joins_full_lines_only() -> None:
+    from cnki_mcp.pdf_text import unwrap_lines
+
+    assert unwrap_lines(["《民法典》第5", "85条在原", "短"]) == "《民法典》第585条在原\n短"
+    assert unwrap_lines(["一、引言", "正文正文正文正文正文正文正文", "正文。"]) == "一、引言\n正文正文正文正文正文正文正文正文。"
+    assert unwrap_lines(["完整的一句话写满一行结束。", "下一段开头"]) == "完整的一句话写满一行结束。\n下一段开头"
+    english = ["This is a long line of the", "next words in the paper", "end."]
+    assert unwrap_lines(english) == "This is a long line of the next words in the paper end."
+
+
+def test_pages_without_text_inside_a_range_are_named(tmp_path: Path, record) -> None:  # type: ignore[no-untyped-def]
+    from pypdf import PdfReader, PdfWriter
+
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    (folder / "paper.pdf").write_bytes(pdf_bytes(record))
+    writer = PdfWriter()
+    source = PdfReader(str(folder / "paper.pdf"))
+    writer.add_page(source.pages[0])
+    writer.add_blank_page(595, 842)  # a scanned page: no text
+    writer.add_page(source.pages[1])
+    writer.write(str(folder / "mixed.pdf"))
+    got = read_pdf_text("mixed.pdf", tmp_path, max_characters=200_000)
+    assert got.pages_returned == [1, 2, 3] and got.pages_without_text == [2]
+    assert read_pdf_text("mixed.pdf", tmp_path, pages="1").pages_without_text == []
