@@ -44,6 +44,7 @@ _BLOCKS = frozenset(
 _NON_TEXT = "img, canvas, svg, math, iframe, object"
 _CELLS = frozenset(["td", "th"])
 CELL_SEPARATOR = " | "  # between the cells of a table row
+IMAGE_MARK = "[图片]"  # where an image without alt text stood
 _MAX_SPAN = 1000  # a colspan/rowspan above this is a page error, not a layout
 _TRIAL_TEXT = re.compile(r"仅供试读|试读结束|购买后阅读全文|试读内容结束|订购后阅读全文|剩余内容请购买")
 _MIN_BODY = 150  # characters; below this the "body" is an abstract or a notice
@@ -67,6 +68,11 @@ def _walk(node: LexborNode, out: list[str], rows: dict[int, list[str]] | None = 
         elif tag in ("sup", "sub"):
             # the script level stays visible: 10<sup>-3</sup> read 10-3, H<sub>2</sub>O read H2O
             out.append(script(_inline_text(child), tag, _before(out)))
+        elif tag == "img":
+            # a figure or a formula set as an image: where it stood is said, not silently lost
+            # ("公式如图所示" with the formula gone); its alt text when it has one
+            alt = collapse(child.attributes.get("alt"))
+            out.append(f"[图：{alt}]" if alt else IMAGE_MARK)
         elif tag == "math":
             out.append(math_text(child))  # flattened, y = x^2 + 1/(n+1) read y=x2+1n+1
         elif tag == "table":

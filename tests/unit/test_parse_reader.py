@@ -184,3 +184,12 @@ def test_spanned_table_cells_keep_their_columns() -> None:
     rows = [ln for ln in lines if " | " in ln]
     assert rows == ["变量 | 模型 | 模型", "变量 | (1) | (2)", "x | 0.12 | 0.30", "0 | 0 | 0", "0 | 0 | 0"]
     assert "表1 回归结果" in lines
+
+
+def test_an_image_says_where_it_stood() -> None:
+    text = _body_text(
+        "<p>公式如图<img src='f.png' alt='E=mc^2'>所示，另见<img src='g.png'>。</p>"
+        "<div class='area_img'><img src='x.png' alt='图1'><p class='imgtitle'>图1 结构示意图</p></div>"
+    )
+    assert "公式如图[图：E=mc^2]所示，另见[图片]。" in text
+    assert "[图：图1]\n\n图1 结构示意图" in text
