@@ -169,8 +169,22 @@ def _page_text(page: Any) -> str:
         raw = page.extract_text() or ""
     except Exception as exc:  # pypdf raises many types on damaged content streams
         raise InvalidFile("PDF 页面无法提取文字", reason=str(exc)[:200]) from exc
-    lines = [line.rstrip() for line in raw.replace("\r\n", "\n").split("\n")]
+    lines: list[str] = []
+    for line in raw.replace("\r\n", "\n").split("\n"):
+        kept = _CNKI_FOOTER.sub("", line).rstrip()
+        if kept or not line.strip():  # a line that was only the copyright line goes
+            lines.append(kept)
     return unwrap_lines(lines).strip()
+
+
+# The copyright line CNKI stamps on every page of its PDFs (text extracted from them in public
+# repositories: "©1994-2018 China Academic Journal Electronic Publishing House. All rights
+# reserved. http://www.cnki.net", glued to the running head or between two halves of a sentence).
+_CNKI_FOOTER = re.compile(
+    r"(?:©|\(C\))?\s*1994\s*[-–]\s*\d{4}\s*China Academic Journal Electronic Publishing House\.?"
+    r"\s*All rights reserved\.?\s*(?:https?://www\.cnki\.net/?)?",
+    re.IGNORECASE,
+)
 
 
 # A line ending in one of these (closing quotes and brackets after it aside) ends a sentence: the
@@ -178,6 +192,7 @@ def _page_text(page: Any) -> str:
 _SENTENCE_END = frozenset("。！？：；….!?:;")
 _CLOSERS = "”’」』）)\"'"  # after a sentence's end (。” ends it; 损失”时 does not)
 _FULL_LINE = 0.85  # of the widest line on the page: a line this wide was wrapped by the layout
+_MIN_FULL_LINES = 2  # a page with fewer lines that wide has no running text to measure by
 
 
 def _width(text: str) -> int:
@@ -197,9 +212,12 @@ def unwrap_lines(lines: list[str]) -> str:
     so `第5` / `85条` and `借` / `鉴` read `第585条`, `借鉴`. Joined without a space, except between
     two Latin words (`of the` / `next` read `of the next`); a line-end hyphen stays
     (`inter-` / `national` read `inter-national`: the PDF cannot tell a hyphenated compound
-    from a hyphenated word). Short lines (headings, a paragraph's last line) keep their break."""
+    from a hyphenated word). Short lines (headings, a paragraph's last line) keep their break, and
+    so does every line of a page with only one full line (its widest line is no measure)."""
     widths = [_width(line) for line in lines]
     full = _FULL_LINE * max(widths, default=0)
+    if sum(1 for w in widths if w >= full) < _MIN_FULL_LINES:
+        return "\n".join(lines)  # no run of text as wide as the page: nothing to tell a wrap by
     out: list[str] = []
     for i, line in enumerate(lines):
         out.append(line)

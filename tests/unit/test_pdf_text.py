@@ -208,9 +208,14 @@ def test_line_wraps_inside_a_paragraph_are_undone(data_dir: Path, record) -> Non
 def test_unwrap_lines_joins_full_lines_only() -> None:
     from cnki_mcp.pdf_text import unwrap_lines
 
-    assert unwrap_lines(["《民法典》第5", "85条在原", "短"]) == "《民法典》第585条在原\n短"
-    assert unwrap_lines(["一、引言", "正文正文正文正文正文正文正文", "正文。"]) == "一、引言\n正文正文正文正文正文正文正文正文。"
-    assert unwrap_lines(["完整的一句话写满一行结束。", "下一段开头"]) == "完整的一句话写满一行结束。\n下一段开头"
+    lines = ["在原《合同法》第114条的基础上，《民法典》第5", "85条对约定违约金制度作了延续与完善和发展。", "短"]
+    assert unwrap_lines(lines) == "在原《合同法》第114条的基础上，《民法典》第585条对约定违约金制度作了延续与完善和发展。\n短"
+    # one full line on a page is no measure of the page's width: nothing is joined
+    assert unwrap_lines(["思想理论教育导刊 58 2016 年第 8 期", "末行"]) == "思想理论教育导刊 58 2016 年第 8 期\n末行"
+    body = ["一、引言", "正文正文正文正文正文正文正文", "正文正文正文正文正文正文正文", "正文。"]
+    assert unwrap_lines(body) == "一、引言\n" + "正文" * 15 + "。"
+    ended = ["完整的一句话写满一行结束。", "完整的一句话写满一行结束。", "下一段开头"]
+    assert unwrap_lines(ended) == "\n".join(ended)
     english = ["This is a long line of the", "next words in the paper", "end."]
     assert unwrap_lines(english) == "This is a long line of the next words in the paper end."
 
@@ -230,3 +235,25 @@ def test_pages_without_text_inside_a_range_are_named(tmp_path: Path, record) -> 
     got = read_pdf_text("mixed.pdf", tmp_path, max_characters=200_000)
     assert got.pages_returned == [1, 2, 3] and got.pages_without_text == [2]
     assert read_pdf_text("mixed.pdf", tmp_path, pages="1").pages_without_text == []
+
+
+def test_the_cnki_copyright_line_on_every_page_is_left_out() -> None:
+    from cnki_mcp.pdf_text import _page_text
+
+    class Page:
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+        def extract_text(self) -> str:
+            return self.text
+
+    raw = (
+        "正文第一行。\n"
+        "思想理论教育导刊 58 2016 ©1994-2018 China Academic Journal Electronic Publishing House. "
+        "All rights reserved. http://www.cnki.net年第 8 期\n"
+        "(C)1994-2022 China Academic Journal Electronic Publishing House.All rights reserved.http://www.cnki.net\n"
+        "末行。"
+    )
+    text = _page_text(Page(raw))
+    assert "China Academic Journal" not in text and "cnki.net" not in text
+    assert text == "正文第一行。\n思想理论教育导刊 58 2016 年第 8 期\n末行。"
