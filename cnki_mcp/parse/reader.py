@@ -104,6 +104,18 @@ def _span(cell: LexborNode, name: str) -> int:
     return min(int(raw), _MAX_SPAN) if int(raw) > 0 else _MAX_SPAN
 
 
+def _take_carried(
+    row: list[str], carry: dict[int, tuple[int, str]], below: dict[int, tuple[int, str]]
+) -> None:
+    """Fill `row` from its current column with the cells rows above span into it; what they
+    still span after this row goes to `below`."""
+    while len(row) in carry:
+        left, text = carry.pop(len(row))
+        if left > 1:
+            below[len(row)] = (left - 1, text)
+        row.append(text)
+
+
 def _table_rows(table: LexborNode) -> dict[int, list[str]]:
     """Each row of `table` (not of a table inside it) as its cells with row and column spans
     spread out, so every row has its columns in place: a two-row header `<th rowspan=2>变量</th>
@@ -118,16 +130,8 @@ def _table_rows(table: LexborNode) -> dict[int, list[str]]:
             continue
         row: list[str] = []
         below: dict[int, tuple[int, str]] = {}
-
-        def take_carried() -> None:
-            while len(row) in carry:
-                left, text = carry.pop(len(row))
-                if left > 1:
-                    below[len(row)] = (left - 1, text)
-                row.append(text)
-
         for cell in (c for c in tr.iter() if c.tag in _CELLS):
-            take_carried()
+            _take_carried(row, carry, below)
             text = _inline_text(cell)
             down = _span(cell, "rowspan")
             for _ in range(_span(cell, "colspan")):
@@ -136,7 +140,7 @@ def _table_rows(table: LexborNode) -> dict[int, list[str]]:
                 row.append(text)
         for col in sorted(c for c in carry if c >= len(row)):
             row.extend([""] * (col - len(row)))
-            take_carried()
+            _take_carried(row, carry, below)
         carry.update(below)
         out[tr.mem_id] = row
     return out
