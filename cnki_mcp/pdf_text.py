@@ -31,6 +31,10 @@ class PdfText(BaseModel):
     # pages of `pages_returned` without any extractable text (a scanned page, a full-page figure):
     # their part of `text` is empty, which read like a page the paper does not have
     pages_without_text: list[int] = []
+    # pages of `pages_returned` whose text is mostly characters no Chinese or Western paper is
+    # written in: a font without a map to Unicode (glyph ids read as characters)
+    garbled_pages: list[int] = []
+    warnings: list[str] = []  # what the two lists above mean, in words
     truncated: bool  # `max_characters` cut the text, or pages of the range were left out
     next_page: int | None = None  # the first page not (fully) returned, when truncated
     # how to go on: call again with pages=next_pages (the pages of the request not fully
@@ -115,6 +119,7 @@ def read_pdf_text(
     chunks: list[str] = []
     returned: list[int] = []
     empty: list[int] = []
+    garbled: list[int] = []
     used = 0
     truncated = False
     next_page: int | None = None
@@ -134,6 +139,8 @@ def read_pdf_text(
             if piece:
                 chunks.append(piece)
                 returned.append(number)
+                if looks_garbled(body):
+                    garbled.append(number)
             truncated, next_page, next_offset = True, number, skip + len(piece)
             next_pages = pages_spec(wanted[i:])
             break
@@ -142,6 +149,8 @@ def read_pdf_text(
         returned.append(number)
         if not body.strip():
             empty.append(number)
+        elif looks_garbled(body):
+            garbled.append(number)
     if offset and not returned and not truncated:
         raise InvalidInput("offset 超出正文长度", offset=offset)
     if not offset and not truncated and not "".join(chunks).strip():
@@ -157,11 +166,57 @@ def read_pdf_text(
         page_count=count,
         pages_returned=returned,
         pages_without_text=empty,
+        garbled_pages=garbled,
+        warnings=_warnings(empty, garbled),
         truncated=truncated,
         next_page=next_page,
         next_pages=next_pages,
         next_offset=next_offset,
     )
+
+
+def _warnings(empty: list[int], garbled: list[int]) -> list[str]:
+    out: list[str] = []
+    if empty:
+        out.append(f"第 {pages_spec(empty)} 页没有可提取的文字（扫描页或整页图片），text 中没有这些页的内容")
+    if garbled:
+        out.append(
+            f"第 {pages_spec(garbled)} 页的文字像是乱码（PDF 字体缺少到 Unicode 的映射）；"
+            "可改用 read_online_html 读取 HTML 全文"
+        )
+    return out
+
+
+# Where the characters of a Chinese or Western paper lie: Latin, Greek, Cyrillic, punctuation,
+# sub/superscripts, letterlike, arrows, math, technical, enclosed numbers (①), boxes, shapes,
+# symbols, dingbats, CJK radicals/symbols/kana/bopomofo/enclosed/compatibility, CJK ideographs
+# (Ext. A, URO), Hangul, compatibility ideographs, ligatures, vertical/small/full-width forms,
+# mathematical alphanumerics and CJK Ext. B onwards.
+_READABLE = (
+    (0x0000, 0x024F), (0x0370, 0x04FF), (0x2000, 0x27BF), (0x2E80, 0x4DBF), (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7AF), (0xF900, 0xFAFF), (0xFB00, 0xFB06), (0xFE10, 0xFE6F), (0xFF00, 0xFFEF),
+    (0x1D400, 0x1D7FF), (0x20000, 0x3134F),
+)  # fmt: skip
+_GARBLED_SHARE = 0.3
+_GARBLED_MIN = 20  # non-space characters; fewer is no sample
+
+
+def _readable(ch: str) -> bool:
+    code = ord(ch)
+    if unicodedata.category(ch) in ("Cc", "Co", "Cn", "Cs") or ch == "\ufffd":
+        return False
+    return any(lo <= code <= hi for lo, hi in _READABLE)
+
+
+def looks_garbled(text: str) -> bool:
+    """Whether more than 30 % of a page's characters (at least 20) are control, private-use,
+    unassigned or replacement characters, or lie outside the scripts a paper is written in:
+    what extraction gives for a font without a ToUnicode map (glyph ids read as code points)."""
+    chars = [ch for ch in text if not ch.isspace()]
+    if len(chars) < _GARBLED_MIN:
+        return False
+    odd = sum(1 for ch in chars if not _readable(ch))
+    return odd > _GARBLED_SHARE * len(chars)
 
 
 def _page_text(page: Any) -> str:

@@ -257,3 +257,29 @@ def test_the_cnki_copyright_line_on_every_page_is_left_out() -> None:
     text = _page_text(Page(raw))
     assert "China Academic Journal" not in text and "cnki.net" not in text
     assert text == "正文第一行。\n思想理论教育导刊 58 2016 年第 8 期\n末行。"
+
+
+def test_a_font_without_a_unicode_map_is_said_to_give_garbled_text(
+    tmp_path: Path, record, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    # An embedded CJK font with Identity-H codes and no ToUnicode map: extraction reads glyph ids
+    # as characters (here they land in Indic, Tibetan and other blocks) and returned them as if
+    # they were the paper's text.
+    from cnki_mcp.sim.pages import files
+
+    def glyph_ids(text: str) -> str:
+        return "".join(f"{0x0A00 + (ord(c) * 7919) % 0x1F00:04X}" for c in text)
+
+    monkeypatch.setattr(files, "_ucs2_hex", glyph_ids)
+    raw = files.pdf_bytes(record).replace(b" /ToUnicode ", b" /XToUnicod ")
+    raw = raw.replace(b"/Encoding /UniGB-UCS2-H", b"/Encoding /Identity-H  ")
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    (folder / "glyphs.pdf").write_bytes(raw)
+    got = read_pdf_text("glyphs.pdf", tmp_path, pages="1-2")
+    assert got.garbled_pages == [1, 2] and got.warnings
+    assert read_pdf_text("glyphs.pdf", tmp_path, pages="1", max_characters=50).garbled_pages == [1]
+    monkeypatch.undo()
+    (folder / "paper.pdf").write_bytes(pdf_bytes(record))
+    clean = read_pdf_text("paper.pdf", tmp_path, pages="1-2")
+    assert clean.garbled_pages == [] and clean.warnings == []
