@@ -88,12 +88,37 @@ def _walk(node: LexborNode, out: list[str], rows: dict[int, list[str]] | None = 
             else:
                 _walk(child, out, rows)
             out.append("\n\n")
+        elif tag == "ol":
+            # the numbers a browser draws before the items are the text's (a reference list as
+            # <ol>: its [2] markers pointed at unnumbered entries)
+            out.append("\n\n")
+            number = _start(child)
+            for item in child.iter():
+                if item.tag != "li":
+                    if item.is_element_node:
+                        _walk(item, out, rows)
+                    continue
+                number = _start(item, "value", number)
+                parts: list[str] = []
+                _walk(item, parts, rows)
+                body = "".join(parts).lstrip()
+                # an item that writes its own number ([1] 张三…, 1. …) is not numbered twice
+                mark = "" if re.match(rf"[\[(（]?\s*{number}\s*[\].、)）]", body) else f"{number}. "
+                out.append(f"\n\n{mark}{body}\n\n")
+                number += 1
+            out.append("\n\n")
         elif tag in _BLOCKS:
             out.append("\n\n")
             _walk(child, out, rows)
             out.append("\n\n")
         else:
             _walk(child, out, rows)
+
+
+def _start(node: LexborNode, name: str = "start", default: int = 1) -> int:
+    """An `<ol start>` or `<li value>` number, `default` when absent or not a number."""
+    raw = (node.attributes.get(name) or "").strip()
+    return int(raw) if raw.lstrip("-").isdigit() and len(raw) < 9 else default
 
 
 def _span(cell: LexborNode, name: str) -> int:

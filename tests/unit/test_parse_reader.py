@@ -193,3 +193,12 @@ def test_an_image_says_where_it_stood() -> None:
     )
     assert "公式如图[图：E=mc^2]所示，另见[图片]。" in text
     assert "[图：图1]\n\n图1 结构示意图" in text
+
+
+def test_an_ordered_list_keeps_the_numbers_a_browser_draws() -> None:
+    text = _body_text(
+        "<h3 id='bibliography'>参考文献</h3><ol><li>张三.甲[J].乙,2020.</li><li><p>李四.丙[J].丁,2021.</p></li>"
+        "<li>[3] 王五.戊[J].己,2022.</li></ol><ol start='5'><li>x</li><li value='9'>y</li><li>z</li></ol>"
+    )
+    assert "1. 张三.甲[J].乙,2020.\n\n2. 李四.丙[J].丁,2021.\n\n[3] 王五.戊[J].己,2022." in text
+    assert "5. x\n\n9. y\n\n10. z" in text
