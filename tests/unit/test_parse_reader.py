@@ -202,3 +202,21 @@ def test_an_ordered_list_keeps_the_numbers_a_browser_draws() -> None:
     )
     assert "1. 张三.甲[J].乙,2020.\n\n2. 李四.丙[J].丁,2021.\n\n[3] 王五.戊[J].己,2022." in text
     assert "5. x\n\n9. y\n\n10. z" in text
+
+
+def test_mathjax_typeset_formulas_read_once_from_their_mathml_copy() -> None:
+    # MathJax 2 (AssistiveMML) and 3 hide their glyph spans from screen readers (aria-hidden) and
+    # keep a MathML copy: the copy is the formula's text, read once.
+    mml = "<math><mi>y</mi><mo>=</mo><msup><mi>x</mi><mn>2</mn></msup></math>"
+    v2 = (
+        "<p>式<span class='MathJax_Preview' style='display: none;'></span><span class='MathJax' role='presentation'>"
+        "<nobr aria-hidden='true'><span>y</span><span>=</span><span>x</span><span>2</span></nobr>"
+        f"<span class='MJX_Assistive_MathML' role='presentation'>{mml}</span></span>"
+        f"<script type='math/mml'>{mml}</script>成立。</p>"
+    )
+    v3 = (
+        "<p>又<mjx-container class='MathJax' jax='CHTML'><mjx-math aria-hidden='true'><mjx-mi>y</mjx-mi>"
+        f"</mjx-math><mjx-assistive-mml display='inline'>{mml}</mjx-assistive-mml></mjx-container>成立。</p>"
+    )
+    text = _body_text(v2 + v3)
+    assert "式y=x²成立。" in text and "又y=x²成立。" in text
