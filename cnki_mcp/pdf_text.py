@@ -189,11 +189,11 @@ def _warnings(empty: list[int], garbled: list[int]) -> list[str]:
 
 # Where the characters of a Chinese or Western paper lie: Latin, Greek, Cyrillic, punctuation,
 # sub/superscripts, letterlike, arrows, math, technical, enclosed numbers (①), boxes, shapes,
-# symbols, dingbats, CJK radicals/symbols/kana/bopomofo/enclosed/compatibility, CJK ideographs
+# symbols, dingbats, supplemental math, Latin extended additional (ế), CJK radicals/symbols/kana/bopomofo/enclosed/compatibility, CJK ideographs
 # (Ext. A, URO), Hangul, compatibility ideographs, ligatures, vertical/small/full-width forms,
 # mathematical alphanumerics and CJK Ext. B onwards.
 _READABLE = (
-    (0x0000, 0x024F), (0x0370, 0x04FF), (0x2000, 0x27BF), (0x2E80, 0x4DBF), (0x4E00, 0x9FFF),
+    (0x0000, 0x024F), (0x0370, 0x04FF), (0x1E00, 0x1EFF), (0x2000, 0x2BFF), (0x2E80, 0x4DBF), (0x4E00, 0x9FFF),
     (0xAC00, 0xD7AF), (0xF900, 0xFAFF), (0xFB00, 0xFB06), (0xFE10, 0xFE6F), (0xFF00, 0xFFEF),
     (0x1D400, 0x1D7FF), (0x20000, 0x3134F),
 )  # fmt: skip
