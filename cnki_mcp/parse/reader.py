@@ -45,6 +45,7 @@ _NON_TEXT = "img, canvas, svg, math, iframe, object"
 _CELLS = frozenset(["td", "th"])
 CELL_SEPARATOR = " | "  # between the cells of a table row
 IMAGE_MARK = "[图片]"  # where an image without alt text stood
+_IMAGE_MARKS = re.compile(r"\[图(?:片|：[^\]\n]*)\]")
 _MAX_SPAN = 1000  # a colspan/rowspan above this is a page error, not a layout
 _TRIAL_TEXT = re.compile(r"仅供试读|试读结束|购买后阅读全文|试读内容结束|订购后阅读全文|剩余内容请购买")
 _MIN_BODY = 150  # characters; below this the "body" is an abstract or a notice
@@ -298,8 +299,9 @@ def parse_reader(html: str, url: str | None = None, expected_title: str | None =
     parts: list[str] = []
     _walk(container, parts)
     text = _clean("".join(parts))
-    if len(text) < _MIN_BODY:
-        raise ReaderUnsupported("正文不足，未将摘要当全文", characters=len(text))
+    images = len(container.css("img"))
+    if len(_IMAGE_MARKS.sub("", text)) < _MIN_BODY:  # the marks images leave are not body text
+        raise ReaderUnsupported("正文不足，未将摘要当全文", characters=len(text), images=images)
 
     sections = _sections(container, text)
     heading_keys = {title_key(s.title) for s in sections}

@@ -84,3 +84,8 @@ def test_a_cancelled_search_is_sent_to_the_results_it_kept_and_to_continue() -> 
     step = default_next_step("cancelled", "search", checkpoint=True, operation_id="op_1") or ""
     assert "search_results(search_id='op_1')" in step and "continue" in step
     assert default_next_step("cancelled", "search") is None  # nothing kept: nothing to point at
+
+
+def test_a_reader_without_a_body_is_sent_to_the_file() -> None:
+    step = default_next_step("failed", "read", ("READER_UNSUPPORTED",)) or ""
+    assert "download_paper" in step and "read_pdf_text" in step

@@ -220,3 +220,11 @@ def test_mathjax_typeset_formulas_read_once_from_their_mathml_copy() -> None:
     )
     text = _body_text(v2 + v3)
     assert "式y=x²成立。" in text and "又y=x²成立。" in text
+
+
+def test_a_reader_of_page_images_is_no_body_and_says_how_many_images() -> None:
+    # An old article the reader shows as page scans: the [图片] marks are not body text.
+    pages = "".join(f"<div class='page'><img src='p{i}.png'></div>" for i in range(40))
+    with pytest.raises(CnkiError) as err:
+        parse_reader(_page(f"<h2>第一章</h2>{pages}", toc=("第一章",)))
+    assert err.value.code == "READER_UNSUPPORTED" and err.value.details["images"] == 40
