@@ -4,7 +4,7 @@
   otherwise `^(…)`/`_(…)` (`P_(实际)`); a one-character text needs no parentheses (`x^a`).
 * A superscript that is a reference marker stays a marker: `[1,2]` as written; bare digits after
   a character that is not a letter or digit (`如此<sup>3</sup>`) read `[3]`; `*`, `†`, `‡` (significance
-  or note marks) stay as written.
+  or note marks) and circled note numbers (`①`, `⑴`, `❶`) stay as written.
 * MathML: its TeX annotation when it has one, else its `alttext`, else the tree linearised:
   `msup` `x^2`, `msub` `x_i`, `mfrac` `(a+b)/(c+d)`, `msqrt` `√(x)`, `munderover` `∑_(i=1)^(n)`.
 
@@ -22,7 +22,8 @@ _SUP_CHARS = frozenset("0123456789+-−=()ni")
 _SUB_CHARS = frozenset("0123456789+-−=()aehijklmnoprstuvx")
 _MARKER = re.compile(r"\[\s*\d+(?:\s*[-–—~,，、]\s*\d+)*\s*\]")
 _BARE_MARKER = re.compile(r"\d+(?:\s*[-–—~,，、]\s*\d+)*")
-_NOTE_MARKS = re.compile(r"[*†‡§#]+")
+# significance/note marks and circled note numbers (①, ⑴, ⒈, ❶, ㉑), as Chinese papers mark notes
+_NOTE_MARKS = re.compile(r"[*†‡§#\u2460-\u24ff\u2776-\u2793\u3251-\u325f\u32b1-\u32bf]+")
 _TEX = ("application/x-tex", "tex", "latex", "application/x-latex")
 
 

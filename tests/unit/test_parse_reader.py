@@ -144,6 +144,8 @@ def test_sub_and_superscripts_keep_their_level() -> None:
 def test_superscript_reference_markers_stay_markers() -> None:
     text = _body_text("<p>研究表明<sup>[1,2]</sup>如此<sup>3</sup>，系数0.12<sup>***</sup>，(a+b)<sup>2</sup>。</p>")
     assert "研究表明[1,2]如此[3]，系数0.12***，(a+b)²。" in text
+    # circled note numbers, as Chinese (law) papers mark their footnotes
+    assert "见王利明文①，另见⑫。" in _body_text("<p>见王利明文<sup>①</sup>，另见<sup>⑫</sup>。</p>")
 
 
 def test_mathml_is_linearised_not_run_together() -> None:
