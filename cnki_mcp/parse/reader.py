@@ -46,7 +46,8 @@ _CELLS = frozenset(["td", "th"])
 CELL_SEPARATOR = " | "  # between the cells of a table row
 IMAGE_MARK = "[图片]"  # where an image without alt text stood
 _IMAGE_MARKS = re.compile(r"\[图(?:片|：[^\]\n]*)\]")
-_MAX_SPAN = 1000  # a colspan/rowspan above this is a page error, not a layout
+# spans above these are page errors, not layouts (a colspan's text is repeated in each column)
+_MAX_SPAN = {"colspan": 64, "rowspan": 1000}
 _TRIAL_TEXT = re.compile(r"仅供试读|试读结束|购买后阅读全文|试读内容结束|订购后阅读全文|剩余内容请购买")
 _MIN_BODY = 150  # characters; below this the "body" is an abstract or a notice
 # Extracted text this much below the DOM text means the extraction dropped content.
@@ -125,9 +126,9 @@ def _start(node: LexborNode, name: str = "start", default: int = 1) -> int:
 def _span(cell: LexborNode, name: str) -> int:
     """A cell's colspan/rowspan, 1 when absent or bad; rowspan 0 (to the end) as the cap."""
     raw = (cell.attributes.get(name) or "").strip()
-    if not raw.isdigit():
+    if not raw.isdigit() or len(raw) > 6:
         return 1
-    return min(int(raw), _MAX_SPAN) if int(raw) > 0 else _MAX_SPAN
+    return min(int(raw), _MAX_SPAN[name]) if int(raw) > 0 else _MAX_SPAN[name]
 
 
 def _take_carried(
