@@ -28,10 +28,25 @@ _TEX = ("application/x-tex", "tex", "latex", "application/x-latex")
 
 
 def _group(text: str) -> str:
-    """`text` as one operand: itself when it is one character or already bracketed."""
-    if len(text) <= 1 or (text[0] + text[-1]) in ("()", "[]", "{}"):
+    """`text` as one operand: itself when it is one character or one bracketed group (`(a+b)`,
+    not `(a)+(b)`), else in parentheses."""
+    if len(text) <= 1 or _one_group(text):
         return text
     return f"({text})"
+
+
+def _one_group(text: str) -> bool:
+    """Whether `text` is a single bracket pair around everything in it."""
+    pairs = {"(": ")", "[": "]", "{": "}"}
+    close = pairs.get(text[0])
+    if close is None or text[-1] != close:
+        return False
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == text[0]) - (ch == close)
+        if depth == 0 and i < len(text) - 1:
+            return False
+    return depth == 0
 
 
 def _operand_end(ch: str) -> bool:

@@ -162,6 +162,8 @@ def test_mathml_is_linearised_not_run_together() -> None:
     assert "y=x²+1/(n+1)+√z+∑_(i=1)^Naᵢ" in text
     assert "E=mc^2" in text
     assert "$F=ma$" in text
+    frac = "<p><math><mfrac><mrow><mo>(</mo><mi>a</mi><mo>)</mo><mo>+</mo><mo>(</mo><mi>b</mi><mo>)</mo></mrow><mi>c</mi></mfrac></math></p>"
+    assert "((a)+(b))/c" in _body_text(frac)  # (a)+(b) is not one bracketed group
 
 
 def test_heading_with_inline_markup_is_a_section() -> None:
