@@ -142,6 +142,29 @@ def private_subdir(parent: Path, name: str) -> Path:
     return path
 
 
+def clear_browser_leftovers(folder: Path) -> int:
+    """Delete the files (not the folders) directly in the browser's download directory
+    `incoming/`: with the profile lock held before a launch, each is a previous browser's
+    leftover: a `<guid>.crdownload` partial file of a download that browser died in (a crash,
+    an OOM kill, `kill -9` of the server; a graceful close or a failed download removes its own),
+    or a finished download's `<guid>` copy never deleted. The product's own files live in
+    `incoming/<op_id>/` and are reconciled by the next call, so they stay. Returns the count."""
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.is_dir(follow_symlinks=False):
+                continue
+            os.unlink(entry.path)
+            removed += 1
+    if removed:
+        log.info("removed %d leftover file(s) of an earlier browser from %s", removed, folder)
+    return removed
+
+
 def make_private(path: Path) -> None:
     """A file the product just wrote: 0600 (the umask decides nothing)."""
     os.chmod(path, FILE_MODE)

@@ -144,11 +144,21 @@ def safe_file_name(title: str, record_ref: str, ext: str) -> str:
 
 def check_file_name(name: str, fmt: FileFormat) -> str:
     """A caller-chosen file name: one safe component whose extension matches the format."""
-    if not name or name != name.strip() or "/" in name or "\\" in name:
+    if not name or "/" in name or "\\" in name:
         raise InvalidInput("文件名不能包含路径", filename=name)
     cleaned = _clean_component(name)
     if cleaned != name or name in (".", ".."):
-        raise InvalidInput("文件名含有不允许的字符（控制字符或不可见的格式字符，如 U+202E）", filename=name)
+        # name what is wrong: a half-width colon (论文:副标题.pdf) was told it held "control or
+        # invisible characters such as U+202E"
+        bad = list(dict.fromkeys(ch for ch in name if _clean_char(ch) != ch or _UNSAFE.match(ch)))
+        if bad:
+            shown = " ".join(ch if ch.isprintable() else f"U+{ord(ch):04X}" for ch in bad)
+            raise InvalidInput(
+                f"文件名含有不允许的字符：{shown}（Windows/macOS 不允许 \\ / : * ? \" < > |，也不允许控制字符与"
+                "不可见的格式字符如 U+202E）；可用全角字符（：？＊）代替",
+                filename=name, characters=[f"U+{ord(ch):04X}" for ch in bad],
+            )  # fmt: skip
+        raise InvalidInput("文件名不能以点或空格开头或结尾", filename=name)
     if not name.lower().endswith("." + fmt):
         raise InvalidInput("文件扩展名须与格式一致", filename=name, format=fmt)
     if _reserved(name):

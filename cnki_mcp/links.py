@@ -7,8 +7,10 @@ Scanning rules:
 * left alone: fenced code blocks (``` or ~~~, closed by a fence of the same mark at least as
   long, or running to the end), inline code (a run of N backticks up to the next run of exactly N;
   with no closing run only the opening run is skipped), Markdown links and images `[…](…)`,
-  reference links `[…][…]`, reference definitions `[x]: …`, autolinks `<scheme:…>`, bare
-  http(s)/ftp URLs, HTML anchors `<a …>…</a>`, `<code>`/`<pre>` elements and any other HTML tag;
+  reference links `[…][…]`, reference definitions `[x]: …` (not footnote definitions `[^1]: …`,
+  which are content), autolinks `<scheme:…>`, bare http(s)/ftp URLs (up to whitespace, `<` or
+  Chinese punctuation, non-ASCII characters and 《》 included), HTML anchors `<a …>…</a>`,
+  `<code>`/`<pre>` elements and any other HTML tag;
 * `《` opens a title with depth 1, each nested `《` adds one, each `》` subtracts one; at depth 0
   the inner text (nested marks included) is the title: `《A《B》C》` -> `A《B》C`, and
   `《论〈民法典〉中的违约金》` -> `论〈民法典〉中的违约金` (single marks are plain text);
@@ -143,11 +145,18 @@ def title_variants(title: str) -> list[str]:
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _TRIGGER = re.compile(r"[`\[<]|(?<![A-Za-z0-9])(?:https?|ftp)://", re.IGNORECASE)
-_URL = re.compile(r"(?:https?|ftp)://[!-~]+", re.IGNORECASE)
+# A bare URL runs, as GFM autolinks it, up to whitespace or `<`, non-ASCII characters included
+# (an IRI such as https://zh.wikipedia.org/wiki/民法典, or ?q=《论违约金》); it ended at the first
+# non-ASCII character, so a 《title》 inside a URL was linked and the URL broken. Chinese
+# punctuation still ends it (见https://x.org/a，《丙》), and so does a 》 closing a 《 opened
+# before the URL.
+_URL = re.compile(r"(?:https?|ftp)://[^\s<>，。；：！？、“”‘’（）【】「」『』〔〕…—]+", re.IGNORECASE)
 _AUTOLINK = re.compile(r"<[A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\s<>]*>|<[^\s<>@]+@[^\s<>@]+>")
 _HTML_OPEN = re.compile(r"<(a|code|pre)(?:\s[^<>]*)?>", re.IGNORECASE)
 _HTML_TAG = re.compile(r"<!--.*?-->|</?[A-Za-z][A-Za-z0-9\-]*(?:\s[^<>]*)?/?>", re.DOTALL)
-_REF_DEF = re.compile(r"\[[^\]\n]+\]:[^\n]*")
+# a link reference definition `[x]: url …`; a footnote definition `[^1]: 王某：《论违约金》…` is
+# content (where a paper's references are), not a destination
+_REF_DEF = re.compile(r"\[(?!\^)[^\]\n]+\]:[^\n]*")
 _BRACKETS = re.compile(r"\\.|[\[\]()]|\n[ \t]*\n", re.DOTALL)
 _TITLE_MARKS = re.compile(r"[《》\n]")
 
@@ -238,6 +247,20 @@ class _Segment:
         return gt + 1
 
 
+def _url_end(text: str, start: int, end: int) -> int:
+    """End of a bare URL matched as `text[start:end]`: a 》 without its 《 inside the URL closes a
+    title the URL stands in (《见https://x.org/a》), so the URL ends before it."""
+    depth = 0
+    for k in range(start, end):
+        if text[k] == OPEN:
+            depth += 1
+        elif text[k] == CLOSE:
+            if depth == 0:
+                return k
+            depth -= 1
+    return end
+
+
 def _protected_inline(text: str, start: int, limit: int) -> list[tuple[int, int]]:
     """Code spans, links, autolinks, HTML and bare URLs in `text[start:limit]`."""
     seg = _Segment(text, start, limit)
@@ -267,7 +290,7 @@ def _protected_inline(text: str, start: int, limit: int) -> list[tuple[int, int]
                 end = other.end() if other else None
         else:
             url = _URL.match(text, i, limit)
-            end = url.end() if url else None
+            end = _url_end(text, i, url.end()) if url else None
         if end is not None and end > i:
             out.append((i, end))
             i = end

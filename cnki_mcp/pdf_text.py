@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,13 @@ class PdfText(BaseModel):
     text: str
     page_count: int
     pages_returned: list[int]  # 1-based page numbers whose text is (at least partly) in `text`
+    # pages of `pages_returned` without any extractable text (a scanned page, a full-page figure):
+    # their part of `text` is empty, which read like a page the paper does not have
+    pages_without_text: list[int] = []
+    # pages of `pages_returned` whose text is mostly characters no Chinese or Western paper is
+    # written in: a font without a map to Unicode (glyph ids read as characters)
+    garbled_pages: list[int] = []
+    warnings: list[str] = []  # what the two lists above mean, in words
     truncated: bool  # `max_characters` cut the text, or pages of the range were left out
     next_page: int | None = None  # the first page not (fully) returned, when truncated
     # how to go on: call again with pages=next_pages (the pages of the request not fully
@@ -110,6 +118,8 @@ def read_pdf_text(
     wanted = parse_pages(pages, count)
     chunks: list[str] = []
     returned: list[int] = []
+    empty: list[int] = []
+    garbled: list[int] = []
     used = 0
     truncated = False
     next_page: int | None = None
@@ -129,12 +139,18 @@ def read_pdf_text(
             if piece:
                 chunks.append(piece)
                 returned.append(number)
+                if looks_garbled(body):
+                    garbled.append(number)
             truncated, next_page, next_offset = True, number, skip + len(piece)
             next_pages = pages_spec(wanted[i:])
             break
         chunks.append(text)
         used += len(text)
         returned.append(number)
+        if not body.strip():
+            empty.append(number)
+        elif looks_garbled(body):
+            garbled.append(number)
     if offset and not returned and not truncated:
         raise InvalidInput("offset 超出正文长度", offset=offset)
     if not offset and not truncated and not "".join(chunks).strip():
@@ -149,6 +165,9 @@ def read_pdf_text(
         text="".join(chunks),
         page_count=count,
         pages_returned=returned,
+        pages_without_text=empty,
+        garbled_pages=garbled,
+        warnings=_warnings(empty, garbled),
         truncated=truncated,
         next_page=next_page,
         next_pages=next_pages,
@@ -156,10 +175,117 @@ def read_pdf_text(
     )
 
 
+def _warnings(empty: list[int], garbled: list[int]) -> list[str]:
+    out: list[str] = []
+    if empty:
+        out.append(f"第 {pages_spec(empty)} 页没有可提取的文字（扫描页或整页图片），text 中没有这些页的内容")
+    if garbled:
+        out.append(
+            f"第 {pages_spec(garbled)} 页的文字像是乱码（PDF 字体缺少到 Unicode 的映射）；"
+            "可改用 read_online_html 读取 HTML 全文"
+        )
+    return out
+
+
+# Where the characters of a Chinese or Western paper lie: Latin, Greek, Cyrillic, punctuation,
+# sub/superscripts, letterlike, arrows, math, technical, enclosed numbers (①), boxes, shapes,
+# symbols, dingbats, supplemental math, Latin extended additional (ế), CJK radicals/symbols/kana/bopomofo/enclosed/compatibility, CJK ideographs
+# (Ext. A, URO), Hangul, compatibility ideographs, ligatures, vertical/small/full-width forms,
+# mathematical alphanumerics and CJK Ext. B onwards.
+_READABLE = (
+    (0x0000, 0x024F), (0x0370, 0x04FF), (0x1E00, 0x1EFF), (0x2000, 0x2BFF), (0x2E80, 0x4DBF), (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7AF), (0xF900, 0xFAFF), (0xFB00, 0xFB06), (0xFE10, 0xFE6F), (0xFF00, 0xFFEF),
+    (0x1D400, 0x1D7FF), (0x20000, 0x3134F),
+)  # fmt: skip
+_GARBLED_SHARE = 0.3
+_GARBLED_MIN = 20  # non-space characters; fewer is no sample
+
+
+def _readable(ch: str) -> bool:
+    code = ord(ch)
+    if unicodedata.category(ch) in ("Cc", "Co", "Cn", "Cs") or ch == "\ufffd":
+        return False
+    return any(lo <= code <= hi for lo, hi in _READABLE)
+
+
+def looks_garbled(text: str) -> bool:
+    """Whether more than 30 % of a page's characters (at least 20) are control, private-use,
+    unassigned or replacement characters, or lie outside the scripts a paper is written in:
+    what extraction gives for a font without a ToUnicode map (glyph ids read as code points)."""
+    chars = [ch for ch in text if not ch.isspace()]
+    if len(chars) < _GARBLED_MIN:
+        return False
+    odd = sum(1 for ch in chars if not _readable(ch))
+    return odd > _GARBLED_SHARE * len(chars)
+
+
 def _page_text(page: Any) -> str:
     try:
         raw = page.extract_text() or ""
     except Exception as exc:  # pypdf raises many types on damaged content streams
         raise InvalidFile("PDF 页面无法提取文字", reason=str(exc)[:200]) from exc
-    lines = [line.rstrip() for line in raw.replace("\r\n", "\n").split("\n")]
-    return "\n".join(lines).strip()
+    lines: list[str] = []
+    for line in raw.replace("\r\n", "\n").split("\n"):
+        kept = _CNKI_FOOTER.sub("", line).rstrip()
+        if kept or not line.strip():  # a line that was only the copyright line goes
+            lines.append(kept)
+    return unwrap_lines(lines).strip()
+
+
+# The copyright line CNKI stamps on every page of its PDFs (text extracted from them in public
+# repositories: "©1994-2018 China Academic Journal Electronic Publishing House. All rights
+# reserved. http://www.cnki.net", glued to the running head or between two halves of a sentence).
+_CNKI_FOOTER = re.compile(
+    r"(?:©|\(C\))?\s*1994\s*[-–]\s*\d{4}\s*China Academic Journal Electronic Publishing House\.?"
+    r"\s*All rights reserved\.?\s*(?:https?://www\.cnki\.net/?)?",
+    re.IGNORECASE,
+)
+
+
+# A line ending in one of these (closing quotes and brackets after it aside) ends a sentence: the
+# break after it is kept even when the line is full (it may end a paragraph, no word is cut there).
+_SENTENCE_END = frozenset("。！？：；….!?:;")
+_CLOSERS = "”’」』）)\"'"  # after a sentence's end (。” ends it; 损失”时 does not)
+_FULL_LINE = 0.85  # of the widest line on the page: a line this wide was wrapped by the layout
+_MIN_FULL_LINES = 2  # a page with fewer lines that wide has no running text to measure by
+
+
+def _width(text: str) -> int:
+    """Display width: a CJK (wide or full-width) character counts 2, any other 1."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _latin_end(line: str) -> bool:
+    """A line of spaced (Latin) words ending in a letter or digit: its wrap was a space. In
+    Chinese text the words have no spaces, so `第5` / `85条` joins without one."""
+    return line[-1].isascii() and line[-1].isalnum() and " " in line.strip()
+
+
+def unwrap_lines(lines: list[str]) -> str:
+    """One page's lines with the layout's line wraps undone: a line as wide as the page's text
+    (at least 85 % of its widest line) that does not end a sentence goes on in the next line,
+    so `第5` / `85条` and `借` / `鉴` read `第585条`, `借鉴`. Joined without a space, except between
+    two Latin words (`of the` / `next` read `of the next`); a line-end hyphen stays
+    (`inter-` / `national` read `inter-national`: the PDF cannot tell a hyphenated compound
+    from a hyphenated word). Short lines (headings, a paragraph's last line) keep their break, and
+    so does every line of a page with only one full line (its widest line is no measure)."""
+    widths = [_width(line) for line in lines]
+    full = _FULL_LINE * max(widths, default=0)
+    if sum(1 for w in widths if w >= full) < _MIN_FULL_LINES:
+        return "\n".join(lines)  # no run of text as wide as the page: nothing to tell a wrap by
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        out.append(line)
+        if i == len(lines) - 1:
+            break
+        nxt = lines[i + 1]
+        stripped = line.rstrip()
+        wrapped = (
+            bool(stripped) and bool(nxt.strip()) and widths[i] >= full
+            and stripped.rstrip(_CLOSERS)[-1:] not in _SENTENCE_END
+        )
+        if not wrapped:
+            out.append("\n")
+        elif _latin_end(stripped) and nxt[:1].isascii() and nxt[:1].isalnum():
+            out.append(" ")
+    return "".join(out)

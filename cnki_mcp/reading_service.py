@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
@@ -145,7 +146,9 @@ class ReadResult(BaseModel):
 
 
 def _norm(title: str) -> str:
-    return _WS.sub(" ", title).strip().casefold()
+    """A section title as compared: NFKC (full-width （一） is (一), CO₂ is CO2, as a client types
+    them), extra spaces and case ignored."""
+    return _WS.sub(" ", unicodedata.normalize("NFKC", title)).strip().casefold()
 
 
 def find_section(sections: list[Section], wanted: str | int) -> tuple[int, Section]:

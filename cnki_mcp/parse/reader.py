@@ -13,6 +13,7 @@ from cnki_mcp.errors import IdentityConflict, ReaderUnsupported
 from cnki_mcp.models import ReaderCoverage, ReaderPage, ReaderScope, Section
 from cnki_mcp.parse._html import collapse, parse_html, query_param, text_of
 from cnki_mcp.parse.keys import title_key
+from cnki_mcp.parse.mathtext import math_text, script
 
 _CONTAINERS = ("#XMLContent", ".reader-content", ".html-content")
 _TOC = ".catalog a[href^='#'], .toc a[href^='#'], .catalogboxs .tit"
@@ -43,6 +44,10 @@ _BLOCKS = frozenset(
 _NON_TEXT = "img, canvas, svg, math, iframe, object"
 _CELLS = frozenset(["td", "th"])
 CELL_SEPARATOR = " | "  # between the cells of a table row
+IMAGE_MARK = "[图片]"  # where an image without alt text stood
+_IMAGE_MARKS = re.compile(r"\[图(?:片|：[^\]\n]*)\]")
+# spans above these are page errors, not layouts (a colspan's text is repeated in each column)
+_MAX_SPAN = {"colspan": 64, "rowspan": 1000}
 _TRIAL_TEXT = re.compile(r"仅供试读|试读结束|购买后阅读全文|试读内容结束|订购后阅读全文|剩余内容请购买")
 _MIN_BODY = 150  # characters; below this the "body" is an abstract or a notice
 # Extracted text this much below the DOM text means the extraction dropped content.
@@ -54,39 +59,139 @@ def _non_space(text: str) -> int:
     return sum(1 for ch in text if not ch.isspace())
 
 
-def _walk(node: LexborNode, out: list[str]) -> None:
+def _walk(node: LexborNode, out: list[str], rows: dict[int, list[str]] | None = None) -> None:
+    """Append `node`'s text to `out`; `rows` holds the cells of the enclosing table's rows."""
     for child in node.iter(include_text=True):
         tag = child.tag
         if tag == "-text":
             out.append(_INLINE_WS.sub(" ", (child.text_content or "").replace("\n", " ")))
         elif tag == "br":
             out.append("\n")
+        elif tag in ("sup", "sub"):
+            # the script level stays visible: 10<sup>-3</sup> read 10-3, H<sub>2</sub>O read H2O
+            out.append(script(_inline_text(child), tag, _before(out)))
+        elif tag == "img":
+            # a figure or a formula set as an image: where it stood is said, not silently lost
+            # ("公式如图所示" with the formula gone); its alt text when it has one
+            alt = collapse(child.attributes.get("alt"))
+            out.append(f"[图：{alt}]" if alt else IMAGE_MARK)
+        elif tag == "math":
+            out.append(math_text(child))  # flattened, y = x^2 + 1/(n+1) read y=x2+1n+1
+        elif tag == "table":
+            out.append("\n\n")
+            _walk(child, out, _table_rows(child))
+            out.append("\n\n")
         elif tag == "tr":
             # one line per row, its cells separated: run together, a row of 12 | 3.4 read 123.4
             out.append("\n\n")
-            cells = [cell for cell in child.iter() if cell.tag in _CELLS]
+            cells = (rows or {}).get(child.mem_id) or [_inline_text(c) for c in child.iter() if c.tag in _CELLS]
             if cells:
-                out.append(CELL_SEPARATOR.join(_cell_text(cell) for cell in cells))
+                out.append(CELL_SEPARATOR.join(cells))
             else:
-                _walk(child, out)
+                _walk(child, out, rows)
+            out.append("\n\n")
+        elif tag == "ol":
+            # the numbers a browser draws before the items are the text's (a reference list as
+            # <ol>: its [2] markers pointed at unnumbered entries)
+            out.append("\n\n")
+            number = _start(child)
+            for item in child.iter():
+                if item.tag != "li":
+                    if item.is_element_node:
+                        _walk(item, out, rows)
+                    continue
+                number = _start(item, "value", number)
+                parts: list[str] = []
+                _walk(item, parts, rows)
+                body = "".join(parts).lstrip()
+                # an item that writes its own number ([1] 张三…, 1. …) is not numbered twice
+                mark = "" if re.match(rf"[\[(（]?\s*{number}\s*[\].、)）]", body) else f"{number}. "
+                out.append(f"\n\n{mark}{body}\n\n")
+                number += 1
             out.append("\n\n")
         elif tag in _BLOCKS:
             out.append("\n\n")
-            _walk(child, out)
+            _walk(child, out, rows)
             out.append("\n\n")
         else:
-            _walk(child, out)
+            _walk(child, out, rows)
 
 
-def _cell_text(cell: LexborNode) -> str:
-    """A table cell on one line: its paragraphs and breaks joined by spaces."""
+def _start(node: LexborNode, name: str = "start", default: int = 1) -> int:
+    """An `<ol start>` or `<li value>` number, `default` when absent or not a number."""
+    raw = (node.attributes.get(name) or "").strip()
+    return int(raw) if raw.lstrip("-").isdigit() and len(raw) < 9 else default
+
+
+def _span(cell: LexborNode, name: str) -> int:
+    """A cell's colspan/rowspan, 1 when absent or bad; rowspan 0 (to the end) as the cap."""
+    raw = (cell.attributes.get(name) or "").strip()
+    if not raw.isdigit() or len(raw) > 6:
+        return 1
+    return min(int(raw), _MAX_SPAN[name]) if int(raw) > 0 else _MAX_SPAN[name]
+
+
+def _take_carried(
+    row: list[str], carry: dict[int, tuple[int, str]], below: dict[int, tuple[int, str]]
+) -> None:
+    """Fill `row` from its current column with the cells rows above span into it; what they
+    still span after this row goes to `below`."""
+    while len(row) in carry:
+        left, text = carry.pop(len(row))
+        if left > 1:
+            below[len(row)] = (left - 1, text)
+        row.append(text)
+
+
+def _table_rows(table: LexborNode) -> dict[int, list[str]]:
+    """Each row of `table` (not of a table inside it) as its cells with row and column spans
+    spread out, so every row has its columns in place: a two-row header `<th rowspan=2>变量</th>
+    <th colspan=2>模型</th>` / `(1) (2)` read `变量 | 模型` above `(1) | (2)`, one column short."""
+    out: dict[int, list[str]] = {}
+    carry: dict[int, tuple[int, str]] = {}  # column -> (rows still covered, text)
+    for tr in table.css("tr"):
+        owner = tr.parent
+        while owner is not None and owner.tag != "table":
+            owner = owner.parent
+        if owner is None or owner.mem_id != table.mem_id:
+            continue
+        row: list[str] = []
+        below: dict[int, tuple[int, str]] = {}
+        for cell in (c for c in tr.iter() if c.tag in _CELLS):
+            _take_carried(row, carry, below)
+            text = _inline_text(cell)
+            down = _span(cell, "rowspan")
+            for _ in range(_span(cell, "colspan")):
+                if down > 1:
+                    below[len(row)] = (down - 1, text)
+                row.append(text)
+        for col in sorted(c for c in carry if c >= len(row)):
+            row.extend([""] * (col - len(row)))
+            _take_carried(row, carry, below)
+        carry.update(below)
+        out[tr.mem_id] = row
+    return out
+
+
+def _inline_text(node: LexborNode) -> str:
+    """A node's text on one line, as the body renders it (scripts, formulas): its paragraphs and
+    breaks joined by spaces. Table cells, headings and catalog entries."""
     parts: list[str] = []
-    _walk(cell, parts)
+    _walk(node, parts)
     return " ".join("".join(parts).split())
 
 
+def _before(out: list[str]) -> str:
+    """The text written just before the current position (the last non-blank piece)."""
+    for piece in reversed(out):
+        if piece.strip():
+            return piece
+    return ""
+
+
 def _clean(raw: str) -> str:
-    """Blocks joined by one blank line; MathJax loading lines and repeated lines dropped."""
+    """Blocks joined by one blank line; MathJax loading lines and repeated lines dropped, except
+    table rows (two rows of equal values are two rows of the table)."""
     lines: list[str] = []
     previous = ""
     for line in raw.split("\n"):
@@ -97,7 +202,7 @@ def _clean(raw: str) -> str:
             if lines and lines[-1]:
                 lines.append("")
             continue
-        if line == previous:
+        if line == previous and CELL_SEPARATOR not in line:
             continue
         lines.append(line)
         previous = line
@@ -138,7 +243,9 @@ def _sections(container: LexborNode, text: str) -> list[Section]:
     `#bibliography` / `#footnote` are forced to 1, the paper title is excluded."""
     raw: list[tuple[int | None, str]] = []
     for node in container.css("h1, h2, h3, h4, h5, h6"):
-        title = text_of(node, sep=" ")
+        # as the body renders it: a heading with inline markup (CO<sub>2</sub>, <em>) was
+        # read "CO 2" here and "CO2" in the text, so the section was never found
+        title = _inline_text(node)
         if not title or _is_title(node):
             continue
         ident = (node.attributes.get("id") or "").lower()
@@ -180,7 +287,7 @@ def parse_reader(html: str, url: str | None = None, expected_title: str | None =
     if expected_title and title and title_key(title) != title_key(expected_title):
         raise IdentityConflict("阅读页题名与请求不一致", expected=expected_title, found=title)
 
-    catalog = [c for c in (text_of(n, sep=" ") for n in tree.css(_TOC)) if c]
+    catalog = [c for c in (_inline_text(n) for n in tree.css(_TOC)) if c]
     catalog = list(dict.fromkeys(catalog))
     page_text = text_of(tree.body or tree.root, sep=" ")
     trial = query_param(url, "loginType") == "trialRead" or bool(_TRIAL_TEXT.search(page_text))
@@ -193,8 +300,9 @@ def parse_reader(html: str, url: str | None = None, expected_title: str | None =
     parts: list[str] = []
     _walk(container, parts)
     text = _clean("".join(parts))
-    if len(text) < _MIN_BODY:
-        raise ReaderUnsupported("正文不足，未将摘要当全文", characters=len(text))
+    images = len(container.css("img"))
+    if len(_IMAGE_MARKS.sub("", text)) < _MIN_BODY:  # the marks images leave are not body text
+        raise ReaderUnsupported("正文不足，未将摘要当全文", characters=len(text), images=images)
 
     sections = _sections(container, text)
     heading_keys = {title_key(s.title) for s in sections}

@@ -144,6 +144,14 @@ DENIED_STEP = (
     "知网拒绝了这篇（无权限或余额不足）：用 session_status(refresh=true) 查看当前身份；"
     "有权限的个人或机构账号用 login 登录后再用相同参数调用 {tool}"
 )
+NO_BODY_STEP = (
+    "阅读页没有可读的正文（只有摘要，或正文是图片：details.images）：用 download_paper(record_ref) 下载，"
+    "PDF 再用 read_pdf_text(record_ref) 读取（本地；扫描版 PDF 也没有文字）"
+)
+NO_ENTRY_STEP = (
+    "详情页没有所要格式的下载入口：details.available 列出它有的格式，用 download_paper(record_ref, format=…) "
+    "下载其中一种（CAJ 不能用 read_pdf_text 读取）；要读全文也可试 read_online_html(record_ref)"
+)
 LIST_AGAIN_STEP = "用相同参数再调用 get_references / get_citing：已读的列表页存在本地不再请求，从停下处接着读"
 UNCERTAIN_DOWNLOAD_STEP = "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
 
@@ -195,6 +203,10 @@ def default_next_step(
         return TITLE_NOT_FOUND_STEP
     if "HTML_ENTRY_NOT_FOUND" in codes:  # no HTML reader for this paper: the file has the text
         return NO_HTML_STEP
+    if "READER_UNSUPPORTED" in codes and kind == "read":  # a reader of page images, or abstract only
+        return NO_BODY_STEP
+    if "DOWNLOAD_ENTRY_NOT_FOUND" in codes and kind == "download":  # e.g. a CAJ-only yearbook asked as PDF
+        return NO_ENTRY_STEP
     if "ACCESS_DENIED" in codes and kind in _TOOL_OF_KIND:  # 账户余额不足 / 无权访问: the account's rights
         return DENIED_STEP.format(tool=_TOOL_OF_KIND[kind])
     if status == "interrupted":

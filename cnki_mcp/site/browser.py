@@ -356,8 +356,9 @@ class BrowserHost:
         self._acquire_profile_lock()
         try:
             self._prepare_profile()
-            # the browser's download directory: checked before every launch, 0700
-            datadir.ensure_dir(self._settings.data_dir, INCOMING_DIR)
+            # the browser's download directory: checked before every launch, 0700, without the
+            # partial files a browser that died mid-download left there
+            datadir.clear_browser_leftovers(datadir.ensure_dir(self._settings.data_dir, INCOMING_DIR))
             headless = decide_headless(
                 self._settings.headless, platform=self._platform, display=self._settings.display
             )

@@ -76,6 +76,7 @@ LOW_DISK_BYTES = 16 * 1024 * 1024  # below this free space a failed download is 
 _REFUSAL = re.compile(r"余额不足|未订购|无权|没有权限|暂无权限|请先登录|下载失败|下载异常|超出.{0,6}限")
 _GUID = re.compile(r"^[A-Za-z0-9-]+$")
 ENTRY_PATTERNS: dict[FileFormat, str] = {"pdf": r"PDF下载|下载PDF", "caj": r"CAJ下载|下载CAJ"}
+FORMATS: tuple[FileFormat, ...] = ("pdf", "caj")
 _BODY_TEXT_JS = "() => (document.body ? document.body.innerText : '').trim().slice(0, 2000)"
 
 Format = Literal["auto", "pdf", "caj"]
@@ -417,7 +418,16 @@ class Downloader:
             entry = await self.tabs.find_entry(page, ENTRY_PATTERNS[fmt])
             if entry is not None:
                 return fmt, entry
-        raise DownloadEntryNotFound(format=format)
+        # A CAJ-only paper (a yearbook) asked for as PDF was "详情页没有下载入口": it has one, in
+        # another format; the caller learns which (the page is open: no request)
+        available: list[FileFormat] = [
+            fmt for fmt in FORMATS if fmt not in order and await self.tabs.find_entry(page, ENTRY_PATTERNS[fmt])
+        ]
+        if available:
+            names = "、".join(f.upper() for f in available)
+            raise DownloadEntryNotFound(f"详情页没有 {format.upper()} 下载入口，只有 {names} 下载",
+                                        format=format, available=available)  # fmt: skip
+        raise DownloadEntryNotFound(format=format, available=[])
 
     async def _await_file(
         self,

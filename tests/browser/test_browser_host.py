@@ -420,3 +420,25 @@ async def test_profile_and_download_directories_are_owner_only_whatever_the_umas
         await h.close()
     for path in (data, data / "browser-profile", data / "incoming"):
         assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
+
+
+async def test_a_launch_clears_what_a_dead_browser_left_in_the_download_directory(
+    tmp_path: Path, browser_executable: str
+) -> None:
+    # A browser killed mid-download leaves <guid>.crdownload (and a finished download's <guid>
+    # copy) in incoming/; the product's own files in incoming/<op_id>/ are kept for reconciling.
+    incoming = tmp_path / "data" / "incoming"
+    (incoming / "op_1").mkdir(parents=True)
+    partial = incoming / "49f69579-6f07-4f73-8965-7df90f3866c9.crdownload"
+    partial.write_bytes(b"%PDF-1.7\n" + b"x" * 1000)
+    artifact = incoming / "b6030530-28b7-4858-95ee-690ebdbc9050"
+    artifact.write_bytes(b"%PDF-1.7\n")
+    kept = incoming / "op_1" / "0123.pdf"
+    kept.write_bytes(b"%PDF-1.7\n")
+    h = make_host(tmp_path / "data", browser_executable)
+    try:
+        await h.ensure()
+    finally:
+        await h.close()
+    assert not partial.exists() and not artifact.exists()
+    assert kept.exists()

@@ -297,6 +297,18 @@ async def test_caj_download_is_a_caj_file_under_downloads(app: App) -> None:
     assert is_error and text["code"] == "INVALID_FILE"
 
 
+async def test_a_format_the_page_lacks_names_the_format_it_has_and_clicks_nothing(app: App) -> None:
+    # r0031 is a yearbook entry: CAJ only. Asked as PDF it was "详情页没有下载入口" with no advice.
+    ref = await app.ref("r0031")
+    record = await app.run("download_paper", {"record_ref": ref, "format": "pdf"})
+    error = only_error(record, "DOWNLOAD_ENTRY_NOT_FOUND")
+    assert error["details"] == {"format": "pdf", "available": ["caj"]}
+    assert record["next_step"] is not None and "format=" in record["next_step"]
+    assert app.sim.requests_for(ORDER, "GET") == []  # nothing clicked
+    done = await app.completed("download_paper", {"record_ref": ref, "format": "caj"})
+    assert done["result"]["format"] == "caj"
+
+
 async def test_refusal_page_is_download_refused_with_its_words(app: App) -> None:
     ref = await app.ref("r0003")
     before = app.files()

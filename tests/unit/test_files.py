@@ -215,3 +215,22 @@ def test_a_full_disk_is_a_coded_error_leaves_no_temporary_file_and_the_next_try_
     monkeypatch.setattr(os, "fdopen", real_fdopen)  # room again
     done = archive(src, tmp_path / "data", None, "论文.pdf")
     assert done.path == folder / "论文.pdf" and done.bytes == len(pdf_bytes(record))
+
+
+@pytest.mark.parametrize(
+    ("name", "characters"),
+    [("论文:副标题.pdf", ["U+003A"]), ("论文*?.pdf", ["U+002A", "U+003F"]), ("a\u202eb.pdf", ["U+202E"])],
+)
+def test_a_refused_name_says_which_characters(name: str, characters: list[str]) -> None:
+    # A half-width colon was told the name held "control or invisible characters such as U+202E".
+    with pytest.raises(CnkiError) as info:
+        check_file_name(name, "pdf")
+    assert info.value.code == "INVALID_ARGUMENT"
+    assert info.value.details["characters"] == characters
+
+
+@pytest.mark.parametrize("name", [" a.pdf", "a.pdf ", ".pdf", "a.pdf."])
+def test_a_name_with_edge_spaces_or_dots_is_refused_without_characters(name: str) -> None:
+    with pytest.raises(CnkiError) as info:
+        check_file_name(name, "pdf")
+    assert info.value.code == "INVALID_ARGUMENT" and "characters" not in info.value.details

@@ -243,3 +243,22 @@ def test_titles_inside_code_do_not_count_toward_the_limit() -> None:
 def test_pathological_input_scans_quickly() -> None:
     text = ("《" * 50_000) + ("[" * 50_000) + ("`" * 7 + "a") * 5_000 + ("<a x>" * 5_000)
     assert find_title_spans(text) == []
+
+
+def test_footnote_definitions_are_content_not_link_definitions() -> None:
+    text = "正文[^1]。\n\n[^1]: 王某：《论违约金》，载《法学研究》2020年第1期。\n[^note]: 另见《乙》"
+    assert titles(text) == ["论违约金", "法学研究", "乙"]
+    assert f"[^1]: 王某：[《论违约金》]({URL})，" in link_all(text)
+
+
+def test_a_url_holding_title_marks_or_chinese_characters_is_one_unit() -> None:
+    text = "见 https://example.com/s?q=《论违约金》&x=1 与《论违约金》"
+    assert titles(text) == ["论违约金"]
+    assert link_all(text).startswith("见 https://example.com/s?q=《论违约金》&x=1 与[")
+    assert titles("https://zh.wikipedia.org/wiki/民法典《甲》 《乙》") == ["乙"]
+
+
+def test_a_url_inside_a_title_ends_at_the_title_mark() -> None:
+    # the 》 closes a 《 opened before the URL: the URL stops there and 《乙》 after it is found
+    # (a title never spans a protected region, so 《见…》 itself is not one)
+    assert titles("《见https://x.org/a》与《乙》") == ["乙"]

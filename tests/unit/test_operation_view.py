@@ -26,6 +26,9 @@ def test_a_downloaded_caj_is_not_sent_to_the_pdf_reader() -> None:
     assert default_next_step("completed", "download", saved_format="pdf") == "read_pdf_text(record_ref)"
     assert default_next_step("completed", "download", saved_format="caj") is None
     assert "retry=true" in (default_next_step("partial", "download", ("SIDE_EFFECT_UNCERTAIN",)) or "")
+    # a format the page has no entry for (a CAJ-only yearbook asked as PDF): the formats it has
+    lacking = default_next_step("failed", "download", ("DOWNLOAD_ENTRY_NOT_FOUND",)) or ""
+    assert "details.available" in lacking and "download_paper" in lacking
 
 
 def test_an_ambiguous_title_is_answered_with_the_call_by_a_candidates_record_ref() -> None:
@@ -81,3 +84,8 @@ def test_a_cancelled_search_is_sent_to_the_results_it_kept_and_to_continue() -> 
     step = default_next_step("cancelled", "search", checkpoint=True, operation_id="op_1") or ""
     assert "search_results(search_id='op_1')" in step and "continue" in step
     assert default_next_step("cancelled", "search") is None  # nothing kept: nothing to point at
+
+
+def test_a_reader_without_a_body_is_sent_to_the_file() -> None:
+    step = default_next_step("failed", "read", ("READER_UNSUPPORTED",)) or ""
+    assert "download_paper" in step and "read_pdf_text" in step

@@ -125,3 +125,110 @@ def test_table_cells_stay_apart_one_row_per_line() -> None:
     assert "A | 12 | 3.4" in lines
     assert "B | 5 |" in lines
     assert [s.title for s in page.sections] == ["第一章", "第二章"]
+
+
+def _body_text(inner: str) -> str:
+    page = parse_reader(_page(f"<h2>第一章</h2><p>{PARA * 2}</p>{inner}", toc=("第一章",)))
+    return page.text
+
+
+def test_sub_and_superscripts_keep_their_level() -> None:
+    text = _body_text(
+        "<p>水H<sub>2</sub>O，浓度10<sup>-3</sup> mol/L，面积x<sup>2</sup>，空间V<sub>n+1</sub>，"
+        "功率P<sub>实际</sub>，x<sup>a+b</sup>。</p>"
+    )
+    assert "水H₂O，浓度10⁻³ mol/L，面积x²，空间Vₙ₊₁，功率P_(实际)，x^(a+b)。" in text
+    assert "10-3" not in text
+
+
+def test_superscript_reference_markers_stay_markers() -> None:
+    text = _body_text("<p>研究表明<sup>[1,2]</sup>如此<sup>3</sup>，系数0.12<sup>***</sup>，(a+b)<sup>2</sup>。</p>")
+    assert "研究表明[1,2]如此[3]，系数0.12***，(a+b)²。" in text
+    # circled note numbers, as Chinese (law) papers mark their footnotes
+    assert "见王利明文①，另见⑫。" in _body_text("<p>见王利明文<sup>①</sup>，另见<sup>⑫</sup>。</p>")
+
+
+def test_mathml_is_linearised_not_run_together() -> None:
+    math = (
+        "<p><math><mi>y</mi><mo>=</mo><msup><mi>x</mi><mn>2</mn></msup><mo>+</mo>"
+        "<mfrac><mn>1</mn><mrow><mi>n</mi><mo>+</mo><mn>1</mn></mrow></mfrac><mo>+</mo>"
+        "<msqrt><mi>z</mi></msqrt><mo>+</mo><munderover><mo>∑</mo><mrow><mi>i</mi><mo>=</mo><mn>1</mn></mrow>"
+        "<mi>N</mi></munderover><msub><mi>a</mi><mi>i</mi></msub></math></p>"
+        "<p><math alttext='E=mc^2'><mi>E</mi></math></p>"
+        "<p><math><semantics><mi>F</mi><annotation encoding='application/x-tex'>F=ma</annotation>"
+        "</semantics></math></p>"
+    )
+    text = _body_text(math)
+    assert "y=x²+1/(n+1)+√z+∑_(i=1)^Naᵢ" in text
+    assert "E=mc^2" in text
+    assert "$F=ma$" in text
+    frac = "<p><math><mfrac><mrow><mo>(</mo><mi>a</mi><mo>)</mo><mo>+</mo><mo>(</mo><mi>b</mi><mo>)</mo></mrow><mi>c</mi></mfrac></math></p>"
+    assert "((a)+(b))/c" in _body_text(frac)  # (a)+(b) is not one bracketed group
+
+
+def test_heading_with_inline_markup_is_a_section() -> None:
+    body = (
+        f"<h2>一、CO<sub>2</sub>排放</h2><p>{PARA}</p><h2>二、<em>民法典</em>视角</h2><p>{PARA}</p>"
+    )
+    toc = ("一、CO<sub>2</sub>排放", "二、<em>民法典</em>视角")
+    page = parse_reader(_page(body, toc=toc))
+    assert [s.title for s in page.sections] == ["一、CO₂排放", "二、民法典视角"]
+    assert page.coverage.missing_catalog_headings == []
+    assert page.coverage.scope == ReaderScope.UNKNOWN
+
+
+def test_spanned_table_cells_keep_their_columns() -> None:
+    table = (
+        "<table><caption>表1 回归结果</caption>"
+        "<tr><th rowspan='2'>变量</th><th colspan='2'>模型</th></tr><tr><th>(1)</th><th>(2)</th></tr>"
+        "<tr><td>x</td><td>0.12</td><td>0.30</td></tr>"
+        "<tr><td>0</td><td>0</td><td>0</td></tr><tr><td>0</td><td>0</td><td>0</td></tr></table>"
+    )
+    lines = _body_text(table).split("\n")
+    rows = [ln for ln in lines if " | " in ln]
+    assert rows == ["变量 | 模型 | 模型", "变量 | (1) | (2)", "x | 0.12 | 0.30", "0 | 0 | 0", "0 | 0 | 0"]
+    assert "表1 回归结果" in lines
+
+
+def test_an_image_says_where_it_stood() -> None:
+    text = _body_text(
+        "<p>公式如图<img src='f.png' alt='E=mc^2'>所示，另见<img src='g.png'>。</p>"
+        "<div class='area_img'><img src='x.png' alt='图1'><p class='imgtitle'>图1 结构示意图</p></div>"
+    )
+    assert "公式如图[图：E=mc^2]所示，另见[图片]。" in text
+    assert "[图：图1]\n\n图1 结构示意图" in text
+
+
+def test_an_ordered_list_keeps_the_numbers_a_browser_draws() -> None:
+    text = _body_text(
+        "<h3 id='bibliography'>参考文献</h3><ol><li>张三.甲[J].乙,2020.</li><li><p>李四.丙[J].丁,2021.</p></li>"
+        "<li>[3] 王五.戊[J].己,2022.</li></ol><ol start='5'><li>x</li><li value='9'>y</li><li>z</li></ol>"
+    )
+    assert "1. 张三.甲[J].乙,2020.\n\n2. 李四.丙[J].丁,2021.\n\n[3] 王五.戊[J].己,2022." in text
+    assert "5. x\n\n9. y\n\n10. z" in text
+
+
+def test_mathjax_typeset_formulas_read_once_from_their_mathml_copy() -> None:
+    # MathJax 2 (AssistiveMML) and 3 hide their glyph spans from screen readers (aria-hidden) and
+    # keep a MathML copy: the copy is the formula's text, read once.
+    mml = "<math><mi>y</mi><mo>=</mo><msup><mi>x</mi><mn>2</mn></msup></math>"
+    v2 = (
+        "<p>式<span class='MathJax_Preview' style='display: none;'></span><span class='MathJax' role='presentation'>"
+        "<nobr aria-hidden='true'><span>y</span><span>=</span><span>x</span><span>2</span></nobr>"
+        f"<span class='MJX_Assistive_MathML' role='presentation'>{mml}</span></span>"
+        f"<script type='math/mml'>{mml}</script>成立。</p>"
+    )
+    v3 = (
+        "<p>又<mjx-container class='MathJax' jax='CHTML'><mjx-math aria-hidden='true'><mjx-mi>y</mjx-mi>"
+        f"</mjx-math><mjx-assistive-mml display='inline'>{mml}</mjx-assistive-mml></mjx-container>成立。</p>"
+    )
+    text = _body_text(v2 + v3)
+    assert "式y=x²成立。" in text and "又y=x²成立。" in text
+
+
+def test_a_reader_of_page_images_is_no_body_and_says_how_many_images() -> None:
+    # An old article the reader shows as page scans: the [图片] marks are not body text.
+    pages = "".join(f"<div class='page'><img src='p{i}.png'></div>" for i in range(40))
+    with pytest.raises(CnkiError) as err:
+        parse_reader(_page(f"<h2>第一章</h2>{pages}", toc=("第一章",)))
+    assert err.value.code == "READER_UNSUPPORTED" and err.value.details["images"] == 40

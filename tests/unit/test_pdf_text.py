@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,96 @@ def test_a_page_the_file_does_not_have_is_refused_with_the_page_count_even_in_a_
         assert info.value.code == "INVALID_ARGUMENT", spec
         assert info.value.details["page_count"] == 3, spec
     assert parse_pages("2-9", 3) == [2, 3]  # a range running past the end still stops at it
+
+
+def test_line_wraps_inside_a_paragraph_are_undone(data_dir: Path, record) -> None:  # type: ignore[no-untyped-def]
+    # Every visual line was a hard newline: 《民法典》第5\n85条, 借\n鉴 (a number and a word cut).
+    got = read_pdf_text("sub/paper.pdf", data_dir, max_characters=200_000)
+    # the blank line between pages, and a break after a sentence's end (kept on purpose: a full
+    # line ending 。 may end its paragraph) left out, every paragraph reads in one piece
+    joined = re.sub(r"(?<=[。！？：；])\n", "", got.text.replace("\n\n", ""))
+    paragraphs = [p for s in record.fulltext for p in s.text.split("\n") if p.strip()]
+    assert paragraphs and all(p in joined for p in paragraphs)
+    assert "第5\n85条" not in got.text and "第585条" in got.text
+    for heading in (s.heading for s in record.fulltext):
+        assert f"\n{heading}\n" in got.text  # short lines keep their break
+
+
+def test_unwrap_lines_joins_full_lines_only() -> None:
+    from cnki_mcp.pdf_text import unwrap_lines
+
+    lines = ["在原《合同法》第114条的基础上，《民法典》第5", "85条对约定违约金制度作了延续与完善和发展。", "短"]
+    assert unwrap_lines(lines) == "在原《合同法》第114条的基础上，《民法典》第585条对约定违约金制度作了延续与完善和发展。\n短"
+    # one full line on a page is no measure of the page's width: nothing is joined
+    assert unwrap_lines(["思想理论教育导刊 58 2016 年第 8 期", "末行"]) == "思想理论教育导刊 58 2016 年第 8 期\n末行"
+    body = ["一、引言", "正文正文正文正文正文正文正文", "正文正文正文正文正文正文正文", "正文。"]
+    assert unwrap_lines(body) == "一、引言\n" + "正文" * 15 + "。"
+    ended = ["完整的一句话写满一行结束。", "完整的一句话写满一行结束。", "下一段开头"]
+    assert unwrap_lines(ended) == "\n".join(ended)
+    english = ["This is a long line of the", "next words in the paper", "end."]
+    assert unwrap_lines(english) == "This is a long line of the next words in the paper end."
+
+
+def test_pages_without_text_inside_a_range_are_named(tmp_path: Path, record) -> None:  # type: ignore[no-untyped-def]
+    from pypdf import PdfReader, PdfWriter
+
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    (folder / "paper.pdf").write_bytes(pdf_bytes(record))
+    writer = PdfWriter()
+    source = PdfReader(str(folder / "paper.pdf"))
+    writer.add_page(source.pages[0])
+    writer.add_blank_page(595, 842)  # a scanned page: no text
+    writer.add_page(source.pages[1])
+    writer.write(str(folder / "mixed.pdf"))
+    got = read_pdf_text("mixed.pdf", tmp_path, max_characters=200_000)
+    assert got.pages_returned == [1, 2, 3] and got.pages_without_text == [2]
+    assert read_pdf_text("mixed.pdf", tmp_path, pages="1").pages_without_text == []
+
+
+def test_the_cnki_copyright_line_on_every_page_is_left_out() -> None:
+    from cnki_mcp.pdf_text import _page_text
+
+    class Page:
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+        def extract_text(self) -> str:
+            return self.text
+
+    raw = (
+        "正文第一行。\n"
+        "思想理论教育导刊 58 2016 ©1994-2018 China Academic Journal Electronic Publishing House. "
+        "All rights reserved. http://www.cnki.net年第 8 期\n"
+        "(C)1994-2022 China Academic Journal Electronic Publishing House.All rights reserved.http://www.cnki.net\n"
+        "末行。"
+    )
+    text = _page_text(Page(raw))
+    assert "China Academic Journal" not in text and "cnki.net" not in text
+    assert text == "正文第一行。\n思想理论教育导刊 58 2016 年第 8 期\n末行。"
+
+
+def test_a_font_without_a_unicode_map_is_said_to_give_garbled_text(
+    tmp_path: Path, record, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    # An embedded CJK font with Identity-H codes and no ToUnicode map: extraction reads glyph ids
+    # as characters (here they land in Indic, Tibetan and other blocks) and returned them as if
+    # they were the paper's text.
+    from cnki_mcp.sim.pages import files
+
+    def glyph_ids(text: str) -> str:
+        return "".join(f"{0x0A00 + (ord(c) * 7919) % 0x1F00:04X}" for c in text)
+
+    monkeypatch.setattr(files, "_ucs2_hex", glyph_ids)
+    raw = files.pdf_bytes(record).replace(b" /ToUnicode ", b" /XToUnicod ")
+    raw = raw.replace(b"/Encoding /UniGB-UCS2-H", b"/Encoding /Identity-H  ")
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    (folder / "glyphs.pdf").write_bytes(raw)
+    got = read_pdf_text("glyphs.pdf", tmp_path, pages="1-2")
+    assert got.garbled_pages == [1, 2] and got.warnings
+    assert read_pdf_text("glyphs.pdf", tmp_path, pages="1", max_characters=50).garbled_pages == [1]
+    monkeypatch.undo()
+    (folder / "paper.pdf").write_bytes(pdf_bytes(record))
+    clean = read_pdf_text("paper.pdf", tmp_path, pages="1-2")
+    assert clean.garbled_pages == [] and clean.warnings == []

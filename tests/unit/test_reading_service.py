@@ -271,3 +271,14 @@ async def test_a_paper_without_an_html_entry_is_not_asked_again_until_the_cache_
     with pytest.raises(CnkiError):
         await service.read("rec_a")
     assert backend.calls == 2
+
+
+def test_a_section_name_typed_with_half_width_marks_or_plain_digits_finds_the_section() -> None:
+    # The headings carry full-width （一） and script forms (CO₂); a client types (一) and CO2.
+    from cnki_mcp.models import Section
+    from cnki_mcp.reading_service import find_section
+
+    sections = [Section(level=1, title="（一）酌减规则的影响机制", offset=0, length=10),
+                Section(level=1, title="二、CO₂排放的测算", offset=10, length=10)]  # fmt: skip
+    assert find_section(sections, "(一)酌减规则的影响机制")[0] == 0
+    assert find_section(sections, "CO2排放")[0] == 1

@@ -514,3 +514,14 @@ def test_detail_pages_carry_no_citation_meta_like_the_real_2026_page() -> None:
     """The saved real kcms2 page has no `citation_*` meta; the simulator must not be kinder."""
     for r in CORPUS.records[:200]:
         assert "citation_" not in render_detail(r, CORPUS, LINKS, VISITOR)
+
+
+def test_reader_page_formulas_scripts_and_note_markers_read_as_written() -> None:
+    """The simulator's reader writes a MathML formula, sub/superscripts and `<sup>[k]</sup>` note
+    markers as the site does (docs/simulator.md "Reader"); the text keeps their level."""
+    r = next(CORPUS.by_id[i] for i in FULLTEXT_IDS if CORPUS.by_id[i].references and len(CORPUS.by_id[i].fulltext) > 2)
+    page = parse_reader(_reader(r), LINKS.reader(r.id), expected_title=r.title)
+    assert "y=x²+1/(n+1)" in page.text
+    assert "式中，xᵢ为第i个样本的指标值，n为样本量，单位为10⁻³。" in page.text
+    first = collapse(r.fulltext[0].text.split("\n")[0])
+    assert f"{first}[1]" in page.text

@@ -33,13 +33,18 @@ def _sections(record: SimRecord) -> list[SimSection]:
     return secs
 
 
-def _section_html(index: int, sec: SimSection) -> str:
+def _section_html(index: int, sec: SimSection, references: int = 0) -> str:
+    """One section; with a reference list its first paragraph ends in a `<sup>[k]</sup>` note
+    marker, and every third section has a MathML formula and a line with sub/superscripts (the
+    site writes `V<sub>n+1</sub>`, `H<sub>2</sub>S`, `<sup>1,2</sup>`: docs/simulator.md "Reader")."""
     if sec.heading.strip() == BIBLIOGRAPHY:
         head = f'<h3 id="bibliography">{esc(sec.heading)}</h3>'
     else:
         n = min(max(sec.level, 1) + 1, 6)
         head = f'<h{n} id="sec{index}" class="anchor-tag">{esc(sec.heading)}</h{n}>'
-    paras = "".join(f"<p>{esc(line)}</p>" for line in sec.text.split("\n") if line.strip())
+    lines = [line for line in sec.text.split("\n") if line.strip()]
+    marker = f"<sup>[{index % references + 1}]</sup>" if references and sec.heading.strip() != BIBLIOGRAPHY else ""
+    paras = "".join(f"<p>{esc(line)}{marker if i == 0 else ''}</p>" for i, line in enumerate(lines))
     extra = ""
     if sec.heading.strip() != BIBLIOGRAPHY:
         # Figures and formulas, as real readers have: counted as non-text elements.
@@ -51,7 +56,9 @@ def _section_html(index: int, sec: SimSection) -> str:
         elif index % 3 == 2:
             extra = (
                 '<p class="formula"><math xmlns="http://www.w3.org/1998/Math/MathML">'
-                f"<mi>y</mi><mo>=</mo><msup><mi>x</mi><mn>{index}</mn></msup></math></p>"
+                f"<mi>y</mi><mo>=</mo><msup><mi>x</mi><mn>{index}</mn></msup><mo>+</mo>"
+                "<mfrac><mn>1</mn><mrow><mi>n</mi><mo>+</mo><mn>1</mn></mrow></mfrac></math></p>"
+                "<p>式中，x<sub>i</sub>为第i个样本的指标值，n为样本量，单位为10<sup>-3</sup>。</p>"
             )
     return f'<div class="p1" data-sec="{index}">{head}{paras}{extra}</div>'
 
@@ -112,7 +119,7 @@ def render_reader(
     record: SimRecord, links: Links, visitor: Visitor, *, trial: bool, lazy: bool, slider: bool
 ) -> str:
     secs = _sections(record)
-    blocks = [_section_html(i, s) for i, s in enumerate(secs)]
+    blocks = [_section_html(i, s, len(record.references)) for i, s in enumerate(secs)]
     tail = ""
     scripts = ""
     if trial:
