@@ -129,6 +129,12 @@ def refs_in_scope(
     return page.total, [e.record_ref for e in page.items]
 
 
+def scope_next_offset(offset: int, count: int, total: int) -> int | None:
+    """The offset of the page after `count` refs read from `offset` of a scope of `total` (None: the last)."""
+    after = offset + count
+    return after if count and after < total else None
+
+
 def _inexpressible(title: str) -> InvalidInput | None:
     """The error of a title an exact-title lookup cannot express (both quote kinds, ...), with
     the title as its detail; None when CNKI can be asked for it."""
@@ -276,8 +282,11 @@ async def fetch_metadata(
             record_item_error(ctx, DocumentNotFound(record_ref=ref), None, "locate", record_ref=ref)
         else:
             targets.append(paper.record_ref)
+    scope_total: int | None = None
+    scope_next: int | None = None
     if inp.search_id:
-        _, refs = refs_in_scope(store, inp.search_id, inp.scope, inp.offset, inp.limit)
+        scope_total, refs = refs_in_scope(store, inp.search_id, inp.scope, inp.offset, inp.limit)
+        scope_next = scope_next_offset(inp.offset, len(refs), scope_total)
         targets.extend(store.resolve_ref(r) for r in refs)
 
     pending: list[str] = []
@@ -326,6 +335,8 @@ async def fetch_metadata(
         records=records,
         errors=[e.model_dump(mode="json") for e in ctx.item_errors],
         requests=ctx.requests,
+        total=scope_total,
+        next_offset=scope_next,
     )
     if failure is not None:
         ctx.set_result(result)

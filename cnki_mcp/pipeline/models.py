@@ -327,3 +327,7 @@ class MetadataResult(_Model):
     records: list[dict[str, Any]] = Field(default_factory=list)
     errors: list[dict[str, Any]] = Field(default_factory=list)
     requests: int = 0
+    total: int | None = Field(None, description="给了 search_id 时：该 scope 的文献总数")
+    next_offset: int | None = Field(
+        None, description="给了 search_id 时：下一页的 offset（相同参数再调用）；null 表示没有下一页"
+    )

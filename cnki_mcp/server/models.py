@@ -77,6 +77,8 @@ class OperationView(BaseModel):
                 operation_id=record.operation_id,
                 login_skipped=login,
             )
+            if view.next_step is None and view.kind in _PAGED_TOOL and isinstance(view.result, dict):
+                view.next_step = scope_page_step(view.kind, view.result)
             if view.next_step is None and view.kind == "export" and isinstance(view.result, dict):
                 view.next_step = locator_step(view.result.get("missing_fields") or {})
             if view.next_step is None and view.kind == "read" and isinstance(view.result, dict):
@@ -118,6 +120,18 @@ def unchecked_step(result: Any) -> str | None:
     if len(unchecked) == 1:
         return f"check_updates(watch_id='{unchecked[0]}')"
     return f"check_updates(watch_id='all')（先检查最久未检查的 {len(unchecked)} 个订阅）"
+
+
+_PAGED_TOOL = {"metadata": "get_metadata", "export": "export_citations"}
+
+
+def scope_page_step(kind: str, result: Mapping[str, object]) -> str | None:
+    """The call for the next page of a search's scope that get_metadata / export_citations read
+    one page of (None: the last page, or no search_id)."""
+    after, total = result.get("next_offset"), result.get("total")
+    if after is None or kind not in _PAGED_TOOL:
+        return None
+    return f"该范围共 {total} 篇，本页止于第 {after} 篇：用相同参数、offset={after} 再调用 {_PAGED_TOOL[kind]} 取下一页"
 
 
 def locator_step(missing_fields: Mapping[str, Sequence[str]]) -> str | None:

@@ -28,11 +28,11 @@ from cnki_mcp.identity import asked_title
 from cnki_mcp.jobs import OperationKind
 from cnki_mcp.links import LinkInput, LinkResult, scan_references
 from cnki_mcp.pipeline.links import link_references as run_link_references
-from cnki_mcp.pipeline.metadata import refs_in_scope
+from cnki_mcp.pipeline.metadata import refs_in_scope, scope_next_offset
 from cnki_mcp.pipeline.models import MetadataInput, Scope, check_targets
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
-from cnki_mcp.server.models import ErrorView, OperationView, locator_step
+from cnki_mcp.server.models import ErrorView, OperationView, locator_step, scope_page_step
 from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.services import Services
 
@@ -58,6 +58,10 @@ class ExportView(BaseModel):
         "卷期页码可用 get_metadata(fields=['volume','issue','pages']) 补全后再导出（网络首发文献尚无卷期页，不报告）",
     )
     not_found: list[str] = Field(default_factory=list, description="本地没有的 record_refs")
+    total: int | None = Field(default=None, description="给了 search_id 时：该 scope 的文献总数")
+    next_offset: int | None = Field(
+        default=None, description="给了 search_id 时：下一页的 offset（相同参数再调用）；null 表示没有下一页"
+    )
 
 
 class ExportOperation(OperationView):
@@ -236,8 +240,10 @@ def register(server: CnkiServer) -> None:
         if name is not None:
             ensure_free(services.settings.data_dir, name)
         refs = [store.resolve_ref(r) for r in record_refs]
+        paging: dict[str, int | None] = {}
         if search_id:
-            _, scoped = refs_in_scope(store, search_id, scope, offset, limit)  # SEARCH_NOT_FOUND
+            total, scoped = refs_in_scope(store, search_id, scope, offset, limit)  # SEARCH_NOT_FOUND
+            paging = {"total": total, "next_offset": scope_next_offset(offset, len(scoped), total)}
             refs.extend(store.resolve_ref(r) for r in scoped)
 
         pending: list[str] = []
@@ -251,7 +257,7 @@ def register(server: CnkiServer) -> None:
         if not pending:
             if record_refs and not search_id and not titles and not store.papers_by_refs(refs):
                 raise DocumentNotFound("本地没有这些记录编号", record_refs=list(dict.fromkeys(record_refs)))
-            view = render_export(services, refs, fmt, template, missing_fields, name)
+            view = render_export(services, refs, fmt, template, missing_fields, name).model_copy(update=paging)
             unknown = [ErrorView(**DocumentNotFound(record_ref=r).to_dict()) for r in view.not_found]
             return ExportOperation(
                 kind=OperationKind.EXPORT.value,
@@ -259,7 +265,8 @@ def register(server: CnkiServer) -> None:
                 message="本地导出（未访问知网）",
                 result=view,
                 errors=unknown,
-                next_step=locator_step(view.missing_fields)
+                next_step=scope_page_step("export", view.model_dump())
+                or locator_step(view.missing_fields)
                 or ("用 filename 保存为文件" if view.path is None and view.count else None),
             )
 
@@ -271,6 +278,7 @@ def register(server: CnkiServer) -> None:
             located = [str(r["record_ref"]) for r in found.records if r.get("record_ref")]
             op.set_stage("export", "生成参考文献")
             view = render_export(services, [*refs, *located], fmt, template, missing_fields, name)
+            view = view.model_copy(update=paging)
             for ref in view.not_found:
                 op.add_item_error(DocumentNotFound(record_ref=ref), stage="export", record_ref=ref)
             return view

@@ -1,0 +1,52 @@
+"""get_metadata and export_citations read one page (offset/limit) of a saved search's scope: the
+result says how many the scope holds and where the next page starts, and next_step names the call,
+so a client following it reads the whole scope once (the real pipeline on the corpus backend)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+
+from cnki_mcp.server.app import build_server
+from cnki_mcp.services import Services
+from tests.contract.server_fakes import Harness
+from tests.corpus_backend import CorpusBackend
+
+QUESTION = {
+    "query": "自动驾驶汽车产品责任的归责原则",
+    "concept_groups": [["自动驾驶", "无人驾驶", "智能网联汽车"], ["产品责任", "归责原则", "侵权责任"]],
+}
+
+
+async def _data(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(name, args)
+    assert not result.is_error, (name, result.content)
+    data = result.structured_content
+    assert isinstance(data, dict) and data["status"] == "completed", data
+    return data
+
+
+async def test_a_scope_read_page_by_page_says_its_total_and_the_next_offset(tmp_path: Path) -> None:
+    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
+    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
+        search = await _data(client, "search", QUESTION)
+        search_id, total = search["result"]["search_id"], search["result"]["candidate_count"]
+        assert total > 3
+        for tool, extra in (("get_metadata", {"local_only": True, "fields": ["year"]}), ("export_citations", {})):
+            seen: list[str] = []
+            offset: int | None = 0
+            while offset is not None:
+                args = {"search_id": search_id, "scope": "candidates", "offset": offset, "limit": 3, **extra}
+                data = await _data(client, tool, args)
+                page = data["result"]
+                assert page["total"] == total, tool
+                seen += [r["record_ref"] for r in page["records"]] if tool == "get_metadata" else ["x"] * page["count"]
+                offset = page["next_offset"]
+                if offset is not None:
+                    assert offset == args["offset"] + 3
+                    assert f"offset={offset}" in data["next_step"] and tool in data["next_step"], data["next_step"]
+            assert len(seen) == total, tool
+            if tool == "get_metadata":
+                assert len(set(seen)) == total
