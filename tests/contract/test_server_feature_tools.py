@@ -423,6 +423,21 @@ async def test_text_over_512_kib_needs_a_filename_and_is_then_only_saved(h: Harn
         assert small["result"]["text"] and small["result"]["text_omitted"] is False
 
 
+async def test_a_long_text_saved_to_a_file_is_not_returned_inline_as_well(h: Harness) -> None:
+    # 40 records of ~1,000 characters each: far under 512 KB, far over what a model should read again
+    abstract = "违约金" * 300
+    async with Client(build_server(h.open)) as client:
+        refs = h.add_papers([row(i, abstract=abstract) for i in range(40)])
+        saved = _ok(await client.call_tool("export_citations", {"record_refs": refs, "format": "json",
+                                                                "filename": "long.json"}))  # fmt: skip
+        view = saved["result"]
+        assert view["text"] is None and view["text_omitted"] is True and view["bytes"] < 512 * 1024
+        content = Path(view["path"]).read_bytes()
+        assert len(content) == view["bytes"] and len(json.loads(content)) == 40
+        inline = _ok(await client.call_tool("export_citations", {"record_refs": refs, "format": "json"}))
+        assert inline["result"]["text"] == content.decode("utf-8") and inline["result"]["text_omitted"] is False
+
+
 # --- link_references -------------------------------------------------------------------
 
 
