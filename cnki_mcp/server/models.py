@@ -84,7 +84,7 @@ class OperationView(BaseModel):
             if view.next_step is None and view.kind == "read" and isinstance(view.result, dict):
                 view.next_step = incomplete_read_step(view.result)
             if view.next_step is None and view.kind == "watch":
-                view.next_step = unchecked_step(view.result)
+                view.next_step = unchecked_step(view.result) or unlisted_step(view.result)
         return view
 
 
@@ -132,6 +132,19 @@ def scope_page_step(kind: str, result: Mapping[str, object]) -> str | None:
     if after is None or kind not in _PAGED_TOOL:
         return None
     return f"该范围共 {total} 篇，本页止于第 {after} 篇：用相同参数、offset={after} 再调用 {_PAGED_TOOL[kind]} 取下一页"
+
+
+def unlisted_step(result: Any) -> str | None:
+    """The list_watches call for the records a check counted but did not list (None: all listed)."""
+    if not isinstance(result, dict):
+        return None
+    for check in result.get("checks") or []:
+        if isinstance(check, dict) and check.get("next_offset") is not None:
+            return (
+                f"list_watches(watch_id='{check.get('watch_id')}', offset={check['next_offset']}) "
+                "列出这次检查其余的记录（每类每次 20 条）"
+            )
+    return None
 
 
 def locator_step(missing_fields: Mapping[str, Sequence[str]]) -> str | None:
