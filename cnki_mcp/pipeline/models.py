@@ -256,6 +256,9 @@ class ResultsPage(_Model):
     offset: int
     next_offset: int | None
     results: list[dict[str, Any]] = Field(default_factory=list)
+    message: str | None = Field(
+        None, description="本页少于 limit 条时说明原因（结果过长，按大小截止）与续读的 offset"
+    )
 
 
 MetadataField = Literal[

@@ -7,8 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import Client
 
+from cnki_mcp.pipeline import results
 from cnki_mcp.server.app import build_server
 from cnki_mcp.services import Services
 from tests.contract.server_fakes import Harness
@@ -50,3 +52,35 @@ async def test_a_scope_read_page_by_page_says_its_total_and_the_next_offset(tmp_
             assert len(seen) == total, tool
             if tool == "get_metadata":
                 assert len(set(seen)) == total
+
+
+async def test_a_page_of_full_records_stops_at_the_size_a_client_reads_and_says_where_to_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the bundled corpus's rows are short: a smaller budget makes its pages reach it
+    monkeypatch.setattr(results, "PAGE_TOKENS", 3_000, raising=False)
+    from cnki_mcp.pipeline.results import approx_tokens
+
+    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
+    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
+        search = await _data(client, "search", QUESTION)
+        search_id, total = search["result"]["search_id"], search["result"]["candidate_count"]
+        seen: list[str] = []
+        cut = 0
+        offset: int | None = 0
+        while offset is not None:
+            args = {"search_id": search_id, "scope": "candidates", "view": "records", "offset": offset, "limit": 100}
+            result = await client.call_tool("search_results", args)
+            assert not result.is_error, result.content
+            page = result.structured_content
+            assert isinstance(page, dict) and page["total"] == total
+            assert approx_tokens(page) <= results.PAGE_TOKENS + 500  # the rows' budget and the page's own fields
+            seen += [r["record"]["record_ref"] for r in page["results"]]
+            if len(page["results"]) < min(100, total - offset):
+                cut += 1
+                assert page["next_offset"] == offset + len(page["results"])
+                assert f"offset={page['next_offset']}" in page["message"]
+            else:
+                assert page.get("message") is None
+            offset = page["next_offset"]
+        assert cut and len(seen) == total == len(set(seen))
