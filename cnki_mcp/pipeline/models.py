@@ -305,7 +305,7 @@ class MetadataInput(_Model):
     search_id: str | None = Field(None, max_length=SEARCH_ID_CHARS, description="取某次检索的结果")
     scope: Scope = Field("selected", description="配合 search_id 使用")
     offset: int = Field(0, ge=0, description="配合 search_id 使用")
-    limit: int = Field(50, ge=1, le=100, description="配合 search_id 使用")
+    limit: int = Field(20, ge=1, le=100, description="配合 search_id 使用")
     fields: list[MetadataField] | None = Field(
         None, description="只返回这些字段；record_ref 和 title 总会返回"
     )

@@ -213,7 +213,7 @@ def register(server: CnkiServer) -> None:
         search_id: Annotated[str | None, Field(max_length=64, description="取某次检索的结果")] = None,
         scope: Scope = "selected",
         offset: Annotated[int, Field(ge=0)] = 0,
-        limit: Annotated[int, Field(ge=1, le=100)] = 50,
+        limit: Annotated[int, Field(ge=1, le=100)] = 20,
         fields: list[MetadataField] | None = None,
         quality: bool = False,
         refresh: bool = False,

@@ -84,3 +84,16 @@ async def test_a_page_of_full_records_stops_at_the_size_a_client_reads_and_says_
                 assert page.get("message") is None
             offset = page["next_offset"]
         assert cut and len(seen) == total == len(set(seen))
+
+
+async def test_get_metadata_of_a_search_reads_20_full_records_by_default_and_names_the_next_page(tmp_path: Path) -> None:
+    # 50 full records measured ~55,000 characters (~24k tokens; ~48k with quality): the default
+    # page is the size get_references and search_library answer
+    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
+    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
+        search = await _data(client, "search", QUESTION)
+        search_id, total = search["result"]["search_id"], search["result"]["candidate_count"]
+        assert total > 20
+        args = {"search_id": search_id, "scope": "candidates", "local_only": True}
+        data = await _data(client, "get_metadata", args)
+        assert len(data["result"]["records"]) == 20 and data["result"]["next_offset"] == 20
