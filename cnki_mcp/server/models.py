@@ -77,6 +77,8 @@ class OperationView(BaseModel):
                 operation_id=record.operation_id,
                 login_skipped=login,
             )
+            if view.next_step is None and view.kind == "search":
+                view.next_step = more_results_step(view.result)
             if view.next_step is None and view.kind in _PAGED_TOOL and isinstance(view.result, dict):
                 view.next_step = scope_page_step(view.kind, view.result)
             if view.next_step is None and view.kind == "export" and isinstance(view.result, dict):
@@ -132,6 +134,20 @@ def scope_page_step(kind: str, result: Mapping[str, object]) -> str | None:
     if after is None or kind not in _PAGED_TOOL:
         return None
     return f"该范围共 {total} 篇，本页止于第 {after} 篇：用相同参数、offset={after} 再调用 {_PAGED_TOOL[kind]} 取下一页"
+
+
+def more_results_step(result: Any) -> str | None:
+    """The search_results call for the selected papers a search's answer did not list (its
+    `limit`), None when it listed them all."""
+    if not isinstance(result, dict) or not result.get("search_id"):
+        return None
+    shown, selected = len(result.get("results") or []), int(result.get("selected_count") or 0)
+    if shown >= selected:
+        return None
+    return (
+        f"search_results(search_id='{result['search_id']}', offset={shown}) "
+        f"读取其余 {selected - shown} 篇筛选结果"
+    )
 
 
 def unlisted_step(result: Any) -> str | None:

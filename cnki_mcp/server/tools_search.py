@@ -34,7 +34,7 @@ from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.query.plan import Plan
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
-from cnki_mcp.server.models import OperationView
+from cnki_mcp.server.models import OperationView, more_results_step
 from cnki_mcp.server.progress import run_job, start_operation, typed_view
 from cnki_mcp.server.sampling import Sampled, sampled_text, sampling_resolver, with_sampling_warning
 from cnki_mcp.server.unfinished import or_unfinished
@@ -250,7 +250,7 @@ def _cached_search(cached: SearchSummary) -> SearchOperation:
         status="completed",
         message="10 分钟内相同检索的已完成结果（未访问知网）",
         result=cached,
-        next_step="search_results(search_id)",
+        next_step=more_results_step(cached.model_dump()) or f"search_results(search_id='{cached.search_id}')",
     )
 
 

@@ -97,3 +97,18 @@ async def test_get_metadata_of_a_search_reads_20_full_records_by_default_and_nam
         args = {"search_id": search_id, "scope": "candidates", "local_only": True}
         data = await _data(client, "get_metadata", args)
         assert len(data["result"]["records"]) == 20 and data["result"]["next_offset"] == 20
+
+
+async def test_a_search_listing_fewer_than_it_selected_names_the_page_with_the_rest(tmp_path: Path) -> None:
+    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
+    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
+        for source in ("live", "cache"):  # the second identical call is answered from the cache
+            data = await _data(client, "search", {**QUESTION, "limit": 3})
+            summary = data["result"]
+            assert summary["source"] == source and summary["selected_count"] > 3
+            search_id = summary["search_id"]
+            assert f"search_results(search_id='{search_id}', offset=3)" in data["next_step"], data["next_step"]
+            rest = (await client.call_tool("search_results", {"search_id": search_id, "offset": 3})).structured_content
+            assert isinstance(rest, dict) and rest["total"] == summary["selected_count"]
+            shown = [r["record_ref"] for r in summary["results"]]
+            assert not set(shown) & {r["record_ref"] for r in rest["results"]}
