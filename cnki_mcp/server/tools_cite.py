@@ -3,7 +3,7 @@
 export_citations renders stored papers (record_refs, a saved search's scope) locally; only
 `titles` not known locally make it an operation (locate + detail pages through the pipeline's
 metadata step, budget 300/900). A `filename` saves the text atomically under `<data>/exports/`
-(one safe name component, never overwritten: FILE_EXISTS); text over 512 KiB is only saved, never
+(one safe name component, never overwritten: FILE_EXISTS); text over 64 KiB is only saved, never
 returned (OUTPUT_TOO_LARGE without a filename).
 
 link_references is local unless `lookup_missing` is true (then an operation, budget 200/900)."""
@@ -37,10 +37,11 @@ from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.services import Services
 
 EXPORTS_DIR = datadir.EXPORTS_DIR
-MAX_TEXT_BYTES = 512 * 1024  # contract: text over 512 KB only as a file
-# With a filename, a text longer than this is only in the file: the person asked for a file, and the
-# text would otherwise fill the model's context (read_online_html's default page is as long).
-INLINE_WITH_FILE_CHARS = 20_000
+# Contract: a text over 64 KB of UTF-8 is only given as a file (with filename; without it
+# OUTPUT_TOO_LARGE). 64 KB is at most ~22,000 tokens whatever the script (a CJK character is three
+# bytes and about a token): clients cap a tool result (Claude Code at 25,000 tokens by default) or
+# cut it silently. It was 512 KB, ~170,000 tokens of Chinese, and applied with a filename too.
+MAX_TEXT_BYTES = 64 * 1024
 MAX_RECORD_REFS = 1000
 MAX_TITLES = 100
 MAX_SCOPE_LIMIT = 3000
@@ -51,7 +52,7 @@ class ExportView(BaseModel):
     count: int = Field(description="导出的文献数")
     text: str | None = Field(
         default=None,
-        description="导出内容；给了 filename 且超过 20,000 字（或超过 512 KB）时只在文件中，此处为 null（text_omitted=true）",
+        description="导出内容；超过 64 KB 时只在 filename 的文件中，此处为 null（text_omitted=true）",
     )
     text_omitted: bool = False
     path: str | None = Field(default=None, description="保存的文件（指定 filename 时）")
@@ -78,7 +79,7 @@ class LinksOperation(OperationView):
 
 EXPORT_DESCRIPTION = """生成参考文献或导出题录（record_refs、search_id 本地；本地没有的 titles 访问知网定位并读详情）。
 来源可组合：record_refs、完整 titles（最多 100 个）、search_id（scope/offset/limit）。custom 格式需要 template，占位符如 {title} {authors} {source} {year} {volume} {issue} {pages} {doi} {url}，字面花括号写 {{ }}。
-filename 保存到 data/exports/（不覆盖：FILE_EXISTS；超过 2 万字时只写文件，text 为 null）；超过 512 KB 必须给 filename（OUTPUT_TOO_LARGE）。"""
+filename 保存到 data/exports/（不覆盖：FILE_EXISTS）；超过 64 KB（约 2 万字）时只写文件（text 为 null），不给 filename 则为 OUTPUT_TOO_LARGE（给 filename，或用 offset/limit 分批）。"""
 
 LINKS_DESCRIPTION = """把文本中的《论文题名》替换为 Markdown 链接：有 DOI 的用 https://doi.org/ 链接（长期有效），没有的用知网详情页链接（含时效令牌，会失效，见 warnings 与 link_kind）。默认只用本地记录（不访问知网）；lookup_missing=true 时到知网按篇名精确查找本地没有的题名（每 10 个题名 1 次检索）。
 支持嵌套书名号；已有链接、代码、URL 和 HTML 不改动。references 逐个题名给出 status：linked、matched_without_link、ambiguous（用 get_metadata 区分）、unresolved。"""
@@ -159,8 +160,14 @@ def render_export(
     if filename is not None:
         path = save_export(services.settings.data_dir, filename, result.text)
     elif size > MAX_TEXT_BYTES:
-        raise OutputTooLarge(bytes=size, max_bytes=MAX_TEXT_BYTES)
-    omit = size > MAX_TEXT_BYTES or (path is not None and len(result.text) > INLINE_WITH_FILE_CHARS)
+        raise OutputTooLarge(
+            f"导出内容 {size} 字节，超过 {MAX_TEXT_BYTES // 1024} KB（客户端会截断更长的结果）："
+            "给 filename 保存为文件，或减小 limit 用 offset 分批导出",
+            bytes=size,
+            max_bytes=MAX_TEXT_BYTES,
+            count=result.count,
+        )
+    omit = size > MAX_TEXT_BYTES
     return ExportView(
         format=result.format,
         count=result.count,
