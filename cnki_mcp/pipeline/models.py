@@ -334,3 +334,4 @@ class MetadataResult(_Model):
     next_offset: int | None = Field(
         None, description="给了 search_id 时：下一页的 offset（相同参数再调用）；null 表示没有下一页"
     )
+    warnings: list[str] = Field(default_factory=list, description="本页少于 limit 篇的原因（结果过长，按大小截止）")

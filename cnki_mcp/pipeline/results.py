@@ -3,28 +3,14 @@ read fresh, so details fetched after the search show up here."""
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 from cnki_mcp.pipeline.enrich import Enricher
-from cnki_mcp.pipeline.metadata import metadata_record, refs_in_scope
+from cnki_mcp.pipeline.metadata import PAGE_TOKENS, approx_tokens, metadata_record, refs_in_scope
 from cnki_mcp.pipeline.models import ResultsInput, ResultsPage
 from cnki_mcp.store import SearchEvidence, Store
 
-# What a page may cost the model that reads it, in estimated tokens: clients cap a tool result
-# (Claude Code at 25,000 tokens by default, others cut silently), and 100 rows of view=records
-# measured ~240,000 characters. A page reaching this ends early and its next_offset says so.
-PAGE_TOKENS = 20_000
-_WIDE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
-
-
-def approx_tokens(item: Any) -> int:
-    """An upper estimate of the tokens `item` costs as compact JSON: one per CJK character, one
-    per three other characters (tokens, links and numbers tokenise worse than prose)."""
-    text = json.dumps(item, ensure_ascii=False, default=str)
-    wide = len(_WIDE.findall(text))
-    return wide + (len(text) - wide + 2) // 3
+__all__ = ["PAGE_TOKENS", "approx_tokens", "read_results"]
 
 
 def read_results(store: Store, enricher: Enricher, inp: ResultsInput) -> ResultsPage:

@@ -112,3 +112,31 @@ async def test_a_search_listing_fewer_than_it_selected_names_the_page_with_the_r
             assert isinstance(rest, dict) and rest["total"] == summary["selected_count"]
             shown = [r["record_ref"] for r in summary["results"]]
             assert not set(shown) & {r["record_ref"] for r in rest["results"]}
+
+
+async def test_a_page_of_a_searchs_full_records_stops_at_the_size_a_client_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cnki_mcp.pipeline import metadata
+
+    monkeypatch.setattr(metadata, "PAGE_TOKENS", 3_000, raising=False)  # the bundled corpus's records are short
+    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
+    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
+        search = await _data(client, "search", QUESTION)
+        search_id, total = search["result"]["search_id"], search["result"]["candidate_count"]
+        seen: list[str] = []
+        cut = 0
+        offset: int | None = 0
+        while offset is not None:
+            args = {"search_id": search_id, "scope": "candidates", "offset": offset, "limit": 100, "local_only": True}
+            data = await _data(client, "get_metadata", args)
+            page = data["result"]
+            assert page["total"] == total
+            assert metadata.approx_tokens(page["records"]) <= 3_000 + 1_000  # at most the record that reached it
+            seen += [r["record_ref"] for r in page["records"]]
+            if page["next_offset"] is not None and len(page["records"]) < min(100, total - offset):
+                cut += 1
+                assert page["next_offset"] == offset + len(page["records"])
+                assert f"offset={page['next_offset']}" in page["warnings"][0]
+            offset = page["next_offset"]
+        assert cut and len(seen) == total == len(set(seen))
