@@ -31,7 +31,9 @@ Direction = Literal["references", "citing", "both"]
 MAX_NODES_DEFAULT = 100
 MAX_NODES_LIMIT = 500
 PATH_MAX_NODES = 5000
-MAX_INLINE_BYTES = 512 * 1024  # contract: a result over 512 KB gives its graph only as a file
+# contract: a result over 64 KB of UTF-8 (at most ~22,000 tokens, under a client's cap: Claude Code
+# refuses over 25,000 by default) gives its graph only as a file; it was 512 KB (~170,000 tokens)
+MAX_INLINE_BYTES = 64 * 1024
 ListKind = Literal["references", "citations"]
 _KINDS: dict[str, tuple[ListKind, ...]] = {
     "references": ("references",),
@@ -72,7 +74,7 @@ class GraphResult(BaseModel):
     export: str | None = None  # GraphML or Mermaid text (format json: the graph itself)
     node_count: int = Field(0, description="节点总数（omitted 时 graph 只列起点与同被引、耦合对中的节点）")
     edge_count: int = Field(0, description="边总数")
-    omitted: bool = Field(False, description="节点与边未全部内联：已写入 path 的文件，或结果超过 512 KB（给 filename）")
+    omitted: bool = Field(False, description="节点与边未全部内联：已写入 path 的文件，或结果超过 64 KB（给 filename）")
     path: str | None = Field(None, description="写出的文件（指定 filename 且遍历结束时）")
     complete: bool = Field(
         description="深度内没有遗漏：预算、错误、max_nodes 或知网少给的列表都会使其为 false"
@@ -239,7 +241,7 @@ Deliver = Callable[[GraphResult, bool], GraphResult]
 
 
 def fit_inline(result: GraphResult, fmt: ExportFormat, files: bool = True) -> GraphResult:
-    """The result as answered: the whole graph inline while it stays under 512 KB and no file
+    """The result as answered: the whole graph inline while it stays under 64 KB and no file
     holds it; else the counts, the pairs and the nodes they name (and the seeds), with a warning
     naming `filename` (the lists read stay stored: a new call costs nothing), or, where no file
     may be written (`files` false: read-only mode refuses `filename`), a smaller graph."""
@@ -251,10 +253,10 @@ def fit_inline(result: GraphResult, fmt: ExportFormat, files: bool = True) -> Gr
     kept = [n for n in graph.nodes if n.seed or n.id in named]
     warnings = list(result.warnings)
     if result.path is None and files:
-        warnings.append(f"结果超过 512 KB，{len(graph.nodes)} 个节点与 {len(graph.edges)} 条边未内联：给 filename "
+        warnings.append(f"结果超过 64 KB（客户端会截断），{len(graph.nodes)} 个节点与 {len(graph.edges)} 条边未内联：给 filename "
                         f"把 {fmt} 写到 data/exports/ 重新调用（已取的列表页不再请求）")  # fmt: skip
     elif result.path is None:
-        warnings.append(f"结果超过 512 KB，{len(graph.nodes)} 个节点与 {len(graph.edges)} 条边未内联；只读模式下不能写文件："
+        warnings.append(f"结果超过 64 KB（客户端会截断），{len(graph.nodes)} 个节点与 {len(graph.edges)} 条边未内联；只读模式下不能写文件："
                         "减小 max_nodes 或 depth 重新调用（已取的列表页不再请求）")  # fmt: skip
     return counted.model_copy(update={
         "graph": CitationGraph(nodes=kept, edges=[], co_citation=graph.co_citation, coupling=graph.coupling),

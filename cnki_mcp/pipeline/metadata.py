@@ -12,6 +12,8 @@ when no field list is given; journal quality when asked. One failed item never f
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 from typing import Any
 
 from cnki_mcp.clock import Clock
@@ -127,6 +129,38 @@ def refs_in_scope(
         return len(refs), refs[offset : offset + limit]
     page = store.search_results(search_id, "selected" if scope == "selected" else "all", offset, limit)
     return page.total, [e.record_ref for e in page.items]
+
+
+# What a page of a search's scope may cost the model that reads it, in estimated tokens: clients
+# cap a tool result (Claude Code at 25,000 tokens by default, others cut silently), and 100 rows of
+# search_results view=records measured ~240,000 characters. A page reaching it ends early, and its
+# next_offset says where (search_results; get_metadata given only a search_id).
+PAGE_TOKENS = 20_000
+_WIDE = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+
+
+def approx_tokens(item: Any) -> int:
+    """An upper estimate of the tokens `item` costs as compact JSON: one per CJK character, one
+    per three other characters (tokens, links and numbers tokenise worse than prose)."""
+    text = json.dumps(item, ensure_ascii=False, default=str)
+    wide = len(_WIDE.findall(text))
+    return wide + (len(text) - wide + 2) // 3
+
+
+def within_budget(items: list[dict[str, Any]], budget: int) -> int:
+    """How many of `items`, from the first, fit `budget` estimated tokens (at least one)."""
+    spent = 0
+    for n, item in enumerate(items):
+        spent += approx_tokens(item)
+        if n and spent > budget:
+            return n
+    return len(items)
+
+
+def scope_next_offset(offset: int, count: int, total: int) -> int | None:
+    """The offset of the page after `count` refs read from `offset` of a scope of `total` (None: the last)."""
+    after = offset + count
+    return after if count and after < total else None
 
 
 def _inexpressible(title: str) -> InvalidInput | None:
@@ -276,9 +310,13 @@ async def fetch_metadata(
             record_item_error(ctx, DocumentNotFound(record_ref=ref), None, "locate", record_ref=ref)
         else:
             targets.append(paper.record_ref)
+    scope_total: int | None = None
+    scope_next: int | None = None
+    scope_refs: list[str] = []
     if inp.search_id:
-        _, refs = refs_in_scope(store, inp.search_id, inp.scope, inp.offset, inp.limit)
-        targets.extend(store.resolve_ref(r) for r in refs)
+        scope_total, scope_refs = refs_in_scope(store, inp.search_id, inp.scope, inp.offset, inp.limit)
+        scope_next = scope_next_offset(inp.offset, len(scope_refs), scope_total)
+        targets.extend(store.resolve_ref(r) for r in scope_refs)
 
     pending: list[str] = []
     for title in dict.fromkeys(map(asked_title, inp.titles)):
@@ -322,10 +360,26 @@ async def fetch_metadata(
             keep = {"record_ref", "title", *inp.fields}
             record = {k: v for k, v in record.items() if k in keep}
         records.append(record)
+    warnings: list[str] = []
+    if inp.search_id and not inp.record_refs and not inp.titles and scope_total is not None:
+        # a page of the scope alone ends at the size a client reads; the rest is stored (free)
+        fit = within_budget(records, PAGE_TOKENS)
+        if fit < len(records):
+            dropped = records[fit]["record_ref"]  # the page goes on from the scope entry it was read for
+            stop = next(i for i, ref in enumerate(scope_refs) if store.resolve_ref(ref) == dropped)
+            records = records[:fit]
+            scope_next = inp.offset + stop
+            warnings.append(
+                f"本页在 {stop} 篇处截止（limit={inp.limit}；一页约 {PAGE_TOKENS} token 以内，客户端会截断更长的结果）："
+                f"用相同参数、offset={scope_next} 续读（已读的详情不再请求）"
+            )
     result = MetadataResult(
         records=records,
         errors=[e.model_dump(mode="json") for e in ctx.item_errors],
         requests=ctx.requests,
+        total=scope_total,
+        next_offset=scope_next,
+        warnings=warnings,
     )
     if failure is not None:
         ctx.set_result(result)

@@ -256,6 +256,9 @@ class ResultsPage(_Model):
     offset: int
     next_offset: int | None
     results: list[dict[str, Any]] = Field(default_factory=list)
+    message: str | None = Field(
+        None, description="本页少于 limit 条时说明原因（结果过长，按大小截止）与续读的 offset"
+    )
 
 
 MetadataField = Literal[
@@ -302,7 +305,7 @@ class MetadataInput(_Model):
     search_id: str | None = Field(None, max_length=SEARCH_ID_CHARS, description="取某次检索的结果")
     scope: Scope = Field("selected", description="配合 search_id 使用")
     offset: int = Field(0, ge=0, description="配合 search_id 使用")
-    limit: int = Field(50, ge=1, le=100, description="配合 search_id 使用")
+    limit: int = Field(20, ge=1, le=100, description="配合 search_id 使用")
     fields: list[MetadataField] | None = Field(
         None, description="只返回这些字段；record_ref 和 title 总会返回"
     )
@@ -327,3 +330,8 @@ class MetadataResult(_Model):
     records: list[dict[str, Any]] = Field(default_factory=list)
     errors: list[dict[str, Any]] = Field(default_factory=list)
     requests: int = 0
+    total: int | None = Field(None, description="给了 search_id 时：该 scope 的文献总数")
+    next_offset: int | None = Field(
+        None, description="给了 search_id 时：下一页的 offset（相同参数再调用）；null 表示没有下一页"
+    )
+    warnings: list[str] = Field(default_factory=list, description="本页少于 limit 篇的原因（结果过长，按大小截止）")

@@ -83,6 +83,27 @@ class WatchCheck(_Model):
     new: list[WatchItem] = Field(default_factory=list)
     published: list[WatchItem] = Field(default_factory=list, description="网络首发后已有卷期页")
     cited_changed: list[WatchItem] = Field(default_factory=list)
+    listed_from: int = Field(0, description="new / published / cited_changed 从各自第几条起列出（每类最多 20 条）")
+    next_offset: int | None = Field(
+        None, description="还有未列出的记录：list_watches(watch_id=…, offset=next_offset) 列出下一批；null 表示已列全"
+    )
+
+    def listed(self, offset: int = 0) -> WatchCheck:
+        """The check with each kind's records from `offset`, at most LISTED of them (the counts
+        stay whole); `next_offset` tells where the next batch starts. The stored report keeps
+        every record: a check's records are known from then on, so its report is the only
+        place they can be listed again."""
+        end = offset + LISTED
+        more = max(len(self.new), len(self.published), len(self.cited_changed)) > end
+        return self.model_copy(
+            update={
+                "new": self.new[offset:end],
+                "published": self.published[offset:end],
+                "cited_changed": self.cited_changed[offset:end],
+                "listed_from": offset,
+                "next_offset": end if more else None,
+            }
+        )
 
 
 class WatchEntry(WatchInfo):
@@ -238,15 +259,16 @@ class WatchService:
         self.store.delete_watch(watch.watch_id)
         return info
 
-    def listing(self, watch_id: str = "all", checks: int = 1) -> WatchList:
+    def listing(self, watch_id: str = "all", checks: int = 1, offset: int = 0) -> WatchList:
         """Every watch (or the one) with its newest stored check reports (no request): a check
-        made by cron leaves its records known, so its report is the only place its news remain."""
+        made by cron leaves its records known, so its report is the only place its news remain.
+        Each report lists at most LISTED records of a kind, from `offset`."""
         watches = self.store.list_watches() if watch_id == "all" else self.watches(watch_id)
         fields = set(WatchCheck.model_fields)
         entries: list[WatchEntry] = []
         for watch in watches:
             reports = self.store.watch_checks(watch.watch_id, checks) if checks > 0 else []
-            recent = [WatchCheck.model_validate({k: v for k, v in r.items() if k in fields}) for r in reports]
+            recent = [WatchCheck.model_validate({k: v for k, v in r.items() if k in fields}).listed(offset) for r in reports]
             entries.append(WatchEntry(**self.info(watch).model_dump(), recent_checks=recent))
         return WatchList(watches=entries)
 
@@ -307,7 +329,7 @@ class WatchService:
                 failed.append(watch.watch_id)
                 keep(todo[n + 1 :])
                 continue
-            report.checks.append(check)
+            report.checks.append(check.listed())
             keep(todo[n + 1 :])
         ctx.progress(len(todo), len(todo), "watches")
         return report
@@ -459,9 +481,9 @@ class WatchService:
             cited_changed_count=len(cited),
             older_unseen=older,
             complete=complete,
-            new=new[:LISTED],
-            published=published[:LISTED],
-            cited_changed=cited[:LISTED],
+            new=new,
+            published=published,
+            cited_changed=cited,
         )
         # The next check's horizon: the oldest date this one read down to; everything read when
         # every query was exhausted (no horizon needed: nothing lies below). A check cut short by

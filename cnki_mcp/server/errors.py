@@ -68,6 +68,27 @@ def _result(data: dict[str, Any], *, is_error: bool) -> CallToolResult:
     )
 
 
+def compact_text(result: CallToolResult) -> CallToolResult:
+    """The result with its text content written as compact JSON of its structured content.
+
+    The SDK renders a tool's return value with two-space indentation; the text content is what
+    clients put in the model's context (and what Claude Code's MAX_MCP_OUTPUT_TOKENS counts), and
+    the indentation alone added 32-86 % to it (a citation graph's edge pairs span four lines each).
+    Only a text that is that JSON is rewritten: the data stays the same, as error results."""
+    data = result.structured_content
+    blocks = result.content
+    if not isinstance(data, dict) or len(blocks) != 1 or not isinstance(blocks[0], TextContent):
+        return result
+    try:
+        same = json.loads(blocks[0].text) == data
+    except ValueError:
+        same = False
+    if not same:
+        return result
+    text = json.dumps(data, ensure_ascii=False, default=str)
+    return result.model_copy(update={"content": [TextContent(type="text", text=text)]})
+
+
 def error_result(error: CnkiError) -> CallToolResult:
     return _result(payload(error), is_error=True)
 
@@ -247,4 +268,6 @@ class CnkiServer(MCPServer[Any]):
         if isinstance(result, CallToolResult) and not result.is_error and is_failed_operation(data):
             assert isinstance(data, dict)
             return failed_operation_result(data)
+        if isinstance(result, CallToolResult):
+            return compact_text(result)
         return result

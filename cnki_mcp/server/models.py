@@ -77,12 +77,16 @@ class OperationView(BaseModel):
                 operation_id=record.operation_id,
                 login_skipped=login,
             )
+            if view.next_step is None and view.kind == "search":
+                view.next_step = more_results_step(view.result)
+            if view.next_step is None and view.kind in _PAGED_TOOL and isinstance(view.result, dict):
+                view.next_step = scope_page_step(view.kind, view.result)
             if view.next_step is None and view.kind == "export" and isinstance(view.result, dict):
                 view.next_step = locator_step(view.result.get("missing_fields") or {})
             if view.next_step is None and view.kind == "read" and isinstance(view.result, dict):
                 view.next_step = incomplete_read_step(view.result)
             if view.next_step is None and view.kind == "watch":
-                view.next_step = unchecked_step(view.result)
+                view.next_step = unchecked_step(view.result) or unlisted_step(view.result)
         return view
 
 
@@ -118,6 +122,45 @@ def unchecked_step(result: Any) -> str | None:
     if len(unchecked) == 1:
         return f"check_updates(watch_id='{unchecked[0]}')"
     return f"check_updates(watch_id='all')（先检查最久未检查的 {len(unchecked)} 个订阅）"
+
+
+_PAGED_TOOL = {"metadata": "get_metadata", "export": "export_citations"}
+
+
+def scope_page_step(kind: str, result: Mapping[str, object]) -> str | None:
+    """The call for the next page of a search's scope that get_metadata / export_citations read
+    one page of (None: the last page, or no search_id)."""
+    after, total = result.get("next_offset"), result.get("total")
+    if after is None or kind not in _PAGED_TOOL:
+        return None
+    return f"该范围共 {total} 篇，本页止于第 {after} 篇：用相同参数、offset={after} 再调用 {_PAGED_TOOL[kind]} 取下一页"
+
+
+def more_results_step(result: Any) -> str | None:
+    """The search_results call for the selected papers a search's answer did not list (its
+    `limit`), None when it listed them all."""
+    if not isinstance(result, dict) or not result.get("search_id"):
+        return None
+    shown, selected = len(result.get("results") or []), int(result.get("selected_count") or 0)
+    if shown >= selected:
+        return None
+    return (
+        f"search_results(search_id='{result['search_id']}', offset={shown}) "
+        f"读取其余 {selected - shown} 篇筛选结果"
+    )
+
+
+def unlisted_step(result: Any) -> str | None:
+    """The list_watches call for the records a check counted but did not list (None: all listed)."""
+    if not isinstance(result, dict):
+        return None
+    for check in result.get("checks") or []:
+        if isinstance(check, dict) and check.get("next_offset") is not None:
+            return (
+                f"list_watches(watch_id='{check.get('watch_id')}', offset={check['next_offset']}) "
+                "列出这次检查其余的记录（每类每次 20 条）"
+            )
+    return None
 
 
 def locator_step(missing_fields: Mapping[str, Sequence[str]]) -> str | None:

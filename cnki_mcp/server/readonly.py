@@ -20,7 +20,7 @@ HIDDEN_TOOLS: frozenset[str] = frozenset(
 # Listed tools whose arguments would write a file outside the store.
 REFUSED_ARGUMENTS: Mapping[str, tuple[str, ...]] = {
     "export_citations": ("filename",),  # the text is still returned inline
-    "citation_graph": ("filename",),  # the graph is still returned inline (counts when over 512 KB)
+    "citation_graph": ("filename",),  # the graph is still returned inline (counts when over 64 KB)
 }
 
 

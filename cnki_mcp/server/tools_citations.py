@@ -32,7 +32,7 @@ from cnki_mcp.server.tools_read import budget_of
 
 LIST_DESCRIPTION = """{what}（知网引文接口，每页 10 条一次请求；读过的页存本地，再查不花请求）。paper：record_ref 或引文列表里的 filename。types 过滤 journal thesis conference foreign book other；offset/limit 分页，next_offset 为下一页。"""
 GRAPH_DESCRIPTION = """从 seeds（record_ref 或 filename）广度优先建引文网络，每个列表取全部条目。预算用完为 partial，可 operation_control continue（已取的页不再请求）。返回节点、边（引用方→被引方）、同被引与耦合计数；graphml/mermaid 见 export。
-filename：遍历结束时把 format 格式的整张图写到 data/exports/（不覆盖：FILE_EXISTS），结果只列计数与同被引、耦合对（omitted）；不给 filename 而结果超过 512 KB 时同样 omitted，并提示给 filename。
+filename：遍历结束时把 format 格式的整张图写到 data/exports/（不覆盖：FILE_EXISTS），结果只列计数与同被引、耦合对（omitted）；不给 filename 而结果超过 64 KB 时同样 omitted，并提示给 filename。
 complete=false 时 warnings 说明缺了什么：max_nodes_reached（left_out 篇未纳入，提高 max_nodes 重新调用）、pending（预算用完未展开）、short_lists、出错的列表。"""
 GRAPH_EXTENSIONS: dict[str, str] = {"json": "json", "graphml": "graphml", "mermaid": "mmd"}
 PATH_DESCRIPTION = """在预算内找两篇文献之间的引文路径（source、target 为 record_ref 或 filename，max_depth ≤ 3），每个列表取全部条目。path 逐篇给出与前一篇的关系：cites 引用前一篇、cited_by 被前一篇引用。found=false 且 complete=false 表示没有查完（预算用完可 continue，原因见 warnings），不能断定没有路径。"""

@@ -3,7 +3,7 @@
 export_citations renders stored papers (record_refs, a saved search's scope) locally; only
 `titles` not known locally make it an operation (locate + detail pages through the pipeline's
 metadata step, budget 300/900). A `filename` saves the text atomically under `<data>/exports/`
-(one safe name component, never overwritten: FILE_EXISTS); text over 512 KiB is only saved, never
+(one safe name component, never overwritten: FILE_EXISTS); text over 64 KiB is only saved, never
 returned (OUTPUT_TOO_LARGE without a filename).
 
 link_references is local unless `lookup_missing` is true (then an operation, budget 200/900)."""
@@ -35,17 +35,21 @@ from cnki_mcp.identity import asked_title
 from cnki_mcp.jobs import OperationKind
 from cnki_mcp.links import LinkInput, LinkResult, scan_references
 from cnki_mcp.pipeline.links import link_references as run_link_references
-from cnki_mcp.pipeline.metadata import refs_in_scope
+from cnki_mcp.pipeline.metadata import refs_in_scope, scope_next_offset
 from cnki_mcp.pipeline.models import MetadataInput, Scope, check_targets
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
-from cnki_mcp.server.models import ErrorView, OperationView, locator_step
+from cnki_mcp.server.models import ErrorView, OperationView, locator_step, scope_page_step
 from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.server.unfinished import or_unfinished
 from cnki_mcp.services import Services
 
 EXPORTS_DIR = datadir.EXPORTS_DIR
-MAX_TEXT_BYTES = 512 * 1024  # contract: text over 512 KB only as a file
+# Contract: a text over 64 KB of UTF-8 is only given as a file (with filename; without it
+# OUTPUT_TOO_LARGE). 64 KB is at most ~22,000 tokens whatever the script (a CJK character is three
+# bytes and about a token): clients cap a tool result (Claude Code at 25,000 tokens by default) or
+# cut it silently. It was 512 KB, ~170,000 tokens of Chinese, and applied with a filename too.
+MAX_TEXT_BYTES = 64 * 1024
 MAX_RECORD_REFS = 1000
 MAX_TITLES = 100
 MAX_SCOPE_LIMIT = 3000
@@ -55,7 +59,8 @@ class ExportView(BaseModel):
     format: str = Field(description="实际使用的格式")
     count: int = Field(description="导出的文献数")
     text: str | None = Field(
-        default=None, description="导出内容；超过 512 KB 时只保存为文件，此处为 null（text_omitted=true）"
+        default=None,
+        description="导出内容；超过 64 KB 时只在 filename 的文件中，此处为 null（text_omitted=true）",
     )
     text_omitted: bool = False
     path: str | None = Field(default=None, description="保存的文件（指定 filename 时）")
@@ -66,6 +71,10 @@ class ExportView(BaseModel):
         "卷期页码可用 get_metadata(fields=['volume','issue','pages']) 补全后再导出（网络首发文献尚无卷期页，不报告）",
     )
     not_found: list[str] = Field(default_factory=list, description="本地没有的 record_refs")
+    total: int | None = Field(default=None, description="给了 search_id 时：该 scope 的文献总数")
+    next_offset: int | None = Field(
+        default=None, description="给了 search_id 时：下一页的 offset（相同参数再调用）；null 表示没有下一页"
+    )
 
 
 class ExportOperation(OperationView):
@@ -78,7 +87,7 @@ class LinksOperation(OperationView):
 
 EXPORT_DESCRIPTION = """生成参考文献或导出题录（record_refs、search_id 本地；本地没有的 titles 访问知网定位并读详情）。
 来源可组合：record_refs、完整 titles（最多 100 个）、search_id（scope/offset/limit）。custom 格式需要 template，占位符如 {title} {authors} {source} {year} {volume} {issue} {pages} {doi} {url}，字面花括号写 {{ }}。
-filename 保存到 data/exports/（不覆盖：FILE_EXISTS）；超过 512 KB 必须给 filename（OUTPUT_TOO_LARGE）。"""
+filename 保存到 data/exports/（不覆盖：FILE_EXISTS）；超过 64 KB（约 2 万字）时只写文件（text 为 null），不给 filename 则为 OUTPUT_TOO_LARGE（给 filename，或用 offset/limit 分批）。"""
 
 LINKS_DESCRIPTION = """把文本中的《论文题名》替换为 Markdown 链接：有 DOI 的用 https://doi.org/ 链接（长期有效），没有的用知网详情页链接（含时效令牌，会失效，见 warnings 与 link_kind）。默认只用本地记录（不访问知网）；lookup_missing=true 时到知网按篇名精确查找本地没有的题名（每 10 个题名 1 次检索）。
 支持嵌套书名号；已有链接、代码、URL 和 HTML 不改动。references 逐个题名给出 status：linked、matched_without_link、ambiguous（用 get_metadata 区分）、unresolved。"""
@@ -136,15 +145,23 @@ def save_export(data_dir: Path, name: str, text: str) -> Path:
 SAVE_STEP = "用 filename 保存为文件"
 
 
-def too_large(size: int, read_only: bool) -> OutputTooLarge:
-    """OUTPUT_TOO_LARGE, with the way out that works: a `filename`, or in read-only mode (which
-    refuses `filename`, server/readonly.py) exporting in parts."""
+def too_large(size: int, count: int, read_only: bool) -> OutputTooLarge:
+    """OUTPUT_TOO_LARGE, with the ways out that work: a `filename` or exporting in parts, and in
+    read-only mode (which refuses `filename`, server/readonly.py) exporting in parts only."""
     if not read_only:
-        return OutputTooLarge(bytes=size, max_bytes=MAX_TEXT_BYTES)
+        return OutputTooLarge(
+            f"导出内容 {size} 字节，超过 {MAX_TEXT_BYTES // 1024} KB（客户端会截断更长的结果）："
+            "给 filename 保存为文件，或减小 limit 用 offset 分批导出",
+            bytes=size,
+            max_bytes=MAX_TEXT_BYTES,
+            count=count,
+        )
     return OutputTooLarge(
-        "输出超过 512 KB，只读模式下不能保存为文件：分批导出（search_id 配合 offset/limit，或每次少传一些 record_refs）",
+        f"导出内容 {size} 字节，超过 {MAX_TEXT_BYTES // 1024} KB（客户端会截断更长的结果），只读模式下不能保存为文件："
+        "分批导出（search_id 配合 offset/limit，或每次少传一些 record_refs）",
         bytes=size,
         max_bytes=MAX_TEXT_BYTES,
+        count=count,
         read_only=True,
     )
 
@@ -175,7 +192,7 @@ def render_export(
     if filename is not None:
         path = save_export(services.settings.data_dir, filename, result.text)
     elif size > MAX_TEXT_BYTES:
-        raise too_large(size, services.settings.read_only)
+        raise too_large(size, result.count, services.settings.read_only)
     omit = size > MAX_TEXT_BYTES
     return ExportView(
         format=result.format,
@@ -260,11 +277,13 @@ def register(server: CnkiServer) -> None:
         if name is not None:
             ensure_free(services.settings.data_dir, name)
         refs = [store.resolve_ref(r) for r in record_refs]
+        paging: dict[str, int | None] = {}
         if search_id:
             try:
-                _, scoped = refs_in_scope(store, search_id, scope, offset, limit)
+                total, scoped = refs_in_scope(store, search_id, scope, offset, limit)
             except SearchNotFound as exc:  # a search still running says so (server/unfinished.py)
                 raise or_unfinished(services.jobs, search_id, exc) from None
+            paging = {"total": total, "next_offset": scope_next_offset(offset, len(scoped), total)}
             refs.extend(store.resolve_ref(r) for r in scoped)
 
         pending: list[str] = []
@@ -278,7 +297,7 @@ def register(server: CnkiServer) -> None:
         if not pending:
             if record_refs and not search_id and not titles and not store.papers_by_refs(refs):
                 raise DocumentNotFound("本地没有这些记录编号", record_refs=list(dict.fromkeys(record_refs)))
-            view = render_export(services, refs, fmt, template, missing_fields, name)
+            view = render_export(services, refs, fmt, template, missing_fields, name).model_copy(update=paging)
             unknown = [ErrorView(**DocumentNotFound(record_ref=r).to_dict()) for r in view.not_found]
             return ExportOperation(
                 kind=OperationKind.EXPORT.value,
@@ -286,7 +305,8 @@ def register(server: CnkiServer) -> None:
                 message="本地导出（未访问知网）",
                 result=view,
                 errors=unknown,
-                next_step=locator_step(view.missing_fields)
+                next_step=scope_page_step("export", view.model_dump())
+                or locator_step(view.missing_fields)
                 or (SAVE_STEP if view.path is None and view.count and not services.settings.read_only else None),
             )
 
@@ -298,6 +318,7 @@ def register(server: CnkiServer) -> None:
             located = [str(r["record_ref"]) for r in found.records if r.get("record_ref")]
             op.set_stage("export", "生成参考文献")
             view = render_export(services, [*refs, *located], fmt, template, missing_fields, name)
+            view = view.model_copy(update=paging)
             for ref in view.not_found:
                 op.add_item_error(DocumentNotFound(record_ref=ref), stage="export", record_ref=ref)
             return view

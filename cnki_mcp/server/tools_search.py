@@ -34,7 +34,7 @@ from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.query.plan import Plan
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
-from cnki_mcp.server.models import OperationView
+from cnki_mcp.server.models import OperationView, more_results_step
 from cnki_mcp.server.progress import run_job, start_operation, typed_view
 from cnki_mcp.server.sampling import Sampled, sampled_text, sampling_resolver, with_sampling_warning
 from cnki_mcp.server.unfinished import or_unfinished
@@ -66,7 +66,7 @@ field：subject title keywords abstract title_keywords_abstract fulltext authors
 保持知网排序；返回格式同 search，用 search_results 翻页。"""
 
 RESULTS_DESCRIPTION = """分页读取已保存的检索结果（本地，不访问知网）。scope：selected 筛选结果 / eligible 全部相关 / candidates 全部候选；view：titles / compact / records（含评分明细）。
-next_offset 为 null 表示没有下一页。需要摘要或期刊信息时再调用 get_metadata。"""
+next_offset 为 null 表示没有下一页；一页超过约 2 万 token 时提前截止（少于 limit 条，message 说明），照 next_offset 续读。需要摘要或期刊信息时再调用 get_metadata。"""
 
 METADATA_DESCRIPTION = """批量获取题录（访问知网：每篇最多一次详情页，30 天内读过的不再请求；fields 只含摘要、关键词、卷期页码等导出字段时改用批量导出，每 20 篇一次；quality=true 时每个期刊再读一次期刊页）。
 来源可组合：record_refs、完整 titles（本地找不到时按篇名精确检索，每 10 个一次）、search_id（配合 scope/offset/limit）。一次最多 100 篇。
@@ -213,7 +213,7 @@ def register(server: CnkiServer) -> None:
         search_id: Annotated[str | None, Field(max_length=64, description="取某次检索的结果")] = None,
         scope: Scope = "selected",
         offset: Annotated[int, Field(ge=0)] = 0,
-        limit: Annotated[int, Field(ge=1, le=100)] = 50,
+        limit: Annotated[int, Field(ge=1, le=100)] = 20,
         fields: list[MetadataField] | None = None,
         quality: bool = False,
         refresh: bool = False,
@@ -254,7 +254,7 @@ def _cached_search(cached: SearchSummary) -> SearchOperation:
         status="completed",
         message="10 分钟内相同检索的已完成结果（未访问知网）",
         result=cached,
-        next_step="search_results(search_id)",
+        next_step=more_results_step(cached.model_dump()) or f"search_results(search_id='{cached.search_id}')",
     )
 
 

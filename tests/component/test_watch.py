@@ -201,6 +201,30 @@ async def test_a_batch_cancelled_midway_returns_the_checks_already_stored(clock:
     assert done.result["unchecked"] == [second.watch_id]
 
 
+async def test_every_new_record_of_a_check_can_be_listed_in_batches(clock: FakeClock, store: Store) -> None:
+    """A check that finds 50 new records lists 20 and says where the rest start; its stored
+    report keeps all 50 (they are known from then on, so nothing else can list them again)."""
+    search_id = await stored_search(clock, store)
+    site = DatedSite([dated(600 + k, "2026-02-01") for k in range(50)] + [dated(i, "2025-12-01") for i in range(20)])
+    service = WatchService(store, site, clock)  # type: ignore[arg-type]
+    watch = service.create(search_id)
+    done = await check(clock, service, watch.watch_id)
+    [c1] = done.result["checks"]
+    assert (c1["new_count"], len(c1["new"]), c1.get("next_offset")) == (50, 20, 20)
+    from cnki_mcp.server.models import OperationView
+
+    assert "offset=20" in (OperationView.of(done).next_step or "")
+    titles = [n["title"] for n in c1["new"]]
+    offset: int | None = 20
+    while offset is not None:
+        [entry] = service.listing(watch.watch_id, checks=1, offset=offset).watches
+        [report] = entry.recent_checks
+        assert report.listed_from == offset and report.new_count == 50
+        titles += [n.title for n in report.new]
+        offset = report.next_offset
+    assert sorted(titles) == sorted(title_of(600 + k) for k in range(50))
+
+
 async def test_new_records_beyond_the_page_limit_are_reported_by_the_next_check(clock: FakeClock, store: Store) -> None:
     """70 records appear after the search; a check reading one page reports 50 and says it is
     incomplete. The next check must read on past the page it now knows and report the other 20

@@ -423,6 +423,24 @@ async def test_text_over_512_kib_needs_a_filename_and_is_then_only_saved(h: Harn
         assert small["result"]["text"] and small["result"]["text_omitted"] is False
 
 
+async def test_a_text_over_64_kib_is_only_saved_to_a_file_and_without_one_is_refused(h: Harness) -> None:
+    # 30 records of ~2,000 characters: far under the old 512 KB, over what a client's model reads
+    # at once (64 KB of UTF-8 is at most ~22,000 tokens)
+    abstract = "违约金" * 200
+    async with Client(build_server(h.open)) as client:
+        refs = h.add_papers([row(i, abstract=abstract) for i in range(30)])
+        saved = _ok(await client.call_tool("export_citations", {"record_refs": refs, "format": "json",
+                                                                "filename": "long.json"}))  # fmt: skip
+        view = saved["result"]
+        assert view["text"] is None and view["text_omitted"] is True and 64 * 1024 < view["bytes"] < 512 * 1024
+        content = Path(view["path"]).read_bytes()
+        assert len(content) == view["bytes"] and len(json.loads(content)) == 30
+        refused = _error(await client.call_tool("export_citations", {"record_refs": refs, "format": "json"}))
+        assert refused["code"] == "OUTPUT_TOO_LARGE" and refused["details"]["bytes"] == view["bytes"]
+        half = _ok(await client.call_tool("export_citations", {"record_refs": refs[:10], "format": "json"}))
+        assert len(json.loads(half["result"]["text"])) == 10 and half["result"]["text_omitted"] is False
+
+
 # --- link_references -------------------------------------------------------------------
 
 

@@ -156,3 +156,19 @@ async def test_a_page_of_a_failed_searchs_results_is_still_a_result(h: Harness) 
         result = await client.call_tool("search_results", {"search_id": "op_x"})
     assert not result.is_error, result.structured_content
     assert result.structured_content["status"] == "failed" and result.structured_content["total"] == 0
+
+
+async def test_a_results_text_content_is_its_structured_content_as_compact_json(h: Harness) -> None:
+    # the text is what clients give the model (and what their output caps count): no indentation
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("search", {"query": "竞业限制 违约金", "limit": 3}),
+        ("search_results", {"search_id": "op_x", "limit": 3}),
+        ("diagnostics", {}),
+    ]
+    async with Client(build_server(h.open)) as client:
+        for name, args in calls:
+            result = await client.call_tool(name, args)
+            assert not result.is_error, (name, result.content)
+            (block,) = result.content
+            assert block.type == "text"
+            assert block.text == json.dumps(result.structured_content, ensure_ascii=False), name

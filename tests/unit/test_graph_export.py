@@ -66,7 +66,7 @@ def big_result(nodes: int, per_node: int) -> GraphResult:
                        pending=0, requests=0, pages_from_store=0)  # fmt: skip
 
 
-def test_a_graph_result_over_512_kb_is_answered_as_counts_and_pairs_with_the_way_to_the_file() -> None:
+def test_a_graph_result_over_the_inline_limit_is_answered_as_counts_and_pairs_with_the_way_to_the_file() -> None:
     big = big_result(500, 40)
     assert len(big.model_dump_json().encode("utf-8")) > MAX_INLINE_BYTES
     fitted = fit_inline(big, "graphml")
@@ -92,3 +92,13 @@ def test_where_no_file_may_be_written_an_oversized_graph_advises_a_smaller_one()
     assert fitted.omitted is True and fitted.graph.edges == []
     assert fitted.warnings and not any("filename" in w for w in fitted.warnings)
     assert any("max_nodes" in w for w in fitted.warnings)
+
+
+def test_a_graph_result_a_client_would_cut_is_not_answered_inline() -> None:
+    # 100-odd papers with their edges: well under the old 512 KB, over ~22,000 tokens of text
+    medium = big_result(120, 3)
+    assert 64 * 1024 < len(medium.model_dump_json().encode("utf-8")) < 512 * 1024
+    fitted = fit_inline(medium, "graphml")
+    assert fitted.omitted is True and fitted.export is None and fitted.graph.edges == []
+    assert len(fitted.model_dump_json().encode("utf-8")) < 64 * 1024
+    assert any("filename" in w for w in fitted.warnings)

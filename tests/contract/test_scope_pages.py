@@ -1,0 +1,142 @@
+"""get_metadata and export_citations read one page (offset/limit) of a saved search's scope: the
+result says how many the scope holds and where the next page starts, and next_step names the call,
+so a client following it reads the whole scope once (the real pipeline on the corpus backend)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from cnki_mcp.pipeline import results
+from cnki_mcp.server.app import build_server
+from cnki_mcp.services import Services
+from tests.contract.server_fakes import Harness
+from tests.corpus_backend import CorpusBackend
+
+QUESTION = {
+    "query": "自动驾驶汽车产品责任的归责原则",
+    "concept_groups": [["自动驾驶", "无人驾驶", "智能网联汽车"], ["产品责任", "归责原则", "侵权责任"]],
+}
+
+
+async def _data(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(name, args)
+    assert not result.is_error, (name, result.content)
+    data = result.structured_content
+    assert isinstance(data, dict) and data["status"] == "completed", data
+    return data
+
+
+async def test_a_scope_read_page_by_page_says_its_total_and_the_next_offset(tmp_path: Path) -> None:
+    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
+    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
+        search = await _data(client, "search", QUESTION)
+        search_id, total = search["result"]["search_id"], search["result"]["candidate_count"]
+        assert total > 3
+        for tool, extra in (("get_metadata", {"local_only": True, "fields": ["year"]}), ("export_citations", {})):
+            seen: list[str] = []
+            offset: int | None = 0
+            while offset is not None:
+                args = {"search_id": search_id, "scope": "candidates", "offset": offset, "limit": 3, **extra}
+                data = await _data(client, tool, args)
+                page = data["result"]
+                assert page["total"] == total, tool
+                seen += [r["record_ref"] for r in page["records"]] if tool == "get_metadata" else ["x"] * page["count"]
+                offset = page["next_offset"]
+                if offset is not None:
+                    assert offset == args["offset"] + 3
+                    assert f"offset={offset}" in data["next_step"] and tool in data["next_step"], data["next_step"]
+            assert len(seen) == total, tool
+            if tool == "get_metadata":
+                assert len(set(seen)) == total
+
+
+async def test_a_page_of_full_records_stops_at_the_size_a_client_reads_and_says_where_to_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the bundled corpus's rows are short: a smaller budget makes its pages reach it
+    monkeypatch.setattr(results, "PAGE_TOKENS", 3_000, raising=False)
+    from cnki_mcp.pipeline.results import approx_tokens
+
+    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
+    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
+        search = await _data(client, "search", QUESTION)
+        search_id, total = search["result"]["search_id"], search["result"]["candidate_count"]
+        seen: list[str] = []
+        cut = 0
+        offset: int | None = 0
+        while offset is not None:
+            args = {"search_id": search_id, "scope": "candidates", "view": "records", "offset": offset, "limit": 100}
+            result = await client.call_tool("search_results", args)
+            assert not result.is_error, result.content
+            page = result.structured_content
+            assert isinstance(page, dict) and page["total"] == total
+            assert approx_tokens(page) <= results.PAGE_TOKENS + 500  # the rows' budget and the page's own fields
+            seen += [r["record"]["record_ref"] for r in page["results"]]
+            if len(page["results"]) < min(100, total - offset):
+                cut += 1
+                assert page["next_offset"] == offset + len(page["results"])
+                assert f"offset={page['next_offset']}" in page["message"]
+            else:
+                assert page.get("message") is None
+            offset = page["next_offset"]
+        assert cut and len(seen) == total == len(set(seen))
+
+
+async def test_get_metadata_of_a_search_reads_20_full_records_by_default_and_names_the_next_page(tmp_path: Path) -> None:
+    # 50 full records measured ~55,000 characters (~24k tokens; ~48k with quality): the default
+    # page is the size get_references and search_library answer
+    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
+    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
+        search = await _data(client, "search", QUESTION)
+        search_id, total = search["result"]["search_id"], search["result"]["candidate_count"]
+        assert total > 20
+        args = {"search_id": search_id, "scope": "candidates", "local_only": True}
+        data = await _data(client, "get_metadata", args)
+        assert len(data["result"]["records"]) == 20 and data["result"]["next_offset"] == 20
+
+
+async def test_a_search_listing_fewer_than_it_selected_names_the_page_with_the_rest(tmp_path: Path) -> None:
+    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
+    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
+        for source in ("live", "cache"):  # the second identical call is answered from the cache
+            data = await _data(client, "search", {**QUESTION, "limit": 3})
+            summary = data["result"]
+            assert summary["source"] == source and summary["selected_count"] > 3
+            search_id = summary["search_id"]
+            assert f"search_results(search_id='{search_id}', offset=3)" in data["next_step"], data["next_step"]
+            rest = (await client.call_tool("search_results", {"search_id": search_id, "offset": 3})).structured_content
+            assert isinstance(rest, dict) and rest["total"] == summary["selected_count"]
+            shown = [r["record_ref"] for r in summary["results"]]
+            assert not set(shown) & {r["record_ref"] for r in rest["results"]}
+
+
+async def test_a_page_of_a_searchs_full_records_stops_at_the_size_a_client_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cnki_mcp.pipeline import metadata
+
+    monkeypatch.setattr(metadata, "PAGE_TOKENS", 3_000, raising=False)  # the bundled corpus's records are short
+    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
+    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
+        search = await _data(client, "search", QUESTION)
+        search_id, total = search["result"]["search_id"], search["result"]["candidate_count"]
+        seen: list[str] = []
+        cut = 0
+        offset: int | None = 0
+        while offset is not None:
+            args = {"search_id": search_id, "scope": "candidates", "offset": offset, "limit": 100, "local_only": True}
+            data = await _data(client, "get_metadata", args)
+            page = data["result"]
+            assert page["total"] == total
+            assert metadata.approx_tokens(page["records"]) <= 3_000 + 1_000  # at most the record that reached it
+            seen += [r["record_ref"] for r in page["records"]]
+            if page["next_offset"] is not None and len(page["records"]) < min(100, total - offset):
+                cut += 1
+                assert page["next_offset"] == offset + len(page["records"])
+                assert f"offset={page['next_offset']}" in page["warnings"][0]
+            offset = page["next_offset"]
+        assert cut and len(seen) == total == len(set(seen))
