@@ -228,6 +228,7 @@ def _title_of(text: str) -> str:
 
 
 _RANGE = r"\d{1,5}\s*-\s*\d{1,5}|\d{1,5}\+\d{1,5}|\d{1,5}"
+_ACCESS_DATE = re.compile(r"\[\s*(?:19|20)\d\d-\d{1,2}-\d{1,2}\s*\]")
 
 
 def _volume_issue_pages(tail: str) -> tuple[str | None, str | None, str | None]:
@@ -297,7 +298,8 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
     else:
         (authors, truncated), title = ([], False), head.strip()
     code = code_match.group(1).upper()
-    tail = tail.lstrip(" .")
+    # `[2027-03-01]`: the day the author read it online ([引用日期]), never the publication date
+    tail = _ACCESS_DATE.sub("", tail).lstrip(" .")
     if tail.startswith("//"):
         tail = tail[2:]
     source = place = publisher = None
@@ -314,7 +316,8 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
                 publisher = m.group("pub").strip()  # `论文集. 武汉: 出版社`; not `[出版者不详]`
     else:
         m = re.match(r"^([^,.]+?)\s*(?=,|\.|$)", tail)
-        source = m.group(1).strip() if m else None
+        # an online-first article has pages and no year yet: `刊名: 1-12[2027-03-01]`
+        source = re.sub(rf"\s*:\s*(?:{_RANGE})$", "", m.group(1)).strip() if m else None
         if source is not None and _BARE_YEAR.fullmatch(source):
             source = None  # `题名[J]. 2019.`: the year, no source given
     volume, issue, pages = _volume_issue_pages(tail)
