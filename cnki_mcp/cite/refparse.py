@@ -289,6 +289,21 @@ def _placeless(text: str, *, publisher: bool = True) -> tuple[str | None, str]:
     return (None if unknown else place.strip("[]").strip()), text[m.end() :]
 
 
+# `出版地: 出版者` after the proceedings or yearbook a part is in (`论文集. 武汉: 出版社, 2016`);
+# `年鉴. 2017: 226` is a year and a page, not a place and a publisher.
+_PUBLISHED = re.compile(r"^(?:(?P<proc>[^.]+)\.\s*)?(?P<place>[^:,.]{1,20}):\s*(?P<pub>[^,.]+)")
+# A standard's or patent's number after its title (GB/T 7714-2015 §8.x: `题名: 标准编号[S]`, `题名: 专利号[P]`):
+# GB/T 7714—2015, ISO 690:2010, DB11/T 1234-2015, 200610171314.3, CN1234567A, ZL 200610171314.3.
+_DOC_NUMBER = re.compile(r"\s*:\s*(?:[A-Z]{1,6}(?:/[A-Z]{1,2})?\s*)?\d[\dA-Z.\-/: ]*$")
+
+
+def _published(tail: str) -> re.Match[str] | None:
+    if ":" not in tail.split(",")[0]:
+        return None
+    m = _PUBLISHED.match(tail)
+    return None if m is None or _BARE_YEAR.fullmatch(m.group("place").strip()) else m
+
+
 def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReference | None:
     head, tail = text[: code_match.start()], text[code_match.end() :]
     # head: "作者, 作者, 等. 题名"; the title is after the first ". " that ends the author list.
@@ -307,19 +322,19 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
         m = re.match(r"^(?:(?P<place>[^:,.]{1,20}):\s*)?(?P<school>[^,.]+)", tail)
         source = m.group("school").strip() if m else None
         place, _ = _placeless(tail)
-    elif code in ("M", "C") and ":" in tail.split(",")[0]:
-        m = re.match(r"^(?:(?P<proc>[^.]+)\.\s*)?(?P<place>[^:,.]{1,20}):\s*(?P<pub>[^,.]+)", tail)
-        source = (m.group("proc") or m.group("pub")).strip() if m else None
-        if m:
-            place, _ = _placeless(tail[m.start("place") :])
-            if m.group("proc") and not re.fullmatch(r"\[[^\]]*\]", m.group("pub").strip()):
-                publisher = m.group("pub").strip()  # `论文集. 武汉: 出版社`; not `[出版者不详]`
+    elif code in ("M", "C", "S", "R") and (m := _published(tail)) is not None:
+        source = (m.group("proc") or m.group("pub")).strip()
+        place, _ = _placeless(tail[m.start("place") :])
+        if m.group("proc") and not re.fullmatch(r"\[[^\]]*\]", m.group("pub").strip()):
+            publisher = m.group("pub").strip()  # `论文集. 武汉: 出版社`; not `[出版者不详]`
     else:
         m = re.match(r"^([^,.]+?)\s*(?=,|\.|$)", tail)
         # an online-first article has pages and no year yet: `刊名: 1-12[2027-03-01]`
         source = re.sub(rf"\s*:\s*(?:{_RANGE})$", "", m.group(1)).strip() if m else None
-        if source is not None and _BARE_YEAR.fullmatch(source):
-            source = None  # `题名[J]. 2019.`: the year, no source given
+        if source is not None and (_BARE_YEAR.fullmatch(source) or _DAY.fullmatch(source)):
+            source = None  # `题名[J]. 2019.`, a patent's `题名[P]. 2006-12-13.`: a date, no source given
+    if code in ("S", "P"):  # `题名: GB/T 7714—2015[S]`, `题名: 200610171314.3[P]`: the number is not the title
+        title = _DOC_NUMBER.sub("", title)
     volume, issue, pages = _volume_issue_pages(tail)
     date = None
     if code == "N":  # newspapers: 年-月-日(版次); the parenthesis is the page, not an issue

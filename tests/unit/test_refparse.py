@@ -278,3 +278,33 @@ def test_the_publisher_of_proceedings_is_read_apart_from_their_title() -> None:
     assert (got.source, got.place, got.publisher, got.year) == ("某年会论文集", "武汉", "中山大学出版社", 2016)
     unknown = parse_reference("陶欣一. 违约金调整规则的反思与重构[C]//某年会论文集. 武汉: [出版者不详], 2016.")
     assert (unknown.place, unknown.publisher) == ("武汉", None)
+
+
+@pytest.mark.parametrize(
+    ("raw", "source", "year", "pages"),
+    [
+        ("违约金调整规则发展概况[M]//中国法律年鉴. 2017: 226.", "中国法律年鉴", 2017, "226"),
+        ("陶欣一. 违约金调整规则的反思与重构[C]//某年会论文集. 2016: 286-295.", "某年会论文集", 2016, "286-295"),
+    ],
+)
+def test_a_year_and_pages_after_the_container_are_not_a_place_and_a_publisher(
+    raw: str, source: str, year: int, pages: str
+) -> None:
+    got = parse_reference(raw)
+    assert (got.source, got.place, got.publisher, got.year, got.pages) == (source, None, None, year, pages)
+
+
+@pytest.mark.parametrize(
+    ("raw", "title", "source"),
+    [
+        ("全国信息与文献标准化技术委员会. 信息与文献 参考文献著录规则: GB/T 7714—2015[S]. 北京: 中国标准出版社, 2015.",
+         "信息与文献 参考文献著录规则", "中国标准出版社"),
+        ("ISO. Information and documentation: Guidelines for bibliographic references: ISO 690:2010[S]. Geneva: ISO, 2010.",
+         "Information and documentation: Guidelines for bibliographic references", "ISO"),
+        ("邓一刚. 全智能节电器: 200610171314.3[P]. 2006-12-13.", "全智能节电器", None),
+        ("张三. 一种违约金计算装置: CN109000000A[P]. 2019-05-10.", "一种违约金计算装置", None),
+    ],
+)
+def test_a_standard_s_or_patent_s_number_is_not_part_of_its_title(raw: str, title: str, source: str | None) -> None:
+    got = parse_reference(raw)
+    assert (got.title, got.source) == (title, source)
