@@ -113,14 +113,18 @@ def split_entries(text: str) -> list[str]:
     entries: list[str] = []
     for line, is_marker in zip(lines, marked, strict=True):
         # An unmarked line continues the previous entry (a wrapped line): in a numbered list
-        # unless that entry already ended like a finished reference (a final full stop) and the
-        # line is not indented further than the list (a hanging indent); in an unnumbered list
-        # when the entry so far stops mid-reference (`刊名,`), or has not ended and the line is
-        # indented further. Otherwise it starts an entry: one per line.
+        # unless that entry already ended like a finished reference (a final full stop after its
+        # year: text copied from a PDF breaks lines after `等.` or `[J].` too) and the line is not
+        # indented further than the list (a hanging indent); in an unnumbered list when the entry
+        # so far stops mid-reference (`刊名,`), or has not ended and the line is indented further.
+        # Otherwise it starts an entry: one per line.
         last = entries[-1].rstrip() if entries else ""
         ended = last.endswith((".", "。", "．"))
         indented = _indent(line) > base
-        wrapped = (not ended or indented) if numbered else (last.endswith(_OPEN_END) or (indented and not ended))
+        if numbered:
+            wrapped = not (ended and _YEAR.search(last)) or indented
+        else:
+            wrapped = last.endswith(_OPEN_END) or (indented and not ended)
         if is_marker or not entries or not wrapped:
             entries.append(_MARKER.sub("", line, count=1).strip())
         else:

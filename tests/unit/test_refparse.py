@@ -308,3 +308,17 @@ def test_a_year_and_pages_after_the_container_are_not_a_place_and_a_publisher(
 def test_a_standard_s_or_patent_s_number_is_not_part_of_its_title(raw: str, title: str, source: str | None) -> None:
     got = parse_reference(raw)
     assert (got.title, got.source) == (title, source)
+
+
+def test_a_numbered_entry_broken_after_a_full_stop_before_its_year_is_continued() -> None:
+    # copied from a PDF: hard line breaks after the authors' `等.` or the type code's `[J].`
+    text = (
+        "[1] 范杰丽, 龚芳, 闫丹, 等.\n约定违约金调整规则的法律规制研究[J]. 法学评论, 2026.\n"
+        "[2] 崔建. 违约赔偿金中调整规则的体系化构造研究[D].\n上海: 复旦大学, 2022.\n"
+        "[3] 甲. 题一[J]. 刊, 2019.\n"
+    )
+    assert split_entries(text) == [
+        "范杰丽, 龚芳, 闫丹, 等. 约定违约金调整规则的法律规制研究[J]. 法学评论, 2026.",
+        "崔建. 违约赔偿金中调整规则的体系化构造研究[D]. 上海: 复旦大学, 2022.",
+        "甲. 题一[J]. 刊, 2019.",
+    ]
