@@ -15,3 +15,29 @@ def test_gbt_patent_gives_its_day_and_no_publisher() -> None:
     assert export([PATENT], "gbt7714", missing="omit").text == "[1] 张三, 李四. 一种违约金计算装置[P]. 2019-05-10."
     year_only = {**PATENT, "date": None}
     assert export([year_only], "gbt7714", missing="omit").text == "[1] 张三, 李四. 一种违约金计算装置[P]. 2019."
+
+
+ENGLISH_IN_CHINESE_JOURNAL = {
+    "title": "Carbon emissions and driving factors: evidence from China", "doc_type": "期刊",
+    "authors": ["Jie CHEN", "Wei ZHANG", "Hao WU", "Na LI"], "source": "中国人口·资源与环境", "year": 2020,
+    "volume": "30", "issue": "11", "pages": "259-273",
+}
+
+
+def test_an_english_paper_in_a_chinese_named_journal_is_cited_as_english() -> None:
+    # citeproc-js with `language: en` (the golden generator decides the language by the title)
+    expected = {
+        "gbt7714": "[1] CHEN J, ZHANG W, WU H, et al. Carbon emissions and driving factors: evidence from China[J]. "
+                   "中国人口·资源与环境, 2020, 30(11): 259-273.",
+        "apa": "Chen, J., Zhang, W., Wu, H., & Li, N. (2020). Carbon emissions and driving factors: evidence from "
+               "China. 中国人口·资源与环境, 30(11), 259–273.",
+        "mla": "Chen, Jie, et al. “Carbon Emissions and Driving Factors: Evidence from China.” 中国人口·资源与环境, "
+               "vol. 30, no. 11, 2020, pp. 259–73.",
+        "chicago": "Chen, Jie, Wei Zhang, Hao Wu, and Na Li. 2020. “Carbon Emissions and Driving Factors: Evidence "
+                   "from China.” 中国人口·资源与环境 30 (11): 259–73.",
+        "vancouver": "1. Chen J, Zhang W, Wu H, Li N. Carbon emissions and driving factors: evidence from China. "
+                     "中国人口·资源与环境. 2020;30(11):259–73.",
+    }
+    for style, text in expected.items():
+        assert export([ENGLISH_IN_CHINESE_JOURNAL], style, missing="omit").text == text, style
+    assert "LA  - eng" in export([ENGLISH_IN_CHINESE_JOURNAL], "ris").text
