@@ -4,6 +4,8 @@ scripts/gen_citation_goldens.py runs it), unless the test says otherwise."""
 
 from __future__ import annotations
 
+import json
+
 from cnki_mcp.cite import export
 
 PATENT = {"title": "一种违约金计算装置", "authors": ["张三", "李四"], "doc_type": "专利", "source": "北京大学",
@@ -41,3 +43,13 @@ def test_an_english_paper_in_a_chinese_named_journal_is_cited_as_english() -> No
     for style, text in expected.items():
         assert export([ENGLISH_IN_CHINESE_JOURNAL], style, missing="omit").text == text, style
     assert "LA  - eng" in export([ENGLISH_IN_CHINESE_JOURNAL], "ris").text
+
+
+def test_csl_json_gives_organisations_and_middle_dot_names_whole() -> None:
+    record = {"title": "中国居民营养与慢性病状况报告", "doc_type": "期刊", "source": "营养学报", "year": 2021,
+              "authors": ["中国居民营养与慢性病状况报告编委会", "阿卜杜·热合曼", "欧阳修", "张三"]}
+    item = json.loads(export([record], "csl_json").text)[0]
+    assert item["author"] == [
+        {"literal": "中国居民营养与慢性病状况报告编委会"}, {"literal": "阿卜杜·热合曼"},
+        {"family": "欧阳", "given": "修"}, {"family": "张", "given": "三"},
+    ]
