@@ -65,7 +65,7 @@ def _quoted(title: str) -> str:
 def _pages_label(pages: str) -> str:
     if not pages:
         return ""
-    return f"pp. {pages}" if "–" in pages else f"p. {pages}"
+    return f"pp. {pages}" if "–" in pages or "-" in pages else f"p. {pages}"
 
 
 def _sentences(parts: list[str]) -> str:

@@ -53,3 +53,22 @@ def test_csl_json_gives_organisations_and_middle_dot_names_whole() -> None:
         {"literal": "中国居民营养与慢性病状况报告编委会"}, {"literal": "阿卜杜·热合曼"},
         {"family": "欧阳", "given": "修"}, {"family": "张", "given": "三"},
     ]
+
+
+def test_page_ranges_that_are_not_one_range_are_written_as_given() -> None:
+    def styled(pages: str) -> list[str]:
+        record = {"title": "T", "authors": ["John Smith"], "doc_type": "外文期刊", "source": "J", "year": 2021,
+                  "volume": "5", "pages": pages}
+        return [export([record], style, missing="omit").text for style in ("apa", "mla", "chicago", "vancouver")]
+
+    assert styled("12-15+20") == [
+        "Smith, J. (2021). T. J, 5, 12-15+20.", "Smith, John. “T.” J, vol. 5, 2021, pp. 12-15+20.",
+        "Smith, John. 2021. “T.” J 5: 12-15+20.", "1. Smith J. T. J. 2021;5:12-15+20.",
+    ]
+    assert styled("12-15,20")[1] == "Smith, John. “T.” J, vol. 5, 2021, pp. 12-15,20."
+    assert styled("12+20")[1] == "Smith, John. “T.” J, vol. 5, 2021, p. 12+20."
+    # a letter before both numbers is written once where the style shortens the range
+    assert styled("S12-S15") == [
+        "Smith, J. (2021). T. J, 5, S12–S15.", "Smith, John. “T.” J, vol. 5, 2021, pp. S12–15.",
+        "Smith, John. 2021. “T.” J 5: S12–15.", "1. Smith J. T. J. 2021;5:S12–5.",
+    ]
