@@ -216,8 +216,17 @@ def _authors(segment: str) -> tuple[list[str], bool]:
         names = _latin_authors(seg)
     else:
         names = [re.sub(r"^(?:&|and\s)\s*", "", p.strip()) for p in re.split(r"[,;、，；]|\s{2,}", seg)]
+        names = [n for name in names for n in _spaced_han_names(name)]
     # A bracketed placeholder (`[作者未取得]`) stands for no author.
     return [n for n in names if n and not re.fullmatch(r"[\[［].*[\]］]", n)], truncated
+
+
+def _spaced_han_names(text: str) -> list[str]:
+    """`姜雨欣 谢国思` (names apart by one space) is two names; `欧阳 修` (a name spaced out) is one."""
+    parts = text.split()
+    if len(parts) > 1 and all(re.fullmatch(r"[\u4e00-\u9fff·]{2,}", p) for p in parts):
+        return parts
+    return [text]
 
 
 def _bare_title(title: str) -> str:

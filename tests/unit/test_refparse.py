@@ -322,3 +322,15 @@ def test_a_numbered_entry_broken_after_a_full_stop_before_its_year_is_continued(
         "崔建. 违约赔偿金中调整规则的体系化构造研究[D]. 上海: 复旦大学, 2022.",
         "甲. 题一[J]. 刊, 2019.",
     ]
+
+
+@pytest.mark.parametrize(
+    ("raw", "authors"),
+    [
+        ("姜雨欣 谢国思. 违约金惩罚性功能的困境与出路[J]. 法商研究, 2022, 33(1): 179-187.", ["姜雨欣", "谢国思"]),
+        ("姜雨欣 谢国思：《违约金惩罚性功能的困境与出路》，《法商研究》2022年第1期。", ["姜雨欣", "谢国思"]),
+        ("欧阳 修, 司马 光. 题名[J]. 刊, 2020.", ["欧阳 修", "司马 光"]),
+    ],
+)
+def test_chinese_names_apart_by_one_space_are_separate_authors(raw: str, authors: list[str]) -> None:
+    assert parse_reference(raw).authors == authors
