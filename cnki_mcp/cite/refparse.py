@@ -240,7 +240,7 @@ def _title_of(text: str) -> str:
     return _bare_title(_TITLE_GENRE.sub("", text.strip()).rstrip(".。").strip())
 
 
-_RANGE = r"\d{1,5}\s*-\s*\d{1,5}|\d{1,5}\+\d{1,5}|\d{1,5}"
+_RANGE = r"\d{1,5}\s*-\s*\d{1,5}(?:\s*\+\s*\d{1,5})*|\d{1,5}\+\d{1,5}|\d{1,5}"  # `12-15+20`: continued on p. 20
 _ACCESS_DATE = re.compile(r"\[\s*(?:19|20)\d\d-\d{1,2}-\d{1,2}\s*\]")
 
 
@@ -264,7 +264,7 @@ def _volume_issue_pages(tail: str) -> tuple[str | None, str | None, str | None]:
         rf":\s*({_RANGE})\s*(?:\.|$|[,;])",  # GB/T: after the colon
         rf"第\s*({_RANGE})\s*页",  # free style
         rf"\)\s*,\s*({_RANGE})\s*(?:\.|$|[,;])",  # APA: after "41(3),"
-        r"\bpp?\.\s*(\d{1,5}\s*-\s*\d{1,5}|\d{1,5})",
+        rf"\bpp?\.\s*({_RANGE})",
     ):
         m = re.search(pattern, tail)
         if m:

@@ -334,3 +334,15 @@ def test_a_numbered_entry_broken_after_a_full_stop_before_its_year_is_continued(
 )
 def test_chinese_names_apart_by_one_space_are_separate_authors(raw: str, authors: list[str]) -> None:
     assert parse_reference(raw).authors == authors
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "张三. 题名[J]. 刊名, 2020(3): 12-15+20.",
+        "Smith J. A title. J Test. 2021;5:12-15+20.",
+        "Smith, John. “A Title.” J Test, vol. 5, 2021, pp. 12-15+20.",
+    ],
+)
+def test_pages_continued_elsewhere_are_read_whole(raw: str) -> None:
+    assert parse_reference(raw).pages == "12-15+20"
