@@ -514,3 +514,14 @@ def test_detail_pages_carry_no_citation_meta_like_the_real_2026_page() -> None:
     """The saved real kcms2 page has no `citation_*` meta; the simulator must not be kinder."""
     for r in CORPUS.records[:200]:
         assert "citation_" not in render_detail(r, CORPUS, LINKS, VISITOR)
+
+
+def test_a_title_with_formula_markup_reads_back_as_its_text() -> None:
+    base = next(r for r in CORPUS.records if r.type == "期刊")
+    r = dataclasses.replace(
+        base, title="外施Ca2+、ABA及H3PO4对盐碱胁迫的缓解效应",
+        extra={**base.extra, "title_html": "外施Ca<sup>2+</sup>、ABA及H<sub>3</sub>PO<sub>4</sub>对盐碱胁迫的缓解效应"},
+    )
+    html = render_detail(r, CORPUS, LINKS, VISITOR)
+    assert "H<sub>3</sub>PO<sub>4</sub>" in html
+    assert parse_detail(html, LINKS.detail(r.id)).title == r.title
