@@ -1,6 +1,6 @@
 """Reference strings as people paste them -> entries -> fields (pure).
 
-`split_entries(text)` cuts a pasted reference list into entries: numbered `[1]` `［1］` `1.`
+`split_entries(text)` cuts a pasted reference list into entries: numbered `[1]` `［1］` `【1】` `〔1〕` `1.`
 `1、` `1)` `(1)` `（1）` `①`, bulleted `•` `-` `*`, or one entry per line; a line that starts with none
 of these while the list is numbered continues the previous entry (a wrapped line) unless that
 entry already ended with a full stop; in any list a line indented further than the list (a hanging
@@ -44,7 +44,7 @@ _FULLWIDTH = str.maketrans(
      "／": "/", "－": "-", "—": "-", "–": "-", "～": "-", "〜": "-", "　": " ", "＂": '"'}
 )
 _MARKER = re.compile(
-    r"^\s*(?:[\[［]\s*\d{1,3}\s*[\]］]|[(（]\s*\d{1,3}\s*[)）]|\d{1,3}\s*(?:[.．、](?!\d)|[)）])|[①-⑳]|[•·\-*▪◦])\s*"
+    r"^\s*(?:[\[［【〔]\s*\d{1,3}\s*[\]］】〕]|[(（]\s*\d{1,3}\s*[)）]|\d{1,3}\s*(?:[.．、](?!\d)|[)）])|[①-⑳]|[•·\-*▪◦])\s*"
 )
 _HEADING = re.compile(
     r"^\s*(?:(?:主要)?(?:参考文献|参考资料|引用文献|references?|bibliography|works\s+cited|literature\s+cited)"

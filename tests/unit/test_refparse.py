@@ -346,3 +346,13 @@ def test_chinese_names_apart_by_one_space_are_separate_authors(raw: str, authors
 )
 def test_pages_continued_elsewhere_are_read_whole(raw: str) -> None:
     assert parse_reference(raw).pages == "12-15+20"
+
+
+@pytest.mark.parametrize("marks", [("【1】", "【2】"), ("〔1〕", "〔2〕"), ("【 1 】", "【 2 】")])
+def test_numbers_in_lenticular_and_tortoise_shell_brackets_mark_entries(marks: tuple[str, str]) -> None:
+    text = f"{marks[0]}姜雨欣, 谢国思. 违约金惩罚性功能的困境与出路[J]. 法商研究, 2022.\n{marks[1]}崔建. 题名二[D]. 上海: 复旦大学, 2022."
+    parsed = parse_references(text)
+    assert [(p.authors, p.title) for p in parsed] == [
+        (["姜雨欣", "谢国思"], "违约金惩罚性功能的困境与出路"), (["崔建"], "题名二"),
+    ]
+    assert parse_reference(f"{marks[0]}崔建. 题名二[D]. 上海: 复旦大学, 2022.").title == "题名二"
