@@ -241,7 +241,9 @@ async def _exact_titles(
     async def one(batch: list[tuple[str, list[str]]]) -> None:
         async with gate:
             page = await lookup_batch(backend, batch, ctx, "verify_titles")
-        if page is None:
+        if page is None:  # the failure is the operation's item error; the entries say it too
+            for key, _group in batch:
+                work.failed[int(key)].append("篇名精确检索")
             return
         stored = _store_rows(work, page.rows, store, public_origins)
         for key, _group in batch:

@@ -228,3 +228,20 @@ async def test_a_not_found_entry_whose_fallback_search_failed_says_it_cannot_be_
     [entry] = result.entries
     assert entry.verdict == "not_found" and entry.searches == ["篇名精确检索"]
     assert entry.warnings  # the failed search is named: not_found is no evidence here
+
+
+async def test_a_not_found_entry_whose_exact_title_search_failed_says_it_cannot_be_judged(
+    clock: FakeClock, store: Store
+) -> None:
+    class ExactFails(CorpusBackend):
+        async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: GridFollow | None = None) -> GridPage:
+            if not self.requests["grid"]:  # the exact-title batch fails, the fallback search answers
+                self.requests["grid"] += 1
+                raise ParserUnsupported("页面结构无法识别")
+            return await super().grid(request, op, follow)
+
+    missing = "王小明. 一篇知网没有的论文之三[J]. 法学评论, 2026."
+    record, result = await run(clock, store, ExactFails(), VerifyInput(references=[missing]))
+    assert [e.code for e in record.errors] == ["PARSER_UNSUPPORTED"]
+    [entry] = result.entries
+    assert entry.verdict == "not_found" and len(entry.searches) == 1 and entry.warnings
