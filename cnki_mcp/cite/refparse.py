@@ -4,7 +4,8 @@
 `1、` `1)` `(1)` `（1）` `①`, bulleted `•` `-` `*`, or one entry per line; a line that starts with none
 of these while the list is numbered continues the previous entry (a wrapped line) unless that
 entry already ended with a full stop; in any list a line indented further than the list (a hanging
-indent) or following a line that stops mid-reference (`刊名,`) continues it. A heading line
+indent), following a line that stops mid-reference (`刊名,`) or holding only the entry's DOI or link continues
+it. A heading line
 (`参考文献`, `References：`, a short label such as `中文文献：`) is not an entry.
 
 `parse_reference(text)` reads one entry in the shapes reference lists take, among them every
@@ -93,6 +94,7 @@ class ParsedReference(BaseModel):
     unparsable: str | None = None  # the reason, when no title could be read
 
 
+_LINK_LINE = re.compile(r"^\s*(?:doi\s*[:：]|https?://|www\.)", re.I)
 # A line ending with one of these stops mid-reference: the next line carries on (a wrapped line).
 _OPEN_END = (",", "，", ":", "：", ";", "；", "、", "&", "(", "（", "-", "–", "—")
 
@@ -121,7 +123,9 @@ def split_entries(text: str) -> list[str]:
         last = entries[-1].rstrip() if entries else ""
         ended = last.endswith((".", "。", "．"))
         indented = _indent(line) > base
-        if numbered:
+        if _LINK_LINE.match(line):
+            wrapped = True  # no reference starts with its DOI or link: a long one wrapped onto a line of its own
+        elif numbered:
             wrapped = not (ended and _YEAR.search(last)) or indented
         else:
             wrapped = last.endswith(_OPEN_END) or (indented and not ended)

@@ -356,3 +356,17 @@ def test_numbers_in_lenticular_and_tortoise_shell_brackets_mark_entries(marks: t
         (["姜雨欣", "谢国思"], "违约金惩罚性功能的困境与出路"), (["崔建"], "题名二"),
     ]
     assert parse_reference(f"{marks[0]}崔建. 题名二[D]. 上海: 复旦大学, 2022.").title == "题名二"
+
+
+@pytest.mark.parametrize(
+    ("text", "doi"),
+    [
+        ("[1] 张三. 题名[J]. 刊, 2019, 3(2): 1-5.\nDOI:10.1234/abc.\n[2] 李四. 题名二[J]. 刊, 2020.", "10.1234/abc"),
+        ("张三. 题名[J]. 刊, 2019, 3(2): 1-5.\nhttps://doi.org/10.1234/abc\n李四. 题名二[J]. 刊, 2020.", "10.1234/abc"),
+        ("1. Smith, J. (2019). A title. J Test, 3(2), 1–5.\n   https://doi.org/10.1234/abc\n2. Li, M. (2020). Two. J, 1, 2.",
+         "10.1234/abc"),
+    ],
+)
+def test_a_doi_or_link_wrapped_onto_its_own_line_stays_with_its_entry(text: str, doi: str) -> None:
+    parsed = parse_references(text)
+    assert len(parsed) == 2 and parsed[0].doi == doi and not parsed[1].unparsable
