@@ -3,10 +3,10 @@
 `split_entries(text)` cuts a pasted reference list into entries: numbered `[1]` `［1］` `【1】` `〔1〕` `1.`
 `1、` `1)` `(1)` `（1）` `①`, bulleted `•` `-` `*`, or one entry per line; a line that starts with none
 of these while the list is numbered continues the previous entry (a wrapped line) unless that
-entry already ended with a full stop; in any list a line indented further than the list (a hanging
-indent), following a line that stops mid-reference (`刊名,`) or holding only the entry's DOI or link continues
-it. A heading line
-(`参考文献`, `References：`, a short label such as `中文文献：`) is not an entry.
+entry already ended with a full stop after its year; in any list a line indented further than the
+list (a hanging indent), following a line that stops mid-reference (`刊名,`) or holding only the
+entry's DOI or link continues it. A heading line (`参考文献`, `References：`, a short label such as
+`中文文献：`) is not an entry.
 
 `parse_reference(text)` reads one entry in the shapes reference lists take, among them every
 style export_citations writes:
