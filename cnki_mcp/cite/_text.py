@@ -20,6 +20,9 @@ _SKIP_WORDS = frozenset(
 )
 
 
+_PAGE = re.compile(r"[A-Za-z]*\d+")
+
+
 def _shorten(start: str, end: str, keep: int) -> str:
     """Drop the leading digits `end` shares with `start`, keeping at least `keep` digits."""
     if len(start) != len(end):
@@ -39,6 +42,12 @@ def page_range(pages: str | None, fmt: RangeFormat, dash: str) -> str:
         return ""
     if not end:
         return start
+    if not _PAGE.fullmatch(end):
+        return clean_spaces(pages)  # `12-15+20`, `12-15, 20`: not one range, written as given
+    prefix = re.sub(r"\d.*", "", start)
+    if prefix and fmt != "expanded" and end.startswith(prefix) and start[len(prefix):].isdigit():
+        # `S12-S15`: the numbers are the range, the letter is written once (`S12–15`)
+        return prefix + page_range(f"{start[len(prefix):]}-{end[len(prefix):]}", fmt, dash)
     if not (start.isdigit() and end.isdigit()) or int(end) <= int(start):
         return f"{start}{dash}{end}"
     if fmt == "minimal":

@@ -65,7 +65,7 @@ def _quoted(title: str) -> str:
 def _pages_label(pages: str) -> str:
     if not pages:
         return ""
-    return f"pp. {pages}" if "–" in pages else f"p. {pages}"
+    return f"pp. {pages}" if "–" in pages or "-" in pages else f"p. {pages}"
 
 
 def _sentences(parts: list[str]) -> str:
@@ -242,8 +242,8 @@ def chicago(rec: CiteRecord, n: int = 1, missing: MissingMode = "mark") -> str:
         shown_title = _quoted(title)
         if kind is DocKind.JOURNAL:
             # The month stands in parentheses where an issue number does not: `47 (3)`,
-            # `47 (May)`, `no. 5 (September)`; with neither volume nor issue the date is
-            # written out: `情报学报, December 1, 51–66`.
+            # `47 (May)`, `no. 5 (September)`, and pages follow a colon (`no. 02: 103–7`); with
+            # neither volume nor issue the date is written out: `情报学报, December 1, 51–66`.
             month, day = _month_day(rec, MONTHS_LONG)
             if rec.volume:
                 paren = rec.issue or month
@@ -252,7 +252,7 @@ def chicago(rec: CiteRecord, n: int = 1, missing: MissingMode = "mark") -> str:
             elif rec.issue:
                 no = f"no. {rec.issue}" + (f" ({month})" if month else "")
                 container = ", ".join(p for p in (v.source, no) if p)
-                container = (": " if month else ", ").join(p for p in (container, pages) if p)
+                container = ": ".join(p for p in (container, pages) if p)  # `视听, no. 02: 103–7`
             else:
                 container = ", ".join(p for p in (v.source, f"{month} {day}".strip(), pages) if p)
         elif kind is DocKind.NEWSPAPER:

@@ -6,7 +6,8 @@ Rules (the standard, as encoded by the official CSL style):
 - document type codes [J] [D] [C] [N] [M] [S] [P] [R] [A] [Z], `/OL` when a DOI or URL
   is given (the online access date `[引用日期]` is not written: the package has no clock);
 - journals `刊名, 年, 卷(期): 页码`, theses and books `出版地: 出版者, 年`, conference
-  papers `题名[C]//论文集. 出版地: 出版者, 年: 页码`, newspapers `报纸名, 日期(版次)`;
+  papers `题名[C]//论文集. 出版地: 出版者, 年: 页码`, newspapers `报纸名, 日期(版次)`, patents
+  `题名[P]. 公告日期`;
 - a thesis's place is its institution's city (places.py); where a thesis or book has no
   known place the standard's rule applies: `[出版地不详]` (Chinese) or `[S.l.]` (Latin script).
 """
@@ -105,6 +106,10 @@ def render_entry(rec: CiteRecord, n: int, missing: MissingMode = "mark") -> str:
             src += f"({rec.issue})" if rec.issue else ""
             src = ": ".join(p for p in (src, pages) if p)
         body = [title, src]
+    elif kind is DocKind.PATENT:
+        # GB/T 7714-2015 §4.5: `申请者. 题名: 专利号[P]. 公告日期或公开日期`: no publisher, and the
+        # day (CNKI's list gives no number: the official CSL style writes `题名[P]. 2019-05-10.`)
+        body = [title, _date_numeric(rec, v.year)]
     elif kind is DocKind.YEARBOOK:
         # an article in a yearbook is a contribution to a monograph (GB/T 7714-2015 §8.5): the
         # yearbook is the container, not the publisher, which CNKI does not give

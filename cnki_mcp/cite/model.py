@@ -168,7 +168,9 @@ class CiteRecord(BaseModel):
     def lang(self) -> Language:
         if self.language:
             return self.language
-        return "zh" if HAN.search(self.title or "") or HAN.search(self.source or "") else "en"
+        # the language the work is written in: an English paper in 中国人口·资源与环境 is English
+        # (`et al.`, `Chen, J.`); the source decides only for a record without a title
+        return "zh" if HAN.search(self.title or self.source or "") else "en"
 
     @property
     def effective_year(self) -> int | None:

@@ -1,11 +1,12 @@
 """Reference strings as people paste them -> entries -> fields (pure).
 
-`split_entries(text)` cuts a pasted reference list into entries: numbered `[1]` `［1］` `1.`
+`split_entries(text)` cuts a pasted reference list into entries: numbered `[1]` `［1］` `【1】` `〔1〕` `1.`
 `1、` `1)` `(1)` `（1）` `①`, bulleted `•` `-` `*`, or one entry per line; a line that starts with none
 of these while the list is numbered continues the previous entry (a wrapped line) unless that
-entry already ended with a full stop; in any list a line indented further than the list (a hanging
-indent) or following a line that stops mid-reference (`刊名,`) continues it. A heading line
-(`参考文献`, `References：`, a short label such as `中文文献：`) is not an entry.
+entry already ended with a full stop after its year; in any list a line indented further than the
+list (a hanging indent), following a line that stops mid-reference (`刊名,`) or holding only the
+entry's DOI or link continues it. A heading line (`参考文献`, `References：`, a short label such as
+`中文文献：`) is not an entry.
 
 `parse_reference(text)` reads one entry in the shapes reference lists take, among them every
 style export_citations writes:
@@ -44,7 +45,7 @@ _FULLWIDTH = str.maketrans(
      "／": "/", "－": "-", "—": "-", "–": "-", "～": "-", "〜": "-", "　": " ", "＂": '"'}
 )
 _MARKER = re.compile(
-    r"^\s*(?:[\[［]\s*\d{1,3}\s*[\]］]|[(（]\s*\d{1,3}\s*[)）]|\d{1,3}\s*(?:[.．、](?!\d)|[)）])|[①-⑳]|[•·\-*▪◦])\s*"
+    r"^\s*(?:[\[［【〔]\s*\d{1,3}\s*[\]］】〕]|[(（]\s*\d{1,3}\s*[)）]|\d{1,3}\s*(?:[.．、](?!\d)|[)）])|[①-⑳]|[•·\-*▪◦])\s*"
 )
 _HEADING = re.compile(
     r"^\s*(?:(?:主要)?(?:参考文献|参考资料|引用文献|references?|bibliography|works\s+cited|literature\s+cited)"
@@ -93,6 +94,7 @@ class ParsedReference(BaseModel):
     unparsable: str | None = None  # the reason, when no title could be read
 
 
+_LINK_LINE = re.compile(r"^\s*(?:doi\s*[:：]|https?://|www\.)", re.I)
 # A line ending with one of these stops mid-reference: the next line carries on (a wrapped line).
 _OPEN_END = (",", "，", ":", "：", ";", "；", "、", "&", "(", "（", "-", "–", "—")
 
@@ -113,14 +115,20 @@ def split_entries(text: str) -> list[str]:
     entries: list[str] = []
     for line, is_marker in zip(lines, marked, strict=True):
         # An unmarked line continues the previous entry (a wrapped line): in a numbered list
-        # unless that entry already ended like a finished reference (a final full stop) and the
-        # line is not indented further than the list (a hanging indent); in an unnumbered list
-        # when the entry so far stops mid-reference (`刊名,`), or has not ended and the line is
-        # indented further. Otherwise it starts an entry: one per line.
+        # unless that entry already ended like a finished reference (a final full stop after its
+        # year: text copied from a PDF breaks lines after `等.` or `[J].` too) and the line is not
+        # indented further than the list (a hanging indent); in an unnumbered list when the entry
+        # so far stops mid-reference (`刊名,`), or has not ended and the line is indented further.
+        # Otherwise it starts an entry: one per line.
         last = entries[-1].rstrip() if entries else ""
         ended = last.endswith((".", "。", "．"))
         indented = _indent(line) > base
-        wrapped = (not ended or indented) if numbered else (last.endswith(_OPEN_END) or (indented and not ended))
+        if _LINK_LINE.match(line):
+            wrapped = True  # no reference starts with its DOI or link: a long one wrapped onto a line of its own
+        elif numbered:
+            wrapped = not (ended and _YEAR.search(last)) or indented
+        else:
+            wrapped = last.endswith(_OPEN_END) or (indented and not ended)
         if is_marker or not entries or not wrapped:
             entries.append(_MARKER.sub("", line, count=1).strip())
         else:
@@ -212,8 +220,17 @@ def _authors(segment: str) -> tuple[list[str], bool]:
         names = _latin_authors(seg)
     else:
         names = [re.sub(r"^(?:&|and\s)\s*", "", p.strip()) for p in re.split(r"[,;、，；]|\s{2,}", seg)]
+        names = [n for name in names for n in _spaced_han_names(name)]
     # A bracketed placeholder (`[作者未取得]`) stands for no author.
     return [n for n in names if n and not re.fullmatch(r"[\[［].*[\]］]", n)], truncated
+
+
+def _spaced_han_names(text: str) -> list[str]:
+    """`姜雨欣 谢国思` (names apart by one space) is two names; `欧阳 修` (a name spaced out) is one."""
+    parts = text.split()
+    if len(parts) > 1 and all(re.fullmatch(r"[\u4e00-\u9fff·]{2,}", p) for p in parts):
+        return parts
+    return [text]
 
 
 def _bare_title(title: str) -> str:
@@ -227,7 +244,8 @@ def _title_of(text: str) -> str:
     return _bare_title(_TITLE_GENRE.sub("", text.strip()).rstrip(".。").strip())
 
 
-_RANGE = r"\d{1,5}\s*-\s*\d{1,5}|\d{1,5}\+\d{1,5}|\d{1,5}"
+_RANGE = r"\d{1,5}\s*-\s*\d{1,5}(?:\s*\+\s*\d{1,5})*|\d{1,5}\+\d{1,5}|\d{1,5}"  # `12-15+20`: continued on p. 20
+_ACCESS_DATE = re.compile(r"\[\s*(?:19|20)\d\d-\d{1,2}-\d{1,2}\s*\]")
 
 
 def _volume_issue_pages(tail: str) -> tuple[str | None, str | None, str | None]:
@@ -250,7 +268,7 @@ def _volume_issue_pages(tail: str) -> tuple[str | None, str | None, str | None]:
         rf":\s*({_RANGE})\s*(?:\.|$|[,;])",  # GB/T: after the colon
         rf"第\s*({_RANGE})\s*页",  # free style
         rf"\)\s*,\s*({_RANGE})\s*(?:\.|$|[,;])",  # APA: after "41(3),"
-        r"\bpp?\.\s*(\d{1,5}\s*-\s*\d{1,5}|\d{1,5})",
+        rf"\bpp?\.\s*({_RANGE})",
     ):
         m = re.search(pattern, tail)
         if m:
@@ -288,6 +306,21 @@ def _placeless(text: str, *, publisher: bool = True) -> tuple[str | None, str]:
     return (None if unknown else place.strip("[]").strip()), text[m.end() :]
 
 
+# `出版地: 出版者` after the proceedings or yearbook a part is in (`论文集. 武汉: 出版社, 2016`);
+# `年鉴. 2017: 226` is a year and a page, not a place and a publisher.
+_PUBLISHED = re.compile(r"^(?:(?P<proc>[^.]+)\.\s*)?(?P<place>[^:,.]{1,20}):\s*(?P<pub>[^,.]+)")
+# A standard's or patent's number after its title (GB/T 7714-2015 §8.x: `题名: 标准编号[S]`, `题名: 专利号[P]`):
+# GB/T 7714—2015, ISO 690:2010, DB11/T 1234-2015, 200610171314.3, CN1234567A, ZL 200610171314.3.
+_DOC_NUMBER = re.compile(r"\s*:\s*(?:[A-Z]{1,6}(?:/[A-Z]{1,2})?\s*)?\d[\dA-Z.\-/: ]*$")
+
+
+def _published(tail: str) -> re.Match[str] | None:
+    if ":" not in tail.split(",")[0]:
+        return None
+    m = _PUBLISHED.match(tail)
+    return None if m is None or _BARE_YEAR.fullmatch(m.group("place").strip()) else m
+
+
 def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReference | None:
     head, tail = text[: code_match.start()], text[code_match.end() :]
     # head: "作者, 作者, 等. 题名"; the title is after the first ". " that ends the author list.
@@ -297,7 +330,8 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
     else:
         (authors, truncated), title = ([], False), head.strip()
     code = code_match.group(1).upper()
-    tail = tail.lstrip(" .")
+    # `[2027-03-01]`: the day the author read it online ([引用日期]), never the publication date
+    tail = _ACCESS_DATE.sub("", tail).lstrip(" .")
     if tail.startswith("//"):
         tail = tail[2:]
     source = place = publisher = None
@@ -305,18 +339,19 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
         m = re.match(r"^(?:(?P<place>[^:,.]{1,20}):\s*)?(?P<school>[^,.]+)", tail)
         source = m.group("school").strip() if m else None
         place, _ = _placeless(tail)
-    elif code in ("M", "C") and ":" in tail.split(",")[0]:
-        m = re.match(r"^(?:(?P<proc>[^.]+)\.\s*)?(?P<place>[^:,.]{1,20}):\s*(?P<pub>[^,.]+)", tail)
-        source = (m.group("proc") or m.group("pub")).strip() if m else None
-        if m:
-            place, _ = _placeless(tail[m.start("place") :])
-            if m.group("proc") and not re.fullmatch(r"\[[^\]]*\]", m.group("pub").strip()):
-                publisher = m.group("pub").strip()  # `论文集. 武汉: 出版社`; not `[出版者不详]`
+    elif code in ("M", "C", "S", "R") and (m := _published(tail)) is not None:
+        source = (m.group("proc") or m.group("pub")).strip()
+        place, _ = _placeless(tail[m.start("place") :])
+        if m.group("proc") and not re.fullmatch(r"\[[^\]]*\]", m.group("pub").strip()):
+            publisher = m.group("pub").strip()  # `论文集. 武汉: 出版社`; not `[出版者不详]`
     else:
         m = re.match(r"^([^,.]+?)\s*(?=,|\.|$)", tail)
-        source = m.group(1).strip() if m else None
-        if source is not None and _BARE_YEAR.fullmatch(source):
-            source = None  # `题名[J]. 2019.`: the year, no source given
+        # an online-first article has pages and no year yet: `刊名: 1-12[2027-03-01]`
+        source = re.sub(rf"\s*:\s*(?:{_RANGE})$", "", m.group(1)).strip() if m else None
+        if source is not None and (_BARE_YEAR.fullmatch(source) or _DAY.fullmatch(source)):
+            source = None  # `题名[J]. 2019.`, a patent's `题名[P]. 2006-12-13.`: a date, no source given
+    if code in ("S", "P"):  # `题名: GB/T 7714—2015[S]`, `题名: 200610171314.3[P]`: the number is not the title
+        title = _DOC_NUMBER.sub("", title)
     volume, issue, pages = _volume_issue_pages(tail)
     date = None
     if code == "N":  # newspapers: 年-月-日(版次); the parenthesis is the page, not an issue

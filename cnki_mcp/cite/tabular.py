@@ -85,6 +85,10 @@ def csl_name(raw: str) -> dict[str, str]:
     name = parse_name(raw)
     if name.literal:
         return {"literal": name.family}
+    # Not a surname and a given name: an organisation (课题组, 编委会) or a name with a middle dot
+    # (阿卜杜·热合曼), which has no surname; a Chinese personal name has at most four characters.
+    if name.cjk and (len(name.full) > 4 or "·" in name.full):
+        return {"literal": name.full}
     return {"family": name.family, "given": name.given}
 
 

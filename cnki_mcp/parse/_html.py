@@ -81,6 +81,21 @@ def text_of(node: LexborNode | None, *, deep: bool = True, sep: str = "") -> str
     return collapse(node.text(deep=deep, separator=sep))
 
 
+# Formatting inside a word: CNKI prints formulas in titles and abstracts as markup
+# (`H<sub>3</sub>PO<sub>4</sub>`, `Ca<sup>2+</sup>`), which a separator would cut apart.
+INLINE_TAGS = ("sub", "sup", "i", "em", "b", "strong", "u", "small", "big", "font")
+
+
+def inline_text(node: LexborNode | None, *, sep: str = " ") -> str:
+    """The text of `node` with its inline formatting unwrapped first (changes `node`):
+    `H<sub>3</sub>PO<sub>4</sub>` is `H3PO4`, while block children are still apart by `sep`."""
+    if node is None:
+        return ""
+    node.unwrap_tags(list(INLINE_TAGS))
+    node.merge_text_nodes()
+    return text_of(node, sep=sep)
+
+
 def own_text(node: LexborNode) -> str:
     """The node's own text, children's text excluded."""
     return collapse(node.text(deep=False))

@@ -16,6 +16,7 @@ from cnki_mcp.parse._html import (
     attr,
     collapse,
     find_year,
+    inline_text,
     own_text,
     parse_count,
     parse_html,
@@ -137,11 +138,11 @@ def _title(tree: LexborHTMLParser, metas: dict[str, list[str]]) -> str:
         return title
     for sel in (".wx-tit h1", ".wxTitle h2.title", "#chTitle", ".brief h1"):
         for node in tree.css(sel):
-            if not _in_login_widget(node) and text_of(node, sep=" "):
-                return text_of(node, sep=" ")
+            if not _in_login_widget(node) and inline_text(node):
+                return inline_text(node)
     for node in tree.css("h1"):
-        if not _in_login_widget(node) and text_of(node, sep=" "):
-            return text_of(node, sep=" ")
+        if not _in_login_widget(node) and inline_text(node):
+            return inline_text(node)
     raise ParserUnsupported("详情页缺少可信题名")
 
 
@@ -407,7 +408,7 @@ def _abstract(tree: LexborHTMLParser, metas: dict[str, list[str]]) -> tuple[str 
     if node is None:
         text = _meta(metas, "citation_abstract", "dc.description")
         return (strip_label(text, "摘要") if text else None), None
-    text = strip_label(text_of(node, sep=" "), "摘要")
+    text = strip_label(inline_text(node), "摘要")
     parent = node.parent
     if parent is not None and _EXCERPT_MARK.search(text_of(parent, sep=" ")):
         return None, text

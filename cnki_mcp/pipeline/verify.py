@@ -157,6 +157,7 @@ class _Work:
         self.parsed = parsed
         self.candidates: list[dict[str, RecordView]] = [{} for _ in parsed]
         self.searches: list[list[str]] = [[] for _ in parsed]
+        self.failed: list[list[str]] = [[] for _ in parsed]  # searches whose request failed
         self.export_ids: dict[str, str] = {}
 
     def add(self, i: int, view: RecordView) -> None:
@@ -240,7 +241,9 @@ async def _exact_titles(
     async def one(batch: list[tuple[str, list[str]]]) -> None:
         async with gate:
             page = await lookup_batch(backend, batch, ctx, "verify_titles")
-        if page is None:
+        if page is None:  # the failure is the operation's item error; the entries say it too
+            for key, _group in batch:
+                work.failed[int(key)].append("篇名精确检索")
             return
         stored = _store_rows(work, page.rows, store, public_origins)
         for key, _group in batch:
@@ -272,6 +275,11 @@ async def _fallback(
         except InvalidInput:
             return
         request = GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=PAGE_SIZE)
+        label = "篇名模糊检索（" + distinctive_segment(entry.title or "") + "）"
+        if entry.authors and entry.source:
+            label += f" 或 第一作者“{entry.authors[0]}”+来源“{entry.source}”"
+        if entry.doi:
+            label += f" 或 DOI“{entry.doi}”"
         async with gate:
             try:
                 page = await backend.grid(request, op=ctx)
@@ -279,12 +287,8 @@ async def _fallback(
                 if is_fatal(exc):
                     raise
                 record_item_error(ctx, exc, None, "verify_fallback", title=entry.title)
+                work.failed[i].append(f"{label}（{exc.code}）")
                 return
-        label = "篇名模糊检索（" + distinctive_segment(entry.title or "") + "）"
-        if entry.authors and entry.source:
-            label += f" 或 第一作者“{entry.authors[0]}”+来源“{entry.source}”"
-        if entry.doi:
-            label += f" 或 DOI“{entry.doi}”"
         work.searches[i].append(label)
         for _row, view in _store_rows(work, page.rows, store, public_origins):
             if (
@@ -383,6 +387,9 @@ def _result(work: _Work, requests: int, store: Store) -> VerifyResult:
         j = judged[i]
         if j.verdict == "not_found" and not work.searches[i]:
             j = j.model_copy(update={"warnings": [*j.warnings, "未能在知网查找（预算或错误），不能据此判断"]})
+        elif j.verdict == "not_found" and work.failed[i]:
+            failed = "；".join(work.failed[i])
+            j = j.model_copy(update={"warnings": [*j.warnings, f"检索失败，不能据此判断不存在：{failed}"]})
         paper = papers.get(j.record.record_ref) if j.record else None
         if paper is not None and _cites_numbers_online_first_lacks(entry, paper):
             j = j.model_copy(update={"warnings": [*j.warnings, ONLINE_FIRST_NUMBERS]})

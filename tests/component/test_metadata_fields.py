@@ -6,12 +6,14 @@ export 20 papers per request, anything else from the detail page."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
 from cnki_mcp.pipeline.models import MetadataInput
 from cnki_mcp.pipeline.research import ResearchPipeline
+from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.store import Store
 from tests.corpus_backend import CorpusBackend, containing_corpus
 
@@ -174,3 +176,17 @@ async def test_a_title_asked_alone_reads_on_to_the_page_that_holds_its_own_row(c
     missing = await _metadata(clock, pipe, MetadataInput(titles=["违约金的性"], fields=["title"]))
     assert [e.code for e in missing.errors] == ["DOCUMENT_NOT_FOUND"]
     assert backend.requests == Counter({"grid": 4})  # a title no row carries: both pages, no more
+
+
+async def test_a_title_with_formula_markup_on_its_detail_page_is_read_and_kept(clock: FakeClock, store: Store) -> None:
+    # the kcms2 h1 prints formulas as markup (docs/corpus.md `title_html`); the grid row gives the text
+    bundled = Corpus.load()
+    title = "外施Ca2+、ABA及H3PO4对盐碱胁迫的缓解效应"
+    paper = replace(bundled.by_id["r0001"], id="f0", filename="FORMULA0", title=title,
+                    extra={"title_html": "外施Ca<sup>2+</sup>、ABA及H<sub>3</sub>PO<sub>4</sub>对盐碱胁迫的缓解效应"})
+    backend = CorpusBackend(Corpus(records=[paper], journals=bundled.journals))
+    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
+    record = await _metadata(clock, pipe, MetadataInput(titles=[title], fields=["title", "funds"]))
+    assert record.status == "completed", record.errors
+    assert [(r["title"], r["funds"]) for r in record.result["records"]] == [(title, list(paper.funds))]
+    assert backend.requests == Counter({"grid": 1, "detail": 1})

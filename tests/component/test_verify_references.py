@@ -12,10 +12,12 @@ from corpus_backend import CorpusBackend
 from verify_samples import Sample, build
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.errors import CnkiError
+from cnki_mcp.errors import CnkiError, ParserUnsupported
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.models import GridPage
 from cnki_mcp.operations import DEFAULT_BUDGETS
 from cnki_mcp.pipeline.verify import ONLINE_FIRST_NUMBERS, VerifyInput, VerifyResult, verify_references
+from cnki_mcp.site.backend import GridFollow, GridRequest, SiteOp
 from cnki_mcp.store import Store
 
 
@@ -208,3 +210,38 @@ async def test_a_corrected_entry_keeps_the_publisher_and_year_the_record_lacks(c
         "陶欣一. 违约金调整规则的反思与重构[C]//中国法学会民法学研究会年会论文集. 武汉: 中山大学出版社, 2016: 286-295.",
         "廖明丹. 数字文物保护概论[M]. 北京: 文物出版社, 2015.",
     ]
+
+
+async def test_a_not_found_entry_whose_fallback_search_failed_says_it_cannot_be_judged(
+    clock: FakeClock, store: Store
+) -> None:
+    class FallbackFails(CorpusBackend):
+        async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: GridFollow | None = None) -> GridPage:
+            if self.requests["grid"]:  # the exact-title batch answers, the fallback search fails
+                self.requests["grid"] += 1
+                raise ParserUnsupported("页面结构无法识别")
+            return await super().grid(request, op, follow)
+
+    missing = "王小明. 一篇知网没有的论文之二[J]. 法学评论, 2026."
+    record, result = await run(clock, store, FallbackFails(), VerifyInput(references=[missing]))
+    assert [e.code for e in record.errors] == ["PARSER_UNSUPPORTED"]
+    [entry] = result.entries
+    assert entry.verdict == "not_found" and entry.searches == ["篇名精确检索"]
+    assert entry.warnings  # the failed search is named: not_found is no evidence here
+
+
+async def test_a_not_found_entry_whose_exact_title_search_failed_says_it_cannot_be_judged(
+    clock: FakeClock, store: Store
+) -> None:
+    class ExactFails(CorpusBackend):
+        async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: GridFollow | None = None) -> GridPage:
+            if not self.requests["grid"]:  # the exact-title batch fails, the fallback search answers
+                self.requests["grid"] += 1
+                raise ParserUnsupported("页面结构无法识别")
+            return await super().grid(request, op, follow)
+
+    missing = "王小明. 一篇知网没有的论文之三[J]. 法学评论, 2026."
+    record, result = await run(clock, store, ExactFails(), VerifyInput(references=[missing]))
+    assert [e.code for e in record.errors] == ["PARSER_UNSUPPORTED"]
+    [entry] = result.entries
+    assert entry.verdict == "not_found" and len(entry.searches) == 1 and entry.warnings

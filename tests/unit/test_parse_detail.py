@@ -264,3 +264,31 @@ def test_semicolons_inside_a_funds_brackets_do_not_split_it() -> None:
         "国家自然科学基金面上项目(72174213；71974206；71774176)",
         "教育部人文社会科学研究规划基金项目（23YJA630001;23YJC630002）",
     ]
+
+
+def test_formula_markup_in_the_title_and_abstract_is_part_of_the_words() -> None:
+    # CNKI prints formulas as markup in the kcms2 h1 (the Zotero CNKI translator's test page:
+    # `外施Ca<sup>2+</sup>、ABA及H<sub>3</sub>PO<sub>4</sub>对盐碱胁迫的缓解效应`); the grid row gives the
+    # same title as plain text, and the two must agree or the detail page fails its identity check.
+    from datetime import UTC, datetime
+
+    from cnki_mcp.identity import Paper, detail_matches
+    from cnki_mcp.parse.grid import parse_grid
+
+    marked = "外施Ca<sup>2+</sup>、ABA及H<sub>3</sub>PO<sub>4</sub>对盐碱胁迫的缓解效应"
+    page = _wx(
+        f"<h1>{marked}</h1><h3 class='author' id='authorpart'><span><a>颜宏</a></span></h3>",
+        extra="<div class='row'><span class='rowtit'>摘要：</span>"
+        "<span id='ChDivSummary' class='abstract-text'>施用<i>E. coli</i>后CO<sub>2</sub>浓度下降</span></div>",
+    )
+    d = parse_detail(page, URL)
+    assert d.title == "外施Ca2+、ABA及H3PO4对盐碱胁迫的缓解效应"
+    assert d.abstract == "施用E. coli后CO2浓度下降"
+    grid = (
+        "<table class='result-table-list'><tbody><tr><td class='seq'>1</td><td class='name'>"
+        f"<a class='fz14' href='/kcms2/article/abstract?v=1'>{marked}</a></td><td class='author'>颜宏</td>"
+        "<td class='source'>应用生态学报</td><td class='date'>2000-12-15</td><td class='data'>期刊</td></tr></tbody></table>"
+    )
+    row = parse_grid(grid, "https://kns.cnki.net/kns8s/brief/grid").rows[0]
+    assert row.title == d.title
+    assert detail_matches(Paper.from_grid_row(row, datetime.now(UTC)), d)

@@ -223,3 +223,21 @@ def test_an_entry_is_not_warned_for_leaving_out_what_the_record_has_none_of() ->
     assert (got.verdict, got.warnings) == ("verified", [])
     authored = yearbook.model_copy(update={"authors": ["张三"]})
     assert judge(parse_reference("违约金调整规则发展概况[M]//中国法律年鉴. 2017: 226."), [authored]).warnings != []
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        # GB/T 7714 for an online-first article: pages and no year yet, then the access date [引用日期]
+        "范杰丽, 龚芳, 闫丹, 等. 约定违约金调整规则的法律规制研究[J/OL]. 法学评论: 1-12[2027-03-01]. "
+        "https://link.cnki.net/urlid/42.1032.D.20260206.0849.002.",
+        "范杰丽,龚芳,闫丹,等.约定违约金调整规则的法律规制研究[J/OL].法学评论,2026:1-12[2027-03-01].",
+    ],
+)
+def test_an_online_first_entry_s_access_date_is_neither_its_year_nor_part_of_its_source(entry: str) -> None:
+    parsed = parse_reference(entry)
+    assert parsed.source == "法学评论" and parsed.pages == "1-12" and parsed.year in (None, 2026)
+    record = RecordView(record_ref="cnki:CAPJ:FXPL20260206001", title="约定违约金调整规则的法律规制研究",
+                        authors=["范杰丽", "龚芳", "闫丹", "邱秀怡"], source="法学评论", year=2026, doc_type="期刊")
+    got = judge(parsed, [record])
+    assert got.verdict == "verified" and got.fields == []

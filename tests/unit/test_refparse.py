@@ -278,3 +278,95 @@ def test_the_publisher_of_proceedings_is_read_apart_from_their_title() -> None:
     assert (got.source, got.place, got.publisher, got.year) == ("某年会论文集", "武汉", "中山大学出版社", 2016)
     unknown = parse_reference("陶欣一. 违约金调整规则的反思与重构[C]//某年会论文集. 武汉: [出版者不详], 2016.")
     assert (unknown.place, unknown.publisher) == ("武汉", None)
+
+
+@pytest.mark.parametrize(
+    ("raw", "source", "year", "pages"),
+    [
+        ("违约金调整规则发展概况[M]//中国法律年鉴. 2017: 226.", "中国法律年鉴", 2017, "226"),
+        ("陶欣一. 违约金调整规则的反思与重构[C]//某年会论文集. 2016: 286-295.", "某年会论文集", 2016, "286-295"),
+    ],
+)
+def test_a_year_and_pages_after_the_container_are_not_a_place_and_a_publisher(
+    raw: str, source: str, year: int, pages: str
+) -> None:
+    got = parse_reference(raw)
+    assert (got.source, got.place, got.publisher, got.year, got.pages) == (source, None, None, year, pages)
+
+
+@pytest.mark.parametrize(
+    ("raw", "title", "source"),
+    [
+        ("全国信息与文献标准化技术委员会. 信息与文献 参考文献著录规则: GB/T 7714—2015[S]. 北京: 中国标准出版社, 2015.",
+         "信息与文献 参考文献著录规则", "中国标准出版社"),
+        ("ISO. Information and documentation: Guidelines for bibliographic references: ISO 690:2010[S]. Geneva: ISO, 2010.",
+         "Information and documentation: Guidelines for bibliographic references", "ISO"),
+        ("邓一刚. 全智能节电器: 200610171314.3[P]. 2006-12-13.", "全智能节电器", None),
+        ("张三. 一种违约金计算装置: CN109000000A[P]. 2019-05-10.", "一种违约金计算装置", None),
+    ],
+)
+def test_a_standard_s_or_patent_s_number_is_not_part_of_its_title(raw: str, title: str, source: str | None) -> None:
+    got = parse_reference(raw)
+    assert (got.title, got.source) == (title, source)
+
+
+def test_a_numbered_entry_broken_after_a_full_stop_before_its_year_is_continued() -> None:
+    # copied from a PDF: hard line breaks after the authors' `等.` or the type code's `[J].`
+    text = (
+        "[1] 范杰丽, 龚芳, 闫丹, 等.\n约定违约金调整规则的法律规制研究[J]. 法学评论, 2026.\n"
+        "[2] 崔建. 违约赔偿金中调整规则的体系化构造研究[D].\n上海: 复旦大学, 2022.\n"
+        "[3] 甲. 题一[J]. 刊, 2019.\n"
+    )
+    assert split_entries(text) == [
+        "范杰丽, 龚芳, 闫丹, 等. 约定违约金调整规则的法律规制研究[J]. 法学评论, 2026.",
+        "崔建. 违约赔偿金中调整规则的体系化构造研究[D]. 上海: 复旦大学, 2022.",
+        "甲. 题一[J]. 刊, 2019.",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("raw", "authors"),
+    [
+        ("姜雨欣 谢国思. 违约金惩罚性功能的困境与出路[J]. 法商研究, 2022, 33(1): 179-187.", ["姜雨欣", "谢国思"]),
+        ("姜雨欣 谢国思：《违约金惩罚性功能的困境与出路》，《法商研究》2022年第1期。", ["姜雨欣", "谢国思"]),
+        ("欧阳 修, 司马 光. 题名[J]. 刊, 2020.", ["欧阳 修", "司马 光"]),
+    ],
+)
+def test_chinese_names_apart_by_one_space_are_separate_authors(raw: str, authors: list[str]) -> None:
+    assert parse_reference(raw).authors == authors
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "张三. 题名[J]. 刊名, 2020(3): 12-15+20.",
+        "Smith J. A title. J Test. 2021;5:12-15+20.",
+        "Smith, John. “A Title.” J Test, vol. 5, 2021, pp. 12-15+20.",
+    ],
+)
+def test_pages_continued_elsewhere_are_read_whole(raw: str) -> None:
+    assert parse_reference(raw).pages == "12-15+20"
+
+
+@pytest.mark.parametrize("marks", [("【1】", "【2】"), ("〔1〕", "〔2〕"), ("【 1 】", "【 2 】")])
+def test_numbers_in_lenticular_and_tortoise_shell_brackets_mark_entries(marks: tuple[str, str]) -> None:
+    text = f"{marks[0]}姜雨欣, 谢国思. 违约金惩罚性功能的困境与出路[J]. 法商研究, 2022.\n{marks[1]}崔建. 题名二[D]. 上海: 复旦大学, 2022."
+    parsed = parse_references(text)
+    assert [(p.authors, p.title) for p in parsed] == [
+        (["姜雨欣", "谢国思"], "违约金惩罚性功能的困境与出路"), (["崔建"], "题名二"),
+    ]
+    assert parse_reference(f"{marks[0]}崔建. 题名二[D]. 上海: 复旦大学, 2022.").title == "题名二"
+
+
+@pytest.mark.parametrize(
+    ("text", "doi"),
+    [
+        ("[1] 张三. 题名[J]. 刊, 2019, 3(2): 1-5.\nDOI:10.1234/abc.\n[2] 李四. 题名二[J]. 刊, 2020.", "10.1234/abc"),
+        ("张三. 题名[J]. 刊, 2019, 3(2): 1-5.\nhttps://doi.org/10.1234/abc\n李四. 题名二[J]. 刊, 2020.", "10.1234/abc"),
+        ("1. Smith, J. (2019). A title. J Test, 3(2), 1–5.\n   https://doi.org/10.1234/abc\n2. Li, M. (2020). Two. J, 1, 2.",
+         "10.1234/abc"),
+    ],
+)
+def test_a_doi_or_link_wrapped_onto_its_own_line_stays_with_its_entry(text: str, doi: str) -> None:
+    parsed = parse_references(text)
+    assert len(parsed) == 2 and parsed[0].doi == doi and not parsed[1].unparsable

@@ -525,3 +525,14 @@ def test_reader_page_formulas_scripts_and_note_markers_read_as_written() -> None
     assert "式中，xᵢ为第i个样本的指标值，n为样本量，单位为10⁻³。" in page.text
     first = collapse(r.fulltext[0].text.split("\n")[0])
     assert f"{first}[1]" in page.text
+
+
+def test_a_title_with_formula_markup_reads_back_as_its_text() -> None:
+    base = next(r for r in CORPUS.records if r.type == "期刊")
+    r = dataclasses.replace(
+        base, title="外施Ca2+、ABA及H3PO4对盐碱胁迫的缓解效应",
+        extra={**base.extra, "title_html": "外施Ca<sup>2+</sup>、ABA及H<sub>3</sub>PO<sub>4</sub>对盐碱胁迫的缓解效应"},
+    )
+    html = render_detail(r, CORPUS, LINKS, VISITOR)
+    assert "H<sub>3</sub>PO<sub>4</sub>" in html
+    assert parse_detail(html, LINKS.detail(r.id)).title == r.title

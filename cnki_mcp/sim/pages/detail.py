@@ -160,6 +160,14 @@ def _authors(record: SimRecord, links: Links) -> str:
     return out
 
 
+def title_markup(record: SimRecord) -> str:
+    """The `h1` content: CNKI prints formulas there as markup (`外施Ca<sup>2+</sup>、ABA及H<sub>3</sub>PO<sub>4</sub>…`,
+    the Zotero CNKI translator's kcms2 test page); `extra["title_html"]` is that markup, whose text is
+    `title`. Other records' titles are plain text."""
+    markup = record.extra.get("title_html")
+    return markup if isinstance(markup, str) and markup else esc(record.title)
+
+
 def is_layout_2023(record: SimRecord) -> bool:
     """`extra["layout"] == "kcms2-2023"` renders the 2023 generation of the article page
     (bare institution `h3`, funds as plain text); every other record gets the 2026 one."""
@@ -326,7 +334,7 @@ def _body(record: SimRecord, corpus: Corpus, links: Links) -> str:
         f'<div class="top-second"><div class="head-time">{head_time}</div>'
         f'<div class="optsfun"><div class="btn-tool">{collect}</div></div></div>'
         '<div><div class="brief"><div class="wx-tit">'
-        f'<h1>{esc(record.title)}<span id="corr-video" class="type" style="display: none">附视频</span></h1>'
+        f'<h1>{title_markup(record)}<span id="corr-video" class="type" style="display: none">附视频</span></h1>'
         f"{_authors(record, links)}</div></div>"
         f"{_summary_rows(record, links)}</div>"
         '<div class="stats-moudle"><p class="stats-item download"><span class="stats-sprites dfr-num"></span>'
