@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from pathlib import Path
@@ -21,6 +22,8 @@ from cnki_mcp.store.papers import PapersMixin
 from cnki_mcp.store.searches import SearchesMixin
 from cnki_mcp.store.searchlog import SearchLogMixin
 from cnki_mcp.store.watches import WatchesMixin
+
+log = logging.getLogger(__name__)
 
 
 class Store(
@@ -62,6 +65,10 @@ class Store(
         except BaseException:
             lock.release()
             raise
+        for notice in notices:
+            # the server's log is what a client shows of it: without this line a database set
+            # aside left an empty library and "not found" answers, told only by diagnostics
+            log.warning("%s", notice)
         return cls(conn, lock, data_dir, clock, notices)
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import signal
 import sqlite3
@@ -487,6 +488,19 @@ def test_garbage_database_is_moved_aside_and_a_fresh_one_started(tmp_path: Path,
     assert (tmp_path / "cnki.sqlite3.corrupt-20260101T000000Z-wal").read_bytes() == b"stale wal"
     with Store.open(tmp_path, clock) as again:
         assert again.notices == [] and again.paper_count() == 1
+
+
+def test_a_database_set_aside_is_said_in_the_log(
+    tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The log is what a client shows of the server: a database set aside at start is a warning
+    there naming where it went (it was only in diagnostics' store_notices, and the person saw an
+    empty library and DOCUMENT_NOT_FOUND for their papers)."""
+    (tmp_path / "cnki.sqlite3").write_bytes(b"SQLite format 3\x00" + b"\x07" * 8000)
+    with caplog.at_level(logging.WARNING, logger="cnki_mcp.store"), Store.open(tmp_path, clock):
+        pass
+    [moved] = [p for p in tmp_path.glob("cnki.sqlite3.corrupt-*") if not p.name.endswith(("-wal", "-shm"))]
+    assert [r.levelno for r in caplog.records if str(moved) in r.getMessage()] == [logging.WARNING]
 
 
 def test_damaged_pages_fail_the_integrity_check_and_are_set_aside(tmp_path: Path, clock: FakeClock) -> None:
