@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -50,6 +51,8 @@ class Store(
         self.clock = clock
         self.data_dir = data_dir
         self.path = data_dir / DB_NAME
+        st = os.stat(self.path)  # the file opened: a write checks it is still the one there
+        self._file_id = (st.st_dev, st.st_ino)
         self.notices = notices  # things the person should know (e.g. a database set aside)
 
     @classmethod

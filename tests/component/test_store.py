@@ -526,6 +526,32 @@ def test_damaged_pages_fail_the_integrity_check_and_are_set_aside(tmp_path: Path
     ] == [bytes(raw)]
 
 
+@pytest.mark.parametrize("damage", ["deleted", "replaced", "directory_moved"])
+def test_a_write_after_the_database_file_went_away_is_data_directory_unusable(
+    tmp_path: Path, clock: FakeClock, damage: str
+) -> None:
+    """The database deleted (or the data directory moved, or another file put in its place) under
+    a running server: SQLite went on writing into the unlinked file, every tool said completed,
+    and all of it was gone at exit. A write now says the file is gone; nothing is taken as saved."""
+    data = tmp_path / "data"
+    with Store.open(data, clock) as store:
+        [paper] = store.upsert_from_grid([_row()], T0)
+        db = data / "cnki.sqlite3"
+        if damage == "deleted":
+            for side in ("", "-wal", "-shm"):
+                (data / f"cnki.sqlite3{side}").unlink()
+        elif damage == "replaced":
+            db.rename(data / "elsewhere.sqlite3")
+            db.write_bytes(b"")
+        else:
+            data.rename(tmp_path / "moved")
+        with pytest.raises(CnkiError) as info:
+            store.upsert_from_grid([_row(title="运行中被删除之后")], T0)
+        assert info.value.code == "DATA_DIRECTORY_UNUSABLE"
+        assert info.value.details["reason"] == "database_replaced"
+        assert store.get(paper.record_ref) is not None  # reads still answer from the open file
+
+
 def test_database_from_a_newer_schema_is_refused_and_left_in_place(tmp_path: Path, clock: FakeClock) -> None:
     """A newer release wrote it (the person ran it once, e.g. through uvx): its data is healthy,
     so it is never set aside as corrupt; the start stops with DATABASE_UNUSABLE (upgrade)."""
