@@ -400,7 +400,13 @@ class JobManager:
         op_id = live.record.operation_id
         self._live[op_id] = live
         live.budget.resume()
-        self._sink.save(live.record, keep=self._keep)
+        try:
+            self._sink.save(live.record, keep=self._keep)
+        except BaseException:
+            # nothing started: an operation the store refused (a full disk, the database deleted)
+            # is not left listed as running for ever with no task behind it
+            del self._live[op_id]
+            raise
         ctx = OperationContext(self, live, resume_from)
         live.task = asyncio.get_running_loop().create_task(self._run(live, ctx, runner), name=f"op:{op_id}")
         # A task cancelled before its first step never runs `_run`; finish it here instead.
