@@ -81,3 +81,13 @@ def test_a_cancelled_search_is_sent_to_the_results_it_kept_and_to_continue() -> 
     step = default_next_step("cancelled", "search", checkpoint=True, operation_id="op_1") or ""
     assert "search_results(search_id='op_1')" in step and "continue" in step
     assert default_next_step("cancelled", "search") is None  # nothing kept: nothing to point at
+
+
+def test_an_operation_stopped_by_the_browser_is_told_to_fix_it_before_going_on() -> None:
+    """A search stopped by BROWSER_UNAVAILABLE (a browser that does not start, a profile locked by
+    another computer) was told only to continue, which fails the same way; a get_metadata got no
+    advice at all. Both are sent to doctor first, then to the call that goes on."""
+    search = default_next_step("partial", "search", ("BROWSER_UNAVAILABLE",), checkpoint=True, operation_id="op_1")
+    assert search is not None and "cnki-mcp doctor" in search and "operation_control(action='continue'" in search
+    metadata = default_next_step("partial", "metadata", ("BROWSER_PROFILE_IN_USE",), operation_id="op_2")
+    assert metadata is not None and "cnki-mcp doctor" in metadata and "continue" not in metadata
