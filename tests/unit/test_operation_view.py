@@ -91,3 +91,12 @@ def test_an_operation_stopped_by_the_browser_is_told_to_fix_it_before_going_on()
     assert search is not None and "cnki-mcp doctor" in search and "operation_control(action='continue'" in search
     metadata = default_next_step("partial", "metadata", ("BROWSER_PROFILE_IN_USE",), operation_id="op_2")
     assert metadata is not None and "cnki-mcp doctor" in metadata and "continue" not in metadata
+
+
+def test_the_interrupted_message_names_every_tool_continue_carries_on() -> None:
+    """An interrupted citation_graph was told that only searches continue (其他操作请重新发起)
+    while its next_step said continue: the message names the citation walks too."""
+    from cnki_mcp.operations import INTERRUPTED_MESSAGE
+
+    for tool in ("search", "structured_search", "citation_graph", "find_citation_path"):
+        assert tool in INTERRUPTED_MESSAGE
