@@ -6,6 +6,7 @@ locked by another computer, a missing library, a sandbox refusal), so the error 
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -56,3 +57,17 @@ def launch_error(exc: Exception, *, profile: Path, launch_seconds: float) -> Exc
         )
     message = f"浏览器启动失败：{said[-1]}" if said else "浏览器启动失败"
     return BrowserUnavailable(message, reason=first, browser_output=said)
+
+
+def foreign_profile_lock(profile: Path, hostname: str) -> tuple[str, int] | None:
+    """(host, pid) when the profile's SingletonLock (a symlink `<host>-<pid>`) names another host
+    than `hostname`: Chromium refuses such a profile until the lock is removed. None otherwise
+    (no lock, this host's lock, which Chromium takes over when its process is gone)."""
+    try:
+        target = os.readlink(profile / SINGLETON_LOCK)
+    except OSError:
+        return None
+    host, sep, pid = target.rpartition("-")
+    if not sep or not pid.isdigit() or host == hostname:
+        return None
+    return host, int(pid)
