@@ -213,6 +213,10 @@ class OperationContext:
         finally:
             self._live.record.requests = self._live.budget.requests
 
+    def store_requests(self) -> None:
+        """Store the record as it is (the requests spent): a crash after an answer was kept loses no count."""
+        self._manager._changed(self._live, persist=True, notify=False)
+
     def set_stage(self, stage: str, message: str | None = None) -> None:
         rec = self._live.record
         rec.stage = stage
