@@ -213,6 +213,10 @@ class OperationContext:
         finally:
             self._live.record.requests = self._live.budget.requests
 
+    def store_requests(self) -> None:
+        """Store the record as it is (the requests spent): a crash after an answer was kept loses no count."""
+        self._manager._changed(self._live, persist=True, notify=False)
+
     def set_stage(self, stage: str, message: str | None = None) -> None:
         rec = self._live.record
         rec.stage = stage
@@ -400,7 +404,13 @@ class JobManager:
         op_id = live.record.operation_id
         self._live[op_id] = live
         live.budget.resume()
-        self._sink.save(live.record, keep=self._keep)
+        try:
+            self._sink.save(live.record, keep=self._keep)
+        except BaseException:
+            # nothing started: an operation the store refused (a full disk, the database deleted)
+            # is not left listed as running for ever with no task behind it
+            del self._live[op_id]
+            raise
         ctx = OperationContext(self, live, resume_from)
         live.task = asyncio.get_running_loop().create_task(self._run(live, ctx, runner), name=f"op:{op_id}")
         # A task cancelled before its first step never runs `_run`; finish it here instead.

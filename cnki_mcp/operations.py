@@ -20,7 +20,10 @@ KEEP_OPERATIONS = 200
 # Key of a loaded checkpoint under which the entries appended since it was saved are listed
 # (`OperationContext.checkpoint_append`); reserved in every checkpoint dict.
 CHECKPOINT_LOG = "log"
-INTERRUPTED_MESSAGE = "服务重启前该操作未完成，已中断；检索（search）可用 operation_control continue 从检查点继续，其他操作请重新发起"
+INTERRUPTED_MESSAGE = (
+    "服务重启前该操作未完成，已中断；检索（search、structured_search）与引文网络（citation_graph、"
+    "find_citation_path）可用 operation_control continue 从检查点继续，其他操作请用相同参数重新调用原工具"
+)
 IDLE = "idle"
 
 

@@ -3,7 +3,7 @@ such as the data directory held by a running server, does not fail).
 
 Checks: settings (environment variables), browser found, browser launchable (headless, in
 a temporary profile), data directory writable, data directory not locked by another
-cnki-mcp, store readable, package versions, display. Nothing here contacts CNKI.
+cnki-mcp, browser profile not locked by another computer, store readable, package versions, display. Nothing here contacts CNKI.
 
 `--protocol` adds the stdio protocol check (`protocol_check(command, env) -> Check`): spawn
 `cnki-mcp serve` as a client would, with a temporary CNKI_DATA_DIR, initialize, list the tools,
@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import secrets
+import socket
 import sqlite3
 import sys
 from collections.abc import Callable, Mapping
@@ -166,6 +167,25 @@ def check_data_dir_lock(data_dir: Path, writable: bool) -> Check:
     return Check("data_dir_lock", True, "未被其他进程占用")
 
 
+def check_browser_profile(data_dir: Path, hostname: str) -> Check:
+    """The profile's SingletonLock naming another host (a crash on a machine since renamed, a
+    container with a new hostname, a data directory another computer uses): the browser refuses
+    to start in it (BROWSER_PROFILE_IN_USE), though a temporary profile starts fine."""
+    from cnki_mcp.site.launch_error import SINGLETON_LOCK, foreign_profile_lock
+
+    profile = data_dir / datadir.PROFILE_DIR
+    other = foreign_profile_lock(profile, hostname)
+    if other is None:
+        return Check("browser_profile", True, "浏览器资料目录未被其他计算机锁定")
+    lock = profile / SINGLETON_LOCK
+    return Check(
+        "browser_profile",
+        False,
+        f"浏览器资料目录被另一台计算机（{other[0]}，进程 {other[1]}）锁定：{lock}",
+        f"如果那台计算机没有在用这个数据目录（例如换了主机名或容器后上次崩溃留下的锁），删除 {lock}",
+    )
+
+
 def check_store(data_dir: Path) -> Check:
     from cnki_mcp.store.db import DB_NAME, SCHEMA_VERSION
 
@@ -250,6 +270,7 @@ def run_checks(
         check_browser_launch(browser_path, probe or _default_probe),
         data_check,
         check_data_dir_lock(settings.data_dir, data_check.ok),
+        check_browser_profile(settings.data_dir, socket.gethostname()),
         check_store(settings.data_dir) if data_check.ok else Check("store", False, "未检查：数据目录不可用"),
         check_versions(),
         check_path_command(),

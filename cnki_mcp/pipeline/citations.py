@@ -129,6 +129,7 @@ class CitationReader:
             return cached
         counts = await self._ask(h, ctx, lambda url: self.backend.citation_metrics(url, op=ctx))
         self.store.save_citation_metrics(h.key, counts, self.clock.now())
+        ctx.store_requests()  # with the answer: a crash leaves the requests spent on record
         return counts
 
     async def _ask(self, h: PaperHandle, ctx: OperationContext, request: Callable[[str], Awaitable[T]]) -> T:
@@ -194,6 +195,7 @@ class CitationReader:
             return cached
         page = await self._ask(h, ctx, lambda url: self.backend.citation_list(url, kind, code, start, op=ctx))
         self.store.save_citation_page(h.key, kind, page, self.clock.now())
+        ctx.store_requests()  # with the page: `continue` after a crash keeps to the budget
         return page
 
     def _latest_link(self, h: PaperHandle) -> None:

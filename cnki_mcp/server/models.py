@@ -196,6 +196,11 @@ NO_ENTRY_STEP = (
     "下载其中一种（CAJ 不能用 read_pdf_text 读取）；要读全文也可试 read_online_html(record_ref)"
 )
 LIST_AGAIN_STEP = "用相同参数再调用 get_references / get_citing：已读的列表页存在本地不再请求，从停下处接着读"
+BROWSER_CODES = ("BROWSER_UNAVAILABLE", "BROWSER_PROFILE_IN_USE")
+BROWSER_STEP = (
+    "浏览器没能启动（原因见 errors 的 message 与 details）：按其说明处理，或运行 cnki-mcp doctor 检查浏览器"
+    "与 CNKI_BROWSER_PATH；修好后 {again}"
+)
 UNCERTAIN_DOWNLOAD_STEP = "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
 
 
@@ -227,6 +232,11 @@ def default_next_step(
     op = f"'{operation_id}'" if operation_id else "operation_id"
     if status in ("running", "awaiting_user"):
         return f"operation_status(operation_id={op}, wait_seconds=50)"
+    if status in ("partial", "failed") and any(c in codes for c in BROWSER_CODES):
+        # continuing (or calling again) before the browser is fixed fails the same way
+        continuable = checkpoint and kind in {k.value for k in CONTINUABLE}
+        again = f"operation_control(action='continue', operation_id={op})" if continuable else "用相同参数再调用原工具"
+        return BROWSER_STEP.format(again=again)
     if status in ("partial", "interrupted") and checkpoint and kind in {k.value for k in CONTINUABLE}:
         return f"operation_control(action='continue', operation_id={op}) 从检查点继续（已取得的不再请求）"
     if status == "cancelled" and kind == "search" and checkpoint:

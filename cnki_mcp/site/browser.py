@@ -30,6 +30,7 @@ from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable
 from cnki_mcp.settings import Settings
 from cnki_mcp.site.cookie_jar import atomic_write_private, load_session_cookies, session_payload
 from cnki_mcp.site.deadline import CALL_SECONDS, bounded
+from cnki_mcp.site.launch_error import LAUNCH_SECONDS, launch_error
 from cnki_mcp.site.locate import (
     BrowserCandidate,
     decide_headless,
@@ -106,18 +107,6 @@ def is_browser_gone(exc: BaseException) -> bool:
     return any(marker in text for marker in _GONE_MARKERS)
 
 
-def _launch_error(exc: Exception) -> Exception:
-    text = str(exc)
-    first = text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__
-    if "ProcessSingleton" in text or "SingletonLock" in text or "profile is already in use" in text:
-        return BrowserProfileInUse("浏览器资料目录正被另一个浏览器进程使用", reason=first)
-    if "XServer" in text or "Missing X server" in text or "$DISPLAY" in text:
-        return BrowserUnavailable(
-            "没有可用的显示，无法打开有界面的浏览器；可设置 CNKI_HEADLESS=1", reason=first
-        )
-    return BrowserUnavailable("浏览器启动失败", reason=first)
-
-
 class BrowserHost:
     """One persistent browser profile for the process. Nothing starts before `ensure()`.
 
@@ -134,8 +123,10 @@ class BrowserHost:
         platform: str = sys.platform,
         exists: Callable[[str], bool] = os.path.isfile,
         autosave_seconds: float = 30.0,
+        launch_seconds: float = LAUNCH_SECONDS,
     ) -> None:
         self._settings = settings
+        self._launch_seconds = launch_seconds
         self._clock = clock
         self._environ = environ
         self._platform = platform
@@ -444,10 +435,13 @@ class BrowserHost:
                 downloads_path=str(self.downloads_dir),
                 locale="zh-CN",
                 env=self._launch_env(headless),
+                # without a timeout a persistent launch waits for ever on a browser that never
+                # opens its pipe, and every tool waits behind it (docs/reliability.md)
+                timeout=self._launch_seconds * 1000,
                 **options,
             )
         except error_type() as exc:
-            raise _launch_error(exc) from exc
+            raise launch_error(exc, profile=self.profile_dir, launch_seconds=self._launch_seconds) from exc
 
     async def _attach_browser_session(self) -> None:
         ctx = self._context

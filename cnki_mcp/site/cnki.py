@@ -450,6 +450,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
         slow_answers = 0
         for number in range(1, MAX_ATTEMPTS + 1):
             epoch = self._gate.epoch
+            generation = self._host.generation
             try:
                 return await attempt()
             except _PageChanged as exc:
@@ -466,6 +467,12 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
                         self.drop_template()
                         await self._detach_loader()
                         await self._host.recover()
+                    continue
+                if number == 1 and (not self._host.started or self._host.generation != generation):
+                    # the browser died under the request (killed, crashed): nothing was answered,
+                    # so it is asked once more in the browser ensure() relaunches, not reported as
+                    # CNKI being down (SITE_UNAVAILABLE ended a search's enrichment)
+                    log.warning("the browser died under a request; asking again in a new one: %s", exc)
                     continue
                 raise SiteUnavailable(reason=without_query(str(exc))[:200]) from exc
             except _HumanNeeded as need:

@@ -198,6 +198,8 @@ class Downloader:
             stored = self.store.download_for(ref, fmt)
             if stored is not None and stored.intact():
                 return self._from_cache(stored, paper, fmt, filename, subdirectory)
+            if stored is not None and stored.path.is_file():
+                self._refuse_changed(stored, paper, fmt, filename, subdirectory)
         for fmt in formats:
             click = self.store.uncertain_click(ref, fmt)
             if click is None:
@@ -211,6 +213,24 @@ class Downloader:
                 raise SideEffectUncertain(record_ref=ref, format=fmt, clicked_at=click.clicked_at.isoformat())
         self._refuse_taken_names(paper, formats, filename, subdirectory)
         return await self._download_once(paper, format, filename, subdirectory, wait_seconds, op)
+
+    def _refuse_changed(
+        self, stored: StoredDownload, paper: Paper, fmt: FileFormat, filename: str | None, subdirectory: str | None
+    ) -> None:
+        """FILE_EXISTS, before anything is asked of CNKI, when this call's file would be the archived
+        one and that file no longer matches what was downloaded (truncated, damaged, edited): it is
+        never overwritten, and the person is told why and how to get a fresh copy (it was a bare
+        FILE_EXISTS after the detail page had been loaded)."""
+        name = filename if filename is not None else safe_file_name(paper.title, paper.record_ref, fmt)
+        if target_dir(self.data_dir, subdirectory) / name != stored.path:
+            return
+        raise FileExists(
+            f"已下载的文件 {stored.path} 与下载时不同（被改动或已损坏），不会覆盖：要重新下载，"
+            "用 filename 另起一个文件名，或先移走该文件后再调用",
+            path=str(stored.path),
+            record_ref=paper.record_ref,
+            changed_since_download=True,
+        )
 
     def _refuse_taken_names(
         self, paper: Paper, formats: tuple[FileFormat, ...], filename: str | None, subdirectory: str | None

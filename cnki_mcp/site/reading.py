@@ -164,7 +164,19 @@ class DetailTabs:
 
     async def open(self, paper: Paper, op: SiteOp | None) -> OpenedDetail:
         """A new tab on `paper`'s detail page, identity-confirmed and settled. With no locator,
-        or an expired one, the paper is located again by its exact title (once)."""
+        or an expired one, the paper is located again by its exact title (once). A browser that
+        died under the page (killed, crashed) is relaunched and the page opened once more: nothing
+        was answered, and SITE_UNAVAILABLE (知网暂时不可用) blamed CNKI for it."""
+        generation = self.host.generation
+        try:
+            return await self._open_once(paper, op)
+        except SiteUnavailable as exc:
+            if self.host.started and self.host.generation == generation:
+                raise
+            log.warning("the browser died under a detail tab; opening it again in a new one: %s", exc)
+            return await self._open_once(paper, op)
+
+    async def _open_once(self, paper: Paper, op: SiteOp | None) -> OpenedDetail:
         url = paper.locator or await self.relocate(paper, op)
         page = await self.host.new_page()
         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -21,6 +23,8 @@ from cnki_mcp.store.papers import PapersMixin
 from cnki_mcp.store.searches import SearchesMixin
 from cnki_mcp.store.searchlog import SearchLogMixin
 from cnki_mcp.store.watches import WatchesMixin
+
+log = logging.getLogger(__name__)
 
 
 class Store(
@@ -47,6 +51,8 @@ class Store(
         self.clock = clock
         self.data_dir = data_dir
         self.path = data_dir / DB_NAME
+        st = os.stat(self.path)  # the file opened: a write checks it is still the one there
+        self._file_id = (st.st_dev, st.st_ino)
         self.notices = notices  # things the person should know (e.g. a database set aside)
 
     @classmethod
@@ -62,6 +68,10 @@ class Store(
         except BaseException:
             lock.release()
             raise
+        for notice in notices:
+            # the server's log is what a client shows of it: without this line a database set
+            # aside left an empty library and "not found" answers, told only by diagnostics
+            log.warning("%s", notice)
         return cls(conn, lock, data_dir, clock, notices)
 
     @property

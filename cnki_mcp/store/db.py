@@ -445,6 +445,26 @@ class StoreBase:
     _mutex: threading.RLock
     clock: Clock
     _closed: bool
+    path: Path
+    _file_id: tuple[int, int] | None  # (device, inode) of the database file opened
+
+    def _check_same_file(self) -> None:
+        """DATA_DIRECTORY_UNUSABLE when `cnki.sqlite3` is no longer the file this store opened
+        (deleted, the data directory removed or moved, another file put in its place): SQLite
+        would go on writing into the unlinked file, every answer would say it was saved, and all
+        of it would be gone when the process exits."""
+        try:
+            st = os.stat(self.path)
+            same = (st.st_dev, st.st_ino) == self._file_id
+        except OSError:
+            same = False
+        if not same:
+            raise DataDirectoryUnusable(
+                f"数据库文件 {self.path} 在服务运行中被删除、移走或替换，结果无法保存；"
+                "重启 cnki-mcp（在 AI 客户端中重新连接或重启它）后再试",
+                reason="database_replaced",
+                path=str(self.path),
+            )
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -454,6 +474,7 @@ class StoreBase:
         with self._mutex:
             if self._closed:
                 raise RuntimeError("store is closed")
+            self._check_same_file()
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
                 try:

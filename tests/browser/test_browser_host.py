@@ -249,6 +249,52 @@ async def test_a_closed_host_never_launches_again(tmp_path: Path, browser_execut
     other._file_lock.release()
 
 
+async def test_a_browser_that_never_finishes_starting_is_browser_unavailable_in_bounded_time(
+    tmp_path: Path,
+) -> None:
+    """A launcher that answers --version and then never opens its pipe (a hung wrapper, a dialog
+    nobody sees): the launch is bounded, BROWSER_UNAVAILABLE reason launch_timeout, and the hung
+    process is gone. The persistent launch had no timeout: every tool waited behind it until its
+    own budget ran out (900 s for a search)."""
+    script = tmp_path / "chrome"
+    script.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "Chromium 140.0.0.0"; exit 0; fi\nexec sleep 600\n')
+    script.chmod(0o755)
+    settings = Settings(data_dir=tmp_path / "data", browser_path=str(script), headless=True)
+    h = BrowserHost(settings, SystemClock(), launch_seconds=2.0)
+    try:
+        async with asyncio.timeout(120):  # a bound: a launch without a deadline fails here
+            with pytest.raises(BrowserUnavailable) as info:
+                await h.ensure()
+        assert info.value.details["reason"] == "launch_timeout"
+        assert h.started is False
+        other = make_host(tmp_path / "data", str(script))
+        other._acquire_profile_lock()  # the failed launch let go of the profile
+        assert other._file_lock is not None
+        other._file_lock.release()
+    finally:
+        await h.close()
+
+
+async def test_a_profile_lock_left_by_another_host_is_profile_in_use_naming_the_lock(
+    tmp_path: Path, browser_executable: str
+) -> None:
+    """A crash leaves Chromium's SingletonLock behind; on a machine since renamed (or a container
+    with a new hostname) it names another host, and Chromium refuses the profile. The person is
+    told which file to remove, not "浏览器启动失败 / Target page, context or browser has been closed"."""
+    profile = tmp_path / "data" / "browser-profile"
+    profile.mkdir(parents=True)
+    os.symlink("otherbox-4242", profile / "SingletonLock")
+    h = make_host(tmp_path / "data", browser_executable)
+    try:
+        with pytest.raises(BrowserProfileInUse) as info:
+            await h.ensure()
+        assert info.value.details["reason"] == "locked_by_other_host"
+        assert info.value.details["host"] == "otherbox"
+        assert info.value.details["lock_file"] == str(profile / "SingletonLock")
+    finally:
+        await h.close()
+
+
 async def test_the_browser_and_the_probe_write_nothing_into_home(tmp_path: Path, browser_executable: str) -> None:
     """Chrome puts its crash-report database in ~/.config/<browser> and GLib a settings cache in
     ~/.cache/dconf whatever --user-data-dir says; both stay inside the data directory (the probe:

@@ -320,6 +320,29 @@ async def test_a_taken_file_name_is_file_exists_before_the_detail_page_is_asked(
     assert not sim.requests_for(ORDER, "GET") and case.store.clicks_for(ref) == []
 
 
+async def test_a_downloaded_file_damaged_since_is_file_exists_saying_so_before_the_detail_page(
+    case: Case,
+) -> None:
+    """The archived PDF truncated (or edited) after its download: it is never overwritten, and the
+    answer says the file changed (details.changed_since_download) before any CNKI request; it was a
+    bare FILE_EXISTS after the detail page had been loaded, with nothing said about why."""
+    sim = case.env.sim
+    ref = await case.ref("r0001")
+    async with asyncio.timeout(STEP_TIMEOUT):
+        first = await case.downloader.download(ref, op=FakeOp())
+    path = Path(first.path)
+    damaged = path.read_bytes()[: first.bytes // 3]
+    path.write_bytes(damaged)
+    details = len(sim.requests_for("/kcms2/article/abstract"))
+    error = await expect_code(case.downloader.download(ref, op=FakeOp()), "FILE_EXISTS")
+    assert error.details["changed_since_download"] is True and error.details["path"] == str(path)
+    assert path.read_bytes() == damaged
+    assert len(sim.requests_for("/kcms2/article/abstract")) == details
+    assert len(sim.requests_for(ORDER, "GET")) == 1  # the first download's click only
+    fresh = await case.downloader.download(ref, filename="重新下载.pdf", op=FakeOp())
+    assert fresh.sha256 == first.sha256 and Path(fresh.path).name == "重新下载.pdf"
+
+
 async def test_a_file_name_with_a_path_is_refused_whatever_the_format_even_where_that_file_exists(case: Case) -> None:
     # `auto` used to check only the extension, so `../outside.pdf` reached the taken-name check
     # and answered FILE_EXISTS, with its path, for a file outside downloads/

@@ -5,6 +5,8 @@ click into a new tab, complete / trial / lazily loaded readers, the reader slide
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -85,6 +87,33 @@ async def test_complete_reader_opens_in_a_new_tab_and_every_heading_becomes_a_se
     assert rec.fulltext[-1].text.split("\n")[0] in page.text
     assert len(env.sim.requests_for(READER, "GET")) == 1
     assert await open_tabs(env) == before  # the detail and reader tabs are closed again
+
+
+async def test_a_read_whose_browser_dies_under_the_detail_page_opens_it_again_in_a_new_browser(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The browser killed (or crashed) while the detail tab loads: the page was never answered, so
+    it is opened once more in the relaunched browser and the read goes on. It ended `partial` with
+    SITE_UNAVAILABLE (知网暂时不可用) and no next step, blaming CNKI."""
+    tabs = env.reader.tabs
+    await env.host.ensure()
+    generation = env.host.generation
+    pid = env.host.status()["process_id"]
+    assert pid is not None
+    load = tabs._load
+    killed: list[int] = []
+
+    async def kill_then_load(page: Any, url: str, op: Any) -> Any:
+        if not killed:
+            killed.append(pid)
+            os.kill(pid, signal.SIGKILL)
+        return await load(page, url, op)
+
+    monkeypatch.setattr(tabs, "_load", kill_then_load)
+    async with asyncio.timeout(STEP_TIMEOUT):
+        capture = await env.reader.read(paper_for(env.sim, "r0001"), FakeOp())
+    assert killed and capture.page.title == env.sim.corpus.by_id["r0001"].title
+    assert env.host.generation == generation + 1 and env.host.started
 
 
 async def test_trial_reader_is_marked_and_returned_at_once(env: Env) -> None:

@@ -5,6 +5,8 @@ expiry with relocation, a verification and a login solved by a "person", and hea
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -263,6 +265,32 @@ async def test_detail_and_journal_are_fetched_without_rendering(env: Env) -> Non
     assert len(ctx.pages) == tabs_before
     assert len(env.sim.requests_for(DETAIL, "GET")) == 1
     assert len(env.sim.requests_for("/knavi/detail", "GET")) == 1
+
+
+async def test_a_detail_whose_browser_dies_under_it_is_asked_again_in_a_new_browser(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The browser killed (or crashed) while a detail page is on its way: the request was never
+    answered, so it is asked once more in the relaunched browser. It ended SITE_UNAVAILABLE
+    (知网暂时不可用), which stopped a search's whole enrichment stage and blamed CNKI."""
+    row = (await env.site.grid(request("违约金"))).rows[0]
+    await env.host.ensure()
+    generation = env.host.generation
+    pid = env.host.status()["process_id"]
+    assert pid is not None
+    load = env.site._load
+    killed: list[int] = []
+
+    async def kill_then_load(url: str, op: Any) -> Any:
+        if not killed:
+            killed.append(pid)
+            os.kill(pid, signal.SIGKILL)
+        return await load(url, op)
+
+    monkeypatch.setattr(env.site, "_load", kill_then_load)
+    detail = await env.site.detail(row.detail_url or "")
+    assert killed and detail.title == row.title
+    assert env.host.generation == generation + 1 and env.host.started
 
 
 async def test_script_rendered_detail_falls_back_to_a_rendered_tab(env: Env) -> None:

@@ -192,3 +192,23 @@ async def test_a_paper_without_a_link_counts_only_the_requests_made(clock: FakeC
     assert record.status is OperationStatus.COMPLETED, record.errors
     # the title lookup, the counts, the journal list's first page
     assert record.result["requests"] == record.requests == 3 and site.requests["grid"] == 1
+
+
+async def test_a_walk_killed_inside_its_first_paper_has_the_requests_it_spent_on_record(
+    clock: FakeClock, store: Store
+) -> None:
+    """The stored record followed each paper expanded (9daccae), so a process killed while the
+    seed's lists were still being read left requests 0 and a continue got the whole budget again
+    (213 citation-API requests measured for a 200 budget). Each stored answer now stores the count."""
+    site = SlowCorpus(chain(), clock)
+    seed = remember(store, site.corpus, "s")
+    sink = MemorySink()
+    jobs = JobManager(clock, sink, heartbeat_interval=10_000)  # no heartbeat saves in between
+    job = jobs.start(OperationKind.CITATIONS,
+                     graph_runner(store, site, clock, GraphInput(seeds=[seed], direction="citing", depth=2)))  # fmt: skip
+    await clock.advance_settled(6)  # inside the seed's counts and lists (18 s)
+    saved = sink.load(job.operation_id)
+    assert saved is not None and saved.status is OperationStatus.RUNNING and saved.progress.done == 0
+    assert saved.requests >= 5
+    await jobs.cancel(job.operation_id)
+    await clock.run_until_complete(job.finish())

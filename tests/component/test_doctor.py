@@ -1,6 +1,6 @@
 """`cnki-mcp doctor` on a healthy setup (real Chromium, fresh data directory) and on broken
 ones: a browser path that points nowhere, a data directory that is a file, a data directory
-locked by another process, an unreadable store, an invalid setting; and `--json`."""
+locked by another process, a browser profile locked by another computer, an unreadable store, an invalid setting; and `--json`."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ CHECK_NAMES = [
     "browser_launch",
     "data_dir",
     "data_dir_lock",
+    "browser_profile",
     "store",
     "versions",
     "path_command",
@@ -101,6 +102,25 @@ def test_doctor_reads_an_existing_store(
     assert main(["doctor"]) in (0, 1)  # the browser may be missing on this machine
     out = capsys.readouterr().out
     assert _lines(out)["store"] == "OK" and "papers=0" in out
+
+
+def test_doctor_fails_on_a_browser_profile_locked_by_another_computer(
+    env: Path, quick_probe: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A crash leaves Chromium's SingletonLock; naming another host (a renamed machine, a new
+    container) it makes every browser start fail with BROWSER_PROFILE_IN_USE, while doctor's launch
+    in a temporary profile passed and it reported all OK. The lock file is named to remove."""
+    profile = env / "data" / "browser-profile"
+    profile.mkdir(parents=True)
+    os.symlink("otherbox-4242", profile / "SingletonLock")
+    code = main(["doctor"])
+    out = capsys.readouterr().out
+    assert code == 1 and _lines(out)["browser_profile"] == "FAIL"
+    assert str(profile / "SingletonLock") in out
+    os.unlink(profile / "SingletonLock")
+    os.symlink(f"{__import__('socket').gethostname()}-4242", profile / "SingletonLock")  # this host's own
+    main(["doctor"])
+    assert _lines(capsys.readouterr().out)["browser_profile"] == "OK"
 
 
 def test_doctor_on_a_broken_setup_exits_1_naming_the_failed_checks(

@@ -893,3 +893,28 @@ async def test_an_operation_cancelled_from_outside_ends_interrupted_not_cancelle
     stored = sink.load(job.operation_id)
     assert stored is not None and stored.status is OperationStatus.INTERRUPTED
     assert stored.checkpoint is not None
+
+
+class RefusingSink(MemorySink):
+    """A store that refuses every write (a full disk, the database deleted under the server)."""
+
+    def save(self, record: OperationRecord, **kwargs: Any) -> None:
+        from cnki_mcp.errors import DataDirectoryUnusable
+
+        raise DataDirectoryUnusable(reason="database_replaced")
+
+
+async def test_an_operation_the_store_refuses_to_record_is_not_left_running() -> None:
+    """The first save of a new operation failing (DATA_DIRECTORY_UNUSABLE) fails the call; the
+    operation stayed in the live table and operation_status reported it `running` for ever, with
+    no task behind it."""
+    clock = FakeClock()
+    manager = JobManager(clock, RefusingSink(), inline_wait=40, heartbeat_interval=5)
+    limiter = Limiter(clock, 0.5, 6)
+    try:
+        with pytest.raises(CnkiError) as info:
+            manager.start(OperationKind.SEARCH, search_runner(FakeBackend(clock), limiter), SEARCH_BUDGET)
+        assert info.value.code == "DATA_DIRECTORY_UNUSABLE"
+        assert manager.status() is None and manager.active_operations() == []
+    finally:
+        await manager.shutdown()

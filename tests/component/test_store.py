@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import signal
 import sqlite3
@@ -489,6 +490,19 @@ def test_garbage_database_is_moved_aside_and_a_fresh_one_started(tmp_path: Path,
         assert again.notices == [] and again.paper_count() == 1
 
 
+def test_a_database_set_aside_is_said_in_the_log(
+    tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The log is what a client shows of the server: a database set aside at start is a warning
+    there naming where it went (it was only in diagnostics' store_notices, and the person saw an
+    empty library and DOCUMENT_NOT_FOUND for their papers)."""
+    (tmp_path / "cnki.sqlite3").write_bytes(b"SQLite format 3\x00" + b"\x07" * 8000)
+    with caplog.at_level(logging.WARNING, logger="cnki_mcp.store"), Store.open(tmp_path, clock):
+        pass
+    [moved] = [p for p in tmp_path.glob("cnki.sqlite3.corrupt-*") if not p.name.endswith(("-wal", "-shm"))]
+    assert [r.levelno for r in caplog.records if str(moved) in r.getMessage()] == [logging.WARNING]
+
+
 def test_damaged_pages_fail_the_integrity_check_and_are_set_aside(tmp_path: Path, clock: FakeClock) -> None:
     with Store.open(tmp_path, clock) as store:
         store.upsert_from_grid(
@@ -510,6 +524,32 @@ def test_damaged_pages_fail_the_integrity_check_and_are_set_aside(tmp_path: Path
         for p in tmp_path.glob("cnki.sqlite3.corrupt-*")
         if not p.name.endswith(("-wal", "-shm"))
     ] == [bytes(raw)]
+
+
+@pytest.mark.parametrize("damage", ["deleted", "replaced", "directory_moved"])
+def test_a_write_after_the_database_file_went_away_is_data_directory_unusable(
+    tmp_path: Path, clock: FakeClock, damage: str
+) -> None:
+    """The database deleted (or the data directory moved, or another file put in its place) under
+    a running server: SQLite went on writing into the unlinked file, every tool said completed,
+    and all of it was gone at exit. A write now says the file is gone; nothing is taken as saved."""
+    data = tmp_path / "data"
+    with Store.open(data, clock) as store:
+        [paper] = store.upsert_from_grid([_row()], T0)
+        db = data / "cnki.sqlite3"
+        if damage == "deleted":
+            for side in ("", "-wal", "-shm"):
+                (data / f"cnki.sqlite3{side}").unlink()
+        elif damage == "replaced":
+            db.rename(data / "elsewhere.sqlite3")
+            db.write_bytes(b"")
+        else:
+            data.rename(tmp_path / "moved")
+        with pytest.raises(CnkiError) as info:
+            store.upsert_from_grid([_row(title="运行中被删除之后")], T0)
+        assert info.value.code == "DATA_DIRECTORY_UNUSABLE"
+        assert info.value.details["reason"] == "database_replaced"
+        assert store.get(paper.record_ref) is not None  # reads still answer from the open file
 
 
 def test_database_from_a_newer_schema_is_refused_and_left_in_place(tmp_path: Path, clock: FakeClock) -> None:

@@ -89,3 +89,22 @@ def test_a_cancelled_search_is_sent_to_the_results_it_kept_and_to_continue() -> 
 def test_a_reader_without_a_body_is_sent_to_the_file() -> None:
     step = default_next_step("failed", "read", ("READER_UNSUPPORTED",)) or ""
     assert "download_paper" in step and "read_pdf_text" in step
+
+
+def test_an_operation_stopped_by_the_browser_is_told_to_fix_it_before_going_on() -> None:
+    """A search stopped by BROWSER_UNAVAILABLE (a browser that does not start, a profile locked by
+    another computer) was told only to continue, which fails the same way; a get_metadata got no
+    advice at all. Both are sent to doctor first, then to the call that goes on."""
+    search = default_next_step("partial", "search", ("BROWSER_UNAVAILABLE",), checkpoint=True, operation_id="op_1")
+    assert search is not None and "cnki-mcp doctor" in search and "operation_control(action='continue'" in search
+    metadata = default_next_step("partial", "metadata", ("BROWSER_PROFILE_IN_USE",), operation_id="op_2")
+    assert metadata is not None and "cnki-mcp doctor" in metadata and "continue" not in metadata
+
+
+def test_the_interrupted_message_names_every_tool_continue_carries_on() -> None:
+    """An interrupted citation_graph was told that only searches continue (其他操作请重新发起)
+    while its next_step said continue: the message names the citation walks too."""
+    from cnki_mcp.operations import INTERRUPTED_MESSAGE
+
+    for tool in ("search", "structured_search", "citation_graph", "find_citation_path"):
+        assert tool in INTERRUPTED_MESSAGE

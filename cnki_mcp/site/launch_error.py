@@ -1,0 +1,73 @@
+"""What a failed browser launch is, in the product's typed errors (site/browser.py launches).
+
+Playwright reports every failed launch as "Target page, context or browser has been closed" on
+its first line and quotes the browser's own stderr further down; the cause is there (a profile
+locked by another computer, a missing library, a sandbox refusal), so the error carries it."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable
+
+# Playwright's launch error quotes the browser's own stderr, one `[pid=N][err] …` line each.
+_BROWSER_SAID = re.compile(r"^\[pid=\d+\]\[err\] (.*)$", re.MULTILINE)
+# Chromium's process singleton (process_singleton_posix.cc) refusing a profile whose SingletonLock
+# names another host: a crash left it there on a machine since renamed (or in a container that got
+# a new hostname), or another computer uses the profile through a shared folder. Chromium never
+# takes such a lock over by itself.
+_OTHER_HOST = re.compile(r"in use by another \S+ process \((\d+)\) on another computer \(([^)]*)\)")
+SINGLETON_LOCK = "SingletonLock"
+LAUNCH_SECONDS = 60.0  # a browser that has not started by then never will (a hung launcher)
+
+
+def launch_error(exc: Exception, *, profile: Path, launch_seconds: float) -> Exception:
+    """The typed error for a failed launch, carrying what the browser itself said: Playwright's
+    first line ("Target page, context or browser has been closed") names no cause."""
+    text = str(exc)
+    first = text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__
+    said = [line.strip()[:300] for line in _BROWSER_SAID.findall(text) if line.strip()][-5:]
+    other = _OTHER_HOST.search(text)
+    if other is not None:
+        lock = profile / SINGLETON_LOCK
+        return BrowserProfileInUse(
+            f"浏览器资料目录被另一台计算机（{other.group(2)}）上的浏览器锁定（{lock}）。如果那台计算机没有在用"
+            f"这个数据目录（例如换了主机名或容器后，上次崩溃留下的锁），删除 {lock} 后重试；否则先关闭那边的 cnki-mcp",
+            reason="locked_by_other_host",
+            host=other.group(2),
+            pid=int(other.group(1)),
+            lock_file=str(lock),
+        )
+    if "ProcessSingleton" in text or "SingletonLock" in text or "profile is already in use" in text:
+        return BrowserProfileInUse("浏览器资料目录正被另一个浏览器进程使用", reason=first, browser_output=said)
+    if "XServer" in text or "Missing X server" in text or "$DISPLAY" in text:
+        return BrowserUnavailable(
+            "没有可用的显示，无法打开有界面的浏览器；可设置 CNKI_HEADLESS=1", reason=first
+        )
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+    if isinstance(exc, PlaywrightTimeout):
+        return BrowserUnavailable(
+            f"浏览器在 {launch_seconds:g} 秒内没有启动完成；用 cnki-mcp doctor 检查 CNKI_BROWSER_PATH 指向的浏览器",
+            reason="launch_timeout",
+            timeout_seconds=launch_seconds,
+            browser_output=said,
+        )
+    message = f"浏览器启动失败：{said[-1]}" if said else "浏览器启动失败"
+    return BrowserUnavailable(message, reason=first, browser_output=said)
+
+
+def foreign_profile_lock(profile: Path, hostname: str) -> tuple[str, int] | None:
+    """(host, pid) when the profile's SingletonLock (a symlink `<host>-<pid>`) names another host
+    than `hostname`: Chromium refuses such a profile until the lock is removed. None otherwise
+    (no lock, this host's lock, which Chromium takes over when its process is gone)."""
+    try:
+        target = os.readlink(profile / SINGLETON_LOCK)
+    except OSError:
+        return None
+    host, sep, pid = target.rpartition("-")
+    if not sep or not pid.isdigit() or host == hostname:
+        return None
+    return host, int(pid)
