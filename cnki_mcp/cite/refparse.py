@@ -94,6 +94,9 @@ class ParsedReference(BaseModel):
     unparsable: str | None = None  # the reason, when no title could be read
 
 
+# Full stops inside a reference that PDF copies break lines after: the authors' `等.` / `et al.`
+# and the type code's `[J].` / `[D/OL].`
+_MID_STOP = re.compile(r"(?:等|\bet\s+al)\s*[.．。]$|\[[A-Za-z]{1,2}(?:/OL)?\]\s*[.．。]$")
 _LINK_LINE = re.compile(r"^\s*(?:doi\s*[:：]|https?://|www\.)", re.I)
 # A line ending with one of these stops mid-reference: the next line carries on (a wrapped line).
 _OPEN_END = (",", "，", ":", "：", ";", "；", "、", "&", "(", "（", "-", "–", "—")
@@ -115,8 +118,9 @@ def split_entries(text: str) -> list[str]:
     entries: list[str] = []
     for line, is_marker in zip(lines, marked, strict=True):
         # An unmarked line continues the previous entry (a wrapped line): in a numbered list
-        # unless that entry already ended like a finished reference (a final full stop after its
-        # year: text copied from a PDF breaks lines after `等.` or `[J].` too) and the line is not
+        # unless that entry already ended like a finished reference (a final full stop, not one
+        # of the stops text copied from a PDF breaks lines after, `等.` or `[J].`, before any
+        # year: `崔建远. 合同法[M]. 北京: 法律出版社.` has no year and is finished) and the line is not
         # indented further than the list (a hanging indent); in an unnumbered list when the entry
         # so far stops mid-reference (`刊名,`), or has not ended and the line is indented further.
         # Otherwise it starts an entry: one per line.
@@ -126,7 +130,7 @@ def split_entries(text: str) -> list[str]:
         if _LINK_LINE.match(line):
             wrapped = True  # no reference starts with its DOI or link: a long one wrapped onto a line of its own
         elif numbered:
-            wrapped = not (ended and _YEAR.search(last)) or indented
+            wrapped = not ended or indented or (_MID_STOP.search(last) is not None and not _YEAR.search(last))
         else:
             wrapped = last.endswith(_OPEN_END) or (indented and not ended)
         if is_marker or not entries or not wrapped:

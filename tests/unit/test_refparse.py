@@ -324,6 +324,21 @@ def test_a_numbered_entry_broken_after_a_full_stop_before_its_year_is_continued(
     ]
 
 
+def test_a_finished_entry_without_a_year_is_not_continued_by_the_next_line() -> None:
+    # statutes, undated books and web pages end without a year: the next unnumbered line is the
+    # next entry, not the rest of this one (its year would be taken for this entry's)
+    text = (
+        "1. 甲. 题一[J]. 刊, 2019.\n"
+        "2. 崔建远. 合同法[M]. 北京: 法律出版社.\n"
+        "韩世远. 合同法总论[M]. 北京: 法律出版社, 2018.\n"
+    )
+    assert split_entries(text) == [
+        "甲. 题一[J]. 刊, 2019.",
+        "崔建远. 合同法[M]. 北京: 法律出版社.",
+        "韩世远. 合同法总论[M]. 北京: 法律出版社, 2018.",
+    ]
+
+
 @pytest.mark.parametrize(
     ("raw", "authors"),
     [
