@@ -90,10 +90,12 @@ def read_pdf_text(
     pages: str | None = None,
     max_characters: int = DEFAULT_MAX_CHARACTERS,
     offset: int = 0,
+    html_reader: bool = True,
 ) -> PdfText:
     """The text of `pages` of a PDF under `<data>/downloads`, at most `max_characters`, from
     character `offset` of the first page (a read cut short goes on with `next_pages` and
-    `next_offset`). Pages are separated by a blank line."""
+    `next_offset`). Pages are separated by a blank line. `html_reader` false where the HTML
+    reader is not offered (read-only mode hides it): no advice then names it."""
     if not 1 <= max_characters <= MAX_CHARACTERS:
         raise InvalidInput("max_characters 须在 1 到 200000 之间", max_characters=max_characters)
     if offset < 0:
@@ -157,7 +159,7 @@ def read_pdf_text(
         # Every page asked for is without text (a scanned PDF is images only): an empty success
         # read like a blank paper. The HTML reader, or OCR outside this tool, has the text.
         raise InvalidFile(
-            "PDF 的所选页没有可提取的文字（扫描版或整页图片）；可改用 read_online_html 读取 HTML 全文",
+            "PDF 的所选页没有可提取的文字（扫描版或整页图片）；" + _instead(html_reader),
             path=str(resolved), pages=pages_spec(wanted), page_count=count, reason="no_text",
         )  # fmt: skip
     return PdfText(
@@ -167,7 +169,7 @@ def read_pdf_text(
         pages_returned=returned,
         pages_without_text=empty,
         garbled_pages=garbled,
-        warnings=_warnings(empty, garbled),
+        warnings=_warnings(empty, garbled, html_reader),
         truncated=truncated,
         next_page=next_page,
         next_pages=next_pages,
@@ -175,14 +177,20 @@ def read_pdf_text(
     )
 
 
-def _warnings(empty: list[int], garbled: list[int]) -> list[str]:
+def _instead(html_reader: bool) -> str:
+    """Where the text is when the PDF has none that reads."""
+    if html_reader:
+        return "可改用 read_online_html 读取 HTML 全文"
+    return "只读模式下不能读 HTML 全文，可用 get_metadata 取得摘要"
+
+
+def _warnings(empty: list[int], garbled: list[int], html_reader: bool = True) -> list[str]:
     out: list[str] = []
     if empty:
         out.append(f"第 {pages_spec(empty)} 页没有可提取的文字（扫描页或整页图片），text 中没有这些页的内容")
     if garbled:
         out.append(
-            f"第 {pages_spec(garbled)} 页的文字像是乱码（PDF 字体缺少到 Unicode 的映射）；"
-            "可改用 read_online_html 读取 HTML 全文"
+            f"第 {pages_spec(garbled)} 页的文字像是乱码（PDF 字体缺少到 Unicode 的映射）；" + _instead(html_reader)
         )
     return out
 

@@ -16,7 +16,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from cnki_mcp.errors import DocumentNotFound, InvalidFile, InvalidInput
+from cnki_mcp.errors import DocumentNotFound, InvalidInput
 from cnki_mcp.files import check_download_arguments
 from cnki_mcp.identity import ambiguous, asked_title
 from cnki_mcp.jobs import DEFAULT_BUDGETS, BudgetSpec, OperationKind
@@ -249,16 +249,10 @@ def register(server: CnkiServer) -> None:
                 )
             path = str(stored.path)
         assert path is not None
-        try:
-            return await asyncio.to_thread(read_pdf_text, path, data_dir, pages, max_characters, offset)
-        except InvalidFile as exc:
-            if services.settings.read_only and exc.details.get("reason") == "no_text":
-                # the text-less PDF's advice is the HTML reader, which read-only mode hides
-                raise InvalidFile(
-                    "PDF 的所选页没有可提取的文字（扫描版或整页图片）；只读模式下不能读 HTML 全文，可用 get_metadata 取得摘要",
-                    **exc.details,
-                ) from None
-            raise
+        # read-only mode hides the HTML reader (server/readonly.py): no advice names it
+        return await asyncio.to_thread(
+            read_pdf_text, path, data_dir, pages, max_characters, offset, not services.settings.read_only
+        )
 
 
 async def _paper_operation(

@@ -134,3 +134,24 @@ async def test_without_read_only_the_same_results_advise_filename_and_download(t
         no_pdf = await client.call_tool("read_pdf_text", {"record_ref": refs[0]})
     assert "export_citations.filename" in refused_in(small["next_step"])
     assert refused_in(no_pdf.structured_content["message"]) == ["download_paper"]
+
+
+async def test_read_only_a_pdf_of_garbled_text_does_not_advise_the_hidden_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A font without a ToUnicode map gives glyph ids, not text: the warning's way out is the HTML
+    reader, which read-only mode hides (its advice then names the abstract)."""
+    from cnki_mcp.sim.corpus import Corpus
+    from cnki_mcp.sim.pages import files
+
+    monkeypatch.setattr(files, "_ucs2_hex", lambda text: "".join(f"{0x0A00 + (ord(c) * 7919) % 0x1F00:04X}" for c in text))
+    raw = files.pdf_bytes(Corpus.load().by_id["r0021"]).replace(b" /ToUnicode ", b" /XToUnicod ")
+    downloads = tmp_path / "data" / "downloads"
+    downloads.mkdir(parents=True)
+    (downloads / "glyphs.pdf").write_bytes(raw.replace(b"/Encoding /UniGB-UCS2-H", b"/Encoding /Identity-H  "))
+    for read_only, advised in ((True, []), (False, ["read_online_html"])):
+        h = _harness(tmp_path, read_only=read_only)
+        async with Client(build_server(h.open)) as client:
+            got = (await client.call_tool("read_pdf_text", {"path": "glyphs.pdf", "pages": "1"})).structured_content
+        assert got["garbled_pages"] == [1], read_only
+        assert [t for w in got["warnings"] for t in refused_in(w)] == advised, read_only
