@@ -264,9 +264,11 @@ def _width(text: str) -> int:
 
 
 def _latin_end(line: str) -> bool:
-    """A line of spaced (Latin) words ending in a letter or digit: its wrap was a space. In
-    Chinese text the words have no spaces, so `第5` / `85条` joins without one."""
-    return line[-1].isascii() and line[-1].isalnum() and " " in line.strip()
+    """A line ending in spaced (Latin) words: its wrap was a space. Its last two words decide, not
+    any space in it: extraction spaces digits inside Chinese text (`《民法典》第 5` / `85 条`), and
+    a Chinese word before the last one means the wrap was inside Chinese text, joined without one."""
+    words = line.split()
+    return len(words) >= 2 and words[-1].isascii() and words[-2].isascii()
 
 
 def unwrap_lines(lines: list[str]) -> str:

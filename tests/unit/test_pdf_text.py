@@ -218,6 +218,11 @@ def test_unwrap_lines_joins_full_lines_only() -> None:
     assert unwrap_lines(ended) == "\n".join(ended)
     english = ["This is a long line of the", "next words in the paper", "end."]
     assert unwrap_lines(english) == "This is a long line of the next words in the paper end."
+    comma = ["This is a long line by Smith,", "and then the next words in", "end."]
+    assert unwrap_lines(comma) == "This is a long line by Smith, and then the next words in end."
+    # extraction spaces digits inside Chinese text: the number cut by the wrap is still one number
+    spaced = ["在原《合同法》第 114 条的基础上，《民法典》第 5", "85 条对约定违约金制度作了延续与完善和发展。", "短"]
+    assert unwrap_lines(spaced) == "在原《合同法》第 114 条的基础上，《民法典》第 585 条对约定违约金制度作了延续与完善和发展。\n短"
 
 
 def test_pages_without_text_inside_a_range_are_named(tmp_path: Path, record) -> None:  # type: ignore[no-untyped-def]
