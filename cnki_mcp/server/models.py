@@ -68,6 +68,8 @@ class OperationView(BaseModel):
             codes = tuple(e.code for e in view.errors)
             saved = view.result.get("format") if isinstance(view.result, dict) else None
             login = any(e.code == "VERIFICATION_SKIPPED" and e.details.get("gate") == "login" for e in view.errors)
+            # a download's page without the asked format names the formats it has (none: no file)
+            others = any(e.details.get("available") for e in view.errors if e.code == "DOWNLOAD_ENTRY_NOT_FOUND")
             view.next_step = default_next_step(
                 view.status,
                 view.kind,
@@ -76,6 +78,7 @@ class OperationView(BaseModel):
                 checkpoint=record.checkpoint is not None,
                 operation_id=record.operation_id,
                 login_skipped=login,
+                other_formats=others,
             )
             if view.next_step is None and view.kind == "search":
                 view.next_step = more_results_step(view.result)
@@ -191,6 +194,10 @@ NO_BODY_STEP = (
     "阅读页没有可读的正文（只有摘要，或正文是图片：details.images）：用 download_paper(record_ref) 下载，"
     "PDF 再用 read_pdf_text(record_ref) 读取（本地；扫描版 PDF 也没有文字）"
 )
+NO_FILE_STEP = (
+    "这篇的详情页没有任何下载入口（没有 PDF 也没有 CAJ）：要读全文可试 read_online_html(record_ref)，"
+    "摘要与题录用 get_metadata(record_refs=[record_ref])"
+)
 NO_ENTRY_STEP = (
     "详情页没有所要格式的下载入口：details.available 列出它有的格式，用 download_paper(record_ref, format=…) "
     "下载其中一种（CAJ 不能用 read_pdf_text 读取）；要读全文也可试 read_online_html(record_ref)"
@@ -213,6 +220,7 @@ def default_next_step(
     checkpoint: bool = False,
     operation_id: str | None = None,
     login_skipped: bool = False,
+    other_formats: bool = True,
 ) -> str | None:
     """What to call next, by status, operation kind, error codes, whether a checkpoint was kept
     and (a download) the saved file's format: the same advice whether the record comes back
@@ -259,7 +267,7 @@ def default_next_step(
     if "READER_UNSUPPORTED" in codes and kind == "read":  # a reader of page images, or abstract only
         return NO_BODY_STEP
     if "DOWNLOAD_ENTRY_NOT_FOUND" in codes and kind == "download":  # e.g. a CAJ-only yearbook asked as PDF
-        return NO_ENTRY_STEP
+        return NO_ENTRY_STEP if other_formats else NO_FILE_STEP
     if "ACCESS_DENIED" in codes and kind in _TOOL_OF_KIND:  # 账户余额不足 / 无权访问: the account's rights
         return DENIED_STEP.format(tool=_TOOL_OF_KIND[kind])
     if status == "interrupted":

@@ -108,3 +108,27 @@ def test_the_interrupted_message_names_every_tool_continue_carries_on() -> None:
 
     for tool in ("search", "structured_search", "citation_graph", "find_citation_path"):
         assert tool in INTERRUPTED_MESSAGE
+
+
+def test_a_download_page_without_any_file_is_not_sent_to_a_format_it_lacks() -> None:
+    """DOWNLOAD_ENTRY_NOT_FOUND names the formats the page has (`details.available`); with none the
+    advice to download one of them pointed at an empty list."""
+    from datetime import UTC, datetime
+
+    from cnki_mcp.errors import DownloadEntryNotFound
+    from cnki_mcp.jobs import OperationKind
+    from cnki_mcp.operations import BudgetSpec, OperationErrorInfo, OperationRecord, OperationStatus
+    from cnki_mcp.server.models import OperationView
+
+    def view(available: list[str]) -> str:
+        when = datetime(2026, 12, 6, tzinfo=UTC)
+        record = OperationRecord(
+            operation_id="op_" + "d" * 24, kind=OperationKind.DOWNLOAD, status=OperationStatus.FAILED,
+            budget=BudgetSpec(max_requests=10, timeout_seconds=60), created_at=when, updated_at=when,
+            errors=[OperationErrorInfo.of(DownloadEntryNotFound(format="pdf", available=available))],
+        )  # fmt: skip
+        return OperationView.of(record).next_step or ""
+
+    assert "format=" in view(["caj"]) and "read_online_html" in view(["caj"])
+    nothing = view([])
+    assert "read_online_html" in nothing and "details.available" not in nothing and "format=" not in nothing
