@@ -83,7 +83,10 @@ class OperationView(BaseModel):
             if view.next_step is None and view.kind == "search":
                 view.next_step = more_results_step(view.result)
             if view.next_step is None and view.kind in _PAGED_TOOL and isinstance(view.result, dict):
-                view.next_step = scope_page_step(view.kind, view.result)
+                # a page stopped early (budget, site, cancel) is not done: its next_offset is the
+                # page's end, so the same call goes on with it (details read stay stored)
+                stopped = record.final_error or view.status in ("cancelled", "interrupted")
+                view.next_step = page_again_step(view.kind) if stopped else scope_page_step(view.kind, view.result)
             if view.next_step is None and view.kind == "export" and isinstance(view.result, dict):
                 view.next_step = locator_step(view.result.get("missing_fields") or {})
             if view.next_step is None and view.kind == "read" and isinstance(view.result, dict):
@@ -136,7 +139,20 @@ def scope_page_step(kind: str, result: Mapping[str, object]) -> str | None:
     after, total = result.get("next_offset"), result.get("total")
     if after is None or kind not in _PAGED_TOOL:
         return None
+    if result.get("path"):  # saved to a file: the same filename is FILE_EXISTS (exports never overwrite)
+        return (
+            f"该范围共 {total} 篇，本页止于第 {after} 篇：用相同参数、offset={after} 和另一个 filename "
+            f"再调用 {_PAGED_TOOL[kind]} 取下一页"
+        )
     return f"该范围共 {total} 篇，本页止于第 {after} 篇：用相同参数、offset={after} 再调用 {_PAGED_TOOL[kind]} 取下一页"
+
+
+def page_again_step(kind: str) -> str:
+    """The call that finishes a get_metadata / export_citations page an error or a cancel stopped."""
+    return (
+        f"用相同参数再调用 {_PAGED_TOOL[kind]} 读完这一页：已读到的详情存在本地（30 天内不再请求），"
+        "从停下处接着读"
+    )
 
 
 def more_results_step(result: Any) -> str | None:

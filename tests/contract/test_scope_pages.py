@@ -140,3 +140,46 @@ async def test_a_page_of_a_searchs_full_records_stops_at_the_size_a_client_reads
                 assert f"offset={page['next_offset']}" in page["warnings"][0]
             offset = page["next_offset"]
         assert cut and len(seen) == total == len(set(seen))
+
+
+async def test_an_export_saved_page_by_page_is_told_to_name_another_file(tmp_path: Path) -> None:
+    """Exports never overwrite: the next page's call with the same filename is FILE_EXISTS, so the
+    advice for a saved page must ask for another one (following it reads the whole scope)."""
+    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
+    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
+        search = await _data(client, "search", QUESTION)
+        search_id, total = search["result"]["search_id"], search["result"]["candidate_count"]
+        args = {"search_id": search_id, "scope": "candidates", "offset": 0, "limit": 3, "filename": "refs-0"}
+        first = await _data(client, "export_citations", args)
+        assert first["result"]["next_offset"] == 3 and "filename" in first["next_step"], first["next_step"]
+        same = await client.call_tool("export_citations", {**args, "offset": 3})
+        assert same.is_error and same.structured_content["code"] == "FILE_EXISTS"
+        count, offset = first["result"]["count"], first["result"]["next_offset"]
+        while offset is not None:
+            page = await _data(client, "export_citations", {**args, "offset": offset, "filename": f"refs-{offset}"})
+            count, offset = count + page["result"]["count"], page["result"]["next_offset"]
+        assert count == total
+
+
+def test_a_page_stopped_by_an_error_is_finished_by_the_same_call_not_skipped() -> None:
+    """A get_metadata page stopped by the budget (or the site, or a cancel) reports next_offset as
+    the page's end: advising that offset skipped the records whose details were never read."""
+    from datetime import UTC, datetime
+
+    from cnki_mcp.errors import BudgetExhausted
+    from cnki_mcp.jobs import OperationKind
+    from cnki_mcp.operations import BudgetSpec, OperationErrorInfo, OperationRecord, OperationStatus
+    from cnki_mcp.server.models import OperationView
+
+    when = datetime(2026, 12, 6, tzinfo=UTC)
+    page = {"records": [], "total": 40, "next_offset": 20}
+    record = OperationRecord(
+        operation_id="op_" + "m" * 24, kind=OperationKind.METADATA, status=OperationStatus.PARTIAL,
+        budget=BudgetSpec(max_requests=10, timeout_seconds=60), created_at=when, updated_at=when,
+        result=page, errors=[OperationErrorInfo.of(BudgetExhausted(limit="requests"))],
+    )  # fmt: skip
+    record.final_error = True
+    stopped = OperationView.of(record).next_step or ""
+    assert "offset=20" not in stopped and "get_metadata" in stopped
+    record.final_error, record.errors, record.status = False, [], OperationStatus.COMPLETED
+    assert "offset=20" in (OperationView.of(record).next_step or "")
