@@ -220,7 +220,7 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
         piece = m.group(0)
         if _HAN_RE.fullmatch(piece):
             words = _han_words(piece, cut)
-            if number and not gap and words:
+            if number and not gap and words and words[0] not in FUNCTION_WORDS:
                 words[0] = number + words[0]
                 gap = number_gap
             elif number:

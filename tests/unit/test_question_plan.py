@@ -267,6 +267,26 @@ def test_a_letter_written_against_a_chinese_word_belongs_to_it(question: str, te
     assert not flat & {"A", "Z", "X", "T", "B", "D", "B12", "γ", "α", "股市场", "射线", "细胞", "世代", "淀粉酶"}
 
 
+@pytest.mark.parametrize(
+    ("question", "first", "other"),
+    [
+        ("维生素D的作用机制", "维生素D", None),
+        ("维生素C与免疫", "维生素C", "免疫"),
+        ("补充维生素D对老年人骨密度的影响", "补充维生素D", "老年人骨密度"),
+    ],
+)
+def test_a_letter_before_a_function_word_stays_with_the_word_before_it(
+    question: str, first: str, other: str | None
+) -> None:
+    """A letter written between a Chinese word and 的/与/对/和 is the word's suffix: glued to the
+    function word it made terms such as `D的`, `C与免疫`, `补充维生素D对`."""
+    plan = _plan(question)
+    assert plan.groups[0][0] == first
+    flat = [t for g in plan.groups for t in g]
+    assert other is None or other in flat
+    assert not [t for t in flat if t[:1] in "的与对" or t[-1:] in "的与对" or "与" in t]
+
+
 def test_a_compound_keeps_a_word_an_earlier_concept_had() -> None:
     plan = _plan("深度学习与机器学习的区别")
     assert plan.groups[0][0] == "深度学习"
