@@ -6,9 +6,11 @@ Researchers and their AI clients write CNKI or web-search habits into the questi
 even turned the excluded word into a required concept) and field prefixes stuck to the terms.
 `read_written` reads them before the question is segmented (`plan.plan_question`):
 
-- `A OR B` (also a spaced `+` or `|`) makes the whitespace words it joins one concept group of
-  alternatives; `AND` (also a spaced `*` or `&`) separates concepts;
-- `NOT B`, a spaced `- B` or `-B` excludes B. The research search cannot exclude, so B is left out of
+- `A OR B` (also a spaced `|`) makes the whitespace words it joins one concept group of
+  alternatives; `AND` (also a spaced `*` or `&`) separates concepts; CNKI's `+` (OR) and spaced
+  `-` (NOT) are read as such only in a question that also uses its `*`: elsewhere a spaced `+`
+  (`人工智能 + 教育`) or dash (`数字乡村建设 - 以浙江为例`) separates concepts;
+- `NOT B` or `-B` excludes B. The research search cannot exclude, so B is left out of
   the plan and the plan's warning names structured_search (`op: not`);
 - a CNKI field code (`SU=`, `TI%`, `KY=` …) or a field label with a colon (`作者：`, `关键词:`) is not a
   term: the prefix is removed and the warning says the field was not applied; so is a journal named
@@ -28,9 +30,13 @@ from dataclasses import dataclass, field
 
 from cnki_mcp.query.expr import unquote
 
-_OR_WORDS = frozenset({"OR", "+", "|", "||"})
+_OR_WORDS = frozenset({"OR", "|", "||"})
 _AND_WORDS = frozenset({"AND", "*", "&", "&&"})
-_NOT_WORDS = frozenset({"NOT", "-"})
+_NOT_WORDS = frozenset({"NOT"})
+# CNKI's expert operators `+` (OR) and `-` (NOT) count as such only beside its `*` (AND): in
+# Chinese prose a spaced `+` joins (`人工智能 + 教育`, the 互联网+ idiom) and a spaced `-` is a
+# dash before a subtitle (`数字乡村建设 - 以浙江为例`)
+_CNKI_OR, _CNKI_NOT, _CNKI_AND = "+", "-", "*"
 _HAN_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 _CODE_RE = re.compile(
     r"(?<![A-Za-z0-9])(SU|TI|KY|AB|AU|FI|RP|AF|LY|DOI|FU|FT|RF|CLC|ST|TKA|SN|YE)\s*(?:%=|=|%)\s*"
@@ -98,9 +104,11 @@ def read_written(text: str) -> Written:
 
     text = _ACRONYM_RE.sub(drop_acronym, text)
     tokens = text.split()
-    if not any(
-        t in _OR_WORDS or t in _AND_WORDS or t in _NOT_WORDS or _excluded_word(t) for t in tokens
-    ):
+    cnki = _CNKI_AND in tokens
+    or_words = _OR_WORDS | {_CNKI_OR} if cnki else _OR_WORDS
+    and_words = _AND_WORDS if cnki else _AND_WORDS | {_CNKI_OR, _CNKI_NOT}  # a prose `+` or dash separates
+    not_words = _NOT_WORDS | {_CNKI_NOT} if cnki else _NOT_WORDS
+    if not any(t in or_words or t in and_words or t in not_words or _excluded_word(t) for t in tokens):
         return Written([text], fields=fields, acronyms=acronyms)
     parts: list[str | tuple[str, ...]] = []
     excluded: list[str] = []
@@ -114,8 +122,8 @@ def read_written(text: str) -> Written:
     i = 0
     while i < len(tokens):
         token = tokens[i]
-        if token in _NOT_WORDS:
-            if i + 1 < len(tokens) and tokens[i + 1] not in _OR_WORDS | _AND_WORDS | _NOT_WORDS:
+        if token in not_words:
+            if i + 1 < len(tokens) and tokens[i + 1] not in or_words | and_words | not_words:
                 excluded.append(_clean(tokens[i + 1]))
                 i += 1
             i += 1
@@ -125,13 +133,13 @@ def read_written(text: str) -> Written:
             excluded.append(_clean(word))
             i += 1
             continue
-        if token in _AND_WORDS or token in _OR_WORDS:  # an AND, or an OR without a left operand
+        if token in and_words or token in or_words:  # an AND, or an OR without a left operand
             flush()
             i += 1
             continue
         chain = [token]
         j = i + 1
-        while j + 1 < len(tokens) and tokens[j] in _OR_WORDS and tokens[j + 1] not in _OR_WORDS | _AND_WORDS | _NOT_WORDS:
+        while j + 1 < len(tokens) and tokens[j] in or_words and tokens[j + 1] not in or_words | and_words | not_words:
             chain.append(tokens[j + 1])
             j += 2
         alternatives = tuple(dict.fromkeys(w for w in map(_clean, chain) if w))

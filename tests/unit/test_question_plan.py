@@ -329,6 +329,26 @@ def test_operators_in_the_question_are_read_not_searched(
 @pytest.mark.parametrize(
     ("question", "groups"),
     [
+        ("人工智能 + 教育", [["人工智能"], ["教育"]]),
+        ("数字乡村建设 - 以浙江为例", [["数字乡村建设"], ["浙江"]]),
+        ("量子计算 - 密码学的挑战", [["量子计算"], ["密码学"]]),
+    ],
+)
+def test_a_spaced_plus_or_dash_in_prose_joins_concepts_not_alternatives_or_exclusions(
+    question: str, groups: list[list[str]]
+) -> None:
+    """CNKI's `+` (OR) and `-` (NOT) are read as such only beside its `*`: in Chinese prose `X + Y`
+    means X combined with Y (互联网+), and a spaced dash comes before a subtitle; read as CNKI
+    syntax, 人工智能 + 教育 searched either topic and the subtitle was excluded."""
+    from cnki_mcp.query.written import read_written
+
+    assert _plan(question).groups == groups
+    assert read_written(question).excluded == []
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
         ("SU=人工智能 AND KY=教育", [["人工智能"], ["教育"]]),
         ("TI='区块链' * KY='金融'", [["区块链"], ["金融"]]),
         ("作者：王小明，关键词：数字经济", [["王小明"], ["数字经济"]]),
