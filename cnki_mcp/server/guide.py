@@ -18,7 +18,7 @@ GUIDE = """cnki-mcp：通过用户自己的浏览器使用中国知网（CNKI）
 - 登录状态：session_status（默认本地缓存；refresh=true 时访问知网）。
 - 论文方法部分的检索记录：export_search_log(search_id, format=markdown/csv/json)（本地；含实际检索式、每页条数与 PRISMA 式流程）。
 - 跟踪新文献：watch_search(search_id)（本地）后定期 check_updates(watch_id 或 all)（访问知网，每个订阅通常 1–3 次请求）；list_watches（本地）列出订阅与以前检查报告过的新文献。
-- 只读模式（diagnostics 的 settings.read_only）下没有 download_paper 与 read_online_html，export_citations 与 citation_graph 不能写文件（不接受 filename，结果照常返回）。
+- 只读模式（diagnostics 的 settings.read_only）下没有 download_paper 与 read_online_html，export_citations 与 citation_graph 不能写文件（不接受 filename，结果在回答中返回；超过 64 KB 时用 offset/limit 分批导出）。
 - 出问题时：diagnostics（本地，不启动浏览器）。
 
 任务与轮询
