@@ -173,13 +173,14 @@ def unlisted_step(result: Any) -> str | None:
     """The list_watches call for the records a check counted but did not list (None: all listed)."""
     if not isinstance(result, dict):
         return None
-    for check in result.get("checks") or []:
-        if isinstance(check, dict) and check.get("next_offset") is not None:
-            return (
-                f"list_watches(watch_id='{check.get('watch_id')}', offset={check['next_offset']}) "
-                "列出这次检查其余的记录（每类每次 20 条）"
-            )
-    return None
+    calls = [
+        f"list_watches(watch_id='{check.get('watch_id')}', offset={check['next_offset']})"
+        for check in result.get("checks") or []
+        if isinstance(check, dict) and check.get("next_offset") is not None
+    ]
+    if not calls:
+        return None
+    return "、".join(calls) + " 列出这次检查其余的记录（每类每次 20 条）"
 
 
 def locator_step(missing_fields: Mapping[str, Sequence[str]]) -> str | None:

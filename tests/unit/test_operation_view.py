@@ -132,3 +132,17 @@ def test_a_download_page_without_any_file_is_not_sent_to_a_format_it_lacks() -> 
     assert "format=" in view(["caj"]) and "read_online_html" in view(["caj"])
     nothing = view([])
     assert "read_online_html" in nothing and "details.available" not in nothing and "format=" not in nothing
+
+
+def test_a_check_of_several_watches_names_every_watch_with_unlisted_records() -> None:
+    from cnki_mcp.server.models import unlisted_step
+
+    checks = [
+        {"watch_id": "w_a", "next_offset": 20},
+        {"watch_id": "w_b", "next_offset": None},
+        {"watch_id": "w_c", "next_offset": 20},
+    ]
+    step = unlisted_step({"checks": checks}) or ""
+    assert "list_watches(watch_id='w_a', offset=20)" in step and "list_watches(watch_id='w_c', offset=20)" in step
+    assert "w_b" not in step
+    assert unlisted_step({"checks": [{"watch_id": "w_b", "next_offset": None}]}) is None
