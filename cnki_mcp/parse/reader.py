@@ -11,7 +11,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from cnki_mcp.errors import IdentityConflict, ReaderUnsupported
 from cnki_mcp.models import ReaderCoverage, ReaderPage, ReaderScope, Section
-from cnki_mcp.parse._html import collapse, parse_html, query_param, text_of
+from cnki_mcp.parse._html import collapse, inline_text, parse_html, query_param, text_of
 from cnki_mcp.parse.keys import title_key
 from cnki_mcp.parse.mathtext import math_text, script
 
@@ -283,7 +283,9 @@ def parse_reader(html: str, url: str | None = None, expected_title: str | None =
     title = collapse(meta.attributes.get("content")) if meta is not None else ""
     if not title:
         node = container.css_first(".js-prefix h1.Chapter, .article-title, .paper-title")
-        title = text_of(node, sep=" ") if node is not None else ""
+        # formula markup in the heading (`H<sub>3</sub>PO<sub>4</sub>`) is part of the words, as on
+        # the detail page and in the list: `H 3 PO 4` was another paper's title to the check below
+        title = inline_text(node) if node is not None else ""
     if expected_title and title and title_key(title) != title_key(expected_title):
         raise IdentityConflict("阅读页题名与请求不一致", expected=expected_title, found=title)
 

@@ -232,3 +232,13 @@ def test_a_reader_of_page_images_is_no_body_and_says_how_many_images() -> None:
     with pytest.raises(CnkiError) as err:
         parse_reader(_page(f"<h2>第一章</h2>{pages}", toc=("第一章",)))
     assert err.value.code == "READER_UNSUPPORTED" and err.value.details["images"] == 40
+
+
+def test_a_title_heading_with_formula_markup_is_the_papers_title() -> None:
+    """Without a citation_title meta the heading is the title: read with spaces around its
+    sub/superscripts (`H 3 PO 4`) it was IDENTITY_CONFLICT with the title the list gave."""
+    title = "外施Ca2+、ABA及H3PO4对盐碱胁迫的缓解效应"
+    marked = "外施Ca<sup>2+</sup>、ABA及H<sub>3</sub>PO<sub>4</sub>对盐碱胁迫的缓解效应"
+    body = BODY.replace("<h1 class='Chapter'>数字文物传播研究</h1>", f"<h1 class='Chapter'>{marked}</h1>")
+    page = parse_reader(_page(body), "https://x.cnki.net/reader?id=1", expected_title=title)
+    assert page.title == title
