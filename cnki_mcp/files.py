@@ -147,7 +147,8 @@ def check_file_name(name: str, fmt: FileFormat) -> str:
     if not name or "/" in name or "\\" in name:
         raise InvalidInput("文件名不能包含路径", filename=name)
     cleaned = _clean_component(name)
-    if cleaned != name or name in (".", ".."):
+    # a decomposed name (macOS writes `Café.pdf` as e + U+0301) is the same name composed
+    if cleaned != unicodedata.normalize("NFC", name) or name in (".", ".."):
         # name what is wrong: a half-width colon (论文:副标题.pdf) was told it held "control or
         # invisible characters such as U+202E"
         bad = list(dict.fromkeys(ch for ch in name if _clean_char(ch) != ch or _UNSAFE.match(ch)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -234,3 +235,10 @@ def test_a_name_with_edge_spaces_or_dots_is_refused_without_characters(name: str
     with pytest.raises(CnkiError) as info:
         check_file_name(name, "pdf")
     assert info.value.code == "INVALID_ARGUMENT" and "characters" not in info.value.details
+
+
+def test_a_decomposed_name_is_the_same_name_and_accepted() -> None:
+    # macOS hands over `Café.pdf` decomposed (e + U+0301); it was refused for edge dots or spaces
+    decomposed = unicodedata.normalize("NFD", "Café 论文.pdf")
+    assert decomposed != "Café 论文.pdf"
+    assert check_file_name(decomposed, "pdf") == decomposed
