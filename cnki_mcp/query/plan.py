@@ -31,7 +31,7 @@ from pydantic import Field as PydField
 
 from cnki_mcp.errors import InvalidPlan, QueryUnsupported
 from cnki_mcp.query.expr import unquote
-from cnki_mcp.query.segment import SOFT_WORDS, Segmenter, concept_runs, has_function_words, merge_to
+from cnki_mcp.query.segment import HAN_CHAR, SOFT_WORDS, Segmenter, concept_runs, has_function_words, merge_to
 from cnki_mcp.query.timephrase import extract_years
 from cnki_mcp.query.written import read_written, written_warnings
 
@@ -172,7 +172,6 @@ _LEAD_FILLER = " \t\u3000:："
 _TRIM = "？?。 \t\r\n\u3000"
 _AND_RE = re.compile(r"\s+and\s+", re.IGNORECASE)
 _SEP_RE = re.compile(r"[、，；,;]+")
-_HAN_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 _WIFI_RE = re.compile(r"(?<![A-Za-z])wi[-\s]?fi[-\s]?(\d+)(?![\d月日年次个分时])", re.IGNORECASE)
 _IEEE_RE = re.compile(r"(?<![A-Za-z0-9.])(?:IEEE\s*)?P?802\.11([a-z]{1,3})(?![a-z])", re.IGNORECASE)
 
@@ -189,7 +188,7 @@ def _strip_request(text: str) -> str:
 
 
 def _has_han(text: str) -> bool:
-    return _HAN_RE.search(text) is not None
+    return HAN_CHAR.search(text) is not None
 
 
 def _concepts(segment: str) -> list[str]:
@@ -328,7 +327,7 @@ def _keywords(text: str, cut: Segmenter) -> list[str]:
         return [text]
     keywords: list[str] = []
     for word in words:  # adjacent Latin words stay one keyword
-        if keywords and not _HAN_RE.search(word) and not _HAN_RE.search(keywords[-1]):
+        if keywords and not HAN_CHAR.search(word) and not HAN_CHAR.search(keywords[-1]):
             keywords[-1] = f"{keywords[-1]} {word}"
         else:
             keywords.append(word)

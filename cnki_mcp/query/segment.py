@@ -109,7 +109,9 @@ ENGLISH_SOFT = _words(
 # (Wi-Fi 8, GPT 4o), words separated by single spaces kept together (deep learning).
 _LATIN_WORD = r"[A-Za-z0-9][A-Za-z0-9]*(?:[-+./_#][A-Za-z0-9+#]*)*\+*"
 _LATIN_RE = re.compile(rf"第\d+[条款章节项篇]|{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})*")
-_HAN_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]+")
+# one Han character (CJK ideographs: Ext. A, URO, compatibility, Ext. B onwards)
+HAN_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
+_HAN_RE = re.compile(HAN_CHAR.pattern + "+")
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 # One Latin letter (with a number: B12) or Greek letters, written against a Han word, belong to it:
 # A股, X射线, T细胞, Z世代, 维生素D, γ射线, α-淀粉酶, β受体 (a number does the same: 2型糖尿病).

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 
 from cnki_mcp.query.expr import unquote
+from cnki_mcp.query.segment import HAN_CHAR
 
 _OR_WORDS = frozenset({"OR", "|", "||"})
 _AND_WORDS = frozenset({"AND", "*", "&", "&&"})
@@ -37,7 +38,6 @@ _NOT_WORDS = frozenset({"NOT"})
 # Chinese prose a spaced `+` joins (`人工智能 + 教育`, the 互联网+ idiom) and a spaced `-` is a
 # dash before a subtitle (`数字乡村建设 - 以浙江为例`)
 _CNKI_OR, _CNKI_NOT, _CNKI_AND = "+", "-", "*"
-_HAN_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 _CODE_RE = re.compile(
     r"(?<![A-Za-z0-9])(SU|TI|KY|AB|AU|FI|RP|AF|LY|DOI|FU|FT|RF|CLC|ST|TKA|SN|YE)\s*(?:%=|=|%)\s*"
 )
@@ -78,7 +78,7 @@ def _clean(word: str) -> str:
 
 def _excluded_word(token: str) -> str | None:
     """`-股票` / `-stock`: the excluded word, else None (`-1`, `--`, `-` alone are not exclusions)."""
-    if len(token) > 1 and token[0] == "-" and (_HAN_RE.match(token[1]) or token[1].isalpha()):
+    if len(token) > 1 and token[0] == "-" and (HAN_CHAR.match(token[1]) or token[1].isalpha()):
         return token[1:]
     return None
 
