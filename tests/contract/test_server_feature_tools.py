@@ -406,7 +406,7 @@ async def test_export_saves_atomically_under_exports_never_overwrites_and_refuse
         assert not (h.settings.data_dir / "escape.txt").exists()
 
 
-async def test_text_over_512_kib_needs_a_filename_and_is_then_only_saved(h: Harness) -> None:
+async def test_a_text_of_hundreds_of_kib_needs_a_filename_and_is_then_only_saved(h: Harness) -> None:
     abstract = "违约金" * 1_200  # ~10.8 KB of UTF-8 per record in the json format
     async with Client(build_server(h.open)) as client:
         refs = h.add_papers([row(i, abstract=abstract) for i in range(60)])
