@@ -4,6 +4,8 @@ so a client following it reads the whole scope once (the real pipeline on the co
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,15 @@ QUESTION = {
 }
 
 
+@asynccontextmanager
+async def _searched(tmp_path: Path) -> AsyncIterator[tuple[Client, str, int]]:
+    """A server on the corpus backend with QUESTION searched: (client, search_id, candidates)."""
+    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
+    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
+        search = await _data(client, "search", QUESTION)
+        yield client, search["result"]["search_id"], search["result"]["candidate_count"]
+
+
 async def _data(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
     result = await client.call_tool(name, args)
     assert not result.is_error, (name, result.content)
@@ -31,10 +42,7 @@ async def _data(client: Client, name: str, args: dict[str, Any]) -> dict[str, An
 
 
 async def test_a_scope_read_page_by_page_says_its_total_and_the_next_offset(tmp_path: Path) -> None:
-    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
-    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
-        search = await _data(client, "search", QUESTION)
-        search_id, total = search["result"]["search_id"], search["result"]["candidate_count"]
+    async with _searched(tmp_path) as (client, search_id, total):
         assert total > 3
         for tool, extra in (("get_metadata", {"local_only": True, "fields": ["year"]}), ("export_citations", {})):
             seen: list[str] = []
@@ -61,10 +69,7 @@ async def test_a_page_of_full_records_stops_at_the_size_a_client_reads_and_says_
     monkeypatch.setattr(results, "PAGE_TOKENS", 3_000, raising=False)
     from cnki_mcp.pipeline.results import approx_tokens
 
-    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
-    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
-        search = await _data(client, "search", QUESTION)
-        search_id, total = search["result"]["search_id"], search["result"]["candidate_count"]
+    async with _searched(tmp_path) as (client, search_id, total):
         seen: list[str] = []
         cut = 0
         offset: int | None = 0
@@ -89,10 +94,7 @@ async def test_a_page_of_full_records_stops_at_the_size_a_client_reads_and_says_
 async def test_get_metadata_of_a_search_reads_20_full_records_by_default_and_names_the_next_page(tmp_path: Path) -> None:
     # 50 full records measured ~55,000 characters (~24k tokens; ~48k with quality): the default
     # page is the size get_references and search_library answer
-    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
-    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
-        search = await _data(client, "search", QUESTION)
-        search_id, total = search["result"]["search_id"], search["result"]["candidate_count"]
+    async with _searched(tmp_path) as (client, search_id, total):
         assert total > 20
         args = {"search_id": search_id, "scope": "candidates", "local_only": True}
         data = await _data(client, "get_metadata", args)
@@ -120,10 +122,7 @@ async def test_a_page_of_a_searchs_full_records_stops_at_the_size_a_client_reads
     from cnki_mcp.pipeline import metadata
 
     monkeypatch.setattr(metadata, "PAGE_TOKENS", 3_000, raising=False)  # the bundled corpus's records are short
-    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
-    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
-        search = await _data(client, "search", QUESTION)
-        search_id, total = search["result"]["search_id"], search["result"]["candidate_count"]
+    async with _searched(tmp_path) as (client, search_id, total):
         seen: list[str] = []
         cut = 0
         offset: int | None = 0
@@ -145,10 +144,7 @@ async def test_a_page_of_a_searchs_full_records_stops_at_the_size_a_client_reads
 async def test_an_export_saved_page_by_page_is_told_to_name_another_file(tmp_path: Path) -> None:
     """Exports never overwrite: the next page's call with the same filename is FILE_EXISTS, so the
     advice for a saved page must ask for another one (following it reads the whole scope)."""
-    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
-    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
-        search = await _data(client, "search", QUESTION)
-        search_id, total = search["result"]["search_id"], search["result"]["candidate_count"]
+    async with _searched(tmp_path) as (client, search_id, total):
         args = {"search_id": search_id, "scope": "candidates", "offset": 0, "limit": 3, "filename": "refs-0"}
         first = await _data(client, "export_citations", args)
         assert first["result"]["next_offset"] == 3 and "filename" in first["next_step"], first["next_step"]
