@@ -199,11 +199,13 @@ def _warnings(empty: list[int], garbled: list[int], html_reader: bool = True) ->
 # sub/superscripts, letterlike, arrows, math, technical, enclosed numbers (①), boxes, shapes,
 # symbols, dingbats, supplemental math, Latin extended additional (ế), CJK radicals/symbols/kana/bopomofo/enclosed/compatibility, CJK ideographs
 # (Ext. A, URO), Hangul, compatibility ideographs, ligatures, vertical/small/full-width forms,
-# mathematical alphanumerics and CJK Ext. B onwards.
+# mathematical alphanumerics and CJK Ext. B onwards; and the scripts of China's minority-language
+# journals CNKI carries: Arabic (Uyghur, Kazakh) with its presentation forms, Tibetan, Mongolian, Yi.
 _READABLE = (
     (0x0000, 0x024F), (0x0370, 0x04FF), (0x1E00, 0x1EFF), (0x2000, 0x2BFF), (0x2E80, 0x4DBF), (0x4E00, 0x9FFF),
     (0xAC00, 0xD7AF), (0xF900, 0xFAFF), (0xFB00, 0xFB06), (0xFE10, 0xFE6F), (0xFF00, 0xFFEF),
     (0x1D400, 0x1D7FF), (0x20000, 0x3134F),
+    (0x0600, 0x06FF), (0xFB50, 0xFDFF), (0xFE70, 0xFEFF), (0x0F00, 0x0FFF), (0x1800, 0x18AF), (0xA000, 0xA4CF),
 )  # fmt: skip
 _GARBLED_SHARE = 0.3
 _GARBLED_MIN = 20  # non-space characters; fewer is no sample

@@ -288,3 +288,18 @@ def test_a_font_without_a_unicode_map_is_said_to_give_garbled_text(
     (folder / "paper.pdf").write_bytes(pdf_bytes(record))
     clean = read_pdf_text("paper.pdf", tmp_path, pages="1-2")
     assert clean.garbled_pages == [] and clean.warnings == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "བོད་ཀྱི་རིག་གནས་དང་ཤེས་རིག་གི་འཕེལ་རྒྱས་སྐོར་གྱི་ཞིབ་འཇུག",  # Tibetan
+        "ئۇيغۇر تىلى ۋە ئەدەبىياتى ھەققىدە تەتقىقات ماقالىسى",  # Uyghur (Arabic script)
+        "ᠮᠣᠩᠭᠣᠯ ᠬᠡᠯᠡ ᠪᠢᠴᠢᠭ ᠤᠨ ᠰᠣᠳᠤᠯᠭ᠎ᠠ ᠶᠢᠨ ᠠᠰᠠᠭᠤᠳᠠᠯ",  # Mongolian
+    ],
+)
+def test_a_page_in_a_minority_language_script_is_not_garbled(text: str) -> None:
+    # CNKI carries Tibetan, Uyghur and Mongolian journals: their text was taken for glyph ids
+    from cnki_mcp.pdf_text import looks_garbled
+
+    assert not looks_garbled(text * 2)
