@@ -98,6 +98,7 @@ class ParsedReference(BaseModel):
 # and the type code's `[J].` / `[D/OL].`
 _MID_STOP = re.compile(r"(?:等|\bet\s+al)\s*[.．。]$|\[[A-Za-z]{1,2}(?:/OL)?\]\s*[.．。]$")
 _LINK_LINE = re.compile(r"^\s*(?:doi\s*[:：]|https?://|www\.)", re.I)
+_HAS_LINK = re.compile(r"doi\s*[:：]|https?://|www\.|\b10\.\d{4,9}/", re.I)
 # A line ending with one of these stops mid-reference: the next line carries on (a wrapped line).
 _OPEN_END = (",", "，", ":", "：", ";", "；", "、", "&", "(", "（", "-", "–", "—")
 
@@ -128,7 +129,9 @@ def split_entries(text: str) -> list[str]:
         ended = last.endswith((".", "。", "．"))
         indented = _indent(line) > base
         if _LINK_LINE.match(line):
-            wrapped = True  # no reference starts with its DOI or link: a long one wrapped onto a line of its own
+            # no reference starts with its DOI or link: a long one wrapped onto a line of its own,
+            # unless the entry before has one already (a list of DOIs or links, one per line)
+            wrapped = not _HAS_LINK.search(last)
         elif numbered:
             wrapped = not ended or indented or (_MID_STOP.search(last) is not None and not _YEAR.search(last))
         else:

@@ -385,3 +385,14 @@ def test_numbers_in_lenticular_and_tortoise_shell_brackets_mark_entries(marks: t
 def test_a_doi_or_link_wrapped_onto_its_own_line_stays_with_its_entry(text: str, doi: str) -> None:
     parsed = parse_references(text)
     assert len(parsed) == 2 and parsed[0].doi == doi and not parsed[1].unparsable
+
+
+def test_a_list_of_dois_or_links_one_per_line_is_one_entry_each() -> None:
+    text = "doi:10.3969/j.issn.1000-0001.2020.01.001\nhttps://doi.org/10.1000/xyz123\nwww.cnki.net/kcms/detail/abc\n"
+    assert split_entries(text) == [
+        "doi:10.3969/j.issn.1000-0001.2020.01.001",
+        "https://doi.org/10.1000/xyz123",
+        "www.cnki.net/kcms/detail/abc",
+    ]
+    wrapped = "[1] 甲. 题一[J]. 刊, 2019, 5(2): 1-9.\ndoi:10.1000/abc\n[2] 乙. 题二[J]. 刊, 2020.\n"
+    assert split_entries(wrapped)[0].endswith("doi:10.1000/abc")
