@@ -6,9 +6,9 @@ at the URL the site issued, and cursors from another browser session."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -18,6 +18,7 @@ from cnki_mcp.site.browser import COOKIES_FILE
 from tests.site_stack import (
     STEP_TIMEOUT,
     FakeOp,
+    SiteStack,
     expect_code,
     in_memory_server,
     page_form_logged,
@@ -27,6 +28,7 @@ from tests.site_stack import (
 )
 
 pytestmark = pytest.mark.browser
+T = TypeVar("T")
 
 GRID = "/kns8s/brief/grid"
 DETAIL = "/kcms2/article/abstract"
@@ -74,6 +76,17 @@ async def solve_in_tab(ctx: Any, op: FakeOp) -> str:
     url = tab.url
     await tab.click(".verify-fallback")
     return url
+
+
+async def solved_by_a_person(stack: SiteStack, call: Callable[[FakeOp], Awaitable[T]]) -> tuple[T, FakeOp, str]:
+    """`call(op)` while the person solves the slider it meets in the gate's tab: (its answer, the
+    operation, the slider URL the person was shown)."""
+    op = FakeOp()
+    ctx = await stack.host.ensure()
+    person = asyncio.create_task(solve_in_tab(ctx, op))
+    async with asyncio.timeout(STEP_TIMEOUT):
+        answer = await call(op)
+    return answer, op, await person
 
 
 async def test_a_fresh_profile_comes_in_through_the_home_page_without_a_slider(
@@ -163,12 +176,7 @@ async def test_grid_403_slider_is_shown_at_the_sites_own_url_and_the_paging_resu
         await stack.site.grid(title_request(page=1))
         second = await stack.site.grid(title_request(page=2))
         sim.set_scenario({"faults": [{"path": GRID, "kind": "verification_403", "at": [1], "form_lacks": "data-tipid"}]})
-        op = FakeOp()
-        ctx = await stack.host.ensure()
-        person = asyncio.create_task(solve_in_tab(ctx, op))
-        async with asyncio.timeout(STEP_TIMEOUT):
-            third = await stack.site.grid(title_request(page=3), op)
-        shown = await person
+        third, op, shown = await solved_by_a_person(stack, lambda op: stack.site.grid(title_request(page=3), op))
     assert third.page == 3 and third.rows
     assert op.transitions == ["awaiting_user", "running"]
     [opened] = sim.requests_for(VERIFY)
@@ -185,12 +193,7 @@ async def test_detail_403_slider_is_read_in_a_tab_and_solved_at_the_sites_own_ur
     async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
         row = (await stack.site.grid(title_request("违约金"))).rows[0]
         sim.set_scenario({"faults": [{"path": DETAIL, "kind": "verification_403", "at": [1]}]})
-        op = FakeOp()
-        ctx = await stack.host.ensure()
-        person = asyncio.create_task(solve_in_tab(ctx, op))
-        async with asyncio.timeout(STEP_TIMEOUT):
-            detail = await stack.site.detail(row.detail_url or "", op)
-        await person
+        detail, op, _ = await solved_by_a_person(stack, lambda op: stack.site.detail(row.detail_url or "", op))
     assert detail.title == row.title
     assert op.transitions == ["awaiting_user", "running"]
     assert [e.params["valid"] for e in sim.requests_for(VERIFY)] == [True]
@@ -214,12 +217,7 @@ async def test_detail_redirected_to_the_slider_shows_a_page_the_site_issued(
     async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
         row = (await stack.site.grid(title_request("违约金"))).rows[1]
         sim.set_scenario({"faults": [{"path": DETAIL, "kind": "verification", "at": [1]}]})
-        op = FakeOp()
-        ctx = await stack.host.ensure()
-        person = asyncio.create_task(solve_in_tab(ctx, op))
-        async with asyncio.timeout(STEP_TIMEOUT):
-            detail = await stack.site.detail(row.detail_url or "", op)
-        await person
+        detail, _, _ = await solved_by_a_person(stack, lambda op: stack.site.detail(row.detail_url or "", op))
     assert detail.title == row.title
     # The loader met one slider page silently; the person's tab opened the one the site redirected to.
     assert [e.params["valid"] for e in sim.requests_for(VERIFY)] == [True, True]
@@ -328,12 +326,9 @@ async def test_citation_api_403_slider_from_a_fresh_profile_is_solved_and_the_li
     api = "/restapi/citation-api/v1/literature/citations"
     async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
         sim.set_scenario({"faults": [{"path": api, "kind": "verification_403", "at": [1]}]})
-        op = FakeOp()
-        ctx = await stack.host.ensure()
-        person = asyncio.create_task(solve_in_tab(ctx, op))
-        async with asyncio.timeout(STEP_TIMEOUT):
-            page = await stack.site.citation_list(sim.links.detail("r0306"), "citations", "CJFDREF", 11, op)
-        await person
+        page, op, _ = await solved_by_a_person(
+            stack, lambda op: stack.site.citation_list(sim.links.detail("r0306"), "citations", "CJFDREF", 11, op)
+        )
         counts = await stack.site.citation_metrics(sim.links.detail("r0306"), op)
     assert page.total == 19 and page.start == 11 and len(page.items) == 9
     assert all(i.detail_url and i.filename for i in page.items)
@@ -355,17 +350,14 @@ async def test_the_answer_a_solved_slider_returns_to_is_used_not_asked_again(
     async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
         row = (await stack.site.grid(title_request("违约金"))).rows[0]
         sim.set_scenario({"faults": [{"path": path, "kind": "verification_403", "at": [1]}]})
-        op = FakeOp()
-        ctx = await stack.host.ensure()
-        person = asyncio.create_task(solve_in_tab(ctx, op))
-        async with asyncio.timeout(STEP_TIMEOUT):
-            if what == "citations":
-                page = await stack.site.citation_list(sim.links.detail("r0306"), "citations", "CJFDREF", 11, op)
-                assert page.total == 19 and len(page.items) == 9
-            else:
-                detail = await stack.site.detail(row.detail_url or "", op)
-                assert detail.title == row.title
-        await person
+        if what == "citations":
+            page, op, _ = await solved_by_a_person(
+                stack, lambda op: stack.site.citation_list(sim.links.detail("r0306"), "citations", "CJFDREF", 11, op)
+            )
+            assert page.total == 19 and len(page.items) == 9
+        else:
+            detail, op, _ = await solved_by_a_person(stack, lambda op: stack.site.detail(row.detail_url or "", op))
+            assert detail.title == row.title
     assert op.transitions == ["awaiting_user", "running"]
     # the loader's 403, the tab's 403, the site's return after the person solved it: nothing more
     assert [e.status for e in sim.requests_for(path)] == [403, 403, 200]
