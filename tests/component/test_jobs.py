@@ -231,15 +231,12 @@ async def test_a_server_exit_leaves_a_running_search_interrupted_and_it_continue
     await new.shutdown()
 
 
-async def test_no_operation_starts_once_the_server_began_stopping() -> None:
+async def test_no_operation_starts_once_the_server_began_stopping(env: Any) -> None:
     """A call still before its operation when shutdown() ran (a search planning its concepts)
     used to start it afterwards: the browser launched during the shutdown and the search ran past
     it, the call's answer lost. Now it gets SERVER_STOPPING (retryable) and nothing runs."""
-    clock = FakeClock()
-    sink = MemorySink()
-    limiter = Limiter(clock, 0.5, 6)
+    clock, sink, manager, limiter = env
     backend = FakeBackend(clock)
-    manager = JobManager(clock, sink)
     job = manager.start(OperationKind.SEARCH, search_runner(backend, limiter), SEARCH_BUDGET)
     await clock.advance_settled(1.2)
     await manager.shutdown()
