@@ -142,6 +142,17 @@ def safe_file_name(title: str, record_ref: str, ext: str) -> str:
     return stem + suffix
 
 
+def file_name(filename: str | None, title: str, record_ref: str, ext: str) -> str:
+    """The name a downloaded file gets: the caller's `filename`, else the default (`safe_file_name`)."""
+    return filename if filename is not None else safe_file_name(title, record_ref, ext)
+
+
+def refuse_taken(dest: Path) -> None:
+    """FILE_EXISTS when `dest` is taken (a file, or a symlink, dangling or not): nothing is replaced."""
+    if dest.exists() or dest.is_symlink():
+        raise FileExists(path=str(dest))
+
+
 def check_file_name(name: str, fmt: FileFormat) -> str:
     """A caller-chosen file name: one safe component whose extension matches the format."""
     if not name or "/" in name or "\\" in name:
@@ -232,8 +243,7 @@ def archive(src: Path, data_dir: Path, subdirectory: str | None, name: str) -> A
     if root.resolve() not in (folder.resolve(), *folder.resolve().parents):
         raise InvalidInput("子目录必须在 downloads/ 之内", subdirectory=subdirectory)
     dest = folder / name
-    if dest.exists() or dest.is_symlink():
-        raise FileExists(path=str(dest))
+    refuse_taken(dest)
     digest = sha256_of(src)
     size = src.stat().st_size
     try:
@@ -253,8 +263,7 @@ def copy_into(src: Path, data_dir: Path, subdirectory: str | None, name: str) ->
     if Path(name).name != name or name in ("", ".", ".."):
         raise InvalidInput("文件名不能包含路径", filename=name)
     dest = make_target_dir(data_dir, subdirectory) / name
-    if dest.exists() or dest.is_symlink():
-        raise FileExists(path=str(dest))
+    refuse_taken(dest)
     _copy_exclusive(src, dest)
     return Archived(dest, dest.stat().st_size, sha256_of(dest))
 

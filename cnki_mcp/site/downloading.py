@@ -51,7 +51,8 @@ from cnki_mcp.files import (
     check_download_arguments,
     check_file_name,
     copy_into,
-    safe_file_name,
+    file_name,
+    refuse_taken,
     sniff_format,
     target_dir,
     validate_download,
@@ -221,7 +222,7 @@ class Downloader:
         one and that file no longer matches what was downloaded (truncated, damaged, edited): it is
         never overwritten, and the person is told why and how to get a fresh copy (it was a bare
         FILE_EXISTS after the detail page had been loaded)."""
-        name = filename if filename is not None else safe_file_name(paper.title, paper.record_ref, fmt)
+        name = file_name(filename, paper.title, paper.record_ref, fmt)
         if target_dir(self.data_dir, subdirectory) / name != stored.path:
             return
         raise FileExists(
@@ -239,13 +240,12 @@ class Downloader:
         taken: the detail page was loaded first, one request for a file that could not be kept."""
         folder = target_dir(self.data_dir, subdirectory)
         names = [
-            filename if filename is not None else safe_file_name(paper.title, paper.record_ref, fmt)
+            file_name(filename, paper.title, paper.record_ref, fmt)
             for fmt in formats
             if filename is None or filename.lower().endswith("." + fmt)
         ]
-        taken = [folder / name for name in names if (folder / name).exists() or (folder / name).is_symlink()]
-        if names and len(taken) == len(names):
-            raise FileExists(path=str(taken[0]))
+        if names and all((folder / name).exists() or (folder / name).is_symlink() for name in names):
+            refuse_taken(folder / names[0])
 
     def _from_cache(
         self,
@@ -263,7 +263,7 @@ class Downloader:
                                 sha256=stored.sha256, source="cache", observed_at=stored.observed_at)  # fmt: skip
         if filename is None and subdirectory is None:
             return cached
-        name = filename if filename is not None else safe_file_name(paper.title, paper.record_ref, fmt)
+        name = file_name(filename, paper.title, paper.record_ref, fmt)
         check_file_name(name, fmt)
         dest = target_dir(self.data_dir, subdirectory) / name
         if dest == stored.path:
@@ -296,7 +296,7 @@ class Downloader:
     def _archive(
         self, src: Path, paper: Paper, fmt: FileFormat, filename: str | None, subdirectory: str | None
     ) -> DownloadResult:
-        name = filename if filename is not None else safe_file_name(paper.title, paper.record_ref, fmt)
+        name = file_name(filename, paper.title, paper.record_ref, fmt)
         check_file_name(name, fmt)
         done = archive(src, self.data_dir, subdirectory, name)
         now = self.clock.now()
@@ -337,10 +337,9 @@ class Downloader:
             fmt, entry = await self._choose(detail_page, format)
             if filename is not None:
                 check_file_name(filename, fmt)
-            name = filename if filename is not None else safe_file_name(paper.title, paper.record_ref, fmt)
+            name = file_name(filename, paper.title, paper.record_ref, fmt)
             dest = target_dir(self.data_dir, subdirectory) / name
-            if dest.exists() or dest.is_symlink():
-                raise FileExists(path=str(dest))  # nothing clicked: no charge for a file we cannot keep
+            refuse_taken(dest)  # nothing clicked: no charge for a file we cannot keep
             op_id = op.operation_id if op is not None and _GUID.match(op.operation_id) else uuid.uuid4().hex
             folder = self.make_incoming(op_id)
             click_id = self.store.record_click(paper.record_ref, fmt, op_id, self.clock.now())
