@@ -131,7 +131,9 @@ def register(server: CnkiServer) -> None:
         async def runner(op: Any) -> Any:
             return await pipeline.research(inp, plan, op)
 
-        key = f"research:{pipeline.research_key(inp, plan)}"
+        # a joined call gets the running one's answer, cut at that call's `limit`: the limit is part
+        # of the key (the cache key leaves it out, the cache re-cuts a stored summary per call)
+        key = f"research:{pipeline.research_key(inp, plan)}:limit={inp.limit}"
         return await _start_search(ctx, services, runner, inp.budget(), key)
 
     @server.tool(
@@ -170,7 +172,7 @@ def register(server: CnkiServer) -> None:
         async def runner(op: Any) -> Any:
             return await pipeline.structured(inp, op)
 
-        key = f"structured:{pipeline.structured_key(inp)}"
+        key = f"structured:{pipeline.structured_key(inp)}:limit={inp.limit}"  # as research's join key
         return await _start_search(ctx, services, runner, inp.budget(), key)
 
     @server.tool(

@@ -17,6 +17,7 @@ from cnki_mcp.pipeline.models import (
     ResultsPage,
     SearchSummary,
 )
+from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.services import Services
 from cnki_mcp.settings import Settings
 
@@ -68,11 +69,12 @@ class FakePipeline:
     async def cached_async(self, inp: Any, plan: Any) -> SearchSummary | None:
         return self.cached(inp, plan)
 
+    # the real keys (they read only the input and the plan): a join matches on what the server's does
     def research_key(self, inp: Any, plan: Any) -> str:
-        return f"{inp.model_dump_json()}|{[list(g) for g in plan.groups]}"
+        return ResearchPipeline.research_key(self, inp, plan)  # type: ignore[arg-type]
 
     def structured_key(self, inp: Any) -> str:
-        return inp.model_dump_json()
+        return ResearchPipeline.structured_key(self, inp)  # type: ignore[arg-type]
 
     segmenter_loaded = True  # `plan` below loads the process's dictionary itself when it cuts
 
