@@ -35,6 +35,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cnki_mcp.cite.names import COMPOUND_SURNAMES
+
 RefStyle = Literal["gbt7714", "apa", "quoted", "free", "plain"]
 TYPE_CODES = ("J", "D", "C", "M", "N", "P", "S", "R", "G", "A", "Z", "EB", "DB", "CP")
 
@@ -233,8 +235,11 @@ def _authors(segment: str) -> tuple[list[str], bool]:
 
 
 def _spaced_han_names(text: str) -> list[str]:
-    """`姜雨欣 谢国思` (names apart by one space) is two names; `欧阳 修` (a name spaced out) is one."""
+    """`姜雨欣 谢国思` (names apart by one space) is two names; `欧阳 修`, `司马 相如` (a compound
+    surname spaced from its given name) is one."""
     parts = text.split()
+    if len(parts) == 2 and parts[0] in COMPOUND_SURNAMES:
+        return [text]
     if len(parts) > 1 and all(re.fullmatch(r"[\u4e00-\u9fff·]{2,}", p) for p in parts):
         return parts
     return [text]

@@ -345,6 +345,7 @@ def test_a_finished_entry_without_a_year_is_not_continued_by_the_next_line() -> 
         ("姜雨欣 谢国思. 违约金惩罚性功能的困境与出路[J]. 法商研究, 2022, 33(1): 179-187.", ["姜雨欣", "谢国思"]),
         ("姜雨欣 谢国思：《违约金惩罚性功能的困境与出路》，《法商研究》2022年第1期。", ["姜雨欣", "谢国思"]),
         ("欧阳 修, 司马 光. 题名[J]. 刊, 2020.", ["欧阳 修", "司马 光"]),
+        ("欧阳 娜娜, 司马 相如. 题名[J]. 刊, 2020.", ["欧阳 娜娜", "司马 相如"]),
     ],
 )
 def test_chinese_names_apart_by_one_space_are_separate_authors(raw: str, authors: list[str]) -> None:
