@@ -285,7 +285,8 @@ def parse_reader(html: str, url: str | None = None, expected_title: str | None =
         node = container.css_first(".js-prefix h1.Chapter, .article-title, .paper-title")
         # formula markup in the heading (`H<sub>3</sub>PO<sub>4</sub>`) is part of the words, as on
         # the detail page and in the list: `H 3 PO 4` was another paper's title to the check below
-        title = inline_text(node) if node is not None else ""
+        # (on a copy: unwrapping the heading in the page would write its formulas plainly in the text)
+        title = inline_text(parse_html(node.html or "").body) if node is not None else ""
     if expected_title and title and title_key(title) != title_key(expected_title):
         raise IdentityConflict("阅读页题名与请求不一致", expected=expected_title, found=title)
 

@@ -242,3 +242,4 @@ def test_a_title_heading_with_formula_markup_is_the_papers_title() -> None:
     body = BODY.replace("<h1 class='Chapter'>数字文物传播研究</h1>", f"<h1 class='Chapter'>{marked}</h1>")
     page = parse_reader(_page(body), "https://x.cnki.net/reader?id=1", expected_title=title)
     assert page.title == title
+    assert "H₃PO₄" in page.text and "H3PO4" not in page.text  # the heading in the text keeps its scripts
