@@ -190,6 +190,11 @@ class BrowserHost:
         """Increments on every launch; a change tells callers their pages are gone."""
         return self._generation
 
+    def lost_since(self, generation: int) -> bool:
+        """Whether the browser of `generation` died (is down, or another was launched since): the
+        pages it held, and any request they were answering, are gone."""
+        return not self.started or self._generation != generation
+
     @property
     def launches(self) -> int:
         return self._launches

@@ -468,7 +468,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
                         await self._detach_loader()
                         await self._host.recover()
                     continue
-                if number == 1 and (not self._host.started or self._host.generation != generation):
+                if number == 1 and self._host.lost_since(generation):
                     # the browser died under the request (killed, crashed): nothing was answered,
                     # so it is asked once more in the browser ensure() relaunches, not reported as
                     # CNKI being down (SITE_UNAVAILABLE ended a search's enrichment)

@@ -171,7 +171,7 @@ class DetailTabs:
         try:
             return await self._open_once(paper, op)
         except SiteUnavailable as exc:
-            if self.host.started and self.host.generation == generation:
+            if not self.host.lost_since(generation):
                 raise
             log.warning("the browser died under a detail tab; opening it again in a new one: %s", exc)
             return await self._open_once(paper, op)
