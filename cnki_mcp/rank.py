@@ -189,6 +189,14 @@ class Ranked:
 # --- quality features ---------------------------------------------------------------------
 
 
+def tier_matches(wanted: str, tier: str) -> bool:
+    """Whether the tier CNKI lists (`CSSCI扩展版`, `AMI核心`, `SCI-E`, `北大核心`) is asked for by
+    `wanted` (case ignored): `wanted` occurs in it, but not inside a longer Latin name, so `SCI`
+    is not `CSSCI` or `SSCI` while `CSSCI`, `AMI` and `核心` still find their variants."""
+    needle = re.escape(wanted.strip().upper())
+    return bool(needle) and re.search(rf"(?<![A-Z]){needle}(?![A-Z])", tier.upper()) is not None
+
+
 def tier_score(tier: str) -> float:
     """The reference tier table; AMI grades other than 核心 and `EI来源期刊` score 0."""
     u = tier.strip().upper()

@@ -30,6 +30,7 @@ from typing import Literal
 from cnki_mcp.errors import InvalidInput, SearchNotFound
 from cnki_mcp.identity import Paper
 from cnki_mcp.identity import source_key as normalise_source
+from cnki_mcp.rank import tier_matches
 from cnki_mcp.store.db import StoreBase, to_ts
 
 log = logging.getLogger(__name__)
@@ -346,14 +347,6 @@ class PendingPdf:
     record_ref: str
     path: str
     sha256: str
-
-
-def tier_matches(wanted: str, tier: str) -> bool:
-    """Whether the tier CNKI lists (`CSSCI扩展版`, `AMI核心`, `SCI-E`, `北大核心`) is asked for by
-    `wanted` (case ignored): `wanted` occurs in it, but not inside a longer Latin name, so `SCI`
-    is not `CSSCI` or `SSCI` while `CSSCI`, `AMI` and `核心` still find their variants."""
-    needle = re.escape(wanted.strip().upper())
-    return bool(needle) and re.search(rf"(?<![A-Z]){needle}(?![A-Z])", tier.upper()) is not None
 
 
 def _tier_sources(conn: sqlite3.Connection, wanted: Sequence[str]) -> list[str]:

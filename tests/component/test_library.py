@@ -16,12 +16,12 @@ from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import CnkiError
 from cnki_mcp.models import Author, GridRow, JournalPage, NativeId
 from cnki_mcp.pipeline.library import LibraryInput, LibraryPage, search_library, snippet
+from cnki_mcp.rank import tier_matches
 from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.sim.pages.files import pdf_bytes
 from cnki_mcp.store import SearchEvidence, Store, file_sha256
 from cnki_mcp.store import library as library_index
 from cnki_mcp.store.db import _V_LIBRARY_PREFIX, MIGRATIONS, SCHEMA_VERSION
-from cnki_mcp.store.library import tier_matches
 from tests.paper_samples import sample_detail
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
