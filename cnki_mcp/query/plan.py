@@ -314,7 +314,8 @@ def _aliases(terms: list[str]) -> list[str]:
 
 # A listed part kept as written: Han, Latin letters, digits, spaces and the joiners of Latin terms
 # (Wi-Fi 8, C++, GB/T 7714, k-means); brackets, colons or '=' in a part are never part of a term.
-_PLAIN_TERM_RE = re.compile(r"[\w\s\-+./#·'\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]+")
+# (`\w` of a str pattern takes the Han characters too.)
+_PLAIN_TERM_RE = re.compile(r"[\w\s\-+./#·']+")
 
 
 def _keywords(text: str, cut: Segmenter) -> list[str]:
