@@ -44,7 +44,8 @@ def title_key(title: str | None) -> str:
     return _AROUND_PUNCT.sub(r"\1", _collapse(title).lower())
 
 
-_NESTED_MARKS = str.maketrans("〈〉", "《》")
+# single title marks written for a title nested in one (`《〈民法典〉实施…》`) as the double ones
+NESTED_MARKS = str.maketrans("〈〉", "《》")
 
 
 def asked_title(title: str) -> str:
@@ -62,7 +63,7 @@ def asked_title(title: str) -> str:
             return text  # the first 《 closes before the end: not one pair around the whole
     if depth != 0:
         return text  # unbalanced marks: taken as written
-    return text[1:-1].strip().translate(_NESTED_MARKS)  # `《》` alone: no title at all
+    return text[1:-1].strip().translate(NESTED_MARKS)  # `《》` alone: no title at all
 
 
 def source_key(source: str | None) -> str:

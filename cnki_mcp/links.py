@@ -31,7 +31,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cnki_mcp.errors import InputTooLarge, TooManyReferences
-from cnki_mcp.identity import title_key
+from cnki_mcp.identity import NESTED_MARKS, title_key
 
 MAX_TEXT_BYTES = 512 * 1024  # contract: 文本最大 512 KB (UTF-8 bytes)
 MAX_TITLES = 100  # contract: 最多 100 个题名 (distinct titles; repeats of one title count once)
@@ -42,7 +42,6 @@ LinkStatus = Literal["linked", "matched_without_link", "ambiguous", "unresolved"
 LinkKind = Literal["doi", "cnki"]
 
 OPEN, CLOSE = "《", "》"
-_SINGLE_TO_DOUBLE = str.maketrans({"〈": OPEN, "〉": CLOSE})
 
 
 # --------------------------------------------------------------------- models
@@ -131,13 +130,13 @@ def check_title_count(count: int) -> None:
 
 def reference_key(title: str) -> str:
     """The grouping key of a cited title: `title_key` with 〈〉 read as 《》."""
-    return title_key(title.translate(_SINGLE_TO_DOUBLE))
+    return title_key(title.translate(NESTED_MARKS))
 
 
 def title_variants(title: str) -> list[str]:
     """The spellings to look a cited title up by: as written, then with 〈〉 turned into 《》."""
     written = " ".join(title.split())
-    folded = written.translate(_SINGLE_TO_DOUBLE)
+    folded = written.translate(NESTED_MARKS)
     return [written] if folded == written else [written, folded]
 
 

@@ -67,12 +67,8 @@ def script(text: str, kind: str, before: str = "") -> str:
         prev = before.rstrip()[-1:]
         if _BARE_MARKER.fullmatch(text) and prev and not _operand_end(prev):
             return f"[{text.replace(' ', '')}]"
-        if set(text) <= _SUP_CHARS:
-            return text.translate(_SUP)
-        return "^" + _group(text)
-    if set(text) <= _SUB_CHARS:
-        return text.translate(_SUB)
-    return "_" + _group(text)
+        return _sup_of(text)
+    return _sub_of(text)
 
 
 def _kids(node: LexborNode) -> list[LexborNode]:
