@@ -147,14 +147,21 @@ def approx_tokens(item: Any) -> int:
     return wide + (len(text) - wide + 2) // 3
 
 
-def within_budget(items: list[dict[str, Any]], budget: int) -> int:
-    """How many of `items`, from the first, fit `budget` estimated tokens (at least one)."""
+def within_budget(items: list[dict[str, Any]], budget: int | None = None) -> int:
+    """How many of `items`, from the first, fit `budget` estimated tokens (default PAGE_TOKENS,
+    read when called; at least one)."""
+    budget = PAGE_TOKENS if budget is None else budget
     spent = 0
     for n, item in enumerate(items):
         spent += approx_tokens(item)
         if n and spent > budget:
             return n
     return len(items)
+
+
+def page_cut(stop: int, limit: int, unit: str) -> str:
+    """The start of the message of a page a client's size ended before `limit` (at its `stop`th row)."""
+    return f"本页在 {stop} {unit}处截止（limit={limit}；一页约 {PAGE_TOKENS} token 以内，客户端会截断更长的结果）："
 
 
 def scope_next_offset(offset: int, count: int, total: int) -> int | None:
@@ -363,16 +370,13 @@ async def fetch_metadata(
     warnings: list[str] = []
     if inp.search_id and not inp.record_refs and not inp.titles and scope_total is not None:
         # a page of the scope alone ends at the size a client reads; the rest is stored (free)
-        fit = within_budget(records, PAGE_TOKENS)
+        fit = within_budget(records)
         if fit < len(records):
             dropped = records[fit]["record_ref"]  # the page goes on from the scope entry it was read for
             stop = next(i for i, ref in enumerate(scope_refs) if store.resolve_ref(ref) == dropped)
             records = records[:fit]
             scope_next = inp.offset + stop
-            warnings.append(
-                f"本页在 {stop} 篇处截止（limit={inp.limit}；一页约 {PAGE_TOKENS} token 以内，客户端会截断更长的结果）："
-                f"用相同参数、offset={scope_next} 续读（已读的详情不再请求）"
-            )
+            warnings.append(page_cut(stop, inp.limit, "篇") + f"用相同参数、offset={scope_next} 续读（已读的详情不再请求）")
     result = MetadataResult(
         records=records,
         errors=[e.model_dump(mode="json") for e in ctx.item_errors],

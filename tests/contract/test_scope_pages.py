@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from cnki_mcp.pipeline import results
+from cnki_mcp.pipeline import metadata
 from cnki_mcp.server.app import build_server
 from cnki_mcp.services import Services
 from tests.contract.server_fakes import Harness
@@ -66,8 +66,7 @@ async def test_a_page_of_full_records_stops_at_the_size_a_client_reads_and_says_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the bundled corpus's rows are short: a smaller budget makes its pages reach it
-    monkeypatch.setattr(results, "PAGE_TOKENS", 3_000, raising=False)
-    from cnki_mcp.pipeline.results import approx_tokens
+    monkeypatch.setattr(metadata, "PAGE_TOKENS", 3_000)
 
     async with _searched(tmp_path) as (client, search_id, total):
         seen: list[str] = []
@@ -79,7 +78,7 @@ async def test_a_page_of_full_records_stops_at_the_size_a_client_reads_and_says_
             assert not result.is_error, result.content
             page = result.structured_content
             assert isinstance(page, dict) and page["total"] == total
-            assert approx_tokens(page) <= results.PAGE_TOKENS + 500  # the rows' budget and the page's own fields
+            assert metadata.approx_tokens(page) <= metadata.PAGE_TOKENS + 500  # the rows' budget and the page's own fields
             seen += [r["record"]["record_ref"] for r in page["results"]]
             if len(page["results"]) < min(100, total - offset):
                 cut += 1
@@ -119,9 +118,7 @@ async def test_a_search_listing_fewer_than_it_selected_names_the_page_with_the_r
 async def test_a_page_of_a_searchs_full_records_stops_at_the_size_a_client_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cnki_mcp.pipeline import metadata
-
-    monkeypatch.setattr(metadata, "PAGE_TOKENS", 3_000, raising=False)  # the bundled corpus's records are short
+    monkeypatch.setattr(metadata, "PAGE_TOKENS", 3_000)  # the bundled corpus's records are short
     async with _searched(tmp_path) as (client, search_id, total):
         seen: list[str] = []
         cut = 0
