@@ -243,3 +243,24 @@ def test_a_title_heading_with_formula_markup_is_the_papers_title() -> None:
     page = parse_reader(_page(body), "https://x.cnki.net/reader?id=1", expected_title=title)
     assert page.title == title
     assert "H₃PO₄" in page.text and "H3PO4" not in page.text  # the heading in the text keeps its scripts
+
+
+@pytest.mark.parametrize(
+    ("mathml", "text"),
+    [
+        ("<msubsup><mi>x</mi><mi>i</mi><mn>2</mn></msubsup>", "xᵢ²"),
+        ("<munder><mo>lim</mo><mrow><mi>n</mi><mo>→</mo><mi>∞</mi></mrow></munder>", "lim_(n→∞)"),
+        ("<mover><mi>x</mi><mo>¯</mo></mover>", "x^¯"),
+        ("<mroot><mi>x</mi><mn>3</mn></mroot>", "√[3]x"),
+        ("<mfenced open='[' close=']'><mi>a</mi><mi>b</mi></mfenced>", "[a,b]"),
+        ("<mfenced separators=';'><mi>a</mi><mi>b</mi></mfenced>", "(a;b)"),
+        (
+            "<mtable><mtr><mtd><mi>a</mi></mtd><mtd><mi>b</mi></mtd></mtr>"
+            "<mtr><mtd><mi>c</mi></mtd><mtd><mi>d</mi></mtd></mtr></mtable>",
+            "[a, b; c, d]",
+        ),
+    ],
+)
+def test_each_mathml_layout_reads_as_one_line(mathml: str, text: str) -> None:
+    # limits, roots, fenced lists and matrices were run together (`limn→∞`, `x3`, `abcd`)
+    assert text in _body_text(f"<p><math>{mathml}</math></p>")
