@@ -56,3 +56,4 @@ def test_demo_without_a_usable_browser_fails_and_says_why(tmp_path: Path) -> Non
     proc = run_demo(env)
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "BROWSER_UNAVAILABLE" in proc.stdout
+    assert "cnki-mcp doctor" in proc.stdout  # the way to find out why the browser does not start
