@@ -369,3 +369,28 @@ async def test_show_under_headless_says_there_is_no_window() -> None:
     gate.resume()
     headed.resume()
     await clock.run_until_complete(step, other)
+
+
+async def test_an_operation_with_two_requests_held_by_a_step_is_listed_waiting_once() -> None:
+    clock = FakeClock()
+    gate, limiter = make_gate(clock)
+    manager = JobManager(clock, MemorySink(), inline_wait=0)
+    page = ScriptedPage(clock, *([CH] * 100), CLEAR, CLEAR)
+    step = asyncio.ensure_future(gate.handle("challenge", page, FakeOp("op_owner"), "wait"))
+    await settle()
+
+    async def runner(ctx: OperationContext) -> dict[str, int]:
+        async def one() -> None:
+            async with limiter.slot(budget=ctx):
+                pass
+
+        await asyncio.gather(one(), one())  # a detail page and a journal page asked together
+        return {"ok": 1}
+
+    job = manager.start(OperationKind.READ, runner, BudgetSpec(max_requests=5, timeout_seconds=30))
+    await clock.advance_settled(40)
+    await settle()
+    assert gate.waiting_operations == ["op_owner", job.operation_id]
+    [record, _] = await clock.run_until_complete(job.finish(), step)
+    assert record.status is OperationStatus.COMPLETED and record.requests == 2
+    await manager.shutdown()
