@@ -9,6 +9,7 @@ from collections import Counter
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from corpus_backend import CorpusBackend
 from test_citegraph import remember, run
 
@@ -226,3 +227,27 @@ async def test_a_list_of_more_than_a_thousand_is_paged_to_its_end(clock: FakeClo
         seen += [i["title"] for i in record.result["items"]]
         offset = record.result["next_offset"]
     assert len(seen) == many - 1000 and seen[-1] == f"引证{many - 1}"
+
+
+async def test_a_list_past_the_offset_cap_stops_paging_and_says_what_is_left(
+    clock: FakeClock, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tool accepts offsets up to MAX_OFFSET (100,000): a page ending past it names no
+    next_offset the tool would refuse, and says how many entries cannot be paged to."""
+    from cnki_mcp.pipeline import citations
+
+    monkeypatch.setattr(citations, "MAX_OFFSET", 60)  # a list of 100 stands in for one over 100,000
+    citers = [SimRecord(id=f"c{i:03d}", title=f"引证{i}", type="期刊", references=("s",)) for i in range(100)]
+    site = CorpusBackend(Corpus(records=[SimRecord(id="s", title="被引很多次的文章", type="期刊"), *citers],
+                                journals=[]))  # fmt: skip
+    seed = remember(store, site.corpus, "s")
+    jobs = JobManager(clock, MemorySink())
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await citation_list(store, site, clock, CitationListInput(paper=seed, offset=50, limit=20), "citations", ctx)
+
+    record = await run(clock, jobs, runner, max_requests=500)
+    assert record.status is OperationStatus.COMPLETED, record.errors
+    assert len(record.result["items"]) == 20 and record.result["total"] == 100
+    assert record.result["next_offset"] is None
+    assert record.result["warnings"]  # the 30 entries after 70 are named as unreachable
