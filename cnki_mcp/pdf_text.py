@@ -5,8 +5,10 @@ Only files inside `<data>/downloads` are read; anything that is not a PDF is INV
 from __future__ import annotations
 
 import logging
+import math
 import re
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +120,14 @@ def read_pdf_text(
     except (PdfReadError, ValueError, OSError) as exc:
         raise InvalidFile("PDF 无法解析", path=str(resolved), reason=str(exc)[:200]) from exc
     wanted = parse_pages(pages, count)
+    extracted: dict[int, list[str]] = {}
+
+    def lines_of(index: int) -> list[str]:
+        if index not in extracted:
+            extracted[index] = _page_lines(reader.pages[index])
+        return extracted[index]
+
+    furniture = furniture_of(lines_of, count)
     chunks: list[str] = []
     returned: list[int] = []
     empty: list[int] = []
@@ -131,7 +141,7 @@ def read_pdf_text(
         skip = offset if i == 0 else 0
         # the blank line after a page belongs to that page (not to the request's last one), so a
         # cut inside it goes on inside it and the pages rejoin exactly
-        body = _page_text(reader.pages[number - 1]) + (PAGE_SEPARATOR if i < len(wanted) - 1 else "")
+        body = _text_of(lines_of(number - 1), furniture) + (PAGE_SEPARATOR if i < len(wanted) - 1 else "")
         text = body[skip:]
         if not text and skip:
             continue  # the offset is past the first page's end: nothing of it is left
@@ -229,7 +239,8 @@ def looks_garbled(text: str) -> bool:
     return odd > _GARBLED_SHARE * len(chars)
 
 
-def _page_text(page: Any) -> str:
+def _page_lines(page: Any) -> list[str]:
+    """A page's extracted lines without CNKI's copyright line."""
     try:
         raw = page.extract_text() or ""
     except Exception as exc:  # pypdf raises many types on damaged content streams
@@ -239,7 +250,72 @@ def _page_text(page: Any) -> str:
         kept = _CNKI_FOOTER.sub("", line).rstrip()
         if kept or not line.strip():  # a line that was only the copyright line goes
             lines.append(kept)
-    return unwrap_lines(lines).strip()
+    return lines
+
+
+def _page_text(page: Any, furniture: frozenset[str] = frozenset()) -> str:
+    return _text_of(_page_lines(page), furniture)
+
+
+def _text_of(lines: list[str], furniture: frozenset[str]) -> str:
+    return unwrap_lines(_without_furniture(lines, furniture)).strip()
+
+
+# Page furniture (DESIGN.md "Reading a downloaded PDF"): a publisher's running head ("思想理论教育导刊
+# 58 2016 年第 8 期", a thesis's "武汉大学博士学位论文") and page number sit on every page. Extraction
+# puts them before or after the page's running text (content-stream order), where they would cut a
+# paragraph that goes on over the page in two. A line is a running head when, with its numbers
+# left aside, it stands at the edge of at least 2 and 30 % of the pages sampled (a two-sided layout
+# alternates two heads, and a paper's first page has none); a page number is a line of only a
+# number (`· 58 ·`, `- 3 -`, `第 3 页`) at a page's edge.
+_EDGE = 3  # lines at either end of a page where furniture stands
+_FURNITURE_SAMPLE = 12  # pages sampled, spread over the file, so every call sees the same set
+_FURNITURE_MIN, _FURNITURE_SHARE = 2, 0.3
+_PAGE_NUMBER = re.compile(r"^[\s·•\-—–]*(?:第\s*)?\d{1,4}(?:\s*页)?[\s·•\-—–]*$")
+_HEAD_MAX = 80  # characters: a longer line is running text
+
+
+def _head_shape(line: str) -> str:
+    """A line as a running head repeats it (numbers aside), or "" for a line that cannot be one."""
+    if len(line.strip()) > _HEAD_MAX:
+        return ""
+    # its words in order of their own: the two heads of a two-sided layout put the same words
+    # in mirrored order (`现代法学 76 2014 年第 6 期`, `2014 年第 6 期 现代法学 77`)
+    words = sorted(w for w in re.split(r"[\s\d]+", line) if w)
+    shape = " ".join(words)
+    return shape if sum(ch.isalpha() for ch in shape) >= 2 else ""
+
+
+def _edges(lines: list[str]) -> set[int]:
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    return set(filled[:_EDGE] + filled[-_EDGE:])
+
+
+def furniture_of(lines_of: Callable[[int], list[str]], page_count: int) -> frozenset[str]:
+    """The running heads of a file: shapes at the edge of enough of up to 12 pages spread over it
+    (`lines_of` gives a 0-based page's lines)."""
+    if page_count < 3:
+        return frozenset()  # two pages: a line on both is as likely the paper's own
+    n = min(page_count, _FURNITURE_SAMPLE)
+    sample = sorted({round(i * (page_count - 1) / (n - 1)) for i in range(n)})
+    seen: dict[str, int] = {}
+    for index in sample:
+        try:
+            lines = lines_of(index)
+        except InvalidFile:
+            continue  # a damaged page says nothing of the others' heads
+        for shape in {_head_shape(lines[i]) for i in _edges(lines)} - {""}:
+            seen[shape] = seen.get(shape, 0) + 1
+    need = max(_FURNITURE_MIN, math.ceil(_FURNITURE_SHARE * len(sample)))
+    return frozenset(shape for shape, count in seen.items() if count >= need)
+
+
+def _without_furniture(lines: list[str], furniture: frozenset[str]) -> list[str]:
+    edges = _edges(lines)
+    return [
+        line for i, line in enumerate(lines)
+        if i not in edges or not (_PAGE_NUMBER.match(line) or _head_shape(line) in furniture - {""})
+    ]  # fmt: skip
 
 
 # The copyright line CNKI stamps on every page of its PDFs (text extracted from them in public

@@ -303,3 +303,51 @@ def test_a_page_in_a_minority_language_script_is_not_garbled(text: str) -> None:
     from cnki_mcp.pdf_text import looks_garbled
 
     assert not looks_garbled(text * 2)
+
+
+@pytest.mark.parametrize("record_id", ["r0001", "r0021", "r0097"])  # journal (6 and 4 pages), thesis
+def test_running_heads_and_page_numbers_are_left_out_and_paragraphs_read_over_the_page_break(
+    tmp_path: Path, record_id: str
+) -> None:
+    rec = Corpus.load().by_id[record_id]
+    (tmp_path / "downloads").mkdir()
+    (tmp_path / "downloads" / "paper.pdf").write_bytes(pdf_bytes(rec))
+    got = read_pdf_text("paper.pdf", tmp_path, max_characters=200_000)
+    assert got.page_count >= 4
+    for furniture in ("学位论文", "年第", "· ", "China Academic"):
+        assert furniture not in got.text
+    # a paragraph the page break cut reads whole once the blank line between pages is left out
+    joined = re.sub(r"(?<=[。！？：；])\n", "", got.text.replace("\n\n", ""))
+    paragraphs = [p for s in rec.fulltext for p in s.text.split("\n") if p.strip()]
+    assert all(p in joined for p in paragraphs)
+    # pages read one at a time, and a read cut short, give the same text
+    alone = [
+        read_pdf_text("paper.pdf", tmp_path, pages=str(n), max_characters=200_000).text
+        for n in got.pages_returned
+    ]
+    assert "\n\n".join(alone) == got.text
+
+
+def test_furniture_is_what_stands_at_the_edge_of_many_pages() -> None:
+    from cnki_mcp.pdf_text import _without_furniture, furniture_of
+
+    def body(page: int) -> list[str]:  # each page's running text is its own
+        return [chr(0x4E00 + 40 * page + i) * 30 for i in range(6)]
+
+    pages = [
+        ["题名", *body(0), "· 75 ·"],
+        ["现代法学 76 2014 年第 6 期", *body(1)],
+        [*body(2), "2014 年第 6 期 现代法学 77"],
+        ["现代法学 78 2014 年第 6 期", *body(3), "表1 描述性统计"],
+        [*body(4), "2014 年第 6 期 现代法学 79"],
+    ]
+    furniture = furniture_of(lambda i: pages[i], len(pages))
+    # the two mirrored heads are one; a line at the edge of one page only is the paper's own
+    assert len(furniture) == 1
+    assert _without_furniture(pages[1], furniture) == body(1)
+    assert _without_furniture(pages[0], furniture) == ["题名", *body(0)]
+    assert _without_furniture(pages[3], furniture) == [*body(3), "表1 描述性统计"]
+    # the same words inside the running text stay, and so does a number there
+    inner = [*body(5)[:3], "现代法学 80 2014 年第 6 期", "58", *body(5)[3:]]
+    assert _without_furniture(inner, furniture) == inner
+    assert furniture_of(lambda i: pages[i], 2) == frozenset()

@@ -89,19 +89,82 @@ def _text_lines(record: SimRecord) -> list[tuple[float, str]]:
     return out
 
 
-def _paginate(lines: list[tuple[float, str]]) -> list[bytes]:
+# Page furniture of the PDFs CNKI serves (docs/simulator.md "Downloaded files"): the copyright
+# line CNKI stamps on every page, the publisher's running head (a journal's name, year, issue and
+# page number, as in "思想理论教育导刊 58 2016 年第 8 期"; a thesis's university and degree) and
+# a page number. Text extraction returns them in content-stream order, so they land before, after
+# or between the lines of the page's running text.
+COPYRIGHT = (
+    "©1994-2026 China Academic Journal Electronic Publishing House. All rights reserved. http://www.cnki.net"
+)
+FURNITURE_SIZE = 8
+
+
+def _first_page(record: SimRecord) -> int:
+    head = (record.pages or "").split("-")[0].strip()
+    return int(head) if head.isdigit() else 1
+
+
+def _running_head(record: SimRecord, index: int, number: int) -> str | None:
+    """The head of page `index` (0-based; the first page has none), numbered `number`."""
+    if index == 0:
+        return None
+    if record.type in ("硕士", "博士") and record.source:
+        return f"{record.source}{record.type}学位论文"
+    if record.type == "期刊" and record.source and record.year:
+        issue = f"年第 {record.issue} 期" if record.issue else "年"
+        if index % 2:  # even page numbers of a two-sided layout: the number outside, on the left
+            return f"{record.source} {number} {record.year} {issue}"
+        return f"{record.year} {issue} {record.source} {number}"
+    return None
+
+
+def _text_op(size: float, x: float, y: float, text: str) -> str:
+    return f"BT /F1 {size:g} Tf 1 0 0 1 {x:g} {y:.1f} Tm <{_ucs2_hex(text)}> Tj ET"
+
+
+def _furnish(record: SimRecord, bodies: list[list[str]]) -> list[bytes]:
+    """Each page's body ops with its furniture: the head first on some pages and last on others
+    (where extraction puts it depends on the producer), the page number, the copyright line."""
+    start = _first_page(record)
     pages: list[bytes] = []
+    for index, body in enumerate(bodies):
+        number = start + index
+        head = _running_head(record, index, number)
+        ops = list(body)
+        if head is not None:
+            op = _text_op(FURNITURE_SIZE + 1, MARGIN, PAGE_H - MARGIN + 18, head)
+            if index % 2:
+                ops.insert(0, op)
+            else:
+                ops.append(op)
+        if head is None or str(number) not in head:
+            ops.append(_text_op(FURNITURE_SIZE + 1, PAGE_W / 2 - 12, MARGIN - 22, f"· {number} ·"))
+        ops.append(_text_op(FURNITURE_SIZE - 2, MARGIN, 18, COPYRIGHT))
+        pages.append("\n".join(ops).encode("ascii"))
+    return pages
+
+
+def _furniture_text(record: SimRecord, page_count: int) -> str:
+    """Every character the furniture of `page_count` pages uses (for the ToUnicode map)."""
+    start = _first_page(record)
+    heads = (_running_head(record, i, start + i) or "" for i in range(page_count))
+    return COPYRIGHT + "·0123456789 " + "".join(heads)
+
+
+def _paginate(lines: list[tuple[float, str]]) -> list[list[str]]:
+    pages: list[list[str]] = []
     ops: list[str] = []
     y = PAGE_H - MARGIN
     for size, text in lines:
         step = size * LEADING
         if y - step < MARGIN and ops:
-            pages.append("\n".join(ops).encode("ascii"))
+            pages.append(ops)
             ops, y = [], PAGE_H - MARGIN
         y -= step
         if text:
-            ops.append(f"BT /F1 {size:g} Tf 1 0 0 1 {MARGIN} {y:.1f} Tm <{_ucs2_hex(text)}> Tj ET")
-    pages.append("\n".join(ops).encode("ascii"))
+            ops.append(_text_op(size, MARGIN, y, text))
+    pages.append(ops)
     return pages
 
 
@@ -112,7 +175,8 @@ def _pdf_string(text: str) -> bytes:
 def pdf_bytes(record: SimRecord) -> bytes:
     """A valid multi-page PDF holding the record's title, authors, abstract and full text."""
     lines = _text_lines(record)
-    streams = _paginate(lines)
+    bodies = _paginate(lines)
+    streams = _furnish(record, bodies)
     objs: list[bytes] = []  # object n is objs[n-1]
 
     def add(body: bytes) -> int:
@@ -125,7 +189,8 @@ def pdf_bytes(record: SimRecord) -> bytes:
 
     catalog = add(b"")  # filled below
     pages_id = add(b"")
-    cmap_id = add(stream(_to_unicode_cmap("".join(t for _, t in lines))))
+    used = "".join(t for _, t in lines) + _furniture_text(record, len(bodies))
+    cmap_id = add(stream(_to_unicode_cmap(used)))
     desc_id = add(
         b"<< /Type /Font /Subtype /CIDFontType0 /BaseFont /STSong-Light "
         b"/CIDSystemInfo << /Registry (Adobe) /Ordering (GB1) /Supplement 4 >> "
