@@ -349,6 +349,19 @@ def _latin_end(line: str) -> bool:
     return len(words) >= 2 and words[-1].isascii() and words[-2].isascii()
 
 
+# A number as a table cell prints it: signs, decimals, a percent sign, significance stars, a
+# standard error in brackets (`-0.125***`, `(0.031)`, `41.5%`).
+_CELL_NUMBER = re.compile(r"^[(\[（]?[-−+]?\d[\d,.]*%?\**[)\]）]?\**$")
+
+
+def _table_row(line: str) -> bool:
+    """A row of a table: at least 4 spaced cells, at least 3 and half of them numbers. Its line
+    break is the table's, never a wrap (`GDP 1.2 0.3 0.1` / `FDI 0.5 0.2 0.1` are two rows)."""
+    cells = line.split()
+    numbers = sum(1 for cell in cells if _CELL_NUMBER.match(cell))
+    return len(cells) >= 4 and numbers >= 3 and 2 * numbers >= len(cells)
+
+
 def unwrap_lines(lines: list[str]) -> str:
     """One page's lines with the layout's line wraps undone: a line as wide as the page's text
     (at least 85 % of its widest line) that does not end a sentence goes on in the next line,
@@ -356,10 +369,12 @@ def unwrap_lines(lines: list[str]) -> str:
     two Latin words (`of the` / `next` read `of the next`); a line-end hyphen stays
     (`inter-` / `national` read `inter-national`: the PDF cannot tell a hyphenated compound
     from a hyphenated word). Short lines (headings, a paragraph's last line) keep their break, and
-    so does every line of a page with only one full line (its widest line is no measure)."""
-    widths = [_width(line) for line in lines]
+    so does every line of a page with only one full line (its widest line is no measure). A
+    table's rows neither join nor measure the page's width."""
+    rows = [_table_row(line) for line in lines]
+    widths = [0 if row else _width(line) for line, row in zip(lines, rows, strict=True)]
     full = _FULL_LINE * max(widths, default=0)
-    if sum(1 for w in widths if w >= full) < _MIN_FULL_LINES:
+    if sum(1 for w in widths if w and w >= full) < _MIN_FULL_LINES:
         return "\n".join(lines)  # no run of text as wide as the page: nothing to tell a wrap by
     out: list[str] = []
     for i, line in enumerate(lines):
@@ -369,7 +384,7 @@ def unwrap_lines(lines: list[str]) -> str:
         nxt = lines[i + 1]
         stripped = line.rstrip()
         wrapped = (
-            bool(stripped) and bool(nxt.strip()) and widths[i] >= full
+            bool(stripped) and bool(nxt.strip()) and widths[i] >= full and not rows[i + 1]
             and stripped.rstrip(_CLOSERS)[-1:] not in _SENTENCE_END
         )
         if not wrapped:

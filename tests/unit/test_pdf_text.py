@@ -351,3 +351,28 @@ def test_furniture_is_what_stands_at_the_edge_of_many_pages() -> None:
     inner = [*body(5)[:3], "现代法学 80 2014 年第 6 期", "58", *body(5)[3:]]
     assert _without_furniture(inner, furniture) == inner
     assert furniture_of(lambda i: pages[i], 2) == frozenset()
+
+
+def test_the_rows_of_a_table_keep_their_breaks_and_do_not_measure_the_page() -> None:
+    from cnki_mcp.pdf_text import unwrap_lines
+
+    text = ["表2 描述性统计", "变量 观测值 均值 标准差 最小值 最大值"]
+    rows = [
+        "数字经济指数 2,310 0.352 0.118 0.051 0.873",
+        "就业结构 2,310 41.5% 9.21 12.30 78.60",
+        "lnGDP 2,310 10.842 0.631 8.915 12.776",
+        "DE -0.125*** (0.031) 0.087** (0.042)",
+    ]
+    prose = ["在原《合同法》第 114 条的基础上，《民法典》第 5", "85 条对约定违约金制度作了延续与完善和发展。", "短"]
+    got = unwrap_lines(text + rows + prose)
+    for row in rows:
+        assert f"\n{row}\n" in got  # each row on its own line
+    # the prose is still unwrapped although a table row is the page's widest line
+    assert "第 585 条" in got
+    # a sentence with spaced numbers in it is prose, not a row
+    wrapped = [
+        "2022 年我国数字经济规模达到 50.2 万亿元，占 GDP 比重超过",
+        "41.5%，成为稳增长、促转型的重要引擎和推动高质量发展的关键",
+        "力量。",
+    ]
+    assert unwrap_lines(wrapped).startswith("2022 年我国数字经济规模达到 50.2 万亿元，占 GDP 比重超过41.5%")
