@@ -14,7 +14,8 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
 - Han runs are cut without the segmenter's HMM guesser; a run of two or more single characters
   that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
-  a rebuilt word never spans 的 (traditional characters come one by one: 幻/覺/問/題/的/緩/解).
+  a rebuilt word never spans 的 (traditional characters come one by one: 幻/覺/問/題/的/緩/解), nor a
+  conjunction between two words (碳/中/和/与 绿色金融 -> 碳中和; A股/和/港股; 碳/中/和/和/碳/达/峰).
 - English questions: stop words, question and relational verbs (does, affect, help, between …),
   pronouns and request words (please find papers) split a Latin run; impact/effect/role … are
   dropped when they stand alone beside another concept, as the study-type words below are.
@@ -142,13 +143,34 @@ def _latin_words(run: str) -> list[str]:
     return out
 
 
-def _rebuilt(singles: list[str]) -> list[str]:
+# Conjunctions that end no unknown word: written after one (碳/中/和/与 绿色金融), they join it to the
+# next concept. 和 ends words (碳中和, 中和), so it is the conjunction only after a lone character
+# (A股/和/港股: 股和 is no word) or after another 和 (碳中和和碳达峰).
+_JOINING_SINGLES = frozenset("与及或")
+
+
+def _joins(piece: list[str], ch: str, more: bool) -> bool:
+    """Whether `ch`, after `piece` (single characters) and before more text, is a conjunction."""
+    if not piece or not more:
+        return False
+    if ch in _JOINING_SINGLES:
+        return True
+    return ch == "和" and (len(piece) == 1 or piece[-1] == "和")
+
+
+def _rebuilt(singles: list[str], followed: bool = False) -> list[str]:
     """Single characters put back together as unknown words, cut at 的 (which never starts or ends
-    one; a place word before it, the 中 of 在…中的, goes with it): a segmenter without the words of
-    a text (traditional characters: 幻/覺/問/題/的/緩/解) returns it one character at a time."""
+    one; a place word before it, the 中 of 在…中的, goes with it) and at a conjunction between two
+    words (`_joins`; `followed`: a word comes after the last character): a segmenter without the
+    words of a text (traditional characters: 幻/覺/問/題/的/緩/解) returns it one character at a time."""
     out: list[str] = []
     piece: list[str] = []
-    for ch in [*singles, "的"]:
+    for k, ch in enumerate([*singles, "的"]):
+        if k < len(singles) and _joins(piece, ch, followed or k + 1 < len(singles)):
+            out.extend(["".join(piece)] if len(piece) >= 2 else piece)
+            out.append(ch)
+            piece = []
+            continue
         if ch != "的":
             piece.append(ch)
             continue
@@ -186,7 +208,7 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
         if all(s in FUNCTION_WORDS for s in singles):
             out.extend([*lead, *singles, *trail])
             continue
-        out.extend([*lead, *_rebuilt(singles), *trail])
+        out.extend([*lead, *_rebuilt(singles, followed=bool(trail) or i < len(words)), *trail])
     # a lone non-function single character binds to its neighbour (a suffix to the word
     # before it, any other to the word after it, else the one before)
     merged: list[str] = []

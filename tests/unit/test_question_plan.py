@@ -430,3 +430,20 @@ def test_a_journal_named_as_the_place_of_publication_is_not_a_concept(question: 
     assert "数字" in "".join(flat)
     assert any("《管理世界》" in w and "structured_search" in w for w in plan.warnings)
     assert _plan("《红楼梦》中的女性形象").groups[0] == ["红楼梦"]  # a title that is the topic stays
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("碳中和与绿色金融", [["碳中和"], ["绿色金融", "绿色", "金融"]]),
+        ("碳中和及碳达峰路径", [["碳中和"], ["碳达峰"]]),
+        ("碳达峰或碳中和", [["碳达峰"], ["碳中和"]]),
+        ("碳中和和碳达峰", [["碳中和"], ["碳达峰"]]),
+        ("A股和港股的联动效应", [["A股"], ["港股", "联动"]]),
+        # 和 that ends the unknown word stays in it
+        ("碳中和目标下的企业", [["碳中和"], ["企业"]]),
+        ("新能源汽车与碳中和", [["新能源汽车", "新能源", "汽车"], ["碳中和"]]),
+    ],
+)
+def test_a_conjunction_after_an_unknown_word_is_not_part_of_it(question: str, groups: list[list[str]]) -> None:
+    assert _plan(question).groups == groups
