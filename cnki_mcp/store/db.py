@@ -336,11 +336,21 @@ def _connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=5.0)
 
 
+# From the step that creates `library_meta` on, every step also forgets which analyzer built the
+# library index, in the step's own transaction: the rebuild a migration calls for (`ensure_index`,
+# after the last step) is then still due at the next start when the process is killed before the
+# rebuild commits. Kept only in memory, a kill in that window left the index emptied by
+# `_V_LIBRARY_PREFIX` (or behind the papers) for good, behind an analyzer mark an older release wrote.
+_LIBRARY_META_FROM = MIGRATIONS.index(_V3)
+_INDEX_DUE = "DELETE FROM library_meta WHERE key = 'analyzer';"
+
+
 def _migrate(conn: sqlite3.Connection, version: int) -> None:
     for step in range(version, SCHEMA_VERSION):
+        index_due = _INDEX_DUE if step >= _LIBRARY_META_FROM else ""
         # One transaction per step: the new version number commits with its tables.
         conn.executescript(
-            f"BEGIN IMMEDIATE;\n{MIGRATIONS[step]}\nPRAGMA user_version = {step + 1};\nCOMMIT;"
+            f"BEGIN IMMEDIATE;\n{MIGRATIONS[step]}\n{index_due}\nPRAGMA user_version = {step + 1};\nCOMMIT;"
         )
 
 
