@@ -14,13 +14,16 @@ from pathlib import Path
 import pytest
 
 from cnki_mcp.clock import FakeClock
+from cnki_mcp.errors import DatabaseUnusable, DataDirectoryUnusable
 from cnki_mcp.pipeline.library import LibraryInput, search_library
 from cnki_mcp.store import Store
+from cnki_mcp.store import db as store_db
 from cnki_mcp.store import library as library_index
 from cnki_mcp.store.db import SCHEMA_VERSION
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+SCHEMA2 = FIXTURES / "store-schema2.sqlite3"
 SCHEMA3 = FIXTURES / "library-schema3.sqlite3"
 
 
@@ -38,6 +41,11 @@ def _data_dir(tmp_path: Path, fixture: Path) -> Path:
     data.mkdir()
     shutil.copyfile(fixture, data / "cnki.sqlite3")
     return data
+
+
+def _papers(db: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT record_ref, data FROM papers ORDER BY record_ref").fetchall()
 
 
 def _found(store: Store, query: str, clock: FakeClock) -> list[str]:
@@ -73,3 +81,62 @@ def test_a_kill_during_the_index_rebuild_after_the_migration_rebuilds_it_at_the_
         assert _found(store, "酌", clock) == ["违约金过高时的司法酌减规则研究"]
         assert _found(store, "情势变更", clock) == ["合同解除与损害赔偿"]  # the kept full text
         assert store.library_size() == (3, 1)
+
+
+def _connect_with(monkeypatch: pytest.MonkeyPatch, *pragmas: str, timeout: float = 5.0) -> None:
+    def connect(path: Path) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=timeout)
+        for pragma in pragmas:
+            conn.execute(pragma)
+        return conn
+
+    monkeypatch.setattr(store_db, "_connect", connect)
+
+
+def test_a_migration_another_program_holds_up_is_database_unusable_and_the_store_is_kept(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A DB browser or a backup tool with a write transaction open on cnki.sqlite3 while the
+    upgraded server starts: the migration cannot take the file. It was set aside as corrupt and an
+    empty database started (library, searches, watches gone from view)."""
+    data = _data_dir(tmp_path, SCHEMA2)
+    before = _papers(data / "cnki.sqlite3")
+    other = sqlite3.connect(data / "cnki.sqlite3", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with monkeypatch.context() as patch:
+            _connect_with(patch, timeout=0.01)
+            with pytest.raises(DatabaseUnusable) as info:
+                Store.open(data, clock)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert info.value.code == "DATABASE_UNUSABLE" and info.value.details["reason"] == "locked"
+    assert list(data.glob("cnki.sqlite3.corrupt-*")) == []
+    with Store.open(data, clock) as store:  # the program closed: the upgrade goes through
+        assert store.notices == [] and store.paper_count() == 3
+        assert _found(store, "违约金", clock) == ["违约金过高时的司法酌减规则研究"]
+    assert _papers(data / "cnki.sqlite3") == before
+
+
+def test_a_migration_on_a_full_disk_is_data_directory_unusable_and_the_store_is_kept(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No room for the new tables (max_page_count stands for the full disk: SQLite answers
+    SQLITE_FULL either way). The database was set aside as corrupt, and the fresh one could not be
+    created either: an uncoded exception, and after space was freed an empty library with no word
+    of where the old one went."""
+    data = _data_dir(tmp_path, SCHEMA2)
+    before = _papers(data / "cnki.sqlite3")
+    with sqlite3.connect(data / "cnki.sqlite3") as conn:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    with monkeypatch.context() as patch:
+        _connect_with(patch, f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(DataDirectoryUnusable) as info:
+            Store.open(data, clock)
+    assert info.value.code == "DATA_DIRECTORY_UNUSABLE" and info.value.details["reason"] == "disk_full"
+    assert list(data.glob("cnki.sqlite3.corrupt-*")) == []
+    with Store.open(data, clock) as store:  # space freed
+        assert store.notices == [] and store.paper_count() == 3
+        assert _found(store, "违约金", clock) == ["违约金过高时的司法酌减规则研究"]
+    assert _papers(data / "cnki.sqlite3") == before
