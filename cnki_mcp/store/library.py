@@ -32,6 +32,7 @@ from cnki_mcp.identity import Paper
 from cnki_mcp.identity import source_key as normalise_source
 from cnki_mcp.rank import tier_matches
 from cnki_mcp.store.db import StoreBase, to_ts
+from cnki_mcp.store.downloads import located
 
 log = logging.getLogger(__name__)
 
@@ -529,7 +530,7 @@ class LibraryMixin(StoreBase):
                 " ON t.record_ref = d.record_ref AND t.kind = 'pdf'"
                 " WHERE d.format = 'pdf' AND (t.sha256 IS NULL OR t.sha256 != d.sha256) ORDER BY d.observed_at"
             ).fetchall()
-        return [PendingPdf(r[0], r[1], r[2]) for r in rows]
+        return [PendingPdf(r[0], str(located(r[1], self.path.parent)), r[2]) for r in rows]
 
     def library_search(
         self, match: str, filters: LibraryFilters, offset: int, limit: int, *, excluded: str | None = None

@@ -2,7 +2,8 @@
 schema 3 with its first version) when the upgrade cannot finish: the process killed between the
 last schema step and the end of the library index rebuild, the file locked by another program,
 the disk full. The person's database is never set aside for a passing cause, and a start after
-the cause is gone finishes the upgrade."""
+the cause is gone finishes the upgrade. And a data directory moved to another place keeps its
+downloaded files."""
 
 from __future__ import annotations
 
@@ -15,8 +16,12 @@ import pytest
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import DatabaseUnusable, DataDirectoryUnusable
+from cnki_mcp.models import GridRow, NativeId
+from cnki_mcp.pdf_text import read_pdf_text
 from cnki_mcp.pipeline.library import LibraryInput, search_library
-from cnki_mcp.store import Store
+from cnki_mcp.sim.corpus import Corpus
+from cnki_mcp.sim.pages.files import pdf_bytes
+from cnki_mcp.store import Store, file_sha256
 from cnki_mcp.store import db as store_db
 from cnki_mcp.store import library as library_index
 from cnki_mcp.store.db import SCHEMA_VERSION
@@ -140,3 +145,29 @@ def test_a_migration_on_a_full_disk_is_data_directory_unusable_and_the_store_is_
         assert store.notices == [] and store.paper_count() == 3
         assert _found(store, "违约金", clock) == ["违约金过高时的司法酌减规则研究"]
     assert _papers(data / "cnki.sqlite3") == before
+
+
+def test_a_data_directory_moved_elsewhere_keeps_its_downloaded_files(tmp_path: Path, clock: FakeClock) -> None:
+    """Moved to a new disk or machine, restored from a backup, named by another CNKI_DATA_DIR: the
+    files are in the new downloads/, but their recorded paths named the old place. read_pdf_text
+    refused the file as outside downloads/, download_paper answered FILE_EXISTS for the very file
+    it had downloaded, and the PDF's text never reached the library index."""
+    record = next(r for r in Corpus.load().records if r.fulltext)
+    old = tmp_path / "old" / "downloads" / "data"  # a folder named like the archive on the way
+    with Store.open(old, clock) as store:
+        grid = GridRow(title=record.title, authors=["王明"], source="法学研究", year=2021, doc_type="期刊",
+                       native=NativeId(dbname="CJFDLAST2021", filename="P1"))  # fmt: skip
+        [paper] = store.upsert_from_grid([grid], T0)
+        path = old / "downloads" / "民法" / "p1.pdf"  # in a subdirectory
+        path.parent.mkdir(parents=True)
+        path.write_bytes(pdf_bytes(record))
+        store.record_download(paper.record_ref, "pdf", path, file_sha256(path), path.stat().st_size, T0)
+    new = tmp_path / "new"
+    old.rename(new)
+    with Store.open(new, clock) as store:
+        stored = store.download_for(paper.record_ref, "pdf")
+        assert stored is not None and stored.path == new / "downloads" / "民法" / "p1.pdf"
+        assert stored.intact()  # download_paper answers from the archive
+        words = next(s.text for s in record.fulltext if len(s.text) > 80)[30:60]
+        assert words in read_pdf_text(str(stored.path), new).text
+        assert _found(store, words, clock) == [record.title]  # the PDF's text was indexed
