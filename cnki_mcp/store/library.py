@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from pydantic import ValidationError
+
 from cnki_mcp.errors import InvalidInput, SearchNotFound
 from cnki_mcp.identity import Paper
 from cnki_mcp.identity import source_key as normalise_source
@@ -251,12 +253,18 @@ def ensure_index(conn: sqlite3.Connection, *, force: bool = False) -> bool:
     whether it rebuilt."""
     rebuilt = False
     if force or _meta(conn, "analyzer") != ANALYZER_VERSION:
+        unread = 0
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute("DELETE FROM library_fts")
             conn.execute("DELETE FROM library_docs")
             for (data,) in conn.execute("SELECT data FROM papers ORDER BY rowid").fetchall():
-                index_paper(conn, Paper.model_validate_json(data))
+                try:
+                    paper = Paper.model_validate_json(data)
+                except ValidationError:  # e.g. a field a newer release added: the rest are indexed
+                    unread += 1
+                    continue
+                index_paper(conn, paper)
             conn.execute(
                 "INSERT OR REPLACE INTO library_meta (key, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,)
             )
@@ -265,6 +273,9 @@ def ensure_index(conn: sqlite3.Connection, *, force: bool = False) -> bool:
             raise
         conn.execute("COMMIT")
         rebuilt = True
+        if unread:
+            # Failing here stopped every start (the rebuild stays due until it commits).
+            log.warning("library index: %d stored paper(s) could not be read and are not searchable", unread)
     if rebuilt or compaction_due(conn):
         try:
             compact_index(conn)

@@ -7,6 +7,7 @@ downloaded files."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 import sqlite3
 from datetime import UTC, datetime
@@ -171,3 +172,21 @@ def test_a_data_directory_moved_elsewhere_keeps_its_downloaded_files(tmp_path: P
         words = next(s.text for s in record.fulltext if len(s.text) > 80)[30:60]
         assert words in read_pdf_text(str(stored.path), new).text
         assert _found(store, words, clock) == [record.title]  # the PDF's text was indexed
+
+
+def test_a_stored_paper_the_current_models_cannot_read_does_not_stop_the_upgrade(
+    tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One paper row with a field this release does not know (a newer release wrote it, before
+    the person went back to this one) made the index rebuild after the migration raise a bare
+    ValidationError: the server could not start, on every try."""
+    data = _data_dir(tmp_path, SCHEMA3)
+    with sqlite3.connect(data / "cnki.sqlite3") as conn:
+        conn.execute(
+            "UPDATE papers SET data = json_set(data, '$.authors[0].orcid', '0000-0002') WHERE rowid ="
+            " (SELECT rowid FROM papers WHERE json_extract(data, '$.title') = '合同解除与损害赔偿')"
+        )
+    with Store.open(data, clock) as store:
+        assert store.paper_count() == 3
+        assert _found(store, "酌", clock) == ["违约金过高时的司法酌减规则研究"]
+    assert [r.levelno for r in caplog.records if r.name == "cnki_mcp.store.library"] == [logging.WARNING]
