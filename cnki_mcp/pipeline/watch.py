@@ -32,6 +32,7 @@ from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.site.backend import GridRequest, SiteBackend, SortOrder
 from cnki_mcp.store import Store
 from cnki_mcp.store.watches import KnownRecord, StoredWatch
+from cnki_mcp.stored import load
 
 PAGE_SIZE = 50
 LISTED = 20  # records listed per kind in a report (counts are always complete)
@@ -223,7 +224,7 @@ class WatchService:
         existing = self.store.watch_for_search(search_id)
         if existing is not None:
             return self.info(existing)
-        summary = SearchSummary.model_validate(record.summary)
+        summary = load(SearchSummary, record.summary)
         channels = self._channels(search_id, summary)
         if not channels:
             raise InvalidInput("该检索没有可重新运行的检索式（检查点与检索日志都已不在）", search_id=search_id)
@@ -269,7 +270,7 @@ class WatchService:
         for watch in watches:
             reports = self.store.watch_checks(watch.watch_id, checks) if checks > 0 else []
             recent = [
-                self._whole(WatchCheck.model_validate({k: v for k, v in r.items() if k in fields})).listed(offset)
+                self._whole(load(WatchCheck, {k: v for k, v in r.items() if k in fields})).listed(offset)
                 for r in reports
             ]
             entries.append(WatchEntry(**self.info(watch).model_dump(), recent_checks=recent))

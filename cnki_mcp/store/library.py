@@ -35,6 +35,7 @@ from cnki_mcp.identity import source_key as normalise_source
 from cnki_mcp.rank import tier_matches
 from cnki_mcp.store.db import StoreBase, to_ts
 from cnki_mcp.store.downloads import located
+from cnki_mcp.stored import load
 
 log = logging.getLogger(__name__)
 
@@ -239,7 +240,7 @@ def absorb_texts(conn: sqlite3.Connection, primary: str, other: str) -> None:
 def _reindex_ref(conn: sqlite3.Connection, record_ref: str) -> None:
     row = conn.execute("SELECT data FROM papers WHERE record_ref = ?", (record_ref,)).fetchone()
     if row is not None:
-        index_paper(conn, Paper.model_validate_json(row[0]))
+        index_paper(conn, load(Paper, row[0]))
 
 
 def _meta(conn: sqlite3.Connection, key: str) -> str | None:
@@ -260,7 +261,7 @@ def ensure_index(conn: sqlite3.Connection, *, force: bool = False) -> bool:
             conn.execute("DELETE FROM library_docs")
             for (data,) in conn.execute("SELECT data FROM papers ORDER BY rowid").fetchall():
                 try:
-                    paper = Paper.model_validate_json(data)
+                    paper = load(Paper, data)
                 except ValidationError:  # e.g. a field a newer release added: the rest are indexed
                     unread += 1
                     continue

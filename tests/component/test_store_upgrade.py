@@ -18,6 +18,7 @@ import pytest
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import DatabaseUnusable, DataDirectoryUnusable
 from cnki_mcp.models import GridRow, NativeId
+from cnki_mcp.operations import BudgetSpec, OperationKind, OperationRecord, StoreSink
 from cnki_mcp.pdf_text import read_pdf_text
 from cnki_mcp.pipeline.library import LibraryInput, search_library
 from cnki_mcp.sim.corpus import Corpus
@@ -177,16 +178,48 @@ def test_a_data_directory_moved_elsewhere_keeps_its_downloaded_files(tmp_path: P
 def test_a_stored_paper_the_current_models_cannot_read_does_not_stop_the_upgrade(
     tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """One paper row with a field this release does not know (a newer release wrote it, before
-    the person went back to this one) made the index rebuild after the migration raise a bare
-    ValidationError: the server could not start, on every try."""
+    """One paper row with a value this release cannot read (a newer release changed its type,
+    before the person went back to this one; or an earlier bug wrote it) made the index rebuild
+    after the migration raise a bare ValidationError: the server could not start, on every try."""
     data = _data_dir(tmp_path, SCHEMA3)
     with sqlite3.connect(data / "cnki.sqlite3") as conn:
         conn.execute(
-            "UPDATE papers SET data = json_set(data, '$.authors[0].orcid', '0000-0002') WHERE rowid ="
+            "UPDATE papers SET data = json_set(data, '$.year', 'MMXXI') WHERE rowid ="
             " (SELECT rowid FROM papers WHERE json_extract(data, '$.title') = '合同解除与损害赔偿')"
         )
     with Store.open(data, clock) as store:
         assert store.paper_count() == 3
         assert _found(store, "酌", clock) == ["违约金过高时的司法酌减规则研究"]
     assert [r.levelno for r in caplog.records if r.name == "cnki_mcp.store.library"] == [logging.WARNING]
+
+
+def test_records_a_newer_release_wrote_with_fields_this_one_does_not_know_are_read(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """A release adds fields to stored records without a schema step; a person who goes back to
+    this release finds them. Every model nested in a paper and an operation record forbids
+    unknown keys: search_library, get_metadata and export_citations failed INVALID_ARGUMENT (as if
+    the caller's arguments were wrong) or INTERNAL, operation_status and diagnostics too."""
+    data = tmp_path / "data"
+    with Store.open(data, clock) as store:
+        grid = GridRow(title="违约金过高时的司法酌减规则研究", authors=["王明"], source="法学研究", year=2021,
+                       native=NativeId(dbname="CJFDLAST2021", filename="P1"))  # fmt: skip
+        [paper] = store.upsert_from_grid([grid], T0)
+        sink = StoreSink(store)
+        sink.save(OperationRecord(operation_id="op_" + "a" * 24, kind=OperationKind.SEARCH, created_at=T0,
+                                  updated_at=T0, budget=BudgetSpec(max_requests=9, timeout_seconds=60)))  # fmt: skip
+    with sqlite3.connect(data / "cnki.sqlite3") as conn:
+        conn.execute(
+            "UPDATE papers SET data = json_set(data, '$.authors[0].orcid', '0000-0002', '$.native.family', 'JOURNAL',"
+            " '$.reading_time', 12)"
+        )
+        conn.execute(
+            "UPDATE operations SET record = json_set(record, '$.progress.eta_seconds', 5,"
+            " '$.budget.max_pages', 3, '$.priority', 'high')"
+        )
+    with Store.open(data, clock) as store:
+        stored = store.get(paper.record_ref)
+        assert stored is not None and stored.author_names() == ["王明"] and stored.native == paper.native
+        assert _found(store, "酌减", clock) == ["违约金过高时的司法酌减规则研究"]
+        record = StoreSink(store).load("op_" + "a" * 24)
+        assert record is not None and record.budget.max_requests == 9 and record.progress.done == 0
