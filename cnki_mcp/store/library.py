@@ -262,7 +262,7 @@ def ensure_index(conn: sqlite3.Connection, *, force: bool = False) -> bool:
             for (data,) in conn.execute("SELECT data FROM papers ORDER BY rowid").fetchall():
                 try:
                     paper = load(Paper, data)
-                except ValidationError:  # e.g. a field a newer release added: the rest are indexed
+                except ValidationError:  # a value this release cannot read: the rest are indexed
                     unread += 1
                     continue
                 index_paper(conn, paper)
