@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import BudgetExhausted, CnkiError
+from cnki_mcp.stored import load
 
 KEEP_OPERATIONS = 200
 # Key of a loaded checkpoint under which the entries appended since it was saved are listed
@@ -143,7 +144,7 @@ class OperationRecord(_Model):
 
     @classmethod
     def from_storage(cls, data: dict[str, Any]) -> OperationRecord:
-        return cls.model_validate(data)
+        return load(cls, data)  # a field a newer release added is left out
 
     def public(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

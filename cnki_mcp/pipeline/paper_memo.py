@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from cnki_mcp.identity import Paper
 from cnki_mcp.store import Store
+from cnki_mcp.stored import load
 
 
 class PaperMemo:
@@ -28,7 +29,7 @@ class PaperMemo:
         for ref, (target, text) in texts.items():
             held = kept.get(target) or self._decoded.get(target)
             if held is None or held[0] != text:
-                held = (text, Paper.model_validate_json(text))
+                held = (text, load(Paper, text))
             kept[target] = held
             out[ref] = held[1]
         self._decoded = kept

@@ -48,6 +48,7 @@ from cnki_mcp.query.timephrase import extract_years
 from cnki_mcp.rank import MAX_SELECTED, Ranker, RelevanceRescueRanker
 from cnki_mcp.site.backend import PacingSource, SiteBackend
 from cnki_mcp.store import Store
+from cnki_mcp.stored import load
 
 PAGE_SIZE = 50  # CNKI's largest page: fewest requests per candidate
 
@@ -234,7 +235,7 @@ class ResearchPipeline:
         record = self.store.cached_search(key, self.clock.now())
         if record is None or record.summary is None:
             return None
-        summary = SearchSummary.model_validate(record.summary)
+        summary = load(SearchSummary, record.summary)
         page = self.store.search_results(record.search_id, "selected", 0, MAX_SELECTED)
         papers = self.store.papers_by_refs([e.record_ref for e in page.items])
         results = [

@@ -25,6 +25,7 @@ from cnki_mcp.pipeline.searchlog_format import (
 from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.query.compiler import year_filter
 from cnki_mcp.store import Store
+from cnki_mcp.stored import load
 
 # How the concept plan was made (query/plan.py PlanMethod), in words for a methods section.
 PLAN_METHODS: dict[str, str] = {
@@ -120,7 +121,7 @@ def build_search_log(store: Store, search_id: str, ranker_name: str) -> SearchLo
     record = store.get_search(search_id)
     if record is None or record.summary is None:
         raise SearchNotFound(search_id=search_id)
-    summary = SearchSummary.model_validate(record.summary)
+    summary = load(SearchSummary, record.summary)
     params = dict(record.params)
     structured = summary.plan.method == "structured"
     logged = store.search_log_pages(search_id)

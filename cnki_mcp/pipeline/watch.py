@@ -32,6 +32,7 @@ from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.site.backend import GridRequest, SiteBackend, SortOrder
 from cnki_mcp.store import Store
 from cnki_mcp.store.watches import KnownRecord, StoredWatch
+from cnki_mcp.stored import load
 
 PAGE_SIZE = 50
 LISTED = 20  # records listed per kind in a report (counts are always complete)
@@ -223,7 +224,7 @@ class WatchService:
         existing = self.store.watch_for_search(search_id)
         if existing is not None:
             return self.info(existing)
-        summary = SearchSummary.model_validate(record.summary)
+        summary = load(SearchSummary, record.summary)
         channels = self._channels(search_id, summary)
         if not channels:
             raise InvalidInput("该检索没有可重新运行的检索式（检查点与检索日志都已不在）", search_id=search_id)
@@ -268,9 +269,32 @@ class WatchService:
         entries: list[WatchEntry] = []
         for watch in watches:
             reports = self.store.watch_checks(watch.watch_id, checks) if checks > 0 else []
-            recent = [WatchCheck.model_validate({k: v for k, v in r.items() if k in fields}).listed(offset) for r in reports]
+            recent = [
+                self._whole(load(WatchCheck, {k: v for k, v in r.items() if k in fields})).listed(offset)
+                for r in reports
+            ]
             entries.append(WatchEntry(**self.info(watch).model_dump(), recent_checks=recent))
         return WatchList(watches=entries)
+
+    def _whole(self, check: WatchCheck) -> WatchCheck:
+        """A report as stored by a release before every record was kept (the first LISTED new
+        records, `new_count` counting all): its other new records are those the watch first saw
+        at that check and not older than its horizon. Listed as they were, the report said
+        `next_offset: null` (all listed) while the count said more, and no call showed the rest."""
+        missing = check.new_count - len(check.new)
+        if missing <= 0:
+            return check
+        listed = {item.record_ref for item in check.new}
+        found: list[WatchItem] = []
+        for ref in self.store.first_seen(check.watch_id, check.checked_at):
+            paper = self.store.get(ref)
+            if ref in listed or paper is None or paper.record_ref in listed:
+                continue
+            if _dated_not_older(paper.date, paper.year, check.horizon):
+                found.append(_item(paper, None))
+                listed.add(paper.record_ref)
+        found.sort(key=lambda item: item.date or "", reverse=True)  # a check lists the newest first
+        return check.model_copy(update={"new": [*check.new, *found[:missing]]})
 
     def info(self, watch: StoredWatch) -> WatchInfo:
         return WatchInfo(
@@ -500,12 +524,16 @@ class WatchService:
 def _not_older(row: GridRow, horizon: str | None) -> bool:
     """Whether a row's publication date is not older than the horizon. A row listed with a year
     alone (some theses, books, yearbooks) is older only when its year is."""
+    return _dated_not_older(row.date, row.year, horizon)
+
+
+def _dated_not_older(date: str | None, year: int | None, horizon: str | None) -> bool:
     if horizon is None:
         return True
-    day = _day(row.date)
+    day = _day(date)
     if day is not None:
         return day >= horizon
-    return row.year is None or str(row.year) >= horizon[:4]  # parse/grid.py reads it from the date
+    return year is None or str(year) >= horizon[:4]  # parse/grid.py reads it from the date
 
 
 def _anchor(subject: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from cnki_mcp.parse.citations import CitationItem, CitationListPage
 from cnki_mcp.store.db import StoreBase, from_ts, to_ts
+from cnki_mcp.stored import load
 
 # Lists change when new papers cite one; a month matches the detail page reuse (site-rules.md §3.8).
 CITATION_TTL = timedelta(days=30)
@@ -41,7 +42,7 @@ class CitationsMixin(StoreBase):
             ).fetchone()
         if row is None or now - from_ts(row[1]) >= CITATION_TTL:
             return None
-        return CitationListPage.model_validate_json(row[0])
+        return load(CitationListPage, row[0])
 
     def save_citation_metrics(self, paper_key: str, counts: dict[str, int], observed_at: datetime) -> None:
         with self._write() as conn:
@@ -63,7 +64,7 @@ class CitationsMixin(StoreBase):
         """The last list entry seen for a paper (its title, type and detail link)."""
         with self._read() as conn:
             row = conn.execute("SELECT data FROM citation_nodes WHERE paper_key = ?", (paper_key,)).fetchone()
-        return CitationItem.model_validate_json(row[0]) if row else None
+        return load(CitationItem, row[0]) if row else None
 
     def save_citation_node(self, item: CitationItem, observed_at: datetime) -> None:
         with self._write() as conn:

@@ -336,12 +336,44 @@ def _connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=5.0)
 
 
+# From the step that creates `library_meta` on, every step also forgets which analyzer built the
+# library index, in the step's own transaction: the rebuild a migration calls for (`ensure_index`,
+# after the last step) is then still due at the next start when the process is killed before the
+# rebuild commits. Kept only in memory, a kill in that window left the index emptied by
+# `_V_LIBRARY_PREFIX` (or behind the papers) for good, behind an analyzer mark an older release wrote.
+_LIBRARY_META_FROM = MIGRATIONS.index(_V3)
+_INDEX_DUE = "DELETE FROM library_meta WHERE key = 'analyzer';"
+
+
 def _migrate(conn: sqlite3.Connection, version: int) -> None:
     for step in range(version, SCHEMA_VERSION):
+        index_due = _INDEX_DUE if step >= _LIBRARY_META_FROM else ""
         # One transaction per step: the new version number commits with its tables.
         conn.executescript(
-            f"BEGIN IMMEDIATE;\n{MIGRATIONS[step]}\nPRAGMA user_version = {step + 1};\nCOMMIT;"
+            f"BEGIN IMMEDIATE;\n{MIGRATIONS[step]}\n{index_due}\nPRAGMA user_version = {step + 1};\nCOMMIT;"
         )
+
+
+def _error_name(exc: sqlite3.Error) -> str:
+    return str(getattr(exc, "sqlite_errorname", "") or "")
+
+
+def _not_now(path: Path, exc: sqlite3.Error) -> DataDirectoryUnusable:
+    """The coded start-up error for a healthy database that cannot be opened or migrated right now:
+    the file is locked by another program, the disk is full, read-only or failing. Such a database
+    is never set aside (only SQLITE_CORRUPT / SQLITE_NOTADB are): a start after the cause is gone
+    opens or migrates it as it is."""
+    coded = _unwritable(exc)
+    if coded is not None:
+        return coded
+    if _error_name(exc) in ("SQLITE_BUSY", "SQLITE_LOCKED") or "locked" in str(exc).lower():
+        return DatabaseUnusable(
+            f"数据库 {path} 正被另一个程序占用（例如打开着它的 SQLite 工具或备份程序），未能打开或升级；"
+            "关闭那个程序后重新启动 cnki-mcp；该文件未改动",
+            path=str(path),
+            reason="locked",
+        )
+    return DatabaseUnusable(path=str(path), reason=str(exc))
 
 
 _MAGIC = b"SQLite format 3\x00"
@@ -391,21 +423,24 @@ def _open_checked(path: Path) -> sqlite3.Connection:
             _migrate(conn, version)
         except sqlite3.DatabaseError as exc:
             if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise Unreadable(f"migration from version {version} failed: {exc}") from exc
+                with suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            if _error_name(exc) in _UNREADABLE_CODES:
+                raise Unreadable(f"migration from version {version} failed: {exc}") from exc
+            raise _not_now(path, exc) from exc
         from cnki_mcp.store.library import ensure_index
 
         # The library index follows the schema (rebuilt after any migration) and its analyzer.
         ensure_index(conn, force=version < SCHEMA_VERSION)
         return conn
-    except (Unreadable, DatabaseUnusable):
+    except (Unreadable, DataDirectoryUnusable):
         conn.close()
         raise
     except sqlite3.DatabaseError as exc:
         conn.close()
-        if getattr(exc, "sqlite_errorname", None) in _UNREADABLE_CODES:
+        if _error_name(exc) in _UNREADABLE_CODES:
             raise Unreadable(str(exc)) from exc
-        raise
+        raise _not_now(path, exc) from exc
 
 
 def move_aside(path: Path, now: datetime) -> Path:
@@ -432,7 +467,10 @@ def open_database(path: Path, clock: Clock, notices: list[str]) -> sqlite3.Conne
     except Unreadable as exc:
         moved = move_aside(path, clock.now())
         notices.append(f"数据库无法读取（{exc}），已移到 {moved}，并新建了数据库")
+    try:
         return _open_checked(path)
+    except Unreadable as exc:  # the new, empty file: nothing of the person's is in it
+        raise DatabaseUnusable(path=str(path), reason=str(exc)) from exc
 
 
 class StoreBase:
@@ -510,7 +548,7 @@ _UNWRITABLE = {
 }
 
 
-def _unwritable(exc: sqlite3.OperationalError) -> DataDirectoryUnusable | None:
+def _unwritable(exc: sqlite3.Error) -> DataDirectoryUnusable | None:
     text = str(exc).lower()
     for words, (reason, message) in _UNWRITABLE.items():
         if words in text:

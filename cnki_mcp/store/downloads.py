@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from cnki_mcp.datadir import DOWNLOADS_DIR
 from cnki_mcp.errors import InvalidInput
 from cnki_mcp.store.db import StoreBase, from_ts, to_ts
 
@@ -24,6 +25,25 @@ def file_sha256(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def located(stored: str, data_dir: Path) -> Path:
+    """Where an archived file recorded as `stored` is in the data directory `data_dir`. The path is
+    stored absolute (every release reads it as it is), so a data directory moved or copied to
+    another place (a new disk or machine, a restored backup, another CNKI_DATA_DIR) recorded every
+    file under its old location: there read_pdf_text refused it as outside downloads/, and
+    download_paper answered FILE_EXISTS for the very file it had downloaded. A path outside
+    `data_dir` names the file at the same place under this `downloads/` when one is there."""
+    path = Path(stored)
+    if path.is_relative_to(data_dir):
+        return path
+    parts = path.parts
+    for i, part in enumerate(parts):
+        if part == DOWNLOADS_DIR:
+            here = data_dir.joinpath(DOWNLOADS_DIR, *parts[i + 1 :])
+            if here.is_file():
+                return here
+    return path
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +126,8 @@ class DownloadsMixin(StoreBase):
             ).fetchone()
         if row is None:
             return None
-        return StoredDownload(record_ref, format, Path(row[0]), row[1], int(row[2]), from_ts(row[3]))
+        path = located(row[0], self.path.parent)
+        return StoredDownload(record_ref, format, path, row[1], int(row[2]), from_ts(row[3]))
 
     def record_click(self, record_ref: str, format: str, op_id: str | None, clicked_at: datetime) -> int:
         """Call BEFORE clicking a download entry (CNKI may charge for it); returns the click id."""

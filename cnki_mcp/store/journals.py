@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from cnki_mcp.identity import source_key as normalise_source
 from cnki_mcp.models import JournalPage
 from cnki_mcp.store.db import StoreBase, from_ts, to_ts
+from cnki_mcp.stored import load
 
 PRESENT = "present"
 MISMATCH = "mismatch"  # the journal page found was another journal (identity unconfirmed)
@@ -87,7 +88,7 @@ class JournalsMixin(StoreBase):
                 ).fetchone()
             cached = None
             if row is not None:
-                page = JournalPage.model_validate_json(row[1]) if row[1] else None
+                page = load(JournalPage, row[1]) if row[1] else None
                 cached = CachedJournal(key, row[0], page, from_ts(row[2]), int(row[3]))
             memo[key] = cached
         if cached is None:

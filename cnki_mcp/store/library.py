@@ -27,11 +27,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from pydantic import ValidationError
+
 from cnki_mcp.errors import InvalidInput, SearchNotFound
 from cnki_mcp.identity import Paper
 from cnki_mcp.identity import source_key as normalise_source
 from cnki_mcp.rank import tier_matches
 from cnki_mcp.store.db import StoreBase, to_ts
+from cnki_mcp.store.downloads import located
+from cnki_mcp.stored import load
 
 log = logging.getLogger(__name__)
 
@@ -236,7 +240,7 @@ def absorb_texts(conn: sqlite3.Connection, primary: str, other: str) -> None:
 def _reindex_ref(conn: sqlite3.Connection, record_ref: str) -> None:
     row = conn.execute("SELECT data FROM papers WHERE record_ref = ?", (record_ref,)).fetchone()
     if row is not None:
-        index_paper(conn, Paper.model_validate_json(row[0]))
+        index_paper(conn, load(Paper, row[0]))
 
 
 def _meta(conn: sqlite3.Connection, key: str) -> str | None:
@@ -250,12 +254,18 @@ def ensure_index(conn: sqlite3.Connection, *, force: bool = False) -> bool:
     whether it rebuilt."""
     rebuilt = False
     if force or _meta(conn, "analyzer") != ANALYZER_VERSION:
+        unread = 0
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute("DELETE FROM library_fts")
             conn.execute("DELETE FROM library_docs")
             for (data,) in conn.execute("SELECT data FROM papers ORDER BY rowid").fetchall():
-                index_paper(conn, Paper.model_validate_json(data))
+                try:
+                    paper = load(Paper, data)
+                except ValidationError:  # a value this release cannot read: the rest are indexed
+                    unread += 1
+                    continue
+                index_paper(conn, paper)
             conn.execute(
                 "INSERT OR REPLACE INTO library_meta (key, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,)
             )
@@ -264,6 +274,9 @@ def ensure_index(conn: sqlite3.Connection, *, force: bool = False) -> bool:
             raise
         conn.execute("COMMIT")
         rebuilt = True
+        if unread:
+            # Failing here stopped every start (the rebuild stays due until it commits).
+            log.warning("library index: %d stored paper(s) could not be read and are not searchable", unread)
     if rebuilt or compaction_due(conn):
         try:
             compact_index(conn)
@@ -529,7 +542,7 @@ class LibraryMixin(StoreBase):
                 " ON t.record_ref = d.record_ref AND t.kind = 'pdf'"
                 " WHERE d.format = 'pdf' AND (t.sha256 IS NULL OR t.sha256 != d.sha256) ORDER BY d.observed_at"
             ).fetchall()
-        return [PendingPdf(r[0], r[1], r[2]) for r in rows]
+        return [PendingPdf(r[0], str(located(r[1], self.path.parent)), r[2]) for r in rows]
 
     def library_search(
         self, match: str, filters: LibraryFilters, offset: int, limit: int, *, excluded: str | None = None

@@ -26,6 +26,7 @@ from cnki_mcp.identity import (
 from cnki_mcp.models import DetailPage, ExportRecord, GridRow
 from cnki_mcp.store.db import StoreBase, from_ts, to_ts
 from cnki_mcp.store.library import absorb_texts, index_paper
+from cnki_mcp.stored import load
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +54,7 @@ def _resolve(conn: sqlite3.Connection, ref: str) -> str:
 
 def _load(conn: sqlite3.Connection, ref: str) -> Paper | None:
     row = conn.execute("SELECT data FROM papers WHERE record_ref = ?", (ref,)).fetchone()
-    return Paper.model_validate_json(row[0]) if row else None
+    return load(Paper, row[0]) if row else None
 
 
 def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
@@ -259,7 +260,7 @@ class PapersMixin(StoreBase):
         for ref, (target, text) in self.paper_texts(refs).items():
             paper = decoded.get(target)
             if paper is None:
-                paper = decoded[target] = Paper.model_validate_json(text)
+                paper = decoded[target] = load(Paper, text)
             out[ref] = paper
         return out
 
@@ -350,7 +351,7 @@ class PapersMixin(StoreBase):
             rows = conn.execute(
                 "SELECT data FROM papers WHERE title_key = ? ORDER BY rowid", (key,)
             ).fetchall()
-        return [Paper.model_validate_json(r[0]) for r in rows]
+        return [load(Paper, r[0]) for r in rows]
 
     def detail_page(self, record_ref: str) -> StoredDetail | None:
         with self._read() as conn:
@@ -360,7 +361,7 @@ class PapersMixin(StoreBase):
             ).fetchone()
         if row is None:
             return None
-        return StoredDetail(ref, DetailPage.model_validate_json(row[0]), row[1], from_ts(row[2]), int(row[3]))
+        return StoredDetail(ref, load(DetailPage, row[0]), row[1], from_ts(row[2]), int(row[3]))
 
     def paper_count(self) -> int:
         with self._read() as conn:

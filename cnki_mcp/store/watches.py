@@ -103,6 +103,16 @@ class WatchesMixin(StoreBase):
             if wanted is None or r[0] in wanted
         }
 
+    def first_seen(self, watch_id: str, at: datetime) -> list[str]:
+        """The records a watch first saw at the check made at `at` (its new records and the
+        older unseen ones it counted), in the order they were recorded."""
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT record_ref FROM watch_known WHERE watch_id = ? AND first_seen_at = ? ORDER BY rowid",
+                (watch_id, to_ts(at)),
+            ).fetchall()
+        return [r[0] for r in rows]
+
     def save_watch_check(
         self,
         watch_id: str,

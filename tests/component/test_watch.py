@@ -5,6 +5,7 @@ diffs against it, and stops at the request budget with the rest listed as unchec
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -398,3 +399,33 @@ async def test_one_empty_lane_of_a_split_query_is_not_a_soft_block(clock: FakeCl
     blocked = await check(clock, WatchService(store, site, clock), "wat_split")  # type: ignore[arg-type]
     assert blocked.errors[0].code == "SITE_UNAVAILABLE" and blocked.errors[0].details["reason"] == "soft_block"
     assert store.get_watch("wat_split").checks == 1  # type: ignore[union-attr]
+
+
+async def test_a_report_stored_before_every_record_was_kept_lists_its_other_new_records(
+    clock: FakeClock, store: Store
+) -> None:
+    """Until be5972e a check's stored report kept its first 20 new records (new_count counting
+    all). Read by this release it said next_offset null (all listed) and no call showed the other
+    ones, though the watch recorded every one as first seen at that check."""
+    search_id = await stored_search(clock, store)
+    new = [dated(600 + k, "2026-02-01") for k in range(26)]
+    older = [dated(700 + k, "2001-05-01") for k in range(3)]  # unseen, below the horizon: not new
+    site = DatedSite([*new, *[dated(i, "2025-12-01") for i in range(20)], *older])
+    service = WatchService(store, site, clock)  # type: ignore[arg-type]
+    watch = service.create(search_id)
+    done = await check(clock, service, watch.watch_id, pages=2)
+    [c1] = done.result["checks"]
+    assert (c1["new_count"], c1["older_unseen"]) == (26, 3)
+    [report] = store.watch_checks(watch.watch_id, 1)
+    old_shape = {k: v for k, v in report.items() if k not in ("listed_from", "next_offset")}
+    old_shape["new"] = report["new"][:20]
+    with store._write() as conn:
+        conn.execute("UPDATE watch_checks SET report = ? WHERE watch_id = ?", (json.dumps(old_shape), watch.watch_id))
+    titles: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        [entry] = service.listing(watch.watch_id, checks=1, offset=offset).watches
+        [listed] = entry.recent_checks
+        titles += [n.title for n in listed.new]
+        offset = listed.next_offset
+    assert sorted(titles) == sorted(title_of(600 + k) for k in range(26))
