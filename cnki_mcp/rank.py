@@ -321,6 +321,9 @@ EXCLUDED_THRESHOLD = "ranking_or_quality_threshold"
 # not among the first MAX_SELECTED in order, where the selection is just those (structured searches
 # and metadata=basic select the first 100, eligible or not: neither threshold nor eligibility applies)
 EXCLUDED_LIMIT = "selection_limit"
+# another record of a work listed already (identity.duplicate_works: online-first and final
+# records, a reprint, a conference version): never selected, whatever its score
+EXCLUDED_DUPLICATE = "duplicate_work"
 
 
 class Ranker(Protocol):
@@ -483,12 +486,26 @@ class RelevanceRescueRanker(MinimumSelectionRanker):
         return r.eligible and e.concept_coverage == 1.0 and e.relevance >= self.rescue_relevance
 
 
-def exclusions(ranked: Sequence[Ranked], selected: Iterable[str], *, first_only: bool = False) -> dict[str, str]:
-    """Why each unselected record was left out: not eligible, or below a threshold; with
-    `first_only` (the selection is the first MAX_SELECTED in order) it is that limit."""
+def exclusions(
+    ranked: Sequence[Ranked],
+    selected: Iterable[str],
+    *,
+    first_only: bool = False,
+    duplicates: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Why each unselected record was left out: another record of its work is listed
+    (`duplicates`, selected from the ranking without them), else not eligible, or below a
+    threshold; with `first_only` (the selection is the first MAX_SELECTED in order) that limit."""
     chosen = set(selected)
+    copies = duplicates or {}
     return {
-        r.ref: EXCLUDED_LIMIT if first_only else EXCLUDED_THRESHOLD if r.eligible else EXCLUDED_IRRELEVANT
+        r.ref: EXCLUDED_DUPLICATE
+        if r.ref in copies
+        else EXCLUDED_LIMIT
+        if first_only
+        else EXCLUDED_THRESHOLD
+        if r.eligible
+        else EXCLUDED_IRRELEVANT
         for r in ranked
         if r.ref not in chosen
     }

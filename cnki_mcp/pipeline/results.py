@@ -60,13 +60,15 @@ def _item(paper: Paper, evidence: SearchEvidence | None, view: str, enricher: En
             "eligible": eligible,
         }
     else:
-        shown = {k: v for k, v in ev.evidence.items() if k != "eligible"}
+        shown = {k: v for k, v in ev.evidence.items() if k not in ("eligible", "duplicate_of")}
         item = {
             "record": metadata_record(enricher, paper),
             "score": ev.score,
             "eligible": eligible,
             "selected": ev.selected,
             "exclusion": ev.exclusion,
+            # exclusion duplicate_work: the record listed for the same work (online-first vs final, a reprint)
+            **({"duplicate_of": ev.evidence["duplicate_of"]} if "duplicate_of" in ev.evidence else {}),
             "channels": list(ev.channels),
             "evidence": shown,
         }
