@@ -10,6 +10,7 @@ measured against it (scripts/bench.py quality) by implementing the `Ranker` prot
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -75,10 +76,42 @@ def alias_parts(alias: str) -> tuple[str, ...]:
     return tuple(normalize(alias).split())
 
 
+# English words a search reads past (`privacy protection in China` needs no standalone "in")
+_STOP_WORDS = frozenset(("a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "the", "to", "with"))
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isascii() and ch.isalnum()
+
+
+@functools.lru_cache(maxsize=8192)
+def _part_pattern(part: str) -> re.Pattern[str] | None:
+    """How a part is found in a text: None for a plain substring (Han at both ends: Chinese has no
+    word breaks); a Latin letter or digit at an end must not continue a longer word or number
+    there, so `ai` is not found in "maintain", `rag` in "storage", `585条` in 第1585条 (a plural s
+    after a final letter is the word still: LLMs)."""
+    head, tail = _word_char(part[0]), _word_char(part[-1])
+    if not (head or tail):
+        return None
+    plural = "(?:e?s)?" if tail and part[-1].isalpha() else ""
+    return re.compile(
+        ("(?<![a-z0-9])" if head else "") + re.escape(part) + plural + ("(?![a-z0-9])" if tail else "")
+    )
+
+
+def _part_in(part: str, text: str) -> bool:
+    if part not in text:
+        return False
+    pattern = _part_pattern(part)
+    return pattern is None or pattern.search(text) is not None
+
+
 def alias_in(alias: str, text: str) -> bool:
-    """Does the alias occur in an already normalised text (every part of `alias_parts`)?"""
+    """Does the alias occur in an already normalised text (every part of `alias_parts`, English
+    stop words aside; Latin words and numbers as whole words, `_part_pattern`)?"""
     parts = alias_parts(alias)
-    return bool(parts) and all(part in text for part in parts)
+    wanted = [part for part in parts if part not in _STOP_WORDS] or parts
+    return bool(parts) and all(_part_in(part, text) for part in wanted)
 
 
 def concept_coverage(

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from cnki_mcp.pipeline.policy import LocalChannel
 from cnki_mcp.rank import (
     EXCLUDED_IRRELEVANT,
     EXCLUDED_THRESHOLD,
@@ -72,6 +73,23 @@ def test_concept_coverage_reads_a_term_with_spaces_as_its_words() -> None:
     assert concept_coverage([["privacy protection in China"]], title, [], "") == 1.0
     assert concept_coverage([["privacy protection in Japan"]], title, [], "") == 0.0
     assert concept_coverage([["   "]], "x", [], "") == 0.0
+
+
+def test_a_latin_alias_is_a_whole_word_not_part_of_a_longer_one() -> None:
+    # "AI" inside "maintain", RAG inside "storage", 585条 inside 第1585条: the paper does not name the
+    # concept, and CNKI's search, which reads English and numbers as words, would not find it there
+    groups = [["人工智能", "AI"], ["检索增强生成", "RAG"]]
+    assert concept_coverage(groups, "Data governance", [], "We maintain the storage layer") == 0.0
+    assert concept_coverage(groups, "AI与RAG的结合", [], "") == 1.0
+    assert concept_coverage(groups, "Hallucination in LLMs", ["AI", "RAG-based QA"], "") == 1.0
+    assert concept_coverage([["LLM"]], "Hallucination in LLMs", [], "") == 1.0  # a plural is the word
+    assert concept_coverage([["《民法典》第585条"], ["585条"]], "《民法典》第1585条释义", [], "") == 0.0
+    assert concept_coverage([["585条"]], "第585条违约金酌减规则的适用", [], "") == 1.0
+    assert concept_coverage([["GPT-4"]], "GPT-4o的能力评测", [], "") == 0.0
+    # the local title and keyword channels judge the same way (answers CNKI's own search would give)
+    local = LocalChannel("q2", "title", 1.0)
+    assert not local.matches(Candidate("a", title="面向 domain 的迁移"), [["AI"]])
+    assert local.matches(Candidate("b", title="面向AI的迁移"), [["AI"]])
 
 
 def test_rrf_uses_first_hit_per_channel_and_weight_zero_counts_as_one() -> None:
