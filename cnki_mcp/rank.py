@@ -5,7 +5,8 @@ PURE: no clock, no I/O. The current year is passed in (`now_year`). The pipeline
 papers into `Candidate`s; `quality` is set only when the journal lookup is `present` and made by
 the current parser, exactly the condition under which the reference scores tier and impact.
 
-`ReferenceRanker` reproduces the reference formulas constant for constant. Another ranker can be
+`ReferenceRanker` reproduces the reference formulas constant for constant (except that AMI权威 and
+AMI顶级 journals score as AMI核心 ones, `tier_score`). Another ranker can be
 measured against it (scripts/bench.py quality) by implementing the `Ranker` protocol."""
 
 from __future__ import annotations
@@ -230,8 +231,14 @@ def tier_matches(wanted: str, tier: str) -> bool:
     return bool(needle) and re.search(rf"(?<![A-Z]){needle}(?![A-Z])", tier.upper()) is not None
 
 
+# AMI grades (中国人文社会科学期刊AMI综合评价) from 核心 up: 顶级 > 权威 > 核心, in any of its lists
+# (AMI集刊核心, AMI外文刊权威 …). 扩展 and 入库 are below the core and score 0.
+_AMI_CORE_GRADES = ("顶级", "权威", "核心")
+
+
 def tier_score(tier: str) -> float:
-    """The reference tier table; AMI grades other than 核心 and `EI来源期刊` score 0."""
+    """The reference tier table, except that the AMI grades above 核心 (顶级, 权威) score as 核心
+    does (the reference gave them 0 below AMI核心's 0.88); AMI 扩展/入库 and `EI来源期刊` score 0."""
     u = tier.strip().upper()
     if "CSSCI" in u:
         return 0.96
@@ -241,7 +248,7 @@ def tier_score(tier: str) -> float:
         return 0.94
     if u == "EI":
         return 0.90
-    if "AMI" in u and "核心" in u:
+    if "AMI" in u and any(grade in u for grade in _AMI_CORE_GRADES):
         return 0.88
     return 0.0
 

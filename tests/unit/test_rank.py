@@ -121,8 +121,11 @@ def test_relevance_formula_weights() -> None:
         ("CSCD", 0.94),
         ("EI", 0.90),
         ("AMI核心", 0.88),
-        ("AMI顶级", 0.0),
-        ("AMI权威", 0.0),
+        # the AMI grades above 核心 count at least as 核心 does (the reference scored them 0)
+        ("AMI顶级", 0.88),
+        ("AMI权威", 0.88),
+        ("AMI外文刊权威", 0.88),
+        ("AMI集刊核心", 0.88),
         ("AMI扩展", 0.0),
         ("AMI入库", 0.0),
         ("EI来源期刊", 0.0),
