@@ -506,6 +506,10 @@ class MinimumSelectionRanker(ReferenceRanker):
                 break
             if r.ref not in keep and r.eligible and passes_clauses(r.evidence):
                 keep.add(r.ref)
+        # a paper kept below the floor (`_extra`) keeps the clause-passing papers ranked above it:
+        # one with a higher score is never left out as under the threshold
+        last = max((i for i, r in enumerate(ranked) if r.ref in keep), default=-1)
+        keep |= {r.ref for r in ranked[:last] if r.eligible and passes_clauses(r.evidence)}
         return [r for r in ranked if r.ref in keep][:limit]
 
 
@@ -513,7 +517,9 @@ class RelevanceRescueRanker(MinimumSelectionRanker):
     """`MinimumSelectionRanker` plus: an eligible paper covering every concept group with
     relevance ≥ 0.55 is selected even below the score floor. 0.55 is the reference's own level at
     which relevance alone suffices (clause 4, no quality evidence); here it also applies when the
-    quality evidence is present but low, since the floor, not relevance, is what drops them."""
+    quality evidence is present but low, since the floor, not relevance, is what drops them. The
+    eligible papers passing the reference clauses ranked above a rescued one are selected with it
+    (`MinimumSelectionRanker.select`): a higher score is never excluded as under the threshold."""
 
     name = "min10_rescue55"
 

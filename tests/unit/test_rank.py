@@ -424,6 +424,23 @@ def test_relevance_rescue_needs_eligibility_full_coverage_and_relevance_055() ->
     ]
 
 
+def test_a_rescued_paper_keeps_the_clause_passing_papers_ranked_above_it() -> None:
+    # bundled q03: a 博士 thesis (0.286, relevance 0.48) was excluded as under the threshold while a
+    # newspaper report ranked below it (0.201, relevance 0.55) was rescued and selected
+    low_q = {"quality": 0.1, "quality_evidence_present": True}
+    ranked = [
+        _ranked("a", 0.8, **_GOOD),
+        _ranked("thesis", 0.286, relevance=0.48, concept_coverage=1.0, **low_q),  # clause 1, under the floor
+        _ranked("none", 0.25, **_NO_CLAUSE),  # passes no clause: still out
+        _ranked("report", 0.201, relevance=0.55, concept_coverage=1.0, **low_q),  # rescued
+        _ranked("after", 0.19, relevance=0.50, concept_coverage=1.0, **low_q),  # below every pick: out
+    ]
+    chosen = [r.ref for r in RelevanceRescueRanker(min_selected=1).select(ranked)]
+    assert chosen == ["a", "thesis", "report"]
+    assert exclusions(ranked, chosen) == {"none": EXCLUDED_THRESHOLD, "after": EXCLUDED_THRESHOLD}
+    assert [r.ref for r in RelevanceRescueRanker(min_selected=1).select(ranked, limit=2)] == ["a", "thesis"]
+
+
 def test_variants_score_and_order_exactly_like_the_reference() -> None:
     candidates = [
         Candidate(
