@@ -297,8 +297,15 @@ def detail_matches(requested: Paper, page: DetailPage) -> bool:
 # lists the work once (`duplicate_works`); the store keeps every record.
 
 
+# A journal's or newspaper's own byline (本刊编辑部, 本报评论员, 本刊记者): the same title under it in two
+# periodicals is two notices or columns, not one work
+_HOUSE_BYLINES = ("编辑部", "编委会", "本刊", "本报", "评论员", "记者")
+
+
 def _work_authors(paper: Paper) -> tuple[str, ...]:
-    return tuple(k for k in (author_key(name) for name in paper.author_names()) if k)
+    """The persons who wrote a paper, as `author_key` compares them; a house byline is no one."""
+    keys = [author_key(name) for name in paper.author_names()]
+    return tuple(k for k in keys if k and not any(mark in k for mark in _HOUSE_BYLINES))
 
 
 def _published(paper: Paper) -> bool:
@@ -309,7 +316,8 @@ def _published(paper: Paper) -> bool:
 def same_work(a: Paper, b: Paper) -> bool:
     """Two records of one work: equal title keys and the same authors, in order, where one list
     may stop early (a thesis names its student alone, the article adds the supervisor; a list row
-    shows the first authors only), never without authors (notices, yearbook entries); and not one
+    shows the first authors only), never without authors (notices, yearbook entries, a house byline
+    such as 本刊编辑部); and not one
     periodical's issues years apart (a column's recurring title by the same writer)."""
     title = title_key(a.title)
     if not title or title != title_key(b.title):

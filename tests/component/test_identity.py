@@ -360,7 +360,11 @@ def test_same_work_needs_the_title_and_the_authors_in_order() -> None:
     # notices and yearbook entries name no author: a title alone never makes one work
     assert not same_work(_work("h", [], "法学研究", 2016), _work("i", [], "东方法学", 2016))
     # one periodical years apart: a column's recurring title, not a second record of one paper
-    assert not same_work(_work("j", ["本报评论员"], "法治日报", 2014), _work("k", ["本报评论员"], "法治日报", 2019))
+    assert not same_work(_work("j", ["陈明"], "法治日报", 2014), _work("k", ["陈明"], "法治日报", 2019))
+    # a house byline is no author: one call for papers in two journals is two notices
+    call = {"title": "“违约金举证责任”专题征稿启事"}
+    assert not same_work(_work("n", ["本刊编辑部"], "法商研究", 2025, **call), _work("o", ["本刊编辑部"], "法学研究", 2025, **call))
+    assert not same_work(_work("p", ["本报评论员"], "法治日报", 2014), _work("q", ["本报评论员"], "人民法院报", 2014))
     assert same_work(_work("l", ["范杰丽"], "法学评论", 2025), _work("m", ["范杰丽"], "法学评论", 2026))
 
 
