@@ -228,6 +228,6 @@ def written_warnings(written: Written) -> list[str]:
         out.append(
             f"研究检索不按文献类型或来源级别筛选，已从概念中去掉：{'、'.join(written.wishes)}；"
             "各篇的 doc_type 与 tiers 见 search_results(view='compact')；检索完成后可用 "
-            f"search_library(search_id=本次的 search_id, {', '.join(filters)}) 在结果中筛选"
+            f"search_library(query=主题词, search_id=本次的 search_id, {', '.join(filters)}) 在结果中筛选"
         )
     return out
