@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -38,8 +39,9 @@ def is_han(ch: str) -> bool:
 
 def tokens(text: str | None) -> frozenset[str]:
     """Lower-cased Latin runs (`[a-z0-9]`, joined by `+ . _ / -`) plus one bigram per pair of
-    consecutive Han characters. An isolated Han character gives no token."""
-    low = (text or "").lower()
+    consecutive Han characters, after NFKC (CO₂ is co2, ＡＩ is ai). An isolated Han character gives
+    no token."""
+    low = unicodedata.normalize("NFKC", text or "").lower()
     out: set[str] = set(_LATIN.findall(low))
     previous = ""
     for ch in low:
@@ -60,8 +62,9 @@ def dice(query: frozenset[str] | set[str], document: frozenset[str] | set[str]) 
 
 
 def normalize(text: str | None) -> str:
-    """Lower-case, whitespace collapsed (how aliases and keywords are compared)."""
-    return " ".join((text or "").lower().split())
+    """NFKC (a formula's script digits and full-width letters as typed: CO₂ is co2), lower-case,
+    whitespace collapsed (how aliases and keywords are compared)."""
+    return " ".join(unicodedata.normalize("NFKC", text or "").lower().split())
 
 
 def query_tokens(groups: Sequence[Sequence[str]]) -> frozenset[str]:

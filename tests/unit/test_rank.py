@@ -92,6 +92,13 @@ def test_a_latin_alias_is_a_whole_word_not_part_of_a_longer_one() -> None:
     assert local.matches(Candidate("b", title="面向AI的迁移"), [["AI"]])
 
 
+def test_a_formula_written_with_script_digits_or_full_width_letters_is_the_term_typed() -> None:
+    # CO₂ in a paper's text is the CO2 a researcher types; ＡＩ is AI (NFKC), for coverage and the dice tokens
+    assert concept_coverage([["CO2", "二氧化碳"]], "CO₂排放的驱动因素", [], "") == 1.0
+    assert concept_coverage([["AI"]], "ＡＩ与法律", [], "") == 1.0
+    assert tokens("CO₂排放") == tokens("CO2排放") == frozenset({"co2", "排放"})
+
+
 def test_rrf_uses_first_hit_per_channel_and_weight_zero_counts_as_one() -> None:
     hits = [Hit("q1", 1, 1.0), Hit("q1", 5, 1.0), Hit("feedback1", 10, 0.8), Hit("q3", 40, 0.0)]
     total, channels = rrf_score(hits)
