@@ -317,8 +317,8 @@ def same_work(a: Paper, b: Paper) -> bool:
     """Two records of one work: equal title keys and the same authors, in order, where one list
     may stop early (a thesis names its student alone, the article adds the supervisor; a list row
     shows the first authors only), never without authors (notices, yearbook entries, a house byline
-    such as 本刊编辑部); and not one
-    periodical's issues years apart (a column's recurring title by the same writer)."""
+    such as 本刊编辑部); and not one periodical's issues years apart (a column's recurring title by
+    the same writer)."""
     title = title_key(a.title)
     if not title or title != title_key(b.title):
         return False

@@ -68,7 +68,7 @@ _WISH_WORD_RE = re.compile(_WISH)
 _WISH_END_RE = re.compile(rf"(?:的|相关的|方面的)?\s*({_WISH})\s*(?:有哪些|有什么)?[\s。？?！!.，,]*$")
 _KIND_TYPES = {"硕士": ("硕士",), "博士": ("博士",), "硕博": ("硕士", "博士"), "学位": ("硕士", "博士")}
 _KIND_TYPES |= {"期刊": ("期刊",), "会议": ("会议",), "报纸": ("报纸",)}
-_TIER_NAMES = {"中文核心": "北大核心", "核心": "核心"}
+_TIER_NAMES = {"中文核心": "北大核心"}  # 核心 alone is any core list (tier_matches finds 北大核心, AMI核心)
 _EDGE = " \t\u3000,;:.?!，、；：。？！\"'“”‘’()（）【】《》「」『』"
 
 
