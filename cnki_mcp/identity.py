@@ -290,6 +290,71 @@ def detail_matches(requested: Paper, page: DetailPage) -> bool:
     return not (rsrc and psrc and rsrc != psrc)
 
 
+# --- one work in several records --------------------------------------------------
+# CNKI lists one work under several records that no key joins (different filenames): the
+# online-first (网络首发) record and the final one in its issue, a reprint (新华文摘, 中国社会科学
+# 文摘), the conference version of a journal article, the thesis an article came from. A search
+# lists the work once (`duplicate_works`); the store keeps every record.
+
+
+# A journal's or newspaper's own byline (本刊编辑部, 本报评论员, 本刊记者): the same title under it in two
+# periodicals is two notices or columns, not one work
+_HOUSE_BYLINES = ("编辑部", "编委会", "本刊", "本报", "评论员", "记者")
+
+
+def _work_authors(paper: Paper) -> tuple[str, ...]:
+    """The persons who wrote a paper, as `author_key` compares them; a house byline is no one."""
+    keys = [author_key(name) for name in paper.author_names()]
+    return tuple(k for k in keys if k and not any(mark in k for mark in _HOUSE_BYLINES))
+
+
+def _published(paper: Paper) -> bool:
+    """In an issue: it has an issue or pages and is not listed as online-first."""
+    return bool(paper.issue or paper.pages) and not listed_online_first(paper.native)
+
+
+def same_work(a: Paper, b: Paper) -> bool:
+    """Two records of one work: equal title keys and the same authors, in order, where one list
+    may stop early (a thesis names its student alone, the article adds the supervisor; a list row
+    shows the first authors only), never without authors (notices, yearbook entries, a house byline
+    such as 本刊编辑部); and not one periodical's issues years apart (a column's recurring title by
+    the same writer)."""
+    title = title_key(a.title)
+    if not title or title != title_key(b.title):
+        return False
+    shorter, longer = sorted((_work_authors(a), _work_authors(b)), key=len)
+    if not shorter or longer[: len(shorter)] != shorter:
+        return False
+    source = source_key(a.source)
+    apart = bool(a.year and b.year and abs(a.year - b.year) > 1)
+    return not (source and source == source_key(b.source) and apart)
+
+
+def duplicate_works(papers: Sequence[Paper]) -> dict[str, str]:
+    """For `papers` in rank order: the record_ref of each record that repeats a work already
+    listed -> the record_ref kept for that work. The first record of a work is kept, except that
+    the final record of a paper in its issue is kept over its online-first record in the same
+    source (it has the volume, issue and pages a citation needs)."""
+    kept: dict[str, list[Paper]] = {}
+    out: dict[str, str] = {}
+    for paper in papers:
+        group = kept.setdefault(title_key(paper.title), [])
+        for i, first in enumerate(group):
+            if not same_work(paper, first):
+                continue
+            same_source = source_key(paper.source) == source_key(first.source)
+            if same_source and _published(paper) and not _published(first):  # the final record takes its place
+                group[i] = paper
+                out = {ref: paper.record_ref if to == first.record_ref else to for ref, to in out.items()}
+                out[first.record_ref] = paper.record_ref
+            else:
+                out[paper.record_ref] = first.record_ref
+            break
+        else:
+            group.append(paper)
+    return out
+
+
 # --- public URL -------------------------------------------------------------------
 
 

@@ -5,13 +5,16 @@ PURE: no clock, no I/O. The current year is passed in (`now_year`). The pipeline
 papers into `Candidate`s; `quality` is set only when the journal lookup is `present` and made by
 the current parser, exactly the condition under which the reference scores tier and impact.
 
-`ReferenceRanker` reproduces the reference formulas constant for constant. Another ranker can be
+`ReferenceRanker` reproduces the reference formulas constant for constant (except that AMI权威 and
+AMI顶级 journals score as AMI核心 ones, `tier_score`). Another ranker can be
 measured against it (scripts/bench.py quality) by implementing the `Ranker` protocol."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -36,8 +39,9 @@ def is_han(ch: str) -> bool:
 
 def tokens(text: str | None) -> frozenset[str]:
     """Lower-cased Latin runs (`[a-z0-9]`, joined by `+ . _ / -`) plus one bigram per pair of
-    consecutive Han characters. An isolated Han character gives no token."""
-    low = (text or "").lower()
+    consecutive Han characters, after NFKC (CO₂ is co2, ＡＩ is ai). An isolated Han character gives
+    no token."""
+    low = unicodedata.normalize("NFKC", text or "").lower()
     out: set[str] = set(_LATIN.findall(low))
     previous = ""
     for ch in low:
@@ -58,8 +62,9 @@ def dice(query: frozenset[str] | set[str], document: frozenset[str] | set[str]) 
 
 
 def normalize(text: str | None) -> str:
-    """Lower-case, whitespace collapsed (how aliases and keywords are compared)."""
-    return " ".join((text or "").lower().split())
+    """NFKC (a formula's script digits and full-width letters as typed: CO₂ is co2), lower-case,
+    whitespace collapsed (how aliases and keywords are compared)."""
+    return " ".join(unicodedata.normalize("NFKC", text or "").lower().split())
 
 
 def query_tokens(groups: Sequence[Sequence[str]]) -> frozenset[str]:
@@ -75,10 +80,42 @@ def alias_parts(alias: str) -> tuple[str, ...]:
     return tuple(normalize(alias).split())
 
 
+# English words a search reads past (`privacy protection in China` needs no standalone "in")
+_STOP_WORDS = frozenset(("a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "the", "to", "with"))
+
+
+def _word_char(ch: str) -> bool:
+    return ch.isascii() and ch.isalnum()
+
+
+@functools.lru_cache(maxsize=8192)
+def _part_pattern(part: str) -> re.Pattern[str] | None:
+    """How a part is found in a text: None for a plain substring (Han at both ends: Chinese has no
+    word breaks); a Latin letter or digit at an end must not continue a longer word or number
+    there, so `ai` is not found in "maintain", `rag` in "storage", `585条` in 第1585条 (a plural s
+    after a final letter is the word still: LLMs)."""
+    head, tail = _word_char(part[0]), _word_char(part[-1])
+    if not (head or tail):
+        return None
+    plural = "(?:e?s)?" if tail and part[-1].isalpha() else ""
+    return re.compile(
+        ("(?<![a-z0-9])" if head else "") + re.escape(part) + plural + ("(?![a-z0-9])" if tail else "")
+    )
+
+
+def _part_in(part: str, text: str) -> bool:
+    if part not in text:
+        return False
+    pattern = _part_pattern(part)
+    return pattern is None or pattern.search(text) is not None
+
+
 def alias_in(alias: str, text: str) -> bool:
-    """Does the alias occur in an already normalised text (every part of `alias_parts`)?"""
+    """Does the alias occur in an already normalised text (every part of `alias_parts`, English
+    stop words aside; Latin words and numbers as whole words, `_part_pattern`)?"""
     parts = alias_parts(alias)
-    return bool(parts) and all(part in text for part in parts)
+    wanted = [part for part in parts if part not in _STOP_WORDS] or parts
+    return bool(parts) and all(_part_in(part, text) for part in wanted)
 
 
 def concept_coverage(
@@ -197,8 +234,14 @@ def tier_matches(wanted: str, tier: str) -> bool:
     return bool(needle) and re.search(rf"(?<![A-Z]){needle}(?![A-Z])", tier.upper()) is not None
 
 
+# AMI grades (中国人文社会科学期刊AMI综合评价) from 核心 up: 顶级 > 权威 > 核心, in any of its lists
+# (AMI集刊核心, AMI外文刊权威 …). 扩展 and 入库 are below the core and score 0.
+_AMI_CORE_GRADES = ("顶级", "权威", "核心")
+
+
 def tier_score(tier: str) -> float:
-    """The reference tier table; AMI grades other than 核心 and `EI来源期刊` score 0."""
+    """The reference tier table, except that the AMI grades above 核心 (顶级, 权威) score as 核心
+    does (the reference gave them 0 below AMI核心's 0.88); AMI 扩展/入库 and `EI来源期刊` score 0."""
     u = tier.strip().upper()
     if "CSSCI" in u:
         return 0.96
@@ -208,7 +251,7 @@ def tier_score(tier: str) -> float:
         return 0.94
     if u == "EI":
         return 0.90
-    if "AMI" in u and "核心" in u:
+    if "AMI" in u and any(grade in u for grade in _AMI_CORE_GRADES):
         return 0.88
     return 0.0
 
@@ -321,6 +364,9 @@ EXCLUDED_THRESHOLD = "ranking_or_quality_threshold"
 # not among the first MAX_SELECTED in order, where the selection is just those (structured searches
 # and metadata=basic select the first 100, eligible or not: neither threshold nor eligibility applies)
 EXCLUDED_LIMIT = "selection_limit"
+# another record of a work listed already (identity.duplicate_works: online-first and final
+# records, a reprint, a conference version): never selected, whatever its score
+EXCLUDED_DUPLICATE = "duplicate_work"
 
 
 class Ranker(Protocol):
@@ -463,6 +509,10 @@ class MinimumSelectionRanker(ReferenceRanker):
                 break
             if r.ref not in keep and r.eligible and passes_clauses(r.evidence):
                 keep.add(r.ref)
+        # a paper kept below the floor (`_extra`) keeps the clause-passing papers ranked above it:
+        # one with a higher score is never left out as under the threshold
+        last = max((i for i, r in enumerate(ranked) if r.ref in keep), default=-1)
+        keep |= {r.ref for r in ranked[:last] if r.eligible and passes_clauses(r.evidence)}
         return [r for r in ranked if r.ref in keep][:limit]
 
 
@@ -470,7 +520,9 @@ class RelevanceRescueRanker(MinimumSelectionRanker):
     """`MinimumSelectionRanker` plus: an eligible paper covering every concept group with
     relevance ≥ 0.55 is selected even below the score floor. 0.55 is the reference's own level at
     which relevance alone suffices (clause 4, no quality evidence); here it also applies when the
-    quality evidence is present but low, since the floor, not relevance, is what drops them."""
+    quality evidence is present but low, since the floor, not relevance, is what drops them. The
+    eligible papers passing the reference clauses ranked above a rescued one are selected with it
+    (`MinimumSelectionRanker.select`): a higher score is never excluded as under the threshold."""
 
     name = "min10_rescue55"
 
@@ -483,12 +535,26 @@ class RelevanceRescueRanker(MinimumSelectionRanker):
         return r.eligible and e.concept_coverage == 1.0 and e.relevance >= self.rescue_relevance
 
 
-def exclusions(ranked: Sequence[Ranked], selected: Iterable[str], *, first_only: bool = False) -> dict[str, str]:
-    """Why each unselected record was left out: not eligible, or below a threshold; with
-    `first_only` (the selection is the first MAX_SELECTED in order) it is that limit."""
+def exclusions(
+    ranked: Sequence[Ranked],
+    selected: Iterable[str],
+    *,
+    first_only: bool = False,
+    duplicates: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Why each unselected record was left out: another record of its work is listed
+    (`duplicates`, selected from the ranking without them), else not eligible, or below a
+    threshold; with `first_only` (the selection is the first MAX_SELECTED in order) that limit."""
     chosen = set(selected)
+    copies = duplicates or {}
     return {
-        r.ref: EXCLUDED_LIMIT if first_only else EXCLUDED_THRESHOLD if r.eligible else EXCLUDED_IRRELEVANT
+        r.ref: EXCLUDED_DUPLICATE
+        if r.ref in copies
+        else EXCLUDED_LIMIT
+        if first_only
+        else EXCLUDED_THRESHOLD
+        if r.eligible
+        else EXCLUDED_IRRELEVANT
         for r in ranked
         if r.ref not in chosen
     }

@@ -12,7 +12,7 @@ from typing import Any
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import CnkiError
-from cnki_mcp.identity import Paper, source_key
+from cnki_mcp.identity import Paper, duplicate_works, source_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridHead, GridPage
 from cnki_mcp.operations import OperationErrorInfo
@@ -699,9 +699,13 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
         else:
             ranked, papers = self.rank(st, st.refs)
         first_only = st.structured or params["metadata"] == "basic"
-        selected = ranked[:MAX_SELECTED] if first_only else self.ranker.select(ranked, MAX_SELECTED)
+        # a work CNKI lists twice (online-first and final, a reprint) is selected once; a structured
+        # search lists CNKI's rows as they are
+        dupes = {} if st.structured else duplicate_works([papers[r.ref] for r in ranked])
+        listed = [r for r in ranked if r.ref not in dupes]
+        selected = listed[:MAX_SELECTED] if first_only else self.ranker.select(listed, MAX_SELECTED)
         chosen = {r.ref for r in selected}
-        excluded = exclusions(ranked, chosen, first_only=first_only)
+        excluded = exclusions(ranked, chosen, first_only=first_only, duplicates=dupes)
         counts: dict[str, int] = {}
         for reason in excluded.values():
             counts[reason] = counts.get(reason, 0) + 1
@@ -731,6 +735,7 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
                 channels=tuple(dict.fromkeys(channel_of.get(r.ref, []))),
                 score=None if st.structured else r.score,
                 evidence={**r.evidence.to_dict(), "eligible": r.eligible}
+                | ({"duplicate_of": dupes[r.ref]} if r.ref in dupes else {})
                 if not st.structured
                 else {"eligible": True},
                 selected=r.ref in chosen,

@@ -39,9 +39,15 @@ def enrich_more(enricher: Enricher, papers: Sequence[Paper]) -> EnrichMore | Non
     )
 
 
+def shown_tiers(enricher: Enricher, paper: Paper) -> list[str]:
+    """The tiers a result shows for its source (北大核心, CSSCI …): its journal page's, [] unread."""
+    cached = enricher.journal_cached(paper)
+    return list(cached.page.tiers) if cached is not None and cached.page is not None else []
+
+
 def result_item(enricher: Enricher, paper: Paper, score: float | None) -> ResultItem:
     cached = enricher.journal_cached(paper)
-    tiers = list(cached.page.tiers) if cached is not None and cached.page is not None else []
+    tiers = shown_tiers(enricher, paper)
     return ResultItem(
         abstract_read=enricher.abstract_read(paper),
         detail_read=enricher.detail_fresh(paper.record_ref),

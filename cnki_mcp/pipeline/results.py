@@ -9,6 +9,7 @@ from cnki_mcp.identity import Paper
 from cnki_mcp.pipeline.enrich import Enricher
 from cnki_mcp.pipeline.metadata import metadata_record, page_cut, refs_in_scope, within_budget
 from cnki_mcp.pipeline.models import ResultsInput, ResultsPage
+from cnki_mcp.pipeline.readout import shown_tiers
 from cnki_mcp.store import SearchEvidence, Store
 
 
@@ -48,6 +49,8 @@ def _item(paper: Paper, evidence: SearchEvidence | None, view: str, enricher: En
             "url": paper.public_url,
         }
     elif view == "compact":
+        # what the search's own answer says of a paper (pipeline/readout.result_item: document type,
+        # the source's tiers), and whether it was selected: an eligible or candidates page mixes both
         item = {
             "record_ref": paper.record_ref,
             "title": paper.title,
@@ -55,18 +58,24 @@ def _item(paper: Paper, evidence: SearchEvidence | None, view: str, enricher: En
             "authors": paper.author_names(),
             "year": paper.year,
             "source": paper.source,
+            "doc_type": paper.doc_type,
+            "tiers": shown_tiers(enricher, paper),
             "abstract": paper.abstract,
             "score": ev.score,
             "eligible": eligible,
+            "selected": ev.selected,
+            **({"exclusion": ev.exclusion} if ev.exclusion else {}),
         }
     else:
-        shown = {k: v for k, v in ev.evidence.items() if k != "eligible"}
+        shown = {k: v for k, v in ev.evidence.items() if k not in ("eligible", "duplicate_of")}
         item = {
             "record": metadata_record(enricher, paper),
             "score": ev.score,
             "eligible": eligible,
             "selected": ev.selected,
             "exclusion": ev.exclusion,
+            # exclusion duplicate_work: the record listed for the same work (online-first vs final, a reprint)
+            **({"duplicate_of": ev.evidence["duplicate_of"]} if "duplicate_of" in ev.evidence else {}),
             "channels": list(ev.channels),
             "evidence": shown,
         }

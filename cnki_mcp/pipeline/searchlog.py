@@ -47,7 +47,8 @@ SELECTION_RULES: dict[str, str] = {
     "min10_rescue55": (
         "the reference rule (score = relevance x source quality; score >= max(0.24, 0.55 x top score) and "
         "its relevance/quality clauses), topped up to 10 with the next eligible papers passing the clauses, "
-        "plus every eligible paper covering all concept groups with relevance >= 0.55; at most 100"
+        "plus every eligible paper covering all concept groups with relevance >= 0.55 and the eligible "
+        "clause-passing papers ranked above it; at most 100"
     ),
 }
 STRUCTURED_RULE = "CNKI's own order kept; the first 100 records listed are selected, nothing re-ranked"

@@ -17,7 +17,10 @@ even turned the excluded word into a required concept) and field prefixes stuck 
   as where the papers appeared (`发表在《管理世界》上`, `《管理世界》期刊`), which the subject search
   cannot restrict;
 - `term（ACRONYM）`: a Latin acronym in brackets right after a term is that term's alternative
-  (`acronyms`), never a concept of its own nor part of the term.
+  (`acronyms`), never a concept of its own nor part of the term;
+- a document type or source tier asked for (`违约金酌减 博士论文`, `…的CSSCI期刊论文`), as a word of its
+  own or at the question's end, is not a concept (no paper's text names it): it is removed and the
+  warning names search_library's document_types / source_tiers for the search's results (`wishes`).
 
 Operators are read only as whole whitespace words in capitals (`OR`, not `or`, which English prose
 uses); the text is expected NFKC-normalised (full-width brackets and colons are ASCII by then).
@@ -54,6 +57,18 @@ _SOURCE_RE = re.compile(
     r"|《([^《》]{1,60})》\s*上(?=\s*(?:发表|刊登|刊发|刊载|的))"
 )
 _ACRONYM_RE = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-+./]*(?: [A-Za-z0-9\-+./]+){0,3})\s*\)")
+# A document type or source tier wished for (违约金酌减 博士论文, …的CSSCI期刊论文): the subject search
+# restricts neither, and as a concept the words emptied the search (no paper's text says 博士论文).
+# Read as a wish only as a whitespace word of its own or at the end of the question ("学位论文抄袭
+# 检测" keeps its topic).
+_TIER = r"(?:CSSCI|SSCI|SCI|CSCD|EI|北大核心|中文核心|核心)"
+_KIND = r"(?:硕士论文|博士论文|硕博论文|学位论文|期刊论文|期刊文章|会议论文|报纸文章)"
+_WISH = rf"(?:{_TIER}(?:来源)?(?:期刊论文|期刊|论文|文章)|{_KIND}|CSSCI|SSCI|SCI|CSCD|北大核心|中文核心)"
+_WISH_WORD_RE = re.compile(_WISH)
+_WISH_END_RE = re.compile(rf"(?:的|相关的|方面的)?\s*({_WISH})\s*(?:有哪些|有什么)?[\s。？?！!.，,]*$")
+_KIND_TYPES = {"硕士": ("硕士",), "博士": ("博士",), "硕博": ("硕士", "博士"), "学位": ("硕士", "博士")}
+_KIND_TYPES |= {"期刊": ("期刊",), "会议": ("会议",), "报纸": ("报纸",)}
+_TIER_NAMES = {"中文核心": "北大核心"}  # 核心 alone is any core list (tier_matches finds 北大核心, AMI核心)
 _EDGE = " \t\u3000,;:.?!，、；：。？！\"'“”‘’()（）【】《》「」『』"
 
 
@@ -64,12 +79,14 @@ class Written:
     `parts`: in order, text to plan as before (str) and OR alternatives (tuple, one group each);
     `excluded`: words after NOT / `-`; `fields`: field prefixes removed (SU=, 作者:);
     `acronyms`: (text before the bracket, acronym) pairs, the acronym being an alternative of the
-    concept that text ends with."""
+    concept that text ends with; `wishes`: document types and source tiers asked for (博士论文,
+    CSSCI期刊), which the research search cannot restrict."""
 
     parts: list[str | tuple[str, ...]]
     excluded: list[str] = field(default_factory=list)
     fields: list[str] = field(default_factory=list)
     acronyms: list[tuple[str, str]] = field(default_factory=list)
+    wishes: list[str] = field(default_factory=list)
 
 
 def _clean(word: str) -> str:
@@ -83,8 +100,46 @@ def _excluded_word(token: str) -> str | None:
     return None
 
 
+def _has_topic(text: str) -> bool:
+    return any(HAN_CHAR.match(ch) or ch.isalnum() for ch in text)
+
+
+def read_wishes(text: str) -> tuple[str, list[str]]:
+    """The question without the document types and source tiers it asks for (`_WISH`: a whitespace
+    word of its own, or the question's end), and those wishes; nothing is taken that would leave
+    no topic."""
+    wishes: list[str] = []
+    words = text.split()
+    kept = [w for w in words if not _WISH_WORD_RE.fullmatch(w.strip(_EDGE))]
+    if len(kept) < len(words) and _has_topic(" ".join(kept)):
+        wishes += [w.strip(_EDGE) for w in words if _WISH_WORD_RE.fullmatch(w.strip(_EDGE))]
+        text = " ".join(kept)
+    at_end: list[str] = []
+    while (m := _WISH_END_RE.search(text)) and _has_topic(text[: m.start()]):
+        at_end.insert(0, m.group(1))
+        text = text[: m.start()]
+    return text, list(dict.fromkeys(wishes + at_end))
+
+
+def wish_filters(wishes: list[str]) -> tuple[list[str], list[str]]:
+    """(document_types, source_tiers) of search_library for the wishes (博士论文 -> 博士, CSSCI期刊
+    -> 期刊 and CSSCI)."""
+    types: list[str] = []
+    tiers: list[str] = []
+    for wish in wishes:
+        tier = re.match(_TIER, wish)
+        if tier:
+            tiers.append(_TIER_NAMES.get(tier.group(0), tier.group(0)))
+            wish = wish[tier.end() :].removeprefix("来源")
+        for head, names in _KIND_TYPES.items():
+            if wish.startswith(head):
+                types.extend(names)
+    return list(dict.fromkeys(types)), list(dict.fromkeys(tiers))
+
+
 def read_written(text: str) -> Written:
     """Read operators, field prefixes and bracketed acronyms out of a question (module docstring)."""
+    text, wishes = read_wishes(text)
     fields: list[str] = []
 
     def drop_field(m: re.Match[str]) -> str:
@@ -109,7 +164,7 @@ def read_written(text: str) -> Written:
     and_words = _AND_WORDS if cnki else _AND_WORDS | {_CNKI_OR, _CNKI_NOT}  # a prose `+` or dash separates
     not_words = _NOT_WORDS | {_CNKI_NOT} if cnki else _NOT_WORDS
     if not any(t in or_words or t in and_words or t in not_words or _excluded_word(t) for t in tokens):
-        return Written([text], fields=fields, acronyms=acronyms)
+        return Written([text], fields=fields, acronyms=acronyms, wishes=wishes)
     parts: list[str | tuple[str, ...]] = []
     excluded: list[str] = []
     current: list[str] = []
@@ -150,7 +205,7 @@ def read_written(text: str) -> Written:
             current.append(token)
         i = j if len(chain) > 1 else i + 1
     flush()
-    return Written(parts, [w for w in excluded if w], fields, acronyms)
+    return Written(parts, [w for w in excluded if w], fields, acronyms, wishes)
 
 
 def written_warnings(written: Written) -> list[str]:
@@ -165,5 +220,14 @@ def written_warnings(written: Written) -> list[str]:
         out.append(
             f"研究检索不按字段或来源限定，已去掉：{'、'.join(dict.fromkeys(written.fields))}；"
             "按作者、来源（刊名）、篇名等字段检索请用 structured_search"
+        )
+    if written.wishes:
+        types, tiers = wish_filters(written.wishes)
+        filters = [f"document_types={types}"] if types else []
+        filters += [f"source_tiers={tiers}"] if tiers else []
+        out.append(
+            f"研究检索不按文献类型或来源级别筛选，已从概念中去掉：{'、'.join(written.wishes)}；"
+            "各篇的 doc_type 与 tiers 见 search_results(view='compact')；检索完成后可用 "
+            f"search_library(query=主题词, search_id=本次的 search_id, {', '.join(filters)}) 在结果中筛选"
         )
     return out

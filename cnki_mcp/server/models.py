@@ -157,10 +157,17 @@ def page_again_step(kind: str) -> str:
 
 def more_results_step(result: Any) -> str | None:
     """The search_results call for the selected papers a search's answer did not list (its
-    `limit`), None when it listed them all."""
+    `limit`), or, when it selected none, for the relevant (eligible) papers it found; None when it
+    listed them all."""
     if not isinstance(result, dict) or not result.get("search_id"):
         return None
     shown, selected = len(result.get("results") or []), int(result.get("selected_count") or 0)
+    eligible = int(result.get("eligible_count") or 0)
+    if selected == 0 and eligible:  # an empty list is not "nothing found"
+        return (
+            f"没有文献达到筛选阈值（相关性×来源质量）：search_results(search_id='{result['search_id']}', "
+            f"scope='eligible', view='compact') 查看找到的 {eligible} 篇相关文献"
+        )
     if shown >= selected:
         return None
     return (

@@ -15,6 +15,7 @@ from cnki_mcp.identity import (
     bibliography_key,
     detail_matches,
     doi_key,
+    duplicate_works,
     index_keys,
     merge,
     native_key,
@@ -22,6 +23,7 @@ from cnki_mcp.identity import (
     record_ref,
     same_observation,
     same_paper,
+    same_work,
     source_key,
     title_key,
 )
@@ -338,3 +340,41 @@ async def test_relocating_a_stored_paper_whose_title_finds_two_papers_names_both
     assert [(c["source"], c["year"], c["filename"]) for c in details["candidates"]] == [
         ("中外法学", 2022, "DUP1"), ("中国法学", 2013, "DUP2")
     ]  # fmt: skip
+
+
+def _work(ref: str, authors: list[str], source: str, year: int, **kw: object) -> Paper:
+    return Paper(
+        record_ref=ref, title=str(kw.pop("title", "约定违约金酌减规则研究")), authors=[Author(name=a) for a in authors],
+        source=source, year=year, **kw,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def test_same_work_needs_the_title_and_the_authors_in_order() -> None:
+    article = _work("a", ["贾楠", "夏思萍"], "现代法学", 2014, issue="6")
+    assert same_work(article, _work("b", ["贾楠", "夏思萍"], "中国社会科学文摘", 2015))  # a reprint
+    assert same_work(article, _work("c", ["贾楠"], "哈尔滨工业大学", 2013))  # the thesis before it
+    assert same_work(article, _work("d", ["贾楠(文)", "夏思萍"], "现代法学", 2014))
+    assert not same_work(article, _work("e", ["夏思萍", "贾楠"], "现代法学", 2014))
+    assert not same_work(article, _work("f", ["王杰"], "法学研究", 2016))  # a same-title pair
+    assert not same_work(article, _work("g", ["贾楠", "夏思萍"], "现代法学", 2014, title="约定违约金研究"))
+    # notices and yearbook entries name no author: a title alone never makes one work
+    assert not same_work(_work("h", [], "法学研究", 2016), _work("i", [], "东方法学", 2016))
+    # one periodical years apart: a column's recurring title, not a second record of one paper
+    assert not same_work(_work("j", ["陈明"], "法治日报", 2014), _work("k", ["陈明"], "法治日报", 2019))
+    # a house byline is no author: one call for papers in two journals is two notices
+    call = {"title": "“违约金举证责任”专题征稿启事"}
+    assert not same_work(_work("n", ["本刊编辑部"], "法商研究", 2025, **call), _work("o", ["本刊编辑部"], "法学研究", 2025, **call))
+    assert not same_work(_work("p", ["本报评论员"], "法治日报", 2014), _work("q", ["本报评论员"], "人民法院报", 2014))
+    assert same_work(_work("l", ["范杰丽"], "法学评论", 2025), _work("m", ["范杰丽"], "法学评论", 2026))
+
+
+def test_duplicate_works_keep_the_first_record_and_the_final_over_the_online_first() -> None:
+    online = _work("online", ["范杰丽", "龚芳"], "法学评论", 2026, native=NativeId(dbname="CAPJLAST", filename="FXPL20260206005"))
+    final = _work("final", ["范杰丽", "龚芳"], "法学评论", 2026, issue="2", pages="101-118",
+                  native=NativeId(dbcode="CJFD", filename="FXPL202602005"))  # fmt: skip
+    reprint = _work("reprint", ["范杰丽", "龚芳"], "新华文摘", 2026, issue="9")
+    other = _work("other", ["王杰"], "法学研究", 2016)
+    assert duplicate_works([online, reprint, final, other]) == {"reprint": "final", "online": "final"}
+    assert duplicate_works([final, online, reprint]) == {"online": "final", "reprint": "final"}
+    assert duplicate_works([reprint, online, final]) == {"online": "reprint", "final": "reprint"}
+    assert duplicate_works([other, _work("x", [], "法学研究", 2016)]) == {}

@@ -492,6 +492,28 @@ def test_year_range_must_be_ordered() -> None:
     assert StructuredSearchInput(expression={}, options=StructuredOptions()).options.metadata == "basic"
 
 
+async def test_a_compact_page_says_what_the_search_answer_says_of_each_paper(clock: FakeClock, store: Store) -> None:
+    # the page a client reads next (the answer's next_step, scope=eligible) named no document type,
+    # no source tier and not which papers were selected
+    pipe = make(clock, store, SimSite(clock))
+    record = await run_search(clock, pipe, search_input(freshness="live", limit=100))
+    answered = {r["record_ref"]: r for r in record.result["results"]}
+    sid = record.result["search_id"]
+    items = [
+        item
+        for offset in (0, 100)
+        for item in pipe.results(ResultsInput(search_id=sid, scope="candidates", view="compact", offset=offset, limit=100)).results
+    ]
+    assert answered and {item["selected"] for item in items} == {True, False}
+    for item in items:
+        assert item["selected"] == (item["record_ref"] in answered)
+        assert ("exclusion" in item) != item["selected"]
+        if item["selected"]:
+            shown = answered[item["record_ref"]]
+            assert (item["doc_type"], item["tiers"]) == (shown["doc_type"], shown["tiers"])
+    assert any(item["tiers"] == ["CSSCI"] for item in items)
+
+
 async def test_results_scopes_and_unknown_search(clock: FakeClock, store: Store) -> None:
     site = SimSite(clock)
     pipe = make(clock, store, site)

@@ -115,6 +115,24 @@ async def test_a_search_listing_fewer_than_it_selected_names_the_page_with_the_r
             assert not set(shown) & {r["record_ref"] for r in rest["results"]}
 
 
+async def test_a_search_selecting_none_of_the_relevant_papers_it_found_names_them(tmp_path: Path) -> None:
+    # one relevant paper (a conference paper, below every selection threshold): the answer's list is
+    # empty, and an empty list with no step read as "nothing found"
+    question = {"query": "碳排放 STIRPAT", "concept_groups": [["碳排放"], ["STIRPAT"]], "year_from": 2018, "year_to": 2022}
+    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
+    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
+        for source in ("live", "cache"):
+            data = await _data(client, "search", question)
+            summary = data["result"]
+            assert summary["source"] == source and summary["results"] == []
+            assert summary["selected_count"] == 0 and summary["eligible_count"] == 1
+            step = f"search_results(search_id='{summary['search_id']}', scope='eligible'"
+            assert data["next_step"] and step in data["next_step"], data["next_step"]
+            args = {"search_id": summary["search_id"], "scope": "eligible", "view": "compact"}
+            page = (await client.call_tool("search_results", args)).structured_content
+            assert isinstance(page, dict) and page["total"] == 1 and page["results"][0]["eligible"]
+
+
 async def test_a_page_of_a_searchs_full_records_stops_at_the_size_a_client_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -447,3 +447,32 @@ def test_a_journal_named_as_the_place_of_publication_is_not_a_concept(question: 
 )
 def test_a_conjunction_after_an_unknown_word_is_not_part_of_it(question: str, groups: list[list[str]]) -> None:
     assert _plan(question).groups == groups
+
+
+@pytest.mark.parametrize(
+    ("question", "types", "tiers"),
+    [
+        ("违约金酌减 博士论文", ["博士"], []),
+        ("个人信息保护 知情同意 硕士论文", ["硕士"], []),
+        ("违约金酌减 期刊论文 CSSCI", ["期刊"], ["CSSCI"]),
+        ("关于违约金酌减的CSSCI期刊论文有哪些？", ["期刊"], ["CSSCI"]),
+        ("数字经济对企业创新影响的北大核心论文", [], ["北大核心"]),
+    ],
+)
+def test_a_document_type_or_tier_asked_for_is_not_a_concept(question: str, types: list[str], tiers: list[str]) -> None:
+    # before: 博士论文 / 期刊论文 / CSSCI were required concepts, which no paper's text names: 0 candidates
+    plan = _plan(question)
+    flat = "".join(t for g in plan.groups for t in g)
+    assert "论文" not in flat and "CSSCI" not in flat and "核心" not in flat
+    [said] = [w for w in plan.warnings if "search_library" in w]
+    assert f"document_types={types}" in said if types else "document_types" not in said
+    assert f"source_tiers={tiers}" in said if tiers else "source_tiers" not in said
+
+
+@pytest.mark.parametrize(
+    ("question", "first"), [("学位论文抄袭检测", "学位"), ("核心期刊评价体系研究", "核心期刊"), ("硕士论文写作指导", "硕士论文")]
+)
+def test_a_document_type_that_is_the_topic_stays_a_concept(question: str, first: str) -> None:
+    plan = _plan(question)  # the word begins the question: its topic, not a wish
+    assert plan.groups[0][0] == first
+    assert not [w for w in plan.warnings if "search_library" in w]

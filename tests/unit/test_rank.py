@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from cnki_mcp.pipeline.policy import LocalChannel
 from cnki_mcp.rank import (
     EXCLUDED_IRRELEVANT,
     EXCLUDED_THRESHOLD,
@@ -74,6 +75,30 @@ def test_concept_coverage_reads_a_term_with_spaces_as_its_words() -> None:
     assert concept_coverage([["   "]], "x", [], "") == 0.0
 
 
+def test_a_latin_alias_is_a_whole_word_not_part_of_a_longer_one() -> None:
+    # "AI" inside "maintain", RAG inside "storage", 585条 inside 第1585条: the paper does not name the
+    # concept, and CNKI's search, which reads English and numbers as words, would not find it there
+    groups = [["人工智能", "AI"], ["检索增强生成", "RAG"]]
+    assert concept_coverage(groups, "Data governance", [], "We maintain the storage layer") == 0.0
+    assert concept_coverage(groups, "AI与RAG的结合", [], "") == 1.0
+    assert concept_coverage(groups, "Hallucination in LLMs", ["AI", "RAG-based QA"], "") == 1.0
+    assert concept_coverage([["LLM"]], "Hallucination in LLMs", [], "") == 1.0  # a plural is the word
+    assert concept_coverage([["《民法典》第585条"], ["585条"]], "《民法典》第1585条释义", [], "") == 0.0
+    assert concept_coverage([["585条"]], "第585条违约金酌减规则的适用", [], "") == 1.0
+    assert concept_coverage([["GPT-4"]], "GPT-4o的能力评测", [], "") == 0.0
+    # the local title and keyword channels judge the same way (answers CNKI's own search would give)
+    local = LocalChannel("q2", "title", 1.0)
+    assert not local.matches(Candidate("a", title="面向 domain 的迁移"), [["AI"]])
+    assert local.matches(Candidate("b", title="面向AI的迁移"), [["AI"]])
+
+
+def test_a_formula_written_with_script_digits_or_full_width_letters_is_the_term_typed() -> None:
+    # CO₂ in a paper's text is the CO2 a researcher types; ＡＩ is AI (NFKC), for coverage and the dice tokens
+    assert concept_coverage([["CO2", "二氧化碳"]], "CO₂排放的驱动因素", [], "") == 1.0
+    assert concept_coverage([["AI"]], "ＡＩ与法律", [], "") == 1.0
+    assert tokens("CO₂排放") == tokens("CO2排放") == frozenset({"co2", "排放"})
+
+
 def test_rrf_uses_first_hit_per_channel_and_weight_zero_counts_as_one() -> None:
     hits = [Hit("q1", 1, 1.0), Hit("q1", 5, 1.0), Hit("feedback1", 10, 0.8), Hit("q3", 40, 0.0)]
     total, channels = rrf_score(hits)
@@ -103,8 +128,11 @@ def test_relevance_formula_weights() -> None:
         ("CSCD", 0.94),
         ("EI", 0.90),
         ("AMI核心", 0.88),
-        ("AMI顶级", 0.0),
-        ("AMI权威", 0.0),
+        # the AMI grades above 核心 count at least as 核心 does (the reference scored them 0)
+        ("AMI顶级", 0.88),
+        ("AMI权威", 0.88),
+        ("AMI外文刊权威", 0.88),
+        ("AMI集刊核心", 0.88),
         ("AMI扩展", 0.0),
         ("AMI入库", 0.0),
         ("EI来源期刊", 0.0),
@@ -401,6 +429,23 @@ def test_relevance_rescue_needs_eligibility_full_coverage_and_relevance_055() ->
         "b",
         "c",
     ]
+
+
+def test_a_rescued_paper_keeps_the_clause_passing_papers_ranked_above_it() -> None:
+    # bundled q03: a 博士 thesis (0.286, relevance 0.48) was excluded as under the threshold while a
+    # newspaper report ranked below it (0.201, relevance 0.55) was rescued and selected
+    low_q = {"quality": 0.1, "quality_evidence_present": True}
+    ranked = [
+        _ranked("a", 0.8, **_GOOD),
+        _ranked("thesis", 0.286, relevance=0.48, concept_coverage=1.0, **low_q),  # clause 1, under the floor
+        _ranked("none", 0.25, **_NO_CLAUSE),  # passes no clause: still out
+        _ranked("report", 0.201, relevance=0.55, concept_coverage=1.0, **low_q),  # rescued
+        _ranked("after", 0.19, relevance=0.50, concept_coverage=1.0, **low_q),  # below every pick: out
+    ]
+    chosen = [r.ref for r in RelevanceRescueRanker(min_selected=1).select(ranked)]
+    assert chosen == ["a", "thesis", "report"]
+    assert exclusions(ranked, chosen) == {"none": EXCLUDED_THRESHOLD, "after": EXCLUDED_THRESHOLD}
+    assert [r.ref for r in RelevanceRescueRanker(min_selected=1).select(ranked, limit=2)] == ["a", "thesis"]
 
 
 def test_variants_score_and_order_exactly_like_the_reference() -> None:

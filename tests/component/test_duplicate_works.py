@@ -1,0 +1,79 @@
+"""A work CNKI lists under several records (online-first and final, a reprint, a conference
+version) is selected once by the research search (identity.duplicate_works): through the
+simulator's corpus, its evaluator and renderers and the production parsers (CorpusBackend)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from corpus_backend import CorpusBackend
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind
+from cnki_mcp.pipeline.models import ResultsInput, SearchInput, SearchOptions
+from cnki_mcp.pipeline.research import ResearchPipeline
+from cnki_mcp.sim.corpus import DEFAULT_CORPUS_DIR, Corpus
+from cnki_mcp.store import Store
+
+GROUPS = [["违约金", "约定违约金", "违约赔偿金"], ["酌减", "调整", "过分高于"]]
+
+
+def _copies() -> list[dict[str, Any]]:
+    """Three more records of bundled works: the final of the online-first r0019 (FXPL20260206005)
+    in its issue, a 中国社会科学文摘 reprint of r0001 and a conference version of r0003."""
+    bundled = {r["id"]: r for r in map(json.loads, (DEFAULT_CORPUS_DIR / "records.jsonl").open(encoding="utf-8"))}
+    final = {k: v for k, v in bundled["r0019"].items() if k != "online_first"}
+    final.update(id="r0901", filename="FXPL202602005", volume="44", issue="2", pages="101-118", date="2026-03-15")
+    reprint = {k: v for k, v in bundled["r0001"].items() if k != "doi"}
+    reprint.update(id="r0902", filename="ZSWZ201503012", source="中国社会科学文摘", year=2015, issue="3", pages="120-121")
+    reprint.update(date="2015-03-20", cited=0)
+    conference = {k: v for k, v in bundled["r0003"].items() if k not in ("volume", "issue")}
+    conference.update(id="r0903", db="CPFD", type="会议", filename="ZGFH201507001111", year=2015, date="2015-07-10")
+    conference.update(source="中国法学会民法学研究会年会论文集", conference="中国法学会民法学研究会年会", pages="11-25")
+    return [final, reprint, conference]
+
+
+def _corpus(directory: Path) -> Corpus:
+    directory.mkdir()
+    for name in ("journals.jsonl", "questions.jsonl"):
+        (directory / name).write_bytes((DEFAULT_CORPUS_DIR / name).read_bytes())
+    lines = (DEFAULT_CORPUS_DIR / "records.jsonl").read_text(encoding="utf-8").splitlines()
+    lines += [json.dumps(r, ensure_ascii=False) for r in _copies()]
+    (directory / "records.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return Corpus.load(directory)
+
+
+async def _search(clock: FakeClock, store: Store, corpus: Corpus) -> tuple[ResearchPipeline, dict[str, Any]]:
+    pipe = ResearchPipeline(CorpusBackend(corpus), store, clock, now_year=lambda: 2026)
+    inp = SearchInput(query="违约金酌减", concept_groups=GROUPS, limit=100, options=SearchOptions(freshness="live"))
+    plan = pipe.plan(inp)
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, plan, ctx)
+
+    job = JobManager(clock, MemorySink()).start(OperationKind.SEARCH, runner, inp.budget())
+    [record] = await clock.run_until_complete(job.finish())
+    assert record.result is not None, record.errors
+    return pipe, dict(record.result)
+
+
+async def test_one_work_in_several_records_is_selected_once(clock: FakeClock, store: Store, tmp_path: Path) -> None:
+    pipe, result = await _search(clock, store, _corpus(tmp_path / "corpus"))
+    page = pipe.results(ResultsInput(search_id=result["search_id"], scope="candidates", view="records", limit=100))
+    rows = {row["record"]["filename"]: row for row in page.results}
+    selected = [row["record"]["filename"] for row in page.results if row["selected"]]
+    assert [r["record_ref"] for r in result["results"]] == [rows[f]["record"]["record_ref"] for f in selected]
+    # the online-first record and the final one in its issue: the final is listed, whatever the order
+    assert "FXPL202602005" in selected and "FXPL20260206005" not in selected
+    final = rows["FXPL202602005"]["record"]["record_ref"]
+    assert rows["FXPL20260206005"]["exclusion"] == "duplicate_work"
+    assert rows["FXPL20260206005"]["duplicate_of"] == final
+    # a reprint and a conference version point to the journal article they repeat
+    for copy, original in (("ZSWZ201503012", "XDFX201406001"), ("ZGFH201507001111", "LAWS201610001")):
+        assert rows[copy]["exclusion"] == "duplicate_work" and not rows[copy]["selected"]
+        assert rows[copy]["duplicate_of"] == rows[original]["record"]["record_ref"]
+    assert result["selection_exclusions"]["duplicate_work"] == 3
+    assert sum(result["selection_exclusions"].values()) + result["selected_count"] == result["candidate_count"]
+    assert "duplicate_of" not in rows["FXPL202602005"]  # the kept record names no other
