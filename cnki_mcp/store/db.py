@@ -391,7 +391,10 @@ def _open_checked(path: Path) -> sqlite3.Connection:
             _migrate(conn, version)
         except sqlite3.DatabaseError as exc:
             if conn.in_transaction:
-                conn.execute("ROLLBACK")
+                with suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            if _unwritable_error(exc) is not None:
+                raise  # a disk that refused the upgrade: the database is healthy, left in place
             raise Unreadable(f"migration from version {version} failed: {exc}") from exc
         from cnki_mcp.store.library import ensure_index
 
@@ -403,6 +406,11 @@ def _open_checked(path: Path) -> sqlite3.Connection:
         raise
     except sqlite3.DatabaseError as exc:
         conn.close()
+        # A disk that is full, read-only or failing at start (the upgrade's writes, the WAL
+        # file, the index): DATA_DIRECTORY_UNUSABLE, never a reason to set the database aside.
+        coded = _unwritable_error(exc)
+        if coded is not None:
+            raise coded from exc
         if getattr(exc, "sqlite_errorname", None) in _UNREADABLE_CODES:
             raise Unreadable(str(exc)) from exc
         raise
@@ -508,6 +516,11 @@ _UNWRITABLE = {
     "readonly database": ("read_only", "数据目录或数据库文件只读，未能写入；恢复写权限后重试"),
     "disk i/o error": ("io_error", "数据目录所在的磁盘读写出错，未能写入；检查磁盘后重试"),
 }
+
+
+def _unwritable_error(exc: sqlite3.DatabaseError) -> DataDirectoryUnusable | None:
+    """`_unwritable` for any database error (only an OperationalError can say the disk refused)."""
+    return _unwritable(exc) if isinstance(exc, sqlite3.OperationalError) else None
 
 
 def _unwritable(exc: sqlite3.OperationalError) -> DataDirectoryUnusable | None:
