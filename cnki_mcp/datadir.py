@@ -15,6 +15,7 @@ directory mode protects them, so `prepare` does not descend into it."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import stat
@@ -163,6 +164,28 @@ def clear_browser_leftovers(folder: Path) -> int:
     if removed:
         log.info("removed %d leftover file(s) of an earlier browser from %s", removed, folder)
     return removed
+
+
+# errno of a write the file system refused -> details.reason, as the store names them
+# (README "故障排查": disk_full / read_only / io_error)
+_REFUSED_WRITES = {
+    errno.ENOSPC: ("disk_full", "磁盘已满"),
+    errno.EDQUOT: ("disk_full", "磁盘配额已满"),
+    errno.EROFS: ("read_only", "文件系统只读"),
+    errno.EACCES: ("read_only", "没有写权限"),
+    errno.EPERM: ("read_only", "没有写权限"),
+}
+
+
+def write_refused(exc: OSError, folder: str) -> DataDirectoryUnusable:
+    """DATA_DIRECTORY_UNUSABLE for a file the disk would not take in `<data>/<folder>/`: full,
+    read-only or failing (`details.reason` disk_full / read_only / io_error), with the next step."""
+    reason, said = _REFUSED_WRITES.get(exc.errno or 0, ("io_error", "磁盘读写出错"))
+    return DataDirectoryUnusable(
+        f"文件未能保存到数据目录的 {folder}/（{said}：{exc.strerror or type(exc).__name__}）；处理后用相同参数再调用",
+        path=folder,
+        reason=reason,
+    )
 
 
 def make_private(path: Path) -> None:
