@@ -341,6 +341,9 @@ class BrowserHost:
         return env
 
     async def _launch(self) -> BrowserContext:
+        datadir.check_browser_path_encoding(
+            self._settings.data_dir, self._environ or {}, sys.getfilesystemencoding()
+        )
         candidate = find_browser(
             self._settings.browser_path,
             platform=self._platform,
