@@ -46,7 +46,24 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def escape_unencodable_output() -> None:
+    """stdout and stderr escape what their encoding cannot hold (`\\u4e2d`) instead of ending the
+    command in a UnicodeEncodeError traceback: a latin-1 locale (LANG=en_US.ISO-8859-1) or
+    PYTHONIOENCODING=ascii, under which --help, schema and doctor crashed on their Chinese text.
+    `serve` is untouched: its stdio transport writes UTF-8 to the byte stream itself."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is None or stream.errors not in ("strict", None):
+            continue
+        try:
+            "中文".encode(stream.encoding or "ascii")
+        except (UnicodeEncodeError, LookupError):
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    escape_unencodable_output()
     given = list(sys.argv[1:] if argv is None else argv)
     first = given[0] if given else None
     parser = build_parser(first if first in COMMANDS else None)
