@@ -30,7 +30,7 @@ from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable
 from cnki_mcp.settings import Settings
 from cnki_mcp.site.cookie_jar import atomic_write_private, load_session_cookies, session_payload
 from cnki_mcp.site.deadline import CALL_SECONDS, bounded
-from cnki_mcp.site.launch_error import LAUNCH_SECONDS, launch_error
+from cnki_mcp.site.launch_error import LAUNCH_SECONDS, is_sandbox_refusal, launch_error, sandbox_wanted
 from cnki_mcp.site.locate import (
     BrowserCandidate,
     decide_headless,
@@ -127,6 +127,8 @@ class BrowserHost:
     ) -> None:
         self._settings = settings
         self._launch_seconds = launch_seconds
+        euid = os.geteuid() if hasattr(os, "geteuid") else None
+        self._sandbox = sandbox_wanted(platform, euid, settings.browser_args)
         self._clock = clock
         self._environ = environ
         self._platform = platform
@@ -442,6 +444,7 @@ class BrowserHost:
                 accept_downloads=True,
                 downloads_path=str(self.downloads_dir),
                 locale="zh-CN",
+                chromium_sandbox=self._sandbox,  # not as root on Linux (launch_error.sandbox_wanted)
                 env=self._launch_env(headless),
                 # without a timeout a persistent launch waits for ever on a browser that never
                 # opens its pipe, and every tool waits behind it (docs/reliability.md)
@@ -449,6 +452,13 @@ class BrowserHost:
                 **options,
             )
         except error_type() as exc:
+            if self._sandbox and is_sandbox_refusal(exc):
+                # this machine cannot sandbox the browser (no user namespaces, no setuid helper):
+                # run it as before, without, rather than not at all
+                log.warning("the browser's sandbox cannot start here; running it without: %s",
+                            str(exc).strip().splitlines()[0][:200])  # fmt: skip
+                self._sandbox = False
+                return await self._launch_context(candidate, headless, ua)
             raise launch_error(exc, profile=self.profile_dir, launch_seconds=self._launch_seconds) from exc
 
     async def _attach_browser_session(self) -> None:

@@ -59,6 +59,29 @@ def launch_error(exc: Exception, *, profile: Path, launch_seconds: float) -> Exc
     return BrowserUnavailable(message, reason=first, browser_output=said)
 
 
+# Chromium's words when its sandbox cannot start: no user namespaces and no setuid helper
+# (zygote_host_impl_linux.cc "No usable sandbox!"), a setuid helper installed without root
+# ownership, a kernel or policy (AppArmor) refusing the namespace.
+_SANDBOX_REFUSALS = ("No usable sandbox", "SUID sandbox", "setuid sandbox", "Failed to move to new namespace",
+                     "sandbox_host_linux", "credentials.cc")
+
+
+def sandbox_wanted(platform: str, euid: int | None, args: tuple[str, ...] | list[str]) -> bool:
+    """Whether the browser should run inside Chromium's sandbox: always, except as root on Linux
+    (Chromium refuses to start sandboxed as root) or when the person passed --no-sandbox in
+    CNKI_BROWSER_ARGS. The browser holds the CNKI login and renders whatever the site serves,
+    third-party scripts included; Playwright turns the sandbox off unless asked."""
+    if "--no-sandbox" in args:
+        return False
+    return not (platform.startswith("linux") and euid == 0)
+
+
+def is_sandbox_refusal(exc: Exception) -> bool:
+    """A launch that failed because the sandbox could not start (the browser runs without it)."""
+    text = str(exc)
+    return any(words in text for words in _SANDBOX_REFUSALS)
+
+
 def foreign_profile_lock(profile: Path, hostname: str) -> tuple[str, int] | None:
     """(host, pid) when the profile's SingletonLock (a symlink `<host>-<pid>`) names another host
     than `hostname`: Chromium refuses such a profile until the lock is removed. None otherwise
