@@ -30,7 +30,13 @@ from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable
 from cnki_mcp.settings import Settings
 from cnki_mcp.site.cookie_jar import atomic_write_private, load_session_cookies, session_payload
 from cnki_mcp.site.deadline import CALL_SECONDS, bounded
-from cnki_mcp.site.launch_error import LAUNCH_SECONDS, is_sandbox_refusal, launch_error, sandbox_wanted
+from cnki_mcp.site.launch_error import (
+    LAUNCH_SECONDS,
+    NO_DISPLAY,
+    is_sandbox_refusal,
+    launch_error,
+    sandbox_wanted,
+)
 from cnki_mcp.site.locate import (
     BrowserCandidate,
     decide_headless,
@@ -370,7 +376,18 @@ class BrowserHost:
             if headless and version is None:
                 version = await self._probe_version(candidate)
             ua = self._user_agent(version, headless, candidate)
-            ctx = await self._launch_context(candidate, headless, ua)
+            try:
+                ctx = await self._launch_context(candidate, headless, ua)
+            except BrowserUnavailable as exc:
+                if headless or self._settings.headless is not None or exc.details.get("reason") != NO_DISPLAY:
+                    raise
+                # DISPLAY names a display that cannot be opened (an SSH session's forwarded X gone,
+                # a desktop not running) and nobody asked for a window: headless, not no browser
+                log.warning("the display %s cannot be opened; the browser runs headless", self._settings.display)
+                headless = True
+                version = version or await self._probe_version(candidate)
+                ua = self._user_agent(version, headless, candidate)
+                ctx = await self._launch_context(candidate, headless, ua)
             if headless and ua is None and ctx.browser is not None:
                 # First start of a fresh profile: the version is only known now. Relaunch
                 # once so the headless browser never announces itself as HeadlessChrome.

@@ -20,6 +20,7 @@ _BROWSER_SAID = re.compile(r"^\[pid=\d+\]\[err\] (.*)$", re.MULTILINE)
 # takes such a lock over by itself.
 _OTHER_HOST = re.compile(r"in use by another \S+ process \((\d+)\) on another computer \(([^)]*)\)")
 SINGLETON_LOCK = "SingletonLock"
+NO_DISPLAY = "no_display"  # details.reason of a headed launch the display refused
 LAUNCH_SECONDS = 60.0  # a browser that has not started by then never will (a hung launcher)
 
 
@@ -44,7 +45,7 @@ def launch_error(exc: Exception, *, profile: Path, launch_seconds: float) -> Exc
         return BrowserProfileInUse("浏览器资料目录正被另一个浏览器进程使用", reason=first, browser_output=said)
     if "XServer" in text or "Missing X server" in text or "$DISPLAY" in text:
         return BrowserUnavailable(
-            "没有可用的显示，无法打开有界面的浏览器；可设置 CNKI_HEADLESS=1", reason=first
+            "没有可用的显示，无法打开有界面的浏览器；可设置 CNKI_HEADLESS=1", reason=NO_DISPLAY, browser_output=said
         )
     from playwright.async_api import TimeoutError as PlaywrightTimeout
 
