@@ -339,6 +339,11 @@ def inside_downloads(path: Path, data_dir: Path) -> Path:
         resolved = candidate.resolve()
     except (OSError, RuntimeError) as exc:  # too long, symlink loop
         raise InvalidInput("路径无效", path=str(path), reason=type(exc).__name__) from exc
+    except UnicodeEncodeError as exc:  # a character the locale's file names cannot hold: no such file
+        raise InvalidInput(
+            f"路径含有当前语言环境的文件名编码（{sys.getfilesystemencoding()}）无法表示的字符，不会有这样的文件",
+            path=str(path), characters=[f"U+{ord(ch):04X}" for ch in str(path) if not _nameable(ch)],
+        ) from exc  # fmt: skip
     if root != resolved and root not in resolved.parents:
         raise InvalidInput("只能读取 downloads/ 目录中的文件", path=str(path))
     return resolved

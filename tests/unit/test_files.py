@@ -281,3 +281,35 @@ def test_a_subdirectory_the_locale_cannot_hold_is_refused(gbk_file_names: None, 
 def test_a_utf8_locale_keeps_every_character() -> None:
     assert safe_file_name("CO₂排放", "rec_abcdef1234", "pdf") == "CO₂排放_abcdef12.pdf"
     assert check_file_name("论文𠮷.pdf", "pdf") == "论文𠮷.pdf"
+
+
+_LEGACY_LOCALE_SCRIPT = """
+import sys
+from pathlib import Path
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.files import inside_downloads
+data = Path(sys.argv[1])
+(data / "downloads").mkdir(parents=True)
+for path in ("\\u8bba\\u6587.pdf", str(data / "downloads" / "\\u8bba\\u6587.pdf")):
+    try:
+        inside_downloads(Path(path), data)
+    except CnkiError as exc:
+        print(sys.getfilesystemencoding(), exc.code, exc.details["characters"])
+"""
+
+
+def test_a_path_the_locale_cannot_hold_is_invalid_argument_not_internal(tmp_path: Path) -> None:
+    """read_pdf_text's `path` with characters the locale's file names cannot hold (a GBK locale
+    and an emoji; here Python's ASCII file names in the C locale without UTF-8 mode): INTERNAL
+    (UnicodeEncodeError from resolving it) before; no such file can exist."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG", "PYTHONUTF8"))}
+    env.update(LC_ALL="C", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
+    done = subprocess.run(
+        [sys.executable, "-c", _LEGACY_LOCALE_SCRIPT, str(tmp_path / "data")],
+        cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-600:]
+    assert done.stdout.splitlines() == ["ascii INVALID_ARGUMENT ['U+8BBA', 'U+6587']"] * 2
