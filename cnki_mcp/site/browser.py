@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
-from cnki_mcp.site._pw import error_type
+from cnki_mcp.site._pw import error_type, start_driver
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, CDPSession, Page, Playwright
@@ -369,9 +369,7 @@ class BrowserHost:
             headless = decide_headless(
                 self._settings.headless, platform=self._platform, display=self._settings.display
             )
-            from playwright.async_api import async_playwright
-
-            self._pw = await async_playwright().start()
+            self._pw = await start_driver()
             version = self._last_version()
             if headless and version is None:
                 version = await self._probe_version(candidate)

@@ -119,3 +119,32 @@ def test_no_sandbox_in_the_browser_arguments_is_respected() -> None:
 
     assert sandbox_wanted("linux", 1000, ("--no-sandbox",)) is False
     assert sandbox_wanted("win32", None, ()) is True and sandbox_wanted("darwin", 501, ()) is True
+
+
+class _DeadDriver:
+    """Playwright's start when its Node driver exits at once (no home directory for Node)."""
+
+    async def start(self) -> None:
+        raise Exception("Connection closed while reading from the driver")
+
+
+async def test_a_driver_that_dies_at_start_is_browser_unavailable_not_internal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With HOME unset and a UID the password database does not know, Node exits at its first
+    line (uv_os_homedir ENOENT) and Playwright raises a bare Exception: every browser tool answered
+    INTERNAL and doctor ended in a traceback."""
+    import playwright.async_api
+
+    from cnki_mcp.errors import BrowserUnavailable
+    from cnki_mcp.site.probe import probe_browser_async
+
+    monkeypatch.setattr(playwright.async_api, "async_playwright", lambda: _DeadDriver())
+    settings = Settings(data_dir=tmp_path / "data", browser_path="/usr/bin/chromium", headless=True)
+    host = BrowserHost(settings, FakeClock(), exists=lambda _p: True)
+    with pytest.raises(BrowserUnavailable) as info:
+        await host.ensure()
+    assert info.value.details["reason"] == "driver_failed"
+    await host.close()
+    probed = await probe_browser_async("/usr/bin/chromium")
+    assert not probed.ok and probed.error
