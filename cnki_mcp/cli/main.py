@@ -47,19 +47,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def escape_unencodable_output() -> None:
-    """stdout and stderr escape what their encoding cannot hold (`\\u4e2d`) instead of ending the
-    command in a UnicodeEncodeError traceback: a latin-1 locale (LANG=en_US.ISO-8859-1) or
-    PYTHONIOENCODING=ascii, under which --help, schema and doctor crashed on their Chinese text.
-    `serve` is untouched: its stdio transport writes UTF-8 to the byte stream itself."""
+    """stdout and stderr escape what their encoding cannot hold (`\\u2082`) instead of ending the
+    command in a UnicodeEncodeError traceback: under a GBK locale a title with CO₂ in `parse` or a
+    cron `watch check` digest, under Latin-1 or PYTHONIOENCODING=ascii every Chinese line of
+    --help, schema and doctor. `serve` is untouched: its stdio transport writes UTF-8 bytes itself."""
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is None or stream.errors not in ("strict", None):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        if reconfigure is None or stream.errors not in ("strict", None) or encoding == "utf8":
             continue
-        try:
-            "中文".encode(stream.encoding or "ascii")
-        except (UnicodeEncodeError, LookupError):
-            with contextlib.suppress(ValueError, OSError):
-                reconfigure(errors="backslashreplace")
+        with contextlib.suppress(ValueError, OSError):
+            reconfigure(errors="backslashreplace")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

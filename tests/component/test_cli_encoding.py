@@ -28,3 +28,13 @@ def test_commands_print_escaped_text_without_a_traceback(encoding: str, args: tu
     done = run(*args, encoding=encoding)
     assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr[-400:]
     assert done.stdout.strip()
+
+
+def test_a_gbk_terminal_gets_the_characters_gbk_lacks_escaped(tmp_path: Path) -> None:
+    """GBK holds Chinese but not CO₂'s subscript: `parse` of a saved page with such a title (and a
+    cron `watch check` digest of one) ended in a traceback under a GBK locale."""
+    page = tmp_path / "detail.html"
+    page.write_text("<html><body><h1>CO₂排放研究</h1></body></html>", encoding="utf-8")
+    done = run("parse", "detail", str(page), encoding="gbk")
+    assert b"Traceback" not in done.stderr, done.stderr[-400:]
+    assert done.returncode == 0 and b"\\u2082" in done.stdout
