@@ -23,6 +23,13 @@ class Clock(Protocol):
     async def sleep(self, seconds: float) -> None: ...
 
 
+def local_year(now: datetime) -> int:
+    """The year of `now` on this machine's clock, in its time zone: the year the person means by
+    今年, 去年 or 近五年 (the UTC year is still the old one for eight hours after midnight on
+    1 January in China, and already the new one on 31 December evening in California)."""
+    return now.astimezone().year
+
+
 class SystemClock:
     def now(self) -> datetime:
         return datetime.now(UTC)

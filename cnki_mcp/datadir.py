@@ -15,9 +15,11 @@ directory mode protects them, so `prepare` does not descend into it."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 
 from cnki_mcp.errors import DatabaseUnusable, DataDirectoryUnusable, DataPathSymlink
@@ -163,6 +165,64 @@ def clear_browser_leftovers(folder: Path) -> int:
     if removed:
         log.info("removed %d leftover file(s) of an earlier browser from %s", removed, folder)
     return removed
+
+
+# errno of a write the file system refused -> details.reason, as the store names them
+# (README "故障排查": disk_full / read_only / io_error)
+_REFUSED_WRITES = {
+    errno.ENOSPC: ("disk_full", "磁盘已满"),
+    errno.EDQUOT: ("disk_full", "磁盘配额已满"),
+    errno.EROFS: ("read_only", "文件系统只读"),
+    errno.EACCES: ("read_only", "没有写权限"),
+    errno.EPERM: ("read_only", "没有写权限"),
+}
+
+
+def write_refused(exc: OSError, folder: str) -> DataDirectoryUnusable:
+    """DATA_DIRECTORY_UNUSABLE for a file the disk would not take in `<data>/<folder>/`: full,
+    read-only or failing (`details.reason` disk_full / read_only / io_error), with the next step."""
+    reason, said = _REFUSED_WRITES.get(exc.errno or 0, ("io_error", "磁盘读写出错"))
+    return DataDirectoryUnusable(
+        f"文件未能保存到数据目录的 {folder}/（{said}：{exc.strerror or type(exc).__name__}）；处理后用相同参数再调用",
+        path=folder,
+        reason=reason,
+    )
+
+
+def _utf8(codeset: str) -> bool:
+    return codeset.lower().replace("-", "").replace("_", "") == "utf8"
+
+
+def locale_codeset(environ: Mapping[str, str]) -> str | None:
+    """The character set of the locale `environ` names for file names (LC_ALL, else LC_CTYPE,
+    else LANG): `zh_CN.GB18030` -> GB18030; a name without one (`zh_CN`) is the language's legacy
+    set (None); C, POSIX or nothing set -> UTF-8, which Python and Chromium both use then."""
+    name = next((environ[k] for k in ("LC_ALL", "LC_CTYPE", "LANG") if environ.get(k)), "")
+    if name in ("", "C", "POSIX"):
+        return "UTF-8"
+    base = name.split("@", 1)[0]
+    return base.split(".", 1)[1] if "." in base else None
+
+
+def check_browser_path_encoding(data_dir: Path, environ: Mapping[str, str], fs_encoding: str) -> None:
+    """Refuse (DATA_DIRECTORY_UNUSABLE, `path_encoding`) a data directory whose path has
+    characters beyond ASCII under a locale whose file names are not UTF-8 (LANG=zh_CN.GB18030):
+    Python names it in that encoding, Playwright's driver in UTF-8 and Chromium in the locale's
+    own again, so the browser profile and the downloads would land in other directories outside
+    the data directory, and every download would fail. An ASCII path means the same bytes to all."""
+    text = str(data_dir)
+    if text.isascii():
+        return
+    codeset = locale_codeset(environ)
+    if _utf8(fs_encoding) and codeset is not None and _utf8(codeset):
+        return
+    raise DataDirectoryUnusable(
+        f"数据目录 {text} 含非 ASCII 字符，而当前语言环境的文件名编码不是 UTF-8"
+        f"（{codeset or environ.get('LANG') or fs_encoding}），浏览器会把资料与下载写到别处；"
+        "请在 UTF-8 语言环境下运行（如 LANG=zh_CN.UTF-8），或用 CNKI_DATA_DIR 指向只含英文字母和数字的路径",
+        path=text,
+        reason="path_encoding",
+    )
 
 
 def make_private(path: Path) -> None:

@@ -13,6 +13,7 @@ import errno
 import hashlib
 import os
 import re
+import sys
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -106,11 +107,22 @@ _DROPPED = frozenset({"Cf"})
 _REPLACED = frozenset({"Cc", "Cs", "Zl", "Zp"})
 
 
+def _nameable(ch: str) -> bool:
+    """Whether the locale's file-name encoding holds `ch`: UTF-8 holds everything, but under a
+    GBK, GB2312 or Latin-1 locale (LANG=zh_CN.GBK) `₂` (CO₂), `•`, rare characters such as 𠮷
+    and emoji cannot be written in a file name at all (UnicodeEncodeError at open)."""
+    try:
+        ch.encode(sys.getfilesystemencoding(), "surrogateescape")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
 def _clean_char(ch: str) -> str:
     category = unicodedata.category(ch)
     if category in _DROPPED:
         return ""
-    return "_" if category in _REPLACED else ch
+    return "_" if category in _REPLACED or not _nameable(ch) else ch
 
 
 def _clean_component(text: str) -> str:
@@ -157,6 +169,13 @@ def check_file_name(name: str, fmt: FileFormat) -> str:
     """A caller-chosen file name: one safe component whose extension matches the format."""
     if not name or "/" in name or "\\" in name:
         raise InvalidInput("文件名不能包含路径", filename=name)
+    odd = list(dict.fromkeys(ch for ch in name if unicodedata.category(ch) not in _REPLACED and not _nameable(ch)))
+    if odd:
+        raise InvalidInput(
+            f"文件名含有当前语言环境的文件名编码（{sys.getfilesystemencoding()}）无法表示的字符：{' '.join(odd)}；"
+            "换用其他字符，或在 UTF-8 语言环境（如 LANG=zh_CN.UTF-8）下运行 cnki-mcp",
+            filename=name, characters=[f"U+{ord(ch):04X}" for ch in odd], encoding=sys.getfilesystemencoding(),
+        )  # fmt: skip
     cleaned = _clean_component(name)
     # a decomposed name (macOS writes `Café.pdf` as e + U+0301) is the same name composed
     if cleaned != unicodedata.normalize("NFC", name) or name in (".", ".."):
@@ -320,6 +339,11 @@ def inside_downloads(path: Path, data_dir: Path) -> Path:
         resolved = candidate.resolve()
     except (OSError, RuntimeError) as exc:  # too long, symlink loop
         raise InvalidInput("路径无效", path=str(path), reason=type(exc).__name__) from exc
+    except UnicodeEncodeError as exc:  # a character the locale's file names cannot hold: no such file
+        raise InvalidInput(
+            f"路径含有当前语言环境的文件名编码（{sys.getfilesystemencoding()}）无法表示的字符，不会有这样的文件",
+            path=str(path), characters=[f"U+{ord(ch):04X}" for ch in str(path) if not _nameable(ch)],
+        ) from exc  # fmt: skip
     if root != resolved and root not in resolved.parents:
         raise InvalidInput("只能读取 downloads/ 目录中的文件", path=str(path))
     return resolved

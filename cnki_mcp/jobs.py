@@ -511,13 +511,26 @@ class JobManager:
         rec.requests = live.budget.requests
         rec.active_seconds = round(live.budget.active_seconds, 3)
         rec.updated_at = self._clock.now()
-        self._sink.save(rec, keep=self._keep, with_checkpoint=False)  # stored when it was made
+        saved = self._save_final(rec)
         live.done.set()
         live.bump()
         self._notify(live)
         live.listeners.clear()
-        if self._live.get(rec.operation_id) is live:
+        if saved and self._live.get(rec.operation_id) is live:  # unsaved: answered from memory
             del self._live[rec.operation_id]
+
+    def _save_final(self, rec: OperationRecord) -> bool:
+        """Store the finished record (checkpoint as stored). A store refusing it (a full disk)
+        still ends the operation, with that error among its errors, kept in memory (False);
+        raising here left it unfinished, said interrupted by a restart by the done callback."""
+        try:
+            self._sink.save(rec, keep=self._keep, with_checkpoint=False)
+        except CnkiError as exc:
+            log.warning("operation %s: its final record could not be stored: %s", rec.operation_id, exc.message)
+            if not any(e.code == exc.code for e in rec.errors):
+                rec.errors.append(OperationErrorInfo.of(exc))
+            return False
+        return True
 
     # --- change plumbing --------------------------------------------------------------
 

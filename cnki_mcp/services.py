@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from cnki_mcp.clock import Clock, SystemClock
+from cnki_mcp.clock import Clock, SystemClock, local_year
 from cnki_mcp.jobs import JobManager, StoreSink
 from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.models import HeaderIdentity
@@ -255,7 +255,7 @@ def _default_pipeline(services: Services) -> Any:
         services.store,
         clock,
         workers=services.settings.workers,
-        now_year=lambda: clock.now().year,
+        now_year=lambda: local_year(clock.now()),  # 今年 is the person's year, not UTC's
         public_origins=(origin,) if origin else (),
         pacing=services.limiter.pacing,  # the snapshot's depth (DESIGN.md "Overlap depth")
     )

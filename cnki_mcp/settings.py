@@ -145,8 +145,18 @@ def default_data_dir() -> Path:
 
 
 def data_dir_of(environ: Mapping[str, str]) -> Path:
-    """`CNKI_DATA_DIR` (resolved), else the platform's default."""
-    data_dir = Path(environ["CNKI_DATA_DIR"]).expanduser() if environ.get("CNKI_DATA_DIR") else default_data_dir()
+    """`CNKI_DATA_DIR` (resolved), else the platform's default. No home directory to put it in
+    (HOME unset and the user not in the password database: a container run with a bare UID)
+    is CONFIG_INVALID naming CNKI_DATA_DIR, not a RuntimeError traceback from every command."""
+    try:
+        data_dir = Path(environ["CNKI_DATA_DIR"]).expanduser() if environ.get("CNKI_DATA_DIR") else default_data_dir()
+    except RuntimeError as exc:  # platformdirs / expanduser: "could not determine the home directory"
+        raise ConfigInvalid(
+            "无法确定主目录（没有 HOME，当前用户也不在密码数据库中），也就无法确定默认数据目录："
+            "用 CNKI_DATA_DIR 指向一个可写文件夹的绝对路径（或设置 HOME）",
+            name="CNKI_DATA_DIR",
+            value=environ.get("CNKI_DATA_DIR"),
+        ) from exc
     return data_dir.resolve()
 
 

@@ -129,11 +129,13 @@ def check_browser_launch(path: str | None, probe: ProbeFn) -> Check:
     )
 
 
-def check_data_dir(data_dir: Path) -> Check:
+def check_data_dir(data_dir: Path, environ: Mapping[str, str] | None = None) -> Check:
     hint = "用 CNKI_DATA_DIR 指向一个当前用户可写的文件夹"
     if data_dir.exists() and not data_dir.is_dir():
         return Check("data_dir", False, f"{data_dir} 不是文件夹", hint)
     try:
+        if environ is not None:  # what the browser launch refuses (a non-UTF-8 locale, a Chinese path)
+            datadir.check_browser_path_encoding(data_dir, environ, sys.getfilesystemencoding())
         datadir.ensure_root(data_dir)  # created 0700 like the server does (DESIGN.md "Data directory")
         datadir.check_entries(data_dir)  # what `serve` refuses at start (symlinks, a folder for the DB)
         probe = data_dir / f".doctor-{secrets.token_hex(4)}"
@@ -263,7 +265,7 @@ def run_checks(
 ) -> list[Check]:
     settings_check, settings = check_settings(environ)
     found_check, browser_path = check_browser_found(settings, platform=platform, environ=environ)
-    data_check = check_data_dir(settings.data_dir)
+    data_check = check_data_dir(settings.data_dir, environ)
     checks = [
         settings_check,
         found_check,

@@ -46,7 +46,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def escape_unencodable_output() -> None:
+    """stdout and stderr escape what their encoding cannot hold (`\\u2082`) instead of ending the
+    command in a UnicodeEncodeError traceback: under a GBK locale a title with CO₂ in `parse` or a
+    cron `watch check` digest, under Latin-1 or PYTHONIOENCODING=ascii every Chinese line of
+    --help, schema and doctor. `serve` is untouched: its stdio transport writes UTF-8 bytes itself."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        if reconfigure is None or stream.errors not in ("strict", None) or encoding == "utf8":
+            continue
+        with contextlib.suppress(ValueError, OSError):
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    escape_unencodable_output()
     given = list(sys.argv[1:] if argv is None else argv)
     first = given[0] if given else None
     parser = build_parser(first if first in COMMANDS else None)

@@ -10,6 +10,7 @@ link_references is local unless `lookup_missing` is true (then an operation, bud
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from pathlib import Path
@@ -133,12 +134,14 @@ def save_export(data_dir: Path, name: str, text: str) -> Path:
             fh.write(text.encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
-        try:
-            os.link(tmp, dest)
-        except FileExistsError as exc:
-            raise FileExists(path=str(dest)) from exc
+        os.link(tmp, dest)
+    except FileExistsError as exc:
+        raise FileExists(path=str(dest)) from exc
+    except OSError as exc:  # a full, read-only or failing disk: coded, not INTERNAL
+        raise datadir.write_refused(exc, EXPORTS_DIR) from exc
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
     return dest
 
 

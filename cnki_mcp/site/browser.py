@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
-from cnki_mcp.site._pw import error_type
+from cnki_mcp.site._pw import error_type, start_driver
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, CDPSession, Page, Playwright
@@ -30,7 +30,13 @@ from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable
 from cnki_mcp.settings import Settings
 from cnki_mcp.site.cookie_jar import atomic_write_private, load_session_cookies, session_payload
 from cnki_mcp.site.deadline import CALL_SECONDS, bounded
-from cnki_mcp.site.launch_error import LAUNCH_SECONDS, launch_error
+from cnki_mcp.site.launch_error import (
+    LAUNCH_SECONDS,
+    NO_DISPLAY,
+    is_sandbox_refusal,
+    launch_error,
+    sandbox_wanted,
+)
 from cnki_mcp.site.locate import (
     BrowserCandidate,
     decide_headless,
@@ -127,6 +133,8 @@ class BrowserHost:
     ) -> None:
         self._settings = settings
         self._launch_seconds = launch_seconds
+        euid = os.geteuid() if hasattr(os, "geteuid") else None
+        self._sandbox = sandbox_wanted(platform, euid, settings.browser_args)
         self._clock = clock
         self._environ = environ
         self._platform = platform
@@ -341,6 +349,9 @@ class BrowserHost:
         return env
 
     async def _launch(self) -> BrowserContext:
+        datadir.check_browser_path_encoding(
+            self._settings.data_dir, self._environ or {}, sys.getfilesystemencoding()
+        )
         candidate = find_browser(
             self._settings.browser_path,
             platform=self._platform,
@@ -358,14 +369,23 @@ class BrowserHost:
             headless = decide_headless(
                 self._settings.headless, platform=self._platform, display=self._settings.display
             )
-            from playwright.async_api import async_playwright
-
-            self._pw = await async_playwright().start()
+            self._pw = await start_driver()
             version = self._last_version()
             if headless and version is None:
                 version = await self._probe_version(candidate)
             ua = self._user_agent(version, headless, candidate)
-            ctx = await self._launch_context(candidate, headless, ua)
+            try:
+                ctx = await self._launch_context(candidate, headless, ua)
+            except BrowserUnavailable as exc:
+                if headless or self._settings.headless is not None or exc.details.get("reason") != NO_DISPLAY:
+                    raise
+                # DISPLAY names a display that cannot be opened (an SSH session's forwarded X gone,
+                # a desktop not running) and nobody asked for a window: headless, not no browser
+                log.warning("the display %s cannot be opened; the browser runs headless", self._settings.display)
+                headless = True
+                version = version or await self._probe_version(candidate)
+                ua = self._user_agent(version, headless, candidate)
+                ctx = await self._launch_context(candidate, headless, ua)
             if headless and ua is None and ctx.browser is not None:
                 # First start of a fresh profile: the version is only known now. Relaunch
                 # once so the headless browser never announces itself as HeadlessChrome.
@@ -439,6 +459,7 @@ class BrowserHost:
                 accept_downloads=True,
                 downloads_path=str(self.downloads_dir),
                 locale="zh-CN",
+                chromium_sandbox=self._sandbox,  # not as root on Linux (launch_error.sandbox_wanted)
                 env=self._launch_env(headless),
                 # without a timeout a persistent launch waits for ever on a browser that never
                 # opens its pipe, and every tool waits behind it (docs/reliability.md)
@@ -446,6 +467,13 @@ class BrowserHost:
                 **options,
             )
         except error_type() as exc:
+            if self._sandbox and is_sandbox_refusal(exc):
+                # this machine cannot sandbox the browser (no user namespaces, no setuid helper):
+                # run it as before, without, rather than not at all
+                log.warning("the browser's sandbox cannot start here; running it without: %s",
+                            str(exc).strip().splitlines()[0][:200])  # fmt: skip
+                self._sandbox = False
+                return await self._launch_context(candidate, headless, ua)
             raise launch_error(exc, profile=self.profile_dir, launch_seconds=self._launch_seconds) from exc
 
     async def _attach_browser_session(self) -> None:

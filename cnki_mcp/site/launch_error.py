@@ -20,6 +20,7 @@ _BROWSER_SAID = re.compile(r"^\[pid=\d+\]\[err\] (.*)$", re.MULTILINE)
 # takes such a lock over by itself.
 _OTHER_HOST = re.compile(r"in use by another \S+ process \((\d+)\) on another computer \(([^)]*)\)")
 SINGLETON_LOCK = "SingletonLock"
+NO_DISPLAY = "no_display"  # details.reason of a headed launch the display refused
 LAUNCH_SECONDS = 60.0  # a browser that has not started by then never will (a hung launcher)
 
 
@@ -44,7 +45,7 @@ def launch_error(exc: Exception, *, profile: Path, launch_seconds: float) -> Exc
         return BrowserProfileInUse("浏览器资料目录正被另一个浏览器进程使用", reason=first, browser_output=said)
     if "XServer" in text or "Missing X server" in text or "$DISPLAY" in text:
         return BrowserUnavailable(
-            "没有可用的显示，无法打开有界面的浏览器；可设置 CNKI_HEADLESS=1", reason=first
+            "没有可用的显示，无法打开有界面的浏览器；可设置 CNKI_HEADLESS=1", reason=NO_DISPLAY, browser_output=said
         )
     from playwright.async_api import TimeoutError as PlaywrightTimeout
 
@@ -57,6 +58,29 @@ def launch_error(exc: Exception, *, profile: Path, launch_seconds: float) -> Exc
         )
     message = f"浏览器启动失败：{said[-1]}" if said else "浏览器启动失败"
     return BrowserUnavailable(message, reason=first, browser_output=said)
+
+
+# Chromium's words when its sandbox cannot start: no user namespaces and no setuid helper
+# (zygote_host_impl_linux.cc "No usable sandbox!"), a setuid helper installed without root
+# ownership, a kernel or policy (AppArmor) refusing the namespace.
+_SANDBOX_REFUSALS = ("No usable sandbox", "SUID sandbox", "setuid sandbox", "Failed to move to new namespace",
+                     "sandbox_host_linux", "credentials.cc")
+
+
+def sandbox_wanted(platform: str, euid: int | None, args: tuple[str, ...] | list[str]) -> bool:
+    """Whether the browser should run inside Chromium's sandbox: always, except as root on Linux
+    (Chromium refuses to start sandboxed as root) or when the person passed --no-sandbox in
+    CNKI_BROWSER_ARGS. The browser holds the CNKI login and renders whatever the site serves,
+    third-party scripts included; Playwright turns the sandbox off unless asked."""
+    if "--no-sandbox" in args:
+        return False
+    return not (platform.startswith("linux") and euid == 0)
+
+
+def is_sandbox_refusal(exc: Exception) -> bool:
+    """A launch that failed because the sandbox could not start (the browser runs without it)."""
+    text = str(exc)
+    return any(words in text for words in _SANDBOX_REFUSALS)
 
 
 def foreign_profile_lock(profile: Path, hostname: str) -> tuple[str, int] | None:

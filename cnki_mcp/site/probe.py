@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cnki_mcp.errors import BrowserUnavailable
 from cnki_mcp.settings import QUIET_BROWSER_FLAGS
 
 PROBE_TIMEOUT_SECONDS = 20.0
@@ -32,14 +33,15 @@ async def probe_browser_async(
     """`environ`: the process environment; given, the browser keeps its own files (crash-report
     database, settings cache) in a temporary folder instead of the person's HOME."""
     from playwright.async_api import Error as PlaywrightError
-    from playwright.async_api import async_playwright
 
+    from cnki_mcp.site._pw import start_driver
     from cnki_mcp.site.browser import private_browser_env
 
     try:
         with tempfile.TemporaryDirectory(prefix="cnki-mcp-probe-") as scratch:
             env = None if environ is None else private_browser_env(environ, Path(scratch), headless=True)
-            async with async_playwright() as pw:
+            pw = await start_driver()
+            try:
                 browser = await pw.chromium.launch(
                     executable_path=path,
                     headless=True,
@@ -53,11 +55,15 @@ async def probe_browser_async(
                     version = browser.version
                 finally:
                     await browser.close()
+            finally:
+                await pw.stop()
     except PlaywrightError as exc:
         text = str(exc).strip()
         return ProbeResult(False, error=(text.splitlines()[0] if text else type(exc).__name__)[:300])
     except OSError as exc:
         return ProbeResult(False, error=str(exc)[:300])
+    except BrowserUnavailable as exc:  # the driver itself did not start (start_driver)
+        return ProbeResult(False, error=exc.message[:300])
     return ProbeResult(True, version=version)
 
 

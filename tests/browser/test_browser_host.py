@@ -314,6 +314,32 @@ async def test_the_browser_and_the_probe_write_nothing_into_home(tmp_path: Path,
     assert sorted(str(p.relative_to(home)) for p in home.rglob("*")) == []
 
 
+async def test_a_display_that_cannot_be_opened_runs_the_browser_headless_unless_a_window_was_asked(
+    tmp_path: Path, browser_executable: str
+) -> None:
+    """DISPLAY names a display nothing serves (an SSH session's forwarded X gone, a desktop not
+    running) and CNKI_HEADLESS is unset: every tool failed BROWSER_UNAVAILABLE while doctor said
+    the display was fine. The browser now runs headless; with CNKI_HEADLESS=0 the error stays."""
+    environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/tmp")}
+    dead = ":873"  # no X server listens there
+    assert not Path("/tmp/.X11-unix/X873").exists()
+    auto = Settings(data_dir=tmp_path / "auto", browser_path=browser_executable, display=dead)
+    h = BrowserHost(auto, SystemClock(), environ=environ)
+    try:
+        await h.ensure()
+        assert h.started and h.headless is True
+    finally:
+        await h.close()
+    forced = Settings(data_dir=tmp_path / "forced", browser_path=browser_executable, display=dead, headless=False)
+    h = BrowserHost(forced, SystemClock(), environ=environ)
+    try:
+        with pytest.raises(BrowserUnavailable) as info:
+            await h.ensure()
+        assert info.value.details["reason"] == "no_display"
+    finally:
+        await h.close()
+
+
 async def test_a_context_closed_behind_the_hosts_back_and_explicit_recover_relaunch(
     host: BrowserHost, server: str
 ) -> None:

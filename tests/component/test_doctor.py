@@ -287,6 +287,15 @@ def test_doctor_reports_a_data_directory_that_is_a_file(tmp_path: Path) -> None:
     assert not doctor_cmd.check_data_dir(blocker / "data").ok
 
 
+def test_doctor_fails_a_chinese_data_directory_under_a_non_utf8_locale(tmp_path: Path) -> None:
+    """What the browser launch refuses (DATA_DIRECTORY_UNUSABLE path_encoding: the profile and
+    downloads would land outside the data directory) doctor fails too; it said 可写."""
+    data = tmp_path / "数据 目录"
+    check = doctor_cmd.check_data_dir(data, {"LANG": "zh_CN.GB18030"})
+    assert not check.ok and "DATA_DIRECTORY_UNUSABLE" in check.detail
+    assert doctor_cmd.check_data_dir(data, {"LANG": "zh_CN.UTF-8"}).ok
+
+
 def test_a_headed_browser_forced_without_a_display_fails_the_display_check() -> None:
     """CNKI_HEADLESS=0 on a machine without a display: every browser start would end in
     BROWSER_UNAVAILABLE, so doctor must not call the display OK."""

@@ -915,3 +915,43 @@ async def test_an_operation_the_store_refuses_to_record_is_not_left_running() ->
         assert manager.status() is None and manager.active_operations() == []
     finally:
         await manager.shutdown()
+
+
+class FillingSink(MemorySink):
+    """A store on a disk that fills up once `full` is set: every write is refused from then on,
+    the operation's final record too."""
+
+    full = False
+
+    def save(self, record: OperationRecord, **kwargs: Any) -> None:
+        from cnki_mcp.errors import DataDirectoryUnusable
+
+        if self.full:
+            raise DataDirectoryUnusable("数据目录所在的磁盘已满，未能写入；释放空间后重试", reason="disk_full")
+        super().save(record, **kwargs)
+
+
+async def test_a_disk_that_fills_during_an_operation_ends_it_with_the_cause() -> None:
+    """The disk fills while a search runs: its next checkpoint is refused, and so is its final
+    record. The operation ends (not interrupted: the server never restarted) with
+    DATA_DIRECTORY_UNUSABLE among its errors and leaves the live table. The refused final save
+    escaped `_finish` before the operation was marked done, and the task's done callback then
+    recorded it `interrupted` with the server-restart message and no error."""
+    clock = FakeClock()
+    sink = FillingSink()
+    manager = JobManager(clock, sink, inline_wait=40, heartbeat_interval=5)
+    limiter = Limiter(clock, 0.5, 6)
+    try:
+        job = manager.start(OperationKind.SEARCH, search_runner(FakeBackend(clock), limiter), SEARCH_BUDGET)
+        await clock.advance_settled(2.5)
+        sink.full = True
+        await clock.advance_settled(3.0)
+        assert job.finished
+        record = manager.status(job.operation_id)
+        assert record is not None and record.status is not OperationStatus.INTERRUPTED
+        assert record.status in (OperationStatus.FAILED, OperationStatus.PARTIAL)
+        assert [e.code for e in record.errors] == ["DATA_DIRECTORY_UNUSABLE"]
+        assert record.errors[0].details["reason"] == "disk_full"
+        assert manager.active_operations() == []
+    finally:
+        await manager.shutdown()

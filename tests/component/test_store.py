@@ -571,6 +571,63 @@ def test_database_from_a_newer_schema_is_refused_and_left_in_place(tmp_path: Pat
         Store.open(tmp_path, clock)
 
 
+def _full_disk_after_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every connection the store opens from now on gets a disk with no room beyond the pages the
+    database has (SQLite answers a write that needs one more "database or disk is full")."""
+    from cnki_mcp.store import db
+
+    real = db._connect
+
+    def full(path: Path) -> sqlite3.Connection:
+        conn = real(path)
+        pages = max(1, conn.execute("PRAGMA page_count").fetchone()[0])
+        conn.execute(f"PRAGMA max_page_count = {pages}")
+        return conn
+
+    monkeypatch.setattr(db, "_connect", full)
+
+
+def test_a_full_disk_during_the_upgrade_leaves_the_database_in_place(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database one schema version old on a disk with no room for the upgrade's writes: the
+    start stops with DATA_DIRECTORY_UNUSABLE (disk_full) and the database stays where it is. The
+    failed migration was read as a damaged database, which was renamed cnki.sqlite3.corrupt-*;
+    once the disk had room the next start opened an empty library."""
+    from cnki_mcp.errors import DataDirectoryUnusable
+    from cnki_mcp.store.db import SCHEMA_VERSION
+
+    with Store.open(tmp_path, clock) as s:
+        [kept] = s.upsert_from_grid([_row()], T0)
+    conn = sqlite3.connect(tmp_path / "cnki.sqlite3", isolation_level=None)
+    conn.execute("DROP TABLE operation_log")  # what the newest migration creates
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    conn.execute("VACUUM")  # no free page left for the table to come
+    conn.close()
+    with monkeypatch.context() as patch:
+        _full_disk_after_open(patch)
+        with pytest.raises(DataDirectoryUnusable) as info:
+            Store.open(tmp_path, clock)
+    assert info.value.code == "DATA_DIRECTORY_UNUSABLE" and info.value.details["reason"] == "disk_full"
+    assert list(tmp_path.glob("cnki.sqlite3.corrupt-*")) == []
+    with Store.open(tmp_path, clock) as s:  # room again: the upgrade runs, the library is there
+        assert not s.notices and s.get(kept.record_ref) is not None
+
+
+def test_a_new_database_on_a_full_disk_is_data_directory_unusable(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No room for a new database's tables: a coded error, not an empty file set aside as
+    corrupt and then a raw sqlite3 error."""
+    from cnki_mcp.errors import DataDirectoryUnusable
+
+    _full_disk_after_open(monkeypatch)
+    with pytest.raises(DataDirectoryUnusable) as info:
+        Store.open(tmp_path, clock)
+    assert info.value.details["reason"] == "disk_full"
+    assert list(tmp_path.glob("cnki.sqlite3.corrupt-*")) == []
+
+
 _WRITE_THEN_WAIT = """
 import sys
 from datetime import UTC, datetime

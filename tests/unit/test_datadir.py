@@ -142,3 +142,60 @@ def test_private_subdir_refuses_a_symlink_and_is_0700(tmp_path: Path, loose_umas
     with pytest.raises(CnkiError) as info:
         datadir.private_subdir(parent, "link")
     assert info.value.code == "DATA_PATH_SYMLINK"
+
+
+# --- a data directory the browser side would name otherwise ---------------------------
+
+CHINESE_DIR = Path("/home/张三/.local/share/cnki_mcp")
+
+
+@pytest.mark.parametrize(
+    ("environ", "fs_encoding"),
+    [
+        ({"LANG": "zh_CN.GB18030"}, "gb18030"),
+        ({"LANG": "zh_CN.GBK"}, "gbk"),
+        ({"LANG": "zh_CN"}, "gb2312"),  # no character set named: the language's legacy one
+        ({"LANG": "zh_CN.GB18030"}, "utf-8"),  # PYTHONUTF8=1: Chromium still uses GB18030
+        ({"LC_ALL": "zh_CN.GB18030", "LANG": "zh_CN.UTF-8"}, "utf-8"),
+    ],
+)
+def test_a_non_ascii_data_directory_under_a_non_utf8_locale_is_refused_for_the_browser(
+    environ: dict[str, str], fs_encoding: str
+) -> None:
+    with pytest.raises(CnkiError) as info:
+        datadir.check_browser_path_encoding(CHINESE_DIR, environ, fs_encoding)
+    assert info.value.code == "DATA_DIRECTORY_UNUSABLE" and info.value.details["reason"] == "path_encoding"
+
+
+@pytest.mark.parametrize(
+    ("path", "environ", "fs_encoding"),
+    [
+        (CHINESE_DIR, {"LANG": "zh_CN.UTF-8"}, "utf-8"),
+        (CHINESE_DIR, {"LC_CTYPE": "zh_CN.utf8"}, "utf-8"),
+        (CHINESE_DIR, {}, "utf-8"),  # no locale: C, where Python and Chromium both use UTF-8
+        (CHINESE_DIR, {"LANG": "C"}, "utf-8"),
+        (Path("/home/zhang/.local/share/cnki_mcp"), {"LANG": "zh_CN.GB18030"}, "gb18030"),
+    ],
+)
+def test_a_data_directory_every_side_names_alike_is_accepted(
+    path: Path, environ: dict[str, str], fs_encoding: str
+) -> None:
+    datadir.check_browser_path_encoding(path, environ, fs_encoding)
+
+
+async def test_the_browser_is_not_started_on_a_directory_it_would_name_otherwise(tmp_path: Path) -> None:
+    """LANG=zh_CN.GB18030 and a data directory with Chinese characters: the browser profile and
+    incoming/ were created in a sibling directory (the same name read through the other
+    encoding), outside the data directory, and every download failed. The launch is refused
+    before a browser is looked for (the browser path here does not exist)."""
+    from cnki_mcp.settings import Settings
+    from cnki_mcp.site.browser import BrowserHost
+
+    data = tmp_path / "数据 目录"
+    settings = Settings(data_dir=data, browser_path=str(tmp_path / "no-browser"), headless=True)
+    host = BrowserHost(settings, FakeClock(), environ={"LANG": "zh_CN.GB18030", "PATH": "/usr/bin"})
+    with pytest.raises(CnkiError) as info:
+        await host.ensure()
+    assert info.value.code == "DATA_DIRECTORY_UNUSABLE" and info.value.details["reason"] == "path_encoding"
+    assert not (data / "browser-profile").exists()
+    await host.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,23 @@ def test_log_level_is_case_insensitive_and_the_token_loses_surrounding_whitespac
     assert settings.log_level == "WARNING" and settings.mcp_token == "s3cret"
     blank = load_settings({"CNKI_DATA_DIR": str(tmp_path), "CNKI_LOG_LEVEL": "debug", "CNKI_MCP_TOKEN": "   "})
     assert blank.log_level == "DEBUG" and blank.mcp_token is None
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the password database")
+@pytest.mark.parametrize("environ", [{}, {"CNKI_DATA_DIR": "~/cnki"}])
+def test_no_home_directory_at_all_is_config_invalid_naming_cnki_data_dir(
+    monkeypatch: pytest.MonkeyPatch, environ: dict[str, str]
+) -> None:
+    """HOME unset and the user not in the password database (a container run with a bare UID,
+    `env -i`): every command ended in platformdirs' RuntimeError traceback."""
+    import pwd
+
+    def unknown(uid: int) -> pwd.struct_passwd:
+        raise KeyError(f"getpwuid(): uid not found: {uid}")
+
+    for name in ("HOME", "XDG_DATA_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(pwd, "getpwuid", unknown)
+    with pytest.raises(ConfigInvalid) as info:
+        load_settings(environ)
+    assert info.value.code == "CONFIG_INVALID" and info.value.details["name"] == "CNKI_DATA_DIR"

@@ -3,6 +3,7 @@ name must not add bytes to it), nothing but the file is left behind, and names s
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -48,3 +49,39 @@ def test_a_symlinked_exports_directory_is_refused_and_nothing_is_written_there(t
         save_export(data, "refs.bib", "@article{x}")
     assert info.value.code == "DATA_PATH_SYMLINK"
     assert list(outside.iterdir()) == []
+
+
+class _FullDisk:
+    """A file whose writes the disk refuses (ENOSPC), closing the real one."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+
+    def __enter__(self) -> _FullDisk:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.inner.close()  # type: ignore[attr-defined]
+
+    def fileno(self) -> int:
+        return self.inner.fileno()  # type: ignore[attr-defined,no-any-return]
+
+    def write(self, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_is_a_coded_error_and_leaves_nothing_in_exports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk filled while the server ran: export_citations' (and citation_graph's) filename
+    answered INTERNAL (a bare OSError). Now DATA_DIRECTORY_UNUSABLE with reason disk_full, no
+    temporary file left, and the same name saves once there is room."""
+    real_fdopen = os.fdopen
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "fdopen", lambda fd, mode: _FullDisk(real_fdopen(fd, mode)))
+        with pytest.raises(CnkiError) as info:
+            save_export(tmp_path, "refs.bib", "@article{x}")
+    assert info.value.code == "DATA_DIRECTORY_UNUSABLE" and info.value.details["reason"] == "disk_full"
+    assert list((tmp_path / "exports").iterdir()) == []
+    assert save_export(tmp_path, "refs.bib", "@article{x}").read_text(encoding="utf-8") == "@article{x}"
+

@@ -242,3 +242,74 @@ def test_a_decomposed_name_is_the_same_name_and_accepted() -> None:
     decomposed = unicodedata.normalize("NFD", "Café 论文.pdf")
     assert decomposed != "Café 论文.pdf"
     assert check_file_name(decomposed, "pdf") == decomposed
+
+
+# --- a locale whose file names cannot hold every character (LANG=zh_CN.GBK) ------------
+
+
+@pytest.fixture
+def gbk_file_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setattr(sys, "getfilesystemencoding", lambda: "gbk")
+
+
+def test_a_title_with_characters_the_locale_cannot_name_gets_a_file_name_it_can(gbk_file_names: None) -> None:
+    """Under a GBK locale a title with CO₂, • or 𠮷 made a name open() could not encode: the
+    download was clicked and then crashed INTERNAL (UnicodeEncodeError)."""
+    name = safe_file_name("CO₂排放与𠮷•研究", "rec_abcdef1234", "pdf")
+    assert name == "CO_排放与__研究_abcdef12.pdf"
+    name.encode("gbk")
+
+
+@pytest.mark.parametrize("name", ["论文𠮷.pdf", "参考文献😀.pdf", "CO₂.pdf"])
+def test_a_caller_name_the_locale_cannot_hold_is_refused_naming_the_characters(
+    gbk_file_names: None, name: str
+) -> None:
+    with pytest.raises(CnkiError) as info:
+        check_file_name(name, "pdf")
+    assert info.value.code == "INVALID_ARGUMENT"
+    assert info.value.details["characters"] and info.value.details["encoding"] == "gbk"
+
+
+def test_a_subdirectory_the_locale_cannot_hold_is_refused(gbk_file_names: None, tmp_path: Path) -> None:
+    with pytest.raises(CnkiError) as info:
+        target_dir(tmp_path, "专题•一")
+    assert info.value.code == "INVALID_ARGUMENT"
+
+
+def test_a_utf8_locale_keeps_every_character() -> None:
+    assert safe_file_name("CO₂排放", "rec_abcdef1234", "pdf") == "CO₂排放_abcdef12.pdf"
+    assert check_file_name("论文𠮷.pdf", "pdf") == "论文𠮷.pdf"
+
+
+_LEGACY_LOCALE_SCRIPT = """
+import sys
+from pathlib import Path
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.files import inside_downloads
+data = Path(sys.argv[1])
+(data / "downloads").mkdir(parents=True)
+for path in ("\\u8bba\\u6587.pdf", str(data / "downloads" / "\\u8bba\\u6587.pdf")):
+    try:
+        inside_downloads(Path(path), data)
+    except CnkiError as exc:
+        print(sys.getfilesystemencoding(), exc.code, exc.details["characters"])
+"""
+
+
+def test_a_path_the_locale_cannot_hold_is_invalid_argument_not_internal(tmp_path: Path) -> None:
+    """read_pdf_text's `path` with characters the locale's file names cannot hold (a GBK locale
+    and an emoji; here Python's ASCII file names in the C locale without UTF-8 mode): INTERNAL
+    (UnicodeEncodeError from resolving it) before; no such file can exist."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG", "PYTHONUTF8"))}
+    env.update(LC_ALL="C", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
+    done = subprocess.run(
+        [sys.executable, "-c", _LEGACY_LOCALE_SCRIPT, str(tmp_path / "data")],
+        cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-600:]
+    assert done.stdout.splitlines() == ["ascii INVALID_ARGUMENT ['U+8BBA', 'U+6587']"] * 2

@@ -3,12 +3,19 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.settings import Settings
+from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.launch_error import launch_error
+from cnki_mcp.site.locate import BrowserCandidate
 
 # The text Playwright 1.5x raised for /usr/bin/chromium started on a profile whose SingletonLock a
 # crash on another host left behind (Chromium's stderr quoted under "Browser logs:").
@@ -57,3 +64,87 @@ def test_a_launch_that_never_finishes_is_browser_unavailable_launch_timeout(tmp_
     error = launch_error(PlaywrightTimeout(text), profile=tmp_path, launch_seconds=60)
     assert error.code == "BROWSER_UNAVAILABLE"
     assert error.details["reason"] == "launch_timeout" and error.details["timeout_seconds"] == 60
+
+
+# --- the browser's sandbox -------------------------------------------------------------
+
+NO_SANDBOX = """BrowserType.launch_persistent_context: Target page, context or browser has been closed
+Browser logs:
+
+<launching> /usr/bin/chromium --headless --user-data-dir=/data/browser-profile --remote-debugging-pipe about:blank
+<launched> pid=2001
+[pid=2001][err] [2001:2001:1206/020000.000000:FATAL:zygote_host_impl_linux.cc(128)] No usable sandbox! Update your kernel or see https://chromium.googlesource.com/chromium/src/+/main/docs/linux/suid_sandbox_development.md for more information on developing with the SUID sandbox.
+"""
+
+
+class _Chromium:
+    """Playwright's chromium launcher on a machine that cannot sandbox the browser (no user
+    namespaces, no setuid helper), or, with `sandbox_works`, on one that can."""
+
+    def __init__(self, *, sandbox_works: bool) -> None:
+        self.sandbox_works = sandbox_works
+        self.sandboxed: list[bool] = []
+
+    async def launch_persistent_context(self, user_data_dir: str, **options: object) -> str:
+        self.sandboxed.append(bool(options["chromium_sandbox"]))
+        if options["chromium_sandbox"] and not self.sandbox_works:
+            raise PlaywrightError(NO_SANDBOX)
+        return "context"
+
+
+@pytest.mark.parametrize(
+    ("euid", "sandbox_works", "launches"),
+    [
+        (1000, True, [True]),  # a person's account: the browser runs sandboxed
+        (1000, False, [True, False]),  # no usable sandbox here: without it, rather than not at all
+        (0, True, [False]),  # root: Chromium refuses to start sandboxed
+    ],
+)
+async def test_the_browser_runs_sandboxed_unless_it_cannot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, euid: int, sandbox_works: bool, launches: list[bool]
+) -> None:
+    """The browser holds the CNKI login and renders whatever the site serves; Playwright turns
+    Chromium's sandbox off unless asked, so it ran without one for every user, root or not."""
+    monkeypatch.setattr(os, "geteuid", lambda: euid, raising=False)
+    host = BrowserHost(Settings(data_dir=tmp_path, headless=True), FakeClock(), platform="linux")
+    chromium = _Chromium(sandbox_works=sandbox_works)
+    host._pw = SimpleNamespace(chromium=chromium)  # type: ignore[assignment]
+    candidate = BrowserCandidate(path="/usr/bin/chromium", kind="chromium", source="default")
+    assert await host._launch_context(candidate, True, None) == "context"  # type: ignore[comparison-overlap]
+    assert chromium.sandboxed == launches
+
+
+def test_no_sandbox_in_the_browser_arguments_is_respected() -> None:
+    from cnki_mcp.site.launch_error import sandbox_wanted
+
+    assert sandbox_wanted("linux", 1000, ("--no-sandbox",)) is False
+    assert sandbox_wanted("win32", None, ()) is True and sandbox_wanted("darwin", 501, ()) is True
+
+
+class _DeadDriver:
+    """Playwright's start when its Node driver exits at once (no home directory for Node)."""
+
+    async def start(self) -> None:
+        raise Exception("Connection closed while reading from the driver")
+
+
+async def test_a_driver_that_dies_at_start_is_browser_unavailable_not_internal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With HOME unset and a UID the password database does not know, Node exits at its first
+    line (uv_os_homedir ENOENT) and Playwright raises a bare Exception: every browser tool answered
+    INTERNAL and doctor ended in a traceback."""
+    import playwright.async_api
+
+    from cnki_mcp.errors import BrowserUnavailable
+    from cnki_mcp.site.probe import probe_browser_async
+
+    monkeypatch.setattr(playwright.async_api, "async_playwright", lambda: _DeadDriver())
+    settings = Settings(data_dir=tmp_path / "data", browser_path="/usr/bin/chromium", headless=True)
+    host = BrowserHost(settings, FakeClock(), exists=lambda _p: True)
+    with pytest.raises(BrowserUnavailable) as info:
+        await host.ensure()
+    assert info.value.details["reason"] == "driver_failed"
+    await host.close()
+    probed = await probe_browser_async("/usr/bin/chromium")
+    assert not probed.ok and probed.error
