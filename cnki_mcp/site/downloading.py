@@ -6,7 +6,8 @@ without `retry` stops here (SIDE_EFFECT_UNCERTAIN, nothing clicked). Otherwise: 
 its own tab, settled; the format chosen from the visible entries (auto: PDF, else CAJ, else
 DOWNLOAD_ENTRY_NOT_FOUND without clicking); the click recorded in the store BEFORE it happens;
 one real click; then every tab CNKI opens is watched: a refusal text in its first 300 characters
-is DOWNLOAD_REFUSED with the page's words, a verification or login page goes to the human gate
+is DOWNLOAD_REFUSED with the page's words, an HTTP error page (429, 404, 5xx) RATE_LIMITED or
+SITE_UNAVAILABLE at once (the click settled `site_error`: the next call clicks again), a verification or login page goes to the human gate
 and the same download is awaited again (skipped: the click is settled `skipped` and its tabs
 closed, so the next call clicks again), and the browser's download event on any page is saved
 to `<data>/incoming/<op_id>/`, validated, archived under `downloads/` and recorded with SHA-256.
@@ -40,7 +41,10 @@ from cnki_mcp.errors import (
     FileExists,
     InvalidFile,
     InvalidInput,
+    RateLimited,
     SideEffectUncertain,
+    SiteError,
+    SiteUnavailable,
     VerificationNotFound,
     VerificationRepeated,
     VerificationSkipped,
@@ -79,6 +83,10 @@ _GUID = re.compile(r"^[A-Za-z0-9-]+$")
 ENTRY_PATTERNS: dict[FileFormat, str] = {"pdf": r"PDF下载|下载PDF", "caj": r"CAJ下载|下载CAJ"}
 FORMATS: tuple[FileFormat, ...] = ("pdf", "caj")
 _BODY_TEXT_JS = "() => (document.body ? document.body.innerText : '').trim().slice(0, 2000)"
+# The HTTP status of the tab's document (0: none yet, about:blank, or a navigation that became a download)
+_STATUS_JS = (
+    "() => { const e = performance.getEntriesByType('navigation')[0]; return e && e.responseStatus ? e.responseStatus : 0 }"
+)
 
 Format = Literal["auto", "pdf", "caj"]
 
@@ -127,6 +135,27 @@ class _Refused(Exception):
     def __init__(self, text: str):
         super().__init__(text)
         self.text = text
+
+
+def error_page(status: int) -> SiteError | None:
+    """The error a tab the click opened is when CNKI answered it with an HTTP error page instead
+    of the file or an order page (site-rules.md §2.7): 429 RATE_LIMITED, 404/410 and 5xx
+    SITE_UNAVAILABLE, both retryable (no file was delivered); None for any other status. Such a
+    page used to be waited on for the whole `wait_seconds` and reported SIDE_EFFECT_UNCERTAIN
+    ("未见拒绝页面"), and the next call then asked for `retry`."""
+    again = "没有给出文件；稍后用相同参数再调用 download_paper（无需 retry）"
+    if status == 429:
+        return RateLimited(f"知网限制当前请求频率（下载页返回 HTTP 429），{again}", evidence="status 429")
+    if status in (404, 410) or status >= 500:
+        return SiteUnavailable(f"知网的下载页返回错误（HTTP {status}），{again}", evidence=f"status {status}")
+    return None
+
+
+class _ErrorPage(Exception):
+    def __init__(self, error: SiteError, status: int):
+        super().__init__(error.message)
+        self.error = error
+        self.status = status
 
 
 class Downloader:
@@ -349,6 +378,11 @@ class Downloader:
             except _Refused as refused:
                 self.store.click_outcome(click_id, "refused", self.clock.now(), {"text": refused.text})
                 raise DownloadRefused(text=refused.text, record_ref=paper.record_ref, format=fmt) from None
+            except _ErrorPage as answered:
+                # CNKI answered the order with an error page: nothing delivered, the outcome known
+                self.store.click_outcome(click_id, "site_error", self.clock.now(), {"status": answered.status})
+                answered.error.details.update(record_ref=paper.record_ref, format=fmt)
+                raise answered.error from None
             except VerificationSkipped as skipped:
                 # The click was answered by a login or verification page and no file came: its
                 # outcome is known (nothing delivered, nothing charged); the tabs close below.
@@ -484,6 +518,13 @@ class Downloader:
                 refused = refusal_text(str(text or ""))
                 if refused is not None and downloads.empty():
                     raise _Refused(refused)
+                try:
+                    status = int(await page.evaluate(_STATUS_JS) or 0)
+                except (PlaywrightError, TypeError, ValueError):
+                    continue
+                failure = error_page(status)
+                if failure is not None and downloads.empty():
+                    raise _ErrorPage(failure, status)
             remaining = deadline - self.clock.monotonic()
             if remaining <= 0:
                 return None
