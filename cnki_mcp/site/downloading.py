@@ -41,10 +41,8 @@ from cnki_mcp.errors import (
     FileExists,
     InvalidFile,
     InvalidInput,
-    RateLimited,
     SideEffectUncertain,
     SiteError,
-    SiteUnavailable,
     VerificationNotFound,
     VerificationRepeated,
     VerificationSkipped,
@@ -67,6 +65,7 @@ from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.deadline import CLOSE_SECONDS, BrowserStalled, bounded
 from cnki_mcp.site.download_result import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, DownloadResult
 from cnki_mcp.site.human import PageKind, StepKind
+from cnki_mcp.site.pages import document_status, error_page
 from cnki_mcp.site.reading import DetailTabs, close_quietly
 from cnki_mcp.store import Store, StoredDownload, file_sha256
 
@@ -83,10 +82,6 @@ _GUID = re.compile(r"^[A-Za-z0-9-]+$")
 ENTRY_PATTERNS: dict[FileFormat, str] = {"pdf": r"PDF下载|下载PDF", "caj": r"CAJ下载|下载CAJ"}
 FORMATS: tuple[FileFormat, ...] = ("pdf", "caj")
 _BODY_TEXT_JS = "() => (document.body ? document.body.innerText : '').trim().slice(0, 2000)"
-# The HTTP status of the tab's document (0: none yet, about:blank, or a navigation that became a download)
-_STATUS_JS = (
-    "() => { const e = performance.getEntriesByType('navigation')[0]; return e && e.responseStatus ? e.responseStatus : 0 }"
-)
 
 Format = Literal["auto", "pdf", "caj"]
 
@@ -137,18 +132,7 @@ class _Refused(Exception):
         self.text = text
 
 
-def error_page(status: int) -> SiteError | None:
-    """The error a tab the click opened is when CNKI answered it with an HTTP error page instead
-    of the file or an order page (site-rules.md §2.7): 429 RATE_LIMITED, 404/410 and 5xx
-    SITE_UNAVAILABLE, both retryable (no file was delivered); None for any other status. Such a
-    page used to be waited on for the whole `wait_seconds` and reported SIDE_EFFECT_UNCERTAIN
-    ("未见拒绝页面"), and the next call then asked for `retry`."""
-    again = "没有给出文件；稍后用相同参数再调用 download_paper（无需 retry）"
-    if status == 429:
-        return RateLimited(f"知网限制当前请求频率（下载页返回 HTTP 429），{again}", evidence="status 429")
-    if status in (404, 410) or status >= 500:
-        return SiteUnavailable(f"知网的下载页返回错误（HTTP {status}），{again}", evidence=f"status {status}")
-    return None
+AGAIN_AFTER_ERROR_PAGE = "没有给出文件；稍后用相同参数再调用 download_paper（无需 retry）"
 
 
 class _ErrorPage(Exception):
@@ -518,11 +502,8 @@ class Downloader:
                 refused = refusal_text(str(text or ""))
                 if refused is not None and downloads.empty():
                     raise _Refused(refused)
-                try:
-                    status = int(await page.evaluate(_STATUS_JS) or 0)
-                except (PlaywrightError, TypeError, ValueError):
-                    continue
-                failure = error_page(status)
+                status = await document_status(page)
+                failure = error_page(status, "下载页", AGAIN_AFTER_ERROR_PAGE)
                 if failure is not None and downloads.empty():
                     raise _ErrorPage(failure, status)
             remaining = deadline - self.clock.monotonic()
