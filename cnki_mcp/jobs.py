@@ -684,6 +684,12 @@ class JobManager:
             record = self._sink.load(operation_id)
             if record is None:
                 raise OperationNotFound(operation_id=operation_id)
+            if not record.status.active:
+                # it said 操作不在本进程中运行 of an operation that had simply ended here
+                raise OperationState(
+                    f"操作已结束（{record.status.value}），没有等待人工处理的步骤",
+                    operation_id=operation_id, status=record.status.value,
+                )  # fmt: skip
             raise OperationNotRunning(operation_id=operation_id)
         waiting = (
             live.record.status is OperationStatus.AWAITING_USER

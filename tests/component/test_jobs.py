@@ -398,7 +398,8 @@ async def test_restart_marks_unfinished_operations_interrupted_and_a_search_can_
     assert "continue" in record.message and record.message == INTERRUPTED_MESSAGE
     with pytest.raises(CnkiError) as info:
         await new.resume(job.operation_id)
-    assert info.value.code == "OPERATION_NOT_RUNNING"
+    # an ended (interrupted) operation has no human step: its state, not "runs in another process"
+    assert info.value.code == "OPERATION_STATE" and info.value.details["status"] == "interrupted"
 
     resumed = new.continue_(job.operation_id, search_runner(backend, limiter))
     log_before = len(backend.log)
