@@ -35,6 +35,7 @@ from playwright.async_api import Error as PlaywrightError
 from cnki_mcp import datadir
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import (
+    BudgetExhausted,
     DocumentNotFound,
     DownloadEntryNotFound,
     DownloadRefused,
@@ -356,7 +357,13 @@ class Downloader:
             op_id = op.operation_id if op is not None and _GUID.match(op.operation_id) else uuid.uuid4().hex
             folder = self.make_incoming(op_id)
             click_id = self.store.record_click(paper.record_ref, fmt, op_id, self.clock.now())
-            await tabs.click(detail_page, entry, op)
+            try:
+                await tabs.click(detail_page, entry, op)
+            except (BudgetExhausted, VerificationSkipped) as exc:
+                # the limiter refused the click's slot before the mouse moved: nothing was clicked,
+                # so the click must not stay uncertain (the next call would ask for retry)
+                self.store.click_outcome(click_id, "not_clicked", self.clock.now(), {"code": exc.code})
+                raise
             try:
                 saved = await self._await_file(detail_page, downloads, folder, fmt, wait_seconds, op)
             except _Refused as refused:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cnki_mcp.clock import SystemClock
+from cnki_mcp.errors import BudgetExhausted
 from cnki_mcp.files import safe_file_name
 from cnki_mcp.pdf_text import read_pdf_text
 from cnki_mcp.sim.pages.files import caj_bytes, pdf_bytes
@@ -209,6 +210,29 @@ async def test_an_error_page_for_the_order_is_its_site_error_at_once_and_the_nex
     async with asyncio.timeout(STEP_TIMEOUT):
         got = await case.downloader.download(ref, op=FakeOp())  # no retry needed
     assert got.source == "download" and len(sim.requests_for(ORDER, "GET")) == 2
+
+
+async def test_a_click_the_limiter_refuses_is_settled_not_clicked_and_never_left_uncertain(case: Case) -> None:
+    # The click's request slot can be refused before the mouse moves (the budget spent, or another
+    # operation's human step under on_verification skip); the click was recorded and stayed
+    # uncertain, so the next call asked for retry=true for a click that never happened.
+    sim = case.env.sim
+    ref = await case.ref("r0001")
+    details = len(sim.requests_for("/kcms2/article"))
+
+    @dataclass
+    class SpentAtTheClick(FakeOp):
+        def charge(self) -> None:
+            super().charge()
+            if len(sim.requests_for("/kcms2/article")) > details:  # its detail tab is open: the click
+                raise BudgetExhausted(reason="max_requests")
+
+    await expect_code(case.downloader.download(ref, op=SpentAtTheClick()), "BUDGET_EXHAUSTED")
+    assert [c.outcome for c in case.store.clicks_for(ref)] == ["not_clicked"]
+    assert not sim.requests_for(ORDER, "GET") and case.store.uncertain_click(ref) is None
+    async with asyncio.timeout(STEP_TIMEOUT):
+        got = await case.downloader.download(ref, op=FakeOp())  # no retry needed
+    assert got.source == "download"
 
 
 async def test_late_file_of_an_uncertain_click_is_reconciled_without_a_click(case: Case) -> None:
