@@ -186,7 +186,7 @@ class Downloader:
         ref = self.store.resolve_ref(record_ref)
         paper = self.store.get(ref)
         if paper is None:
-            raise DocumentNotFound(record_ref=record_ref)
+            raise DocumentNotFound.unknown_ref(record_ref)
         formats: tuple[FileFormat, ...] = ("pdf", "caj") if format == "auto" else (format,)
         # A second call for the same paper (another client, a retry sent while the first waits)
         # waits for the first one and then finds its file in the cache, or its uncertain click.
