@@ -23,9 +23,7 @@ from cnki_mcp.site.human import PageKind, PageState, StepKind
 log = logging.getLogger(__name__)
 
 # The HTTP status of a tab's document (0: none yet, about:blank, or a navigation that became a download)
-DOCUMENT_STATUS_JS = (
-    "() => { const e = performance.getEntriesByType('navigation')[0]; return e && e.responseStatus ? e.responseStatus : 0 }"
-)
+DOCUMENT_STATUS_JS = "() => { const e = performance.getEntriesByType('navigation')[0]; return e && e.responseStatus ? e.responseStatus : 0 }"
 
 
 async def document_status(page: Page) -> int:

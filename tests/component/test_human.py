@@ -157,7 +157,9 @@ async def test_a_skip_operation_held_by_another_operations_step_is_skipped_not_a
     # that met another operation's step in the limiter waited for the person with that message
     clock = FakeClock()
     gate, limiter = make_gate(clock)
-    step = asyncio.ensure_future(gate.handle("challenge", ScriptedPage(clock, CH, CH, CH, CLEAR), FakeOp(), "wait"))
+    step = asyncio.ensure_future(
+        gate.handle("challenge", ScriptedPage(clock, CH, CH, CH, CLEAR), FakeOp(), "wait")
+    )
     await settle()
     assert limiter.held
 
