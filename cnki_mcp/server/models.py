@@ -304,6 +304,8 @@ def default_next_step(
         return NO_ENTRY_STEP if other_formats else NO_FILE_STEP
     if "ACCESS_DENIED" in codes and kind in _TOOL_OF_KIND:  # 账户余额不足 / 无权访问: the account's rights
         return DENIED_STEP.format(tool=_TOOL_OF_KIND[kind])
+    if "DOWNLOAD_REFUSED" in codes and kind == "download":  # the same refusal on the order page: it said nothing
+        return DENIED_STEP.format(tool="download_paper") + "；要读全文也可试 read_online_html(record_ref)"
     if status == "interrupted":
         return "重新调用原工具（服务重启打断了这次调用）"
     if status in ("partial", "failed") and retryable and kind in _AGAIN_TOOL:

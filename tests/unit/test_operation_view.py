@@ -170,3 +170,9 @@ def test_an_operation_stopped_by_a_retryable_site_error_is_told_to_call_again_la
     # a search or graph with a checkpoint still continues; a metadata page keeps its own advice
     assert "continue" in (default_next_step("partial", "search", ("RATE_LIMITED",), checkpoint=True, retryable=True) or "")
     assert default_next_step("partial", "metadata", ("SITE_UNAVAILABLE",), retryable=True) is None
+
+
+def test_a_refused_download_is_told_to_check_the_account_like_a_refused_read() -> None:
+    # DOWNLOAD_REFUSED (余额不足, 无权访问 on the order page) had no advice; ACCESS_DENIED had
+    step = default_next_step("failed", "download", ("DOWNLOAD_REFUSED",)) or ""
+    assert "session_status" in step and "login" in step and "download_paper" in step
