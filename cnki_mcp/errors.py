@@ -100,9 +100,21 @@ class InvalidTemplate(InvalidInput):
     default_message = "自定义模板无效"
 
 
+UNKNOWN_REF_MESSAGE = (
+    "本地没有这个 record_ref：先用 search 或 structured_search 检索，或用 get_metadata(titles=[完整题名]) "
+    "取得 record_ref，再用它调用"
+)
+
+
 class DocumentNotFound(CnkiError):
     code = "DOCUMENT_NOT_FOUND"
     default_message = "未找到该文献"
+
+    @classmethod
+    def unknown_ref(cls, record_ref: str) -> DocumentNotFound:
+        """A record_ref this data directory has no record of, saying how to get one (it was the
+        bare 未找到该文献 in read_online_html, download_paper, read_pdf_text and get_metadata)."""
+        return cls(UNKNOWN_REF_MESSAGE, record_ref=record_ref)
 
 
 class SearchNotFound(CnkiError):

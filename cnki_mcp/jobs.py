@@ -218,7 +218,11 @@ class OperationContext:
         self._manager._changed(self._live, persist=True, notify=False)
 
     def set_stage(self, stage: str, message: str | None = None) -> None:
+        """Enter `stage` (or say `message` in it). A new stage has counted nothing yet (it kept the
+        old stage's done/total, which progress notifications then added to the new stage)."""
         rec = self._live.record
+        if stage != rec.stage:
+            rec.progress.done, rec.progress.total, rec.progress.unit = 0, None, None
         rec.stage = stage
         if message is not None:
             self._live.running_message = message
@@ -691,6 +695,11 @@ class JobManager:
             record = self._sink.load(operation_id)
             if record is None:
                 raise OperationNotFound(operation_id=operation_id)
+            if not record.status.active:  # ended here: not 操作不在本进程中运行
+                ended = record.status.value
+                raise OperationState(
+                    f"操作已结束（{ended}），没有等待人工处理的步骤", operation_id=operation_id, status=ended
+                )
             raise OperationNotRunning(operation_id=operation_id)
         waiting = (
             live.record.status is OperationStatus.AWAITING_USER

@@ -322,7 +322,7 @@ class ReadingService:
     ) -> ReadResult:
         paper = self._store.get(ref)
         if paper is None:
-            raise DocumentNotFound(record_ref=record_ref)
+            raise DocumentNotFound.unknown_ref(record_ref)
         try:
             capture = await self._backend.read(paper, op)
         except HtmlEntryNotFound:

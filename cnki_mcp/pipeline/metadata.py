@@ -314,7 +314,7 @@ async def fetch_metadata(
     for ref in inp.record_refs:
         paper = store.get(ref)
         if paper is None:
-            record_item_error(ctx, DocumentNotFound(record_ref=ref), None, "locate", record_ref=ref)
+            record_item_error(ctx, DocumentNotFound.unknown_ref(ref), None, "locate", record_ref=ref)
         else:
             targets.append(paper.record_ref)
     scope_total: int | None = None

@@ -79,6 +79,7 @@ class OperationView(BaseModel):
                 operation_id=record.operation_id,
                 login_skipped=login,
                 other_formats=others,
+                retryable=any(e.retryable for e in view.errors),
             )
             if view.next_step is None and view.kind == "search":
                 view.next_step = more_results_step(view.result)
@@ -232,6 +233,19 @@ BROWSER_STEP = (
     "浏览器没能启动（原因见 errors 的 message 与 details）：按其说明处理，或运行 cnki-mcp doctor 检查浏览器"
     "与 CNKI_BROWSER_PATH；修好后 {again}"
 )
+# The tool to call again after a retryable site error, by operation kind. Not here: metadata and
+# export (their page is finished by `page_again_step`), watch (`unchecked_step` names the watches).
+_AGAIN_TOOL = {
+    "download": "download_paper",
+    "read": "read_online_html",
+    "verify": "verify_references",
+    "links": "link_references",
+    "login": "login",
+    "session": "session_status",
+    "search": "原检索工具（search 或 structured_search）",
+    "citations": "原工具（get_references / get_citing 已读的列表页存在本地，不再请求）",
+}
+RETRY_LATER_STEP = "知网这次没有给出结果（errors 中的错误可重试：限流、暂时不可用或验证未完成）：稍后用相同参数再调用 {tool}"
 UNCERTAIN_DOWNLOAD_STEP = "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
 
 
@@ -245,6 +259,7 @@ def default_next_step(
     operation_id: str | None = None,
     login_skipped: bool = False,
     other_formats: bool = True,
+    retryable: bool = False,
 ) -> str | None:
     """What to call next, by status, operation kind, error codes, whether a checkpoint was kept
     and (a download) the saved file's format: the same advice whether the record comes back
@@ -253,7 +268,8 @@ def default_next_step(
     path, not get_references / get_citing: those are told to call again, their pages being stored)
     is told to; read_pdf_text reads PDFs only, so a CAJ
     download gets no advice. A page skipped because CNKI asked for a login (`login_skipped`): log
-    in first, then the same call again."""
+    in first, then the same call again. An operation stopped by an error a retry may get past
+    (`retryable`: RATE_LIMITED, SITE_UNAVAILABLE, ...) and no other advice: the same call later."""
     if status == "skipped" and login_skipped:
         return LOGIN_THEN_AGAIN.format(tool=_TOOL_OF_KIND.get(kind or "", "原工具"))
     if kind == "download":
@@ -284,7 +300,8 @@ def default_next_step(
         return LIST_AGAIN_STEP
     if "IDENTITY_AMBIGUOUS" in codes:
         return AMBIGUOUS_STEP
-    if "DOCUMENT_NOT_FOUND" in codes and kind in ("metadata", "export"):  # a title CNKI's exact search missed
+    # a title CNKI's exact search missed (download_paper / read_online_html given a title too)
+    if "DOCUMENT_NOT_FOUND" in codes and kind in ("metadata", "export", "download", "read"):
         return TITLE_NOT_FOUND_STEP
     if "HTML_ENTRY_NOT_FOUND" in codes:  # no HTML reader for this paper: the file has the text
         return NO_HTML_STEP
@@ -294,8 +311,13 @@ def default_next_step(
         return NO_ENTRY_STEP if other_formats else NO_FILE_STEP
     if "ACCESS_DENIED" in codes and kind in _TOOL_OF_KIND:  # 账户余额不足 / 无权访问: the account's rights
         return DENIED_STEP.format(tool=_TOOL_OF_KIND[kind])
+    if "DOWNLOAD_REFUSED" in codes and kind == "download":  # the same refusal on the order page: it said nothing
+        return DENIED_STEP.format(tool="download_paper") + "；要读全文也可试 read_online_html(record_ref)"
     if status == "interrupted":
         return "重新调用原工具（服务重启打断了这次调用）"
+    if status in ("partial", "failed") and retryable and kind in _AGAIN_TOOL:
+        # it was null: a get_references stopped by SITE_UNAVAILABLE said nothing (README: 重新调用)
+        return RETRY_LATER_STEP.format(tool=_AGAIN_TOOL[kind])
     return None
 
 

@@ -41,11 +41,13 @@ class ProgressScale:
                 self.base = max(self.last, 0.0)
             self.stage = stage
         self.done = done
-        value = self.base + done
+        value = round(self.base + done, 3)
         if value <= self.last:
-            value = self.last + 0.001  # heartbeats and repeats must still increase
+            # heartbeats and repeats must still increase; rounded, so a client shows 16.002, not
+            # the float sum 16.002000000000002
+            value = round(self.last + 0.001, 3)
         self.last = value
-        return value, (max(self.base + total, value) if total else None)
+        return value, (round(max(self.base + total, value), 3) if total else None)
 
 
 class ProgressBridge:

@@ -146,6 +146,9 @@ def save_export(data_dir: Path, name: str, text: str) -> Path:
 
 
 SAVE_STEP = "用 filename 保存为文件"
+UNKNOWN_REFS_MESSAGE = (
+    "本地没有这些 record_ref：先用 search 或 structured_search 检索，或用 get_metadata(titles=[完整题名]) 取得 record_ref"
+)
 
 
 def too_large(size: int, count: int, read_only: bool) -> OutputTooLarge:
@@ -299,9 +302,9 @@ def register(server: CnkiServer) -> None:
 
         if not pending:
             if record_refs and not search_id and not titles and not store.papers_by_refs(refs):
-                raise DocumentNotFound("本地没有这些记录编号", record_refs=list(dict.fromkeys(record_refs)))
+                raise DocumentNotFound(UNKNOWN_REFS_MESSAGE, record_refs=list(dict.fromkeys(record_refs)))
             view = render_export(services, refs, fmt, template, missing_fields, name).model_copy(update=paging)
-            unknown = [ErrorView(**DocumentNotFound(record_ref=r).to_dict()) for r in view.not_found]
+            unknown = [ErrorView(**DocumentNotFound.unknown_ref(r).to_dict()) for r in view.not_found]
             return ExportOperation(
                 kind=OperationKind.EXPORT.value,
                 status="partial" if unknown else "completed",
@@ -323,7 +326,7 @@ def register(server: CnkiServer) -> None:
             view = render_export(services, [*refs, *located], fmt, template, missing_fields, name)
             view = view.model_copy(update=paging)
             for ref in view.not_found:
-                op.add_item_error(DocumentNotFound(record_ref=ref), stage="export", record_ref=ref)
+                op.add_item_error(DocumentNotFound.unknown_ref(ref), stage="export", record_ref=ref)
             return view
 
         record = await start_operation(

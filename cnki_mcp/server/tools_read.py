@@ -88,7 +88,7 @@ def known_ref(services: Services, record_ref: str | None, title: str | None) -> 
     if record_ref is not None:
         ref = store.resolve_ref(record_ref)
         if store.get(ref) is None:
-            raise DocumentNotFound(record_ref=record_ref)
+            raise DocumentNotFound.unknown_ref(record_ref)
         return ref
     assert title is not None
     local = store.find_by_title_key(title)
@@ -237,7 +237,7 @@ def register(server: CnkiServer) -> None:
             store = services.store
             ref = store.resolve_ref(record_ref)
             if store.get(ref) is None:
-                raise DocumentNotFound(record_ref=record_ref)
+                raise DocumentNotFound.unknown_ref(record_ref)
             stored = store.download_for(ref, "pdf")
             if stored is None:
                 # read-only mode hides download_paper (server/readonly.py): nothing to call first

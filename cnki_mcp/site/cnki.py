@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -21,6 +22,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import (
+    CnkiError,
     ContentNotReady,
     DocumentNotFound,
     LocatorExpired,
@@ -83,12 +85,28 @@ EXPORT_PATH = "/dm8/api/ShowExport"
 READY_TIMEOUT_MS = 20_000  # site-rules.md §1.2: AdvSearch must be usable within 20 s
 CAPTURE_TIMEOUT_MS = 30_000  # site-rules.md §1.2: the grid POST must follow the click within 30 s
 NAV_TIMEOUT_MS = 30_000
+_NET_ERROR = re.compile(r"net::ERR_[A-Z_]+")
 RENDER_POLL_SECONDS = 0.1
 
 @dataclass(slots=True)
 class _Captured:
     template: GridTemplate
     generation: int
+
+
+def navigation_failure(exc: PlaywrightError) -> CnkiError:
+    """What a failed navigation to the search page is. The network not reaching CNKI (offline,
+    DNS, refused, timed out: `net::ERR_…` or a navigation timeout) is SITE_UNAVAILABLE, as the
+    same failure of any other request is; it was QUERY_TEMPLATE_UNAVAILABLE ("未能从高级检索页捕获
+    检索请求") with the browser's text. Anything else stays a capture failure."""
+    reason = without_query(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)[:200]
+    net = _NET_ERROR.search(reason)
+    if net is None and not isinstance(exc, PlaywrightTimeout):
+        return QueryTemplateUnavailable(reason=reason)
+    what = net.group(0) if net is not None else "打开页面超时"
+    return SiteUnavailable(
+        f"无法连接知网（{what}）：请检查网络连接、代理或 VPN 后稍后再调用", reason=reason, network=True
+    )
 
 
 class _PageChanged(_TransportError):
@@ -239,7 +257,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
                     )
             except PlaywrightError as exc:
                 self._host.note_error(exc)
-                raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
+                raise navigation_failure(exc) from exc
             status = response.status if response is not None else 200
             try:
                 html = await bounded(page.content(), CALL_SECONDS, "page content")

@@ -6,7 +6,8 @@ without `retry` stops here (SIDE_EFFECT_UNCERTAIN, nothing clicked). Otherwise: 
 its own tab, settled; the format chosen from the visible entries (auto: PDF, else CAJ, else
 DOWNLOAD_ENTRY_NOT_FOUND without clicking); the click recorded in the store BEFORE it happens;
 one real click; then every tab CNKI opens is watched: a refusal text in its first 300 characters
-is DOWNLOAD_REFUSED with the page's words, a verification or login page goes to the human gate
+is DOWNLOAD_REFUSED with the page's words, an HTTP error page (429, 404, 5xx) RATE_LIMITED or
+SITE_UNAVAILABLE at once (the click settled `site_error`: the next call clicks again), a verification or login page goes to the human gate
 and the same download is awaited again (skipped: the click is settled `skipped` and its tabs
 closed, so the next call clicks again), and the browser's download event on any page is saved
 to `<data>/incoming/<op_id>/`, validated, archived under `downloads/` and recorded with SHA-256.
@@ -34,6 +35,7 @@ from playwright.async_api import Error as PlaywrightError
 from cnki_mcp import datadir
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import (
+    BudgetExhausted,
     DocumentNotFound,
     DownloadEntryNotFound,
     DownloadRefused,
@@ -41,6 +43,7 @@ from cnki_mcp.errors import (
     InvalidFile,
     InvalidInput,
     SideEffectUncertain,
+    SiteError,
     VerificationNotFound,
     VerificationRepeated,
     VerificationSkipped,
@@ -63,6 +66,7 @@ from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.deadline import CLOSE_SECONDS, BrowserStalled, bounded
 from cnki_mcp.site.download_result import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, DownloadResult
 from cnki_mcp.site.human import PageKind, StepKind
+from cnki_mcp.site.pages import document_status, error_page
 from cnki_mcp.site.reading import DetailTabs, close_quietly
 from cnki_mcp.store import Store, StoredDownload, file_sha256
 
@@ -129,6 +133,16 @@ class _Refused(Exception):
         self.text = text
 
 
+AGAIN_AFTER_ERROR_PAGE = "没有给出文件；稍后用相同参数再调用 download_paper（无需 retry）"
+
+
+class _ErrorPage(Exception):
+    def __init__(self, error: SiteError, status: int):
+        super().__init__(error.message)
+        self.error = error
+        self.status = status
+
+
 class Downloader:
     """download_paper over a live browser and the store; see the module docstring."""
 
@@ -172,7 +186,7 @@ class Downloader:
         ref = self.store.resolve_ref(record_ref)
         paper = self.store.get(ref)
         if paper is None:
-            raise DocumentNotFound(record_ref=record_ref)
+            raise DocumentNotFound.unknown_ref(record_ref)
         formats: tuple[FileFormat, ...] = ("pdf", "caj") if format == "auto" else (format,)
         # A second call for the same paper (another client, a retry sent while the first waits)
         # waits for the first one and then finds its file in the cache, or its uncertain click.
@@ -343,12 +357,23 @@ class Downloader:
             op_id = op.operation_id if op is not None and _GUID.match(op.operation_id) else uuid.uuid4().hex
             folder = self.make_incoming(op_id)
             click_id = self.store.record_click(paper.record_ref, fmt, op_id, self.clock.now())
-            await tabs.click(detail_page, entry, op)
+            try:
+                await tabs.click(detail_page, entry, op)
+            except (BudgetExhausted, VerificationSkipped) as exc:
+                # the limiter refused the click's slot before the mouse moved: nothing was clicked,
+                # so the click must not stay uncertain (the next call would ask for retry)
+                self.store.click_outcome(click_id, "not_clicked", self.clock.now(), {"code": exc.code})
+                raise
             try:
                 saved = await self._await_file(detail_page, downloads, folder, fmt, wait_seconds, op)
             except _Refused as refused:
                 self.store.click_outcome(click_id, "refused", self.clock.now(), {"text": refused.text})
                 raise DownloadRefused(text=refused.text, record_ref=paper.record_ref, format=fmt) from None
+            except _ErrorPage as answered:
+                # CNKI answered the order with an error page: nothing delivered, the outcome known
+                self.store.click_outcome(click_id, "site_error", self.clock.now(), {"status": answered.status})
+                answered.error.details.update(record_ref=paper.record_ref, format=fmt)
+                raise answered.error from None
             except VerificationSkipped as skipped:
                 # The click was answered by a login or verification page and no file came: its
                 # outcome is known (nothing delivered, nothing charged); the tabs close below.
@@ -484,6 +509,10 @@ class Downloader:
                 refused = refusal_text(str(text or ""))
                 if refused is not None and downloads.empty():
                     raise _Refused(refused)
+                status = await document_status(page)
+                failure = error_page(status, "下载页", AGAIN_AFTER_ERROR_PAGE)
+                if failure is not None and downloads.empty():
+                    raise _ErrorPage(failure, status)
             remaining = deadline - self.clock.monotonic()
             if remaining <= 0:
                 return None

@@ -48,6 +48,13 @@ HEADLESS_MESSAGES: dict[StepKind, str] = {
 }
 
 
+# A request of an operation with on_verification skip met another operation's step (the limiter is held).
+HELD_SKIPPED: dict[StepKind, str] = {
+    "challenge": "另一个任务正在等待人工验证，按 on_verification=skip 未等待；验证完成后再调用",
+    "login": "另一个任务正在等待登录，按 on_verification=skip 未等待；登录完成后再调用",
+}
+
+
 class PageKind(StrEnum):
     CLEAR = "clear"
     CHALLENGE = "challenge"
@@ -246,6 +253,13 @@ class HumanGate:
         if step is None or not isinstance(budget, OperationHandle):
             yield
             return
+        if getattr(budget, "on_verification", None) == "skip":
+            # on_verification skip never waits for the person (docs/reliability.md): it turned
+            # awaiting_user with the other operation's step message; the request is skipped as a
+            # page it met itself would be, before anything is sent
+            raise VerificationSkipped(
+                HELD_SKIPPED[step.kind], gate=step.kind, waiting_for=step.operation_ids[:1]
+            )
         step.operation_ids.append(budget.operation_id)
         budget.awaiting_user(step.message)
         try:

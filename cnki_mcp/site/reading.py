@@ -50,9 +50,10 @@ from cnki_mcp.site.grid_template import exact_title_subject
 from cnki_mcp.site.human import HumanGate, PageKind, PageState, StepKind
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.page_apis import block_page_apis
-from cnki_mcp.site.pages import LOAD_STATE_JS, PlaywrightHumanPage
+from cnki_mcp.site.pages import LOAD_STATE_JS, PlaywrightHumanPage, document_status, error_page
 
 log = logging.getLogger(__name__)
+READER_AGAIN = "稍后用相同参数再调用 read_online_html"
 
 NAV_TIMEOUT_MS = 30_000
 SETTLE_QUIET_SECONDS = 1.5  # site-rules.md §11.3: jQuery idle this long before clicking
@@ -448,6 +449,11 @@ class HtmlReader:
                 except IdentityConflict:
                     raise
                 except ReaderUnsupported as exc:
+                    answered = error_page(await document_status(page), "阅读页", READER_AGAIN)
+                    if answered is not None:
+                        # an HTTP error page (404, 5xx, 429) is CNKI's answer: it was polled for the
+                        # whole reader timeout and reported READER_UNSUPPORTED (download instead)
+                        raise answered from None
                     problem = self._page_problem(html, page.url) or exc
                     if isinstance(problem, AccessDenied):
                         # The site said no (the htmlread tip page 账户余额不足, a 403 无权访问):

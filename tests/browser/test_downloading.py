@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cnki_mcp.clock import SystemClock
+from cnki_mcp.errors import BudgetExhausted
 from cnki_mcp.files import safe_file_name
 from cnki_mcp.pdf_text import read_pdf_text
 from cnki_mcp.sim.pages.files import caj_bytes, pdf_bytes
@@ -30,7 +31,6 @@ from tests.site_stack import (
     FakeOp,
     expect_code,
     log_in,
-    logged,
     sim_settings,
     site_stack,
     tab_with,
@@ -177,20 +177,62 @@ async def test_login_page_is_handed_to_the_person_and_the_same_download_arrives(
 async def test_uncertain_outcome_is_not_clicked_again_until_retry(case: Case) -> None:
     sim = case.env.sim
     ref = await case.ref("r0001")
-    sim.set_scenario({"faults": [{"path": "/bar/download", "kind": "not_found", "at": [1]}]})
+    # the first order answers long after the call stopped waiting: no file, no page in time
+    sim.set_scenario({"latency": [{"path": "/bar/download", "ms": 30_000, "at": [1]}]})
     await expect_code(case.downloader.download(ref, wait_seconds=1, op=FakeOp()), "SIDE_EFFECT_UNCERTAIN")
     assert case.store.uncertain_click(ref, "pdf") is not None
-    # the click's tab may ask its order page after the call gave up waiting (a loaded machine)
-    await logged(sim, ORDER, "GET")
 
     await expect_code(case.downloader.download(ref, op=FakeOp()), "SIDE_EFFECT_UNCERTAIN")
-    assert len(sim.requests_for(ORDER, "GET")) == 1  # the second call clicked nothing
-    assert len(case.store.clicks_for(ref)) == 1
+    assert len(case.store.clicks_for(ref)) == 1  # the second call clicked nothing
 
     async with asyncio.timeout(STEP_TIMEOUT):
         got = await case.downloader.download(ref, retry=True, op=FakeOp())
-    assert got.source == "download" and len(sim.requests_for(ORDER, "GET")) == 2
+    assert got.source == "download" and len(case.store.clicks_for(ref)) == 2
     assert case.store.uncertain_click(ref) is None
+
+
+@pytest.mark.parametrize(
+    ("kind", "code"), [("not_found", "SITE_UNAVAILABLE"), ("503", "SITE_UNAVAILABLE"), ("429", "RATE_LIMITED")]
+)
+async def test_an_error_page_for_the_order_is_its_site_error_at_once_and_the_next_call_clicks_again(
+    case: Case, kind: str, code: str
+) -> None:
+    # It waited the whole wait_seconds (120 s) for a file, then said SIDE_EFFECT_UNCERTAIN "未见拒绝
+    # 页面", and the next call asked for retry=true: the error page is CNKI's answer, no file came.
+    sim = case.env.sim
+    ref = await case.ref("r0001")
+    sim.set_scenario({"faults": [{"path": "/bar/download", "kind": kind, "at": [1]}]})
+    error = await expect_code(case.downloader.download(ref, op=FakeOp()), code)
+    assert error.retryable and error.details["record_ref"] == ref
+    assert [c.outcome for c in case.store.clicks_for(ref)] == ["site_error"]
+    assert case.store.uncertain_click(ref) is None
+
+    async with asyncio.timeout(STEP_TIMEOUT):
+        got = await case.downloader.download(ref, op=FakeOp())  # no retry needed
+    assert got.source == "download" and len(sim.requests_for(ORDER, "GET")) == 2
+
+
+async def test_a_click_the_limiter_refuses_is_settled_not_clicked_and_never_left_uncertain(case: Case) -> None:
+    # The click's request slot can be refused before the mouse moves (the budget spent, or another
+    # operation's human step under on_verification skip); the click was recorded and stayed
+    # uncertain, so the next call asked for retry=true for a click that never happened.
+    sim = case.env.sim
+    ref = await case.ref("r0001")
+    details = len(sim.requests_for("/kcms2/article"))
+
+    @dataclass
+    class SpentAtTheClick(FakeOp):
+        def charge(self) -> None:
+            super().charge()
+            if len(sim.requests_for("/kcms2/article")) > details:  # its detail tab is open: the click
+                raise BudgetExhausted(reason="max_requests")
+
+    await expect_code(case.downloader.download(ref, op=SpentAtTheClick()), "BUDGET_EXHAUSTED")
+    assert [c.outcome for c in case.store.clicks_for(ref)] == ["not_clicked"]
+    assert not sim.requests_for(ORDER, "GET") and case.store.uncertain_click(ref) is None
+    async with asyncio.timeout(STEP_TIMEOUT):
+        got = await case.downloader.download(ref, op=FakeOp())  # no retry needed
+    assert got.source == "download"
 
 
 async def test_late_file_of_an_uncertain_click_is_reconciled_without_a_click(case: Case) -> None:

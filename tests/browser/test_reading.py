@@ -204,6 +204,24 @@ async def test_a_refused_reader_entry_is_access_denied_without_waiting_out_the_r
     assert await open_tabs(env) == before
 
 
+@pytest.mark.parametrize(
+    ("kind", "code"), [("not_found", "SITE_UNAVAILABLE"), ("503", "SITE_UNAVAILABLE"), ("429", "RATE_LIMITED")]
+)
+async def test_an_error_page_for_the_reader_entry_is_its_site_error_without_waiting_out_the_reader_timeout(
+    env: Env, kind: str, code: str
+) -> None:
+    # It was polled for the whole reader timeout (20 s) and ended READER_UNSUPPORTED 阅读页缺少
+    # 正文容器, whose advice is to download the file instead. With a reader timeout far past
+    # STEP_TIMEOUT, waiting it out fails the bound below.
+    env.sim.set_scenario({"faults": [{"path": "/bar/htmlread", "kind": kind}]})
+    patient = HtmlReader(env.reader.tabs, reader_timeout=STEP_TIMEOUT * 10)
+    before = await open_tabs(env)
+    err = await expect_code(patient.read(paper_for(env.sim, "r0001"), FakeOp()), code)
+    assert err.retryable
+    assert [e.fault for e in env.sim.requests_for("/bar/htmlread", "GET")] == [kind]
+    assert await open_tabs(env) == before
+
+
 async def test_detail_without_reader_entry_is_html_entry_not_found(env: Env) -> None:
     await expect_code(env.reader.read(paper_for(env.sim, "r0031"), FakeOp()), "HTML_ENTRY_NOT_FOUND")
     assert not env.sim.requests_for("/bar/htmlread", "GET")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -505,3 +506,20 @@ async def test_concurrent_grid_calls_share_one_capture(env: Env) -> None:
     for term, result in zip(("数据", "乡村", "模型"), results, strict=True):
         assert result.total == len(titles_containing(env.corpus, term))
     assert len(env.sim.requests_for("/kns8s/AdvSearch", "GET")) == 1
+
+
+async def test_cnki_out_of_reach_is_site_unavailable_not_a_search_template_failure(
+    tmp_path: Any, browser_executable: str
+) -> None:
+    # Offline (DNS, refused): it was QUERY_TEMPLATE_UNAVAILABLE 未能从高级检索页捕获检索请求 with the
+    # browser's net::ERR_ text, where the same failure of any other request is SITE_UNAVAILABLE
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    settings = sim_settings(tmp_path / "data", f"http://127.0.0.1:{port}", browser_executable)
+    async with site_stack(settings) as stack:
+        with pytest.raises(CnkiError) as info:
+            async with asyncio.timeout(STEP_TIMEOUT):
+                await stack.site.grid(GridRequest(subject=title_subject("违约金"), anchor="违约金"), FakeOp())
+    assert info.value.code == "SITE_UNAVAILABLE" and info.value.retryable
+    assert info.value.details["network"] is True

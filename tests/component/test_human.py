@@ -141,6 +141,47 @@ async def test_skip_policy_raises_at_once_and_holds_nothing() -> None:
     assert gate.epoch == 0
 
 
+class LimitedOp(FakeOp):
+    """An operation whose request goes through the limiter (its budget), by its on_verification."""
+
+    def __init__(self, operation_id: str, on_verification: str) -> None:
+        super().__init__(operation_id)
+        self.on_verification = on_verification
+
+    def charge(self) -> None:
+        pass
+
+
+async def test_a_skip_operation_held_by_another_operations_step_is_skipped_not_awaiting_user() -> None:
+    # docs/reliability.md: under skip the operation never turns awaiting_user; a request of it
+    # that met another operation's step in the limiter waited for the person with that message
+    clock = FakeClock()
+    gate, limiter = make_gate(clock)
+    step = asyncio.ensure_future(
+        gate.handle("challenge", ScriptedPage(clock, CH, CH, CH, CLEAR), FakeOp(), "wait")
+    )
+    await settle()
+    assert limiter.held
+
+    async def request(op: LimitedOp) -> None:
+        async with limiter.slot(budget=op):
+            pass
+
+    skipping = LimitedOp("op_b", "skip")
+    skipped = asyncio.ensure_future(request(skipping))
+    await settle()
+    assert skipped.done() and skipping.events == [] and gate.waiting_operations == ["op_a"]
+    error = skipped.exception()
+    assert isinstance(error, VerificationSkipped)
+    assert error.details["gate"] == "challenge" and error.details["waiting_for"] == ["op_a"]
+    waiting = LimitedOp("op_c", "wait")  # an operation that waits is held as before
+    other = asyncio.ensure_future(request(waiting))
+    await settle()
+    assert waiting.status == "awaiting_user" and gate.waiting_operations == ["op_a", "op_c"]
+    await clock.run_until_complete(step, other)
+    assert waiting.status == "running"
+
+
 async def test_a_racing_challenge_waits_for_the_first_step_and_returns_for_retry() -> None:
     clock = FakeClock()
     gate, _ = make_gate(clock)

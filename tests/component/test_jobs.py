@@ -27,6 +27,7 @@ from cnki_mcp.jobs import (
     final_status,
 )
 from cnki_mcp.operations import INTERRUPTED_MESSAGE, finished_message
+from cnki_mcp.server.progress import ProgressScale
 from cnki_mcp.site.human import HumanGate, PageKind, PageState
 from cnki_mcp.site.limiter import Limiter
 
@@ -397,7 +398,8 @@ async def test_restart_marks_unfinished_operations_interrupted_and_a_search_can_
     assert "continue" in record.message and record.message == INTERRUPTED_MESSAGE
     with pytest.raises(CnkiError) as info:
         await new.resume(job.operation_id)
-    assert info.value.code == "OPERATION_NOT_RUNNING"
+    # an ended (interrupted) operation has no human step: its state, not "runs in another process"
+    assert info.value.code == "OPERATION_STATE" and info.value.details["status"] == "interrupted"
 
     resumed = new.continue_(job.operation_id, search_runner(backend, limiter))
     log_before = len(backend.log)
@@ -524,6 +526,35 @@ async def test_progress_subscription_gets_updates_and_heartbeats_while_awaiting(
     assert events[-1].status is OperationStatus.COMPLETED
     assert len([e for e in events if e.heartbeat]) == 4  # heartbeats stopped with the wait
     assert 0 < len(received) < len(events)
+
+
+async def test_a_new_stage_starts_counting_from_zero_on_the_progress_scale(env: Any) -> None:
+    # set_stage kept the stage before's done/total: enrichment's first notification carried
+    # retrieval's 17/30 under its own name, and the client's bar jumped from 17/30 to 34/47
+    clock, _, manager, _ = env
+    events: list[ProgressEvent] = []
+
+    async def runner(ctx: OperationContext) -> str:
+        await clock.sleep(1)
+        ctx.set_stage("retrieval", "检索")
+        ctx.progress(17, 30, "candidates")
+        ctx.set_stage("enrichment", "读取期刊 0/8")
+        ctx.progress(0, 8, "papers")
+        ctx.set_stage("enrichment", "读取期刊 1/8")
+        ctx.progress(1, 8)
+        return "ok"
+
+    job = manager.start(OperationKind.SEARCH, runner, SEARCH_BUDGET)
+    manager.subscribe(job.operation_id, events.append)
+    await clock.run_until_complete(job.finish())
+    entered = next(e for e in events if e.stage == "enrichment")
+    assert (entered.done, entered.total, entered.unit) == (0, None, None)
+    scale = ProgressScale()
+    sent = [scale.map(e.stage, e.done, e.total) for e in events]
+    values = [value for value, _ in sent]
+    at_entry = values[events.index(entered)]
+    assert 17 <= at_entry < 18  # enrichment starts where retrieval stopped
+    assert sent[-2] == (pytest.approx(18.0, abs=0.01), pytest.approx(25.0, abs=0.01))  # 1 of 8 past 17
 
 
 async def test_resume_signals_the_human_step(env: Any) -> None:

@@ -397,7 +397,8 @@ async def test_operation_control_cancel_and_continue_codes(tmp_path: Path) -> No
         resume = _error(
             await client.call_tool("operation_control", {"action": "resume", "operation_id": op_id})
         )
-        assert resume["code"] == "OPERATION_NOT_RUNNING"
+        # the cancelled operation ended here: its state (it said 操作不在本进程中运行)
+        assert resume["code"] == "OPERATION_STATE" and resume["details"]["status"] == "cancelled"
         show = _error(await client.call_tool("operation_control", {"action": "show"}))
         assert show["code"] == "VERIFICATION_NOT_FOUND"
         recover = await client.call_tool("operation_control", {"action": "recover"})
@@ -551,3 +552,19 @@ async def test_an_identical_search_after_the_running_one_was_cancelled_runs_its_
         assert again["operation_id"] != first["operation_id"] and again["joined"] is False
         h.pipeline.release.set()
     assert h.pipeline.runs == 2
+
+
+async def test_an_unknown_record_ref_says_which_tool_gets_one(h: Harness) -> None:
+    # read_online_html / download_paper / read_pdf_text / export_citations answered the bare
+    # 未找到该文献 (or 本地没有这些记录编号): nothing for the model to call next
+    unknown = "rec_" + "0" * 24
+    calls = [
+        ("read_online_html", {"record_ref": unknown}), ("download_paper", {"record_ref": unknown}),
+        ("read_pdf_text", {"record_ref": unknown}), ("export_citations", {"record_refs": [unknown]}),
+    ]  # fmt: skip
+    async with Client(build_server(h.open)) as client:
+        for tool, args in calls:
+            error = _error(await client.call_tool(tool, args))
+            assert error["code"] == "DOCUMENT_NOT_FOUND", (tool, error)
+            named = [name for name in TOOL_NAMES if name in error["message"]]
+            assert "get_metadata" in named and "search" in named, (tool, error["message"])

@@ -17,7 +17,8 @@ def test_only_searches_and_citation_walks_with_a_checkpoint_are_told_to_continue
     assert "continue" not in (default_next_step("interrupted", "search") or "")
     for kind in ("metadata", "export", "links", "verify", "read", "watch"):
         # a title get_metadata / export_citations could not locate: how to find the paper instead
-        told = TITLE_NOT_FOUND_STEP if kind in ("metadata", "export") else None
+        # (read_online_html given a title: the same advice, tested below)
+        told = TITLE_NOT_FOUND_STEP if kind in ("metadata", "export", "read") else None
         assert default_next_step("partial", kind, ("DOCUMENT_NOT_FOUND",), checkpoint=True) == told
         assert "continue" not in (default_next_step("interrupted", kind, checkpoint=True) or "")
 
@@ -146,3 +147,32 @@ def test_a_check_of_several_watches_names_every_watch_with_unlisted_records() ->
     assert "list_watches(watch_id='w_a', offset=20)" in step and "list_watches(watch_id='w_c', offset=20)" in step
     assert "w_b" not in step
     assert unlisted_step({"checks": [{"watch_id": "w_b", "next_offset": None}]}) is None
+
+
+def test_a_title_download_paper_or_read_online_html_could_not_locate_is_told_how_to_find_it() -> None:
+    # it was null for these two, while get_metadata / export_citations got the advice
+    for kind in ("download", "read"):
+        assert default_next_step("failed", kind, ("DOCUMENT_NOT_FOUND",)) == TITLE_NOT_FOUND_STEP
+
+
+def test_an_operation_stopped_by_a_retryable_site_error_is_told_to_call_again_later() -> None:
+    # get_references / read_online_html / download_paper stopped by SITE_UNAVAILABLE or
+    # RATE_LIMITED said nothing (next_step null), while the README promises 重新调用
+    for kind, tool in (
+        ("citations", "get_references"), ("read", "read_online_html"), ("download", "download_paper"),
+        ("verify", "verify_references"), ("links", "link_references"),
+    ):  # fmt: skip
+        for status in ("partial", "failed"):
+            step = default_next_step(status, kind, ("SITE_UNAVAILABLE",), retryable=True) or ""
+            assert tool in step and "相同参数" in step and "continue" not in step, (kind, step)
+    # not retryable: no such advice
+    assert default_next_step("failed", "citations", ("ACCESS_DENIED",), retryable=False) is None
+    # a search or graph with a checkpoint still continues; a metadata page keeps its own advice
+    assert "continue" in (default_next_step("partial", "search", ("RATE_LIMITED",), checkpoint=True, retryable=True) or "")
+    assert default_next_step("partial", "metadata", ("SITE_UNAVAILABLE",), retryable=True) is None
+
+
+def test_a_refused_download_is_told_to_check_the_account_like_a_refused_read() -> None:
+    # DOWNLOAD_REFUSED (余额不足, 无权访问 on the order page) had no advice; ACCESS_DENIED had
+    step = default_next_step("failed", "download", ("DOWNLOAD_REFUSED",)) or ""
+    assert "session_status" in step and "login" in step and "download_paper" in step

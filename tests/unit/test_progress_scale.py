@@ -29,3 +29,13 @@ def test_a_count_that_falls_within_one_stage_starts_a_new_segment() -> None:
     first = scale.map("enrichment", 60, 60)
     again = scale.map("enrichment", 1, 40)  # the feedback papers, counted under the same stage
     assert again[0] > first[0] and again[1] is not None and again[0] <= again[1]
+
+
+def test_values_keep_three_decimals_however_many_repeats_add_up() -> None:
+    # 0.001 steps summed as floats reached the client as 16.002000000000002 / 36.001999999999995
+    scale = ProgressScale()
+    sent = [scale.map("retrieval", 16, 20)] + [scale.map("retrieval", 16, 20) for _ in range(50)]
+    sent += [scale.map("enrichment", 3, 7) for _ in range(20)]
+    for value, top in sent:
+        assert value == round(value, 3) and (top is None or top == round(top, 3)), (value, top)
+    assert [v for v, _ in sent[:3]] == [16, 16.001, 16.002]
