@@ -34,6 +34,19 @@ _ROLE = re.compile(r"\s*[(（]\s*(?:文|著|编|译|主编|编著|编译|撰|撰
 SECRET_QUERY_WORDS = ("token", "ticket", "session", "password", "signature", "invoice", "nonce")
 
 
+# Invisible format characters that text copied from PDFs, Word and web pages carries inside words:
+# soft hyphen, zero-width space, direction marks and embeddings, word joiner and invisible
+# operators, isolates, BOM. No CNKI title or search term holds one, and a person cannot see one
+# to take it out. ZWJ/ZWNJ (U+200C/D) and the Mongolian vowel separator stay: scripts CNKI
+# carries spell words with them.
+INVISIBLE = re.compile("[\u00ad\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+
+
+def visible(text: str) -> str:
+    """`text` without the invisible format characters of INVISIBLE."""
+    return INVISIBLE.sub("", text)
+
+
 def _collapse(text: str | None) -> str:
     """Whitespace runs (any Unicode space, NBSP, full-width space) to one space, trimmed."""
     return " ".join((text or "").split())

@@ -29,6 +29,7 @@ entry without a readable title is `unparsable` with a reason.
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from typing import Literal
@@ -179,10 +180,19 @@ def _as_written(raw: str, title: str) -> str:
     return re.sub(r"\s+", " ", written).strip() or title
 
 
+# The dots people put between the parts of a foreign name (列夫•托尔斯泰 with a bullet, ‧ from a
+# Taiwanese IME, ・ from a Japanese one): CNKI's titles write the middle dot ·.
+_NAME_DOTS = str.maketrans(dict.fromkeys("•‧・･∙⋅", "·"))
+_ENTITY = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});")
+
+
 def title_spellings(title: str) -> list[str]:
-    """The spellings to look an entry's title up by: as written, then with its full-width
-    punctuation folded to ASCII (`违约金：从…` -> `违约金:从…`) when that differs."""
-    folded = _norm(title)
+    """The spellings to look a title up by: as written, then folded when that differs: NFKC
+    (full-width letters and digits, sub- and superscripts: `ＣＯ２`, `CO₂` -> `CO2`, as CNKI's text
+    of `CO<sub>2</sub>` reads), full-width punctuation to ASCII (`违约金：从…` -> `违约金:从…`),
+    HTML entities decoded (`R&amp;D` -> `R&D`) and a foreign name's dot written · ."""
+    text = html.unescape(title) if _ENTITY.search(title) else title
+    folded = _norm(text.translate(_NAME_DOTS))
     return [title] if folded == title else [title, folded]
 
 

@@ -188,7 +188,36 @@ async def test_single_inner_marks_match_a_stored_title_with_double_marks(
     assert result.text == f"参见[《〈民法典〉实施背景下违约金研究》]({abstract_url('7')})"
 
 
+async def test_a_title_spelt_with_pdf_or_formula_characters_links_the_paper_stored_under_cnkis_spelling(
+    clock: FakeClock, store: Store
+) -> None:
+    store.upsert_from_grid([row("CO2捕集与封存技术的经济性评价", "1"), row("约定违约金酌减规则研究", "2")], NOW)
+    site = FakeSite()
+    text = "见《CO₂捕集与封存技术的经济性评价》与《约定违约金酌减\u200b规则研究》。"
+    _, result = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
+    assert result is not None
+    assert [r.status for r in result.references] == ["linked", "linked"]
+    assert site.requests == []
+
+
 # --------------------------------------------------------------- online lookup
+
+
+async def test_a_title_spelt_with_invisible_full_width_or_entity_characters_is_found_on_cnki(
+    clock: FakeClock, store: Store
+) -> None:
+    cnki = ["CO2捕集与封存技术的经济性评价", "约定违约金酌减规则的法律规制研究", "R&D投入对企业创新绩效的影响",
+            "列夫·托尔斯泰晚期创作中的宗教思想"]  # fmt: skip
+    site = FakeSite({t: [row(t, str(i))] for i, t in enumerate(cnki)})
+    text = ("《ＣＯ２捕集与封存技术的经济性评价》《约定违约金酌减规则的法\u00ad律规制研究》"
+            "《R&amp;D投入对企业创新绩效的影响》《列夫•托尔斯泰晚期创作中的宗教思想》")  # fmt: skip
+    record, result = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
+    assert result is not None and record.status.value == "completed"
+    assert [r.status for r in result.references] == ["linked"] * 4
+    assert len(site.requests) == 1
+    assert not any("\u00ad" in t for t in site.requests[0])  # an invisible character is never sent
+
+
 
 
 async def test_23_unknown_titles_take_exactly_3_grid_requests_and_rows_are_stored(

@@ -540,6 +540,25 @@ async def test_metadata_locates_titles_ten_per_grid_request(clock: FakeClock, st
     assert set(again.result["records"][0]) == {"record_ref", "title", "abstract"}
 
 
+async def test_metadata_finds_titles_pasted_with_invisible_or_full_width_characters(
+    clock: FakeClock, store: Store
+) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    pasted = [
+        title_of(5).replace("责任", "责任\u200b"),  # a zero-width space from a PDF
+        title_of(6).replace("研究", "研\u00ad究"),  # a soft hyphen
+        title_of(7).replace("007", "００７"),  # full-width digits
+    ]
+    record = await run_metadata(clock, pipe, MetadataInput(titles=pasted))
+    assert record.status == "completed" and record.errors == []
+    assert [r["title"] for r in record.result["records"]] == [title_of(5), title_of(6), title_of(7)]
+    # the stored papers answer the same spellings again without asking CNKI
+    site.log.clear()
+    again = await run_metadata(clock, pipe, MetadataInput(titles=pasted, local_only=True))
+    assert again.status == "completed" and site.log == []
+
+
 async def test_metadata_reports_missing_and_ambiguous_titles_per_item(clock: FakeClock, store: Store) -> None:
     site = SimSite(clock)
     pipe = make(clock, store, site)

@@ -172,6 +172,25 @@ def test_single_and_double_inner_marks_share_one_key() -> None:
     assert title_variants("普通 题名") == ["普通 题名"]
 
 
+@pytest.mark.parametrize(
+    ("cited", "cnki"),
+    [
+        ("违约金酌减\u200b规则研究", "违约金酌减规则研究"),  # a zero-width space copied from a PDF
+        ("违约金酌减规则的法\u00ad律规制", "违约金酌减规则的法律规制"),  # a soft hyphen
+        ("\ufeff违约金研究", "违约金研究"),  # a BOM
+        ("CO₂捕集与封存技术", "CO2捕集与封存技术"),  # CNKI's text of CO<sub>2</sub>
+        ("ＣＯ２捕集与封存技术", "CO2捕集与封存技术"),  # full-width letters and digits
+        ("R&amp;D投入对企业创新的影响", "R&D投入对企业创新的影响"),  # an HTML entity
+        ("列夫•托尔斯泰的宗教思想", "列夫·托尔斯泰的宗教思想"),  # the name dot as a bullet
+        ("列夫‧托尔斯泰的宗教思想", "列夫·托尔斯泰的宗教思想"),  # ... from a Taiwanese IME
+    ],
+)
+def test_a_cited_title_is_also_looked_up_in_the_spelling_cnki_gives_it(cited: str, cnki: str) -> None:
+    spellings = title_variants(cited)
+    assert reference_key(cnki) in {reference_key(s) for s in spellings}
+    assert not any(ch in s for s in spellings for ch in "\u200b\u00ad\ufeff")  # never sent to CNKI
+
+
 def test_meaningful_punctuation_differences_stay_apart() -> None:
     assert reference_key("C++ 编程") != reference_key("C# 编程")
     assert reference_key("版本 1.2") != reference_key("版本 12")
