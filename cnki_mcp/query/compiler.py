@@ -40,6 +40,7 @@ from cnki_mcp.errors import (
     InvalidMatch,
     InvalidPlan,
     QueryTooComplex,
+    QueryUnsupported,
     UnboundedQuery,
 )
 from cnki_mcp.query.cnf import (
@@ -55,6 +56,7 @@ from cnki_mcp.query.cnf import (
 )
 from cnki_mcp.query.expr import (
     MAX_OPERANDS,
+    MAX_VALUE_CHARS,
     SUBJECT_EXACT_MESSAGE,
     Field,
     Leaf,
@@ -254,14 +256,35 @@ def feedback_expression(groups: Sequence[Sequence[str]], keyword: str) -> Leaf |
     return parse_expression({"op": "and", "items": parts})
 
 
+def lookup_phrase(title: str) -> str:
+    """What an exact-title leaf asks CNKI for: the title itself when CNKI's 120-character box holds
+    it (quoted where it must be), else its longest head the box holds, cut between words in Latin
+    text. CNKI's exact title match lists every title CONTAINING the phrase (site-rules.md §3.10):
+    the paper is among the rows, and callers keep those whose whole title key is the title's."""
+    try:
+        if len(quote_value(title)) <= MAX_VALUE_CHARS:
+            return title
+    except QueryUnsupported:
+        return title  # both quote kinds: parse_expression refuses it, naming the leaf
+    room = MAX_VALUE_CHARS - 2  # the quotes a value holding spaces or operators is sent in
+    head = title[:room]
+    if head[-1].isascii() and head[-1].isalnum() and title[room].isascii() and title[room].isalnum():
+        word_start = head.rfind(" ")
+        if word_start > room // 2:
+            head = head[:word_start]
+    return head.rstrip(" ,.;:-—–")
+
+
 def title_lookup_expression(titles: Sequence[str]) -> Leaf | Node:
-    """OR of up to 10 exact title leaves (one title = a single leaf); duplicates sent once."""
+    """OR of up to 10 exact title leaves (one title = a single leaf, `lookup_phrase` of it);
+    duplicates sent once."""
     unique = list(dict.fromkeys(t.strip() for t in titles))
     if not unique or any(not t for t in unique):
         raise InvalidInput("题名不能为空")
     if len(unique) > MAX_TITLES:
         raise InvalidInput("一次最多定位 10 个题名", count=len(unique))
-    return parse_expression(_any_of(unique, Field.TITLE, Match.EXACT))
+    phrases = list(dict.fromkeys(lookup_phrase(t) for t in unique))
+    return parse_expression(_any_of(phrases, Field.TITLE, Match.EXACT))
 
 
 def year_filter(year_from: int | None, year_to: int | None) -> dict[str, Any]:

@@ -339,6 +339,36 @@ async def test_lookup_through_the_simulator_query_evaluator(clock: FakeClock, st
     assert [r.status for r in again.references] == [r.status for r in result.references]
 
 
+LONG_TITLE = (
+    "Effects of long-term nitrogen fertilization and straw return on soil organic carbon fractions, aggregate"
+    " stability and microbial community composition in a wheat-maize rotation system of the North China Plain"
+)
+
+
+def long_title_record(title: str, n: int) -> dict[str, Any]:
+    return {
+        "id": f"long{n}", "db": "CJFD", "filename": f"TRXB2023050{n:02d}", "type": "期刊", "title": title,
+        "authors": [{"name": "Wang Lei", "institution": "CAU"}], "source": "土壤学报", "year": 2023,
+        "date": "2023-05-10", "volume": "60", "issue": "5", "pages": "41-50", "abstract": "A field study.",
+        "keywords": ["nitrogen"], "cited": 1, "downloads": 5, "classification": "S153",
+    }  # fmt: skip
+
+
+async def test_a_title_longer_than_cnkis_120_character_box_is_found_by_its_head(
+    clock: FakeClock, store: Store
+) -> None:
+    site = CorpusBackend()
+    site.corpus.add_record(long_title_record(LONG_TITLE, 1))
+    # a second paper whose title starts the same way is listed too, and told apart by the whole title
+    site.corpus.add_record(long_title_record(LONG_TITLE.replace("North China Plain", "Loess Plateau"), 2))
+    record, result = await run_links(clock, store, site, LinkInput(text=f"见《{LONG_TITLE}》。", lookup_missing=True))
+    assert result is not None and record.status.value == "completed", record.errors
+    [ref] = result.references
+    assert ref.status == "linked" and site.requests["grid"] == 1
+    [paper] = store.find_by_title_key(LONG_TITLE)
+    assert ref.record_refs == [paper.record_ref]
+
+
 class PagedContainingSite(FakeSite):
     """CNKI's exact title search lists every title containing the phrase, 50 rows a page: each
     title's catalogue lists longer titles containing it before the title itself."""

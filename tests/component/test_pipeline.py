@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus_backend import CorpusBackend
 from pipeline_fakes import AMBIGUOUS_TITLE, SimSite, WatchedSegmenter, duplicates, title_of
 
 from cnki_mcp.clock import FakeClock
@@ -557,6 +558,26 @@ async def test_metadata_finds_titles_pasted_with_invisible_or_full_width_charact
     site.log.clear()
     again = await run_metadata(clock, pipe, MetadataInput(titles=pasted, local_only=True))
     assert again.status == "completed" and site.log == []
+
+
+async def test_metadata_locates_a_title_longer_than_cnkis_120_character_box(
+    clock: FakeClock, store: Store
+) -> None:
+    title = "新时代背景下基于多源异构数据融合与深度学习方法的城市轨道交通客流短时预测模型构建及其在突发公共卫生事件情境中" \
+        "的适用性与鲁棒性检验研究——以北京、上海、广州、深圳四个超大城市的地铁线网为例的实证分析与政策启示——兼论超大城市轨道交通网络韧性评估框架的构建与完善"  # fmt: skip
+    assert len(title) > 120
+    site = CorpusBackend()
+    site.corpus.add_record({
+        "id": "long1", "db": "CJFD", "filename": "JTYS202306006", "type": "期刊", "title": title,
+        "authors": [{"name": "钱七", "institution": "北京交通大学"}], "source": "交通运输系统工程与信息",
+        "year": 2023, "date": "2023-06-10", "volume": "23", "issue": "6", "pages": "51-60",
+        "abstract": "长题名。", "keywords": ["客流预测"], "cited": 1, "downloads": 5, "classification": "U293",
+    })  # fmt: skip
+    pipe = make(clock, store, site)  # type: ignore[arg-type]
+    record = await run_metadata(clock, pipe, MetadataInput(titles=[title]))
+    assert record.status == "completed", record.errors
+    assert [r["title"] for r in record.result["records"]] == [title]
+    assert site.requests["grid"] == 1
 
 
 async def test_metadata_reports_missing_and_ambiguous_titles_per_item(clock: FakeClock, store: Store) -> None:
