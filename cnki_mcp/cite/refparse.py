@@ -6,7 +6,9 @@ of these while the list is numbered continues the previous entry (a wrapped line
 entry already ended with a full stop after its year; in any list a line indented further than the
 list (a hanging indent), following a line that stops mid-reference (`刊名,`) or holding only the
 entry's DOI or link continues it. A heading line (`参考文献`, `References：`, a short label such as
-`中文文献：`) is not an entry.
+`中文文献：`) is not an entry. A line ends at any break `str.splitlines` knows (Word's manual break
+\v, U+2028, a PDF's \f as well as \n and \r), and invisible format characters (BOM, soft hyphen,
+zero-width space: `identity.visible`) are dropped first.
 
 `parse_reference(text)` reads one entry in the shapes reference lists take, among them every
 style export_citations writes:
@@ -37,6 +39,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cnki_mcp.cite.names import COMPOUND_SURNAMES
+from cnki_mcp.identity import visible
 
 RefStyle = Literal["gbt7714", "apa", "quoted", "free", "plain"]
 TYPE_CODES = ("J", "D", "C", "M", "N", "P", "S", "R", "G", "A", "Z", "EB", "DB", "CP")
@@ -112,7 +115,9 @@ def _indent(line: str) -> int:
 
 def split_entries(text: str) -> list[str]:
     """The entries of a pasted list (see the module docstring)."""
-    lines = [ln.rstrip() for ln in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    # every line break a copy can hold (Word's manual break \v, a page's \f, U+2028 from web pages
+    # and PDF tools, not only \n and \r); invisible characters dropped (a BOM before `[1]` hid the number)
+    lines = [ln.rstrip() for ln in visible(text).splitlines()]
     lines = [ln for ln in lines if ln.strip() and not _HEADING.match(ln)]
     if not lines:
         return []
@@ -604,5 +609,5 @@ def _parse(raw: str, text: str) -> ParsedReference:
 
 def parse_references(text: str | None = None, references: list[str] | None = None) -> list[ParsedReference]:
     """Entries from a pasted list or from a list of strings (one entry each)."""
-    entries = list(references) if references is not None else split_entries(text or "")
+    entries = [visible(r) for r in references] if references is not None else split_entries(text or "")
     return [parse_reference(e) for e in entries]
