@@ -430,3 +430,10 @@ def test_a_journal_named_as_the_place_of_publication_is_not_a_concept(question: 
     assert "数字" in "".join(flat)
     assert any("《管理世界》" in w and "structured_search" in w for w in plan.warnings)
     assert _plan("《红楼梦》中的女性形象").groups[0] == ["红楼梦"]  # a title that is the topic stays
+
+
+@pytest.mark.parametrize("invisible", ["\u200b", "\u00ad", "\ufeff"])
+def test_an_invisible_character_copied_with_a_question_is_no_word_boundary(invisible: str) -> None:
+    clean = _plan("约定违约金酌减的司法标准")
+    pasted = _plan(f"{invisible}约定违约金{invisible}酌减的司法标准")
+    assert pasted.groups == clean.groups and pasted.warnings == clean.warnings
