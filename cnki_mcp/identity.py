@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import html
 import json
 import re
 from collections.abc import Sequence
@@ -45,6 +46,17 @@ INVISIBLE = re.compile("[\u00ad\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u206
 def visible(text: str) -> str:
     """`text` without the invisible format characters of INVISIBLE."""
     return INVISIBLE.sub("", text)
+
+
+# An HTML character reference left in text a client escaped or copied from a page's source
+# (`R&amp;D`, `&#8220;`): only complete ones, `;` included (html.unescape alone also reads `&para`
+# in `&parameter` as ¶).
+_ENTITY = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});")
+
+
+def decode_entities(text: str) -> str:
+    """`text` with its complete HTML character references decoded (`R&amp;D` -> `R&D`)."""
+    return _ENTITY.sub(lambda m: html.unescape(m.group()), text) if "&" in text else text
 
 
 def _collapse(text: str | None) -> str:

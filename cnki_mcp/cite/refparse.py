@@ -31,7 +31,6 @@ entry without a readable title is `unparsable` with a reason.
 
 from __future__ import annotations
 
-import html
 import re
 import unicodedata
 from typing import Literal
@@ -39,7 +38,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cnki_mcp.cite.names import COMPOUND_SURNAMES
-from cnki_mcp.identity import visible
+from cnki_mcp.identity import decode_entities, visible
 
 RefStyle = Literal["gbt7714", "apa", "quoted", "free", "plain"]
 TYPE_CODES = ("J", "D", "C", "M", "N", "P", "S", "R", "G", "A", "Z", "EB", "DB", "CP")
@@ -188,7 +187,6 @@ def _as_written(raw: str, title: str) -> str:
 # The dots people put between the parts of a foreign name (列夫•托尔斯泰 with a bullet, ‧ from a
 # Taiwanese IME, ・ from a Japanese one): CNKI's titles write the middle dot ·.
 _NAME_DOTS = str.maketrans(dict.fromkeys("•‧・･∙⋅", "·"))
-_ENTITY = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});")
 
 
 def title_spellings(title: str) -> list[str]:
@@ -196,8 +194,7 @@ def title_spellings(title: str) -> list[str]:
     (full-width letters and digits, sub- and superscripts: `ＣＯ２`, `CO₂` -> `CO2`, as CNKI's text
     of `CO<sub>2</sub>` reads), full-width punctuation to ASCII (`违约金：从…` -> `违约金:从…`),
     HTML entities decoded (`R&amp;D` -> `R&D`) and a foreign name's dot written · ."""
-    text = html.unescape(title) if _ENTITY.search(title) else title
-    folded = _norm(text.translate(_NAME_DOTS))
+    folded = _norm(decode_entities(title).translate(_NAME_DOTS))
     return [title] if folded == title else [title, folded]
 
 
@@ -609,5 +606,7 @@ def _parse(raw: str, text: str) -> ParsedReference:
 
 def parse_references(text: str | None = None, references: list[str] | None = None) -> list[ParsedReference]:
     """Entries from a pasted list or from a list of strings (one entry each)."""
+    # an entity is the client's escaping, not the reference's text (`R&amp;D投入…` is R&D)
     entries = [visible(r) for r in references] if references is not None else split_entries(text or "")
+    entries = [decode_entities(e) for e in entries]
     return [parse_reference(e) for e in entries]

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydField
 
 from cnki_mcp.errors import InvalidPlan, QueryUnsupported
-from cnki_mcp.identity import visible
+from cnki_mcp.identity import decode_entities, visible
 from cnki_mcp.query.expr import unquote
 from cnki_mcp.query.segment import HAN_CHAR, SOFT_WORDS, Segmenter, concept_runs, has_function_words, merge_to
 from cnki_mcp.query.timephrase import extract_years
@@ -373,8 +373,9 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     question of several phrases is not one concept per phrase); any other part is segmented
     (`query/segment.py`) into runs of concept words, each run one concept (its words joined, then
     each word as an alternative), combined as topic AND aspects (`_sentence_groups`)."""
-    # invisible characters copied with the question (a PDF's zero-width space) are no word boundary
-    text = _strip_request(unicodedata.normalize("NFKC", visible(question))).strip(_TRIM)
+    # invisible characters copied with the question (a PDF's zero-width space) are no word boundary,
+    # and an HTML entity is the client's escaping (`R&amp;D投入` is R&D, not R / amp / D投入)
+    text = _strip_request(unicodedata.normalize("NFKC", decode_entities(visible(question)))).strip(_TRIM)
     text, year_from, year_to = extract_years(text, now_year)
     written = read_written(text)
     parts: list[str | tuple[str, ...]] = []

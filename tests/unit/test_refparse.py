@@ -417,3 +417,10 @@ def test_invisible_characters_from_a_file_or_pdf_are_not_part_of_an_entry() -> N
         ("R&D投入的影响", ["李华"]),
     ]
     assert [p.title for p in parse_references(references=["贾楠. 违约金\u200b研究[J]. 现代法学, 2014."])] == ["违约金研究"]
+
+
+def test_an_html_entity_in_a_pasted_entry_is_read_as_its_character() -> None:
+    [got] = parse_references("[4] 李华. R&amp;D投入对企业创新绩效的影响[J]. 管理世界, 2023, 39(2): 11-20.")
+    assert (got.title, got.source) == ("R&D投入对企业创新绩效的影响", "管理世界")
+    [kept] = parse_references(references=["张三. 论&para与&parameter的写法[J]. 法学研究, 2020."])
+    assert kept.title == "论&para与&parameter的写法"  # only complete references (with `;`) are decoded
