@@ -37,6 +37,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cnki_mcp.cite.model import HAN
 from cnki_mcp.cite.names import COMPOUND_SURNAMES
 from cnki_mcp.identity import decode_entities, visible
 
@@ -195,7 +196,23 @@ def title_spellings(title: str) -> list[str]:
     of `CO<sub>2</sub>` reads), full-width punctuation to ASCII (`违约金：从…` -> `违约金:从…`),
     HTML entities decoded (`R&amp;D` -> `R&D`) and a foreign name's dot written · ."""
     folded = _norm(decode_entities(title).translate(_NAME_DOTS))
-    return [title] if folded == title else [title, folded]
+    return list(dict.fromkeys([title, folded, _chinese_marks(title)]))
+
+
+_LONE_DASH = re.compile(r"(?<![—―])(?:[—―]|--)(?![—―-])|――")
+
+
+def _chinese_marks(title: str) -> str:
+    """A Chinese title typed on an English keyboard spelt with the marks CNKI's titles carry:
+    straight double quotes in pairs as “…” and a lone dash (`—`, `--`) as ——
+    (`基于"互联网+"的…—以某高校为例` -> `基于“互联网+”的…——以某高校为例`). Other titles as given."""
+    if not HAN.search(title):
+        return title
+    text = _LONE_DASH.sub("——", title)
+    if text.count('"') >= 2 and text.count('"') % 2 == 0:
+        parts = text.split('"')
+        text = parts[0] + "".join(("“" if i % 2 else "”") + part for i, part in enumerate(parts[1:], 1))
+    return text
 
 
 def _strip_links(text: str) -> str:

@@ -183,6 +183,9 @@ def test_single_and_double_inner_marks_share_one_key() -> None:
         ("R&amp;D投入对企业创新的影响", "R&D投入对企业创新的影响"),  # an HTML entity
         ("列夫•托尔斯泰的宗教思想", "列夫·托尔斯泰的宗教思想"),  # the name dot as a bullet
         ("列夫‧托尔斯泰的宗教思想", "列夫·托尔斯泰的宗教思想"),  # ... from a Taiwanese IME
+        # typed on an English keyboard: straight quotes and a lone dash for CNKI's “” and ——
+        ('基于"互联网+"的思政教育创新研究—以某高校为例', "基于“互联网+”的思政教育创新研究——以某高校为例"),
+        ('从"可以用"到"用得好"--大模型评测', "从“可以用”到“用得好”——大模型评测"),
     ],
 )
 def test_a_cited_title_is_also_looked_up_in_the_spelling_cnki_gives_it(cited: str, cnki: str) -> None:
