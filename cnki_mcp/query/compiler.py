@@ -256,19 +256,30 @@ def feedback_expression(groups: Sequence[Sequence[str]], keyword: str) -> Leaf |
     return parse_expression({"op": "and", "items": parts})
 
 
+MIN_PHRASE_CHARS = 4  # a shorter stretch of a title lists too many other papers to read through
+
+
 def lookup_phrase(title: str) -> str:
     """What an exact-title leaf asks CNKI for: the title itself when CNKI's 120-character box holds
-    it (quoted where it must be), else its longest head the box holds, cut between words in Latin
-    text. CNKI's exact title match lists every title CONTAINING the phrase (site-rules.md §3.10):
-    the paper is among the rows, and callers keep those whose whole title key is the title's."""
+    it (quoted where it must be); for a title holding both quote kinds, which no value can carry,
+    its longest stretch holding one kind only; and of a phrase still too long, its longest head the
+    box holds, cut between words in Latin text. CNKI's exact title match lists every title
+    CONTAINING the phrase (site-rules.md §3.10): the paper is among the rows, and callers keep those
+    whose whole title key is the title's."""
+    phrase = title
     try:
         if len(quote_value(title)) <= MAX_VALUE_CHARS:
             return title
     except QueryUnsupported:
-        return title  # both quote kinds: parse_expression refuses it, naming the leaf
+        stretches = [p.strip(" ,.;:：，。") for mark in ('"', "'") for p in title.split(mark)]
+        phrase = max(stretches, key=len)
+        if len(phrase) < MIN_PHRASE_CHARS:
+            return title  # parse_expression refuses it (QUERY_UNSUPPORTED), naming the leaf
+        if len(quote_value(phrase)) <= MAX_VALUE_CHARS:
+            return phrase
     room = MAX_VALUE_CHARS - 2  # the quotes a value holding spaces or operators is sent in
-    head = title[:room]
-    if head[-1].isascii() and head[-1].isalnum() and title[room].isascii() and title[room].isalnum():
+    head = phrase[:room]
+    if head[-1].isascii() and head[-1].isalnum() and phrase[room].isascii() and phrase[room].isalnum():
         word_start = head.rfind(" ")
         if word_start > room // 2:
             head = head[:word_start]

@@ -616,7 +616,8 @@ async def test_a_title_cnki_cannot_be_asked_for_is_its_own_error_and_the_others_
 ) -> None:
     site = SimSite(clock)
     pipe = make(clock, store, site)
-    unsayable = "从\"可以用\"到'用得好'：数字治理"
+    # both quote kinds and no stretch of one kind long enough to ask for (lookup_phrase)
+    unsayable = "\"甲\"'乙'"
     titles = [title_of(1), unsayable, title_of(2)]
     record = await run_metadata(clock, pipe, MetadataInput(titles=titles))
     assert record.status == "partial"
@@ -626,6 +627,18 @@ async def test_a_title_cnki_cannot_be_asked_for_is_its_own_error_and_the_others_
     assert [r["title"] for r in record.result["records"]] == [title_of(1), title_of(2)]
     lookups = [k for k in site.log if k[:2] == ("grid", "lookup")]
     assert [len(k[2]) for k in lookups] == [2]
+
+
+async def test_a_title_holding_both_quote_kinds_is_located_by_its_longest_stretch_of_one_kind(
+    clock: FakeClock, store: Store
+) -> None:
+    # the simulator's corpus has 从"可以用"到'用得好'：大语言模型领域应用评测: no value carries both kinds
+    site = CorpusBackend()
+    [title] = [r.title for r in site.corpus.records if '"' in r.title and "'" in r.title]
+    pipe = make(clock, store, site)  # type: ignore[arg-type]
+    record = await run_metadata(clock, pipe, MetadataInput(titles=[title]))
+    assert record.status == "completed", record.errors
+    assert [r["title"] for r in record.result["records"]] == [title]
 
 
 async def test_metadata_refresh_refetches_and_local_only_sends_nothing(
