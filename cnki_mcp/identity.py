@@ -77,8 +77,8 @@ def asked_title(title: str) -> str:
     """A title as a caller asked for it: surrounding space dropped, and one pair of 《》 around
     the whole title (how Chinese text quotes a title) taken off, a title nested in it written
     with 《》 again (`《〈民法典〉实施…》` -> `《民法典》实施…`); 《》 that only start or end a
-    title stay (`《民法典》第585条的适用`)."""
-    text = title.strip()
+    title stay (`《民法典》第585条的适用`). Invisible format characters (`visible`) are dropped first."""
+    text = visible(title).strip()
     if not (text.startswith("《") and text.endswith("》")):
         return text
     depth = 0
