@@ -11,6 +11,7 @@ import hashlib
 import html
 import json
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,6 +47,19 @@ INVISIBLE = re.compile("[\u00ad\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u206
 def visible(text: str) -> str:
     """`text` without the invisible format characters of INVISIBLE."""
     return INVISIBLE.sub("", text)
+
+
+def ascii_letters(text: str) -> str:
+    """Full-width letters and digits (an IME in full-width mode: `ＣＯ２`), sub- and superscript
+    digits (`CO₂`) and ligatures as the ASCII CNKI indexes (its text of CO<sub>2</sub> is CO2);
+    punctuation is left as typed (CNKI's titles carry full-width punctuation themselves)."""
+    if text.isascii():
+        return text
+    out = []
+    for ch in text:
+        folded = ch if ch.isascii() else unicodedata.normalize("NFKC", ch)
+        out.append(folded if folded != ch and folded.isascii() and folded.isalnum() else ch)
+    return "".join(out)
 
 
 # An HTML character reference left in text a client escaped or copied from a page's source

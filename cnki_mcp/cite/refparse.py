@@ -187,7 +187,7 @@ def _as_written(raw: str, title: str) -> str:
 
 # The dots people put between the parts of a foreign name (列夫•托尔斯泰 with a bullet, ‧ from a
 # Taiwanese IME, ・ from a Japanese one): CNKI's titles write the middle dot ·.
-_NAME_DOTS = str.maketrans(dict.fromkeys("•‧・･∙⋅", "·"))
+NAME_DOTS = str.maketrans(dict.fromkeys("•‧・･∙⋅", "·"))
 
 
 def title_spellings(title: str) -> list[str]:
@@ -195,14 +195,14 @@ def title_spellings(title: str) -> list[str]:
     (full-width letters and digits, sub- and superscripts: `ＣＯ２`, `CO₂` -> `CO2`, as CNKI's text
     of `CO<sub>2</sub>` reads), full-width punctuation to ASCII (`违约金：从…` -> `违约金:从…`),
     HTML entities decoded (`R&amp;D` -> `R&D`) and a foreign name's dot written · ."""
-    folded = _norm(decode_entities(title).translate(_NAME_DOTS))
-    return list(dict.fromkeys([title, folded, _chinese_marks(title)]))
+    folded = _norm(decode_entities(title).translate(NAME_DOTS))
+    return list(dict.fromkeys([title, folded, chinese_marks(title)]))
 
 
 _LONE_DASH = re.compile(r"(?<![—―])(?:[—―]|--)(?![—―-])|――")
 
 
-def _chinese_marks(title: str) -> str:
+def chinese_marks(title: str) -> str:
     """A Chinese title typed on an English keyboard spelt with the marks CNKI's titles carry:
     straight double quotes in pairs as “…” and a lone dash (`—`, `--`) as ——
     (`基于"互联网+"的…—以某高校为例` -> `基于“互联网+”的…——以某高校为例`). Other titles as given."""

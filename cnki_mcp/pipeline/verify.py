@@ -39,7 +39,7 @@ from cnki_mcp.cite.refmatch import (
     judge,
     title_similarity,
 )
-from cnki_mcp.cite.refparse import ParsedReference, parse_references
+from cnki_mcp.cite.refparse import ParsedReference, parse_references, title_spellings
 from cnki_mcp.cite.sources import cite_source, stable_url
 from cnki_mcp.errors import CnkiError, InputTooLarge, InvalidInput, TooManyReferences
 from cnki_mcp.identity import Paper, doi_key, listed_online_first
@@ -152,9 +152,9 @@ def fallback_expression(entry: ParsedReference) -> Any:
 
 
 def spellings(title: str) -> list[str]:
-    """An entry title's lookup spellings (`links.title_variants`: as written, folded, each also
-    with 〈〉 read as 《》)."""
-    return title_variants(title)
+    """An entry title's lookup spellings: as written and with full-width punctuation folded
+    (`cite.refparse.title_spellings`), each with its variants (`links.title_variants`)."""
+    return list(dict.fromkeys(v for s in title_spellings(title) for v in title_variants(s)))
 
 
 class _Work:

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydField
 
 from cnki_mcp.errors import InvalidPlan, QueryUnsupported
-from cnki_mcp.identity import decode_entities, visible
+from cnki_mcp.identity import ascii_letters, decode_entities, visible
 from cnki_mcp.query.expr import unquote
 from cnki_mcp.query.segment import HAN_CHAR, SOFT_WORDS, Segmenter, concept_runs, has_function_words, merge_to
 from cnki_mcp.query.timephrase import extract_years
@@ -77,20 +77,6 @@ def normalise_term(term: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", term).casefold().split())
 
 
-def _ascii_letters(term: str) -> str:
-    """Full-width letters and digits (an IME in full-width mode: `ＣＯ２`), sub- and superscript
-    digits (`CO₂`) and ligatures as the ASCII CNKI indexes (its text of CO<sub>2</sub> is CO2), as
-    the NFKC-normalised question has them; punctuation is left as typed."""
-    out = []
-    for ch in term:
-        if ch.isascii():
-            out.append(ch)
-            continue
-        folded = unicodedata.normalize("NFKC", ch)
-        out.append(folded if folded.isascii() and folded.isalnum() else ch)
-    return "".join(out)
-
-
 def _group_terms(group: Sequence[Any], gi: int, hint: str) -> list[tuple[int, str]]:
     """(index, term) of a group's terms, unquoted, whitespace collapsed. A term written as
     `A OR B` is its alternatives A and B (the group is already their OR); `AND`/`NOT` inside a
@@ -100,7 +86,7 @@ def _group_terms(group: Sequence[Any], gi: int, hint: str) -> list[tuple[int, st
     for ti, term in enumerate(group):
         if not isinstance(term, str) or not term.strip():
             raise InvalidPlan(f"概念词不能为空{hint}", group=gi, term=ti)
-        text = " ".join(unquote(_ascii_letters(visible(term))).split())
+        text = " ".join(unquote(ascii_letters(visible(term))).split())
         if not text:
             raise InvalidPlan(f"概念词不能为空{hint}", group=gi, term=ti)
         words = text.split()
