@@ -284,3 +284,9 @@ def test_a_url_inside_a_title_ends_at_the_title_mark() -> None:
     # the 》 closes a 《 opened before the URL: the URL stops there and 《乙》 after it is found
     # (a title never spans a protected region, so 《见…》 itself is not one)
     assert titles("《见https://x.org/a》与《乙》") == ["乙"]
+
+
+def test_a_title_with_chinese_punctuation_only_is_asked_in_one_spelling() -> None:
+    # CNKI's titles carry ：—— （） themselves: folding them would cost a second OR leaf per title
+    title = "数字化转型：机制与路径——以长三角（部分城市）为例"
+    assert title_variants(title) == [title]
