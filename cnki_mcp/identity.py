@@ -8,8 +8,10 @@ from __future__ import annotations
 import copy
 import functools
 import hashlib
+import html
 import json
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,6 +36,43 @@ _ROLE = re.compile(r"\s*[(（]\s*(?:文|著|编|译|主编|编著|编译|撰|撰
 SECRET_QUERY_WORDS = ("token", "ticket", "session", "password", "signature", "invoice", "nonce")
 
 
+# Invisible format characters that text copied from PDFs, Word and web pages carries inside words:
+# soft hyphen, zero-width space, direction marks and embeddings, word joiner and invisible
+# operators, isolates, BOM. No CNKI title or search term holds one, and a person cannot see one
+# to take it out. ZWJ/ZWNJ (U+200C/D) and the Mongolian vowel separator stay: scripts CNKI
+# carries spell words with them.
+INVISIBLE = re.compile("[\u00ad\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+
+
+def visible(text: str) -> str:
+    """`text` without the invisible format characters of INVISIBLE."""
+    return INVISIBLE.sub("", text)
+
+
+def ascii_letters(text: str) -> str:
+    """Full-width letters and digits (an IME in full-width mode: `ＣＯ２`), sub- and superscript
+    digits (`CO₂`) and ligatures as the ASCII CNKI indexes (its text of CO<sub>2</sub> is CO2);
+    punctuation is left as typed (CNKI's titles carry full-width punctuation themselves)."""
+    if text.isascii():
+        return text
+    out = []
+    for ch in text:
+        folded = ch if ch.isascii() else unicodedata.normalize("NFKC", ch)
+        out.append(folded if folded != ch and folded.isascii() and folded.isalnum() else ch)
+    return "".join(out)
+
+
+# An HTML character reference left in text a client escaped or copied from a page's source
+# (`R&amp;D`, `&#8220;`): only complete ones, `;` included (html.unescape alone also reads `&para`
+# in `&parameter` as ¶).
+_ENTITY = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});")
+
+
+def decode_entities(text: str) -> str:
+    """`text` with its complete HTML character references decoded (`R&amp;D` -> `R&D`)."""
+    return _ENTITY.sub(lambda m: html.unescape(m.group()), text) if "&" in text else text
+
+
 def _collapse(text: str | None) -> str:
     """Whitespace runs (any Unicode space, NBSP, full-width space) to one space, trimmed."""
     return " ".join((text or "").split())
@@ -52,8 +91,8 @@ def asked_title(title: str) -> str:
     """A title as a caller asked for it: surrounding space dropped, and one pair of 《》 around
     the whole title (how Chinese text quotes a title) taken off, a title nested in it written
     with 《》 again (`《〈民法典〉实施…》` -> `《民法典》实施…`); 《》 that only start or end a
-    title stay (`《民法典》第585条的适用`)."""
-    text = title.strip()
+    title stay (`《民法典》第585条的适用`). Invisible format characters (`visible`) are dropped first."""
+    text = visible(title).strip()
     if not (text.startswith("《") and text.endswith("》")):
         return text
     depth = 0

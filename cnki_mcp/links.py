@@ -30,8 +30,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from cnki_mcp.cite.refparse import NAME_DOTS, chinese_marks
 from cnki_mcp.errors import InputTooLarge, TooManyReferences
-from cnki_mcp.identity import NESTED_MARKS, title_key
+from cnki_mcp.identity import NESTED_MARKS, ascii_letters, decode_entities, title_key, visible
 
 MAX_TEXT_BYTES = 512 * 1024  # contract: 文本最大 512 KB (UTF-8 bytes)
 MAX_TITLES = 100  # contract: 最多 100 个题名 (distinct titles; repeats of one title count once)
@@ -134,10 +135,16 @@ def reference_key(title: str) -> str:
 
 
 def title_variants(title: str) -> list[str]:
-    """The spellings to look a cited title up by: as written, then with 〈〉 turned into 《》."""
-    written = " ".join(title.split())
-    folded = written.translate(NESTED_MARKS)
-    return [written] if folded == written else [written, folded]
+    """The spellings to look a title up by, locally and on CNKI: as written (invisible format
+    characters such as a PDF's soft hyphens and zero-width spaces dropped, spaces collapsed); with
+    the letters CNKI writes otherwise (`ＣＯ２`/`CO₂` -> `CO2`, `R&amp;D` -> `R&D`, `列夫•托尔斯泰` ->
+    `列夫·托尔斯泰`; punctuation as written, so a title with `：` costs no second spelling); with
+    CNKI's marks for straight quotes and a lone dash (`cite.refparse.chinese_marks`); each also
+    with 〈〉 turned into 《》."""
+    written = " ".join(visible(title).split())
+    letters = ascii_letters(decode_entities(written).translate(NAME_DOTS))
+    spellings = dict.fromkeys([written, letters, chinese_marks(written), chinese_marks(letters)])
+    return list(dict.fromkeys(v for s in spellings for v in (s, s.translate(NESTED_MARKS))))
 
 
 # --------------------------------------------------------------------- scanning

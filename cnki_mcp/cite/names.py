@@ -192,7 +192,7 @@ def names_agree(entry: str, record: str) -> bool:
     `Yuki Tanaka` all name `Tanaka, Yuki`; pinyin `CHEN J` names `Chen Jie`."""
     if HAN.search(entry) or HAN.search(record):
         def fold(s: str) -> str:
-            return re.sub(r"[\s.,·・\-]+", "", unicodedata.normalize("NFKC", s)).lower()
+            return re.sub(r"[\s.,·・•‧∙⋅\-]+", "", unicodedata.normalize("NFKC", s)).lower()
 
         return fold(entry) == fold(record)
     theirs = _readings(record, entry=False)

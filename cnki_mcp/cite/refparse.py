@@ -6,7 +6,9 @@ of these while the list is numbered continues the previous entry (a wrapped line
 entry already ended with a full stop after its year; in any list a line indented further than the
 list (a hanging indent), following a line that stops mid-reference (`刊名,`) or holding only the
 entry's DOI or link continues it. A heading line (`参考文献`, `References：`, a short label such as
-`中文文献：`) is not an entry.
+`中文文献：`) is not an entry. A line ends at any break `str.splitlines` knows (Word's manual break
+\v, U+2028, a PDF's \f as well as \n and \r), and invisible format characters (BOM, soft hyphen,
+zero-width space: `identity.visible`) are dropped first.
 
 `parse_reference(text)` reads one entry in the shapes reference lists take, among them every
 style export_citations writes:
@@ -35,7 +37,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cnki_mcp.cite.model import HAN
 from cnki_mcp.cite.names import COMPOUND_SURNAMES
+from cnki_mcp.identity import decode_entities, visible
 
 RefStyle = Literal["gbt7714", "apa", "quoted", "free", "plain"]
 TYPE_CODES = ("J", "D", "C", "M", "N", "P", "S", "R", "G", "A", "Z", "EB", "DB", "CP")
@@ -111,7 +115,9 @@ def _indent(line: str) -> int:
 
 def split_entries(text: str) -> list[str]:
     """The entries of a pasted list (see the module docstring)."""
-    lines = [ln.rstrip() for ln in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    # every line break a copy can hold (Word's manual break \v, a page's \f, U+2028 from web pages
+    # and PDF tools, not only \n and \r); invisible characters dropped (a BOM before `[1]` hid the number)
+    lines = [ln.rstrip() for ln in visible(text).splitlines()]
     lines = [ln for ln in lines if ln.strip() and not _HEADING.match(ln)]
     if not lines:
         return []
@@ -179,11 +185,34 @@ def _as_written(raw: str, title: str) -> str:
     return re.sub(r"\s+", " ", written).strip() or title
 
 
+# The dots people put between the parts of a foreign name (列夫•托尔斯泰 with a bullet, ‧ from a
+# Taiwanese IME, ・ from a Japanese one): CNKI's titles write the middle dot ·.
+NAME_DOTS = str.maketrans(dict.fromkeys("•‧・･∙⋅", "·"))
+
+
 def title_spellings(title: str) -> list[str]:
-    """The spellings to look an entry's title up by: as written, then with its full-width
-    punctuation folded to ASCII (`违约金：从…` -> `违约金:从…`) when that differs."""
-    folded = _norm(title)
-    return [title] if folded == title else [title, folded]
+    """The spellings to look a title up by: as written, then folded when that differs: NFKC
+    (full-width letters and digits, sub- and superscripts: `ＣＯ２`, `CO₂` -> `CO2`, as CNKI's text
+    of `CO<sub>2</sub>` reads), full-width punctuation to ASCII (`违约金：从…` -> `违约金:从…`),
+    HTML entities decoded (`R&amp;D` -> `R&D`) and a foreign name's dot written · ."""
+    folded = _norm(decode_entities(title).translate(NAME_DOTS))
+    return list(dict.fromkeys([title, folded, chinese_marks(title)]))
+
+
+_LONE_DASH = re.compile(r"(?<![—―])(?:[—―]|--)(?![—―-])|――")
+
+
+def chinese_marks(title: str) -> str:
+    """A Chinese title typed on an English keyboard spelt with the marks CNKI's titles carry:
+    straight double quotes in pairs as “…” and a lone dash (`—`, `--`) as ——
+    (`基于"互联网+"的…—以某高校为例` -> `基于“互联网+”的…——以某高校为例`). Other titles as given."""
+    if not HAN.search(title):
+        return title
+    text = _LONE_DASH.sub("——", title)
+    if text.count('"') >= 2 and text.count('"') % 2 == 0:
+        parts = text.split('"')
+        text = parts[0] + "".join(("“" if i % 2 else "”") + part for i, part in enumerate(parts[1:], 1))
+    return text
 
 
 def _strip_links(text: str) -> str:
@@ -594,5 +623,7 @@ def _parse(raw: str, text: str) -> ParsedReference:
 
 def parse_references(text: str | None = None, references: list[str] | None = None) -> list[ParsedReference]:
     """Entries from a pasted list or from a list of strings (one entry each)."""
-    entries = list(references) if references is not None else split_entries(text or "")
+    # an entity is the client's escaping, not the reference's text (`R&amp;D投入…` is R&D)
+    entries = [visible(r) for r in references] if references is not None else split_entries(text or "")
+    entries = [decode_entities(e) for e in entries]
     return [parse_reference(e) for e in entries]

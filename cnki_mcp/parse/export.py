@@ -21,13 +21,18 @@ import re
 from cnki_mcp.models import ExportRecord
 
 _LI = re.compile(r"<li[^>]*>(.*?)</li>", re.S | re.I)
+_MARKUP = re.compile(r"<[^<>]*>")
+# Formatting a value may still carry once decoded (`CO<sub>2</sub>`): these tags only. Any other
+# `<…>` is text: `血糖<7.0 mmol/L与>10 mmol/L`, `(P<0.05)，年龄>60岁` in an abstract.
+_INLINE_TAG = re.compile(r"</?(?:sub|sup|i|b|em|strong|u|font|span|br)(?:\s[^<>]*)?/?>", re.I)
 _TAG = re.compile(r"^\s*%([0-9A-Z@+~#!$&()*^>\[\]])\s?(.*)$")
 _RECORD_START = re.compile(r"^[ \t]*%0(?:\s|$)", re.M)
 
 
 def _records_text(text: str) -> list[str]:
     if re.search(r"<li[\s>]", text, re.I):
-        return [html.unescape(re.sub(r"<br\s*/?>", "\n", m, flags=re.I)) for m in _LI.findall(text)]
+        # the markup goes before the text is decoded: an escaped `&lt;` is the record's own `<`
+        return [html.unescape(_MARKUP.sub("", re.sub(r"<br\s*/?>", "\n", m, flags=re.I))) for m in _LI.findall(text)]
     text = text.replace("\r\n", "\n")
     starts = [m.start() for m in _RECORD_START.finditer(text)]
     if not starts:
@@ -40,7 +45,7 @@ def _tag_values(chunk: str) -> dict[str, list[str]]:
     lines: list[tuple[str, list[str]]] = []
     for line in chunk.split("\n"):
         m = _TAG.match(line)
-        text = re.sub(r"<[^>]+>", "", m.group(2) if m else line).strip()
+        text = _INLINE_TAG.sub("", m.group(2) if m else line).strip()
         if m:
             lines.append((m.group(1), [text] if text else []))
         elif text and lines:

@@ -159,11 +159,16 @@ async def locate_titles(
         by_key: dict[str, dict[str, Paper]] = {}
         for row, paper in zip(page.rows, papers, strict=True):
             by_key.setdefault(reference_key(row.title), {}).setdefault(paper.record_ref, paper)
+        # a title's rows are those under any of its spellings' keys (CNKI's `CO2…` for `CO₂…`)
+        rows_of = {
+            key: {ref: p for s in group for ref, p in by_key.get(reference_key(s), {}).items()}
+            for key, group in batch
+        }
         more = lookup_reads_on(page, len(batch), page_no)
-        again = [(key, group) for key, group in batch if more and not by_key.get(key)]
+        again = [(key, group) for key, group in batch if more and not rows_of[key]]
         for key, _ in batch:
             if not any(key == k for k, _ in again):
-                found[key] = list(by_key.get(key, {}).values())
+                found[key] = list(rows_of[key].values())
         done += len(batch) - len(again)
         ctx.progress(done, len(titles), "titles")
         if len(batch) == 1 and again:

@@ -22,9 +22,9 @@ from cnki_mcp.identity import Paper, ambiguous, asked_title, title_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridPage, GridRow
 from cnki_mcp.pipeline.enrich import Enricher, fill_by_export, is_fatal, record_item_error
-from cnki_mcp.pipeline.links import LOOKUP_WORKERS, lookup_batch, lookup_reads_on
+from cnki_mcp.pipeline.links import LOOKUP_WORKERS, local_matches, lookup_batch, lookup_reads_on, plan_batches
 from cnki_mcp.pipeline.models import MetadataInput, MetadataResult, Scope
-from cnki_mcp.query.compiler import MAX_TITLES, title_lookup_expression
+from cnki_mcp.query.compiler import title_lookup_expression
 from cnki_mcp.site.backend import SiteBackend
 from cnki_mcp.store import Store
 
@@ -188,15 +188,23 @@ async def _locate(
     titles: list[str],
     ctx: OperationContext,
 ) -> dict[str, str]:
-    """Exact-title lookup, 10 titles per grid request; title -> ref for unique matches. A title
+    """Exact-title lookup, at most 10 spellings per grid request (`links.plan_batches`: a title is
+    asked as written and folded, `links.title_variants`); title -> ref for unique matches. A title
     the page did not carry is asked again as `links.lookup_reads_on` says (alone, reading on)."""
     found: dict[str, str] = {}
-    batches = [titles[i : i + MAX_TITLES] for i in range(0, len(titles), MAX_TITLES)]
+    batches, _ = plan_batches({t: t for t in titles})
     gate = asyncio.Semaphore(LOOKUP_WORKERS)
 
-    async def page_of(batch: list[str], page: int = 1, cursor: str | None = None) -> GridPage | None:
+    async def page_of(
+        batch: list[tuple[str, list[str]]], page: int = 1, cursor: str | None = None
+    ) -> GridPage | None:
         async with gate:
-            return await lookup_batch(backend, [(t, [t]) for t in batch], ctx, "locate", page=page, cursor=cursor)
+            return await lookup_batch(backend, batch, ctx, "locate", page=page, cursor=cursor)
+
+    def rows_for(grid: GridPage, spellings: list[str]) -> list[GridRow]:
+        """The rows whose title is one of the spellings' (CNKI's `CO2…` for an asked `CO₂…`)."""
+        want = {title_key(s) for s in spellings}
+        return [row for row in grid.rows if title_key(row.title) in want]
 
     def settle(title: str, rows: list[GridRow]) -> None:
         papers = store.upsert_from_grid(rows, clock.now(), public_origins=enricher.public_origins)
@@ -211,41 +219,38 @@ async def _locate(
         else:
             found[title] = refs[0]
 
-    async def alone(title: str) -> None:
-        want = title_key(title)
+    async def alone(entry: tuple[str, list[str]]) -> None:
+        title, spellings = entry
         rows: list[GridRow] = []
         cursor: str | None = None
         page = 0
         while True:
             page += 1
-            grid = await page_of([title], page, cursor)
+            grid = await page_of([entry], page, cursor)
             if grid is None:
                 return
-            rows = [row for row in grid.rows if title_key(row.title) == want]
+            rows = rows_for(grid, spellings)
             if rows or not lookup_reads_on(grid, 1, page):
                 break
             cursor = grid.turnpage
         settle(title, rows)
 
-    async def one(batch: list[str]) -> None:
+    async def one(batch: list[tuple[str, list[str]]]) -> None:
         if len(batch) == 1:
             await alone(batch[0])
             return
         grid = await page_of(batch)
         if grid is None:
             return
-        groups: dict[str, list[GridRow]] = {}
-        for row in grid.rows:
-            groups.setdefault(title_key(row.title), []).append(row)
         crowded = lookup_reads_on(grid, len(batch), 1)
-        again: list[str] = []
-        for title in batch:
-            rows = groups.get(title_key(title), [])
+        again: list[tuple[str, list[str]]] = []
+        for entry in batch:
+            rows = rows_for(grid, entry[1])
             if not rows and crowded:
-                again.append(title)
+                again.append(entry)
             else:
-                settle(title, rows)
-        for outcome in await asyncio.gather(*(alone(t) for t in again), return_exceptions=True):
+                settle(entry[0], rows)
+        for outcome in await asyncio.gather(*(alone(e) for e in again), return_exceptions=True):
             if isinstance(outcome, BaseException):
                 raise outcome
 
@@ -327,7 +332,7 @@ async def fetch_metadata(
 
     pending: list[str] = []
     for title in dict.fromkeys(map(asked_title, inp.titles)):
-        local = store.find_by_title_key(title)
+        local = local_matches(store, title)
         if len(local) == 1:
             targets.append(local[0].record_ref)
         elif len(local) > 1:

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from cnki_mcp.cite import export as cite_export
 from cnki_mcp.cite import from_paper
+from cnki_mcp.cite.model import HAN
 from cnki_mcp.cite.names import names_agree
 from cnki_mcp.cite.refmatch import (
     FieldDiff,
@@ -125,6 +126,12 @@ def distinctive_segment(title: str) -> str:
     return best[:30]
 
 
+def _cnki_name(name: str) -> str:
+    """A Han name as CNKI writes it, without the spaces a list spaces it with (`贾　楠`, padded to
+    align two-character names in Word; `司马 相如`); other names as written."""
+    return "".join(name.split()) if HAN.search(name) else name
+
+
 def fallback_expression(entry: ParsedReference) -> Any:
     """篇名 fuzzy on the distinctive segment, OR first author AND source (when the entry has both),
     OR the DOI (when it has one)."""
@@ -135,7 +142,7 @@ def fallback_expression(entry: ParsedReference) -> Any:
         items.append({
             "op": "and",
             "items": [
-                {"field": "first_author", "match": "exact", "value": entry.authors[0]},
+                {"field": "first_author", "match": "exact", "value": _cnki_name(entry.authors[0])},
                 {"field": "source", "match": "phrase", "value": entry.source},
             ],
         })
@@ -146,7 +153,7 @@ def fallback_expression(entry: ParsedReference) -> Any:
 
 def spellings(title: str) -> list[str]:
     """An entry title's lookup spellings: as written and with full-width punctuation folded
-    (`cite.refparse.title_spellings`), each also with 〈〉 read as 《》 (`links.title_variants`)."""
+    (`cite.refparse.title_spellings`), each with its variants (`links.title_variants`)."""
     return list(dict.fromkeys(v for s in title_spellings(title) for v in title_variants(s)))
 
 

@@ -40,6 +40,7 @@ from cnki_mcp.errors import (
     InvalidMatch,
     InvalidPlan,
     QueryTooComplex,
+    QueryUnsupported,
     UnboundedQuery,
 )
 from cnki_mcp.query.cnf import (
@@ -55,6 +56,7 @@ from cnki_mcp.query.cnf import (
 )
 from cnki_mcp.query.expr import (
     MAX_OPERANDS,
+    MAX_VALUE_CHARS,
     SUBJECT_EXACT_MESSAGE,
     Field,
     Leaf,
@@ -254,14 +256,46 @@ def feedback_expression(groups: Sequence[Sequence[str]], keyword: str) -> Leaf |
     return parse_expression({"op": "and", "items": parts})
 
 
+MIN_PHRASE_CHARS = 4  # a shorter stretch of a title lists too many other papers to read through
+
+
+def lookup_phrase(title: str) -> str:
+    """What an exact-title leaf asks CNKI for: the title itself when CNKI's 120-character box holds
+    it (quoted where it must be); for a title holding both quote kinds, which no value can carry,
+    its longest stretch holding one kind only; and of a phrase still too long, its longest head the
+    box holds, cut between words in Latin text. CNKI's exact title match lists every title
+    CONTAINING the phrase (site-rules.md §3.10): the paper is among the rows, and callers keep those
+    whose whole title key is the title's."""
+    phrase = title
+    try:
+        if len(quote_value(title)) <= MAX_VALUE_CHARS:
+            return title
+    except QueryUnsupported:
+        stretches = [p.strip(" ,.;:：，。") for mark in ('"', "'") for p in title.split(mark)]
+        phrase = max(stretches, key=len)
+        if len(phrase) < MIN_PHRASE_CHARS:
+            return title  # parse_expression refuses it (QUERY_UNSUPPORTED), naming the leaf
+        if len(quote_value(phrase)) <= MAX_VALUE_CHARS:
+            return phrase
+    room = MAX_VALUE_CHARS - 2  # the quotes a value holding spaces or operators is sent in
+    head = phrase[:room]
+    if head[-1].isascii() and head[-1].isalnum() and phrase[room].isascii() and phrase[room].isalnum():
+        word_start = head.rfind(" ")
+        if word_start > room // 2:
+            head = head[:word_start]
+    return head.rstrip(" ,.;:-—–")
+
+
 def title_lookup_expression(titles: Sequence[str]) -> Leaf | Node:
-    """OR of up to 10 exact title leaves (one title = a single leaf); duplicates sent once."""
+    """OR of up to 10 exact title leaves (one title = a single leaf, `lookup_phrase` of it);
+    duplicates sent once."""
     unique = list(dict.fromkeys(t.strip() for t in titles))
     if not unique or any(not t for t in unique):
         raise InvalidInput("题名不能为空")
     if len(unique) > MAX_TITLES:
         raise InvalidInput("一次最多定位 10 个题名", count=len(unique))
-    return parse_expression(_any_of(unique, Field.TITLE, Match.EXACT))
+    phrases = list(dict.fromkeys(lookup_phrase(t) for t in unique))
+    return parse_expression(_any_of(phrases, Field.TITLE, Match.EXACT))
 
 
 def year_filter(year_from: int | None, year_to: int | None) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from cnki_mcp.errors import (
     QueryTooComplex,
     QueryUnsupported,
 )
+from cnki_mcp.identity import visible
 
 MAX_DEPTH = 8
 MAX_NODES = 96
@@ -271,7 +272,7 @@ def _leaf(obj: dict[str, Any], path: str) -> Leaf:
     raw_value = obj.get("value")
     if not isinstance(raw_value, str):
         raise InvalidCondition("检索词必须是字符串", path=path, field=fld.value)
-    value = unquote(raw_value)
+    value = unquote(visible(raw_value))  # no CNKI text holds a soft hyphen or zero-width space
     if fld == Field.SOURCE:
         value = _source_name(value, path)
     if not value:

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic import Field as PydField
 
 from cnki_mcp.errors import InvalidPlan, QueryUnsupported
+from cnki_mcp.identity import ascii_letters, decode_entities, visible
 from cnki_mcp.query.expr import unquote
 from cnki_mcp.query.segment import HAN_CHAR, SOFT_WORDS, Segmenter, concept_runs, has_function_words, merge_to
 from cnki_mcp.query.timephrase import extract_years
@@ -85,7 +86,7 @@ def _group_terms(group: Sequence[Any], gi: int, hint: str) -> list[tuple[int, st
     for ti, term in enumerate(group):
         if not isinstance(term, str) or not term.strip():
             raise InvalidPlan(f"概念词不能为空{hint}", group=gi, term=ti)
-        text = " ".join(unquote(term).split())
+        text = " ".join(unquote(ascii_letters(visible(term))).split())
         if not text:
             raise InvalidPlan(f"概念词不能为空{hint}", group=gi, term=ti)
         words = text.split()
@@ -372,7 +373,9 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     question of several phrases is not one concept per phrase); any other part is segmented
     (`query/segment.py`) into runs of concept words, each run one concept (its words joined, then
     each word as an alternative), combined as topic AND aspects (`_sentence_groups`)."""
-    text = _strip_request(unicodedata.normalize("NFKC", question)).strip(_TRIM)
+    # invisible characters copied with the question (a PDF's zero-width space) are no word boundary,
+    # and an HTML entity is the client's escaping (`R&amp;D投入` is R&D, not R / amp / D投入)
+    text = _strip_request(unicodedata.normalize("NFKC", decode_entities(visible(question)))).strip(_TRIM)
     text, year_from, year_to = extract_years(text, now_year)
     written = read_written(text)
     parts: list[str | tuple[str, ...]] = []

@@ -106,9 +106,9 @@ ENGLISH_SOFT = _words(
     """
 )
 
-# A Latin run: letters/digits joined by - + . / _ #, an optional version number after a space
+# A Latin run: letters/digits joined by - + . / _ # & (R&D, M&A), an optional version number after a space
 # (Wi-Fi 8, GPT 4o), words separated by single spaces kept together (deep learning).
-_LATIN_WORD = r"[A-Za-z0-9][A-Za-z0-9]*(?:[-+./_#][A-Za-z0-9+#]*)*\+*"
+_LATIN_WORD = r"[A-Za-z0-9][A-Za-z0-9]*(?:[-+./_#&][A-Za-z0-9+#]*)*\+*"
 _LATIN_RE = re.compile(rf"第\d+[条款章节项篇]|{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})*")
 # one Han character (CJK ideographs: Ext. A, URO, compatibility, Ext. B onwards)
 HAN_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")

@@ -36,6 +36,7 @@ from cnki_mcp.identity import asked_title
 from cnki_mcp.jobs import OperationKind
 from cnki_mcp.links import LinkInput, LinkResult, scan_references
 from cnki_mcp.pipeline.links import link_references as run_link_references
+from cnki_mcp.pipeline.links import local_matches
 from cnki_mcp.pipeline.metadata import refs_in_scope, scope_next_offset
 from cnki_mcp.pipeline.models import MetadataInput, Scope, check_targets
 from cnki_mcp.server.deps import services_of
@@ -294,7 +295,7 @@ def register(server: CnkiServer) -> None:
 
         pending: list[str] = []
         for title in dict.fromkeys(map(asked_title, titles)):
-            local = store.find_by_title_key(title)
+            local = local_matches(store, title)
             if len(local) == 1:
                 refs.append(local[0].record_ref)
             else:  # unknown (located on CNKI) or ambiguous (reported as an item error there)

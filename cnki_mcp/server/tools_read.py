@@ -22,7 +22,7 @@ from cnki_mcp.identity import ambiguous, asked_title
 from cnki_mcp.jobs import DEFAULT_BUDGETS, BudgetSpec, OperationKind
 from cnki_mcp.links import reference_key
 from cnki_mcp.pdf_text import PdfText, read_pdf_text
-from cnki_mcp.pipeline.links import locate_titles
+from cnki_mcp.pipeline.links import local_matches, locate_titles
 from cnki_mcp.reading_service import DEFAULT_MAX_CHARACTERS, MAX_CHARACTERS, ReadResult
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
@@ -91,7 +91,7 @@ def known_ref(services: Services, record_ref: str | None, title: str | None) -> 
             raise DocumentNotFound.unknown_ref(record_ref)
         return ref
     assert title is not None
-    local = store.find_by_title_key(title)
+    local = local_matches(store, title)
     if len(local) > 1:
         raise ambiguous(title, local)
     return local[0].record_ref if local else None

@@ -30,7 +30,7 @@ from typing import Literal
 from pydantic import ValidationError
 
 from cnki_mcp.errors import InvalidInput, SearchNotFound
-from cnki_mcp.identity import Paper
+from cnki_mcp.identity import INVISIBLE, Paper, visible
 from cnki_mcp.identity import source_key as normalise_source
 from cnki_mcp.rank import tier_matches
 from cnki_mcp.store.db import StoreBase, to_ts
@@ -39,7 +39,7 @@ from cnki_mcp.stored import load
 
 log = logging.getLogger(__name__)
 
-ANALYZER_VERSION = "bigram-1"
+ANALYZER_VERSION = "bigram-2"  # 2: invisible format characters dropped
 MAX_TEXT_CHARS = 300_000  # per record and kind: a long thesis is cut, never refused
 RANK_WINDOW = 2_000  # papers ranked together before older matches (see `_segments`)
 # Matches counted for `total`: beyond this (and beyond the page asked for) the count stops and
@@ -58,7 +58,11 @@ _WORD = re.compile(r"\w", re.UNICODE)
 
 
 def normalise(text: str) -> str:
-    """NFKC and case folding: full-width letters and digits become ASCII, Latin lowercase."""
+    """NFKC and case folding: full-width letters and digits become ASCII, Latin lowercase;
+    invisible format characters (a PDF's soft hyphens, zero-width spaces: `identity.visible`)
+    are dropped, in a query as in a stored text."""
+    if INVISIBLE.search(text):
+        text = visible(text)
     if not unicodedata.is_normalized("NFKC", text):
         text = unicodedata.normalize("NFKC", text)
     return text.casefold()

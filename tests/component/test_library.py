@@ -86,6 +86,16 @@ def test_latin_and_mixed_terms_fold_case_and_width(store: Store, clock: FakeCloc
     assert find(store, "ber", clock).total == 0  # Latin text matches whole words
 
 
+def test_invisible_characters_in_a_query_or_a_stored_text_are_not_part_of_a_word(
+    store: Store, clock: FakeClock
+) -> None:
+    [paper] = store.upsert_from_grid([row("违约金过高时的司法酌减规则研究", "Z1")], T0)
+    # a PDF's text: a soft hyphen where a line broke, a zero-width space between two words
+    assert store.save_fulltext(paper.record_ref, "pdf", "情势\u00ad变更原则与multi\u00adlingual法律\u200b文本", T0)
+    for query in ("违约\u200b金", "\ufeff酌减", "司法\u00ad酌减", "情势变更", "multilingual", "法律文本"):
+        assert find(store, query, clock).total == 1, query
+
+
 def test_detail_page_fields_enter_the_index_when_stored(store: Store, clock: FakeClock) -> None:
     [listed] = store.upsert_from_grid(
         [row("深度学习在医学影像中的应用", "JSJX202403001", source="计算机学报", authors=["张三"])], T0

@@ -188,7 +188,36 @@ async def test_single_inner_marks_match_a_stored_title_with_double_marks(
     assert result.text == f"参见[《〈民法典〉实施背景下违约金研究》]({abstract_url('7')})"
 
 
+async def test_a_title_spelt_with_pdf_or_formula_characters_links_the_paper_stored_under_cnkis_spelling(
+    clock: FakeClock, store: Store
+) -> None:
+    store.upsert_from_grid([row("CO2捕集与封存技术的经济性评价", "1"), row("约定违约金酌减规则研究", "2")], NOW)
+    site = FakeSite()
+    text = "见《CO₂捕集与封存技术的经济性评价》与《约定违约金酌减\u200b规则研究》。"
+    _, result = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
+    assert result is not None
+    assert [r.status for r in result.references] == ["linked", "linked"]
+    assert site.requests == []
+
+
 # --------------------------------------------------------------- online lookup
+
+
+async def test_a_title_spelt_with_invisible_full_width_or_entity_characters_is_found_on_cnki(
+    clock: FakeClock, store: Store
+) -> None:
+    cnki = ["CO2捕集与封存技术的经济性评价", "约定违约金酌减规则的法律规制研究", "R&D投入对企业创新绩效的影响",
+            "列夫·托尔斯泰晚期创作中的宗教思想"]  # fmt: skip
+    site = FakeSite({t: [row(t, str(i))] for i, t in enumerate(cnki)})
+    text = ("《ＣＯ２捕集与封存技术的经济性评价》《约定违约金酌减规则的法\u00ad律规制研究》"
+            "《R&amp;D投入对企业创新绩效的影响》《列夫•托尔斯泰晚期创作中的宗教思想》")  # fmt: skip
+    record, result = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
+    assert result is not None and record.status.value == "completed"
+    assert [r.status for r in result.references] == ["linked"] * 4
+    assert len(site.requests) == 1
+    assert not any("\u00ad" in t for t in site.requests[0])  # an invisible character is never sent
+
+
 
 
 async def test_23_unknown_titles_take_exactly_3_grid_requests_and_rows_are_stored(
@@ -308,6 +337,36 @@ async def test_lookup_through_the_simulator_query_evaluator(clock: FakeClock, st
     _, again = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
     assert again is not None and site.requests["grid"] == 2
     assert [r.status for r in again.references] == [r.status for r in result.references]
+
+
+LONG_TITLE = (
+    "Effects of long-term nitrogen fertilization and straw return on soil organic carbon fractions, aggregate"
+    " stability and microbial community composition in a wheat-maize rotation system of the North China Plain"
+)
+
+
+def long_title_record(title: str, n: int) -> dict[str, Any]:
+    return {
+        "id": f"long{n}", "db": "CJFD", "filename": f"TRXB2023050{n:02d}", "type": "期刊", "title": title,
+        "authors": [{"name": "Wang Lei", "institution": "CAU"}], "source": "土壤学报", "year": 2023,
+        "date": "2023-05-10", "volume": "60", "issue": "5", "pages": "41-50", "abstract": "A field study.",
+        "keywords": ["nitrogen"], "cited": 1, "downloads": 5, "classification": "S153",
+    }  # fmt: skip
+
+
+async def test_a_title_longer_than_cnkis_120_character_box_is_found_by_its_head(
+    clock: FakeClock, store: Store
+) -> None:
+    site = CorpusBackend()
+    site.corpus.add_record(long_title_record(LONG_TITLE, 1))
+    # a second paper whose title starts the same way is listed too, and told apart by the whole title
+    site.corpus.add_record(long_title_record(LONG_TITLE.replace("North China Plain", "Loess Plateau"), 2))
+    record, result = await run_links(clock, store, site, LinkInput(text=f"见《{LONG_TITLE}》。", lookup_missing=True))
+    assert result is not None and record.status.value == "completed", record.errors
+    [ref] = result.references
+    assert ref.status == "linked" and site.requests["grid"] == 1
+    [paper] = store.find_by_title_key(LONG_TITLE)
+    assert ref.record_refs == [paper.record_ref]
 
 
 class PagedContainingSite(FakeSite):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus_backend import CorpusBackend
 from pipeline_fakes import AMBIGUOUS_TITLE, SimSite, WatchedSegmenter, duplicates, title_of
 
 from cnki_mcp.clock import FakeClock
@@ -562,6 +563,45 @@ async def test_metadata_locates_titles_ten_per_grid_request(clock: FakeClock, st
     assert set(again.result["records"][0]) == {"record_ref", "title", "abstract"}
 
 
+async def test_metadata_finds_titles_pasted_with_invisible_or_full_width_characters(
+    clock: FakeClock, store: Store
+) -> None:
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    pasted = [
+        title_of(5).replace("责任", "责任\u200b"),  # a zero-width space from a PDF
+        title_of(6).replace("研究", "研\u00ad究"),  # a soft hyphen
+        title_of(7).replace("007", "００７"),  # full-width digits
+    ]
+    record = await run_metadata(clock, pipe, MetadataInput(titles=pasted))
+    assert record.status == "completed" and record.errors == []
+    assert [r["title"] for r in record.result["records"]] == [title_of(5), title_of(6), title_of(7)]
+    # the stored papers answer the same spellings again without asking CNKI
+    site.log.clear()
+    again = await run_metadata(clock, pipe, MetadataInput(titles=pasted, local_only=True))
+    assert again.status == "completed" and site.log == []
+
+
+async def test_metadata_locates_a_title_longer_than_cnkis_120_character_box(
+    clock: FakeClock, store: Store
+) -> None:
+    title = "新时代背景下基于多源异构数据融合与深度学习方法的城市轨道交通客流短时预测模型构建及其在突发公共卫生事件情境中" \
+        "的适用性与鲁棒性检验研究——以北京、上海、广州、深圳四个超大城市的地铁线网为例的实证分析与政策启示——兼论超大城市轨道交通网络韧性评估框架的构建与完善"  # fmt: skip
+    assert len(title) > 120
+    site = CorpusBackend()
+    site.corpus.add_record({
+        "id": "long1", "db": "CJFD", "filename": "JTYS202306006", "type": "期刊", "title": title,
+        "authors": [{"name": "钱七", "institution": "北京交通大学"}], "source": "交通运输系统工程与信息",
+        "year": 2023, "date": "2023-06-10", "volume": "23", "issue": "6", "pages": "51-60",
+        "abstract": "长题名。", "keywords": ["客流预测"], "cited": 1, "downloads": 5, "classification": "U293",
+    })  # fmt: skip
+    pipe = make(clock, store, site)  # type: ignore[arg-type]
+    record = await run_metadata(clock, pipe, MetadataInput(titles=[title]))
+    assert record.status == "completed", record.errors
+    assert [r["title"] for r in record.result["records"]] == [title]
+    assert site.requests["grid"] == 1
+
+
 async def test_metadata_reports_missing_and_ambiguous_titles_per_item(clock: FakeClock, store: Store) -> None:
     site = SimSite(clock)
     pipe = make(clock, store, site)
@@ -598,7 +638,8 @@ async def test_a_title_cnki_cannot_be_asked_for_is_its_own_error_and_the_others_
 ) -> None:
     site = SimSite(clock)
     pipe = make(clock, store, site)
-    unsayable = "从\"可以用\"到'用得好'：数字治理"
+    # both quote kinds and no stretch of one kind long enough to ask for (lookup_phrase)
+    unsayable = "\"甲\"'乙'"
     titles = [title_of(1), unsayable, title_of(2)]
     record = await run_metadata(clock, pipe, MetadataInput(titles=titles))
     assert record.status == "partial"
@@ -608,6 +649,18 @@ async def test_a_title_cnki_cannot_be_asked_for_is_its_own_error_and_the_others_
     assert [r["title"] for r in record.result["records"]] == [title_of(1), title_of(2)]
     lookups = [k for k in site.log if k[:2] == ("grid", "lookup")]
     assert [len(k[2]) for k in lookups] == [2]
+
+
+async def test_a_title_holding_both_quote_kinds_is_located_by_its_longest_stretch_of_one_kind(
+    clock: FakeClock, store: Store
+) -> None:
+    # the simulator's corpus has 从"可以用"到'用得好'：大语言模型领域应用评测: no value carries both kinds
+    site = CorpusBackend()
+    [title] = [r.title for r in site.corpus.records if '"' in r.title and "'" in r.title]
+    pipe = make(clock, store, site)  # type: ignore[arg-type]
+    record = await run_metadata(clock, pipe, MetadataInput(titles=[title]))
+    assert record.status == "completed", record.errors
+    assert [r["title"] for r in record.result["records"]] == [title]
 
 
 async def test_metadata_refresh_refetches_and_local_only_sends_nothing(

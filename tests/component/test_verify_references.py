@@ -245,3 +245,15 @@ async def test_a_not_found_entry_whose_exact_title_search_failed_says_it_cannot_
     assert [e.code for e in record.errors] == ["PARSER_UNSUPPORTED"]
     [entry] = result.entries
     assert entry.verdict == "not_found" and len(entry.searches) == 1 and entry.warnings
+
+
+async def test_a_two_character_name_padded_with_a_full_width_space_still_finds_the_paper_by_author(
+    clock: FakeClock, store: Store
+) -> None:
+    # Word lists pad two-character names to align them (贾　楠); CNKI writes 贾楠. The title here is
+    # wrong, so only the first author + source search can find the paper (a title mismatch).
+    entry = "[1] 贾　楠, 夏思萍, 白嘉嘉. 约定违约金酌减规则之法律规制研究[J]. 现代法学, 2014, 27(6): 75-99."
+    _, result = await run(clock, store, CorpusBackend(), VerifyInput(text=entry))
+    [got] = result.entries
+    assert got.verdict == "mismatch" and got.fields == ["title"]
+    assert got.record is not None and got.record.title == "约定违约金酌减规则的法律规制研究"

@@ -23,13 +23,16 @@ from cnki_mcp.pipeline.models import MetadataInput
         ("《违约金《导论》", "《违约金《导论》"),
         ("《  》", ""),
         ("   ", ""),
+        # invisible characters copied around the marks (a BOM, a zero-width space) hid the pair
+        ("\ufeff《约定违约金酌减规则的法律规制研究》\u200b", "约定违约金酌减规则的法律规制研究"),
+        ("《\u200b》", ""),
     ],
 )
 def test_one_pair_of_book_title_marks_around_the_whole_title_is_taken_off(asked: str, title: str) -> None:
     assert asked_title(asked) == title
 
 
-@pytest.mark.parametrize("blank", ["   ", "《》", "《 》"])
+@pytest.mark.parametrize("blank", ["   ", "《》", "《 》", "\u200b"])
 def test_get_metadata_refuses_a_blank_title_instead_of_answering_nothing(blank: str) -> None:
     with pytest.raises(CnkiError) as info:
         MetadataInput(titles=["约定违约金酌减规则的法律规制研究", blank])

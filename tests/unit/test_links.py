@@ -172,6 +172,28 @@ def test_single_and_double_inner_marks_share_one_key() -> None:
     assert title_variants("普通 题名") == ["普通 题名"]
 
 
+@pytest.mark.parametrize(
+    ("cited", "cnki"),
+    [
+        ("违约金酌减\u200b规则研究", "违约金酌减规则研究"),  # a zero-width space copied from a PDF
+        ("违约金酌减规则的法\u00ad律规制", "违约金酌减规则的法律规制"),  # a soft hyphen
+        ("\ufeff违约金研究", "违约金研究"),  # a BOM
+        ("CO₂捕集与封存技术", "CO2捕集与封存技术"),  # CNKI's text of CO<sub>2</sub>
+        ("ＣＯ２捕集与封存技术", "CO2捕集与封存技术"),  # full-width letters and digits
+        ("R&amp;D投入对企业创新的影响", "R&D投入对企业创新的影响"),  # an HTML entity
+        ("列夫•托尔斯泰的宗教思想", "列夫·托尔斯泰的宗教思想"),  # the name dot as a bullet
+        ("列夫‧托尔斯泰的宗教思想", "列夫·托尔斯泰的宗教思想"),  # ... from a Taiwanese IME
+        # typed on an English keyboard: straight quotes and a lone dash for CNKI's “” and ——
+        ('基于"互联网+"的思政教育创新研究—以某高校为例', "基于“互联网+”的思政教育创新研究——以某高校为例"),
+        ('从"可以用"到"用得好"--大模型评测', "从“可以用”到“用得好”——大模型评测"),
+    ],
+)
+def test_a_cited_title_is_also_looked_up_in_the_spelling_cnki_gives_it(cited: str, cnki: str) -> None:
+    spellings = title_variants(cited)
+    assert reference_key(cnki) in {reference_key(s) for s in spellings}
+    assert not any(ch in s for s in spellings for ch in "\u200b\u00ad\ufeff")  # never sent to CNKI
+
+
 def test_meaningful_punctuation_differences_stay_apart() -> None:
     assert reference_key("C++ 编程") != reference_key("C# 编程")
     assert reference_key("版本 1.2") != reference_key("版本 12")
@@ -262,3 +284,9 @@ def test_a_url_inside_a_title_ends_at_the_title_mark() -> None:
     # the 》 closes a 《 opened before the URL: the URL stops there and 《乙》 after it is found
     # (a title never spans a protected region, so 《见…》 itself is not one)
     assert titles("《见https://x.org/a》与《乙》") == ["乙"]
+
+
+def test_a_title_with_chinese_punctuation_only_is_asked_in_one_spelling() -> None:
+    # CNKI's titles carry ：—— （） themselves: folding them would cost a second OR leaf per title
+    title = "数字化转型：机制与路径——以长三角（部分城市）为例"
+    assert title_variants(title) == [title]

@@ -89,3 +89,21 @@ def test_the_simulators_export_writes_some_thesis_abstracts_after_a_bare_x_and_t
     assert " %X <br>    " in answer  # the real capture's form is served, not only the one-line one
     parsed = parse_export(answer)
     assert [p.abstract for p in parsed] == [r.abstract for r in theses]
+
+
+def test_a_less_than_sign_in_a_title_or_abstract_is_text_not_markup() -> None:
+    # ShowExport escapes a record's own < and > (&lt; &gt;); decoded first, `<7.0 … 与>` and
+    # `(P<0.05)，年龄>` read as a tag and were cut out of the title and the abstract
+    answer = (
+        "<ul class='literature-list'><li>%0 Journal Article<br>%A 王明<br>"
+        "%T 血糖&lt;7.0 mmol/L与&gt;10 mmol/L患者的预后比较<br>%J 中华内科杂志<br>"
+        "%X 结果：两组差异有统计学意义(P&lt;0.05)，年龄&gt;60岁者预后较差。<br>%W CNKI</li>"
+        "<li>%0 Journal Article<br>%T CO<sub>2</sub>捕集与封存<br>%W CNKI</li></ul>"
+    )
+    first, second = parse_export(answer)
+    assert first.title == "血糖<7.0 mmol/L与>10 mmol/L患者的预后比较"
+    assert first.abstract == "结果：两组差异有统计学意义(P<0.05)，年龄>60岁者预后较差。"
+    assert second.title == "CO2捕集与封存"
+    # text a user saved from the export page: no markup at all
+    [saved] = parse_export("%0 Journal Article\n%T 剂量<5 mg与>10 mg组的比较\n%X P<0.05，年龄>60岁\n")
+    assert (saved.title, saved.abstract) == ("剂量<5 mg与>10 mg组的比较", "P<0.05，年龄>60岁")

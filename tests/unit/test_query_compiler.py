@@ -15,7 +15,7 @@ from cnki_mcp.query.compiler import (
     title_lookup_expression,
     to_dnf,
 )
-from cnki_mcp.query.expr import Field, Leaf, Match, Node, Op, parse_expression, to_json
+from cnki_mcp.query.expr import Field, Leaf, Match, Node, Op, parse_expression, quote_value, to_json
 
 
 def L(value: str, field: str = "title", match: str = "phrase") -> dict[str, Any]:
@@ -293,6 +293,17 @@ def test_title_lookup_is_an_or_of_exact_title_leaves() -> None:
     assert to_json(tree) == OR(L("甲", "title", "exact"), L("乙", "title", "exact"))
     compiled = compile_expression(tree)
     assert [g["Items"][0]["Operator"] for g in compiled.subject["ChildItems"]] == ["DEFAULT", "DEFAULT"]
+
+
+def test_a_title_over_cnkis_120_character_box_is_asked_for_by_its_head() -> None:
+    latin = ("Effects of long-term nitrogen fertilization and straw return on soil organic carbon fractions, "
+             "aggregate stability and microbial community composition in a wheat-maize rotation system")  # fmt: skip
+    han = "基于多源异构数据融合的城市轨道交通客流短时预测研究" * 6
+    for title in (latin, han):
+        leaf = title_lookup_expression([title])
+        assert isinstance(leaf, Leaf) and title.startswith(leaf.value) and len(quote_value(leaf.value)) <= 120
+    assert to_json(title_lookup_expression([latin]))["value"].endswith(" and")  # cut between words
+    assert to_json(title_lookup_expression([han]))["value"] == han[:118]
 
 
 def test_title_lookup_takes_one_to_ten_titles() -> None:

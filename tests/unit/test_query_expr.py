@@ -280,3 +280,12 @@ def test_a_source_category_is_refused_at_its_path(category: str) -> None:
     assert info.value.code == "INVALID_CONDITION"
     assert info.value.details["path"] == "$.items[1]"
     assert info.value.details["reason"] == "source_category"
+
+
+@pytest.mark.parametrize("invisible", ["\u200b", "\u00ad", "\ufeff", "\u2060"])
+def test_a_value_copied_with_an_invisible_character_is_sent_without_it(invisible: str) -> None:
+    leaf = parse_expression({"field": "title", "value": f"约定违约金{invisible}酌减", "match": "phrase"})
+    assert isinstance(leaf, Leaf) and leaf.value == "约定违约金酌减"
+    with pytest.raises(CnkiError) as info:
+        parse_expression({"field": "title", "value": invisible})
+    assert info.value.code == "INVALID_CONDITION"

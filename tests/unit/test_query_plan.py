@@ -240,3 +240,9 @@ def test_sampling_reply_is_parsed_into_a_sampling_plan(reply: str, groups: list[
 )
 def test_invalid_sampling_reply_gives_none(reply: str) -> None:
     assert parse_sampling_reply(reply) is None
+
+
+def test_concept_terms_typed_in_full_width_or_with_subscripts_are_sent_as_cnki_indexes_them() -> None:
+    # an IME in full-width mode gives ＣＯ２; a client copying the paper writes CO₂ (CNKI's text: CO2)
+    plan = plan_explicit([["ＣＯ２捕集", "CO₂ capture"], ["约定\u200b违约金", "（一）"]])
+    assert plan.groups == [["CO2捕集", "CO2 capture"], ["约定违约金", "（一）"]]

@@ -476,3 +476,21 @@ def test_a_document_type_that_is_the_topic_stays_a_concept(question: str, first:
     plan = _plan(question)  # the word begins the question: its topic, not a wish
     assert plan.groups[0][0] == first
     assert not [w for w in plan.warnings if "search_library" in w]
+
+
+@pytest.mark.parametrize("invisible", ["\u200b", "\u00ad", "\ufeff"])
+def test_an_invisible_character_copied_with_a_question_is_no_word_boundary(invisible: str) -> None:
+    clean = _plan("约定违约金酌减的司法标准")
+    pasted = _plan(f"{invisible}约定违约金{invisible}酌减的司法标准")
+    assert pasted.groups == clean.groups and pasted.warnings == clean.warnings
+
+
+@pytest.mark.parametrize(
+    ("question", "term"),
+    [("R&D投入对企业创新绩效的影响", "R&D"), ("M&A绩效研究", "M&A"), ("R&amp;D投入对企业创新绩效的影响", "R&D")],
+)
+def test_an_ampersand_inside_a_latin_word_keeps_the_word_whole(question: str, term: str) -> None:
+    # R&D, M&A (企业并购) are words; an HTML entity is the client's escaping, not the words R / amp
+    groups = _plan(question).groups
+    assert [term] in groups
+    assert not any(t in ("R", "D投入", "amp", "M", "A绩效") for g in groups for t in g)

@@ -241,3 +241,13 @@ def test_an_online_first_entry_s_access_date_is_neither_its_year_nor_part_of_its
                         authors=["范杰丽", "龚芳", "闫丹", "邱秀怡"], source="法学评论", year=2026, doc_type="期刊")
     got = judge(parsed, [record])
     assert got.verdict == "verified" and got.fields == []
+
+
+@pytest.mark.parametrize("dot", ["•", "‧", "∙", "⋅", "・", "·"])
+def test_a_transliterated_name_written_with_another_dot_is_the_same_author(dot: str) -> None:
+    # CNKI writes 阿依古丽·买买提; a Taiwanese IME gives ‧, a Japanese one ・, Word's bullet •
+    record = RecordView(record_ref="cnki:MZJY201902001", title="新疆南疆农村双语教育研究", authors=["阿依古丽·买买提", "王小明"],
+                        source="民族教育研究", year=2019, volume="30", issue="2", pages="1-9", doc_type="期刊")  # fmt: skip
+    entry = f"阿依古丽{dot}买买提, 王小明. 新疆南疆农村双语教育研究[J]. 民族教育研究, 2019, 30(2): 1-9."
+    got = judge(parse_reference(entry), [record])
+    assert got.verdict == "verified" and got.fields == []

@@ -397,3 +397,30 @@ def test_a_list_of_dois_or_links_one_per_line_is_one_entry_each() -> None:
     ]
     wrapped = "[1] 甲. 题一[J]. 刊, 2019, 5(2): 1-9.\ndoi:10.1000/abc\n[2] 乙. 题二[J]. 刊, 2020.\n"
     assert split_entries(wrapped)[0].endswith("doi:10.1000/abc")
+
+
+@pytest.mark.parametrize("brk", ["\u2028", "\u2029", "\v", "\f", "\x85"])
+def test_every_line_break_a_copy_holds_ends_an_entry(brk: str) -> None:
+    # Word's manual line break is \v, a PDF page break \f, web pages and PDF tools give U+2028
+    text = f"[1] 贾楠. 约定违约金酌减规则研究[J]. 现代法学, 2014, 27(6): 75-99.{brk}[2] 李华. R&D投入的影响[J]. 管理世界, 2023, 39(2): 11-20."
+    assert [p.title for p in parse_references(text)] == ["约定违约金酌减规则研究", "R&D投入的影响"]
+
+
+def test_invisible_characters_from_a_file_or_pdf_are_not_part_of_an_entry() -> None:
+    text = (
+        "\ufeff[1] 贾楠，夏思萍．约定违约金酌减规则的法律规\u00ad\n制研究［J］．现代法学，2014，27（6）：75-99．\n"
+        "\u200b[2] 李华. R&D投入的影响[J]. 管理世界, 2023, 39(2): 11-20."
+    )
+    got = parse_references(text)
+    assert [(p.title, p.authors) for p in got] == [
+        ("约定违约金酌减规则的法律规制研究", ["贾楠", "夏思萍"]),
+        ("R&D投入的影响", ["李华"]),
+    ]
+    assert [p.title for p in parse_references(references=["贾楠. 违约金\u200b研究[J]. 现代法学, 2014."])] == ["违约金研究"]
+
+
+def test_an_html_entity_in_a_pasted_entry_is_read_as_its_character() -> None:
+    [got] = parse_references("[4] 李华. R&amp;D投入对企业创新绩效的影响[J]. 管理世界, 2023, 39(2): 11-20.")
+    assert (got.title, got.source) == ("R&D投入对企业创新绩效的影响", "管理世界")
+    [kept] = parse_references(references=["张三. 论&para与&parameter的写法[J]. 法学研究, 2020."])
+    assert kept.title == "论&para与&parameter的写法"  # only complete references (with `;`) are decoded
