@@ -286,13 +286,28 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
             except PaginationMismatch:
                 self._cursors.discard(key, request.page)  # rejected: walk the pages below
         if request.page > 1 and self._cursors.get(key, request.page) is None:
-            # No cursor for this page: walk the pages before it in order, caching their cursors.
-            start = self._cursors.highest_below(key, request.page)
-            for page_no in range(start, request.page):
-                await self._grid_with_retries(request.model_copy(update={"page": page_no}), op, FollowOnce(None))
-                if self._cursors.get(key, page_no + 1) is None:
-                    break
-        return await self._grid_with_retries(request, op, once)
+            await self._walk_to(request, op, key)
+        try:
+            return await self._grid_with_retries(request, op, once)
+        except PaginationMismatch as exc:
+            if request.page == 1 or exc.details.get("status") != 400:
+                raise
+            # CNKI refused a cursor this process kept: its guest session was renewed since (a
+            # slider solved in the middle of the list plants a new one), and every cursor of the
+            # search belongs to the old session. Sought again from page 1, once (docs/simulator.md
+            # "Cursors"); it was PAGINATION_MISMATCH, and `continue` sent the same cursor again.
+            log.info("a kept grid cursor was refused; seeking page %d again from page 1", request.page)
+            self._cursors.forget(key)
+            await self._walk_to(request, op, key)
+            return await self._grid_with_retries(request, op, once)
+
+    async def _walk_to(self, request: GridRequest, op: SiteOp | None, key: str) -> None:
+        """No cursor for `request`'s page: walk the pages before it in order, caching their cursors."""
+        start = self._cursors.highest_below(key, request.page)
+        for page_no in range(start, request.page):
+            await self._grid_with_retries(request.model_copy(update={"page": page_no}), op, FollowOnce(None))
+            if self._cursors.get(key, page_no + 1) is None:
+                break
 
     async def _grid_with_retries(self, request: GridRequest, op: SiteOp | None, follow: FollowOnce) -> GridPage:
         return await self._with_retries(lambda: self._grid_once(request, op, follow), op, on_transport="recover")
