@@ -6,6 +6,8 @@ with `chromium_args()` (`--host-resolver-rules` + `--ignore-certificate-errors`)
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import ssl
 import sys
 import threading
@@ -176,7 +178,14 @@ class _Handler(BaseHTTPRequestHandler):
         for k, v in resp.headers:
             self.send_header(k, v)
         self.end_headers()
-        if not head:
+        if not head and resp.cut_at is not None:
+            # a transfer cut short: the announced length never arrives, the connection drops
+            self.wfile.write(resp.body[: resp.cut_at])
+            self.wfile.flush()
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+        elif not head:
             self.wfile.write(resp.body)
 
 

@@ -6,7 +6,8 @@ on the page the human gate shows (the reader slider, the login page) in that sam
 
 Covered: a lazily loaded reader, the reader slider (awaiting_user, solved by the person; skip ->
 VERIFICATION_SKIPPED), section and offset paging over the cached body, a CAJ download, a refusal
-page (DOWNLOAD_REFUSED), an HTML page served under a PDF name (INVALID_FILE), a login asked for by
+page (DOWNLOAD_REFUSED), an HTML page served under a PDF name (INVALID_FILE), a download the
+connection cuts short (SIDE_EFFECT_UNCERTAIN naming the browser's failure), a login asked for by
 the download, an uncertain outcome never re-clicked without retry=true, no overwrite (FILE_EXISTS)
 and a subdirectory escaping downloads/ (INVALID_ARGUMENT before any browser work)."""
 
@@ -333,6 +334,36 @@ async def test_html_served_under_a_pdf_name_is_invalid_file_and_nothing_is_archi
     assert app.files() == before  # nothing archived under downloads/
     assert app.services.store.download_for(ref, "pdf") is None
     assert [c.outcome for c in app.services.store.clicks_for(ref)] == ["invalid_file"]
+
+
+async def test_a_download_cut_short_every_time_is_side_effect_uncertain_naming_the_browsers_failure(
+    app: App,
+) -> None:
+    # The order answer announces the whole file and the connection drops halfway, on every try:
+    # Chromium resumes it by itself a few times, then ends the download without a file
+    # (downloading.DownloadFailed). Whether CNKI charged is unknown: nothing is clicked again
+    # without retry, and nothing is archived.
+    ref = await app.ref("r0009")
+    before = app.files()
+    app.sim.set_scenario({"faults": [{"path": ORDER, "kind": "truncated"}]})
+    record = await app.run("download_paper", {"record_ref": ref, "format": "pdf"})
+    assert record["status"] == "failed" and record["result"] is None, record
+    error = only_error(record, "SIDE_EFFECT_UNCERTAIN")
+    assert error["details"]["browser_failure"] and error["details"]["no_space"] is False, error
+    assert "retry=true" in record["next_step"]
+    orders = app.sim.requests_for(ORDER, "GET")
+    assert orders and {e.fault for e in orders} == {"truncated"}
+    assert app.files() == before and app.services.store.download_for(ref, "pdf") is None
+    assert len(app.services.store.clicks_for(ref)) == 1 and app.services.store.uncertain_click(ref, "pdf")
+
+    again = await app.run("download_paper", {"record_ref": ref, "format": "pdf"})
+    only_error(again, "SIDE_EFFECT_UNCERTAIN")
+    assert len(app.sim.requests_for(ORDER, "GET")) == len(orders)  # not clicked again
+
+    app.sim.set_scenario(None)
+    done = await app.completed("download_paper", {"record_ref": ref, "format": "pdf", "retry": True})
+    rec = app.sim.corpus.by_id["r0009"]
+    assert Path(done["result"]["path"]).read_bytes() == pdf_bytes(rec)
 
 
 async def test_login_asked_by_the_download_is_done_by_the_person_and_the_file_arrives(app: App) -> None:

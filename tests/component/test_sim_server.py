@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.cookiejar
 import json
 import re
+import socket
 import subprocess
 import sys
 import urllib.error
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from cnki_mcp.sim.corpus import Corpus, SimAuthor, SimJournal, SimRecord, SimSection
+from cnki_mcp.sim.pages.files import pdf_bytes
 from cnki_mcp.sim.server import SimServer
 
 # The real zero and the busy-site block use the same words; they differ in structure.
@@ -434,6 +436,29 @@ def test_download_faults(sim: SimServer) -> None:
         and headers["Content-Disposition"].startswith("attachment")
         and ".caj" in headers["Content-Disposition"]
     )
+
+
+def test_a_truncated_answer_announces_its_whole_length_and_drops_the_connection_halfway(
+    sim: SimServer,
+) -> None:
+    sim.set_scenario({"faults": [{"path": "/bar/download", "kind": "truncated", "at": [1]}]})
+    b = visitor(sim)
+    url = sim.links.download("t003", "pdf")
+    parts = urllib.parse.urlsplit(url)
+    cookies = "; ".join(f"{c.name}={c.value}" for c in b.jar)
+    whole = pdf_bytes(sim.corpus.by_id["t003"])
+    with socket.create_connection((sim.host, sim.port), timeout=10) as conn:
+        conn.sendall(
+            f"GET {parts.path}?{parts.query} HTTP/1.1\r\nHost: {parts.netloc}\r\nCookie: {cookies}\r\n\r\n".encode()
+        )
+        raw = b""
+        while chunk := conn.recv(65536):  # ends when the simulator drops the connection
+            raw += chunk
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200") and b"Content-Length: %d" % len(whole) in head
+    assert body == whole[: len(whole) // 2]
+    assert b.request(url)[2] == whole  # the next answer is whole (`at`)
+    assert [e.fault for e in sim.requests_for("/bar/download/order")] == ["truncated", None]
 
 
 def test_reader_entry_trial_slider_and_lazy(sim: SimServer) -> None:
