@@ -402,6 +402,11 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
         except BrowserStalled as exc:
             raise _TransportError(str(exc)) from exc
         if data.get("error"):
+            if data.get("status"):
+                # The site answered and the body broke off (the connection dropped, or stalled past
+                # the fetch's own timeout): the site failed, the browser did not. Retried like a 5xx;
+                # it relaunched the browser, closing every other operation's tabs.
+                raise SiteUnavailable(reason=f"{data['error']} (status {data['status']}, answer cut short)")
             raise _TransportError(str(data["error"]))
         if data.get("tooLarge"):
             raise ResponseTooLarge(url=without_query(url))
