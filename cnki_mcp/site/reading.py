@@ -11,12 +11,13 @@ up to 20 s until no catalogue heading is missing. It closes every tab it opened.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Any
 
-from playwright.async_api import ElementHandle, Page
+from playwright.async_api import ElementHandle, Page, Request, Response
 from playwright.async_api import Error as PlaywrightError
 
 from cnki_mcp.clock import Clock
@@ -112,6 +113,35 @@ class OpenedDetail:
     url: str  # the locator that was opened (internal; may carry an expiring token)
 
 
+async def goto_or_cut(page: Page, url: str) -> Response | None:
+    """`page.goto(url)` until DOMContentLoaded, ended as soon as the navigation's answer breaks
+    off: Chromium fails the request at once (net::ERR_CONTENT_LENGTH_MISMATCH) but never fires
+    DOMContentLoaded for the cut document, so the tab waited out the 30 s navigation timeout
+    (docs/site-behaviour.md). A cut answer is SITE_UNAVAILABLE with `cut_short`."""
+    failed: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    def on_failed(request: Request) -> None:
+        reason = request.failure or ""
+        if failed.done() or "ERR_ABORTED" in reason or not request.is_navigation_request():
+            return  # an abort is a navigation replaced by another one: goto itself reports that
+        if request.frame == page.main_frame:
+            failed.set_result(reason)
+
+    page.on("requestfailed", on_failed)
+    nav = asyncio.ensure_future(page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS))
+    try:
+        await asyncio.wait({nav, failed}, return_when=asyncio.FIRST_COMPLETED)
+        if nav.done():
+            return nav.result()
+        raise SiteUnavailable(reason=f"{failed.result()} (answer cut short)", cut_short=True)
+    finally:
+        page.remove_listener("requestfailed", on_failed)
+        if not nav.done():
+            nav.cancel()
+            with contextlib.suppress(asyncio.CancelledError, PlaywrightError):
+                await nav
+
+
 class DetailTabs:
     """Detail pages in their own tabs, settled and identity-checked; clicks at stable points."""
 
@@ -171,6 +201,11 @@ class DetailTabs:
         try:
             return await self._open_once(paper, op)
         except SiteUnavailable as exc:
+            if exc.details.get("cut_short"):
+                # the page's answer broke off (docs/site-behaviour.md): asked once more, as a 5xx is
+                log.warning("a detail page's answer was cut short; opening it once more: %s", exc)
+                self.limiter.slow()
+                return await self._open_once(paper, op)
             if not self.host.lost_since(generation):
                 raise
             log.warning("the browser died under a detail tab; opening it again in a new one: %s", exc)
@@ -231,7 +266,7 @@ class DetailTabs:
                     return detail
             try:
                 async with self.limiter.slot(budget=op):
-                    response = await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
+                    response = await goto_or_cut(page, url)
             except PlaywrightError as exc:
                 self.host.note_error(exc)
                 raise SiteUnavailable(reason=_short(exc)) from exc
