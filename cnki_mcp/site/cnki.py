@@ -61,6 +61,7 @@ from cnki_mcp.site.grid_template import (
 )
 from cnki_mcp.site.human import HumanGate, StepKind
 from cnki_mcp.site.limiter import Limiter, Priority
+from cnki_mcp.site.navigation import goto_or_cut
 from cnki_mcp.site.page_apis import block_page_apis
 from cnki_mcp.site.page_lease import PageLease
 from cnki_mcp.site.page_scripts import FETCH_JS, FILL_JS, READY_JS
@@ -229,14 +230,19 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
     async def _open_search_page(self, page: Page, op: SiteOp | None) -> None:
         """Navigate `page` to AdvSearch (one limited request), getting a person past a challenge."""
         await self._first_visit(page, op)
-        renewed = False
+        renewed = cut = False
         for _ in range(MAX_ATTEMPTS):
             epoch = self._gate.epoch
             try:
                 async with self._limiter.slot(budget=op, priority=Priority.CHAIN):
-                    response = await page.goto(
-                        self.endpoints.adv_search, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS
-                    )
+                    response = await goto_or_cut(page, self.endpoints.adv_search)
+            except SiteUnavailable as exc:
+                # the page's answer broke off: asked once more (it waited 30 s, then failed the search)
+                if cut:
+                    raise QueryTemplateUnavailable(reason=str(exc.details.get("reason"))[:200]) from exc
+                cut = True
+                self._limiter.slow()
+                continue
             except PlaywrightError as exc:
                 self._host.note_error(exc)
                 raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc

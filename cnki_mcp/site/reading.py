@@ -11,13 +11,12 @@ up to 20 s until no catalogue heading is missing. It closes every tab it opened.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Any
 
-from playwright.async_api import ElementHandle, Page, Request, Response
+from playwright.async_api import ElementHandle, Page
 from playwright.async_api import Error as PlaywrightError
 
 from cnki_mcp.clock import Clock
@@ -50,6 +49,7 @@ from cnki_mcp.site.endpoints import same_url
 from cnki_mcp.site.grid_template import exact_title_subject
 from cnki_mcp.site.human import HumanGate, PageKind, PageState, StepKind
 from cnki_mcp.site.limiter import Limiter
+from cnki_mcp.site.navigation import goto_or_cut
 from cnki_mcp.site.page_apis import block_page_apis
 from cnki_mcp.site.pages import LOAD_STATE_JS, PlaywrightHumanPage
 
@@ -111,35 +111,6 @@ class OpenedDetail:
     page: Page
     detail: DetailPage
     url: str  # the locator that was opened (internal; may carry an expiring token)
-
-
-async def goto_or_cut(page: Page, url: str) -> Response | None:
-    """`page.goto(url)` until DOMContentLoaded, ended as soon as the navigation's answer breaks
-    off: Chromium fails the request at once (net::ERR_CONTENT_LENGTH_MISMATCH) but never fires
-    DOMContentLoaded for the cut document, so the tab waited out the 30 s navigation timeout
-    (docs/site-behaviour.md). A cut answer is SITE_UNAVAILABLE with `cut_short`."""
-    failed: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-
-    def on_failed(request: Request) -> None:
-        reason = request.failure or ""
-        if failed.done() or "ERR_ABORTED" in reason or not request.is_navigation_request():
-            return  # an abort is a navigation replaced by another one: goto itself reports that
-        if request.frame == page.main_frame:
-            failed.set_result(reason)
-
-    page.on("requestfailed", on_failed)
-    nav = asyncio.ensure_future(page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS))
-    try:
-        await asyncio.wait({nav, failed}, return_when=asyncio.FIRST_COMPLETED)
-        if nav.done():
-            return nav.result()
-        raise SiteUnavailable(reason=f"{failed.result()} (answer cut short)", cut_short=True)
-    finally:
-        page.remove_listener("requestfailed", on_failed)
-        if not nav.done():
-            nav.cancel()
-            with contextlib.suppress(asyncio.CancelledError, PlaywrightError):
-                await nav
 
 
 class DetailTabs:

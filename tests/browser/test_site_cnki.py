@@ -333,6 +333,18 @@ async def test_a_grid_answer_cut_short_is_asked_again_without_relaunching_the_br
     assert env.host.generation == generation and not env.sim.requests_for("/kns8s/AdvSearch")
 
 
+async def test_a_search_page_cut_short_is_opened_once_more_and_the_template_captured(env: Env) -> None:
+    # Chromium never fires DOMContentLoaded for a cut document: AdvSearch waited out the 30 s
+    # navigation timeout and the search ended QUERY_TEMPLATE_UNAVAILABLE.
+    await captured(env)
+    env.site.drop_template()
+    env.sim.set_scenario({"faults": [{"path": "/kns8s/AdvSearch", "kind": "truncated", "at": [1]}]})
+    env.sim.log.clear()
+    result = await env.site.grid(request("数据"))
+    assert result.rows
+    assert [e.fault for e in env.sim.requests_for("/kns8s/AdvSearch", "GET")] == ["truncated", None]
+
+
 async def test_a_detail_answer_cut_short_is_asked_again_not_read_as_an_empty_page(env: Env) -> None:
     # Network.loadNetworkResource names it net::ERR_CONTENT_LENGTH_MISMATCH with status 200 and no
     # body; it was taken for an HTTP error answer, parsed empty: PARSER_UNSUPPORTED, never retried.
