@@ -633,6 +633,12 @@ class App:
             return self.not_found()
         fmt = grant.extra or "pdf"
         params = {"id": record.id, "type": fmt}
+        if fmt == "html":  # the HTML阅读 entry's order: on to the htmlread entry (Links.reader)
+            resp, _ = self._fault(req, client, _GENERIC)
+            resp = resp or self._needs_login(req, Area.READER)
+            resp = resp or Response.redirect(self.links.reader_entry(record.id))
+            resp.params = params
+            return resp
         resp, rule = self._fault(req, client, _DOWNLOAD_FAULTS)
         resp = resp or self._needs_login(req, Area.DOWNLOAD)
         if resp is not None:

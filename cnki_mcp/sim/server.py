@@ -72,6 +72,12 @@ class SimLinks:
         return f"{self._base('kns')}/kcms2/author/detail?v={v}{_PLATFORM}"
 
     def reader(self, record_id: str) -> str:
+        # The real grid and detail pages point HTML阅读 at the order endpoint the downloads use
+        # (docs/site-behaviour.md "The HTML阅读 entry goes through the order endpoint").
+        oid = self._app.state.tokens.issue("download", record_id, extra="html", nbytes=120)
+        return f"{self._base('bar')}/bar/download/order?id={quote(oid, safe='')}&language=CHS"
+
+    def reader_entry(self, record_id: str) -> str:
         cache_id = self._app.state.tokens.issue("entry", record_id, nbytes=45)
         return f"{self._base('bar')}/bar/htmlread.html?lang=CHS&cacheID={cache_id}"
 
