@@ -79,6 +79,8 @@ _GUID = re.compile(r"^[A-Za-z0-9-]+$")
 ENTRY_PATTERNS: dict[FileFormat, str] = {"pdf": r"PDF下载|下载PDF", "caj": r"CAJ下载|下载CAJ"}
 FORMATS: tuple[FileFormat, ...] = ("pdf", "caj")
 _BODY_TEXT_JS = "() => (document.body ? document.body.innerText : '').trim().slice(0, 2000)"
+# The HTTP status the tab's document was answered with (0: not known, e.g. about:blank)
+_DOC_STATUS_JS = "() => (performance.getEntriesByType('navigation')[0] || {}).responseStatus || 0"
 
 Format = Literal["auto", "pdf", "caj"]
 
@@ -126,6 +128,15 @@ def failed_download(reason: str, record_ref: str, fmt: FileFormat, folder: Path)
 class _Refused(Exception):
     def __init__(self, text: str):
         super().__init__(text)
+        self.text = text
+
+
+class _OrderFailed(Exception):
+    """A tab the click opened shows an HTTP error page (404, 5xx): no file follows a page."""
+
+    def __init__(self, status: int, text: str):
+        super().__init__(f"HTTP {status}")
+        self.status = status
         self.text = text
 
 
@@ -356,6 +367,15 @@ class Downloader:
                 raise
             except DownloadFailed as failed:
                 raise failed_download(failed.reason, paper.record_ref, fmt, folder) from None
+            except _OrderFailed as failed:
+                # The order page answered an HTTP error: no file is on its way (it waited the whole
+                # wait_seconds, then said the download might still be in progress, and kept the tabs
+                # open for a file that could not come). Whether CNKI charged stays unknown.
+                raise SideEffectUncertain(
+                    f"点击下载后知网的下载页返回 HTTP {failed.status}（{failed.text[:60]}），没有文件；"
+                    "知网是否已计费未知，确认后传 retry=true 再试",
+                    record_ref=paper.record_ref, format=fmt, order_status=failed.status,
+                ) from None  # fmt: skip
             if saved is None:
                 # the click stays without an outcome: uncertain until a file turns up
                 linger = folder
@@ -484,6 +504,10 @@ class Downloader:
                 refused = refusal_text(str(text or ""))
                 if refused is not None and downloads.empty():
                     raise _Refused(refused)
+                with contextlib.suppress(PlaywrightError):
+                    status = int(await page.evaluate(_DOC_STATUS_JS) or 0)
+                    if status >= 400 and downloads.empty():
+                        raise _OrderFailed(status, re.sub(r"\s+", " ", str(text or "")).strip())
             remaining = deadline - self.clock.monotonic()
             if remaining <= 0:
                 return None

@@ -379,6 +379,21 @@ async def test_a_download_cut_short_every_time_is_side_effect_uncertain_naming_t
     assert Path(done["result"]["path"]).read_bytes() == pdf_bytes(rec)
 
 
+async def test_an_order_page_answering_a_server_error_ends_the_wait_at_once_naming_its_status(
+    app: App,
+) -> None:
+    # The click's order tab shows a 502 page: no file follows a page. It waited the whole
+    # wait_seconds (120 s by default) and said the download might still be in progress.
+    ref = await app.ref("r0010")
+    app.sim.set_scenario({"faults": [{"path": ORDER, "kind": "502"}]})
+    record = await app.run("download_paper", {"record_ref": ref, "format": "pdf", "wait_seconds": 60})
+    error = only_error(record, "SIDE_EFFECT_UNCERTAIN")
+    assert error["details"]["order_status"] == 502 and "waited_seconds" not in error["details"], error
+    assert "retry=true" in record["next_step"]
+    assert [e.status for e in app.sim.requests_for(ORDER, "GET")] == [502]
+    assert app.services.store.uncertain_click(ref, "pdf") is not None  # whether CNKI charged is unknown
+
+
 async def test_login_asked_by_the_download_is_done_by_the_person_and_the_file_arrives(app: App) -> None:
     rec = app.sim.corpus.by_id["r0006"]
     ref = await app.ref("r0006")
