@@ -291,9 +291,9 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
                 return await self._grid_with_retries(request, op, once)
             except PaginationMismatch:
                 self._cursors.discard(key, request.page)  # rejected: walk the pages below
-        if request.page > 1 and self._cursors.get(key, request.page) is None:
-            await self._walk_to(request, op, key)
         try:
+            if request.page > 1 and self._cursors.get(key, request.page) is None:
+                await self._walk_to(request, op, key)  # its pages' kept cursors may be refused too
             return await self._grid_with_retries(request, op, once)
         except PaginationMismatch as exc:
             if request.page == 1 or exc.details.get("status") != 400:
