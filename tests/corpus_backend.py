@@ -52,6 +52,9 @@ class CorpusLinks:
     def reader(self, record_id: str) -> str:
         return f"{KNS}/reader?v={record_id}"
 
+    def reader_entry(self, record_id: str) -> str:
+        return f"{KNS}/bar/htmlread.html?lang=CHS&cacheID={record_id}"
+
     def download(self, record_id: str, fmt: Literal["pdf", "caj"]) -> str:
         return f"{KNS}/download?v={record_id}&type={fmt}"
 

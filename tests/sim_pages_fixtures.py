@@ -23,6 +23,9 @@ class FakeLinks:
     def reader(self, record_id: str) -> str:
         return f"{BASE}/reader/{record_id}"
 
+    def reader_entry(self, record_id: str) -> str:
+        return f"{BASE}/bar/htmlread.html?lang=CHS&cacheID={record_id}"
+
     def download(self, record_id: str, fmt: Literal["pdf", "caj"]) -> str:
         return f"{BASE}/bar/download/order?id={record_id}&fmt={fmt}"
 

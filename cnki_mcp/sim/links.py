@@ -21,7 +21,12 @@ class Links(Protocol):
     def author(self, name: str) -> str: ...
 
     def reader(self, record_id: str) -> str:
-        """Where the detail page's HTML阅读 entry points (bar htmlread entry or kns reader)."""
+        """Where the grid's and the detail page's HTML阅读 entry points: a bar.cnki.net order URL,
+        as on the real pages, which redirects to the htmlread entry (`reader_entry`)."""
+        ...
+
+    def reader_entry(self, record_id: str) -> str:
+        """The bar.cnki.net htmlread entry (`/bar/htmlread.html?lang=CHS&cacheID=…`)."""
         ...
 
     def download(self, record_id: str, fmt: Literal["pdf", "caj"]) -> str: ...

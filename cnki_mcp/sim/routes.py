@@ -40,7 +40,7 @@ _SESSION_PAGES = frozenset(
 _GENERIC = frozenset(
     {FaultKind.RATE_LIMITED, FaultKind.ERROR_500, FaultKind.ERROR_502, FaultKind.ERROR_503,
      FaultKind.VERIFICATION, FaultKind.VERIFICATION_403, FaultKind.LOGIN_REQUIRED, FaultKind.NOT_FOUND,
-     FaultKind.FORBIDDEN}
+     FaultKind.FORBIDDEN, FaultKind.TRUNCATED}
 )  # fmt: skip
 _CHALLENGES = frozenset({FaultKind.VERIFICATION, FaultKind.VERIFICATION_403})
 _GRID_FAULTS = _GENERIC | {FaultKind.TEMPORARILY_EMPTY, FaultKind.PAGINATION_MISMATCH, FaultKind.SOFT_BLOCK}
@@ -66,6 +66,7 @@ class Request:
     cookies: dict[str, str]
     headers: dict[str, str]
     url: str  # absolute URL as the browser sees it
+    truncate: bool = False  # a `truncated` fault fired: the answer is cut halfway (App.handle)
 
 
 @dataclass
@@ -76,6 +77,7 @@ class Response:
     headers: list[tuple[str, str]] = field(default_factory=list)
     fault: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    cut_at: int | None = None  # send only this many body bytes, then drop the connection
 
     @classmethod
     def html(cls, text: str, status: int = 200, **kw: Any) -> Response:
@@ -191,6 +193,9 @@ class App:
         if handler is None and req.method == "HEAD":
             handler = self._routes.get(("GET", req.path))
         resp = self.not_found() if handler is None else handler(req, client)
+        if req.truncate and resp.status == 200 and resp.cut_at is None:
+            resp.cut_at = len(resp.body) // 2
+            resp.fault = FaultKind.TRUNCATED.value
         if new_client:
             resp.headers.append(("Set-Cookie", self.cookie(CLIENT_COOKIE, new_client, max_age=86400 * 365)))
         return resp
@@ -280,6 +285,9 @@ class App:
             return self._verification(req, fragment, pending), rule
         if rule is None or rule.kind in _CHALLENGES:
             return None, None
+        if rule.kind == FaultKind.TRUNCATED:
+            req.truncate = True  # the route answers as usual; App.handle cuts the answer short
+            return None, rule
         from cnki_mcp.sim.pages import errors
 
         kind = rule.kind
@@ -625,6 +633,12 @@ class App:
             return self.not_found()
         fmt = grant.extra or "pdf"
         params = {"id": record.id, "type": fmt}
+        if fmt == "html":  # the HTML阅读 entry's order: on to the htmlread entry (Links.reader)
+            resp, _ = self._fault(req, client, _GENERIC)
+            resp = resp or self._needs_login(req, Area.READER)
+            resp = resp or Response.redirect(self.links.reader_entry(record.id))
+            resp.params = params
+            return resp
         resp, rule = self._fault(req, client, _DOWNLOAD_FAULTS)
         resp = resp or self._needs_login(req, Area.DOWNLOAD)
         if resp is not None:

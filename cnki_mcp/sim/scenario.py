@@ -54,6 +54,9 @@ class FaultKind(StrEnum):
     HTML_AS_PDF = "html_as_pdf"
     SCRIPT_RENDERED_DETAIL = "script_rendered_detail"  # detail page
     NOT_FOUND = "not_found"
+    # any route answering 200: the headers announce the whole length, the connection drops halfway
+    # through the body (a download cut short, a page that never finishes); docs/site-behaviour.md
+    TRUNCATED = "truncated"
 
 
 class Area(StrEnum):

@@ -6,6 +6,8 @@ with `chromium_args()` (`--host-resolver-rules` + `--ignore-certificate-errors`)
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import ssl
 import sys
 import threading
@@ -70,6 +72,12 @@ class SimLinks:
         return f"{self._base('kns')}/kcms2/author/detail?v={v}{_PLATFORM}"
 
     def reader(self, record_id: str) -> str:
+        # The real grid and detail pages point HTML阅读 at the order endpoint the downloads use
+        # (docs/site-behaviour.md "The HTML阅读 entry goes through the order endpoint").
+        oid = self._app.state.tokens.issue("download", record_id, extra="html", nbytes=120)
+        return f"{self._base('bar')}/bar/download/order?id={quote(oid, safe='')}&language=CHS"
+
+    def reader_entry(self, record_id: str) -> str:
         cache_id = self._app.state.tokens.issue("entry", record_id, nbytes=45)
         return f"{self._base('bar')}/bar/htmlread.html?lang=CHS&cacheID={cache_id}"
 
@@ -176,7 +184,14 @@ class _Handler(BaseHTTPRequestHandler):
         for k, v in resp.headers:
             self.send_header(k, v)
         self.end_headers()
-        if not head:
+        if not head and resp.cut_at is not None:
+            # a transfer cut short: the announced length never arrives, the connection drops
+            self.wfile.write(resp.body[: resp.cut_at])
+            self.wfile.flush()
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+        elif not head:
             self.wfile.write(resp.body)
 
 

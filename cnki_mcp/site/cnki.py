@@ -63,6 +63,7 @@ from cnki_mcp.site.grid_template import (
 )
 from cnki_mcp.site.human import HumanGate, StepKind
 from cnki_mcp.site.limiter import Limiter, Priority
+from cnki_mcp.site.navigation import goto_or_cut
 from cnki_mcp.site.page_apis import block_page_apis
 from cnki_mcp.site.page_lease import PageLease
 from cnki_mcp.site.page_scripts import FETCH_JS, FILL_JS, READY_JS
@@ -247,14 +248,19 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
     async def _open_search_page(self, page: Page, op: SiteOp | None) -> None:
         """Navigate `page` to AdvSearch (one limited request), getting a person past a challenge."""
         await self._first_visit(page, op)
-        renewed = False
+        renewed = cut = False
         for _ in range(MAX_ATTEMPTS):
             epoch = self._gate.epoch
             try:
                 async with self._limiter.slot(budget=op, priority=Priority.CHAIN):
-                    response = await page.goto(
-                        self.endpoints.adv_search, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS
-                    )
+                    response = await goto_or_cut(page, self.endpoints.adv_search)
+            except SiteUnavailable as exc:
+                # the page's answer broke off: asked once more (it waited 30 s, then failed the search)
+                if cut:
+                    raise QueryTemplateUnavailable(reason=str(exc.details.get("reason"))[:200]) from exc
+                cut = True
+                self._limiter.slow()
+                continue
             except PlaywrightError as exc:
                 self._host.note_error(exc)
                 raise navigation_failure(exc) from exc
@@ -303,14 +309,29 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
                 return await self._grid_with_retries(request, op, once)
             except PaginationMismatch:
                 self._cursors.discard(key, request.page)  # rejected: walk the pages below
-        if request.page > 1 and self._cursors.get(key, request.page) is None:
-            # No cursor for this page: walk the pages before it in order, caching their cursors.
-            start = self._cursors.highest_below(key, request.page)
-            for page_no in range(start, request.page):
-                await self._grid_with_retries(request.model_copy(update={"page": page_no}), op, FollowOnce(None))
-                if self._cursors.get(key, page_no + 1) is None:
-                    break
-        return await self._grid_with_retries(request, op, once)
+        try:
+            if request.page > 1 and self._cursors.get(key, request.page) is None:
+                await self._walk_to(request, op, key)  # its pages' kept cursors may be refused too
+            return await self._grid_with_retries(request, op, once)
+        except PaginationMismatch as exc:
+            if request.page == 1 or exc.details.get("status") != 400:
+                raise
+            # CNKI refused a cursor this process kept: its guest session was renewed since (a
+            # slider solved in the middle of the list plants a new one), and every cursor of the
+            # search belongs to the old session. Sought again from page 1, once (docs/simulator.md
+            # "Cursors"); it was PAGINATION_MISMATCH, and `continue` sent the same cursor again.
+            log.info("a kept grid cursor was refused; seeking page %d again from page 1", request.page)
+            self._cursors.forget(key)
+            await self._walk_to(request, op, key)
+            return await self._grid_with_retries(request, op, once)
+
+    async def _walk_to(self, request: GridRequest, op: SiteOp | None, key: str) -> None:
+        """No cursor for `request`'s page: walk the pages before it in order, caching their cursors."""
+        start = self._cursors.highest_below(key, request.page)
+        for page_no in range(start, request.page):
+            await self._grid_with_retries(request.model_copy(update={"page": page_no}), op, FollowOnce(None))
+            if self._cursors.get(key, page_no + 1) is None:
+                break
 
     async def _grid_with_retries(self, request: GridRequest, op: SiteOp | None, follow: FollowOnce) -> GridPage:
         return await self._with_retries(lambda: self._grid_once(request, op, follow), op, on_transport="recover")
@@ -405,6 +426,11 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
         except BrowserStalled as exc:
             raise _TransportError(str(exc)) from exc
         if data.get("error"):
+            if data.get("status"):
+                # The site answered and the body broke off (the connection dropped, or stalled past
+                # the fetch's own timeout): the site failed, the browser did not. Retried like a 5xx;
+                # it relaunched the browser, closing every other operation's tabs.
+                raise SiteUnavailable(reason=f"{data['error']} (status {data['status']}, answer cut short)")
             raise _TransportError(str(data["error"]))
         if data.get("tooLarge"):
             raise ResponseTooLarge(url=without_query(url))

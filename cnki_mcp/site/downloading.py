@@ -6,8 +6,11 @@ without `retry` stops here (SIDE_EFFECT_UNCERTAIN, nothing clicked). Otherwise: 
 its own tab, settled; the format chosen from the visible entries (auto: PDF, else CAJ, else
 DOWNLOAD_ENTRY_NOT_FOUND without clicking); the click recorded in the store BEFORE it happens;
 one real click; then every tab CNKI opens is watched: a refusal text in its first 300 characters
-is DOWNLOAD_REFUSED with the page's words, an HTTP error page (429, 404, 5xx) RATE_LIMITED or
-SITE_UNAVAILABLE at once (the click settled `site_error`: the next call clicks again), a verification or login page goes to the human gate
+is DOWNLOAD_REFUSED with the page's words, an HTTP error page 429 or 404/410 RATE_LIMITED or
+SITE_UNAVAILABLE at once (the order was not handled: the click is settled `site_error` and the next
+call clicks again), a 5xx error page SIDE_EFFECT_UNCERTAIN at once (`details.order_status`: whether
+CNKI charged before it failed is unknown, so a new click needs `retry`), a verification or login
+page goes to the human gate
 and the same download is awaited again (skipped: the click is settled `skipped` and its tabs
 closed, so the next call clicks again), and the browser's download event on any page is saved
 to `<data>/incoming/<op_id>/`, validated, archived under `downloads/` and recorded with SHA-256.
@@ -137,10 +140,22 @@ AGAIN_AFTER_ERROR_PAGE = "没有给出文件；稍后用相同参数再调用 do
 
 
 class _ErrorPage(Exception):
+    """The order page is 429 or 404/410: CNKI did not handle the order, so nothing was charged."""
+
     def __init__(self, error: SiteError, status: int):
         super().__init__(error.message)
         self.error = error
         self.status = status
+
+
+class _OrderFailed(Exception):
+    """The order page is a 5xx (or a 4xx other than 404/410/429) error page: no file follows it,
+    and whether CNKI charged before it failed is unknown."""
+
+    def __init__(self, status: int, text: str):
+        super().__init__(f"HTTP {status}")
+        self.status = status
+        self.text = text
 
 
 class Downloader:
@@ -381,6 +396,15 @@ class Downloader:
                 raise
             except DownloadFailed as failed:
                 raise failed_download(failed.reason, paper.record_ref, fmt, folder) from None
+            except _OrderFailed as failed:
+                # The order page answered an HTTP error: no file is on its way (it waited the whole
+                # wait_seconds, then said the download might still be in progress, and kept the tabs
+                # open for a file that could not come). Whether CNKI charged stays unknown.
+                raise SideEffectUncertain(
+                    f"点击下载后知网的下载页返回 HTTP {failed.status}（{failed.text[:60]}），没有文件；"
+                    "知网是否已计费未知，确认后传 retry=true 再试",
+                    record_ref=paper.record_ref, format=fmt, order_status=failed.status,
+                ) from None  # fmt: skip
             if saved is None:
                 # the click stays without an outcome: uncertain until a file turns up
                 linger = folder
@@ -510,9 +534,12 @@ class Downloader:
                 if refused is not None and downloads.empty():
                     raise _Refused(refused)
                 status = await document_status(page)
-                failure = error_page(status, "下载页", AGAIN_AFTER_ERROR_PAGE)
-                if failure is not None and downloads.empty():
-                    raise _ErrorPage(failure, status)
+                if status >= 400 and downloads.empty():
+                    failure = None if status >= 500 else error_page(status, "下载页", AGAIN_AFTER_ERROR_PAGE)
+                    if failure is not None:
+                        raise _ErrorPage(failure, status)  # 429, 404/410: the order was not handled
+                    # a server error (or another 4xx) while the order was handled: charged or not is unknown
+                    raise _OrderFailed(status, re.sub(r"\s+", " ", str(text or "")).strip())
             remaining = deadline - self.clock.monotonic()
             if remaining <= 0:
                 return None

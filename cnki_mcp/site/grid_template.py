@@ -162,6 +162,10 @@ class CursorCache:
         if pages is not None and pages.pop(page, None) is not None:
             self._size -= 1
 
+    def forget(self, key: str) -> None:
+        """Forget every cursor of one search (CNKI refused one: they belong to an ended session)."""
+        self._size -= len(self._map.pop(key, {}))
+
     def highest_below(self, key: str, page: int) -> int:
         """The highest page <= `page` whose cursor is known (1 when none: page 1 needs none)."""
         known = [p for p in self._map.get(key, {}) if p <= page]

@@ -23,10 +23,12 @@ FILL_JS = """(anchor) => {
 FETCH_JS = """async ({url, body, timeoutMs, cap}) => {
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(), timeoutMs);
+  let status = 0;  // set once the answer started: an error after it is the answer breaking off
   try {
     const r = await fetch(url, {method: 'POST', credentials: 'include', body, signal: ctl.signal,
       headers: {'Content-Type': 'application/x-www-form-urlencoded; charset=UTF-8',
                 'X-Requested-With': 'XMLHttpRequest'}});
+    status = r.status;
     const reader = r.body.getReader();
     const chunks = [];
     let total = 0;
@@ -42,7 +44,7 @@ FETCH_JS = """async ({url, body, timeoutMs, cap}) => {
     for (const c of chunks) { buf.set(c, at); at += c.length; }
     return {status: r.status, url: r.url, text: new TextDecoder('utf-8').decode(buf)};
   } catch (e) {
-    return {error: String(e)};
+    return {error: String(e), status};
   } finally {
     clearTimeout(timer);
   }

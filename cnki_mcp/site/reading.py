@@ -49,6 +49,7 @@ from cnki_mcp.site.endpoints import same_url
 from cnki_mcp.site.grid_template import exact_title_subject
 from cnki_mcp.site.human import HumanGate, PageKind, PageState, StepKind
 from cnki_mcp.site.limiter import Limiter
+from cnki_mcp.site.navigation import goto_or_cut
 from cnki_mcp.site.page_apis import block_page_apis
 from cnki_mcp.site.pages import LOAD_STATE_JS, PlaywrightHumanPage, document_status, error_page
 
@@ -172,6 +173,11 @@ class DetailTabs:
         try:
             return await self._open_once(paper, op)
         except SiteUnavailable as exc:
+            if exc.details.get("cut_short"):
+                # the page's answer broke off (docs/site-behaviour.md): asked once more, as a 5xx is
+                log.warning("a detail page's answer was cut short; opening it once more: %s", exc)
+                self.limiter.slow()
+                return await self._open_once(paper, op)
             if not self.host.lost_since(generation):
                 raise
             log.warning("the browser died under a detail tab; opening it again in a new one: %s", exc)
@@ -232,7 +238,7 @@ class DetailTabs:
                     return detail
             try:
                 async with self.limiter.slot(budget=op):
-                    response = await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
+                    response = await goto_or_cut(page, url)
             except PlaywrightError as exc:
                 self.host.note_error(exc)
                 raise SiteUnavailable(reason=_short(exc)) from exc

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from playwright.async_api import CDPSession, Page
 from playwright.async_api import Error as PlaywrightError
 
-from cnki_mcp.errors import ResponseTooLarge
+from cnki_mcp.errors import ResponseTooLarge, SiteUnavailable
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.deadline import CALL_SECONDS, CLOSE_SECONDS, BrowserStalled, bounded
 from cnki_mcp.site.endpoints import without_query
@@ -28,6 +28,11 @@ log = logging.getLogger("cnki_mcp.site.cnki")  # the same logger as CnkiSite's o
 MAX_BODY = 8 * 1024 * 1024  # site-rules.md §1.3/§1.5: responses above 8 MiB are refused
 READ_CHUNK = 1024 * 1024  # site-rules.md §1.5: the loaded body is read in 1 MiB chunks
 FETCH_TIMEOUT_MS = 30_000
+
+
+# What Network.loadNetworkResource names an answer with an HTTP error status (403, 404, 5xx);
+# any other net error after a status means the answer broke off (docs/site-behaviour.md).
+HTTP_ERROR_ANSWER = "net::ERR_HTTP_RESPONSE_CODE_FAILURE"
 
 
 class TransportError(Exception):
@@ -128,9 +133,15 @@ class ResourceLoading:
                 status = int(resource.get("httpStatusCode") or 0)
                 stream = resource.get("stream")
                 if not stream:
-                    if status:  # an HTTP error answer: Chromium keeps its body, the status tells
-                        return Fetched(status, url, "", final_url_known=False, body_lost=True)
                     reason = resource.get("netErrorName") or f"net error {resource.get('netError')}"
+                    if status and reason == HTTP_ERROR_ANSWER:
+                        # an HTTP error answer: Chromium keeps its body, the status tells
+                        return Fetched(status, url, "", final_url_known=False, body_lost=True)
+                    if status:
+                        # The answer started and broke off (net::ERR_CONTENT_LENGTH_MISMATCH: the
+                        # connection dropped): the site failed this request, retried like a 5xx.
+                        # It was read as an empty page (PARSER_UNSUPPORTED, never retried).
+                        raise SiteUnavailable(reason=f"{reason} ({without_query(url)})", status=status)
                     raise TransportError(f"{reason} ({url})")
                 body = await self._read_stream(session, str(stream), url, resource.get("headers") or {})
         except BrowserStalled as exc:

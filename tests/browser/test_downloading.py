@@ -191,14 +191,14 @@ async def test_uncertain_outcome_is_not_clicked_again_until_retry(case: Case) ->
     assert case.store.uncertain_click(ref) is None
 
 
-@pytest.mark.parametrize(
-    ("kind", "code"), [("not_found", "SITE_UNAVAILABLE"), ("503", "SITE_UNAVAILABLE"), ("429", "RATE_LIMITED")]
-)
+@pytest.mark.parametrize(("kind", "code"), [("not_found", "SITE_UNAVAILABLE"), ("429", "RATE_LIMITED")])
 async def test_an_error_page_for_the_order_is_its_site_error_at_once_and_the_next_call_clicks_again(
     case: Case, kind: str, code: str
 ) -> None:
     # It waited the whole wait_seconds (120 s) for a file, then said SIDE_EFFECT_UNCERTAIN "未见拒绝
-    # 页面", and the next call asked for retry=true: the error page is CNKI's answer, no file came.
+    # 页面", and the next call asked for retry=true: a 404 or 429 page is CNKI not handling the
+    # order, no file came and nothing was charged. (A 5xx page is SIDE_EFFECT_UNCERTAIN at once:
+    # test_server_read_download_faults.py, test_an_order_page_answering_a_server_error_….)
     sim = case.env.sim
     ref = await case.ref("r0001")
     sim.set_scenario({"faults": [{"path": "/bar/download", "kind": kind, "at": [1]}]})

@@ -6,7 +6,8 @@ on the page the human gate shows (the reader slider, the login page) in that sam
 
 Covered: a lazily loaded reader, the reader slider (awaiting_user, solved by the person; skip ->
 VERIFICATION_SKIPPED), section and offset paging over the cached body, a CAJ download, a refusal
-page (DOWNLOAD_REFUSED), an HTML page served under a PDF name (INVALID_FILE), a login asked for by
+page (DOWNLOAD_REFUSED), an HTML page served under a PDF name (INVALID_FILE), a download the
+connection cuts short (SIDE_EFFECT_UNCERTAIN naming the browser's failure), a login asked for by
 the download, an uncertain outcome never re-clicked without retry=true, no overwrite (FILE_EXISTS)
 and a subdirectory escaping downloads/ (INVALID_ARGUMENT before any browser work)."""
 
@@ -35,6 +36,7 @@ BOUND = 120.0  # seconds: a hung step fails instead; never a timing assertion
 READER = "/reader/xml"
 HTMLREAD = "/bar/htmlread"
 DOWNLOAD = "/bar/download"
+DETAIL = "/kcms2/article/abstract"
 ORDER = "/bar/download/order"
 SOLVE = "/verify/solve"
 ACTIVE = ("running", "awaiting_user")
@@ -193,6 +195,18 @@ async def test_lazily_loaded_reader_is_read_whole_with_every_catalogue_heading(a
     assert body["next_offset"] is None and body["total_characters"] == len(body["text"])
 
 
+async def test_a_detail_page_cut_short_is_opened_once_more_and_the_read_completes(app: App) -> None:
+    # Chromium fails the cut navigation at once but never fires DOMContentLoaded for the cut
+    # document (docs/site-behaviour.md): the tab waited out the 30 s navigation timeout and the
+    # read ended SITE_UNAVAILABLE.
+    rec = app.sim.corpus.by_id["r0032"]
+    ref = await app.ref("r0032")
+    app.sim.set_scenario({"faults": [{"path": DETAIL, "kind": "truncated", "at": [1]}]})
+    read = await app.completed("read_online_html", {"record_ref": ref})
+    assert read["result"]["title"] == rec.title and read["result"]["text"], read["result"]
+    assert [e.fault for e in app.sim.requests_for(DETAIL, "GET")] == ["truncated", None]
+
+
 async def test_reader_slider_waits_for_the_person_and_the_read_completes(app: App) -> None:
     rec = app.sim.corpus.by_id["r0033"]
     ref = await app.ref("r0033")
@@ -333,6 +347,51 @@ async def test_html_served_under_a_pdf_name_is_invalid_file_and_nothing_is_archi
     assert app.files() == before  # nothing archived under downloads/
     assert app.services.store.download_for(ref, "pdf") is None
     assert [c.outcome for c in app.services.store.clicks_for(ref)] == ["invalid_file"]
+
+
+async def test_a_download_cut_short_every_time_is_side_effect_uncertain_naming_the_browsers_failure(
+    app: App,
+) -> None:
+    # The order answer announces the whole file and the connection drops halfway, on every try:
+    # Chromium resumes it by itself a few times, then ends the download without a file
+    # (downloading.DownloadFailed). Whether CNKI charged is unknown: nothing is clicked again
+    # without retry, and nothing is archived.
+    ref = await app.ref("r0009")
+    before = app.files()
+    app.sim.set_scenario({"faults": [{"path": ORDER, "kind": "truncated"}]})
+    record = await app.run("download_paper", {"record_ref": ref, "format": "pdf"})
+    assert record["status"] == "failed" and record["result"] is None, record
+    error = only_error(record, "SIDE_EFFECT_UNCERTAIN")
+    assert error["details"]["browser_failure"] and error["details"]["no_space"] is False, error
+    assert "retry=true" in record["next_step"]
+    orders = app.sim.requests_for(ORDER, "GET")
+    assert orders and {e.fault for e in orders} == {"truncated"}
+    assert app.files() == before and app.services.store.download_for(ref, "pdf") is None
+    assert len(app.services.store.clicks_for(ref)) == 1 and app.services.store.uncertain_click(ref, "pdf")
+
+    again = await app.run("download_paper", {"record_ref": ref, "format": "pdf"})
+    only_error(again, "SIDE_EFFECT_UNCERTAIN")
+    assert len(app.sim.requests_for(ORDER, "GET")) == len(orders)  # not clicked again
+
+    app.sim.set_scenario(None)
+    done = await app.completed("download_paper", {"record_ref": ref, "format": "pdf", "retry": True})
+    rec = app.sim.corpus.by_id["r0009"]
+    assert Path(done["result"]["path"]).read_bytes() == pdf_bytes(rec)
+
+
+async def test_an_order_page_answering_a_server_error_ends_the_wait_at_once_naming_its_status(
+    app: App,
+) -> None:
+    # The click's order tab shows a 502 page: no file follows a page. It waited the whole
+    # wait_seconds (120 s by default) and said the download might still be in progress.
+    ref = await app.ref("r0010")
+    app.sim.set_scenario({"faults": [{"path": ORDER, "kind": "502"}]})
+    record = await app.run("download_paper", {"record_ref": ref, "format": "pdf", "wait_seconds": 60})
+    error = only_error(record, "SIDE_EFFECT_UNCERTAIN")
+    assert error["details"]["order_status"] == 502 and "waited_seconds" not in error["details"], error
+    assert "retry=true" in record["next_step"]
+    assert [e.status for e in app.sim.requests_for(ORDER, "GET")] == [502]
+    assert app.services.store.uncertain_click(ref, "pdf") is not None  # whether CNKI charged is unknown
 
 
 async def test_login_asked_by_the_download_is_done_by_the_person_and_the_file_arrives(app: App) -> None:

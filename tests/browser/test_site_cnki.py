@@ -320,6 +320,49 @@ async def test_rate_limit_and_server_error_bursts_are_retried_with_backoff(env: 
     assert [(e.status, e.fault) for e in posts] == [(429, "429"), (503, "503"), (200, None)]
 
 
+async def test_a_grid_answer_cut_short_is_asked_again_without_relaunching_the_browser(env: Env) -> None:
+    # The answer's status arrived and its body broke off (docs/site-behaviour.md): the site failed,
+    # not the browser, which kept every other operation's tabs; it was relaunched.
+    await captured(env)
+    generation = env.host.generation
+    env.sim.set_scenario({"faults": [{"path": GRID, "kind": "truncated", "at": [1]}]})
+    env.sim.log.clear()
+    result = await env.site.grid(request("数据"))
+    assert result.rows
+    posts = env.sim.requests_for(GRID, "POST")
+    assert [(e.status, e.fault) for e in posts] == [(200, "truncated"), (200, None)]
+    assert env.host.generation == generation and not env.sim.requests_for("/kns8s/AdvSearch")
+
+
+async def test_a_search_page_cut_short_is_opened_once_more_and_the_template_captured(env: Env) -> None:
+    # Chromium never fires DOMContentLoaded for a cut document: AdvSearch waited out the 30 s
+    # navigation timeout and the search ended QUERY_TEMPLATE_UNAVAILABLE.
+    await captured(env)
+    env.site.drop_template()
+    env.sim.set_scenario({"faults": [{"path": "/kns8s/AdvSearch", "kind": "truncated", "at": [1]}]})
+    env.sim.log.clear()
+    result = await env.site.grid(request("数据"))
+    assert result.rows
+    assert [e.fault for e in env.sim.requests_for("/kns8s/AdvSearch", "GET")] == ["truncated", None]
+
+
+async def test_a_detail_answer_cut_short_is_asked_again_not_read_as_an_empty_page(env: Env) -> None:
+    # Network.loadNetworkResource names it net::ERR_CONTENT_LENGTH_MISMATCH with status 200 and no
+    # body; it was taken for an HTTP error answer, parsed empty: PARSER_UNSUPPORTED, never retried.
+    row = (await env.site.grid(request("违约金"))).rows[2]
+    env.sim.set_scenario({"faults": [{"path": DETAIL, "kind": "truncated", "at": [1]}]})
+    detail = await env.site.detail(row.detail_url or "")
+    assert detail.title == row.title and detail.abstract
+    assert [e.fault for e in env.sim.requests_for(DETAIL, "GET")] == ["truncated", None]
+
+
+async def test_a_detail_answer_cut_short_every_time_is_site_unavailable(env: Env) -> None:
+    row = (await env.site.grid(request("违约金"))).rows[3]
+    env.sim.set_scenario({"faults": [{"path": DETAIL, "kind": "truncated"}]})
+    await expect_code(env.site.detail(row.detail_url or ""), "SITE_UNAVAILABLE")
+    assert len(env.sim.requests_for(DETAIL, "GET")) == 3  # the 5xx rule: two waits, the third is returned
+
+
 async def test_third_rate_limited_answer_is_returned_as_the_error(env: Env) -> None:
     await captured(env)
     env.sim.set_scenario({"faults": [{"path": GRID, "kind": "429"}]})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.cookiejar
 import json
 import re
+import socket
 import subprocess
 import sys
 import urllib.error
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from cnki_mcp.sim.corpus import Corpus, SimAuthor, SimJournal, SimRecord, SimSection
+from cnki_mcp.sim.pages.files import pdf_bytes
 from cnki_mcp.sim.server import SimServer
 
 # The real zero and the busy-site block use the same words; they differ in structure.
@@ -436,23 +438,61 @@ def test_download_faults(sim: SimServer) -> None:
     )
 
 
+def test_a_truncated_answer_announces_its_whole_length_and_drops_the_connection_halfway(
+    sim: SimServer,
+) -> None:
+    sim.set_scenario({"faults": [{"path": "/bar/download", "kind": "truncated", "at": [1]}]})
+    b = visitor(sim)
+    url = sim.links.download("t003", "pdf")
+    parts = urllib.parse.urlsplit(url)
+    cookies = "; ".join(f"{c.name}={c.value}" for c in b.jar)
+    whole = pdf_bytes(sim.corpus.by_id["t003"])
+    with socket.create_connection((sim.host, sim.port), timeout=10) as conn:
+        conn.sendall(
+            f"GET {parts.path}?{parts.query} HTTP/1.1\r\nHost: {parts.netloc}\r\nCookie: {cookies}\r\n\r\n".encode()
+        )
+        raw = b""
+        while chunk := conn.recv(65536):  # ends when the simulator drops the connection
+            raw += chunk
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200") and b"Content-Length: %d" % len(whole) in head
+    assert body == whole[: len(whole) // 2]
+    assert b.request(url)[2] == whole  # the next answer is whole (`at`)
+    assert [e.fault for e in sim.requests_for("/bar/download/order")] == ["truncated", None]
+
+
 def test_reader_entry_trial_slider_and_lazy(sim: SimServer) -> None:
     sim.set_scenario({"faults": [{"path": "/bar/htmlread", "kind": "trial_reader", "at": [1]},
                                  {"path": "/reader/xml", "kind": "reader_slider", "at": [2]}]})  # fmt: skip
     b = visitor(sim)
-    status, headers, _ = b.request(sim.links.reader("t004"))
+    status, headers, _ = b.request(sim.links.reader_entry("t004"))
     assert (
         status == 302
         and "/reader/xml?invoice=" in headers["Location"]
         and "loginType=trialRead" in headers["Location"]
     )
     assert b.request(headers["Location"])[0] == 200
-    status, headers, _ = b.request(sim.links.reader("t004"))
+    status, headers, _ = b.request(sim.links.reader_entry("t004"))
     assert "loginType" not in headers["Location"]
     assert b.request(headers["Location"])[0] == 200
     bad = re.sub(r"nonce=[^&]+", "nonce=x", headers["Location"])
     assert b.request(bad)[0] == 404
     assert [e.fault for e in sim.requests_for("/reader/xml")][:2] == [None, "reader_slider"]
+
+
+def test_the_html_reading_entry_is_an_order_url_that_leads_to_the_htmlread_entry(sim: SimServer) -> None:
+    # The real grid and detail pages point HTML阅读 at bar.cnki.net/bar/download/order?id=… (saved
+    # pages kns8s-grid/pluginsx_shuziwenwu_p1.html, kaffu_waam_p1.html, detail-kcms2/…_2026.html);
+    # the person lands on /bar/htmlread.html (saved page reader/pluginsx_bar_htmlread_paywall_2026.html).
+    b = visitor(sim)
+    entry = sim.links.reader("t004")
+    assert "/bar/download/order?id=" in entry
+    status, headers, _ = b.request(entry)
+    assert status == 302 and "/bar/htmlread.html?lang=CHS&cacheID=" in headers["Location"]
+    status, headers, _ = b.request(headers["Location"])
+    assert status == 302 and "/reader/xml?invoice=" in headers["Location"]
+    assert b.request(headers["Location"])[0] == 200
+    assert [e.params["type"] for e in sim.requests_for("/bar/download/order")] == ["html"]
 
 
 def test_script_rendered_detail_and_token_expiry(sim: SimServer, clock: FakeClock) -> None:
