@@ -13,6 +13,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -352,28 +353,40 @@ def _published(paper: Paper) -> bool:
     return bool(paper.issue or paper.pages) and not listed_online_first(paper.native)
 
 
+# Years between two records of one work at most: a reprint, the conference version or the thesis
+# an article came from is published within about three years of it; generic titles by common names
+# (浅谈小学数学课堂教学 by 王丽) recur over decades in other periodicals and are other works.
+_WORK_YEARS_APART = 3
+
+
 def same_work(a: Paper, b: Paper) -> bool:
     """Two records of one work: equal title keys and the same authors, in order, where one list
     may stop early (a thesis names its student alone, the article adds the supervisor; a list row
     shows the first authors only), never without authors (notices, yearbook entries, a house byline
-    such as 本刊编辑部); and not one periodical's issues years apart (a column's recurring title by
-    the same writer)."""
+    such as 本刊编辑部); at most 3 years apart; and in one periodical, not two records both in an
+    issue (a column's recurring title by the same writer) nor issues more than a year apart."""
     title = title_key(a.title)
     if not title or title != title_key(b.title):
         return False
     shorter, longer = sorted((_work_authors(a), _work_authors(b)), key=len)
     if not shorter or longer[: len(shorter)] != shorter:
         return False
+    gap = abs(a.year - b.year) if a.year and b.year else 0
+    if gap > _WORK_YEARS_APART:
+        return False
     source = source_key(a.source)
-    apart = bool(a.year and b.year and abs(a.year - b.year) > 1)
-    return not (source and source == source_key(b.source) and apart)
+    if source and source == source_key(b.source):
+        # one periodical lists a work twice only as its online-first record and its final one
+        return gap <= 1 and not (_published(a) and _published(b))
+    return True
 
 
-def duplicate_works(papers: Sequence[Paper]) -> dict[str, str]:
+def duplicate_works(papers: Sequence[Paper], keep: AbstractSet[str] = frozenset()) -> dict[str, str]:
     """For `papers` in rank order: the record_ref of each record that repeats a work already
     listed -> the record_ref kept for that work. The first record of a work is kept, except that
     the final record of a paper in its issue is kept over its online-first record in the same
-    source (it has the volume, issue and pages a citation needs)."""
+    source (it has the volume, issue and pages a citation needs), unless that online-first record
+    is in `keep` (`rank.select_works`: the final record would not have been selected)."""
     kept: dict[str, list[Paper]] = {}
     out: dict[str, str] = {}
     for paper in papers:
@@ -382,7 +395,8 @@ def duplicate_works(papers: Sequence[Paper]) -> dict[str, str]:
             if not same_work(paper, first):
                 continue
             same_source = source_key(paper.source) == source_key(first.source)
-            if same_source and _published(paper) and not _published(first):  # the final record takes its place
+            final = same_source and _published(paper) and not _published(first)
+            if final and first.record_ref not in keep:  # the final record takes its place
                 group[i] = paper
                 out = {ref: paper.record_ref if to == first.record_ref else to for ref, to in out.items()}
                 out[first.record_ref] = paper.record_ref

@@ -15,9 +15,11 @@ import functools
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from cnki_mcp.identity import Paper, duplicate_works
 
 # --- tokens and matching ------------------------------------------------------------------
 
@@ -533,6 +535,28 @@ class RelevanceRescueRanker(MinimumSelectionRanker):
     def _extra(self, r: Ranked) -> bool:
         e = r.evidence
         return r.eligible and e.concept_coverage == 1.0 and e.relevance >= self.rescue_relevance
+
+
+def select_works(
+    ranked: Sequence[Ranked],
+    papers: Mapping[str, Paper],
+    select: Callable[[Sequence[Ranked]], list[Ranked]],
+) -> tuple[list[Ranked], dict[str, str]]:
+    """`select` over the ranking with each work listed once (`identity.duplicate_works`), and the
+    copies left out (copy -> kept record). Where a work's final record took the place of its
+    online-first one and was then not selected (its abstract unread, fewer hits: a lower score),
+    the online-first record keeps its place, so a work is never lost to the swap."""
+    ordered = [papers[r.ref] for r in ranked]
+    at = {r.ref: i for i, r in enumerate(ranked)}
+    keep: set[str] = set()
+    while True:
+        dupes = duplicate_works(ordered, keep)
+        selected = select([r for r in ranked if r.ref not in dupes])
+        chosen = {r.ref for r in selected}
+        lost = {ref for ref, kept in dupes.items() if at[kept] > at[ref] and kept not in chosen} - keep
+        if not lost:
+            return selected, dupes
+        keep |= lost
 
 
 def exclusions(

@@ -12,7 +12,7 @@ from typing import Any
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import CnkiError
-from cnki_mcp.identity import Paper, duplicate_works, source_key
+from cnki_mcp.identity import Paper, source_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridHead, GridPage
 from cnki_mcp.operations import OperationErrorInfo
@@ -62,6 +62,7 @@ from cnki_mcp.rank import (
     enhancement_size,
     exclusions,
     feedback_keywords,
+    select_works,
 )
 from cnki_mcp.site.backend import SEND_YIELDS, GridFollow, GridRequest, PacingSource, SiteBackend, SortOrder
 from cnki_mcp.store import PRESENT, SearchEvidence, Store
@@ -701,9 +702,10 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
         first_only = st.structured or params["metadata"] == "basic"
         # a work CNKI lists twice (online-first and final, a reprint) is selected once; a structured
         # search lists CNKI's rows as they are
-        dupes = {} if st.structured else duplicate_works([papers[r.ref] for r in ranked])
-        listed = [r for r in ranked if r.ref not in dupes]
-        selected = listed[:MAX_SELECTED] if first_only else self.ranker.select(listed, MAX_SELECTED)
+        def select(listed: Sequence[Ranked]) -> list[Ranked]:
+            return list(listed[:MAX_SELECTED]) if first_only else self.ranker.select(listed, MAX_SELECTED)
+
+        selected, dupes = (select(ranked), {}) if st.structured else select_works(ranked, papers, select)
         chosen = {r.ref for r in selected}
         excluded = exclusions(ranked, chosen, first_only=first_only, duplicates=dupes)
         counts: dict[str, int] = {}

@@ -378,3 +378,43 @@ def test_duplicate_works_keep_the_first_record_and_the_final_over_the_online_fir
     assert duplicate_works([final, online, reprint]) == {"online": "final", "reprint": "final"}
     assert duplicate_works([reprint, online, final]) == {"online": "reprint", "final": "reprint"}
     assert duplicate_works([other, _work("x", [], "法学研究", 2016)]) == {}
+
+
+def test_same_title_and_author_years_apart_or_twice_in_print_in_one_periodical_are_two_works() -> None:
+    title = {"title": "浅谈小学数学课堂教学"}
+    # a common name's generic title in another periodical nine years on is another paper
+    assert not same_work(_work("a", ["王丽"], "读与写", 2009, issue="3", **title), _work("b", ["王丽", "张强"], "中国校外教育", 2018, issue="12", **title))
+    # within three years it is still a reprint or the article after its thesis
+    assert same_work(_work("c", ["王丽"], "华东师范大学", 2015, **title), _work("d", ["王丽", "张强"], "中国校外教育", 2018, issue="12", **title))
+    # one editor's 卷首语 in two issues of one journal in one year: both in print, two columns
+    column = {"title": "卷首语"}
+    assert not same_work(_work("e", ["李明"], "经济研究", 2020, issue="1", **column), _work("f", ["李明"], "经济研究", 2020, issue="6", **column))
+
+
+def test_a_work_whose_final_record_would_not_be_selected_keeps_its_online_first_record() -> None:
+    # The final record replaced the online-first one before selection; ranked low (abstract unread,
+    # a deep hit) it was not selected, and the work the ranking put near the top was lost.
+    from cnki_mcp.rank import Candidate, Hit, RelevanceRescueRanker, SourceQuality, select_works
+
+    groups = [["违约金"], ["酌减"]]
+    title, abstract = "违约金的司法调整", "本文讨论约定违约金过高时的酌减规则与违约金酌减的举证。"
+    cssci = SourceQuality(("CSSCI",), 3.0)
+    cands = [
+        Candidate("online", title, abstract, ("违约金", "酌减"), "期刊", 2026, 0, (Hit("q1", 2),), cssci),
+        Candidate("final", title, "", (), "期刊", 2026, 3, (Hit("q1", 40),), cssci),
+        *(Candidate(f"o{i}", f"违约金酌减研究{i}", abstract, ("违约金", "酌减"), "期刊", 2020, 5, (Hit("q1", i + 3),)) for i in range(12)),
+    ]
+    ranker = RelevanceRescueRanker()
+    ranked = ranker.rank(cands, groups, 2026)
+    papers = {c.ref: _work(c.ref, [f"作者{c.ref}"], f"刊{c.ref}", c.year, title=c.title) for c in cands[2:]}
+    papers["online"] = _work("online", ["范杰丽"], "法学评论", 2026, title=title, native=NativeId(dbname="CAPJLAST", filename="X"))
+    papers["final"] = _work("final", ["范杰丽"], "法学评论", 2026, title=title, issue="2", pages="101-118", native=NativeId(dbcode="CJFD", filename="Y"))  # fmt: skip
+    assert "online" in {r.ref for r in ranker.select(ranked, 100)}  # the work is selected without folding
+
+    selected, dupes = select_works(ranked, papers, lambda listed: ranker.select(listed, 100))
+    chosen = {r.ref for r in selected}
+    assert "online" in chosen and dupes == {"final": "online"}
+    # a final record that is selected on its own still takes the online-first record's place
+    high = [r for r in ranked if r.ref != "final"] + [r for r in ranked if r.ref == "final"]
+    selected, dupes = select_works(high, papers, lambda listed: list(listed[:100]))
+    assert "final" in {r.ref for r in selected} and dupes == {"online": "final"}
