@@ -265,19 +265,23 @@ def _text_of(lines: list[str], furniture: frozenset[str]) -> str:
 # 58 2016 年第 8 期", a thesis's "武汉大学博士学位论文") and page number sit on every page. Extraction
 # puts them before or after the page's running text (content-stream order), where they would cut a
 # paragraph that goes on over the page in two. A line is a running head when, with its numbers
-# left aside, it stands at the edge of at least 2 and 30 % of the pages sampled (a two-sided layout
-# alternates two heads, and a paper's first page has none); a page number is a line of only a
-# number (`· 58 ·`, `- 3 -`, `第 3 页`) at a page's edge.
+# left aside, it stands at the edge of at least 2 and 40 % of the pages sampled after the first (a
+# paper's first page has none; a two-sided layout alternates two heads), and it is no table's row,
+# note, source or caption; a page number is a line of only a number (`· 58 ·`, `- 3 -`, `第 3 页`)
+# at a page's edge.
 _EDGE = 3  # lines at either end of a page where furniture stands
 _FURNITURE_SAMPLE = 12  # pages sampled, spread over the file, so every call sees the same set
-_FURNITURE_MIN, _FURNITURE_SHARE = 2, 0.3
+_FURNITURE_MIN, _FURNITURE_SHARE = 2, 0.4  # of the sampled pages after the first (it has no head)
+# A table's note, source or caption, which an empirical paper repeats under each of its tables
+# (注：***、**、*分别表示在1%、5%、10%的水平上显著), and a table's rows are never a head.
+_NOT_HEAD = re.compile(r"^\s*(?:注|资料来源|数据来源|续表|表\s*\d|图\s*\d|Note|Source|Table\s*\d|Fig)", re.IGNORECASE)
 _PAGE_NUMBER = re.compile(r"^[\s·•\-—–]*(?:第\s*)?\d{1,4}(?:\s*页)?[\s·•\-—–]*$")
 _HEAD_MAX = 80  # characters: a longer line is running text
 
 
 def _head_shape(line: str) -> str:
     """A line as a running head repeats it (numbers aside), or "" for a line that cannot be one."""
-    if len(line.strip()) > _HEAD_MAX:
+    if len(line.strip()) > _HEAD_MAX or _NOT_HEAD.match(line) or _table_row(line):
         return ""
     # its words in order of their own: the two heads of a two-sided layout put the same words
     # in mirrored order (`现代法学 76 2014 年第 6 期`, `2014 年第 6 期 现代法学 77`)
@@ -306,7 +310,7 @@ def furniture_of(lines_of: Callable[[int], list[str]], page_count: int) -> froze
             continue  # a damaged page says nothing of the others' heads
         for shape in {_head_shape(lines[i]) for i in _edges(lines)} - {""}:
             seen[shape] = seen.get(shape, 0) + 1
-    need = max(_FURNITURE_MIN, math.ceil(_FURNITURE_SHARE * len(sample)))
+    need = max(_FURNITURE_MIN, math.ceil(_FURNITURE_SHARE * (len(sample) - 1)))
     return frozenset(shape for shape, count in seen.items() if count >= need)
 
 
@@ -355,11 +359,12 @@ _CELL_NUMBER = re.compile(r"^[(\[（]?[-−+]?\d[\d,.]*%?\**[)\]）]?\**$")
 
 
 def _table_row(line: str) -> bool:
-    """A row of a table: at least 4 spaced cells, at least 3 and half of them numbers. Its line
-    break is the table's, never a wrap (`GDP 1.2 0.3 0.1` / `FDI 0.5 0.2 0.1` are two rows)."""
+    """A row of a table: at least 4 spaced cells, at least 3 and more than half of them numbers
+    (a running head `现代法学 76 2014 年第 6 期` is half). Its line break is the table's, never a
+    wrap (`GDP 1.2 0.3 0.1` / `FDI 0.5 0.2 0.1` are two rows)."""
     cells = line.split()
     numbers = sum(1 for cell in cells if _CELL_NUMBER.match(cell))
-    return len(cells) >= 4 and numbers >= 3 and 2 * numbers >= len(cells)
+    return len(cells) >= 4 and numbers >= 3 and 2 * numbers > len(cells)
 
 
 def unwrap_lines(lines: list[str]) -> str:

@@ -376,3 +376,22 @@ def test_the_rows_of_a_table_keep_their_breaks_and_do_not_measure_the_page() -> 
         "力量。",
     ]
     assert unwrap_lines(wrapped).startswith("2022 年我国数字经济规模达到 50.2 万亿元，占 GDP 比重超过41.5%")
+
+
+def test_a_tables_note_or_row_repeated_at_page_feet_is_not_a_running_head() -> None:
+    from cnki_mcp.pdf_text import _without_furniture, furniture_of
+
+    note = "注：***、**、*分别表示在1%、5%、10%的水平上显著，括号内为稳健标准误。"
+    row = "观测值 3005 3005 2985"
+
+    def page(n: int) -> list[str]:
+        body = [chr(0x4E00 + 40 * n + i) * 30 for i in range(6)]
+        head = [f"经济研究 {100 + n} 2020 年第 5 期"] if n else []
+        foot = [row, note] if n % 3 == 1 else []  # a regression table ends at the foot of 4 of 12 pages
+        return [*head, *body, *foot]
+
+    pages = [page(n) for n in range(12)]
+    furniture = furniture_of(lambda i: pages[i], len(pages))
+    assert len(furniture) == 1  # the running head only
+    kept = _without_furniture(pages[1], furniture)
+    assert kept[-2:] == [row, note] and not kept[0].startswith("经济研究")
