@@ -77,3 +77,16 @@ async def test_one_work_in_several_records_is_selected_once(clock: FakeClock, st
     assert result["selection_exclusions"]["duplicate_work"] == 3
     assert sum(result["selection_exclusions"].values()) + result["selected_count"] == result["candidate_count"]
     assert "duplicate_of" not in rows["FXPL202602005"]  # the kept record names no other
+
+
+async def test_the_first_ten_works_selected_are_read_though_copies_rank_among_them(
+    clock: FakeClock, store: Store, tmp_path: Path
+) -> None:
+    # The enrichment steps counted a work's second record as selected, so they stopped reading at
+    # the boundary one paper early; the answer, listing each work once, then selected that paper unread.
+    pipe, result = await _search(clock, store, _corpus(tmp_path / "corpus"))
+    page = pipe.results(ResultsInput(search_id=result["search_id"], scope="selected", view="records", limit=10))
+    assert len(page.results) == min(10, result["selected_count"])
+    assert all(row["record"]["abstract"] for row in page.results), [
+        row["record"]["title"] for row in page.results if not row["record"]["abstract"]
+    ]
