@@ -24,6 +24,7 @@ from cnki_mcp.pipeline.searchlog_format import (
 )
 from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.query.compiler import year_filter
+from cnki_mcp.rank import EXCLUDED_DUPLICATE
 from cnki_mcp.store import Store
 from cnki_mcp.stored import load
 
@@ -53,6 +54,11 @@ SELECTION_RULES: dict[str, str] = {
 }
 STRUCTURED_RULE = "CNKI's own order kept; the first 100 records listed are selected, nothing re-ranked"
 BASIC_RULE = "list data only (metadata=basic): the first 100 records in ranked order are selected"
+ONE_RECORD_PER_WORK = (
+    "; one record per work (identity.duplicate_works: an online-first record and its final one, a reprint, "
+    "a conference version, the thesis an article came from; the final record preferred), the other records "
+    "excluded as duplicate_work"
+)
 
 
 # --------------------------------------------------------------------------- the engine's hook
@@ -201,6 +207,8 @@ def build_search_log(store: Store, search_id: str, ranker_name: str) -> SearchLo
         rule = BASIC_RULE
     else:
         rule = SELECTION_RULES.get(ranker_name, f"ranker {ranker_name}")
+    if not structured and by_reason.get(EXCLUDED_DUPLICATE):
+        rule += ONE_RECORD_PER_WORK  # said where it happened: searches stored before it did not fold works
     return SearchLog(
         search_id=search_id,
         status=record.status,

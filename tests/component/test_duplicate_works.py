@@ -90,3 +90,12 @@ async def test_the_first_ten_works_selected_are_read_though_copies_rank_among_th
     assert all(row["record"]["abstract"] for row in page.results), [
         row["record"]["title"] for row in page.results if not row["record"]["abstract"]
     ]
+
+
+async def test_the_search_log_says_one_record_per_work_was_selected(clock: FakeClock, store: Store, tmp_path: Path) -> None:
+    from cnki_mcp.pipeline.searchlog import build_search_log
+
+    _, result = await _search(clock, store, _corpus(tmp_path / "corpus"))
+    log = build_search_log(store, result["search_id"], "min10_rescue55")
+    assert log.prisma.excluded_by_reason["duplicate_work"] == 3
+    assert "duplicate_work" in log.selection_rule  # a methods section built from the log says why
