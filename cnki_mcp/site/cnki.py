@@ -254,10 +254,11 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
             try:
                 async with self._limiter.slot(budget=op, priority=Priority.CHAIN):
                     response = await goto_or_cut(page, self.endpoints.adv_search)
-            except SiteUnavailable as exc:
-                # the page's answer broke off: asked once more (it waited 30 s, then failed the search)
+            except SiteUnavailable:
+                # the page's answer broke off: asked once more (it waited 30 s, then failed the
+                # search); cut again, the site is failing (SITE_UNAVAILABLE, as for any page cut short)
                 if cut:
-                    raise QueryTemplateUnavailable(reason=str(exc.details.get("reason"))[:200]) from exc
+                    raise
                 cut = True
                 self._limiter.slow()
                 continue

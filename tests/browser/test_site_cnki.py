@@ -346,6 +346,13 @@ async def test_a_search_page_cut_short_is_opened_once_more_and_the_template_capt
     assert [e.fault for e in env.sim.requests_for("/kns8s/AdvSearch", "GET")] == ["truncated", None]
 
 
+async def test_a_search_page_cut_short_every_time_is_site_unavailable_not_a_template_failure(env: Env) -> None:
+    await captured(env)
+    env.site.drop_template()
+    env.sim.set_scenario({"faults": [{"path": "/kns8s/AdvSearch", "kind": "truncated"}]})
+    await expect_code(env.site.grid(request("数据")), "SITE_UNAVAILABLE")
+
+
 async def test_a_detail_answer_cut_short_is_asked_again_not_read_as_an_empty_page(env: Env) -> None:
     # Network.loadNetworkResource names it net::ERR_CONTENT_LENGTH_MISMATCH with status 200 and no
     # body; it was taken for an HTTP error answer, parsed empty: PARSER_UNSUPPORTED, never retried.
