@@ -478,6 +478,42 @@ def test_a_document_type_that_is_the_topic_stays_a_concept(question: str, first:
     assert not [w for w in plan.warnings if "search_library" in w]
 
 
+@pytest.mark.parametrize(
+    ("question", "concept"),
+    [
+        ("甲基强的松龙治疗急性SCI", "SCI"),  # SCI: 脊髓损伤 (spinal cord injury)
+        ("SCI 康复护理", "SCI"),  # a bare tier with no document type asked for
+        ("违约金酌减 CSSCI", "CSSCI"),
+        ("我国高校SCI论文", "SCI"),  # written against the word before it, without 的: the topic
+        ("人文社科核心期刊", "核心期刊"),
+        ("研究生学位论文", "学位"),
+    ],
+)
+def test_a_type_or_tier_word_that_is_part_of_the_topic_stays_a_concept(question: str, concept: str) -> None:
+    # before: every one of these lost the word (急性SCI planned without the disease, 人文社科核心期刊
+    # as 人文 AND 社科), and the warning said it was a filter wish
+    plan = _plan(question)
+    assert concept in {t for g in plan.groups for t in g}
+    assert not [w for w in plan.warnings if "search_library" in w]
+
+
+@pytest.mark.parametrize(
+    ("question", "types", "tiers"),
+    [
+        ("违约金酌减，博士论文", ["博士"], []),
+        ("数字经济、企业创新、CSSCI期刊", ["期刊"], ["CSSCI"]),
+        ("数字经济对企业创新影响的CSSCI、北大核心期刊论文", ["期刊"], ["CSSCI", "北大核心"]),
+    ],
+)
+def test_a_wish_after_a_comma_or_list_mark_is_read_as_one(question: str, types: list[str], tiers: list[str]) -> None:
+    plan = _plan(question)
+    flat = "".join(t for g in plan.groups for t in g)
+    assert "论文" not in flat and "期刊" not in flat and "CSSCI" not in flat and "核心" not in flat
+    [said] = [w for w in plan.warnings if "search_library" in w]
+    assert f"document_types={types}" in said
+    assert f"source_tiers={tiers}" in said if tiers else "source_tiers" not in said
+
+
 @pytest.mark.parametrize("invisible", ["\u200b", "\u00ad", "\ufeff"])
 def test_an_invisible_character_copied_with_a_question_is_no_word_boundary(invisible: str) -> None:
     clean = _plan("约定违约金酌减的司法标准")
