@@ -437,7 +437,7 @@ def test_a_journal_named_as_the_place_of_publication_is_not_a_concept(question: 
     [
         ("碳中和与绿色金融", [["碳中和"], ["绿色金融", "绿色", "金融"]]),
         ("碳中和及碳达峰路径", [["碳中和"], ["碳达峰"]]),
-        ("碳达峰或碳中和", [["碳达峰"], ["碳中和"]]),
+        ("碳达峰或碳中和", [["碳达峰", "碳中和"]]),  # 或: alternatives (test_or_between_two_concepts_…)
         ("碳中和和碳达峰", [["碳中和"], ["碳达峰"]]),
         ("A股和港股的联动效应", [["A股"], ["港股", "联动"]]),
         # 和 that ends the unknown word stays in it
@@ -446,6 +446,23 @@ def test_a_journal_named_as_the_place_of_publication_is_not_a_concept(question: 
     ],
 )
 def test_a_conjunction_after_an_unknown_word_is_not_part_of_it(question: str, groups: list[list[str]]) -> None:
+    assert _plan(question).groups == groups
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("碳达峰或者碳中和", [["碳达峰", "碳中和"]]),
+        ("碳达峰 或 碳中和", [["碳达峰", "碳中和"]]),
+        ("人工智能或机器学习在医疗中的应用", [["人工智能", "机器学习", "机器", "学习"], ["医疗"]]),
+        ("高血压或糖尿病患者的运动干预", [["高血压", "糖尿病患者", "糖尿病", "患者"], ["运动干预", "运动", "干预"]]),
+        ("LLM或RAG的幻觉", [["LLM", "RAG"], ["幻觉"]]),
+        ("不可或缺的要素研究", [["不可或缺"], ["要素"]]),  # 或 inside a word joins nothing
+        ("或许人工智能会取代教师", [["或许人工智能", "或许", "人工智能"], ["会取代教师", "会取代", "教师"]]),
+    ],
+)
+def test_or_between_two_concepts_makes_them_one_concept_s_alternatives(question: str, groups: list[list[str]]) -> None:
+    # before: 或 was a boundary like 与, so A或B required both A and B (人工智能 AND 机器学习 AND …)
     assert _plan(question).groups == groups
 
 
