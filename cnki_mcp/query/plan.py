@@ -32,7 +32,15 @@ from pydantic import Field as PydField
 from cnki_mcp.errors import InvalidPlan, QueryUnsupported
 from cnki_mcp.identity import ascii_letters, decode_entities, visible
 from cnki_mcp.query.expr import unquote
-from cnki_mcp.query.segment import HAN_CHAR, SOFT_WORDS, Segmenter, concept_runs, has_function_words, merge_to
+from cnki_mcp.query.segment import (
+    HAN_CHAR,
+    SOFT_WORDS,
+    Segmenter,
+    concept_choices,
+    concept_runs,
+    has_function_words,
+    merge_to,
+)
 from cnki_mcp.query.timephrase import extract_years
 from cnki_mcp.query.written import read_written, written_warnings
 
@@ -275,13 +283,15 @@ def _run_group(run: list[str]) -> list[str]:
     return list(dict.fromkeys([joined, *run]))
 
 
-def _sentence_groups(runs: list[list[str]]) -> list[list[str]]:
-    """Topic AND aspect: a lone run is split at its middle; with three or more runs the first
-    (the topic, which a Chinese question names first) stays one group and the others become one
-    OR group of aspects. An AND of many narrow groups is what empties a search without synonyms."""
-    if len(runs) == 1 and len(runs[0]) >= 2:
-        runs = _halves(runs[0])
-    groups = [_run_group(r) for r in runs]
+def _sentence_groups(choices: list[list[list[str]]]) -> list[list[str]]:
+    """Topic AND aspect: each concept (`concept_choices`: its runs, more than one when the question
+    wrote A或B) is one group; a lone concept of one run is split at its middle; with three or more
+    concepts the first (the topic, which a Chinese question names first) stays one group and the
+    others become one OR group of aspects. An AND of many narrow groups is what empties a search
+    without synonyms."""
+    if len(choices) == 1 and len(choices[0]) == 1 and len(choices[0][0]) >= 2:
+        choices = [[half] for half in _halves(choices[0][0])]
+    groups = [list(dict.fromkeys(t for r in runs for t in _run_group(r))) for runs in choices]
     if len(groups) > 2:
         groups = [groups[0], list(dict.fromkeys(w for g in groups[1:] for w in g))]
     return groups
@@ -372,7 +382,8 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     or 影响因素, is left out beside other terms); the parts written as sentences are segmented together into topic AND aspects (a long
     question of several phrases is not one concept per phrase); any other part is segmented
     (`query/segment.py`) into runs of concept words, each run one concept (its words joined, then
-    each word as an alternative), combined as topic AND aspects (`_sentence_groups`)."""
+    each word as an alternative; runs joined by 或 one concept together), combined as topic AND
+    aspects (`_sentence_groups`)."""
     # invisible characters copied with the question (a PDF's zero-width space) are no word boundary,
     # and an HTML entity is the client's escaping (`R&amp;D投入` is R&D, not R / amp / D投入)
     text = _strip_request(unicodedata.normalize("NFKC", decode_entities(visible(question)))).strip(_TRIM)
@@ -389,10 +400,10 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     hint = "；请提供 concept_groups"
     groups: list[list[str]] = []
     if len(parts) == 1 and isinstance(parts[0], str):
-        runs = concept_runs(parts[0], cut)
-        groups = _sentence_groups(runs) if runs else []
+        choices = concept_choices(parts[0], cut)
+        groups = _sentence_groups(choices) if choices else []
     else:
-        sentence_runs: list[list[str]] = []  # the runs of every part written as a sentence
+        sentence_choices: list[list[list[str]]] = []  # the concepts of every part written as a sentence
         sentence_at = -1
         for part in parts:
             if isinstance(part, tuple):  # A OR B as the question wrote it: one concept
@@ -406,11 +417,11 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
                 groups.append([" ".join(part.split())])  # a listed term: kept as written
             elif function_words and runs:
                 sentence_at = len(groups) if sentence_at < 0 else sentence_at
-                sentence_runs.extend(runs)
+                sentence_choices.extend(concept_choices(part, cut))
             else:
                 groups.extend(_run_group(r) for r in runs)
-        if sentence_runs:  # the sentences' concepts as topic AND aspects, where the first one was
-            groups[sentence_at:sentence_at] = _sentence_groups(sentence_runs)
+        if sentence_choices:  # the sentences' concepts as topic AND aspects, where the first one was
+            groups[sentence_at:sentence_at] = _sentence_groups(sentence_choices)
     groups = _with_acronyms(_without_repeats(groups), written.acronyms, cut)
     if not groups:
         raise InvalidPlan(f"问题中没有可检索的概念{hint}")

@@ -20,7 +20,8 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
   pronouns and request words (please find papers) split a Latin run; impact/effect/role … are
   dropped when they stand alone beside another concept, as the study-type words below are.
 - Function words and question boilerplate (的, 与, 在…中, 如何, 有哪些, 是什么, 基于 ...) separate
-  concepts and are dropped; study-type words (研究, 方法, 问题, 影响, 应用, 现状, 对策 ...) and
+  concepts and are dropped; 或/或者 written right between two concepts makes them one concept's
+  alternatives (碳达峰或碳中和, 人工智能或机器学习在医疗中的应用: `concept_choices`); study-type words (研究, 方法, 问题, 影响, 应用, 现状, 对策 ...) and
   aim verbs (缓解, 提高 ...) are dropped when some other concept remains, so 影响 survives only
   when it is the topic.
 """
@@ -285,32 +286,68 @@ def _is_soft(token: _Token) -> bool:
     return token.text in SOFT_WORDS
 
 
-def concept_runs(text: str, cut: Segmenter) -> list[list[str]]:
-    """The concept words of a question grouped into runs: words written next to each other with
-    no function word, dropped word or separator between them (自动/驾驶/汽车 is one run).
-    A run whose words were all seen in earlier runs is left out (a repeated concept); a run with a
-    new word keeps its repeated ones, so a compound stays whole (深度学习与机器学习: 机器/学习)."""
+# 或 / 或者 written between two concepts (碳达峰或碳中和): the two are alternatives, one concept.
+_OR_JOINERS = frozenset({"或", "或者"})
+
+
+def _linked_runs(text: str, cut: Segmenter) -> list[tuple[list[str], bool]]:
+    """`concept_runs`, each with whether it is an alternative of the run before it: 或/或者 stands
+    right between the two (no other dropped word, and the earlier run was not left out)."""
     text = unicodedata.normalize("NFKC", text)
     tokens = _tokens(text, cut)
     content = [t for t in tokens if not _is_function(t)]
     has_strong = any(not _is_soft(t) for t in content)
     runs: list[list[str]] = [[]]
+    alternative: set[int] = set()  # indices of runs written right after 或 that follows a run
+    kept_before = False  # the token before was kept as a concept word
+    after_or = False  # 或 came right after a concept word, and nothing since
     for t in tokens:
         dropped = _is_function(t) or (has_strong and _is_soft(t))
         if (dropped or t.boundary_before or t.latin) and runs[-1]:
             runs.append([])
         if dropped:
+            after_or = kept_before and not t.latin and t.text in _OR_JOINERS
+            kept_before = False
             continue
+        if after_or and not runs[-1]:
+            alternative.add(len(runs) - 1)
+        after_or = False
+        kept_before = True
         runs[-1].append(t.text)
         if t.latin:
             runs.append([])
-    out: list[list[str]] = []
+    out: list[tuple[list[str], bool]] = []
     seen: set[str] = set()
-    for run in runs:
+    last_kept = False  # the last non-empty run was kept
+    for k, run in enumerate(runs):
+        if not run:
+            continue
         keys = [w.casefold() for w in run]
-        if run and not set(keys) <= seen:
-            out.append(list(dict.fromkeys(run)))
+        kept = not set(keys) <= seen
+        if kept:
+            out.append((list(dict.fromkeys(run)), k in alternative and last_kept))
         seen.update(keys)
+        last_kept = kept
+    return out
+
+
+def concept_runs(text: str, cut: Segmenter) -> list[list[str]]:
+    """The concept words of a question grouped into runs: words written next to each other with
+    no function word, dropped word or separator between them (自动/驾驶/汽车 is one run).
+    A run whose words were all seen in earlier runs is left out (a repeated concept); a run with a
+    new word keeps its repeated ones, so a compound stays whole (深度学习与机器学习: 机器/学习)."""
+    return [run for run, _ in _linked_runs(text, cut)]
+
+
+def concept_choices(text: str, cut: Segmenter) -> list[list[list[str]]]:
+    """`concept_runs` with runs joined by 或/或者 put together as one concept's alternatives:
+    人工智能或机器学习在医疗中的应用 -> [[人工智能], [机器, 学习]], [[医疗]]."""
+    out: list[list[list[str]]] = []
+    for run, alternative in _linked_runs(text, cut):
+        if alternative and out:
+            out[-1].append(run)
+        else:
+            out.append([run])
     return out
 
 

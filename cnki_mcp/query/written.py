@@ -18,9 +18,13 @@ even turned the excluded word into a required concept) and field prefixes stuck 
   cannot restrict;
 - `term（ACRONYM）`: a Latin acronym in brackets right after a term is that term's alternative
   (`acronyms`), never a concept of its own nor part of the term;
-- a document type or source tier asked for (`违约金酌减 博士论文`, `…的CSSCI期刊论文`), as a word of its
-  own or at the question's end, is not a concept (no paper's text names it): it is removed and the
-  warning names search_library's document_types / source_tiers for the search's results (`wishes`).
+- a document type or source tier asked for (`违约金酌减 博士论文`, `…的CSSCI期刊论文`) is not a concept
+  (no paper's text names it): it is removed and the warning names search_library's document_types /
+  source_tiers for the search's results (`wishes`). Only a wish about the results is read so: a part
+  of its own (between spaces, commas or list marks) or after 的 at the question's end; a bare tier
+  (CSSCI, SCI, 北大核心 …) only beside a document-type wish (SCI is also 脊髓损伤, spinal cord injury:
+  `治疗急性SCI`, `SCI 康复护理`); written against the word before it without 的 (`高校SCI论文`,
+  `人文社科核心期刊`, `研究生学位论文`) or at the start (`学位论文抄袭检测`) it is the topic and stays.
 
 Operators are read only as whole whitespace words in capitals (`OR`, not `or`, which English prose
 uses); the text is expected NFKC-normalised (full-width brackets and colons are ASCII by then).
@@ -59,13 +63,18 @@ _SOURCE_RE = re.compile(
 _ACRONYM_RE = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-+./]*(?: [A-Za-z0-9\-+./]+){0,3})\s*\)")
 # A document type or source tier wished for (违约金酌减 博士论文, …的CSSCI期刊论文): the subject search
 # restricts neither, and as a concept the words emptied the search (no paper's text says 博士论文).
-# Read as a wish only as a whitespace word of its own or at the end of the question ("学位论文抄袭
-# 检测" keeps its topic).
+# Read as a wish only as a part of its own or after 的 at the question's end (`read_wishes`).
 _TIER = r"(?:CSSCI|SSCI|SCI|CSCD|EI|北大核心|中文核心|核心)"
 _KIND = r"(?:硕士论文|博士论文|硕博论文|学位论文|期刊论文|期刊文章|会议论文|报纸文章)"
-_WISH = rf"(?:{_TIER}(?:来源)?(?:期刊论文|期刊|论文|文章)|{_KIND}|CSSCI|SSCI|SCI|CSCD|北大核心|中文核心)"
-_WISH_WORD_RE = re.compile(_WISH)
-_WISH_END_RE = re.compile(rf"(?:的|相关的|方面的)?\s*({_WISH})\s*(?:有哪些|有什么)?[\s。？?！!.，,]*$")
+_BARE_TIER_RE = re.compile(r"CSSCI|SSCI|SCI|CSCD|北大核心|中文核心")
+_WISH = rf"(?:{_TIER}(?:来源)?(?:期刊论文|期刊|论文|文章)|{_KIND}|{_BARE_TIER_RE.pattern})"
+_ASKING = r"(?:有哪些|有什么)?"
+_SEPARATORS = r"\s,，、;；"
+_WISH_PART_RE = re.compile(rf"({_WISH})\s*{_ASKING}")
+_WISH_END_RE = re.compile(
+    rf"(?:(?:相关|方面)?的|(?<=[{_SEPARATORS}]))\s*({_WISH})\s*{_ASKING}[\s。？?！!.，,、;；]*$"
+)
+_PART_RE = re.compile(rf"[^{_SEPARATORS}]+")
 _KIND_TYPES = {"硕士": ("硕士",), "博士": ("博士",), "硕博": ("硕士", "博士"), "学位": ("硕士", "博士")}
 _KIND_TYPES |= {"期刊": ("期刊",), "会议": ("会议",), "报纸": ("报纸",)}
 _TIER_NAMES = {"中文核心": "北大核心"}  # 核心 alone is any core list (tier_matches finds 北大核心, AMI核心)
@@ -105,20 +114,33 @@ def _has_topic(text: str) -> bool:
 
 
 def read_wishes(text: str) -> tuple[str, list[str]]:
-    """The question without the document types and source tiers it asks for (`_WISH`: a whitespace
-    word of its own, or the question's end), and those wishes; nothing is taken that would leave
-    no topic."""
-    wishes: list[str] = []
-    words = text.split()
-    kept = [w for w in words if not _WISH_WORD_RE.fullmatch(w.strip(_EDGE))]
-    if len(kept) < len(words) and _has_topic(" ".join(kept)):
-        wishes += [w.strip(_EDGE) for w in words if _WISH_WORD_RE.fullmatch(w.strip(_EDGE))]
-        text = " ".join(kept)
-    at_end: list[str] = []
-    while (m := _WISH_END_RE.search(text)) and _has_topic(text[: m.start()]):
-        at_end.insert(0, m.group(1))
-        text = text[: m.start()]
-    return text, list(dict.fromkeys(wishes + at_end))
+    """The question without the document types and source tiers it asks for, and those wishes.
+
+    A wish is a part of its own (between spaces, commas or list marks: `违约金酌减 博士论文`) or
+    follows 的 at the question's end (`…的CSSCI期刊论文有哪些`); a bare tier (CSSCI, SCI, 北大核心)
+    counts only when a wish naming a document type is found too (`违约金酌减 期刊论文 CSSCI`), since
+    alone it may be the topic (SCI: spinal cord injury). Nothing is taken that would leave no topic."""
+    found: list[tuple[int, int, str]] = []  # (start, end, wish)
+    rest = text
+    while (m := _WISH_END_RE.search(rest)) and _has_topic(rest[: m.start()]):
+        found.append((m.start(), len(rest), m.group(1)))
+        rest = rest[: m.start()]
+    for part in _PART_RE.finditer(rest):
+        whole = _WISH_PART_RE.fullmatch(part.group(0).strip(_EDGE))
+        if whole:
+            found.append((part.start(), part.end(), whole.group(1)))
+    if all(_BARE_TIER_RE.fullmatch(wish) for _, _, wish in found):
+        return text, []
+    found.sort()
+    pieces: list[str] = []
+    at = 0
+    for start, end, _ in found:
+        pieces.append(text[at:start])
+        at = end
+    left = " ".join([*pieces, text[at:]])
+    if not _has_topic(left):
+        return text, []
+    return left, list(dict.fromkeys(wish for _, _, wish in found))
 
 
 def wish_filters(wishes: list[str]) -> tuple[list[str], list[str]]:

@@ -437,7 +437,7 @@ def test_a_journal_named_as_the_place_of_publication_is_not_a_concept(question: 
     [
         ("碳中和与绿色金融", [["碳中和"], ["绿色金融", "绿色", "金融"]]),
         ("碳中和及碳达峰路径", [["碳中和"], ["碳达峰"]]),
-        ("碳达峰或碳中和", [["碳达峰"], ["碳中和"]]),
+        ("碳达峰或碳中和", [["碳达峰", "碳中和"]]),  # 或: alternatives (test_or_between_two_concepts_…)
         ("碳中和和碳达峰", [["碳中和"], ["碳达峰"]]),
         ("A股和港股的联动效应", [["A股"], ["港股", "联动"]]),
         # 和 that ends the unknown word stays in it
@@ -446,6 +446,23 @@ def test_a_journal_named_as_the_place_of_publication_is_not_a_concept(question: 
     ],
 )
 def test_a_conjunction_after_an_unknown_word_is_not_part_of_it(question: str, groups: list[list[str]]) -> None:
+    assert _plan(question).groups == groups
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("碳达峰或者碳中和", [["碳达峰", "碳中和"]]),
+        ("碳达峰 或 碳中和", [["碳达峰", "碳中和"]]),
+        ("人工智能或机器学习在医疗中的应用", [["人工智能", "机器学习", "机器", "学习"], ["医疗"]]),
+        ("高血压或糖尿病患者的运动干预", [["高血压", "糖尿病患者", "糖尿病", "患者"], ["运动干预", "运动", "干预"]]),
+        ("LLM或RAG的幻觉", [["LLM", "RAG"], ["幻觉"]]),
+        ("不可或缺的要素研究", [["不可或缺"], ["要素"]]),  # 或 inside a word joins nothing
+        ("或许人工智能会取代教师", [["或许人工智能", "或许", "人工智能"], ["会取代教师", "会取代", "教师"]]),
+    ],
+)
+def test_or_between_two_concepts_makes_them_one_concept_s_alternatives(question: str, groups: list[list[str]]) -> None:
+    # before: 或 was a boundary like 与, so A或B required both A and B (人工智能 AND 机器学习 AND …)
     assert _plan(question).groups == groups
 
 
@@ -476,6 +493,42 @@ def test_a_document_type_that_is_the_topic_stays_a_concept(question: str, first:
     plan = _plan(question)  # the word begins the question: its topic, not a wish
     assert plan.groups[0][0] == first
     assert not [w for w in plan.warnings if "search_library" in w]
+
+
+@pytest.mark.parametrize(
+    ("question", "concept"),
+    [
+        ("甲基强的松龙治疗急性SCI", "SCI"),  # SCI: 脊髓损伤 (spinal cord injury)
+        ("SCI 康复护理", "SCI"),  # a bare tier with no document type asked for
+        ("违约金酌减 CSSCI", "CSSCI"),
+        ("我国高校SCI论文", "SCI"),  # written against the word before it, without 的: the topic
+        ("人文社科核心期刊", "核心期刊"),
+        ("研究生学位论文", "学位"),
+    ],
+)
+def test_a_type_or_tier_word_that_is_part_of_the_topic_stays_a_concept(question: str, concept: str) -> None:
+    # before: every one of these lost the word (急性SCI planned without the disease, 人文社科核心期刊
+    # as 人文 AND 社科), and the warning said it was a filter wish
+    plan = _plan(question)
+    assert concept in {t for g in plan.groups for t in g}
+    assert not [w for w in plan.warnings if "search_library" in w]
+
+
+@pytest.mark.parametrize(
+    ("question", "types", "tiers"),
+    [
+        ("违约金酌减，博士论文", ["博士"], []),
+        ("数字经济、企业创新、CSSCI期刊", ["期刊"], ["CSSCI"]),
+        ("数字经济对企业创新影响的CSSCI、北大核心期刊论文", ["期刊"], ["CSSCI", "北大核心"]),
+    ],
+)
+def test_a_wish_after_a_comma_or_list_mark_is_read_as_one(question: str, types: list[str], tiers: list[str]) -> None:
+    plan = _plan(question)
+    flat = "".join(t for g in plan.groups for t in g)
+    assert "论文" not in flat and "期刊" not in flat and "CSSCI" not in flat and "核心" not in flat
+    [said] = [w for w in plan.warnings if "search_library" in w]
+    assert f"document_types={types}" in said
+    assert f"source_tiers={tiers}" in said if tiers else "source_tiers" not in said
 
 
 @pytest.mark.parametrize("invisible", ["\u200b", "\u00ad", "\ufeff"])
