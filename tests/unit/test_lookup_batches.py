@@ -54,3 +54,12 @@ def test_a_batch_counts_the_distinct_phrases_it_sends_not_the_spellings() -> Non
     assert len(batches) == 1
     sendable(batches)
 
+
+
+def test_a_year_range_in_a_title_costs_no_second_spelling() -> None:
+    for title in ("中国对外开放40年(1978—2018)：回顾与展望", "长江经济带2000—2020年生态效率的时空演变"):
+        assert title_variants(title) == [title]
+    assert title_variants("研究—以1978—2018年为例") == ["研究—以1978—2018年为例", "研究——以1978—2018年为例"]
+    titles = {str(i): f"中国对外开放{i}0年(1978—2018)：回顾与展望" for i in range(MAX_TITLES)}
+    batches, _ = plan_batches(titles)
+    assert len(batches) == 1
