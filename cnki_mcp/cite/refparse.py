@@ -202,13 +202,23 @@ def title_spellings(title: str) -> list[str]:
 _LONE_DASH = re.compile(r"(?<![—―])(?:[—―]|--)(?![—―-])|――")
 
 
+def _subtitle_dash(m: re.Match[str]) -> str:
+    """—— for a lone dash, except one between digits: a range (`1978—2018`, `2000—2020年`) CNKI's
+    own titles write with one dash, so its —— spelling would never match."""
+    text, start, end = m.string, m.start(), m.end()
+    if start > 0 and end < len(text) and text[start - 1].isdigit() and text[end].isdigit():
+        return m.group()
+    return "——"
+
+
 def chinese_marks(title: str) -> str:
     """A Chinese title typed on an English keyboard spelt with the marks CNKI's titles carry:
-    straight double quotes in pairs as “…” and a lone dash (`—`, `--`) as ——
-    (`基于"互联网+"的…—以某高校为例` -> `基于“互联网+”的…——以某高校为例`). Other titles as given."""
+    straight double quotes in pairs as “…” and a lone dash (`—`, `--`) as ——, except between
+    digits (`基于"互联网+"的…—以某高校为例` -> `基于“互联网+”的…——以某高校为例`; `(1978—2018)`
+    stays). Other titles as given."""
     if not HAN.search(title):
         return title
-    text = _LONE_DASH.sub("——", title)
+    text = _LONE_DASH.sub(_subtitle_dash, title)
     if text.count('"') >= 2 and text.count('"') % 2 == 0:
         parts = text.split('"')
         text = parts[0] + "".join(("“" if i % 2 else "”") + part for i, part in enumerate(parts[1:], 1))

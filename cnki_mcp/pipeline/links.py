@@ -2,8 +2,9 @@
 
 Local data first: each distinct title is looked up in the store by title key (as written, and
 with 〈〉 read as 《》). Only when `lookup_missing` is true are the titles with no local match
-located on CNKI: one OR-of-exact-titles grid request per batch of at most 10 title spellings
-(4 batches at a time). Every returned row is stored; rows are grouped by title key: no paper ->
+located on CNKI: one OR-of-exact-titles grid request per batch of at most 10 distinct phrases
+(4 batches at a time; a batch counts the distinct phrases it sends, and a title's spellings are
+bounded to one request's worth, `_searchable`). Every returned row is stored; rows are grouped by title key: no paper ->
 unresolved, several distinct papers -> ambiguous, one -> linked (public URL) or
 matched_without_link. A failed batch leaves its titles unresolved (item error recorded);
 a fatal error (budget, cancel, site down, ...) keeps the result so far and is raised.
@@ -34,7 +35,7 @@ from cnki_mcp.links import (
 )
 from cnki_mcp.models import GridPage
 from cnki_mcp.pipeline.enrich import is_fatal, record_item_error
-from cnki_mcp.query.compiler import MAX_TITLES, compile_expression, title_lookup_expression
+from cnki_mcp.query.compiler import MAX_TITLES, compile_expression, lookup_phrase, title_lookup_expression
 from cnki_mcp.site.backend import GridRequest, SiteBackend
 from cnki_mcp.store import Store
 
@@ -72,14 +73,29 @@ def local_matches(store: Store, title: str, spell: Callable[[str], list[str]] = 
     return list(found.values())
 
 
+def phrases_of(spellings: list[str]) -> set[str]:
+    """The distinct phrases CNKI is sent for these spellings (`lookup_phrase`: a title over the
+    120-character box is asked by its head, so spellings differing after it are one leaf)."""
+    return {lookup_phrase(s.strip()) for s in spellings}
+
+
 def _searchable(title: str, spell: Callable[[str], list[str]] = title_variants) -> list[str]:
-    """The spellings CNKI can be asked for (a value it cannot express is dropped)."""
+    """The spellings CNKI can be asked for, in `spell`'s order (a value it cannot express is
+    dropped), bounded to what one request carries: once MAX_TITLES distinct phrases are kept, a
+    spelling with a new phrase is dropped (the spellings first in `spell`'s order, the title as
+    written first, are kept). A spelling whose phrase is already kept costs nothing and stays,
+    so a row carrying it still counts as the title's."""
     out: list[str] = []
+    phrases: set[str] = set()
     for spelling in spell(title):
         try:
             title_lookup_expression([spelling])
         except InvalidInput:
             continue
+        phrase = lookup_phrase(spelling.strip())
+        if phrase not in phrases and len(phrases) >= MAX_TITLES:
+            continue
+        phrases.add(phrase)
         out.append(spelling)
     return out
 
@@ -87,22 +103,24 @@ def _searchable(title: str, spell: Callable[[str], list[str]] = title_variants) 
 def plan_batches(
     titles: dict[str, str], spell: Callable[[str], list[str]] = title_variants
 ) -> tuple[list[list[tuple[str, list[str]]]], list[str]]:
-    """Pack (key, spellings) into batches of at most MAX_TITLES spellings, in order (`spell`
-    gives a title's spellings). Returns (batches, keys that cannot be searched at all)."""
+    """Pack (key, spellings) into batches sending at most MAX_TITLES distinct phrases, in order
+    (`spell` gives a title's spellings; `_searchable` bounds one title's to a request's worth, so
+    every batch holds at least one title). Returns (batches, keys that cannot be searched at all)."""
     batches: list[list[tuple[str, list[str]]]] = []
     current: list[tuple[str, list[str]]] = []
-    size = 0
+    sent: set[str] = set()  # the distinct phrases `current` sends
     unsearchable: list[str] = []
     for key, title in titles.items():
         spellings = _searchable(title, spell)
         if not spellings:
             unsearchable.append(key)
             continue
-        if size + len(spellings) > MAX_TITLES:
+        phrases = phrases_of(spellings)
+        if current and len(sent | phrases) > MAX_TITLES:
             batches.append(current)
-            current, size = [], 0
+            current, sent = [], set()
         current.append((key, spellings))
-        size += len(spellings)
+        sent |= phrases
     if current:
         batches.append(current)
     return batches, unsearchable
@@ -119,13 +137,14 @@ async def lookup_batch(
 ) -> GridPage | None:
     """One OR-of-exact-titles grid request for a planned batch (its `page`, with the previous
     page's `cursor`). A failure that is not fatal is recorded once per title (item errors of
-    `stage`) and gives None; a fatal one is raised."""
+    `stage`) and gives None; a fatal one is raised. A batch CNKI cannot be asked for (no title,
+    more phrases than one request holds) is such a failure of its titles, never the operation's."""
     spellings = [s for _, group in batch for s in group]
-    compiled = compile_expression(title_lookup_expression(spellings))
-    request = GridRequest(
-        subject=compiled.subject, anchor=compiled.anchor, page_size=LOOKUP_PAGE_SIZE, page=page, cursor=cursor
-    )
     try:
+        compiled = compile_expression(title_lookup_expression(spellings))
+        request = GridRequest(
+            subject=compiled.subject, anchor=compiled.anchor, page_size=LOOKUP_PAGE_SIZE, page=page, cursor=cursor
+        )
         return await backend.grid(request, op=ctx)
     except CnkiError as exc:
         if is_fatal(exc):

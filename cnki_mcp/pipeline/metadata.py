@@ -188,7 +188,7 @@ async def _locate(
     titles: list[str],
     ctx: OperationContext,
 ) -> dict[str, str]:
-    """Exact-title lookup, at most 10 spellings per grid request (`links.plan_batches`: a title is
+    """Exact-title lookup, at most 10 distinct phrases per grid request (`links.plan_batches`: a title is
     asked as written and folded, `links.title_variants`); title -> ref for unique matches. A title
     the page did not carry is asked again as `links.lookup_reads_on` says (alone, reading on)."""
     found: dict[str, str] = {}

@@ -288,13 +288,13 @@ def lookup_phrase(title: str) -> str:
 
 def title_lookup_expression(titles: Sequence[str]) -> Leaf | Node:
     """OR of up to 10 exact title leaves (one title = a single leaf, `lookup_phrase` of it);
-    duplicates sent once."""
+    duplicate phrases sent once, and the limit counts the distinct phrases sent."""
     unique = list(dict.fromkeys(t.strip() for t in titles))
     if not unique or any(not t for t in unique):
         raise InvalidInput("题名不能为空")
-    if len(unique) > MAX_TITLES:
-        raise InvalidInput("一次最多定位 10 个题名", count=len(unique))
     phrases = list(dict.fromkeys(lookup_phrase(t) for t in unique))
+    if len(phrases) > MAX_TITLES:
+        raise InvalidInput("一次最多定位 10 个题名", count=len(phrases))
     return parse_expression(_any_of(phrases, Field.TITLE, Match.EXACT))
 
 

@@ -17,7 +17,8 @@ from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKin
 from cnki_mcp.links import LinkInput, LinkResult
 from cnki_mcp.models import DetailPage, GridPage, GridRow, HeaderIdentity, JournalPage, NativeId
 from cnki_mcp.operations import DEFAULT_BUDGETS, BudgetSpec
-from cnki_mcp.pipeline.links import ALONE_PAGES, link_references
+from cnki_mcp.pipeline.links import ALONE_PAGES, link_references, lookup_batch
+from cnki_mcp.query.compiler import MAX_TITLES
 from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.store import Store
 
@@ -412,3 +413,22 @@ async def test_a_title_asked_alone_reads_on_to_its_own_row_and_no_further(clock:
     _, result = await run_links(clock, store, site, LinkInput(text=f"《{absent}》", lookup_missing=True))
     assert result is not None and by_title(result)[absent].status == "unresolved"
     assert site.pages == list(range(1, ALONE_PAGES + 1)) and ALONE_PAGES < 4  # though CNKI lists a 4th
+
+
+async def test_a_batch_cnki_cannot_be_asked_for_is_its_titles_error_not_the_operations(
+    clock: FakeClock, store: Store
+) -> None:
+    site = FakeSite()
+    jobs = JobManager(clock, MemorySink())
+    pages: list[GridPage | None] = []
+
+    async def runner(ctx: OperationContext) -> None:
+        over = [(str(i), [f"题名{i}"]) for i in range(MAX_TITLES + 1)]  # 11 phrases: no request holds them
+        pages.append(await lookup_batch(site, over, ctx, "links_lookup"))
+        pages.append(await lookup_batch(site, [], ctx, "links_lookup"))
+
+    job = jobs.start(OperationKind.LINKS, runner, DEFAULT_BUDGETS[OperationKind.LINKS])
+    [record] = await clock.run_until_complete(job.finish())
+    assert pages == [None, None] and not site.requests
+    assert final_code(record) is None
+    assert [e.code for e in record.errors] == ["INVALID_ARGUMENT"] * (MAX_TITLES + 1)

@@ -257,3 +257,17 @@ async def test_a_two_character_name_padded_with_a_full_width_space_still_finds_t
     [got] = result.entries
     assert got.verdict == "mismatch" and got.fields == ["title"]
     assert got.record is not None and got.record.title == "约定违约金酌减规则的法律规制研究"
+
+
+async def test_an_entry_with_more_title_spellings_than_a_request_holds_is_judged_with_the_rest(
+    clock: FakeClock, store: Store
+) -> None:
+    # 〈〉, straight quotes, a lone dash and CO₂ give this title 12 lookup spellings, more than
+    # one exact-title request holds: it is asked alone, and every entry still gets its verdict
+    many = '[1] 王明. 论〈民法典〉中"CO₂"排放权的法律属性：以碳交易为例—兼论碳市场[J]. 法学研究, 2021, 43(2): 1-10.'
+    samples = [s for s in build() if s.verdict == "verified"][:9]
+    site = CorpusBackend()
+    record, result = await run(clock, store, site, VerifyInput(references=[many, *(s.text for s in samples)]))
+    assert record.status.value == "completed" and not record.errors
+    assert [e.verdict for e in result.entries] == ["not_found"] + ["verified"] * 9
+    assert "篇名精确检索" in result.entries[0].searches
