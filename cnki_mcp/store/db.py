@@ -403,7 +403,15 @@ def _open_checked(path: Path) -> sqlite3.Connection:
     try:
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()
         if not mode or str(mode[0]).lower() != "wal":
-            raise Unreadable(f"journal_mode WAL refused ({mode!r})")
+            # A healthy file on a file system without the shared memory or locks WAL needs (some
+            # network mounts): not damaged, never set aside (the library would vanish from view).
+            raise DatabaseUnusable(
+                f"数据库 {path} 所在的文件系统不支持 SQLite 的 WAL 模式（例如某些网络磁盘），未能打开；"
+                "用 CNKI_DATA_DIR 把数据目录放到本机磁盘后重新启动；该文件未改动",
+                path=str(path),
+                reason="wal_unsupported",
+                journal_mode=str(mode[0]) if mode else None,
+            )
         conn.execute("PRAGMA synchronous=FULL")
         check = conn.execute("PRAGMA integrity_check").fetchall()
         if check != [("ok",)]:
