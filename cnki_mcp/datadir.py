@@ -19,6 +19,7 @@ import errno
 import logging
 import os
 import stat
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -204,14 +205,19 @@ def locale_codeset(environ: Mapping[str, str]) -> str | None:
     return base.split(".", 1)[1] if "." in base else None
 
 
-def check_browser_path_encoding(data_dir: Path, environ: Mapping[str, str], fs_encoding: str) -> None:
+def check_browser_path_encoding(
+    data_dir: Path, environ: Mapping[str, str], fs_encoding: str, *, platform: str = sys.platform
+) -> None:
     """Refuse (DATA_DIRECTORY_UNUSABLE, `path_encoding`) a data directory whose path has
     characters beyond ASCII under a locale whose file names are not UTF-8 (LANG=zh_CN.GB18030):
     Python names it in that encoding, Playwright's driver in UTF-8 and Chromium in the locale's
     own again, so the browser profile and the downloads would land in other directories outside
-    the data directory, and every download would fail. An ASCII path means the same bytes to all."""
+    the data directory, and every download would fail. An ASCII path means the same bytes to all.
+    Only where file names are bytes in the locale's encoding (Linux and the like): macOS names
+    files in UTF-8 and Windows in UTF-16 whatever LANG says, and Python uses UTF-8 there; the
+    launch was refused on them under LANG=zh_CN."""
     text = str(data_dir)
-    if text.isascii():
+    if text.isascii() or platform in ("darwin", "win32"):
         return
     codeset = locale_codeset(environ)
     if _utf8(fs_encoding) and codeset is not None and _utf8(codeset):

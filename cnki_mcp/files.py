@@ -165,17 +165,23 @@ def refuse_taken(dest: Path) -> None:
         raise FileExists(path=str(dest))
 
 
+def _refuse_unencodable(text: str, what: str, field: str) -> None:
+    """INVALID_ARGUMENT naming the characters of a caller's name the locale's file-name encoding
+    cannot hold (`₂` under LANG=zh_CN.GBK), and the encoding (writing it was an INTERNAL error)."""
+    odd = list(dict.fromkeys(ch for ch in text if unicodedata.category(ch) not in _REPLACED and not _nameable(ch)))
+    if odd:
+        raise InvalidInput(
+            f"{what}含有当前语言环境的文件名编码（{sys.getfilesystemencoding()}）无法表示的字符：{' '.join(odd)}；"
+            "换用其他字符，或在 UTF-8 语言环境（如 LANG=zh_CN.UTF-8）下运行 cnki-mcp",
+            **{field: text}, characters=[f"U+{ord(ch):04X}" for ch in odd], encoding=sys.getfilesystemencoding(),
+        )  # fmt: skip
+
+
 def check_file_name(name: str, fmt: FileFormat) -> str:
     """A caller-chosen file name: one safe component whose extension matches the format."""
     if not name or "/" in name or "\\" in name:
         raise InvalidInput("文件名不能包含路径", filename=name)
-    odd = list(dict.fromkeys(ch for ch in name if unicodedata.category(ch) not in _REPLACED and not _nameable(ch)))
-    if odd:
-        raise InvalidInput(
-            f"文件名含有当前语言环境的文件名编码（{sys.getfilesystemencoding()}）无法表示的字符：{' '.join(odd)}；"
-            "换用其他字符，或在 UTF-8 语言环境（如 LANG=zh_CN.UTF-8）下运行 cnki-mcp",
-            filename=name, characters=[f"U+{ord(ch):04X}" for ch in odd], encoding=sys.getfilesystemencoding(),
-        )  # fmt: skip
+    _refuse_unencodable(name, "文件名", "filename")
     cleaned = _clean_component(name)
     # a decomposed name (macOS writes `Café.pdf` as e + U+0301) is the same name composed
     if cleaned != unicodedata.normalize("NFC", name) or name in (".", ".."):
@@ -231,6 +237,7 @@ def target_dir(data_dir: Path, subdirectory: str | None) -> Path:
         raise InvalidInput("子目录必须是 downloads/ 下的相对路径", subdirectory=subdirectory)
     if not parts or len(parts) > MAX_SUBDIR_PARTS:
         raise InvalidInput("子目录无效", subdirectory=subdirectory)
+    _refuse_unencodable(subdirectory, "子目录", "subdirectory")
     for part in parts:
         if _clean_component(part) != part or _reserved(part):
             raise InvalidInput("子目录含有不允许的字符", subdirectory=subdirectory)

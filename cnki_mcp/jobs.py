@@ -524,13 +524,15 @@ class JobManager:
             del self._live[rec.operation_id]
 
     def _save_final(self, rec: OperationRecord) -> bool:
-        """Store the finished record (checkpoint as stored). A store refusing it (a full disk)
-        still ends the operation, with that error among its errors, kept in memory (False);
-        raising here left it unfinished, said interrupted by a restart by the done callback."""
+        """Store the finished record (checkpoint as stored). A store refusing it (a full disk, a
+        lock; a bug is INTERNAL) still ends the operation, that error among its errors, kept in
+        memory (False); raising here left it unfinished, said interrupted by the done callback."""
         try:
             self._sink.save(rec, keep=self._keep, with_checkpoint=False)
-        except CnkiError as exc:
-            log.warning("operation %s: its final record could not be stored: %s", rec.operation_id, exc.message)
+        except Exception as raw:
+            exc = raw if isinstance(raw, CnkiError) else CnkiError(f"内部错误：{type(raw).__name__}")
+            log.warning("operation %s: its final record could not be stored: %s", rec.operation_id, exc.message,
+                        exc_info=not isinstance(raw, CnkiError))  # fmt: skip
             if not any(e.code == exc.code for e in rec.errors):
                 rec.errors.append(OperationErrorInfo.of(exc))
             return False

@@ -27,7 +27,10 @@ def load(model: type[M], data: str | bytes | dict[str, Any]) -> M:
             return model.model_validate(data)
         return model.model_validate_json(data)
     except ValidationError as exc:
-        decoded = data if isinstance(data, dict) else json.loads(data)
+        try:
+            decoded = data if isinstance(data, dict) else json.loads(data)
+        except ValueError:  # not JSON at all: pydantic's own error says so
+            raise exc from None
         try:
             return model.model_validate(known_keys(model, decoded))
         except ValidationError:

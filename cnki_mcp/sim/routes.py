@@ -48,7 +48,7 @@ _DETAIL_FAULTS = _GENERIC | {FaultKind.SCRIPT_RENDERED_DETAIL}
 _READER_FAULTS = _GENERIC | {
     FaultKind.TRIAL_READER, FaultKind.READER_SLIDER, FaultKind.LAZY_READER, FaultKind.READER_PAYWALL
 }
-_DOWNLOAD_FAULTS = _GENERIC | {FaultKind.DOWNLOAD_REFUSED, FaultKind.HTML_AS_PDF}
+_DOWNLOAD_FAULTS = _GENERIC | {FaultKind.DOWNLOAD_REFUSED, FaultKind.HTML_AS_PDF, FaultKind.FILE_GONE}
 
 # The AdvSearch page's own search click keys its QueryJson rows by the page's input selectors
 # (`input[data-tipid=gradetxt-1]`, cnki_mcp/sim/advsearch.py); a replayed template carries the
@@ -649,6 +649,8 @@ class App:
         if rule is not None and rule.kind == FaultKind.DOWNLOAD_REFUSED:
             html = files.render_download_refused(rule.reason, self.links, self.visitor(req))
             return Response.html(html, fault=rule.kind.value, params=params)
+        if rule is not None and rule.kind == FaultKind.FILE_GONE:
+            return Response.redirect(self.links.gone_file(fmt), fault=rule.kind.value, params=params)
         disposition = _attachment(record, fmt)
         if rule is not None and rule.kind == FaultKind.HTML_AS_PDF:
             return Response(

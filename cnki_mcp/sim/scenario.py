@@ -52,6 +52,9 @@ class FaultKind(StrEnum):
     LAZY_READER = "lazy_reader"
     DOWNLOAD_REFUSED = "download_refused"  # download order
     HTML_AS_PDF = "html_as_pdf"
+    # download order: handled, then a 302 to a file URL (/bar/download/file) that answers 404
+    # (the file host lost the file after CNKI took the order)
+    FILE_GONE = "file_gone"
     SCRIPT_RENDERED_DETAIL = "script_rendered_detail"  # detail page
     NOT_FOUND = "not_found"
     # any route answering 200: the headers announce the whole length, the connection drops halfway

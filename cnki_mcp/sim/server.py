@@ -22,6 +22,7 @@ from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.sim.reqlog import LogEntry, RequestLog
 from cnki_mcp.sim.routes import CLIENT_COOKIE, App, Request, Response
 from cnki_mcp.sim.scenario import Scenario
+from cnki_mcp.sim.tokens import opaque
 
 HOSTS: dict[str, str] = {
     "kns": "kns.cnki.net",
@@ -84,6 +85,10 @@ class SimLinks:
     def download(self, record_id: str, fmt: Literal["pdf", "caj"]) -> str:
         oid = self._app.state.tokens.issue("download", record_id, extra=fmt, nbytes=120)
         return f"{self._base('bar')}/bar/download/order?id={quote(oid, safe='')}&type={fmt}&language=CHS"
+
+    def gone_file(self, fmt: str) -> str:
+        """A file URL on the bar host no route answers (404): where the `file_gone` fault sends an order."""
+        return f"{self._base('bar')}/bar/download/file?id={opaque(45)}&type={fmt}"
 
     def login(self, return_url: str) -> str:
         return f"{self._base('login')}/login/?ReturnURL={quote(return_url, safe='')}"

@@ -350,7 +350,7 @@ class BrowserHost:
 
     async def _launch(self) -> BrowserContext:
         datadir.check_browser_path_encoding(
-            self._settings.data_dir, self._environ or {}, sys.getfilesystemencoding()
+            self._settings.data_dir, self._environ or {}, sys.getfilesystemencoding(), platform=self._platform
         )
         candidate = find_browser(
             self._settings.browser_path,

@@ -31,6 +31,7 @@ import shutil
 import uuid
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from playwright.async_api import Download, Page
 from playwright.async_api import Error as PlaywrightError
@@ -85,6 +86,9 @@ _REFUSAL = re.compile(r"余额不足|未订购|无权|没有权限|暂无权限|
 _GUID = re.compile(r"^[A-Za-z0-9-]+$")
 ENTRY_PATTERNS: dict[FileFormat, str] = {"pdf": r"PDF下载|下载PDF", "caj": r"CAJ下载|下载CAJ"}
 FORMATS: tuple[FileFormat, ...] = ("pdf", "caj")
+# The order URL the PDF/CAJ entries open (bar.cnki.net/bar/download/order?id=…). Only an error page
+# this URL itself answered says CNKI did not take the order (site-rules.md §2.7).
+ORDER_PATH = "/bar/download/order"
 _BODY_TEXT_JS = "() => (document.body ? document.body.innerText : '').trim().slice(0, 2000)"
 
 Format = Literal["auto", "pdf", "caj"]
@@ -140,7 +144,8 @@ AGAIN_AFTER_ERROR_PAGE = "没有给出文件；稍后用相同参数再调用 do
 
 
 class _ErrorPage(Exception):
-    """The order page is 429 or 404/410: CNKI did not handle the order, so nothing was charged."""
+    """The order URL itself answered 429 or 404/410: CNKI did not handle the order, so nothing
+    was charged."""
 
     def __init__(self, error: SiteError, status: int):
         super().__init__(error.message)
@@ -149,13 +154,15 @@ class _ErrorPage(Exception):
 
 
 class _OrderFailed(Exception):
-    """The order page is a 5xx (or a 4xx other than 404/410/429) error page: no file follows it,
-    and whether CNKI charged before it failed is unknown."""
+    """The order page is a 5xx (or a 4xx other than 404/410/429) error page, or any error page at
+    another URL the order led to (the file host): no file follows it, and whether CNKI charged
+    before it failed is unknown."""
 
-    def __init__(self, status: int, text: str):
+    def __init__(self, status: int, text: str, url: str):
         super().__init__(f"HTTP {status}")
         self.status = status
         self.text = text
+        self.url = url
 
 
 class Downloader:
@@ -403,7 +410,7 @@ class Downloader:
                 raise SideEffectUncertain(
                     f"点击下载后知网的下载页返回 HTTP {failed.status}（{failed.text[:60]}），没有文件；"
                     "知网是否已计费未知，确认后传 retry=true 再试",
-                    record_ref=paper.record_ref, format=fmt, order_status=failed.status,
+                    record_ref=paper.record_ref, format=fmt, order_status=failed.status, page_url=failed.url,
                 ) from None  # fmt: skip
             if saved is None:
                 # the click stays without an outcome: uncertain until a file turns up
@@ -535,11 +542,16 @@ class Downloader:
                     raise _Refused(refused)
                 status = await document_status(page)
                 if status >= 400 and downloads.empty():
-                    failure = None if status >= 500 else error_page(status, "下载页", AGAIN_AFTER_ERROR_PAGE)
+                    # The status is the final response's: an order redirected on to a file URL that
+                    # answered 404 was taken by CNKI. Only on the order URL itself is a 429, 404/410
+                    # the order not handled.
+                    at_order = urlsplit(page.url).path == ORDER_PATH
+                    failure = error_page(status, "下载页", AGAIN_AFTER_ERROR_PAGE) if at_order and status < 500 else None
                     if failure is not None:
                         raise _ErrorPage(failure, status)  # 429, 404/410: the order was not handled
-                    # a server error (or another 4xx) while the order was handled: charged or not is unknown
-                    raise _OrderFailed(status, re.sub(r"\s+", " ", str(text or "")).strip())
+                    # a server error (or another 4xx, or any error page past the order URL) while the
+                    # order was handled: charged or not is unknown
+                    raise _OrderFailed(status, re.sub(r"\s+", " ", str(text or "")).strip(), page.url)
             remaining = deadline - self.clock.monotonic()
             if remaining <= 0:
                 return None

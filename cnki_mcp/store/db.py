@@ -363,16 +363,16 @@ def _not_now(path: Path, exc: sqlite3.Error) -> DataDirectoryUnusable:
     the file is locked by another program, the disk is full, read-only or failing. Such a database
     is never set aside (only SQLITE_CORRUPT / SQLITE_NOTADB are): a start after the cause is gone
     opens or migrates it as it is."""
-    coded = _unwritable(exc)
-    if coded is not None:
-        return coded
-    if _error_name(exc) in ("SQLITE_BUSY", "SQLITE_LOCKED") or "locked" in str(exc).lower():
+    if _locked(exc):
         return DatabaseUnusable(
             f"数据库 {path} 正被另一个程序占用（例如打开着它的 SQLite 工具或备份程序），未能打开或升级；"
             "关闭那个程序后重新启动 cnki-mcp；该文件未改动",
             path=str(path),
             reason="locked",
         )
+    coded = _unwritable(exc)
+    if coded is not None:
+        return coded
     return DatabaseUnusable(path=str(path), reason=str(exc))
 
 
@@ -403,7 +403,15 @@ def _open_checked(path: Path) -> sqlite3.Connection:
     try:
         mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()
         if not mode or str(mode[0]).lower() != "wal":
-            raise Unreadable(f"journal_mode WAL refused ({mode!r})")
+            # A healthy file on a file system without the shared memory or locks WAL needs (some
+            # network mounts): not damaged, never set aside (the library would vanish from view).
+            raise DatabaseUnusable(
+                f"数据库 {path} 所在的文件系统不支持 SQLite 的 WAL 模式（例如某些网络磁盘），未能打开；"
+                "用 CNKI_DATA_DIR 把数据目录放到本机磁盘后重新启动；该文件未改动",
+                path=str(path),
+                reason="wal_unsupported",
+                journal_mode=str(mode[0]) if mode else None,
+            )
         conn.execute("PRAGMA synchronous=FULL")
         check = conn.execute("PRAGMA integrity_check").fetchall()
         if check != [("ok",)]:
@@ -507,8 +515,9 @@ class StoreBase:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One committed transaction: everything inside is durable when the block exits. A disk
-        that is full, read-only or failing is DATA_DIRECTORY_UNUSABLE (nothing written), not a
-        crash."""
+        that is full, read-only or failing is DATA_DIRECTORY_UNUSABLE, a database another program
+        holds locked past the busy timeout DATABASE_UNUSABLE (reason `locked`); nothing is
+        written, and neither is a crash."""
         with self._mutex:
             if self._closed:
                 raise RuntimeError("store is closed")
@@ -548,9 +557,20 @@ _UNWRITABLE = {
 }
 
 
+def _locked(exc: sqlite3.Error) -> bool:
+    """SQLITE_BUSY / SQLITE_LOCKED: another connection (a SQLite browser, a backup tool) held the
+    database past the 5 s busy timeout."""
+    return _error_name(exc) in ("SQLITE_BUSY", "SQLITE_LOCKED") or "locked" in str(exc).lower()
+
+
 def _unwritable(exc: sqlite3.Error) -> DataDirectoryUnusable | None:
     text = str(exc).lower()
     for words, (reason, message) in _UNWRITABLE.items():
         if words in text:
             return DataDirectoryUnusable(message, reason=reason)
+    if _locked(exc):
+        return DatabaseUnusable(
+            "数据库正被另一个程序占用（例如打开着它的 SQLite 工具或备份程序），未能写入；关闭那个程序后重试",
+            reason="locked",
+        )
     return None

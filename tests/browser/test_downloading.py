@@ -212,6 +212,23 @@ async def test_an_error_page_for_the_order_is_its_site_error_at_once_and_the_nex
     assert got.source == "download" and len(sim.requests_for(ORDER, "GET")) == 2
 
 
+async def test_a_404_after_the_order_moved_on_to_the_file_host_keeps_the_click_uncertain(case: Case) -> None:
+    # The order URL took the order and redirected to a file URL that answered 404 (the file host
+    # lost the file). The tab's status is the final response's, so it read as "the order URL
+    # answered 404": settled site_error, and the next call clicked the paid entry again without
+    # retry. Only an error page on the order URL itself says the order was not handled.
+    sim = case.env.sim
+    ref = await case.ref("r0001")
+    sim.set_scenario({"faults": [{"path": ORDER, "kind": "file_gone", "at": [1]}]})
+    error = await expect_code(case.downloader.download(ref, op=FakeOp()), "SIDE_EFFECT_UNCERTAIN")
+    assert error.details["order_status"] == 404 and "/bar/download/file" in error.details["page_url"]
+    assert "waited_seconds" not in error.details  # an answer: it did not wait out wait_seconds
+    assert case.store.uncertain_click(ref, "pdf") is not None
+
+    await expect_code(case.downloader.download(ref, op=FakeOp()), "SIDE_EFFECT_UNCERTAIN")
+    assert len(sim.requests_for(ORDER, "GET")) == 1  # the second call clicked nothing
+
+
 async def test_a_click_the_limiter_refuses_is_settled_not_clicked_and_never_left_uncertain(case: Case) -> None:
     # The click's request slot can be refused before the mouse moves (the budget spent, or another
     # operation's human step under on_verification skip); the click was recorded and stayed

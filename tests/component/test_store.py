@@ -571,6 +571,36 @@ def test_database_from_a_newer_schema_is_refused_and_left_in_place(tmp_path: Pat
         Store.open(tmp_path, clock)
 
 
+def test_a_database_on_a_file_system_refusing_wal_is_left_in_place(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite keeps the journal mode it had when WAL is refused (no shared memory or locks, as on
+    some network mounts; here the `unix-none` VFS, which has neither). The healthy database was
+    taken for a damaged one: renamed cnki.sqlite3.corrupt-* and an empty library started."""
+    from cnki_mcp.store import db
+
+    with Store.open(tmp_path, clock) as s:
+        [kept] = s.upsert_from_grid([_row()], T0)
+    conn = sqlite3.connect(tmp_path / "cnki.sqlite3", isolation_level=None)
+    conn.execute("PRAGMA journal_mode=DELETE")  # as a copy made by another tool may be
+    conn.close()
+    before = (tmp_path / "cnki.sqlite3").read_bytes()
+
+    def no_shared_memory(path: Path) -> sqlite3.Connection:
+        return sqlite3.connect(f"file:{path}?vfs=unix-none", uri=True, isolation_level=None,
+                               check_same_thread=False)  # fmt: skip
+
+    with monkeypatch.context() as patch:
+        patch.setattr(db, "_connect", no_shared_memory)
+        with pytest.raises(DatabaseUnusable) as info:
+            Store.open(tmp_path, clock)
+    assert info.value.code == "DATABASE_UNUSABLE" and info.value.details["reason"] == "wal_unsupported"
+    assert list(tmp_path.glob("cnki.sqlite3.corrupt-*")) == []
+    assert (tmp_path / "cnki.sqlite3").read_bytes() == before
+    with Store.open(tmp_path, clock) as s:  # on a local disk again: the library is there
+        assert not s.notices and s.get(kept.record_ref) is not None
+
+
 def _full_disk_after_open(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every connection the store opens from now on gets a disk with no room beyond the pages the
     database has (SQLite answers a write that needs one more "database or disk is full")."""

@@ -175,8 +175,16 @@ def test_a_data_directory_moved_elsewhere_keeps_its_downloaded_files(tmp_path: P
         assert _found(store, words, clock) == [record.title]  # the PDF's text was indexed
 
 
+@pytest.mark.parametrize(
+    "damaged",
+    [
+        "json_set(data, '$.year', 'MMXXI')",
+        # not JSON at all (cut short): load raised json's JSONDecodeError, which the rebuild let out
+        "substr(data, 1, length(data) - 1)",
+    ],
+)
 def test_a_stored_paper_the_current_models_cannot_read_does_not_stop_the_upgrade(
-    tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, clock: FakeClock, caplog: pytest.LogCaptureFixture, damaged: str
 ) -> None:
     """One paper row with a value this release cannot read (a newer release changed its type,
     before the person went back to this one; or an earlier bug wrote it) made the index rebuild
@@ -184,7 +192,7 @@ def test_a_stored_paper_the_current_models_cannot_read_does_not_stop_the_upgrade
     data = _data_dir(tmp_path, SCHEMA3)
     with sqlite3.connect(data / "cnki.sqlite3") as conn:
         conn.execute(
-            "UPDATE papers SET data = json_set(data, '$.year', 'MMXXI') WHERE rowid ="
+            f"UPDATE papers SET data = {damaged} WHERE rowid ="
             " (SELECT rowid FROM papers WHERE json_extract(data, '$.title') = '合同解除与损害赔偿')"
         )
     with Store.open(data, clock) as store:

@@ -183,6 +183,18 @@ def test_a_data_directory_every_side_names_alike_is_accepted(
     datadir.check_browser_path_encoding(path, environ, fs_encoding)
 
 
+@pytest.mark.parametrize("platform", ["darwin", "win32"])
+@pytest.mark.parametrize("environ", [{"LANG": "zh_CN"}, {"LANG": "zh_CN.GB18030"}])
+def test_macos_and_windows_name_a_non_ascii_data_directory_alike_whatever_the_locale(
+    platform: str, environ: dict[str, str]
+) -> None:
+    # macOS names files in UTF-8 and Windows in UTF-16 whatever LANG says, and Python's file-system
+    # encoding is UTF-8 on both: the launch (and doctor) refused a Chinese data directory there.
+    datadir.check_browser_path_encoding(CHINESE_DIR, environ, "utf-8", platform=platform)
+    with pytest.raises(CnkiError):  # where file names are the locale's bytes it is still refused
+        datadir.check_browser_path_encoding(CHINESE_DIR, environ, "utf-8", platform="linux")
+
+
 async def test_the_browser_is_not_started_on_a_directory_it_would_name_otherwise(tmp_path: Path) -> None:
     """LANG=zh_CN.GB18030 and a data directory with Chinese characters: the browser profile and
     incoming/ were created in a sibling directory (the same name read through the other

@@ -272,10 +272,16 @@ def test_a_caller_name_the_locale_cannot_hold_is_refused_naming_the_characters(
     assert info.value.details["characters"] and info.value.details["encoding"] == "gbk"
 
 
-def test_a_subdirectory_the_locale_cannot_hold_is_refused(gbk_file_names: None, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("subdirectory", "characters"), [("专题•一", ["U+2022"]), ("CO₂研究/2024", ["U+2082"])])
+def test_a_subdirectory_the_locale_cannot_hold_is_refused_naming_the_characters(
+    gbk_file_names: None, tmp_path: Path, subdirectory: str, characters: list[str]
+) -> None:
+    # As a file name is (site-rules §2.7): it was the generic "子目录含有不允许的字符" naming
+    # neither the character nor the encoding, so nothing hinted at a UTF-8 locale.
     with pytest.raises(CnkiError) as info:
-        target_dir(tmp_path, "专题•一")
+        target_dir(tmp_path, subdirectory)
     assert info.value.code == "INVALID_ARGUMENT"
+    assert info.value.details["characters"] == characters and info.value.details["encoding"] == "gbk"
 
 
 def test_a_utf8_locale_keeps_every_character() -> None:

@@ -45,3 +45,10 @@ def test_a_record_that_validates_is_read_as_it_is_and_a_value_it_cannot_read_sti
     assert load(Node, '{"leaf": {"name": "a"}, "n": 2}') == Node(leaf=Leaf(name="a"), count=2)
     with pytest.raises(ValidationError):
         load(Node, '{"leaf": {"name": 7}, "new": 1}')
+
+
+def test_stored_text_that_is_not_json_is_a_validation_error() -> None:
+    # It was json's JSONDecodeError (from the retry without unknown keys), which the callers
+    # that skip an unreadable record (the library index rebuild at start) did not catch.
+    with pytest.raises(ValidationError):
+        load(Node, '{"leaf": {"name": "a"}, "n": 2')
