@@ -18,11 +18,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
-
-from pydantic import BaseModel
 
 from cnki_mcp.clock import Clock, event_or_timeout
 from cnki_mcp.errors import (
@@ -36,8 +34,15 @@ from cnki_mcp.errors import (
     ServerStopping,
     VerificationNotFound,
 )
+from cnki_mcp.opcontext import (
+    LiveOperation,
+    OperationContext,
+    ProgressEvent,
+    ProgressListener,
+    Runner,
+    jsonable,
+)
 from cnki_mcp.operations import (
-    CHECKPOINT_LOG,
     DEFAULT_BUDGETS,
     IDLE,
     INTERRUPTED_MESSAGE,
@@ -45,7 +50,6 @@ from cnki_mcp.operations import (
     Budget,
     BudgetSpec,
     MemorySink,
-    OnVerification,
     OperationErrorInfo,
     OperationKind,
     OperationRecord,
@@ -112,195 +116,11 @@ class HumanControl(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class ProgressEvent:
-    """What a progress listener receives (the MCP layer turns it into a notification)."""
-
-    operation_id: str
-    status: OperationStatus
-    stage: str
-    message: str
-    done: int
-    total: int | None
-    unit: str | None
-    heartbeat: bool = False
-
-
-ProgressListener = Callable[[ProgressEvent], Awaitable[None] | None]
-Runner = Callable[["OperationContext"], Awaitable[Any]]
-
-
-class _Live:
-    """An operation running in this process."""
-
-    def __init__(self, record: OperationRecord, budget: Budget) -> None:
-        self.record = record
-        self.budget = budget
-        self.task: asyncio.Task[None] | None = None
-        self.done = asyncio.Event()
-        self.changed = asyncio.Event()
-        self.listeners: list[ProgressListener] = []
-        self.item_errors: list[OperationErrorInfo] = []
-        self.result: Any = None
-        self.has_result = False
-        self.cancel_requested = False
-        self.server_exit = False  # cancelled because the server is shutting down, not by the user
-        self.awaiting_depth = 0
-        self.running_message = ""
-        self.heartbeat: asyncio.Task[None] | None = None
-        self.watchdog: asyncio.Task[None] | None = None
-        self.deadline_error: BudgetExhausted | None = None  # set when the watchdog fired
-        self.key: str | None = None  # what the operation computes (`JobManager.running_with`)
-
-    def bump(self) -> None:
-        """Wake every long-poll waiting on this operation (fire-and-replace)."""
-        self.changed.set()
-        self.changed = asyncio.Event()
-
-
-class OperationContext:
-    """What a runner gets: budget charging (pass it to `limiter.slot(budget=ctx)`), stage and
-    progress, checkpoints, per-item errors, the result so far, and the awaiting_user/running
-    transitions the human gate drives (it fits site.human.OperationHandle)."""
-
-    def __init__(self, manager: JobManager, live: _Live, resume_from: Any) -> None:
-        self._manager = manager
-        self._live = live
-        self.resume_from = resume_from  # the checkpoint to continue from, or None on a fresh start
-
-    @property
-    def operation_id(self) -> str:
-        return self._live.record.operation_id
-
-    @property
-    def kind(self) -> OperationKind:
-        return self._live.record.kind
-
-    @property
-    def on_verification(self) -> OnVerification:
-        return self._live.record.budget.on_verification
-
-    @property
-    def requests(self) -> int:
-        return self._live.budget.requests
-
-    @property
-    def active_seconds(self) -> float:
-        return self._live.budget.active_seconds
-
-    @property
-    def budget_exhausted(self) -> bool:
-        return self._live.budget.exhausted
-
-    @property
-    def cancelled(self) -> bool:
-        return self._live.cancel_requested
-
-    @property
-    def item_errors(self) -> list[OperationErrorInfo]:
-        return list(self._live.item_errors)
-
-    @property
-    def deadline_error(self) -> BudgetExhausted | None:
-        """BUDGET_EXHAUSTED once the watchdog ended the active time (the runner was cancelled for
-        it); None otherwise. A runner catching that cancellation raises this after recording its
-        result so far; any other cancellation it lets through."""
-        return self._live.deadline_error
-
-    def charge(self) -> None:
-        """Count one request against the budget (BudgetExhausted when used up)."""
-        try:
-            self._live.budget.charge()
-        finally:
-            self._live.record.requests = self._live.budget.requests
-
-    def store_requests(self) -> None:
-        """Store the record as it is (the requests spent): a crash after an answer was kept loses no count."""
-        self._manager._changed(self._live, persist=True, notify=False)
-
-    def set_stage(self, stage: str, message: str | None = None) -> None:
-        """Enter `stage` (or say `message` in it). A new stage has counted nothing yet (it kept the
-        old stage's done/total, which progress notifications then added to the new stage)."""
-        rec = self._live.record
-        if stage != rec.stage:
-            rec.progress.done, rec.progress.total, rec.progress.unit = 0, None, None
-        rec.stage = stage
-        if message is not None:
-            self._live.running_message = message
-            if rec.status is OperationStatus.RUNNING:
-                rec.message = message
-        self._manager._changed(self._live, persist=True)
-
-    def progress(self, done: int, total: int | None = None, unit: str | None = None) -> None:
-        prog = self._live.record.progress
-        prog.done = done
-        prog.total = total
-        if unit is not None:
-            prog.unit = unit
-        self._manager._changed(self._live, persist=False)
-
-    def checkpoint(self, data: Any) -> None:
-        """Store `data` (JSON-ready) as the point a `continue` starts from (replacing the last
-        checkpoint and every entry appended to it)."""
-        self._live.record.checkpoint = data
-        self._manager._changed(self._live, persist=True, notify=False, with_checkpoint=True)
-
-    def checkpoint_append(self, entry: Any) -> None:
-        """Add `entry` (JSON-ready) to the dict checkpoint stored last: one small write, whatever the
-        checkpoint's size. `continue` finds the entries, in order, under the checkpoint's `log` key
-        (`operations.CHECKPOINT_LOG`)."""
-        live = self._live
-        if not isinstance(live.record.checkpoint, dict):
-            raise TypeError("checkpoint_append needs a dict checkpoint saved first")
-        live.record.checkpoint.setdefault(CHECKPOINT_LOG, []).append(entry)
-        self._manager._sink.append_checkpoint(live.record.operation_id, entry)
-
-    def set_result(self, result: Any) -> None:
-        """The result so far: kept when the runner then raises (the operation ends partial)."""
-        self._live.result = _jsonable(result)
-        self._live.has_result = True
-
-    def retract_item_errors(self, retried: Callable[[OperationErrorInfo], bool]) -> None:
-        """Drop the per-item errors a continued operation is retrying (carried over from the
-        run before): whether the retry fails again or not, the new outcome is what counts."""
-        self._live.item_errors = [e for e in self._live.item_errors if not retried(e)]
-
-    def add_item_error(self, error: CnkiError | OperationErrorInfo, **details: Any) -> None:
-        info = OperationErrorInfo.of(error) if isinstance(error, CnkiError) else error
-        if details:
-            info = info.model_copy(update={"details": {**info.details, **details}})
-        self._live.item_errors.append(info)
-        self._manager._changed(self._live, persist=False, notify=False)
-
-    def awaiting_user(self, message: str) -> None:
-        live = self._live
-        live.awaiting_depth += 1
-        if live.awaiting_depth > 1 or live.record.status is not OperationStatus.RUNNING:
-            return
-        live.budget.pause()
-        live.running_message = live.record.message
-        live.record.status = OperationStatus.AWAITING_USER
-        live.record.message = message
-        self._manager._start_heartbeat(live)
-        self._manager._changed(live, persist=True)
-
-    def running(self) -> None:
-        live = self._live
-        live.awaiting_depth = max(0, live.awaiting_depth - 1)
-        if live.awaiting_depth > 0 or live.record.status is not OperationStatus.AWAITING_USER:
-            return
-        live.budget.resume()
-        live.record.status = OperationStatus.RUNNING
-        live.record.message = live.running_message
-        self._manager._stop_heartbeat(live)
-        self._manager._changed(live, persist=True)
-
-
-@dataclass(frozen=True, slots=True)
 class Job:
     """A started operation: its id and a way to await its end."""
 
     operation_id: str
-    _live: _Live
+    _live: LiveOperation
 
     @property
     def finished(self) -> bool:
@@ -309,12 +129,6 @@ class Job:
     async def finish(self) -> OperationRecord:
         await self._live.done.wait()
         return self._live.record.model_copy(deep=True)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    return value
 
 
 class JobManager:
@@ -336,7 +150,7 @@ class JobManager:
         self.human = human
         self._heartbeat_interval = heartbeat_interval
         self._keep = keep
-        self._live: dict[str, _Live] = {}
+        self._live: dict[str, LiveOperation] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._stopping = False  # shutdown() began: no operation starts any more
 
@@ -368,7 +182,7 @@ class JobManager:
             created_at=now,
             updated_at=now,
         )
-        live = _Live(record, Budget(self._clock, spec.max_requests, spec.timeout_seconds))
+        live = LiveOperation(record, Budget(self._clock, spec.max_requests, spec.timeout_seconds))
         live.running_message = message
         live.key = key
         return self._launch(live, runner, resume_from=None)
@@ -399,7 +213,7 @@ class JobManager:
         job = self.start(kind, runner, budget, **start_args)
         return await self._wait_live(job._live, self.inline_wait)
 
-    def _launch(self, live: _Live, runner: Runner, resume_from: Any) -> Job:
+    def _launch(self, live: LiveOperation, runner: Runner, resume_from: Any) -> Job:
         if self._stopping:
             # a call that was still before its operation when the server began stopping (a
             # search planning its concepts): starting now would launch the browser during the
@@ -422,7 +236,7 @@ class JobManager:
         live.watchdog = asyncio.get_running_loop().create_task(self._watch(live), name=f"watchdog:{op_id}")
         return Job(op_id, live)
 
-    async def _watch(self, live: _Live) -> None:
+    async def _watch(self, live: LiveOperation) -> None:
         """End the operation when its active time reaches the budget (module docstring).
 
         Active time grows no faster than the clock, so sleeping for the time left never wakes
@@ -458,7 +272,7 @@ class JobManager:
                   WATCHDOG_GRACE_SECONDS)  # fmt: skip
         self._finish(live, cancelled=False, error=OperationErrorInfo.of(live.deadline_error))
 
-    def _finish_if_open(self, live: _Live) -> None:
+    def _finish_if_open(self, live: LiveOperation) -> None:
         if not live.done.is_set():
             if live.deadline_error is not None and not live.cancel_requested:
                 self._finish(live, cancelled=False, error=OperationErrorInfo.of(live.deadline_error))
@@ -466,12 +280,12 @@ class JobManager:
                 _cancelled_from_outside(live)
                 self._finish(live, cancelled=True, error=None)
 
-    async def _run(self, live: _Live, ctx: OperationContext, runner: Runner) -> None:
+    async def _run(self, live: LiveOperation, ctx: OperationContext, runner: Runner) -> None:
         error: OperationErrorInfo | None = None
         cancelled = False
         try:
             result = await runner(ctx)
-            live.result = _jsonable(result)
+            live.result = jsonable(result)
             live.has_result = True
         except asyncio.CancelledError:
             if live.deadline_error is not None and not live.cancel_requested:
@@ -486,7 +300,7 @@ class JobManager:
             error = OperationErrorInfo.of(CnkiError(f"内部错误：{type(exc).__name__}"))
         self._finish(live, cancelled=cancelled or live.cancel_requested, error=error)
 
-    def _finish(self, live: _Live, *, cancelled: bool, error: OperationErrorInfo | None) -> None:
+    def _finish(self, live: LiveOperation, *, cancelled: bool, error: OperationErrorInfo | None) -> None:
         if live.done.is_set():
             return
         rec = live.record
@@ -541,7 +355,7 @@ class JobManager:
     # --- change plumbing --------------------------------------------------------------
 
     def _changed(
-        self, live: _Live, *, persist: bool, notify: bool = True, with_checkpoint: bool = False
+        self, live: LiveOperation, *, persist: bool, notify: bool = True, with_checkpoint: bool = False
     ) -> None:
         rec = live.record
         rec.requests = live.budget.requests
@@ -554,7 +368,7 @@ class JobManager:
         if notify:
             self._notify(live)
 
-    def _notify(self, live: _Live, *, heartbeat: bool = False) -> None:
+    def _notify(self, live: LiveOperation, *, heartbeat: bool = False) -> None:
         if not live.listeners:
             return
         rec = live.record
@@ -584,16 +398,16 @@ class JobManager:
         if not task.cancelled() and task.exception() is not None:
             log.warning("progress listener failed", exc_info=task.exception())
 
-    def _start_heartbeat(self, live: _Live) -> None:
+    def _start_heartbeat(self, live: LiveOperation) -> None:
         if live.heartbeat is None and self._heartbeat_interval > 0:
             live.heartbeat = asyncio.get_running_loop().create_task(self._beat(live))
 
-    def _stop_heartbeat(self, live: _Live) -> None:
+    def _stop_heartbeat(self, live: LiveOperation) -> None:
         if live.heartbeat is not None:
             live.heartbeat.cancel()
             live.heartbeat = None
 
-    async def _beat(self, live: _Live) -> None:
+    async def _beat(self, live: LiveOperation) -> None:
         # While the person works, the progress token keeps the client's call alive.
         while live.record.status is OperationStatus.AWAITING_USER:
             await self._clock.sleep(self._heartbeat_interval)
@@ -630,7 +444,7 @@ class JobManager:
             record.message = INTERRUPTED_MESSAGE
         return record
 
-    def _snapshot(self, live: _Live) -> OperationRecord:
+    def _snapshot(self, live: LiveOperation) -> OperationRecord:
         rec = live.record
         if rec.status.active:
             rec.requests = live.budget.requests
@@ -662,7 +476,7 @@ class JobManager:
             return self._lookup(operation_id)
         return await self._wait_live(live, min(MAX_WAIT_SECONDS, max(0.0, wait_seconds)))
 
-    async def _wait_live(self, live: _Live, seconds: float) -> OperationRecord:
+    async def _wait_live(self, live: LiveOperation, seconds: float) -> OperationRecord:
         deadline = self._clock.monotonic() + seconds
         was_awaiting = live.record.status is OperationStatus.AWAITING_USER
         while not live.done.is_set():
@@ -786,7 +600,7 @@ class JobManager:
             requests=record.requests,
             active=record.active_seconds,
         )
-        new_live = _Live(record, budget)
+        new_live = LiveOperation(record, budget)
         new_live.item_errors = item_errors
         new_live.running_message = record.message
         return self._launch(new_live, runner, resume_from=record.checkpoint)
@@ -811,7 +625,7 @@ class JobManager:
             task.cancel()
 
 
-def _cancelled_from_outside(live: _Live) -> None:
+def _cancelled_from_outside(live: LiveOperation) -> None:
     """A runner cancelled though nobody asked (no cancel, no deadline): the event loop is ending
     its tasks (Ctrl-C, SIGTERM), so the server is going away. That ends it `interrupted`, as a
     crash would, not `cancelled` (which the user did not ask for and cannot `continue`)."""
