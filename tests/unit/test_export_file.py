@@ -3,12 +3,12 @@ name must not add bytes to it), nothing but the file is left behind, and names s
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from pathlib import Path
 
 import pytest
+from full_disk import FullDisk
 
 from cnki_mcp.errors import CnkiError
 from cnki_mcp.server.tools_cite import export_file_name, save_export
@@ -51,25 +51,6 @@ def test_a_symlinked_exports_directory_is_refused_and_nothing_is_written_there(t
     assert list(outside.iterdir()) == []
 
 
-class _FullDisk:
-    """A file whose writes the disk refuses (ENOSPC), closing the real one."""
-
-    def __init__(self, inner: object) -> None:
-        self.inner = inner
-
-    def __enter__(self) -> _FullDisk:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.inner.close()  # type: ignore[attr-defined]
-
-    def fileno(self) -> int:
-        return self.inner.fileno()  # type: ignore[attr-defined,no-any-return]
-
-    def write(self, data: bytes) -> int:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-
 def test_a_full_disk_is_a_coded_error_and_leaves_nothing_in_exports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -78,7 +59,7 @@ def test_a_full_disk_is_a_coded_error_and_leaves_nothing_in_exports(
     temporary file left, and the same name saves once there is room."""
     real_fdopen = os.fdopen
     with monkeypatch.context() as patch:
-        patch.setattr(os, "fdopen", lambda fd, mode: _FullDisk(real_fdopen(fd, mode)))
+        patch.setattr(os, "fdopen", lambda fd, mode: FullDisk(real_fdopen(fd, mode)))
         with pytest.raises(CnkiError) as info:
             save_export(tmp_path, "refs.bib", "@article{x}")
     assert info.value.code == "DATA_DIRECTORY_UNUSABLE" and info.value.details["reason"] == "disk_full"

@@ -9,6 +9,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from full_disk import FullDisk
 
 from cnki_mcp.errors import CnkiError
 from cnki_mcp.files import (
@@ -172,25 +173,6 @@ def test_bidi_controls_and_other_format_characters_are_refused_in_names(tmp_path
     assert char not in default and check_file_name(default, "pdf") == default
 
 
-class _FullDisk:
-    """A file whose writes fail as on a full disk."""
-
-    def __init__(self, inner: object) -> None:
-        self.inner = inner
-
-    def __enter__(self) -> _FullDisk:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.inner.close()  # type: ignore[attr-defined]
-
-    def fileno(self) -> int:
-        return self.inner.fileno()  # type: ignore[attr-defined,no-any-return]
-
-    def write(self, data: bytes) -> int:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-
 def test_a_full_disk_is_a_coded_error_leaves_no_temporary_file_and_the_next_try_works(
     tmp_path: Path, record, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
 ) -> None:
@@ -206,7 +188,7 @@ def test_a_full_disk_is_a_coded_error_leaves_no_temporary_file_and_the_next_try_
         real_link(a, b)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "link", cross_device)
-    monkeypatch.setattr(os, "fdopen", lambda fd, mode: _FullDisk(real_fdopen(fd, mode)))
+    monkeypatch.setattr(os, "fdopen", lambda fd, mode: FullDisk(real_fdopen(fd, mode)))
     with pytest.raises(CnkiError) as info:
         archive(src, tmp_path / "data", None, "论文.pdf")
     assert info.value.code == "DATA_DIRECTORY_UNUSABLE" and info.value.details["reason"] == "no_space"
