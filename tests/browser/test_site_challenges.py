@@ -187,18 +187,26 @@ async def test_grid_403_slider_is_shown_at_the_sites_own_url_and_the_paging_resu
     assert posts[-1].params["turnpage"] == second.turnpage  # the same session: page 3's cursor still works
 
 
-async def test_a_session_renewed_in_the_middle_of_a_list_seeks_the_next_page_again_from_page_one(
-    sim: SimServer, tmp_path: Path, browser_executable: str
-) -> None:
-    # The guest session lapses after page 1; the next page meets the slider, whose solution plants a
-    # new session, so the cursor page 1 gave belongs to the old one (docs/simulator.md "Cursors").
+async def page_after_the_session_lapsed(
+    sim: SimServer, tmp_path: Path, browser_executable: str, *, page: int
+) -> tuple[Any, Any, list[Any]]:
+    """Page 1 of a list read, the guest session lapsed, then `page` asked: the person solves the
+    slider it meets. The page, the operation, and the 50-row grid posts sent after the lapse."""
     async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
         await stack.site.grid(title_request(page=1))
         await page_form_logged(sim)
         sim.forget_sessions()
         since = len(sim.requests_for(GRID))
-        second, op, _ = await solved_by_a_person(stack, lambda op: stack.site.grid(title_request(page=2), op))
-    posts = [e for e in sim.requests_for(GRID)[since:] if e.params.get("pageSize") == "50"]
+        got, op, _ = await solved_by_a_person(stack, lambda op: stack.site.grid(title_request(page=page), op))
+    return got, op, [e for e in sim.requests_for(GRID)[since:] if e.params.get("pageSize") == "50"]
+
+
+async def test_a_session_renewed_in_the_middle_of_a_list_seeks_the_next_page_again_from_page_one(
+    sim: SimServer, tmp_path: Path, browser_executable: str
+) -> None:
+    # The guest session lapses after page 1; the next page meets the slider, whose solution plants a
+    # new session, so the cursor page 1 gave belongs to the old one (docs/simulator.md "Cursors").
+    second, op, posts = await page_after_the_session_lapsed(sim, tmp_path, browser_executable, page=2)
     assert [(e.params["pageNum"], e.status, e.params.get("error") or e.fault) for e in posts] == [
         ("2", 403, "no_session"),
         ("2", 400, "cursor of another session"),
@@ -215,13 +223,7 @@ async def test_a_page_sought_past_a_refused_kept_cursor_is_walked_again_from_pag
     sim: SimServer, tmp_path: Path, browser_executable: str
 ) -> None:
     # Page 3 asked with only page 2's cursor kept: the walk meets the renewed session at page 2.
-    async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
-        await stack.site.grid(title_request(page=1))
-        await page_form_logged(sim)
-        sim.forget_sessions()
-        since = len(sim.requests_for(GRID))
-        third, _, _ = await solved_by_a_person(stack, lambda op: stack.site.grid(title_request(page=3), op))
-    posts = [e for e in sim.requests_for(GRID)[since:] if e.params.get("pageSize") == "50"]
+    third, _, posts = await page_after_the_session_lapsed(sim, tmp_path, browser_executable, page=3)
     assert [(e.params["pageNum"], e.status) for e in posts] == [
         ("2", 403),
         ("2", 400),
