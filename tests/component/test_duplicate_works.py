@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from corpus_backend import CorpusBackend
+from pipeline_fakes import start_research
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind
+from cnki_mcp.jobs import JobManager, MemorySink
 from cnki_mcp.pipeline.models import ResultsInput, SearchInput, SearchOptions
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.sim.corpus import DEFAULT_CORPUS_DIR, Corpus
@@ -48,12 +49,7 @@ def _corpus(directory: Path) -> Corpus:
 async def _search(clock: FakeClock, store: Store, corpus: Corpus) -> tuple[ResearchPipeline, dict[str, Any]]:
     pipe = ResearchPipeline(CorpusBackend(corpus), store, clock, now_year=lambda: 2026)
     inp = SearchInput(query="违约金酌减", concept_groups=GROUPS, limit=100, options=SearchOptions(freshness="live"))
-    plan = pipe.plan(inp)
-
-    async def runner(ctx: OperationContext) -> Any:
-        return await pipe.research(inp, plan, ctx)
-
-    job = JobManager(clock, MemorySink()).start(OperationKind.SEARCH, runner, inp.budget())
+    job = start_research(JobManager(clock, MemorySink()), pipe, inp, pipe.plan(inp))
     [record] = await clock.run_until_complete(job.finish())
     assert record.result is not None, record.errors
     return pipe, dict(record.result)
