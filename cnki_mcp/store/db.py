@@ -364,12 +364,7 @@ def _not_now(path: Path, exc: sqlite3.Error) -> DataDirectoryUnusable:
     is never set aside (only SQLITE_CORRUPT / SQLITE_NOTADB are): a start after the cause is gone
     opens or migrates it as it is."""
     if _locked(exc):
-        return DatabaseUnusable(
-            f"数据库 {path} 正被另一个程序占用（例如打开着它的 SQLite 工具或备份程序），未能打开或升级；"
-            "关闭那个程序后重新启动 cnki-mcp；该文件未改动",
-            path=str(path),
-            reason="locked",
-        )
+        return _locked_error("未能打开或升级；关闭那个程序后重新启动 cnki-mcp；该文件未改动", path)
     coded = _unwritable(exc)
     if coded is not None:
         return coded
@@ -548,8 +543,9 @@ class StoreBase:
             yield self._conn
 
 
-# SQLite's words for a data directory that cannot take a write (sqlite3 gives no error codes on
-# Python 3.11): the disk is full, the file or its folder is read-only, the disk fails.
+# SQLite's words for a data directory that cannot take a write (their extended codes, SQLITE_FULL,
+# SQLITE_READONLY_*, SQLITE_IOERR_*, are many; the words are what every variant says): the disk is
+# full, the file or its folder is read-only, the disk fails.
 _UNWRITABLE = {
     "database or disk is full": ("disk_full", "数据目录所在的磁盘已满，未能写入；释放空间后重试"),
     "readonly database": ("read_only", "数据目录或数据库文件只读，未能写入；恢复写权限后重试"),
@@ -569,8 +565,13 @@ def _unwritable(exc: sqlite3.Error) -> DataDirectoryUnusable | None:
         if words in text:
             return DataDirectoryUnusable(message, reason=reason)
     if _locked(exc):
-        return DatabaseUnusable(
-            "数据库正被另一个程序占用（例如打开着它的 SQLite 工具或备份程序），未能写入；关闭那个程序后重试",
-            reason="locked",
-        )
+        return _locked_error("未能写入；关闭那个程序后重试")
     return None
+
+
+def _locked_error(then: str, path: Path | None = None) -> DatabaseUnusable:
+    """DATABASE_UNUSABLE `locked`: another program holds the database; `then` says what failed
+    and what to do."""
+    where = f"数据库 {path} " if path is not None else "数据库"
+    extra = {"path": str(path)} if path is not None else {}
+    return DatabaseUnusable(f"{where}正被另一个程序占用（例如打开着它的 SQLite 工具或备份程序），{then}", reason="locked", **extra)
