@@ -10,8 +10,7 @@ from playwright.async_api import Error as PlaywrightError
 from cnki_mcp.parse.citations import CitationListPage, parse_citation_list, parse_citation_metrics
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.citation_api import citation_url
-
-NAV_TIMEOUT_MS = 30_000
+from cnki_mcp.site.navigation import NAV_TIMEOUT_MS
 
 if TYPE_CHECKING:
     from cnki_mcp.site.browser import BrowserHost

@@ -63,7 +63,7 @@ from cnki_mcp.site.grid_template import (
 )
 from cnki_mcp.site.human import HumanGate, StepKind
 from cnki_mcp.site.limiter import Limiter, Priority
-from cnki_mcp.site.navigation import goto_or_cut
+from cnki_mcp.site.navigation import NAV_TIMEOUT_MS, goto_or_cut
 from cnki_mcp.site.page_apis import block_page_apis
 from cnki_mcp.site.page_lease import PageLease
 from cnki_mcp.site.page_scripts import FETCH_JS, FILL_JS, READY_JS
@@ -85,7 +85,6 @@ EXPORT_BATCH = 20  # site-rules.md §9: one ShowExport request names at most 20 
 EXPORT_PATH = "/dm8/api/ShowExport"
 READY_TIMEOUT_MS = 20_000  # site-rules.md §1.2: AdvSearch must be usable within 20 s
 CAPTURE_TIMEOUT_MS = 30_000  # site-rules.md §1.2: the grid POST must follow the click within 30 s
-NAV_TIMEOUT_MS = 30_000
 _NET_ERROR = re.compile(r"net::ERR_[A-Z_]+")
 RENDER_POLL_SECONDS = 0.1
 

@@ -28,12 +28,12 @@ from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.endpoints import Endpoints, without_query
 from cnki_mcp.site.human import HumanGate, PageKind, PageState
 from cnki_mcp.site.limiter import Limiter
+from cnki_mcp.site.navigation import NAV_TIMEOUT_MS
 from cnki_mcp.site.pages import PlaywrightHumanPage, document_origin, positive, read_identity
 
 log = logging.getLogger(__name__)
 
 TAB_POLL_SECONDS = 1.5  # site-rules.md §2.6: every CNKI tab is read every 1.5 s during login
-NAV_TIMEOUT_MS = 30_000
 ENTRY_TIMEOUT_MS = 10_000
 # Py login click target: a visible link/button whose text is exactly 登录 or 个人登录 (site-rules.md §2.6).
 _ENTRY_JS = """() => {

@@ -22,6 +22,7 @@ from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded, close_
 from cnki_mcp.site.endpoints import Endpoints, same_url, without_query
 from cnki_mcp.site.human import HumanGate, StepKind
 from cnki_mcp.site.limiter import Limiter
+from cnki_mcp.site.navigation import NAV_TIMEOUT_MS
 from cnki_mcp.site.page_lease import PageLease
 from cnki_mcp.site.page_scripts import SHOW_FRAGMENT_JS
 from cnki_mcp.site.pages import PlaywrightHumanPage
@@ -29,7 +30,6 @@ from cnki_mcp.site.transport import Fetched
 
 log = logging.getLogger("cnki_mcp.site.cnki")  # the same logger as CnkiSite's own messages
 
-NAV_TIMEOUT_MS = 30_000
 
 
 class HumanNeeded(Exception):

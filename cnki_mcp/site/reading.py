@@ -49,14 +49,13 @@ from cnki_mcp.site.endpoints import same_url
 from cnki_mcp.site.grid_template import exact_title_subject
 from cnki_mcp.site.human import HumanGate, PageKind, PageState, StepKind
 from cnki_mcp.site.limiter import Limiter
-from cnki_mcp.site.navigation import goto_or_cut
+from cnki_mcp.site.navigation import NAV_TIMEOUT_MS, goto_or_cut
 from cnki_mcp.site.page_apis import block_page_apis
 from cnki_mcp.site.pages import LOAD_STATE_JS, PlaywrightHumanPage, document_status, error_page
 
 log = logging.getLogger(__name__)
 READER_AGAIN = "稍后用相同参数再调用 read_online_html"
 
-NAV_TIMEOUT_MS = 30_000
 SETTLE_QUIET_SECONDS = 1.5  # site-rules.md §11.3: jQuery idle this long before clicking
 SETTLE_LIMIT_SECONDS = 15.0
 SETTLE_POLL_SECONDS = 0.1
