@@ -384,7 +384,9 @@ def test_same_title_and_author_years_apart_or_twice_in_print_in_one_periodical_a
     title = {"title": "浅谈小学数学课堂教学"}
     # a common name's generic title in another periodical nine years on is another paper
     assert not same_work(_work("a", ["王丽"], "读与写", 2009, issue="3", **title), _work("b", ["王丽", "张强"], "中国校外教育", 2018, issue="12", **title))
-    # within three years it is still a reprint or the article after its thesis
+    # four years on is another paper; within three years it is still a reprint or the article
+    # after its thesis
+    assert not same_work(_work("g", ["王丽"], "华东师范大学", 2014, **title), _work("h", ["王丽", "张强"], "中国校外教育", 2018, issue="12", **title))
     assert same_work(_work("c", ["王丽"], "华东师范大学", 2015, **title), _work("d", ["王丽", "张强"], "中国校外教育", 2018, issue="12", **title))
     # one editor's 卷首语 in two issues of one journal in one year: both in print, two columns
     column = {"title": "卷首语"}

@@ -119,6 +119,8 @@ def test_a_migration_another_program_holds_up_is_database_unusable_and_the_store
         other.execute("ROLLBACK")
         other.close()
     assert info.value.code == "DATABASE_UNUSABLE" and info.value.details["reason"] == "locked"
+    # at start the error names the file the person has to close elsewhere
+    assert info.value.details["path"] == str(data / "cnki.sqlite3")
     assert list(data.glob("cnki.sqlite3.corrupt-*")) == []
     with Store.open(data, clock) as store:  # the program closed: the upgrade goes through
         assert store.notices == [] and store.paper_count() == 3
