@@ -20,6 +20,7 @@ from cnki_mcp.errors import (
     LoginRequired,
     ParserUnsupported,
     RateLimited,
+    SiteError,
     SiteTemporarilyEmpty,
     SiteUnavailable,
     VerificationRequired,
@@ -109,6 +110,21 @@ def challenge_url(text: str) -> str | None:
     if not message.lower().startswith(("https://", "http://")) or "/verify/" not in message.lower():
         return None
     return message
+
+
+def error_page(status: int, what: str, again: str) -> SiteError | None:
+    """The error a tab CNKI answered with an HTTP error page is (its document's `status`), when a
+    reader or a download's order page was expected: 429 RATE_LIMITED, 404/410 and 5xx
+    SITE_UNAVAILABLE, both retryable; None for any other status. `what` names the page, `again`
+    says what to do. Such a page was waited on to the end of the call's time and then reported as
+    something else (SIDE_EFFECT_UNCERTAIN 未见拒绝页面, READER_UNSUPPORTED 阅读页缺少正文容器).
+    Unlike `classify_page`, a 404 here is no expired locator: the reader entry and the order URL
+    are the site's own links of a paper just shown, so their 404 is the site failing."""
+    if status == 429:
+        return RateLimited(f"知网限制当前请求频率（{what}返回 HTTP 429）：{again}", evidence="status 429")
+    if status in (404, 410) or status >= 500:
+        return SiteUnavailable(f"知网的{what}返回错误（HTTP {status}）：{again}", evidence=f"status {status}")
+    return None
 
 
 def classify_page(html: str, url: str | None = None, status: int | None = None) -> GateVerdict:

@@ -66,11 +66,12 @@ from cnki_mcp.files import (
 )
 from cnki_mcp.identity import Paper
 from cnki_mcp.keyed_lock import KeyedLocks
+from cnki_mcp.parse.gate import error_page
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.deadline import CLOSE_SECONDS, BrowserStalled, bounded
 from cnki_mcp.site.download_result import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, DownloadResult
 from cnki_mcp.site.human import PageKind, StepKind
-from cnki_mcp.site.pages import document_status, error_page
+from cnki_mcp.site.pages import document_status
 from cnki_mcp.site.reading import DetailTabs, close_quietly
 from cnki_mcp.store import Store, StoredDownload, file_sha256
 

@@ -13,7 +13,6 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from cnki_mcp.clock import Clock
-from cnki_mcp.errors import RateLimited, SiteError, SiteUnavailable
 from cnki_mcp.models import HeaderIdentity, IdentityKind
 from cnki_mcp.parse.gate import read_header_identity
 from cnki_mcp.site.browser import BrowserHost
@@ -32,19 +31,6 @@ async def document_status(page: Page) -> int:
         return int(await page.evaluate(DOCUMENT_STATUS_JS) or 0)
     except (PlaywrightError, TypeError, ValueError):
         return 0
-
-
-def error_page(status: int, what: str, again: str) -> SiteError | None:
-    """The error a tab CNKI answered with an HTTP error page is (its document's `status`), when a
-    reader or a download's order page was expected: 429 RATE_LIMITED, 404/410 and 5xx
-    SITE_UNAVAILABLE, both retryable; None for any other status. `what` names the page, `again`
-    says what to do. Such a page was waited on to the end of the call's time and then reported as
-    something else (SIDE_EFFECT_UNCERTAIN 未见拒绝页面, READER_UNSUPPORTED 阅读页缺少正文容器)."""
-    if status == 429:
-        return RateLimited(f"知网限制当前请求频率（{what}返回 HTTP 429）：{again}", evidence="status 429")
-    if status in (404, 410) or status >= 500:
-        return SiteUnavailable(f"知网的{what}返回错误（HTTP {status}）：{again}", evidence=f"status {status}")
-    return None
 
 
 # Shared by both scripts: "visible" = non-zero size, inside the viewport, and no ancestor with

@@ -38,7 +38,7 @@ from cnki_mcp.errors import (
 from cnki_mcp.identity import RELOCATE_AMBIGUOUS, Paper, ambiguous, author_key, detail_matches, title_key
 from cnki_mcp.models import DetailPage, GateKind, ReaderPage
 from cnki_mcp.parse.detail import parse_detail
-from cnki_mcp.parse.gate import challenge_url, classify_page, raise_for_verdict
+from cnki_mcp.parse.gate import challenge_url, classify_page, error_page, raise_for_verdict
 from cnki_mcp.parse.reader import parse_reader
 from cnki_mcp.reading_service import ReaderCapture
 from cnki_mcp.site.backend import GridRequest, SiteOp
@@ -51,7 +51,7 @@ from cnki_mcp.site.human import HumanGate, PageKind, PageState, StepKind
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.navigation import NAV_TIMEOUT_MS, goto_or_cut
 from cnki_mcp.site.page_apis import block_page_apis
-from cnki_mcp.site.pages import LOAD_STATE_JS, PlaywrightHumanPage, document_status, error_page
+from cnki_mcp.site.pages import LOAD_STATE_JS, PlaywrightHumanPage, document_status
 
 log = logging.getLogger(__name__)
 READER_AGAIN = "稍后用相同参数再调用 read_online_html"

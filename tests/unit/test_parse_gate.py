@@ -321,3 +321,15 @@ def test_the_real_zero_paragraph_is_left_to_the_grid_parser_not_called_busy() ->
     assert parse_grid(zero, "https://kns.cnki.net/kns8s/brief/grid").zero_results is True
     busy = '<div><div class="search-result"><div class="no-content"><p>暂无数据，请稍后重试</p></div></div></div>'
     assert classify_page(busy, "https://kns.cnki.net/kns8s/brief/grid", 200).kind.value == "temporarily_empty"
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [(429, "RATE_LIMITED"), (404, "SITE_UNAVAILABLE"), (410, "SITE_UNAVAILABLE"), (502, "SITE_UNAVAILABLE"), (200, None), (403, None), (0, None)],
+)
+def test_an_error_page_where_a_reader_or_order_page_was_expected_is_its_site_error(status: int, code: str | None) -> None:
+    from cnki_mcp.parse.gate import error_page
+
+    error = error_page(status, "阅读页", "稍后再试")
+    assert (error.code if error else None) == code
+    assert error is None or (error.retryable and error.details["evidence"] == f"status {status}")
