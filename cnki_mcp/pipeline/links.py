@@ -4,7 +4,7 @@ Local data first: each distinct title is looked up in the store by title key (as
 with 〈〉 read as 《》). Only when `lookup_missing` is true are the titles with no local match
 located on CNKI: one OR-of-exact-titles grid request per batch of at most 10 distinct phrases
 (4 batches at a time; a batch counts the distinct phrases it sends, and a title's spellings are
-bounded to one request's worth, `_searchable`). Every returned row is stored; rows are grouped by title key: no paper ->
+bounded to one request's worth, `searchable`). Every returned row is stored; rows are grouped by title key: no paper ->
 unresolved, several distinct papers -> ambiguous, one -> linked (public URL) or
 matched_without_link. A failed batch leaves its titles unresolved (item error recorded);
 a fatal error (budget, cancel, site down, ...) keeps the result so far and is raised.
@@ -79,7 +79,7 @@ def phrases_of(spellings: list[str]) -> set[str]:
     return {lookup_phrase(s.strip()) for s in spellings}
 
 
-def _searchable(title: str, spell: Callable[[str], list[str]] = title_variants) -> list[str]:
+def searchable(title: str, spell: Callable[[str], list[str]] = title_variants) -> list[str]:
     """The spellings CNKI can be asked for, in `spell`'s order (a value it cannot express is
     dropped), bounded to what one request carries: once MAX_TITLES distinct phrases are kept, a
     spelling with a new phrase is dropped (the spellings first in `spell`'s order, the title as
@@ -104,14 +104,14 @@ def plan_batches(
     titles: dict[str, str], spell: Callable[[str], list[str]] = title_variants
 ) -> tuple[list[list[tuple[str, list[str]]]], list[str]]:
     """Pack (key, spellings) into batches sending at most MAX_TITLES distinct phrases, in order
-    (`spell` gives a title's spellings; `_searchable` bounds one title's to a request's worth, so
+    (`spell` gives a title's spellings; `searchable` bounds one title's to a request's worth, so
     every batch holds at least one title). Returns (batches, keys that cannot be searched at all)."""
     batches: list[list[tuple[str, list[str]]]] = []
     current: list[tuple[str, list[str]]] = []
     sent: set[str] = set()  # the distinct phrases `current` sends
     unsearchable: list[str] = []
     for key, title in titles.items():
-        spellings = _searchable(title, spell)
+        spellings = searchable(title, spell)
         if not spellings:
             unsearchable.append(key)
             continue

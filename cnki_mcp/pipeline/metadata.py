@@ -22,7 +22,14 @@ from cnki_mcp.identity import Paper, ambiguous, asked_title, title_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridPage, GridRow
 from cnki_mcp.pipeline.enrich import Enricher, fill_by_export, is_fatal, record_item_error
-from cnki_mcp.pipeline.links import LOOKUP_WORKERS, local_matches, lookup_batch, lookup_reads_on, plan_batches
+from cnki_mcp.pipeline.links import (
+    LOOKUP_WORKERS,
+    local_matches,
+    lookup_batch,
+    lookup_reads_on,
+    plan_batches,
+    searchable,
+)
 from cnki_mcp.pipeline.models import MetadataInput, MetadataResult, Scope
 from cnki_mcp.query.compiler import title_lookup_expression
 from cnki_mcp.site.backend import SiteBackend
@@ -171,8 +178,11 @@ def scope_next_offset(offset: int, count: int, total: int) -> int | None:
 
 
 def _inexpressible(title: str) -> InvalidInput | None:
-    """The error of a title an exact-title lookup cannot express (both quote kinds, ...), with
-    the title as its detail; None when CNKI can be asked for it."""
+    """The error of a title none of whose lookup spellings CNKI can be asked for (both quote
+    kinds in every spelling, ...: `links.searchable` keeps none), with the title as its detail;
+    None when one can, as link_references, read_online_html and download_paper ask it."""
+    if searchable(title):
+        return None
     try:
         title_lookup_expression([title])
     except InvalidInput as exc:
