@@ -18,17 +18,19 @@ from typing import Any
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import CnkiError, DocumentNotFound, InvalidInput, SearchNotFound
-from cnki_mcp.identity import Paper, ambiguous, asked_title, title_key
+from cnki_mcp.identity import Paper, ambiguous, asked_title
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridPage, GridRow
 from cnki_mcp.pipeline.enrich import Enricher, fill_by_export, is_fatal, record_item_error
 from cnki_mcp.pipeline.links import (
     LOOKUP_WORKERS,
+    all_done,
     local_matches,
     lookup_batch,
     lookup_reads_on,
     plan_batches,
     searchable,
+    spelled,
 )
 from cnki_mcp.pipeline.models import MetadataInput, MetadataResult, Scope
 from cnki_mcp.query.compiler import title_lookup_expression
@@ -212,9 +214,8 @@ async def _locate(
             return await lookup_batch(backend, batch, ctx, "locate", page=page, cursor=cursor)
 
     def rows_for(grid: GridPage, spellings: list[str]) -> list[GridRow]:
-        """The rows whose title is one of the spellings' (CNKI's `CO2…` for an asked `CO₂…`)."""
-        want = {title_key(s) for s in spellings}
-        return [row for row in grid.rows if title_key(row.title) in want]
+        match = spelled(spellings)
+        return [row for row in grid.rows if match(row.title)]
 
     def settle(title: str, rows: list[GridRow]) -> None:
         papers = store.upsert_from_grid(rows, clock.now(), public_origins=enricher.public_origins)
@@ -260,14 +261,9 @@ async def _locate(
                 again.append(entry)
             else:
                 settle(entry[0], rows)
-        for outcome in await asyncio.gather(*(alone(e) for e in again), return_exceptions=True):
-            if isinstance(outcome, BaseException):
-                raise outcome
+        await all_done(alone(e) for e in again)
 
-    results = await asyncio.gather(*(one(b) for b in batches), return_exceptions=True)
-    for outcome in results:
-        if isinstance(outcome, BaseException):
-            raise outcome
+    await all_done(one(b) for b in batches)
     return found
 
 

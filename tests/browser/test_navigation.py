@@ -4,7 +4,6 @@ at once; an answered document the page itself leaves for another navigation is n
 from __future__ import annotations
 
 import http.server
-import threading
 import time
 from collections.abc import Iterator
 
@@ -13,6 +12,7 @@ from playwright.async_api import Page
 
 from cnki_mcp.errors import SiteUnavailable
 from cnki_mcp.site.navigation import goto_or_cut
+from tests.local_http import local_server
 
 pytestmark = pytest.mark.browser
 
@@ -52,12 +52,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with local_server(_Handler) as origin:
+        yield origin
 
 
 async def test_an_answer_broken_off_is_cut_short(page: Page, server: str) -> None:
