@@ -179,13 +179,14 @@ _REFUSED_WRITES = {
 }
 
 
-def write_refused(exc: OSError, folder: str) -> DataDirectoryUnusable:
+def write_refused(exc: OSError, folder: str, path: str | None = None) -> DataDirectoryUnusable:
     """DATA_DIRECTORY_UNUSABLE for a file the disk would not take in `<data>/<folder>/`: full,
-    read-only or failing (`details.reason` disk_full / read_only / io_error), with the next step."""
+    read-only or failing (`details.reason` disk_full / read_only / io_error), with the next step;
+    `details.path` is `path` (the file) when given, else the folder."""
     reason, said = _REFUSED_WRITES.get(exc.errno or 0, ("io_error", "磁盘读写出错"))
     return DataDirectoryUnusable(
         f"文件未能保存到数据目录的 {folder}/（{said}：{exc.strerror or type(exc).__name__}）；处理后用相同参数再调用",
-        path=folder,
+        path=path or folder,
         reason=reason,
     )
 

@@ -9,7 +9,6 @@ bytes are really the requested format (an HTML error page under a `.pdf` name is
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import re
@@ -20,7 +19,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Literal
 
 from cnki_mcp import datadir
-from cnki_mcp.errors import DataDirectoryUnusable, FileExists, InvalidFile, InvalidInput
+from cnki_mcp.errors import FileExists, InvalidFile, InvalidInput
 
 FileFormat = Literal["pdf", "caj"]
 
@@ -324,12 +323,9 @@ def _copy_exclusive(src: Path, dest: Path) -> None:
     except FileExistsError as exc:
         raise FileExists(path=str(dest)) from exc
     except OSError as exc:
-        no_space = exc.errno in (errno.ENOSPC, errno.EDQUOT)
-        raise DataDirectoryUnusable(
-            "磁盘空间不足，文件未能保存到 downloads/；腾出空间后用相同参数再调用" if no_space
-            else "文件未能保存到 downloads/（磁盘或文件系统出错）",
-            path=str(dest), reason="no_space" if no_space else (exc.strerror or type(exc).__name__),
-        ) from exc  # fmt: skip
+        # the store's and the exports' reasons (disk_full / read_only / io_error, README): it was
+        # no_space, or the OS's own text as the reason
+        raise datadir.write_refused(exc, "downloads", str(dest)) from exc
 
 
 def inside_downloads(path: Path, data_dir: Path) -> Path:

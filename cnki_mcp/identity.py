@@ -381,12 +381,16 @@ def same_work(a: Paper, b: Paper) -> bool:
     return True
 
 
-def duplicate_works(papers: Sequence[Paper], keep: AbstractSet[str] = frozenset()) -> dict[str, str]:
+def duplicate_works(
+    papers: Sequence[Paper], keep: AbstractSet[str] = frozenset(), unread: AbstractSet[str] = frozenset()
+) -> dict[str, str]:
     """For `papers` in rank order: the record_ref of each record that repeats a work already
     listed -> the record_ref kept for that work. The first record of a work is kept, except that
     the final record of a paper in its issue is kept over its online-first record in the same
     source (it has the volume, issue and pages a citation needs), unless that online-first record
-    is in `keep` (`rank.select_works`: the final record would not have been selected)."""
+    is in `keep` (`rank.select_works`: the final record would not have been selected). A record in
+    `unread` (its detail not read yet, so its issue and pages unknown) and not listed online-first
+    is taken for the final record it may be."""
     kept: dict[str, list[Paper]] = {}
     out: dict[str, str] = {}
     for paper in papers:
@@ -395,7 +399,8 @@ def duplicate_works(papers: Sequence[Paper], keep: AbstractSet[str] = frozenset(
             if not same_work(paper, first):
                 continue
             same_source = source_key(paper.source) == source_key(first.source)
-            final = same_source and _published(paper) and not _published(first)
+            maybe = paper.record_ref in unread and not listed_online_first(paper.native)
+            final = same_source and (maybe or _published(paper)) and not _published(first)
             if final and first.record_ref not in keep:  # the final record takes its place
                 group[i] = paper
                 out = {ref: paper.record_ref if to == first.record_ref else to for ref, to in out.items()}

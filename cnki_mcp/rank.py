@@ -348,6 +348,15 @@ def selection_floor(ranked: Sequence[Ranked]) -> float:
     return max(0.24, 0.55 * ranked[0].score) if ranked else 0.24
 
 
+def reach_floor(listed: Sequence[Ranked], selected: Sequence[Ranked]) -> float:
+    """The score under which no paper of `listed` is selected, for the enrichment's decisions: the
+    selection floor, or the score of the lowest paper `selected` (in rank order) where the
+    selection reaches under it (`MinimumSelectionRanker`: the top-up to 10, a rescued paper and
+    the clause-passing papers ranked above it)."""
+    floor = selection_floor(listed)
+    return min(floor, selected[-1].score) if selected else floor
+
+
 def passes_clauses(e: Evidence) -> bool:
     q, rel = e.quality, e.relevance
     return (
@@ -541,22 +550,53 @@ def select_works(
     ranked: Sequence[Ranked],
     papers: Mapping[str, Paper],
     select: Callable[[Sequence[Ranked]], list[Ranked]],
+    settled: Callable[[str], bool] | None = None,
 ) -> tuple[list[Ranked], dict[str, str]]:
     """`select` over the ranking with each work listed once (`identity.duplicate_works`), and the
     copies left out (copy -> kept record). Where a work's final record took the place of its
     online-first one and was then not selected (its abstract unread, fewer hits: a lower score),
-    the online-first record keeps its place, so a work is never lost to the swap."""
+    the online-first record keeps its place, so a work is never lost to the swap. `settled`: for a
+    decision while records are still being read: a record not `settled(ref)` (its detail unread)
+    may be a final record (`duplicate_works`' `unread`), and a final record not selected yields its
+    place only once settled (its score is no longer a lower bound)."""
     ordered = [papers[r.ref] for r in ranked]
     at = {r.ref: i for i, r in enumerate(ranked)}
+    unread = frozenset(r.ref for r in ranked if settled is not None and not settled(r.ref))
     keep: set[str] = set()
     while True:
-        dupes = duplicate_works(ordered, keep)
+        dupes = duplicate_works(ordered, keep, unread)
         selected = select([r for r in ranked if r.ref not in dupes])
         chosen = {r.ref for r in selected}
-        lost = {ref for ref, kept in dupes.items() if at[kept] > at[ref] and kept not in chosen} - keep
+        lost = {
+            ref
+            for ref, kept in dupes.items()
+            if at[kept] > at[ref] and kept not in chosen and (settled is None or settled(kept))
+        } - keep
         if not lost:
             return selected, dupes
         keep |= lost
+
+
+def works_ranking(ranked: Sequence[Ranked], copies: Mapping[str, str]) -> list[Ranked]:
+    """`ranked` with each work once, for the enrichment's decisions: the record kept for a work
+    (`copies`: copy -> kept record, `select_works`) stands at the place of the work's best-ranked
+    record, so the work is read once, as the record the answer lists, and where the work ranks."""
+    by_ref = {r.ref: r for r in ranked}
+    out: dict[str, Ranked] = {}
+    for r in ranked:
+        kept = copies.get(r.ref, r.ref)
+        out.setdefault(kept, by_ref[kept])
+    return list(out.values())
+
+
+def work_keywords(keywords: Mapping[str, Sequence[str]], copies: Mapping[str, str]) -> dict[str, list[str]]:
+    """`keywords` per record with each copy's joined to its kept record's (`copies`: copy -> kept):
+    over `works_ranking` a work's keywords count once in `feedback_keywords`, whichever of its
+    records was read."""
+    out = {ref: list(words) for ref, words in keywords.items()}
+    for copy, kept in copies.items():
+        out[kept] = list(dict.fromkeys([*out.get(kept, ()), *keywords.get(copy, ())]))
+    return out
 
 
 def exclusions(

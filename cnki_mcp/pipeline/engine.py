@@ -63,6 +63,7 @@ from cnki_mcp.rank import (
     exclusions,
     feedback_keywords,
     select_works,
+    work_keywords,
 )
 from cnki_mcp.site.backend import SEND_YIELDS, GridFollow, GridRequest, PacingSource, SiteBackend, SortOrder
 from cnki_mcp.store import PRESENT, SearchEvidence, Store
@@ -678,8 +679,8 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
     def _feedback_channels(self, st: SearchState, through: int | None = None) -> list[Channel]:
         """The feedback channels: the concepts AND each shared keyword of the ranking's top (of the
         snapshot through page level `through` when given, pipeline/overlap.py)."""
-        ranked, papers = self.rank(st, st.refs, through, deciding=True)
-        words = feedback_keywords(ranked, {ref: p.keywords for ref, p in papers.items()}, st.groups)
+        ranked, papers, _, copies = self._ranked_states(st, through)  # each work once
+        words = feedback_keywords(ranked, work_keywords({r: p.keywords for r, p in papers.items()}, copies), st.groups)
         out: list[Channel] = []
         for i, word in enumerate(words, start=1):
             compiled = compile_expression(feedback_expression(st.groups, word))

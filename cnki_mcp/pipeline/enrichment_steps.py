@@ -22,7 +22,16 @@ from cnki_mcp.pipeline.policy import (
     next_enrichment,
 )
 from cnki_mcp.pipeline.state import SearchState, enrich_event
-from cnki_mcp.rank import MAX_SELECTED, Candidate, Ranked, Ranker, selection_floor
+from cnki_mcp.rank import (
+    MAX_SELECTED,
+    Candidate,
+    Ranked,
+    Ranker,
+    reach_floor,
+    select_works,
+    sort_key,
+    works_ranking,
+)
 from cnki_mcp.store import Store
 
 
@@ -146,8 +155,9 @@ class EnrichmentSteps:
     ) -> tuple[list[str], list[str]]:
         """The policy's next batch, and those of its unread candidates whose journal page goes
         beside their abstract (`early_journals`)."""
-        ranked, _, states = self._ranked_states(st, through, retrieval_only=retrieval_only)
-        selected = self.ranker.select(ranked, MAX_SELECTED)
+        ranked, _, states, _ = self._ranked_states(st, through, retrieval_only=retrieval_only)
+        listed = sorted(ranked, key=sort_key)  # the records the answer selects from
+        selected = self.ranker.select(listed, MAX_SELECTED)
         attempted = set(st.pool) | set(st.feedback_pool)
         batch = next_enrichment(
             ranked,
@@ -155,7 +165,7 @@ class EnrichmentSteps:
             attempted,
             self.policy,
             selected=len(selected),
-            floor=selection_floor(ranked),
+            floor=reach_floor(listed, selected),
             local=self._local_channels(st, retrieval_only=retrieval_only),
             journals_tried=journals_tried,
         )
@@ -163,10 +173,13 @@ class EnrichmentSteps:
 
     def _ranked_states(
         self, st: SearchState, through: int | None = None, *, retrieval_only: bool = False
-    ) -> tuple[list[Ranked], dict[str, Paper], dict[str, RefState]]:
-        """The current ranking (lower bounds), its papers, and what the store holds for each. A
-        journal read early (JournalPrefetch.FIRST_LEVEL) counts as unread until a step proposes its
-        source (`unproposed_prefetch`), so the decisions are those of a search that did not read it."""
+    ) -> tuple[list[Ranked], dict[str, Paper], dict[str, RefState], dict[str, str]]:
+        """The current ranking (lower bounds) with each work once (`rank.works_ranking`: the record
+        the answer would list, where the work's best record ranks; a final record still unread keeps
+        its online-first record's place, `select_works(settled=...)`), its papers, what the store
+        holds for each, and the copies left out (copy -> kept record). A journal read early
+        (JournalPrefetch.FIRST_LEVEL) counts as unread until a step proposes its source
+        (`unproposed_prefetch`), so the decisions are those of a search that did not read it."""
         masked = self.unproposed_prefetch(st)
         cands, papers = self.candidates(st, st.refs, through, retrieval_only=retrieval_only, masked=masked)
         ranked = self.ranker.rank(cands, st.groups, self.now_year())
@@ -187,7 +200,12 @@ class EnrichmentSteps:
                 journal_open=journal and known[0],
                 journal_known=known[1],
             )
-        return ranked, papers, states
+        if st.structured:  # a structured search lists CNKI's rows as they are
+            return ranked, papers, states, {}
+        _, copies = select_works(
+            ranked, papers, lambda listed: self.ranker.select(listed, MAX_SELECTED), lambda ref: states[ref].detailed
+        )
+        return works_ranking(ranked, copies), papers, states, copies
 
     def unproposed_prefetch(self, st: SearchState) -> frozenset[str]:
         """The sources of the journals read early (`SearchState.prefetched_journals`) that no step has

@@ -4,7 +4,7 @@ Local data first: each distinct title is looked up in the store by title key (as
 with 〈〉 read as 《》). Only when `lookup_missing` is true are the titles with no local match
 located on CNKI: one OR-of-exact-titles grid request per batch of at most 10 distinct phrases
 (4 batches at a time; a batch counts the distinct phrases it sends, and a title's spellings are
-bounded to one request's worth, `_searchable`). Every returned row is stored; rows are grouped by title key: no paper ->
+bounded to one request's worth, `searchable`). Every returned row is stored; rows are grouped by title key: no paper ->
 unresolved, several distinct papers -> ambiguous, one -> linked (public URL) or
 matched_without_link. A failed batch leaves its titles unresolved (item error recorded);
 a fatal error (budget, cancel, site down, ...) keeps the result so far and is raised.
@@ -16,7 +16,7 @@ matches, while links needs every candidate to report `ambiguous` with its refs."
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.identity import Paper, doi_url
@@ -52,6 +52,20 @@ def lookup_reads_on(page: GridPage, titles: int, page_no: int) -> bool:
     return bool(page.rows) and not page.exhausted and (titles > 1 or page_no < ALONE_PAGES)
 
 
+def spelled(spellings: Iterable[str]) -> Callable[[str], bool]:
+    """Whether a row's title is one of `spellings`' (by `reference_key`: CNKI's `CO2…` row for an
+    asked `CO₂…`, 〈〉 read as 《》): the rows a lookup takes as a title's."""
+    want = {reference_key(s) for s in spellings}
+    return lambda title: reference_key(title) in want
+
+
+async def all_done(tasks: Iterable[Awaitable[None]]) -> None:
+    """Run the lookup workers together; the first failure is raised once all have stopped."""
+    for outcome in await asyncio.gather(*tasks, return_exceptions=True):
+        if isinstance(outcome, BaseException):
+            raise outcome
+
+
 def _candidate(paper: Paper) -> Candidate:
     """The DOI link when the paper has a DOI (it lasts), else its CNKI detail link (it expires)."""
     lasting = doi_url(paper.doi)
@@ -79,7 +93,7 @@ def phrases_of(spellings: list[str]) -> set[str]:
     return {lookup_phrase(s.strip()) for s in spellings}
 
 
-def _searchable(title: str, spell: Callable[[str], list[str]] = title_variants) -> list[str]:
+def searchable(title: str, spell: Callable[[str], list[str]] = title_variants) -> list[str]:
     """The spellings CNKI can be asked for, in `spell`'s order (a value it cannot express is
     dropped), bounded to what one request carries: once MAX_TITLES distinct phrases are kept, a
     spelling with a new phrase is dropped (the spellings first in `spell`'s order, the title as
@@ -104,14 +118,14 @@ def plan_batches(
     titles: dict[str, str], spell: Callable[[str], list[str]] = title_variants
 ) -> tuple[list[list[tuple[str, list[str]]]], list[str]]:
     """Pack (key, spellings) into batches sending at most MAX_TITLES distinct phrases, in order
-    (`spell` gives a title's spellings; `_searchable` bounds one title's to a request's worth, so
+    (`spell` gives a title's spellings; `searchable` bounds one title's to a request's worth, so
     every batch holds at least one title). Returns (batches, keys that cannot be searched at all)."""
     batches: list[list[tuple[str, list[str]]]] = []
     current: list[tuple[str, list[str]]] = []
     sent: set[str] = set()  # the distinct phrases `current` sends
     unsearchable: list[str] = []
     for key, title in titles.items():
-        spellings = _searchable(title, spell)
+        spellings = searchable(title, spell)
         if not spellings:
             unsearchable.append(key)
             continue
@@ -175,14 +189,10 @@ async def locate_titles(
         if page is None:
             return
         papers = store.upsert_from_grid(page.rows, store.clock.now(), public_origins=public_origins)
-        by_key: dict[str, dict[str, Paper]] = {}
-        for row, paper in zip(page.rows, papers, strict=True):
-            by_key.setdefault(reference_key(row.title), {}).setdefault(paper.record_ref, paper)
-        # a title's rows are those under any of its spellings' keys (CNKI's `CO2…` for `CO₂…`)
-        rows_of = {
-            key: {ref: p for s in group for ref, p in by_key.get(reference_key(s), {}).items()}
-            for key, group in batch
-        }
+        rows_of: dict[str, dict[str, Paper]] = {}
+        for key, group in batch:
+            match = spelled(group)
+            rows_of[key] = {p.record_ref: p for row, p in zip(page.rows, papers, strict=True) if match(row.title)}
         more = lookup_reads_on(page, len(batch), page_no)
         again = [(key, group) for key, group in batch if more and not rows_of[key]]
         for key, _ in batch:
@@ -193,14 +203,9 @@ async def locate_titles(
         if len(batch) == 1 and again:
             await one(batch, page_no + 1, page.turnpage)
             return
-        for outcome in await asyncio.gather(*(one([entry]) for entry in again), return_exceptions=True):
-            if isinstance(outcome, BaseException):
-                raise outcome
+        await all_done(one([entry]) for entry in again)
 
-    outcomes = await asyncio.gather(*(one(b) for b in batches), return_exceptions=True)
-    for outcome in outcomes:
-        if isinstance(outcome, BaseException):
-            raise outcome
+    await all_done(one(b) for b in batches)
     return found
 
 
@@ -247,9 +252,12 @@ async def link_references(
 __all__ = [
     "LOOKUP_PAGE_SIZE",
     "LOOKUP_WORKERS",
+    "all_done",
     "link_references",
     "local_matches",
     "locate_titles",
     "lookup_batch",
     "plan_batches",
+    "searchable",
+    "spelled",
 ]

@@ -18,11 +18,20 @@ from typing import Any
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import CnkiError, DocumentNotFound, InvalidInput, SearchNotFound
-from cnki_mcp.identity import Paper, ambiguous, asked_title, title_key
+from cnki_mcp.identity import Paper, ambiguous, asked_title
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridPage, GridRow
 from cnki_mcp.pipeline.enrich import Enricher, fill_by_export, is_fatal, record_item_error
-from cnki_mcp.pipeline.links import LOOKUP_WORKERS, local_matches, lookup_batch, lookup_reads_on, plan_batches
+from cnki_mcp.pipeline.links import (
+    LOOKUP_WORKERS,
+    all_done,
+    local_matches,
+    lookup_batch,
+    lookup_reads_on,
+    plan_batches,
+    searchable,
+    spelled,
+)
 from cnki_mcp.pipeline.models import MetadataInput, MetadataResult, Scope
 from cnki_mcp.query.compiler import title_lookup_expression
 from cnki_mcp.site.backend import SiteBackend
@@ -171,8 +180,11 @@ def scope_next_offset(offset: int, count: int, total: int) -> int | None:
 
 
 def _inexpressible(title: str) -> InvalidInput | None:
-    """The error of a title an exact-title lookup cannot express (both quote kinds, ...), with
-    the title as its detail; None when CNKI can be asked for it."""
+    """The error of a title none of whose lookup spellings CNKI can be asked for (both quote
+    kinds in every spelling, ...: `links.searchable` keeps none), with the title as its detail;
+    None when one can, as link_references, read_online_html and download_paper ask it."""
+    if searchable(title):
+        return None
     try:
         title_lookup_expression([title])
     except InvalidInput as exc:
@@ -202,9 +214,8 @@ async def _locate(
             return await lookup_batch(backend, batch, ctx, "locate", page=page, cursor=cursor)
 
     def rows_for(grid: GridPage, spellings: list[str]) -> list[GridRow]:
-        """The rows whose title is one of the spellings' (CNKI's `CO2…` for an asked `CO₂…`)."""
-        want = {title_key(s) for s in spellings}
-        return [row for row in grid.rows if title_key(row.title) in want]
+        match = spelled(spellings)
+        return [row for row in grid.rows if match(row.title)]
 
     def settle(title: str, rows: list[GridRow]) -> None:
         papers = store.upsert_from_grid(rows, clock.now(), public_origins=enricher.public_origins)
@@ -250,14 +261,9 @@ async def _locate(
                 again.append(entry)
             else:
                 settle(entry[0], rows)
-        for outcome in await asyncio.gather(*(alone(e) for e in again), return_exceptions=True):
-            if isinstance(outcome, BaseException):
-                raise outcome
+        await all_done(alone(e) for e in again)
 
-    results = await asyncio.gather(*(one(b) for b in batches), return_exceptions=True)
-    for outcome in results:
-        if isinstance(outcome, BaseException):
-            raise outcome
+    await all_done(one(b) for b in batches)
     return found
 
 

@@ -50,7 +50,7 @@ from cnki_mcp.pipeline.policy import (
 from cnki_mcp.pipeline.state import Channel, SearchState, depth_event, enrich_event
 from cnki_mcp.pipeline.units import Unit
 from cnki_mcp.pipeline.units import units as _units
-from cnki_mcp.rank import Ranked
+from cnki_mcp.rank import Ranked, work_keywords
 from cnki_mcp.site.backend import Pacing, PacingSource
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ class Overlap:
 
         def _ranked_states(
             self, st: SearchState, through: int | None = None, *, retrieval_only: bool = False
-        ) -> tuple[list[Ranked], dict[str, Paper], dict[str, RefState]]: ...
+        ) -> tuple[list[Ranked], dict[str, Paper], dict[str, RefState], dict[str, str]]: ...
 
         def _local_channels(self, st: SearchState, *, retrieval_only: bool = False) -> list[LocalChannel]: ...
 
@@ -316,7 +316,7 @@ class Overlap:
     def _unread_journals(self, st: SearchState, level: int, depth: int) -> list[str]:
         """One paper per unread journal source among the `depth` best of the snapshot at `level`
         (`unread_journals`): the prefetch's choice, and what a snapshot's depth is sized from."""
-        ranked, papers, states = self._ranked_states(st, level)
+        ranked, papers, states, _ = self._ranked_states(st, level)
         sources = {ref: source_key(p.source) for ref, p in papers.items()}
         return unread_journals(ranked, states, sources, depth)
 
@@ -364,8 +364,8 @@ class Overlap:
 
         def before_step() -> None:
             if not pages and st.feedback is None:
-                ranked, papers, states = self._ranked_states(st, retrieval_only=True)
-                keywords = {ref: p.keywords for ref, p in papers.items()}
+                ranked, papers, states, copies = self._ranked_states(st, retrieval_only=True)
+                keywords = work_keywords({ref: p.keywords for ref, p in papers.items()}, copies)
                 if feedback_words_certain(ranked, states, keywords, self._local_channels(st, retrieval_only=True)):
                     self._decide_feedback(st, ctx)
             if not pages and st.feedback is not None:

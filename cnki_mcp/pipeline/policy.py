@@ -374,7 +374,8 @@ def next_enrichment(
     if top and not export:
         return top
     bounds = observed_bounds(ranked, states, local)
-    eligible = [r.score for r in ranked if r.eligible]
+    # sorted: a work's record stands where its best record ranks (rank.works_ranking)
+    eligible = sorted((r.score for r in ranked if r.eligible), reverse=True)
     theta = eligible[policy.watch_depth - 1] if len(eligible) >= policy.watch_depth else float("-inf")
     chosen = set(top)
     want: list[tuple[float, str]] = []

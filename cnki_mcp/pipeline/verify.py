@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -44,10 +43,10 @@ from cnki_mcp.cite.sources import cite_source, stable_url
 from cnki_mcp.errors import CnkiError, InputTooLarge, InvalidInput, TooManyReferences
 from cnki_mcp.identity import Paper, doi_key, listed_online_first
 from cnki_mcp.jobs import OperationContext
-from cnki_mcp.links import reference_key, title_variants
+from cnki_mcp.links import title_variants
 from cnki_mcp.models import GridRow
 from cnki_mcp.pipeline.enrich import fill_by_export, is_fatal, read_in_full, record_item_error
-from cnki_mcp.pipeline.links import local_matches, lookup_batch, plan_batches
+from cnki_mcp.pipeline.links import all_done, local_matches, lookup_batch, plan_batches, spelled
 from cnki_mcp.query.compiler import compile_expression
 from cnki_mcp.query.expr import parse_expression
 from cnki_mcp.site.backend import GridRequest, SiteBackend
@@ -215,13 +214,6 @@ async def verify_references(
     return result
 
 
-async def _all(tasks: Iterable[Awaitable[None]]) -> None:
-    """Run the workers together; the first failure is raised once all have stopped."""
-    for outcome in await asyncio.gather(*tasks, return_exceptions=True):
-        if isinstance(outcome, BaseException):
-            raise outcome
-
-
 def _store_rows(
     work: _Work, rows: list[GridRow], store: Store, public_origins: tuple[str, ...]
 ) -> list[tuple[GridRow, RecordView]]:
@@ -256,12 +248,12 @@ async def _exact_titles(
         for key, _group in batch:
             i = int(key)
             work.searches[i].append("篇名精确检索")
-            want = {reference_key(s) for s in spellings(work.parsed[i].title or "")}
+            match = spelled(spellings(work.parsed[i].title or ""))
             for row, view in stored:
-                if reference_key(row.title) in want:
+                if match(row.title):
                     work.add(i, view)
 
-    await _all(one(b) for b in batches)
+    await all_done(one(b) for b in batches)
 
 
 async def _fallback(
@@ -307,7 +299,7 @@ async def _fallback(
         done += 1
         ctx.progress(done, len(open_), "entries")
 
-    await _all(one(i) for i in open_)
+    await all_done(one(i) for i in open_)
 
 
 def _needs_export(entry: ParsedReference, view: RecordView) -> bool:

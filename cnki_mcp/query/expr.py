@@ -302,14 +302,17 @@ def _leaf(obj: dict[str, Any], path: str) -> Leaf:
     return Leaf.model_construct(field=fld, value=value, match=match)
 
 
+# The source tiers people name (CSSCI, 北大核心, …): a source value naming one matches nothing
+# (SOURCE_CATEGORIES), and a written question wishing for one is read as a filter wish
+# (query/written.py). One holding another comes first (CSSCI, SSCI, SCI; 北大核心 before 核心).
+TIER_WORDS = ("CSSCI", "SSCI", "SCI", "CSCD", "EI", "北大核心", "中文核心", "核心")
 # Source categories people type as a source: CNKI's 文献来源 (LY) holds journal and meeting names,
 # so these match nothing there (the category is a separate 来源类别 filter this tool does not send).
 SOURCE_CATEGORIES = frozenset(
     name.casefold()
     for name in (
-        "CSSCI", "CSSCI来源期刊", "CSSCI扩展版", "南大核心", "北大核心", "中文核心", "中文核心期刊",
-        "核心期刊", "核心", "CSCD", "CSCD核心", "EI", "EI来源期刊", "SCI", "SCI-E", "SCIE", "SSCI",
-        "A&HCI", "AMI", "AMI核心", "WJCI",
+        *TIER_WORDS, "CSSCI来源期刊", "CSSCI扩展版", "南大核心", "中文核心期刊", "核心期刊", "CSCD核心",
+        "EI来源期刊", "SCI-E", "SCIE", "A&HCI", "AMI", "AMI核心", "WJCI",
     )
 )
 

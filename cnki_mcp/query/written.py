@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from cnki_mcp.query.expr import unquote
+from cnki_mcp.query.expr import TIER_WORDS, unquote
 from cnki_mcp.query.segment import HAN_CHAR
 
 _OR_WORDS = frozenset({"OR", "|", "||"})
@@ -64,9 +64,10 @@ _ACRONYM_RE = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-+./]*(?: [A-Za-z0-9\-+./]+)
 # A document type or source tier wished for (违约金酌减 博士论文, …的CSSCI期刊论文): the subject search
 # restricts neither, and as a concept the words emptied the search (no paper's text says 博士论文).
 # Read as a wish only as a part of its own or after 的 at the question's end (`read_wishes`).
-_TIER = r"(?:CSSCI|SSCI|SCI|CSCD|EI|北大核心|中文核心|核心)"
+_TIER = "(?:" + "|".join(TIER_WORDS) + ")"
 _KIND = r"(?:硕士论文|博士论文|硕博论文|学位论文|期刊论文|期刊文章|会议论文|报纸文章)"
-_BARE_TIER_RE = re.compile(r"CSSCI|SSCI|SCI|CSCD|北大核心|中文核心")
+# a tier standing alone, without 期刊/论文 after it: not EI nor 核心 (common in other words)
+_BARE_TIER_RE = re.compile("|".join(t for t in TIER_WORDS if t not in ("EI", "核心")))
 _WISH = rf"(?:{_TIER}(?:来源)?(?:期刊论文|期刊|论文|文章)|{_KIND}|{_BARE_TIER_RE.pattern})"
 _ASKING = r"(?:有哪些|有什么)?"
 _SEPARATORS = r"\s,，、;；"

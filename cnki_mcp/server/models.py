@@ -68,6 +68,8 @@ class OperationView(BaseModel):
             codes = tuple(e.code for e in view.errors)
             saved = view.result.get("format") if isinstance(view.result, dict) else None
             login = any(e.code == "VERIFICATION_SKIPPED" and e.details.get("gate") == "login" for e in view.errors)
+            # a paper given by record_ref that relocation by its title did not find again
+            lost = any(e.code == "DOCUMENT_NOT_FOUND" and e.details.get("record_ref") for e in view.errors)
             # a download's page without the asked format names the formats it has (none: no file)
             others = any(e.details.get("available") for e in view.errors if e.code == "DOWNLOAD_ENTRY_NOT_FOUND")
             view.next_step = default_next_step(
@@ -78,6 +80,7 @@ class OperationView(BaseModel):
                 checkpoint=record.checkpoint is not None,
                 operation_id=record.operation_id,
                 login_skipped=login,
+                lost_ref=lost,
                 other_formats=others,
                 retryable=any(e.retryable for e in view.errors),
             )
@@ -210,6 +213,10 @@ TITLE_NOT_FOUND_STEP = (
     "未找到的文献（DOCUMENT_NOT_FOUND）：题名须与知网完全一致（含标点、全半角与副标题），不确定时先用 search "
     "或 structured_search（title，match=phrase）查找，再用结果中的 record_ref 调用"
 )
+RELOCATE_FAILED_STEP = (
+    "这条记录的知网详情链接已失效，按它的题名重新定位也没有找到（知网可能撤下了这篇文献或改了题名）："
+    "可用 search 按作者或关键词查找它现在的记录，找到后用新的 record_ref 调用"
+)
 NO_HTML_STEP = "这篇没有 HTML 阅读入口：用 download_paper(record_ref) 下载，PDF 再用 read_pdf_text(record_ref) 读取（本地）"
 DENIED_STEP = (
     "知网拒绝了这篇（无权限或余额不足）：用 session_status(refresh=true) 查看当前身份；"
@@ -258,6 +265,7 @@ def default_next_step(
     checkpoint: bool = False,
     operation_id: str | None = None,
     login_skipped: bool = False,
+    lost_ref: bool = False,
     other_formats: bool = True,
     retryable: bool = False,
 ) -> str | None:
@@ -269,7 +277,9 @@ def default_next_step(
     is told to; read_pdf_text reads PDFs only, so a CAJ
     download gets no advice. A page skipped because CNKI asked for a login (`login_skipped`): log
     in first, then the same call again. An operation stopped by an error a retry may get past
-    (`retryable`: RATE_LIMITED, SITE_UNAVAILABLE, ...) and no other advice: the same call later."""
+    (`retryable`: RATE_LIMITED, SITE_UNAVAILABLE, ...) and no other advice: the same call later.
+    A read or download of a stored paper CNKI no longer lists under its title (`lost_ref`:
+    DOCUMENT_NOT_FOUND naming the record_ref) is not told to spell the title exactly."""
     if status == "skipped" and login_skipped:
         return LOGIN_THEN_AGAIN.format(tool=_TOOL_OF_KIND.get(kind or "", "原工具"))
     if kind == "download":
@@ -300,6 +310,8 @@ def default_next_step(
         return LIST_AGAIN_STEP
     if "IDENTITY_AMBIGUOUS" in codes:
         return AMBIGUOUS_STEP
+    if "DOCUMENT_NOT_FOUND" in codes and kind in ("download", "read") and lost_ref:
+        return RELOCATE_FAILED_STEP
     # a title CNKI's exact search missed (download_paper / read_online_html given a title too)
     if "DOCUMENT_NOT_FOUND" in codes and kind in ("metadata", "export", "download", "read"):
         return TITLE_NOT_FOUND_STEP

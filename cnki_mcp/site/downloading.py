@@ -380,6 +380,7 @@ class Downloader:
             op_id = op.operation_id if op is not None and _GUID.match(op.operation_id) else uuid.uuid4().hex
             folder = self.make_incoming(op_id)
             click_id = self.store.record_click(paper.record_ref, fmt, op_id, self.clock.now())
+            since = len(tabs.host.popups_of(detail_page))  # the click's order tab comes after these
             try:
                 await tabs.click(detail_page, entry, op)
             except (BudgetExhausted, VerificationSkipped) as exc:
@@ -388,7 +389,7 @@ class Downloader:
                 self.store.click_outcome(click_id, "not_clicked", self.clock.now(), {"code": exc.code})
                 raise
             try:
-                saved = await self._await_file(detail_page, downloads, folder, fmt, wait_seconds, op)
+                saved = await self._await_file(detail_page, since, downloads, folder, fmt, wait_seconds, op)
             except _Refused as refused:
                 self.store.click_outcome(click_id, "refused", self.clock.now(), {"text": refused.text})
                 raise DownloadRefused(text=refused.text, record_ref=paper.record_ref, format=fmt) from None
@@ -505,9 +506,17 @@ class Downloader:
                                         format=format, available=available)  # fmt: skip
         raise DownloadEntryNotFound(format=format, available=[])
 
+    def _order_tabs(self, detail_page: Page, since: int) -> list[Page]:
+        """The tab the click opened (the order page, `since`: the detail page's popups before the
+        click) and the tabs it opened (login, verification): the pages whose refusal or error
+        status is the order's. Another tab the detail page opens is not."""
+        opened = self.tabs.host.popups_of(detail_page)[since:]
+        return [opened[0], *self._opened_by(opened[0])] if opened else []
+
     async def _await_file(
         self,
         detail_page: Page,
+        since: int,
         downloads: asyncio.Queue[Download],
         folder: Path,
         fmt: FileFormat,
@@ -534,6 +543,8 @@ class Downloader:
                     await self._human_step_or_file(kind, page, op, epoch, downloads)
                     deadline = self.clock.monotonic() + wait_seconds  # the person's time is free
                     break
+                if page not in self._order_tabs(detail_page, since):
+                    continue  # not the order's tab: its refusal or error page is not the order's
                 try:
                     text = await page.evaluate(_BODY_TEXT_JS)
                 except PlaywrightError:

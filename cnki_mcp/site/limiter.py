@@ -215,12 +215,12 @@ class Limiter:
         a free in-flight slot).
 
         Yields the start instant (clock.monotonic()). The slot is returned when the block exits.
-        BudgetExhausted from `budget.charge()` propagates before anything is taken."""
-        if budget is not None:
-            budget.charge()
+        BudgetExhausted from `budget.charge()` propagates before anything is taken. A request the
+        hold's waiter refuses (an on_verification=skip operation meeting another operation's human
+        step: VerificationSkipped) is refused before it is charged: it is never sent."""
         self._waiting += 1
         try:
-            await self._wait_open(budget)
+            await self._wait_open(budget, charge=True)
             start = await self._wait_turn(int(priority), budget)
         finally:
             self._waiting -= 1
@@ -230,15 +230,19 @@ class Limiter:
             self._inflight -= 1
             self._wake_head()
 
-    async def _wait_open(self, budget: Chargeable | None = None) -> None:
+    async def _wait_open(self, budget: Chargeable | None = None, *, charge: bool = False) -> None:
+        """Wait out a hold; `charge`: charge `budget` first, or once the hold's waiter took the
+        request in (a request it refuses is not charged)."""
         waiter = self._hold_waiter
-        if self._holds == 0:
-            return
-        if budget is None or waiter is None:
+        if self._holds == 0 or budget is None or waiter is None:
+            if charge and budget is not None:
+                budget.charge()
             while self._holds > 0:
                 await self._open.wait()
             return
         async with waiter(budget):
+            if charge:
+                budget.charge()
             while self._holds > 0:
                 await self._open.wait()
 

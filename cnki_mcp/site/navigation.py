@@ -16,6 +16,8 @@ from playwright.async_api import Page, Request, Response
 from cnki_mcp.errors import SiteUnavailable
 
 NAV_TIMEOUT_MS = 30_000
+# the failure of a request the browser itself gave up (another navigation took the frame)
+ABORTED = "net::ERR_ABORTED"
 
 
 async def goto_or_cut(page: Page, url: str, timeout_ms: float = NAV_TIMEOUT_MS) -> Response | None:
@@ -30,11 +32,14 @@ async def goto_or_cut(page: Page, url: str, timeout_ms: float = NAV_TIMEOUT_MS) 
 
     def on_failed(request: Request) -> None:
         # only a navigation request that had its answer: one failing before (refused, aborted by
-        # another navigation) is reported by goto itself
+        # another navigation) is reported by goto itself; so is one that had its answer and was
+        # then left for another navigation (a script redirect to the verification page, a click in
+        # a shown tab): net::ERR_ABORTED is the browser's own doing, not the answer breaking off
         if failed.done() or request not in answered or not request.is_navigation_request():
             return
-        if request.frame == page.main_frame:  # not an iframe's
-            failed.set_result(request.failure or "failed")
+        failure = request.failure or "failed"
+        if request.frame == page.main_frame and failure != ABORTED:  # not an iframe's
+            failed.set_result(failure)
 
     page.on("response", on_response)
     page.on("requestfailed", on_failed)

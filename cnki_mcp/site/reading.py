@@ -217,7 +217,7 @@ class DetailTabs:
             rows = [r for r in rows if not r.authors or author_key(r.authors[0]) == who]
         distinct = list({r.detail_url: r for r in rows if r.detail_url}.values())
         if not distinct:
-            raise DocumentNotFound(title=paper.title)
+            raise DocumentNotFound(record_ref=paper.record_ref, title=paper.title)
         if len(distinct) > 1:
             message = RELOCATE_AMBIGUOUS.format(n=len(distinct))
             raise ambiguous(paper.title, distinct, message, record_ref=paper.record_ref)
@@ -428,7 +428,8 @@ class HtmlReader:
         problem: Exception | None = None
         steps = 0
         while True:
-            candidates = [(p, False) for p in reversed(tabs.host.popups_of(detail_page)[since:])]
+            opened = tabs.host.popups_of(detail_page)[since:]
+            candidates = [(p, False) for p in reversed(opened)]
             if not detail_page.is_closed() and detail_page.url != start_url:
                 candidates.append((detail_page, True))  # some readers navigate the same tab
             for page, same_tab in candidates:
@@ -454,6 +455,10 @@ class HtmlReader:
                 except IdentityConflict:
                     raise
                 except ReaderUnsupported as exc:
+                    if not same_tab and page is not opened[0]:
+                        # another tab the detail page opened (not the click's: the order page that
+                        # leads to the reader): its error page or refusal is not the reader's
+                        continue
                     answered = error_page(await document_status(page), "阅读页", READER_AGAIN)
                     if answered is not None:
                         # an HTTP error page (404, 5xx, 429) is CNKI's answer: it was polled for the

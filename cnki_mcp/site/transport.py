@@ -33,6 +33,7 @@ FETCH_TIMEOUT_MS = 30_000
 # What Network.loadNetworkResource names an answer with an HTTP error status (403, 404, 5xx);
 # any other net error after a status means the answer broke off (docs/site-behaviour.md).
 HTTP_ERROR_ANSWER = "net::ERR_HTTP_RESPONSE_CODE_FAILURE"
+HTTP_ERROR_CODE = -379  # its code: `netErrorName` is optional in CDP, `netError` may come alone
 
 
 class TransportError(Exception):
@@ -49,6 +50,25 @@ class Fetched:
     final_url_known: bool = True
     # ... and it drops the body of an HTTP error answer: only the status is known.
     body_lost: bool = False
+
+
+def unstreamed(resource: dict[str, Any], url: str) -> Fetched:
+    """A Network.loadNetworkResource answer without a stream: an HTTP error answer (named
+    HTTP_ERROR_ANSWER, or only its code HTTP_ERROR_CODE) is its status with the body lost;
+    another net error after a status is the answer broken off (SiteUnavailable); no status at all
+    is a TransportError."""
+    status = int(resource.get("httpStatusCode") or 0)
+    name = resource.get("netErrorName")
+    reason = name or f"net error {resource.get('netError')}"
+    if status and (name == HTTP_ERROR_ANSWER or (not name and resource.get("netError") == HTTP_ERROR_CODE)):
+        # an HTTP error answer: Chromium keeps its body, the status tells
+        return Fetched(status, url, "", final_url_known=False, body_lost=True)
+    if status:
+        # The answer started and broke off (net::ERR_CONTENT_LENGTH_MISMATCH: the connection
+        # dropped): the site failed this request, retried like a 5xx. It was read as an empty page
+        # (PARSER_UNSUPPORTED, never retried).
+        raise SiteUnavailable(reason=f"{reason} ({without_query(url)})", status=status)
+    raise TransportError(f"{reason} ({url})")
 
 
 class LoaderUnavailable(Exception):
@@ -133,16 +153,7 @@ class ResourceLoading:
                 status = int(resource.get("httpStatusCode") or 0)
                 stream = resource.get("stream")
                 if not stream:
-                    reason = resource.get("netErrorName") or f"net error {resource.get('netError')}"
-                    if status and reason == HTTP_ERROR_ANSWER:
-                        # an HTTP error answer: Chromium keeps its body, the status tells
-                        return Fetched(status, url, "", final_url_known=False, body_lost=True)
-                    if status:
-                        # The answer started and broke off (net::ERR_CONTENT_LENGTH_MISMATCH: the
-                        # connection dropped): the site failed this request, retried like a 5xx.
-                        # It was read as an empty page (PARSER_UNSUPPORTED, never retried).
-                        raise SiteUnavailable(reason=f"{reason} ({without_query(url)})", status=status)
-                    raise TransportError(f"{reason} ({url})")
+                    return unstreamed(resource, url)
                 body = await self._read_stream(session, str(stream), url, resource.get("headers") or {})
         except BrowserStalled as exc:
             raise TransportError(f"{exc} ({without_query(url)})") from exc

@@ -23,6 +23,7 @@ from cnki_mcp.clock import SystemClock
 from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable, CnkiError
 from cnki_mcp.settings import Settings
 from cnki_mcp.site.browser import BrowserHost
+from tests.local_http import local_server
 
 pytestmark = pytest.mark.browser
 
@@ -58,12 +59,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    with local_server(_Handler) as origin:
+        yield origin
 
 
 def make_host(data_dir: Path, browser_executable: str, **changes: object) -> BrowserHost:

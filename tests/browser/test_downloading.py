@@ -11,6 +11,7 @@ import stat
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -414,3 +415,34 @@ async def test_a_file_name_with_a_path_is_refused_whatever_the_format_even_where
         await expect_code(case.downloader.download(ref, format=fmt, filename="../outside.pdf"), "INVALID_ARGUMENT")  # type: ignore[arg-type]
     assert len(sim.requests_for("/kcms2/article/abstract")) == details
     assert (case.data_dir / "outside.pdf").read_bytes() == b"not ours"
+
+
+async def test_another_tab_the_detail_page_opens_answering_an_error_is_not_the_order(case: Case) -> None:
+    # review 7a L9: every tab the detail page opened was checked for an error status and a refusal,
+    # so a window the detail page opened itself, answering 404, ended the download
+    # SIDE_EFFECT_UNCERTAIN while the order was under way; only the tab the click opened (the order
+    # page) and the tabs it opens are the order's
+    sim = case.env.sim
+    ref = await case.ref("r0001")
+    sim.set_scenario({"latency": [{"path": ORDER, "ms": 2500}]})
+    ctx = await case.env.host.ensure()
+    strays: list[object] = []
+
+    async def stray(page: Any) -> None:
+        if not strays:  # the detail tab (the first this download opens) opens a window of its own
+            strays.append(page)
+            await page.wait_for_load_state("domcontentloaded")
+            await page.evaluate("url => { window.open(url, '_blank') }", sim.origin + "/kcms2/no-such-page")
+
+    pending: list[asyncio.Future[None]] = []
+    handler = lambda page: pending.append(asyncio.ensure_future(stray(page)))  # noqa: E731
+    ctx.on("page", handler)
+    try:
+        async with asyncio.timeout(STEP_TIMEOUT):
+            got = await case.downloader.download(ref, op=FakeOp())
+    finally:
+        ctx.remove_listener("page", handler)
+        await asyncio.gather(*pending, return_exceptions=True)
+    assert strays and got.source == "download"
+    assert sim.requests_for("/kcms2/no-such-page", "GET")  # the stray tab was there, answering 404
+    assert [c.outcome for c in case.store.clicks_for(ref)] == ["downloaded"]

@@ -336,3 +336,29 @@ async def test_a_returned_page_whose_token_expired_meanwhile_is_relocated_not_wa
         sim.stop()
     assert capture.detail.title == sim.corpus.by_id["r0001"].title
     assert sim.requests_for("/kns8s/brief/grid", "POST")  # relocated by its exact title
+
+
+async def test_another_tab_the_detail_page_opens_answering_an_error_is_not_the_reader(env: Env) -> None:
+    # review 7a L9: every tab the detail page opened after the click was checked for an error status
+    # (and a refusal), so a stray window answering 404 failed the read; only the tab the click
+    # opened (the order page leading to the reader) or the detail tab itself is the reader's
+    env.sim.set_scenario({"faults": [{"path": READER, "kind": "lazy_reader"}]})  # polled for its sections
+    ctx = await env.host.ensure()
+    strays: list[Any] = []
+
+    async def stray(page: Any) -> None:
+        opener = await page.opener()
+        if opener is not None and not strays:  # the reader's tab: the detail page opens another
+            strays.append(page)
+            await opener.evaluate("() => { window.open('/kcms2/no-such-page', '_blank') }")
+
+    pending: list[asyncio.Future[None]] = []
+    handler = lambda page: pending.append(asyncio.ensure_future(stray(page)))  # noqa: E731
+    ctx.on("page", handler)
+    try:
+        async with asyncio.timeout(STEP_TIMEOUT):
+            capture = await env.reader.read(paper_for(env.sim, "r0001"), FakeOp())
+    finally:
+        ctx.remove_listener("page", handler)
+        await asyncio.gather(*pending, return_exceptions=True)
+    assert strays and capture.page.title == env.sim.corpus.by_id["r0001"].title

@@ -147,9 +147,10 @@ class LimitedOp(FakeOp):
     def __init__(self, operation_id: str, on_verification: str) -> None:
         super().__init__(operation_id)
         self.on_verification = on_verification
+        self.charged = 0  # requests counted against its budget
 
     def charge(self) -> None:
-        pass
+        self.charged += 1
 
 
 async def test_a_skip_operation_held_by_another_operations_step_is_skipped_not_awaiting_user() -> None:
@@ -180,6 +181,9 @@ async def test_a_skip_operation_held_by_another_operations_step_is_skipped_not_a
     assert waiting.status == "awaiting_user" and gate.waiting_operations == ["op_a", "op_c"]
     await clock.run_until_complete(step, other)
     assert waiting.status == "running"
+    # review 7a L5: the skipped request was never sent, so its budget is not charged for it (it
+    # was, and a skip search's enrichment could end BUDGET_EXHAUSTED on requests never sent)
+    assert skipping.charged == 0 and waiting.charged == 1
 
 
 async def test_a_racing_challenge_waits_for_the_first_step_and_returns_for_retry() -> None:

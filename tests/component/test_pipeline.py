@@ -638,8 +638,11 @@ async def test_a_title_cnki_cannot_be_asked_for_is_its_own_error_and_the_others_
 ) -> None:
     site = SimSite(clock)
     pipe = make(clock, store, site)
-    # both quote kinds and no stretch of one kind long enough to ask for (lookup_phrase)
-    unsayable = "\"甲\"'乙'"
+    # both quote kinds and no stretch of one kind long enough to ask for (lookup_phrase), and no
+    # Han character, so no spelling with Chinese quotation marks (links.chinese_marks) either. It
+    # was "甲"'乙', whose spelling “甲”'乙' CNKI can be asked for and link_references, read_online_html
+    # and download_paper do ask: the test pinned get_metadata refusing a title the others look up
+    unsayable = "\"a\"'b'"
     titles = [title_of(1), unsayable, title_of(2)]
     record = await run_metadata(clock, pipe, MetadataInput(titles=titles))
     assert record.status == "partial"
@@ -649,6 +652,18 @@ async def test_a_title_cnki_cannot_be_asked_for_is_its_own_error_and_the_others_
     assert [r["title"] for r in record.result["records"]] == [title_of(1), title_of(2)]
     lookups = [k for k in site.log if k[:2] == ("grid", "lookup")]
     assert [len(k[2]) for k in lookups] == [2]
+
+
+async def test_a_title_whose_chinese_marks_spelling_can_be_asked_for_is_looked_up(
+    clock: FakeClock, store: Store
+) -> None:
+    # review 7b #8: get_metadata refused "甲"'乙' (QUERY_UNSUPPORTED) though its spelling “甲”'乙' can
+    # be asked for, as link_references does
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    record = await run_metadata(clock, pipe, MetadataInput(titles=["\"甲\"'乙'"]))
+    assert [e.code for e in record.errors] == ["DOCUMENT_NOT_FOUND"]  # asked, and not on the site
+    assert [k for k in site.log if k[:2] == ("grid", "lookup")]
 
 
 async def test_a_title_holding_both_quote_kinds_is_located_by_its_longest_stretch_of_one_kind(

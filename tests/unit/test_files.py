@@ -191,7 +191,8 @@ def test_a_full_disk_is_a_coded_error_leaves_no_temporary_file_and_the_next_try_
     monkeypatch.setattr(os, "fdopen", lambda fd, mode: FullDisk(real_fdopen(fd, mode)))
     with pytest.raises(CnkiError) as info:
         archive(src, tmp_path / "data", None, "论文.pdf")
-    assert info.value.code == "DATA_DIRECTORY_UNUSABLE" and info.value.details["reason"] == "no_space"
+    # the reason README and the store give a full disk (it was no_space here alone)
+    assert info.value.code == "DATA_DIRECTORY_UNUSABLE" and info.value.details["reason"] == "disk_full"
     folder = tmp_path / "data" / "downloads"
     assert list(folder.iterdir()) == []  # no temporary file, no partial file
     assert src.exists()  # the delivered file stays where it was, for the next try

@@ -3,7 +3,13 @@ that can succeed for that operation, and its budget reads as the tools' own inpu
 
 from __future__ import annotations
 
-from cnki_mcp.server.models import TITLE_NOT_FOUND_STEP, BudgetView, default_next_step, incomplete_read_step
+from cnki_mcp.server.models import (
+    RELOCATE_FAILED_STEP,
+    TITLE_NOT_FOUND_STEP,
+    BudgetView,
+    default_next_step,
+    incomplete_read_step,
+)
 
 
 def test_only_searches_and_citation_walks_with_a_checkpoint_are_told_to_continue() -> None:
@@ -176,3 +182,29 @@ def test_a_refused_download_is_told_to_check_the_account_like_a_refused_read() -
     # DOWNLOAD_REFUSED (余额不足, 无权访问 on the order page) had no advice; ACCESS_DENIED had
     step = default_next_step("failed", "download", ("DOWNLOAD_REFUSED",)) or ""
     assert "session_status" in step and "login" in step and "download_paper" in step
+
+
+def test_a_paper_given_by_record_ref_that_cnki_lost_is_not_told_to_spell_its_title() -> None:
+    # review 7b #11: the record's locator expired and relocation by its stored title found nothing
+    # (site/reading.py relocate); the caller gave no title, so "题名须与知网完全一致" was no help
+    from datetime import UTC, datetime
+
+    from cnki_mcp.errors import DocumentNotFound
+    from cnki_mcp.jobs import OperationKind
+    from cnki_mcp.operations import BudgetSpec, OperationErrorInfo, OperationRecord, OperationStatus
+    from cnki_mcp.server.models import OperationView
+
+    def view(kind: OperationKind, error: DocumentNotFound) -> str | None:
+        when = datetime(2026, 12, 6, tzinfo=UTC)
+        record = OperationRecord(
+            operation_id="op_" + "e" * 24, kind=kind, status=OperationStatus.FAILED,
+            budget=BudgetSpec(max_requests=10, timeout_seconds=60), created_at=when, updated_at=when,
+            errors=[OperationErrorInfo.of(error)],
+        )  # fmt: skip
+        return OperationView.of(record).next_step
+
+    for kind in (OperationKind.READ, OperationKind.DOWNLOAD):
+        relocated = DocumentNotFound(record_ref="p_" + "1" * 16, title="约定违约金调整规则的法律规制研究")
+        assert view(kind, relocated) == RELOCATE_FAILED_STEP != TITLE_NOT_FOUND_STEP
+        located = DocumentNotFound("知网上没有这个完整题名", title="约定违约金调整规则的法律规制研究")  # a title asked
+        assert view(kind, located) == TITLE_NOT_FOUND_STEP

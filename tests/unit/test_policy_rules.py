@@ -23,12 +23,17 @@ from cnki_mcp.pipeline.policy import (
 )
 from cnki_mcp.rank import (
     Candidate,
+    Evidence,
     Hit,
     Ranked,
     ReferenceRanker,
+    RelevanceRescueRanker,
     SourceQuality,
     feedback_keywords,
     query_tokens,
+    reach_floor,
+    score_formula,
+    selection_floor,
 )
 from cnki_mcp.sim.query import Field as SimField
 from cnki_mcp.sim.query import Operator as SimOperator
@@ -253,3 +258,29 @@ def test_feedback_words_are_not_certain_while_a_word_of_the_top_is_written_two_w
     top[9] = replace(top[9], keywords=("算法责任", "风险分配 ", "词9"))  # one word, another form
     certain, _ = _certain(top)
     assert not certain
+
+
+def _evidenced(ref: str, relevance: float, quality: float, coverage: float, **kw: float) -> Ranked:
+    e = Evidence(relevance=relevance, quality=quality, concept_coverage=coverage, quality_evidence_present=True, **kw)  # type: ignore[arg-type]
+    return Ranked(ref, score_formula(relevance, quality), True, e)
+
+
+def test_a_paper_selected_above_a_rescued_one_under_the_floor_is_still_read() -> None:
+    # review 7b #10: with 10 selected, a candidate under the floor and under relevance 0.55 was
+    # never proposed, yet the rescue selects every clause-passing paper ranked above a rescued one:
+    # x (quality 0.46 passes clause 2) was selected with its abstract unread
+    ranked = [_evidenced("top", 0.9, 0.9, 1.0, title_match=0.9, abstract_match=0.1, keyword_match=0.1)]
+    ranked += [
+        _evidenced(f"s{i}", 0.8, 0.6 - i / 1000, 1.0, title_match=0.8, abstract_match=0.1, keyword_match=0.1)
+        for i in range(10)
+    ]
+    ranked += [_evidenced("x", 0.31, 0.46, 0.5, title_match=0.5, rrf=0.001, channels=1)]
+    ranked += [_evidenced("r", 0.6, 0.0, 1.0, title_match=0.6, abstract_match=0.1, keyword_match=0.1)]  # rescued
+    states = {r.ref: RefState(detailed=r.ref != "x", journal_open=False, journal_known=True) for r in ranked}
+    selected = RelevanceRescueRanker().select(ranked)
+    assert "x" in {r.ref for r in selected} and ranked[-2].score < selection_floor(ranked)
+    floor = reach_floor(ranked, selected)
+    assert floor == ranked[-1].score
+    assert next_enrichment(ranked, states, set(), DETAIL_POLICY, selected=len(selected), floor=floor) == ["x"]
+    # without a rescue under the floor, the floor is the selection floor
+    assert reach_floor(ranked[:-2], RelevanceRescueRanker().select(ranked[:-2])) == selection_floor(ranked)
