@@ -19,6 +19,7 @@ import html
 import re
 
 from cnki_mcp.models import ExportRecord
+from cnki_mcp.parse._html import clean_text
 
 _LI = re.compile(r"<li[^>]*>(.*?)</li>", re.S | re.I)
 _MARKUP = re.compile(r"<[^<>]*>")
@@ -32,8 +33,9 @@ _RECORD_START = re.compile(r"^[ \t]*%0(?:\s|$)", re.M)
 def _records_text(text: str) -> list[str]:
     if re.search(r"<li[\s>]", text, re.I):
         # the markup goes before the text is decoded: an escaped `&lt;` is the record's own `<`
-        return [html.unescape(_MARKUP.sub("", re.sub(r"<br\s*/?>", "\n", m, flags=re.I))) for m in _LI.findall(text)]
-    text = text.replace("\r\n", "\n")
+        items = [re.sub(r"<br\s*/?>", "\n", m, flags=re.I) for m in _LI.findall(text)]
+        return [clean_text(html.unescape(_MARKUP.sub("", m))) for m in items]
+    text = clean_text(text.replace("\r\n", "\n"))
     starts = [m.start() for m in _RECORD_START.finditer(text)]
     if not starts:
         return [chunk for chunk in re.split(r"\n\s*\n", text) if chunk.strip()]

@@ -11,7 +11,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from cnki_mcp.errors import IdentityConflict, ReaderUnsupported
 from cnki_mcp.models import ReaderCoverage, ReaderPage, ReaderScope, Section
-from cnki_mcp.parse._html import collapse, inline_text, parse_html, query_param, text_of
+from cnki_mcp.parse._html import clean_text, collapse, inline_text, parse_html, query_param, text_of
 from cnki_mcp.parse.keys import title_key
 from cnki_mcp.parse.mathtext import math_text, script
 
@@ -64,7 +64,7 @@ def _walk(node: LexborNode, out: list[str], rows: dict[int, list[str]] | None = 
     for child in node.iter(include_text=True):
         tag = child.tag
         if tag == "-text":
-            out.append(_INLINE_WS.sub(" ", (child.text_content or "").replace("\n", " ")))
+            out.append(_INLINE_WS.sub(" ", clean_text(child.text_content or "").replace("\n", " ")))
         elif tag == "br":
             out.append("\n")
         elif tag in ("sup", "sub"):

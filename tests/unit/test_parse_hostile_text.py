@@ -1,0 +1,104 @@
+"""Text the site sends that no field may keep: control characters (ESC starts terminal escape
+sequences, BEL, NUL; raw or as `&#x1B;`) and lone surrogates (JSON's `\\ud83d`, a string cut
+inside a UTF-16 pair). Pages rendered by the simulator from hostile records, parsed by the
+production parsers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.parse import _html
+from cnki_mcp.parse.citations import parse_citation_list
+from cnki_mcp.parse.detail import parse_detail
+from cnki_mcp.parse.export import parse_export
+from cnki_mcp.parse.grid import parse_grid
+from cnki_mcp.parse.reader import parse_reader
+from cnki_mcp.sim.corpus import Corpus, SimRecord
+from cnki_mcp.sim.export import render_show_export
+from cnki_mcp.sim.grid import GridPage, render_grid
+from cnki_mcp.sim.links import Visitor
+from cnki_mcp.sim.pages.detail import render_detail
+from cnki_mcp.sim.pages.reader import render_reader
+from tests.sim_pages_fixtures import FakeLinks
+
+LINKS = FakeLinks()
+ESC_TITLE = "引用者\x1b]0;pwned\x07标题"  # an OSC sequence: sets the terminal's title
+ESC_ABSTRACT = "第一段\x1b[31m红色\x1b[0m\x07铃声\x00空字符\x7f\x9b"
+
+
+def _record(**fields: object) -> SimRecord:
+    corpus = Corpus.load()
+    base = {"id": "h001", "db": "CJFD", "type": "期刊", "filename": "XDFX202002901", "source": "现代法学",
+            "year": 2020, "date": "2020-05-01", "volume": "3", "issue": "2", "pages": "1-9",
+            "authors": [{"name": "王\x1b五", "institution": "人大"}], "keywords": ["敌意\x07测试"]}  # fmt: skip
+    return corpus.add_record(base | {"title": ESC_TITLE, "abstract": ESC_ABSTRACT} | fields)
+
+
+def test_clean_text_drops_controls_keeps_whitespace_and_replaces_lone_surrogates() -> None:
+    clean_text, collapse = _html.clean_text, _html.collapse
+    assert clean_text("a\x1b[2Jb\x07c\x00d\x85e\x9bf") == "a[2Jbcdef"
+    assert clean_text("a\tb\nc\rd") == "a\tb\nc\rd"
+    assert clean_text("表情\ud83d") == "表情\ufffd"
+    assert clean_text("😀𠮷") == "😀𠮷"  # whole pairs are characters, not surrogates
+    assert collapse(" x\x1b\r\ny ") == "x y"
+
+
+def test_a_detail_page_keeps_no_control_character_in_any_field() -> None:
+    r = _record()
+    html = render_detail(r, Corpus.load(), LINKS, Visitor()).replace("红色", "&#x1B;红色")
+    d = parse_detail(html, LINKS.detail(r.id))
+    assert d.title == "引用者]0;pwned标题"
+    assert d.abstract == "第一段[31m红色[0m铃声空字符"
+    assert [a.name for a in d.authors] == ["王五"]
+    assert d.keywords == ["敌意测试"]
+
+
+def test_a_grid_row_keeps_no_control_character() -> None:
+    r = _record()
+    grid = GridPage(rows=[r], total=1, page=1, page_size=20, cursor="turn-1")
+    (row,) = parse_grid(render_grid(grid, LINKS, terms=[]), "http://sim.test/kns8s/brief/grid").rows
+    assert row.title == "引用者]0;pwned标题" and row.authors == ["王五"]
+
+
+def test_the_reader_text_keeps_no_control_character() -> None:
+    r = _record(title="全文注入研究", fulltext=[{"heading": "一、引言\x1b[2J", "level": 1,
+                           "text": "正文\x1b]52;c;ZXZpbA==\x07继续。" + "内容" * 100}])  # fmt: skip
+    html = render_reader(r, LINKS, Visitor(), trial=False, lazy=False, slider=False)
+    page = parse_reader(html, LINKS.reader(r.id), expected_title=r.title)
+    assert "\x1b" not in page.text and "\x07" not in page.text
+    assert "正文]52;c;ZXZpbA==继续。" in page.text
+    assert [s.title for s in page.sections] == ["一、引言[2J"]
+
+
+def test_the_batch_export_keeps_no_control_character() -> None:
+    (item,) = parse_export(render_show_export([_record()]))
+    assert item.title == "引用者]0;pwned标题"
+    assert item.abstract == "第一段[31m红色[0m铃声空字符"
+    assert item.authors == ["王五"] and item.keywords == ["敌意测试"]
+
+
+def _citation_answer(title: str, author: str) -> str:
+    item = {"metadata": [{"name": "TI", "value": title}, {"name": "AU", "value": author},
+                         {"name": "FN", "value": "XDFX202102920"}]}  # fmt: skip
+    # ensure_ascii: the lone surrogate is written `\ud83d`, as a backend that cut the string does
+    return json.dumps({"code": 0, "data": {"total": 1, "start": 1, "data": [item]}}, ensure_ascii=True)
+
+
+def test_a_lone_surrogate_in_a_citation_answer_is_a_replacement_character() -> None:
+    (item,) = parse_citation_list(_citation_answer("引用者表情\ud83d", "王五\udc00;李四"), "CJFDREF").items
+    assert item.title == "引用者表情\ufffd" and item.authors == ["王五\ufffd", "李四"]
+    item.model_dump_json().encode("utf-8")  # the answer the client gets (it was INTERNAL)
+
+
+def test_control_characters_in_a_citation_answer_are_dropped() -> None:
+    (item,) = parse_citation_list(_citation_answer(ESC_TITLE, "王\x1b五"), "CJFDREF").items
+    assert item.title == "引用者]0;pwned标题" and item.authors == ["王五"]
+
+
+def test_a_citation_answer_nested_past_the_recursion_limit_is_refused_with_a_code() -> None:
+    with pytest.raises(CnkiError) as err:
+        parse_citation_list("[" * 100_000 + "]" * 100_000, "CJFDREF")
+    assert err.value.code == "PARSER_UNSUPPORTED"
