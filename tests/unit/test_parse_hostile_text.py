@@ -131,3 +131,36 @@ def test_the_closing_tags_after_the_abstract_are_still_read_in_cnki_order() -> N
     (item,) = parse_export(text)
     assert (item.abstract, item.pages, item.issn, item.cn) == ("摘要", "11-14", "1005-2690", "14-1160/S")
     assert (item.url, item.doi) == ("https://x.test/a", "10.1/a")
+
+
+# --- trial-notice words inside the article ----------------------------------------------------
+
+PAID_READING = [
+    {"heading": "一、引言", "level": 1,
+     "text": "电子书平台在免费章节末尾显示“试读结束，购买后阅读全文”的提示。" + "本文分析这种提示对付费意愿的影响。" * 20},
+    {"heading": "二、“仅供试读”标注的效果", "level": 1, "text": "标注应当清晰。" * 30},
+]  # fmt: skip
+
+
+def _reader_of(fulltext: list[dict[str, object]], *, trial: bool = False) -> tuple[SimRecord, str]:
+    r = _record(title="数字阅读平台付费墙设计研究", fulltext=fulltext)
+    return r, render_reader(r, LINKS, Visitor(), trial=trial, lazy=False, slider=False)
+
+
+def test_an_article_quoting_the_trial_notice_is_not_a_trial() -> None:
+    r, html = _reader_of(PAID_READING)
+    page = parse_reader(html, LINKS.reader(r.id), expected_title=r.title)
+    assert page.trial is False and page.coverage.scope.value == "unknown"
+    assert "“试读结束，购买后阅读全文”" in page.text
+
+
+def test_the_trial_notice_is_still_a_trial_whatever_the_article_says() -> None:
+    r, html = _reader_of(PAID_READING, trial=True)
+    page = parse_reader(html, LINKS.reader(r.id), expected_title=r.title)
+    assert page.trial is True and page.coverage.scope.value == "trial"
+    # a notice in a span of a longer block (a bar with other links) is one too
+    r, html = _reader_of([{"heading": "一、引言", "level": 1, "text": "正文内容。" * 60}])
+    bar = '<div class="bar"><a href="#">返回详情页</a><a href="#">下载全文</a><a href="#">收藏本文</a><a href="#">分享</a>'
+    bar += "<a>推荐相似文献与作者的其他成果</a><span class='tip'>试读结束，登录后阅读全文</span></div>"
+    page = parse_reader(html.replace("</body>", bar + "</body>"), LINKS.reader(r.id), expected_title=r.title)
+    assert page.trial is True
