@@ -10,10 +10,12 @@ import json
 import pytest
 
 from cnki_mcp.errors import CnkiError
+from cnki_mcp.models import GateKind
 from cnki_mcp.parse import _html
 from cnki_mcp.parse.citations import parse_citation_list
 from cnki_mcp.parse.detail import parse_detail
 from cnki_mcp.parse.export import parse_export
+from cnki_mcp.parse.gate import classify_page
 from cnki_mcp.parse.grid import parse_grid
 from cnki_mcp.parse.reader import parse_reader
 from cnki_mcp.sim.corpus import Corpus, SimRecord
@@ -164,3 +166,31 @@ def test_the_trial_notice_is_still_a_trial_whatever_the_article_says() -> None:
     bar += "<a>推荐相似文献与作者的其他成果</a><span class='tip'>试读结束，登录后阅读全文</span></div>"
     page = parse_reader(html.replace("</body>", bar + "</body>"), LINKS.reader(r.id), expected_title=r.title)
     assert page.trial is True
+
+
+# --- the page gate's words inside a paper -----------------------------------------------------
+
+CRAWLER = "网站提示“访问过于频繁”时的爬虫自适应限速研究"
+CAPTCHA = "用户看到“请完成安全验证”与“向右滑动完成验证”提示后的操作时间；系统检测到异常访问时的提示。"
+
+
+@pytest.mark.parametrize(("title", "abstract"), [(CRAWLER, "摘要。"), ("滑块验证码的可用性研究", CAPTCHA)])
+def test_a_detail_page_whose_paper_quotes_the_gate_words_is_clear(title: str, abstract: str) -> None:
+    r = _record(title=title, abstract=abstract)
+    for html in (render_detail(r, Corpus.load(), LINKS, Visitor()),
+                 render_detail(r, Corpus.load(), LINKS, Visitor()).replace('id="ChDivSummary"', 'id="x"')):  # fmt: skip
+        assert classify_page(html, LINKS.detail(r.id), 200).kind is GateKind.CLEAR
+
+
+def test_a_result_list_with_such_a_title_is_clear_and_a_reader_quoting_them_too() -> None:
+    r = _record(title=CRAWLER, abstract=CAPTCHA)
+    grid = GridPage(rows=[r], total=1, page=1, page_size=20, cursor="turn-1")
+    assert classify_page(render_grid(grid, LINKS, terms=[]), None, 200).kind is GateKind.CLEAR
+    r, html = _reader_of([{"heading": "一、引言", "level": 1, "text": CAPTCHA * 5}])
+    assert classify_page(html, LINKS.reader(r.id), 200).kind is GateKind.CLEAR
+
+
+def test_the_site_own_messages_are_still_what_they_say() -> None:
+    page = "<html><body><div class='msg'>{}</div></body></html>"
+    assert classify_page(page.format("您的访问过于频繁，请稍后再试"), None, 200).kind is GateKind.RATE_LIMITED
+    assert classify_page(page.format("请完成安全验证后继续"), None, 200).kind is GateKind.CHALLENGE
