@@ -194,3 +194,25 @@ def test_the_site_own_messages_are_still_what_they_say() -> None:
     page = "<html><body><div class='msg'>{}</div></body></html>"
     assert classify_page(page.format("您的访问过于频繁，请稍后再试"), None, 200).kind is GateKind.RATE_LIMITED
     assert classify_page(page.format("请完成安全验证后继续"), None, 200).kind is GateKind.CHALLENGE
+
+
+# --- a DOI the abstract mentions ----------------------------------------------------------------
+
+OTHER_DOI = "本文复现了前人工作（DOI:10.1016/j.other.2020.01.001）的实验。"
+
+
+@pytest.mark.parametrize("abstract", [OTHER_DOI, "DOI:10.1016/j.other.2020.01.001 是前人的数据集；" + OTHER_DOI])
+def test_a_doi_the_abstract_mentions_is_not_the_paper_doi(abstract: str) -> None:
+    r = _record(title="数据集复现研究", abstract=abstract)
+    d = parse_detail(render_detail(r, Corpus.load(), LINKS, Visitor()), LINKS.detail(r.id))
+    assert d.doi is None and d.abstract == abstract
+    r = _record(title="数据集复现研究", abstract=abstract, doi="10.1234/real.2020.001")
+    d = parse_detail(render_detail(r, Corpus.load(), LINKS, Visitor()), LINKS.detail(r.id))
+    assert d.doi == "10.1234/real.2020.001"
+
+
+def test_a_labelled_doi_element_of_an_old_layout_is_still_read() -> None:
+    html = ("<html><body><div class='wxTitle'><h2 class='title'>题</h2></div>"
+            "<div class='wxBaseinfo'><p><label id='catalog_ABSTRACT'>摘要：</label><span id='ChDivSummary'>"
+            f"{OTHER_DOI}</span></p><p>DOI：10.5555/xyz.1</p></div></body></html>")  # fmt: skip
+    assert parse_detail(html, LINKS.detail("x")).doi == "10.5555/xyz.1"
