@@ -439,11 +439,22 @@ def _abstract(tree: LexborHTMLParser, metas: dict[str, list[str]]) -> tuple[str 
         return (strip_label(text, "摘要") if text else None), None
     text = strip_label(inline_text(node), "摘要")
     parent = node.parent
-    if parent is not None and _EXCERPT_MARK.search(text_of(parent, sep=" ")):
+    if parent is not None and _EXCERPT_MARK.search(_label_of(parent, node)):
         return None, text
     if _BODY_START.match(text):
         return None, _BODY_START.sub("", text)
     return text or None, None
+
+
+def _label_of(parent: LexborNode, node: LexborNode) -> str:
+    """The text beside `node` in `parent` (its label, `正文快照：`), without `node`'s own: an
+    abstract that mentions 正文快照 (a study of search engines' snapshots) was taken for an excerpt."""
+    parts = [
+        (child.text_content or "") if child.tag == "-text" else text_of(child, sep=" ")
+        for child in parent.iter(include_text=True)
+        if child.mem_id != node.mem_id
+    ]
+    return " ".join(parts)
 
 
 def _keywords(tree: LexborHTMLParser, metas: dict[str, list[str]]) -> list[str]:

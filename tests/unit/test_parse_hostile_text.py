@@ -216,3 +216,13 @@ def test_a_labelled_doi_element_of_an_old_layout_is_still_read() -> None:
             "<div class='wxBaseinfo'><p><label id='catalog_ABSTRACT'>摘要：</label><span id='ChDivSummary'>"
             f"{OTHER_DOI}</span></p><p>DOI：10.5555/xyz.1</p></div></body></html>")  # fmt: skip
     assert parse_detail(html, LINKS.detail("x")).doi == "10.5555/xyz.1"
+
+
+def test_an_abstract_mentioning_a_snapshot_is_an_abstract_and_a_newspaper_snapshot_an_excerpt() -> None:
+    text = "本文比较了搜索引擎提供的全文快照与正文快照两种功能的用户体验差异。"
+    r = _record(title="搜索引擎网页快照研究", abstract=text)
+    d = parse_detail(render_detail(r, Corpus.load(), LINKS, Visitor()), LINKS.detail(r.id))
+    assert (d.abstract, d.excerpt) == (text, None)
+    html = render_detail(r, Corpus.load(), LINKS, Visitor()).replace("摘要：</span>", "正文快照：</span>")
+    d = parse_detail(html, LINKS.detail(r.id))
+    assert (d.abstract, d.excerpt) == (None, text)
