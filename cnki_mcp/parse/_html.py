@@ -18,6 +18,13 @@ MAX_HTML_BYTES = 8 * 1024 * 1024
 
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _WS = re.compile(r"\s+")
+# Control characters other than tab, newline, vertical tab, form feed and carriage return (C0 and
+# C1: ESC starts terminal escape sequences, BEL, NUL, …): no field CNKI shows holds one, but a page
+# or an API answer can carry them raw or as `&#x1B;`, and they would reach the client, the export
+# files and the terminal `cnki-mcp watch check` prints to. Lone surrogates (a string cut in the
+# middle of a UTF-16 pair, written as `\ud83d` in JSON) cannot be encoded at all.
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _YEAR = re.compile(r"(?<!\d)(1[89]\d\d|20\d\d|21\d\d)(?!\d)")
 _COUNT = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(万)?")
 # Role suffixes CNKI appends to names: 林倩(文), 胡馨元（编）. They break identity matching.
@@ -68,11 +75,17 @@ def previous_element(node: LexborNode) -> LexborNode | None:
     return cur
 
 
+def clean_text(text: str) -> str:
+    """`text` without control characters (whitespace kept) and with each lone surrogate as U+FFFD."""
+    return _SURROGATE.sub("\ufffd", _CONTROL.sub("", text))
+
+
 def collapse(text: str | None) -> str:
-    """Collapse whitespace runs (including NBSP and full-width space) to one space, trim."""
+    """Collapse whitespace runs (including NBSP and full-width space) to one space, trim; control
+    characters and lone surrogates go as `clean_text` says."""
     if not text:
         return ""
-    return _WS.sub(" ", text.replace("\u00a0", " ").replace("\u3000", " ")).strip()
+    return _WS.sub(" ", clean_text(text).replace("\u00a0", " ").replace("\u3000", " ")).strip()
 
 
 def text_of(node: LexborNode | None, *, deep: bool = True, sep: str = "") -> str:

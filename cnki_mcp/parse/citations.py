@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from cnki_mcp.errors import LocatorExpired, ParserUnsupported
-from cnki_mcp.parse._html import collapse, resolve
+from cnki_mcp.parse._html import clean_text, collapse, resolve
 
 PAGE_SIZE = 10  # what the page sends and the most an answer holds (docs/citation-api.md)
 
@@ -90,10 +90,23 @@ class CitationListPage(BaseModel):
     items: list[CitationItem] = Field(default_factory=list)
 
 
+def _cleaned(value: Any) -> Any:
+    """Every string of a decoded answer through `clean_text`: JSON may write a lone surrogate
+    (`"\\ud83d"`, a title cut inside a UTF-16 pair), which no answer or store can encode (the
+    citation list was INTERNAL), and control characters."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [_cleaned(v) for v in value]
+    if isinstance(value, dict):
+        return {clean_text(k) if isinstance(k, str) else k: _cleaned(v) for k, v in value.items()}
+    return value
+
+
 def _envelope(text: str) -> Any:
     try:
-        body = json.loads(text)
-    except (json.JSONDecodeError, ValueError) as exc:
+        body = _cleaned(json.loads(text))
+    except (json.JSONDecodeError, ValueError, RecursionError) as exc:  # nested past the recursion limit
         raise ParserUnsupported("引文接口返回的不是 JSON", reason="not_json") from exc
     if not isinstance(body, dict) or "code" not in body:
         raise ParserUnsupported("引文接口返回结构无法识别", reason="no_envelope")

@@ -44,7 +44,11 @@ _PAGES = re.compile(r"^\s*[:：]\s*(\d+(?:\s*[-–~,+]\s*\d+)*)\s*$")
 _DATE_ONLY = re.compile(r"^(?:18|19|20|21)\d\d(?:[-/.]\d{1,2}(?:[-/.]\d{1,2})?)?$")
 # Labelled rows that carry the publication date of non-journal types.
 _DATE_ROWS = ("报纸日期", "会议时间", "出版时间", "出版日期", "学位年度")
-_DOI = re.compile(r"DOI\s*[:：]\s*(10\.\d{4,9}/[^\s<>\"'，；;]+)", re.I)
+# A labelled DOI element (`<p>DOI：10.5555/xyz.1</p>`, old layouts): the label starts the element's
+# text and the DOI is printable ASCII. A DOI anywhere in the page was taken before: the abstract's
+# mention of another work (（DOI:10.1016/…）的实验) became the paper's DOI, with its Chinese tail.
+_DOI = re.compile(r"^DOI\s*[:：]\s*(10\.\d{4,9}/[!-~]+)", re.I)
+_ABSTRACT_SELECTORS = "#ChDivSummary, .abstract-text, #abstract_text"
 _DOI_VALUE = re.compile(r"10\.\d{4,9}/\S+")
 _DATETIME = re.compile(r"\d{4}-\d{1,2}-\d{1,2}(?:\s+\d{1,2}:\d{2}(?::\d{2})?)?")
 _INST_NUMBER = re.compile(r"^\s*(\d+)\s*[.．、]\s*")
@@ -395,10 +399,35 @@ def _counts(tree: LexborHTMLParser, brackets: dict[str, LexborNode]) -> dict[str
 # --- abstract, keywords, funds -------------------------------------------------------
 
 
+def _labelled_doi(tree: LexborHTMLParser) -> str | None:
+    """The DOI of an element whose text is `DOI：10.…` (the label first), outside the abstract."""
+    root = tree.body or tree.root
+    if root is None or "DOI" not in (root.text(deep=True) or "").upper():
+        return None
+    for node in root.css("p, li, span, label, dd, td, div"):
+        m = _DOI.match(text_of(node, sep=" "))
+        if m and not _holds_abstract(node):
+            return m.group(1).rstrip(".;,")
+    return None
+
+
+def _holds_abstract(node: LexborNode) -> bool:
+    """Whether `node` is, holds or lies inside the abstract (an abstract may begin `DOI:10.…`)."""
+    if node.css_first(_ABSTRACT_SELECTORS) is not None:
+        return True
+    cur: LexborNode | None = node
+    while cur is not None:
+        attrs = cur.attributes
+        if attrs.get("id") in ("ChDivSummary", "abstract_text") or "abstract-text" in (attrs.get("class") or "").split():
+            return True
+        cur = cur.parent
+    return False
+
+
 def _abstract(tree: LexborHTMLParser, metas: dict[str, list[str]]) -> tuple[str | None, str | None]:
     """(abstract, excerpt): a newspaper's 正文快照 and an old `<正>` body start are excerpts."""
     node = None
-    for sel in ("#ChDivSummary", ".abstract-text", "#abstract_text"):
+    for sel in _ABSTRACT_SELECTORS.split(", "):
         for cand in tree.css(sel):
             if cand.tag != "input" and text_of(cand):
                 node = cand
@@ -410,11 +439,22 @@ def _abstract(tree: LexborHTMLParser, metas: dict[str, list[str]]) -> tuple[str 
         return (strip_label(text, "摘要") if text else None), None
     text = strip_label(inline_text(node), "摘要")
     parent = node.parent
-    if parent is not None and _EXCERPT_MARK.search(text_of(parent, sep=" ")):
+    if parent is not None and _EXCERPT_MARK.search(_label_of(parent, node)):
         return None, text
     if _BODY_START.match(text):
         return None, _BODY_START.sub("", text)
     return text or None, None
+
+
+def _label_of(parent: LexborNode, node: LexborNode) -> str:
+    """The text beside `node` in `parent` (its label, `正文快照：`), without `node`'s own: an
+    abstract that mentions 正文快照 (a study of search engines' snapshots) was taken for an excerpt."""
+    parts = [
+        (child.text_content or "") if child.tag == "-text" else text_of(child, sep=" ")
+        for child in parent.iter(include_text=True)
+        if child.mem_id != node.mem_id
+    ]
+    return " ".join(parts)
 
 
 def _keywords(tree: LexborHTMLParser, metas: dict[str, list[str]]) -> list[str]:
@@ -564,8 +604,7 @@ def parse_detail(html: str, url: str | None = None) -> DetailPage:
     if not doi and row_doi and _DOI_VALUE.match(row_doi):
         doi = row_doi.split()[0]
     if not doi:
-        m = _DOI.search(text_of(tree.body or tree.root, sep=" "))
-        doi = m.group(1).rstrip(".。") if m else None
+        doi = _labelled_doi(tree)
 
     abstract, excerpt = _abstract(tree, metas)
     classification = split_list(_row_text(rows, "分类号") or "")

@@ -19,6 +19,7 @@ import html
 import re
 
 from cnki_mcp.models import ExportRecord
+from cnki_mcp.parse._html import clean_text
 
 _LI = re.compile(r"<li[^>]*>(.*?)</li>", re.S | re.I)
 _MARKUP = re.compile(r"<[^<>]*>")
@@ -32,19 +33,58 @@ _RECORD_START = re.compile(r"^[ \t]*%0(?:\s|$)", re.M)
 def _records_text(text: str) -> list[str]:
     if re.search(r"<li[\s>]", text, re.I):
         # the markup goes before the text is decoded: an escaped `&lt;` is the record's own `<`
-        return [html.unescape(_MARKUP.sub("", re.sub(r"<br\s*/?>", "\n", m, flags=re.I))) for m in _LI.findall(text)]
-    text = text.replace("\r\n", "\n")
+        items = [re.sub(r"<br\s*/?>", "\n", m, flags=re.I) for m in _LI.findall(text)]
+        return [clean_text(html.unescape(_MARKUP.sub("", m))) for m in items]
+    text = clean_text(text.replace("\r\n", "\n"))
     starts = [m.start() for m in _RECORD_START.finditer(text)]
     if not starts:
         return [chunk for chunk in re.split(r"\n\s*\n", text) if chunk.strip()]
     return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
 
 
+# After the abstract CNKI writes only these tags, in this order (the saved exports and the
+# ShowExport captures: `%X … %P … %@ … %L … %U … %R … %W CNKI`); the tags before it never follow it.
+_AFTER_ABSTRACT = {"P": 0, "@": 1, "L": 2, "U": 3, "R": 4, "W": 5}
+_BEFORE_ABSTRACT = frozenset("0A+TJI9YDVNKBCX")
+
+
+def _abstract_end(lines: list[str]) -> int:
+    """Index of the first of the record's own closing tags (`%P … %W`) after its abstract: a
+    line of the abstract that starts like a tag (`%R 10.9999/x`, a paragraph starting `%P`) is
+    the abstract's text, or it would replace the DOI or the pages written after it. Walking back
+    from the end, closing tags in CNKI's order are the record's; any other line ends them."""
+    start = next((i for i, line in enumerate(lines) if (m := _TAG.match(line)) and m.group(1) == "X"), None)
+    end = len(lines)
+    if start is None:
+        return end
+    rank = len(_AFTER_ABSTRACT)
+    for i in range(len(lines) - 1, start, -1):
+        m = _TAG.match(lines[i])
+        if m is None:
+            if lines[i].strip():
+                break
+            continue
+        tag = m.group(1)
+        if tag in _BEFORE_ABSTRACT or _AFTER_ABSTRACT.get(tag, rank - 1) >= rank:
+            break
+        rank = _AFTER_ABSTRACT.get(tag, rank)
+        end = i
+    return end
+
+
 def _tag_values(chunk: str) -> dict[str, list[str]]:
-    """Tag -> its values in order; continuation lines join their tag's value with a newline."""
+    """Tag -> its values in order; continuation lines join their tag's value with a newline, and
+    every line between `%X` and the closing tags is the abstract's (`_abstract_end`)."""
     lines: list[tuple[str, list[str]]] = []
-    for line in chunk.split("\n"):
+    raw = chunk.split("\n")
+    abstract_end = _abstract_end(raw)
+    in_abstract = False
+    for i, line in enumerate(raw):
         m = _TAG.match(line)
+        if in_abstract and i < abstract_end:
+            m = None  # the abstract's own line, even one starting `%X`
+        elif m and m.group(1) == "X":
+            in_abstract = True
         text = _INLINE_TAG.sub("", m.group(2) if m else line).strip()
         if m:
             lines.append((m.group(1), [text] if text else []))

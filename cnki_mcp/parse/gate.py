@@ -59,7 +59,10 @@ _RATE_TEXT = re.compile(r"访问过于频繁|系统检测到异常访问")
 # which refuses the full text for lack of entitlement: a denial, not a login prompt.
 _DENIED_TEXT = re.compile(r"机构未订购|无权访问|您没有.{0,8}权限|账户余额不足")
 _TEMP_EMPTY_TEXT = re.compile(r"暂无数据|稍后重试|服务繁忙")
-_CONTENT = "#paperRead, #ChDivSummary, table.result-table-list"
+# A page that shows papers (a detail page's title or abstract, the reader's body, result rows):
+# the words of a challenge, a rate limit or a refusal in it are a paper's own (a study of
+# crawlers quoting 访问过于频繁, of captchas quoting 请完成安全验证), never the site's verdict.
+_CONTENT = "#paperRead, #ChDivSummary, table.result-table-list, .wx-tit h1, .wxTitle h2"
 _GRID_CONTEXT = "table.result-table-list, table.GridTableContent, #gridTable, .pagerTitleCell"
 _LOGIN_PATH = re.compile(r"/(?:t?login|signin|sso)(?:[/._?]|$)", re.I)
 _LOGOUT_TEXTS = {"退出登录", "安全退出", "退出账号", "logout", "sign out"}
@@ -157,13 +160,13 @@ def classify_page(html: str, url: str | None = None, status: int | None = None) 
     text = body_text(tree)
     has_rows = _has_rows(tree)
     has_content = has_rows or tree.css_first(_CONTENT) is not None
-    if not has_rows and (m := _CHALLENGE_TEXT.search(text)):
+    if not has_content and (m := _CHALLENGE_TEXT.search(text)):
         return GateVerdict(kind=GateKind.CHALLENGE, evidence=m.group(0))
     if tree.css_first("input[type=password]") is not None and (
         is_login_url(url) or (url is None and not has_content)
     ):
         return GateVerdict(kind=GateKind.LOGIN, evidence="visible input[type=password]")
-    if m := _RATE_TEXT.search(text):
+    if not has_content and (m := _RATE_TEXT.search(text)):
         return GateVerdict(kind=GateKind.RATE_LIMITED, evidence=m.group(0))
     if not has_content and (m := _DENIED_TEXT.search(text)):
         return GateVerdict(kind=GateKind.DENIED, evidence=m.group(0))

@@ -11,7 +11,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from cnki_mcp.errors import IdentityConflict, ReaderUnsupported
 from cnki_mcp.models import ReaderCoverage, ReaderPage, ReaderScope, Section
-from cnki_mcp.parse._html import collapse, inline_text, parse_html, query_param, text_of
+from cnki_mcp.parse._html import clean_text, collapse, inline_text, parse_html, query_param
 from cnki_mcp.parse.keys import title_key
 from cnki_mcp.parse.mathtext import math_text, script
 
@@ -49,6 +49,12 @@ _IMAGE_MARKS = re.compile(r"\[图(?:片|：[^\]\n]*)\]")
 # spans above these are page errors, not layouts (a colspan's text is repeated in each column)
 _MAX_SPAN = {"colspan": 64, "rowspan": 1000}
 _TRIAL_TEXT = re.compile(r"仅供试读|试读结束|购买后阅读全文|试读内容结束|订购后阅读全文|剩余内容请购买")
+# A trial notice is a short element of its own (`<p>试读结束，购买后阅读全文</p>` under the part
+# shown); the same words in the article's prose (a paper on paid reading quoting them, in a
+# paragraph, a heading or emphasis) are the paper's text and must not make it a trial.
+_NOTICE_MAX = 60
+_NOT_NOTICE = frozenset(["h1", "h2", "h3", "h4", "h5", "h6"])
+_FORMATTING = frozenset(["em", "strong", "b", "i", "u", "font", "q", "cite", "sup", "sub", "small", "big", "mark", "code"])
 _MIN_BODY = 150  # characters; below this the "body" is an abstract or a notice
 # Extracted text this much below the DOM text means the extraction dropped content.
 _PARTIAL_RATIO = 0.9
@@ -64,7 +70,7 @@ def _walk(node: LexborNode, out: list[str], rows: dict[int, list[str]] | None = 
     for child in node.iter(include_text=True):
         tag = child.tag
         if tag == "-text":
-            out.append(_INLINE_WS.sub(" ", (child.text_content or "").replace("\n", " ")))
+            out.append(_INLINE_WS.sub(" ", clean_text(child.text_content or "").replace("\n", " ")))
         elif tag == "br":
             out.append("\n")
         elif tag in ("sup", "sub"):
@@ -223,6 +229,27 @@ def _container(tree: LexborHTMLParser) -> LexborNode:
     return node
 
 
+def _trial_notice(tree: LexborHTMLParser, headings: set[str]) -> bool:
+    """Whether the page shows a trial notice: words of `_TRIAL_TEXT` in an element (not a heading
+    nor a catalogue entry naming one, not inline emphasis) whose whole text is at most
+    `_NOTICE_MAX` characters."""
+    root = tree.body or tree.root
+    if root is None or not _TRIAL_TEXT.search(root.text(deep=True)):
+        return False
+    for node in root.traverse(include_text=True):
+        if node.tag != "-text" or not _TRIAL_TEXT.search(node.text_content or ""):
+            continue
+        cur = node.parent
+        while cur is not None and cur.tag not in _NOT_NOTICE and cur is not root.parent:
+            text = collapse(cur.text(deep=True))
+            if len(text) > _NOTICE_MAX or text in headings:
+                break
+            if cur.tag not in _FORMATTING:
+                return True
+            cur = cur.parent
+    return False
+
+
 def _is_title(node: LexborNode) -> bool:
     """The paper title (`.js-prefix h1.Chapter`, `.article-title`, `.paper-title`): not a section."""
     classes = (node.attributes.get("class") or "").split()
@@ -292,8 +319,8 @@ def parse_reader(html: str, url: str | None = None, expected_title: str | None =
 
     catalog = [c for c in (_inline_text(n) for n in tree.css(_TOC)) if c]
     catalog = list(dict.fromkeys(catalog))
-    page_text = text_of(tree.body or tree.root, sep=" ")
-    trial = query_param(url, "loginType") == "trialRead" or bool(_TRIAL_TEXT.search(page_text))
+    headings = {collapse(n.text(deep=True)) for n in container.css("h1, h2, h3, h4, h5, h6")}
+    trial = query_param(url, "loginType") == "trialRead" or _trial_notice(tree, headings | set(catalog))
 
     for node in container.css(_CHROME):
         node.decompose()

@@ -190,7 +190,7 @@ class PlanAdvice(_Model):
 class ResultItem(_Model):
     record_ref: str
     title: str
-    authors: list[str] = Field(default_factory=list)
+    authors: list[str] = Field(default_factory=list, description="前 10 位作者（全部作者用 get_metadata）")
     source: str | None = None
     year: int | None = None
     doc_type: str | None = None

@@ -12,6 +12,10 @@ from cnki_mcp.pipeline.models import EnrichMore, ResultItem
 from cnki_mcp.store import PRESENT
 
 MAX_METADATA_REFS = 100  # record_refs one get_metadata call takes (MetadataInput)
+# A list of papers (a search's answer, its compact page) names the first ten authors, as the
+# citation lists do: a collaboration paper's 3,000 names made one row 55 KB and a search answer
+# of ten such papers 270 KB. get_metadata and the records view keep every author.
+LISTED_AUTHORS = 10
 # what the call asks for: the batch export answers abstract and keywords for 20 papers a request
 ENRICH_FIELDS = ["abstract", "keywords", "quality"]
 
@@ -54,7 +58,7 @@ def result_item(enricher: Enricher, paper: Paper, score: float | None) -> Result
         quality_known=cached is not None and cached.state == PRESENT,
         record_ref=paper.record_ref,
         title=paper.title,
-        authors=paper.author_names(),
+        authors=paper.author_names()[:LISTED_AUTHORS],
         source=paper.source,
         year=paper.year,
         doc_type=paper.doc_type,

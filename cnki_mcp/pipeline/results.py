@@ -9,7 +9,7 @@ from cnki_mcp.identity import Paper
 from cnki_mcp.pipeline.enrich import Enricher
 from cnki_mcp.pipeline.metadata import metadata_record, page_cut, refs_in_scope, within_budget
 from cnki_mcp.pipeline.models import ResultsInput, ResultsPage
-from cnki_mcp.pipeline.readout import shown_tiers
+from cnki_mcp.pipeline.readout import LISTED_AUTHORS, shown_tiers
 from cnki_mcp.store import SearchEvidence, Store
 
 
@@ -55,7 +55,7 @@ def _item(paper: Paper, evidence: SearchEvidence | None, view: str, enricher: En
             "record_ref": paper.record_ref,
             "title": paper.title,
             "url": paper.public_url,
-            "authors": paper.author_names(),
+            "authors": paper.author_names()[:LISTED_AUTHORS],
             "year": paper.year,
             "source": paper.source,
             "doc_type": paper.doc_type,
