@@ -14,6 +14,9 @@ page goes to the human gate
 and the same download is awaited again (skipped: the click is settled `skipped` and its tabs
 closed, so the next call clicks again), and the browser's download event on any page is saved
 to `<data>/incoming/<op_id>/`, validated, archived under `downloads/` and recorded with SHA-256.
+A file that is not valid (INVALID_FILE: an HTML page under a PDF name, a PDF without its end) was
+sent for a handled order: its click is settled `invalid_file`, whose charge is as unknown, so the
+next call answers SIDE_EFFECT_UNCERTAIN until `retry=true` too.
 No file, no refusal within `wait_seconds` (the person's time not counted): the click stays
 uncertain and the call ends with SIDE_EFFECT_UNCERTAIN; the download may still land, and the
 next call reconciles it. Nothing is ever clicked twice without `retry=true`, not even by two calls
@@ -73,7 +76,7 @@ from cnki_mcp.site.download_result import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS
 from cnki_mcp.site.human import PageKind, StepKind
 from cnki_mcp.site.pages import document_status
 from cnki_mcp.site.reading import DetailTabs, close_quietly
-from cnki_mcp.store import Store, StoredDownload, file_sha256
+from cnki_mcp.store import INVALID_FILE, Store, StoredDownload, file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +144,10 @@ class _Refused(Exception):
         self.text = text
 
 
+INVALID_AGAIN = (
+    "上次点击后知网给出的文件无效（不是所请求格式的完整文件），知网是否已计费未知；"
+    "确认要再次点击时传 retry=true"
+)
 AGAIN_AFTER_ERROR_PAGE = "没有给出文件；稍后用相同参数再调用 download_paper（无需 retry）"
 
 
@@ -248,6 +255,11 @@ class Downloader:
                 remove_if_empty(late.parent)
                 return result.model_copy(update={"reconciled": True})
             if not retry:
+                if click.outcome == INVALID_FILE:
+                    raise SideEffectUncertain(
+                        INVALID_AGAIN, record_ref=ref, format=fmt, clicked_at=click.clicked_at.isoformat(),
+                        last_outcome=INVALID_FILE,
+                    )  # fmt: skip
                 raise SideEffectUncertain(record_ref=ref, format=fmt, clicked_at=click.clicked_at.isoformat())
         self._refuse_taken_names(paper, formats, filename, subdirectory)
         return await self._download_once(paper, format, filename, subdirectory, wait_seconds, op)
@@ -423,7 +435,9 @@ class Downloader:
             try:
                 validate_download(saved, fmt)
             except InvalidFile as exc:
-                self.store.click_outcome(click_id, "invalid_file", self.clock.now(), exc.details)
+                # CNKI handled the order and sent this: whether it charged is unknown, so the next
+                # call does not click again without retry (store.uncertain_click)
+                self.store.click_outcome(click_id, INVALID_FILE, self.clock.now(), exc.details)
                 saved.unlink(missing_ok=True)
                 raise
             try:

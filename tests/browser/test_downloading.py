@@ -153,6 +153,23 @@ async def test_html_page_served_as_pdf_is_an_invalid_file(case: Case) -> None:
     assert case.store.download_for(ref, "pdf") is None
 
 
+async def test_an_invalid_file_is_not_clicked_for_again_without_retry(case: Case) -> None:
+    # CNKI handled the order and sent a page under a PDF name: whether it charged is unknown, so
+    # the next call clicks nothing (it clicked again at once); retry=true clicks again
+    sim = case.env.sim
+    ref = await case.ref("r0003")
+    sim.set_scenario({"faults": [{"path": "/bar/download", "kind": "html_as_pdf", "at": [1]}]})
+    await expect_code(case.downloader.download(ref, format="pdf"), "INVALID_FILE")
+    again = await expect_code(case.downloader.download(ref, format="pdf"), "SIDE_EFFECT_UNCERTAIN")
+    assert again.details["last_outcome"] == "invalid_file"
+    assert len(sim.requests_for(ORDER, "GET")) == 1  # nothing clicked
+    async with asyncio.timeout(STEP_TIMEOUT):
+        done = await case.downloader.download(ref, format="pdf", retry=True)
+    assert done.source == "download" and Path(done.path).read_bytes() == pdf_bytes(sim.corpus.by_id["r0003"])
+    assert [c.outcome for c in case.store.clicks_for(ref)] == ["invalid_file", "downloaded"]
+    assert len(sim.requests_for(ORDER, "GET")) == 2
+
+
 async def test_login_page_is_handed_to_the_person_and_the_same_download_arrives(case: Case) -> None:
     sim = case.env.sim
     ref = await case.ref("r0002")
