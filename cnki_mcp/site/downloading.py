@@ -10,7 +10,10 @@ is DOWNLOAD_REFUSED with the page's words, an HTTP error page 429 or 404/410 RAT
 SITE_UNAVAILABLE at once (the order was not handled: the click is settled `site_error` and the next
 call clicks again), a 5xx error page SIDE_EFFECT_UNCERTAIN at once (`details.order_status`: whether
 CNKI charged before it failed is unknown, so a new click needs `retry`), a verification or login
-page goes to the human gate
+page goes to the human gate, a tab showing the browser's own error page (its request failed in the
+network) ends the wait at once (SITE_UNAVAILABLE, settled `site_error`, when the order URL itself
+could not be reached, e.g. DNS or a refused connection; otherwise SIDE_EFFECT_UNCERTAIN with
+`details.net_error`: CNKI may have taken the order before the connection broke),
 and the same download is awaited again (skipped: the click is settled `skipped` and its tabs
 closed, so the next call clicks again), and the browser's download event on any page is saved
 to `<data>/incoming/<op_id>/`, validated, archived under `downloads/` and recorded with SHA-256.
@@ -36,7 +39,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from playwright.async_api import Download, Page
+from playwright.async_api import Download, Page, Request
 from playwright.async_api import Error as PlaywrightError
 
 from cnki_mcp import datadir
@@ -51,6 +54,7 @@ from cnki_mcp.errors import (
     InvalidInput,
     SideEffectUncertain,
     SiteError,
+    SiteUnavailable,
     VerificationNotFound,
     VerificationRepeated,
     VerificationSkipped,
@@ -93,6 +97,17 @@ FORMATS: tuple[FileFormat, ...] = ("pdf", "caj")
 # The order URL the PDF/CAJ entries open (bar.cnki.net/bar/download/order?id=…). Only an error page
 # this URL itself answered says CNKI did not take the order (site-rules.md §2.7).
 ORDER_PATH = "/bar/download/order"
+# Chromium's own page for a navigation that failed in the network (connection reset, DNS ...)
+BROWSER_ERROR_URL = "chrome-error://"
+# Failures that leave the order request unsent: no connection to CNKI was made, nothing it could
+# charge for (any other, e.g. a reset or a timeout mid-answer, may come after CNKI took the order).
+UNSENT_NET_ERRORS = frozenset({
+    "net::ERR_NAME_NOT_RESOLVED", "net::ERR_NAME_RESOLUTION_FAILED", "net::ERR_CONNECTION_REFUSED",
+    "net::ERR_INTERNET_DISCONNECTED", "net::ERR_ADDRESS_UNREACHABLE", "net::ERR_PROXY_CONNECTION_FAILED",
+    "net::ERR_CONNECTION_TIMED_OUT",
+})  # fmt: skip
+ERROR_EVENT_SECONDS = 1.0  # how long a tab on the error page waits for its failed request's event
+_ERROR_NAME = re.compile(r"\bERR_[A-Z0-9_]+\b")
 _BODY_TEXT_JS = "() => (document.body ? document.body.innerText : '').trim().slice(0, 2000)"
 
 Format = Literal["auto", "pdf", "caj"]
@@ -104,6 +119,16 @@ def refusal_text(text: str) -> str | None:
     """The page's words when its first 300 characters refuse the download."""
     head = re.sub(r"\s+", " ", text).strip()[:REFUSAL_WINDOW]
     return head if _REFUSAL.search(head) else None
+
+
+async def _error_name(page: Page) -> str:
+    """The net error Chromium's error page names (`net::ERR_…`), "" when it names none."""
+    try:
+        text = str(await page.evaluate(_BODY_TEXT_JS) or "")
+    except PlaywrightError:
+        return ""
+    found = _ERROR_NAME.search(text)
+    return f"net::{found.group(0)}" if found else ""
 
 
 def remove_if_empty(folder: Path) -> None:
@@ -171,6 +196,21 @@ class _OrderFailed(Exception):
         self.status = status
         self.text = text
         self.url = url
+
+
+class _NetFailed(Exception):
+    """A tab the click opened shows the browser's error page: its request (the order URL, or the
+    file URL the order led to) failed in the network (`error`, e.g. net::ERR_CONNECTION_RESET)."""
+
+    def __init__(self, url: str, error: str):
+        super().__init__(error)
+        self.url = url
+        self.error = error
+
+    @property
+    def unsent(self) -> bool:
+        """Nothing reached CNKI: the order URL itself failed before a connection was made."""
+        return urlsplit(self.url).path == ORDER_PATH and self.error in UNSENT_NET_ERRORS
 
 
 class Downloader:
@@ -375,8 +415,17 @@ class Downloader:
             if download.page is detail_page or download.page in self._opened_by(detail_page):
                 downloads.put_nowait(download)
 
+        failed: dict[Page, tuple[str, str]] = {}  # tab -> (URL, net error) of its failed navigation
+
+        def navigation_failed(request: Request) -> None:
+            with contextlib.suppress(PlaywrightError):  # a service worker's request has no frame
+                frame = request.frame
+                if request.is_navigation_request() and frame.parent_frame is None:
+                    failed[frame.page] = (request.url, request.failure or "")
+
         def watch(page: Page) -> None:
             page.on("download", ours)
+            page.on("requestfailed", navigation_failed)
 
         watch(detail_page)
         ctx.on("page", watch)  # registered at creation: no download event of a new tab is missed
@@ -400,7 +449,7 @@ class Downloader:
                 self.store.click_outcome(click_id, "not_clicked", self.clock.now(), {"code": exc.code})
                 raise
             try:
-                saved = await self._await_file(detail_page, downloads, folder, fmt, wait_seconds, op)
+                saved = await self._await_file(detail_page, downloads, folder, fmt, wait_seconds, op, failed)
             except _Refused as refused:
                 self.store.click_outcome(click_id, "refused", self.clock.now(), {"text": refused.text})
                 raise DownloadRefused(text=refused.text, record_ref=paper.record_ref, format=fmt) from None
@@ -414,16 +463,19 @@ class Downloader:
                 # outcome is known (nothing delivered, nothing charged); the tabs close below.
                 self.store.click_outcome(click_id, "skipped", self.clock.now(), dict(skipped.details))
                 raise
-            except DownloadFailed as failed:
-                raise failed_download(failed.reason, paper.record_ref, fmt, folder) from None
-            except _OrderFailed as failed:
+            except DownloadFailed as broken:
+                raise failed_download(broken.reason, paper.record_ref, fmt, folder) from None
+            except _NetFailed as lost:
+                raise self._net_failure(lost, click_id, paper.record_ref, fmt) from None
+            except _OrderFailed as answered_error:
                 # The order page answered an HTTP error: no file is on its way (it waited the whole
                 # wait_seconds, then said the download might still be in progress, and kept the tabs
                 # open for a file that could not come). Whether CNKI charged stays unknown.
                 raise SideEffectUncertain(
-                    f"点击下载后知网的下载页返回 HTTP {failed.status}（{failed.text[:60]}），没有文件；"
-                    "知网是否已计费未知，确认后传 retry=true 再试",
-                    record_ref=paper.record_ref, format=fmt, order_status=failed.status, page_url=failed.url,
+                    f"点击下载后知网的下载页返回 HTTP {answered_error.status}（{answered_error.text[:60]}），"
+                    "没有文件；知网是否已计费未知，确认后传 retry=true 再试",
+                    record_ref=paper.record_ref, format=fmt, order_status=answered_error.status,
+                    page_url=answered_error.url,
                 ) from None  # fmt: skip
             if saved is None:
                 # the click stays without an outcome: uncertain until a file turns up
@@ -453,6 +505,24 @@ class Downloader:
                 await self._close_family(detail_page)
                 if folder is not None:
                     remove_if_empty(folder)  # the file moved to downloads/ (or was rejected)
+
+    def _net_failure(self, lost: _NetFailed, click_id: int, record_ref: str, fmt: FileFormat) -> Exception:
+        """The error for a click whose tab failed in the network: no file can follow it (it waited
+        the whole wait_seconds and said the download might still be in progress). Unsent (the
+        order URL itself unreachable): settled `site_error`, the next call clicks again without
+        retry. Otherwise CNKI may have taken the order before the connection broke: uncertain."""
+        if lost.unsent:
+            self.store.click_outcome(click_id, "site_error", self.clock.now(), {"net_error": lost.error})
+            return SiteUnavailable(
+                f"点击下载后浏览器没能连上知网的下载地址（{lost.error}），订单没有发出；"
+                "稍后用相同参数再调用 download_paper（无需 retry）",
+                record_ref=record_ref, format=fmt, net_error=lost.error, page_url=lost.url,
+            )  # fmt: skip
+        return SideEffectUncertain(
+            f"点击下载后浏览器的请求在网络中失败（{lost.error or '浏览器错误页'}），没有文件；"
+            "知网是否已计费未知，确认后传 retry=true 再试",
+            record_ref=record_ref, format=fmt, net_error=lost.error or None, page_url=lost.url,
+        )  # fmt: skip
 
     def _keep(self, coro: Any) -> None:
         task: asyncio.Task[Path | None] = asyncio.create_task(coro)
@@ -527,11 +597,14 @@ class Downloader:
         fmt: FileFormat,
         wait_seconds: float,
         op: SiteOp | None,
+        failed: dict[Page, tuple[str, str]],
     ) -> Path | None:
-        """The saved file, None when nothing conclusive happened in time; _Refused on refusal."""
+        """The saved file, None when nothing conclusive happened in time; _Refused on refusal,
+        _NetFailed when a tab shows the browser's error page (`failed`: its request and error)."""
         tabs = self.tabs
         deadline = self.clock.monotonic() + wait_seconds
         steps = 0
+        error_seen: dict[Page, float] = {}  # tab -> when it was first seen on the browser's error page
         while True:
             if not downloads.empty():
                 return await self._save(downloads.get_nowait(), folder, fmt, deadline)
@@ -548,6 +621,12 @@ class Downloader:
                     await self._human_step_or_file(kind, page, op, epoch, downloads)
                     deadline = self.clock.monotonic() + wait_seconds  # the person's time is free
                     break
+                if page.url.startswith(BROWSER_ERROR_URL) and downloads.empty():
+                    # the failed request's event may come a moment after the tab shows the page
+                    first = error_seen.setdefault(page, self.clock.monotonic())
+                    if page in failed or self.clock.monotonic() - first >= ERROR_EVENT_SECONDS:
+                        raise _NetFailed(*failed.get(page, (page.url, await _error_name(page))))
+                    continue
                 try:
                     text = await page.evaluate(_BODY_TEXT_JS)
                 except PlaywrightError:
