@@ -19,6 +19,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, quote, urlsplit
 
 from cnki_mcp.sim.corpus import Corpus
+from cnki_mcp.sim.docdown import FILE_PATH
 from cnki_mcp.sim.reqlog import LogEntry, RequestLog
 from cnki_mcp.sim.routes import CLIENT_COOKIE, App, Request, Response
 from cnki_mcp.sim.scenario import Scenario
@@ -28,6 +29,7 @@ HOSTS: dict[str, str] = {
     "kns": "kns.cnki.net",
     "navi": "navi.cnki.net",
     "bar": "bar.cnki.net",
+    "docdown": "docdown.cnki.net",
     "login": "login.cnki.net",
     "www": "www.cnki.net",
 }
@@ -85,6 +87,12 @@ class SimLinks:
     def download(self, record_id: str, fmt: Literal["pdf", "caj"]) -> str:
         oid = self._app.state.tokens.issue("download", record_id, extra=fmt, nbytes=120)
         return f"{self._base('bar')}/bar/download/order?id={quote(oid, safe='')}&type={fmt}&language=CHS"
+
+    def file(self, record_id: str, fmt: str, fault: str = "") -> str:
+        """The file-host URL an order redirects to (sim/docdown.py); `fault` is what the order's
+        fired rule asks of its answer (`truncated`, `html_as_pdf`)."""
+        q = self._app.state.tokens.issue("file", record_id, extra=f"{fmt}:{fault}", nbytes=60)
+        return f"{self._base('docdown')}{FILE_PATH}?q={q}"
 
     def gone_file(self, fmt: str) -> str:
         """A file URL on the bar host no route answers (404): where the `file_gone` fault sends an order."""
