@@ -157,6 +157,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self, head: bool = False) -> None:
         sim = self.sim
+        epoch = sim.epoch  # the log this request belongs to (reset() starts another)
         t0 = sim.clock()
         wall = time.time()
         start = time.monotonic()
@@ -189,7 +190,7 @@ class _Handler(BaseHTTPRequestHandler):
         if delay > 0:
             time.sleep(delay)  # simulated server latency (the server thread, never a test)
         # Logged before the answer leaves, so a client that saw the response also sees the entry.
-        sim._log(req, resp, t0, wall, time.monotonic() - start)
+        sim._log(req, resp, t0, wall, time.monotonic() - start, epoch)
         self.send_response(resp.status)
         self.send_header("Content-Type", resp.content_type)
         self.send_header("Content-Length", str(len(resp.body)))
@@ -248,6 +249,7 @@ class SimServer:
         self.hosts_mode = hosts_mode
         self.clock = clock
         self.log = RequestLog(request_log_path)
+        self.epoch = 0  # reset() count: a request logs only into the log it arrived in
         self.links = SimLinks(self)
         self.app = App(self.corpus, self.scenario, self.links, clock, ".cnki.net" if hosts_mode else None)
         self._httpd: _Server | None = None
@@ -320,7 +322,9 @@ class SimServer:
         return [f"--host-resolver-rules={rules}", "--ignore-certificate-errors"]
 
     def reset(self) -> None:
-        """Forget requests, tokens, cursors, sessions, verification state and fault counters."""
+        """Forget requests (those still being answered too), tokens, cursors, sessions,
+        verification state and fault counters."""
+        self.epoch += 1
         self.app.reset()
         self.log.clear()
 
@@ -357,7 +361,11 @@ class SimServer:
         """A fresh detail URL (what a grid row would link to)."""
         return self.links.detail(record_id)
 
-    def _log(self, req: Request, resp: Response, t0: float, wall: float, duration: float) -> None:
+    def _log(self, req: Request, resp: Response, t0: float, wall: float, duration: float, epoch: int) -> None:
+        if epoch != self.epoch:
+            # it arrived before a reset(): an answer delayed past it (a latency rule) belongs to
+            # the requests reset() forgot, not to the next test's (it was counted there)
+            return
         params = dict(resp.params)
         if req.path != "/kns8s/brief/grid":
             for k in _LOG_PARAMS:

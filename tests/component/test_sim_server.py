@@ -8,6 +8,8 @@ import re
 import socket
 import subprocess
 import sys
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -19,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from cnki_mcp.sim import server as server_module
 from cnki_mcp.sim.corpus import Corpus, SimAuthor, SimJournal, SimRecord, SimSection
 from cnki_mcp.sim.pages.files import pdf_bytes
 from cnki_mcp.sim.server import SimServer
@@ -489,6 +492,38 @@ def test_a_download_order_leads_to_the_file_host_and_a_resumption_asks_the_file_
     assert len(sim.requests_for("/bar/download/order")) == 1
     assert [e.params["fetch"] for e in sim.requests_for("/docdown/")] == [1, 2, 3]
     assert b.request(file_url.replace("?q=", "?q=x"))[0] == 404  # a token no order issued
+
+
+def test_a_request_that_arrived_before_a_reset_is_not_logged_after_it(
+    sim: SimServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A latency rule delays an answer past the end of its test; the session's simulator is reset
+    # for the next test, which then counted that request as its own (the 3rd order request the
+    # login-wall download test saw in CI came from the previous module's 30 s order)
+    arrived, release = threading.Event(), threading.Event()
+
+    class HeldTime:  # the simulator's latency sleep, held until the test lets it go
+        monotonic = staticmethod(time.monotonic)
+        time = staticmethod(time.time)  # after `monotonic`: this line rebinds `time` in the class
+
+        @staticmethod
+        def sleep(_seconds: float) -> None:
+            arrived.set()
+            release.wait(10)
+
+    monkeypatch.setattr(server_module, "time", HeldTime)
+    sim.set_scenario({"latency": [{"path": "/kcms2/article/abstract", "ms": 1000}]})
+    url = sim.links.detail("t003")
+    answered: list[int] = []
+    asking = threading.Thread(target=lambda: answered.append(Browser().request(url)[0]))
+    asking.start()
+    assert arrived.wait(10)  # the request is in, its answer held
+    sim.reset()
+    release.set()
+    asking.join(10)
+    assert answered and sim.requests_for("/kcms2/article/abstract") == []
+    Browser().request(sim.links.detail("t003"))
+    assert len(sim.requests_for("/kcms2/article/abstract")) == 1  # a request after the reset is logged
 
 
 def test_reader_entry_trial_slider_and_lazy(sim: SimServer) -> None:
