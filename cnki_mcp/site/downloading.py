@@ -1,7 +1,9 @@
 """download_paper in a real tab (site-rules.md §1.1, §2.7, §11).
 
-Order of work: the archived file (cache) if it is still intact; a late file of an earlier click
-whose outcome was never known (reconciled from `<data>/incoming/<op_id>/`); an uncertain click
+Order of work: the archived file (cache) if it is still intact; a file an earlier click kept in
+`incoming/<op_id>/` because its name was taken meanwhile (`file_exists`), or a late file of an
+earlier click whose outcome was never known (both reconciled from `<data>/incoming/<op_id>/`,
+without a click); an uncertain click
 without `retry` stops here (SIDE_EFFECT_UNCERTAIN, nothing clicked). Otherwise: the detail page in
 its own tab, settled; the format chosen from the visible entries (auto: PDF, else CAJ, else
 DOWNLOAD_ENTRY_NOT_FOUND without clicking); the click recorded in the store BEFORE it happens;
@@ -97,6 +99,7 @@ FORMATS: tuple[FileFormat, ...] = ("pdf", "caj")
 # The order URL the PDF/CAJ entries open (bar.cnki.net/bar/download/order?id=…). Only an error page
 # this URL itself answered says CNKI did not take the order (site-rules.md §2.7).
 ORDER_PATH = "/bar/download/order"
+FILE_EXISTS = "file_exists"  # a click's outcome: the file came, its name was taken; kept in incoming/
 # Chromium's own page for a navigation that failed in the network (connection reset, DNS ...)
 BROWSER_ERROR_URL = "chrome-error://"
 # Failures that leave the order request unsent: no connection to CNKI was made, nothing it could
@@ -286,6 +289,14 @@ class Downloader:
             if stored is not None and stored.path.is_file():
                 self._refuse_changed(stored, paper, fmt, filename, subdirectory)
         for fmt in formats:
+            if filename is not None and not filename.lower().endswith("." + fmt):
+                continue
+            kept = self._kept_file(ref, fmt)
+            if kept is not None:  # paid for, then refused a name that was taken meanwhile
+                result = self._archive(kept, paper, fmt, filename, subdirectory)
+                remove_if_empty(kept.parent)
+                return result.model_copy(update={"reconciled": True})
+        for fmt in formats:
             click = self.store.uncertain_click(ref, fmt)
             if click is None:
                 continue
@@ -379,6 +390,22 @@ class Downloader:
                 continue
             with contextlib.suppress(OSError):
                 if sniff_format(path) == fmt:
+                    return path
+        return None
+
+    def _kept_file(self, ref: str, fmt: FileFormat) -> Path | None:
+        """The valid file a click settled `file_exists` left in `incoming/<op_id>/` (its name was
+        taken while it was on its way): the next call archives it under the name it asks for
+        instead of clicking, and paying, again."""
+        for click in reversed(self.store.clicks_for(ref)):
+            if click.format != fmt or click.outcome != FILE_EXISTS or not click.op_id:
+                continue
+            name = Path(str((click.detail or {}).get("incoming") or "")).name
+            if not name or not _GUID.match(click.op_id):
+                continue
+            path = self.incoming(click.op_id) / name
+            with contextlib.suppress(OSError):
+                if not path.is_symlink() and path.is_file() and sniff_format(path) == fmt:
                     return path
         return None
 
@@ -495,7 +522,7 @@ class Downloader:
             try:
                 return self._archive(saved, paper, fmt, filename, subdirectory)
             except FileExists:
-                self.store.click_outcome(click_id, "file_exists", self.clock.now(), {"incoming": str(saved)})
+                self.store.click_outcome(click_id, FILE_EXISTS, self.clock.now(), {"incoming": str(saved)})
                 raise
         finally:
             if linger is not None:
