@@ -176,6 +176,10 @@ INVALID_AGAIN = (
     "上次点击后知网给出的文件无效（不是所请求格式的完整文件），知网是否已计费未知；"
     "确认要再次点击时传 retry=true"
 )
+STILL_DOWNLOADING = (
+    "文件仍在下载中（知网已开始发送这次点击的文件）；稍后用相同参数再调用 download_paper 取得它，"
+    "下载完成前不会再次点击（retry=true 也不会）"
+)
 AGAIN_AFTER_ERROR_PAGE = "没有给出文件；稍后用相同参数再调用 download_paper（无需 retry）"
 
 
@@ -227,6 +231,7 @@ class Downloader:
         self.late_saves: set[asyncio.Task[Path | None]] = set()  # downloads still finishing
         self.linger_seconds = LINGER_SECONDS
         self.papers = KeyedLocks()  # one call per paper at a time: two clients never click twice
+        self.saving: dict[Path, asyncio.Task[Path | None]] = {}  # incoming/<op_id> -> its file still arriving
 
     def incoming(self, op_id: str) -> Path:
         """`<data>/incoming/<op_id>` (not created); incoming/ itself is checked not to be a
@@ -305,6 +310,12 @@ class Downloader:
                 result = self._archive(late, paper, fmt, filename, subdirectory)
                 remove_if_empty(late.parent)
                 return result.model_copy(update={"reconciled": True})
+            if click.op_id and _GUID.match(click.op_id) and self.incoming(click.op_id) in self.saving:
+                # CNKI is sending that click's file right now: a new click would be a second order
+                raise SideEffectUncertain(
+                    STILL_DOWNLOADING, record_ref=ref, format=fmt, clicked_at=click.clicked_at.isoformat(),
+                    downloading=True,
+                )  # fmt: skip
             if not retry:
                 if click.outcome == INVALID_FILE:
                     raise SideEffectUncertain(
@@ -507,6 +518,9 @@ class Downloader:
             if saved is None:
                 # the click stays without an outcome: uncertain until a file turns up
                 linger = folder
+                if folder in self.saving:  # the file is arriving: it was "未收到文件"
+                    raise SideEffectUncertain(STILL_DOWNLOADING, record_ref=paper.record_ref, format=fmt,
+                                              waited_seconds=wait_seconds, downloading=True)  # fmt: skip
                 raise SideEffectUncertain(
                     "点击下载后未收到文件也未见拒绝页面；下载可能仍在进行，稍后用相同参数再调用一次",
                     record_ref=paper.record_ref, format=fmt, waited_seconds=wait_seconds,
@@ -713,6 +727,8 @@ class Downloader:
         task: asyncio.Task[Path | None] = asyncio.create_task(self._finish(download, dest))
         self.late_saves.add(task)
         task.add_done_callback(self.late_saves.discard)  # outlives the call if it is slow
+        self.saving[folder] = task  # a file on its way: no new click for it, not even with retry
+        task.add_done_callback(lambda _t: self.saving.pop(folder, None))
         task.add_done_callback(_retrieved)  # a late failure is logged, never "never retrieved"
         remaining = max(0.0, deadline - self.clock.monotonic())
         try:

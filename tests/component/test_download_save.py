@@ -140,3 +140,42 @@ async def test_a_file_kept_after_its_name_was_taken_is_archived_by_the_next_call
         assert got.reconciled and got.source == "download" and Path(got.path) == data / "downloads" / "另一个名字.pdf"
         assert Path(got.path).read_bytes() == body and not kept.parent.exists()
         assert (await downloader.download(ref)).source == "cache"  # archived: the store has it
+
+
+class HeldDownload(FakeDownload):
+    """A download CNKI is still sending: its file is complete once the test releases it."""
+
+    def __init__(self, body: bytes) -> None:
+        super().__init__(hang=False)
+        self.body = body
+        self.release = asyncio.Event()
+
+    async def save_as(self, path: Path) -> None:
+        await self.release.wait()
+        Path(path).write_bytes(self.body)
+
+
+async def test_a_file_still_arriving_is_never_clicked_for_again_not_even_with_retry(tmp_path: Path) -> None:
+    # The call's wait ended while CNKI was still sending the file (a large thesis on a slow
+    # link): SIDE_EFFECT_UNCERTAIN said "未收到文件…下载可能仍在进行" and the next step offered
+    # retry=true, whose click was a second order for a file already on its way.
+    clock = FakeClock(wall=datetime(2026, 1, 1, tzinfo=UTC))
+    data = tmp_path / "data"
+    with Store.open(data, clock) as store:
+        ref = store.upsert_from_detail(sample_detail(), "https://kns.cnki.net/kcms2/article/abstract?v=T", clock.now()).record_ref
+        op_id = uuid.uuid4().hex
+        store.record_click(ref, "pdf", op_id, clock.now())  # no outcome: the call ended waiting
+        downloader = Downloader(NoTabs(), store, clock, data)  # type: ignore[arg-type]
+        body = b"%PDF-1.4\n" + b"x" * 200 + b"\n%%EOF\n"
+        arriving = HeldDownload(body)
+        folder = downloader.make_incoming(op_id)
+        assert await downloader._save(arriving, folder, "pdf", clock.monotonic()) is None  # type: ignore[arg-type]
+
+        with pytest.raises(CnkiError) as still:
+            await downloader.download(ref, retry=True)
+        assert still.value.code == "SIDE_EFFECT_UNCERTAIN" and still.value.details["downloading"] is True
+
+        arriving.release.set()
+        await downloader.wait_late_saves()
+        got = await downloader.download(ref)  # the file it was sending, without a click
+        assert got.reconciled and Path(got.path).read_bytes() == body
