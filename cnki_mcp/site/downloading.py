@@ -35,7 +35,6 @@ import asyncio
 import contextlib
 import logging
 import re
-import shutil
 import uuid
 from pathlib import Path
 from typing import Any, Literal
@@ -55,7 +54,6 @@ from cnki_mcp.errors import (
     InvalidFile,
     InvalidInput,
     SideEffectUncertain,
-    SiteError,
     SiteUnavailable,
     VerificationNotFound,
     VerificationRepeated,
@@ -78,6 +76,22 @@ from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.parse.gate import error_page
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.deadline import CLOSE_SECONDS, BrowserStalled, bounded
+from cnki_mcp.site.download_outcomes import (
+    AGAIN_AFTER_ERROR_PAGE,
+    BROWSER_ERROR_URL,
+    INVALID_AGAIN,
+    ORDER_PATH,
+    ORDER_TAB_OPEN,
+    STILL_DOWNLOADING,
+    DownloadFailed,
+    ErrorPage,
+    NetFailed,
+    OrderFailed,
+    Refused,
+    error_name,
+    failed_download,
+    refusal_text,
+)
 from cnki_mcp.site.download_result import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, DownloadResult
 from cnki_mcp.site.human import PageKind, StepKind
 from cnki_mcp.site.pages import document_status
@@ -89,28 +103,12 @@ log = logging.getLogger(__name__)
 INCOMING_DIR = datadir.INCOMING_DIR
 POLL_SECONDS = 0.2
 LINGER_SECONDS = 600.0  # how long an uncertain click's tabs keep waiting for a late file
-REFUSAL_WINDOW = 300  # site-rules.md §2.7: refusal text within the first 300 characters of the body
 MAX_HUMAN_STEPS = 4
-LOW_DISK_BYTES = 16 * 1024 * 1024  # below this free space a failed download is put down to the disk
-_REFUSAL = re.compile(r"余额不足|未订购|无权|没有权限|暂无权限|请先登录|下载失败|下载异常|超出.{0,6}限")
 _GUID = re.compile(r"^[A-Za-z0-9-]+$")
 ENTRY_PATTERNS: dict[FileFormat, str] = {"pdf": r"PDF下载|下载PDF", "caj": r"CAJ下载|下载CAJ"}
 FORMATS: tuple[FileFormat, ...] = ("pdf", "caj")
-# The order URL the PDF/CAJ entries open (bar.cnki.net/bar/download/order?id=…). Only an error page
-# this URL itself answered says CNKI did not take the order (site-rules.md §2.7).
-ORDER_PATH = "/bar/download/order"
 FILE_EXISTS = "file_exists"  # a click's outcome: the file came, its name was taken; kept in incoming/
-# Chromium's own page for a navigation that failed in the network (connection reset, DNS ...)
-BROWSER_ERROR_URL = "chrome-error://"
-# Failures that leave the order request unsent: no connection to CNKI was made, nothing it could
-# charge for (any other, e.g. a reset or a timeout mid-answer, may come after CNKI took the order).
-UNSENT_NET_ERRORS = frozenset({
-    "net::ERR_NAME_NOT_RESOLVED", "net::ERR_NAME_RESOLUTION_FAILED", "net::ERR_CONNECTION_REFUSED",
-    "net::ERR_INTERNET_DISCONNECTED", "net::ERR_ADDRESS_UNREACHABLE", "net::ERR_PROXY_CONNECTION_FAILED",
-    "net::ERR_CONNECTION_TIMED_OUT",
-})  # fmt: skip
 ERROR_EVENT_SECONDS = 1.0  # how long a tab on the error page waits for its failed request's event
-_ERROR_NAME = re.compile(r"\bERR_[A-Z0-9_]+\b")
 _BODY_TEXT_JS = "() => (document.body ? document.body.innerText : '').trim().slice(0, 2000)"
 
 Format = Literal["auto", "pdf", "caj"]
@@ -118,106 +116,11 @@ Format = Literal["auto", "pdf", "caj"]
 
 
 
-def refusal_text(text: str) -> str | None:
-    """The page's words when its first 300 characters refuse the download."""
-    head = re.sub(r"\s+", " ", text).strip()[:REFUSAL_WINDOW]
-    return head if _REFUSAL.search(head) else None
-
-
-async def _error_name(page: Page) -> str:
-    """The net error Chromium's error page names (`net::ERR_…`), "" when it names none."""
-    try:
-        text = str(await page.evaluate(_BODY_TEXT_JS) or "")
-    except PlaywrightError:
-        return ""
-    found = _ERROR_NAME.search(text)
-    return f"net::{found.group(0)}" if found else ""
-
-
 def remove_if_empty(folder: Path) -> None:
     """Remove an `incoming/<op_id>/` folder that holds nothing any more (a file still in it, such
     as one kept for a FILE_EXISTS click, keeps it)."""
     with contextlib.suppress(OSError):
         folder.rmdir()
-
-
-class DownloadFailed(Exception):
-    """The browser ended a download without a file (its reason, e.g. `canceled` when the disk is
-    full), or the file could not be saved to incoming/."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-def failed_download(reason: str, record_ref: str, fmt: FileFormat, folder: Path) -> SideEffectUncertain:
-    """SIDE_EFFECT_UNCERTAIN for a download that failed: no file arrived, and whether CNKI charged
-    for it stays unknown (the click keeps no outcome, so the next call asks for `retry`). It said
-    the download might still be in progress; it says what happened, and the free space when the
-    disk holding the data directory is (nearly) full."""
-    free: int | None = None
-    with contextlib.suppress(OSError):
-        free = shutil.disk_usage(folder).free
-    low = free is not None and free < LOW_DISK_BYTES
-    message = "浏览器报告下载失败，文件没有保存" + (
-        "：数据目录所在磁盘空间不足，腾出空间后" if low else "；"
-    ) + "用相同参数再调用（知网是否已计费未知，确认要再次点击时传 retry=true）"
-    return SideEffectUncertain(message, record_ref=record_ref, format=fmt, browser_failure=reason,
-                               free_bytes=free, no_space=low)  # fmt: skip
-
-
-class _Refused(Exception):
-    def __init__(self, text: str):
-        super().__init__(text)
-        self.text = text
-
-
-INVALID_AGAIN = (
-    "上次点击后知网给出的文件无效（不是所请求格式的完整文件），知网是否已计费未知；"
-    "确认要再次点击时传 retry=true"
-)
-STILL_DOWNLOADING = (
-    "文件仍在下载中（知网已开始发送这次点击的文件）；稍后用相同参数再调用 download_paper 取得它，"
-    "下载完成前不会再次点击（retry=true 也不会）"
-)
-AGAIN_AFTER_ERROR_PAGE = "没有给出文件；稍后用相同参数再调用 download_paper（无需 retry）"
-
-
-class _ErrorPage(Exception):
-    """The order URL itself answered 429 or 404/410: CNKI did not handle the order, so nothing
-    was charged."""
-
-    def __init__(self, error: SiteError, status: int):
-        super().__init__(error.message)
-        self.error = error
-        self.status = status
-
-
-class _OrderFailed(Exception):
-    """The order page is a 5xx (or a 4xx other than 404/410/429) error page, or any error page at
-    another URL the order led to (the file host): no file follows it, and whether CNKI charged
-    before it failed is unknown."""
-
-    def __init__(self, status: int, text: str, url: str):
-        super().__init__(f"HTTP {status}")
-        self.status = status
-        self.text = text
-        self.url = url
-
-
-class _NetFailed(Exception):
-    """A tab the click opened shows the browser's error page: its request (the order URL, or the
-    file URL the order led to) failed in the network (`error`, e.g. net::ERR_CONNECTION_RESET)."""
-
-    def __init__(self, url: str, error: str):
-        super().__init__(error)
-        self.url = url
-        self.error = error
-
-    @property
-    def unsent(self) -> bool:
-        """Nothing reached CNKI: the order URL itself failed before a connection was made."""
-        return urlsplit(self.url).path == ORDER_PATH and self.error in UNSENT_NET_ERRORS
 
 
 class Downloader:
@@ -232,6 +135,7 @@ class Downloader:
         self.linger_seconds = LINGER_SECONDS
         self.papers = KeyedLocks()  # one call per paper at a time: two clients never click twice
         self.saving: dict[Path, asyncio.Task[Path | None]] = {}  # incoming/<op_id> -> its file still arriving
+        self.lingering: set[Path] = set()  # incoming/<op_id> of clicks whose tabs still wait for a file
 
     def incoming(self, op_id: str) -> Path:
         """`<data>/incoming/<op_id>` (not created); incoming/ itself is checked not to be a
@@ -322,6 +226,9 @@ class Downloader:
                         INVALID_AGAIN, record_ref=ref, format=fmt, clicked_at=click.clicked_at.isoformat(),
                         last_outcome=INVALID_FILE,
                     )  # fmt: skip
+                if click.op_id and _GUID.match(click.op_id) and self.incoming(click.op_id) in self.lingering:
+                    raise SideEffectUncertain(ORDER_TAB_OPEN, record_ref=ref, format=fmt,
+                                              clicked_at=click.clicked_at.isoformat(), order_tab_open=True)  # fmt: skip
                 raise SideEffectUncertain(record_ref=ref, format=fmt, clicked_at=click.clicked_at.isoformat())
         self._refuse_taken_names(paper, formats, filename, subdirectory)
         return await self._download_once(paper, format, filename, subdirectory, wait_seconds, op)
@@ -488,10 +395,10 @@ class Downloader:
                 raise
             try:
                 saved = await self._await_file(detail_page, downloads, folder, fmt, wait_seconds, op, failed)
-            except _Refused as refused:
+            except Refused as refused:
                 self.store.click_outcome(click_id, "refused", self.clock.now(), {"text": refused.text})
                 raise DownloadRefused(text=refused.text, record_ref=paper.record_ref, format=fmt) from None
-            except _ErrorPage as answered:
+            except ErrorPage as answered:
                 # CNKI answered the order with an error page: nothing delivered, the outcome known
                 self.store.click_outcome(click_id, "site_error", self.clock.now(), {"status": answered.status})
                 answered.error.details.update(record_ref=paper.record_ref, format=fmt)
@@ -503,9 +410,9 @@ class Downloader:
                 raise
             except DownloadFailed as broken:
                 raise failed_download(broken.reason, paper.record_ref, fmt, folder) from None
-            except _NetFailed as lost:
+            except NetFailed as lost:
                 raise self._net_failure(lost, click_id, paper.record_ref, fmt) from None
-            except _OrderFailed as answered_error:
+            except OrderFailed as answered_error:
                 # The order page answered an HTTP error: no file is on its way (it waited the whole
                 # wait_seconds, then said the download might still be in progress, and kept the tabs
                 # open for a file that could not come). Whether CNKI charged stays unknown.
@@ -540,6 +447,7 @@ class Downloader:
                 raise
         finally:
             if linger is not None:
+                self.lingering.add(linger)  # now: the next call may come before the task starts
                 self._keep(self._linger(ctx, watch, detail_page, downloads, linger, fmt))
             else:
                 ctx.remove_listener("page", watch)
@@ -547,7 +455,7 @@ class Downloader:
                 if folder is not None:
                     remove_if_empty(folder)  # the file moved to downloads/ (or was rejected)
 
-    def _net_failure(self, lost: _NetFailed, click_id: int, record_ref: str, fmt: FileFormat) -> Exception:
+    def _net_failure(self, lost: NetFailed, click_id: int, record_ref: str, fmt: FileFormat) -> Exception:
         """The error for a click whose tab failed in the network: no file can follow it (it waited
         the whole wait_seconds and said the download might still be in progress). Unsent (the
         order URL itself unreachable): settled `site_error`, the next call clicks again without
@@ -585,7 +493,8 @@ class Downloader:
         fmt: FileFormat,
     ) -> Path | None:
         """After an uncertain end: the tabs stay open (closing them would abort a slow order) and
-        a download that still starts is saved to incoming/<op>/ for the next call to reconcile."""
+        a download that still starts is saved to incoming/<op>/ for the next call to reconcile
+        (while it arrives, no call clicks again: `saving`)."""
         try:
             try:
                 download = await asyncio.wait_for(downloads.get(), timeout=self.linger_seconds)
@@ -594,12 +503,17 @@ class Downloader:
                 return None
             finally:
                 ctx.remove_listener("page", watch)
+            task = asyncio.current_task()
+            if task is not None:
+                self.saving[folder] = task
             try:
                 return await self._finish(download, folder / f"{uuid.uuid4().hex}.{fmt}")
             except DownloadFailed:
                 remove_if_empty(folder)
                 return None
         finally:
+            self.saving.pop(folder, None)
+            self.lingering.discard(folder)
             await self._close_family(detail_page)
 
     def _opened_by(self, opener: Page) -> list[Page]:
@@ -640,8 +554,8 @@ class Downloader:
         op: SiteOp | None,
         failed: dict[Page, tuple[str, str]],
     ) -> Path | None:
-        """The saved file, None when nothing conclusive happened in time; _Refused on refusal,
-        _NetFailed when a tab shows the browser's error page (`failed`: its request and error)."""
+        """The saved file, None when nothing conclusive happened in time; Refused on refusal,
+        NetFailed when a tab shows the browser's error page (`failed`: its request and error)."""
         tabs = self.tabs
         deadline = self.clock.monotonic() + wait_seconds
         steps = 0
@@ -666,7 +580,7 @@ class Downloader:
                     # the failed request's event may come a moment after the tab shows the page
                     first = error_seen.setdefault(page, self.clock.monotonic())
                     if page in failed or self.clock.monotonic() - first >= ERROR_EVENT_SECONDS:
-                        raise _NetFailed(*failed.get(page, (page.url, await _error_name(page))))
+                        raise NetFailed(*failed.get(page, (page.url, await error_name(page))))
                     continue
                 try:
                     text = await page.evaluate(_BODY_TEXT_JS)
@@ -674,7 +588,7 @@ class Downloader:
                     continue
                 refused = refusal_text(str(text or ""))
                 if refused is not None and downloads.empty():
-                    raise _Refused(refused)
+                    raise Refused(refused)
                 status = await document_status(page)
                 if status >= 400 and downloads.empty():
                     # The status is the final response's: an order redirected on to a file URL that
@@ -683,10 +597,10 @@ class Downloader:
                     at_order = urlsplit(page.url).path == ORDER_PATH
                     failure = error_page(status, "下载页", AGAIN_AFTER_ERROR_PAGE) if at_order and status < 500 else None
                     if failure is not None:
-                        raise _ErrorPage(failure, status)  # 429, 404/410: the order was not handled
+                        raise ErrorPage(failure, status)  # 429, 404/410: the order was not handled
                     # a server error (or another 4xx, or any error page past the order URL) while the
                     # order was handled: charged or not is unknown
-                    raise _OrderFailed(status, re.sub(r"\s+", " ", str(text or "")).strip(), page.url)
+                    raise OrderFailed(status, re.sub(r"\s+", " ", str(text or "")).strip(), page.url)
             remaining = deadline - self.clock.monotonic()
             if remaining <= 0:
                 return None

@@ -235,8 +235,11 @@ async def test_uncertain_outcome_is_not_clicked_again_until_retry(case: Case) ->
     await expect_code(case.downloader.download(ref, wait_seconds=1, op=FakeOp()), "SIDE_EFFECT_UNCERTAIN")
     assert case.store.uncertain_click(ref, "pdf") is not None
 
-    await expect_code(case.downloader.download(ref, op=FakeOp()), "SIDE_EFFECT_UNCERTAIN")
+    second = await expect_code(case.downloader.download(ref, op=FakeOp()), "SIDE_EFFECT_UNCERTAIN")
     assert len(case.store.clicks_for(ref)) == 1  # the second call clicked nothing
+    # and says the first click's tab still waits for CNKI's answer: retry=true now may be a
+    # second order for a file still to come
+    assert second.details["order_tab_open"] is True, second.details
 
     async with asyncio.timeout(STEP_TIMEOUT):
         got = await case.downloader.download(ref, retry=True, op=FakeOp())

@@ -98,7 +98,7 @@ def test_a_failed_download_puts_itself_down_to_the_disk_only_when_it_is_nearly_f
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, free: int, no_space: bool
 ) -> None:
     monkeypatch.setattr(
-        "cnki_mcp.site.downloading.shutil.disk_usage", lambda _path: SimpleNamespace(total=1 << 41, used=0, free=free)
+        "cnki_mcp.site.download_outcomes.shutil.disk_usage", lambda _path: SimpleNamespace(total=1 << 41, used=0, free=free)
     )
     error = failed_download("canceled", "rec_x", "pdf", tmp_path)
     assert error.code == "SIDE_EFFECT_UNCERTAIN"
