@@ -473,6 +473,11 @@ class Downloader:
             record_ref=record_ref, format=fmt, net_error=lost.error or None, page_url=lost.url,
         )  # fmt: skip
 
+    def _saved(self, folder: Path, task: asyncio.Task[Any] | None) -> None:
+        """`task` no longer brings a file into `folder` (another one that took over stays)."""
+        if self.saving.get(folder) is task:
+            del self.saving[folder]
+
     def _keep(self, coro: Any) -> None:
         task: asyncio.Task[Path | None] = asyncio.create_task(coro)
         self.late_saves.add(task)
@@ -512,7 +517,7 @@ class Downloader:
                 remove_if_empty(folder)
                 return None
         finally:
-            self.saving.pop(folder, None)
+            self._saved(folder, asyncio.current_task())
             self.lingering.discard(folder)
             await self._close_family(detail_page)
 
@@ -642,7 +647,7 @@ class Downloader:
         self.late_saves.add(task)
         task.add_done_callback(self.late_saves.discard)  # outlives the call if it is slow
         self.saving[folder] = task  # a file on its way: no new click for it, not even with retry
-        task.add_done_callback(lambda _t: self.saving.pop(folder, None))
+        task.add_done_callback(lambda done: self._saved(folder, done))
         task.add_done_callback(_retrieved)  # a late failure is logged, never "never retrieved"
         remaining = max(0.0, deadline - self.clock.monotonic())
         try:
