@@ -58,14 +58,21 @@ class CachedBody:
 
 
 class BodyCache:
-    """In-memory LRU of complete reader bodies (never trial or partial ones)."""
+    """In-memory LRU of complete reader bodies (never trial or partial ones, unless
+    `keep_partial`: the cache continuations page a trial or partial body from)."""
 
     def __init__(
-        self, clock: Clock, *, ttl: float = CACHE_TTL_SECONDS, max_entries: int = CACHE_MAX_ENTRIES
+        self,
+        clock: Clock,
+        *,
+        ttl: float = CACHE_TTL_SECONDS,
+        max_entries: int = CACHE_MAX_ENTRIES,
+        keep_partial: bool = False,
     ) -> None:
         self._clock = clock
         self._ttl = ttl
         self._max = max_entries
+        self._keep_partial = keep_partial
         self._items: OrderedDict[str, CachedBody] = OrderedDict()
 
     def __len__(self) -> int:
@@ -88,8 +95,9 @@ class BodyCache:
         return entry
 
     def put(self, record_ref: str, page: ReaderPage, observed_at: datetime) -> bool:
-        """Keep `page` unless it is trial or partial; returns whether it was kept."""
-        if not cacheable(page):
+        """Keep `page` unless it is trial or partial (kept anyway with `keep_partial`); returns
+        whether it was kept."""
+        if not self._keep_partial and not cacheable(page):
             self._items.pop(record_ref, None)
             return False
         self._items[record_ref] = CachedBody(record_ref, page, observed_at, self._clock.monotonic())
@@ -281,6 +289,10 @@ class ReadingService:
         self._backend = backend
         self._clock = clock
         self.cache = cache or BodyCache(clock)
+        # The trial or partial body a call read, for the calls that page on through it (offset > 0):
+        # each page opened the reader again, through the HTML阅读 order URL, and cut its page from
+        # another capture. A call from offset 0 still reads again (a complete body may come now).
+        self.paging = BodyCache(clock, keep_partial=True)
         self._reads = KeyedLocks()  # one reader visit per paper at a time
         # record_ref -> when its detail page was seen without an HTML reader entry (monotonic):
         # asked again only after the body cache's TTL, so repeated calls cost no 1-3 requests each
@@ -306,16 +318,24 @@ class ReadingService:
             if self._clock.monotonic() - seen < CACHE_TTL_SECONDS:
                 raise HtmlEntryNotFound(record_ref=record_ref, remembered=True)
             del self._no_entry[ref]
-        hit = self.cache.get(ref)
+        hit = self._cached(ref, offset)
         if hit is None:
             # Two calls for one paper at once (two clients): the second waits for the first and
             # pages its body from the cache instead of opening the reader again.
             async with self._reads.hold(ref):
-                hit = self.cache.get(ref)
+                hit = self._cached(ref, offset)
                 if hit is None:
                     return await self._read_site(record_ref, ref, section, offset, max_characters, op)
         return page_body(hit.page, ref, observed_at=hit.observed_at, source="cache", section=section,
                          offset=offset, max_characters=max_characters)  # fmt: skip
+
+    def _cached(self, ref: str, offset: int) -> CachedBody | None:
+        """The complete body read within the cache time; for a continuation (offset > 0) also
+        the trial or partial body the call before it read."""
+        hit = self.cache.get(ref)
+        if hit is None and offset > 0:
+            hit = self.paging.get(ref)
+        return hit
 
     async def _read_site(
         self, record_ref: str, ref: str, section: str | int | None, offset: int, max_characters: int, op: Any
@@ -333,7 +353,10 @@ class ReadingService:
             raise
         now = self._clock.now()
         self._store.upsert_from_detail(capture.detail, capture.detail_url, now, expected_ref=ref)
-        self.cache.put(ref, capture.page, now)
+        if self.cache.put(ref, capture.page, now):
+            self.paging.drop(ref)
+        else:
+            self.paging.put(ref, capture.page, now)
         # Kept in the store too (bounded, DESIGN.md §Library search) so search_library finds it;
         # a trial or partial body never replaces a complete one.
         self._store.save_fulltext(ref, "html", capture.page.text, now, complete=cacheable(capture.page))

@@ -254,6 +254,7 @@ _AGAIN_TOOL = {
 }
 RETRY_LATER_STEP = "知网这次没有给出结果（errors 中的错误可重试：限流、暂时不可用或验证未完成）：稍后用相同参数再调用 {tool}"
 UNCERTAIN_DOWNLOAD_STEP = "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
+INVALID_DOWNLOAD_STEP = "知网给出的文件无效，是否已计费未知：确认要再次点击时用相同参数加 retry=true 调用 download_paper"
 
 
 def default_next_step(
@@ -285,6 +286,8 @@ def default_next_step(
     if kind == "download":
         if "SIDE_EFFECT_UNCERTAIN" in codes:
             return UNCERTAIN_DOWNLOAD_STEP
+        if "INVALID_FILE" in codes:  # sent for a handled order: charged or not is unknown
+            return INVALID_DOWNLOAD_STEP
         if status == "completed":
             return "read_pdf_text(record_ref)" if saved_format in (None, "pdf") else None
     op = f"'{operation_id}'" if operation_id else "operation_id"

@@ -20,6 +20,7 @@ from urllib.parse import quote, urlsplit
 from cnki_mcp.sim import grid as gridmod
 from cnki_mcp.sim.advsearch import render_advsearch
 from cnki_mcp.sim.corpus import Corpus, SimJournal, SimRecord
+from cnki_mcp.sim.docdown import FILE_PATH, carried_fault, serve_file
 from cnki_mcp.sim.links import Links, Visitor
 from cnki_mcp.sim.query import QueryError, QueryRefused, Sort, highlight_terms, parse_query_json, search
 from cnki_mcp.sim.scenario import Area, FaultKind, FaultRule, FaultSchedule, Scenario
@@ -124,6 +125,7 @@ class SimState:
         self.challenges: dict[str, Challenge] = {}  # captchaId -> challenge
         self.verified: dict[str, float] = {}
         self.journal_p: dict[str, str] = {}  # source name -> stable navi `p` value
+        self.file_fetches: dict[str, int] = {}  # file-host token -> requests of it (resumptions)
 
 
 class App:
@@ -161,6 +163,7 @@ class App:
             ("GET", "/bar/htmlread.html"): self.reader_entry,
             ("GET", "/reader/xml"): self.reader,
             ("GET", "/bar/download/order"): self.download,
+            ("GET", FILE_PATH): self.file,
             ("GET", "/login/"): self.login_page,
             ("GET", "/login"): self.login_page,
             ("POST", "/login/submit"): self.login_submit,
@@ -651,21 +654,13 @@ class App:
             return Response.html(html, fault=rule.kind.value, params=params)
         if rule is not None and rule.kind == FaultKind.FILE_GONE:
             return Response.redirect(self.links.gone_file(fmt), fault=rule.kind.value, params=params)
-        disposition = _attachment(record, fmt)
-        if rule is not None and rule.kind == FaultKind.HTML_AS_PDF:
-            return Response(
-                200,
-                files.render_html_as_pdf(record),
-                "application/pdf",
-                [("Content-Disposition", disposition)],
-                fault=rule.kind.value,
-                params=params,
-            )
-        if fmt == "caj":
-            return Response(200, files.caj_bytes(record), "application/octet-stream",
-                            [("Content-Disposition", disposition)], params=params)  # fmt: skip
-        return Response(200, files.pdf_bytes(record), "application/pdf",
-                        [("Content-Disposition", disposition)], params=params)  # fmt: skip
+        # CNKI's order answers a 302 to its file host (docdown.py); a cut or a page under a PDF
+        # name the order's rule fired for happens in the file answer there
+        carried = carried_fault(rule.kind if rule is not None else None)
+        return Response.redirect(self.links.file(record.id, fmt, carried), fault=carried or None, params=params)
+
+    def file(self, req: Request, client: str) -> Response:
+        return serve_file(self, req, client)
 
     def login_page(self, req: Request, client: str) -> Response:
         from cnki_mcp.sim.pages.login import render_login
@@ -769,7 +764,3 @@ class App:
         return default
 
 
-def _attachment(record: SimRecord, fmt: str) -> str:
-    name = f"{record.title}.{fmt}"
-    ascii_name = f"{record.native_filename}.{fmt}"
-    return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name)}"

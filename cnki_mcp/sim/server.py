@@ -19,6 +19,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, quote, urlsplit
 
 from cnki_mcp.sim.corpus import Corpus
+from cnki_mcp.sim.docdown import FILE_PATH
 from cnki_mcp.sim.reqlog import LogEntry, RequestLog
 from cnki_mcp.sim.routes import CLIENT_COOKIE, App, Request, Response
 from cnki_mcp.sim.scenario import Scenario
@@ -28,6 +29,7 @@ HOSTS: dict[str, str] = {
     "kns": "kns.cnki.net",
     "navi": "navi.cnki.net",
     "bar": "bar.cnki.net",
+    "docdown": "docdown.cnki.net",
     "login": "login.cnki.net",
     "www": "www.cnki.net",
 }
@@ -85,6 +87,12 @@ class SimLinks:
     def download(self, record_id: str, fmt: Literal["pdf", "caj"]) -> str:
         oid = self._app.state.tokens.issue("download", record_id, extra=fmt, nbytes=120)
         return f"{self._base('bar')}/bar/download/order?id={quote(oid, safe='')}&type={fmt}&language=CHS"
+
+    def file(self, record_id: str, fmt: str, fault: str = "") -> str:
+        """The file-host URL an order redirects to (sim/docdown.py); `fault` is what the order's
+        fired rule asks of its answer (`truncated`, `html_as_pdf`)."""
+        q = self._app.state.tokens.issue("file", record_id, extra=f"{fmt}:{fault}", nbytes=60)
+        return f"{self._base('docdown')}{FILE_PATH}?q={q}"
 
     def gone_file(self, fmt: str) -> str:
         """A file URL on the bar host no route answers (404): where the `file_gone` fault sends an order."""
@@ -149,6 +157,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self, head: bool = False) -> None:
         sim = self.sim
+        epoch = sim.epoch  # the log this request belongs to (reset() starts another)
         t0 = sim.clock()
         wall = time.time()
         start = time.monotonic()
@@ -181,7 +190,7 @@ class _Handler(BaseHTTPRequestHandler):
         if delay > 0:
             time.sleep(delay)  # simulated server latency (the server thread, never a test)
         # Logged before the answer leaves, so a client that saw the response also sees the entry.
-        sim._log(req, resp, t0, wall, time.monotonic() - start)
+        sim._log(req, resp, t0, wall, time.monotonic() - start, epoch)
         self.send_response(resp.status)
         self.send_header("Content-Type", resp.content_type)
         self.send_header("Content-Length", str(len(resp.body)))
@@ -240,6 +249,7 @@ class SimServer:
         self.hosts_mode = hosts_mode
         self.clock = clock
         self.log = RequestLog(request_log_path)
+        self.epoch = 0  # reset() count: a request logs only into the log it arrived in
         self.links = SimLinks(self)
         self.app = App(self.corpus, self.scenario, self.links, clock, ".cnki.net" if hosts_mode else None)
         self._httpd: _Server | None = None
@@ -312,7 +322,9 @@ class SimServer:
         return [f"--host-resolver-rules={rules}", "--ignore-certificate-errors"]
 
     def reset(self) -> None:
-        """Forget requests, tokens, cursors, sessions, verification state and fault counters."""
+        """Forget requests (those still being answered too), tokens, cursors, sessions,
+        verification state and fault counters."""
+        self.epoch += 1
         self.app.reset()
         self.log.clear()
 
@@ -349,7 +361,11 @@ class SimServer:
         """A fresh detail URL (what a grid row would link to)."""
         return self.links.detail(record_id)
 
-    def _log(self, req: Request, resp: Response, t0: float, wall: float, duration: float) -> None:
+    def _log(self, req: Request, resp: Response, t0: float, wall: float, duration: float, epoch: int) -> None:
+        if epoch != self.epoch:
+            # it arrived before a reset(): an answer delayed past it (a latency rule) belongs to
+            # the requests reset() forgot, not to the next test's (it was counted there)
+            return
         params = dict(resp.params)
         if req.path != "/kns8s/brief/grid":
             for k in _LOG_PARAMS:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-Kind = Literal["detail", "reader", "download", "author", "entry", "journal"]
+Kind = Literal["detail", "reader", "download", "author", "entry", "journal", "file"]
 
 
 def opaque(nbytes: int = 60) -> str:

@@ -1,7 +1,9 @@
 """download_paper in a real tab (site-rules.md §1.1, §2.7, §11).
 
-Order of work: the archived file (cache) if it is still intact; a late file of an earlier click
-whose outcome was never known (reconciled from `<data>/incoming/<op_id>/`); an uncertain click
+Order of work: the archived file (cache) if it is still intact; a file an earlier click kept in
+`incoming/<op_id>/` because its name was taken meanwhile (`file_exists`), or a late file of an
+earlier click whose outcome was never known (both reconciled from `<data>/incoming/<op_id>/`,
+without a click); an uncertain click
 without `retry` stops here (SIDE_EFFECT_UNCERTAIN, nothing clicked). Otherwise: the detail page in
 its own tab, settled; the format chosen from the visible entries (auto: PDF, else CAJ, else
 DOWNLOAD_ENTRY_NOT_FOUND without clicking); the click recorded in the store BEFORE it happens;
@@ -10,10 +12,16 @@ is DOWNLOAD_REFUSED with the page's words, an HTTP error page 429 or 404/410 RAT
 SITE_UNAVAILABLE at once (the order was not handled: the click is settled `site_error` and the next
 call clicks again), a 5xx error page SIDE_EFFECT_UNCERTAIN at once (`details.order_status`: whether
 CNKI charged before it failed is unknown, so a new click needs `retry`), a verification or login
-page goes to the human gate
+page goes to the human gate, a tab showing the browser's own error page (its request failed in the
+network) ends the wait at once (SITE_UNAVAILABLE, settled `site_error`, when the order URL itself
+could not be reached, e.g. DNS or a refused connection; otherwise SIDE_EFFECT_UNCERTAIN with
+`details.net_error`: CNKI may have taken the order before the connection broke),
 and the same download is awaited again (skipped: the click is settled `skipped` and its tabs
 closed, so the next call clicks again), and the browser's download event on any page is saved
 to `<data>/incoming/<op_id>/`, validated, archived under `downloads/` and recorded with SHA-256.
+A file that is not valid (INVALID_FILE: an HTML page under a PDF name, a PDF without its end) was
+sent for a handled order: its click is settled `invalid_file`, whose charge is as unknown, so the
+next call answers SIDE_EFFECT_UNCERTAIN until `retry=true` too.
 No file, no refusal within `wait_seconds` (the person's time not counted): the click stays
 uncertain and the call ends with SIDE_EFFECT_UNCERTAIN; the download may still land, and the
 next call reconciles it. Nothing is ever clicked twice without `retry=true`, not even by two calls
@@ -27,13 +35,12 @@ import asyncio
 import contextlib
 import logging
 import re
-import shutil
 import uuid
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from playwright.async_api import Download, Page
+from playwright.async_api import Download, Page, Request
 from playwright.async_api import Error as PlaywrightError
 
 from cnki_mcp import datadir
@@ -47,7 +54,7 @@ from cnki_mcp.errors import (
     InvalidFile,
     InvalidInput,
     SideEffectUncertain,
-    SiteError,
+    SiteUnavailable,
     VerificationNotFound,
     VerificationRepeated,
     VerificationSkipped,
@@ -69,27 +76,39 @@ from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.parse.gate import error_page
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.deadline import CLOSE_SECONDS, BrowserStalled, bounded
+from cnki_mcp.site.download_outcomes import (
+    AGAIN_AFTER_ERROR_PAGE,
+    BROWSER_ERROR_URL,
+    INVALID_AGAIN,
+    ORDER_PATH,
+    ORDER_TAB_OPEN,
+    STILL_DOWNLOADING,
+    DownloadFailed,
+    ErrorPage,
+    NetFailed,
+    OrderFailed,
+    Refused,
+    error_name,
+    failed_download,
+    refusal_text,
+)
 from cnki_mcp.site.download_result import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, DownloadResult
 from cnki_mcp.site.human import PageKind, StepKind
 from cnki_mcp.site.pages import document_status
 from cnki_mcp.site.reading import DetailTabs, close_quietly
-from cnki_mcp.store import Store, StoredDownload, file_sha256
+from cnki_mcp.store import INVALID_FILE, Store, StoredDownload, file_sha256
 
 log = logging.getLogger(__name__)
 
 INCOMING_DIR = datadir.INCOMING_DIR
 POLL_SECONDS = 0.2
 LINGER_SECONDS = 600.0  # how long an uncertain click's tabs keep waiting for a late file
-REFUSAL_WINDOW = 300  # site-rules.md §2.7: refusal text within the first 300 characters of the body
 MAX_HUMAN_STEPS = 4
-LOW_DISK_BYTES = 16 * 1024 * 1024  # below this free space a failed download is put down to the disk
-_REFUSAL = re.compile(r"余额不足|未订购|无权|没有权限|暂无权限|请先登录|下载失败|下载异常|超出.{0,6}限")
 _GUID = re.compile(r"^[A-Za-z0-9-]+$")
 ENTRY_PATTERNS: dict[FileFormat, str] = {"pdf": r"PDF下载|下载PDF", "caj": r"CAJ下载|下载CAJ"}
 FORMATS: tuple[FileFormat, ...] = ("pdf", "caj")
-# The order URL the PDF/CAJ entries open (bar.cnki.net/bar/download/order?id=…). Only an error page
-# this URL itself answered says CNKI did not take the order (site-rules.md §2.7).
-ORDER_PATH = "/bar/download/order"
+FILE_EXISTS = "file_exists"  # a click's outcome: the file came, its name was taken; kept in incoming/
+ERROR_EVENT_SECONDS = 1.0  # how long a tab on the error page waits for its failed request's event
 _BODY_TEXT_JS = "() => (document.body ? document.body.innerText : '').trim().slice(0, 2000)"
 
 Format = Literal["auto", "pdf", "caj"]
@@ -97,73 +116,11 @@ Format = Literal["auto", "pdf", "caj"]
 
 
 
-def refusal_text(text: str) -> str | None:
-    """The page's words when its first 300 characters refuse the download."""
-    head = re.sub(r"\s+", " ", text).strip()[:REFUSAL_WINDOW]
-    return head if _REFUSAL.search(head) else None
-
-
 def remove_if_empty(folder: Path) -> None:
     """Remove an `incoming/<op_id>/` folder that holds nothing any more (a file still in it, such
     as one kept for a FILE_EXISTS click, keeps it)."""
     with contextlib.suppress(OSError):
         folder.rmdir()
-
-
-class DownloadFailed(Exception):
-    """The browser ended a download without a file (its reason, e.g. `canceled` when the disk is
-    full), or the file could not be saved to incoming/."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-def failed_download(reason: str, record_ref: str, fmt: FileFormat, folder: Path) -> SideEffectUncertain:
-    """SIDE_EFFECT_UNCERTAIN for a download that failed: no file arrived, and whether CNKI charged
-    for it stays unknown (the click keeps no outcome, so the next call asks for `retry`). It said
-    the download might still be in progress; it says what happened, and the free space when the
-    disk holding the data directory is (nearly) full."""
-    free: int | None = None
-    with contextlib.suppress(OSError):
-        free = shutil.disk_usage(folder).free
-    low = free is not None and free < LOW_DISK_BYTES
-    message = "浏览器报告下载失败，文件没有保存" + (
-        "：数据目录所在磁盘空间不足，腾出空间后" if low else "；"
-    ) + "用相同参数再调用（知网是否已计费未知，确认要再次点击时传 retry=true）"
-    return SideEffectUncertain(message, record_ref=record_ref, format=fmt, browser_failure=reason,
-                               free_bytes=free, no_space=low)  # fmt: skip
-
-
-class _Refused(Exception):
-    def __init__(self, text: str):
-        super().__init__(text)
-        self.text = text
-
-
-AGAIN_AFTER_ERROR_PAGE = "没有给出文件；稍后用相同参数再调用 download_paper（无需 retry）"
-
-
-class _ErrorPage(Exception):
-    """The order URL itself answered 429 or 404/410: CNKI did not handle the order, so nothing
-    was charged."""
-
-    def __init__(self, error: SiteError, status: int):
-        super().__init__(error.message)
-        self.error = error
-        self.status = status
-
-
-class _OrderFailed(Exception):
-    """The order page is a 5xx (or a 4xx other than 404/410/429) error page, or any error page at
-    another URL the order led to (the file host): no file follows it, and whether CNKI charged
-    before it failed is unknown."""
-
-    def __init__(self, status: int, text: str, url: str):
-        super().__init__(f"HTTP {status}")
-        self.status = status
-        self.text = text
-        self.url = url
 
 
 class Downloader:
@@ -177,6 +134,8 @@ class Downloader:
         self.late_saves: set[asyncio.Task[Path | None]] = set()  # downloads still finishing
         self.linger_seconds = LINGER_SECONDS
         self.papers = KeyedLocks()  # one call per paper at a time: two clients never click twice
+        self.saving: dict[Path, asyncio.Task[Path | None]] = {}  # incoming/<op_id> -> its file still arriving
+        self.lingering: set[Path] = set()  # incoming/<op_id> of clicks whose tabs still wait for a file
 
     def incoming(self, op_id: str) -> Path:
         """`<data>/incoming/<op_id>` (not created); incoming/ itself is checked not to be a
@@ -239,6 +198,14 @@ class Downloader:
             if stored is not None and stored.path.is_file():
                 self._refuse_changed(stored, paper, fmt, filename, subdirectory)
         for fmt in formats:
+            if filename is not None and not filename.lower().endswith("." + fmt):
+                continue
+            kept = self._kept_file(ref, fmt)
+            if kept is not None:  # paid for, then refused a name that was taken meanwhile
+                result = self._archive(kept, paper, fmt, filename, subdirectory)
+                remove_if_empty(kept.parent)
+                return result.model_copy(update={"reconciled": True})
+        for fmt in formats:
             click = self.store.uncertain_click(ref, fmt)
             if click is None:
                 continue
@@ -247,7 +214,21 @@ class Downloader:
                 result = self._archive(late, paper, fmt, filename, subdirectory)
                 remove_if_empty(late.parent)
                 return result.model_copy(update={"reconciled": True})
+            if click.op_id and _GUID.match(click.op_id) and self.incoming(click.op_id) in self.saving:
+                # CNKI is sending that click's file right now: a new click would be a second order
+                raise SideEffectUncertain(
+                    STILL_DOWNLOADING, record_ref=ref, format=fmt, clicked_at=click.clicked_at.isoformat(),
+                    downloading=True,
+                )  # fmt: skip
             if not retry:
+                if click.outcome == INVALID_FILE:
+                    raise SideEffectUncertain(
+                        INVALID_AGAIN, record_ref=ref, format=fmt, clicked_at=click.clicked_at.isoformat(),
+                        last_outcome=INVALID_FILE,
+                    )  # fmt: skip
+                if click.op_id and _GUID.match(click.op_id) and self.incoming(click.op_id) in self.lingering:
+                    raise SideEffectUncertain(ORDER_TAB_OPEN, record_ref=ref, format=fmt,
+                                              clicked_at=click.clicked_at.isoformat(), order_tab_open=True)  # fmt: skip
                 raise SideEffectUncertain(record_ref=ref, format=fmt, clicked_at=click.clicked_at.isoformat())
         self._refuse_taken_names(paper, formats, filename, subdirectory)
         return await self._download_once(paper, format, filename, subdirectory, wait_seconds, op)
@@ -330,6 +311,22 @@ class Downloader:
                     return path
         return None
 
+    def _kept_file(self, ref: str, fmt: FileFormat) -> Path | None:
+        """The valid file a click settled `file_exists` left in `incoming/<op_id>/` (its name was
+        taken while it was on its way): the next call archives it under the name it asks for
+        instead of clicking, and paying, again."""
+        for click in reversed(self.store.clicks_for(ref)):
+            if click.format != fmt or click.outcome != FILE_EXISTS or not click.op_id:
+                continue
+            name = Path(str((click.detail or {}).get("incoming") or "")).name
+            if not name or not _GUID.match(click.op_id):
+                continue
+            path = self.incoming(click.op_id) / name
+            with contextlib.suppress(OSError):
+                if not path.is_symlink() and path.is_file() and sniff_format(path) == fmt:
+                    return path
+        return None
+
     def _archive(
         self, src: Path, paper: Paper, fmt: FileFormat, filename: str | None, subdirectory: str | None
     ) -> DownloadResult:
@@ -363,8 +360,17 @@ class Downloader:
             if download.page is detail_page or download.page in self._opened_by(detail_page):
                 downloads.put_nowait(download)
 
+        failed: dict[Page, tuple[str, str]] = {}  # tab -> (URL, net error) of its failed navigation
+
+        def navigation_failed(request: Request) -> None:
+            with contextlib.suppress(PlaywrightError):  # a service worker's request has no frame
+                frame = request.frame
+                if request.is_navigation_request() and frame.parent_frame is None:
+                    failed[frame.page] = (request.url, request.failure or "")
+
         def watch(page: Page) -> None:
             page.on("download", ours)
+            page.on("requestfailed", navigation_failed)
 
         watch(detail_page)
         ctx.on("page", watch)  # registered at creation: no download event of a new tab is missed
@@ -389,11 +395,11 @@ class Downloader:
                 self.store.click_outcome(click_id, "not_clicked", self.clock.now(), {"code": exc.code})
                 raise
             try:
-                saved = await self._await_file(detail_page, since, downloads, folder, fmt, wait_seconds, op)
-            except _Refused as refused:
+                saved = await self._await_file(detail_page, since, downloads, folder, fmt, wait_seconds, op, failed)
+            except Refused as refused:
                 self.store.click_outcome(click_id, "refused", self.clock.now(), {"text": refused.text})
                 raise DownloadRefused(text=refused.text, record_ref=paper.record_ref, format=fmt) from None
-            except _ErrorPage as answered:
+            except ErrorPage as answered:
                 # CNKI answered the order with an error page: nothing delivered, the outcome known
                 self.store.click_outcome(click_id, "site_error", self.clock.now(), {"status": answered.status})
                 answered.error.details.update(record_ref=paper.record_ref, format=fmt)
@@ -403,20 +409,26 @@ class Downloader:
                 # outcome is known (nothing delivered, nothing charged); the tabs close below.
                 self.store.click_outcome(click_id, "skipped", self.clock.now(), dict(skipped.details))
                 raise
-            except DownloadFailed as failed:
-                raise failed_download(failed.reason, paper.record_ref, fmt, folder) from None
-            except _OrderFailed as failed:
+            except DownloadFailed as broken:
+                raise failed_download(broken.reason, paper.record_ref, fmt, folder) from None
+            except NetFailed as lost:
+                raise self._net_failure(lost, click_id, paper.record_ref, fmt) from None
+            except OrderFailed as answered_error:
                 # The order page answered an HTTP error: no file is on its way (it waited the whole
                 # wait_seconds, then said the download might still be in progress, and kept the tabs
                 # open for a file that could not come). Whether CNKI charged stays unknown.
                 raise SideEffectUncertain(
-                    f"点击下载后知网的下载页返回 HTTP {failed.status}（{failed.text[:60]}），没有文件；"
-                    "知网是否已计费未知，确认后传 retry=true 再试",
-                    record_ref=paper.record_ref, format=fmt, order_status=failed.status, page_url=failed.url,
+                    f"点击下载后知网的下载页返回 HTTP {answered_error.status}（{answered_error.text[:60]}），"
+                    "没有文件；知网是否已计费未知，确认后传 retry=true 再试",
+                    record_ref=paper.record_ref, format=fmt, order_status=answered_error.status,
+                    page_url=answered_error.url,
                 ) from None  # fmt: skip
             if saved is None:
                 # the click stays without an outcome: uncertain until a file turns up
                 linger = folder
+                if folder in self.saving:  # the file is arriving: it was "未收到文件"
+                    raise SideEffectUncertain(STILL_DOWNLOADING, record_ref=paper.record_ref, format=fmt,
+                                              waited_seconds=wait_seconds, downloading=True)  # fmt: skip
                 raise SideEffectUncertain(
                     "点击下载后未收到文件也未见拒绝页面；下载可能仍在进行，稍后用相同参数再调用一次",
                     record_ref=paper.record_ref, format=fmt, waited_seconds=wait_seconds,
@@ -424,22 +436,48 @@ class Downloader:
             try:
                 validate_download(saved, fmt)
             except InvalidFile as exc:
-                self.store.click_outcome(click_id, "invalid_file", self.clock.now(), exc.details)
+                # CNKI handled the order and sent this: whether it charged is unknown, so the next
+                # call does not click again without retry (store.uncertain_click)
+                self.store.click_outcome(click_id, INVALID_FILE, self.clock.now(), exc.details)
                 saved.unlink(missing_ok=True)
                 raise
             try:
                 return self._archive(saved, paper, fmt, filename, subdirectory)
             except FileExists:
-                self.store.click_outcome(click_id, "file_exists", self.clock.now(), {"incoming": str(saved)})
+                self.store.click_outcome(click_id, FILE_EXISTS, self.clock.now(), {"incoming": str(saved)})
                 raise
         finally:
             if linger is not None:
+                self.lingering.add(linger)  # now: the next call may come before the task starts
                 self._keep(self._linger(ctx, watch, detail_page, downloads, linger, fmt))
             else:
                 ctx.remove_listener("page", watch)
                 await self._close_family(detail_page)
                 if folder is not None:
                     remove_if_empty(folder)  # the file moved to downloads/ (or was rejected)
+
+    def _net_failure(self, lost: NetFailed, click_id: int, record_ref: str, fmt: FileFormat) -> Exception:
+        """The error for a click whose tab failed in the network: no file can follow it (it waited
+        the whole wait_seconds and said the download might still be in progress). Unsent (the
+        order URL itself unreachable): settled `site_error`, the next call clicks again without
+        retry. Otherwise CNKI may have taken the order before the connection broke: uncertain."""
+        if lost.unsent:
+            self.store.click_outcome(click_id, "site_error", self.clock.now(), {"net_error": lost.error})
+            return SiteUnavailable(
+                f"点击下载后浏览器没能连上知网的下载地址（{lost.error}），订单没有发出；"
+                "稍后用相同参数再调用 download_paper（无需 retry）",
+                record_ref=record_ref, format=fmt, net_error=lost.error, page_url=lost.url,
+            )  # fmt: skip
+        return SideEffectUncertain(
+            f"点击下载后浏览器的请求在网络中失败（{lost.error or '浏览器错误页'}），没有文件；"
+            "知网是否已计费未知，确认后传 retry=true 再试",
+            record_ref=record_ref, format=fmt, net_error=lost.error or None, page_url=lost.url,
+        )  # fmt: skip
+
+    def _saved(self, folder: Path, task: asyncio.Task[Any] | None) -> None:
+        """`task` no longer brings a file into `folder` (another one that took over stays)."""
+        if self.saving.get(folder) is task:
+            del self.saving[folder]
 
     def _keep(self, coro: Any) -> None:
         task: asyncio.Task[Path | None] = asyncio.create_task(coro)
@@ -461,7 +499,8 @@ class Downloader:
         fmt: FileFormat,
     ) -> Path | None:
         """After an uncertain end: the tabs stay open (closing them would abort a slow order) and
-        a download that still starts is saved to incoming/<op>/ for the next call to reconcile."""
+        a download that still starts is saved to incoming/<op>/ for the next call to reconcile
+        (while it arrives, no call clicks again: `saving`)."""
         try:
             try:
                 download = await asyncio.wait_for(downloads.get(), timeout=self.linger_seconds)
@@ -470,12 +509,17 @@ class Downloader:
                 return None
             finally:
                 ctx.remove_listener("page", watch)
+            task = asyncio.current_task()
+            if task is not None:
+                self.saving[folder] = task
             try:
                 return await self._finish(download, folder / f"{uuid.uuid4().hex}.{fmt}")
             except DownloadFailed:
                 remove_if_empty(folder)
                 return None
         finally:
+            self._saved(folder, asyncio.current_task())
+            self.lingering.discard(folder)
             await self._close_family(detail_page)
 
     def _opened_by(self, opener: Page) -> list[Page]:
@@ -522,11 +566,14 @@ class Downloader:
         fmt: FileFormat,
         wait_seconds: float,
         op: SiteOp | None,
+        failed: dict[Page, tuple[str, str]],
     ) -> Path | None:
-        """The saved file, None when nothing conclusive happened in time; _Refused on refusal."""
+        """The saved file, None when nothing conclusive happened in time; Refused on refusal,
+        NetFailed when a tab shows the browser's error page (`failed`: its request and error)."""
         tabs = self.tabs
         deadline = self.clock.monotonic() + wait_seconds
         steps = 0
+        error_seen: dict[Page, float] = {}  # tab -> when it was first seen on the browser's error page
         while True:
             if not downloads.empty():
                 return await self._save(downloads.get_nowait(), folder, fmt, deadline)
@@ -545,13 +592,19 @@ class Downloader:
                     break
                 if page not in self._order_tabs(detail_page, since):
                     continue  # not the order's tab: its refusal or error page is not the order's
+                if page.url.startswith(BROWSER_ERROR_URL) and downloads.empty():
+                    # the failed request's event may come a moment after the tab shows the page
+                    first = error_seen.setdefault(page, self.clock.monotonic())
+                    if page in failed or self.clock.monotonic() - first >= ERROR_EVENT_SECONDS:
+                        raise NetFailed(*failed.get(page, (page.url, await error_name(page))))
+                    continue
                 try:
                     text = await page.evaluate(_BODY_TEXT_JS)
                 except PlaywrightError:
                     continue
                 refused = refusal_text(str(text or ""))
                 if refused is not None and downloads.empty():
-                    raise _Refused(refused)
+                    raise Refused(refused)
                 status = await document_status(page)
                 if status >= 400 and downloads.empty():
                     # The status is the final response's: an order redirected on to a file URL that
@@ -560,10 +613,10 @@ class Downloader:
                     at_order = urlsplit(page.url).path == ORDER_PATH
                     failure = error_page(status, "下载页", AGAIN_AFTER_ERROR_PAGE) if at_order and status < 500 else None
                     if failure is not None:
-                        raise _ErrorPage(failure, status)  # 429, 404/410: the order was not handled
+                        raise ErrorPage(failure, status)  # 429, 404/410: the order was not handled
                     # a server error (or another 4xx, or any error page past the order URL) while the
                     # order was handled: charged or not is unknown
-                    raise _OrderFailed(status, re.sub(r"\s+", " ", str(text or "")).strip(), page.url)
+                    raise OrderFailed(status, re.sub(r"\s+", " ", str(text or "")).strip(), page.url)
             remaining = deadline - self.clock.monotonic()
             if remaining <= 0:
                 return None
@@ -604,6 +657,8 @@ class Downloader:
         task: asyncio.Task[Path | None] = asyncio.create_task(self._finish(download, dest))
         self.late_saves.add(task)
         task.add_done_callback(self.late_saves.discard)  # outlives the call if it is slow
+        self.saving[folder] = task  # a file on its way: no new click for it, not even with retry
+        task.add_done_callback(lambda done: self._saved(folder, done))
         task.add_done_callback(_retrieved)  # a late failure is logged, never "never retrieved"
         remaining = max(0.0, deadline - self.clock.monotonic())
         try:

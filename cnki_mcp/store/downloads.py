@@ -17,6 +17,10 @@ from cnki_mcp.store.db import StoreBase, from_ts, to_ts
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 DOWNLOADED = "downloaded"
+# CNKI handled the order and delivered something that is not the file (an HTML page under a PDF
+# name, a PDF without its end): whether it charged is unknown, so like a click without an outcome
+# it is not clicked again without `retry` (site-rules.md §2.7).
+INVALID_FILE = "invalid_file"
 
 
 def file_sha256(path: Path) -> str:
@@ -149,12 +153,19 @@ class DownloadsMixin(StoreBase):
             )
 
     def uncertain_click(self, record_ref: str, format: str | None = None) -> DownloadClick | None:
-        """The latest click on this record (and format) whose outcome is still unknown."""
-        sql = f"SELECT {_CLICK_COLUMNS} FROM download_clicks WHERE record_ref = ? AND outcome IS NULL"
-        args: tuple[Any, ...] = (record_ref,)
+        """The latest click on this record (and format) whose charge is unknown: its outcome never
+        arrived, or CNKI delivered an invalid file for it (`invalid_file`) and no later click of
+        that format downloaded the file."""
+        sql = (
+            f"SELECT {_CLICK_COLUMNS} FROM download_clicks AS c WHERE record_ref = ?"
+            " AND (outcome IS NULL OR (outcome = ? AND NOT EXISTS (SELECT 1 FROM download_clicks AS d"
+            " WHERE d.record_ref = c.record_ref AND d.format = c.format AND d.outcome = ?"
+            " AND d.click_id > c.click_id)))"
+        )
+        args: tuple[Any, ...] = (record_ref, INVALID_FILE, DOWNLOADED)
         if format is not None:
             sql += " AND format = ?"
-            args = (record_ref, format)
+            args = (*args, format)
         with self._read() as conn:
             row = conn.execute(sql + " ORDER BY click_id DESC LIMIT 1", args).fetchone()
         return _click(row) if row else None

@@ -154,6 +154,59 @@ async def test_html_page_served_as_pdf_is_an_invalid_file(case: Case) -> None:
     assert case.store.download_for(ref, "pdf") is None
 
 
+async def test_an_invalid_file_is_not_clicked_for_again_without_retry(case: Case) -> None:
+    # CNKI handled the order and sent a page under a PDF name: whether it charged is unknown, so
+    # the next call clicks nothing (it clicked again at once); retry=true clicks again
+    sim = case.env.sim
+    ref = await case.ref("r0003")
+    sim.set_scenario({"faults": [{"path": "/bar/download", "kind": "html_as_pdf", "at": [1]}]})
+    await expect_code(case.downloader.download(ref, format="pdf"), "INVALID_FILE")
+    again = await expect_code(case.downloader.download(ref, format="pdf"), "SIDE_EFFECT_UNCERTAIN")
+    assert again.details["last_outcome"] == "invalid_file"
+    assert len(sim.requests_for(ORDER, "GET")) == 1  # nothing clicked
+    async with asyncio.timeout(STEP_TIMEOUT):
+        done = await case.downloader.download(ref, format="pdf", retry=True)
+    assert done.source == "download" and Path(done.path).read_bytes() == pdf_bytes(sim.corpus.by_id["r0003"])
+    assert [c.outcome for c in case.store.clicks_for(ref)] == ["invalid_file", "downloaded"]
+    assert len(sim.requests_for(ORDER, "GET")) == 2
+
+
+async def download_with_order_aborted(case: Case, ref: str, error_code: str) -> object:
+    """download_paper while every order request of the browser fails in the network (Playwright
+    aborts it with `error_code`: the tab shows Chromium's own error page); its error."""
+    ctx = await case.env.host.ensure()
+    pattern = "**" + ORDER + "*"
+    await ctx.route(pattern, lambda route: route.abort(error_code))
+    try:
+        return await expect_code(case.downloader.download(ref, wait_seconds=600), ERRORS_OF[error_code])
+    finally:
+        await ctx.unroute(pattern)
+
+
+ERRORS_OF = {"connectionreset": "SIDE_EFFECT_UNCERTAIN", "connectionrefused": "SITE_UNAVAILABLE"}
+
+
+async def test_an_order_request_broken_in_the_network_is_uncertain_at_once_naming_the_error(case: Case) -> None:
+    # It waited the whole wait_seconds (120 s by default, 600 here: longer than STEP_TIMEOUT) and
+    # said the download might still be in progress: no file follows the browser's error page
+    ref = await case.ref("r0004")
+    error = await download_with_order_aborted(case, ref, "connectionreset")
+    assert error.details["net_error"] == "net::ERR_CONNECTION_RESET", error.details  # type: ignore[attr-defined]
+    assert ORDER in error.details["page_url"] and "waited_seconds" not in error.details  # type: ignore[attr-defined]
+    assert case.store.uncertain_click(ref) is not None  # CNKI may have taken the order: retry=true
+
+
+async def test_an_order_url_the_browser_cannot_reach_is_site_unavailable_and_clicked_again(case: Case) -> None:
+    ref = await case.ref("r0004")
+    error = await download_with_order_aborted(case, ref, "connectionrefused")
+    assert error.details["net_error"] == "net::ERR_CONNECTION_REFUSED", error.details  # type: ignore[attr-defined]
+    # nothing reached CNKI: the click is settled and the next call clicks again without retry
+    assert [c.outcome for c in case.store.clicks_for(ref)] == ["site_error"]
+    async with asyncio.timeout(STEP_TIMEOUT):
+        done = await case.downloader.download(ref)
+    assert done.source == "download" and [c.outcome for c in case.store.clicks_for(ref)] == ["site_error", "downloaded"]
+
+
 async def test_login_page_is_handed_to_the_person_and_the_same_download_arrives(case: Case) -> None:
     sim = case.env.sim
     ref = await case.ref("r0002")
@@ -183,8 +236,11 @@ async def test_uncertain_outcome_is_not_clicked_again_until_retry(case: Case) ->
     await expect_code(case.downloader.download(ref, wait_seconds=1, op=FakeOp()), "SIDE_EFFECT_UNCERTAIN")
     assert case.store.uncertain_click(ref, "pdf") is not None
 
-    await expect_code(case.downloader.download(ref, op=FakeOp()), "SIDE_EFFECT_UNCERTAIN")
+    second = await expect_code(case.downloader.download(ref, op=FakeOp()), "SIDE_EFFECT_UNCERTAIN")
     assert len(case.store.clicks_for(ref)) == 1  # the second call clicked nothing
+    # and says the first click's tab still waits for CNKI's answer: retry=true now may be a
+    # second order for a file still to come
+    assert second.details["order_tab_open"] is True, second.details
 
     async with asyncio.timeout(STEP_TIMEOUT):
         got = await case.downloader.download(ref, retry=True, op=FakeOp())

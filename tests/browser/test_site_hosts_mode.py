@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,12 +19,16 @@ from cnki_mcp.clock import SystemClock
 from cnki_mcp.identity import title_key
 from cnki_mcp.models import IdentityKind
 from cnki_mcp.settings import Settings
+from cnki_mcp.sim.pages.files import pdf_bytes
 from cnki_mcp.sim.server import SimServer
 from cnki_mcp.site.backend import GridRequest
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.cnki import CnkiSite
+from cnki_mcp.site.downloading import Downloader
 from cnki_mcp.site.human import HumanGate
 from cnki_mcp.site.limiter import Limiter
+from cnki_mcp.site.reading import DetailTabs
+from cnki_mcp.store import Store
 from tests.site_stack import page_form_logged
 
 pytestmark = pytest.mark.browser
@@ -40,6 +45,7 @@ class HostsEnv:
     site: CnkiSite
     host: BrowserHost
     gate: HumanGate
+    limiter: Limiter
 
 
 @dataclass
@@ -94,7 +100,7 @@ async def hosts_env_module(
     gate = HumanGate(clock, limiter, poll_interval=0.05, timeout=STEP_TIMEOUT, headless=True)
     site = CnkiSite(settings, clock, host, limiter, gate, retry_waits=(0.01, 0.02))
     assert site.endpoints.adv_search == "https://kns.cnki.net/kns8s/AdvSearch"
-    yield HostsEnv(hosts_sim, site, host, gate)
+    yield HostsEnv(hosts_sim, site, host, gate, limiter)
     await site.close()
     await host.close()
 
@@ -194,3 +200,24 @@ async def test_detail_redirected_to_login_sends_the_person_to_login_cnki_net(hos
     assert [e.host for e in sim.requests_for("/login/", "GET")][:1] == ["login.cnki.net"]
     assert [e.params.get("ok") for e in sim.requests_for("/login/submit", "POST")] == [True]
     assert all(e.host.endswith("cnki.net") for e in sim.requests)
+
+
+async def test_a_download_orders_at_bar_cnki_net_and_takes_the_file_from_docdown_cnki_net(
+    hosts_env: HostsEnv, tmp_path: Path
+) -> None:
+    # The real order URL answers a 302 to docdown.cnki.net, which sends the file
+    # (docs/site-behaviour.md "The order URL leads to the file host"): one order per click
+    sim = hosts_env.sim
+    clock = SystemClock()
+    tabs = DetailTabs(hosts_env.site, hosts_env.host, hosts_env.limiter, hosts_env.gate, clock, settle_quiet=0.3)
+    record = sim.corpus.by_id["r0001"]
+    locator = sim.links.detail("r0001")
+    with Store.open(tmp_path / "data", clock) as store:
+        ref = store.upsert_from_detail(await hosts_env.site.detail(locator), locator, clock.now()).record_ref
+        downloader = Downloader(tabs, store, clock, tmp_path / "data")
+        async with asyncio.timeout(STEP_TIMEOUT):
+            got = await downloader.download(ref, op=FakeOp())
+        await downloader.close()
+    assert Path(got.path).read_bytes() == pdf_bytes(record)
+    assert arrivals(sim, "/bar/download/order") == [("bar.cnki.net", 302)]
+    assert arrivals(sim, "/docdown/fulltext/download") == [("docdown.cnki.net", 200)]

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.errors import CnkiError
 from cnki_mcp.site.downloading import Downloader, DownloadFailed, failed_download
+from cnki_mcp.store import Store
+from tests.paper_samples import sample_detail
 
 
 class FakeDownload:
@@ -92,8 +98,84 @@ def test_a_failed_download_puts_itself_down_to_the_disk_only_when_it_is_nearly_f
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, free: int, no_space: bool
 ) -> None:
     monkeypatch.setattr(
-        "cnki_mcp.site.downloading.shutil.disk_usage", lambda _path: SimpleNamespace(total=1 << 41, used=0, free=free)
+        "cnki_mcp.site.download_outcomes.shutil.disk_usage", lambda _path: SimpleNamespace(total=1 << 41, used=0, free=free)
     )
     error = failed_download("canceled", "rec_x", "pdf", tmp_path)
     assert error.code == "SIDE_EFFECT_UNCERTAIN"
     assert error.details["free_bytes"] == free and error.details["no_space"] is no_space
+
+
+class NoTabs:
+    """DetailTabs that fail the test when the downloader would open a page (and click)."""
+
+    async def open(self, *_args: object) -> None:
+        raise AssertionError("the downloader opened the detail page to click again")
+
+
+async def test_a_file_kept_after_its_name_was_taken_is_archived_by_the_next_call_without_a_click(
+    tmp_path: Path,
+) -> None:
+    # The file CNKI sent came after the name it was to get was taken (a FILE_EXISTS raised after
+    # the click: another call with the same filename archived first); it was kept in
+    # incoming/<op_id>/, and a next call under another name clicked, and paid, again.
+    clock = FakeClock(wall=datetime(2026, 1, 1, tzinfo=UTC))
+    data = tmp_path / "data"
+    with Store.open(data, clock) as store:
+        ref = store.upsert_from_detail(sample_detail(), "https://kns.cnki.net/kcms2/article/abstract?v=T", clock.now()).record_ref
+        op_id = uuid.uuid4().hex
+        kept = data / "incoming" / op_id / f"{uuid.uuid4().hex}.pdf"
+        kept.parent.mkdir(parents=True)
+        body = b"%PDF-1.4\n" + b"x" * 200 + b"\n%%EOF\n"
+        kept.write_bytes(body)
+        click = store.record_click(ref, "pdf", op_id, clock.now())
+        store.click_outcome(click, "file_exists", clock.now(), {"incoming": str(kept)})
+        downloader = Downloader(NoTabs(), store, clock, data)  # type: ignore[arg-type]
+        (data / "downloads").mkdir()
+        (data / "downloads" / "taken.pdf").write_bytes(b"someone else's")
+        with pytest.raises(CnkiError) as taken:  # that name is still taken: refused, nothing clicked
+            await downloader.download(ref, filename="taken.pdf")
+        assert taken.value.code == "FILE_EXISTS"
+
+        got = await downloader.download(ref, filename="另一个名字.pdf")
+        assert got.reconciled and got.source == "download" and Path(got.path) == data / "downloads" / "另一个名字.pdf"
+        assert Path(got.path).read_bytes() == body and not kept.parent.exists()
+        assert (await downloader.download(ref)).source == "cache"  # archived: the store has it
+
+
+class HeldDownload(FakeDownload):
+    """A download CNKI is still sending: its file is complete once the test releases it."""
+
+    def __init__(self, body: bytes) -> None:
+        super().__init__(hang=False)
+        self.body = body
+        self.release = asyncio.Event()
+
+    async def save_as(self, path: Path) -> None:
+        await self.release.wait()
+        Path(path).write_bytes(self.body)
+
+
+async def test_a_file_still_arriving_is_never_clicked_for_again_not_even_with_retry(tmp_path: Path) -> None:
+    # The call's wait ended while CNKI was still sending the file (a large thesis on a slow
+    # link): SIDE_EFFECT_UNCERTAIN said "未收到文件…下载可能仍在进行" and the next step offered
+    # retry=true, whose click was a second order for a file already on its way.
+    clock = FakeClock(wall=datetime(2026, 1, 1, tzinfo=UTC))
+    data = tmp_path / "data"
+    with Store.open(data, clock) as store:
+        ref = store.upsert_from_detail(sample_detail(), "https://kns.cnki.net/kcms2/article/abstract?v=T", clock.now()).record_ref
+        op_id = uuid.uuid4().hex
+        store.record_click(ref, "pdf", op_id, clock.now())  # no outcome: the call ended waiting
+        downloader = Downloader(NoTabs(), store, clock, data)  # type: ignore[arg-type]
+        body = b"%PDF-1.4\n" + b"x" * 200 + b"\n%%EOF\n"
+        arriving = HeldDownload(body)
+        folder = downloader.make_incoming(op_id)
+        assert await downloader._save(arriving, folder, "pdf", clock.monotonic()) is None  # type: ignore[arg-type]
+
+        with pytest.raises(CnkiError) as still:
+            await downloader.download(ref, retry=True)
+        assert still.value.code == "SIDE_EFFECT_UNCERTAIN" and still.value.details["downloading"] is True
+
+        arriving.release.set()
+        await downloader.wait_late_saves()
+        got = await downloader.download(ref)  # the file it was sending, without a click
+        assert got.reconciled and Path(got.path).read_bytes() == body

@@ -8,6 +8,8 @@ import re
 import socket
 import subprocess
 import sys
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -19,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from cnki_mcp.sim import server as server_module
 from cnki_mcp.sim.corpus import Corpus, SimAuthor, SimJournal, SimRecord, SimSection
 from cnki_mcp.sim.pages.files import pdf_bytes
 from cnki_mcp.sim.server import SimServer
@@ -95,6 +98,14 @@ class Browser:
                 return resp.status, dict(resp.headers), resp.read()
         except urllib.error.HTTPError as err:
             return err.code, dict(err.headers), err.read()
+
+    def order(self, url: str) -> tuple[int, dict[str, str], bytes]:
+        """A download order, through the 302 to the file host when it answers one (CNKI's order
+        URL sends the file from docdown.cnki.net, docs/site-behaviour.md)."""
+        status, headers, body = self.request(url)
+        if status == 302 and "/docdown/fulltext/download?q=" in headers.get("Location", ""):
+            return self.request(headers["Location"])
+        return status, headers, body
 
     def text(self, url: str, form: dict[str, Any] | None = None) -> tuple[int, str]:
         status, _, body = self.request(url, form)
@@ -413,7 +424,7 @@ def test_login_required_and_require_login_for_download(sim: SimServer) -> None:
     )
     assert status == 302 and headers["Location"] == dl
     assert any(c.name == "Ecp_LoginStuts" for c in b.jar)
-    status, headers, body = b.request(dl)
+    status, headers, body = b.order(dl)
     assert status == 200 and body.startswith(b"%PDF-") and "attachment" in headers["Content-Disposition"]
     _, adv = b.text(sim.url("/kns8s/AdvSearch"))
     assert "ecp_header_personalName" in adv and "reader" in adv and "退出登录" in adv
@@ -426,11 +437,11 @@ def test_download_faults(sim: SimServer) -> None:
     )  # fmt: skip
     b = visitor(sim)
     dl = sim.links.download("t003", "pdf")
-    status, _, body = b.request(dl)
+    status, _, body = b.order(dl)
     assert status == 200 and "余额不足" in body.decode()
-    status, headers, body = b.request(dl)
+    status, headers, body = b.order(dl)
     assert headers["Content-Type"] == "application/pdf" and not body.startswith(b"%PDF-")
-    status, headers, body = b.request(sim.links.download("t003", "caj"))
+    status, headers, body = b.order(sim.links.download("t003", "caj"))
     assert (
         status == 200
         and headers["Content-Disposition"].startswith("attachment")
@@ -443,7 +454,9 @@ def test_a_truncated_answer_announces_its_whole_length_and_drops_the_connection_
 ) -> None:
     sim.set_scenario({"faults": [{"path": "/bar/download", "kind": "truncated", "at": [1]}]})
     b = visitor(sim)
-    url = sim.links.download("t003", "pdf")
+    status, headers, _ = b.request(sim.links.download("t003", "pdf"))
+    assert status == 302  # the order leads to the file host, where the answer is cut
+    url = headers["Location"]
     parts = urllib.parse.urlsplit(url)
     cookies = "; ".join(f"{c.name}={c.value}" for c in b.jar)
     whole = pdf_bytes(sim.corpus.by_id["t003"])
@@ -457,8 +470,60 @@ def test_a_truncated_answer_announces_its_whole_length_and_drops_the_connection_
     head, _, body = raw.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200") and b"Content-Length: %d" % len(whole) in head
     assert body == whole[: len(whole) // 2]
-    assert b.request(url)[2] == whole  # the next answer is whole (`at`)
-    assert [e.fault for e in sim.requests_for("/bar/download/order")] == ["truncated", None]
+    assert b.request(url)[2] == whole  # a resumption of the same file is whole (`at`)
+    assert [e.fault for e in sim.requests_for("/bar/download/order")] == ["truncated"]
+    assert [e.fault for e in sim.requests_for("/docdown/")] == ["truncated", None]
+
+
+def test_a_download_order_leads_to_the_file_host_and_a_resumption_asks_the_file_not_the_order(
+    sim: SimServer,
+) -> None:
+    # CNKI's order URL answers a 302 to docdown.cnki.net/docdown/fulltext/download?q=… (public
+    # evidence in docs/site-behaviour.md); it sent the file itself, so every resumption of a cut
+    # download was a new order (one click looked like up to six)
+    b = visitor(sim)
+    status, headers, _ = b.request(sim.links.download("t003", "pdf"))
+    assert status == 302 and "/docdown/fulltext/download?q=" in headers["Location"]
+    file_url = headers["Location"]
+    whole = pdf_bytes(sim.corpus.by_id["t003"])
+    for _ in range(3):  # the browser asks the same file again (a resumption): no new order
+        status, headers, body = b.request(file_url)
+        assert status == 200 and body == whole and headers["Content-Disposition"].startswith("attachment")
+    assert len(sim.requests_for("/bar/download/order")) == 1
+    assert [e.params["fetch"] for e in sim.requests_for("/docdown/")] == [1, 2, 3]
+    assert b.request(file_url.replace("?q=", "?q=x"))[0] == 404  # a token no order issued
+
+
+def test_a_request_that_arrived_before_a_reset_is_not_logged_after_it(
+    sim: SimServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A latency rule delays an answer past the end of its test; the session's simulator is reset
+    # for the next test, which then counted that request as its own (the 3rd order request the
+    # login-wall download test saw in CI came from the previous module's 30 s order)
+    arrived, release = threading.Event(), threading.Event()
+
+    class HeldTime:  # the simulator's latency sleep, held until the test lets it go
+        monotonic = staticmethod(time.monotonic)
+        time = staticmethod(time.time)  # after `monotonic`: this line rebinds `time` in the class
+
+        @staticmethod
+        def sleep(_seconds: float) -> None:
+            arrived.set()
+            release.wait(10)
+
+    monkeypatch.setattr(server_module, "time", HeldTime)
+    sim.set_scenario({"latency": [{"path": "/kcms2/article/abstract", "ms": 1000}]})
+    url = sim.links.detail("t003")
+    answered: list[int] = []
+    asking = threading.Thread(target=lambda: answered.append(Browser().request(url)[0]))
+    asking.start()
+    assert arrived.wait(10)  # the request is in, its answer held
+    sim.reset()
+    release.set()
+    asking.join(10)
+    assert answered and sim.requests_for("/kcms2/article/abstract") == []
+    Browser().request(sim.links.detail("t003"))
+    assert len(sim.requests_for("/kcms2/article/abstract")) == 1  # a request after the reset is logged
 
 
 def test_reader_entry_trial_slider_and_lazy(sim: SimServer) -> None:

@@ -432,6 +432,24 @@ def test_click_recorded_before_is_uncertain_until_its_outcome_arrives(store: Sto
     assert outcomes == ["refused", "downloaded"]
 
 
+def test_a_click_answered_by_an_invalid_file_stays_uncertain_until_a_later_click_downloads(
+    store: Store, tmp_path: Path
+) -> None:
+    # CNKI handled the order and sent an HTML page under a PDF name (or a PDF without its end):
+    # whether it charged is unknown, so the click is not replayed without retry (site-rules §2.7)
+    first = store.record_click("rec_1", "pdf", "op_1", T0)
+    store.click_outcome(first, "invalid_file", T0, {"reason": "no_pdf_signature"})
+    pending = store.uncertain_click("rec_1", "pdf")
+    assert pending is not None and pending.click_id == first and pending.outcome == "invalid_file"
+    assert store.uncertain_click("rec_1", "caj") is None
+    second = store.record_click("rec_1", "pdf", "op_2", T0 + timedelta(minutes=1))  # retry=true
+    store.record_download("rec_1", "pdf", tmp_path / "f.pdf", "0" * 64, 100, T0 + timedelta(minutes=2))
+    assert store.uncertain_click("rec_1", "pdf") is None and store.uncertain_click("rec_1") is None
+    assert [(c.click_id, c.outcome) for c in store.clicks_for("rec_1")] == [
+        (first, "invalid_file"), (second, "downloaded")
+    ]
+
+
 # --- lock, corruption, durability -------------------------------------------------
 
 _TRY_OPEN = """

@@ -33,6 +33,8 @@ def test_a_downloaded_caj_is_not_sent_to_the_pdf_reader() -> None:
     assert default_next_step("completed", "download", saved_format="pdf") == "read_pdf_text(record_ref)"
     assert default_next_step("completed", "download", saved_format="caj") is None
     assert "retry=true" in (default_next_step("partial", "download", ("SIDE_EFFECT_UNCERTAIN",)) or "")
+    # a file CNKI sent for a handled order that is not valid: charged or not is unknown
+    assert "retry=true" in (default_next_step("failed", "download", ("INVALID_FILE",)) or "")
     # a format the page has no entry for (a CAJ-only yearbook asked as PDF): the formats it has
     lacking = default_next_step("failed", "download", ("DOWNLOAD_ENTRY_NOT_FOUND",)) or ""
     assert "details.available" in lacking and "download_paper" in lacking

@@ -187,6 +187,23 @@ async def test_service_reads_a_trial_body_again_on_every_call() -> None:
     assert again.source == "reader" and not again.trial and backend.calls == 2
 
 
+async def test_paging_on_through_a_trial_or_partial_body_does_not_open_the_reader_for_every_page() -> None:
+    # Each page of a trial or partial body opened the reader again (the HTML阅读 entry goes
+    # through the order URL) and was cut from another capture; a continuation pages the body the
+    # call before it read, and a read from the start still asks again (a complete body may come)
+    for incomplete in (trial(), partial()):
+        backend = FakeBackend([incomplete, complete()])
+        service = ReadingService(FakeStore(), backend, FakeClock())
+        first = await service.read("rec_a", max_characters=40)
+        assert first.complete_article is False and first.next_offset == 40
+        second = await service.read("rec_a", offset=40, max_characters=40)
+        assert (second.source, backend.calls) == ("cache", 1)
+        assert first.text + second.text == incomplete.text[:80] and second.complete_article is False
+        again = await service.read("rec_a")
+        assert again.source == "reader" and again.complete_article is not False and backend.calls == 2
+        assert (await service.read("rec_a", offset=40, max_characters=40)).text == complete().text[40:80]
+
+
 async def test_service_unknown_record_is_document_not_found() -> None:
     service = ReadingService(FakeStore(), FakeBackend([complete()]), FakeClock())
     with pytest.raises(CnkiError) as info:
