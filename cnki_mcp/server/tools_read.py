@@ -16,7 +16,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from cnki_mcp.errors import DocumentNotFound, InvalidInput
+from cnki_mcp.errors import DocumentNotFound, InvalidFile, InvalidInput
 from cnki_mcp.files import check_download_arguments
 from cnki_mcp.identity import ambiguous, asked_title
 from cnki_mcp.jobs import DEFAULT_BUDGETS, BudgetSpec, OperationKind
@@ -239,6 +239,20 @@ def register(server: CnkiServer) -> None:
             if store.get(ref) is None:
                 raise DocumentNotFound.unknown_ref(record_ref)
             stored = store.download_for(ref, "pdf")
+            caj = store.download_for(ref, "caj") if stored is None else None
+            if caj is not None:
+                # a CAJ-only paper (a yearbook, many theses): a PDF download cannot be had, and the
+                # CAJ it has holds no text this tool reads (the description's INVALID_FILE)
+                instead = (
+                    "只读模式下可用 get_metadata 取得摘要"
+                    if services.settings.read_only
+                    else "知网有 HTML 阅读入口时可用 read_online_html 读取全文"
+                )
+                raise InvalidFile(
+                    f"该文献只下载了 CAJ 文件，CAJ 无法提取文字（可用 CAJViewer 打开）；{instead}",
+                    path=str(caj.path),
+                    format="caj",
+                )
             if stored is None:
                 # read-only mode hides download_paper (server/readonly.py): nothing to call first
                 raise InvalidInput(
