@@ -70,6 +70,8 @@ class OperationView(BaseModel):
             login = any(e.code == "VERIFICATION_SKIPPED" and e.details.get("gate") == "login" for e in view.errors)
             # a download's page without the asked format names the formats it has (none: no file)
             others = any(e.details.get("available") for e in view.errors if e.code == "DOWNLOAD_ENTRY_NOT_FOUND")
+            # a read without a reader entry names the files the page offers (None: not known)
+            files = next((e.details.get("available") for e in view.errors if e.code == "HTML_ENTRY_NOT_FOUND"), None)
             view.next_step = default_next_step(
                 view.status,
                 view.kind,
@@ -79,6 +81,7 @@ class OperationView(BaseModel):
                 operation_id=record.operation_id,
                 login_skipped=login,
                 other_formats=others,
+                reader_files=files,
                 retryable=any(e.retryable for e in view.errors),
             )
             if view.next_step is None and view.kind == "search":
@@ -211,6 +214,15 @@ TITLE_NOT_FOUND_STEP = (
     "或 structured_search（title，match=phrase）查找，再用结果中的 record_ref 调用"
 )
 NO_HTML_STEP = "这篇没有 HTML 阅读入口：用 download_paper(record_ref) 下载，PDF 再用 read_pdf_text(record_ref) 读取（本地）"
+NO_HTML_CAJ_STEP = (
+    "这篇没有 HTML 阅读入口，详情页只有 CAJ 下载（details.available）：CAJ 的文字本工具读不出（read_pdf_text "
+    "不能读 CAJ），要全文用 download_paper(record_ref, format='caj') 下载后在 CAJViewer 中打开；"
+    "摘要与题录用 get_metadata(record_refs=[record_ref])"
+)
+NO_HTML_NO_FILE_STEP = (
+    "这篇没有 HTML 阅读入口，详情页也没有 PDF 或 CAJ 下载入口（details.available 为空）：知网没有给出全文，"
+    "摘要与题录用 get_metadata(record_refs=[record_ref])"
+)
 DENIED_STEP = (
     "知网拒绝了这篇（无权限或余额不足）：用 session_status(refresh=true) 查看当前身份；"
     "有权限的个人或机构账号用 login 登录后再用相同参数调用 {tool}"
@@ -259,6 +271,7 @@ def default_next_step(
     operation_id: str | None = None,
     login_skipped: bool = False,
     other_formats: bool = True,
+    reader_files: list[str] | None = None,
     retryable: bool = False,
 ) -> str | None:
     """What to call next, by status, operation kind, error codes, whether a checkpoint was kept
@@ -304,6 +317,8 @@ def default_next_step(
     if "DOCUMENT_NOT_FOUND" in codes and kind in ("metadata", "export", "download", "read"):
         return TITLE_NOT_FOUND_STEP
     if "HTML_ENTRY_NOT_FOUND" in codes:  # no HTML reader for this paper: the file has the text
+        if reader_files is not None and "pdf" not in reader_files:  # unless there is no PDF
+            return NO_HTML_CAJ_STEP if "caj" in reader_files else NO_HTML_NO_FILE_STEP
         return NO_HTML_STEP
     if "READER_UNSUPPORTED" in codes and kind == "read":  # a reader of page images, or abstract only
         return NO_BODY_STEP

@@ -57,7 +57,7 @@ class DownloadOperation(OperationView):
 
 READ_DESCRIPTION = """读取论文 HTML 全文（访问知网，约 2–5 次请求；30 分钟内读过的完整正文从本地返回）。
 record_ref 或完整 title 二选一。section 只取该章节（名称或 0 起序号）；offset/max_characters 分页，next_offset 为 null 表示结束。
-trial=true 为试读；complete_article=false 为不完整，null 为无法确认。无阅读入口（HTML_ENTRY_NOT_FOUND，30 分钟内再读同一篇不再请求）时改用 download_paper + read_pdf_text。"""
+trial=true 为试读；complete_article=false 为不完整，null 为无法确认。无阅读入口（HTML_ENTRY_NOT_FOUND，details.available 为详情页的下载格式；30 分钟内再读同一篇不再请求）时改用 download_paper + read_pdf_text（只有 CAJ 时读不出文字）。"""
 
 DOWNLOAD_DESCRIPTION = """下载 PDF 或 CAJ 到 data/downloads/（访问知网，点击一次下载；可能产生费用，只在明确需要文件时使用）。
 record_ref 或完整 title 二选一；format：auto（优先 PDF）、pdf、caj；已有同名文件返回 FILE_EXISTS。下载过则直接返回（source=cache），新的 filename/subdirectory 时复制过去。

@@ -72,7 +72,7 @@ from cnki_mcp.site.deadline import CLOSE_SECONDS, BrowserStalled, bounded
 from cnki_mcp.site.download_result import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, DownloadResult
 from cnki_mcp.site.human import PageKind, StepKind
 from cnki_mcp.site.pages import document_status
-from cnki_mcp.site.reading import DetailTabs, close_quietly
+from cnki_mcp.site.reading import FILE_ENTRIES, DetailTabs, close_quietly
 from cnki_mcp.store import Store, StoredDownload, file_sha256
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ MAX_HUMAN_STEPS = 4
 LOW_DISK_BYTES = 16 * 1024 * 1024  # below this free space a failed download is put down to the disk
 _REFUSAL = re.compile(r"余额不足|未订购|无权|没有权限|暂无权限|请先登录|下载失败|下载异常|超出.{0,6}限")
 _GUID = re.compile(r"^[A-Za-z0-9-]+$")
-ENTRY_PATTERNS: dict[FileFormat, str] = {"pdf": r"PDF下载|下载PDF", "caj": r"CAJ下载|下载CAJ"}
+ENTRY_PATTERNS: dict[FileFormat, str] = {"pdf": FILE_ENTRIES["pdf"], "caj": FILE_ENTRIES["caj"]}
 FORMATS: tuple[FileFormat, ...] = ("pdf", "caj")
 # The order URL the PDF/CAJ entries open (bar.cnki.net/bar/download/order?id=…). Only an error page
 # this URL itself answered says CNKI did not take the order (site-rules.md §2.7).

@@ -67,6 +67,8 @@ RENDER_TIMEOUT_SECONDS = 12.0
 MAX_HUMAN_STEPS = 4
 
 READER_ENTRY = r"HTML阅读|在线阅读"
+# The detail page's file entries, by format (what download_paper clicks).
+FILE_ENTRIES: dict[str, str] = {"pdf": r"PDF下载|下载PDF", "caj": r"CAJ下载|下载CAJ"}
 SKIPPED_MESSAGES: dict[StepKind, str] = {
     "login": "知网要求登录，已按请求跳过（未打开登录窗口）",
     "challenge": "知网要求人工验证，已按请求跳过",
@@ -402,7 +404,10 @@ class HtmlReader:
         try:
             entry = await tabs.find_entry(detail_page, READER_ENTRY)
             if entry is None:
-                raise HtmlEntryNotFound(record_ref=paper.record_ref)
+                # which files the open page offers instead (no request): a CAJ-only paper's text
+                # cannot be read by read_pdf_text, and a page with none has no text to read at all
+                available = [fmt for fmt, pattern in FILE_ENTRIES.items() if await tabs.find_entry(detail_page, pattern)]
+                raise HtmlEntryNotFound(record_ref=paper.record_ref, available=available)
             start_url = detail_page.url
             started = tabs.clock.monotonic()
             await tabs.click(detail_page, entry, op)
