@@ -220,8 +220,9 @@ NO_HTML_CAJ_STEP = (
     "摘要与题录用 get_metadata(record_refs=[record_ref])"
 )
 NO_HTML_NO_FILE_STEP = (
-    "这篇没有 HTML 阅读入口，详情页也没有 PDF 或 CAJ 下载入口（details.available 为空）：知网没有给出全文，"
-    "摘要与题录用 get_metadata(record_refs=[record_ref])"
+    "这篇没有 HTML 阅读入口，详情页也没有 PDF 或 CAJ 下载入口（details.available 为空）：知网没有给出全文"
+    "（外文期刊只有原文链接：有 DOI 时到 https://doi.org/<doi> 从出版方获取），"
+    "摘要、题录与 DOI 用 get_metadata(record_refs=[record_ref])"
 )
 DENIED_STEP = (
     "知网拒绝了这篇（无权限或余额不足）：用 session_status(refresh=true) 查看当前身份；"
@@ -232,8 +233,9 @@ NO_BODY_STEP = (
     "PDF 再用 read_pdf_text(record_ref) 读取（本地；扫描版 PDF 也没有文字）"
 )
 NO_FILE_STEP = (
-    "这篇的详情页没有任何下载入口（没有 PDF 也没有 CAJ）：要读全文可试 read_online_html(record_ref)，"
-    "摘要与题录用 get_metadata(record_refs=[record_ref])"
+    "这篇的详情页没有任何下载入口（没有 PDF 也没有 CAJ）：要读全文可试 read_online_html(record_ref)"
+    "（外文期刊在知网只有原文链接：有 DOI 时到 https://doi.org/<doi> 从出版方获取），"
+    "摘要、题录与 DOI 用 get_metadata(record_refs=[record_ref])"
 )
 NO_ENTRY_STEP = (
     "详情页没有所要格式的下载入口：details.available 列出它有的格式，用 download_paper(record_ref, format=…) "

@@ -74,6 +74,7 @@ def test_a_paper_without_an_html_reader_or_a_pdf_is_not_sent_to_read_pdf_text() 
     assert "read_pdf_text(record_ref)" not in caj
     none = default_next_step("failed", "read", ("HTML_ENTRY_NOT_FOUND",), reader_files=[]) or ""
     assert "download_paper" not in none and "read_pdf_text" not in none and "get_metadata" in none
+    assert "doi.org" in none  # a foreign paper: CNKI links out, its DOI reaches the publisher
 
 
 def test_a_read_that_returned_part_of_the_text_says_how_to_get_the_whole() -> None:
