@@ -216,3 +216,23 @@ async def test_a_thesis_gives_its_supervisor_and_a_conference_paper_its_meeting(
     asked = await _metadata(clock, pipe, MetadataInput(record_refs=[ref], fields=["supervisor"]))
     assert backend.requests == Counter()  # the fresh detail page answers
     assert asked.result["records"] == [{"record_ref": ref, "title": thesis.title, "supervisor": thesis.supervisor}]
+
+
+async def test_a_newspaper_article_s_text_is_its_excerpt_whichever_page_gave_it(clock: FakeClock, store: Store) -> None:
+    # the batch export's %X of a newspaper was stored as its abstract; its detail page calls the
+    # same text 正文快照 (excerpt, not an abstract), so once read it had both
+    backend = CorpusBackend()
+    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
+    once = Counter(r.title for r in backend.corpus.records)
+    article = next(r for r in backend.corpus.records if r.type == "报纸" and r.abstract and once[r.title] == 1)
+    listed = await _metadata(clock, pipe, MetadataInput(titles=[article.title], fields=["title"]))
+    [ref] = [r["record_ref"] for r in listed.result["records"]]
+    backend.requests.clear()
+    exported = await _metadata(clock, pipe, MetadataInput(record_refs=[ref], fields=["abstract", "document_type"]))
+    assert backend.requests == Counter({"export": 1})
+    paper = store.get(ref)
+    assert paper is not None and paper.abstract is None and paper.excerpt
+    assert exported.result["records"][0]["abstract"] is None
+    await _metadata(clock, pipe, MetadataInput(record_refs=[ref], fields=["funds"]))  # the detail page
+    paper = store.get(ref)
+    assert paper is not None and paper.detail_confirmed and paper.abstract is None and paper.excerpt
