@@ -414,7 +414,8 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
     volume, issue, pages = _volume_issue_pages(tail)
     date = None
     if code == "N":  # newspapers: 年-月-日(版次); the parenthesis is the page, not an issue
-        m = re.search(r"\d{4}-\d{1,2}-\d{1,2}\s*\(\s*(\d{1,3})\s*\)", tail)
+        # written `(2)`, `(002)` or `(第2版)`; the last was read as no page, so a wrong one passed
+        m = re.search(r"\d{4}-\d{1,2}-\d{1,2}\s*\(\s*(?:第\s*)?(\d{1,3})\s*(?:版\s*)?\)", tail)
         volume, issue, pages = None, None, (m.group(1) if m else None)
         date = _day(tail)
     return ParsedReference(

@@ -208,6 +208,10 @@ NEWSPAPER = RecordView(
         ("许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-02-17(2).", "verified", []),
         ("许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-03-17(2).", "mismatch", ["date"]),
         ("许涛、侯超燕：《违约金：从“有没有”到“好不好”》，《人民法院报》2023年2月7日。", "mismatch", ["date"]),
+        # the 版次 written as 第N版: it was read as no page, so a wrong page passed
+        ("许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-02-17(第2版).", "verified", []),
+        ("许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-02-17（第5版）.", "mismatch", ["pages"]),
+        ("许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-02-17(005).", "mismatch", ["pages"]),
     ],
 )
 def test_a_newspaper_articles_day_is_checked(entry: str, verdict: str, fields: list[str]) -> None:
