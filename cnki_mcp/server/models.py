@@ -71,7 +71,10 @@ class OperationView(BaseModel):
             # a download's page without the asked format names the formats it has (none: no file)
             others = any(e.details.get("available") for e in view.errors if e.code == "DOWNLOAD_ENTRY_NOT_FOUND")
             # a read without a reader entry names the files the page offers (None: not known)
-            files = next((e.details.get("available") for e in view.errors if e.code == "HTML_ENTRY_NOT_FOUND"), None)
+            files = next(
+                (e.details.get("available") for e in view.errors if e.code in ("HTML_ENTRY_NOT_FOUND", "READER_UNSUPPORTED")),
+                None,
+            )
             view.next_step = default_next_step(
                 view.status,
                 view.kind,
@@ -232,6 +235,11 @@ NO_BODY_STEP = (
     "阅读页没有可读的正文（只有摘要，或正文是图片：details.images）：用 download_paper(record_ref) 下载，"
     "PDF 再用 read_pdf_text(record_ref) 读取（本地；扫描版 PDF 也没有文字）"
 )
+NO_BODY_NO_PDF_STEP = (
+    "阅读页没有可读的正文（只有摘要，或正文是图片：details.images），详情页也没有 PDF 下载（details.available）："
+    "知网没有本工具能读的全文（只有 CAJ 时可 download_paper(record_ref, format='caj') 后在 CAJViewer 中打开）；"
+    "摘要与题录用 get_metadata(record_refs=[record_ref])"
+)
 NO_FILE_STEP = (
     "这篇的详情页没有任何下载入口（没有 PDF 也没有 CAJ）：要读全文可试 read_online_html(record_ref)"
     "（外文期刊在知网只有原文链接：有 DOI 时到 https://doi.org/<doi> 从出版方获取），"
@@ -323,7 +331,7 @@ def default_next_step(
             return NO_HTML_CAJ_STEP if "caj" in reader_files else NO_HTML_NO_FILE_STEP
         return NO_HTML_STEP
     if "READER_UNSUPPORTED" in codes and kind == "read":  # a reader of page images, or abstract only
-        return NO_BODY_STEP
+        return NO_BODY_NO_PDF_STEP if reader_files is not None and "pdf" not in reader_files else NO_BODY_STEP
     if "DOWNLOAD_ENTRY_NOT_FOUND" in codes and kind == "download":  # e.g. a CAJ-only yearbook asked as PDF
         return NO_ENTRY_STEP if other_formats else NO_FILE_STEP
     if "ACCESS_DENIED" in codes and kind in _TOOL_OF_KIND:  # 账户余额不足 / 无权访问: the account's rights

@@ -228,6 +228,16 @@ async def test_detail_without_reader_entry_is_html_entry_not_found(env: Env) -> 
     assert err.details["available"] == ["pdf", "caj"]
 
 
+async def test_a_reader_of_an_abstract_alone_is_reader_unsupported_naming_the_files(env: Env) -> None:
+    # r0032 is a book: read online only, and the corpus holds no body for it, so its reader shows
+    # a title, an author and a 222-character abstract; that abstract was given as the full text
+    book = env.sim.corpus.by_id["r0032"]
+    assert book.type == "图书" and not book.fulltext and len(book.abstract or "") > 150
+    quick = HtmlReader(env.reader.tabs, reader_timeout=1.0)
+    err = await expect_code(quick.read(paper_for(env.sim, "r0032"), FakeOp()), "READER_UNSUPPORTED")
+    assert err.details["available"] == []  # no file either: the advice does not send it to a download
+
+
 async def test_another_papers_detail_page_is_an_identity_conflict(env: Env) -> None:
     paper = paper_for(env.sim, "r0001").model_copy(update={"locator": env.sim.links.detail("r0002")})
     await expect_code(env.reader.read(paper, FakeOp()), "IDENTITY_CONFLICT")

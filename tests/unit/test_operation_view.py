@@ -67,6 +67,16 @@ def test_a_paper_without_an_html_reader_is_sent_to_the_download_and_the_pdf_text
     assert default_next_step("failed", "read", ("HTML_ENTRY_NOT_FOUND",), reader_files=["pdf", "caj"]) == step
 
 
+def test_a_reader_without_a_body_and_a_page_without_a_pdf_is_not_sent_to_read_pdf_text() -> None:
+    # a book (reader only): its abstract-only reader said download_paper + read_pdf_text, and the
+    # download's advice, with no file on the page, said read_online_html again
+    unsupported = ("READER_UNSUPPORTED",)
+    assert "read_pdf_text" in (default_next_step("failed", "read", unsupported) or "")
+    assert "read_pdf_text" in (default_next_step("failed", "read", unsupported, reader_files=["pdf"]) or "")
+    none = default_next_step("failed", "read", unsupported, reader_files=[]) or ""
+    assert "read_pdf_text" not in none and "get_metadata" in none
+
+
 def test_a_paper_without_an_html_reader_or_a_pdf_is_not_sent_to_read_pdf_text() -> None:
     # a CAJ-only yearbook was told to download and read_pdf_text, which cannot read a CAJ
     caj = default_next_step("failed", "read", ("HTML_ENTRY_NOT_FOUND",), reader_files=["caj"]) or ""
