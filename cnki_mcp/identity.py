@@ -492,6 +492,7 @@ class Paper(BaseModel):
     conference: str | None = None  # 会议名称 (conference papers; `source` is the proceedings)
     conference_place: str | None = None  # 会议地点
     conference_date: str | None = None  # 会议时间
+    supervisor: str | None = None  # 导师 (theses), as the detail page lists them (`张秉伦; 胡化凯`)
     native: NativeId = Field(default_factory=NativeId)
     cited: int | None = None
     downloads: int | None = None
@@ -590,6 +591,7 @@ class Paper(BaseModel):
             conference=detail.conference,
             conference_place=detail.conference_place,
             conference_date=detail.conference_date,
+            supervisor=detail.supervisor,
             native=detail.native.model_copy(),
             cited=detail.cited,
             downloads=detail.downloads,
@@ -630,6 +632,7 @@ _DESCRIPTIVE = (
     "conference",
     "conference_place",
     "conference_date",
+    "supervisor",
 )
 # Always the freshest non-empty observation: counts change, detail tokens expire.
 _FRESH = ("cited", "downloads", "locator", "public_url", "export_id")

@@ -296,7 +296,7 @@ class ReadingService:
         self._reads = KeyedLocks()  # one reader visit per paper at a time
         # record_ref -> when its detail page was seen without an HTML reader entry (monotonic):
         # asked again only after the body cache's TTL, so repeated calls cost no 1-3 requests each
-        self._no_entry: dict[str, float] = {}
+        self._no_entry: dict[str, tuple[float, dict[str, Any]]] = {}  # ref -> (when, the error's details)
 
     async def read(
         self,
@@ -315,8 +315,8 @@ class ReadingService:
         ref = self._store.resolve_ref(record_ref)
         seen = self._no_entry.get(ref)
         if seen is not None:
-            if self._clock.monotonic() - seen < CACHE_TTL_SECONDS:
-                raise HtmlEntryNotFound(record_ref=record_ref, remembered=True)
+            if self._clock.monotonic() - seen[0] < CACHE_TTL_SECONDS:
+                raise HtmlEntryNotFound(**{**seen[1], "record_ref": record_ref, "remembered": True})
             del self._no_entry[ref]
         hit = self._cached(ref, offset)
         if hit is None:
@@ -345,11 +345,11 @@ class ReadingService:
             raise DocumentNotFound.unknown_ref(record_ref)
         try:
             capture = await self._backend.read(paper, op)
-        except HtmlEntryNotFound:
+        except HtmlEntryNotFound as exc:
             now = self._clock.monotonic()
             # expired entries go as new ones come, so the map holds only the last 30 minutes'
-            self._no_entry = {r: t for r, t in self._no_entry.items() if now - t < CACHE_TTL_SECONDS}
-            self._no_entry[ref] = now
+            self._no_entry = {r: seen for r, seen in self._no_entry.items() if now - seen[0] < CACHE_TTL_SECONDS}
+            self._no_entry[ref] = (now, dict(exc.details))  # the files the page offered are said again
             raise
         now = self._clock.now()
         self._store.upsert_from_detail(capture.detail, capture.detail_url, now, expected_ref=ref)

@@ -183,7 +183,7 @@ def _given_fields(entry: ParsedReference) -> set[FieldName]:
     for name in ("year", "date", "source", "volume", "issue", "pages", "doi"):
         if getattr(entry, name) is not None:
             given.add(name)  # type: ignore[arg-type]
-    if entry.type_code:
+    if entry.type_code or entry.degree:
         given.add("type")
     return given
 
@@ -249,6 +249,10 @@ def compare(entry: ParsedReference, rec: RecordView) -> tuple[list[FieldDiff], l
             unchecked.append("type")
         elif code != entry.type_code:
             diff("type", f"[{entry.type_code}]", f"[{code}]（{rec.doc_type}）")
+    level = (rec.doc_type or "").strip()
+    if entry.degree and level in ("博士", "硕士") and entry.degree != level and not any(d.field == "type" for d in diffs):
+        # a master's thesis cited as a doctoral dissertation (or the reverse): [D] alone agrees
+        diff("type", f"{entry.degree}学位论文", f"{level}学位论文")
     return diffs, unchecked
 
 

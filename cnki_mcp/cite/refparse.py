@@ -68,7 +68,14 @@ _GENRES = (
     "Doctoral thesis", "Master's thesis", "Masters thesis", "PhD thesis", "PhD diss", "Thesis", "Dissertation",
 )
 _GENRE = "|".join(re.escape(g) for g in _GENRES)
-_TITLE_GENRE = re.compile(rf"\s*\[\s*(?:{_GENRE})\s*\]|\s*\[Internet\]", re.I)
+# The level a genre names (`[博士学位论文]`, `Master's thesis`, `(Doctoral dissertation, 学校)`).
+_DEGREE = (
+    ("博士", re.compile(r"博士(?:学位)?论文|Doctoral (?:dissertation|thesis)|Ph\.?\s?D\.? (?:thesis|diss)", re.I)),
+    ("硕士", re.compile(r"硕士(?:学位)?论文|Master'?s? (?:thesis|dissertation)", re.I)),
+)
+# APA 7 puts the school inside the bracket (`[Doctoral dissertation, 武汉大学]`), APA 6 a bare genre in
+# parentheses (`(Doctoral dissertation)`): neither is part of the title
+_TITLE_GENRE = re.compile(rf"\s*(?:\[\s*(?:{_GENRE})(?:\s*,[^\]]*)?\s*\]|\(\s*(?:{_GENRE})\s*\))|\s*\[Internet\]", re.I)
 # One initial or several (`J.`, `J. D.`, `J.-D.`, `J D`); never a capitalised surname (`CHEN J`).
 _INITIALS = re.compile(r"[A-Z](?:\.|(?![A-Za-z]))(?:\s*-?\s*[A-Z](?:\.|(?![A-Za-z])))*")
 _ETAL = re.compile(r"\s*(?:,\s*)?(?:等|et\s+al\.?)\s*\.?$", re.I)
@@ -97,6 +104,7 @@ class ParsedReference(BaseModel):
     doi: str | None = None
     date: str | None = None  # a newspaper article's day as written, `yyyy-mm-dd`
     type_code: str | None = None  # J D C M N ... as written, upper case
+    degree: str | None = None  # 博士 / 硕士: the thesis level a genre outside the title names
     unparsable: str | None = None  # the reason, when no title could be read
 
 
@@ -406,7 +414,8 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
     volume, issue, pages = _volume_issue_pages(tail)
     date = None
     if code == "N":  # newspapers: 年-月-日(版次); the parenthesis is the page, not an issue
-        m = re.search(r"\d{4}-\d{1,2}-\d{1,2}\s*\(\s*(\d{1,3})\s*\)", tail)
+        # written `(2)`, `(002)` or `(第2版)`; the last was read as no page, so a wrong one passed
+        m = re.search(r"\d{4}-\d{1,2}-\d{1,2}\s*\(\s*(?:第\s*)?(\d{1,3})\s*(?:版\s*)?\)", tail)
         volume, issue, pages = None, None, (m.group(1) if m else None)
         date = _day(tail)
     return ParsedReference(
@@ -594,10 +603,23 @@ def parse_reference(entry: str) -> ParsedReference:
     if not raw:
         return ParsedReference(raw=entry, unparsable="空条目")
     body = _MARKER.sub("", raw, count=1)
-    parsed = _parse(raw, _norm(body))
+    text = _norm(body)
+    parsed = _parse(raw, text)
     if parsed.title and not parsed.unparsable:
-        return parsed.model_copy(update={"title": _as_written(body, parsed.title)})
+        return parsed.model_copy(update={"title": _as_written(body, parsed.title), "degree": _degree(text, parsed.title)})
     return parsed
+
+
+def _degree(text: str, title: str) -> str | None:
+    """博士 or 硕士 when the entry names a thesis genre outside its title (a title such as
+    硕士论文写作指导 names none); None when it names neither or both."""
+    at = text.find(title)
+    if at >= 0:
+        rest = text[:at] + text[at + len(title) :]
+    else:  # the title is not spelt as the entry reads: only a bracketed genre counts
+        rest = " ".join(m.group(0) for m in _TITLE_GENRE.finditer(text))
+    found = {level for level, pattern in _DEGREE if pattern.search(rest)}
+    return found.pop() if len(found) == 1 else None
 
 
 def _parse(raw: str, text: str) -> ParsedReference:

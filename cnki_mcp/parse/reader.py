@@ -250,6 +250,22 @@ def _trial_notice(tree: LexborHTMLParser, headings: set[str]) -> bool:
     return False
 
 
+def _body_only(container: LexborNode) -> str:
+    """The container's text without its `.js-prefix` head (the paper's title, authors and
+    abstract): what is left is the body. A reader page of a title, an author line and a long
+    abstract (a book, a paper whose body the reader does not hold) passed the length check and
+    its abstract was given as the full text."""
+    copy = parse_html(container.html or "")
+    root = copy.body or copy.root
+    if root is None:
+        return ""
+    for node in root.css(".js-prefix"):
+        node.decompose()
+    parts: list[str] = []
+    _walk(root, parts)
+    return _clean("".join(parts))
+
+
 def _is_title(node: LexborNode) -> bool:
     """The paper title (`.js-prefix h1.Chapter`, `.article-title`, `.paper-title`): not a section."""
     classes = (node.attributes.get("class") or "").split()
@@ -331,7 +347,7 @@ def parse_reader(html: str, url: str | None = None, expected_title: str | None =
     _walk(container, parts)
     text = _clean("".join(parts))
     images = len(container.css("img"))
-    if len(_IMAGE_MARKS.sub("", text)) < _MIN_BODY:  # the marks images leave are not body text
+    if len(_IMAGE_MARKS.sub("", _body_only(container))) < _MIN_BODY:  # the marks images leave are not body text
         raise ReaderUnsupported("正文不足，未将摘要当全文", characters=len(text), images=images)
 
     sections = _sections(container, text)

@@ -637,7 +637,7 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
             Candidate(
                 ref=ref,
                 title=p.title,
-                abstract=p.abstract or "",
+                abstract=p.abstract or p.excerpt or "",  # a newspaper's 正文快照 is its text
                 keywords=tuple(p.keywords),
                 doc_type=p.doc_type or "",
                 year=p.year,

@@ -198,8 +198,12 @@ def _window(text: str, pattern: re.Pattern[str], context: int) -> str | None:
 DOC_TYPES = (*(t.value for t in DocType if t is not DocType.OTHER), "学术辑刊")
 # 期刊 includes the grid's 特色期刊 rows (CJFN): their detail page says 期刊 (parse/detail.py), so a
 # paper's type label depends on which page was read last (saved page kns8s-grid/pluginsx_search_result_4rows.html).
-_INCLUDES = {"期刊": ("特色期刊",)}
+# 学位论文 (some lists' label, and a word for both levels) is every thesis.
+_INCLUDES = {"期刊": ("特色期刊",), "学位论文": ("博士", "硕士")}
 DOC_TYPE_ALIASES = {
+    # the kinds as people write them (and as a question's wish is read, query/written.py)
+    "博士论文": "博士", "博士学位论文": "博士", "硕士论文": "硕士", "硕士学位论文": "硕士",
+    "硕博论文": "学位论文", "期刊论文": "期刊", "期刊文章": "期刊", "会议论文": "会议", "报纸文章": "报纸",
     "journal": "期刊", "article": "期刊", "journal article": "期刊", "foreign journal": "外文期刊",
     "doctoral": "博士", "phd": "博士", "dissertation": "博士", "doctoral dissertation": "博士",
     "master": "硕士", "masters": "硕士", "master's": "硕士", "thesis": "硕士", "master thesis": "硕士",
@@ -219,10 +223,10 @@ def document_types(store: Store, wanted: list[str]) -> tuple[str, ...]:
         if not name:
             continue
         name = DOC_TYPE_ALIASES.get(name.casefold(), name)
-        if name not in DOC_TYPES:
+        if name not in DOC_TYPES and name not in _INCLUDES:
             stored = store.library_doc_types() if stored is None else stored
             if name not in stored:
-                names = list(dict.fromkeys([*DOC_TYPES, *sorted(stored)]))
+                names = list(dict.fromkeys([*DOC_TYPES, *_INCLUDES, *sorted(stored)]))
                 raise InvalidInput(
                     f"未知的文献类型：{raw}；可用：{'、'.join(names)}", document_type=raw, allowed=names
                 )

@@ -61,6 +61,8 @@ LIST_FIELDS: frozenset[str] = frozenset(
 EXPORT_FIELDS: frozenset[str] = frozenset(
     {"volume", "issue", "pages", "doi", "abstract", "keywords", "institutions"}
 )
+# Fields only some kinds have, read from the detail page, in records only where set.
+KIND_FIELDS: tuple[str, ...] = ("supervisor", "conference", "conference_place", "conference_date")
 _PAPER_FIELD = {"publication_date": "date", "document_type": "doc_type", "downloaded": "downloads"}
 
 
@@ -121,6 +123,9 @@ def metadata_record(enricher: Enricher, paper: Paper, *, with_quality: bool = Tr
         "source_url": paper.source_url,
         "detail_observed_at": paper.detail_observed_at.isoformat() if paper.detail_observed_at else None,
     }
+    # a kind's own fields (a thesis's 导师, a conference paper's 会议名称/地点/时间), shown where the
+    # record has them: the detail page gives them, and most records (journal papers) have none
+    record.update({name: getattr(paper, name) for name in KIND_FIELDS if getattr(paper, name)})
     if with_quality:
         record["quality"] = quality_view(enricher, paper)
     return record

@@ -287,6 +287,10 @@ MetadataField = Literal[
     "source_url",
     "quality",
     "detail_observed_at",
+    "supervisor",
+    "conference",
+    "conference_place",
+    "conference_date",
 ]
 
 

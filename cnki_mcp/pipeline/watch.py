@@ -48,6 +48,7 @@ class WatchItem(_Model):
     title: str
     date: str | None = None
     source: str | None = None
+    doc_type: str | None = Field(None, description="文献类型（期刊、博士、硕士、会议、报纸…）")
     url: str | None = None
     before: str | None = Field(None, description="旧值（被引次数或卷期页）")
     after: str | None = Field(None, description="新值")
@@ -156,6 +157,8 @@ def _item(paper: Paper, row: GridRow | None, **extra: Any) -> WatchItem:
         title=paper.title,
         date=(row.date if row is not None else None) or paper.date,
         source=paper.source,
+        # a thesis's source is its university, a newspaper's the paper: the kind says what it is
+        doc_type=(row.doc_type if row is not None else None) or paper.doc_type,
         url=paper.public_url,
         **extra,
     )
@@ -556,7 +559,9 @@ def digest(report: CheckReport, stopped_by: str | None = None) -> str:
         head = f"[{c.watch_id}] {c.question}: 新增 {c.new_count}，出刊 {c.published_count}，被引变化 {c.cited_changed_count}"
         lines.append(head + ("（首次检查）" if c.first_check else "") + ("" if c.complete else "（未读完：更早的新记录下次接着读，可加大 --pages）"))
         for item in c.new:
-            lines.append(f"  + {item.title}（{item.source or ''} {item.date or ''}）{item.url or ''}".rstrip())
+            kind = item.doc_type if item.doc_type and item.doc_type != "期刊" else ""
+            where = " ".join(part for part in (item.source, kind, item.date) if part)
+            lines.append(f"  + {item.title}（{where}）{item.url or ''}".rstrip())
         for item in c.published:
             lines.append(f"  * 出刊 {item.title}：{item.after}")
         for item in c.cited_changed:

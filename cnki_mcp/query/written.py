@@ -65,7 +65,8 @@ _ACRONYM_RE = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-+./]*(?: [A-Za-z0-9\-+./]+)
 # restricts neither, and as a concept the words emptied the search (no paper's text says 博士论文).
 # Read as a wish only as a part of its own or after 的 at the question's end (`read_wishes`).
 _TIER = "(?:" + "|".join(TIER_WORDS) + ")"
-_KIND = r"(?:硕士论文|博士论文|硕博论文|学位论文|期刊论文|期刊文章|会议论文|报纸文章)"
+# 博士学位论文 / 硕士学位论文: the names CNKI and GB/T 7714 give the kinds, so the ones people write most
+_KIND = r"(?:(?:硕博士?|硕士|博士)学位论文|硕士论文|博士论文|硕博士?论文|学位论文|期刊论文|期刊文章|会议论文|报纸文章)"
 # a tier standing alone, without 期刊/论文 after it: not EI nor 核心 (common in other words)
 _BARE_TIER_RE = re.compile("|".join(t for t in TIER_WORDS if t not in ("EI", "核心")))
 _WISH = rf"(?:{_TIER}(?:来源)?(?:期刊论文|期刊|论文|文章)|{_KIND}|{_BARE_TIER_RE.pattern})"

@@ -72,6 +72,11 @@ class OperationView(BaseModel):
             lost = any(e.code == "DOCUMENT_NOT_FOUND" and e.details.get("record_ref") for e in view.errors)
             # a download's page without the asked format names the formats it has (none: no file)
             others = any(e.details.get("available") for e in view.errors if e.code == "DOWNLOAD_ENTRY_NOT_FOUND")
+            # a read without a reader entry names the files the page offers (None: not known)
+            files = next(
+                (e.details.get("available") for e in view.errors if e.code in ("HTML_ENTRY_NOT_FOUND", "READER_UNSUPPORTED")),
+                None,
+            )
             view.next_step = default_next_step(
                 view.status,
                 view.kind,
@@ -82,6 +87,7 @@ class OperationView(BaseModel):
                 login_skipped=login,
                 lost_ref=lost,
                 other_formats=others,
+                reader_files=files,
                 retryable=any(e.retryable for e in view.errors),
             )
             if view.next_step is None and view.kind == "search":
@@ -218,6 +224,16 @@ RELOCATE_FAILED_STEP = (
     "可用 search 按作者或关键词查找它现在的记录，找到后用新的 record_ref 调用"
 )
 NO_HTML_STEP = "这篇没有 HTML 阅读入口：用 download_paper(record_ref) 下载，PDF 再用 read_pdf_text(record_ref) 读取（本地）"
+NO_HTML_CAJ_STEP = (
+    "这篇没有 HTML 阅读入口，详情页只有 CAJ 下载（details.available）：CAJ 的文字本工具读不出（read_pdf_text "
+    "不能读 CAJ），要全文用 download_paper(record_ref, format='caj') 下载后在 CAJViewer 中打开；"
+    "摘要与题录用 get_metadata(record_refs=[record_ref])"
+)
+NO_HTML_NO_FILE_STEP = (
+    "这篇没有 HTML 阅读入口，详情页也没有 PDF 或 CAJ 下载入口（details.available 为空）：知网没有给出全文"
+    "（外文期刊只有原文链接：有 DOI 时到 https://doi.org/<doi> 从出版方获取），"
+    "摘要、题录与 DOI 用 get_metadata(record_refs=[record_ref])"
+)
 DENIED_STEP = (
     "知网拒绝了这篇（无权限或余额不足）：用 session_status(refresh=true) 查看当前身份；"
     "有权限的个人或机构账号用 login 登录后再用相同参数调用 {tool}"
@@ -226,9 +242,15 @@ NO_BODY_STEP = (
     "阅读页没有可读的正文（只有摘要，或正文是图片：details.images）：用 download_paper(record_ref) 下载，"
     "PDF 再用 read_pdf_text(record_ref) 读取（本地；扫描版 PDF 也没有文字）"
 )
-NO_FILE_STEP = (
-    "这篇的详情页没有任何下载入口（没有 PDF 也没有 CAJ）：要读全文可试 read_online_html(record_ref)，"
+NO_BODY_NO_PDF_STEP = (
+    "阅读页没有可读的正文（只有摘要，或正文是图片：details.images），详情页也没有 PDF 下载（details.available）："
+    "知网没有本工具能读的全文（只有 CAJ 时可 download_paper(record_ref, format='caj') 后在 CAJViewer 中打开）；"
     "摘要与题录用 get_metadata(record_refs=[record_ref])"
+)
+NO_FILE_STEP = (
+    "这篇的详情页没有任何下载入口（没有 PDF 也没有 CAJ）：要读全文可试 read_online_html(record_ref)"
+    "（外文期刊在知网只有原文链接：有 DOI 时到 https://doi.org/<doi> 从出版方获取），"
+    "摘要、题录与 DOI 用 get_metadata(record_refs=[record_ref])"
 )
 NO_ENTRY_STEP = (
     "详情页没有所要格式的下载入口：details.available 列出它有的格式，用 download_paper(record_ref, format=…) "
@@ -268,6 +290,7 @@ def default_next_step(
     login_skipped: bool = False,
     lost_ref: bool = False,
     other_formats: bool = True,
+    reader_files: list[str] | None = None,
     retryable: bool = False,
 ) -> str | None:
     """What to call next, by status, operation kind, error codes, whether a checkpoint was kept
@@ -319,9 +342,11 @@ def default_next_step(
     if "DOCUMENT_NOT_FOUND" in codes and kind in ("metadata", "export", "download", "read"):
         return TITLE_NOT_FOUND_STEP
     if "HTML_ENTRY_NOT_FOUND" in codes:  # no HTML reader for this paper: the file has the text
+        if reader_files is not None and "pdf" not in reader_files:  # unless there is no PDF
+            return NO_HTML_CAJ_STEP if "caj" in reader_files else NO_HTML_NO_FILE_STEP
         return NO_HTML_STEP
     if "READER_UNSUPPORTED" in codes and kind == "read":  # a reader of page images, or abstract only
-        return NO_BODY_STEP
+        return NO_BODY_NO_PDF_STEP if reader_files is not None and "pdf" not in reader_files else NO_BODY_STEP
     if "DOWNLOAD_ENTRY_NOT_FOUND" in codes and kind == "download":  # e.g. a CAJ-only yearbook asked as PDF
         return NO_ENTRY_STEP if other_formats else NO_FILE_STEP
     if "ACCESS_DENIED" in codes and kind in _TOOL_OF_KIND:  # 账户余额不足 / 无权访问: the account's rights

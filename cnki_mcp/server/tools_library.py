@@ -32,7 +32,7 @@ def register(server: CnkiServer) -> None:
         year_to: Annotated[int | None, Field(ge=0, le=2200)] = None,
         document_types: Annotated[
             list[Annotated[str, Field(min_length=1, max_length=20)]],
-            Field(max_length=10, description="文献类型，如 期刊、硕士、博士（也接受 journal、master、phd 等英文名）"),
+            Field(max_length=10, description="文献类型，如 期刊、硕士、博士（也接受 博士论文、学位论文、会议论文 与 journal、master、phd 等英文名）"),
         ] = [],  # noqa: B006
         source_tiers: Annotated[
             list[Annotated[str, Field(min_length=1, max_length=20)]],

@@ -16,7 +16,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from cnki_mcp.errors import DocumentNotFound, InvalidInput
+from cnki_mcp.errors import DocumentNotFound, InvalidFile, InvalidInput
 from cnki_mcp.files import check_download_arguments
 from cnki_mcp.identity import ambiguous, asked_title
 from cnki_mcp.jobs import DEFAULT_BUDGETS, BudgetSpec, OperationKind
@@ -57,7 +57,7 @@ class DownloadOperation(OperationView):
 
 READ_DESCRIPTION = """读取论文 HTML 全文（访问知网，约 2–5 次请求；30 分钟内读过的完整正文从本地返回）。
 record_ref 或完整 title 二选一。section 只取该章节（名称或 0 起序号）；offset/max_characters 分页，next_offset 为 null 表示结束（试读或不完整的正文续读 offset>0 时也从本地返回，offset=0 重新读取）。
-trial=true 为试读；complete_article=false 为不完整，null 为无法确认。无阅读入口（HTML_ENTRY_NOT_FOUND，30 分钟内再读同一篇不再请求）时改用 download_paper + read_pdf_text。"""
+trial=true 为试读；complete_article=false 为不完整，null 为无法确认。无阅读入口（HTML_ENTRY_NOT_FOUND，details.available 为详情页的下载格式；30 分钟内再读同一篇不再请求）时改用 download_paper + read_pdf_text（只有 CAJ 时读不出文字）。"""
 
 DOWNLOAD_DESCRIPTION = """下载 PDF 或 CAJ 到 data/downloads/（访问知网，点击一次下载；可能产生费用，只在明确需要文件时使用）。
 record_ref 或完整 title 二选一；format：auto（优先 PDF）、pdf、caj；已有同名文件返回 FILE_EXISTS。下载过则直接返回（source=cache），新的 filename/subdirectory 时复制过去。
@@ -239,6 +239,20 @@ def register(server: CnkiServer) -> None:
             if store.get(ref) is None:
                 raise DocumentNotFound.unknown_ref(record_ref)
             stored = store.download_for(ref, "pdf")
+            caj = store.download_for(ref, "caj") if stored is None else None
+            if caj is not None:
+                # a CAJ-only paper (a yearbook, many theses): a PDF download cannot be had, and the
+                # CAJ it has holds no text this tool reads (the description's INVALID_FILE)
+                instead = (
+                    "只读模式下可用 get_metadata 取得摘要"
+                    if services.settings.read_only
+                    else "知网有 HTML 阅读入口时可用 read_online_html 读取全文"
+                )
+                raise InvalidFile(
+                    f"该文献只下载了 CAJ 文件，CAJ 无法提取文字（可用 CAJViewer 打开）；{instead}",
+                    path=str(caj.path),
+                    format="caj",
+                )
             if stored is None:
                 # read-only mode hides download_paper (server/readonly.py): nothing to call first
                 raise InvalidInput(

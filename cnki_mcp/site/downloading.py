@@ -95,7 +95,7 @@ from cnki_mcp.site.download_outcomes import (
 from cnki_mcp.site.download_result import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, DownloadResult
 from cnki_mcp.site.human import PageKind, StepKind
 from cnki_mcp.site.pages import document_status
-from cnki_mcp.site.reading import DetailTabs, close_quietly
+from cnki_mcp.site.reading import FILE_ENTRIES, DetailTabs, close_quietly
 from cnki_mcp.store import INVALID_FILE, Store, StoredDownload, file_sha256
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ POLL_SECONDS = 0.2
 LINGER_SECONDS = 600.0  # how long an uncertain click's tabs keep waiting for a late file
 MAX_HUMAN_STEPS = 4
 _GUID = re.compile(r"^[A-Za-z0-9-]+$")
-ENTRY_PATTERNS: dict[FileFormat, str] = {"pdf": r"PDF下载|下载PDF", "caj": r"CAJ下载|下载CAJ"}
+ENTRY_PATTERNS: dict[FileFormat, str] = {"pdf": FILE_ENTRIES["pdf"], "caj": FILE_ENTRIES["caj"]}
 FORMATS: tuple[FileFormat, ...] = ("pdf", "caj")
 FILE_EXISTS = "file_exists"  # a click's outcome: the file came, its name was taken; kept in incoming/
 ERROR_EVENT_SECONDS = 1.0  # how long a tab on the error page waits for its failed request's event

@@ -67,6 +67,8 @@ RENDER_TIMEOUT_SECONDS = 12.0
 MAX_HUMAN_STEPS = 4
 
 READER_ENTRY = r"HTML阅读|在线阅读"
+# The detail page's file entries, by format (what download_paper clicks).
+FILE_ENTRIES: dict[str, str] = {"pdf": r"PDF下载|下载PDF", "caj": r"CAJ下载|下载CAJ"}
 SKIPPED_MESSAGES: dict[StepKind, str] = {
     "login": "知网要求登录，已按请求跳过（未打开登录窗口）",
     "challenge": "知网要求人工验证，已按请求跳过",
@@ -394,6 +396,10 @@ class HtmlReader:
         self.reader_timeout = reader_timeout
         self.poll = poll
 
+    async def _files(self, detail_page: Page) -> list[str]:
+        """The file formats the open detail page offers (no request)."""
+        return [fmt for fmt, pattern in FILE_ENTRIES.items() if await self.tabs.find_entry(detail_page, pattern)]
+
     async def read(self, paper: Paper, op: Any = None) -> ReaderCapture:
         tabs = self.tabs
         opened = await tabs.open(paper, op)
@@ -402,11 +408,18 @@ class HtmlReader:
         try:
             entry = await tabs.find_entry(detail_page, READER_ENTRY)
             if entry is None:
-                raise HtmlEntryNotFound(record_ref=paper.record_ref)
+                # which files the open page offers instead (no request): a CAJ-only paper's text
+                # cannot be read by read_pdf_text, and a page with none has no text to read at all
+                raise HtmlEntryNotFound(record_ref=paper.record_ref, available=await self._files(detail_page))
             start_url = detail_page.url
             started = tabs.clock.monotonic()
             await tabs.click(detail_page, entry, op)
-            page, same_tab = await self._wait_for_reader(detail_page, since, start_url, paper, op)
+            try:
+                page, same_tab = await self._wait_for_reader(detail_page, since, start_url, paper, op)
+            except ReaderUnsupported as exc:
+                # a reader without a body (an abstract alone): the advice is the file, if there is one
+                exc.details.setdefault("available", await self._files(detail_page))
+                raise
             return ReaderCapture(
                 page=page,
                 detail=opened.detail,

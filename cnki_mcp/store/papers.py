@@ -239,8 +239,11 @@ class PapersMixin(StoreBase):
             update: dict[str, Any] = {"export_observed_at": observed_at}
             for name in ("volume", "issue", "pages", "doi", "abstract"):
                 value = getattr(record, name)
-                if value and not getattr(paper, name):
-                    update[name] = value
+                # a newspaper has no abstract: its text is the 正文快照 its detail page shows
+                # apart (`excerpt`); stored as the abstract, it had both once that page was read
+                field = "excerpt" if name == "abstract" and "报纸" in (paper.doc_type or "") else name
+                if value and not getattr(paper, field):
+                    update[field] = value
             for name in ("keywords", "institutions"):
                 values = [v for v in getattr(record, name) if v.strip()]
                 if values and not getattr(paper, name):

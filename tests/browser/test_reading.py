@@ -217,8 +217,25 @@ async def test_a_refused_or_error_reader_entry_is_its_error_without_waiting_out_
 
 
 async def test_detail_without_reader_entry_is_html_entry_not_found(env: Env) -> None:
-    await expect_code(env.reader.read(paper_for(env.sim, "r0031"), FakeOp()), "HTML_ENTRY_NOT_FOUND")
+    # r0031 is a yearbook article: CAJ only. The error names the files the page offers, so the
+    # advice does not send the caller to read_pdf_text, which cannot read a CAJ
+    err = await expect_code(env.reader.read(paper_for(env.sim, "r0031"), FakeOp()), "HTML_ENTRY_NOT_FOUND")
+    assert err.details["available"] == ["caj"]
     assert not env.sim.requests_for("/bar/htmlread", "GET")
+    # a master's thesis without a body offers both files
+    thesis = next(r for r in env.sim.corpus.records if r.type == "硕士" and not r.fulltext)
+    err = await expect_code(env.reader.read(paper_for(env.sim, thesis.id), FakeOp()), "HTML_ENTRY_NOT_FOUND")
+    assert err.details["available"] == ["pdf", "caj"]
+
+
+async def test_a_reader_of_an_abstract_alone_is_reader_unsupported_naming_the_files(env: Env) -> None:
+    # r0032 is a book: read online only, and the corpus holds no body for it, so its reader shows
+    # a title, an author and a 222-character abstract; that abstract was given as the full text
+    book = env.sim.corpus.by_id["r0032"]
+    assert book.type == "图书" and not book.fulltext and len(book.abstract or "") > 150
+    quick = HtmlReader(env.reader.tabs, reader_timeout=1.0)
+    err = await expect_code(quick.read(paper_for(env.sim, "r0032"), FakeOp()), "READER_UNSUPPORTED")
+    assert err.details["available"] == []  # no file either: the advice does not send it to a download
 
 
 async def test_another_papers_detail_page_is_an_identity_conflict(env: Env) -> None:

@@ -458,12 +458,39 @@ def test_document_types_take_english_names_and_refuse_names_that_match_nothing(s
     )
     assert titles(find(store, "违约金", clock, document_types=["Master's"])) == ["违约金研究二"]
     assert titles(find(store, "违约金", clock, document_types=["journal"])) == ["违约金研究一"]
-    assert titles(find(store, "违约金", clock, document_types=["学位论文"])) == ["违约金研究三"]  # held by a paper
+    # 学位论文: the paper a list labelled so and every 博士 / 硕士 thesis (it was the label alone)
+    assert sorted(titles(find(store, "违约金", clock, document_types=["学位论文"]))) == ["违约金研究三", "违约金研究二"]
     assert find(store, "违约金", clock, document_types=["报纸"]).total == 0  # CNKI's name, none stored
     with pytest.raises(CnkiError) as info:
         find(store, "违约金", clock, document_types=["thesis paper"])
     assert info.value.code == "INVALID_ARGUMENT"
     assert "期刊" in info.value.details["allowed"] and "学位论文" in info.value.details["allowed"]
+
+
+@pytest.mark.parametrize(
+    ("wanted", "found"),
+    [
+        (["博士学位论文"], ["违约金研究二"]),
+        (["硕士论文"], ["违约金研究三"]),
+        (["会议论文"], ["违约金研究四"]),
+        (["期刊论文"], ["违约金研究一"]),
+        (["硕博论文"], ["违约金研究三", "违约金研究二"]),
+    ],
+)
+def test_document_types_take_the_kinds_as_people_write_them(
+    store: Store, clock: FakeClock, wanted: list[str], found: list[str]
+) -> None:
+    # 博士论文 / 会议论文 …, the words a question's wish is read from: they were INVALID_ARGUMENT
+    store.upsert_from_grid(
+        [
+            row("违约金研究一", "K1"),
+            row("违约金研究二", "K2", doc_type="博士"),
+            row("违约金研究三", "K3", doc_type="硕士"),
+            row("违约金研究四", "K4", doc_type="会议"),
+        ],
+        T0,
+    )
+    assert sorted(titles(find(store, "违约金", clock, document_types=wanted))) == sorted(found)
 
 
 GRID_URL = "https://kns.cnki.net/kns8s/brief/grid"

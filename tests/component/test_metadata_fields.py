@@ -190,3 +190,49 @@ async def test_a_title_with_formula_markup_on_its_detail_page_is_read_and_kept(c
     assert record.status == "completed", record.errors
     assert [(r["title"], r["funds"]) for r in record.result["records"]] == [(title, list(paper.funds))]
     assert backend.requests == Counter({"grid": 1, "detail": 1})
+
+
+async def test_a_thesis_gives_its_supervisor_and_a_conference_paper_its_meeting(clock: FakeClock, store: Store) -> None:
+    # the detail page's 导师 was read and dropped, and 会议名称/地点/时间 were stored but never shown
+    backend = CorpusBackend()
+    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
+    once = Counter(r.title for r in backend.corpus.records)
+    unique = [r for r in backend.corpus.records if once[r.title] == 1]
+    thesis = next(r for r in unique if r.type == "博士" and r.supervisor)
+    meeting = next(r for r in unique if r.type == "会议" and r.conference and r.place)
+    article = next(r for r in unique if r.type == "期刊")
+    got = await _metadata(clock, pipe, MetadataInput(titles=[thesis.title, meeting.title, article.title]))
+    assert got.status == "completed", got.errors
+    by_title = {r["title"]: r for r in got.result["records"]}
+    assert by_title[thesis.title]["supervisor"] == thesis.supervisor
+    shown = by_title[meeting.title]
+    assert (shown["conference"], shown["conference_place"], shown["conference_date"]) == (
+        meeting.conference, meeting.place, meeting.date,
+    )  # fmt: skip
+    assert not {"supervisor", "conference", "conference_place", "conference_date"} & set(by_title[article.title])
+
+    backend.requests.clear()
+    ref = by_title[thesis.title]["record_ref"]
+    asked = await _metadata(clock, pipe, MetadataInput(record_refs=[ref], fields=["supervisor"]))
+    assert backend.requests == Counter()  # the fresh detail page answers
+    assert asked.result["records"] == [{"record_ref": ref, "title": thesis.title, "supervisor": thesis.supervisor}]
+
+
+async def test_a_newspaper_article_s_text_is_its_excerpt_whichever_page_gave_it(clock: FakeClock, store: Store) -> None:
+    # the batch export's %X of a newspaper was stored as its abstract; its detail page calls the
+    # same text 正文快照 (excerpt, not an abstract), so once read it had both
+    backend = CorpusBackend()
+    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
+    once = Counter(r.title for r in backend.corpus.records)
+    article = next(r for r in backend.corpus.records if r.type == "报纸" and r.abstract and once[r.title] == 1)
+    listed = await _metadata(clock, pipe, MetadataInput(titles=[article.title], fields=["title"]))
+    [ref] = [r["record_ref"] for r in listed.result["records"]]
+    backend.requests.clear()
+    exported = await _metadata(clock, pipe, MetadataInput(record_refs=[ref], fields=["abstract", "document_type"]))
+    assert backend.requests == Counter({"export": 1})
+    paper = store.get(ref)
+    assert paper is not None and paper.abstract is None and paper.excerpt
+    assert exported.result["records"][0]["abstract"] is None
+    await _metadata(clock, pipe, MetadataInput(record_refs=[ref], fields=["funds"]))  # the detail page
+    paper = store.get(ref)
+    assert paper is not None and paper.detail_confirmed and paper.abstract is None and paper.excerpt

@@ -755,3 +755,24 @@ async def test_corpus_search_with_online_first_papers_and_former_journal_titles_
     record = await run_op(clock, JobManager(clock, MemorySink()), runner, inp.budget())
     assert [e.code for e in record.errors] == []
     assert record.status.value == "completed" and record.result["status"] == "completed"
+
+
+async def test_a_newspaper_article_s_excerpt_is_the_text_its_relevance_reads(clock: FakeClock, store: Store) -> None:
+    # a newspaper has no abstract, its 正文快照 is kept as `excerpt`: the ranking read only the
+    # abstract, so a newspaper article was scored as if it had no text beyond its title
+    from corpus_backend import CorpusBackend
+
+    backend = CorpusBackend()
+    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
+    plan = plan_explicit([["违约金", "约定违约金", "违约赔偿金"], ["酌减", "调整", "过分高于"]])
+    inp = SearchInput(query="违约金过高时法院如何酌减", options=SearchOptions(freshness="live"))
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, plan, ctx)
+
+    record = await run_op(clock, JobManager(clock, MemorySink()), runner, inp.budget())
+    entries = store.search_results(record.result["search_id"], "all", 0, 1000).items
+    papers = store.papers_by_refs([e.record_ref for e in entries])
+    news = [e for e in entries if papers[e.record_ref].doc_type == "报纸" and papers[e.record_ref].excerpt]
+    assert news and all(papers[e.record_ref].abstract is None for e in news)
+    assert all(e.evidence["abstract_match"] > 0 for e in news)

@@ -110,6 +110,20 @@ async def test_checks_report_new_published_and_cited_changes_against_the_previou
     assert "新增 1" in text and "自动驾驶产品责任研究 501" in text
 
 
+async def test_a_new_record_says_its_kind(clock: FakeClock, store: Store) -> None:
+    # a thesis's source is its university: without its kind a new doctoral thesis read like a paper
+    search_id = await stored_search(clock, store)
+    site = DatedSite([])
+    service = WatchService(store, site, clock)  # type: ignore[arg-type]
+    info = service.create(search_id)
+    site.rows = [dated(500, "2026-01-02", doc_type="博士", source="北京大学"), dated(501, "2026-01-02")]
+    [report] = (await check(clock, service, info.watch_id)).result["checks"]
+    kinds = {n["title"][-3:]: (n["doc_type"], n["source"]) for n in report["new"]}
+    assert kinds == {"500": ("博士", "北京大学"), "501": ("期刊", row_of(501, 0).source)}
+    text = digest(CheckReport.model_validate({"checks": [report], "requests": 1, "unchecked": []}))
+    assert "（北京大学 博士 2026-01-02）" in text
+
+
 def service_report(record: Any) -> Any:
     from cnki_mcp.pipeline.watch import CheckReport
 

@@ -320,6 +320,21 @@ async def test_download_then_read_pdf_text_by_record_ref_and_by_path(h: Harness)
     assert [c["record_ref"] for c in h.downloader.calls] == [ref, ref]
 
 
+async def test_read_pdf_text_of_a_paper_downloaded_as_caj_only_says_caj_holds_no_text(h: Harness) -> None:
+    # a CAJ-only paper (a yearbook): it said INVALID_ARGUMENT "download_paper(format='pdf') first",
+    # a download the paper's detail page has no entry for; the description says CAJ is INVALID_FILE
+    async with Client(build_server(h.open)) as client:
+        (ref,) = h.add_papers([row(1, doc_type="年鉴", source="中国法律年鉴")])
+        caj = h.settings.data_dir / "downloads" / "yearbook.caj"
+        caj.parent.mkdir(parents=True, exist_ok=True)
+        caj.write_bytes(b"HN" + b"\0" * 64)
+        assert h.services is not None
+        h.services.store.record_download(ref, "caj", caj, "0" * 64, caj.stat().st_size, WHEN)
+        data = _error(await client.call_tool("read_pdf_text", {"record_ref": ref}))
+        assert data["code"] == "INVALID_FILE"
+        assert data["details"]["format"] == "caj" and data["details"]["path"] == str(caj)
+
+
 # --- export ----------------------------------------------------------------------------
 
 

@@ -72,6 +72,27 @@ def test_a_page_skipped_at_a_login_wall_is_told_to_log_in_and_call_again() -> No
 def test_a_paper_without_an_html_reader_is_sent_to_the_download_and_the_pdf_text() -> None:
     step = default_next_step("failed", "read", ("HTML_ENTRY_NOT_FOUND",)) or ""
     assert "download_paper" in step and "read_pdf_text" in step
+    assert default_next_step("failed", "read", ("HTML_ENTRY_NOT_FOUND",), reader_files=["pdf", "caj"]) == step
+
+
+def test_a_reader_without_a_body_and_a_page_without_a_pdf_is_not_sent_to_read_pdf_text() -> None:
+    # a book (reader only): its abstract-only reader said download_paper + read_pdf_text, and the
+    # download's advice, with no file on the page, said read_online_html again
+    unsupported = ("READER_UNSUPPORTED",)
+    assert "read_pdf_text" in (default_next_step("failed", "read", unsupported) or "")
+    assert "read_pdf_text" in (default_next_step("failed", "read", unsupported, reader_files=["pdf"]) or "")
+    none = default_next_step("failed", "read", unsupported, reader_files=[]) or ""
+    assert "read_pdf_text" not in none and "get_metadata" in none
+
+
+def test_a_paper_without_an_html_reader_or_a_pdf_is_not_sent_to_read_pdf_text() -> None:
+    # a CAJ-only yearbook was told to download and read_pdf_text, which cannot read a CAJ
+    caj = default_next_step("failed", "read", ("HTML_ENTRY_NOT_FOUND",), reader_files=["caj"]) or ""
+    assert "format='caj'" in caj and "get_metadata" in caj
+    assert "read_pdf_text(record_ref)" not in caj
+    none = default_next_step("failed", "read", ("HTML_ENTRY_NOT_FOUND",), reader_files=[]) or ""
+    assert "download_paper" not in none and "read_pdf_text" not in none and "get_metadata" in none
+    assert "doi.org" in none  # a foreign paper: CNKI links out, its DOI reaches the publisher
 
 
 def test_a_read_that_returned_part_of_the_text_says_how_to_get_the_whole() -> None:

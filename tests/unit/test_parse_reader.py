@@ -86,6 +86,21 @@ def test_abstract_only_page_is_never_a_body() -> None:
     assert err.value.code == "READER_UNSUPPORTED"
 
 
+def test_a_reader_head_of_title_authors_and_a_long_abstract_is_not_a_body() -> None:
+    # the reader's head (`.js-prefix`: title, authors, 摘要) counted as body, so a page with no body
+    # but an abstract over 150 characters (the simulator's book reader, 222 characters) was given
+    # as the full text
+    head = (
+        "<div class='js-prefix'><h1 class='Chapter'>违约金导论</h1><div class='author'><p>余晓明</p></div>"
+        f"<div class='abstract'><p>摘要：{PARA * 3}</p></div></div>"
+    )
+    with pytest.raises(CnkiError) as err:
+        parse_reader(_page(head))
+    assert err.value.code == "READER_UNSUPPORTED"
+    page = parse_reader(_page(head + BODY))  # the same head before a body: read whole
+    assert "摘要：" in page.text and page.coverage.extracted_characters > 150
+
+
 def test_title_mismatch_is_identity_conflict() -> None:
     head = "<meta name='citation_title' content='别的论文'>"
     with pytest.raises(CnkiError) as err:

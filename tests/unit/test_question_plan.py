@@ -474,6 +474,10 @@ def test_or_between_two_concepts_makes_them_one_concept_s_alternatives(question:
         ("违约金酌减 期刊论文 CSSCI", ["期刊"], ["CSSCI"]),
         ("关于违约金酌减的CSSCI期刊论文有哪些？", ["期刊"], ["CSSCI"]),
         ("数字经济对企业创新影响的北大核心论文", [], ["北大核心"]),
+        # the kinds' own names (CNKI's 博士/硕士学位论文); before: a concept no paper's text names, 0 candidates
+        ("违约金酌减 博士学位论文", ["博士"], []),
+        ("违约金酌减的硕士学位论文", ["硕士"], []),
+        ("个人信息保护 知情同意 硕博士学位论文", ["硕士", "博士"], []),
     ],
 )
 def test_a_document_type_or_tier_asked_for_is_not_a_concept(question: str, types: list[str], tiers: list[str]) -> None:
@@ -487,7 +491,13 @@ def test_a_document_type_or_tier_asked_for_is_not_a_concept(question: str, types
 
 
 @pytest.mark.parametrize(
-    ("question", "first"), [("学位论文抄袭检测", "学位"), ("核心期刊评价体系研究", "核心期刊"), ("硕士论文写作指导", "硕士论文")]
+    ("question", "first"),
+    [
+        ("学位论文抄袭检测", "学位"),
+        ("核心期刊评价体系研究", "核心期刊"),
+        ("硕士论文写作指导", "硕士论文"),
+        ("博士学位论文质量评价", "博士学位"),
+    ],
 )
 def test_a_document_type_that_is_the_topic_stays_a_concept(question: str, first: str) -> None:
     plan = _plan(question)  # the word begins the question: its topic, not a wish

@@ -271,7 +271,7 @@ class NoEntryBackend:
 
     async def read(self, paper: Paper, op: Any = None) -> ReaderCapture:
         self.calls += 1
-        raise HtmlEntryNotFound(record_ref=paper.record_ref)
+        raise HtmlEntryNotFound(record_ref=paper.record_ref, available=["caj"])
 
 
 async def test_a_paper_without_an_html_entry_is_not_asked_again_until_the_cache_time_passed() -> None:
@@ -284,6 +284,7 @@ async def test_a_paper_without_an_html_entry_is_not_asked_again_until_the_cache_
         assert info.value.code == "HTML_ENTRY_NOT_FOUND"
     assert backend.calls == 1  # the detail page (1-3 requests) was asked once
     assert info.value.details.get("remembered") is True
+    assert info.value.details.get("available") == ["caj"]  # the files the page offered, said again
     await clock.advance(30 * 60)
     with pytest.raises(CnkiError):
         await service.read("rec_a")

@@ -208,6 +208,10 @@ NEWSPAPER = RecordView(
         ("许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-02-17(2).", "verified", []),
         ("许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-03-17(2).", "mismatch", ["date"]),
         ("许涛、侯超燕：《违约金：从“有没有”到“好不好”》，《人民法院报》2023年2月7日。", "mismatch", ["date"]),
+        # the 版次 written as 第N版: it was read as no page, so a wrong page passed
+        ("许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-02-17(第2版).", "verified", []),
+        ("许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-02-17（第5版）.", "mismatch", ["pages"]),
+        ("许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-02-17(005).", "mismatch", ["pages"]),
     ],
 )
 def test_a_newspaper_articles_day_is_checked(entry: str, verdict: str, fields: list[str]) -> None:
@@ -251,3 +255,40 @@ def test_a_transliterated_name_written_with_another_dot_is_the_same_author(dot: 
     entry = f"阿依古丽{dot}买买提, 王小明. 新疆南疆农村双语教育研究[J]. 民族教育研究, 2019, 30(2): 1-9."
     got = judge(parse_reference(entry), [record])
     assert got.verdict == "verified" and got.fields == []
+
+
+MASTERS = RecordView(
+    record_ref="cnki:T1",
+    title="违约赔偿金中调整规则的体系化构造研究",
+    authors=["崔建"],
+    source="复旦大学",
+    year=2022,
+    doc_type="硕士",
+)
+
+
+@pytest.mark.parametrize(
+    ("entry", "verdict", "fields"),
+    [
+        ("崔建. 违约赔偿金中调整规则的体系化构造研究[D]. 上海: 复旦大学, 2022.", "verified", []),
+        ("崔建. 违约赔偿金中调整规则的体系化构造研究[硕士学位论文]. 上海: 复旦大学, 2022.", "verified", []),
+        # a master's thesis cited as a doctoral dissertation: it was verified (the genre was ignored)
+        ("崔建. 违约赔偿金中调整规则的体系化构造研究[博士学位论文]. 上海: 复旦大学, 2022.", "mismatch", ["type"]),
+        ("崔建. 违约赔偿金中调整规则的体系化构造研究. 2022. 复旦大学, 博士学位论文.", "mismatch", ["type"]),
+        # APA 7 puts the school inside the genre's bracket: it was read as part of the title
+        ("崔建. (2022). 违约赔偿金中调整规则的体系化构造研究 [硕士学位论文, 复旦大学].", "verified", []),
+        ("崔建. (2022). 违约赔偿金中调整规则的体系化构造研究 [博士学位论文, 复旦大学].", "mismatch", ["type"]),
+    ],
+)
+def test_a_thesis_cited_at_the_wrong_degree_level_is_a_type_mismatch(entry: str, verdict: str, fields: list[str]) -> None:
+    got = judge(parse_reference(entry), [MASTERS])
+    assert (got.verdict, got.fields) == (verdict, fields), got
+
+
+def test_a_thesis_genre_inside_the_title_names_no_level() -> None:
+    # 硕士论文写作指导 is a book's title, not a genre the entry gives
+    book = RecordView(record_ref="cnki:B1", title="硕士论文写作指导", authors=["王某"], source="出版社", year=2020,
+                      doc_type="图书")  # fmt: skip
+    parsed = parse_reference("王某. 硕士论文写作指导[M]. 北京: 出版社, 2020.")
+    assert parsed.degree is None
+    assert judge(parsed, [book]).verdict == "verified"

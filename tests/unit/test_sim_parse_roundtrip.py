@@ -536,3 +536,28 @@ def test_a_title_with_formula_markup_reads_back_as_its_text() -> None:
     html = render_detail(r, CORPUS, LINKS, VISITOR)
     assert "H<sub>3</sub>PO<sub>4</sub>" in html
     assert parse_detail(html, LINKS.detail(r.id)).title == r.title
+
+
+def _grid_entries(html: str) -> set[tuple[str, bool, bool, bool]]:
+    """(type, a download entry, an HTML阅读 entry, a 原文链接) of each result row of a grid page."""
+    out: set[tuple[str, bool, bool, bool]] = set()
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", html, flags=re.S):
+        kind = re.search(r'<td class="data"[^>]*>(.*?)</td>', row, flags=re.S)
+        if kind:
+            label = re.sub(r"<[^>]+>|\s", "", kind.group(1))
+            out.add((label, "icon-download" in row, "icon-html" in row, "icon-textlink" in row))
+    return out
+
+
+def test_a_foreign_paper_offers_no_file_and_no_reader_as_on_the_site() -> None:
+    # The saved grid's WWJD rows carry only 原文链接 (CNKI holds the record, not the file); the
+    # simulator's detail page offered PDF and CAJ downloads for them, a file the site does not give
+    real = _grid_entries(read_real("kns8s-grid/pluginsx_shuziwenwu_p1.html"))
+    assert {e for e in real if e[0] == "外文期刊"} == {("外文期刊", False, False, True)}
+    foreign = [r for r in CORPUS.records if r.type == "外文期刊"]
+    assert foreign
+    for r in foreign:
+        d = parse_detail(render_detail(r, CORPUS, LINKS, VISITOR), LINKS.detail(r.id))
+        assert (d.reader_url, d.pdf_url, d.caj_url) == (None, None, None), r.id
+    page = GridPage(rows=foreign[:5], total=5, page=1, page_size=20, cursor="c")
+    assert _grid_entries(render_grid(page, LINKS)) == {("外文期刊", False, False, True)}

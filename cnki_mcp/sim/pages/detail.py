@@ -39,12 +39,20 @@ NEWSPAPER_ROLE = "(文)"  # newspaper bylines carry a role suffix, e.g. 林倩(�
 
 
 def offered_entries(record: SimRecord) -> tuple[str, ...]:
-    """Which of pdf / caj / html the detail page offers (books read online only, yearbooks CAJ only).
+    """Which of pdf / caj / html the detail page offers (books read online only, yearbooks CAJ only,
+    foreign journal papers none).
 
-    `extra["formats"]` (a list) overrides the defaults."""
+    Foreign papers (外文期刊, WWJD): CNKI holds their records, not their files. The saved grid
+    `kns8s-grid/pluginsx_shuziwenwu_p1.html` gives every one of its 13 WWJD rows only an
+    `a.icon-textlink` 原文链接 (to the record's kcms2 page), 收藏 and 引用, where its 报纸 and 期刊 rows
+    carry the 下载 and HTML阅读 entries; the simulator's grid rows did the same while the detail page
+    offered PDF and CAJ, a file the site does not give. `extra["formats"]` (a list) overrides the
+    defaults."""
     override = record.extra.get("formats")
     if isinstance(override, list | tuple):
         return tuple(str(f) for f in override if f in ("pdf", "caj", "html"))
+    if record.type == "外文期刊":
+        return ()
     if record.type == "图书":
         return ("html",)
     if record.type == "年鉴":
