@@ -94,6 +94,7 @@ ENGLISH_STOP = _words(
     affect affects affected affecting help helps helped
     improve improves improved improving
     between among across during within through toward towards than
+    published publish
     """
 )
 
@@ -103,7 +104,7 @@ ENGLISH_SOFT = _words(
     """
     impact impacts effect effects role roles relationship relationships relation
     analysis method methods approach approaches progress advances challenges trends
-    factors determinants mechanism mechanisms application applications
+    factors determinants mechanism mechanisms application applications recent
     """
 )
 

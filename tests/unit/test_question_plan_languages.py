@@ -1,0 +1,78 @@
+"""Planning questions written in English, in traditional characters or in mixed scripts (the
+researchers who do not write simplified Chinese): time phrases, letters that name the thing,
+document-type wishes, script conversion."""
+
+from __future__ import annotations
+
+import pytest
+
+from cnki_mcp.query.plan import plan_question
+from cnki_mcp.query.segment import default_segmenter
+from cnki_mcp.query.timephrase import extract_years
+
+CUT = default_segmenter()
+
+
+def _plan(question: str, now_year: int = 2026):  # type: ignore[no-untyped-def]
+    return plan_question(question, now_year=now_year, cut=CUT)
+
+
+def _terms(question: str) -> set[str]:
+    return {t for g in _plan(question).groups for t in g}
+
+
+@pytest.mark.parametrize(
+    ("question", "year_from", "year_to", "concepts"),
+    [
+        (
+            "digital finance and rural income in the last five years",
+            2021,
+            None,
+            [["digital finance"], ["rural income"]],
+        ),
+        ("deep learning adversarial robustness since 2020", 2020, None, None),
+        ("digital economy between 2015 and 2020", 2015, 2020, [["digital economy"]]),
+        ("digital economy research from 2018 to 2022", 2018, 2022, [["digital economy"]]),
+        ("green finance 2015 to 2020", 2015, 2020, [["green finance"]]),
+        ("carbon trading after 2015", 2016, None, [["carbon trading"]]),
+        ("rural finance before 2010", None, 2009, [["rural finance"]]),
+        ("ESG until 2018", None, 2018, [["ESG"]]),
+        ("ESG from 2019 onwards", 2019, None, [["ESG"]]),
+        ("ESG papers published in the past 10 years", 2016, None, [["ESG"]]),
+        ("ESG disclosure in the past year", 2025, None, None),
+        ("ESG this year", 2026, 2026, [["ESG"]]),
+        ("ESG last year", 2025, 2025, [["ESG"]]),
+        ("Industry 4.0 since 2015", 2015, None, [["Industry 4.0"]]),
+        ("recent studies on ESG in recent years", None, None, [["ESG"]]),
+        ("ESG信息披露 since 2020", 2020, None, None),
+    ],
+)
+def test_english_time_phrases_become_years_and_leave_the_concepts(
+    question: str, year_from: int | None, year_to: int | None, concepts: list[list[str]] | None
+) -> None:
+    plan = _plan(question)
+    assert (plan.year_from, plan.year_to) == (year_from, year_to)
+    flat = " ".join(t for g in plan.groups for t in g).lower()
+    assert not any(w in flat.split() for w in ("since", "last", "past", "years", "year", "before", "after"))
+    assert not any(ch.isdigit() for ch in flat.replace("4.0", ""))
+    if concepts is not None:
+        assert plan.groups == concepts
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "2008 financial crisis",
+        "carbon peak before 2030",
+        "carbon neutrality by 2060",
+        "the last years of the Qing dynasty",
+    ],
+)
+def test_an_english_year_that_names_the_topic_stays_in_it(question: str) -> None:
+    plan = _plan(question)
+    assert (plan.year_from, plan.year_to) == (None, None)
+
+
+def test_english_time_phrases_use_the_year_passed_in() -> None:
+    assert extract_years("ESG in the last three years", 2030).year_from == 2027
+    assert extract_years("ESG since 2028", 2026).year_from is None
