@@ -76,3 +76,21 @@ def test_an_english_year_that_names_the_topic_stays_in_it(question: str) -> None
 def test_english_time_phrases_use_the_year_passed_in() -> None:
     assert extract_years("ESG in the last three years", 2030).year_from == 2027
     assert extract_years("ESG since 2028", 2026).year_from is None
+
+
+@pytest.mark.parametrize(
+    ("question", "concepts"),
+    [
+        (
+            "hepatitis A vaccination coverage in children",
+            [["hepatitis A vaccination coverage"], ["children"]],
+        ),
+        ("vitamin A deficiency in pregnant women", [["vitamin A deficiency"], ["pregnant women"]]),
+        ("type I diabetes and periodontitis", [["type I diabetes"], ["periodontitis"]]),
+        ("Class A shares and stock returns", [["Class A shares"], ["stock returns"]]),
+        ("A study of hepatitis A", [["hepatitis A"]]),
+        ("What can I learn about ESG", [["learn"], ["ESG"]]),
+    ],
+)
+def test_a_capital_letter_after_a_word_names_the_thing(question: str, concepts: list[list[str]]) -> None:
+    assert _plan(question).groups == concepts
