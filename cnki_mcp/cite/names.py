@@ -13,6 +13,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from cnki_mcp.script import simplified
+
 from .model import HAN
 
 COMPOUND_SURNAMES: frozenset[str] = frozenset({
@@ -187,12 +189,12 @@ def _given_agree(mine: list[str], theirs: list[str]) -> bool:
 def names_agree(entry: str, record: str) -> bool:
     """Does a name as a reference writes it denote the record's name?
 
-    Han names must be equal (spaces and dots aside). Latin-script names agree on the same
+    Han names must be equal (spaces and dots aside, in simplified characters: 謝國思 is 谢国思). Latin-script names agree on the same
     family name with compatible given names: `Tanaka, Y.`, `TANAKA Y`, `Tanaka Y` and
     `Yuki Tanaka` all name `Tanaka, Yuki`; pinyin `CHEN J` names `Chen Jie`."""
     if HAN.search(entry) or HAN.search(record):
         def fold(s: str) -> str:
-            return re.sub(r"[\s.,·・•‧∙⋅\-]+", "", unicodedata.normalize("NFKC", s)).lower()
+            return re.sub(r"[\s.,·・•‧∙⋅\-]+", "", simplified(unicodedata.normalize("NFKC", s))).lower()
 
         return fold(entry) == fold(record)
     theirs = _readings(record, entry=False)

@@ -21,6 +21,7 @@ from rapidfuzz import fuzz
 
 from cnki_mcp.cite.names import names_agree
 from cnki_mcp.cite.refparse import ParsedReference
+from cnki_mcp.script import simplified
 
 Verdict = Literal["verified", "mismatch", "not_found", "ambiguous", "unparsable"]
 FieldName = Literal["authors", "title", "year", "date", "source", "volume", "issue", "pages", "doi", "type"]
@@ -80,8 +81,9 @@ class Judgement(BaseModel):
 
 
 def norm_title(text: str) -> str:
-    """Title for comparison: NFKC, lower case, letters and digits (and Han) only."""
-    folded = unicodedata.normalize("NFKC", text).lower()
+    """Title for comparison: NFKC, simplified characters (a list in traditional ones cites CNKI's
+    simplified titles: `script.simplified`), lower case, letters and digits (and Han) only."""
+    folded = simplified(unicodedata.normalize("NFKC", text)).lower()
     return "".join(ch for ch in folded if ch.isalnum())
 
 
@@ -93,7 +95,7 @@ def title_similarity(a: str, b: str) -> float:
 
 
 def _norm_source(text: str) -> str:
-    folded = unicodedata.normalize("NFKC", text).lower()
+    folded = simplified(unicodedata.normalize("NFKC", text)).lower()
     folded = folded.replace("《", "").replace("》", "")
     return "".join(ch for ch in folded if ch.isalnum())
 

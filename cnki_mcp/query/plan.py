@@ -12,7 +12,8 @@ spellings of Wi-Fi generations and IEEE 802.11 amendments so version identifiers
 Question planning (`plan_question`, what a client without sampling gets) segments the question
 with a word segmenter (`query/segment.py`), drops boilerplate and stop words, keeps Latin terms
 whole, turns time phrases into a year range (`query/timephrase.py`, the current year passed in),
-reads search syntax typed into it (`query/written.py`: OR alternatives, NOT exclusions and field
+converts traditional characters and Taiwan terms to simplified mainland usage (`script.mainland`,
+with a warning), reads search syntax typed into it (`query/written.py`: OR alternatives, NOT exclusions and field
 prefixes left out with a warning, bracketed acronyms as alternatives) and makes one concept group
 per concept word; a plan that is still weak says so in `warnings`.
 """
@@ -43,6 +44,7 @@ from cnki_mcp.query.segment import (
 )
 from cnki_mcp.query.timephrase import extract_years
 from cnki_mcp.query.written import read_written, written_warnings
+from cnki_mcp.script import mainland
 
 MAX_GROUPS = 8
 MAX_TERMS = 6
@@ -260,6 +262,7 @@ def plan_lexical(question: str) -> Plan:
 SEGMENTED_WARNING = (
     "概念由分词得到，没有同义词扩展；客户端可提供 concept_groups（每组加入同义词）以提高查全率。"
 )
+TRADITIONAL_WARNING = "问题含繁体字；知网按简体字收录，已按简体字和大陆用语规划（OpenCC tw2sp）："
 WEAK_WARNING = "只得到一个概念，检索范围可能过宽或过窄；建议提供 concept_groups。"
 MAX_PRODUCT = 32  # OR-terms multiplied across groups: what the compiler expands without refusing
 
@@ -387,6 +390,12 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     # invisible characters copied with the question (a PDF's zero-width space) are no word boundary,
     # and an HTML entity is the client's escaping (`R&amp;D投入` is R&D, not R / amp / D投入)
     text = _strip_request(unicodedata.normalize("NFKC", decode_entities(visible(question)))).strip(_TRIM)
+    # CNKI's records are in simplified characters: a question in traditional ones (Taiwan, Hong
+    # Kong) is planned in simplified characters and mainland terms, and the plan says so
+    script_warnings: list[str] = []
+    if (converted := mainland(text)) != text:
+        script_warnings.append(f"{TRADITIONAL_WARNING}{converted}")
+        text = converted
     text, year_from, year_to = extract_years(text, now_year)
     written = read_written(text)
     parts: list[str | tuple[str, ...]] = []
@@ -428,7 +437,8 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     if len(groups) > MAX_GROUPS:  # the surplus becomes alternatives of the last group
         groups = [*groups[: MAX_GROUPS - 1], [g[0] for g in groups[MAX_GROUPS - 1 :]]]
     groups = validate_groups(_fit_branches([_aliases(g) for g in groups]), hint=hint)
-    warnings = [SEGMENTED_WARNING, *written_warnings(written)] + ([WEAK_WARNING] if len(groups) <= 1 else [])
+    warnings = [SEGMENTED_WARNING, *script_warnings, *written_warnings(written)]
+    warnings += [WEAK_WARNING] if len(groups) <= 1 else []
     return Plan(
         method=PlanMethod.SEGMENTED,
         groups=groups,

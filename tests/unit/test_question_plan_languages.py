@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from cnki_mcp.query.plan import plan_question
+from cnki_mcp.cite.names import names_agree
+from cnki_mcp.links import title_variants
+from cnki_mcp.query.plan import TRADITIONAL_WARNING, plan_question
 from cnki_mcp.query.segment import default_segmenter
 from cnki_mcp.query.timephrase import extract_years
+from cnki_mcp.store.library import parse_library_query
 
 CUT = default_segmenter()
 
@@ -94,3 +97,50 @@ def test_english_time_phrases_use_the_year_passed_in() -> None:
 )
 def test_a_capital_letter_after_a_word_names_the_thing(question: str, concepts: list[list[str]]) -> None:
     assert _plan(question).groups == concepts
+
+
+@pytest.mark.parametrize(
+    ("question", "concepts"),
+    [
+        ("碳中和與綠色金融", [["碳中和"], ["绿色金融", "绿色", "金融"]]),
+        ("人工智慧在教育的應用", [["人工智能"], ["教育"]]),
+        ("資料探勘", [["数据挖掘"]]),
+        ("聯邦學習與隱私保護", [["联邦学习", "联邦", "学习"], ["隐私保护", "隐私", "保护"]]),
+    ],
+)
+def test_a_question_in_traditional_characters_is_planned_in_simplified_mainland_terms(
+    question: str, concepts: list[list[str]]
+) -> None:
+    plan = _plan(question)
+    assert plan.groups == concepts
+    assert any(TRADITIONAL_WARNING in w for w in plan.warnings)
+
+
+@pytest.mark.parametrize("question", ["程序设计的教学方法", "人工智慧与教育"])
+def test_a_simplified_question_is_not_converted(question: str) -> None:
+    plan = _plan(question)
+    assert not any(TRADITIONAL_WARNING in w for w in plan.warnings)
+    assert plan.groups[0][0] in question
+
+
+def test_a_traditional_time_phrase_still_gives_years() -> None:
+    plan = _plan("近五年數位經濟與綠色金融")
+    assert plan.year_from == 2021
+    assert {"绿色金融"} <= {t for g in plan.groups for t in g}
+
+
+def test_title_lookups_ask_a_traditional_title_in_simplified_characters_too() -> None:
+    assert title_variants("違約金懲罰性功能的困境與出路") == [
+        "違約金懲罰性功能的困境與出路",
+        "违约金惩罚性功能的困境与出路",
+    ]
+    assert title_variants("违约金惩罚性功能的困境与出路") == ["违约金惩罚性功能的困境与出路"]
+
+
+def test_names_differing_only_in_script_agree() -> None:
+    assert names_agree("謝國思", "谢国思")
+    assert not names_agree("謝國思", "谢国忠")
+
+
+def test_the_local_library_reads_a_traditional_term_in_simplified_characters() -> None:
+    assert parse_library_query("綠色金融").required == parse_library_query("绿色金融").required

@@ -1,0 +1,64 @@
+"""Text written in traditional characters (Taiwan, Hong Kong, Macau) against CNKI's simplified
+records, in process against the simulator's corpus: get_metadata locates a title written in
+traditional characters, verify_references judges such a reference by its content, not its script."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from corpus_backend import CorpusBackend
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.operations import DEFAULT_BUDGETS
+from cnki_mcp.pipeline.models import MetadataInput
+from cnki_mcp.pipeline.research import ResearchPipeline
+from cnki_mcp.pipeline.verify import VerifyInput, VerifyResult, verify_references
+from cnki_mcp.store import Store
+
+# corpus r0002: 违约金惩罚性功能的困境与出路, 姜雨欣 and 谢国思, 法商研究 2022, 33(1): 179-187
+TRADITIONAL_TITLE = "違約金懲罰性功能的困境與出路"
+SIMPLIFIED_TITLE = "违约金惩罚性功能的困境与出路"
+
+
+async def _metadata(clock: FakeClock, pipe: ResearchPipeline, inp: MetadataInput) -> OperationRecord:
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.metadata(inp, ctx)
+
+    job = JobManager(clock, MemorySink()).start(OperationKind.METADATA, runner)
+    [record] = await clock.run_until_complete(job.finish())
+    return record
+
+
+async def _verify(clock: FakeClock, store: Store, site: CorpusBackend, inp: VerifyInput) -> VerifyResult:
+    out: list[VerifyResult] = []
+
+    async def runner(ctx: OperationContext) -> VerifyResult:
+        out.append(await verify_references(inp, store, site, ctx))
+        return out[-1]
+
+    job = JobManager(clock, MemorySink()).start(
+        OperationKind.VERIFY, runner, DEFAULT_BUDGETS[OperationKind.VERIFY]
+    )
+    await clock.run_until_complete(job.finish())
+    return out[0]
+
+
+async def test_a_title_written_in_traditional_characters_is_located(clock: FakeClock, store: Store) -> None:
+    pipe = ResearchPipeline(CorpusBackend(), store, clock, now_year=lambda: 2026)
+    record = await _metadata(
+        clock, pipe, MetadataInput(titles=[TRADITIONAL_TITLE], fields=["title", "authors"])
+    )
+    assert record.status == "completed", record.errors
+    assert [r["title"] for r in record.result["records"]] == [SIMPLIFIED_TITLE]
+    assert record.errors == []
+
+
+async def test_a_reference_written_in_traditional_characters_is_verified(
+    clock: FakeClock, store: Store
+) -> None:
+    entry = "姜雨欣, 謝國思. 違約金懲罰性功能的困境與出路[J]. 法商研究, 2022, 33(1): 179-187."
+    result = await _verify(clock, store, CorpusBackend(), VerifyInput(references=[entry]))
+    [got] = result.entries
+    assert (got.verdict, got.fields) == ("verified", [])
+    assert got.record is not None and got.record.title == SIMPLIFIED_TITLE
