@@ -25,6 +25,8 @@ even turned the excluded word into a required concept) and field prefixes stuck 
   (CSSCI, SCI, 北大核心 …) only beside a document-type wish (SCI is also 脊髓损伤, spinal cord injury:
   `治疗急性SCI`, `SCI 康复护理`); written against the word before it without 的 (`高校SCI论文`,
   `人文社科核心期刊`, `研究生学位论文`) or at the start (`学位论文抄袭检测`) it is the topic and stays.
+  Written in English (`theses on …`, `doctoral dissertations about …`, `CSSCI papers on …`, `… in
+  core journals`) a wish is read wherever it stands; a tier only before journals, papers or articles.
 
 Operators are read only as whole whitespace words in capitals (`OR`, not `or`, which English prose
 uses); the text is expected NFKC-normalised (full-width brackets and colons are ASCII by then).
@@ -78,6 +80,18 @@ _PART_RE = re.compile(rf"[^{_SEPARATORS}]+")
 _KIND_TYPES = {"硕士": ("硕士",), "博士": ("博士",), "硕博": ("硕士", "博士"), "学位": ("硕士", "博士")}
 _KIND_TYPES |= {"期刊": ("期刊",), "会议": ("会议",), "报纸": ("报纸",)}
 _TIER_NAMES = {"中文核心": "北大核心"}  # 核心 alone is any core list (tier_matches finds 北大核心, AMI核心)
+# The same wishes written in English (theses on …, CSSCI papers on …, … in core journals): read
+# wherever they stand, a document type always, a tier only before journals / papers / articles.
+_EN_WISH_RE = re.compile(
+    r"\b(?:(?P<tier>CSSCI|SSCI|SCI-?E?|CSCD|EI|core)(?:[- ](?:indexed|listed|source))?\s+"
+    r"(?P<tkind>journals?|(?:journal\s+)?(?:papers|articles))"
+    r"|(?P<degree>masters?(?:['’]s?)?|doctoral|doctorate|ph\.?d\.?)\s+(?:theses|thesis|dissertations?)"
+    r"|(?P<kind>theses|dissertations|journal\s+(?:articles|papers)|conference\s+(?:papers|proceedings)"
+    r"|newspaper\s+articles))(?![\w-])",
+    re.IGNORECASE,
+)
+_EN_KINDS = {"theses": ("硕士", "博士"), "dissertations": ("硕士", "博士"), "journal": ("期刊",)}
+_EN_KINDS |= {"conference": ("会议",), "newspaper": ("报纸",)}
 _EDGE = " \t\u3000,;:.?!，、；：。？！\"'“”‘’()（）【】《》「」『』"
 
 
@@ -119,8 +133,13 @@ def read_wishes(text: str) -> tuple[str, list[str]]:
     A wish is a part of its own (between spaces, commas or list marks: `违约金酌减 博士论文`) or
     follows 的 at the question's end (`…的CSSCI期刊论文有哪些`); a bare tier (CSSCI, SCI, 北大核心)
     counts only when a wish naming a document type is found too (`违约金酌减 期刊论文 CSSCI`), since
-    alone it may be the topic (SCI: spinal cord injury). Nothing is taken that would leave no topic."""
-    found: list[tuple[int, int, str]] = []  # (start, end, wish)
+    alone it may be the topic (SCI: spinal cord injury). English wishes (`_EN_WISH_RE`: theses,
+    doctoral dissertations, journal articles, CSSCI papers, core journals) are read wherever they
+    stand. Nothing is taken that would leave no topic."""
+    written = text
+    found: list[tuple[int, int, str]] = [(m.start(), m.end(), m.group(0)) for m in _EN_WISH_RE.finditer(text)]
+    for start, end, _ in found:  # (start, end, wish): the English ones first, blanked for the rest
+        text = text[:start] + " " * (end - start) + text[end:]
     rest = text
     while (m := _WISH_END_RE.search(rest)) and _has_topic(rest[: m.start()]):
         found.append((m.start(), len(rest), m.group(1)))
@@ -130,7 +149,7 @@ def read_wishes(text: str) -> tuple[str, list[str]]:
         if whole:
             found.append((part.start(), part.end(), whole.group(1)))
     if all(_BARE_TIER_RE.fullmatch(wish) for _, _, wish in found):
-        return text, []
+        return written, []
     found.sort()
     pieces: list[str] = []
     at = 0
@@ -139,8 +158,21 @@ def read_wishes(text: str) -> tuple[str, list[str]]:
         at = end
     left = " ".join([*pieces, text[at:]])
     if not _has_topic(left):
-        return text, []
+        return written, []
     return left, list(dict.fromkeys(wish for _, _, wish in found))
+
+
+def _english_filters(m: re.Match[str], types: list[str], tiers: list[str]) -> None:
+    """search_library's types and tiers for an English wish (`_EN_WISH_RE`)."""
+    if m.group("tier"):
+        tier = m.group("tier").upper()
+        tiers.append("核心" if tier == "CORE" else "SCI" if tier.startswith("SCI") else tier)
+        if m.group("tkind").lower().startswith("journal"):
+            types.append("期刊")
+    elif m.group("degree"):
+        types.append("硕士" if m.group("degree").lower().startswith("master") else "博士")
+    else:
+        types.extend(_EN_KINDS[m.group("kind").split()[0].lower()])
 
 
 def wish_filters(wishes: list[str]) -> tuple[list[str], list[str]]:
@@ -149,6 +181,10 @@ def wish_filters(wishes: list[str]) -> tuple[list[str], list[str]]:
     types: list[str] = []
     tiers: list[str] = []
     for wish in wishes:
+        english = _EN_WISH_RE.fullmatch(wish)
+        if english:
+            _english_filters(english, types, tiers)
+            continue
         tier = re.match(_TIER, wish)
         if tier:
             tiers.append(_TIER_NAMES.get(tier.group(0), tier.group(0)))

@@ -11,6 +11,7 @@ from cnki_mcp.links import title_variants
 from cnki_mcp.query.plan import TRADITIONAL_WARNING, plan_question
 from cnki_mcp.query.segment import default_segmenter
 from cnki_mcp.query.timephrase import extract_years
+from cnki_mcp.query.written import read_written, wish_filters
 from cnki_mcp.store.library import parse_library_query
 
 CUT = default_segmenter()
@@ -144,3 +145,34 @@ def test_names_differing_only_in_script_agree() -> None:
 
 def test_the_local_library_reads_a_traditional_term_in_simplified_characters() -> None:
     assert parse_library_query("綠色金融").required == parse_library_query("绿色金融").required
+
+
+@pytest.mark.parametrize(
+    ("question", "concepts", "types", "tiers"),
+    [
+        ("theses on rural revitalization", [["rural revitalization"]], ["硕士", "博士"], []),
+        ("core journals about common prosperity", [["common prosperity"]], ["期刊"], ["核心"]),
+        ("CSSCI papers on digital economy", [["digital economy"]], [], ["CSSCI"]),
+        ("doctoral dissertations about carbon neutrality", [["carbon neutrality"]], ["博士"], []),
+        ("master's theses on ESG", [["ESG"]], ["硕士"], []),
+        ("ESG journal articles in CSSCI journals", [["ESG"]], ["期刊"], ["CSSCI"]),
+        ("conference papers on federated learning", [["federated learning"]], ["会议"], []),
+        ("SCI papers on spinal cord injury", [["spinal cord injury"]], [], ["SCI"]),
+    ],
+)
+def test_an_english_document_type_or_tier_wish_is_no_concept(
+    question: str, concepts: list[list[str]], types: list[str], tiers: list[str]
+) -> None:
+    plan = _plan(question)
+    assert plan.groups == concepts
+    written = read_written(question)
+    assert wish_filters(written.wishes) == (types, tiers)
+    assert any("search_library" in w for w in plan.warnings)
+
+
+@pytest.mark.parametrize(
+    ("question", "concepts"),
+    [("core competencies of nurses", [["core competencies"], ["nurses"]]), ("theses", [["theses"]])],
+)
+def test_english_words_that_are_the_topic_stay_concepts(question: str, concepts: list[list[str]]) -> None:
+    assert _plan(question).groups == concepts
