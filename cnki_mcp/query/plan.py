@@ -159,9 +159,24 @@ def validate_groups(groups: Any, *, hint: str = "") -> list[list[str]]:
     return out
 
 
+ENGLISH_ONLY_WARNING = (
+    "概念全是英文：知网的记录多为中文，英文词只匹配有英文篇名、关键词或摘要的文献；请用 concept_groups "
+    "为每组加入中文术语（如 [[\"green finance\", \"绿色金融\"]]）以检索中文文献。"
+    "All concepts are English: most CNKI records are Chinese; add each concept's Chinese term to its group."
+)
+
+
+def language_warnings(groups: Sequence[Sequence[str]]) -> list[str]:
+    """ENGLISH_ONLY_WARNING when no term of any group has a Han character (an English question or
+    English concept_groups), else nothing."""
+    terms = [t for g in groups for t in g]
+    return [ENGLISH_ONLY_WARNING] if terms and not any(_has_han(t) for t in terms) else []
+
+
 def plan_explicit(groups: Sequence[Sequence[str]]) -> Plan:
-    """The caller's concept_groups, validated and de-duplicated."""
-    return Plan(method=PlanMethod.EXPLICIT, groups=validate_groups(_as_lists(groups)))
+    """The caller's concept_groups, validated and de-duplicated (a warning when all are English)."""
+    checked = validate_groups(_as_lists(groups))
+    return Plan(method=PlanMethod.EXPLICIT, groups=checked, warnings=language_warnings(checked))
 
 
 def plan_structured() -> Plan:
@@ -437,7 +452,7 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     if len(groups) > MAX_GROUPS:  # the surplus becomes alternatives of the last group
         groups = [*groups[: MAX_GROUPS - 1], [g[0] for g in groups[MAX_GROUPS - 1 :]]]
     groups = validate_groups(_fit_branches([_aliases(g) for g in groups]), hint=hint)
-    warnings = [SEGMENTED_WARNING, *script_warnings, *written_warnings(written)]
+    warnings = [SEGMENTED_WARNING, *script_warnings, *language_warnings(groups), *written_warnings(written)]
     warnings += [WEAK_WARNING] if len(groups) <= 1 else []
     return Plan(
         method=PlanMethod.SEGMENTED,
@@ -504,8 +519,12 @@ concept (OR); the concepts are combined with AND;
 {MAX_TERM_CHARS} characters;
 - drop question boilerplate (请、帮我、检索、研究进展、的研究、有哪些 ...) and keep technical terms, \
 names and version identifiers exactly as written (Wi-Fi 7, IEEE 802.11be, GB/T 7714);
-- add no topic the question does not mention; keep Chinese terms in Chinese.
-Example: 初中物理分层作业的研究进展 -> [["初中物理"], ["分层作业", "作业分层"]]"""
+- add no topic the question does not mention; keep Chinese terms in Chinese;
+- CNKI's records are in simplified Chinese (only some have English titles, keywords or abstracts): \
+for a question written in English or in traditional characters, give each concept its simplified \
+Chinese term(s) first and keep the English term as an alternative.
+Example: 初中物理分层作业的研究进展 -> [["初中物理"], ["分层作业", "作业分层"]]
+Example: ESG disclosure and firm value -> [["ESG信息披露", "ESG披露", "ESG disclosure"], ["企业价值", "firm value"]]"""
 
 _FENCE_RE = re.compile(r"^```[\w-]*[ \t]*\n?(.*?)\n?```$", re.DOTALL)
 

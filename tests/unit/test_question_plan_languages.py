@@ -8,7 +8,13 @@ import pytest
 
 from cnki_mcp.cite.names import names_agree
 from cnki_mcp.links import title_variants
-from cnki_mcp.query.plan import TRADITIONAL_WARNING, plan_question
+from cnki_mcp.query.plan import (
+    ENGLISH_ONLY_WARNING,
+    TRADITIONAL_WARNING,
+    plan_explicit,
+    plan_question,
+    sampling_request,
+)
 from cnki_mcp.query.segment import default_segmenter
 from cnki_mcp.query.timephrase import extract_years
 from cnki_mcp.query.written import read_written, wish_filters
@@ -176,3 +182,23 @@ def test_an_english_document_type_or_tier_wish_is_no_concept(
 )
 def test_english_words_that_are_the_topic_stay_concepts(question: str, concepts: list[list[str]]) -> None:
     assert _plan(question).groups == concepts
+
+
+@pytest.mark.parametrize("question", ["ESG disclosure and firm value", "federated learning privacy protection"])
+def test_an_english_only_plan_says_to_add_chinese_terms(question: str) -> None:
+    assert ENGLISH_ONLY_WARNING in _plan(question).warnings
+
+
+@pytest.mark.parametrize("question", ["ESG披露与企业价值", "CRISPR 基因编辑 in rice", "碳中和與綠色金融"])
+def test_a_plan_with_chinese_terms_does_not(question: str) -> None:
+    assert ENGLISH_ONLY_WARNING not in _plan(question).warnings
+
+
+def test_english_concept_groups_get_the_same_warning_and_mixed_ones_do_not() -> None:
+    assert plan_explicit([["green finance"], ["ESG"]]).warnings == [ENGLISH_ONLY_WARNING]
+    assert plan_explicit([["green finance", "绿色金融"], ["ESG"]]).warnings == []
+
+
+def test_the_sampling_prompt_asks_for_chinese_terms_of_an_english_question() -> None:
+    system, _, _ = sampling_request("ESG disclosure and firm value")
+    assert "simplified Chinese term" in system
