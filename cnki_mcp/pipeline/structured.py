@@ -10,8 +10,10 @@ from cnki_mcp.pipeline.searchlog_format import render_subject
 from cnki_mcp.pipeline.state import Channel
 from cnki_mcp.query.compiler import compile_expression
 from cnki_mcp.query.expr import parse_expression
+from cnki_mcp.script import has_traditional, simplified
 
 NATIVE_REASON = "知网原生条件与排序"
+_QUERY_HEAD = "结构化检索："
 
 
 def structured_channel(inp: StructuredSearchInput) -> Channel:
@@ -27,7 +29,7 @@ def structured_params(inp: StructuredSearchInput) -> dict[str, Any]:
     # channel's fingerprint
     text = " | ".join(render_subject(s) for s in channel.subjects or [channel.subject])
     return {
-        "query": f"结构化检索：{text}",
+        "query": f"{_QUERY_HEAD}{text}",
         "mode": "precise",
         "limit": inp.limit,
         "year_from": inp.year_from or None,
@@ -71,6 +73,20 @@ def empty_years_warning(coverage: list[CoverageEntry], params: dict[str, Any]) -
     return f"知网在年份 {span} 内没有符合条件的文献：年份限定可能是原因，必要时放宽或去掉 year_from/year_to 重新检索"
 
 
+def traditional_warning(coverage: list[CoverageEntry], params: dict[str, Any]) -> str | None:
+    """A structured search written in traditional characters that CNKI answered with no row: its
+    records are in simplified characters, so the answer names the simplified spelling to search
+    (the expression's values are the caller's literals and are sent as written)."""
+    query = str(params.get("query") or "")
+    if not coverage or any(c.failed or c.rows or not c.exhausted for c in coverage) or not has_traditional(query):
+        return None
+    return (
+        f"检索词含繁体字，知网按简体字收录，没有结果：请改用简体字重新检索（{simplified(query.removeprefix(_QUERY_HEAD))}）"
+    )
+
+
 def structured_warnings(coverage: list[CoverageEntry], params: dict[str, Any]) -> list[str]:
-    """What a completed structured search says beyond its rows (`rows_left_warning`, `empty_years_warning`)."""
-    return [w for w in (rows_left_warning(coverage, params), empty_years_warning(coverage, params)) if w]
+    """What a completed structured search says beyond its rows (`rows_left_warning`,
+    `empty_years_warning`, `traditional_warning`)."""
+    found = (rows_left_warning(coverage, params), empty_years_warning(coverage, params))
+    return [w for w in (*found, traditional_warning(coverage, params)) if w]

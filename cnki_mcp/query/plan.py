@@ -44,7 +44,7 @@ from cnki_mcp.query.segment import (
 )
 from cnki_mcp.query.timephrase import extract_years
 from cnki_mcp.query.written import read_written, written_warnings
-from cnki_mcp.script import mainland
+from cnki_mcp.script import mainland, simplified
 
 MAX_GROUPS = 8
 MAX_TERMS = 6
@@ -173,10 +173,19 @@ def language_warnings(groups: Sequence[Sequence[str]]) -> list[str]:
     return [ENGLISH_ONLY_WARNING] if terms and not any(_has_han(t) for t in terms) else []
 
 
+TRADITIONAL_GROUPS_WARNING = "concept_groups 含繁体字；知网按简体字收录，已转为简体字检索："
+
+
 def plan_explicit(groups: Sequence[Sequence[str]]) -> Plan:
-    """The caller's concept_groups, validated and de-duplicated (a warning when all are English)."""
+    """The caller's concept_groups, validated and de-duplicated; a term in traditional characters is
+    searched in simplified ones (`script.simplified`: CNKI's records are simplified), with a
+    warning naming the changes; a warning when all terms are English."""
     checked = validate_groups(_as_lists(groups))
-    return Plan(method=PlanMethod.EXPLICIT, groups=checked, warnings=language_warnings(checked))
+    changed = {t: simplified(t) for g in checked for t in g if simplified(t) != t}
+    if changed:
+        checked = validate_groups([[changed.get(t, t) for t in g] for g in checked])
+    warnings = [f"{TRADITIONAL_GROUPS_WARNING}{'、'.join(f'{a} → {b}' for a, b in changed.items())}"] if changed else []
+    return Plan(method=PlanMethod.EXPLICIT, groups=checked, warnings=[*warnings, *language_warnings(checked)])
 
 
 def plan_structured() -> Plan:

@@ -1,6 +1,8 @@
 """Text written in traditional characters (Taiwan, Hong Kong, Macau) against CNKI's simplified
 records, in process against the simulator's corpus: get_metadata locates a title written in
-traditional characters, verify_references judges such a reference by its content, not its script."""
+traditional characters, verify_references judges such a reference by its content, not its script;
+concept_groups in traditional characters are searched in simplified ones, and an empty structured
+search written in traditional characters names the simplified spelling."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ from corpus_backend import CorpusBackend
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
 from cnki_mcp.operations import DEFAULT_BUDGETS
-from cnki_mcp.pipeline.models import MetadataInput
+from cnki_mcp.pipeline.models import MetadataInput, SearchInput, SearchOptions, StructuredSearchInput
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.pipeline.verify import VerifyInput, VerifyResult, verify_references
+from cnki_mcp.query.plan import TRADITIONAL_GROUPS_WARNING
 from cnki_mcp.store import Store
 
 # corpus r0002: 违约金惩罚性功能的困境与出路, 姜雨欣 and 谢国思, 法商研究 2022, 33(1): 179-187
@@ -62,3 +65,39 @@ async def test_a_reference_written_in_traditional_characters_is_verified(
     [got] = result.entries
     assert (got.verdict, got.fields) == ("verified", [])
     assert got.record is not None and got.record.title == SIMPLIFIED_TITLE
+
+
+async def _run(
+    clock: FakeClock, pipe: ResearchPipeline, inp: SearchInput | StructuredSearchInput
+) -> dict[str, Any]:
+    async def runner(ctx: OperationContext) -> Any:
+        if isinstance(inp, StructuredSearchInput):
+            return await pipe.structured(inp, ctx)
+        return await pipe.research(inp, pipe.plan(inp), ctx)
+
+    job = JobManager(clock, MemorySink()).start(OperationKind.SEARCH, runner, inp.budget())
+    [record] = await clock.run_until_complete(job.finish())
+    assert record.status == "completed" and record.result is not None, record.errors
+    return dict(record.result)
+
+
+async def test_concept_groups_in_traditional_characters_are_searched_in_simplified_ones(
+    clock: FakeClock, store: Store
+) -> None:
+    pipe = ResearchPipeline(CorpusBackend(), store, clock, now_year=lambda: 2026)
+    inp = SearchInput(query="違約金", concept_groups=[["違約金"]], options=SearchOptions(freshness="live"))
+    result = await _run(clock, pipe, inp)
+    assert result["plan"]["concepts"] == [["违约金"]]
+    assert result["candidate_count"] > 0
+    assert any(TRADITIONAL_GROUPS_WARNING in w for w in result["plan"]["warnings"])
+
+
+async def test_an_empty_structured_search_in_traditional_characters_names_the_simplified_spelling(
+    clock: FakeClock, store: Store
+) -> None:
+    pipe = ResearchPipeline(CorpusBackend(), store, clock, now_year=lambda: 2026)
+    written = await _run(clock, pipe, StructuredSearchInput(expression={"field": "title", "value": "違約金"}))
+    assert written["candidate_count"] == 0
+    assert any("违约金" in w for w in written["warnings"])  # the spelling to search instead
+    found = await _run(clock, pipe, StructuredSearchInput(expression={"field": "title", "value": "违约金"}))
+    assert found["candidate_count"] > 0 and found["warnings"] == []
