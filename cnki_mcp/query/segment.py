@@ -104,7 +104,7 @@ ENGLISH_SOFT = _words(
     """
     impact impacts effect effects role roles relationship relationships relation
     analysis method methods approach approaches progress advances challenges trends
-    factors determinants mechanism mechanisms application applications recent
+    factors determinants mechanism mechanisms application applications recent evidence
     """
 )
 
@@ -244,7 +244,13 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
     return merged
 
 
+# An English possessive (China's, firms'): the apostrophe split the word off as a term of its own
+# (`China` / `s A-share market`); the owner is the word.
+_POSSESSIVE_RE = re.compile(r"(?<=[A-Za-z])['’]s\b|(?<=[A-Za-z]s)['’](?=\s|$)")
+
+
 def _tokens(text: str, cut: Segmenter) -> list[_Token]:
+    text = _POSSESSIVE_RE.sub("", text)
     out: list[_Token] = []
     pos = 0
     number = ""  # a bare number or a letter waiting for the Han word right after it

@@ -184,7 +184,9 @@ def test_english_words_that_are_the_topic_stay_concepts(question: str, concepts:
     assert _plan(question).groups == concepts
 
 
-@pytest.mark.parametrize("question", ["ESG disclosure and firm value", "federated learning privacy protection"])
+@pytest.mark.parametrize(
+    "question", ["ESG disclosure and firm value", "federated learning privacy protection"]
+)
 def test_an_english_only_plan_says_to_add_chinese_terms(question: str) -> None:
     assert ENGLISH_ONLY_WARNING in _plan(question).warnings
 
@@ -202,3 +204,18 @@ def test_english_concept_groups_get_the_same_warning_and_mixed_ones_do_not() -> 
 def test_the_sampling_prompt_asks_for_chinese_terms_of_an_english_question() -> None:
     system, _, _ = sampling_request("ESG disclosure and firm value")
     assert "simplified Chinese term" in system
+
+
+@pytest.mark.parametrize(
+    ("question", "concepts"),
+    [
+        (
+            "What are the determinants of ESG ratings in China's A-share market?",
+            [["ESG ratings"], ["China A-share market"]],
+        ),
+        ("How do analysts’ forecasts affect firms’ R&D?", [["analysts forecasts"], ["firms R&D"]]),
+        ("the impact of AI on employment: evidence from China", [["AI"], ["employment", "China"]]),
+    ],
+)
+def test_an_english_possessive_is_no_term_of_its_own(question: str, concepts: list[list[str]]) -> None:
+    assert _plan(question).groups == concepts
