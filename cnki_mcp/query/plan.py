@@ -400,6 +400,19 @@ def _with_acronyms(groups: list[list[str]], acronyms: Sequence[tuple[str, str]],
     return out
 
 
+def _with_expansions(groups: list[list[str]], expansions: Sequence[tuple[str, str]]) -> list[list[str]]:
+    """Each term naming an acronym whose English expansion the question wrote (`R&D investment`
+    after `research and development (R&D) investment`) gets the expanded term as its alternative."""
+    out = [list(g) for g in groups]
+    for acronym, expansion in expansions:
+        pattern = re.compile(rf"(?<![A-Za-z0-9]){re.escape(acronym)}(?![A-Za-z0-9])")
+        for group in out:
+            for term in list(group):
+                if pattern.search(term):
+                    group.insert(group.index(term) + 1, pattern.sub(lambda _, e=expansion: e, term))
+    return [list(dict.fromkeys(g)) for g in out]
+
+
 def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     """Plan a raw question without the client's model.
 
@@ -455,7 +468,7 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
                 groups.extend(_run_group(r) for r in runs)
         if sentence_choices:  # the sentences' concepts as topic AND aspects, where the first one was
             groups[sentence_at:sentence_at] = _sentence_groups(sentence_choices)
-    groups = _with_acronyms(_without_repeats(groups), written.acronyms, cut)
+    groups = _with_expansions(_with_acronyms(_without_repeats(groups), written.acronyms, cut), written.expansions)
     if not groups:
         raise InvalidPlan(f"问题中没有可检索的概念{hint}")
     if len(groups) > MAX_GROUPS:  # the surplus becomes alternatives of the last group

@@ -17,7 +17,9 @@ even turned the excluded word into a required concept) and field prefixes stuck 
   as where the papers appeared (`发表在《管理世界》上`, `《管理世界》期刊`), which the subject search
   cannot restrict;
 - `term（ACRONYM）`: a Latin acronym in brackets right after a term is that term's alternative
-  (`acronyms`), never a concept of its own nor part of the term;
+  (`acronyms`), never a concept of its own nor part of the term; an English expansion whose words'
+  initials spell the acronym (`research and development (R&D)`) is replaced by the acronym in the
+  text and becomes the alternative of every term naming it (`expansions`);
 - a document type or source tier asked for (`违约金酌减 博士论文`, `…的CSSCI期刊论文`) is not a concept
   (no paper's text names it): it is removed and the warning names search_library's document_types /
   source_tiers for the search's results (`wishes`). Only a wish about the results is read so: a part
@@ -103,13 +105,16 @@ class Written:
     `excluded`: words after NOT / `-`; `fields`: field prefixes removed (SU=, 作者:);
     `acronyms`: (text before the bracket, acronym) pairs, the acronym being an alternative of the
     concept that text ends with; `wishes`: document types and source tiers asked for (博士论文,
-    CSSCI期刊), which the research search cannot restrict."""
+    CSSCI期刊), which the research search cannot restrict; `expansions`: (acronym, its English
+    expansion) for an expansion written before the bracketed acronym (`research and development
+    (R&D)`): the text keeps the acronym in its place, the plan adds the expansion as an alternative."""
 
     parts: list[str | tuple[str, ...]]
     excluded: list[str] = field(default_factory=list)
     fields: list[str] = field(default_factory=list)
     acronyms: list[tuple[str, str]] = field(default_factory=list)
     wishes: list[str] = field(default_factory=list)
+    expansions: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _clean(word: str) -> str:
@@ -195,6 +200,50 @@ def wish_filters(wishes: list[str]) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(types)), list(dict.fromkeys(tiers))
 
 
+# An English expansion written before its bracketed acronym: `research and development (R&D)`,
+# `environmental, social and governance (ESG)`, `small and medium-sized enterprises (SMEs)`. Its
+# words' initials spell the acronym (connectives such as and / of may be skipped); read as prose,
+# the commas and `and` made every word a concept of its own and the search found nothing.
+_EN_ACRONYM_RE = re.compile(r"\(\s*([A-Z][A-Za-z&]{1,9})\s*\)")
+_EN_TOKEN_RE = re.compile(r"[A-Za-z][A-Za-z\-]*|[^\sA-Za-z,]")
+_CONNECTIVES = frozenset({"and", "of", "for", "the", "in", "on", "&"})
+
+
+def _expansion_start(before: str, acronym: str) -> int | None:
+    """Where the words before a bracket whose initials spell `acronym` start (None: no such words)."""
+    letters = [c.lower() for c in acronym.rstrip("s") if c.isalpha()] if acronym[-1] == "s" else []
+    letters = letters or [c.lower() for c in acronym if c.isalpha()]
+    tokens = list(_EN_TOKEN_RE.finditer(before))
+    at, words = len(letters) - 1, 0
+    for token in reversed(tokens):
+        word = token.group(0)
+        if not word[0].isalpha() and word != "&":
+            return None
+        if word[0].lower() == letters[at]:
+            at, words = at - 1, words + 1
+            if at < 0:
+                return token.start() if words >= 2 else None
+        elif word.lower() not in _CONNECTIVES:
+            return None
+    return None
+
+
+def english_expansions(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """The text with each English expansion written before its bracketed acronym replaced by the
+    acronym, and the (acronym, expansion) pairs (`Written.expansions`)."""
+    found: list[tuple[str, str]] = []
+    while True:
+        for m in _EN_ACRONYM_RE.finditer(text):
+            start = _expansion_start(text[: m.start()], m.group(1))
+            if start is not None:
+                expansion = " ".join(text[start : m.start()].replace(",", " ").split())
+                found.append((m.group(1), expansion))
+                text = f"{text[:start]}{m.group(1)}{text[m.end():]}"
+                break
+        else:
+            return text, found
+
+
 def read_written(text: str) -> Written:
     """Read operators, field prefixes and bracketed acronyms out of a question (module docstring)."""
     text, wishes = read_wishes(text)
@@ -215,6 +264,7 @@ def read_written(text: str) -> Written:
         acronyms.append((m.string[: m.start()], m.group(1)))
         return " "
 
+    text, expansions = english_expansions(text)
     text = _ACRONYM_RE.sub(drop_acronym, text)
     tokens = text.split()
     cnki = _CNKI_AND in tokens
@@ -222,7 +272,7 @@ def read_written(text: str) -> Written:
     and_words = _AND_WORDS if cnki else _AND_WORDS | {_CNKI_OR, _CNKI_NOT}  # a prose `+` or dash separates
     not_words = _NOT_WORDS | {_CNKI_NOT} if cnki else _NOT_WORDS
     if not any(t in or_words or t in and_words or t in not_words or _excluded_word(t) for t in tokens):
-        return Written([text], fields=fields, acronyms=acronyms, wishes=wishes)
+        return Written([text], fields=fields, acronyms=acronyms, wishes=wishes, expansions=expansions)
     parts: list[str | tuple[str, ...]] = []
     excluded: list[str] = []
     current: list[str] = []
@@ -263,7 +313,7 @@ def read_written(text: str) -> Written:
             current.append(token)
         i = j if len(chain) > 1 else i + 1
     flush()
-    return Written(parts, [w for w in excluded if w], fields, acronyms, wishes)
+    return Written(parts, [w for w in excluded if w], fields, acronyms, wishes, expansions)
 
 
 def written_warnings(written: Written) -> list[str]:

@@ -219,3 +219,32 @@ def test_the_sampling_prompt_asks_for_chinese_terms_of_an_english_question() -> 
 )
 def test_an_english_possessive_is_no_term_of_its_own(question: str, concepts: list[list[str]]) -> None:
     assert _plan(question).groups == concepts
+
+
+@pytest.mark.parametrize(
+    ("question", "concepts"),
+    [
+        (
+            "environmental, social and governance (ESG) disclosure and firm value",
+            [["ESG disclosure", "environmental social and governance disclosure"], ["firm value"]],
+        ),
+        (
+            "research and development (R&D) investment and firm growth",
+            [["R&D investment", "research and development investment"], ["firm growth"]],
+        ),
+        (
+            "small and medium-sized enterprises (SMEs) financing constraints",
+            [["SMEs financing constraints", "small and medium-sized enterprises financing constraints"]],
+        ),
+        ("Ministry of Education (MOE) policy", [["MOE policy", "Ministry of Education policy"]]),
+        ("deep learning (DL) and finance (XYZ)", [["DL", "deep learning"], ["finance", "XYZ"]]),
+    ],
+)
+def test_an_english_expansion_before_its_acronym_is_one_concept(
+    question: str, concepts: list[list[str]]
+) -> None:
+    assert _plan(question).groups == concepts
+
+
+def test_a_chinese_term_before_its_acronym_is_unchanged() -> None:
+    assert _plan("自然语言处理（NLP）在医疗中的应用").groups[0][:2] == ["自然语言处理", "NLP"]
