@@ -76,3 +76,35 @@ def test_a_reference_with_other_romanised_authors_is_still_a_mismatch() -> None:
         [RECORD],
     )
     assert (got.verdict, got.fields) == ("mismatch", ["authors"])
+
+
+def test_an_apa_entry_with_the_title_translated_in_brackets_is_verified_and_the_english_journal_name_unchecked() -> (
+    None
+):
+    entry = (
+        "Jiang, Y., & Xie, G. (2022). 违约金惩罚性功能的困境与出路 [The dilemma and way out of the punitive"
+        " function of liquidated damages]. Studies in Law and Business, 33(1), 179–187."
+    )
+    parsed = parse_reference(entry)
+    assert parsed.title == "违约金惩罚性功能的困境与出路"
+    got = judge(parsed, [RECORD])
+    assert (got.verdict, got.fields) == ("verified", [])
+    assert any(
+        "Studies in Law and Business" in w for w in got.warnings
+    )  # said unchecked, not silently passed
+
+
+def test_a_chicago_notes_bibliography_entry_for_a_chinese_journal_reads_its_volume() -> None:
+    parsed = parse_reference(
+        'Jiang Yuxin and Xie Guosi. "违约金惩罚性功能的困境与出路." 法商研究 33, no. 1 (2022): 179–87.'
+    )
+    assert (parsed.source, parsed.volume, parsed.issue, parsed.year) == ("法商研究", "33", "1", 2022)
+    assert judge(parsed, [RECORD]).verdict == "verified"
+
+
+def test_a_wrong_journal_in_the_same_script_is_still_a_mismatch() -> None:
+    got = judge(
+        parse_reference("姜雨欣, 谢国思. 违约金惩罚性功能的困境与出路[J]. 法学研究, 2022, 33(1): 179-187."),
+        [RECORD],
+    )
+    assert (got.verdict, got.fields) == ("mismatch", ["source"])
