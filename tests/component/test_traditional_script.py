@@ -101,3 +101,20 @@ async def test_an_empty_structured_search_in_traditional_characters_names_the_si
     assert any("违约金" in w for w in written["warnings"])  # the spelling to search instead
     found = await _run(clock, pipe, StructuredSearchInput(expression={"field": "title", "value": "违约金"}))
     assert found["candidate_count"] > 0 and found["warnings"] == []
+
+
+async def test_an_empty_structured_search_for_a_romanised_author_says_to_use_the_han_name(
+    clock: FakeClock, store: Store
+) -> None:
+    pipe = ResearchPipeline(CorpusBackend(), store, clock, now_year=lambda: 2026)
+    pinyin = await _run(
+        clock, pipe, StructuredSearchInput(expression={"field": "authors", "value": "Jiang Yuxin"})
+    )
+    assert pinyin["candidate_count"] == 0
+    assert any("Jiang Yuxin" in w for w in pinyin["warnings"])
+    han = await _run(clock, pipe, StructuredSearchInput(expression={"field": "authors", "value": "姜雨欣"}))
+    assert han["candidate_count"] > 0 and han["warnings"] == []
+    nothing = await _run(
+        clock, pipe, StructuredSearchInput(expression={"field": "title", "value": "Jiang Yuxin"})
+    )
+    assert nothing["candidate_count"] == 0 and nothing["warnings"] == []  # not an author condition
