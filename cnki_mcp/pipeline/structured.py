@@ -102,15 +102,16 @@ def _author_values(subject: Any) -> list[str]:
 
 def romanised_author_warning(coverage: list[CoverageEntry], subjects: list[dict[str, Any]]) -> str | None:
     """A structured search for an author written in Latin letters (`Jiang Yuxin`, `ZHANG S.`) that
-    CNKI answered with no row: CNKI lists Chinese authors of Chinese papers in Chinese characters,
-    so the answer says to search the Han name (a pinyin name matches only foreign-language papers)."""
+    CNKI answered with no row: CNKI lists the authors of Chinese papers in Chinese characters (a
+    pinyin name finds foreign-language papers and the few listing an English name), so the answer
+    says to search the Han name."""
     if not coverage or any(c.failed or c.rows or not c.exhausted for c in coverage):
         return None
     names = [v for v in dict.fromkeys(v for s in subjects for v in _author_values(s)) if _ROMANISED.fullmatch(v.strip())]
     if not names:
         return None
     return (
-        f"知网以汉字收录中文文献的作者姓名，拼音或英文写法（{'、'.join(names)}）只匹配外文文献的作者：请改用汉字姓名检索"
+        f"没有结果：知网的中文文献多以汉字收录作者姓名，拼音或英文写法（{'、'.join(names)}）常常检索不到，请改用汉字姓名检索"
         "（不知道汉字时，可先用 search 按主题找到其论文，从 authors 中取）"
     )
 
