@@ -16,6 +16,7 @@ phrase is removed from the text all the same):
 The same in English, case-insensitive, whole words (an English question, or a Chinese one with an
 English time phrase):
 - `from|between A to|and|until|through B`, `A to|through|until B`: year_from A, year_to B;
+- `published in|during A`: that single year (a bare `in 2020` stays in the topic, as 2008年 does);
 - `since A`, `from A (on|onwards)`, `A onwards`: year_from A; `after A`: year_from A + 1;
 - `before|prior to A`: year_to A − 1; `until|up to|through A`: year_to A;
 - `(in|over|during|within) the last|past|previous N years` (N in digits or one … twenty):
@@ -63,6 +64,7 @@ _EN_RECENT_RE = re.compile(
     _I,
 )
 _EN_PAST_YEAR_RE = re.compile(r"\b(?:(?:in|over|during|within)\s+)?the\s+(?:last|past|previous)\s+year\b", _I)
+_EN_PUBLISHED_IN_RE = re.compile(rf"\bpublished\s+(?:in|during)\s+{_YEAR}\b", _I)
 _EN_THIS_YEAR_RE = re.compile(r"\bthis\s+year\b", _I)
 _EN_LAST_YEAR_RE = re.compile(r"(?<!\bthe )\b(?:last|previous)\s+year\b", _I)
 _EN_VAGUE_RE = re.compile(
@@ -147,6 +149,7 @@ def extract_years(text: str, now_year: int) -> YearRange:
         n = int(word) if word.isdigit() else _EN_NUMBERS[word]
         return (now_year - n, None) if n else None
 
+    cut(_EN_PUBLISHED_IN_RE, lambda m: (int(m.group(1)), int(m.group(1))) if past(int(m.group(1))) else None)
     cut(_EN_RANGE_RE, by_range)
     cut(_RANGE_RE, by_range)
     cut(_EN_SINCE_RE, lambda m: by_since_en(m))

@@ -13,7 +13,7 @@ even turned the excluded word into a required concept) and field prefixes stuck 
 - `NOT B` or `-B` excludes B. The research search cannot exclude, so B is left out of
   the plan and the plan's warning names structured_search (`op: not`);
 - a CNKI field code (`SU=`, `TI%`, `KY=` …) or a field label with a colon (`作者：`, `关键词:`) is not a
-  term: the prefix is removed and the warning says the field was not applied; so is a journal named
+  term (also in English: `Author:`, `Title:`, `Journal:`): the prefix is removed and the warning says the field was not applied; so is a journal named
   as where the papers appeared (`发表在《管理世界》上`, `《管理世界》期刊`), which the subject search
   cannot restrict;
 - `term（ACRONYM）`: a Latin acronym in brackets right after a term is that term's alternative
@@ -53,8 +53,9 @@ _CODE_RE = re.compile(
     r"(?<![A-Za-z0-9])(SU|TI|KY|AB|AU|FI|RP|AF|LY|DOI|FU|FT|RF|CLC|ST|TKA|SN|YE)\s*(?:%=|=|%)\s*"
 )
 _LABEL_RE = re.compile(
-    r"(主题|篇名|题名|标题|关键词|摘要|篇关摘|第一作者|通讯作者|作者单位|作者|单位|机构|文献来源|来源|期刊|基金|全文|参考文献|分类号)"
-    r"\s*[:=]\s*"
+    r"(主题|篇名|题名|标题|关键词|摘要|篇关摘|第一作者|通讯作者|作者单位|作者|单位|机构|文献来源|来源|期刊|基金|全文|参考文献|分类号"
+    r"|(?<![A-Za-z])(?i:first author|authors?|title|keywords?|abstract|journal|source|affiliation|institution)"
+    r"(?=\s*[:=]))\s*[:=]\s*"
 )
 # A journal named as where the papers appeared (发表在《管理世界》上, 《管理世界》期刊): a source
 # restriction, not a topic (CNKI's 主题 does not search the source). A 《…》 without such words

@@ -248,3 +248,26 @@ def test_an_english_expansion_before_its_acronym_is_one_concept(
 
 def test_a_chinese_term_before_its_acronym_is_unchanged() -> None:
     assert _plan("自然语言处理（NLP）在医疗中的应用").groups[0][:2] == ["自然语言处理", "NLP"]
+
+
+def test_published_in_a_year_is_that_year_and_a_bare_year_stays_in_the_topic() -> None:
+    published = _plan("ESG disclosure papers published in 2020")
+    assert (published.year_from, published.year_to, published.groups) == (2020, 2020, [["ESG disclosure"]])
+    assert (_plan("COVID-19 vaccine trials in 2021").year_from, _plan("2008 financial crisis").year_to) == (
+        None,
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "concepts", "field"),
+    [
+        ("Author: Zhang San deep learning", [["Zhang San deep learning"]], "Author:"),
+        ("title: green finance", [["green finance"]], "title:"),
+    ],
+)
+def test_an_english_field_label_is_removed_with_a_warning(
+    question: str, concepts: list[list[str]], field: str
+) -> None:
+    assert _plan(question).groups == concepts
+    assert read_written(question).fields == [field]
