@@ -16,7 +16,7 @@ from cnki_mcp.operations import DEFAULT_BUDGETS
 from cnki_mcp.pipeline.models import MetadataInput, SearchInput, SearchOptions, StructuredSearchInput
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.pipeline.verify import VerifyInput, VerifyResult, verify_references
-from cnki_mcp.query.plan import TRADITIONAL_GROUPS_WARNING
+from cnki_mcp.query.plan import TRADITIONAL_GROUPS_WARNING, TRADITIONAL_WARNING
 from cnki_mcp.store import Store
 
 # corpus r0002: 违约金惩罚性功能的困境与出路, 姜雨欣 and 谢国思, 法商研究 2022, 33(1): 179-187
@@ -118,3 +118,14 @@ async def test_an_empty_structured_search_for_a_romanised_author_says_to_use_the
         clock, pipe, StructuredSearchInput(expression={"field": "title", "value": "Jiang Yuxin"})
     )
     assert nothing["candidate_count"] == 0 and nothing["warnings"] == []  # not an author condition
+
+
+async def test_a_question_in_traditional_characters_finds_the_simplified_records(
+    clock: FakeClock, store: Store
+) -> None:
+    pipe = ResearchPipeline(CorpusBackend(), store, clock, now_year=lambda: 2026)
+    inp = SearchInput(query="聯邦學習與隱私保護", options=SearchOptions(freshness="live"))
+    result = await _run(clock, pipe, inp)
+    assert result["plan"]["concepts"][0][0] == "联邦学习"
+    assert result["candidate_count"] > 0 and result["selected_count"] > 0
+    assert any(TRADITIONAL_WARNING in w for w in result["plan"]["warnings"])
