@@ -173,18 +173,24 @@ def language_warnings(groups: Sequence[Sequence[str]]) -> list[str]:
     return [ENGLISH_ONLY_WARNING] if terms and not any(_has_han(t) for t in terms) else []
 
 
-TRADITIONAL_GROUPS_WARNING = "concept_groups 含繁体字；知网按简体字收录，已转为简体字检索："
+TRADITIONAL_GROUPS_WARNING = "概念组含繁体字；知网按简体字收录，已转为简体字检索："
+
+
+def _in_simplified(groups: list[list[str]]) -> tuple[list[list[str]], list[str]]:
+    """Validated groups with each term in traditional characters in simplified ones
+    (`script.simplified`: CNKI's records are simplified), and the warning naming the changes."""
+    changed = {t: simplified(t) for g in groups for t in g if simplified(t) != t}
+    if not changed:
+        return groups, []
+    warning = f"{TRADITIONAL_GROUPS_WARNING}{'、'.join(f'{a} → {b}' for a, b in changed.items())}"
+    return validate_groups([[changed.get(t, t) for t in g] for g in groups]), [warning]
 
 
 def plan_explicit(groups: Sequence[Sequence[str]]) -> Plan:
     """The caller's concept_groups, validated and de-duplicated; a term in traditional characters is
-    searched in simplified ones (`script.simplified`: CNKI's records are simplified), with a
-    warning naming the changes; a warning when all terms are English."""
-    checked = validate_groups(_as_lists(groups))
-    changed = {t: simplified(t) for g in checked for t in g if simplified(t) != t}
-    if changed:
-        checked = validate_groups([[changed.get(t, t) for t in g] for g in checked])
-    warnings = [f"{TRADITIONAL_GROUPS_WARNING}{'、'.join(f'{a} → {b}' for a, b in changed.items())}"] if changed else []
+    searched in simplified ones, with a warning naming the changes (`_in_simplified`); a warning
+    when all terms are English."""
+    checked, warnings = _in_simplified(validate_groups(_as_lists(groups)))
     return Plan(method=PlanMethod.EXPLICIT, groups=checked, warnings=[*warnings, *language_warnings(checked)])
 
 
@@ -575,7 +581,7 @@ def parse_sampling_reply(text: str) -> Plan | None:
     if not isinstance(data, list) or not all(isinstance(g, list) for g in data):
         return None
     try:
-        groups = validate_groups(data)
+        groups, warnings = _in_simplified(validate_groups(data))
     except InvalidPlan:
         return None
-    return Plan(method=PlanMethod.SAMPLING, groups=groups)
+    return Plan(method=PlanMethod.SAMPLING, groups=groups, warnings=[*warnings, *language_warnings(groups)])

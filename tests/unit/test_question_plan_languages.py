@@ -10,7 +10,9 @@ from cnki_mcp.cite.names import names_agree
 from cnki_mcp.links import title_variants
 from cnki_mcp.query.plan import (
     ENGLISH_ONLY_WARNING,
+    TRADITIONAL_GROUPS_WARNING,
     TRADITIONAL_WARNING,
+    parse_sampling_reply,
     plan_explicit,
     plan_question,
     sampling_request,
@@ -271,3 +273,13 @@ def test_an_english_field_label_is_removed_with_a_warning(
 ) -> None:
     assert _plan(question).groups == concepts
     assert read_written(question).fields == [field]
+
+
+def test_a_sampled_plan_in_traditional_characters_or_english_only_is_treated_as_concept_groups_are() -> None:
+    traditional = parse_sampling_reply('[["綠色金融", "绿色金融"], ["ESG信息披露"]]')
+    assert traditional is not None and traditional.groups == [["绿色金融"], ["ESG信息披露"]]
+    assert any(TRADITIONAL_GROUPS_WARNING in w for w in traditional.warnings)
+    english = parse_sampling_reply('[["green finance"], ["ESG disclosure"]]')
+    assert english is not None and english.warnings == [ENGLISH_ONLY_WARNING]
+    chinese = parse_sampling_reply('[["绿色金融", "green finance"], ["ESG信息披露"]]')
+    assert chinese is not None and chinese.warnings == []
