@@ -460,12 +460,15 @@ def _end_pages(tail: str) -> str | None:
 
 def _parse_apa(raw: str, text: str, year_match: re.Match[str]) -> ParsedReference:
     authors, truncated = _authors(text[: year_match.start()])
-    rest = text[year_match.end() :].lstrip(" .")
-    m = re.match(r"^(?P<title>.+?[^A-Z])\.\s+(?P<tail>.*)$", rest)
+    rest = text[year_match.end() :].lstrip(" .。")
+    # fields end with `. `, or with 。 in an APA entry written with Chinese punctuation (APA 中文格式:
+    # `姜雨欣、谢国思（2022）。题名。刊名，33（1），179–187。`)
+    m = re.match(r"^(?P<title>.+?[^A-Z])(?:\.\s+|。\s*)(?P<tail>.*)$", rest)
     title, tail = (m.group("title"), m.group("tail")) if m else (rest.rstrip("."), "")
+    tail = re.sub(r"。\s*$", ".", tail)
     source = None
     tail = re.sub(r"^In\s+", "", tail)  # a chapter: `In 年鉴 (p. 226)` (APA 7 §10.3)
-    sm = re.match(r"^([^,.]+?)\s*(?=,|\.|\s\(pp?\.|$)", tail)
+    sm = re.match(r"^([^,.。]+?)\s*(?=,|\.|。|\s\(pp?\.|$)", tail)
     if sm and not re.match(r"^https?:|^doi", sm.group(1), re.I):
         source = sm.group(1).strip()
     volume, issue, pages = _volume_issue_pages(tail)

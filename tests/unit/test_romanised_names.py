@@ -108,3 +108,18 @@ def test_a_wrong_journal_in_the_same_script_is_still_a_mismatch() -> None:
         [RECORD],
     )
     assert (got.verdict, got.fields) == ("mismatch", ["source"])
+
+
+def test_an_apa_entry_written_with_chinese_punctuation_is_read_and_verified() -> None:
+    parsed = parse_reference(
+        "姜雨欣、谢国思（2022）。违约金惩罚性功能的困境与出路。法商研究，33（1），179–187。"
+    )
+    assert (parsed.title, parsed.source, parsed.volume, parsed.issue, parsed.pages, parsed.year) == (
+        "违约金惩罚性功能的困境与出路",
+        "法商研究",
+        "33",
+        "1",
+        "179-187",
+        2022,
+    )
+    assert judge(parsed, [RECORD]).verdict == "verified"
