@@ -12,7 +12,9 @@ from corpus_backend import CorpusBackend
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.links import LinkInput, LinkResult
 from cnki_mcp.operations import DEFAULT_BUDGETS
+from cnki_mcp.pipeline.links import NO_TITLES_WARNING, link_references
 from cnki_mcp.pipeline.models import MetadataInput, SearchInput, SearchOptions, StructuredSearchInput
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.pipeline.verify import VerifyInput, VerifyResult, verify_references
@@ -129,3 +131,28 @@ async def test_a_question_in_traditional_characters_finds_the_simplified_records
     assert result["plan"]["concepts"][0][0] == "联邦学习"
     assert result["candidate_count"] > 0 and result["selected_count"] > 0
     assert any(TRADITIONAL_WARNING in w for w in result["plan"]["warnings"])
+
+
+async def _links(clock: FakeClock, store: Store, text: str) -> LinkResult:
+    out: list[LinkResult] = []
+
+    async def runner(ctx: OperationContext) -> LinkResult:
+        out.append(await link_references(LinkInput(text=text), store, CorpusBackend(), ctx))
+        return out[-1]
+
+    job = JobManager(clock, MemorySink()).start(
+        OperationKind.LINKS, runner, DEFAULT_BUDGETS[OperationKind.LINKS]
+    )
+    await clock.run_until_complete(job.finish())
+    return out[0]
+
+
+async def test_link_references_on_text_without_a_book_title_mark_says_why_nothing_was_linked(
+    clock: FakeClock, store: Store
+) -> None:
+    english = 'As Zhou et al. (2021) show in "A review of ESG performance in green finance", ESG matters.'
+    result = await _links(clock, store, english)
+    assert result.references == [] and result.text == english
+    assert result.warnings == [NO_TITLES_WARNING]
+    marked = await _links(clock, store, "见《違約金懲罰性功能的困境與出路》。")
+    assert NO_TITLES_WARNING not in marked.warnings
