@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from cnki_mcp.cite.refparse import NAME_DOTS, chinese_marks
 from cnki_mcp.errors import InputTooLarge, TooManyReferences
 from cnki_mcp.identity import NESTED_MARKS, ascii_letters, decode_entities, title_key, visible
+from cnki_mcp.script import simplified
 
 MAX_TEXT_BYTES = 512 * 1024  # contract: 文本最大 512 KB (UTF-8 bytes)
 MAX_TITLES = 100  # contract: 最多 100 个题名 (distinct titles; repeats of one title count once)
@@ -139,10 +140,12 @@ def title_variants(title: str) -> list[str]:
     characters such as a PDF's soft hyphens and zero-width spaces dropped, spaces collapsed); with
     the letters CNKI writes otherwise (`ＣＯ２`/`CO₂` -> `CO2`, `R&amp;D` -> `R&D`, `列夫•托尔斯泰` ->
     `列夫·托尔斯泰`; punctuation as written, so a title with `：` costs no second spelling); with
-    CNKI's marks for straight quotes and a lone dash (`cite.refparse.chinese_marks`); each also
-    with 〈〉 turned into 《》."""
+    CNKI's marks for straight quotes and a lone dash (`cite.refparse.chinese_marks`); in
+    simplified characters when written in traditional ones (`script.simplified`: CNKI's titles are
+    simplified, 違約金懲罰性功能的困境與出路 is 违约金惩罚性功能的困境与出路 there); each also with 〈〉
+    turned into 《》."""
     written = " ".join(visible(title).split())
-    letters = ascii_letters(decode_entities(written).translate(NAME_DOTS))
+    letters = simplified(ascii_letters(decode_entities(written).translate(NAME_DOTS)))
     spellings = dict.fromkeys([written, letters, chinese_marks(written), chinese_marks(letters)])
     return list(dict.fromkeys(v for s in spellings for v in (s, s.translate(NESTED_MARKS))))
 

@@ -13,6 +13,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from cnki_mcp.script import simplified
+
 from .model import HAN
 
 COMPOUND_SURNAMES: frozenset[str] = frozenset({
@@ -184,20 +186,40 @@ def _given_agree(mine: list[str], theirs: list[str]) -> bool:
     return True
 
 
+def _han_readings(name: str) -> list[tuple[str, list[str]]]:
+    """(family, given words) of a Han name in pinyin, as an English-language list romanises it:
+    姜雨欣 is `Jiang Yuxin`, `JIANG Y X`, `Jiang Yu-xin` (the given name as one word and syllable by
+    syllable); traditional characters read as simplified ones."""
+    parsed = parse_name(simplified(unicodedata.normalize("NFKC", name)))
+    family = pinyin(parsed.family)
+    given = [pinyin(ch) for ch in parsed.given if HAN.match(ch)]
+    if not family:
+        return []
+    readings = [(family, ["".join(given)] if given else []), (family, given)]
+    # ü is written v (Lv) or, accent dropped, u (Lü, Lu): both are the name
+    return readings + [(f.replace("v", "u"), [g.replace("v", "u") for g in gs]) for f, gs in readings]
+
+
 def names_agree(entry: str, record: str) -> bool:
     """Does a name as a reference writes it denote the record's name?
 
-    Han names must be equal (spaces and dots aside). Latin-script names agree on the same
-    family name with compatible given names: `Tanaka, Y.`, `TANAKA Y`, `Tanaka Y` and
-    `Yuki Tanaka` all name `Tanaka, Yuki`; pinyin `CHEN J` names `Chen Jie`."""
-    if HAN.search(entry) or HAN.search(record):
+    Han names must be equal (spaces and dots aside, in simplified characters: 謝國思 is 谢国思).
+    Latin-script names agree on the same family name with compatible given names: `Tanaka, Y.`,
+    `TANAKA Y`, `Tanaka Y` and `Yuki Tanaka` all name `Tanaka, Yuki`; pinyin `CHEN J` names
+    `Chen Jie`. A Han name and a Latin one agree when the Latin one is the Han name's pinyin
+    (`Jiang Yuxin`, `JIANG Y X` and `Jiang, Y.` name 姜雨欣; 周静 names `Jing ZHOU`): an
+    English-language list romanises the Chinese authors of a Chinese paper."""
+    han_entry, han_record = bool(HAN.search(entry)), bool(HAN.search(record))
+    if han_entry and han_record:
+
         def fold(s: str) -> str:
-            return re.sub(r"[\s.,·・•‧∙⋅\-]+", "", unicodedata.normalize("NFKC", s)).lower()
+            return re.sub(r"[\s.,·・•‧∙⋅\-]+", "", simplified(unicodedata.normalize("NFKC", s))).lower()
 
         return fold(entry) == fold(record)
-    theirs = _readings(record, entry=False)
+    mine = _han_readings(entry) if han_entry else _readings(entry, entry=True)
+    theirs = _han_readings(record) if han_record else _readings(record, entry=False)
     return any(
         fam == their_fam and _given_agree(given, their_given)
-        for fam, given in _readings(entry, entry=True)
+        for fam, given in mine
         for their_fam, their_given in theirs
     )

@@ -19,8 +19,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from rapidfuzz import fuzz
 
+from cnki_mcp.cite.model import HAN
 from cnki_mcp.cite.names import names_agree
 from cnki_mcp.cite.refparse import ParsedReference
+from cnki_mcp.script import simplified
 
 Verdict = Literal["verified", "mismatch", "not_found", "ambiguous", "unparsable"]
 FieldName = Literal["authors", "title", "year", "date", "source", "volume", "issue", "pages", "doi", "type"]
@@ -80,8 +82,9 @@ class Judgement(BaseModel):
 
 
 def norm_title(text: str) -> str:
-    """Title for comparison: NFKC, lower case, letters and digits (and Han) only."""
-    folded = unicodedata.normalize("NFKC", text).lower()
+    """Title for comparison: NFKC, simplified characters (a list in traditional ones cites CNKI's
+    simplified titles: `script.simplified`), lower case, letters and digits (and Han) only."""
+    folded = simplified(unicodedata.normalize("NFKC", text)).lower()
     return "".join(ch for ch in folded if ch.isalnum())
 
 
@@ -93,7 +96,7 @@ def title_similarity(a: str, b: str) -> float:
 
 
 def _norm_source(text: str) -> str:
-    folded = unicodedata.normalize("NFKC", text).lower()
+    folded = simplified(unicodedata.normalize("NFKC", text)).lower()
     folded = folded.replace("《", "").replace("》", "")
     return "".join(ch for ch in folded if ch.isalnum())
 
@@ -202,6 +205,12 @@ def fits(entry: ParsedReference, rec: RecordView) -> bool:
     return bool(sim >= TITLE_LOOSE and author and year and source)
 
 
+def other_script_source(entry: str, record: str) -> bool:
+    """The entry names a Chinese journal in Latin letters (its English title, or pinyin: an
+    English-language list) or a Latin-named one in Chinese: a different name that cannot be compared."""
+    return bool(HAN.search(entry)) != bool(HAN.search(record))
+
+
 def compare(entry: ParsedReference, rec: RecordView) -> tuple[list[FieldDiff], list[str]]:
     """Field differences between the entry and the record, and what could not be checked."""
     diffs: list[FieldDiff] = []
@@ -235,6 +244,8 @@ def compare(entry: ParsedReference, rec: RecordView) -> tuple[list[FieldDiff], l
     if entry.source:
         if not rec.source:
             unchecked.append("source")
+        elif other_script_source(entry.source, rec.source):
+            pass  # `Studies in Law and Business` for 法商研究: no translation to compare with (judge's warning)
         elif not same_source(entry.source, rec.source):
             diff("source", entry.source, rec.source)
     if entry.pages:
@@ -284,6 +295,8 @@ def judge(entry: ParsedReference, candidates: list[RecordView]) -> Judgement:
     diffs, unchecked = compare(entry, top)
     if unchecked:
         warnings.append("知网记录缺少以下字段，未核对：" + "、".join(unchecked))
+    if entry.source and top.source and other_script_source(entry.source, top.source):
+        warnings.append(f"来源写作另一种文字（{entry.source}；知网：{top.source}），未核对")
     return Judgement(
         verdict="mismatch" if diffs else "verified",
         record=top,

@@ -298,9 +298,19 @@ def _bare_title(title: str) -> str:
     return (m.group(1) if m else title).strip()
 
 
+# An English translation in square brackets after a Chinese title (APA 7 §9.38, MLA: `违约金…的
+# 困境与出路 [The dilemma of …]`): the title CNKI holds is the Chinese one.
+_TRANSLATED = re.compile(r"\s*\[[A-Za-z][^\[\]]*\s[^\[\]]*\]\s*$")
+
+
 def _title_of(text: str) -> str:
-    """A title as written, without a trailing period, a thesis genre or [Internet]."""
-    return _bare_title(_TITLE_GENRE.sub("", text.strip()).rstrip(".。").strip())
+    """A title as written, without a trailing period, a thesis genre or [Internet], nor an English
+    translation in brackets after a Chinese title."""
+    title = _bare_title(_TITLE_GENRE.sub("", text.strip()).rstrip(".。").strip())
+    m = _TRANSLATED.search(title)
+    if m and HAN.search(title[: m.start()]):
+        title = title[: m.start()].rstrip(".。 ")
+    return title
 
 
 _RANGE = r"\d{1,5}\s*-\s*\d{1,5}(?:\s*\+\s*\d{1,5})*|\d{1,5}\+\d{1,5}|\d{1,5}"  # `12-15+20`: continued on p. 20
@@ -459,12 +469,15 @@ def _end_pages(tail: str) -> str | None:
 
 def _parse_apa(raw: str, text: str, year_match: re.Match[str]) -> ParsedReference:
     authors, truncated = _authors(text[: year_match.start()])
-    rest = text[year_match.end() :].lstrip(" .")
-    m = re.match(r"^(?P<title>.+?[^A-Z])\.\s+(?P<tail>.*)$", rest)
+    rest = text[year_match.end() :].lstrip(" .。")
+    # fields end with `. `, or with 。 in an APA entry written with Chinese punctuation (APA 中文格式:
+    # `姜雨欣、谢国思（2022）。题名。刊名，33（1），179–187。`)
+    m = re.match(r"^(?P<title>.+?[^A-Z])(?:\.\s+|。\s*)(?P<tail>.*)$", rest)
     title, tail = (m.group("title"), m.group("tail")) if m else (rest.rstrip("."), "")
+    tail = re.sub(r"。\s*$", ".", tail)
     source = None
     tail = re.sub(r"^In\s+", "", tail)  # a chapter: `In 年鉴 (p. 226)` (APA 7 §10.3)
-    sm = re.match(r"^([^,.]+?)\s*(?=,|\.|\s\(pp?\.|$)", tail)
+    sm = re.match(r"^([^,.。]+?)\s*(?=,|\.|。|\s\(pp?\.|$)", tail)
     if sm and not re.match(r"^https?:|^doi", sm.group(1), re.I):
         source = sm.group(1).strip()
     volume, issue, pages = _volume_issue_pages(tail)
@@ -497,6 +510,9 @@ def _parse_quoted(raw: str, text: str, quote: re.Match[str]) -> ParsedReference:
     after = re.sub(r"^Paper presented\b[^.]*\.\s*", "", after)  # Chicago: the meeting, not the source
     volume, issue, pages = _volume_issue_pages(after)
     journal = re.match(r"^(?P<src>[^,]+?)\s+(?P<vol>\d{1,4})\s*(?:\((?P<paren>[^)]*)\))?\s*(?::|\.|$)", after)
+    if journal is None:  # Chicago notes-bibliography: `刊名 33, no. 1 (2022): 179–87`
+        journal = re.match(r"^(?P<src>[^,]+?)\s+(?P<vol>\d{1,4})(?P<paren>)\s*,\s*no\.", after)
+        journal = None if journal is not None and _YEAR.fullmatch(journal.group("vol")) else journal
     if journal is not None:  # Chicago: `刊名 41 (3): 12–20`, `刊名 41 (May): 12–20`
         source = journal.group("src").strip()
         volume = journal.group("vol")

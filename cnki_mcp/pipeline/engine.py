@@ -767,7 +767,7 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks):
             requests=ctx.requests,
             warnings=list(st.plan.get("warnings", []))
             # a stopped search is continued instead (its next_step)
-            + (structured_warnings(st.coverage, params) if st.structured and status == "completed" else []),
+            + (structured_warnings(st.coverage, params, st.channels) if st.structured and status == "completed" else []),
             errors=[
                 e.model_dump(mode="json")
                 for e in ([] if failure is None else [OperationErrorInfo.of(failure)])

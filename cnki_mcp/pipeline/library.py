@@ -206,10 +206,27 @@ DOC_TYPE_ALIASES = {
     "硕博论文": "学位论文", "期刊论文": "期刊", "期刊文章": "期刊", "会议论文": "会议", "报纸文章": "报纸",
     "journal": "期刊", "article": "期刊", "journal article": "期刊", "foreign journal": "外文期刊",
     "doctoral": "博士", "phd": "博士", "dissertation": "博士", "doctoral dissertation": "博士",
+    "doctoral thesis": "博士", "phd thesis": "博士", "phd dissertation": "博士",
     "master": "硕士", "masters": "硕士", "master's": "硕士", "thesis": "硕士", "master thesis": "硕士",
+    "master's thesis": "硕士", "masters thesis": "硕士",
     "conference": "会议", "proceedings": "会议", "conference paper": "会议", "newspaper": "报纸",
     "yearbook": "年鉴", "book": "图书", "standard": "标准", "patent": "专利",
 }  # fmt: skip
+
+
+def _english_type(name: str) -> str:
+    """CNKI's name for an English document type name, singular or plural (`journal articles`,
+    `theses`, `PhD dissertations`, `Conference Papers`); other names as written."""
+    key = name.casefold()
+    if key in DOC_TYPE_ALIASES:
+        return DOC_TYPE_ALIASES[key]
+    def singular(word: str) -> str:
+        if word == "theses":
+            return "thesis"
+        plural = len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "'s"))
+        return word[:-1] if plural else word
+
+    return DOC_TYPE_ALIASES.get(" ".join(singular(w) for w in key.split()), name)
 
 
 def document_types(store: Store, wanted: list[str]) -> tuple[str, ...]:
@@ -222,7 +239,7 @@ def document_types(store: Store, wanted: list[str]) -> tuple[str, ...]:
         name = " ".join(raw.split())
         if not name:
             continue
-        name = DOC_TYPE_ALIASES.get(name.casefold(), name)
+        name = _english_type(name)
         if name not in DOC_TYPES and name not in _INCLUDES:
             stored = store.library_doc_types() if stored is None else stored
             if name not in stored:

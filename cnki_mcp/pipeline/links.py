@@ -209,6 +209,13 @@ async def locate_titles(
     return found
 
 
+# Text with no 《title》 (an English paragraph citing "Title" in quotes) came back unchanged, saying nothing.
+NO_TITLES_WARNING = (
+    "文本中没有《题名》：link_references 只链接书名号内的题名；引号中或英文写法的题名请写成《…》，或用 "
+    "get_metadata(titles=[…]) 查找。No 《title》 in the text: only titles inside 《》 are linked."
+)
+
+
 async def link_references(
     inp: LinkInput,
     store: Store,
@@ -241,7 +248,7 @@ async def link_references(
         text=apply_links(inp.text, spans, urls),
         references=list(references.values()),
         requests=ctx.requests,
-        warnings=expiring_link_warning(list(references.values())),
+        warnings=expiring_link_warning(list(references.values())) + ([] if titles else [NO_TITLES_WARNING]),
     )
     if failure is not None:
         ctx.set_result(result)

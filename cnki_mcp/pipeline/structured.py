@@ -3,15 +3,18 @@ channel; CNKI's order is kept, nothing is re-ranked, no feedback, list data only
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from cnki_mcp.pipeline.models import CoverageEntry, StructuredSearchInput
 from cnki_mcp.pipeline.searchlog_format import render_subject
 from cnki_mcp.pipeline.state import Channel
 from cnki_mcp.query.compiler import compile_expression
-from cnki_mcp.query.expr import parse_expression
+from cnki_mcp.query.expr import parse_expression, unquote
+from cnki_mcp.script import has_traditional, simplified
 
 NATIVE_REASON = "知网原生条件与排序"
+_QUERY_HEAD = "结构化检索："
 
 
 def structured_channel(inp: StructuredSearchInput) -> Channel:
@@ -27,7 +30,7 @@ def structured_params(inp: StructuredSearchInput) -> dict[str, Any]:
     # channel's fingerprint
     text = " | ".join(render_subject(s) for s in channel.subjects or [channel.subject])
     return {
-        "query": f"结构化检索：{text}",
+        "query": f"{_QUERY_HEAD}{text}",
         "mode": "precise",
         "limit": inp.limit,
         "year_from": inp.year_from or None,
@@ -71,6 +74,54 @@ def empty_years_warning(coverage: list[CoverageEntry], params: dict[str, Any]) -
     return f"知网在年份 {span} 内没有符合条件的文献：年份限定可能是原因，必要时放宽或去掉 year_from/year_to 重新检索"
 
 
-def structured_warnings(coverage: list[CoverageEntry], params: dict[str, Any]) -> list[str]:
-    """What a completed structured search says beyond its rows (`rows_left_warning`, `empty_years_warning`)."""
-    return [w for w in (rows_left_warning(coverage, params), empty_years_warning(coverage, params)) if w]
+def traditional_warning(coverage: list[CoverageEntry], params: dict[str, Any]) -> str | None:
+    """A structured search written in traditional characters that CNKI answered with no row: its
+    records are in simplified characters, so the answer names the simplified spelling to search
+    (the expression's values are the caller's literals and are sent as written)."""
+    query = str(params.get("query") or "")
+    if not coverage or any(c.failed or c.rows or not c.exhausted for c in coverage) or not has_traditional(query):
+        return None
+    return (
+        f"检索词含繁体字，知网按简体字收录，没有结果：请改用简体字重新检索（{simplified(query.removeprefix(_QUERY_HEAD))}）"
+    )
+
+
+_AUTHOR_CODES = frozenset({"AU", "FI", "RP"})
+_ROMANISED = re.compile(r"[A-Za-z][A-Za-z'’\-]*(?:[ ,.]+[A-Za-z][A-Za-z'’\-]*)+\.?")
+
+
+def _author_values(subject: Any) -> list[str]:
+    """The values of the author conditions (作者, 第一作者, 通讯作者) of a QueryJson Subject group."""
+    if isinstance(subject, dict):
+        own = [unquote(str(subject.get("Value") or ""))] if subject.get("Field") in _AUTHOR_CODES else []
+        return own + [v for value in subject.values() for v in _author_values(value)]
+    if isinstance(subject, list):
+        return [v for item in subject for v in _author_values(item)]
+    return []
+
+
+def romanised_author_warning(coverage: list[CoverageEntry], subjects: list[dict[str, Any]]) -> str | None:
+    """A structured search for an author written in Latin letters (`Jiang Yuxin`, `ZHANG S.`) that
+    CNKI answered with no row: CNKI lists the authors of Chinese papers in Chinese characters (a
+    pinyin name finds foreign-language papers and the few listing an English name), so the answer
+    says to search the Han name."""
+    if not coverage or any(c.failed or c.rows or not c.exhausted for c in coverage):
+        return None
+    names = [v for v in dict.fromkeys(v for s in subjects for v in _author_values(s)) if _ROMANISED.fullmatch(v.strip())]
+    if not names:
+        return None
+    return (
+        f"没有结果：知网的中文文献多以汉字收录作者姓名，拼音或英文写法（{'、'.join(names)}）常常检索不到，请改用汉字姓名检索"
+        "（不知道汉字时，可先用 search 按主题找到其论文，从 authors 中取）"
+    )
+
+
+def structured_warnings(
+    coverage: list[CoverageEntry], params: dict[str, Any], channels: list[Channel] | None = None
+) -> list[str]:
+    """What a completed structured search says beyond its rows (`rows_left_warning`,
+    `empty_years_warning`, `traditional_warning`, `romanised_author_warning` for its channels)."""
+    subjects = [s for c in channels or [] for s in c.subjects or [c.subject]]
+    found = (rows_left_warning(coverage, params), empty_years_warning(coverage, params))
+    named = (traditional_warning(coverage, params), romanised_author_warning(coverage, subjects))
+    return [w for w in (*found, *named) if w]

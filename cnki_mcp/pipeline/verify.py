@@ -49,6 +49,7 @@ from cnki_mcp.pipeline.enrich import fill_by_export, is_fatal, read_in_full, rec
 from cnki_mcp.pipeline.links import all_done, local_matches, lookup_batch, plan_batches, spelled
 from cnki_mcp.query.compiler import compile_expression
 from cnki_mcp.query.expr import parse_expression
+from cnki_mcp.script import simplified
 from cnki_mcp.site.backend import GridRequest, SiteBackend
 from cnki_mcp.store import Store
 
@@ -127,22 +128,23 @@ def distinctive_segment(title: str) -> str:
 
 def _cnki_name(name: str) -> str:
     """A Han name as CNKI writes it, without the spaces a list spaces it with (`贾　楠`, padded to
-    align two-character names in Word; `司马 相如`); other names as written."""
-    return "".join(name.split()) if HAN.search(name) else name
+    align two-character names in Word; `司马 相如`) and in simplified characters (`謝國思` is CNKI's
+    谢国思: `script.simplified`); other names as written."""
+    return simplified("".join(name.split())) if HAN.search(name) else name
 
 
 def fallback_expression(entry: ParsedReference) -> Any:
     """篇名 fuzzy on the distinctive segment, OR first author AND source (when the entry has both),
     OR the DOI (when it has one)."""
     items: list[dict[str, Any]] = [
-        {"field": "title", "match": "phrase", "value": distinctive_segment(entry.title or "")}
+        {"field": "title", "match": "phrase", "value": distinctive_segment(simplified(entry.title or ""))}
     ]
     if entry.authors and entry.source:
         items.append({
             "op": "and",
             "items": [
                 {"field": "first_author", "match": "exact", "value": _cnki_name(entry.authors[0])},
-                {"field": "source", "match": "phrase", "value": entry.source},
+                {"field": "source", "match": "phrase", "value": simplified(entry.source)},
             ],
         })
     if entry.doi:

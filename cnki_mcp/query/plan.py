@@ -12,7 +12,8 @@ spellings of Wi-Fi generations and IEEE 802.11 amendments so version identifiers
 Question planning (`plan_question`, what a client without sampling gets) segments the question
 with a word segmenter (`query/segment.py`), drops boilerplate and stop words, keeps Latin terms
 whole, turns time phrases into a year range (`query/timephrase.py`, the current year passed in),
-reads search syntax typed into it (`query/written.py`: OR alternatives, NOT exclusions and field
+converts traditional characters and Taiwan terms to simplified mainland usage (`script.mainland`,
+with a warning), reads search syntax typed into it (`query/written.py`: OR alternatives, NOT exclusions and field
 prefixes left out with a warning, bracketed acronyms as alternatives) and makes one concept group
 per concept word; a plan that is still weak says so in `warnings`.
 """
@@ -43,6 +44,7 @@ from cnki_mcp.query.segment import (
 )
 from cnki_mcp.query.timephrase import extract_years
 from cnki_mcp.query.written import read_written, written_warnings
+from cnki_mcp.script import mainland, simplified
 
 MAX_GROUPS = 8
 MAX_TERMS = 6
@@ -157,9 +159,39 @@ def validate_groups(groups: Any, *, hint: str = "") -> list[list[str]]:
     return out
 
 
+ENGLISH_ONLY_WARNING = (
+    "概念全是英文：知网的记录多为中文，英文词只匹配有英文篇名、关键词或摘要的文献；请用 concept_groups "
+    "为每组加入中文术语（如 [[\"green finance\", \"绿色金融\"]]）以检索中文文献。"
+    "All concepts are English: most CNKI records are Chinese; add each concept's Chinese term to its group."
+)
+
+
+def language_warnings(groups: Sequence[Sequence[str]]) -> list[str]:
+    """ENGLISH_ONLY_WARNING when no term of any group has a Han character (an English question or
+    English concept_groups), else nothing."""
+    terms = [t for g in groups for t in g]
+    return [ENGLISH_ONLY_WARNING] if terms and not any(_has_han(t) for t in terms) else []
+
+
+TRADITIONAL_GROUPS_WARNING = "概念组含繁体字；知网按简体字收录，已转为简体字检索："
+
+
+def _in_simplified(groups: list[list[str]]) -> tuple[list[list[str]], list[str]]:
+    """Validated groups with each term in traditional characters in simplified ones
+    (`script.simplified`: CNKI's records are simplified), and the warning naming the changes."""
+    changed = {t: simplified(t) for g in groups for t in g if simplified(t) != t}
+    if not changed:
+        return groups, []
+    warning = f"{TRADITIONAL_GROUPS_WARNING}{'、'.join(f'{a} → {b}' for a, b in changed.items())}"
+    return validate_groups([[changed.get(t, t) for t in g] for g in groups]), [warning]
+
+
 def plan_explicit(groups: Sequence[Sequence[str]]) -> Plan:
-    """The caller's concept_groups, validated and de-duplicated."""
-    return Plan(method=PlanMethod.EXPLICIT, groups=validate_groups(_as_lists(groups)))
+    """The caller's concept_groups, validated and de-duplicated; a term in traditional characters is
+    searched in simplified ones, with a warning naming the changes (`_in_simplified`); a warning
+    when all terms are English."""
+    checked, warnings = _in_simplified(validate_groups(_as_lists(groups)))
+    return Plan(method=PlanMethod.EXPLICIT, groups=checked, warnings=[*warnings, *language_warnings(checked)])
 
 
 def plan_structured() -> Plan:
@@ -260,6 +292,7 @@ def plan_lexical(question: str) -> Plan:
 SEGMENTED_WARNING = (
     "概念由分词得到，没有同义词扩展；客户端可提供 concept_groups（每组加入同义词）以提高查全率。"
 )
+TRADITIONAL_WARNING = "问题含繁体字；知网按简体字收录，已按简体字和大陆用语规划（OpenCC tw2sp）："
 WEAK_WARNING = "只得到一个概念，检索范围可能过宽或过窄；建议提供 concept_groups。"
 MAX_PRODUCT = 32  # OR-terms multiplied across groups: what the compiler expands without refusing
 
@@ -373,6 +406,19 @@ def _with_acronyms(groups: list[list[str]], acronyms: Sequence[tuple[str, str]],
     return out
 
 
+def _with_expansions(groups: list[list[str]], expansions: Sequence[tuple[str, str]]) -> list[list[str]]:
+    """Each term naming an acronym whose English expansion the question wrote (`R&D investment`
+    after `research and development (R&D) investment`) gets the expanded term as its alternative."""
+    out = [list(g) for g in groups]
+    for acronym, expansion in expansions:
+        pattern = re.compile(rf"(?<![A-Za-z0-9]){re.escape(acronym)}(?![A-Za-z0-9])")
+        for group in out:
+            for term in list(group):
+                if pattern.search(term):
+                    group.insert(group.index(term) + 1, pattern.sub(lambda _, e=expansion: e, term))
+    return [list(dict.fromkeys(g)) for g in out]
+
+
 def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     """Plan a raw question without the client's model.
 
@@ -387,6 +433,12 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     # invisible characters copied with the question (a PDF's zero-width space) are no word boundary,
     # and an HTML entity is the client's escaping (`R&amp;D投入` is R&D, not R / amp / D投入)
     text = _strip_request(unicodedata.normalize("NFKC", decode_entities(visible(question)))).strip(_TRIM)
+    # CNKI's records are in simplified characters: a question in traditional ones (Taiwan, Hong
+    # Kong) is planned in simplified characters and mainland terms, and the plan says so
+    script_warnings: list[str] = []
+    if (converted := mainland(text)) != text:
+        script_warnings.append(f"{TRADITIONAL_WARNING}{converted}")
+        text = converted
     text, year_from, year_to = extract_years(text, now_year)
     written = read_written(text)
     parts: list[str | tuple[str, ...]] = []
@@ -422,13 +474,14 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
                 groups.extend(_run_group(r) for r in runs)
         if sentence_choices:  # the sentences' concepts as topic AND aspects, where the first one was
             groups[sentence_at:sentence_at] = _sentence_groups(sentence_choices)
-    groups = _with_acronyms(_without_repeats(groups), written.acronyms, cut)
+    groups = _with_expansions(_with_acronyms(_without_repeats(groups), written.acronyms, cut), written.expansions)
     if not groups:
         raise InvalidPlan(f"问题中没有可检索的概念{hint}")
     if len(groups) > MAX_GROUPS:  # the surplus becomes alternatives of the last group
         groups = [*groups[: MAX_GROUPS - 1], [g[0] for g in groups[MAX_GROUPS - 1 :]]]
     groups = validate_groups(_fit_branches([_aliases(g) for g in groups]), hint=hint)
-    warnings = [SEGMENTED_WARNING, *written_warnings(written)] + ([WEAK_WARNING] if len(groups) <= 1 else [])
+    warnings = [SEGMENTED_WARNING, *script_warnings, *language_warnings(groups), *written_warnings(written)]
+    warnings += [WEAK_WARNING] if len(groups) <= 1 else []
     return Plan(
         method=PlanMethod.SEGMENTED,
         groups=groups,
@@ -494,8 +547,12 @@ concept (OR); the concepts are combined with AND;
 {MAX_TERM_CHARS} characters;
 - drop question boilerplate (请、帮我、检索、研究进展、的研究、有哪些 ...) and keep technical terms, \
 names and version identifiers exactly as written (Wi-Fi 7, IEEE 802.11be, GB/T 7714);
-- add no topic the question does not mention; keep Chinese terms in Chinese.
-Example: 初中物理分层作业的研究进展 -> [["初中物理"], ["分层作业", "作业分层"]]"""
+- add no topic the question does not mention; keep Chinese terms in Chinese;
+- CNKI's records are in simplified Chinese (only some have English titles, keywords or abstracts): \
+for a question written in English or in traditional characters, give each concept its simplified \
+Chinese term(s) first and keep the English term as an alternative.
+Example: 初中物理分层作业的研究进展 -> [["初中物理"], ["分层作业", "作业分层"]]
+Example: ESG disclosure and firm value -> [["ESG信息披露", "ESG披露", "ESG disclosure"], ["企业价值", "firm value"]]"""
 
 _FENCE_RE = re.compile(r"^```[\w-]*[ \t]*\n?(.*?)\n?```$", re.DOTALL)
 
@@ -524,7 +581,7 @@ def parse_sampling_reply(text: str) -> Plan | None:
     if not isinstance(data, list) or not all(isinstance(g, list) for g in data):
         return None
     try:
-        groups = validate_groups(data)
+        groups, warnings = _in_simplified(validate_groups(data))
     except InvalidPlan:
         return None
-    return Plan(method=PlanMethod.SAMPLING, groups=groups)
+    return Plan(method=PlanMethod.SAMPLING, groups=groups, warnings=[*warnings, *language_warnings(groups)])

@@ -16,7 +16,7 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
   a rebuilt word never spans 的 (traditional characters come one by one: 幻/覺/問/題/的/緩/解), nor a
   conjunction between two words (碳/中/和/与 绿色金融 -> 碳中和; A股/和/港股; 碳/中/和/和/碳/达/峰).
-- English questions: stop words, question and relational verbs (does, affect, help, between …),
+- English questions: stop words (but a capital A or I after a word: hepatitis A, type I diabetes), question and relational verbs (does, affect, help, between …),
   pronouns and request words (please find papers) split a Latin run; impact/effect/role … are
   dropped when they stand alone beside another concept, as the study-type words below are.
 - Function words and question boilerplate (的, 与, 在…中, 如何, 有哪些, 是什么, 基于 ...) separate
@@ -94,6 +94,7 @@ ENGLISH_STOP = _words(
     affect affects affected affecting help helps helped
     improve improves improved improving
     between among across during within through toward towards than
+    published publish
     """
 )
 
@@ -103,7 +104,7 @@ ENGLISH_SOFT = _words(
     """
     impact impacts effect effects role roles relationship relationships relation
     analysis method methods approach approaches progress advances challenges trends
-    factors determinants mechanism mechanisms application applications
+    factors determinants mechanism mechanisms application applications recent evidence
     """
 )
 
@@ -121,6 +122,10 @@ _LETTER_RE = re.compile(r"[A-Za-z]\d*|[\u0391-\u03a9\u03b1-\u03c9]+-?")
 _GREEK_RE = re.compile(r"[\u0391-\u03a9\u03b1-\u03c9]+-?")
 
 
+# English stop words that, written as a capital after another word, are a name's letter
+_NAMING_LETTERS = frozenset({"A", "I"})
+
+
 @dataclass(frozen=True, slots=True)
 class _Token:
     text: str
@@ -129,10 +134,15 @@ class _Token:
 
 
 def _latin_words(run: str) -> list[str]:
-    """A Latin run -> terms: English stop words split it, a lone number joins the word before."""
+    """A Latin run -> terms: English stop words split it, a lone number joins the word before.
+    A capital A or I written after a word names the thing (hepatitis A, vitamin A, type I diabetes,
+    Class A shares): it is no article or pronoun there and stays in the term."""
     out: list[str] = []
     current: list[str] = []
     for word in run.split():
+        if word in _NAMING_LETTERS and current:
+            current.append(word)
+            continue
         if word.casefold() in ENGLISH_STOP:
             if current:
                 out.append(" ".join(current))
@@ -234,7 +244,13 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
     return merged
 
 
+# An English possessive (China's, firms'): the apostrophe split the word off as a term of its own
+# (`China` / `s A-share market`); the owner is the word.
+_POSSESSIVE_RE = re.compile(r"(?<=[A-Za-z])['’]s\b|(?<=[A-Za-z]s)['’](?=\s|$)")
+
+
 def _tokens(text: str, cut: Segmenter) -> list[_Token]:
+    text = _POSSESSIVE_RE.sub("", text)
     out: list[_Token] = []
     pos = 0
     number = ""  # a bare number or a letter waiting for the Han word right after it

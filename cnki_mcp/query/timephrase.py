@@ -13,6 +13,15 @@ phrase is removed from the text all the same):
 - `近N年` / `最近N年` / `过去N年` (N in digits or Chinese numerals): year_from now − N — the N full
   years before the current one plus the current, partial year;
 - `今年` / `去年`: that single year; `近年来` / `近年` give no range and are removed as boilerplate.
+The same in English, case-insensitive, whole words (an English question, or a Chinese one with an
+English time phrase):
+- `from|between A to|and|until|through B`, `A to|through|until B`: year_from A, year_to B;
+- `published in|during A`: that single year (a bare `in 2020` stays in the topic, as 2008年 does);
+- `since A`, `from A (on|onwards)`, `A onwards`: year_from A; `after A`: year_from A + 1;
+- `before|prior to A`: year_to A − 1; `until|up to|through A`: year_to A;
+- `(in|over|during|within) the last|past|previous N years` (N in digits or one … twenty):
+  year_from now − N, as 近N年 (`the last|past year`: N = 1); `this year`: the current year; `last year` (without `the`): the year
+  before; `in recent years`, `recently` give no range and are removed.
 A year after `now_year` is a target in the topic (2030年前碳达峰), never a publication filter, so it
 is left in the text; a bare `2008年` (no range word) is part of the topic too.
 """
@@ -36,6 +45,31 @@ _RECENT_RE = re.compile(rf"(?:近|最近|过去|近来)\s*{_NUM}\s*(?:个)?\s*�
 _THIS_YEAR_RE = re.compile(r"今年(?:以来)?")
 _LAST_YEAR_RE = re.compile(r"去年(?:以来)?")
 _VAGUE_RE = re.compile(r"近些年来|近些年|近年来|近年|近期|最近")
+
+_EN_WORDS = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen"
+_EN_WORDS += " sixteen seventeen eighteen nineteen twenty"
+_EN_NUMBERS = {word: n for n, word in enumerate(_EN_WORDS.split(), 1)}
+_EN_NUM = rf"(\d{{1,2}}|{'|'.join(_EN_NUMBERS)})"
+_EN_TO = r"\s*(?:[-‐‑‒–—―~～]+|\b(?:to|and|until|till|through|thru)\b)\s*"
+_I = re.IGNORECASE
+_EN_RANGE_RE = re.compile(rf"\b(?:(?:from|between)\s+)?{_YEAR}{_EN_TO}{_YEAR}\b", _I)
+_EN_SINCE_RE = re.compile(
+    rf"\b(?:since\s+(?:the\s+year\s+)?{_YEAR}|from\s+{_YEAR}(?:\s+(?:on|onwards?))?|{_YEAR}\s+onwards?)\b", _I
+)
+_EN_AFTER_RE = re.compile(rf"\bafter\s+{_YEAR}\b", _I)
+_EN_BEFORE_RE = re.compile(rf"\b(?:before|prior\s+to)\s+{_YEAR}\b", _I)
+_EN_UNTIL_RE = re.compile(rf"\b(?:until|till|up\s+to|through)\s+{_YEAR}\b", _I)
+_EN_RECENT_RE = re.compile(
+    rf"\b(?:(?:in|over|during|within|for)\s+)?(?:the\s+)?(?:last|past|previous|recent)\s+{_EN_NUM}\s+years?\b",
+    _I,
+)
+_EN_PAST_YEAR_RE = re.compile(r"\b(?:(?:in|over|during|within)\s+)?the\s+(?:last|past|previous)\s+year\b", _I)
+_EN_PUBLISHED_IN_RE = re.compile(rf"\bpublished\s+(?:in|during)\s+{_YEAR}\b", _I)
+_EN_THIS_YEAR_RE = re.compile(r"\bthis\s+year\b", _I)
+_EN_LAST_YEAR_RE = re.compile(r"(?<!\bthe )\b(?:last|previous)\s+year\b", _I)
+_EN_VAGUE_RE = re.compile(
+    r"\b(?:(?:in|over|during)\s+)?(?:the\s+)?recent\s+(?:years|decades?)\b|\brecently\b", _I
+)
 
 _DIGITS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 
@@ -90,6 +124,10 @@ def extract_years(text: str, now_year: int) -> YearRange:
         year = int(m.group(1) or m.group(2))
         return (year, None) if past(year) else None
 
+    def by_since_en(m: re.Match[str]) -> tuple[int, None] | None:
+        year = int(next(g for g in m.groups() if g))
+        return (year, None) if past(year) else None
+
     def by_before(m: re.Match[str]) -> tuple[None, int] | None:
         year = int(m.group(1))
         return (None, year - 1) if past(year) else None
@@ -98,10 +136,34 @@ def extract_years(text: str, now_year: int) -> YearRange:
         n = chinese_number(m.group(1))
         return (now_year - n, None) if n else None
 
+    def by_after(m: re.Match[str]) -> tuple[int, None] | None:
+        year = int(m.group(1))
+        return (year + 1, None) if year < now_year else None
+
+    def by_until(m: re.Match[str]) -> tuple[None, int] | None:
+        year = int(m.group(1))
+        return (None, year) if past(year) else None
+
+    def by_recent_en(m: re.Match[str]) -> tuple[int, None] | None:
+        word = m.group(1).lower()
+        n = int(word) if word.isdigit() else _EN_NUMBERS[word]
+        return (now_year - n, None) if n else None
+
+    cut(_EN_PUBLISHED_IN_RE, lambda m: (int(m.group(1)), int(m.group(1))) if past(int(m.group(1))) else None)
+    cut(_EN_RANGE_RE, by_range)
     cut(_RANGE_RE, by_range)
+    cut(_EN_SINCE_RE, lambda m: by_since_en(m))
     cut(_SINCE_RE, by_since)
+    cut(_EN_AFTER_RE, by_after)
+    cut(_EN_BEFORE_RE, by_before)
     cut(_BEFORE_RE, by_before)
+    cut(_EN_UNTIL_RE, by_until)
+    cut(_EN_RECENT_RE, by_recent_en)
+    cut(_EN_PAST_YEAR_RE, lambda m: (now_year - 1, None))
     cut(_RECENT_RE, by_recent)
+    cut(_EN_THIS_YEAR_RE, lambda m: (now_year, now_year))
+    cut(_EN_LAST_YEAR_RE, lambda m: (now_year - 1, now_year - 1))
+    text = _EN_VAGUE_RE.sub(" ", text)
     cut(_THIS_YEAR_RE, lambda m: (now_year, now_year))
     cut(
         _LAST_YEAR_RE,

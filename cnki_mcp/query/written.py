@@ -13,11 +13,13 @@ even turned the excluded word into a required concept) and field prefixes stuck 
 - `NOT B` or `-B` excludes B. The research search cannot exclude, so B is left out of
   the plan and the plan's warning names structured_search (`op: not`);
 - a CNKI field code (`SU=`, `TI%`, `KY=` …) or a field label with a colon (`作者：`, `关键词:`) is not a
-  term: the prefix is removed and the warning says the field was not applied; so is a journal named
+  term (also in English: `Author:`, `Title:`, `Journal:`): the prefix is removed and the warning says the field was not applied; so is a journal named
   as where the papers appeared (`发表在《管理世界》上`, `《管理世界》期刊`), which the subject search
   cannot restrict;
 - `term（ACRONYM）`: a Latin acronym in brackets right after a term is that term's alternative
-  (`acronyms`), never a concept of its own nor part of the term;
+  (`acronyms`), never a concept of its own nor part of the term; an English expansion whose words'
+  initials spell the acronym (`research and development (R&D)`) is replaced by the acronym in the
+  text and becomes the alternative of every term naming it (`expansions`);
 - a document type or source tier asked for (`违约金酌减 博士论文`, `…的CSSCI期刊论文`) is not a concept
   (no paper's text names it): it is removed and the warning names search_library's document_types /
   source_tiers for the search's results (`wishes`). Only a wish about the results is read so: a part
@@ -25,6 +27,8 @@ even turned the excluded word into a required concept) and field prefixes stuck 
   (CSSCI, SCI, 北大核心 …) only beside a document-type wish (SCI is also 脊髓损伤, spinal cord injury:
   `治疗急性SCI`, `SCI 康复护理`); written against the word before it without 的 (`高校SCI论文`,
   `人文社科核心期刊`, `研究生学位论文`) or at the start (`学位论文抄袭检测`) it is the topic and stays.
+  Written in English (`theses on …`, `doctoral dissertations about …`, `CSSCI papers on …`, `… in
+  core journals`) a wish is read wherever it stands; a tier only before journals, papers or articles.
 
 Operators are read only as whole whitespace words in capitals (`OR`, not `or`, which English prose
 uses); the text is expected NFKC-normalised (full-width brackets and colons are ASCII by then).
@@ -49,8 +53,9 @@ _CODE_RE = re.compile(
     r"(?<![A-Za-z0-9])(SU|TI|KY|AB|AU|FI|RP|AF|LY|DOI|FU|FT|RF|CLC|ST|TKA|SN|YE)\s*(?:%=|=|%)\s*"
 )
 _LABEL_RE = re.compile(
-    r"(主题|篇名|题名|标题|关键词|摘要|篇关摘|第一作者|通讯作者|作者单位|作者|单位|机构|文献来源|来源|期刊|基金|全文|参考文献|分类号)"
-    r"\s*[:=]\s*"
+    r"(主题|篇名|题名|标题|关键词|摘要|篇关摘|第一作者|通讯作者|作者单位|作者|单位|机构|文献来源|来源|期刊|基金|全文|参考文献|分类号"
+    r"|(?<![A-Za-z])(?i:first author|authors?|title|keywords?|abstract|journal|source|affiliation|institution)"
+    r"(?=\s*[:=]))\s*[:=]\s*"
 )
 # A journal named as where the papers appeared (发表在《管理世界》上, 《管理世界》期刊): a source
 # restriction, not a topic (CNKI's 主题 does not search the source). A 《…》 without such words
@@ -80,6 +85,18 @@ _PART_RE = re.compile(rf"[^{_SEPARATORS}]+")
 _KIND_TYPES = {"硕士": ("硕士",), "博士": ("博士",), "硕博": ("硕士", "博士"), "学位": ("硕士", "博士")}
 _KIND_TYPES |= {"期刊": ("期刊",), "会议": ("会议",), "报纸": ("报纸",)}
 _TIER_NAMES = {"中文核心": "北大核心"}  # 核心 alone is any core list (tier_matches finds 北大核心, AMI核心)
+# The same wishes written in English (theses on …, CSSCI papers on …, … in core journals): read
+# wherever they stand, a document type always, a tier only before journals / papers / articles.
+_EN_WISH_RE = re.compile(
+    r"\b(?:(?P<tier>CSSCI|SSCI|SCI-?E?|CSCD|EI|core)(?:[- ](?:indexed|listed|source))?\s+"
+    r"(?P<tkind>journals?|(?:journal\s+)?(?:papers|articles))"
+    r"|(?P<degree>masters?(?:['’]s?)?|doctoral|doctorate|ph\.?d\.?)\s+(?:theses|thesis|dissertations?)"
+    r"|(?P<kind>theses|dissertations|journal\s+(?:articles|papers)|conference\s+(?:papers|proceedings)"
+    r"|newspaper\s+articles))(?![\w-])",
+    re.IGNORECASE,
+)
+_EN_KINDS = {"theses": ("硕士", "博士"), "dissertations": ("硕士", "博士"), "journal": ("期刊",)}
+_EN_KINDS |= {"conference": ("会议",), "newspaper": ("报纸",)}
 _EDGE = " \t\u3000,;:.?!，、；：。？！\"'“”‘’()（）【】《》「」『』"
 
 
@@ -91,13 +108,16 @@ class Written:
     `excluded`: words after NOT / `-`; `fields`: field prefixes removed (SU=, 作者:);
     `acronyms`: (text before the bracket, acronym) pairs, the acronym being an alternative of the
     concept that text ends with; `wishes`: document types and source tiers asked for (博士论文,
-    CSSCI期刊), which the research search cannot restrict."""
+    CSSCI期刊), which the research search cannot restrict; `expansions`: (acronym, its English
+    expansion) for an expansion written before the bracketed acronym (`research and development
+    (R&D)`): the text keeps the acronym in its place, the plan adds the expansion as an alternative."""
 
     parts: list[str | tuple[str, ...]]
     excluded: list[str] = field(default_factory=list)
     fields: list[str] = field(default_factory=list)
     acronyms: list[tuple[str, str]] = field(default_factory=list)
     wishes: list[str] = field(default_factory=list)
+    expansions: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _clean(word: str) -> str:
@@ -121,8 +141,13 @@ def read_wishes(text: str) -> tuple[str, list[str]]:
     A wish is a part of its own (between spaces, commas or list marks: `违约金酌减 博士论文`) or
     follows 的 at the question's end (`…的CSSCI期刊论文有哪些`); a bare tier (CSSCI, SCI, 北大核心)
     counts only when a wish naming a document type is found too (`违约金酌减 期刊论文 CSSCI`), since
-    alone it may be the topic (SCI: spinal cord injury). Nothing is taken that would leave no topic."""
-    found: list[tuple[int, int, str]] = []  # (start, end, wish)
+    alone it may be the topic (SCI: spinal cord injury). English wishes (`_EN_WISH_RE`: theses,
+    doctoral dissertations, journal articles, CSSCI papers, core journals) are read wherever they
+    stand. Nothing is taken that would leave no topic."""
+    written = text
+    found: list[tuple[int, int, str]] = [(m.start(), m.end(), m.group(0)) for m in _EN_WISH_RE.finditer(text)]
+    for start, end, _ in found:  # (start, end, wish): the English ones first, blanked for the rest
+        text = text[:start] + " " * (end - start) + text[end:]
     rest = text
     while (m := _WISH_END_RE.search(rest)) and _has_topic(rest[: m.start()]):
         found.append((m.start(), len(rest), m.group(1)))
@@ -132,7 +157,7 @@ def read_wishes(text: str) -> tuple[str, list[str]]:
         if whole:
             found.append((part.start(), part.end(), whole.group(1)))
     if all(_BARE_TIER_RE.fullmatch(wish) for _, _, wish in found):
-        return text, []
+        return written, []
     found.sort()
     pieces: list[str] = []
     at = 0
@@ -141,8 +166,21 @@ def read_wishes(text: str) -> tuple[str, list[str]]:
         at = end
     left = " ".join([*pieces, text[at:]])
     if not _has_topic(left):
-        return text, []
+        return written, []
     return left, list(dict.fromkeys(wish for _, _, wish in found))
+
+
+def _english_filters(m: re.Match[str], types: list[str], tiers: list[str]) -> None:
+    """search_library's types and tiers for an English wish (`_EN_WISH_RE`)."""
+    if m.group("tier"):
+        tier = m.group("tier").upper()
+        tiers.append("核心" if tier == "CORE" else "SCI" if tier.startswith("SCI") else tier)
+        if m.group("tkind").lower().startswith("journal"):
+            types.append("期刊")
+    elif m.group("degree"):
+        types.append("硕士" if m.group("degree").lower().startswith("master") else "博士")
+    else:
+        types.extend(_EN_KINDS[m.group("kind").split()[0].lower()])
 
 
 def wish_filters(wishes: list[str]) -> tuple[list[str], list[str]]:
@@ -151,6 +189,10 @@ def wish_filters(wishes: list[str]) -> tuple[list[str], list[str]]:
     types: list[str] = []
     tiers: list[str] = []
     for wish in wishes:
+        english = _EN_WISH_RE.fullmatch(wish)
+        if english:
+            _english_filters(english, types, tiers)
+            continue
         tier = re.match(_TIER, wish)
         if tier:
             tiers.append(_TIER_NAMES.get(tier.group(0), tier.group(0)))
@@ -159,6 +201,50 @@ def wish_filters(wishes: list[str]) -> tuple[list[str], list[str]]:
             if wish.startswith(head):
                 types.extend(names)
     return list(dict.fromkeys(types)), list(dict.fromkeys(tiers))
+
+
+# An English expansion written before its bracketed acronym: `research and development (R&D)`,
+# `environmental, social and governance (ESG)`, `small and medium-sized enterprises (SMEs)`. Its
+# words' initials spell the acronym (connectives such as and / of may be skipped); read as prose,
+# the commas and `and` made every word a concept of its own and the search found nothing.
+_EN_ACRONYM_RE = re.compile(r"\(\s*([A-Z][A-Za-z&]{1,9})\s*\)")
+_EN_TOKEN_RE = re.compile(r"[A-Za-z][A-Za-z\-]*|[^\sA-Za-z,]")
+_CONNECTIVES = frozenset({"and", "of", "for", "the", "in", "on", "&"})
+
+
+def _expansion_start(before: str, acronym: str) -> int | None:
+    """Where the words before a bracket whose initials spell `acronym` start (None: no such words)."""
+    letters = [c.lower() for c in acronym.rstrip("s") if c.isalpha()] if acronym[-1] == "s" else []
+    letters = letters or [c.lower() for c in acronym if c.isalpha()]
+    tokens = list(_EN_TOKEN_RE.finditer(before))
+    at, words = len(letters) - 1, 0
+    for token in reversed(tokens):
+        word = token.group(0)
+        if not word[0].isalpha() and word != "&":
+            return None
+        if word[0].lower() == letters[at]:
+            at, words = at - 1, words + 1
+            if at < 0:
+                return token.start() if words >= 2 else None
+        elif word.lower() not in _CONNECTIVES:
+            return None
+    return None
+
+
+def english_expansions(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """The text with each English expansion written before its bracketed acronym replaced by the
+    acronym, and the (acronym, expansion) pairs (`Written.expansions`)."""
+    found: list[tuple[str, str]] = []
+    while True:
+        for m in _EN_ACRONYM_RE.finditer(text):
+            start = _expansion_start(text[: m.start()], m.group(1))
+            if start is not None:
+                expansion = " ".join(text[start : m.start()].replace(",", " ").split())
+                found.append((m.group(1), expansion))
+                text = f"{text[:start]}{m.group(1)}{text[m.end():]}"
+                break
+        else:
+            return text, found
 
 
 def read_written(text: str) -> Written:
@@ -181,6 +267,7 @@ def read_written(text: str) -> Written:
         acronyms.append((m.string[: m.start()], m.group(1)))
         return " "
 
+    text, expansions = english_expansions(text)
     text = _ACRONYM_RE.sub(drop_acronym, text)
     tokens = text.split()
     cnki = _CNKI_AND in tokens
@@ -188,7 +275,7 @@ def read_written(text: str) -> Written:
     and_words = _AND_WORDS if cnki else _AND_WORDS | {_CNKI_OR, _CNKI_NOT}  # a prose `+` or dash separates
     not_words = _NOT_WORDS | {_CNKI_NOT} if cnki else _NOT_WORDS
     if not any(t in or_words or t in and_words or t in not_words or _excluded_word(t) for t in tokens):
-        return Written([text], fields=fields, acronyms=acronyms, wishes=wishes)
+        return Written([text], fields=fields, acronyms=acronyms, wishes=wishes, expansions=expansions)
     parts: list[str | tuple[str, ...]] = []
     excluded: list[str] = []
     current: list[str] = []
@@ -229,7 +316,7 @@ def read_written(text: str) -> Written:
             current.append(token)
         i = j if len(chain) > 1 else i + 1
     flush()
-    return Written(parts, [w for w in excluded if w], fields, acronyms, wishes)
+    return Written(parts, [w for w in excluded if w], fields, acronyms, wishes, expansions)
 
 
 def written_warnings(written: Written) -> list[str]:

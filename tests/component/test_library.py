@@ -539,3 +539,28 @@ def test_scores_in_a_small_library_whose_every_paper_matches_are_not_shown_as_ze
 )  # fmt: skip
 def test_a_source_tier_asks_for_a_tier_name_not_a_piece_of_a_longer_one(wanted: str, tier: str, matches: bool) -> None:
     assert tier_matches(wanted, tier) is matches
+
+
+@pytest.mark.parametrize(
+    ("name", "title"),
+    [
+        ("journal articles", "违约金研究一"),
+        ("Journals", "违约金研究一"),
+        ("master's theses", "违约金研究二"),
+        ("theses", "违约金研究二"),
+        ("PhD dissertations", "违约金研究四"),
+        ("doctoral theses", "违约金研究四"),
+        ("conference papers", "违约金研究五"),
+    ],
+)
+def test_document_types_take_plural_english_names(store: Store, clock: FakeClock, name: str, title: str) -> None:
+    store.upsert_from_grid(
+        [
+            row("违约金研究一", "D1"),
+            row("违约金研究二", "D2", doc_type="硕士"),
+            row("违约金研究四", "D4", doc_type="博士"),
+            row("违约金研究五", "D5", doc_type="会议"),
+        ],
+        T0,
+    )
+    assert titles(find(store, "违约金", clock, document_types=[name])) == [title]

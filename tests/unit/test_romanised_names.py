@@ -1,0 +1,125 @@
+"""A reference list written in English romanises the Chinese authors of a Chinese paper (pinyin,
+family first or last, initials); verify_references judges such a name the record's Han name."""
+
+from __future__ import annotations
+
+import pytest
+
+from cnki_mcp.cite.names import names_agree
+from cnki_mcp.cite.refmatch import RecordView, judge
+from cnki_mcp.cite.refparse import parse_reference
+
+RECORD = RecordView(
+    record_ref="r0002",
+    title="违约金惩罚性功能的困境与出路",
+    authors=["姜雨欣", "谢国思"],
+    source="法商研究",
+    year=2022,
+    volume="33",
+    issue="1",
+    pages="179-187",
+    doc_type="期刊",
+)
+
+
+@pytest.mark.parametrize(
+    ("entry", "record"),
+    [
+        ("Jiang Yuxin", "姜雨欣"),
+        ("JIANG Y X", "姜雨欣"),
+        ("Jiang, Y.", "姜雨欣"),
+        ("Yuxin Jiang", "姜雨欣"),
+        ("Jiang Yu-xin", "姜雨欣"),
+        ("Ouyang Xiu", "欧阳修"),
+        ("Shan Lin", "单林"),
+        ("Lü Bo", "吕波"),
+        ("Lv Bo", "吕波"),
+        ("周静", "Jing ZHOU"),
+        ("周靜", "Zhou, Jing"),
+    ],
+)
+def test_a_pinyin_name_names_the_han_name(entry: str, record: str) -> None:
+    assert names_agree(entry, record)
+
+
+@pytest.mark.parametrize(
+    ("entry", "record"),
+    [
+        ("Jiang Xinyu", "姜雨欣"),
+        ("Zhang San", "李四"),
+        ("Li Bo", "吕波"),
+        ("Jiang Yuxin", "姜雨"),
+        ("周静", "Jing ZHAO"),
+    ],
+)
+def test_a_different_pinyin_name_does_not(entry: str, record: str) -> None:
+    assert not names_agree(entry, record)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "[1] Jiang Yuxin, Xie Guosi. 违约金惩罚性功能的困境与出路[J]. 法商研究, 2022, 33(1): 179-187.",
+        "[2] JIANG Y X, XIE G S. 违约金惩罚性功能的困境与出路[J]. 法商研究, 2022, 33(1): 179-187.",
+    ],
+)
+def test_a_reference_with_romanised_authors_is_verified(entry: str) -> None:
+    got = judge(parse_reference(entry), [RECORD])
+    assert (got.verdict, got.fields) == ("verified", [])
+
+
+def test_a_reference_with_other_romanised_authors_is_still_a_mismatch() -> None:
+    got = judge(
+        parse_reference(
+            "Wang Lei, Xie Guosi. 违约金惩罚性功能的困境与出路[J]. 法商研究, 2022, 33(1): 179-187."
+        ),
+        [RECORD],
+    )
+    assert (got.verdict, got.fields) == ("mismatch", ["authors"])
+
+
+def test_an_apa_entry_with_the_title_translated_in_brackets_is_verified_and_the_english_journal_name_unchecked() -> (
+    None
+):
+    entry = (
+        "Jiang, Y., & Xie, G. (2022). 违约金惩罚性功能的困境与出路 [The dilemma and way out of the punitive"
+        " function of liquidated damages]. Studies in Law and Business, 33(1), 179–187."
+    )
+    parsed = parse_reference(entry)
+    assert parsed.title == "违约金惩罚性功能的困境与出路"
+    got = judge(parsed, [RECORD])
+    assert (got.verdict, got.fields) == ("verified", [])
+    assert any(
+        "Studies in Law and Business" in w for w in got.warnings
+    )  # said unchecked, not silently passed
+
+
+def test_a_chicago_notes_bibliography_entry_for_a_chinese_journal_reads_its_volume() -> None:
+    parsed = parse_reference(
+        'Jiang Yuxin and Xie Guosi. "违约金惩罚性功能的困境与出路." 法商研究 33, no. 1 (2022): 179–87.'
+    )
+    assert (parsed.source, parsed.volume, parsed.issue, parsed.year) == ("法商研究", "33", "1", 2022)
+    assert judge(parsed, [RECORD]).verdict == "verified"
+
+
+def test_a_wrong_journal_in_the_same_script_is_still_a_mismatch() -> None:
+    got = judge(
+        parse_reference("姜雨欣, 谢国思. 违约金惩罚性功能的困境与出路[J]. 法学研究, 2022, 33(1): 179-187."),
+        [RECORD],
+    )
+    assert (got.verdict, got.fields) == ("mismatch", ["source"])
+
+
+def test_an_apa_entry_written_with_chinese_punctuation_is_read_and_verified() -> None:
+    parsed = parse_reference(
+        "姜雨欣、谢国思（2022）。违约金惩罚性功能的困境与出路。法商研究，33（1），179–187。"
+    )
+    assert (parsed.title, parsed.source, parsed.volume, parsed.issue, parsed.pages, parsed.year) == (
+        "违约金惩罚性功能的困境与出路",
+        "法商研究",
+        "33",
+        "1",
+        "179-187",
+        2022,
+    )
+    assert judge(parsed, [RECORD]).verdict == "verified"
