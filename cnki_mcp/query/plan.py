@@ -292,7 +292,7 @@ def plan_lexical(question: str) -> Plan:
 SEGMENTED_WARNING = (
     "概念由分词得到，没有同义词扩展；客户端可提供 concept_groups（每组加入同义词）以提高查全率。"
 )
-TRADITIONAL_WARNING = "问题含繁体字；知网按简体字收录，已按简体字和大陆用语规划（OpenCC tw2sp）："
+TRADITIONAL_WARNING = "问题含繁体字；知网按简体字收录，已按简体字规划，大陆用语（OpenCC tw2sp）在前、原词为同义项："
 WEAK_WARNING = "只得到一个概念，检索范围可能过宽或过窄；建议提供 concept_groups。"
 MAX_PRODUCT = 32  # OR-terms multiplied across groups: what the compiler expands without refusing
 
@@ -437,6 +437,14 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     # Kong) is planned in simplified characters and mainland terms, and the plan says so
     script_warnings: list[str] = []
     if (converted := mainland(text)) != text:
+        if (as_written := simplified(text)) != converted:
+            # Taiwan terms were rewritten, and a rewrite can change the meaning the writer had: a
+            # legal 程序 (procedure) became 进程, 社群媒体 社区媒体; the writer's words stay alternatives
+            return _both_spellings(
+                plan_question(converted, now_year=now_year, cut=cut),
+                plan_question(as_written, now_year=now_year, cut=cut),
+                converted,
+            )
         script_warnings.append(f"{TRADITIONAL_WARNING}{converted}")
         text = converted
     text, year_from, year_to = extract_years(text, now_year)
@@ -489,6 +497,28 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
         year_from=year_from,
         year_to=year_to,
     )
+
+
+def _both_spellings(mainland_plan: Plan, written_plan: Plan, converted: str) -> Plan:
+    """A traditional question planned in mainland terms and in the writer's words (characters
+    only): each concept whose spelling differs has the writer's (sharing a character with it) as an
+    alternative after the mainland one; when the two plans do not have as many concepts, the
+    writer's words are planned."""
+    warning = f"{TRADITIONAL_WARNING}{converted}"
+    same_shape = len(mainland_plan.groups) == len(written_plan.groups) and (
+        mainland_plan.year_from, mainland_plan.year_to) == (written_plan.year_from, written_plan.year_to)  # fmt: skip
+    if not same_shape:
+        return written_plan.model_copy(update={"warnings": [warning, *written_plan.warnings]})
+    groups: list[list[str]] = []
+    for ours, theirs in zip(mainland_plan.groups, written_plan.groups, strict=True):
+        kept = {normalise_term(t) for t in ours}
+        # the writer's spelling of the same concept shares a character with it (刑事程序 / 刑事进程,
+        # 程式设计 / 编程); one that shares none is another word segmented apart (智慧 beside 知识产权)
+        same = normalise_term(theirs[0]) not in kept and set(theirs[0]) & set(ours[0])
+        head = [theirs[0]] if same else []
+        groups.append([ours[0], *head, *ours[1:]])
+    groups = validate_groups(_fit_branches(groups))
+    return mainland_plan.model_copy(update={"groups": groups, "warnings": [warning, *mainland_plan.warnings]})
 
 
 class Advice(BaseModel):

@@ -33,7 +33,7 @@ from cnki_mcp.errors import InvalidInput, SearchNotFound
 from cnki_mcp.identity import INVISIBLE, Paper, visible
 from cnki_mcp.identity import source_key as normalise_source
 from cnki_mcp.rank import tier_matches
-from cnki_mcp.script import mainland
+from cnki_mcp.script import mainland, simplified
 from cnki_mcp.store.db import StoreBase, to_ts
 from cnki_mcp.store.downloads import located
 from cnki_mcp.stored import load
@@ -133,7 +133,8 @@ class LibraryQuery:
 def parse_library_query(query: str) -> LibraryQuery:
     """Terms separated by whitespace, `,` `;` `、` (full-width too); `-term` or `NOT term` excludes
     a term, an upper-case `AND` between terms is redundant and skipped; a term in traditional
-    characters is searched in simplified ones and mainland terms (`script.mainland`); `OR` is refused
+    characters is searched in simplified ones, in mainland terms (`script.mainland`) or as written
+    (`script.simplified`: a Taiwan term's rewrite can change its sense); `OR` is refused
     (INVALID_ARGUMENT with the syntax), as is a query without a required term."""
     words = [w for w in _TERM_SEPARATORS.split(unicodedata.normalize("NFKC", query)) if w]
     required: list[tuple[str, str]] = []
@@ -151,6 +152,9 @@ def parse_library_query(query: str) -> LibraryQuery:
             negate, word = True, word[1:]
         term = normalise(mainland(word))  # stored texts are CNKI's simplified ones (綠色金融: 绿色金融)
         phrase = _term_phrase(term)
+        written = normalise(simplified(word))  # a Taiwan term's rewrite can change its sense (程序: 进程)
+        if phrase is not None and written != term and (other := _term_phrase(written)) is not None:
+            phrase = f"({phrase} OR {other})"
         if phrase is not None:
             if negate:
                 excluded.append(phrase)

@@ -112,7 +112,7 @@ def test_a_capital_letter_after_a_word_names_the_thing(question: str, concepts: 
     ("question", "concepts"),
     [
         ("碳中和與綠色金融", [["碳中和"], ["绿色金融", "绿色", "金融"]]),
-        ("人工智慧在教育的應用", [["人工智能"], ["教育"]]),
+        ("人工智慧在教育的應用", [["人工智能", "人工智慧"], ["教育"]]),
         ("資料探勘", [["数据挖掘"]]),
         ("聯邦學習與隱私保護", [["联邦学习", "联邦", "学习"], ["隐私保护", "隐私", "保护"]]),
     ],
@@ -123,6 +123,30 @@ def test_a_question_in_traditional_characters_is_planned_in_simplified_mainland_
     plan = _plan(question)
     assert plan.groups == concepts
     assert any(TRADITIONAL_WARNING in w for w in plan.warnings)
+
+
+@pytest.mark.parametrize(
+    ("question", "mainland", "written"),
+    [
+        ("刑事程序中的證據規則", "刑事进程", "刑事程序"),  # a legal procedure, not a process
+        ("社群媒體的輿論", "社区媒体", "社群媒体"),
+        ("行政程序法的程式設計", "编程", "程式设计"),
+    ],
+)
+def test_a_taiwan_term_rewritten_keeps_the_writers_words_as_an_alternative(
+    question: str, mainland: str, written: str
+) -> None:
+    # OpenCC's Taiwan phrases rewrite 程序 as 进程 and 社群 as 社区: searched alone, a question on
+    # criminal procedure asked CNKI for 刑事进程 and found papers on something else
+    group = next(g for g in _plan(question).groups if mainland in g)
+    assert group.index(mainland) < group.index(written)
+
+
+def test_a_written_word_segmented_apart_from_its_mainland_term_is_no_alternative() -> None:
+    # 智慧財產權 is 知识产权; the characters-only plan segments 智慧 / 财产权: 智慧 is another word
+    plan = _plan("智慧財產權保護")
+    assert plan.groups[0] == ["知识产权"]
+    assert "智慧" not in {t for g in plan.groups for t in g}
 
 
 @pytest.mark.parametrize("question", ["程序设计的教学方法", "人工智慧与教育"])
