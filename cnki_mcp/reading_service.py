@@ -50,11 +50,28 @@ def cacheable(page: ReaderPage) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class Stamp:
+    """When something was kept, on both clocks: its age is the larger of the two. The monotonic
+    clock stops while a laptop sleeps (Linux, macOS), so "30 minutes" on it alone lasted the
+    night; the wall clock alone would follow a clock put back."""
+
+    mono: float
+    wall: datetime
+
+    @classmethod
+    def now(cls, clock: Clock) -> Stamp:
+        return cls(clock.monotonic(), clock.now())
+
+    def age(self, clock: Clock) -> float:
+        return max(clock.monotonic() - self.mono, (clock.now() - self.wall).total_seconds())
+
+
+@dataclass(frozen=True, slots=True)
 class CachedBody:
     record_ref: str
     page: ReaderPage
     observed_at: datetime
-    stored_at: float  # clock.monotonic()
+    stored: Stamp
 
 
 class BodyCache:
@@ -76,8 +93,7 @@ class BodyCache:
         return isinstance(record_ref, str) and self.get(record_ref) is not None
 
     def _expire(self) -> None:
-        now = self._clock.monotonic()
-        for ref in [r for r, e in self._items.items() if now - e.stored_at >= self._ttl]:
+        for ref in [r for r, e in self._items.items() if e.stored.age(self._clock) >= self._ttl]:
             del self._items[ref]
 
     def get(self, record_ref: str) -> CachedBody | None:
@@ -92,7 +108,7 @@ class BodyCache:
         if not cacheable(page):
             self._items.pop(record_ref, None)
             return False
-        self._items[record_ref] = CachedBody(record_ref, page, observed_at, self._clock.monotonic())
+        self._items[record_ref] = CachedBody(record_ref, page, observed_at, Stamp.now(self._clock))
         self._items.move_to_end(record_ref)
         while len(self._items) > self._max:
             self._items.popitem(last=False)
@@ -284,7 +300,7 @@ class ReadingService:
         self._reads = KeyedLocks()  # one reader visit per paper at a time
         # record_ref -> when its detail page was seen without an HTML reader entry (monotonic):
         # asked again only after the body cache's TTL, so repeated calls cost no 1-3 requests each
-        self._no_entry: dict[str, float] = {}
+        self._no_entry: dict[str, Stamp] = {}
 
     async def read(
         self,
@@ -303,7 +319,7 @@ class ReadingService:
         ref = self._store.resolve_ref(record_ref)
         seen = self._no_entry.get(ref)
         if seen is not None:
-            if self._clock.monotonic() - seen < CACHE_TTL_SECONDS:
+            if seen.age(self._clock) < CACHE_TTL_SECONDS:
                 raise HtmlEntryNotFound(record_ref=record_ref, remembered=True)
             del self._no_entry[ref]
         hit = self.cache.get(ref)
@@ -326,10 +342,9 @@ class ReadingService:
         try:
             capture = await self._backend.read(paper, op)
         except HtmlEntryNotFound:
-            now = self._clock.monotonic()
             # expired entries go as new ones come, so the map holds only the last 30 minutes'
-            self._no_entry = {r: t for r, t in self._no_entry.items() if now - t < CACHE_TTL_SECONDS}
-            self._no_entry[ref] = now
+            self._no_entry = {r: t for r, t in self._no_entry.items() if t.age(self._clock) < CACHE_TTL_SECONDS}
+            self._no_entry[ref] = Stamp.now(self._clock)
             raise
         now = self._clock.now()
         self._store.upsert_from_detail(capture.detail, capture.detail_url, now, expected_ref=ref)
