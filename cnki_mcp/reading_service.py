@@ -50,11 +50,28 @@ def cacheable(page: ReaderPage) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class Stamp:
+    """When something was kept, on both clocks: its age is the larger of the two. The monotonic
+    clock stops while a laptop sleeps (Linux, macOS), so "30 minutes" on it alone lasted the
+    night; the wall clock alone would follow a clock put back."""
+
+    mono: float
+    wall: datetime
+
+    @classmethod
+    def now(cls, clock: Clock) -> Stamp:
+        return cls(clock.monotonic(), clock.now())
+
+    def age(self, clock: Clock) -> float:
+        return max(clock.monotonic() - self.mono, (clock.now() - self.wall).total_seconds())
+
+
+@dataclass(frozen=True, slots=True)
 class CachedBody:
     record_ref: str
     page: ReaderPage
     observed_at: datetime
-    stored_at: float  # clock.monotonic()
+    stored: Stamp
 
 
 class BodyCache:
@@ -83,8 +100,7 @@ class BodyCache:
         return isinstance(record_ref, str) and self.get(record_ref) is not None
 
     def _expire(self) -> None:
-        now = self._clock.monotonic()
-        for ref in [r for r, e in self._items.items() if now - e.stored_at >= self._ttl]:
+        for ref in [r for r, e in self._items.items() if e.stored.age(self._clock) >= self._ttl]:
             del self._items[ref]
 
     def get(self, record_ref: str) -> CachedBody | None:
@@ -100,7 +116,7 @@ class BodyCache:
         if not self._keep_partial and not cacheable(page):
             self._items.pop(record_ref, None)
             return False
-        self._items[record_ref] = CachedBody(record_ref, page, observed_at, self._clock.monotonic())
+        self._items[record_ref] = CachedBody(record_ref, page, observed_at, Stamp.now(self._clock))
         self._items.move_to_end(record_ref)
         while len(self._items) > self._max:
             self._items.popitem(last=False)
@@ -294,9 +310,9 @@ class ReadingService:
         # another capture. A call from offset 0 still reads again (a complete body may come now).
         self.paging = BodyCache(clock, keep_partial=True)
         self._reads = KeyedLocks()  # one reader visit per paper at a time
-        # record_ref -> when its detail page was seen without an HTML reader entry (monotonic):
+        # record_ref -> when its detail page was seen without an HTML reader entry (`Stamp`: both clocks):
         # asked again only after the body cache's TTL, so repeated calls cost no 1-3 requests each
-        self._no_entry: dict[str, tuple[float, dict[str, Any]]] = {}  # ref -> (when, the error's details)
+        self._no_entry: dict[str, tuple[Stamp, dict[str, Any]]] = {}  # ref -> (when, the error's details)
 
     async def read(
         self,
@@ -315,7 +331,7 @@ class ReadingService:
         ref = self._store.resolve_ref(record_ref)
         seen = self._no_entry.get(ref)
         if seen is not None:
-            if self._clock.monotonic() - seen[0] < CACHE_TTL_SECONDS:
+            if seen[0].age(self._clock) < CACHE_TTL_SECONDS:
                 raise HtmlEntryNotFound(**{**seen[1], "record_ref": record_ref, "remembered": True})
             del self._no_entry[ref]
         hit = self._cached(ref, offset)
@@ -346,10 +362,11 @@ class ReadingService:
         try:
             capture = await self._backend.read(paper, op)
         except HtmlEntryNotFound as exc:
-            now = self._clock.monotonic()
             # expired entries go as new ones come, so the map holds only the last 30 minutes'
-            self._no_entry = {r: seen for r, seen in self._no_entry.items() if now - seen[0] < CACHE_TTL_SECONDS}
-            self._no_entry[ref] = (now, dict(exc.details))  # the files the page offered are said again
+            self._no_entry = {
+                r: seen for r, seen in self._no_entry.items() if seen[0].age(self._clock) < CACHE_TTL_SECONDS
+            }
+            self._no_entry[ref] = (Stamp.now(self._clock), dict(exc.details))  # the files the page offered are said again
             raise
         now = self._clock.now()
         self._store.upsert_from_detail(capture.detail, capture.detail_url, now, expected_ref=ref)

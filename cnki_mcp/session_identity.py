@@ -1,7 +1,12 @@
 """The identity this run last observed (site-rules.md §2.6): what `session_status` answers from
 without visiting CNKI. An observation is dated when the page showing it was loaded, not when an
 old page was read again; a login wall met by any request is an observation too: nobody is logged
-in personally (what the header said about an institution is kept)."""
+in personally (what the header said about an institution is kept).
+
+Which observation is newer is decided on the monotonic clock (`ObservedIdentity.seen`), not on
+the wall time shown: a wall clock put back (NTP after a resume, a dual-boot machine reading the
+hardware clock as local time) made every later observation look older than the one kept, and a
+refreshed session_status went on naming a person who had logged out."""
 
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ class ObservedIdentity:
     identity: HeaderIdentity
     observed_at: _dt.datetime
     evidence: Evidence = "kns_header"
+    seen: float = 0.0  # the observation on the clock's monotonic scale: what orders observations
 
 
 class IdentityMemory:
@@ -34,8 +40,11 @@ class IdentityMemory:
     def observed(self, identity: HeaderIdentity, at: _dt.datetime | None = None) -> ObservedIdentity:
         """`identity` as a page showed it; `at`: when that page was loaded (default now). An
         observation older than the one kept does not replace it."""
-        seen = ObservedIdentity(identity, at or self._clock.now())
-        if self.last is not None and seen.observed_at < self.last.observed_at:
+        now = self._clock.now()
+        at = at or now
+        age = max(0.0, (now - at).total_seconds())  # how long ago the page was loaded
+        seen = ObservedIdentity(identity, at, seen=self._clock.monotonic() - age)
+        if self.last is not None and seen.seen < self.last.seen:
             return self.last
         self.last = seen
         return seen
@@ -44,5 +53,5 @@ class IdentityMemory:
         """CNKI answered a request with its login page: not logged in personally, as of now."""
         before = self.last.identity if self.last is not None else HeaderIdentity(ready=True)
         identity = before.model_copy(update={"personal": IdentityKind.NOT_OBSERVED, "personal_name": None})
-        self.last = ObservedIdentity(identity, self._clock.now(), "login_wall")
+        self.last = ObservedIdentity(identity, self._clock.now(), "login_wall", self._clock.monotonic())
         return self.last

@@ -6,7 +6,11 @@ say no), fail it, or never answer. None of these may fail or hang the search: th
 by segmenting the question instead and says so in the plan's warnings. On protocol revisions
 that send the request mid-call, the server sends it itself, bounded by SAMPLING_TIMEOUT_SECONDS;
 on revisions that batch it into an input-required result, the SDK asks and the client answers on
-its retry."""
+its retry.
+
+The time the call waited for the client's model is part of the call: the search's inline wait is
+shortened by it (`AskedClient.waited`), so the call still answers within the inline wait and a
+client that gives up on a tool call after 60 s gets the `operation_id`."""
 
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from mcp_types.version import is_version_at_least
 from pydantic import ValidationError
 
 from cnki_mcp.query.plan import Plan, PlanMethod, sampling_request
+from cnki_mcp.server.deps import services_of
 
 # First revision whose tools/call carries server requests inside an input-required result.
 INPUT_REQUIRED_VERSION = "2026-07-28"
@@ -47,9 +52,28 @@ class SamplingFailure:
 Sampled = CreateMessageResult | SamplingFailure | None
 
 
+@dataclass(frozen=True, slots=True)
+class AskedClient:
+    """The reply to the sampling request the server sent itself, and the seconds the call waited
+    for it (on the services' clock)."""
+
+    reply: CreateMessageResult | SamplingFailure
+    waited: float
+
+
+Resolved = Sampled | AskedClient
+
+
+def unpack(resolved: Resolved) -> tuple[Sampled, float]:
+    """The client's reply (or None) and the seconds this call has already waited for it."""
+    if isinstance(resolved, AskedClient):
+        return resolved.reply, resolved.waited
+    return resolved, 0.0
+
+
 async def sampling_resolver(
     query: str, ctx: Context[Any, Any], concept_groups: list[list[str]] | None = None
-) -> Sample | CreateMessageResult | SamplingFailure | None:
+) -> Sample | CreateMessageResult | AskedClient | None:
     """Ask the client's model to plan concepts, when it declared sampling and no groups were given."""
     if concept_groups:
         return None
@@ -67,6 +91,13 @@ async def sampling_resolver(
         return sample  # the SDK batches it into the input-required result
     if not ctx.session.can_send_request:
         return None
+    clock = services_of(ctx).clock
+    started = clock.monotonic()
+    reply = await _ask(ctx, sample)
+    return AskedClient(reply, max(0.0, clock.monotonic() - started))
+
+
+async def _ask(ctx: Context[Any, Any], sample: Sample) -> CreateMessageResult | SamplingFailure:
     try:
         with anyio.fail_after(SAMPLING_TIMEOUT_SECONDS):
             return await ctx.session.send_request(

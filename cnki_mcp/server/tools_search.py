@@ -35,8 +35,15 @@ from cnki_mcp.query.plan import Plan
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import OperationView, more_results_step
-from cnki_mcp.server.progress import run_job, start_operation, typed_view
-from cnki_mcp.server.sampling import Sampled, sampled_text, sampling_resolver, with_sampling_warning
+from cnki_mcp.server.progress import start_operation, typed_view, wait_with_progress
+from cnki_mcp.server.sampling import (
+    Resolved,
+    Sampled,
+    sampled_text,
+    sampling_resolver,
+    unpack,
+    with_sampling_warning,
+)
 from cnki_mcp.server.unfinished import or_unfinished
 from cnki_mcp.services import Services
 from cnki_mcp.site.backend import SortOrder
@@ -92,7 +99,7 @@ def register(server: CnkiServer) -> None:
         query: Annotated[
             str, Field(min_length=1, max_length=1000, description="研究问题或检索词，1–1000 字")
         ],
-        sampled_plan: Annotated[Sampled, Resolve(sampling_resolver)],
+        sampled_plan: Annotated[Resolved, Resolve(sampling_resolver)],
         concept_groups: Annotated[
             list[
                 Annotated[
@@ -120,10 +127,11 @@ def register(server: CnkiServer) -> None:
         )
         services = services_of(ctx)
         pipeline = services.pipeline
+        sampled, waited = unpack(sampled_plan)  # the seconds this call already waited for the client's model
         if inp.concept_groups or pipeline.segmenter_loaded:
-            plan = choose_plan(inp, sampled_plan, pipeline)
+            plan = choose_plan(inp, sampled, pipeline)
         else:  # planning may cut the question: never load the dictionary on the event loop
-            plan = await anyio.to_thread.run_sync(choose_plan, inp, sampled_plan, pipeline)
+            plan = await anyio.to_thread.run_sync(choose_plan, inp, sampled, pipeline)
         if inp.options.freshness == "prefer_cache":
             cached = await pipeline.cached_async(inp, plan)
             if cached is not None:
@@ -135,7 +143,7 @@ def register(server: CnkiServer) -> None:
         # a joined call gets the running one's answer, cut at that call's `limit`: the limit is part
         # of the key (the cache key leaves it out, the cache re-cuts a stored summary per call)
         key = f"research:{pipeline.research_key(inp, plan)}:limit={inp.limit}"
-        return await _start_search(ctx, services, runner, inp.budget(), key)
+        return await _start_search(ctx, services, runner, inp.budget(), key, spent=waited)
 
     @server.tool(
         name="structured_search",
@@ -262,19 +270,22 @@ def _cached_search(cached: SearchSummary) -> SearchOperation:
 
 
 async def _start_search(
-    ctx: Context[Any, Any], services: Services, runner: Runner, budget: BudgetSpec, key: str
+    ctx: Context[Any, Any], services: Services, runner: Runner, budget: BudgetSpec, key: str, spent: float = 0.0
 ) -> SearchOperation:
     """Start the search, or join the identical one already running (DESIGN.md "One search for
     identical calls"): a client retrying a call that outlived its timeout, or two clients
     asking the same, get one search and one set of CNKI requests. A joined search that is
-    cancelled or interrupted meanwhile is not this call's answer: then it starts its own."""
+    cancelled or interrupted meanwhile is not this call's answer: then it starts its own.
+    `spent`: seconds the call already waited (for the client's model), taken off the inline wait."""
     jobs = services.jobs
+    wait = max(0.0, jobs.inline_wait - spent)
     joined = jobs.running_with(OperationKind.SEARCH, key)
     if joined is not None:
-        record = await run_job(ctx, jobs, joined)
+        record = await wait_with_progress(ctx, jobs, joined.operation_id, wait)
         if record.status not in (OperationStatus.CANCELLED, OperationStatus.INTERRUPTED):
             view = typed_view(SearchOperation, OperationView.of(record))
             view.joined = True
             return view
     job = jobs.start(OperationKind.SEARCH, runner, budget, stage="starting", message="检索开始", key=key)
-    return typed_view(SearchOperation, OperationView.of(await run_job(ctx, jobs, job)))
+    record = await wait_with_progress(ctx, jobs, job.operation_id, wait)
+    return typed_view(SearchOperation, OperationView.of(record))

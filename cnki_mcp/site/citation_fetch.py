@@ -7,10 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from playwright.async_api import Error as PlaywrightError
 
+from cnki_mcp.errors import SiteUnavailable
 from cnki_mcp.parse.citations import CitationListPage, parse_citation_list, parse_citation_metrics
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.citation_api import citation_url
+from cnki_mcp.site.endpoints import without_query
 from cnki_mcp.site.navigation import NAV_TIMEOUT_MS
+from cnki_mcp.site.transport import TransportError
 
 if TYPE_CHECKING:
     from cnki_mcp.site.browser import BrowserHost
@@ -55,7 +58,14 @@ class CitationFetching:
     async def _on_site(self, op: SiteOp | None) -> None:
         """The API is called by CNKI's own pages with the guest session: the work tab (whose frame
         the loader requests from) must hold the session and stand on a CNKI page, else a
-        same-site cookie is not sent. A fresh tab comes in through the home page."""
+        same-site cookie is not sent. A fresh tab comes in through the home page. A browser that
+        does not answer is SITE_UNAVAILABLE."""
+        try:
+            await self._to_site(op)
+        except TransportError as exc:
+            raise SiteUnavailable(reason=without_query(str(exc))[:200]) from exc
+
+    async def _to_site(self, op: SiteOp | None) -> None:
         page = await self._host.work_page()
         if self.endpoints.is_site_url(page.url) and await self._has_session(page):
             return

@@ -236,12 +236,18 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
             log.debug("home page visit failed: %s", without_query(str(exc).splitlines()[0]))
 
     async def _has_session(self, page: Page) -> bool | None:
-        """Whether the browser holds CNKI's guest session cookie (None: the browser did not say)."""
+        """Whether the browser holds CNKI's guest session cookie (None: the browser did not say).
+        A browser that does not answer (wedged, frozen) is a transport failure: the grid's retry
+        recovers the browser; the search waited here until its watchdog (900 s)."""
         try:
-            cookies = list(await page.context.cookies(self.endpoints.adv_search))
+            cookies = list(
+                await bounded(page.context.cookies(self.endpoints.adv_search), CALL_SECONDS, "cookies")
+            )
         except PlaywrightError as exc:
             self._host.note_error(exc)
             return None
+        except BrowserStalled as exc:
+            raise _TransportError(str(exc)) from exc
         return any(c.get("name") in SESSION_COOKIES for c in cookies)
 
     async def _open_search_page(self, page: Page, op: SiteOp | None) -> None:
@@ -727,7 +733,10 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
         if refresh or not self.endpoints.is_site_url(page.url) or self.endpoints.is_login_url(page.url):
             async with self._work_lease.exclusive():
                 page = await self._host.work_page()
-                await self._open_search_page(page, op)
+                try:
+                    await self._open_search_page(page, op)
+                except _TransportError as exc:  # the browser did not answer
+                    raise SiteUnavailable(reason=without_query(str(exc))[:200]) from exc
         return await read_identity(page, self._clock)
 
     async def login(

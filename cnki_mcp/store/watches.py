@@ -137,7 +137,7 @@ class WatchesMixin(StoreBase):
             )
             conn.execute(
                 "DELETE FROM watch_checks WHERE watch_id = ? AND check_id NOT IN (SELECT check_id FROM"
-                " watch_checks WHERE watch_id = ? ORDER BY checked_at DESC LIMIT ?)",
+                " watch_checks WHERE watch_id = ? ORDER BY rowid DESC LIMIT ?)",
                 (watch_id, watch_id, CHECKS_KEPT),
             )
 
@@ -151,10 +151,11 @@ class WatchesMixin(StoreBase):
         return bool(gone)
 
     def watch_checks(self, watch_id: str, limit: int = 10) -> list[dict[str, Any]]:
-        """The newest check reports of a watch, newest first."""
+        """The newest check reports of a watch, newest first: in the order they were made (rowid),
+        not by `checked_at`, which a wall clock put back (NTP after a resume) would reorder."""
         with self._read() as conn:
             rows = conn.execute(
-                "SELECT report FROM watch_checks WHERE watch_id = ? ORDER BY checked_at DESC, rowid DESC LIMIT ?",
+                "SELECT report FROM watch_checks WHERE watch_id = ? ORDER BY rowid DESC LIMIT ?",
                 (watch_id, max(0, limit)),
             ).fetchall()
         return [json.loads(r[0]) for r in rows]

@@ -99,3 +99,31 @@ async def test_script_rendered_details_fetched_concurrently_each_render_in_their
     assert all(p.title and p.abstract for p in pages)
     assert len({p.title for p in pages}) == len(urls)
     assert len(ctx.pages) == tabs_before  # every render tab closed
+
+
+async def test_a_browser_that_stops_answering_before_the_search_page_is_recovered(
+    stack: SiteStack, sim_server: SimServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A browser wedged (frozen by the system, every process stopped) while the search page was
+    being opened: the session-cookie check awaited `context.cookies()` with no deadline, and the
+    search stayed `running` until its 900 s watchdog. It is a transport failure now, and the
+    grid's retry recovers the browser."""
+    import asyncio
+
+    from cnki_mcp.site import cnki
+
+    monkeypatch.setattr(cnki, "CALL_SECONDS", 0.5)
+    ctx = await stack.host.ensure()
+    generation = stack.host.generation
+    asked: list[str] = []
+
+    async def never(*_a: Any, **_k: Any) -> list[Any]:
+        asked.append("cookies")
+        await asyncio.Event().wait()
+        return []
+
+    ctx.cookies = never  # type: ignore[method-assign]  # this browser never answers again
+    async with asyncio.timeout(90):
+        grid = await stack.site.grid(GridRequest(subject=title_subject("违约金"), anchor="违约金"))
+    assert asked and grid.rows
+    assert stack.host.generation > generation  # a new browser answered the request

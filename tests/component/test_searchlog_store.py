@@ -67,3 +67,17 @@ def test_watch_checks_are_kept_per_watch(store: Store, clock: FakeClock) -> None
     assert store.known_records("w")["r"].cited == CHECKS_KEPT + 1
     watch = store.get_watch("w")
     assert watch is not None and watch.checks == CHECKS_KEPT + 2 and watch.horizon == "2026-01-02"
+
+
+def test_watch_checks_keep_the_order_they_were_made_when_the_wall_clock_was_put_back(
+    store: Store, clock: FakeClock
+) -> None:
+    """Checks made while the wall clock ran a day fast, then one after it was put right (NTP after
+    a resume): the last check made is the newest report, and pruning never drops it."""
+    store.create_watch("w", "s", "q", {"channels": []}, clock.now(), "2026-01-01", [])
+    fast = clock.now() + timedelta(days=1)
+    for n in range(CHECKS_KEPT):
+        store.save_watch_check("w", f"c{n}", fast + timedelta(seconds=n), None, [], {"n": n})
+    store.save_watch_check("w", "last", clock.now(), None, [], {"n": "last"})
+    assert store.watch_checks("w", 1) == [{"n": "last"}]
+    assert len(store.watch_checks("w", 100)) == CHECKS_KEPT

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from cnki_mcp.clock import SystemClock
+from cnki_mcp.clock import Clock, SystemClock
 from cnki_mcp.errors import SearchNotFound
 from cnki_mcp.models import HeaderIdentity, IdentityKind
 from cnki_mcp.pipeline.models import (
@@ -147,8 +147,9 @@ class FakePipeline:
 class Harness:
     """What a test gets: the server, its Services (once opened) and the fakes."""
 
-    def __init__(self, data_dir: Path, inline_wait: float) -> None:
+    def __init__(self, data_dir: Path, inline_wait: float, clock: Clock | None = None) -> None:
         self.settings = Settings(data_dir=data_dir, inline_wait_seconds=inline_wait, request_interval_ms=0)
+        self.clock = clock or SystemClock()
         self.backend = FakeBackend()
         self.pipeline = FakePipeline()
         self.services: Services | None = None
@@ -156,7 +157,7 @@ class Harness:
     def open(self) -> Services:
         self.services = Services.open(
             self.settings,
-            clock=SystemClock(),
+            clock=self.clock,
             backend=self.backend,
             pipeline_factory=lambda _s: self.pipeline,
         )

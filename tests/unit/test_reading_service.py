@@ -4,7 +4,7 @@ and the service's cache-first flow over a fake reader backend."""
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -300,3 +300,34 @@ def test_a_section_name_typed_with_half_width_marks_or_plain_digits_finds_the_se
                 Section(level=1, title="二、CO₂排放的测算", offset=10, length=10)]  # fmt: skip
     assert find_section(sections, "(一)酌减规则的影响机制")[0] == 0
     assert find_section(sections, "CO2排放")[0] == 1
+
+
+class SleepingClock(FakeClock):
+    """A laptop's clocks across a sleep: the monotonic clock stands still (Linux CLOCK_MONOTONIC,
+    macOS), the wall clock jumps."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.slept = timedelta(0)
+
+    def now(self) -> datetime:
+        return super().now() + self.slept
+
+
+async def test_the_30_minutes_of_the_reading_memory_count_the_time_the_laptop_slept() -> None:
+    """Remembered at night, asked again in the morning: it was still 'remembered' (no request)
+    and served from the body cache, for the part of 30 monotonic minutes that was left."""
+    clock = SleepingClock()
+    no_entry = NoEntryBackend()
+    service = ReadingService(FakeStore(), no_entry, clock)
+    with pytest.raises(CnkiError):
+        await service.read("rec_a")
+    backend = FakeBackend([complete()])
+    bodies = ReadingService(FakeStore(), backend, clock)
+    assert (await bodies.read("rec_a")).source == "reader"
+    await clock.advance(60)
+    clock.slept = timedelta(hours=9)  # the lid closed overnight
+    with pytest.raises(CnkiError) as info:
+        await service.read("rec_a")
+    assert no_entry.calls == 2 and info.value.details.get("remembered") is not True
+    assert (await bodies.read("rec_a")).source == "reader" and backend.calls == 2

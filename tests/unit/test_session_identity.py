@@ -34,3 +34,32 @@ def test_a_login_wall_drops_the_person_and_keeps_the_institution_the_header_show
     assert wall.identity.personal is IdentityKind.NOT_OBSERVED and wall.identity.personal_name is None
     assert wall.identity.institutions == ["某某大学"]
     assert IdentityMemory(clock).login_wall().identity.personal is IdentityKind.NOT_OBSERVED
+
+
+class _SetBackClock(FakeClock):
+    """A fake clock whose wall time can be put back (NTP after a resume, a dual-boot machine's
+    clock read as local time): monotonic time goes on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offset = dt.timedelta(0)
+
+    def now(self) -> dt.datetime:
+        return super().now() + self.offset
+
+
+async def test_a_new_observation_replaces_the_last_after_the_wall_clock_was_put_back() -> None:
+    """Logged in while the wall clock ran 8 hours fast; the clock is put right; a minute later a
+    refresh reads the header saying nobody is logged in. It was dropped as "older than the one
+    kept" (compared on wall time), so session_status went on naming the person for 8 hours."""
+    clock = _SetBackClock()
+    memory = IdentityMemory(clock)
+    clock.offset = dt.timedelta(hours=8)
+    memory.observed(PERSON)
+    clock.offset = dt.timedelta(0)
+    await clock.advance(60)
+    logged_out = PERSON.model_copy(update={"personal": IdentityKind.NOT_OBSERVED, "personal_name": None})
+    fresh = memory.observed(logged_out, clock.now() - dt.timedelta(seconds=2))  # a page loaded 2 s ago
+    assert memory.last is fresh and fresh.identity.personal is IdentityKind.NOT_OBSERVED
+    # an old page read again is still older than what is kept, whatever the wall clock did
+    assert memory.observed(PERSON, clock.now() - dt.timedelta(seconds=120)) is fresh
