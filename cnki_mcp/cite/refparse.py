@@ -73,6 +73,9 @@ _DEGREE = (
     ("博士", re.compile(r"博士(?:学位)?论文|Doctoral (?:dissertation|thesis)|Ph\.?\s?D\.? (?:thesis|diss)", re.I)),
     ("硕士", re.compile(r"硕士(?:学位)?论文|Master'?s? (?:thesis|dissertation)", re.I)),
 )
+# Words naming both levels (CNKI's 中国优秀博硕士学位论文全文数据库, 硕博论文): no level; 博硕士学位论文
+# holds 硕士学位论文, so a doctoral thesis cited from that database was read as a master's
+_BOTH_LEVELS = re.compile(r"(?:博硕|硕博)士?(?:学位)?论文")
 # APA 7 puts the school inside the bracket (`[Doctoral dissertation, 武汉大学]`), APA 6 a bare genre in
 # parentheses (`(Doctoral dissertation)`): neither is part of the title
 _TITLE_GENRE = re.compile(rf"\s*(?:\[\s*(?:{_GENRE})(?:\s*,[^\]]*)?\s*\]|\(\s*(?:{_GENRE})\s*\))|\s*\[Internet\]", re.I)
@@ -634,6 +637,7 @@ def _degree(text: str, title: str) -> str | None:
         rest = text[:at] + text[at + len(title) :]
     else:  # the title is not spelt as the entry reads: only a bracketed genre counts
         rest = " ".join(m.group(0) for m in _TITLE_GENRE.finditer(text))
+    rest = _BOTH_LEVELS.sub(" ", rest)
     found = {level for level, pattern in _DEGREE if pattern.search(rest)}
     return found.pop() if len(found) == 1 else None
 

@@ -292,3 +292,19 @@ def test_a_thesis_genre_inside_the_title_names_no_level() -> None:
     parsed = parse_reference("王某. 硕士论文写作指导[M]. 北京: 出版社, 2020.")
     assert parsed.degree is None
     assert judge(parsed, [book]).verdict == "verified"
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "崔建. 违约赔偿金中调整规则的体系化构造研究[D/OL]. 上海: 复旦大学, 2022. 中国优秀博硕士学位论文全文数据库.",
+        "崔建. 违约赔偿金中调整规则的体系化构造研究[D]. 上海: 复旦大学, 2022. (硕博论文)",
+    ],
+)
+def test_a_database_naming_both_thesis_levels_names_no_level(entry: str) -> None:
+    # 中国优秀博硕士学位论文全文数据库 holds 硕士学位论文: read as the level, a doctoral thesis cited from
+    # it was a type mismatch (and a master's one only agreed by chance)
+    parsed = parse_reference(entry)
+    assert parsed.degree is None
+    doctoral = MASTERS.model_copy(update={"doc_type": "博士"})
+    assert (judge(parsed, [doctoral]).verdict, judge(parsed, [MASTERS]).verdict) == ("verified", "verified")
