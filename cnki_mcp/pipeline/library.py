@@ -203,7 +203,8 @@ _INCLUDES = {"期刊": ("特色期刊",), "学位论文": ("博士", "硕士")}
 DOC_TYPE_ALIASES = {
     # the kinds as people write them (and as a question's wish is read, query/written.py)
     "博士论文": "博士", "博士学位论文": "博士", "硕士论文": "硕士", "硕士学位论文": "硕士",
-    "硕博论文": "学位论文", "期刊论文": "期刊", "期刊文章": "期刊", "会议论文": "会议", "报纸文章": "报纸",
+    "硕博论文": "学位论文", "硕博士论文": "学位论文", "硕博学位论文": "学位论文", "硕博士学位论文": "学位论文",
+    "期刊论文": "期刊", "期刊文章": "期刊", "会议论文": "会议", "报纸文章": "报纸",
     "journal": "期刊", "article": "期刊", "journal article": "期刊", "foreign journal": "外文期刊",
     "doctoral": "博士", "phd": "博士", "dissertation": "博士", "doctoral dissertation": "博士",
     "doctoral thesis": "博士", "phd thesis": "博士", "phd dissertation": "博士",

@@ -475,6 +475,10 @@ def test_document_types_take_english_names_and_refuse_names_that_match_nothing(s
         (["会议论文"], ["违约金研究四"]),
         (["期刊论文"], ["违约金研究一"]),
         (["硕博论文"], ["违约金研究三", "违约金研究二"]),
+        # every spelling query/written.py reads as a wish for both levels (they were INVALID_ARGUMENT)
+        (["硕博士论文"], ["违约金研究三", "违约金研究二"]),
+        (["硕博学位论文"], ["违约金研究三", "违约金研究二"]),
+        (["硕博士学位论文"], ["违约金研究三", "违约金研究二"]),
     ],
 )
 def test_document_types_take_the_kinds_as_people_write_them(
