@@ -44,10 +44,31 @@ def _converter(config: str) -> _Converter:
         return found
 
 
+@functools.lru_cache(maxsize=8192)
+def _traditional_char(char: str) -> bool:
+    """A character simplified Chinese writes otherwise: t2s changes it and it is outside GB2312,
+    the simplified repertoire. 乾 (乾县), 於 (a surname), 麴, 後, 徵 … are in GB2312 and standard in
+    mainland names and places; t2s changes them too, and a simplified question holding one was
+    taken for traditional (乾县 planned 干县, 於梨华 lost its surname)."""
+    if not _HAN.match(char):
+        return False
+    try:
+        char.encode("gb2312")
+    except UnicodeEncodeError:
+        return _converter("t2s").convert(char) != char
+    return False
+
+
+def has_traditional(text: str) -> bool:
+    """Does `text` hold a character that simplified Chinese writes otherwise (`_traditional_char`)?"""
+    return any(_traditional_char(c) for c in text)
+
+
 @functools.lru_cache(maxsize=4096)
 def simplified(text: str) -> str:
-    """`text` with traditional characters in simplified ones (OpenCC t2s); unchanged without any."""
-    if not _HAN.search(text):
+    """`text` written in traditional characters, in simplified ones (OpenCC t2s); a text without
+    any (`has_traditional`) is returned unchanged."""
+    if not has_traditional(text):
         return text
     return _converter("t2s").convert(text)
 
@@ -56,11 +77,16 @@ def simplified(text: str) -> str:
 def mainland(text: str) -> str:
     """`text` written in traditional characters, in simplified characters and mainland terms
     (OpenCC tw2sp); a text without traditional characters is returned unchanged."""
-    if simplified(text) == text:
+    if not has_traditional(text):
         return text
     return _converter("tw2sp").convert(text)
 
 
-def has_traditional(text: str) -> bool:
-    """Does `text` hold a character that simplified Chinese writes otherwise?"""
-    return simplified(text) != text
+@functools.lru_cache(maxsize=4096)
+def mainland_of_simplified(term: str) -> str:
+    """The mainland term for a term written in simplified characters as a Taiwan writer's word
+    (s2tw then tw2sp: 档案 -> 檔案 -> 文件, 刑事程序 -> 刑事进程, 智慧 -> 智慧): how a writer's word and
+    the mainland term it was rewritten to are paired."""
+    if not _HAN.search(term):
+        return term
+    return _converter("tw2sp").convert(_converter("s2tw").convert(term))

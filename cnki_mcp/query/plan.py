@@ -44,7 +44,7 @@ from cnki_mcp.query.segment import (
 )
 from cnki_mcp.query.timephrase import extract_years
 from cnki_mcp.query.written import read_written, written_warnings
-from cnki_mcp.script import mainland, simplified
+from cnki_mcp.script import mainland, mainland_of_simplified, simplified
 
 MAX_GROUPS = 8
 MAX_TERMS = 6
@@ -500,23 +500,20 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
 
 
 def _both_spellings(mainland_plan: Plan, written_plan: Plan, converted: str) -> Plan:
-    """A traditional question planned in mainland terms and in the writer's words (characters
-    only): each concept whose spelling differs has the writer's (sharing a character with it) as an
-    alternative after the mainland one; when the two plans do not have as many concepts, the
-    writer's words are planned."""
+    """A traditional question planned in mainland terms, with the writer's own words (characters
+    only) as alternatives of the mainland terms they were rewritten to: a writer's term of two
+    characters or more joins the concept holding its mainland term (`script.mainland_of_simplified`:
+    刑事程序 joins 刑事进程, 档案 文件; 智慧 beside 知识产权, or a lone 线, join nothing)."""
     warning = f"{TRADITIONAL_WARNING}{converted}"
-    same_shape = len(mainland_plan.groups) == len(written_plan.groups) and (
-        mainland_plan.year_from, mainland_plan.year_to) == (written_plan.year_from, written_plan.year_to)  # fmt: skip
-    if not same_shape:
-        return written_plan.model_copy(update={"warnings": [warning, *written_plan.warnings]})
+    written_terms = list(dict.fromkeys(t for g in written_plan.groups for t in g if len(t) >= 2))
     groups: list[list[str]] = []
-    for ours, theirs in zip(mainland_plan.groups, written_plan.groups, strict=True):
-        kept = {normalise_term(t) for t in ours}
-        # the writer's spelling of the same concept shares a character with it (刑事程序 / 刑事进程,
-        # 程式设计 / 编程); one that shares none is another word segmented apart (智慧 beside 知识产权)
-        same = normalise_term(theirs[0]) not in kept and set(theirs[0]) & set(ours[0])
-        head = [theirs[0]] if same else []
-        groups.append([ours[0], *head, *ours[1:]])
+    for group in mainland_plan.groups:
+        kept = {normalise_term(t) for t in group}
+        added = [
+            t for t in written_terms
+            if normalise_term(t) not in kept and normalise_term(mainland_of_simplified(t)) in kept
+        ]  # fmt: skip
+        groups.append([group[0], *added, *group[1:]])
     groups = validate_groups(_fit_branches(groups))
     return mainland_plan.model_copy(update={"groups": groups, "warnings": [warning, *mainland_plan.warnings]})
 

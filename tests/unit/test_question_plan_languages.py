@@ -149,6 +149,36 @@ def test_a_written_word_segmented_apart_from_its_mainland_term_is_no_alternative
     assert "智慧" not in {t for g in plan.groups for t in g}
 
 
+@pytest.mark.parametrize(
+    ("question", "concepts"),
+    [
+        ("物件導向", [["面向对象"]]),  # the writer's words segment apart: the mainland term stands alone
+        ("線上遊戲成癮", [["在线"], ["游戏成瘾", "游戏", "成瘾"]]),  # no lone 线 beside 在线
+        ("檔案數位化", [["文件", "档案"], ["数字化", "数位化"]]),  # 档案 shares no character with 文件
+    ],
+)
+def test_the_writers_words_join_the_concept_their_mainland_term_is_in(
+    question: str, concepts: list[list[str]]
+) -> None:
+    assert _plan(question).groups == concepts
+
+
+@pytest.mark.parametrize(
+    ("question", "term"),
+    [("乾县农村电商发展", "乾县"), ("於梨华小说中的留学生形象", "於梨华"), ("麴氏高昌国研究", "麴氏高昌国")],
+)
+def test_simplified_characters_opencc_would_change_are_not_traditional(question: str, term: str) -> None:
+    # 乾 於 麴 are in GB2312 and standard in mainland place and personal names; t2s changes them,
+    # and a question holding one was planned 干县 / lost its surname 於 / 曲氏
+    plan = _plan(question)
+    assert term in {t for g in plan.groups for t in g}
+    assert not any(TRADITIONAL_WARNING in w for w in plan.warnings)
+
+
+def test_the_local_library_keeps_simplified_characters_opencc_would_change() -> None:
+    assert parse_library_query("乾县 电商").required == '"乾县" AND "电商"'
+
+
 @pytest.mark.parametrize("question", ["程序设计的教学方法", "人工智慧与教育"])
 def test_a_simplified_question_is_not_converted(question: str) -> None:
     plan = _plan(question)
