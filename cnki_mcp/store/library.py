@@ -137,7 +137,7 @@ def parse_library_query(query: str) -> LibraryQuery:
     (`script.simplified`: a Taiwan term's rewrite can change its sense); `OR` is refused
     (INVALID_ARGUMENT with the syntax), as is a query without a required term."""
     words = [w for w in _TERM_SEPARATORS.split(unicodedata.normalize("NFKC", query)) if w]
-    required: list[tuple[str, str]] = []
+    required: list[tuple[str, list[str]]] = []
     excluded: list[str] = []
     negate = False
     for word in words:
@@ -153,13 +153,15 @@ def parse_library_query(query: str) -> LibraryQuery:
         term = normalise(mainland(word))  # stored texts are CNKI's simplified ones (綠色金融: 绿色金融)
         phrase = _term_phrase(term)
         written = normalise(simplified(word))  # a Taiwan term's rewrite can change its sense (程序: 进程)
+        marked = [term]
         if phrase is not None and written != term and (other := _term_phrase(written)) is not None:
             phrase = f"({phrase} OR {other})"
+            marked.append(written)  # a paper found by the writer's spelling has it marked too
         if phrase is not None:
             if negate:
                 excluded.append(phrase)
             else:
-                required.append((phrase, term))
+                required.append((phrase, marked))
         negate = False
     if not required:
         reason = "only_excluded" if excluded else "no_text"
@@ -168,7 +170,7 @@ def parse_library_query(query: str) -> LibraryQuery:
     return LibraryQuery(
         required=" AND ".join(p for p, _ in required),
         excluded=" OR ".join(excluded) if excluded else None,
-        terms=[t for _, t in required],
+        terms=[t for _, marked in required for t in marked],
     )
 
 

@@ -576,5 +576,7 @@ def test_a_traditional_term_finds_the_writers_words_when_its_taiwan_rewrite_chan
     # OpenCC's Taiwan phrases read 刑事程序 (criminal procedure) as 刑事进程: the library searched
     # only that and missed the stored paper on criminal procedure; 網路 still finds 网络
     store.upsert_from_grid([row("刑事程序与证据规则研究", "F1"), row("网络平台治理研究", "F2")], T0)
-    assert titles(find(store, "刑事程序與證據", clock)) == ["刑事程序与证据规则研究"]
+    page = find(store, "刑事程序與證據", clock)
+    assert titles(page) == ["刑事程序与证据规则研究"]
+    assert page.results[0].matched_fields == ["title"]  # the writer's spelling is marked as found
     assert titles(find(store, "網路平台", clock)) == ["网络平台治理研究"]
