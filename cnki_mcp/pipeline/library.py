@@ -210,6 +210,8 @@ DOC_TYPE_ALIASES = {
     "doctoral thesis": "博士", "phd thesis": "博士", "phd dissertation": "博士",
     "master": "硕士", "masters": "硕士", "master's": "硕士", "thesis": "硕士", "master thesis": "硕士",
     "master's thesis": "硕士", "masters thesis": "硕士",
+    # plural and unqualified, as a question's wish reads them (query/written.py `_EN_KINDS`): both levels
+    "theses": "学位论文", "dissertations": "学位论文",
     "conference": "会议", "proceedings": "会议", "conference paper": "会议", "newspaper": "报纸",
     "yearbook": "年鉴", "book": "图书", "standard": "标准", "patent": "专利",
 }  # fmt: skip

@@ -479,6 +479,9 @@ def test_document_types_take_english_names_and_refuse_names_that_match_nothing(s
         (["硕博士论文"], ["违约金研究三", "违约金研究二"]),
         (["硕博学位论文"], ["违约金研究三", "违约金研究二"]),
         (["硕博士学位论文"], ["违约金研究三", "违约金研究二"]),
+        # the English words a question's wish reads as both levels (the plan's warning names them)
+        (["theses"], ["违约金研究三", "违约金研究二"]),
+        (["dissertations"], ["违约金研究三", "违约金研究二"]),
     ],
 )
 def test_document_types_take_the_kinds_as_people_write_them(
@@ -551,7 +554,6 @@ def test_a_source_tier_asks_for_a_tier_name_not_a_piece_of_a_longer_one(wanted: 
         ("journal articles", "违约金研究一"),
         ("Journals", "违约金研究一"),
         ("master's theses", "违约金研究二"),
-        ("theses", "违约金研究二"),
         ("PhD dissertations", "违约金研究四"),
         ("doctoral theses", "违约金研究四"),
         ("conference papers", "违约金研究五"),
