@@ -30,6 +30,7 @@ from cnki_mcp.server.models import OperationView
 from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.services import Services
 from cnki_mcp.site.download_result import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, DownloadResult
+from cnki_mcp.store import Store
 
 RecordRef = Annotated[
     str | None, Field(min_length=1, max_length=64, description="记录编号 rec_…（与 title 二选一）")
@@ -241,17 +242,29 @@ def register(server: CnkiServer) -> None:
             stored = store.download_for(ref, "pdf")
             caj = store.download_for(ref, "caj") if stored is None else None
             if caj is not None:
-                # a CAJ-only paper (a yearbook, many theses): a PDF download cannot be had, and the
-                # CAJ it has holds no text this tool reads (the description's INVALID_FILE)
-                instead = (
-                    "只读模式下可用 get_metadata 取得摘要"
-                    if services.settings.read_only
-                    else "知网有 HTML 阅读入口时可用 read_online_html 读取全文"
-                )
+                # The CAJ holds no text this tool reads (the description's INVALID_FILE). A CAJ-only
+                # paper (a yearbook) has no PDF to download; one whose detail page also offers a
+                # PDF (the caller chose format='caj') was not told of the download that reads
+                pdf_offered = _pdf_offered(store, ref)
+                if services.settings.read_only:
+                    instead = "只读模式下可用 get_metadata 取得摘要"
+                elif pdf_offered is None:
+                    instead = (
+                        "知网详情页有 PDF 下载入口时可用 download_paper(record_ref, format='pdf') 下载后再读，"
+                        "有 HTML 阅读入口时可用 read_online_html 读取全文"
+                    )
+                elif pdf_offered:
+                    instead = (
+                        "知网详情页有 PDF 下载入口：可用 download_paper(record_ref, format='pdf') 下载后再读，"
+                        "或用 read_online_html 读取全文"
+                    )
+                else:
+                    instead = "知网有 HTML 阅读入口时可用 read_online_html 读取全文"
                 raise InvalidFile(
                     f"该文献只下载了 CAJ 文件，CAJ 无法提取文字（可用 CAJViewer 打开）；{instead}",
                     path=str(caj.path),
                     format="caj",
+                    pdf_offered=pdf_offered,
                 )
             if stored is None:
                 # read-only mode hides download_paper (server/readonly.py): nothing to call first
@@ -267,6 +280,17 @@ def register(server: CnkiServer) -> None:
         return await asyncio.to_thread(
             read_pdf_text, path, data_dir, pages, max_characters, offset, not services.settings.read_only
         )
+
+
+def _pdf_offered(store: Store, ref: str) -> bool | None:
+    """Whether the paper's detail page offers a PDF download: from the stored detail page's
+    PDF下载 entry (when it shows the file entries at all: this paper's CAJ came from one), else
+    False for a yearbook (CAJ only on CNKI), else None (not known)."""
+    stored = store.detail_page(ref)
+    if stored is not None and (stored.page.pdf_url or stored.page.caj_url):
+        return stored.page.pdf_url is not None
+    paper = store.get(ref)
+    return False if paper is not None and paper.doc_type == "年鉴" else None
 
 
 async def _paper_operation(

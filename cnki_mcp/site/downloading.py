@@ -21,7 +21,9 @@ closed, so the next call clicks again), and the browser's download event on any 
 to `<data>/incoming/<op_id>/`, validated, archived under `downloads/` and recorded with SHA-256.
 A file that is not valid (INVALID_FILE: an HTML page under a PDF name, a PDF without its end) was
 sent for a handled order: its click is settled `invalid_file`, whose charge is as unknown, so the
-next call answers SIDE_EFFECT_UNCERTAIN until `retry=true` too.
+next call answers SIDE_EFFECT_UNCERTAIN until `retry=true` too. Either kind of click stops calls
+without retry only until a later (retry=true) click of its format settles; its late file is still
+reconciled (store `uncertain_click`, `open_clicks`).
 No file, no refusal within `wait_seconds` (the person's time not counted): the click stays
 uncertain and the call ends with SIDE_EFFECT_UNCERTAIN; the download may still land, and the
 next call reconciles it. Nothing is ever clicked twice without `retry=true`, not even by two calls
@@ -206,21 +208,21 @@ class Downloader:
                 remove_if_empty(kept.parent)
                 return result.model_copy(update={"reconciled": True})
         for fmt in formats:
+            # every click whose file may still come, also one a later retry=true click settled over
+            for click in self.store.open_clicks(ref, fmt):
+                late = self._late_file(click.op_id, fmt)
+                if late is not None:
+                    result = self._archive(late, paper, fmt, filename, subdirectory)
+                    remove_if_empty(late.parent)
+                    return result.model_copy(update={"reconciled": True})
+                if click.op_id and _GUID.match(click.op_id) and self.incoming(click.op_id) in self.saving:
+                    # CNKI is sending that click's file right now: a new click would be a second order
+                    raise SideEffectUncertain(
+                        STILL_DOWNLOADING, record_ref=ref, format=fmt, clicked_at=click.clicked_at.isoformat(),
+                        downloading=True,
+                    )  # fmt: skip
             click = self.store.uncertain_click(ref, fmt)
-            if click is None:
-                continue
-            late = self._late_file(click.op_id, fmt)
-            if late is not None:
-                result = self._archive(late, paper, fmt, filename, subdirectory)
-                remove_if_empty(late.parent)
-                return result.model_copy(update={"reconciled": True})
-            if click.op_id and _GUID.match(click.op_id) and self.incoming(click.op_id) in self.saving:
-                # CNKI is sending that click's file right now: a new click would be a second order
-                raise SideEffectUncertain(
-                    STILL_DOWNLOADING, record_ref=ref, format=fmt, clicked_at=click.clicked_at.isoformat(),
-                    downloading=True,
-                )  # fmt: skip
-            if not retry:
+            if click is not None and not retry:
                 if click.outcome == INVALID_FILE:
                     raise SideEffectUncertain(
                         INVALID_AGAIN, record_ref=ref, format=fmt, clicked_at=click.clicked_at.isoformat(),

@@ -407,10 +407,14 @@ class HtmlReader:
         since = len(tabs.host.popups_of(detail_page))
         try:
             entry = await tabs.find_entry(detail_page, READER_ENTRY)
+            # which files the detail page offers (no request), read before the click: a reader
+            # that navigates this tab replaces the page (the formats were read from the reader:
+            # none, "no PDF either"), or closes it (a raw Playwright error replaced the typed one).
+            # A CAJ-only paper's text cannot be read by read_pdf_text, and a page with no file
+            # has no text to read at all.
+            available = await self._files(detail_page)
             if entry is None:
-                # which files the open page offers instead (no request): a CAJ-only paper's text
-                # cannot be read by read_pdf_text, and a page with none has no text to read at all
-                raise HtmlEntryNotFound(record_ref=paper.record_ref, available=await self._files(detail_page))
+                raise HtmlEntryNotFound(record_ref=paper.record_ref, available=available)
             start_url = detail_page.url
             started = tabs.clock.monotonic()
             await tabs.click(detail_page, entry, op)
@@ -418,7 +422,7 @@ class HtmlReader:
                 page, same_tab = await self._wait_for_reader(detail_page, since, start_url, paper, op)
             except ReaderUnsupported as exc:
                 # a reader without a body (an abstract alone): the advice is the file, if there is one
-                exc.details.setdefault("available", await self._files(detail_page))
+                exc.details.setdefault("available", available)
                 raise
             return ReaderCapture(
                 page=page,

@@ -153,22 +153,40 @@ class DownloadsMixin(StoreBase):
             )
 
     def uncertain_click(self, record_ref: str, format: str | None = None) -> DownloadClick | None:
-        """The latest click on this record (and format) whose charge is unknown: its outcome never
-        arrived, or CNKI delivered an invalid file for it (`invalid_file`) and no later click of
-        that format downloaded the file."""
+        """The latest click on this record (and format) whose charge is unknown and still stops a
+        call without `retry` (site-rules.md §2.7): its outcome never arrived, or CNKI delivered an
+        invalid file for it (`invalid_file`), and no later click of that format has settled. A
+        later click of the format is only ever made with `retry=true` (a call without it stops
+        here), so the caller accepted this click's risk; once that click settled (downloaded,
+        refused, `site_error`, `skipped`, `not_clicked`, ...) its own outcome is what the next call
+        follows: one that said "无需 retry" is clicked again without it (it was still stopped by
+        the older click). A later click that settled `invalid_file` is itself the one returned."""
         sql = (
             f"SELECT {_CLICK_COLUMNS} FROM download_clicks AS c WHERE record_ref = ?"
-            " AND (outcome IS NULL OR (outcome = ? AND NOT EXISTS (SELECT 1 FROM download_clicks AS d"
-            " WHERE d.record_ref = c.record_ref AND d.format = c.format AND d.outcome = ?"
-            " AND d.click_id > c.click_id)))"
+            " AND (outcome IS NULL OR outcome = ?) AND NOT EXISTS (SELECT 1 FROM download_clicks AS d"
+            " WHERE d.record_ref = c.record_ref AND d.format = c.format AND d.outcome IS NOT NULL"
+            " AND d.click_id > c.click_id)"
         )
-        args: tuple[Any, ...] = (record_ref, INVALID_FILE, DOWNLOADED)
+        args: tuple[Any, ...] = (record_ref, INVALID_FILE)
         if format is not None:
             sql += " AND format = ?"
             args = (*args, format)
         with self._read() as conn:
             row = conn.execute(sql + " ORDER BY click_id DESC LIMIT 1", args).fetchone()
         return _click(row) if row else None
+
+    def open_clicks(self, record_ref: str, format: str) -> list[DownloadClick]:
+        """Every click of this record and format whose file may still turn up (its outcome never
+        arrived, or `invalid_file`), newest first, whether or not a later click settled: a late
+        file of one is archived, and one whose file is arriving is not clicked over, even after
+        `uncertain_click` no longer stops calls for it."""
+        with self._read() as conn:
+            rows = conn.execute(
+                f"SELECT {_CLICK_COLUMNS} FROM download_clicks WHERE record_ref = ? AND format = ?"
+                " AND (outcome IS NULL OR outcome = ?) ORDER BY click_id DESC",
+                (record_ref, format, INVALID_FILE),
+            ).fetchall()
+        return [_click(r) for r in rows]
 
     def clicks_for(self, record_ref: str) -> list[DownloadClick]:
         with self._read() as conn:

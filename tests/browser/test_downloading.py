@@ -171,6 +171,45 @@ async def test_an_invalid_file_is_not_clicked_for_again_without_retry(case: Case
     assert len(sim.requests_for(ORDER, "GET")) == 2
 
 
+async def test_an_invalid_file_click_no_longer_stops_calls_once_a_retried_click_settled_unsent(case: Case) -> None:
+    # invalid_file, then a retry=true click whose order CNKI answered 429 (not handled: settled
+    # site_error, "the next call clicks again without retry"): the next call without retry was
+    # SIDE_EFFECT_UNCERTAIN (last_outcome invalid_file), naming the click whose risk the caller
+    # had already taken with retry=true (site-rules.md §2.7)
+    sim = case.env.sim
+    ref = await case.ref("r0005")
+    sim.set_scenario({"faults": [
+        {"path": "/bar/download", "kind": "html_as_pdf", "at": [1]}, {"path": ORDER, "kind": "429", "at": [2]},
+    ]})  # fmt: skip
+    await expect_code(case.downloader.download(ref, format="pdf"), "INVALID_FILE")
+    await expect_code(case.downloader.download(ref, format="pdf", retry=True), "RATE_LIMITED")
+    assert [c.outcome for c in case.store.clicks_for(ref)] == ["invalid_file", "site_error"]
+    async with asyncio.timeout(STEP_TIMEOUT):
+        done = await case.downloader.download(ref, format="pdf")  # no retry, as the 429 said
+    assert done.source == "download" and Path(done.path).read_bytes() == pdf_bytes(sim.corpus.by_id["r0005"])
+    assert [c.outcome for c in case.store.clicks_for(ref)] == ["invalid_file", "site_error", "downloaded"]
+    assert len(sim.requests_for(ORDER, "GET")) == 3
+
+
+async def test_a_late_file_of_a_click_a_retried_click_settled_over_is_still_reconciled(case: Case) -> None:
+    # The first click's order answers after the call stopped waiting; a retry=true click then
+    # meets a 429 (settled site_error). The first click no longer stops a call without retry,
+    # but its file, arriving late in the tab kept open for it, is archived, not ordered again.
+    sim = case.env.sim
+    ref = await case.ref("r0006")
+    sim.set_scenario({
+        "latency": [{"path": ORDER, "ms": 6000, "at": [1]}], "faults": [{"path": ORDER, "kind": "429", "at": [2]}],
+    })  # fmt: skip
+    await expect_code(case.downloader.download(ref, wait_seconds=1, op=FakeOp()), "SIDE_EFFECT_UNCERTAIN")
+    await expect_code(case.downloader.download(ref, retry=True, op=FakeOp(operation_id="op-b")), "RATE_LIMITED")
+    async with asyncio.timeout(STEP_TIMEOUT):
+        await case.downloader.wait_late_saves()  # the first click's file lands meanwhile
+    got = await case.downloader.download(ref, op=FakeOp(operation_id="op-c"))
+    assert got.reconciled and got.source == "download"
+    assert len(sim.requests_for(ORDER, "GET")) == 2  # nothing ordered a third time
+    assert [c.outcome for c in case.store.clicks_for(ref)] == ["downloaded", "site_error"]
+
+
 async def download_with_order_aborted(case: Case, ref: str, error_code: str) -> object:
     """download_paper while every order request of the browser fails in the network (Playwright
     aborts it with `error_code`: the tab shows Chromium's own error page); its error."""

@@ -238,6 +238,35 @@ async def test_a_reader_of_an_abstract_alone_is_reader_unsupported_naming_the_fi
     assert err.details["available"] == []  # no file either: the advice does not send it to a download
 
 
+async def test_a_same_tab_reader_without_a_body_names_the_files_of_the_detail_page(env: Env) -> None:
+    # Some reader variants navigate the detail tab itself (site-rules.md §11.2). The files offered
+    # were looked up after the reader had replaced the detail page: none found, so the advice said
+    # the paper had no PDF either. Here the book r0032 (its reader shows an abstract alone) gets a
+    # PDF entry on its detail page, whose HTML阅读 link loses its target=_blank.
+    ctx = await env.host.ensure()
+
+    def detail(url: str) -> bool:
+        return "/kcms2/article/abstract?" in url
+
+    async def same_tab_entry(route: Any) -> None:
+        response = await route.fetch()
+        body = (await response.text()).replace(
+            '<li class="btn-html"><a target="_blank"',
+            '<li class="btn-dlpdf"><a id="pdfDown" href="#pdf"><i></i>PDF下载</a></li><li class="btn-html"><a',
+        )
+        await route.fulfill(response=response, body=body)
+
+    await ctx.route(detail, same_tab_entry)
+    try:
+        quick = HtmlReader(env.reader.tabs, reader_timeout=1.0)
+        before = len(env.sim.requests_for(READER, "GET"))
+        err = await expect_code(quick.read(paper_for(env.sim, "r0032"), FakeOp()), "READER_UNSUPPORTED")
+    finally:
+        await ctx.unroute(detail)
+    assert err.details["available"] == ["pdf"], err.details
+    assert len(env.sim.requests_for(READER, "GET")) == before + 1  # the reader came, in the same tab
+
+
 async def test_another_papers_detail_page_is_an_identity_conflict(env: Env) -> None:
     paper = paper_for(env.sim, "r0001").model_copy(update={"locator": env.sim.links.detail("r0002")})
     await expect_code(env.reader.read(paper, FakeOp()), "IDENTITY_CONFLICT")

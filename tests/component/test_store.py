@@ -450,6 +450,40 @@ def test_a_click_answered_by_an_invalid_file_stays_uncertain_until_a_later_click
     ]
 
 
+@pytest.mark.parametrize("unknown", [None, "invalid_file"])
+@pytest.mark.parametrize("settled", ["site_error", "skipped", "refused", "not_clicked"])
+def test_an_uncertain_click_no_longer_stops_calls_once_a_later_click_of_its_format_settled(
+    store: Store, unknown: str | None, settled: str
+) -> None:
+    # A later click of the format is only made with retry=true: the caller took the first click's
+    # risk. Once it settled without CNKI taking the order (whose message says "无需 retry"), the
+    # next call without retry was still SIDE_EFFECT_UNCERTAIN for the first click (site-rules §2.7)
+    first = store.record_click("rec_1", "pdf", "op_1", T0)
+    if unknown is not None:
+        store.click_outcome(first, unknown, T0, {"reason": "no_pdf_signature"})
+    second = store.record_click("rec_1", "pdf", "op_2", T0 + timedelta(minutes=1))
+    pending = store.uncertain_click("rec_1", "pdf")
+    assert pending is not None and pending.click_id == second  # the retried click, still out
+    store.click_outcome(second, settled, T0 + timedelta(minutes=2), {"status": 429})
+    assert store.uncertain_click("rec_1", "pdf") is None and store.uncertain_click("rec_1") is None
+    # its file may still come late: it stays among the clicks whose file is reconciled
+    assert [c.click_id for c in store.open_clicks("rec_1", "pdf")] == [first]
+
+
+def test_a_later_click_settled_on_another_format_or_itself_invalid_keeps_a_click_uncertain(store: Store) -> None:
+    first = store.record_click("rec_1", "pdf", "op_1", T0)
+    store.click_outcome(first, "invalid_file", T0, {})
+    caj = store.record_click("rec_1", "caj", "op_2", T0 + timedelta(minutes=1))
+    store.click_outcome(caj, "refused", T0, {"text": "余额不足"})
+    pending = store.uncertain_click("rec_1", "pdf")
+    assert pending is not None and pending.click_id == first  # a CAJ click took no PDF risk
+    again = store.record_click("rec_1", "pdf", "op_3", T0 + timedelta(minutes=2))
+    store.click_outcome(again, "invalid_file", T0, {})
+    pending = store.uncertain_click("rec_1", "pdf")
+    assert pending is not None and pending.click_id == again and pending.outcome == "invalid_file"
+    assert [c.click_id for c in store.open_clicks("rec_1", "pdf")] == [again, first]
+
+
 # --- lock, corruption, durability -------------------------------------------------
 
 _TRY_OPEN = """

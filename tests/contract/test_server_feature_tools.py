@@ -17,7 +17,7 @@ from mcp import Client
 from cnki_mcp.cite import EXTENSIONS, FORMATS, export
 from cnki_mcp.clock import SystemClock
 from cnki_mcp.files import archive, safe_file_name
-from cnki_mcp.models import GridRow, NativeId
+from cnki_mcp.models import Author, DetailPage, GridRow, NativeId
 from cnki_mcp.parse.reader import parse_reader
 from cnki_mcp.reading_service import ReadResult, page_body
 from cnki_mcp.server.app import build_server
@@ -333,6 +333,30 @@ async def test_read_pdf_text_of_a_paper_downloaded_as_caj_only_says_caj_holds_no
         data = _error(await client.call_tool("read_pdf_text", {"record_ref": ref}))
         assert data["code"] == "INVALID_FILE"
         assert data["details"]["format"] == "caj" and data["details"]["path"] == str(caj)
+        assert data["details"]["pdf_offered"] is False  # not sent to download_paper(format='pdf')
+
+
+@pytest.mark.parametrize(("entries", "offered"), [(("pdf", "caj"), True), (("caj",), False), ((), None)])
+async def test_read_pdf_text_of_a_caj_says_whether_the_detail_page_offers_a_pdf(
+    h: Harness, entries: tuple[str, ...], offered: bool | None
+) -> None:
+    # The caller chose format='caj' for a paper whose detail page has a PDF entry too: the answer
+    # named read_online_html only, not the PDF download that this tool reads. What the stored
+    # detail page offers decides; without one (or one showing no file entries) it is not known.
+    async with Client(build_server(h.open)) as client:
+        assert h.services is not None
+        store = h.services.store
+        urls = {f"{fmt}_url": f"https://bar.cnki.net/bar/download/order?id=X&type={fmt}" for fmt in entries}
+        detail = DetailPage(title="违约金调整的基本标准研究", authors=[Author(name="王利明")], source="法学研究",
+                            doc_type="期刊", year=2021, native=NativeId(dbcode="CJFD", filename="WYJ0001"), **urls)  # fmt: skip
+        ref = store.upsert_from_detail(detail, "https://kns.cnki.net/kcms2/article/abstract?v=V1", WHEN).record_ref
+        caj = h.settings.data_dir / "downloads" / "paper.caj"
+        caj.parent.mkdir(parents=True, exist_ok=True)
+        caj.write_bytes(b"HN" + b"\0" * 64)
+        store.record_download(ref, "caj", caj, "0" * 64, caj.stat().st_size, WHEN)
+        data = _error(await client.call_tool("read_pdf_text", {"record_ref": ref}))
+    assert data["code"] == "INVALID_FILE" and data["details"]["format"] == "caj"
+    assert data["details"].get("pdf_offered") is offered, data["details"]
 
 
 # --- export ----------------------------------------------------------------------------
