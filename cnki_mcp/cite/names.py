@@ -9,6 +9,7 @@ Conventions (shared by every format):
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -127,6 +128,55 @@ def pinyin(text: str) -> str:
     from pypinyin import Style, lazy_pinyin
 
     return "".join(lazy_pinyin(text, style=Style.NORMAL, errors="ignore"))
+
+
+@functools.cache
+def _syllables() -> frozenset[str]:
+    """Every toneless pinyin syllable (`zhuang`, `lv` ...)."""
+    from pypinyin.contrib.tone_convert import to_normal
+    from pypinyin.pinyin_dict import pinyin_dict
+
+    toned = {p for v in pinyin_dict.values() for p in v.split(",")}
+    return frozenset(to_normal(p) for p in toned)
+
+
+def _syllable_count(word: str) -> int | None:
+    """How many pinyin syllables spell `word` (fewest), None when it is not pinyin."""
+    best: list[int | None] = [0] + [None] * len(word)
+    for end in range(1, len(word) + 1):
+        counts = [
+            c + 1
+            for start in range(max(0, end - 6), end)
+            if (c := best[start]) is not None and word[start:end] in _syllables()
+        ]
+        best[end] = min(counts) if counts else None
+    return best[-1]
+
+
+_EDITION = re.compile(r"[(（][^)）]*[)）]")
+
+
+def spelt_in_pinyin(latin: str, han: str) -> bool | None:
+    """Is a Latin-script name (a journal's) the pinyin of a Han one? `Faxue Yanjiu` is
+    法学研究 (True) and not 法商研究 (False); None when the Latin text is not pinyin at all
+    (`Studies in Law and Business`, an English title no table translates) or too short to tell
+    (one word: `Nature` reads na-tu-re). An edition in brackets may be left out on either side."""
+    if not HAN.search(han) or HAN.search(latin):
+        return None
+    from pypinyin import Style, lazy_pinyin
+
+    def spelt(text: str) -> str:
+        return "".join(ascii_fold(w).lower() for w in lazy_pinyin(text, style=Style.NORMAL, errors="ignore"))
+
+    mine = {ascii_fold(latin).lower(), ascii_fold(_EDITION.sub("", latin)).lower()}
+    theirs = {spelt(han), spelt(_EDITION.sub("", han))}
+    if mine & theirs or mine & {t.replace("v", "u") for t in theirs}:
+        return True
+    words = _latin_words(_EDITION.sub("", latin))
+    counts = [_syllable_count(w) for w in words]
+    if len(words) < 2 or any(c is None for c in counts) or sum(c or 0 for c in counts) < 3:
+        return None
+    return False
 
 
 def key_family(name: str) -> str:

@@ -162,3 +162,32 @@ def test_an_apa_entry_written_with_chinese_punctuation_is_read_and_verified() ->
         2022,
     )
     assert judge(parsed, [RECORD]).verdict == "verified"
+
+
+def test_a_journal_in_pinyin_is_compared_with_the_records() -> None:
+    """Review 8b L3: a pinyin journal name was never compared; `Faxue Yanjiu` (法学研究) for a
+    paper of 法商研究 is a wrong source, not a warning beside `verified`."""
+    wrong = judge(
+        parse_reference("Jiang Yuxin, Xie Guosi. 违约金惩罚性功能的困境与出路[J]. Faxue Yanjiu, 2022, 33(1): 179-187."),
+        [RECORD],
+    )
+    assert (wrong.verdict, wrong.fields) == ("mismatch", ["source"])
+    right = judge(
+        parse_reference(
+            "Jiang Yuxin, Xie Guosi. 违约金惩罚性功能的困境与出路[J]. Fashang Yanjiu, 2022, 33(1): 179-187."
+        ),
+        [RECORD],
+    )
+    assert (right.verdict, right.fields) == ("verified", [])
+    assert not any("Fashang Yanjiu" in w for w in right.warnings)  # checked, not left unchecked
+
+
+def test_an_english_journal_name_does_not_let_other_romanised_authors_pass() -> None:
+    """Review 8b L3 with H1: the English journal name is not checked, the romanised authors are."""
+    got = judge(
+        parse_reference(
+            "Jiang, Y. T., & Xie, G. M. (2022). 违约金惩罚性功能的困境与出路. Journal of Finance, 33(1), 179–187."
+        ),
+        [RECORD],
+    )
+    assert (got.verdict, got.fields) == ("mismatch", ["authors"])
