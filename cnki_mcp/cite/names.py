@@ -9,6 +9,7 @@ Conventions (shared by every format):
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -129,6 +130,55 @@ def pinyin(text: str) -> str:
     return "".join(lazy_pinyin(text, style=Style.NORMAL, errors="ignore"))
 
 
+@functools.cache
+def _syllables() -> frozenset[str]:
+    """Every toneless pinyin syllable (`zhuang`, `lv` ...)."""
+    from pypinyin.contrib.tone_convert import to_normal
+    from pypinyin.pinyin_dict import pinyin_dict
+
+    toned = {p for v in pinyin_dict.values() for p in v.split(",")}
+    return frozenset(to_normal(p) for p in toned)
+
+
+def _syllable_count(word: str) -> int | None:
+    """How many pinyin syllables spell `word` (fewest), None when it is not pinyin."""
+    best: list[int | None] = [0] + [None] * len(word)
+    for end in range(1, len(word) + 1):
+        counts = [
+            c + 1
+            for start in range(max(0, end - 6), end)
+            if (c := best[start]) is not None and word[start:end] in _syllables()
+        ]
+        best[end] = min(counts) if counts else None
+    return best[-1]
+
+
+_EDITION = re.compile(r"[(（][^)）]*[)）]")
+
+
+def spelt_in_pinyin(latin: str, han: str) -> bool | None:
+    """Is a Latin-script name (a journal's) the pinyin of a Han one? `Faxue Yanjiu` is
+    法学研究 (True) and not 法商研究 (False); None when the Latin text is not pinyin at all
+    (`Studies in Law and Business`, an English title no table translates) or too short to tell
+    (one word: `Nature` reads na-tu-re). An edition in brackets may be left out on either side."""
+    if not HAN.search(han) or HAN.search(latin):
+        return None
+    from pypinyin import Style, lazy_pinyin
+
+    def spelt(text: str) -> str:
+        return "".join(ascii_fold(w).lower() for w in lazy_pinyin(text, style=Style.NORMAL, errors="ignore"))
+
+    mine = {ascii_fold(latin).lower(), ascii_fold(_EDITION.sub("", latin)).lower()}
+    theirs = {spelt(han), spelt(_EDITION.sub("", han))}
+    if mine & theirs or mine & {t.replace("v", "u") for t in theirs}:
+        return True
+    words = _latin_words(_EDITION.sub("", latin))
+    counts = [_syllable_count(w) for w in words]
+    if len(words) < 2 or any(c is None for c in counts) or sum(c or 0 for c in counts) < 3:
+        return None
+    return False
+
+
 def key_family(name: str) -> str:
     """The family name as ASCII for citation keys: pinyin for Chinese names."""
     parsed = parse_name(name)
@@ -186,18 +236,72 @@ def _given_agree(mine: list[str], theirs: list[str]) -> bool:
     return True
 
 
-def _han_readings(name: str) -> list[tuple[str, list[str]]]:
-    """(family, given words) of a Han name in pinyin, as an English-language list romanises it:
-    姜雨欣 is `Jiang Yuxin`, `JIANG Y X`, `Jiang Yu-xin` (the given name as one word and syllable by
-    syllable); traditional characters read as simplified ones."""
+def _syllable_spellings(syllable: str) -> set[str]:
+    """ü is written v by pypinyin, u with the accent dropped (Lü, Lu) and yu officially (Lyu)."""
+    return {syllable, syllable.replace("v", "u"), syllable.replace("v", "yu")} if "v" in syllable else {syllable}
+
+
+def _readings_of(han: str) -> list[set[str]]:
+    """Every toneless reading of each Han character (重 is zhong or chong, 乐 le or yue)."""
+    from pypinyin import Style
+    from pypinyin import pinyin as heteronyms
+
+    out: list[set[str]] = []
+    for ch in han:
+        if not HAN.match(ch):
+            continue
+        readings = heteronyms(ch, style=Style.NORMAL, heteronym=True, errors="ignore")
+        spellings: set[str] = set()
+        for reading in readings[0] if readings else []:
+            spellings |= _syllable_spellings(reading)
+        if spellings:
+            out.append(spellings)
+    return out
+
+
+def _han_name(name: str) -> tuple[set[str], list[set[str]]] | None:
+    """The family name's pinyin spellings and each given-name character's spellings of a Han
+    name, as an English-language list romanises it; traditional characters read as simplified."""
     parsed = parse_name(simplified(unicodedata.normalize("NFKC", name)))
-    family = pinyin(parsed.family)
-    given = [pinyin(ch) for ch in parsed.given if HAN.match(ch)]
-    if not family:
-        return []
-    readings = [(family, ["".join(given)] if given else []), (family, given)]
-    # ü is written v (Lv) or, accent dropped, u (Lü, Lu): both are the name
-    return readings + [(f.replace("v", "u"), [g.replace("v", "u") for g in gs]) for f, gs in readings]
+    per_char = _readings_of(parsed.family)
+    if not per_char:
+        return None
+    families = {""}
+    for spellings in per_char:
+        families = {f + s for f in families for s in spellings}
+    if parsed.family in _SURNAME_PINYIN:
+        families |= _syllable_spellings(_SURNAME_PINYIN[parsed.family])
+    return families, _readings_of(parsed.given)
+
+
+def _pinyin_given_agrees(words: list[str], syllables: list[set[str]]) -> bool:
+    """Latin given-name words romanise a Han given name syllable by syllable: every character
+    is spelt in full (`Yuxin`, `Yu-xin`, `Yu Xin` for 雨欣) or by its initial (`Y X`), in order
+    and none left over; or one initial stands for the whole given name, as APA writes it
+    (`Jiang, Y.` for 姜雨欣). A shorter given name (`Jiang Yu`, `Zhang W H` for 张伟明) is
+    a different person."""
+    if not words or not syllables:
+        return not words and not syllables
+    if len(words) == 1 and len(words[0]) == 1 and any(s[0] == words[0] for s in syllables[0]):
+        return True
+
+    def spelt(word: str, k: int) -> list[int]:
+        """Where the syllables `word` spells in full, from syllable k on, can end."""
+        if not word:
+            return [k]
+        if k == len(syllables):
+            return []
+        return [j for s in syllables[k] if word.startswith(s) for j in spelt(word[len(s) :], k + 1)]
+
+    def fits(w: int, k: int) -> bool:
+        if w == len(words):
+            return k == len(syllables)
+        word = words[w]
+        if len(word) == 1:
+            return k < len(syllables) and any(s[0] == word for s in syllables[k]) and fits(w + 1, k + 1)
+        return any(j > k and fits(w + 1, j) for j in spelt(word, k))
+
+    return fits(0, 0)
 
 
 def names_agree(entry: str, record: str) -> bool:
@@ -208,7 +312,8 @@ def names_agree(entry: str, record: str) -> bool:
     `TANAKA Y`, `Tanaka Y` and `Yuki Tanaka` all name `Tanaka, Yuki`; pinyin `CHEN J` names
     `Chen Jie`. A Han name and a Latin one agree when the Latin one is the Han name's pinyin
     (`Jiang Yuxin`, `JIANG Y X` and `Jiang, Y.` name 姜雨欣; 周静 names `Jing ZHOU`): an
-    English-language list romanises the Chinese authors of a Chinese paper."""
+    English-language list romanises the Chinese authors of a Chinese paper. Every given-name
+    character must be spelt or initialled (`Jiang Yu`, `Jiang, Y. T.` do not name 姜雨欣)."""
     han_entry, han_record = bool(HAN.search(entry)), bool(HAN.search(record))
     if han_entry and han_record:
 
@@ -216,10 +321,15 @@ def names_agree(entry: str, record: str) -> bool:
             return re.sub(r"[\s.,·・•‧∙⋅\-]+", "", simplified(unicodedata.normalize("NFKC", s))).lower()
 
         return fold(entry) == fold(record)
-    mine = _han_readings(entry) if han_entry else _readings(entry, entry=True)
-    theirs = _han_readings(record) if han_record else _readings(record, entry=False)
-    return any(
-        fam == their_fam and _given_agree(given, their_given)
-        for fam, given in mine
-        for their_fam, their_given in theirs
-    )
+    if not han_entry and not han_record:
+        return any(
+            fam == their_fam and _given_agree(given, their_given)
+            for fam, given in _readings(entry, entry=True)
+            for their_fam, their_given in _readings(record, entry=False)
+        )
+    han = _han_name(entry if han_entry else record)
+    if han is None:
+        return False
+    families, syllables = han
+    latin = _readings(record, entry=False) if han_entry else _readings(entry, entry=True)
+    return any(fam in families and _pinyin_given_agrees(given, syllables) for fam, given in latin)

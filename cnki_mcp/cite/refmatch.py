@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rapidfuzz import fuzz
 
 from cnki_mcp.cite.model import HAN
-from cnki_mcp.cite.names import names_agree
+from cnki_mcp.cite.names import names_agree, spelt_in_pinyin
 from cnki_mcp.cite.refparse import ParsedReference
 from cnki_mcp.script import simplified
 
@@ -206,9 +206,15 @@ def fits(entry: ParsedReference, rec: RecordView) -> bool:
 
 
 def other_script_source(entry: str, record: str) -> bool:
-    """The entry names a Chinese journal in Latin letters (its English title, or pinyin: an
-    English-language list) or a Latin-named one in Chinese: a different name that cannot be compared."""
-    return bool(HAN.search(entry)) != bool(HAN.search(record))
+    """The entry names a Chinese journal in Latin letters (its English title: an English-language
+    list) or a Latin-named one in Chinese: a different name that cannot be compared. A pinyin
+    name is compared with the record's (`Faxue Yanjiu` is 法学研究, not 法商研究)."""
+    return bool(HAN.search(entry)) != bool(HAN.search(record)) and spelt_in_pinyin(entry, record) is None
+
+
+def _sources_agree(entry: str, record: str) -> bool:
+    spelt = spelt_in_pinyin(entry, record)
+    return spelt if spelt is not None else same_source(entry, record)
 
 
 def compare(entry: ParsedReference, rec: RecordView) -> tuple[list[FieldDiff], list[str]]:
@@ -246,7 +252,7 @@ def compare(entry: ParsedReference, rec: RecordView) -> tuple[list[FieldDiff], l
             unchecked.append("source")
         elif other_script_source(entry.source, rec.source):
             pass  # `Studies in Law and Business` for 法商研究: no translation to compare with (judge's warning)
-        elif not same_source(entry.source, rec.source):
+        elif not _sources_agree(entry.source, rec.source):
             diff("source", entry.source, rec.source)
     if entry.pages:
         mine_pages, their_pages = _page_ends(entry.pages), _page_ends(rec.pages)

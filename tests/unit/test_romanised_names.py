@@ -36,6 +36,13 @@ RECORD = RecordView(
         ("Lv Bo", "吕波"),
         ("周静", "Jing ZHOU"),
         ("周靜", "Zhou, Jing"),
+        ("Jiang Yu Xin", "姜雨欣"),
+        ("Jiang, Y.-X.", "姜雨欣"),
+        ("JIANG YX", "姜雨欣"),
+        ("Lyu Xin", "吕欣"),
+        ("Zeng Li", "曾丽"),
+        ("Zhang Chongyang", "张重阳"),
+        ("Li Le", "李乐"),
     ],
 )
 def test_a_pinyin_name_names_the_han_name(entry: str, record: str) -> None:
@@ -50,6 +57,13 @@ def test_a_pinyin_name_names_the_han_name(entry: str, record: str) -> None:
         ("Li Bo", "吕波"),
         ("Jiang Yuxin", "姜雨"),
         ("周静", "Jing ZHAO"),
+        ("Jiang, Y. X.", "姜雨婷"),
+        ("Hu J X", "胡锦涛"),
+        ("Zhang, W.-H.", "张伟明"),
+        ("Jiang Yu", "姜雨欣"),
+        ("Zhang Wei", "张伟明"),
+        ("Wang Li", "王丽华"),
+        ("Jiang Y X Z", "姜雨欣"),
     ],
 )
 def test_a_different_pinyin_name_does_not(entry: str, record: str) -> None:
@@ -75,6 +89,31 @@ def test_a_reference_with_other_romanised_authors_is_still_a_mismatch() -> None:
         ),
         [RECORD],
     )
+    assert (got.verdict, got.fields) == ("mismatch", ["authors"])
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "Jiang, Y. X., & Xie, G. S. (2022). 违约金惩罚性功能的困境与出路. 法商研究, (1), 179-187.",
+        "Jiang Yu, Xie Guo. 违约金惩罚性功能的困境与出路[J]. 法商研究, 2022(1): 179-187.",
+    ],
+)
+def test_romanised_authors_with_other_given_names_are_a_mismatch(entry: str) -> None:
+    """Review 8b H1: the initials (or the shortened given names) of 姜雨欣 / 谢国思 are not
+    those of 姜雨婷 / 谢国明; written in characters the same authors were already a mismatch."""
+    record = RecordView(
+        record_ref="r0003",
+        title="违约金惩罚性功能的困境与出路",
+        authors=["姜雨婷", "谢国明"],
+        source="法商研究",
+        year=2022,
+        volume=None,
+        issue="1",
+        pages="179-187",
+        doc_type="期刊",
+    )
+    got = judge(parse_reference(entry), [record])
     assert (got.verdict, got.fields) == ("mismatch", ["authors"])
 
 
@@ -123,3 +162,32 @@ def test_an_apa_entry_written_with_chinese_punctuation_is_read_and_verified() ->
         2022,
     )
     assert judge(parsed, [RECORD]).verdict == "verified"
+
+
+def test_a_journal_in_pinyin_is_compared_with_the_records() -> None:
+    """Review 8b L3: a pinyin journal name was never compared; `Faxue Yanjiu` (法学研究) for a
+    paper of 法商研究 is a wrong source, not a warning beside `verified`."""
+    wrong = judge(
+        parse_reference("Jiang Yuxin, Xie Guosi. 违约金惩罚性功能的困境与出路[J]. Faxue Yanjiu, 2022, 33(1): 179-187."),
+        [RECORD],
+    )
+    assert (wrong.verdict, wrong.fields) == ("mismatch", ["source"])
+    right = judge(
+        parse_reference(
+            "Jiang Yuxin, Xie Guosi. 违约金惩罚性功能的困境与出路[J]. Fashang Yanjiu, 2022, 33(1): 179-187."
+        ),
+        [RECORD],
+    )
+    assert (right.verdict, right.fields) == ("verified", [])
+    assert not any("Fashang Yanjiu" in w for w in right.warnings)  # checked, not left unchecked
+
+
+def test_an_english_journal_name_does_not_let_other_romanised_authors_pass() -> None:
+    """Review 8b L3 with H1: the English journal name is not checked, the romanised authors are."""
+    got = judge(
+        parse_reference(
+            "Jiang, Y. T., & Xie, G. M. (2022). 违约金惩罚性功能的困境与出路. Journal of Finance, 33(1), 179–187."
+        ),
+        [RECORD],
+    )
+    assert (got.verdict, got.fields) == ("mismatch", ["authors"])
