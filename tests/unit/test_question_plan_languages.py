@@ -85,6 +85,25 @@ def test_an_english_year_that_names_the_topic_stays_in_it(question: str) -> None
     assert (plan.year_from, plan.year_to) == (None, None)
 
 
+@pytest.mark.parametrize(
+    ("question", "kept"),
+    [
+        ("palliative care in the last year of life", "last year"),
+        ("students in their last year of high school", "last year"),
+        ("ESG in the last five years of the plan", "last five years"),
+        ("last year's policy", "last year policy"),
+        ("Beijing Olympics 2008 and 2022", "2022"),
+        ("comparing the 2008 and 2020 crises", "2008"),
+        ("SQL Server 2008 to 2012 upgrade", "SQL Server 2008"),
+        ("Five-Year Plan 2016–2020", "2020"),
+    ],
+)
+def test_english_words_that_only_look_like_a_time_window_stay_in_the_topic(question: str, kept: str) -> None:
+    plan = _plan(question)
+    assert (plan.year_from, plan.year_to) == (None, None)
+    assert kept in {t for g in plan.groups for t in g}
+
+
 def test_english_time_phrases_use_the_year_passed_in() -> None:
     assert extract_years("ESG in the last three years", 2030).year_from == 2027
     assert extract_years("ESG since 2028", 2026).year_from is None
