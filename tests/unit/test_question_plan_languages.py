@@ -130,6 +130,20 @@ def test_a_capital_letter_after_a_word_names_the_thing(question: str, concepts: 
 @pytest.mark.parametrize(
     ("question", "concepts"),
     [
+        ("green finance I need recent papers", [["green finance"], ["need recent"]]),
+        ("carbon tax A systematic review", [["carbon tax"], ["systematic"]]),
+        ("Phase I trial of drug X", [["Phase I trial"], ["drug X"]]),
+    ],
+)
+def test_a_capital_letter_starting_a_clause_is_the_pronoun_or_article(
+    question: str, concepts: list[list[str]]
+) -> None:
+    assert _plan(question).groups == concepts
+
+
+@pytest.mark.parametrize(
+    ("question", "concepts"),
+    [
         ("碳中和與綠色金融", [["碳中和"], ["绿色金融", "绿色", "金融"]]),
         ("人工智慧在教育的應用", [["人工智能", "人工智慧"], ["教育"]]),
         ("資料探勘", [["数据挖掘"]]),
