@@ -136,6 +136,11 @@ _NAMED_BY_LETTER = frozenset(
     }
 )
 
+# `papers` / `articles` name a kind after these words and stay in the term (quality of conference
+# papers, working papers, white papers); elsewhere they are request boilerplate (papers on ESG)
+_PAPER_WORDS = frozenset({"paper", "papers", "article", "articles"})
+_PAPER_KINDS = frozenset({"conference", "journal", "newspaper", "working", "white", "position"})
+
 
 @dataclass(frozen=True, slots=True)
 class _Token:
@@ -158,6 +163,9 @@ def _latin_words(run: str) -> list[str]:
             and current
             and (k + 1 == len(words) or current[-1].casefold() in _NAMED_BY_LETTER)
         ):
+            current.append(word)
+            continue
+        if word.casefold() in _PAPER_WORDS and current and current[-1].casefold() in _PAPER_KINDS:
             current.append(word)
             continue
         if word.casefold() in ENGLISH_STOP:

@@ -237,6 +237,22 @@ def test_an_english_document_type_or_tier_wish_is_no_concept(
 
 @pytest.mark.parametrize(
     ("question", "concepts"),
+    [
+        ("evaluation of core journals", [["evaluation"], ["core journals"]]),
+        ("impact factor of CSSCI journals", [["impact factor"], ["CSSCI journals"]]),
+        ("quality of conference papers", [["quality"], ["conference papers"]]),
+        ("a review of the doctoral dissertations", [["doctoral dissertations"]]),
+    ],
+)
+def test_an_english_wish_after_of_or_about_is_the_topic(question: str, concepts: list[list[str]]) -> None:
+    plan = _plan(question)
+    assert plan.groups == concepts
+    assert read_written(question).wishes == []
+    assert not any("search_library" in w for w in plan.warnings)
+
+
+@pytest.mark.parametrize(
+    ("question", "concepts"),
     [("core competencies of nurses", [["core competencies"], ["nurses"]]), ("theses", [["theses"]])],
 )
 def test_english_words_that_are_the_topic_stay_concepts(question: str, concepts: list[list[str]]) -> None:
