@@ -276,6 +276,12 @@ def test_english_concept_groups_get_the_same_warning_and_mixed_ones_do_not() -> 
     assert plan_explicit([["green finance", "绿色金融"], ["ESG"]]).warnings == []
 
 
+def test_technical_names_chinese_records_write_in_latin_letters_get_no_english_warning() -> None:
+    assert plan_explicit([["ChatGPT"], ["GPT-4"]]).warnings == []
+    assert ENGLISH_ONLY_WARNING not in _plan("ChatGPT 5G").warnings
+    assert plan_explicit([["ChatGPT"], ["education"]]).warnings == [ENGLISH_ONLY_WARNING]
+
+
 def test_the_sampling_prompt_asks_for_chinese_terms_of_an_english_question() -> None:
     system, _, _ = sampling_request("ESG disclosure and firm value")
     assert "simplified Chinese term" in system
