@@ -16,9 +16,9 @@ phrase is removed from the text all the same):
 The same in English, case-insensitive, whole words (an English question, or a Chinese one with an
 English time phrase):
 - `from A to|until|through B`, `between A and B`: year_from A, year_to B; a bare `A to|through|until B`
-  or `A–B` only at the question's end (punctuation aside) and not after a capitalised word, which
-  names a product or an edition (`green finance 2015 to 2020` is a range; `SQL Server 2008 to 2012
-  upgrade`, `Five-Year Plan 2016–2020` are topics); a bare `A and B` is two years of the topic, never
+  only at the question's start or end (punctuation aside), a dash `A–B` anywhere (as 2015—2020年),
+  neither after a capitalised word, which names a product or an edition (`green finance 2015 to
+  2020` is a range; `SQL Server 2008 to 2012 upgrade`, `Five-Year Plan 2016–2020` are topics); a bare `A and B` is two years of the topic, never
   a range (`Beijing Olympics 2008 and 2022`);
 - `published in|during A`: that single year (a bare `in 2020` stays in the topic, as 2008年 does);
 - `since A`, `from A (on|onwards)`, `A onwards`: year_from A; `after A`: year_from A + 1;
@@ -58,12 +58,13 @@ _EN_NUMBERS = {word: n for n, word in enumerate(_EN_WORDS.split(), 1)}
 _EN_NUM = rf"(\d{{1,2}}|{'|'.join(_EN_NUMBERS)})"
 _EN_TO = r"\s*(?:[-‐‑‒–—―~～]+|\b(?:to|until|till|through|thru)\b)\s*"
 _I = re.IGNORECASE
-# `from A to B` / `between A and B` anywhere; a bare `A to B` only at the question's end and not
-# after a capitalised word (`_NAME_BEFORE_RE`: a product or edition, SQL Server 2008 to 2012)
+# `from A to B` / `between A and B` anywhere; a bare `A to B` only at the question's start or end
+# and not after a capitalised word (`_NAME_BEFORE_RE`: a product or edition, SQL Server 2008 to 2012)
 _EN_RANGE_RE = re.compile(
     rf"\b(?:from\s+{_YEAR}{_EN_TO}|between\s+{_YEAR}\s*(?:[-‐‑‒–—―~～]+|\band\b)\s*){_YEAR}\b", _I
 )
-_EN_BARE_RANGE_RE = re.compile(rf"\b{_YEAR}{_EN_TO}{_YEAR}\b(?=[\s.?!。？！,，;；:：)）]*$)", _I)
+_EN_BARE_RANGE_RE = re.compile(rf"\b{_YEAR}{_EN_TO}{_YEAR}\b", _I)
+_EDGE = " \t\u3000.?!。？！,，;；:：()（）"
 _NAME_BEFORE_RE = re.compile(r"\b[A-Z][a-z][\w.-]*\s*$")
 # not a time window when `of` / a possessive follows (the last year of life, last year's policy)
 # or a possessive determiner precedes (in their last year)
@@ -142,6 +143,10 @@ def extract_years(text: str, now_year: int) -> YearRange:
     def by_bare_range(m: re.Match[str]) -> tuple[int, int] | None:
         return None if _NAME_BEFORE_RE.search(m.string, 0, m.start()) else by_range(m)
 
+    def by_edge_range(m: re.Match[str]) -> tuple[int, int] | None:
+        edge = not m.string[: m.start()].strip(_EDGE) or not m.string[m.end() :].strip(_EDGE)
+        return by_bare_range(m) if edge else None
+
     def by_since(m: re.Match[str]) -> tuple[int, None] | None:
         year = int(m.group(1) or m.group(2))
         return (year, None) if past(year) else None
@@ -173,7 +178,7 @@ def extract_years(text: str, now_year: int) -> YearRange:
 
     cut(_EN_PUBLISHED_IN_RE, lambda m: (int(m.group(1)), int(m.group(1))) if past(int(m.group(1))) else None)
     cut(_EN_RANGE_RE, by_range)
-    cut(_EN_BARE_RANGE_RE, by_bare_range)
+    cut(_EN_BARE_RANGE_RE, by_edge_range)
     cut(_RANGE_RE, by_bare_range)
     cut(_EN_SINCE_RE, lambda m: by_since_en(m))
     cut(_SINCE_RE, by_since)

@@ -46,6 +46,7 @@ def _terms(question: str) -> set[str]:
         ("digital economy between 2015 and 2020", 2015, 2020, [["digital economy"]]),
         ("digital economy research from 2018 to 2022", 2018, 2022, [["digital economy"]]),
         ("green finance 2015 to 2020", 2015, 2020, [["green finance"]]),
+        ("2020 to 2022 student mental health", 2020, 2022, [["student mental health"]]),
         ("carbon trading after 2015", 2016, None, [["carbon trading"]]),
         ("rural finance before 2010", None, 2009, [["rural finance"]]),
         ("ESG until 2018", None, 2018, [["ESG"]]),
