@@ -166,11 +166,23 @@ ENGLISH_ONLY_WARNING = (
 )
 
 
+def _latin_name(term: str) -> bool:
+    """A technical name Chinese records write in Latin letters as it is (ChatGPT, GPT-4, 5G, CRISPR,
+    COVID-19, ChatGPT 5G): each word has a digit or a capital after its first letter. English prose
+    words (green finance, ESG disclosure, education, Python) are not."""
+    words = term.split()
+    return bool(words) and all(any(ch.isdigit() or ch.isupper() for ch in w[1:]) for w in words)
+
+
 def language_warnings(groups: Sequence[Sequence[str]]) -> list[str]:
     """ENGLISH_ONLY_WARNING when no term of any group has a Han character (an English question or
-    English concept_groups), else nothing."""
+    English concept_groups) and some term is an English word rather than a technical name that
+    Chinese records contain as written (`_latin_name`: [["ChatGPT"], ["GPT-4"]] is searched as is),
+    else nothing."""
     terms = [t for g in groups for t in g]
-    return [ENGLISH_ONLY_WARNING] if terms and not any(_has_han(t) for t in terms) else []
+    if not terms or any(_has_han(t) for t in terms) or all(_latin_name(t) for t in terms):
+        return []
+    return [ENGLISH_ONLY_WARNING]
 
 
 TRADITIONAL_GROUPS_WARNING = "概念组含繁体字；知网按简体字收录，已转为简体字检索："

@@ -16,7 +16,7 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
   a rebuilt word never spans 的 (traditional characters come one by one: 幻/覺/問/題/的/緩/解), nor a
   conjunction between two words (碳/中/和/与 绿色金融 -> 碳中和; A股/和/港股; 碳/中/和/和/碳/达/峰).
-- English questions: stop words (but a capital A or I after a word: hepatitis A, type I diabetes), question and relational verbs (does, affect, help, between …),
+- English questions: stop words (but a capital A or I ending the words or after a word it grades: hepatitis A, type I diabetes; `I need`, `A systematic review` are the pronoun and article), question and relational verbs (does, affect, help, between …),
   pronouns and request words (please find papers) split a Latin run; impact/effect/role … are
   dropped when they stand alone beside another concept, as the study-type words below are.
 - Function words and question boilerplate (的, 与, 在…中, 如何, 有哪些, 是什么, 基于 ...) separate
@@ -124,6 +124,22 @@ _GREEK_RE = re.compile(r"[\u0391-\u03a9\u03b1-\u03c9]+-?")
 
 # English stop words that, written as a capital after another word, are a name's letter
 _NAMING_LETTERS = frozenset({"A", "I"})
+# Words a letter names a kind or grade of (hepatitis A, type I diabetes, Class A shares): after any
+# other word, a capital A or I followed by more words starts a clause (`green finance I need`,
+# `carbon tax A systematic review`) and is the pronoun or article
+_NAMED_BY_LETTER = frozenset(
+    {
+        "hepatitis", "vitamin", "type", "class", "phase", "grade", "stage", "group", "category",
+        "schedule", "level", "tier", "series", "plan", "war", "title", "article", "part", "section",
+        "chapter", "appendix", "figure", "table", "model", "form", "option", "scheme", "division",
+        "league", "zone", "block", "lot", "track", "round", "star",
+    }
+)
+
+# `papers` / `articles` name a kind after these words and stay in the term (quality of conference
+# papers, working papers, white papers); elsewhere they are request boilerplate (papers on ESG)
+_PAPER_WORDS = frozenset({"paper", "papers", "article", "articles"})
+_PAPER_KINDS = frozenset({"conference", "journal", "newspaper", "working", "white", "position"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,11 +152,20 @@ class _Token:
 def _latin_words(run: str) -> list[str]:
     """A Latin run -> terms: English stop words split it, a lone number joins the word before.
     A capital A or I written after a word names the thing (hepatitis A, vitamin A, type I diabetes,
-    Class A shares): it is no article or pronoun there and stays in the term."""
+    Class A shares) when it ends the run or follows a word it names a kind of (`_NAMED_BY_LETTER`):
+    it is no article or pronoun there and stays in the term."""
     out: list[str] = []
     current: list[str] = []
-    for word in run.split():
-        if word in _NAMING_LETTERS and current:
+    words = run.split()
+    for k, word in enumerate(words):
+        if (
+            word in _NAMING_LETTERS
+            and current
+            and (k + 1 == len(words) or current[-1].casefold() in _NAMED_BY_LETTER)
+        ):
+            current.append(word)
+            continue
+        if word.casefold() in _PAPER_WORDS and current and current[-1].casefold() in _PAPER_KINDS:
             current.append(word)
             continue
         if word.casefold() in ENGLISH_STOP:

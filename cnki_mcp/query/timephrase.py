@@ -15,13 +15,19 @@ phrase is removed from the text all the same):
 - `今年` / `去年`: that single year; `近年来` / `近年` give no range and are removed as boilerplate.
 The same in English, case-insensitive, whole words (an English question, or a Chinese one with an
 English time phrase):
-- `from|between A to|and|until|through B`, `A to|through|until B`: year_from A, year_to B;
+- `from A to|until|through B`, `between A and B`: year_from A, year_to B; a bare `A to|through|until B`
+  only at the question's start or end (punctuation aside), a dash `A–B` anywhere (as 2015—2020年),
+  neither after a capitalised word, which names a product or an edition (`green finance 2015 to
+  2020` is a range; `SQL Server 2008 to 2012 upgrade`, `Five-Year Plan 2016–2020` are topics); a bare `A and B` is two years of the topic, never
+  a range (`Beijing Olympics 2008 and 2022`);
 - `published in|during A`: that single year (a bare `in 2020` stays in the topic, as 2008年 does);
 - `since A`, `from A (on|onwards)`, `A onwards`: year_from A; `after A`: year_from A + 1;
 - `before|prior to A`: year_to A − 1; `until|up to|through A`: year_to A;
 - `(in|over|during|within) the last|past|previous N years` (N in digits or one … twenty):
   year_from now − N, as 近N年 (`the last|past year`: N = 1); `this year`: the current year; `last year` (without `the`): the year
-  before; `in recent years`, `recently` give no range and are removed.
+  before; `in recent years`, `recently` give no range and are removed. None of these is read when
+  `of` or a possessive `'s` follows (`in the last year of life`, `the last five years of the Qing`,
+  `last year's policy`: the topic) or a possessive determiner precedes (`in their last year`).
 A year after `now_year` is a target in the topic (2030年前碳达峰), never a publication filter, so it
 is left in the text; a bare `2008年` (no range word) is part of the topic too.
 """
@@ -50,9 +56,20 @@ _EN_WORDS = "one two three four five six seven eight nine ten eleven twelve thir
 _EN_WORDS += " sixteen seventeen eighteen nineteen twenty"
 _EN_NUMBERS = {word: n for n, word in enumerate(_EN_WORDS.split(), 1)}
 _EN_NUM = rf"(\d{{1,2}}|{'|'.join(_EN_NUMBERS)})"
-_EN_TO = r"\s*(?:[-‐‑‒–—―~～]+|\b(?:to|and|until|till|through|thru)\b)\s*"
+_EN_TO = r"\s*(?:[-‐‑‒–—―~～]+|\b(?:to|until|till|through|thru)\b)\s*"
 _I = re.IGNORECASE
-_EN_RANGE_RE = re.compile(rf"\b(?:(?:from|between)\s+)?{_YEAR}{_EN_TO}{_YEAR}\b", _I)
+# `from A to B` / `between A and B` anywhere; a bare `A to B` only at the question's start or end
+# and not after a capitalised word (`_NAME_BEFORE_RE`: a product or edition, SQL Server 2008 to 2012)
+_EN_RANGE_RE = re.compile(
+    rf"\b(?:from\s+{_YEAR}{_EN_TO}|between\s+{_YEAR}\s*(?:[-‐‑‒–—―~～]+|\band\b)\s*){_YEAR}\b", _I
+)
+_EN_BARE_RANGE_RE = re.compile(rf"\b{_YEAR}{_EN_TO}{_YEAR}\b", _I)
+_EDGE = " \t\u3000.?!。？！,，;；:：()（）"
+_NAME_BEFORE_RE = re.compile(r"\b[A-Z][a-z][\w.-]*\s*$")
+# not a time window when `of` / a possessive follows (the last year of life, last year's policy)
+# or a possessive determiner precedes (in their last year)
+_EN_NOT_WINDOW = r"(?!\s+of\b|['’]s\b)"
+_EN_NOT_THEIRS = r"(?<!\btheir )(?<!\bhis )(?<!\bher )(?<!\bits )(?<!\bour )(?<!\bmy )(?<!\byour )"
 _EN_SINCE_RE = re.compile(
     rf"\b(?:since\s+(?:the\s+year\s+)?{_YEAR}|from\s+{_YEAR}(?:\s+(?:on|onwards?))?|{_YEAR}\s+onwards?)\b", _I
 )
@@ -60,13 +77,16 @@ _EN_AFTER_RE = re.compile(rf"\bafter\s+{_YEAR}\b", _I)
 _EN_BEFORE_RE = re.compile(rf"\b(?:before|prior\s+to)\s+{_YEAR}\b", _I)
 _EN_UNTIL_RE = re.compile(rf"\b(?:until|till|up\s+to|through)\s+{_YEAR}\b", _I)
 _EN_RECENT_RE = re.compile(
-    rf"\b(?:(?:in|over|during|within|for)\s+)?(?:the\s+)?(?:last|past|previous|recent)\s+{_EN_NUM}\s+years?\b",
+    rf"\b(?:(?:in|over|during|within|for)\s+)?(?:the\s+)?(?:last|past|previous|recent)\s+{_EN_NUM}\s+years?\b"
+    + _EN_NOT_WINDOW,
     _I,
 )
-_EN_PAST_YEAR_RE = re.compile(r"\b(?:(?:in|over|during|within)\s+)?the\s+(?:last|past|previous)\s+year\b", _I)
+_EN_PAST_YEAR_RE = re.compile(
+    r"\b(?:(?:in|over|during|within)\s+)?the\s+(?:last|past|previous)\s+year\b" + _EN_NOT_WINDOW, _I
+)
 _EN_PUBLISHED_IN_RE = re.compile(rf"\bpublished\s+(?:in|during)\s+{_YEAR}\b", _I)
-_EN_THIS_YEAR_RE = re.compile(r"\bthis\s+year\b", _I)
-_EN_LAST_YEAR_RE = re.compile(r"(?<!\bthe )\b(?:last|previous)\s+year\b", _I)
+_EN_THIS_YEAR_RE = re.compile(r"\bthis\s+year\b" + _EN_NOT_WINDOW, _I)
+_EN_LAST_YEAR_RE = re.compile(_EN_NOT_THEIRS + r"(?<!\bthe )\b(?:last|previous)\s+year\b" + _EN_NOT_WINDOW, _I)
 _EN_VAGUE_RE = re.compile(
     r"\b(?:(?:in|over|during)\s+)?(?:the\s+)?recent\s+(?:years|decades?)\b|\brecently\b", _I
 )
@@ -116,9 +136,16 @@ def extract_years(text: str, now_year: int) -> YearRange:
         return year <= now_year
 
     def by_range(m: re.Match[str]) -> tuple[int, int] | None:
-        a, b = int(m.group(1)), int(m.group(2))
+        a, b = (int(g) for g in m.groups() if g)
         a, b = min(a, b), max(a, b)
         return (a, b) if past(a) else None
+
+    def by_bare_range(m: re.Match[str]) -> tuple[int, int] | None:
+        return None if _NAME_BEFORE_RE.search(m.string, 0, m.start()) else by_range(m)
+
+    def by_edge_range(m: re.Match[str]) -> tuple[int, int] | None:
+        edge = not m.string[: m.start()].strip(_EDGE) or not m.string[m.end() :].strip(_EDGE)
+        return by_bare_range(m) if edge else None
 
     def by_since(m: re.Match[str]) -> tuple[int, None] | None:
         year = int(m.group(1) or m.group(2))
@@ -151,7 +178,8 @@ def extract_years(text: str, now_year: int) -> YearRange:
 
     cut(_EN_PUBLISHED_IN_RE, lambda m: (int(m.group(1)), int(m.group(1))) if past(int(m.group(1))) else None)
     cut(_EN_RANGE_RE, by_range)
-    cut(_RANGE_RE, by_range)
+    cut(_EN_BARE_RANGE_RE, by_edge_range)
+    cut(_RANGE_RE, by_bare_range)
     cut(_EN_SINCE_RE, lambda m: by_since_en(m))
     cut(_SINCE_RE, by_since)
     cut(_EN_AFTER_RE, by_after)

@@ -28,7 +28,8 @@ even turned the excluded word into a required concept) and field prefixes stuck 
   `治疗急性SCI`, `SCI 康复护理`); written against the word before it without 的 (`高校SCI论文`,
   `人文社科核心期刊`, `研究生学位论文`) or at the start (`学位论文抄袭检测`) it is the topic and stays.
   Written in English (`theses on …`, `doctoral dissertations about …`, `CSSCI papers on …`, `… in
-  core journals`) a wish is read wherever it stands; a tier only before journals, papers or articles.
+  core journals`) a wish is read wherever it stands but after `of` / `about` (`evaluation of core
+  journals`, `quality of conference papers`: the topic); a tier only before journals, papers or articles.
 
 Operators are read only as whole whitespace words in capitals (`OR`, not `or`, which English prose
 uses); the text is expected NFKC-normalised (full-width brackets and colons are ASCII by then).
@@ -95,6 +96,11 @@ _EN_WISH_RE = re.compile(
     r"|newspaper\s+articles))(?![\w-])",
     re.IGNORECASE,
 )
+# `of` / `about` before an English wish makes it the topic (evaluation of core journals, quality of
+# conference papers), as 的 before a Chinese one at the question's end does not
+_EN_TOPIC_BEFORE_RE = re.compile(
+    r"\b(?:of|about|regarding|concerning)\s+(?:(?:the|these|those|their|its|such)\s+)?$", re.IGNORECASE
+)
 _EN_KINDS = {"theses": ("硕士", "博士"), "dissertations": ("硕士", "博士"), "journal": ("期刊",)}
 _EN_KINDS |= {"conference": ("会议",), "newspaper": ("报纸",)}
 _EDGE = " \t\u3000,;:.?!，、；：。？！\"'“”‘’()（）【】《》「」『』"
@@ -143,9 +149,14 @@ def read_wishes(text: str) -> tuple[str, list[str]]:
     counts only when a wish naming a document type is found too (`违约金酌减 期刊论文 CSSCI`), since
     alone it may be the topic (SCI: spinal cord injury). English wishes (`_EN_WISH_RE`: theses,
     doctoral dissertations, journal articles, CSSCI papers, core journals) are read wherever they
-    stand. Nothing is taken that would leave no topic."""
+    stand, except after `of` / `about` (`evaluation of core journals`: the topic). Nothing is taken
+    that would leave no topic."""
     written = text
-    found: list[tuple[int, int, str]] = [(m.start(), m.end(), m.group(0)) for m in _EN_WISH_RE.finditer(text)]
+    found: list[tuple[int, int, str]] = [
+        (m.start(), m.end(), m.group(0))
+        for m in _EN_WISH_RE.finditer(text)
+        if not _EN_TOPIC_BEFORE_RE.search(text, 0, m.start())
+    ]
     for start, end, _ in found:  # (start, end, wish): the English ones first, blanked for the rest
         text = text[:start] + " " * (end - start) + text[end:]
     rest = text

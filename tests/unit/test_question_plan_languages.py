@@ -46,6 +46,7 @@ def _terms(question: str) -> set[str]:
         ("digital economy between 2015 and 2020", 2015, 2020, [["digital economy"]]),
         ("digital economy research from 2018 to 2022", 2018, 2022, [["digital economy"]]),
         ("green finance 2015 to 2020", 2015, 2020, [["green finance"]]),
+        ("2020 to 2022 student mental health", 2020, 2022, [["student mental health"]]),
         ("carbon trading after 2015", 2016, None, [["carbon trading"]]),
         ("rural finance before 2010", None, 2009, [["rural finance"]]),
         ("ESG until 2018", None, 2018, [["ESG"]]),
@@ -85,6 +86,25 @@ def test_an_english_year_that_names_the_topic_stays_in_it(question: str) -> None
     assert (plan.year_from, plan.year_to) == (None, None)
 
 
+@pytest.mark.parametrize(
+    ("question", "kept"),
+    [
+        ("palliative care in the last year of life", "last year"),
+        ("students in their last year of high school", "last year"),
+        ("ESG in the last five years of the plan", "last five years"),
+        ("last year's policy", "last year policy"),
+        ("Beijing Olympics 2008 and 2022", "2022"),
+        ("comparing the 2008 and 2020 crises", "2008"),
+        ("SQL Server 2008 to 2012 upgrade", "SQL Server 2008"),
+        ("Five-Year Plan 2016–2020", "2020"),
+    ],
+)
+def test_english_words_that_only_look_like_a_time_window_stay_in_the_topic(question: str, kept: str) -> None:
+    plan = _plan(question)
+    assert (plan.year_from, plan.year_to) == (None, None)
+    assert kept in {t for g in plan.groups for t in g}
+
+
 def test_english_time_phrases_use_the_year_passed_in() -> None:
     assert extract_years("ESG in the last three years", 2030).year_from == 2027
     assert extract_years("ESG since 2028", 2026).year_from is None
@@ -105,6 +125,20 @@ def test_english_time_phrases_use_the_year_passed_in() -> None:
     ],
 )
 def test_a_capital_letter_after_a_word_names_the_thing(question: str, concepts: list[list[str]]) -> None:
+    assert _plan(question).groups == concepts
+
+
+@pytest.mark.parametrize(
+    ("question", "concepts"),
+    [
+        ("green finance I need recent papers", [["green finance"], ["need recent"]]),
+        ("carbon tax A systematic review", [["carbon tax"], ["systematic"]]),
+        ("Phase I trial of drug X", [["Phase I trial"], ["drug X"]]),
+    ],
+)
+def test_a_capital_letter_starting_a_clause_is_the_pronoun_or_article(
+    question: str, concepts: list[list[str]]
+) -> None:
     assert _plan(question).groups == concepts
 
 
@@ -234,6 +268,22 @@ def test_an_english_document_type_or_tier_wish_is_no_concept(
 
 @pytest.mark.parametrize(
     ("question", "concepts"),
+    [
+        ("evaluation of core journals", [["evaluation"], ["core journals"]]),
+        ("impact factor of CSSCI journals", [["impact factor"], ["CSSCI journals"]]),
+        ("quality of conference papers", [["quality"], ["conference papers"]]),
+        ("a review of the doctoral dissertations", [["doctoral dissertations"]]),
+    ],
+)
+def test_an_english_wish_after_of_or_about_is_the_topic(question: str, concepts: list[list[str]]) -> None:
+    plan = _plan(question)
+    assert plan.groups == concepts
+    assert read_written(question).wishes == []
+    assert not any("search_library" in w for w in plan.warnings)
+
+
+@pytest.mark.parametrize(
+    ("question", "concepts"),
     [("core competencies of nurses", [["core competencies"], ["nurses"]]), ("theses", [["theses"]])],
 )
 def test_english_words_that_are_the_topic_stay_concepts(question: str, concepts: list[list[str]]) -> None:
@@ -255,6 +305,12 @@ def test_a_plan_with_chinese_terms_does_not(question: str) -> None:
 def test_english_concept_groups_get_the_same_warning_and_mixed_ones_do_not() -> None:
     assert plan_explicit([["green finance"], ["ESG"]]).warnings == [ENGLISH_ONLY_WARNING]
     assert plan_explicit([["green finance", "绿色金融"], ["ESG"]]).warnings == []
+
+
+def test_technical_names_chinese_records_write_in_latin_letters_get_no_english_warning() -> None:
+    assert plan_explicit([["ChatGPT"], ["GPT-4"]]).warnings == []
+    assert ENGLISH_ONLY_WARNING not in _plan("ChatGPT 5G").warnings
+    assert plan_explicit([["ChatGPT"], ["education"]]).warnings == [ENGLISH_ONLY_WARNING]
 
 
 def test_the_sampling_prompt_asks_for_chinese_terms_of_an_english_question() -> None:
