@@ -22,7 +22,8 @@ English time phrase):
   a range (`Beijing Olympics 2008 and 2022`);
 - `published in|during A`: that single year (a bare `in 2020` stays in the topic, as 2008年 does);
 - `since A`, `from A (on|onwards)`, `A onwards`: year_from A; `after A`: year_from A + 1;
-- `before|prior to A`: year_to A − 1; `until|up to|through A`: year_to A;
+- `before|prior to A`: year_to A − 1; `until|up to|through A`: year_to A, unless a year stands just
+  before it (`Windows 2000 through 2003`: the bare range a name refused);
 - `(in|over|during|within) the last|past|previous N years` (N in digits or one … twenty):
   year_from now − N, as 近N年 (`the last|past year`: N = 1); `this year`: the current year; `last year` (without `the`): the year
   before; `in recent years`, `recently` give no range and are removed. None of these is read when
@@ -66,6 +67,7 @@ _EN_RANGE_RE = re.compile(
 _EN_BARE_RANGE_RE = re.compile(rf"\b{_YEAR}{_EN_TO}{_YEAR}\b", _I)
 _EDGE = " \t\u3000.?!。？！,，;；:：()（）"
 _NAME_BEFORE_RE = re.compile(r"\b[A-Z][a-z][\w.-]*\s*$")
+_YEAR_BEFORE_RE = re.compile(r"\b(?:19|20)\d{2}\s*$")
 # not a time window when `of` / a possessive follows (the last year of life, last year's policy)
 # or a possessive determiner precedes (in their last year)
 _EN_NOT_WINDOW = r"(?!\s+of\b|['’]s\b)"
@@ -168,6 +170,10 @@ def extract_years(text: str, now_year: int) -> YearRange:
         return (year + 1, None) if year < now_year else None
 
     def by_until(m: re.Match[str]) -> tuple[None, int] | None:
+        # `YEAR through YEAR` left by the range rules (after a name: Windows 2000 through 2003) is
+        # the name's versions, not a publication window ending at the second
+        if _YEAR_BEFORE_RE.search(m.string, 0, m.start()):
+            return None
         year = int(m.group(1))
         return (None, year) if past(year) else None
 

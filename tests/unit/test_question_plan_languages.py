@@ -97,6 +97,7 @@ def test_an_english_year_that_names_the_topic_stays_in_it(question: str) -> None
         ("comparing the 2008 and 2020 crises", "2008"),
         ("SQL Server 2008 to 2012 upgrade", "SQL Server 2008"),
         ("Five-Year Plan 2016–2020", "2020"),
+        ("Windows 2000 through 2003 migration", "Windows 2000"),  # it was year_to 2003
     ],
 )
 def test_english_words_that_only_look_like_a_time_window_stay_in_the_topic(question: str, kept: str) -> None:
