@@ -705,20 +705,28 @@ async def test_metadata_by_search_id_and_unknown_refs(clock: FakeClock, store: S
     assert [e.code for e in record.errors] == ["DOCUMENT_NOT_FOUND"]
 
 
-async def test_research_search_through_simulator_renderers_and_real_parsers(
-    clock: FakeClock, store: Store
-) -> None:
-    from corpus_backend import CorpusBackend, record_id_of
+_LAW_GROUPS = [["违约金", "约定违约金", "违约赔偿金"], ["酌减", "调整", "过分高于"]]
 
+
+async def _corpus_research(clock: FakeClock, store: Store) -> tuple[CorpusBackend, Any]:
+    """The live research search of q03's question over the simulator's corpus (its renderers and
+    the real parsers), run to its end: the backend (its request counts) and the operation record."""
     backend = CorpusBackend()
     pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
-    plan = plan_explicit([["违约金", "约定违约金", "违约赔偿金"], ["酌减", "调整", "过分高于"]])
     inp = SearchInput(query="违约金过高时法院如何酌减", options=SearchOptions(freshness="live"))
 
     async def runner(ctx: OperationContext) -> Any:
-        return await pipe.research(inp, plan, ctx)
+        return await pipe.research(inp, plan_explicit(_LAW_GROUPS), ctx)
 
-    record = await run_op(clock, JobManager(clock, MemorySink()), runner, inp.budget())
+    return backend, await run_op(clock, JobManager(clock, MemorySink()), runner, inp.budget())
+
+
+async def test_research_search_through_simulator_renderers_and_real_parsers(
+    clock: FakeClock, store: Store
+) -> None:
+    from corpus_backend import record_id_of
+
+    backend, record = await _corpus_research(clock, store)
     result = record.result
     assert result["plan"]["method"] == "explicit"
     assert result["candidate_count"] > 10 and result["selected_count"] > 0
@@ -760,17 +768,7 @@ async def test_corpus_search_with_online_first_papers_and_former_journal_titles_
 async def test_a_newspaper_article_s_excerpt_is_the_text_its_relevance_reads(clock: FakeClock, store: Store) -> None:
     # a newspaper has no abstract, its 正文快照 is kept as `excerpt`: the ranking read only the
     # abstract, so a newspaper article was scored as if it had no text beyond its title
-    from corpus_backend import CorpusBackend
-
-    backend = CorpusBackend()
-    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
-    plan = plan_explicit([["违约金", "约定违约金", "违约赔偿金"], ["酌减", "调整", "过分高于"]])
-    inp = SearchInput(query="违约金过高时法院如何酌减", options=SearchOptions(freshness="live"))
-
-    async def runner(ctx: OperationContext) -> Any:
-        return await pipe.research(inp, plan, ctx)
-
-    record = await run_op(clock, JobManager(clock, MemorySink()), runner, inp.budget())
+    _, record = await _corpus_research(clock, store)
     entries = store.search_results(record.result["search_id"], "all", 0, 1000).items
     papers = store.papers_by_refs([e.record_ref for e in entries])
     news = [e for e in entries if papers[e.record_ref].doc_type == "报纸" and papers[e.record_ref].excerpt]

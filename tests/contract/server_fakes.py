@@ -162,3 +162,13 @@ class Harness:
             pipeline_factory=lambda _s: self.pipeline,
         )
         return self.services
+
+
+async def completed_data(client: Any, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The structured result of a tool call through an MCP client (`mcp.Client`), asserted to be a
+    completed operation record."""
+    result = await client.call_tool(name, args)
+    assert not result.is_error, (name, result.content)
+    data = result.structured_content
+    assert isinstance(data, dict) and data["status"] == "completed", data
+    return data

@@ -5,14 +5,13 @@ on the corpus backend)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from mcp import Client
 
 from cnki_mcp.server.app import build_server
 from cnki_mcp.services import Services
 from cnki_mcp.sim.corpus import Corpus
-from tests.contract.server_fakes import Harness
+from tests.contract.server_fakes import Harness, completed_data
 from tests.corpus_backend import CorpusBackend
 
 AUTHORS = 3000
@@ -32,25 +31,18 @@ def _corpus() -> Corpus:
     return corpus
 
 
-async def _data(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, (name, result.content)
-    data = result.structured_content
-    assert isinstance(data, dict) and data["status"] == "completed", data
-    return data
-
 
 async def test_lists_of_papers_name_ten_authors_and_get_metadata_all(tmp_path: Path) -> None:
     settings = Harness(tmp_path / "data", inline_wait=50.0).settings
     backend = CorpusBackend(_corpus())
     async with Client(build_server(lambda: Services.open(settings, backend=backend))) as client:
         expression = {"field": "keywords", "value": KEYWORD, "match": "exact"}
-        search = await _data(client, "structured_search", {"expression": expression, "limit": 10})
+        search = await completed_data(client, "structured_search", {"expression": expression, "limit": 10})
         results = search["result"]["results"]
         assert len(results) == 3
         assert all(r["authors"] == [f"Author{i}, A." for i in range(LISTED_AUTHORS)] for r in results)
         search_id = search["result"]["search_id"]
-        page = await _data(client, "search_results", {"search_id": search_id, "view": "compact"})
+        page = await completed_data(client, "search_results", {"search_id": search_id, "view": "compact"})
         assert [len(r["authors"]) for r in page["results"]] == [LISTED_AUTHORS] * 3
-        meta = await _data(client, "get_metadata", {"search_id": search_id, "local_only": True, "limit": 1})
+        meta = await completed_data(client, "get_metadata", {"search_id": search_id, "local_only": True, "limit": 1})
         assert len(meta["result"]["records"][0]["authors"]) == AUTHORS

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client
@@ -15,7 +14,7 @@ from mcp import Client
 from cnki_mcp.pipeline import metadata
 from cnki_mcp.server.app import build_server
 from cnki_mcp.services import Services
-from tests.contract.server_fakes import Harness
+from tests.contract.server_fakes import Harness, completed_data
 from tests.corpus_backend import CorpusBackend
 
 QUESTION = {
@@ -29,16 +28,9 @@ async def _searched(tmp_path: Path) -> AsyncIterator[tuple[Client, str, int]]:
     """A server on the corpus backend with QUESTION searched: (client, search_id, candidates)."""
     settings = Harness(tmp_path / "data", inline_wait=50.0).settings
     async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
-        search = await _data(client, "search", QUESTION)
+        search = await completed_data(client, "search", QUESTION)
         yield client, search["result"]["search_id"], search["result"]["candidate_count"]
 
-
-async def _data(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, (name, result.content)
-    data = result.structured_content
-    assert isinstance(data, dict) and data["status"] == "completed", data
-    return data
 
 
 async def test_a_scope_read_page_by_page_says_its_total_and_the_next_offset(tmp_path: Path) -> None:
@@ -49,7 +41,7 @@ async def test_a_scope_read_page_by_page_says_its_total_and_the_next_offset(tmp_
             offset: int | None = 0
             while offset is not None:
                 args = {"search_id": search_id, "scope": "candidates", "offset": offset, "limit": 3, **extra}
-                data = await _data(client, tool, args)
+                data = await completed_data(client, tool, args)
                 page = data["result"]
                 assert page["total"] == total, tool
                 seen += [r["record_ref"] for r in page["records"]] if tool == "get_metadata" else ["x"] * page["count"]
@@ -96,7 +88,7 @@ async def test_get_metadata_of_a_search_reads_20_full_records_by_default_and_nam
     async with _searched(tmp_path) as (client, search_id, total):
         assert total > 20
         args = {"search_id": search_id, "scope": "candidates", "local_only": True}
-        data = await _data(client, "get_metadata", args)
+        data = await completed_data(client, "get_metadata", args)
         assert len(data["result"]["records"]) == 20 and data["result"]["next_offset"] == 20
 
 
@@ -104,7 +96,7 @@ async def test_a_search_listing_fewer_than_it_selected_names_the_page_with_the_r
     settings = Harness(tmp_path / "data", inline_wait=50.0).settings
     async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
         for source in ("live", "cache"):  # the second identical call is answered from the cache
-            data = await _data(client, "search", {**QUESTION, "limit": 3})
+            data = await completed_data(client, "search", {**QUESTION, "limit": 3})
             summary = data["result"]
             assert summary["source"] == source and summary["selected_count"] > 3
             search_id = summary["search_id"]
@@ -122,7 +114,7 @@ async def test_a_search_selecting_none_of_the_relevant_papers_it_found_names_the
     settings = Harness(tmp_path / "data", inline_wait=50.0).settings
     async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
         for source in ("live", "cache"):
-            data = await _data(client, "search", question)
+            data = await completed_data(client, "search", question)
             summary = data["result"]
             assert summary["source"] == source and summary["results"] == []
             assert summary["selected_count"] == 0 and summary["eligible_count"] == 1
@@ -143,7 +135,7 @@ async def test_a_page_of_a_searchs_full_records_stops_at_the_size_a_client_reads
         offset: int | None = 0
         while offset is not None:
             args = {"search_id": search_id, "scope": "candidates", "offset": offset, "limit": 100, "local_only": True}
-            data = await _data(client, "get_metadata", args)
+            data = await completed_data(client, "get_metadata", args)
             page = data["result"]
             assert page["total"] == total
             assert metadata.approx_tokens(page["records"]) <= 3_000 + 1_000  # at most the record that reached it
@@ -161,13 +153,13 @@ async def test_an_export_saved_page_by_page_is_told_to_name_another_file(tmp_pat
     advice for a saved page must ask for another one (following it reads the whole scope)."""
     async with _searched(tmp_path) as (client, search_id, total):
         args = {"search_id": search_id, "scope": "candidates", "offset": 0, "limit": 3, "filename": "refs-0"}
-        first = await _data(client, "export_citations", args)
+        first = await completed_data(client, "export_citations", args)
         assert first["result"]["next_offset"] == 3 and "filename" in first["next_step"], first["next_step"]
         same = await client.call_tool("export_citations", {**args, "offset": 3})
         assert same.is_error and same.structured_content["code"] == "FILE_EXISTS"
         count, offset = first["result"]["count"], first["result"]["next_offset"]
         while offset is not None:
-            page = await _data(client, "export_citations", {**args, "offset": offset, "filename": f"refs-{offset}"})
+            page = await completed_data(client, "export_citations", {**args, "offset": offset, "filename": f"refs-{offset}"})
             count, offset = count + page["result"]["count"], page["result"]["next_offset"]
         assert count == total
 
