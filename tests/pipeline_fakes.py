@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import AccessDenied, CnkiError
-from cnki_mcp.jobs import Job, JobManager, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.jobs import Job, JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
 from cnki_mcp.models import (
     Author,
     DetailPage,
@@ -274,3 +274,14 @@ class WatchedSegmenter(JiebaSegmenter):
         self.warmed_in.append(threading.current_thread().name)
         super().warm()
         self.warmed.set()
+
+
+async def run_metadata(clock: FakeClock, pipe: ResearchPipeline, inp: Any) -> OperationRecord:
+    """A get_metadata operation (`inp`: MetadataInput) of `pipe`, run to its end on `clock`."""
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.metadata(inp, ctx)
+
+    job = JobManager(clock, MemorySink()).start(OperationKind.METADATA, runner)
+    [record] = await clock.run_until_complete(job.finish())
+    return record

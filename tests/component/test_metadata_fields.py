@@ -10,21 +10,13 @@ from dataclasses import replace
 from typing import Any
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind
 from cnki_mcp.pipeline.models import MetadataInput
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.store import Store
 from tests.corpus_backend import CorpusBackend, containing_corpus
-
-
-async def _metadata(clock: FakeClock, pipe: ResearchPipeline, inp: MetadataInput) -> OperationRecord:
-    async def runner(ctx: OperationContext) -> Any:
-        return await pipe.metadata(inp, ctx)
-
-    job = JobManager(clock, MemorySink()).start(OperationKind.METADATA, runner)
-    [record] = await clock.run_until_complete(job.finish())
-    return record
+from tests.pipeline_fakes import run_metadata
 
 
 async def test_metadata_reads_only_what_the_requested_fields_need(clock: FakeClock, store: Store) -> None:
@@ -38,7 +30,7 @@ async def test_metadata_reads_only_what_the_requested_fields_need(clock: FakeClo
         if len(titles) == 25:
             break
 
-    listed = await _metadata(
+    listed = await run_metadata(
         clock, pipe, MetadataInput(titles=list(titles), fields=["authors", "year", "source", "cited"])
     )
     assert listed.status == "completed", listed.errors
@@ -47,7 +39,7 @@ async def test_metadata_reads_only_what_the_requested_fields_need(clock: FakeClo
 
     backend.requests.clear()
     refs = [r["record_ref"] for r in listed.result["records"]]
-    numbers = await _metadata(
+    numbers = await run_metadata(
         clock, pipe, MetadataInput(record_refs=refs, fields=["volume", "issue", "pages"])
     )
     assert backend.requests == Counter({"export": 2})  # 25 papers: two batch exports, no detail page
@@ -57,17 +49,17 @@ async def test_metadata_reads_only_what_the_requested_fields_need(clock: FakeClo
     )
 
     backend.requests.clear()
-    await _metadata(clock, pipe, MetadataInput(record_refs=refs, fields=["volume", "abstract"]))
+    await run_metadata(clock, pipe, MetadataInput(record_refs=refs, fields=["volume", "abstract"]))
     assert backend.requests == Counter()  # the export answered them already
 
     backend.requests.clear()
-    funds = await _metadata(clock, pipe, MetadataInput(record_refs=refs[:3], fields=["funds"]))
+    funds = await run_metadata(clock, pipe, MetadataInput(record_refs=refs[:3], fields=["funds"]))
     assert backend.requests == Counter({"detail": 3})  # only the detail page has funds
     assert [r["record_ref"] for r in funds.result["records"]] == refs[:3]
     assert all(store.detail_page(ref) is not None for ref in refs[:3])
 
     backend.requests.clear()
-    await _metadata(clock, pipe, MetadataInput(record_refs=refs[:3]))
+    await run_metadata(clock, pipe, MetadataInput(record_refs=refs[:3]))
     assert backend.requests == Counter()  # every field: the fresh details answer
 
 
@@ -89,7 +81,7 @@ async def test_two_clients_asking_for_the_same_details_at_once_read_each_page_on
     backend = SlowDetails(clock)
     pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
     titles = [r.title for r in backend.corpus.records if r.type == "期刊"][:3]
-    listed = await _metadata(clock, pipe, MetadataInput(titles=titles, fields=["authors"]))
+    listed = await run_metadata(clock, pipe, MetadataInput(titles=titles, fields=["authors"]))
     refs = [r["record_ref"] for r in listed.result["records"]]
     backend.requests.clear()
 
@@ -114,24 +106,24 @@ async def test_an_export_that_found_no_doi_is_not_asked_again_within_thirty_days
     once = Counter(r.title for r in backend.corpus.records)
     picked = [r for r in backend.corpus.records if once[r.title] == 1 and r.type == "期刊" and not r.doi][:3]
     picked += [r for r in backend.corpus.records if once[r.title] == 1 and r.type in ("硕士", "博士")][:3]
-    listed = await _metadata(clock, pipe, MetadataInput(titles=[r.title for r in picked], fields=["title"]))
+    listed = await run_metadata(clock, pipe, MetadataInput(titles=[r.title for r in picked], fields=["title"]))
     refs = [r["record_ref"] for r in listed.result["records"]]
     assert len(refs) == 6
     wanted = MetadataInput(record_refs=refs, fields=["volume", "issue", "pages", "doi"])
 
     backend.requests.clear()
-    first = await _metadata(clock, pipe, wanted)
+    first = await run_metadata(clock, pipe, wanted)
     assert backend.requests == Counter({"export": 1})
     assert {r["doi"] for r in first.result["records"]} == {None}
 
     backend.requests.clear()
-    again = await _metadata(clock, pipe, wanted)
+    again = await run_metadata(clock, pipe, wanted)
     assert backend.requests == Counter()  # the export said CNKI has none
     assert again.result["records"] == first.result["records"]
 
     await clock.advance(31 * 24 * 3600)
     backend.requests.clear()
-    await _metadata(clock, pipe, wanted)
+    await run_metadata(clock, pipe, wanted)
     assert backend.requests == Counter({"export": 1})  # 30 days on: asked again
 
 
@@ -142,7 +134,7 @@ async def test_a_title_asked_for_inside_book_title_marks_is_located_without_them
     pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
     # corpus r0001; r0005's own title starts with 《民法典》, which stays
     asked = ["《约定违约金酌减规则的法律规制研究》", " 《《民法典》实施背景下违约赔偿金酌减规则研究》", "《民法典》实施背景下违约赔偿金酌减规则研究"]
-    record = await _metadata(clock, pipe, MetadataInput(titles=asked, fields=["title"]))
+    record = await run_metadata(clock, pipe, MetadataInput(titles=asked, fields=["title"]))
     assert record.status == "completed", record.errors
     assert [r["title"] for r in record.result["records"]] == [
         "约定违约金酌减规则的法律规制研究", "《民法典》实施背景下违约赔偿金酌减规则研究"
@@ -158,7 +150,7 @@ async def test_a_short_title_crowded_out_of_a_shared_lookup_page_is_asked_alone(
     titles = ["违约金的性质", "定金罚则"]
     backend = CorpusBackend(containing_corpus(titles, 30))
     pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
-    record = await _metadata(clock, pipe, MetadataInput(titles=titles, fields=["title"]))
+    record = await run_metadata(clock, pipe, MetadataInput(titles=titles, fields=["title"]))
     assert record.status == "completed", record.errors
     assert sorted(r["title"] for r in record.result["records"]) == sorted(titles)
     assert backend.requests == Counter({"grid": 3})  # the shared page, then each title alone
@@ -168,12 +160,12 @@ async def test_a_title_asked_alone_reads_on_to_the_page_that_holds_its_own_row(c
     # 60 longer titles containing 违约金的性质 rank above the paper titled just that: its row is on page 2
     backend = CorpusBackend(containing_corpus(["违约金的性质"], 60))
     pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
-    record = await _metadata(clock, pipe, MetadataInput(titles=["违约金的性质"], fields=["title"]))
+    record = await run_metadata(clock, pipe, MetadataInput(titles=["违约金的性质"], fields=["title"]))
     assert record.status == "completed", record.errors
     assert [r["title"] for r in record.result["records"]] == ["违约金的性质"]
     assert backend.requests == Counter({"grid": 2})
 
-    missing = await _metadata(clock, pipe, MetadataInput(titles=["违约金的性"], fields=["title"]))
+    missing = await run_metadata(clock, pipe, MetadataInput(titles=["违约金的性"], fields=["title"]))
     assert [e.code for e in missing.errors] == ["DOCUMENT_NOT_FOUND"]
     assert backend.requests == Counter({"grid": 4})  # a title no row carries: both pages, no more
 
@@ -186,7 +178,7 @@ async def test_a_title_with_formula_markup_on_its_detail_page_is_read_and_kept(c
                     extra={"title_html": "外施Ca<sup>2+</sup>、ABA及H<sub>3</sub>PO<sub>4</sub>对盐碱胁迫的缓解效应"})
     backend = CorpusBackend(Corpus(records=[paper], journals=bundled.journals))
     pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
-    record = await _metadata(clock, pipe, MetadataInput(titles=[title], fields=["title", "funds"]))
+    record = await run_metadata(clock, pipe, MetadataInput(titles=[title], fields=["title", "funds"]))
     assert record.status == "completed", record.errors
     assert [(r["title"], r["funds"]) for r in record.result["records"]] == [(title, list(paper.funds))]
     assert backend.requests == Counter({"grid": 1, "detail": 1})
@@ -201,7 +193,7 @@ async def test_a_thesis_gives_its_supervisor_and_a_conference_paper_its_meeting(
     thesis = next(r for r in unique if r.type == "博士" and r.supervisor)
     meeting = next(r for r in unique if r.type == "会议" and r.conference and r.place)
     article = next(r for r in unique if r.type == "期刊")
-    got = await _metadata(clock, pipe, MetadataInput(titles=[thesis.title, meeting.title, article.title]))
+    got = await run_metadata(clock, pipe, MetadataInput(titles=[thesis.title, meeting.title, article.title]))
     assert got.status == "completed", got.errors
     by_title = {r["title"]: r for r in got.result["records"]}
     assert by_title[thesis.title]["supervisor"] == thesis.supervisor
@@ -213,7 +205,7 @@ async def test_a_thesis_gives_its_supervisor_and_a_conference_paper_its_meeting(
 
     backend.requests.clear()
     ref = by_title[thesis.title]["record_ref"]
-    asked = await _metadata(clock, pipe, MetadataInput(record_refs=[ref], fields=["supervisor"]))
+    asked = await run_metadata(clock, pipe, MetadataInput(record_refs=[ref], fields=["supervisor"]))
     assert backend.requests == Counter()  # the fresh detail page answers
     assert asked.result["records"] == [{"record_ref": ref, "title": thesis.title, "supervisor": thesis.supervisor}]
 
@@ -225,14 +217,14 @@ async def test_a_newspaper_article_s_text_is_its_excerpt_whichever_page_gave_it(
     pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
     once = Counter(r.title for r in backend.corpus.records)
     article = next(r for r in backend.corpus.records if r.type == "报纸" and r.abstract and once[r.title] == 1)
-    listed = await _metadata(clock, pipe, MetadataInput(titles=[article.title], fields=["title"]))
+    listed = await run_metadata(clock, pipe, MetadataInput(titles=[article.title], fields=["title"]))
     [ref] = [r["record_ref"] for r in listed.result["records"]]
     backend.requests.clear()
-    exported = await _metadata(clock, pipe, MetadataInput(record_refs=[ref], fields=["abstract", "document_type"]))
+    exported = await run_metadata(clock, pipe, MetadataInput(record_refs=[ref], fields=["abstract", "document_type"]))
     assert backend.requests == Counter({"export": 1})
     paper = store.get(ref)
     assert paper is not None and paper.abstract is None and paper.excerpt
     assert exported.result["records"][0]["abstract"] is None
-    await _metadata(clock, pipe, MetadataInput(record_refs=[ref], fields=["funds"]))  # the detail page
+    await run_metadata(clock, pipe, MetadataInput(record_refs=[ref], fields=["funds"]))  # the detail page
     paper = store.get(ref)
     assert paper is not None and paper.detail_confirmed and paper.abstract is None and paper.excerpt

@@ -11,7 +11,7 @@ from typing import Any
 from corpus_backend import CorpusBackend
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind
 from cnki_mcp.links import LinkInput, LinkResult
 from cnki_mcp.operations import DEFAULT_BUDGETS
 from cnki_mcp.pipeline.links import NO_TITLES_WARNING, link_references
@@ -20,19 +20,11 @@ from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.pipeline.verify import VerifyInput, VerifyResult, verify_references
 from cnki_mcp.query.plan import TRADITIONAL_GROUPS_WARNING, TRADITIONAL_WARNING
 from cnki_mcp.store import Store
+from tests.pipeline_fakes import run_metadata
 
 # corpus r0002: 违约金惩罚性功能的困境与出路, 姜雨欣 and 谢国思, 法商研究 2022, 33(1): 179-187
 TRADITIONAL_TITLE = "違約金懲罰性功能的困境與出路"
 SIMPLIFIED_TITLE = "违约金惩罚性功能的困境与出路"
-
-
-async def _metadata(clock: FakeClock, pipe: ResearchPipeline, inp: MetadataInput) -> OperationRecord:
-    async def runner(ctx: OperationContext) -> Any:
-        return await pipe.metadata(inp, ctx)
-
-    job = JobManager(clock, MemorySink()).start(OperationKind.METADATA, runner)
-    [record] = await clock.run_until_complete(job.finish())
-    return record
 
 
 async def _verify(clock: FakeClock, store: Store, site: CorpusBackend, inp: VerifyInput) -> VerifyResult:
@@ -51,7 +43,7 @@ async def _verify(clock: FakeClock, store: Store, site: CorpusBackend, inp: Veri
 
 async def test_a_title_written_in_traditional_characters_is_located(clock: FakeClock, store: Store) -> None:
     pipe = ResearchPipeline(CorpusBackend(), store, clock, now_year=lambda: 2026)
-    record = await _metadata(
+    record = await run_metadata(
         clock, pipe, MetadataInput(titles=[TRADITIONAL_TITLE], fields=["title", "authors"])
     )
     assert record.status == "completed", record.errors
