@@ -16,6 +16,7 @@ from playwright.async_api import Page
 
 from cnki_mcp.errors import SideEffectUncertain, SiteError
 from cnki_mcp.files import FileFormat
+from cnki_mcp.parse.gate import error_page
 
 REFUSAL_WINDOW = 300  # site-rules.md §2.7: refusal text within the first 300 characters of the body
 LOW_DISK_BYTES = 16 * 1024 * 1024  # below this free space a failed download is put down to the disk
@@ -33,7 +34,7 @@ UNSENT_NET_ERRORS = frozenset({
     "net::ERR_CONNECTION_TIMED_OUT",
 })  # fmt: skip
 _ERROR_NAME = re.compile(r"\bERR_[A-Z0-9_]+\b")
-_BODY_TEXT_JS = "() => (document.body ? document.body.innerText : '').trim().slice(0, 2000)"
+BODY_TEXT_JS = "() => (document.body ? document.body.innerText : '').trim().slice(0, 2000)"
 
 
 def refusal_text(text: str) -> str | None:
@@ -45,7 +46,7 @@ def refusal_text(text: str) -> str | None:
 async def error_name(page: Page) -> str:
     """The net error Chromium's error page names (`net::ERR_…`), "" when it names none."""
     try:
-        text = str(await page.evaluate(_BODY_TEXT_JS) or "")
+        text = str(await page.evaluate(BODY_TEXT_JS) or "")
     except PlaywrightError:
         return ""
     found = _ERROR_NAME.search(text)
@@ -118,6 +119,18 @@ class OrderFailed(Exception):
         self.status = status
         self.text = text
         self.url = url
+
+
+def order_error(status: int, url: str, text: str) -> ErrorPage | OrderFailed:
+    """What an error page (HTTP `status` >= 400, the final response's) on a tab of the order says.
+    Only on the order URL itself is a 429, 404/410 the order not handled (`ErrorPage`, nothing
+    charged); a server error, another 4xx, or any error page past the order URL (an order
+    redirected on to a file URL that answered 404 was taken by CNKI) leaves the charge unknown."""
+    at_order = urlsplit(url).path == ORDER_PATH
+    failure = error_page(status, "下载页", AGAIN_AFTER_ERROR_PAGE) if at_order and status < 500 else None
+    if failure is not None:
+        return ErrorPage(failure, status)
+    return OrderFailed(status, re.sub(r"\s+", " ", text).strip(), url)
 
 
 class NetFailed(Exception):

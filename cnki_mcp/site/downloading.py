@@ -40,7 +40,6 @@ import re
 import uuid
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from playwright.async_api import Download, Page, Request
 from playwright.async_api import Error as PlaywrightError
@@ -75,14 +74,12 @@ from cnki_mcp.files import (
 )
 from cnki_mcp.identity import Paper
 from cnki_mcp.keyed_lock import KeyedLocks
-from cnki_mcp.parse.gate import error_page
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.deadline import CLOSE_SECONDS, BrowserStalled, bounded
 from cnki_mcp.site.download_outcomes import (
-    AGAIN_AFTER_ERROR_PAGE,
+    BODY_TEXT_JS,
     BROWSER_ERROR_URL,
     INVALID_AGAIN,
-    ORDER_PATH,
     ORDER_TAB_OPEN,
     STILL_DOWNLOADING,
     DownloadFailed,
@@ -92,6 +89,7 @@ from cnki_mcp.site.download_outcomes import (
     Refused,
     error_name,
     failed_download,
+    order_error,
     refusal_text,
 )
 from cnki_mcp.site.download_result import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, DownloadResult
@@ -107,11 +105,9 @@ POLL_SECONDS = 0.2
 LINGER_SECONDS = 600.0  # how long an uncertain click's tabs keep waiting for a late file
 MAX_HUMAN_STEPS = 4
 _GUID = re.compile(r"^[A-Za-z0-9-]+$")
-ENTRY_PATTERNS: dict[FileFormat, str] = {"pdf": FILE_ENTRIES["pdf"], "caj": FILE_ENTRIES["caj"]}
 FORMATS: tuple[FileFormat, ...] = ("pdf", "caj")
 FILE_EXISTS = "file_exists"  # a click's outcome: the file came, its name was taken; kept in incoming/
 ERROR_EVENT_SECONDS = 1.0  # how long a tab on the error page waits for its failed request's event
-_BODY_TEXT_JS = "() => (document.body ? document.body.innerText : '').trim().slice(0, 2000)"
 
 Format = Literal["auto", "pdf", "caj"]
 
@@ -538,13 +534,13 @@ class Downloader:
     async def _choose(self, page: Page, format: Format) -> tuple[FileFormat, Any]:
         order: tuple[FileFormat, ...] = ("pdf", "caj") if format == "auto" else (format,)
         for fmt in order:
-            entry = await self.tabs.find_entry(page, ENTRY_PATTERNS[fmt])
+            entry = await self.tabs.find_entry(page, FILE_ENTRIES[fmt])
             if entry is not None:
                 return fmt, entry
         # A CAJ-only paper (a yearbook) asked for as PDF was "详情页没有下载入口": it has one, in
         # another format; the caller learns which (the page is open: no request)
         available: list[FileFormat] = [
-            fmt for fmt in FORMATS if fmt not in order and await self.tabs.find_entry(page, ENTRY_PATTERNS[fmt])
+            fmt for fmt in FORMATS if fmt not in order and await self.tabs.find_entry(page, FILE_ENTRIES[fmt])
         ]
         if available:
             names = "、".join(f.upper() for f in available)
@@ -601,7 +597,7 @@ class Downloader:
                         raise NetFailed(*failed.get(page, (page.url, await error_name(page))))
                     continue
                 try:
-                    text = await page.evaluate(_BODY_TEXT_JS)
+                    text = await page.evaluate(BODY_TEXT_JS)
                 except PlaywrightError:
                     continue
                 refused = refusal_text(str(text or ""))
@@ -609,16 +605,7 @@ class Downloader:
                     raise Refused(refused)
                 status = await document_status(page)
                 if status >= 400 and downloads.empty():
-                    # The status is the final response's: an order redirected on to a file URL that
-                    # answered 404 was taken by CNKI. Only on the order URL itself is a 429, 404/410
-                    # the order not handled.
-                    at_order = urlsplit(page.url).path == ORDER_PATH
-                    failure = error_page(status, "下载页", AGAIN_AFTER_ERROR_PAGE) if at_order and status < 500 else None
-                    if failure is not None:
-                        raise ErrorPage(failure, status)  # 429, 404/410: the order was not handled
-                    # a server error (or another 4xx, or any error page past the order URL) while the
-                    # order was handled: charged or not is unknown
-                    raise OrderFailed(status, re.sub(r"\s+", " ", str(text or "")).strip(), page.url)
+                    raise order_error(status, page.url, str(text or ""))
             remaining = deadline - self.clock.monotonic()
             if remaining <= 0:
                 return None

@@ -1,0 +1,47 @@
+"""What a download click's tabs show, read as the charge it means (site/download_outcomes.py,
+docs/site-rules.md §2.7): the pure rules, without a browser."""
+
+from __future__ import annotations
+
+import pytest
+
+from cnki_mcp.site.download_outcomes import (
+    ErrorPage,
+    NetFailed,
+    OrderFailed,
+    order_error,
+    refusal_text,
+)
+
+ORDER = "https://bar.cnki.net/bar/download/order?id=abc"
+FILE = "https://docdown.cnki.net/docdown/fulltext/download?q=abc"
+
+
+@pytest.mark.parametrize("status", [429, 404, 410])
+def test_an_error_page_of_the_order_url_itself_is_the_order_not_handled(status: int) -> None:
+    got = order_error(status, ORDER, "Not Found")
+    assert isinstance(got, ErrorPage) and got.status == status and got.error.retryable
+
+
+@pytest.mark.parametrize(("status", "url"), [(503, ORDER), (500, ORDER), (403, ORDER), (404, FILE), (429, FILE)])
+def test_a_server_error_or_an_error_past_the_order_url_leaves_the_charge_unknown(status: int, url: str) -> None:
+    got = order_error(status, url, "  Service\n  Unavailable ")
+    assert isinstance(got, OrderFailed) and (got.status, got.url, got.text) == (status, url, "Service Unavailable")
+
+
+def test_refusal_words_count_only_in_the_pages_first_300_characters() -> None:
+    assert refusal_text("对不起，您的账户余额不足，请充值后下载") is not None
+    assert refusal_text("正文" * 200 + "余额不足") is None  # a word deep in a page is not its verdict
+
+
+@pytest.mark.parametrize(
+    ("url", "error", "unsent"),
+    [
+        (ORDER, "net::ERR_NAME_NOT_RESOLVED", True),
+        (ORDER, "net::ERR_CONNECTION_REFUSED", True),
+        (ORDER, "net::ERR_CONNECTION_RESET", False),  # may come after CNKI took the order
+        (FILE, "net::ERR_CONNECTION_REFUSED", False),  # the order was taken before the file host
+    ],
+)
+def test_only_an_order_url_never_reached_is_an_unsent_order(url: str, error: str, unsent: bool) -> None:
+    assert NetFailed(url, error).unsent is unsent
