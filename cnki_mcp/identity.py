@@ -42,6 +42,10 @@ SECRET_QUERY_WORDS = ("token", "ticket", "session", "password", "signature", "in
 # operators, isolates, BOM. No CNKI title or search term holds one, and a person cannot see one
 # to take it out. ZWJ/ZWNJ (U+200C/D) and the Mongolian vowel separator stay: scripts CNKI
 # carries spell words with them.
+# Control characters other than tab, newline and carriage return (C0 and C1: ESC starts terminal
+# escape sequences, BEL, NUL, vertical tab, form feed …): refused in a tool's input, dropped from the
+# site's text (parse/_html.clean_text).
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 INVISIBLE = re.compile("[\u00ad\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
 

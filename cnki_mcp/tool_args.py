@@ -11,19 +11,18 @@ other C0/C1 controls; tab, newline and carriage return are ordinary whitespace).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from cnki_mcp.errors import InvalidInput
+from cnki_mcp.identity import CONTROL
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _MAX_DEPTH = 32
 
 
 def control_characters(text: str) -> bool:
     """Whether `text` holds a control character other than tab, newline or carriage return."""
-    return _CONTROL.search(text) is not None
+    return CONTROL.search(text) is not None
 
 
 def _types(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> set[str]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 from cnki_mcp.errors import ResponseTooLarge
+from cnki_mcp.identity import CONTROL
 
 if TYPE_CHECKING:  # the string helpers here load no HTML parser (DESIGN.md "Start-up")
     from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -18,12 +19,12 @@ MAX_HTML_BYTES = 8 * 1024 * 1024
 
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _WS = re.compile(r"\s+")
-# Control characters other than tab, newline, vertical tab, form feed and carriage return (C0 and
-# C1: ESC starts terminal escape sequences, BEL, NUL, …): no field CNKI shows holds one, but a page
-# or an API answer can carry them raw or as `&#x1B;`, and they would reach the client, the export
-# files and the terminal `cnki-mcp watch check` prints to. Lone surrogates (a string cut in the
-# middle of a UTF-16 pair, written as `\ud83d` in JSON) cannot be encoded at all.
-_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+# Control characters (identity.CONTROL): no field CNKI shows holds one, but a page or an API answer
+# can carry them raw or as `&#x1B;`, and they would reach the client, the export files and the
+# terminal `cnki-mcp watch check` prints to; a vertical tab or form feed is read as a space. Lone
+# surrogates (a string cut in the middle of a UTF-16 pair, written as `\ud83d` in JSON) cannot be
+# encoded at all.
+_BREAKS = str.maketrans({"\x0b": " ", "\x0c": " "})
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _YEAR = re.compile(r"(?<!\d)(1[89]\d\d|20\d\d|21\d\d)(?!\d)")
 _COUNT = re.compile(r"(\d[\d,]*(?:\.\d+)?)\s*(万)?")
@@ -77,7 +78,7 @@ def previous_element(node: LexborNode) -> LexborNode | None:
 
 def clean_text(text: str) -> str:
     """`text` without control characters (whitespace kept) and with each lone surrogate as U+FFFD."""
-    return _SURROGATE.sub("\ufffd", _CONTROL.sub("", text))
+    return _SURROGATE.sub("\ufffd", CONTROL.sub("", text.translate(_BREAKS)))
 
 
 def collapse(text: str | None) -> str:

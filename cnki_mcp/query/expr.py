@@ -12,7 +12,6 @@ reaches `parse_expression` and gets a coded error instead of a generic validatio
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -28,7 +27,7 @@ from cnki_mcp.errors import (
     QueryTooComplex,
     QueryUnsupported,
 )
-from cnki_mcp.identity import visible
+from cnki_mcp.identity import CONTROL, visible
 
 MAX_DEPTH = 8
 MAX_NODES = 96
@@ -209,7 +208,6 @@ def quote_value(value: str) -> str:
 
 
 _LEAF_KEYS = frozenset({"field", "value", "match"})
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # tab/newline/CR are whitespace
 _NODE_KEYS = frozenset({"op", "items"})
 
 
@@ -277,7 +275,7 @@ def _leaf(obj: dict[str, Any], path: str) -> Leaf:
         value = _source_name(value, path)
     if not value:
         raise InvalidCondition("检索词不能为空", path=path, field=fld.value)
-    if _CONTROL.search(value):  # a NUL or other control character is never sent to CNKI
+    if CONTROL.search(value):  # a NUL or other control character is never sent to CNKI
         raise InvalidCondition("检索词含有控制字符（如 NUL）", path=path, field=fld.value)
     if len(value) > MAX_VALUE_CHARS:
         raise InvalidCondition("检索词最多 120 字", path=path, field=fld.value, length=len(value))

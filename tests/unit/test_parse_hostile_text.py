@@ -43,6 +43,7 @@ def test_clean_text_drops_controls_keeps_whitespace_and_replaces_lone_surrogates
     clean_text, collapse = _html.clean_text, _html.collapse
     assert clean_text("a\x1b[2Jb\x07c\x00d\x85e\x9bf") == "a[2Jbcdef"
     assert clean_text("a\tb\nc\rd") == "a\tb\nc\rd"
+    assert clean_text("a\x0bb\x0cc") == "a b c"  # a vertical tab or form feed is a space, never raw
     assert clean_text("表情\ud83d") == "表情\ufffd"
     assert clean_text("😀𠮷") == "😀𠮷"  # whole pairs are characters, not surrogates
     assert collapse(" x\x1b\r\ny ") == "x y"
