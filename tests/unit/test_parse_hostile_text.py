@@ -24,6 +24,7 @@ from cnki_mcp.sim.grid import GridPage, render_grid
 from cnki_mcp.sim.links import Visitor
 from cnki_mcp.sim.pages.detail import render_detail
 from cnki_mcp.sim.pages.reader import render_reader
+from tests.conftest import read_real
 from tests.sim_pages_fixtures import FakeLinks
 
 LINKS = FakeLinks()
@@ -189,6 +190,24 @@ def test_a_result_list_with_such_a_title_is_clear_and_a_reader_quoting_them_too(
     assert classify_page(render_grid(grid, LINKS, terms=[]), None, 200).kind is GateKind.CLEAR
     r, html = _reader_of([{"heading": "一、引言", "level": 1, "text": CAPTCHA * 5}])
     assert classify_page(html, LINKS.reader(r.id), 200).kind is GateKind.CLEAR
+
+
+REAL_DETAIL = "detail-kcms2/pluginsx_detail_kcms2_2026.html"
+REAL_TITLE = "让文物“活”起来：AI驱动下的黑龙江文物智能传播研究"
+HIDDEN_CAPTCHA = 'id="tcaptcha_transform_dy" style="opacity: 0; position: absolute; transition: opacity 0.3s linear; top: -1e+06px;"'
+
+
+def test_a_real_detail_page_whose_title_quotes_the_gate_words_is_clear_and_its_captcha_shown_is_not() -> None:
+    # the saved kcms2 page carries Tencent's captcha DOM, hidden: with the words of a rate limit in
+    # its title it is still the paper; with the captcha shown over it, a challenge (the structural
+    # marker, not the text rule the paper's own words no longer trigger)
+    html = read_real(REAL_DETAIL)
+    url = "https://kns.cnki.net/kcms2/article/abstract?v=x"
+    assert REAL_TITLE in html and HIDDEN_CAPTCHA in html
+    quoting = html.replace(REAL_TITLE, CRAWLER)
+    assert classify_page(quoting, url, 200).kind is GateKind.CLEAR
+    shown = quoting.replace(HIDDEN_CAPTCHA, 'id="tcaptcha_transform_dy" style="opacity: 1;"')
+    assert classify_page(shown, url, 200).kind is GateKind.CHALLENGE
 
 
 def test_the_site_own_messages_are_still_what_they_say() -> None:
