@@ -106,6 +106,9 @@ UNKNOWN_REF_MESSAGE = (
 )
 
 
+RELOCATE_FAILED = "relocate_failed"  # DOCUMENT_NOT_FOUND's reason: a stored paper's title found nothing
+
+
 class DocumentNotFound(CnkiError):
     code = "DOCUMENT_NOT_FOUND"
     default_message = "未找到该文献"

@@ -17,6 +17,7 @@ from typing import Any
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import (
+    RELOCATE_FAILED,
     BudgetExhausted,
     CnkiError,
     DocumentNotFound,
@@ -295,7 +296,7 @@ class Enricher:
                 and stored.locator
             ):
                 return stored
-        raise DocumentNotFound("按题名重新定位失败", record_ref=paper.record_ref, title=paper.title)
+        raise DocumentNotFound("按题名重新定位失败", record_ref=paper.record_ref, title=paper.title, reason=RELOCATE_FAILED)
 
     async def _journal(self, paper: Paper, ctx: OperationContext) -> None:
         """Read the paper's journal page, once per source in flight: a second reader (another

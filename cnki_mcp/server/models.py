@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from cnki_mcp.errors import RELOCATE_FAILED
 from cnki_mcp.jobs import CONTINUABLE, IDLE, OperationRecord
 from cnki_mcp.models import HeaderIdentity, IdentityKind
 
@@ -69,7 +70,7 @@ class OperationView(BaseModel):
             saved = view.result.get("format") if isinstance(view.result, dict) else None
             login = any(e.code == "VERIFICATION_SKIPPED" and e.details.get("gate") == "login" for e in view.errors)
             # a paper given by record_ref that relocation by its title did not find again
-            lost = any(e.code == "DOCUMENT_NOT_FOUND" and e.details.get("record_ref") for e in view.errors)
+            lost = any(e.code == "DOCUMENT_NOT_FOUND" and e.details.get("reason") == RELOCATE_FAILED for e in view.errors)
             # a download's page without the asked format names the formats it has (none: no file)
             others = any(e.details.get("available") for e in view.errors if e.code == "DOWNLOAD_ENTRY_NOT_FOUND")
             # a read without a reader entry names the files the page offers (None: not known)

@@ -21,6 +21,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import (
+    RELOCATE_FAILED,
     AccessDenied,
     CnkiError,
     ContentNotReady,
@@ -219,7 +220,7 @@ class DetailTabs:
             rows = [r for r in rows if not r.authors or author_key(r.authors[0]) == who]
         distinct = list({r.detail_url: r for r in rows if r.detail_url}.values())
         if not distinct:
-            raise DocumentNotFound(record_ref=paper.record_ref, title=paper.title)
+            raise DocumentNotFound(record_ref=paper.record_ref, title=paper.title, reason=RELOCATE_FAILED)
         if len(distinct) > 1:
             message = RELOCATE_AMBIGUOUS.format(n=len(distinct))
             raise ambiguous(paper.title, distinct, message, record_ref=paper.record_ref)

@@ -3,6 +3,7 @@ that can succeed for that operation, and its budget reads as the tools' own inpu
 
 from __future__ import annotations
 
+from cnki_mcp.errors import RELOCATE_FAILED
 from cnki_mcp.server.models import (
     RELOCATE_FAILED_STEP,
     TITLE_NOT_FOUND_STEP,
@@ -227,7 +228,11 @@ def test_a_paper_given_by_record_ref_that_cnki_lost_is_not_told_to_spell_its_tit
         return OperationView.of(record).next_step
 
     for kind in (OperationKind.READ, OperationKind.DOWNLOAD):
-        relocated = DocumentNotFound(record_ref="p_" + "1" * 16, title="约定违约金调整规则的法律规制研究")
+        relocated = DocumentNotFound(
+            record_ref="p_" + "1" * 16, title="约定违约金调整规则的法律规制研究", reason=RELOCATE_FAILED
+        )
         assert view(kind, relocated) == RELOCATE_FAILED_STEP != TITLE_NOT_FOUND_STEP
+        # a record_ref this data directory never had was not relocated: its message says to search
+        assert view(kind, DocumentNotFound.unknown_ref("p_" + "2" * 16)) != RELOCATE_FAILED_STEP
         located = DocumentNotFound("知网上没有这个完整题名", title="约定违约金调整规则的法律规制研究")  # a title asked
         assert view(kind, located) == TITLE_NOT_FOUND_STEP
