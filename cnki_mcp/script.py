@@ -18,12 +18,13 @@ Chinese as if it were Taiwan usage (程序设计 -> 进程设计, 人工智慧 w
 from __future__ import annotations
 
 import functools
-import re
 import threading
 from typing import Protocol
 
+from cnki_mcp.query.segment import HAN_CHAR
+
 # one Han character (CJK ideographs: Ext. A, URO, compatibility, Ext. B onwards)
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
+_HAN = HAN_CHAR
 
 
 class _Converter(Protocol):

@@ -10,7 +10,7 @@ from cnki_mcp.pipeline.models import CoverageEntry, StructuredSearchInput
 from cnki_mcp.pipeline.searchlog_format import render_subject
 from cnki_mcp.pipeline.state import Channel
 from cnki_mcp.query.compiler import compile_expression
-from cnki_mcp.query.expr import parse_expression, unquote
+from cnki_mcp.query.expr import FIELD_CODES, Field, parse_expression, unquote
 from cnki_mcp.script import has_traditional, simplified
 
 NATIVE_REASON = "知网原生条件与排序"
@@ -86,7 +86,7 @@ def traditional_warning(coverage: list[CoverageEntry], params: dict[str, Any]) -
     )
 
 
-_AUTHOR_CODES = frozenset({"AU", "FI", "RP"})
+_AUTHOR_CODES = frozenset(FIELD_CODES[f] for f in (Field.AUTHORS, Field.FIRST_AUTHOR, Field.CORRESPONDING_AUTHOR))
 _ROMANISED = re.compile(r"[A-Za-z][A-Za-z'’\-]*(?:[ ,.]+[A-Za-z][A-Za-z'’\-]*)+\.?")
 
 
