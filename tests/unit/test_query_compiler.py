@@ -312,3 +312,14 @@ def test_title_lookup_takes_one_to_ten_titles() -> None:
         with pytest.raises(CnkiError) as info:
             title_lookup_expression(titles)
         assert info.value.code == "INVALID_ARGUMENT"
+
+
+def test_the_ten_title_limit_counts_the_distinct_phrases_sent() -> None:
+    # two long titles sharing the head CNKI's 120-character box holds are one phrase: 11 titles that
+    # send 10 phrases fit one request; 11 phrases do not
+    head = "基于多源异构数据融合的城市轨道交通客流短时预测研究" * 6
+    titles = [f"题名{i}" for i in range(9)] + [head + "：以北京为例", head + "：以上海为例"]
+    assert compile_expression(title_lookup_expression(titles)).branches == 10
+    with pytest.raises(CnkiError) as info:
+        title_lookup_expression([*titles, "题名九"])
+    assert info.value.code == "INVALID_ARGUMENT"

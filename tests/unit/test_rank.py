@@ -467,3 +467,16 @@ def test_the_research_pipeline_defaults_to_the_measured_variant() -> None:
     from cnki_mcp.pipeline import research
 
     assert "ranker or RelevanceRescueRanker()" in inspect.getsource(research.ResearchPipeline.__init__)
+
+
+def test_a_work_stands_once_as_its_kept_record_at_the_place_of_its_best_record() -> None:
+    from cnki_mcp.rank import work_keywords, works_ranking
+
+    # online-first copy "a1" ranks first; its kept final record "a2" ranks third: the work is read
+    # once, as a2, at a1's place; "b" keeps its own place after it
+    ranked = [_ranked("a1", 0.9), _ranked("b", 0.8), _ranked("a2", 0.5), _ranked("c", 0.4)]
+    assert [r.ref for r in works_ranking(ranked, {"a1": "a2"})] == ["a2", "b", "c"]
+    assert [r.ref for r in works_ranking(ranked, {})] == ["a1", "b", "a2", "c"]
+    # the work's keywords, whichever record was read, count once under its kept record
+    words = work_keywords({"a1": ["违约金", "酌减"], "a2": ["违约金"], "b": ["定金"]}, {"a1": "a2"})
+    assert words["a2"] == ["违约金", "酌减"] and words["b"] == ["定金"]
