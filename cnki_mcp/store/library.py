@@ -29,12 +29,12 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from cnki_mcp.errors import InvalidInput, SearchNotFound
+from cnki_mcp.errors import InvalidInput, LibraryIndexBuilding, SearchNotFound
 from cnki_mcp.identity import INVISIBLE, Paper, visible
 from cnki_mcp.identity import source_key as normalise_source
 from cnki_mcp.rank import tier_matches
 from cnki_mcp.script import mainland, simplified
-from cnki_mcp.store.db import StoreBase, to_ts
+from cnki_mcp.store.db import LIBRARY_FTS_TABLE, StoreBase, to_ts
 from cnki_mcp.store.downloads import located
 from cnki_mcp.stored import load
 
@@ -260,43 +260,110 @@ def _meta(conn: sqlite3.Connection, key: str) -> str | None:
     return row[0] if row else None
 
 
+# Rebuilding (DESIGN.md §Library search, "Rebuild"): a library of up to REBUILD_AT_OPEN papers is
+# rebuilt inside the open, as before; a larger one after it, REBUILD_STEP papers per transaction
+# (`Store.index_step`, run by the store's upkeep thread), so a start after an upgrade answers the
+# client's handshake at once: 100,000 papers took 107-362 s to rebuild, past a client's 60 s
+# handshake timeout, and a client that killed the server then restarted the rebuild from zero
+# every time. `library_meta` keeps the rebuild's place: `rebuild_after` (the last `papers` rowid
+# indexed) and `rebuilding` (the analyzer it uses), so a process killed mid-way goes on from there.
+REBUILD_AT_OPEN = 2_000
+REBUILD_STEP = 200
+
+
+def _set_meta(conn: sqlite3.Connection, key: str, value: str | None) -> None:
+    if value is None:
+        conn.execute("DELETE FROM library_meta WHERE key = ?", (key,))
+    else:
+        conn.execute("INSERT OR REPLACE INTO library_meta (key, value) VALUES (?, ?)", (key, value))
+
+
+def _begin_rebuild(conn: sqlite3.Connection) -> None:
+    """Empty the index and mark a rebuild from the first paper (one transaction). The FTS table
+    is made again rather than emptied row by row (a DELETE reads and tokenizes every row)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("DROP TABLE IF EXISTS library_fts")
+        conn.execute(LIBRARY_FTS_TABLE)
+        conn.execute("DELETE FROM library_docs")
+        _set_meta(conn, "analyzer", None)
+        _set_meta(conn, "rebuilding", ANALYZER_VERSION)
+        _set_meta(conn, "rebuild_after", "0")
+        _set_meta(conn, "rebuild_unread", "0")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def rebuild_step(conn: sqlite3.Connection, limit: int) -> bool:
+    """Index the next `limit` papers of a rebuild (inside the caller's transaction); True when
+    the rebuild is finished, the analyzer marked and compaction left due (compacted at the next
+    open). No rebuild under way: True."""
+    after = _meta(conn, "rebuild_after")
+    if after is None:
+        return True
+    rows = conn.execute(
+        "SELECT rowid, data FROM papers WHERE rowid > ? ORDER BY rowid LIMIT ?", (int(after), limit)
+    ).fetchall()
+    unread = 0
+    for _, data in rows:
+        try:
+            paper = load(Paper, data)
+        except ValidationError:  # a value this release cannot read: the rest are indexed
+            unread += 1
+            continue
+        index_paper(conn, paper)
+    unread += int(_meta(conn, "rebuild_unread") or 0)
+    if len(rows) == limit:
+        _set_meta(conn, "rebuild_after", str(rows[-1][0]))
+        _set_meta(conn, "rebuild_unread", str(unread))
+        return False
+    for key in ("rebuild_after", "rebuilding", "rebuild_unread", "stale"):  # no `stale`: compaction due
+        _set_meta(conn, key, None)
+    _set_meta(conn, "analyzer", ANALYZER_VERSION)
+    if unread:
+        # Failing here stopped every start (the rebuild stays due until it commits).
+        log.warning("library index: %d stored paper(s) could not be read and are not searchable", unread)
+    return True
+
+
+def rebuild_progress(conn: sqlite3.Connection) -> tuple[int, int] | None:
+    """(papers indexed, papers) of a rebuild under way; None when the index is built."""
+    after = _meta(conn, "rebuild_after")
+    if after is None:
+        return None
+    done = int(conn.execute("SELECT COUNT(*) FROM papers WHERE rowid <= ?", (int(after),)).fetchone()[0])
+    return done, int(conn.execute("SELECT COUNT(*) FROM papers").fetchone()[0])
+
+
 def ensure_index(conn: sqlite3.Connection, *, force: bool = False) -> bool:
-    """Rebuild the whole index (one transaction) when forced (the schema just migrated), built
-    by another analyzer or never built, then compact it when due (`compaction_due`). Returns
-    whether it rebuilt."""
-    rebuilt = False
-    if force or _meta(conn, "analyzer") != ANALYZER_VERSION:
-        unread = 0
+    """At open: start a rebuild when forced (the schema just migrated), when another analyzer
+    built the index or is rebuilding it, or when it was never built; finish it here when the
+    library is small (REBUILD_AT_OPEN), and compact the index when due (`compaction_due`) unless
+    a rebuild is left under way. Returns whether a rebuild is left for `rebuild_step`."""
+    rebuilding = _meta(conn, "rebuilding")
+    if force or (rebuilding or _meta(conn, "analyzer")) != ANALYZER_VERSION:
+        _begin_rebuild(conn)
+    if _meta(conn, "rebuild_after") is not None:
+        papers = int(conn.execute("SELECT COUNT(*) FROM papers").fetchone()[0])
+        if papers > REBUILD_AT_OPEN:
+            return True
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute("DELETE FROM library_fts")
-            conn.execute("DELETE FROM library_docs")
-            for (data,) in conn.execute("SELECT data FROM papers ORDER BY rowid").fetchall():
-                try:
-                    paper = load(Paper, data)
-                except ValidationError:  # a value this release cannot read: the rest are indexed
-                    unread += 1
-                    continue
-                index_paper(conn, paper)
-            conn.execute(
-                "INSERT OR REPLACE INTO library_meta (key, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,)
-            )
+            rebuild_step(conn, papers + 1)
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-        rebuilt = True
-        if unread:
-            # Failing here stopped every start (the rebuild stays due until it commits).
-            log.warning("library index: %d stored paper(s) could not be read and are not searchable", unread)
-    if rebuilt or compaction_due(conn):
+    if compaction_due(conn):
         try:
             compact_index(conn)
         except sqlite3.OperationalError as exc:  # disk full, locked: the index is right, only slower
             if conn.in_transaction:  # the COMMIT itself failed
                 conn.execute("ROLLBACK")
             log.warning("library index not compacted: %s", exc)
-    return rebuilt
+    return False
 
 
 # --- compaction ------------------------------------------------------------------------------
@@ -497,6 +564,32 @@ def _single_term(match: str) -> bool:
 
 
 class LibraryMixin(StoreBase):
+    _index_pending = False  # a rebuild left by the open (`ensure_index`), finished by `index_step`
+
+    def index_step(self) -> bool:
+        """Index the next REBUILD_STEP papers of a rebuild under way (one transaction, so other
+        calls wait for at most one step); True when there is nothing left to do."""
+        if not self._index_pending:
+            return True
+        with self._write() as conn:
+            finished = rebuild_step(conn, REBUILD_STEP)
+        if finished:
+            self._index_pending = False
+        return finished
+
+    def _check_index_built(self) -> None:
+        if not self._index_pending:
+            return
+        with self._read() as conn:
+            progress = rebuild_progress(conn)
+        if progress is not None:
+            raise LibraryIndexBuilding(
+                f"本地文献库的检索索引正在重建（升级后第一次启动时进行，已完成 {progress[0]}/{progress[1]} 篇），"
+                "完成前无法检索本地文献；稍后重试，其他工具不受影响",
+                indexed=progress[0],
+                papers=progress[1],
+            )
+
     def save_fulltext(
         self,
         record_ref: str,
@@ -565,6 +658,7 @@ class LibraryMixin(StoreBase):
         window segments the page reaches, never for every match, and `total` is counted up to
         TOTAL_COUNTED past the page (DESIGN.md §Library search, "what a query costs").
         `excluded` (an FTS5 expression) removes the papers it matches in any field."""
+        self._check_index_built()
         required = match
         if excluded is not None:
             match = f"({required}) NOT ({excluded})"
