@@ -18,7 +18,7 @@ from cnki_mcp.store.citations import CitationsMixin
 from cnki_mcp.store.db import DB_NAME, acquire_lock, open_database
 from cnki_mcp.store.downloads import DownloadsMixin
 from cnki_mcp.store.journals import JournalsMixin
-from cnki_mcp.store.library import LibraryMixin, rebuild_progress
+from cnki_mcp.store.library import LibraryMixin, upkeep_due
 from cnki_mcp.store.operations import OperationsMixin
 from cnki_mcp.store.papers import PapersMixin
 from cnki_mcp.store.searches import SearchesMixin
@@ -56,7 +56,7 @@ class Store(
         self._file_id = (st.st_dev, st.st_ino)
         self.notices = notices  # things the person should know (e.g. a database set aside)
         with self._mutex:
-            self._index_pending = rebuild_progress(conn) is not None
+            self._index_pending, self._compaction_pending = upkeep_due(conn)
         self._upkeep: threading.Thread | None = None
 
     @classmethod
@@ -83,10 +83,11 @@ class Store(
         return store
 
     def start_upkeep(self) -> None:
-        """Finish a library index rebuild the open left (a large library after an upgrade) in a
-        thread, step by step, while the server answers (DESIGN.md §Library search, "Rebuild")."""
-        if self._index_pending and self._upkeep is None:
-            log.info("library index: rebuilding in the background; search_library answers when it is done")
+        """Finish the library index rebuild or compaction the open left (a large library's) in
+        a thread, step by step, while the server answers (DESIGN.md §Library search, "Rebuild")."""
+        if (self._index_pending or self._compaction_pending) and self._upkeep is None:
+            if self._index_pending:
+                log.info("library index: rebuilding in the background; search_library answers when it is done")
             self._upkeep = threading.Thread(target=self._rebuild, name="cnki-library-index", daemon=True)
             self._upkeep.start()
 
@@ -101,7 +102,7 @@ class Store(
             log.warning("library index: rebuild stopped: %s", exc)
             return
         if not self._closed:
-            log.info("library index: rebuilt")
+            log.info("library index: up to date")
 
     @property
     def closed(self) -> bool:

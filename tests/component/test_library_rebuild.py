@@ -81,16 +81,15 @@ def test_a_large_library_is_searchable_only_once_its_rebuild_after_the_open_is_d
             found(store, clock)
         assert building.value.code == "LIBRARY_INDEX_BUILDING" and building.value.retryable
         assert building.value.details == {"indexed": 0, "papers": PAPERS}
-        steps = 1
+        for _ in range(PAPERS // 2 + 1):  # 2 papers a step
+            assert not store.index_step()
+        assert meta(data, "analyzer") == library_index.ANALYZER_VERSION and meta(data, "rebuild_after") is None
+        assert found(store, clock) == PAPERS
+        assert meta(data, "stale") is None  # the compaction follows, in steps too
         while not store.index_step():
-            steps += 1
-        assert steps == PAPERS // 2 + 1
+            pass
+        assert meta(data, "stale") == "0"
         assert found(store, clock) == PAPERS
-    assert meta(data, "analyzer") == library_index.ANALYZER_VERSION and meta(data, "rebuild_after") is None
-    assert meta(data, "stale") is None  # compacted at the next open
-    with Store.open(data, clock, upkeep=False) as store:
-        assert found(store, clock) == PAPERS
-    assert meta(data, "stale") == "0"
 
 
 def test_a_rebuild_cut_short_goes_on_where_it_stopped(tmp_path: Path, clock: FakeClock, small_steps: None) -> None:
@@ -175,6 +174,48 @@ def test_closing_the_store_stops_its_rebuild_at_a_step_and_the_next_open_goes_on
         while not again.index_step():
             pass
         assert found(again, clock) == PAPERS * 20
+
+
+def rewritten(data: Path, clock: FakeClock) -> list[tuple[int, bytes]]:
+    """A library whose rewritten rows made a compaction due (the FTS blocks as they are)."""
+    with Store.open(data, clock) as store:
+        refs = [p.record_ref for p in store.upsert_from_grid([row(i) for i in range(PAPERS)], T0)]
+        for n, ref in enumerate(refs):
+            store.save_fulltext(ref, "html", f"正文第{n}篇讨论违约金的酌减。", T0)
+    set_meta(data, "stale", None)  # as a store from before the counter: compacted once
+    with sqlite3.connect(data / "cnki.sqlite3") as conn:
+        return conn.execute("SELECT id, block FROM library_fts_data ORDER BY id").fetchall()
+
+
+def test_a_large_library_is_compacted_after_the_open_in_steps_with_the_same_answers(
+    tmp_path: Path, clock: FakeClock, small_steps: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    monkeypatch.setattr(library_index, "REBUILD_AT_OPEN", PAPERS + 10)  # compacted inside the open
+    small = tmp_path / "small"
+    grown = rewritten(small, clock)
+    with Store.open(small, clock, upkeep=False) as store:
+        assert store.index_step()  # nothing left
+        before = [found(store, clock, q) for q in ("违约金", "正文", "酌减")]
+    with sqlite3.connect(small / "cnki.sqlite3") as conn:
+        compacted = conn.execute("SELECT id, block FROM library_fts_data ORDER BY id").fetchall()
+    assert len(compacted) < len(grown) and meta(small, "stale") == "0"
+
+    monkeypatch.setattr(library_index, "REBUILD_AT_OPEN", 3)  # large: after the open
+    monkeypatch.setattr(library_index, "COMPACT_PAGES", 1)
+    assert rewritten(data, clock) == grown
+    with Store.open(data, clock, upkeep=False) as store:
+        with sqlite3.connect(data / "cnki.sqlite3") as conn:
+            assert conn.execute("SELECT id, block FROM library_fts_data ORDER BY id").fetchall() == grown
+        assert [found(store, clock, q) for q in ("违约金", "正文", "酌减")] == before  # searchable meanwhile
+        steps = 1
+        while not store.index_step():
+            steps += 1
+        assert steps >= 2  # a merge, then one that found nothing left
+        assert [found(store, clock, q) for q in ("违约金", "正文", "酌减")] == before
+    with sqlite3.connect(data / "cnki.sqlite3") as conn:
+        assert len(conn.execute("SELECT id, block FROM library_fts_data").fetchall()) == len(compacted)
+    assert meta(data, "stale") == "0"
 
 
 def test_a_small_library_is_rebuilt_inside_the_open(tmp_path: Path, clock: FakeClock) -> None:
