@@ -18,7 +18,8 @@ from cnki_mcp.store.citations import CitationsMixin
 from cnki_mcp.store.db import DB_NAME, acquire_lock, open_database
 from cnki_mcp.store.downloads import DownloadsMixin
 from cnki_mcp.store.journals import JournalsMixin
-from cnki_mcp.store.library import LibraryMixin, upkeep_due
+from cnki_mcp.store.library import LibraryMixin
+from cnki_mcp.store.library_upkeep import IndexUpkeepMixin, upkeep_due
 from cnki_mcp.store.operations import OperationsMixin
 from cnki_mcp.store.papers import PapersMixin
 from cnki_mcp.store.searches import SearchesMixin
@@ -29,8 +30,8 @@ log = logging.getLogger(__name__)
 
 
 class Store(
-    PapersMixin, JournalsMixin, SearchesMixin, OperationsMixin, DownloadsMixin, LibraryMixin, SearchLogMixin,
-    WatchesMixin, CitationsMixin,
+    PapersMixin, JournalsMixin, SearchesMixin, OperationsMixin, DownloadsMixin, LibraryMixin, IndexUpkeepMixin,
+    SearchLogMixin, WatchesMixin, CitationsMixin,
 ):
     """Papers, journal quality, searches with evidence, operations, downloads and the library index.
 

@@ -434,7 +434,7 @@ def _open_checked(path: Path) -> sqlite3.Connection:
             if _error_name(exc) in _UNREADABLE_CODES:
                 raise Unreadable(f"migration from version {version} failed: {exc}") from exc
             raise _not_now(path, exc) from exc
-        from cnki_mcp.store.library import ensure_index
+        from cnki_mcp.store.library_upkeep import ensure_index
 
         # The library index follows the schema (rebuilt after any migration) and its analyzer.
         ensure_index(conn, force=version < SCHEMA_VERSION)

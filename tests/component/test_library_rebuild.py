@@ -16,6 +16,7 @@ from cnki_mcp.models import GridRow, NativeId
 from cnki_mcp.pipeline.library import LibraryInput, search_library
 from cnki_mcp.store import Store
 from cnki_mcp.store import library as library_index
+from cnki_mcp.store import library_upkeep as upkeep
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 PAPERS = 9
@@ -41,8 +42,8 @@ def clock() -> FakeClock:
 @pytest.fixture
 def small_steps(monkeypatch: pytest.MonkeyPatch) -> None:
     """Libraries of more than 3 papers count as large, rebuilt 2 papers per step."""
-    monkeypatch.setattr(library_index, "REBUILD_AT_OPEN", 3)
-    monkeypatch.setattr(library_index, "REBUILD_STEP", 2)
+    monkeypatch.setattr(upkeep, "REBUILD_AT_OPEN", 3)
+    monkeypatch.setattr(upkeep, "REBUILD_STEP", 2)
 
 
 def meta(data: Path, key: str) -> str | None:
@@ -191,7 +192,7 @@ def test_a_large_library_is_compacted_after_the_open_in_steps_with_the_same_answ
     tmp_path: Path, clock: FakeClock, small_steps: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = tmp_path / "data"
-    monkeypatch.setattr(library_index, "REBUILD_AT_OPEN", PAPERS + 10)  # compacted inside the open
+    monkeypatch.setattr(upkeep, "REBUILD_AT_OPEN", PAPERS + 10)  # compacted inside the open
     small = tmp_path / "small"
     grown = rewritten(small, clock)
     with Store.open(small, clock, upkeep=False) as store:
@@ -201,8 +202,8 @@ def test_a_large_library_is_compacted_after_the_open_in_steps_with_the_same_answ
         compacted = conn.execute("SELECT id, block FROM library_fts_data ORDER BY id").fetchall()
     assert len(compacted) < len(grown) and meta(small, "stale") == "0"
 
-    monkeypatch.setattr(library_index, "REBUILD_AT_OPEN", 3)  # large: after the open
-    monkeypatch.setattr(library_index, "COMPACT_PAGES", 1)
+    monkeypatch.setattr(upkeep, "REBUILD_AT_OPEN", 3)  # large: after the open
+    monkeypatch.setattr(upkeep, "COMPACT_PAGES", 1)
     assert rewritten(data, clock) == grown
     with Store.open(data, clock, upkeep=False) as store:
         with sqlite3.connect(data / "cnki.sqlite3") as conn:
