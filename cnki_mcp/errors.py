@@ -125,6 +125,15 @@ class SearchNotFound(CnkiError):
     default_message = "没有这个检索编号（检索结果只保留最近 300 次）"
 
 
+class LibraryIndexBuilding(CnkiError):
+    """search_library while the library index of a large library is rebuilt after an upgrade
+    (DESIGN.md §Library search, "Rebuild"); details `indexed` and `papers`."""
+
+    code = "LIBRARY_INDEX_BUILDING"
+    retryable = True
+    default_message = "本地文献库的检索索引正在重建（升级后第一次启动时进行），完成前无法检索本地文献；稍后重试，其他工具不受影响"
+
+
 class IdentityAmbiguous(CnkiError):
     code = "IDENTITY_AMBIGUOUS"
     default_message = "题名对应多篇文献，请用 record_ref 指定"

@@ -13,11 +13,13 @@ from filelock import FileLock
 
 from cnki_mcp import datadir
 from cnki_mcp.clock import Clock
+from cnki_mcp.errors import CnkiError
 from cnki_mcp.store.citations import CitationsMixin
 from cnki_mcp.store.db import DB_NAME, acquire_lock, open_database
 from cnki_mcp.store.downloads import DownloadsMixin
 from cnki_mcp.store.journals import JournalsMixin
 from cnki_mcp.store.library import LibraryMixin
+from cnki_mcp.store.library_upkeep import IndexUpkeepMixin, upkeep_due
 from cnki_mcp.store.operations import OperationsMixin
 from cnki_mcp.store.papers import PapersMixin
 from cnki_mcp.store.searches import SearchesMixin
@@ -28,8 +30,8 @@ log = logging.getLogger(__name__)
 
 
 class Store(
-    PapersMixin, JournalsMixin, SearchesMixin, OperationsMixin, DownloadsMixin, LibraryMixin, SearchLogMixin,
-    WatchesMixin, CitationsMixin,
+    PapersMixin, JournalsMixin, SearchesMixin, OperationsMixin, DownloadsMixin, LibraryMixin, IndexUpkeepMixin,
+    SearchLogMixin, WatchesMixin, CitationsMixin,
 ):
     """Papers, journal quality, searches with evidence, operations, downloads and the library index.
 
@@ -54,12 +56,16 @@ class Store(
         st = os.stat(self.path)  # the file opened: a write checks it is still the one there
         self._file_id = (st.st_dev, st.st_ino)
         self.notices = notices  # things the person should know (e.g. a database set aside)
+        with self._mutex:
+            self._index_pending, self._compaction_pending = upkeep_due(conn)
+        self._upkeep: threading.Thread | None = None
 
     @classmethod
-    def open(cls, data_dir: Path, clock: Clock, *, lock_timeout: float = 0.5) -> Store:
+    def open(cls, data_dir: Path, clock: Clock, *, lock_timeout: float = 0.5, upkeep: bool = True) -> Store:
         """Create `data_dir` if needed and make it private (`datadir.prepare`: 0700/0600,
         symlinks refused), lock it (DATA_DIRECTORY_IN_USE when another process holds it) and
-        open or create `cnki.sqlite3` in WAL mode (DATABASE_UNUSABLE when it cannot be)."""
+        open or create `cnki.sqlite3` in WAL mode (DATABASE_UNUSABLE when it cannot be).
+        `upkeep=False` leaves a rebuild of the library index to `index_step` calls (tests)."""
         data_dir = datadir.prepare(Path(data_dir))
         lock = acquire_lock(data_dir, lock_timeout)
         notices: list[str] = []
@@ -72,14 +78,39 @@ class Store(
             # the server's log is what a client shows of it: without this line a database set
             # aside left an empty library and "not found" answers, told only by diagnostics
             log.warning("%s", notice)
-        return cls(conn, lock, data_dir, clock, notices)
+        store = cls(conn, lock, data_dir, clock, notices)
+        if upkeep:
+            store.start_upkeep()
+        return store
+
+    def start_upkeep(self) -> None:
+        """Finish the library index rebuild or compaction the open left (a large library's) in
+        a thread, step by step, while the server answers (DESIGN.md §Library search, "Rebuild")."""
+        if (self._index_pending or self._compaction_pending) and self._upkeep is None:
+            if self._index_pending:
+                log.info("library index: rebuilding in the background; search_library answers when it is done")
+            self._upkeep = threading.Thread(target=self._rebuild, name="cnki-library-index", daemon=True)
+            self._upkeep.start()
+
+    def _rebuild(self) -> None:
+        pause = threading.Event()  # never set: a short pause between steps lets waiting calls in
+        try:
+            while not self._closed and not self.index_step():
+                pause.wait(0.005)
+        except RuntimeError:  # closed between two steps: the next open goes on from there
+            return
+        except (CnkiError, sqlite3.Error) as exc:  # disk full, locked: the next open goes on
+            log.warning("library index: rebuild stopped: %s", exc)
+            return
+        if not self._closed:
+            log.info("library index: up to date")
 
     @property
     def closed(self) -> bool:
         return self._closed
 
     def close(self) -> None:
-        with self._mutex:
+        with self._mutex:  # waits for a rebuild step under way; the thread stops at the next
             if self._closed:
                 return
             self._closed = True
@@ -87,6 +118,8 @@ class Store(
                 self._conn.close()
             finally:
                 self._dir_lock.release()
+        if self._upkeep is not None and self._upkeep is not threading.current_thread():
+            self._upkeep.join()
 
     def __enter__(self) -> Store:
         return self

@@ -241,12 +241,15 @@ CREATE TABLE IF NOT EXISTS citation_nodes (
 # index merges hundreds of doclists on every pass (docs/benchmarks.md §Library search). FTS5
 # options cannot be altered: the table is made again, and `ensure_index` refills it (as after
 # any migration).
-_V_LIBRARY_PREFIX = """
-DROP TABLE IF EXISTS library_fts;
-CREATE VIRTUAL TABLE library_fts USING fts5(
+# LIBRARY_FTS_TABLE is the table as the newest step made it (`library._begin_rebuild` makes it
+# again to empty it): a later step that changes the table changes this constant with it.
+LIBRARY_FTS_TABLE = """CREATE VIRTUAL TABLE library_fts USING fts5(
     title, keywords, authors, institutions, source, abstract, fulltext,
     tokenize = 'unicode61 remove_diacritics 2', prefix = '1'
-);
+)"""
+_V_LIBRARY_PREFIX = f"""
+DROP TABLE IF EXISTS library_fts;
+{LIBRARY_FTS_TABLE};
 """
 
 # The checkpoint log (store/operations.py): entries appended to an operation's checkpoint, one row
@@ -431,7 +434,7 @@ def _open_checked(path: Path) -> sqlite3.Connection:
             if _error_name(exc) in _UNREADABLE_CODES:
                 raise Unreadable(f"migration from version {version} failed: {exc}") from exc
             raise _not_now(path, exc) from exc
-        from cnki_mcp.store.library import ensure_index
+        from cnki_mcp.store.library_upkeep import ensure_index
 
         # The library index follows the schema (rebuilt after any migration) and its analyzer.
         ensure_index(conn, force=version < SCHEMA_VERSION)

@@ -10,10 +10,8 @@ Why bigrams and not the built-in `trigram` tokenizer or a segmenter: docs/benchm
 §Library search (measured by scripts/bench_library.py).
 
 The index is written inside the same transaction as the paper or text it reflects
-(`index_paper` is called by the papers' writer), and rebuilt when `ANALYZER_VERSION` or the
-schema changes (`ensure_index`, run by `open_database` after the migrations), and compacted at
-open once enough rows were rewritten (`compact_index`: FTS5 keeps a rewritten row's old entries
-until then)."""
+(`index_paper` is called by the papers' writer); it is rebuilt when `ANALYZER_VERSION` or the
+schema changes and compacted once enough rows were rewritten (`store/library_upkeep.py`)."""
 
 from __future__ import annotations
 
@@ -27,9 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from pydantic import ValidationError
-
-from cnki_mcp.errors import InvalidInput, SearchNotFound
+from cnki_mcp.errors import InvalidInput, LibraryIndexBuilding, SearchNotFound
 from cnki_mcp.identity import INVISIBLE, Paper, visible
 from cnki_mcp.identity import source_key as normalise_source
 from cnki_mcp.rank import tier_matches
@@ -260,86 +256,21 @@ def _meta(conn: sqlite3.Connection, key: str) -> str | None:
     return row[0] if row else None
 
 
-def ensure_index(conn: sqlite3.Connection, *, force: bool = False) -> bool:
-    """Rebuild the whole index (one transaction) when forced (the schema just migrated), built
-    by another analyzer or never built, then compact it when due (`compaction_due`). Returns
-    whether it rebuilt."""
-    rebuilt = False
-    if force or _meta(conn, "analyzer") != ANALYZER_VERSION:
-        unread = 0
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.execute("DELETE FROM library_fts")
-            conn.execute("DELETE FROM library_docs")
-            for (data,) in conn.execute("SELECT data FROM papers ORDER BY rowid").fetchall():
-                try:
-                    paper = load(Paper, data)
-                except ValidationError:  # a value this release cannot read: the rest are indexed
-                    unread += 1
-                    continue
-                index_paper(conn, paper)
-            conn.execute(
-                "INSERT OR REPLACE INTO library_meta (key, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,)
-            )
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-        rebuilt = True
-        if unread:
-            # Failing here stopped every start (the rebuild stays due until it commits).
-            log.warning("library index: %d stored paper(s) could not be read and are not searchable", unread)
-    if rebuilt or compaction_due(conn):
-        try:
-            compact_index(conn)
-        except sqlite3.OperationalError as exc:  # disk full, locked: the index is right, only slower
-            if conn.in_transaction:  # the COMMIT itself failed
-                conn.execute("ROLLBACK")
-            log.warning("library index not compacted: %s", exc)
-    return rebuilt
-
-
-# --- compaction ------------------------------------------------------------------------------
-# FTS5 never rewrites a segment in place: a row deleted or written again leaves its old entries
-# (and a delete marker per token) in the index, and every query reads through them until a
-# merge reaches the oldest segment. The benchmark store, each paper written from a grid page
-# and again with its abstract, held 55 % dead pages, which made every query pass about twice as
-# slow (docs/benchmarks.md §Library search, "Compaction"). `library_meta.stale` counts the rows
-# deleted or rewritten since the last compaction; the store compacts at open when they reach
-# COMPACT_STALE_SHARE of the indexed papers (and at least COMPACT_MIN_STALE), never on a write.
-COMPACT_STALE_SHARE = 0.1
-COMPACT_MIN_STALE = 500
-
-
 def _count_stale(conn: sqlite3.Connection) -> None:
+    """One FTS row deleted or rewritten since the last compaction (library_upkeep.compaction_due)."""
     conn.execute(
         "INSERT INTO library_meta (key, value) VALUES ('stale', 1)"
         " ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
     )
 
 
-def compaction_due(conn: sqlite3.Connection) -> bool:
-    """Whether enough rows were rewritten since the last compaction. A store that never counted
-    them (written by an earlier release) is compacted once."""
-    stale = _meta(conn, "stale")
-    if stale is None:
-        return True
-    docs = int(conn.execute("SELECT COUNT(*) FROM library_docs").fetchone()[0])
-    return int(stale) >= max(COMPACT_MIN_STALE, COMPACT_STALE_SHARE * docs)
-
-
-def compact_index(conn: sqlite3.Connection) -> None:
-    """Merge the FTS index into one segment without its dead entries (FTS5 `optimize`, one
-    transaction), then give the write-ahead log's pages back (the merge rewrote the index)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute("INSERT INTO library_fts (library_fts) VALUES ('optimize')")
-        conn.execute("INSERT OR REPLACE INTO library_meta (key, value) VALUES ('stale', '0')")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+def rebuild_progress(conn: sqlite3.Connection) -> tuple[int, int] | None:
+    """(papers indexed, papers) of a rebuild under way; None when the index is built."""
+    after = _meta(conn, "rebuild_after")
+    if after is None:
+        return None
+    done = int(conn.execute("SELECT COUNT(*) FROM papers WHERE rowid <= ?", (int(after),)).fetchone()[0])
+    return done, int(conn.execute("SELECT COUNT(*) FROM papers").fetchone()[0])
 
 
 # --- queries ---------------------------------------------------------------------------------
@@ -497,6 +428,20 @@ def _single_term(match: str) -> bool:
 
 
 class LibraryMixin(StoreBase):
+    _index_pending = False  # a rebuild left by the open, finished by `library_upkeep` (`index_step`)
+    def _check_index_built(self) -> None:
+        if not self._index_pending:
+            return
+        with self._read() as conn:
+            progress = rebuild_progress(conn)
+        if progress is not None:
+            raise LibraryIndexBuilding(
+                f"本地文献库的检索索引正在重建（升级后第一次启动时进行，已完成 {progress[0]}/{progress[1]} 篇），"
+                "完成前无法检索本地文献；稍后重试，其他工具不受影响",
+                indexed=progress[0],
+                papers=progress[1],
+            )
+
     def save_fulltext(
         self,
         record_ref: str,
@@ -565,6 +510,7 @@ class LibraryMixin(StoreBase):
         window segments the page reaches, never for every match, and `total` is counted up to
         TOTAL_COUNTED past the page (DESIGN.md §Library search, "what a query costs").
         `excluded` (an FTS5 expression) removes the papers it matches in any field."""
+        self._check_index_built()
         required = match
         if excluded is not None:
             match = f"({required}) NOT ({excluded})"

@@ -14,7 +14,7 @@ from cnki_mcp.clock import FakeClock
 from cnki_mcp.models import GridRow, NativeId
 from cnki_mcp.pipeline.library import LibraryInput, search_library
 from cnki_mcp.store import Store
-from cnki_mcp.store import library as library_index
+from cnki_mcp.store import library_upkeep as library_index
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

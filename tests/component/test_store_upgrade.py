@@ -23,7 +23,7 @@ from cnki_mcp.pdf_text import read_pdf_text
 from cnki_mcp.pipeline.library import LibraryInput, search_library
 from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.sim.pages.files import pdf_bytes
-from cnki_mcp.store import Store, file_sha256
+from cnki_mcp.store import Store, file_sha256, library_upkeep
 from cnki_mcp.store import db as store_db
 from cnki_mcp.store import library as library_index
 from cnki_mcp.store.db import SCHEMA_VERSION
@@ -79,7 +79,7 @@ def test_a_kill_during_the_index_rebuild_after_the_migration_rebuilds_it_at_the_
         real_index_paper(conn, paper)  # type: ignore[arg-type]
 
     with monkeypatch.context() as patch:
-        patch.setattr(library_index, "index_paper", dies_midway)
+        patch.setattr(library_upkeep, "index_paper", dies_midway)  # as the rebuild calls it
         with pytest.raises(Killed):
             Store.open(data, clock)
     with sqlite3.connect(data / "cnki.sqlite3") as conn:
@@ -200,7 +200,7 @@ def test_a_stored_paper_the_current_models_cannot_read_does_not_stop_the_upgrade
     with Store.open(data, clock) as store:
         assert store.paper_count() == 3
         assert _found(store, "酌", clock) == ["违约金过高时的司法酌减规则研究"]
-    assert [r.levelno for r in caplog.records if r.name == "cnki_mcp.store.library"] == [logging.WARNING]
+    assert [r.levelno for r in caplog.records if r.name == "cnki_mcp.store.library_upkeep"] == [logging.WARNING]
 
 
 def test_records_a_newer_release_wrote_with_fields_this_one_does_not_know_are_read(

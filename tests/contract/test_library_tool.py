@@ -80,3 +80,34 @@ async def test_search_library_pages_filters_and_matches_its_output_schema(h: Har
         assert unknown.structured_content["code"] == "SEARCH_NOT_FOUND"
         assert h.services is not None and h.services.host.started is False
         assert h.backend.calls == []
+
+
+async def test_search_library_during_a_rebuild_after_an_upgrade_is_a_retryable_coded_error_with_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    from cnki_mcp.store import Store, library_upkeep
+
+    first = Harness(tmp_path / "data", inline_wait=5.0)
+    first.open()
+    refs = _fill(first)
+    assert first.services is not None
+    first.services.store.close()
+    with sqlite3.connect(tmp_path / "data" / "cnki.sqlite3") as conn:  # what an upgrade leaves
+        conn.execute("DELETE FROM library_meta WHERE key = 'analyzer'")
+    monkeypatch.setattr(library_upkeep, "REBUILD_AT_OPEN", 2)  # 5 papers: a large library
+    monkeypatch.setattr(Store, "start_upkeep", lambda self: None)  # the steps are taken below
+    h = Harness(tmp_path / "data", inline_wait=5.0)
+    async with Client(build_server(h.open)) as client:
+        building = await client.call_tool("search_library", {"query": "酌减"})
+        assert building.is_error
+        data = building.structured_content
+        assert data is not None and data["code"] == "LIBRARY_INDEX_BUILDING" and data["retryable"] is True
+        assert data["details"] == {"indexed": 0, "papers": 5}
+        assert h.services is not None
+        while not h.services.store.index_step():
+            pass
+        found = await client.call_tool("search_library", {"query": "酌减"})
+        assert not found.is_error and found.structured_content is not None
+        assert sorted(r["record_ref"] for r in found.structured_content["results"]) == sorted(refs)
