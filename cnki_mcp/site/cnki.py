@@ -52,7 +52,7 @@ from cnki_mcp.site.backend import FollowOnce, GridFollow, GridRequest, SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.citation_fetch import CitationFetching
 from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded, close_tab
-from cnki_mcp.site.endpoints import GRID_PATH_MARK, SESSION_COOKIES, Endpoints, without_query
+from cnki_mcp.site.endpoints import GRID_PATH_MARK, SESSION_COOKIES, Endpoints, error_reason, without_query
 from cnki_mcp.site.grid_template import (
     CursorCache,
     GridTemplate,
@@ -70,7 +70,7 @@ from cnki_mcp.site.page_scripts import FETCH_JS, FILL_JS, READY_JS
 from cnki_mcp.site.pages import positive, read_identity
 from cnki_mcp.site.person import HumanNeeded as _HumanNeeded
 from cnki_mcp.site.person import PersonSteps, skips
-from cnki_mcp.site.transport import FETCH_TIMEOUT_MS, MAX_BODY, ResourceLoading
+from cnki_mcp.site.transport import FETCH_TIMEOUT_MS, MAX_BODY, ResourceLoading, transport_unavailable
 from cnki_mcp.site.transport import Fetched as _Fetched
 from cnki_mcp.site.transport import TransportError as _TransportError
 from cnki_mcp.site.transport import WorkSession as _WorkSession
@@ -99,7 +99,7 @@ def navigation_failure(exc: PlaywrightError) -> CnkiError:
     DNS, refused, timed out: `net::ERR_…` or a navigation timeout) is SITE_UNAVAILABLE, as the
     same failure of any other request is; it was QUERY_TEMPLATE_UNAVAILABLE ("未能从高级检索页捕获
     检索请求") with the browser's text. Anything else stays a capture failure."""
-    reason = without_query(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)[:200]
+    reason = error_reason(exc, first_line=True)
     net = _NET_ERROR.search(reason)
     if net is None and not isinstance(exc, PlaywrightTimeout):
         return QueryTemplateUnavailable(reason=reason)
@@ -213,10 +213,10 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
             request = await info.value
             self._click_drawn = asyncio.ensure_future(self._draw_click_answer(page, request))
         except (PlaywrightTimeout, BrowserStalled) as exc:
-            raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
+            raise QueryTemplateUnavailable(reason=error_reason(exc, first_line=True)) from exc
         except PlaywrightError as exc:
             self._host.note_error(exc)
-            raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
+            raise QueryTemplateUnavailable(reason=error_reason(exc, first_line=True)) from exc
         return parse_template(request.url, request.post_data)
 
     async def _first_visit(self, page: Page, op: SiteOp | None, *, force: bool = False) -> None:
@@ -274,7 +274,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
             try:
                 html = await bounded(page.content(), CALL_SECONDS, "page content")
             except (PlaywrightError, BrowserStalled) as exc:
-                raise QueryTemplateUnavailable(reason=without_query(str(exc).splitlines()[0])[:200]) from exc
+                raise QueryTemplateUnavailable(reason=error_reason(exc, first_line=True)) from exc
             verdict = classify_page(html, page.url, status)
             named = challenge_url(html) if verdict.kind is GateKind.CHALLENGE else None
             if verdict.kind is GateKind.CHALLENGE and not renewed and named is None:
@@ -506,7 +506,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
             except _PageChanged as exc:
                 # not a browser failure: the request is asked again in the page as it is now
                 if number == MAX_ATTEMPTS:
-                    raise SiteUnavailable(reason=without_query(str(exc))[:200]) from exc
+                    raise transport_unavailable(exc) from exc
                 log.info("the search page changed under a request; asking again: %s", exc)
             except _TransportError as exc:
                 if number == 1 and on_transport == "recover":
@@ -524,7 +524,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
                     # CNKI being down (SITE_UNAVAILABLE ended a search's enrichment)
                     log.warning("the browser died under a request; asking again in a new one: %s", exc)
                     continue
-                raise SiteUnavailable(reason=without_query(str(exc))[:200]) from exc
+                raise transport_unavailable(exc) from exc
             except _HumanNeeded as need:
                 back = await self._person_step(need, op, epoch)
                 if back is not None and returned is not None and need.returns_to is not None:
@@ -736,7 +736,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
                 try:
                     await self._open_search_page(page, op)
                 except _TransportError as exc:  # the browser did not answer
-                    raise SiteUnavailable(reason=without_query(str(exc))[:200]) from exc
+                    raise transport_unavailable(exc) from exc
         return await read_identity(page, self._clock)
 
     async def login(
