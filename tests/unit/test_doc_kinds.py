@@ -13,7 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cnki_mcp.cite.refparse import parse_reference
+from cnki_mcp.doc_kinds import KIND_ALIASES, WRITTEN_NAMES, cnki_types
 from cnki_mcp.query.written import read_wishes, wish_filters
 
 BEFORE = Path(__file__).resolve().parents[1] / "fixtures" / "doc_kinds_before.json"
@@ -78,6 +81,24 @@ def test_every_spelling_each_table_read_is_read_as_before() -> None:
     assert set(before) == set(now)
     changed = {p: (before[p], now[p]) for p in before if before[p] != now[p]}
     assert not changed, changed
+
+
+@pytest.mark.parametrize("name", ["博硕士学位论文", "博硕学位论文", "博硕士论文", "博硕论文"])
+def test_cnkis_own_name_for_both_thesis_levels_is_read_by_every_table(name: str) -> None:
+    # CNKI names its thesis database 中国优秀博硕士学位论文全文数据库: a reference's genre 博硕士学位论文
+    # was read as both levels, but search_library's document_types refused it (INVALID_ARGUMENT
+    # unless a stored paper had that type) and a question's wish (`违约金酌减 博硕士学位论文`) stayed a
+    # concept no paper's text holds
+    assert _library(name) == ["学位论文", True, ["博士", "硕士"]]
+    assert _written(name)[0] == ["违约金酌减  ", [name], [["硕士", "博士"], []]]
+    assert _refparse(name)[0][1] is None  # no level, as before
+
+
+@pytest.mark.parametrize("name", sorted(WRITTEN_NAMES))
+def test_every_chinese_kind_name_is_a_wish_and_a_library_type(name: str) -> None:
+    cnki = KIND_ALIASES[name]
+    assert _library(name)[:2] == [cnki, True]
+    assert _written(name)[0][2][0] == list(cnki_types(cnki))
 
 
 if __name__ == "__main__":  # the snapshot, from the code checked out
