@@ -16,7 +16,7 @@ from cnki_mcp.jobs import JobManager, OperationKind, OperationRecord, OperationS
 from cnki_mcp.operations import MemorySink, StoreSink
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.store import Store
-from tests.component.test_jobs import SEARCH_BUDGET, FakeBackend, search_runner
+from tests.component.jobs_support import SEARCH_BUDGET, FakeBackend, search_runner
 from tests.paper_samples import sample_row
 
 
