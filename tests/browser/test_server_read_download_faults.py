@@ -468,9 +468,9 @@ async def test_session_status_on_a_browser_that_stops_answering_its_cookies_is_s
     """session_status(refresh) opens the search page, whose session-cookie check (`_has_session`)
     awaits the browser: a browser that never answers it (wedged) ends the read SITE_UNAVAILABLE
     within its deadline, not an operation left running until the watchdog."""
-    from cnki_mcp.site import cnki
+    from cnki_mcp.site import search_page
 
-    monkeypatch.setattr(cnki, "CALL_SECONDS", 0.5)
+    monkeypatch.setattr(search_page, "CALL_SECONDS", 0.5)  # the session-cookie check's deadline
     ctx = await app.services.host.ensure()
     asked: list[str] = []
 
