@@ -226,7 +226,7 @@ class LoginFlow:
         except PlaywrightError as exc:
             if self.host.note_error(exc):
                 raise BrowserUnavailable("浏览器连接已断开", reason=error_reason(exc)) from exc
-            log.info("login page did not finish loading: %s", str(exc).splitlines()[0][:200])
+            log.info("login page did not finish loading: %s", error_reason(exc, first_line=True))
             return None
         if remote_access_url is not None:
             return None
@@ -243,7 +243,7 @@ class LoginFlow:
         except PlaywrightError as exc:
             if self.host.note_error(exc):
                 raise BrowserUnavailable("浏览器连接已断开", reason=error_reason(exc)) from exc
-            log.info("login entry did not finish loading: %s", str(exc).splitlines()[0][:200])
+            log.info("login entry did not finish loading: %s", error_reason(exc, first_line=True))
         return live
 
     async def _read_after(self, page: Page, op: SiteOp | None) -> HeaderIdentity:

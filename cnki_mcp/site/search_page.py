@@ -29,7 +29,7 @@ from cnki_mcp.parse.gate import challenge_url, classify_page, raise_for_verdict
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded
-from cnki_mcp.site.endpoints import GRID_PATH_MARK, SESSION_COOKIES, Endpoints, error_reason, without_query
+from cnki_mcp.site.endpoints import GRID_PATH_MARK, SESSION_COOKIES, Endpoints, error_reason
 from cnki_mcp.site.grid_template import GridTemplate, parse_template
 from cnki_mcp.site.human import HumanGate, StepKind
 from cnki_mcp.site.limiter import Limiter, Priority
@@ -162,7 +162,7 @@ class SearchPage:
                 )
         except PlaywrightError as exc:  # AdvSearch comes next and tells what is wrong
             self._host.note_error(exc)
-            log.debug("home page visit failed: %s", without_query(str(exc).splitlines()[0]))
+            log.debug("home page visit failed: %s", error_reason(exc, first_line=True))
 
     async def _has_session(self, page: Page) -> bool | None:
         """Whether the browser holds CNKI's guest session cookie (None: the browser did not say).
