@@ -10,13 +10,7 @@ from typing import Any
 import pytest
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.jobs import (
-    BudgetSpec,
-    JobManager,
-    MemorySink,
-    OperationContext,
-    OperationRecord,
-)
+from cnki_mcp.jobs import BudgetSpec, JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
 from cnki_mcp.site.limiter import Limiter
 
 SEARCH_BUDGET = BudgetSpec(max_requests=100, timeout_seconds=900)
@@ -53,6 +47,18 @@ def search_runner(backend: FakeBackend, limiter: Limiter) -> Any:
 
     return run
 
+
+
+async def search_with_active_time(env: Any, seconds: float) -> tuple[FakeBackend, Any, OperationRecord]:
+    """A paged search on `env`'s manager with `seconds` of active time (100 requests), run to its
+    end on the fake clock: (its backend, its job, its final record)."""
+    clock, _, manager, limiter = env
+    backend = FakeBackend(clock)
+    job = manager.start(
+        OperationKind.SEARCH, search_runner(backend, limiter), BudgetSpec(max_requests=100, timeout_seconds=seconds)
+    )
+    [record] = await clock.run_until_complete(job.finish())
+    return backend, job, record
 
 @pytest.fixture
 async def env() -> AsyncIterator[tuple[FakeClock, MemorySink, JobManager, Limiter]]:

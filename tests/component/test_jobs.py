@@ -34,6 +34,7 @@ from tests.component.jobs_support import (
     FakeBackend,
     Killable,
     search_runner,
+    search_with_active_time,
     settle,
     sleeper,
     timed,
@@ -236,14 +237,7 @@ async def test_budget_exhaustion_ends_partial_with_the_result_so_far(env: Any) -
 
 
 async def test_active_time_budget_stops_new_requests(env: Any) -> None:
-    clock, _, manager, limiter = env
-    backend = FakeBackend(clock)
-    job = manager.start(
-        OperationKind.SEARCH,
-        search_runner(backend, limiter),
-        BudgetSpec(max_requests=100, timeout_seconds=3.2),
-    )
-    [record] = await clock.run_until_complete(job.finish())
+    backend, _, record = await search_with_active_time(env, 3.2)
     assert record.status is OperationStatus.PARTIAL
     assert record.errors[0].code == "BUDGET_EXHAUSTED"
     assert record.errors[0].details["reason"] == "timeout_seconds"

@@ -9,21 +9,11 @@ import pytest
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import CnkiError
-from cnki_mcp.jobs import (
-    JobManager,
-    MemorySink,
-    OperationKind,
-    OperationRecord,
-    OperationStatus,
-)
+from cnki_mcp.jobs import JobManager, MemorySink, OperationKind, OperationRecord, OperationStatus
 from cnki_mcp.operations import INTERRUPTED_MESSAGE
 from cnki_mcp.site.limiter import Limiter
 from tests.component import jobs_support
-from tests.component.jobs_support import (
-    SEARCH_BUDGET,
-    FakeBackend,
-    search_runner,
-)
+from tests.component.jobs_support import SEARCH_BUDGET, FakeBackend, search_runner
 
 env = jobs_support.env  # the fixture: (clock, sink, manager, limiter) on a fake clock
 

@@ -19,12 +19,7 @@ from cnki_mcp.jobs import (
     OperationStatus,
 )
 from tests.component import jobs_support
-from tests.component.jobs_support import (
-    FakeBackend,
-    search_runner,
-    settle,
-    sleeper,
-)
+from tests.component.jobs_support import search_runner, search_with_active_time, settle, sleeper
 
 env = jobs_support.env  # the fixture: (clock, sink, manager, limiter) on a fake clock
 
@@ -164,13 +159,7 @@ async def test_continue_after_the_watchdog_gets_a_fresh_deadline(
     env: Any, added: dict[str, Any], max_requests: int, most_seconds: float
 ) -> None:
     clock, _, manager, limiter = env
-    backend = FakeBackend(clock)
-    job = manager.start(
-        OperationKind.SEARCH,
-        search_runner(backend, limiter),
-        BudgetSpec(max_requests=100, timeout_seconds=3.5),
-    )
-    [first] = await clock.run_until_complete(job.finish())
+    backend, job, first = await search_with_active_time(env, 3.5)
     assert first.status is OperationStatus.PARTIAL and first.errors[0].code == "BUDGET_EXHAUSTED"
     again = manager.continue_(job.operation_id, search_runner(backend, limiter), **added)
     [done] = await clock.run_until_complete(again.finish())

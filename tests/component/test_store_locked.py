@@ -96,27 +96,11 @@ class BrokenSink(MemorySink):
         super().save(record, **kwargs)
 
 
-async def test_an_uncoded_failure_of_the_final_save_is_internal_not_interrupted() -> None:
-    clock = FakeClock()
-    sink = BrokenSink()
-    manager = JobManager(clock, sink, inline_wait=40, heartbeat_interval=5)
-    limiter = Limiter(clock, 0.5, 6)
-    try:
-        job = manager.start(
-            OperationKind.SEARCH, search_runner(FakeBackend(clock, pages=2), limiter), SEARCH_BUDGET
-        )
-        sink.broken = True
-        await clock.advance_settled(5.0)
-        assert job.finished
-        record = manager.status(job.operation_id)
-        assert record is not None and record.status is OperationStatus.COMPLETED
-        assert [e.code for e in record.errors] == ["INTERNAL"]
-    finally:
-        await manager.shutdown()
-
-
-@pytest.mark.parametrize("error", [RuntimeError("sink bug"), KeyError("operation_id"), OSError(28, "No space")])
-async def test_a_final_save_failing_without_a_code_ends_the_operation_internal_and_answers_it_from_memory(
+@pytest.mark.parametrize(
+    "error",
+    [sqlite3.InterfaceError("bad parameter"), RuntimeError("sink bug"), KeyError("operation_id"), OSError(28, "No space")],
+)
+async def test_an_uncoded_failure_of_the_final_save_is_internal_not_interrupted(
     error: Exception,
 ) -> None:
     """`_save_final` with a sink raising something other than a CnkiError: the operation still

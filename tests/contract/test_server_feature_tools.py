@@ -346,20 +346,26 @@ async def test_read_pdf_text_of_a_caj_says_whether_the_detail_page_offers_a_pdf(
     # The caller chose format='caj' for a paper whose detail page has a PDF entry too: the answer
     # named read_online_html only, not the PDF download that this tool reads. What the stored
     # detail page offers decides; without one (or one showing no file entries) it is not known.
+    urls = {f"{fmt}_url": f"https://bar.cnki.net/bar/download/order?id=X&type={fmt}" for fmt in entries}
+    detail = DetailPage(title="违约金调整的基本标准研究", authors=[Author(name="王利明")], source="法学研究",
+                        doc_type="期刊", year=2021, native=NativeId(dbcode="CJFD", filename="WYJ0001"), **urls)  # fmt: skip
+    assert await _pdf_offered_beside_a_caj(h, detail, "https://kns.cnki.net/kcms2/article/abstract?v=V1") is offered
+
+
+async def _pdf_offered_beside_a_caj(h: Harness, detail: DetailPage, url: str) -> Any:
+    """read_pdf_text of a paper stored from `detail` and downloaded as CAJ: INVALID_FILE for the
+    CAJ, and its `details.pdf_offered` (absent: None)."""
     async with Client(build_server(h.open)) as client:
         assert h.services is not None
         store = h.services.store
-        urls = {f"{fmt}_url": f"https://bar.cnki.net/bar/download/order?id=X&type={fmt}" for fmt in entries}
-        detail = DetailPage(title="违约金调整的基本标准研究", authors=[Author(name="王利明")], source="法学研究",
-                            doc_type="期刊", year=2021, native=NativeId(dbcode="CJFD", filename="WYJ0001"), **urls)  # fmt: skip
-        ref = store.upsert_from_detail(detail, "https://kns.cnki.net/kcms2/article/abstract?v=V1", WHEN).record_ref
+        ref = store.upsert_from_detail(detail, url, WHEN).record_ref
         caj = h.settings.data_dir / "downloads" / "paper.caj"
         caj.parent.mkdir(parents=True, exist_ok=True)
         caj.write_bytes(b"HN" + b"\0" * 64)
         store.record_download(ref, "caj", caj, "0" * 64, caj.stat().st_size, WHEN)
         data = _error(await client.call_tool("read_pdf_text", {"record_ref": ref}))
-    assert data["code"] == "INVALID_FILE" and data["details"]["format"] == "caj"
-    assert data["details"].get("pdf_offered") is offered, data["details"]
+    assert data["code"] == "INVALID_FILE" and data["details"]["format"] == "caj", data
+    return data["details"].get("pdf_offered")
 
 
 REAL_KCMS2 = "detail-kcms2/pluginsx_detail_kcms2_2026.html.gz"
@@ -382,17 +388,7 @@ async def test_whether_a_pdf_is_offered_is_read_from_a_real_detail_page_as_parse
     # CAJ下载 entries say whether read_pdf_text sends the caller of a CAJ to download_paper(format='pdf')
     detail = parse_detail(page(read_real(REAL_KCMS2)), REAL_URL)
     assert (detail.pdf_url is not None, detail.caj_url is not None) == (offered, True)
-    async with Client(build_server(h.open)) as client:
-        assert h.services is not None
-        store = h.services.store
-        ref = store.upsert_from_detail(detail, REAL_URL, WHEN).record_ref
-        caj = h.settings.data_dir / "downloads" / "real.caj"
-        caj.parent.mkdir(parents=True, exist_ok=True)
-        caj.write_bytes(b"HN" + b"\0" * 64)
-        store.record_download(ref, "caj", caj, "0" * 64, caj.stat().st_size, WHEN)
-        data = _error(await client.call_tool("read_pdf_text", {"record_ref": ref}))
-    assert data["code"] == "INVALID_FILE" and data["details"]["format"] == "caj"
-    assert data["details"]["pdf_offered"] is offered, data["details"]
+    assert await _pdf_offered_beside_a_caj(h, detail, REAL_URL) is offered
 
 
 # --- export ----------------------------------------------------------------------------
