@@ -52,7 +52,7 @@ from cnki_mcp.site.human import HumanGate, PageKind, PageState, StepKind
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.navigation import NAV_TIMEOUT_MS, goto_or_cut
 from cnki_mcp.site.page_apis import block_page_apis
-from cnki_mcp.site.pages import LOAD_STATE_JS, PlaywrightHumanPage, document_status
+from cnki_mcp.site.pages import LOAD_STATE_JS, PlaywrightHumanPage, answered_page, document_status
 
 log = logging.getLogger(__name__)
 READER_AGAIN = "稍后用相同参数再调用 read_online_html"
@@ -240,12 +240,7 @@ class DetailTabs:
             except PlaywrightError as exc:
                 self.host.note_error(exc)
                 raise SiteUnavailable(reason=error_reason(exc, first_line=True)) from exc
-            status = response.status if response is not None else 200
-            try:
-                html = await bounded(page.content(), CALL_SECONDS, "page content")
-            except (PlaywrightError, BrowserStalled) as exc:
-                raise SiteUnavailable(reason=error_reason(exc, first_line=True)) from exc
-            verdict = classify_page(html, page.url, status)
+            html, verdict = await answered_page(page, response, SiteUnavailable)
             if verdict.kind in (GateKind.CHALLENGE, GateKind.LOGIN):
                 kind: StepKind = "challenge" if verdict.kind is GateKind.CHALLENGE else "login"
                 named = challenge_url(html) if kind == "challenge" else None

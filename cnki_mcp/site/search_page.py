@@ -25,7 +25,7 @@ from cnki_mcp.errors import (
     VerificationRequired,
 )
 from cnki_mcp.models import GateKind
-from cnki_mcp.parse.gate import challenge_url, classify_page, raise_for_verdict
+from cnki_mcp.parse.gate import challenge_url, raise_for_verdict
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded
@@ -36,6 +36,7 @@ from cnki_mcp.site.limiter import Limiter, Priority
 from cnki_mcp.site.navigation import MAX_ATTEMPTS, NAV_TIMEOUT_MS, goto_or_cut
 from cnki_mcp.site.page_lease import PageLease
 from cnki_mcp.site.page_scripts import FILL_JS, READY_JS
+from cnki_mcp.site.pages import answered_page
 from cnki_mcp.site.person import HumanNeeded
 from cnki_mcp.site.transport import Fetched, TransportError
 
@@ -199,12 +200,7 @@ class SearchPage:
             except PlaywrightError as exc:
                 self._host.note_error(exc)
                 raise navigation_failure(exc) from exc
-            status = response.status if response is not None else 200
-            try:
-                html = await bounded(page.content(), CALL_SECONDS, "page content")
-            except (PlaywrightError, BrowserStalled) as exc:
-                raise QueryTemplateUnavailable(reason=error_reason(exc, first_line=True)) from exc
-            verdict = classify_page(html, page.url, status)
+            html, verdict = await answered_page(page, response, QueryTemplateUnavailable)
             named = challenge_url(html) if verdict.kind is GateKind.CHALLENGE else None
             if verdict.kind is GateKind.CHALLENGE and not renewed and named is None:
                 # A guest session the site no longer honours (a restored cookie) also sends AdvSearch to
