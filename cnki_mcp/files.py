@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import sys
 import unicodedata
 from dataclasses import dataclass
@@ -40,6 +41,14 @@ _WINDOWS_RESERVED = frozenset(
 RESERVED_PREFIX = "论文_"
 MAX_SUBDIR_PARTS = 8
 MAX_NAME_BYTES = 240
+
+
+def free_space(folder: Path) -> int | None:
+    """The free bytes of the disk holding `folder`, None when the system cannot say."""
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None
 
 
 def _head_tail(path: Path) -> tuple[int, bytes, bytes]:

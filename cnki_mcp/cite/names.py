@@ -121,10 +121,17 @@ def ascii_fold(text: str) -> str:
 
 
 def pinyin(text: str) -> str:
-    """Toneless pinyin with no separators: 张 -> zhang, 欧阳 -> ouyang."""
+    """Toneless pinyin of a name, no separators: 张 -> zhang, 欧阳 -> ouyang, a surname read as
+    one (曾 -> zeng, 单 -> shan)."""
     if text in _SURNAME_PINYIN:
         return _SURNAME_PINYIN[text]
-    # pypinyin loads its phrase dictionary (~0.5 s) on import: only when a name needs it.
+    return plain_pinyin(text)
+
+
+def plain_pinyin(text: str) -> str:
+    """Toneless pinyin of any text, no separators, characters without a reading left out
+    (法学研究（哲学社会科学版） -> faxueyanjiuzhexueshehuikexueban, 绿 -> lv)."""
+    # pypinyin loads its phrase dictionary (~0.5 s) on import: only when a text needs it.
     from pypinyin import Style, lazy_pinyin
 
     return "".join(lazy_pinyin(text, style=Style.NORMAL, errors="ignore"))
@@ -163,13 +170,8 @@ def spelt_in_pinyin(latin: str, han: str) -> bool | None:
     (one word: `Nature` reads na-tu-re). An edition in brackets may be left out on either side."""
     if not HAN.search(han) or HAN.search(latin):
         return None
-    from pypinyin import Style, lazy_pinyin
-
-    def spelt(text: str) -> str:
-        return "".join(ascii_fold(w).lower() for w in lazy_pinyin(text, style=Style.NORMAL, errors="ignore"))
-
     mine = {ascii_fold(latin).lower(), ascii_fold(_EDITION.sub("", latin)).lower()}
-    theirs = {spelt(han), spelt(_EDITION.sub("", han))}
+    theirs = {plain_pinyin(han), plain_pinyin(_EDITION.sub("", han))}  # a title, not a surname
     if mine & theirs or mine & {t.replace("v", "u") for t in theirs}:
         return True
     words = _latin_words(_EDITION.sub("", latin))

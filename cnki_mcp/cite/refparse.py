@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cnki_mcp.cite.model import HAN
 from cnki_mcp.cite.names import COMPOUND_SURNAMES
+from cnki_mcp.doc_kinds import BOTH_LEVEL_NAMES, DOCTORAL, MASTER, THESES, THESIS_NAMES, names_pattern
 from cnki_mcp.identity import decode_entities, visible
 
 RefStyle = Literal["gbt7714", "apa", "quoted", "free", "plain"]
@@ -64,18 +65,20 @@ _YEAR = re.compile(r"(?<!\d)(19[5-9]\d|20[0-4]\d)(?!\d)")
 _BARE_YEAR = re.compile(r"(?:19[5-9]\d|20[0-4]\d)[a-z]?|n\.\s*d")
 _TYPE = re.compile(r"\[\s*(" + "|".join(TYPE_CODES) + r")(?:\s*/\s*OL)?\s*\]", re.I)
 _GENRES = (
-    "博士学位论文", "硕士学位论文", "学位论文", "博士论文", "硕士论文", "Doctoral dissertation",
-    "Doctoral thesis", "Master's thesis", "Masters thesis", "PhD thesis", "PhD diss", "Thesis", "Dissertation",
+    *THESIS_NAMES[DOCTORAL], *THESIS_NAMES[MASTER], THESES,
+    # as the English citation styles write them (APA, Chicago), abbreviations too
+    "Doctoral dissertation", "Doctoral thesis", "Master's thesis", "Masters thesis", "PhD thesis", "PhD diss",
+    "Thesis", "Dissertation",
 )
 _GENRE = "|".join(re.escape(g) for g in _GENRES)
 # The level a genre names (`[博士学位论文]`, `Master's thesis`, `(Doctoral dissertation, 学校)`).
 _DEGREE = (
-    ("博士", re.compile(r"博士(?:学位)?论文|Doctoral (?:dissertation|thesis)|Ph\.?\s?D\.? (?:thesis|diss)", re.I)),
-    ("硕士", re.compile(r"硕士(?:学位)?论文|Master'?s? (?:thesis|dissertation)", re.I)),
-)
+    (DOCTORAL, re.compile(names_pattern(THESIS_NAMES[DOCTORAL]) + r"|Doctoral (?:dissertation|thesis)|Ph\.?\s?D\.? (?:thesis|diss)", re.I)),
+    (MASTER, re.compile(names_pattern(THESIS_NAMES[MASTER]) + r"|Master'?s? (?:thesis|dissertation)", re.I)),
+)  # fmt: skip
 # Words naming both levels (CNKI's 中国优秀博硕士学位论文全文数据库, 硕博论文): no level; 博硕士学位论文
 # holds 硕士学位论文, so a doctoral thesis cited from that database was read as a master's
-_BOTH_LEVELS = re.compile(r"(?:博硕|硕博)士?(?:学位)?论文")
+_BOTH_LEVELS = re.compile(names_pattern(BOTH_LEVEL_NAMES))
 # APA 7 puts the school inside the bracket (`[Doctoral dissertation, 武汉大学]`), APA 6 a bare genre in
 # parentheses (`(Doctoral dissertation)`): neither is part of the title
 _TITLE_GENRE = re.compile(rf"\s*(?:\[\s*(?:{_GENRE})(?:\s*,[^\]]*)?\s*\]|\(\s*(?:{_GENRE})\s*\))|\s*\[Internet\]", re.I)

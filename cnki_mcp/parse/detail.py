@@ -404,24 +404,26 @@ def _labelled_doi(tree: LexborHTMLParser) -> str | None:
     root = tree.body or tree.root
     if root is None or "DOI" not in (root.text(deep=True) or "").upper():
         return None
+    inside = _abstract_nodes(tree)
     for node in root.css("p, li, span, label, dd, td, div"):
         m = _DOI.match(text_of(node, sep=" "))
-        if m and not _holds_abstract(node):
+        if m and not _holds_abstract(node, inside):
             return m.group(1).rstrip(".;,")
     return None
 
 
-def _holds_abstract(node: LexborNode) -> bool:
-    """Whether `node` is, holds or lies inside the abstract (an abstract may begin `DOI:10.…`)."""
-    if node.css_first(_ABSTRACT_SELECTORS) is not None:
-        return True
-    cur: LexborNode | None = node
-    while cur is not None:
-        attrs = cur.attributes
-        if attrs.get("id") in ("ChDivSummary", "abstract_text") or "abstract-text" in (attrs.get("class") or "").split():
-            return True
-        cur = cur.parent
-    return False
+def _abstract_nodes(tree: LexborHTMLParser) -> set[int]:
+    """The nodes (by `mem_id`) that are an abstract element (`_ABSTRACT_SELECTORS`) or lie inside
+    one. Not `LexborNode.css_matches`: it is true of a node whose subtree holds a match, so every
+    ancestor of the abstract would count as lying inside it (an old layout's info block, beside
+    the abstract, holds the labelled DOI)."""
+    return {n.mem_id for found in tree.css(_ABSTRACT_SELECTORS) for n in found.traverse()}
+
+
+def _holds_abstract(node: LexborNode, inside: set[int]) -> bool:
+    """Whether `node` is, holds or lies inside the abstract (an abstract may begin `DOI:10.…`);
+    `inside`: `_abstract_nodes` of its page."""
+    return node.mem_id in inside or node.css_first(_ABSTRACT_SELECTORS) is not None
 
 
 def _abstract(tree: LexborHTMLParser, metas: dict[str, list[str]]) -> tuple[str | None, str | None]:

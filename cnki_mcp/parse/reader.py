@@ -254,15 +254,12 @@ def _body_only(container: LexborNode) -> str:
     """The container's text without its `.js-prefix` head (the paper's title, authors and
     abstract): what is left is the body. A reader page of a title, an author line and a long
     abstract (a book, a paper whose body the reader does not hold) passed the length check and
-    its abstract was given as the full text."""
-    copy = parse_html(container.html or "")
-    root = copy.body or copy.root
-    if root is None:
-        return ""
-    for node in root.css(".js-prefix"):
+    its abstract was given as the full text. The head is taken out of `container` itself (the
+    page is parsed once): call it when nothing else is read from the container."""
+    for node in container.css(".js-prefix"):
         node.decompose()
     parts: list[str] = []
-    _walk(root, parts)
+    _walk(container, parts)
     return _clean("".join(parts))
 
 
@@ -347,10 +344,11 @@ def parse_reader(html: str, url: str | None = None, expected_title: str | None =
     _walk(container, parts)
     text = _clean("".join(parts))
     images = len(container.css("img"))
+    sections = _sections(container, text)
+    non_text = len(container.css(_NON_TEXT))
     if len(_IMAGE_MARKS.sub("", _body_only(container))) < _MIN_BODY:  # the marks images leave are not body text
         raise ReaderUnsupported("正文不足，未将摘要当全文", characters=len(text), images=images)
 
-    sections = _sections(container, text)
     heading_keys = {title_key(s.title) for s in sections}
     missing = [c for c in catalog if title_key(c) not in heading_keys]
     extracted = _non_space(text)
@@ -366,7 +364,7 @@ def parse_reader(html: str, url: str | None = None, expected_title: str | None =
         extracted_characters=extracted,
         catalog_headings=catalog,
         missing_catalog_headings=missing,
-        non_text_elements=len(container.css(_NON_TEXT)),
+        non_text_elements=non_text,
         scope=scope,
     )
     return ReaderPage(title=title or None, text=text, sections=sections, trial=trial, coverage=coverage)

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cnki_mcp.clock import Clock
+from cnki_mcp.doc_kinds import DOCTORAL, KIND_ALIASES, MASTER, THESES
 from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.identity import Paper
 from cnki_mcp.models import DocType
@@ -199,22 +200,9 @@ DOC_TYPES = (*(t.value for t in DocType if t is not DocType.OTHER), "学术辑�
 # 期刊 includes the grid's 特色期刊 rows (CJFN): their detail page says 期刊 (parse/detail.py), so a
 # paper's type label depends on which page was read last (saved page kns8s-grid/pluginsx_search_result_4rows.html).
 # 学位论文 (some lists' label, and a word for both levels) is every thesis.
-_INCLUDES = {"期刊": ("特色期刊",), "学位论文": ("博士", "硕士")}
-DOC_TYPE_ALIASES = {
-    # the kinds as people write them (and as a question's wish is read, query/written.py)
-    "博士论文": "博士", "博士学位论文": "博士", "硕士论文": "硕士", "硕士学位论文": "硕士",
-    "硕博论文": "学位论文", "硕博士论文": "学位论文", "硕博学位论文": "学位论文", "硕博士学位论文": "学位论文",
-    "期刊论文": "期刊", "期刊文章": "期刊", "会议论文": "会议", "报纸文章": "报纸",
-    "journal": "期刊", "article": "期刊", "journal article": "期刊", "foreign journal": "外文期刊",
-    "doctoral": "博士", "phd": "博士", "dissertation": "博士", "doctoral dissertation": "博士",
-    "doctoral thesis": "博士", "phd thesis": "博士", "phd dissertation": "博士",
-    "master": "硕士", "masters": "硕士", "master's": "硕士", "thesis": "硕士", "master thesis": "硕士",
-    "master's thesis": "硕士", "masters thesis": "硕士",
-    # plural and unqualified, as a question's wish reads them (query/written.py `_EN_KINDS`): both levels
-    "theses": "学位论文", "dissertations": "学位论文",
-    "conference": "会议", "proceedings": "会议", "conference paper": "会议", "newspaper": "报纸",
-    "yearbook": "年鉴", "book": "图书", "standard": "标准", "patent": "专利",
-}  # fmt: skip
+_INCLUDES = {"期刊": ("特色期刊",), THESES: (DOCTORAL, MASTER)}
+# the kinds as people write them (and as a question's wish is read, query/written.py), in Chinese and English
+DOC_TYPE_ALIASES = KIND_ALIASES
 
 
 def _english_type(name: str) -> str:

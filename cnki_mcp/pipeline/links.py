@@ -16,7 +16,7 @@ matches, while links needs every candidate to report `ambiguous` with its refs."
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.identity import Paper, doi_url
@@ -38,6 +38,7 @@ from cnki_mcp.pipeline.enrich import is_fatal, record_item_error
 from cnki_mcp.query.compiler import MAX_TITLES, compile_expression, lookup_phrase, title_lookup_expression
 from cnki_mcp.site.backend import GridRequest, SiteBackend
 from cnki_mcp.store import Store
+from cnki_mcp.tasks import all_done
 
 LOOKUP_WORKERS = 4
 LOOKUP_PAGE_SIZE = 50
@@ -57,13 +58,6 @@ def spelled(spellings: Iterable[str]) -> Callable[[str], bool]:
     asked `CO₂…`, 〈〉 read as 《》): the rows a lookup takes as a title's."""
     want = {reference_key(s) for s in spellings}
     return lambda title: reference_key(title) in want
-
-
-async def all_done(tasks: Iterable[Awaitable[None]]) -> None:
-    """Run the lookup workers together; the first failure is raised once all have stopped."""
-    for outcome in await asyncio.gather(*tasks, return_exceptions=True):
-        if isinstance(outcome, BaseException):
-            raise outcome
 
 
 def _candidate(paper: Paper) -> Candidate:
@@ -259,7 +253,6 @@ async def link_references(
 __all__ = [
     "LOOKUP_PAGE_SIZE",
     "LOOKUP_WORKERS",
-    "all_done",
     "link_references",
     "local_matches",
     "locate_titles",

@@ -24,7 +24,6 @@ from cnki_mcp.models import GridPage, GridRow
 from cnki_mcp.pipeline.enrich import Enricher, fill_by_export, is_fatal, record_item_error
 from cnki_mcp.pipeline.links import (
     LOOKUP_WORKERS,
-    all_done,
     local_matches,
     lookup_batch,
     lookup_reads_on,
@@ -36,6 +35,7 @@ from cnki_mcp.pipeline.models import MetadataInput, MetadataResult, Scope
 from cnki_mcp.query.compiler import title_lookup_expression
 from cnki_mcp.site.backend import SiteBackend
 from cnki_mcp.store import Store
+from cnki_mcp.tasks import all_done
 
 # Fields a stored list row always answers (the grid gives them; `quality` is the journal page's).
 LIST_FIELDS: frozenset[str] = frozenset(

@@ -46,12 +46,13 @@ from cnki_mcp.jobs import OperationContext
 from cnki_mcp.links import title_variants
 from cnki_mcp.models import GridRow
 from cnki_mcp.pipeline.enrich import fill_by_export, is_fatal, read_in_full, record_item_error
-from cnki_mcp.pipeline.links import all_done, local_matches, lookup_batch, plan_batches, spelled
+from cnki_mcp.pipeline.links import local_matches, lookup_batch, plan_batches, spelled
 from cnki_mcp.query.compiler import compile_expression
 from cnki_mcp.query.expr import parse_expression
 from cnki_mcp.script import simplified
 from cnki_mcp.site.backend import GridRequest, SiteBackend
 from cnki_mcp.store import Store
+from cnki_mcp.tasks import all_done
 
 MAX_REFERENCES = 200
 MAX_TEXT_BYTES = 512 * 1024

@@ -40,6 +40,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from cnki_mcp.doc_kinds import (
+    DOCTORAL,
+    ENGLISH_NAMES,
+    MASTER,
+    THESES,
+    WRITTEN_NAMES,
+    cnki_types,
+    names_pattern,
+)
+from cnki_mcp.models import DocType
 from cnki_mcp.query.expr import TIER_WORDS, unquote
 from cnki_mcp.query.segment import HAN_CHAR
 
@@ -71,8 +81,8 @@ _ACRONYM_RE = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-+./]*(?: [A-Za-z0-9\-+./]+)
 # restricts neither, and as a concept the words emptied the search (no paper's text says 博士论文).
 # Read as a wish only as a part of its own or after 的 at the question's end (`read_wishes`).
 _TIER = "(?:" + "|".join(TIER_WORDS) + ")"
-# 博士学位论文 / 硕士学位论文: the names CNKI and GB/T 7714 give the kinds, so the ones people write most
-_KIND = r"(?:(?:硕博士?|硕士|博士)学位论文|硕士论文|博士论文|硕博士?论文|学位论文|期刊论文|期刊文章|会议论文|报纸文章)"
+# the kinds as written (博士学位论文, 硕博论文, 期刊论文: doc_kinds.WRITTEN_NAMES)
+_KIND = f"(?:{names_pattern(WRITTEN_NAMES)})"
 # a tier standing alone, without 期刊/论文 after it: not EI nor 核心 (common in other words)
 _BARE_TIER_RE = re.compile("|".join(t for t in TIER_WORDS if t not in ("EI", "核心")))
 _WISH = rf"(?:{_TIER}(?:来源)?(?:期刊论文|期刊|论文|文章)|{_KIND}|{_BARE_TIER_RE.pattern})"
@@ -83,8 +93,7 @@ _WISH_END_RE = re.compile(
     rf"(?:(?:相关|方面)?的|(?<=[{_SEPARATORS}]))\s*({_WISH})\s*{_ASKING}[\s。？?！!.，,、;；]*$"
 )
 _PART_RE = re.compile(rf"[^{_SEPARATORS}]+")
-_KIND_TYPES = {"硕士": ("硕士",), "博士": ("博士",), "硕博": ("硕士", "博士"), "学位": ("硕士", "博士")}
-_KIND_TYPES |= {"期刊": ("期刊",), "会议": ("会议",), "报纸": ("报纸",)}
+_TYPE_NAMES = frozenset(t.value for t in DocType)
 _TIER_NAMES = {"中文核心": "北大核心"}  # 核心 alone is any core list (tier_matches finds 北大核心, AMI核心)
 # The same wishes written in English (theses on …, CSSCI papers on …, … in core journals): read
 # wherever they stand, a document type always, a tier only before journals / papers / articles.
@@ -101,8 +110,6 @@ _EN_WISH_RE = re.compile(
 _EN_TOPIC_BEFORE_RE = re.compile(
     r"\b(?:of|about|regarding|concerning)\s+(?:(?:the|these|those|their|its|such)\s+)?$", re.IGNORECASE
 )
-_EN_KINDS = {"theses": ("硕士", "博士"), "dissertations": ("硕士", "博士"), "journal": ("期刊",)}
-_EN_KINDS |= {"conference": ("会议",), "newspaper": ("报纸",)}
 _EDGE = " \t\u3000,;:.?!，、；：。？！\"'“”‘’()（）【】《》「」『』"
 
 
@@ -189,9 +196,9 @@ def _english_filters(m: re.Match[str], types: list[str], tiers: list[str]) -> No
         if m.group("tkind").lower().startswith("journal"):
             types.append("期刊")
     elif m.group("degree"):
-        types.append("硕士" if m.group("degree").lower().startswith("master") else "博士")
-    else:
-        types.extend(_EN_KINDS[m.group("kind").split()[0].lower()])
+        types.append(MASTER if m.group("degree").lower().startswith("master") else DOCTORAL)
+    else:  # theses, dissertations, journal …, conference …, newspaper …: its first word
+        types.extend(cnki_types(ENGLISH_NAMES[m.group("kind").split()[0].lower()]))
 
 
 def wish_filters(wishes: list[str]) -> tuple[list[str], list[str]]:
@@ -208,9 +215,9 @@ def wish_filters(wishes: list[str]) -> tuple[list[str], list[str]]:
         if tier:
             tiers.append(_TIER_NAMES.get(tier.group(0), tier.group(0)))
             wish = wish[tier.end() :].removeprefix("来源")
-        for head, names in _KIND_TYPES.items():
-            if wish.startswith(head):
-                types.extend(names)
+        kind = WRITTEN_NAMES.get(wish, wish)  # or what a tier wish names: 期刊, 论文, 文章
+        if kind == THESES or kind in _TYPE_NAMES:
+            types.extend(cnki_types(kind))
     return list(dict.fromkeys(types)), list(dict.fromkeys(tiers))
 
 

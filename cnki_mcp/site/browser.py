@@ -13,7 +13,7 @@ import os
 import shutil
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,8 +28,8 @@ from cnki_mcp import datadir
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable
 from cnki_mcp.settings import Settings
+from cnki_mcp.site.browser_tabs import BrowserTabs
 from cnki_mcp.site.cookie_jar import atomic_write_private, load_session_cookies, session_payload
-from cnki_mcp.site.deadline import CALL_SECONDS, bounded
 from cnki_mcp.site.launch_error import (
     LAUNCH_SECONDS,
     NO_DISPLAY,
@@ -83,24 +83,6 @@ _GONE_MARKERS = (
 )
 
 WINDOW_SIZE = (1280, 900)
-WINDOW_STATE_POLLS = 60
-WINDOW_STATE_POLL_SECONDS = 0.05
-
-
-async def target_id_of(ctx: BrowserContext, page: Page) -> str | None:
-    """The CDP target id of `page` (None for a tab that closed meanwhile)."""
-    try:
-        session = await ctx.new_cdp_session(page)
-    except error_type():
-        return None
-    try:
-        info = await session.send("Target.getTargetInfo")
-        return str(info["targetInfo"]["targetId"])
-    except error_type():
-        return None
-    finally:
-        with contextlib.suppress(error_type()):
-            await session.detach()
 
 
 def is_browser_gone(exc: BaseException) -> bool:
@@ -113,7 +95,7 @@ def is_browser_gone(exc: BaseException) -> bool:
     return any(marker in text for marker in _GONE_MARKERS)
 
 
-class BrowserHost:
+class BrowserHost(BrowserTabs):
     """One persistent browser profile for the process. Nothing starts before `ensure()`.
 
     `environ` is the process environment (the composition root passes `os.environ`); it is
@@ -615,171 +597,3 @@ class BrowserHost:
         finally:
             for task in (waiter, sleeper):
                 task.cancel()
-
-    # --- pages and popups -------------------------------------------------------------
-
-    def _on_page(self, page: Page, *, initial: bool = False) -> None:
-        page.on("popup", lambda popup: self._record_popup(page, popup))
-        page.on("framenavigated", lambda frame: self._on_navigated(page, frame))
-        page.on("close", lambda _p: self._popups.pop(page, None))
-        if not initial and self._headless is False and self._shown is None:
-            # Chrome restores a minimised window when a page opens a tab in it (reader and
-            # download entries do); put it back unless a page is being shown to the person.
-            task = asyncio.create_task(self._keep_minimised(page, self._show_epoch))
-            self._keep_minimised_tasks[page] = task
-            task.add_done_callback(lambda _t: self._keep_minimised_tasks.pop(page, None))
-
-    async def _keep_minimised(self, page: Page, epoch: int) -> None:
-        async with self._window_lock:
-            if self._shown is not None or epoch != self._show_epoch or self._dead or page.is_closed():
-                return
-            try:
-                await self._window_call(page, "minimized")
-            except error_type() as exc:
-                log.debug("re-minimising after a new tab failed: %s", exc)
-
-    async def _settled(self, page: Page) -> Page:
-        task = self._keep_minimised_tasks.get(page)
-        if task is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(task)
-        return page
-
-    def _on_navigated(self, page: Page, frame: Any) -> None:
-        if frame == page.main_frame and self._dirty is not None:
-            self._dirty.set()
-
-    def _record_popup(self, opener: Page, popup: Page) -> None:
-        self._popups.setdefault(opener, []).append(popup)
-        signal_, self._popup_signal = self._popup_signal, asyncio.get_running_loop().create_future()
-        if signal_ is not None and not signal_.done():
-            signal_.set_result(None)
-
-    def popups_of(self, opener: Page) -> list[Page]:
-        """Every page `opener` has opened (reader and download entries open new tabs), oldest first."""
-        return list(self._popups.get(opener, ()))
-
-    async def wait_for_popup(self, opener: Page, *, since: int = 0, timeout: float = 10.0) -> Page | None:
-        """The popup number `since` (0-based) of `opener`, waiting up to `timeout` seconds for
-        it to open; None on timeout or when the browser goes away."""
-        deadline = self._clock.monotonic() + timeout
-        while True:
-            found = self._popups.get(opener, [])
-            if len(found) > since:
-                return await self._settled(found[since])
-            remaining = deadline - self._clock.monotonic()
-            signal_ = self._popup_signal
-            if remaining <= 0 or self._dead or signal_ is None or opener.is_closed():
-                return None
-            sleeper = asyncio.ensure_future(self._clock.sleep(remaining))
-            try:
-                await asyncio.wait({asyncio.shield(signal_), sleeper}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                sleeper.cancel()
-
-    async def expect_popup_from(
-        self, opener: Page, action: Callable[[], Awaitable[object]], *, timeout: float = 10.0
-    ) -> Page | None:
-        """Run `action` (e.g. a click) and return the next page `opener` opens, or None."""
-        since = len(self._popups.get(opener, []))
-        await action()
-        return await self.wait_for_popup(opener, since=since, timeout=timeout)
-
-    async def new_page(self) -> Page:
-        """A new background tab (it does not raise or restore the minimised window)."""
-        ctx = await self.ensure()
-        session = self._browser_cdp
-        if session is None:
-            return await ctx.new_page()
-        async with self._new_page_lock:
-            # Not "the next new page": a tab another operation's click opens meanwhile (a download's
-            # order page, a reader) is a new page too, and taking it handed that operation's tab to
-            # this caller, whose navigation then failed when its owner closed it. The created
-            # target is found by its id among the pages that appear.
-            arrived: asyncio.Queue[Page] = asyncio.Queue()
-            listener = arrived.put_nowait
-            ctx.on("page", listener)
-            try:
-                created = await session.send("Target.createTarget", {"url": "about:blank", "background": True})
-                page = await bounded(
-                    self._page_of_target(ctx, arrived, str(created["targetId"])), CALL_SECONDS, "new tab"
-                )
-            finally:
-                ctx.remove_listener("page", listener)
-        return await self._settled(page)
-
-    @staticmethod
-    async def _page_of_target(ctx: BrowserContext, arrived: asyncio.Queue[Page], target_id: str) -> Page:
-        """The first page to arrive whose CDP target is `target_id` (the others are left alone)."""
-        while True:
-            page = await arrived.get()
-            if await target_id_of(ctx, page) == target_id:
-                return page
-
-    async def work_page(self) -> Page:
-        """The one background work tab, reused across requests (recreated if it was closed)."""
-        await self.ensure()
-        if self._work is None or self._work.is_closed():
-            self._work = await self.new_page()
-        return self._work
-
-    async def cdp(self, page: Page) -> CDPSession:
-        """A CDP session attached to `page` (e.g. Network.loadNetworkResource); detach when done."""
-        ctx = await self.ensure()
-        return await ctx.new_cdp_session(page)
-
-    # --- window ----------------------------------------------------------------------
-
-    async def _window_call(self, page: Page, state: str | None) -> str | None:
-        ctx = await self.ensure()
-        session = await ctx.new_cdp_session(page)
-        try:
-            win = await session.send("Browser.getWindowForTarget")
-            window_id = win["windowId"]
-            bounds = win["bounds"]
-            if state is not None:
-                await session.send(
-                    "Browser.setWindowBounds", {"windowId": window_id, "bounds": {"windowState": state}}
-                )
-                # The window manager applies the change asynchronously (X11: iconify, then
-                # _NET_WM_STATE); wait briefly until the browser reports it.
-                for _ in range(WINDOW_STATE_POLLS):
-                    bounds = (await session.send("Browser.getWindowBounds", {"windowId": window_id}))[
-                        "bounds"
-                    ]
-                    if bounds.get("windowState", "normal") == state:
-                        break
-                    await asyncio.sleep(WINDOW_STATE_POLL_SECONDS)
-            return str(bounds.get("windowState", "normal"))
-        finally:
-            with contextlib.suppress(error_type()):
-                await session.detach()
-
-    async def window_state(self, page: Page | None = None) -> str | None:
-        """'normal' / 'minimized' / 'maximized' / 'fullscreen' of the window holding `page`."""
-        page = page or await self.work_page()
-        return await self._window_call(page, None)
-
-    async def show(self, page: Page) -> bool:
-        """Put `page` in front of the person. Returns False when headless (nothing to show)."""
-        await self.ensure()
-        if self._headless:
-            return False
-        self._show_epoch += 1
-        async with self._window_lock:
-            self._shown = page
-            await self._window_call(page, "normal")
-            await page.bring_to_front()
-        return True
-
-    async def minimise(self, page: Page | None = None) -> None:
-        """Minimise the window again (headed only); background work continues."""
-        await self.ensure()
-        if self._headless:
-            return
-        page = page or self._shown or await self.work_page()
-        if page.is_closed():
-            page = await self.work_page()
-        async with self._window_lock:
-            await self._window_call(page, "minimized")
-            self._shown = None

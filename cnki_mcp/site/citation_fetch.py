@@ -7,13 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from playwright.async_api import Error as PlaywrightError
 
-from cnki_mcp.errors import SiteUnavailable
 from cnki_mcp.parse.citations import CitationListPage, parse_citation_list, parse_citation_metrics
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.citation_api import citation_url
-from cnki_mcp.site.endpoints import without_query
 from cnki_mcp.site.navigation import NAV_TIMEOUT_MS
-from cnki_mcp.site.transport import TransportError
+from cnki_mcp.site.transport import TransportError, transport_unavailable
 
 if TYPE_CHECKING:
     from cnki_mcp.site.browser import BrowserHost
@@ -63,7 +61,7 @@ class CitationFetching:
         try:
             await self._to_site(op)
         except TransportError as exc:
-            raise SiteUnavailable(reason=without_query(str(exc))[:200]) from exc
+            raise transport_unavailable(exc) from exc
 
     async def _to_site(self, op: SiteOp | None) -> None:
         page = await self._host.work_page()

@@ -5,10 +5,7 @@ the browser ended without a file; and the messages that tell the caller whether 
 
 from __future__ import annotations
 
-import contextlib
 import re
-import shutil
-from pathlib import Path
 from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
@@ -62,14 +59,12 @@ class DownloadFailed(Exception):
         self.reason = reason
 
 
-def failed_download(reason: str, record_ref: str, fmt: FileFormat, folder: Path) -> SideEffectUncertain:
+def failed_download(reason: str, record_ref: str, fmt: FileFormat, free: int | None) -> SideEffectUncertain:
     """SIDE_EFFECT_UNCERTAIN for a download that failed: no file arrived, and whether CNKI charged
     for it stays unknown (the click keeps no outcome, so the next call asks for `retry`). It said
     the download might still be in progress; it says what happened, and the free space when the
-    disk holding the data directory is (nearly) full."""
-    free: int | None = None
-    with contextlib.suppress(OSError):
-        free = shutil.disk_usage(folder).free
+    disk holding the data directory is (nearly) full. `free`: the free bytes of that disk, as the
+    caller read them (`files.free_space`; None when unknown)."""
     low = free is not None and free < LOW_DISK_BYTES
     message = "浏览器报告下载失败，文件没有保存" + (
         "：数据目录所在磁盘空间不足，腾出空间后" if low else "；"

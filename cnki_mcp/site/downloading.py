@@ -67,6 +67,7 @@ from cnki_mcp.files import (
     check_file_name,
     copy_into,
     file_name,
+    free_space,
     refuse_taken,
     sniff_format,
     target_dir,
@@ -408,7 +409,7 @@ class Downloader:
                 self.store.click_outcome(click_id, "skipped", self.clock.now(), dict(skipped.details))
                 raise
             except DownloadFailed as broken:
-                raise failed_download(broken.reason, paper.record_ref, fmt, folder) from None
+                raise failed_download(broken.reason, paper.record_ref, fmt, free_space(folder)) from None
             except NetFailed as lost:
                 raise self._net_failure(lost, click_id, paper.record_ref, fmt) from None
             except OrderFailed as answered_error:

@@ -27,6 +27,19 @@ def without_query(text: str) -> str:
     return _URL_IN_TEXT.sub(r"\1", text)
 
 
+REASON_CHARS = 200  # an error's `reason` from an exception's text is cut to this many characters
+
+
+def error_reason(exc: BaseException, *, first_line: bool = False) -> str:
+    """An exception's text as an error's `reason` for the client: every URL cut to its path
+    (`without_query`), at most REASON_CHARS characters; `first_line`: only its first line (a
+    Playwright error goes on with its call log). An exception without text is named by its class."""
+    text = str(exc)
+    if first_line and text:
+        text = text.splitlines()[0]
+    return without_query(text or type(exc).__name__)[:REASON_CHARS]
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoints:
     settings: Settings

@@ -25,7 +25,7 @@ from cnki_mcp.models import HeaderIdentity
 from cnki_mcp.parse.gate import read_header_identity
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.browser import BrowserHost
-from cnki_mcp.site.endpoints import Endpoints, without_query
+from cnki_mcp.site.endpoints import Endpoints, error_reason
 from cnki_mcp.site.human import HumanGate, PageKind, PageState
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.navigation import NAV_TIMEOUT_MS
@@ -225,8 +225,8 @@ class LoginFlow:
                 await page.goto(target, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
         except PlaywrightError as exc:
             if self.host.note_error(exc):
-                raise BrowserUnavailable("浏览器连接已断开", reason=without_query(str(exc))[:200]) from exc
-            log.info("login page did not finish loading: %s", str(exc).splitlines()[0][:200])
+                raise BrowserUnavailable("浏览器连接已断开", reason=error_reason(exc)) from exc
+            log.info("login page did not finish loading: %s", error_reason(exc, first_line=True))
             return None
         if remote_access_url is not None:
             return None
@@ -242,8 +242,8 @@ class LoginFlow:
                 await page.goto(entry, wait_until="domcontentloaded", timeout=ENTRY_TIMEOUT_MS)
         except PlaywrightError as exc:
             if self.host.note_error(exc):
-                raise BrowserUnavailable("浏览器连接已断开", reason=without_query(str(exc))[:200]) from exc
-            log.info("login entry did not finish loading: %s", str(exc).splitlines()[0][:200])
+                raise BrowserUnavailable("浏览器连接已断开", reason=error_reason(exc)) from exc
+            log.info("login entry did not finish loading: %s", error_reason(exc, first_line=True))
         return live
 
     async def _read_after(self, page: Page, op: SiteOp | None) -> HeaderIdentity:

@@ -16,6 +16,7 @@ from playwright.async_api import Page, Request, Response
 from cnki_mcp.errors import SiteUnavailable
 
 NAV_TIMEOUT_MS = 30_000
+MAX_ATTEMPTS = 4  # a page or request is asked at most this many times (CnkiSite's retries, AdvSearch)
 # the failure of a request the browser itself gave up (another navigation took the frame)
 ABORTED = "net::ERR_ABORTED"
 

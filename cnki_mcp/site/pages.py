@@ -6,17 +6,20 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Page
+from playwright.async_api import Page, Response
 
 from cnki_mcp.clock import Clock
-from cnki_mcp.models import HeaderIdentity, IdentityKind
-from cnki_mcp.parse.gate import read_header_identity
+from cnki_mcp.errors import CnkiError
+from cnki_mcp.models import GateVerdict, HeaderIdentity, IdentityKind
+from cnki_mcp.parse.gate import classify_page, read_header_identity
 from cnki_mcp.site.browser import BrowserHost
-from cnki_mcp.site.endpoints import Endpoints
+from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded
+from cnki_mcp.site.endpoints import Endpoints, error_reason
 from cnki_mcp.site.human import PageKind, PageState, StepKind
 
 log = logging.getLogger(__name__)
@@ -225,3 +228,17 @@ async def _read_header(page: Page, clock: Clock, settle: float, limit: float, po
         if now >= deadline:
             return last
         await clock.sleep(min(poll, max(0.0, deadline - now)))
+
+
+async def answered_page(
+    page: Page, response: Response | None, failure: Callable[..., CnkiError]
+) -> tuple[str, GateVerdict]:
+    """The page a navigation of `page` answered (`response`; None: 200), read within CALL_SECONDS
+    and classified with its status: (html, verdict). A browser that does not give the page is
+    `failure(reason=…)` (`error_reason`: the first line, no URL query)."""
+    status = response.status if response is not None else 200
+    try:
+        html = await bounded(page.content(), CALL_SECONDS, "page content")
+    except (PlaywrightError, BrowserStalled) as exc:
+        raise failure(reason=error_reason(exc, first_line=True)) from exc
+    return html, classify_page(html, page.url, status)

@@ -19,14 +19,14 @@ from cnki_mcp.session_identity import IdentityMemory
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded, close_tab
-from cnki_mcp.site.endpoints import Endpoints, same_url, without_query
+from cnki_mcp.site.endpoints import Endpoints, same_url
 from cnki_mcp.site.human import HumanGate, StepKind
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.navigation import NAV_TIMEOUT_MS
 from cnki_mcp.site.page_lease import PageLease
 from cnki_mcp.site.page_scripts import SHOW_FRAGMENT_JS
 from cnki_mcp.site.pages import PlaywrightHumanPage
-from cnki_mcp.site.transport import Fetched
+from cnki_mcp.site.transport import Fetched, transport_unavailable
 
 log = logging.getLogger("cnki_mcp.site.cnki")  # the same logger as CnkiSite's own messages
 
@@ -171,7 +171,7 @@ class PersonSteps:
             except (PlaywrightError, BrowserStalled) as exc:
                 if isinstance(exc, PlaywrightError):
                     self._host.note_error(exc)
-                raise SiteUnavailable(reason=without_query(str(exc))[:200]) from exc
+                raise transport_unavailable(exc) from exc
             if not shown:
                 raise VerificationContextUnavailable(reason="no #briefBox")
             return need.page
@@ -193,7 +193,7 @@ class PersonSteps:
                 await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
         except PlaywrightError as exc:
             if self._host.note_error(exc):
-                raise SiteUnavailable(reason=without_query(str(exc))[:200]) from exc
+                raise transport_unavailable(exc) from exc
             log.debug("navigation for a human step did not finish: %s", exc)
         return page
 

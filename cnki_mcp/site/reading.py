@@ -46,13 +46,13 @@ from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.cnki import CnkiSite
 from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded, close_tab
-from cnki_mcp.site.endpoints import same_url
+from cnki_mcp.site.endpoints import error_reason, same_url
 from cnki_mcp.site.grid_template import exact_title_subject
 from cnki_mcp.site.human import HumanGate, PageKind, PageState, StepKind
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.navigation import NAV_TIMEOUT_MS, goto_or_cut
 from cnki_mcp.site.page_apis import block_page_apis
-from cnki_mcp.site.pages import LOAD_STATE_JS, PlaywrightHumanPage, document_status
+from cnki_mcp.site.pages import LOAD_STATE_JS, PlaywrightHumanPage, answered_page, document_status
 
 log = logging.getLogger(__name__)
 READER_AGAIN = "稍后用相同参数再调用 read_online_html"
@@ -103,10 +103,6 @@ _POINT_JS = """(el) => {
           hits: !!hit && (hit === el || el.contains(hit)),
           inView: x >= 0 && y >= 0 && x < innerWidth && y < innerHeight};
 }"""
-
-
-def _short(exc: BaseException) -> str:
-    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
 @dataclass(slots=True)
@@ -192,7 +188,7 @@ class DetailTabs:
             try:
                 await block_page_apis(self.host, page)  # the page's own citation-API calls
             except (PlaywrightError, BrowserStalled) as exc:
-                raise SiteUnavailable(reason=_short(exc)) from exc
+                raise SiteUnavailable(reason=error_reason(exc, first_line=True)) from exc
             try:
                 detail = await self._load(page, url, op)
             except LocatorExpired:
@@ -243,13 +239,8 @@ class DetailTabs:
                     response = await goto_or_cut(page, url)
             except PlaywrightError as exc:
                 self.host.note_error(exc)
-                raise SiteUnavailable(reason=_short(exc)) from exc
-            status = response.status if response is not None else 200
-            try:
-                html = await bounded(page.content(), CALL_SECONDS, "page content")
-            except (PlaywrightError, BrowserStalled) as exc:
-                raise SiteUnavailable(reason=_short(exc)) from exc
-            verdict = classify_page(html, page.url, status)
+                raise SiteUnavailable(reason=error_reason(exc, first_line=True)) from exc
+            html, verdict = await answered_page(page, response, SiteUnavailable)
             if verdict.kind in (GateKind.CHALLENGE, GateKind.LOGIN):
                 kind: StepKind = "challenge" if verdict.kind is GateKind.CHALLENGE else "login"
                 named = challenge_url(html) if kind == "challenge" else None
@@ -289,8 +280,8 @@ class DetailTabs:
                 await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
         except PlaywrightError as exc:
             if self.host.note_error(exc):
-                raise SiteUnavailable(reason=_short(exc)) from exc
-            log.debug("navigation to the slider page did not finish: %s", _short(exc))
+                raise SiteUnavailable(reason=error_reason(exc, first_line=True)) from exc
+            log.debug("navigation to the slider page did not finish: %s", error_reason(exc, first_line=True))
 
     async def _parse_live(self, page: Page) -> DetailPage:
         """parse_detail on the live DOM, waiting (bounded) for a script-drawn page."""

@@ -17,7 +17,7 @@ from playwright.async_api import Error as PlaywrightError
 from cnki_mcp.errors import ResponseTooLarge, SiteUnavailable
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.deadline import CALL_SECONDS, CLOSE_SECONDS, BrowserStalled, bounded
-from cnki_mcp.site.endpoints import without_query
+from cnki_mcp.site.endpoints import error_reason, without_query
 
 if TYPE_CHECKING:
     from cnki_mcp.site.browser import BrowserHost
@@ -38,6 +38,12 @@ HTTP_ERROR_CODE = -379  # its code: `netErrorName` is optional in CDP, `netError
 
 class TransportError(Exception):
     """The request never got an HTTP answer (page gone, fetch aborted, connection refused)."""
+
+
+def transport_unavailable(exc: BaseException) -> SiteUnavailable:
+    """SITE_UNAVAILABLE for a request the browser did not carry (`exc`: its transport failure, a
+    Playwright error, a stalled await), with the failure's text as the reason (`error_reason`)."""
+    return SiteUnavailable(reason=error_reason(exc))
 
 
 @dataclass(frozen=True, slots=True)

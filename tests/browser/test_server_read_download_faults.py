@@ -460,3 +460,31 @@ async def test_existing_file_name_is_file_exists_and_nothing_is_clicked(app: App
     assert only_error(record, "FILE_EXISTS")["details"]["path"] == str(mine)
     assert mine.read_bytes() == b"keep me"
     assert not app.sim.requests_for(ORDER, "GET") and app.services.store.clicks_for(ref) == []
+
+
+async def test_session_status_on_a_browser_that_stops_answering_its_cookies_is_site_unavailable(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """session_status(refresh) opens the search page, whose session-cookie check (`_has_session`)
+    awaits the browser: a browser that never answers it (wedged) ends the read SITE_UNAVAILABLE
+    within its deadline, not an operation left running until the watchdog."""
+    from cnki_mcp.site import search_page
+
+    monkeypatch.setattr(search_page, "CALL_SECONDS", 0.5)  # the session-cookie check's deadline
+    ctx = await app.services.host.ensure()
+    asked: list[str] = []
+
+    async def never(*_a: Any, **_k: Any) -> list[Any]:
+        asked.append("cookies")
+        await asyncio.Event().wait()
+        return []
+
+    monkeypatch.setattr(ctx, "cookies", never)  # restored for the next test
+    is_error, data = await app.raw("session_status", {"refresh": True})
+    if not is_error:  # no inline wait: the read goes on as an operation
+        assert data["operation"] is not None, data
+        started = await app.record("operation_status", {"operation_id": data["operation"]["operation_id"]})
+        only_error(await app.follow(started), "SITE_UNAVAILABLE")
+    else:
+        assert data["code"] == "SITE_UNAVAILABLE", data
+    assert asked  # the check was made, and bounded

@@ -110,9 +110,10 @@ async def test_a_browser_that_stops_answering_before_the_search_page_is_recovere
     grid's retry recovers the browser."""
     import asyncio
 
-    from cnki_mcp.site import cnki
+    from cnki_mcp.site import cnki, search_page
 
     monkeypatch.setattr(cnki, "CALL_SECONDS", 0.5)
+    monkeypatch.setattr(search_page, "CALL_SECONDS", 0.5)  # the session-cookie check's deadline
     ctx = await stack.host.ensure()
     generation = stack.host.generation
     asked: list[str] = []

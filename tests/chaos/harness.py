@@ -38,6 +38,7 @@ from cnki_mcp.site.human import HumanGate, PageKind, PageState
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.store import Store
 from cnki_mcp.store.db import DB_NAME
+from tests.component.jobs_support import Killable
 from tests.pipeline_fakes import SimSite
 
 PLAN = plan_explicit([["自动驾驶"], ["产品责任"]])
@@ -289,7 +290,7 @@ class _Process:
         self, data_dir: Path, clock: FakeClock, plan: Plan, ledger: Ledger, salt: int, *, killable: bool
     ) -> None:
         self.store = Store.open(data_dir, clock)
-        self.sink = _KillableSink(StoreSink(self.store))
+        self.sink = Killable(StoreSink(self.store))  # after a kill nothing reaches the disk
         self.jobs = JobManager(clock, self.sink, heartbeat_interval=0)
         self.limiter = Limiter(clock, 0.3, 6)
         self.gate = HumanGate(clock, self.limiter, poll_interval=1.0, timeout=PERSON_GIVES_UP)
@@ -312,31 +313,6 @@ class _Process:
             return await self.pipe.research(inp, PLAN, ctx)
 
         return run
-
-
-class _KillableSink:
-    """The operations sink; after a kill nothing reaches the disk."""
-
-    def __init__(self, inner: StoreSink) -> None:
-        self.inner = inner
-        self.dead = False
-
-    def save(self, record: OperationRecord, *, keep: int = 200, with_checkpoint: bool = True) -> None:
-        if not self.dead:
-            self.inner.save(record, keep=keep, with_checkpoint=with_checkpoint)
-
-    def append_checkpoint(self, operation_id: str, entry: Any) -> None:
-        if not self.dead:
-            self.inner.append_checkpoint(operation_id, entry)
-
-    def load(self, operation_id: str) -> OperationRecord | None:
-        return self.inner.load(operation_id)
-
-    def list_recent(self, n: int) -> list[OperationRecord]:
-        return self.inner.list_recent(n)
-
-    def mark_interrupted(self, message: str, at: Any) -> list[str]:
-        return self.inner.mark_interrupted(message, at)
 
 
 async def _finish(clock: FakeClock, proc: _Process, job: Any, bound: float) -> OperationRecord | None:

@@ -8,12 +8,12 @@ import errno
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import CnkiError
+from cnki_mcp.files import free_space
 from cnki_mcp.site.downloading import Downloader, DownloadFailed, failed_download
 from cnki_mcp.store import Store
 from tests.paper_samples import sample_detail
@@ -87,22 +87,10 @@ async def test_a_download_the_browser_failed_is_a_failure_not_a_file_still_to_co
     with pytest.raises(DownloadFailed) as info:
         await Downloader._finish(full, tmp_path / "g.pdf")  # type: ignore[arg-type]
     assert full.deleted and list(tmp_path.iterdir()) == []  # no half file
-    error = failed_download(info.value.reason, "rec_x", "pdf", tmp_path)
+    error = failed_download(info.value.reason, "rec_x", "pdf", free_space(tmp_path))
     assert error.code == "SIDE_EFFECT_UNCERTAIN"  # whether CNKI charged stays unknown
     assert error.details["browser_failure"] == info.value.reason
     assert isinstance(error.details["free_bytes"], int)
-
-
-@pytest.mark.parametrize(("free", "no_space"), [(1 << 20, True), (1 << 40, False)])
-def test_a_failed_download_puts_itself_down_to_the_disk_only_when_it_is_nearly_full(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, free: int, no_space: bool
-) -> None:
-    monkeypatch.setattr(
-        "cnki_mcp.site.download_outcomes.shutil.disk_usage", lambda _path: SimpleNamespace(total=1 << 41, used=0, free=free)
-    )
-    error = failed_download("canceled", "rec_x", "pdf", tmp_path)
-    assert error.code == "SIDE_EFFECT_UNCERTAIN"
-    assert error.details["free_bytes"] == free and error.details["no_space"] is no_space
 
 
 class NoTabs:

@@ -4,7 +4,6 @@ continue without repeated requests, recovery after a restart, final status rules
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -12,7 +11,6 @@ import pytest
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import CnkiError, LoginRequired, RateLimited, SiteError, VerificationSkipped
 from cnki_mcp.jobs import (
-    CONTINUE_DEFAULT_SECONDS,
     IDLE,
     Budget,
     BudgetSpec,
@@ -30,70 +28,19 @@ from cnki_mcp.operations import INTERRUPTED_MESSAGE, finished_message
 from cnki_mcp.server.progress import ProgressScale
 from cnki_mcp.site.human import HumanGate, PageKind, PageState
 from cnki_mcp.site.limiter import Limiter
+from tests.component import jobs_support
+from tests.component.jobs_support import (
+    SEARCH_BUDGET,
+    FakeBackend,
+    Killable,
+    search_runner,
+    search_with_active_time,
+    settle,
+    sleeper,
+    timed,
+)
 
-SEARCH_BUDGET = BudgetSpec(max_requests=100, timeout_seconds=900)
-
-
-class FakeBackend:
-    """Ten result pages, one second each; remembers every request."""
-
-    def __init__(self, clock: FakeClock, pages: int = 10) -> None:
-        self.clock = clock
-        self.pages = pages
-        self.log: list[int] = []
-
-    async def fetch(self, page: int) -> list[str]:
-        self.log.append(page)
-        await self.clock.sleep(1.0)
-        return [f"p{page}-a", f"p{page}-b"]
-
-
-def search_runner(backend: FakeBackend, limiter: Limiter) -> Any:
-    """A paged search that checkpoints after every page and resumes from `ctx.resume_from`."""
-
-    async def run(ctx: OperationContext) -> dict[str, Any]:
-        state: dict[str, Any] = ctx.resume_from or {"next_page": 1, "items": []}
-        ctx.set_stage("retrieval")
-        while state["next_page"] <= backend.pages:
-            async with limiter.slot(budget=ctx):
-                rows = await backend.fetch(state["next_page"])
-            state = {"next_page": state["next_page"] + 1, "items": state["items"] + rows}
-            ctx.checkpoint(state)
-            ctx.set_result({"items": state["items"]})
-            ctx.progress(state["next_page"] - 1, backend.pages, "pages")
-        return {"items": state["items"]}
-
-    return run
-
-
-@pytest.fixture
-async def env() -> AsyncIterator[tuple[FakeClock, MemorySink, JobManager, Limiter]]:
-    clock = FakeClock()
-    sink = MemorySink()
-    manager = JobManager(clock, sink, inline_wait=40, heartbeat_interval=5)
-    limiter = Limiter(clock, 0.5, 6)
-    yield clock, sink, manager, limiter
-    await manager.shutdown()
-
-
-async def settle() -> None:
-    for _ in range(20):
-        await asyncio.sleep(0)
-
-
-def sleeper(clock: FakeClock, seconds: float, result: Any = None) -> Any:
-    async def run(ctx: OperationContext) -> Any:
-        await clock.sleep(seconds)
-        return result
-
-    return run
-
-
-async def timed(clock: FakeClock, coro: Any) -> tuple[float, Any]:
-    """Run `coro`; return (fake seconds it took, its value)."""
-    t0 = clock.monotonic()
-    value = await coro
-    return clock.monotonic() - t0, value
+env = jobs_support.env  # the fixture: (clock, sink, manager, limiter) on a fake clock
 
 
 async def test_inline_wait_returns_the_result_when_fast(env: Any) -> None:
@@ -290,14 +237,7 @@ async def test_budget_exhaustion_ends_partial_with_the_result_so_far(env: Any) -
 
 
 async def test_active_time_budget_stops_new_requests(env: Any) -> None:
-    clock, _, manager, limiter = env
-    backend = FakeBackend(clock)
-    job = manager.start(
-        OperationKind.SEARCH,
-        search_runner(backend, limiter),
-        BudgetSpec(max_requests=100, timeout_seconds=3.2),
-    )
-    [record] = await clock.run_until_complete(job.finish())
+    backend, _, record = await search_with_active_time(env, 3.2)
     assert record.status is OperationStatus.PARTIAL
     assert record.errors[0].code == "BUDGET_EXHAUSTED"
     assert record.errors[0].details["reason"] == "timeout_seconds"
@@ -702,287 +642,3 @@ async def test_store_sink_persists_records_checkpoints_and_recovery(tmp_path: An
         assert [r.operation_id for r in sink.list_recent(5)] == [job.operation_id]
     finally:
         store.close()
-
-
-class Killable:
-    """A sink that stops forwarding writes once its process is declared dead."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.dead = False
-
-    def save(self, record: OperationRecord, *, keep: int = 200, with_checkpoint: bool = True) -> None:
-        if not self.dead:
-            self.inner.save(record, keep=keep, with_checkpoint=with_checkpoint)
-
-    def append_checkpoint(self, operation_id: str, entry: Any) -> None:
-        if not self.dead:
-            self.inner.append_checkpoint(operation_id, entry)
-
-    def load(self, operation_id: str) -> OperationRecord | None:
-        return self.inner.load(operation_id)
-
-    def list_recent(self, n: int) -> list[OperationRecord]:
-        return self.inner.list_recent(n)
-
-    def mark_interrupted(self, message: str, at: Any) -> list[str]:
-        return self.inner.mark_interrupted(message, at)
-
-
-# --- the watchdog (budgets hold by construction) ----------------------------------------------
-
-
-async def test_watchdog_ends_a_runner_stuck_on_a_non_clock_await_partial_at_its_active_budget(
-    env: Any,
-) -> None:
-    clock, _, manager, limiter = env
-    never = asyncio.Event()  # a browser call that never answers
-
-    async def runner(ctx: OperationContext) -> str:
-        async with limiter.slot(budget=ctx):
-            await clock.sleep(1.0)
-        ctx.set_result({"items": ["p1"]})
-        ctx.set_stage("enrichment", "读取详情 1/36")
-        await never.wait()  # no request is charged from here on
-        return "unreachable"
-
-    job = manager.start(OperationKind.SEARCH, runner, BudgetSpec(max_requests=100, timeout_seconds=60))
-    t0 = clock.monotonic()
-    [record] = await clock.run_until_complete(job.finish())
-    assert clock.monotonic() - t0 == pytest.approx(60.0)  # fake seconds: exactly the budget
-    assert record.status is OperationStatus.PARTIAL
-    assert record.errors[0].code == "BUDGET_EXHAUSTED"
-    assert record.errors[0].details["reason"] == "timeout_seconds"
-    assert record.errors[0].details["stage"] == "enrichment"
-    assert record.result == {"items": ["p1"]}
-    assert record.active_seconds == pytest.approx(60.0)
-    assert clock.pending == 0  # the watchdog left no sleeper behind
-
-
-async def test_watchdog_excludes_time_awaiting_the_person(env: Any) -> None:
-    clock, _, manager, _ = env
-    never = asyncio.Event()
-
-    async def runner(ctx: OperationContext) -> str:
-        await clock.sleep(10.0)
-        ctx.awaiting_user("请完成验证")
-        await clock.sleep(500.0)  # the person takes their time: not charged
-        ctx.running()
-        await never.wait()
-        return "unreachable"
-
-    job = manager.start(OperationKind.SEARCH, runner, BudgetSpec(max_requests=100, timeout_seconds=60))
-    t0 = clock.monotonic()
-    [record] = await clock.run_until_complete(job.finish())
-    assert clock.monotonic() - t0 == pytest.approx(560.0)
-    assert record.status is OperationStatus.PARTIAL
-    assert record.errors[0].code == "BUDGET_EXHAUSTED"
-    assert record.active_seconds == pytest.approx(60.0)
-
-
-async def test_watchdog_lets_the_runner_hand_in_its_result_so_far(env: Any) -> None:
-    clock, _, manager, _ = env
-    never = asyncio.Event()
-
-    async def runner(ctx: OperationContext) -> str:
-        try:
-            await never.wait()
-        except asyncio.CancelledError:
-            failure = ctx.deadline_error
-            if failure is None:
-                raise
-            ctx.set_result({"summary": "what we have"})
-            raise failure from None
-        return "unreachable"
-
-    job = manager.start(OperationKind.SEARCH, runner, BudgetSpec(max_requests=10, timeout_seconds=30))
-    [record] = await clock.run_until_complete(job.finish())
-    assert record.status is OperationStatus.PARTIAL
-    assert [e.code for e in record.errors] == ["BUDGET_EXHAUSTED"]
-    assert record.result == {"summary": "what we have"}
-
-
-async def test_watchdog_finishes_the_record_when_the_runner_ignores_the_cancellation(env: Any) -> None:
-    clock, _, manager, _ = env
-    released = asyncio.Event()
-
-    async def stubborn(ctx: OperationContext) -> str:
-        while not released.is_set():
-            try:
-                await released.wait()
-            except asyncio.CancelledError:
-                continue  # a runner (or a library under it) that swallows cancellation
-        return "late"
-
-    job = manager.start(OperationKind.SEARCH, stubborn, BudgetSpec(max_requests=10, timeout_seconds=30))
-    t0 = clock.monotonic()
-    [record] = await clock.run_until_complete(job.finish())
-    assert clock.monotonic() - t0 == pytest.approx(30.0 + 5.0)  # the budget plus the fixed grace
-    assert record.status is OperationStatus.PARTIAL
-    assert record.errors[0].code == "BUDGET_EXHAUSTED"
-    assert manager.status(job.operation_id).status is OperationStatus.PARTIAL  # type: ignore[union-attr]
-    released.set()
-    await settle()
-    assert manager.status(job.operation_id).status is OperationStatus.PARTIAL  # type: ignore[union-attr]
-
-
-async def test_watchdog_never_fires_for_an_operation_that_finishes_in_time(env: Any) -> None:
-    clock, sink, manager, _ = env
-    job = manager.start(
-        OperationKind.SEARCH, sleeper(clock, 59.0, "ok"), BudgetSpec(max_requests=1, timeout_seconds=60)
-    )
-    [record] = await clock.run_until_complete(job.finish())
-    assert record.status is OperationStatus.COMPLETED and record.result == "ok"
-    assert clock.pending == 0
-    await clock.advance_settled(120.0)
-    assert sink.load(job.operation_id).status is OperationStatus.COMPLETED  # type: ignore[union-attr]
-
-
-async def test_a_user_cancel_stays_cancelled_not_budget_exhausted(env: Any) -> None:
-    clock, _, manager, _ = env
-    never = asyncio.Event()
-
-    async def runner(ctx: OperationContext) -> str:
-        await never.wait()
-        return "unreachable"
-
-    job = manager.start(OperationKind.SEARCH, runner, BudgetSpec(max_requests=10, timeout_seconds=30))
-    await clock.advance_settled(10.0)
-    [record] = await clock.run_until_complete(manager.cancel(job.operation_id))
-    assert record.status is OperationStatus.CANCELLED and record.errors == []
-
-
-@pytest.mark.parametrize(
-    ("added", "max_requests", "most_seconds"),
-    [
-        ({"additional_seconds": 100}, 100, 103.5),
-        # only requests added: the spent time still gets the default extension (jobs.continue_)
-        ({"additional_requests": 50}, 150, 3.5 + CONTINUE_DEFAULT_SECONDS),
-    ],
-)
-async def test_continue_after_the_watchdog_gets_a_fresh_deadline(
-    env: Any, added: dict[str, Any], max_requests: int, most_seconds: float
-) -> None:
-    clock, _, manager, limiter = env
-    backend = FakeBackend(clock)
-    job = manager.start(
-        OperationKind.SEARCH,
-        search_runner(backend, limiter),
-        BudgetSpec(max_requests=100, timeout_seconds=3.5),
-    )
-    [first] = await clock.run_until_complete(job.finish())
-    assert first.status is OperationStatus.PARTIAL and first.errors[0].code == "BUDGET_EXHAUSTED"
-    again = manager.continue_(job.operation_id, search_runner(backend, limiter), **added)
-    [done] = await clock.run_until_complete(again.finish())
-    assert done.status is OperationStatus.COMPLETED, done.errors
-    # only the page in flight when the deadline hit (its answer never observed) is fetched again
-    assert sorted(backend.log) == [1, 2, 3, 4, 4, 5, 6, 7, 8, 9, 10]
-    assert first.result["items"] == ["p1-a", "p1-b", "p2-a", "p2-b", "p3-a", "p3-b"]
-    assert done.budget.max_requests == max_requests and done.active_seconds <= most_seconds
-
-
-@pytest.mark.parametrize("timeout", [0.3, 0.7, 12.345])
-async def test_watchdog_ends_the_operation_when_a_float_remainder_is_below_the_clocks_resolution(
-    timeout: float,
-) -> None:
-    """Found by the chaos suite (seed 175): active time landing a hair below the budget left a
-    remainder too small to move the clock, and the watchdog slept 0 s for ever."""
-    clock = FakeClock(start=123_456.789)
-    manager = JobManager(clock, MemorySink())
-    never = asyncio.Event()
-
-    async def runner(ctx: OperationContext) -> str:
-        await clock.sleep(0.1)
-        await never.wait()
-        return "unreachable"
-
-    job = manager.start(OperationKind.SEARCH, runner, BudgetSpec(max_requests=5, timeout_seconds=timeout))
-    try:
-        async with asyncio.timeout(30):  # bounds a spin; never a timing assertion
-            [record] = await clock.run_until_complete(job.finish())
-        assert record.status is OperationStatus.PARTIAL
-        assert record.errors[0].code == "BUDGET_EXHAUSTED"
-        assert record.active_seconds == pytest.approx(timeout, abs=0.002)
-    finally:
-        await manager.shutdown()
-
-
-async def test_an_operation_cancelled_from_outside_ends_interrupted_not_cancelled(env: Any) -> None:
-    # Ctrl-C or SIGTERM to `cnki-mcp serve` (stdio): asyncio cancels every task, the operations'
-    # runners too, before the server's own shutdown; nobody asked to cancel them
-    clock, sink, manager, limiter = env
-    backend = FakeBackend(clock, pages=1000)
-    job = manager.start(OperationKind.SEARCH, search_runner(backend, limiter), SEARCH_BUDGET)
-    await clock.advance_settled(2.0)
-    assert job._live.task is not None
-    job._live.task.cancel()  # what asyncio.run does to the tasks left when it is interrupted
-    record = await job.finish()
-    assert record.status is OperationStatus.INTERRUPTED and record.message == INTERRUPTED_MESSAGE
-    stored = sink.load(job.operation_id)
-    assert stored is not None and stored.status is OperationStatus.INTERRUPTED
-    assert stored.checkpoint is not None
-
-
-class RefusingSink(MemorySink):
-    """A store that refuses every write (a full disk, the database deleted under the server)."""
-
-    def save(self, record: OperationRecord, **kwargs: Any) -> None:
-        from cnki_mcp.errors import DataDirectoryUnusable
-
-        raise DataDirectoryUnusable(reason="database_replaced")
-
-
-async def test_an_operation_the_store_refuses_to_record_is_not_left_running() -> None:
-    """The first save of a new operation failing (DATA_DIRECTORY_UNUSABLE) fails the call; the
-    operation stayed in the live table and operation_status reported it `running` for ever, with
-    no task behind it."""
-    clock = FakeClock()
-    manager = JobManager(clock, RefusingSink(), inline_wait=40, heartbeat_interval=5)
-    limiter = Limiter(clock, 0.5, 6)
-    try:
-        with pytest.raises(CnkiError) as info:
-            manager.start(OperationKind.SEARCH, search_runner(FakeBackend(clock), limiter), SEARCH_BUDGET)
-        assert info.value.code == "DATA_DIRECTORY_UNUSABLE"
-        assert manager.status() is None and manager.active_operations() == []
-    finally:
-        await manager.shutdown()
-
-
-class FillingSink(MemorySink):
-    """A store on a disk that fills up once `full` is set: every write is refused from then on,
-    the operation's final record too."""
-
-    full = False
-
-    def save(self, record: OperationRecord, **kwargs: Any) -> None:
-        from cnki_mcp.errors import DataDirectoryUnusable
-
-        if self.full:
-            raise DataDirectoryUnusable("数据目录所在的磁盘已满，未能写入；释放空间后重试", reason="disk_full")
-        super().save(record, **kwargs)
-
-
-async def test_a_disk_that_fills_during_an_operation_ends_it_with_the_cause() -> None:
-    """The disk fills while a search runs: its next checkpoint is refused, and so is its final
-    record. The operation ends (not interrupted: the server never restarted) with
-    DATA_DIRECTORY_UNUSABLE among its errors and leaves the live table. The refused final save
-    escaped `_finish` before the operation was marked done, and the task's done callback then
-    recorded it `interrupted` with the server-restart message and no error."""
-    clock = FakeClock()
-    sink = FillingSink()
-    manager = JobManager(clock, sink, inline_wait=40, heartbeat_interval=5)
-    limiter = Limiter(clock, 0.5, 6)
-    try:
-        job = manager.start(OperationKind.SEARCH, search_runner(FakeBackend(clock), limiter), SEARCH_BUDGET)
-        await clock.advance_settled(2.5)
-        sink.full = True
-        await clock.advance_settled(3.0)
-        assert job.finished
-        record = manager.status(job.operation_id)
-        assert record is not None and record.status is not OperationStatus.INTERRUPTED
-        assert record.status in (OperationStatus.FAILED, OperationStatus.PARTIAL)
-        assert [e.code for e in record.errors] == ["DATA_DIRECTORY_UNUSABLE"]
-        assert record.errors[0].details["reason"] == "disk_full"
-        assert manager.active_operations() == []
-    finally:
-        await manager.shutdown()

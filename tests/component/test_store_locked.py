@@ -16,7 +16,7 @@ from cnki_mcp.jobs import JobManager, OperationKind, OperationRecord, OperationS
 from cnki_mcp.operations import MemorySink, StoreSink
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.store import Store
-from tests.component.test_jobs import SEARCH_BUDGET, FakeBackend, search_runner
+from tests.component.jobs_support import SEARCH_BUDGET, FakeBackend, search_runner
 from tests.paper_samples import sample_row
 
 
@@ -85,19 +85,30 @@ async def test_an_operation_whose_database_gets_locked_ends_with_the_cause(store
 
 
 class BrokenSink(MemorySink):
-    """A store whose save raises an uncoded error (a bug) once `broken` is set."""
+    """A store whose final save raises an uncoded error (`error`, a bug) once `broken` is set."""
 
     broken = False
+    error: Exception = sqlite3.InterfaceError("bad parameter")
 
     def save(self, record: OperationRecord, **kwargs: Any) -> None:
         if self.broken and record.status is not OperationStatus.RUNNING:
-            raise sqlite3.InterfaceError("bad parameter")
+            raise self.error
         super().save(record, **kwargs)
 
 
-async def test_an_uncoded_failure_of_the_final_save_is_internal_not_interrupted() -> None:
+@pytest.mark.parametrize(
+    "error",
+    [sqlite3.InterfaceError("bad parameter"), RuntimeError("sink bug"), KeyError("operation_id"), OSError(28, "No space")],
+)
+async def test_an_uncoded_failure_of_the_final_save_is_internal_not_interrupted(
+    error: Exception,
+) -> None:
+    """`_save_final` with a sink raising something other than a CnkiError: the operation still
+    ends with its own status, INTERNAL once among its errors; the store keeps its last running
+    record, so the manager answers the finished one from memory, not a `running` from the store."""
     clock = FakeClock()
     sink = BrokenSink()
+    sink.error = error
     manager = JobManager(clock, sink, inline_wait=40, heartbeat_interval=5)
     limiter = Limiter(clock, 0.5, 6)
     try:
@@ -107,8 +118,11 @@ async def test_an_uncoded_failure_of_the_final_save_is_internal_not_interrupted(
         sink.broken = True
         await clock.advance_settled(5.0)
         assert job.finished
+        stored = sink.load(job.operation_id)
+        assert stored is not None and stored.status is OperationStatus.RUNNING  # the final save never landed
         record = manager.status(job.operation_id)
         assert record is not None and record.status is OperationStatus.COMPLETED
         assert [e.code for e in record.errors] == ["INTERNAL"]
+        assert manager.active_operations() == []
     finally:
         await manager.shutdown()

@@ -18,6 +18,8 @@ from cnki_mcp.cite import EXTENSIONS, FORMATS, export
 from cnki_mcp.clock import SystemClock
 from cnki_mcp.files import archive, safe_file_name
 from cnki_mcp.models import Author, DetailPage, GridRow, NativeId
+from cnki_mcp.parse._html import parse_html
+from cnki_mcp.parse.detail import parse_detail
 from cnki_mcp.parse.reader import parse_reader
 from cnki_mcp.reading_service import ReadResult, page_body
 from cnki_mcp.server.app import build_server
@@ -26,6 +28,7 @@ from cnki_mcp.settings import Settings
 from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.sim.pages.files import pdf_bytes
 from cnki_mcp.site.downloading import DownloadResult
+from tests.conftest import read_real
 from tests.contract.server_fakes import FakeBackend, FakePipeline
 
 FEATURE_TOOLS = {"read_online_html", "download_paper", "read_pdf_text", "export_citations", "link_references"}
@@ -343,20 +346,49 @@ async def test_read_pdf_text_of_a_caj_says_whether_the_detail_page_offers_a_pdf(
     # The caller chose format='caj' for a paper whose detail page has a PDF entry too: the answer
     # named read_online_html only, not the PDF download that this tool reads. What the stored
     # detail page offers decides; without one (or one showing no file entries) it is not known.
+    urls = {f"{fmt}_url": f"https://bar.cnki.net/bar/download/order?id=X&type={fmt}" for fmt in entries}
+    detail = DetailPage(title="违约金调整的基本标准研究", authors=[Author(name="王利明")], source="法学研究",
+                        doc_type="期刊", year=2021, native=NativeId(dbcode="CJFD", filename="WYJ0001"), **urls)  # fmt: skip
+    assert await _pdf_offered_beside_a_caj(h, detail, "https://kns.cnki.net/kcms2/article/abstract?v=V1") is offered
+
+
+async def _pdf_offered_beside_a_caj(h: Harness, detail: DetailPage, url: str) -> Any:
+    """read_pdf_text of a paper stored from `detail` and downloaded as CAJ: INVALID_FILE for the
+    CAJ, and its `details.pdf_offered` (absent: None)."""
     async with Client(build_server(h.open)) as client:
         assert h.services is not None
         store = h.services.store
-        urls = {f"{fmt}_url": f"https://bar.cnki.net/bar/download/order?id=X&type={fmt}" for fmt in entries}
-        detail = DetailPage(title="违约金调整的基本标准研究", authors=[Author(name="王利明")], source="法学研究",
-                            doc_type="期刊", year=2021, native=NativeId(dbcode="CJFD", filename="WYJ0001"), **urls)  # fmt: skip
-        ref = store.upsert_from_detail(detail, "https://kns.cnki.net/kcms2/article/abstract?v=V1", WHEN).record_ref
+        ref = store.upsert_from_detail(detail, url, WHEN).record_ref
         caj = h.settings.data_dir / "downloads" / "paper.caj"
         caj.parent.mkdir(parents=True, exist_ok=True)
         caj.write_bytes(b"HN" + b"\0" * 64)
         store.record_download(ref, "caj", caj, "0" * 64, caj.stat().st_size, WHEN)
         data = _error(await client.call_tool("read_pdf_text", {"record_ref": ref}))
-    assert data["code"] == "INVALID_FILE" and data["details"]["format"] == "caj"
-    assert data["details"].get("pdf_offered") is offered, data["details"]
+    assert data["code"] == "INVALID_FILE" and data["details"]["format"] == "caj", data
+    return data["details"].get("pdf_offered")
+
+
+REAL_KCMS2 = "detail-kcms2/pluginsx_detail_kcms2_2026.html.gz"
+REAL_URL = "https://kns.cnki.net/kcms2/article/abstract?v=REAL"
+
+
+def _without_pdf_entry(html: str) -> str:
+    """The real page as a CAJ-only paper's shows it: its PDF下载 entry taken out."""
+    tree = parse_html(html)
+    for node in tree.css("li.btn-dlpdf"):
+        node.decompose()
+    return tree.html or ""
+
+
+@pytest.mark.parametrize(("page", "offered"), [(lambda html: html, True), (_without_pdf_entry, False)])
+async def test_whether_a_pdf_is_offered_is_read_from_a_real_detail_page_as_parsed(
+    h: Harness, page: Any, offered: bool
+) -> None:
+    # the saved kcms2 page of 2026, parsed as the site backend parses it and stored: its PDF下载 and
+    # CAJ下载 entries say whether read_pdf_text sends the caller of a CAJ to download_paper(format='pdf')
+    detail = parse_detail(page(read_real(REAL_KCMS2)), REAL_URL)
+    assert (detail.pdf_url is not None, detail.caj_url is not None) == (offered, True)
+    assert await _pdf_offered_beside_a_caj(h, detail, REAL_URL) is offered
 
 
 # --- export ----------------------------------------------------------------------------

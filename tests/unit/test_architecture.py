@@ -9,7 +9,7 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "cnki_mcp"
 
-PURE = ("query", "parse", "identity", "rank", "cite", "links", "script")
+PURE = ("query", "parse", "identity", "rank", "cite", "links", "script", "doc_kinds")
 LEAVES = ("errors", "models", "clock")
 
 
@@ -101,3 +101,9 @@ def test_the_search_log_formatter_is_pure() -> None:
     internal = _internal(_imports(MODULES[module], module))
     bad = {i for i in internal if _area(i) not in {*PURE, *LEAVES}}
     assert not bad, f"{module} imports {bad}"
+
+
+def test_the_task_helpers_are_neutral() -> None:
+    """`tasks` (`all_done`) serves every layer that runs work together, so it imports nothing internal."""
+    module = "cnki_mcp.tasks"
+    assert not _internal(_imports(MODULES[module], module))

@@ -6,9 +6,11 @@ from __future__ import annotations
 import pytest
 
 from cnki_mcp.site.download_outcomes import (
+    LOW_DISK_BYTES,
     ErrorPage,
     NetFailed,
     OrderFailed,
+    failed_download,
     order_error,
     refusal_text,
 )
@@ -45,3 +47,17 @@ def test_refusal_words_count_only_in_the_pages_first_300_characters() -> None:
 )
 def test_only_an_order_url_never_reached_is_an_unsent_order(url: str, error: str, unsent: bool) -> None:
     assert NetFailed(url, error).unsent is unsent
+
+
+@pytest.mark.parametrize(
+    ("free", "no_space"),
+    [(1 << 20, True), (LOW_DISK_BYTES - 1, True), (LOW_DISK_BYTES, False), (1 << 40, False), (None, False)],
+)
+def test_a_failed_download_puts_itself_down_to_the_disk_only_when_it_is_nearly_full(
+    free: int | None, no_space: bool
+) -> None:
+    # the rule alone: the free space is what the caller read (None: the system could not say)
+    error = failed_download("canceled", "rec_x", "pdf", free)
+    assert error.code == "SIDE_EFFECT_UNCERTAIN"
+    assert error.details["free_bytes"] == free and error.details["no_space"] is no_space
+    assert error.details["browser_failure"] == "canceled" and error.details["record_ref"] == "rec_x"

@@ -15,6 +15,7 @@ from cnki_mcp.errors import CnkiError
 from cnki_mcp.files import (
     archive,
     check_file_name,
+    free_space,
     inside_downloads,
     safe_file_name,
     sha256_of,
@@ -302,3 +303,9 @@ def test_a_path_the_locale_cannot_hold_is_invalid_argument_not_internal(tmp_path
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-600:]
     assert done.stdout.splitlines() == ["ascii INVALID_ARGUMENT ['U+8BBA', 'U+6587']"] * 2
+
+
+def test_the_free_space_of_a_folder_is_read_from_its_disk_and_unknown_for_a_missing_one(tmp_path: Path) -> None:
+    free = free_space(tmp_path)
+    assert isinstance(free, int) and free >= 0
+    assert free_space(tmp_path / "gone" / "deeper") is None

@@ -238,6 +238,23 @@ def test_a_labelled_doi_element_of_an_old_layout_is_still_read() -> None:
     assert parse_detail(html, LINKS.detail("x")).doi == "10.5555/xyz.1"
 
 
+@pytest.mark.parametrize(
+    "abstract",
+    [
+        "<span id='ChDivSummary'><p>DOI：10.1016/j.other.2020.01.001</p>前人的数据集。</span>",
+        "<div class='abstract-text'><div><span>DOI：10.1016/j.other.2020.01.001</span></div>前人。</div>",
+        "<div id='abstract_text'><li>DOI：10.1016/j.other.2020.01.001</li></div>",
+    ],
+)
+def test_a_labelled_doi_inside_the_abstract_of_any_layout_is_not_the_papers(abstract: str) -> None:
+    # an element lying (deep) inside the abstract, matched by any of the abstract's selectors, is
+    # the abstract's text; the labelled DOI beside the abstract's block is the paper's
+    html = (f"<html><body><div class='wxTitle'><h2 class='title'>题</h2></div><div class='row'>{abstract}</div>"
+            "<div class='row'><p>DOI：10.5555/xyz.1</p></div></body></html>")  # fmt: skip
+    assert parse_detail(html, LINKS.detail("x")).doi == "10.5555/xyz.1"
+    assert parse_detail(html.replace("<p>DOI：10.5555/xyz.1</p>", ""), LINKS.detail("x")).doi is None
+
+
 def test_an_abstract_mentioning_a_snapshot_is_an_abstract_and_a_newspaper_snapshot_an_excerpt() -> None:
     text = "本文比较了搜索引擎提供的全文快照与正文快照两种功能的用户体验差异。"
     r = _record(title="搜索引擎网页快照研究", abstract=text)

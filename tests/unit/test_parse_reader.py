@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from selectolax.lexbor import LexborHTMLParser
 
 from cnki_mcp.errors import CnkiError
 from cnki_mcp.models import ReaderScope
+from cnki_mcp.parse._html import parse_html
 from cnki_mcp.parse.reader import parse_reader
 from tests.conftest import read_real
 
@@ -99,6 +101,28 @@ def test_a_reader_head_of_title_authors_and_a_long_abstract_is_not_a_body() -> N
     assert err.value.code == "READER_UNSUPPORTED"
     page = parse_reader(_page(head + BODY))  # the same head before a body: read whole
     assert "摘要：" in page.text and page.coverage.extracted_characters > 150
+
+
+def test_a_reader_page_is_parsed_once_with_its_head_in_the_text_but_not_in_the_body_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the body check without the head parsed the container's HTML a second time
+    parsed: list[str] = []
+
+    def counted(html: str) -> LexborHTMLParser:
+        parsed.append(html)
+        return parse_html(html)
+
+    monkeypatch.setattr("cnki_mcp.parse.reader.parse_html", counted)
+    head = "<div class='js-prefix'><h1 class='Chapter'>数字文物传播研究</h1><p>摘要：" + PARA * 3 + "</p></div>"
+    meta = "<meta name='citation_title' content='数字文物传播研究'>"
+    page = parse_reader(_page(head + BODY, head=meta))
+    assert len(parsed) == 1
+    assert "摘要：" in page.text and [s.title for s in page.sections] == ["第一章", "1.1 背景", "第二章", "参考文献"]
+    assert page.coverage.non_text_elements == 0
+    with pytest.raises(CnkiError) as err:
+        parse_reader(_page(head, head=meta))
+    assert err.value.code == "READER_UNSUPPORTED" and len(parsed) == 2
 
 
 def test_title_mismatch_is_identity_conflict() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cnki_mcp.cite.names import names_agree
+from cnki_mcp.cite.names import names_agree, pinyin, plain_pinyin, spelt_in_pinyin
 from cnki_mcp.cite.refmatch import RecordView, judge
 from cnki_mcp.cite.refparse import parse_reference
 
@@ -191,3 +191,27 @@ def test_an_english_journal_name_does_not_let_other_romanised_authors_pass() -> 
         [RECORD],
     )
     assert (got.verdict, got.fields) == ("mismatch", ["authors"])
+
+
+@pytest.mark.parametrize(
+    ("latin", "han", "spelt"),
+    [
+        ("Faxue Yanjiu", "法学研究", True),
+        ("Faxue Yanjiu", "法商研究", False),
+        ("Fa Xue Yan Jiu (Zhexue Shehui Kexue Ban)", "法学研究（哲学社会科学版）", True),
+        ("Faxue Yanjiu", "法学研究（哲学社会科学版）", True),  # an edition left out
+        ("Lvse Keji", "绿色科技", True),
+        ("Lüse Keji", "绿色科技", True),
+        ("Studies in Law and Business", "法商研究", None),
+        ("Nature", "自然", None),
+        ("Zeng", "曾", None),  # a journal's name, not a surname: 曾 is read ceng, one word tells nothing
+        ("法学研究", "法学研究", None),
+    ],
+)
+def test_a_latin_journal_name_is_its_chinese_names_plain_pinyin(latin: str, han: str, spelt: bool | None) -> None:
+    assert spelt_in_pinyin(latin, han) is spelt
+
+
+def test_a_name_reads_its_surname_a_title_its_plain_pinyin() -> None:
+    assert (pinyin("曾"), plain_pinyin("曾")) == ("zeng", "ceng")
+    assert pinyin("法学研究") == plain_pinyin("法学研究") == "faxueyanjiu"
