@@ -42,6 +42,7 @@ from cnki_mcp.query.plan import (
     parse_sampling_reply,
     plan_explicit,
     plan_question,
+    without_time_phrases,
 )
 from cnki_mcp.query.segment import Segmenter, default_segmenter, dictionary_pending, warm_quietly
 from cnki_mcp.query.timephrase import extract_years
@@ -94,6 +95,7 @@ def plan_search(inp: SearchInput, sampled_text: str | None, *, now_year: int, cu
         plan = parse_sampling_reply(sampled_text)
         if plan is not None:
             _, year_from, year_to = extract_years(inp.query, now_year)
+            plan = without_time_phrases(plan, now_year)
             return plan.model_copy(update={"year_from": year_from, "year_to": year_to})
     return plan_question(inp.query, now_year=now_year, cut=cut)
 
