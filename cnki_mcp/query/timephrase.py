@@ -51,7 +51,7 @@ _AROUND_RE = re.compile(rf"{_YEAR}\s*年\s*(?:前后|左右)")
 _RANGE_RE = re.compile(rf"(?:从|自)?{_YEAR}\s*年?(?:以来|起)?{_DASH}{_YEAR}\s*年?(?:间|期间)?")
 _UNTIL_NOW = r"(?:以来|至今|迄今|到现在|至现在|到今天|到目前为止|到目前|至目前|以后|之后"
 # a part of the year before 以来 (2019年底以来, 2020年上半年以来) and 至今 after 以后/起 (2015年起至今)
-_YEAR_WORD = r"(?:年代|年(?:底|末|初|中|上半年|下半年)?)"
+_YEAR_WORD = r"(?:年代|年(?:底|末|初|上半年|下半年)?)"
 _STILL = r"(?:\s*(?:至今|迄今|到现在|到目前为止|到目前|以来))?"
 _SINCE_RE = re.compile(
     rf"(?:从|自){_YEAR}\s*{_YEAR_WORD}?(?:开始)?{_UNTIL_NOW}|起|来)?{_STILL}"
