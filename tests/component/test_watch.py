@@ -40,18 +40,9 @@ class DatedSite:
             op.charge()
         self.requests.append(request)
         start = (request.page - 1) * request.page_size
-        chunk = [
-            r.model_copy(update={"ordinal": start + k + 1})
-            for k, r in enumerate(self.rows[start : start + request.page_size])
-        ]
+        chunk = [r.model_copy(update={"ordinal": start + k + 1}) for k, r in enumerate(self.rows[start : start + request.page_size])]
         last = (len(self.rows) + request.page_size - 1) // request.page_size
-        return GridPage(
-            rows=chunk,
-            total=len(self.rows),
-            page=request.page,
-            page_count=last,
-            turnpage=f"c{request.page + 1}",
-        )
+        return GridPage(rows=chunk, total=len(self.rows), page=request.page, page_count=last, turnpage=f"c{request.page + 1}")
 
 
 def dated(i: int, date: str, **changes: Any) -> GridRow:
@@ -65,9 +56,7 @@ async def stored_search(clock: FakeClock, store: Store) -> str:
     return str(record.result["search_id"])
 
 
-async def check(
-    clock: FakeClock, service: WatchService, watch_id: str, budget: int = 30, pages: int = 1
-) -> Any:
+async def check(clock: FakeClock, service: WatchService, watch_id: str, budget: int = 30, pages: int = 1) -> Any:
     jobs = JobManager(clock, MemorySink())
 
     async def runner(ctx: OperationContext) -> Any:
@@ -177,14 +166,7 @@ class StallingSite(DatedSite):
     """DatedSite whose request number `at` (1-based) fails with `error`, or, without an error,
     waits `stall` seconds on the clock before answering (a slow page a cancel can land on)."""
 
-    def __init__(
-        self,
-        rows: list[GridRow],
-        clock: FakeClock,
-        at: int,
-        error: Exception | None = None,
-        stall: float = 0.0,
-    ) -> None:
+    def __init__(self, rows: list[GridRow], clock: FakeClock, at: int, error: Exception | None = None, stall: float = 0.0) -> None:
         super().__init__(rows)
         self.clock, self.at, self.error, self.stall = clock, at, error, stall
 
@@ -208,18 +190,14 @@ async def test_a_watch_failing_with_a_non_fatal_error_keeps_the_checks_done_and_
     watches = [service.create(await stored_search(clock, store)) for _ in range(3)]
     done = await check(clock, service, "all")
     assert done.status == "partial"
-    assert [(e.code, e.details.get("watch_id")) for e in done.errors] == [
-        ("SITE_TEMPORARILY_EMPTY", watches[1].watch_id)
-    ]
+    assert [(e.code, e.details.get("watch_id")) for e in done.errors] == [("SITE_TEMPORARILY_EMPTY", watches[1].watch_id)]
     checks = done.result["checks"]
     assert [c["watch_id"] for c in checks] == [watches[0].watch_id, watches[2].watch_id]
     assert [c["new_count"] for c in checks] == [1, 1]
     assert done.result["unchecked"] == [watches[1].watch_id]
 
 
-async def test_a_batch_cancelled_midway_returns_the_checks_already_stored(
-    clock: FakeClock, store: Store
-) -> None:
+async def test_a_batch_cancelled_midway_returns_the_checks_already_stored(clock: FakeClock, store: Store) -> None:
     site = StallingSite([dated(500, "2026-01-02")], clock, at=2, stall=60.0)
     service = WatchService(store, site, clock)  # type: ignore[arg-type]
     first = service.create(await stored_search(clock, store))
@@ -242,9 +220,7 @@ async def test_every_new_record_of_a_check_can_be_listed_in_batches(clock: FakeC
     """A check that finds 50 new records lists 20 and says where the rest start; its stored
     report keeps all 50 (they are known from then on, so nothing else can list them again)."""
     search_id = await stored_search(clock, store)
-    site = DatedSite(
-        [dated(600 + k, "2026-02-01") for k in range(50)] + [dated(i, "2025-12-01") for i in range(20)]
-    )
+    site = DatedSite([dated(600 + k, "2026-02-01") for k in range(50)] + [dated(i, "2025-12-01") for i in range(20)])
     service = WatchService(store, site, clock)  # type: ignore[arg-type]
     watch = service.create(search_id)
     done = await check(clock, service, watch.watch_id)
@@ -264,9 +240,7 @@ async def test_every_new_record_of_a_check_can_be_listed_in_batches(clock: FakeC
     assert sorted(titles) == sorted(title_of(600 + k) for k in range(50))
 
 
-async def test_new_records_beyond_the_page_limit_are_reported_by_the_next_check(
-    clock: FakeClock, store: Store
-) -> None:
+async def test_new_records_beyond_the_page_limit_are_reported_by_the_next_check(clock: FakeClock, store: Store) -> None:
     """70 records appear after the search; a check reading one page reports 50 and says it is
     incomplete. The next check must read on past the page it now knows and report the other 20
     as new (not stop at a page with nothing unseen, not count them below the horizon)."""
@@ -378,9 +352,7 @@ async def test_a_full_disk_is_a_coded_error_and_nothing_half_written(clock: Fake
     assert service.create(search_id).known == 60
 
 
-async def test_a_row_listed_with_a_year_alone_is_new_only_when_its_year_can_be(
-    clock: FakeClock, store: Store
-) -> None:
+async def test_a_row_listed_with_a_year_alone_is_new_only_when_its_year_can_be(clock: FakeClock, store: Store) -> None:
     """Theses and books are sometimes listed with a year and no day: one from a year before the
     horizon (the search's date, 2026-01-01) lay below what was read, like any older record."""
     old_thesis = row_of(700, 0).model_copy(update={"date": "2024", "year": 2024})
@@ -393,9 +365,7 @@ async def test_a_row_listed_with_a_year_alone_is_new_only_when_its_year_can_be(
     assert c["older_unseen"] == 1
 
 
-async def test_a_search_stored_by_an_older_release_is_refused_with_its_reason(
-    clock: FakeClock, store: Store
-) -> None:
+async def test_a_search_stored_by_an_older_release_is_refused_with_its_reason(clock: FakeClock, store: Store) -> None:
     """A search saved before search summaries existed (a data directory kept across upgrades) is in
     the store but has no plan to rerun: INVALID_ARGUMENT saying so, not SEARCH_NOT_FOUND."""
     store.save_search("sch_old", "违约金", {"limit": 10}, "fp", "completed", clock.now())
@@ -422,9 +392,7 @@ class LaneSite(DatedSite):
 
 
 def split_watch(clock: FakeClock, store: Store) -> tuple[dict[str, Any], dict[str, Any]]:
-    lanes = [
-        {"Key": "Subject", "ChildItems": [], "Items": [{"Field": "SU", "Value": v}]} for v in ("甲", "乙")
-    ]
+    lanes = [{"Key": "Subject", "ChildItems": [], "Items": [{"Field": "SU", "Value": v}]} for v in ("甲", "乙")]
     channel = {"id": "q1", "field": "subject", "weight": 1.0, "reason": "", "subject": lanes[0], "anchor": "甲",
                "fingerprint": "", "subjects": lanes}  # fmt: skip
     store.create_watch("wat_split", "sch_split", "甲 OR 乙", {"channels": [channel]}, clock.now(), "2026-01-01",
@@ -443,9 +411,7 @@ async def test_one_empty_lane_of_a_split_query_is_not_a_soft_block(clock: FakeCl
     assert [n["title"] for n in done.result["checks"][0]["new"]] == [title_of(500)]
     site = LaneSite([dated(501, "2026-01-03")], empty=[first, second])
     blocked = await check(clock, WatchService(store, site, clock), "wat_split")  # type: ignore[arg-type]
-    assert (
-        blocked.errors[0].code == "SITE_UNAVAILABLE" and blocked.errors[0].details["reason"] == "soft_block"
-    )
+    assert blocked.errors[0].code == "SITE_UNAVAILABLE" and blocked.errors[0].details["reason"] == "soft_block"
     assert store.get_watch("wat_split").checks == 1  # type: ignore[union-attr]
 
 
@@ -468,9 +434,7 @@ async def test_a_report_stored_before_every_record_was_kept_lists_its_other_new_
     old_shape = {k: v for k, v in report.items() if k not in ("listed_from", "next_offset")}
     old_shape["new"] = report["new"][:20]
     with store._write() as conn:
-        conn.execute(
-            "UPDATE watch_checks SET report = ? WHERE watch_id = ?", (json.dumps(old_shape), watch.watch_id)
-        )
+        conn.execute("UPDATE watch_checks SET report = ? WHERE watch_id = ?", (json.dumps(old_shape), watch.watch_id))
     titles: list[str] = []
     offset: int | None = 0
     while offset is not None:
