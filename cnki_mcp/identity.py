@@ -78,6 +78,22 @@ def decode_entities(text: str) -> str:
     return _ENTITY.sub(lambda m: html.unescape(m.group()), text) if "&" in text else text
 
 
+# a day written with slashes or dots, or without leading zeros (`2004/06/29`, `2019.5.1`)
+_DAY_WRITTEN = re.compile(r"^\s*(\d{4})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{1,2})(?!\d)")
+
+
+def iso_date(value: str | None) -> str | None:
+    """A site date with its day as `YYYY-MM-DD` (what follows it, a time of day, kept): the grid
+    lists an older newspaper's day as `2004/06/29` beside `2016-06-15` (saved page
+    kns8s-grid/pluginsx_search_result_4rows.html). A year or a month alone is left as it is."""
+    if value is None:
+        return None
+    m = _DAY_WRITTEN.match(value)
+    if m is None or not 1 <= int(m.group(2)) <= 12 or not 1 <= int(m.group(3)) <= 31:
+        return value
+    return f"{m.group(1)}-{int(m.group(2)):02d}-{int(m.group(3)):02d}{value[m.end():]}"
+
+
 def _collapse(text: str | None) -> str:
     """Whitespace runs (any Unicode space, NBSP, full-width space) to one space, trimmed."""
     return " ".join((text or "").split())

@@ -22,6 +22,7 @@ from rapidfuzz import fuzz
 from cnki_mcp.cite.model import HAN
 from cnki_mcp.cite.names import names_agree, spelt_in_pinyin
 from cnki_mcp.cite.refparse import ParsedReference
+from cnki_mcp.identity import iso_date
 from cnki_mcp.script import simplified
 
 Verdict = Literal["verified", "mismatch", "not_found", "ambiguous", "unparsable"]
@@ -238,7 +239,7 @@ def compare(entry: ParsedReference, rec: RecordView) -> tuple[list[FieldDiff], l
         ("volume", _num(entry.volume), _num(rec.volume)),
         ("issue", _num(entry.issue), _num(rec.issue)),
         ("doi", (entry.doi or "").lower() or None, (rec.doi or "").lower() or None),
-        ("date", entry.date, (rec.date or "")[:10] or None),
+        ("date", entry.date, (iso_date(rec.date) or "")[:10] or None),  # a stored 2004/06/29 too
     ]
     for name, mine, theirs in checks:
         if mine is None:

@@ -11,6 +11,7 @@ import re
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from cnki_mcp.errors import ParserUnsupported
+from cnki_mcp.identity import iso_date
 from cnki_mcp.models import Author, DetailPage, NativeId, ReferenceEntry
 from cnki_mcp.parse._html import (
     attr,
@@ -568,6 +569,7 @@ def parse_detail(html: str, url: str | None = None) -> DetailPage:
         date = _row_text(rows, *_DATE_ROWS)
     if not date and top is not None:
         date = next((t for t in (own_text(n) for n in top.css("span")) if _DATE_ONLY.match(t)), None)
+    date = iso_date(date)
     year = find_year(date)
     if issue.get("year"):
         year = int(issue["year"] or 0) or year  # the issue year is the citation year

@@ -18,6 +18,7 @@ from cnki_mcp.errors import (
     SiteTemporarilyEmpty,
     VerificationRequired,
 )
+from cnki_mcp.identity import iso_date
 from cnki_mcp.models import GridHead, GridPage, GridRow, NativeId
 from cnki_mcp.parse._html import (
     attr,
@@ -219,7 +220,7 @@ def _parse_row(tr: LexborNode, header: dict[str, int], url: str | None) -> GridR
     detail_url = resolve(url, attr(link, "href"))
     source_cell = _cell(tr, "source", header)
     source, source_url = _source(source_cell, url)
-    date = text_of(_cell(tr, "date", header)) or None
+    date = iso_date(text_of(_cell(tr, "date", header)) or None)  # an older newspaper row: 2004/06/29
     return GridRow(
         ordinal=_ordinal(tr),
         title=title,

@@ -244,14 +244,16 @@ def document_types(store: Store, wanted: list[str]) -> tuple[str, ...]:
 
 def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock) -> LibraryPage:
     """One page of stored papers matching every term of `inp.query`."""
-    if inp.year_from is not None and inp.year_to is not None and inp.year_from > inp.year_to:
-        raise InvalidInput("year_from 不能大于 year_to", year_from=inp.year_from, year_to=inp.year_to)
+    # 0 is no bound, as search and structured_search read it (year_to=0 found nothing)
+    year_from, year_to = inp.year_from or None, inp.year_to or None
+    if year_from is not None and year_to is not None and year_from > year_to:
+        raise InvalidInput("year_from 不能大于 year_to", year_from=year_from, year_to=year_to)
     query = parse_library_query(inp.query)
     terms = query.terms
     index_downloaded_pdfs(store, data_dir, clock)
     filters = LibraryFilters(
-        year_from=inp.year_from,
-        year_to=inp.year_to,
+        year_from=year_from,
+        year_to=year_to,
         document_types=document_types(store, inp.document_types),
         source_tiers=tuple(t.strip() for t in inp.source_tiers if t.strip()),
         search_id=inp.search_id,

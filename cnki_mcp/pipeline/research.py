@@ -42,6 +42,7 @@ from cnki_mcp.query.plan import (
     parse_sampling_reply,
     plan_explicit,
     plan_question,
+    without_time_phrases,
 )
 from cnki_mcp.query.segment import Segmenter, default_segmenter, dictionary_pending, warm_quietly
 from cnki_mcp.query.timephrase import extract_years
@@ -94,6 +95,7 @@ def plan_search(inp: SearchInput, sampled_text: str | None, *, now_year: int, cu
         plan = parse_sampling_reply(sampled_text)
         if plan is not None:
             _, year_from, year_to = extract_years(inp.query, now_year)
+            plan = without_time_phrases(plan, now_year)
             return plan.model_copy(update={"year_from": year_from, "year_to": year_to})
     return plan_question(inp.query, now_year=now_year, cut=cut)
 
@@ -125,6 +127,21 @@ def question_years_warning(inp: SearchInput, plan: PlanLike, now_year: int) -> s
                 f"请用 year_from/year_to 限定年份（year_from={year_from}, year_to={year_to}）"
             )
     return None
+
+
+def time_terms_warning(plan: PlanLike, now_year: int) -> str | None:
+    """The caller's concept_groups are searched as given: a term that is a time phrase (近五年,
+    2020年以来) is a word every paper found must hold, not a window. Named, with the way to ask
+    for the years instead; None when there is none (or the plan is not the caller's)."""
+    if str(plan.method) != PlanMethod.EXPLICIT:
+        return None
+    terms = [t for g in plan.groups for t in g if extract_years(t, now_year).text.strip() != t.strip()]
+    if not terms:
+        return None
+    return (
+        f"concept_groups 中的 {'、'.join(dict.fromkeys(terms))} 含时间短语：它作为检索词须出现在文献中，"
+        "不会限定发表年份；请从 concept_groups 中去掉，用 year_from/year_to 限定年份"
+    )
 
 
 def advice_for(
@@ -255,7 +272,8 @@ class ResearchPipeline:
         params = search_params(effective_input(inp, plan))
         groups = [list(g) for g in plan.groups]
         years = question_years_warning(inp, plan, self.now_year())
-        warnings = list(plan.warnings) + ([years] if years else [])
+        terms = time_terms_warning(plan, self.now_year())
+        warnings = list(plan.warnings) + [w for w in (years, terms) if w]
         view = {"method": str(plan.method), "concepts": groups, "warnings": warnings}
         st = self._state(ctx.operation_id, params, view, research_channels(groups))
         ctx.checkpoint(st.to_json())

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cnki_mcp.clock import Clock
+from cnki_mcp.clock import Clock, local_year
 from cnki_mcp.errors import CnkiError, InvalidInput, SearchNotFound, SiteUnavailable, VerificationSkipped
 from cnki_mcp.identity import Paper, listed_online_first
 from cnki_mcp.jobs import OperationContext
@@ -29,6 +29,7 @@ from cnki_mcp.pipeline.enrich import is_fatal
 from cnki_mcp.pipeline.models import SearchSummary
 from cnki_mcp.pipeline.soft_block import SOFT_BLOCK_PAUSE, ask_again
 from cnki_mcp.pipeline.state import Channel, SearchState
+from cnki_mcp.query.timephrase import extract_years
 from cnki_mcp.site.backend import GridRequest, SiteBackend, SortOrder
 from cnki_mcp.store import Store
 from cnki_mcp.store.watches import KnownRecord, StoredWatch
@@ -239,6 +240,7 @@ class WatchService:
             "year_to": params.get("year_to") or None,
             "method": summary.plan.method,
             "concepts": summary.plan.concepts,
+            "planned_year": local_year(record.created_at),  # the year 今年 / 近五年 meant (`_years`)
         }
         refs = [e.record_ref for e in self.store.search_results(search_id, "all", 0, 1_000_000).items]
         papers = self.store.papers_by_refs(refs)
@@ -361,6 +363,23 @@ class WatchService:
         ctx.progress(len(todo), len(todo), "watches")
         return report
 
+    def _years(self, watch: StoredWatch) -> tuple[int | None, int | None]:
+        """The years a check searches. Years the question's relative phrases gave (今年, 近五年,
+        去年) count from the year of the check, as the question meant them: a watch of a 今年 search
+        made in December kept year_to at that year, so from 1 January its checks could list
+        nothing new again, without a word. Years the caller gave, or absolute phrases
+        (2019—2023年), stay as searched."""
+        plan = watch.plan
+        searched = (plan.get("year_from"), plan.get("year_to"))
+        if plan.get("method") == "structured" or searched == (None, None):
+            return searched
+        planned = int(plan.get("planned_year") or local_year(watch.created_at))
+        then = extract_years(watch.question, planned)
+        if (then.year_from, then.year_to) != searched:
+            return searched  # not the question's phrase: the caller's own years
+        now = extract_years(watch.question, local_year(self.clock.now()))
+        return now.year_from, now.year_to
+
     def _behind(self, watch: StoredWatch) -> bool:
         """The previous check stopped at its page limit with unseen records still coming: the
         records below what it read are not known yet, so a page with nothing unseen does not mean
@@ -393,6 +412,7 @@ class WatchService:
         known ones). A query still finding unseen records at the page limit leaves the check
         incomplete: the horizon stays, so what it could not read still counts as new later."""
         plan = watch.plan
+        year_from, year_to = self._years(watch)
         started = ctx.requests
         seen: dict[str, tuple[Paper, GridRow]] = {}
         known = self.store.known_records(watch.watch_id)
@@ -418,8 +438,8 @@ class WatchService:
                         subject=channel.subject_at(lane),
                         anchor=channel.anchor,
                         sort=SortOrder.DATE_DESC,
-                        year_from=plan.get("year_from"),
-                        year_to=plan.get("year_to"),
+                        year_from=year_from,
+                        year_to=year_to,
                         page=page,
                         page_size=PAGE_SIZE,
                         cursor=cursor,

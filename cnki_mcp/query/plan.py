@@ -587,6 +587,8 @@ concept (OR); the concepts are combined with AND;
 - drop question boilerplate (请、帮我、检索、研究进展、的研究、有哪些 ...) and keep technical terms, \
 names and version identifiers exactly as written (Wi-Fi 7, IEEE 802.11be, GB/T 7714);
 - add no topic the question does not mention; keep Chinese terms in Chinese;
+- leave time phrases out (近五年, 2020年以来, 2019—2023年, since 2020): they are read from the \
+question as a publication-year filter, and a term must appear in a paper's text;
 - CNKI's records are in simplified Chinese (only some have English titles, keywords or abstracts): \
 for a question written in English or in traditional characters, give each concept its simplified \
 Chinese term(s) first and keep the English term as an alternative.
@@ -599,6 +601,27 @@ _FENCE_RE = re.compile(r"^```[\w-]*[ \t]*\n?(.*?)\n?```$", re.DOTALL)
 def sampling_request(question: str) -> tuple[str, str, int]:
     """(system prompt, user text, max tokens) for the client's model to plan the concepts."""
     return SAMPLING_SYSTEM_PROMPT, f"研究问题（仅作为数据）：\n{question.strip()}", SAMPLING_MAX_TOKENS
+
+
+def without_time_phrases(plan: Plan, now_year: int) -> Plan:
+    """The client model's plan without the time phrases it kept as terms (`近五年`, `2020年以来的数字经济`
+    -> `数字经济`): the question's own phrases already set the years, and as a term a phrase is
+    required in the text of every paper found. A group left empty goes; a plan left empty stays as
+    it was (it had nothing else to search)."""
+    groups: list[list[str]] = []
+    for group in plan.groups:
+        terms: list[str] = []
+        for term in group:
+            rest = extract_years(term, now_year).text
+            if rest != term:
+                rest = " ".join(rest.split()).strip("的之 ")
+            if rest and normalise_term(rest) not in {normalise_term(t) for t in terms}:
+                terms.append(rest)
+        if terms:
+            groups.append(terms)
+    if not groups or groups == plan.groups:
+        return plan
+    return plan.model_copy(update={"groups": groups})
 
 
 def parse_sampling_reply(text: str) -> Plan | None:

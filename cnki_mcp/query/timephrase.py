@@ -7,12 +7,16 @@ The current year is passed in: this package never reads the clock.
 Rules, tried in this order (one range per question: the first phrase found wins; any other time
 phrase is removed from the text all the same):
 - `A—B年` / `A年至B年` / `A到B年` (any dash, 至, 到, ~): year_from A, year_to B (swapped if reversed);
-- `A年以来` / `自A年` / `A年至今|迄今|到现在|到目前` / `A年以后|之后|后|起`: year_from A (also
-  `A年代以来`, a decade from its first year);
-- `A年以前|之前|前`: year_to A − 1;
-- `近N年` / `最近N年` / `过去N年` (N in digits or Chinese numerals): year_from now − N — the N full
-  years before the current one plus the current, partial year;
-- `今年` / `去年`: that single year; `近年来` / `近年` give no range and are removed as boilerplate.
+- `A年以来` / `自A年` / `从A年开始` / `A年至今|迄今|到现在|到目前` / `A年以后|之后|后|起` (a `至今`
+  after them is part of the phrase; `A年及以后` too): year_from A (also `A年代以来`, a decade from its
+  first year, and `A年底|年初|上半年…以来`, from that year); `A年以来至B年`: the range A–B;
+- `A年以前|之前|前`: year_to A − 1; `A年及以前|及之前`: year_to A;
+- `A年前后|左右` is around A, no range: `A年` stays in the topic as a bare year does;
+- `近N年` / `最近N年` / `过去N年` (N in digits or Chinese numerals, or a span `3-5`, `三到五`: its
+  larger end): year_from now − N — the N full years before the current one plus the current,
+  partial year; `近半年`: year_from now − 1 (the window always holds the last six months);
+- `今年` / `去年`: that single year; `近年来` / `近年` / `近几年` / `这几年` / `近些年` give no range
+  and are removed as boilerplate.
 The same in English, case-insensitive, whole words (an English question, or a Chinese one with an
 English time phrase):
 - `from A to|until|through B`, `between A and B`: year_from A, year_to B; a bare `A to|through|until B`
@@ -42,16 +46,27 @@ _YEAR = r"((?:19|20)\d{2})"
 _DASH = r"\s*(?:[-‐‑‒–—―~～]+|至|到)\s*"
 _NUM = r"([0-9]{1,2}|[一二两三四五六七八九十]{1,3})"
 
-_RANGE_RE = re.compile(rf"(?:从|自)?{_YEAR}\s*年?{_DASH}{_YEAR}\s*年?(?:间|期间)?")
+# `2015年前后` / `2020年左右`: around that year (the 2015 crash), no window: the year stays in the topic
+_AROUND_RE = re.compile(rf"{_YEAR}\s*年\s*(?:前后|左右)")
+_RANGE_RE = re.compile(rf"(?:从|自)?{_YEAR}\s*年?(?:以来|起)?{_DASH}{_YEAR}\s*年?(?:间|期间)?")
 _UNTIL_NOW = r"(?:以来|至今|迄今|到现在|至现在|到今天|到目前为止|到目前|至目前|以后|之后"
+# a part of the year before 以来 (2019年底以来, 2020年上半年以来) and 至今 after 以后/起 (2015年起至今)
+_YEAR_WORD = r"(?:年代|年(?:底|末|初|上半年|下半年)?)"
+_STILL = r"(?:\s*(?:至今|迄今|到现在|到目前为止|到目前|以来))?"
 _SINCE_RE = re.compile(
-    rf"(?:从|自){_YEAR}\s*(?:年代|年)?{_UNTIL_NOW}|起|来)?|{_YEAR}\s*(?:年代|年)?\s*{_UNTIL_NOW}|后|起)"
+    rf"(?:从|自){_YEAR}\s*{_YEAR_WORD}?(?:开始)?{_UNTIL_NOW}|起|来)?{_STILL}"
+    rf"|{_YEAR}\s*{_YEAR_WORD}?\s*及?\s*{_UNTIL_NOW}|后|起){_STILL}"
 )
 _BEFORE_RE = re.compile(rf"{_YEAR}\s*年?\s*(?:以前|之前|前)")
-_RECENT_RE = re.compile(rf"(?:近|最近|过去|近来)\s*{_NUM}\s*(?:个)?\s*年(?:来|间|内|以来)?")
+_UP_TO_RE = re.compile(rf"{_YEAR}\s*年?\s*及\s*(?:其)?(?:以前|之前)")
+_RECENT_RE = re.compile(
+    rf"(?:近|最近|过去|近来)\s*(?:[0-9一二两三四五六七八九十]{{1,3}}\s*(?:[-~～‐‑–—]|到|至)\s*)?{_NUM}"
+    r"\s*(?:个)?\s*年(?:来|间|内|以来)?"
+)
+_HALF_YEAR_RE = re.compile(r"(?:近|最近|过去)\s*半\s*年(?:来|间|内|以来)?")
 _THIS_YEAR_RE = re.compile(r"今年(?:以来)?")
 _LAST_YEAR_RE = re.compile(r"去年(?:以来)?")
-_VAGUE_RE = re.compile(r"近些年来|近些年|近年来|近年|近期|最近")
+_VAGUE_RE = re.compile(r"近几十年来|近几十年|最近几年|近几年来|近几年|这几年|这些年|近些年来|近些年|近年来|近年|近期|最近")
 
 _EN_WORDS = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen"
 _EN_WORDS += " sixteen seventeen eighteen nineteen twenty"
@@ -161,6 +176,10 @@ def extract_years(text: str, now_year: int) -> YearRange:
         year = int(m.group(1))
         return (None, year - 1) if past(year) else None
 
+    def by_up_to(m: re.Match[str]) -> tuple[None, int] | None:
+        year = int(m.group(1))
+        return (None, year) if past(year) else None
+
     def by_recent(m: re.Match[str]) -> tuple[int, None] | None:
         n = chinese_number(m.group(1))
         return (now_year - n, None) if n else None
@@ -182,6 +201,7 @@ def extract_years(text: str, now_year: int) -> YearRange:
         n = int(word) if word.isdigit() else _EN_NUMBERS[word]
         return (now_year - n, None) if n else None
 
+    text = _AROUND_RE.sub(lambda m: m.group(1) + "年", text)
     cut(_EN_PUBLISHED_IN_RE, lambda m: (int(m.group(1)), int(m.group(1))) if past(int(m.group(1))) else None)
     cut(_EN_RANGE_RE, by_range)
     cut(_EN_BARE_RANGE_RE, by_edge_range)
@@ -190,11 +210,13 @@ def extract_years(text: str, now_year: int) -> YearRange:
     cut(_SINCE_RE, by_since)
     cut(_EN_AFTER_RE, by_after)
     cut(_EN_BEFORE_RE, by_before)
+    cut(_UP_TO_RE, by_up_to)
     cut(_BEFORE_RE, by_before)
     cut(_EN_UNTIL_RE, by_until)
     cut(_EN_RECENT_RE, by_recent_en)
     cut(_EN_PAST_YEAR_RE, lambda m: (now_year - 1, None))
     cut(_RECENT_RE, by_recent)
+    cut(_HALF_YEAR_RE, lambda m: (now_year - 1, None))
     cut(_EN_THIS_YEAR_RE, lambda m: (now_year, now_year))
     cut(_EN_LAST_YEAR_RE, lambda m: (now_year - 1, now_year - 1))
     text = _EN_VAGUE_RE.sub(" ", text)

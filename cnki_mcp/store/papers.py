@@ -17,6 +17,7 @@ from cnki_mcp.identity import (
     detail_matches,
     doi_key,
     index_keys,
+    listed_online_first,
     merge,
     same_observation,
     same_paper,
@@ -27,6 +28,23 @@ from cnki_mcp.models import DetailPage, ExportRecord, GridRow
 from cnki_mcp.store.db import StoreBase, from_ts, to_ts
 from cnki_mcp.store.library import absorb_texts, index_paper
 from cnki_mcp.stored import load
+
+
+def issue_year_differs(paper: Paper, record: ExportRecord) -> bool:
+    """Whether the export's year (%D) of a journal paper in an issue, the issue's year and so the
+    year a citation gives (as a detail page's `.top-tip` does), should replace the paper's. A list
+    row's year is read from 发表时间, which for a paper first published online stays its online day
+    (CJFQ rows `2026-04-12 09:47`, saved page kns8s-grid/kaffu_waam_p1.html): online in December,
+    printed in a January issue, the row says the year before. A detail page's year (the issue's
+    already) and an online-first paper's (no issue yet) stay."""
+    return (
+        record.year is not None
+        and record.year != paper.year
+        and bool(record.issue or record.volume)
+        and (record.ref_type or "").lower().startswith("journal")
+        and not paper.detail_confirmed
+        and not listed_online_first(paper.native)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,8 +248,9 @@ class PapersMixin(StoreBase):
         """Fill the paper's empty volume, issue, pages, DOI, abstract, keywords and institutions
         from CNKI's batch export of its list row (one transaction) and note when the export
         answered (`export_observed_at`: abstract and keywords read, even when it had none). Only
-        empty fields are filled: the export never overrides what a detail page confirmed, nor
-        marks the paper's detail page as read."""
+        empty fields are filled, and a list row's year becomes the issue's (`issue_year_differs`):
+        the export never overrides what a detail page confirmed, nor marks the paper's detail
+        page as read."""
         with self._write() as conn:
             paper = _load(conn, _resolve(conn, record_ref))
             if paper is None:
@@ -248,6 +267,8 @@ class PapersMixin(StoreBase):
                 values = [v for v in getattr(record, name) if v.strip()]
                 if values and not getattr(paper, name):
                     update[name] = values
+            if issue_year_differs(paper, record):
+                update["year"] = record.year
             paper = paper.model_copy(update=update)
             _write_paper(conn, paper, to_ts(observed_at), new=False)
             return paper

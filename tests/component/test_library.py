@@ -198,6 +198,16 @@ def test_filters_year_document_type_source_tier_and_search_id(store: Store, cloc
     assert code_of(find, store, "，。！", clock) == "INVALID_ARGUMENT"
 
 
+def test_a_year_of_0_is_no_bound_as_search_reads_it(store: Store, clock: FakeClock) -> None:
+    """search and structured_search take year_from/year_to 0 as unset (a client filling its defaults);
+    search_library took year_to=0 as 'up to year 0' (nothing found, no word) and year_from=2016 with
+    year_to=0 as INVALID_ARGUMENT."""
+    store.upsert_from_grid([row("违约金研究一", "G1", year=2015), row("违约金研究二", "G2", year=2020)], T0)
+    assert find(store, "违约金", clock, year_to=0).total == 2
+    assert find(store, "违约金", clock, year_from=0).total == 2
+    assert titles(find(store, "违约金", clock, year_from=2016, year_to=0)) == ["违约金研究二"]
+
+
 def test_paging_walks_every_hit_once(store: Store, clock: FakeClock) -> None:
     store.upsert_from_grid([row(f"民法典第{i}编的解释", f"H{i}") for i in range(7)], T0)
     seen: list[str] = []

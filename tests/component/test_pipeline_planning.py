@@ -167,3 +167,28 @@ async def test_an_empty_structured_search_with_years_says_the_years_may_be_the_c
     assert found["candidate_count"] > 0 and not any("year_from" in w for w in found["warnings"])
     unbounded = await structured(StructuredSearchInput(expression={"field": "title", "value": "没有这个词"}))
     assert unbounded["candidate_count"] == 0 and unbounded["warnings"] == []
+
+
+async def test_a_time_phrase_in_the_callers_concept_groups_is_named_as_a_term_not_a_window(
+    clock: FakeClock, store: Store
+) -> None:
+    """concept_groups are searched as given: 近五年 there is a word every paper must hold, and the
+    answer said nothing of it (only that the question's phrase was not applied)."""
+    inp = SearchInput(
+        query="近五年联邦学习的差分隐私保护",
+        concept_groups=[["近五年"], ["联邦学习"], ["差分隐私"]],
+        options=SearchOptions(freshness="live"),
+    )
+    result = await _search(clock, store, CorpusBackend(), inp)
+    assert result["plan"]["concepts"] == [["近五年"], ["联邦学习"], ["差分隐私"]]  # as given
+    assert any(
+        "近五年" in w and "year_from" in w and "concept_groups" in w for w in result["plan"]["warnings"]
+    )
+    plain = SearchInput(
+        query="联邦学习的差分隐私保护",
+        concept_groups=[["联邦学习"], ["差分隐私"]],
+        options=SearchOptions(freshness="live"),
+    )
+    assert not any(
+        "时间短语" in w for w in (await _search(clock, store, CorpusBackend(), plain))["plan"]["warnings"]
+    )

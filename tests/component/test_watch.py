@@ -443,3 +443,55 @@ async def test_a_report_stored_before_every_record_was_kept_lists_its_other_new_
         titles += [n.title for n in listed.new]
         offset = listed.next_offset
     assert sorted(titles) == sorted(title_of(600 + k) for k in range(26))
+
+
+async def _watched(
+    tmp_path: Any, query: str, years: tuple[int | None, int | None]
+) -> tuple[FakeClock, Store, Any]:
+    """A store with a finished search of `query` run on 20 December 2026 (any time zone's 2026)
+    with `years`, as its time phrase planned them, and a watch of it."""
+    from datetime import UTC, datetime
+
+    from cnki_mcp.pipeline.models import SearchInput, SearchOptions
+    from tests.component.test_pipeline import PLAN
+
+    clock = FakeClock(wall=datetime(2026, 12, 20, 12, 0, tzinfo=UTC))
+    store = Store.open(tmp_path / "data", clock)
+    pipe = make(clock, store, SimSite(clock))
+    options = SearchOptions(freshness="live", max_pages=1, metadata="basic")
+    inp = SearchInput(query=query, options=options, mode="precise")
+    plan = PLAN.model_copy(update={"year_from": years[0], "year_to": years[1]})
+    jobs = JobManager(clock, MemorySink())
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, plan, ctx)
+
+    [record] = await clock.run_until_complete(jobs.start(OperationKind.SEARCH, runner, inp.budget()).finish())
+    site = DatedSite([dated(500, "2026-12-19")])
+    service = WatchService(store, site, clock)  # type: ignore[arg-type]
+    return clock, store, (service, site, service.create(str(record.result["search_id"])).watch_id)
+
+
+@pytest.mark.parametrize(
+    ("query", "years", "in_january"),
+    [
+        ("今年自动驾驶 产品责任", (2026, 2026), (2027, 2027)),
+        ("近五年自动驾驶 产品责任", (2021, None), (2022, None)),
+        ("2019—2023年自动驾驶 产品责任", (2019, 2023), (2019, 2023)),  # an absolute range stays
+        ("自动驾驶 产品责任", (2026, 2026), (2026, 2026)),  # the caller's own years stay
+    ],
+)
+async def test_a_watch_counts_the_questions_relative_years_from_the_year_of_each_check(
+    tmp_path: Any, query: str, years: tuple[int | None, int | None], in_january: tuple[int | None, int | None]
+) -> None:
+    """A watch of a 今年 search made in December kept year_to 2026: from 1 January every check asked
+    CNKI for 2026 papers only and listed nothing new again, without a word."""
+    clock, store, (service, site, watch_id) = await _watched(tmp_path, query, years)
+    try:
+        await check(clock, service, watch_id)
+        assert (site.requests[-1].year_from, site.requests[-1].year_to) == years
+        await clock.advance(21 * 86_400)  # 10 January 2027
+        await check(clock, service, watch_id)
+        assert (site.requests[-1].year_from, site.requests[-1].year_to) == in_january
+    finally:
+        store.close()

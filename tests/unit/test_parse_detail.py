@@ -175,6 +175,17 @@ def test_issue_line_forms_and_issue_year_override() -> None:
         assert d.source == "法学研究"
 
 
+@pytest.mark.parametrize("written", ["2004/06/29", "2004.6.29", "2004-06-29"])
+def test_a_newspapers_day_is_read_as_yyyy_mm_dd_however_written(written: str) -> None:
+    """The grid lists an older newspaper's day as 2004/06/29 (saved page
+    kns8s-grid/pluginsx_search_result_4rows.html): one form, so the day compares with a reference's."""
+    html = _wx("<h1>乡镇统计的排头兵</h1>") + (
+        f"<ul><li class='top-space'><span class='rowtit'>报纸日期：</span><p>{written}</p></li></ul>"
+    )
+    d = parse_detail(html, URL)
+    assert (d.date, d.year) == ("2004-06-29", 2004)
+
+
 def test_rows_ids_and_anchors_from_markup() -> None:
     html = _wx("<h1>学位论文</h1>") + (
         "<ul><li class='top-space'><span class='rowtit'>导师：</span><p>王五；赵六</p></li>"

@@ -176,7 +176,7 @@ def test_four_rows_field_by_field(four) -> None:  # type: ignore[no-untyped-def]
     assert (paper.title, paper.authors) == ("乡镇统计的排头兵", ["郭峰", "王广军", "娜仁"])
     assert (paper.source, paper.date, paper.year, paper.doc_type) == (
         "中国信息报",
-        "2004/06/29",
+        "2004-06-29",  # listed 2004/06/29: one form of the day for every kind (identity.iso_date)
         2004,
         "报纸",
     )

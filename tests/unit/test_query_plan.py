@@ -224,6 +224,28 @@ def test_sampling_reply_is_parsed_into_a_sampling_plan(reply: str, groups: list[
 
 
 @pytest.mark.parametrize(
+    ("reply", "groups"),
+    [
+        ('[["近五年"], ["数字经济"], ["就业"]]', [["数字经济"], ["就业"]]),
+        ('[["数字经济", "近五年数字经济"], ["就业"], ["2020年以来"]]', [["数字经济"], ["就业"]]),
+        ('[["近年来的数字经济"], ["就业"]]', [["数字经济"], ["就业"]]),
+        ('[["2008年金融危机"], ["货币政策"]]', [["2008年金融危机"], ["货币政策"]]),  # a bare year is the topic
+        ('[["2030年前碳达峰"]]', [["2030年前碳达峰"]]),  # a target year, not a window
+    ],
+)
+def test_a_sampled_plan_never_searches_a_time_phrase_as_a_concept(reply: str, groups: list[list[str]]) -> None:
+    """The question's time phrases set the years; a client model that also kept 近五年 as a concept
+    made it a term every paper's text had to hold (0 candidates)."""
+    from cnki_mcp.pipeline.models import SearchInput
+    from cnki_mcp.pipeline.research import plan_search
+    from cnki_mcp.query.segment import default_segmenter
+
+    plan = plan_search(SearchInput(query="近五年数字经济对就业的影响"), reply, now_year=2026, cut=default_segmenter())
+    assert (plan.method, plan.groups, plan.year_from) == (PlanMethod.SAMPLING, groups, 2021)
+    assert "time phrases" in sampling_request("近五年数字经济")[0]
+
+
+@pytest.mark.parametrize(
     "reply",
     [
         "",

@@ -132,6 +132,48 @@ def test_time_phrases_become_years_and_leave_the_concepts(
     assert not any(ch.isdigit() for ch in flat) or (year_from is None and year_to is None)
 
 
+@pytest.mark.parametrize(
+    ("question", "year_from", "year_to"),
+    [
+        ("近几年乡村振兴", None, None),  # vague, as 近年来: no range and no concept 近几年
+        ("这几年的乡村振兴", None, None),
+        ("最近几年的乡村振兴", None, None),
+        ("近几十年来的乡村振兴", None, None),
+        ("近半年乡村振兴", 2025, None),  # the window always holds the last six months
+        ("近3-5年乡村振兴", 2021, None),  # a span of years: its larger end
+        ("近三到五年乡村振兴", 2021, None),
+        ("2015年起至今的乡村振兴", 2015, None),  # 至今 is part of the phrase, not a concept
+        ("2015年以后至今的乡村振兴", 2015, None),
+        ("从2015年开始的乡村振兴", 2015, None),
+        ("从2015年开始至今的乡村振兴", 2015, None),
+        ("2020年及以后的乡村振兴", 2020, None),
+        ("2020年及以前的乡村振兴", None, 2020),  # 及: the year itself is in
+        ("2019年底以来的乡村振兴", 2019, None),
+        ("2020年上半年以来的乡村振兴", 2020, None),
+        ("2018年以来至2022年的乡村振兴", 2018, 2022),
+    ],
+)
+def test_more_chinese_time_phrases_are_windows_or_boilerplate_never_concepts(
+    question: str, year_from: int | None, year_to: int | None
+) -> None:
+    plan = _plan(question)
+    assert (plan.year_from, plan.year_to) == (year_from, year_to)
+    flat = "".join(t for g in plan.groups for t in g)
+    for word in ("几", "半年", "至今", "开始", "以来", "以后", "以前", "底", "近", "年"):
+        assert word not in flat, (word, plan.groups)
+    assert not any(ch.isdigit() for ch in flat)
+
+
+@pytest.mark.parametrize("question", ["2015年前后的股市异常波动", "2015年左右的股市异常波动"])
+def test_a_year_with_qianhou_is_around_that_year_not_a_window_before_it(question: str) -> None:
+    """2015年前后 is 'around 2015' (the 2015 crash): the year stays in the topic as a bare 2015年
+    does; it was read as 2015年前 (year_to 2014), which dropped every paper on that year."""
+    plan = _plan(question)
+    assert (plan.year_from, plan.year_to) == (None, None)
+    assert plan.groups[0][0] == "2015年"
+    assert not any("前" in t or "后" in t or "左右" in t for g in plan.groups for t in g)
+
+
 def test_time_phrases_use_the_year_passed_in() -> None:
     assert extract_years("近三年", 2030).year_from == 2027
     assert extract_years("2028年以来", 2026).year_from is None

@@ -219,6 +219,19 @@ def test_a_newspaper_articles_day_is_checked(entry: str, verdict: str, fields: l
     assert (got.verdict, got.fields) == (verdict, fields), got
 
 
+def test_a_newspaper_listed_with_a_slashed_day_is_the_same_day() -> None:
+    """CNKI's grid lists an older newspaper's day as 2004/06/29 (saved page
+    kns8s-grid/pluginsx_search_result_4rows.html); a correct [N] entry's 2004-06-29 was a date
+    mismatch against it. A record stored before the grid's dates were read as yyyy-mm-dd holds it so."""
+    entry = "郭峰, 王广军, 娜仁. 乡镇统计的排头兵[N]. 中国信息报, 2004-06-29(16)."
+    listed = RecordView(record_ref="cnki:ZGXX20040629ZZ16", title="乡镇统计的排头兵", authors=["郭峰", "王广军", "娜仁"],
+                        source="中国信息报", year=2004, pages="16", doc_type="报纸", date="2004/06/29")  # fmt: skip
+    assert (judge(parse_reference(entry), [listed]).verdict, judge(parse_reference(entry), [listed]).fields) == (
+        "verified", [])  # fmt: skip
+    wrong = judge(parse_reference(entry.replace("2004-06-29", "2004-06-28")), [listed])
+    assert (wrong.verdict, wrong.fields) == ("mismatch", ["date"])
+
+
 def test_an_entry_is_not_warned_for_leaving_out_what_the_record_has_none_of() -> None:
     # a yearbook article: CNKI gives no author, so an entry without one is complete
     yearbook = RecordView(record_ref="cnki:Y1", title="违约金调整规则发展概况", source="中国法律年鉴", year=2017,
