@@ -1,0 +1,60 @@
+"""Exports as other software reads them: BibTeX through bibtexparser, RIS through rispy (and the
+tags Zotero's RIS import maps), CSL-JSON names, the formatted styles' author forms."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import bibtexparser
+import pytest
+import rispy
+from bibtexparser import middlewares
+
+from cnki_mcp.cite import export
+from cnki_mcp.cite.names import parse_name
+
+
+def foreign(authors: list[str], **fields: Any) -> dict[str, Any]:
+    return {"record_ref": "o1", "title": "Global burden of 369 diseases", "authors": authors,
+            "doc_type": "外文期刊", "source": "The Lancet", "year": 2020, **fields}
+
+
+ORGANISATIONS = [
+    "World Health Organization",
+    "GBD 2019 Diseases and Injuries Collaborators",
+    "Department of Medicine, Peking University",
+    "Smith & Jones Consulting",
+]
+
+
+@pytest.mark.parametrize("org", ORGANISATIONS)
+def test_a_latin_organisation_author_is_kept_whole_in_every_format(org: str) -> None:
+    """A group author is no family name plus initials: `Organization, W. H.`, `ORGANIZATION W H`,
+    BibTeX `Collaborators, GBD 2019 Diseases and Injuries` (read as two authors at the `and`)."""
+    record = foreign([org, "John Smith"])
+    assert parse_name(org).literal
+
+    lib = bibtexparser.parse_string(
+        export([record], "bibtex").text,
+        # names split before decoding: the decoder removes the braces that keep a name whole
+        append_middleware=[middlewares.SeparateCoAuthors(), middlewares.LatexDecodingMiddleware()],
+    )
+    assert not lib.failed_blocks
+    names = [a.strip("{}").replace("\\&", "&") for a in lib.entries[0]["author"]]  # the list is not decoded
+    assert names == [org, "Smith, John"]  # braced: one name, not split at `and`
+
+    (ris,) = rispy.loads(export([record], "ris").text)
+    assert ris["authors"] == [org, "Smith, John"]  # no comma: Zotero's RIS import takes it whole
+
+    (item,) = json.loads(export([record], "csl_json").text)
+    assert item["author"] == [{"literal": org}, {"family": "Smith", "given": "John"}]
+
+    assert export([record], "apa").text.startswith(f"{org}, & Smith, J. (2020).")
+    assert export([record], "gbt7714").text.startswith(f"[1] {org}, SMITH J. Global burden")
+
+
+@pytest.mark.parametrize("person", ["Anna van der Berg", "Andrea Groupe", "Sandra Anderson", "Li Wei"])
+def test_a_person_named_near_an_organisation_word_is_still_a_person(person: str) -> None:
+    name = parse_name(person)
+    assert not name.literal and name.given
