@@ -48,6 +48,17 @@ def bibtex_escape(text: str) -> str:
     return _BIB_RE.sub(lambda m: _BIB_SPECIAL[m.group()], re.sub(r"\s+", " ", text).strip())
 
 
+# A word with a capital after its first character (COVID-19, ESG, mRNA, 基于ESG的…): BibTeX styles
+# write titles in sentence case (plain.bst: `Covid-19 and esg disclosure`), so such words are braced
+# to keep their case, as Zotero's BibTeX export does (hyphens, `(` and `[` start a new word).
+_CASED_WORD = re.compile(r"([^\s\-}(\[]+[A-Z][^\s,]*)")
+
+
+def bibtex_title(title: str) -> str:
+    """The escaped title with its case-bearing words braced."""
+    return _CASED_WORD.sub(r"{\1}", bibtex_escape(title))
+
+
 def _bib_url(text: str) -> str:
     return re.sub(r"\s+", "", text).replace("{", "%7B").replace("}", "%7D")
 
@@ -113,7 +124,7 @@ def bibtex_entry(rec: CiteRecord, key: str) -> str:
     fields: list[tuple[str, str]] = []
     if rec.authors:
         fields.append(("author", " and ".join(bibtex_name(a) for a in rec.authors)))
-    fields.append(("title", bibtex_escape(rec.title)))
+    fields.append(("title", bibtex_title(rec.title)))
     source = bibtex_escape(rec.source or "")
     if kind in (DocKind.JOURNAL, DocKind.NEWSPAPER):
         fields.append(("journal", source))

@@ -58,3 +58,19 @@ def test_a_latin_organisation_author_is_kept_whole_in_every_format(org: str) -> 
 def test_a_person_named_near_an_organisation_word_is_still_a_person(person: str) -> None:
     name = parse_name(person)
     assert not name.literal and name.given
+
+
+def test_bibtex_titles_brace_the_words_whose_case_styles_would_lower() -> None:
+    """plain.bst and its kin write a title in sentence case: an unbraced `COVID-19 and ESG` comes
+    out `Covid-19 and esg`. Words with a capital after their first letter are braced (Zotero's rule)."""
+    title = "COVID-19 and ESG Disclosure in China: Evidence from the A-Share Market of mRNA Firms"
+    records = [foreign(["Jie CHEN"], title=title), foreign(["张三"], title="基于ESG的研究", record_ref="o2")]
+    raw = bibtexparser.parse_string(export(records, "bibtex").text)
+    assert [e["title"] for e in raw.entries] == [
+        "{COVID-19} and {ESG} Disclosure in China: Evidence from the A-Share Market of {mRNA} Firms",
+        "{基于ESG的研究}",
+    ]
+    decoded = bibtexparser.parse_string(
+        export(records, "bibtex").text, append_middleware=[middlewares.LatexDecodingMiddleware()]
+    )
+    assert [e["title"] for e in decoded.entries] == [title, "基于ESG的研究"]
