@@ -217,6 +217,11 @@ def ris_entry(rec: CiteRecord) -> str:
         tags.append(("PB", rec.publisher or rec.source or ""))
     else:  # a yearbook article too: T2 is the yearbook
         tags.append(("T2", rec.source or ""))
+        if kind is DocKind.CONFERENCE:
+            # the RIS spec's (and Zotero's, EndNote's) proceedings title; they read a CONF's T2 as the
+            # conference name, so without C3 Zotero had no proceedings title (no container in its APA).
+            # T2 stays the proceedings too: JabRef and Mendeley read it as the booktitle / source.
+            tags.append(("C3", rec.source or ""))
         tags.append(("PB", rec.publisher or ""))
     tags.append(("CY", rec.place or ""))
     year = rec.effective_year

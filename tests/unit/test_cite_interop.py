@@ -74,3 +74,18 @@ def test_bibtex_titles_brace_the_words_whose_case_styles_would_lower() -> None:
         export(records, "bibtex").text, append_middleware=[middlewares.LatexDecodingMiddleware()]
     )
     assert [e["title"] for e in decoded.entries] == [title, "基于ESG的研究"]
+
+
+def test_ris_conference_paper_names_its_proceedings_in_c3() -> None:
+    """The RIS spec's CONF has T2 Conference Name and C3 Proceedings Title; Zotero's RIS import maps
+    them to conferenceName and proceedingsTitle. The proceedings title is C3 (and still T2, which
+    JabRef and Mendeley read as the booktitle)."""
+    paper = {"record_ref": "c1", "title": "违约金调整规则的反思与重构", "authors": ["陶欣一"], "doc_type": "会议",
+             "source": "中国法学会民法学研究会年会论文集", "conference": "中国法学会民法学研究会2016年年会",
+             "year": 2016, "pages": "286-295"}
+    (entry,) = rispy.loads(export([paper], "ris").text)
+    assert entry["type_of_reference"] == "CONF"
+    assert entry["custom3"] == "中国法学会民法学研究会年会论文集"  # rispy's name for C3
+    assert entry["secondary_title"] == "中国法学会民法学研究会年会论文集"
+    (journal,) = rispy.loads(export([foreign(["John Smith"])], "ris").text)
+    assert "custom3" not in journal
