@@ -89,3 +89,15 @@ def test_ris_conference_paper_names_its_proceedings_in_c3() -> None:
     assert entry["secondary_title"] == "中国法学会民法学研究会年会论文集"
     (journal,) = rispy.loads(export([foreign(["John Smith"])], "ris").text)
     assert "custom3" not in journal
+
+
+def test_markdown_export_links_a_paper_by_its_doi() -> None:
+    """A CNKI paper has no stable URL (its kcms2 link expires and is dropped) but often a DOI: the
+    Markdown list linked nothing where link_references and APA use https://doi.org/<doi>."""
+    paper = {"record_ref": "d1", "title": "违约金惩罚性功能的困境与出路", "authors": ["姜雨欣"], "doc_type": "期刊",
+             "source": "法商研究", "year": 2022, "doi": "10.3969/j.cnki.fsyj.2022.01.001"}
+    assert export([paper], "markdown").text == (
+        "- [违约金惩罚性功能的困境与出路](https://doi.org/10.3969/j.cnki.fsyj.2022.01.001) — 姜雨欣, 法商研究, 2022\n"
+    )
+    odd = export([foreign(["John Smith"], doi="10.1016/S1474-4422(22)00050-1")], "markdown").text
+    assert "(https://doi.org/10.1016/S1474-4422%2822%2900050-1)" in odd  # parentheses kept out of the link's end
