@@ -44,8 +44,35 @@ _BIB_RE = re.compile("|".join(re.escape(k) for k in _BIB_SPECIAL))
 _SKIP_FIRST = frozenset(["a", "an", "the", "on", "of", "in", "for", "to", "and", "at", "by", "with", "from"])
 
 
+# BibTeX counts every brace of a field, escaped or not: a lone `\{` (an abstract cut inside `{1,2,…}`)
+# leaves the field open, so biber, pybtex and bibtexparser 1 read on into the next entries (two
+# records merged into one, the rest lost). A brace without its partner is written with an invisible
+# partner, as Zotero's BibTeX export writes it (tex.stackexchange.com/q/230750; LaTeX, biber,
+# pylatexenc and Zotero's import read `{`).
+_LONE_BRACE = {"{": r"\{\vphantom{\}}", "}": r"\vphantom{\{}\}"}
+
+
+def _lone_braces(text: str) -> set[int]:
+    """Where the braces without a partner are."""
+    opened: list[int] = []
+    lone: set[int] = set()
+    for i, ch in enumerate(text):
+        if ch == "{":
+            opened.append(i)
+        elif ch == "}":
+            if opened:
+                opened.pop()
+            else:
+                lone.add(i)
+    return lone | set(opened)
+
+
 def bibtex_escape(text: str) -> str:
-    return _BIB_RE.sub(lambda m: _BIB_SPECIAL[m.group()], re.sub(r"\s+", " ", text).strip())
+    text = re.sub(r"\s+", " ", text).strip()
+    lone = _lone_braces(text)
+    if not lone:
+        return _BIB_RE.sub(lambda m: _BIB_SPECIAL[m.group()], text)
+    return "".join(_LONE_BRACE[ch] if i in lone else _BIB_SPECIAL.get(ch, ch) for i, ch in enumerate(text))
 
 
 # A word with a capital after its first character (COVID-19, ESG, mRNA, 基于ESG的…): BibTeX styles

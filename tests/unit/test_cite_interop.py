@@ -101,3 +101,29 @@ def test_markdown_export_links_a_paper_by_its_doi() -> None:
     )
     odd = export([foreign(["John Smith"], doi="10.1016/S1474-4422(22)00050-1")], "markdown").text
     assert "(https://doi.org/10.1016/S1474-4422%2822%2900050-1)" in odd  # parentheses kept out of the link's end
+
+
+def _brace_depths(text: str) -> list[int]:
+    """BibTeX's count: every brace, escaped or not."""
+    depth, out = 0, []
+    for ch in text:
+        depth += (ch == "{") - (ch == "}")
+        out.append(depth)
+    return out
+
+
+@pytest.mark.parametrize("text", ["x ∈ {1, 2, …", "lone } brace", "a {b} c } d { e", "}{", "{x}"])
+def test_a_lone_brace_does_not_leave_a_bibtex_field_open(text: str) -> None:
+    """An abstract cut inside `{1, 2, …}` has a brace without its partner: BibTeX counts `\\{` too,
+    so the field stayed open and biber, pybtex and bibtexparser 1 read on into the next entry."""
+    records = [foreign(["John Smith"], title=f"T {text}", abstract=text, record_ref="b1"),
+               foreign(["Anna Berg"], title="Next paper", record_ref="b2")]
+    bib = export(records, "bibtex").text
+    for line in bib.splitlines():
+        if line.startswith(("  title", "  abstract")):
+            value = line.split(" = ", 1)[1].rstrip(",")
+            depths = _brace_depths(value)
+            assert min(depths[:-1]) > 0 and depths[-1] == 0, line  # the field's own braces close it, last
+    lib = bibtexparser.parse_string(bib, append_middleware=[middlewares.LatexDecodingMiddleware()])
+    assert [e.key for e in lib.entries] == ["smith2020t", "berg2020next"]
+    assert lib.entries[0]["abstract"] == text
