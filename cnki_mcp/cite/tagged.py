@@ -2,7 +2,8 @@
 
 BibTeX keys are readable and unique: first author's family name (pinyin for Chinese
 names) + year + first title word (pinyin of the first two Han characters for Chinese
-titles), all lower-case ASCII; keys that would clash all get `a`, `b`, ... suffixes.
+titles), all lower-case ASCII; keys that would clash all get `a`, `b`, ... suffixes, over the whole
+scope when the records are one part of it (`scoped_keys`).
 """
 
 from __future__ import annotations
@@ -197,8 +198,19 @@ def bibtex_entry(rec: CiteRecord, key: str) -> str:
     return f"@{bibtex_type(rec)}{{{key},\n{body}\n}}"
 
 
-def bibtex(records: list[CiteRecord]) -> str:
-    keys = bibtex_keys(records)
+def scoped_keys(records: list[CiteRecord], scope: list[CiteRecord] | None) -> list[str]:
+    """Keys of `records` made unique over `scope` too (the whole export `records` is a part of):
+    the same paper gets the same key in every part, and two parts never share one."""
+    if not scope or not all(r.record_ref for r in records):
+        return bibtex_keys(records)
+    known = {r.record_ref for r in scope if r.record_ref}
+    every = [*scope, *(r for r in records if r.record_ref not in known)]
+    by_ref = dict(zip((r.record_ref for r in every), bibtex_keys(every), strict=True))
+    return [by_ref[r.record_ref] for r in records]
+
+
+def bibtex(records: list[CiteRecord], scope: list[CiteRecord] | None = None) -> str:
+    keys = scoped_keys(records, scope)
     return "\n\n".join(bibtex_entry(r, k) for r, k in zip(records, keys, strict=True)) + ("\n" if records else "")
 
 

@@ -127,3 +127,21 @@ def test_a_lone_brace_does_not_leave_a_bibtex_field_open(text: str) -> None:
     lib = bibtexparser.parse_string(bib, append_middleware=[middlewares.LatexDecodingMiddleware()])
     assert [e.key for e in lib.entries] == ["smith2020t", "berg2020next"]
     assert lib.entries[0]["abstract"] == text
+
+
+def test_bibtex_parts_of_one_scope_keep_the_whole_exports_keys() -> None:
+    """Keys clashing in one export get a, b suffixes; exported in parts (offset/limit, the advice
+    for an export over 64 KB) each part gave its paper the bare key, so the parts put together
+    held `zhang2021jiyu` twice, for two papers, and neither matched the whole export's key."""
+    a = {"record_ref": "a", "title": "基于深度学习的图像识别", "authors": ["张三"], "doc_type": "期刊", "year": 2021}
+    b = {"record_ref": "b", "title": "基于深度学习的文本分类", "authors": ["张伟"], "doc_type": "期刊", "year": 2021}
+    c = {"record_ref": "c", "title": "其他研究", "authors": ["李四"], "doc_type": "期刊", "year": 2020}
+
+    def keys(text: str) -> list[str]:
+        return [e.key for e in bibtexparser.parse_string(text).entries]
+
+    whole = keys(export([a, b, c], "bibtex").text)
+    assert whole == ["zhang2021jiyua", "zhang2021jiyub", "li2020qita"]
+    parts = [keys(export(part, "bibtex", key_scope=[a, b, c]).text) for part in ([a], [b, c])]
+    assert parts == [whole[:1], whole[1:]]
+    assert keys(export([a], "bibtex").text) == ["zhang2021jiyu"]  # alone, without a scope
