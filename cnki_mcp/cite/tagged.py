@@ -298,13 +298,23 @@ ENDNOTE_TYPES: dict[DocKind, str] = {
 }
 
 
+def endnote_name(raw: str) -> str:
+    """A name as EndNote reads it: an organisation ends with a comma and doubles its own commas
+    (`World Health Organization,`, `Department of Medicine,, Peking University,`), EndNote's mark
+    of a corporate author; without it EndNote inverts it into `Organization, World Health`."""
+    name = parse_name(raw)
+    if name.literal and " " in name.family:
+        return name.family.replace(",", ",,") + ","
+    return raw
+
+
 def endnote_entry(rec: CiteRecord) -> str:
     """Tag order and conventions of CNKI's own EndNote export: `%A` per author, `%T`,
     `%J` (journal/newspaper) or `%B` (proceedings), `%I` (school/publisher), `%9` degree,
     `%D` year, `%V`, `%N`, `%K` (keywords joined with `;`), `%X`, `%P`, `%W CNKI`."""
     kind = rec.kind
     tags: list[tuple[str, str]] = [("%0", ENDNOTE_TYPES.get(kind, "Generic"))]
-    tags += [("%A", a) for a in rec.authors]
+    tags += [("%A", endnote_name(a)) for a in rec.authors]
     tags.append(("%T", rec.title))
     if kind in (DocKind.JOURNAL, DocKind.NEWSPAPER):
         tags.append(("%J", rec.source or ""))

@@ -145,3 +145,13 @@ def test_bibtex_parts_of_one_scope_keep_the_whole_exports_keys() -> None:
     parts = [keys(export(part, "bibtex", key_scope=[a, b, c]).text) for part in ([a], [b, c])]
     assert parts == [whole[:1], whole[1:]]
     assert keys(export([a], "bibtex").text) == ["zhang2021jiyu"]  # alone, without a scope
+
+
+def test_endnote_marks_an_organisation_author_as_corporate() -> None:
+    """EndNote inverts `World Health Organization` into `Organization, World Health` unless the name
+    ends with a comma (its rule for corporate authors; commas inside are doubled)."""
+    authors = ["World Health Organization", "Department of Medicine, Peking University", "John Smith", "张三"]
+    text = export([foreign(authors)], "endnote").text
+    assert [line[3:] for line in text.splitlines() if line.startswith("%A ")] == [
+        "World Health Organization,", "Department of Medicine,, Peking University,", "John Smith", "张三",
+    ]
