@@ -414,7 +414,7 @@ def resolve(title: str, candidates: Sequence[Candidate], occurrences: int = 1) -
 
 # A backslash before ASCII punctuation is an escape the text already has (`\*`, `\_`, `\[`): kept as
 # written, since escaping its backslash again would show it (`论\*x` rendered as `论\*x`, not `论*x`).
-_LABEL_SPECIALS = re.compile(r"\\[!-/:-@\[-`{-~]|([\\\[\]`*_<>])")
+_LABEL_SPECIALS = re.compile(r"\\[!-/:-@\[-`{-~]|([\\\[\]`*_<>~])")  # `~`: see cite.tabular.md_escape
 
 
 def escape_label(raw: str) -> str:

@@ -146,7 +146,9 @@ def to_csl_json(records: list[CiteRecord]) -> str:
 
 
 def md_escape(text: str) -> str:
-    return re.sub(r"([\\\[\]*_`<>])", r"\\\1", text)
+    """Markdown punctuation backslash-escaped; `~` too: GitHub's Markdown (cmark-gfm) strikes
+    through between single tildes, and CNKI titles write ranges so (`2~3岁与5~6岁`)."""
+    return re.sub(r"([\\\[\]*_`<>~])", r"\\\1", text)
 
 
 def md_url(url: str) -> str:

@@ -155,3 +155,10 @@ def test_endnote_marks_an_organisation_author_as_corporate() -> None:
     assert [line[3:] for line in text.splitlines() if line.startswith("%A ")] == [
         "World Health Organization,", "Department of Medicine,, Peking University,", "John Smith", "张三",
     ]
+
+
+def test_markdown_escapes_the_tildes_github_strikes_through() -> None:
+    """cmark-gfm (GitHub) renders `2~3岁与5~6岁` as 2<del>3岁与5</del>6岁: single tildes strike through."""
+    paper = {"record_ref": "t1", "title": "2~3岁与5~6岁儿童的语言发展", "authors": ["张三"], "doc_type": "期刊",
+             "source": "学前教育研究", "year": 2020}
+    assert export([paper], "markdown").text.startswith(r"- 2\~3岁与5\~6岁儿童的语言发展 — 张三")
