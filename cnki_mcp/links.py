@@ -412,12 +412,14 @@ def resolve(title: str, candidates: Sequence[Candidate], occurrences: int = 1) -
     )
 
 
-_LABEL_SPECIALS = re.compile(r"([\\\[\]`*_<>])")
+# A backslash before ASCII punctuation is an escape the text already has (`\*`, `\_`, `\[`): kept as
+# written, since escaping its backslash again would show it (`论\*x` rendered as `论\*x`, not `论*x`).
+_LABEL_SPECIALS = re.compile(r"\\[!-/:-@\[-`{-~]|([\\\[\]`*_<>~])")  # `~`: see cite.tabular.md_escape
 
 
 def escape_label(raw: str) -> str:
-    """Link text safe inside `[…]`: Markdown punctuation backslash-escaped."""
-    return _LABEL_SPECIALS.sub(r"\\\1", raw)
+    """Link text safe inside `[…]`: Markdown punctuation backslash-escaped, existing escapes kept."""
+    return _LABEL_SPECIALS.sub(lambda m: m.group() if m.group(1) is None else "\\" + m.group(1), raw)
 
 
 def escape_url(url: str) -> str:

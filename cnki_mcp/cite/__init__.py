@@ -73,12 +73,16 @@ def export(
     *,
     template: str | None = None,
     missing: MissingMode = "mark",
+    key_scope: Iterable[CiteRecord | Mapping[str, Any] | BaseModel] | None = None,
 ) -> ExportResult:
     """Render `records` in `fmt`.
 
     `missing="mark"` (default) writes [作者未取得] / [来源未取得] / [年份未取得] where a
     formatted style needs a value it does not have; `"omit"` leaves them out as the
     standards do. The `missing_fields` report is the same either way.
+    `key_scope`: the whole set `records` is one part of (a search's scope exported with
+    offset/limit); BibTeX keys are made unique over it, so each part gives a paper the key the
+    whole export would and parts put together repeat no key.
     Raises FormatUnavailable (FORMAT_UNAVAILABLE) and InvalidTemplate (INVALID_TEMPLATE).
     """
     name = normalize_format(fmt)
@@ -88,6 +92,8 @@ def export(
         text = custom.render(compiled, recs, missing)
     elif name in ("gbt7714", "apa", "mla", "chicago", "vancouver"):
         text = _styled(name, recs, missing)
+    elif name == "bibtex":
+        text = tagged.bibtex(recs, to_records(key_scope) if key_scope is not None else None)
     elif name in tagged.RENDERERS:
         text = tagged.RENDERERS[name](recs)
     else:

@@ -4,7 +4,9 @@ Conventions (shared by every format):
 - A name containing Han characters is Chinese: the family name is a known compound
   surname (欧阳, 司马 ...) or else the first character; it is always written whole.
 - `"Smith, John"` is family, given. `"John Smith"` is given-first (last word = family).
-- A single Latin word is kept as a literal (an organisation or a mononym).
+- A single Latin word is kept as a literal (an organisation or a mononym), and so is a Latin
+  name that is an organisation (`World Health Organization`, `GBD 2019 … Collaborators`,
+  `Department of Medicine, Peking University`): a word of `ORGANISATION_WORDS`, or `and` / `&`.
 """
 
 from __future__ import annotations
@@ -71,6 +73,26 @@ class Name:
         return sep.join(out)
 
 
+# Words that make a Latin-script author an organisation (CNKI's foreign papers list group
+# authors): no personal name has them as a word, and none has `and` or `&` between words.
+ORGANISATION_WORDS: frozenset[str] = frozenset({
+    "academy", "administration", "agency", "alliance", "association", "authority", "bureau",
+    "center", "centre", "collaboration", "collaborative", "collaborators", "college", "commission",
+    "committee", "company", "consortium", "corporation", "council", "department", "federation",
+    "foundation", "group", "hospital", "inc", "initiative", "institute", "institution",
+    "investigators", "laboratory", "ltd", "ministry", "network", "office", "organisation",
+    "organization", "programme", "project", "school", "society", "team", "university",
+})
+
+
+def is_organisation(name: str) -> bool:
+    """A Latin-script author of several words that names an organisation, not a person."""
+    words = re.findall(r"[^\W\d_]+", name)
+    if len(words) < 2:
+        return False
+    return "&" in name or any(w.lower() == "and" or w.lower() in ORGANISATION_WORDS for w in words)
+
+
 _CAPITALS = re.compile(r"[A-Z]+(?:[-'][A-Z]+)*")
 
 
@@ -87,6 +109,8 @@ def parse_name(raw: str) -> Name:
         compact = name.replace(" ", "").replace("·", "·")
         fam = compact[:2] if compact[:2] in COMPOUND_SURNAMES else compact[:1]
         return Name(fam, compact[len(fam):], cjk=True)
+    if is_organisation(name):
+        return Name(name, literal=True)
     if "," in name:
         fam, given = (p.strip() for p in name.split(",", 1))
         if fam and given:

@@ -9,6 +9,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from cnki_mcp.identity import doi_url
+
 from .gbt7714 import type_code
 from .model import CiteRecord, DocKind
 from .names import parse_name
@@ -144,7 +146,9 @@ def to_csl_json(records: list[CiteRecord]) -> str:
 
 
 def md_escape(text: str) -> str:
-    return re.sub(r"([\\\[\]*_`<>])", r"\\\1", text)
+    """Markdown punctuation backslash-escaped; `~` too: GitHub's Markdown (cmark-gfm) strikes
+    through between single tildes, and CNKI titles write ranges so (`2~3岁与5~6岁`)."""
+    return re.sub(r"([\\\[\]*_`<>~])", r"\\\1", text)
 
 
 def md_url(url: str) -> str:
@@ -153,7 +157,10 @@ def md_url(url: str) -> str:
 
 def markdown_line(rec: CiteRecord) -> str:
     title = md_escape(rec.title) or "\\[题名未取得\\]"
-    head = f"[{title}]({md_url(rec.url)})" if rec.url else title
+    # the DOI's resolver link first, as the styles and link_references give it (lasting); a record
+    # from CNKI has no other stable URL (its kcms2 link expires and is dropped)
+    link = doi_url(rec.doi) or rec.url
+    head = f"[{title}]({md_url(link)})" if link else title
     year = rec.effective_year
     tail = ", ".join(p for p in ("; ".join(rec.authors), rec.source or "", str(year) if year else "") if p)
     return f"- {head}" + (f" — {md_escape(tail)}" if tail else "")

@@ -2,7 +2,8 @@
 
 BibTeX keys are readable and unique: first author's family name (pinyin for Chinese
 names) + year + first title word (pinyin of the first two Han characters for Chinese
-titles), all lower-case ASCII; keys that would clash all get `a`, `b`, ... suffixes.
+titles), all lower-case ASCII; keys that would clash all get `a`, `b`, ... suffixes, over the whole
+scope when the records are one part of it (`scoped_keys`).
 """
 
 from __future__ import annotations
@@ -44,8 +45,46 @@ _BIB_RE = re.compile("|".join(re.escape(k) for k in _BIB_SPECIAL))
 _SKIP_FIRST = frozenset(["a", "an", "the", "on", "of", "in", "for", "to", "and", "at", "by", "with", "from"])
 
 
+# BibTeX counts every brace of a field, escaped or not: a lone `\{` (an abstract cut inside `{1,2,…}`)
+# leaves the field open, so biber, pybtex and bibtexparser 1 read on into the next entries (two
+# records merged into one, the rest lost). A brace without its partner is written with an invisible
+# partner, as Zotero's BibTeX export writes it (tex.stackexchange.com/q/230750; LaTeX, biber,
+# pylatexenc and Zotero's import read `{`).
+_LONE_BRACE = {"{": r"\{\vphantom{\}}", "}": r"\vphantom{\{}\}"}
+
+
+def _lone_braces(text: str) -> set[int]:
+    """Where the braces without a partner are."""
+    opened: list[int] = []
+    lone: set[int] = set()
+    for i, ch in enumerate(text):
+        if ch == "{":
+            opened.append(i)
+        elif ch == "}":
+            if opened:
+                opened.pop()
+            else:
+                lone.add(i)
+    return lone | set(opened)
+
+
 def bibtex_escape(text: str) -> str:
-    return _BIB_RE.sub(lambda m: _BIB_SPECIAL[m.group()], re.sub(r"\s+", " ", text).strip())
+    text = re.sub(r"\s+", " ", text).strip()
+    lone = _lone_braces(text)
+    if not lone:
+        return _BIB_RE.sub(lambda m: _BIB_SPECIAL[m.group()], text)
+    return "".join(_LONE_BRACE[ch] if i in lone else _BIB_SPECIAL.get(ch, ch) for i, ch in enumerate(text))
+
+
+# A word with a capital after its first character (COVID-19, ESG, mRNA, 基于ESG的…): BibTeX styles
+# write titles in sentence case (plain.bst: `Covid-19 and esg disclosure`), so such words are braced
+# to keep their case, as Zotero's BibTeX export does (hyphens, `(` and `[` start a new word).
+_CASED_WORD = re.compile(r"([^\s\-}(\[]+[A-Z][^\s,]*)")
+
+
+def bibtex_title(title: str) -> str:
+    """The escaped title with its case-bearing words braced."""
+    return _CASED_WORD.sub(r"{\1}", bibtex_escape(title))
 
 
 def _bib_url(text: str) -> str:
@@ -113,7 +152,7 @@ def bibtex_entry(rec: CiteRecord, key: str) -> str:
     fields: list[tuple[str, str]] = []
     if rec.authors:
         fields.append(("author", " and ".join(bibtex_name(a) for a in rec.authors)))
-    fields.append(("title", bibtex_escape(rec.title)))
+    fields.append(("title", bibtex_title(rec.title)))
     source = bibtex_escape(rec.source or "")
     if kind in (DocKind.JOURNAL, DocKind.NEWSPAPER):
         fields.append(("journal", source))
@@ -159,8 +198,19 @@ def bibtex_entry(rec: CiteRecord, key: str) -> str:
     return f"@{bibtex_type(rec)}{{{key},\n{body}\n}}"
 
 
-def bibtex(records: list[CiteRecord]) -> str:
-    keys = bibtex_keys(records)
+def scoped_keys(records: list[CiteRecord], scope: list[CiteRecord] | None) -> list[str]:
+    """Keys of `records` made unique over `scope` too (the whole export `records` is a part of):
+    the same paper gets the same key in every part, and two parts never share one."""
+    if not scope or not all(r.record_ref for r in records):
+        return bibtex_keys(records)
+    known = {r.record_ref for r in scope if r.record_ref}
+    every = [*scope, *(r for r in records if r.record_ref not in known)]
+    by_ref = dict(zip((r.record_ref for r in every), bibtex_keys(every), strict=True))
+    return [by_ref[r.record_ref] for r in records]
+
+
+def bibtex(records: list[CiteRecord], scope: list[CiteRecord] | None = None) -> str:
+    keys = scoped_keys(records, scope)
     return "\n\n".join(bibtex_entry(r, k) for r, k in zip(records, keys, strict=True)) + ("\n" if records else "")
 
 
@@ -206,6 +256,11 @@ def ris_entry(rec: CiteRecord) -> str:
         tags.append(("PB", rec.publisher or rec.source or ""))
     else:  # a yearbook article too: T2 is the yearbook
         tags.append(("T2", rec.source or ""))
+        if kind is DocKind.CONFERENCE:
+            # the RIS spec's (and Zotero's, EndNote's) proceedings title; they read a CONF's T2 as the
+            # conference name, so without C3 Zotero had no proceedings title (no container in its APA).
+            # T2 stays the proceedings too: JabRef and Mendeley read it as the booktitle / source.
+            tags.append(("C3", rec.source or ""))
         tags.append(("PB", rec.publisher or ""))
     tags.append(("CY", rec.place or ""))
     year = rec.effective_year
@@ -243,13 +298,23 @@ ENDNOTE_TYPES: dict[DocKind, str] = {
 }
 
 
+def endnote_name(raw: str) -> str:
+    """A name as EndNote reads it: an organisation ends with a comma and doubles its own commas
+    (`World Health Organization,`, `Department of Medicine,, Peking University,`), EndNote's mark
+    of a corporate author; without it EndNote inverts it into `Organization, World Health`."""
+    name = parse_name(raw)
+    if name.literal and " " in name.family:
+        return name.family.replace(",", ",,") + ","
+    return raw
+
+
 def endnote_entry(rec: CiteRecord) -> str:
     """Tag order and conventions of CNKI's own EndNote export: `%A` per author, `%T`,
     `%J` (journal/newspaper) or `%B` (proceedings), `%I` (school/publisher), `%9` degree,
     `%D` year, `%V`, `%N`, `%K` (keywords joined with `;`), `%X`, `%P`, `%W CNKI`."""
     kind = rec.kind
     tags: list[tuple[str, str]] = [("%0", ENDNOTE_TYPES.get(kind, "Generic"))]
-    tags += [("%A", a) for a in rec.authors]
+    tags += [("%A", endnote_name(a)) for a in rec.authors]
     tags.append(("%T", rec.title))
     if kind in (DocKind.JOURNAL, DocKind.NEWSPAPER):
         tags.append(("%J", rec.source or ""))

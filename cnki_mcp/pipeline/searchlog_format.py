@@ -6,11 +6,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cnki_mcp.cite.tabular import md_escape
 from cnki_mcp.query.expr import FIELD_CODES, FIELD_LABELS
 
 LogFormat = Literal["markdown", "csv", "json"]
@@ -153,6 +155,16 @@ def _year_step(p: dict[str, Any]) -> str:
     return "leave 发表时间 empty" if not (p.get("year_from") or p.get("year_to")) else f"set 发表时间 to {_years(p)}"
 
 
+def code_span(text: str) -> str:
+    """`text` as a Markdown code span shown exactly: its fence is one backtick longer than the
+    longest run inside (a query holding `调整` closed a one-backtick span there), padded with a
+    space when the text starts or ends with a backtick."""
+    runs = [len(r) for r in re.findall(r"`+", text)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def to_markdown(log: SearchLog) -> str:
     p = log.parameters
     f = log.prisma
@@ -160,12 +172,12 @@ def to_markdown(log: SearchLog) -> str:
         f"# Search log {log.search_id}",
         "",
         f"- Database: CNKI (中国知网) advanced search (高级检索), {log.kind}",
-        f"- Question: {log.question}",
+        f"- Question: {md_escape(log.question)}",  # the researcher's words, not Markdown
         f"- Run: {log.created_at.isoformat(timespec='seconds')} – {log.finished_at.isoformat(timespec='seconds')} (UTC), status {log.status}",
         f"- Plan: {log.plan_method} — {log.plan_method_note}",
     ]
     if log.concepts:
-        groups = " AND ".join("(" + " OR ".join(g) + ")" for g in log.concepts)
+        groups = " AND ".join("(" + " OR ".join(md_escape(t) for t in g) + ")" for g in log.concepts)
         lines.append(f"- Concepts: {groups}")
     lines += [
         f"- Years: {_years(p)}; sort: {p.get('sort')} ({_SORTS.get(str(p.get('sort')), '')}); "
@@ -175,7 +187,7 @@ def to_markdown(log: SearchLog) -> str:
         f"- Selection rule: {log.selection_rule}",
     ]
     for w in log.warnings:
-        lines.append(f"- Warning: {w}")
+        lines.append(f"- Warning: {md_escape(w)}")
     lines += [
         "",
         "To rerun by hand: open CNKI's advanced search (高级检索) with the form's default database scope, "
@@ -192,7 +204,7 @@ def to_markdown(log: SearchLog) -> str:
         lines.append(f"### {ch.id} — {ch.field}" + (f" ({ch.reason})" if ch.reason else ""))
         lines.append("")
         for i, q in enumerate(ch.queries, start=1):
-            lines.append(f"- Query{f' {i}' if len(ch.queries) > 1 else ''}: `{q}`")
+            lines.append(f"- Query{f' {i}' if len(ch.queries) > 1 else ''}: {code_span(q)}")
         if ch.answered_locally:
             lines.append(
                 "- Not sent to CNKI: every paper it can match is in the subject channel's results, whose "

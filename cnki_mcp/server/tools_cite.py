@@ -180,8 +180,10 @@ def render_export(
     template: str | None,
     missing: MissingMode,
     filename: str | None,
+    key_scope: list[str] | None = None,
 ) -> ExportView:
-    """Export the stored papers `refs` (in order, repeats once) and save when asked."""
+    """Export the stored papers `refs` (in order, repeats once) and save when asked. `key_scope`:
+    the refs of the whole search scope `refs` is a page of (BibTeX keys unique over it)."""
     ordered = list(dict.fromkeys(refs))
     papers = services.store.papers_by_refs(ordered)
     not_found = [r for r in ordered if r not in papers]
@@ -193,7 +195,9 @@ def render_export(
             continue
         seen.add(paper.record_ref)
         sources.append(cite_source(paper))
-    result = export(sources, fmt, template=template, missing=missing)
+    scope_papers = services.store.papers_by_refs(key_scope) if key_scope else {}
+    scope_sources = [cite_source(scope_papers[r]) for r in key_scope or [] if r in scope_papers]
+    result = export(sources, fmt, template=template, missing=missing, key_scope=scope_sources or None)
     size = len(result.text.encode("utf-8"))
     path: Path | None = None
     if filename is not None:
@@ -285,6 +289,7 @@ def register(server: CnkiServer) -> None:
             ensure_free(services.settings.data_dir, name)
         refs = [store.resolve_ref(r) for r in record_refs]
         paging: dict[str, int | None] = {}
+        key_scope: list[str] | None = None
         if search_id:
             try:
                 total, scoped = refs_in_scope(store, search_id, scope, offset, limit)
@@ -292,6 +297,8 @@ def register(server: CnkiServer) -> None:
                 raise or_unfinished(services.jobs, search_id, exc) from None
             paging = {"total": total, "next_offset": scope_next_offset(offset, len(scoped), total)}
             refs.extend(store.resolve_ref(r) for r in scoped)
+            if fmt == "bibtex" and len(scoped) < total:  # a part: its keys are the whole scope's
+                key_scope = [store.resolve_ref(r) for r in refs_in_scope(store, search_id, scope, 0, total)[1]]
 
         pending: list[str] = []
         for title in dict.fromkeys(map(asked_title, titles)):
@@ -304,7 +311,8 @@ def register(server: CnkiServer) -> None:
         if not pending:
             if record_refs and not search_id and not titles and not store.papers_by_refs(refs):
                 raise DocumentNotFound(UNKNOWN_REFS_MESSAGE, record_refs=list(dict.fromkeys(record_refs)))
-            view = render_export(services, refs, fmt, template, missing_fields, name).model_copy(update=paging)
+            view = render_export(services, refs, fmt, template, missing_fields, name, key_scope)
+            view = view.model_copy(update=paging)
             unknown = [ErrorView(**DocumentNotFound.unknown_ref(r).to_dict()) for r in view.not_found]
             return ExportOperation(
                 kind=OperationKind.EXPORT.value,
@@ -324,7 +332,7 @@ def register(server: CnkiServer) -> None:
             found = await pipeline.metadata(MetadataInput(titles=pending), op)
             located = [str(r["record_ref"]) for r in found.records if r.get("record_ref")]
             op.set_stage("export", "生成参考文献")
-            view = render_export(services, [*refs, *located], fmt, template, missing_fields, name)
+            view = render_export(services, [*refs, *located], fmt, template, missing_fields, name, key_scope)
             view = view.model_copy(update=paging)
             for ref in view.not_found:
                 op.add_item_error(DocumentNotFound.unknown_ref(ref), stage="export", record_ref=ref)

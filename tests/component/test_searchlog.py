@@ -204,3 +204,26 @@ def test_a_channel_no_page_answered_reads_unknown_total_in_markdown() -> None:
     md = format_log(log, "markdown")
     assert "CNKI reported total unknown (no page answered), not exhausted" in md
     assert "reported total None" not in md
+
+
+def test_markdown_shows_the_question_terms_and_queries_as_written() -> None:
+    """The log is the methods section's record: a question's `*调整*` became emphasis and `<x>` raw
+    HTML, a term's asterisks vanished from Concepts, and a query holding a backtick closed its
+    one-backtick code span there, so the query 'as sent' read wrong."""
+    from datetime import UTC, datetime
+
+    from cnki_mcp.pipeline.searchlog_format import ChannelLog, PrismaFlow
+
+    at = datetime(2026, 12, 3, tzinfo=UTC)
+    query = "主题: 违约*金* + `调整` + <调整>"
+    log = SearchLog(
+        search_id="s1", status="completed", kind="search", question="违约金 *调整* <x> 研究_方法", created_at=at,
+        finished_at=at, plan_method="explicit", plan_method_note="", concepts=[["违约*金*", "a_b"], ["`调整`"]],
+        channels=[ChannelLog(id="q1", field="subject", queries=[query, "`x`"])],
+        prisma=PrismaFlow(identified=0, outside_years=0, duplicates=0, screened=0, excluded=0, selected=0),
+    )  # fmt: skip
+    md = format_log(log, "markdown")
+    assert r"- Question: 违约金 \*调整\* \<x\> 研究\_方法" in md
+    assert r"- Concepts: (违约\*金\* OR a\_b) AND (\`调整\`)" in md
+    assert f"- Query 1: ``{query}``" in md
+    assert "- Query 2: `` `x` ``" in md

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client
@@ -24,11 +25,11 @@ QUESTION = {
 
 
 @asynccontextmanager
-async def _searched(tmp_path: Path) -> AsyncIterator[tuple[Client, str, int]]:
-    """A server on the corpus backend with QUESTION searched: (client, search_id, candidates)."""
+async def _searched(tmp_path: Path, question: dict[str, Any] = QUESTION) -> AsyncIterator[tuple[Client, str, int]]:
+    """A server on the corpus backend with `question` searched: (client, search_id, candidates)."""
     settings = Harness(tmp_path / "data", inline_wait=50.0).settings
     async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
-        search = await completed_data(client, "search", QUESTION)
+        search = await completed_data(client, "search", question)
         yield client, search["result"]["search_id"], search["result"]["candidate_count"]
 
 
@@ -186,3 +187,25 @@ def test_a_page_stopped_by_an_error_is_finished_by_the_same_call_not_skipped() -
     assert "offset=20" not in stopped and "get_metadata" in stopped
     record.final_error, record.errors, record.status = False, [], OperationStatus.COMPLETED
     assert "offset=20" in (OperationView.of(record).next_step or "")
+
+
+async def test_bibtex_exported_page_by_page_keeps_the_keys_of_the_whole_export(tmp_path: Path) -> None:
+    """The pages of a search's scope put together are one .bib: a key two papers share gets its a, b
+    suffixes over the whole scope, not per page (each page gave both the bare key: duplicates)."""
+    import bibtexparser
+
+    # two of its papers are 何… 2021 基于…: both he2021jiyu bare, he2021jiyua / he2021jiyub in one export
+    question = {"query": "数字文物的开放共享与语义组织", "concept_groups": [["数字文物"]]}
+    async with _searched(tmp_path, question) as (client, search_id, total):
+        base = {"search_id": search_id, "scope": "candidates", "format": "bibtex"}
+        whole = await completed_data(client, "export_citations", {**base, "limit": 1000})
+        keys = [e.key for e in bibtexparser.parse_string(whole["result"]["text"]).entries]
+        assert len(keys) == total == len(set(keys))
+        assert {"he2021jiyua", "he2021jiyub"} <= set(keys)
+        parts: list[str] = []
+        offset: int | None = 0
+        while offset is not None:
+            page = await completed_data(client, "export_citations", {**base, "offset": offset, "limit": 1})
+            parts += [e.key for e in bibtexparser.parse_string(page["result"]["text"]).entries]
+            offset = page["result"]["next_offset"]
+        assert parts == keys

@@ -216,6 +216,19 @@ def test_link_wraps_the_raw_span_and_encodes_parentheses() -> None:
     assert markdown_link("《A[1]*B*》", "https://x/(y)") == r"[《A\[1\]\*B\*》](https://x/%28y%29)"
 
 
+def test_an_escape_the_text_already_has_is_kept_in_the_link() -> None:
+    """`\\*` already shows `*`: escaping its backslash again showed the backslash (`论\\*x\\*`)."""
+    assert markdown_link(r"《论\*已转义\*与\_下划线\_》", "u") == r"[《论\*已转义\*与\_下划线\_》](u)"
+    assert markdown_link(r"《C\+\+ \[注\] a\b》", "u") == r"[《C\+\+ \[注\] a\\b》](u)"  # `\b` is no escape
+    assert link_all(r"见《论\*星号\*》。") == rf"见[《论\*星号\*》]({URL})。"
+
+
+def test_a_tilde_in_the_link_text_is_escaped() -> None:
+    """GitHub's Markdown (cmark-gfm) strikes through between single tildes: 《2~3岁与5~6岁》 showed
+    2<del>3岁与5</del>6岁 once linked."""
+    assert markdown_link("《2~3岁与5~6岁》", "u") == r"[《2\~3岁与5\~6岁》](u)"
+
+
 def test_nested_title_link_keeps_the_raw_text() -> None:
     assert link_all("参考《论《民法典》违约金》") == f"参考[《论《民法典》违约金》]({URL})"
 
