@@ -13,11 +13,6 @@ from cnki_mcp.errors import RELOCATE_FAILED
 from cnki_mcp.jobs import CONTINUABLE, IDLE, OperationRecord
 from cnki_mcp.models import HeaderIdentity, IdentityKind
 
-# The largest `offset` the paged local tools take (search_results, get_metadata, export_citations,
-# search_library): far beyond any search (3,000 candidates) or library, and within SQLite's
-# 64-bit integers. Without it an offset of 2**63 was an INTERNAL OverflowError from SQLite.
-MAX_OFFSET = 10_000_000
-
 
 class ErrorView(BaseModel):
     code: str

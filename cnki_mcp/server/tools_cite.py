@@ -38,10 +38,10 @@ from cnki_mcp.links import LinkInput, LinkResult, scan_references
 from cnki_mcp.pipeline.links import link_references as run_link_references
 from cnki_mcp.pipeline.links import local_matches
 from cnki_mcp.pipeline.metadata import refs_in_scope, scope_next_offset
-from cnki_mcp.pipeline.models import MetadataInput, Scope, check_targets
+from cnki_mcp.pipeline.models import MAX_OFFSET, MetadataInput, Scope, check_targets
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
-from cnki_mcp.server.models import MAX_OFFSET, ErrorView, OperationView, locator_step, scope_page_step
+from cnki_mcp.server.models import ErrorView, OperationView, locator_step, scope_page_step
 from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.server.unfinished import or_unfinished
 from cnki_mcp.services import Services

@@ -12,7 +12,6 @@ from cnki_mcp.errors import SearchNotFound
 from cnki_mcp.pipeline.library import LibraryInput, LibraryPage, search_library
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
-from cnki_mcp.server.models import MAX_OFFSET
 from cnki_mcp.server.unfinished import or_unfinished
 
 LIBRARY_DESCRIPTION = """检索本地已保存的全部文献（本地，不访问知网）：题名、关键词、作者、机构、来源、摘要，以及用 read_online_html 读过的全文和已下载 PDF 的文字。
@@ -40,7 +39,7 @@ def register(server: CnkiServer) -> None:
             Field(max_length=10, description="来源级别，如 CSSCI、北大核心（需已读过期刊信息）"),
         ] = [],  # noqa: B006
         search_id: Annotated[str | None, Field(max_length=64, description="只在某次检索的结果中找")] = None,
-        offset: Annotated[int, Field(ge=0, le=MAX_OFFSET)] = 0,
+        offset: Annotated[int, Field(ge=0)] = 0,
         limit: Annotated[int, Field(ge=1, le=100)] = 20,
     ) -> LibraryPage:
         inp = LibraryInput(

@@ -34,7 +34,7 @@ from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.query.plan import Plan
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
-from cnki_mcp.server.models import MAX_OFFSET, OperationView, more_results_step
+from cnki_mcp.server.models import OperationView, more_results_step
 from cnki_mcp.server.progress import start_operation, typed_view, wait_with_progress
 from cnki_mcp.server.sampling import (
     Resolved,
@@ -197,7 +197,7 @@ def register(server: CnkiServer) -> None:
         ],
         scope: Scope = "selected",
         view: View = "titles",
-        offset: Annotated[int, Field(ge=0, le=MAX_OFFSET)] = 0,
+        offset: Annotated[int, Field(ge=0)] = 0,
         limit: Annotated[int, Field(ge=1, le=100)] = 50,
     ) -> ResultsPage:
         inp = ResultsInput(search_id=search_id, scope=scope, view=view, offset=offset, limit=limit)
@@ -223,7 +223,7 @@ def register(server: CnkiServer) -> None:
         ] = [],  # noqa: B006
         search_id: Annotated[str | None, Field(max_length=64, description="取某次检索的结果")] = None,
         scope: Scope = "selected",
-        offset: Annotated[int, Field(ge=0, le=MAX_OFFSET)] = 0,
+        offset: Annotated[int, Field(ge=0)] = 0,
         limit: Annotated[int, Field(ge=1, le=100)] = 20,
         fields: list[MetadataField] | None = None,
         quality: bool = False,

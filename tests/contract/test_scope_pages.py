@@ -12,8 +12,8 @@ import pytest
 from mcp import Client
 
 from cnki_mcp.pipeline import metadata
+from cnki_mcp.pipeline.models import MAX_OFFSET
 from cnki_mcp.server.app import build_server
-from cnki_mcp.server.models import MAX_OFFSET
 from cnki_mcp.services import Services
 from tests.contract.server_fakes import Harness, completed_data
 from tests.corpus_backend import CorpusBackend
