@@ -449,6 +449,14 @@ def _is_cnki_host(host: str) -> bool:
     return host == "cnki.net" or host.endswith(".cnki.net")
 
 
+def odd_authority(netloc: str) -> bool:
+    """Whether an authority (urlsplit's netloc) is read differently by a browser or carries user
+    info: a backslash is a path separator to Chromium (WHATWG URL) but host text to urlsplit, so
+    `https://evil.com\\.cnki.net/…` and `https://evil.com\\@kns.cnki.net/…` open evil.com while
+    urlsplit names a cnki.net host. No CNKI page is written so."""
+    return "\\" in netloc or "@" in netloc
+
+
 def public_url(url: str | None, extra_origins: tuple[str, ...] = ()) -> str | None:
     """The URL that may be shown: a CNKI https URL whose path contains `abstract` and whose
     query, fragment and path-parameter keys contain none of SECRET_QUERY_WORDS. Anything else: None.
@@ -461,7 +469,7 @@ def public_url(url: str | None, extra_origins: tuple[str, ...] = ()) -> str | No
         host = (parts.hostname or "").lower()
     except ValueError:
         return None
-    if parts.username or parts.password:
+    if parts.username or parts.password or odd_authority(parts.netloc):
         return None
     origin = f"{parts.scheme}://{parts.netloc}".lower()
     cnki = parts.scheme == "https" and _is_cnki_host(host)

@@ -18,7 +18,7 @@ from cnki_mcp.doc_kinds import DOCTORAL, KIND_ALIASES, MASTER, THESES
 from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.identity import Paper
 from cnki_mcp.models import DocType
-from cnki_mcp.pipeline.models import SEARCH_ID_CHARS
+from cnki_mcp.pipeline.models import MAX_OFFSET, SEARCH_ID_CHARS
 from cnki_mcp.store import LibraryFilters, Store
 from cnki_mcp.store.library import MAX_TEXT_CHARS, normalise, parse_library_query
 
@@ -50,7 +50,7 @@ class LibraryInput(BaseModel):
     document_types: list[str] = Field(default_factory=list)
     source_tiers: list[str] = Field(default_factory=list)
     search_id: str | None = Field(default=None, max_length=SEARCH_ID_CHARS)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
     limit: int = Field(20, ge=1, le=100)
 
 

@@ -14,6 +14,11 @@ from cnki_mcp.operations import BudgetSpec
 from cnki_mcp.site.backend import SortOrder
 from cnki_mcp.tool_args import control_characters
 
+# The largest page offset of the local paged reads (search_results, get_metadata and
+# export_citations by search_id, search_library): far beyond any search (3,000 candidates) or
+# library, within SQLite's 64-bit integers. An offset of 2**63 was an INTERNAL OverflowError from
+# SQLite; now INVALID_ARGUMENT naming offset. Kept off the tool schemas (tools/list stays small).
+MAX_OFFSET = 100_000
 SEARCH_ID_CHARS = 64  # ids are short (`sch_` + hex); a longer one is never stored, only echoed
 
 Mode = Literal["precise", "balanced", "broad"]
@@ -244,7 +249,7 @@ class ResultsInput(_Model):
         "selected", description="selected 筛选结果；eligible 全部相关文献；candidates 全部候选"
     )
     view: View = Field("titles", description="titles / compact / records")
-    offset: int = Field(0, ge=0, description="分页起点")
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="分页起点")
     limit: int = Field(50, ge=1, le=100, description="每页条数")
 
 
@@ -308,7 +313,7 @@ class MetadataInput(_Model):
     titles: list[str] = Field(default_factory=list, max_length=100, description="完整题名")
     search_id: str | None = Field(None, max_length=SEARCH_ID_CHARS, description="取某次检索的结果")
     scope: Scope = Field("selected", description="配合 search_id 使用")
-    offset: int = Field(0, ge=0, description="配合 search_id 使用")
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="配合 search_id 使用")
     limit: int = Field(20, ge=1, le=100, description="配合 search_id 使用")
     fields: list[MetadataField] | None = Field(
         None, description="只返回这些字段；record_ref 和 title 总会返回"

@@ -76,10 +76,14 @@ class VerifyInput(BaseModel):
             raise InvalidInput("需要 text（整段参考文献）或 references（逐条列表）之一")
         if self.text is not None and self.references is not None:
             raise InvalidInput("text 与 references 只能给一个")
-        if self.text is not None and len(self.text.encode("utf-8")) > MAX_TEXT_BYTES:
+        if self.text is not None and len(self.text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
             raise InputTooLarge("参考文献文本超过 512 KB", limit=MAX_TEXT_BYTES)
         if self.references is not None and not 1 <= len(self.references) <= MAX_REFERENCES:
             raise TooManyReferences(f"references 需要 1–{MAX_REFERENCES} 条", count=len(self.references))
+        if self.references is not None:
+            size = sum(len(r.encode("utf-8", "surrogatepass")) for r in self.references)
+            if size > MAX_TEXT_BYTES:
+                raise InputTooLarge("参考文献合计超过 512 KB：分几次核对", limit=MAX_TEXT_BYTES, bytes=size)
         return self
 
 

@@ -36,7 +36,9 @@ LIST_METHODS = ("tools/list", "prompts/list", "resources/list", "resources/templ
 # which a busy machine delays); after it, only lists sent together with it are still awaited.
 FIRST_LIST_WAIT_SECONDS = 0.5
 IDLE_SECONDS = 0.1
-MAX_LINE = 1 << 20
+# A handshake message is a few hundred bytes: a longer line is never parsed here, only read whole
+# (to its newline) and handed over, so the session still sees it as one message.
+MAX_PARSED_LINE = 1 << 16
 
 
 @dataclass
@@ -112,16 +114,17 @@ def render_snapshot(sdk_version: str, replies: dict[str, dict[str, Any]]) -> str
 
 
 def _read_line(fd: int) -> bytes | None:
-    """One line from fd, nothing past its newline; None at end of input."""
+    """One whole line from fd, nothing past its newline; None at end of input. A line cut at some
+    length (1 MiB once) reached the session as two messages, neither of them valid: a client's
+    first call over that size, sent with the handshake, was never answered."""
     data = bytearray()
-    while len(data) < MAX_LINE:
+    while True:
         byte = os.read(fd, 1)
         if not byte:
             return bytes(data) if data else None
         data += byte
         if byte == b"\n":
             return bytes(data)
-    return bytes(data)
 
 
 def _readable(fd: int, timeout: float) -> bool:
@@ -136,9 +139,14 @@ def _write(fd: int, message: dict[str, Any]) -> None:
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:
+    """A JSON-RPC message this module may answer, else None (left to the SDK, which answers or
+    drops it as it does any line). JSON nested deeper than the interpreter's recursion limit
+    raised RecursionError here and ended the server before the SDK was started."""
+    if len(line) > MAX_PARSED_LINE:
+        return None
     try:
         message = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return None

@@ -30,10 +30,12 @@ from typing import Any
 
 import anyio
 import mcp_types
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.fast_start import LIST_METHODS, Handover, render_snapshot
@@ -46,6 +48,41 @@ def _message(line: bytes) -> SessionMessage | Exception:
         return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except Exception as exc:  # what the SDK's own reader does with a bad line
         return exc
+
+
+# An integer this long is nobody's request id; Python refuses to convert longer ones at all.
+_ID_DIGITS = 4000
+
+
+def unreadable_request(line: bytes | str) -> SessionMessage | None:
+    """The JSON-RPC error that answers a request the SDK cannot read, else None.
+
+    The SDK's parser refuses some lines Python's reads: a lone surrogate escape (`"\\ud800"`, what
+    JavaScript's JSON.stringify writes for a string cut inside a surrogate pair), nesting past
+    pydantic-core's 200 levels, an integer over 4,300 digits, params that are not an object. It
+    drops such a line, so the client waited for the answer to its request until its own timeout.
+    A line that names a request id gets PARSE_ERROR (the JSON) or INVALID_REQUEST (its shape) with
+    the parser's reason; a line the SDK reads, or one without a request to answer, gets None."""
+    try:
+        mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return None
+    except ValueError as exc:
+        errors = exc.errors() if isinstance(exc, ValidationError) else []
+        reason = str(errors[0].get("msg", "")) if errors else str(exc)
+        invalid_json = not errors or errors[0].get("type") == "json_invalid"
+    try:
+        data = json.loads(line, parse_int=lambda digits: int(digits) if len(digits) <= _ID_DIGITS else 0)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("method"), str):
+        return None
+    request_id = data.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
+        return None  # a notification, or no id an answer could carry
+    code = mcp_types.PARSE_ERROR if invalid_json else mcp_types.INVALID_REQUEST
+    message = f"无法读取的请求（{reason[:200]}）：参数中不能有不成对的代理字符、200 层以上的嵌套或超长的数字"
+    error = mcp_types.ErrorData(code=code, message=message)
+    return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
 
 def _wire(message: SessionMessage) -> dict[str, Any]:
@@ -135,19 +172,51 @@ async def run_stdio(server: CnkiServer, handover: Handover) -> None:
         await _serve_stdio(server, handover, StdinLines(fd))
 
 
-async def _serve_stdio(server: CnkiServer, handover: Handover, stdin: StdinLines) -> None:
+class _Screened:
+    """The client's lines as the SDK's transport reads them, less the requests it could not read:
+    those are answered through `refused` instead (`unreadable_request`)."""
+
+    def __init__(self, lines: AsyncIterator[str], refused: MemoryObjectSendStream[SessionMessage]) -> None:
+        self._lines = lines
+        self._refused = refused
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._iter()
+
+    async def _iter(self) -> AsyncIterator[str]:
+        async for line in self._lines:
+            reply = unreadable_request(line)
+            if reply is None:
+                yield line
+            else:
+                await self._refused.send(reply)
+
+
+async def _serve_stdio(server: CnkiServer, handover: Handover, stdin: AsyncIterator[str]) -> None:
     lowlevel = server._lowlevel_server
     answered = dict(handover.answered)  # request id -> the reply already written
-    async with stdio_server(stdin=stdin) as (sdk_read, sdk_write):  # type: ignore[arg-type]
+    refused_send, refused_recv = anyio.create_memory_object_stream[SessionMessage](16)
+    screened = _Screened(stdin, refused_send)
+    async with stdio_server(stdin=screened) as (sdk_read, sdk_write):  # type: ignore[arg-type]
         read_send, read_recv = create_context_streams[SessionMessage | Exception](0)
         write_send, write_recv = create_context_streams[SessionMessage](0)
 
         async def feed() -> None:
             async with read_send:
                 for line in handover.replay:
-                    await read_send.send(_message(line))
+                    reply = unreadable_request(line)
+                    if reply is None:
+                        await read_send.send(_message(line))
+                    else:
+                        await refused_send.send(reply)
                 async for item in sdk_read:
                     await read_send.send(item)
+
+        async def answer_refused() -> None:
+            async with refused_recv:
+                async for reply in refused_recv:
+                    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        await sdk_write.send(reply)
 
         async def drain() -> None:
             async with sdk_write:
@@ -165,6 +234,7 @@ async def _serve_stdio(server: CnkiServer, handover: Handover, stdin: StdinLines
         async with anyio.create_task_group() as tg:
             tg.start_soon(feed)
             tg.start_soon(drain)
+            tg.start_soon(answer_refused)
             async with write_send:
                 await lowlevel.run(read_recv, write_send, lowlevel.create_initialization_options())
             tg.cancel_scope.cancel()

@@ -38,7 +38,7 @@ from cnki_mcp.links import LinkInput, LinkResult, scan_references
 from cnki_mcp.pipeline.links import link_references as run_link_references
 from cnki_mcp.pipeline.links import local_matches
 from cnki_mcp.pipeline.metadata import refs_in_scope, scope_next_offset
-from cnki_mcp.pipeline.models import MetadataInput, Scope, check_targets
+from cnki_mcp.pipeline.models import MAX_OFFSET, MetadataInput, Scope, check_targets
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import ErrorView, OperationView, locator_step, scope_page_step
@@ -257,7 +257,7 @@ def register(server: CnkiServer) -> None:
             str | None, Field(min_length=1, max_length=64, description="导出某次检索的结果")
         ] = None,
         scope: Scope = "selected",
-        offset: Annotated[int, Field(ge=0, description="配合 search_id 使用")] = 0,
+        offset: Annotated[int, Field(ge=0, le=MAX_OFFSET, description="配合 search_id 使用")] = 0,
         limit: Annotated[
             int, Field(ge=1, le=MAX_SCOPE_LIMIT, description="配合 search_id 使用，最多 3000")
         ] = 1000,

@@ -5,7 +5,9 @@ from __future__ import annotations
 import inspect
 import os
 import platform
+import re
 import sys
+import unicodedata
 from importlib import metadata
 from typing import Annotated, Any
 from urllib.parse import urlsplit
@@ -43,9 +45,23 @@ class LoginOperation(OperationView):
     result: IdentityView | None = Field(default=None, description="登录后识别到的身份")
 
 
+# A host name as a browser opens it: letters of any script, digits, hyphens and dots (an IPv6
+# address comes without its brackets from urlsplit). Anything else (a space, `<`, `%`, a NUL) is a
+# URL Chromium will not navigate to: the login tab stayed about:blank and the operation waited
+# for a person there.
+_HOST = re.compile(r"[\w.-]+|[0-9A-Fa-f:.]+")
+
+
 def validate_remote_access_url(url: str) -> str:
-    """https, a host, no user name or password in it (INVALID_ARGUMENT otherwise)."""
+    """https, a host a browser can open, no user name or password in it, no control or invisible
+    characters (INVALID_ARGUMENT otherwise)."""
     text = url.strip()
+    odd = [ch for ch in text if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")]
+    if odd:
+        raise InvalidInput(
+            "remote_access_url 含有控制字符或不可见字符", field="remote_access_url",
+            characters=[f"U+{ord(ch):04X}" for ch in dict.fromkeys(odd)],
+        )  # fmt: skip
     try:
         parts = urlsplit(text)
         _ = parts.port
@@ -57,6 +73,8 @@ def validate_remote_access_url(url: str) -> str:
         )
     if not parts.hostname:
         raise InvalidInput("remote_access_url 缺少主机名", field="remote_access_url")
+    if not _HOST.fullmatch(parts.hostname):
+        raise InvalidInput("remote_access_url 的主机名无效", field="remote_access_url", host=parts.hostname)
     if parts.username is not None or parts.password is not None or "@" in parts.netloc:
         raise InvalidInput("remote_access_url 不能包含账号或密码", field="remote_access_url")
     return text

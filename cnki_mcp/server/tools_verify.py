@@ -35,7 +35,7 @@ def register(server: CnkiServer) -> None:
         ctx: Context[Any, Any],
         text: Annotated[str | None, Field(description="整段参考文献列表（最大 512 KB）")] = None,
         references: Annotated[
-            list[str] | None, Field(description="逐条给出的参考文献（1–200 条）", min_length=1, max_length=200)
+            list[str] | None, Field(description="逐条参考文献（1–200 条，合计 ≤512 KB）", min_length=1, max_length=200)
         ] = None,
         on_verification: Annotated[
             Literal["ask", "skip"], Field(description="ask：遇到验证弹出窗口等待处理；skip：跳过")

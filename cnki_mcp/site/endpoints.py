@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from cnki_mcp.identity import SECRET_QUERY_WORDS, public_url
+from cnki_mcp.identity import SECRET_QUERY_WORDS, odd_authority, public_url
 from cnki_mcp.settings import Settings
 
 ADV_SEARCH_PATH = "/kns8s/AdvSearch"
@@ -61,6 +61,8 @@ class Endpoints:
         if not url:
             return False
         parts = urlsplit(url)
+        if odd_authority(parts.netloc):
+            return False  # a host the browser reads otherwise (`evil.com\\.cnki.net`), or user info
         if self.one_origin:
             o = urlsplit(self.one_origin)
             if (parts.scheme, parts.netloc) == (o.scheme, o.netloc):

@@ -111,6 +111,10 @@ async def test_missing_volume_issue_pages_come_from_one_export_request(clock: Fa
         ({"references": []}, "TOO_MANY_REFERENCES"),
         ({"references": ["x"] * 201}, "TOO_MANY_REFERENCES"),
         ({"text": "x" * (512 * 1024 + 1)}, "INPUT_TOO_LARGE"),
+        # the list is held to the text's 512 KB too: 200 entries of any length went through
+        # (two of 600 KB were parsed and echoed back, 1.2 MB in the answer)
+        ({"references": ["x" * 600_000]}, "INPUT_TOO_LARGE"),
+        ({"references": ["违" * 1000] * 200}, "INPUT_TOO_LARGE"),
     ],
 )
 def test_bad_input_is_a_coded_error(kwargs: dict, code: str) -> None:

@@ -13,6 +13,7 @@ import pytest
 from mcp import Client
 
 from cnki_mcp.pipeline import metadata
+from cnki_mcp.pipeline.models import MAX_OFFSET
 from cnki_mcp.server.app import build_server
 from cnki_mcp.services import Services
 from tests.contract.server_fakes import Harness, completed_data
@@ -209,3 +210,24 @@ async def test_bibtex_exported_page_by_page_keeps_the_keys_of_the_whole_export(t
             parts += [e.key for e in bibtexparser.parse_string(page["result"]["text"]).entries]
             offset = page["result"]["next_offset"]
         assert parts == keys
+
+
+async def test_an_offset_beyond_any_page_is_refused_by_every_paged_local_tool(tmp_path: Path) -> None:
+    """An offset of 2**63 was an INTERNAL OverflowError (SQLite's integers are 64-bit) in each of
+    these; now it is INVALID_ARGUMENT naming offset, and the largest offset taken is answered."""
+    async with _searched(tmp_path) as (client, search_id, _total):
+        calls = {
+            "search_results": {"search_id": search_id},
+            "get_metadata": {"search_id": search_id, "local_only": True},
+            "export_citations": {"search_id": search_id},
+            "search_library": {"query": "自动驾驶"},
+        }
+        for tool, args in calls.items():
+            for offset in (2**63, 2**64):
+                result = await client.call_tool(tool, {**args, "offset": offset})
+                assert result.is_error, (tool, offset)
+                error = result.structured_content
+                assert isinstance(error, dict) and error["code"] == "INVALID_ARGUMENT", (tool, error)
+                assert [e["field"] for e in error["details"]["errors"]] == ["offset"], (tool, error)
+            result = await client.call_tool(tool, {**args, "offset": MAX_OFFSET})
+            assert not result.is_error, (tool, result.content)

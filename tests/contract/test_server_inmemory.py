@@ -18,6 +18,7 @@ from cnki_mcp.jobs import StoreSink
 from cnki_mcp.operations import BudgetSpec, OperationKind, OperationRecord, OperationStatus
 from cnki_mcp.server.app import TOOL_NAMES, build_server
 from cnki_mcp.server.readonly import REFUSED_ARGUMENTS
+from cnki_mcp.server.tools_session import validate_remote_access_url
 from tests.contract.server_fakes import Harness
 
 READ_ONLY = {
@@ -142,11 +143,33 @@ async def test_login_rejects_plain_http_and_credentials_in_remote_access_url(h: 
             "http://vpn.example.edu/login",
             "https://user:pw@vpn.example.edu/",
             "https://me@vpn.example.edu/",
+            # hosts Chromium will not open, and control or invisible characters: the login tab
+            # stayed about:blank and the operation waited for a person there
+            "https://vpn example.edu/",
+            "https://vpn.example.edu\x00.cnki.net/",
+            "https://vpn.example.edu/\tlogin",
+            "https://<vpn>/",
+            "https://vpn.example.edu/\u202elogin",
         ):
             data = _error(await client.call_tool("login", {"remote_access_url": url}))
             assert data["code"] == "INVALID_ARGUMENT"
             assert data["details"]["field"] == "remote_access_url"
         assert h.backend.calls == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://webvpn.pku.edu.cn/https/77726476706e69737468656265737421/",
+        "https://知网.net/",
+        "https://xn--cnki-9k0a.net/",
+        "https://[::1]:8443/",
+        "https://10.0.0.1/login page?entityID=https%3A%2F%2Ffsso.cnki.net#x",
+        "https://intranet_vpn.example.edu/",
+    ],
+)
+def test_remote_access_urls_a_browser_opens_are_taken(url: str) -> None:
+    assert validate_remote_access_url(f"  {url} ") == url
 
 
 async def test_diagnostics_is_local_and_never_starts_the_browser(h: Harness) -> None:

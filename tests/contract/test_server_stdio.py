@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -208,3 +209,80 @@ def test_the_stdin_reader_ends_quietly_when_its_loop_goes_away_while_it_hands_ov
         threading.excepthook = hook
         os.close(write_fd)
         os.close(read_fd)
+
+
+def _replies_until(proc: subprocess.Popen[bytes], ids: set[int]) -> dict[object, dict[str, Any]]:
+    """The replies read until every id in `ids` is answered (bounded: select fails the test)."""
+    import select
+
+    assert proc.stdout is not None
+    got: dict[object, dict[str, Any]] = {}
+    while not ids <= set(got):
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        assert ready, f"no answer to {sorted(ids - set(got))}"  # type: ignore[type-var]
+        line = proc.stdout.readline()
+        assert line, "the server's stdout ended"
+        reply = json.loads(line)
+        got[reply.get("id")] = reply
+    return got
+
+
+def test_a_request_the_sdk_cannot_read_is_answered_with_a_json_rpc_error(tmp_path: Path) -> None:
+    """A lone surrogate escape (JavaScript's JSON.stringify of a string cut inside a surrogate
+    pair) or an integer over 4,300 digits: the SDK's parser drops the line, and the request was
+    never answered (the client waited for its own timeout). Both while the start-up handshake
+    hands over and afterwards."""
+    def call(rid: int, arguments: str, name: str = "search_library") -> bytes:
+        head = '{"jsonrpc":"2.0","id":' + str(rid) + ',"method":"tools/call","params":{"name":"' + name
+        return (head + '","arguments":' + arguments + "}}\n").encode()
+
+    surrogate = call(3, '{"query":"违约金\\ud800"}')
+    with _answered_server(tmp_path / "data", tmp_path) as proc:  # the handshake was answered
+        assert proc.stdin is not None
+        proc.stdin.write(surrogate + call(4, '{"query":"x","offset":' + "9" * 5000 + "}") + call(5, "{}", "diagnostics"))
+        proc.stdin.flush()
+        replies = _replies_until(proc, {3, 4, 5})
+        assert replies[3]["error"]["code"] == replies[4]["error"]["code"] == -32700
+        assert "result" in replies[5]
+
+    proc = subprocess.Popen([sys.executable, "-m", "cnki_mcp", "serve"], env=_env(tmp_path / "data2"),
+                            cwd=str(tmp_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        assert proc.stdin is not None
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}  # fmt: skip
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        # sent with the handshake: the start-up fast path reads it and hands it over
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in (initialize, initialized)) + surrogate)
+        proc.stdin.flush()
+        assert _replies_until(proc, {1, 3})[3]["error"]["code"] == -32700
+    finally:
+        proc.kill()
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        ('{"jsonrpc":"2.0","id":7,"method":"ping"}', None),  # the SDK reads it
+        ('{"jsonrpc":"2.0","method":"notifications/x","params":{"a":"\\ud800"}}', None),  # nothing to answer
+        ("{not json", None),  # no id to answer
+        ('{"jsonrpc":"2.0","id":"a","method":"ping","params":{"a":"\\udc00"}}', -32700),
+        ('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":' + "[" * 300 + "]" * 300 + "}}", -32700),
+        ('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":"x"}', -32600),
+    ],
+)
+def test_which_unreadable_lines_are_answered(line: str, code: int | None) -> None:
+    from cnki_mcp.server.stdio import unreadable_request
+
+    reply = unreadable_request(line)
+    if code is None:
+        assert reply is None
+    else:
+        assert reply is not None
+        wire = json.loads(reply.message.model_dump_json(by_alias=True, exclude_unset=True))
+        assert wire["error"]["code"] == code and wire["id"] == json.loads(line)["id"]

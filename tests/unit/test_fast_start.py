@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -185,3 +186,37 @@ def test_a_repeated_request_id_is_left_to_the_sdk(snapshot: Snapshot, pipes: tup
     handover = serve_handshake(snapshot, s_read, s_write, idle=0, first_list_wait=0)
     assert [r["id"] for r in _replies(c_read)] == [1]
     assert handover.replay[-1] == _line(again) and set(handover.answered) == {"1"}
+
+
+def test_json_nested_deeper_than_the_recursion_limit_is_left_to_the_sdk(
+    snapshot: Snapshot, pipes: tuple[int, int, int, int]
+) -> None:
+    """json.loads raised RecursionError on it, which ended the server before the SDK started."""
+    c_write, s_read, s_write, c_read = pipes
+    depth = sys.getrecursionlimit() * 2
+    deep = ('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_library","arguments":{"query":'
+            + "[" * depth + "]" * depth + "}}}\n").encode()  # fmt: skip
+    os.write(c_write, _line(_initialize()) + _line(INITIALIZED) + deep)
+    handover = serve_handshake(snapshot, s_read, s_write, idle=0, first_list_wait=0)
+    assert [r["id"] for r in _replies(c_read)] == [1]
+    assert handover.replay == [_line(_initialize()), _line(INITIALIZED), deep]
+
+
+def test_a_line_over_a_mebibyte_is_handed_over_whole(snapshot: Snapshot, pipes: tuple[int, int, int, int]) -> None:
+    """A first call of 1.35 MB (675 KB of Chinese text sent as \\u escapes) sent with the handshake
+    was cut at 1 MiB: the session saw two invalid lines and the call was never answered."""
+    c_write, s_read, s_write, c_read = pipes
+    text = "违约金酌减规则研究" * 25_000
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "link_references", "arguments": {"text": text}}}
+    after = _line({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    data = _line(_initialize()) + _line(INITIALIZED) + _line(call) + after
+    writer = threading.Thread(target=lambda: os.write(c_write, data))  # more than a pipe holds
+    writer.start()
+    try:
+        handover = serve_handshake(snapshot, s_read, s_write, idle=5, first_list_wait=5)
+    finally:
+        writer.join(timeout=30)
+    assert len(_line(call)) > 1 << 20
+    assert [r["id"] for r in _replies(c_read)] == [1]
+    assert handover.replay == [_line(_initialize()), _line(INITIALIZED), _line(call)]
+    assert os.read(s_read, 1 << 16) == after  # the session reads on from the next line

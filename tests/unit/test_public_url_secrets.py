@@ -59,3 +59,28 @@ def test_a_doi_gives_its_resolver_link_with_case_kept_and_unsafe_characters_esca
 @pytest.mark.parametrize("doi", [None, "", "doi:", "not a doi", "11.1000/x", "10.1000"])
 def test_no_link_is_made_from_something_that_is_not_a_doi(doi: str | None) -> None:
     assert doi_url(doi) is None
+
+
+# Chromium (WHATWG URL) reads a backslash in the authority as a path separator, urlsplit as host
+# text: each of these opens evil.com in the browser while urlsplit names a cnki.net host.
+LOOK_ALIKE = [
+    "https://evil.com\\.cnki.net/kcms2/article/abstract?v=1",
+    "https://evil.com\\@kns.cnki.net/kcms2/article/abstract?v=1",
+    "https://kns.cnki.net@evil.com/kcms2/article/abstract?v=1",
+    "https://kns.cnki.net.evil.com/kcms2/article/abstract?v=1",
+    "https://evilcnki.net/kcms2/article/abstract?v=1",
+    "http://kns.cnki.net/kcms2/article/abstract?v=1",
+]
+
+
+@pytest.mark.parametrize("url", LOOK_ALIKE)
+def test_a_host_the_browser_reads_otherwise_is_neither_cnki_nor_shown(url: str, tmp_path: Path) -> None:
+    ends = Endpoints(Settings(data_dir=tmp_path))
+    assert not ends.is_site_url(url)
+    assert public_url(url) is None and ends.public_url(url) is None
+
+
+def test_cnki_hosts_stay_cnki(tmp_path: Path) -> None:
+    ends = Endpoints(Settings(data_dir=tmp_path))
+    for url in (f"{BASE}?v=1", "https://KNS.CNKI.NET/kns8s/AdvSearch", "https://cnki.net/", "https://kns.cnki.net:443/x"):
+        assert ends.is_site_url(url), url
