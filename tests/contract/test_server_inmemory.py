@@ -124,16 +124,33 @@ async def test_bad_arguments_for_every_tool_are_coded_errors_and_start_no_browse
     async with Client(build_server(h.open)) as client:
         for name, args in BAD_ARGUMENTS:
             result = await client.call_tool(name, args)
-            if name == "diagnostics":  # extra arguments are ignored, never an error
-                assert not result.is_error
-                continue
             data = _error(result)
             assert data["code"].startswith("INVALID_"), (name, args, data)
             seen.add(name)
         assert h.services is not None
         assert h.services.host.started is False
         assert h.backend.calls == []
-    assert seen == set(TOOL_NAMES) - {"diagnostics"}
+    assert seen == set(TOOL_NAMES)
+
+
+async def test_an_argument_the_tool_does_not_have_is_refused_before_anything_starts(h: Harness) -> None:
+    """A misspelled name (year_form) was dropped by the SDK's argument model: the search ran with
+    no year limit, search_results(ofset=…) gave the first page again. Now INVALID_ARGUMENT names
+    it, the tool's arguments and the name probably meant, and nothing is started."""
+    async with Client(build_server(h.open)) as client:
+        data = _error(await client.call_tool("search", {"query": "违约金", "year_form": 2020}))
+        assert data["code"] == "INVALID_ARGUMENT"
+        assert data["details"]["unknown"] == ["year_form"]
+        assert data["details"]["did_you_mean"] == {"year_form": "year_from"}
+        assert "year_from" in data["details"]["allowed"] and "query" in data["details"]["allowed"]
+        data = _error(await client.call_tool("search_results", {"search_id": "s", "ofset": 50}))
+        assert data["details"]["did_you_mean"] == {"ofset": "offset"}
+        data = _error(await client.call_tool("diagnostics", {"zzz_unknown": 1}))
+        assert data["details"]["unknown"] == ["zzz_unknown"] and "did_you_mean" not in data["details"]
+        good = await client.call_tool("diagnostics", {})
+        assert not good.is_error
+        assert h.services is not None and h.services.jobs.recent(5) == []
+        assert h.backend.calls == []
 
 
 async def test_login_rejects_plain_http_and_credentials_in_remote_access_url(h: Harness) -> None:
