@@ -128,19 +128,30 @@ def question_years_warning(inp: SearchInput, plan: PlanLike, now_year: int) -> s
 
 
 def advice_for(
-    query: str, summary: SearchSummary, cut: Segmenter, params: dict[str, Any] | None = None
+    query: str,
+    summary: SearchSummary,
+    cut: Segmenter,
+    params: dict[str, Any] | None = None,
+    on_verification: str | None = None,
 ) -> PlanAdvice | None:
     """Advice for a weak plan or an empty research search, with the exact call to make (the
-    search's years included: with concept_groups given, time phrases in the query are not read)."""
+    search's years included: with concept_groups given, time phrases in the query are not read).
+    An empty result is advice only when every channel was read: a channel that failed (a page
+    skipped at a slider under on_verification skip, the site down, the budget spent before it ran)
+    found nothing because it asked nothing, and "these concepts together find 0, drop one" sent the
+    client to narrow a query that was never searched. The call keeps what the search was asked
+    with besides its concepts (mode, limit, options that are not the defaults, on_verification
+    skip): it dropped them, and following it ran a skip search as one that waits for the person."""
     if summary.plan.method == PlanMethod.STRUCTURED or summary.status not in ("completed", "partial"):
         return None
-    got = advise(query, summary.plan.concepts, summary.candidate_count, cut)
+    candidates = summary.candidate_count
+    if candidates == 0 and (summary.status == "partial" or any(c.failed for c in summary.coverage)):
+        return None
+    got = advise(query, summary.plan.concepts, candidates, cut)
     if got is None:
         return None
     arguments: dict[str, Any] = {"query": query, "concept_groups": got.groups}
-    for key in ("year_from", "year_to"):
-        if (params or {}).get(key):
-            arguments[key] = params[key]  # type: ignore[index]
+    arguments.update(_asked_with(params or {}, on_verification))
     message = got.message
     if got.reason == "no_candidates" and ("year_from" in arguments or "year_to" in arguments):
         # the years empty a search as surely as the concepts: the call keeps them, the message says so
@@ -152,6 +163,26 @@ def advice_for(
         suggested_concept_groups=got.groups,
         suggested_call={"tool": "search", "arguments": arguments},
     )
+
+
+def _asked_with(params: dict[str, Any], on_verification: str | None) -> dict[str, Any]:
+    """The search's own arguments besides query and concepts, as a `search` call takes them:
+    years, mode and limit, and the options that differ from the defaults."""
+    out: dict[str, Any] = {key: params[key] for key in ("year_from", "year_to") if params.get(key)}
+    defaults = SearchInput(query="x")
+    for key in ("mode", "limit"):
+        if key in params and params[key] != getattr(defaults, key):
+            out[key] = params[key]
+    base = defaults.options.model_dump(mode="json")
+    options = {
+        key: params[key] for key in ("candidate_target", "max_pages", "metadata", "sort")
+        if key in params and params[key] != base[key]
+    }  # fmt: skip
+    if on_verification == "skip":
+        options["on_verification"] = "skip"
+    if options:
+        out["options"] = options
+    return out
 
 
 class ResearchPipeline:
@@ -195,8 +226,10 @@ class ResearchPipeline:
         """The plan for `inp` (see `plan_search`); the segmenter loads on its first use."""
         return plan_search(inp, sampled_text, now_year=self.now_year(), cut=self.segmenter)
 
-    def _advised(self, summary: SearchSummary, params: dict[str, Any]) -> SearchSummary:
-        advice = advice_for(str(params.get("query") or ""), summary, self.segmenter, params)
+    def _advised(
+        self, summary: SearchSummary, params: dict[str, Any], on_verification: str | None = None
+    ) -> SearchSummary:
+        advice = advice_for(str(params.get("query") or ""), summary, self.segmenter, params, on_verification)
         return summary if advice is None else summary.model_copy(update={"advice": advice})
 
     def _state(
@@ -260,7 +293,7 @@ class ResearchPipeline:
         st = self._state(ctx.operation_id, params, view, research_channels(groups))
         ctx.checkpoint(st.to_json())
         self._warm_segmenter(groups)
-        return self._advised(await self.engine.run(st, ctx), params)
+        return self._advised(await self.engine.run(st, ctx), params, getattr(ctx, "on_verification", None))
 
     def _warm_segmenter(self, groups: list[list[str]]) -> None:
         """The advice at the end of a search cuts the query when the plan has one concept group
@@ -300,7 +333,7 @@ class ResearchPipeline:
         if not st.structured:  # a structured search gets no advice (`advice_for`)
             self._warm_segmenter(st.groups)
         summary = await self.engine.run(st, ctx)
-        return self._advised(summary, st.input)
+        return self._advised(summary, st.input, getattr(ctx, "on_verification", None))
 
     # --- structured search --------------------------------------------------------------
 

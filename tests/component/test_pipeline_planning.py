@@ -9,6 +9,7 @@ from typing import Any
 from corpus_backend import CorpusBackend
 
 from cnki_mcp.clock import FakeClock
+from cnki_mcp.errors import VerificationSkipped
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions, StructuredSearchInput
 from cnki_mcp.pipeline.research import ResearchPipeline
@@ -112,6 +113,49 @@ async def test_empty_search_carries_advice(clock: FakeClock, store: Store) -> No
     assert result["candidate_count"] == 0
     assert result["advice"]["reason"] == "no_candidates"
     assert result["advice"]["suggested_concept_groups"] == [["联邦学习"], ["违约金"]]
+
+
+class SkippedBackend(CorpusBackend):
+    """Every grid page meets a slider that on_verification skip passes over."""
+
+    async def grid(self, request: GridRequest, op: Any = None, follow: Any = None) -> Any:
+        raise VerificationSkipped(gate="challenge", page="grid")
+
+
+async def test_a_search_whose_channels_were_skipped_is_not_advised_to_drop_concepts(
+    clock: FakeClock, store: Store
+) -> None:
+    """Nothing was searched: "2 concepts together find 0, keep the main one" was advice about a
+    query CNKI never answered, and its call (without on_verification skip) waited for the person."""
+    inp = SearchInput(
+        query="碳排放",
+        concept_groups=[["碳排放", "碳达峰"], ["驱动因素", "路径"]],
+        options=SearchOptions(freshness="live", on_verification="skip"),
+    )
+    result = await _search(clock, store, SkippedBackend(), inp)
+    assert result["candidate_count"] == 0 and all(c["failed"] for c in result["coverage"])
+    assert {e["code"] for e in result["errors"]} == {"VERIFICATION_SKIPPED"}
+    assert result["advice"] is None
+
+
+async def test_the_suggested_call_keeps_what_the_search_was_asked_with(clock: FakeClock, store: Store) -> None:
+    inp = SearchInput(
+        query="联邦学习差分隐私",
+        concept_groups=[["联邦学习差分隐私"]],
+        limit=10,
+        mode="precise",
+        options=SearchOptions(freshness="live", max_pages=2, metadata="basic", on_verification="skip"),
+    )
+    result = await _search(clock, store, CorpusBackend(), inp)
+    call = result["advice"]["suggested_call"]
+    assert call["arguments"] == {
+        "query": "联邦学习差分隐私",
+        "concept_groups": result["advice"]["suggested_concept_groups"],
+        "mode": "precise",
+        "limit": 10,
+        "options": {"max_pages": 2, "metadata": "basic", "on_verification": "skip"},
+    }
+    SearchInput.model_validate(call["arguments"])  # a call the tool takes as written
 
 
 async def test_empty_search_with_years_says_the_years_may_be_the_cause(clock: FakeClock, store: Store) -> None:
