@@ -104,7 +104,26 @@ class OperationView(BaseModel):
                 view.next_step = incomplete_read_step(view.result)
             if view.next_step is None and view.kind == "watch":
                 view.next_step = unchecked_step(view.result) or unlisted_step(view.result)
+            if view.next_step is None and view.kind == "login" and view.status == "completed":
+                view.next_step = no_identity_step(view.result)
         return view
+
+
+NO_IDENTITY_STEP = (
+    "登录已结束，但知网页头既没有个人账号也没有机构身份（未登录：窗口被关闭，或未登录就 resume）："
+    "请用户在弹出的窗口中登录后再调用 login；用 session_status(refresh=true) 确认当前身份"
+)
+
+
+def no_identity_step(result: Any) -> str | None:
+    """A login that ended with neither a personal nor an institution identity (the person closed
+    the window, or `resume` was sent before logging in): it said `completed` / 已完成 and nothing
+    more, and the next download met the login wall again. None when an identity was observed."""
+    if not isinstance(result, dict):
+        return None
+    if result.get("personal") == "authenticated" or result.get("institution") == "observed":
+        return None
+    return NO_IDENTITY_STEP
 
 
 TRIAL_READ_STEP = (

@@ -236,3 +236,29 @@ def test_a_paper_given_by_record_ref_that_cnki_lost_is_not_told_to_spell_its_tit
         assert view(kind, DocumentNotFound.unknown_ref("p_" + "2" * 16)) != RELOCATE_FAILED_STEP
         located = DocumentNotFound("知网上没有这个完整题名", title="约定违约金调整规则的法律规制研究")  # a title asked
         assert view(kind, located) == TITLE_NOT_FOUND_STEP
+
+
+def test_a_login_that_ended_without_any_identity_says_so_and_what_to_do() -> None:
+    # login -> awaiting_user -> operation_control resume before anybody logged in ended
+    # `completed` / 已完成 with personal and institution not_observed and next_step null
+    from datetime import UTC, datetime
+
+    from cnki_mcp.jobs import OperationKind
+    from cnki_mcp.operations import BudgetSpec, OperationRecord, OperationStatus
+    from cnki_mcp.server.models import NO_IDENTITY_STEP, OperationView
+
+    def view(personal: str, institution: str) -> str | None:
+        when = datetime(2026, 12, 6, tzinfo=UTC)
+        result = {"personal": personal, "institution": institution, "institution_evidence": [],
+                  "permission_scope": "unknown", "evidence_source": "kns_header"}  # fmt: skip
+        record = OperationRecord(
+            operation_id="op_" + "f" * 24, kind=OperationKind.LOGIN, status=OperationStatus.COMPLETED,
+            budget=BudgetSpec(max_requests=20, timeout_seconds=60), created_at=when, updated_at=when,
+            result=result,
+        )  # fmt: skip
+        return OperationView.of(record).next_step
+
+    step = view("not_observed", "not_observed")
+    assert step == NO_IDENTITY_STEP and "login" in step and "session_status(refresh=true)" in step
+    assert view("authenticated", "not_observed") is None
+    assert view("not_observed", "observed") is None
