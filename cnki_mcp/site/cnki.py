@@ -167,7 +167,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
         self._captured = None
 
     async def _template(self, anchor: str, op: SiteOp | None) -> tuple[GridTemplate, Page]:
-        async with self._capture_lock:
+        async with self._gate.behind_step(op, self._capture_lock, self._capture_lock.locked()):
             page = await self._host.work_page()
             cap = self._captured
             if (
@@ -176,7 +176,8 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
                 and self._same_origin(page.url, cap.template.url)
             ):
                 return cap.template, page
-            async with self._work_lease.exclusive():
+            lease = self._work_lease
+            async with self._gate.behind_step(op, lease.exclusive(), lease.exclusive_busy):
                 page = await self._host.work_page()
                 template = await self._capture(page, anchor, op)
             self._captured = _Captured(template, self._host.generation)
@@ -414,7 +415,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
         args = {"url": url, "body": body, "timeoutMs": FETCH_TIMEOUT_MS, "cap": MAX_BODY}
         generation = self._host.generation
         try:
-            async with self._work_lease.shared():
+            async with self._gate.behind_step(op, self._work_lease.shared(), self._work_lease.shared_busy):
                 if page.is_closed() or self._host.generation != generation:
                     raise _PageChanged("the search page was replaced while this request waited")
                 async with self._limiter.slot(budget=op, priority=priority) as started:
@@ -731,7 +732,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps):
         template (same page, same form)."""
         page = await self._host.work_page()
         if refresh or not self.endpoints.is_site_url(page.url) or self.endpoints.is_login_url(page.url):
-            async with self._work_lease.exclusive():
+            async with self._gate.behind_step(op, self._work_lease.exclusive(), self._work_lease.exclusive_busy):
                 page = await self._host.work_page()
                 try:
                     await self._open_search_page(page, op)
