@@ -133,6 +133,8 @@ def advice_for(
     cut: Segmenter,
     params: dict[str, Any] | None = None,
     on_verification: str | None = None,
+    *,
+    now_year: int = 2000,
 ) -> PlanAdvice | None:
     """Advice for a weak plan or an empty research search, with the exact call to make (the
     search's years included: with concept_groups given, time phrases in the query are not read).
@@ -141,15 +143,24 @@ def advice_for(
     found nothing because it asked nothing, and "these concepts together find 0, drop one" sent the
     client to narrow a query that was never searched. The call keeps what the search was asked
     with besides its concepts (mode, limit, options that are not the defaults, on_verification
-    skip): it dropped them, and following it ran a skip search as one that waits for the person."""
+    skip): it dropped them, and following it ran a skip search as one that waits for the person.
+    A suggestion that is the plan just run (one concept that cannot be cut further) comes without a
+    call: made as written it returned the same answer with the same advice, a loop."""
     if summary.plan.method == PlanMethod.STRUCTURED or summary.status not in ("completed", "partial"):
         return None
     candidates = summary.candidate_count
     if candidates == 0 and (summary.status == "partial" or any(c.failed for c in summary.coverage)):
         return None
-    got = advise(query, summary.plan.concepts, candidates, cut)
+    got = advise(query, summary.plan.concepts, candidates, cut, now_year=now_year)
     if got is None:
         return None
+    if got.groups == [list(g) for g in summary.plan.concepts]:
+        return PlanAdvice(
+            reason=got.reason,  # type: ignore[arg-type]
+            message=got.message + SAME_PLAN,
+            suggested_concept_groups=got.groups,
+            suggested_call=None,
+        )
     arguments: dict[str, Any] = {"query": query, "concept_groups": got.groups}
     arguments.update(_asked_with(params or {}, on_verification))
     message = got.message
@@ -163,6 +174,12 @@ def advice_for(
         suggested_concept_groups=got.groups,
         suggested_call={"tool": "search", "arguments": arguments},
     )
+
+
+SAME_PLAN = (
+    "这个概念无法再拆分，建议的概念组就是本次检索的（按原样再调用结果相同）：请先为它补充同义词、全称、"
+    "英文或上位词，或加上第二个概念，再用 concept_groups 检索。"
+)
 
 
 def _asked_with(params: dict[str, Any], on_verification: str | None) -> dict[str, Any]:
@@ -229,7 +246,8 @@ class ResearchPipeline:
     def _advised(
         self, summary: SearchSummary, params: dict[str, Any], on_verification: str | None = None
     ) -> SearchSummary:
-        advice = advice_for(str(params.get("query") or ""), summary, self.segmenter, params, on_verification)
+        query = str(params.get("query") or "")
+        advice = advice_for(query, summary, self.segmenter, params, on_verification, now_year=self.now_year())
         return summary if advice is None else summary.model_copy(update={"advice": advice})
 
     def _state(

@@ -173,10 +173,14 @@ async def test_empty_search_with_years_says_the_years_may_be_the_cause(clock: Fa
 
 
 async def test_advice_keeps_the_years_and_survives_the_cache(clock: FakeClock, store: Store) -> None:
-    inp = SearchInput(query="近五年的区块链", options=SearchOptions(freshness="live"))
+    # it asked 近五年的区块链 and asserted the call [["近五年"], ["区块链"]]: a time phrase as a
+    # concept, beside the years it already was (now: test_one_concept_advice_never_... below)
+    inp = SearchInput(
+        query="联邦学习差分隐私", concept_groups=[["联邦学习差分隐私"]], year_from=2021,
+        options=SearchOptions(freshness="live"),
+    )  # fmt: skip
     pipe = ResearchPipeline(CorpusBackend(), store, clock, now_year=lambda: 2026)
     plan = pipe.plan(inp)
-    assert plan.groups == [["区块链"]] and plan.year_from == 2021
 
     async def runner(ctx: OperationContext) -> Any:
         return await pipe.research(inp, plan, ctx)
@@ -188,6 +192,29 @@ async def test_advice_keeps_the_years_and_survives_the_cache(clock: FakeClock, s
     cached = pipe.cached(inp.model_copy(update={"options": SearchOptions()}), plan)
     assert cached is not None and cached.source == "cache"
     assert cached.advice is not None and cached.advice.suggested_call == call
+
+
+async def test_one_concept_advice_never_suggests_a_time_phrase_or_the_search_just_run(
+    clock: FakeClock, store: Store
+) -> None:
+    """近五年的区块链 was advised [["近五年"], ["区块链"]] (the time phrase, already the years, as a
+    concept); 区块链 alone, which cannot be cut, was advised the very call just made: following it
+    returned the cached answer with the same advice."""
+    pipe = ResearchPipeline(CorpusBackend(), store, clock, now_year=lambda: 2026)
+    for inp in (
+        SearchInput(query="近五年的区块链", options=SearchOptions(freshness="live")),
+        SearchInput(query="区块链", concept_groups=[["区块链"]], options=SearchOptions(freshness="live")),
+    ):
+        plan = pipe.plan(inp)
+
+        async def runner(ctx: OperationContext, inp: SearchInput = inp, plan: Any = plan) -> Any:
+            return await pipe.research(inp, plan, ctx)
+
+        job = JobManager(clock, MemorySink()).start(OperationKind.SEARCH, runner, inp.budget())
+        [record] = await clock.run_until_complete(job.finish())
+        advice = record.result["advice"]
+        assert advice["reason"] == "one_concept" and advice["suggested_concept_groups"] == [["区块链"]]
+        assert advice["suggested_call"] is None and "同义词" in advice["message"]
 
 
 async def test_an_empty_structured_search_with_years_says_the_years_may_be_the_cause(
