@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from cnki_mcp.errors import RELOCATE_FAILED
-from cnki_mcp.jobs import CONTINUABLE, IDLE, OperationRecord
+from cnki_mcp.jobs import CONTINUABLE, CONTINUE_DEFAULT_REQUESTS, IDLE, OperationRecord
 from cnki_mcp.models import HeaderIdentity, IdentityKind
 
 
@@ -342,6 +342,13 @@ def default_next_step(
         again = f"operation_control(action='continue', operation_id={op})" if continuable else "用相同参数再调用原工具"
         return BROWSER_STEP.format(again=again)
     if status in ("partial", "interrupted") and checkpoint and kind in {k.value for k in CONTINUABLE}:
+        if "BUDGET_EXHAUSTED" in codes:
+            # a continue without additional_requests adds CONTINUE_DEFAULT_REQUESTS: said here, as a
+            # graph the user limited to 6 requests spent 206 on the advice without a word
+            return (
+                f"operation_control(action='continue', operation_id={op}) 从检查点继续（已取得的不再请求；"
+                f"不给 additional_requests 时追加 {CONTINUE_DEFAULT_REQUESTS} 次请求，要少些请给 additional_requests）"
+            )
         return f"operation_control(action='continue', operation_id={op}) 从检查点继续（已取得的不再请求）"
     if status == "cancelled" and kind == "search" and checkpoint:
         # a cancelled search keeps the candidates it found (DESIGN.md "A cancelled search keeps

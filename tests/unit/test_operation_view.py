@@ -262,3 +262,16 @@ def test_a_login_that_ended_without_any_identity_says_so_and_what_to_do() -> Non
     assert step == NO_IDENTITY_STEP and "login" in step and "session_status(refresh=true)" in step
     assert view("authenticated", "not_observed") is None
     assert view("not_observed", "observed") is None
+
+
+def test_the_continue_advice_after_a_spent_budget_says_how_many_requests_it_adds() -> None:
+    # citation_graph(max_requests=6) spent its budget; the advice's continue, made as written (no
+    # additional_requests), raised the budget to 206 and said nothing of it
+    from cnki_mcp.jobs import CONTINUE_DEFAULT_REQUESTS
+
+    step = default_next_step("partial", "citations", ("BUDGET_EXHAUSTED",), checkpoint=True) or ""
+    assert step.startswith("operation_control(action='continue'")
+    assert str(CONTINUE_DEFAULT_REQUESTS) in step and "additional_requests" in step
+    # not spent (a restart interrupted it): the continue adds nothing, so nothing is said
+    quiet = default_next_step("interrupted", "search", checkpoint=True) or ""
+    assert "continue" in quiet and str(CONTINUE_DEFAULT_REQUESTS) not in quiet
