@@ -112,6 +112,13 @@ class HumanControl(Protocol):
 
     def resume(self) -> None: ...
 
+    def waiting_step_owner(self) -> str:
+        """The operation whose human step is open (the step's owner; VERIFICATION_NOT_FOUND when
+        no step is): what `resume` without an operation_id concerns."""
+        if self.human is None or not self.human.active or not self.human.waiting_operations:
+            raise VerificationNotFound()
+        return self.human.waiting_operations[0]
+
     async def show(self) -> bool: ...
 
 
@@ -527,6 +534,13 @@ class JobManager:
             raise OperationState("该操作没有等待人工处理的步骤", operation_id=operation_id)
         self.human.resume()
         return await self._wait_live(live, RESUME_WAIT_SECONDS)
+
+    def waiting_step_owner(self) -> str:
+        """The operation whose human step is open (the step's owner; VERIFICATION_NOT_FOUND when
+        no step is): what `resume` without an operation_id concerns."""
+        if self.human is None or not self.human.active or not self.human.waiting_operations:
+            raise VerificationNotFound()
+        return self.human.waiting_operations[0]
 
     async def show(self) -> bool:
         """Raise the window of the active human step (VERIFICATION_NOT_FOUND when none); False

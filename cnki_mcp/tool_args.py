@@ -6,11 +6,17 @@ request. `reject_booleans_for_numbers` walks a tool's input JSON schema next to 
 refuses a boolean wherever the schema accepts a number but not a boolean, for every tool and
 every nested option, so a new integer parameter is covered without further work.
 
+`reject_unknown_arguments` refuses an argument name the tool does not have: the SDK's argument
+model drops it without a word, so a misspelled `year_form` ran a whole search without its year
+limit and `search_results(ofset=50)` returned the first page again (nested objects, the search
+options and an expression's nodes, already refuse unknown keys).
+
 `control_characters` finds characters that have no place in text sent to CNKI (NUL and the
 other C0/C1 controls; tab, newline and carriage return are ordinary whitespace)."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -108,3 +114,33 @@ def reject_booleans_for_numbers(schema: Mapping[str, Any], arguments: Mapping[st
             f"参数无效：{', '.join(bad[:6])} 须为数字，不能是 true/false",
             errors=[{"field": p, "problem": "布尔值不能当作数字"} for p in bad],
         )
+
+
+def unknown_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
+    """The top-level argument names `schema` does not declare, in the order given."""
+    declared = schema.get("properties")
+    names = set(declared) if isinstance(declared, Mapping) else set()
+    return [str(key) for key in arguments if key not in names]
+
+
+def reject_unknown_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
+    """INVALID_ARGUMENT naming every argument the tool does not have, the arguments it has and,
+    for a near miss (`year_form`), the name that was probably meant."""
+    unknown = unknown_arguments(schema, arguments)
+    if not unknown:
+        return
+    declared = schema.get("properties")
+    allowed = sorted(declared) if isinstance(declared, Mapping) else []
+    meant = {
+        name: close[0] for name in unknown if (close := difflib.get_close_matches(name, allowed, n=1, cutoff=0.6))
+    }
+    hint = "；".join(f"{name} 应为 {right}？" for name, right in meant.items())
+    raise InvalidInput(
+        f"{tool} 没有参数 {', '.join(unknown[:6])}"
+        + (f"（{hint}）" if hint else "")
+        + f"；可用参数：{', '.join(allowed)}",
+        field=unknown[0],
+        unknown=unknown,
+        allowed=allowed,
+        **({"did_you_mean": meant} if meant else {}),
+    )

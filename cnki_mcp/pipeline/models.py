@@ -189,7 +189,10 @@ class PlanAdvice(_Model):
     suggested_concept_groups: list[list[str]] = Field(
         description="建议的概念组（组间 AND，组内同义词 OR）；请为每组补充同义词后再检索"
     )
-    suggested_call: dict[str, Any] = Field(description='建议的调用：{"tool": "search", "arguments": {...}}')
+    suggested_call: dict[str, Any] | None = Field(
+        description='建议的调用：{"tool": "search", "arguments": {...}}；null：建议的概念组与本次检索相同'
+        "（概念无法再拆分），按原样再调用结果相同，须先补充同义词"
+    )
 
 
 class ResultItem(_Model):

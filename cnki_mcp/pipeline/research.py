@@ -145,19 +145,41 @@ def time_terms_warning(plan: PlanLike, now_year: int) -> str | None:
 
 
 def advice_for(
-    query: str, summary: SearchSummary, cut: Segmenter, params: dict[str, Any] | None = None
+    query: str,
+    summary: SearchSummary,
+    cut: Segmenter,
+    params: dict[str, Any] | None = None,
+    on_verification: str | None = None,
+    *,
+    now_year: int = 2000,
 ) -> PlanAdvice | None:
     """Advice for a weak plan or an empty research search, with the exact call to make (the
-    search's years included: with concept_groups given, time phrases in the query are not read)."""
+    search's years included: with concept_groups given, time phrases in the query are not read).
+    An empty result is advice only when every channel was read: a channel that failed (a page
+    skipped at a slider under on_verification skip, the site down, the budget spent before it ran)
+    found nothing because it asked nothing, and "these concepts together find 0, drop one" sent the
+    client to narrow a query that was never searched. The call keeps what the search was asked
+    with besides its concepts (mode, limit, options that are not the defaults, on_verification
+    skip): it dropped them, and following it ran a skip search as one that waits for the person.
+    A suggestion that is the plan just run (one concept that cannot be cut further) comes without a
+    call: made as written it returned the same answer with the same advice, a loop."""
     if summary.plan.method == PlanMethod.STRUCTURED or summary.status not in ("completed", "partial"):
         return None
-    got = advise(query, summary.plan.concepts, summary.candidate_count, cut)
+    candidates = summary.candidate_count
+    if candidates == 0 and (summary.status == "partial" or any(c.failed for c in summary.coverage)):
+        return None
+    got = advise(query, summary.plan.concepts, candidates, cut, now_year=now_year)
     if got is None:
         return None
+    if got.groups == [list(g) for g in summary.plan.concepts]:
+        return PlanAdvice(
+            reason=got.reason,  # type: ignore[arg-type]
+            message=got.message + SAME_PLAN,
+            suggested_concept_groups=got.groups,
+            suggested_call=None,
+        )
     arguments: dict[str, Any] = {"query": query, "concept_groups": got.groups}
-    for key in ("year_from", "year_to"):
-        if (params or {}).get(key):
-            arguments[key] = params[key]  # type: ignore[index]
+    arguments.update(_asked_with(params or {}, on_verification))
     message = got.message
     if got.reason == "no_candidates" and ("year_from" in arguments or "year_to" in arguments):
         # the years empty a search as surely as the concepts: the call keeps them, the message says so
@@ -169,6 +191,32 @@ def advice_for(
         suggested_concept_groups=got.groups,
         suggested_call={"tool": "search", "arguments": arguments},
     )
+
+
+SAME_PLAN = (
+    "这个概念无法再拆分，建议的概念组就是本次检索的（按原样再调用结果相同）：请先为它补充同义词、全称、"
+    "英文或上位词，或加上第二个概念，再用 concept_groups 检索。"
+)
+
+
+def _asked_with(params: dict[str, Any], on_verification: str | None) -> dict[str, Any]:
+    """The search's own arguments besides query and concepts, as a `search` call takes them:
+    years, mode and limit, and the options that differ from the defaults."""
+    out: dict[str, Any] = {key: params[key] for key in ("year_from", "year_to") if params.get(key)}
+    defaults = SearchInput(query="x")
+    for key in ("mode", "limit"):
+        if key in params and params[key] != getattr(defaults, key):
+            out[key] = params[key]
+    base = defaults.options.model_dump(mode="json")
+    options = {
+        key: params[key] for key in ("candidate_target", "max_pages", "metadata", "sort")
+        if key in params and params[key] != base[key]
+    }  # fmt: skip
+    if on_verification == "skip":
+        options["on_verification"] = "skip"
+    if options:
+        out["options"] = options
+    return out
 
 
 class ResearchPipeline:
@@ -212,8 +260,11 @@ class ResearchPipeline:
         """The plan for `inp` (see `plan_search`); the segmenter loads on its first use."""
         return plan_search(inp, sampled_text, now_year=self.now_year(), cut=self.segmenter)
 
-    def _advised(self, summary: SearchSummary, params: dict[str, Any]) -> SearchSummary:
-        advice = advice_for(str(params.get("query") or ""), summary, self.segmenter, params)
+    def _advised(
+        self, summary: SearchSummary, params: dict[str, Any], on_verification: str | None = None
+    ) -> SearchSummary:
+        query = str(params.get("query") or "")
+        advice = advice_for(query, summary, self.segmenter, params, on_verification, now_year=self.now_year())
         return summary if advice is None else summary.model_copy(update={"advice": advice})
 
     def _state(
@@ -278,7 +329,7 @@ class ResearchPipeline:
         st = self._state(ctx.operation_id, params, view, research_channels(groups))
         ctx.checkpoint(st.to_json())
         self._warm_segmenter(groups)
-        return self._advised(await self.engine.run(st, ctx), params)
+        return self._advised(await self.engine.run(st, ctx), params, getattr(ctx, "on_verification", None))
 
     def _warm_segmenter(self, groups: list[list[str]]) -> None:
         """The advice at the end of a search cuts the query when the plan has one concept group
@@ -318,7 +369,7 @@ class ResearchPipeline:
         if not st.structured:  # a structured search gets no advice (`advice_for`)
             self._warm_segmenter(st.groups)
         summary = await self.engine.run(st, ctx)
-        return self._advised(summary, st.input)
+        return self._advised(summary, st.input, getattr(ctx, "on_verification", None))
 
     # --- structured search --------------------------------------------------------------
 

@@ -540,18 +540,22 @@ class Advice(BaseModel):
     groups: list[list[str]]
 
 
-def advise(question: str, groups: Sequence[Sequence[str]], candidates: int, cut: Segmenter) -> Advice | None:
+def advise(
+    question: str, groups: Sequence[Sequence[str]], candidates: int, cut: Segmenter, *, now_year: int = 2000
+) -> Advice | None:
     """Advice when the plan had one concept or found no candidate; None when neither holds.
 
     One concept: the concept (or, failing that, the question) cut into its words, at most four
     groups. No candidates with several concepts: the first two groups (in a Chinese question the
     topic comes first, its aspect after it), since an AND of many groups is what empties a search;
     with only two groups, the first alone (the two that found nothing are never suggested again).
-    Either way the client should add synonyms to each group."""
+    Either way the client should add synonyms to each group. The question is cut without its time
+    phrases (`now_year` reads the relative ones): they are the search's years already, and
+    "近五年的区块链" was advised [["近五年"], ["区块链"]], a concept no paper is about."""
     groups = [list(g) for g in groups]
     if len(groups) <= 1:
         words: list[str] = []
-        for source in ([groups[0][0]] if groups else []) + [question]:
+        for source in ([groups[0][0]] if groups else []) + [extract_years(question, now_year)[0]]:
             words = list(dict.fromkeys(w for run in concept_runs(source, cut) for w in run))
             if len(words) >= 2:
                 break

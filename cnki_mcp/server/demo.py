@@ -255,7 +255,8 @@ async def run_demo(
             advice = summary.get("advice")
             if advice:
                 printer.say(f"\n规划建议（{advice.get('reason')}）：{advice.get('message')}")
-                printer.say("建议调用：" + json.dumps(advice.get("suggested_call"), ensure_ascii=False))
+                if advice.get("suggested_call"):
+                    printer.say("建议调用：" + json.dumps(advice["suggested_call"], ensure_ascii=False))
             await _export(session, summary, printer, tools)
         grids = len(sim.requests_for("/kns8s/brief/grid", "POST"))
         details = len(sim.requests_for("/kcms2/article/abstract", "GET"))

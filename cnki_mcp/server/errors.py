@@ -30,7 +30,7 @@ from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.server import readonly
 from cnki_mcp.server.catalog import ToolCatalog, register_modules
 from cnki_mcp.server.wire_schema import compact_input, output_envelope
-from cnki_mcp.tool_args import reject_booleans_for_numbers
+from cnki_mcp.tool_args import reject_booleans_for_numbers, reject_unknown_arguments
 
 log = logging.getLogger("cnki_mcp.server")
 
@@ -253,7 +253,8 @@ class CnkiServer(MCPServer[Any]):
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}", data={"tool": name})
         try:
             tool = self._tool_manager.get_tool(name)
-            if tool is not None:  # pydantic would read `true` as 1 (cnki_mcp/tool_args.py)
+            if tool is not None:  # pydantic would read `true` as 1, and drop an unknown name (tool_args.py)
+                reject_unknown_arguments(name, tool.parameters, arguments or {})
                 reject_booleans_for_numbers(tool.parameters, arguments or {})
             if readonly.is_read_only(_lifespan_of(context)):
                 readonly.check_call(name, arguments or {})

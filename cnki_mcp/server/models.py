@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from cnki_mcp.errors import RELOCATE_FAILED
-from cnki_mcp.jobs import CONTINUABLE, IDLE, OperationRecord
+from cnki_mcp.jobs import CONTINUABLE, CONTINUE_DEFAULT_REQUESTS, IDLE, OperationRecord
 from cnki_mcp.models import HeaderIdentity, IdentityKind
 
 
@@ -104,7 +104,26 @@ class OperationView(BaseModel):
                 view.next_step = incomplete_read_step(view.result)
             if view.next_step is None and view.kind == "watch":
                 view.next_step = unchecked_step(view.result) or unlisted_step(view.result)
+            if view.next_step is None and view.kind == "login" and view.status == "completed":
+                view.next_step = no_identity_step(view.result)
         return view
+
+
+NO_IDENTITY_STEP = (
+    "登录已结束，但知网页头既没有个人账号也没有机构身份（未登录：窗口被关闭，或未登录就 resume）："
+    "请用户在弹出的窗口中登录后再调用 login；用 session_status(refresh=true) 确认当前身份"
+)
+
+
+def no_identity_step(result: Any) -> str | None:
+    """A login that ended with neither a personal nor an institution identity (the person closed
+    the window, or `resume` was sent before logging in): it said `completed` / 已完成 and nothing
+    more, and the next download met the login wall again. None when an identity was observed."""
+    if not isinstance(result, dict):
+        return None
+    if result.get("personal") == "authenticated" or result.get("institution") == "observed":
+        return None
+    return NO_IDENTITY_STEP
 
 
 TRIAL_READ_STEP = (
@@ -323,6 +342,13 @@ def default_next_step(
         again = f"operation_control(action='continue', operation_id={op})" if continuable else "用相同参数再调用原工具"
         return BROWSER_STEP.format(again=again)
     if status in ("partial", "interrupted") and checkpoint and kind in {k.value for k in CONTINUABLE}:
+        if "BUDGET_EXHAUSTED" in codes:
+            # a continue without additional_requests adds CONTINUE_DEFAULT_REQUESTS: said here, as a
+            # graph the user limited to 6 requests spent 206 on the advice without a word
+            return (
+                f"operation_control(action='continue', operation_id={op}) 从检查点继续（已取得的不再请求；"
+                f"不给 additional_requests 时追加 {CONTINUE_DEFAULT_REQUESTS} 次请求，要少些请给 additional_requests）"
+            )
         return f"operation_control(action='continue', operation_id={op}) 从检查点继续（已取得的不再请求）"
     if status == "cancelled" and kind == "search" and checkpoint:
         # a cancelled search keeps the candidates it found (DESIGN.md "A cancelled search keeps

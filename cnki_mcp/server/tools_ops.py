@@ -24,7 +24,7 @@ status：running、awaiting_user（按 message 在浏览器窗口操作）、com
 
 CONTROL_DESCRIPTION = """控制任务（本地，不访问知网）。action：cancel 取消（最多等 5 秒，返回最终状态；检索保留取消前找到的结果，可用 search_results 读取）；
 continue 继续中断、取消、失败或预算用完的检索（可加 additional_requests / additional_seconds，已取得的数据不重复请求）；
-resume 告知人工操作已完成（机构远程访问登录时需要）；show 把等待人工操作的窗口切到前台；recover 关闭浏览器，下次请求时重启（BROWSER_UNAVAILABLE 时用）。"""
+resume 告知人工操作已完成（机构远程访问登录时需要；不填 operation_id 时为当前等待人工操作的任务）；show 把等待人工操作的窗口切到前台；recover 关闭浏览器，下次请求时重启（BROWSER_UNAVAILABLE 时用）。"""
 
 
 # What a continue did, by the status the operation has when the call returns (a `failed` one is
@@ -91,7 +91,11 @@ def register(server: CnkiServer) -> None:
     ) -> OperationControlView:
         services = services_of(ctx)
         jobs = services.jobs
-        if action in ("cancel", "continue", "resume") and operation_id is None:
+        if action == "resume" and operation_id is None:
+            # the guide, login's description and the skill write resume without an id: it concerns
+            # the one human step the gate holds, as show does (VERIFICATION_NOT_FOUND when none)
+            operation_id = jobs.waiting_step_owner()
+        if action in ("cancel", "continue") and operation_id is None:
             raise InvalidInput(f"{action} 需要 operation_id", field="operation_id")
         if action == "cancel":
             assert operation_id is not None

@@ -265,7 +265,8 @@ def _cached_search(cached: SearchSummary) -> SearchOperation:
         status="completed",
         message="10 分钟内相同检索的已完成结果（未访问知网）",
         result=cached,
-        next_step=more_results_step(cached.model_dump()) or f"search_results(search_id='{cached.search_id}')",
+        # the live answer's step: a placeholder here sent a client to read an empty or listed page
+        next_step=more_results_step(cached.model_dump()),
     )
 
 

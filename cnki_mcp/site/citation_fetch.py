@@ -16,6 +16,7 @@ from cnki_mcp.site.transport import TransportError, transport_unavailable
 if TYPE_CHECKING:
     from cnki_mcp.site.browser import BrowserHost
     from cnki_mcp.site.endpoints import Endpoints
+    from cnki_mcp.site.human import HumanGate
     from cnki_mcp.site.limiter import Limiter
     from cnki_mcp.site.page_lease import PageLease
 
@@ -26,6 +27,7 @@ class CitationFetching:
 
     _host: BrowserHost
     _limiter: Limiter
+    _gate: HumanGate
     _work_lease: PageLease
     endpoints: Endpoints
 
@@ -68,7 +70,7 @@ class CitationFetching:
         if self.endpoints.is_site_url(page.url) and await self._has_session(page):
             return
         # navigating the search page: once the grid requests in flight there have answered
-        async with self._work_lease.exclusive():
+        async with self._gate.behind_step(op, self._work_lease.exclusive(), self._work_lease.exclusive_busy):
             page = await self._host.work_page()
             await self._first_visit(page, op)
             if self.endpoints.is_site_url(page.url):

@@ -243,7 +243,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
         args = {"url": url, "body": body, "timeoutMs": FETCH_TIMEOUT_MS, "cap": MAX_BODY}
         generation = self._host.generation
         try:
-            async with self._work_lease.shared():
+            async with self._gate.behind_step(op, self._work_lease.shared(), self._work_lease.shared_busy):
                 if page.is_closed() or self._host.generation != generation:
                     raise _PageChanged("the search page was replaced while this request waited")
                 async with self._limiter.slot(budget=op, priority=priority) as started:
@@ -560,7 +560,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
         template (same page, same form)."""
         page = await self._host.work_page()
         if refresh or not self.endpoints.is_site_url(page.url) or self.endpoints.is_login_url(page.url):
-            async with self._work_lease.exclusive():
+            async with self._gate.behind_step(op, self._work_lease.exclusive(), self._work_lease.exclusive_busy):
                 page = await self._host.work_page()
                 try:
                     await self._open_search_page(page, op)

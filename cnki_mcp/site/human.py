@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal, Protocol, runtime_checkable
@@ -269,6 +269,24 @@ class HumanGate:
             if budget.operation_id in ids:
                 del ids[len(ids) - 1 - ids[::-1].index(budget.operation_id)]
             budget.running()
+
+    @asynccontextmanager
+    async def behind_step(
+        self, op: object, resource: AbstractAsyncContextManager[object], busy: bool
+    ) -> AsyncIterator[None]:
+        """Hold `resource` (the work tab's lease, the grid capture's lock) for the block. What is
+        `busy` there while a step is open waits for the step (the step holds the work tab, or holds
+        up whoever holds it), so that wait is the step's, as a request waiting out the limiter's
+        hold is (`_held`): on_verification skip is VERIFICATION_SKIPPED at once, another operation
+        is awaiting_user with the step's message. Before, such an operation answered `running`
+        with no request sent for as long as the person took (20 minutes headless), skip or not.
+        An operation the step already counts (its owner's other requests) just waits."""
+        step = self._step
+        counted = step is None or getattr(op, "operation_id", None) in step.operation_ids
+        async with AsyncExitStack() as stack:
+            async with nullcontext() if not busy or counted else self._held(op):
+                await stack.enter_async_context(resource)
+            yield
 
     def _outcome_since(self, seen: int) -> StepOutcome:
         outcome = self._outcomes.get(self._epoch, StepOutcome.CLEARED)

@@ -28,6 +28,16 @@ class PageLease:
     def exclusive_held(self) -> bool:
         return self._writer
 
+    @property
+    def exclusive_busy(self) -> bool:
+        """`exclusive()` would wait now."""
+        return self._writer or self._readers > 0
+
+    @property
+    def shared_busy(self) -> bool:
+        """`shared()` would wait now."""
+        return self._writer or self._writers_waiting > 0
+
     def _notify(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()

@@ -97,7 +97,7 @@ class SearchPage:
         self._captured = None
 
     async def _template(self, anchor: str, op: SiteOp | None) -> tuple[GridTemplate, Page]:
-        async with self._capture_lock:
+        async with self._gate.behind_step(op, self._capture_lock, self._capture_lock.locked()):
             page = await self._host.work_page()
             cap = self._captured
             if (
@@ -106,7 +106,8 @@ class SearchPage:
                 and self._same_origin(page.url, cap.template.url)
             ):
                 return cap.template, page
-            async with self._work_lease.exclusive():
+            lease = self._work_lease
+            async with self._gate.behind_step(op, lease.exclusive(), lease.exclusive_busy):
                 page = await self._host.work_page()
                 template = await self._capture(page, anchor, op)
             self._captured = Captured(template, self._host.generation)

@@ -159,3 +159,35 @@ async def test_three_channels_meeting_one_grid_403_show_one_slider_for_one_step(
     assert [e.params["valid"] for e in sim.requests_for(VERIFY)] == [True]
     assert asked_again(sim.requests) == []
     assert launches == 1
+
+
+async def test_operations_started_while_a_step_holds_the_search_page_wait_for_it_or_skip_it(
+    sim: SimServer, serve: Callable[..., Any]
+) -> None:
+    """Search A meets the grid's vericode form, drawn in the search page for the person, whose step
+    holds that page. An operation started meanwhile needs the page (its grid template) and waited
+    for it outside the gate: `running` with no request sent for as long as the person took (20
+    minutes headless), on_verification skip or not. Now its wait is the step's: skip is
+    VERIFICATION_SKIPPED at once, ask is awaiting_user with the step's message and goes on after."""
+    sim.set_scenario({"faults": [{"path": GRID, "kind": "verification", "at": [2], "form_lacks": PAGE_OWN}]})
+    async with serve() as app:
+        first = await wait_op(app.call, await app.call("search", SEARCH), until=awaiting)
+        assert app.services.gate.active
+        skipping = await app.call(
+            "structured_search",
+            {"expression": {"field": "title", "value": "数据"}, "options": {"on_verification": "skip"}},
+        )
+        skipped = await wait_op(app.call, skipping, until=lambda r: r["status"] != "running")
+        asking = await app.call("get_metadata", {"titles": ["研究与分析：中国数据模型的发展"]})
+        waiting = await wait_op(app.call, asking, until=lambda r: r["status"] != "running")
+        assert app.services.gate.active  # the person has not solved anything yet
+        assert waiting["status"] == "awaiting_user" and waiting["message"] == first["message"]
+        assert waiting["operation_id"] in app.services.gate.waiting_operations
+        await solve_vericode(await app.services.host.work_page())
+        done = await wait_op(app.call, first)
+        after = await wait_op(app.call, waiting)
+
+    assert skipped["status"] in ("partial", "failed") and skipped["requests"] == 0, skipped
+    assert {e["code"] for e in skipped["errors"]} == {"VERIFICATION_SKIPPED"}, skipped["errors"]
+    assert_every_channel_done(done)
+    assert after["status"] not in ("running", "awaiting_user"), after

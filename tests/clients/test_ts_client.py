@@ -87,7 +87,7 @@ def steps(title: str) -> list[dict[str, Any]]:
         {"tool": "operation_status", "expect": "ok", "args": {}},
         {"tool": "operation_status", "expect": "error", "args": {"operation_id": "bad"}},
         {"tool": "diagnostics", "expect": "ok", "args": {}},
-        {"tool": "diagnostics", "expect": "ok", "args": {"unexpected": {"x": 1}}},  # extras are ignored
+        {"tool": "diagnostics", "expect": "error", "args": {"unexpected": {"x": 1}}},  # not an argument of it
         # login waits for the person (inline wait is short here), then is cancelled
         {"tool": "login", "expect": "ok", "args": {}, "save": {"login_op": "operation_id"}},
         {"tool": "login", "expect": "error", "args": {"remote_access_url": "http://vpn.example.edu/"}},

@@ -9,6 +9,7 @@ from typing import Any
 from corpus_backend import CorpusBackend
 
 from cnki_mcp.clock import FakeClock
+from cnki_mcp.errors import VerificationSkipped
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions, StructuredSearchInput
 from cnki_mcp.pipeline.research import ResearchPipeline
@@ -114,6 +115,49 @@ async def test_empty_search_carries_advice(clock: FakeClock, store: Store) -> No
     assert result["advice"]["suggested_concept_groups"] == [["联邦学习"], ["违约金"]]
 
 
+class SkippedBackend(CorpusBackend):
+    """Every grid page meets a slider that on_verification skip passes over."""
+
+    async def grid(self, request: GridRequest, op: Any = None, follow: Any = None) -> Any:
+        raise VerificationSkipped(gate="challenge", page="grid")
+
+
+async def test_a_search_whose_channels_were_skipped_is_not_advised_to_drop_concepts(
+    clock: FakeClock, store: Store
+) -> None:
+    """Nothing was searched: "2 concepts together find 0, keep the main one" was advice about a
+    query CNKI never answered, and its call (without on_verification skip) waited for the person."""
+    inp = SearchInput(
+        query="碳排放",
+        concept_groups=[["碳排放", "碳达峰"], ["驱动因素", "路径"]],
+        options=SearchOptions(freshness="live", on_verification="skip"),
+    )
+    result = await _search(clock, store, SkippedBackend(), inp)
+    assert result["candidate_count"] == 0 and all(c["failed"] for c in result["coverage"])
+    assert {e["code"] for e in result["errors"]} == {"VERIFICATION_SKIPPED"}
+    assert result["advice"] is None
+
+
+async def test_the_suggested_call_keeps_what_the_search_was_asked_with(clock: FakeClock, store: Store) -> None:
+    inp = SearchInput(
+        query="联邦学习差分隐私",
+        concept_groups=[["联邦学习差分隐私"]],
+        limit=10,
+        mode="precise",
+        options=SearchOptions(freshness="live", max_pages=2, metadata="basic", on_verification="skip"),
+    )
+    result = await _search(clock, store, CorpusBackend(), inp)
+    call = result["advice"]["suggested_call"]
+    assert call["arguments"] == {
+        "query": "联邦学习差分隐私",
+        "concept_groups": result["advice"]["suggested_concept_groups"],
+        "mode": "precise",
+        "limit": 10,
+        "options": {"max_pages": 2, "metadata": "basic", "on_verification": "skip"},
+    }
+    SearchInput.model_validate(call["arguments"])  # a call the tool takes as written
+
+
 async def test_empty_search_with_years_says_the_years_may_be_the_cause(clock: FakeClock, store: Store) -> None:
     inp = SearchInput(
         query="x",
@@ -129,10 +173,14 @@ async def test_empty_search_with_years_says_the_years_may_be_the_cause(clock: Fa
 
 
 async def test_advice_keeps_the_years_and_survives_the_cache(clock: FakeClock, store: Store) -> None:
-    inp = SearchInput(query="近五年的区块链", options=SearchOptions(freshness="live"))
+    # it asked 近五年的区块链 and asserted the call [["近五年"], ["区块链"]]: a time phrase as a
+    # concept, beside the years it already was (now: test_one_concept_advice_never_... below)
+    inp = SearchInput(
+        query="联邦学习差分隐私", concept_groups=[["联邦学习差分隐私"]], year_from=2021,
+        options=SearchOptions(freshness="live"),
+    )  # fmt: skip
     pipe = ResearchPipeline(CorpusBackend(), store, clock, now_year=lambda: 2026)
     plan = pipe.plan(inp)
-    assert plan.groups == [["区块链"]] and plan.year_from == 2021
 
     async def runner(ctx: OperationContext) -> Any:
         return await pipe.research(inp, plan, ctx)
@@ -144,6 +192,29 @@ async def test_advice_keeps_the_years_and_survives_the_cache(clock: FakeClock, s
     cached = pipe.cached(inp.model_copy(update={"options": SearchOptions()}), plan)
     assert cached is not None and cached.source == "cache"
     assert cached.advice is not None and cached.advice.suggested_call == call
+
+
+async def test_one_concept_advice_never_suggests_a_time_phrase_or_the_search_just_run(
+    clock: FakeClock, store: Store
+) -> None:
+    """近五年的区块链 was advised [["近五年"], ["区块链"]] (the time phrase, already the years, as a
+    concept); 区块链 alone, which cannot be cut, was advised the very call just made: following it
+    returned the cached answer with the same advice."""
+    pipe = ResearchPipeline(CorpusBackend(), store, clock, now_year=lambda: 2026)
+    for inp in (
+        SearchInput(query="近五年的区块链", options=SearchOptions(freshness="live")),
+        SearchInput(query="区块链", concept_groups=[["区块链"]], options=SearchOptions(freshness="live")),
+    ):
+        plan = pipe.plan(inp)
+
+        async def runner(ctx: OperationContext, inp: SearchInput = inp, plan: Any = plan) -> Any:
+            return await pipe.research(inp, plan, ctx)
+
+        job = JobManager(clock, MemorySink()).start(OperationKind.SEARCH, runner, inp.budget())
+        [record] = await clock.run_until_complete(job.finish())
+        advice = record.result["advice"]
+        assert advice["reason"] == "one_concept" and advice["suggested_concept_groups"] == [["区块链"]]
+        assert advice["suggested_call"] is None and "同义词" in advice["message"]
 
 
 async def test_an_empty_structured_search_with_years_says_the_years_may_be_the_cause(

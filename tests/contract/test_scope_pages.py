@@ -127,6 +127,22 @@ async def test_a_search_selecting_none_of_the_relevant_papers_it_found_names_the
             assert isinstance(page, dict) and page["total"] == 1 and page["results"][0]["eligible"]
 
 
+async def test_a_search_answered_from_the_cache_names_the_step_the_live_answer_names(tmp_path: Path) -> None:
+    # the cached answer said search_results(search_id=…) whatever the live one said: for a search
+    # that found nothing (an empty page) or listed all it selected
+    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
+    nothing = {"query": "x", "concept_groups": [["联邦学习"], ["违约金"], ["碳达峰"]]}
+    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
+        for question in (nothing, {**QUESTION, "limit": 100}):
+            steps = []
+            for source in ("live", "cache"):
+                data = await completed_data(client, "search", question)
+                assert data["result"]["source"] == source
+                assert len(data["result"]["results"]) == data["result"]["selected_count"]
+                steps.append(data["next_step"])
+            assert steps == [None, None], steps
+
+
 async def test_a_page_of_a_searchs_full_records_stops_at_the_size_a_client_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -236,3 +236,42 @@ def test_a_paper_given_by_record_ref_that_cnki_lost_is_not_told_to_spell_its_tit
         assert view(kind, DocumentNotFound.unknown_ref("p_" + "2" * 16)) != RELOCATE_FAILED_STEP
         located = DocumentNotFound("知网上没有这个完整题名", title="约定违约金调整规则的法律规制研究")  # a title asked
         assert view(kind, located) == TITLE_NOT_FOUND_STEP
+
+
+def test_a_login_that_ended_without_any_identity_says_so_and_what_to_do() -> None:
+    # login -> awaiting_user -> operation_control resume before anybody logged in ended
+    # `completed` / 已完成 with personal and institution not_observed and next_step null
+    from datetime import UTC, datetime
+
+    from cnki_mcp.jobs import OperationKind
+    from cnki_mcp.operations import BudgetSpec, OperationRecord, OperationStatus
+    from cnki_mcp.server.models import NO_IDENTITY_STEP, OperationView
+
+    def view(personal: str, institution: str) -> str | None:
+        when = datetime(2026, 12, 6, tzinfo=UTC)
+        result = {"personal": personal, "institution": institution, "institution_evidence": [],
+                  "permission_scope": "unknown", "evidence_source": "kns_header"}  # fmt: skip
+        record = OperationRecord(
+            operation_id="op_" + "f" * 24, kind=OperationKind.LOGIN, status=OperationStatus.COMPLETED,
+            budget=BudgetSpec(max_requests=20, timeout_seconds=60), created_at=when, updated_at=when,
+            result=result,
+        )  # fmt: skip
+        return OperationView.of(record).next_step
+
+    step = view("not_observed", "not_observed")
+    assert step == NO_IDENTITY_STEP and "login" in step and "session_status(refresh=true)" in step
+    assert view("authenticated", "not_observed") is None
+    assert view("not_observed", "observed") is None
+
+
+def test_the_continue_advice_after_a_spent_budget_says_how_many_requests_it_adds() -> None:
+    # citation_graph(max_requests=6) spent its budget; the advice's continue, made as written (no
+    # additional_requests), raised the budget to 206 and said nothing of it
+    from cnki_mcp.jobs import CONTINUE_DEFAULT_REQUESTS
+
+    step = default_next_step("partial", "citations", ("BUDGET_EXHAUSTED",), checkpoint=True) or ""
+    assert step.startswith("operation_control(action='continue'")
+    assert str(CONTINUE_DEFAULT_REQUESTS) in step and "additional_requests" in step
+    # not spent (a restart interrupted it): the continue adds nothing, so nothing is said
+    quiet = default_next_step("interrupted", "search", checkpoint=True) or ""
+    assert "continue" in quiet and str(CONTINUE_DEFAULT_REQUESTS) not in quiet
