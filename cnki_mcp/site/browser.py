@@ -275,7 +275,12 @@ class BrowserHost:
     def _prepare_profile(self) -> None:
         # The profile folder 0700 and never a symlink (DESIGN.md "Data directory"): the files
         # Chromium writes inside it are its own business; this mode protects them.
-        profile = datadir.ensure_dir(self._settings.data_dir, PROFILE_DIR)
+        root = self._settings.data_dir
+        fresh = not os.path.lexists(root / PROFILE_DIR)
+        profile = datadir.ensure_dir(root, PROFILE_DIR)
+        if fresh and datadir.forget_session_cookies(root):
+            # the profile was deleted (to sign out): its saved session cookies would log in again
+            log.info("new browser profile: the session cookies saved from the deleted one were discarded")
         default = datadir.private_subdir(profile, "Default")
         for name in STALE_SESSION_ENTRIES:
             entry = default / name

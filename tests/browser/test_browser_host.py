@@ -154,6 +154,29 @@ async def test_session_cookie_survives_a_restart(
     assert "s3cr3t-session" not in caplog.text
 
 
+async def test_a_deleted_profile_starts_signed_out(tmp_path: Path, browser_executable: str, server: str) -> None:
+    # Deleting browser-profile/ (what a person does to sign out, and what `cnki-mcp logout` does
+    # with the cookie file) must not log in again from the session cookies saved beside it.
+    data = tmp_path / "data"
+    first = make_host(data, browser_executable)
+    try:
+        await (await first.work_page()).goto(server + "/set")
+    finally:
+        await first.close()
+    assert "s3cr3t-session" in (data / "session-cookies.json").read_text(encoding="utf-8")
+
+    shutil.rmtree(data / "browser-profile")
+    second = make_host(data, browser_executable)
+    try:
+        page = await second.work_page()
+        await page.goto(server + "/echo")
+        assert "s3cr3t-session" not in (await page.text_content("#c") or "")
+    finally:
+        await second.close()
+    saved = data / "session-cookies.json"
+    assert not saved.exists() or "s3cr3t-session" not in saved.read_text(encoding="utf-8")
+
+
 async def test_pages_opened_by_a_page_are_tracked_as_its_popups(host: BrowserHost, server: str) -> None:
     page = await host.work_page()
     await page.goto(server + "/opener")

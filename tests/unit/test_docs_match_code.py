@@ -144,3 +144,11 @@ def test_setup_help_states_the_environment_defaults_setup_uses() -> None:
     assert "默认用环境变量 CNKI_BROWSER_PATH" in helps["browser"]
     clients_md = (ROOT / "docs" / "clients.md").read_text(encoding="utf-8")
     assert "(default: `CNKI_DATA_DIR` when set)" in clients_md and "(default: `CNKI_BROWSER_PATH`" in clients_md
+
+
+def test_the_command_table_names_every_command() -> None:
+    from cnki_mcp.cli.main import COMMANDS
+
+    section = README.split("## 命令行", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"`cnki-mcp ([a-z]+)", section))
+    assert set(COMMANDS) | {"version"} <= listed, sorted(set(COMMANDS) - listed)
