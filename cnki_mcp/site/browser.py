@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -44,6 +43,7 @@ from cnki_mcp.site.locate import (
     major_version,
     normal_user_agent,
 )
+from cnki_mcp.site.profile_prefs import prepare_preferences
 
 log = logging.getLogger(__name__)
 
@@ -289,21 +289,8 @@ class BrowserHost:
             elif entry.exists() or entry.is_symlink():
                 with contextlib.suppress(OSError):
                     entry.unlink()
-        # After a kill Chrome marks the profile as crashed and offers "Restore pages?" in a
-        # bubble over the window the person is shown; mark the last exit as clean.
-        prefs = default / "Preferences"
-        try:
-            data = json.loads(prefs.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return
-        profile = data.get("profile") if isinstance(data, dict) else None
-        if isinstance(profile, dict) and (
-            profile.get("exit_type") != "Normal" or not profile.get("exited_cleanly")
-        ):
-            profile["exit_type"] = "Normal"
-            profile["exited_cleanly"] = True
-            with contextlib.suppress(OSError):
-                atomic_write_private(prefs, json.dumps(data))
+        # the last exit marked clean (no "Restore pages?" bubble), the password manager off
+        prepare_preferences(default)
 
     def _last_version(self) -> str | None:
         # Chrome writes its version into the profile at every start.

@@ -9,6 +9,7 @@ import logging
 import os
 import shutil
 import signal
+import sqlite3
 import stat
 import subprocess
 import threading
@@ -33,9 +34,23 @@ OPENER_HTML = b"""<!doctype html><html><body>
 </body></html>"""
 
 
+SIGNIN_HTML = b"""<!doctype html><html><body><form method="post" action="/signed">
+<input name="username" autocomplete="username"><input type="password" name="password" autocomplete="current-password">
+<button id="go" type="submit">sign in</button></form></body></html>"""
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
+
+    def do_POST(self) -> None:  # the sign-in form's answer: a page of the signed-in site
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = b"<!doctype html><title>welcome</title><p>signed in</p>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def do_GET(self) -> None:
         body = b"<!doctype html><title>ok</title><p>ok</p>"
@@ -48,6 +63,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             body = ("<!doctype html><pre id=c>" + (self.headers.get("Cookie") or "") + "</pre>").encode()
         elif self.path == "/opener":
             body = OPENER_HTML
+        elif self.path == "/signin":
+            body = SIGNIN_HTML
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
@@ -471,6 +488,33 @@ async def test_headed_window_starts_minimised_and_can_be_shown_and_minimised_aga
         assert await h.window_state(tab) == "minimized"
     finally:
         await h.close()
+
+
+async def test_a_password_typed_into_the_shown_browser_is_never_offered_for_saving(
+    tmp_path: Path, browser_executable: str, xdisplay: str, server: str
+) -> None:
+    # The person logs in to CNKI in this browser's window. Chromium offered to save the password
+    # there and wrote the account name into the profile's Login Data even when the offer was
+    # left unanswered (a saved password would sit under Playwright's --password-store=basic).
+    environ = {k: v for k, v in os.environ.items() if k not in {"DISPLAY", "WAYLAND_DISPLAY"}}
+    data = tmp_path / "data"
+    settings = Settings(data_dir=data, browser_path=browser_executable, headless=None, display=xdisplay)
+    h = BrowserHost(settings, SystemClock(), environ=environ)
+    try:
+        page = await h.work_page()
+        assert await h.show(page) is True
+        await page.goto(server + "/signin")
+        await page.fill("input[name=username]", "reader01")
+        await page.fill("input[name=password]", "s3cret-pass")
+        async with page.expect_navigation():
+            await page.click("#go")
+        await page.goto(server + "/echo")  # leaving the signed-in page ends any offer
+    finally:
+        await h.close()
+    with sqlite3.connect(f"file:{data / 'browser-profile' / 'Default' / 'Login Data'}?mode=ro", uri=True) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        kept = [r for t in ("logins", "stats") if t in tables for r in conn.execute(f"SELECT * FROM {t}")]
+    assert kept == []
 
 
 async def test_show_is_a_no_op_when_headless(host: BrowserHost) -> None:
