@@ -242,6 +242,19 @@ def _session_cookie_files(root: Path) -> list[Path]:
     return found
 
 
+def clear_cookie_temporaries(root: Path, own_pid: int) -> int:
+    """Delete the temporaries of the cookie file's atomic write that another process left (killed
+    mid-write: each holds cookie values); this process's own may be in flight. Returns the count."""
+    mine = f".{COOKIES_FILE}.{own_pid}.tmp"
+    removed = 0
+    for path in _session_cookie_files(root):
+        if path.name.startswith(".") and path.name != mine:
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed += 1
+    return removed
+
+
 def forget_session_cookies(root: Path) -> list[str]:
     """Delete the saved session cookies (the file and its temporaries); the names removed. The
     cookies belong to the browser profile they were read from: once that profile is gone (deleted

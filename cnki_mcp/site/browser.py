@@ -281,6 +281,7 @@ class BrowserHost:
         if fresh and datadir.forget_session_cookies(root):
             # the profile was deleted (to sign out): its saved session cookies would log in again
             log.info("new browser profile: the session cookies saved from the deleted one were discarded")
+        datadir.clear_cookie_temporaries(root, os.getpid())  # a killed writer's copies of the cookies
         default = datadir.private_subdir(profile, "Default")
         for name in STALE_SESSION_ENTRIES:
             entry = default / name

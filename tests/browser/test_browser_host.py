@@ -194,6 +194,22 @@ async def test_a_deleted_profile_starts_signed_out(tmp_path: Path, browser_execu
     assert not saved.exists() or "s3cr3t-session" not in saved.read_text(encoding="utf-8")
 
 
+async def test_a_launch_removes_the_cookie_copies_a_killed_writer_left(tmp_path: Path, browser_executable: str) -> None:
+    # A server killed while saving the session cookies leaves `.session-cookies.json.<pid>.tmp`
+    # (the cookie values, written before the rename); no later process ever removed it.
+    data = tmp_path / "data"
+    left = data / ".session-cookies.json.4242.tmp"
+    for launch in range(2):  # the second launch is on the profile the first one made
+        if launch:
+            left.write_text('{"version": 1, "cookies": [{"name": "LID", "value": "s3cr3t"}]}', encoding="utf-8")
+        h = make_host(data, browser_executable)
+        try:
+            await h.ensure()
+        finally:
+            await h.close()
+    assert not left.exists()
+
+
 async def test_pages_opened_by_a_page_are_tracked_as_its_popups(host: BrowserHost, server: str) -> None:
     page = await host.work_page()
     await page.goto(server + "/opener")
