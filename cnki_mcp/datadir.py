@@ -18,6 +18,7 @@ import contextlib
 import errno
 import logging
 import os
+import shutil
 import stat
 import sys
 from collections.abc import Mapping
@@ -230,6 +231,61 @@ def check_browser_path_encoding(
         path=text,
         reason="path_encoding",
     )
+
+
+def _session_cookie_files(root: Path) -> list[Path]:
+    """`session-cookies.json` and the temporaries of its atomic write (`.session-cookies.json.<pid>.tmp`,
+    left by a process killed mid-write) that exist in `root`."""
+    found = [root / COOKIES_FILE] if os.path.lexists(root / COOKIES_FILE) else []
+    with contextlib.suppress(OSError):
+        found += sorted(p for p in root.glob(f".{COOKIES_FILE}.*.tmp") if p.is_file() or p.is_symlink())
+    return found
+
+
+def clear_cookie_temporaries(root: Path, own_pid: int) -> int:
+    """Delete the temporaries of the cookie file's atomic write that another process left (killed
+    mid-write: each holds cookie values); this process's own may be in flight. Returns the count."""
+    mine = f".{COOKIES_FILE}.{own_pid}.tmp"
+    removed = 0
+    for path in _session_cookie_files(root):
+        if path.name.startswith(".") and path.name != mine:
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed += 1
+    return removed
+
+
+def forget_session_cookies(root: Path) -> list[str]:
+    """Delete the saved session cookies (the file and its temporaries); the names removed. The
+    cookies belong to the browser profile they were read from: once that profile is gone (deleted
+    to sign out, or by `sign_out`), putting them into a new one would log the person in again."""
+    removed: list[str] = []
+    for path in _session_cookie_files(root):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed.append(path.name)
+    return removed
+
+
+def sign_out(root: Path) -> list[str]:
+    """Delete everything that keeps the CNKI login in the data directory `root`: the browser
+    profile (its cookie store, cache, history and the password manager's records) and the saved
+    session cookies. The library, downloads and exports stay. The caller holds the data
+    directory's lock (no server runs on it). A symlinked profile is refused (DATA_PATH_SYMLINK),
+    never followed. Returns the names removed."""
+    profile = checked_dir(root, PROFILE_DIR)
+    removed: list[str] = []
+    if profile.exists():
+        try:
+            shutil.rmtree(profile)
+        except OSError as exc:
+            raise DataDirectoryUnusable(
+                f"无法删除浏览器资料目录 {profile}（{exc.strerror or type(exc).__name__}）",
+                path=PROFILE_DIR,
+                reason=exc.strerror or type(exc).__name__,
+            ) from exc
+        removed.append(f"{PROFILE_DIR}/")
+    return removed + forget_session_cookies(root)
 
 
 def make_private(path: Path) -> None:

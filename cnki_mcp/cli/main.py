@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("cnki_mcp.cli.doctor_cmd", "检查浏览器、数据目录、数据库与依赖 / local health checks"),
     "serve": ("cnki_mcp.cli.serve_cmd", "启动 MCP 服务（stdio 或 HTTP）/ run the MCP server"),
     "schema": ("cnki_mcp.cli.schema_cmd", "输出工具定义 JSON / print the MCP tool definitions"),
+    "logout": ("cnki_mcp.cli.logout_cmd", "退出知网登录：删除浏览器资料与会话 Cookie / sign out of CNKI"),
     "watch": ("cnki_mcp.cli.watch_cmd", "检查订阅的检索有无更新（适合 cron）/ check saved searches (for cron)"),
     "demo": ("cnki_mcp.cli.demo_cmd", "离线演示：模拟站 + 真实服务 + Chromium 端到端检索 / offline end-to-end demo"),
 }

@@ -88,9 +88,12 @@ _CJK_WRAP = re.compile(r"(?<=[\u3400-\u9fff\uf900-\ufaff，、；：])[ \t]*\n[ 
 def index_downloaded_pdfs(store: Store, data_dir: Path, clock: Clock) -> int:
     """Put the text of archived PDFs not indexed yet into the store (and so the index).
     A file that cannot be read is remembered with an empty text, so it is not retried until
-    its content changes. Returns how many PDFs were read."""
+    its content changes. A file that is not there (deleted or moved away by the person) is not
+    remembered: the same file downloaded again is read then. Returns how many PDFs were read."""
     done = 0
     for pending in store.pdfs_to_index():
+        if not Path(pending.path).is_file():
+            continue
         try:
             text = _CJK_WRAP.sub("", _pdf_text(pending.path, data_dir))
         except CnkiError as exc:  # moved, not a PDF, unreadable: nothing to index

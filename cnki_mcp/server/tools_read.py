@@ -274,6 +274,15 @@ def register(server: CnkiServer) -> None:
                     else "该文献没有已下载的 PDF，请先调用 download_paper(format='pdf')",
                     field="record_ref",
                 )
+            if not stored.path.is_file():
+                # deleted or moved away by the person: the paper has no PDF to read any more
+                raise InvalidInput(
+                    "该文献下载过的 PDF 已不在数据目录的 downloads/ 中（被删除或移走）"
+                    + ("" if services.settings.read_only else "：用 download_paper(record_ref, format='pdf') 重新下载后再读"),
+                    field="record_ref",
+                    path=str(stored.path),
+                    reason="file_missing",
+                )
             path = str(stored.path)
         assert path is not None
         # read-only mode hides the HTML reader (server/readonly.py): no advice names it

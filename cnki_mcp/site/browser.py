@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -44,6 +43,7 @@ from cnki_mcp.site.locate import (
     major_version,
     normal_user_agent,
 )
+from cnki_mcp.site.profile_prefs import prepare_preferences
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +257,13 @@ class BrowserHost(BrowserTabs):
     def _prepare_profile(self) -> None:
         # The profile folder 0700 and never a symlink (DESIGN.md "Data directory"): the files
         # Chromium writes inside it are its own business; this mode protects them.
-        profile = datadir.ensure_dir(self._settings.data_dir, PROFILE_DIR)
+        root = self._settings.data_dir
+        fresh = not os.path.lexists(root / PROFILE_DIR)
+        profile = datadir.ensure_dir(root, PROFILE_DIR)
+        if fresh and datadir.forget_session_cookies(root):
+            # the profile was deleted (to sign out): its saved session cookies would log in again
+            log.info("new browser profile: the session cookies saved from the deleted one were discarded")
+        datadir.clear_cookie_temporaries(root, os.getpid())  # a killed writer's copies of the cookies
         default = datadir.private_subdir(profile, "Default")
         for name in STALE_SESSION_ENTRIES:
             entry = default / name
@@ -266,21 +272,8 @@ class BrowserHost(BrowserTabs):
             elif entry.exists() or entry.is_symlink():
                 with contextlib.suppress(OSError):
                     entry.unlink()
-        # After a kill Chrome marks the profile as crashed and offers "Restore pages?" in a
-        # bubble over the window the person is shown; mark the last exit as clean.
-        prefs = default / "Preferences"
-        try:
-            data = json.loads(prefs.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return
-        profile = data.get("profile") if isinstance(data, dict) else None
-        if isinstance(profile, dict) and (
-            profile.get("exit_type") != "Normal" or not profile.get("exited_cleanly")
-        ):
-            profile["exit_type"] = "Normal"
-            profile["exited_cleanly"] = True
-            with contextlib.suppress(OSError):
-                atomic_write_private(prefs, json.dumps(data))
+        # the last exit marked clean (no "Restore pages?" bubble), the password manager off
+        prepare_preferences(default)
 
     def _last_version(self) -> str | None:
         # Chrome writes its version into the profile at every start.

@@ -454,7 +454,7 @@ class LibraryMixin(StoreBase):
     ) -> bool:
         """Keep a full text (cut at MAX_TEXT_CHARS) and reindex its paper, in one transaction.
         An incomplete text (trial, partial) never replaces a complete one. Only the newest
-        TEXTS_KEPT texts stay. Returns whether the text was written."""
+        TEXTS_KEPT non-empty texts stay. Returns whether the text was written."""
         body = text[:MAX_TEXT_CHARS]
         with self._write() as conn:
             ref = _resolve(conn, record_ref)
@@ -467,11 +467,20 @@ class LibraryMixin(StoreBase):
             )
             written = cur.rowcount > 0
             old = conn.execute(
-                "SELECT record_ref, kind FROM library_texts ORDER BY observed_at DESC, rowid DESC LIMIT -1 OFFSET ?",
+                "SELECT record_ref, kind FROM library_texts WHERE chars > 0"
+                " ORDER BY observed_at DESC, rowid DESC LIMIT -1 OFFSET ?",
                 (TEXTS_KEPT,),
             ).fetchall()
             for old_ref, old_kind in old:
-                conn.execute("DELETE FROM library_texts WHERE record_ref = ? AND kind = ?", (old_ref, old_kind))
+                # A PDF's text leaves as an empty row keeping its file's SHA-256: deleted, the
+                # archived file was pending again (pdfs_to_index) and read back at the next search,
+                # pushing out another; so every search past the bound read PDFs again.
+                conn.execute(
+                    "UPDATE library_texts SET text = '', chars = 0 WHERE record_ref = ? AND kind = ?"
+                    if old_kind == "pdf"
+                    else "DELETE FROM library_texts WHERE record_ref = ? AND kind = ?",
+                    (old_ref, old_kind),
+                )
             for changed in {ref, *(r for r, _ in old)}:
                 _reindex_ref(conn, changed)
             return written

@@ -9,6 +9,7 @@ import logging
 import os
 import shutil
 import signal
+import sqlite3
 import stat
 import subprocess
 import threading
@@ -33,9 +34,23 @@ OPENER_HTML = b"""<!doctype html><html><body>
 </body></html>"""
 
 
+SIGNIN_HTML = b"""<!doctype html><html><body><form method="post" action="/signed">
+<input name="username" autocomplete="username"><input type="password" name="password" autocomplete="current-password">
+<button id="go" type="submit">sign in</button></form></body></html>"""
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
+
+    def do_POST(self) -> None:  # the sign-in form's answer: a page of the signed-in site
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = b"<!doctype html><title>welcome</title><p>signed in</p>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def do_GET(self) -> None:
         body = b"<!doctype html><title>ok</title><p>ok</p>"
@@ -48,6 +63,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             body = ("<!doctype html><pre id=c>" + (self.headers.get("Cookie") or "") + "</pre>").encode()
         elif self.path == "/opener":
             body = OPENER_HTML
+        elif self.path == "/signin":
+            body = SIGNIN_HTML
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
@@ -152,6 +169,45 @@ async def test_session_cookie_survives_a_restart(
     finally:
         await second.close()
     assert "s3cr3t-session" not in caplog.text
+
+
+async def test_a_deleted_profile_starts_signed_out(tmp_path: Path, browser_executable: str, server: str) -> None:
+    # Deleting browser-profile/ (what a person does to sign out, and what `cnki-mcp logout` does
+    # with the cookie file) must not log in again from the session cookies saved beside it.
+    data = tmp_path / "data"
+    first = make_host(data, browser_executable)
+    try:
+        await (await first.work_page()).goto(server + "/set")
+    finally:
+        await first.close()
+    assert "s3cr3t-session" in (data / "session-cookies.json").read_text(encoding="utf-8")
+
+    shutil.rmtree(data / "browser-profile")
+    second = make_host(data, browser_executable)
+    try:
+        page = await second.work_page()
+        await page.goto(server + "/echo")
+        assert "s3cr3t-session" not in (await page.text_content("#c") or "")
+    finally:
+        await second.close()
+    saved = data / "session-cookies.json"
+    assert not saved.exists() or "s3cr3t-session" not in saved.read_text(encoding="utf-8")
+
+
+async def test_a_launch_removes_the_cookie_copies_a_killed_writer_left(tmp_path: Path, browser_executable: str) -> None:
+    # A server killed while saving the session cookies leaves `.session-cookies.json.<pid>.tmp`
+    # (the cookie values, written before the rename); no later process ever removed it.
+    data = tmp_path / "data"
+    left = data / ".session-cookies.json.4242.tmp"
+    for launch in range(2):  # the second launch is on the profile the first one made
+        if launch:
+            left.write_text('{"version": 1, "cookies": [{"name": "LID", "value": "s3cr3t"}]}', encoding="utf-8")
+        h = make_host(data, browser_executable)
+        try:
+            await h.ensure()
+        finally:
+            await h.close()
+    assert not left.exists()
 
 
 async def test_pages_opened_by_a_page_are_tracked_as_its_popups(host: BrowserHost, server: str) -> None:
@@ -448,6 +504,33 @@ async def test_headed_window_starts_minimised_and_can_be_shown_and_minimised_aga
         assert await h.window_state(tab) == "minimized"
     finally:
         await h.close()
+
+
+async def test_a_password_typed_into_the_shown_browser_is_never_offered_for_saving(
+    tmp_path: Path, browser_executable: str, xdisplay: str, server: str
+) -> None:
+    # The person logs in to CNKI in this browser's window. Chromium offered to save the password
+    # there and wrote the account name into the profile's Login Data even when the offer was
+    # left unanswered (a saved password would sit under Playwright's --password-store=basic).
+    environ = {k: v for k, v in os.environ.items() if k not in {"DISPLAY", "WAYLAND_DISPLAY"}}
+    data = tmp_path / "data"
+    settings = Settings(data_dir=data, browser_path=browser_executable, headless=None, display=xdisplay)
+    h = BrowserHost(settings, SystemClock(), environ=environ)
+    try:
+        page = await h.work_page()
+        assert await h.show(page) is True
+        await page.goto(server + "/signin")
+        await page.fill("input[name=username]", "reader01")
+        await page.fill("input[name=password]", "s3cret-pass")
+        async with page.expect_navigation():
+            await page.click("#go")
+        await page.goto(server + "/echo")  # leaving the signed-in page ends any offer
+    finally:
+        await h.close()
+    with sqlite3.connect(f"file:{data / 'browser-profile' / 'Default' / 'Login Data'}?mode=ro", uri=True) as conn:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        kept = [r for t in ("logins", "stats") if t in tables for r in conn.execute(f"SELECT * FROM {t}")]
+    assert kept == []
 
 
 async def test_show_is_a_no_op_when_headless(host: BrowserHost) -> None:

@@ -234,6 +234,49 @@ def test_downloaded_pdf_text_is_indexed_on_the_next_search(store: Store, clock: 
     assert store.pdfs_to_index() == []  # read once, not on every search
 
 
+def archive_pdf(store: Store, record_ref: str, name: str, content: bytes) -> Path:
+    """`content` saved under downloads/ and recorded as the paper's PDF, as download_paper does."""
+    path = store.data_dir / "downloads" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    store.record_download(record_ref, "pdf", path, file_sha256(path), path.stat().st_size, T0)
+    return path
+
+
+def test_a_pdf_missing_when_the_index_looked_is_indexed_once_it_is_downloaded_again(
+    store: Store, clock: FakeClock
+) -> None:
+    # The person deleted (or moved away) a downloaded PDF before the index read it; the paper's
+    # same file downloaded again was never indexed: the missing file was remembered as an
+    # unreadable one with that file's SHA-256.
+    record = next(r for r in Corpus.load().records if r.fulltext)
+    [paper] = store.upsert_from_grid([row(record.title, "P1")], T0)
+    path = archive_pdf(store, paper.record_ref, "p1.pdf", pdf_bytes(record))
+    content = path.read_bytes()
+    path.unlink()
+    words = next(s.text for s in record.fulltext if len(s.text) > 80)[30:60]
+    assert find(store, words, clock).total == 0
+    archive_pdf(store, paper.record_ref, "p1.pdf", content)  # download_paper fetches it again
+    page = find(store, words, clock)
+    assert [r.record_ref for r in page.results] == [paper.record_ref]
+    assert page.results[0].fulltext == ["pdf"]
+
+
+def test_pdf_texts_past_the_bound_are_not_read_again_at_every_search(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past TEXTS_KEPT full texts the oldest PDF text left the store, which made its file pending
+    # again: every search_library call read those PDFs again and pushed out as many others.
+    monkeypatch.setattr(library_index, "TEXTS_KEPT", 2)
+    records = [r for r in Corpus.load().records if r.fulltext][:3]
+    papers = store.upsert_from_grid([row(r.title, f"Q{i}") for i, r in enumerate(records)], T0)
+    for i, (paper, record) in enumerate(zip(papers, records, strict=True)):
+        archive_pdf(store, paper.record_ref, f"q{i}.pdf", pdf_bytes(record))
+    find(store, "的", clock)
+    assert store.library_size()[1] == 2  # the bound holds
+    assert store.pdfs_to_index() == []  # and nothing is read again at the next search
+
+
 def test_snippet_marks_every_hit_in_the_window() -> None:
     assert snippet("甲乙丙违约金丁戊违约金", ["违约金"], context=2) == "…乙丙【违约金】丁戊…"
     assert snippet("违约金丁违约金", ["违约金"], context=4) == "【违约金】丁【违约金】"

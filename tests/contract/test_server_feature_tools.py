@@ -319,6 +319,12 @@ async def test_download_then_read_pdf_text_by_record_ref_and_by_path(h: Harness)
         (other,) = h.add_papers([row(2)])
         data = _error(await client.call_tool("read_pdf_text", {"record_ref": other}))
         assert data["code"] == "INVALID_ARGUMENT" and data["details"]["field"] == "record_ref"
+        # the person deleted the downloaded file: the record_ref, not a path the caller gave, is
+        # what no longer has a PDF (it said "文件不存在" about a path, without the way back)
+        path.unlink()
+        gone = _error(await client.call_tool("read_pdf_text", {"record_ref": ref}))
+        assert gone["code"] == "INVALID_ARGUMENT" and gone["details"]["field"] == "record_ref"
+        assert gone["details"]["reason"] == "file_missing" and gone["details"]["path"] == str(path)
     assert h.downloader is not None and h.downloader.closed  # Services.close closed it
     assert [c["record_ref"] for c in h.downloader.calls] == [ref, ref]
 

@@ -144,3 +144,25 @@ def test_setup_help_states_the_environment_defaults_setup_uses() -> None:
     assert "默认用环境变量 CNKI_BROWSER_PATH" in helps["browser"]
     clients_md = (ROOT / "docs" / "clients.md").read_text(encoding="utf-8")
     assert "(default: `CNKI_DATA_DIR` when set)" in clients_md and "(default: `CNKI_BROWSER_PATH`" in clients_md
+
+
+def test_the_command_table_names_every_command() -> None:
+    from cnki_mcp.cli.main import COMMANDS
+
+    section = README.split("## 命令行", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"`cnki-mcp ([a-z]+)", section))
+    assert set(COMMANDS) | {"version"} <= listed, sorted(set(COMMANDS) - listed)
+
+
+def test_the_privacy_section_states_how_long_the_store_keeps_things() -> None:
+    from cnki_mcp.store.library import TEXTS_KEPT
+    from cnki_mcp.store.operations import OPERATIONS_KEPT
+    from cnki_mcp.store.searches import SEARCHES_KEPT
+    from cnki_mcp.store.watches import CHECKS_KEPT
+
+    section = README.split("## 数据与隐私", 1)[1].split("\n## ", 1)[0]
+    for said in (f"最近 {SEARCHES_KEPT} 次检索", f"最近 {OPERATIONS_KEPT} 个", f"最近 {TEXTS_KEPT} 篇", f"最近 {CHECKS_KEPT} 次检查"):
+        assert said in section, said
+    english = README.split("**Data over time**", 1)[1].split("\n\n", 1)[0]
+    for said in (f"newest {SEARCHES_KEPT} searches", f"newest {OPERATIONS_KEPT}", f"newest {TEXTS_KEPT:,} full texts", f"{CHECKS_KEPT} check reports"):
+        assert said in english, said
