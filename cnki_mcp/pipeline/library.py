@@ -253,6 +253,8 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
         raise InvalidInput("year_from 不能大于 year_to", year_from=year_from, year_to=year_to)
     query = parse_library_query(inp.query)
     terms = query.terms
+    # before the PDFs (seconds each) and the document types (read from the index being rebuilt)
+    store.check_index_built()
     index_downloaded_pdfs(store, data_dir, clock)
     filters = LibraryFilters(
         year_from=year_from,

@@ -28,6 +28,9 @@ from cnki_mcp.store.watches import WatchesMixin
 
 log = logging.getLogger(__name__)
 
+UPKEEP_RETRY_MIN = 1.0  # seconds before a refused upkeep step is tried again, doubling
+UPKEEP_RETRY_MAX = 60.0  # ... up to this
+
 
 class Store(
     PapersMixin, JournalsMixin, SearchesMixin, OperationsMixin, DownloadsMixin, LibraryMixin, IndexUpkeepMixin,
@@ -59,6 +62,7 @@ class Store(
         with self._mutex:
             self._index_pending, self._compaction_pending = upkeep_due(conn)
         self._upkeep: threading.Thread | None = None
+        self._upkeep_wake = threading.Event()  # set by close(): a pause between steps ends at once
 
     @classmethod
     def open(cls, data_dir: Path, clock: Clock, *, lock_timeout: float = 0.5, upkeep: bool = True) -> Store:
@@ -93,15 +97,25 @@ class Store(
             self._upkeep.start()
 
     def _rebuild(self) -> None:
-        pause = threading.Event()  # never set: a short pause between steps lets waiting calls in
-        try:
-            while not self._closed and not self.index_step():
-                pause.wait(0.005)
-        except RuntimeError:  # closed between two steps: the next open goes on from there
-            return
-        except (CnkiError, sqlite3.Error) as exc:  # disk full, locked: the next open goes on
-            log.warning("library index: rebuild stopped: %s", exc)
-            return
+        """Steps until nothing is left or the store closes. A step refused (another program
+        holding the database past the busy timeout, a full disk) is tried again after a pause
+        that doubles from UPKEEP_RETRY_MIN up to UPKEEP_RETRY_MAX seconds, its reason said by search_library meanwhile
+        (`upkeep_stalled`): ending the thread left search_library saying 稍后重试 for ever."""
+        wait = 0.005  # a short pause between steps lets waiting calls in
+        while not self._closed:
+            try:
+                if self.index_step():
+                    break
+                self.upkeep_stalled = None
+                wait = 0.005
+            except RuntimeError:  # closed between two steps: the next open goes on from there
+                return
+            except (CnkiError, sqlite3.Error) as exc:
+                reason = exc.details.get("reason") if isinstance(exc, CnkiError) else None
+                self.upkeep_stalled = str(reason or getattr(exc, "code", None) or type(exc).__name__)
+                wait = min(max(wait * 2, UPKEEP_RETRY_MIN), UPKEEP_RETRY_MAX)
+                log.warning("library index: a step was refused, tried again in %.0f s: %s", wait, exc)
+            self._upkeep_wake.wait(wait)
         if not self._closed:
             log.info("library index: up to date")
 
@@ -118,6 +132,7 @@ class Store(
                 self._conn.close()
             finally:
                 self._dir_lock.release()
+        self._upkeep_wake.set()
         if self._upkeep is not None and self._upkeep is not threading.current_thread():
             self._upkeep.join()
 

@@ -199,15 +199,17 @@ def _columns(paper: Paper, fulltext: str) -> tuple[str, ...]:
     )
 
 
-def index_paper(conn: sqlite3.Connection, paper: Paper) -> None:
-    """(Re)index one paper with its stored full texts. A paper written again unchanged (the same
-    row in another result page) leaves the FTS index untouched: rewriting a row leaves its old
-    entries in the index until a compaction (`compact_index`)."""
+def index_paper(conn: sqlite3.Connection, paper: Paper) -> int:
+    """(Re)index one paper with its stored full texts; the characters analysed. A paper written
+    again unchanged (the same row in another result page) leaves the FTS index untouched:
+    rewriting a row leaves its old entries in the index until a compaction."""
     row = conn.execute(
         "SELECT doc_id, year, doc_type, source_key FROM library_docs WHERE record_ref = ?", (paper.record_ref,)
     ).fetchone()
     values = (paper.year, paper.doc_type or "", normalise_source(paper.source or ""))
-    columns = [analyse(c) for c in _columns(paper, _texts(conn, paper.record_ref))]
+    raw = _columns(paper, _texts(conn, paper.record_ref))
+    columns = [analyse(c) for c in raw]
+    analysed = sum(len(c) for c in raw)
     if row is None:
         doc_id = conn.execute(
             "INSERT INTO library_docs (record_ref, year, doc_type, source_key) VALUES (?, ?, ?, ?)",
@@ -221,13 +223,14 @@ def index_paper(conn: sqlite3.Connection, paper: Paper) -> None:
             )
         old = conn.execute(f"SELECT {', '.join(FIELDS)} FROM library_fts WHERE rowid = ?", (doc_id,)).fetchone()
         if old is not None and list(old) == columns:
-            return
+            return analysed
         conn.execute("DELETE FROM library_fts WHERE rowid = ?", (doc_id,))
         _count_stale(conn)
     conn.execute(
         f"INSERT INTO library_fts (rowid, {', '.join(FIELDS)}) VALUES (?, {', '.join('?' * len(FIELDS))})",
         (doc_id, *columns),
     )
+    return analysed
 
 
 def unindex(conn: sqlite3.Connection, record_ref: str) -> None:
@@ -429,18 +432,30 @@ def _single_term(match: str) -> bool:
 
 class LibraryMixin(StoreBase):
     _index_pending = False  # a rebuild left by the open, finished by `library_upkeep` (`index_step`)
-    def _check_index_built(self) -> None:
+    upkeep_stalled: str | None = None  # why the upkeep's last step was refused (tried again)
+
+    def check_index_built(self) -> None:
+        """LIBRARY_INDEX_BUILDING while a rebuild the open left is under way (retryable, with its
+        progress, and `stalled`: why the last step was refused, tried again by itself)."""
         if not self._index_pending:
             return
         with self._read() as conn:
             progress = rebuild_progress(conn)
-        if progress is not None:
-            raise LibraryIndexBuilding(
-                f"本地文献库的检索索引正在重建（升级后第一次启动时进行，已完成 {progress[0]}/{progress[1]} 篇），"
-                "完成前无法检索本地文献；稍后重试，其他工具不受影响",
-                indexed=progress[0],
-                papers=progress[1],
-            )
+        if progress is None:
+            return
+        stalled = self.upkeep_stalled
+        why = (
+            f"；重建暂时受阻（{stalled}：数据库被其他程序占用或磁盘已满时会这样），排除后会自动继续"
+            if stalled
+            else ""
+        )
+        raise LibraryIndexBuilding(
+            f"本地文献库的检索索引正在重建（升级后第一次启动时进行，已完成 {progress[0]}/{progress[1]} 篇{why}），"
+            "完成前无法检索本地文献；稍后重试，其他工具不受影响",
+            indexed=progress[0],
+            papers=progress[1],
+            **({"stalled": stalled} if stalled else {}),
+        )
 
     def save_fulltext(
         self,
@@ -519,7 +534,7 @@ class LibraryMixin(StoreBase):
         window segments the page reaches, never for every match, and `total` is counted up to
         TOTAL_COUNTED past the page (DESIGN.md §Library search, "what a query costs").
         `excluded` (an FTS5 expression) removes the papers it matches in any field."""
-        self._check_index_built()
+        self.check_index_built()
         required = match
         if excluded is not None:
             match = f"({required}) NOT ({excluded})"

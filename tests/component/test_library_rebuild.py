@@ -5,13 +5,16 @@ the client's handshake, which a 100,000-paper rebuild inside the open did not wi
 from __future__ import annotations
 
 import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.errors import LibraryIndexBuilding
+from cnki_mcp.errors import DataDirectoryUnusable, LibraryIndexBuilding
 from cnki_mcp.models import GridRow, NativeId
 from cnki_mcp.pipeline.library import LibraryInput, search_library
 from cnki_mcp.store import Store
@@ -241,3 +244,134 @@ def test_the_rebuild_makes_the_index_table_the_migrations_make(
     library_of(data, clock)
     with Store.open(data, clock, upkeep=False):
         assert table(data) == table(fresh)
+
+
+def test_a_refused_step_is_tried_again_and_search_library_says_why_meanwhile(
+    tmp_path: Path, clock: FakeClock, small_steps: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step refused (a backup tool holding the database past the busy timeout) ended the
+    thread, and search_library said 稍后重试 for as long as the process lived."""
+    from cnki_mcp.store import core
+
+    monkeypatch.setattr(core, "UPKEEP_RETRY_MIN", 3600.0)  # the thread waits until woken below
+    data = tmp_path / "data"
+    library_of(data, clock)
+    real = upkeep.rebuild_step
+    calls: list[int] = []
+
+    def refused_once(conn: sqlite3.Connection, limit: int, chars: int | None = None) -> bool:
+        calls.append(limit)
+        if len(calls) == 2:
+            raise sqlite3.OperationalError("database is locked")
+        return real(conn, limit, chars)
+
+    class Told:
+        """The thread's log: it says the step was refused once it has noted why, then waits."""
+
+        refused = threading.Event()
+
+        def warning(self, *args: object) -> None:
+            self.refused.set()
+
+        def info(self, *args: object) -> None:
+            pass
+
+    told = Told()
+    monkeypatch.setattr(upkeep, "rebuild_step", refused_once)
+    monkeypatch.setattr(core, "log", told)
+    store = Store.open(data, clock)
+    try:
+        told.refused.wait()
+        with pytest.raises(LibraryIndexBuilding) as building:
+            found(store, clock)
+        assert building.value.details == {"indexed": 2, "papers": PAPERS, "stalled": "locked"}
+        assert store._upkeep is not None and store._upkeep.is_alive()
+        store._upkeep_wake.set()  # the pause ends: the step is tried again
+        store._upkeep.join()
+        assert found(store, clock) == PAPERS
+        assert len(calls) > 2
+    finally:
+        store.close()
+
+
+def test_a_step_whose_commit_is_refused_leaves_the_rebuild_due(
+    tmp_path: Path, clock: FakeClock, small_steps: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    library_of(data, clock)
+    with Store.open(data, clock, upkeep=False) as store:
+        for _ in range(PAPERS // 2):  # 8 of 9 indexed, 2 a step
+            assert not store.index_step()
+        real_write = Store._write
+
+        @contextmanager
+        def commit_refused(self: Store) -> Iterator[sqlite3.Connection]:
+            with real_write(self) as conn:  # rolled back, as a COMMIT the full disk refused
+                yield conn
+                raise sqlite3.OperationalError("database or disk is full")
+
+        monkeypatch.setattr(Store, "_write", commit_refused)
+        with pytest.raises(DataDirectoryUnusable) as refused:
+            store.index_step()  # the last papers: finished, but not committed
+        assert refused.value.details["reason"] == "disk_full"
+        monkeypatch.setattr(Store, "_write", real_write)
+        with pytest.raises(LibraryIndexBuilding):
+            found(store, clock)
+        while not store.index_step():
+            pass
+        assert found(store, clock) == PAPERS
+
+
+def test_a_step_ends_once_it_has_analysed_enough_characters(
+    tmp_path: Path, clock: FakeClock, small_steps: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step was 200 papers however long their full texts: 200 theses held the store ~40 s."""
+    monkeypatch.setattr(upkeep, "REBUILD_STEP", 200)
+    monkeypatch.setattr(upkeep, "REBUILD_STEP_CHARS", 2_500)
+    data = tmp_path / "data"
+    with Store.open(data, clock) as store:
+        refs = [p.record_ref for p in store.upsert_from_grid([row(i) for i in range(PAPERS)], T0)]
+        for ref in refs:
+            store.save_fulltext(ref, "html", "违约金的酌减" * 200, T0)  # 1,200 characters each
+    set_meta(data, "analyzer", None)
+    with Store.open(data, clock, upkeep=False) as store:
+        assert not store.index_step()
+        with pytest.raises(LibraryIndexBuilding) as building:
+            found(store, clock)
+        assert building.value.details["indexed"] == 3  # 3 x ~1,230 characters reach 2,500
+        while not store.index_step():
+            pass
+        assert found(store, clock) == PAPERS
+
+
+def test_a_rebuild_an_older_release_finished_over_starts_again(
+    tmp_path: Path, clock: FakeClock, small_steps: None
+) -> None:
+    """An older release knows no rebuild marks: run in between, it rebuilt the whole index with
+    its analyzer and left this release's place, which then went on over the older analysis."""
+    data = tmp_path / "data"
+    library_of(data, clock)
+    with Store.open(data, clock, upkeep=False) as store:
+        assert not store.index_step() and not store.index_step()
+    set_meta(data, "analyzer", "bigram-1")  # the older release's finished rebuild
+    with Store.open(data, clock, upkeep=False) as store:
+        with pytest.raises(LibraryIndexBuilding) as building:
+            found(store, clock)
+        assert building.value.details["indexed"] == 0
+
+
+def test_search_library_during_a_rebuild_reads_no_pdf_and_checks_no_type_first(
+    tmp_path: Path, clock: FakeClock, small_steps: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It read every pending PDF (seconds each) and checked document types against the half-built
+    index (INVALID_ARGUMENT for a type not re-indexed yet) before saying LIBRARY_INDEX_BUILDING."""
+    from cnki_mcp.pipeline import library as pipeline_library
+
+    def reads_pdfs(*args: object) -> None:
+        raise AssertionError("the PDFs were read before the rebuild was checked")
+
+    data = tmp_path / "data"
+    library_of(data, clock)
+    monkeypatch.setattr(pipeline_library, "index_downloaded_pdfs", reads_pdfs)
+    with Store.open(data, clock, upkeep=False) as store, pytest.raises(LibraryIndexBuilding):
+        search_library(store, LibraryInput(query="酌减", document_types=["期刊"]), data, clock)

@@ -72,11 +72,11 @@ def test_a_kill_during_the_index_rebuild_after_the_migration_rebuilds_it_at_the_
     indexed: list[str] = []
     real_index_paper = library_index.index_paper
 
-    def dies_midway(conn: sqlite3.Connection, paper: object) -> None:
+    def dies_midway(conn: sqlite3.Connection, paper: object) -> int:
         if len(indexed) == indexed_before_the_kill:
             raise Killed
         indexed.append(paper.record_ref)  # type: ignore[attr-defined]
-        real_index_paper(conn, paper)  # type: ignore[arg-type]
+        return real_index_paper(conn, paper)  # type: ignore[arg-type]
 
     with monkeypatch.context() as patch:
         patch.setattr(library_upkeep, "index_paper", dies_midway)  # as the rebuild calls it
