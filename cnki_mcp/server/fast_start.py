@@ -148,9 +148,32 @@ def _parse(line: bytes) -> dict[str, Any] | None:
         message = json.loads(line)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or not _sdk_reads(message):
         return None
     return message
+
+
+# No handshake message nests deeper; a deeper one is left to the SDK (whose parser stops at 200).
+MAX_DEPTH = 32
+
+
+def _sdk_reads(message: dict[str, Any]) -> bool:
+    """No lone surrogate escape (Python's json reads `"\\ud800"`, the SDK's parser refuses the
+    line) and no deep nesting: such a line is left to the SDK, which answers it (or refuses it) as
+    it would without this module. An initialize answered here that the SDK then refused got a
+    result and a PARSE_ERROR for one id, and the session never saw the client's initialize."""
+    stack: list[tuple[Any, int]] = [(message, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if any("\ud800" <= ch <= "\udfff" for ch in item):
+                return False
+        elif isinstance(item, (dict, list)):
+            if depth > MAX_DEPTH:
+                return False
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return True
 
 
 def _request_id(message: dict[str, Any]) -> str | None:

@@ -59,10 +59,12 @@ def unreadable_request(line: bytes | str) -> SessionMessage | None:
 
     The SDK's parser refuses some lines Python's reads: a lone surrogate escape (`"\\ud800"`, what
     JavaScript's JSON.stringify writes for a string cut inside a surrogate pair), nesting past
-    pydantic-core's 200 levels, an integer over 4,300 digits, params that are not an object. It
-    drops such a line, so the client waited for the answer to its request until its own timeout.
-    A line that names a request id gets PARSE_ERROR (the JSON) or INVALID_REQUEST (its shape) with
-    the parser's reason; a line the SDK reads, or one without a request to answer, gets None."""
+    pydantic-core's 200 levels, an integer over 4,300 digits, params that are not an object, a
+    `jsonrpc` other than "2.0". It drops such a line, so the client waited for the answer to its
+    request until its own timeout. A line that names a request id gets PARSE_ERROR (the JSON) or
+    INVALID_REQUEST (its shape); the message gives the parser's reason and says which of these it
+    is, as `data.problem` does (`PROBLEMS`). A line the SDK reads, or one without a request to
+    answer, gets None."""
     try:
         mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         return None
@@ -70,8 +72,16 @@ def unreadable_request(line: bytes | str) -> SessionMessage | None:
         errors = exc.errors() if isinstance(exc, ValidationError) else []
         reason = str(errors[0].get("msg", "")) if errors else str(exc)
         invalid_json = not errors or errors[0].get("type") == "json_invalid"
+    long_numbers: list[str] = []
+
+    def parse_int(digits: str) -> int:
+        if len(digits.lstrip("-")) <= _ID_DIGITS:
+            return int(digits)
+        long_numbers.append(digits)
+        return 0
+
     try:
-        data = json.loads(line, parse_int=lambda digits: int(digits) if len(digits) <= _ID_DIGITS else 0)
+        data = json.loads(line, parse_int=parse_int)
     except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("method"), str):
@@ -80,9 +90,66 @@ def unreadable_request(line: bytes | str) -> SessionMessage | None:
     if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
         return None  # a notification, or no id an answer could carry
     code = mcp_types.PARSE_ERROR if invalid_json else mcp_types.INVALID_REQUEST
-    message = f"无法读取的请求（{reason[:200]}）：参数中不能有不成对的代理字符、200 层以上的嵌套或超长的数字"
-    error = mcp_types.ErrorData(code=code, message=message)
+    problem = _problem(data, invalid_json=invalid_json, long_number=bool(long_numbers))
+    message = f"无法读取的请求（{reason[:200]}）：{PROBLEMS[problem]}"
+    error = mcp_types.ErrorData(code=code, message=message, data={"problem": problem})
     return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+
+# What `unreadable_request` names as the problem (`data.problem`), and what it tells the client.
+PROBLEMS: dict[str, str] = {
+    "lone_surrogate": "字符串中有不成对的代理字符转义（\\ud800–\\udfff 单独出现，常见于在代理对中间截断的字符串）",
+    "nesting": "JSON 嵌套超过 200 层",
+    "long_number": "数字超过 4,300 位",
+    "unreadable_json": "JSON 无法读取",
+    "jsonrpc_version": 'jsonrpc 字段须为 "2.0"',
+    "params_not_object": "params 须为 JSON 对象（不能是数组、字符串或数字）",
+    "request_shape": "请求的结构不符合 JSON-RPC 2.0",
+}
+# Nesting deeper than this is refused by the SDK's parser (pydantic-core's recursion limit).
+_SDK_DEPTH = 200
+
+
+def _problem(data: dict[str, Any], *, invalid_json: bool, long_number: bool) -> str:
+    """Which of `PROBLEMS` made the SDK refuse `data` (as Python's json read it)."""
+    if invalid_json:
+        if _has_lone_surrogate(data):
+            return "lone_surrogate"
+        if long_number:
+            return "long_number"
+        if _depth(data) > _SDK_DEPTH:
+            return "nesting"
+        return "unreadable_json"
+    if data.get("jsonrpc") != "2.0":
+        return "jsonrpc_version"
+    if "params" in data and not isinstance(data["params"], dict):
+        return "params_not_object"
+    return "request_shape"
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if any("\ud800" <= ch <= "\udfff" for ch in item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def _wire(message: SessionMessage) -> dict[str, Any]:
@@ -192,12 +259,15 @@ class _Screened:
                 await self._refused.send(reply)
 
 
-async def _serve_stdio(server: CnkiServer, handover: Handover, stdin: AsyncIterator[str]) -> None:
+async def _serve_stdio(
+    server: CnkiServer, handover: Handover, stdin: AsyncIterator[str], stdout: Any = None
+) -> None:
+    """`stdout`: an async text file for the replies (default: the SDK's claim of fd 1)."""
     lowlevel = server._lowlevel_server
     answered = dict(handover.answered)  # request id -> the reply already written
     refused_send, refused_recv = anyio.create_memory_object_stream[SessionMessage](16)
     screened = _Screened(stdin, refused_send)
-    async with stdio_server(stdin=screened) as (sdk_read, sdk_write):  # type: ignore[arg-type]
+    async with stdio_server(stdin=screened, stdout=stdout) as (sdk_read, sdk_write):  # type: ignore[arg-type]
         read_send, read_recv = create_context_streams[SessionMessage | Exception](0)
         write_send, write_recv = create_context_streams[SessionMessage](0)
 
@@ -207,8 +277,13 @@ async def _serve_stdio(server: CnkiServer, handover: Handover, stdin: AsyncItera
                     reply = unreadable_request(line)
                     if reply is None:
                         await read_send.send(_message(line))
-                    else:
-                        await refused_send.send(reply)
+                        continue
+                    key = json.dumps(getattr(reply.message, "id", None))
+                    if answered.pop(key, None) is not None:
+                        # fast_start answered this line (Python's json read it); the SDK never will
+                        # (review 9 finding 4: one id got a result and then PARSE_ERROR)
+                        continue
+                    await refused_send.send(reply)
                 async for item in sdk_read:
                     await read_send.send(item)
 

@@ -43,7 +43,7 @@ from cnki_mcp.site.locate import (
     major_version,
     normal_user_agent,
 )
-from cnki_mcp.site.profile_prefs import prepare_preferences
+from cnki_mcp.site.profile_prefs import forget_saved_logins, prepare_preferences
 
 log = logging.getLogger(__name__)
 
@@ -274,6 +274,8 @@ class BrowserHost(BrowserTabs):
                     entry.unlink()
         # the last exit marked clean (no "Restore pages?" bubble), the password manager off
         prepare_preferences(default)
+        if deleted := forget_saved_logins(default):  # an earlier release left the manager on
+            log.info("deleted %d login(s) the browser had saved in the profile (password saving is off)", deleted)
 
     def _last_version(self) -> str | None:
         # Chrome writes its version into the profile at every start.

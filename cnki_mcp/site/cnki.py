@@ -341,8 +341,10 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                 if number == 1 and on_transport == "recover":
                     log.warning("grid transport failure, recovering the browser: %s", exc)
                     # once the other requests in the search page have answered (DESIGN.md "The
-                    # shared search page"); a capture under way ends first
-                    async with self._work_lease.exclusive():
+                    # shared search page"); a capture under way ends first. A step holding the
+                    # work tab makes that wait the step's (skip: VERIFICATION_SKIPPED at once)
+                    lease = self._work_lease
+                    async with self._gate.behind_step(op, lease.exclusive(), lease.exclusive_busy):
                         self.drop_template()
                         await self._detach_loader()
                         await self._host.recover()

@@ -60,14 +60,17 @@ class Endpoints:
         """True for CNKI's own pages: https on cnki.net (or the configured single origin)."""
         if not url:
             return False
-        parts = urlsplit(url)
+        try:  # a page may name anything: `https://[evil/…`, a host NFKC-folding to `@` (`\uff20`)
+            parts = urlsplit(url)
+            host = (parts.hostname or "").lower()
+        except ValueError:  # these raised, and ended the call INTERNAL
+            return False
         if odd_authority(parts.netloc):
             return False  # a host the browser reads otherwise (`evil.com\\.cnki.net`), or user info
         if self.one_origin:
             o = urlsplit(self.one_origin)
             if (parts.scheme, parts.netloc) == (o.scheme, o.netloc):
                 return True
-        host = (parts.hostname or "").lower()
         return parts.scheme == "https" and (host == "cnki.net" or host.endswith(".cnki.net"))
 
     def is_login_url(self, url: str | None) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal, Protocol, runtime_checkable
@@ -149,6 +149,7 @@ class HumanGate:
         self._lock = asyncio.Lock()
         self._epoch = 0
         self._step: _Step | None = None
+        self._step_opened = asyncio.Event()  # set (and replaced) each time a step opens
         self._outcomes: dict[int, StepOutcome] = {}  # epoch a step ended with -> outcome
 
     # --- introspection ----------------------------------------------------------------
@@ -280,13 +281,47 @@ class HumanGate:
         hold is (`_held`): on_verification skip is VERIFICATION_SKIPPED at once, another operation
         is awaiting_user with the step's message. Before, such an operation answered `running`
         with no request sent for as long as the person took (20 minutes headless), skip or not.
-        An operation the step already counts (its owner's other requests) just waits."""
-        step = self._step
-        counted = step is None or getattr(op, "operation_id", None) in step.operation_ids
+        An operation the step already counts (its owner's other requests) just waits.
+
+        A step that opens while the wait is under way (its holder was loading the search page and
+        met the challenge) turns the wait into the step's the same way: the step was read once, on
+        entry, and such an operation stayed `running`, never skipped (review 9 finding 3)."""
         async with AsyncExitStack() as stack:
-            async with nullcontext() if not busy or counted else self._held(op):
+            if busy and isinstance(op, OperationHandle):
+                await self._wait_behind_step(op, resource, stack)
+            else:
                 await stack.enter_async_context(resource)
             yield
+
+    async def _wait_behind_step(
+        self, op: OperationHandle, resource: AbstractAsyncContextManager[object], stack: AsyncExitStack
+    ) -> None:
+        """Enter `resource` into `stack`, switching to the step's wait (`_held`) when a step that
+        does not count `op` is open, or opens before the resource is free."""
+        entering = asyncio.ensure_future(stack.enter_async_context(resource))
+        try:
+            async with AsyncExitStack() as held:
+                seen: _Step | None = None  # the last step looked at
+                holding = False
+                while not entering.done():
+                    step = self._step
+                    if not holding and step is not None and step is not seen:
+                        seen = step
+                        if op.operation_id not in step.operation_ids:  # not its own step
+                            await held.enter_async_context(self._held(op))  # skip: raises here
+                            holding = True
+                    opened = asyncio.ensure_future(self._step_opened.wait())
+                    try:
+                        await asyncio.wait({entering, opened}, return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        opened.cancel()
+                entering.result()
+        except BaseException:
+            if not entering.done():
+                entering.cancel()
+                # the resource, if it was taken meanwhile, is in `stack` and released with it
+                await asyncio.gather(entering, return_exceptions=True)
+            raise
 
     def _outcome_since(self, seen: int) -> StepOutcome:
         outcome = self._outcomes.get(self._epoch, StepOutcome.CLEARED)
@@ -302,6 +337,8 @@ class HumanGate:
         if op is not None:
             step.operation_ids.append(op.operation_id)
         self._step = step
+        self._step_opened.set()  # waits behind the step that started before it turn the step's
+        self._step_opened = asyncio.Event()
         if opened is not None:
             opened()
         outcome = StepOutcome.ABORTED

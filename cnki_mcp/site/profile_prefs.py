@@ -8,12 +8,16 @@ Playwright): the last exit marked clean, and Chromium's password manager off.
   the account name written into the profile's `Login Data` even when the offer was dismissed);
   Playwright starts Chromium with `--password-store=basic`, so a saved password would be kept
   under a key built into Chromium, readable by anyone who reads the profile (a backup, a copied
-  data directory). Saving and offering are turned off; the account stays in CNKI's cookies only."""
+  data directory). Saving and offering are turned off; the account stays in CNKI's cookies only.
+- A profile an earlier release used (the password manager still on) may hold a saved login: the
+  password stores (`Login Data`, `Login Data For Account`) holding one are deleted before the
+  launch (`forget_saved_logins`); Chromium creates them again, empty."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +59,51 @@ def prepare_preferences(default: Path) -> None:
     if wanted != data:
         with contextlib.suppress(OSError):
             atomic_write_private(prefs, json.dumps(wanted))
+
+
+# Chromium's password stores in `Default/` (the profile's, and the one of a signed-in Google
+# account), and the files SQLite keeps beside a database.
+LOGIN_STORES = ("Login Data", "Login Data For Account")
+SQLITE_COMPANIONS = ("-journal", "-wal", "-shm")
+
+
+def forget_saved_logins(default: Path) -> int:
+    """Delete each of Chromium's password stores in `default` that holds a saved login (a
+    password, or an account name Chromium wrote when the offer went unanswered), with its SQLite
+    companions; the number of saved logins deleted. Chromium creates an empty store at launch,
+    as for a new profile. A store that cannot be read (locked, damaged, not Chromium's) is left
+    alone. Before, a password an earlier release let Chromium save stayed in the profile until
+    `cnki-mcp logout` (review 9 finding 7). Call only while no browser runs on the profile."""
+    deleted = 0
+    for name in LOGIN_STORES:
+        store = default / name
+        if store.is_symlink() or not store.is_file():
+            continue
+        saved = _saved_logins(store)
+        if not saved:
+            continue
+        try:
+            for suffix in ("", *SQLITE_COMPANIONS):
+                with contextlib.suppress(FileNotFoundError):
+                    (default / (name + suffix)).unlink()
+        except OSError:
+            continue
+        deleted += saved
+    return deleted
+
+
+def _saved_logins(store: Path) -> int:
+    """How many rows of `logins` carry an account name or a password (0 when unreadable)."""
+    try:
+        conn = sqlite3.connect(store, timeout=0)
+    except sqlite3.Error:
+        return 0
+    try:
+        row = conn.execute(
+            "SELECT count(*) FROM logins WHERE username_value <> '' OR length(password_value) > 0"
+        ).fetchone()
+    except sqlite3.Error:
+        return 0
+    finally:
+        conn.close()
+    return int(row[0]) if row else 0

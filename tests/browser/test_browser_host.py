@@ -4,6 +4,7 @@ restart, popup tracking, recovery from a dead browser, and a headed window under
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.server
 import logging
 import os
@@ -531,6 +532,32 @@ async def test_a_password_typed_into_the_shown_browser_is_never_offered_for_savi
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         kept = [r for t in ("logins", "stats") if t in tables for r in conn.execute(f"SELECT * FROM {t}")]
     assert kept == []
+
+
+async def test_a_login_an_earlier_release_let_the_browser_save_is_deleted_at_the_next_launch(
+    tmp_path: Path, browser_executable: str
+) -> None:
+    # review 9 finding 7: a profile an earlier release used (the password manager still on) kept
+    # a saved CNKI password until `cnki-mcp logout`. The launch deletes the store holding it, and
+    # Chromium starts on the profile and creates the store again, empty.
+    data = tmp_path / "data"
+    store = data / "browser-profile" / "Default" / "Login Data"
+    for launch in range(2):
+        h = make_host(data, browser_executable)
+        try:
+            await h.ensure()
+        finally:
+            await h.close()
+        if not launch:  # what Chromium saved when the person accepted "Save password?"
+            with contextlib.closing(sqlite3.connect(store)) as conn, conn:
+                conn.execute(
+                    "INSERT INTO logins (origin_url, action_url, username_element, username_value,"
+                    " password_element, password_value, submit_element, signon_realm, date_created,"
+                    " blacklisted_by_user, scheme) VALUES ('https://login.cnki.net/', '', 'username',"
+                    " 'reader01', 'password', X'7631300102', '', 'https://login.cnki.net/', 1, 0, 0)"
+                )
+    with contextlib.closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as conn:
+        assert conn.execute("SELECT count(*) FROM logins").fetchone() == (0,)
 
 
 async def test_show_is_a_no_op_when_headless(host: BrowserHost) -> None:

@@ -4,6 +4,7 @@ requests, the operation's state and active time, and the limiter around the step
 from __future__ import annotations
 
 import asyncio
+from contextlib import AbstractAsyncContextManager
 
 import pytest
 
@@ -19,6 +20,7 @@ from cnki_mcp.site.human import (
     StepOutcome,
 )
 from cnki_mcp.site.limiter import Limiter
+from cnki_mcp.site.page_lease import PageLease
 
 CH = PageState(PageKind.CHALLENGE)
 LOGIN = PageState(PageKind.LOGIN)
@@ -439,3 +441,60 @@ async def test_an_operation_with_two_requests_held_by_a_step_is_listed_waiting_o
     [record, _] = await clock.run_until_complete(job.finish(), step)
     assert record.status is OperationStatus.COMPLETED and record.requests == 2
     await manager.shutdown()
+
+
+@pytest.mark.parametrize("resource", ["capture_lock", "work_lease"])
+async def test_a_wait_behind_a_holder_that_then_opens_a_step_becomes_the_steps(resource: str) -> None:
+    # review 9 finding 3: behind_step read the step once, on entry. An operation that began
+    # waiting for the capture lock (or the work tab's lease) while its holder was still loading the
+    # search page, before the holder met the challenge and opened its step, stayed `running`: a
+    # skip operation was never skipped and waited as long as the person took.
+    clock = FakeClock()
+    gate, limiter = make_gate(clock)
+    lock = asyncio.Lock()
+    lease = PageLease()
+
+    def wait_for_it() -> tuple[AbstractAsyncContextManager[object], bool]:
+        if resource == "capture_lock":
+            return lock, lock.locked()
+        return lease.exclusive(), lease.exclusive_busy
+
+    owner = FakeOp("op_a")
+    holding = asyncio.Event()
+    release = asyncio.Event()
+    page = ScriptedPage(clock, *([CH] * 10), CLEAR, CLEAR)
+
+    async def holder() -> StepOutcome:
+        async with gate.behind_step(owner, *wait_for_it()):
+            holding.set()
+            await release.wait()  # loading AdvSearch ...
+            return await gate.handle("challenge", page, owner, "wait")  # ... which shows a challenge
+
+    entered: list[str] = []
+
+    async def waiter(op: LimitedOp) -> None:
+        async with gate.behind_step(op, *wait_for_it()):
+            entered.append(op.operation_id)
+
+    first = asyncio.ensure_future(holder())
+    await holding.wait()
+    skipping, waiting = LimitedOp("op_b", "skip"), LimitedOp("op_c", "wait")
+    skipped = asyncio.ensure_future(waiter(skipping))
+    queued = asyncio.ensure_future(waiter(waiting))
+    await settle()
+    assert not skipped.done() and skipping.status == "running" and waiting.status == "running"
+    release.set()  # the holder meets the challenge: its step opens while they wait
+    await settle()
+    assert gate.active and limiter.held
+    assert skipped.done() and isinstance(skipped.exception(), VerificationSkipped)
+    error = skipped.exception()
+    assert isinstance(error, VerificationSkipped)
+    assert error.code == "VERIFICATION_SKIPPED"
+    assert error.details["gate"] == "challenge" and error.details["waiting_for"] == ["op_a"]
+    assert skipping.events == []  # never awaiting_user
+    assert waiting.status == "awaiting_user" and waiting.events == [("awaiting_user", MESSAGES["challenge"])]
+    assert gate.waiting_operations == ["op_a", "op_c"]
+    [outcome, _] = await clock.run_until_complete(first, queued)
+    assert outcome is StepOutcome.CLEARED
+    assert entered == ["op_c"] and waiting.status == "running"
+    assert not lock.locked() and not lease.exclusive_busy and not limiter.held

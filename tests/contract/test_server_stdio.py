@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
@@ -286,3 +287,88 @@ def test_which_unreadable_lines_are_answered(line: str, code: int | None) -> Non
         assert reply is not None
         wire = json.loads(reply.message.model_dump_json(by_alias=True, exclude_unset=True))
         assert wire["error"]["code"] == code and wire["id"] == json.loads(line)["id"]
+
+
+async def test_a_line_the_fast_path_answered_is_not_answered_again_when_the_sdk_refuses_it(tmp_path: Path) -> None:
+    """review 9 finding 4: `fast_start` reads with Python's json, which takes lines the SDK's
+    parser refuses. A refused line it had answered was answered again from the replay, with
+    PARSE_ERROR: one id got two replies (the TS SDK reports "unknown message ID")."""
+    from cnki_mcp.server.app import build_server
+    from cnki_mcp.server.fast_start import Handover
+    from cnki_mcp.server.stdio import _Lines, _serve_stdio, _Sink
+    from cnki_mcp.services import Services
+    from cnki_mcp.settings import Settings
+
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}  # fmt: skip
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    refused = '{"jsonrpc":"2.0","id":2,"method":"tools/list","x":"\\ud800"}\n'  # read here, not by the SDK
+    answered = {"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}
+    handover = Handover(
+        replay=[(json.dumps(m) + "\n").encode() for m in (initialize, initialized)] + [refused.encode()],
+        answered={"2": answered},
+        replies=1,
+    )
+    settings = Settings(data_dir=tmp_path / "data")
+    sink = _Sink(expected=2)
+    ping = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"}) + "\n"
+    with anyio.fail_after(60):
+        await _serve_stdio(build_server(lambda: Services.open(settings)), handover, _Lines([ping], sink), sink)
+    assert sorted(json.loads(line)["id"] for line in sink.lines) == [1, 3]
+
+
+def test_the_handshake_sent_with_a_refused_initialize_gets_one_reply_per_id(tmp_path: Path) -> None:
+    """The reviewer's case end to end: an initialize with a lone surrogate in clientInfo.name,
+    sent with the rest of the handshake, got a result and then PARSE_ERROR for id 1."""
+    proc = subprocess.Popen([sys.executable, "-m", "cnki_mcp", "serve"], env=_env(tmp_path / "data"),
+                            cwd=str(tmp_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        initialize = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+                      '"capabilities":{},"clientInfo":{"name":"client\\ud83d","version":"0"}}}\n')  # fmt: skip
+        rest = [{"jsonrpc": "2.0", "method": "notifications/initialized"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"}]
+        proc.stdin.write(initialize.encode() + b"".join(json.dumps(m).encode() + b"\n" for m in rest))
+        proc.stdin.flush()
+        ids = []
+        while 2 not in ids:
+            line = proc.stdout.readline()
+            assert line, "the server ended before answering"
+            ids.append(json.loads(line).get("id"))
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":3,"method":"ping"}\n')
+        proc.stdin.flush()
+        while 3 not in ids:
+            line = proc.stdout.readline()
+            assert line, "the server ended before answering"
+            ids.append(json.loads(line).get("id"))
+        assert sorted(ids) == [1, 2, 3], ids
+    finally:
+        proc.kill()
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('{"jsonrpc":"2.0","id":"a","method":"ping","params":{"a":"\\udc00"}}', "lone_surrogate"),
+        ('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":' + "[" * 300 + "]" * 300 + "}}", "nesting"),
+        ('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":' + "9" * 5000 + "}}", "long_number"),
+        ('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":"x"}', "params_not_object"),
+        ('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":[1]}', "params_not_object"),
+        ('{"jsonrpc":"1.0","id":7,"method":"tools/call","params":{}}', "jsonrpc_version"),
+        ('{"id":7,"method":"tools/call","params":{}}', "jsonrpc_version"),
+    ],
+)
+def test_an_unreadable_request_is_told_which_problem_it_has(line: str, problem: str) -> None:
+    """review 9 finding 4: the refusal always blamed surrogates, nesting or long numbers, also
+    for a wrong `jsonrpc` or params that are not an object."""
+    from cnki_mcp.server.stdio import PROBLEMS, unreadable_request
+
+    reply = unreadable_request(line)
+    assert reply is not None
+    wire = json.loads(reply.message.model_dump_json(by_alias=True, exclude_unset=True))
+    assert wire["error"]["data"] == {"problem": problem}
+    assert wire["error"]["message"].endswith(PROBLEMS[problem])

@@ -220,3 +220,42 @@ def test_a_line_over_a_mebibyte_is_handed_over_whole(snapshot: Snapshot, pipes: 
     assert [r["id"] for r in _replies(c_read)] == [1]
     assert handover.replay == [_line(_initialize()), _line(INITIALIZED), _line(call)]
     assert os.read(s_read, 1 << 16) == after  # the session reads on from the next line
+
+
+def _deep(depth: int) -> Any:
+    value: Any = {}
+    for _ in range(depth):
+        value = {"x": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    "refused",
+    [
+        {**_initialize(), "params": {**_initialize()["params"], "clientInfo": {"name": "client\ud83d", "version": "0"}}},
+        {**_initialize(), "params": {**_initialize()["params"], "capabilities": {"experimental": _deep(250)}}},
+    ],
+    ids=["lone_surrogate", "nesting"],
+)
+def test_an_initialize_the_sdks_parser_refuses_is_left_to_the_sdk(
+    refused: dict[str, Any], snapshot: Snapshot, pipes: tuple[int, int, int, int]
+) -> None:
+    """review 9 finding 4: Python's json reads a lone surrogate escape (and deep nesting) the SDK's
+    parser refuses. Such an initialize was answered here, then refused when the SDK read it: one
+    id got a result and a PARSE_ERROR, and the session never saw the client's initialize."""
+    c_write, s_read, s_write, c_read = pipes
+    os.write(c_write, _line(refused))
+    handover = serve_handshake(snapshot, s_read, s_write, idle=0, first_list_wait=0)
+    assert _replies(c_read) == []
+    assert handover.replay == [_line(refused)] and handover.answered == {}
+
+
+def test_a_list_whose_id_the_sdks_parser_refuses_is_left_to_the_sdk(
+    snapshot: Snapshot, pipes: tuple[int, int, int, int]
+) -> None:
+    c_write, s_read, s_write, c_read = pipes
+    refused = {"jsonrpc": "2.0", "id": "a\udc00", "method": "tools/list"}
+    os.write(c_write, _line(_initialize()) + _line(INITIALIZED) + _line(refused))
+    handover = serve_handshake(snapshot, s_read, s_write, idle=0, first_list_wait=0)
+    assert [r["id"] for r in _replies(c_read)] == [1]
+    assert handover.replay[-1] == _line(refused) and set(handover.answered) == {"1"}

@@ -70,6 +70,9 @@ LOOK_ALIKE = [
     "https://kns.cnki.net.evil.com/kcms2/article/abstract?v=1",
     "https://evilcnki.net/kcms2/article/abstract?v=1",
     "http://kns.cnki.net/kcms2/article/abstract?v=1",
+    # urlsplit raises on these (review 9 finding 5): not CNKI's, never an uncoded ValueError
+    "https://evil.com\uff20kns.cnki.net/kcms2/article/abstract?v=1",
+    "https://[evil/kcms2/article/abstract?v=1",
 ]
 
 

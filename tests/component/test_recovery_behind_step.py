@@ -1,0 +1,121 @@
+"""The browser recovery after a grid transport failure waits for the work tab's lease exclusive; a
+human step showing its page in the work tab holds that lease. That wait is the step's
+(docs/reliability.md): an on_verification skip operation is VERIFICATION_SKIPPED at once, another is
+awaiting_user with the step's message, and recovers once the person is done. Real CnkiSite retry
+loop, HumanGate, Limiter and PageLease on a fake clock; the browser is a stand-in that counts
+recoveries."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.errors import VerificationSkipped
+from cnki_mcp.settings import Settings
+from cnki_mcp.site.cnki import CnkiSite
+from cnki_mcp.site.human import MESSAGES, HumanGate, PageKind, PageState, StepOutcome
+from cnki_mcp.site.limiter import Limiter
+from cnki_mcp.site.transport import TransportError
+
+
+class Host:
+    """What the retry loop asks of the browser host."""
+
+    generation = 1
+
+    def __init__(self) -> None:
+        self.recovered = 0
+
+    def lost_since(self, generation: int) -> bool:
+        return False
+
+    async def recover(self) -> None:
+        self.recovered += 1
+        self.generation += 1
+
+
+class Page:
+    """The work tab under the step: a challenge for a while, then clear."""
+
+    def __init__(self) -> None:
+        self.states = [PageState(PageKind.CHALLENGE)] * 5 + [PageState(PageKind.CLEAR)] * 2
+
+    async def inspect(self) -> PageState:
+        return self.states.pop(0) if len(self.states) > 1 else self.states[0]
+
+    async def show(self) -> None:
+        pass
+
+    async def minimise(self) -> None:
+        pass
+
+
+class Op:
+    def __init__(self, operation_id: str, on_verification: str = "wait") -> None:
+        self.operation_id = operation_id
+        self.on_verification = on_verification
+        self.events: list[tuple[str, str]] = []
+        self.status = "running"
+
+    def awaiting_user(self, message: str) -> None:
+        self.status = "awaiting_user"
+        self.events.append(("awaiting_user", message))
+
+    def running(self) -> None:
+        self.status = "running"
+        self.events.append(("running", ""))
+
+    def charge(self) -> None:
+        pass
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def test_the_recovery_after_a_transport_failure_waits_behind_a_step_as_the_steps(tmp_path: Path) -> None:
+    clock = FakeClock()
+    limiter = Limiter(clock, 0.5, 6)
+    gate = HumanGate(clock, limiter)
+    host = Host()
+    site = CnkiSite(Settings(data_dir=tmp_path), clock, host, limiter, gate)  # type: ignore[arg-type]
+    lease = site._work_lease
+    owner = Op("op_a")
+
+    async def person_step() -> StepOutcome:  # PersonSteps shows a page in the work tab this way
+        async with lease.exclusive():
+            return await gate.handle("challenge", Page(), owner, "wait")
+
+    step = asyncio.ensure_future(person_step())
+    await settle()
+    assert gate.active and lease.exclusive_busy
+
+    def failing_once() -> Callable[[], Awaitable[str]]:
+        calls: list[int] = []
+
+        async def attempt() -> str:
+            calls.append(1)
+            if len(calls) == 1:
+                raise TransportError("the browser did not answer")
+            return "answered"
+
+        return attempt
+
+    skipping, waiting = Op("op_b", "skip"), Op("op_c")
+    skipped = asyncio.ensure_future(site._with_retries(failing_once(), skipping, on_transport="recover"))
+    recovering = asyncio.ensure_future(site._with_retries(failing_once(), waiting, on_transport="recover"))
+    await settle()
+    assert skipped.done(), "a skip operation waited for the person behind the step"
+    error = skipped.exception()
+    assert isinstance(error, VerificationSkipped) and error.code == "VERIFICATION_SKIPPED"
+    assert error.details["gate"] == "challenge" and error.details["waiting_for"] == ["op_a"]
+    assert skipping.events == []
+    assert waiting.status == "awaiting_user" and waiting.events == [("awaiting_user", MESSAGES["challenge"])]
+    assert gate.waiting_operations == ["op_a", "op_c"] and host.recovered == 0
+    [outcome, answer] = await clock.run_until_complete(step, recovering)
+    assert outcome is StepOutcome.CLEARED and answer == "answered"
+    assert host.recovered == 1 and waiting.status == "running"
+    assert not lease.exclusive_busy
