@@ -246,6 +246,31 @@ def test_a_sampled_plan_never_searches_a_time_phrase_as_a_concept(reply: str, gr
 
 
 @pytest.mark.parametrize(
+    ("query", "reply"),
+    [
+        ("K最近邻算法在图像分类中的应用", '[["K最近邻", "KNN"], ["图像分类"]]'),
+        ("最近邻插值与图像超分辨率", '[["最近邻插值"], ["图像超分辨率"]]'),
+        ("迭代最近点算法用于点云配准", '[["迭代最近点", "ICP"], ["点云配准"]]'),
+        ("最近公共祖先查询算法", '[["最近公共祖先", "LCA"], ["查询算法"]]'),
+        ("最近发展区理论在教学中的应用", '[["最近发展区"], ["教学"]]'),
+    ],
+)
+def test_nearest_in_a_technical_term_is_not_the_time_word(query: str, reply: str) -> None:
+    """最近 is "nearest" in 最近邻 / 最近点 / 最近公共祖先 / 最近发展区: read as the vague time word
+    "recently" it was cut out of every sampled term (K最近邻 -> `K 邻`) and the caller's own
+    concept_groups were told to drop it."""
+    from cnki_mcp.pipeline.models import SearchInput
+    from cnki_mcp.pipeline.research import plan_search, time_terms_warning
+    from cnki_mcp.query.segment import default_segmenter
+
+    plan = plan_search(SearchInput(query=query), reply, now_year=2026, cut=default_segmenter())
+    assert plan.groups == parse_sampling_reply(reply).groups  # type: ignore[union-attr]
+    assert time_terms_warning(plan_explicit(plan.groups), 2026) is None
+    recently = plan_search(SearchInput(query="最近区块链"), '[["最近的区块链"]]', now_year=2026, cut=default_segmenter())
+    assert recently.groups == [["区块链"]]
+
+
+@pytest.mark.parametrize(
     "reply",
     [
         "",

@@ -164,6 +164,38 @@ def test_more_chinese_time_phrases_are_windows_or_boilerplate_never_concepts(
     assert not any(ch.isdigit() for ch in flat)
 
 
+@pytest.mark.parametrize(
+    ("question", "concept"),
+    [
+        ("农村这些年轻人的返乡创业", "年轻人"),  # 年轻 is a word: 这些年 is no time phrase there
+        ("这些年轻教师的职业倦怠", "年轻教师"),
+        ("这几年级学生的阅读能力", "年级"),
+        ("附近年轻人的就业", "年轻人"),
+    ],
+)
+def test_a_vague_year_word_is_one_only_where_nian_ends_it(question: str, concept: str) -> None:
+    plan = _plan(question)
+    flat = "".join(t for g in plan.groups for t in g)
+    assert concept in flat, plan.groups
+
+
+@pytest.mark.parametrize(
+    ("question", "first"),
+    [
+        ("这些年来农村土地流转的变化", "农村"),
+        ("这几年来数字乡村建设的成效", "数字"),
+        ("最近几年来乡村振兴的成效", "乡村"),
+        ("近些年来乡村振兴的成效", "乡村"),
+    ],
+)
+def test_lai_after_a_vague_year_word_is_part_of_it(question: str, first: str) -> None:
+    """这些年来 / 这几年来 / 最近几年来: the 来 left 来农村土地, 来数字乡村 as concepts."""
+    plan = _plan(question)
+    assert (plan.year_from, plan.year_to) == (None, None)
+    assert not any("来" in t for g in plan.groups for t in g), plan.groups
+    assert plan.groups[0][0].startswith(first), plan.groups
+
+
 @pytest.mark.parametrize("question", ["2015年前后的股市异常波动", "2015年左右的股市异常波动"])
 def test_a_year_with_qianhou_is_around_that_year_not_a_window_before_it(question: str) -> None:
     """2015年前后 is 'around 2015' (the 2015 crash): the year stays in the topic as a bare 2015年
