@@ -231,6 +231,12 @@ def test_sampling_reply_is_parsed_into_a_sampling_plan(reply: str, groups: list[
         ('[["近年来的数字经济"], ["就业"]]', [["数字经济"], ["就业"]]),
         ('[["2008年金融危机"], ["货币政策"]]', [["2008年金融危机"], ["货币政策"]]),  # a bare year is the topic
         ('[["2030年前碳达峰"]]', [["2030年前碳达峰"]]),  # a target year, not a window
+        # a term naming a policy by its years keeps no empty brackets, a phrase inside a term
+        # leaves no gap, and a group left repeating an earlier one goes as validation drops it
+        ('[["规划纲要（2010—2020年）"], ["就业"]]', [["规划纲要"], ["就业"]]),
+        ('[["“十三五”规划（2016-2020年）"], ["就业"]]', [["“十三五”规划"], ["就业"]]),
+        ('[["数字经济近五年发展"], ["就业"]]', [["数字经济发展"], ["就业"]]),
+        ('[["近五年数字经济"], ["数字经济"], ["就业"]]', [["数字经济"], ["就业"]]),
     ],
 )
 def test_a_sampled_plan_never_searches_a_time_phrase_as_a_concept(reply: str, groups: list[list[str]]) -> None:

@@ -237,6 +237,26 @@ def test_advice_for_no_candidates_never_repeats_the_plan_that_found_nothing() ->
     assert got.groups == [["Z世代"]]
 
 
+@pytest.mark.parametrize(
+    ("groups", "candidates", "reason", "suggested"),
+    [
+        ([["近五年区块链"]], 3, "one_concept", [["区块链"]]),
+        ([["2020年以来的数字经济"]], 3, "one_concept", [["数字"], ["经济"]]),
+        ([["近五年"], ["区块链"]], 0, "no_candidates", [["区块链"]]),
+        ([["2020年以来"], ["数字经济"], ["就业"]], 0, "no_candidates", [["数字经济"], ["就业"]]),
+        ([["近五年"], ["2020年以来"]], 0, "no_candidates", [["区块链"]]),
+    ],
+)
+def test_advice_never_suggests_a_time_phrase_as_a_concept(
+    groups: list[list[str]], candidates: int, reason: str, suggested: list[list[str]]
+) -> None:
+    """The caller's concept_groups [["近五年区块链"]] were advised [["近五年"], ["区块链"]] and
+    [["近五年"], ["区块链"]] (0 found: 近五年 had to be in every text) [["近五年"]], while the same
+    answer's warning said to take the time phrase out of concept_groups."""
+    got = advise("区块链", groups, candidates, CUT, now_year=2026)
+    assert got is not None and (got.reason, got.groups) == (reason, suggested)
+
+
 def _fresh_python(*lines: str) -> str:
     """What `lines` print when run by a new interpreter (nothing this process imported)."""
     done = subprocess.run([sys.executable, "-c", "\n".join(lines)], capture_output=True, text=True, check=True)
