@@ -431,6 +431,20 @@ def _with_expansions(groups: list[list[str]], expansions: Sequence[tuple[str, st
     return [list(dict.fromkeys(g)) for g in out]
 
 
+def _clean_question(question: str) -> str:
+    # invisible characters copied with the question (a PDF's zero-width space) are no word boundary,
+    # and an HTML entity is the client's escaping (`R&amp;D投入` is R&D, not R / amp / D投入)
+    return _strip_request(unicodedata.normalize("NFKC", decode_entities(visible(question)))).strip(_TRIM)
+
+
+def question_years(question: str, now_year: int) -> tuple[int | None, int | None]:
+    """The years the question's time phrases ask for, read as `plan_question` reads them: from
+    the NFKC-normalised text in mainland simplified characters (近兩年, 近５年 are 近两年, 近5年).
+    A sampled plan and a watch's check read them here, so the three agree."""
+    _, year_from, year_to = extract_years(mainland(_clean_question(question)), now_year)
+    return year_from, year_to
+
+
 def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     """Plan a raw question without the client's model.
 
@@ -442,9 +456,7 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     (`query/segment.py`) into runs of concept words, each run one concept (its words joined, then
     each word as an alternative; runs joined by 或 one concept together), combined as topic AND
     aspects (`_sentence_groups`)."""
-    # invisible characters copied with the question (a PDF's zero-width space) are no word boundary,
-    # and an HTML entity is the client's escaping (`R&amp;D投入` is R&D, not R / amp / D投入)
-    text = _strip_request(unicodedata.normalize("NFKC", decode_entities(visible(question)))).strip(_TRIM)
+    text = _clean_question(question)
     # CNKI's records are in simplified characters: a question in traditional ones (Taiwan, Hong
     # Kong) is planned in simplified characters and mainland terms, and the plan says so
     script_warnings: list[str] = []

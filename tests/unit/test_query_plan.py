@@ -299,3 +299,18 @@ def test_concept_terms_typed_in_full_width_or_with_subscripts_are_sent_as_cnki_i
     # an IME in full-width mode gives ＣＯ２; a client copying the paper writes CO₂ (CNKI's text: CO2)
     plan = plan_explicit([["ＣＯ２捕集", "CO₂ capture"], ["约定\u200b违约金", "（一）"]])
     assert plan.groups == [["CO2捕集", "CO2 capture"], ["约定违约金", "（一）"]]
+
+
+@pytest.mark.parametrize("query", ["近兩年數位經濟的就業效應", "近２年数字经济的就业效应"])
+def test_a_sampled_plan_reads_the_years_as_the_segmented_plan_does(query: str) -> None:
+    """The segmented plan read 近兩年 / 近２年 from the NFKC, mainland text; a sampled plan and a
+    watch's check read the raw text and found no window (`question_years`)."""
+    from cnki_mcp.pipeline.models import SearchInput
+    from cnki_mcp.pipeline.research import plan_search
+    from cnki_mcp.query.plan import plan_question
+    from cnki_mcp.query.segment import default_segmenter
+
+    cut = default_segmenter()
+    sampled = plan_search(SearchInput(query=query), '[["数字经济"], ["就业"]]', now_year=2026, cut=cut)
+    segmented = plan_question(query, now_year=2026, cut=cut)
+    assert (sampled.year_from, sampled.year_to) == (segmented.year_from, segmented.year_to) == (2024, None)
