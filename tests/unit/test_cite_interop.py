@@ -182,6 +182,21 @@ def test_bibtex_parts_of_one_scope_keep_the_whole_exports_keys() -> None:
     assert keys(export([a], "bibtex").text) == ["zhang2021jiyu"]  # alone, without a scope
 
 
+def test_a_paper_the_scope_lists_twice_keeps_the_whole_exports_key_in_a_part() -> None:
+    """Two result rows whose refs resolve to one merged paper: the one-call export renders it once
+    (`he2021jiyu`), the part counted it twice and wrote `he2021jiyub`."""
+    rec = {"record_ref": "r1", "title": "基于深度学习的研究", "authors": ["何明"], "year": 2021, "doc_type": "期刊"}
+    other = {"record_ref": "r2", "title": "另一篇", "authors": ["李四"], "year": 2020, "doc_type": "期刊"}
+
+    def keys(text: str) -> list[str]:
+        return [e.key for e in bibtexparser.parse_string(text).entries]
+
+    whole = keys(export([rec, other], "bibtex").text)  # render_export renders a paper once
+    assert whole[0] == "he2021jiyu"
+    parts = [keys(export(part, "bibtex", key_scope=[rec, other, rec]).text) for part in ([rec], [other])]
+    assert parts == [whole[:1], whole[1:]]
+
+
 def test_endnote_marks_an_organisation_author_as_corporate() -> None:
     """EndNote inverts `World Health Organization` into `Organization, World Health` unless the name
     ends with a comma (its rule for corporate authors; commas inside are doubled)."""
