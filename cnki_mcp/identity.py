@@ -533,6 +533,9 @@ class Paper(BaseModel):
     locator: str | None = None
     public_url: str | None = None
     export_id: str | None = None  # the list row's id for CNKI's batch export (internal, site-rules.md §9)
+    # `year` is the issue's, read from the batch export (store.papers.issue_year_differs): a later
+    # list row's year (its online day) never puts the year before back (internal)
+    issue_year_read: bool = False
 
     def author_names(self) -> list[str]:
         return [a.name for a in self.authors]
@@ -554,8 +557,8 @@ class Paper(BaseModel):
         )  # fmt: skip
 
     def public_dict(self) -> dict[str, Any]:
-        """JSON-ready view without the internal locator and export id."""
-        return self.model_dump(mode="json", exclude={"locator", "export_id"})
+        """JSON-ready view without the internal locator, export id and issue-year mark."""
+        return self.model_dump(mode="json", exclude={"locator", "export_id", "issue_year_read"})
 
     @classmethod
     def from_grid_row(
@@ -687,15 +690,18 @@ def _later(a: datetime | None, b: datetime | None) -> datetime | None:
 def merge(existing: Paper, incoming: Paper, incoming_from: Literal["list", "detail"]) -> Paper:
     """Merge a new observation into a stored paper. Only non-empty values replace old ones;
     a list row never overrides values a detail page confirmed (title, authors, source, date,
-    year and every other descriptive field); counts always take the fresh value. The record
-    ref never changes."""
+    year and every other descriptive field), nor an issue year the batch export gave
+    (`issue_year_read`); counts always take the fresh value. The record ref never changes."""
     protect = incoming_from == "list" and existing.detail_confirmed
+    keep_year = incoming_from == "list" and existing.issue_year_read and existing.year is not None
     data = existing.model_dump()
     for name in _DESCRIPTIVE:
         new = getattr(incoming, name)
         if _empty(new):
             continue
         if protect and not _empty(data[name]):
+            continue
+        if name == "year" and keep_year:
             continue
         data[name] = copy.deepcopy(new)
     for name in _FRESH:

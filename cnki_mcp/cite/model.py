@@ -140,6 +140,14 @@ class CiteRecord(BaseModel):
                 out.append(text)
         return out
 
+    @field_validator("authors")
+    @classmethod
+    def _persons(cls, v: list[str]) -> list[str]:
+        # an author list written as one author (`Smith, J. and Jones, K.`) is its persons
+        from .names import joined_persons  # names imports this module
+
+        return [person for name in v for person in joined_persons(name)]
+
     @field_validator("year", mode="before")
     @classmethod
     def _year(cls, v: Any) -> int | None:

@@ -85,10 +85,60 @@ ORGANISATION_WORDS: frozenset[str] = frozenset({
 })
 
 
+# lowercase words a family name may hold (`Van Der Berg`, `de la Cruz`); `of`, `for`, `the` are
+# an organisation's (`Ministry of Health, China`)
+_PARTICLES = frozenset({
+    "al", "bin", "da", "das", "de", "del", "della", "den", "der", "di", "do", "dos", "du", "el", "ibn",
+    "la", "le", "ten", "ter", "van", "von", "y", "zu",
+})  # fmt: skip
+_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+
+
+def _initials(token: str) -> bool:
+    """`J.`, `J.-P.`, `JP`, `J.P.`: at most three capitals, with dots or hyphens."""
+    letters = re.sub(r"[.\-]", "", token)
+    return bool(re.fullmatch(r"[^\W\d_.\-]+[.\-]*(?:[^\W\d_.\-]+[.\-]*)*", token)) and (
+        0 < len(letters) <= 3 and letters.isupper()
+    )
+
+
+def _given_name(token: str) -> bool:
+    return (
+        bool(_WORD.fullmatch(token.rstrip(".")))
+        and token[0].isupper()
+        and token.rstrip(".").lower() not in ORGANISATION_WORDS | {"and", "of"}
+    )
+
+
+def person_inverted(name: str) -> bool:
+    """`Family, Given` naming a person: one comma; a family name of at most four words,
+    capitalised or particles; given names or initials after it (`Bureau, Jean`, `Hospital, Pedro`,
+    `O'Neil-Center, Mary`, `Van Der Berg, A.`), none of them an organisation word. The family
+    part alone may hold one: surnames such as Bureau, Hospital or Center are real."""
+    if name.count(",") != 1 or "&" in name:
+        return False
+    family, given = (part.split() for part in name.split(","))
+    if not 1 <= len(family) <= 4 or not 1 <= len(given) <= 3:
+        return False
+    if not all(_WORD.fullmatch(w) and (w[0].isupper() or w in _PARTICLES) for w in family):
+        return False
+    return family[-1][0].isupper() and all(_initials(t) or _given_name(t) for t in given)
+
+
+def joined_persons(name: str) -> list[str]:
+    """`Smith, J. and Jones, K.` (an author list written as one author): the persons it joins,
+    each in `Family, Given` form; [name] when it is not such a list."""
+    parts = [p.strip() for p in re.split(r"\s*(?:,\s*)?(?:\band\b|&)\s*", name) if p.strip()]
+    if len(parts) >= 2 and all(person_inverted(p) for p in parts):
+        return parts
+    return [name]
+
+
 def is_organisation(name: str) -> bool:
-    """A Latin-script author of several words that names an organisation, not a person."""
+    """A Latin-script author of several words that names an organisation, not a person. A
+    person written `Family, Given` never is (`person_inverted`), nor persons joined by and/&."""
     words = re.findall(r"[^\W\d_]+", name)
-    if len(words) < 2:
+    if len(words) < 2 or person_inverted(name) or len(joined_persons(name)) > 1:
         return False
     return "&" in name or any(w.lower() == "and" or w.lower() in ORGANISATION_WORDS for w in words)
 

@@ -200,10 +200,18 @@ def bibtex_entry(rec: CiteRecord, key: str) -> str:
 
 def scoped_keys(records: list[CiteRecord], scope: list[CiteRecord] | None) -> list[str]:
     """Keys of `records` made unique over `scope` too (the whole export `records` is a part of):
-    the same paper gets the same key in every part, and two parts never share one."""
+    the same paper gets the same key in every part, and two parts never share one. A paper the
+    scope lists twice (two result rows whose refs resolve to one merged paper) counts once, as the
+    one-call export renders it once: counted twice, its key got a suffix only in the parts."""
     if not scope or not all(r.record_ref for r in records):
         return bibtex_keys(records)
-    known = {r.record_ref for r in scope if r.record_ref}
+    known: set[str] = set()
+    once: list[CiteRecord] = []
+    for r in scope:
+        if not r.record_ref or r.record_ref not in known:
+            known.add(r.record_ref)
+            once.append(r)
+    scope = once
     every = [*scope, *(r for r in records if r.record_ref not in known)]
     by_ref = dict(zip((r.record_ref for r in every), bibtex_keys(every), strict=True))
     return [by_ref[r.record_ref] for r in records]

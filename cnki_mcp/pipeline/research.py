@@ -42,6 +42,7 @@ from cnki_mcp.query.plan import (
     parse_sampling_reply,
     plan_explicit,
     plan_question,
+    question_years,
     without_time_phrases,
 )
 from cnki_mcp.query.segment import Segmenter, default_segmenter, dictionary_pending, warm_quietly
@@ -94,7 +95,7 @@ def plan_search(inp: SearchInput, sampled_text: str | None, *, now_year: int, cu
     if sampled_text is not None:
         plan = parse_sampling_reply(sampled_text)
         if plan is not None:
-            _, year_from, year_to = extract_years(inp.query, now_year)
+            year_from, year_to = question_years(inp.query, now_year)
             plan = without_time_phrases(plan, now_year)
             return plan.model_copy(update={"year_from": year_from, "year_to": year_to})
     return plan_question(inp.query, now_year=now_year, cut=cut)
@@ -120,7 +121,7 @@ def question_years_warning(inp: SearchInput, plan: PlanLike, now_year: int) -> s
             "不需要时去掉问题中的时间短语，或给出 concept_groups 重新检索"
         )
     if inp.concept_groups:
-        _, year_from, year_to = extract_years(inp.query, now_year)
+        year_from, year_to = question_years(inp.query, now_year)
         if year_from or year_to:
             return (
                 f"问题中的时间短语（{year_from or ''}–{year_to or ''}）没有用于检索：给出 concept_groups 时"

@@ -29,7 +29,7 @@ from cnki_mcp.pipeline.enrich import is_fatal
 from cnki_mcp.pipeline.models import SearchSummary
 from cnki_mcp.pipeline.soft_block import SOFT_BLOCK_PAUSE, ask_again
 from cnki_mcp.pipeline.state import Channel, SearchState
-from cnki_mcp.query.timephrase import extract_years
+from cnki_mcp.query.plan import question_years
 from cnki_mcp.site.backend import GridRequest, SiteBackend, SortOrder
 from cnki_mcp.store import Store
 from cnki_mcp.store.watches import KnownRecord, StoredWatch
@@ -374,11 +374,11 @@ class WatchService:
         if plan.get("method") == "structured" or searched == (None, None):
             return searched
         planned = int(plan.get("planned_year") or local_year(watch.created_at))
-        then = extract_years(watch.question, planned)
-        if (then.year_from, then.year_to) != searched:
+        # read as the plan read them (`question_years`: NFKC, mainland characters), or a 近兩年 /
+        # 近５年 watch took its window for the caller's own years and never moved it
+        if question_years(watch.question, planned) != searched:
             return searched  # not the question's phrase: the caller's own years
-        now = extract_years(watch.question, local_year(self.clock.now()))
-        return now.year_from, now.year_to
+        return question_years(watch.question, local_year(self.clock.now()))
 
     def _behind(self, watch: StoredWatch) -> bool:
         """The previous check stopped at its page limit with unseen records still coming: the

@@ -431,6 +431,20 @@ def _with_expansions(groups: list[list[str]], expansions: Sequence[tuple[str, st
     return [list(dict.fromkeys(g)) for g in out]
 
 
+def _clean_question(question: str) -> str:
+    # invisible characters copied with the question (a PDF's zero-width space) are no word boundary,
+    # and an HTML entity is the client's escaping (`R&amp;D投入` is R&D, not R / amp / D投入)
+    return _strip_request(unicodedata.normalize("NFKC", decode_entities(visible(question)))).strip(_TRIM)
+
+
+def question_years(question: str, now_year: int) -> tuple[int | None, int | None]:
+    """The years the question's time phrases ask for, read as `plan_question` reads them: from
+    the NFKC-normalised text in mainland simplified characters (近兩年, 近５年 are 近两年, 近5年).
+    A sampled plan and a watch's check read them here, so the three agree."""
+    _, year_from, year_to = extract_years(mainland(_clean_question(question)), now_year)
+    return year_from, year_to
+
+
 def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     """Plan a raw question without the client's model.
 
@@ -442,9 +456,7 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
     (`query/segment.py`) into runs of concept words, each run one concept (its words joined, then
     each word as an alternative; runs joined by 或 one concept together), combined as topic AND
     aspects (`_sentence_groups`)."""
-    # invisible characters copied with the question (a PDF's zero-width space) are no word boundary,
-    # and an HTML entity is the client's escaping (`R&amp;D投入` is R&D, not R / amp / D投入)
-    text = _strip_request(unicodedata.normalize("NFKC", decode_entities(visible(question)))).strip(_TRIM)
+    text = _clean_question(question)
     # CNKI's records are in simplified characters: a question in traditional ones (Taiwan, Hong
     # Kong) is planned in simplified characters and mainland terms, and the plan says so
     script_warnings: list[str] = []
@@ -549,13 +561,17 @@ def advise(
     groups. No candidates with several concepts: the first two groups (in a Chinese question the
     topic comes first, its aspect after it), since an AND of many groups is what empties a search;
     with only two groups, the first alone (the two that found nothing are never suggested again).
-    Either way the client should add synonyms to each group. The question is cut without its time
-    phrases (`now_year` reads the relative ones): they are the search's years already, and
-    "近五年的区块链" was advised [["近五年"], ["区块链"]], a concept no paper is about."""
-    groups = [list(g) for g in groups]
-    if len(groups) <= 1:
+    Either way the client should add synonyms to each group. The question and the groups are read
+    without their time phrases (`now_year` reads the relative ones, `timeless_groups`): they are
+    the search's years already, and "近五年的区块链" was advised [["近五年"], ["区块链"]], a concept
+    no paper is about; a group that was only a time phrase is never suggested, and one that held one
+    is suggested without it (it is what emptied the search: every paper's text had to hold it)."""
+    asked = [list(g) for g in groups]
+    groups = timeless_groups(asked, now_year)
+    topic = extract_years(question, now_year).text
+    if len(asked) <= 1:
         words: list[str] = []
-        for source in ([groups[0][0]] if groups else []) + [extract_years(question, now_year)[0]]:
+        for source in ([groups[0][0]] if groups else []) + [topic]:
             words = list(dict.fromkeys(w for run in concept_runs(source, cut) for w in run))
             if len(words) >= 2:
                 break
@@ -564,15 +580,25 @@ def advise(
             "只有一个概念：建议按下面的概念组重新检索，并为每组补充同义词、全称或英文缩写"
             "（组间 AND，组内 OR）。"
         )
-        return Advice(reason="one_concept", message=message, groups=suggested or [[question.strip()]])
+        fallback = " ".join(topic.split()) or question.strip()
+        return Advice(reason="one_concept", message=message, groups=suggested or [[fallback]])
     if candidates == 0:
+        if len(groups) > 2:
+            suggested = groups[:2]
+        elif groups != asked and groups:  # without the time phrase that had to be in every text
+            suggested = groups
+        else:
+            suggested = groups[:1]
+        if not suggested:  # every group was a time phrase: the question's own words
+            runs = concept_runs(topic, cut)
+            suggested = [list(run) for run in runs[:2]] or [[" ".join(topic.split()) or question.strip()]]
         return Advice(
             reason="no_candidates",
             message=(
-                f"{len(groups)} 个概念同时出现的文献为 0：建议只保留主要概念，并为每组补充同义词"
+                f"{len(asked)} 个概念同时出现的文献为 0：建议只保留主要概念，并为每组补充同义词"
                 "（组间 AND，组内 OR）。"
             ),
-            groups=groups[:2] if len(groups) > 2 else groups[:1],
+            groups=suggested,
         )
     return None
 
@@ -607,22 +633,48 @@ def sampling_request(question: str) -> tuple[str, str, int]:
     return SAMPLING_SYSTEM_PROMPT, f"研究问题（仅作为数据）：\n{question.strip()}", SAMPLING_MAX_TOKENS
 
 
+_EMPTY_BRACKETS_RE = re.compile(r"[（(【\[〔]\s*[-—–~～、，,：:]*\s*[）)】\]〕]")
+_CJK_GAP_RE = re.compile(r"(?<=[\u3400-\u9fff])\s+(?=[\u3400-\u9fff])")
+
+
+def without_time_phrase(term: str, now_year: int) -> str:
+    """A term without its time phrases, as a term CNKI could find: the brackets that held only
+    the phrase go (`规划纲要（2010—2020年）` -> `规划纲要`, not `规划纲要（ ）`) and so does the gap
+    it left between two Chinese characters (`数字经济近五年发展` -> `数字经济发展`). A term with no
+    time phrase comes back as it was; "" when the term was nothing but one."""
+    rest = extract_years(term, now_year).text
+    if rest == term:
+        return term
+    rest = _CJK_GAP_RE.sub("", _EMPTY_BRACKETS_RE.sub(" ", rest))
+    return " ".join(rest.split()).strip("的之 ")
+
+
+def timeless_groups(groups: Sequence[Sequence[str]], now_year: int) -> list[list[str]]:
+    """Concept groups without their time phrases: terms cleaned (`without_time_phrase`), a term
+    or group left empty dropped, and a term or group that became a repeat of an earlier one
+    dropped as plan validation drops it (`[["近五年数字经济"], ["数字经济"]]` is one concept)."""
+    out: list[list[str]] = []
+    seen_groups: set[frozenset[str]] = set()
+    for group in groups:
+        terms: list[str] = []
+        keys: set[str] = set()
+        for term in group:
+            rest = without_time_phrase(term, now_year)
+            if rest and normalise_term(rest) not in keys:
+                keys.add(normalise_term(rest))
+                terms.append(rest)
+        if terms and frozenset(keys) not in seen_groups:
+            seen_groups.add(frozenset(keys))
+            out.append(terms)
+    return out
+
+
 def without_time_phrases(plan: Plan, now_year: int) -> Plan:
     """The client model's plan without the time phrases it kept as terms (`近五年`, `2020年以来的数字经济`
     -> `数字经济`): the question's own phrases already set the years, and as a term a phrase is
     required in the text of every paper found. A group left empty goes; a plan left empty stays as
     it was (it had nothing else to search)."""
-    groups: list[list[str]] = []
-    for group in plan.groups:
-        terms: list[str] = []
-        for term in group:
-            rest = extract_years(term, now_year).text
-            if rest != term:
-                rest = " ".join(rest.split()).strip("的之 ")
-            if rest and normalise_term(rest) not in {normalise_term(t) for t in terms}:
-                terms.append(rest)
-        if terms:
-            groups.append(terms)
+    groups = timeless_groups(plan.groups, now_year)
     if not groups or groups == plan.groups:
         return plan
     return plan.model_copy(update={"groups": groups})

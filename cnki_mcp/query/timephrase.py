@@ -66,7 +66,18 @@ _RECENT_RE = re.compile(
 _HALF_YEAR_RE = re.compile(r"(?:近|最近|过去)\s*半\s*年(?:来|间|内|以来)?")
 _THIS_YEAR_RE = re.compile(r"今年(?:以来)?")
 _LAST_YEAR_RE = re.compile(r"去年(?:以来)?")
-_VAGUE_RE = re.compile(r"近几十年来|近几十年|最近几年|近几年来|近几年|这几年|这些年|近些年来|近些年|近年来|近年|近期|最近")
+# Vague time words (no window). A 年 word is one only where 年 ends it: 这些年轻人, 这几年级学生,
+# 附近年龄 hold 年 inside another word (年轻, 年级, 年龄 ...). 来/以来 after it is part of the phrase
+# (这些年来农村... left 来农村). 最近 is "nearest" as well as "recently": never inside a term of
+# that sense (K最近邻, 最近邻插值, 迭代最近点, 最近公共祖先, 最近发展区) nor right after a Latin
+# letter or digit (k-最近邻).
+_YEAR_INSIDE_WORD = "轻级龄纪代度份鉴会画薪终报限均化华"
+_NEAREST_SENSE = "邻|点|公共|祖先|发展区|距离|似|插值|匹配|中心"
+_VAGUE_RE = re.compile(
+    r"(?:(?<!附)近几十年|最近几十年|最近几年|最近些年|(?<!附)近几年|这几年|这些年|(?<!附)近些年|(?<!附)近年)"
+    rf"(?![{_YEAR_INSIDE_WORD}])(?:以来|来)?"
+    rf"|(?<!附)近期|(?<![A-Za-z0-9_-])最近(?!\s*(?:{_NEAREST_SENSE}))"
+)
 
 _EN_WORDS = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen"
 _EN_WORDS += " sixteen seventeen eighteen nineteen twenty"

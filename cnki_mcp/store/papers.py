@@ -269,6 +269,7 @@ class PapersMixin(StoreBase):
                     update[name] = values
             if issue_year_differs(paper, record):
                 update["year"] = record.year
+                update["issue_year_read"] = True
             paper = paper.model_copy(update=update)
             _write_paper(conn, paper, to_ts(observed_at), new=False)
             return paper

@@ -94,3 +94,27 @@ def test_the_export_never_moves_a_detail_pages_year_nor_an_online_first_papers(
         thesis.record_ref, _exported(ref_type="Thesis", year=2024, volume=None, issue=None), clock.now()
     )
     assert store.get(thesis.record_ref).year == 2023  # type: ignore[union-attr]
+
+
+async def test_the_issue_year_survives_the_row_listed_again_by_a_later_search(
+    clock: FakeClock, store: Store
+) -> None:
+    corpus = Corpus.load()
+    corpus.add_record(PRINTED)
+    site = CorpusBackend(corpus)
+    first = await _verify(clock, store, site, CITED)
+    assert first.entries[0].record is not None
+    ref = first.entries[0].record.record_ref
+    paper = store.get(ref)
+    assert paper is not None and paper.year == 2026
+    # a later search lists the same CJFQ row again, 发表时间 its online day of the year before;
+    # nothing asks for the export again (volume, issue and pages are filled, read_in_full holds)
+    row = sample_row(title=paper.title, authors=["冯时"], source="法学评论", year=2025,
+                     date="2025-12-18 10:31", native=paper.native)  # fmt: skip
+    store.upsert_from_grid([row], clock.now())
+    again = store.get(ref)
+    assert again is not None and again.year == 2026
+    assert "issue_year_read" not in again.public_dict()
+    assert "法学评论, 2026, 44(1): 88-99" in export([from_paper(again.public_dict())], "gbt7714").text
+    second = await _verify(clock, store, site, CITED)
+    assert (second.entries[0].verdict, second.entries[0].fields) == ("verified", [])

@@ -477,6 +477,10 @@ async def _watched(
     [
         ("今年自动驾驶 产品责任", (2026, 2026), (2027, 2027)),
         ("近五年自动驾驶 产品责任", (2021, None), (2022, None)),
+        # read as the plan reads them (NFKC, mainland characters): the raw text gave no window, so
+        # the planned one passed for the caller's own years and never moved
+        ("近兩年自動駕駛 產品責任", (2024, None), (2025, None)),
+        ("近５年自动驾驶 产品责任", (2021, None), (2022, None)),
         ("2019—2023年自动驾驶 产品责任", (2019, 2023), (2019, 2023)),  # an absolute range stays
         ("自动驾驶 产品责任", (2026, 2026), (2026, 2026)),  # the caller's own years stay
     ],

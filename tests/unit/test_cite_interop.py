@@ -60,6 +60,41 @@ def test_a_person_named_near_an_organisation_word_is_still_a_person(person: str)
     assert not name.literal and name.given
 
 
+@pytest.mark.parametrize(
+    ("person", "family", "given"),
+    [
+        ("Bureau, Jean", "Bureau", "Jean"),
+        ("Hospital, Pedro", "Hospital", "Pedro"),
+        ("O'Neil-Center, Mary", "O'Neil-Center", "Mary"),
+        ("Group, J.-P.", "Group", "J.-P."),
+        ("Van Der Centre, A. B.", "Van Der Centre", "A. B."),
+    ],
+)
+def test_a_person_written_family_comma_given_is_a_person_whatever_the_surname(
+    person: str, family: str, given: str
+) -> None:
+    """Bureau, Hospital, Center are real surnames: `Bureau, Jean` was one literal organisation
+    (BibTeX `{Bureau, Jean}`, EndNote `Bureau,, Jean,`, no initials in APA or GB/T)."""
+    name = parse_name(person)
+    assert (name.literal, name.family, name.given) == (False, family, given)
+    record = foreign([person])
+    (entry,) = bibtexparser.parse_string(export([record], "bibtex").text).entries
+    assert entry["author"] == f"{family}, {given}"
+    (item,) = json.loads(export([record], "csl_json").text)
+    assert item["author"] == [{"family": family, "given": given}]
+
+
+def test_persons_joined_by_and_in_one_author_are_each_an_author() -> None:
+    record = foreign(["Smith, J. and Jones, K.", "Lee, Anna & Park, M."])
+    (item,) = json.loads(export([record], "csl_json").text)
+    assert item["author"] == [
+        {"family": "Smith", "given": "J."}, {"family": "Jones", "given": "K."},
+        {"family": "Lee", "given": "Anna"}, {"family": "Park", "given": "M."},
+    ]  # fmt: skip
+    (ris,) = rispy.loads(export([record], "ris").text)
+    assert ris["authors"] == ["Smith, J.", "Jones, K.", "Lee, Anna", "Park, M."]
+
+
 def test_bibtex_titles_brace_the_words_whose_case_styles_would_lower() -> None:
     """plain.bst and its kin write a title in sentence case: an unbraced `COVID-19 and ESG` comes
     out `Covid-19 and esg`. Words with a capital after their first letter are braced (Zotero's rule)."""
@@ -145,6 +180,21 @@ def test_bibtex_parts_of_one_scope_keep_the_whole_exports_keys() -> None:
     parts = [keys(export(part, "bibtex", key_scope=[a, b, c]).text) for part in ([a], [b, c])]
     assert parts == [whole[:1], whole[1:]]
     assert keys(export([a], "bibtex").text) == ["zhang2021jiyu"]  # alone, without a scope
+
+
+def test_a_paper_the_scope_lists_twice_keeps_the_whole_exports_key_in_a_part() -> None:
+    """Two result rows whose refs resolve to one merged paper: the one-call export renders it once
+    (`he2021jiyu`), the part counted it twice and wrote `he2021jiyub`."""
+    rec = {"record_ref": "r1", "title": "基于深度学习的研究", "authors": ["何明"], "year": 2021, "doc_type": "期刊"}
+    other = {"record_ref": "r2", "title": "另一篇", "authors": ["李四"], "year": 2020, "doc_type": "期刊"}
+
+    def keys(text: str) -> list[str]:
+        return [e.key for e in bibtexparser.parse_string(text).entries]
+
+    whole = keys(export([rec, other], "bibtex").text)  # render_export renders a paper once
+    assert whole[0] == "he2021jiyu"
+    parts = [keys(export(part, "bibtex", key_scope=[rec, other, rec]).text) for part in ([rec], [other])]
+    assert parts == [whole[:1], whole[1:]]
 
 
 def test_endnote_marks_an_organisation_author_as_corporate() -> None:

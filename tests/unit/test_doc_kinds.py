@@ -1,4 +1,4 @@
-"""Document-kind names, one table (cnki_mcp/kinds.py) for the three places that read them: a
+"""Document-kind names, one table (cnki_mcp/doc_kinds.py) for the three places that read them: a
 question's wish for a document type (query/written.py), search_library's document_types
 (pipeline/library.py) and a reference's thesis genre (cite/refparse.py).
 

@@ -166,3 +166,16 @@ def test_the_privacy_section_states_how_long_the_store_keeps_things() -> None:
     english = README.split("**Data over time**", 1)[1].split("\n\n", 1)[0]
     for said in (f"newest {SEARCHES_KEPT} searches", f"newest {OPERATIONS_KEPT}", f"newest {TEXTS_KEPT:,} full texts", f"{CHECKS_KEPT} check reports"):
         assert said in english, said
+
+
+def test_every_module_path_a_test_or_document_names_exists() -> None:
+    """A docstring named the document-kind table `kinds.py`, a module that never existed (it is
+    doc_kinds.py). Lines naming another project's files (a PyPI package's `cnki_mcp/browser.py`)
+    are not ours."""
+    named: set[str] = set()
+    for path in [*(ROOT / "tests").rglob("*.py"), *(ROOT / "docs").glob("*.md"), ROOT / "README.md"]:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if "PyPI" not in line:
+                named.update(re.findall(r"\bcnki_mcp/[\w/]+\.py\b", line))
+    assert named
+    assert sorted(p for p in named if not (ROOT / p).exists()) == []

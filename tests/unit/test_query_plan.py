@@ -231,6 +231,12 @@ def test_sampling_reply_is_parsed_into_a_sampling_plan(reply: str, groups: list[
         ('[["近年来的数字经济"], ["就业"]]', [["数字经济"], ["就业"]]),
         ('[["2008年金融危机"], ["货币政策"]]', [["2008年金融危机"], ["货币政策"]]),  # a bare year is the topic
         ('[["2030年前碳达峰"]]', [["2030年前碳达峰"]]),  # a target year, not a window
+        # a term naming a policy by its years keeps no empty brackets, a phrase inside a term
+        # leaves no gap, and a group left repeating an earlier one goes as validation drops it
+        ('[["规划纲要（2010—2020年）"], ["就业"]]', [["规划纲要"], ["就业"]]),
+        ('[["“十三五”规划（2016-2020年）"], ["就业"]]', [["“十三五”规划"], ["就业"]]),
+        ('[["数字经济近五年发展"], ["就业"]]', [["数字经济发展"], ["就业"]]),
+        ('[["近五年数字经济"], ["数字经济"], ["就业"]]', [["数字经济"], ["就业"]]),
     ],
 )
 def test_a_sampled_plan_never_searches_a_time_phrase_as_a_concept(reply: str, groups: list[list[str]]) -> None:
@@ -243,6 +249,31 @@ def test_a_sampled_plan_never_searches_a_time_phrase_as_a_concept(reply: str, gr
     plan = plan_search(SearchInput(query="近五年数字经济对就业的影响"), reply, now_year=2026, cut=default_segmenter())
     assert (plan.method, plan.groups, plan.year_from) == (PlanMethod.SAMPLING, groups, 2021)
     assert "time phrases" in sampling_request("近五年数字经济")[0]
+
+
+@pytest.mark.parametrize(
+    ("query", "reply"),
+    [
+        ("K最近邻算法在图像分类中的应用", '[["K最近邻", "KNN"], ["图像分类"]]'),
+        ("最近邻插值与图像超分辨率", '[["最近邻插值"], ["图像超分辨率"]]'),
+        ("迭代最近点算法用于点云配准", '[["迭代最近点", "ICP"], ["点云配准"]]'),
+        ("最近公共祖先查询算法", '[["最近公共祖先", "LCA"], ["查询算法"]]'),
+        ("最近发展区理论在教学中的应用", '[["最近发展区"], ["教学"]]'),
+    ],
+)
+def test_nearest_in_a_technical_term_is_not_the_time_word(query: str, reply: str) -> None:
+    """最近 is "nearest" in 最近邻 / 最近点 / 最近公共祖先 / 最近发展区: read as the vague time word
+    "recently" it was cut out of every sampled term (K最近邻 -> `K 邻`) and the caller's own
+    concept_groups were told to drop it."""
+    from cnki_mcp.pipeline.models import SearchInput
+    from cnki_mcp.pipeline.research import plan_search, time_terms_warning
+    from cnki_mcp.query.segment import default_segmenter
+
+    plan = plan_search(SearchInput(query=query), reply, now_year=2026, cut=default_segmenter())
+    assert plan.groups == parse_sampling_reply(reply).groups  # type: ignore[union-attr]
+    assert time_terms_warning(plan_explicit(plan.groups), 2026) is None
+    recently = plan_search(SearchInput(query="最近区块链"), '[["最近的区块链"]]', now_year=2026, cut=default_segmenter())
+    assert recently.groups == [["区块链"]]
 
 
 @pytest.mark.parametrize(
@@ -268,3 +299,18 @@ def test_concept_terms_typed_in_full_width_or_with_subscripts_are_sent_as_cnki_i
     # an IME in full-width mode gives ＣＯ２; a client copying the paper writes CO₂ (CNKI's text: CO2)
     plan = plan_explicit([["ＣＯ２捕集", "CO₂ capture"], ["约定\u200b违约金", "（一）"]])
     assert plan.groups == [["CO2捕集", "CO2 capture"], ["约定违约金", "（一）"]]
+
+
+@pytest.mark.parametrize("query", ["近兩年數位經濟的就業效應", "近２年数字经济的就业效应"])
+def test_a_sampled_plan_reads_the_years_as_the_segmented_plan_does(query: str) -> None:
+    """The segmented plan read 近兩年 / 近２年 from the NFKC, mainland text; a sampled plan and a
+    watch's check read the raw text and found no window (`question_years`)."""
+    from cnki_mcp.pipeline.models import SearchInput
+    from cnki_mcp.pipeline.research import plan_search
+    from cnki_mcp.query.plan import plan_question
+    from cnki_mcp.query.segment import default_segmenter
+
+    cut = default_segmenter()
+    sampled = plan_search(SearchInput(query=query), '[["数字经济"], ["就业"]]', now_year=2026, cut=cut)
+    segmented = plan_question(query, now_year=2026, cut=cut)
+    assert (sampled.year_from, sampled.year_to) == (segmented.year_from, segmented.year_to) == (2024, None)

@@ -164,6 +164,38 @@ def test_more_chinese_time_phrases_are_windows_or_boilerplate_never_concepts(
     assert not any(ch.isdigit() for ch in flat)
 
 
+@pytest.mark.parametrize(
+    ("question", "concept"),
+    [
+        ("农村这些年轻人的返乡创业", "年轻人"),  # 年轻 is a word: 这些年 is no time phrase there
+        ("这些年轻教师的职业倦怠", "年轻教师"),
+        ("这几年级学生的阅读能力", "年级"),
+        ("附近年轻人的就业", "年轻人"),
+    ],
+)
+def test_a_vague_year_word_is_one_only_where_nian_ends_it(question: str, concept: str) -> None:
+    plan = _plan(question)
+    flat = "".join(t for g in plan.groups for t in g)
+    assert concept in flat, plan.groups
+
+
+@pytest.mark.parametrize(
+    ("question", "first"),
+    [
+        ("这些年来农村土地流转的变化", "农村"),
+        ("这几年来数字乡村建设的成效", "数字"),
+        ("最近几年来乡村振兴的成效", "乡村"),
+        ("近些年来乡村振兴的成效", "乡村"),
+    ],
+)
+def test_lai_after_a_vague_year_word_is_part_of_it(question: str, first: str) -> None:
+    """这些年来 / 这几年来 / 最近几年来: the 来 left 来农村土地, 来数字乡村 as concepts."""
+    plan = _plan(question)
+    assert (plan.year_from, plan.year_to) == (None, None)
+    assert not any("来" in t for g in plan.groups for t in g), plan.groups
+    assert plan.groups[0][0].startswith(first), plan.groups
+
+
 @pytest.mark.parametrize("question", ["2015年前后的股市异常波动", "2015年左右的股市异常波动"])
 def test_a_year_with_qianhou_is_around_that_year_not_a_window_before_it(question: str) -> None:
     """2015年前后 is 'around 2015' (the 2015 crash): the year stays in the topic as a bare 2015年
@@ -203,6 +235,26 @@ def test_advice_for_no_candidates_never_repeats_the_plan_that_found_nothing() ->
     got = advise("Z世代 消费行为", [["Z世代"], ["消费行为", "消费"]], 0, CUT)
     assert got is not None and got.reason == "no_candidates"
     assert got.groups == [["Z世代"]]
+
+
+@pytest.mark.parametrize(
+    ("groups", "candidates", "reason", "suggested"),
+    [
+        ([["近五年区块链"]], 3, "one_concept", [["区块链"]]),
+        ([["2020年以来的数字经济"]], 3, "one_concept", [["数字"], ["经济"]]),
+        ([["近五年"], ["区块链"]], 0, "no_candidates", [["区块链"]]),
+        ([["2020年以来"], ["数字经济"], ["就业"]], 0, "no_candidates", [["数字经济"], ["就业"]]),
+        ([["近五年"], ["2020年以来"]], 0, "no_candidates", [["区块链"]]),
+    ],
+)
+def test_advice_never_suggests_a_time_phrase_as_a_concept(
+    groups: list[list[str]], candidates: int, reason: str, suggested: list[list[str]]
+) -> None:
+    """The caller's concept_groups [["近五年区块链"]] were advised [["近五年"], ["区块链"]] and
+    [["近五年"], ["区块链"]] (0 found: 近五年 had to be in every text) [["近五年"]], while the same
+    answer's warning said to take the time phrase out of concept_groups."""
+    got = advise("区块链", groups, candidates, CUT, now_year=2026)
+    assert got is not None and (got.reason, got.groups) == (reason, suggested)
 
 
 def _fresh_python(*lines: str) -> str:
