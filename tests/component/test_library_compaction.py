@@ -19,9 +19,10 @@ from cnki_mcp.store import library_upkeep as library_index
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def row(i: int) -> GridRow:
+def row(i: int, title: str | None = None) -> GridRow:
+    """Paper i of the library tests (this file's and test_library_rebuild's)."""
     return GridRow(
-        title=f"违约金过高时的司法酌减规则研究之{i}",
+        title=title or f"违约金过高时的司法酌减规则研究之{i}",
         authors=["王明"],
         source="法学研究",
         year=2000 + i,

@@ -15,26 +15,14 @@ import pytest
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import DataDirectoryUnusable, LibraryIndexBuilding
-from cnki_mcp.models import GridRow, NativeId
 from cnki_mcp.pipeline.library import LibraryInput, search_library
 from cnki_mcp.store import Store
 from cnki_mcp.store import library as library_index
 from cnki_mcp.store import library_upkeep as upkeep
+from tests.component.test_library_compaction import row
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 PAPERS = 9
-
-
-def row(i: int, title: str | None = None) -> GridRow:
-    return GridRow(
-        title=title or f"违约金过高时的司法酌减规则研究之{i}",
-        authors=["王明"],
-        source="法学研究",
-        year=2000 + i,
-        doc_type="期刊",
-        native=NativeId(dbname="CJFDLAST2021", filename=f"C{i}"),
-        detail_url=f"https://kns.cnki.net/kcms2/article/abstract?v=C{i}",
-    )
 
 
 @pytest.fixture

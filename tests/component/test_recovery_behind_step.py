@@ -18,6 +18,7 @@ from cnki_mcp.site.cnki import CnkiSite
 from cnki_mcp.site.human import MESSAGES, HumanGate, PageKind, PageState, StepOutcome
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.transport import TransportError
+from tests.component.test_human import LimitedOp, settle
 
 
 class Host:
@@ -52,30 +53,6 @@ class Page:
         pass
 
 
-class Op:
-    def __init__(self, operation_id: str, on_verification: str = "wait") -> None:
-        self.operation_id = operation_id
-        self.on_verification = on_verification
-        self.events: list[tuple[str, str]] = []
-        self.status = "running"
-
-    def awaiting_user(self, message: str) -> None:
-        self.status = "awaiting_user"
-        self.events.append(("awaiting_user", message))
-
-    def running(self) -> None:
-        self.status = "running"
-        self.events.append(("running", ""))
-
-    def charge(self) -> None:
-        pass
-
-
-async def settle() -> None:
-    for _ in range(20):
-        await asyncio.sleep(0)
-
-
 async def test_the_recovery_after_a_transport_failure_waits_behind_a_step_as_the_steps(tmp_path: Path) -> None:
     clock = FakeClock()
     limiter = Limiter(clock, 0.5, 6)
@@ -83,7 +60,7 @@ async def test_the_recovery_after_a_transport_failure_waits_behind_a_step_as_the
     host = Host()
     site = CnkiSite(Settings(data_dir=tmp_path), clock, host, limiter, gate)  # type: ignore[arg-type]
     lease = site._work_lease
-    owner = Op("op_a")
+    owner = LimitedOp("op_a", "wait")
 
     async def person_step() -> StepOutcome:  # PersonSteps shows a page in the work tab this way
         async with lease.exclusive():
@@ -104,7 +81,7 @@ async def test_the_recovery_after_a_transport_failure_waits_behind_a_step_as_the
 
         return attempt
 
-    skipping, waiting = Op("op_b", "skip"), Op("op_c")
+    skipping, waiting = LimitedOp("op_b", "skip"), LimitedOp("op_c", "wait")
     skipped = asyncio.ensure_future(site._with_retries(failing_once(), skipping, on_transport="recover"))
     recovering = asyncio.ensure_future(site._with_retries(failing_once(), waiting, on_transport="recover"))
     await settle()

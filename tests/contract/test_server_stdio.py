@@ -114,6 +114,14 @@ async def test_a_stdio_server_loads_the_segmenter_dictionary_in_the_background_a
             await proc.wait()
 
 
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    proc.kill()
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None:
+            stream.close()
+
+
 def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
@@ -259,11 +267,7 @@ def test_a_request_the_sdk_cannot_read_is_answered_with_a_json_rpc_error(tmp_pat
         proc.stdin.flush()
         assert _replies_until(proc, {1, 3})[3]["error"]["code"] == -32700
     finally:
-        proc.kill()
-        proc.wait()
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                stream.close()
+        _kill(proc)
 
 
 @pytest.mark.parametrize(
@@ -343,11 +347,7 @@ def test_the_handshake_sent_with_a_refused_initialize_gets_one_reply_per_id(tmp_
             ids.append(json.loads(line).get("id"))
         assert sorted(ids) == [1, 2, 3], ids
     finally:
-        proc.kill()
-        proc.wait()
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                stream.close()
+        _kill(proc)
 
 
 @pytest.mark.parametrize(
