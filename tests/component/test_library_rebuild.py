@@ -59,6 +59,12 @@ def library_of(data: Path, clock: FakeClock, papers: int = PAPERS) -> None:
     set_meta(data, "analyzer", None)
 
 
+def finish(store: Store) -> None:
+    """Every step of the upkeep the open left, as the store's thread takes them."""
+    while not store.index_step():
+        pass
+
+
 def found(store: Store, clock: FakeClock, query: str = "酌减") -> int:
     return search_library(store, LibraryInput(query=query, limit=100), store.data_dir, clock).total
 
@@ -78,8 +84,7 @@ def test_a_large_library_is_searchable_only_once_its_rebuild_after_the_open_is_d
         assert meta(data, "analyzer") == library_index.ANALYZER_VERSION and meta(data, "rebuild_after") is None
         assert found(store, clock) == PAPERS
         assert meta(data, "stale") is None  # the compaction follows, in steps too
-        while not store.index_step():
-            pass
+        finish(store)
         assert meta(data, "stale") == "0"
         assert found(store, clock) == PAPERS
 
@@ -93,8 +98,7 @@ def test_a_rebuild_cut_short_goes_on_where_it_stopped(tmp_path: Path, clock: Fak
         with pytest.raises(LibraryIndexBuilding) as building:
             found(store, clock)
         assert building.value.details == {"indexed": 4, "papers": PAPERS}
-        while not store.index_step():
-            pass
+        finish(store)
         assert found(store, clock) == PAPERS
 
 
@@ -129,8 +133,7 @@ def test_papers_written_during_a_rebuild_are_each_found_once_it_is_done(
     with Store.open(data, clock, upkeep=False) as store:
         assert not store.index_step()
         store.upsert_from_grid([row(0, "滞纳金的酌减"), row(8, "格式条款的酌减"), row(20, "定金罚则的酌减")], T0)
-        while not store.index_step():
-            pass
+        finish(store)
         assert found(store, clock) == PAPERS + 1
         assert found(store, clock, "违约金") == PAPERS - 2
         assert [found(store, clock, q) for q in ("滞纳金", "格式条款", "定金罚则")] == [1, 1, 1]
@@ -163,8 +166,7 @@ def test_closing_the_store_stops_its_rebuild_at_a_step_and_the_next_open_goes_on
             with pytest.raises(LibraryIndexBuilding) as building:
                 found(again, clock)
             assert building.value.details["indexed"] == int(after)
-        while not again.index_step():
-            pass
+        finish(again)
         assert found(again, clock) == PAPERS * 20
 
 
@@ -305,8 +307,7 @@ def test_a_step_whose_commit_is_refused_leaves_the_rebuild_due(
         monkeypatch.setattr(Store, "_write", real_write)
         with pytest.raises(LibraryIndexBuilding):
             found(store, clock)
-        while not store.index_step():
-            pass
+        finish(store)
         assert found(store, clock) == PAPERS
 
 
@@ -327,8 +328,7 @@ def test_a_step_ends_once_it_has_analysed_enough_characters(
         with pytest.raises(LibraryIndexBuilding) as building:
             found(store, clock)
         assert building.value.details["indexed"] == 3  # 3 x ~1,230 characters reach 2,500
-        while not store.index_step():
-            pass
+        finish(store)
         assert found(store, clock) == PAPERS
 
 
