@@ -477,10 +477,16 @@ class JobManager:
 
     async def wait(self, operation_id: str, wait_seconds: float = 0.0) -> OperationRecord:
         """Long-poll (wait clamped to 0..55 s): returns when the operation finishes or newly enters
-        awaiting_user; while it already awaits the person, returns when that state changes."""
+        awaiting_user; while it already awaits the person, returns when that state changes, except
+        that an awaiting_user no answer has shown yet is returned at once."""
         live = self._live.get(operation_id)
         if live is None:
             return self._lookup(operation_id)
+        if live.record.status is OperationStatus.AWAITING_USER and not live.awaiting_shown:
+            # awaiting_user that no answer has shown yet is news, said at once: it began after the
+            # tool's inline answer said running (or before any answer), and the poll waited its
+            # whole wait_seconds (up to 55 s) before the client heard the person was needed
+            return self._shown(live)
         return await self._wait_live(live, min(MAX_WAIT_SECONDS, max(0.0, wait_seconds)))
 
     async def _wait_live(self, live: LiveOperation, seconds: float) -> OperationRecord:
@@ -495,7 +501,13 @@ class JobManager:
             awaiting = live.record.status is OperationStatus.AWAITING_USER
             if live.done.is_set() or awaiting != was_awaiting:
                 break
-        return self._snapshot(live)
+        return self._shown(live)
+
+    def _shown(self, live: LiveOperation) -> OperationRecord:
+        """The record a long poll answers, noting whether it showed awaiting_user."""
+        record = self._snapshot(live)
+        live.awaiting_shown = record.status is OperationStatus.AWAITING_USER
+        return record
 
     # --- control ----------------------------------------------------------------------
 

@@ -61,6 +61,7 @@ class LiveOperation:
         self.cancel_requested = False
         self.server_exit = False  # cancelled because the server is shutting down, not by the user
         self.awaiting_depth = 0
+        self.awaiting_shown = False  # the last long-poll answer showed awaiting_user (JobManager.wait)
         self.running_message = ""
         self.heartbeat: asyncio.Task[None] | None = None
         self.watchdog: asyncio.Task[None] | None = None

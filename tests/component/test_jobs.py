@@ -121,6 +121,10 @@ async def test_long_poll_blocks_while_already_awaiting_user(env: Any) -> None:
 
     job = manager.start(OperationKind.READ, runner)
     await settle()
+    # no answer has shown the awaiting_user yet: the first poll says it at once (it waited 30 s)
+    first = asyncio.ensure_future(manager.wait(job.operation_id, 30))
+    await settle()
+    assert first.done() and first.result().status is OperationStatus.AWAITING_USER
     poll = asyncio.ensure_future(timed(clock, manager.wait(job.operation_id, 30)))
     await settle()
     pending_sleepers = clock.pending
@@ -138,6 +142,36 @@ async def test_long_poll_blocks_while_already_awaiting_user(env: Any) -> None:
     await settle()
     took, record = await poll
     assert took == 12 and record.status is OperationStatus.RUNNING
+
+
+async def test_awaiting_user_begun_after_the_inline_answer_is_said_by_the_next_poll_at_once(env: Any) -> None:
+    """The tool's inline answer said running; a moment later the operation turned awaiting_user
+    (it met another operation's step). The client's long poll then began in that state and
+    waited its whole wait_seconds before the client heard that the person was needed."""
+    clock, _, manager, _ = env
+    person_done = asyncio.Event()
+
+    async def runner(ctx: OperationContext) -> str:
+        await clock.sleep(1)  # after the inline answer
+        ctx.awaiting_user("请完成验证")
+        await person_done.wait()
+        ctx.running()
+        return "done"
+
+    manager.inline_wait = 0.5
+    first = await clock.run_until_complete(manager.run_inline(OperationKind.READ, runner))
+    [record] = first
+    assert record.status is OperationStatus.RUNNING
+    await clock.advance_settled(1.0)
+    news = asyncio.ensure_future(manager.wait(record.operation_id, 50))
+    await settle()
+    assert news.done() and news.result().status is OperationStatus.AWAITING_USER
+    poll = asyncio.ensure_future(manager.wait(record.operation_id, 50))
+    await settle()
+    assert not poll.done()  # shown now: the next poll waits for a change
+    person_done.set()
+    await settle()
+    assert (await poll).status in (OperationStatus.RUNNING, OperationStatus.COMPLETED)
 
 
 async def test_cancel_ends_cancelled_and_is_persisted(env: Any) -> None:
