@@ -259,6 +259,13 @@ def _meta(conn: sqlite3.Connection, key: str) -> str | None:
     return row[0] if row else None
 
 
+def _set_meta(conn: sqlite3.Connection, key: str, value: str | None) -> None:
+    if value is None:
+        conn.execute("DELETE FROM library_meta WHERE key = ?", (key,))
+    else:
+        conn.execute("INSERT OR REPLACE INTO library_meta (key, value) VALUES (?, ?)", (key, value))
+
+
 def _count_stale(conn: sqlite3.Connection) -> None:
     """One FTS row deleted or rewritten since the last compaction (library_upkeep.compaction_due)."""
     conn.execute(

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from pydantic import ValidationError
 
 from cnki_mcp.identity import Paper
 from cnki_mcp.store.db import LIBRARY_FTS_TABLE, StoreBase
-from cnki_mcp.store.library import ANALYZER_VERSION, _meta, index_paper
+from cnki_mcp.store.library import ANALYZER_VERSION, _meta, _set_meta, index_paper
 from cnki_mcp.stored import load
 
 log = logging.getLogger(__name__)
@@ -34,18 +36,22 @@ REBUILD_STEP = 200
 REBUILD_STEP_CHARS = 300_000
 
 
-def _set_meta(conn: sqlite3.Connection, key: str, value: str | None) -> None:
-    if value is None:
-        conn.execute("DELETE FROM library_meta WHERE key = ?", (key,))
-    else:
-        conn.execute("INSERT OR REPLACE INTO library_meta (key, value) VALUES (?, ?)", (key, value))
+@contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction on the open's bare connection (the Store's `_write` comes later)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def _begin_rebuild(conn: sqlite3.Connection) -> None:
     """Empty the index and mark a rebuild from the first paper (one transaction). The FTS table
     is made again rather than emptied row by row (a DELETE reads and tokenizes every row)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _immediate(conn):
         conn.execute("DROP TABLE IF EXISTS library_fts")
         conn.execute(LIBRARY_FTS_TABLE)
         conn.execute("DELETE FROM library_docs")
@@ -53,10 +59,6 @@ def _begin_rebuild(conn: sqlite3.Connection) -> None:
         _set_meta(conn, "rebuilding", ANALYZER_VERSION)
         _set_meta(conn, "rebuild_after", "0")
         _set_meta(conn, "rebuild_unread", "0")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def rebuild_step(conn: sqlite3.Connection, limit: int, chars: int | None = None) -> bool:
@@ -108,13 +110,8 @@ def ensure_index(conn: sqlite3.Connection, *, force: bool = False) -> bool:
         papers = int(conn.execute("SELECT COUNT(*) FROM papers").fetchone()[0])
         if papers > REBUILD_AT_OPEN:
             return True
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with _immediate(conn):
             rebuild_step(conn, papers + 1)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
     if compaction_due(conn) and _indexed(conn) <= REBUILD_AT_OPEN:
         try:
             compact_index(conn)
@@ -174,21 +171,16 @@ def compact_step(conn: sqlite3.Connection) -> bool:
     conn.execute("INSERT INTO library_fts (library_fts, rank) VALUES ('merge', ?)", (-COMPACT_PAGES,))
     if conn.total_changes - before >= 2:  # FTS5's own test: fewer changes, nothing was merged
         return False
-    conn.execute("INSERT OR REPLACE INTO library_meta (key, value) VALUES ('stale', '0')")
+    _set_meta(conn, "stale", "0")
     return True
 
 
 def compact_index(conn: sqlite3.Connection) -> None:
     """Merge the FTS index into one segment without its dead entries (FTS5 `optimize`, one
     transaction), then give the write-ahead log's pages back (the merge rewrote the index)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _immediate(conn):
         conn.execute("INSERT INTO library_fts (library_fts) VALUES ('optimize')")
-        conn.execute("INSERT OR REPLACE INTO library_meta (key, value) VALUES ('stale', '0')")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+        _set_meta(conn, "stale", "0")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 

@@ -65,6 +65,14 @@ def finish(store: Store) -> None:
         pass
 
 
+def building(store: Store, clock: FakeClock) -> dict[str, object]:
+    """The details of the LIBRARY_INDEX_BUILDING search_library answers during a rebuild."""
+    with pytest.raises(LibraryIndexBuilding) as refused:
+        found(store, clock)
+    assert refused.value.code == "LIBRARY_INDEX_BUILDING" and refused.value.retryable
+    return refused.value.details
+
+
 def found(store: Store, clock: FakeClock, query: str = "酌减") -> int:
     return search_library(store, LibraryInput(query=query, limit=100), store.data_dir, clock).total
 
@@ -75,10 +83,7 @@ def test_a_large_library_is_searchable_only_once_its_rebuild_after_the_open_is_d
     data = tmp_path / "data"
     library_of(data, clock)
     with Store.open(data, clock, upkeep=False) as store:
-        with pytest.raises(LibraryIndexBuilding) as building:
-            found(store, clock)
-        assert building.value.code == "LIBRARY_INDEX_BUILDING" and building.value.retryable
-        assert building.value.details == {"indexed": 0, "papers": PAPERS}
+        assert building(store, clock) == {"indexed": 0, "papers": PAPERS}
         for _ in range(PAPERS // 2 + 1):  # 2 papers a step
             assert not store.index_step()
         assert meta(data, "analyzer") == library_index.ANALYZER_VERSION and meta(data, "rebuild_after") is None
@@ -95,9 +100,7 @@ def test_a_rebuild_cut_short_goes_on_where_it_stopped(tmp_path: Path, clock: Fak
     with Store.open(data, clock, upkeep=False) as store:
         assert not store.index_step() and not store.index_step()
     with Store.open(data, clock, upkeep=False) as store:
-        with pytest.raises(LibraryIndexBuilding) as building:
-            found(store, clock)
-        assert building.value.details == {"indexed": 4, "papers": PAPERS}
+        assert building(store, clock) == {"indexed": 4, "papers": PAPERS}
         finish(store)
         assert found(store, clock) == PAPERS
 
@@ -111,18 +114,14 @@ def test_a_rebuild_under_way_with_another_analyzer_or_after_a_migration_starts_a
         assert not store.index_step() and not store.index_step()
     set_meta(data, "rebuilding", "bigram-1")  # a release with another analyzer was cut short
     with Store.open(data, clock, upkeep=False) as store:
-        with pytest.raises(LibraryIndexBuilding) as building:
-            found(store, clock)
-        assert building.value.details["indexed"] == 0
+        assert building(store, clock)["indexed"] == 0
         store.index_step()
     with sqlite3.connect(data / "cnki.sqlite3") as conn:  # a release whose schema step follows
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         conn.execute(f"PRAGMA user_version = {version - 1}")
         conn.execute("DROP TABLE operation_log")
     with Store.open(data, clock, upkeep=False) as store:
-        with pytest.raises(LibraryIndexBuilding) as building:
-            found(store, clock)
-        assert building.value.details["indexed"] == 0
+        assert building(store, clock)["indexed"] == 0
 
 
 def test_papers_written_during_a_rebuild_are_each_found_once_it_is_done(
@@ -163,9 +162,7 @@ def test_closing_the_store_stops_its_rebuild_at_a_step_and_the_next_open_goes_on
     after = meta(data, "rebuild_after")
     with Store.open(data, clock, upkeep=False) as again:
         if after is not None:
-            with pytest.raises(LibraryIndexBuilding) as building:
-                found(again, clock)
-            assert building.value.details["indexed"] == int(after)
+            assert building(again, clock)["indexed"] == int(after)
         finish(again)
         assert found(again, clock) == PAPERS * 20
 
@@ -272,9 +269,7 @@ def test_a_refused_step_is_tried_again_and_search_library_says_why_meanwhile(
     store = Store.open(data, clock)
     try:
         told.refused.wait()
-        with pytest.raises(LibraryIndexBuilding) as building:
-            found(store, clock)
-        assert building.value.details == {"indexed": 2, "papers": PAPERS, "stalled": "locked"}
+        assert building(store, clock) == {"indexed": 2, "papers": PAPERS, "stalled": "locked"}
         assert store._upkeep is not None and store._upkeep.is_alive()
         store._upkeep_wake.set()  # the pause ends: the step is tried again
         store._upkeep.join()
@@ -325,9 +320,7 @@ def test_a_step_ends_once_it_has_analysed_enough_characters(
     set_meta(data, "analyzer", None)
     with Store.open(data, clock, upkeep=False) as store:
         assert not store.index_step()
-        with pytest.raises(LibraryIndexBuilding) as building:
-            found(store, clock)
-        assert building.value.details["indexed"] == 3  # 3 x ~1,230 characters reach 2,500
+        assert building(store, clock)["indexed"] == 3  # 3 x ~1,230 characters reach 2,500
         finish(store)
         assert found(store, clock) == PAPERS
 
@@ -343,9 +336,7 @@ def test_a_rebuild_an_older_release_finished_over_starts_again(
         assert not store.index_step() and not store.index_step()
     set_meta(data, "analyzer", "bigram-1")  # the older release's finished rebuild
     with Store.open(data, clock, upkeep=False) as store:
-        with pytest.raises(LibraryIndexBuilding) as building:
-            found(store, clock)
-        assert building.value.details["indexed"] == 0
+        assert building(store, clock)["indexed"] == 0
 
 
 def test_search_library_during_a_rebuild_reads_no_pdf_and_checks_no_type_first(
