@@ -6,14 +6,17 @@ The current year is passed in: this package never reads the clock.
 
 Rules, tried in this order (one range per question: the first phrase found wins; any other time
 phrase is removed from the text all the same):
-- `A—B年` / `A年至B年` / `A到B年` (any dash, 至, 到, ~): year_from A, year_to B (swapped if reversed);
+- `A—B年` / `A年至B年` / `A到B年` / `(从)A年开始到B年` (any dash, 至, 到, ~): year_from A, year_to B
+  (swapped if reversed);
 - `A年以来` / `自A年` / `从A年开始` / `A年至今|迄今|到现在|到目前` / `A年以后|之后|后|起` (a `至今`
   after them is part of the phrase; `A年及以后` too): year_from A (also `A年代以来`, a decade from its
   first year, and `A年底|年初|上半年…以来`, from that year); `A年以来至B年`: the range A–B;
-- `A年以前|之前|前`: year_to A − 1; `A年及以前|及之前`: year_to A;
+- `A年以前|之前|前`: year_to A − 1; `A年及以前|及之前`: year_to A; `截至A年` / `截止(到)A年(底)` /
+  `到|至|直到A年为止`: year_to A (a bare `到A年` names a target and stays in the topic);
 - `A年前后|左右` is around A, no range: `A年` stays in the topic as a bare year does;
 - `近N年` / `最近N年` / `过去N年` (N in digits or Chinese numerals, or a span `3-5`, `三到五`: its
-  larger end): year_from now − N — the N full years before the current one plus the current,
+  larger end; two numerals side by side, `两三` / `三五`, a span too; `十余` / `十多` / `十来` / `十几`:
+  N and half again, 15): year_from now − N — the N full years before the current one plus the current,
   partial year; `近半年`: year_from now − 1 (the window always holds the last six months);
 - `今年` / `去年`: that single year; `近年来` / `近年` / `近几年` / `这几年` / `近些年` give no range
   and are removed as boilerplate.
@@ -48,7 +51,7 @@ _NUM = r"([0-9]{1,2}|[一二两三四五六七八九十]{1,3})"
 
 # `2015年前后` / `2020年左右`: around that year (the 2015 crash), no window: the year stays in the topic
 _AROUND_RE = re.compile(rf"{_YEAR}\s*年\s*(?:前后|左右)")
-_RANGE_RE = re.compile(rf"(?:从|自)?{_YEAR}\s*年?(?:以来|起)?{_DASH}{_YEAR}\s*年?(?:间|期间)?")
+_RANGE_RE = re.compile(rf"(?:从|自)?{_YEAR}\s*年?(?:以来|起|开始)?{_DASH}{_YEAR}\s*年?(?:间|期间)?")
 _UNTIL_NOW = r"(?:以来|至今|迄今|到现在|至现在|到今天|到目前为止|到目前|至目前|以后|之后"
 # a part of the year before 以来 (2019年底以来, 2020年上半年以来) and 至今 after 以后/起 (2015年起至今)
 _YEAR_WORD = r"(?:年代|年(?:底|末|初|上半年|下半年)?)"
@@ -59,9 +62,17 @@ _SINCE_RE = re.compile(
 )
 _BEFORE_RE = re.compile(rf"{_YEAR}\s*年?\s*(?:以前|之前|前)")
 _UP_TO_RE = re.compile(rf"{_YEAR}\s*年?\s*及\s*(?:其)?(?:以前|之前)")
+# 截至2023年 / 截止到2020年底 / 到2023年为止: up to that year. A bare 到|至 YEAR年 without 为止|止 is
+# left alone: 到2020年全面建成小康社会 names a target, not a publication window.
+_UNTIL_CN_RE = re.compile(
+    rf"(?:截至|截止(?:到|至)?)\s*{_YEAR}\s*年?(?:底|末)?\s*(?:为止|止)?"
+    rf"|(?:直到|到|至)\s*{_YEAR}\s*年?(?:底|末)?\s*(?:为止|止)"
+)
+# 近两三年 / 近三五年: two numerals side by side are a span (its larger end); 近十余年 / 近十多年 /
+# 近十来年 / 近二十几年: more than N, read as N and half again (十余年: 15)
 _RECENT_RE = re.compile(
     rf"(?:近|最近|过去|近来)\s*(?:[0-9一二两三四五六七八九十]{{1,3}}\s*(?:[-~～‐‑–—]|到|至)\s*)?{_NUM}"
-    r"\s*(?:个)?\s*年(?:来|间|内|以来)?"
+    r"\s*([余多来几])?\s*(?:个)?\s*年(?:来|间|内|以来)?"
 )
 _HALF_YEAR_RE = re.compile(r"(?:近|最近|过去)\s*半\s*年(?:来|间|内|以来)?")
 _THIS_YEAR_RE = re.compile(r"今年(?:以来)?")
@@ -144,6 +155,14 @@ def chinese_number(text: str) -> int | None:
     return tens * 10 + ones
 
 
+def _numeral_span(text: str) -> int | None:
+    """The larger end of two Chinese numerals side by side, 两三 / 三五 / 七八: 3 / 5 / 8."""
+    if len(text) != 2:
+        return None
+    low, high = (_DIGITS.get(c) for c in text)
+    return high if low and high and low < high <= low + 2 else None
+
+
 def extract_years(text: str, now_year: int) -> YearRange:
     """Remove publication-time phrases from `text` and return the year range they ask for."""
     found: list[tuple[int, int | None, int | None]] = []  # (position, from, to)
@@ -192,8 +211,14 @@ def extract_years(text: str, now_year: int) -> YearRange:
         return (None, year) if past(year) else None
 
     def by_recent(m: re.Match[str]) -> tuple[int, None] | None:
-        n = chinese_number(m.group(1))
-        return (now_year - n, None) if n else None
+        n = chinese_number(m.group(1)) or _numeral_span(m.group(1))
+        if not n:
+            return None
+        return (now_year - (n + n // 2 if m.group(2) else n), None)
+
+    def by_up_to_any(m: re.Match[str]) -> tuple[None, int] | None:
+        year = int(m.group(1) or m.group(2))
+        return (None, year) if past(year) else None
 
     def by_after(m: re.Match[str]) -> tuple[int, None] | None:
         year = int(m.group(1))
@@ -223,6 +248,7 @@ def extract_years(text: str, now_year: int) -> YearRange:
     cut(_EN_BEFORE_RE, by_before)
     cut(_UP_TO_RE, by_up_to)
     cut(_BEFORE_RE, by_before)
+    cut(_UNTIL_CN_RE, lambda m: by_up_to_any(m))
     cut(_EN_UNTIL_RE, by_until)
     cut(_EN_RECENT_RE, by_recent_en)
     cut(_EN_PAST_YEAR_RE, lambda m: (now_year - 1, None))

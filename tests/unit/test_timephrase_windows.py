@@ -1,0 +1,45 @@
+"""Chinese publication windows written the ways researchers write them (DESIGN.md §Modules, `query/`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cnki_mcp.query.timephrase import extract_years
+
+NOW = 2026
+
+
+@pytest.mark.parametrize(
+    ("question", "year_from", "year_to", "topic"),
+    [
+        ("从2015年开始到2023年的数字金融研究", 2015, 2023, "的数字金融研究"),
+        ("2015年开始到2023年的数字金融研究", 2015, 2023, "的数字金融研究"),
+        ("截至2023年的乡村振兴研究", None, 2023, "的乡村振兴研究"),
+        ("截止到2020年底的乡村振兴研究", None, 2020, "的乡村振兴研究"),
+        ("到2023年为止的乡村振兴研究", None, 2023, "的乡村振兴研究"),
+        ("至2023年止的乡村振兴研究", None, 2023, "的乡村振兴研究"),
+        ("近两三年的碳中和研究", 2023, None, "的碳中和研究"),
+        ("近三五年的碳中和研究", 2021, None, "的碳中和研究"),
+        ("近一两年的碳中和研究", 2024, None, "的碳中和研究"),
+        ("近十余年的碳中和研究", 2011, None, "的碳中和研究"),
+        ("过去十多年的碳中和研究", 2011, None, "的碳中和研究"),
+        ("近十来年的碳中和研究", 2011, None, "的碳中和研究"),
+        ("近二十几年的碳中和研究", 1996, None, "的碳中和研究"),
+    ],
+)
+def test_a_written_out_window_becomes_the_years_and_leaves_the_topic(
+    question: str, year_from: int | None, year_to: int | None, topic: str
+) -> None:
+    got = extract_years(question, NOW)
+    assert (got.year_from, got.year_to) == (year_from, year_to)
+    assert got.text.strip() == topic
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["到2020年全面建成小康社会的路径", "截至2030年的碳达峰目标", "近几年的碳中和研究", "近五三年的研究"],
+)
+def test_a_target_year_or_a_vague_span_sets_no_upper_bound(question: str) -> None:
+    got = extract_years(question, NOW)
+    assert got.year_to is None
+    assert got.year_from is None
