@@ -1,7 +1,8 @@
 """The `login` flow (site-rules.md §2.6, §1.1): a positive identity the live session shows is returned
 as it is (unless `force`; `CnkiSite.login` confirms an old page's header first); otherwise a tab
 opens on AdvSearch (CNKI's default login page; its visible `登录`/`个人登录` entry is followed) or
-on the institution's remote-access URL, and one human step of kind `login` runs through the gate.
+on the institution's remote-access URL (a page no connection reaches is SITE_UNAVAILABLE at once,
+never a wait before a browser error page), and one human step of kind `login` runs through the gate.
 While it waits, EVERY open CNKI tab is read every 1.5 s, because people often finish logging in on
 a tab the site opened or on www.cnki.net; a positive identity (personal or institution; with
 `force`, one other than the identity AdvSearch showed at the start) on a tab that loaded a page
@@ -15,17 +16,19 @@ from __future__ import annotations
 import contextlib
 import logging
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from cnki_mcp.clock import Clock
-from cnki_mcp.errors import BrowserUnavailable
+from cnki_mcp.errors import BrowserUnavailable, SiteUnavailable
 from cnki_mcp.models import HeaderIdentity
 from cnki_mcp.parse.gate import read_header_identity
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.browser import BrowserHost
-from cnki_mcp.site.endpoints import Endpoints, error_reason
+from cnki_mcp.site.download_outcomes import UNSENT_NET_ERRORS
+from cnki_mcp.site.endpoints import Endpoints, error_reason, without_query
 from cnki_mcp.site.human import HumanGate, PageKind, PageState
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.navigation import NAV_TIMEOUT_MS
@@ -226,7 +229,18 @@ class LoginFlow:
         except PlaywrightError as exc:
             if self.host.note_error(exc):
                 raise BrowserUnavailable("浏览器连接已断开", reason=error_reason(exc)) from exc
-            log.info("login page did not finish loading: %s", error_reason(exc, first_line=True))
+            reason = error_reason(exc, first_line=True)
+            unreachable = next((name for name in UNSENT_NET_ERRORS if name in str(exc)), None)
+            if unreachable is not None:
+                # No connection was made (DNS, refused, offline, proxy): the person would wait
+                # 20 minutes before a browser error page, and a headless one cannot even see it.
+                raise SiteUnavailable(
+                    f"无法打开登录页 {urlsplit(target).hostname}（{unreachable}）：请检查地址、网络或 VPN 后重试",
+                    reason=reason,
+                    net_error=unreachable,
+                    url=without_query(target),
+                ) from exc
+            log.info("login page did not finish loading: %s", reason)
             return None
         if remote_access_url is not None:
             return None

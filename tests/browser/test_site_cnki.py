@@ -487,6 +487,27 @@ async def test_login_required_detail_waits_for_the_person_to_log_in(env: Env) ->
     assert [e.params.get("ok") for e in env.sim.requests_for("/login/submit", "POST")] == [True]
 
 
+def _closed_port() -> int:
+    """A 127.0.0.1 port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_login_at_a_remote_access_url_nothing_answers_fails_at_once_without_a_person(env: Env) -> None:
+    op = FakeOp()
+    url = f"https://127.0.0.1:{_closed_port()}/webvpn?ticket=secret"
+    with pytest.raises(CnkiError) as info:
+        async with asyncio.timeout(STEP_TIMEOUT):
+            await env.site.login(op, remote_access_url=url, force=True)
+    assert info.value.code == "SITE_UNAVAILABLE" and info.value.retryable
+    assert info.value.details["net_error"] == "net::ERR_CONNECTION_REFUSED"
+    assert "secret" not in str(info.value.details)
+    assert op.transitions == [] and env.gate.active_kind is None  # nobody was asked to wait
+    ctx = await env.host.ensure()
+    assert not [p for p in ctx.pages if not p.is_closed() and "webvpn" in p.url]
+
+
 async def test_identity_reads_anonymous_institution_and_personal(env: Env) -> None:
     anonymous = await env.site.identity(refresh=True)
     assert anonymous.ready and anonymous.personal is IdentityKind.NOT_OBSERVED and not anonymous.institutions
