@@ -15,7 +15,13 @@ Scanning rules:
   the inner text (nested marks included) is the title: `《A《B》C》` -> `A《B》C`, and
   `《论〈民法典〉中的违约金》` -> `论〈民法典〉中的违约金` (single marks are plain text);
 * a title never crosses a line break or a protected region; an unclosed `《` gives no span and
-  scanning resumes right after it (so `《A《B》` still yields `B`); empty `《》` is no title.
+  scanning resumes right after it (so `《A《B》` still yields `B`); empty `《》` is no title;
+* a link this tool wrote for a paper without a DOI, `[《title》](url)` whose label is one title
+  and whose URL is a CNKI detail link carrying the expiring `v` token (site-rules.md §1.1), is a
+  span of its own: linked again, it is rewritten whole with the URL found now (the token's
+  successor, or the DOI the paper has since got), and left as written when its title no longer
+  finds one paper. The warning on such links says to run link_references again before the
+  text is final; that run found no title in them and changed nothing.
 
 Titles are grouped by `reference_key`: the title key with single marks `〈〉` read as `《》`, since
 a title quoted inside 《》 writes its own 《》 as 〈〉."""
@@ -27,6 +33,7 @@ from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -168,6 +175,8 @@ _HTML_TAG = re.compile(r"<!--.*?-->|</?[A-Za-z][A-Za-z0-9\-]*(?:\s[^<>]*)?/?>", 
 _REF_DEF = re.compile(r"\[(?!\^)[^\]\n]+\]:[^\n]*")
 _BRACKETS = re.compile(r"\\.|[\[\]()]|\n[ \t]*\n", re.DOTALL)
 _TITLE_MARKS = re.compile(r"[《》\n]")
+_INLINE_LINK = re.compile(r"\[((?:[^\[\]\\\n]|\\.)*)\]\(([^()\s]*)\)")
+_LABEL_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +186,7 @@ class TitleSpan:
     start: int
     end: int
     title: str  # the inner text as written (nested marks included)
+    label: str | None = None  # a link this tool wrote: its label unescaped, `text[start:end]` the link
 
     @property
     def key(self) -> str:
@@ -347,12 +357,39 @@ def _titles_in(text: str, start: int, limit: int) -> list[TitleSpan]:
     return out
 
 
+def expiring_cnki_link(url: str) -> bool:
+    """A CNKI detail link whose `v` token expires (what `link_kind` cnki links are)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    path = parts.path.lower()
+    return "/kcms" in path and "abstract" in path and "v" in parse_qs(parts.query)
+
+
+def _relink_span(text: str, start: int, end: int) -> TitleSpan | None:
+    """The protected region `text[start:end]` as a span when it is a link this tool wrote to an
+    expiring CNKI detail page: `[《title》](url)`, the label one title and nothing else."""
+    m = _INLINE_LINK.fullmatch(text, start, end)
+    if m is None or not expiring_cnki_link(m.group(2)):
+        return None
+    label = _LABEL_ESCAPE.sub(r"\1", m.group(1))
+    inner = _titles_in(label, 0, len(label))
+    if len(inner) != 1 or (inner[0].start, inner[0].end) != (0, len(label)):
+        return None
+    return TitleSpan(start, end, inner[0].title, label)
+
+
 def find_title_spans(text: str) -> list[TitleSpan]:
-    """Every outer 《…》 outside code, links, URLs and HTML, in text order."""
+    """Every outer 《…》 outside code, links, URLs and HTML, and every expiring CNKI link this
+    tool wrote (`_relink_span`), in text order."""
     spans: list[TitleSpan] = []
     pos = 0
     for start, end in protected_ranges(text):
         spans.extend(_titles_in(text, pos, start))
+        own = _relink_span(text, start, end)
+        if own is not None:
+            spans.append(own)
         pos = end
     spans.extend(_titles_in(text, pos, len(text)))
     return spans
@@ -440,7 +477,8 @@ def apply_links(text: str, spans: Sequence[TitleSpan], urls: Mapping[str, str]) 
         if not url:
             continue
         parts.append(text[pos : span.start])
-        parts.append(markdown_link(text[span.start : span.end], url))
+        raw = span.label if span.label is not None else text[span.start : span.end]
+        parts.append(markdown_link(raw, url))
         pos = span.end
     parts.append(text[pos:])
     return "".join(parts)
@@ -462,6 +500,7 @@ __all__ = [
     "distinct_titles",
     "escape_label",
     "escape_url",
+    "expiring_cnki_link",
     "expiring_link_warning",
     "find_title_spans",
     "markdown_link",

@@ -24,7 +24,8 @@ style export_citations writes:
   title containing 《》 standing first (`《民法典》第585条的适用，作者，刊名2022年第6期`).
 
 A thesis genre (`[博士学位论文]`) is not part of the title, nor a place (`[武汉]: 武汉大学`) part of
-the source; DOIs and links are never read as pages or years. A field that is not there stays
+the source; DOIs and links are never read as pages or years. A Markdown link `[《题名》](https://…)`
+reads as its text: link_references writes them into the list it is given. A field that is not there stays
 None: missing parts are never treated as evidence of anything (docs/DESIGN.md §References). An
 entry without a readable title is `unparsable` with a reason.
 """
@@ -61,6 +62,10 @@ _HEADING = re.compile(
 )
 _DOI = re.compile(r"(?:doi\s*[:：]?\s*|https?://(?:dx\.)?doi\.org/)(10\.\d{4,9}/[^\s,，;；。]+)", re.I)
 _LINK = re.compile(r"(?:\bdoi\s*[:：]\s*|https?://)\S+", re.I)
+# `[label](url)` with a web URL, as link_references writes it (its label Markdown-escaped); read
+# as written, the author before it took its `[` and a DOI link's DOI its `)`
+_MD_LINK = re.compile(r"\[((?:[^\[\]\\\n]|\\.)+)\]\(\s*(?:https?://|www\.)[^()\s]*\s*\)", re.I)
+_MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 _YEAR = re.compile(r"(?<!\d)(19[5-9]\d|20[0-4]\d)(?!\d)")
 _BARE_YEAR = re.compile(r"(?:19[5-9]\d|20[0-4]\d)[a-z]?|n\.\s*d")
 _TYPE = re.compile(r"\[\s*(" + "|".join(TYPE_CODES) + r")(?:\s*/\s*OL)?\s*\]", re.I)
@@ -619,9 +624,14 @@ def _doi(text: str) -> str | None:
     return m.group(1).rstrip(".").lower() if m else None
 
 
+def _link_text(text: str) -> str:
+    """`text` with each Markdown link to a web page replaced by its label, unescaped."""
+    return _MD_LINK.sub(lambda m: _MD_ESCAPE.sub(r"\1", m.group(1)), text)
+
+
 def parse_reference(entry: str) -> ParsedReference:
     """The fields of one entry (see the module docstring)."""
-    raw = entry.strip()
+    raw = _link_text(entry.strip())
     if not raw:
         return ParsedReference(raw=entry, unparsable="空条目")
     body = _MARKER.sub("", raw, count=1)

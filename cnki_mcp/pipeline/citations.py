@@ -289,6 +289,9 @@ class CitationEntry(BaseModel):
     year: int | None = None
     type: CitationType
     filename: str | None = None
+    # the stored paper with this file name: what get_metadata, export_citations, read_online_html
+    # and download_paper take (they refuse the file name); None when only the list knows it
+    record_ref: str | None = None
     cited: int | None = None
     url: str | None = None
 
@@ -309,7 +312,7 @@ class CitationListResult(BaseModel):
     pages_from_store: int = 0
 
 
-def entry_of(item: CitationItem, origins: tuple[str, ...] = ()) -> CitationEntry:
+def entry_of(item: CitationItem, origins: tuple[str, ...] = (), record_ref: str | None = None) -> CitationEntry:
     return CitationEntry(
         title=item.title,
         authors=item.authors[:10],
@@ -317,6 +320,7 @@ def entry_of(item: CitationItem, origins: tuple[str, ...] = ()) -> CitationEntry
         year=item.year,
         type=item.type,
         filename=item.filename,
+        record_ref=record_ref,
         cited=item.cited,
         url=public_url(item.detail_url, origins),
     )
@@ -347,6 +351,7 @@ async def citation_list(
     beyond = end > MAX_OFFSET and end < got.total
     if beyond:
         warnings.append(f"offset 最大 {MAX_OFFSET}：其后的 {got.total - end} 条无法分页读取")
+    stored = store.refs_by_filenames(i.filename for i in window if i.filename)
     return CitationListResult(
         paper={"title": h.title, "filename": h.item.filename if h.item else h.key, "record_ref": h.record_ref},
         kind=kind,
@@ -354,7 +359,7 @@ async def citation_list(
         by_type=got.totals_by_type,
         counts=got.counts,
         offset=inp.offset,
-        items=[entry_of(i, origins) for i in window],
+        items=[entry_of(i, origins, stored.get("".join((i.filename or "").split()).upper())) for i in window],
         next_offset=end if end < got.total and not exhausted and not beyond else None,
         warnings=warnings,
         requests=reader.requests,

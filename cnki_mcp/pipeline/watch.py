@@ -314,16 +314,21 @@ class WatchService:
 
     def watches(self, watch_id: str) -> list[StoredWatch]:
         """`all` (the least recently checked first, never checked before any: a batch the budget
-        stops early leaves the rest for the next one, which starts with them), or the one watch
-        (INVALID_ARGUMENT naming it when unknown)."""
+        stops early leaves the rest for the next one, which starts with them), or the one watch,
+        by its watch_id or the search_id it watches (INVALID_ARGUMENT naming it when unknown)."""
         if watch_id == "all":
             return sorted(
                 self.store.list_watches(),
                 key=lambda w: (w.last_check_at is not None, w.last_check_at or w.created_at, w.created_at, w.watch_id),
             )
-        watch = self.store.get_watch(watch_id)
+        # the search_id a watch was made from names it too: a client holding the search's id (the
+        # one every search tool answered with) met "没有这个 watch_id" for the watch it had made
+        watch = self.store.get_watch(watch_id) or self.store.watch_for_search(watch_id)
         if watch is None:
-            raise InvalidInput("没有这个 watch_id", field="watch_id", watch_id=watch_id)
+            raise InvalidInput(
+                "没有这个 watch_id：watch_id 由 watch_search(search_id=…) 返回，list_watches 列出全部订阅",
+                field="watch_id", watch_id=watch_id,
+            )  # fmt: skip
         return [watch]
 
     # --- check_updates ------------------------------------------------------------------

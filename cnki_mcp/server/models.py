@@ -106,7 +106,32 @@ class OperationView(BaseModel):
                 view.next_step = unchecked_step(view.result) or unlisted_step(view.result)
             if view.next_step is None and view.kind == "login" and view.status == "completed":
                 view.next_step = no_identity_step(view.result)
+            view.next_step = with_record_ref(view.next_step, _paper_ref(view))
         return view
+
+
+def _paper_ref(view: OperationView) -> str | None:
+    """The one paper a read or download is about: its result's record_ref, else an error's."""
+    if view.kind not in ("read", "download"):
+        return None
+    refs = [view.result.get("record_ref")] if isinstance(view.result, dict) else []
+    refs += [e.details.get("record_ref") for e in view.errors]
+    return next((r for r in refs if isinstance(r, str) and r), None)
+
+
+def with_record_ref(step: str | None, record_ref: str | None) -> str | None:
+    """`step` with its `record_ref` placeholder written as the paper's own, so the call can be sent
+    as it stands: a download's advice was `read_pdf_text(record_ref)`, a read's
+    `download_paper(record_ref)`, and the client had to know which record_ref was meant (a read
+    by title never gave one)."""
+    if step is None or record_ref is None:
+        return step
+    quoted = repr(record_ref)
+    return (
+        step.replace("(record_ref)", f"(record_ref={quoted})")
+        .replace("(record_ref,", f"(record_ref={quoted},")
+        .replace("record_refs=[record_ref]", f"record_refs=[{quoted}]")
+    )
 
 
 NO_IDENTITY_STEP = (

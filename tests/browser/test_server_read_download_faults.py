@@ -444,7 +444,7 @@ async def test_uncertain_download_is_not_clicked_again_until_retry(app: App) -> 
 
     third = await app.completed("download_paper", {"record_ref": ref, "retry": True})
     assert third["result"]["source"] == "download" and Path(third["result"]["path"]).exists()
-    assert third["next_step"] == "read_pdf_text(record_ref)"
+    assert third["next_step"] == f"read_pdf_text(record_ref='{ref}')"  # sendable as it stands
     assert len(app.services.store.clicks_for(ref)) == 2  # attempted again
     assert app.services.store.uncertain_click(ref) is None
 

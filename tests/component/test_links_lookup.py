@@ -149,6 +149,23 @@ async def test_a_paper_with_a_doi_is_linked_by_its_lasting_doi_link_and_the_rest
     assert len(result.warnings) == 1 and result.warnings[0].startswith("1 ")
 
 
+async def test_running_again_on_linked_text_renews_the_expiring_links_as_the_warning_advises(
+    clock: FakeClock, store: Store
+) -> None:
+    store.upsert_from_grid([row("违约金的酌减", "1"), row("定金罚则研究", "2")], NOW)
+    _, first = await run_links(clock, store, FakeSite(), LinkInput(text="见《违约金的酌减》与《定金罚则研究》。"))
+    assert first is not None and "再运行 link_references" in first.warnings[0]
+    # later: the first paper's token has a successor, the second paper got a DOI
+    [paper, other] = store.upsert_from_grid([row("违约金的酌减", "1", url=abstract_url("1b")), row("定金罚则研究", "2")], NOW)
+    detail = DetailPage(title="定金罚则研究", source="法学研究", year=2024, doi="10.1/dj")
+    store.upsert_from_detail(detail, abstract_url("2"), NOW, other.record_ref)
+    site = FakeSite()
+    _, again = await run_links(clock, store, site, LinkInput(text=first.text))
+    assert again is not None and site.requests == []
+    assert again.text == f"见[《违约金的酌减》]({abstract_url('1b')})与[《定金罚则研究》](https://doi.org/10.1/dj)。"
+    assert [r.record_refs for r in again.references] == [[paper.record_ref], [other.record_ref]]
+
+
 async def test_links_that_all_last_carry_no_warning(clock: FakeClock, store: Store) -> None:
     [paper] = store.upsert_from_grid([row("违约金的酌减", "1")], NOW)
     detail = DetailPage(title="违约金的酌减", source="法学研究", year=2024, doi="doi:10.1/abc")

@@ -17,6 +17,7 @@ import pytest
 from mcp import Client
 
 from cnki_mcp.jobs import OperationKind
+from cnki_mcp.models import GridRow, NativeId
 from cnki_mcp.operations import DEFAULT_BUDGETS
 from cnki_mcp.parse.citations import CitationItem
 from cnki_mcp.server.app import build_server
@@ -144,3 +145,29 @@ async def test_a_list_longer_than_the_budget_is_read_by_calling_again_as_next_st
     done = calls[-1]
     assert done["status"] == "completed" and done["result"]["total"] == 25 and len(done["result"]["items"]) == 10
     assert max(Counter(backend.citation_calls).values()) == 1  # each call went on where the last stopped
+
+
+async def test_a_listed_paper_already_stored_carries_the_record_ref_the_other_tools_take(tmp_path: Path) -> None:
+    backend = CorpusBackend()
+    services = _open(tmp_path, backend)
+    citing = backend.corpus.citing(LONG)
+    known = citing[0]
+    row = GridRow(
+        title=known.title, authors=[a.name for a in known.authors], source=known.source, year=known.year,
+        doc_type=known.type, native=NativeId(dbname=known.db, filename=known.native_filename),
+        detail_url=CorpusLinks().detail(known.id),
+    )  # fmt: skip
+    [paper] = services.store.upsert_from_grid([row], services.clock.now())
+    args = {"paper": backend.corpus.by_id[LONG].native_filename, "limit": 50}
+    async with Client(build_server(lambda: services)) as client:
+        listed = (await client.call_tool("get_citing", args)).structured_content
+        assert listed["status"] == "completed", listed
+        items = {i["filename"]: i for i in listed["result"]["items"]}
+        assert items[known.native_filename]["record_ref"] == paper.record_ref
+        assert sum(1 for i in items.values() if i["record_ref"] is None) == len(citing) - 1
+        # the listed record_ref goes on as it stands
+        ref = items[known.native_filename]["record_ref"]
+        meta = (await client.call_tool("get_metadata", {"record_refs": [ref], "local_only": True})).structured_content
+        assert meta["status"] == "completed" and meta["result"]["records"][0]["title"] == known.title
+        exported = await client.call_tool("export_citations", {"record_refs": [ref]})
+        assert not exported.is_error and exported.structured_content["result"]["count"] == 1

@@ -200,3 +200,26 @@ async def test_a_second_check_while_one_runs_is_busy_and_names_the_running_one(t
         assert done["status"] != "running"
         after = await client.call_tool("check_updates", {"watch_id": watch_id})
         assert not after.is_error
+
+
+async def test_a_watch_is_also_found_by_the_search_id_it_watches(h: Harness) -> None:
+    async with Client(build_server(h.open)) as client:
+        search_id = seed(h)
+        unwatched = await client.call_tool("check_updates", {"watch_id": search_id})
+        assert unwatched.is_error and unwatched.structured_content["code"] == "INVALID_ARGUMENT"
+        watch_id = (await client.call_tool("watch_search", {"search_id": search_id})).structured_content["watch_id"]
+        listed = (await client.call_tool("list_watches", {"watch_id": search_id})).structured_content
+        assert [w["watch_id"] for w in listed["watches"]] == [watch_id]
+
+        today = datetime.now(UTC).date()
+        row = GridRow(ordinal=1, title="约定违约金的新近观察", date=today.isoformat(), year=today.year, doc_type="期刊",
+                      native=NativeId(dbname="CJFD2026", filename="NEW0002"))  # fmt: skip
+
+        async def listing(request: Any, op: Any = None) -> Any:
+            op.charge()
+            return GridPage(rows=[row], total=1, page=1, page_count=1)
+
+        h.backend.grid = listing  # type: ignore[method-assign]
+        checked = (await client.call_tool("check_updates", {"watch_id": search_id})).structured_content
+        assert checked["status"] == "completed", checked
+        assert [c["watch_id"] for c in checked["result"]["checks"]] == [watch_id]

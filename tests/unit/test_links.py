@@ -113,6 +113,20 @@ def test_existing_markdown_link_is_left_alone() -> None:
     assert link_all(text).startswith("已链接[《甲》](https://example.com/a) ")
 
 
+def test_a_cnki_link_this_tool_wrote_is_a_title_again_and_is_rewritten_whole() -> None:
+    old = markdown_link("《论违约金[上]》", URL)
+    text = f"见{old}，又见[《甲》](https://doi.org/10.1/x)与[详见《乙》]({URL})。"
+    [span] = find_title_spans(text)
+    assert (span.title, span.label) == ("论违约金[上]", "《论违约金[上]》")
+    new = "https://kns.cnki.net/kcms2/article/abstract?v=fresh"
+    assert link_all(text, new) == f"见{markdown_link('《论违约金[上]》', new)}，" + text.split("，", 1)[1]
+    assert apply_links(text, [span], {}) == text  # a title found no more keeps its link
+
+
+def test_a_cnki_link_without_its_expiring_token_is_left_alone() -> None:
+    assert titles("[《甲》](https://kns.cnki.net/kcms/detail/detail.aspx?filename=X) 《乙》") == ["乙"]
+
+
 def test_link_with_brackets_and_parentheses_in_it_is_one_unit() -> None:
     text = "[见[注]《甲》](https://x.org/a_(b)) 《乙》"
     assert titles(text) == ["乙"]

@@ -275,3 +275,31 @@ def test_the_continue_advice_after_a_spent_budget_says_how_many_requests_it_adds
     # not spent (a restart interrupted it): the continue adds nothing, so nothing is said
     quiet = default_next_step("interrupted", "search", checkpoint=True) or ""
     assert "continue" in quiet and str(CONTINUE_DEFAULT_REQUESTS) not in quiet
+
+
+def test_the_advice_after_a_read_or_download_names_the_papers_own_record_ref() -> None:
+    # it said read_pdf_text(record_ref) / download_paper(record_ref): a placeholder the client had
+    # to fill in, and a read by title never showed which record_ref was meant
+    from datetime import UTC, datetime
+
+    from cnki_mcp.errors import HtmlEntryNotFound
+    from cnki_mcp.jobs import OperationKind
+    from cnki_mcp.operations import BudgetSpec, OperationErrorInfo, OperationRecord, OperationStatus
+    from cnki_mcp.server.models import OperationView
+
+    ref = "rec_" + "a" * 24
+    when = datetime(2026, 12, 6, tzinfo=UTC)
+    budget = BudgetSpec(max_requests=10, timeout_seconds=60)
+    downloaded = OperationRecord(
+        operation_id="op_" + "f" * 24, kind=OperationKind.DOWNLOAD, status=OperationStatus.COMPLETED, budget=budget,
+        created_at=when, updated_at=when, result={"record_ref": ref, "format": "pdf", "path": "/x.pdf"},
+    )  # fmt: skip
+    assert OperationView.of(downloaded).next_step == f"read_pdf_text(record_ref='{ref}')"
+    unreadable = OperationRecord(
+        operation_id="op_" + "f" * 24, kind=OperationKind.READ, status=OperationStatus.FAILED, budget=budget,
+        created_at=when, updated_at=when,
+        errors=[OperationErrorInfo.of(HtmlEntryNotFound(record_ref=ref, available=["pdf", "caj"]))],
+    )  # fmt: skip
+    step = OperationView.of(unreadable).next_step or ""
+    assert f"download_paper(record_ref='{ref}')" in step and f"read_pdf_text(record_ref='{ref}')" in step
+    assert "(record_ref)" not in step

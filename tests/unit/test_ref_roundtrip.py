@@ -12,6 +12,7 @@ import pytest
 from cnki_mcp.cite import export
 from cnki_mcp.cite.refmatch import RecordView, judge
 from cnki_mcp.cite.refparse import parse_references
+from cnki_mcp.links import apply_links, find_title_spans
 
 STYLES = ("gbt7714", "apa", "mla", "chicago", "vancouver")
 
@@ -81,4 +82,25 @@ def test_a_whole_exported_list_splits_into_its_entries_and_each_is_verified(styl
     got = [judge(e, VIEWS) for e in entries]
     assert [(j.verdict, j.record.record_ref if j.record else None) for j in got] == [
         ("verified", r["record_ref"]) for r in RECORDS
+    ]
+
+
+def test_a_list_link_references_linked_reads_back_as_the_list_it_was() -> None:
+    journals = [r for r in RECORDS if r["doc_type"] == "期刊"]
+    quoted = {r["record_ref"]: r["title"].replace("《", "〈").replace("》", "〉") for r in journals}
+    plain = "\n".join(
+        f"[{n}] {'，'.join(r['authors'])}：《{quoted[r['record_ref']]}》，《{r['source']}》{r['year']}年第{r['issue']}期。"
+        for n, r in enumerate(journals, 1)
+    )
+    spans = [s for s in find_title_spans(plain) if s.title in quoted.values()]
+    urls = {s.key: f"https://doi.org/{r['doi']}" if r.get("doi") else "https://kns.cnki.net/kcms2/article/abstract?v=a_b"
+            for s in spans for r in journals if quoted[r["record_ref"]] == s.title}  # fmt: skip
+    linked = apply_links(plain, spans, urls)
+    assert linked.count("](https://") == len(journals)
+    got = [judge(e, VIEWS) for e in parse_references(linked)]
+    assert [(j.verdict, j.diffs, j.record.record_ref if j.record else None) for j in got] == [
+        ("verified", [], r["record_ref"]) for r in journals
+    ]
+    assert [e.model_dump(exclude={"raw"}) for e in parse_references(linked)] == [
+        e.model_dump(exclude={"raw"}) for e in parse_references(plain)
     ]
