@@ -131,9 +131,11 @@ def check_browser_launch(path: str | None, probe: ProbeFn) -> Check:
 
 def check_data_dir(data_dir: Path, environ: Mapping[str, str] | None = None) -> Check:
     hint = "用 CNKI_DATA_DIR 指向一个当前用户可写的文件夹"
-    if data_dir.exists() and not data_dir.is_dir():
-        return Check("data_dir", False, f"{data_dir} 不是文件夹", hint)
     try:
+        # inside the try: a path too long for the file system (ENAMETOOLONG) raised from exists()
+        # and ended doctor in a traceback
+        if data_dir.exists() and not data_dir.is_dir():
+            return Check("data_dir", False, f"{data_dir} 不是文件夹", hint)
         if environ is not None:  # what the browser launch refuses (a non-UTF-8 locale, a Chinese path)
             datadir.check_browser_path_encoding(data_dir, environ, sys.getfilesystemencoding())
         datadir.ensure_root(data_dir)  # created 0700 like the server does (DESIGN.md "Data directory")

@@ -307,3 +307,15 @@ def test_a_headed_browser_forced_without_a_display_fails_the_display_check() -> 
     assert unset.ok is True  # headless by itself: works, with the verification hint
     shown = doctor_cmd.check_display(Settings(data_dir=Path("/unused"), headless=False, display=":0"), platform="linux")
     assert shown.ok is True
+
+
+def test_doctor_fails_a_data_directory_whose_name_is_too_long_instead_of_a_traceback(
+    env: Path, quick_probe: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A path the file system cannot name (one component over 255 bytes: ENAMETOOLONG from
+    stat): `serve` says DATA_DIRECTORY_UNUSABLE; doctor ended in an OSError traceback."""
+    monkeypatch.setenv("CNKI_DATA_DIR", str(env / ("长" * 100)))
+    assert main(["doctor", "--json"]) == 1
+    by_name = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert by_name["data_dir"]["ok"] is False
+    assert by_name["store"]["ok"] is False
