@@ -16,6 +16,8 @@ when a parser refuses a page, so a changed site shows at once."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
 import os
 import secrets
@@ -129,8 +131,19 @@ def check_browser_launch(path: str | None, probe: ProbeFn) -> Check:
     )
 
 
+# what to do about a data directory the disk refuses, by errno (else DATA_DIR_HINT)
+_DISK_HINTS = {
+    errno.ENOSPC: "数据目录所在的磁盘已满：释放空间（或用 CNKI_DATA_DIR 换到有空间的磁盘）",
+    errno.EDQUOT: "磁盘配额已满：释放空间（或用 CNKI_DATA_DIR 换到有空间的磁盘）",
+    errno.EROFS: "数据目录所在的文件系统只读：重新以可写方式挂载，或用 CNKI_DATA_DIR 指向可写的文件夹",
+    errno.ENAMETOOLONG: "路径过长：用 CNKI_DATA_DIR 指向一个较短的路径",
+}
+DATA_DIR_HINT = "用 CNKI_DATA_DIR 指向一个当前用户可写的文件夹"
+
+
 def check_data_dir(data_dir: Path, environ: Mapping[str, str] | None = None) -> Check:
-    hint = "用 CNKI_DATA_DIR 指向一个当前用户可写的文件夹"
+    hint = DATA_DIR_HINT
+    probe = data_dir / f".doctor-{secrets.token_hex(4)}"
     try:
         # inside the try: a path too long for the file system (ENAMETOOLONG) raised from exists()
         # and ended doctor in a traceback
@@ -140,13 +153,19 @@ def check_data_dir(data_dir: Path, environ: Mapping[str, str] | None = None) -> 
             datadir.check_browser_path_encoding(data_dir, environ, sys.getfilesystemencoding())
         datadir.ensure_root(data_dir)  # created 0700 like the server does (DESIGN.md "Data directory")
         datadir.check_entries(data_dir)  # what `serve` refuses at start (symlinks, a folder for the DB)
-        probe = data_dir / f".doctor-{secrets.token_hex(4)}"
         probe.write_bytes(b"ok")
-        probe.unlink()
     except DataDirectoryUnusable as exc:
+        cause = exc.__cause__
+        if isinstance(cause, OSError):
+            hint = _DISK_HINTS.get(cause.errno or 0, hint)
         return Check("data_dir", False, f"{data_dir}：{exc.code}: {exc.message}", hint)
     except OSError as exc:
+        hint = _DISK_HINTS.get(exc.errno or 0, hint)
         return Check("data_dir", False, f"{data_dir} 不可写：{exc.strerror or exc}", hint)
+    finally:
+        # a write the full disk refused left the empty probe behind
+        with contextlib.suppress(OSError):
+            probe.unlink(missing_ok=True)
     return Check("data_dir", True, f"{data_dir} 可写")
 
 

@@ -319,3 +319,22 @@ def test_doctor_fails_a_data_directory_whose_name_is_too_long_instead_of_a_trace
     by_name = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
     assert by_name["data_dir"]["ok"] is False
     assert by_name["store"]["ok"] is False
+
+
+def test_doctor_on_a_full_disk_leaves_no_probe_and_says_to_free_space(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe file is created, then its write refused (ENOSPC): it was left in the data
+    directory, and the hint said to point CNKI_DATA_DIR at a writable folder."""
+    import errno
+
+    def refused(self: Path, data: bytes) -> int:
+        self.touch()
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    data = tmp_path / "data"
+    monkeypatch.setattr(Path, "write_bytes", refused)
+    check = doctor_cmd.check_data_dir(data)
+    assert not check.ok
+    assert [p.name for p in data.iterdir()] == []
+    assert check.hint == doctor_cmd._DISK_HINTS[errno.ENOSPC]
