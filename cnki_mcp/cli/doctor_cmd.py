@@ -239,7 +239,22 @@ def check_store(data_dir: Path) -> Check:
         return Check("store", False, f"{path} 无法读取：{exc}", hint)
     finally:
         conn.close()
+    # read above through a read-only connection: a file this user cannot write (another user's,
+    # from a `sudo` run; immutable) read fine here while `serve` refused it (DATABASE_UNUSABLE)
+    unwritable = [p.name for p in (path, *_sides(path)) if not os.access(p, os.W_OK)]
+    if unwritable:
+        return Check(
+            "store",
+            False,
+            f"{path} 可读但不可写（{'、'.join(unwritable)}）：服务启动会以 DATABASE_UNUSABLE 结束",
+            "恢复这些文件的写权限（例如它们属于另一个用户：用 chown 改回当前用户），或用 CNKI_DATA_DIR 换一个数据目录",
+        )
     return Check("store", True, f"{path} 可读（版本 {version}，{' '.join(counts) or '空'}）")
+
+
+def _sides(path: Path) -> list[Path]:
+    """The database's -wal and -shm files that exist."""
+    return [side for suffix in ("-wal", "-shm") if (side := path.with_name(path.name + suffix)).is_file()]
 
 
 def check_versions() -> Check:

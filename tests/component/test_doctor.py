@@ -338,3 +338,22 @@ def test_doctor_on_a_full_disk_leaves_no_probe_and_says_to_free_space(
     assert not check.ok
     assert [p.name for p in data.iterdir()] == []
     assert check.hint == doctor_cmd._DISK_HINTS[errno.ENOSPC]
+
+
+def test_doctor_fails_a_store_serve_could_not_write(
+    env: Path, quick_probe: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cnki.sqlite3 readable but not writable (another user's, left by a `sudo` run; immutable):
+    doctor read it through a read-only connection and said OK, `serve` refused it
+    (DATABASE_UNUSABLE)."""
+    from cnki_mcp.clock import SystemClock
+    from cnki_mcp.store import Store
+
+    Store.open(env / "data", SystemClock()).close()
+    db = env / "data" / "cnki.sqlite3"
+    real = os.access
+    monkeypatch.setattr(doctor_cmd.os, "access", lambda p, mode: real(p, mode) and not (Path(p) == db and mode & os.W_OK))
+    assert main(["doctor", "--json"]) == 1
+    by_name = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert by_name["store"]["ok"] is False
+    assert by_name["data_dir"]["ok"] is True
