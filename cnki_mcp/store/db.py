@@ -562,7 +562,15 @@ def _locked(exc: sqlite3.Error) -> bool:
     return _error_name(exc) in ("SQLITE_BUSY", "SQLITE_LOCKED") or "locked" in str(exc).lower()
 
 
+# SQLite's extended code when it could not grow the -shm file; it says only "disk I/O error", and
+# meets it first on a full disk: the start after the disk filled (the -shm is made anew for the
+# first connection) said io_error, 检查磁盘, where freeing space was the fix
+_FULL_NAMES = frozenset({"SQLITE_IOERR_SHMSIZE"})
+
+
 def _unwritable(exc: sqlite3.Error) -> DataDirectoryUnusable | None:
+    if _error_name(exc) in _FULL_NAMES:
+        return DataDirectoryUnusable(_UNWRITABLE["database or disk is full"][1], reason="disk_full")
     text = str(exc).lower()
     for words, (reason, message) in _UNWRITABLE.items():
         if words in text:
