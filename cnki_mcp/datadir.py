@@ -205,6 +205,17 @@ def said_of(exc: OSError) -> str:
     return f"{coded[1]}：{text}" if coded else text
 
 
+def disk_refused(exc: BaseException) -> DataDirectoryUnusable | None:
+    """DATA_DIRECTORY_UNUSABLE for an OSError only a full or read-only disk raises (ENOSPC,
+    EDQUOT, EROFS) that reached a tool or an operation uncoded, else None. The last net under
+    every write: each such error found so far (an export, a download's copy, the cookie file)
+    had answered INTERNAL, a bug, where the person only needed to free space."""
+    if not isinstance(exc, OSError) or exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+        return None
+    where = f" {exc.filename}" if isinstance(exc.filename, str) else ""
+    return DataDirectoryUnusable(f"文件{where}未能写入（{said_of(exc)}）", reason=reason_of(exc))
+
+
 def write_refused(exc: OSError, folder: str, path: str | None = None) -> DataDirectoryUnusable:
     """DATA_DIRECTORY_UNUSABLE for a file the disk would not take in `<data>/<folder>/`: full,
     read-only or failing (`details.reason` disk_full / read_only / io_error), with the next step;
