@@ -336,7 +336,12 @@ def _create_private(path: Path) -> None:
 def _connect(path: Path) -> sqlite3.Connection:
     # isolation_level=None: no implicit transactions; every write opens its own BEGIN.
     # check_same_thread=False: the Store serialises access with its own lock.
-    return sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=5.0)
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=5.0)
+    # Statement journals and sorts in memory, not in files under TMPDIR (/tmp): a full temp
+    # directory failed a new database's tables and an upgrade's migration with SQLITE_FULL, said
+    # as the data directory's disk being full while that disk had room (DESIGN.md "Data directory").
+    conn.execute("PRAGMA temp_store = MEMORY")
+    return conn
 
 
 # From the step that creates `library_meta` on, every step also forgets which analyzer built the

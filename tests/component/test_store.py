@@ -776,3 +776,16 @@ def test_a_start_whose_shared_memory_file_cannot_grow_says_the_disk_is_full(
         Store.open(tmp_path, clock)
     assert info.value.details["reason"] == "disk_full"
     assert list(tmp_path.glob("cnki.sqlite3.corrupt-*")) == []
+
+
+def test_the_store_keeps_its_statement_journals_and_sorts_out_of_the_temp_directory(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """A full TMPDIR (/tmp) while the data directory's disk had room: a new database's tables
+    and an upgrade's migration (one transaction, whose statement journals SQLite writes as temp
+    files) failed SQLITE_FULL, said as DATA_DIRECTORY_UNUSABLE disk_full of the data directory,
+    where freeing space there changed nothing. (Seen with TMPDIR on a full 150 MB tmpfs; a test
+    cannot fill a file system without privileges, so it checks the setting that keeps them in
+    memory: temp_store 2 = MEMORY.)"""
+    with Store.open(tmp_path, clock) as s, s._read() as conn:
+        assert conn.execute("PRAGMA temp_store").fetchone()[0] == 2
