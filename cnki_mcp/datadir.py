@@ -85,7 +85,7 @@ def ensure_root(data_dir: Path) -> Path:
         raise
     except OSError as exc:
         raise DataDirectoryUnusable(
-            f"无法创建或设置数据目录 {data_dir}（{exc.strerror or type(exc).__name__}）", path=str(data_dir), reason=exc.strerror or type(exc).__name__
+            f"无法创建或设置数据目录 {data_dir}（{said_of(exc)}）", path=str(data_dir), reason=reason_of(exc)
         ) from exc
     if not os.access(data_dir, os.W_OK | os.X_OK):
         raise DataDirectoryUnusable("数据目录不可写", path=str(data_dir), reason="not_writable")
@@ -118,7 +118,7 @@ def ensure_dir(data_dir: Path, name: str) -> Path:
         _set_mode(path, path.lstat(), DIR_MODE)
     except OSError as exc:
         raise DataDirectoryUnusable(
-            f"无法创建数据目录中的 {name}", path=name, reason=exc.strerror or type(exc).__name__
+            f"无法创建数据目录中的 {name}（{said_of(exc)}）", path=name, reason=reason_of(exc)
         ) from exc
     return path
 
@@ -133,7 +133,7 @@ def private_subdir(parent: Path, name: str) -> Path:
         st = path.lstat()
     except OSError as exc:
         raise DataDirectoryUnusable(
-            "无法创建文件夹", path=f"{parent.name}/{name}", reason=exc.strerror or type(exc).__name__
+            f"无法创建文件夹 {parent.name}/{name}（{said_of(exc)}）", path=f"{parent.name}/{name}", reason=reason_of(exc)
         ) from exc
     if stat.S_ISLNK(st.st_mode):
         raise DataPathSymlink(
@@ -178,6 +178,42 @@ _REFUSED_WRITES = {
     errno.EACCES: ("read_only", "没有写权限"),
     errno.EPERM: ("read_only", "没有写权限"),
 }
+
+
+# errno of a folder the file system would not create -> details.reason: the store's names for a
+# full, read-only or failing disk (README "故障排查"), which a client can act on; any other
+# refusal keeps the system's own words
+_DISK_REASONS = {
+    errno.ENOSPC: ("disk_full", "磁盘已满，释放空间后重试"),
+    errno.EDQUOT: ("disk_full", "磁盘配额已满，释放空间后重试"),
+    errno.EROFS: ("read_only", "文件系统只读，恢复写权限后重试"),
+    errno.EIO: ("io_error", "磁盘读写出错，检查磁盘后重试"),
+}
+
+
+def reason_of(exc: OSError) -> str:
+    """`details.reason` of a data-directory error caused by `exc`: disk_full / read_only /
+    io_error for a disk that refuses writes, else the system's text (`Not a directory`, ...)."""
+    coded = _DISK_REASONS.get(exc.errno or 0)
+    return coded[0] if coded else exc.strerror or type(exc).__name__
+
+
+def said_of(exc: OSError) -> str:
+    """The cause in words, with the next step for a disk that refuses writes."""
+    coded = _DISK_REASONS.get(exc.errno or 0)
+    text = exc.strerror or type(exc).__name__
+    return f"{coded[1]}：{text}" if coded else text
+
+
+def disk_refused(exc: BaseException) -> DataDirectoryUnusable | None:
+    """DATA_DIRECTORY_UNUSABLE for an OSError only a full or read-only disk raises (ENOSPC,
+    EDQUOT, EROFS) that reached a tool or an operation uncoded, else None. The last net under
+    every write: each such error found so far (an export, a download's copy, the cookie file)
+    had answered INTERNAL, a bug, where the person only needed to free space."""
+    if not isinstance(exc, OSError) or exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+        return None
+    where = f" {exc.filename}" if isinstance(exc.filename, str) else ""
+    return DataDirectoryUnusable(f"文件{where}未能写入（{said_of(exc)}）", reason=reason_of(exc))
 
 
 def write_refused(exc: OSError, folder: str, path: str | None = None) -> DataDirectoryUnusable:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from cnki_mcp import datadir
 from cnki_mcp.clock import Clock, event_or_timeout
 from cnki_mcp.errors import (
     BudgetExhausted,
@@ -303,8 +304,13 @@ class JobManager:
         except CnkiError as exc:
             error = OperationErrorInfo.of(exc)
         except Exception as exc:  # a bug: keep the traceback in the log, report INTERNAL
-            log.exception("operation %s crashed", live.record.operation_id)
-            error = OperationErrorInfo.of(CnkiError(f"内部错误：{type(exc).__name__}"))
+            refused = datadir.disk_refused(exc)  # a full or read-only disk is no bug
+            if refused is not None:
+                log.warning("operation %s: %s", live.record.operation_id, refused.message)
+                error = OperationErrorInfo.of(refused)
+            else:
+                log.exception("operation %s crashed", live.record.operation_id)
+                error = OperationErrorInfo.of(CnkiError(f"内部错误：{type(exc).__name__}"))
         self._finish(live, cancelled=cancelled or live.cancel_requested, error=error)
 
     def _finish(self, live: LiveOperation, *, cancelled: bool, error: OperationErrorInfo | None) -> None:

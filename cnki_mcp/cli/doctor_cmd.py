@@ -16,6 +16,8 @@ when a parser refuses a page, so a changed site shows at once."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
 import os
 import secrets
@@ -129,22 +131,41 @@ def check_browser_launch(path: str | None, probe: ProbeFn) -> Check:
     )
 
 
+# what to do about a data directory the disk refuses, by errno (else DATA_DIR_HINT)
+_DISK_HINTS = {
+    errno.ENOSPC: "数据目录所在的磁盘已满：释放空间（或用 CNKI_DATA_DIR 换到有空间的磁盘）",
+    errno.EDQUOT: "磁盘配额已满：释放空间（或用 CNKI_DATA_DIR 换到有空间的磁盘）",
+    errno.EROFS: "数据目录所在的文件系统只读：重新以可写方式挂载，或用 CNKI_DATA_DIR 指向可写的文件夹",
+    errno.ENAMETOOLONG: "路径过长：用 CNKI_DATA_DIR 指向一个较短的路径",
+}
+DATA_DIR_HINT = "用 CNKI_DATA_DIR 指向一个当前用户可写的文件夹"
+
+
 def check_data_dir(data_dir: Path, environ: Mapping[str, str] | None = None) -> Check:
-    hint = "用 CNKI_DATA_DIR 指向一个当前用户可写的文件夹"
-    if data_dir.exists() and not data_dir.is_dir():
-        return Check("data_dir", False, f"{data_dir} 不是文件夹", hint)
+    hint = DATA_DIR_HINT
+    probe = data_dir / f".doctor-{secrets.token_hex(4)}"
     try:
+        # inside the try: a path too long for the file system (ENAMETOOLONG) raised from exists()
+        # and ended doctor in a traceback
+        if data_dir.exists() and not data_dir.is_dir():
+            return Check("data_dir", False, f"{data_dir} 不是文件夹", hint)
         if environ is not None:  # what the browser launch refuses (a non-UTF-8 locale, a Chinese path)
             datadir.check_browser_path_encoding(data_dir, environ, sys.getfilesystemencoding())
         datadir.ensure_root(data_dir)  # created 0700 like the server does (DESIGN.md "Data directory")
         datadir.check_entries(data_dir)  # what `serve` refuses at start (symlinks, a folder for the DB)
-        probe = data_dir / f".doctor-{secrets.token_hex(4)}"
         probe.write_bytes(b"ok")
-        probe.unlink()
     except DataDirectoryUnusable as exc:
+        cause = exc.__cause__
+        if isinstance(cause, OSError):
+            hint = _DISK_HINTS.get(cause.errno or 0, hint)
         return Check("data_dir", False, f"{data_dir}：{exc.code}: {exc.message}", hint)
     except OSError as exc:
+        hint = _DISK_HINTS.get(exc.errno or 0, hint)
         return Check("data_dir", False, f"{data_dir} 不可写：{exc.strerror or exc}", hint)
+    finally:
+        # a write the full disk refused left the empty probe behind
+        with contextlib.suppress(OSError):
+            probe.unlink(missing_ok=True)
     return Check("data_dir", True, f"{data_dir} 可写")
 
 
@@ -218,7 +239,22 @@ def check_store(data_dir: Path) -> Check:
         return Check("store", False, f"{path} 无法读取：{exc}", hint)
     finally:
         conn.close()
+    # read above through a read-only connection: a file this user cannot write (another user's,
+    # from a `sudo` run; immutable) read fine here while `serve` refused it (DATABASE_UNUSABLE)
+    unwritable = [p.name for p in (path, *_sides(path)) if not os.access(p, os.W_OK)]
+    if unwritable:
+        return Check(
+            "store",
+            False,
+            f"{path} 可读但不可写（{'、'.join(unwritable)}）：服务启动会以 DATABASE_UNUSABLE 结束",
+            "恢复这些文件的写权限（例如它们属于另一个用户：用 chown 改回当前用户），或用 CNKI_DATA_DIR 换一个数据目录",
+        )
     return Check("store", True, f"{path} 可读（版本 {version}，{' '.join(counts) or '空'}）")
+
+
+def _sides(path: Path) -> list[Path]:
+    """The database's -wal and -shm files that exist."""
+    return [side for suffix in ("-wal", "-shm") if (side := path.with_name(path.name + suffix)).is_file()]
 
 
 def check_versions() -> Check:

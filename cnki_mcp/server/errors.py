@@ -3,8 +3,9 @@
 A `CnkiError` (or bad arguments, which become INVALID_ARGUMENT) is answered as a tool result
 with `isError: true` whose structured content is `{status: "failed", code, message, retryable,
 details, errors: [...]}`; so is an operation that ended `failed` (its record, with the first
-error's code on top). Anything else is a bug: logged with its traceback and answered as
-INTERNAL without its text. An unknown tool name is a protocol error (JSON-RPC -32602), as the
+error's code on top). An OSError only a full or read-only disk raises is
+DATA_DIRECTORY_UNUSABLE (`datadir.disk_refused`). Anything else is a bug: logged with its
+traceback and answered as INTERNAL without its text. An unknown tool name is a protocol error (JSON-RPC -32602), as the
 MCP specification asks, not a tool result (an unknown prompt name, or a prompt argument that is
 missing, unknown or invalid, likewise). `tools/list`
 publishes the compact schemas of `wire_schema`, whose output envelope every one of these
@@ -26,6 +27,7 @@ from mcp.types import INVALID_PARAMS, CallToolResult, TextContent
 from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
+from cnki_mcp import datadir
 from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.server import readonly
 from cnki_mcp.server.catalog import ToolCatalog, register_modules
@@ -128,6 +130,10 @@ def to_cnki_error(exc: BaseException, tool: str) -> CnkiError:
         return validation_error(cause)
     if isinstance(exc, ToolError) and not isinstance(exc, UnexpectedToolError) and cause is None:
         return InvalidInput(str(exc), tool=tool)
+    refused = datadir.disk_refused(cause) if cause is not None else None
+    if refused is not None:  # a full or read-only disk is no bug
+        log.warning("tool %s: %s", tool, refused.message)
+        return refused
     log.error("tool %s crashed", tool, exc_info=(type(cause), cause, cause.__traceback__) if cause else True)
     return CnkiError(f"内部错误：{type(cause).__name__ if cause else 'Exception'}（详见服务日志）", tool=tool)
 

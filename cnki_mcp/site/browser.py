@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 from cnki_mcp import datadir
 from cnki_mcp.clock import Clock
-from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable
+from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable, DataDirectoryUnusable
 from cnki_mcp.settings import Settings
 from cnki_mcp.site.browser_tabs import BrowserTabs
 from cnki_mcp.site.cookie_jar import atomic_write_private, load_session_cookies, session_payload
@@ -144,6 +144,7 @@ class BrowserHost(BrowserTabs):
         self._new_page_lock = asyncio.Lock()
         self._dirty: asyncio.Event | None = None
         self._autosave: asyncio.Task[None] | None = None
+        self._cookies_refused = False  # the last save_cookies met a disk that refused the file
         self._last_saved: str | None = None
         self._closed = False  # after close() nothing launches again (server shutdown)
 
@@ -538,11 +539,24 @@ class BrowserHost(BrowserTabs):
     # --- cookies --------------------------------------------------------------------
 
     async def save_cookies(self) -> int:
-        """Save the session cookies (no expiry) now; returns how many. Values are never logged."""
+        """Save the session cookies (no expiry) now; returns how many, 0 when the disk refused the
+        file (logged; the autosave writes it once there is room). Values are never logged."""
         ctx = self._context
         if ctx is None or self._dead:
             return 0
-        return await self._save_cookies_of(ctx)
+        try:
+            count = await self._save_cookies_of(ctx)
+        except (OSError, DataDirectoryUnusable) as exc:
+            # a full or read-only disk, the data directory gone: the session lives on in the
+            # browser. Raised, it ended a login the person had just completed as INTERNAL, and
+            # ended the autosave for good; warned once, not every autosave while the disk is full.
+            (log.debug if self._cookies_refused else log.warning)("cannot write %s: %s", self.cookies_path, exc)
+            self._cookies_refused = True
+            return 0
+        if self._cookies_refused:
+            self._cookies_refused = False
+            log.info("session cookies written again to %s", self.cookies_path)
+        return count
 
     async def _save_cookies_of(self, ctx: BrowserContext) -> int:
         payload, count = session_payload(await ctx.cookies())  # type: ignore[arg-type]
@@ -581,8 +595,6 @@ class BrowserHost(BrowserTabs):
                 if self.note_error(exc):
                     return
                 log.debug("saving session cookies failed: %s", exc)
-            except OSError as exc:
-                log.warning("cannot write %s: %s", self.cookies_path, exc)
 
     async def _wait_event(self, event: asyncio.Event, timeout: float) -> None:
         waiter = asyncio.ensure_future(event.wait())

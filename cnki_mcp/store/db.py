@@ -336,7 +336,12 @@ def _create_private(path: Path) -> None:
 def _connect(path: Path) -> sqlite3.Connection:
     # isolation_level=None: no implicit transactions; every write opens its own BEGIN.
     # check_same_thread=False: the Store serialises access with its own lock.
-    return sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=5.0)
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=5.0)
+    # Statement journals and sorts in memory, not in files under TMPDIR (/tmp): a full temp
+    # directory failed a new database's tables and an upgrade's migration with SQLITE_FULL, said
+    # as the data directory's disk being full while that disk had room (DESIGN.md "Data directory").
+    conn.execute("PRAGMA temp_store = MEMORY")
+    return conn
 
 
 # From the step that creates `library_meta` on, every step also forgets which analyzer built the
@@ -562,7 +567,15 @@ def _locked(exc: sqlite3.Error) -> bool:
     return _error_name(exc) in ("SQLITE_BUSY", "SQLITE_LOCKED") or "locked" in str(exc).lower()
 
 
+# SQLite's extended code when it could not grow the -shm file; it says only "disk I/O error", and
+# meets it first on a full disk: the start after the disk filled (the -shm is made anew for the
+# first connection) said io_error, 检查磁盘, where freeing space was the fix
+_FULL_NAMES = frozenset({"SQLITE_IOERR_SHMSIZE"})
+
+
 def _unwritable(exc: sqlite3.Error) -> DataDirectoryUnusable | None:
+    if _error_name(exc) in _FULL_NAMES:
+        return DataDirectoryUnusable(_UNWRITABLE["database or disk is full"][1], reason="disk_full")
     text = str(exc).lower()
     for words, (reason, message) in _UNWRITABLE.items():
         if words in text:

@@ -307,3 +307,53 @@ def test_a_headed_browser_forced_without_a_display_fails_the_display_check() -> 
     assert unset.ok is True  # headless by itself: works, with the verification hint
     shown = doctor_cmd.check_display(Settings(data_dir=Path("/unused"), headless=False, display=":0"), platform="linux")
     assert shown.ok is True
+
+
+def test_doctor_fails_a_data_directory_whose_name_is_too_long_instead_of_a_traceback(
+    env: Path, quick_probe: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A path the file system cannot name (one component over 255 bytes: ENAMETOOLONG from
+    stat): `serve` says DATA_DIRECTORY_UNUSABLE; doctor ended in an OSError traceback."""
+    monkeypatch.setenv("CNKI_DATA_DIR", str(env / ("长" * 100)))
+    assert main(["doctor", "--json"]) == 1
+    by_name = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert by_name["data_dir"]["ok"] is False
+    assert by_name["store"]["ok"] is False
+
+
+def test_doctor_on_a_full_disk_leaves_no_probe_and_says_to_free_space(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe file is created, then its write refused (ENOSPC): it was left in the data
+    directory, and the hint said to point CNKI_DATA_DIR at a writable folder."""
+    import errno
+
+    def refused(self: Path, data: bytes) -> int:
+        self.touch()
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    data = tmp_path / "data"
+    monkeypatch.setattr(Path, "write_bytes", refused)
+    check = doctor_cmd.check_data_dir(data)
+    assert not check.ok
+    assert [p.name for p in data.iterdir()] == []
+    assert check.hint == doctor_cmd._DISK_HINTS[errno.ENOSPC]
+
+
+def test_doctor_fails_a_store_serve_could_not_write(
+    env: Path, quick_probe: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cnki.sqlite3 readable but not writable (another user's, left by a `sudo` run; immutable):
+    doctor read it through a read-only connection and said OK, `serve` refused it
+    (DATABASE_UNUSABLE)."""
+    from cnki_mcp.clock import SystemClock
+    from cnki_mcp.store import Store
+
+    Store.open(env / "data", SystemClock()).close()
+    db = env / "data" / "cnki.sqlite3"
+    real = os.access
+    monkeypatch.setattr(doctor_cmd.os, "access", lambda p, mode: real(p, mode) and not (Path(p) == db and mode & os.W_OK))
+    assert main(["doctor", "--json"]) == 1
+    by_name = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert by_name["store"]["ok"] is False
+    assert by_name["data_dir"]["ok"] is True

@@ -744,3 +744,48 @@ def test_observation_survives_sigkill_right_after_the_upsert(tmp_path: Path, clo
         paper = store.get(ref)
         assert paper is not None and paper.title == "崩溃前写入"
         assert store.mark_unfinished_interrupted("进程已退出", T0) == ["op_x"]
+
+
+def test_a_start_whose_shared_memory_file_cannot_grow_says_the_disk_is_full(
+    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A start on a full disk with no -shm file left (the last server closed cleanly): SQLite
+    cannot grow the new -shm and says only "disk I/O error" (SQLITE_IOERR_SHMSIZE). It was
+    io_error, whose advice is to check the disk, where freeing space is the fix."""
+    from cnki_mcp.errors import DataDirectoryUnusable
+    from cnki_mcp.store import db
+
+    with Store.open(tmp_path, clock):
+        pass
+
+    class NoRoomForShm:
+        def __init__(self, conn: sqlite3.Connection) -> None:
+            self.conn = conn
+
+        def execute(self, *args: object) -> sqlite3.Cursor:
+            exc = sqlite3.OperationalError("disk I/O error")
+            exc.sqlite_errorname = "SQLITE_IOERR_SHMSIZE"  # type: ignore[attr-defined]
+            raise exc
+
+        def close(self) -> None:
+            self.conn.close()
+
+    real = db._connect
+    monkeypatch.setattr(db, "_connect", lambda path: NoRoomForShm(real(path)))
+    with pytest.raises(DataDirectoryUnusable) as info:
+        Store.open(tmp_path, clock)
+    assert info.value.details["reason"] == "disk_full"
+    assert list(tmp_path.glob("cnki.sqlite3.corrupt-*")) == []
+
+
+def test_the_store_keeps_its_statement_journals_and_sorts_out_of_the_temp_directory(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """A full TMPDIR (/tmp) while the data directory's disk had room: a new database's tables
+    and an upgrade's migration (one transaction, whose statement journals SQLite writes as temp
+    files) failed SQLITE_FULL, said as DATA_DIRECTORY_UNUSABLE disk_full of the data directory,
+    where freeing space there changed nothing. (Seen with TMPDIR on a full 150 MB tmpfs; a test
+    cannot fill a file system without privileges, so it checks the setting that keeps them in
+    memory: temp_store 2 = MEMORY.)"""
+    with Store.open(tmp_path, clock) as s, s._read() as conn:
+        assert conn.execute("PRAGMA temp_store").fetchone()[0] == 2

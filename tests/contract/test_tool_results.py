@@ -146,6 +146,48 @@ async def test_a_failed_identity_refresh_keeps_its_code(h: Harness) -> None:
     assert result.structured_content["details"]["operation_id"].startswith("op_")
 
 
+@pytest.mark.parametrize(("errno_", "reason"), [(28, "disk_full"), (30, "read_only")])  # ENOSPC, EROFS
+async def test_a_full_or_read_only_disk_no_code_caught_is_still_coded_not_internal(
+    h: Harness, monkeypatch: pytest.MonkeyPatch, errno_: int, reason: str
+) -> None:
+    """The last net under every write: an OSError only a full or read-only disk raises, reaching
+    an operation (session_status refresh) or an inline tool (diagnostics) uncoded, is
+    DATA_DIRECTORY_UNUSABLE with the disk's reason. It was INTERNAL, a bug, each time such a path
+    was found (an export, a download's copy, the session-cookie file)."""
+    import os
+
+    from cnki_mcp.server import tools_session
+
+    async def refused(op: Any = None) -> Any:
+        raise OSError(errno_, os.strerror(errno_), "/data/session-cookies.json")
+
+    def also_refused(services: Any) -> Any:
+        raise OSError(errno_, os.strerror(errno_))
+
+    h.backend.identity = refused  # type: ignore[method-assign]
+    monkeypatch.setattr(tools_session, "build_diagnostics", also_refused)
+    async with Client(build_server(h.open)) as client:
+        schemas = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+        for tool, args in (("session_status", {"refresh": True}), ("diagnostics", {})):
+            result = await client.call_tool(tool, args)
+            assert result.is_error
+            jsonschema.validate(result.structured_content, schemas[tool])
+            assert result.structured_content["code"] == "DATA_DIRECTORY_UNUSABLE", tool
+            assert result.structured_content["details"]["reason"] == reason
+
+
+async def test_an_oserror_a_disk_does_not_explain_stays_internal(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cnki_mcp.server import tools_session
+
+    def reset(services: Any) -> Any:
+        raise ConnectionResetError(104, "Connection reset by peer")
+
+    monkeypatch.setattr(tools_session, "build_diagnostics", reset)
+    async with Client(build_server(h.open)) as client:
+        result = await client.call_tool("diagnostics", {})
+    assert result.is_error and result.structured_content["code"] == "INTERNAL"
+
+
 async def test_a_page_of_a_failed_searchs_results_is_still_a_result(h: Harness) -> None:
     def failed_page(inp: Any) -> ResultsPage:
         return ResultsPage(search_id=inp.search_id, status="failed", scope=inp.scope, total=0, offset=0,

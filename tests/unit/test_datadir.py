@@ -211,3 +211,42 @@ async def test_the_browser_is_not_started_on_a_directory_it_would_name_otherwise
     assert info.value.code == "DATA_DIRECTORY_UNUSABLE" and info.value.details["reason"] == "path_encoding"
     assert not (data / "browser-profile").exists()
     await host.close()
+
+
+@pytest.mark.parametrize(
+    ("errno_", "reason"),
+    [(28, "disk_full"), (30, "read_only"), (5, "io_error")],  # ENOSPC, EROFS, EIO
+)
+@pytest.mark.parametrize("where", ["root", "folder", "subfolder"])
+def test_a_folder_a_full_or_read_only_disk_refuses_names_the_disk_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, errno_: int, reason: str, where: str
+) -> None:
+    """The folders a tool creates (the data directory, exports/ or incoming/, a download's
+    subdirectory) on a full or read-only disk: details.reason is the store's disk_full /
+    read_only / io_error (README "故障排查"), not the system's words ("Read-only file system")
+    that no client could act on."""
+    data = tmp_path / "data"
+    if where != "root":
+        datadir.ensure_root(data)
+
+    def refused(self: Path, *args: object, **kwargs: object) -> None:
+        raise OSError(errno_, os.strerror(errno_))
+
+    monkeypatch.setattr(Path, "mkdir", refused)
+    with pytest.raises(CnkiError) as info:
+        if where == "root":
+            datadir.ensure_root(data)
+        elif where == "folder":
+            datadir.ensure_dir(data, datadir.EXPORTS_DIR)
+        else:
+            datadir.private_subdir(data, "op_1")
+    assert info.value.code == "DATA_DIRECTORY_UNUSABLE"
+    assert info.value.details["reason"] == reason
+
+
+def test_a_folder_refused_for_another_cause_keeps_the_system_words(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(CnkiError) as info:
+        datadir.ensure_root(blocker / "data")
+    assert info.value.details["reason"] == os.strerror(17)  # EEXIST from the parent: not a disk refusal
