@@ -1,6 +1,7 @@
 """The MCP server: `build_server(open_services)` registers the tools, the `cnki://guide`
-resource, the prompts and a `logging/setLevel` handler. Services are created in the lifespan
-(`open_services()`) and closed there, so stdin EOF or an HTTP shutdown closes the browser.
+resource, the prompts and a `logging/setLevel` handler (accepted, changing nothing). Services
+are created in the lifespan (`open_services()`) and closed there, so stdin EOF or an HTTP
+shutdown closes the browser.
 
 Tools: each module in `TOOL_MODULES` defines its tools in `register(server)`. By default the
 server publishes them from the packaged catalog (`server/catalog.py`) and registers a module on
@@ -70,18 +71,6 @@ TOOL_MODULES = (
     "cnki_mcp.server.tools_citations",
 )
 
-_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
-
-
 def build_server(open_services: Callable[[], Services], *, lazy_tools: bool = True) -> CnkiServer:
     """The server; `open_services` runs when a session (stdio) or the HTTP app starts.
     `lazy_tools=False` registers every tool module now (what the catalog is generated from)."""
@@ -122,11 +111,15 @@ def build_server(open_services: Callable[[], Services], *, lazy_tools: bool = Tr
     def guide() -> str:
         return GUIDE
 
-    async def set_level(_ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
-        logging.getLogger("cnki_mcp").setLevel(_LEVELS.get(str(params.level), logging.INFO))
+    async def set_level(_ctx: Any, _params: SetLevelRequestParams) -> EmptyResult:
+        # The level is what the client wants to receive, and no log notification is ever sent:
+        # nothing changes. It set the process's own log level (stderr), so a client sending
+        # `error` on connect hid the operator's warnings, `debug` flooded them, and over HTTP
+        # one session changed it for every other (DESIGN.md "Tool results").
         return EmptyResult()
 
-    # MCPServer has no logging/setLevel handler of its own; the low-level server accepts one.
+    # MCPServer has no logging/setLevel handler of its own; the low-level server accepts one
+    # (clients such as MCPJam send it on connect and fail on -32601).
     server._lowlevel_server.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
     return server
 

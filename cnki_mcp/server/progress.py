@@ -118,10 +118,17 @@ def stage_of(message: str | None) -> str | None:
 
 
 async def wait_with_progress(
-    ctx: Context[Any, Any], jobs: JobManager, operation_id: str, wait_seconds: float
+    ctx: Context[Any, Any],
+    jobs: JobManager,
+    operation_id: str,
+    wait_seconds: float,
+    bridge: ProgressBridge | None = None,
 ) -> OperationRecord:
-    """Long-poll `operation_id` for up to `wait_seconds`, forwarding its progress to this request."""
-    bridge = ProgressBridge(ctx)  # report_progress is a no-op without a progress token
+    """Long-poll `operation_id` for up to `wait_seconds`, forwarding its progress to this request.
+    A request that waits on one operation and then another passes its one `bridge` to both
+    waits: the values of a progress token must go on increasing (a fresh scale starts at 0)."""
+    if bridge is None:
+        bridge = ProgressBridge(ctx)  # report_progress is a no-op without a progress token
     unsubscribe = jobs.subscribe(operation_id, bridge.on_event)
     try:
         current = jobs.status(operation_id)

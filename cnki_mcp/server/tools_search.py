@@ -35,7 +35,7 @@ from cnki_mcp.query.plan import Plan
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
 from cnki_mcp.server.models import OperationView, more_results_step
-from cnki_mcp.server.progress import start_operation, typed_view, wait_with_progress
+from cnki_mcp.server.progress import ProgressBridge, start_operation, typed_view, wait_with_progress
 from cnki_mcp.server.sampling import (
     Resolved,
     Sampled,
@@ -277,16 +277,21 @@ async def _start_search(
     identical calls"): a client retrying a call that outlived its timeout, or two clients
     asking the same, get one search and one set of CNKI requests. A joined search that is
     cancelled or interrupted meanwhile is not this call's answer: then it starts its own.
-    `spent`: seconds the call already waited (for the client's model), taken off the inline wait."""
+    `spent`: seconds the call already waited (for the client's model), taken off the inline wait,
+    as is the time it waited on a joined search before starting its own."""
     jobs = services.jobs
     wait = max(0.0, jobs.inline_wait - spent)
+    bridge = ProgressBridge(ctx)  # one scale for both waits: this request's values keep increasing
     joined = jobs.running_with(OperationKind.SEARCH, key)
     if joined is not None:
-        record = await wait_with_progress(ctx, jobs, joined.operation_id, wait)
+        started = services.clock.monotonic()
+        record = await wait_with_progress(ctx, jobs, joined.operation_id, wait, bridge)
         if record.status not in (OperationStatus.CANCELLED, OperationStatus.INTERRUPTED):
             view = typed_view(SearchOperation, OperationView.of(record))
             view.joined = True
             return view
+        # one inline wait for the whole call: a client's timeout is set against it, not two
+        wait = max(0.0, wait - (services.clock.monotonic() - started))
     job = jobs.start(OperationKind.SEARCH, runner, budget, stage="starting", message="检索开始", key=key)
-    record = await wait_with_progress(ctx, jobs, job.operation_id, wait)
+    record = await wait_with_progress(ctx, jobs, job.operation_id, wait, bridge)
     return typed_view(SearchOperation, OperationView.of(record))

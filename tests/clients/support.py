@@ -41,8 +41,11 @@ def _system_node() -> Path:
 
 NODE = _system_node()
 TS_CLIENT = CLIENTS / "ts_client.mjs"
-INSPECTOR = MODULES / "@modelcontextprotocol" / "inspector" / "clients" / "cli" / "build" / "index.js"
-CONFORMANCE = MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+# Real paths: the Inspector CLI runs only when argv[1] is its own file with symbolic links resolved
+# (`isMain`), and otherwise exits 0 printing nothing, so a node_modules that is a symbolic link (a
+# git worktree sharing one installation) made every Inspector call look like an empty success.
+INSPECTOR = (MODULES / "@modelcontextprotocol" / "inspector" / "clients" / "cli" / "build" / "index.js").resolve()
+CONFORMANCE = (MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js").resolve()
 REQUIRED = (NODE, MODULES / "@modelcontextprotocol" / "sdk" / "package.json", INSPECTOR, CONFORMANCE)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -467,6 +468,23 @@ async def test_logging_set_level_is_accepted_on_the_legacy_era(h: Harness) -> No
         await client.set_logging_level("debug")
         tools = (await client.list_tools()).tools
         assert len(tools) == len(TOOL_NAMES)
+
+
+# The level is what the client wants to receive (the server sends no log notifications); the
+# operator's CNKI_LOG_LEVEL stays the server's own log level.
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+@pytest.mark.parametrize("level", ["emergency", "debug"])
+async def test_a_clients_logging_level_leaves_the_servers_own_log_level_alone(h: Harness, level: str) -> None:
+    log = logging.getLogger("cnki_mcp")
+    before = log.level
+    try:
+        log.setLevel(logging.WARNING)
+        async with Client(build_server(h.open), mode="legacy") as client:
+            await client.set_logging_level(level)  # type: ignore[arg-type]
+            assert (await client.call_tool("diagnostics", {})).is_error is False
+        assert log.level == logging.WARNING
+    finally:
+        log.setLevel(before)
 
 
 async def test_guide_resource_and_prompts_are_listed_and_readable(h: Harness) -> None:
