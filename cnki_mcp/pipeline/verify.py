@@ -171,6 +171,7 @@ class _Work:
         self.candidates: list[dict[str, RecordView]] = [{} for _ in parsed]
         self.searches: list[list[str]] = [[] for _ in parsed]
         self.failed: list[list[str]] = [[] for _ in parsed]  # searches whose request failed
+        self.fallback_ran: set[int] = set()  # entries whose fallback search was made (or had none to make)
         self.export_ids: dict[str, str] = {}
 
     def add(self, i: int, view: RecordView) -> None:
@@ -279,6 +280,7 @@ async def _fallback(
         try:
             compiled = compile_expression(fallback_expression(entry))
         except InvalidInput:
+            work.fallback_ran.add(i)
             return
         request = GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=PAGE_SIZE)
         label = "篇名模糊检索（" + distinctive_segment(entry.title or "") + "）"
@@ -296,6 +298,7 @@ async def _fallback(
                 work.failed[i].append(f"{label}（{exc.code}）")
                 return
         work.searches[i].append(label)
+        work.fallback_ran.add(i)
         for _row, view in _store_rows(work, page.rows, store, public_origins):
             if (
                 title_similarity(entry.title or "", view.title) >= 50
@@ -374,6 +377,7 @@ def _corrected(view: RecordView, paper: Paper | None, entry: ParsedReference) ->
     return re.sub(r"^\[\d+\]\s*", "", text.strip()) or None
 
 
+UNFINISHED_SEARCH = "查找未做完（预算用完或任务中止）：只做了篇名精确检索，没有做篇名模糊/作者+来源检索，不能据此判断不存在"
 ONLINE_FIRST_NUMBERS = "知网记录为网络首发，尚无卷期页码：条目中的卷、期、页码无法核对，改正条目不含它们"
 
 
@@ -396,6 +400,9 @@ def _result(work: _Work, requests: int, store: Store) -> VerifyResult:
         elif j.verdict == "not_found" and work.failed[i]:
             failed = "；".join(work.failed[i])
             j = j.model_copy(update={"warnings": [*j.warnings, f"检索失败，不能据此判断不存在：{failed}"]})
+        elif j.verdict == "not_found" and i not in work.fallback_ran:
+            # the operation stopped (budget, cancel) before this entry's fallback search
+            j = j.model_copy(update={"warnings": [*j.warnings, UNFINISHED_SEARCH]})
         paper = papers.get(j.record.record_ref) if j.record else None
         if paper is not None and _cites_numbers_online_first_lacks(entry, paper):
             j = j.model_copy(update={"warnings": [*j.warnings, ONLINE_FIRST_NUMBERS]})
