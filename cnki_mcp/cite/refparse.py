@@ -556,8 +556,12 @@ def _parse_free(raw: str, text: str) -> ParsedReference | None:
     titles = re.findall(r"《([^《》]+)》", raw)
     if not titles:
         return None
-    before = raw[: raw.index("《")]
-    authors, truncated = _authors(re.sub(r"[:：,，]\s*$", "", before.strip()))
+    before = re.sub(r"[:：,，]\s*$", "", raw[: raw.index("《")].strip())
+    # author-date (经济研究, 管理世界: `作者、作者，2014：《题名》，《刊名》第6期`): the year ends the authors
+    dated = re.search(r"[,，\s]*[(（]?\s*((?:19[5-9]\d|20[0-4]\d))[a-z]?\s*[)）]?$", before)
+    if dated is not None and dated.start() > 0:
+        before = before[: dated.start()]
+    authors, truncated = _authors(before)
     tail = _norm(raw[raw.index(titles[0]) + len(titles[0]) + 1 :])
     source = titles[1] if len(titles) > 1 else None
     volume, issue, pages = _volume_issue_pages(tail)
@@ -570,7 +574,7 @@ def _parse_free(raw: str, text: str) -> ParsedReference | None:
         authors_truncated=truncated,
         title=titles[0].strip(),
         source=source,
-        year=_year(tail),
+        year=_year(tail) or (int(dated.group(1)) if dated is not None and dated.start() > 0 else None),
         volume=volume,
         issue=issue,
         pages=pages,
