@@ -396,6 +396,35 @@ def _published(tail: str) -> re.Match[str] | None:
     return None if m is None or _BARE_YEAR.fullmatch(m.group("place").strip()) else m
 
 
+# GB/T 7714-2015 §4.2/§4.4: a book's `版本项` and other responsibility (`2版`, `陈生铮, 译`) stand
+# between its title and `出版地: 出版者`; neither is a source.
+_EDITION = re.compile(
+    r"^(?:第?\s*[\d一二三四五六七八九十]+\s*版|修订版|增订版|修订本|增订本|\d+(?:st|nd|rd|th)\s+ed(?:ition)?|rev(?:ised)?\s+ed)$",
+    re.I,
+)
+_ROLE = re.compile(r"^[^:]{1,60}?[,，\s]\s*等?(?:译|编译|编|主编|编著|校注|译注|trans|tr|eds?)$", re.I)
+# The publication part of a book or proceedings: `出版地: 出版者`, `地点, 年`, or a year standing first.
+_PUBLICATION = re.compile(
+    r"^(?:\[[^\]]{1,20}\]|[^:,.;\d\[\]]{1,20})\s*:\s*\S|^[^,:]{0,20},\s*(?:19[5-9]\d|20[0-4]\d)(?!\d)"
+    r"|^(?:19[5-9]\d|20[0-4]\d)(?![\d年])"
+)
+
+
+def _container_tail(tail: str, part_of: bool) -> str:
+    """The tail of a book or proceedings entry with what is not its source left out: an edition
+    and a translator or editor statement; and, in a part of one (`[C]//`, `[M]//`), the editor
+    that comes before the container's title (`//中国力学学会. 第3届…会议论文集. 天津: …`,
+    GB/T 7714-2015 §8.3), when two title-like parts stand before the publication part."""
+    parts = re.split(r"\.(?!\d)\s*", tail)
+    at = next((k for k, part in enumerate(parts) if _PUBLICATION.match(part.strip())), len(parts))
+    kept = [p for p in parts[:at] if not (_EDITION.match(p.strip()) or _ROLE.match(p.strip()))]
+    if part_of and len([p for p in kept if p.strip()]) == 2:
+        kept = kept[1:]
+    if len(kept) == at:
+        return tail
+    return ". ".join(p.strip() for p in [*kept, *parts[at:]] if p.strip())
+
+
 def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReference | None:
     head, tail = text[: code_match.start()], text[code_match.end() :]
     # head: "作者, 作者, 等. 题名"; the title is after the first ". " that ends the author list.
@@ -407,20 +436,22 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
     code = code_match.group(1).upper()
     # `[2027-03-01]`: the day the author read it online ([引用日期]), never the publication date
     tail = _ACCESS_DATE.sub("", tail).lstrip(" .")
-    if tail.startswith("//"):
+    part_of = tail.startswith("//")
+    if part_of:
         tail = tail[2:]
     source = place = publisher = None
+    container = _container_tail(tail, part_of) if code in ("M", "C", "S", "R") else tail
     if code == "D":
         m = re.match(r"^(?:(?P<place>[^:,.]{1,20}):\s*)?(?P<school>[^,.]+)", tail)
         source = m.group("school").strip() if m else None
         place, _ = _placeless(tail)
-    elif code in ("M", "C", "S", "R") and (m := _published(tail)) is not None:
+    elif code in ("M", "C", "S", "R") and (m := _published(container)) is not None:
         source = (m.group("proc") or m.group("pub")).strip()
-        place, _ = _placeless(tail[m.start("place") :])
+        place, _ = _placeless(container[m.start("place") :])
         if m.group("proc") and not re.fullmatch(r"\[[^\]]*\]", m.group("pub").strip()):
             publisher = m.group("pub").strip()  # `论文集. 武汉: 出版社`; not `[出版者不详]`
     else:
-        m = re.match(r"^([^,.]+?)\s*(?=,|\.|$)", tail)
+        m = re.match(r"^([^,.]+?)\s*(?=,|\.|$)", container)
         # an online-first article has pages and no year yet: `刊名: 1-12[2027-03-01]`
         source = re.sub(rf"\s*:\s*(?:{_RANGE})$", "", m.group(1)).strip() if m else None
         if source is not None and (_BARE_YEAR.fullmatch(source) or _DAY.fullmatch(source)):

@@ -23,3 +23,35 @@ def test_an_author_date_free_entry_reads_the_year_after_the_authors_as_its_year(
     # the year was read as a fourth author (an authors mismatch on a correct entry) and the year as missing
     got = parse_reference(raw)
     assert (got.style, got.authors, got.year) == ("free", authors, year)
+
+
+@pytest.mark.parametrize(
+    ("raw", "source", "place", "publisher"),
+    [
+        # GB/T 7714-2015 §8.3: `[C]//专著主要责任者. 专著题名. 出版地: 出版者, 年: 页码`
+        (
+            "江明志, 唐桂. 敏感个人信息处理规则的反思与重构[C]//中国法学会民法学研究会. 中国法学会民法学研究会年会论文集. 武汉, 2020: 183-192.",
+            "中国法学会民法学研究会年会论文集", None, None,
+        ),
+        (
+            "张三. 数据合规的若干问题[C]//中国法学会. 2023年民商法年会论文集. 北京: 法律出版社, 2023: 12-20.",
+            "2023年民商法年会论文集", "北京", "法律出版社",
+        ),
+        # without the editor, as before
+        (
+            "雷琳新. 知识图谱在多模态数据中的推理研究[C]//第二十二届中国计算语言学大会论文集. 哈尔滨: 中国中文信息学会, 2023: 370-374.",
+            "第二十二届中国计算语言学大会论文集", "哈尔滨", "中国中文信息学会",
+        ),
+        # a book's edition and translator are not its source (GB/T 7714-2015 §4.2)
+        ("王利明. 合同法研究: 第二卷[M]. 3版. 北京: 中国人民大学出版社, 2015.", "中国人民大学出版社", "北京", None),
+        ("昂温G, 昂温P S. 外国出版史[M]. 陈生铮, 译. 北京: 中国书籍出版社, 1988.", "中国书籍出版社", "北京", None),
+        ("Smith J. Contract Law[M]. 2nd ed. Oxford: Oxford University Press, 2019.", "Oxford University Press", "Oxford", None),
+    ],
+)
+def test_a_part_of_proceedings_or_a_book_reads_its_container_not_its_editor_or_edition(
+    raw: str, source: str, place: str | None, publisher: str | None
+) -> None:
+    # the editor (中国法学会民法学研究会) or the edition (3版) was read as the source: a correct entry
+    # was a source mismatch against CNKI's 会议 record (source: the proceedings) or book (the publisher)
+    got = parse_reference(raw)
+    assert (got.source, got.place, got.publisher) == (source, place, publisher)
