@@ -613,14 +613,22 @@ def _parse_free(raw: str, text: str) -> ParsedReference | None:
     )
 
 
+_JOURNAL_NUMBERS = re.compile(
+    r"^(?P<src>[^,:;]*?[^\d\s,:;])\s+(?P<vol>\d{1,4})\s*(?:\(\s*(?P<issue>[A-Za-z]?\d{1,3}[A-Za-z]?)\s*\))?\s*(?:[:,]\s*\S.*)?$"
+)
+
+
 def _parse_plain(raw: str, text: str) -> ParsedReference | None:
     """`作者. 题名. 来源, 年` without a type code: Vancouver (`刊名. 2019;41(3):12-20`), MLA and
     Chicago books and theses (`作者. 题名. 2014. 学校, 博士学位论文.`, `作者. 2017. 题名. 出版者.`)."""
     parts = [p.strip() for p in re.split(r"\.\s+|\.(?=[\u4e00-\u9fff])", text) if p.strip()]
+    year_part = None
+    if parts and (dated := re.search(r",\s*((?:19[5-9]\d|20[0-4]\d))[a-z]?$", parts[0])) is not None:
+        year_part = int(dated.group(1))  # Harvard: `作者, 作者, 2014. 题名. 刊名 27 (6), 75–99.`
+        parts[0] = parts[0][: dated.start()]
     if len(parts) < 2 or re.search(r"\d", parts[0]) or len(parts[0]) > 60:
         return None
     rest = parts[1:]
-    year_part = None
     if len(rest) > 1 and _BARE_YEAR.fullmatch(rest[0]):  # Chicago: `作者. 2017. 题名.`
         year_part = _year(rest.pop(0))
     title_part = rest[0]
@@ -628,10 +636,15 @@ def _parse_plain(raw: str, text: str) -> ParsedReference | None:
     source_part = next((p for p in rest[1:] if not _BARE_YEAR.fullmatch(p.rstrip("."))), None)
     place = None
     source = None
+    volume, issue, pages = _volume_issue_pages(after)
     if source_part is not None:
         place, _ = _placeless(re.sub(r"^\s*In:\s*", "", source_part), publisher=False)
         source = _source_of(source_part)
-    volume, issue, pages = _volume_issue_pages(after)
+        # Chicago author-date and Harvard without quotation marks: `刊名 27(6): 75–99`, `刊名 27 (6), 75–99`
+        journal = _JOURNAL_NUMBERS.match(source_part)
+        if journal is not None and not _YEAR.fullmatch(journal.group("vol")):
+            source, volume = journal.group("src").strip(), journal.group("vol")
+            issue = journal.group("issue") or issue
     authors, truncated = _authors(parts[0])
     return ParsedReference(
         raw=raw,

@@ -55,3 +55,33 @@ def test_a_part_of_proceedings_or_a_book_reads_its_container_not_its_editor_or_e
     # was a source mismatch against CNKI's 会议 record (source: the proceedings) or book (the publisher)
     got = parse_reference(raw)
     assert (got.source, got.place, got.publisher) == (source, place, publisher)
+
+
+@pytest.mark.parametrize(
+    ("raw", "authors", "year", "source", "volume", "issue", "pages"),
+    [
+        # Chicago author-date without quotation marks (社会学研究 and many Chinese social science journals)
+        (
+            "贾楠, 夏思萍, 白嘉嘉. 2014. 约定违约金酌减规则的法律规制研究. 现代法学 27(6): 75–99.",
+            ["贾楠", "夏思萍", "白嘉嘉"], 2014, "现代法学", "27", "6", "75-99",
+        ),
+        # Harvard (Elsevier): `Author, Author, year. Title. Journal volume (issue), pages.`
+        (
+            "贾楠, 夏思萍, 白嘉嘉, 2014. 约定违约金酌减规则的法律规制研究. 现代法学 27 (6), 75–99.",
+            ["贾楠", "夏思萍", "白嘉嘉"], 2014, "现代法学", "27", "6", "75-99",
+        ),
+        (
+            "Li, N., Schmidt, A., 2025. A review of compliance programs in data compliance. Computer Law & Security Review 35, 5127–5142.",
+            ["Li, N.", "Schmidt, A."], 2025, "Computer Law & Security Review", "35", None, "5127-5142",
+        ),
+    ],
+)
+def test_an_author_date_entry_without_quotation_marks_reads_the_journal_apart_from_its_numbers(
+    raw: str, authors: list[str], year: int, source: str, volume: str, issue: str | None, pages: str
+) -> None:
+    # Chicago's source was `现代法学 27(6): 75-99` (a source mismatch on a correct entry); Harvard's
+    # entries were unparsable
+    got = parse_reference(raw)
+    assert got.unparsable is None
+    assert (got.authors, got.year, got.source) == (authors, year, source)
+    assert (got.volume, got.issue, got.pages) == (volume, issue, pages)
