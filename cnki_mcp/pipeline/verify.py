@@ -271,45 +271,56 @@ async def _fallback(
     if not open_:
         return
     ctx.set_stage("verify_fallback", f"对 {len(open_)} 条做篇名模糊/作者+来源检索")
+    # entries asking the same request (a reference listed twice) share one: rows are judged per entry
+    asking: dict[str, tuple[GridRequest, list[int]]] = {}
+    for i in open_:
+        try:
+            compiled = compile_expression(fallback_expression(work.parsed[i]))
+        except InvalidInput:
+            work.fallback_ran.add(i)
+            continue
+        request = GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=PAGE_SIZE)
+        asking.setdefault(request.model_dump_json(), (request, []))[1].append(i)
     gate = asyncio.Semaphore(WORKERS)
     done = 0
 
-    async def one(i: int) -> None:
+    async def one(request: GridRequest, entries: list[int]) -> None:
         nonlocal done
-        entry = work.parsed[i]
-        try:
-            compiled = compile_expression(fallback_expression(entry))
-        except InvalidInput:
-            work.fallback_ran.add(i)
-            return
-        request = GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=PAGE_SIZE)
-        label = "篇名模糊检索（" + distinctive_segment(entry.title or "") + "）"
-        if entry.authors and entry.source:
-            label += f" 或 第一作者“{entry.authors[0]}”+来源“{entry.source}”"
-        if entry.doi:
-            label += f" 或 DOI“{entry.doi}”"
         async with gate:
             try:
                 page = await backend.grid(request, op=ctx)
             except CnkiError as exc:
                 if is_fatal(exc):
                     raise
-                record_item_error(ctx, exc, None, "verify_fallback", title=entry.title)
-                work.failed[i].append(f"{label}（{exc.code}）")
+                record_item_error(ctx, exc, None, "verify_fallback", title=work.parsed[entries[0]].title)
+                for i in entries:
+                    work.failed[i].append(f"{_fallback_label(work.parsed[i])}（{exc.code}）")
                 return
-        work.searches[i].append(label)
-        work.fallback_ran.add(i)
-        for _row, view in _store_rows(work, page.rows, store, public_origins):
-            if (
-                title_similarity(entry.title or "", view.title) >= 50
-                or (entry.authors and view.authors and names_agree(entry.authors[0], view.authors[0]))
-                or (entry.doi and view.doi and doi_key(entry.doi) == doi_key(view.doi))
-            ):
-                work.add(i, view)
-        done += 1
+        stored = _store_rows(work, page.rows, store, public_origins)
+        for i in entries:
+            entry = work.parsed[i]
+            work.searches[i].append(_fallback_label(entry))
+            work.fallback_ran.add(i)
+            for _row, view in stored:
+                if (
+                    title_similarity(entry.title or "", view.title) >= 50
+                    or (entry.authors and view.authors and names_agree(entry.authors[0], view.authors[0]))
+                    or (entry.doi and view.doi and doi_key(entry.doi) == doi_key(view.doi))
+                ):
+                    work.add(i, view)
+        done += len(entries)
         ctx.progress(done, len(open_), "entries")
 
-    await all_done(one(i) for i in open_)
+    await all_done(one(request, entries) for request, entries in asking.values())
+
+
+def _fallback_label(entry: ParsedReference) -> str:
+    label = "篇名模糊检索（" + distinctive_segment(entry.title or "") + "）"
+    if entry.authors and entry.source:
+        label += f" 或 第一作者“{entry.authors[0]}”+来源“{entry.source}”"
+    if entry.doi:
+        label += f" 或 DOI“{entry.doi}”"
+    return label
 
 
 def _needs_export(entry: ParsedReference, view: RecordView) -> bool:

@@ -295,3 +295,17 @@ async def test_an_entry_left_without_its_fallback_search_when_the_budget_ran_out
     [entry] = VerifyResult.model_validate(record.result).entries
     assert entry.verdict == "not_found" and entry.searches == ["篇名精确检索"]
     assert UNFINISHED_SEARCH in entry.warnings, entry.warnings
+
+
+async def test_a_reference_listed_twice_costs_one_fallback_search(clock: FakeClock, store: Store) -> None:
+    # an invented title and a real paper's mistyped one (corpus r0001), each listed twice (and once
+    # more numbered): every copy asked its own fallback search, 5 requests where 2 say the same
+    invented = "张明, 李华. 量子纠缠视角下民事诉讼证明责任的重新分配[J]. 现代法学, 2014, 27(6): 75-99."
+    garbled = "贾楠, 夏思萍, 白嘉嘉. 约定违约金酌减规则之法律规制研究[J]. 现代法学, 2014, 27(6): 75-99."
+    site = CorpusBackend()
+    _, result = await run(clock, store, site, VerifyInput(references=[invented, garbled, invented, garbled, "[3] " + invented]))
+    assert site.requests["grid"] == 3  # one exact-title batch, one fallback search per distinct entry
+    assert [(e.verdict, e.fields) for e in result.entries] == [
+        ("not_found", []), ("mismatch", ["title"]), ("not_found", []), ("mismatch", ["title"]), ("not_found", [])
+    ]
+    assert all(len(e.searches) == 2 for e in result.entries)  # each copy names the search that judged it
