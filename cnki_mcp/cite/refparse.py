@@ -5,7 +5,8 @@
 of these while the list is numbered continues the previous entry (a wrapped line) unless that
 entry already ended with a full stop after its year; in any list a line indented further than the
 list (a hanging indent), following a line that stops mid-reference (`刊名,`) or holding only the
-entry's DOI or link continues it. A heading line (`参考文献`, `References：`, a short label such as
+entry's DOI or link continues it, and so, in an unnumbered list, does a line after one a PDF
+copy cut short (stopping on a character before its year or inside an APA title). A heading line (`参考文献`, `References：`, a short label such as
 `中文文献：`) is not an entry. A line ends at any break `str.splitlines` knows (Word's manual break
 \v, U+2028, a PDF's \f as well as \n and \r), and invisible format characters (BOM, soft hyphen,
 zero-width space: `identity.visible`) are dropped first.
@@ -20,8 +21,10 @@ style export_citations writes:
 * MLA and Chicago: `作者, et al. “题名.” 刊名, vol. 41, no. 3, 2019, pp. 12–20.` and
   `作者, and 作者. 2019. “题名.” 刊名 41 (3): 12–20.` (title in quotation marks);
 * Vancouver and other period-separated lists: `作者. 题名. 刊名. 2019;41(3):12–20. doi:…`;
-* free Chinese style: `作者：《题名》，《刊名》2019年第3期（第12-20页）`, a bare `《题名》`, and a
-  title containing 《》 standing first (`《民法典》第585条的适用，作者，刊名2022年第6期`).
+* Harvard: `作者, 作者, 2019. 题名. 刊名 41 (3), 12–20.`, and Chicago author-date without quotation marks;
+* free Chinese style: `作者：《题名》，《刊名》2019年第3期（第12-20页）`, author-date
+  (`作者，2019：《题名》，《刊名》第3期`), a bare `《题名》`, and a title containing 《》 standing first
+  (`《民法典》第585条的适用，作者，刊名2022年第6期`).
 
 A thesis genre (`[博士学位论文]`) is not part of the title, nor a place (`[武汉]: 武汉大学`) part of
 the source; DOIs and links are never read as pages or years. A field that is not there stays
@@ -157,13 +160,27 @@ def split_entries(text: str) -> list[str]:
         elif numbered:
             wrapped = not ended or indented or (_MID_STOP.search(last) is not None and not _YEAR.search(last))
         else:
-            wrapped = last.endswith(_OPEN_END) or (indented and not ended)
+            wrapped = last.endswith(_OPEN_END) or (indented and not ended) or _cut_short(last, line)
         if is_marker or not entries or not wrapped:
             entries.append(_MARKER.sub("", line, count=1).strip())
         else:
             joiner = "" if _is_cjk_end(entries[-1]) and _is_cjk_start(line.strip()) else " "
             entries[-1] = entries[-1] + joiner + line.strip()
     return [e for e in entries if e]
+
+
+# APA: the year in parentheses and a title not yet ended by its full stop (`(2025). A review of`)
+_APA_OPEN_TITLE = re.compile(r"\(\s*(?:19[5-9]\d|20[0-4]\d)[a-z]?\s*\)\s*\.\s*[^.]*$")
+
+
+def _cut_short(entry: str, line: str) -> bool:
+    """An unnumbered entry a hard line break cut short (a PDF's wrapped line whose hanging indent
+    the copy lost: `…[J]. 现代法` + `学, 2014, 27(6): 75-99.`): it stops on a letter or character,
+    with no link, before its year or inside an APA title, and the next line brings no second type
+    code (`崔建远. 合同法[M]. 北京: 法律出版社` without a year is followed by the next entry)."""
+    if not entry[-1:].isalnum() or _HAS_LINK.search(entry) or (_TYPE.search(entry) and _TYPE.search(line)):
+        return False
+    return _YEAR.search(entry) is None or _APA_OPEN_TITLE.search(entry) is not None
 
 
 def _is_cjk_end(text: str) -> bool:

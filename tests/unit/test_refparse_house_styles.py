@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cnki_mcp.cite.refparse import parse_reference
+from cnki_mcp.cite.refparse import parse_reference, split_entries
 
 
 @pytest.mark.parametrize(
@@ -85,3 +85,24 @@ def test_an_author_date_entry_without_quotation_marks_reads_the_journal_apart_fr
     assert got.unparsable is None
     assert (got.authors, got.year, got.source) == (authors, year, source)
     assert (got.volume, got.issue, got.pages) == (volume, issue, pages)
+
+
+def test_an_unnumbered_list_copied_from_a_pdf_joins_the_lines_it_wrapped() -> None:
+    # a PDF copy loses the hanging indent: each wrapped line was an entry of its own (a source
+    # `现代法` mismatch, a title cut at `…的实`, and two unparsable halves)
+    text = (
+        "贾楠, 夏思萍, 白嘉嘉. 约定违约金酌减规则的法律规制研究[J]. 现代法\n学, 2014, 27(6): 75-99.\n"
+        "余伟芳, 龙桂宇, 闫楠超. 数字技术对企业创新的影响——基于断点回归的实\n证分析[J]. 经济研究, 2025, 32(7): 81-90.\n"
+        "Li, N., & Schmidt, A. (2025). A review of compliance programs in data\ncompliance. Computer Law & Security Review, 35(5), 5127–5142.\n"
+        "崔建远. 合同法[M]. 北京: 法律出版社\n"  # finished without a year or a full stop: the next line is the next entry
+        "韩世远. 合同法总论[M]. 北京: 法律出版社, 2018\n"
+        "甲. 题一[J]. 刊, 2019\n"
+    )
+    assert split_entries(text) == [
+        "贾楠, 夏思萍, 白嘉嘉. 约定违约金酌减规则的法律规制研究[J]. 现代法学, 2014, 27(6): 75-99.",
+        "余伟芳, 龙桂宇, 闫楠超. 数字技术对企业创新的影响——基于断点回归的实证分析[J]. 经济研究, 2025, 32(7): 81-90.",
+        "Li, N., & Schmidt, A. (2025). A review of compliance programs in data compliance. Computer Law & Security Review, 35(5), 5127–5142.",
+        "崔建远. 合同法[M]. 北京: 法律出版社",
+        "韩世远. 合同法总论[M]. 北京: 法律出版社, 2018",
+        "甲. 题一[J]. 刊, 2019",
+    ]
