@@ -16,7 +16,13 @@ from cnki_mcp.errors import CnkiError, ParserUnsupported
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
 from cnki_mcp.models import GridPage
 from cnki_mcp.operations import DEFAULT_BUDGETS
-from cnki_mcp.pipeline.verify import ONLINE_FIRST_NUMBERS, UNFINISHED_SEARCH, VerifyInput, VerifyResult, verify_references
+from cnki_mcp.pipeline.verify import (
+    ONLINE_FIRST_NUMBERS,
+    UNFINISHED_SEARCH,
+    VerifyInput,
+    VerifyResult,
+    verify_references,
+)
 from cnki_mcp.site.backend import GridFollow, GridRequest, SiteOp
 from cnki_mcp.store import Store
 
