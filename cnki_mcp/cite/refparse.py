@@ -173,12 +173,16 @@ def split_entries(text: str) -> list[str]:
 _APA_OPEN_TITLE = re.compile(r"\(\s*(?:19[5-9]\d|20[0-4]\d)[a-z]?\s*\)\s*\.\s*[^.]*$")
 
 
+_TITLE_MARK = re.compile(_TYPE.pattern + r"|[(（]\s*(?:19[5-9]\d|20[0-4]\d)[a-z]?\s*[)）]|《", re.I)
+
+
 def _cut_short(entry: str, line: str) -> bool:
     """An unnumbered entry a hard line break cut short (a PDF's wrapped line whose hanging indent
     the copy lost: `…[J]. 现代法` + `学, 2014, 27(6): 75-99.`): it stops on a letter or character,
     with no link, before its year or inside an APA title, and the next line brings no second type
-    code (`崔建远. 合同法[M]. 北京: 法律出版社` without a year is followed by the next entry)."""
-    if not entry[-1:].isalnum() or _HAS_LINK.search(entry) or (_TYPE.search(entry) and _TYPE.search(line)):
+    code, APA year or 《title》 when the entry has one (`崔建远. 合同法[M]. 北京: 法律出版社` without a year
+    is followed by the next entry)."""
+    if not entry[-1:].isalnum() or _HAS_LINK.search(entry) or (_TITLE_MARK.search(entry) and _TITLE_MARK.search(line)):
         return False
     return _YEAR.search(entry) is None or _APA_OPEN_TITLE.search(entry) is not None
 

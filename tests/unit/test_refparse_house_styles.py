@@ -97,6 +97,8 @@ def test_an_unnumbered_list_copied_from_a_pdf_joins_the_lines_it_wrapped() -> No
         "崔建远. 合同法[M]. 北京: 法律出版社\n"  # finished without a year or a full stop: the next line is the next entry
         "韩世远. 合同法总论[M]. 北京: 法律出版社, 2018\n"
         "甲. 题一[J]. 刊, 2019\n"
+        "王利明. 合同法研究[M]. 北京: 中国人民大学出版社\n"  # nor an entry of another style (APA's year)
+        "张三. (2020). 某题. 某刊, 1(2), 3-4.\n"
     )
     assert split_entries(text) == [
         "贾楠, 夏思萍, 白嘉嘉. 约定违约金酌减规则的法律规制研究[J]. 现代法学, 2014, 27(6): 75-99.",
@@ -105,4 +107,6 @@ def test_an_unnumbered_list_copied_from_a_pdf_joins_the_lines_it_wrapped() -> No
         "崔建远. 合同法[M]. 北京: 法律出版社",
         "韩世远. 合同法总论[M]. 北京: 法律出版社, 2018",
         "甲. 题一[J]. 刊, 2019",
+        "王利明. 合同法研究[M]. 北京: 中国人民大学出版社",
+        "张三. (2020). 某题. 某刊, 1(2), 3-4.",
     ]
