@@ -344,19 +344,31 @@ _RANGE = r"\d{1,5}\s*-\s*\d{1,5}(?:\s*\+\s*\d{1,5})*|\d{1,5}\+\d{1,5}|\d{1,5}"  
 _ACCESS_DATE = re.compile(r"\[\s*(?:19|20)\d\d-\d{1,2}-\d{1,2}\s*\]")
 
 
+# A supplement issue as lists write it (`增刊1`, `增刊第1期`, `Suppl 1`, `Suppl. 1`); CNKI writes `S1`.
+_SUPPLEMENT = r"(?:增刊\s*第?|suppl(?:ement)?\.?)\s*\d{1,2}"
+
+
+def _supplement_issue(text: str) -> str:
+    """`增刊1`, `增刊第1期`, `Suppl. 1` -> `S1` (CNKI's spelling); any other issue with its spaces dropped."""
+    m = re.fullmatch(r"(?:增刊\s*第?|suppl(?:ement)?\.?)\s*(\d{1,2})", text.strip(), re.I)
+    return f"S{int(m.group(1))}" if m else text.replace(" ", "")
+
+
 def _volume_issue_pages(tail: str) -> tuple[str | None, str | None, str | None]:
     """`41(3): 12-20` (GB/T), `41(3), 12-20` (APA), `2019年第3期，第12-20页` (free style),
     `vol. 41, no. 3, … pp. 12-20` (MLA), `;41(3):12-20` (Vancouver)."""
     tail = _strip_links(tail)
     volume = issue = pages = None
-    m = re.search(r"(?<![\d(-])(\d{1,4})?\s*\(\s*([A-Za-z]?\d{1,3}[A-Za-z]?(?:\s*[-/]\s*\d{1,3})?)\s*\)", tail)
+    m = re.search(
+        rf"(?<![\d(-])(\d{{1,4}})?\s*\(\s*({_SUPPLEMENT}|[A-Za-z]?\d{{1,3}}[A-Za-z]?(?:\s*[-/]\s*\d{{1,3}})?)\s*\)", tail, re.I
+    )
     if m:
-        volume, issue = m.group(1), m.group(2).replace(" ", "")
+        volume, issue = m.group(1), _supplement_issue(m.group(2))
         if volume is not None and _YEAR.fullmatch(volume):
             volume = None  # `2020(2)`: a journal without volumes, year and issue
-    m = re.search(r"第\s*(\d{1,3})\s*期|\bno\.\s*([A-Za-z]?\d{1,4}[A-Za-z]?)", tail)
+    m = re.search(rf"(?:年\s*)?({_SUPPLEMENT})\s*期?|第\s*(\d{{1,3}})\s*期|\bno\.\s*([A-Za-z]?\d{{1,4}}[A-Za-z]?)", tail, re.I)
     if m and issue is None:
-        issue = m.group(1) or m.group(2)
+        issue = _supplement_issue(m.group(1)) if m.group(1) else m.group(2) or m.group(3)
     m = re.search(r"第\s*(\d{1,4})\s*卷|\bvol\.\s*([A-Za-z]?\d{1,4})", tail)
     if m and volume is None:
         volume = m.group(1) or m.group(2)

@@ -1,11 +1,13 @@
 """Reference shapes Chinese and English journals print that the common styles do not cover: the
-author-date free style of 经济研究 / 管理世界, and the field order of GB/T 7714's parts of
-proceedings and books (docs/DESIGN.md §References)."""
+author-date free style of 经济研究 / 管理世界, Harvard, the field order of GB/T 7714's parts of
+proceedings and books, lists a PDF copy wrapped, and supplement issues written out
+(docs/DESIGN.md §References)."""
 
 from __future__ import annotations
 
 import pytest
 
+from cnki_mcp.cite.refmatch import RecordView, judge
 from cnki_mcp.cite.refparse import parse_reference, split_entries
 
 
@@ -110,3 +112,29 @@ def test_an_unnumbered_list_copied_from_a_pdf_joins_the_lines_it_wrapped() -> No
         "王利明. 合同法研究[M]. 北京: 中国人民大学出版社",
         "张三. (2020). 某题. 某刊, 1(2), 3-4.",
     ]
+
+
+SUPPLEMENT = RecordView(
+    record_ref="r", title="论违约金", authors=["张三"], source="法学研究", year=2019, volume="41", issue="S1",
+    pages="12-20", doc_type="期刊",
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "verdict", "fields"),
+    [
+        ("张三. 论违约金[J]. 法学研究, 2019, 41(增刊1): 12-20.", "verified", []),
+        ("张三. 论违约金[J]. 法学研究, 2019, 41(Suppl. 1): 12-20.", "verified", []),
+        ("张三. (2019). 论违约金. 法学研究, 41(Suppl 1), 12–20.", "verified", []),
+        ("张三：《论违约金》，《法学研究》2019年增刊第1期。", "verified", []),
+        ("张三. 论违约金[J]. 法学研究, 2019, 41(s1): 12-20.", "verified", []),
+        # a wrong volume or supplement number beside a supplement written out
+        ("张三. 论违约金[J]. 法学研究, 2019, 45(增刊1): 12-20.", "mismatch", ["volume"]),
+        ("张三. 论违约金[J]. 法学研究, 2019, 41(增刊2): 12-20.", "mismatch", ["issue"]),
+        ("张三. 论违约金[J]. 法学研究, 2019, 45(Suppl 1): 12-20.", "mismatch", ["volume"]),
+    ],
+)
+def test_a_supplement_issue_written_out_is_compared_as_cnkis_s_number(raw: str, verdict: str, fields: list[str]) -> None:
+    # `41(增刊1)` was read as neither volume nor issue: a wrong volume or supplement number was verified
+    judged = judge(parse_reference(raw), [SUPPLEMENT])
+    assert (judged.verdict, judged.fields) == (verdict, fields)
