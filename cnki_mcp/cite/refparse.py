@@ -52,7 +52,7 @@ TYPE_CODES = ("J", "D", "C", "M", "N", "P", "S", "R", "G", "A", "Z", "EB", "DB",
 # its own characters: 《》 and Chinese punctuation inside a title are not touched there).
 _FULLWIDTH = str.maketrans(
     {"．": ".", "，": ",", "：": ":", "；": ";", "（": "(", "）": ")", "［": "[", "］": "]",
-     "／": "/", "－": "-", "—": "-", "–": "-", "～": "-", "〜": "-", "　": " ", "＂": '"'}
+     "／": "/", "－": "-", "—": "-", "–": "-", "～": "-", "~": "-", "〜": "-", "　": " ", "＂": '"'}
 )
 _MARKER = re.compile(
     r"^\s*(?:[\[［【〔]\s*\d{1,3}\s*[\]］】〕]|[(（]\s*\d{1,3}\s*[)）]|\d{1,3}\s*(?:[.．、](?!\d)|[)）])|[①-⑳]|[•·\-*▪◦])\s*"
@@ -369,16 +369,17 @@ def _volume_issue_pages(tail: str) -> tuple[str | None, str | None, str | None]:
     m = re.search(rf"(?:年\s*)?({_SUPPLEMENT})\s*期?|第\s*(\d{{1,3}})\s*期|\bno\.\s*([A-Za-z]?\d{{1,4}}[A-Za-z]?)", tail, re.I)
     if m and issue is None:
         issue = _supplement_issue(m.group(1)) if m.group(1) else m.group(2) or m.group(3)
-    m = re.search(r"第\s*(\d{1,4})\s*卷|\bvol\.\s*([A-Za-z]?\d{1,4})", tail)
+    # `Vol. 27` as `vol. 27`; GB/T's `年, 卷: 页` for a journal without issues (`2014, 27: 75-99`)
+    m = re.search(rf"第\s*(\d{{1,4}})\s*卷|\bvol\.\s*([A-Za-z]?\d{{1,4}})|{_YEAR.pattern}\s*,\s*(\d{{1,4}})\s*:\s*\d", tail, re.I)
     if m and volume is None:
-        volume = m.group(1) or m.group(2)
+        volume = m.group(1) or m.group(2) or m.group(4)
     for pattern in (
         rf":\s*({_RANGE})\s*(?:\.|$|[,;])",  # GB/T: after the colon
         rf"第\s*({_RANGE})\s*页",  # free style
         rf"\)\s*,\s*({_RANGE})\s*(?:\.|$|[,;])",  # APA: after "41(3),"
         rf"\bpp?\.\s*({_RANGE})",
     ):
-        m = re.search(pattern, tail)
+        m = re.search(pattern, tail, re.I)
         if m:
             pages = re.sub(r"\s+", "", m.group(1))
             break

@@ -138,3 +138,23 @@ def test_a_supplement_issue_written_out_is_compared_as_cnkis_s_number(raw: str, 
     # `41(增刊1)` was read as neither volume nor issue: a wrong volume or supplement number was verified
     judged = judge(parse_reference(raw), [SUPPLEMENT])
     assert (judged.verdict, judged.fields) == (verdict, fields)
+
+
+@pytest.mark.parametrize(
+    ("raw", "volume", "issue", "pages"),
+    [
+        ("贾楠. 约定违约金酌减规则的法律规制研究[J]. 现代法学, 2014, Vol. 27, No. 6, pp. 75-99.", "27", "6", "75-99"),
+        ("贾楠. “约定违约金酌减规则的法律规制研究.” 现代法学, Vol. 27, No. 6, 2014, PP. 75-99.", "27", "6", "75-99"),
+        ("贾楠. 约定违约金酌减规则的法律规制研究[J]. 现代法学, 2014, 27(6): 75～99.", "27", "6", "75-99"),
+        # GB/T 7714-2015 §8.6: a journal without issues, `年, 卷: 页`
+        ("贾楠. 约定违约金酌减规则的法律规制研究[J]. 现代法学, 2014, 27: 75-99.", "27", None, "75-99"),
+        ("贾楠. 约定违约金酌减规则的法律规制研究[J]. 现代法学, 2014: 75-99.", None, None, "75-99"),
+    ],
+)
+def test_a_volume_and_pages_in_any_case_or_without_an_issue_are_read(
+    raw: str, volume: str | None, issue: str | None, pages: str
+) -> None:
+    # `Vol. 27`, `PP.`, `75～99` and `2014, 27: 75-99` were read as no volume or no pages: the
+    # field went unchecked, so a wrong one was verified
+    got = parse_reference(raw)
+    assert (got.volume, got.issue, got.pages) == (volume, issue, pages)
