@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field, model_validator
 from cnki_mcp.cite import export as cite_export
 from cnki_mcp.cite import from_paper
 from cnki_mcp.cite.model import HAN
-from cnki_mcp.cite.names import names_agree
+from cnki_mcp.cite.names import names_agree, without_origin
 from cnki_mcp.cite.refmatch import (
     FieldDiff,
     FieldName,
@@ -135,6 +135,7 @@ def _cnki_name(name: str) -> str:
     """A Han name as CNKI writes it, without the spaces a list spaces it with (`贾　楠`, padded to
     align two-character names in Word; `司马 相如`) and in simplified characters (`謝國思` is CNKI's
     谢国思: `script.simplified`); other names as written."""
+    name = without_origin(name)  # `[美]波斯纳`: the country is not part of the name CNKI lists
     return simplified("".join(name.split())) if HAN.search(name) else name
 
 

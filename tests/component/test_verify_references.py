@@ -315,3 +315,12 @@ async def test_a_reference_listed_twice_costs_one_fallback_search(clock: FakeClo
         ("not_found", []), ("mismatch", ["title"]), ("not_found", []), ("mismatch", ["title"]), ("not_found", [])
     ]
     assert all(len(e.searches) == 2 for e in result.entries)  # each copy names the search that judged it
+
+
+async def test_the_first_author_search_leaves_out_the_authors_country(clock: FakeClock, store: Store) -> None:
+    # corpus r0001 with a mistyped title: only the first author + source search finds it, and
+    # `[美]贾楠` asked CNKI for an author named `[美]贾楠`
+    entry = "[美]贾楠, 夏思萍, 白嘉嘉. 约定违约金酌减规则之法律规制研究[J]. 现代法学, 2014, 27(6): 75-99."
+    _, result = await run(clock, store, CorpusBackend(), VerifyInput(references=[entry]))
+    [got] = result.entries
+    assert (got.verdict, got.fields) == ("mismatch", ["title"]), got

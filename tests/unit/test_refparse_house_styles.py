@@ -158,3 +158,22 @@ def test_a_volume_and_pages_in_any_case_or_without_an_issue_are_read(
     # field went unchecked, so a wrong one was verified
     got = parse_reference(raw)
     assert (got.volume, got.issue, got.pages) == (volume, issue, pages)
+
+
+BOOK = RecordView(
+    record_ref="r", title="个人信息保护：理论与实践", authors=["任慧嘉"], source="中国人民大学出版社", year=2020,
+    doc_type="图书",
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "verdict"),
+    [
+        ("[美]任慧嘉. 个人信息保护：理论与实践[M]. 北京: 中国人民大学出版社, 2020.", "verified"),
+        ("（美）任慧嘉：《个人信息保护：理论与实践》，中国人民大学出版社2020年版。", "verified"),
+        ("[美]张三. 个人信息保护：理论与实践[M]. 北京: 中国人民大学出版社, 2020.", "mismatch"),
+    ],
+)
+def test_an_authors_country_in_brackets_is_not_part_of_the_name(raw: str, verdict: str) -> None:
+    # GB/T 7714's `[美]波斯纳` for a translated author: `[美]任慧嘉` was an authors mismatch with 任慧嘉
+    assert judge(parse_reference(raw), [BOOK]).verdict == verdict
