@@ -184,6 +184,8 @@ def _cut_short(entry: str, line: str) -> bool:
     is followed by the next entry)."""
     if not entry[-1:].isalnum() or _HAS_LINK.search(entry) or (_TITLE_MARK.search(entry) and _TITLE_MARK.search(line)):
         return False
+    if not re.search(r"[.．。:：]\s*\S", entry):
+        return False  # no field ended yet (`作者. `, `作者：`): a line of text before the list, not a reference
     return _YEAR.search(entry) is None or _APA_OPEN_TITLE.search(entry) is not None
 
 

@@ -93,6 +93,7 @@ def test_an_unnumbered_list_copied_from_a_pdf_joins_the_lines_it_wrapped() -> No
     # a PDF copy loses the hanging indent: each wrapped line was an entry of its own (a source
     # `现代法` mismatch, a title cut at `…的实`, and two unparsable halves)
     text = (
+        "以下是参考文献\n"  # a line of text before the list, ending without a colon, is no part of an entry
         "贾楠, 夏思萍, 白嘉嘉. 约定违约金酌减规则的法律规制研究[J]. 现代法\n学, 2014, 27(6): 75-99.\n"
         "余伟芳, 龙桂宇, 闫楠超. 数字技术对企业创新的影响——基于断点回归的实\n证分析[J]. 经济研究, 2025, 32(7): 81-90.\n"
         "Li, N., & Schmidt, A. (2025). A review of compliance programs in data\ncompliance. Computer Law & Security Review, 35(5), 5127–5142.\n"
@@ -103,6 +104,7 @@ def test_an_unnumbered_list_copied_from_a_pdf_joins_the_lines_it_wrapped() -> No
         "张三. (2020). 某题. 某刊, 1(2), 3-4.\n"
     )
     assert split_entries(text) == [
+        "以下是参考文献",
         "贾楠, 夏思萍, 白嘉嘉. 约定违约金酌减规则的法律规制研究[J]. 现代法学, 2014, 27(6): 75-99.",
         "余伟芳, 龙桂宇, 闫楠超. 数字技术对企业创新的影响——基于断点回归的实证分析[J]. 经济研究, 2025, 32(7): 81-90.",
         "Li, N., & Schmidt, A. (2025). A review of compliance programs in data compliance. Computer Law & Security Review, 35(5), 5127–5142.",
