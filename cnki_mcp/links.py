@@ -142,18 +142,29 @@ def reference_key(title: str) -> str:
     return title_key(title.translate(NESTED_MARKS))
 
 
+# A space between Han characters and a Latin word (`ChatGPT 对在线教育…`, `面向 C++ 程序`), as many
+# writers and AI assistants space them; CNKI's titles write them together (`ChatGPT对在线教育…`). Not
+# digits: a title numbered `研究 007` keeps one spelling (a second one costs a leaf in every batch).
+_LATIN_HAN_SPACE = re.compile(r"(?<=[\u4e00-\u9fff])\s+(?=[A-Za-z])|(?<=[A-Za-z+#])\s+(?=[\u4e00-\u9fff])")
+
+
 def title_variants(title: str) -> list[str]:
     """The spellings to look a title up by, locally and on CNKI: as written (invisible format
     characters such as a PDF's soft hyphens and zero-width spaces dropped, spaces collapsed); with
     the letters CNKI writes otherwise (`ＣＯ２`/`CO₂` -> `CO2`, `R&amp;D` -> `R&D`, `列夫•托尔斯泰` ->
     `列夫·托尔斯泰`; punctuation as written, so a title with `：` costs no second spelling); with
-    CNKI's marks for straight quotes and a lone dash (`cite.refparse.chinese_marks`); in
+    CNKI's marks for straight quotes and a lone dash (`cite.refparse.chinese_marks`); without the
+    spaces a writer puts between Han characters and a Latin word (`ChatGPT 对…` ->
+    `ChatGPT对…`); in
     simplified characters when written in traditional ones (`script.simplified`: CNKI's titles are
     simplified, 違約金懲罰性功能的困境與出路 is 违约金惩罚性功能的困境与出路 there); each also with 〈〉
     turned into 《》."""
     written = " ".join(visible(title).split())
     letters = simplified(ascii_letters(decode_entities(written).translate(NAME_DOTS)))
-    spellings = dict.fromkeys([written, letters, chinese_marks(written), chinese_marks(letters)])
+    joined = _LATIN_HAN_SPACE.sub("", letters)
+    spellings = dict.fromkeys(
+        [written, letters, chinese_marks(written), chinese_marks(letters), joined, chinese_marks(joined)]
+    )
     return list(dict.fromkeys(v for s in spellings for v in (s, s.translate(NESTED_MARKS))))
 
 

@@ -380,6 +380,16 @@ def _pinyin_given_agrees(words: list[str], syllables: list[set[str]]) -> bool:
     return fits(0, 0)
 
 
+# GB/T 7714-2015 §8.1.1 and Chinese lists put a translated author's country, or an old author's
+# dynasty, in brackets before the name (`[美]波斯纳`, `（英）哈特`, `〔清〕纪昀`): not part of the name.
+_ORIGIN_MARK = re.compile(r"^\s*[\[［(（〔【]\s*[\u4e00-\u9fff]{1,3}\s*[\]］)）〕】]\s*")
+
+
+def without_origin(name: str) -> str:
+    """A name without the bracketed country or dynasty before it (`[美]波斯纳` -> `波斯纳`)."""
+    return _ORIGIN_MARK.sub("", name)
+
+
 def names_agree(entry: str, record: str) -> bool:
     """Does a name as a reference writes it denote the record's name?
 
@@ -390,6 +400,7 @@ def names_agree(entry: str, record: str) -> bool:
     (`Jiang Yuxin`, `JIANG Y X` and `Jiang, Y.` name 姜雨欣; 周静 names `Jing ZHOU`): an
     English-language list romanises the Chinese authors of a Chinese paper. Every given-name
     character must be spelt or initialled (`Jiang Yu`, `Jiang, Y. T.` do not name 姜雨欣)."""
+    entry, record = without_origin(entry), without_origin(record)
     han_entry, han_record = bool(HAN.search(entry)), bool(HAN.search(record))
     if han_entry and han_record:
 

@@ -129,10 +129,10 @@ def same_source(entry: str, record: str) -> bool:
 
 
 def _num(text: str | None) -> str | None:
-    """`03` -> `3`, `S2` stays, None/empty -> None."""
+    """`03` -> `3`, `S2` stays (`s2` is `S2`, `z1` CNKI's `Z1`), None/empty -> None."""
     if not text:
         return None
-    value = unicodedata.normalize("NFKC", text).strip()
+    value = unicodedata.normalize("NFKC", text).strip().upper()
     return re.sub(r"^0+(?=\d)", "", value) or None
 
 

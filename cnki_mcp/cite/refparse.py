@@ -5,7 +5,8 @@
 of these while the list is numbered continues the previous entry (a wrapped line) unless that
 entry already ended with a full stop after its year; in any list a line indented further than the
 list (a hanging indent), following a line that stops mid-reference (`刊名,`) or holding only the
-entry's DOI or link continues it. A heading line (`参考文献`, `References：`, a short label such as
+entry's DOI or link continues it, and so, in an unnumbered list, does a line after one a PDF
+copy cut short (stopping on a character before its year or inside an APA title). A heading line (`参考文献`, `References：`, a short label such as
 `中文文献：`) is not an entry. A line ends at any break `str.splitlines` knows (Word's manual break
 \v, U+2028, a PDF's \f as well as \n and \r), and invisible format characters (BOM, soft hyphen,
 zero-width space: `identity.visible`) are dropped first.
@@ -20,8 +21,10 @@ style export_citations writes:
 * MLA and Chicago: `作者, et al. “题名.” 刊名, vol. 41, no. 3, 2019, pp. 12–20.` and
   `作者, and 作者. 2019. “题名.” 刊名 41 (3): 12–20.` (title in quotation marks);
 * Vancouver and other period-separated lists: `作者. 题名. 刊名. 2019;41(3):12–20. doi:…`;
-* free Chinese style: `作者：《题名》，《刊名》2019年第3期（第12-20页）`, a bare `《题名》`, and a
-  title containing 《》 standing first (`《民法典》第585条的适用，作者，刊名2022年第6期`).
+* Harvard: `作者, 作者, 2019. 题名. 刊名 41 (3), 12–20.`, and Chicago author-date without quotation marks;
+* free Chinese style: `作者：《题名》，《刊名》2019年第3期（第12-20页）`, author-date
+  (`作者，2019：《题名》，《刊名》第3期`), a bare `《题名》`, and a title containing 《》 standing first
+  (`《民法典》第585条的适用，作者，刊名2022年第6期`).
 
 A thesis genre (`[博士学位论文]`) is not part of the title, nor a place (`[武汉]: 武汉大学`) part of
 the source; DOIs and links are never read as pages or years. A Markdown link `[《题名》](https://…)`
@@ -50,7 +53,7 @@ TYPE_CODES = ("J", "D", "C", "M", "N", "P", "S", "R", "G", "A", "Z", "EB", "DB",
 # its own characters: 《》 and Chinese punctuation inside a title are not touched there).
 _FULLWIDTH = str.maketrans(
     {"．": ".", "，": ",", "：": ":", "；": ";", "（": "(", "）": ")", "［": "[", "］": "]",
-     "／": "/", "－": "-", "—": "-", "–": "-", "～": "-", "〜": "-", "　": " ", "＂": '"'}
+     "／": "/", "－": "-", "—": "-", "–": "-", "～": "-", "~": "-", "〜": "-", "　": " ", "＂": '"'}
 )
 _MARKER = re.compile(
     r"^\s*(?:[\[［【〔]\s*\d{1,3}\s*[\]］】〕]|[(（]\s*\d{1,3}\s*[)）]|\d{1,3}\s*(?:[.．、](?!\d)|[)）])|[①-⑳]|[•·\-*▪◦])\s*"
@@ -162,13 +165,33 @@ def split_entries(text: str) -> list[str]:
         elif numbered:
             wrapped = not ended or indented or (_MID_STOP.search(last) is not None and not _YEAR.search(last))
         else:
-            wrapped = last.endswith(_OPEN_END) or (indented and not ended)
+            wrapped = last.endswith(_OPEN_END) or (indented and not ended) or _cut_short(last, line)
         if is_marker or not entries or not wrapped:
             entries.append(_MARKER.sub("", line, count=1).strip())
         else:
             joiner = "" if _is_cjk_end(entries[-1]) and _is_cjk_start(line.strip()) else " "
             entries[-1] = entries[-1] + joiner + line.strip()
     return [e for e in entries if e]
+
+
+# APA: the year in parentheses and a title not yet ended by its full stop (`(2025). A review of`)
+_APA_OPEN_TITLE = re.compile(r"\(\s*(?:19[5-9]\d|20[0-4]\d)[a-z]?\s*\)\s*\.\s*[^.]*$")
+
+
+_TITLE_MARK = re.compile(_TYPE.pattern + r"|[(（]\s*(?:19[5-9]\d|20[0-4]\d)[a-z]?\s*[)）]|《", re.I)
+
+
+def _cut_short(entry: str, line: str) -> bool:
+    """An unnumbered entry a hard line break cut short (a PDF's wrapped line whose hanging indent
+    the copy lost: `…[J]. 现代法` + `学, 2014, 27(6): 75-99.`): it stops on a letter or character,
+    with no link, before its year or inside an APA title, and the next line brings no second type
+    code, APA year or 《title》 when the entry has one (`崔建远. 合同法[M]. 北京: 法律出版社` without a year
+    is followed by the next entry)."""
+    if not entry[-1:].isalnum() or _HAS_LINK.search(entry) or (_TITLE_MARK.search(entry) and _TITLE_MARK.search(line)):
+        return False
+    if not re.search(r"[.．。:：]\s*\S", entry):
+        return False  # no field ended yet (`作者. `, `作者：`): a line of text before the list, not a reference
+    return _YEAR.search(entry) is None or _APA_OPEN_TITLE.search(entry) is not None
 
 
 def _is_cjk_end(text: str) -> bool:
@@ -328,29 +351,42 @@ _RANGE = r"\d{1,5}\s*-\s*\d{1,5}(?:\s*\+\s*\d{1,5})*|\d{1,5}\+\d{1,5}|\d{1,5}"  
 _ACCESS_DATE = re.compile(r"\[\s*(?:19|20)\d\d-\d{1,2}-\d{1,2}\s*\]")
 
 
+# A supplement issue as lists write it (`增刊1`, `增刊第1期`, `Suppl 1`, `Suppl. 1`); CNKI writes `S1`.
+_SUPPLEMENT = r"(?:增刊\s*第?|suppl(?:ement)?\.?)\s*\d{1,2}"
+
+
+def _supplement_issue(text: str) -> str:
+    """`增刊1`, `增刊第1期`, `Suppl. 1` -> `S1` (CNKI's spelling); any other issue with its spaces dropped."""
+    m = re.fullmatch(r"(?:增刊\s*第?|suppl(?:ement)?\.?)\s*(\d{1,2})", text.strip(), re.I)
+    return f"S{int(m.group(1))}" if m else text.replace(" ", "")
+
+
 def _volume_issue_pages(tail: str) -> tuple[str | None, str | None, str | None]:
     """`41(3): 12-20` (GB/T), `41(3), 12-20` (APA), `2019年第3期，第12-20页` (free style),
     `vol. 41, no. 3, … pp. 12-20` (MLA), `;41(3):12-20` (Vancouver)."""
     tail = _strip_links(tail)
     volume = issue = pages = None
-    m = re.search(r"(?<![\d(-])(\d{1,4})?\s*\(\s*([A-Za-z]?\d{1,3}[A-Za-z]?(?:\s*[-/]\s*\d{1,3})?)\s*\)", tail)
+    m = re.search(
+        rf"(?<![\d(-])(\d{{1,4}})?\s*\(\s*({_SUPPLEMENT}|[A-Za-z]?\d{{1,3}}[A-Za-z]?(?:\s*[-/]\s*\d{{1,3}})?)\s*\)", tail, re.I
+    )
     if m:
-        volume, issue = m.group(1), m.group(2).replace(" ", "")
+        volume, issue = m.group(1), _supplement_issue(m.group(2))
         if volume is not None and _YEAR.fullmatch(volume):
             volume = None  # `2020(2)`: a journal without volumes, year and issue
-    m = re.search(r"第\s*(\d{1,3})\s*期|\bno\.\s*([A-Za-z]?\d{1,4}[A-Za-z]?)", tail)
+    m = re.search(rf"(?:年\s*)?({_SUPPLEMENT})\s*期?|第\s*(\d{{1,3}})\s*期|\bno\.\s*([A-Za-z]?\d{{1,4}}[A-Za-z]?)", tail, re.I)
     if m and issue is None:
-        issue = m.group(1) or m.group(2)
-    m = re.search(r"第\s*(\d{1,4})\s*卷|\bvol\.\s*([A-Za-z]?\d{1,4})", tail)
+        issue = _supplement_issue(m.group(1)) if m.group(1) else m.group(2) or m.group(3)
+    # `Vol. 27` as `vol. 27`; GB/T's `年, 卷: 页` for a journal without issues (`2014, 27: 75-99`)
+    m = re.search(rf"第\s*(\d{{1,4}})\s*卷|\bvol\.\s*([A-Za-z]?\d{{1,4}})|{_YEAR.pattern}\s*,\s*(\d{{1,4}})\s*:\s*\d", tail, re.I)
     if m and volume is None:
-        volume = m.group(1) or m.group(2)
+        volume = m.group(1) or m.group(2) or m.group(4)
     for pattern in (
         rf":\s*({_RANGE})\s*(?:\.|$|[,;])",  # GB/T: after the colon
         rf"第\s*({_RANGE})\s*页",  # free style
         rf"\)\s*,\s*({_RANGE})\s*(?:\.|$|[,;])",  # APA: after "41(3),"
         rf"\bpp?\.\s*({_RANGE})",
     ):
-        m = re.search(pattern, tail)
+        m = re.search(pattern, tail, re.I)
         if m:
             pages = re.sub(r"\s+", "", m.group(1))
             break
@@ -401,6 +437,35 @@ def _published(tail: str) -> re.Match[str] | None:
     return None if m is None or _BARE_YEAR.fullmatch(m.group("place").strip()) else m
 
 
+# GB/T 7714-2015 §4.2/§4.4: a book's `版本项` and other responsibility (`2版`, `陈生铮, 译`) stand
+# between its title and `出版地: 出版者`; neither is a source.
+_EDITION = re.compile(
+    r"^(?:第?\s*[\d一二三四五六七八九十]+\s*版|修订版|增订版|修订本|增订本|\d+(?:st|nd|rd|th)\s+ed(?:ition)?|rev(?:ised)?\s+ed)$",
+    re.I,
+)
+_ROLE = re.compile(r"^[^:]{1,60}?[,，\s]\s*等?(?:译|编译|编|主编|编著|校注|译注|trans|tr|eds?)$", re.I)
+# The publication part of a book or proceedings: `出版地: 出版者`, `地点, 年`, or a year standing first.
+_PUBLICATION = re.compile(
+    r"^(?:\[[^\]]{1,20}\]|[^:,.;\d\[\]]{1,20})\s*:\s*\S|^[^,:]{0,20},\s*(?:19[5-9]\d|20[0-4]\d)(?!\d)"
+    r"|^(?:19[5-9]\d|20[0-4]\d)(?![\d年])"
+)
+
+
+def _container_tail(tail: str, part_of: bool) -> str:
+    """The tail of a book or proceedings entry with what is not its source left out: an edition
+    and a translator or editor statement; and, in a part of one (`[C]//`, `[M]//`), the editor
+    that comes before the container's title (`//中国力学学会. 第3届…会议论文集. 天津: …`,
+    GB/T 7714-2015 §8.3), when two title-like parts stand before the publication part."""
+    parts = re.split(r"\.(?!\d)\s*", tail)
+    at = next((k for k, part in enumerate(parts) if _PUBLICATION.match(part.strip())), len(parts))
+    kept = [p for p in parts[:at] if not (_EDITION.match(p.strip()) or _ROLE.match(p.strip()))]
+    if part_of and len([p for p in kept if p.strip()]) == 2:
+        kept = kept[1:]
+    if len(kept) == at:
+        return tail
+    return ". ".join(p.strip() for p in [*kept, *parts[at:]] if p.strip())
+
+
 def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReference | None:
     head, tail = text[: code_match.start()], text[code_match.end() :]
     # head: "作者, 作者, 等. 题名"; the title is after the first ". " that ends the author list.
@@ -412,20 +477,22 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
     code = code_match.group(1).upper()
     # `[2027-03-01]`: the day the author read it online ([引用日期]), never the publication date
     tail = _ACCESS_DATE.sub("", tail).lstrip(" .")
-    if tail.startswith("//"):
+    part_of = tail.startswith("//")
+    if part_of:
         tail = tail[2:]
     source = place = publisher = None
+    container = _container_tail(tail, part_of) if code in ("M", "C", "S", "R") else tail
     if code == "D":
         m = re.match(r"^(?:(?P<place>[^:,.]{1,20}):\s*)?(?P<school>[^,.]+)", tail)
         source = m.group("school").strip() if m else None
         place, _ = _placeless(tail)
-    elif code in ("M", "C", "S", "R") and (m := _published(tail)) is not None:
+    elif code in ("M", "C", "S", "R") and (m := _published(container)) is not None:
         source = (m.group("proc") or m.group("pub")).strip()
-        place, _ = _placeless(tail[m.start("place") :])
+        place, _ = _placeless(container[m.start("place") :])
         if m.group("proc") and not re.fullmatch(r"\[[^\]]*\]", m.group("pub").strip()):
             publisher = m.group("pub").strip()  # `论文集. 武汉: 出版社`; not `[出版者不详]`
     else:
-        m = re.match(r"^([^,.]+?)\s*(?=,|\.|$)", tail)
+        m = re.match(r"^([^,.]+?)\s*(?=,|\.|$)", container)
         # an online-first article has pages and no year yet: `刊名: 1-12[2027-03-01]`
         source = re.sub(rf"\s*:\s*(?:{_RANGE})$", "", m.group(1)).strip() if m else None
         if source is not None and (_BARE_YEAR.fullmatch(source) or _DAY.fullmatch(source)):
@@ -561,8 +628,12 @@ def _parse_free(raw: str, text: str) -> ParsedReference | None:
     titles = re.findall(r"《([^《》]+)》", raw)
     if not titles:
         return None
-    before = raw[: raw.index("《")]
-    authors, truncated = _authors(re.sub(r"[:：,，]\s*$", "", before.strip()))
+    before = re.sub(r"[:：,，]\s*$", "", raw[: raw.index("《")].strip())
+    # author-date (经济研究, 管理世界: `作者、作者，2014：《题名》，《刊名》第6期`): the year ends the authors
+    dated = re.search(r"[,，\s]*[(（]?\s*((?:19[5-9]\d|20[0-4]\d))[a-z]?\s*[)）]?$", before)
+    if dated is not None and dated.start() > 0:
+        before = before[: dated.start()]
+    authors, truncated = _authors(before)
     tail = _norm(raw[raw.index(titles[0]) + len(titles[0]) + 1 :])
     source = titles[1] if len(titles) > 1 else None
     volume, issue, pages = _volume_issue_pages(tail)
@@ -575,7 +646,7 @@ def _parse_free(raw: str, text: str) -> ParsedReference | None:
         authors_truncated=truncated,
         title=titles[0].strip(),
         source=source,
-        year=_year(tail),
+        year=_year(tail) or (int(dated.group(1)) if dated is not None and dated.start() > 0 else None),
         volume=volume,
         issue=issue,
         pages=pages,
@@ -583,14 +654,22 @@ def _parse_free(raw: str, text: str) -> ParsedReference | None:
     )
 
 
+_JOURNAL_NUMBERS = re.compile(
+    r"^(?P<src>[^,:;]*?[^\d\s,:;])\s+(?P<vol>\d{1,4})\s*(?:\(\s*(?P<issue>[A-Za-z]?\d{1,3}[A-Za-z]?)\s*\))?\s*(?:[:,]\s*\S.*)?$"
+)
+
+
 def _parse_plain(raw: str, text: str) -> ParsedReference | None:
     """`作者. 题名. 来源, 年` without a type code: Vancouver (`刊名. 2019;41(3):12-20`), MLA and
     Chicago books and theses (`作者. 题名. 2014. 学校, 博士学位论文.`, `作者. 2017. 题名. 出版者.`)."""
     parts = [p.strip() for p in re.split(r"\.\s+|\.(?=[\u4e00-\u9fff])", text) if p.strip()]
+    year_part = None
+    if parts and (dated := re.search(r",\s*((?:19[5-9]\d|20[0-4]\d))[a-z]?$", parts[0])) is not None:
+        year_part = int(dated.group(1))  # Harvard: `作者, 作者, 2014. 题名. 刊名 27 (6), 75–99.`
+        parts[0] = parts[0][: dated.start()]
     if len(parts) < 2 or re.search(r"\d", parts[0]) or len(parts[0]) > 60:
         return None
     rest = parts[1:]
-    year_part = None
     if len(rest) > 1 and _BARE_YEAR.fullmatch(rest[0]):  # Chicago: `作者. 2017. 题名.`
         year_part = _year(rest.pop(0))
     title_part = rest[0]
@@ -598,10 +677,15 @@ def _parse_plain(raw: str, text: str) -> ParsedReference | None:
     source_part = next((p for p in rest[1:] if not _BARE_YEAR.fullmatch(p.rstrip("."))), None)
     place = None
     source = None
+    volume, issue, pages = _volume_issue_pages(after)
     if source_part is not None:
         place, _ = _placeless(re.sub(r"^\s*In:\s*", "", source_part), publisher=False)
         source = _source_of(source_part)
-    volume, issue, pages = _volume_issue_pages(after)
+        # Chicago author-date and Harvard without quotation marks: `刊名 27(6): 75–99`, `刊名 27 (6), 75–99`
+        journal = _JOURNAL_NUMBERS.match(source_part)
+        if journal is not None and not _YEAR.fullmatch(journal.group("vol")):
+            source, volume = journal.group("src").strip(), journal.group("vol")
+            issue = journal.group("issue") or issue
     authors, truncated = _authors(parts[0])
     return ParsedReference(
         raw=raw,

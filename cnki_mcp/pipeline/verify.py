@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field, model_validator
 from cnki_mcp.cite import export as cite_export
 from cnki_mcp.cite import from_paper
 from cnki_mcp.cite.model import HAN
-from cnki_mcp.cite.names import names_agree
+from cnki_mcp.cite.names import names_agree, without_origin
 from cnki_mcp.cite.refmatch import (
     FieldDiff,
     FieldName,
@@ -135,6 +135,7 @@ def _cnki_name(name: str) -> str:
     """A Han name as CNKI writes it, without the spaces a list spaces it with (`贾　楠`, padded to
     align two-character names in Word; `司马 相如`) and in simplified characters (`謝國思` is CNKI's
     谢国思: `script.simplified`); other names as written."""
+    name = without_origin(name)  # `[美]波斯纳`: the country is not part of the name CNKI lists
     return simplified("".join(name.split())) if HAN.search(name) else name
 
 
@@ -171,6 +172,7 @@ class _Work:
         self.candidates: list[dict[str, RecordView]] = [{} for _ in parsed]
         self.searches: list[list[str]] = [[] for _ in parsed]
         self.failed: list[list[str]] = [[] for _ in parsed]  # searches whose request failed
+        self.fallback_ran: set[int] = set()  # entries whose fallback search was made (or had none to make)
         self.export_ids: dict[str, str] = {}
 
     def add(self, i: int, view: RecordView) -> None:
@@ -270,43 +272,56 @@ async def _fallback(
     if not open_:
         return
     ctx.set_stage("verify_fallback", f"对 {len(open_)} 条做篇名模糊/作者+来源检索")
+    # entries asking the same request (a reference listed twice) share one: rows are judged per entry
+    asking: dict[str, tuple[GridRequest, list[int]]] = {}
+    for i in open_:
+        try:
+            compiled = compile_expression(fallback_expression(work.parsed[i]))
+        except InvalidInput:
+            work.fallback_ran.add(i)
+            continue
+        request = GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=PAGE_SIZE)
+        asking.setdefault(request.model_dump_json(), (request, []))[1].append(i)
     gate = asyncio.Semaphore(WORKERS)
     done = 0
 
-    async def one(i: int) -> None:
+    async def one(request: GridRequest, entries: list[int]) -> None:
         nonlocal done
-        entry = work.parsed[i]
-        try:
-            compiled = compile_expression(fallback_expression(entry))
-        except InvalidInput:
-            return
-        request = GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=PAGE_SIZE)
-        label = "篇名模糊检索（" + distinctive_segment(entry.title or "") + "）"
-        if entry.authors and entry.source:
-            label += f" 或 第一作者“{entry.authors[0]}”+来源“{entry.source}”"
-        if entry.doi:
-            label += f" 或 DOI“{entry.doi}”"
         async with gate:
             try:
                 page = await backend.grid(request, op=ctx)
             except CnkiError as exc:
                 if is_fatal(exc):
                     raise
-                record_item_error(ctx, exc, None, "verify_fallback", title=entry.title)
-                work.failed[i].append(f"{label}（{exc.code}）")
+                record_item_error(ctx, exc, None, "verify_fallback", title=work.parsed[entries[0]].title)
+                for i in entries:
+                    work.failed[i].append(f"{_fallback_label(work.parsed[i])}（{exc.code}）")
                 return
-        work.searches[i].append(label)
-        for _row, view in _store_rows(work, page.rows, store, public_origins):
-            if (
-                title_similarity(entry.title or "", view.title) >= 50
-                or (entry.authors and view.authors and names_agree(entry.authors[0], view.authors[0]))
-                or (entry.doi and view.doi and doi_key(entry.doi) == doi_key(view.doi))
-            ):
-                work.add(i, view)
-        done += 1
+        stored = _store_rows(work, page.rows, store, public_origins)
+        for i in entries:
+            entry = work.parsed[i]
+            work.searches[i].append(_fallback_label(entry))
+            work.fallback_ran.add(i)
+            for _row, view in stored:
+                if (
+                    title_similarity(entry.title or "", view.title) >= 50
+                    or (entry.authors and view.authors and names_agree(entry.authors[0], view.authors[0]))
+                    or (entry.doi and view.doi and doi_key(entry.doi) == doi_key(view.doi))
+                ):
+                    work.add(i, view)
+        done += len(entries)
         ctx.progress(done, len(open_), "entries")
 
-    await all_done(one(i) for i in open_)
+    await all_done(one(request, entries) for request, entries in asking.values())
+
+
+def _fallback_label(entry: ParsedReference) -> str:
+    label = "篇名模糊检索（" + distinctive_segment(entry.title or "") + "）"
+    if entry.authors and entry.source:
+        label += f" 或 第一作者“{entry.authors[0]}”+来源“{entry.source}”"
+    if entry.doi:
+        label += f" 或 DOI“{entry.doi}”"
+    return label
 
 
 def _needs_export(entry: ParsedReference, view: RecordView) -> bool:
@@ -374,6 +389,7 @@ def _corrected(view: RecordView, paper: Paper | None, entry: ParsedReference) ->
     return re.sub(r"^\[\d+\]\s*", "", text.strip()) or None
 
 
+UNFINISHED_SEARCH = "查找未做完（预算用完或任务中止）：只做了篇名精确检索，没有做篇名模糊/作者+来源检索，不能据此判断不存在"
 ONLINE_FIRST_NUMBERS = "知网记录为网络首发，尚无卷期页码：条目中的卷、期、页码无法核对，改正条目不含它们"
 
 
@@ -396,6 +412,9 @@ def _result(work: _Work, requests: int, store: Store) -> VerifyResult:
         elif j.verdict == "not_found" and work.failed[i]:
             failed = "；".join(work.failed[i])
             j = j.model_copy(update={"warnings": [*j.warnings, f"检索失败，不能据此判断不存在：{failed}"]})
+        elif j.verdict == "not_found" and i not in work.fallback_ran:
+            # the operation stopped (budget, cancel) before this entry's fallback search
+            j = j.model_copy(update={"warnings": [*j.warnings, UNFINISHED_SEARCH]})
         paper = papers.get(j.record.record_ref) if j.record else None
         if paper is not None and _cites_numbers_online_first_lacks(entry, paper):
             j = j.model_copy(update={"warnings": [*j.warnings, ONLINE_FIRST_NUMBERS]})

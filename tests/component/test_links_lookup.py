@@ -372,6 +372,17 @@ def long_title_record(title: str, n: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
+async def test_a_title_with_latin_words_spaced_off_the_han_characters_is_linked(clock: FakeClock, store: Store) -> None:
+    # corpus r0717 and r0769: CNKI writes `ChatGPT对…`, `面向C++程序…`; a draft spacing them (as many
+    # writers and AI assistants do) left both unresolved
+    site = CorpusBackend()
+    text = "见《ChatGPT 对在线教育的影响与应对》与《面向 C++ 程序的深度学习缺陷检测方法》。"
+    record, result = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
+    assert result is not None and record.status.value == "completed", record.errors
+    assert [r.status for r in result.references] == ["linked", "linked"]
+    assert site.requests["grid"] == 1
+
+
 async def test_a_title_longer_than_cnkis_120_character_box_is_found_by_its_head(
     clock: FakeClock, store: Store
 ) -> None:

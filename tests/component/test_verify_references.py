@@ -16,7 +16,13 @@ from cnki_mcp.errors import CnkiError, ParserUnsupported
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
 from cnki_mcp.models import GridPage
 from cnki_mcp.operations import DEFAULT_BUDGETS
-from cnki_mcp.pipeline.verify import ONLINE_FIRST_NUMBERS, VerifyInput, VerifyResult, verify_references
+from cnki_mcp.pipeline.verify import (
+    ONLINE_FIRST_NUMBERS,
+    UNFINISHED_SEARCH,
+    VerifyInput,
+    VerifyResult,
+    verify_references,
+)
 from cnki_mcp.site.backend import GridFollow, GridRequest, SiteOp
 from cnki_mcp.store import Store
 
@@ -275,3 +281,46 @@ async def test_an_entry_with_more_title_spellings_than_a_request_holds_is_judged
     assert record.status.value == "completed" and not record.errors
     assert [e.verdict for e in result.entries] == ["not_found"] + ["verified"] * 9
     assert "篇名精确检索" in result.entries[0].searches
+
+
+async def test_an_entry_left_without_its_fallback_search_when_the_budget_ran_out_says_it_cannot_be_judged(
+    clock: FakeClock, store: Store
+) -> None:
+    # a real paper cited with a mistyped title (corpus r0001): only the fallback search finds it.
+    # With the budget spent on the exact-title request, it stayed not_found with no word of the
+    # search it never had, which read as a fabricated reference
+    garbled = "贾楠, 夏思萍, 白嘉嘉. 约定违约金酌减规则之法律规制研究[J]. 现代法学, 2014, 27(6): 75-99."
+    jobs = JobManager(clock, MemorySink())
+    budget = DEFAULT_BUDGETS[OperationKind.VERIFY].model_copy(update={"max_requests": 1})
+
+    async def runner(ctx: OperationContext) -> VerifyResult:
+        return await verify_references(VerifyInput(references=[garbled]), store, CorpusBackend(), ctx)
+
+    [record] = await clock.run_until_complete(jobs.start(OperationKind.VERIFY, runner, budget).finish())
+    assert record.status.value == "partial" and [e.code for e in record.errors] == ["BUDGET_EXHAUSTED"]
+    [entry] = VerifyResult.model_validate(record.result).entries
+    assert entry.verdict == "not_found" and entry.searches == ["篇名精确检索"]
+    assert UNFINISHED_SEARCH in entry.warnings, entry.warnings
+
+
+async def test_a_reference_listed_twice_costs_one_fallback_search(clock: FakeClock, store: Store) -> None:
+    # an invented title and a real paper's mistyped one (corpus r0001), each listed twice (and once
+    # more numbered): every copy asked its own fallback search, 5 requests where 2 say the same
+    invented = "张明, 李华. 量子纠缠视角下民事诉讼证明责任的重新分配[J]. 现代法学, 2014, 27(6): 75-99."
+    garbled = "贾楠, 夏思萍, 白嘉嘉. 约定违约金酌减规则之法律规制研究[J]. 现代法学, 2014, 27(6): 75-99."
+    site = CorpusBackend()
+    _, result = await run(clock, store, site, VerifyInput(references=[invented, garbled, invented, garbled, "[3] " + invented]))
+    assert site.requests["grid"] == 3  # one exact-title batch, one fallback search per distinct entry
+    assert [(e.verdict, e.fields) for e in result.entries] == [
+        ("not_found", []), ("mismatch", ["title"]), ("not_found", []), ("mismatch", ["title"]), ("not_found", [])
+    ]
+    assert all(len(e.searches) == 2 for e in result.entries)  # each copy names the search that judged it
+
+
+async def test_the_first_author_search_leaves_out_the_authors_country(clock: FakeClock, store: Store) -> None:
+    # corpus r0001 with a mistyped title: only the first author + source search finds it, and
+    # `[美]贾楠` asked CNKI for an author named `[美]贾楠`
+    entry = "[美]贾楠, 夏思萍, 白嘉嘉. 约定违约金酌减规则之法律规制研究[J]. 现代法学, 2014, 27(6): 75-99."
+    _, result = await run(clock, store, CorpusBackend(), VerifyInput(references=[entry]))
+    [got] = result.entries
+    assert (got.verdict, got.fields) == ("mismatch", ["title"]), got

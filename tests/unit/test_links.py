@@ -200,6 +200,10 @@ def test_single_and_double_inner_marks_share_one_key() -> None:
         # typed on an English keyboard: straight quotes and a lone dash for CNKI's “” and ——
         ('基于"互联网+"的思政教育创新研究—以某高校为例', "基于“互联网+”的思政教育创新研究——以某高校为例"),
         ('从"可以用"到"用得好"--大模型评测', "从“可以用”到“用得好”——大模型评测"),
+        # Latin words spaced off Han characters, as many writers and AI assistants space them
+        ("ChatGPT 对在线教育的影响与应对", "ChatGPT对在线教育的影响与应对"),
+        ("面向 C++ 程序的深度学习缺陷检测方法", "面向C++程序的深度学习缺陷检测方法"),
+        ("基于 STIRPAT 模型的碳达峰路径分析", "基于STIRPAT模型的碳达峰路径分析"),
     ],
 )
 def test_a_cited_title_is_also_looked_up_in_the_spelling_cnki_gives_it(cited: str, cnki: str) -> None:
