@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from cnki_mcp.clock import Clock, event_or_timeout
 from cnki_mcp.errors import (
     BudgetExhausted,
+    Cancelled,
     CnkiError,
     ContinueUnavailable,
     OperationBusy,
@@ -322,6 +323,10 @@ class JobManager:
             # the server stopped under it (the client closed or restarted): the same outcome as
             # a crash, which a restart reports `interrupted` and a search can `continue` from
             rec.status = OperationStatus.INTERRUPTED
+        if rec.status is OperationStatus.CANCELLED and error is None:
+            # the cancel is the error that ended the run, by its code (CANCELLED): a client that
+            # switches on codes saw `errors: []` and could not tell a cancel from an empty success
+            error = OperationErrorInfo.of(Cancelled(stage=rec.stage, result_kept=live.has_result))
         rec.errors = ([error] if error else []) + list(live.item_errors)
         rec.final_error = error is not None
         rec.result = live.result
