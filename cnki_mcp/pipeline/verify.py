@@ -171,6 +171,7 @@ class _Work:
         self.candidates: list[dict[str, RecordView]] = [{} for _ in parsed]
         self.searches: list[list[str]] = [[] for _ in parsed]
         self.failed: list[list[str]] = [[] for _ in parsed]  # searches whose request failed
+        self.fallback_tried: set[int] = set()  # entries whose fallback search ran (or could not be written)
         self.export_ids: dict[str, str] = {}
 
     def add(self, i: int, view: RecordView) -> None:
@@ -202,7 +203,7 @@ async def verify_references(
         if work.candidates[i]:
             work.searches[i].append("本地记录")
 
-    failure: CnkiError | None = None
+    failure: BaseException | None = None
     try:
         await _exact_titles(work, [i for i in readable if work.judgement(i).verdict == "not_found"],
                             store, backend, ctx, public_origins)
@@ -213,8 +214,12 @@ async def verify_references(
         if not is_fatal(exc):
             raise
         failure = exc
+    except asyncio.CancelledError as halted:
+        # a cancel or the time budget (the watchdog): the entries judged so far are the result,
+        # as after a fatal error; nothing below awaits, so the cancellation goes on at once
+        failure = halted
 
-    result = _result(work, ctx.requests, store)
+    result = _result(work, ctx.requests, store, stopped=failure is not None)
     if failure is not None:
         ctx.set_result(result)
         raise failure
@@ -279,6 +284,7 @@ async def _fallback(
         try:
             compiled = compile_expression(fallback_expression(entry))
         except InvalidInput:
+            work.fallback_tried.add(i)
             return
         request = GridRequest(subject=compiled.subject, anchor=compiled.anchor, page_size=PAGE_SIZE)
         label = "篇名模糊检索（" + distinctive_segment(entry.title or "") + "）"
@@ -294,8 +300,10 @@ async def _fallback(
                     raise
                 record_item_error(ctx, exc, None, "verify_fallback", title=entry.title)
                 work.failed[i].append(f"{label}（{exc.code}）")
+                work.fallback_tried.add(i)
                 return
         work.searches[i].append(label)
+        work.fallback_tried.add(i)
         for _row, view in _store_rows(work, page.rows, store, public_origins):
             if (
                 title_similarity(entry.title or "", view.title) >= 50
@@ -374,6 +382,7 @@ def _corrected(view: RecordView, paper: Paper | None, entry: ParsedReference) ->
     return re.sub(r"^\[\d+\]\s*", "", text.strip()) or None
 
 
+UNFINISHED_ENTRY = "核对在这一条的检索做完之前停止（取消或预算用完），不能据此判断不存在：用相同参数再调用 verify_references"
 ONLINE_FIRST_NUMBERS = "知网记录为网络首发，尚无卷期页码：条目中的卷、期、页码无法核对，改正条目不含它们"
 
 
@@ -384,7 +393,9 @@ def _cites_numbers_online_first_lacks(entry: ParsedReference, paper: Paper) -> b
     return any(getattr(entry, n) is not None and getattr(paper, n) is None for n in ("volume", "issue", "pages"))
 
 
-def _result(work: _Work, requests: int, store: Store) -> VerifyResult:
+def _result(work: _Work, requests: int, store: Store, *, stopped: bool = False) -> VerifyResult:
+    """The entries as judged; `stopped`: the run ended early (a fatal error, a cancel, the time
+    budget), so a not-found entry whose fallback search never ran is said to be unjudged."""
     entries: list[VerifiedEntry] = []
     counts: dict[str, int] = {}
     judged = [work.judgement(i) for i in range(len(work.parsed))]
@@ -396,6 +407,8 @@ def _result(work: _Work, requests: int, store: Store) -> VerifyResult:
         elif j.verdict == "not_found" and work.failed[i]:
             failed = "；".join(work.failed[i])
             j = j.model_copy(update={"warnings": [*j.warnings, f"检索失败，不能据此判断不存在：{failed}"]})
+        elif j.verdict == "not_found" and stopped and i not in work.fallback_tried and not entry.unparsable:
+            j = j.model_copy(update={"warnings": [*j.warnings, UNFINISHED_ENTRY]})
         paper = papers.get(j.record.record_ref) if j.record else None
         if paper is not None and _cites_numbers_online_first_lacks(entry, paper):
             j = j.model_copy(update={"warnings": [*j.warnings, ONLINE_FIRST_NUMBERS]})
