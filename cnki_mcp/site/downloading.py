@@ -386,12 +386,19 @@ class Downloader:
             folder = self.make_incoming(op_id)
             click_id = self.store.record_click(paper.record_ref, fmt, op_id, self.clock.now())
             since = len(tabs.host.popups_of(detail_page))  # the click's order tab comes after these
+            pressed: list[bool] = []
             try:
-                await tabs.click(detail_page, entry, op)
+                await tabs.click(detail_page, entry, op, pressing=lambda: pressed.append(True))
             except (BudgetExhausted, VerificationSkipped) as exc:
                 # the limiter refused the click's slot before the mouse moved: nothing was clicked,
                 # so the click must not stay uncertain (the next call would ask for retry)
                 self.store.click_outcome(click_id, "not_clicked", self.clock.now(), {"code": exc.code})
+                raise
+            except asyncio.CancelledError:
+                # cancelled while the click waited for its slot (behind other requests, or a human
+                # step's hold): the mouse never moved, so the next call clicks without retry
+                if not pressed:
+                    self.store.click_outcome(click_id, "not_clicked", self.clock.now(), {"code": "CANCELLED"})
                 raise
             try:
                 saved = await self._await_file(detail_page, since, downloads, folder, fmt, wait_seconds, op, failed)
