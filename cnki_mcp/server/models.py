@@ -295,6 +295,10 @@ _AGAIN_TOOL = {
     "citations": "原工具（get_references / get_citing 已读的列表页存在本地，不再请求）",
 }
 RETRY_LATER_STEP = "知网这次没有给出结果（errors 中的错误可重试：限流、暂时不可用或验证未完成）：稍后用相同参数再调用 {tool}"
+CANCELLED_DOWNLOAD_STEP = (
+    "下载已取消，取消前可能已点击（是否计费未知）：仍要这篇时用相同参数再调用 download_paper（先找已到的文件与"
+    "上次的点击，不会自动再点；回答 SIDE_EFFECT_UNCERTAIN 时确认未计费再传 retry=true）"
+)
 UNCERTAIN_DOWNLOAD_STEP = "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
 INVALID_DOWNLOAD_STEP = "知网给出的文件无效，是否已计费未知：确认要再次点击时用相同参数加 retry=true 调用 download_paper"
 
@@ -357,6 +361,18 @@ def default_next_step(
             f"search_results(search_id={op}) 分页读取取消前找到的结果；"
             f"要继续检索用 operation_control(action='continue', operation_id={op})（已取得的不再请求）"
         )
+    if status == "cancelled":
+        if kind == "citations" and checkpoint:
+            # citation_graph / find_citation_path answer the walk so far and keep their checkpoint;
+            # continue takes cancelled operations (jobs.continue_): it said nothing
+            return (
+                f"result 为取消前读到的部分；要接着走用 operation_control(action='continue', operation_id={op})"
+                "（已取得的不再请求）"
+            )
+        if kind == "citations":  # get_references / get_citing: every list page read is stored
+            return LIST_AGAIN_STEP
+        if kind == "download":  # a click may have been sent (and charged) before the cancel
+            return CANCELLED_DOWNLOAD_STEP
     if status == "partial" and kind == "citations" and "BUDGET_EXHAUSTED" in codes:
         # get_references / get_citing keep no checkpoint: every list page read is stored, so the
         # same call goes on from where this one stopped

@@ -117,6 +117,18 @@ def test_a_cancelled_search_is_sent_to_the_results_it_kept_and_to_continue() -> 
     assert default_next_step("cancelled", "search") is None  # nothing kept: nothing to point at
 
 
+def test_a_cancelled_citation_walk_download_or_list_read_is_told_how_to_go_on() -> None:
+    """A cancelled citation_graph / find_citation_path kept its walk so far and its checkpoint,
+    and continue takes it, but its next_step was null; so was a cancelled download's, whose click
+    may have been charged, and a cancelled get_references', whose pages are stored."""
+    walk = default_next_step("cancelled", "citations", checkpoint=True, operation_id="op_1") or ""
+    assert "operation_control(action='continue', operation_id='op_1')" in walk
+    lists = default_next_step("cancelled", "citations") or ""
+    assert "continue" not in lists and "get_references" in lists
+    download = default_next_step("cancelled", "download") or ""
+    assert "download_paper" in download and "retry=true" in download
+
+
 def test_a_reader_without_a_body_is_sent_to_the_file() -> None:
     step = default_next_step("failed", "read", ("READER_UNSUPPORTED",)) or ""
     assert "download_paper" in step and "read_pdf_text" in step
