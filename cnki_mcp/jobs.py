@@ -278,7 +278,10 @@ class JobManager:
         # The runner did not stop: the record ends now with what it has; the task keeps its cancel.
         log.error("operation %s did not stop within %.0f s of its deadline", live.record.operation_id,
                   WATCHDOG_GRACE_SECONDS)  # fmt: skip
-        self._finish(live, cancelled=False, error=OperationErrorInfo.of(live.deadline_error))
+        if live.cancel_requested:  # the user's cancel came first: never turned into a budget error
+            self._finish(live, cancelled=True, error=None)
+        else:
+            self._finish(live, cancelled=False, error=OperationErrorInfo.of(live.deadline_error))
 
     def _finish_if_open(self, live: LiveOperation) -> None:
         if not live.done.is_set():
