@@ -402,6 +402,12 @@ class Downloader:
                 raise
             try:
                 saved = await self._await_file(detail_page, since, downloads, folder, fmt, wait_seconds, op, failed)
+            except asyncio.CancelledError:
+                # cancelled after the click: the order may be charged and its file on the way, so
+                # the tabs stay open for it as after an uncertain end (closing them lost it and
+                # the next call could only ask for retry=true); the next call reconciles it
+                linger = folder
+                raise
             except Refused as refused:
                 self.store.click_outcome(click_id, "refused", self.clock.now(), {"text": refused.text})
                 raise DownloadRefused(text=refused.text, record_ref=paper.record_ref, format=fmt) from None
