@@ -232,6 +232,12 @@ def locator_step(missing_fields: Mapping[str, Sequence[str]]) -> str | None:
     )
 
 
+# the kinds whose tools take on_verification (search / structured_search in their options)
+_SKIPPABLE = {"search", "read", "download", "verify", "citations"}
+CHALLENGE_THEN_AGAIN = (
+    "知网要求人工验证（滑块或验证码），已按 on_verification='skip' 跳过：有人能在弹出的浏览器窗口中完成验证时，"
+    "用相同参数并把 on_verification 改为 'ask' 再调用 {tool}（search / structured_search 写在 options 中）"
+)
 AMBIGUOUS_STEP = "同名文献有多篇：从 IDENTITY_AMBIGUOUS 错误的 details.candidates 选一篇，用它的 record_ref 再调用"
 LOGIN_THEN_AGAIN = "知网要求登录：先用 login 登录（请用户在弹出的窗口登录），再用相同参数调用 {tool}"
 _TOOL_OF_KIND = {"download": "download_paper", "read": "read_online_html"}
@@ -330,6 +336,10 @@ def default_next_step(
     DOCUMENT_NOT_FOUND naming the record_ref) is not told to spell the title exactly."""
     if status == "skipped" and login_skipped:
         return LOGIN_THEN_AGAIN.format(tool=_TOOL_OF_KIND.get(kind or "", "原工具"))
+    if status == "skipped" and "VERIFICATION_SKIPPED" in codes and kind in _SKIPPABLE:
+        # a slider or captcha skipped under on_verification='skip': it said nothing, and the same
+        # call with skip meets the same page again
+        return CHALLENGE_THEN_AGAIN.format(tool=_AGAIN_TOOL.get(kind or "", "原工具"))
     if kind == "download":
         if "SIDE_EFFECT_UNCERTAIN" in codes:
             return UNCERTAIN_DOWNLOAD_STEP

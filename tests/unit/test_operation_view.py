@@ -67,7 +67,9 @@ def test_a_page_skipped_at_a_login_wall_is_told_to_log_in_and_call_again() -> No
     download = default_next_step("skipped", "download", skipped, login_skipped=True) or ""
     assert "login" in download and "download_paper" in download and "retry" not in download
     assert "read_online_html" in (default_next_step("skipped", "read", skipped, login_skipped=True) or "")
-    assert default_next_step("skipped", "download", skipped) is None  # a skipped slider: no advice
+    # a skipped slider: the same call with on_verification='ask' once a person can solve it
+    # (test_a_skipped_verification_is_told_to_call_again_with_ask)
+    assert "login" not in (default_next_step("skipped", "download", skipped) or "")
 
 
 def test_a_paper_without_an_html_reader_is_sent_to_the_download_and_the_pdf_text() -> None:
@@ -127,6 +129,18 @@ def test_a_cancelled_citation_walk_download_or_list_read_is_told_how_to_go_on() 
     assert "continue" not in lists and "get_references" in lists
     download = default_next_step("cancelled", "download") or ""
     assert "download_paper" in download and "retry=true" in download
+
+
+def test_a_skipped_verification_is_told_to_call_again_with_ask() -> None:
+    """An operation a slider or captcha ended `skipped` under on_verification='skip' got no
+    next_step (a skipped login is told to log in): the same call with skip meets the same page."""
+    for kind, tool in (("read", "read_online_html"), ("verify", "verify_references"), ("download", "download_paper")):
+        step = default_next_step("skipped", kind, ("VERIFICATION_SKIPPED",)) or ""
+        assert "on_verification" in step and "'ask'" in step and tool in step
+    # get_metadata takes no on_verification: nothing to change in the call
+    assert default_next_step("skipped", "metadata", ("VERIFICATION_SKIPPED",)) is None
+    login = default_next_step("skipped", "read", ("VERIFICATION_SKIPPED",), login_skipped=True) or ""
+    assert "login" in login and "on_verification" not in login
 
 
 def test_a_reader_without_a_body_is_sent_to_the_file() -> None:
