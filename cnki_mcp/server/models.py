@@ -300,6 +300,10 @@ _AGAIN_TOOL = {
     "search": "原检索工具（search 或 structured_search）",
     "citations": "原工具（get_references / get_citing 已读的列表页存在本地，不再请求）",
 }
+BUDGET_AGAIN_STEP = (
+    "这次调用自己的预算（请求数或运行时间，见 errors[0].details.reason）用完，不是知网的限制；result 有内容时"
+    "是停下前完成的部分：要完成它用相同参数再调用 {tool}（已读到的记录存在本地，不再请求）"
+)
 RETRY_LATER_STEP = "知网这次没有给出结果（errors 中的错误可重试：限流、暂时不可用或验证未完成）：稍后用相同参数再调用 {tool}"
 CANCELLED_DOWNLOAD_STEP = (
     "下载已取消，取消前可能已点击（是否计费未知）：仍要这篇时用相同参数再调用 download_paper（先找已到的文件与"
@@ -408,6 +412,9 @@ def default_next_step(
         return DENIED_STEP.format(tool="download_paper") + "；要读全文也可试 read_online_html(record_ref)"
     if status == "interrupted":
         return "重新调用原工具（服务重启打断了这次调用）"
+    if status == "partial" and "BUDGET_EXHAUSTED" in codes and kind in _AGAIN_TOOL:
+        # not CNKI's doing (it said 知网这次没有给出结果, 限流…): this call's own request or time budget
+        return BUDGET_AGAIN_STEP.format(tool=_AGAIN_TOOL[kind])
     if status in ("partial", "failed") and retryable and kind in _AGAIN_TOOL:
         # it was null: a get_references stopped by SITE_UNAVAILABLE said nothing (README: 重新调用)
         return RETRY_LATER_STEP.format(tool=_AGAIN_TOOL[kind])

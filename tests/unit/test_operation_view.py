@@ -6,6 +6,7 @@ from __future__ import annotations
 from cnki_mcp.errors import RELOCATE_FAILED
 from cnki_mcp.server.models import (
     RELOCATE_FAILED_STEP,
+    RETRY_LATER_STEP,
     TITLE_NOT_FOUND_STEP,
     BudgetView,
     default_next_step,
@@ -141,6 +142,18 @@ def test_a_skipped_verification_is_told_to_call_again_with_ask() -> None:
     assert default_next_step("skipped", "metadata", ("VERIFICATION_SKIPPED",)) is None
     login = default_next_step("skipped", "read", ("VERIFICATION_SKIPPED",), login_skipped=True) or ""
     assert "login" in login and "on_verification" not in login
+
+
+def test_a_call_its_own_budget_stopped_is_not_told_cnki_gave_nothing() -> None:
+    """A verify_references (or read, link, download) stopped by BUDGET_EXHAUSTED was told
+    知网这次没有给出结果（限流、暂时不可用或验证未完成）: the budget, not CNKI, had stopped it, and
+    its result holds the entries judged so far. It is told its budget ran out and to call again."""
+    for kind, tool in (("verify", "verify_references"), ("links", "link_references"), ("read", "read_online_html")):
+        step = default_next_step("partial", kind, ("BUDGET_EXHAUSTED",), retryable=True) or ""
+        assert tool in step and "预算" in step and step != RETRY_LATER_STEP.format(tool=tool)
+    # a site error still reads as the site's
+    site = default_next_step("partial", "verify", ("RATE_LIMITED",), retryable=True)
+    assert site == RETRY_LATER_STEP.format(tool="verify_references")
 
 
 def test_a_reader_without_a_body_is_sent_to_the_file() -> None:
