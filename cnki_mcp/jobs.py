@@ -26,6 +26,7 @@ from cnki_mcp import datadir
 from cnki_mcp.clock import Clock, event_or_timeout
 from cnki_mcp.errors import (
     BudgetExhausted,
+    Cancelled,
     CnkiError,
     ContinueUnavailable,
     OperationBusy,
@@ -278,7 +279,10 @@ class JobManager:
         # The runner did not stop: the record ends now with what it has; the task keeps its cancel.
         log.error("operation %s did not stop within %.0f s of its deadline", live.record.operation_id,
                   WATCHDOG_GRACE_SECONDS)  # fmt: skip
-        self._finish(live, cancelled=False, error=OperationErrorInfo.of(live.deadline_error))
+        if live.cancel_requested:  # the user's cancel came first: never turned into a budget error
+            self._finish(live, cancelled=True, error=None)
+        else:
+            self._finish(live, cancelled=False, error=OperationErrorInfo.of(live.deadline_error))
 
     def _finish_if_open(self, live: LiveOperation) -> None:
         if not live.done.is_set():
@@ -328,6 +332,10 @@ class JobManager:
             # the server stopped under it (the client closed or restarted): the same outcome as
             # a crash, which a restart reports `interrupted` and a search can `continue` from
             rec.status = OperationStatus.INTERRUPTED
+        if rec.status is OperationStatus.CANCELLED and error is None:
+            # the cancel is the error that ended the run, by its code (CANCELLED): a client that
+            # switches on codes saw `errors: []` and could not tell a cancel from an empty success
+            error = OperationErrorInfo.of(Cancelled(stage=rec.stage, result_kept=live.has_result))
         rec.errors = ([error] if error else []) + list(live.item_errors)
         rec.final_error = error is not None
         rec.result = live.result

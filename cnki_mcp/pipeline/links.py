@@ -223,7 +223,7 @@ async def link_references(
     matches: dict[str, list[Paper]] = {key: local_matches(store, title) for key, (title, _) in titles.items()}
     missing = {key: titles[key][0] for key, papers in matches.items() if not papers}
 
-    failure: CnkiError | None = None
+    failure: BaseException | None = None
     if inp.lookup_missing and missing:
         ctx.set_stage("links_lookup", f"到知网查找 {len(missing)} 个题名")
         try:
@@ -232,6 +232,11 @@ async def link_references(
             if not is_fatal(exc):
                 raise
             failure = exc
+        except asyncio.CancelledError as halted:
+            # a cancel or the time budget: the titles the lookups answered before it are stored,
+            # so they link as local matches; nothing here awaits
+            failure = halted
+            matches.update({key: local_matches(store, title) for key, title in missing.items()})
 
     references: dict[str, LinkReference] = {
         key: resolve(title, _candidates(matches.get(key, [])), count)

@@ -359,7 +359,7 @@ async def fetch_metadata(
             pending.append(title)
 
     targets = list(dict.fromkeys(targets))
-    failure: CnkiError | None = None
+    failure: BaseException | None = None
     try:
         if pending:
             ctx.set_stage("locate", f"按题名定位 {len(pending)} 篇")
@@ -371,6 +371,10 @@ async def fetch_metadata(
         if not is_fatal(exc):
             raise
         failure = exc
+    except asyncio.CancelledError as halted:
+        # a cancel or the time budget (the watchdog): the records as stored so far are the
+        # result, as after a fatal error; nothing below awaits, so the cancellation goes on at once
+        failure = halted
 
     papers = store.papers_by_refs(targets)
     records = []

@@ -204,7 +204,7 @@ async def verify_references(
         if work.candidates[i]:
             work.searches[i].append("本地记录")
 
-    failure: CnkiError | None = None
+    failure: BaseException | None = None
     try:
         await _exact_titles(work, [i for i in readable if work.judgement(i).verdict == "not_found"],
                             store, backend, ctx, public_origins)
@@ -215,6 +215,10 @@ async def verify_references(
         if not is_fatal(exc):
             raise
         failure = exc
+    except asyncio.CancelledError as halted:
+        # a cancel or the time budget (the watchdog): the entries judged so far are the result,
+        # as after a fatal error; nothing below awaits, so the cancellation goes on at once
+        failure = halted
 
     result = _result(work, ctx.requests, store)
     if failure is not None:
@@ -389,7 +393,7 @@ def _corrected(view: RecordView, paper: Paper | None, entry: ParsedReference) ->
     return re.sub(r"^\[\d+\]\s*", "", text.strip()) or None
 
 
-UNFINISHED_SEARCH = "查找未做完（预算用完或任务中止）：只做了篇名精确检索，没有做篇名模糊/作者+来源检索，不能据此判断不存在"
+UNFINISHED_SEARCH = "查找未做完（预算用完或任务中止）：只做了篇名精确检索，没有做篇名模糊/作者+来源检索，不能据此判断不存在：用相同参数再调用 verify_references"
 ONLINE_FIRST_NUMBERS = "知网记录为网络首发，尚无卷期页码：条目中的卷、期、页码无法核对，改正条目不含它们"
 
 
@@ -401,6 +405,8 @@ def _cites_numbers_online_first_lacks(entry: ParsedReference, paper: Paper) -> b
 
 
 def _result(work: _Work, requests: int, store: Store) -> VerifyResult:
+    """The entries as judged; a not-found entry whose fallback search never ran (the run ended
+    early: a fatal error, a cancel, the budget) is said to be unjudged."""
     entries: list[VerifiedEntry] = []
     counts: dict[str, int] = {}
     judged = [work.judgement(i) for i in range(len(work.parsed))]
@@ -412,7 +418,7 @@ def _result(work: _Work, requests: int, store: Store) -> VerifyResult:
         elif j.verdict == "not_found" and work.failed[i]:
             failed = "；".join(work.failed[i])
             j = j.model_copy(update={"warnings": [*j.warnings, f"检索失败，不能据此判断不存在：{failed}"]})
-        elif j.verdict == "not_found" and i not in work.fallback_ran:
+        elif j.verdict == "not_found" and i not in work.fallback_ran and not entry.unparsable:
             # the operation stopped (budget, cancel) before this entry's fallback search
             j = j.model_copy(update={"warnings": [*j.warnings, UNFINISHED_SEARCH]})
         paper = papers.get(j.record.record_ref) if j.record else None

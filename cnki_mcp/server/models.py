@@ -257,6 +257,12 @@ def locator_step(missing_fields: Mapping[str, Sequence[str]]) -> str | None:
     )
 
 
+# the kinds whose tools take on_verification (search / structured_search in their options)
+_SKIPPABLE = {"search", "read", "download", "verify", "citations"}
+CHALLENGE_THEN_AGAIN = (
+    "知网要求人工验证（滑块或验证码），已按 on_verification='skip' 跳过：有人能在弹出的浏览器窗口中完成验证时，"
+    "用相同参数并把 on_verification 改为 'ask' 再调用 {tool}（search / structured_search 写在 options 中）"
+)
 AMBIGUOUS_STEP = "同名文献有多篇：从 IDENTITY_AMBIGUOUS 错误的 details.candidates 选一篇，用它的 record_ref 再调用"
 LOGIN_THEN_AGAIN = "知网要求登录：先用 login 登录（请用户在弹出的窗口登录），再用相同参数调用 {tool}"
 _TOOL_OF_KIND = {"download": "download_paper", "read": "read_online_html"}
@@ -319,7 +325,15 @@ _AGAIN_TOOL = {
     "search": "原检索工具（search 或 structured_search）",
     "citations": "原工具（get_references / get_citing 已读的列表页存在本地，不再请求）",
 }
+BUDGET_AGAIN_STEP = (
+    "这次调用自己的预算（请求数或运行时间，见 errors[0].details.reason）用完，不是知网的限制；result 有内容时"
+    "是停下前完成的部分：要完成它用相同参数再调用 {tool}（已读到的记录存在本地，不再请求）"
+)
 RETRY_LATER_STEP = "知网这次没有给出结果（errors 中的错误可重试：限流、暂时不可用或验证未完成）：稍后用相同参数再调用 {tool}"
+CANCELLED_DOWNLOAD_STEP = (
+    "下载已取消，取消前可能已点击（是否计费未知）：仍要这篇时用相同参数再调用 download_paper（先找已到的文件与"
+    "上次的点击，不会自动再点；回答 SIDE_EFFECT_UNCERTAIN 时确认未计费再传 retry=true）"
+)
 UNCERTAIN_DOWNLOAD_STEP = "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
 INVALID_DOWNLOAD_STEP = "知网给出的文件无效，是否已计费未知：确认要再次点击时用相同参数加 retry=true 调用 download_paper"
 
@@ -351,6 +365,10 @@ def default_next_step(
     DOCUMENT_NOT_FOUND naming the record_ref) is not told to spell the title exactly."""
     if status == "skipped" and login_skipped:
         return LOGIN_THEN_AGAIN.format(tool=_TOOL_OF_KIND.get(kind or "", "原工具"))
+    if status == "skipped" and "VERIFICATION_SKIPPED" in codes and kind in _SKIPPABLE:
+        # a slider or captcha skipped under on_verification='skip': it said nothing, and the same
+        # call with skip meets the same page again
+        return CHALLENGE_THEN_AGAIN.format(tool=_AGAIN_TOOL.get(kind or "", "原工具"))
     if kind == "download":
         if "SIDE_EFFECT_UNCERTAIN" in codes:
             return UNCERTAIN_DOWNLOAD_STEP
@@ -382,6 +400,18 @@ def default_next_step(
             f"search_results(search_id={op}) 分页读取取消前找到的结果；"
             f"要继续检索用 operation_control(action='continue', operation_id={op})（已取得的不再请求）"
         )
+    if status == "cancelled":
+        if kind == "citations" and checkpoint:
+            # citation_graph / find_citation_path answer the walk so far and keep their checkpoint;
+            # continue takes cancelled operations (jobs.continue_): it said nothing
+            return (
+                f"result 为取消前读到的部分；要接着走用 operation_control(action='continue', operation_id={op})"
+                "（已取得的不再请求）"
+            )
+        if kind == "citations":  # get_references / get_citing: every list page read is stored
+            return LIST_AGAIN_STEP
+        if kind == "download":  # a click may have been sent (and charged) before the cancel
+            return CANCELLED_DOWNLOAD_STEP
     if status == "partial" and kind == "citations" and "BUDGET_EXHAUSTED" in codes:
         # get_references / get_citing keep no checkpoint: every list page read is stored, so the
         # same call goes on from where this one stopped
@@ -407,6 +437,9 @@ def default_next_step(
         return DENIED_STEP.format(tool="download_paper") + "；要读全文也可试 read_online_html(record_ref)"
     if status == "interrupted":
         return "重新调用原工具（服务重启打断了这次调用）"
+    if status == "partial" and "BUDGET_EXHAUSTED" in codes and kind in _AGAIN_TOOL:
+        # not CNKI's doing (it said 知网这次没有给出结果, 限流…): this call's own request or time budget
+        return BUDGET_AGAIN_STEP.format(tool=_AGAIN_TOOL[kind])
     if status in ("partial", "failed") and retryable and kind in _AGAIN_TOOL:
         # it was null: a get_references stopped by SITE_UNAVAILABLE said nothing (README: 重新调用)
         return RETRY_LATER_STEP.format(tool=_AGAIN_TOOL[kind])

@@ -386,15 +386,28 @@ class Downloader:
             folder = self.make_incoming(op_id)
             click_id = self.store.record_click(paper.record_ref, fmt, op_id, self.clock.now())
             since = len(tabs.host.popups_of(detail_page))  # the click's order tab comes after these
+            pressed: list[bool] = []
             try:
-                await tabs.click(detail_page, entry, op)
+                await tabs.click(detail_page, entry, op, pressing=lambda: pressed.append(True))
             except (BudgetExhausted, VerificationSkipped) as exc:
                 # the limiter refused the click's slot before the mouse moved: nothing was clicked,
                 # so the click must not stay uncertain (the next call would ask for retry)
                 self.store.click_outcome(click_id, "not_clicked", self.clock.now(), {"code": exc.code})
                 raise
+            except asyncio.CancelledError:
+                # cancelled while the click waited for its slot (behind other requests, or a human
+                # step's hold): the mouse never moved, so the next call clicks without retry
+                if not pressed:
+                    self.store.click_outcome(click_id, "not_clicked", self.clock.now(), {"code": "CANCELLED"})
+                raise
             try:
                 saved = await self._await_file(detail_page, since, downloads, folder, fmt, wait_seconds, op, failed)
+            except asyncio.CancelledError:
+                # cancelled after the click: the order may be charged and its file on the way, so
+                # the tabs stay open for it as after an uncertain end (closing them lost it and
+                # the next call could only ask for retry=true); the next call reconciles it
+                linger = folder
+                raise
             except Refused as refused:
                 self.store.click_outcome(click_id, "refused", self.clock.now(), {"text": refused.text})
                 raise DownloadRefused(text=refused.text, record_ref=paper.record_ref, format=fmt) from None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -342,10 +343,16 @@ class DetailTabs:
             "入口按钮不可点击", state={k: last.get(k) for k in ("disabled", "hits", "inView")}
         )
 
-    async def click(self, page: Page, element: ElementHandle, op: SiteOp | None) -> None:
-        """A real mouse click at the element's stable point; the click is a request start."""
+    async def click(
+        self, page: Page, element: ElementHandle, op: SiteOp | None, pressing: Callable[[], None] | None = None
+    ) -> None:
+        """A real mouse click at the element's stable point; the click is a request start.
+        `pressing` is called once the slot is held, just before the mouse moves: a cancellation
+        before it clicked nothing."""
         x, y = await self.stable_point(element)
         async with self.limiter.slot(budget=op):
+            if pressing is not None:
+                pressing()
             await page.mouse.click(x, y)
 
 

@@ -325,6 +325,75 @@ async def test_a_404_after_the_order_moved_on_to_the_file_host_keeps_the_click_u
     assert len(sim.requests_for(ORDER, "GET")) == 1  # the second call clicked nothing
 
 
+async def test_a_download_cancelled_while_its_click_waits_for_its_slot_is_settled_not_clicked(case: Case) -> None:
+    # A download cancelled while its click waited in the limiter (behind a human step's hold, or
+    # other operations' requests) left the recorded click without an outcome: the next call
+    # answered SIDE_EFFECT_UNCERTAIN, asking for retry=true, for a click that never happened.
+    sim = case.env.sim
+    limiter = case.env.tabs.limiter
+    ref = await case.ref("r0001")
+    details = len(sim.requests_for("/kcms2/article"))
+    at_the_click = asyncio.Event()
+
+    @dataclass
+    class HeldAtTheClick(FakeOp):
+        def charge(self) -> None:
+            super().charge()
+            if len(sim.requests_for("/kcms2/article")) > details and not at_the_click.is_set():
+                limiter.hold()  # the click's slot now waits for the hold to go
+                at_the_click.set()
+
+    task = asyncio.ensure_future(case.downloader.download(ref, op=HeldAtTheClick()))
+    try:
+        async with asyncio.timeout(STEP_TIMEOUT):
+            await at_the_click.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    finally:
+        limiter.release()
+    assert [c.outcome for c in case.store.clicks_for(ref)] == ["not_clicked"]
+    assert not sim.requests_for(ORDER, "GET") and case.store.uncertain_click(ref) is None
+    async with asyncio.timeout(STEP_TIMEOUT):
+        got = await case.downloader.download(ref, op=FakeOp())  # no retry needed
+    assert got.source == "download"
+
+
+async def test_a_download_cancelled_after_its_click_keeps_waiting_and_the_next_call_gets_the_file(
+    case: Case, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A download cancelled while CNKI was still answering its order closed the order's tabs: the
+    # file (perhaps charged) never came, and the next call answered SIDE_EFFECT_UNCERTAIN, so the
+    # only way to the paper was retry=true, a second order. The tabs now stay open for the file
+    # as after an uncertain end, and the next call reconciles it without clicking.
+    sim = case.env.sim
+    ref = await case.ref("r0001")
+    sim.set_scenario({"latency": [{"path": ORDER, "ms": 5000, "at": [1]}]})
+    clicked = asyncio.Event()
+    click = case.env.tabs.click
+
+    async def click_and_say_so(*args: Any, **kwargs: Any) -> None:
+        await click(*args, **kwargs)
+        clicked.set()
+
+    monkeypatch.setattr(case.env.tabs, "click", click_and_say_so)
+    task = asyncio.ensure_future(case.downloader.download(ref, op=FakeOp()))
+    try:
+        async with asyncio.timeout(STEP_TIMEOUT):
+            await clicked.wait()
+        assert not sim.requests_for(ORDER, "GET")  # CNKI has not answered the order yet
+    finally:
+        task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    async with asyncio.timeout(STEP_TIMEOUT):
+        while not list((case.data_dir / "incoming").glob("*/*.pdf")):  # the late file, saved whole
+            await asyncio.sleep(0.05)  # polling for the file, not waiting for time to pass
+        got = await case.downloader.download(ref, op=FakeOp())  # no retry needed
+    assert got.format == "pdf" and len(case.store.clicks_for(ref)) == 1
+    assert len(sim.requests_for(ORDER, "GET")) == 1
+
+
 async def test_a_click_the_limiter_refuses_is_settled_not_clicked_and_never_left_uncertain(case: Case) -> None:
     # The click's request slot can be refused before the mouse moves (the budget spent, or another
     # operation's human step under on_verification skip); the click was recorded and stayed

@@ -249,6 +249,38 @@ async def test_an_operation_the_user_cancelled_stays_cancelled_when_the_server_e
     assert stored is not None and stored.status is OperationStatus.CANCELLED
 
 
+async def test_a_cancelled_operation_says_so_by_the_code_cancelled_and_whether_it_kept_a_result(
+    env: Any,
+) -> None:
+    """A cancelled record had `errors: []`: a client switching on codes could not tell a cancel
+    from a success with nothing in it. Now its first error is CANCELLED (not retryable), with the
+    stage it stopped in and whether a result so far was kept; a continue drops it."""
+    clock, sink, manager, limiter = env
+    backend = FakeBackend(clock)
+    job = manager.start(OperationKind.SEARCH, search_runner(backend, limiter), SEARCH_BUDGET)
+    await clock.advance_settled(3.5)
+    [record] = await clock.run_until_complete(manager.cancel(job.operation_id))
+    assert record.status is OperationStatus.CANCELLED
+    assert [(e.code, e.retryable) for e in record.errors] == [("CANCELLED", False)]
+    assert record.errors[0].details == {"stage": "retrieval", "result_kept": True}
+    stored = sink.load(job.operation_id)
+    assert stored is not None and [e.code for e in stored.errors] == ["CANCELLED"]
+    again = manager.continue_(job.operation_id, search_runner(backend, limiter))
+    [done] = await clock.run_until_complete(again.finish())
+    assert done.status is OperationStatus.COMPLETED and done.errors == []
+
+    never = asyncio.Event()
+
+    async def nothing_yet(ctx: OperationContext) -> str:
+        await never.wait()
+        return "unreachable"
+
+    empty = manager.start(OperationKind.READ, nothing_yet)
+    [record] = await clock.run_until_complete(manager.cancel(empty.operation_id))
+    assert [e.code for e in record.errors] == ["CANCELLED"]
+    assert record.errors[0].details["result_kept"] is False and record.result is None
+
+
 async def test_cancel_of_an_unknown_operation_is_not_found(env: Any) -> None:
     _, _, manager, _ = env
     with pytest.raises(CnkiError) as info:

@@ -121,6 +121,32 @@ async def test_watchdog_finishes_the_record_when_the_runner_ignores_the_cancella
     assert manager.status(job.operation_id).status is OperationStatus.PARTIAL  # type: ignore[union-attr]
 
 
+async def test_a_user_cancel_of_a_runner_that_does_not_stop_ends_cancelled_not_budget_exhausted(env: Any) -> None:
+    """A runner that swallows the user's cancel stays running until the watchdog finishes it; it
+    was then finished `partial` with BUDGET_EXHAUSTED, as if the budget and not the user had
+    stopped it. The user asked first: it ends `cancelled` (CANCELLED), with the result it set."""
+    clock, _, manager, _ = env
+    released = asyncio.Event()
+
+    async def stubborn(ctx: OperationContext) -> str:
+        ctx.set_result({"so_far": 1})
+        while not released.is_set():
+            try:
+                await released.wait()
+            except asyncio.CancelledError:
+                continue
+        return "late"
+
+    job = manager.start(OperationKind.READ, stubborn, BudgetSpec(max_requests=10, timeout_seconds=30))
+    await clock.advance_settled(1.0)
+    [asked] = await clock.run_until_complete(manager.cancel(job.operation_id))
+    assert asked.status.active  # it has not stopped within the cancel's wait
+    [record] = await clock.run_until_complete(job.finish())
+    released.set()
+    assert record.status is OperationStatus.CANCELLED
+    assert [e.code for e in record.errors] == ["CANCELLED"] and record.result == {"so_far": 1}
+
+
 async def test_watchdog_never_fires_for_an_operation_that_finishes_in_time(env: Any) -> None:
     clock, sink, manager, _ = env
     job = manager.start(
@@ -144,7 +170,8 @@ async def test_a_user_cancel_stays_cancelled_not_budget_exhausted(env: Any) -> N
     job = manager.start(OperationKind.SEARCH, runner, BudgetSpec(max_requests=10, timeout_seconds=30))
     await clock.advance_settled(10.0)
     [record] = await clock.run_until_complete(manager.cancel(job.operation_id))
-    assert record.status is OperationStatus.CANCELLED and record.errors == []
+    assert record.status is OperationStatus.CANCELLED
+    assert [e.code for e in record.errors] == ["CANCELLED"]  # the cancel, not BUDGET_EXHAUSTED
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ of distinct papers; one run through the simulator's own QueryJson evaluator (Cor
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
@@ -460,3 +461,30 @@ async def test_a_batch_cnki_cannot_be_asked_for_is_its_titles_error_not_the_oper
     assert pages == [None, None] and not site.requests
     assert final_code(record) is None
     assert [e.code for e in record.errors] == ["INVALID_ARGUMENT"] * (MAX_TITLES + 1)
+
+
+async def test_a_lookup_cancelled_midway_links_the_titles_already_found(clock: FakeClock, store: Store) -> None:
+    """link_references cancelled while one lookup request was still on its way answered `result:
+    null`: the titles the answered requests had found (and stored) were not linked. Now the
+    text comes back linked for them."""
+    titles = [f"违约金酌减规则研究之{i:02d}" for i in range(MAX_TITLES + 2)]
+    never = asyncio.Event()
+
+    class SecondRequestHangs(FakeSite):
+        async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: Any = None) -> GridPage:
+            if self.requests:
+                self.requests.append(lookup_values(request.subject))
+                await never.wait()
+            return await super().grid(request, op, follow)
+
+    site = SecondRequestHangs({t: [row(t, str(i))] for i, t in enumerate(titles)})
+    jobs = JobManager(clock, MemorySink())
+    inp = LinkInput(text="".join(f"见《{t}》。" for t in titles), lookup_missing=True)
+    job = jobs.start(OperationKind.LINKS, lambda ctx: link_references(inp, store, site, ctx))
+    await clock.advance_settled(5.0)
+    [record] = await clock.run_until_complete(jobs.cancel(job.operation_id))
+    assert record.status.value == "cancelled" and record.errors[0].details["result_kept"] is True
+    result = LinkResult.model_validate(record.result)
+    first = set(site.requests[0])
+    linked = {r.title for r in result.references if r.status == "linked"}
+    assert linked and linked == {t for t in titles if t in first}

@@ -5,6 +5,7 @@ export 20 papers per request, anything else from the detail page."""
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from dataclasses import replace
 from typing import Any
@@ -228,3 +229,36 @@ async def test_a_newspaper_article_s_text_is_its_excerpt_whichever_page_gave_it(
     await run_metadata(clock, pipe, MetadataInput(record_refs=[ref], fields=["funds"]))  # the detail page
     paper = store.get(ref)
     assert paper is not None and paper.detail_confirmed and paper.abstract is None and paper.excerpt
+
+
+async def test_a_metadata_read_cancelled_midway_answers_the_records_read_so_far(
+    clock: FakeClock, store: Store
+) -> None:
+    """A get_metadata cancelled while one detail page was still on its way answered `result:
+    null`, the details already read not shown (they were stored). Now its result lists the
+    records as stored, and its CANCELLED error says a result was kept."""
+    backend = CorpusBackend()
+    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
+    titles = [r.title for r in backend.corpus.records if r.type == "期刊"][:3]
+    listed = await run_metadata(clock, pipe, MetadataInput(titles=titles, fields=["authors"]))
+    refs = [r["record_ref"] for r in listed.result["records"]]
+    never = asyncio.Event()
+    hanging = store.get(refs[-1])
+    assert hanging is not None
+
+    class LastDetailHangs(CorpusBackend):
+        async def detail(self, locator: str, op: Any = None) -> Any:
+            if locator == hanging.locator:
+                await never.wait()
+            return await super().detail(locator, op)
+
+    pipe = ResearchPipeline(LastDetailHangs(), store, clock, now_year=lambda: 2026)
+    jobs = JobManager(clock, MemorySink())
+    job = jobs.start(
+        OperationKind.METADATA, lambda ctx: pipe.metadata(MetadataInput(record_refs=refs, fields=["funds"]), ctx)
+    )
+    await clock.advance_settled(5.0)
+    [record] = await clock.run_until_complete(jobs.cancel(job.operation_id))
+    assert record.status.value == "cancelled", record.errors
+    assert [e.code for e in record.errors][:1] == ["CANCELLED"] and record.errors[0].details["result_kept"]
+    assert [r["record_ref"] for r in record.result["records"]] == refs

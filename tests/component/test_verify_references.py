@@ -5,6 +5,7 @@ per entry; plus the cost rules (local first, exact titles 10 per request, export
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 
 import pytest
@@ -15,7 +16,7 @@ from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import CnkiError, ParserUnsupported
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
 from cnki_mcp.models import GridPage
-from cnki_mcp.operations import DEFAULT_BUDGETS
+from cnki_mcp.operations import DEFAULT_BUDGETS, BudgetSpec
 from cnki_mcp.pipeline.verify import (
     ONLINE_FIRST_NUMBERS,
     UNFINISHED_SEARCH,
@@ -324,3 +325,39 @@ async def test_the_first_author_search_leaves_out_the_authors_country(clock: Fak
     _, result = await run(clock, store, CorpusBackend(), VerifyInput(references=[entry]))
     [got] = result.entries
     assert (got.verdict, got.fields) == ("mismatch", ["title"]), got
+
+
+@pytest.mark.parametrize("stop", ["cancel", "deadline"])
+async def test_a_check_stopped_midway_keeps_the_entries_it_judged(clock: FakeClock, store: Store, stop: str) -> None:
+    """A check cancelled (or stopped by its time budget) while a fallback search was in flight
+    answered `result: null`: every entry already judged was lost. Now the entries judged so far are
+    its result, and one whose searches never all ran says it cannot be judged."""
+    never = asyncio.Event()
+
+    class FallbackHangs(CorpusBackend):
+        async def grid(self, request: GridRequest, op: SiteOp | None = None, follow: GridFollow | None = None) -> GridPage:
+            if self.requests["grid"]:  # the exact-title batch answers, the fallback search never does
+                await never.wait()
+            return await super().grid(request, op, follow)
+
+    known = next(s for s in build() if s.verdict == "verified")
+    missing = "王小明. 一篇知网没有的论文之四[J]. 法学评论, 2026."
+    jobs = JobManager(clock, MemorySink())
+    inp = VerifyInput(references=[known.text, missing])
+    site = FallbackHangs()
+    job = jobs.start(
+        OperationKind.VERIFY,
+        lambda ctx: verify_references(inp, store, site, ctx),
+        BudgetSpec(max_requests=300, timeout_seconds=60),
+    )
+    if stop == "cancel":
+        await clock.advance_settled(10.0)
+        [record] = await clock.run_until_complete(jobs.cancel(job.operation_id))
+        assert record.status.value == "cancelled" and record.errors[0].details["result_kept"] is True
+    else:
+        [record] = await clock.run_until_complete(job.finish())
+        assert record.status.value == "partial" and record.errors[0].code == "BUDGET_EXHAUSTED"
+    result = VerifyResult.model_validate(record.result)
+    assert [e.verdict for e in result.entries] == ["verified", "not_found"]
+    assert UNFINISHED_SEARCH not in result.entries[0].warnings
+    assert UNFINISHED_SEARCH in result.entries[1].warnings

@@ -6,6 +6,7 @@ from __future__ import annotations
 from cnki_mcp.errors import RELOCATE_FAILED
 from cnki_mcp.server.models import (
     RELOCATE_FAILED_STEP,
+    RETRY_LATER_STEP,
     TITLE_NOT_FOUND_STEP,
     BudgetView,
     default_next_step,
@@ -67,7 +68,9 @@ def test_a_page_skipped_at_a_login_wall_is_told_to_log_in_and_call_again() -> No
     download = default_next_step("skipped", "download", skipped, login_skipped=True) or ""
     assert "login" in download and "download_paper" in download and "retry" not in download
     assert "read_online_html" in (default_next_step("skipped", "read", skipped, login_skipped=True) or "")
-    assert default_next_step("skipped", "download", skipped) is None  # a skipped slider: no advice
+    # a skipped slider: the same call with on_verification='ask' once a person can solve it
+    # (test_a_skipped_verification_is_told_to_call_again_with_ask)
+    assert "login" not in (default_next_step("skipped", "download", skipped) or "")
 
 
 def test_a_paper_without_an_html_reader_is_sent_to_the_download_and_the_pdf_text() -> None:
@@ -115,6 +118,42 @@ def test_a_cancelled_search_is_sent_to_the_results_it_kept_and_to_continue() -> 
     step = default_next_step("cancelled", "search", checkpoint=True, operation_id="op_1") or ""
     assert "search_results(search_id='op_1')" in step and "continue" in step
     assert default_next_step("cancelled", "search") is None  # nothing kept: nothing to point at
+
+
+def test_a_cancelled_citation_walk_download_or_list_read_is_told_how_to_go_on() -> None:
+    """A cancelled citation_graph / find_citation_path kept its walk so far and its checkpoint,
+    and continue takes it, but its next_step was null; so was a cancelled download's, whose click
+    may have been charged, and a cancelled get_references', whose pages are stored."""
+    walk = default_next_step("cancelled", "citations", checkpoint=True, operation_id="op_1") or ""
+    assert "operation_control(action='continue', operation_id='op_1')" in walk
+    lists = default_next_step("cancelled", "citations") or ""
+    assert "continue" not in lists and "get_references" in lists
+    download = default_next_step("cancelled", "download") or ""
+    assert "download_paper" in download and "retry=true" in download
+
+
+def test_a_skipped_verification_is_told_to_call_again_with_ask() -> None:
+    """An operation a slider or captcha ended `skipped` under on_verification='skip' got no
+    next_step (a skipped login is told to log in): the same call with skip meets the same page."""
+    for kind, tool in (("read", "read_online_html"), ("verify", "verify_references"), ("download", "download_paper")):
+        step = default_next_step("skipped", kind, ("VERIFICATION_SKIPPED",)) or ""
+        assert "on_verification" in step and "'ask'" in step and tool in step
+    # get_metadata takes no on_verification: nothing to change in the call
+    assert default_next_step("skipped", "metadata", ("VERIFICATION_SKIPPED",)) is None
+    login = default_next_step("skipped", "read", ("VERIFICATION_SKIPPED",), login_skipped=True) or ""
+    assert "login" in login and "on_verification" not in login
+
+
+def test_a_call_its_own_budget_stopped_is_not_told_cnki_gave_nothing() -> None:
+    """A verify_references (or read, link, download) stopped by BUDGET_EXHAUSTED was told
+    知网这次没有给出结果（限流、暂时不可用或验证未完成）: the budget, not CNKI, had stopped it, and
+    its result holds the entries judged so far. It is told its budget ran out and to call again."""
+    for kind, tool in (("verify", "verify_references"), ("links", "link_references"), ("read", "read_online_html")):
+        step = default_next_step("partial", kind, ("BUDGET_EXHAUSTED",), retryable=True) or ""
+        assert tool in step and "预算" in step and step != RETRY_LATER_STEP.format(tool=tool)
+    # a site error still reads as the site's
+    site = default_next_step("partial", "verify", ("RATE_LIMITED",), retryable=True)
+    assert site == RETRY_LATER_STEP.format(tool="verify_references")
 
 
 def test_a_reader_without_a_body_is_sent_to_the_file() -> None:
