@@ -1,7 +1,7 @@
 """The one request limiter: every CNKI request charges its operation's budget, waits while the
 limiter is held (a human step), then waits for its turn: a start time spaced by interval x
-backoff and a free in-flight slot. Turns go by `Priority`, first come first served within one
-(DESIGN.md "Request priorities"); `slow()` after 429/5xx/verification, `fast()` after a success.
+backoff and a free in-flight slot. Turns go first to the operation served least recently, then
+by `Priority`, first come first served within one (DESIGN.md "Request priorities"); `slow()` after 429/5xx/verification, `fast()` after a success.
 Nothing else in the program sleeps between requests."""
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ class _Ticket:
     priority: int
     seq: int
     turn: asyncio.Event = field(compare=False, default_factory=asyncio.Event)
+    group: int | None = field(compare=False, default=None)  # the operation: id() of its budget
+
+
+SERVED_KEPT = 256  # operations whose last turn is remembered; a forgotten one is served as new
 
 
 class Chargeable(Protocol):
@@ -67,7 +71,11 @@ class Limiter:
     """Spacing between request starts, a cap on requests in flight, backoff and hold/release.
 
     Invariants:
-    - The waiters form one queue ordered by (priority, arrival). Only its head may start, and only
+    - The waiters form one queue per operation (the budget they charge; requests without one form
+      one group), each ordered by (priority, arrival). The head is the head of the operation whose
+      last start is the oldest (one never served first, by arrival): operations take the starts in
+      turn, so a short call's request waits for at most one start of each other operation
+      waiting, never for a long search's whole chain. Only the head may start, and only
       one waiter at a time sleeps towards the next start time; it records `_last_start` only
       after it actually woke, so two starts are never closer than the spacing in force when the
       later one started. A waiter that wakes behind a newer, more urgent head hands it the turn:
@@ -91,7 +99,8 @@ class Limiter:
         self._last_start: float | None = None
         self._not_before: float = -math.inf  # set by release(): no start before this instant
         # asyncio primitives bind to the running loop lazily, so building them here is safe.
-        self._queue: list[_Ticket] = []  # a heap: the head is the next to start
+        self._queues: dict[int | None, list[_Ticket]] = {}  # a heap per operation with waiters
+        self._served: dict[int | None, int] = {}  # operation -> `_started` at its last start
         self._seq = itertools.count()
         self._sleeping = False  # a waiter sleeps towards the next start time
         self._open = asyncio.Event()
@@ -246,16 +255,46 @@ class Limiter:
             while self._holds > 0:
                 await self._open.wait()
 
+    def _head(self) -> _Ticket | None:
+        """The next to start: the most urgent waiter of the operation served least recently."""
+        best: _Ticket | None = None
+        best_key: tuple[int, int] | None = None
+        for group, queue in self._queues.items():
+            key = (self._served.get(group, -1), queue[0].seq)
+            if best_key is None or key < best_key:
+                best, best_key = queue[0], key
+        return best
+
     def _wake_head(self) -> None:
-        if self._queue:
-            self._queue[0].turn.set()
+        head = self._head()
+        if head is not None:
+            head.turn.set()
+
+    def _enqueue(self, ticket: _Ticket) -> None:
+        heapq.heappush(self._queues.setdefault(ticket.group, []), ticket)
+
+    def _dequeue(self, ticket: _Ticket) -> None:
+        queue = self._queues.get(ticket.group)
+        if queue is None or ticket not in queue:
+            return
+        queue.remove(ticket)
+        if queue:
+            heapq.heapify(queue)
+        else:
+            del self._queues[ticket.group]
+
+    def _note_served(self, group: int | None) -> None:
+        self._served.pop(group, None)  # re-inserted last: the dict is oldest first
+        self._served[group] = self._started
+        while len(self._served) > SERVED_KEPT:
+            del self._served[next(iter(self._served))]
 
     async def _wait_turn(self, priority: int, budget: Chargeable | None = None) -> float:
-        ticket = _Ticket(priority, next(self._seq))
-        heapq.heappush(self._queue, ticket)
+        ticket = _Ticket(priority, next(self._seq), group=None if budget is None else id(budget))
+        self._enqueue(ticket)
         try:
             while True:
-                if self._queue[0] is not ticket or self._sleeping or self._inflight >= self._max_inflight:
+                if self._head() is not ticket or self._sleeping or self._inflight >= self._max_inflight:
                     ticket.turn.clear()
                     await ticket.turn.wait()
                     continue
@@ -268,9 +307,10 @@ class Limiter:
                 if self._last_start is not None:
                     target = max(target, self._last_start + self.spacing)
                 if now >= target:
-                    heapq.heappop(self._queue)
+                    self._dequeue(ticket)
                     self._last_start = now
                     self._started += 1
+                    self._note_served(ticket.group)
                     self._inflight += 1
                     self._peak_inflight = max(self._peak_inflight, self._inflight)
                     self._wake_head()
@@ -284,8 +324,6 @@ class Limiter:
                     self._sleeping = False
                     self._wake_head()
         except BaseException:
-            if ticket in self._queue:
-                self._queue.remove(ticket)
-                heapq.heapify(self._queue)
+            self._dequeue(ticket)
             self._wake_head()
             raise

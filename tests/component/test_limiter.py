@@ -398,3 +398,58 @@ async def test_pacing_is_the_spacing_in_force_and_the_median_of_the_last_latenci
     assert limiter.pacing() == Pacing(0.5, 1.0)
     limiter.slow()
     assert limiter.pacing() == Pacing(1.0, 1.0)  # the backoff is in the spacing
+
+
+async def test_a_short_call_beside_a_long_search_waits_for_one_of_its_starts_not_its_whole_chain() -> None:
+    # one client, two calls at once: a search paging its subject channel (each page answered in
+    # 0.3 s, under the 0.5 s spacing, so its next page always waits for the next start) with its
+    # journal pages queued, and a get_metadata asking one detail page (DESIGN.md "Request priorities")
+    clock = FakeClock()
+    limiter = Limiter(clock, 0.5, 6)
+    search, metadata = CountingBudget(limiter), CountingBudget(limiter)
+    order: list[str] = []
+
+    async def chain(pages: int) -> None:
+        for page in range(pages):
+            async with limiter.slot(budget=search, priority=Priority.CHAIN):
+                order.append(f"page{page}")
+                await clock.sleep(0.3)
+
+    async def read(name: str, budget: CountingBudget) -> None:
+        async with limiter.slot(budget=budget):
+            order.append(name)
+
+    pages = asyncio.ensure_future(chain(30))
+    journals = [asyncio.ensure_future(read(f"journal{i}", search)) for i in range(10)]
+    await clock.advance_settled(2.0)
+    before = len(order)
+    detail = asyncio.ensure_future(read("detail", metadata))
+    await clock.run_until_complete(pages, *journals, detail)
+    # at most the one start the search's waiter was already sleeping towards
+    assert order[before:].index("detail") <= 1, order[before:]
+    # the search keeps its own order: its pages before its journals, and loses one start only
+    searched = [name for name in order if name != "detail"]
+    assert searched == [f"page{i}" for i in range(30)] + [f"journal{i}" for i in range(10)]
+    assert limiter.started == 41 and limiter.inflight == 0 and limiter.waiting == 0
+
+
+async def test_operations_waiting_together_take_the_starts_in_turn() -> None:
+    clock = FakeClock()
+    limiter = Limiter(clock, 1.0, 6)
+    first, second = CountingBudget(limiter), CountingBudget(limiter)
+    order: list[str] = []
+
+    async def read(name: str, budget: CountingBudget, priority: Priority = Priority.NORMAL) -> None:
+        async with limiter.slot(budget=budget, priority=priority):
+            order.append(name)
+
+    await clock.run_until_complete(read("a0", first))  # `first` was served last
+    tasks = [asyncio.ensure_future(read(f"a{i}", first)) for i in range(1, 4)]
+    await settle()
+    tasks += [asyncio.ensure_future(read(f"b{i}", second)) for i in range(3)]
+    await settle()
+    tasks.append(asyncio.ensure_future(read("a-page", first, Priority.CHAIN)))
+    await clock.run_until_complete(*tasks)
+    # `second`, never served, takes the start a1 was sleeping towards; then turns alternate, and
+    # within `first` its page goes before its reads
+    assert order == ["a0", "b0", "a-page", "b1", "a1", "b2", "a2", "a3"], order
