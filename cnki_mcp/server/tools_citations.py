@@ -12,7 +12,13 @@ from pydantic import Field
 from cnki_mcp.errors import CnkiError
 from cnki_mcp.jobs import OperationKind
 from cnki_mcp.parse.citations import CitationType
-from cnki_mcp.pipeline.citations import MAX_OFFSET, CitationListInput, CitationListResult, citation_list
+from cnki_mcp.pipeline.citations import (
+    MAX_OFFSET,
+    CitationListInput,
+    CitationListResult,
+    citation_list,
+    resolve_paper,
+)
 from cnki_mcp.pipeline.citegraph import (
     Deliver,
     GraphInput,
@@ -30,12 +36,12 @@ from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.server.tools_cite import ensure_free, export_file_name, save_export
 from cnki_mcp.server.tools_read import budget_of
 
-LIST_DESCRIPTION = """{what}（知网引文接口，每页 10 条一次请求；读过的页存本地，再查不花请求）。paper：record_ref 或引文列表里的 filename。types 过滤 journal thesis conference foreign book other；offset/limit 分页，next_offset 为下一页。"""
-GRAPH_DESCRIPTION = """从 seeds（record_ref 或 filename）广度优先建引文网络，每个列表取全部条目。预算用完为 partial，可 operation_control continue（已取的页不再请求）。返回节点、边（引用方→被引方）、同被引与耦合计数；graphml/mermaid 见 export。
-filename：遍历结束时把 format 格式的整张图写到 data/exports/（不覆盖：FILE_EXISTS），结果只列计数与同被引、耦合对（omitted）；不给 filename 而结果超过 64 KB 时同样 omitted，并提示给 filename。
+LIST_DESCRIPTION = """{what}（知网引文接口，每页 10 条一次请求；读过的页存本地，再查不花请求）。paper：record_ref、filename、url 或题名。types 过滤 journal thesis conference foreign book other；offset/limit 分页，next_offset 为下一页。"""
+GRAPH_DESCRIPTION = """从 seeds（record_ref、filename、url 或题名）广度优先建引文网络，每个列表取全部条目。预算用完为 partial，可 operation_control continue（已取的页不再请求）。返回节点、边（引用方→被引方）、同被引与耦合计数；graphml/mermaid 见 export。
+filename：遍历结束时把 format 格式的整张图写到 data/exports/（不覆盖：FILE_EXISTS），结果只列计数与同被引、耦合对（omitted）；结果超过 64 KB 且没给 filename 时同样 omitted 并提示。
 complete=false 时 warnings 说明缺了什么：max_nodes_reached（left_out 篇未纳入，提高 max_nodes 重新调用）、pending（预算用完未展开）、short_lists、出错的列表。"""
 GRAPH_EXTENSIONS: dict[str, str] = {"json": "json", "graphml": "graphml", "mermaid": "mmd"}
-PATH_DESCRIPTION = """在预算内找两篇文献之间的引文路径（source、target 为 record_ref 或 filename，max_depth ≤ 3），每个列表取全部条目。path 逐篇给出与前一篇的关系：cites 引用前一篇、cited_by 被前一篇引用。found=false 且 complete=false 表示没有查完（预算用完可 continue，原因见 warnings），不能断定没有路径。"""
+PATH_DESCRIPTION = """在预算内找两篇文献之间的引文路径（source、target 为 record_ref、filename、url 或题名，max_depth ≤ 3），每个列表取全部条目。path 逐篇给出与前一篇的关系：cites 引用前一篇、cited_by 被前一篇引用。found=false 且 complete=false 为没查完（预算用完可 continue，原因见 warnings），不能断定无路径。"""
 
 TypesArg = Annotated[list[CitationType] | None, Field(description="文献类型过滤")]
 Verification = Annotated[Literal["ask", "skip"], Field(description="ask：遇到验证等待处理；skip：跳过")]
@@ -127,6 +133,8 @@ def register(server: CnkiServer) -> None:
         ] = None,
     ) -> GraphOperation:
         services = services_of(ctx)
+        for seed in seeds:  # an unknown paper is refused before any operation starts (its next_step kept)
+            resolve_paper(services.store, seed)
         name = None
         if filename is not None:
             name = export_file_name(filename, GRAPH_EXTENSIONS[format])
@@ -162,6 +170,8 @@ def register(server: CnkiServer) -> None:
     ) -> PathOperation:
         inp = PathInput(source=source, target=target, direction=direction, max_depth=max_depth)
         services = services_of(ctx)
+        resolve_paper(services.store, source)
+        resolve_paper(services.store, target)
 
         async def runner(op: Any) -> Any:
             return await find_citation_path(services.store, services.backend, services.clock, inp, op,
@@ -190,6 +200,7 @@ def _register_list(server: CnkiServer, name: str, title: str, kind: Any, descrip
     ) -> CitationListOperation:
         inp = CitationListInput(paper=paper, types=types, offset=offset, limit=limit)
         services = services_of(ctx)
+        resolve_paper(services.store, paper)  # refused before any operation starts, its next_step kept
 
         async def runner(op: Any) -> Any:
             return await citation_list(
