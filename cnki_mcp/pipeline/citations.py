@@ -9,6 +9,7 @@ detail page is visited for them."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -35,6 +36,8 @@ from cnki_mcp.site.backend import CitationBackend, GridRequest
 from cnki_mcp.store import Store
 
 MAX_LIMIT = 50
+NODE_ID = re.compile(r"[nN][1-9][0-9]{0,4}")  # citation_graph's node ids (`citegraph._Walk.add`)
+GRAPHS_LOOKED_AT = 20  # newest operations searched for the graph a node id came from
 T = TypeVar("T")
 # The farthest offset a call accepts. A paper may be cited thousands of times; a page of 10 costs
 # one request (the stored ones none), so any entry is reachable by calling again.
@@ -70,6 +73,8 @@ def resolve_paper(store: Store, paper: str) -> PaperHandle:
     token = detail_token(text)
     if token:
         return _by_link(store, text, token)
+    if NODE_ID.fullmatch(text):
+        raise _graph_node(store, text)
     title = asked_title(text)
     local = local_matches(store, title) if title else []
     if len(local) > 1:
@@ -80,6 +85,29 @@ def resolve_paper(store: Store, paper: str) -> PaperHandle:
     raise DocumentNotFound(
         f"本地没有这篇文献（paper 可以是 record_ref、filename、url 或已保存文献的完整题名）：题名完整时用 {step} "
         "在知网按篇名定位并保存，再用相同参数调用本工具", paper=text, next_step=step,
+    )  # fmt: skip
+
+
+def _graph_node(store: Store, node_id: str) -> DocumentNotFound:
+    """A citation_graph node id given as a paper. Ids number one result's nodes (`n1`, `n2`, ...
+    in the order found), so every graph has its own `n21`: the id names no paper by itself. The
+    error names the node of that id in the newest graph this server answered inline, for the
+    client to check against the graph it read: its filename is what the tools take."""
+    for op in store.list_operations(GRAPHS_LOOKED_AT):
+        graph = (op.record.get("result") or {}).get("graph") if op.kind == "citations" else None
+        node = next((n for n in (graph or {}).get("nodes") or [] if n.get("id") == node_id), None)
+        if node is None:
+            continue
+        if not node.get("filename"):
+            break  # a free-text reference: it has no lists to read
+        return DocumentNotFound(
+            f"{node_id} 是引文网络节点在一次结果里的编号，不是文献标识：改传节点的 filename（最近的引文网络 "
+            f"{op.op_id} 中 {node_id} 为 {node['filename']}《{node.get('title') or ''}》）",
+            paper=node_id, filename=node["filename"], title=node.get("title"), graph_operation_id=op.op_id,
+        )  # fmt: skip
+    return DocumentNotFound(
+        f"{node_id} 是引文网络节点在一次结果里的编号，不是文献标识：改传该节点的 filename（没有 filename 的节点是"
+        "未收录的参考文献，没有引文列表）", paper=node_id,
     )  # fmt: skip
 
 

@@ -3,13 +3,14 @@ operations (DESIGN.md "Citation graph", docs/citation-api.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from cnki_mcp.errors import CnkiError
+from cnki_mcp.errors import CnkiError, DocumentNotFound
 from cnki_mcp.jobs import OperationKind
 from cnki_mcp.parse.citations import CitationType
 from cnki_mcp.pipeline.citations import (
@@ -104,6 +105,22 @@ def continue_runner(services: Any, checkpoint: dict[str, Any]) -> Any:
     return runner
 
 
+def known_paper(store: Any, paper: str, call: Callable[[str], str]) -> None:
+    """DOCUMENT_NOT_FOUND (or IDENTITY_AMBIGUOUS) before any operation starts for a paper the tools
+    cannot read; a graph node id whose graph names its filename gets `next_step`, `call` of it."""
+    try:
+        resolve_paper(store, paper)
+    except DocumentNotFound as exc:
+        filename = exc.details.get("filename")
+        if filename and "next_step" not in exc.details:
+            exc.details["next_step"] = call(filename)
+        raise
+
+
+def _path_call(source: str, target: str, direction: str, max_depth: int) -> str:
+    return f"find_citation_path(source={source!r}, target={target!r}, direction={direction!r}, max_depth={max_depth})"
+
+
 def register(server: CnkiServer) -> None:
     for name, title, kind, what in (
         ("get_references", "参考文献列表", "references", "一篇文献的参考文献"),
@@ -133,8 +150,9 @@ def register(server: CnkiServer) -> None:
         ] = None,
     ) -> GraphOperation:
         services = services_of(ctx)
-        for seed in seeds:  # an unknown paper is refused before any operation starts (its next_step kept)
-            resolve_paper(services.store, seed)
+        for i, seed in enumerate(seeds):  # an unknown paper is refused before any operation starts
+            known_paper(services.store, seed, lambda fn, i=i: f"citation_graph(seeds={[*seeds[:i], fn, *seeds[i + 1 :]]!r}, "
+                        f"direction={direction!r}, depth={depth})")  # fmt: skip
         name = None
         if filename is not None:
             name = export_file_name(filename, GRAPH_EXTENSIONS[format])
@@ -170,8 +188,8 @@ def register(server: CnkiServer) -> None:
     ) -> PathOperation:
         inp = PathInput(source=source, target=target, direction=direction, max_depth=max_depth)
         services = services_of(ctx)
-        resolve_paper(services.store, source)
-        resolve_paper(services.store, target)
+        known_paper(services.store, source, lambda fn: _path_call(fn, target, direction, max_depth))
+        known_paper(services.store, target, lambda fn: _path_call(source, fn, direction, max_depth))
 
         async def runner(op: Any) -> Any:
             return await find_citation_path(services.store, services.backend, services.clock, inp, op,
@@ -200,7 +218,7 @@ def _register_list(server: CnkiServer, name: str, title: str, kind: Any, descrip
     ) -> CitationListOperation:
         inp = CitationListInput(paper=paper, types=types, offset=offset, limit=limit)
         services = services_of(ctx)
-        resolve_paper(services.store, paper)  # refused before any operation starts, its next_step kept
+        known_paper(services.store, paper, lambda fn: f"{name}(paper={fn!r})")  # before any operation starts
 
         async def runner(op: Any) -> Any:
             return await citation_list(

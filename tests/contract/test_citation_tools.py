@@ -206,3 +206,26 @@ async def test_the_citation_tools_take_a_paper_by_the_url_or_title_the_other_too
     assert unknown.is_error and error["code"] == "DOCUMENT_NOT_FOUND"
     assert error["details"]["next_step"] == "get_metadata(titles=['没有保存过的一篇文献'])"
     assert sum(backend.requests.values()) == before
+
+
+async def test_a_graph_node_id_given_as_a_paper_is_refused_naming_the_nodes_filename(tmp_path: Path) -> None:
+    backend = CorpusBackend()
+    services = _open(tmp_path, backend)
+    seed = backend.corpus.by_id[LONG].native_filename
+    async with Client(build_server(lambda: services)) as client:
+        before = await client.call_tool("find_citation_path", {"source": "n2", "target": seed})
+        graph = (await client.call_tool("citation_graph", {"seeds": [seed], "direction": "citing"})).structured_content
+        node = next(n for n in graph["result"]["graph"]["nodes"] if n["id"] == "n2")
+        refused = await client.call_tool("find_citation_path", {"source": "n2", "target": seed, "max_depth": 1})
+        error = json.loads(refused.content[0].text)
+        assert refused.is_error and error["code"] == "DOCUMENT_NOT_FOUND"
+        assert error["details"]["filename"] == node["filename"]
+        assert error["details"]["graph_operation_id"] == graph["operation_id"]
+        step = f"find_citation_path(source='{node['filename']}', target='{seed}', direction='both', max_depth=1)"
+        assert error["details"]["next_step"] == step
+        sent = {"source": node["filename"], "target": seed, "direction": "both", "max_depth": 1}
+        found = (await client.call_tool("find_citation_path", sent)).structured_content
+    assert found["status"] == "completed" and found["result"]["found"] is True
+    # before any graph: no filename to name, the message still says what to send
+    first = json.loads(before.content[0].text)
+    assert before.is_error and first["code"] == "DOCUMENT_NOT_FOUND" and "filename" not in first["details"]
