@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from cnki_mcp.models import GridRow, NativeId
 from cnki_mcp.server.app import build_server
+from cnki_mcp.services import Services
+from cnki_mcp.settings import Settings
 from cnki_mcp.tool_args import booleans_for_numbers
 from tests.contract.server_fakes import Harness
 
@@ -148,3 +151,23 @@ async def test_bidi_and_format_characters_in_file_names_are_refused(h: Harness, 
             data = _error(await client.call_tool(tool, args))
             assert data["code"] == "INVALID_ARGUMENT", (tool, data)
         assert h.backend.calls == []
+
+
+async def test_a_detail_link_given_as_a_record_ref_names_the_argument_and_the_stored_papers_ref(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data")
+    services = Services.open(settings)
+    link = "https://kns.cnki.net/kcms2/article/abstract?v=" + "Ab3_" * 40 + "&uniplatform=NZKPT&language=CHS"
+    row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",
+                  native=NativeId(dbname="CJFDLAST2021", filename="FXYJ202101001"), detail_url=link)  # fmt: skip
+    [paper] = services.store.upsert_from_grid([row], services.clock.now())
+    async with Client(build_server(lambda: services)) as client:
+        # the link a tool showed (its own query keys dropped or not), in record_refs
+        shown = link.split("&")[0]
+        refused = await client.call_tool("get_metadata", {"record_refs": [shown], "local_only": True})
+        unknown = await client.call_tool("download_paper", {"record_ref": shown.replace("Ab3_", "Zz9_", 1)})
+    error = json.loads(refused.content[0].text)
+    assert refused.is_error and error["code"] == "INVALID_ARGUMENT" and error["details"]["field"] == "record_refs"
+    assert error["details"]["next_step"] == f"get_metadata(record_refs=['{paper.record_ref}'], local_only=True)"
+    other = json.loads(unknown.content[0].text)
+    assert unknown.is_error and other["code"] == "INVALID_ARGUMENT" and other["details"]["field"] == "record_ref"
+    assert "next_step" not in other["details"]
