@@ -33,7 +33,7 @@ from cnki_mcp.server import readonly
 from cnki_mcp.server.arg_forms import check_linked_refs
 from cnki_mcp.server.catalog import ToolCatalog, register_modules
 from cnki_mcp.server.wire_schema import compact_input, output_envelope
-from cnki_mcp.tool_args import reject_booleans_for_numbers, reject_unknown_arguments
+from cnki_mcp.tool_args import reject_booleans_for_numbers, reject_unknown_arguments, trim_ids
 
 log = logging.getLogger("cnki_mcp.server")
 
@@ -258,6 +258,7 @@ class CnkiServer(MCPServer[Any]):
         self.load_tool(name)
         if self._tool_manager.get_tool(name) is None:
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}", data={"tool": name})
+        arguments = trim_ids(arguments or {})
         try:
             tool = self._tool_manager.get_tool(name)
             if tool is not None:  # pydantic would read `true` as 1, and drop an unknown name (tool_args.py)

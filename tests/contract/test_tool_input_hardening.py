@@ -171,3 +171,19 @@ async def test_a_detail_link_given_as_a_record_ref_names_the_argument_and_the_st
     other = json.loads(unknown.content[0].text)
     assert unknown.is_error and other["code"] == "INVALID_ARGUMENT" and other["details"]["field"] == "record_ref"
     assert "next_step" not in other["details"]
+
+
+async def test_an_id_with_space_around_it_names_what_it_names_without_the_space(tmp_path: Path) -> None:
+    services = Services.open(Settings(data_dir=tmp_path / "data"))
+    row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",
+                  native=NativeId(dbname="CJFDLAST2021", filename="FXYJ202101001"))  # fmt: skip
+    [paper] = services.store.upsert_from_grid([row], services.clock.now())
+    async with Client(build_server(lambda: services)) as client:
+        meta = await client.call_tool("get_metadata", {"record_refs": [f" {paper.record_ref}\n"], "local_only": True})
+        assert meta.structured_content["status"] == "completed", meta.structured_content
+        op = meta.structured_content["operation_id"]
+        status = await client.call_tool("operation_status", {"operation_id": f"\t{op} "})
+        pdf = await client.call_tool("read_pdf_text", {"record_ref": f" {paper.record_ref} "})
+    assert not status.is_error and status.structured_content["operation_id"] == op
+    # the paper is found: what it lacks is a downloaded PDF (not DOCUMENT_NOT_FOUND)
+    assert pdf.is_error and json.loads(pdf.content[0].text)["code"] == "INVALID_ARGUMENT"
