@@ -187,3 +187,20 @@ async def test_an_id_with_space_around_it_names_what_it_names_without_the_space(
     assert not status.is_error and status.structured_content["operation_id"] == op
     # the paper is found: what it lacks is a downloaded PDF (not DOCUMENT_NOT_FOUND)
     assert pdf.is_error and json.loads(pdf.content[0].text)["code"] == "INVALID_ARGUMENT"
+
+
+async def test_an_operation_id_of_another_kind_as_a_search_id_is_told_to_operation_status(tmp_path: Path) -> None:
+    services = Services.open(Settings(data_dir=tmp_path / "data"))
+    async with Client(build_server(lambda: services)) as client:
+        meta = await client.call_tool("get_metadata", {"titles": ["某篇文献"], "local_only": True})
+        op = meta.structured_content["operation_id"]
+        answers = [
+            await client.call_tool(name, {"search_id": f" {op} ", **extra})
+            for name, extra in (("search_results", {}), ("get_metadata", {}), ("search_library", {"query": "违约金"}),
+                                ("export_search_log", {}), ("watch_search", {}))  # fmt: skip
+        ]
+    for answer in answers:
+        error = json.loads(answer.content[0].text)
+        assert answer.is_error and error["code"] == "SEARCH_NOT_FOUND", error
+        assert error["details"]["operation_kind"] == "metadata"
+        assert error["details"]["next_step"] == f"operation_status(operation_id='{op}')"
