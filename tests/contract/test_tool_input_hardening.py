@@ -194,11 +194,11 @@ async def test_an_operation_id_of_another_kind_as_a_search_id_is_told_to_operati
     async with Client(build_server(lambda: services)) as client:
         meta = await client.call_tool("get_metadata", {"titles": ["某篇文献"], "local_only": True})
         op = meta.structured_content["operation_id"]
-        answers = [
-            await client.call_tool(name, {"search_id": f" {op} ", **extra})
-            for name, extra in (("search_results", {}), ("get_metadata", {}), ("search_library", {"query": "违约金"}),
-                                ("export_search_log", {}), ("watch_search", {}))  # fmt: skip
-        ]
+        readers: tuple[tuple[str, dict[str, Any]], ...] = (
+            ("search_results", {}), ("get_metadata", {}), ("search_library", {"query": "违约金"}),
+            ("export_search_log", {}), ("watch_search", {}),
+        )  # fmt: skip
+        answers = [await client.call_tool(name, {"search_id": f" {op} ", **extra}) for name, extra in readers]
     for answer in answers:
         error = json.loads(answer.content[0].text)
         assert answer.is_error and error["code"] == "SEARCH_NOT_FOUND", error
