@@ -488,6 +488,22 @@ def public_url(url: str | None, extra_origins: tuple[str, ...] = ()) -> str | No
     return url.strip()
 
 
+def detail_token(url: str | None) -> str:
+    """The `v` token of a kcms2 detail link (site-rules.md §1.1), "" when the text is not one: what
+    names the paper in a detail URL, so a link a tool showed matches the stored locator whatever
+    query keys (`uniplatform`, `language`) either one carries."""
+    text = (url or "").strip()
+    if not text.lower().startswith(("http://", "https://")):
+        return ""
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return ""
+    if "abstract" not in parts.path.lower():
+        return ""
+    return next((v.strip() for k, v in parse_qsl(parts.query) if k == "v" and v.strip()), "")
+
+
 # --- the stored paper -------------------------------------------------------------
 
 

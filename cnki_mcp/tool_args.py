@@ -11,6 +11,8 @@ model drops it without a word, so a misspelled `year_form` ran a whole search wi
 limit and `search_results(ofset=50)` returned the first page again (nested objects, the search
 options and an expression's nodes, already refuse unknown keys).
 
+`trim_ids` takes the space off around ids (`ID_ARGUMENTS`), for every tool in one place.
+
 `control_characters` finds characters that have no place in text sent to CNKI (NUL and the
 other C0/C1 controls; tab, newline and carriage return are ordinary whitespace)."""
 
@@ -24,6 +26,27 @@ from cnki_mcp.errors import InvalidInput
 from cnki_mcp.identity import CONTROL
 
 _MAX_DEPTH = 32
+
+
+# Arguments naming a paper, search, operation or watch by an id some tool answered with.
+ID_ARGUMENTS = frozenset(
+    {"record_ref", "record_refs", "search_id", "operation_id", "watch_id", "paper", "seeds", "source", "target"}
+)
+
+
+def trim_ids(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments with the space around each id taken off (a list's items too): an id copied
+    with a space or newline around it (`" op_… "`) named nothing, and the client was told there
+    was no such search or paper. Every tool's ids go through here (`CnkiServer.call_tool`)."""
+
+    def trim(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.strip()
+        if isinstance(value, list):
+            return [v.strip() if isinstance(v, str) else v for v in value]
+        return value
+
+    return {k: trim(v) if k in ID_ARGUMENTS else v for k, v in arguments.items()}
 
 
 def control_characters(text: str) -> bool:

@@ -9,6 +9,7 @@ detail page is visited for them."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cnki_mcp.cite.model import THESIS_KINDS, DocKind, doc_kind
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import DocumentNotFound, InvalidInput, LocatorExpired
-from cnki_mcp.identity import public_url, title_key
+from cnki_mcp.identity import Paper, ambiguous, asked_title, detail_token, public_url, title_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.parse.citations import (
@@ -29,11 +30,14 @@ from cnki_mcp.parse.citations import (
     CitationType,
     codes_for,
 )
+from cnki_mcp.pipeline.links import local_matches
 from cnki_mcp.query.compiler import compile_expression, title_lookup_expression
 from cnki_mcp.site.backend import CitationBackend, GridRequest
 from cnki_mcp.store import Store
 
 MAX_LIMIT = 50
+NODE_ID = re.compile(r"[nN][1-9][0-9]{0,4}")  # citation_graph's node ids (`citegraph._Walk.add`)
+GRAPHS_LOOKED_AT = 20  # newest operations searched for the graph a node id came from
 T = TypeVar("T")
 # The farthest offset a call accepts. A paper may be cited thousands of times; a page of 10 costs
 # one request (the stored ones none), so any entry is reachable by calling again.
@@ -52,25 +56,89 @@ class PaperHandle:
 
 
 def resolve_paper(store: Store, paper: str) -> PaperHandle:
-    """A stored paper by record_ref, or a paper seen in a citation list by its CNKI file name."""
+    """The paper a citation tool is given, in any form another tool showed it: a record_ref, a
+    CNKI file name (a stored paper's, or one seen in a citation list), the detail `url` a tool
+    showed, or the title (《》 around it or not) of a stored paper. DOCUMENT_NOT_FOUND whose
+    `details.next_step` is a call that can be sent; IDENTITY_AMBIGUOUS for a title several
+    stored papers carry."""
     text = paper.strip()
     if not text:
         raise InvalidInput("paper 不能为空", field="paper")
     stored = store.get(text) or store.find_by_filename(text)  # a record_ref, or a stored file name
     if stored is not None:
-        filename = (stored.native.filename if stored.native else "") or ""
-        key = filename.upper() or "R:" + stored.record_ref
-        node = store.citation_node(key) if filename else None
-        detail = stored.locator or (node.detail_url if node is not None else None)
-        item = CitationItem(
-            title=stored.title, authors=stored.author_names(), source=stored.source, year=stored.year,
-            filename=filename or None, type=citation_type(stored.doc_type), detail_url=detail,
-        )  # fmt: skip
-        return PaperHandle(key, stored.title, detail, stored.record_ref, item)
+        return stored_handle(store, stored)
     node = store.citation_node(text.upper())
     if node is not None:
         return PaperHandle(node.key, node.title, node.detail_url, None, node)
-    raise DocumentNotFound("本地没有这篇文献：先检索或用 get_metadata 取得 record_ref，或给出引文列表里的 filename", paper=text)
+    token = detail_token(text)
+    if token:
+        return _by_link(store, text, token)
+    if NODE_ID.fullmatch(text):
+        raise _graph_node(store, text)
+    title = asked_title(text)
+    local = local_matches(store, title) if title else []
+    if len(local) > 1:
+        raise ambiguous(title, local)
+    if local:
+        return stored_handle(store, local[0])
+    step = f"get_metadata(titles=[{title!r}])"
+    raise DocumentNotFound(
+        f"本地没有这篇文献（paper 可以是 record_ref、filename、url 或已保存文献的完整题名）：题名完整时用 {step} "
+        "在知网按篇名定位并保存，再用相同参数调用本工具", paper=text, next_step=step,
+    )  # fmt: skip
+
+
+def _graph_node(store: Store, node_id: str) -> DocumentNotFound:
+    """A citation_graph node id given as a paper. Ids number one result's nodes (`n1`, `n2`, ...
+    in the order found), so every graph has its own `n21`: the id names no paper by itself. The
+    error names the node of that id in the newest graph this server answered inline, for the
+    client to check against the graph it read: its filename is what the tools take."""
+    for op in store.list_operations(GRAPHS_LOOKED_AT):
+        graph = (op.record.get("result") or {}).get("graph") if op.kind == "citations" else None
+        node = next((n for n in (graph or {}).get("nodes") or [] if n.get("id") == node_id), None)
+        if node is None:
+            continue
+        if not node.get("filename"):
+            break  # a free-text reference: it has no lists to read
+        return DocumentNotFound(
+            f"{node_id} 是引文网络节点在一次结果里的编号，不是文献标识：改传节点的 filename（最近的引文网络 "
+            f"{op.op_id} 中 {node_id} 为 {node['filename']}《{node.get('title') or ''}》）",
+            paper=node_id, filename=node["filename"], title=node.get("title"), graph_operation_id=op.op_id,
+        )  # fmt: skip
+    return DocumentNotFound(
+        f"{node_id} 是引文网络节点在一次结果里的编号，不是文献标识：改传该节点的 filename（没有 filename 的节点是"
+        "未收录的参考文献，没有引文列表）", paper=node_id,
+    )  # fmt: skip
+
+
+def stored_handle(store: Store, stored: Paper) -> PaperHandle:
+    filename = (stored.native.filename if stored.native else "") or ""
+    key = filename.upper() or "R:" + stored.record_ref
+    node = store.citation_node(key) if filename else None
+    detail = stored.locator or (node.detail_url if node is not None else None)
+    item = CitationItem(
+        title=stored.title, authors=stored.author_names(), source=stored.source, year=stored.year,
+        filename=filename or None, type=citation_type(stored.doc_type), detail_url=detail,
+    )  # fmt: skip
+    return PaperHandle(key, stored.title, detail, stored.record_ref, item)
+
+
+def _by_link(store: Store, url: str, token: str) -> PaperHandle:
+    """The one paper a detail link names: a stored paper, else a citation list's entry."""
+    papers = store.find_by_detail_token(token)
+    if len({p.record_ref for p in papers}) > 1:
+        raise ambiguous(papers[0].title, papers)
+    if papers:
+        return stored_handle(store, papers[0])
+    nodes = {n.key: n for n in store.citation_nodes_by_detail_token(token)} if not papers else {}
+    if len(nodes) == 1:
+        node = next(iter(nodes.values()))
+        return PaperHandle(node.key, node.title, node.detail_url, None, node)
+    raise DocumentNotFound(
+        "这个链接不是本地保存过的文献的链接（链接会过期，本地只认工具给出过的链接）：改传 record_ref、"
+        "filename 或完整题名；只有题名时可用 get_metadata 的 titles 按篇名取得 record_ref",
+        paper=url,
+    )  # fmt: skip
 
 
 def citation_type(doc_type: str | None) -> CitationType:

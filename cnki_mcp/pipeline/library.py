@@ -62,6 +62,7 @@ class LibraryResult(BaseModel):
     source: str | None
     document_type: str | None
     url: str | None
+    tiers: list[str] = Field(default_factory=list)  # the source's journal tiers, as search results show them
     score: float = Field(
         description="BM25 相关度（越大越相关，4 位有效数字）；只在本次结果之间比较：小库中多数文献都含的词，分数约为 1e-6 量级"
     )
@@ -267,6 +268,7 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
     papers = store.papers_by_refs(h.record_ref for h in page.hits)
     every_text = store.fulltexts([h.record_ref for h in page.hits])
     finder = _Finder.of(terms)
+    tiers = store.journal_tiers(p.source for p in papers.values())
     results: list[LibraryResult] = []
     for hit in page.hits:
         paper = papers.get(hit.record_ref)
@@ -285,6 +287,7 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
                 source=paper.source,
                 document_type=paper.doc_type,
                 url=paper.public_url,
+                tiers=tiers.get(paper.source or "", []),
                 score=float(f"{-hit.score:.4g}"),  # significant digits: see `score`
                 matched_fields=matched,
                 snippet=_snippet(text, finder) or text[: 2 * SNIPPET_CONTEXT],

@@ -27,6 +27,7 @@ from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridPage, GridRow
 from cnki_mcp.pipeline.enrich import is_fatal
 from cnki_mcp.pipeline.models import SearchSummary
+from cnki_mcp.pipeline.readout import LISTED_AUTHORS
 from cnki_mcp.pipeline.soft_block import SOFT_BLOCK_PAUSE, ask_again
 from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.query.plan import question_years
@@ -47,6 +48,9 @@ class _Model(BaseModel):
 class WatchItem(_Model):
     record_ref: str
     title: str
+    # a `new` entry's authors and year (when known), as a search result gives them
+    authors: list[str] | None = None
+    year: int | None = None
     date: str | None = None
     source: str | None = None
     doc_type: str | None = Field(None, description="文献类型（期刊、博士、硕士、会议、报纸…）")
@@ -163,6 +167,11 @@ def _item(paper: Paper, row: GridRow | None, **extra: Any) -> WatchItem:
         url=paper.public_url,
         **extra,
     )
+
+
+def _new_item(paper: Paper, row: GridRow | None) -> WatchItem:
+    """A `new` entry: also its authors (the first LISTED_AUTHORS, as search results) and year."""
+    return _item(paper, row, authors=paper.author_names()[:LISTED_AUTHORS] or None, year=paper.year)
 
 
 def _day(value: str | None) -> str | None:
@@ -296,7 +305,7 @@ class WatchService:
             if ref in listed or paper is None or paper.record_ref in listed:
                 continue
             if _dated_not_older(paper.date, paper.year, check.horizon):
-                found.append(_item(paper, None))
+                found.append(_new_item(paper, None))
                 listed.add(paper.record_ref)
         found.sort(key=lambda item: item.date or "", reverse=True)  # a check lists the newest first
         return check.model_copy(update={"new": [*check.new, *found[:missing]]})
@@ -505,7 +514,7 @@ class WatchService:
             before = known.get(ref)
             if before is None:
                 if _not_older(row, horizon):
-                    new.append(_item(paper, row))
+                    new.append(_new_item(paper, row))
                 else:
                     older += 1
                 continue

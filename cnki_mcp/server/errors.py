@@ -30,9 +30,10 @@ from pydantic import ValidationError
 from cnki_mcp import datadir
 from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.server import readonly
+from cnki_mcp.server.arg_forms import check_linked_refs
 from cnki_mcp.server.catalog import ToolCatalog, register_modules
 from cnki_mcp.server.wire_schema import compact_input, output_envelope
-from cnki_mcp.tool_args import reject_booleans_for_numbers, reject_unknown_arguments
+from cnki_mcp.tool_args import reject_booleans_for_numbers, reject_unknown_arguments, trim_ids
 
 log = logging.getLogger("cnki_mcp.server")
 
@@ -257,11 +258,13 @@ class CnkiServer(MCPServer[Any]):
         self.load_tool(name)
         if self._tool_manager.get_tool(name) is None:
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}", data={"tool": name})
+        arguments = trim_ids(arguments or {})
         try:
             tool = self._tool_manager.get_tool(name)
             if tool is not None:  # pydantic would read `true` as 1, and drop an unknown name (tool_args.py)
                 reject_unknown_arguments(name, tool.parameters, arguments or {})
                 reject_booleans_for_numbers(tool.parameters, arguments or {})
+                check_linked_refs(name, arguments or {}, getattr(_lifespan_of(context), "store", None))
             if readonly.is_read_only(_lifespan_of(context)):
                 readonly.check_call(name, arguments or {})
             result = await super().call_tool(name, arguments, context)

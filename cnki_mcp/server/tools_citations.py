@@ -3,16 +3,23 @@ operations (DESIGN.md "Citation graph", docs/citation-api.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from cnki_mcp.errors import CnkiError
+from cnki_mcp.errors import CnkiError, DocumentNotFound
 from cnki_mcp.jobs import OperationKind
 from cnki_mcp.parse.citations import CitationType
-from cnki_mcp.pipeline.citations import MAX_OFFSET, CitationListInput, CitationListResult, citation_list
+from cnki_mcp.pipeline.citations import (
+    MAX_OFFSET,
+    CitationListInput,
+    CitationListResult,
+    citation_list,
+    resolve_paper,
+)
 from cnki_mcp.pipeline.citegraph import (
     Deliver,
     GraphInput,
@@ -30,12 +37,12 @@ from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.server.tools_cite import ensure_free, export_file_name, save_export
 from cnki_mcp.server.tools_read import budget_of
 
-LIST_DESCRIPTION = """{what}（知网引文接口，每页 10 条一次请求；读过的页存本地，再查不花请求）。paper：record_ref 或引文列表里的 filename。types 过滤 journal thesis conference foreign book other；offset/limit 分页，next_offset 为下一页。"""
-GRAPH_DESCRIPTION = """从 seeds（record_ref 或 filename）广度优先建引文网络，每个列表取全部条目。预算用完为 partial，可 operation_control continue（已取的页不再请求）。返回节点、边（引用方→被引方）、同被引与耦合计数；graphml/mermaid 见 export。
-filename：遍历结束时把 format 格式的整张图写到 data/exports/（不覆盖：FILE_EXISTS），结果只列计数与同被引、耦合对（omitted）；不给 filename 而结果超过 64 KB 时同样 omitted，并提示给 filename。
+LIST_DESCRIPTION = """{what}（知网引文接口，每页 10 条一次请求；读过的页存本地，再查不花请求）。paper：record_ref、filename、url 或题名。types 过滤 journal thesis conference foreign book other；offset/limit 分页，next_offset 为下一页。"""
+GRAPH_DESCRIPTION = """从 seeds（record_ref、filename、url 或题名）广度优先建引文网络，每个列表取全部条目。预算用完为 partial，可 operation_control continue（已取的页不再请求）。返回节点、边（引用方→被引方）、同被引与耦合计数；graphml/mermaid 见 export。
+filename：遍历结束时把 format 格式的整张图写到 data/exports/（不覆盖：FILE_EXISTS），结果只列计数与同被引、耦合对（omitted）；结果超过 64 KB 且没给 filename 时同样 omitted 并提示。
 complete=false 时 warnings 说明缺了什么：max_nodes_reached（left_out 篇未纳入，提高 max_nodes 重新调用）、pending（预算用完未展开）、short_lists、出错的列表。"""
 GRAPH_EXTENSIONS: dict[str, str] = {"json": "json", "graphml": "graphml", "mermaid": "mmd"}
-PATH_DESCRIPTION = """在预算内找两篇文献之间的引文路径（source、target 为 record_ref 或 filename，max_depth ≤ 3），每个列表取全部条目。path 逐篇给出与前一篇的关系：cites 引用前一篇、cited_by 被前一篇引用。found=false 且 complete=false 表示没有查完（预算用完可 continue，原因见 warnings），不能断定没有路径。"""
+PATH_DESCRIPTION = """在预算内找两篇文献之间的引文路径（source、target 为 record_ref、filename、url 或题名，max_depth ≤ 3），每个列表取全部条目。path 逐篇给出与前一篇的关系：cites 引用前一篇、cited_by 被前一篇引用。found=false 且 complete=false 为没查完（预算用完可 continue，原因见 warnings），不能断定无路径。"""
 
 TypesArg = Annotated[list[CitationType] | None, Field(description="文献类型过滤")]
 Verification = Annotated[Literal["ask", "skip"], Field(description="ask：遇到验证等待处理；skip：跳过")]
@@ -98,6 +105,22 @@ def continue_runner(services: Any, checkpoint: dict[str, Any]) -> Any:
     return runner
 
 
+def known_paper(store: Any, paper: str, call: Callable[[str], str]) -> None:
+    """DOCUMENT_NOT_FOUND (or IDENTITY_AMBIGUOUS) before any operation starts for a paper the tools
+    cannot read; a graph node id whose graph names its filename gets `next_step`, `call` of it."""
+    try:
+        resolve_paper(store, paper)
+    except DocumentNotFound as exc:
+        filename = exc.details.get("filename")
+        if filename and "next_step" not in exc.details:
+            exc.details["next_step"] = call(filename)
+        raise
+
+
+def _path_call(source: str, target: str, direction: str, max_depth: int) -> str:
+    return f"find_citation_path(source={source!r}, target={target!r}, direction={direction!r}, max_depth={max_depth})"
+
+
 def register(server: CnkiServer) -> None:
     for name, title, kind, what in (
         ("get_references", "参考文献列表", "references", "一篇文献的参考文献"),
@@ -127,6 +150,9 @@ def register(server: CnkiServer) -> None:
         ] = None,
     ) -> GraphOperation:
         services = services_of(ctx)
+        for i, seed in enumerate(seeds):  # an unknown paper is refused before any operation starts
+            known_paper(services.store, seed, lambda fn, i=i: f"citation_graph(seeds={[*seeds[:i], fn, *seeds[i + 1 :]]!r}, "
+                        f"direction={direction!r}, depth={depth})")  # fmt: skip
         name = None
         if filename is not None:
             name = export_file_name(filename, GRAPH_EXTENSIONS[format])
@@ -162,6 +188,8 @@ def register(server: CnkiServer) -> None:
     ) -> PathOperation:
         inp = PathInput(source=source, target=target, direction=direction, max_depth=max_depth)
         services = services_of(ctx)
+        known_paper(services.store, source, lambda fn: _path_call(fn, target, direction, max_depth))
+        known_paper(services.store, target, lambda fn: _path_call(source, fn, direction, max_depth))
 
         async def runner(op: Any) -> Any:
             return await find_citation_path(services.store, services.backend, services.clock, inp, op,
@@ -190,6 +218,7 @@ def _register_list(server: CnkiServer, name: str, title: str, kind: Any, descrip
     ) -> CitationListOperation:
         inp = CitationListInput(paper=paper, types=types, offset=offset, limit=limit)
         services = services_of(ctx)
+        known_paper(services.store, paper, lambda fn: f"{name}(paper={fn!r})")  # before any operation starts
 
         async def runner(op: Any) -> Any:
             return await citation_list(

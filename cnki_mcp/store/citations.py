@@ -5,8 +5,10 @@ same page costs no request. Keyed by CNKI's file name (`CitationItem.key`)."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta
 
+from cnki_mcp.identity import detail_token
 from cnki_mcp.parse.citations import CitationItem, CitationListPage
 from cnki_mcp.store.db import StoreBase, from_ts, to_ts
 from cnki_mcp.stored import load
@@ -72,3 +74,14 @@ class CitationsMixin(StoreBase):
                 "INSERT OR REPLACE INTO citation_nodes (paper_key, data, observed_at) VALUES (?, ?, ?)",
                 (item.key, item.model_dump_json(), to_ts(observed_at)),
             )
+
+    def citation_nodes_by_detail_token(self, token: str) -> list[CitationItem]:
+        """The list entries whose detail link carries the `v` token `token` (the `url` a
+        citation list showed for them); one scan, as `find_by_detail_token`."""
+        if not token:
+            return []
+        probe = max(re.findall(r"[A-Za-z0-9]+", token), key=len, default="")
+        with self._read() as conn:
+            rows = conn.execute("SELECT data FROM citation_nodes WHERE data LIKE ?", (f"%{probe}%",)).fetchall()
+        items = [load(CitationItem, r[0]) for r in rows]
+        return [i for i in items if detail_token(i.detail_url) == token]

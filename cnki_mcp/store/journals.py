@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -98,3 +100,18 @@ class JournalsMixin(StoreBase):
         if now - cached.observed_at >= journal_ttl(cached.state):
             return None
         return cached
+
+    def journal_tiers(self, sources: Iterable[str | None]) -> dict[str, list[str]]:
+        """The tiers each source's stored journal page lists (keyed by the source as given; a
+        source with no page or no tiers left out), whatever the page's age: what the library's
+        `source_tiers` filter reads (`library._tier_sources`), so a result it lets through shows
+        the tiers it matched."""
+        keys = {s: normalise_source(s) for s in sources if s and normalise_source(s)}
+        found: dict[str, list[str]] = {}
+        with self._read() as conn:
+            for key in set(keys.values()):
+                row = conn.execute("SELECT data FROM journals WHERE source_key = ? AND data IS NOT NULL", (key,)).fetchone()
+                tiers = [str(t) for t in (json.loads(row[0]).get("tiers") or [])] if row else []
+                if tiers:
+                    found[key] = tiers
+        return {source: found[key] for source, key in keys.items() if key in found}

@@ -3,6 +3,7 @@ alone), merge rules from `identity`, stable record refs, aliases, and raw detail
 
 from __future__ import annotations
 
+import re
 import secrets
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -15,6 +16,7 @@ from cnki_mcp.identity import (
     Paper,
     conflicts,
     detail_matches,
+    detail_token,
     doi_key,
     index_keys,
     listed_online_first,
@@ -394,6 +396,18 @@ class PapersMixin(StoreBase):
                 "SELECT data FROM papers WHERE title_key = ? ORDER BY rowid", (key,)
             ).fetchall()
         return [load(Paper, r[0]) for r in rows]
+
+    def find_by_detail_token(self, token: str) -> list[Paper]:
+        """The stored papers whose detail link (locator or shown URL) carries the `v` token
+        `token` (`identity.detail_token`): a link a tool showed, given back to name the paper. Not
+        indexed: one scan, narrowed by the token's longest alphanumeric run."""
+        if not token:
+            return []
+        probe = max(re.findall(r"[A-Za-z0-9]+", token), key=len, default="")
+        with self._read() as conn:
+            rows = conn.execute("SELECT data FROM papers WHERE data LIKE ? ORDER BY rowid", (f"%{probe}%",))
+            papers = [load(Paper, r[0]) for r in rows]
+        return [p for p in papers if token in (detail_token(p.locator), detail_token(p.public_url))]
 
     def detail_page(self, record_ref: str) -> StoredDetail | None:
         with self._read() as conn:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.models import GridRow, NativeId
+from cnki_mcp.models import GridRow, JournalPage, NativeId
 from cnki_mcp.pipeline.library import LibraryInput, search_library
 from cnki_mcp.store import Store
 from cnki_mcp.store import library as library_index
@@ -64,3 +64,12 @@ def test_the_second_tier_after_a_whole_first_tier_ranks_as_the_not_expression(
     assert any("rowid NOT IN (" in s for s in statements)  # the first tier's rows were left out
     monkeypatch.setattr(library_index, "_single_term", lambda match: False)  # always NOT <first tier>
     assert pages(store, clock, **filters) == lean
+
+
+def test_a_result_shows_its_journals_tiers_that_source_tiers_filters_on(store: Store, clock: FakeClock) -> None:
+    store.upsert_from_grid([row("违约金问题", "T1", 2021), row("违约金其他", "T2", 2022).model_copy(update={"source": "某刊"})], T0)
+    store.save_journal("法学研究", JournalPage(name="法学研究", tiers=["北大核心", "CSSCI"]), "present", T0, parser_version=1)
+    page = search_library(store, LibraryInput(query="违约金", source_tiers=["CSSCI"]), store.data_dir, clock)
+    assert [(r.source, r.tiers) for r in page.results] == [("法学研究", ["北大核心", "CSSCI"])]
+    every = search_library(store, LibraryInput(query="违约金"), store.data_dir, clock)
+    assert sorted((r.source, tuple(r.tiers)) for r in every.results) == [("某刊", ()), ("法学研究", ("北大核心", "CSSCI"))]

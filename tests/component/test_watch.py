@@ -124,6 +124,18 @@ async def test_a_new_record_says_its_kind(clock: FakeClock, store: Store) -> Non
     assert "（北京大学 博士 2026-01-02）" in text
 
 
+async def test_a_new_record_carries_its_authors_and_year(clock: FakeClock, store: Store) -> None:
+    # a new entry gave title, date and source only: the authors and year a search result gives
+    search_id = await stored_search(clock, store)
+    site = DatedSite([])
+    service = WatchService(store, site, clock)  # type: ignore[arg-type]
+    info = service.create(search_id)
+    site.rows = [dated(500, "2026-01-02")]
+    [report] = (await check(clock, service, info.watch_id)).result["checks"]
+    [new] = report["new"]
+    assert (new["authors"], new["year"]) == (row_of(500, 0).authors, 2026)
+
+
 def service_report(record: Any) -> Any:
     from cnki_mcp.pipeline.watch import CheckReport
 

@@ -171,3 +171,61 @@ async def test_a_listed_paper_already_stored_carries_the_record_ref_the_other_to
         assert meta["status"] == "completed" and meta["result"]["records"][0]["title"] == known.title
         exported = await client.call_tool("export_citations", {"record_refs": [ref]})
         assert not exported.is_error and exported.structured_content["result"]["count"] == 1
+
+
+async def test_the_citation_tools_take_a_paper_by_the_url_or_title_the_other_tools_showed(tmp_path: Path) -> None:
+    backend = CorpusBackend()
+    services = _open(tmp_path, backend)
+    rec = backend.corpus.by_id[LONG]
+    row = GridRow(
+        title=rec.title, authors=[a.name for a in rec.authors], source=rec.source, year=rec.year, doc_type=rec.type,
+        native=NativeId(dbname=rec.db, filename=rec.native_filename), detail_url=CorpusLinks().detail(rec.id),
+    )  # fmt: skip
+    [paper] = services.store.upsert_from_grid([row], services.clock.now())
+    assert paper.public_url
+    async with Client(build_server(lambda: services)) as client:
+        totals = []
+        for form in (paper.record_ref, paper.public_url, rec.title, f"《{rec.title}》"):
+            done = (await client.call_tool("get_citing", {"paper": form, "limit": 1})).structured_content
+            assert done["status"] == "completed", (form, done)
+            totals.append((done["result"]["paper"]["record_ref"], done["result"]["total"]))
+        assert totals == [(paper.record_ref, 25)] * 4
+        # a listed entry's url goes on as well, stored or not
+        listed = (await client.call_tool("get_citing", {"paper": paper.record_ref, "limit": 1})).structured_content
+        entry = listed["result"]["items"][0]
+        refs = (await client.call_tool("get_references", {"paper": entry["url"]})).structured_content
+        assert refs["status"] == "completed" and refs["result"]["paper"]["filename"] == entry["filename"]
+        graph = {"seeds": [paper.public_url], "direction": "citing", "max_nodes": 5}
+        assert (await client.call_tool("citation_graph", graph)).structured_content["status"] == "completed"
+        path = {"source": f"《{rec.title}》", "target": entry["url"], "direction": "citing", "max_depth": 1}
+        found = (await client.call_tool("find_citation_path", path)).structured_content
+        assert found["status"] == "completed" and found["result"]["found"] is True
+        before = sum(backend.requests.values())
+        unknown = await client.call_tool("get_citing", {"paper": "《没有保存过的一篇文献》"})
+    error = json.loads(unknown.content[0].text)
+    assert unknown.is_error and error["code"] == "DOCUMENT_NOT_FOUND"
+    assert error["details"]["next_step"] == "get_metadata(titles=['没有保存过的一篇文献'])"
+    assert sum(backend.requests.values()) == before
+
+
+async def test_a_graph_node_id_given_as_a_paper_is_refused_naming_the_nodes_filename(tmp_path: Path) -> None:
+    backend = CorpusBackend()
+    services = _open(tmp_path, backend)
+    seed = backend.corpus.by_id[LONG].native_filename
+    async with Client(build_server(lambda: services)) as client:
+        before = await client.call_tool("find_citation_path", {"source": "n2", "target": seed})
+        graph = (await client.call_tool("citation_graph", {"seeds": [seed], "direction": "citing"})).structured_content
+        node = next(n for n in graph["result"]["graph"]["nodes"] if n["id"] == "n2")
+        refused = await client.call_tool("find_citation_path", {"source": "n2", "target": seed, "max_depth": 1})
+        error = json.loads(refused.content[0].text)
+        assert refused.is_error and error["code"] == "DOCUMENT_NOT_FOUND"
+        assert error["details"]["filename"] == node["filename"]
+        assert error["details"]["graph_operation_id"] == graph["operation_id"]
+        step = f"find_citation_path(source='{node['filename']}', target='{seed}', direction='both', max_depth=1)"
+        assert error["details"]["next_step"] == step
+        sent = {"source": node["filename"], "target": seed, "direction": "both", "max_depth": 1}
+        found = (await client.call_tool("find_citation_path", sent)).structured_content
+    assert found["status"] == "completed" and found["result"]["found"] is True
+    # before any graph: no filename to name, the message still says what to send
+    first = json.loads(before.content[0].text)
+    assert before.is_error and first["code"] == "DOCUMENT_NOT_FOUND" and "filename" not in first["details"]

@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from cnki_mcp.models import GridRow, NativeId
 from cnki_mcp.server.app import build_server
+from cnki_mcp.services import Services
+from cnki_mcp.settings import Settings
 from cnki_mcp.tool_args import booleans_for_numbers
 from tests.contract.server_fakes import Harness
 
@@ -148,3 +151,56 @@ async def test_bidi_and_format_characters_in_file_names_are_refused(h: Harness, 
             data = _error(await client.call_tool(tool, args))
             assert data["code"] == "INVALID_ARGUMENT", (tool, data)
         assert h.backend.calls == []
+
+
+async def test_a_detail_link_given_as_a_record_ref_names_the_argument_and_the_stored_papers_ref(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data")
+    services = Services.open(settings)
+    link = "https://kns.cnki.net/kcms2/article/abstract?v=" + "Ab3_" * 40 + "&uniplatform=NZKPT&language=CHS"
+    row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",
+                  native=NativeId(dbname="CJFDLAST2021", filename="FXYJ202101001"), detail_url=link)  # fmt: skip
+    [paper] = services.store.upsert_from_grid([row], services.clock.now())
+    async with Client(build_server(lambda: services)) as client:
+        # the link a tool showed (its own query keys dropped or not), in record_refs
+        shown = link.split("&")[0]
+        refused = await client.call_tool("get_metadata", {"record_refs": [shown], "local_only": True})
+        unknown = await client.call_tool("download_paper", {"record_ref": shown.replace("Ab3_", "Zz9_", 1)})
+    error = json.loads(refused.content[0].text)
+    assert refused.is_error and error["code"] == "INVALID_ARGUMENT" and error["details"]["field"] == "record_refs"
+    assert error["details"]["next_step"] == f"get_metadata(record_refs=['{paper.record_ref}'], local_only=True)"
+    other = json.loads(unknown.content[0].text)
+    assert unknown.is_error and other["code"] == "INVALID_ARGUMENT" and other["details"]["field"] == "record_ref"
+    assert "next_step" not in other["details"]
+
+
+async def test_an_id_with_space_around_it_names_what_it_names_without_the_space(tmp_path: Path) -> None:
+    services = Services.open(Settings(data_dir=tmp_path / "data"))
+    row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",
+                  native=NativeId(dbname="CJFDLAST2021", filename="FXYJ202101001"))  # fmt: skip
+    [paper] = services.store.upsert_from_grid([row], services.clock.now())
+    async with Client(build_server(lambda: services)) as client:
+        meta = await client.call_tool("get_metadata", {"record_refs": [f" {paper.record_ref}\n"], "local_only": True})
+        assert meta.structured_content["status"] == "completed", meta.structured_content
+        op = meta.structured_content["operation_id"]
+        status = await client.call_tool("operation_status", {"operation_id": f"\t{op} "})
+        pdf = await client.call_tool("read_pdf_text", {"record_ref": f" {paper.record_ref} "})
+    assert not status.is_error and status.structured_content["operation_id"] == op
+    # the paper is found: what it lacks is a downloaded PDF (not DOCUMENT_NOT_FOUND)
+    assert pdf.is_error and json.loads(pdf.content[0].text)["code"] == "INVALID_ARGUMENT"
+
+
+async def test_an_operation_id_of_another_kind_as_a_search_id_is_told_to_operation_status(tmp_path: Path) -> None:
+    services = Services.open(Settings(data_dir=tmp_path / "data"))
+    async with Client(build_server(lambda: services)) as client:
+        meta = await client.call_tool("get_metadata", {"titles": ["某篇文献"], "local_only": True})
+        op = meta.structured_content["operation_id"]
+        readers: tuple[tuple[str, dict[str, Any]], ...] = (
+            ("search_results", {}), ("get_metadata", {}), ("search_library", {"query": "违约金"}),
+            ("export_search_log", {}), ("watch_search", {}),
+        )  # fmt: skip
+        answers = [await client.call_tool(name, {"search_id": f" {op} ", **extra}) for name, extra in readers]
+    for answer in answers:
+        error = json.loads(answer.content[0].text)
+        assert answer.is_error and error["code"] == "SEARCH_NOT_FOUND", error
+        assert error["details"]["operation_kind"] == "metadata"
+        assert error["details"]["next_step"] == f"operation_status(operation_id='{op}')"

@@ -1,0 +1,55 @@
+"""Paper arguments given in a form another tool showed but this argument does not take
+(DESIGN.md "Tool input"): the detail `url` every tool returns, put where a record_ref goes.
+
+A record_ref argument holds `rec_…` (at most 64 characters: a real kcms2 link is longer, so the
+schema refused it as too long, naming neither the argument that takes a paper by link nor the
+paper). The call is refused before validation with INVALID_ARGUMENT naming the argument and,
+when the link is a stored paper's, `next_step` the same call with its record_ref."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cnki_mcp.errors import InvalidInput
+from cnki_mcp.identity import detail_token
+
+REF_ARGUMENTS = ("record_ref", "record_refs")
+# the argument of each tool that takes a paper's title, where a link's paper can be named instead
+TITLE_ARGUMENT = {
+    "get_metadata": "titles",
+    "export_citations": "titles",
+    "read_online_html": "title",
+    "download_paper": "title",
+}
+
+
+def _links(value: Any) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    return [v for v in items if isinstance(v, str) and v.strip().lower().startswith(("http://", "https://"))]
+
+
+def check_linked_refs(name: str, arguments: Mapping[str, Any], store: Any) -> None:
+    """INVALID_ARGUMENT for a link given as a record_ref (`store` None: no lookup)."""
+    for field in REF_ARGUMENTS:
+        links = _links(arguments.get(field))
+        if not links:
+            continue
+        found: dict[str, str] = {}
+        for link in links:
+            papers = store.find_by_detail_token(detail_token(link)) if store is not None else []
+            if len({p.record_ref for p in papers}) == 1:
+                found[link] = papers[0].record_ref
+        title = TITLE_ARGUMENT.get(name)
+        instead = f"只有题名时用 {title} 传完整题名" if title else "先用 get_metadata 的 titles 按完整题名取得 record_ref"
+        details: dict[str, Any] = {"field": field, "links": len(links)}
+        if len(found) == len(links):
+            value = arguments[field]
+            sent = [found.get(v, v) for v in value] if isinstance(value, list) else found[value]
+            given = ", ".join(f"{k}={(sent if k == field else v)!r}" for k, v in arguments.items())
+            details["next_step"] = f"{name}({given})"  # the same call, the links replaced
+            details["record_refs"] = list(found.values())
+            said = "这些链接是本地保存的文献：改传它们的 record_ref（见 details.next_step）"
+        else:
+            said = f"有链接不是本地保存过的文献的链接（链接会过期）：{instead}"
+        raise InvalidInput(f"{field} 只收 rec_… 编号，不收文献链接；{said}", **details)
