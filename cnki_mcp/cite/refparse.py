@@ -53,7 +53,7 @@ TYPE_CODES = ("J", "D", "C", "M", "N", "P", "S", "R", "G", "A", "Z", "EB", "DB",
 # its own characters: 《》 and Chinese punctuation inside a title are not touched there).
 _FULLWIDTH = str.maketrans(
     {"．": ".", "，": ",", "：": ":", "；": ";", "（": "(", "）": ")", "［": "[", "］": "]",
-     "／": "/", "－": "-", "—": "-", "–": "-", "～": "-", "~": "-", "〜": "-", "　": " ", "＂": '"'}
+     "／": "/", "－": "-", "—": "-", "–": "-", "～": "-", "〜": "-", "　": " ", "＂": '"'}
 )
 _MARKER = re.compile(
     r"^\s*(?:[\[［【〔]\s*\d{1,3}\s*[\]］】〕]|[(（]\s*\d{1,3}\s*[)）]|\d{1,3}\s*(?:[.．、](?!\d)|[)）])|[①-⑳]|[•·\-*▪◦])\s*"
@@ -181,16 +181,31 @@ _APA_OPEN_TITLE = re.compile(r"\(\s*(?:19[5-9]\d|20[0-4]\d)[a-z]?\s*\)\s*\.\s*[^
 _TITLE_MARK = re.compile(_TYPE.pattern + r"|[(（]\s*(?:19[5-9]\d|20[0-4]\d)[a-z]?\s*[)）]|《", re.I)
 
 
+# A line that opens as an entry does: Chinese names (2-5 characters, joined by , 、, 等 after
+# them) ended by a full stop (`张三. `, `张三, 李四. `), or a Latin `Surname, I.` (`Li, N. (2020)`)
+_AUTHOR_START = re.compile(
+    r"^\s*(?:[\u4e00-\u9fff·]{2,5}(?:\s*[,，、]\s*[\u4e00-\u9fff·]{2,5})*(?:\s*等)?\s*[.．。]\s*\S"
+    r"|[A-Z][A-Za-z'’-]+,\s*(?:[A-Z]\.\s*-?\s*)+(?:[,(&]|$))"
+)
+_FIELD_END = re.compile(r"[.．。:：]\s*\S")
+
+
 def _cut_short(entry: str, line: str) -> bool:
     """An unnumbered entry a hard line break cut short (a PDF's wrapped line whose hanging indent
     the copy lost: `…[J]. 现代法` + `学, 2014, 27(6): 75-99.`): it stops on a letter or character,
     with no link, before its year or inside an APA title, and the next line brings no second type
     code, APA year or 《title》 when the entry has one (`崔建远. 合同法[M]. 北京: 法律出版社` without a year
-    is followed by the next entry)."""
+    is followed by the next entry). A next line opening with authors is the next entry when it
+    brings a type code, APA year or 《title》 of its own, or when the entry has ended two fields
+    already (`王五. 合同法总论. 北京: 法律出版社` + `赵六. …`); a title cut short before its last words
+    (`贾楠. 约定违约金酌减规则之法律` + `规制研究. 现代法学, 2014`) is still joined."""
     if not entry[-1:].isalnum() or _HAS_LINK.search(entry) or (_TITLE_MARK.search(entry) and _TITLE_MARK.search(line)):
         return False
-    if not re.search(r"[.．。:：]\s*\S", entry):
+    ended = len(_FIELD_END.findall(entry))
+    if not ended:
         return False  # no field ended yet (`作者. `, `作者：`): a line of text before the list, not a reference
+    if _AUTHOR_START.match(line) and (_TITLE_MARK.search(line) or ended >= 2):
+        return False
     return _YEAR.search(entry) is None or _APA_OPEN_TITLE.search(entry) is not None
 
 
@@ -202,8 +217,14 @@ def _is_cjk_start(text: str) -> bool:
     return bool(text) and unicodedata.east_asian_width(text[0]) in ("W", "F")
 
 
+# NFKC makes the full-width ～ of a page range (75～99) an ASCII ~: a dash between digits only, so a
+# DOI or link keeps its own ~ (…1097-4636~x)
+_TILDE_RANGE = re.compile(r"(?<=\d)(\s*)~(?=\s*\d)")
+
+
 def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text).translate(_FULLWIDTH)).strip()
+    folded = unicodedata.normalize("NFKC", text).translate(_FULLWIDTH)
+    return re.sub(r"\s+", " ", _TILDE_RANGE.sub(r"\1-", folded)).strip()
 
 
 def _as_written(raw: str, title: str) -> str:

@@ -179,3 +179,42 @@ BOOK = RecordView(
 def test_an_authors_country_in_brackets_is_not_part_of_the_name(raw: str, verdict: str) -> None:
     # GB/T 7714's `[美]波斯纳` for a translated author: `[美]任慧嘉` was an authors mismatch with 任慧嘉
     assert judge(parse_reference(raw), [BOOK]).verdict == verdict
+
+
+@pytest.mark.parametrize(
+    ("text", "entries"),
+    [
+        (  # a book without a year, then the next entry: two fields ended already
+            "王五. 合同法总论. 北京: 法律出版社\n赵六. 侵权法研究. 中外法学, 2019, 31(2): 1-20.\n",
+            ["王五. 合同法总论. 北京: 法律出版社", "赵六. 侵权法研究. 中外法学, 2019, 31(2): 1-20."],
+        ),
+        (  # a statute without year or type code, then an entry bringing its own type code
+            "全国人民代表大会常务委员会. 中华人民共和国个人信息保护法\n张三. 个人信息保护研究[J]. 法学研究, 2020, 42(1): 1-9.\n",
+            ["全国人民代表大会常务委员会. 中华人民共和国个人信息保护法", "张三. 个人信息保护研究[J]. 法学研究, 2020, 42(1): 1-9."],
+        ),
+        (  # a sentence above an APA list
+            "Please check the references below. Thanks\nLi, N. (2020). A review of things. Journal of X, 3(2), 1-5.\n",
+            ["Please check the references below. Thanks", "Li, N. (2020). A review of things. Journal of X, 3(2), 1-5."],
+        ),
+        (  # a title cut before its last words is still one entry
+            "贾楠. 约定违约金酌减规则之法律\n规制研究. 现代法学, 2014, 27(6): 75-99.\n",
+            ["贾楠. 约定违约金酌减规则之法律规制研究. 现代法学, 2014, 27(6): 75-99."],
+        ),
+        (  # an APA author list cut before its last initial
+            "Li, N., Wang, X., & Zhang\nY. (2020). Title here. Journal, 3(2), 1-5.\n",
+            ["Li, N., Wang, X., & Zhang Y. (2020). Title here. Journal, 3(2), 1-5."],
+        ),
+    ],
+)
+def test_a_line_opening_with_the_next_entrys_authors_is_not_joined_to_an_unfinished_one(
+    text: str, entries: list[str]
+) -> None:
+    # the PDF-wrap join took the next entry into a yearless one: the entry after a statute or a
+    # book without a year vanished from the check (a fabricated one was never looked up)
+    assert split_entries(text) == entries
+
+
+def test_a_tilde_is_a_page_dash_only_between_digits() -> None:
+    doi = "Smith, J. (2020). Title of it. Journal of X, 3(2), 1-5. https://doi.org/10.1002/(SICI)1097-4636~x"
+    assert (parse_reference(doi).doi or "").endswith("4636~x")
+    assert parse_reference("贾楠. 题名研究[J]. 现代法学, 2014, 27(6): 75～99.").pages == "75-99"
