@@ -16,7 +16,7 @@ phrase is removed from the text all the same):
 - `A年前后|左右` is around A, no range: `A年` stays in the topic as a bare year does;
 - `近N年` / `最近N年` / `过去N年` (N in digits or Chinese numerals, or a span `3-5`, `三到五`: its
   larger end; two numerals side by side, `两三` / `三五`, a span too; `十余` / `十多` / `十来` / `十几`:
-  N and half again, 15): year_from now − N — the N full years before the current one plus the current,
+  N + 5, 15; `四十多`: 45): year_from now − N — the N full years before the current one plus the current,
   partial year; `近半年`: year_from now − 1 (the window always holds the last six months);
 - `今年` / `去年`: that single year; `近年来` / `近年` / `近几年` / `这几年` / `近些年` give no range
   and are removed as boilerplate.
@@ -51,7 +51,7 @@ _NUM = r"([0-9]{1,2}|[一二两三四五六七八九十]{1,3})"
 
 # `2015年前后` / `2020年左右`: around that year (the 2015 crash), no window: the year stays in the topic
 _AROUND_RE = re.compile(rf"{_YEAR}\s*年\s*(?:前后|左右)")
-_RANGE_RE = re.compile(rf"(?:从|自)?{_YEAR}\s*年?(?:以来|起|开始)?{_DASH}{_YEAR}\s*年?(?:间|期间)?")
+_RANGE_RE = re.compile(rf"(?:从|自)?{_YEAR}\s*年?(?:以来|起|开始)?{_DASH}{_YEAR}\s*年?(?:底|末)?(?:间|期间|为止|止)?")
 _UNTIL_NOW = r"(?:以来|至今|迄今|到现在|至现在|到今天|到目前为止|到目前|至目前|以后|之后"
 # a part of the year before 以来 (2019年底以来, 2020年上半年以来) and 至今 after 以后/起 (2015年起至今)
 _YEAR_WORD = r"(?:年代|年(?:底|末|初|上半年|下半年)?)"
@@ -69,7 +69,7 @@ _UNTIL_CN_RE = re.compile(
     rf"|(?:直到|到|至)\s*{_YEAR}\s*年?(?:底|末)?\s*(?:为止|止)"
 )
 # 近两三年 / 近三五年: two numerals side by side are a span (its larger end); 近十余年 / 近十多年 /
-# 近十来年 / 近二十几年: more than N, read as N and half again (十余年: 15)
+# 近十来年 / 近四十几年: more than N, read as N + 5 (十余年: 15, 四十多年: 45; under ten N + 1)
 _RECENT_RE = re.compile(
     rf"(?:近|最近|过去|近来)\s*(?:[0-9一二两三四五六七八九十]{{1,3}}\s*(?:[-~～‐‑–—]|到|至)\s*)?{_NUM}"
     r"\s*([余多来几])?\s*(?:个)?\s*年(?:来|间|内|以来)?"
@@ -214,7 +214,7 @@ def extract_years(text: str, now_year: int) -> YearRange:
         n = chinese_number(m.group(1)) or _numeral_span(m.group(1))
         if not n:
             return None
-        return (now_year - (n + n // 2 if m.group(2) else n), None)
+        return (now_year - (n + (5 if n >= 10 else 1) if m.group(2) else n), None)
 
     def by_up_to_any(m: re.Match[str]) -> tuple[None, int] | None:
         year = int(m.group(1) or m.group(2))
