@@ -114,7 +114,7 @@ def expiring_link_warning(references: Sequence[LinkReference]) -> list[str]:
         return []
     return [
         f"{count} 个题名没有 DOI，链接的是知网详情页（链接含时效令牌，一段时间后可能打不开）；"
-        "定稿前可再运行 link_references 更新，或改写为 DOI 等长期标识"
+        "定稿前可用 lookup_missing=true 再运行 link_references 到知网更新，或改写为 DOI 等长期标识"
     ]
 
 

@@ -222,6 +222,11 @@ async def link_references(
     spans, titles = scan_references(inp.text)
     matches: dict[str, list[Paper]] = {key: local_matches(store, title) for key, (title, _) in titles.items()}
     missing = {key: titles[key][0] for key, papers in matches.items() if not papers}
+    if inp.lookup_missing:
+        # a link this tool wrote carries an expiring token, stored when it was written: matched
+        # locally it came back with that same token, so the advised rerun renewed nothing; with
+        # lookup_missing its title asks CNKI again (the rows bring the token's successor)
+        missing.update({span.key: titles[span.key][0] for span in spans if span.label is not None and span.key in titles})
 
     failure: BaseException | None = None
     if inp.lookup_missing and missing:

@@ -167,6 +167,21 @@ async def test_running_again_on_linked_text_renews_the_expiring_links_as_the_war
     assert [r.record_refs for r in again.references] == [[paper.record_ref], [other.record_ref]]
 
 
+async def test_running_again_with_lookup_missing_fetches_the_successor_of_a_token_it_wrote(
+    clock: FakeClock, store: Store
+) -> None:
+    # the rerun matched the title locally, to the paper the first run had stored with the same
+    # token: no request, the same link back, and the same advice to run it again
+    first_site = FakeSite({"违约金的酌减": [row("违约金的酌减", "1", url=abstract_url("OLD"))]})
+    _, first = await run_links(clock, store, first_site, LinkInput(text="见《违约金的酌减》与《定金罚则》。", lookup_missing=True))
+    assert first is not None and abstract_url("OLD") in first.text
+    site = FakeSite({"违约金的酌减": [row("违约金的酌减", "1", url=abstract_url("FRESH"))]})
+    _, again = await run_links(clock, store, site, LinkInput(text=first.text, lookup_missing=True))
+    assert again is not None
+    assert again.text == f"见[《违约金的酌减》]({abstract_url('FRESH')})与《定金罚则》。"
+    assert sorted(t for request in site.requests for t in request) == ["定金罚则", "违约金的酌减"]
+
+
 async def test_links_that_all_last_carry_no_warning(clock: FakeClock, store: Store) -> None:
     [paper] = store.upsert_from_grid([row("违约金的酌减", "1")], NOW)
     detail = DetailPage(title="违约金的酌减", source="法学研究", year=2024, doi="doi:10.1/abc")
