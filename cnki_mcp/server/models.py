@@ -331,8 +331,8 @@ BUDGET_AGAIN_STEP = (
 )
 RETRY_LATER_STEP = "知网这次没有给出结果（errors 中的错误可重试：限流、暂时不可用或验证未完成）：稍后用相同参数再调用 {tool}"
 CANCELLED_DOWNLOAD_STEP = (
-    "下载已取消，取消前可能已点击（是否计费未知）：仍要这篇时用相同参数再调用 download_paper（先找已到的文件与"
-    "上次的点击，不会自动再点；回答 SIDE_EFFECT_UNCERTAIN 时确认未计费再传 retry=true）"
+    "下载已取消：仍要这篇时用相同参数再调用 download_paper（先找已到的文件与上次的点击：取消在点击之前则照常点击；"
+    "已点击过（是否计费未知）则不会自动再点，回答 SIDE_EFFECT_UNCERTAIN 时确认未计费再传 retry=true）"
 )
 UNCERTAIN_DOWNLOAD_STEP = "稍后用相同参数再调用 download_paper（会先检查文件是否已到）；确认要再次点击时传 retry=true"
 INVALID_DOWNLOAD_STEP = "知网给出的文件无效，是否已计费未知：确认要再次点击时用相同参数加 retry=true 调用 download_paper"

@@ -399,6 +399,8 @@ class Downloader:
                 # step's hold): the mouse never moved, so the next call clicks without retry
                 if not pressed:
                     self.store.click_outcome(click_id, "not_clicked", self.clock.now(), {"code": "CANCELLED"})
+                else:  # cancelled inside the click: its order may be on the way, as below
+                    linger = folder
                 raise
             try:
                 saved = await self._await_file(detail_page, since, downloads, folder, fmt, wait_seconds, op, failed)

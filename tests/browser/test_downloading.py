@@ -394,6 +394,40 @@ async def test_a_download_cancelled_after_its_click_keeps_waiting_and_the_next_c
     assert len(sim.requests_for(ORDER, "GET")) == 1
 
 
+async def test_a_download_cancelled_during_its_click_keeps_waiting_and_the_next_call_gets_the_file(
+    case: Case, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cancel landed inside the click itself (the mouse pressed, the CDP call not yet back):
+    # the tabs closed as if nothing had been clicked, and the next call asked for retry=true
+    sim = case.env.sim
+    ref = await case.ref("r0001")
+    sim.set_scenario({"latency": [{"path": ORDER, "ms": 5000, "at": [1]}]})
+    pressed = asyncio.Event()
+    click = case.env.tabs.click
+
+    async def click_still_running(*args: Any, **kwargs: Any) -> None:
+        await click(*args, **kwargs)
+        pressed.set()
+        await asyncio.Event().wait()  # the click's call has not returned when the cancel comes
+
+    monkeypatch.setattr(case.env.tabs, "click", click_still_running)
+    task = asyncio.ensure_future(case.downloader.download(ref, op=FakeOp()))
+    try:
+        async with asyncio.timeout(STEP_TIMEOUT):
+            await pressed.wait()
+    finally:
+        task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    monkeypatch.setattr(case.env.tabs, "click", click)
+    async with asyncio.timeout(STEP_TIMEOUT):
+        while not list((case.data_dir / "incoming").glob("*/*.pdf")):  # the late file, saved whole
+            await asyncio.sleep(0.05)  # polling for the file, not waiting for time to pass
+        got = await case.downloader.download(ref, op=FakeOp())  # no retry needed
+    assert got.format == "pdf" and len(case.store.clicks_for(ref)) == 1
+    assert len(sim.requests_for(ORDER, "GET")) == 1
+
+
 async def test_a_click_the_limiter_refuses_is_settled_not_clicked_and_never_left_uncertain(case: Case) -> None:
     # The click's request slot can be refused before the mouse moves (the budget spent, or another
     # operation's human step under on_verification skip); the click was recorded and stayed
