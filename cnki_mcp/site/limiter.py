@@ -292,6 +292,9 @@ class Limiter:
     async def _wait_turn(self, priority: int, budget: Chargeable | None = None) -> float:
         ticket = _Ticket(priority, next(self._seq), group=None if budget is None else id(budget))
         self._enqueue(ticket)
+        # a more urgent ticket can make another operation the head (its own queue's earlier head
+        # no longer ranks its group): wake whoever heads now, or after a hold nobody would start
+        self._wake_head()
         try:
             while True:
                 if self._head() is not ticket or self._sleeping or self._inflight >= self._max_inflight:

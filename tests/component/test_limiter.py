@@ -453,3 +453,37 @@ async def test_operations_waiting_together_take_the_starts_in_turn() -> None:
     # `second`, never served, takes the start a1 was sleeping towards; then turns alternate, and
     # within `first` its page goes before its reads
     assert order == ["a0", "b0", "a-page", "b1", "a1", "b2", "a2", "a3"], order
+
+
+async def test_a_page_queued_during_a_hold_ahead_of_its_own_waiting_read_strands_no_operation() -> None:
+    # Two operations not served yet wait behind a running request; during a human step's hold one
+    # of them queues its page (CHAIN), whose earlier arrival no longer heads its queue, so the
+    # other operation became the head without being woken: after the release nothing was in
+    # flight and nobody started, until an unrelated request came (or the watchdog ended both)
+    clock = FakeClock()
+    limiter = Limiter(clock, 0.0, 1)
+    running, journal, detail = (CountingBudget(limiter) for _ in range(3))
+    answered = asyncio.Event()
+    order: list[str] = []
+
+    async def read(name: str, budget: CountingBudget, priority: Priority = Priority.NORMAL) -> None:
+        async with limiter.slot(budget=budget, priority=priority):
+            order.append(name)
+            if name == "running":
+                await answered.wait()
+
+    tasks = [asyncio.ensure_future(read("running", running))]
+    await settle()
+    tasks.append(asyncio.ensure_future(read("g-journal", journal)))
+    await settle()
+    tasks.append(asyncio.ensure_future(read("h-detail", detail)))
+    await settle()
+    limiter.hold()
+    tasks.append(asyncio.ensure_future(read("g-page", journal, Priority.CHAIN)))
+    await settle()
+    answered.set()
+    await settle()
+    limiter.release()
+    await settle()
+    assert all(t.done() for t in tasks), (order, limiter.inflight, limiter.waiting)
+    assert order == ["running", "h-detail", "g-page", "g-journal"]
