@@ -51,7 +51,14 @@ _NUM = r"([0-9]{1,2}|[一二两三四五六七八九十]{1,3})"
 
 # `2015年前后` / `2020年左右`: around that year (the 2015 crash), no window: the year stays in the topic
 _AROUND_RE = re.compile(rf"{_YEAR}\s*年\s*(?:前后|左右)")
-_RANGE_RE = re.compile(rf"(?:从|自)?{_YEAR}\s*年?(?:以来|起|开始)?{_DASH}{_YEAR}\s*年?(?:底|末)?(?:间|期间|为止|止)?")
+# 底 / 末 / 止 after a year end the phrase only where no word goes on (2020年底的, 2020年止，): in
+# 2020年底层民众, 2020年止咳药物, 2020年末梢 they begin the next word
+_WORD_ENDS = r"(?=的|[^\u4e00-\u9fff]|$)"
+_YEAR_END = rf"(?:(?:底|末){_WORD_ENDS}|(?:底|末)(?=为止|止))?"
+_UNTIL_END = rf"(?:为止|止{_WORD_ENDS})"
+_RANGE_RE = re.compile(
+    rf"(?:从|自)?{_YEAR}\s*年?(?:以来|起|开始)?{_DASH}{_YEAR}\s*年?{_YEAR_END}(?:间|期间|{_UNTIL_END})?"
+)
 _UNTIL_NOW = r"(?:以来|至今|迄今|到现在|至现在|到今天|到目前为止|到目前|至目前|以后|之后"
 # a part of the year before 以来 (2019年底以来, 2020年上半年以来) and 至今 after 以后/起 (2015年起至今)
 _YEAR_WORD = r"(?:年代|年(?:底|末|初|上半年|下半年)?)"
@@ -65,8 +72,8 @@ _UP_TO_RE = re.compile(rf"{_YEAR}\s*年?\s*及\s*(?:其)?(?:以前|之前)")
 # 截至2023年 / 截止到2020年底 / 到2023年为止: up to that year. A bare 到|至 YEAR年 without 为止|止 is
 # left alone: 到2020年全面建成小康社会 names a target, not a publication window.
 _UNTIL_CN_RE = re.compile(
-    rf"(?:截至|截止(?:到|至)?)\s*{_YEAR}\s*年?(?:底|末)?\s*(?:为止|止)?"
-    rf"|(?:直到|到|至)\s*{_YEAR}\s*年?(?:底|末)?\s*(?:为止|止)"
+    rf"(?:截至|截止(?:到|至)?)\s*{_YEAR}\s*年?{_YEAR_END}\s*{_UNTIL_END}?"
+    rf"|(?:直到|到|至)\s*{_YEAR}\s*年?{_YEAR_END}\s*{_UNTIL_END}"
 )
 # 近两三年 / 近三五年: two numerals side by side are a span (its larger end); 近十余年 / 近十多年 /
 # 近十来年 / 近四十几年: more than N, read as N + 5 (十余年: 15, 四十多年: 45; under ten N + 1)

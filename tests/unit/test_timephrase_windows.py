@@ -46,3 +46,17 @@ def test_a_target_year_or_a_vague_span_sets_no_upper_bound(question: str) -> Non
     got = extract_years(question, NOW)
     assert got.year_to is None
     assert got.year_from is None
+
+
+@pytest.mark.parametrize(
+    ("question", "topic"),
+    [
+        ("2000-2020年底层民众收入研究", "底层民众收入研究"),
+        ("2015-2020年止咳药物研究", "止咳药物研究"),
+        ("2015-2020年末梢神经研究", "末梢神经研究"),
+        ("截至2020年底层民众收入研究", "底层民众收入研究"),
+    ],
+)
+def test_a_window_ending_in_a_year_leaves_the_next_word_whole(question: str, topic: str) -> None:
+    # 底 / 末 / 止 after the year were taken as the phrase's end: 底层, 止咳, 末梢 lost a character
+    assert extract_years(question, NOW).text.strip() == topic
