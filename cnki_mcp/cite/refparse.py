@@ -188,6 +188,8 @@ _AUTHOR_START = re.compile(
     r"|[A-Z][A-Za-z'’-]+,\s*(?:[A-Z]\.\s*-?\s*)+(?:[,(&]|$))"
 )
 _FIELD_END = re.compile(r"[.．。:：]\s*\S")
+# a field ended by a full stop: not a subtitle's colon, nor the point of a number (工业4.0)
+_FULL_STOP = re.compile(r"(?<!\d)[.．。](?!\d)\s*\S")
 
 
 def _cut_short(entry: str, line: str) -> bool:
@@ -201,10 +203,9 @@ def _cut_short(entry: str, line: str) -> bool:
     (`贾楠. 约定违约金酌减规则之法律` + `规制研究. 现代法学, 2014`) is still joined."""
     if not entry[-1:].isalnum() or _HAS_LINK.search(entry) or (_TITLE_MARK.search(entry) and _TITLE_MARK.search(line)):
         return False
-    ended = len(_FIELD_END.findall(entry))
-    if not ended:
+    if not _FIELD_END.search(entry):
         return False  # no field ended yet (`作者. `, `作者：`): a line of text before the list, not a reference
-    if _AUTHOR_START.match(line) and (_TITLE_MARK.search(line) or ended >= 2):
+    if _AUTHOR_START.match(line) and (_TITLE_MARK.search(line) or len(_FULL_STOP.findall(entry)) >= 2):
         return False
     return _YEAR.search(entry) is None or _APA_OPEN_TITLE.search(entry) is not None
 

@@ -200,6 +200,12 @@ def test_an_authors_country_in_brackets_is_not_part_of_the_name(raw: str, verdic
             "贾楠. 约定违约金酌减规则之法律\n规制研究. 现代法学, 2014, 27(6): 75-99.\n",
             ["贾楠. 约定违约金酌减规则之法律规制研究. 现代法学, 2014, 27(6): 75-99."],
         ),
+        (  # a title cut after its subtitle's colon, or after a number's point
+            "贾楠. 约定违约金酌减规则：理论与\n实践. 现代法学, 2014, 27(6): 75-99.\n"
+            "张三. 工业4.0背景下的制造\n业转型. 管理世界, 2019, 35(1): 1-9.\n",
+            ["贾楠. 约定违约金酌减规则：理论与实践. 现代法学, 2014, 27(6): 75-99.",
+             "张三. 工业4.0背景下的制造业转型. 管理世界, 2019, 35(1): 1-9."],
+        ),
         (  # an APA author list cut before its last initial
             "Li, N., Wang, X., & Zhang\nY. (2020). Title here. Journal, 3(2), 1-5.\n",
             ["Li, N., Wang, X., & Zhang Y. (2020). Title here. Journal, 3(2), 1-5."],
