@@ -37,6 +37,11 @@ from cnki_mcp.store import Store
 
 MAX_LIMIT = 50
 NODE_ID = re.compile(r"[nN][1-9][0-9]{0,4}")  # citation_graph's node ids (`citegraph._Walk.add`)
+# Handles, not titles: a record_ref, a CNKI file name (letters then digits, no space: FXYJ201906001),
+# a link, a DOI
+NOT_A_TITLE = re.compile(
+    r"rec_[0-9a-f]{8,}|[A-Za-z]{2,8}[0-9]{4,}[A-Za-z0-9.]*|(?:https?|doi):\S*|10\.\d{4,9}/\S+", re.I
+)
 GRAPHS_LOOKED_AT = 20  # newest operations searched for the graph a node id came from
 T = TypeVar("T")
 # The farthest offset a call accepts. A paper may be cited thousands of times; a page of 10 costs
@@ -75,6 +80,13 @@ def resolve_paper(store: Store, paper: str) -> PaperHandle:
         return _by_link(store, text, token)
     if NODE_ID.fullmatch(text):
         raise _graph_node(store, text)
+    if NOT_A_TITLE.fullmatch(text):
+        # a record_ref, file name, link or DOI not stored here: a title search for it spends a
+        # request that cannot find the paper
+        raise DocumentNotFound(
+            "本地没有这篇文献：paper 可以是已保存文献的 record_ref、filename、url 或完整题名；"
+            "record_ref 与 filename 来自 search_results、get_metadata 等工具的结果", paper=text,
+        )  # fmt: skip
     title = asked_title(text)
     local = local_matches(store, title) if title else []
     if len(local) > 1:

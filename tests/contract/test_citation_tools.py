@@ -208,6 +208,20 @@ async def test_the_citation_tools_take_a_paper_by_the_url_or_title_the_other_too
     assert sum(backend.requests.values()) == before
 
 
+@pytest.mark.parametrize(
+    "handle", ["rec_0123456789abcdef01234567", "FXYJ201906001", "https://doi.org/10.1000/xyz", "10.1000/xyz"]
+)
+async def test_an_unknown_handle_is_not_sent_to_a_title_search(tmp_path: Path, handle: str) -> None:
+    # a record_ref, file name, link or DOI the store does not hold was answered with next_step
+    # get_metadata(titles=['rec_…']): a request that can never find the paper
+    services = _open(tmp_path, CorpusBackend())
+    async with Client(build_server(lambda: services)) as client:
+        unknown = await client.call_tool("get_citing", {"paper": handle})
+    error = json.loads(unknown.content[0].text)
+    assert unknown.is_error and error["code"] == "DOCUMENT_NOT_FOUND"
+    assert "next_step" not in error["details"]
+
+
 async def test_a_graph_node_id_given_as_a_paper_is_refused_naming_the_nodes_filename(tmp_path: Path) -> None:
     backend = CorpusBackend()
     services = _open(tmp_path, backend)
