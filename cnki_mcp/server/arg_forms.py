@@ -43,7 +43,7 @@ def check_linked_refs(name: str, arguments: Mapping[str, Any], store: Any) -> No
         title = TITLE_ARGUMENT.get(name)
         instead = f"只有题名时用 {title} 传完整题名" if title else "先用 get_metadata 的 titles 按完整题名取得 record_ref"
         details: dict[str, Any] = {"field": field, "links": len(links)}
-        if len(found) == len(links):
+        if len(found) == len(set(links)):  # a link given twice is found once
             value = arguments[field]
             sent = [found.get(v, v) for v in value] if isinstance(value, list) else found[value]
             given = ", ".join(f"{k}={(sent if k == field else v)!r}" for k, v in arguments.items())

@@ -164,10 +164,14 @@ async def test_a_detail_link_given_as_a_record_ref_names_the_argument_and_the_st
         # the link a tool showed (its own query keys dropped or not), in record_refs
         shown = link.split("&")[0]
         refused = await client.call_tool("get_metadata", {"record_refs": [shown], "local_only": True})
+        twice = await client.call_tool("get_metadata", {"record_refs": [shown, shown], "local_only": True})
         unknown = await client.call_tool("download_paper", {"record_ref": shown.replace("Ab3_", "Zz9_", 1)})
     error = json.loads(refused.content[0].text)
     assert refused.is_error and error["code"] == "INVALID_ARGUMENT" and error["details"]["field"] == "record_refs"
     assert error["details"]["next_step"] == f"get_metadata(record_refs=['{paper.record_ref}'], local_only=True)"
+    # the same stored paper's link given twice is still a stored paper's link
+    both = json.loads(twice.content[0].text)["details"]["next_step"]
+    assert both == f"get_metadata(record_refs=['{paper.record_ref}', '{paper.record_ref}'], local_only=True)"
     other = json.loads(unknown.content[0].text)
     assert unknown.is_error and other["code"] == "INVALID_ARGUMENT" and other["details"]["field"] == "record_ref"
     assert "next_step" not in other["details"]
