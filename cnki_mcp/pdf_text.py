@@ -4,11 +4,16 @@ Only files inside `<data>/downloads` are read; anything that is not a PDF is INV
 
 from __future__ import annotations
 
+import hashlib
+import io
 import logging
 import math
 import re
+import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -111,23 +116,30 @@ def read_pdf_text(
         raise InvalidInput("文件不存在", path=str(path))
     if sniff_format(resolved) != "pdf":
         raise InvalidFile("不是 PDF 文件", path=str(resolved))
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
-
-    try:
-        reader = PdfReader(str(resolved))
-        count = len(reader.pages)
-    except (PdfReadError, ValueError, OSError) as exc:
-        raise InvalidFile("PDF 无法解析", path=str(resolved), reason=str(exc)[:200]) from exc
+    data = _read(resolved)
+    key = _digest(data)
+    kept = _kept(key)
+    reader: Any = None
+    if kept is None:
+        reader = _open(data, resolved)
+        kept = _Extract(len(reader.pages))
+    extract = kept
+    count = extract.page_count
     wanted = parse_pages(pages, count)
-    extracted: dict[int, list[str]] = {}
 
     def lines_of(index: int) -> list[str]:
-        if index not in extracted:
-            extracted[index] = _page_lines(reader.pages[index])
-        return extracted[index]
+        nonlocal reader
+        lines = extract.lines.get(index)
+        if lines is None:
+            if reader is None:
+                reader = _open(data, resolved)
+            lines = extract.lines[index] = _page_lines(reader.pages[index])
+        return lines
 
-    furniture = furniture_of(lines_of, count)
+    if extract.furniture is None:
+        extract.furniture = furniture_of(lines_of, count)
+    furniture = extract.furniture
+    _keep(key, extract)
     chunks: list[str] = []
     returned: list[int] = []
     empty: list[int] = []
@@ -185,6 +197,61 @@ def read_pdf_text(
         next_pages=next_pages,
         next_offset=next_offset,
     )
+
+
+# A client pages through a PDF in parts (next_pages / next_offset; the library's indexing in
+# MAX_CHARACTERS pieces), and every call needs the running-head sample of up to 12 pages besides
+# its own: the pages extracted are kept for the last few files, keyed by the file's identity on
+# disk (its content), so a call costs the pages it has not seen yet.
+_EXTRACTS_KEPT = 4
+
+
+@dataclass
+class _Extract:
+    page_count: int
+    lines: dict[int, list[str]] = field(default_factory=dict)  # 0-based page -> its lines
+    furniture: frozenset[str] | None = None
+
+
+_extracts: OrderedDict[bytes, _Extract] = OrderedDict()
+_extracts_lock = threading.Lock()
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:  # gone since it was found
+        raise InvalidFile("PDF 无法解析", path=str(path), reason=str(exc)[:200]) from exc
+
+
+def _digest(data: bytes) -> bytes:
+    """A file replaced, even in the same clock tick, has another key: it is read anew."""
+    return hashlib.blake2b(data, digest_size=20).digest()
+
+
+def _kept(key: bytes) -> _Extract | None:
+    with _extracts_lock:
+        return _extracts.get(key)
+
+
+def _keep(key: bytes, extract: _Extract) -> None:
+    with _extracts_lock:
+        _extracts[key] = extract
+        _extracts.move_to_end(key)
+        while len(_extracts) > _EXTRACTS_KEPT:
+            _extracts.popitem(last=False)
+
+
+def _open(data: bytes, path: Path) -> Any:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        len(reader.pages)
+    except (PdfReadError, ValueError, OSError) as exc:
+        raise InvalidFile("PDF 无法解析", path=str(path), reason=str(exc)[:200]) from exc
+    return reader
 
 
 def _instead(html_reader: bool) -> str:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from pathlib import Path
 
 import pytest
 
+from cnki_mcp import pdf_text
 from cnki_mcp.errors import CnkiError
 from cnki_mcp.pdf_text import pages_spec, parse_pages, read_pdf_text
 from cnki_mcp.sim.corpus import Corpus
@@ -75,6 +77,42 @@ def test_following_next_page_and_next_offset_reads_the_whole_range_once(data_dir
     else:
         pytest.fail("the reads did not reach the end")
     assert len(parts) > 3 and flat("".join(parts)) == flat(whole.text)
+
+
+def test_a_client_paging_through_a_pdf_in_small_parts_has_each_page_extracted_once(
+    data_dir: Path, record, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    """Every call needs the running-head sample of up to 12 pages besides its own: extracted once
+    per file, not once per call (a client following next_pages/next_offset made dozens)."""
+    from pypdf import PageObject
+
+    extracted: list[int] = []
+    real = PageObject.extract_text
+
+    def counted(page: PageObject, *args: object, **kwargs: object) -> str:
+        extracted.append(page.page_number or 0)
+        return real(page, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(PageObject, "extract_text", counted)
+    monkeypatch.setattr(pdf_text, "_extracts", OrderedDict())  # this file's pages unseen, whatever ran before
+    pages, offset, calls = "1-", 0, 0
+    while True:
+        got = read_pdf_text("sub/paper.pdf", data_dir, pages=pages, max_characters=2_000, offset=offset)
+        calls += 1
+        if not got.truncated:
+            break
+        assert got.next_pages is not None and got.next_offset is not None
+        pages, offset = got.next_pages, got.next_offset
+    assert calls > 5 and sorted(extracted) == list(range(got.page_count)), extracted
+    # the same bytes under another name are the same text; other bytes at this name are read anew
+    (data_dir / "downloads" / "copy.pdf").write_bytes((data_dir / "downloads" / "sub" / "paper.pdf").read_bytes())
+    assert read_pdf_text("copy.pdf", data_dir, max_characters=200_000).text == read_pdf_text(
+        "sub/paper.pdf", data_dir, max_characters=200_000
+    ).text
+    other = Corpus.load().by_id["r0001"]
+    (data_dir / "downloads" / "sub" / "paper.pdf").write_bytes(pdf_bytes(other))
+    again = flat(read_pdf_text("sub/paper.pdf", data_dir, max_characters=200_000).text)
+    assert flat(other.title) in again and flat(record.title) not in again
 
 
 @pytest.mark.parametrize("beyond_first_page", [-1, 0, 1, 2, 3])
