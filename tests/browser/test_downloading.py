@@ -359,13 +359,16 @@ async def test_a_download_cancelled_while_its_click_waits_for_its_slot_is_settle
     assert got.source == "download"
 
 
-async def test_a_download_cancelled_after_its_click_keeps_waiting_and_the_next_call_gets_the_file(
-    case: Case, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("inside", [False, True], ids=["after_the_click", "inside_the_click"])
+async def test_a_download_cancelled_once_clicked_keeps_waiting_and_the_next_call_gets_the_file(
+    case: Case, monkeypatch: pytest.MonkeyPatch, inside: bool
 ) -> None:
     # A download cancelled while CNKI was still answering its order closed the order's tabs: the
     # file (perhaps charged) never came, and the next call answered SIDE_EFFECT_UNCERTAIN, so the
     # only way to the paper was retry=true, a second order. The tabs now stay open for the file
-    # as after an uncertain end, and the next call reconciles it without clicking.
+    # as after an uncertain end, and the next call reconciles it without clicking. `inside`: the
+    # cancel lands inside the click itself (the mouse pressed, the CDP call not yet back), where
+    # the tabs were still closed as if nothing had been clicked.
     sim = case.env.sim
     ref = await case.ref("r0001")
     sim.set_scenario({"latency": [{"path": ORDER, "ms": 5000, "at": [1]}]})
@@ -375,6 +378,8 @@ async def test_a_download_cancelled_after_its_click_keeps_waiting_and_the_next_c
     async def click_and_say_so(*args: Any, **kwargs: Any) -> None:
         await click(*args, **kwargs)
         clicked.set()
+        if inside:
+            await asyncio.Event().wait()  # the click's call has not returned when the cancel comes
 
     monkeypatch.setattr(case.env.tabs, "click", click_and_say_so)
     task = asyncio.ensure_future(case.downloader.download(ref, op=FakeOp()))
@@ -382,39 +387,6 @@ async def test_a_download_cancelled_after_its_click_keeps_waiting_and_the_next_c
         async with asyncio.timeout(STEP_TIMEOUT):
             await clicked.wait()
         assert not sim.requests_for(ORDER, "GET")  # CNKI has not answered the order yet
-    finally:
-        task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    async with asyncio.timeout(STEP_TIMEOUT):
-        while not list((case.data_dir / "incoming").glob("*/*.pdf")):  # the late file, saved whole
-            await asyncio.sleep(0.05)  # polling for the file, not waiting for time to pass
-        got = await case.downloader.download(ref, op=FakeOp())  # no retry needed
-    assert got.format == "pdf" and len(case.store.clicks_for(ref)) == 1
-    assert len(sim.requests_for(ORDER, "GET")) == 1
-
-
-async def test_a_download_cancelled_during_its_click_keeps_waiting_and_the_next_call_gets_the_file(
-    case: Case, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The cancel landed inside the click itself (the mouse pressed, the CDP call not yet back):
-    # the tabs closed as if nothing had been clicked, and the next call asked for retry=true
-    sim = case.env.sim
-    ref = await case.ref("r0001")
-    sim.set_scenario({"latency": [{"path": ORDER, "ms": 5000, "at": [1]}]})
-    pressed = asyncio.Event()
-    click = case.env.tabs.click
-
-    async def click_still_running(*args: Any, **kwargs: Any) -> None:
-        await click(*args, **kwargs)
-        pressed.set()
-        await asyncio.Event().wait()  # the click's call has not returned when the cancel comes
-
-    monkeypatch.setattr(case.env.tabs, "click", click_still_running)
-    task = asyncio.ensure_future(case.downloader.download(ref, op=FakeOp()))
-    try:
-        async with asyncio.timeout(STEP_TIMEOUT):
-            await pressed.wait()
     finally:
         task.cancel()
     with pytest.raises(asyncio.CancelledError):

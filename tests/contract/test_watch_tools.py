@@ -143,6 +143,21 @@ async def test_a_removed_watch_is_no_longer_checked(h: Harness) -> None:
         assert fresh["watch_id"] != watch_id and fresh["checks"] == 0  # watching again starts anew
 
 
+def list_one_new_record(h: Harness, filename: str) -> GridRow:
+    """From now on every grid page the watches ask lists one journal record of today (the Harness
+    runs on the system clock; the seeded search is today's)."""
+    today = datetime.now(UTC).date()
+    row = GridRow(ordinal=1, title="约定违约金的新近观察", date=today.isoformat(), year=today.year, doc_type="期刊",
+                  native=NativeId(dbname="CJFD2026", filename=filename))  # fmt: skip
+
+    async def listing(request: Any, op: Any = None) -> Any:
+        op.charge()
+        return GridPage(rows=[row], total=1, page=1, page_count=1)
+
+    h.backend.grid = listing  # type: ignore[method-assign]
+    return row
+
+
 async def test_list_watches_shows_what_earlier_checks_reported(h: Harness) -> None:
     """A check's new records are known from then on (the next check does not repeat them), so a
     check made elsewhere (cron, an earlier session) is seen again only through its stored report."""
@@ -153,15 +168,7 @@ async def test_list_watches_shows_what_earlier_checks_reported(h: Harness) -> No
         jsonschema.validate(empty, schemas["list_watches"])
         assert [(w["watch_id"], w["checks"], w["recent_checks"]) for w in empty["watches"]] == [(watch_id, 0, [])]
 
-        today = datetime.now(UTC).date()  # the Harness runs on the system clock; the search is today's
-        new_row = GridRow(ordinal=1, title="约定违约金的新近观察", date=today.isoformat(), year=today.year, doc_type="期刊",
-                          native=NativeId(dbname="CJFD2026", filename="NEW0001"))  # fmt: skip
-
-        async def listing(request: Any, op: Any = None) -> Any:
-            op.charge()
-            return GridPage(rows=[new_row], total=1, page=1, page_count=1)
-
-        h.backend.grid = listing  # type: ignore[method-assign]
+        list_one_new_record(h, "NEW0001")
         for _ in range(2):
             done = (await client.call_tool("check_updates", {"watch_id": "all"})).structured_content
             assert done["status"] == "completed"
@@ -211,15 +218,7 @@ async def test_a_watch_is_also_found_by_the_search_id_it_watches(h: Harness) -> 
         listed = (await client.call_tool("list_watches", {"watch_id": search_id})).structured_content
         assert [w["watch_id"] for w in listed["watches"]] == [watch_id]
 
-        today = datetime.now(UTC).date()
-        row = GridRow(ordinal=1, title="约定违约金的新近观察", date=today.isoformat(), year=today.year, doc_type="期刊",
-                      native=NativeId(dbname="CJFD2026", filename="NEW0002"))  # fmt: skip
-
-        async def listing(request: Any, op: Any = None) -> Any:
-            op.charge()
-            return GridPage(rows=[row], total=1, page=1, page_count=1)
-
-        h.backend.grid = listing  # type: ignore[method-assign]
+        list_one_new_record(h, "NEW0002")
         checked = (await client.call_tool("check_updates", {"watch_id": search_id})).structured_content
         assert checked["status"] == "completed", checked
         assert [c["watch_id"] for c in checked["result"]["checks"]] == [watch_id]
