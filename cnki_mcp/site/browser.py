@@ -221,10 +221,15 @@ class BrowserHost(BrowserTabs):
                 await self._drop()
             return await self._launch()
 
-    async def recover(self) -> None:
-        """Drop the browser (dead or wedged) so the next `ensure()` relaunches it."""
+    async def recover(self, generation: int | None = None) -> bool:
+        """Drop the browser (dead or wedged) so the next `ensure()` relaunches it. `generation`: the
+        browser the caller saw fail; one launched since (another caller recovered first, maybe
+        while this one waited for the launch) is kept. Returns whether the browser was dropped."""
         async with self._ensure_lock:
+            if generation is not None and generation != self._generation:
+                return False
             await self._drop()
+            return True
 
     async def close(self) -> None:
         """Save session cookies, close the browser and release the profile lock; the host never

@@ -339,15 +339,19 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                 log.info("the search page changed under a request; asking again: %s", exc)
             except _TransportError as exc:
                 if number == 1 and on_transport == "recover":
-                    log.warning("grid transport failure, recovering the browser: %s", exc)
                     # once the other requests in the search page have answered (DESIGN.md "The
                     # shared search page"); a capture under way ends first. A step holding the
                     # work tab makes that wait the step's (skip: VERIFICATION_SKIPPED at once)
                     lease = self._work_lease
                     async with self._gate.behind_step(op, lease.exclusive(), lease.exclusive_busy):
-                        self.drop_template()
-                        await self._detach_loader()
-                        await self._host.recover()
+                        # Every request in flight in the search page fails together: the first
+                        # recovers; the others ask again in the browser it launched. Each used to
+                        # relaunch it in turn, closing the one the request before had launched.
+                        if self._host.generation == generation:
+                            log.warning("grid transport failure, recovering the browser: %s", exc)
+                            self.drop_template()
+                            await self._detach_loader()
+                            await self._host.recover(generation)
                     continue
                 if number == 1 and self._host.lost_since(generation):
                     # the browser died under the request (killed, crashed): nothing was answered,

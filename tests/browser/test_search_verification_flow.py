@@ -1,10 +1,13 @@
 """A research search (three channels paging at once in the one search page) that meets a verification,
 end to end through the in-process server and real headless Chromium against the simulator: the
 person solves it once and the search goes on by itself, every channel done, no grid page asked twice,
-the browser never relaunched (DESIGN.md "Challenges, blocks and sessions", "The shared search page")."""
+the browser never relaunched (DESIGN.md "Challenges, blocks and sessions", "The shared search page").
+Also a browser that died under three channels (the person closed its last window) is relaunched once."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -23,6 +26,7 @@ from tests.site_stack import (
     sim_settings,
     solve_vericode,
     wait_for_tab,
+    wait_until,
 )
 
 pytestmark = pytest.mark.browser
@@ -191,3 +195,34 @@ async def test_operations_started_while_a_step_holds_the_search_page_wait_for_it
     assert {e["code"] for e in skipped["errors"]} == {"VERIFICATION_SKIPPED"}, skipped["errors"]
     assert_every_channel_done(done)
     assert after["status"] not in ("running", "awaiting_user"), after
+
+
+# --- the person's hands in the shown window ------------------------------------------------------
+
+SLOW_GRID: dict[str, Any] = {"latency": [{"path": GRID, "ms": 800, "form_lacks": PAGE_OWN}]}
+
+
+async def replays_in_flight(sim: SimServer, since: int = 0) -> None:
+    """The product's grid replays are out (their answers held back by SLOW_GRID)."""
+    await wait_until(
+        lambda: len([e for e in sim.requests_for(GRID, "POST")[since:] if not is_page_form(e)]) >= 2,
+        "two grid replays sent",
+    )
+
+
+async def test_a_browser_that_dies_under_three_channels_is_relaunched_once(
+    sim: SimServer, serve: Callable[..., Any]
+) -> None:
+    """The person closes the last window (the browser exits) or the browser crashes while three
+    channels' requests are in flight: each recovered the browser, the later ones closing the one the
+    first had just launched (three launches, each a few seconds, every other tab closed twice)."""
+    sim.set_scenario(SLOW_GRID)
+    async with serve() as app:
+        started = await app.call("search", SEARCH)
+        await replays_in_flight(sim)
+        os.kill(app.services.host.status()["process_id"], signal.SIGKILL)
+        done = await wait_op(app.call, started)
+        launches = app.services.host.launches
+
+    assert_every_channel_done(done)
+    assert launches == 2
