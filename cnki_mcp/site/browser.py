@@ -139,6 +139,7 @@ class BrowserHost(BrowserTabs):
         self._window_lock = asyncio.Lock()
         self._keep_minimised_tasks: dict[Page, asyncio.Task[None]] = {}
         self._popups: dict[Page, list[Page]] = {}
+        self._crashed: set[Page] = set()
         self._popup_signal: asyncio.Future[None] | None = None
         # one tab created at a time; each caller takes the page whose target id it created
         self._new_page_lock = asyncio.Lock()
@@ -389,6 +390,7 @@ class BrowserHost(BrowserTabs):
         self._generation += 1
         self._launches += 1
         self._popups = {}
+        self._crashed = set()
         self._popup_signal = asyncio.get_running_loop().create_future()
         self._dirty = asyncio.Event()
         ctx.on("close", self._on_context_close)
@@ -503,6 +505,7 @@ class BrowserHost(BrowserTabs):
         self._work = None
         self._shown = None
         self._popups = {}
+        self._crashed = set()
         if self._popup_signal is not None and not self._popup_signal.done():
             self._popup_signal.set_result(None)
         self._dead = False
