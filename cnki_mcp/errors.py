@@ -292,6 +292,15 @@ class BrowserUnavailable(CnkiError):
     default_message = "未找到可用的 Chrome/Edge/Chromium"
 
 
+class TabClosed(CnkiError):
+    """A tab the product was reading was closed in the shown window (by the person) while the
+    browser ran on: nothing of the page was read; calling again opens it anew."""
+
+    code = "TAB_CLOSED"
+    retryable = True
+    default_message = "浏览器窗口中正在读取的页面被关闭了：再调用一次即可（任务进行时请勿关闭它打开的标签页）"
+
+
 class BrowserProfileInUse(CnkiError):
     code = "BROWSER_PROFILE_IN_USE"
     fatal = True

@@ -139,6 +139,7 @@ class BrowserHost(BrowserTabs):
         self._window_lock = asyncio.Lock()
         self._keep_minimised_tasks: dict[Page, asyncio.Task[None]] = {}
         self._popups: dict[Page, list[Page]] = {}
+        self._crashed: set[Page] = set()
         self._popup_signal: asyncio.Future[None] | None = None
         # one tab created at a time; each caller takes the page whose target id it created
         self._new_page_lock = asyncio.Lock()
@@ -221,10 +222,15 @@ class BrowserHost(BrowserTabs):
                 await self._drop()
             return await self._launch()
 
-    async def recover(self) -> None:
-        """Drop the browser (dead or wedged) so the next `ensure()` relaunches it."""
+    async def recover(self, generation: int | None = None) -> bool:
+        """Drop the browser (dead or wedged) so the next `ensure()` relaunches it. `generation`: the
+        browser the caller saw fail; one launched since (another caller recovered first, maybe
+        while this one waited for the launch) is kept. Returns whether the browser was dropped."""
         async with self._ensure_lock:
+            if generation is not None and generation != self._generation:
+                return False
             await self._drop()
+            return True
 
     async def close(self) -> None:
         """Save session cookies, close the browser and release the profile lock; the host never
@@ -384,6 +390,7 @@ class BrowserHost(BrowserTabs):
         self._generation += 1
         self._launches += 1
         self._popups = {}
+        self._crashed = set()
         self._popup_signal = asyncio.get_running_loop().create_future()
         self._dirty = asyncio.Event()
         ctx.on("close", self._on_context_close)
@@ -498,6 +505,7 @@ class BrowserHost(BrowserTabs):
         self._work = None
         self._shown = None
         self._popups = {}
+        self._crashed = set()
         if self._popup_signal is not None and not self._popup_signal.done():
             self._popup_signal.set_result(None)
         self._dead = False

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.site._pw import error_type
-from cnki_mcp.site.deadline import CALL_SECONDS, bounded
+from cnki_mcp.site.deadline import CALL_SECONDS, bounded, close_tab
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, CDPSession, Page
@@ -52,6 +52,7 @@ class BrowserTabs:
     _window_lock: asyncio.Lock
     _keep_minimised_tasks: dict[Page, asyncio.Task[None]]
     _popups: dict[Page, list[Page]]
+    _crashed: set[Page]  # tabs whose renderer crashed (closed ones leave the set)
     _popup_signal: asyncio.Future[None] | None
     _new_page_lock: asyncio.Lock
     _dirty: asyncio.Event | None
@@ -65,13 +66,26 @@ class BrowserTabs:
     def _on_page(self, page: Page, *, initial: bool = False) -> None:
         page.on("popup", lambda popup: self._record_popup(page, popup))
         page.on("framenavigated", lambda frame: self._on_navigated(page, frame))
-        page.on("close", lambda _p: self._popups.pop(page, None))
+        page.on("close", lambda _p: self._forget(page))
+        page.on("crash", lambda _p: self._crashed.add(page))
         if not initial and self._headless is False and self._shown is None:
             # Chrome restores a minimised window when a page opens a tab in it (reader and
             # download entries do); put it back unless a page is being shown to the person.
             task = asyncio.create_task(self._keep_minimised(page, self._show_epoch))
             self._keep_minimised_tasks[page] = task
             task.add_done_callback(lambda _t: self._keep_minimised_tasks.pop(page, None))
+
+    def _forget(self, page: Page) -> None:
+        self._popups.pop(page, None)
+        self._crashed.discard(page)
+
+    def tab_lost(self, page: Page, error: BaseException | None = None) -> bool:
+        """`page` is gone while the browser may run on: the person closed the tab, or its renderer
+        crashed (a crashed tab answers nothing again; the browser and its other tabs are fine).
+        `error`: what a call on the page raised, which may tell of the crash before its event."""
+        if error is not None and "target crashed" in str(error).lower() and not page.is_closed():
+            self._crashed.add(page)
+        return page.is_closed() or page in self._crashed
 
     async def _keep_minimised(self, page: Page, epoch: int) -> None:
         async with self._window_lock:
@@ -161,9 +175,12 @@ class BrowserTabs:
                 return page
 
     async def work_page(self) -> Page:
-        """The one background work tab, reused across requests (recreated if it was closed)."""
+        """The one background work tab, reused across requests (recreated if it was closed or its
+        renderer crashed: the person closes tabs in the shown window)."""
         await self.ensure()
-        if self._work is None or self._work.is_closed():
+        if self._work is None or self.tab_lost(self._work):
+            lost, self._work = self._work, None
+            await close_tab(lost)
             self._work = await self.new_page()
         return self._work
 

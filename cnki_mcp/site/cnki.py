@@ -67,6 +67,7 @@ from cnki_mcp.site.person import PersonSteps, skips
 from cnki_mcp.site.search_page import Captured, SearchPage
 from cnki_mcp.site.transport import FETCH_TIMEOUT_MS, MAX_BODY, ResourceLoading, transport_unavailable
 from cnki_mcp.site.transport import Fetched as _Fetched
+from cnki_mcp.site.transport import PageChanged as _PageChanged
 from cnki_mcp.site.transport import TransportError as _TransportError
 from cnki_mcp.site.transport import WorkSession as _WorkSession
 
@@ -78,11 +79,6 @@ T = TypeVar("T")
 EXPORT_BATCH = 20  # site-rules.md §9: one ShowExport request names at most 20 records
 EXPORT_PATH = "/dm8/api/ShowExport"
 RENDER_POLL_SECONDS = 0.1
-
-class _PageChanged(_TransportError):
-    """The work tab was navigated or replaced under an in-page request (a navigation of the person,
-    another channel's browser recovery): the request is asked again; nothing is recovered."""
-
 
 class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
     """The Playwright SiteBackend. Nothing starts until the first request; see the module docstring."""
@@ -257,6 +253,11 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                 raise _PageChanged(str(exc)) from exc
             if self._host.generation != generation:
                 raise _PageChanged(str(exc)) from exc  # another request recovered the browser meanwhile
+            if self._host.tab_lost(page, exc) and await self._host.check_alive():
+                # The person closed the work tab in the shown window, or its renderer crashed: asked
+                # again in a new work tab. Recovering relaunched the browser (once per request in
+                # flight) and closed every other tab, the person's own among them.
+                raise _PageChanged(str(exc)) from exc
             raise _TransportError(str(exc)) from exc
         except BrowserStalled as exc:
             raise _TransportError(str(exc)) from exc
@@ -339,15 +340,19 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                 log.info("the search page changed under a request; asking again: %s", exc)
             except _TransportError as exc:
                 if number == 1 and on_transport == "recover":
-                    log.warning("grid transport failure, recovering the browser: %s", exc)
                     # once the other requests in the search page have answered (DESIGN.md "The
                     # shared search page"); a capture under way ends first. A step holding the
                     # work tab makes that wait the step's (skip: VERIFICATION_SKIPPED at once)
                     lease = self._work_lease
                     async with self._gate.behind_step(op, lease.exclusive(), lease.exclusive_busy):
-                        self.drop_template()
-                        await self._detach_loader()
-                        await self._host.recover()
+                        # Every request in flight in the search page fails together: the first
+                        # recovers; the others ask again in the browser it launched. Each used to
+                        # relaunch it in turn, closing the one the request before had launched.
+                        if self._host.generation == generation:
+                            log.warning("grid transport failure, recovering the browser: %s", exc)
+                            self.drop_template()
+                            await self._detach_loader()
+                            await self._host.recover(generation)
                     continue
                 if number == 1 and self._host.lost_since(generation):
                     # the browser died under the request (killed, crashed): nothing was answered,

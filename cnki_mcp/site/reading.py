@@ -33,6 +33,7 @@ from cnki_mcp.errors import (
     ParserUnsupported,
     ReaderUnsupported,
     SiteUnavailable,
+    TabClosed,
     VerificationContextUnavailable,
     VerificationRepeated,
     VerificationSkipped,
@@ -171,6 +172,11 @@ class DetailTabs:
         generation = self.host.generation
         try:
             return await self._open_once(paper, op)
+        except TabClosed:
+            # the person closed the background tab in the shown window before it was read (it
+            # was INTERNAL "TargetClosedError" after the whole settle wait): opened once more
+            log.info("a detail tab was closed before it was read; opening it again")
+            return await self._open_once(paper, op)
         except SiteUnavailable as exc:
             if exc.details.get("cut_short"):
                 # the page's answer broke off (docs/site-behaviour.md): asked once more, as a 5xx is
@@ -198,10 +204,20 @@ class DetailTabs:
             if not detail_matches(paper, detail):
                 raise IdentityConflict(record_ref=paper.record_ref, expected=paper.title, found=detail.title)
             await self.settle(page)
+            if page.is_closed():
+                raise TabClosed()
+        except (SiteUnavailable, ContentNotReady) as exc:
+            if await self._closed_by_person(page):
+                raise TabClosed() from exc
+            raise
         except BaseException:
             await close_quietly(page)
             raise
         return OpenedDetail(page, detail, url)
+
+    async def _closed_by_person(self, page: Page) -> bool:
+        """`page` is closed and the browser runs on: a tab closed in the shown window."""
+        return page.is_closed() and await self.host.check_alive()
 
     async def relocate(self, paper: Paper, op: SiteOp | None) -> str:
         """site-rules.md §3.10: one exact-title grid search; one matching paper -> its detail URL."""
@@ -290,6 +306,8 @@ class DetailTabs:
         while True:
             with contextlib.suppress(PlaywrightError, ParserUnsupported, BrowserStalled):
                 return parse_detail(await bounded(page.content(), CALL_SECONDS, "page content"), page.url)
+            if page.is_closed():
+                raise SiteUnavailable(reason="the detail tab was closed")  # judged by _open_once
             if self.clock.monotonic() >= deadline:
                 raise ContentNotReady(url_kind="detail", timeout_seconds=self.render_timeout)
             await self.clock.sleep(SETTLE_POLL_SECONDS)
@@ -300,6 +318,8 @@ class DetailTabs:
         deadline = self.clock.monotonic() + self.settle_limit
         quiet_since: float | None = None
         while True:
+            if page.is_closed():
+                return False  # closed in the shown window: nothing to wait for
             now = self.clock.monotonic()
             try:
                 state: dict[str, Any] = await page.evaluate(LOAD_STATE_JS)
@@ -319,7 +339,12 @@ class DetailTabs:
     # --- clicking ---------------------------------------------------------------------
 
     async def find_entry(self, page: Page, pattern: str) -> ElementHandle | None:
-        handle = await page.evaluate_handle(_FIND_ENTRY_JS, pattern)
+        try:
+            handle = await page.evaluate_handle(_FIND_ENTRY_JS, pattern)
+        except PlaywrightError as exc:
+            if await self._closed_by_person(page):
+                raise TabClosed() from exc  # nothing was clicked: a new call opens the page anew
+            raise
         element = handle.as_element()
         if element is None:
             await handle.dispose()

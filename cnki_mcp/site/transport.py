@@ -40,6 +40,12 @@ class TransportError(Exception):
     """The request never got an HTTP answer (page gone, fetch aborted, connection refused)."""
 
 
+class PageChanged(TransportError):
+    """The work tab was navigated, closed or replaced under a request (the person's doing in the
+    shown window, a renderer crash, another channel's browser recovery): the request is asked
+    again in the work tab as it is now; nothing is recovered."""
+
+
 def transport_unavailable(exc: BaseException) -> SiteUnavailable:
     """SITE_UNAVAILABLE for a request the browser did not carry (`exc`: its transport failure, a
     Playwright error, a stalled await), with the failure's text as the reason (`error_reason`)."""
@@ -171,6 +177,10 @@ class ResourceLoading:
             self._host.note_error(exc)
             if self._loader is work:
                 await self._detach_loader()  # a fresh session on the next load
+            if self._host.tab_lost(work.page, exc) and await self._host.check_alive():
+                # the person closed the work tab (or it crashed): CNKI answered nothing wrong; it
+                # was SITE_UNAVAILABLE ("知网暂时不可用") for every page loading there
+                raise PageChanged(str(exc)) from exc
             raise TransportError(str(exc)) from exc
         return Fetched(status or 200, url, body.decode("utf-8", "replace"), final_url_known=False)
 

@@ -1,10 +1,15 @@
 """A research search (three channels paging at once in the one search page) that meets a verification,
 end to end through the in-process server and real headless Chromium against the simulator: the
 person solves it once and the search goes on by itself, every channel done, no grid page asked twice,
-the browser never relaunched (DESIGN.md "Challenges, blocks and sessions", "The shared search page")."""
+the browser never relaunched (DESIGN.md "Challenges, blocks and sessions", "The shared search page").
+Also what the person does in the shown window: the work tab closed or crashed mid-search or mid-load
+is replaced, and a browser that died under three channels is relaunched once."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -12,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.async_api import Error as PlaywrightError
 
 from cnki_mcp.sim.reqlog import LogEntry
 from cnki_mcp.sim.server import SimServer
-from tests.e2e.support import GRID, InProcess, request_key, wait_op
+from tests.e2e.support import DETAIL, GRID, InProcess, request_key, wait_op
 from tests.site_stack import (
     STEP_TIMEOUT,
     in_memory_server,
@@ -23,6 +29,7 @@ from tests.site_stack import (
     sim_settings,
     solve_vericode,
     wait_for_tab,
+    wait_until,
 )
 
 pytestmark = pytest.mark.browser
@@ -191,3 +198,88 @@ async def test_operations_started_while_a_step_holds_the_search_page_wait_for_it
     assert {e["code"] for e in skipped["errors"]} == {"VERIFICATION_SKIPPED"}, skipped["errors"]
     assert_every_channel_done(done)
     assert after["status"] not in ("running", "awaiting_user"), after
+
+
+# --- the person's hands in the shown window ------------------------------------------------------
+
+SLOW_GRID: dict[str, Any] = {"latency": [{"path": GRID, "ms": 800, "form_lacks": PAGE_OWN}]}
+
+
+async def replays_in_flight(sim: SimServer, since: int = 0) -> None:
+    """The product's grid replays are out (their answers held back by SLOW_GRID)."""
+    await wait_until(
+        lambda: len([e for e in sim.requests_for(GRID, "POST")[since:] if not is_page_form(e)]) >= 2,
+        "two grid replays sent",
+    )
+
+
+@pytest.mark.parametrize("hand", ["closes the work tab", "the work tab's renderer crashes"])
+async def test_a_work_tab_lost_mid_search_is_replaced_without_relaunching_the_browser(
+    sim: SimServer, serve: Callable[..., Any], hand: str
+) -> None:
+    """The person closes the work tab in the shown window (or its renderer crashes) while the search
+    page's requests are in flight. Each request in flight relaunched the browser in turn, closing
+    every other tab, the person's own among them; now they are asked again in a new work tab."""
+    sim.set_scenario(SLOW_GRID)
+    async with serve() as app:
+        ctx = await app.services.host.ensure()
+        own = await ctx.new_page()  # a CNKI page the person opened themselves
+        await own.goto(f"{sim.origin}/")
+        started = await app.call("search", SEARCH)
+        await replays_in_flight(sim)
+        work = await app.services.host.work_page()
+        if hand == "closes the work tab":
+            await work.close()
+        else:
+            session = await ctx.new_cdp_session(work)
+            with contextlib.suppress(PlaywrightError):  # the crashed tab answers nothing
+                await session.send("Page.crash")
+        done = await wait_op(app.call, started)
+        launches = app.services.host.launches
+        kept = not own.is_closed()
+
+    assert_every_channel_done(done)
+    assert launches == 1
+    assert kept
+
+
+async def test_a_browser_that_dies_under_three_channels_is_relaunched_once(
+    sim: SimServer, serve: Callable[..., Any]
+) -> None:
+    """The person closes the last window (the browser exits) or the browser crashes while three
+    channels' requests are in flight: each recovered the browser, the later ones closing the one the
+    first had just launched (three launches, each a few seconds, every other tab closed twice)."""
+    sim.set_scenario(SLOW_GRID)
+    async with serve() as app:
+        started = await app.call("search", SEARCH)
+        await replays_in_flight(sim)
+        os.kill(app.services.host.status()["process_id"], signal.SIGKILL)
+        done = await wait_op(app.call, started)
+        launches = app.services.host.launches
+
+    assert_every_channel_done(done)
+    assert launches == 2
+
+
+async def test_details_loading_when_the_person_closes_the_work_tab_are_read_again(
+    sim: SimServer, serve: Callable[..., Any]
+) -> None:
+    """Detail pages load through the work tab; the person closing it mid-load ended the call
+    `partial` with SITE_UNAVAILABLE ("知网暂时不可用") though CNKI had answered every page."""
+    async with serve() as app:
+        ctx = await app.services.host.ensure()
+        searched = await wait_op(app.call, await app.call("search", {**SEARCH, "options": {"max_pages": 1}}))
+        sim.set_scenario({"latency": [{"path": DETAIL, "ms": 800}]})
+        since = len(sim.requests)
+        started = await app.call(
+            "get_metadata",
+            {"search_id": searched["operation_id"], "limit": 3, "fields": ["abstract"], "refresh": True},
+        )
+        await wait_until(lambda: any(e.path.startswith(DETAIL) for e in sim.requests[since:]), "a detail sent")
+        await (await app.services.host.work_page()).close()
+        done = await wait_op(app.call, started)
+        pages = len(ctx.pages)
+
+    assert done["status"] == "completed" and done["errors"] == [], done
+    assert all(r["abstract"] for r in done["result"]["records"])
+    assert pages == 1  # the new work tab alone

@@ -211,6 +211,32 @@ async def test_a_detail_page_cut_short_is_opened_once_more_and_the_read_complete
     assert [e.fault for e in app.sim.requests_for(DETAIL, "GET")] == ["truncated", None]
 
 
+@pytest.mark.parametrize(("tool", "record_id"), [("read_online_html", "r0066"), ("download_paper", "r0011")])
+async def test_a_detail_tab_the_person_closes_before_it_is_read_is_opened_once_more(
+    app: App, tool: str, record_id: str
+) -> None:
+    """The person closes the background detail tab in the shown window while it loads: the call
+    ended INTERNAL ("TargetClosedError") or SITE_UNAVAILABLE, nothing clicked. It is opened again."""
+    ref = await app.ref(record_id)
+    ctx = await app.services.host.ensure()
+    closed: list[Any] = []
+
+    def person_closes_the_first(page: Any) -> None:
+        def on_loaded(_page: Any) -> None:
+            if DETAIL in page.url and not closed:  # the first detail page shown
+                closed.append(asyncio.ensure_future(page.close()))
+
+        page.on("domcontentloaded", on_loaded)
+
+    ctx.on("page", person_closes_the_first)
+    try:
+        done = await app.completed(tool, {"record_ref": ref})
+    finally:
+        ctx.remove_listener("page", person_closes_the_first)
+    assert closed and done["errors"] == [], done
+    assert len(app.sim.requests_for(DETAIL, "GET")) <= 2  # the closed tab's page and the new one's
+
+
 async def test_reader_slider_waits_for_the_person_and_the_read_completes(app: App) -> None:
     rec = app.sim.corpus.by_id["r0033"]
     ref = await app.ref("r0033")

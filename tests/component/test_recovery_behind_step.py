@@ -32,9 +32,12 @@ class Host:
     def lost_since(self, generation: int) -> bool:
         return False
 
-    async def recover(self) -> None:
+    async def recover(self, generation: int | None = None) -> bool:
+        if generation is not None and generation != self.generation:
+            return False  # recovered since by another request (BrowserHost.recover)
         self.recovered += 1
         self.generation += 1
+        return True
 
 
 class Page:
