@@ -129,9 +129,9 @@ class PlaywrightHumanPage:
 
     async def inspect(self) -> PageState:
         if self.page.is_closed():
-            # The person closed the tab: the retry that follows shows whether it was solved.
-            if self.kind == "login" and not await self._logged_in_elsewhere():
-                return PageState(PageKind.LOGIN)
+            # The person closed the tab: the retry that follows shows whether it was solved, and
+            # meets the login wall or the slider again (a new page shown) when it was not. A login
+            # tab closed unsolved kept the step waiting 20 minutes on a page no longer there.
             return PageState(PageKind.CLEAR)
         if self.kind == "login" and self.shown_since is None:
             self.shown_since = await document_origin(self.page)

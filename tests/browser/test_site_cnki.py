@@ -487,6 +487,30 @@ async def test_login_required_detail_waits_for_the_person_to_log_in(env: Env) ->
     assert [e.params.get("ok") for e in env.sim.requests_for("/login/submit", "POST")] == [True]
 
 
+async def test_a_login_tab_the_person_closes_is_shown_again_not_waited_on(env: Env) -> None:
+    # The person closed the login page without logging in: the step went on waiting 20 minutes
+    # for a page that no longer existed (`show` raised nothing). It ends as a closed slider's does:
+    # the retry meets the login wall again and shows a login page once more.
+    row = (await env.site.grid(request("违约金"))).rows[2]
+    env.sim.set_scenario({"faults": [{"path": DETAIL, "kind": "login_required", "at": [1, 2]}]})
+    op = FakeOp()
+    ctx = await env.host.ensure()
+
+    async def person() -> None:
+        await op.waiting.wait()
+        op.waiting.clear()
+        await tab_with(ctx, "/login").close()
+        await op.waiting.wait()
+        await log_in(tab_with(ctx, "/login"), "reader01", "secret")
+
+    solver = asyncio.create_task(person())
+    async with asyncio.timeout(STEP_TIMEOUT):
+        detail = await env.site.detail(row.detail_url or "", op)
+        await solver
+    assert detail.title == row.title
+    assert op.transitions == ["awaiting_user", "running", "awaiting_user", "running"]
+
+
 def _closed_port() -> int:
     """A 127.0.0.1 port nothing listens on (bound, then released)."""
     with socket.socket() as sock:
