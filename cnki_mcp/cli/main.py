@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -62,6 +63,10 @@ def escape_unencodable_output() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if sys.stderr is None:
+        # started with fd 2 closed (`2>&-`): print(file=None) writes to stdout, which `serve`
+        # speaks the protocol on, so a start-up error reached the client as a line of its stream
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - the process's own stderr
     escape_unencodable_output()
     given = list(sys.argv[1:] if argv is None else argv)
     first = given[0] if given else None
@@ -83,8 +88,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # `cnki-mcp config --list | head`: the reader went away; not an error worth a traceback.
-        import os
-
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

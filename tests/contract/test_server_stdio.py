@@ -167,6 +167,20 @@ def _answered_server(data: Path, cwd: Path, *, own_group: bool = False) -> Itera
         proc.stdout.close()
 
 
+def test_a_start_up_error_with_stderr_closed_never_reaches_the_protocol_channel(tmp_path: Path) -> None:
+    """A client that starts the server with fd 2 closed (`2>&-`): the start-up error was printed
+    on stdout, the stdio protocol channel, as a line the client could not read."""
+    not_a_folder = tmp_path / "a-file"
+    not_a_folder.write_text("")
+    done = subprocess.run(
+        [sys.executable, "-m", "cnki_mcp", "serve"], env=_env(not_a_folder), cwd=str(tmp_path),
+        stdin=subprocess.DEVNULL, capture_output=False, stdout=subprocess.PIPE, timeout=60,
+        preexec_fn=lambda: os.close(2),
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stdout == b""
+
+
 def test_ctrl_c_ends_a_stdio_server_whose_client_keeps_stdin_open(tmp_path: Path) -> None:
     """Ctrl-C in the terminal that runs `cnki-mcp serve` (SIGINT to its process group) after a
     client connected: the server exits 130 instead of waiting forever on the open stdin (the
