@@ -54,7 +54,7 @@ _AROUND_RE = re.compile(rf"{_YEAR}\s*年\s*(?:前后|左右)")
 # 底 / 末 / 止 after a year end the phrase only where no word goes on (2020年底的, 2020年止，): in
 # 2020年底层民众, 2020年止咳药物, 2020年末梢 they begin the next word
 _WORD_ENDS = r"(?=的|[^\u4e00-\u9fff]|$)"
-_YEAR_END = rf"(?:(?:底|末){_WORD_ENDS}|(?:底|末)(?=为止|止))?"
+_YEAR_END = r"(?:(?:底|末)(?=为止|止|的|[^\u4e00-\u9fff]|$))?"
 _UNTIL_END = rf"(?:为止|止{_WORD_ENDS})"
 _RANGE_RE = re.compile(
     rf"(?:从|自)?{_YEAR}\s*年?(?:以来|起|开始)?{_DASH}{_YEAR}\s*年?{_YEAR_END}(?:间|期间|{_UNTIL_END})?"

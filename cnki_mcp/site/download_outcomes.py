@@ -14,6 +14,7 @@ from playwright.async_api import Page
 from cnki_mcp.errors import SideEffectUncertain, SiteError
 from cnki_mcp.files import FileFormat
 from cnki_mcp.parse.gate import error_page
+from cnki_mcp.site.endpoints import UNSENT_NET_ERRORS
 
 REFUSAL_WINDOW = 300  # site-rules.md §2.7: refusal text within the first 300 characters of the body
 LOW_DISK_BYTES = 16 * 1024 * 1024  # below this free space a failed download is put down to the disk
@@ -23,13 +24,6 @@ _REFUSAL = re.compile(r"余额不足|未订购|无权|没有权限|暂无权限|
 ORDER_PATH = "/bar/download/order"
 # Chromium's own page for a navigation that failed in the network (connection reset, DNS ...)
 BROWSER_ERROR_URL = "chrome-error://"
-# Failures that leave the order request unsent: no connection to CNKI was made, nothing it could
-# charge for (any other, e.g. a reset or a timeout mid-answer, may come after CNKI took the order).
-UNSENT_NET_ERRORS = frozenset({
-    "net::ERR_NAME_NOT_RESOLVED", "net::ERR_NAME_RESOLUTION_FAILED", "net::ERR_CONNECTION_REFUSED",
-    "net::ERR_INTERNET_DISCONNECTED", "net::ERR_ADDRESS_UNREACHABLE", "net::ERR_PROXY_CONNECTION_FAILED",
-    "net::ERR_CONNECTION_TIMED_OUT",
-})  # fmt: skip
 _ERROR_NAME = re.compile(r"\bERR_[A-Z0-9_]+\b")
 BODY_TEXT_JS = "() => (document.body ? document.body.innerText : '').trim().slice(0, 2000)"
 

@@ -27,6 +27,23 @@ def without_query(text: str) -> str:
     return _URL_IN_TEXT.sub(r"\1", text)
 
 
+# Failures of a navigation or request that reached no server: no connection was made, so nothing
+# was sent (`download_outcomes`: an order CNKI could charge for; `login.py`: a login page). Any
+# other (a reset, a timeout mid-answer) may come after the server took the request.
+UNSENT_NET_ERRORS = frozenset({
+    "net::ERR_NAME_NOT_RESOLVED", "net::ERR_NAME_RESOLUTION_FAILED", "net::ERR_CONNECTION_REFUSED",
+    "net::ERR_INTERNET_DISCONNECTED", "net::ERR_ADDRESS_UNREACHABLE", "net::ERR_PROXY_CONNECTION_FAILED",
+    "net::ERR_CONNECTION_TIMED_OUT",
+})  # fmt: skip
+_NET_ERROR = re.compile(r"net::ERR_[A-Z0-9_]+")
+
+
+def unsent_net_error(exc: BaseException) -> str | None:
+    """The `net::ERR_…` an exception names when it is one of UNSENT_NET_ERRORS, else None."""
+    found = _NET_ERROR.search(str(exc))
+    return found.group(0) if found and found.group(0) in UNSENT_NET_ERRORS else None
+
+
 REASON_CHARS = 200  # an error's `reason` from an exception's text is cut to this many characters
 
 

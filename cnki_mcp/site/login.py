@@ -27,8 +27,7 @@ from cnki_mcp.models import HeaderIdentity
 from cnki_mcp.parse.gate import read_header_identity
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.browser import BrowserHost
-from cnki_mcp.site.download_outcomes import UNSENT_NET_ERRORS
-from cnki_mcp.site.endpoints import Endpoints, error_reason, without_query
+from cnki_mcp.site.endpoints import Endpoints, error_reason, unsent_net_error, without_query
 from cnki_mcp.site.human import HumanGate, PageKind, PageState
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.navigation import NAV_TIMEOUT_MS
@@ -230,7 +229,7 @@ class LoginFlow:
             if self.host.note_error(exc):
                 raise BrowserUnavailable("浏览器连接已断开", reason=error_reason(exc)) from exc
             reason = error_reason(exc, first_line=True)
-            unreachable = next((name for name in UNSENT_NET_ERRORS if name in str(exc)), None)
+            unreachable = unsent_net_error(exc)
             if unreachable is not None:
                 # No connection was made (DNS, refused, offline, proxy): the person would wait
                 # 20 minutes before a browser error page, and a headless one cannot even see it.

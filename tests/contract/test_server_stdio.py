@@ -174,7 +174,7 @@ def test_a_start_up_error_with_stderr_closed_never_reaches_the_protocol_channel(
     not_a_folder.write_text("")
     done = subprocess.run(
         [sys.executable, "-m", "cnki_mcp", "serve"], env=_env(not_a_folder), cwd=str(tmp_path),
-        stdin=subprocess.DEVNULL, capture_output=False, stdout=subprocess.PIPE, timeout=60,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, timeout=60,
         preexec_fn=lambda: os.close(2),
     )  # fmt: skip
     assert done.returncode == 2

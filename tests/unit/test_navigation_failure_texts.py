@@ -18,7 +18,7 @@ from playwright.async_api import Error as PlaywrightError
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import CnkiError
 from cnki_mcp.settings import Settings
-from cnki_mcp.site.endpoints import Endpoints
+from cnki_mcp.site.endpoints import Endpoints, unsent_net_error
 from cnki_mcp.site.login import LoginFlow
 from cnki_mcp.site.reading import DetailTabs
 from cnki_mcp.site.search_page import SearchPage
@@ -85,3 +85,17 @@ async def test_a_slider_page_the_browser_lost_is_site_unavailable_without_the_ur
     assert info.value.code == "SITE_UNAVAILABLE" and page.visited == [url]
     assert "SECRETTOKEN" not in repr(info.value.details)
     assert "net::ERR_CONNECTION_RESET" in info.value.details["reason"]  # what failed is still said
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Page.goto: net::ERR_CONNECTION_REFUSED at https://vpn.example.edu/\nCall log: ...", "net::ERR_CONNECTION_REFUSED"),
+        ("Page.goto: net::ERR_NAME_NOT_RESOLVED at https://vpn.example.edu/", "net::ERR_NAME_NOT_RESOLVED"),
+        ("Page.goto: net::ERR_CONNECTION_RESET at https://vpn.example.edu/", None),  # may have been taken
+        ("Page.goto: Timeout 30000ms exceeded.", None),
+        ("", None),
+    ],
+)
+def test_only_a_failure_that_reached_no_server_is_named_unsent(text: str, name: str | None) -> None:
+    assert unsent_net_error(PlaywrightError(text)) == name
