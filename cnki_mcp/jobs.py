@@ -114,13 +114,6 @@ class HumanControl(Protocol):
 
     def resume(self) -> None: ...
 
-    def waiting_step_owner(self) -> str:
-        """The operation whose human step is open (the step's owner; VERIFICATION_NOT_FOUND when
-        no step is): what `resume` without an operation_id concerns."""
-        if self.human is None or not self.human.active or not self.human.waiting_operations:
-            raise VerificationNotFound()
-        return self.human.waiting_operations[0]
-
     async def show(self) -> bool: ...
 
 
