@@ -56,6 +56,7 @@ from cnki_mcp.site.grid_template import (
     fingerprint,
 )
 from cnki_mcp.site.human import HumanGate
+from cnki_mcp.site.launch_error import browser_lost, short_of_disk
 from cnki_mcp.site.limiter import Limiter, Priority
 from cnki_mcp.site.navigation import MAX_ATTEMPTS, NAV_TIMEOUT_MS
 from cnki_mcp.site.page_apis import block_page_apis
@@ -330,6 +331,8 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
         slow_answers = 0
         for number in range(1, MAX_ATTEMPTS + 1):
             epoch = self._gate.epoch
+            if number > 1 and not self._host.started:
+                await self._host.ensure()  # relaunched first: a death under this attempt is its own
             generation = self._host.generation
             try:
                 return await attempt()
@@ -360,6 +363,10 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                     # CNKI being down (SITE_UNAVAILABLE ended a search's enrichment)
                     log.warning("the browser died under a request; asking again in a new one: %s", exc)
                     continue
+                if (full := short_of_disk(self._host.profile_dir)) is not None:
+                    raise full from exc  # a body read refused, a tab or browser dead: the disk, not CNKI
+                if number > 1 and self._host.lost_since(generation):
+                    raise browser_lost(exc, self._host.profile_dir) from exc
                 raise transport_unavailable(exc) from exc
             except _HumanNeeded as need:
                 back = await self._person_step(need, op, epoch)

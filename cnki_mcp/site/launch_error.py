@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 
 from cnki_mcp.errors import BrowserProfileInUse, BrowserUnavailable
+from cnki_mcp.files import free_space
 
 # Playwright's launch error quotes the browser's own stderr, one `[pid=N][err] …` line each.
 _BROWSER_SAID = re.compile(r"^\[pid=\d+\]\[err\] (.*)$", re.MULTILINE)
@@ -20,6 +22,12 @@ _BROWSER_SAID = re.compile(r"^\[pid=\d+\]\[err\] (.*)$", re.MULTILINE)
 # takes such a lock over by itself.
 _OTHER_HOST = re.compile(r"in use by another \S+ process \((\d+)\) on another computer \(([^)]*)\)")
 SINGLETON_LOCK = "SingletonLock"
+# Below this free space on the temp directory's or the profile's disk the browser cannot work: with
+# TMPDIR on a full disk every Network.loadNetworkResource body read fails ("Protocol error
+# (IO.read): Read failed"); with the profile's disk full the browser dies under the next page.
+TEMP_LOW_BYTES = 32 * 1024 * 1024
+TEMP_DISK_FULL = "temp_disk_full"  # details.reason: the temp directory's disk is full
+BROWSER_DIED = "browser_died"  # details.reason: the browser died under the same request twice
 NO_DISPLAY = "no_display"  # details.reason of a headed launch the display refused
 LAUNCH_SECONDS = 60.0  # a browser that has not started by then never will (a hung launcher)
 
@@ -58,6 +66,49 @@ def launch_error(exc: Exception, *, profile: Path, launch_seconds: float) -> Exc
         )
     message = f"浏览器启动失败：{said[-1]}" if said else "浏览器启动失败"
     return BrowserUnavailable(message, reason=first, browser_output=said)
+
+
+def browser_temp_dir() -> Path:
+    """The browser's temp directory: TMPDIR (TMP/TEMP on Windows) as the browser reads it.
+    Not tempfile.gettempdir(): that one writes a probe file and, on a full TMPDIR, quietly
+    falls back to another directory."""
+    for name in ("TMPDIR", "TMP", "TEMP"):
+        if os.environ.get(name):
+            return Path(os.environ[name])
+    return Path(tempfile.gettempdir())
+
+
+def short_of_disk(profile: Path | None = None) -> BrowserUnavailable | None:
+    """BROWSER_UNAVAILABLE when the disk of the temp directory (TMPDIR: Chromium's scratch and
+    response-stream files) or of the browser profile is (nearly) full, else None. With either full
+    the browser fails under every page (a stream read refused, or the browser dying), which read
+    as CNKI being down (SITE_UNAVAILABLE, 知网暂时不可用)."""
+    places = [(browser_temp_dir(), TEMP_DISK_FULL, "临时目录", "或把环境变量 TMPDIR 指向有空间的目录")]
+    if profile is not None:
+        places.append((profile, "disk_full", "浏览器资料目录", ""))
+    for folder, reason, what, other in places:
+        free = free_space(folder)
+        if free is not None and free < TEMP_LOW_BYTES:
+            return BrowserUnavailable(
+                f"浏览器无法工作：{what} {folder} 所在磁盘已满（剩余 {free // 1024} KB）。释放空间{other}后重试",
+                reason=reason, directory=str(folder), free_bytes=free,
+            )  # fmt: skip
+    return None
+
+
+def browser_lost(exc: BaseException, profile: Path | None = None) -> BrowserUnavailable:
+    """BROWSER_UNAVAILABLE for a browser that died under a request, was relaunched and died under
+    it again: the browser failed, not CNKI (it was SITE_UNAVAILABLE, 知网暂时不可用). A full disk
+    is the usual cause, and is said when it is one."""
+    said = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+    full = short_of_disk(profile)
+    if full is not None:
+        full.details["browser_output"] = [said]
+        return full
+    return BrowserUnavailable(
+        "浏览器重启后再次崩溃，请求没有发出；用 cnki-mcp doctor 检查浏览器后重试",
+        reason=BROWSER_DIED, browser_output=[said],
+    )  # fmt: skip
 
 
 # Chromium's words when its sandbox cannot start: no user namespaces and no setuid helper

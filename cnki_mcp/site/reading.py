@@ -51,6 +51,7 @@ from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded, close_
 from cnki_mcp.site.endpoints import error_reason, same_url
 from cnki_mcp.site.grid_template import exact_title_subject
 from cnki_mcp.site.human import HumanGate, PageKind, PageState, StepKind
+from cnki_mcp.site.launch_error import browser_lost
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.navigation import NAV_TIMEOUT_MS, goto_or_cut
 from cnki_mcp.site.page_apis import block_page_apis
@@ -186,7 +187,14 @@ class DetailTabs:
             if not self.host.lost_since(generation):
                 raise
             log.warning("the browser died under a detail tab; opening it again in a new one: %s", exc)
-            return await self._open_once(paper, op)
+            await self.host.ensure()  # relaunched first: a death under the second tab is its own
+            generation = self.host.generation
+            try:
+                return await self._open_once(paper, op)
+            except SiteUnavailable as again:
+                if self.host.lost_since(generation):
+                    raise browser_lost(again, self.host.profile_dir) from again
+                raise
 
     async def _open_once(self, paper: Paper, op: SiteOp | None) -> OpenedDetail:
         url = paper.locator or await self.relocate(paper, op)

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from cnki_mcp.clock import SystemClock
+from cnki_mcp.errors import CnkiError
 from cnki_mcp.identity import Paper
 from cnki_mcp.reading_service import ReadingService
 from cnki_mcp.sim.server import SimServer
@@ -89,31 +90,39 @@ async def test_complete_reader_opens_in_a_new_tab_and_every_heading_becomes_a_se
     assert await open_tabs(env) == before  # the detail and reader tabs are closed again
 
 
+@pytest.mark.parametrize("deaths", [1, 2])
 async def test_a_read_whose_browser_dies_under_the_detail_page_opens_it_again_in_a_new_browser(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    env: Env, monkeypatch: pytest.MonkeyPatch, deaths: int
 ) -> None:
     """The browser killed (or crashed) while the detail tab loads: the page was never answered, so
     it is opened once more in the relaunched browser and the read goes on. It ended `partial` with
-    SITE_UNAVAILABLE (知网暂时不可用) and no next step, blaming CNKI."""
+    SITE_UNAVAILABLE (知网暂时不可用) and no next step, blaming CNKI. A browser that dies under it
+    again is the browser's failure: BROWSER_UNAVAILABLE, reason browser_died."""
     tabs = env.reader.tabs
     await env.host.ensure()
     generation = env.host.generation
-    pid = env.host.status()["process_id"]
-    assert pid is not None
     load = tabs._load
     killed: list[int] = []
 
     async def kill_then_load(page: Any, url: str, op: Any) -> Any:
-        if not killed:
+        if len(killed) < deaths:
+            pid = env.host.status()["process_id"]
+            assert pid is not None
             killed.append(pid)
             os.kill(pid, signal.SIGKILL)
         return await load(page, url, op)
 
     monkeypatch.setattr(tabs, "_load", kill_then_load)
     async with asyncio.timeout(STEP_TIMEOUT):
-        capture = await env.reader.read(paper_for(env.sim, "r0001"), FakeOp())
-    assert killed and capture.page.title == env.sim.corpus.by_id["r0001"].title
-    assert env.host.generation == generation + 1 and env.host.started
+        if deaths == 1:
+            capture = await env.reader.read(paper_for(env.sim, "r0001"), FakeOp())
+            assert capture.page.title == env.sim.corpus.by_id["r0001"].title
+        else:
+            with pytest.raises(CnkiError) as caught:
+                await env.reader.read(paper_for(env.sim, "r0001"), FakeOp())
+            assert (caught.value.code, caught.value.details["reason"]) == ("BROWSER_UNAVAILABLE", "browser_died")
+    assert len(killed) == deaths
+    assert env.host.generation == generation + 1  # relaunched once, never after the second death
 
 
 async def test_trial_reader_is_marked_and_returned_at_once(env: Env) -> None:

@@ -268,30 +268,49 @@ async def test_detail_and_journal_are_fetched_without_rendering(env: Env) -> Non
     assert len(env.sim.requests_for("/knavi/detail", "GET")) == 1
 
 
+@pytest.mark.parametrize(
+    ("deaths", "temp_full", "code", "reason"),
+    [(1, False, None, None), (2, False, "BROWSER_UNAVAILABLE", "browser_died"),
+     (2, True, "BROWSER_UNAVAILABLE", "temp_disk_full")],
+    ids=["once", "twice", "twice_temp_disk_full"],
+)  # fmt: skip
 async def test_a_detail_whose_browser_dies_under_it_is_asked_again_in_a_new_browser(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    env: Env, monkeypatch: pytest.MonkeyPatch, deaths: int, temp_full: bool, code: str | None, reason: str | None
 ) -> None:
     """The browser killed (or crashed) while a detail page is on its way: the request was never
     answered, so it is asked once more in the relaunched browser. It ended SITE_UNAVAILABLE
-    (知网暂时不可用), which stopped a search's whole enrichment stage and blamed CNKI."""
+    (知网暂时不可用), which stopped a search's whole enrichment stage and blamed CNKI. A browser
+    that dies again under the same page is the browser's failure (BROWSER_UNAVAILABLE), and a
+    full temp directory, which kills it that way, is named."""
+    from cnki_mcp.site import launch_error
+
     row = (await env.site.grid(request("违约金"))).rows[0]
     await env.host.ensure()
     generation = env.host.generation
-    pid = env.host.status()["process_id"]
-    assert pid is not None
+    if temp_full:
+        temp = launch_error.browser_temp_dir()
+        monkeypatch.setattr(launch_error, "free_space", lambda folder: 0 if folder == temp else 10 * 1024**3)
     load = env.site._load
     killed: list[int] = []
 
     async def kill_then_load(url: str, op: Any) -> Any:
-        if not killed:
+        if len(killed) < deaths:
+            pid = env.host.status()["process_id"]
+            assert pid is not None
             killed.append(pid)
             os.kill(pid, signal.SIGKILL)
         return await load(url, op)
 
     monkeypatch.setattr(env.site, "_load", kill_then_load)
-    detail = await env.site.detail(row.detail_url or "")
-    assert killed and detail.title == row.title
-    assert env.host.generation == generation + 1 and env.host.started
+    if code is None:
+        detail = await env.site.detail(row.detail_url or "")
+        assert detail.title == row.title
+    else:
+        with pytest.raises(CnkiError) as caught:
+            await env.site.detail(row.detail_url or "")
+        assert (caught.value.code, caught.value.details["reason"]) == (code, reason)
+    assert len(killed) == deaths
+    assert env.host.generation == generation + 1  # relaunched once, never after the second death
 
 
 async def test_script_rendered_detail_falls_back_to_a_rendered_tab(env: Env) -> None:

@@ -25,6 +25,8 @@ class Host:
     """What the retry loop asks of the browser host."""
 
     generation = 1
+    started = True
+    profile_dir = None
 
     def __init__(self) -> None:
         self.recovered = 0

@@ -148,3 +148,35 @@ async def test_a_driver_that_dies_at_start_is_browser_unavailable_not_internal(
     await host.close()
     probed = await probe_browser_async("/usr/bin/chromium")
     assert not probed.ok and probed.error
+
+
+@pytest.mark.parametrize(
+    ("full", "reason"), [("temp", "temp_disk_full"), ("profile", "disk_full"), (None, None)]
+)
+def test_a_full_temp_or_profile_disk_is_named_as_what_stops_the_browser(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, full: str | None, reason: str | None
+) -> None:
+    """With TMPDIR's disk full every body read of the page loader fails; with the profile's the
+    browser dies under the next page. Both read as CNKI being down (SITE_UNAVAILABLE)."""
+    from cnki_mcp.site import launch_error as module
+
+    temp, profile = tmp_path / "tmp", tmp_path / "browser-profile"
+    monkeypatch.setenv("TMPDIR", str(temp))
+    free = {"temp": temp, "profile": profile}.get(full or "")
+    monkeypatch.setattr(module, "free_space", lambda folder: 0 if folder == free else 10 * 1024**3)
+    error = module.short_of_disk(profile)
+    assert (error and error.details["reason"]) == reason
+    if error is not None:
+        assert error.code == "BROWSER_UNAVAILABLE" and error.details["directory"] == str(free)
+
+
+def test_the_browsers_temp_directory_is_tmpdir_even_where_python_would_not_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tempfile.gettempdir() probes TMPDIR with a file and, on a full disk, quietly picks another
+    directory; the browser still writes to TMPDIR."""
+    from cnki_mcp.site.launch_error import browser_temp_dir
+
+    missing = tmp_path / "no-such-dir"
+    monkeypatch.setenv("TMPDIR", str(missing))
+    assert browser_temp_dir() == missing
