@@ -228,6 +228,12 @@ class Services:
         try:
             with contextlib.suppress(Exception):
                 await self.jobs.shutdown()
+            close_pipeline = getattr(self._pipeline, "close", None)  # test pipelines may have none
+            if close_pipeline is not None:
+                try:
+                    await close_pipeline()
+                except Exception:
+                    log.warning("closing the research pipeline failed", exc_info=True)
             if self._downloader is not None:
                 try:
                     await self._downloader.close()

@@ -333,6 +333,16 @@ class Enricher:
                     del self._journal_flights[key]
                 flight.task.cancel()
 
+    async def close(self) -> None:
+        """Stop the journal reads still in flight (server exit, after the operations ended): a
+        read whose search ended by its deadline or an error went on into the closing browser,
+        and asyncio printed its failure as "unhandled exception during asyncio.run() shutdown"."""
+        flights = list(self._journal_flights.values())
+        self._journal_flights.clear()
+        for flight in flights:
+            flight.task.cancel()
+        await asyncio.gather(*(flight.task for flight in flights), return_exceptions=True)
+
     async def _fetch_journal(self, paper: Paper, key: str, ctx: OperationContext) -> None:
         assert paper.source_url is not None
         try:

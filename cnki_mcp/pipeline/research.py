@@ -257,6 +257,10 @@ class ResearchPipeline:
 
     # --- research search ----------------------------------------------------------------
 
+    async def close(self) -> None:
+        """Stop the reads that outlived their operations (server exit)."""
+        await self.enricher.close()
+
     def plan(self, inp: SearchInput, sampled_text: str | None = None) -> Plan:
         """The plan for `inp` (see `plan_search`); the segmenter loads on its first use."""
         return plan_search(inp, sampled_text, now_year=self.now_year(), cut=self.segmenter)

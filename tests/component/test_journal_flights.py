@@ -116,3 +116,22 @@ async def test_a_journal_flight_failing_after_its_reader_was_cancelled_reports_n
         assert [c for c in reported if "never retrieved" in str(c.get("message", ""))] == []
     finally:
         loop.set_exception_handler(previous)
+
+
+async def test_a_journal_read_its_search_left_behind_is_stopped_when_the_server_closes(
+    clock: FakeClock, store: Store
+) -> None:
+    """A search stopped by its deadline lets its journal read land; at server exit that read ran
+    on into the closing browser, and asyncio printed its error at shutdown."""
+    site = FailingJournalSite()
+    enricher = Enricher(cast(SiteBackend, site), store, clock)
+    paper = Paper(record_ref="r1", title="违约金酌减", source="法学研究", source_url="https://x.test/j")
+    reader = asyncio.ensure_future(enricher._journal(paper, cast(OperationContext, DeadlineStopped())))
+    await site.started.wait()
+    flight = next(iter(enricher._journal_flights.values())).task
+    reader.cancel()
+    await asyncio.gather(reader, return_exceptions=True)
+    assert not flight.done()  # left to land, as the deadline rule wants
+    await enricher.close()
+    assert flight.cancelled() and not site.raised
+    assert enricher._journal_flights == {}
