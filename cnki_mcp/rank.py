@@ -6,7 +6,8 @@ papers into `Candidate`s; `quality` is set only when the journal lookup is `pres
 the current parser, exactly the condition under which the reference scores tier and impact.
 
 `ReferenceRanker` reproduces the reference formulas constant for constant (except that AMI权威 and
-AMI顶级 journals score as AMI核心 ones, `tier_score`). Another ranker can be
+AMI顶级 journals score as AMI核心 ones and the extended lists CSSCI扩展版/CSCD扩展版 below their source lists,
+`tier_score`). Another ranker can be
 measured against it (scripts/bench.py quality) by implementing the `Ranker` protocol."""
 
 from __future__ import annotations
@@ -305,8 +306,12 @@ _AMI_CORE_GRADES = ("顶级", "权威", "核心")
 
 def tier_score(tier: str) -> float:
     """The reference tier table, except that the AMI grades above 核心 (顶级, 权威) score as 核心
-    does (the reference gave them 0 below AMI核心's 0.88); AMI 扩展/入库 and `EI来源期刊` score 0."""
+    does (the reference gave them 0 below AMI核心's 0.88), and the extended lists (CSSCI扩展版,
+    CSCD扩展版/扩展库) as EI does, below their source lists (the reference read any tag holding
+    CSSCI or CSCD as the source list); AMI 扩展/入库 and `EI来源期刊` score 0."""
     u = tier.strip().upper()
+    if "扩展" in u and ("CSSCI" in u or "CSCD" in u):
+        return 0.90
     if "CSSCI" in u:
         return 0.96
     if u in ("SSCI", "SCI", "SCI-E", "A&HCI"):
