@@ -6,7 +6,8 @@ papers into `Candidate`s; `quality` is set only when the journal lookup is `pres
 the current parser, exactly the condition under which the reference scores tier and impact.
 
 `ReferenceRanker` reproduces the reference formulas constant for constant (except that AMI权威 and
-AMI顶级 journals score as AMI核心 ones, `tier_score`). Another ranker can be
+AMI顶级 journals score as AMI核心 ones and the extended lists CSSCI扩展版/CSCD扩展版 below their source lists,
+`tier_score`). Another ranker can be
 measured against it (scripts/bench.py quality) by implementing the `Ranker` protocol."""
 
 from __future__ import annotations
@@ -228,12 +229,74 @@ class Ranked:
 # --- quality features ---------------------------------------------------------------------
 
 
+# What people call a list (南大核心, 中文核心期刊, C刊, SCIE …) -> the name a navi page tags it
+# with (DESIGN.md "Journal pages"): `source_tiers` takes either. Keys upper-cased, spaces removed.
+TIER_ALIASES: dict[str, str] = {
+    "南大核心": "CSSCI",
+    "南大核心期刊": "CSSCI",
+    "CSSCI期刊": "CSSCI",
+    "C刊": "CSSCI来源期刊",
+    "CSSCI来源": "CSSCI来源期刊",
+    "中文核心": "北大核心",
+    "中文核心期刊": "北大核心",
+    "北大核心期刊": "北大核心",
+    "北大中文核心": "北大核心",
+    "核心期刊": "核心",
+    "CSCD核心": "CSCD核心库",
+    "CSCD核心期刊": "CSCD核心库",
+    "CSCD来源期刊": "CSCD核心库",
+    "CSCD扩展库": "CSCD扩展",
+    "CSCD扩展版": "CSCD扩展",
+    "SCIE": "SCI",
+    "SCI-E": "SCI",
+    "SCI来源期刊": "SCI",
+    "SCI期刊": "SCI",
+    "SSCI来源期刊": "SSCI",
+    "EI来源期刊": "EI",
+    "EI期刊": "EI",
+    "AHCI": "A&HCI",
+}
+# The tags a navi page shows (tests/fixtures/cnki-real/dataset/navi_tier_labels_2023.txt) and the
+# older names the parser also reads (DESIGN.md "Journal pages"): a `source_tiers` name that finds
+# none of them, nor a tag stored, can only filter every paper out.
+KNOWN_TIERS: tuple[str, ...] = (
+    "CSSCI", "CSSCI扩展版", "CSSCI来源集刊", "CSSCI来源期刊", "北大核心", "CSCD", "CSCD扩展版", "CSCD核心库",
+    "SCI", "SCI-E", "SSCI", "A&HCI", "EI", "AMI顶级", "AMI权威", "AMI核心", "AMI扩展", "AMI入库",
+    "AMI集刊核心", "AMI集刊入库", "AMI新刊核心", "AMI新刊入库", "AMI职院刊核心", "AMI职院刊扩展", "AMI职院刊入库",
+    "AMI外文刊权威", "AMI外文刊核心", "AMI外文刊入库", "JST", "WJCI", "INSPEC", "CA", "Pж(AJ)", "卓越期刊",
+    "社科基金资助期刊",
+)  # fmt: skip
+# A source list without its extended one: a navi page tags the CSSCI source journals `CSSCI`
+# and the extended list `CSSCI扩展版` (the CSCD core library `CSCD`, the extended `CSCD扩展版`).
+_EXACT_LISTS: dict[str, frozenset[str]] = {
+    "CSSCI来源期刊": frozenset({"CSSCI", "CSSCI来源期刊"}),
+    "CSCD核心库": frozenset({"CSCD", "CSCD来源期刊", "CSCD核心库"}),
+}
+# 核心 alone: any core list, the extended lists (CSSCI扩展版, CSCD扩展版, AMI扩展) aside.
+_CORE_LISTS = frozenset({"CSSCI", "CSSCI来源期刊", "CSSCI来源集刊", "CSCD", "CSCD来源期刊", "CSCD核心库"})
+
+
+def tier_wanted(wanted: str) -> str:
+    """The tag name `wanted` asks for: an alias resolved (`南大核心` -> `CSSCI`), upper-cased."""
+    key = re.sub(r"\s+", "", wanted).upper()
+    return TIER_ALIASES.get(key, key)
+
+
 def tier_matches(wanted: str, tier: str) -> bool:
     """Whether the tier CNKI lists (`CSSCI扩展版`, `AMI核心`, `SCI-E`, `北大核心`) is asked for by
-    `wanted` (case ignored): `wanted` occurs in it, but not inside a longer Latin name, so `SCI`
-    is not `CSSCI` or `SSCI` while `CSSCI`, `AMI` and `核心` still find their variants."""
-    needle = re.escape(wanted.strip().upper())
-    return bool(needle) and re.search(rf"(?<![A-Z]){needle}(?![A-Z])", tier.upper()) is not None
+    `wanted` (case ignored, an alias read as its list: `tier_wanted`): `wanted` occurs in it, but
+    not inside a longer Latin name, so `SCI` is not `CSSCI` or `SSCI` while `CSSCI`, `AMI` and
+    `CSCD` still find their variants. `CSSCI来源期刊` and `CSCD核心库` are the source lists
+    without their extended ones; `核心` is any core list (北大核心, CSSCI, CSCD, AMI 核心 and up)."""
+    want = tier_wanted(wanted)
+    if not want:
+        return False
+    tag = re.sub(r"\s+", "", tier).upper()
+    if want in _EXACT_LISTS:
+        return tag in _EXACT_LISTS[want]
+    if want == "核心":
+        return tag in _CORE_LISTS or "核心" in tag or (tag.startswith("AMI") and tier_score(tag) > 0)
+    return re.search(rf"(?<![A-Z]){re.escape(want)}(?![A-Z])", tag) is not None
 
 
 # AMI grades (中国人文社会科学期刊AMI综合评价) from 核心 up: 顶级 > 权威 > 核心, in any of its lists
@@ -243,8 +306,12 @@ _AMI_CORE_GRADES = ("顶级", "权威", "核心")
 
 def tier_score(tier: str) -> float:
     """The reference tier table, except that the AMI grades above 核心 (顶级, 权威) score as 核心
-    does (the reference gave them 0 below AMI核心's 0.88); AMI 扩展/入库 and `EI来源期刊` score 0."""
+    does (the reference gave them 0 below AMI核心's 0.88), and the extended lists (CSSCI扩展版,
+    CSCD扩展版/扩展库) as EI does, below their source lists (the reference read any tag holding
+    CSSCI or CSCD as the source list); AMI 扩展/入库 and `EI来源期刊` score 0."""
     u = tier.strip().upper()
+    if "扩展" in u and ("CSSCI" in u or "CSCD" in u):
+        return 0.90
     if "CSSCI" in u:
         return 0.96
     if u in ("SSCI", "SCI", "SCI-E", "A&HCI"):

@@ -19,6 +19,7 @@ from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.identity import Paper
 from cnki_mcp.models import DocType
 from cnki_mcp.pipeline.models import MAX_OFFSET, SEARCH_ID_CHARS
+from cnki_mcp.rank import KNOWN_TIERS, tier_matches
 from cnki_mcp.store import LibraryFilters, Store
 from cnki_mcp.store.library import MAX_TEXT_CHARS, normalise, parse_library_query
 
@@ -246,6 +247,32 @@ def document_types(store: Store, wanted: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+# The names `source_tiers` suggests when one finds nothing (any alias works too: rank.TIER_ALIASES).
+TIER_SUGGESTIONS = ("CSSCI", "CSSCI来源期刊", "CSSCI扩展版", "北大核心", "CSCD", "CSCD核心库", "CSCD扩展版", "SCI", "SSCI", "EI", "AMI", "核心")
+
+
+def source_tiers(store: Store, wanted: list[str]) -> tuple[str, ...]:
+    """The filter's tier names; a name that asks for no tier CNKI lists (`rank.KNOWN_TIERS`,
+    aliases read as their list: 南大核心, 中文核心期刊, SCIE …) nor one a stored journal page
+    lists is INVALID_ARGUMENT naming the tiers to use, as an unknown document type is."""
+    out: list[str] = []
+    stored: set[str] | None = None
+    for raw in wanted:
+        name = raw.strip()
+        if not name:
+            continue
+        if not any(tier_matches(name, t) for t in KNOWN_TIERS):
+            stored = store.stored_tiers() if stored is None else stored
+            if not any(tier_matches(name, t) for t in stored):
+                raise InvalidInput(
+                    f"未知的来源级别：{raw}；可用：{'、'.join(TIER_SUGGESTIONS)}（或期刊页所列的其他收录名）",
+                    source_tier=raw,
+                    allowed=list(TIER_SUGGESTIONS),
+                )
+        out.append(name)
+    return tuple(dict.fromkeys(out))
+
+
 def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock) -> LibraryPage:
     """One page of stored papers matching every term of `inp.query`."""
     # 0 is no bound, as search and structured_search read it (year_to=0 found nothing)
@@ -261,7 +288,7 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
         year_from=year_from,
         year_to=year_to,
         document_types=document_types(store, inp.document_types),
-        source_tiers=tuple(t.strip() for t in inp.source_tiers if t.strip()),
+        source_tiers=source_tiers(store, inp.source_tiers),
         search_id=inp.search_id,
     )
     page = store.library_search(query.required, filters, inp.offset, inp.limit, excluded=query.excluded)

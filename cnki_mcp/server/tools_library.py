@@ -36,7 +36,7 @@ def register(server: CnkiServer) -> None:
         ] = [],  # noqa: B006
         source_tiers: Annotated[
             list[Annotated[str, Field(min_length=1, max_length=20)]],
-            Field(max_length=10, description="来源级别，如 CSSCI、北大核心（需已读过期刊信息）"),
+            Field(max_length=10, description="来源级别，如 CSSCI、北大核心、核心（任一核心库）；需已读期刊信息"),
         ] = [],  # noqa: B006
         search_id: Annotated[str | None, Field(max_length=64, description="只在某次检索的结果中找")] = None,
         offset: Annotated[int, Field(ge=0)] = 0,

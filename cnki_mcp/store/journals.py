@@ -115,3 +115,12 @@ class JournalsMixin(StoreBase):
                 if tiers:
                     found[key] = tiers
         return {source: found[key] for source, key in keys.items() if key in found}
+
+    def stored_tiers(self) -> set[str]:
+        """Every tier a stored journal page lists, whatever its age (what `source_tiers` can find
+        beyond the known vocabulary: a navi tag the parser keeps unrecognised)."""
+        found: set[str] = set()
+        with self._read() as conn:
+            for (data,) in conn.execute("SELECT data FROM journals WHERE data IS NOT NULL"):
+                found.update(str(t) for t in (json.loads(data).get("tiers") or []))
+        return found

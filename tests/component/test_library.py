@@ -602,6 +602,37 @@ def test_a_source_tier_asks_for_a_tier_name_not_a_piece_of_a_longer_one(wanted: 
 
 
 @pytest.mark.parametrize(
+    ("wanted", "tier", "matches"),
+    [
+        # the names people call the lists by (the ones structured_search's source refusal names)
+        ("南大核心", "CSSCI", True), ("南大核心", "CSSCI扩展版", True), ("中文核心期刊", "北大核心", True),
+        ("中文核心", "北大核心", True), ("SCIE", "SCI", True), ("SCI来源期刊", "SCI", True),
+        ("EI来源期刊", "EI", True), ("CSCD扩展库", "CSCD扩展版", True),
+        # a source list without its extended one
+        ("CSSCI来源期刊", "CSSCI", True), ("CSSCI来源期刊", "CSSCI扩展版", False), ("C刊", "CSSCI来源集刊", False),
+        ("CSCD核心库", "CSCD", True), ("CSCD核心库", "CSCD扩展版", False),
+        # 核心 (核心期刊) is any core list, an extended one aside
+        ("核心期刊", "北大核心", True), ("核心", "CSSCI", True), ("核心", "CSCD", True), ("核心", "AMI权威", True),
+        ("核心", "CSSCI扩展版", False), ("核心", "CSCD扩展版", False), ("核心", "AMI扩展", False), ("核心", "SCI", False),
+    ],
+)  # fmt: skip
+def test_a_source_tier_named_as_people_call_the_list_finds_its_tag(wanted: str, tier: str, matches: bool) -> None:
+    assert tier_matches(wanted, tier) is matches
+
+
+def test_a_source_tier_that_no_journal_can_list_is_invalid_argument(store: Store, clock: FakeClock) -> None:
+    store.upsert_from_grid([row("违约金研究一", "G1", source="法学研究")], T0)
+    store.save_journal("法学研究", JournalPage(name="法学研究", tiers=["CSSCI", "某新收录"]), "present", T0)
+    for name in ("一区", "CSC", "核心期刊目录"):
+        with pytest.raises(CnkiError) as info:
+            find(store, "违约金", clock, source_tiers=[name])
+        assert info.value.code == "INVALID_ARGUMENT" and "CSSCI" in info.value.details["allowed"], name
+    # a known list no stored journal has finds nothing; a tag only a stored page shows is found
+    assert find(store, "违约金", clock, source_tiers=["SSCI"]).total == 0
+    assert find(store, "违约金", clock, source_tiers=["某新收录"]).total == 1
+
+
+@pytest.mark.parametrize(
     ("name", "title"),
     [
         ("journal articles", "违约金研究一"),

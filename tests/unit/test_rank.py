@@ -119,7 +119,11 @@ def test_relevance_formula_weights() -> None:
     ("tier", "score"),
     [
         ("CSSCI", 0.96),
-        ("CSSCI扩展版", 0.96),
+        # an extended list is not its source list: a CSSCI扩展版-only journal scored as a CSSCI one
+        ("CSSCI扩展版", 0.90),
+        ("CSCD扩展版", 0.90),
+        ("CSCD扩展库", 0.90),
+        ("CSSCI来源集刊", 0.96),
         ("SCI", 1.0),
         ("SSCI", 1.0),
         ("SCI-E", 1.0),
