@@ -514,6 +514,8 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
         if m.group("proc") and not re.fullmatch(r"\[[^\]]*\]", m.group("pub").strip()):
             publisher = m.group("pub").strip()  # `论文集. 武汉: 出版社`; not `[出版者不详]`
     else:
+        if code in ("EB", "DB", "CP"):  # `[EB/OL]. (发表日期)[引用日期]. URL`: neither date nor link is a source
+            container = re.sub(r"^(?:\s*\(\s*[\d\s\-./]+\)\s*\.?)?", "", _strip_links(tail)).strip()
         m = re.match(r"^([^,.]+?)\s*(?=,|\.|$)", container)
         # an online-first article has pages and no year yet: `刊名: 1-12[2027-03-01]`
         source = re.sub(rf"\s*:\s*(?:{_RANGE})$", "", m.group(1)).strip() if m else None
