@@ -14,7 +14,9 @@ Scanning rules:
 * `《` opens a title with depth 1, each nested `《` adds one, each `》` subtracts one; at depth 0
   the inner text (nested marks included) is the title: `《A《B》C》` -> `A《B》C`, and
   `《论〈民法典〉中的违约金》` -> `论〈民法典〉中的违约金` (single marks are plain text);
-* a title never crosses a line break or a protected region; an unclosed `《` gives no span and
+* a title may run onto the next line (a wrapped line: `《基于深度学习的` + `图像识别研究》`, its lines
+  joined as `cite.refshapes.join_lines` joins them, without a space between Han characters), never
+  further, over a blank line or across a protected region; an unclosed `《` gives no span and
   scanning resumes right after it (so `《A《B》` still yields `B`); empty `《》` is no title;
 * a link this tool wrote for a paper without a DOI, `[《title》](url)` whose label is one title
   and whose URL is a CNKI detail link carrying the expiring `v` token (site-rules.md §1.1), is a
@@ -37,7 +39,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from cnki_mcp.cite.refparse import NAME_DOTS, chinese_marks
+from cnki_mcp.cite.refshapes import NAME_DOTS, chinese_marks, join_lines, not_a_paper
 from cnki_mcp.errors import InputTooLarge, TooManyReferences
 from cnki_mcp.identity import NESTED_MARKS, ascii_letters, decode_entities, title_key, visible
 from cnki_mcp.script import simplified
@@ -45,7 +47,7 @@ from cnki_mcp.script import simplified
 MAX_TEXT_BYTES = 512 * 1024  # contract: 文本最大 512 KB (UTF-8 bytes)
 MAX_TITLES = 100  # contract: 最多 100 个题名 (distinct titles; repeats of one title count once)
 
-LinkStatus = Literal["linked", "matched_without_link", "ambiguous", "unresolved"]
+LinkStatus = Literal["linked", "matched_without_link", "ambiguous", "unresolved", "not_a_paper"]
 # doi: https://doi.org/<doi>, lasting; cnki: a kcms2 detail link whose `v` token expires
 # (site-rules.md §1.1), written only for a paper without a DOI.
 LinkKind = Literal["doi", "cnki"]
@@ -80,17 +82,17 @@ class LinkReference(BaseModel):
 
     title: str = Field(description="文中书名号内的题名（首次出现的写法）")
     status: LinkStatus = Field(
-        description="linked：已添加链接；matched_without_link：找到记录但没有可公开的链接；"
-        "ambiguous：有多篇同名文献，未添加链接；unresolved：没有找到"
+        description="linked：已添加链接；matched_without_link：有记录但无公开链接；"
+        "ambiguous：多篇同名，未加链接；unresolved：没有找到；not_a_paper：法规、标准、古籍，未查找"
     )
     record_refs: list[str] = Field(
         default_factory=list, description="匹配到的记录（ambiguous 时为全部同名记录）"
     )
     url: str | None = Field(
-        None, description="linked 时使用的链接：有 DOI 时为 https://doi.org/…（长期有效），否则为知网详情页链接"
+        None, description="linked 时使用的链接（见 link_kind）"
     )
     link_kind: LinkKind | None = Field(
-        None, description="doi：DOI 链接，长期有效；cnki：知网详情页链接，含时效令牌，一段时间后可能打不开"
+        None, description="doi：DOI 链接，长期有效；cnki：知网详情页链接，含时效令牌，会失效"
     )
     occurrences: int = Field(1, ge=1, description="该题名在文中出现的次数")
 
@@ -186,6 +188,8 @@ _HTML_TAG = re.compile(r"<!--.*?-->|</?[A-Za-z][A-Za-z0-9\-]*(?:\s[^<>]*)?/?>", 
 _REF_DEF = re.compile(r"\[(?!\^)[^\]\n]+\]:[^\n]*")
 _BRACKETS = re.compile(r"\\.|[\[\]()]|\n[ \t]*\n", re.DOTALL)
 _TITLE_MARKS = re.compile(r"[《》\n]")
+# A line that starts a Markdown block of its own (a list item, quote, heading, table row, blank line)
+_BLOCK_START = re.compile(r"[ \t]*(?:$|\n|[-*+>#|]|\d{1,3}[.)][ \t])", re.M)
 _INLINE_LINK = re.compile(r"\[((?:[^\[\]\\\n]|\\.)*)\]\(([^()\s]*)\)")
 _LABEL_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
@@ -346,23 +350,26 @@ def _titles_in(text: str, start: int, limit: int) -> list[TitleSpan]:
     (reset at each line break) and keeping pairs not inside another pair is the same as the
     depth scan that, after an unclosed 《, resumes right after it."""
     pairs: list[tuple[int, int]] = []
-    stack: list[int] = []
+    stack: list[tuple[int, int]] = []  # (position of an open 《, its line)
+    line = 0
     for m in _TITLE_MARKS.finditer(text, start, limit):
         mark = m.group()
         if mark == OPEN:
-            stack.append(m.start())
+            stack.append((m.start(), line))
         elif mark == CLOSE:
             if stack:
-                pairs.append((stack.pop(), m.end()))
-        else:
-            stack.clear()
+                pairs.append((stack.pop()[0], m.end()))
+        else:  # a title may run onto the next line, not further, over a blank line or into a new block
+            line += 1
+            block = _BLOCK_START.match(text, m.end())
+            stack = [(at, ln) for at, ln in stack if ln == line - 1 and block is None]
     out: list[TitleSpan] = []
     last = start
     for s, e in sorted(pairs):
         if s < last:
             continue  # nested inside an outer pair already taken
         last = e
-        inner = text[s + 1 : e - 1]
+        inner = join_lines(text[s + 1 : e - 1]) if "\n" in text[s:e] else text[s + 1 : e - 1]
         if inner.strip():
             out.append(TitleSpan(s, e, inner))
     return out
@@ -440,8 +447,11 @@ class Candidate:
 
 
 def resolve(title: str, candidates: Sequence[Candidate], occurrences: int = 1) -> LinkReference:
-    """0 candidates -> unresolved; several distinct papers -> ambiguous; one -> linked when it
-    has a public URL, else matched_without_link."""
+    """A law, standard or classic by its name (`cite.refshapes.not_a_paper`) -> not_a_paper; 0
+    candidates -> unresolved; several distinct papers -> ambiguous; one -> linked when it has a
+    public URL, else matched_without_link."""
+    if not_a_paper(title) and not candidates:
+        return LinkReference(title=title, status="not_a_paper", occurrences=occurrences)
     unique = list({c.record_ref: c for c in candidates}.values())
     refs = [c.record_ref for c in unique]
     if not unique:

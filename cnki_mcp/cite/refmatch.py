@@ -25,7 +25,7 @@ from cnki_mcp.cite.refparse import ParsedReference
 from cnki_mcp.identity import iso_date
 from cnki_mcp.script import simplified
 
-Verdict = Literal["verified", "mismatch", "not_found", "ambiguous", "unparsable"]
+Verdict = Literal["verified", "mismatch", "not_found", "ambiguous", "unparsable", "not_a_paper"]
 FieldName = Literal["authors", "title", "year", "date", "source", "volume", "issue", "pages", "doi", "type"]
 
 TITLE_SAME = 92.0
@@ -276,13 +276,15 @@ def compare(entry: ParsedReference, rec: RecordView) -> tuple[list[FieldDiff], l
 
 def judge(entry: ParsedReference, candidates: list[RecordView]) -> Judgement:
     """The verdict for one entry against every record the searches returned."""
-    if entry.unparsable or not entry.title:
+    if entry.not_a_paper:  # a law, standard or classic by its name: never looked up (refshapes)
+        return Judgement(verdict="not_a_paper")
+    if entry.unparsable or not (entry.title or entry.doi):  # a line holding only a DOI is judged by it
         return Judgement(verdict="unparsable", warnings=[entry.unparsable or "没有题名"])
     unique = {c.record_ref: c for c in candidates}
     fitting = [c for c in unique.values() if fits(entry, c)]
     if not fitting:
         best = max(unique.values(), key=lambda c: title_similarity(entry.title or "", c.title), default=None)
-        sim = title_similarity(entry.title, best.title) if best else None
+        sim = title_similarity(entry.title or "", best.title) if best else None
         return Judgement(verdict="not_found", title_similarity=sim)
     ranked = sorted(
         fitting,
@@ -310,7 +312,7 @@ def judge(entry: ParsedReference, candidates: list[RecordView]) -> Judgement:
         fields=[d.field for d in diffs],
         diffs=diffs,
         warnings=warnings,
-        title_similarity=title_similarity(entry.title, top.title),
+        title_similarity=title_similarity(entry.title or "", top.title),
     )
 
 

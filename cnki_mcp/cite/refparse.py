@@ -5,7 +5,7 @@
 of these while the list is numbered continues the previous entry (a wrapped line) unless that
 entry already ended with a full stop after its year; in any list a line indented further than the
 list (a hanging indent), following a line that stops mid-reference (`刊名,`) or holding only the
-entry's DOI or link continues it, and so, in an unnumbered list, does a line after one a PDF
+entry's DOI or link continues it, as does a line closing a 《 the entry left open, and so, in an unnumbered list, does a line after one a PDF
 copy cut short (stopping on a character before its year or inside an APA title). A heading line (`参考文献`, `References：`, a short label such as
 `中文文献：`) is not an entry. A line ends at any break `str.splitlines` knows (Word's manual break
 \v, U+2028, a PDF's \f as well as \n and \r), and invisible format characters (BOM, soft hyphen,
@@ -37,16 +37,26 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import asdict
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cnki_mcp.cite.model import HAN
 from cnki_mcp.cite.names import COMPOUND_SURNAMES
+from cnki_mcp.cite.refshapes import (
+    NAME_DOTS,
+    NotAPaper,
+    chinese_marks,
+    doi_only,
+    join_lines,
+    markdown_line,
+    not_a_paper,
+)
 from cnki_mcp.doc_kinds import BOTH_LEVEL_NAMES, DOCTORAL, MASTER, THESES, THESIS_NAMES, names_pattern
 from cnki_mcp.identity import decode_entities, visible
 
-RefStyle = Literal["gbt7714", "apa", "quoted", "free", "plain"]
+RefStyle = Literal["gbt7714", "apa", "quoted", "free", "plain", "markdown", "doi"]
 TYPE_CODES = ("J", "D", "C", "M", "N", "P", "S", "R", "G", "A", "Z", "EB", "DB", "CP")
 
 # Full-width forms people type in Chinese lists -> ASCII, for structure only (the title keeps
@@ -120,6 +130,7 @@ class ParsedReference(BaseModel):
     type_code: str | None = None  # J D C M N ... as written, upper case
     degree: str | None = None  # 博士 / 硕士: the thesis level a genre outside the title names
     unparsable: str | None = None  # the reason, when no title could be read
+    not_a_paper: NotAPaper | None = None  # a law, standard or classic by its name: not looked up
 
 
 # Full stops inside a reference that PDF copies break lines after: the authors' `等.` / `et al.`
@@ -158,7 +169,9 @@ def split_entries(text: str) -> list[str]:
         last = entries[-1].rstrip() if entries else ""
         ended = last.endswith((".", "。", "．"))
         indented = _indent(line) > base
-        if _LINK_LINE.match(line):
+        if _closes_title(last, line):
+            wrapped = True  # a 《title》 broken by the line break: `《基于深度学习的` + `图像识别研究》，…`
+        elif _LINK_LINE.match(line):
             # no reference starts with its DOI or link: a long one wrapped onto a line of its own,
             # unless the entry before has one already (a list of DOIs or links, one per line)
             wrapped = not _HAS_LINK.search(last)
@@ -172,6 +185,12 @@ def split_entries(text: str) -> list[str]:
             joiner = "" if _is_cjk_end(entries[-1]) and _is_cjk_start(line.strip()) else " "
             entries[-1] = entries[-1] + joiner + line.strip()
     return [e for e in entries if e]
+
+
+def _closes_title(entry: str, line: str) -> bool:
+    """`entry` leaves a 《 open and `line` closes it before opening another."""
+    close, reopen = line.find("》"), line.find("《")
+    return entry.count("《") > entry.count("》") and close >= 0 and (reopen < 0 or close < reopen)
 
 
 # APA: the year in parentheses and a title not yet ended by its full stop (`(2025). A review of`)
@@ -249,11 +268,6 @@ def _as_written(raw: str, title: str) -> str:
     return re.sub(r"\s+", " ", written).strip() or title
 
 
-# The dots people put between the parts of a foreign name (列夫•托尔斯泰 with a bullet, ‧ from a
-# Taiwanese IME, ・ from a Japanese one): CNKI's titles write the middle dot ·.
-NAME_DOTS = str.maketrans(dict.fromkeys("•‧・･∙⋅", "·"))
-
-
 def title_spellings(title: str) -> list[str]:
     """The spellings to look a title up by: as written, then folded when that differs: NFKC
     (full-width letters and digits, sub- and superscripts: `ＣＯ２`, `CO₂` -> `CO2`, as CNKI's text
@@ -261,32 +275,6 @@ def title_spellings(title: str) -> list[str]:
     HTML entities decoded (`R&amp;D` -> `R&D`) and a foreign name's dot written · ."""
     folded = _norm(decode_entities(title).translate(NAME_DOTS))
     return list(dict.fromkeys([title, folded, chinese_marks(title)]))
-
-
-_LONE_DASH = re.compile(r"(?<![—―])(?:[—―]|--)(?![—―-])|――")
-
-
-def _subtitle_dash(m: re.Match[str]) -> str:
-    """—— for a lone dash, except one between digits: a range (`1978—2018`, `2000—2020年`) CNKI's
-    own titles write with one dash, so its —— spelling would never match."""
-    text, start, end = m.string, m.start(), m.end()
-    if start > 0 and end < len(text) and text[start - 1].isdigit() and text[end].isdigit():
-        return m.group()
-    return "——"
-
-
-def chinese_marks(title: str) -> str:
-    """A Chinese title typed on an English keyboard spelt with the marks CNKI's titles carry:
-    straight double quotes in pairs as “…” and a lone dash (`—`, `--`) as ——, except between
-    digits (`基于"互联网+"的…—以某高校为例` -> `基于“互联网+”的…——以某高校为例`; `(1978—2018)`
-    stays). Other titles as given."""
-    if not HAN.search(title):
-        return title
-    text = _LONE_DASH.sub(_subtitle_dash, title)
-    if text.count('"') >= 2 and text.count('"') % 2 == 0:
-        parts = text.split('"')
-        text = parts[0] + "".join(("“" if i % 2 else "”") + part for i, part in enumerate(parts[1:], 1))
-    return text
 
 
 def _strip_links(text: str) -> str:
@@ -514,6 +502,8 @@ def _parse_gbt(raw: str, text: str, code_match: re.Match[str]) -> ParsedReferenc
         if m.group("proc") and not re.fullmatch(r"\[[^\]]*\]", m.group("pub").strip()):
             publisher = m.group("pub").strip()  # `论文集. 武汉: 出版社`; not `[出版者不详]`
     else:
+        if code in ("EB", "DB", "CP"):  # `[EB/OL]. (发表日期)[引用日期]. URL`: neither date nor link is a source
+            container = re.sub(r"^(?:\s*\(\s*[\d\s\-./]+\)\s*\.?)?", "", _strip_links(tail)).strip()
         m = re.match(r"^([^,.]+?)\s*(?=,|\.|$)", container)
         # an online-first article has pages and no year yet: `刊名: 1-12[2027-03-01]`
         source = re.sub(rf"\s*:\s*(?:{_RANGE})$", "", m.group(1)).strip() if m else None
@@ -737,14 +727,22 @@ def _link_text(text: str) -> str:
 
 def parse_reference(entry: str) -> ParsedReference:
     """The fields of one entry (see the module docstring)."""
-    raw = _link_text(entry.strip())
+    original = join_lines(entry)  # a title wrapped inside one entry (`《基于深度学习的\n图像识别研究》`)
+    raw = _link_text(original)
     if not raw:
         return ParsedReference(raw=entry, unparsable="空条目")
     body = _MARKER.sub("", raw, count=1)
+    if (doi := doi_only(body)) is not None:
+        return ParsedReference(raw=raw, style="doi", doi=doi)
     text = _norm(body)
     parsed = _parse(raw, text)
+    if not _TYPE.search(text) and not _QUOTED.search(text) and (md := markdown_line(original, body)):
+        parsed = ParsedReference(raw=raw, style="markdown", **asdict(md))
     if parsed.title and not parsed.unparsable:
-        return parsed.model_copy(update={"title": _as_written(body, parsed.title), "degree": _degree(text, parsed.title)})
+        kind = not_a_paper(parsed.title, text, authors=bool(parsed.authors))
+        return parsed.model_copy(
+            update={"title": _as_written(body, parsed.title), "degree": _degree(text, parsed.title), "not_a_paper": kind}
+        )
     return parsed
 
 

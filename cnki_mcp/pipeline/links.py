@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 
+from cnki_mcp.cite.refshapes import not_a_paper
 from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.identity import Paper, doi_url
 from cnki_mcp.jobs import OperationContext
@@ -221,7 +222,8 @@ async def link_references(
     """Link the 《titles》 of `inp.text` (INPUT_TOO_LARGE, TOO_MANY_REFERENCES before any work)."""
     spans, titles = scan_references(inp.text)
     matches: dict[str, list[Paper]] = {key: local_matches(store, title) for key, (title, _) in titles.items()}
-    missing = {key: titles[key][0] for key, papers in matches.items() if not papers}
+    # a law, standard or classic by its name is never a paper CNKI lists: not asked (`resolve`)
+    missing = {key: titles[key][0] for key, papers in matches.items() if not papers and not not_a_paper(titles[key][0])}
     if inp.lookup_missing:
         # a link this tool wrote carries an expiring token, stored when it was written: matched
         # locally it came back with that same token, so the advised rerun renewed nothing; with

@@ -2,7 +2,8 @@
 
 Steps, cheapest first, each one only for the entries the previous left open:
 
-1. parse every entry (`cite.refparse`); unreadable entries are `unparsable` and cost nothing;
+1. parse every entry (`cite.refparse`); unreadable entries are `unparsable`, and a law, standard
+   or classic cited by its name `not_a_paper` (`cite.refshapes`): neither costs anything;
 2. local store: papers whose title key equals the entry's title, or whose DOI is the entry's;
 3. exact titles on CNKI, 10 per grid request (4 batches at a time), rows stored on the way;
 4. one search per entry still without a fitting record: the title's most distinctive segment
@@ -20,7 +21,9 @@ A fatal error (budget, cancel, site down) keeps what was judged so far (partial 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -39,11 +42,12 @@ from cnki_mcp.cite.refmatch import (
     title_similarity,
 )
 from cnki_mcp.cite.refparse import ParsedReference, parse_references, title_spellings
+from cnki_mcp.cite.refshapes import NOT_A_PAPER_REASON
 from cnki_mcp.cite.sources import cite_source, stable_url
 from cnki_mcp.errors import CnkiError, InputTooLarge, InvalidInput, TooManyReferences
 from cnki_mcp.identity import Paper, doi_key, listed_online_first
 from cnki_mcp.jobs import OperationContext
-from cnki_mcp.links import title_variants
+from cnki_mcp.links import reference_key, title_variants
 from cnki_mcp.models import GridRow
 from cnki_mcp.pipeline.enrich import fill_by_export, is_fatal, read_in_full, record_item_error
 from cnki_mcp.pipeline.links import local_matches, lookup_batch, plan_batches, spelled
@@ -69,6 +73,7 @@ class VerifyInput(BaseModel):
     text: str | None = Field(default=None, description="整段参考文献列表（编号、项目符号或每行一条）")
     references: list[str] | None = Field(default=None, description="或逐条给出（1–200 条）")
     options: VerifyOptions = Field(default_factory=VerifyOptions)
+    fresh: bool = Field(False, description="true：24 小时内查过的 not_found 条目也重新到知网查找")
 
     @model_validator(mode="after")
     def _one_source(self) -> VerifyInput:
@@ -94,11 +99,11 @@ class VerifiedEntry(BaseModel):
     fields: list[FieldName] = Field(default_factory=list, description="mismatch：不一致的字段")
     differences: list[FieldDiff] = Field(default_factory=list)
     record: RecordView | None = Field(default=None, description="匹配到的知网记录")
-    corrected: str | None = Field(default=None, description="按知网记录生成的 GB/T 7714-2015 条目")
+    corrected: str | None = Field(default=None, description="按知网记录改正的 GB/T 7714 条目")
     candidates: list[RecordView] = Field(default_factory=list, description="ambiguous：同样符合的记录")
     searches: list[str] = Field(default_factory=list, description="为该条目做过的查找")
     warnings: list[str] = Field(default_factory=list)
-    reason: str | None = Field(default=None, description="unparsable 的原因")
+    reason: str | None = Field(default=None, description="unparsable、not_a_paper 的原因")
 
 
 class VerifyResult(BaseModel):
@@ -141,11 +146,11 @@ def _cnki_name(name: str) -> str:
 
 def fallback_expression(entry: ParsedReference) -> Any:
     """篇名 fuzzy on the distinctive segment, OR first author AND source (when the entry has both),
-    OR the DOI (when it has one)."""
-    items: list[dict[str, Any]] = [
-        {"field": "title", "match": "phrase", "value": distinctive_segment(simplified(entry.title or ""))}
-    ]
-    if entry.authors and entry.source:
+    OR the DOI (when it has one; the DOI alone for a line holding only a DOI)."""
+    items: list[dict[str, Any]] = []
+    if entry.title:
+        items.append({"field": "title", "match": "phrase", "value": distinctive_segment(simplified(entry.title))})
+    if entry.title and entry.authors and entry.source:
         items.append({
             "op": "and",
             "items": [
@@ -174,6 +179,7 @@ class _Work:
         self.failed: list[list[str]] = [[] for _ in parsed]  # searches whose request failed
         self.fallback_ran: set[int] = set()  # entries whose fallback search was made (or had none to make)
         self.export_ids: dict[str, str] = {}
+        self.reused: dict[int, datetime] = {}  # entries answered by a recent not_found: when it was searched
 
     def add(self, i: int, view: RecordView) -> None:
         self.candidates[i].setdefault(view.record_ref, view)
@@ -196,19 +202,20 @@ async def verify_references(
     if not parsed:
         raise InvalidInput("没有读到参考文献条目")
     work = _Work(parsed)
-    readable = [i for i, p in enumerate(parsed) if p.title and not p.unparsable]
+    readable = [i for i, p in enumerate(parsed) if (p.title or p.doi) and not p.unparsable and not p.not_a_paper]
     for i in readable:
-        local = local_matches(store, parsed[i].title or "", spellings)
+        local = local_matches(store, parsed[i].title, spellings) if parsed[i].title else []
         for paper in [*local, *(store.find_by_doi(parsed[i].doi) if parsed[i].doi else [])]:
             work.add(i, _view(paper))
         if work.candidates[i]:
             work.searches[i].append("本地记录")
 
+    _reuse_misses(work, readable, store, fresh=inp.fresh)
     failure: BaseException | None = None
     try:
-        await _exact_titles(work, [i for i in readable if work.judgement(i).verdict == "not_found"],
+        await _exact_titles(work, [i for i in readable if parsed[i].title and _open(work, i)],
                             store, backend, ctx, public_origins)
-        await _fallback(work, [i for i in readable if work.judgement(i).verdict == "not_found"],
+        await _fallback(work, [i for i in readable if _open(work, i)],
                         store, backend, ctx, public_origins)
         await _export_details(work, readable, store, backend, ctx)
     except CnkiError as exc:
@@ -220,11 +227,49 @@ async def verify_references(
         # as after a fatal error; nothing below awaits, so the cancellation goes on at once
         failure = halted
 
+    _keep_misses(work, readable, store)
     result = _result(work, ctx.requests, store)
     if failure is not None:
         ctx.set_result(result)
         raise failure
     return result
+
+
+MISS_REUSE = timedelta(hours=24)
+REUSED_MISS = "{at} 已在知网查过，未找到；24 小时内不再查找（不花请求）：要重新查找用 fresh=true"
+
+
+def _miss_key(entry: ParsedReference) -> str:
+    """What an entry's searches ask (title, first author, source, DOI): entries alike ask alike."""
+    title = reference_key(entry.title or "")
+    return json.dumps([title, entry.authors[:1], simplified(entry.source or ""), entry.doi], ensure_ascii=False)
+
+
+def _open(work: _Work, i: int) -> bool:
+    return i not in work.reused and work.judgement(i).verdict == "not_found"
+
+
+def _reuse_misses(work: _Work, readable: list[int], store: Store, *, fresh: bool) -> None:
+    """Entries still not found locally whose same searches found nothing on CNKI within
+    MISS_REUSE (in this process, `Store.reference_misses`) are not searched again unless `fresh`:
+    requests are the scarce resource, and a rerun of a list mostly repeats its misses."""
+    now = store.clock.now()
+    for i in readable:
+        miss = None if fresh or work.candidates[i] else store.reference_misses.get(_miss_key(work.parsed[i]))
+        if miss is not None and now - miss[0] < MISS_REUSE:
+            work.reused[i] = miss[0]
+            work.searches[i] = list(miss[1])
+            work.fallback_ran.add(i)
+
+
+def _keep_misses(work: _Work, readable: list[int], store: Store) -> None:
+    """Remember the entries every search of this run answered with nothing (none failed)."""
+    now = store.clock.now()
+    for i in readable:
+        if i in work.reused or work.failed[i] or i not in work.fallback_ran or not work.searches[i]:
+            continue
+        if work.judgement(i).verdict == "not_found":
+            store.reference_misses[_miss_key(work.parsed[i])] = (now, list(work.searches[i]))
 
 
 def _store_rows(
@@ -308,7 +353,8 @@ async def _fallback(
             work.fallback_ran.add(i)
             for _row, view in stored:
                 if (
-                    title_similarity(entry.title or "", view.title) >= 50
+                    not entry.title  # a DOI-only search: its rows are that DOI's (judged once exported)
+                    or title_similarity(entry.title or "", view.title) >= 50
                     or (entry.authors and view.authors and names_agree(entry.authors[0], view.authors[0]))
                     or (entry.doi and view.doi and doi_key(entry.doi) == doi_key(view.doi))
                 ):
@@ -320,7 +366,9 @@ async def _fallback(
 
 
 def _fallback_label(entry: ParsedReference) -> str:
-    label = "篇名模糊检索（" + distinctive_segment(entry.title or "") + "）"
+    if not entry.title:
+        return f"DOI“{entry.doi}”"
+    label = "篇名模糊检索（" + distinctive_segment(entry.title) + "）"
     if entry.authors and entry.source:
         label += f" 或 第一作者“{entry.authors[0]}”+来源“{entry.source}”"
     if entry.doi:
@@ -341,11 +389,13 @@ async def _export_details(
     """Volume, issue, pages and DOI an entry gives but its matched record lacks, from CNKI's batch
     export; what it answers is kept on the stored paper (`fill_by_export`), so a later run
     (or get_metadata, export_citations) does not ask again."""
-    matched = {i: j.record.record_ref for i in readable if (j := work.judgement(i)).record is not None}
-    papers = store.papers_by_refs(matched.values())
+    matched = [(i, j.record.record_ref) for i in readable if (j := work.judgement(i)).record is not None]
+    # a line holding only a DOI: the rows its DOI search listed carry no DOI to fit by until exported
+    matched += [(i, ref) for i in readable if not work.parsed[i].title for ref in work.candidates[i]]
+    papers = store.papers_by_refs([ref for _, ref in matched])
     now = store.clock.now()
     wanted: dict[str, str] = {}
-    for i, ref in matched.items():
+    for i, ref in matched:
         paper = papers.get(ref)
         view = work.candidates[i][ref]
         if paper is None or not _needs_export(work.parsed[i], view) or read_in_full(paper, now):
@@ -421,6 +471,9 @@ def _result(work: _Work, requests: int, store: Store) -> VerifyResult:
         elif j.verdict == "not_found" and i not in work.fallback_ran and not entry.unparsable:
             # the operation stopped (budget, cancel) before this entry's fallback search
             j = j.model_copy(update={"warnings": [*j.warnings, UNFINISHED_SEARCH]})
+        if i in work.reused:
+            at = work.reused[i].astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+            j = j.model_copy(update={"warnings": [*j.warnings, REUSED_MISS.format(at=at)]})
         paper = papers.get(j.record.record_ref) if j.record else None
         if paper is not None and _cites_numbers_online_first_lacks(entry, paper):
             j = j.model_copy(update={"warnings": [*j.warnings, ONLINE_FIRST_NUMBERS]})
@@ -437,7 +490,7 @@ def _result(work: _Work, requests: int, store: Store) -> VerifyResult:
                 candidates=list(j.candidates),
                 searches=work.searches[i],
                 warnings=j.warnings,
-                reason=entry.unparsable,
+                reason=entry.unparsable or (NOT_A_PAPER_REASON[entry.not_a_paper] if entry.not_a_paper else None),
             )
         )
     return VerifyResult(entries=entries, counts=counts, requests=requests)

@@ -16,8 +16,8 @@ from cnki_mcp.server.models import OperationView
 from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.server.tools_read import budget_of
 
-DESCRIPTION = """逐条核对参考文献是否在知网存在、字段是否正确（访问知网，约 0.3 次请求/条）。text 整段粘贴（编号、GB/T 7714、APA、MLA、Chicago、Vancouver、《题名》等写法均可，带 DOI 的按 DOI 查找）或 references（1–200 条）。
-verdict：verified；mismatch（fields 为不一致字段）；not_found（searches 为查过的检索）；ambiguous（见 candidates）；unparsable（见 reason）。匹配到时给出 record 与改正后的 GB/T 7714 条目 corrected。条目缺项只进 warnings，不算伪造证据。"""
+DESCRIPTION = """逐条核对参考文献是否在知网存在、字段是否正确（访问知网，约 0.3 次请求/条）。text 整段粘贴（GB/T 7714、APA、MLA、Chicago、Vancouver、《题名》、DOI）或 references（1–200 条）。
+verdict：verified、mismatch（见 fields）、not_found、ambiguous（见 candidates）、unparsable、not_a_paper（法规、标准、古籍，不查；见 reason）。匹配时给出 record 与改正的 GB/T 7714 条目 corrected。缺项只进 warnings，不算伪造证据。"""
 
 
 class VerifyOperation(OperationView):
@@ -40,8 +40,11 @@ def register(server: CnkiServer) -> None:
         on_verification: Annotated[
             Literal["ask", "skip"], Field(description="ask：遇到验证弹出窗口等待处理；skip：跳过")
         ] = "ask",
+        fresh: Annotated[bool, Field(description="true：不复用近期 not_found")] = False,
     ) -> VerifyOperation:
-        inp = VerifyInput(text=text, references=references, options=VerifyOptions(on_verification=on_verification))
+        inp = VerifyInput(
+            text=text, references=references, options=VerifyOptions(on_verification=on_verification), fresh=fresh
+        )
         services = services_of(ctx)
         origin = services.settings.site_origin
         origins = (origin,) if origin else ()

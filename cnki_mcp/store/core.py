@@ -6,6 +6,7 @@ import logging
 import os
 import sqlite3
 import threading
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 
@@ -59,6 +60,8 @@ class Store(
         st = os.stat(self.path)  # the file opened: a write checks it is still the one there
         self._file_id = (st.st_dev, st.st_ino)
         self.notices = notices  # things the person should know (e.g. a database set aside)
+        # verify_references' recent not_found lookups, for this process only (DESIGN.md §References)
+        self.reference_misses: dict[str, tuple[datetime, list[str]]] = {}
         with self._mutex:
             self._index_pending, self._compaction_pending = upkeep_due(conn)
         self._upkeep: threading.Thread | None = None

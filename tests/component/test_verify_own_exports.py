@@ -48,7 +48,7 @@ def _cited(r: SimRecord) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("style", ["gbt7714", "apa", "mla", "chicago", "vancouver"])
+@pytest.mark.parametrize("style", ["gbt7714", "apa", "mla", "chicago", "vancouver", "markdown"])
 async def test_the_products_own_export_in_each_style_is_verified(clock: FakeClock, store: Store, style: str) -> None:
     corpus = Corpus.load()
     records = [corpus.by_id[i] for i in IDS]

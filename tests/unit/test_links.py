@@ -62,8 +62,9 @@ def test_stray_closing_mark_is_ignored() -> None:
     assert titles("》前面多了一个 《题名》") == ["题名"]
 
 
-def test_title_does_not_cross_a_line_break() -> None:
-    assert titles("《第一行\n第二行》 《正常》") == ["正常"]
+def test_a_title_runs_onto_the_next_line_and_no_further() -> None:
+    assert titles("《第一行\n第二行》 《正常》") == ["第一行第二行", "正常"]
+    assert titles("《一\n二\n三》 《正常》 《段\n\n落》 - 《列\n- 表》") == ["正常"]
 
 
 def test_empty_marks_are_not_titles() -> None:
