@@ -89,7 +89,7 @@ class LinksOperation(OperationView):
 
 EXPORT_DESCRIPTION = """生成参考文献或导出题录（record_refs、search_id 本地；本地没有的 titles 访问知网定位并读详情）。
 来源可组合：record_refs、完整 titles（最多 100 个）、search_id（scope/offset/limit）。custom 格式需要 template，占位符如 {title} {authors} {source} {year} {volume} {issue} {pages} {doi} {url}，字面花括号写 {{ }}。
-filename 保存到 data/exports/（不覆盖：FILE_EXISTS）；超过 64 KB（约 2 万字）时只写文件（text 为 null），不给 filename 则为 OUTPUT_TOO_LARGE（给 filename，或用 offset/limit 分批）。"""
+filename 保存到 data/exports/（不覆盖：FILE_EXISTS）；超过 64 KB 时只写文件（text 为 null），不给 filename 则为 OUTPUT_TOO_LARGE（给 filename，或用 offset/limit 分批）。"""
 
 LINKS_DESCRIPTION = """把文本中的《论文题名》替换为 Markdown 链接：有 DOI 的用 https://doi.org/ 链接（长期有效），没有的用知网详情页链接（含时效令牌，会失效，见 warnings）。默认只用本地记录（不访问知网）；lookup_missing=true 时到知网按篇名精确查找本地没有的题名（每 10 个 1 次检索）。
 支持嵌套书名号；已有链接、代码、URL 和 HTML 不改动。references 逐个题名给出 status（ambiguous 可用 get_metadata 区分）。"""

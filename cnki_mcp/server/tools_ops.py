@@ -19,7 +19,7 @@ from cnki_mcp.server.progress import run_job, wait_with_progress
 OperationId = Annotated[str, Field(pattern=r"^op_[0-9a-f]{24}$", description="任务编号 op_…")]
 
 STATUS_DESCRIPTION = """查询任务进度和结果（本地，不访问知网）。不填 operation_id 时返回当前运行的任务，没有时返回 {"status": "idle"}（有被服务重启中断、可继续的检索时 next_step 给出继续的调用）。
-wait_seconds（0–55）：最多等待秒数，完成或需要人工操作时提前返回。
+wait_seconds：最多等待秒数，完成或需要人工操作时提前返回。
 status：running、awaiting_user（按 message 在浏览器窗口操作）、completed、partial（见 errors，可 continue）、failed、skipped、cancelled、interrupted（服务重启，检索可 continue）。"""
 
 CONTROL_DESCRIPTION = """控制任务（本地，不访问知网）。action：cancel 取消（最多等 5 秒，返回最终状态；检索保留取消前找到的结果，可用 search_results 读取）；

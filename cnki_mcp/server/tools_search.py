@@ -78,7 +78,7 @@ next_offset 为 null 表示没有下一页；一页超过约 2 万 token 时提�
 METADATA_DESCRIPTION = """批量获取题录（访问知网：每篇最多一次详情页，30 天内读过的不再请求；fields 只含摘要、关键词、卷期页码等导出字段时改用批量导出，每 20 篇一次；quality=true 时每个期刊再读一次期刊页）。
 来源可组合：record_refs、完整 titles（本地找不到时按篇名精确检索，每 10 个一次）、search_id（配合 scope/offset/limit）。一次最多 100 篇。
 local_only=true 时只用本地数据，不访问知网。单篇失败写在 errors 中，不影响其他文献。
-学位论文另有 supervisor（导师），会议论文另有 conference、conference_place、conference_date（会议名称、地点、时间），只在有值时出现。"""
+学位论文另有 supervisor，会议论文另有 conference、conference_place、conference_date，只在有值时出现。"""
 
 
 def choose_plan(inp: SearchInput, sampled: Sampled, pipeline: ResearchPipeline) -> Plan:
