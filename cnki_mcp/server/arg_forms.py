@@ -1,10 +1,12 @@
 """Paper arguments given in a form another tool showed but this argument does not take
-(DESIGN.md "Tool input"): the detail `url` every tool returns, put where a record_ref goes.
+(DESIGN.md "Tool input"): the detail `url` every tool returns, put where a record_ref or a title
+goes.
 
 A record_ref argument holds `rec_…` (at most 64 characters: a real kcms2 link is longer, so the
 schema refused it as too long, naming neither the argument that takes a paper by link nor the
-paper). The call is refused before validation with INVALID_ARGUMENT naming the argument and,
-when the link is a stored paper's, `next_step` the same call with its record_ref."""
+paper). A title argument sent a link to CNKI as a title search: a request spent on a paper no
+title search can find. The call is refused before validation with INVALID_ARGUMENT naming the
+argument and, when the link is a stored paper's, `next_step` the same call with its record_ref."""
 
 from __future__ import annotations
 
@@ -30,16 +32,12 @@ def _links(value: Any) -> list[str]:
 
 
 def check_linked_refs(name: str, arguments: Mapping[str, Any], store: Any) -> None:
-    """INVALID_ARGUMENT for a link given as a record_ref (`store` None: no lookup)."""
+    """INVALID_ARGUMENT for a link given as a record_ref or a title (`store` None: no lookup)."""
     for field in REF_ARGUMENTS:
         links = _links(arguments.get(field))
         if not links:
             continue
-        found: dict[str, str] = {}
-        for link in links:
-            papers = store.find_by_detail_token(detail_token(link)) if store is not None else []
-            if len({p.record_ref for p in papers}) == 1:
-                found[link] = papers[0].record_ref
+        found = _stored_refs(links, store)
         title = TITLE_ARGUMENT.get(name)
         instead = f"只有题名时用 {title} 传完整题名" if title else "先用 get_metadata 的 titles 按完整题名取得 record_ref"
         details: dict[str, Any] = {"field": field, "links": len(links)}
@@ -53,3 +51,44 @@ def check_linked_refs(name: str, arguments: Mapping[str, Any], store: Any) -> No
         else:
             said = f"有链接不是本地保存过的文献的链接（链接会过期）：{instead}"
         raise InvalidInput(f"{field} 只收 rec_… 编号，不收文献链接；{said}", **details)
+    check_linked_titles(name, arguments, store)
+
+
+def _stored_refs(links: list[str], store: Any) -> dict[str, str]:
+    """link -> record_ref of the links that name one stored paper each."""
+    found: dict[str, str] = {}
+    for link in links:
+        papers = store.find_by_detail_token(detail_token(link)) if store is not None else []
+        if len({p.record_ref for p in papers}) == 1:
+            found[link] = papers[0].record_ref
+    return found
+
+
+def check_linked_titles(name: str, arguments: Mapping[str, Any], store: Any) -> None:
+    """INVALID_ARGUMENT for a link given as a title: `next_step` moves the stored papers' links to
+    their record_refs (the tool's `record_refs`, or `record_ref` in place of `title`)."""
+    field = TITLE_ARGUMENT.get(name)
+    links = _links(arguments.get(field)) if field else []
+    if field is None or not links:
+        return
+    found = _stored_refs(links, store)
+    details: dict[str, Any] = {"field": field, "links": len(links)}
+    if len(found) == len(set(links)):
+        value = arguments[field]
+        step = dict(arguments)
+        if isinstance(value, list):  # get_metadata / export_citations: titles -> record_refs
+            titles = [v for v in value if v not in found]
+            refs = [*(step.get("record_refs") or []), *dict.fromkeys(found[v] for v in value if v in found)]
+            step.pop(field)
+            step["record_refs"] = refs
+            if titles:
+                step[field] = titles
+        else:  # read_online_html / download_paper: title -> record_ref
+            step.pop(field)
+            step["record_ref"] = found[value]
+        details["next_step"] = f"{name}({', '.join(f'{k}={v!r}' for k, v in step.items())})"
+        details["record_refs"] = list(dict.fromkeys(found.values()))
+        said = "这些链接是本地保存的文献：改传它们的 record_ref（见 details.next_step）"
+    else:
+        said = "有链接不是本地保存过的文献的链接（链接会过期，本地只认工具给出过的链接）：改传完整题名"
+    raise InvalidInput(f"{field} 收完整题名，不收文献链接（按篇名检索找不到链接）；{said}", **details)

@@ -177,6 +177,34 @@ async def test_a_detail_link_given_as_a_record_ref_names_the_argument_and_the_st
     assert "next_step" not in other["details"]
 
 
+async def test_a_detail_link_given_as_a_title_is_refused_with_the_call_that_names_its_paper(tmp_path: Path) -> None:
+    # get_metadata(titles=[link]) sent the link to CNKI as a title search: a request spent, and
+    # DOCUMENT_NOT_FOUND for a paper the store held
+    services = Services.open(Settings(data_dir=tmp_path / "data"))
+    link = "https://kns.cnki.net/kcms2/article/abstract?v=" + "Ab3_" * 40 + "&uniplatform=NZKPT&language=CHS"
+    row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",
+                  native=NativeId(dbname="CJFDLAST2021", filename="FXYJ202101001"), detail_url=link)  # fmt: skip
+    [paper] = services.store.upsert_from_grid([row], services.clock.now())
+    shown = link.split("&")[0]
+    async with Client(build_server(lambda: services)) as client:
+        meta = await client.call_tool("get_metadata", {"titles": [shown, "另一篇"], "local_only": True})
+        read = await client.call_tool("read_online_html", {"title": shown})
+        unknown = await client.call_tool("download_paper", {"title": shown.replace("Ab3_", "Zz9_", 1)})
+        error = json.loads(meta.content[0].text)
+        assert meta.is_error and error["code"] == "INVALID_ARGUMENT" and error["details"]["field"] == "titles"
+        step = f"get_metadata(local_only=True, record_refs=['{paper.record_ref}'], titles=['另一篇'])"
+        assert error["details"]["next_step"] == step
+        followed = await client.call_tool(
+            "get_metadata", {"local_only": True, "record_refs": [paper.record_ref], "titles": ["另一篇"]}
+        )
+        assert not followed.is_error
+    one = json.loads(read.content[0].text)
+    assert read.is_error and one["code"] == "INVALID_ARGUMENT" and one["details"]["field"] == "title"
+    assert one["details"]["next_step"] == f"read_online_html(record_ref='{paper.record_ref}')"
+    other = json.loads(unknown.content[0].text)
+    assert unknown.is_error and other["code"] == "INVALID_ARGUMENT" and "next_step" not in other["details"]
+
+
 async def test_an_id_with_space_around_it_names_what_it_names_without_the_space(tmp_path: Path) -> None:
     services = Services.open(Settings(data_dir=tmp_path / "data"))
     row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",
