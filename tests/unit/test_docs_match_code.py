@@ -107,6 +107,18 @@ def test_every_error_code_a_document_names_exists(doc: str) -> None:
 
 
 
+def test_a_code_only_ever_given_as_a_warning_is_documented_as_one() -> None:
+    # CONTENT_PARTIAL sat in the troubleshooting table as an error ("正文未完整加载") though no tool
+    # raises it: read_online_html returns the part it read with the code in `warnings`
+    from cnki_mcp import reading_service
+    from cnki_mcp.errors import WARNING_CODES
+
+    assert reading_service.CONTENT_PARTIAL in WARNING_CODES
+    for code in WARNING_CODES:
+        row = next(line for line in TROUBLESHOOTING.splitlines() if line.startswith(f"| `{code}`"))
+        assert "`warnings`" in row and "不是错误" in row, code
+
+
 # The tools whose operations `operation_control continue` carries on (jobs.CONTINUABLE: a search
 # or a citation walk with a checkpoint; get_references / get_citing keep none).
 CONTINUED_BY = {OperationKind.SEARCH: "检索", OperationKind.CITATIONS: "`citation_graph`、`find_citation_path`"}
