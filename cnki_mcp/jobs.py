@@ -680,15 +680,26 @@ class JobManager:
         `cancelled`; every other one ends `interrupted`, its checkpoint kept, as after a crash.
         From now on no operation starts (SERVER_STOPPING)."""
         self._stopping = True
-        for live in list(self._live.values()):
+        lives = list(self._live.values())
+        for live in lives:
             live.server_exit = not live.cancel_requested
             live.cancel_requested = True
             if live.task is not None:
                 live.task.cancel()
-        tasks = [live.task for live in list(self._live.values()) if live.task is not None]
-        await asyncio.gather(*tasks, return_exceptions=True)
+        # bounded as a cancel is: a runner that swallows the cancellation held the exit (the
+        # browser and the store never closed, the process never ended) until it returned
+        await asyncio.gather(*(self._stopped(live) for live in lives if live.task is not None))
         for task in list(self._background):
             task.cancel()
+
+    async def _stopped(self, live: LiveOperation) -> None:
+        if not await event_or_timeout(self._clock, live.done, CANCEL_WAIT_SECONDS):
+            log.error("operation %s did not stop within %.0f s of the server's exit", live.record.operation_id,
+                      CANCEL_WAIT_SECONDS)  # fmt: skip
+            self._finish(live, cancelled=True, error=None)
+        for helper in (live.canceller, live.watchdog):
+            if helper is not None and not helper.done():
+                helper.cancel()
 
 
 def _cancelled_from_outside(live: LiveOperation) -> None:

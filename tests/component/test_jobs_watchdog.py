@@ -231,6 +231,40 @@ async def test_a_runner_ended_without_it_writes_nothing_over_the_run_that_contin
     assert manager.status(job.operation_id).status is OperationStatus.COMPLETED  # type: ignore[union-attr]
 
 
+async def test_a_server_exit_is_not_held_by_a_runner_that_ignores_the_cancellation(env: Any) -> None:
+    """The shutdown awaited every runner to its end: one that swallows the cancellation kept the
+    server from closing the browser and the store, and the process from exiting. It is finished
+    `interrupted` (a continue carries it on) within the cancel's bound."""
+    clock, sink, manager, _ = env
+    released = asyncio.Event()
+
+    async def stubborn(ctx: OperationContext) -> str:
+        ctx.checkpoint({"next_page": 1, "items": []})
+        while not released.is_set():
+            try:
+                await released.wait()
+            except asyncio.CancelledError:
+                continue
+        return "late"
+
+    async def release_later() -> None:  # without the bound the exit waits this long, not for ever
+        await clock.sleep(100.0)
+        released.set()
+
+    job = manager.start(OperationKind.SEARCH, stubborn, BudgetSpec(max_requests=10, timeout_seconds=900))
+    releaser = asyncio.ensure_future(release_later())
+    try:
+        await settle()
+        t0 = clock.monotonic()
+        await clock.run_until_complete(manager.shutdown())
+        assert clock.monotonic() - t0 == pytest.approx(CANCEL_WAIT_SECONDS)
+        stored = sink.load(job.operation_id)
+        assert stored is not None and stored.status is OperationStatus.INTERRUPTED
+    finally:
+        released.set()
+        releaser.cancel()
+
+
 async def test_watchdog_never_fires_for_an_operation_that_finishes_in_time(env: Any) -> None:
     clock, sink, manager, _ = env
     job = manager.start(
