@@ -10,6 +10,7 @@ argument and, when the link is a stored paper's, `next_step` the same call with 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -64,16 +65,47 @@ def _stored_refs(links: list[str], store: Any) -> dict[str, str]:
     return found
 
 
-def check_linked_titles(name: str, arguments: Mapping[str, Any], store: Any) -> None:
-    """INVALID_ARGUMENT for a link given as a title: `next_step` moves the stored papers' links to
-    their record_refs (the tool's `record_refs`, or `record_ref` in place of `title`)."""
-    field = TITLE_ARGUMENT.get(name)
-    links = _links(arguments.get(field)) if field else []
-    if field is None or not links:
-        return
+# A record_ref (no title has this shape) and a CNKI file name (letters then digits, as citation
+# lists and graph nodes give it: FXYJ202101001; taken as one only when a stored paper has it).
+REF_SHAPE = re.compile(r"rec_[0-9a-f]{24}")
+FILENAME_SHAPE = re.compile(r"[A-Za-z]{2,8}[0-9]{4,}[A-Za-z0-9.]*")
+
+
+def _handles(value: Any, store: Any) -> tuple[list[str], dict[str, str]]:
+    """What of a title argument is a paper's handle, not its title (links, record_refs, stored
+    file names), and the record_ref of each that names one stored paper."""
+    items = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
+    links = _links(items)
     found = _stored_refs(links, store)
-    details: dict[str, Any] = {"field": field, "links": len(links)}
-    if len(found) == len(set(links)):
+    handles = list(links)
+    for item in items:
+        text = item.strip()
+        if REF_SHAPE.fullmatch(text):
+            handles.append(item)
+            paper = store.get(text) if store is not None else None
+        elif FILENAME_SHAPE.fullmatch(text) and store is not None:
+            paper = store.find_by_filename(text)
+            if paper is not None:
+                handles.append(item)
+        else:
+            continue
+        if paper is not None:
+            found[item] = paper.record_ref
+    return handles, found
+
+
+def check_linked_titles(name: str, arguments: Mapping[str, Any], store: Any) -> None:
+    """INVALID_ARGUMENT for a link, a record_ref or a stored paper's file name given as a title:
+    `next_step` moves the stored papers' handles to their record_refs (the tool's `record_refs`,
+    or `record_ref` in place of `title`)."""
+    field = TITLE_ARGUMENT.get(name)
+    if field is None or field not in arguments:
+        return
+    handles, found = _handles(arguments[field], store)
+    if not handles:
+        return
+    details: dict[str, Any] = {"field": field, "handles": len(handles)}
+    if len(found) == len(set(handles)):
         value = arguments[field]
         step = dict(arguments)
         if isinstance(value, list):  # get_metadata / export_citations: titles -> record_refs
@@ -88,7 +120,9 @@ def check_linked_titles(name: str, arguments: Mapping[str, Any], store: Any) -> 
             step["record_ref"] = found[value]
         details["next_step"] = f"{name}({', '.join(f'{k}={v!r}' for k, v in step.items())})"
         details["record_refs"] = list(dict.fromkeys(found.values()))
-        said = "这些链接是本地保存的文献：改传它们的 record_ref（见 details.next_step）"
+        said = "它们是本地保存的文献：改传它们的 record_ref（见 details.next_step）"
     else:
-        said = "有链接不是本地保存过的文献的链接（链接会过期，本地只认工具给出过的链接）：改传完整题名"
-    raise InvalidInput(f"{field} 收完整题名，不收文献链接（按篇名检索找不到链接）；{said}", **details)
+        said = "有的不是本地保存过的文献（链接会过期，本地只认工具给出过的链接与编号）：改传完整题名"
+    raise InvalidInput(
+        f"{field} 收完整题名，不收链接、record_ref 或文件名（按篇名检索找不到它们，还要花请求）；{said}", **details
+    )
