@@ -33,25 +33,28 @@ def _links(value: Any) -> list[str]:
 
 
 def check_linked_refs(name: str, arguments: Mapping[str, Any], store: Any) -> None:
-    """INVALID_ARGUMENT for a link given as a record_ref or a title (`store` None: no lookup)."""
+    """INVALID_ARGUMENT for a link or a stored paper's file name given as a record_ref, or a
+    paper's handle given as a title (`store` None: no lookup)."""
     for field in REF_ARGUMENTS:
-        links = _links(arguments.get(field))
-        if not links:
+        if field not in arguments:
             continue
-        found = _stored_refs(links, store)
+        links = _links(arguments[field])
+        handles, found = _handles(arguments[field], store, refs=False)
+        if not handles:
+            continue
         title = TITLE_ARGUMENT.get(name)
         instead = f"只有题名时用 {title} 传完整题名" if title else "先用 get_metadata 的 titles 按完整题名取得 record_ref"
-        details: dict[str, Any] = {"field": field, "links": len(links)}
-        if len(found) == len(set(links)):  # a link given twice is found once
+        details: dict[str, Any] = {"field": field, "links": len(links), "handles": len(handles)}
+        if len(found) == len(set(handles)):  # a link given twice is found once
             value = arguments[field]
             sent = [found.get(v, v) for v in value] if isinstance(value, list) else found[value]
             given = ", ".join(f"{k}={(sent if k == field else v)!r}" for k, v in arguments.items())
-            details["next_step"] = f"{name}({given})"  # the same call, the links replaced
-            details["record_refs"] = list(found.values())
-            said = "这些链接是本地保存的文献：改传它们的 record_ref（见 details.next_step）"
+            details["next_step"] = f"{name}({given})"  # the same call, the links and file names replaced
+            details["record_refs"] = list(dict.fromkeys(found.values()))
+            said = "它们是本地保存的文献：改传它们的 record_ref（见 details.next_step）"
         else:
             said = f"有链接不是本地保存过的文献的链接（链接会过期）：{instead}"
-        raise InvalidInput(f"{field} 只收 rec_… 编号，不收文献链接；{said}", **details)
+        raise InvalidInput(f"{field} 只收 rec_… 编号，不收文献链接或文件名；{said}", **details)
     check_linked_titles(name, arguments, store)
 
 
@@ -71,9 +74,10 @@ REF_SHAPE = re.compile(r"rec_[0-9a-f]{24}")
 FILENAME_SHAPE = re.compile(r"[A-Za-z]{2,8}[0-9]{4,}[A-Za-z0-9.]*")
 
 
-def _handles(value: Any, store: Any) -> tuple[list[str], dict[str, str]]:
-    """What of a title argument is a paper's handle, not its title (links, record_refs, stored
-    file names), and the record_ref of each that names one stored paper."""
+def _handles(value: Any, store: Any, *, refs: bool = True) -> tuple[list[str], dict[str, str]]:
+    """What of a title argument (`refs`) or a record_ref argument is a paper's handle of another
+    kind (links, record_refs where a title goes, stored file names), and the record_ref of each
+    that names one stored paper."""
     items = [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
     links = _links(items)
     found = _stored_refs(links, store)
@@ -81,6 +85,8 @@ def _handles(value: Any, store: Any) -> tuple[list[str], dict[str, str]]:
     for item in items:
         text = item.strip()
         if REF_SHAPE.fullmatch(text):
+            if not refs:
+                continue
             handles.append(item)
             paper = store.get(text) if store is not None else None
         elif FILENAME_SHAPE.fullmatch(text) and store is not None:

@@ -226,6 +226,23 @@ async def test_a_record_ref_or_a_stored_file_name_given_as_a_title_names_its_pap
     assert not shaped.is_error
 
 
+async def test_a_stored_papers_file_name_given_as_a_record_ref_names_its_record_ref(tmp_path: Path) -> None:
+    # a citation list entry or graph node known as a stored paper by its file name: the tools said
+    # "本地没有这个 record_ref" (DOCUMENT_NOT_FOUND) for a paper the store held
+    services = Services.open(Settings(data_dir=tmp_path / "data"))
+    row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",
+                  native=NativeId(dbname="CJFDLAST2021", filename="FXYJ202101001"))  # fmt: skip
+    [paper] = services.store.upsert_from_grid([row], services.clock.now())
+    async with Client(build_server(lambda: services)) as client:
+        meta = await client.call_tool("get_metadata", {"record_refs": ["fxyj202101001"], "local_only": True})
+        other = await client.call_tool("export_citations", {"record_refs": ["ABCD20200101"]})
+    error = json.loads(meta.content[0].text)
+    assert meta.is_error and error["code"] == "INVALID_ARGUMENT" and error["details"]["field"] == "record_refs"
+    assert error["details"]["next_step"] == f"get_metadata(record_refs=['{paper.record_ref}'], local_only=True)"
+    # a file name no stored paper has is left to the tool, which says the paper is not stored
+    assert json.loads(other.content[0].text)["code"] == "DOCUMENT_NOT_FOUND"
+
+
 async def test_an_id_with_space_around_it_names_what_it_names_without_the_space(tmp_path: Path) -> None:
     services = Services.open(Settings(data_dir=tmp_path / "data"))
     row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",
