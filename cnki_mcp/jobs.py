@@ -627,10 +627,16 @@ class JobManager:
             )
         if live is not None and record.status.active:
             raise OperationBusy("该检索仍在运行", operation_id=operation_id)
+        if record.checkpoint is None and record.kind is OperationKind.CITATIONS:
+            # get_references / get_citing keep no checkpoint: their pages are stored as read
+            raise ContinueUnavailable(
+                "get_references、get_citing 不从检查点继续：用相同参数再调用（已读的页存在本地，不再请求）",
+                operation_id=operation_id, kind=record.kind.value,
+            )  # fmt: skip
         if record.checkpoint is None:
-            raise ContinueUnavailable(operation_id=operation_id)
+            raise ContinueUnavailable(operation_id=operation_id, kind=record.kind.value)
         if record.status is OperationStatus.COMPLETED:
-            raise OperationState("检索已完成，无需继续", operation_id=operation_id)
+            raise OperationState("操作已完成，无需继续", operation_id=operation_id, status=record.status.value)
 
         spec = record.budget.model_copy()
         if additional_requests is None and additional_seconds is None:
