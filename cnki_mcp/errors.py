@@ -259,9 +259,17 @@ class SourceIdentityUnconfirmed(CnkiError):
 
 
 class ContentPartial(CnkiError):
+    """Never raised: the code `read_online_html` puts in its result's `warnings` when the reader
+    showed only part of the body (`coverage.scope` partial). The part read is the answer, with
+    `complete_article` false; an error would have thrown it away. Kept as that warning's stable name."""
+
     code = "CONTENT_PARTIAL"
     retryable = True
     default_message = "正文未完整加载"
+
+
+# Codes a result carries in `warnings`, never as an error (the docs say so where they list them).
+WARNING_CODES = frozenset({ContentPartial.code})
 
 
 # --- human steps ------------------------------------------------------------------

@@ -371,6 +371,8 @@ class JobManager:
     def _changed(
         self, live: LiveOperation, *, persist: bool, notify: bool = True, with_checkpoint: bool = False
     ) -> None:
+        if self.superseded(live):
+            return
         rec = live.record
         rec.requests = live.budget.requests
         rec.active_seconds = round(live.budget.active_seconds, 3)
@@ -381,6 +383,13 @@ class JobManager:
         live.bump()
         if notify:
             self._notify(live)
+
+    def superseded(self, live: LiveOperation) -> bool:
+        """A runner finished without it (a cancel or its deadline it did not stop for) whose
+        operation was continued since: what it still writes would overwrite the new run's record
+        and checkpoint under the same id, so it is dropped."""
+        current = self._live.get(live.record.operation_id)
+        return live.done.is_set() and current is not None and current is not live
 
     def _notify(self, live: LiveOperation, *, heartbeat: bool = False) -> None:
         if not live.listeners:
@@ -519,15 +528,32 @@ class JobManager:
     # --- control ----------------------------------------------------------------------
 
     async def cancel(self, operation_id: str) -> OperationRecord:
-        """Cancel a running operation; wait up to 5 s for it to stop and return its record."""
+        """Cancel a running operation and return its final record: it ends `cancelled` within
+        `CANCEL_WAIT_SECONDS` (a runner that does not stop by then is finished without it)."""
         live = self._live.get(operation_id)
         if live is None:
             return self._lookup(operation_id)
         live.cancel_requested = True
         if live.task is not None and not live.task.done():
             live.task.cancel()
-        await event_or_timeout(self._clock, live.done, CANCEL_WAIT_SECONDS)
+        if live.canceller is None and not live.done.is_set():
+            live.canceller = asyncio.get_running_loop().create_task(
+                self._end_cancelled(live), name=f"cancel:{operation_id}"
+            )
+        if live.canceller is not None:
+            # shielded: a client that stops waiting does not stop the bound on the cancel
+            await asyncio.shield(live.canceller)
         return self._snapshot(live)
+
+    async def _end_cancelled(self, live: LiveOperation) -> None:
+        """A cancel ends the operation within `CANCEL_WAIT_SECONDS`, whatever the runner does: one
+        that swallows the cancellation (or awaits something that never sees it) is finished
+        `cancelled` without it, as the watchdog finishes one at its deadline."""
+        if await event_or_timeout(self._clock, live.done, CANCEL_WAIT_SECONDS):
+            return
+        log.error("operation %s did not stop within %.0f s of its cancel", live.record.operation_id,
+                  CANCEL_WAIT_SECONDS)  # fmt: skip
+        self._finish(live, cancelled=True, error=None)
 
     async def resume(self, operation_id: str) -> OperationRecord:
         """Tell the human step this operation waits on that the page is done; the status after
@@ -594,10 +620,16 @@ class JobManager:
             )
         if live is not None and record.status.active:
             raise OperationBusy("该检索仍在运行", operation_id=operation_id)
+        if record.checkpoint is None and record.kind is OperationKind.CITATIONS:
+            # get_references / get_citing keep no checkpoint: their pages are stored as read
+            raise ContinueUnavailable(
+                "get_references、get_citing 不从检查点继续：用相同参数再调用（已读的页存在本地，不再请求）",
+                operation_id=operation_id, kind=record.kind.value,
+            )  # fmt: skip
         if record.checkpoint is None:
-            raise ContinueUnavailable(operation_id=operation_id)
+            raise ContinueUnavailable(operation_id=operation_id, kind=record.kind.value)
         if record.status is OperationStatus.COMPLETED:
-            raise OperationState("检索已完成，无需继续", operation_id=operation_id)
+            raise OperationState("操作已完成，无需继续", operation_id=operation_id, status=record.status.value)
 
         spec = record.budget.model_copy()
         if additional_requests is None and additional_seconds is None:
@@ -647,15 +679,26 @@ class JobManager:
         `cancelled`; every other one ends `interrupted`, its checkpoint kept, as after a crash.
         From now on no operation starts (SERVER_STOPPING)."""
         self._stopping = True
-        for live in list(self._live.values()):
+        lives = list(self._live.values())
+        for live in lives:
             live.server_exit = not live.cancel_requested
             live.cancel_requested = True
             if live.task is not None:
                 live.task.cancel()
-        tasks = [live.task for live in list(self._live.values()) if live.task is not None]
-        await asyncio.gather(*tasks, return_exceptions=True)
+        # bounded as a cancel is: a runner that swallows the cancellation held the exit (the
+        # browser and the store never closed, the process never ended) until it returned
+        await asyncio.gather(*(self._stopped(live) for live in lives if live.task is not None))
         for task in list(self._background):
             task.cancel()
+
+    async def _stopped(self, live: LiveOperation) -> None:
+        if not await event_or_timeout(self._clock, live.done, CANCEL_WAIT_SECONDS):
+            log.error("operation %s did not stop within %.0f s of the server's exit", live.record.operation_id,
+                      CANCEL_WAIT_SECONDS)  # fmt: skip
+            self._finish(live, cancelled=True, error=None)
+        for helper in (live.canceller, live.watchdog):
+            if helper is not None and not helper.done():
+                helper.cancel()
 
 
 def _cancelled_from_outside(live: LiveOperation) -> None:

@@ -65,6 +65,7 @@ class LiveOperation:
         self.running_message = ""
         self.heartbeat: asyncio.Task[None] | None = None
         self.watchdog: asyncio.Task[None] | None = None
+        self.canceller: asyncio.Task[None] | None = None  # bounds a requested cancel (JobManager.cancel)
         self.deadline_error: BudgetExhausted | None = None  # set when the watchdog fired
         self.key: str | None = None  # what the operation computes (`JobManager.running_with`)
 
@@ -169,6 +170,8 @@ class OperationContext:
         if not isinstance(live.record.checkpoint, dict):
             raise TypeError("checkpoint_append needs a dict checkpoint saved first")
         live.record.checkpoint.setdefault(CHECKPOINT_LOG, []).append(entry)
+        if self._manager.superseded(live):
+            return
         self._manager._sink.append_checkpoint(live.record.operation_id, entry)
 
     def set_result(self, result: Any) -> None:

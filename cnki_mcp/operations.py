@@ -248,7 +248,8 @@ class OperationSink(Protocol):
     ) -> None:
         """Upsert the record; with `with_checkpoint` its checkpoint too (which replaces the stored
         one and drops its appended entries), else the stored checkpoint stays as it is. Then drop
-        the oldest finished records beyond the newest `keep` (never a running or awaiting_user one)."""
+        the finished records beyond the `keep` updated last (never a running or awaiting_user one,
+        nor one just continued however old)."""
         ...
 
     def append_checkpoint(self, operation_id: str, entry: Any) -> None:
@@ -290,9 +291,9 @@ class MemorySink:
             copied = OperationRecord.from_storage(record.to_storage(with_checkpoint=False))
             copied.checkpoint = None if prev is None else prev.checkpoint
             self._records[record.operation_id] = copied
-        finished = sorted(
+        finished = sorted(  # by the last update, as the store trims (store/operations.py)
             (r for r in self._records.values() if not r.status.active),
-            key=lambda r: r.created_at,
+            key=lambda r: r.updated_at,
             reverse=True,
         )
         overflow = len(self._records) - keep
@@ -373,8 +374,8 @@ class OperationStore(Protocol):
 
 
 class StoreSink:
-    """OperationSink on the SQLite store (which keeps the newest 200 itself, never trimming an
-    unfinished operation)."""
+    """OperationSink on the SQLite store (which keeps the 200 updated last itself, never trimming
+    an unfinished operation)."""
 
     def __init__(self, store: OperationStore) -> None:
         self._store = store

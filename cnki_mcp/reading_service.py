@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from cnki_mcp.clock import Clock
-from cnki_mcp.errors import DocumentNotFound, HtmlEntryNotFound, InvalidInput
+from cnki_mcp.errors import ContentPartial, DocumentNotFound, HtmlEntryNotFound, InvalidInput
 from cnki_mcp.identity import Paper
 from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.models import DetailPage, ReaderPage, ReaderScope, Section
@@ -32,7 +32,7 @@ CACHE_TTL_SECONDS = 30 * 60
 CACHE_MAX_ENTRIES = 16
 DEFAULT_MAX_CHARACTERS = 20_000
 MAX_CHARACTERS = 200_000
-CONTENT_PARTIAL = "CONTENT_PARTIAL"
+CONTENT_PARTIAL = ContentPartial.code  # a warning, never raised (errors.WARNING_CODES)
 _WS = re.compile(r"\s+")
 
 

@@ -23,7 +23,7 @@ from cnki_mcp.parse.citations import CitationItem, CitationType
 from cnki_mcp.pipeline.citations import CitationReader, PaperHandle, handle_of, resolve_paper
 from cnki_mcp.pipeline.enrich import is_fatal
 from cnki_mcp.pipeline.graph_export import ExportFormat, export
-from cnki_mcp.pipeline.graph_model import CitationGraph, GraphNode, co_citation, coupling
+from cnki_mcp.pipeline.graph_model import CitationGraph, GraphNode, RefWhenStored, co_citation, coupling
 from cnki_mcp.site.backend import CitationBackend
 from cnki_mcp.store import Store
 
@@ -98,11 +98,12 @@ class PathInput(BaseModel):
     max_depth: int = Field(default=2, ge=1, le=3)
 
 
-class PathStep(BaseModel):
+class PathStep(RefWhenStored):
     model_config = ConfigDict(extra="forbid")
 
     title: str
     filename: str | None = None
+    record_ref: str | None = None  # the stored paper's (absent when the paper is known only from the lists)
     year: int | None = None
     relation: Literal["cites", "cited_by"] | None = None  # how this paper relates to the previous one
 
@@ -229,6 +230,13 @@ class _Walk:
             if not n.expanded and n.depth < self.depth and self.handles[k].detail_url
         )  # fmt: skip
 
+    def name_stored(self, store: Store, keys: list[str] | None = None) -> None:
+        """Give each node (of `keys`, else all) that is a stored paper its record_ref, in one read."""
+        nodes = {k: self.nodes[k] for k in (self.nodes if keys is None else keys)}
+        stored = store.refs_by_filenames(n.filename for n in nodes.values() if n.filename)
+        for key, node in nodes.items():
+            node.record_ref = self.handles[key].record_ref or stored.get("".join((node.filename or "").split()).upper())
+
     def graph(self) -> CitationGraph:
         ids = [(self.nodes[a].id, self.nodes[b].id) for a, b in self.edges]
         return CitationGraph(nodes=list(self.nodes.values()), edges=ids,
@@ -294,6 +302,7 @@ async def citation_graph(
     ctx.set_stage("citations", f"引文网络：{len(seeds)} 篇起点，深度 {inp.depth}")
 
     def result(complete: bool) -> GraphResult:
+        walk.name_stored(store)
         graph = walk.graph()
         warnings = walk.warnings()
         if walk.left_out:
@@ -333,14 +342,17 @@ async def find_citation_path(
     ctx.set_stage("citations", f"寻找引文路径（最多 {inp.max_depth} 步）")
 
     def result(complete: bool) -> PathResult:
-        steps: list[PathStep] = []
+        on_path: list[str] = []  # from the target back to the source
         key: str | None = target.key if target.key in walk.nodes else None
         while key is not None:
-            node = walk.nodes[key]
-            prev = walk.parent.get(key)
-            steps.append(PathStep(title=node.title, filename=node.filename, year=node.year,
-                                  relation=prev[1] if prev else None))  # fmt: skip
-            key = prev[0] if prev else None
+            on_path.append(key)
+            key = walk.parent[key][0] if key in walk.parent else None
+        walk.name_stored(store, on_path)
+        steps: list[PathStep] = []
+        for key in on_path:
+            node, prev = walk.nodes[key], walk.parent.get(key)
+            steps.append(PathStep(title=node.title, filename=node.filename, record_ref=node.record_ref,
+                                  year=node.year, relation=prev[1] if prev else None))  # fmt: skip
         found = bool(steps)
         warnings = [] if found else walk.warnings()
         if walk.left_out and not found:

@@ -4,15 +4,28 @@ from __future__ import annotations
 
 from collections import Counter
 from itertools import combinations
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from cnki_mcp.parse.citations import CitationType
 
 MAX_PAIRS = 20
 
 
-class GraphNode(BaseModel):
+class RefWhenStored(BaseModel):
+    """`record_ref` is written only when the paper is stored: a `"record_ref": null` on every
+    list-only node of a 500-node graph was 9 KB of its 64 KB inline cap (DESIGN.md "Citation graph")."""
+
+    @model_serializer(mode="wrap")
+    def _drop_missing_ref(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("record_ref") is None:
+            data.pop("record_ref", None)
+        return data
+
+
+class GraphNode(RefWhenStored):
     model_config = ConfigDict(extra="forbid")
 
     id: str
@@ -22,6 +35,7 @@ class GraphNode(BaseModel):
     source: str | None = None
     type: CitationType | None = None
     filename: str | None = None
+    record_ref: str | None = None  # the stored paper's, which the other paper tools take
     depth: int
     seed: bool = False
     expanded: bool = False

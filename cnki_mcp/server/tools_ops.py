@@ -27,6 +27,31 @@ continue 继续中断、取消、失败或预算用完的检索（可加 additio
 resume 告知人工操作已完成（机构远程访问登录时需要；不填 operation_id 时为当前等待人工操作的任务）；show 把等待人工操作的窗口切到前台；recover 关闭浏览器，下次请求时重启（BROWSER_UNAVAILABLE 时用）。"""
 
 
+# The arguments each action takes besides `action` (recover concerns no operation: an id given
+# with it is ignored). A budget argument given to another action than continue is refused: it
+# was silently dropped, so a client that "resumed with more budget" believed it had.
+ACCEPTS: dict[str, tuple[str, ...]] = {
+    "cancel": ("operation_id",),
+    "continue": ("operation_id", "additional_requests", "additional_seconds"),
+    "resume": ("operation_id",),
+    "show": ("operation_id",),
+    "recover": (),
+}
+
+
+def refuse_unused_budget(action: str, additional_requests: int | None, additional_seconds: float | None) -> None:
+    """INVALID_ARGUMENT naming the budget arguments `action` does not use and what it takes."""
+    given = [name for name, value in (("additional_requests", additional_requests),
+                                      ("additional_seconds", additional_seconds)) if value is not None]  # fmt: skip
+    unused = [name for name in given if name not in ACCEPTS[action]]
+    if unused:
+        takes = "、".join(ACCEPTS[action]) or "无其他参数"
+        raise InvalidInput(
+            f"{action} 不接受 {'、'.join(unused)}（只有 continue 加预算）；{action} 接受：{takes}",
+            field=unused[0], action=action, accepts={a: list(args) for a, args in ACCEPTS.items()},
+        )  # fmt: skip
+
+
 # What a continue did, by the status the operation has when the call returns (a `failed` one is
 # an error result: server/errors.py).
 CONTINUED: dict[str, str] = {
@@ -89,6 +114,7 @@ def register(server: CnkiServer) -> None:
         additional_requests: Annotated[int | None, Field(ge=1, le=5000)] = None,
         additional_seconds: Annotated[float | None, Field(ge=1, le=7200)] = None,
     ) -> OperationControlView:
+        refuse_unused_budget(action, additional_requests, additional_seconds)
         services = services_of(ctx)
         jobs = services.jobs
         if action == "resume" and operation_id is None:

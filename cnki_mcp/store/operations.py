@@ -1,7 +1,8 @@
 """Operations persistence: one row per operation with its record and checkpoint JSON, and the
 entries appended to that checkpoint since (`operation_log`, one row each, so a progress tick
-writes what is new, not the whole checkpoint). The newest 200 (by creation time) are kept;
-unfinished ones are never trimmed."""
+writes what is new, not the whole checkpoint). The 200 updated last are kept (by `updated_at`:
+an old operation just continued is as new as its continue, not pruned the moment it ends because
+200 others were created after it); unfinished ones are never trimmed."""
 
 from __future__ import annotations
 
@@ -117,7 +118,7 @@ class OperationsMixin(StoreBase):
         marks = ",".join("?" * len(UNFINISHED))
         gone = conn.execute(
             f"DELETE FROM operations WHERE status NOT IN ({marks}) AND op_id NOT IN"
-            " (SELECT op_id FROM operations ORDER BY created_at DESC, op_id DESC LIMIT ?)",
+            " (SELECT op_id FROM operations ORDER BY updated_at DESC, op_id DESC LIMIT ?)",
             (*UNFINISHED, OPERATIONS_KEPT),
         ).rowcount
         if gone:

@@ -172,6 +172,34 @@ async def test_pair_counts_and_a_path_in_a_small_network(clock: FakeClock, store
     ]  # fmt: skip
 
 
+async def test_graph_nodes_and_path_steps_name_the_stored_papers_record_ref(clock: FakeClock, store: Store) -> None:
+    """A node or step gave only `filename`, which get_metadata, export_citations, read_online_html
+    and download_paper refuse: a stored paper sent the client back to a title lookup. It carries
+    its record_ref; a paper known only from the lists has no `record_ref` key (no null per node)."""
+    corpus = Corpus(records=[
+        SimRecord(id="a", title="甲文", type="期刊", references=("b",)),
+        SimRecord(id="b", title="乙文", type="博士", references=("e",)),
+        SimRecord(id="e", title="戊文", type="图书"),
+    ], journals=[])  # fmt: skip
+    site = CorpusBackend(corpus)
+    a, e = (remember(store, corpus, x) for x in ("a", "e"))
+    paper = stored(store, corpus.by_id["b"], CorpusLinks().detail("b"))
+    jobs = JobManager(clock, MemorySink())
+
+    async def graph(ctx: OperationContext) -> Any:
+        return await citation_graph(store, site, clock, GraphInput(seeds=[a], depth=2), ctx)
+
+    async def path(ctx: OperationContext) -> Any:
+        return await find_citation_path(store, site, clock, PathInput(source=a, target=e, max_depth=3), ctx)
+
+    nodes = {n["title"]: n for n in (await run(clock, jobs, graph)).result["graph"]["nodes"]}
+    assert nodes["乙文"]["record_ref"] == paper.record_ref
+    assert "record_ref" not in nodes["甲文"] and "record_ref" not in nodes["戊文"]
+    steps = (await run(clock, jobs, path)).result["path"]
+    assert [s.get("record_ref") for s in steps] == [None, paper.record_ref, None]
+    assert "record_ref" not in steps[0]
+
+
 async def test_a_dead_detail_link_is_found_again_by_exact_title_with_one_grid_request(
     clock: FakeClock, store: Store
 ) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.jobs import (
+    CANCEL_WAIT_SECONDS,
     CONTINUE_DEFAULT_SECONDS,
     BudgetSpec,
     JobManager,
@@ -121,11 +122,15 @@ async def test_watchdog_finishes_the_record_when_the_runner_ignores_the_cancella
     assert manager.status(job.operation_id).status is OperationStatus.PARTIAL  # type: ignore[union-attr]
 
 
-async def test_a_user_cancel_of_a_runner_that_does_not_stop_ends_cancelled_not_budget_exhausted(env: Any) -> None:
-    """A runner that swallows the user's cancel stays running until the watchdog finishes it; it
-    was then finished `partial` with BUDGET_EXHAUSTED, as if the budget and not the user had
-    stopped it. The user asked first: it ends `cancelled` (CANCELLED), with the result it set."""
-    clock, _, manager, _ = env
+async def test_a_user_cancel_of_a_runner_that_does_not_stop_ends_cancelled_within_the_cancels_wait(
+    env: Any,
+) -> None:
+    """A runner that swallows the user's cancel (or awaits something that never sees it) stayed
+    `running` until the watchdog ended it at its budget (up to 900 s and more), then `partial`
+    with BUDGET_EXHAUSTED as if the budget had stopped it. The cancel ends it: `cancelled`
+    (CANCELLED) within the cancel's wait, with the result it set, and the watchdog never turns
+    it into a budget error afterwards."""
+    clock, sink, manager, _ = env
     released = asyncio.Event()
 
     async def stubborn(ctx: OperationContext) -> str:
@@ -138,13 +143,126 @@ async def test_a_user_cancel_of_a_runner_that_does_not_stop_ends_cancelled_not_b
         return "late"
 
     job = manager.start(OperationKind.READ, stubborn, BudgetSpec(max_requests=10, timeout_seconds=30))
-    await clock.advance_settled(1.0)
-    [asked] = await clock.run_until_complete(manager.cancel(job.operation_id))
-    assert asked.status.active  # it has not stopped within the cancel's wait
+    try:
+        await clock.advance_settled(1.0)
+        t0 = clock.monotonic()
+        [asked] = await clock.run_until_complete(manager.cancel(job.operation_id))
+        assert asked.status is OperationStatus.CANCELLED
+        assert clock.monotonic() - t0 == pytest.approx(CANCEL_WAIT_SECONDS)
+        assert [e.code for e in asked.errors] == ["CANCELLED"] and asked.result == {"so_far": 1}
+        await clock.advance_settled(60.0)  # past the budget: the watchdog is gone with the operation
+        stored = sink.load(job.operation_id)
+        assert stored is not None and stored.status is OperationStatus.CANCELLED
+    finally:
+        released.set()
     [record] = await clock.run_until_complete(job.finish())
-    released.set()
     assert record.status is OperationStatus.CANCELLED
-    assert [e.code for e in record.errors] == ["CANCELLED"] and record.result == {"so_far": 1}
+
+
+async def test_a_cancel_whose_caller_stops_waiting_still_ends_the_operation(env: Any) -> None:
+    """The bound on a cancel does not hang on the call that asked: a client that gives up on
+    operation_control(cancel) (its request cancelled) still leaves the operation ended."""
+    clock, _, manager, _ = env
+    released = asyncio.Event()
+
+    async def stubborn(ctx: OperationContext) -> str:
+        while not released.is_set():
+            try:
+                await released.wait()
+            except asyncio.CancelledError:
+                continue
+        return "late"
+
+    job = manager.start(OperationKind.READ, stubborn, BudgetSpec(max_requests=10, timeout_seconds=900))
+    try:
+        t0 = clock.monotonic()
+        asking = asyncio.ensure_future(manager.cancel(job.operation_id))
+        await settle()
+        asking.cancel()
+        await settle()
+        [record] = await clock.run_until_complete(job.finish())
+        assert clock.monotonic() - t0 == pytest.approx(CANCEL_WAIT_SECONDS)
+        assert record.status is OperationStatus.CANCELLED
+        assert [e.code for e in record.errors] == ["CANCELLED"]
+    finally:
+        released.set()
+
+
+async def test_a_runner_ended_without_it_writes_nothing_over_the_run_that_continued_it(env: Any) -> None:
+    """A search cancelled while its runner ignored the cancel can be continued at once; the old
+    runner, still going, wrote its stage and checkpoints under the same id over the new run's."""
+    clock, sink, manager, _ = env
+    released = asyncio.Event()
+
+    async def stubborn(ctx: OperationContext) -> str:
+        ctx.checkpoint({"next_page": 1, "items": []})
+        while not released.is_set():
+            try:
+                await released.wait()
+            except asyncio.CancelledError:
+                continue
+        ctx.set_stage("late")
+        ctx.checkpoint({"next_page": 99, "items": ["stale"]})
+        return "late"
+
+    job = manager.start(OperationKind.SEARCH, stubborn, BudgetSpec(max_requests=100, timeout_seconds=900))
+    gate = asyncio.Event()
+
+    async def second(ctx: OperationContext) -> dict[str, Any]:
+        ctx.set_stage("retrieval")
+        await gate.wait()
+        return {"from": ctx.resume_from}
+
+    try:
+        await settle()
+        [asked] = await clock.run_until_complete(manager.cancel(job.operation_id))
+        assert asked.status is OperationStatus.CANCELLED
+        manager.continue_(job.operation_id, second)
+        await settle()
+        released.set()  # the old runner goes on now, under the continued id
+        await settle()
+        stored = sink.load(job.operation_id)
+        assert stored is not None and stored.status is OperationStatus.RUNNING
+        assert stored.stage == "retrieval" and stored.checkpoint == {"next_page": 1, "items": []}
+    finally:
+        released.set()
+        gate.set()
+    await settle()
+    assert manager.status(job.operation_id).status is OperationStatus.COMPLETED  # type: ignore[union-attr]
+
+
+async def test_a_server_exit_is_not_held_by_a_runner_that_ignores_the_cancellation(env: Any) -> None:
+    """The shutdown awaited every runner to its end: one that swallows the cancellation kept the
+    server from closing the browser and the store, and the process from exiting. It is finished
+    `interrupted` (a continue carries it on) within the cancel's bound."""
+    clock, sink, manager, _ = env
+    released = asyncio.Event()
+
+    async def stubborn(ctx: OperationContext) -> str:
+        ctx.checkpoint({"next_page": 1, "items": []})
+        while not released.is_set():
+            try:
+                await released.wait()
+            except asyncio.CancelledError:
+                continue
+        return "late"
+
+    async def release_later() -> None:  # without the bound the exit waits this long, not for ever
+        await clock.sleep(100.0)
+        released.set()
+
+    job = manager.start(OperationKind.SEARCH, stubborn, BudgetSpec(max_requests=10, timeout_seconds=900))
+    releaser = asyncio.ensure_future(release_later())
+    try:
+        await settle()
+        t0 = clock.monotonic()
+        await clock.run_until_complete(manager.shutdown())
+        assert clock.monotonic() - t0 == pytest.approx(CANCEL_WAIT_SECONDS)
+        stored = sink.load(job.operation_id)
+        assert stored is not None and stored.status is OperationStatus.INTERRUPTED
+    finally:
+        released.set()
+        releaser.cancel()
 
 
 async def test_watchdog_never_fires_for_an_operation_that_finishes_in_time(env: Any) -> None:

@@ -380,6 +380,27 @@ def test_operations_keep_the_newest_200_and_never_trim_unfinished(store: Store) 
     assert running is not None and running.checkpoint == {"page": 3}
 
 
+def test_an_old_operation_continued_is_kept_when_it_ends_after_200_newer_ones(store: Store) -> None:
+    # a search continued while other tools ran: once 200 operations newer than it existed, its
+    # own final save trimmed it (kept by creation time), and operation_status said
+    # OPERATION_NOT_FOUND for the run just finished
+    store.save_operation("op_old", "search", "cancelled", {"status": "cancelled"}, {"page": 3}, T0, T0)
+    for i in range(OPERATIONS_KEPT - 1):
+        at = T0 + timedelta(seconds=i + 1)
+        store.save_operation(f"op_{i:04d}", "metadata", "completed", {"i": i}, None, at, at)
+    later = T0 + timedelta(hours=1)
+    store.update_operation("op_old", "search", "running", {"status": "running"}, T0, later)
+    for i in range(OPERATIONS_KEPT - 1, OPERATIONS_KEPT + 4):  # other tools' operations meanwhile
+        at = later + timedelta(seconds=i)
+        store.save_operation(f"op_{i:04d}", "metadata", "completed", {"i": i}, None, at, at)
+    store.update_operation("op_old", "search", "completed", {"status": "completed"}, T0, later + timedelta(hours=1))
+    old = store.load_operation("op_old")
+    assert old is not None and old.status == "completed" and old.checkpoint == {"page": 3}
+    assert len(store.list_operations(1000)) == OPERATIONS_KEPT
+    assert store.load_operation("op_0004") is None  # the ones updated longest ago go instead
+    assert store.load_operation("op_0005") is not None
+
+
 def test_mark_unfinished_interrupted_rewrites_status_and_record(store: Store) -> None:
     store.save_operation("op_a", "search", "running", {"status": "running", "x": 1}, {"round": 2}, T0, T0)
     store.save_operation("op_b", "login", "awaiting_user", {"status": "awaiting_user"}, None, T0, T0)

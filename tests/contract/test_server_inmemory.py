@@ -449,6 +449,26 @@ async def test_operation_control_cancel_and_continue_codes(tmp_path: Path) -> No
         assert h.services is not None and h.services.host.started is False
 
 
+async def test_a_budget_given_to_an_action_that_adds_none_is_refused_and_nothing_is_done(tmp_path: Path) -> None:
+    """cancel / resume / show / recover dropped additional_requests / additional_seconds without a
+    word: a client that asked for more budget with its resume believed it had it."""
+    h = Harness(tmp_path / "data", inline_wait=0.05)
+    h.pipeline.block = True
+    async with Client(build_server(h.open)) as client:
+        op_id = (await client.call_tool("search", {"query": "x"})).structured_content["operation_id"]
+        for action in ("cancel", "resume", "show", "recover"):
+            for extra in ({"additional_seconds": 60}, {"additional_requests": 10, "additional_seconds": 60}):
+                args = {"action": action, "operation_id": op_id, **extra}
+                error = _error(await client.call_tool("operation_control", args))
+                assert error["code"] == "INVALID_ARGUMENT", (action, error)
+                assert error["details"]["field"] == next(iter(extra)) and error["details"]["action"] == action
+                assert "additional_seconds" in error["details"]["accepts"]["continue"]
+        status = (await client.call_tool("operation_status", {"operation_id": op_id})).structured_content
+        assert status["status"] == "running"  # the refused cancel cancelled nothing
+        done = await client.call_tool("operation_control", {"action": "cancel", "operation_id": op_id})
+        assert done.structured_content["operation"]["status"] == "cancelled"
+
+
 async def test_session_status_cached_then_refreshed(h: Harness) -> None:
     async with Client(build_server(h.open)) as client:
         cached = (await client.call_tool("session_status", {})).structured_content

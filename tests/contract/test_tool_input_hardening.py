@@ -177,6 +177,72 @@ async def test_a_detail_link_given_as_a_record_ref_names_the_argument_and_the_st
     assert "next_step" not in other["details"]
 
 
+async def test_a_detail_link_given_as_a_title_is_refused_with_the_call_that_names_its_paper(tmp_path: Path) -> None:
+    # get_metadata(titles=[link]) sent the link to CNKI as a title search: a request spent, and
+    # DOCUMENT_NOT_FOUND for a paper the store held
+    services = Services.open(Settings(data_dir=tmp_path / "data"))
+    link = "https://kns.cnki.net/kcms2/article/abstract?v=" + "Ab3_" * 40 + "&uniplatform=NZKPT&language=CHS"
+    row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",
+                  native=NativeId(dbname="CJFDLAST2021", filename="FXYJ202101001"), detail_url=link)  # fmt: skip
+    [paper] = services.store.upsert_from_grid([row], services.clock.now())
+    shown = link.split("&")[0]
+    async with Client(build_server(lambda: services)) as client:
+        meta = await client.call_tool("get_metadata", {"titles": [shown, "另一篇"], "local_only": True})
+        read = await client.call_tool("read_online_html", {"title": shown})
+        unknown = await client.call_tool("download_paper", {"title": shown.replace("Ab3_", "Zz9_", 1)})
+        error = json.loads(meta.content[0].text)
+        assert meta.is_error and error["code"] == "INVALID_ARGUMENT" and error["details"]["field"] == "titles"
+        step = f"get_metadata(local_only=True, record_refs=['{paper.record_ref}'], titles=['另一篇'])"
+        assert error["details"]["next_step"] == step
+        followed = await client.call_tool(
+            "get_metadata", {"local_only": True, "record_refs": [paper.record_ref], "titles": ["另一篇"]}
+        )
+        assert not followed.is_error
+    one = json.loads(read.content[0].text)
+    assert read.is_error and one["code"] == "INVALID_ARGUMENT" and one["details"]["field"] == "title"
+    assert one["details"]["next_step"] == f"read_online_html(record_ref='{paper.record_ref}')"
+    other = json.loads(unknown.content[0].text)
+    assert unknown.is_error and other["code"] == "INVALID_ARGUMENT" and "next_step" not in other["details"]
+
+
+async def test_a_record_ref_or_a_stored_file_name_given_as_a_title_names_its_paper(tmp_path: Path) -> None:
+    # a graph node's filename or a record_ref put in titles: DOCUMENT_NOT_FOUND (and, without
+    # local_only, a title search spent) for a paper the store held
+    services = Services.open(Settings(data_dir=tmp_path / "data"))
+    row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",
+                  native=NativeId(dbname="CJFDLAST2021", filename="FXYJ202101001"))  # fmt: skip
+    [paper] = services.store.upsert_from_grid([row], services.clock.now())
+    async with Client(build_server(lambda: services)) as client:
+        by_ref = await client.call_tool("get_metadata", {"titles": [paper.record_ref], "local_only": True})
+        by_name = await client.call_tool("download_paper", {"title": "FXYJ202101001"})
+        # the same shape that is no stored paper's file name may be a title: it is looked up
+        shaped = await client.call_tool("get_metadata", {"titles": ["ISO9001"], "local_only": True})
+    ref = json.loads(by_ref.content[0].text)
+    assert by_ref.is_error and ref["code"] == "INVALID_ARGUMENT"
+    assert ref["details"]["next_step"] == f"get_metadata(local_only=True, record_refs=['{paper.record_ref}'])"
+    name = json.loads(by_name.content[0].text)
+    assert by_name.is_error and name["code"] == "INVALID_ARGUMENT"
+    assert name["details"]["next_step"] == f"download_paper(record_ref='{paper.record_ref}')"
+    assert not shaped.is_error
+
+
+async def test_a_stored_papers_file_name_given_as_a_record_ref_names_its_record_ref(tmp_path: Path) -> None:
+    # a citation list entry or graph node known as a stored paper by its file name: the tools said
+    # "本地没有这个 record_ref" (DOCUMENT_NOT_FOUND) for a paper the store held
+    services = Services.open(Settings(data_dir=tmp_path / "data"))
+    row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",
+                  native=NativeId(dbname="CJFDLAST2021", filename="FXYJ202101001"))  # fmt: skip
+    [paper] = services.store.upsert_from_grid([row], services.clock.now())
+    async with Client(build_server(lambda: services)) as client:
+        meta = await client.call_tool("get_metadata", {"record_refs": ["fxyj202101001"], "local_only": True})
+        other = await client.call_tool("export_citations", {"record_refs": ["ABCD20200101"]})
+    error = json.loads(meta.content[0].text)
+    assert meta.is_error and error["code"] == "INVALID_ARGUMENT" and error["details"]["field"] == "record_refs"
+    assert error["details"]["next_step"] == f"get_metadata(record_refs=['{paper.record_ref}'], local_only=True)"
+    # a file name no stored paper has is left to the tool, which says the paper is not stored
+    assert json.loads(other.content[0].text)["code"] == "DOCUMENT_NOT_FOUND"
+
+
 async def test_an_id_with_space_around_it_names_what_it_names_without_the_space(tmp_path: Path) -> None:
     services = Services.open(Settings(data_dir=tmp_path / "data"))
     row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",

@@ -107,6 +107,42 @@ def test_every_error_code_a_document_names_exists(doc: str) -> None:
 
 
 
+def test_a_code_only_ever_given_as_a_warning_is_documented_as_one() -> None:
+    # CONTENT_PARTIAL sat in the troubleshooting table as an error ("正文未完整加载") though no tool
+    # raises it: read_online_html returns the part it read with the code in `warnings`
+    from cnki_mcp import reading_service
+    from cnki_mcp.errors import WARNING_CODES
+
+    assert reading_service.CONTENT_PARTIAL in WARNING_CODES
+    for code in WARNING_CODES:
+        row = next(line for line in TROUBLESHOOTING.splitlines() if line.startswith(f"| `{code}`"))
+        assert "`warnings`" in row and "不是错误" in row, code
+
+
+def test_the_field_names_each_tool_gives_a_paper_are_mapped_in_the_docs() -> None:
+    # the same CNKI type label is `doc_type` in some results and `document_type` in others, the
+    # date `date` or `publication_date`: not renamed (clients read them), so the docs say which
+    from typing import get_args
+
+    from cnki_mcp.cite.refmatch import RecordView
+    from cnki_mcp.parse.citations import CitationItem
+    from cnki_mcp.pipeline.graph_model import GraphNode
+    from cnki_mcp.pipeline.library import LibraryResult
+    from cnki_mcp.pipeline.models import MetadataField, ResultItem
+
+    design = (ROOT / "docs" / "DESIGN.md").read_text(encoding="utf-8")
+    passage = design.split("**One paper, two sets of field names**", 1)[1].split("\n- ", 1)[0]
+    skill = (ROOT / "skills" / "cnki-deep-research" / "references" / "tools.md").read_text(encoding="utf-8")
+    names = {"doc_type", "document_type", "date", "publication_date", "type"}
+    models = {"ResultItem": ResultItem, "LibraryResult": LibraryResult, "RecordView": RecordView,
+              "CitationItem": CitationItem, "GraphNode": GraphNode}  # fmt: skip
+    for label, model in models.items():
+        for field in names & set(model.model_fields):
+            assert label in passage and f"`{field}`" in passage, (label, field)
+    for field in names & set(get_args(MetadataField)):
+        assert f"`{field}`" in passage and f"`{field}`" in skill, field
+
+
 # The tools whose operations `operation_control continue` carries on (jobs.CONTINUABLE: a search
 # or a citation walk with a checkpoint; get_references / get_citing keep none).
 CONTINUED_BY = {OperationKind.SEARCH: "检索", OperationKind.CITATIONS: "`citation_graph`、`find_citation_path`"}
