@@ -25,6 +25,10 @@ from cnki_mcp.store.library import MAX_TEXT_CHARS, normalise, parse_library_quer
 log = logging.getLogger(__name__)
 
 SNIPPET_CONTEXT = 60  # characters each side of the first hit
+# PDFs read into the index by one search_library call (up to seconds each): a library whose
+# 3,000 downloads were all pending answered its first search after a minute and more, past a
+# client's request timeout. The rest are read by the next calls (`pdfs_pending` says how many).
+PDFS_PER_CALL = 20
 MatchedField = Literal[
     "title", "keywords", "authors", "institutions", "source", "abstract", "fulltext_html", "fulltext_pdf"
 ]
@@ -80,29 +84,39 @@ class LibraryPage(BaseModel):
     results: list[LibraryResult] = Field(default_factory=list)
     indexed_papers: int = Field(description="本地索引中的文献数")
     indexed_fulltexts: int = Field(description="本地保存的全文数")
+    pdfs_pending: int = Field(
+        0,
+        description=f"已下载但尚未读入索引的 PDF 篇数（其文字这次还搜不到）；每次调用读入最多 {PDFS_PER_CALL} 篇，再次调用接着读",
+    )
 
 
 # A PDF wraps Chinese text at the line end: the break is not a word boundary.
 _CJK_WRAP = re.compile(r"(?<=[\u3400-\u9fff\uf900-\ufaff，、；：])[ \t]*\n[ \t]*(?=[\u3400-\u9fff\uf900-\ufaff])")
 
 
-def index_downloaded_pdfs(store: Store, data_dir: Path, clock: Clock) -> int:
-    """Put the text of archived PDFs not indexed yet into the store (and so the index).
-    A file that cannot be read is remembered with an empty text, so it is not retried until
-    its content changes. A file that is not there (deleted or moved away by the person) is not
-    remembered: the same file downloaded again is read then. Returns how many PDFs were read."""
-    done = 0
-    for pending in store.pdfs_to_index():
-        if not Path(pending.path).is_file():
+def index_downloaded_pdfs(store: Store, data_dir: Path, clock: Clock, limit: int | None = None) -> int:
+    """Put the text of archived PDFs not indexed yet into the store (and so the index), the
+    oldest downloads first, at most `limit` (PDFS_PER_CALL when None) files read; returns how many
+    files are still pending (not counting those not there). A file that cannot be read is
+    remembered with an empty text, so it is not retried until its content changes. A file that is
+    not there (deleted or moved away by the person) is not remembered: the same file downloaded
+    again is read then."""
+    budget = PDFS_PER_CALL if limit is None else limit
+    pending = 0
+    for item in store.pdfs_to_index():
+        if not Path(item.path).is_file():
             continue
+        if budget <= 0:
+            pending += 1
+            continue
+        budget -= 1
         try:
-            text = _CJK_WRAP.sub("", _pdf_text(pending.path, data_dir))
+            text = _CJK_WRAP.sub("", _pdf_text(item.path, data_dir))
         except CnkiError as exc:  # moved, not a PDF, unreadable: nothing to index
-            log.info("PDF of %s not indexed: %s", pending.record_ref, exc.code)
+            log.info("PDF of %s not indexed: %s", item.record_ref, exc.code)
             text = ""
-        store.save_fulltext(pending.record_ref, "pdf", text, clock.now(), sha256=pending.sha256)
-        done += 1
-    return done
+        store.save_fulltext(item.record_ref, "pdf", text, clock.now(), sha256=item.sha256)
+    return pending
 
 
 def _pdf_text(path: str, data_dir: Path) -> str:
@@ -256,7 +270,7 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
     terms = query.terms
     # before the PDFs (seconds each) and the document types (read from the index being rebuilt)
     store.check_index_built()
-    index_downloaded_pdfs(store, data_dir, clock)
+    pdfs_pending = index_downloaded_pdfs(store, data_dir, clock)
     filters = LibraryFilters(
         year_from=year_from,
         year_to=year_to,
@@ -305,4 +319,5 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
         results=results,
         indexed_papers=docs,
         indexed_fulltexts=kept,
+        pdfs_pending=pdfs_pending,
     )
