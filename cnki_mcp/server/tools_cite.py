@@ -131,6 +131,7 @@ def save_export(data_dir: Path, name: str, text: str) -> Path:
     hard link): a complete file appears or nothing; an existing one is never replaced."""
     dest = ensure_free(data_dir, name)
     datadir.ensure_dir(Path(data_dir), EXPORTS_DIR)  # 0700 (DESIGN.md "Data directory")
+    _clear_stale_parts(dest.parent)
     tmp = dest.with_name(f".export-{os.getpid()}-{uuid.uuid4().hex[:8]}.part")  # short: name may be 240 bytes
     try:
         with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, datadir.FILE_MODE), "wb") as fh:
@@ -147,6 +148,17 @@ def save_export(data_dir: Path, name: str, text: str) -> Path:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
     return dest
+
+
+def _clear_stale_parts(folder: Path) -> None:
+    """The temporaries of an export another process was killed in (between its write and its
+    link: a 3,000-record file's fsync): one process holds the data directory at a time, so no
+    other is writing one now. They stayed for good, hidden, the size of the export each."""
+    mine = f".export-{os.getpid()}-"
+    for part in folder.glob(".export-*.part"):
+        if not part.name.startswith(mine) and not part.is_symlink():
+            with contextlib.suppress(OSError):
+                part.unlink()
 
 
 SAVE_STEP = "用 filename 保存为文件"
