@@ -113,7 +113,12 @@ def base_key(rec: CiteRecord) -> str:
 
 
 def bibtex_keys(records: list[CiteRecord]) -> list[str]:
-    bases = [base_key(r) for r in records]
+    return keys_of_bases([base_key(r) for r in records])
+
+
+def keys_of_bases(bases: list[str]) -> list[str]:
+    """Unique keys for records of these `base_key`s, in order: a base two records share gets
+    `a`, `b`, … (never a key another record has as its own)."""
     counts = Counter(bases)
     taken: set[str] = {b for b in bases if counts[b] == 1}
     keys: list[str] = []

@@ -25,7 +25,7 @@ from cnki_mcp import datadir
 from cnki_mcp.cite import EXTENSIONS, FORMATS, MissingMode, export, normalize_format
 from cnki_mcp.cite.model import to_records
 from cnki_mcp.cite.sources import cite_source
-from cnki_mcp.cite.tagged import scope_key_map
+from cnki_mcp.cite.tagged import base_key, keys_of_bases
 from cnki_mcp.errors import (
     CnkiError,
     DocumentNotFound,
@@ -243,16 +243,32 @@ _SCOPE_KEYS: weakref.WeakKeyDictionary[Any, tuple[tuple[str, ...], tuple[int, in
 )
 
 
+KEYS_READ = 1000  # papers read at a time for a scope's keys
+
+
 def scope_keys(store: Any, key_scope: list[str]) -> dict[str | None, str]:
-    """The BibTeX key of every paper of a search's scope (`tagged.scope_key_map`), made again
+    """The BibTeX key of every paper of a search's scope (as `tagged.scope_key_map` makes them), made again
     only when the scope differs or the store was written since (`Store.write_stamp`)."""
     scope = tuple(key_scope)
     stamp = store.write_stamp()
     kept = _SCOPE_KEYS.get(store)
     if kept is not None and kept[0] == scope and kept[1] == stamp:
         return kept[2]
-    papers = store.papers_by_refs(scope)
-    keys = scope_key_map(to_records(cite_source(papers[r]) for r in scope if r in papers))
+    # the base keys a part at a time (each paper once, as `tagged.scope_key_map`): the papers of
+    # a 20,000-candidate scope held at once took 300 MB
+    refs: list[str | None] = []
+    bases: list[str] = []
+    seen: set[str] = set()
+    for at in range(0, len(scope), KEYS_READ):
+        part = scope[at : at + KEYS_READ]
+        papers = store.papers_by_refs(part)
+        for rec in to_records(cite_source(papers[r]) for r in part if r in papers):
+            if rec.record_ref and rec.record_ref in seen:
+                continue
+            seen.add(rec.record_ref or "")
+            refs.append(rec.record_ref)
+            bases.append(base_key(rec))
+    keys = dict(zip(refs, keys_of_bases(bases), strict=True))
     _SCOPE_KEYS[store] = (scope, stamp, keys)
     return keys
 

@@ -40,3 +40,29 @@ def test_scope_keys_are_made_once_and_again_after_a_write(tmp_path: Path, monkey
         store.upsert_from_grid([grid(0, "李华")], T0)  # the first paper's author read again
         again = tools_cite.scope_keys(store, refs)
         assert again[refs[0]].startswith("li") and first[refs[0]].startswith("wang")
+
+
+def test_scope_keys_read_the_papers_a_part_at_a_time_and_match_the_one_call_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cnki_mcp.cite.model import to_records
+    from cnki_mcp.cite.sources import cite_source
+    from cnki_mcp.cite.tagged import scope_key_map
+
+    monkeypatch.setattr(tools_cite, "KEYS_READ", 2, raising=False)
+    with Store.open(tmp_path / "data", FakeClock(wall=T0)) as store:
+        # the same author, year and first title word: suffixed keys across the parts
+        refs = [p.record_ref for p in store.upsert_from_grid([grid(i, "王明") for i in range(5)], T0)]
+        read: list[int] = []
+        real = store.papers_by_refs
+
+        def counted(wanted: Any) -> Any:
+            wanted = list(wanted)
+            read.append(len(wanted))
+            return real(wanted)
+
+        monkeypatch.setattr(store, "papers_by_refs", counted)
+        keys = tools_cite.scope_keys(store, [*refs, refs[0]])  # a paper listed twice counts once
+        assert max(read) <= 2
+        whole = scope_key_map(to_records(cite_source(p) for p in real(refs).values()))
+    assert keys == whole and len(set(keys.values())) == 5
