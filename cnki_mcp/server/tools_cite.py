@@ -236,7 +236,7 @@ def render_export(
     )
 
 
-# The BibTeX keys of the scope last exported page by page, per store: (scope, write stamp, keys).
+# The BibTeX keys of the scope last exported page by page, per store: (scope, papers stamp, keys).
 # Every page made them from every paper of the scope (20,000 candidates: 6 s of CPU a page).
 _SCOPE_KEYS: weakref.WeakKeyDictionary[Any, tuple[tuple[str, ...], tuple[int, int], dict[str | None, str]]] = (
     weakref.WeakKeyDictionary()
@@ -248,9 +248,10 @@ KEYS_READ = 1000  # papers read at a time for a scope's keys
 
 def scope_keys(store: Any, key_scope: list[str]) -> dict[str | None, str]:
     """The BibTeX key of every paper of a search's scope (as `tagged.scope_key_map` makes them), made again
-    only when the scope differs or the store was written since (`Store.write_stamp`)."""
+    only when the scope differs or a paper was written since (`Store.papers_stamp`: a search or a
+    PDF read running beside the export writes the store all the time)."""
     scope = tuple(key_scope)
-    stamp = store.write_stamp()
+    stamp = store.papers_stamp()
     kept = _SCOPE_KEYS.get(store)
     if kept is not None and kept[0] == scope and kept[1] == stamp:
         return kept[2]

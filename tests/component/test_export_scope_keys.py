@@ -1,5 +1,6 @@
 """The BibTeX keys of a search's scope exported page by page are made once per scope and made
-again after any store write (a paper's details read between two pages change its key)."""
+again after a paper is written (its details read between two pages change its key), not after
+other writes (a search or a PDF read running beside the export)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ def test_scope_keys_are_made_once_and_again_after_a_write(tmp_path: Path, monkey
         first = tools_cite.scope_keys(store, refs)
         assert tools_cite.scope_keys(store, refs) == first and len(made) == 3
         assert tools_cite.scope_keys(store, refs[:2]) != first and len(made) == 5  # another scope
+        store.save_search("op_s", "违约金", {}, "fp", "completed", T0)  # a write that changes no paper
+        assert tools_cite.scope_keys(store, refs[:2]) and len(made) == 5
         store.upsert_from_grid([grid(0, "李华")], T0)  # the first paper's author read again
         again = tools_cite.scope_keys(store, refs)
         assert again[refs[0]].startswith("li") and first[refs[0]].startswith("wang")
