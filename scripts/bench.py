@@ -709,6 +709,9 @@ def main(argv: list[str] | None = None) -> int:
     import bench_broad  # type: ignore[import-not-found]
 
     bench_broad.add_broad_parser(sub)
+    import bench_biglib  # type: ignore[import-not-found]
+
+    bench_biglib.add_biglib_parser(sub)
     pl = sub.add_parser("plan", help="quality of explicit, sampled and raw-question planning")
     pl.add_argument("--plan", action="append", choices=PLANNINGS, default=None, help="repeatable; default all")
     pl.add_argument("--ranker", default="min10_rescue55", help="ranker name (default the pipeline's)")

@@ -74,6 +74,7 @@ def export(
     template: str | None = None,
     missing: MissingMode = "mark",
     key_scope: Iterable[CiteRecord | Mapping[str, Any] | BaseModel] | None = None,
+    keys: Mapping[str | None, str] | None = None,
 ) -> ExportResult:
     """Render `records` in `fmt`.
 
@@ -82,7 +83,8 @@ def export(
     standards do. The `missing_fields` report is the same either way.
     `key_scope`: the whole set `records` is one part of (a search's scope exported with
     offset/limit); BibTeX keys are made unique over it, so each part gives a paper the key the
-    whole export would and parts put together repeat no key.
+    whole export would and parts put together repeat no key. `keys`: those keys made before
+    (`tagged.scope_key_map` of the scope), used instead when they hold every record.
     Raises FormatUnavailable (FORMAT_UNAVAILABLE) and InvalidTemplate (INVALID_TEMPLATE).
     """
     name = normalize_format(fmt)
@@ -93,7 +95,7 @@ def export(
     elif name in ("gbt7714", "apa", "mla", "chicago", "vancouver"):
         text = _styled(name, recs, missing)
     elif name == "bibtex":
-        text = tagged.bibtex(recs, to_records(key_scope) if key_scope is not None else None)
+        text = tagged.bibtex(recs, to_records(key_scope) if key_scope is not None else None, keys)
     elif name in tagged.RENDERERS:
         text = tagged.RENDERERS[name](recs)
     else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from .model import HAN, CiteRecord, DocKind, split_pages
 from .names import ascii_fold, key_family, parse_name, pinyin
@@ -113,7 +113,12 @@ def base_key(rec: CiteRecord) -> str:
 
 
 def bibtex_keys(records: list[CiteRecord]) -> list[str]:
-    bases = [base_key(r) for r in records]
+    return keys_of_bases([base_key(r) for r in records])
+
+
+def keys_of_bases(bases: list[str]) -> list[str]:
+    """Unique keys for records of these `base_key`s, in order: a base two records share gets
+    `a`, `b`, … (never a key another record has as its own)."""
     counts = Counter(bases)
     taken: set[str] = {b for b in bases if counts[b] == 1}
     keys: list[str] = []
@@ -200,26 +205,38 @@ def bibtex_entry(rec: CiteRecord, key: str) -> str:
 
 def scoped_keys(records: list[CiteRecord], scope: list[CiteRecord] | None) -> list[str]:
     """Keys of `records` made unique over `scope` too (the whole export `records` is a part of):
-    the same paper gets the same key in every part, and two parts never share one. A paper the
-    scope lists twice (two result rows whose refs resolve to one merged paper) counts once, as the
-    one-call export renders it once: counted twice, its key got a suffix only in the parts."""
+    the same paper gets the same key in every part, and two parts never share one."""
     if not scope or not all(r.record_ref for r in records):
         return bibtex_keys(records)
-    known: set[str] = set()
+    by_ref = scope_key_map(scope, records)
+    return [by_ref[r.record_ref] for r in records]  # type: ignore[index]
+
+
+def scope_key_map(scope: list[CiteRecord], extra: list[CiteRecord] | None = None) -> dict[str | None, str]:
+    """The key of every paper of `scope` (and of the `extra` ones it does not hold) by record_ref.
+    A paper the scope lists twice (two result rows whose refs resolve to one merged paper) counts
+    once, as the one-call export renders it once: counted twice, its key got a suffix only in the
+    parts."""
+    known: set[str | None] = set()
     once: list[CiteRecord] = []
     for r in scope:
         if not r.record_ref or r.record_ref not in known:
             known.add(r.record_ref)
             once.append(r)
-    scope = once
-    every = [*scope, *(r for r in records if r.record_ref not in known)]
-    by_ref = dict(zip((r.record_ref for r in every), bibtex_keys(every), strict=True))
-    return [by_ref[r.record_ref] for r in records]
+    every = [*once, *(r for r in extra or [] if r.record_ref not in known)]
+    return dict(zip((r.record_ref for r in every), bibtex_keys(every), strict=True))
 
 
-def bibtex(records: list[CiteRecord], scope: list[CiteRecord] | None = None) -> str:
-    keys = scoped_keys(records, scope)
-    return "\n\n".join(bibtex_entry(r, k) for r, k in zip(records, keys, strict=True)) + ("\n" if records else "")
+def bibtex(
+    records: list[CiteRecord], scope: list[CiteRecord] | None = None, keys: Mapping[str | None, str] | None = None
+) -> str:
+    """`keys`: a `scope_key_map` made before (a search's scope exported page by page), used when
+    it holds every record."""
+    if keys is not None and all(r.record_ref and r.record_ref in keys for r in records):
+        listed = [keys[r.record_ref] for r in records]
+    else:
+        listed = scoped_keys(records, scope)
+    return "\n\n".join(bibtex_entry(r, k) for r, k in zip(records, listed, strict=True)) + ("\n" if records else "")
 
 
 # --- RIS ------------------------------------------------------------------------------

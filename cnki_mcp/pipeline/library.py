@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import logging
 import re
+import sqlite3
+import sys
+import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -26,6 +30,10 @@ from cnki_mcp.store.library import MAX_TEXT_CHARS, normalise, parse_library_quer
 log = logging.getLogger(__name__)
 
 SNIPPET_CONTEXT = 60  # characters each side of the first hit
+# PDFs read into the index by one search_library call (up to seconds each): a library whose
+# 3,000 downloads were all pending answered its first search after a minute and more, past a
+# client's request timeout. The rest are read by a thread meanwhile (`pdfs_pending` says how many).
+PDFS_PER_CALL = 20
 MatchedField = Literal[
     "title", "keywords", "authors", "institutions", "source", "abstract", "fulltext_html", "fulltext_pdf"
 ]
@@ -81,29 +89,69 @@ class LibraryPage(BaseModel):
     results: list[LibraryResult] = Field(default_factory=list)
     indexed_papers: int = Field(description="本地索引中的文献数")
     indexed_fulltexts: int = Field(description="本地保存的全文数")
+    pdfs_pending: int = Field(
+        0,
+        description="已下载但尚未读入索引的 PDF 篇数（其文字这次还搜不到；正在后台读入，稍后再检索）",
+    )
 
 
 # A PDF wraps Chinese text at the line end: the break is not a word boundary.
 _CJK_WRAP = re.compile(r"(?<=[\u3400-\u9fff\uf900-\ufaff，、；：])[ \t]*\n[ \t]*(?=[\u3400-\u9fff\uf900-\ufaff])")
 
 
-def index_downloaded_pdfs(store: Store, data_dir: Path, clock: Clock) -> int:
-    """Put the text of archived PDFs not indexed yet into the store (and so the index).
-    A file that cannot be read is remembered with an empty text, so it is not retried until
-    its content changes. A file that is not there (deleted or moved away by the person) is not
-    remembered: the same file downloaded again is read then. Returns how many PDFs were read."""
-    done = 0
-    for pending in store.pdfs_to_index():
-        if not Path(pending.path).is_file():
+def index_downloaded_pdfs(store: Store, data_dir: Path, clock: Clock, limit: int | None = None) -> int:
+    """Put the text of archived PDFs not indexed yet into the store (and so the index), the
+    oldest downloads first: at most `limit` (PDFS_PER_CALL when None) files read here, the rest by
+    a reader thread of the store's this starts (none here while it runs). Returns how many files
+    are still pending (not counting those not there)."""
+    with _READERS_LOCK:
+        reader = _READERS.get(store)
+        busy = reader is not None and reader.is_alive()
+    pending = _read_pending(store, data_dir, clock, 0 if busy else PDFS_PER_CALL if limit is None else limit)
+    if pending and not busy:
+        with _READERS_LOCK:
+            reader = threading.Thread(
+                target=_read_rest, args=(store, data_dir, clock), name="cnki-library-pdfs", daemon=True
+            )
+            _READERS[store] = reader
+        reader.start()
+    return pending
+
+
+# The thread reading a store's pending PDFs past a call's bound (one per store at a time).
+_READERS: weakref.WeakKeyDictionary[Store, threading.Thread] = weakref.WeakKeyDictionary()
+_READERS_LOCK = threading.Lock()
+
+
+def _read_rest(store: Store, data_dir: Path, clock: Clock) -> None:
+    try:
+        _read_pending(store, data_dir, clock, sys.maxsize)
+    except RuntimeError:  # the store closed: the next call after a start goes on
+        return
+    except (CnkiError, sqlite3.Error) as exc:  # a full or locked disk: the next call tries again
+        log.warning("downloaded PDFs not indexed: %s", exc)
+
+
+def _read_pending(store: Store, data_dir: Path, clock: Clock, budget: int) -> int:
+    """Read up to `budget` pending PDFs; how many existing files are left. A file that cannot be
+    read is remembered with an empty text, so it is not retried until its content changes. A file
+    that is not there (deleted or moved away by the person) is not remembered: the same file
+    downloaded again is read then."""
+    pending = 0
+    for item in store.pdfs_to_index():
+        if not Path(item.path).is_file():
             continue
+        if budget <= 0:
+            pending += 1
+            continue
+        budget -= 1
         try:
-            text = _CJK_WRAP.sub("", _pdf_text(pending.path, data_dir))
+            text = _CJK_WRAP.sub("", _pdf_text(item.path, data_dir))
         except CnkiError as exc:  # moved, not a PDF, unreadable: nothing to index
-            log.info("PDF of %s not indexed: %s", pending.record_ref, exc.code)
+            log.info("PDF of %s not indexed: %s", item.record_ref, exc.code)
             text = ""
-        store.save_fulltext(pending.record_ref, "pdf", text, clock.now(), sha256=pending.sha256)
-        done += 1
-    return done
+        store.save_fulltext(item.record_ref, "pdf", text, clock.now(), sha256=item.sha256)
+    return pending
 
 
 def _pdf_text(path: str, data_dir: Path) -> str:
@@ -283,7 +331,7 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
     terms = query.terms
     # before the PDFs (seconds each) and the document types (read from the index being rebuilt)
     store.check_index_built()
-    index_downloaded_pdfs(store, data_dir, clock)
+    pdfs_pending = index_downloaded_pdfs(store, data_dir, clock)
     filters = LibraryFilters(
         year_from=year_from,
         year_to=year_to,
@@ -332,4 +380,5 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
         results=results,
         indexed_papers=docs,
         indexed_fulltexts=kept,
+        pdfs_pending=pdfs_pending,
     )

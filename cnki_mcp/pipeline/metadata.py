@@ -137,11 +137,7 @@ def refs_in_scope(
     """(total in scope, one page of refs in rank order) of a saved search."""
     if store.get_search(search_id) is None:
         raise SearchNotFound(search_id=search_id)
-    if scope == "eligible":
-        every = store.search_results(search_id, "all", 0, 1_000_000).items
-        refs = [e.record_ref for e in every if e.evidence.get("eligible", True)]
-        return len(refs), refs[offset : offset + limit]
-    page = store.search_results(search_id, "selected" if scope == "selected" else "all", offset, limit)
+    page = store.search_results(search_id, "all" if scope == "candidates" else scope, offset, limit)
     return page.total, [e.record_ref for e in page.items]
 
 

@@ -18,7 +18,7 @@ def read_results(store: Store, enricher: Enricher, inp: ResultsInput) -> Results
     total, refs = refs_in_scope(store, inp.search_id, inp.scope, inp.offset, inp.limit)
     record = store.get_search(inp.search_id)
     assert record is not None  # refs_in_scope raised otherwise
-    every = {e.record_ref: e for e in store.search_results(inp.search_id, "all", 0, 1_000_000).items}
+    every = store.evidence_for(inp.search_id, refs)  # the page's rows: the whole scope was read per page
     papers = store.papers_by_refs(refs)
     # one item per ref (None: the paper is gone from the store; it still takes its place)
     built = [None if papers.get(ref) is None else _item(papers[ref], every.get(ref), inp.view, enricher) for ref in refs]

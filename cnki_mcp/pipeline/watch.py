@@ -26,6 +26,7 @@ from cnki_mcp.identity import Paper, listed_online_first
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.models import GridPage, GridRow
 from cnki_mcp.pipeline.enrich import is_fatal
+from cnki_mcp.pipeline.metadata import PAGE_TOKENS, approx_tokens
 from cnki_mcp.pipeline.models import SearchSummary
 from cnki_mcp.pipeline.readout import LISTED_AUTHORS
 from cnki_mcp.pipeline.soft_block import SOFT_BLOCK_PAUSE, ask_again
@@ -38,6 +39,7 @@ from cnki_mcp.stored import load
 
 PAGE_SIZE = 50
 LISTED = 20  # records listed per kind in a report (counts are always complete)
+MESSAGE_TOKENS = 200  # kept for a listing's message and the separators between its parts
 WIDEST = "subject"  # a subject (主题) search covers titles and keywords (docs/simulator.md "Fields")
 
 
@@ -121,6 +123,11 @@ class WatchEntry(WatchInfo):
 
 class WatchList(_Model):
     watches: list[WatchEntry] = Field(default_factory=list)
+    message: str | None = Field(
+        None,
+        description="列表到达大小上限时：其后的检查只给计数（记录列表为空，next_offset 指向未列出的记录）"
+        "或不列出（recent_checks 变短），用 list_watches(watch_id=…) 逐个订阅列出",
+    )
 
 
 class CheckReport(_Model):
@@ -277,18 +284,56 @@ class WatchService:
     def listing(self, watch_id: str = "all", checks: int = 1, offset: int = 0) -> WatchList:
         """Every watch (or the one) with its newest stored check reports (no request): a check
         made by cron leaves its records known, so its report is the only place its news remain.
-        Each report lists at most LISTED records of a kind, from `offset`."""
+        Each report lists at most LISTED records of a kind, from `offset`; once the listing
+        reaches PAGE_TOKENS (as a search_results page does), the later reports give their counts
+        only, with `next_offset` at the records they left out, and past that are left out; every
+        watch is listed (100 watches with 10 checks each listed 4.8 MB)."""
         watches = self.store.list_watches() if watch_id == "all" else self.watches(watch_id)
+        known = self.store.known_counts([w.watch_id for w in watches])
         fields = set(WatchCheck.model_fields)
-        entries: list[WatchEntry] = []
+        infos = [self.info(watch, known.get(watch.watch_id, 0)) for watch in watches]
+        listed: list[list[tuple[WatchCheck, WatchCheck]]] = []  # per watch: (listed, counts only)
         for watch in watches:
             reports = self.store.watch_checks(watch.watch_id, checks) if checks > 0 else []
-            recent = [
-                self._whole(load(WatchCheck, {k: v for k, v in r.items() if k in fields})).listed(offset)
-                for r in reports
-            ]
-            entries.append(WatchEntry(**self.info(watch).model_dump(), recent_checks=recent))
-        return WatchList(watches=entries)
+            pairs = []
+            for r in reports:
+                whole = self._whole(load(WatchCheck, {k: v for k, v in r.items() if k in fields})).listed(offset)
+                bare = whole.model_copy(update={"new": [], "published": [], "cited_changed": [], "next_offset": offset})
+                pairs.append((whole, bare if whole.new or whole.published or whole.cited_changed else whole))
+            listed.append(pairs)
+        # every watch is listed; its reports, in order, first as counts only while they fit, then
+        # with their records while those fit
+        spent = MESSAGE_TOKENS + sum(approx_tokens(WatchEntry(**i.model_dump()).model_dump(mode="json")) for i in infos)
+        shown: set[int] = set()
+        for pairs in listed:
+            for _, bare in pairs:
+                cost = approx_tokens(bare.model_dump(mode="json"))
+                if spent + cost <= PAGE_TOKENS:
+                    spent += cost
+                    shown.add(id(bare))
+        entries: list[WatchEntry] = []
+        cut = left_out = 0
+        for info, pairs in zip(infos, listed, strict=True):
+            recent: list[WatchCheck] = []
+            for whole, bare in pairs:
+                if id(bare) not in shown:
+                    left_out += 1
+                    continue
+                extra = approx_tokens(whole.model_dump(mode="json")) - approx_tokens(bare.model_dump(mode="json"))
+                if whole is bare or spent + extra <= PAGE_TOKENS:
+                    spent += extra
+                    recent.append(whole)
+                else:
+                    cut += 1
+                    recent.append(bare)
+            entries.append(WatchEntry(**info.model_dump(), recent_checks=recent))
+        message = (
+            f"列表已到大小上限（约 {PAGE_TOKENS} token）：{cut} 次检查只给计数、{left_out} 次检查未列出；"
+            "用 list_watches(watch_id=…, checks=…, offset=next_offset) 逐个订阅列出"
+            if cut or left_out
+            else None
+        )
+        return WatchList(watches=entries, message=message)
 
     def _whole(self, check: WatchCheck) -> WatchCheck:
         """A report as stored by a release before every record was kept (the first LISTED new
@@ -310,7 +355,7 @@ class WatchService:
         found.sort(key=lambda item: item.date or "", reverse=True)  # a check lists the newest first
         return check.model_copy(update={"new": [*check.new, *found[:missing]]})
 
-    def info(self, watch: StoredWatch) -> WatchInfo:
+    def info(self, watch: StoredWatch, known: int | None = None) -> WatchInfo:
         return WatchInfo(
             watch_id=watch.watch_id,
             search_id=watch.search_id,
@@ -318,7 +363,7 @@ class WatchService:
             created_at=watch.created_at,
             last_check_at=watch.last_check_at,
             checks=watch.checks,
-            known=len(self.store.known_records(watch.watch_id)),
+            known=self.store.known_counts([watch.watch_id]).get(watch.watch_id, 0) if known is None else known,
         )
 
     def watches(self, watch_id: str) -> list[StoredWatch]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
@@ -54,6 +55,10 @@ def register(server: CnkiServer) -> None:
         )
         services = services_of(ctx)
         try:
-            return search_library(services.store, inp, services.settings.data_dir, services.clock)
+            # off the event loop: reading downloaded PDFs takes up to seconds each, and every other
+            # call (and a running search's pages) waited for it
+            return await asyncio.to_thread(
+                search_library, services.store, inp, services.settings.data_dir, services.clock
+            )
         except SearchNotFound as exc:
             raise or_unfinished(services.jobs, search_id, exc) from None

@@ -28,7 +28,7 @@ WATCH_DESCRIPTION = """订阅已保存的检索（本地，不访问知网）：
 
 CHECK_DESCRIPTION = """重新运行订阅的检索（访问知网：每个检索式按发表时间倒序读 pages 页，通常每个订阅 1–3 次请求），报告上次检查以来的新文献、网络首发后已有卷期页的文献、被引次数变化；结果保存，下次与本次比较。已有订阅检查在运行时返回 OPERATION_BUSY（用 operation_status 等它）。某个订阅 complete=false：新记录多于 pages 页，更早的新记录下次检查接着读（可加大 pages）。每类记录最多列 20 条，其余用 list_watches(watch_id, offset=next_offset)。watch_id 为 all 时检查全部。"""
 
-LIST_DESCRIPTION = """列出订阅（本地，不访问知网）：每个订阅的 watch_id、search_id、检索式、已见记录数、上次检查时间，以及最近 checks 次检查的结果（含命令行 cnki-mcp watch check 的检查）。一次检查报告过的新文献此后算作已见，不会在下次 check_updates 中再出现，要回看时用它（每类每次最多列 20 条，从 offset 起）。"""
+LIST_DESCRIPTION = """列出订阅（本地，不访问知网）：watch_id、search_id、检索式、已见记录数、上次检查时间，及最近 checks 次检查的结果（含 cnki-mcp watch check）。报告过的新文献此后算作已见，只能在此回看（每类最多 20 条，从 offset 起）。"""
 
 
 class SearchLogExport(BaseModel):

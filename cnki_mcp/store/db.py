@@ -543,6 +543,12 @@ class StoreBase:
                         self._conn.execute("ROLLBACK")
                 raise coded from exc
 
+    def write_stamp(self) -> tuple[int, int]:
+        """Changes whenever the database does: this connection's change counter and
+        `data_version` (another connection's commit). What a cache of stored data is valid for."""
+        with self._read() as conn:
+            return conn.total_changes, int(conn.execute("PRAGMA data_version").fetchone()[0])
+
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         with self._mutex:

@@ -615,8 +615,8 @@ class LibraryMixin(StoreBase):
     def library_size(self) -> tuple[int, int]:
         """(papers indexed, full texts kept). Counted again only after a write: this
         connection's change counter and `data_version` (another connection's commit) stamp it."""
+        stamp = self.write_stamp()
         with self._read() as conn:
-            stamp = (conn.total_changes, int(conn.execute("PRAGMA data_version").fetchone()[0]))
             if self._library_size is not None and self._library_size[0] == stamp:
                 return self._library_size[1]
             docs = int(conn.execute("SELECT COUNT(*) FROM library_docs").fetchone()[0])

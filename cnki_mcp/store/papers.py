@@ -99,7 +99,17 @@ def _strong_keys(paper: Paper) -> list[str]:
     return [k for k in index_keys(paper.keys()) if not k.startswith("title:")]
 
 
+# Paper writes per connection (by id: a Connection takes no attributes), what `papers_stamp`
+# counts: a cache of what papers say (the BibTeX keys of a search's scope) holds until one.
+_PAPER_WRITES: dict[int, int] = {}
+
+
+def _touched(conn: sqlite3.Connection) -> None:
+    _PAPER_WRITES[id(conn)] = _PAPER_WRITES.get(id(conn), 0) + 1
+
+
 def _write_paper(conn: sqlite3.Connection, paper: Paper, now: str, *, new: bool) -> None:
+    _touched(conn)
     data = paper.model_dump_json()
     keys = paper.keys()
     if new:
@@ -134,6 +144,7 @@ def _write_paper(conn: sqlite3.Connection, paper: Paper, now: str, *, new: bool)
 
 def _absorb(conn: sqlite3.Connection, primary: str, other: str) -> None:
     """Fold record `other` into `primary`: keys move, the old ref becomes an alias."""
+    _touched(conn)
     conn.execute("UPDATE OR IGNORE paper_keys SET record_ref = ? WHERE record_ref = ?", (primary, other))
     conn.execute("DELETE FROM paper_keys WHERE record_ref = ?", (other,))
     conn.execute("UPDATE paper_aliases SET record_ref = ? WHERE record_ref = ?", (primary, other))
@@ -418,6 +429,13 @@ class PapersMixin(StoreBase):
         if row is None:
             return None
         return StoredDetail(ref, load(DetailPage, row[0]), row[1], from_ts(row[2]), int(row[3]))
+
+    def papers_stamp(self) -> tuple[int, int]:
+        """Changes whenever a paper is written or merged (by this process, or any commit of
+        another connection: `data_version`); other writes (operations, searches, full texts)
+        leave it as it was."""
+        with self._read() as conn:
+            return _PAPER_WRITES.get(id(conn), 0), int(conn.execute("PRAGMA data_version").fetchone()[0])
 
     def paper_count(self) -> int:
         with self._read() as conn:

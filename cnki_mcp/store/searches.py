@@ -14,7 +14,7 @@ SEARCHES_KEPT = 300
 SEARCH_CACHE_TTL = timedelta(minutes=10)
 COMPLETED = "completed"
 
-Scope = Literal["selected", "excluded", "all"]
+Scope = Literal["selected", "excluded", "eligible", "all"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +62,26 @@ def _record(row: tuple[Any, ...]) -> SearchRecord:
     )
 
 
+def _evidence(r: tuple[Any, ...]) -> SearchEvidence:
+    return SearchEvidence(
+        record_ref=r[0],
+        rank=r[1],
+        channels=tuple(json.loads(r[2])),
+        score=r[3],
+        evidence=json.loads(r[4]),
+        selected=bool(r[5]),
+        exclusion=r[6],
+    )
+
+
 _COLUMNS = "search_id, query, params, fingerprint, status, created_at, updated_at, summary"
-_SCOPES: dict[str, str] = {"selected": "AND selected = 1", "excluded": "AND selected = 0", "all": ""}
+# eligible: the evidence says so, or says nothing (`evidence.get("eligible", True)`)
+_SCOPES: dict[str, str] = {
+    "selected": "AND selected = 1",
+    "excluded": "AND selected = 0",
+    "eligible": "AND (json_type(evidence, '$.eligible') IS NULL OR json_extract(evidence, '$.eligible'))",
+    "all": "",
+}
 
 
 class SearchesMixin(StoreBase):
@@ -157,19 +175,22 @@ class SearchesMixin(StoreBase):
                 f" WHERE search_id = ? {where} ORDER BY rank IS NULL, rank, record_ref LIMIT ? OFFSET ?",
                 (search_id, max(0, limit), max(0, offset)),
             ).fetchall()
-        items = [
-            SearchEvidence(
-                record_ref=r[0],
-                rank=r[1],
-                channels=tuple(json.loads(r[2])),
-                score=r[3],
-                evidence=json.loads(r[4]),
-                selected=bool(r[5]),
-                exclusion=r[6],
-            )
-            for r in rows
-        ]
-        return SearchPage(total=total, items=items)
+        return SearchPage(total=total, items=[_evidence(r) for r in rows])
+
+    def evidence_for(self, search_id: str, refs: Sequence[str]) -> dict[str, SearchEvidence]:
+        """The evidence rows of `refs` in a search (a page's rows, looked up by key, not the scope read whole)."""
+        wanted = list(dict.fromkeys(refs))
+        out: dict[str, SearchEvidence] = {}
+        with self._read() as conn:
+            for at in range(0, len(wanted), 500):
+                part = wanted[at : at + 500]
+                rows = conn.execute(
+                    "SELECT record_ref, rank, channels, score, evidence, selected, exclusion FROM search_results"
+                    f" WHERE search_id = ? AND record_ref IN ({','.join('?' * len(part))})",
+                    (search_id, *part),
+                ).fetchall()
+                out.update((r[0], _evidence(r)) for r in rows)
+        return out
 
     def cached_search(
         self, fingerprint: str, now: datetime, ttl: timedelta | float = SEARCH_CACHE_TTL

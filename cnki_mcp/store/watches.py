@@ -103,6 +103,22 @@ class WatchesMixin(StoreBase):
             if wanted is None or r[0] in wanted
         }
 
+    def known_counts(self, watch_ids: Iterable[str]) -> dict[str, int]:
+        """How many records each watch has seen, counted in the index (never loaded)."""
+        ids = list(dict.fromkeys(watch_ids))
+        out: dict[str, int] = {}
+        with self._read() as conn:
+            for at in range(0, len(ids), 500):
+                part = ids[at : at + 500]
+                marks = ",".join("?" * len(part))
+                out.update(
+                    conn.execute(
+                        f"SELECT watch_id, COUNT(*) FROM watch_known WHERE watch_id IN ({marks}) GROUP BY watch_id",
+                        part,
+                    ).fetchall()
+                )
+        return out
+
     def first_seen(self, watch_id: str, at: datetime) -> list[str]:
         """The records a watch first saw at the check made at `at` (its new records and the
         older unseen ones it counted), in the order they were recorded."""

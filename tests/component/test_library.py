@@ -277,6 +277,25 @@ def test_pdf_texts_past_the_bound_are_not_read_again_at_every_search(
     assert store.pdfs_to_index() == []  # and nothing is read again at the next search
 
 
+def test_a_call_reads_a_bounded_number_of_pending_pdfs_and_a_reader_the_rest(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A year of downloads all pending (3,000 files) made one search_library call read every one
+    # of them, seconds each, before answering. Past the bound a reader thread reads the rest.
+    from cnki_mcp.pipeline import library as pipeline_library
+
+    monkeypatch.setattr(pipeline_library, "PDFS_PER_CALL", 2)
+    records = [r for r in Corpus.load().records if r.fulltext][:5]
+    papers = store.upsert_from_grid([row(r.title, f"B{i}") for i, r in enumerate(records)], T0)
+    for i, (paper, record) in enumerate(zip(papers, records, strict=True)):
+        archive_pdf(store, paper.record_ref, f"b{i}.pdf", pdf_bytes(record))
+    (store.data_dir / "downloads" / "b4.pdf").unlink()  # gone: neither read nor waiting
+    assert find(store, "的", clock).pdfs_pending == 2  # two read by the call, two left to a reader
+    pipeline_library._READERS[store].join()
+    assert find(store, "的", clock).pdfs_pending == 0
+    assert [p.record_ref for p in store.pdfs_to_index()] == [papers[4].record_ref]
+
+
 def test_snippet_marks_every_hit_in_the_window() -> None:
     assert snippet("甲乙丙违约金丁戊违约金", ["违约金"], context=2) == "…乙丙【违约金】丁戊…"
     assert snippet("违约金丁违约金", ["违约金"], context=4) == "【违约金】丁【违约金】"

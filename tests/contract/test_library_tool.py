@@ -111,3 +111,25 @@ async def test_search_library_during_a_rebuild_after_an_upgrade_is_a_retryable_c
         found = await client.call_tool("search_library", {"query": "酌减"})
         assert not found.is_error and found.structured_content is not None
         assert sorted(r["record_ref"] for r in found.structured_content["results"]) == sorted(refs)
+
+
+async def test_search_library_reads_off_the_event_loop(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading pending PDFs takes seconds each: on the event loop every other call waited for it."""
+    import threading
+
+    from cnki_mcp.server import tools_library
+
+    threads: list[threading.Thread] = []
+    real = tools_library.search_library
+
+    def spy(*args: Any) -> Any:
+        threads.append(threading.current_thread())
+        return real(*args)
+
+    monkeypatch.setattr(tools_library, "search_library", spy)
+    async with Client(build_server(h.open)) as client:
+        _fill(h)
+        result = await client.call_tool("search_library", {"query": "违约金"})
+    assert not result.is_error and result.structured_content is not None
+    assert result.structured_content["total"] == 5 and result.structured_content["pdfs_pending"] == 0
+    assert threads and threads[0] is not threading.main_thread()

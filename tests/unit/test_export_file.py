@@ -22,6 +22,14 @@ def test_a_name_at_the_byte_limit_is_saved_and_no_temporary_file_remains(tmp_pat
     assert [p.name for p in (tmp_path / "exports").iterdir()] == [name]
 
 
+def test_a_temporary_a_killed_process_left_is_removed_by_the_next_export(tmp_path: Path) -> None:
+    (tmp_path / "exports").mkdir()
+    stale = tmp_path / "exports" / f".export-{os.getpid() + 1}-0a1b2c3d.part"
+    stale.write_text("@article{half")
+    save_export(tmp_path, "x.bib", "@article{x}")
+    assert sorted(p.name for p in (tmp_path / "exports").iterdir()) == ["x.bib"]
+
+
 @pytest.mark.parametrize("bad", ["../x.bib", "a/b.bib", "C:\\x.bib", "NUL", "x\x00.bib", "COM¹.bib"])
 def test_export_names_are_one_safe_component(bad: str) -> None:
     with pytest.raises(CnkiError) as info:
