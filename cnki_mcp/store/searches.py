@@ -98,7 +98,7 @@ class SearchesMixin(StoreBase):
         summary: dict[str, Any] | None = None,
     ) -> None:
         """Insert or update a search (status changes keep `created_at`). Only the newest
-        300 searches are kept, with their evidence rows."""
+        300 searches are kept, with their evidence rows, besides those a watch was made from."""
         created = to_ts(created_at)
         updated = to_ts(updated_at or created_at)
         with self._write() as conn:
@@ -121,7 +121,10 @@ class SearchesMixin(StoreBase):
             old = [
                 r[0]
                 for r in conn.execute(
-                    "SELECT search_id FROM searches ORDER BY created_at DESC, search_id DESC LIMIT -1 OFFSET ?",
+                    # a search a watch was made from is the watch's (its results, its search log),
+                    # kept while the watch is: it is not one of the 300 and does not push one out
+                    "SELECT search_id FROM searches WHERE search_id NOT IN (SELECT search_id FROM watches)"
+                    " ORDER BY created_at DESC, search_id DESC LIMIT -1 OFFSET ?",
                     (SEARCHES_KEPT,),
                 )
             ]

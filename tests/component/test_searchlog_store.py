@@ -58,6 +58,18 @@ def test_trimmed_search_takes_its_page_log_along(store: Store, clock: FakeClock)
     assert store.get_search("s0") is None and store.search_log_pages("s0") == []
 
 
+def test_a_search_a_watch_was_made_from_is_kept_past_the_newest_300(store: Store, clock: FakeClock) -> None:
+    """A year of use trimmed the search a watch came from: the watch went on checking, but its
+    search's results and search log answered SEARCH_NOT_FOUND."""
+    store.save_search("s0", "q", {}, "f", "completed", clock.now())
+    store.log_search_page("s0", "q1", 0, 1, QUERY, observed_at=clock.now(), rows=1, kept=1, total=1, merged=True)
+    store.create_watch("w", "s0", "q", {"channels": []}, clock.now(), None, [])
+    for n in range(1, SEARCHES_KEPT + 2):
+        store.save_search(f"s{n}", "q", {}, "f", "completed", clock.now() + timedelta(seconds=n))
+    assert store.get_search("s0") is not None and len(store.search_log_pages("s0")) == 1
+    assert store.get_search("s1") is None and store.get_search("s2") is not None  # 300 besides the watched one
+
+
 def test_watch_checks_are_kept_per_watch(store: Store, clock: FakeClock) -> None:
     store.create_watch("w", "s", "q", {"channels": []}, clock.now(), "2026-01-01", [])
     for n in range(CHECKS_KEPT + 2):
