@@ -181,3 +181,50 @@ def test_a_host_name_with_two_addresses_is_served_on_both(monkeypatch: pytest.Mo
     finally:
         for s in socks:
             s.close()
+
+
+# The serve process's loop at SIGTERM: a main task whose clean-up needs another task (as closing
+# the browser needs Playwright's connection task) to answer once more.
+_SIGTERM_PROBE = """
+import asyncio, os, signal, anyio
+from cnki_mcp.cli.serve_cmd import as_ctrl_c
+
+async def main():
+    requests = asyncio.Queue()
+
+    async def connection():
+        while True:
+            (await requests.get()).set_result("answered")
+
+    helper = asyncio.ensure_future(connection())
+    try:
+        # delivered while the loop runs something else than this task, as a signal usually is
+        asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGTERM)
+        await asyncio.Event().wait()
+    finally:
+        reply = asyncio.get_running_loop().create_future()
+        requests.put_nowait(reply)
+        try:
+            print(await asyncio.wait_for(reply, 5), flush=True)
+        except BaseException as exc:
+            print("no answer:", type(exc).__name__, flush=True)
+        helper.cancel()
+
+signal.signal(signal.SIGTERM, as_ctrl_c)
+try:
+    anyio.run(main)
+except KeyboardInterrupt:
+    raise SystemExit(130)
+"""
+
+
+def test_sigterm_lets_the_clean_up_use_the_other_tasks_before_they_are_cancelled() -> None:
+    """SIGTERM to `cnki-mcp serve` (stdio) cancels the main task alone, as Ctrl-C does: closing
+    the browser still has Playwright's connection. It raised KeyboardInterrupt wherever the loop
+    was, and the loop's teardown cancelled every task at once: the browser could not be closed,
+    was killed, and left its socket folder in the temporary directory."""
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGTERM_PROBE], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stdout.strip() == "answered"
