@@ -4,6 +4,7 @@ token end with `错误 CODE: 说明` and exit code 2, never a traceback and neve
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -228,3 +229,39 @@ def test_sigterm_lets_the_clean_up_use_the_other_tasks_before_they_are_cancelled
     )
     assert done.returncode == 130, done.stderr
     assert done.stdout.strip() == "answered"
+
+
+# `cnki-mcp demo` stopped from outside while its run holds a temporary data directory.
+_DEMO_STOP_PROBE = """
+import asyncio, os, signal, sys, tempfile, types
+from cnki_mcp.cli import demo_cmd
+
+async def run_demo(question):
+    with tempfile.TemporaryDirectory(prefix="cnki-demo-") as tmp:
+        print(tmp, flush=True)
+        asyncio.get_running_loop().call_soon(os.kill, os.getpid(), getattr(signal, sys.argv[1]))
+        await asyncio.Event().wait()
+    return 0
+
+sys.modules["cnki_mcp.server.demo"] = types.SimpleNamespace(run_demo=run_demo)
+try:
+    demo_cmd.run(types.SimpleNamespace(question=None))
+except KeyboardInterrupt:
+    raise SystemExit(130)
+"""
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_a_demo_stopped_from_outside_removes_its_temporary_data_directory(signame: str) -> None:
+    """SIGTERM, or SIGHUP when the demo's terminal closes: the run ends as after Ctrl-C and its
+    temporary data directory (browser profile included) is removed. It was killed on the spot
+    and the directory stayed in the temporary directory."""
+    done = subprocess.run(
+        [sys.executable, "-c", _DEMO_STOP_PROBE, signame],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),  # not inherited ignored
+    )  # fmt: skip
+    scratch = Path(done.stdout.strip())
+    assert scratch.name.startswith("cnki-demo-"), done.stderr
+    assert done.returncode == 130, done.stderr
+    assert not scratch.exists()
