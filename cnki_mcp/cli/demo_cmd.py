@@ -16,6 +16,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from cnki_mcp.cli.serve_cmd import stop_like_ctrl_c
     from cnki_mcp.server.demo import run_demo
+
+    # stopped from outside (SIGTERM, its terminal closed): the temporary data directory, browser
+    # profile included, is removed as after Ctrl-C; it was left in the temporary directory
+    stop_like_ctrl_c()
 
     return asyncio.run(run_demo(args.question))

@@ -124,6 +124,31 @@ def check_token_rule(transport: str, host: str, token: str | None, insecure_no_t
         )
 
 
+def as_ctrl_c(signum: int, frame: object) -> None:
+    """SIGTERM handler: whatever SIGINT does now. Inside `anyio.run` that is the event loop's own
+    Ctrl-C handler, which cancels the main task alone, so the lifespan closes the browser while
+    Playwright's connection still runs. `signal.default_int_handler` raised KeyboardInterrupt in
+    whichever task ran, and the loop's teardown cancelled every task at once, Playwright's
+    connection among them: the browser could not be closed and was killed (SIGKILL), leaving its
+    `org.chromium.Chromium.*` socket folder in the temporary directory and the session cookies
+    since the last autosave unsaved. Outside the loop (or with SIGINT ignored) it is Ctrl-C."""
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signum, frame)
+        return
+    raise KeyboardInterrupt
+
+
+def stop_like_ctrl_c() -> None:
+    """SIGTERM, and SIGHUP (the terminal that runs the process closed) unless it is ignored
+    (`nohup`), end the process as Ctrl-C does (`as_ctrl_c`). SIGHUP killed it on the spot: no
+    clean-up, the browser left to Playwright's driver, a demo's temporary data directory kept."""
+    signal.signal(signal.SIGTERM, as_ctrl_c)
+    hangup = getattr(signal, "SIGHUP", None)  # not on Windows
+    if hangup is not None and signal.getsignal(hangup) == signal.SIG_DFL:
+        signal.signal(hangup, as_ctrl_c)
+
+
 def _warm_later() -> None:
     """After the handshake: the first raw question finds the segmenter's dictionary loaded
     (DESIGN.md "Start-up", step 5)."""
@@ -163,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
             # operations interrupted with their checkpoints, browser and store closed. By default
             # it killed the process on the spot: operations left `running`, the browser orphaned
             # until Playwright's driver noticed, the store's WAL not checkpointed.
-            signal.signal(signal.SIGTERM, signal.default_int_handler)
+            stop_like_ctrl_c()
             # The handshake is answered before the MCP SDK is imported (server/fast_start.py).
             from cnki_mcp.server.fast_start import Handover, load_snapshot, serve_handshake
 

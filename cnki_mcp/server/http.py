@@ -15,8 +15,10 @@ import contextlib
 import hmac
 import json
 import logging
+import signal
 import socket
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+import threading
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -228,6 +230,28 @@ def http_server(
         async def serve(self, sockets: list[socket.socket] | None = None) -> None:
             self._loop = asyncio.get_running_loop()
             await super().serve(sockets)
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # SIGHUP (the terminal running the server closed) stops it as SIGTERM does; uvicorn
+            # handles SIGINT and SIGTERM only, so it killed the process on the spot: operations
+            # left `running`, calls unanswered, the store not closed. Left alone when ignored
+            # (`nohup`). Inside uvicorn's capture, so the SIGHUP it raises again after the stop
+            # meets the handler found at start, as SIGTERM's does.
+            with super().capture_signals():
+                hangup: int | None = getattr(signal, "SIGHUP", None)  # not on Windows
+                if (
+                    hangup is None
+                    or threading.current_thread() is not threading.main_thread()
+                    or signal.getsignal(hangup) == signal.SIG_IGN
+                ):
+                    yield
+                    return
+                before = signal.signal(hangup, self.handle_exit)
+                try:
+                    yield
+                finally:
+                    signal.signal(hangup, signal.SIG_DFL if before is None else before)
 
         def handle_exit(self, sig: int, frame: Any) -> None:
             if self._stopping or self.should_exit or self._loop is None:

@@ -234,9 +234,16 @@ def _rebind_std_handle(fd: int) -> None:
 
 
 async def run_stdio(server: CnkiServer, handover: Handover) -> None:
-    """Serve the session over stdio, continuing from what `fast_start` read and answered."""
-    with claimed_stdin() as fd:
-        await _serve_stdio(server, handover, StdinLines(fd))
+    """Serve the session over stdio, continuing from what `fast_start` read and answered. A client
+    that went away while a reply or a progress notification was being written (killed, or closed
+    the pipe without waiting) ends the session as stdin's end does: one log line, exit status 0.
+    Before, the writer's BrokenPipeError ended the server with status 1 and a 60-line traceback in
+    the client's log, after the same clean-up."""
+    try:
+        with claimed_stdin() as fd:
+            await _serve_stdio(server, handover, StdinLines(fd))
+    except* (BrokenPipeError, ConnectionResetError):
+        log.info("stdio: the client closed its end of stdout; the session ended")
 
 
 class _Screened:

@@ -11,6 +11,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -43,7 +44,12 @@ from cnki_mcp.site.locate import (
     major_version,
     normal_user_agent,
 )
-from cnki_mcp.site.profile_prefs import forget_saved_logins, prepare_preferences
+from cnki_mcp.site.profile_prefs import (
+    clear_stale_singleton_folder,
+    forget_saved_logins,
+    pid_alive,
+    prepare_preferences,
+)
 
 log = logging.getLogger(__name__)
 
@@ -239,6 +245,7 @@ class BrowserHost(BrowserTabs):
             self._closed = True
             await self._drop()
             if self._file_lock is not None:
+                self._clear_singleton_leftovers()
                 self._file_lock.release()
                 self._file_lock = None
 
@@ -281,8 +288,14 @@ class BrowserHost(BrowserTabs):
                     entry.unlink()
         # the last exit marked clean (no "Restore pages?" bubble), the password manager off
         prepare_preferences(default)
+        self._clear_singleton_leftovers()
         if deleted := forget_saved_logins(default):  # an earlier release left the manager on
             log.info("deleted %d login(s) the browser had saved in the profile (password saving is off)", deleted)
+
+    def _clear_singleton_leftovers(self) -> None:
+        # the socket folder a killed browser left in the temporary directory (profile_prefs.py)
+        if stale := clear_stale_singleton_folder(self.profile_dir, socket.gethostname(), pid_alive):
+            log.info("deleted %s, which a browser killed in this profile left behind", stale)
 
     def _last_version(self) -> str | None:
         # Chrome writes its version into the profile at every start.

@@ -1,5 +1,6 @@
-"""The browser profile's `Default/Preferences`, set before each launch (pure file I/O, no
-Playwright): the last exit marked clean, and Chromium's password manager off.
+"""The browser profile's files set before each launch (pure file I/O, no Playwright): in
+`Default/Preferences` the last exit marked clean and Chromium's password manager off; the
+temporary socket folder a killed browser left behind deleted (`clear_stale_singleton_folder`).
 
 - After a kill Chrome marks the profile as crashed and offers "Restore pages?" in a bubble over
   the window the person is shown.
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -107,3 +110,51 @@ def _saved_logins(store: Path) -> int:
     finally:
         conn.close()
     return int(row[0]) if row else 0
+
+
+# Chromium's process singleton (process_singleton_posix.cc) on Linux and macOS: at each start it
+# makes a folder in the temporary directory holding its socket and a cookie, and links them from
+# the profile (`SingletonSocket`, `SingletonCookie`; `SingletonLock` names `<host>-<pid>`). A clean
+# exit deletes the folder; a browser killed (a crash, SIGKILL of a wedged one) leaves it, and the
+# next start in the profile only replaces the links: the folder stays in /tmp for ever, one per
+# browser death.
+SINGLETON_ENTRIES = frozenset({"SingletonSocket", "SingletonCookie"})
+
+
+def clear_stale_singleton_folder(profile: Path, hostname: str, alive: Callable[[int], bool]) -> Path | None:
+    """Delete the temporary folder the profile's `SingletonSocket` link names, when the browser
+    that made it is gone (its `SingletonLock` names this host and a pid `alive` says is not
+    running) and the folder holds nothing but Chromium's singleton entries; the folder deleted,
+    or None. Call only while no browser of this product runs on the profile (the profile lock)."""
+    try:
+        lock = os.readlink(profile / "SingletonLock")
+        socket_link = Path(os.readlink(profile / "SingletonSocket"))
+    except OSError:
+        return None
+    host, sep, pid = lock.rpartition("-")
+    if not sep or host != hostname or not pid.isdigit() or alive(int(pid)):
+        return None
+    folder = socket_link.parent
+    if socket_link.name != "SingletonSocket" or not folder.is_absolute() or folder.is_symlink():
+        return None
+    try:
+        entries = list(folder.iterdir())
+        if folder.stat().st_uid != os.geteuid() or any(e.name not in SINGLETON_ENTRIES for e in entries):
+            return None
+        for entry in entries:
+            entry.unlink()
+        folder.rmdir()
+    except OSError:
+        return None
+    return folder
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process `pid` exists (a zombie counts: its parent has not reaped it yet)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, owned by someone else
+    return True

@@ -217,6 +217,9 @@ class DetailTabs:
         except (SiteUnavailable, ContentNotReady) as exc:
             if await self._closed_by_person(page):
                 raise TabClosed() from exc
+            # a raise in this clause skips the one below: the tab was left open, one more for
+            # every 5xx or unsettled detail page until the browser restarted
+            await close_quietly(page)
             raise
         except BaseException:
             await close_quietly(page)

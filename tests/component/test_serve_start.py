@@ -4,6 +4,7 @@ token end with `错误 CODE: 说明` and exit code 2, never a traceback and neve
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -181,3 +182,86 @@ def test_a_host_name_with_two_addresses_is_served_on_both(monkeypatch: pytest.Mo
     finally:
         for s in socks:
             s.close()
+
+
+# The serve process's loop at SIGTERM: a main task whose clean-up needs another task (as closing
+# the browser needs Playwright's connection task) to answer once more.
+_SIGTERM_PROBE = """
+import asyncio, os, signal, anyio
+from cnki_mcp.cli.serve_cmd import as_ctrl_c
+
+async def main():
+    requests = asyncio.Queue()
+
+    async def connection():
+        while True:
+            (await requests.get()).set_result("answered")
+
+    helper = asyncio.ensure_future(connection())
+    try:
+        # delivered while the loop runs something else than this task, as a signal usually is
+        asyncio.get_running_loop().call_soon(os.kill, os.getpid(), signal.SIGTERM)
+        await asyncio.Event().wait()
+    finally:
+        reply = asyncio.get_running_loop().create_future()
+        requests.put_nowait(reply)
+        try:
+            print(await asyncio.wait_for(reply, 5), flush=True)
+        except BaseException as exc:
+            print("no answer:", type(exc).__name__, flush=True)
+        helper.cancel()
+
+signal.signal(signal.SIGTERM, as_ctrl_c)
+try:
+    anyio.run(main)
+except KeyboardInterrupt:
+    raise SystemExit(130)
+"""
+
+
+def test_sigterm_lets_the_clean_up_use_the_other_tasks_before_they_are_cancelled() -> None:
+    """SIGTERM to `cnki-mcp serve` (stdio) cancels the main task alone, as Ctrl-C does: closing
+    the browser still has Playwright's connection. It raised KeyboardInterrupt wherever the loop
+    was, and the loop's teardown cancelled every task at once: the browser could not be closed,
+    was killed, and left its socket folder in the temporary directory."""
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGTERM_PROBE], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stdout.strip() == "answered"
+
+
+# `cnki-mcp demo` stopped from outside while its run holds a temporary data directory.
+_DEMO_STOP_PROBE = """
+import asyncio, os, signal, sys, tempfile, types
+from cnki_mcp.cli import demo_cmd
+
+async def run_demo(question):
+    with tempfile.TemporaryDirectory(prefix="cnki-demo-") as tmp:
+        print(tmp, flush=True)
+        asyncio.get_running_loop().call_soon(os.kill, os.getpid(), getattr(signal, sys.argv[1]))
+        await asyncio.Event().wait()
+    return 0
+
+sys.modules["cnki_mcp.server.demo"] = types.SimpleNamespace(run_demo=run_demo)
+try:
+    demo_cmd.run(types.SimpleNamespace(question=None))
+except KeyboardInterrupt:
+    raise SystemExit(130)
+"""
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_a_demo_stopped_from_outside_removes_its_temporary_data_directory(signame: str) -> None:
+    """SIGTERM, or SIGHUP when the demo's terminal closes: the run ends as after Ctrl-C and its
+    temporary data directory (browser profile included) is removed. It was killed on the spot
+    and the directory stayed in the temporary directory."""
+    done = subprocess.run(
+        [sys.executable, "-c", _DEMO_STOP_PROBE, signame],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),  # not inherited ignored
+    )  # fmt: skip
+    scratch = Path(done.stdout.strip())
+    assert scratch.name.startswith("cnki-demo-"), done.stderr
+    assert done.returncode == 130, done.stderr
+    assert not scratch.exists()

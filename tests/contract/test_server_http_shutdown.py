@@ -149,3 +149,25 @@ async def test_a_listen_stream_of_a_2026_client_is_closed_gracefully_at_sigterm(
             events = [event async for event in subscription]  # SubscriptionLost if cut off
         assert events == []
     assert h.services is not None and h.services.closed
+
+
+@pytest.fixture
+def sighup_in_a_test(sigterm_in_a_test: None) -> Iterator[None]:
+    """A no-op handler at start for the SIGHUP uvicorn raises again once serve() returns."""
+    before = signal.signal(signal.SIGHUP, lambda *_: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGHUP, before)
+
+
+async def test_sighup_stops_the_http_server_as_sigterm_does(tmp_path: Path, sighup_in_a_test: None) -> None:
+    """Closing the terminal that runs `cnki-mcp serve --transport http` (SIGHUP): the server
+    stops as at SIGTERM, operations ended and the services closed. uvicorn handles SIGINT and
+    SIGTERM only: SIGHUP killed it on the spot (operations left running, the store not closed)."""
+    h = Harness(tmp_path / "data", inline_wait=30.0)
+    async with served(h) as (srv, url), httpx2.AsyncClient(timeout=60) as http:
+        await initialized_session(http, url)
+        signal.raise_signal(signal.SIGHUP)  # the handler runs before the next line
+        assert srv._stopping
+    assert h.services is not None and h.services.closed

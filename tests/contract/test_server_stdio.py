@@ -202,6 +202,21 @@ def test_sigterm_ends_a_stdio_server_as_ctrl_c_does(tmp_path: Path) -> None:
         assert not (data / "cnki.sqlite3-wal").exists()  # the store was closed
 
 
+def test_a_client_gone_while_a_reply_is_written_ends_the_server_cleanly(tmp_path: Path) -> None:
+    """The client died (its end of our stdout closed) with a call in flight, stdin still open: the
+    reply's write fails and the session ends as at stdin's end, status 0, store closed. It ended
+    with status 1 and a 60-line BrokenPipeError traceback in the client's log."""
+    data = tmp_path / "data"
+    with _answered_server(data, tmp_path) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdout.close()
+        call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "diagnostics", "arguments": {}}}
+        proc.stdin.write(json.dumps(call).encode() + b"\n")
+        proc.stdin.flush()
+        assert proc.wait(timeout=60) == 0
+        assert not (data / "cnki.sqlite3-wal").exists()  # the store was closed
+
+
 def test_the_stdin_reader_ends_quietly_when_its_loop_goes_away_while_it_hands_over_a_line() -> None:
     """The session ended with lines still unread (the loop closes while the reader thread waits
     to hand one over): the thread stops without an uncaught exception on stderr."""

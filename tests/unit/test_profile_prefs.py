@@ -9,7 +9,15 @@ import sqlite3
 import stat
 from pathlib import Path
 
-from cnki_mcp.site.profile_prefs import forget_saved_logins, prepare_preferences, prepared
+import pytest
+
+from cnki_mcp.site.profile_prefs import (
+    clear_stale_singleton_folder,
+    forget_saved_logins,
+    pid_alive,
+    prepare_preferences,
+    prepared,
+)
 
 
 def test_a_new_profile_gets_preferences_without_password_saving(tmp_path: Path) -> None:
@@ -79,3 +87,84 @@ def test_a_store_without_a_saved_login_or_that_cannot_be_read_is_left_alone(tmp_
     assert forget_saved_logins(tmp_path) == 0 and forget_saved_logins(profile) == 0
     assert (tmp_path / "Login Data").is_file() and (tmp_path / "Login Data For Account").is_file()
     assert (elsewhere / "Login Data").is_file() and (profile / "Login Data").is_symlink()
+
+
+def _killed_browser_left(tmp_path: Path, lock: str, extra: str | None = None) -> tuple[Path, Path]:
+    """A profile whose browser was killed: its links, and the socket folder it made in the
+    temporary directory (as process_singleton_posix.cc lays them out)."""
+    profile, folder = tmp_path / "browser-profile", tmp_path / "tmp" / "org.chromium.Chromium.aB3dE9"
+    profile.mkdir()
+    folder.mkdir(parents=True)
+    (folder / "SingletonSocket").write_bytes(b"")
+    (folder / "SingletonCookie").symlink_to("1234567890")
+    if extra:
+        (folder / extra).write_text("not Chromium's")
+    (profile / "SingletonLock").symlink_to(lock)
+    (profile / "SingletonSocket").symlink_to(folder / "SingletonSocket")
+    (profile / "SingletonCookie").symlink_to(folder / "SingletonCookie")
+    return profile, folder
+
+
+@pytest.mark.parametrize(
+    ("lock", "running", "extra", "deleted"),
+    [
+        ("thishost-4242", False, None, True),  # the browser that made it is gone
+        ("thishost-4242", True, None, False),  # still running
+        ("otherhost-4242", False, None, False),  # another computer's browser (a shared folder)
+        ("thishost-4242", False, "notes.txt", False),  # not only Chromium's entries
+    ],
+)
+def test_the_socket_folder_a_killed_browser_left_in_tmp_is_deleted_before_the_next_launch(
+    tmp_path: Path, lock: str, running: bool, extra: str | None, deleted: bool
+) -> None:
+    # every browser crash (and every SIGKILL of a wedged one) left an org.chromium.Chromium.*
+    # folder in /tmp for ever: Chromium's next start in the profile only replaces the links
+    profile, folder = _killed_browser_left(tmp_path, lock, extra)
+    asked: list[int] = []
+
+    def alive(pid: int) -> bool:
+        asked.append(pid)
+        return running
+
+    got = clear_stale_singleton_folder(profile, "thishost", alive)
+    assert (got == folder) is deleted
+    assert folder.exists() is not deleted
+    assert asked == ([4242] if lock.startswith("thishost") else [])
+
+
+def test_a_profile_without_singleton_links_or_with_odd_ones_is_left_alone(tmp_path: Path) -> None:
+    assert clear_stale_singleton_folder(tmp_path, "thishost", lambda _pid: False) is None
+    (tmp_path / "SingletonLock").symlink_to("thishost-4242")
+    (tmp_path / "SingletonSocket").symlink_to("relative/SingletonSocket")
+    assert clear_stale_singleton_folder(tmp_path, "thishost", lambda _pid: False) is None
+
+
+def test_a_pid_is_alive_while_its_process_exists() -> None:
+    import os
+
+    assert pid_alive(os.getpid())
+    assert not pid_alive(2**22 + 1)  # above Linux's pid_max
+
+
+@pytest.mark.parametrize("when", ["before_a_launch", "at_close"])
+def test_the_browser_host_deletes_what_its_killed_browser_left_in_tmp(tmp_path: Path, when: str) -> None:
+    """Measured: three browser crashes in one session left three org.chromium.Chromium.* folders
+    in /tmp; the host now deletes the last one before its next launch, and at close."""
+    import asyncio
+    import socket
+
+    from cnki_mcp.clock import FakeClock
+    from cnki_mcp.settings import Settings
+    from cnki_mcp.site.browser import PROFILE_DIR, BrowserHost
+
+    host = BrowserHost(Settings(data_dir=tmp_path / "data", headless=True), FakeClock())
+    (tmp_path / "data").mkdir(mode=0o700)
+    gone = f"{socket.gethostname()}-{2**22 + 1}"  # a pid above Linux's pid_max: no such process
+    profile, folder = _killed_browser_left(tmp_path, gone)
+    profile.rename(tmp_path / "data" / PROFILE_DIR)
+    if when == "before_a_launch":
+        host._prepare_profile()
+    else:
+        host._acquire_profile_lock()
+        asyncio.run(host.close())
+    assert not folder.exists()
