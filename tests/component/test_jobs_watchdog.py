@@ -4,6 +4,7 @@ time awaiting the person is not counted; a user cancel stays cancelled."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -23,6 +24,26 @@ from tests.component import jobs_support
 from tests.component.jobs_support import search_runner, search_with_active_time, settle, sleeper
 
 env = jobs_support.env  # the fixture: (clock, sink, manager, limiter) on a fake clock
+
+
+def stubborn_runner(
+    released: asyncio.Event,
+    before: Callable[[OperationContext], None] = lambda ctx: None,
+    after: Callable[[OperationContext], None] = lambda ctx: None,
+) -> Callable[[OperationContext], Awaitable[str]]:
+    """A runner (or a library under it) that swallows cancellation until `released`."""
+
+    async def stubborn(ctx: OperationContext) -> str:
+        before(ctx)
+        while not released.is_set():
+            try:
+                await released.wait()
+            except asyncio.CancelledError:
+                continue
+        after(ctx)
+        return "late"
+
+    return stubborn
 
 
 # --- the watchdog (budgets hold by construction) ----------------------------------------------
@@ -102,13 +123,7 @@ async def test_watchdog_finishes_the_record_when_the_runner_ignores_the_cancella
     clock, _, manager, _ = env
     released = asyncio.Event()
 
-    async def stubborn(ctx: OperationContext) -> str:
-        while not released.is_set():
-            try:
-                await released.wait()
-            except asyncio.CancelledError:
-                continue  # a runner (or a library under it) that swallows cancellation
-        return "late"
+    stubborn = stubborn_runner(released)
 
     job = manager.start(OperationKind.SEARCH, stubborn, BudgetSpec(max_requests=10, timeout_seconds=30))
     t0 = clock.monotonic()
@@ -133,14 +148,7 @@ async def test_a_user_cancel_of_a_runner_that_does_not_stop_ends_cancelled_withi
     clock, sink, manager, _ = env
     released = asyncio.Event()
 
-    async def stubborn(ctx: OperationContext) -> str:
-        ctx.set_result({"so_far": 1})
-        while not released.is_set():
-            try:
-                await released.wait()
-            except asyncio.CancelledError:
-                continue
-        return "late"
+    stubborn = stubborn_runner(released, before=lambda ctx: ctx.set_result({"so_far": 1}))
 
     job = manager.start(OperationKind.READ, stubborn, BudgetSpec(max_requests=10, timeout_seconds=30))
     try:
@@ -165,13 +173,7 @@ async def test_a_cancel_whose_caller_stops_waiting_still_ends_the_operation(env:
     clock, _, manager, _ = env
     released = asyncio.Event()
 
-    async def stubborn(ctx: OperationContext) -> str:
-        while not released.is_set():
-            try:
-                await released.wait()
-            except asyncio.CancelledError:
-                continue
-        return "late"
+    stubborn = stubborn_runner(released)
 
     job = manager.start(OperationKind.READ, stubborn, BudgetSpec(max_requests=10, timeout_seconds=900))
     try:
@@ -194,16 +196,11 @@ async def test_a_runner_ended_without_it_writes_nothing_over_the_run_that_contin
     clock, sink, manager, _ = env
     released = asyncio.Event()
 
-    async def stubborn(ctx: OperationContext) -> str:
-        ctx.checkpoint({"next_page": 1, "items": []})
-        while not released.is_set():
-            try:
-                await released.wait()
-            except asyncio.CancelledError:
-                continue
+    def late(ctx: OperationContext) -> None:
         ctx.set_stage("late")
         ctx.checkpoint({"next_page": 99, "items": ["stale"]})
-        return "late"
+
+    stubborn = stubborn_runner(released, before=lambda ctx: ctx.checkpoint({"next_page": 1, "items": []}), after=late)
 
     job = manager.start(OperationKind.SEARCH, stubborn, BudgetSpec(max_requests=100, timeout_seconds=900))
     gate = asyncio.Event()
@@ -238,14 +235,7 @@ async def test_a_server_exit_is_not_held_by_a_runner_that_ignores_the_cancellati
     clock, sink, manager, _ = env
     released = asyncio.Event()
 
-    async def stubborn(ctx: OperationContext) -> str:
-        ctx.checkpoint({"next_page": 1, "items": []})
-        while not released.is_set():
-            try:
-                await released.wait()
-            except asyncio.CancelledError:
-                continue
-        return "late"
+    stubborn = stubborn_runner(released, before=lambda ctx: ctx.checkpoint({"next_page": 1, "items": []}))
 
     async def release_later() -> None:  # without the bound the exit waits this long, not for ever
         await clock.sleep(100.0)

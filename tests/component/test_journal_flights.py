@@ -88,6 +88,20 @@ class FailingJournalSite:
         raise SiteUnavailable("知网暂时不可用")
 
 
+async def a_deadline_stopped_read(
+    clock: FakeClock, store: Store
+) -> tuple[FailingJournalSite, Enricher, asyncio.Future[None], asyncio.Task[None]]:
+    """A journal read started by an operation its deadline stopped: the site, the enricher, the
+    reader's future and the shared flight's task, once the site has the request."""
+    site = FailingJournalSite()
+    enricher = Enricher(cast(SiteBackend, site), store, clock)
+    paper = Paper(record_ref="r1", title="违约金酌减", source="法学研究", source_url="https://x.test/j")
+    reader = asyncio.ensure_future(enricher._journal(paper, cast(OperationContext, DeadlineStopped())))
+    await site.started.wait()
+    flight = next(iter(enricher._journal_flights.values())).task
+    return site, enricher, reader, flight
+
+
 async def test_a_journal_flight_failing_after_its_reader_was_cancelled_reports_no_unretrieved_error(
     clock: FakeClock, store: Store
 ) -> None:
@@ -96,12 +110,7 @@ async def test_a_journal_flight_failing_after_its_reader_was_cancelled_reports_n
     previous = loop.get_exception_handler()
     loop.set_exception_handler(lambda _loop, context: reported.append(context))
     try:
-        site = FailingJournalSite()
-        enricher = Enricher(cast(SiteBackend, site), store, clock)
-        paper = Paper(record_ref="r1", title="违约金酌减", source="法学研究", source_url="https://x.test/j")
-        reader = asyncio.ensure_future(enricher._journal(paper, cast(OperationContext, DeadlineStopped())))
-        await site.started.wait()
-        flight = next(iter(enricher._journal_flights.values())).task
+        site, enricher, reader, flight = await a_deadline_stopped_read(clock, store)
         landed = asyncio.Event()
         flight.add_done_callback(lambda _t: landed.set())
 
@@ -123,12 +132,7 @@ async def test_a_journal_read_its_search_left_behind_is_stopped_when_the_server_
 ) -> None:
     """A search stopped by its deadline lets its journal read land; at server exit that read ran
     on into the closing browser, and asyncio printed its error at shutdown."""
-    site = FailingJournalSite()
-    enricher = Enricher(cast(SiteBackend, site), store, clock)
-    paper = Paper(record_ref="r1", title="违约金酌减", source="法学研究", source_url="https://x.test/j")
-    reader = asyncio.ensure_future(enricher._journal(paper, cast(OperationContext, DeadlineStopped())))
-    await site.started.wait()
-    flight = next(iter(enricher._journal_flights.values())).task
+    site, enricher, reader, flight = await a_deadline_stopped_read(clock, store)
     reader.cancel()
     await asyncio.gather(reader, return_exceptions=True)
     assert not flight.done()  # left to land, as the deadline rule wants
