@@ -736,7 +736,8 @@ def parse_reference(entry: str) -> ParsedReference:
         return ParsedReference(raw=raw, style="doi", doi=doi)
     text = _norm(body)
     parsed = _parse(raw, text)
-    if not _TYPE.search(text) and not _QUOTED.search(text) and (md := markdown_line(original, body)):
+    md = None if _TYPE.search(text) or _QUOTED.search(text) else markdown_line(original, body)
+    if md is not None and (md.as_exported or parsed.unparsable):
         parsed = ParsedReference(raw=raw, style="markdown", **asdict(md))
     if parsed.title and not parsed.unparsable:
         kind = not_a_paper(parsed.title, text, authors=bool(parsed.authors))

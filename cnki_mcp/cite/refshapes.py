@@ -63,6 +63,10 @@ _MD_YEAR = re.compile(r"(?:19|20)\d\d")
 _PERSON = re.compile(r"[\u4e00-\u9fff·]{2,3}|[A-Z][A-Za-z'’.\-]+(?: [A-Z][A-Za-z'’.\-]*){1,3}")
 
 
+# What starts a citation style's entry, never an exported title: `Smith, J. (2019).`, `王明. `.
+_STYLE_HEAD = re.compile(r"\((?:19|20)\d\d[a-z]?\)|^[^.。]{1,80}[.。]\s")
+
+
 @dataclass(frozen=True)
 class MarkdownLine:
     title: str
@@ -70,6 +74,14 @@ class MarkdownLine:
     source: str | None = None
     year: int | None = None
     doi: str | None = None
+
+    @property
+    def as_exported(self) -> bool:
+        """Whether the line reads as the export writes it, ending in its year with a title that
+        does not start as a style's entry does: a style's entry with a spaced dash in its title
+        (`Smith, J. (2019). Teaching writing — what works. …`, `王明. 数字经济 — 理论与实践. …`)
+        splits at the dash too, into a title holding its authors."""
+        return self.year is not None and _STYLE_HEAD.search(self.title) is None
 
 
 def markdown_line(original: str, text: str) -> MarkdownLine | None:
@@ -113,8 +125,8 @@ NotAPaper = Literal["law", "standard", "classic"]
 # name ending as only such texts end (法典, 条例, 实施细则, 若干规定, 暂行办法, 通则, 总则, 的解释),
 # an issuing body's `关于…的决定/解释/规定/通知/意见/批复`, or a common short name.
 _LAW = re.compile(
-    r"(?:中华人民共和国[\u4e00-\u9fff]{1,30}(?:法|法典|条例|规定|办法|细则|决定)"
-    r"|[\u4e00-\u9fff]{1,30}(?:法典|条例|实施细则|实施办法|若干规定|暂行规定|暂行办法|管理办法|管理规定|通则|总则)"
+    r"(?:中华人民共和国[^\W\d_的]{1,30}(?:法|法典|条例|规定|办法|细则|决定)"
+    r"|[^\W\d_的]{1,30}(?:法典|条例|实施细则|实施办法|若干规定|暂行规定|暂行办法|管理办法|管理规定|通则|总则)"
     r"|(?:最高人民法院|最高人民检察院|国务院|全国人民代表大会(?:常务委员会)?)(?:办公厅)?关于.{2,80}"
     r"(?:的决定|的解释|的规定|的通知|的意见|的批复))"
     r"(?:[(（][^()（）]{1,20}[)）])?"  # `（2018年修正）`, `（试行）`
@@ -146,6 +158,9 @@ _CLASSIC_NAMES = (
 _CLASSICS = frozenset(_CLASSIC_NAMES.split())
 
 
+# An entry cited as a journal article, thesis, proceedings paper, newspaper article, chapter or
+# patent is one, whatever its title names (`李明. 浅谈新修订的纪律处分条例[J]`).
+_PAPER_CODE = re.compile(r"\[\s*[JDCNAP](?:\s*/\s*OL)?\s*\]", re.I)
 # Words of a paper's title about a law or a classic (`论民法总则`, `论语研究`), not its name.
 _ABOUT = re.compile(r"^(?:试|浅|略|简|再|评|析)?论(?!语)|研究|探析|分析|述评|思考|评析|释评|译注|新解|导读")
 
@@ -155,7 +170,7 @@ def not_a_paper(title: str, entry: str = "", *, authors: bool = False) -> NotAPa
     whose whole is such a name, or an entry (`entry`) citing a standard by its number; a law's
     short name only when the entry names no `authors`."""
     name = re.sub(r"\s+", "", title.strip().strip("《》"))
-    if _ABOUT.search(name):
+    if _ABOUT.search(name) or _PAPER_CODE.search(entry):
         return None
     if _LAW.fullmatch(name) or (not authors and _SHORT_LAW.fullmatch(name)):
         return "law"

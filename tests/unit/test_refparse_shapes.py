@@ -63,10 +63,35 @@ def test_a_line_of_the_products_markdown_export_yields_its_fields(line: str, fie
         ("杨伯峻. 论语译注[M]. 北京: 中华书局, 2006.", None),
         ("张三. 基于GB/T 7714—2015的著录差错研究[J]. 编辑学报, 2019, 31(2): 1-5.", None),
         ("《一种图像识别方法》", None),
+        # an article's title naming a regulation, or a paper on a law's history (review 11 a)
+        ("李明. 浅谈新修订的纪律处分条例[J]. 党建研究, 2019(3): 1-4.", None),
+        ("张华. 高校科研经费管理办法[J]. 财会通讯, 2019(5): 2-6.", None),
+        ("王五. 中华人民共和国成立以来的教育立法. 教育研究, 2001.", None),
+        ("《中华人民共和国成立初期的婚姻法》", None),
+        ("全国人民代表大会. 中华人民共和国民法典[Z]. 2020.", "law"),
     ],
 )
 def test_a_law_standard_or_classic_by_its_name_is_not_a_paper(raw: str, kind: str | None) -> None:
     assert parse_reference(raw).not_a_paper == kind
+
+
+@pytest.mark.parametrize(
+    ("raw", "title", "authors", "doi"),
+    [
+        ("Smith, J. (2019). Teaching writing — what works. Educational Review, 71(2), 1-20. https://doi.org/10.1000/xyz123",
+         "Teaching writing — what works", ["Smith, J."], "10.1000/xyz123"),
+        ("Smith J, Lee K. Deep learning — a survey of methods. J AI Res. 2020;12(3):45-67. doi:10.1000/abc1",
+         "Deep learning — a survey of methods", ["Smith J", "Lee K"], "10.1000/abc1"),
+        ("王明. 数字经济 — 理论与实践. 北京: 人民出版社, 2020.", "数字经济 — 理论与实践", ["王明"], None),
+    ],
+)  # fmt: skip
+def test_a_styles_entry_with_a_spaced_dash_in_its_title_is_not_read_as_a_markdown_line(
+    raw: str, title: str, authors: list[str], doi: str | None
+) -> None:
+    """The Markdown export's `题名 — 作者, 来源, 年` took over every entry with " — ": the title
+    became `Smith, J. (2019). Teaching writing`, the DOI was lost, and the lookup found nothing."""
+    entry = parse_reference(raw)
+    assert (entry.style != "markdown", entry.title, entry.authors, entry.doi) == (True, title, authors, doi)
 
 
 def test_a_title_broken_by_a_line_break_is_joined_as_written() -> None:
