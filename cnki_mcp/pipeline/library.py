@@ -102,23 +102,36 @@ _CJK_WRAP = re.compile(r"(?<=[\u3400-\u9fff\uf900-\ufaff，、；：])[ \t]*\n[ 
 def index_downloaded_pdfs(store: Store, data_dir: Path, clock: Clock, limit: int | None = None) -> int:
     """Put the text of archived PDFs not indexed yet into the store (and so the index), the
     oldest downloads first: at most `limit` (PDFS_PER_CALL when None) files read here, the rest by
-    a reader thread of the store's this starts (none here while it runs). Returns how many files
-    are still pending (not counting those not there)."""
+    a reader thread of the store's this starts. While another call or the reader reads the
+    store's PDFs none are read here: two calls at once (search_library runs in worker threads)
+    read the same oldest files and started a reader each. Returns how many files are still
+    pending (not counting those not there)."""
     with _READERS_LOCK:
-        reader = _READERS.get(store)
-        busy = reader is not None and reader.is_alive()
-    pending = _read_pending(store, data_dir, clock, 0 if busy else PDFS_PER_CALL if limit is None else limit)
-    if pending and not busy:
-        with _READERS_LOCK:
+        busy = store in _BUSY
+        _BUSY.add(store)
+    if busy:
+        return _read_pending(store, data_dir, clock, 0)
+    handed_over = False
+    try:
+        pending = _read_pending(store, data_dir, clock, PDFS_PER_CALL if limit is None else limit)
+        if pending:
             reader = threading.Thread(
                 target=_read_rest, args=(store, data_dir, clock), name="cnki-library-pdfs", daemon=True
             )
-            _READERS[store] = reader
-        reader.start()
-    return pending
+            with _READERS_LOCK:
+                _READERS[store] = reader
+            reader.start()
+            handed_over = True
+        return pending
+    finally:
+        if not handed_over:
+            with _READERS_LOCK:
+                _BUSY.discard(store)
 
 
-# The thread reading a store's pending PDFs past a call's bound (one per store at a time).
+# The stores whose pending PDFs a call or a reader thread is reading (one at a time per store),
+# and the reader thread reading a store's pending PDFs past a call's bound.
+_BUSY: weakref.WeakSet[Store] = weakref.WeakSet()
 _READERS: weakref.WeakKeyDictionary[Store, threading.Thread] = weakref.WeakKeyDictionary()
 _READERS_LOCK = threading.Lock()
 
@@ -130,6 +143,9 @@ def _read_rest(store: Store, data_dir: Path, clock: Clock) -> None:
         return
     except (CnkiError, sqlite3.Error) as exc:  # a full or locked disk: the next call tries again
         log.warning("downloaded PDFs not indexed: %s", exc)
+    finally:
+        with _READERS_LOCK:
+            _BUSY.discard(store)
 
 
 def _read_pending(store: Store, data_dir: Path, clock: Clock, budget: int) -> int:

@@ -296,6 +296,43 @@ def test_a_call_reads_a_bounded_number_of_pending_pdfs_and_a_reader_the_rest(
     assert [p.record_ref for p in store.pdfs_to_index()] == [papers[4].record_ref]
 
 
+def test_a_call_while_the_store_s_pdfs_are_being_read_reads_none_and_each_file_is_read_once(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """search_library runs in worker threads: two calls at once both read the same oldest PDFs
+    and each started a reader over the rest (every file read twice, review 11). While one call
+    or the reader reads, another reads none and says what waits; oldest downloads first."""
+    import threading
+
+    from cnki_mcp.pipeline import library as pipeline_library
+
+    monkeypatch.setattr(pipeline_library, "PDFS_PER_CALL", 2)
+    records = [r for r in Corpus.load().records if r.fulltext][:4]
+    papers = store.upsert_from_grid([row(r.title, f"C{i}") for i, r in enumerate(records)], T0)
+    for i, (paper, record) in enumerate(zip(papers, records, strict=True)):
+        archive_pdf(store, paper.record_ref, f"c{i}.pdf", pdf_bytes(record))
+    real, read, reading, release = pipeline_library._pdf_text, [], threading.Event(), threading.Event()
+
+    def held(path: str, data_dir: Path) -> str:
+        read.append(Path(path).name)
+        reading.set()
+        release.wait(timeout=60)
+        return real(path, data_dir)
+
+    monkeypatch.setattr(pipeline_library, "_pdf_text", held)
+    first = threading.Thread(target=find, args=(store, "的", clock))
+    first.start()
+    try:
+        assert reading.wait(timeout=60)
+        assert find(store, "的", clock).pdfs_pending == 4  # the first call holds them: none read here
+    finally:
+        release.set()
+        first.join()
+    pipeline_library._READERS[store].join()
+    assert read == ["c0.pdf", "c1.pdf", "c2.pdf", "c3.pdf"]  # oldest first, each once
+    assert find(store, "的", clock).pdfs_pending == 0
+
+
 def test_snippet_marks_every_hit_in_the_window() -> None:
     assert snippet("甲乙丙违约金丁戊违约金", ["违约金"], context=2) == "…乙丙【违约金】丁戊…"
     assert snippet("违约金丁违约金", ["违约金"], context=4) == "【违约金】丁【违约金】"
