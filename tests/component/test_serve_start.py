@@ -219,14 +219,23 @@ except KeyboardInterrupt:
 """
 
 
+def _signals_as_a_terminal_leaves_them() -> None:
+    """SIGINT and SIGHUP at their defaults in the probe, not ignored as this test process may
+    have inherited them (a background job of a non-interactive shell ignores SIGINT, and then
+    neither Python nor the event loop installs its Ctrl-C handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def test_sigterm_lets_the_clean_up_use_the_other_tasks_before_they_are_cancelled() -> None:
     """SIGTERM to `cnki-mcp serve` (stdio) cancels the main task alone, as Ctrl-C does: closing
     the browser still has Playwright's connection. It raised KeyboardInterrupt wherever the loop
     was, and the loop's teardown cancelled every task at once: the browser could not be closed,
     was killed, and left its socket folder in the temporary directory."""
     done = subprocess.run(
-        [sys.executable, "-c", _SIGTERM_PROBE], cwd=REPO, capture_output=True, text=True, timeout=60
-    )
+        [sys.executable, "-c", _SIGTERM_PROBE], cwd=REPO, capture_output=True, text=True, timeout=60,
+        preexec_fn=_signals_as_a_terminal_leaves_them,
+    )  # fmt: skip
     assert done.returncode == 130, done.stderr
     assert done.stdout.strip() == "answered"
 
@@ -259,7 +268,7 @@ def test_a_demo_stopped_from_outside_removes_its_temporary_data_directory(signam
     done = subprocess.run(
         [sys.executable, "-c", _DEMO_STOP_PROBE, signame],
         cwd=REPO, capture_output=True, text=True, timeout=60,
-        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),  # not inherited ignored
+        preexec_fn=_signals_as_a_terminal_leaves_them,
     )  # fmt: skip
     scratch = Path(done.stdout.strip())
     assert scratch.name.startswith("cnki-demo-"), done.stderr
