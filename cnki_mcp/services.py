@@ -188,7 +188,10 @@ class Services:
             site = self.backend.site if isinstance(self.backend, LazySite) else self.backend
             if not isinstance(site, CnkiSite):
                 raise RuntimeError("detail tabs need the real CnkiSite backend")
-            self._tabs = DetailTabs(site, self.host, self.limiter, self.gate, self.clock)
+            self._tabs = DetailTabs(
+                site, self.host, self.limiter, self.gate, self.clock,
+                settle_quiet=self.settings.settle_quiet_seconds,
+            )  # fmt: skip
         return self._tabs
 
     @property

@@ -1,6 +1,6 @@
 """The production site stack the browser and end-to-end tests build against the simulator (Settings
 on the simulator's origin, headless, a small interval -> BrowserHost -> Limiter -> HumanGate ->
-CnkiSite), a SiteOp that records its transitions, the server on an in-memory MCP Client, and the
+CnkiSite, detail pages settled after 0.3 s of quiet), a SiteOp that records its transitions, the server on an in-memory MCP Client, and the
 steps the test takes as the person (the vericode form, the login form, the tab the gate shows)."""
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from cnki_mcp.site.reading import DetailTabs
 
 GRID_PATH = "/kns8s/brief/grid"
 
+SETTLE_QUIET = 0.3  # seconds a simulator's detail page is idle before a click (Settings.settle_quiet_seconds)
 STEP_TIMEOUT = 60.0  # bounds a test that would otherwise hang; never a timing assertion
 LOGIN_SUBMIT = "form.ecp_loginAccountBox [type=submit], form.ecp_loginAccountBox button"
 
@@ -35,10 +36,12 @@ LOGIN_SUBMIT = "form.ecp_loginAccountBox [type=submit], form.ecp_loginAccountBox
 def sim_settings(
     data_dir: Path, origin: str, browser_executable: str, *, request_interval_ms: int = 20, **changes: Any
 ) -> Settings:
-    """Settings of the production stack on the simulator: headless, a small request interval."""
+    """Settings of the production stack on the simulator: headless, a small request interval, and
+    detail pages clicked after 0.3 s of quiet, not the site's 1.5 s (the simulator's pages go
+    idle at once; the settle logic runs the same)."""
     return Settings(
         data_dir=data_dir, browser_path=browser_executable, headless=True, site_origin=origin,
-        request_interval_ms=request_interval_ms, **changes,
+        request_interval_ms=request_interval_ms, **{"settle_quiet_seconds": SETTLE_QUIET, **changes},
     )  # fmt: skip
 
 
@@ -73,7 +76,9 @@ class SiteStack:
     site: CnkiSite
 
     def detail_tabs(self) -> DetailTabs:
-        return DetailTabs(self.site, self.host, self.limiter, self.gate, self.clock, settle_quiet=0.3)
+        return DetailTabs(
+            self.site, self.host, self.limiter, self.gate, self.clock, settle_quiet=self.settings.settle_quiet_seconds
+        )
 
 
 @asynccontextmanager
