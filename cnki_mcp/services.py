@@ -136,7 +136,10 @@ class Services:
             def headless() -> bool | None:
                 return host.headless if host.headless is not None else settings.headless
 
-            gate = HumanGate(clock, limiter, timeout=settings.human_timeout_seconds, headless=headless)
+            gate = HumanGate(
+                clock, limiter, poll_interval=settings.human_poll_seconds,
+                timeout=settings.human_timeout_seconds, headless=headless,
+            )  # fmt: skip
             seen = IdentityMemory(clock)
             if backend is None:
                 backend = LazySite(lambda: _cnki_site(settings, clock, host, limiter, gate, seen))
@@ -188,7 +191,10 @@ class Services:
             site = self.backend.site if isinstance(self.backend, LazySite) else self.backend
             if not isinstance(site, CnkiSite):
                 raise RuntimeError("detail tabs need the real CnkiSite backend")
-            self._tabs = DetailTabs(site, self.host, self.limiter, self.gate, self.clock)
+            self._tabs = DetailTabs(
+                site, self.host, self.limiter, self.gate, self.clock,
+                settle_quiet=self.settings.settle_quiet_seconds,
+            )  # fmt: skip
         return self._tabs
 
     @property

@@ -48,6 +48,12 @@ class Settings:
     display: str | None = None
     log_level: str = "INFO"
     human_timeout_seconds: float = 20 * 60
+    # site-rules.md §11.3: how long a detail page's scripts must be idle before a click (the
+    # simulator's test stacks, whose pages go idle at once, use less; no environment variable)
+    settle_quiet_seconds: float = 1.5
+    # how often a human step's page is looked at while the person works in it (the simulator's
+    # test stacks, whose person acts at once, look more often; no environment variable)
+    human_poll_seconds: float = 1.0
     # CNKI_READ_ONLY: tools that download, write files or could spend money are hidden and
     # refused (DESIGN.md "Read-only mode").
     read_only: bool = False

@@ -1,7 +1,8 @@
 """The production site stack the browser and end-to-end tests build against the simulator (Settings
-on the simulator's origin, headless, a small interval -> BrowserHost -> Limiter -> HumanGate ->
-CnkiSite), a SiteOp that records its transitions, the server on an in-memory MCP Client, and the
-steps the test takes as the person (the vericode form, the login form, the tab the gate shows)."""
+on the simulator's origin, headless, a small interval, short settle and human-step polls ->
+BrowserHost -> Limiter -> HumanGate -> CnkiSite), a SiteOp that records its transitions, the
+server on an in-memory MCP Client, and the steps the test takes as the person (the vericode
+form, the login form, the tab the gate shows)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ from cnki_mcp.site.reading import DetailTabs
 
 GRID_PATH = "/kns8s/brief/grid"
 
+SETTLE_QUIET = 0.3  # seconds a simulator's detail page is idle before a click (Settings.settle_quiet_seconds)
+HUMAN_POLL = 0.05  # seconds between looks at a human step's page (Settings.human_poll_seconds)
 STEP_TIMEOUT = 60.0  # bounds a test that would otherwise hang; never a timing assertion
 LOGIN_SUBMIT = "form.ecp_loginAccountBox [type=submit], form.ecp_loginAccountBox button"
 
@@ -35,10 +38,14 @@ LOGIN_SUBMIT = "form.ecp_loginAccountBox [type=submit], form.ecp_loginAccountBox
 def sim_settings(
     data_dir: Path, origin: str, browser_executable: str, *, request_interval_ms: int = 20, **changes: Any
 ) -> Settings:
-    """Settings of the production stack on the simulator: headless, a small request interval."""
+    """Settings of the production stack on the simulator: headless, a small request interval,
+    detail pages clicked after 0.3 s of quiet, not the site's 1.5 s (the simulator's pages go
+    idle at once; the settle logic runs the same), and a human step's page looked at every 0.05 s,
+    not every second (the test plays a person who acts at once)."""
     return Settings(
         data_dir=data_dir, browser_path=browser_executable, headless=True, site_origin=origin,
-        request_interval_ms=request_interval_ms, **changes,
+        request_interval_ms=request_interval_ms,
+        **{"settle_quiet_seconds": SETTLE_QUIET, "human_poll_seconds": HUMAN_POLL, **changes},
     )  # fmt: skip
 
 
@@ -73,7 +80,9 @@ class SiteStack:
     site: CnkiSite
 
     def detail_tabs(self) -> DetailTabs:
-        return DetailTabs(self.site, self.host, self.limiter, self.gate, self.clock, settle_quiet=0.3)
+        return DetailTabs(
+            self.site, self.host, self.limiter, self.gate, self.clock, settle_quiet=self.settings.settle_quiet_seconds
+        )
 
 
 @asynccontextmanager
@@ -82,7 +91,7 @@ async def site_stack(settings: Settings, **site_options: Any) -> AsyncIterator[S
     clock = SystemClock()
     host = BrowserHost(settings, clock)
     limiter = Limiter(clock, settings.request_interval_ms / 1000, settings.max_inflight)
-    gate = HumanGate(clock, limiter, poll_interval=0.05, timeout=STEP_TIMEOUT, headless=True)
+    gate = HumanGate(clock, limiter, poll_interval=settings.human_poll_seconds, timeout=STEP_TIMEOUT, headless=True)
     site = CnkiSite(settings, clock, host, limiter, gate, retry_waits=(0.01, 0.02), **site_options)
     yield SiteStack(settings, clock, host, limiter, gate, site)
     await site.close()

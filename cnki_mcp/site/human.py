@@ -159,6 +159,11 @@ class HumanGate:
         return self._epoch
 
     @property
+    def poll_interval(self) -> float:
+        """Seconds between looks at a step's page while the person works in it."""
+        return self._poll
+
+    @property
     def active(self) -> bool:
         return self._step is not None
 

@@ -60,7 +60,7 @@ from cnki_mcp.site.pages import LOAD_STATE_JS, PlaywrightHumanPage, answered_pag
 log = logging.getLogger(__name__)
 READER_AGAIN = "稍后用相同参数再调用 read_online_html"
 
-SETTLE_QUIET_SECONDS = 1.5  # site-rules.md §11.3: jQuery idle this long before clicking
+SETTLE_QUIET_SECONDS = 1.5  # site-rules.md §11.3: jQuery idle this long before clicking (Settings.settle_quiet_seconds)
 SETTLE_LIMIT_SECONDS = 15.0
 SETTLE_POLL_SECONDS = 0.1
 STABLE_CHECKS = 60  # site-rules.md §11.3: up to 60 checks x 50 ms

@@ -28,7 +28,7 @@ from cnki_mcp.services import Services
 from cnki_mcp.settings import Settings
 from cnki_mcp.sim.pages.files import caj_bytes, pdf_bytes
 from cnki_mcp.sim.server import SimServer
-from tests.site_stack import in_memory_server
+from tests.site_stack import HUMAN_POLL, SETTLE_QUIET, in_memory_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -137,11 +137,12 @@ def only_error(record: dict[str, Any], code: str) -> dict[str, Any]:
 
 @asynccontextmanager
 async def module_app(sim: SimServer, data_dir: Path, browser_executable: str) -> AsyncIterator[App]:
-    """A module's server over the real CnkiSite (headless, no inline wait) against `sim`; its
-    services are closed when the block ends."""
+    """A module's server over the real CnkiSite (headless, no inline wait, detail pages settled and
+    human steps looked at as `sim_settings` does) against `sim`; its services are closed when the block ends."""
     settings = Settings(
         data_dir=data_dir, browser_path=browser_executable, headless=True, site_origin=sim.origin,
-        request_interval_ms=20, inline_wait_seconds=0.0,
+        request_interval_ms=20, inline_wait_seconds=0.0, settle_quiet_seconds=SETTLE_QUIET,
+        human_poll_seconds=HUMAN_POLL,
     )  # fmt: skip
     async with in_memory_server(settings) as (client, services):
         yield App(client, services, sim)
