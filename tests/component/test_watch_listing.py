@@ -4,7 +4,9 @@ and where their records start, and counts each watch's known records without loa
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -35,10 +37,10 @@ def fill(store: Store) -> None:
 
 
 @pytest.fixture
-def service(tmp_path: object) -> WatchService:
-    store = Store.open(tmp_path / "data", FakeClock(wall=T0))  # type: ignore[operator]
-    fill(store)
-    return WatchService(store, None, FakeClock(wall=T0))  # type: ignore[arg-type]
+def service(tmp_path: Path) -> Iterator[WatchService]:
+    with Store.open(tmp_path / "data", FakeClock(wall=T0)) as store:
+        fill(store)
+        yield WatchService(store, None, FakeClock(wall=T0))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("checks", [1, CHECKS])
