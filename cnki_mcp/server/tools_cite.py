@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import uuid
 import weakref
 from pathlib import Path
@@ -133,6 +134,8 @@ def save_export(data_dir: Path, name: str, text: str) -> Path:
     datadir.ensure_dir(Path(data_dir), EXPORTS_DIR)  # 0700 (DESIGN.md "Data directory")
     _clear_stale_parts(dest.parent)
     tmp = dest.with_name(f".export-{os.getpid()}-{uuid.uuid4().hex[:8]}.part")  # short: name may be 240 bytes
+    with _WRITING_LOCK:
+        _WRITING.add(tmp.name)
     try:
         with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, datadir.FILE_MODE), "wb") as fh:
             datadir.make_private(tmp)
@@ -147,16 +150,26 @@ def save_export(data_dir: Path, name: str, text: str) -> Path:
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
+        with _WRITING_LOCK:
+            _WRITING.discard(tmp.name)
     return dest
 
 
+# The temporaries this process is writing now (exports run in worker threads too).
+_WRITING: set[str] = set()
+_WRITING_LOCK = threading.Lock()
+
+
 def _clear_stale_parts(folder: Path) -> None:
-    """The temporaries of an export another process was killed in (between its write and its
-    link: a 3,000-record file's fsync): one process holds the data directory at a time, so no
-    other is writing one now. They stayed for good, hidden, the size of the export each."""
-    mine = f".export-{os.getpid()}-"
+    """The temporaries of an export a process was killed in (between its write and its link: a
+    3,000-record file's fsync): one process holds the data directory at a time, so none but
+    this one's own is being written now. They stayed for good, hidden, the size of the export
+    each. This process's own are known by name, not by its pid: a container's server starts
+    as the same pid every time, and a killed run's temporaries carried it."""
+    with _WRITING_LOCK:
+        writing = set(_WRITING)
     for part in folder.glob(".export-*.part"):
-        if not part.name.startswith(mine) and not part.is_symlink():
+        if part.name not in writing and not part.is_symlink():
             with contextlib.suppress(OSError):
                 part.unlink()
 

@@ -22,9 +22,12 @@ def test_a_name_at_the_byte_limit_is_saved_and_no_temporary_file_remains(tmp_pat
     assert [p.name for p in (tmp_path / "exports").iterdir()] == [name]
 
 
-def test_a_temporary_a_killed_process_left_is_removed_by_the_next_export(tmp_path: Path) -> None:
+@pytest.mark.parametrize("pid", [os.getpid() + 1, os.getpid()], ids=["another_pid", "this_pid_again"])
+def test_a_temporary_a_killed_process_left_is_removed_by_the_next_export(tmp_path: Path, pid: int) -> None:
+    """Also when the killed process had this one's pid: a container's server starts as the same
+    pid every time, and its killed run's temporaries were taken for this one's (review 11)."""
     (tmp_path / "exports").mkdir()
-    stale = tmp_path / "exports" / f".export-{os.getpid() + 1}-0a1b2c3d.part"
+    stale = tmp_path / "exports" / f".export-{pid}-0a1b2c3d.part"
     stale.write_text("@article{half")
     save_export(tmp_path, "x.bib", "@article{x}")
     assert sorted(p.name for p in (tmp_path / "exports").iterdir()) == ["x.bib"]
