@@ -380,20 +380,24 @@ async def test_continue_refuses_the_wrong_kinds_and_states(env: Any) -> None:
     assert info.value.code == "OPERATION_NOT_FOUND"
 
 
-async def test_a_citation_list_without_a_checkpoint_is_told_apart_from_a_search_that_lost_its_own(env: Any) -> None:
+@pytest.mark.parametrize("kind", [OperationKind.CITATIONS, OperationKind.SEARCH])
+async def test_a_citation_list_without_a_checkpoint_is_told_apart_from_a_search_that_lost_its_own(
+    env: Any, kind: OperationKind
+) -> None:
     """get_references / get_citing run as `citations` operations, a kind `continue` takes, but keep
     no checkpoint: their continue was refused as a search's ("没有可继续的检查点 → 重新发起检索")
-    when calling the tool again is the way (its pages are stored)."""
+    when calling the tool again is the way (its pages are stored). `details.kind` tells them
+    apart."""
     clock, _, manager, _ = env
 
-    async def listing(ctx: OperationContext) -> None:
+    async def failing(ctx: OperationContext) -> None:
         raise RateLimited()
 
-    job = manager.start(OperationKind.CITATIONS, listing)
+    job = manager.start(kind, failing, SEARCH_BUDGET if kind is OperationKind.SEARCH else None)
     await clock.run_until_complete(job.finish())
     with pytest.raises(CnkiError) as info:
-        manager.continue_(job.operation_id, listing)
-    assert info.value.code == "CONTINUE_UNAVAILABLE" and info.value.details["kind"] == "citations"
+        manager.continue_(job.operation_id, failing)
+    assert info.value.code == "CONTINUE_UNAVAILABLE" and info.value.details["kind"] == kind.value
 
 
 async def test_restart_marks_unfinished_operations_interrupted_and_a_search_can_continue() -> None:
