@@ -5,18 +5,35 @@ characters in file names. Each is a coded INVALID_* error before any work starts
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
 
+from cnki_mcp.identity import Paper
 from cnki_mcp.models import GridRow, NativeId
 from cnki_mcp.server.app import build_server
 from cnki_mcp.services import Services
 from cnki_mcp.settings import Settings
 from cnki_mcp.tool_args import booleans_for_numbers
 from tests.contract.server_fakes import Harness
+
+# A detail link as CNKI's result lists give it (`v=` token, its own query keys after it).
+LINK = "https://kns.cnki.net/kcms2/article/abstract?v=" + "Ab3_" * 40 + "&uniplatform=NZKPT&language=CHS"
+
+
+@pytest.fixture
+async def stored(tmp_path: Path) -> AsyncIterator[tuple[Services, Paper]]:
+    """Services on a fresh data directory holding one paper (file name FXYJ202101001, detail
+    link LINK); closed after the test."""
+    services = Services.open(Settings(data_dir=tmp_path / "data"))
+    row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",
+                  native=NativeId(dbname="CJFDLAST2021", filename="FXYJ202101001"), detail_url=LINK)  # fmt: skip
+    [paper] = services.store.upsert_from_grid([row], services.clock.now())
+    yield services, paper
+    await services.close()
 
 # valid arguments of each tool that has integer/number parameters: only the boolean is wrong
 BASE: dict[str, dict[str, Any]] = {
@@ -153,13 +170,9 @@ async def test_bidi_and_format_characters_in_file_names_are_refused(h: Harness, 
         assert h.backend.calls == []
 
 
-async def test_a_detail_link_given_as_a_record_ref_names_the_argument_and_the_stored_papers_ref(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path / "data")
-    services = Services.open(settings)
-    link = "https://kns.cnki.net/kcms2/article/abstract?v=" + "Ab3_" * 40 + "&uniplatform=NZKPT&language=CHS"
-    row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",
-                  native=NativeId(dbname="CJFDLAST2021", filename="FXYJ202101001"), detail_url=link)  # fmt: skip
-    [paper] = services.store.upsert_from_grid([row], services.clock.now())
+async def test_a_detail_link_given_as_a_record_ref_names_the_argument_and_the_stored_papers_ref(stored: tuple[Services, Paper]) -> None:
+    services, paper = stored
+    link = LINK
     async with Client(build_server(lambda: services)) as client:
         # the link a tool showed (its own query keys dropped or not), in record_refs
         shown = link.split("&")[0]
@@ -177,14 +190,11 @@ async def test_a_detail_link_given_as_a_record_ref_names_the_argument_and_the_st
     assert "next_step" not in other["details"]
 
 
-async def test_a_detail_link_given_as_a_title_is_refused_with_the_call_that_names_its_paper(tmp_path: Path) -> None:
+async def test_a_detail_link_given_as_a_title_is_refused_with_the_call_that_names_its_paper(stored: tuple[Services, Paper]) -> None:
     # get_metadata(titles=[link]) sent the link to CNKI as a title search: a request spent, and
     # DOCUMENT_NOT_FOUND for a paper the store held
-    services = Services.open(Settings(data_dir=tmp_path / "data"))
-    link = "https://kns.cnki.net/kcms2/article/abstract?v=" + "Ab3_" * 40 + "&uniplatform=NZKPT&language=CHS"
-    row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",
-                  native=NativeId(dbname="CJFDLAST2021", filename="FXYJ202101001"), detail_url=link)  # fmt: skip
-    [paper] = services.store.upsert_from_grid([row], services.clock.now())
+    services, paper = stored
+    link = LINK
     shown = link.split("&")[0]
     async with Client(build_server(lambda: services)) as client:
         meta = await client.call_tool("get_metadata", {"titles": [shown, "另一篇"], "local_only": True})
@@ -205,13 +215,10 @@ async def test_a_detail_link_given_as_a_title_is_refused_with_the_call_that_name
     assert unknown.is_error and other["code"] == "INVALID_ARGUMENT" and "next_step" not in other["details"]
 
 
-async def test_a_record_ref_or_a_stored_file_name_given_as_a_title_names_its_paper(tmp_path: Path) -> None:
+async def test_a_record_ref_or_a_stored_file_name_given_as_a_title_names_its_paper(stored: tuple[Services, Paper]) -> None:
     # a graph node's filename or a record_ref put in titles: DOCUMENT_NOT_FOUND (and, without
     # local_only, a title search spent) for a paper the store held
-    services = Services.open(Settings(data_dir=tmp_path / "data"))
-    row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",
-                  native=NativeId(dbname="CJFDLAST2021", filename="FXYJ202101001"))  # fmt: skip
-    [paper] = services.store.upsert_from_grid([row], services.clock.now())
+    services, paper = stored
     async with Client(build_server(lambda: services)) as client:
         by_ref = await client.call_tool("get_metadata", {"titles": [paper.record_ref], "local_only": True})
         by_name = await client.call_tool("download_paper", {"title": "FXYJ202101001"})
@@ -226,13 +233,10 @@ async def test_a_record_ref_or_a_stored_file_name_given_as_a_title_names_its_pap
     assert not shaped.is_error
 
 
-async def test_a_stored_papers_file_name_given_as_a_record_ref_names_its_record_ref(tmp_path: Path) -> None:
+async def test_a_stored_papers_file_name_given_as_a_record_ref_names_its_record_ref(stored: tuple[Services, Paper]) -> None:
     # a citation list entry or graph node known as a stored paper by its file name: the tools said
     # "本地没有这个 record_ref" (DOCUMENT_NOT_FOUND) for a paper the store held
-    services = Services.open(Settings(data_dir=tmp_path / "data"))
-    row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",
-                  native=NativeId(dbname="CJFDLAST2021", filename="FXYJ202101001"))  # fmt: skip
-    [paper] = services.store.upsert_from_grid([row], services.clock.now())
+    services, paper = stored
     async with Client(build_server(lambda: services)) as client:
         meta = await client.call_tool("get_metadata", {"record_refs": ["fxyj202101001"], "local_only": True})
         other = await client.call_tool("export_citations", {"record_refs": ["ABCD20200101"]})
@@ -243,11 +247,8 @@ async def test_a_stored_papers_file_name_given_as_a_record_ref_names_its_record_
     assert json.loads(other.content[0].text)["code"] == "DOCUMENT_NOT_FOUND"
 
 
-async def test_an_id_with_space_around_it_names_what_it_names_without_the_space(tmp_path: Path) -> None:
-    services = Services.open(Settings(data_dir=tmp_path / "data"))
-    row = GridRow(title="违约金酌减的裁判规则", authors=["王某"], source="法学研究", year=2021, doc_type="期刊",
-                  native=NativeId(dbname="CJFDLAST2021", filename="FXYJ202101001"))  # fmt: skip
-    [paper] = services.store.upsert_from_grid([row], services.clock.now())
+async def test_an_id_with_space_around_it_names_what_it_names_without_the_space(stored: tuple[Services, Paper]) -> None:
+    services, paper = stored
     async with Client(build_server(lambda: services)) as client:
         meta = await client.call_tool("get_metadata", {"record_refs": [f" {paper.record_ref}\n"], "local_only": True})
         assert meta.structured_content["status"] == "completed", meta.structured_content
