@@ -10,7 +10,10 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
 - Latin runs are protected from the segmenter and kept whole: LLM, RAG, C++, Wi-Fi 8, IEEE
   802.11be, GPT-4; adjacent Latin words are one term (deep learning); a bare number, one Latin
   letter or Greek letters glue to the Han word after them (2型糖尿病, A股, X射线, γ射线, α-淀粉酶), a
-  letter written after a Han word and before a separator to that word (维生素D).
+  letter written after a Han word and before a separator to that word (维生素D); Greek letters
+  against Latin letters or digits are letters of the name (TNF-α, NF-κB, Wnt/β-catenin, α-SMA); a
+  prefix ending in a hyphen glues to the Han word after it (D-二聚体, 5-氟尿嘧啶), and to the word
+  after that too when the segmenter left two characters (α-突触/核蛋白 -> α-突触核蛋白).
 - Han runs are cut without the segmenter's HMM guesser; a run of two or more single characters
   that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
@@ -110,7 +113,10 @@ ENGLISH_SOFT = _words(
 
 # A Latin run: letters/digits joined by - + . / _ # & (R&D, M&A), an optional version number after a space
 # (Wi-Fi 8, GPT 4o), words separated by single spaces kept together (deep learning).
-_LATIN_WORD = r"[A-Za-z0-9][A-Za-z0-9]*(?:[-+./_#&][A-Za-z0-9+#]*)*\+*"
+# Greek letters written against Latin letters, digits or joiners are letters of the name (TNF-α,
+# NF-κB, IL-1β, Wnt/β-catenin, α-SMA); a Greek letter against a Han word belongs to that word.
+_GREEK = "\u0391-\u03a9\u03b1-\u03c9"
+_LATIN_WORD = rf"[A-Za-z0-9{_GREEK}][A-Za-z0-9{_GREEK}]*(?:[-+./_#&][A-Za-z0-9+#{_GREEK}]*)*\+*"
 _LATIN_RE = re.compile(rf"第\d+[条款章节项篇]|{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})*")
 # one Han character (CJK ideographs: Ext. A, URO, compatibility, Ext. B onwards)
 HAN_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
@@ -118,8 +124,12 @@ _HAN_RE = re.compile(HAN_CHAR.pattern + "+")
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 # One Latin letter (with a number: B12) or Greek letters, written against a Han word, belong to it:
 # A股, X射线, T细胞, Z世代, 维生素D, γ射线, α-淀粉酶, β受体 (a number does the same: 2型糖尿病).
-_LETTER_RE = re.compile(r"[A-Za-z]\d*|[\u0391-\u03a9\u03b1-\u03c9]+-?")
-_GREEK_RE = re.compile(r"[\u0391-\u03a9\u03b1-\u03c9]+-?")
+_LETTER_RE = re.compile(rf"[A-Za-z]\d*|[{_GREEK}]+-?")
+# Greek letters not followed by a Latin letter or digit (α-SMA and β-catenin are Latin names)
+_GREEK_RE = re.compile(rf"[{_GREEK}]+(?:-(?![A-Za-z0-9])|(?![-A-Za-z0-9]))")
+# A name's prefix ending in a hyphen, written against the Han word it names (D-二聚体, L-谷氨酸,
+# N-乙酰半胱氨酸, 5-氟尿嘧啶): it belongs to that word, as a letter does, and is no term alone.
+_PREFIX_RE = re.compile(rf"[A-Za-z0-9{_GREEK}]+-")
 
 
 # English stop words that, written as a capital after another word, are a name's letter
@@ -289,6 +299,10 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
             if number and not gap and words and words[0] not in FUNCTION_WORDS:
                 words[0] = number + words[0]
                 gap = number_gap
+                if number.endswith("-") and len(words[0]) - len(number) <= 2 and _name_goes_on(words):
+                    # the segmenter cut the name it prefixes after two characters (α-突触/核蛋白,
+                    # β-淀粉/样蛋白, N-乙酰/半胱氨酸): the name goes on into the next word
+                    words[:2] = [words[0] + words[1]]
             elif number:
                 _letter_or_number(out, number, number_gap)
             number = ""
@@ -297,7 +311,7 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
         if number:
             _letter_or_number(out, number, number_gap)
             number = ""
-        if _NUMBER_RE.fullmatch(piece) or _LETTER_RE.fullmatch(piece):
+        if _NUMBER_RE.fullmatch(piece) or _LETTER_RE.fullmatch(piece) or _PREFIX_RE.fullmatch(piece):
             number, number_gap = piece, gap
             continue
         out.extend(
@@ -306,6 +320,10 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
     if number:
         _letter_or_number(out, number, number_gap)
     return out
+
+
+def _name_goes_on(words: list[str]) -> bool:
+    return len(words) > 1 and words[1] not in FUNCTION_WORDS and words[1] not in SOFT_WORDS
 
 
 def _letter_or_number(out: list[_Token], piece: str, gap: bool) -> None:
