@@ -7,6 +7,7 @@ import os
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -114,3 +115,20 @@ async def page(browser):  # type: ignore[no-untyped-def]
         yield await context.new_page()
     finally:
         await context.close()
+
+
+@pytest.fixture
+def cite_sources_made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The record_ref of every paper export_citations turns into a citation source
+    (`tools_cite.cite_source`), in order: what making a scope's BibTeX keys costs."""
+    from cnki_mcp.server import tools_cite
+
+    made: list[str] = []
+    real = tools_cite.cite_source
+
+    def counted(paper: Any) -> Any:
+        made.append(paper.record_ref)
+        return real(paper)
+
+    monkeypatch.setattr(tools_cite, "cite_source", counted)
+    return made

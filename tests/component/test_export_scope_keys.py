@@ -24,15 +24,8 @@ def grid(i: int, author: str) -> GridRow:
                    detail_url=f"https://kns.cnki.net/kcms2/article/abstract?v={i}")  # fmt: skip
 
 
-def test_scope_keys_are_made_once_and_again_after_a_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    made: list[str] = []
-    real = tools_cite.cite_source
-
-    def counted(paper: Any) -> Any:
-        made.append(paper.record_ref)
-        return real(paper)
-
-    monkeypatch.setattr(tools_cite, "cite_source", counted)
+def test_scope_keys_are_made_once_and_again_after_a_write(tmp_path: Path, cite_sources_made: list[str]) -> None:
+    made = cite_sources_made
     with Store.open(tmp_path / "data", FakeClock(wall=T0)) as store:
         refs = [p.record_ref for p in store.upsert_from_grid([grid(i, "王明") for i in range(3)], T0)]
         first = tools_cite.scope_keys(store, refs)
@@ -52,7 +45,7 @@ def test_scope_keys_read_the_papers_a_part_at_a_time_and_match_the_one_call_keys
     from cnki_mcp.cite.sources import cite_source
     from cnki_mcp.cite.tagged import scope_key_map
 
-    monkeypatch.setattr(tools_cite, "KEYS_READ", 2, raising=False)
+    monkeypatch.setattr(tools_cite, "KEYS_READ", 2)
     with Store.open(tmp_path / "data", FakeClock(wall=T0)) as store:
         # the same author, year and first title word: suffixed keys across the parts
         refs = [p.record_ref for p in store.upsert_from_grid([grid(i, "王明") for i in range(5)], T0)]

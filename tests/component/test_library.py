@@ -14,6 +14,7 @@ import pytest
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import CnkiError
+from cnki_mcp.identity import Paper
 from cnki_mcp.models import Author, GridRow, JournalPage, NativeId
 from cnki_mcp.pipeline.library import LibraryInput, LibraryPage, search_library, snippet
 from cnki_mcp.rank import tier_matches
@@ -243,6 +244,16 @@ def archive_pdf(store: Store, record_ref: str, name: str, content: bytes) -> Pat
     return path
 
 
+def archived_pdfs(store: Store, prefix: str, count: int) -> list[Paper]:
+    """The first `count` corpus papers with a full text stored, each with its PDF downloaded as
+    `<prefix><i>.pdf` (oldest first), none of them read yet."""
+    records = [r for r in Corpus.load().records if r.fulltext][:count]
+    papers = store.upsert_from_grid([row(r.title, f"{prefix.upper()}{i}") for i, r in enumerate(records)], T0)
+    for i, (paper, record) in enumerate(zip(papers, records, strict=True)):
+        archive_pdf(store, paper.record_ref, f"{prefix}{i}.pdf", pdf_bytes(record))
+    return papers
+
+
 def test_a_pdf_missing_when_the_index_looked_is_indexed_once_it_is_downloaded_again(
     store: Store, clock: FakeClock
 ) -> None:
@@ -268,10 +279,7 @@ def test_pdf_texts_past_the_bound_are_not_read_again_at_every_search(
     # Past TEXTS_KEPT full texts the oldest PDF text left the store, which made its file pending
     # again: every search_library call read those PDFs again and pushed out as many others.
     monkeypatch.setattr(library_index, "TEXTS_KEPT", 2)
-    records = [r for r in Corpus.load().records if r.fulltext][:3]
-    papers = store.upsert_from_grid([row(r.title, f"Q{i}") for i, r in enumerate(records)], T0)
-    for i, (paper, record) in enumerate(zip(papers, records, strict=True)):
-        archive_pdf(store, paper.record_ref, f"q{i}.pdf", pdf_bytes(record))
+    archived_pdfs(store, "q", 3)
     find(store, "的", clock)
     assert store.library_size()[1] == 2  # the bound holds
     assert store.pdfs_to_index() == []  # and nothing is read again at the next search
@@ -285,10 +293,7 @@ def test_a_call_reads_a_bounded_number_of_pending_pdfs_and_a_reader_the_rest(
     from cnki_mcp.pipeline import library as pipeline_library
 
     monkeypatch.setattr(pipeline_library, "PDFS_PER_CALL", 2)
-    records = [r for r in Corpus.load().records if r.fulltext][:5]
-    papers = store.upsert_from_grid([row(r.title, f"B{i}") for i, r in enumerate(records)], T0)
-    for i, (paper, record) in enumerate(zip(papers, records, strict=True)):
-        archive_pdf(store, paper.record_ref, f"b{i}.pdf", pdf_bytes(record))
+    papers = archived_pdfs(store, "b", 5)
     (store.data_dir / "downloads" / "b4.pdf").unlink()  # gone: neither read nor waiting
     assert find(store, "的", clock).pdfs_pending == 2  # two read by the call, two left to a reader
     pipeline_library._READERS[store].join()
@@ -307,10 +312,7 @@ def test_a_call_while_the_store_s_pdfs_are_being_read_reads_none_and_each_file_i
     from cnki_mcp.pipeline import library as pipeline_library
 
     monkeypatch.setattr(pipeline_library, "PDFS_PER_CALL", 2)
-    records = [r for r in Corpus.load().records if r.fulltext][:4]
-    papers = store.upsert_from_grid([row(r.title, f"C{i}") for i, r in enumerate(records)], T0)
-    for i, (paper, record) in enumerate(zip(papers, records, strict=True)):
-        archive_pdf(store, paper.record_ref, f"c{i}.pdf", pdf_bytes(record))
+    archived_pdfs(store, "c", 4)
     real, read, reading, release = pipeline_library._pdf_text, [], threading.Event(), threading.Event()
 
     def held(path: str, data_dir: Path) -> str:

@@ -229,20 +229,11 @@ async def test_bibtex_exported_page_by_page_keeps_the_keys_of_the_whole_export(t
 
 
 async def test_bibtex_pages_of_a_scope_read_the_scope_once_not_once_per_page(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, cite_sources_made: list[str]
 ) -> None:
     """Each page made the keys of the whole scope again: 20,000 candidates exported in pages cost
     6 s of CPU a page, and paging through them read the scope once per page (quadratic)."""
-    from cnki_mcp.server import tools_cite
-
-    made: list[str] = []
-    real = tools_cite.cite_source
-
-    def counted(paper: Any) -> Any:
-        made.append(paper.record_ref)
-        return real(paper)
-
-    monkeypatch.setattr(tools_cite, "cite_source", counted)
+    made = cite_sources_made
     async with _searched(tmp_path) as (client, search_id, total):
         base = {"search_id": search_id, "scope": "candidates", "format": "bibtex", "limit": 2}
         offset: int | None = 0
