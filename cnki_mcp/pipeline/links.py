@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
+from datetime import timedelta
 
 from cnki_mcp.cite.refshapes import not_a_paper
 from cnki_mcp.errors import CnkiError, InvalidInput
@@ -204,6 +205,36 @@ async def locate_titles(
     return found
 
 
+MISS_REUSE = timedelta(hours=24)
+RECENT_MISS_WARNING = (
+    "{n} 个题名 24 小时内已到知网查过、没有找到，本次未再查找（不花请求）；确认知网已收录时用 "
+    "get_metadata(titles=[…]) 查找，找到后再运行本工具即可链接"
+)
+
+
+def _recent_misses(store: Store, missing: dict[str, str], matches: dict[str, list[Paper]]) -> set[str]:
+    """Keys of `missing` CNKI listed nothing for within MISS_REUSE (in this process): not asked
+    again, since a rerun of a draft repeats its misses and a title asked alone reads up to
+    ALONE_PAGES pages before it counts as not found (DESIGN.md §References)."""
+    now = store.clock.now()
+    return {
+        key
+        for key in missing
+        if not matches.get(key) and (at := store.link_misses.get(key)) is not None and now - at < MISS_REUSE
+    }
+
+
+def _keep_misses(store: Store, located: dict[str, list[Paper]]) -> None:
+    """Remember the titles whose lookup ended with no row (a failed batch leaves its titles out
+    of `located`, so they are asked again next time)."""
+    now = store.clock.now()
+    for key, papers in located.items():
+        if papers:
+            store.link_misses.pop(key, None)
+        else:
+            store.link_misses[key] = now
+
+
 # Text with no 《title》 (an English paragraph citing "Title" in quotes) came back unchanged, saying nothing.
 NO_TITLES_WARNING = (
     "文本中没有《题名》：link_references 只链接书名号内的题名；引号中或英文写法的题名请写成《…》，或用 "
@@ -230,11 +261,17 @@ async def link_references(
         # lookup_missing its title asks CNKI again (the rows bring the token's successor)
         missing.update({span.key: titles[span.key][0] for span in spans if span.label is not None and span.key in titles})
 
+    recent = _recent_misses(store, missing, matches)
+    for key in recent:
+        del missing[key]
+
     failure: BaseException | None = None
     if inp.lookup_missing and missing:
         ctx.set_stage("links_lookup", f"到知网查找 {len(missing)} 个题名")
         try:
-            matches.update(await locate_titles(store, backend, missing, ctx, public_origins=public_origins))
+            located = await locate_titles(store, backend, missing, ctx, public_origins=public_origins)
+            matches.update(located)
+            _keep_misses(store, located)
         except CnkiError as exc:
             if not is_fatal(exc):
                 raise
@@ -254,7 +291,9 @@ async def link_references(
         text=apply_links(inp.text, spans, urls),
         references=list(references.values()),
         requests=ctx.requests,
-        warnings=expiring_link_warning(list(references.values())) + ([] if titles else [NO_TITLES_WARNING]),
+        warnings=expiring_link_warning(list(references.values()))
+        + ([] if titles else [NO_TITLES_WARNING])
+        + ([RECENT_MISS_WARNING.format(n=len(recent))] if recent and inp.lookup_missing else []),
     )
     if failure is not None:
         ctx.set_result(result)

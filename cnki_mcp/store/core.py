@@ -62,6 +62,8 @@ class Store(
         self.notices = notices  # things the person should know (e.g. a database set aside)
         # verify_references' recent not_found lookups, for this process only (DESIGN.md §References)
         self.reference_misses: dict[str, tuple[datetime, list[str]]] = {}
+        # link_references' titles CNKI listed nothing for, by reference key: when (DESIGN.md §References)
+        self.link_misses: dict[str, datetime] = {}
         with self._mutex:
             self._index_pending, self._compaction_pending = upkeep_due(conn)
         self._upkeep: threading.Thread | None = None

@@ -18,7 +18,7 @@ from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKin
 from cnki_mcp.links import LinkInput, LinkResult
 from cnki_mcp.models import DetailPage, GridPage, GridRow, HeaderIdentity, JournalPage, NativeId
 from cnki_mcp.operations import DEFAULT_BUDGETS, BudgetSpec
-from cnki_mcp.pipeline.links import ALONE_PAGES, link_references, lookup_batch
+from cnki_mcp.pipeline.links import ALONE_PAGES, RECENT_MISS_WARNING, link_references, lookup_batch
 from cnki_mcp.query.compiler import MAX_TITLES
 from cnki_mcp.site.backend import GridRequest, SiteOp
 from cnki_mcp.store import Store
@@ -179,7 +179,8 @@ async def test_running_again_with_lookup_missing_fetches_the_successor_of_a_toke
     _, again = await run_links(clock, store, site, LinkInput(text=first.text, lookup_missing=True))
     assert again is not None
     assert again.text == f"见[《违约金的酌减》]({abstract_url('FRESH')})与《定金罚则》。"
-    assert sorted(t for request in site.requests for t in request) == ["定金罚则", "违约金的酌减"]
+    # 定金罚则, listed nothing for 24 h ago at most, is not asked again (RECENT_MISS_WARNING)
+    assert sorted(t for request in site.requests for t in request) == ["违约金的酌减"]
 
 
 async def test_links_that_all_last_carry_no_warning(clock: FakeClock, store: Store) -> None:
@@ -307,6 +308,40 @@ async def test_a_failed_batch_leaves_its_titles_unresolved(clock: FakeClock, sto
     assert {e.code for e in record.errors} == {"SITE_TEMPORARILY_EMPTY"}
 
 
+async def test_a_title_cnki_lists_nothing_for_is_not_asked_again_within_24_hours(
+    clock: FakeClock, store: Store
+) -> None:
+    site = FakeSite({"有的论文": [row("有的论文", "1")]})
+    text = "《有的论文》与《没有的论文》"
+    _, first = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
+    assert first is not None and [r.status for r in first.references] == ["linked", "unresolved"]
+    skipped = RECENT_MISS_WARNING.format(n=1)
+    assert len(site.requests) == 1 and skipped not in first.warnings
+
+    _, again = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
+    assert again is not None and [r.status for r in again.references] == ["linked", "unresolved"]
+    assert len(site.requests) == 1 and again.requests == 0
+    assert skipped in again.warnings
+
+    # a run that does not look up says nothing of skipped lookups
+    _, offline = await run_links(clock, store, site, LinkInput(text=text))
+    assert offline is not None and skipped not in offline.warnings
+
+    await clock.advance(24 * 3600)
+    _, later = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
+    assert later is not None and site.requests[-1] == ["没有的论文"] and len(site.requests) == 2
+    assert skipped not in later.warnings
+
+
+async def test_a_title_whose_batch_failed_is_asked_again_on_the_next_run(clock: FakeClock, store: Store) -> None:
+    site = FakeSite(fail=SiteTemporarilyEmpty("暂无数据"))
+    await run_links(clock, store, site, LinkInput(text="《甲》", lookup_missing=True))
+    site.fail = None
+    _, result = await run_links(clock, store, site, LinkInput(text="《甲》", lookup_missing=True))
+    assert result is not None and len(site.requests) == 2
+    assert RECENT_MISS_WARNING.format(n=1) not in result.warnings
+
+
 async def test_a_fatal_error_stops_the_operation_with_the_result_so_far(
     clock: FakeClock, store: Store
 ) -> None:
@@ -367,9 +402,10 @@ async def test_lookup_through_the_simulator_query_evaluator(clock: FakeClock, st
     assert f"一、[《{unique}》](https://kns.cnki.net/kcms2/article/abstract?v=" in result.text
     assert result.text.endswith(f"`《{unique}》`")
 
-    # Everything found is now stored: a second run asks CNKI only for the title still missing.
+    # Everything found is now stored, and the title CNKI listed nothing for was asked within 24 h:
+    # a second run asks CNKI for nothing (it asked the missing title again before, every rerun).
     _, again = await run_links(clock, store, site, LinkInput(text=text, lookup_missing=True))
-    assert again is not None and site.requests["grid"] == 2
+    assert again is not None and site.requests["grid"] == 1
     assert [r.status for r in again.references] == [r.status for r in result.references]
 
 
