@@ -150,6 +150,8 @@ class BrowserHost(BrowserTabs):
         # one tab created at a time; each caller takes the page whose target id it created
         self._new_page_lock = asyncio.Lock()
         self._dirty: asyncio.Event | None = None
+        self._page_urls: dict[Page, str] = {}
+        self._verify_exits: list[Page] = []
         self._autosave: asyncio.Task[None] | None = None
         self._cookies_refused = False  # the last save_cookies met a disk that refused the file
         self._last_saved: str | None = None
@@ -404,6 +406,7 @@ class BrowserHost(BrowserTabs):
         self._launches += 1
         self._popups = {}
         self._crashed = set()
+        self._page_urls = {}
         self._popup_signal = asyncio.get_running_loop().create_future()
         self._dirty = asyncio.Event()
         ctx.on("close", self._on_context_close)

@@ -11,8 +11,10 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from cnki_mcp.clock import Clock
+from cnki_mcp.settings import Settings
 from cnki_mcp.site._pw import error_type
 from cnki_mcp.site.deadline import CALL_SECONDS, bounded, close_tab
+from cnki_mcp.site.endpoints import Endpoints
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, CDPSession, Page
@@ -56,6 +58,10 @@ class BrowserTabs:
     _popup_signal: asyncio.Future[None] | None
     _new_page_lock: asyncio.Lock
     _dirty: asyncio.Event | None
+    _page_urls: dict[Page, str]  # each tab's last committed URL
+    # tabs that left CNKI's slider page for another CNKI page, in order: a slider solved there
+    _verify_exits: list[Page]
+    _settings: Settings
 
     if TYPE_CHECKING:  # provided by BrowserHost; declared for the type checker only
 
@@ -77,6 +83,7 @@ class BrowserTabs:
 
     def _forget(self, page: Page) -> None:
         self._popups.pop(page, None)
+        self._page_urls.pop(page, None)
         self._crashed.discard(page)
 
     def tab_lost(self, page: Page, error: BaseException | None = None) -> bool:
@@ -104,8 +111,20 @@ class BrowserTabs:
         return page
 
     def _on_navigated(self, page: Page, frame: Any) -> None:
-        if frame == page.main_frame and self._dirty is not None:
+        if frame != page.main_frame:
+            return
+        if self._dirty is not None:
             self._dirty.set()
+        endpoints = Endpoints(self._settings)
+        before, after = self._page_urls.get(page), str(frame.url)
+        self._page_urls[page] = after
+        if endpoints.is_verify_url(before) and endpoints.is_site_url(after) and not endpoints.is_verify_url(after):
+            self._verify_exits.append(page)
+
+    def verify_exits(self, since: int = 0) -> list[Page]:
+        """The tabs that left a slider page for a CNKI page, from the `since`-th such exit on
+        (`len(verify_exits())` now is the `since` of a later call)."""
+        return self._verify_exits[since:]
 
     def _record_popup(self, opener: Page, popup: Page) -> None:
         self._popups.setdefault(opener, []).append(popup)

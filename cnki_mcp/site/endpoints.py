@@ -90,6 +90,11 @@ class Endpoints:
                 return True
         return parts.scheme == "https" and (host == "cnki.net" or host.endswith(".cnki.net"))
 
+    def is_verify_url(self, url: str | None) -> bool:
+        """CNKI's slider page (`/verify/home?captchaType=…`, site-rules.md §2.5): solving one sets
+        the browser's verification cookie, whatever tab it is solved in."""
+        return self.is_site_url(url) and urlsplit(url or "").path.lower().startswith("/verify/")
+
     def is_login_url(self, url: str | None) -> bool:
         if not url:
             return False

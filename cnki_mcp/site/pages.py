@@ -116,6 +116,10 @@ class PlaywrightHumanPage:
     endpoints: Endpoints
     kind: StepKind = "challenge"
     shown_since: float | None = None  # login: when the login page's document began loading
+    exits_seen: int = -1  # challenge: the host's slider exits before the step (`__post_init__`)
+
+    def __post_init__(self) -> None:
+        self.exits_seen = len(self.host.verify_exits())
 
     async def _state_of(self, page: Page) -> PageState:
         data: dict[str, Any] = await page.evaluate(INSPECT_JS)
@@ -138,7 +142,19 @@ class PlaywrightHumanPage:
         state = await self._state_of(self.page)
         if self.kind == "login" and state.kind is PageKind.LOGIN and await self._logged_in_elsewhere():
             return PageState(PageKind.CLEAR)
+        if state.kind is PageKind.CHALLENGE and self._verified_elsewhere():
+            return PageState(PageKind.CLEAR)
         return state
+
+    def _verified_elsewhere(self) -> bool:
+        """This is CNKI's slider page and, since the step began, another tab left a slider page
+        for a CNKI page: the person solved a slider there (their own tab met one too), which
+        verifies the browser, so the retry goes through. The shown slider stayed up and kept the
+        step waiting until it was closed or reloaded. A tab that left the slider unsolved for a
+        page CNKI does not gate costs one retry, which meets the slider again in a new step."""
+        if not self.endpoints.is_verify_url(_page_url(self.page)):
+            return False
+        return any(tab is not self.page for tab in self.host.verify_exits(self.exits_seen))
 
     async def _logged_in_elsewhere(self) -> bool:
         """Another CNKI tab loaded after this login page shows a person logged in. A tab loaded

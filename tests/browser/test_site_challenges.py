@@ -247,6 +247,39 @@ async def test_detail_403_slider_is_read_in_a_tab_and_solved_at_the_sites_own_ur
     assert [e.status for e in sim.requests_for(DETAIL)][:2] == [403, 403]  # the loader's, then the tab's
 
 
+async def test_a_slider_solved_in_another_tab_ends_the_step_the_shown_slider_waits_in(
+    sim: SimServer, tmp_path: Path, browser_executable: str
+) -> None:
+    # The person's own tab met the slider too (the site challenges the browser, not a tab) and
+    # they solved it there: the shown slider stays up, yet the browser is verified.
+    async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
+        row = (await stack.site.grid(title_request("违约金"))).rows[0]
+        sim.set_scenario({"faults": [{"path": DETAIL, "kind": "verification", "at": [1]}]})
+        op = FakeOp()
+        ctx = await stack.host.ensure()
+
+        async def person() -> str:
+            await op.waiting.wait()
+            shown = tab_with(ctx, VERIFY).url
+            own = await ctx.new_page()
+            await own.goto(sim.origin + "/kns8s/AdvSearch")  # the site sends it to a slider of its own
+            await own.click(".verify-fallback")
+            return shown
+
+        solving = asyncio.create_task(person())
+        async with asyncio.timeout(STEP_TIMEOUT):
+            detail = await stack.site.detail(row.detail_url or "", op)
+            shown = await solving
+    assert detail.title == row.title
+    assert op.transitions == ["awaiting_user", "running"]
+    opened = sim.requests_for(VERIFY)
+    # the loader's and the tab's (the one shown), then the person's own: only the person's was solved
+    assert len(opened) == 3 and opened[1].params["captchaId"] in shown
+    [solved] = sim.requests_for("/verify/solve")
+    assert solved.params["captchaId"] == opened[2].params["captchaId"]
+    assert [e.status for e in sim.requests_for(DETAIL)][-1] == 200
+
+
 async def test_detail_403_that_refuses_outright_is_still_access_denied(
     sim: SimServer, tmp_path: Path, browser_executable: str
 ) -> None:
