@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urljoin
 
 import pytest
 
@@ -78,15 +79,31 @@ async def solve_in_tab(ctx: Any, op: FakeOp) -> str:
     return url
 
 
-async def solved_by_a_person(stack: SiteStack, call: Callable[[FakeOp], Awaitable[T]]) -> tuple[T, FakeOp, str]:
-    """`call(op)` while the person solves the slider it meets in the gate's tab: (its answer, the
-    operation, the slider URL the person was shown)."""
+async def solve_in_own_tab(ctx: Any, op: FakeOp) -> str:
+    """The person: waits to be asked, then opens a CNKI page in a tab of their own, where the site
+    (which challenges the browser, not a tab) shows a slider of its own, and solves that one; the
+    URL of the slider the gate shows, left unsolved."""
+    await op.waiting.wait()
+    shown = tab_with(ctx, VERIFY).url
+    own = await ctx.new_page()
+    await own.goto(urljoin(shown, "/kns8s/AdvSearch"))
+    await own.click(".verify-fallback")
+    return shown
+
+
+async def solved_by_a_person(
+    stack: SiteStack,
+    call: Callable[[FakeOp], Awaitable[T]],
+    person: Callable[[Any, FakeOp], Awaitable[str]] = solve_in_tab,
+) -> tuple[T, FakeOp, str]:
+    """`call(op)` while the person solves the slider it meets (`person`, by default in the gate's
+    tab): (its answer, the operation, the slider URL the person was shown)."""
     op = FakeOp()
     ctx = await stack.host.ensure()
-    person = asyncio.create_task(solve_in_tab(ctx, op))
+    solving = asyncio.create_task(person(ctx, op))
     async with asyncio.timeout(STEP_TIMEOUT):
         answer = await call(op)
-    return answer, op, await person
+    return answer, op, await solving
 
 
 async def test_a_fresh_profile_comes_in_through_the_home_page_without_a_slider(
@@ -234,15 +251,24 @@ async def test_a_page_sought_past_a_refused_kept_cursor_is_walked_again_from_pag
     assert third.page == 3 and posts[-1].params["served_page"] == 3
 
 
+async def detail_behind_a_slider(
+    sim: SimServer, tmp_path: Path, browser_executable: str, kind: str, person: Callable[[Any, FakeOp], Awaitable[str]]
+) -> tuple[FakeOp, str]:
+    """A detail page whose first request meets a slider of `kind` that `person` solves: the
+    operation and the slider URL the gate showed (the page read is checked here)."""
+    async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
+        row = (await stack.site.grid(title_request("违约金"))).rows[0]
+        sim.set_scenario({"faults": [{"path": DETAIL, "kind": kind, "at": [1]}]})
+        detail, op, shown = await solved_by_a_person(stack, lambda op: stack.site.detail(row.detail_url or "", op), person)
+    assert detail.title == row.title
+    assert op.transitions == ["awaiting_user", "running"]
+    return op, shown
+
+
 async def test_detail_403_slider_is_read_in_a_tab_and_solved_at_the_sites_own_url(
     sim: SimServer, tmp_path: Path, browser_executable: str
 ) -> None:
-    async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
-        row = (await stack.site.grid(title_request("违约金"))).rows[0]
-        sim.set_scenario({"faults": [{"path": DETAIL, "kind": "verification_403", "at": [1]}]})
-        detail, op, _ = await solved_by_a_person(stack, lambda op: stack.site.detail(row.detail_url or "", op))
-    assert detail.title == row.title
-    assert op.transitions == ["awaiting_user", "running"]
+    await detail_behind_a_slider(sim, tmp_path, browser_executable, "verification_403", solve_in_tab)
     assert [e.params["valid"] for e in sim.requests_for(VERIFY)] == [True]
     assert [e.status for e in sim.requests_for(DETAIL)][:2] == [403, 403]  # the loader's, then the tab's
 
@@ -250,28 +276,7 @@ async def test_detail_403_slider_is_read_in_a_tab_and_solved_at_the_sites_own_ur
 async def test_a_slider_solved_in_another_tab_ends_the_step_the_shown_slider_waits_in(
     sim: SimServer, tmp_path: Path, browser_executable: str
 ) -> None:
-    # The person's own tab met the slider too (the site challenges the browser, not a tab) and
-    # they solved it there: the shown slider stays up, yet the browser is verified.
-    async with site_stack(sim_settings(tmp_path, sim.origin, browser_executable)) as stack:
-        row = (await stack.site.grid(title_request("违约金"))).rows[0]
-        sim.set_scenario({"faults": [{"path": DETAIL, "kind": "verification", "at": [1]}]})
-        op = FakeOp()
-        ctx = await stack.host.ensure()
-
-        async def person() -> str:
-            await op.waiting.wait()
-            shown = tab_with(ctx, VERIFY).url
-            own = await ctx.new_page()
-            await own.goto(sim.origin + "/kns8s/AdvSearch")  # the site sends it to a slider of its own
-            await own.click(".verify-fallback")
-            return shown
-
-        solving = asyncio.create_task(person())
-        async with asyncio.timeout(STEP_TIMEOUT):
-            detail = await stack.site.detail(row.detail_url or "", op)
-            shown = await solving
-    assert detail.title == row.title
-    assert op.transitions == ["awaiting_user", "running"]
+    _, shown = await detail_behind_a_slider(sim, tmp_path, browser_executable, "verification", solve_in_own_tab)
     opened = sim.requests_for(VERIFY)
     # the loader's and the tab's (the one shown), then the person's own: only the person's was solved
     assert len(opened) == 3 and opened[1].params["captchaId"] in shown
