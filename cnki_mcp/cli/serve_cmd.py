@@ -18,6 +18,7 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Awaitable, Callable
 
 from cnki_mcp.errors import ListenFailed, TokenRequired
 
@@ -124,6 +125,10 @@ def check_token_rule(transport: str, host: str, token: str | None, insecure_no_t
         )
 
 
+# The event loop's Ctrl-C handler, kept while SIGINT is ignored (`run_like_ctrl_c`).
+_LOOP_CTRL_C: list[Callable[[int, object], object]] = []
+
+
 def as_ctrl_c(signum: int, frame: object) -> None:
     """SIGTERM handler: whatever SIGINT does now. Inside `anyio.run` that is the event loop's own
     Ctrl-C handler, which cancels the main task alone, so the lifespan closes the browser while
@@ -133,6 +138,8 @@ def as_ctrl_c(signum: int, frame: object) -> None:
     `org.chromium.Chromium.*` socket folder in the temporary directory and the session cookies
     since the last autosave unsaved. Outside the loop (or with SIGINT ignored) it is Ctrl-C."""
     handler = signal.getsignal(signal.SIGINT)
+    if not callable(handler) and _LOOP_CTRL_C:
+        handler = _LOOP_CTRL_C[-1]  # SIGINT ignored: the loop's own handler, kept aside
     if callable(handler):
         handler(signum, frame)
         return
@@ -147,6 +154,37 @@ def stop_like_ctrl_c() -> None:
     hangup = getattr(signal, "SIGHUP", None)  # not on Windows
     if hangup is not None and signal.getsignal(hangup) == signal.SIG_DFL:
         signal.signal(hangup, as_ctrl_c)
+
+
+def run_like_ctrl_c(main: Callable[..., Awaitable[object]], *args: object) -> None:
+    """`anyio.run(main, *args)` with SIGTERM (and SIGHUP) ending it as Ctrl-C does
+    (`stop_like_ctrl_c`), also when SIGINT is ignored, as in a background job of a
+    non-interactive shell: the loop installs its Ctrl-C handler only over Python's default one,
+    so SIGTERM raised KeyboardInterrupt wherever the loop was and the browser was killed, leaving
+    its folder in the temporary directory. The loop is let install it, the handler is kept for
+    SIGTERM, and SIGINT is ignored again inside the loop: a Ctrl-C meant for the shell's
+    foreground still does not stop the server. `stop_like_ctrl_c` may have run before (it is
+    idempotent): a SIGTERM before the loop is Ctrl-C outside it."""
+    import anyio
+
+    stop_like_ctrl_c()
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        anyio.run(main, *args)
+        return
+
+    async def ignoring_ctrl_c_again() -> object:
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            _LOOP_CTRL_C.append(handler)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        return await main(*args)
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        anyio.run(ignoring_ctrl_c_again)
+    finally:
+        _LOOP_CTRL_C.clear()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _warm_later() -> None:
@@ -203,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
 
             server = build_server(open_services)
             _warm_later()
-            anyio.run(run_stdio, server, handover)
+            run_like_ctrl_c(run_stdio, server, handover)
         else:
             from cnki_mcp.server.app import build_server
 

@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -187,10 +187,11 @@ def test_a_host_name_with_two_addresses_is_served_on_both(monkeypatch: pytest.Mo
 # The serve process's loop at SIGTERM: a main task whose clean-up needs another task (as closing
 # the browser needs Playwright's connection task) to answer once more.
 _SIGTERM_PROBE = """
-import asyncio, os, signal, anyio
-from cnki_mcp.cli.serve_cmd import as_ctrl_c
+import asyncio, os, signal
+from cnki_mcp.cli.serve_cmd import run_like_ctrl_c
 
 async def main():
+    print("sigint ignored" if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else "sigint handled", flush=True)
     requests = asyncio.Queue()
 
     async def connection():
@@ -211,9 +212,8 @@ async def main():
             print("no answer:", type(exc).__name__, flush=True)
         helper.cancel()
 
-signal.signal(signal.SIGTERM, as_ctrl_c)
 try:
-    anyio.run(main)
+    run_like_ctrl_c(main)
 except KeyboardInterrupt:
     raise SystemExit(130)
 """
@@ -227,17 +227,35 @@ def _signals_as_a_terminal_leaves_them() -> None:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
-def test_sigterm_lets_the_clean_up_use_the_other_tasks_before_they_are_cancelled() -> None:
+def _sigint_ignored_as_in_a_background_job() -> None:
+    """A background job of a non-interactive shell (`cnki-mcp serve &` in a script): SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+@pytest.mark.parametrize(
+    ("started", "sigint"),
+    [
+        (_signals_as_a_terminal_leaves_them, "sigint handled"),
+        (_sigint_ignored_as_in_a_background_job, "sigint ignored"),
+    ],
+    ids=["from_a_terminal", "sigint_ignored"],
+)
+def test_sigterm_lets_the_clean_up_use_the_other_tasks_before_they_are_cancelled(
+    started: Callable[[], None], sigint: str
+) -> None:
     """SIGTERM to `cnki-mcp serve` (stdio) cancels the main task alone, as Ctrl-C does: closing
     the browser still has Playwright's connection. It raised KeyboardInterrupt wherever the loop
     was, and the loop's teardown cancelled every task at once: the browser could not be closed,
-    was killed, and left its socket folder in the temporary directory."""
+    was killed, and left its socket folder in the temporary directory. Started with SIGINT
+    ignored, the loop installed no Ctrl-C handler and SIGTERM took that old path; SIGINT stays
+    ignored in the loop (a Ctrl-C meant for the shell's foreground job)."""
     done = subprocess.run(
         [sys.executable, "-c", _SIGTERM_PROBE], cwd=REPO, capture_output=True, text=True, timeout=60,
-        preexec_fn=_signals_as_a_terminal_leaves_them,
+        preexec_fn=started,
     )  # fmt: skip
     assert done.returncode == 130, done.stderr
-    assert done.stdout.strip() == "answered"
+    assert done.stdout.split("\n")[:2] == [sigint, "answered"]
 
 
 # `cnki-mcp demo` stopped from outside while its run holds a temporary data directory.
