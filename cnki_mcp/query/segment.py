@@ -14,6 +14,7 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
   against Latin letters or digits are letters of the name (TNF-α, NF-κB, Wnt/β-catenin, α-SMA); a
   prefix ending in a hyphen glues to the Han word after it (D-二聚体, 5-氟尿嘧啶), and to the word
   after that too when the segmenter left two characters (α-突触/核蛋白 -> α-突触核蛋白).
+  A stop word in capitals is an acronym (DID双重差分法, CAN总线, WHO指南, DO浓度).
 - Han runs are cut without the segmenter's HMM guesser; a run of two or more single characters
   that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
@@ -159,11 +160,25 @@ class _Token:
     boundary_before: bool = False  # a separator (space, punctuation) precedes it
 
 
+# Search operators, never acronyms (`query/written.py` reads them as syntax)
+_OPERATORS = frozenset({"AND", "OR", "NOT"})
+
+
+def _acronym(word: str, words: Sequence[str]) -> bool:
+    """A stop word written in capitals among words that are not all capitals is an acronym, no
+    English word (DID 双重差分, CAN 总线, WHO 指南, DO 浓度; `the effect of DO on ...`); a run
+    wholly in capitals (WHAT IS ESG) is shouted English and keeps its stop words."""
+    if len(word) < 2 or not (word.isascii() and word.isalpha() and word.isupper()) or word in _OPERATORS:
+        return False
+    return len(words) == 1 or not all(w.isupper() for w in words)
+
+
 def _latin_words(run: str) -> list[str]:
     """A Latin run -> terms: English stop words split it, a lone number joins the word before.
     A capital A or I written after a word names the thing (hepatitis A, vitamin A, type I diabetes,
     Class A shares) when it ends the run or follows a word it names a kind of (`_NAMED_BY_LETTER`):
-    it is no article or pronoun there and stays in the term."""
+    it is no article or pronoun there and stays in the term. A stop word in capitals is an acronym
+    (`_acronym`)."""
     out: list[str] = []
     current: list[str] = []
     words = run.split()
@@ -178,7 +193,7 @@ def _latin_words(run: str) -> list[str]:
         if word.casefold() in _PAPER_WORDS and current and current[-1].casefold() in _PAPER_KINDS:
             current.append(word)
             continue
-        if word.casefold() in ENGLISH_STOP:
+        if word.casefold() in ENGLISH_STOP and not _acronym(word, words):
             if current:
                 out.append(" ".join(current))
             current = []
@@ -414,7 +429,8 @@ def has_function_words(text: str, cut: Segmenter) -> bool:
     """Does the text contain a function word or an English stop word written as a word of its own
     (a phrase or sentence rather than one term: please find papers about federated learning)?"""
     text = unicodedata.normalize("NFKC", text)
-    if any(w.isascii() and w.isalpha() and w.casefold() in ENGLISH_STOP for w in text.split()):
+    words = text.split()
+    if any(w.isascii() and w.isalpha() and w.casefold() in ENGLISH_STOP and not _acronym(w, words) for w in words):
         return True
     return any(_is_function(t) for t in _tokens(text, cut))
 

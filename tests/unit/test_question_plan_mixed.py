@@ -1,0 +1,39 @@
+"""Planning Chinese questions written with Latin acronyms, Roman numerals, numbers, versions and
+units (DID, Ⅱ型, 90后, pH值, Windows 10, 500 kV, 第五代移动通信（5G）) and with 新 naming a new kind
+of a thing (新工科, 新辅助): DESIGN.md §Question planning."""
+
+from __future__ import annotations
+
+import pytest
+
+from cnki_mcp.query.plan import plan_question
+from cnki_mcp.query.segment import default_segmenter
+
+CUT = default_segmenter()
+
+
+def _groups(question: str) -> list[list[str]]:
+    return plan_question(question, now_year=2026, cut=CUT).groups
+
+
+def _terms(question: str) -> set[str]:
+    return {t for g in _groups(question) for t in g}
+
+
+@pytest.mark.parametrize(
+    ("question", "acronym"),
+    [
+        ("DID双重差分法", "DID"),
+        ("基于DID模型的政策效应评估", "DID"),
+        ("CAN总线通信协议", "CAN"),
+        ("WHO指南解读", "WHO"),
+        ("DO浓度对鱼类生长的影响", "DO"),
+    ],
+)
+def test_an_acronym_spelled_like_an_english_stop_word_is_a_concept(question: str, acronym: str) -> None:
+    assert _groups(question)[0] == [acronym]
+
+
+def test_a_stop_word_in_capitals_in_english_prose_is_an_acronym_but_shouted_english_is_not() -> None:
+    assert ["DO"] in _groups("the effect of DO on fish growth")
+    assert "IS" not in _terms("WHAT IS ESG DISCLOSURE")
