@@ -15,6 +15,7 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
   prefix ending in a hyphen glues to the Han word after it (D-二聚体, 5-氟尿嘧啶), and to the word
   after that too when the segmenter left two characters (α-突触/核蛋白 -> α-突触核蛋白).
   A stop word in capitals is an acronym (DID双重差分法, CAN总线, WHO指南, DO浓度).
+  新 binds to the concept word after it (新工科, 新辅助治疗; 新发展理念 through the study word).
 - Han runs are cut without the segmenter's HMM guesser; a run of two or more single characters
   that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
@@ -232,6 +233,9 @@ def _rebuilt(singles: list[str], followed: bool = False) -> list[str]:
             out.append(ch)
             piece = []
             continue
+        if ch in SOFT_WORDS and piece:  # 新 starts words (新工科), ends none (碳/中/和/新/技术)
+            out.extend(["".join(piece)] if len(piece) >= 2 else piece)
+            piece = []
         if ch != "的":
             piece.append(ch)
             continue
@@ -275,6 +279,12 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
     merged: list[str] = []
     carry = ""
     for k, word in enumerate(out):
+        if len(word) == 1 and word in SOFT_WORDS and _names_kind(out[k + 1 : k + 3]):
+            # 新 written against a concept word names a new kind of it (新工科, 新高考, 新辅助
+            # = neoadjuvant), or with a study word before one (新发展理念, 新发展格局): it binds as
+            # any lone character does; alone (新方法, 新的) it is dropped
+            carry += word
+            continue
         if len(word) == 1 and word not in FUNCTION_WORDS and word not in SOFT_WORDS:
             nxt = out[k + 1] if k + 1 < len(out) else None
             if word in _SUFFIX_SINGLES and not carry and merged and merged[-1] not in FUNCTION_WORDS:
@@ -337,8 +347,19 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
     return out
 
 
+def _concept_word(word: str) -> bool:
+    return word not in FUNCTION_WORDS and word not in SOFT_WORDS
+
+
+def _names_kind(after: list[str]) -> bool:
+    """The words after a lone 新 (at most two): a concept word, or a study word and a concept word."""
+    if after and after[0] in SOFT_WORDS and len(after[0]) > 1:
+        after = after[1:]
+    return bool(after) and _concept_word(after[0])
+
+
 def _name_goes_on(words: list[str]) -> bool:
-    return len(words) > 1 and words[1] not in FUNCTION_WORDS and words[1] not in SOFT_WORDS
+    return len(words) > 1 and _concept_word(words[1])
 
 
 def _letter_or_number(out: list[_Token], piece: str, gap: bool) -> None:

@@ -37,3 +37,24 @@ def test_an_acronym_spelled_like_an_english_stop_word_is_a_concept(question: str
 def test_a_stop_word_in_capitals_in_english_prose_is_an_acronym_but_shouted_english_is_not() -> None:
     assert ["DO"] in _groups("the effect of DO on fish growth")
     assert "IS" not in _terms("WHAT IS ESG DISCLOSURE")
+
+
+@pytest.mark.parametrize(
+    ("question", "term", "lost"),
+    [
+        ("新工科人才培养模式", "新工科", "工科"),
+        ("新文科建设背景下的课程改革", "新文科", "文科"),
+        ("新高考改革对高中教学的影响", "新高考", "高考"),
+        ("HER2阳性乳腺癌新辅助治疗", "新辅助", "辅助治疗"),
+        ("新发展格局下的产业链", "新发展格局", ""),
+    ],
+)
+def test_xin_written_against_a_concept_stays_in_it(question: str, term: str, lost: str) -> None:
+    terms = _terms(question)
+    assert any(term in t for t in terms), terms
+    assert not lost or lost not in terms
+
+
+def test_xin_alone_before_a_study_word_is_still_dropped() -> None:
+    assert _groups("数字经济的新方法研究") == _groups("数字经济的方法研究")
+    assert _groups("碳中和新技术应用") == [["碳中和"]]
