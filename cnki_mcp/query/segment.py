@@ -16,6 +16,7 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
   after that too when the segmenter left two characters (α-突触/核蛋白 -> α-突触核蛋白).
   A stop word in capitals is an acronym (DID双重差分法, CAN总线, WHO指南, DO浓度).
   新 binds to the concept word after it (新工科, 新辅助治疗; 新发展理念 through the study word).
+  A Roman numeral belongs to the type, stage or grade it numbers (Ⅱ型糖尿病, Ⅲ期, Ⅳ级).
 - Han runs are cut without the segmenter's HMM guesser; a run of two or more single characters
   that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
@@ -132,6 +133,10 @@ _GREEK_RE = re.compile(rf"[{_GREEK}]+(?:-(?![A-Za-z0-9])|(?![-A-Za-z0-9]))")
 # A name's prefix ending in a hyphen, written against the Han word it names (D-二聚体, L-谷氨酸,
 # N-乙酰半胱氨酸, 5-氟尿嘧啶): it belongs to that word, as a letter does, and is no term alone.
 _PREFIX_RE = re.compile(rf"[A-Za-z0-9{_GREEK}]+-")
+# A Roman numeral (Ⅱ, Ⅳ are II, IV after NFKC) written against the type, stage or grade it
+# numbers is part of that word, as a digit is (Ⅱ型糖尿病, Ⅲ期临床试验, Ⅳ级胶质瘤, Ⅰ类)
+_ROMAN_RE = re.compile(r"(?=[IVX])X?(?:IX|IV|V?I{0,3})")
+_NUMBERED = frozenset("型期级类度代相")
 
 
 # English stop words that, written as a capital after another word, are a name's letter
@@ -321,7 +326,7 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
         piece = m.group(0)
         if _HAN_RE.fullmatch(piece):
             words = _han_words(piece, cut)
-            if number and not gap and words and words[0] not in FUNCTION_WORDS:
+            if number and not gap and words and words[0] not in FUNCTION_WORDS and _numbers(number, words[0]):
                 words[0] = number + words[0]
                 gap = number_gap
                 if number.endswith("-") and len(words[0]) - len(number) <= 2 and _name_goes_on(words):
@@ -336,7 +341,7 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
         if number:
             _letter_or_number(out, number, number_gap)
             number = ""
-        if _NUMBER_RE.fullmatch(piece) or _LETTER_RE.fullmatch(piece) or _PREFIX_RE.fullmatch(piece):
+        if any(r.fullmatch(piece) for r in (_NUMBER_RE, _LETTER_RE, _PREFIX_RE, _ROMAN_RE)):
             number, number_gap = piece, gap
             continue
         out.extend(
@@ -345,6 +350,12 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
     if number:
         _letter_or_number(out, number, number_gap)
     return out
+
+
+def _numbers(piece: str, word: str) -> bool:
+    """Whether a number, letter, prefix or Roman numeral `piece` glues to the Han `word` after it:
+    a Roman numeral of two letters or more only to a type, stage or grade (IV估计 stays apart)."""
+    return len(piece) < 2 or not _ROMAN_RE.fullmatch(piece) or word[0] in _NUMBERED
 
 
 def _concept_word(word: str) -> bool:

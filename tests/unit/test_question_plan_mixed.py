@@ -58,3 +58,22 @@ def test_xin_written_against_a_concept_stays_in_it(question: str, term: str, los
 def test_xin_alone_before_a_study_word_is_still_dropped() -> None:
     assert _groups("数字经济的新方法研究") == _groups("数字经济的方法研究")
     assert _groups("碳中和新技术应用") == [["碳中和"]]
+
+
+@pytest.mark.parametrize(
+    ("question", "term"),
+    [
+        ("Ⅱ型糖尿病并发症", "II型糖尿病"),
+        ("Ⅲ期临床试验", "III期临床试验"),
+        ("Ⅳ级胶质瘤", "IV级胶质瘤"),
+        ("II型糖尿病", "II型糖尿病"),
+    ],
+)
+def test_a_roman_numeral_belongs_to_the_type_stage_or_grade_it_numbers(question: str, term: str) -> None:
+    groups = _groups(question)
+    assert groups[0][0] == term
+    assert not {"II", "III", "IV"} & _terms(question)
+
+
+def test_a_roman_numeral_before_another_word_stays_a_term_of_its_own() -> None:
+    assert _groups("IV估计") == [["IV"], ["估计"]]
