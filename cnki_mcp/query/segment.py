@@ -17,6 +17,7 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
   A stop word in capitals is an acronym (DID双重差分法, CAN总线, WHO指南, DO浓度).
   新 binds to the concept word after it (新工科, 新辅助治疗; 新发展理念 through the study word).
   A Roman numeral belongs to the type, stage or grade it numbers (Ⅱ型糖尿病, Ⅲ期, Ⅳ级).
+  Two digits and 后 are a generation (90后, 00后).
 - Han runs are cut without the segmenter's HMM guesser; a run of two or more single characters
   that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
@@ -326,7 +327,7 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
         piece = m.group(0)
         if _HAN_RE.fullmatch(piece):
             words = _han_words(piece, cut)
-            if number and not gap and words and words[0] not in FUNCTION_WORDS and _numbers(number, words[0]):
+            if number and not gap and words and _numbers(number, words[0]):
                 words[0] = number + words[0]
                 gap = number_gap
                 if number.endswith("-") and len(words[0]) - len(number) <= 2 and _name_goes_on(words):
@@ -354,7 +355,10 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
 
 def _numbers(piece: str, word: str) -> bool:
     """Whether a number, letter, prefix or Roman numeral `piece` glues to the Han `word` after it:
-    a Roman numeral of two letters or more only to a type, stage or grade (IV估计 stays apart)."""
+    never to a function word but 后 after two digits (a generation: 90后, 00后); a Roman numeral of
+    two letters or more only to a type, stage or grade (IV估计 stays apart)."""
+    if word in FUNCTION_WORDS:
+        return word == "后" and len(piece) == 2 and piece.isdigit()
     return len(piece) < 2 or not _ROMAN_RE.fullmatch(piece) or word[0] in _NUMBERED
 
 

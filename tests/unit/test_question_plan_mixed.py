@@ -77,3 +77,12 @@ def test_a_roman_numeral_belongs_to_the_type_stage_or_grade_it_numbers(question:
 
 def test_a_roman_numeral_before_another_word_stays_a_term_of_its_own() -> None:
     assert _groups("IV估计") == [["IV"], ["估计"]]
+
+
+@pytest.mark.parametrize(
+    ("question", "term"),
+    [("00后大学生心理健康", "00后"), ("90后员工离职", "90后"), ("80后父母的教养方式", "80后")],
+)
+def test_a_generation_born_after_a_year_is_one_word(question: str, term: str) -> None:
+    assert term in _terms(question)
+    assert not {"00", "90", "80"} & _terms(question)
