@@ -18,6 +18,7 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
   新 binds to the concept word after it (新工科, 新辅助治疗; 新发展理念 through the study word).
   A Roman numeral belongs to the type, stage or grade it numbers (Ⅱ型糖尿病, Ⅲ期, Ⅳ级).
   Two digits and 后 are a generation (90后, 00后).
+  值 or 基 left alone after a Latin name or letter is its suffix (pH值, K值, Ni基).
 - Han runs are cut without the segmenter's HMM guesser; a run of two or more single characters
   that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
@@ -326,8 +327,13 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
         pos = m.end()
         piece = m.group(0)
         if _HAN_RE.fullmatch(piece):
-            words = _han_words(piece, cut)
-            if number and not gap and words and _numbers(number, words[0]):
+            head = _name_suffix(piece, cut) if not gap and (number or (out and out[-1].latin)) else ""
+            if head and not number:  # pH值, Ni基: the name's suffix, then the rest of the run
+                out[-1] = _Token(out[-1].text + head, latin=True, boundary_before=out[-1].boundary_before)
+            words = _han_words(piece[len(head) :], cut) if piece[len(head) :] else []
+            if head and number:  # K值
+                words, number, gap = [number + head, *words], "", number_gap
+            elif number and not gap and words and _numbers(number, words[0]):
                 words[0] = number + words[0]
                 gap = number_gap
                 if number.endswith("-") and len(words[0]) - len(number) <= 2 and _name_goes_on(words):
@@ -351,6 +357,22 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
     if number:
         _letter_or_number(out, number, number_gap)
     return out
+
+
+# Characters that, left alone by the segmenter right after a Latin name or letter, are its suffix:
+# pH值, K值, Ni基 (nickel-based); as lone characters they were rebuilt with the preposition after
+# them (pH/值对/吸附) or bound to the word after them (Ni/基高温/合金). 型 and 期 stay with the word
+# after them (2型糖尿病, H型高血压, Ⅲ期临床试验).
+_NAME_SUFFIXES = frozenset("值基")
+
+
+def _name_suffix(piece: str, cut: Segmenter) -> str:
+    """The first character of a Han run written right after a Latin name, when it is a suffix the
+    segmenter left alone (`_NAME_SUFFIXES`), else ""."""
+    if piece[0] not in _NAME_SUFFIXES:
+        return ""
+    first = next((w for w in cut(piece) if w.strip()), "")
+    return piece[0] if first == piece[0] else ""
 
 
 def _numbers(piece: str, word: str) -> bool:

@@ -86,3 +86,15 @@ def test_a_roman_numeral_before_another_word_stays_a_term_of_its_own() -> None:
 def test_a_generation_born_after_a_year_is_one_word(question: str, term: str) -> None:
     assert term in _terms(question)
     assert not {"00", "90", "80"} & _terms(question)
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("pH值对吸附的影响", [["pH值"], ["吸附"]]),
+        ("K值对吸附的影响", [["K值"], ["吸附"]]),
+        ("Ni基高温合金", [["Ni基"], ["高温合金", "高温", "合金"]]),
+    ],
+)
+def test_a_suffix_character_after_a_latin_name_belongs_to_it(question: str, groups: list[list[str]]) -> None:
+    assert _groups(question) == groups
