@@ -19,6 +19,7 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
   A Roman numeral belongs to the type, stage or grade it numbers (Ⅱ型糖尿病, Ⅲ期, Ⅳ级).
   Two digits and 后 are a generation (90后, 00后).
   值 or 基 left alone after a Latin name or letter is its suffix (pH值, K值, Ni基).
+  A marker before the letter naming cells leaves the letter to them (CD4+T细胞: CD4+, T细胞).
 - Han runs are cut without the segmenter's HMM guesser; a run of two or more single characters
   that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
@@ -316,6 +317,10 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
 _POSSESSIVE_RE = re.compile(r"(?<=[A-Za-z])['’]s\b|(?<=[A-Za-z]s)['’](?=\s|$)")
 
 
+# A marker written before the one letter naming the cells after it (CD4+T细胞, CD8+ T细胞)
+_MARKER_CELL_RE = re.compile(r"[A-Za-z0-9]\+ ?([A-Z])$")
+
+
 def _tokens(text: str, cut: Segmenter) -> list[_Token]:
     text = _POSSESSIVE_RE.sub("", text)
     out: list[_Token] = []
@@ -351,6 +356,9 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
         if any(r.fullmatch(piece) for r in (_NUMBER_RE, _LETTER_RE, _PREFIX_RE, _ROMAN_RE)):
             number, number_gap = piece, gap
             continue
+        cell = _MARKER_CELL_RE.search(piece) if HAN_CHAR.match(text, m.end()) else None
+        if cell:  # CD4+T细胞: the T names the cells (T细胞), CD4+ their marker (as in CD4+ T细胞)
+            piece, number, number_gap = piece[: cell.start(1)].rstrip(), cell.group(1), cell.group(0)[-2] == " "
         out.extend(
             _Token(w, latin=True, boundary_before=gap or k > 0) for k, w in enumerate(_latin_words(piece))
         )

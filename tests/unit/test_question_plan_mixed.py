@@ -98,3 +98,11 @@ def test_a_generation_born_after_a_year_is_one_word(question: str, term: str) ->
 )
 def test_a_suffix_character_after_a_latin_name_belongs_to_it(question: str, groups: list[list[str]]) -> None:
     assert _groups(question) == groups
+
+
+@pytest.mark.parametrize("question", ["CD4+T细胞亚群与类风湿关节炎", "CD8+ T细胞浸润与预后"])
+def test_a_marker_before_t_cells_leaves_the_t_to_the_cells(question: str) -> None:
+    groups = _groups(question)
+    assert groups[0] == [question[:4]]
+    assert "T细胞" in groups[1]
+    assert not {"CD4+T", "CD8+ T", "细胞"} & _terms(question)
