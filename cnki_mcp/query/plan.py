@@ -405,16 +405,21 @@ def _without_repeats(groups: list[list[str]]) -> list[list[str]]:
 
 def _with_acronyms(groups: list[list[str]], acronyms: Sequence[tuple[str, str]], cut: Segmenter) -> list[list[str]]:
     """Each bracketed acronym (`read_written`) joins the group of the concept written before it as
-    its alternative (right after the group's first term); with no such group it is a group itself."""
+    its alternative (right after the group's first term). A lone concept split in two halves
+    (`_sentence_groups`: 新冠病毒(SARS-CoV-2) -> 新冠 AND 病毒) has it in both, so the acronym alone
+    matches as the whole concept does; with no such group it is a group itself."""
     out = [list(g) for g in groups]
     for before, acronym in acronyms:
         runs = concept_runs(before, cut)
-        term = _run_group(runs[-1])[0] if runs else ""
-        home = next((g for g in out if term and normalise_term(term) in {normalise_term(t) for t in g}), None)
-        if home is None:
+        term = normalise_term(_run_group(runs[-1])[0]) if runs else ""
+        homes = [g for g in out if term and term in {normalise_term(t) for t in g}]
+        if not homes and len(runs[-1] if runs else []) > 1:  # its halves: every term a piece of it
+            homes = [g for g in out if all(normalise_term(t) in term for t in g)]
+        if not homes:
             out.append([acronym])
-        elif normalise_term(acronym) not in {normalise_term(t) for t in home}:
-            home.insert(1, acronym)
+        for home in homes:
+            if normalise_term(acronym) not in {normalise_term(t) for t in home}:
+                home.insert(1, acronym)
     return out
 
 

@@ -100,6 +100,36 @@ def test_a_suffix_character_after_a_latin_name_belongs_to_it(question: str, grou
     assert _groups(question) == groups
 
 
+@pytest.mark.parametrize(
+    ("question", "acronym", "words"),
+    [
+        ("新冠病毒（SARS-CoV-2）", "SARS-CoV-2", {"新冠", "病毒"}),
+        ("抗生素耐药性（AMR）", "AMR", {"抗生素", "耐药性"}),
+    ],
+)
+def test_a_bracketed_acronym_of_a_lone_concept_is_an_alternative_of_both_its_halves(
+    question: str, acronym: str, words: set[str]
+) -> None:
+    groups = _groups(question)
+    assert len(groups) == 2
+    assert all(acronym in g for g in groups)
+    assert words <= {t for g in groups for t in g}
+
+
+@pytest.mark.parametrize(
+    ("question", "home", "acronym"),
+    [("第五代移动通信(5G)技术在医疗中的应用", "第五代移动通信", "5G"), ("5-氟尿嘧啶（5-FU）耐药", "5-氟尿嘧啶", "5-FU")],
+)
+def test_a_bracketed_acronym_starting_with_a_digit_is_an_alternative(question: str, home: str, acronym: str) -> None:
+    groups = _groups(question)
+    assert groups[0][:2] == [home, acronym]
+    assert [acronym] not in groups
+
+
+def test_a_bracketed_year_or_dose_is_no_acronym() -> None:
+    assert ["100mg"] in _groups("阿司匹林(100mg)")
+
+
 @pytest.mark.parametrize("question", ["CD4+T细胞亚群与类风湿关节炎", "CD8+ T细胞浸润与预后"])
 def test_a_marker_before_t_cells_leaves_the_t_to_the_cells(question: str) -> None:
     groups = _groups(question)
