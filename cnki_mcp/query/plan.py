@@ -374,6 +374,23 @@ def _aliases(terms: list[str]) -> list[str]:
 _PLAIN_TERM_RE = re.compile(r"[\w\s\-+./#·']+")
 
 
+# A version or standard number written after a name (Windows 10漏洞, ISO 9001质量管理体系, Python
+# 3.x编程) and a unit written after a number (500 kV变电站, 2.4 GHz天线): the space is inside the
+# term; as keywords the name or number alone (Windows, 500) was a concept and the rest (10漏洞,
+# kV变电站) another. `5G 6G通信` (a number with its letter) is two keywords.
+_VERSION_RE = re.compile(r"\d+(?:\.(?:\d+|x))*(?![A-Za-z0-9.])")
+_BARE_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _goes_on(before: str, word: str) -> bool:
+    """Whether `word`, written after the Latin keyword `before` and a space, continues it."""
+    if not HAN_CHAR.search(word):
+        return True
+    if before[-1].isalpha() and _VERSION_RE.match(word):
+        return True
+    return bool(_BARE_NUMBER_RE.fullmatch(before)) and word[0].isascii() and word[0].isalpha()
+
+
 def _keywords(text: str, cut: Segmenter) -> list[str]:
     """A question typed as keywords separated by spaces (李白 诗歌 意象, COVID-19 疫苗 犹豫): the
     keywords, each a listed term, as a search box ANDs them (CNKI's own boxes read a space so).
@@ -383,8 +400,8 @@ def _keywords(text: str, cut: Segmenter) -> list[str]:
     if len(words) < 2 or has_function_words(text, cut):
         return [text]
     keywords: list[str] = []
-    for word in words:  # adjacent Latin words stay one keyword
-        if keywords and not HAN_CHAR.search(word) and not HAN_CHAR.search(keywords[-1]):
+    for word in words:  # adjacent Latin words stay one keyword, and so do a name and its number
+        if keywords and not HAN_CHAR.search(keywords[-1]) and _goes_on(keywords[-1], word):
             keywords[-1] = f"{keywords[-1]} {word}"
         else:
             keywords.append(word)

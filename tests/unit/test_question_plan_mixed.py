@@ -130,6 +130,23 @@ def test_a_bracketed_year_or_dose_is_no_acronym() -> None:
     assert ["100mg"] in _groups("阿司匹林(100mg)")
 
 
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("Windows 10漏洞", [["Windows 10"], ["漏洞"]]),
+        ("ISO 9001质量管理体系", [["ISO 9001"], ["质量管理体系", "质量", "管理体系"]]),
+        ("Python 3.x编程教学", [["Python 3.x"], ["编程教学", "编程", "教学"]]),
+        ("500 kV变电站", [["500 kV"], ["变电站"]]),
+        ("2.4 GHz天线设计", [["2.4 GHz"], ["天线设计", "天线", "设计"]]),
+        ("5G 6G通信", [["5G"], ["6G通信"]]),
+    ],
+)
+def test_a_version_after_a_name_and_a_unit_after_a_number_stay_in_the_term(
+    question: str, groups: list[list[str]]
+) -> None:
+    assert _groups(question) == groups
+
+
 @pytest.mark.parametrize("question", ["CD4+T细胞亚群与类风湿关节炎", "CD8+ T细胞浸润与预后"])
 def test_a_marker_before_t_cells_leaves_the_t_to_the_cells(question: str) -> None:
     groups = _groups(question)
