@@ -20,6 +20,7 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
   Two digits and 后 are a generation (90后, 00后).
   值 or 基 left alone after a Latin name or letter is its suffix (pH值, K值, Ni基).
   A marker before the letter naming cells leaves the letter to them (CD4+T细胞: CD4+, T细胞).
+  第, a number and its measure word are one term (第585条, 第2类, 第Ⅱ类, 第7次).
 - Han runs are cut without the segmenter's HMM guesser; a run of two or more single characters
   that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
@@ -123,7 +124,9 @@ ENGLISH_SOFT = _words(
 # NF-κB, IL-1β, Wnt/β-catenin, α-SMA); a Greek letter against a Han word belongs to that word.
 _GREEK = "\u0391-\u03a9\u03b1-\u03c9"
 _LATIN_WORD = rf"[A-Za-z0-9{_GREEK}][A-Za-z0-9{_GREEK}]*(?:[-+./_#&][A-Za-z0-9+#{_GREEK}]*)*\+*"
-_LATIN_RE = re.compile(rf"第\d+[条款章节项篇]|{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})*")
+# 第 and a number (Arabic or Roman) with its measure word are one term (第585条, 第2类, 第II类, 第5代)
+_ORDINAL = r"第(?:\d+|[IVX]+)[条款章节项篇类代次批届轮]"
+_LATIN_RE = re.compile(rf"{_ORDINAL}|{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})*")
 # one Han character (CJK ideographs: Ext. A, URO, compatibility, Ext. B onwards)
 HAN_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 _HAN_RE = re.compile(HAN_CHAR.pattern + "+")

@@ -153,3 +153,11 @@ def test_a_marker_before_t_cells_leaves_the_t_to_the_cells(question: str) -> Non
     assert groups[0] == [question[:4]]
     assert "T细胞" in groups[1]
     assert not {"CD4+T", "CD8+ T", "细胞"} & _terms(question)
+
+
+@pytest.mark.parametrize(
+    ("question", "ordinal"), [("第2类医疗器械", "第2类"), ("第Ⅱ类医疗器械", "第II类"), ("第7次全国人口普查", "第7次")]
+)
+def test_di_a_number_and_its_measure_word_are_one_term(question: str, ordinal: str) -> None:
+    assert _groups(question)[0] == [ordinal]
+    assert "第" not in _terms(question)
