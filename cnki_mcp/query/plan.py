@@ -374,6 +374,23 @@ def _aliases(terms: list[str]) -> list[str]:
 _PLAIN_TERM_RE = re.compile(r"[\w\s\-+./#·']+")
 
 
+# A version or standard number written after a name (Windows 10漏洞, ISO 9001质量管理体系, Python
+# 3.x编程) and a unit written after a number (500 kV变电站, 2.4 GHz天线): the space is inside the
+# term; as keywords the name or number alone (Windows, 500) was a concept and the rest (10漏洞,
+# kV变电站) another. `5G 6G通信` (a number with its letter) is two keywords.
+_VERSION_RE = re.compile(r"\d+(?:\.(?:\d+|x))*(?![A-Za-z0-9.])")
+_BARE_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _goes_on(before: str, word: str) -> bool:
+    """Whether `word`, written after the Latin keyword `before` and a space, continues it."""
+    if not HAN_CHAR.search(word):
+        return True
+    if before[-1].isalpha() and _VERSION_RE.match(word):
+        return True
+    return bool(_BARE_NUMBER_RE.fullmatch(before)) and word[0].isascii() and word[0].isalpha()
+
+
 def _keywords(text: str, cut: Segmenter) -> list[str]:
     """A question typed as keywords separated by spaces (李白 诗歌 意象, COVID-19 疫苗 犹豫): the
     keywords, each a listed term, as a search box ANDs them (CNKI's own boxes read a space so).
@@ -383,8 +400,8 @@ def _keywords(text: str, cut: Segmenter) -> list[str]:
     if len(words) < 2 or has_function_words(text, cut):
         return [text]
     keywords: list[str] = []
-    for word in words:  # adjacent Latin words stay one keyword
-        if keywords and not HAN_CHAR.search(word) and not HAN_CHAR.search(keywords[-1]):
+    for word in words:  # adjacent Latin words stay one keyword, and so do a name and its number
+        if keywords and not HAN_CHAR.search(keywords[-1]) and _goes_on(keywords[-1], word):
             keywords[-1] = f"{keywords[-1]} {word}"
         else:
             keywords.append(word)
@@ -405,16 +422,21 @@ def _without_repeats(groups: list[list[str]]) -> list[list[str]]:
 
 def _with_acronyms(groups: list[list[str]], acronyms: Sequence[tuple[str, str]], cut: Segmenter) -> list[list[str]]:
     """Each bracketed acronym (`read_written`) joins the group of the concept written before it as
-    its alternative (right after the group's first term); with no such group it is a group itself."""
+    its alternative (right after the group's first term). A lone concept split in two halves
+    (`_sentence_groups`: 新冠病毒(SARS-CoV-2) -> 新冠 AND 病毒) has it in both, so the acronym alone
+    matches as the whole concept does; with no such group it is a group itself."""
     out = [list(g) for g in groups]
     for before, acronym in acronyms:
         runs = concept_runs(before, cut)
-        term = _run_group(runs[-1])[0] if runs else ""
-        home = next((g for g in out if term and normalise_term(term) in {normalise_term(t) for t in g}), None)
-        if home is None:
+        term = normalise_term(_run_group(runs[-1])[0]) if runs else ""
+        homes = [g for g in out if term and term in {normalise_term(t) for t in g}]
+        if not homes and len(runs[-1] if runs else []) > 1:  # its halves: every term a piece of it
+            homes = [g for g in out if all(normalise_term(t) in term for t in g)]
+        if not homes:
             out.append([acronym])
-        elif normalise_term(acronym) not in {normalise_term(t) for t in home}:
-            home.insert(1, acronym)
+        for home in homes:
+            if normalise_term(acronym) not in {normalise_term(t) for t in home}:
+                home.insert(1, acronym)
     return out
 
 

@@ -14,6 +14,13 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
   against Latin letters or digits are letters of the name (TNF-α, NF-κB, Wnt/β-catenin, α-SMA); a
   prefix ending in a hyphen glues to the Han word after it (D-二聚体, 5-氟尿嘧啶), and to the word
   after that too when the segmenter left two characters (α-突触/核蛋白 -> α-突触核蛋白).
+  A stop word in capitals is an acronym (DID双重差分法, CAN总线, WHO指南, DO浓度).
+  新 binds to the concept word after it (新工科, 新辅助治疗; 新发展理念 through the study word).
+  A Roman numeral belongs to the type, stage or grade it numbers (Ⅱ型糖尿病, Ⅲ期, Ⅳ级).
+  Two digits and 后 are a generation (90后, 00后).
+  值 or 基 left alone after a Latin name or letter is its suffix (pH值, K值, Ni基).
+  A marker before the letter naming cells leaves the letter to them (CD4+T细胞: CD4+, T细胞).
+  第, a number and its measure word are one term (第585条, 第2类, 第Ⅱ类, 第7次).
 - Han runs are cut without the segmenter's HMM guesser; a run of two or more single characters
   that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
@@ -117,7 +124,9 @@ ENGLISH_SOFT = _words(
 # NF-κB, IL-1β, Wnt/β-catenin, α-SMA); a Greek letter against a Han word belongs to that word.
 _GREEK = "\u0391-\u03a9\u03b1-\u03c9"
 _LATIN_WORD = rf"[A-Za-z0-9{_GREEK}][A-Za-z0-9{_GREEK}]*(?:[-+./_#&][A-Za-z0-9+#{_GREEK}]*)*\+*"
-_LATIN_RE = re.compile(rf"第\d+[条款章节项篇]|{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})*")
+# 第 and a number (Arabic or Roman) with its measure word are one term (第585条, 第2类, 第II类, 第5代)
+_ORDINAL = r"第(?:\d+|[IVX]+)[条款章节项篇类代次批届轮]"
+_LATIN_RE = re.compile(rf"{_ORDINAL}|{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})*")
 # one Han character (CJK ideographs: Ext. A, URO, compatibility, Ext. B onwards)
 HAN_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 _HAN_RE = re.compile(HAN_CHAR.pattern + "+")
@@ -130,6 +139,10 @@ _GREEK_RE = re.compile(rf"[{_GREEK}]+(?:-(?![A-Za-z0-9])|(?![-A-Za-z0-9]))")
 # A name's prefix ending in a hyphen, written against the Han word it names (D-二聚体, L-谷氨酸,
 # N-乙酰半胱氨酸, 5-氟尿嘧啶): it belongs to that word, as a letter does, and is no term alone.
 _PREFIX_RE = re.compile(rf"[A-Za-z0-9{_GREEK}]+-")
+# A Roman numeral (Ⅱ, Ⅳ are II, IV after NFKC) written against the type, stage or grade it
+# numbers is part of that word, as a digit is (Ⅱ型糖尿病, Ⅲ期临床试验, Ⅳ级胶质瘤, Ⅰ类)
+_ROMAN_RE = re.compile(r"(?=[IVX])X?(?:IX|IV|V?I{0,3})")
+_NUMBERED = frozenset("型期级类度代相")
 
 
 # English stop words that, written as a capital after another word, are a name's letter
@@ -159,11 +172,25 @@ class _Token:
     boundary_before: bool = False  # a separator (space, punctuation) precedes it
 
 
+# Search operators, never acronyms (`query/written.py` reads them as syntax)
+_OPERATORS = frozenset({"AND", "OR", "NOT"})
+
+
+def _acronym(word: str, words: Sequence[str]) -> bool:
+    """A stop word written in capitals among words that are not all capitals is an acronym, no
+    English word (DID 双重差分, CAN 总线, WHO 指南, DO 浓度; `the effect of DO on ...`); a run
+    wholly in capitals (WHAT IS ESG) is shouted English and keeps its stop words."""
+    if len(word) < 2 or not (word.isascii() and word.isalpha() and word.isupper()) or word in _OPERATORS:
+        return False
+    return len(words) == 1 or not all(w.isupper() for w in words)
+
+
 def _latin_words(run: str) -> list[str]:
     """A Latin run -> terms: English stop words split it, a lone number joins the word before.
     A capital A or I written after a word names the thing (hepatitis A, vitamin A, type I diabetes,
     Class A shares) when it ends the run or follows a word it names a kind of (`_NAMED_BY_LETTER`):
-    it is no article or pronoun there and stays in the term."""
+    it is no article or pronoun there and stays in the term. A stop word in capitals is an acronym
+    (`_acronym`)."""
     out: list[str] = []
     current: list[str] = []
     words = run.split()
@@ -178,7 +205,7 @@ def _latin_words(run: str) -> list[str]:
         if word.casefold() in _PAPER_WORDS and current and current[-1].casefold() in _PAPER_KINDS:
             current.append(word)
             continue
-        if word.casefold() in ENGLISH_STOP:
+        if word.casefold() in ENGLISH_STOP and not _acronym(word, words):
             if current:
                 out.append(" ".join(current))
             current = []
@@ -217,6 +244,9 @@ def _rebuilt(singles: list[str], followed: bool = False) -> list[str]:
             out.append(ch)
             piece = []
             continue
+        if ch in SOFT_WORDS and piece:  # 新 starts words (新工科), ends none (碳/中/和/新/技术)
+            out.extend(["".join(piece)] if len(piece) >= 2 else piece)
+            piece = []
         if ch != "的":
             piece.append(ch)
             continue
@@ -260,6 +290,12 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
     merged: list[str] = []
     carry = ""
     for k, word in enumerate(out):
+        if len(word) == 1 and word in SOFT_WORDS and _names_kind(out[k + 1 : k + 3]):
+            # 新 written against a concept word names a new kind of it (新工科, 新高考, 新辅助
+            # = neoadjuvant), or with a study word before one (新发展理念, 新发展格局): it binds as
+            # any lone character does; alone (新方法, 新的) it is dropped
+            carry += word
+            continue
         if len(word) == 1 and word not in FUNCTION_WORDS and word not in SOFT_WORDS:
             nxt = out[k + 1] if k + 1 < len(out) else None
             if word in _SUFFIX_SINGLES and not carry and merged and merged[-1] not in FUNCTION_WORDS:
@@ -284,6 +320,10 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
 _POSSESSIVE_RE = re.compile(r"(?<=[A-Za-z])['’]s\b|(?<=[A-Za-z]s)['’](?=\s|$)")
 
 
+# A marker written before the one letter naming the cells after it (CD4+T细胞, CD8+ T细胞)
+_MARKER_CELL_RE = re.compile(r"[A-Za-z0-9]\+ ?([A-Z])$")
+
+
 def _tokens(text: str, cut: Segmenter) -> list[_Token]:
     text = _POSSESSIVE_RE.sub("", text)
     out: list[_Token] = []
@@ -295,8 +335,13 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
         pos = m.end()
         piece = m.group(0)
         if _HAN_RE.fullmatch(piece):
-            words = _han_words(piece, cut)
-            if number and not gap and words and words[0] not in FUNCTION_WORDS:
+            head = _name_suffix(piece, cut) if not gap and (number or (out and out[-1].latin)) else ""
+            if head and not number:  # pH值, Ni基: the name's suffix, then the rest of the run
+                out[-1] = _Token(out[-1].text + head, latin=True, boundary_before=out[-1].boundary_before)
+            words = _han_words(piece[len(head) :], cut) if piece[len(head) :] else []
+            if head and number:  # K值
+                words, number, gap = [number + head, *words], "", number_gap
+            elif number and not gap and words and _numbers(number, words[0]):
                 words[0] = number + words[0]
                 gap = number_gap
                 if number.endswith("-") and len(words[0]) - len(number) <= 2 and _name_goes_on(words):
@@ -311,9 +356,12 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
         if number:
             _letter_or_number(out, number, number_gap)
             number = ""
-        if _NUMBER_RE.fullmatch(piece) or _LETTER_RE.fullmatch(piece) or _PREFIX_RE.fullmatch(piece):
+        if any(r.fullmatch(piece) for r in (_NUMBER_RE, _LETTER_RE, _PREFIX_RE, _ROMAN_RE)):
             number, number_gap = piece, gap
             continue
+        cell = _MARKER_CELL_RE.search(piece) if HAN_CHAR.match(text, m.end()) else None
+        if cell:  # CD4+T细胞: the T names the cells (T细胞), CD4+ their marker (as in CD4+ T细胞)
+            piece, number, number_gap = piece[: cell.start(1)].rstrip(), cell.group(1), cell.group(0)[-2] == " "
         out.extend(
             _Token(w, latin=True, boundary_before=gap or k > 0) for k, w in enumerate(_latin_words(piece))
         )
@@ -322,8 +370,44 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
     return out
 
 
+# Characters that, left alone by the segmenter right after a Latin name or letter, are its suffix:
+# pH值, K值, Ni基 (nickel-based); as lone characters they were rebuilt with the preposition after
+# them (pH/值对/吸附) or bound to the word after them (Ni/基高温/合金). 型 and 期 stay with the word
+# after them (2型糖尿病, H型高血压, Ⅲ期临床试验).
+_NAME_SUFFIXES = frozenset("值基")
+
+
+def _name_suffix(piece: str, cut: Segmenter) -> str:
+    """The first character of a Han run written right after a Latin name, when it is a suffix the
+    segmenter left alone (`_NAME_SUFFIXES`), else ""."""
+    if piece[0] not in _NAME_SUFFIXES:
+        return ""
+    first = next((w for w in cut(piece) if w.strip()), "")
+    return piece[0] if first == piece[0] else ""
+
+
+def _numbers(piece: str, word: str) -> bool:
+    """Whether a number, letter, prefix or Roman numeral `piece` glues to the Han `word` after it:
+    never to a function word but 后 after two digits (a generation: 90后, 00后); a Roman numeral of
+    two letters or more only to a type, stage or grade (IV估计 stays apart)."""
+    if word in FUNCTION_WORDS:
+        return word == "后" and len(piece) == 2 and piece.isdigit()
+    return len(piece) < 2 or not _ROMAN_RE.fullmatch(piece) or word[0] in _NUMBERED
+
+
+def _concept_word(word: str) -> bool:
+    return word not in FUNCTION_WORDS and word not in SOFT_WORDS
+
+
+def _names_kind(after: list[str]) -> bool:
+    """The words after a lone 新 (at most two): a concept word, or a study word and a concept word."""
+    if after and after[0] in SOFT_WORDS and len(after[0]) > 1:
+        after = after[1:]
+    return bool(after) and _concept_word(after[0])
+
+
 def _name_goes_on(words: list[str]) -> bool:
-    return len(words) > 1 and words[1] not in FUNCTION_WORDS and words[1] not in SOFT_WORDS
+    return len(words) > 1 and _concept_word(words[1])
 
 
 def _letter_or_number(out: list[_Token], piece: str, gap: bool) -> None:
@@ -414,7 +498,8 @@ def has_function_words(text: str, cut: Segmenter) -> bool:
     """Does the text contain a function word or an English stop word written as a word of its own
     (a phrase or sentence rather than one term: please find papers about federated learning)?"""
     text = unicodedata.normalize("NFKC", text)
-    if any(w.isascii() and w.isalpha() and w.casefold() in ENGLISH_STOP for w in text.split()):
+    words = text.split()
+    if any(w.isascii() and w.isalpha() and w.casefold() in ENGLISH_STOP and not _acronym(w, words) for w in words):
         return True
     return any(_is_function(t) for t in _tokens(text, cut))
 

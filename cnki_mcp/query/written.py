@@ -16,7 +16,7 @@ even turned the excluded word into a required concept) and field prefixes stuck 
   term (also in English: `Author:`, `Title:`, `Journal:`): the prefix is removed and the warning says the field was not applied; so is a journal named
   as where the papers appeared (`发表在《管理世界》上`, `《管理世界》期刊`), which the subject search
   cannot restrict;
-- `term（ACRONYM）`: a Latin acronym in brackets right after a term is that term's alternative
+- `term（ACRONYM）`: a Latin acronym (5G and 5-FU too) in brackets right after a term is that term's alternative
   (`acronyms`), never a concept of its own nor part of the term; an English expansion whose words'
   initials spell the acronym (`research and development (R&D)`) is replaced by the acronym in the
   text and becomes the alternative of every term naming it (`expansions`);
@@ -76,7 +76,11 @@ _SOURCE_RE = re.compile(
     r"|《([^《》]{1,60})》\s*(?:期刊|杂志)(?:\s*上)?"
     r"|《([^《》]{1,60})》\s*上(?=\s*(?:发表|刊登|刊发|刊载|的))"
 )
-_ACRONYM_RE = re.compile(r"\(\s*([A-Za-z][A-Za-z0-9\-+./]*(?: [A-Za-z0-9\-+./]+){0,3})\s*\)")
+# The acronym starts with a letter, or with a digit or two and a capital (第五代移动通信（5G）,
+# 5-氟尿嘧啶（5-FU）, 三维打印（3D打印）is no acronym); years (2020), doses (100mg) and list marks (1) are none
+_ACRONYM_RE = re.compile(
+    r"\(\s*((?:[A-Za-z]|\d{1,2}-?[A-Z])[A-Za-z0-9\-+./]*(?: [A-Za-z0-9\-+./]+){0,3})\s*\)"
+)
 # A document type or source tier wished for (违约金酌减 博士论文, …的CSSCI期刊论文): the subject search
 # restricts neither, and as a concept the words emptied the search (no paper's text says 博士论文).
 # Read as a wish only as a part of its own or after 的 at the question's end (`read_wishes`).
