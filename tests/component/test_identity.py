@@ -342,6 +342,24 @@ async def test_relocating_a_stored_paper_whose_title_finds_two_papers_names_both
     ]  # fmt: skip
 
 
+async def test_relocating_a_stored_paper_takes_the_row_of_its_own_file_name_among_namesakes() -> None:
+    # CNKI lists a work's online-first record (CAPJ) and its final one in the issue under one title
+    rows = [
+        GridRow(title="同名论文", detail_url=f"https://kns.cnki.net/kcms2/article/abstract?v=d{k}",
+                native=NativeId(dbname=db, filename=name), authors=["同名作者"], source="中外法学", year=2022)
+        for k, db, name in ((1, "CAPJLAST", "ZWFX20220110001"), (2, "CJFD2022", "ZWFX202202003"))
+    ]  # fmt: skip
+
+    async def grid(request: object, op: object = None) -> GridPage:
+        return GridPage(rows=rows, total=2, page=1)
+
+    tabs = DetailTabs(SimpleNamespace(endpoints=None, grid=grid), None, None, None, None)  # type: ignore[arg-type]
+    for filename, url in (("ZWFX20220110001", rows[0].detail_url), ("zwfx202202003", rows[1].detail_url)):
+        native = NativeId(dbcode="CJFQ", filename=filename)
+        paper = Paper(record_ref="rec_x", title="同名论文", authors=[Author(name="同名作者")], native=native)
+        assert await tabs.relocate(paper, None) == url
+
+
 def _work(ref: str, authors: list[str], source: str, year: int, **kw: object) -> Paper:
     return Paper(
         record_ref=ref, title=str(kw.pop("title", "约定违约金酌减规则研究")), authors=[Author(name=a) for a in authors],
