@@ -433,6 +433,19 @@ def duplicate_works(
     return out
 
 
+def final_of(papers: Sequence[Paper]) -> Paper | None:
+    """The record a title names when `papers`, the distinct records CNKI lists under it, are one
+    work's online-first record(s) and its final record in the same periodical (`same_work`): the
+    final one, whose volume, issue and pages a citation needs. None for anything else (two papers
+    in print, a reprint, a conference version, other authors): the caller still has to choose."""
+    first = [p for p in papers if listed_online_first(p.native)]
+    final = [p for p in papers if not listed_online_first(p.native)]
+    if not first or len(final) != 1 or not source_key(final[0].source):
+        return None
+    same = all(source_key(p.source) == source_key(final[0].source) and same_work(p, final[0]) for p in first)
+    return final[0] if same else None
+
+
 # --- public URL -------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from cnki_mcp.identity import (
     detail_matches,
     doi_key,
     duplicate_works,
+    final_of,
     index_keys,
     merge,
     native_key,
@@ -438,3 +439,17 @@ def test_a_work_whose_final_record_would_not_be_selected_keeps_its_online_first_
     high = [r for r in ranked if r.ref != "final"] + [r for r in ranked if r.ref == "final"]
     selected, dupes = select_works(high, papers, lambda listed: list(listed[:100]))
     assert "final" in {r.ref for r in selected} and dupes == {"online": "final"}
+
+
+def test_a_title_names_a_works_final_record_only_over_its_online_first_records() -> None:
+    capj, cjfd = NativeId(dbname="CAPJLAST", filename="A1"), NativeId(dbname="CJFD2026", filename="A2")
+    online = _work("rec_1", ["宋澄"], "法学评论", 2026, native=capj)
+    final = _work("rec_2", ["宋澄"], "法学评论", 2026, native=cjfd, issue="2")
+    assert final_of([online, final]) is final and final_of([final, online]) is final
+    in_print = final.model_copy(update={"record_ref": "rec_3", "native": NativeId(dbname="CJFD2026", filename="A3")})
+    elsewhere = final.model_copy(update={"source": "中国法学"})
+    other_author = online.model_copy(update={"authors": [Author(name="陆明")]})
+    assert final_of([online, final, in_print]) is None  # two records in print: the caller chooses
+    assert final_of([online, elsewhere]) is None  # the same title in another periodical
+    assert final_of([other_author, final]) is None
+    assert final_of([final]) is None and final_of([online, online.model_copy(update={"record_ref": "rec_4"})]) is None
