@@ -1,16 +1,20 @@
 """A title CNKI lists under one work's online-first record (CAPJ, 网络首发) and its final record in
 the issue (both kept, different file names: site-rules.md §3.10, `identity.final_of`) names that
-work: the title-taking tools take the final record instead of IDENTITY_AMBIGUOUS. Other records of
-one title (a conference version, another author's paper) still make the caller choose. Through the
-simulator's corpus in process."""
+work: the title-taking tools take the final record instead of IDENTITY_AMBIGUOUS, and a reference to
+it is judged against the final record, not called ambiguous. Other records of one title (a
+conference version, another author's paper) still make the caller choose. Through the simulator's
+corpus in process."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from cnki_mcp.clock import FakeClock
+from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind
+from cnki_mcp.operations import DEFAULT_BUDGETS
 from cnki_mcp.pipeline.models import MetadataInput
 from cnki_mcp.pipeline.research import ResearchPipeline
+from cnki_mcp.pipeline.verify import VerifyInput, VerifyResult, verify_references
 from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.store import Store
 from tests.corpus_backend import CorpusBackend
@@ -54,3 +58,27 @@ async def test_a_conference_version_of_the_title_still_makes_the_caller_choose(c
     record = await run_metadata(clock, pipe, MetadataInput(titles=[TITLE], fields=["year"]))
     [error] = record.errors
     assert error.code == "IDENTITY_AMBIGUOUS" and error.details["count"] == 3
+
+
+async def _verify(clock: FakeClock, store: Store, backend: CorpusBackend, text: str) -> VerifyResult:
+    out: list[VerifyResult] = []
+
+    async def runner(ctx: OperationContext) -> VerifyResult:
+        out.append(await verify_references(VerifyInput(text=text), store, backend, ctx))
+        return out[-1]
+
+    job = JobManager(clock, MemorySink()).start(OperationKind.VERIFY, runner, DEFAULT_BUDGETS[OperationKind.VERIFY])
+    await clock.run_until_complete(job.finish())
+    return out[0]
+
+
+async def test_a_reference_to_a_work_with_online_first_and_final_records_is_judged_against_the_final(
+    clock: FakeClock, store: Store
+) -> None:
+    text = f"[1] 宋澄, 陆明. {TITLE}[J]. 法学评论, 2026, 44(2): 60-72.\n[2] 宋澄, 陆明. {TITLE}[J]. 法学评论, 2026."
+    result = await _verify(clock, store, _backend(ONLINE, FINAL), text)
+    for entry in result.entries:
+        assert entry.verdict == "verified", entry
+        assert entry.record is not None
+        assert store.get(entry.record.record_ref).native.filename == "FXPL202602011"  # type: ignore[union-attr]
+    assert "法学评论, 2026, 44(2): 60-72" in (result.entries[0].corrected or "")
