@@ -517,6 +517,20 @@ def detail_token(url: str | None) -> str:
     return next((v.strip() for k, v in parse_qsl(parts.query) if k == "v" and v.strip()), "")
 
 
+def detail_filename(url: str | None) -> str:
+    """The file name a KCMS detail link names its paper by (`detail.aspx?…&FileName=LTLW201932025`,
+    any key case; saved pages kns-old-grid/*), "" when the text is not such a link: a link without
+    a `v` token (`detail_token`) still names a stored paper by it."""
+    text = (url or "").strip()
+    if not text.lower().startswith(("http://", "https://")) or "detail" not in text.lower():
+        return ""
+    try:
+        query = urlsplit(text).query
+    except ValueError:
+        return ""
+    return next((v.strip() for k, v in parse_qsl(query) if k.lower() == "filename" and v.strip()), "")
+
+
 # --- the stored paper -------------------------------------------------------------
 
 
