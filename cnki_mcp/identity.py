@@ -433,6 +433,19 @@ def duplicate_works(
     return out
 
 
+def final_of(papers: Sequence[Paper]) -> Paper | None:
+    """The record a title names when `papers`, the distinct records CNKI lists under it, are one
+    work's online-first record(s) and its final record in the same periodical (`same_work`): the
+    final one, whose volume, issue and pages a citation needs. None for anything else (two papers
+    in print, a reprint, a conference version, other authors): the caller still has to choose."""
+    first = [p for p in papers if listed_online_first(p.native)]
+    final = [p for p in papers if not listed_online_first(p.native)]
+    if not first or len(final) != 1 or not source_key(final[0].source):
+        return None
+    same = all(source_key(p.source) == source_key(final[0].source) and same_work(p, final[0]) for p in first)
+    return final[0] if same else None
+
+
 # --- public URL -------------------------------------------------------------------
 
 
@@ -502,6 +515,20 @@ def detail_token(url: str | None) -> str:
     if "abstract" not in parts.path.lower():
         return ""
     return next((v.strip() for k, v in parse_qsl(parts.query) if k == "v" and v.strip()), "")
+
+
+def detail_filename(url: str | None) -> str:
+    """The file name a KCMS detail link names its paper by (`detail.aspx?…&FileName=LTLW201932025`,
+    any key case; saved pages kns-old-grid/*), "" when the text is not such a link: a link without
+    a `v` token (`detail_token`) still names a stored paper by it."""
+    text = (url or "").strip()
+    if not text.lower().startswith(("http://", "https://")) or "detail" not in text.lower():
+        return ""
+    try:
+        query = urlsplit(text).query
+    except ValueError:
+        return ""
+    return next((v.strip() for k, v in parse_qsl(query) if k.lower() == "filename" and v.strip()), "")
 
 
 # --- the stored paper -------------------------------------------------------------

@@ -19,7 +19,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from cnki_mcp.cite.model import THESIS_KINDS, DocKind, doc_kind
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import DocumentNotFound, InvalidInput, LocatorExpired
-from cnki_mcp.identity import Paper, ambiguous, asked_title, detail_token, public_url, title_key
+from cnki_mcp.identity import (
+    Paper,
+    ambiguous,
+    asked_title,
+    detail_filename,
+    detail_token,
+    public_url,
+    title_key,
+)
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.parse.citations import (
@@ -78,6 +86,8 @@ def resolve_paper(store: Store, paper: str) -> PaperHandle:
     token = detail_token(text)
     if token:
         return _by_link(store, text, token)
+    if name := detail_filename(text):  # a KCMS link names its paper by file name, as a citation list does
+        return resolve_paper(store, name)
     if NODE_ID.fullmatch(text):
         raise _graph_node(store, text)
     if NOT_A_TITLE.fullmatch(text):

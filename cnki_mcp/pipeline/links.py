@@ -21,7 +21,7 @@ from datetime import timedelta
 
 from cnki_mcp.cite.refshapes import not_a_paper
 from cnki_mcp.errors import CnkiError, InvalidInput
-from cnki_mcp.identity import Paper, doi_url
+from cnki_mcp.identity import Paper, doi_url, final_of
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.links import (
     Candidate,
@@ -74,13 +74,21 @@ def _candidates(papers: list[Paper]) -> list[Candidate]:
     return [_candidate(p) for p in papers]
 
 
+def one_per_work(papers: list[Paper]) -> list[Paper]:
+    """`papers` (the records under one title), or the final record alone where they are one work's
+    online-first and final records (`identity.final_of`): CNKI keeps both, and the title names the work."""
+    final = final_of(papers) if len(papers) > 1 else None
+    return [final] if final is not None else papers
+
+
 def local_matches(store: Store, title: str, spell: Callable[[str], list[str]] = title_variants) -> list[Paper]:
-    """Stored papers whose title key equals any spelling of `title` (distinct, store order)."""
+    """Stored papers whose title key equals any spelling of `title` (distinct, store order), one
+    record per online-first work (`one_per_work`)."""
     found: dict[str, Paper] = {}
     for spelling in spell(title):
         for paper in store.find_by_title_key(spelling):
             found.setdefault(paper.record_ref, paper)
-    return list(found.values())
+    return one_per_work(list(found.values()))
 
 
 def phrases_of(spellings: list[str]) -> set[str]:
@@ -172,7 +180,8 @@ async def locate_titles(
     *,
     public_origins: tuple[str, ...] = (),
 ) -> dict[str, list[Paper]]:
-    """reference key -> papers CNKI lists under that exact title (stored on the way)."""
+    """reference key -> papers CNKI lists under that exact title (stored on the way; one record per
+    online-first work, `one_per_work`)."""
     found: dict[str, list[Paper]] = {}
     batches, _ = plan_batches(titles)
     gate = asyncio.Semaphore(LOOKUP_WORKERS)
@@ -193,7 +202,7 @@ async def locate_titles(
         again = [(key, group) for key, group in batch if more and not rows_of[key]]
         for key, _ in batch:
             if not any(key == k for k, _ in again):
-                found[key] = list(rows_of[key].values())
+                found[key] = one_per_work(list(rows_of[key].values()))
         done += len(batch) - len(again)
         ctx.progress(done, len(titles), "titles")
         if len(batch) == 1 and again:

@@ -27,6 +27,7 @@ from cnki_mcp.pipeline.links import (
     local_matches,
     lookup_batch,
     lookup_reads_on,
+    one_per_work,
     plan_batches,
     searchable,
     spelled,
@@ -220,7 +221,7 @@ async def _locate(
 
     def settle(title: str, rows: list[GridRow]) -> None:
         papers = store.upsert_from_grid(rows, clock.now(), public_origins=enricher.public_origins)
-        distinct = list({p.record_ref: p for p in papers}.values())
+        distinct = one_per_work(list({p.record_ref: p for p in papers}.values()))
         refs = [p.record_ref for p in distinct]
         if not refs:
             record_item_error(

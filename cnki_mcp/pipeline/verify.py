@@ -45,7 +45,7 @@ from cnki_mcp.cite.refparse import ParsedReference, parse_references, title_spel
 from cnki_mcp.cite.refshapes import NOT_A_PAPER_REASON
 from cnki_mcp.cite.sources import cite_source, stable_url
 from cnki_mcp.errors import CnkiError, InputTooLarge, InvalidInput, TooManyReferences
-from cnki_mcp.identity import Paper, doi_key, listed_online_first
+from cnki_mcp.identity import Paper, doi_key, final_of, listed_online_first
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.links import reference_key, title_variants
 from cnki_mcp.models import GridRow
@@ -454,12 +454,24 @@ def _cites_numbers_online_first_lacks(entry: ParsedReference, paper: Paper) -> b
     return any(getattr(entry, n) is not None and getattr(paper, n) is None for n in ("volume", "issue", "pages"))
 
 
+def _one_work(work: _Work, i: int, store: Store) -> Judgement:
+    """Entry `i` judged; an entry that fits a work's online-first and final records alike (CNKI keeps
+    both, `identity.final_of`) is judged against the final record, not called ambiguous."""
+    judged = work.judgement(i)
+    if judged.verdict != "ambiguous":
+        return judged
+    papers = store.papers_by_refs(c.record_ref for c in judged.candidates)
+    final = final_of(list({p.record_ref: p for p in papers.values()}.values()))
+    ref = next((asked for asked, p in papers.items() if final is not None and p.record_ref == final.record_ref), None)
+    return judged if ref is None else judge(work.parsed[i], [work.candidates[i][ref]])
+
+
 def _result(work: _Work, requests: int, store: Store) -> VerifyResult:
     """The entries as judged; a not-found entry whose fallback search never ran (the run ended
     early: a fatal error, a cancel, the budget) is said to be unjudged."""
     entries: list[VerifiedEntry] = []
     counts: dict[str, int] = {}
-    judged = [work.judgement(i) for i in range(len(work.parsed))]
+    judged = [_one_work(work, i, store) for i in range(len(work.parsed))]
     papers = store.papers_by_refs([j.record.record_ref for j in judged if j.record])
     for i, entry in enumerate(work.parsed):
         j = judged[i]

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cnki_mcp.errors import InvalidInput
-from cnki_mcp.identity import detail_token
+from cnki_mcp.identity import detail_filename, detail_token
 
 REF_ARGUMENTS = ("record_ref", "record_refs")
 # the argument of each tool that takes a paper's title, where a link's paper can be named instead
@@ -63,6 +63,8 @@ def _stored_refs(links: list[str], store: Any) -> dict[str, str]:
     found: dict[str, str] = {}
     for link in links:
         papers = store.find_by_detail_token(detail_token(link)) if store is not None else []
+        if not papers and store is not None and detail_filename(link):  # a KCMS link: by its file name
+            papers = [p for p in [store.find_by_filename(detail_filename(link))] if p is not None]
         if len({p.record_ref for p in papers}) == 1:
             found[link] = papers[0].record_ref
     return found

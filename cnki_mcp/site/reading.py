@@ -38,7 +38,16 @@ from cnki_mcp.errors import (
     VerificationRepeated,
     VerificationSkipped,
 )
-from cnki_mcp.identity import RELOCATE_AMBIGUOUS, Paper, ambiguous, author_key, detail_matches, title_key
+from cnki_mcp.identity import (
+    RELOCATE_AMBIGUOUS,
+    Paper,
+    ambiguous,
+    author_key,
+    detail_matches,
+    native_key,
+    natives_conflict,
+    title_key,
+)
 from cnki_mcp.models import DetailPage, GateKind, ReaderPage
 from cnki_mcp.parse.detail import parse_detail
 from cnki_mcp.parse.gate import challenge_url, classify_page, error_page, raise_for_verdict
@@ -231,7 +240,8 @@ class DetailTabs:
         return page.is_closed() and await self.host.check_alive()
 
     async def relocate(self, paper: Paper, op: SiteOp | None) -> str:
-        """site-rules.md §3.10: one exact-title grid search; one matching paper -> its detail URL."""
+        """site-rules.md §3.10: one exact-title grid search; one matching paper (by its file name where
+        the title and first author match several) -> its detail URL."""
         want = title_key(paper.title)
         if not want:
             raise DocumentNotFound(record_ref=paper.record_ref)
@@ -243,6 +253,12 @@ class DetailTabs:
             who = author_key(paper.authors[0].name)
             rows = [r for r in rows if not r.authors or author_key(r.authors[0]) == who]
         distinct = list({r.detail_url: r for r in rows if r.detail_url}.values())
+        own = native_key(paper.native)
+        if len(distinct) > 1 and own:
+            # its own file name picks the paper among namesakes: its online-first or final record,
+            # the same title by the same author in another periodical (identity.same_work)
+            mine = [r for r in distinct if native_key(r.native) and not natives_conflict(own, native_key(r.native))]
+            distinct = mine if len(mine) == 1 else distinct
         if not distinct:
             raise DocumentNotFound(record_ref=paper.record_ref, title=paper.title, reason=RELOCATE_FAILED)
         if len(distinct) > 1:

@@ -16,6 +16,7 @@ from cnki_mcp.identity import (
     detail_matches,
     doi_key,
     duplicate_works,
+    final_of,
     index_keys,
     merge,
     native_key,
@@ -342,6 +343,24 @@ async def test_relocating_a_stored_paper_whose_title_finds_two_papers_names_both
     ]  # fmt: skip
 
 
+async def test_relocating_a_stored_paper_takes_the_row_of_its_own_file_name_among_namesakes() -> None:
+    # CNKI lists a work's online-first record (CAPJ) and its final one in the issue under one title
+    rows = [
+        GridRow(title="同名论文", detail_url=f"https://kns.cnki.net/kcms2/article/abstract?v=d{k}",
+                native=NativeId(dbname=db, filename=name), authors=["同名作者"], source="中外法学", year=2022)
+        for k, db, name in ((1, "CAPJLAST", "ZWFX20220110001"), (2, "CJFD2022", "ZWFX202202003"))
+    ]  # fmt: skip
+
+    async def grid(request: object, op: object = None) -> GridPage:
+        return GridPage(rows=rows, total=2, page=1)
+
+    tabs = DetailTabs(SimpleNamespace(endpoints=None, grid=grid), None, None, None, None)  # type: ignore[arg-type]
+    for filename, url in (("ZWFX20220110001", rows[0].detail_url), ("zwfx202202003", rows[1].detail_url)):
+        native = NativeId(dbcode="CJFQ", filename=filename)
+        paper = Paper(record_ref="rec_x", title="同名论文", authors=[Author(name="同名作者")], native=native)
+        assert await tabs.relocate(paper, None) == url
+
+
 def _work(ref: str, authors: list[str], source: str, year: int, **kw: object) -> Paper:
     return Paper(
         record_ref=ref, title=str(kw.pop("title", "约定违约金酌减规则研究")), authors=[Author(name=a) for a in authors],
@@ -420,3 +439,17 @@ def test_a_work_whose_final_record_would_not_be_selected_keeps_its_online_first_
     high = [r for r in ranked if r.ref != "final"] + [r for r in ranked if r.ref == "final"]
     selected, dupes = select_works(high, papers, lambda listed: list(listed[:100]))
     assert "final" in {r.ref for r in selected} and dupes == {"online": "final"}
+
+
+def test_a_title_names_a_works_final_record_only_over_its_online_first_records() -> None:
+    capj, cjfd = NativeId(dbname="CAPJLAST", filename="A1"), NativeId(dbname="CJFD2026", filename="A2")
+    online = _work("rec_1", ["宋澄"], "法学评论", 2026, native=capj)
+    final = _work("rec_2", ["宋澄"], "法学评论", 2026, native=cjfd, issue="2")
+    assert final_of([online, final]) is final and final_of([final, online]) is final
+    in_print = final.model_copy(update={"record_ref": "rec_3", "native": NativeId(dbname="CJFD2026", filename="A3")})
+    elsewhere = final.model_copy(update={"source": "中国法学"})
+    other_author = online.model_copy(update={"authors": [Author(name="陆明")]})
+    assert final_of([online, final, in_print]) is None  # two records in print: the caller chooses
+    assert final_of([online, elsewhere]) is None  # the same title in another periodical
+    assert final_of([other_author, final]) is None
+    assert final_of([final]) is None and final_of([online, online.model_copy(update={"record_ref": "rec_4"})]) is None

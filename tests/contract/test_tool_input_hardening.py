@@ -14,6 +14,7 @@ from mcp import Client
 
 from cnki_mcp.identity import Paper
 from cnki_mcp.models import GridRow, NativeId
+from cnki_mcp.pipeline.citations import resolve_paper
 from cnki_mcp.server.app import build_server
 from cnki_mcp.services import Services
 from cnki_mcp.settings import Settings
@@ -188,6 +189,18 @@ async def test_a_detail_link_given_as_a_record_ref_names_the_argument_and_the_st
     other = json.loads(unknown.content[0].text)
     assert unknown.is_error and other["code"] == "INVALID_ARGUMENT" and other["details"]["field"] == "record_ref"
     assert "next_step" not in other["details"]
+
+
+async def test_a_kcms_link_naming_a_stored_paper_by_its_file_name_is_that_paper(stored: tuple[Services, Paper]) -> None:
+    # an older detail link names the paper by FileName (any key and value case), not by a `v` token
+    services, paper = stored
+    link = "http://kns.cnki.net/kcms/detail/detail.aspx?dbcode=CJFD&DbName=CJFDLAST2021&FileName=fxyj202101001&v="
+    async with Client(build_server(lambda: services)) as client:
+        refused = await client.call_tool("get_metadata", {"record_refs": [link], "local_only": True})
+        assert resolve_paper(services.store, link).record_ref == paper.record_ref  # get_references, citation_graph
+    error = json.loads(refused.content[0].text)
+    assert error["code"] == "INVALID_ARGUMENT" and error["details"]["record_refs"] == [paper.record_ref]
+    assert error["details"]["next_step"] == f"get_metadata(record_refs=['{paper.record_ref}'], local_only=True)"
 
 
 async def test_a_detail_link_given_as_a_title_is_refused_with_the_call_that_names_its_paper(stored: tuple[Services, Paper]) -> None:
