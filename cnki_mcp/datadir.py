@@ -235,12 +235,31 @@ def _utf8(codeset: str) -> bool:
 def locale_codeset(environ: Mapping[str, str]) -> str | None:
     """The character set of the locale `environ` names for file names (LC_ALL, else LC_CTYPE,
     else LANG): `zh_CN.GB18030` -> GB18030; a name without one (`zh_CN`) is the language's legacy
-    set (None); C, POSIX or nothing set -> UTF-8, which Python and Chromium both use then."""
+    set (None); C, POSIX or nothing set -> UTF-8, which Python uses then and the browser is
+    given (`utf8_file_names`)."""
     name = next((environ[k] for k in ("LC_ALL", "LC_CTYPE", "LANG") if environ.get(k)), "")
     if name in ("", "C", "POSIX"):
         return "UTF-8"
     base = name.split("@", 1)[0]
     return base.split(".", 1)[1] if "." in base else None
+
+
+UTF8_LOCALE = "C.UTF-8"  # glibc ≥ 2.35 has it built in; Debian and Ubuntu always shipped it
+
+
+def utf8_file_names(env: dict[str, str], *, platform: str = sys.platform) -> None:
+    """Give the browser's environment `env` UTF-8 file names when its locale is C, POSIX or unset
+    (LC_ALL=C in a script or cron line): Chromium then names files in ASCII, and with a data
+    directory path beyond ASCII every download ended "canceled" (SIDE_EFFECT_UNCERTAIN) while the
+    rest worked. Python itself reads file names as UTF-8 there (its C-locale coercion and UTF-8
+    mode), so `check_browser_path_encoding` lets such a path through. LC_ALL=C is replaced by
+    C.UTF-8, else LC_CTYPE is set; a named locale (zh_CN.GB18030) is left alone (refused above)."""
+    if platform in ("darwin", "win32"):
+        return
+    name = next((env[k] for k in ("LC_ALL", "LC_CTYPE", "LANG") if env.get(k)), "")
+    if name not in ("", "C", "POSIX"):
+        return
+    env["LC_ALL" if env.get("LC_ALL") else "LC_CTYPE"] = UTF8_LOCALE
 
 
 def check_browser_path_encoding(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -172,7 +173,7 @@ def test_a_non_ascii_data_directory_under_a_non_utf8_locale_is_refused_for_the_b
     [
         (CHINESE_DIR, {"LANG": "zh_CN.UTF-8"}, "utf-8"),
         (CHINESE_DIR, {"LC_CTYPE": "zh_CN.utf8"}, "utf-8"),
-        (CHINESE_DIR, {}, "utf-8"),  # no locale: C, where Python and Chromium both use UTF-8
+        (CHINESE_DIR, {}, "utf-8"),  # no locale: C, Python uses UTF-8 and the browser is given it
         (CHINESE_DIR, {"LANG": "C"}, "utf-8"),
         (Path("/home/zhang/.local/share/cnki_mcp"), {"LANG": "zh_CN.GB18030"}, "gb18030"),
     ],
@@ -181,6 +182,35 @@ def test_a_data_directory_every_side_names_alike_is_accepted(
     path: Path, environ: dict[str, str], fs_encoding: str
 ) -> None:
     datadir.check_browser_path_encoding(path, environ, fs_encoding)
+
+
+def _file_name_locale(env: dict[str, str]) -> str:
+    return next((env[k] for k in ("LC_ALL", "LC_CTYPE", "LANG") if env.get(k)), "")
+
+
+@pytest.mark.skipif(sys.platform in ("darwin", "win32"), reason="file names are bytes in the locale's encoding")
+@pytest.mark.parametrize(
+    "environ", [{"LC_ALL": "C"}, {"LC_ALL": "POSIX", "LANG": "zh_CN.UTF-8"}, {"LANG": "C"}, {}]
+)
+def test_the_browser_names_files_in_utf8_under_a_c_or_posix_locale(environ: dict[str, str]) -> None:
+    """LC_ALL=C (a script, a cron line) with a data directory path beyond ASCII: Python names it in
+    UTF-8 and let it through, Chromium named it in ASCII, and every download ended "canceled"
+    (SIDE_EFFECT_UNCERTAIN) or was saved outside the data directory. The browser gets C.UTF-8."""
+    from cnki_mcp.site.browser import private_browser_env
+
+    env = private_browser_env(environ, CHINESE_DIR / "ChromeConfigHome", headless=True)
+    assert datadir.locale_codeset(env) == "UTF-8" and _file_name_locale(env) == "C.UTF-8"
+    assert {k: v for k, v in environ.items() if k != "LC_ALL"}.items() <= env.items()
+
+
+@pytest.mark.parametrize("environ", [{"LANG": "zh_CN.UTF-8"}, {"LC_ALL": "zh_CN.GB18030"}, {"LC_CTYPE": "C.UTF-8"}])
+def test_a_named_locale_is_left_to_the_browser_as_it_is(environ: dict[str, str]) -> None:
+    env = dict(environ)
+    datadir.utf8_file_names(env, platform="linux")
+    assert env == environ
+    c_env = {"LC_ALL": "C"}
+    datadir.utf8_file_names(c_env, platform="darwin")  # macOS names files in UTF-8 whatever LC_ALL says
+    assert c_env == {"LC_ALL": "C"}
 
 
 @pytest.mark.parametrize("platform", ["darwin", "win32"])
