@@ -36,6 +36,7 @@ from cnki_mcp.site.launch_error import (
     is_sandbox_refusal,
     launch_error,
     sandbox_wanted,
+    temp_unwritable,
 )
 from cnki_mcp.site.locate import (
     BrowserCandidate,
@@ -359,6 +360,8 @@ class BrowserHost(BrowserTabs):
         )
         if candidate is None:
             raise BrowserUnavailable()
+        if (temp := temp_unwritable()) is not None:
+            raise temp
         self._acquire_profile_lock()
         try:
             self._prepare_profile()
