@@ -373,3 +373,19 @@ def test_doctor_fails_a_store_serve_could_not_write(
     by_name = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
     assert by_name["store"]["ok"] is False
     assert by_name["data_dir"]["ok"] is True
+
+
+def test_doctor_does_not_blame_another_process_for_a_lock_file_it_cannot_create(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lock file another user owns (from a `sudo` run): doctor said WARN 另一个 cnki-mcp 进程正在使用,
+    sending the person to look for a process that does not exist."""
+    from cnki_mcp.errors import DataDirectoryUnusable
+    from cnki_mcp.store import db
+
+    def refused(data_dir: Path, timeout: float) -> None:
+        raise DataDirectoryUnusable(path=str(data_dir), reason="other_owner")
+
+    monkeypatch.setattr(db, "acquire_lock", refused)
+    check = doctor_cmd.check_data_dir_lock(env, True)
+    assert not check.ok and not check.warning and "DATA_DIRECTORY_UNUSABLE" in check.detail

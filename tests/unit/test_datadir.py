@@ -280,3 +280,70 @@ def test_a_folder_refused_for_another_cause_keeps_the_system_words(tmp_path: Pat
     with pytest.raises(CnkiError) as info:
         datadir.ensure_root(blocker / "data")
     assert info.value.details["reason"] == os.strerror(17)  # EEXIST from the parent: not a disk refusal
+
+
+@pytest.fixture
+def someone_else(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> int:
+    """This process as an ordinary user whose id owns none of tmp_path's files (they are the test
+    runner's): what a person meets after `sudo cnki-mcp …` made the data directory root's."""
+    uid = tmp_path.stat().st_uid + 4242
+    _as_user(monkeypatch, uid)
+    return uid
+
+
+def _as_user(monkeypatch: pytest.MonkeyPatch, uid: int) -> None:
+    """os.geteuid and os.access as for an ordinary user `uid` (the product makes every file 0600
+    and folder 0700, so another user's are out of reach), whoever runs the tests."""
+    monkeypatch.setattr(os, "geteuid", lambda: uid, raising=False)
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: os.lstat(path).st_uid == uid)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="no owner ids on Windows")
+@pytest.mark.parametrize("entry", ["open", "lock"])
+def test_a_data_directory_another_user_owns_is_refused_naming_the_owner_and_the_chown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, someone_else: int, entry: str
+) -> None:
+    """Its files 0600/0700 and another user's: `serve` said 无法在数据目录中创建锁文件 (no cause),
+    ensure_root "Operation not permitted", `logout` the same; the person, in their own home
+    directory, was told to point CNKI_DATA_DIR elsewhere."""
+    from filelock import FileLock
+
+    from cnki_mcp.store.db import acquire_lock
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / datadir.LOCK_FILE).touch()
+
+    def not_permitted(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")  # what the other user's 0600 lock file gives
+
+    monkeypatch.setattr(FileLock, "acquire", not_permitted)
+    with pytest.raises(CnkiError) as info:
+        if entry == "open":
+            Store.open(data, FakeClock(T0), upkeep=False)
+        else:
+            acquire_lock(data, 0.05)
+    assert info.value.code == "DATA_DIRECTORY_UNUSABLE" and info.value.details["reason"] == "other_owner"
+    assert info.value.details["user"] == str(someone_else) and str(data) in info.value.details["paths"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
+def test_one_entry_another_user_owns_is_named_in_a_directory_of_ones_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = datadir.prepare(tmp_path / "data")
+    (data / datadir.PROFILE_DIR / "Default").mkdir(parents=True)
+    cookies = data / datadir.PROFILE_DIR / "Default" / "Cookies"
+    cookies.touch()
+    me = 4243
+    _as_user(monkeypatch, me)
+    for path in (data, data / datadir.PROFILE_DIR, data / datadir.PROFILE_DIR / "Default"):
+        os.chown(path, me, me)
+    error = datadir.other_owner(data, euid=me)
+    assert error is not None and error.details["paths"] == [str(cookies)] and error.details["owner"] == "root"
+    assert datadir.other_owner(data, euid=0) is None  # root can use anything
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: True)  # an ACL, a squashing NFS
+    assert datadir.other_owner(data, euid=me) is None
+    os.chown(cookies, me, me)
+    monkeypatch.undo()
+    assert datadir.other_owner(data, euid=me) is None
