@@ -84,11 +84,11 @@ def ensure_root(data_dir: Path) -> Path:
     except DataDirectoryUnusable:
         raise
     except OSError as exc:
-        raise DataDirectoryUnusable(
+        raise other_owner(data_dir) or DataDirectoryUnusable(
             f"无法创建或设置数据目录 {data_dir}（{said_of(exc)}）", path=str(data_dir), reason=reason_of(exc)
         ) from exc
     if not os.access(data_dir, os.W_OK | os.X_OK):
-        raise DataDirectoryUnusable("数据目录不可写", path=str(data_dir), reason="not_writable")
+        raise other_owner(data_dir) or DataDirectoryUnusable("数据目录不可写", path=str(data_dir), reason="not_writable")
     return data_dir
 
 
@@ -235,12 +235,31 @@ def _utf8(codeset: str) -> bool:
 def locale_codeset(environ: Mapping[str, str]) -> str | None:
     """The character set of the locale `environ` names for file names (LC_ALL, else LC_CTYPE,
     else LANG): `zh_CN.GB18030` -> GB18030; a name without one (`zh_CN`) is the language's legacy
-    set (None); C, POSIX or nothing set -> UTF-8, which Python and Chromium both use then."""
+    set (None); C, POSIX or nothing set -> UTF-8, which Python uses then and the browser is
+    given (`utf8_file_names`)."""
     name = next((environ[k] for k in ("LC_ALL", "LC_CTYPE", "LANG") if environ.get(k)), "")
     if name in ("", "C", "POSIX"):
         return "UTF-8"
     base = name.split("@", 1)[0]
     return base.split(".", 1)[1] if "." in base else None
+
+
+UTF8_LOCALE = "C.UTF-8"  # glibc ≥ 2.35 has it built in; Debian and Ubuntu always shipped it
+
+
+def utf8_file_names(env: dict[str, str], *, platform: str = sys.platform) -> None:
+    """Give the browser's environment `env` UTF-8 file names when its locale is C, POSIX or unset
+    (LC_ALL=C in a script or cron line): Chromium then names files in ASCII, and with a data
+    directory path beyond ASCII every download ended "canceled" (SIDE_EFFECT_UNCERTAIN) while the
+    rest worked. Python itself reads file names as UTF-8 there (its C-locale coercion and UTF-8
+    mode), so `check_browser_path_encoding` lets such a path through. LC_ALL=C is replaced by
+    C.UTF-8, else LC_CTYPE is set; a named locale (zh_CN.GB18030) is left alone (refused above)."""
+    if platform in ("darwin", "win32"):
+        return
+    name = next((env[k] for k in ("LC_ALL", "LC_CTYPE", "LANG") if env.get(k)), "")
+    if name not in ("", "C", "POSIX"):
+        return
+    env["LC_ALL" if env.get("LC_ALL") else "LC_CTYPE"] = UTF8_LOCALE
 
 
 def check_browser_path_encoding(
@@ -340,8 +359,63 @@ def prepare(data_dir: Path) -> Path:
     return root
 
 
+def _user_name(uid: int) -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return str(uid)
+
+
+def other_owner(root: Path, *, euid: int | None = None) -> DataDirectoryUnusable | None:
+    """DATA_DIRECTORY_UNUSABLE (`other_owner`) when the data directory, an entry the product keeps
+    in it, or one a level below (two in the browser profile: its `Default/` holds the cookies)
+    belongs to another user and this one cannot read and write it, for a process that is not root. `sudo cnki-mcp …` keeping HOME left
+    them root's, 0600/0700: the person's own runs then met "Operation not permitted", a lock file
+    that "could not be created", a database doctor called corrupt, or a lock doctor said another
+    process held. The message names the owner and the `chown` that gives them back."""
+    if euid is None:
+        if not hasattr(os, "geteuid"):
+            return None  # Windows: no owner ids to compare
+        euid = os.geteuid()
+    if euid == 0:
+        return None
+    foreign: list[tuple[Path, int]] = []
+
+    def look(path: Path, depth: int) -> None:
+        try:
+            st = path.lstat()
+        except OSError:
+            return
+        wanted = os.R_OK | os.W_OK | (os.X_OK if stat.S_ISDIR(st.st_mode) else 0)
+        if st.st_uid != euid and not os.access(path, wanted, follow_symlinks=False):
+            foreign.append((path, st.st_uid))  # usable all the same (a squashing NFS, an ACL): kept
+        elif depth and stat.S_ISDIR(st.st_mode):
+            with contextlib.suppress(OSError), os.scandir(path) as entries:
+                for entry in entries:
+                    look(Path(entry.path), depth - 1)
+
+    look(root, 0)
+    if not foreign:
+        for name in (*DIRECTORIES, *FILES):
+            look(root / name, 2 if name == PROFILE_DIR else 1)
+    if not foreign:
+        return None
+    owner, me = _user_name(foreign[0][1]), _user_name(euid)
+    shown = [str(p.relative_to(root)) for p, _uid in foreign if p != root][:5]
+    what = f"数据目录 {root}" + (f" 中的 {'、'.join(shown)}{' 等' if len(foreign) > 5 else ''}" if shown else "")
+    return DataDirectoryUnusable(
+        f"{what} 属于用户 {owner}，当前用户 {me} 无法使用（多半是曾用 sudo 或以 root 运行过 cnki-mcp）。"
+        f"改回当前用户：sudo chown -R {me}: '{root}'，然后重试",
+        path=str(root), reason="other_owner", owner=owner, user=me, paths=[str(p) for p, _uid in foreign[:5]],
+    )  # fmt: skip
+
+
 def check_entries(root: Path) -> None:
     """The entries `prepare` refuses, without changing anything (`doctor` runs it)."""
+    if (foreign := other_owner(root)) is not None:
+        raise foreign
     for name in DIRECTORIES:
         checked_dir(root, name)
     for name in FILES:

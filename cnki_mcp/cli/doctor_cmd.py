@@ -30,7 +30,7 @@ from importlib import metadata
 from pathlib import Path
 
 from cnki_mcp import datadir
-from cnki_mcp.errors import CnkiError, DataDirectoryUnusable, InvalidInput
+from cnki_mcp.errors import CnkiError, DataDirectoryInUse, DataDirectoryUnusable, InvalidInput
 from cnki_mcp.settings import Settings, load_settings, paths_of
 
 PACKAGES = ("cnki-research-mcp", "playwright", "mcp", "tomlkit", "selectolax", "pydantic", "filelock", "platformdirs")
@@ -118,8 +118,12 @@ def _default_probe(path: str) -> tuple[bool, str]:
 
 
 def check_browser_launch(path: str | None, probe: ProbeFn) -> Check:
+    from cnki_mcp.site.launch_error import temp_unwritable
+
     if path is None:
         return Check("browser_launch", False, "未检查：没有找到浏览器", "先解决上面的浏览器问题")
+    if (temp := temp_unwritable()) is not None:  # not the browser's fault: its hint misled
+        return Check("browser_launch", False, temp.message, "例如 mkdir -p ~/tmp，并设置 TMPDIR=$HOME/tmp")
     ok, info = probe(path)
     if ok:
         return Check("browser_launch", True, f"无界面启动成功，版本 {info}")
@@ -158,6 +162,8 @@ def check_data_dir(data_dir: Path, environ: Mapping[str, str] | None = None) -> 
         cause = exc.__cause__
         if isinstance(cause, OSError):
             hint = _DISK_HINTS.get(cause.errno or 0, hint)
+        if exc.details.get("reason") == "other_owner":
+            hint = f"以 root 运行：chown -R {exc.details['user']}: '{data_dir}'（或用 CNKI_DATA_DIR 换一个数据目录）"
         return Check("data_dir", False, f"{data_dir}：{exc.code}: {exc.message}", hint)
     except OSError as exc:
         hint = _DISK_HINTS.get(exc.errno or 0, hint)
@@ -176,7 +182,7 @@ def check_data_dir_lock(data_dir: Path, writable: bool) -> Check:
 
     try:
         lock = acquire_lock(data_dir, 0.05)
-    except CnkiError as exc:  # normal while the user's AI client runs the server: a warning, not a failure
+    except DataDirectoryInUse as exc:  # normal while the user's AI client runs the server: a warning, not a failure
         return Check(
             "data_dir_lock",
             True,
@@ -184,6 +190,8 @@ def check_data_dir_lock(data_dir: Path, writable: bool) -> Check:
             "若 AI 客户端正在运行 cnki-mcp，这是正常的；否则结束那个进程，或换一个 CNKI_DATA_DIR",
             warning=True,
         )
+    except CnkiError as exc:  # not another process: the lock file cannot be made (another user's)
+        return Check("data_dir_lock", False, f"{exc.code}: {exc.message}", "检查数据目录权限")
     except OSError as exc:
         return Check("data_dir_lock", False, f"无法创建锁文件：{exc.strerror or exc}", "检查数据目录权限")
     lock.release()

@@ -36,6 +36,7 @@ from cnki_mcp.site.launch_error import (
     is_sandbox_refusal,
     launch_error,
     sandbox_wanted,
+    temp_unwritable,
 )
 from cnki_mcp.site.locate import (
     BrowserCandidate,
@@ -69,8 +70,10 @@ CONFIG_HOME_DIR = "ChromeConfigHome"
 def private_browser_env(environ: Mapping[str, str], config_home: Path, *, headless: bool) -> dict[str, str]:
     """`environ` for a browser launch that keeps Chrome's own files out of HOME: its config home
     at `config_home`, and (headless only: a shown window keeps the desktop's fonts and scaling)
-    GLib settings in memory. Values the person set themselves are kept."""
+    GLib settings in memory, and file names in UTF-8 under a C or POSIX locale. Values the
+    person set themselves are kept."""
     env = dict(environ)
+    datadir.utf8_file_names(env)  # LC_ALL=C: the browser would name files in ASCII
     env.setdefault("CHROME_CONFIG_HOME", str(config_home))
     if headless:
         env.setdefault("GSETTINGS_BACKEND", "memory")
@@ -359,6 +362,8 @@ class BrowserHost(BrowserTabs):
         )
         if candidate is None:
             raise BrowserUnavailable()
+        if (temp := temp_unwritable()) is not None:
+            raise temp
         self._acquire_profile_lock()
         try:
             self._prepare_profile()

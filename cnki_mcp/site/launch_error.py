@@ -27,6 +27,7 @@ SINGLETON_LOCK = "SingletonLock"
 # (IO.read): Read failed"); with the profile's disk full the browser dies under the next page.
 TEMP_LOW_BYTES = 32 * 1024 * 1024
 TEMP_DISK_FULL = "temp_disk_full"  # details.reason: the temp directory's disk is full
+TEMP_UNWRITABLE = "temp_unwritable"  # details.reason: this user cannot write in the temp directory
 BROWSER_DIED = "browser_died"  # details.reason: the browser died under the same request twice
 NO_DISPLAY = "no_display"  # details.reason of a headed launch the display refused
 LAUNCH_SECONDS = 60.0  # a browser that has not started by then never will (a hung launcher)
@@ -69,13 +70,30 @@ def launch_error(exc: Exception, *, profile: Path, launch_seconds: float) -> Exc
 
 
 def browser_temp_dir() -> Path:
-    """The browser's temp directory: TMPDIR (TMP/TEMP on Windows) as the browser reads it.
-    Not tempfile.gettempdir(): that one writes a probe file and, on a full TMPDIR, quietly
-    falls back to another directory."""
+    """The browser's temp directory: TMPDIR (TMP/TEMP) as Playwright's driver and the browser
+    read it, else /tmp on POSIX. Not tempfile.gettempdir(): that one writes a probe file and, on
+    a full or unwritable TMPDIR or /tmp, quietly falls back to another directory (/var/tmp)."""
     for name in ("TMPDIR", "TMP", "TEMP"):
         if os.environ.get(name):
             return Path(os.environ[name])
-    return Path(tempfile.gettempdir())
+    return Path("/tmp") if os.name == "posix" else Path(tempfile.gettempdir())
+
+
+def temp_unwritable() -> BrowserUnavailable | None:
+    """BROWSER_UNAVAILABLE (`temp_unwritable`) when the temp directory is missing or this user
+    cannot write in it (TMPDIR naming a folder gone or another user's, a /tmp without the sticky
+    world-writable mode). Every launch failed in Playwright's driver ("EACCES: permission denied,
+    mkdtemp '/tmp/playwright-artifacts-…'"), told as 浏览器启动失败, and doctor sent the person to
+    check the browser program; Python's own temp files had quietly moved elsewhere."""
+    folder = browser_temp_dir()
+    if folder.is_dir() and os.access(folder, os.W_OK | os.X_OK):
+        return None
+    state = "当前用户不可写" if folder.is_dir() else "不存在"
+    return BrowserUnavailable(
+        f"浏览器无法启动：临时目录 {folder} {state}。把环境变量 TMPDIR 指向当前用户可写的文件夹"
+        "（例如 ~/tmp；在 AI 客户端配置的 env 中设置）后重试",
+        reason=TEMP_UNWRITABLE, directory=str(folder),
+    )  # fmt: skip
 
 
 def short_of_disk(profile: Path | None = None) -> BrowserUnavailable | None:

@@ -309,8 +309,8 @@ def acquire_lock(data_dir: Path, timeout: float) -> FileLock:
             "先结束那个进程，或用 CNKI_DATA_DIR 指定另一个数据目录",
             data_dir=str(data_dir),
         ) from exc
-    except OSError as exc:  # unwritable directory, a directory named .lock ...
-        raise DataDirectoryUnusable(
+    except OSError as exc:  # unwritable directory, a directory named .lock, another user's ...
+        raise datadir.other_owner(data_dir) or DataDirectoryUnusable(
             f"无法在数据目录 {data_dir} 中创建锁文件", path=str(data_dir), reason=exc.strerror or type(exc).__name__
         ) from exc
     return lock

@@ -156,6 +156,22 @@ def test_doctor_reports_a_browser_that_exists_but_does_not_launch(
     assert lines["browser"] == "OK" and lines["browser_launch"] == "FAIL"
 
 
+def test_doctor_names_a_temp_directory_the_user_cannot_write_not_the_browser(
+    env: Path, quick_probe: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """TMPDIR (or /tmp) this account cannot write: the probe failed "EACCES ... mkdtemp" and the
+    hint said to check that the file is a browser the user can run."""
+    fake = env / "chrome"
+    fake.write_text("#!/bin/sh\n", encoding="utf-8")
+    fake.chmod(0o755)
+    monkeypatch.setenv("CNKI_BROWSER_PATH", str(fake))
+    monkeypatch.setenv("TMPDIR", str(env / "gone"))
+    assert main(["doctor", "--json"]) == 1
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert not checks["browser_launch"]["ok"] and "TMPDIR" in checks["browser_launch"]["hint"]
+    assert quick_probe == []  # the browser was not blamed (nor started)
+
+
 @pytest.fixture
 def locked_data_dir(env: Path) -> Iterator[Path]:
     """Another process holding the data directory lock, as a running server does."""
@@ -357,3 +373,19 @@ def test_doctor_fails_a_store_serve_could_not_write(
     by_name = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
     assert by_name["store"]["ok"] is False
     assert by_name["data_dir"]["ok"] is True
+
+
+def test_doctor_does_not_blame_another_process_for_a_lock_file_it_cannot_create(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lock file another user owns (from a `sudo` run): doctor said WARN 另一个 cnki-mcp 进程正在使用,
+    sending the person to look for a process that does not exist."""
+    from cnki_mcp.errors import DataDirectoryUnusable
+    from cnki_mcp.store import db
+
+    def refused(data_dir: Path, timeout: float) -> None:
+        raise DataDirectoryUnusable(path=str(data_dir), reason="other_owner")
+
+    monkeypatch.setattr(db, "acquire_lock", refused)
+    check = doctor_cmd.check_data_dir_lock(env, True)
+    assert not check.ok and not check.warning and "DATA_DIRECTORY_UNUSABLE" in check.detail

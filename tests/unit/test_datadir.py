@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -172,7 +173,7 @@ def test_a_non_ascii_data_directory_under_a_non_utf8_locale_is_refused_for_the_b
     [
         (CHINESE_DIR, {"LANG": "zh_CN.UTF-8"}, "utf-8"),
         (CHINESE_DIR, {"LC_CTYPE": "zh_CN.utf8"}, "utf-8"),
-        (CHINESE_DIR, {}, "utf-8"),  # no locale: C, where Python and Chromium both use UTF-8
+        (CHINESE_DIR, {}, "utf-8"),  # no locale: C, Python uses UTF-8 and the browser is given it
         (CHINESE_DIR, {"LANG": "C"}, "utf-8"),
         (Path("/home/zhang/.local/share/cnki_mcp"), {"LANG": "zh_CN.GB18030"}, "gb18030"),
     ],
@@ -181,6 +182,35 @@ def test_a_data_directory_every_side_names_alike_is_accepted(
     path: Path, environ: dict[str, str], fs_encoding: str
 ) -> None:
     datadir.check_browser_path_encoding(path, environ, fs_encoding)
+
+
+def _file_name_locale(env: dict[str, str]) -> str:
+    return next((env[k] for k in ("LC_ALL", "LC_CTYPE", "LANG") if env.get(k)), "")
+
+
+@pytest.mark.skipif(sys.platform in ("darwin", "win32"), reason="file names are bytes in the locale's encoding")
+@pytest.mark.parametrize(
+    "environ", [{"LC_ALL": "C"}, {"LC_ALL": "POSIX", "LANG": "zh_CN.UTF-8"}, {"LANG": "C"}, {}]
+)
+def test_the_browser_names_files_in_utf8_under_a_c_or_posix_locale(environ: dict[str, str]) -> None:
+    """LC_ALL=C (a script, a cron line) with a data directory path beyond ASCII: Python names it in
+    UTF-8 and let it through, Chromium named it in ASCII, and every download ended "canceled"
+    (SIDE_EFFECT_UNCERTAIN) or was saved outside the data directory. The browser gets C.UTF-8."""
+    from cnki_mcp.site.browser import private_browser_env
+
+    env = private_browser_env(environ, CHINESE_DIR / "ChromeConfigHome", headless=True)
+    assert datadir.locale_codeset(env) == "UTF-8" and _file_name_locale(env) == "C.UTF-8"
+    assert {k: v for k, v in environ.items() if k != "LC_ALL"}.items() <= env.items()
+
+
+@pytest.mark.parametrize("environ", [{"LANG": "zh_CN.UTF-8"}, {"LC_ALL": "zh_CN.GB18030"}, {"LC_CTYPE": "C.UTF-8"}])
+def test_a_named_locale_is_left_to_the_browser_as_it_is(environ: dict[str, str]) -> None:
+    env = dict(environ)
+    datadir.utf8_file_names(env, platform="linux")
+    assert env == environ
+    c_env = {"LC_ALL": "C"}
+    datadir.utf8_file_names(c_env, platform="darwin")  # macOS names files in UTF-8 whatever LC_ALL says
+    assert c_env == {"LC_ALL": "C"}
 
 
 @pytest.mark.parametrize("platform", ["darwin", "win32"])
@@ -250,3 +280,70 @@ def test_a_folder_refused_for_another_cause_keeps_the_system_words(tmp_path: Pat
     with pytest.raises(CnkiError) as info:
         datadir.ensure_root(blocker / "data")
     assert info.value.details["reason"] == os.strerror(17)  # EEXIST from the parent: not a disk refusal
+
+
+@pytest.fixture
+def someone_else(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> int:
+    """This process as an ordinary user whose id owns none of tmp_path's files (they are the test
+    runner's): what a person meets after `sudo cnki-mcp …` made the data directory root's."""
+    uid = tmp_path.stat().st_uid + 4242
+    _as_user(monkeypatch, uid)
+    return uid
+
+
+def _as_user(monkeypatch: pytest.MonkeyPatch, uid: int) -> None:
+    """os.geteuid and os.access as for an ordinary user `uid` (the product makes every file 0600
+    and folder 0700, so another user's are out of reach), whoever runs the tests."""
+    monkeypatch.setattr(os, "geteuid", lambda: uid, raising=False)
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: os.lstat(path).st_uid == uid)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="no owner ids on Windows")
+@pytest.mark.parametrize("entry", ["open", "lock"])
+def test_a_data_directory_another_user_owns_is_refused_naming_the_owner_and_the_chown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, someone_else: int, entry: str
+) -> None:
+    """Its files 0600/0700 and another user's: `serve` said 无法在数据目录中创建锁文件 (no cause),
+    ensure_root "Operation not permitted", `logout` the same; the person, in their own home
+    directory, was told to point CNKI_DATA_DIR elsewhere."""
+    from filelock import FileLock
+
+    from cnki_mcp.store.db import acquire_lock
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / datadir.LOCK_FILE).touch()
+
+    def not_permitted(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")  # what the other user's 0600 lock file gives
+
+    monkeypatch.setattr(FileLock, "acquire", not_permitted)
+    with pytest.raises(CnkiError) as info:
+        if entry == "open":
+            Store.open(data, FakeClock(T0), upkeep=False)
+        else:
+            acquire_lock(data, 0.05)
+    assert info.value.code == "DATA_DIRECTORY_UNUSABLE" and info.value.details["reason"] == "other_owner"
+    assert info.value.details["user"] == str(someone_else) and str(data) in info.value.details["paths"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
+def test_one_entry_another_user_owns_is_named_in_a_directory_of_ones_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = datadir.prepare(tmp_path / "data")
+    (data / datadir.PROFILE_DIR / "Default").mkdir(parents=True)
+    cookies = data / datadir.PROFILE_DIR / "Default" / "Cookies"
+    cookies.touch()
+    me = 4243
+    _as_user(monkeypatch, me)
+    for path in (data, data / datadir.PROFILE_DIR, data / datadir.PROFILE_DIR / "Default"):
+        os.chown(path, me, me)
+    error = datadir.other_owner(data, euid=me)
+    assert error is not None and error.details["paths"] == [str(cookies)] and error.details["owner"] == "root"
+    assert datadir.other_owner(data, euid=0) is None  # root can use anything
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: True)  # an ACL, a squashing NFS
+    assert datadir.other_owner(data, euid=me) is None
+    os.chown(cookies, me, me)
+    monkeypatch.undo()
+    assert datadir.other_owner(data, euid=me) is None

@@ -180,3 +180,49 @@ def test_the_browsers_temp_directory_is_tmpdir_even_where_python_would_not_write
     missing = tmp_path / "no-such-dir"
     monkeypatch.setenv("TMPDIR", str(missing))
     assert browser_temp_dir() == missing
+
+
+@pytest.mark.parametrize("place", ["missing", "unwritable"])
+async def test_a_temp_directory_this_user_cannot_write_stops_the_launch_saying_set_tmpdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, place: str
+) -> None:
+    """TMPDIR naming a folder gone or another user's (or a /tmp this account cannot write): every
+    launch failed in Playwright's driver ("EACCES: permission denied, mkdtemp
+    '/tmp/playwright-artifacts-…'"), told as 浏览器启动失败 with no cause, while Python's own temp
+    files had quietly moved to /var/tmp. Refused before the driver starts, naming TMPDIR."""
+    from cnki_mcp.errors import BrowserUnavailable
+    from cnki_mcp.site.probe import probe_browser_async
+
+    temp = tmp_path / "tmp"
+    if place == "unwritable":
+        temp.mkdir()
+        real_access = os.access
+        monkeypatch.setattr(os, "access", lambda p, m: False if Path(p) == temp else real_access(p, m))
+    monkeypatch.setenv("TMPDIR", str(temp))
+    started: list[bool] = []
+
+    async def driver() -> None:
+        started.append(True)
+        raise BrowserUnavailable(reason="driver_failed")
+
+    monkeypatch.setattr("cnki_mcp.site.browser.start_driver", driver)
+    settings = Settings(data_dir=tmp_path / "data", browser_path="/usr/bin/chromium", headless=True)
+    host = BrowserHost(settings, FakeClock(), exists=lambda _p: True)
+    with pytest.raises(BrowserUnavailable) as info:
+        await host.ensure()
+    assert info.value.details["reason"] == "temp_unwritable"
+    assert info.value.details["directory"] == str(temp) and not started
+    await host.close()
+    probed = await probe_browser_async("/usr/bin/chromium")
+    assert not probed.ok and probed.error == info.value.message
+
+
+def test_without_tmpdir_the_browsers_temp_directory_is_tmp_on_posix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Node (Playwright's driver) and Chromium use /tmp when no TMPDIR is set; Python's
+    tempfile.gettempdir() moves to /var/tmp when /tmp is not writable."""
+    from cnki_mcp.site.launch_error import browser_temp_dir
+
+    for name in ("TMPDIR", "TMP", "TEMP"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("tempfile.gettempdir", lambda: "/var/tmp")
+    assert browser_temp_dir() == (Path("/tmp") if os.name == "posix" else Path("/var/tmp"))
