@@ -66,8 +66,23 @@ def load_scenario(path: Path) -> Scenario:
         raise InvalidInput(f"场景文件 {path} 的结构无效：{exc!r}", field="scenario") from exc
 
 
+def check_request_log(path: Path) -> None:
+    """INVALID_ARGUMENT when the request log cannot be appended to (a missing folder, a folder, no
+    permission): the simulator appends each request as it answers it, and a failing append dropped
+    that request's connection with a traceback while the simulator looked up and running."""
+    from cnki_mcp.errors import InvalidInput
+
+    try:
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise InvalidInput(f"无法写入请求日志 {path}：{exc.strerror or exc}", field="request_log") from exc
+
+
 def run(args: argparse.Namespace) -> int:
     require_sim_extra(args.hosts)
+    if args.request_log is not None:
+        check_request_log(args.request_log)
     from cnki_mcp.sim.corpus import Corpus
     from cnki_mcp.sim.server import SimServer
 
