@@ -25,13 +25,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("kind", choices=KINDS, help="页面类型 / page type")
     parser.add_argument("file", help="保存的 HTML 文件，- 表示标准输入 / saved HTML file, - for stdin")
     parser.add_argument("--url", default=None, help="页面原始地址，用于解析相对链接 / the page URL")
-    parser.add_argument("--encoding", default=None, help="强制编码（默认 UTF-8，失败时 GBK）")
+    parser.add_argument(
+        "--encoding",
+        type=text_encoding,
+        default=None,
+        help="强制编码（默认 UTF-8，失败时 GBK）/ force an encoding (default UTF-8, else GBK)",
+    )
     parser.add_argument(
         "--expect",
         default=None,
         help="journal: 期望的来源名称；reader: 期望的题名 / expected source (journal) or title (reader)",
     )
     parser.add_argument("--status", type=int, default=None, help="gate: HTTP 状态码 / HTTP status")
+
+
+def text_encoding(name: str) -> str:
+    """argparse type: a text encoding Python knows (`gbk`, `big5`, ...). An unknown name, or a
+    bytes-to-bytes codec such as `base64`, ended `parse` in a LookupError traceback (exit 1)."""
+    import codecs
+
+    try:
+        info = codecs.lookup(name)
+    except LookupError:
+        raise argparse.ArgumentTypeError(f"未知的编码：{name}") from None
+    if not getattr(info, "_is_text_encoding", True):
+        raise argparse.ArgumentTypeError(f"不是文本编码：{name}")
+    return name
 
 
 def decode(data: bytes, encoding: str | None = None) -> str:
