@@ -61,6 +61,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# Options only HTTP reads: (argparse dest, flag, default).
+HTTP_ONLY: tuple[tuple[str, str, object], ...] = (
+    ("host", "--host", "127.0.0.1"),
+    ("port", "--port", 8000),
+    ("allowed_host", "--allowed-host", []),
+    ("allowed_origin", "--allowed-origin", []),
+    ("stateless", "--stateless", False),
+    ("insecure_no_token", "--insecure-no-token", False),
+)
+
+
+def stdio_notes(args: argparse.Namespace, *, stdin_is_tty: bool) -> list[str]:
+    """What stderr tells a person who starts the stdio server by hand. `serve --port 9000` (no
+    `--transport http`) and `serve` at a terminal printed nothing and waited for JSON-RPC on stdin:
+    it looked hung. HTTP options given with stdio are named as ignored (a warning, not an error: a
+    client's entry that carries one still starts)."""
+    notes: list[str] = []
+    given = [flag for dest, flag, default in HTTP_ONLY if getattr(args, dest, default) != default]
+    if given:
+        flags = " ".join(given)
+        notes.append(
+            f"注意：{flags} 只用于 --transport http；现在以 stdio 运行，已忽略 / "
+            f"note: HTTP-only options ignored, serving stdio: {flags}"
+        )
+    if stdin_is_tty:
+        notes.append(
+            "cnki-mcp serve 在标准输入输出上等待 AI 客户端的 MCP 消息，通常由客户端自己启动；"
+            "在终端里试用请运行 cnki-mcp demo，HTTP 服务请加 --transport http，Ctrl-C 退出 / "
+            "waiting for an MCP client on stdin/stdout (clients start it themselves); "
+            "try `cnki-mcp demo`, or add --transport http; Ctrl-C quits"
+        )
+    return notes
+
+
 def port_number(text: str) -> int:
     """argparse type: a TCP port, 0..65535."""
     try:
@@ -149,6 +183,14 @@ def stop_like_ctrl_c() -> None:
         signal.signal(hangup, as_ctrl_c)
 
 
+def _isatty(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (OSError, ValueError):
+        return False
+
+
 def _warm_later() -> None:
     """After the handshake: the first raw question finds the segmenter's dictionary loaded
     (DESIGN.md "Start-up", step 5)."""
@@ -184,6 +226,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.transport == "stdio":
+            for note in stdio_notes(args, stdin_is_tty=_isatty(sys.stdin)):
+                print(note, file=sys.stderr, flush=True)
             # SIGTERM (a client or process manager stopping the server) ends it as Ctrl-C does:
             # operations interrupted with their checkpoints, browser and store closed. By default
             # it killed the process on the spot: operations left `running`, the browser orphaned

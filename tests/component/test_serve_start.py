@@ -274,3 +274,20 @@ def test_a_demo_stopped_from_outside_removes_its_temporary_data_directory(signam
     assert scratch.name.startswith("cnki-demo-"), done.stderr
     assert done.returncode == 130, done.stderr
     assert not scratch.exists()
+
+
+def test_http_options_given_to_the_stdio_server_are_named_as_ignored(tmp_path: Path) -> None:
+    """`serve --port 9000` without `--transport http` waited on stdin in silence, as if hung."""
+    done = serve(tmp_path / "data", "--port", "9000", "--stateless")
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if "--transport http" in line]
+    assert warned and "--port" in warned[0] and "--stateless" in warned[0], done.stderr
+
+
+def test_a_person_at_a_terminal_is_told_what_the_stdio_server_waits_for() -> None:
+    from cnki_mcp.cli.main import build_parser
+    from cnki_mcp.cli.serve_cmd import stdio_notes
+
+    plain = build_parser("serve").parse_args(["serve"])
+    assert stdio_notes(plain, stdin_is_tty=False) == []  # a client's pipe: nothing extra in its log
+    assert len(stdio_notes(plain, stdin_is_tty=True)) == 1
