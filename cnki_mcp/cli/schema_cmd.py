@@ -12,7 +12,7 @@ from cnki_mcp.errors import InvalidInput
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--output", "-o", type=Path, default=None, help="write to this file instead of stdout"
+        "--output", "-o", type=Path, default=None, help="写入这个文件而不是标准输出 / write to this file instead of stdout"
     )
 
 

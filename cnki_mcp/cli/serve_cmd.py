@@ -24,23 +24,23 @@ from cnki_mcp.errors import ListenFailed, TokenRequired
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or http"
+        "--transport", choices=("stdio", "http"), default="stdio", help="传输方式 / transport: stdio (default) or http"
     )
-    parser.add_argument("--host", default="127.0.0.1", help="HTTP listen address (default 127.0.0.1)")
-    parser.add_argument("--port", type=port_number, default=8000, help="HTTP port (default 8000; 0 = any free port)")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP 监听地址 / HTTP listen address (default 127.0.0.1)")
+    parser.add_argument("--port", type=port_number, default=8000, help="HTTP 端口 / HTTP port (default 8000; 0 = any free port)")
     parser.add_argument(
         "--allowed-host",
         action="append",
         default=[],
         metavar="H",
-        help="extra Host header value to accept (repeatable)",
+        help="额外接受的 Host 头，可重复 / extra Host header value to accept (repeatable)",
     )
     parser.add_argument(
         "--allowed-origin",
         action="append",
         default=[],
         metavar="O",
-        help="extra Origin to accept (repeatable)",
+        help="额外接受的 Origin，可重复 / extra Origin to accept (repeatable)",
     )
     parser.add_argument(
         "--insecure-no-token",
@@ -57,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stateless",
         action="store_true",
-        help="HTTP without sessions: one JSON response per request (no progress, logging or sampling)",
+        help="无会话的 HTTP：每个请求一个 JSON 响应 / HTTP without sessions: one JSON response per request "
+        "(no progress, logging or sampling)",
     )
 
 

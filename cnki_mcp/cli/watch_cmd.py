@@ -36,12 +36,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     which = check.add_mutually_exclusive_group()
     which.add_argument("watch_id", nargs="?", default=None, help="watch_id（默认全部）/ one watch (default: all)")
     which.add_argument("--all", action="store_true", help="检查全部订阅 / check every watch")
-    check.add_argument("--pages", type=int, default=1, choices=range(1, 6), metavar="1-5", help="每个检索式最多读几页")
+    check.add_argument("--pages", type=int, default=1, choices=range(1, 6), metavar="1-5", help="每个检索式最多读几页 / pages read per query (default 1)")
     check.add_argument("--max-requests", type=int, default=30, help="请求数上限 / request budget (default 30)")
     check.add_argument("--json", action="store_true", help="输出 JSON 报告 / print the JSON report")
     sub.add_parser("list", help="列出订阅 / list watches")
     remove = sub.add_parser("remove", help="取消订阅 / stop watching")
-    remove.add_argument("watch_id", help="watch_id（见 watch list）")
+    remove.add_argument("watch_id", help="要取消的订阅（见 watch list）/ the watch to remove (see watch list)")
 
 
 def run(args: argparse.Namespace) -> int:
