@@ -4,7 +4,7 @@ WATCH_ID`: saved searches from a cron job (DESIGN.md "Saved searches"). `check` 
 
 Exit codes of `check`: 0 checked, nothing changed; 1 checked, something new or changed (the digest
 says what); 3 stopped early (request budget or a site problem; the digest covers the watches
-checked, the rest are named); 2 an error before anything ran (`错误 CODE: 说明` on stderr, e.g.
+checked, the rest are named; `--json` carries the operation's `status` and coded `errors`); 2 an error before anything ran (`错误 CODE: 说明` on stderr, e.g.
 DATA_DIRECTORY_IN_USE while the MCP server holds the data directory, or an unknown watch).
 
 When the browser runs headless (no display, or CNKI_HEADLESS=1) nobody can be shown a slider or
@@ -22,6 +22,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from cnki_mcp.operations import OperationErrorInfo
     from cnki_mcp.pipeline.watch import CheckReport, WatchService
     from cnki_mcp.services import Services
 
@@ -117,7 +120,7 @@ async def _check(services: Services, args: argparse.Namespace) -> int:
 
     report = CheckReport.model_validate(record.result) if record.result else CheckReport()
     if args.json:
-        print(json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=1))
+        print(json.dumps(json_report(record.status.value, record.errors, report), ensure_ascii=False, indent=1))
     else:
         print(digest(report, record.errors[0].code if record.errors and report.unchecked else None))
     for error in record.errors:
@@ -126,6 +129,16 @@ async def _check(services: Services, args: argparse.Namespace) -> int:
         if hint:
             print(f"提示：{hint}", file=sys.stderr)
     return exit_code(record.status.value, report)
+
+
+def json_report(status: str, errors: Sequence[OperationErrorInfo], report: CheckReport) -> dict[str, Any]:
+    """`--json`: the check report with how the operation ended (`status`: completed / partial /
+    failed / interrupted) and its coded `errors`; a script saw exit 3 and `unchecked` but not why."""
+    return {
+        "status": status,
+        "errors": [error.model_dump(mode="json") for error in errors],
+        **report.model_dump(mode="json"),
+    }
 
 
 # Next steps for a person reading cron mail (the errors' own messages speak to MCP clients).

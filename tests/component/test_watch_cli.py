@@ -97,3 +97,20 @@ def test_a_data_directory_without_watches_says_so_on_stderr(
     assert main(["watch", "list"]) == EXIT_UNCHANGED
     listed = capsys.readouterr()
     assert listed.out == "" and "watch_search" in listed.err
+
+
+def test_json_says_how_the_check_ended_and_which_code_stopped_it(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A script reading --json saw exit 3 and `unchecked`, but the code that stopped the check was
+    only in stderr's text."""
+    channel = {"id": "q1", "field": "subject", "weight": 1.0, "reason": "", "anchor": "违约金", "fingerprint": "f",
+               "subject": {"Key": "Subject", "Title": "", "Logic": 0, "Items": [], "ChildItems": []}}  # fmt: skip
+    with Store.open(data, FakeClock()) as store:
+        store.create_watch("wat_read", "sch_2", "违约金", {"channels": [channel]}, FakeClock().now(), None, [])
+    assert main(["watch", "check", "wat_read", "--json"]) == EXIT_STOPPED  # the browser is /nonexistent
+    report = json.loads(capsys.readouterr().out)
+    assert report["status"] != "completed" and report["unchecked"] == ["wat_read"]
+    assert [e["code"] for e in report["errors"]] == ["BROWSER_UNAVAILABLE"]
+    assert main(["watch", "check", "wat_cli", "--json"]) == EXIT_UNCHANGED
+    assert json.loads(capsys.readouterr().out)["status"] == "completed"
