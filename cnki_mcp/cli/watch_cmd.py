@@ -132,8 +132,8 @@ async def _check(services: Services, args: argparse.Namespace) -> int:
 
 
 def json_report(status: str, errors: Sequence[OperationErrorInfo], report: CheckReport) -> dict[str, Any]:
-    """`--json`: the check report with how the operation ended (`status`: completed / partial /
-    failed / interrupted) and its coded `errors`; a script saw exit 3 and `unchecked` but not why."""
+    """`--json`: the check report with how the operation ended (`status`: completed, partial,
+    failed, ...) and its coded `errors`; a script saw exit 3 and `unchecked` but not why."""
     return {
         "status": status,
         "errors": [error.model_dump(mode="json") for error in errors],
