@@ -89,9 +89,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # `cnki-mcp config --list | head`, `cnki-mcp version | true`: the reader went away; not an
         # error worth a traceback.
-        with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        stdout_gone()
         return 0
+
+
+def stdout_gone() -> None:
+    """After a BrokenPipeError on stdout: point it at the null device, so the interpreter's own
+    flush at exit does not fail again with a second traceback."""
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -119,10 +119,16 @@ async def _check(services: Services, args: argparse.Namespace) -> int:
     from cnki_mcp.pipeline.watch import CheckReport, digest
 
     report = CheckReport.model_validate(record.result) if record.result else CheckReport()
-    if args.json:
-        print(json.dumps(json_report(record.status.value, record.errors, report), ensure_ascii=False, indent=1))
-    else:
-        print(digest(report, record.errors[0].code if record.errors and report.unchecked else None))
+    try:
+        if args.json:
+            print(json.dumps(json_report(record.status.value, record.errors, report), ensure_ascii=False, indent=1))
+        else:
+            print(digest(report, record.errors[0].code if record.errors and report.unchecked else None))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `watch check | head`: the exit code still says what the check found
+        from cnki_mcp.cli.main import stdout_gone
+
+        stdout_gone()
     for error in record.errors:
         print(f"错误 {error.code}: {error.message}", file=sys.stderr)
         hint = HINTS.get(error.code)

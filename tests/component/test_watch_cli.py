@@ -3,7 +3,9 @@ a watch with nothing to read (exit 0, JSON report), and the documented exit code
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -99,18 +101,37 @@ def test_a_data_directory_without_watches_says_so_on_stderr(
     assert listed.out == "" and "watch_search" in listed.err
 
 
+def _watch_that_reads_the_site(data: Path) -> None:
+    """A watch whose plan has a channel: checking it needs the browser (here /nonexistent)."""
+    channel = {"id": "q1", "field": "subject", "weight": 1.0, "reason": "", "anchor": "违约金", "fingerprint": "f",
+               "subject": {"Key": "Subject", "Title": "", "Logic": 0, "Items": [], "ChildItems": []}}  # fmt: skip
+    with Store.open(data, FakeClock()) as store:
+        store.create_watch("wat_read", "sch_2", "违约金", {"channels": [channel]}, FakeClock().now(), None, [])
+
 def test_json_says_how_the_check_ended_and_which_code_stopped_it(
     data: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A script reading --json saw exit 3 and `unchecked`, but the code that stopped the check was
     only in stderr's text."""
-    channel = {"id": "q1", "field": "subject", "weight": 1.0, "reason": "", "anchor": "违约金", "fingerprint": "f",
-               "subject": {"Key": "Subject", "Title": "", "Logic": 0, "Items": [], "ChildItems": []}}  # fmt: skip
-    with Store.open(data, FakeClock()) as store:
-        store.create_watch("wat_read", "sch_2", "违约金", {"channels": [channel]}, FakeClock().now(), None, [])
+    _watch_that_reads_the_site(data)
     assert main(["watch", "check", "wat_read", "--json"]) == EXIT_STOPPED  # the browser is /nonexistent
     report = json.loads(capsys.readouterr().out)
     assert report["status"] != "completed" and report["unchecked"] == ["wat_read"]
     assert [e["code"] for e in report["errors"]] == ["BROWSER_UNAVAILABLE"]
     assert main(["watch", "check", "wat_cli", "--json"]) == EXIT_UNCHANGED
     assert json.loads(capsys.readouterr().out)["status"] == "completed"
+
+
+class _ReaderGone(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_digest_nobody_reads_keeps_the_exit_code_of_the_check(
+    data: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`watch check | head` with the reader gone: exit 0 said nothing changed, whatever the check found."""
+    _watch_that_reads_the_site(data)
+    monkeypatch.setattr(sys, "stdout", _ReaderGone())
+    assert main(["watch", "check", "wat_read"]) == EXIT_STOPPED  # the browser is /nonexistent
+    assert "BROWSER_UNAVAILABLE" in capsys.readouterr().err
