@@ -31,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allowed-host",
         action="append",
+        type=host_header,
         default=[],
         metavar="H",
         help="额外接受的 Host 头，可重复 / extra Host header value to accept (repeatable)",
@@ -38,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allowed-origin",
         action="append",
+        type=origin_header,
         default=[],
         metavar="O",
         help="额外接受的 Origin，可重复 / extra Origin to accept (repeatable)",
@@ -94,6 +96,31 @@ def stdio_notes(args: argparse.Namespace, *, stdin_is_tty: bool) -> list[str]:
             "try `cnki-mcp demo`, or add --transport http; Ctrl-C quits"
         )
     return notes
+
+
+def host_header(text: str) -> str:
+    """argparse type for --allowed-host: a Host header's value, `name[:port]` or `name:*`. The
+    header never carries a scheme or a path, so `http://mybox.local:8000` or `mybox.local:8000/mcp`
+    was accepted and matched no request (every one answered 421)."""
+    value = text.strip()
+    if not value or "://" in value or "/" in value or any(c.isspace() for c in value):
+        raise argparse.ArgumentTypeError(
+            f"不是 Host 头的值：{text}（应为 主机名[:端口]，如 mybox.local:8000，不带 http:// 和路径）"
+        )
+    return value
+
+
+def origin_header(text: str) -> str:
+    """argparse type for --allowed-origin: an Origin header's value, `scheme://name[:port]` (or
+    `:*`). Browsers send it with a scheme and without a path or trailing slash, so `app.example.com`
+    or `https://app.example.com/` matched no request (every one answered 403)."""
+    value = text.strip()
+    scheme, sep, rest = value.partition("://")
+    if scheme not in ("http", "https") or not sep or not rest or "/" in rest or any(c.isspace() for c in rest):
+        raise argparse.ArgumentTypeError(
+            f"不是 Origin 头的值：{text}（应为 http(s)://主机名[:端口]，如 https://app.example.com，不带路径和结尾的 /）"
+        )
+    return value
 
 
 def port_number(text: str) -> int:
