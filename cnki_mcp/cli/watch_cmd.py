@@ -4,8 +4,10 @@ WATCH_ID`: saved searches from a cron job (DESIGN.md "Saved searches"). `check` 
 
 Exit codes of `check`: 0 checked, nothing changed; 1 checked, something new or changed (the digest
 says what); 3 stopped early (request budget or a site problem; the digest covers the watches
-checked, the rest are named; `--json` carries the operation's `status` and coded `errors`); 2 an error before anything ran (`错误 CODE: 说明` on stderr, e.g.
-DATA_DIRECTORY_IN_USE while the MCP server holds the data directory, or an unknown watch).
+checked, the rest are named; `--json` carries the operation's `status` and coded `errors`); 130
+interrupted (Ctrl-C; the digest of the watches checked before it is printed); 2 an error before
+anything ran (`错误 CODE: 说明` on stderr, e.g. DATA_DIRECTORY_IN_USE while the MCP server holds the
+data directory, or an unknown watch).
 
 When the browser runs headless (no display, or CNKI_HEADLESS=1) nobody can be shown a slider or
 a login page, so such a page stops the check at once (VERIFICATION_SKIPPED, exit 3) instead of
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
 EXIT_UNCHANGED = 0
 EXIT_CHANGED = 1
 EXIT_STOPPED = 3
+EXIT_INTERRUPTED = 130  # Ctrl-C, as for every command (cli/main.py)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -115,7 +118,16 @@ async def _check(services: Services, args: argparse.Namespace) -> int:
         stage="watch",
         message="检查订阅更新",
     )
-    record = await job.finish()
+    interrupted = False
+    try:
+        record = await job.finish()
+    except asyncio.CancelledError:
+        # Ctrl-C (asyncio.run cancels this task): the watches checked so far have their records
+        # stored as known, so a later check never reports them again. Their digest is printed
+        # here, or a person who pressed Ctrl-C after one watch of several never saw its news.
+        interrupted = True
+        await services.jobs.shutdown()  # the check ends `interrupted`, its result so far kept
+        record = await job.finish()
     from cnki_mcp.pipeline.watch import CheckReport, digest
 
     report = CheckReport.model_validate(record.result) if record.result else CheckReport()
@@ -123,7 +135,8 @@ async def _check(services: Services, args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(json_report(record.status.value, record.errors, report), ensure_ascii=False, indent=1))
         else:
-            print(digest(report, record.errors[0].code if record.errors and report.unchecked else None))
+            stopped_by = "Ctrl-C" if interrupted else record.errors[0].code if record.errors else None
+            print(digest(report, stopped_by if report.unchecked else None))
         sys.stdout.flush()
     except BrokenPipeError:  # `watch check | head`: the exit code still says what the check found
         from cnki_mcp.cli.main import stdout_gone
@@ -134,6 +147,9 @@ async def _check(services: Services, args: argparse.Namespace) -> int:
         hint = HINTS.get(error.code)
         if hint:
             print(f"提示：{hint}", file=sys.stderr)
+    if interrupted:
+        print("已中断（Ctrl-C）/ interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return exit_code(record.status.value, report)
 
 

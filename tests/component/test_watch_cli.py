@@ -3,15 +3,17 @@ a watch with nothing to read (exit 0, JSON report), and the documented exit code
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cnki_mcp.cli.main import main
-from cnki_mcp.cli.watch_cmd import EXIT_CHANGED, EXIT_STOPPED, EXIT_UNCHANGED, exit_code
+from cnki_mcp.cli.watch_cmd import EXIT_CHANGED, EXIT_INTERRUPTED, EXIT_STOPPED, EXIT_UNCHANGED, exit_code
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.pipeline.watch import CheckReport, WatchCheck
 from cnki_mcp.store import Store
@@ -135,3 +137,25 @@ def test_a_digest_nobody_reads_keeps_the_exit_code_of_the_check(
     monkeypatch.setattr(sys, "stdout", _ReaderGone())
     assert main(["watch", "check", "wat_read"]) == EXIT_STOPPED  # the browser is /nonexistent
     assert "BROWSER_UNAVAILABLE" in capsys.readouterr().err
+
+
+def test_ctrl_c_prints_what_the_watches_checked_before_it_found(
+    data: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Their records are stored as known, so a later check never reports them again: exit 130
+    with nothing printed lost that news for whoever pressed Ctrl-C after one watch of several."""
+    from cnki_mcp.jobs import Job
+
+    real_finish = Job.finish
+    pressed: list[bool] = []
+
+    async def ctrl_c_once_checked(self: Job) -> Any:
+        record = await real_finish(self)  # the check is stored; Ctrl-C arrives now
+        if not pressed:
+            pressed.append(True)
+            raise asyncio.CancelledError
+        return record
+
+    monkeypatch.setattr(Job, "finish", ctrl_c_once_checked)
+    assert main(["watch", "check"]) == EXIT_INTERRUPTED
+    assert "[wat_cli] 违约金: 新增 0" in capsys.readouterr().out
