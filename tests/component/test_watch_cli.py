@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -159,3 +161,43 @@ def test_ctrl_c_prints_what_the_watches_checked_before_it_found(
     monkeypatch.setattr(Job, "finish", ctrl_c_once_checked)
     assert main(["watch", "check"]) == EXIT_INTERRUPTED
     assert "[wat_cli] 违约金: 新增 0" in capsys.readouterr().out
+
+
+# `cnki-mcp watch check` stopped from outside (cron's `timeout`) once its one watch is checked.
+_STOPPED_PROBE = """
+import asyncio, os, signal, sys
+from pathlib import Path
+from cnki_mcp.clock import SystemClock
+from cnki_mcp.store import Store
+from cnki_mcp.pipeline import watch
+from cnki_mcp.cli.main import main
+
+data = Path(sys.argv[1])
+with Store.open(data, SystemClock()) as store:
+    store.create_watch("wat_term", "sch_1", "违约金", {"channels": []}, SystemClock().now(), None, [])
+real_check = watch.WatchService.check
+
+async def check_then_stopped(self, *args):
+    report = await real_check(self, *args)
+    os.kill(os.getpid(), signal.SIGTERM)
+    await asyncio.Event().wait()
+    return report
+
+watch.WatchService.check = check_then_stopped
+os.environ.update(CNKI_DATA_DIR=str(data), CNKI_BROWSER_PATH="/nonexistent")
+raise SystemExit(main(["watch", "check"]))
+"""
+
+
+def test_sigterm_ends_a_check_as_ctrl_c_does(tmp_path: Path) -> None:
+    """It killed the process on the spot: the check left `running`, nothing printed."""
+    done = subprocess.run(
+        [sys.executable, "-c", _STOPPED_PROBE, str(tmp_path / "data")],
+        capture_output=True, text=True, timeout=60,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in a terminal
+    )  # fmt: skip
+    assert done.returncode == EXIT_INTERRUPTED, done.stderr
+    assert "[wat_term] 违约金" in done.stdout
+    with Store.open(tmp_path / "data", FakeClock()) as store:
+        [op] = store.list_operations(5)
+    assert op.status == "interrupted"
