@@ -142,7 +142,7 @@ async def _check(services: Services, args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(json_report(record.status.value, record.errors, report), ensure_ascii=False, indent=1))
         else:
-            stopped_by = "Ctrl-C" if interrupted else record.errors[0].code if record.errors else None
+            stopped_by = "中断" if interrupted else record.errors[0].code if record.errors else None
             print(digest(report, stopped_by if report.unchecked else None))
         sys.stdout.flush()
     except BrokenPipeError:  # `watch check | head`: the exit code still says what the check found
@@ -155,7 +155,7 @@ async def _check(services: Services, args: argparse.Namespace) -> int:
         if hint:
             print(f"提示：{hint}", file=sys.stderr)
     if interrupted:
-        print("已中断（Ctrl-C）/ interrupted", file=sys.stderr)
+        print("已中断 / interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     return exit_code(record.status.value, report)
 
