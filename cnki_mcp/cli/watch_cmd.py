@@ -43,11 +43,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     which.add_argument("watch_id", nargs="?", default=None, help="watch_id（默认全部）/ one watch (default: all)")
     which.add_argument("--all", action="store_true", help="检查全部订阅 / check every watch")
     check.add_argument("--pages", type=int, default=1, choices=range(1, 6), metavar="1-5", help="每个检索式最多读几页 / pages read per query (default 1)")
-    check.add_argument("--max-requests", type=int, default=30, help="请求数上限 / request budget (default 30)")
+    check.add_argument(
+        "--max-requests", type=request_budget, default=30, help="请求数上限 / request budget (default 30)"
+    )
     check.add_argument("--json", action="store_true", help="输出 JSON 报告 / print the JSON report")
     sub.add_parser("list", help="列出订阅 / list watches")
     remove = sub.add_parser("remove", help="取消订阅 / stop watching")
     remove.add_argument("watch_id", help="要取消的订阅（见 watch list）/ the watch to remove (see watch list)")
+
+
+def request_budget(text: str) -> int:
+    """argparse type for --max-requests: a whole number of at least 1. Checked as the arguments
+    are read: `--max-requests 0` was refused only after the data directory was opened (created
+    when missing; DATA_DIRECTORY_IN_USE instead while the server ran)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"不是整数：{text}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"至少为 1：{text}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,11 +117,8 @@ def _list(services: Services) -> int:
 
 
 async def _check(services: Services, args: argparse.Namespace) -> int:
-    from cnki_mcp.errors import InvalidInput
     from cnki_mcp.jobs import BudgetSpec, OperationKind
 
-    if args.max_requests < 1:
-        raise InvalidInput("--max-requests 至少为 1", field="max_requests")
     service = _service(services)
     target = args.watch_id or "all"
     if not service.watches(target):  # INVALID_ARGUMENT for an unknown id, before anything starts

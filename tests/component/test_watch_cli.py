@@ -201,3 +201,14 @@ def test_sigterm_ends_a_check_as_ctrl_c_does(tmp_path: Path) -> None:
     with Store.open(tmp_path / "data", FakeClock()) as store:
         [op] = store.list_operations(5)
     assert op.status == "interrupted"
+
+
+@pytest.mark.parametrize("budget", ["0", "-3", "many"])
+def test_a_request_budget_below_one_is_refused_before_the_data_directory_is_opened(
+    budget: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "no-data-yet"
+    monkeypatch.setenv("CNKI_DATA_DIR", str(missing))
+    with pytest.raises(SystemExit) as stop:
+        main(["watch", "check", "--max-requests", budget])
+    assert stop.value.code == 2 and not missing.exists()
