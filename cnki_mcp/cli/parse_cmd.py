@@ -124,7 +124,7 @@ class PageSurvey:
     """What the parsers made of one saved page."""
 
     file: str
-    kind: str  # grid / detail / journal / journal-list / reader / gate
+    kind: str  # grid / detail / journal / journal-list / reader / gate (unreadable: not read)
     ok: bool
     error: str | None = None  # the error code when the parser refused the page
     items: int | None = None  # rows (grid) or journals (journal-list)
@@ -194,7 +194,17 @@ def survey_folder(folder: Path, encoding: str | None = None) -> list[PageSurvey]
     files = sorted(
         p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in PAGE_SUFFIXES and not p.name.startswith(".")
     )
-    return [survey_page(decode(p.read_bytes(), encoding), str(p.relative_to(folder))) for p in files]
+    return [_survey_file(p, str(p.relative_to(folder)), encoding) for p in files]
+
+
+def _survey_file(path: Path, name: str, encoding: str | None) -> PageSurvey:
+    """One page's survey; a file that cannot be read (no permission, an I/O error) is a FAIL line
+    of its own, not a traceback that ends the survey of the whole folder."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return PageSurvey(name, "unreadable", False, error=InvalidInput.code)
+    return survey_page(decode(data, encoding), name)
 
 
 def format_survey(report: PageSurvey) -> str:
