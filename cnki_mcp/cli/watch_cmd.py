@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from cnki_mcp.operations import OperationErrorInfo
-    from cnki_mcp.pipeline.watch import CheckReport, WatchService
+    from cnki_mcp.pipeline.watch import CheckReport, WatchInfo, WatchService
     from cnki_mcp.services import Services
 
 EXIT_UNCHANGED = 0
@@ -40,7 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="watch_command", metavar="ACTION", required=True)
     check = sub.add_parser("check", help="重新运行订阅的检索并打印摘要 / rerun saved searches, print a digest")
     which = check.add_mutually_exclusive_group()
-    which.add_argument("watch_id", nargs="?", default=None, help="watch_id（默认全部）/ one watch (default: all)")
+    which.add_argument(
+        "watch_id", nargs="?", default=None, help="watch_id 或 search_id（默认全部）/ one watch (default: all)"
+    )
     which.add_argument("--all", action="store_true", help="检查全部订阅 / check every watch")
     check.add_argument("--pages", type=int, default=1, choices=range(1, 6), metavar="1-5", help="每个检索式最多读几页 / pages read per query (default 1)")
     check.add_argument(
@@ -49,7 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--json", action="store_true", help="输出 JSON 报告 / print the JSON report")
     sub.add_parser("list", help="列出订阅 / list watches")
     remove = sub.add_parser("remove", help="取消订阅 / stop watching")
-    remove.add_argument("watch_id", help="要取消的订阅（见 watch list）/ the watch to remove (see watch list)")
+    remove.add_argument(
+        "watch_id", help="要取消的订阅：watch_id 或它订阅的 search_id（见 watch list）/ the watch_id or its search_id"
+    )
 
 
 def request_budget(text: str) -> int:
@@ -84,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
             if args.watch_command == "list":
                 return _list(services)
             if args.watch_command == "remove":
-                info = _service(services).remove(watch_id=args.watch_id)
+                info = _remove(_service(services), args.watch_id)
                 print(f"已取消订阅 {info.watch_id}（{info.question}）")
                 return EXIT_UNCHANGED
             return await _check(services, args)
@@ -99,6 +103,17 @@ def _service(services: Services) -> WatchService:
 
     origin = services.settings.site_origin
     return WatchService(services.store, services.backend, services.clock, (origin,) if origin else ())
+
+
+def _remove(service: WatchService, name: str) -> WatchInfo:
+    """`watch remove` takes the watch_id or the search_id it watches, as `watch check` does (both
+    are in `watch list`); the search_id was "没有这个订阅" here though `check` took it."""
+    from cnki_mcp.errors import InvalidInput
+
+    if name == "all":  # `watches("all")` is every watch; remove takes one
+        raise InvalidInput("watch remove 一次取消一个订阅：给出 watch_id（见 cnki-mcp watch list）", field="watch_id")
+    [watch] = service.watches(name)  # INVALID_ARGUMENT when neither names a watch
+    return service.remove(watch_id=watch.watch_id)
 
 
 NO_WATCHES = "{}：数据目录里没有订阅的检索；在 AI 客户端中对一次检索调用 watch_search 订阅它"

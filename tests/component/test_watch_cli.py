@@ -212,3 +212,11 @@ def test_a_request_budget_below_one_is_refused_before_the_data_directory_is_open
     with pytest.raises(SystemExit) as stop:
         main(["watch", "check", "--max-requests", budget])
     assert stop.value.code == 2 and not missing.exists()
+
+
+def test_remove_takes_the_search_id_as_check_does(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`watch check sch_1` checked the watch; `watch remove sch_1` said there was no such watch."""
+    assert main(["watch", "remove", "sch_1"]) == EXIT_UNCHANGED
+    assert "wat_cli" in capsys.readouterr().out
+    assert main(["watch", "list"]) == EXIT_UNCHANGED and capsys.readouterr().out == ""
+    assert main(["watch", "remove", "all"]) == 2  # one at a time
