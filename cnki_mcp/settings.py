@@ -119,6 +119,27 @@ def _bool(env: Mapping[str, str], name: str) -> bool | None:
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
+# Every variable `load_settings` reads (README "配置"); `unknown_variables` names the others.
+VARIABLES: tuple[str, ...] = (
+    "CNKI_DATA_DIR", "CNKI_BROWSER_PATH", "CNKI_HEADLESS", "CNKI_REQUEST_INTERVAL_MS", "CNKI_MAX_INFLIGHT",
+    "CNKI_WORKERS", "CNKI_INLINE_WAIT_SECONDS", "CNKI_SITE_ORIGIN", "CNKI_BROWSER_ARGS",
+    "CNKI_HOST_RESOLVER_RULES", "CNKI_IGNORE_CERT_ERRORS", "CNKI_MCP_TOKEN", "CNKI_LOG_LEVEL",
+    "CNKI_HUMAN_TIMEOUT_SECONDS", "CNKI_READ_ONLY",
+)  # fmt: skip
+
+
+def unknown_variables(environ: Mapping[str, str]) -> dict[str, str | None]:
+    """The `CNKI_*` variables set in `environ` that no setting reads, each with the one it most
+    resembles (None when none is close): a misspelt headless switch was ignored without a word, and the
+    browser then opened a window."""
+    import difflib
+
+    unknown = sorted(name for name in environ if name.upper().startswith("CNKI_") and name.upper() not in VARIABLES)
+    return {
+        name: next(iter(difflib.get_close_matches(name.upper(), VARIABLES, n=1, cutoff=0.8)), None)
+        for name in unknown
+    }
+
 
 def _log_level(raw: str | None) -> str:
     level = (raw or "").strip().upper() or "INFO"

@@ -34,20 +34,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "片段输出到 stdout，写入位置/导入链接/粘贴位置输出到 stderr。"
     )
     parser.add_argument(
-        "client", nargs="?", metavar="CLIENT", help="客户端 ID，例如 claude-desktop、codex、cursor"
+        "client", nargs="?", metavar="CLIENT", help="客户端 ID，例如 claude-desktop、codex、cursor / client id"
     )
     parser.add_argument("--list", action="store_true", help="列出支持的客户端 / list the clients")
-    parser.add_argument("--browser", metavar="PATH", help="写入 CNKI_BROWSER_PATH 的浏览器程序路径")
-    parser.add_argument("--data-dir", metavar="DIR", help="写入 CNKI_DATA_DIR 的数据目录")
+    parser.add_argument("--browser", metavar="PATH", help="写入 CNKI_BROWSER_PATH 的浏览器程序路径 / browser program for CNKI_BROWSER_PATH")
+    parser.add_argument("--data-dir", metavar="DIR", help="写入 CNKI_DATA_DIR 的数据目录 / data directory for CNKI_DATA_DIR")
     parser.add_argument(
         "--uvx",
         action="store_true",
-        help="写入 uvx --from cnki-research-mcp cnki-mcp serve（每次由 uv 运行），而不是本机安装的绝对路径",
+        help="写入 uvx --from cnki-research-mcp cnki-mcp serve（每次由 uv 运行），而不是本机安装的绝对路径 "
+        "/ write a uvx entry instead of this installation's path",
     )
     parser.add_argument(
         "--os",
         choices=[o.value for o in OSFamily],
-        help="按指定系统显示配置路径（默认本机）",
+        help="按指定系统显示配置路径（默认本机）/ show the entry and path for another system",
     )
 
 

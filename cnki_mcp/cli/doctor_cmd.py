@@ -31,7 +31,7 @@ from pathlib import Path
 
 from cnki_mcp import datadir
 from cnki_mcp.errors import CnkiError, DataDirectoryInUse, DataDirectoryUnusable, InvalidInput
-from cnki_mcp.settings import Settings, load_settings, paths_of
+from cnki_mcp.settings import Settings, load_settings, paths_of, unknown_variables
 
 PACKAGES = ("cnki-research-mcp", "playwright", "mcp", "tomlkit", "selectolax", "pydantic", "filelock", "platformdirs")
 
@@ -75,6 +75,16 @@ def check_settings(environ: Mapping[str, str]) -> tuple[Check, Settings]:
         settings = load_settings(environ)
     except CnkiError as exc:  # the data directory and browser asked for are still the ones checked
         return Check("settings", False, f"{exc.code}: {exc.message}", "修正上面提到的环境变量"), paths_of(environ)
+    unknown = unknown_variables(environ)
+    if unknown:
+        names = "、".join(f"{name}（是不是 {like}？）" if like else name for name, like in unknown.items())
+        return Check(
+            "settings",
+            True,
+            f"环境变量有效；以下变量 cnki-mcp 不认识，已忽略：{names}",
+            "改正拼写，或删去它们；README 的“配置”一节列出全部变量",
+            warning=True,
+        ), settings
     return Check("settings", True, "环境变量有效"), settings
 
 

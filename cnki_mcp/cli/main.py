@@ -72,14 +72,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     first = given[0] if given else None
     parser = build_parser(first if first in COMMANDS else None)
     args = parser.parse_args(argv)
-    if args.command in (None, "version"):
+    try:
         if args.command is None:
             parser.print_help()
             return 0
-        print(f"cnki-mcp {__version__}")
-        return 0
-    module = importlib.import_module(COMMANDS[args.command][0])
-    try:
+        if args.command == "version":
+            print(f"cnki-mcp {__version__}")
+            return 0
+        module = importlib.import_module(COMMANDS[args.command][0])
         return int(module.run(args) or 0)
     except CnkiError as exc:
         print(f"错误 {exc.code}: {exc.message}", file=sys.stderr)
@@ -87,10 +87,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        # `cnki-mcp config --list | head`: the reader went away; not an error worth a traceback.
-        with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        # `cnki-mcp config --list | head`, `cnki-mcp version | true`: the reader went away; not an
+        # error worth a traceback.
+        stdout_gone()
         return 0
+
+
+def stdout_gone() -> None:
+    """After a BrokenPipeError on stdout: point it at the null device, so the interpreter's own
+    flush at exit does not fail again with a second traceback."""
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

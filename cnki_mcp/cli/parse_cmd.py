@@ -25,13 +25,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("kind", choices=KINDS, help="页面类型 / page type")
     parser.add_argument("file", help="保存的 HTML 文件，- 表示标准输入 / saved HTML file, - for stdin")
     parser.add_argument("--url", default=None, help="页面原始地址，用于解析相对链接 / the page URL")
-    parser.add_argument("--encoding", default=None, help="强制编码（默认 UTF-8，失败时 GBK）")
+    parser.add_argument(
+        "--encoding",
+        type=text_encoding,
+        default=None,
+        help="强制编码（默认 UTF-8，失败时 GBK）/ force an encoding (default UTF-8, else GBK)",
+    )
     parser.add_argument(
         "--expect",
         default=None,
         help="journal: 期望的来源名称；reader: 期望的题名 / expected source (journal) or title (reader)",
     )
     parser.add_argument("--status", type=int, default=None, help="gate: HTTP 状态码 / HTTP status")
+
+
+def text_encoding(name: str) -> str:
+    """argparse type: a text encoding Python knows (`gbk`, `big5`, ...). An unknown name, or a
+    bytes-to-bytes codec such as `base64`, ended `parse` in a LookupError traceback (exit 1)."""
+    import codecs
+
+    try:
+        info = codecs.lookup(name)
+    except LookupError:
+        raise argparse.ArgumentTypeError(f"未知的编码：{name}") from None
+    if not getattr(info, "_is_text_encoding", True):
+        raise argparse.ArgumentTypeError(f"不是文本编码：{name}")
+    return name
 
 
 def decode(data: bytes, encoding: str | None = None) -> str:
@@ -105,7 +124,7 @@ class PageSurvey:
     """What the parsers made of one saved page."""
 
     file: str
-    kind: str  # grid / detail / journal / journal-list / reader / gate
+    kind: str  # grid / detail / journal / journal-list / reader / gate (unreadable: not read)
     ok: bool
     error: str | None = None  # the error code when the parser refused the page
     items: int | None = None  # rows (grid) or journals (journal-list)
@@ -175,7 +194,17 @@ def survey_folder(folder: Path, encoding: str | None = None) -> list[PageSurvey]
     files = sorted(
         p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in PAGE_SUFFIXES and not p.name.startswith(".")
     )
-    return [survey_page(decode(p.read_bytes(), encoding), str(p.relative_to(folder))) for p in files]
+    return [_survey_file(p, str(p.relative_to(folder)), encoding) for p in files]
+
+
+def _survey_file(path: Path, name: str, encoding: str | None) -> PageSurvey:
+    """One page's survey; a file that cannot be read (no permission, an I/O error) is a FAIL line
+    of its own, not a traceback that ends the survey of the whole folder."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return PageSurvey(name, "unreadable", False, error=InvalidInput.code)
+    return survey_page(decode(data, encoding), name)
 
 
 def format_survey(report: PageSurvey) -> str:

@@ -12,7 +12,7 @@ from cnki_mcp.errors import InvalidInput
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--output", "-o", type=Path, default=None, help="write to this file instead of stdout"
+        "--output", "-o", type=Path, default=None, help="写入这个文件而不是标准输出（- 为标准输出）/ write to this file instead of stdout (- for stdout)"
     )
 
 
@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     from cnki_mcp.server.schema import collect_schema, render
 
     text = render(anyio.run(collect_schema))
-    if args.output is not None:
+    if args.output is not None and str(args.output) != "-":  # `-o -`: stdout, as `parse`'s `-` is stdin
         try:
             args.output.write_text(text, encoding="utf-8")
         except OSError as exc:

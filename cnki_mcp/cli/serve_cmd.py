@@ -25,23 +25,25 @@ from cnki_mcp.errors import ListenFailed, TokenRequired
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or http"
+        "--transport", choices=("stdio", "http"), default="stdio", help="传输方式 / transport: stdio (default) or http"
     )
-    parser.add_argument("--host", default="127.0.0.1", help="HTTP listen address (default 127.0.0.1)")
-    parser.add_argument("--port", type=port_number, default=8000, help="HTTP port (default 8000; 0 = any free port)")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP 监听地址 / HTTP listen address (default 127.0.0.1)")
+    parser.add_argument("--port", type=port_number, default=8000, help="HTTP 端口 / HTTP port (default 8000; 0 = any free port)")
     parser.add_argument(
         "--allowed-host",
         action="append",
+        type=host_header,
         default=[],
         metavar="H",
-        help="extra Host header value to accept (repeatable)",
+        help="额外接受的 Host 头，可重复 / extra Host header value to accept (repeatable)",
     )
     parser.add_argument(
         "--allowed-origin",
         action="append",
+        type=origin_header,
         default=[],
         metavar="O",
-        help="extra Origin to accept (repeatable)",
+        help="额外接受的 Origin，可重复 / extra Origin to accept (repeatable)",
     )
     parser.add_argument(
         "--insecure-no-token",
@@ -58,8 +60,68 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stateless",
         action="store_true",
-        help="HTTP without sessions: one JSON response per request (no progress, logging or sampling)",
+        help="无会话的 HTTP：每个请求一个 JSON 响应 / HTTP without sessions: one JSON response per request "
+        "(no progress, logging or sampling)",
     )
+
+
+# Options only HTTP reads: (argparse dest, flag, default).
+HTTP_ONLY: tuple[tuple[str, str, object], ...] = (
+    ("host", "--host", "127.0.0.1"),
+    ("port", "--port", 8000),
+    ("allowed_host", "--allowed-host", []),
+    ("allowed_origin", "--allowed-origin", []),
+    ("stateless", "--stateless", False),
+    ("insecure_no_token", "--insecure-no-token", False),
+)
+
+
+def stdio_notes(args: argparse.Namespace, *, stdin_is_tty: bool) -> list[str]:
+    """What stderr tells a person who starts the stdio server by hand. `serve --port 9000` (no
+    `--transport http`) and `serve` at a terminal printed nothing and waited for JSON-RPC on stdin:
+    it looked hung. HTTP options given with stdio are named as ignored (a warning, not an error: a
+    client's entry that carries one still starts)."""
+    notes: list[str] = []
+    given = [flag for dest, flag, default in HTTP_ONLY if getattr(args, dest, default) != default]
+    if given:
+        flags = " ".join(given)
+        notes.append(
+            f"注意：{flags} 只用于 --transport http；现在以 stdio 运行，已忽略 / "
+            f"note: HTTP-only options ignored, serving stdio: {flags}"
+        )
+    if stdin_is_tty:
+        notes.append(
+            "cnki-mcp serve 在标准输入输出上等待 AI 客户端的 MCP 消息，通常由客户端自己启动；"
+            "在终端里试用请运行 cnki-mcp demo，HTTP 服务请加 --transport http，Ctrl-C 退出 / "
+            "waiting for an MCP client on stdin/stdout (clients start it themselves); "
+            "try `cnki-mcp demo`, or add --transport http; Ctrl-C quits"
+        )
+    return notes
+
+
+def host_header(text: str) -> str:
+    """argparse type for --allowed-host: a Host header's value, `name[:port]` or `name:*`. The
+    header never carries a scheme or a path, so `http://mybox.local:8000` or `mybox.local:8000/mcp`
+    was accepted and matched no request (every one answered 421)."""
+    value = text.strip()
+    if not value or "://" in value or "/" in value or any(c.isspace() for c in value):
+        raise argparse.ArgumentTypeError(
+            f"不是 Host 头的值：{text}（应为 主机名[:端口]，如 mybox.local:8000，不带 http:// 和路径）"
+        )
+    return value
+
+
+def origin_header(text: str) -> str:
+    """argparse type for --allowed-origin: an Origin header's value, `scheme://name[:port]` (or
+    `:*`). Browsers send it with a scheme and without a path or trailing slash, so `app.example.com`
+    or `https://app.example.com/` matched no request (every one answered 403)."""
+    value = text.strip()
+    scheme, sep, rest = value.partition("://")
+    if scheme not in ("http", "https") or not sep or not rest or "/" in rest or any(c.isspace() for c in rest):
+        raise argparse.ArgumentTypeError(
+            f"不是 Origin 头的值：{text}（应为 http(s)://主机名[:端口]，如 https://app.example.com，不带路径和结尾的 /）"
+        )
+    return value
 
 
 def port_number(text: str) -> int:
@@ -187,6 +249,14 @@ def run_like_ctrl_c(main: Callable[..., Awaitable[object]], *args: object) -> No
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _isatty(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (OSError, ValueError):
+        return False
+
+
 def _warm_later() -> None:
     """After the handshake: the first raw question finds the segmenter's dictionary loaded
     (DESIGN.md "Start-up", step 5)."""
@@ -222,6 +292,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         if args.transport == "stdio":
+            for note in stdio_notes(args, stdin_is_tty=_isatty(sys.stdin)):
+                print(note, file=sys.stderr, flush=True)
             # SIGTERM (a client or process manager stopping the server) ends it as Ctrl-C does:
             # operations interrupted with their checkpoints, browser and store closed. By default
             # it killed the process on the spot: operations left `running`, the browser orphaned

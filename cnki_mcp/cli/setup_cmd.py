@@ -49,27 +49,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "不带参数时逐步提问；--yes 不提问。"
     )
     parser.add_argument(
-        "--client", metavar="ID", help="客户端 ID（见 cnki-mcp config --list）；默认提问，--yes 时为 generic"
+        "--client", metavar="ID", help="客户端 ID（见 cnki-mcp config --list）；默认提问，--yes 时为 generic / client id (default: asked)"
     )
     parser.add_argument(
-        "--browser", metavar="PATH", help="浏览器程序路径；默认用环境变量 CNKI_BROWSER_PATH，未设置时自动查找"
+        "--browser", metavar="PATH", help="浏览器程序路径；默认用环境变量 CNKI_BROWSER_PATH，未设置时自动查找 / the browser program"
     )
     parser.add_argument(
         "--install-client",
         action="store_true",
-        help="直接写入客户端配置文件（或打开一键导入链接），不再询问",
+        help="直接写入客户端配置文件（或打开一键导入链接），不再询问 / write the client config without asking",
     )
     parser.add_argument(
         "--uvx",
         action="store_true",
-        help="写入 uvx --from cnki-research-mcp cnki-mcp serve（每次由 uv 运行），而不是本机安装的绝对路径",
+        help="写入 uvx --from cnki-research-mcp cnki-mcp serve（每次由 uv 运行），而不是本机安装的绝对路径 "
+        "/ write a uvx entry instead of this installation's path",
     )
     parser.add_argument("--yes", "-y", action="store_true", help="不提问，使用默认值 / non-interactive")
-    parser.add_argument("--dry-run", action="store_true", help="只显示将要做的事，不写任何文件")
+    parser.add_argument("--dry-run", action="store_true", help="只显示将要做的事，不写任何文件 / show what would be done, write nothing")
     parser.add_argument(
         "--data-dir",
         metavar="DIR",
-        help="写入 CNKI_DATA_DIR 的数据目录（默认用环境变量 CNKI_DATA_DIR；未设置时不写，用默认位置）",
+        help="写入 CNKI_DATA_DIR 的数据目录（默认用环境变量 CNKI_DATA_DIR；未设置时不写，用默认位置）"
+        " / the data directory to write as CNKI_DATA_DIR",
     )
 
 

@@ -22,19 +22,19 @@ def port_number(text: str) -> int:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
-    parser.add_argument("--port", type=port_number, default=0, help="port (default 0 = any free port)")
-    parser.add_argument("--corpus", type=Path, default=None, help="corpus directory (default: bundled)")
+    parser.add_argument("--host", default="127.0.0.1", help="监听地址 / listen address (default 127.0.0.1)")
+    parser.add_argument("--port", type=port_number, default=0, help="端口 / port (default 0 = any free port)")
+    parser.add_argument("--corpus", type=Path, default=None, help="语料目录 / corpus directory (default: bundled)")
     parser.add_argument(
-        "--scenario", type=Path, default=None, help="scenario JSON file (faults, latency, ...)"
+        "--scenario", type=Path, default=None, help="场景 JSON 文件（故障、延迟等）/ scenario JSON file (faults, latency, ...)"
     )
     parser.add_argument(
-        "--request-log", type=Path, default=None, help="append every request to this JSONL file"
+        "--request-log", type=Path, default=None, help="把每个请求追加到这个 JSONL 文件 / append every request to this JSONL file"
     )
     parser.add_argument(
         "--hosts",
         action="store_true",
-        help="serve HTTPS under the real *.cnki.net names (see docs/simulator.md)",
+        help="以真实的 *.cnki.net 主机名提供 HTTPS / serve HTTPS under the real *.cnki.net names (docs/simulator.md)",
     )
 
 
@@ -66,8 +66,23 @@ def load_scenario(path: Path) -> Scenario:
         raise InvalidInput(f"场景文件 {path} 的结构无效：{exc!r}", field="scenario") from exc
 
 
+def check_request_log(path: Path) -> None:
+    """INVALID_ARGUMENT when the request log cannot be appended to (a missing folder, a folder, no
+    permission): the simulator appends each request as it answers it, and a failing append dropped
+    that request's connection with a traceback while the simulator looked up and running."""
+    from cnki_mcp.errors import InvalidInput
+
+    try:
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise InvalidInput(f"无法写入请求日志 {path}：{exc.strerror or exc}", field="request_log") from exc
+
+
 def run(args: argparse.Namespace) -> int:
     require_sim_extra(args.hosts)
+    if args.request_log is not None:
+        check_request_log(args.request_log)
     from cnki_mcp.sim.corpus import Corpus
     from cnki_mcp.sim.server import SimServer
 

@@ -4,8 +4,10 @@ WATCH_ID`: saved searches from a cron job (DESIGN.md "Saved searches"). `check` 
 
 Exit codes of `check`: 0 checked, nothing changed; 1 checked, something new or changed (the digest
 says what); 3 stopped early (request budget or a site problem; the digest covers the watches
-checked, the rest are named); 2 an error before anything ran (`错误 CODE: 说明` on stderr, e.g.
-DATA_DIRECTORY_IN_USE while the MCP server holds the data directory, or an unknown watch).
+checked, the rest are named; `--json` carries the operation's `status` and coded `errors`); 130
+interrupted (Ctrl-C; the digest of the watches checked before it is printed); 2 an error before
+anything ran (`错误 CODE: 说明` on stderr, e.g. DATA_DIRECTORY_IN_USE while the MCP server holds the
+data directory, or an unknown watch).
 
 When the browser runs headless (no display, or CNKI_HEADLESS=1) nobody can be shown a slider or
 a login page, so such a page stops the check at once (VERIFICATION_SKIPPED, exit 3) instead of
@@ -22,26 +24,49 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cnki_mcp.pipeline.watch import CheckReport, WatchService
+    from collections.abc import Sequence
+
+    from cnki_mcp.operations import OperationErrorInfo
+    from cnki_mcp.pipeline.watch import CheckReport, WatchInfo, WatchService
     from cnki_mcp.services import Services
 
 EXIT_UNCHANGED = 0
 EXIT_CHANGED = 1
 EXIT_STOPPED = 3
+EXIT_INTERRUPTED = 130  # Ctrl-C, as for every command (cli/main.py)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="watch_command", metavar="ACTION", required=True)
     check = sub.add_parser("check", help="重新运行订阅的检索并打印摘要 / rerun saved searches, print a digest")
     which = check.add_mutually_exclusive_group()
-    which.add_argument("watch_id", nargs="?", default=None, help="watch_id（默认全部）/ one watch (default: all)")
+    which.add_argument(
+        "watch_id", nargs="?", default=None, help="watch_id 或 search_id（默认全部）/ one watch (default: all)"
+    )
     which.add_argument("--all", action="store_true", help="检查全部订阅 / check every watch")
-    check.add_argument("--pages", type=int, default=1, choices=range(1, 6), metavar="1-5", help="每个检索式最多读几页")
-    check.add_argument("--max-requests", type=int, default=30, help="请求数上限 / request budget (default 30)")
+    check.add_argument("--pages", type=int, default=1, choices=range(1, 6), metavar="1-5", help="每个检索式最多读几页 / pages read per query (default 1)")
+    check.add_argument(
+        "--max-requests", type=request_budget, default=30, help="请求数上限 / request budget (default 30)"
+    )
     check.add_argument("--json", action="store_true", help="输出 JSON 报告 / print the JSON report")
     sub.add_parser("list", help="列出订阅 / list watches")
     remove = sub.add_parser("remove", help="取消订阅 / stop watching")
-    remove.add_argument("watch_id", help="watch_id（见 watch list）")
+    remove.add_argument(
+        "watch_id", help="要取消的订阅：watch_id 或它订阅的 search_id（见 watch list）/ the watch_id or its search_id"
+    )
+
+
+def request_budget(text: str) -> int:
+    """argparse type for --max-requests: a whole number of at least 1. Checked as the arguments
+    are read: `--max-requests 0` was refused only after the data directory was opened (created
+    when missing; DATA_DIRECTORY_IN_USE instead while the server ran)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"不是整数：{text}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"至少为 1：{text}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,13 +75,20 @@ def run(args: argparse.Namespace) -> int:
 
     settings = load_settings(os.environ)
     services = Services.open(settings, environ=dict(os.environ))  # DATA_DIRECTORY_IN_USE surfaces here
+    if args.watch_command == "check":
+        from cnki_mcp.cli.serve_cmd import stop_like_ctrl_c
+
+        # cron's `timeout`, a closed terminal: end as Ctrl-C does (the digest so far printed, the
+        # check `interrupted`, the browser closed); SIGTERM killed it on the spot, the check left
+        # `running` and the news of the watches already checked never shown
+        stop_like_ctrl_c()
 
     async def main() -> int:  # one event loop: the browser is closed by the loop that started it
         try:
             if args.watch_command == "list":
                 return _list(services)
             if args.watch_command == "remove":
-                info = _service(services).remove(watch_id=args.watch_id)
+                info = _remove(_service(services), args.watch_id)
                 print(f"已取消订阅 {info.watch_id}（{info.question}）")
                 return EXIT_UNCHANGED
             return await _check(services, args)
@@ -71,6 +103,17 @@ def _service(services: Services) -> WatchService:
 
     origin = services.settings.site_origin
     return WatchService(services.store, services.backend, services.clock, (origin,) if origin else ())
+
+
+def _remove(service: WatchService, name: str) -> WatchInfo:
+    """`watch remove` takes the watch_id or the search_id it watches, as `watch check` does (both
+    are in `watch list`); the search_id was "没有这个订阅" here though `check` took it."""
+    from cnki_mcp.errors import InvalidInput
+
+    if name == "all":  # `watches("all")` is every watch; remove takes one
+        raise InvalidInput("watch remove 一次取消一个订阅：给出 watch_id（见 cnki-mcp watch list）", field="watch_id")
+    [watch] = service.watches(name)  # INVALID_ARGUMENT when neither names a watch
+    return service.remove(watch_id=watch.watch_id)
 
 
 NO_WATCHES = "{}：数据目录里没有订阅的检索；在 AI 客户端中对一次检索调用 watch_search 订阅它"
@@ -89,11 +132,8 @@ def _list(services: Services) -> int:
 
 
 async def _check(services: Services, args: argparse.Namespace) -> int:
-    from cnki_mcp.errors import InvalidInput
     from cnki_mcp.jobs import BudgetSpec, OperationKind
 
-    if args.max_requests < 1:
-        raise InvalidInput("--max-requests 至少为 1", field="max_requests")
     service = _service(services)
     target = args.watch_id or "all"
     if not service.watches(target):  # INVALID_ARGUMENT for an unknown id, before anything starts
@@ -112,20 +152,49 @@ async def _check(services: Services, args: argparse.Namespace) -> int:
         stage="watch",
         message="检查订阅更新",
     )
-    record = await job.finish()
+    interrupted = False
+    try:
+        record = await job.finish()
+    except asyncio.CancelledError:
+        # Ctrl-C (asyncio.run cancels this task): the watches checked so far have their records
+        # stored as known, so a later check never reports them again. Their digest is printed
+        # here, or a person who pressed Ctrl-C after one watch of several never saw its news.
+        interrupted = True
+        await services.jobs.shutdown()  # the check ends `interrupted`, its result so far kept
+        record = await job.finish()
     from cnki_mcp.pipeline.watch import CheckReport, digest
 
     report = CheckReport.model_validate(record.result) if record.result else CheckReport()
-    if args.json:
-        print(json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=1))
-    else:
-        print(digest(report, record.errors[0].code if record.errors and report.unchecked else None))
+    try:
+        if args.json:
+            print(json.dumps(json_report(record.status.value, record.errors, report), ensure_ascii=False, indent=1))
+        else:
+            stopped_by = "中断" if interrupted else record.errors[0].code if record.errors else None
+            print(digest(report, stopped_by if report.unchecked else None))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `watch check | head`: the exit code still says what the check found
+        from cnki_mcp.cli.main import stdout_gone
+
+        stdout_gone()
     for error in record.errors:
         print(f"错误 {error.code}: {error.message}", file=sys.stderr)
         hint = HINTS.get(error.code)
         if hint:
             print(f"提示：{hint}", file=sys.stderr)
+    if interrupted:
+        print("已中断 / interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return exit_code(record.status.value, report)
+
+
+def json_report(status: str, errors: Sequence[OperationErrorInfo], report: CheckReport) -> dict[str, Any]:
+    """`--json`: the check report with how the operation ended (`status`: completed, partial,
+    failed, ...) and its coded `errors`; a script saw exit 3 and `unchecked` but not why."""
+    return {
+        "status": status,
+        "errors": [error.model_dump(mode="json") for error in errors],
+        **report.model_dump(mode="json"),
+    }
 
 
 # Next steps for a person reading cron mail (the errors' own messages speak to MCP clients).

@@ -234,6 +234,17 @@ def test_doctor_fails_on_an_invalid_setting(
     assert _lines(out)["settings"] == "FAIL" and "CONFIG_INVALID" in out
 
 
+def test_a_misspelt_variable_is_a_warning_naming_the_one_it_resembles(
+    env: Path, quick_probe: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`CNKI_HEADLES=1` was ignored without a word (doctor said 环境变量有效)."""
+    monkeypatch.setenv("CNKI_HEADLES", "1")
+    assert main(["doctor", "--json"]) == 0  # a warning does not fail doctor
+    settings = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}["settings"]
+    assert settings["ok"] is True and settings["warning"] is True
+    assert "CNKI_HEADLES" in settings["detail"] and "CNKI_HEADLESS" in settings["detail"]
+
+
 def test_an_invalid_setting_still_checks_the_data_directory_and_browser_it_names(
     env: Path, quick_probe: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -292,3 +292,51 @@ def test_a_demo_stopped_from_outside_removes_its_temporary_data_directory(signam
     assert scratch.name.startswith("cnki-demo-"), done.stderr
     assert done.returncode == 130, done.stderr
     assert not scratch.exists()
+
+
+def test_http_options_given_to_the_stdio_server_are_named_as_ignored(tmp_path: Path) -> None:
+    """`serve --port 9000` without `--transport http` waited on stdin in silence, as if hung."""
+    done = serve(tmp_path / "data", "--port", "9000", "--stateless")
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if "--transport http" in line]
+    assert warned and "--port" in warned[0] and "--stateless" in warned[0], done.stderr
+
+
+def test_a_person_at_a_terminal_is_told_what_the_stdio_server_waits_for() -> None:
+    from cnki_mcp.cli.main import build_parser
+    from cnki_mcp.cli.serve_cmd import stdio_notes
+
+    plain = build_parser("serve").parse_args(["serve"])
+    assert stdio_notes(plain, stdin_is_tty=False) == []  # a client's pipe: nothing extra in its log
+    assert len(stdio_notes(plain, stdin_is_tty=True)) == 1
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--allowed-host", "http://mybox.local:8000"),
+        ("--allowed-host", "mybox.local:8000/mcp"),
+        ("--allowed-origin", "app.example.com"),
+        ("--allowed-origin", "https://app.example.com/"),
+    ],
+)
+def test_an_allowlist_entry_no_request_could_match_is_a_usage_error(
+    flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was accepted, and every request it was meant to let in was answered 421 or 403."""
+    from cnki_mcp.cli.main import build_parser
+
+    with pytest.raises(SystemExit) as stop:
+        build_parser("serve").parse_args(["serve", "--transport", "http", flag, value])
+    assert stop.value.code == 2 and flag in capsys.readouterr().err
+
+
+def test_allowlist_entries_in_the_headers_own_form_are_kept() -> None:
+    from cnki_mcp.cli.main import build_parser
+
+    args = build_parser("serve").parse_args(
+        ["serve", "--allowed-host", "mybox.local:8000", "--allowed-host", "mybox.local:*",
+         "--allowed-origin", "https://app.example.com", "--allowed-origin", "http://localhost:*"]
+    )  # fmt: skip
+    assert args.allowed_host == ["mybox.local:8000", "mybox.local:*"]
+    assert args.allowed_origin == ["https://app.example.com", "http://localhost:*"]

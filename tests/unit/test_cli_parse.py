@@ -133,3 +133,23 @@ def test_a_file_that_cannot_be_read_is_a_typed_error_without_a_traceback(
     for missing in (tmp_path / "missing.html", tmp_path):  # absent, and a folder
         code, out, err = _run(capsys, "grid", str(missing))
         assert code == 2 and out == "" and err.startswith("错误 INVALID_ARGUMENT") and "Traceback" not in err
+
+
+@pytest.mark.parametrize("encoding", ["no-such-codec", "base64"])
+def test_an_encoding_that_is_not_a_text_encoding_is_a_usage_error(
+    encoding: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """It was a LookupError traceback and exit 1 once the file was read."""
+    page = tmp_path / "page.html"
+    page.write_text("<html>页面</html>", encoding="utf-8")
+    with pytest.raises(SystemExit) as stop:
+        main_mod.main(["parse", "grid", str(page), "--encoding", encoding])
+    assert stop.value.code == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_named_text_encoding_is_used(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    page.write_bytes("<html>頁面</html>".encode("big5"))
+    code, _, err = _run(capsys, "gate", str(page), "--encoding", "big5")
+    assert code == 0, err

@@ -16,3 +16,12 @@ def test_schema_to_a_path_that_cannot_be_written_is_a_typed_error(
         code = main(["schema", "-o", str(target)])
         out, err = capsys.readouterr()
         assert code == 2 and out == "" and err.startswith("错误 INVALID_ARGUMENT"), err
+
+
+def test_schema_to_dash_is_standard_output(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`-o -` wrote a file named `-` in the current folder."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["schema", "-o", "-"]) == 0
+    assert '"tools"' in capsys.readouterr().out and not (tmp_path / "-").exists()

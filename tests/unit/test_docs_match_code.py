@@ -83,6 +83,16 @@ def test_the_settings_table_names_exactly_the_variables_settings_reads() -> None
     assert set(settings_table()) == read
 
 
+def test_the_variables_doctor_knows_are_the_ones_the_settings_table_names() -> None:
+    from cnki_mcp.settings import VARIABLES, unknown_variables
+
+    assert set(VARIABLES) == set(settings_table())
+    assert unknown_variables({"CNKI_WORKERS": "2", "CNKI_WORKER": "2", "CNKI_PROXY": "x", "HOME": "/"}) == {
+        "CNKI_PROXY": None,
+        "CNKI_WORKER": "CNKI_WORKERS",
+    }
+
+
 def test_the_settings_table_states_the_defaults_settings_has(tmp_path: Path) -> None:
     table = settings_table()
     s = load_settings({"CNKI_DATA_DIR": str(tmp_path)})

@@ -165,3 +165,23 @@ def test_doctor_pages_says_when_no_parser_recognised_a_page(capsys: pytest.Captu
     detail, grid = out.split("OK    kaffu_waam_p1.html")
     assert "[gate]" in detail and UNRECOGNISED_NOTE in detail
     assert UNRECOGNISED_NOTE not in grid
+
+
+def test_doctor_pages_reports_a_page_it_cannot_read_and_surveys_the_rest(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A saved page without read permission (or an I/O error) ended the survey in a traceback."""
+    write_real("kns8s-grid/kaffu_waam_p1.html", tmp_path)
+    (tmp_path / "locked.html").write_text("<html></html>", encoding="utf-8")
+    read_bytes = Path.read_bytes
+
+    def refuse_locked(self: Path) -> bytes:
+        if self.name == "locked.html":
+            raise PermissionError(13, "Permission denied", str(self))
+        return read_bytes(self)
+
+    monkeypatch.setattr(Path, "read_bytes", refuse_locked)
+    assert main_mod.main(["doctor", "--pages", str(tmp_path), "--json"]) == 1
+    by_file = {p["file"]: p for p in json.loads(capsys.readouterr().out)["pages"]}
+    assert by_file["locked.html"]["ok"] is False and by_file["locked.html"]["error"] == "INVALID_ARGUMENT"
+    assert by_file["kaffu_waam_p1.html"]["ok"] is True
