@@ -549,6 +549,15 @@ def clean(rec: dict[str, Any]) -> dict[str, Any]:
     return {k: out[k] for k in RECORD_ORDER if k in out}
 
 
+def two_institutions(rec: dict[str, Any]) -> None:
+    """The first author is also at the second author's institution: a person at two places, whose
+    detail page marks the name `<sup>1,2</sup>` (saved page detail-kcms2/pluginsx_detail_kcms2_2026.html,
+    时郁婷<sup>1,2</sup>). Set after generation, so no other record changes."""
+    first, second = rec["authors"][0], rec["authors"][1]
+    if second["institution"] != first["institution"]:
+        first["institution"] = [first["institution"], second["institution"]]
+
+
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     with path.open("w", encoding="utf-8", newline="\n") as fh:
         for row in rows:
@@ -562,6 +571,7 @@ def generate(out: Path, seed: int = DEFAULT_SEED) -> dict[str, Any]:
     g.set_counts()
     g.add_fulltext()
     records = sorted((clean(r) for r in g.records), key=lambda r: r["id"])
+    two_institutions(records[0])
     journals = sorted(g.journals, key=lambda j: j["code"])
     questions = g.questions()
     out.mkdir(parents=True, exist_ok=True)

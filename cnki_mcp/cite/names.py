@@ -177,6 +177,9 @@ def parse_name(raw: str) -> Name:
         # the capitals only mark it: `XUE` is the family name Xue (GB/T writes it in capitals anyway)
         family = re.sub(r"[A-Z]+", lambda m: m.group().capitalize(), parts[i])
         return Name(family, " ".join(parts[:i] + parts[i + 1 :]))
+    if re.fullmatch(r"[A-Z]\.?", parts[-1]) and not any(re.fullmatch(r"[A-Z]\.?", p) for p in parts[:-1]):
+        # `Smith J`, `Xia L.`: family name, then an initial (no family name is one letter)
+        return Name(" ".join(parts[:-1]), parts[-1])
     return Name(parts[-1], " ".join(parts[:-1]))
 
 

@@ -301,12 +301,9 @@ def _authors(cell: LexborNode | None) -> list[str]:
         names = (
             [n for n in re.split(r"[;；]", text_of(info))] if info is not None else split_list(text_of(cell))
         )
-    out: list[str] = []
-    for name in names:
-        name = strip_role(name)
-        if name and name not in out:
-            out.append(name)
-    return out
+    # Two co-authors may share a name (王伟 and 王伟, each with an author link of their own), so a
+    # repeated name is kept: the list is the paper's byline, in order.
+    return [name for name in map(strip_role, names) if name]
 
 
 def _source(cell: LexborNode | None, url: str | None) -> tuple[str | None, str | None]:

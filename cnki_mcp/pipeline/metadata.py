@@ -64,6 +64,8 @@ EXPORT_FIELDS: frozenset[str] = frozenset(
 )
 # Fields only some kinds have, read from the detail page, in records only where set.
 KIND_FIELDS: tuple[str, ...] = ("supervisor", "conference", "conference_place", "conference_date")
+# Each author's institutions, shown beside `institutions` (with it when `fields` names it).
+AUTHOR_INSTITUTIONS = "author_institutions"
 _PAPER_FIELD = {"publication_date": "date", "document_type": "doc_type", "downloaded": "downloads"}
 
 
@@ -127,6 +129,12 @@ def metadata_record(enricher: Enricher, paper: Paper, *, with_quality: bool = Tr
     # a kind's own fields (a thesis's 导师, a conference paper's 会议名称/地点/时间), shown where the
     # record has them: the detail page gives them, and most records (journal papers) have none
     record.update({name: getattr(paper, name) for name in KIND_FIELDS if getattr(paper, name)})
+    # Which author is at which institution: the detail page pairs them (its `<sup>1,2</sup>` marks,
+    # DESIGN.md "Detail pages"); `institutions` alone cannot say it once a paper lists two.
+    # One list per author, in the order of `authors`; absent when no pairing was read.
+    paired = [list(a.institutions) for a in paper.authors]
+    if any(paired):
+        record[AUTHOR_INSTITUTIONS] = paired
     if with_quality:
         record["quality"] = quality_view(enricher, paper)
     return record
@@ -382,6 +390,8 @@ async def fetch_metadata(
         record = metadata_record(enricher, paper, with_quality=inp.wants_quality)
         if inp.fields:
             keep = {"record_ref", "title", *inp.fields}
+            if "institutions" in keep:
+                keep.add(AUTHOR_INSTITUTIONS)
             record = {k: v for k, v in record.items() if k in keep}
         records.append(record)
     warnings: list[str] = []

@@ -12,6 +12,7 @@ reaches `parse_expression` and gets a coded error instead of a generic validatio
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -135,7 +136,7 @@ class Leaf(BaseModel):
     )
     match: Match = PydField(
         default=Match.PHRASE,
-        description="phrase：模糊匹配（默认）；exact：精确匹配（subject 不支持）",
+        description="phrase：模糊（默认；中文作者名默认 exact）；exact：精确（subject 不支持）",
     )
 
 
@@ -202,6 +203,31 @@ def quote_value(value: str) -> str:
     if has_double and "'" in value:
         raise QueryUnsupported("检索词同时含单引号和双引号，知网无法表达", value=value)
     return f"'{value}'" if has_double else f'"{value}"'
+
+
+# ---------------------------------------------------------------- person names
+
+PERSON_FIELDS = frozenset((Field.AUTHORS, Field.FIRST_AUTHOR, Field.CORRESPONDING_AUTHOR))
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_HAN_NAME = re.compile(f"[{_HAN}]+(?:·[{_HAN}]+)*")
+# The dots people type inside a transcribed name (阿卜杜拉•买买提, 阿卜杜拉・买买提, 阿卜杜拉.买买提);
+# CNKI lists the name with U+00B7 (阿卜杜拉·买买提), so any other dot matches nothing.
+_NAME_DOT = re.compile(f"(?<=[{_HAN}])\\s*[·・•‧∙⋅．.･]\\s*(?=[{_HAN}])")
+
+
+def person_name(value: str) -> tuple[str, bool]:
+    """(the value of a person field as CNKI lists it, whether it is one whole Han name).
+
+    A dot between Han characters becomes `·`. A Han name split by spaces where one part is a single
+    character (`贾　楠`, padded to align names in Word; `欧阳 修`) is joined. Other spaced values
+    (`张伟 王磊`, two people; `阿卜杜拉 买买提`, a dot typed as a space) are kept: they are no one
+    name, and only their words, matched fuzzily, can find one."""
+    text = _NAME_DOT.sub("·", value)
+    parts = text.split()
+    if len(parts) > 1 and not (all(_HAN_NAME.fullmatch(p) for p in parts) and min(map(len, parts)) == 1):
+        return text, False
+    joined = "".join(parts)
+    return joined, bool(_HAN_NAME.fullmatch(joined))
 
 
 # ---------------------------------------------------------------- parsing
@@ -273,6 +299,9 @@ def _leaf(obj: dict[str, Any], path: str) -> Leaf:
     value = unquote(visible(raw_value))  # no CNKI text holds a soft hyphen or zero-width space
     if fld == Field.SOURCE:
         value = _source_name(value, path)
+    whole_name = False
+    if fld in PERSON_FIELDS:
+        value, whole_name = person_name(value)
     if not value:
         raise InvalidCondition("检索词不能为空", path=path, field=fld.value)
     if CONTROL.search(value):  # a NUL or other control character is never sent to CNKI
@@ -281,7 +310,9 @@ def _leaf(obj: dict[str, Any], path: str) -> Leaf:
         raise InvalidCondition("检索词最多 120 字", path=path, field=fld.value, length=len(value))
     raw_match = obj.get("match")
     if raw_match is None:
-        match = Match.PHRASE
+        # CNKI's own form and one-box search a person field 精确 (docs/simulator.md, one-box
+        # match values): 模糊 张伟 also lists 张伟华's and 张伟文's papers, other people.
+        match = Match.EXACT if whole_name else Match.PHRASE
     else:
         try:
             match = Match(raw_match.strip().lower()) if isinstance(raw_match, str) else None

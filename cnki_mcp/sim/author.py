@@ -12,7 +12,7 @@ def render_author(name: str, corpus: Corpus, links: Links, visitor: Visitor) -> 
     from cnki_mcp.sim.pages.common import page_shell
 
     records = [r for r in corpus.records if any(a.name == name for a in r.authors)]
-    orgs = sorted({a.institution for r in records for a in r.authors if a.name == name and a.institution})
+    orgs = sorted({i for r in records for a in r.authors if a.name == name for i in a.institutions})
     items = "".join(
         f'<li><a target="_blank" href="{escape(links.detail(r.id))}">{escape(r.title)}</a>'
         f'<span class="source">{escape(r.source or "")}</span><span class="date">{escape(r.date or str(r.year or ""))}</span></li>'

@@ -31,6 +31,13 @@ DB_BY_TYPE: dict[str, str] = {
 class SimAuthor:
     name: str
     institution: str | None = None
+    # An author at several institutions (`"institution": ["A", "B"]` in records.jsonl): the detail
+    # page marks the name `<sup>1,2</sup>` (docs/simulator.md "Detail page generations").
+    more_institutions: tuple[str, ...] = ()
+
+    @property
+    def institutions(self) -> tuple[str, ...]:
+        return ((self.institution,) if self.institution else ()) + self.more_institutions
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,15 +112,21 @@ class SimJournal:
 _RECORD_KEYS = {f for f in SimRecord.__dataclass_fields__} - {"extra"}
 
 
+def _author(obj: Any) -> SimAuthor:
+    if not isinstance(obj, dict):
+        return SimAuthor(str(obj))
+    inst = obj.get("institution")
+    if isinstance(inst, list):
+        return SimAuthor(obj["name"], inst[0] if inst else None, tuple(inst[1:]))
+    return SimAuthor(obj["name"], inst)
+
+
 def _record(obj: dict[str, Any]) -> SimRecord:
     for key in ("id", "title", "type"):
         if not obj.get(key):
             raise ValueError(f"record without {key!r}: {str(obj)[:120]}")
     kwargs: dict[str, Any] = {k: v for k, v in obj.items() if k in _RECORD_KEYS}
-    kwargs["authors"] = tuple(
-        SimAuthor(a["name"], a.get("institution")) if isinstance(a, dict) else SimAuthor(str(a))
-        for a in obj.get("authors") or ()
-    )
+    kwargs["authors"] = tuple(_author(a) for a in obj.get("authors") or ())
     kwargs["fulltext"] = tuple(
         SimSection(s["heading"], int(s.get("level", 1)), s.get("text", "")) for s in obj.get("fulltext") or ()
     )

@@ -29,7 +29,7 @@ def _tags(r: SimRecord) -> list[tuple[str, str]]:
     kind = next((v for k, v in _REF_TYPE.items() if k in r.type), "Journal Article")
     tags: list[tuple[str, str]] = [("%0", kind)]
     tags += [("%A", a.name) for a in r.authors]
-    organs = [a.institution for a in r.authors if a.institution]
+    organs = [i for a in r.authors for i in a.institutions]
     if organs:
         tags.append(("%+", ";".join(dict.fromkeys(organs)) + ";"))
     tags.append(("%T", r.title))

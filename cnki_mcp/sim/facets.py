@@ -57,7 +57,7 @@ def _values(sub: str, corpus: Corpus) -> Callable[[SimRecord], Iterable[str]] | 
         case "AUC":
             return lambda r: [a.name for a in r.authors]
         case "AFC":
-            return lambda r: list(dict.fromkeys(a.institution for a in r.authors if a.institution))
+            return lambda r: list(dict.fromkeys(i for a in r.authors for i in a.institutions))
         case "FUC":
             return lambda r: [f.split("(")[0].split("（")[0] for f in r.funds]
         case "LYBSM":

@@ -400,7 +400,7 @@ def field_texts(r: SimRecord, fld: Field, corpus: Corpus | None = None, extend: 
         case Field.RP:
             base = _corresponding(r)
         case Field.AF:
-            base = [a.institution for a in r.authors if a.institution]
+            base = [i for a in r.authors for i in a.institutions]
             extra_af = r.extra.get("institutions")
             if isinstance(extra_af, list):
                 base += [str(x) for x in extra_af]

@@ -112,7 +112,7 @@ def _matches(record: SimRecord, term: str, years: tuple[int, int], not_author: s
         term in record.title
         and record.year is not None
         and years[0] <= record.year <= years[1]
-        and not any(not_author in a.name for a in record.authors)
+        and not any(a.name == not_author for a in record.authors)  # a Han name without match: exact
     )
 
 

@@ -91,6 +91,16 @@ def test_names_chinese_compound_and_latin_forms() -> None:
     assert parse_name("IBM").literal
 
 
+@pytest.mark.parametrize(
+    ("raw", "family", "given"),
+    [("Smith J", "Smith", "J"), ("Xia L.", "Xia", "L."), ("van der Berg J", "van der Berg", "J"), ("Xia Lei", "Lei", "Xia")],
+)
+def test_a_latin_name_ending_in_one_initial_is_family_first(raw: str, family: str, given: str) -> None:
+    # `Smith J` was family J, given Smith: BibTeX `J, Smith`, APA `J, S.`
+    name = parse_name(raw)
+    assert (name.family, name.given) == (family, given)
+
+
 def test_key_family_is_pinyin_for_chinese_names() -> None:
     assert key_family("张三") == "zhang"
     assert key_family("欧阳修远") == "ouyang"

@@ -308,6 +308,15 @@ def test_role_suffix_and_sup_marks_are_removed_from_authors() -> None:
     assert parse_grid(_page(_row(author=author))).rows[0].authors == ["林倩", "胡馨元"]
 
 
+def test_co_authors_sharing_a_name_are_both_kept() -> None:
+    # two people named 王伟, each with an author link of their own: the byline keeps three names
+    author = (
+        '<a class="KnowledgeNetLink" href="/a1">王伟</a>;<a class="KnowledgeNetLink" href="/a2">李强</a>;'
+        '<a class="KnowledgeNetLink" href="/a3">王伟</a>'
+    )
+    assert parse_grid(_page(_row(author=author))).rows[0].authors == ["王伟", "李强", "王伟"]
+
+
 def test_plain_text_authors_split_on_all_separators() -> None:
     page = parse_grid(_page(_row(author="张三；李四,王五，赵六;张三")))
     assert page.rows[0].authors == ["张三", "李四", "王五", "赵六"]

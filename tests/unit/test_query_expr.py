@@ -289,3 +289,29 @@ def test_a_value_copied_with_an_invisible_character_is_sent_without_it(invisible
     with pytest.raises(CnkiError) as info:
         parse_expression({"field": "title", "value": invisible})
     assert info.value.code == "INVALID_CONDITION"
+
+
+@pytest.mark.parametrize("field", ["authors", "first_author", "corresponding_author", "AU"])
+def test_a_han_author_name_without_a_match_is_searched_exact(field: str) -> None:
+    # CNKI's form searches a person 精确; 模糊 张伟 lists 张伟华 too (docs/simulator.md, one-box)
+    assert parse_expression(_leaf("张伟", field)).match == Match.EXACT
+    assert parse_expression(_leaf("张伟", field, match="phrase")).match == Match.PHRASE
+    assert parse_expression(_leaf("Smith J", field)).match == Match.PHRASE  # written many ways
+    assert parse_expression(_leaf("张伟 王磊", field)).match == Match.PHRASE  # no one name
+    assert parse_expression(_leaf("张伟", "title")).match == Match.PHRASE
+
+
+@pytest.mark.parametrize(
+    ("typed", "sent"),
+    [
+        ("阿卜杜拉•买买提", "阿卜杜拉·买买提"),
+        ("阿卜杜拉・买买提", "阿卜杜拉·买买提"),
+        ("阿卜杜拉 . 买买提", "阿卜杜拉·买买提"),
+        ("贾\u3000楠", "贾楠"),
+        ("欧阳 修", "欧阳修"),
+        ("阿卜杜拉 买买提", "阿卜杜拉 买买提"),
+        ("Smith J.", "Smith J."),
+    ],
+)
+def test_an_author_name_is_sent_as_cnki_lists_it(typed: str, sent: str) -> None:
+    assert parse_expression(_leaf(typed, "authors")).value == sent

@@ -75,8 +75,7 @@ def shown_author(record: SimRecord, name: str) -> str:
 def _institutions(record: SimRecord) -> list[str]:
     out: list[str] = []
     for a in record.authors:
-        if a.institution and a.institution not in out:
-            out.append(a.institution)
+        out += [i for i in a.institutions if i not in out]
     return out
 
 
@@ -146,7 +145,10 @@ def _authors(record: SimRecord, links: Links) -> str:
     insts = _institutions(record)
     spans = []
     for a in record.authors:
-        sup = f"<sup>{insts.index(a.institution) + 1}</sup>" if a.institution and len(insts) > 1 else ""
+        # `时郁婷<sup>1,2</sup>`: the numbers of every institution of the author (saved page
+        # detail-kcms2/pluginsx_detail_kcms2_2026.html)
+        marks = ",".join(str(insts.index(i) + 1) for i in a.institutions)
+        sup = f"<sup>{marks}</sup>" if marks and len(insts) > 1 else ""
         spans.append(
             f'<span><a target="_blank" href="{esc(links.author(a.name))}">'
             f"{esc(shown_author(record, a.name))}{sup}</a>"

@@ -70,7 +70,7 @@ def _text_lines(record: SimRecord) -> list[tuple[float, str]]:
     out: list[tuple[float, str]] = [(TITLE_SIZE, ln) for ln in _wrap(record.title, TITLE_SIZE, width)]
     meta = [
         "；".join(a.name for a in record.authors),
-        "；".join(dict.fromkeys(a.institution for a in record.authors if a.institution)),
+        "；".join(dict.fromkeys(i for a in record.authors for i in a.institutions)),
         " ".join(x for x in (record.source or "", str(record.year or ""), record.pages or "") if x),
     ]
     if record.doi:
