@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,11 +15,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from cnki_mcp.cli.serve_cmd import stop_like_ctrl_c
+    from cnki_mcp.cli.serve_cmd import run_like_ctrl_c
     from cnki_mcp.server.demo import run_demo
 
-    # stopped from outside (SIGTERM, its terminal closed): the temporary data directory, browser
-    # profile included, is removed as after Ctrl-C; it was left in the temporary directory
-    stop_like_ctrl_c()
-
-    return asyncio.run(run_demo(args.question))
+    # stopped from outside (SIGTERM, its terminal closed, also when started with SIGINT ignored):
+    # the temporary data directory, browser profile included, is removed as after Ctrl-C; it was
+    # left in the temporary directory
+    return run_like_ctrl_c(run_demo, args.question)

@@ -19,8 +19,11 @@ import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from cnki_mcp.errors import ListenFailed, TokenRequired
+
+T = TypeVar("T")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -218,7 +221,7 @@ def stop_like_ctrl_c() -> None:
         signal.signal(hangup, as_ctrl_c)
 
 
-def run_like_ctrl_c(main: Callable[..., Awaitable[object]], *args: object) -> None:
+def run_like_ctrl_c(main: Callable[..., Awaitable[T]], *args: object) -> T:
     """`anyio.run(main, *args)` with SIGTERM (and SIGHUP) ending it as Ctrl-C does
     (`stop_like_ctrl_c`), also when SIGINT is ignored, as in a background job of a
     non-interactive shell: the loop installs its Ctrl-C handler only over Python's default one,
@@ -231,10 +234,9 @@ def run_like_ctrl_c(main: Callable[..., Awaitable[object]], *args: object) -> No
 
     stop_like_ctrl_c()
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        anyio.run(main, *args)
-        return
+        return anyio.run(main, *args)
 
-    async def ignoring_ctrl_c_again() -> object:
+    async def ignoring_ctrl_c_again() -> T:
         handler = signal.getsignal(signal.SIGINT)
         if callable(handler):
             _LOOP_CTRL_C.append(handler)
@@ -243,7 +245,7 @@ def run_like_ctrl_c(main: Callable[..., Awaitable[object]], *args: object) -> No
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        anyio.run(ignoring_ctrl_c_again)
+        return anyio.run(ignoring_ctrl_c_again)
     finally:
         _LOOP_CTRL_C.clear()
         signal.signal(signal.SIGINT, signal.SIG_IGN)

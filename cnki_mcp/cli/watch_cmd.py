@@ -75,14 +75,6 @@ def run(args: argparse.Namespace) -> int:
 
     settings = load_settings(os.environ)
     services = Services.open(settings, environ=dict(os.environ))  # DATA_DIRECTORY_IN_USE surfaces here
-    if args.watch_command == "check":
-        from cnki_mcp.cli.serve_cmd import stop_like_ctrl_c
-
-        # cron's `timeout`, a closed terminal: end as Ctrl-C does (the digest so far printed, the
-        # check `interrupted`, the browser closed); SIGTERM killed it on the spot, the check left
-        # `running` and the news of the watches already checked never shown
-        stop_like_ctrl_c()
-
     async def main() -> int:  # one event loop: the browser is closed by the loop that started it
         try:
             if args.watch_command == "list":
@@ -95,6 +87,14 @@ def run(args: argparse.Namespace) -> int:
         finally:
             await services.close()
 
+    if args.watch_command == "check":
+        from cnki_mcp.cli.serve_cmd import run_like_ctrl_c
+
+        # cron's `timeout`, a closed terminal: end as Ctrl-C does (the digest so far printed, the
+        # check `interrupted`, the browser closed), also when started with SIGINT ignored (`&` in
+        # a script); SIGTERM killed it on the spot, the check left `running` and the news of the
+        # watches already checked never shown
+        return run_like_ctrl_c(main)
     return asyncio.run(main())
 
 

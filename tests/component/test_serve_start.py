@@ -278,15 +278,26 @@ except KeyboardInterrupt:
 """
 
 
-@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
-def test_a_demo_stopped_from_outside_removes_its_temporary_data_directory(signame: str) -> None:
+@pytest.mark.parametrize(
+    ("signame", "started"),
+    [
+        ("SIGTERM", _signals_as_a_terminal_leaves_them),
+        ("SIGHUP", _signals_as_a_terminal_leaves_them),
+        ("SIGTERM", _sigint_ignored_as_in_a_background_job),
+    ],
+    ids=["SIGTERM", "SIGHUP", "SIGTERM_sigint_ignored"],
+)
+def test_a_demo_stopped_from_outside_removes_its_temporary_data_directory(
+    signame: str, started: Callable[[], None]
+) -> None:
     """SIGTERM, or SIGHUP when the demo's terminal closes: the run ends as after Ctrl-C and its
     temporary data directory (browser profile included) is removed. It was killed on the spot
-    and the directory stayed in the temporary directory."""
+    and the directory stayed in the temporary directory; started with SIGINT ignored, SIGTERM
+    raised KeyboardInterrupt wherever the loop was."""
     done = subprocess.run(
         [sys.executable, "-c", _DEMO_STOP_PROBE, signame],
         cwd=REPO, capture_output=True, text=True, timeout=60,
-        preexec_fn=_signals_as_a_terminal_leaves_them,
+        preexec_fn=started,
     )  # fmt: skip
     scratch = Path(done.stdout.strip())
     assert scratch.name.startswith("cnki-demo-"), done.stderr

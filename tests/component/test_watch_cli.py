@@ -189,12 +189,14 @@ raise SystemExit(main(["watch", "check"]))
 """
 
 
-def test_sigterm_ends_a_check_as_ctrl_c_does(tmp_path: Path) -> None:
-    """It killed the process on the spot: the check left `running`, nothing printed."""
+@pytest.mark.parametrize("sigint", [signal.SIG_DFL, signal.SIG_IGN], ids=["from_a_terminal", "sigint_ignored"])
+def test_sigterm_ends_a_check_as_ctrl_c_does(tmp_path: Path, sigint: signal.Handlers) -> None:
+    """It killed the process on the spot: the check left `running`, nothing printed. Started with
+    SIGINT ignored (`cnki-mcp watch check &` in a script) the loop had no Ctrl-C handler to call."""
     done = subprocess.run(
         [sys.executable, "-c", _STOPPED_PROBE, str(tmp_path / "data")],
         capture_output=True, text=True, timeout=60,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in a terminal
+        preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
     )  # fmt: skip
     assert done.returncode == EXIT_INTERRUPTED, done.stderr
     assert "[wat_term] 违约金" in done.stdout
