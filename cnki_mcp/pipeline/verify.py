@@ -45,7 +45,7 @@ from cnki_mcp.cite.refparse import ParsedReference, parse_references, title_spel
 from cnki_mcp.cite.refshapes import NOT_A_PAPER_REASON
 from cnki_mcp.cite.sources import cite_source, stable_url
 from cnki_mcp.errors import CnkiError, InputTooLarge, InvalidInput, TooManyReferences
-from cnki_mcp.identity import Paper, doi_key, final_of, listed_online_first
+from cnki_mcp.identity import Paper, doi_key, final_of, listed_online_first, same_work
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.links import reference_key, title_variants
 from cnki_mcp.models import GridRow
@@ -389,7 +389,9 @@ async def _export_details(
     """Volume, issue, pages and DOI an entry gives but its matched record lacks, from CNKI's batch
     export; what it answers is kept on the stored paper (`fill_by_export`), so a later run
     (or get_metadata, export_citations) does not ask again."""
-    matched = [(i, j.record.record_ref) for i in readable if (j := work.judgement(i)).record is not None]
+    # judged as `_result` will judge it: an entry that fits a work's online-first and final records
+    # is judged against the final one, whose volume, issue and pages must then be exported too
+    matched = [(i, j.record.record_ref) for i in readable if (j := _one_work(work, i, store)).record is not None]
     # a line holding only a DOI: the rows its DOI search listed carry no DOI to fit by until exported
     matched += [(i, ref) for i in readable if not work.parsed[i].title for ref in work.candidates[i]]
     papers = store.papers_by_refs([ref for _, ref in matched])
@@ -455,15 +457,25 @@ def _cites_numbers_online_first_lacks(entry: ParsedReference, paper: Paper) -> b
 
 
 def _one_work(work: _Work, i: int, store: Store) -> Judgement:
-    """Entry `i` judged; an entry that fits a work's online-first and final records alike (CNKI keeps
-    both, `identity.final_of`) is judged against the final record, not called ambiguous."""
+    """Entry `i` judged; an entry judged against (or tied between) records of one work that CNKI
+    lists as its online-first and final records (both kept, `identity.final_of`) is judged against
+    the final record alone: not called ambiguous, and not 'verified' against the online-first
+    record, whose missing volume, issue and pages agree with any (wrong) numbers the entry gives."""
     judged = work.judgement(i)
-    if judged.verdict != "ambiguous":
+    if judged.verdict == "ambiguous":
+        asked = [c.record_ref for c in judged.candidates]
+    elif judged.record is not None:
+        asked = [judged.record.record_ref]
+    else:
         return judged
-    papers = store.papers_by_refs(c.record_ref for c in judged.candidates)
-    final = final_of(list({p.record_ref: p for p in papers.values()}.values()))
+    papers = store.papers_by_refs(list(work.candidates[i]))  # every record the entry's searches found
+    chosen = [papers[ref] for ref in asked if ref in papers]
+    kin = {p.record_ref: p for p in papers.values() if any(p.record_ref == c.record_ref or same_work(p, c) for c in chosen)}
+    final = final_of(list(kin.values()))
     ref = next((asked for asked, p in papers.items() if final is not None and p.record_ref == final.record_ref), None)
-    return judged if ref is None else judge(work.parsed[i], [work.candidates[i][ref]])
+    if ref is None or (judged.verdict != "ambiguous" and judged.record is not None and judged.record.record_ref == ref):
+        return judged
+    return judge(work.parsed[i], [work.candidates[i][ref]])
 
 
 def _result(work: _Work, requests: int, store: Store) -> VerifyResult:

@@ -82,3 +82,18 @@ async def test_a_reference_to_a_work_with_online_first_and_final_records_is_judg
         assert entry.record is not None
         assert store.get(entry.record.record_ref).native.filename == "FXPL202602011"  # type: ignore[union-attr]
     assert "法学评论, 2026, 44(2): 60-72" in (result.entries[0].corrected or "")
+
+
+async def test_wrong_numbers_citing_such_a_work_are_a_mismatch_with_the_final_records_numbers(
+    clock: FakeClock, store: Store
+) -> None:
+    # The grid rows carry no volume, issue or pages: the final record's come from the batch export,
+    # which was asked only for an entry judged against one record, so the entry was judged against
+    # a final record with none and its wrong numbers were 'verified' (and copied into `corrected`).
+    wrong = f"[1] 宋澄, 陆明. {TITLE}[J]. 法学评论, 2026, 45(3): 99-120."
+    [entry] = (await _verify(clock, store, _backend(ONLINE, FINAL), wrong)).entries
+    assert entry.verdict == "mismatch", entry
+    assert {(d.field, d.entry, d.record) for d in entry.differences} == {
+        ("volume", "45", "44"), ("issue", "3", "2"), ("pages", "99-120", "60-72"),
+    }  # fmt: skip
+    assert "2026, 44(2): 60-72" in (entry.corrected or "")
