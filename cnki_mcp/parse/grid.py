@@ -301,9 +301,19 @@ def _authors(cell: LexborNode | None) -> list[str]:
         names = (
             [n for n in re.split(r"[;；]", text_of(info))] if info is not None else split_list(text_of(cell))
         )
-    # Two co-authors may share a name (王伟 and 王伟, each with an author link of their own), so a
-    # repeated name is kept: the list is the paper's byline, in order.
-    return [name for name in map(strip_role, names) if name]
+        return [name for name in map(strip_role, names) if name]
+    # Two co-authors may share a name (王伟 and 王伟, each with an author link, and code, of their
+    # own), so a repeated name is kept: the list is the paper's byline, in order. A name repeated
+    # with the very same link is one author listed twice (a saved 2018 grid lists 董守斌 so).
+    out: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for a, raw in zip(links, names, strict=True):
+        name = strip_role(raw)
+        key = (name, a.attributes.get("href") or "")
+        if name and not (key[1] and key in seen):
+            out.append(name)
+            seen.add(key)
+    return out
 
 
 def _source(cell: LexborNode | None, url: str | None) -> tuple[str | None, str | None]:

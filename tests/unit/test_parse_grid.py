@@ -317,6 +317,16 @@ def test_co_authors_sharing_a_name_are_both_kept() -> None:
     assert parse_grid(_page(_row(author=author))).rows[0].authors == ["王伟", "李强", "王伟"]
 
 
+def test_one_author_listed_twice_with_the_same_link_is_one_author() -> None:
+    # a saved 2018 grid lists 董守斌 twice with one link (one author code list): CNKI's duplicate,
+    # not two people; namesakes carry links of their own (above)
+    page = parse_grid(read_real("kns-old-grid/yanxianchen_brief_2018.html"))
+    [row] = [r for r in page.rows if "董守斌" in r.authors]
+    assert row.authors.count("董守斌") == 1 and len(row.authors) == 4
+    same = '<a class="KnowledgeNetLink" href="/a1">王伟</a>;<a class="KnowledgeNetLink" href="/a1">王伟</a>'
+    assert parse_grid(_page(_row(author=same))).rows[0].authors == ["王伟"]
+
+
 def test_plain_text_authors_split_on_all_separators() -> None:
     page = parse_grid(_page(_row(author="张三；李四,王五，赵六;张三")))
     assert page.rows[0].authors == ["张三", "李四", "王五", "赵六"]
