@@ -68,6 +68,13 @@ class PaperHandle:
     item: CitationItem | None = None
 
 
+def _not_stored(text: str) -> DocumentNotFound:
+    return DocumentNotFound(
+        "本地没有这篇文献：paper 可以是已保存文献的 record_ref、filename、url 或完整题名；"
+        "record_ref 与 filename 来自 search_results、get_metadata 等工具的结果", paper=text,
+    )  # fmt: skip
+
+
 def resolve_paper(store: Store, paper: str) -> PaperHandle:
     """The paper a citation tool is given, in any form another tool showed it: a record_ref, a
     CNKI file name (a stored paper's, or one seen in a citation list), the detail `url` a tool
@@ -87,16 +94,19 @@ def resolve_paper(store: Store, paper: str) -> PaperHandle:
     if token:
         return _by_link(store, text, token)
     if name := detail_filename(text):  # a KCMS link names its paper by file name, as a citation list does
-        return resolve_paper(store, name)
+        named = store.find_by_filename(name)
+        if named is not None:
+            return stored_handle(store, named)
+        node = store.citation_node(name.upper())
+        if node is not None:
+            return PaperHandle(node.key, node.title, node.detail_url, None, node)
+        raise _not_stored(text)  # not a title: `get_metadata(titles=[file name])` found nothing
     if NODE_ID.fullmatch(text):
         raise _graph_node(store, text)
     if NOT_A_TITLE.fullmatch(text):
         # a record_ref, file name, link or DOI not stored here: a title search for it spends a
         # request that cannot find the paper
-        raise DocumentNotFound(
-            "本地没有这篇文献：paper 可以是已保存文献的 record_ref、filename、url 或完整题名；"
-            "record_ref 与 filename 来自 search_results、get_metadata 等工具的结果", paper=text,
-        )  # fmt: skip
+        raise _not_stored(text)
     title = asked_title(text)
     local = local_matches(store, title) if title else []
     if len(local) > 1:

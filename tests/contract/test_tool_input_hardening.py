@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from cnki_mcp.errors import DocumentNotFound
 from cnki_mcp.identity import Paper
 from cnki_mcp.models import GridRow, NativeId
 from cnki_mcp.pipeline.citations import resolve_paper
@@ -201,6 +202,16 @@ async def test_a_kcms_link_naming_a_stored_paper_by_its_file_name_is_that_paper(
     error = json.loads(refused.content[0].text)
     assert error["code"] == "INVALID_ARGUMENT" and error["details"]["record_refs"] == [paper.record_ref]
     assert error["details"]["next_step"] == f"get_metadata(record_refs=['{paper.record_ref}'], local_only=True)"
+
+
+def test_a_kcms_link_naming_a_paper_not_stored_is_not_sent_as_a_title(stored: tuple[Services, Paper]) -> None:
+    # a thesis file name is all digits: it fell through to the title path, whose next_step asked
+    # CNKI for the file name as a title (a request that cannot find the paper)
+    services, _ = stored
+    link = "https://kns.cnki.net/kcms/detail/detail.aspx?dbcode=CMFD&dbname=CMFD201902&filename=1019012345.nh"
+    with pytest.raises(DocumentNotFound) as refused:
+        resolve_paper(services.store, link)
+    assert refused.value.details["paper"] == link and "next_step" not in refused.value.details
 
 
 async def test_a_detail_link_given_as_a_title_is_refused_with_the_call_that_names_its_paper(stored: tuple[Services, Paper]) -> None:
