@@ -71,16 +71,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     first = given[0] if given else None
     parser = build_parser(first if first in COMMANDS else None)
-    args = parser.parse_args(argv)
+    code: int | None = None
     try:
-        if args.command is None:
-            parser.print_help()
-            return 0
-        if args.command == "version":
-            print(f"cnki-mcp {__version__}")
-            return 0
-        module = importlib.import_module(COMMANDS[args.command][0])
-        return int(module.run(args) or 0)
+        try:
+            args = parser.parse_args(argv)  # --help prints, then SystemExit
+        except SystemExit:
+            _flush_stdout()
+            raise
+        code = _command(parser, args)
+        # Output to a pipe is buffered: a reader gone is met here, not at the interpreter's exit
+        # flush ("Exception ignored … BrokenPipeError", exit 120, the command's own code lost).
+        sys.stdout.flush()
+        return code
     except CnkiError as exc:
         print(f"错误 {exc.code}: {exc.message}", file=sys.stderr)
         return 2
@@ -88,9 +90,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # `cnki-mcp config --list | head`, `cnki-mcp version | true`: the reader went away; not an
-        # error worth a traceback.
+        # error worth a traceback. The command's exit code stands (doctor's 1 for a failed check).
         stdout_gone()
+        return code if code is not None else 0
+
+
+def _command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.command is None:
+        parser.print_help()
         return 0
+    if args.command == "version":
+        print(f"cnki-mcp {__version__}")
+        return 0
+    module = importlib.import_module(COMMANDS[args.command][0])
+    return int(module.run(args) or 0)
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        stdout_gone()
 
 
 def stdout_gone() -> None:
