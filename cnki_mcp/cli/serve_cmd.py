@@ -15,6 +15,7 @@ import argparse
 import ipaddress
 import logging
 import os
+import re
 import signal
 import socket
 import sys
@@ -114,15 +115,22 @@ def host_header(text: str) -> str:
     return value
 
 
+_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*")
+
+
 def origin_header(text: str) -> str:
     """argparse type for --allowed-origin: an Origin header's value, `scheme://name[:port]` (or
-    `:*`). Browsers send it with a scheme and without a path or trailing slash, so `app.example.com`
-    or `https://app.example.com/` matched no request (every one answered 403)."""
-    value = text.strip()
+    `:*`) in lower case as browsers send it, any scheme (`tauri://localhost`,
+    `chrome-extension://…`, `vscode-webview://…`), or `null`. Browsers send it without a path or
+    trailing slash, so `app.example.com` or `https://app.example.com/` matched no request (every
+    one answered 403)."""
+    value = text.strip().lower()
+    if value == "null":  # the Origin of a sandboxed frame or a file: page
+        return value
     scheme, sep, rest = value.partition("://")
-    if scheme not in ("http", "https") or not sep or not rest or "/" in rest or any(c.isspace() for c in rest):
+    if not _SCHEME.fullmatch(scheme) or not sep or not rest or "/" in rest or any(c.isspace() for c in rest):
         raise argparse.ArgumentTypeError(
-            f"不是 Origin 头的值：{text}（应为 http(s)://主机名[:端口]，如 https://app.example.com，不带路径和结尾的 /）"
+            f"不是 Origin 头的值：{text}（应为 协议://主机名[:端口]，如 https://app.example.com，不带路径和结尾的 /）"
         )
     return value
 

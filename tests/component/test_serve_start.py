@@ -347,7 +347,14 @@ def test_allowlist_entries_in_the_headers_own_form_are_kept() -> None:
 
     args = build_parser("serve").parse_args(
         ["serve", "--allowed-host", "mybox.local:8000", "--allowed-host", "mybox.local:*",
-         "--allowed-origin", "https://app.example.com", "--allowed-origin", "http://localhost:*"]
+         "--allowed-origin", "https://app.example.com", "--allowed-origin", "http://localhost:*",
+         "--allowed-origin", "tauri://localhost", "--allowed-origin", "chrome-extension://abcdefgh",
+         "--allowed-origin", "vscode-webview://1a2b", "--allowed-origin", "null",
+         "--allowed-origin", "HTTPS://App.Example.com"]
     )  # fmt: skip
     assert args.allowed_host == ["mybox.local:8000", "mybox.local:*"]
-    assert args.allowed_origin == ["https://app.example.com", "http://localhost:*"]
+    # any scheme an app's web view sends, and `null`; in lower case, as browsers send the header
+    assert args.allowed_origin == [
+        "https://app.example.com", "http://localhost:*", "tauri://localhost", "chrome-extension://abcdefgh",
+        "vscode-webview://1a2b", "null", "https://app.example.com",
+    ]  # fmt: skip
