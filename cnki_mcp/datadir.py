@@ -398,17 +398,22 @@ def other_owner(root: Path, *, euid: int | None = None) -> DataDirectoryUnusable
 
     look(root, 0)
     if not foreign:
+        # The profile two levels down (`Default/` holds the cookies); downloads/, incoming/ and
+        # exports/ themselves only: a file another user saved in them (a download made under sudo)
+        # costs that one file, not every start (it refused serve, watch and logout alike).
         for name in (*DIRECTORIES, *FILES):
-            look(root / name, 2 if name == PROFILE_DIR else 1)
+            look(root / name, 2 if name == PROFILE_DIR else 0)
     if not foreign:
         return None
     owner, me = _user_name(foreign[0][1]), _user_name(euid)
+    # `chown -R 4242: …` is "invalid spec" for a user with no name (a container's numeric uid)
+    chown_to = f"{me}:" if not me.isdigit() else f"{euid}:{os.getegid() if hasattr(os, 'getegid') else euid}"
     shown = [str(p.relative_to(root)) for p, _uid in foreign if p != root][:5]
     what = f"数据目录 {root}" + (f" 中的 {'、'.join(shown)}{' 等' if len(foreign) > 5 else ''}" if shown else "")
     return DataDirectoryUnusable(
         f"{what} 属于用户 {owner}，当前用户 {me} 无法使用（多半是曾用 sudo 或以 root 运行过 cnki-mcp）。"
-        f"改回当前用户：sudo chown -R {me}: '{root}'，然后重试",
-        path=str(root), reason="other_owner", owner=owner, user=me, paths=[str(p) for p, _uid in foreign[:5]],
+        f"改回当前用户：sudo chown -R {chown_to} '{root}'，然后重试",
+        path=str(root), reason="other_owner", owner=owner, user=me, chown_to=chown_to, paths=[str(p) for p, _uid in foreign[:5]],
     )  # fmt: skip
 
 

@@ -173,7 +173,7 @@ def check_data_dir(data_dir: Path, environ: Mapping[str, str] | None = None) -> 
         if isinstance(cause, OSError):
             hint = _DISK_HINTS.get(cause.errno or 0, hint)
         if exc.details.get("reason") == "other_owner":
-            hint = f"以 root 运行：chown -R {exc.details['user']}: '{data_dir}'（或用 CNKI_DATA_DIR 换一个数据目录）"
+            hint = f"以 root 运行：chown -R {exc.details['chown_to']} '{data_dir}'（或用 CNKI_DATA_DIR 换一个数据目录）"
         return Check("data_dir", False, f"{data_dir}：{exc.code}: {exc.message}", hint)
     except OSError as exc:
         hint = _DISK_HINTS.get(exc.errno or 0, hint)

@@ -69,14 +69,17 @@ def launch_error(exc: Exception, *, profile: Path, launch_seconds: float) -> Exc
     return BrowserUnavailable(message, reason=first, browser_output=said)
 
 
-def browser_temp_dir() -> Path:
-    """The browser's temp directory: TMPDIR (TMP/TEMP) as Playwright's driver and the browser
-    read it, else /tmp on POSIX. Not tempfile.gettempdir(): that one writes a probe file and, on
-    a full or unwritable TMPDIR or /tmp, quietly falls back to another directory (/var/tmp)."""
-    for name in ("TMPDIR", "TMP", "TEMP"):
+def browser_temp_dir(*, windows: bool | None = None) -> Path:
+    """The browser's temp directory as Playwright's driver (Node's os.tmpdir) reads it: TMPDIR
+    (else TMP, TEMP) and then /tmp on POSIX; TEMP, then TMP on Windows, where TMPDIR means nothing
+    to it (a leftover TMPDIR refused launches that would have worked). Not tempfile.gettempdir():
+    that one writes a probe file and, on a full or unwritable TMPDIR or /tmp, quietly falls back
+    to another directory (/var/tmp)."""
+    on_windows = os.name == "nt" if windows is None else windows
+    for name in ("TEMP", "TMP") if on_windows else ("TMPDIR", "TMP", "TEMP"):
         if os.environ.get(name):
             return Path(os.environ[name])
-    return Path("/tmp") if os.name == "posix" else Path(tempfile.gettempdir())
+    return Path(tempfile.gettempdir()) if on_windows else Path("/tmp")
 
 
 def temp_unwritable() -> BrowserUnavailable | None:

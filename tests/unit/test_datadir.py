@@ -325,6 +325,8 @@ def test_a_data_directory_another_user_owns_is_refused_naming_the_owner_and_the_
             acquire_lock(data, 0.05)
     assert info.value.code == "DATA_DIRECTORY_UNUSABLE" and info.value.details["reason"] == "other_owner"
     assert info.value.details["user"] == str(someone_else) and str(data) in info.value.details["paths"]
+    # a user with no name (a container's numeric uid): `chown -R 4242: …` is "invalid spec"
+    assert info.value.details["chown_to"] == f"{someone_else}:{os.getegid()}"
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
@@ -347,3 +349,23 @@ def test_one_entry_another_user_owns_is_named_in_a_directory_of_ones_own(
     os.chown(cookies, me, me)
     monkeypatch.undo()
     assert datadir.other_owner(data, euid=me) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
+def test_a_download_another_user_saved_does_not_stop_every_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PDF saved under `sudo` in downloads/ refused serve, watch and logout alike; the folders
+    themselves still count."""
+    data = datadir.prepare(tmp_path / "data")
+    for name in datadir.DIRECTORIES:
+        (data / name).mkdir(exist_ok=True)
+    (data / datadir.DOWNLOADS_DIR / "论文.pdf").write_bytes(b"%PDF-1.4")
+    me = 4244
+    for path in (data, *(data / name for name in datadir.DIRECTORIES)):
+        os.chown(path, me, me)
+    _as_user(monkeypatch, me)
+    assert datadir.other_owner(data, euid=me) is None
+    monkeypatch.undo()
+    os.chown(data / datadir.DOWNLOADS_DIR, 0, 0)
+    _as_user(monkeypatch, me)
+    error = datadir.other_owner(data, euid=me)
+    assert error is not None and error.details["paths"] == [str(data / datadir.DOWNLOADS_DIR)]

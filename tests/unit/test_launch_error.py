@@ -226,3 +226,17 @@ def test_without_tmpdir_the_browsers_temp_directory_is_tmp_on_posix(monkeypatch:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr("tempfile.gettempdir", lambda: "/var/tmp")
     assert browser_temp_dir() == (Path("/tmp") if os.name == "posix" else Path("/var/tmp"))
+
+
+def test_on_windows_the_browsers_temp_directory_is_temp_whatever_tmpdir_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Node reads TEMP, then TMP there, never TMPDIR: a leftover TMPDIR naming a folder gone
+    refused a launch that would have worked."""
+    from cnki_mcp.site.launch_error import browser_temp_dir
+
+    monkeypatch.setenv("TMPDIR", "/gone")
+    monkeypatch.setenv("TMP", "C:/Users/x/AppData/Local/Temp2")
+    monkeypatch.setenv("TEMP", "C:/Users/x/AppData/Local/Temp")
+    assert browser_temp_dir(windows=True) == Path("C:/Users/x/AppData/Local/Temp")
+    monkeypatch.delenv("TEMP")
+    assert browser_temp_dir(windows=True) == Path("C:/Users/x/AppData/Local/Temp2")
+    assert browser_temp_dir(windows=False) == Path("/gone")
