@@ -20,6 +20,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import secrets
 import socket
 import sqlite3
@@ -70,12 +71,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 # --- the checks ----------------------------------------------------------------------
 
 
+# Read by the project's own test scripts (scripts/test.sh, tests/), never by cnki-mcp: a
+# developer's shell that sets them is not misspelling a setting.
+_DEVELOPER_VARIABLES = re.compile(r"CNKI_(CHAOS_\w+|PEERS|REQUIRE_NODE_CLIENTS|SETUP_FOR_TESTS|TEST_TMP|TEST_WORKERS)")
+
+
 def check_settings(environ: Mapping[str, str]) -> tuple[Check, Settings]:
     try:
         settings = load_settings(environ)
     except CnkiError as exc:  # the data directory and browser asked for are still the ones checked
         return Check("settings", False, f"{exc.code}: {exc.message}", "修正上面提到的环境变量"), paths_of(environ)
-    unknown = unknown_variables(environ)
+    unknown = {k: v for k, v in unknown_variables(environ).items() if not _DEVELOPER_VARIABLES.fullmatch(k.upper())}
     if unknown:
         names = "、".join(f"{name}（是不是 {like}？）" if like else name for name, like in unknown.items())
         return Check(

@@ -245,6 +245,16 @@ def test_a_misspelt_variable_is_a_warning_naming_the_one_it_resembles(
     assert "CNKI_HEADLES" in settings["detail"] and "CNKI_HEADLESS" in settings["detail"]
 
 
+def test_the_test_scripts_own_variables_are_not_called_misspellings(
+    env: Path, quick_probe: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("CNKI_TEST_WORKERS", "CNKI_TEST_TMP", "CNKI_CHAOS_SEED", "CNKI_PEERS"):
+        monkeypatch.setenv(name, "1")
+    assert main(["doctor", "--json"]) == 0
+    settings = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}["settings"]
+    assert settings["ok"] is True and not settings.get("warning")
+
+
 def test_an_invalid_setting_still_checks_the_data_directory_and_browser_it_names(
     env: Path, quick_probe: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
