@@ -46,8 +46,8 @@ class CorpusLinks:
     def journal(self, journal_name: str) -> str:
         return f"{NAVI}/knavi/detail?p={quote(journal_name)}"
 
-    def author(self, name: str) -> str:
-        return f"{KNS}/kcms2/author/detail?v={quote(name)}"
+    def author(self, name: str, institution: str | None = None) -> str:
+        return f"{KNS}/kcms2/author/detail?v={quote(name)}&u={quote(institution or '')}"
 
     def reader(self, record_id: str) -> str:
         return f"{KNS}/reader?v={record_id}"

@@ -17,8 +17,8 @@ class FakeLinks:
     def journal(self, journal_name: str) -> str:
         return f"{BASE}/knavi/detail?p={quote(journal_name)}"
 
-    def author(self, name: str) -> str:
-        return f"{BASE}/kcms2/author/detail?v={quote(name)}"
+    def author(self, name: str, institution: str | None = None) -> str:
+        return f"{BASE}/kcms2/author/detail?v={quote(name)}&u={quote(institution or '')}"
 
     def reader(self, record_id: str) -> str:
         return f"{BASE}/reader/{record_id}"

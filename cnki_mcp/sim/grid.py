@@ -99,7 +99,7 @@ def _row(r: SimRecord, ordinal: int, links: Links, terms: list[str], wan: bool, 
     else:
         authors = _collapsed(
             [
-                f'<a class="KnowledgeNetLink" target="knet" href="{escape(links.author(a.name))}">{escape(a.name)}</a>'
+                f'<a class="KnowledgeNetLink" target="knet" href="{escape(links.author(a.name, a.institution))}">{escape(a.name)}</a>'
                 for a in r.authors
             ]
         )

@@ -18,7 +18,10 @@ class Links(Protocol):
         """Absolute navi journal page URL (`/knavi/detail?p=...`)."""
         ...
 
-    def author(self, name: str) -> str: ...
+    def author(self, name: str, institution: str | None = None) -> str:
+        """An author page link: one person's (CNKI's links carry the author's code, so two
+        co-authors sharing a name have links of their own)."""
+        ...
 
     def reader(self, record_id: str) -> str:
         """Where the grid's and the detail page's HTML阅读 entry points: a bar.cnki.net order URL,

@@ -70,8 +70,8 @@ class SimLinks:
                     p = app.state.journal_p.setdefault(journal_name, p)
         return f"{self._base('navi')}/knavi/detail?p={p}{_PLATFORM}"
 
-    def author(self, name: str) -> str:
-        v = self._app.state.tokens.issue("author", name, nbytes=75)
+    def author(self, name: str, institution: str | None = None) -> str:
+        v = self._app.state.tokens.issue("author", name, extra=institution or "", nbytes=75)
         return f"{self._base('kns')}/kcms2/author/detail?v={v}{_PLATFORM}"
 
     def reader(self, record_id: str) -> str:

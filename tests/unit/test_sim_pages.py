@@ -131,7 +131,7 @@ def test_detail_authors_institutions_and_affiliation_marks() -> None:
     links = t.css("h3#authorpart.author > span > a")
     assert [a.text(strip=True) for a in links] == ["张三1", "李四2", "王五1"]
     assert [a.css_first("sup").text() for a in links] == ["1", "2", "1"]
-    assert links[0].attributes["href"] == LINKS.author("张三")
+    assert links[0].attributes["href"] == LINKS.author("张三", "北京大学法学院")
     assert len(t.css("h3#authorpart input.authorcode[type=hidden]")) == 3
     insts = t.css("div.wx-tit h3.author:not(#authorpart) > span > a")
     assert [a.text(strip=True) for a in insts] == ["1.北京大学法学院", "2.清华大学法学院"]

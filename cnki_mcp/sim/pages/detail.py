@@ -141,6 +141,11 @@ def _source_line(record: SimRecord, links: Links) -> str:
     return f'<span class="source">{esc(label)}</span><span>{esc(year)}</span>' if label else ""
 
 
+
+def _author_code(name: str, institution: str | None) -> str:
+    """The page's hidden author code: one person's (two co-authors sharing a name differ)."""
+    return str(zlib.crc32(f"{name}|{institution or ''}".encode()) % 10**12).zfill(12)
+
 def _authors(record: SimRecord, links: Links) -> str:
     insts = _institutions(record)
     spans = []
@@ -150,9 +155,9 @@ def _authors(record: SimRecord, links: Links) -> str:
         marks = ",".join(str(insts.index(i) + 1) for i in a.institutions)
         sup = f"<sup>{marks}</sup>" if marks and len(insts) > 1 else ""
         spans.append(
-            f'<span><a target="_blank" href="{esc(links.author(a.name))}">'
+            f'<span><a target="_blank" href="{esc(links.author(a.name, a.institution))}">'
             f"{esc(shown_author(record, a.name))}{sup}</a>"
-            f'<input class="authorcode" type="hidden" value="{esc(str(zlib.crc32(a.name.encode()) % 10**12).zfill(12))}">'
+            f'<input class="authorcode" type="hidden" value="{esc(_author_code(a.name, a.institution))}">'
             "</span>"
         )
     out = f'<h3 class="author" id="authorpart">{"".join(spans)}</h3>'
