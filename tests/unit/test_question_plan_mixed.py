@@ -161,3 +161,20 @@ def test_a_marker_before_t_cells_leaves_the_t_to_the_cells(question: str) -> Non
 def test_di_a_number_and_its_measure_word_are_one_term(question: str, ordinal: str) -> None:
     assert _groups(question)[0] == [ordinal]
     assert "第" not in _terms(question)
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("中医 VS 西医 疗效", [["中医"], ["西医", "疗效"]]),
+        ("A股 VS 港股", [["A股"], ["港股"]]),
+        ("ChatGPT VS 文心一言", [["ChatGPT"], ["文心一言", "文心", "一言"]]),
+        ("深度学习 FOR 图像识别", [["深度学习", "深度", "学习"], ["图像识别"]]),
+    ],
+)
+def test_a_capital_connective_between_two_terms_is_no_acronym(question: str, groups: list[list[str]]) -> None:
+    assert _groups(question) == groups
+
+
+def test_vs_written_against_han_text_is_still_a_connective() -> None:
+    assert "VS" not in " ".join(_terms("中医VS西医疗效比较"))
