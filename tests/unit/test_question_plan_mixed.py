@@ -178,3 +178,34 @@ def test_a_capital_connective_between_two_terms_is_no_acronym(question: str, gro
 
 def test_vs_written_against_han_text_is_still_a_connective() -> None:
     assert "VS" not in " ".join(_terms("中医VS西医疗效比较"))
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("Sora 2024年发布", [["Sora"], ["2024年发布"]]),
+        ("ChatGPT 2023年 教育应用", [["ChatGPT"], ["2023年"], ["教育应用"]]),
+        ("2019 GDP增长", [["2019"], ["GDP增长"]]),
+        ("2023 AI教育", [["2023"], ["AI教育"]]),
+        ("2023 T细胞", [["2023"], ["T细胞"]]),
+    ],
+)
+def test_a_year_is_no_version_and_an_acronym_after_a_number_is_no_unit(
+    question: str, groups: list[list[str]]
+) -> None:
+    assert _groups(question) == groups
+
+
+@pytest.mark.parametrize(
+    ("question", "term"),
+    [
+        ("Android 14系统安全", "Android 14"),
+        ("28 nm工艺", "28 nm"),
+        ("10 μm颗粒物", "10 μm"),
+        ("3 MPa压力", "3 MPa"),
+        ("1.5 T磁共振", "1.5 T"),
+        ("1900 MHz频段", "1900 MHz"),
+    ],
+)
+def test_a_unit_symbol_after_a_number_stays_in_the_term(question: str, term: str) -> None:
+    assert _groups(question)[0] == [term]
