@@ -345,8 +345,10 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
 _POSSESSIVE_RE = re.compile(r"(?<=[A-Za-z])['’]s\b|(?<=[A-Za-z]s)['’](?=\s|$)")
 
 
-# A marker written before the one letter naming the cells after it (CD4+T细胞, CD8+ T细胞)
+# A marker written before the one letter naming the cells after it (CD4+T细胞, CD8+ T细胞, CD3+T淋巴细胞);
+# before other Han text `X+Y` is one term (EPC+F模式, EPC+O, A+H股)
 _MARKER_CELL_RE = re.compile(r"[A-Za-z0-9]\+ ?([A-Z])$")
+_CELLS_RE = re.compile(r"细胞|淋巴细胞")
 
 
 def _tokens(text: str, cut: Segmenter) -> list[_Token]:
@@ -384,7 +386,7 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
         if any(r.fullmatch(piece) for r in (_NUMBER_RE, _LETTER_RE, _PREFIX_RE, _ROMAN_RE)):
             number, number_gap = piece, gap
             continue
-        cell = _MARKER_CELL_RE.search(piece) if HAN_CHAR.match(text, m.end()) else None
+        cell = _MARKER_CELL_RE.search(piece) if _CELLS_RE.match(text, m.end()) else None
         if cell:  # CD4+T细胞: the T names the cells (T细胞), CD4+ their marker (as in CD4+ T细胞)
             piece, number, number_gap = piece[: cell.start(1)].rstrip(), cell.group(1), cell.group(0)[-2] == " "
         sides = (

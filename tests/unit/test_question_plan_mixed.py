@@ -209,3 +209,14 @@ def test_a_year_is_no_version_and_an_acronym_after_a_number_is_no_unit(
 )
 def test_a_unit_symbol_after_a_number_stays_in_the_term(question: str, term: str) -> None:
     assert _groups(question)[0] == [term]
+
+
+@pytest.mark.parametrize(
+    ("question", "term"), [("EPC+F模式", "EPC+F"), ("EPC+O模式风险", "EPC+O"), ("A+H股上市公司", "A+H")]
+)
+def test_a_plus_term_before_a_word_that_names_no_cells_stays_whole(question: str, term: str) -> None:
+    assert _groups(question)[0] == [term]
+
+
+def test_a_marker_before_t_lymphocytes_leaves_the_t_to_them() -> None:
+    assert _groups("CD3+T淋巴细胞") == [["CD3+"], ["T淋巴细胞"]]
