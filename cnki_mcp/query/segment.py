@@ -439,11 +439,24 @@ def _concept_word(word: str) -> bool:
     return word not in FUNCTION_WORDS and word not in SOFT_WORDS
 
 
+# Words any topic has a new one of (a method, an idea, a result) or that say it was newly issued:
+# 新 before them is the adjective "new" (基于新算法的, 图像去噪新算法, 新修订的公司法), no kind of
+# thing, and is dropped as before a study word. Before other concept words 新 names a kind
+# (新工科, 新高考, 新零售, 新基建, 新材料).
+_NEW_GENERIC = _words(
+    """
+    算法 模型 思路 方案 理论 框架 举措 机遇 形势 要求 方向 观点 办法 成果 发现 局面 版本 形式 范式
+    视野 视域 突破 工具 修订 修正 出台 颁布 发布 实施
+    """
+)
+
+
 def _names_kind(after: list[str]) -> bool:
-    """The words after a lone 新 (at most two): a concept word, or a study word and a concept word."""
+    """The words after a lone 新 (at most two): a concept word, or a study word and a concept word,
+    that is no generic word (`_NEW_GENERIC`)."""
     if after and after[0] in SOFT_WORDS and len(after[0]) > 1:
         after = after[1:]
-    return bool(after) and _concept_word(after[0])
+    return bool(after) and _concept_word(after[0]) and after[0] not in _NEW_GENERIC
 
 
 def _name_goes_on(words: list[str]) -> bool:

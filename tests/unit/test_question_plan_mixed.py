@@ -220,3 +220,20 @@ def test_a_plus_term_before_a_word_that_names_no_cells_stays_whole(question: str
 
 def test_a_marker_before_t_lymphocytes_leaves_the_t_to_them() -> None:
     assert _groups("CD3+T淋巴细胞") == [["CD3+"], ["T淋巴细胞"]]
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("基于新算法的图像识别", [["算法"], ["图像识别"]]),
+        ("新修订的公司法", [["修订"], ["公司法"]]),
+        ("图像去噪新算法", [["图像去噪"], ["算法"]]),
+    ],
+)
+def test_xin_before_a_generic_word_is_the_adjective_and_dropped(question: str, groups: list[list[str]]) -> None:
+    assert _groups(question) == groups
+
+
+@pytest.mark.parametrize(("question", "term"), [("新零售模式", "新零售"), ("新材料产业发展", "新材料")])
+def test_xin_before_a_word_naming_a_field_still_names_a_kind(question: str, term: str) -> None:
+    assert _groups(question)[0][0] == term
