@@ -377,9 +377,19 @@ _PLAIN_TERM_RE = re.compile(r"[\w\s\-+./#·']+")
 # A version or standard number written after a name (Windows 10漏洞, ISO 9001质量管理体系, Python
 # 3.x编程) and a unit written after a number (500 kV变电站, 2.4 GHz天线): the space is inside the
 # term; as keywords the name or number alone (Windows, 500) was a concept and the rest (10漏洞,
-# kV变电站) another. `5G 6G通信` (a number with its letter) is two keywords.
-_VERSION_RE = re.compile(r"\d+(?:\.(?:\d+|x))*(?![A-Za-z0-9.])")
+# kV变电站) another. `5G 6G通信` (a number with its letter) is two keywords. A year (2024, 2023年)
+# or a count of years (5年) is no version (Sora 2024年发布, GDP 2023年 增长 stay three keywords), and
+# a unit is a unit symbol, no acronym (2019 GDP增长, 2023 AI教育 stay two keywords).
+_YEAR = r"(?:19|20)\d\d"
+_VERSION_RE = re.compile(rf"(?!{_YEAR}(?![\d.]))\d+(?:\.(?:\d+|x))*(?![A-Za-z0-9.年])")
 _BARE_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+# SI and common unit symbols with an optional SI prefix (kV, MPa, GHz, nm, μm, mL, mAh, kWh, 1.5 T),
+# ending the Latin letters of the word. (℃ is °C after NFKC, and ° is no term character.)
+_UNIT_RE = re.compile(
+    r"(?:da|[kMGTPmμunpcd])?"
+    r"(?:m|g|s|A|K|mol|cd|Hz|N|Pa|J|W|Wh|Ah|C|V|VA|F|Ω|S|Wb|T|H|L|l|eV|dB|bar|Bq|Gy|Sv|lx|lm|bit|bps|B|"
+    r"ppm|ppb|mmHg|rpm|h|min)(?![A-Za-z0-9])"
+)
 
 
 def _goes_on(before: str, word: str) -> bool:
@@ -388,7 +398,11 @@ def _goes_on(before: str, word: str) -> bool:
         return True
     if before[-1].isalpha() and _VERSION_RE.match(word):
         return True
-    return bool(_BARE_NUMBER_RE.fullmatch(before)) and word[0].isascii() and word[0].isalpha()
+    unit = _UNIT_RE.match(word) if _BARE_NUMBER_RE.fullmatch(before) else None
+    # after a year a lone capital starts a name (2023 T细胞, 2020 A股), as in the word it is against
+    if unit is None:
+        return False
+    return not (len(unit.group(0)) == 1 and unit.group(0).isupper() and re.fullmatch(_YEAR, before))
 
 
 def _keywords(text: str, cut: Segmenter) -> list[str]:

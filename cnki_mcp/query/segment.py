@@ -176,16 +176,41 @@ class _Token:
 _OPERATORS = frozenset({"AND", "OR", "NOT"})
 
 
-def _acronym(word: str, words: Sequence[str]) -> bool:
-    """A stop word written in capitals among words that are not all capitals is an acronym, no
-    English word (DID 双重差分, CAN 总线, WHO 指南, DO 浓度; `the effect of DO on ...`); a run
-    wholly in capitals (WHAT IS ESG) is shouted English and keeps its stop words."""
-    if len(word) < 2 or not (word.isascii() and word.isalpha() and word.isupper()) or word in _OPERATORS:
+# Connectives in capitals compare the terms either side (中医 VS 西医, 中医VS西医): never a name
+_CONNECTIVES = frozenset({"VS", "VERSUS"})
+
+# What stands beside a word: nothing or punctuation (the edge), Han text written against it, a term
+# across a space (Han text, or a Latin word not in lower case), or a lower-case English word
+_EDGE, _TIGHT, _TERM, _LOWER = "edge", "tight", "term", "lower"
+
+
+def _side(word: str | None) -> str:
+    """What a neighbouring word across a space is (None: no word there)."""
+    if word is None:
+        return _EDGE
+    return _LOWER if word.isascii() and word.isalpha() and word.islower() else _TERM
+
+
+def _acronym(word: str, words: Sequence[str], k: int, left: str = _EDGE, right: str = _EDGE) -> bool:
+    """Whether `word` (words[k]), a stop word in capitals, is an acronym, no English word: written
+    against Han text or at an edge (DID双重差分法, 基于DID模型, CAN总线, WHO 指南, DO浓度) or between
+    lower-case English words (`the effect of DO on ...`). Between two terms across spaces (A股 VS 港股,
+    深度学习 FOR 图像识别, BERT FOR text) it is the English word, and a run wholly in capitals (WHAT
+    IS ESG) is shouted English. `left`/`right`: what stands beside the run of `words`."""
+    if len(word) < 2 or not (word.isascii() and word.isalpha() and word.isupper()):
         return False
-    return len(words) == 1 or not all(w.isupper() for w in words)
+    if word in _OPERATORS or word in _CONNECTIVES:
+        return False
+    if len(words) > 1 and all(w.isupper() for w in words):
+        return False
+    sides = (
+        _side(words[k - 1]) if k > 0 else left,
+        _side(words[k + 1]) if k + 1 < len(words) else right,
+    )
+    return _TIGHT in sides or _EDGE in sides or sides == (_LOWER, _LOWER)
 
 
-def _latin_words(run: str) -> list[str]:
+def _latin_words(run: str, left: str = _EDGE, right: str = _EDGE) -> list[str]:
     """A Latin run -> terms: English stop words split it, a lone number joins the word before.
     A capital A or I written after a word names the thing (hepatitis A, vitamin A, type I diabetes,
     Class A shares) when it ends the run or follows a word it names a kind of (`_NAMED_BY_LETTER`):
@@ -205,7 +230,7 @@ def _latin_words(run: str) -> list[str]:
         if word.casefold() in _PAPER_WORDS and current and current[-1].casefold() in _PAPER_KINDS:
             current.append(word)
             continue
-        if word.casefold() in ENGLISH_STOP and not _acronym(word, words):
+        if word.casefold() in ENGLISH_STOP and not _acronym(word, words, k, left, right):
             if current:
                 out.append(" ".join(current))
             current = []
@@ -320,8 +345,10 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
 _POSSESSIVE_RE = re.compile(r"(?<=[A-Za-z])['’]s\b|(?<=[A-Za-z]s)['’](?=\s|$)")
 
 
-# A marker written before the one letter naming the cells after it (CD4+T细胞, CD8+ T细胞)
+# A marker written before the one letter naming the cells after it (CD4+T细胞, CD8+ T细胞, CD3+T淋巴细胞);
+# before other Han text `X+Y` is one term (EPC+F模式, EPC+O, A+H股)
 _MARKER_CELL_RE = re.compile(r"[A-Za-z0-9]\+ ?([A-Z])$")
+_CELLS_RE = re.compile(r"细胞|淋巴细胞")
 
 
 def _tokens(text: str, cut: Segmenter) -> list[_Token]:
@@ -359,15 +386,28 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
         if any(r.fullmatch(piece) for r in (_NUMBER_RE, _LETTER_RE, _PREFIX_RE, _ROMAN_RE)):
             number, number_gap = piece, gap
             continue
-        cell = _MARKER_CELL_RE.search(piece) if HAN_CHAR.match(text, m.end()) else None
+        cell = _MARKER_CELL_RE.search(piece) if _CELLS_RE.match(text, m.end()) else None
         if cell:  # CD4+T细胞: the T names the cells (T细胞), CD4+ their marker (as in CD4+ T细胞)
             piece, number, number_gap = piece[: cell.start(1)].rstrip(), cell.group(1), cell.group(0)[-2] == " "
+        sides = (
+            _run_side(text[: m.start()][::-1], gap or not m.start()),
+            _run_side(text[m.end() :], not HAN_CHAR.match(text, m.end())),
+        )
         out.extend(
-            _Token(w, latin=True, boundary_before=gap or k > 0) for k, w in enumerate(_latin_words(piece))
+            _Token(w, latin=True, boundary_before=gap or k > 0)
+            for k, w in enumerate(_latin_words(piece, *sides))
         )
     if number:
         _letter_or_number(out, number, number_gap)
     return out
+
+
+def _run_side(beside: str, gap: bool) -> str:
+    """What stands beside a Latin run (`beside`: the text from the run outwards): Han text written
+    against it, a word across spaces, or nothing or punctuation."""
+    if not gap:
+        return _TIGHT
+    return _TERM if re.match(r"\s+\w", beside) else _EDGE
 
 
 # Characters that, left alone by the segmenter right after a Latin name or letter, are its suffix:
@@ -399,11 +439,24 @@ def _concept_word(word: str) -> bool:
     return word not in FUNCTION_WORDS and word not in SOFT_WORDS
 
 
+# Words any topic has a new one of (a method, an idea, a result) or that say it was newly issued:
+# 新 before them is the adjective "new" (基于新算法的, 图像去噪新算法, 新修订的公司法), no kind of
+# thing, and is dropped as before a study word. Before other concept words 新 names a kind
+# (新工科, 新高考, 新零售, 新基建, 新材料).
+_NEW_GENERIC = _words(
+    """
+    算法 模型 思路 方案 理论 框架 举措 机遇 形势 要求 方向 观点 办法 成果 发现 局面 版本 形式 范式
+    视野 视域 突破 工具 修订 修正 出台 颁布 发布 实施
+    """
+)
+
+
 def _names_kind(after: list[str]) -> bool:
-    """The words after a lone 新 (at most two): a concept word, or a study word and a concept word."""
+    """The words after a lone 新 (at most two): a concept word, or a study word and a concept word,
+    that is no generic word (`_NEW_GENERIC`)."""
     if after and after[0] in SOFT_WORDS and len(after[0]) > 1:
         after = after[1:]
-    return bool(after) and _concept_word(after[0])
+    return bool(after) and _concept_word(after[0]) and after[0] not in _NEW_GENERIC
 
 
 def _name_goes_on(words: list[str]) -> bool:
@@ -499,7 +552,10 @@ def has_function_words(text: str, cut: Segmenter) -> bool:
     (a phrase or sentence rather than one term: please find papers about federated learning)?"""
     text = unicodedata.normalize("NFKC", text)
     words = text.split()
-    if any(w.isascii() and w.isalpha() and w.casefold() in ENGLISH_STOP and not _acronym(w, words) for w in words):
+    if any(
+        w.isascii() and w.isalpha() and w.casefold() in ENGLISH_STOP and not _acronym(w, words, k)
+        for k, w in enumerate(words)
+    ):
         return True
     return any(_is_function(t) for t in _tokens(text, cut))
 

@@ -161,3 +161,79 @@ def test_a_marker_before_t_cells_leaves_the_t_to_the_cells(question: str) -> Non
 def test_di_a_number_and_its_measure_word_are_one_term(question: str, ordinal: str) -> None:
     assert _groups(question)[0] == [ordinal]
     assert "第" not in _terms(question)
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("中医 VS 西医 疗效", [["中医"], ["西医", "疗效"]]),
+        ("A股 VS 港股", [["A股"], ["港股"]]),
+        ("ChatGPT VS 文心一言", [["ChatGPT"], ["文心一言", "文心", "一言"]]),
+        ("深度学习 FOR 图像识别", [["深度学习", "深度", "学习"], ["图像识别"]]),
+    ],
+)
+def test_a_capital_connective_between_two_terms_is_no_acronym(question: str, groups: list[list[str]]) -> None:
+    assert _groups(question) == groups
+
+
+def test_vs_written_against_han_text_is_still_a_connective() -> None:
+    assert "VS" not in " ".join(_terms("中医VS西医疗效比较"))
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("Sora 2024年发布", [["Sora"], ["2024年发布"]]),
+        ("ChatGPT 2023年 教育应用", [["ChatGPT"], ["2023年"], ["教育应用"]]),
+        ("2019 GDP增长", [["2019"], ["GDP增长"]]),
+        ("2023 AI教育", [["2023"], ["AI教育"]]),
+        ("2023 T细胞", [["2023"], ["T细胞"]]),
+    ],
+)
+def test_a_year_is_no_version_and_an_acronym_after_a_number_is_no_unit(
+    question: str, groups: list[list[str]]
+) -> None:
+    assert _groups(question) == groups
+
+
+@pytest.mark.parametrize(
+    ("question", "term"),
+    [
+        ("Android 14系统安全", "Android 14"),
+        ("28 nm工艺", "28 nm"),
+        ("10 μm颗粒物", "10 μm"),
+        ("3 MPa压力", "3 MPa"),
+        ("1.5 T磁共振", "1.5 T"),
+        ("1900 MHz频段", "1900 MHz"),
+    ],
+)
+def test_a_unit_symbol_after_a_number_stays_in_the_term(question: str, term: str) -> None:
+    assert _groups(question)[0] == [term]
+
+
+@pytest.mark.parametrize(
+    ("question", "term"), [("EPC+F模式", "EPC+F"), ("EPC+O模式风险", "EPC+O"), ("A+H股上市公司", "A+H")]
+)
+def test_a_plus_term_before_a_word_that_names_no_cells_stays_whole(question: str, term: str) -> None:
+    assert _groups(question)[0] == [term]
+
+
+def test_a_marker_before_t_lymphocytes_leaves_the_t_to_them() -> None:
+    assert _groups("CD3+T淋巴细胞") == [["CD3+"], ["T淋巴细胞"]]
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("基于新算法的图像识别", [["算法"], ["图像识别"]]),
+        ("新修订的公司法", [["修订"], ["公司法"]]),
+        ("图像去噪新算法", [["图像去噪"], ["算法"]]),
+    ],
+)
+def test_xin_before_a_generic_word_is_the_adjective_and_dropped(question: str, groups: list[list[str]]) -> None:
+    assert _groups(question) == groups
+
+
+@pytest.mark.parametrize(("question", "term"), [("新零售模式", "新零售"), ("新材料产业发展", "新材料")])
+def test_xin_before_a_word_naming_a_field_still_names_a_kind(question: str, term: str) -> None:
+    assert _groups(question)[0][0] == term
