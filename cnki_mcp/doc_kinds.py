@@ -24,6 +24,9 @@ WRITTEN_NAMES: dict[str, str] = {
     **{name: level for level, names in THESIS_NAMES.items() for name in names},
     **dict.fromkeys((*BOTH_LEVEL_NAMES, THESES), THESES),
     "期刊论文": "期刊", "期刊文章": "期刊", "会议论文": "会议", "报纸文章": "报纸",
+    # CNKI's own tab label for journals; foreign-language papers, which CNKI lists as 外文期刊
+    "学术期刊": "期刊", "学术期刊论文": "期刊", "外文文献": "外文期刊", "英文文献": "外文期刊",
+    "外文期刊论文": "外文期刊", "英文期刊论文": "外文期刊",
 }  # fmt: skip
 # English names (lower case, singular, and the plurals naming both thesis levels) -> CNKI's type
 ENGLISH_NAMES: dict[str, str] = {

@@ -6,7 +6,7 @@ enrichment and the local channels."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import CnkiError
@@ -36,6 +36,26 @@ from cnki_mcp.rank import (
 from cnki_mcp.store import PRESENT, SearchEvidence, Store
 
 DEFAULT_LIMIT = 50  # results a finished search lists when the input names no limit
+
+
+def issue_year_warning(papers: Sequence[Paper], params: dict[str, Any]) -> str | None:
+    """CNKI filters years by 发表时间 (site-rules.md §1.3), a paper first published online by its
+    online day, while `year` is its issue's (the citation year, read from the export or detail
+    page): such a paper selected inside the years may show a year outside them. Named, with the
+    filter on `year` (search_library), so the answer does not look as if it ignored the years."""
+    y0, y1 = params.get("year_from") or 0, params.get("year_to") or 0
+    if not (y0 or y1):
+        return None
+    outside = [p for p in papers if p.year and ((y0 and p.year < y0) or (y1 and p.year > y1))]
+    if not outside:
+        return None
+    named = "；".join(f"《{p.title}》发表时间 {(p.date or '')[:10] or '—'}、year {p.year}" for p in outside[:3])
+    span = f"{y0 or ''}–{y1 or ''}"
+    return (
+        f"知网按发表时间（网络首发论文为其首发日期）限定年份 {span}：{len(outside)} 篇入选文献的 year（刊期年份）"
+        f"在此范围外（{named}）；需要按刊期年份时用 search_library(query=主题词, search_id=本次的 search_id, "
+        f"year_from={y0 or None}, year_to={y1 or None}) 筛选"
+    )
 
 
 class Finish:
@@ -222,7 +242,8 @@ class Finish:
             requests=ctx.requests,
             warnings=list(st.plan.get("warnings", []))
             # a stopped search is continued instead (its next_step)
-            + (structured_warnings(st.coverage, params, st.channels) if st.structured and status == "completed" else []),
+            + (structured_warnings(st.coverage, params, st.channels) if st.structured and status == "completed" else [])
+            + [w for w in [issue_year_warning([papers[r.ref] for r in selected], params)] if w],
             errors=[
                 e.model_dump(mode="json")
                 for e in ([] if failure is None else [OperationErrorInfo.of(failure)])

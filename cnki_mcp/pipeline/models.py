@@ -135,6 +135,11 @@ class StructuredSearchInput(_Model):
     @model_validator(mode="after")
     def _years(self) -> StructuredSearchInput:
         _check_years(self.year_from, self.year_to)
+        # two different orders: the top-level one silently won, the caller's other one unsaid
+        if self.sort and self.options.sort and self.sort != self.options.sort:
+            raise InvalidInput(
+                "sort 与 options.sort 不一致：只给出其中一个", sort=self.sort.value, options_sort=self.options.sort.value
+            )
         return self
 
     def budget(self) -> BudgetSpec:

@@ -29,6 +29,7 @@ from cnki_mcp.errors import (
     QueryUnsupported,
 )
 from cnki_mcp.identity import CONTROL, visible
+from cnki_mcp.rank import KNOWN_TIERS, TIER_ALIASES
 
 MAX_DEPTH = 8
 MAX_NODES = 96
@@ -331,17 +332,20 @@ def _leaf(obj: dict[str, Any], path: str) -> Leaf:
     return Leaf.model_construct(field=fld, value=value, match=match)
 
 
-# The source tiers people name (CSSCI, 北大核心, …): a source value naming one matches nothing
-# (SOURCE_CATEGORIES), and a written question wishing for one is read as a filter wish
-# (query/written.py). One holding another comes first (CSSCI, SSCI, SCI; 北大核心 before 核心).
-TIER_WORDS = ("CSSCI", "SSCI", "SCI", "CSCD", "EI", "北大核心", "中文核心", "核心")
+# The source tiers people name (CSSCI, 北大核心, 南大核心, C刊 …): a source value naming one matches
+# nothing (SOURCE_CATEGORIES), and a written question wishing for one is read as a filter wish
+# (query/written.py). One holding another comes first (CSSCI, SSCI, SCI; 北大核心, 南大核心 before 核心).
+TIER_WORDS = ("CSSCI", "SSCI", "SCI", "CSCD", "EI", "北大核心", "中文核心", "南大核心", "C刊", "核心")
 # Source categories people type as a source: CNKI's 文献来源 (LY) holds journal and meeting names,
 # so these match nothing there (the category is a separate 来源类别 filter this tool does not send).
+# Every list a journal page tags and every name people call one by (`rank.KNOWN_TIERS`,
+# `rank.TIER_ALIASES`: C刊, 南大核心期刊, CSCD核心库, AMI顶级 …), but the two-letter CA (a name
+# someone may abbreviate a journal to).
 SOURCE_CATEGORIES = frozenset(
     name.casefold()
     for name in (
-        *TIER_WORDS, "CSSCI来源期刊", "CSSCI扩展版", "南大核心", "中文核心期刊", "核心期刊", "CSCD核心",
-        "EI来源期刊", "SCI-E", "SCIE", "A&HCI", "AMI", "AMI核心", "WJCI",
+        *TIER_WORDS, *(t for t in KNOWN_TIERS if t != "CA"), *TIER_ALIASES, "CSSCI扩展", "CSCD扩展",
+        "AMI", "核心刊物",
     )
 )
 

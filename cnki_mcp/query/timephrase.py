@@ -18,6 +18,8 @@ phrase is removed from the text all the same):
   larger end; two numerals side by side, `两三` / `三五`, a span too; `十余` / `十多` / `十来` / `十几`:
   N + 5, 15; `四十多`: 45): year_from now − N — the N full years before the current one plus the current,
   partial year; `近半年`: year_from now − 1 (the window always holds the last six months);
+- `A年发表|刊发|刊登|刊载(的)` / `发表|刊发|刊登|刊载于|在A年`: that single year, as English `published in A`
+  (a range or 以来 phrase around it is read by the rules above first: `2020—2022年发表的`);
 - `今年` / `去年`: that single year; `近年来` / `近年` / `近几年` / `这几年` / `近些年` give no range
   and are removed as boilerplate.
 The same in English, case-insensitive, whole words (an English question, or a Chinese one with an
@@ -80,6 +82,12 @@ _UNTIL_CN_RE = re.compile(
 _RECENT_RE = re.compile(
     rf"(?:近|最近|过去|近来)\s*(?:[0-9一二两三四五六七八九十]{{1,3}}\s*(?:[-~～‐‑–—]|到|至)\s*)?{_NUM}"
     r"\s*([余多来几])?\s*(?:个)?\s*年(?:来|间|内|以来)?"
+)
+# 2023年发表的 / 发表于2023年: published that year (not after another year or a dash: the end of a
+# range the range rule did not read is no single year)
+_PUBLISHED = r"(?:发表|刊发|刊登|刊载)"
+_PUBLISHED_IN_RE = re.compile(
+    rf"(?<![0-9年\-‐‑‒–—―~～至到])\s*{_YEAR}\s*年\s*{_PUBLISHED}(?:的)?|{_PUBLISHED}(?:于|在)\s*{_YEAR}\s*年(?:的)?"
 )
 _HALF_YEAR_RE = re.compile(r"(?:近|最近|过去)\s*半\s*年(?:来|间|内|以来)?")
 _THIS_YEAR_RE = re.compile(r"今年(?:以来)?")
@@ -227,6 +235,10 @@ def extract_years(text: str, now_year: int) -> YearRange:
         year = int(m.group(1) or m.group(2))
         return (None, year) if past(year) else None
 
+    def by_published(m: re.Match[str]) -> tuple[int, int] | None:
+        year = int(m.group(1) or m.group(2))
+        return (year, year) if past(year) else None
+
     def by_after(m: re.Match[str]) -> tuple[int, None] | None:
         year = int(m.group(1))
         return (year + 1, None) if year < now_year else None
@@ -256,6 +268,7 @@ def extract_years(text: str, now_year: int) -> YearRange:
     cut(_UP_TO_RE, by_up_to)
     cut(_BEFORE_RE, by_before)
     cut(_UNTIL_CN_RE, lambda m: by_up_to_any(m))
+    cut(_PUBLISHED_IN_RE, by_published)
     cut(_EN_UNTIL_RE, by_until)
     cut(_EN_RECENT_RE, by_recent_en)
     cut(_EN_PAST_YEAR_RE, lambda m: (now_year - 1, None))

@@ -98,7 +98,7 @@ _WISH_END_RE = re.compile(
 )
 _PART_RE = re.compile(rf"[^{_SEPARATORS}]+")
 _TYPE_NAMES = frozenset(t.value for t in DocType)
-_TIER_NAMES = {"中文核心": "北大核心"}  # 核心 alone is any core list (rank.tier_matches: 北大核心, CSSCI, CSCD, AMI核心 …)
+_TIER_NAMES = {"中文核心": "北大核心", "南大核心": "CSSCI", "C刊": "CSSCI来源期刊"}  # 核心 alone is any core list (rank.tier_matches: 北大核心, CSSCI, CSCD, AMI核心 …)
 # The same wishes written in English (theses on …, CSSCI papers on …, … in core journals): read
 # wherever they stand, a document type always, a tier only before journals / papers / articles.
 _EN_WISH_RE = re.compile(

@@ -481,8 +481,11 @@ def _folded_texts(r: SimRecord, fld: Field, corpus: Corpus | None, extend: bool)
 
 
 def _record_date(r: SimRecord) -> str:
+    """The record's day as yyyy-mm-dd: a date given as a year or a month (`2021`, `2021-06`, a
+    thesis listed by its year) is its first day, so a range's lower bound in that year keeps it."""
     if r.date:
-        return r.date[:10]
+        day = r.date[:10]
+        return day + "-01-01"[len(day) - 4 :] if len(day) in (4, 7) else day
     return f"{r.year:04d}-01-01" if r.year else ""
 
 

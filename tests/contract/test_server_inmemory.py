@@ -82,6 +82,9 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any]]] = [
     ("search", {"query": "x", "options": {"max_pages": 0}}),
     ("structured_search", {"expression": {"op": "and", "items": [{"field": "title", "value": "a"}]}}),
     ("structured_search", {"expression": {"field": "nope", "value": "a"}}),
+    # two different orders: before, the top-level one ran and the other was dropped without a word
+    ("structured_search", {"expression": {"field": "title", "value": "a"}, "sort": "date_desc",
+                           "options": {"sort": "cited_desc"}}),
     ("search_results", {"search_id": "s", "limit": 500}),
     ("search_results", {}),
     ("search_library", {}),

@@ -17,6 +17,7 @@ import pytest
 
 from cnki_mcp.cite.refparse import parse_reference
 from cnki_mcp.doc_kinds import KIND_ALIASES, WRITTEN_NAMES, cnki_types
+from cnki_mcp.pipeline.library import _INCLUDES
 from cnki_mcp.query.written import read_wishes, wish_filters
 
 BEFORE = Path(__file__).resolve().parents[1] / "fixtures" / "doc_kinds_before.json"
@@ -92,6 +93,16 @@ def test_cnkis_own_name_for_both_thesis_levels_is_read_by_every_table(name: str)
     assert _library(name) == ["学位论文", True, ["博士", "硕士"]]
     assert _written(name)[0] == ["违约金酌减  ", [name], [["硕士", "博士"], []]]
     assert _refparse(name)[0][1] is None  # no level, as before
+
+
+@pytest.mark.parametrize(
+    ("name", "cnki"), [("学术期刊", "期刊"), ("外文文献", "外文期刊"), ("英文文献", "外文期刊"), ("外文期刊论文", "外文期刊")]
+)
+def test_cnkis_journal_tab_and_foreign_papers_are_read_as_their_types(name: str, cnki: str) -> None:
+    # before: search_library refused 学术期刊 (CNKI's own label for its journal tab) with
+    # INVALID_ARGUMENT, and a question's `违约金酌减 英文文献` kept 英文文献 as a required concept
+    assert _library(name) == [cnki, True, list(_INCLUDES.get(cnki, ()))]
+    assert _written(name)[0] == ["违约金酌减  ", [name], [[cnki], []]]
 
 
 @pytest.mark.parametrize("name", sorted(WRITTEN_NAMES))

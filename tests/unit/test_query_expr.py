@@ -272,7 +272,13 @@ def test_a_source_in_title_marks_finds_what_the_bare_name_finds_on_the_simulator
     assert parse_expression(_leaf("《民法典》")).value == "《民法典》"
 
 
-@pytest.mark.parametrize("category", ["CSSCI", "北大核心", "核心期刊", "ei", "《SSCI》"])
+@pytest.mark.parametrize(
+    "category",
+    # the lists' other names (rank.TIER_ALIASES) and the tags a journal page shows (rank.KNOWN_TIERS):
+    # before, C刊 … AMI顶级 were sent as journal names and the search found nothing, without a word
+    ["CSSCI", "北大核心", "核心期刊", "ei", "《SSCI》", "C刊", "南大核心期刊", "CSSCI期刊", "北大核心期刊",
+     "CSCD核心库", "CSSCI来源集刊", "AMI顶级", "SCI期刊"],
+)  # fmt: skip
 def test_a_source_category_is_refused_at_its_path(category: str) -> None:
     expr = {"op": "and", "items": [_leaf("违约金"), {"field": "source", "value": category}]}
     with pytest.raises(CnkiError) as info:

@@ -585,6 +585,28 @@ def test_a_document_type_or_tier_asked_for_is_not_a_concept(question: str, types
 
 
 @pytest.mark.parametrize(
+    ("question", "types", "tiers"),
+    [
+        ("违约金酌减 C刊论文", [], ["CSSCI来源期刊"]),
+        ("违约金酌减的南大核心期刊论文", ["期刊"], ["CSSCI"]),
+        ("违约金酌减 期刊论文 C刊", ["期刊"], ["CSSCI来源期刊"]),
+        ("数字经济、企业创新、南大核心期刊", ["期刊"], ["CSSCI"]),
+    ],
+)
+def test_a_tier_asked_for_by_the_name_people_call_it_is_not_a_concept(
+    question: str, types: list[str], tiers: list[str]
+) -> None:
+    # before: C刊论文 stayed a required concept and 南大核心期刊论文 a group of 南大 / 核心 / 期刊论文,
+    # words no paper's text holds: the search found next to nothing, with no word on why
+    plan = _plan(question)
+    flat = "".join(t for g in plan.groups for t in g)
+    assert "C刊" not in flat and "南大" not in flat and "核心" not in flat and "论文" not in flat
+    [said] = [w for w in plan.warnings if "search_library" in w]
+    assert f"source_tiers={tiers}" in said
+    assert f"document_types={types}" in said if types else "document_types" not in said
+
+
+@pytest.mark.parametrize(
     ("question", "first"),
     [
         ("学位论文抄袭检测", "学位"),

@@ -333,6 +333,18 @@ def test_year_range_from_control_group() -> None:
     assert ids(json.dumps(only_from)) == {"r01", "r03", "r04"}
 
 
+@pytest.mark.parametrize("date", ["2021", "2021-06", "2021-06-15"])
+def test_a_record_dated_by_its_year_or_month_is_inside_a_range_starting_that_year(date: str) -> None:
+    # before: `2021` < `2021-01-01` as text, so a thesis listed by its year fell out of 2021–2021
+    record = _rec(99, title="产品责任研究", date=date, year=2021)
+    corpus = Corpus(records=[record], journals=[])
+    years = {"Key": ".tit-date-box", "Title": "发表时间", "Logic": 0, "Items": [
+        {"Key": ".tit-date-box", "Title": "发表时间", "Logic": 0, "Field": "PT", "Operator": 7,
+         "Value": "2021-01-01", "Value2": "2021-12-31", "options": {}}], "ChildItems": []}  # fmt: skip
+    q = parse_query_json(qj(group([item("TI", "产品责任", "FUZZY")]), [years]))
+    assert [r.id for r in search(corpus, q)] == [record.id]
+
+
 def test_sorts_order_by_relevance_date_cited_downloads_with_id_ties() -> None:
     q = parse_query_json(qj(group([item("SU", '产品责任 + 碳中和 + "C++"', "TOPRANK")])))
     order = lambda s: [r.id for r in search(CORPUS, q, s)]  # noqa: E731
