@@ -230,6 +230,14 @@ class VerificationContextUnavailable(SiteError):
     default_message = "无法在检索页显示验证"
 
 
+class RemoteAccessUnsupported(SiteError):
+    """CNKI's pages reached through a library proxy (WebVPN, EZproxy: under the university's host).
+    Every request of the product goes to cnki.net itself, outside the proxy (site-rules.md §2.6)."""
+
+    code = "REMOTE_ACCESS_UNSUPPORTED"
+    default_message = "不支持经图书馆代理（WebVPN / EZproxy）访问知网"
+
+
 # --- parsing ----------------------------------------------------------------------
 
 

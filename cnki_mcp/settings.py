@@ -162,6 +162,14 @@ def _origin(raw: str | None) -> str | None:
     parts = urlsplit(raw.strip())
     if parts.scheme not in {"http", "https"} or not parts.hostname or parts.username or parts.password:
         raise ConfigInvalid("CNKI_SITE_ORIGIN 必须是 http(s)://host[:port]", value=raw)
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        # Its path was dropped without a word: a WebVPN prefix (`…/https/<hex>/`) set here sent
+        # every request to the proxy's own /kns8s/… (site-rules.md §2.6: proxies are unsupported).
+        raise ConfigInvalid(
+            "CNKI_SITE_ORIGIN 只能是 http(s)://host[:port]（模拟站的源），不能带路径；"
+            "不支持经 WebVPN / EZproxy 代理访问知网",
+            value=raw,
+        )
     return f"{parts.scheme}://{parts.netloc}"
 
 

@@ -32,7 +32,7 @@ from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.services import Services
 
 LOGIN_DESCRIPTION = """在专用浏览器中打开知网登录页，由用户登录（访问知网；个人、机构 IP、机构账号、机构远程访问均可）。已登录（先用一次请求确认知网当前会话）且未设 force 时直接返回身份。
-remote_access_url：机构远程访问入口（CARSI、WebVPN 等），须为不含账号信息的 https 地址，登录后通常需要 operation_control(action='resume')。
+remote_access_url：机构远程访问入口（如学校的 CARSI 链接），须为不含账号信息的 https 地址；不支持 WebVPN/EZproxy 代理（REMOTE_ACCESS_UNSUPPORTED）。
 awaiting_user 时请用户在弹出的窗口登录，再用 operation_status 等待。账号密码只在浏览器中输入，不经过 MCP。"""
 
 SESSION_DESCRIPTION = """查看知网登录状态。refresh=false（默认）：返回本次运行最近一次识别的结果（cached=true，本地，不访问知网；observed_at 为观察到的时间；未检查过时 evidence_source=not_checked；之后某次请求遇到知网登录页时 evidence_source=login_wall、personal=not_observed）。

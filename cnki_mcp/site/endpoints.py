@@ -18,6 +18,8 @@ SESSION_COOKIES = frozenset({"KNS2COOKIE"})
 # Query keys that make a URL secret (site-rules.md §1.1 PublicURL rule).
 SECRET_KEYS = SECRET_QUERY_WORDS
 
+# The paths of CNKI's search, detail and journal pages, as a path-mode proxy keeps them.
+_CNKI_PATH = re.compile(r"/(?:kns8s|kns8|kns|kcms2|kcms|knavi)/", re.IGNORECASE)
 _URL_IN_TEXT = re.compile(r"""(https?://[^\s?#'"()<>]*)[?#][^\s'"()<>]*""")
 
 
@@ -103,6 +105,24 @@ class Endpoints:
         if self.one_origin and self.is_site_url(url):
             return urlsplit(url).path.lower().startswith("/login")
         return False
+
+    def proxied_host(self, url: str | None) -> str | None:
+        """The host of a CNKI page a library proxy serves under its own host (site-rules.md §2.6):
+        EZproxy and host-mode WebVPN write the CNKI host into theirs (`kns-cnki-net-s.libproxy.…`,
+        `kns.cnki.net.ezproxy.…`), path-mode WebVPN keeps CNKI's path after its own
+        (`webvpn.…/https/<hex>/kns8s/AdvSearch`). None for CNKI's own pages and any other page."""
+        if not url or self.is_site_url(url):
+            return None
+        try:
+            parts = urlsplit(url)
+            host = (parts.hostname or "").lower()
+        except ValueError:
+            return None
+        if parts.scheme not in ("http", "https") or not host:
+            return None
+        if "cnki-net" in host or "cnki.net." in host or _CNKI_PATH.search(parts.path):
+            return host
+        return None
 
     def public_url(self, url: str | None) -> str | None:
         """A detail URL safe to show: the one rule of `identity.public_url` (a CNKI page whose

@@ -8,7 +8,8 @@ a tab the site opened or on www.cnki.net; a positive identity (personal or insti
 `force`, one other than the identity AdvSearch showed at the start) on a tab that loaded a page
 after the step began, or whose header changed since, ends the wait (an older page may show a login
 the site has dropped); so does `operation_control resume`, and the gate's timeout (20 minutes)
-gives VERIFICATION_TIMEOUT. After the step the session cookies are saved and the identity is
+gives VERIFICATION_TIMEOUT. A tab showing CNKI under a library proxy's host (WebVPN, EZproxy) ends
+it with REMOTE_ACCESS_UNSUPPORTED: the product's requests never go through the proxy. After the step the session cookies are saved and the identity is
 returned."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from cnki_mcp.clock import Clock
-from cnki_mcp.errors import BrowserUnavailable, SiteUnavailable
+from cnki_mcp.errors import BrowserUnavailable, RemoteAccessUnsupported, SiteUnavailable
 from cnki_mcp.models import HeaderIdentity
 from cnki_mcp.parse.gate import read_header_identity
 from cnki_mcp.site.backend import SiteOp
@@ -127,6 +128,25 @@ async def scan_tabs(
     return None
 
 
+async def proxied_tab(host: BrowserHost, endpoints: Endpoints) -> str | None:
+    """The proxy host of an open tab showing CNKI through a library proxy (`Endpoints.proxied_host`)."""
+    ctx = await host.ensure()
+    for page in list(ctx.pages):
+        found = None if page.is_closed() else endpoints.proxied_host(_url(page))
+        if found is not None:
+            return found
+    return None
+
+
+def proxy_unsupported(proxy: str) -> RemoteAccessUnsupported:
+    return RemoteAccessUnsupported(
+        f"知网页面经图书馆代理（WebVPN / EZproxy）在 {proxy} 下打开；本服务的请求直接发往 cnki.net，"
+        "不经过代理，用不到代理中的机构权限。可用：校园网或学校 VPN 客户端（本机取得校园 IP，知网按 IP 识别机构）、"
+        "知网登录页的机构账号或 CARSI（高校统一身份认证）、个人账号；再调用 login",
+        proxy_host=proxy,
+    )
+
+
 @dataclass(slots=True)
 class LoginWatch:
     """The `HumanPage` of a login step: LOGIN until some CNKI tab loaded or changed since the
@@ -141,6 +161,9 @@ class LoginWatch:
     found: HeaderIdentity | None = None
     baseline: HeaderIdentity | None = None  # force: who the site said was logged in at the start
     since: TabsBefore | None = None
+    # A tab shows CNKI under a library proxy's host (WebVPN, EZproxy): the product cannot use
+    # that login, so the step ends and `login` says so (site-rules.md §2.6).
+    proxied: str | None = None
     reads: int = 0
     _last_read: float | None = field(default=None)
 
@@ -155,7 +178,9 @@ class LoginWatch:
             self._last_read = now
             self.reads += 1
             self.found = await self.scan()
-        if self.found is not None:
+            if self.found is None:
+                self.proxied = await proxied_tab(self.inner.host, self.inner.endpoints)
+        if self.found is not None or self.proxied is not None:
             return PageState(PageKind.CLEAR)
         return PageState(PageKind.LOGIN)
 
@@ -205,6 +230,11 @@ class LoginFlow:
             if watch.found is None:
                 await self.gate.handle("login", watch, op, "wait")
             identity = watch.found or await scan_tabs(self.host, self.endpoints, since=before)
+            proxy = watch.proxied or await proxied_tab(self.host, self.endpoints)
+            if identity is None and proxy is not None:
+                # It waited for `resume`, then read cnki.net directly: nobody, and its advice was
+                # to log in again, which the person had just done in the proxy.
+                raise proxy_unsupported(proxy)
             if identity is None:
                 # Resumed without a positive header anywhere: report what the site shows now.
                 identity = await self._read_after(page, op)
@@ -222,6 +252,9 @@ class LoginFlow:
         """Navigate the login tab: the remote-access URL as given, else AdvSearch and its entry.
         `read_first`: who AdvSearch shows before the entry is followed (the live session), else None."""
         target = remote_access_url or self.endpoints.adv_search
+        proxy = self.endpoints.proxied_host(remote_access_url)
+        if proxy is not None:
+            raise proxy_unsupported(proxy)
         try:
             async with self.limiter.slot(budget=op):
                 await page.goto(target, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)

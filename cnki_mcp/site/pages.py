@@ -102,6 +102,11 @@ def _page_url(page: Page) -> str:
         return ""
 
 
+def _elsewhere(endpoints: Endpoints, url: str) -> bool:
+    """A web page off CNKI's hosts (not about:blank, not the browser's own error page)."""
+    return url.startswith(("https://", "http://")) and not endpoints.is_site_url(url)
+
+
 def positive(identity: HeaderIdentity) -> bool:
     return identity.personal is IdentityKind.AUTHENTICATED or bool(identity.institutions)
 
@@ -117,6 +122,9 @@ class PlaywrightHumanPage:
     kind: StepKind = "challenge"
     shown_since: float | None = None  # login: when the login page's document began loading
     exits_seen: int = -1  # challenge: the host's slider exits before the step (`__post_init__`)
+    # The page a human step polls (not a tab being looked at for a login page): during a login
+    # step a page off CNKI's hosts is the person logging in elsewhere (site-rules.md §2.6).
+    in_step: bool = False
 
     def __post_init__(self) -> None:
         self.exits_seen = len(self.host.verify_exits())
@@ -128,6 +136,11 @@ class PlaywrightHumanPage:
             return PageState(PageKind.CHALLENGE, ready=ready)
         url = str(data.get("url") or "")
         if (self.endpoints.is_login_url(url) and data.get("password")) or data.get("loginFrame"):
+            return PageState(PageKind.LOGIN, ready=ready)
+        if self.kind == "login" and self.in_step and _elsewhere(self.endpoints, url):
+            # CARSI / 高校统一身份认证: CNKI's login page sent the tab to a WAYF page or the
+            # university's identity provider, which sends it back once the person logged in. Read
+            # as clear, the step ended there and its tab was closed under the person typing.
             return PageState(PageKind.LOGIN, ready=ready)
         return PageState(PageKind.CLEAR, ready=ready)
 

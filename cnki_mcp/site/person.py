@@ -209,7 +209,7 @@ class PersonSteps:
         if kind == "login":
             self.note_login_wall()
         policy = op.on_verification if op is not None else "wait"
-        human = PlaywrightHumanPage(self._host, page, self.endpoints, kind)
+        human = PlaywrightHumanPage(self._host, page, self.endpoints, kind, in_step=True)
         await self._gate.handle(kind, human, op, "skip" if policy == "skip" else "wait", epoch=epoch, opened=opened)
 
 

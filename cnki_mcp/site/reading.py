@@ -164,7 +164,7 @@ class DetailTabs:
         if kind == "login":
             self.site.note_login_wall()
         policy = op.on_verification if op is not None else "wait"
-        human = PlaywrightHumanPage(self.host, page, self.endpoints, kind)
+        human = PlaywrightHumanPage(self.host, page, self.endpoints, kind, in_step=True)
         try:
             await self.gate.handle(kind, human, op, "skip" if policy == "skip" else "wait", epoch=epoch)
         except VerificationSkipped as exc:

@@ -52,6 +52,8 @@ def test_site_origin_moves_every_cnki_host_to_one_origin(tmp_path: Path) -> None
         ("CNKI_HEADLESS", "maybe"),
         ("CNKI_SITE_ORIGIN", "ftp://x"),
         ("CNKI_SITE_ORIGIN", "https://user:pw@example.org"),
+        # a WebVPN prefix: its path was dropped, every request went to the proxy's own /kns8s/…
+        ("CNKI_SITE_ORIGIN", "https://webvpn.example.edu.cn/https/77726476706e69737468656265737421/"),
         ("CNKI_INLINE_WAIT_SECONDS", "90"),
         ("CNKI_LOG_LEVEL", "verbose"),  # used to fall back to INFO without a word
     ],
