@@ -61,6 +61,20 @@ def find_browser_executable() -> str | None:
     return found
 
 
+ROOMY_DISK = 10 * 1024**3
+
+
+@pytest.fixture(autouse=True)
+def disks_with_room(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every disk the product asks about has room, whatever the machine running the tests has left:
+    below 32 MB free in TMPDIR (launch_error.TEMP_LOW_BYTES) every browser failure is
+    temp_disk_full, below 16 MB a failed download says no_space, and a CI machine with a small /tmp
+    failed tests about a dead browser as if they had found a defect. A test about a full disk says
+    so by patching `free_space` itself."""
+    monkeypatch.setattr("cnki_mcp.site.launch_error.free_space", lambda folder: ROOMY_DISK)
+    monkeypatch.setattr("cnki_mcp.site.downloading.free_space", lambda folder: ROOMY_DISK)
+
+
 @pytest.fixture(scope="session")
 def browser_executable() -> str:
     exe = find_browser_executable()

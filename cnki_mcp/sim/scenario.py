@@ -95,6 +95,9 @@ class LatencyRule:
     at: frozenset[int] = frozenset()  # only the n-th requests (1-based) under `path`; empty: all
     form_contains: str | None = None
     form_lacks: str | None = None
+    # answered as soon as the rule has counted this many requests (at most `ms`): requests that
+    # must be in flight together are, however late the client sends the last of them
+    until_arrived: int | None = None
 
 
 def form_matches(rule: FaultRule | LatencyRule, form: dict[str, str] | None) -> bool:
@@ -145,6 +148,7 @@ class Scenario:
                 frozenset(int(n) for n in x.get("at") or ()),
                 _text(x, "form_contains"),
                 _text(x, "form_lacks"),
+                int(x["until_arrived"]) if x.get("until_arrived") is not None else None,
             )
             for x in obj.get("latency") or ()
         )
@@ -195,12 +199,20 @@ def _text(obj: dict[str, Any], key: str) -> str | None:
     return str(value) if value is not None else None
 
 
+def answer_delay(latency: float, spent: float) -> float:
+    """Seconds still to wait before answering: a latency rule is the site's answer time
+    (docs/simulator.md "Scenarios"), and the simulator's own work (`spent`) counts towards it, so a
+    large corpus slows an answer only when its evaluation alone takes longer than the rule."""
+    return max(0.0, latency - spent)
+
+
 class FaultSchedule:
     """Per-rule request counters and seeded random draws; thread-safe; `reset()` restarts them."""
 
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)  # a latency rule counted one more request
         self.reset()
 
     def reset(self) -> None:
@@ -249,13 +261,31 @@ class FaultSchedule:
 
     def latency_for(self, path: str, form: dict[str, str] | None = None) -> float:
         """Seconds to delay this request (first matching latency rule)."""
+        return self._latency(path, form)[0]
+
+    def hold_answer(self, path: str, form: dict[str, str] | None, spent: float) -> float:
+        """Seconds still to wait before answering under the first matching latency rule, `spent`
+        (the simulator's own work) counting towards it. A rule with `until_arrived` waits here
+        instead, until it counted that many requests or its `ms` passed, and returns 0."""
+        seconds, index = self._latency(path, form)
+        delay = answer_delay(seconds, spent)
+        if index is None:
+            return delay
+        until = self.scenario.latency[index].until_arrived or 0
+        with self._arrived:
+            self._arrived.wait_for(lambda: self._latency_counts.get(index, 0) >= until, delay)
+        return 0.0
+
+    def _latency(self, path: str, form: dict[str, str] | None) -> tuple[float, int | None]:
+        """(seconds, index of the rule if it holds until more requests arrived)."""
         for i, rule in enumerate(self.scenario.latency):
             if not path.startswith(rule.path) or not form_matches(rule, form):
                 continue
-            with self._lock:
+            with self._arrived:
                 self._latency_counts[i] = n = self._latency_counts.get(i, 0) + 1
+                self._arrived.notify_all()
                 if rule.at and n not in rule.at:
                     continue
                 factor = self._latency_rng.uniform(1 - rule.jitter, 1 + rule.jitter)
-            return max(0.0, rule.ms * factor / 1000.0)
-        return 0.0
+            return max(0.0, rule.ms * factor / 1000.0), (i if rule.until_arrived else None)
+        return 0.0, None

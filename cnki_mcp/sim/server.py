@@ -186,7 +186,7 @@ class _Handler(BaseHTTPRequestHandler):
 
             resp = Response.html("<html><body><h1>500</h1></body></html>", 500)
             resp.params = {"exception": repr(exc), "trace": traceback.format_exc()[-2000:]}
-        delay = answer_delay(sim.app.state.schedule.latency_for(req.path, req.form), time.monotonic() - start)
+        delay = sim.app.state.schedule.hold_answer(req.path, req.form, time.monotonic() - start)
         if delay > 0:
             time.sleep(delay)  # simulated server latency (the server thread, never a test)
         # Logged before the answer leaves, so a client that saw the response also sees the entry.
@@ -207,13 +207,6 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
         elif not head:
             self.wfile.write(resp.body)
-
-
-def answer_delay(latency: float, spent: float) -> float:
-    """Seconds still to wait before answering: a latency rule is the site's answer time
-    (docs/simulator.md "Scenarios"), and the simulator's own work (`spent`) counts towards it, so a
-    large corpus slows an answer only when its evaluation alone takes longer than the rule."""
-    return max(0.0, latency - spent)
 
 
 class _Server(ThreadingHTTPServer):

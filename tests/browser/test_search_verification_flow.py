@@ -145,13 +145,17 @@ async def test_an_advsearch_403_shows_the_person_the_issued_slider_and_the_searc
 async def test_three_channels_meeting_one_grid_403_show_one_slider_for_one_step(
     sim: SimServer, serve: Callable[..., Any]
 ) -> None:
-    # The subject channel's second page and the other channels' first pages are in flight together
-    # (slow answers) and all meet the slider (it holds for the browser until solved): the person is
-    # shown one slider page and solves it once.
+    # The subject channel's second page and the other channels' first pages (replays 2-4, sent once
+    # the first page answered) are in flight together and all meet the slider: the person is shown
+    # one slider page and solves it once. Their answers wait until all three arrived: with a fixed
+    # latency, a loaded product sent the last ones after the first 403 was back, held them behind
+    # the step (as it should) and fewer than three met it.
     sim.set_scenario(
         {
-            "faults": [{"path": GRID, "kind": "verification_403", "at": [2], "form_lacks": PAGE_OWN}],
-            "latency": [{"path": GRID, "ms": 600, "form_lacks": PAGE_OWN}],
+            "faults": [{"path": GRID, "kind": "verification_403", "at": [2, 3, 4], "form_lacks": PAGE_OWN}],
+            "latency": [
+                {"path": GRID, "ms": 10_000, "at": [2, 3], "until_arrived": 4, "form_lacks": PAGE_OWN}
+            ],
         }
     )
     async with serve() as app:

@@ -164,11 +164,12 @@ async def app(app_module: App, sim_server: SimServer) -> AsyncIterator[App]:
     yield app_module
 
 
-# --- argument checks first (this test runs before anything has started the browser) --------------
+# --- argument checks ------------------------------------------------------------------------------
 
 
 async def test_subdirectory_leaving_downloads_is_invalid_argument_before_any_browser_work(app: App) -> None:
     started_before = app.services.host.started
+    files_before = app.files()  # the module's earlier tests may have downloaded some
     title = app.sim.corpus.by_id["r0003"].title  # not stored: would be located on CNKI if allowed
     for bad in ("..", "../x", "a/../../b", "a\\..\\b"):
         is_error, data = await app.raw("download_paper", {"title": title, "subdirectory": bad})
@@ -176,7 +177,7 @@ async def test_subdirectory_leaving_downloads_is_invalid_argument_before_any_bro
         assert data.get("operation_id") is None  # no operation was started
     assert app.sim.requests == []  # nothing reached the simulator
     assert app.services.host.started == started_before  # no browser launched for it
-    assert not app.downloads.exists() or not any(app.downloads.rglob("*"))
+    assert app.files() == files_before  # nothing written, nowhere
 
 
 # --- reading ------------------------------------------------------------------------------------

@@ -240,3 +240,20 @@ def test_on_windows_the_browsers_temp_directory_is_temp_whatever_tmpdir_says(mon
     monkeypatch.delenv("TEMP")
     assert browser_temp_dir(windows=True) == Path("C:/Users/x/AppData/Local/Temp2")
     assert browser_temp_dir(windows=False) == Path("/gone")
+
+
+def test_the_tests_see_room_on_every_disk_whatever_the_machine_has_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tests/conftest.py `disks_with_room`: a CI machine with 10 MB left in /tmp does not turn the
+    browser tests' dead browsers into temp_disk_full or their failed downloads into no_space."""
+    import shutil
+
+    from cnki_mcp.site import downloading
+    from cnki_mcp.site.launch_error import short_of_disk
+
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: type(usage)(usage.total, usage.total, 10 * 1024**2))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    assert short_of_disk(tmp_path / "browser-profile") is None
+    assert downloading.free_space(tmp_path) >= 1024**3

@@ -3,10 +3,11 @@ request delays it; a rule with `at` delays only the n-th requests under its path
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
-from cnki_mcp.sim.scenario import FaultSchedule, Scenario
-from cnki_mcp.sim.server import answer_delay
+from cnki_mcp.sim.scenario import FaultSchedule, Scenario, answer_delay
 
 GRID = "/kns8s/brief/grid"
 
@@ -65,3 +66,24 @@ def test_a_fault_rule_with_form_lacks_fires_on_the_first_request_without_that_te
     )
     assert contains.fault_for("GET", GRID, None, None) is None
     assert contains.fault_for("POST", GRID, None, CLICK) is not None
+
+
+def test_an_answer_held_until_more_requests_arrived_goes_when_the_last_of_them_arrives() -> None:
+    # `until_arrived`: requests that must be in flight together are, however late the client sends
+    # the last of them; the rule's `ms` (an hour here) only bounds the wait
+    schedule = FaultSchedule(
+        Scenario.from_obj({"latency": [{"path": GRID, "ms": 3_600_000, "at": [1, 2], "until_arrived": 3}]})
+    )
+    answered: list[int] = []
+
+    def request(n: int) -> None:
+        assert schedule.hold_answer(GRID, None, 0.0) == 0.0  # nothing left to wait
+        answered.append(n)
+
+    # whichever two arrive first wait; the third is answered at once, and the first two with it
+    calls = [threading.Thread(target=request, args=(n,), daemon=True) for n in range(3)]
+    for thread in calls:
+        thread.start()
+    for thread in calls:
+        thread.join(timeout=30)
+    assert sorted(answered) == [0, 1, 2]
