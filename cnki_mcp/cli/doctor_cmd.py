@@ -134,11 +134,11 @@ def _default_probe(path: str) -> tuple[bool, str]:
 
 
 def check_browser_launch(path: str | None, probe: ProbeFn) -> Check:
-    from cnki_mcp.site.launch_error import temp_unwritable
+    from cnki_mcp.site.launch_error import temp_unusable
 
     if path is None:
         return Check("browser_launch", False, "未检查：没有找到浏览器", "先解决上面的浏览器问题")
-    if (temp := temp_unwritable()) is not None:  # not the browser's fault: its hint misled
+    if (temp := temp_unusable()) is not None:  # not the browser's fault: its hint misled
         return Check("browser_launch", False, temp.message, "例如 mkdir -p ~/tmp，并设置 TMPDIR=$HOME/tmp")
     ok, info = probe(path)
     if ok:

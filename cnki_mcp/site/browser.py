@@ -36,7 +36,7 @@ from cnki_mcp.site.launch_error import (
     is_sandbox_refusal,
     launch_error,
     sandbox_wanted,
-    temp_unwritable,
+    temp_unusable,
 )
 from cnki_mcp.site.locate import (
     BrowserCandidate,
@@ -362,7 +362,7 @@ class BrowserHost(BrowserTabs):
         )
         if candidate is None:
             raise BrowserUnavailable()
-        if (temp := temp_unwritable()) is not None:
+        if (temp := temp_unusable()) is not None:
             raise temp
         self._acquire_profile_lock()
         try:

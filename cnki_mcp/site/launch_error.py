@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 
@@ -27,6 +28,7 @@ SINGLETON_LOCK = "SingletonLock"
 # (IO.read): Read failed"); with the profile's disk full the browser dies under the next page.
 TEMP_LOW_BYTES = 32 * 1024 * 1024
 TEMP_DISK_FULL = "temp_disk_full"  # details.reason: the temp directory's disk is full
+TEMP_PATH_TOO_LONG = "temp_path_too_long"  # details.reason: no room for Chromium's socket path
 TEMP_UNWRITABLE = "temp_unwritable"  # details.reason: this user cannot write in the temp directory
 BROWSER_DIED = "browser_died"  # details.reason: the browser died under the same request twice
 NO_DISPLAY = "no_display"  # details.reason of a headed launch the display refused
@@ -82,14 +84,31 @@ def browser_temp_dir(*, windows: bool | None = None) -> Path:
     return Path(tempfile.gettempdir()) if on_windows else Path("/tmp")
 
 
-def temp_unwritable() -> BrowserUnavailable | None:
-    """BROWSER_UNAVAILABLE (`temp_unwritable`) when the temp directory is missing or this user
-    cannot write in it (TMPDIR naming a folder gone or another user's, a /tmp without the sticky
-    world-writable mode). Every launch failed in Playwright's driver ("EACCES: permission denied,
-    mkdtemp '/tmp/playwright-artifacts-…'"), told as 浏览器启动失败, and doctor sent the person to
-    check the browser program; Python's own temp files had quietly moved elsewhere."""
+# Chromium on Linux puts its singleton socket at <temp>/org.chromium.Chromium.XXXXXX/SingletonSocket
+# (45 bytes after the temp path), and a socket path holds at most 107: a TMPDIR of 63 bytes or more
+# and the browser does not start (measured with /usr/bin/chromium: 62 starts, 63 fails).
+SOCKET_PATH_MAX = 107
+SOCKET_TAIL = len("/org.chromium.Chromium.XXXXXX/SingletonSocket")
+
+
+def temp_unusable(*, linux: bool | None = None) -> BrowserUnavailable | None:
+    """BROWSER_UNAVAILABLE when the browser cannot use the temp directory: `temp_unwritable` when
+    it is missing or this user cannot write in it (TMPDIR naming a folder gone or another user's,
+    a /tmp without the sticky world-writable mode): every launch failed in Playwright's driver
+    ("EACCES: permission denied, mkdtemp '/tmp/playwright-artifacts-…'"), told as 浏览器启动失败,
+    and doctor sent the person to check the browser program; Python's own temp files had quietly
+    moved elsewhere. `temp_path_too_long` on Linux when its path leaves no room for Chromium's
+    socket path: the launch failed with an unrelated crashpad line."""
     folder = browser_temp_dir()
     if folder.is_dir() and os.access(folder, os.W_OK | os.X_OK):
+        on_linux = sys.platform.startswith("linux") if linux is None else linux
+        if on_linux and len(os.fsencode(str(folder))) + SOCKET_TAIL > SOCKET_PATH_MAX:
+            return BrowserUnavailable(
+                f"浏览器无法启动：临时目录路径太长（{folder}，{len(os.fsencode(str(folder)))} 字节；Chromium 的套接字路径"
+                f"最多 {SOCKET_PATH_MAX} 字节，临时目录须短于 {SOCKET_PATH_MAX - SOCKET_TAIL + 1} 字节）。把环境变量 TMPDIR "
+                "指向路径较短的文件夹（例如 /tmp 或 ~/tmp）后重试",
+                reason=TEMP_PATH_TOO_LONG, directory=str(folder),
+            )  # fmt: skip
         return None
     state = "当前用户不可写" if folder.is_dir() else "不存在"
     return BrowserUnavailable(

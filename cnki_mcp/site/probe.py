@@ -36,9 +36,9 @@ async def probe_browser_async(
 
     from cnki_mcp.site._pw import start_driver
     from cnki_mcp.site.browser import private_browser_env
-    from cnki_mcp.site.launch_error import temp_unwritable
+    from cnki_mcp.site.launch_error import temp_unusable
 
-    if (temp := temp_unwritable()) is not None:
+    if (temp := temp_unusable()) is not None:
         return ProbeResult(False, error=temp.message)
     try:
         with tempfile.TemporaryDirectory(prefix="cnki-mcp-probe-") as scratch:

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -257,3 +259,25 @@ def test_the_tests_see_room_on_every_disk_whatever_the_machine_has_left(
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     assert short_of_disk(tmp_path / "browser-profile") is None
     assert downloading.free_space(tmp_path) >= 1024**3
+
+
+@pytest.mark.parametrize(("length", "refused"), [(62, False), (63, True)])
+def test_a_temp_directory_too_long_for_chromiums_socket_is_refused_naming_tmpdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, length: int, refused: bool
+) -> None:
+    """A TMPDIR of 63 bytes or more leaves no room for Chromium's singleton socket path (107 bytes
+    at most): the browser did not start and the launch error quoted an unrelated crashpad line
+    (/usr/bin/chromium: 62 bytes starts, 63 fails)."""
+    from cnki_mcp.site.launch_error import temp_unusable
+
+    base = Path(tempfile.mkdtemp(prefix="c", dir="/tmp"))  # tmp_path itself may be longer than 62 bytes
+    folder = base / ("x" * (length - len(str(base)) - 1))
+    folder.mkdir()
+    try:
+        monkeypatch.setenv("TMPDIR", str(folder))
+        assert len(str(folder)) == length
+        error = temp_unusable(linux=True)
+        assert (error is not None and error.details["reason"] == "temp_path_too_long") is refused
+        assert temp_unusable(linux=False) is None  # other systems put their socket elsewhere
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
