@@ -5,18 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from cnki_mcp.query.plan import plan_question
-from cnki_mcp.query.segment import default_segmenter
-
-CUT = default_segmenter()
-
-
-def _groups(question: str) -> list[list[str]]:
-    return plan_question(question, now_year=2026, cut=CUT).groups
-
-
-def _terms(question: str) -> set[str]:
-    return {t for g in _groups(question) for t in g}
+from tests.planning import planned_groups as _groups
+from tests.planning import planned_terms as _terms
 
 
 @pytest.mark.parametrize(
