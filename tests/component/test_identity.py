@@ -304,7 +304,7 @@ def test_merge_detail_after_list_overrides_and_confirms() -> None:
         (None, False),
     ],
 )
-def test_public_url_rule(url: str | None, shown: bool) -> None:
+def test_only_https_kns_urls_without_secrets_are_shown(url: str | None, shown: bool) -> None:
     assert (public_url(url) is not None) is shown
 
 

@@ -476,7 +476,7 @@ ERR_SKIPPED = OperationErrorInfo.of(VerificationSkipped())
         (False, None, False, 0, OperationStatus.COMPLETED),
     ],
 )
-def test_final_status_rules(
+def test_the_final_status_follows_cancel_error_result_and_item_errors(
     cancelled: bool,
     error: OperationErrorInfo | None,
     has_result: bool,

@@ -245,7 +245,7 @@ def test_json_schema_describes_leaf_and_node() -> None:
         ("802.11be", "802.11be"),
     ],
 )
-def test_quote_value_table(raw: str, sent: str) -> None:
+def test_a_value_is_quoted_the_way_cnki_reads_it(raw: str, sent: str) -> None:
     assert quote_value(raw) == sent
 
 
