@@ -649,9 +649,10 @@ def test_budget_charges_until_exhausted_and_excludes_paused_time() -> None:
     clock._t += 4
     timed_budget.charge()  # exactly 10 s active: not over
     clock._t += 0.5
-    with pytest.raises(CnkiError):
+    with pytest.raises(CnkiError) as timed:
         timed_budget.charge()
-    assert timed_budget.active_seconds == 10.5
+    assert timed.value.code == "BUDGET_EXHAUSTED" and timed_budget.active_seconds == 10.5
+    assert timed.value.details == {"active_seconds": 10.5, "timeout_seconds": 10, "reason": "timeout_seconds"}
 
 
 def test_sink_keeps_the_newest_finished_records_and_never_drops_running_ones() -> None:
