@@ -476,7 +476,7 @@ ERR_SKIPPED = OperationErrorInfo.of(VerificationSkipped())
         (False, None, False, 0, OperationStatus.COMPLETED),
     ],
 )
-def test_final_status_rules(
+def test_the_final_status_follows_cancel_error_result_and_item_errors(
     cancelled: bool,
     error: OperationErrorInfo | None,
     has_result: bool,
@@ -649,9 +649,10 @@ def test_budget_charges_until_exhausted_and_excludes_paused_time() -> None:
     clock._t += 4
     timed_budget.charge()  # exactly 10 s active: not over
     clock._t += 0.5
-    with pytest.raises(CnkiError):
+    with pytest.raises(CnkiError) as timed:
         timed_budget.charge()
-    assert timed_budget.active_seconds == 10.5
+    assert timed.value.code == "BUDGET_EXHAUSTED" and timed_budget.active_seconds == 10.5
+    assert timed.value.details == {"active_seconds": 10.5, "timeout_seconds": 10, "reason": "timeout_seconds"}
 
 
 def test_sink_keeps_the_newest_finished_records_and_never_drops_running_ones() -> None:

@@ -361,10 +361,11 @@ def test_a_claude_cli_that_fails_after_removing_the_old_entry_puts_it_back(home:
     assert Path(info.value.details["backup"]).exists()
 
     calls.clear()
-    with pytest.raises(CnkiError):
+    with pytest.raises(CnkiError) as refused:
         install_with_cli(
             "claude", path, servers_key="mcpServers", name="cnki", entry={"command": "new"}, now=NOW,
             run=lambda argv: (calls.append(list(argv)), (1, "no such command"))[1],
         )
     assert len(calls) == 1  # the remove failed: nothing changed
+    assert refused.value.code == "CONFIG_WRITE_FAILED" and refused.value.details == {"path": str(path)}  # no backup
     assert sorted(p.name for p in home.glob(".claude.json.bak-*")) == [Path(info.value.details["backup"]).name]

@@ -357,7 +357,7 @@ def test_every_n_and_window_schedules(sim: SimServer) -> None:
     assert codes == [200, 200, 200, 503, 200, 503, 200, 200]
 
 
-def test_probability_schedule_is_seeded(sim: SimServer) -> None:
+def test_a_probability_fault_schedule_repeats_under_the_same_seed(sim: SimServer) -> None:
     scen = {"seed": 3, "faults": [{"path": "/kns8s/brief/grid", "kind": "429", "probability": 0.5}]}
 
     def run() -> list[int]:
@@ -430,7 +430,7 @@ def test_login_required_and_require_login_for_download(sim: SimServer) -> None:
     assert "ecp_header_personalName" in adv and "reader" in adv and "退出登录" in adv
 
 
-def test_download_faults(sim: SimServer) -> None:
+def test_scripted_download_faults_refuse_then_serve_html_as_pdf_and_caj_still_downloads(sim: SimServer) -> None:
     sim.set_scenario(
         {"faults": [{"path": "/bar/download", "kind": "download_refused", "at": [1], "reason": "余额不足"},
                     {"path": "/bar/download", "kind": "html_as_pdf", "at": [2]}]}
@@ -593,7 +593,7 @@ def test_request_log_records_query_and_client(sim: SimServer, tmp_path: Path) ->
     assert entries[1].t <= g.t
 
 
-def test_request_log_file_sink(tmp_path: Path) -> None:
+def test_the_request_log_file_gets_one_json_line_per_request(tmp_path: Path) -> None:
     log = tmp_path / "req.jsonl"
     with SimServer(_corpus(5), request_log_path=log) as s:
         visitor(s).request(s.url("/kns8s/brief/grid"), grid_form())

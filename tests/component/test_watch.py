@@ -170,8 +170,10 @@ async def test_unknown_search_and_watch_are_coded(clock: FakeClock, store: Store
     service = WatchService(store, DatedSite([]), clock)  # type: ignore[arg-type]
     with pytest.raises(SearchNotFound):
         service.create("sch_missing")
-    with pytest.raises(InvalidInput):
+    with pytest.raises(InvalidInput) as info:
         service.watches("wat_missing")
+    assert info.value.code == "INVALID_ARGUMENT"
+    assert info.value.details == {"field": "watch_id", "watch_id": "wat_missing"}
 
 
 class StallingSite(DatedSite):

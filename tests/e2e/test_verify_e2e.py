@@ -42,4 +42,5 @@ async def test_bad_verify_arguments_are_coded_errors(served: StdioServer) -> Non
     both = await served.raw("verify_references", {"text": "a", "references": ["b"]})
     assert both.is_error and both.structured_content["code"] == "INVALID_ARGUMENT"
     too_many = await served.raw("verify_references", {"references": ["x"] * 201})
-    assert too_many.is_error
+    assert too_many.is_error and too_many.structured_content["code"] == "INVALID_ARGUMENT", too_many
+    assert [e["field"] for e in too_many.structured_content["details"]["errors"]] == ["references"]

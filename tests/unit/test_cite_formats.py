@@ -123,7 +123,7 @@ def test_gbt_more_than_three_authors_gives_deng_or_et_al() -> None:
     [("rec_j1", "[J]"), ("rec_d1", "[D]"), ("rec_m1", "[D]"), ("rec_c2", "[C]"), ("rec_n1", "[N]"),
      ("rec_b1", "[M]"), ("rec_e2", "[J/OL]")],
 )
-def test_gbt_document_type_codes(ref: str, code: str) -> None:
+def test_gbt7714_marks_each_document_kind_with_its_type_code(ref: str, code: str) -> None:
     assert code in export([rec(ref)], "gbt7714").text
 
 
@@ -155,7 +155,7 @@ def test_bibtex_escapes_special_characters() -> None:
     [("rec_j1", "article", "journal"), ("rec_d1", "phdthesis", "school"), ("rec_m1", "mastersthesis", "school"),
      ("rec_c2", "inproceedings", "booktitle"), ("rec_b1", "book", "publisher"), ("rec_n1", "article", "journal")],
 )
-def test_bibtex_entry_types(ref: str, entry_type: str, source_field: str) -> None:
+def test_each_document_kind_is_its_bibtex_entry_type_with_its_source_field(ref: str, entry_type: str, source_field: str) -> None:
     entry = parse_bib(export([rec(ref)], "bibtex").text).entries[0]
     assert entry.entry_type == entry_type
     assert entry.fields_dict[source_field].value == BY_REF[ref]["source"]

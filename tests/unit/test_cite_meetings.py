@@ -20,7 +20,7 @@ from cnki_mcp.cite._text import MONTHS_LONG, MONTHS_MLA, date_text
         ("日期不详", []),
     ],
 )
-def test_meeting_date_parts(raw: str, parts: list[list[int]]) -> None:
+def test_a_conference_date_is_read_into_its_date_parts(raw: str, parts: list[list[int]]) -> None:
     assert from_paper({"doc_type": "会议", "title": "t", "conference_date": raw}).event_date_parts == parts
 
 

@@ -45,7 +45,7 @@ def test_table_covers_the_degree_granting_universities_and_academies() -> None:
         (None, None),
     ],
 )
-def test_institution_city_lookup(name: str | None, city: str | None) -> None:
+def test_an_institution_name_is_looked_up_to_its_city(name: str | None, city: str | None) -> None:
     assert institution_city(name) == city
 
 

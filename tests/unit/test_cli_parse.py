@@ -44,7 +44,7 @@ def test_parse_grid_real_capture_prints_json(capsys: pytest.CaptureFixture[str],
     assert out.startswith("{\n  ")  # indent 2
 
 
-def test_parse_grid_small_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_parse_grid_prints_the_rows_of_a_saved_page_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     page = tmp_path / "grid.html"
     page.write_text(f"<html><body>{ROW}</body></html>", encoding="utf-8")
     code, out, _ = _run(capsys, "grid", str(page), "--url", "https://kns.cnki.net/kns8s/x")
@@ -68,7 +68,7 @@ def test_explicit_encoding_is_used(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 0 and "数字文物保护" in out
 
 
-def test_stdin_dash(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_parse_grid_reads_the_page_from_stdin_when_the_file_is_a_dash(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     stdin = io.TextIOWrapper(io.BytesIO(f"<html><body>{ROW}</body></html>".encode()))
     monkeypatch.setattr(sys, "stdin", stdin)
     code, out, _ = _run(capsys, "grid", "-")
@@ -96,7 +96,7 @@ def test_gate_prints_verdict_and_identity(capsys: pytest.CaptureFixture[str], tm
     assert data["identity"]["personal"] == "authenticated" and data["identity"]["personal_name"] == "PLUGINS"
 
 
-def test_gate_uses_status(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_parse_gate_with_status_429_is_rate_limited_whatever_the_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     page = tmp_path / "p.html"
     page.write_text("<html><body>x</body></html>", encoding="utf-8")
     code, out, _ = _run(capsys, "gate", str(page), "--status", "429")

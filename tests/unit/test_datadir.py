@@ -221,8 +221,9 @@ def test_macos_and_windows_name_a_non_ascii_data_directory_alike_whatever_the_lo
     # macOS names files in UTF-8 and Windows in UTF-16 whatever LANG says, and Python's file-system
     # encoding is UTF-8 on both: the launch (and doctor) refused a Chinese data directory there.
     datadir.check_browser_path_encoding(CHINESE_DIR, environ, "utf-8", platform=platform)
-    with pytest.raises(CnkiError):  # where file names are the locale's bytes it is still refused
+    with pytest.raises(CnkiError) as info:  # where file names are the locale's bytes it is still refused
         datadir.check_browser_path_encoding(CHINESE_DIR, environ, "utf-8", platform="linux")
+    assert info.value.code == "DATA_DIRECTORY_UNUSABLE" and info.value.details["reason"] == "path_encoding"
 
 
 async def test_the_browser_is_not_started_on_a_directory_it_would_name_otherwise(tmp_path: Path) -> None:

@@ -31,7 +31,8 @@ def _examples() -> list[tuple[str, str]]:
     for path in DOCS:
         for match in COMMAND.finditer(_unwrapped(path.read_text(encoding="utf-8"))):
             line = match.group(0).split("#", 1)[0].strip()
-            found.append((path.name, line))
+            if (path.name, line) not in found:  # a command a page shows twice is one case
+                found.append((path.name, line))
     return found
 
 

@@ -24,7 +24,7 @@ def graph() -> CitationGraph:
     return CitationGraph(nodes=nodes, edges=EDGES, co_citation=co_citation(EDGES), coupling=coupling(EDGES))
 
 
-def test_pair_counts() -> None:
+def test_co_citation_and_coupling_count_the_papers_each_pair_shares() -> None:
     assert [(p.a, p.b, p.count) for p in co_citation(EDGES)] == [("n2", "n3", 2)]
     assert [(p.a, p.b, p.count) for p in coupling(EDGES)] == [("n1", "n4", 2), ("n1", "n2", 1), ("n2", "n4", 1)]
 
@@ -50,7 +50,7 @@ def test_mermaid_has_one_line_per_node_and_edge_and_safe_labels() -> None:
     assert lines[5:] == [f"  {a} --> {b}" for a, b in EDGES]
 
 
-def test_json_round_trips() -> None:
+def test_graph_json_lists_nodes_edges_and_pair_counts() -> None:
     data = json.loads(to_json(graph()))
     assert [n["id"] for n in data["nodes"]] == ["n1", "n2", "n3", "n4"]
     assert data["edges"][0] == {"source": "n1", "target": "n2"} and data["co_citation"][0]["count"] == 2

@@ -156,7 +156,7 @@ def test_kind_of_recognises_edge_chromium_and_chrome() -> None:
         (None, "win32", None, False),
     ],
 )
-def test_headless_decision(setting: bool | None, platform: str, display: str | None, headless: bool) -> None:
+def test_headless_follows_the_setting_else_the_platform_and_display(setting: bool | None, platform: str, display: str | None, headless: bool) -> None:
     assert decide_headless(setting, platform=platform, display=display) is headless
 
 

@@ -35,7 +35,7 @@ def _kind(html: str, url: str | None = None, status: int | None = None) -> GateK
         (200, GateKind.CLEAR),
     ],
 )
-def test_status_codes(status: int, kind: GateKind) -> None:
+def test_the_http_status_of_a_plain_page_decides_the_gate_kind(status: int, kind: GateKind) -> None:
     assert _kind(PLAIN, "https://kns.cnki.net/kns8s/search", status) is kind
 
 
@@ -87,7 +87,7 @@ def test_challenge_is_checked_before_login_status() -> None:
         ("https://kns.cnki.net/kns8s/defaultresult/index", GateKind.CLEAR),
     ],
 )
-def test_url_rules(url: str, kind: GateKind) -> None:
+def test_the_address_of_a_plain_page_decides_the_gate_kind(url: str, kind: GateKind) -> None:
     assert _kind(PLAIN, url) is kind
 
 
@@ -150,7 +150,7 @@ def test_hidden_login_modal_on_ordinary_page_is_clear() -> None:
 
 
 @pytest.mark.parametrize("text", ["访问过于频繁，请稍后再试", "系统检测到异常访问"])
-def test_rate_limit_texts(text: str) -> None:
+def test_a_too_frequent_access_text_is_rate_limited(text: str) -> None:
     assert _kind(f"<body><p>{text}</p></body>") is GateKind.RATE_LIMITED
 
 

@@ -122,7 +122,7 @@ def test_wenwu_truncated_foreign_authors_include_the_collapsed_rest(wenwu) -> No
     assert wenwu.rows[12].authors[-2:] == ["Jiaru Liu", "Yan Wei"]
 
 
-def test_wenwu_newspaper_row(wenwu) -> None:  # type: ignore[no-untyped-def]
+def test_a_newspaper_row_reads_its_paper_issue_date_and_ccnd_filename(wenwu) -> None:  # type: ignore[no-untyped-def]
     r = wenwu.rows[7]
     assert r.ordinal == 8
     assert r.title == "数字互联背景下博物馆文物藏品的数字化保护探究"
@@ -146,7 +146,7 @@ def test_wenwu_row_without_authors_and_special_journal(wenwu) -> None:  # type: 
     assert (special.native.dbname, special.native.filename) == ("CJFN", "CAIZ202603045")
 
 
-def test_wenwu_last_row(wenwu) -> None:  # type: ignore[no-untyped-def]
+def test_the_last_row_of_a_page_reads_a_foreign_journal_article(wenwu) -> None:  # type: ignore[no-untyped-def]
     r = wenwu.rows[-1]
     assert r.ordinal == 20
     assert r.title.startswith("From Stone to Standards: A Digital Heritage Interoperability Model")
@@ -427,7 +427,7 @@ def test_cur_page_hidden_input_overrides_default_page_one() -> None:
 @pytest.mark.parametrize(
     "text", ["抱歉，未找到相关结果", "没有找到符合条件的文献", "暂无检索结果", "找到 0 条结果"]
 )
-def test_zero_result_texts(text: str) -> None:
+def test_a_grid_saying_nothing_was_found_is_zero_results_with_no_rows(text: str) -> None:
     page = parse_grid(f"<html><body><div id='gridTable'><p>{text}</p></div></body></html>")
     assert page.zero_results is True and page.rows == []
 

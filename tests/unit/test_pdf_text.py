@@ -168,7 +168,7 @@ def test_non_pdf_is_invalid_file_and_paths_outside_downloads_are_refused(data_di
     assert code_of(path="sub/paper.pdf", data_dir=data_dir, max_characters=0) == "INVALID_ARGUMENT"
 
 
-def test_page_specs() -> None:
+def test_page_ranges_expand_within_the_page_count_and_bad_ones_are_invalid_argument() -> None:
     assert parse_pages("1-3", 10) == [1, 2, 3]
     assert parse_pages("2,5-", 6) == [2, 5, 6]
     assert parse_pages(None, 3) == [1, 2, 3]

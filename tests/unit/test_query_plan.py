@@ -85,7 +85,7 @@ def test_and_inside_a_word_is_not_a_separator() -> None:
         ("TCP/IP", ["TCP/IP"]),
     ],
 )
-def test_version_aliases(concept: str, aliases: list[str]) -> None:
+def test_a_wifi_or_802_11_version_is_searched_with_its_written_variants(concept: str, aliases: list[str]) -> None:
     assert version_aliases(concept) == aliases
 
 

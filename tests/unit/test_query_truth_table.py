@@ -296,9 +296,11 @@ def test_compiled_query_matches_the_tree_under_the_simulator(tree: dict[str, Any
 
 
 def test_property_run_exercised_every_outcome() -> None:
-    """Runs after the property test (file order): the generator must reach all three outcomes."""
+    """The generator must reach all three outcomes. It reads the tally of the property test run
+    before it (file order); where that ran elsewhere (another xdist worker, `-k`), it runs it here
+    rather than skipping, so the check is never silently left out."""
     if not OUTCOMES:
-        pytest.skip("property test not run in this session")
+        test_compiled_query_matches_the_tree_under_the_simulator()
     assert OUTCOMES.get("compiled", 0) >= 100, OUTCOMES
     assert OUTCOMES.get("unbounded", 0) >= 10, OUTCOMES
     assert OUTCOMES.get("contradiction", 0) >= 1, OUTCOMES

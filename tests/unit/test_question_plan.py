@@ -214,7 +214,7 @@ def test_time_phrases_use_the_year_passed_in() -> None:
 @pytest.mark.parametrize(
     ("text", "n"), [("五", 5), ("十", 10), ("十五", 15), ("二十", 20), ("两", 2), ("12", 12)]
 )
-def test_chinese_numbers(text: str, n: int) -> None:
+def test_chinese_and_arabic_numerals_are_read_as_numbers(text: str, n: int) -> None:
     assert chinese_number(text) == n
 
 

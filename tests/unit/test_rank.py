@@ -106,7 +106,7 @@ def test_rrf_uses_first_hit_per_channel_and_weight_zero_counts_as_one() -> None:
     assert channels == 3
 
 
-def test_relevance_formula_weights() -> None:
+def test_relevance_is_the_weighted_evidence_sum_over_1_12() -> None:
     # title .75, abstract .5, keywords .4, rrf .06 (capped at 1 after x20), 2 channels, coverage 1
     value = relevance_formula(0.75, 0.5, 0.4, 0.06, 2, 1.0)
     assert value == pytest.approx(
@@ -143,7 +143,7 @@ def test_relevance_formula_weights() -> None:
         ("WJCI", 0.0),
     ],
 )
-def test_tier_table(tier: str, score: float) -> None:
+def test_each_source_tier_has_its_fixed_score(tier: str, score: float) -> None:
     assert tier_score(tier) == score
 
 
@@ -181,7 +181,7 @@ def test_annual_citations_need_a_known_count_and_a_past_year() -> None:
         (None, 0.0),
     ],
 )
-def test_resource_type(doc_type: str | None, score: float) -> None:
+def test_each_document_type_has_its_resource_type_score(doc_type: str | None, score: float) -> None:
     assert resource_type_score(doc_type) == score
 
 
@@ -309,7 +309,7 @@ def test_selection_floor_is_55_percent_of_the_top_score_at_least_024() -> None:
         ),
     ],
 )
-def test_selection_clauses(evidence: dict[str, float | bool], kept: bool) -> None:
+def test_a_paper_is_kept_only_when_its_evidence_passes_the_selection_clauses(evidence: dict[str, float | bool], kept: bool) -> None:
     assert passes_clauses(Evidence(**evidence)) is kept  # type: ignore[arg-type]
 
 
@@ -343,7 +343,7 @@ def test_select_applies_eligibility_floor_clauses_and_limit() -> None:
         (3000, 80),
     ],
 )
-def test_enhancement_size(n: int, size: int) -> None:
+def test_the_enhancement_size_is_the_count_capped_at_forty_then_sixty_above_100_and_eighty_above_300(n: int, size: int) -> None:
     assert enhancement_size(n) == size
 
 
@@ -386,7 +386,7 @@ def _floor_case() -> list[Ranked]:
     ]
 
 
-def test_variant_defaults() -> None:
+def test_the_two_ranker_variants_keep_ten_and_rescue_from_relevance_0_55() -> None:
     assert MIN_SELECTED == 10 and RESCUE_RELEVANCE == 0.55
     assert MinimumSelectionRanker().min_selected == 10
     assert RelevanceRescueRanker().rescue_relevance == 0.55

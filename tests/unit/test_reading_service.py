@@ -286,8 +286,9 @@ async def test_a_paper_without_an_html_entry_is_not_asked_again_until_the_cache_
     assert info.value.details.get("remembered") is True
     assert info.value.details.get("available") == ["caj"]  # the files the page offered, said again
     await clock.advance(30 * 60)
-    with pytest.raises(CnkiError):
+    with pytest.raises(CnkiError) as again:
         await service.read("rec_a")
+    assert again.value.code == "HTML_ENTRY_NOT_FOUND" and "remembered" not in again.value.details
     assert backend.calls == 2
 
 
@@ -320,8 +321,9 @@ async def test_the_30_minutes_of_the_reading_memory_count_the_time_the_laptop_sl
     clock = SleepingClock()
     no_entry = NoEntryBackend()
     service = ReadingService(FakeStore(), no_entry, clock)
-    with pytest.raises(CnkiError):
+    with pytest.raises(CnkiError) as first:
         await service.read("rec_a")
+    assert first.value.code == "HTML_ENTRY_NOT_FOUND" and "remembered" not in first.value.details
     backend = FakeBackend([complete()])
     bodies = ReadingService(FakeStore(), backend, clock)
     assert (await bodies.read("rec_a")).source == "reader"
