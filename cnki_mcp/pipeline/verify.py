@@ -457,14 +457,21 @@ def _cites_numbers_online_first_lacks(entry: ParsedReference, paper: Paper) -> b
 
 
 def _one_work(work: _Work, i: int, store: Store) -> Judgement:
-    """Entry `i` judged; an entry judged against (or tied between) records of one work that CNKI
-    lists as its online-first and final records (both kept, `identity.final_of`) is judged against
-    the final record alone: not called ambiguous, and not 'verified' against the online-first
-    record, whose missing volume, issue and pages agree with any (wrong) numbers the entry gives."""
+    """Entry `i` judged; an entry tied between records of one work that CNKI lists as its
+    online-first and final records (both kept, `identity.final_of`), or fitting the online-first
+    one only by the volume, issue or pages it lacks, is judged against the final record alone: not
+    called ambiguous, and not 'verified' against the online-first record, whose missing numbers
+    agree with any (wrong) numbers the entry gives."""
     judged = work.judgement(i)
+    entry = work.parsed[i]
     if judged.verdict == "ambiguous":
         asked = [c.record_ref for c in judged.candidates]
-    elif judged.record is not None:
+    elif judged.record is not None and any(
+        getattr(entry, n) is not None and getattr(judged.record, n) is None for n in ("volume", "issue", "pages")
+    ):
+        # a fit by absence: the entry's numbers, which the (online-first) record lacks, are checked
+        # against the final record; an entry citing the online-first record as such ([J/OL], its
+        # online year, no numbers) stays judged against it
         asked = [judged.record.record_ref]
     else:
         return judged

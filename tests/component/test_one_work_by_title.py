@@ -97,3 +97,17 @@ async def test_wrong_numbers_citing_such_a_work_are_a_mismatch_with_the_final_re
         ("volume", "45", "44"), ("issue", "3", "2"), ("pages", "99-120", "60-72"),
     }  # fmt: skip
     assert "2026, 44(2): 60-72" in (entry.corrected or "")
+
+
+async def test_an_entry_citing_the_online_first_record_as_such_is_judged_against_it(
+    clock: FakeClock, store: Store
+) -> None:
+    # online in December 2025, in a 2026 issue: an entry citing the online version ([J/OL], its
+    # online year, no numbers) was a 'mismatch' on the year against the final record once every
+    # fit of the work went to the final record
+    online = {**ONLINE, "filename": "FXPL20251218002", "year": 2025, "date": "2025-12-18"}
+    text = f"[1] 宋澄, 陆明. {TITLE}[J/OL]. 法学评论, 2025."
+    [entry] = (await _verify(clock, store, _backend(online, FINAL), text)).entries
+    assert entry.verdict == "verified", entry
+    assert entry.record is not None
+    assert store.get(entry.record.record_ref).native.filename == "FXPL20251218002"  # type: ignore[union-attr]
