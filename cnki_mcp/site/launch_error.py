@@ -102,7 +102,11 @@ def temp_unusable(*, linux: bool | None = None) -> BrowserUnavailable | None:
     folder = browser_temp_dir()
     if folder.is_dir() and os.access(folder, os.W_OK | os.X_OK):
         on_linux = sys.platform.startswith("linux") if linux is None else linux
-        if on_linux and len(os.fsencode(str(folder))) + SOCKET_TAIL > SOCKET_PATH_MAX:
+        # Chromium's socket directory comes from TMPDIR alone, else /tmp (TMP and TEMP, which
+        # Playwright's driver also reads, do not move it): a long TEMP with no TMPDIR starts fine
+        socket_dir = Path(os.environ.get("TMPDIR") or "/tmp")
+        if on_linux and len(os.fsencode(str(socket_dir))) + SOCKET_TAIL > SOCKET_PATH_MAX:
+            folder = socket_dir
             return BrowserUnavailable(
                 f"浏览器无法启动：临时目录路径太长（{folder}，{len(os.fsencode(str(folder)))} 字节；Chromium 的套接字路径"
                 f"最多 {SOCKET_PATH_MAX} 字节，临时目录须短于 {SOCKET_PATH_MAX - SOCKET_TAIL + 1} 字节）。把环境变量 TMPDIR "

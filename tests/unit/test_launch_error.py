@@ -279,5 +279,10 @@ def test_a_temp_directory_too_long_for_chromiums_socket_is_refused_naming_tmpdir
         error = temp_unusable(linux=True)
         assert (error is not None and error.details["reason"] == "temp_path_too_long") is refused
         assert temp_unusable(linux=False) is None  # other systems put their socket elsewhere
+        # TMP and TEMP move Playwright's files, not Chromium's socket: without TMPDIR it is /tmp
+        monkeypatch.delenv("TMPDIR")
+        monkeypatch.setenv("TMP", str(folder))
+        monkeypatch.setenv("TEMP", str(folder))
+        assert temp_unusable(linux=True) is None
     finally:
         shutil.rmtree(base, ignore_errors=True)
