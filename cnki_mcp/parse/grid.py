@@ -309,7 +309,9 @@ def _authors(cell: LexborNode | None) -> list[str]:
     seen: set[tuple[str, str]] = set()
     for a, raw in zip(links, names, strict=True):
         name = strip_role(raw)
-        key = (name, a.attributes.get("href") or "")
+        href = (a.attributes.get("href") or "").strip()
+        # only a link that names a person: kns8s grids link every author `javascript:void(0)`
+        key = (name, href if href.startswith(("http://", "https://", "/")) else "")
         if name and not (key[1] and key in seen):
             out.append(name)
             seen.add(key)

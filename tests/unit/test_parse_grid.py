@@ -325,6 +325,9 @@ def test_one_author_listed_twice_with_the_same_link_is_one_author() -> None:
     assert row.authors.count("董守斌") == 1 and len(row.authors) == 4
     same = '<a class="KnowledgeNetLink" href="/a1">王伟</a>;<a class="KnowledgeNetLink" href="/a1">王伟</a>'
     assert parse_grid(_page(_row(author=same))).rows[0].authors == ["王伟"]
+    # a link that names nobody (kns8s grids link authors `javascript:void(0)`): namesakes both kept
+    void = '<a class="KnowledgeNetLink" href="javascript:void(0)">王伟</a>;' * 2
+    assert parse_grid(_page(_row(author=void))).rows[0].authors == ["王伟", "王伟"]
 
 
 def test_plain_text_authors_split_on_all_separators() -> None:
