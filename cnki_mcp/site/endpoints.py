@@ -59,6 +59,10 @@ def error_reason(exc: BaseException, *, first_line: bool = False) -> str:
     return without_query(text or type(exc).__name__)[:REASON_CHARS]
 
 
+def _is_cnki_host(host: str) -> bool:
+    return host == "cnki.net" or host.endswith(".cnki.net")
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoints:
     settings: Settings
@@ -118,8 +122,8 @@ class Endpoints:
             host = (parts.hostname or "").lower()
         except ValueError:
             return None
-        if parts.scheme not in ("http", "https") or not host:
-            return None
+        if parts.scheme not in ("http", "https") or not host or _is_cnki_host(host):
+            return None  # CNKI's own host over http is CNKI, not a proxy named kns.cnki.net
         if "cnki-net" in host or "cnki.net." in host or _CNKI_PATH.search(parts.path):
             return host
         return None

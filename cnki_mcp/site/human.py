@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Literal, Protocol, runtime_checkable
 
 from cnki_mcp.clock import Clock, event_or_timeout
-from cnki_mcp.errors import VerificationNotFound, VerificationSkipped, VerificationTimeout
+from cnki_mcp.errors import CnkiError, VerificationNotFound, VerificationSkipped, VerificationTimeout
 from cnki_mcp.site.deadline import CALL_SECONDS, CLOSE_SECONDS, bounded
 from cnki_mcp.site.limiter import Limiter
 
@@ -67,6 +67,9 @@ class PageState:
 
     kind: PageKind
     ready: bool = True  # document.readyState !== 'loading'
+    # what the page shows cannot end well: the step ends with this error (a login through a
+    # library proxy, REMOTE_ACCESS_UNSUPPORTED), not after its 20 minutes
+    error: CnkiError | None = None
 
     @property
     def clear(self) -> bool:
@@ -388,6 +391,8 @@ class HumanGate:
             except Exception:  # a page mid-navigation cannot be read: not clear, look again
                 log.debug("human step: inspect failed", exc_info=True)
                 state = PageState(PageKind.CHALLENGE, ready=False)
+            if state.error is not None:
+                raise state.error
             clear_in_a_row = clear_in_a_row + 1 if state.clear else 0
             if clear_in_a_row >= self._clear_checks:
                 return StepOutcome.CLEARED

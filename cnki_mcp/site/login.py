@@ -23,7 +23,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from cnki_mcp.clock import Clock
-from cnki_mcp.errors import BrowserUnavailable, RemoteAccessUnsupported, SiteUnavailable
+from cnki_mcp.errors import BrowserUnavailable, SiteUnavailable
 from cnki_mcp.models import HeaderIdentity
 from cnki_mcp.parse.gate import read_header_identity
 from cnki_mcp.site.backend import SiteOp
@@ -32,7 +32,13 @@ from cnki_mcp.site.endpoints import Endpoints, error_reason, unsent_net_error, w
 from cnki_mcp.site.human import HumanGate, PageKind, PageState
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.navigation import NAV_TIMEOUT_MS
-from cnki_mcp.site.pages import PlaywrightHumanPage, document_origin, positive, read_identity
+from cnki_mcp.site.pages import (
+    PlaywrightHumanPage,
+    document_origin,
+    positive,
+    proxy_unsupported,
+    read_identity,
+)
 
 log = logging.getLogger(__name__)
 
@@ -136,15 +142,6 @@ async def proxied_tab(host: BrowserHost, endpoints: Endpoints) -> str | None:
         if found is not None:
             return found
     return None
-
-
-def proxy_unsupported(proxy: str) -> RemoteAccessUnsupported:
-    return RemoteAccessUnsupported(
-        f"知网页面经图书馆代理（WebVPN / EZproxy）在 {proxy} 下打开；本服务的请求直接发往 cnki.net，"
-        "不经过代理，用不到代理中的机构权限。可用：校园网或学校 VPN 客户端（本机取得校园 IP，知网按 IP 识别机构）、"
-        "知网登录页的机构账号或 CARSI（高校统一身份认证）、个人账号；再调用 login",
-        proxy_host=proxy,
-    )
 
 
 @dataclass(slots=True)

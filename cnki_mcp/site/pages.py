@@ -14,7 +14,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page, Response
 
 from cnki_mcp.clock import Clock
-from cnki_mcp.errors import CnkiError
+from cnki_mcp.errors import CnkiError, RemoteAccessUnsupported
 from cnki_mcp.models import GateVerdict, HeaderIdentity, IdentityKind
 from cnki_mcp.parse.gate import classify_page, read_header_identity
 from cnki_mcp.site.browser import BrowserHost
@@ -102,6 +102,15 @@ def _page_url(page: Page) -> str:
         return ""
 
 
+def proxy_unsupported(proxy: str) -> RemoteAccessUnsupported:
+    return RemoteAccessUnsupported(
+        f"知网页面经图书馆代理（WebVPN / EZproxy）在 {proxy} 下打开；本服务的请求直接发往 cnki.net，"
+        "不经过代理，用不到代理中的机构权限。可用：校园网或学校 VPN 客户端（本机取得校园 IP，知网按 IP 识别机构）、"
+        "知网登录页的机构账号或 CARSI（高校统一身份认证）、个人账号；再调用 login",
+        proxy_host=proxy,
+    )
+
+
 def _elsewhere(endpoints: Endpoints, url: str) -> bool:
     """A web page off CNKI's hosts (not about:blank, not the browser's own error page)."""
     return url.startswith(("https://", "http://")) and not endpoints.is_site_url(url)
@@ -137,6 +146,10 @@ class PlaywrightHumanPage:
         url = str(data.get("url") or "")
         if (self.endpoints.is_login_url(url) and data.get("password")) or data.get("loginFrame"):
             return PageState(PageKind.LOGIN, ready=ready)
+        if self.kind == "login" and self.in_step and (proxy := self.endpoints.proxied_host(url)) is not None:
+            # WebVPN / EZproxy: the tab never comes back to cnki.net, and a login there does not
+            # reach this server's requests; the step waited out its 20 minutes
+            return PageState(PageKind.LOGIN, ready=ready, error=proxy_unsupported(proxy))
         if self.kind == "login" and self.in_step and _elsewhere(self.endpoints, url):
             # CARSI / 高校统一身份认证: CNKI's login page sent the tab to a WAYF page or the
             # university's identity provider, which sends it back once the person logged in. Read

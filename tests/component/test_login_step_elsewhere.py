@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from cnki_mcp.clock import FakeClock
+from cnki_mcp.errors import CnkiError
 from cnki_mcp.settings import Settings
 from cnki_mcp.site.endpoints import Endpoints
 from cnki_mcp.site.human import HumanGate, PageKind, StepOutcome
@@ -102,3 +103,24 @@ async def test_a_carsi_login_ends_the_step_only_when_the_tab_is_back_on_cnki() -
     assert outcome is StepOutcome.CLEARED
     assert tab.inspected == 7  # two clear looks in a row, both back on CNKI
     assert not tab.closed
+
+
+WEBVPN = "https://webvpn.example.edu.cn/https/77726476706e69737468656265737421fbf952d2243e635930068cb8/kns8s/defaultresult/index"
+
+
+async def test_a_login_step_whose_page_shows_cnki_through_a_library_proxy_ends_with_a_typed_error() -> None:
+    # the person logged in through WebVPN: the tab never comes back to cnki.net, and the step held
+    # every request for its 20 minutes, then said VERIFICATION_TIMEOUT
+    clock = FakeClock()
+    gate = HumanGate(clock, Limiter(clock, 0.5, 6))
+    tab = FakeTab([(LOGIN_PAGE, True), (IDP, True), (WEBVPN, False)])
+    with pytest.raises(CnkiError) as ended:
+        await clock.run_until_complete(gate.handle("login", human(tab, in_step=True), None, "wait"))
+    assert ended.value.code == "REMOTE_ACCESS_UNSUPPORTED"
+    assert ended.value.details["proxy_host"] == "webvpn.example.edu.cn"
+    assert clock.monotonic() - 1_000.0 < 60  # ended at the proxied page, not after the step's timeout
+
+
+def test_cnkis_own_host_over_http_is_not_a_proxy() -> None:
+    assert ENDPOINTS.proxied_host("http://kns.cnki.net/kcms2/article/abstract?v=x") is None
+    assert ENDPOINTS.proxied_host(WEBVPN) == "webvpn.example.edu.cn"
