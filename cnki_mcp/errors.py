@@ -337,6 +337,14 @@ class DataDirectoryUnusable(CnkiError):
     default_message = "数据目录无法使用（不是文件夹或不可写）"
 
 
+class DataDirectoryMissing(DataDirectoryUnusable):
+    """A command that only reads or removes (`watch list/check/remove`) named a data directory
+    that does not exist: nothing to read, and creating it would leave a stray folder behind."""
+
+    code = "DATA_DIRECTORY_MISSING"
+    default_message = "数据目录不存在"
+
+
 class DataPathSymlink(DataDirectoryUnusable):
     code = "DATA_PATH_SYMLINK"
     default_message = "数据目录中的路径是符号链接，为防止数据写到数据目录之外，拒绝使用"

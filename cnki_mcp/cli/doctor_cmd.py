@@ -302,11 +302,64 @@ def check_path_command() -> Check:
     return Check("path_command", True, owner.detail, owner.hint, warning=not owner.ok)
 
 
-def check_display(settings: Settings, *, platform: str) -> Check:
+# Opens the X display named in argv[1] with the X library the browser itself uses and closes it;
+# Xlib prints why it was refused ("Authorization required, …", "Invalid MIT-MAGIC-COOKIE-1 key")
+# on stderr. Exit 3: no X library to ask (the check then trusts DISPLAY, as the server's choice does).
+_OPEN_X_DISPLAY = """import ctypes, sys
+try:
+    x = ctypes.CDLL("libX11.so.6")
+except OSError:
+    sys.exit(3)
+x.XOpenDisplay.restype = ctypes.c_void_p
+x.XOpenDisplay.argtypes = [ctypes.c_char_p]
+x.XCloseDisplay.argtypes = [ctypes.c_void_p]
+d = x.XOpenDisplay(sys.argv[1].encode())
+if not d:
+    sys.exit(1)
+x.XCloseDisplay(d)
+"""
+X_OPEN_SECONDS = 5.0
+
+
+def x_display_refusal(display: str) -> str | None:
+    """Why the X display `display` cannot be opened by this user (None: it opens, or no X library
+    to ask). DISPLAY set to a display this user is not authorised for (another user's X server,
+    a mismatched XAUTHORITY) was called OK while the server fell back to headless
+    (site/browser.py, `NO_DISPLAY`). A separate process: Xlib writes to stderr and may hang on a
+    forwarded display whose SSH tunnel is gone."""
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _OPEN_X_DISPLAY, display],
+            capture_output=True, text=True, errors="replace", timeout=X_OPEN_SECONDS, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return f"{X_OPEN_SECONDS:g} 秒内没有应答"
+    except OSError:
+        return None
+    if done.returncode != 1:
+        return None
+    said = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    return said[-1][:200] if said else "无法打开"
+
+
+def check_display(
+    settings: Settings, *, platform: str, open_display: Callable[[str], str | None] = x_display_refusal
+) -> Check:
     from cnki_mcp.site.locate import decide_headless, display_available
 
     has_display = display_available(platform, settings.display)
     headless = decide_headless(settings.headless, platform=platform, display=settings.display)
+    x11 = platform not in {"darwin", "win32", "cygwin"}  # and an X display name: a Wayland socket has no ":"
+    if has_display and not headless and x11 and settings.display and ":" in settings.display:
+        refused = open_display(settings.display)
+        if refused is not None:
+            cause = f"DISPLAY={settings.display} 无法打开（{refused}）"
+            hint = "检查 XAUTHORITY（X 授权）或 DISPLAY，或设置 CNKI_HEADLESS=1"
+            if settings.headless is None:  # the server falls back to headless (site/browser.py)
+                return Check("display", True, f"{cause}；浏览器将以无界面（headless）运行", hint, warning=True)
+            return Check("display", False, f"{cause}，而 CNKI_HEADLESS=0 要求有界面的浏览器：浏览器无法启动（BROWSER_UNAVAILABLE）", hint)
     mode = "无界面（headless）" if headless else "有界面（窗口最小化）"
     detail = f"{'有' if has_display else '没有'}图形显示；浏览器将以{mode}运行"
     if not headless and not has_display:  # CNKI_HEADLESS=0 without a display: no browser can start

@@ -7,7 +7,8 @@ says what); 3 stopped early (request budget or a site problem; the digest covers
 checked, the rest are named; `--json` carries the operation's `status` and coded `errors`); 130
 interrupted (Ctrl-C; the digest of the watches checked before it is printed); 2 an error before
 anything ran (`错误 CODE: 说明` on stderr, e.g. DATA_DIRECTORY_IN_USE while the MCP server holds the
-data directory, or an unknown watch).
+data directory, DATA_DIRECTORY_MISSING when it does not exist (never created here), or an unknown
+watch). `list` and `remove` exit 2 for the same errors.
 
 When the browser runs headless (no display, or CNKI_HEADLESS=1) nobody can be shown a slider or
 a login page, so such a page stops the check at once (VERIFICATION_SKIPPED, exit 3) instead of
@@ -74,6 +75,15 @@ def run(args: argparse.Namespace) -> int:
     from cnki_mcp.settings import load_settings
 
     settings = load_settings(os.environ)
+    if not settings.data_dir.is_dir():
+        # nothing to list, check or remove there; opening it would create it, so a typo in
+        # CNKI_DATA_DIR left a stray data directory and "no watches" instead of naming the mistake
+        from cnki_mcp.errors import DataDirectoryMissing
+
+        raise DataDirectoryMissing(
+            f"数据目录 {settings.data_dir} 不存在：没有订阅可列出、检查或取消（检查 CNKI_DATA_DIR）",
+            path=str(settings.data_dir),
+        )
     services = Services.open(settings, environ=dict(os.environ))  # DATA_DIRECTORY_IN_USE surfaces here
     async def main() -> int:  # one event loop: the browser is closed by the loop that started it
         try:

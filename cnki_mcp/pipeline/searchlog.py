@@ -9,10 +9,12 @@ identified - outside the year range - duplicates = screened; screened - excluded
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import SearchNotFound
+from cnki_mcp.identity import source_key
 from cnki_mcp.models import GridPage
 from cnki_mcp.pipeline.models import SearchSummary
 from cnki_mcp.pipeline.searchlog_format import (
@@ -25,7 +27,7 @@ from cnki_mcp.pipeline.searchlog_format import (
 from cnki_mcp.pipeline.state import Channel, SearchState
 from cnki_mcp.query.compiler import year_filter
 from cnki_mcp.rank import EXCLUDED_DUPLICATE
-from cnki_mcp.store import Store
+from cnki_mcp.store import PRESENT, Store
 from cnki_mcp.stored import load
 
 # How the concept plan was made (query/plan.py PlanMethod), in words for a methods section.
@@ -209,12 +211,14 @@ def build_search_log(store: Store, search_id: str, ranker_name: str) -> SearchLo
         rule = SELECTION_RULES.get(ranker_name, f"ranker {ranker_name}")
     if not structured and by_reason.get(EXCLUDED_DUPLICATE):
         rule += ONE_RECORD_PER_WORK  # said where it happened: searches stored before it did not fold works
+    started = min([record.created_at, *(p.observed_at for p in logged)])  # the row is written at the end
+    abstracts, journals = _read_during(store, [e.record_ref for e in evidence], started, record.updated_at)
     return SearchLog(
         search_id=search_id,
         status=record.status,
         kind="structured_search" if structured else "search",
         question=record.query,
-        created_at=min([record.created_at, *(p.observed_at for p in logged)]),  # the row is written at the end
+        created_at=started,
         finished_at=record.updated_at,
         plan_method=summary.plan.method,
         plan_method_note=PLAN_METHODS.get(summary.plan.method, summary.plan.method),
@@ -226,8 +230,10 @@ def build_search_log(store: Store, search_id: str, ranker_name: str) -> SearchLo
         },
         channels=channels,
         requests=summary.requests,
-        abstracts_read=summary.enhanced_count,
-        journals_read=summary.quality_source_count,
+        abstracts_read=abstracts,
+        journals_read=journals,
+        abstracts_known=summary.enhanced_count,
+        journals_known=summary.quality_source_count,
         selection_rule=rule,
         prisma=prisma,
         unmerged_pages=sum(1 for p in logged if not p.merged),
@@ -235,3 +241,26 @@ def build_search_log(store: Store, search_id: str, ranker_name: str) -> SearchLo
         if params.get("year_from") or params.get("year_to")
         else None,
     )
+
+
+def _read_during(store: Store, refs: list[str], start: datetime, end: datetime) -> tuple[int, int]:
+    """Abstracts (a detail page or the batch export) and journal pages of the candidates that were
+    read between the search's start and end: what this search read. The summary's counts are of
+    what is known, earlier searches' reads included: a one-request search that reused four
+    abstracts was logged as having read four. A page read again since (past its TTL) by a later
+    search is that search's read."""
+    abstracts = 0
+    sources: set[str] = set()
+    for ref in refs:
+        paper = store.get(ref)
+        if paper is None:
+            continue
+        seen = (paper.detail_observed_at, paper.export_observed_at)
+        if paper.abstract and any(t is not None and start <= t <= end for t in seen):
+            abstracts += 1
+        key = source_key(paper.source)
+        if key and key not in sources:
+            cached = store.journal_quality(key, end)
+            if cached is not None and cached.state == PRESENT and start <= cached.observed_at <= end:
+                sources.add(key)
+    return abstracts, len(sources)

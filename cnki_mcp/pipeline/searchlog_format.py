@@ -81,8 +81,12 @@ class SearchLog(_Model):
     parameters: dict[str, Any] = Field(default_factory=dict)
     channels: list[ChannelLog] = Field(default_factory=list)
     requests: int = 0
-    abstracts_read: int = Field(0, description="papers whose abstract and keywords were read: a detail page or CNKI's batch export")
-    journals_read: int = Field(0, description="sources with a stored journal page")
+    abstracts_read: int = Field(
+        0, description="candidates whose abstract and keywords this search read: a detail page or CNKI's batch export"
+    )
+    journals_read: int = Field(0, description="journal pages this search read (sources of its candidates)")
+    abstracts_known: int = Field(0, description="candidates with an abstract known, earlier searches' reads included")
+    journals_known: int = Field(0, description="sources of the candidates with a journal page kept, earlier reads included")
     selection_rule: str = ""
     prisma: PrismaFlow
     unmerged_pages: int = Field(0, description="pages read but not merged (the search stopped first)")
@@ -183,7 +187,9 @@ def to_markdown(log: SearchLog) -> str:
         f"- Years: {_years(p)}; sort: {p.get('sort')} ({_SORTS.get(str(p.get('sort')), '')}); "
         f"up to {p.get('max_pages')} pages per channel; candidate target {p.get('candidate_target')}; "
         f"metadata {p.get('metadata')}; mode {p.get('mode')}",
-        f"- Requests to CNKI: {log.requests}; abstracts read (detail pages or batch export): {log.abstracts_read}; journal pages kept: {log.journals_read}",
+        f"- Requests to CNKI: {log.requests}; abstracts read by this search (detail pages or batch export): "
+        f"{log.abstracts_read} ({log.abstracts_known} candidates with an abstract known, earlier searches' reads included); "
+        f"journal pages read: {log.journals_read} ({log.journals_known} sources with a journal page kept)",
         f"- Selection rule: {log.selection_rule}",
     ]
     for w in log.warnings:
@@ -287,6 +293,7 @@ def to_csv(log: SearchLog) -> str:
         "sort": log.parameters.get("sort"),
         "requests": log.requests,
         "abstracts_read": log.abstracts_read,
+        "abstracts_known": log.abstracts_known,
         "selection_rule": log.selection_rule,
     }
     for key, value in meta.items():

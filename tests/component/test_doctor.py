@@ -342,8 +342,51 @@ def test_a_headed_browser_forced_without_a_display_fails_the_display_check() -> 
     assert forced.ok is False and forced.hint
     unset = doctor_cmd.check_display(Settings(data_dir=Path("/unused")), platform="linux")
     assert unset.ok is True  # headless by itself: works, with the verification hint
-    shown = doctor_cmd.check_display(Settings(data_dir=Path("/unused"), headless=False, display=":0"), platform="linux")
+    shown = doctor_cmd.check_display(
+        Settings(data_dir=Path("/unused"), headless=False, display=":0"), platform="linux", open_display=lambda _: None
+    )
     assert shown.ok is True
+
+
+@pytest.mark.parametrize(("headless", "ok", "probed"), [(None, True, True), (False, False, True), (True, True, False)])
+def test_a_display_this_user_may_not_open_is_not_called_ok(headless: bool | None, ok: bool, probed: bool) -> None:
+    """DISPLAY naming an X server this user is not authorised for (a mismatched XAUTHORITY): doctor
+    said OK 有界面 while the server fell back to headless, or with CNKI_HEADLESS=0 could not start."""
+    from cnki_mcp.settings import Settings
+
+    asked: list[str] = []
+
+    def refuse(display: str) -> str:
+        asked.append(display)
+        return "Authorization required, but no authorization protocol specified"
+
+    check = doctor_cmd.check_display(
+        Settings(data_dir=Path("/unused"), headless=headless, display=":99"), platform="linux", open_display=refuse
+    )
+    assert (check.ok, asked == [":99"]) == (ok, probed)
+    assert check.warning is (headless is None)
+    if probed:
+        assert "Authorization required" in check.detail and check.hint
+    wayland = doctor_cmd.check_display(
+        Settings(data_dir=Path("/unused"), display="wayland-0"), platform="linux", open_display=refuse
+    )
+    assert wayland.ok and not wayland.warning and asked == [":99"] * probed  # an X probe says nothing of Wayland
+
+
+def test_an_x_display_with_no_server_is_said_to_refuse() -> None:
+    """The real probe, against a display number nothing listens on: the server would run headless
+    (no X library: the probe cannot tell, and says nothing)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libX11.so.6")
+    except OSError:
+        pytest.skip("no libX11 here")
+    from cnki_mcp.settings import Settings
+
+    gone = Settings(data_dir=Path("/unused"), display=f"unix:{4000 + os.getpid() % 1000}")
+    check = doctor_cmd.check_display(gone, platform="linux")
+    assert (check.ok, check.warning) == (True, True) and "headless" in check.detail
 
 
 def test_doctor_fails_a_data_directory_whose_name_is_too_long_instead_of_a_traceback(

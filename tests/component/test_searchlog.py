@@ -227,3 +227,23 @@ def test_markdown_shows_the_question_terms_and_queries_as_written() -> None:
     assert r"- Concepts: (违约\*金\* OR a\_b) AND (\`调整\`)" in md
     assert f"- Query 1: ``{query}``" in md
     assert "- Query 2: `` `x` ``" in md
+
+
+async def test_a_search_that_reused_known_abstracts_logs_none_read(clock: FakeClock, store: Store) -> None:
+    """A search whose abstracts an earlier search had read was logged as having read them ("abstracts
+    read: 4" for one request): the log counts this search's reads, the known ones beside them."""
+    site = SimSite(clock)
+    pipe = make(clock, store, site)
+    earlier = await run_search(clock, pipe, search_input(freshness="live"))
+    first = build_search_log(store, earlier.result["search_id"], "min10_rescue55")
+    await clock.advance(3600)
+    reads = [site.count(kind) for kind in ("detail", "export", "journal")]
+    again = await run_search(clock, pipe, search_input(freshness="live"))
+    log = build_search_log(store, again.result["search_id"], "min10_rescue55")
+    assert [site.count(kind) for kind in ("detail", "export", "journal")] == reads  # nothing read again
+    assert (first.abstracts_read > 0, first.journals_read > 0) == (True, True)
+    assert (log.abstracts_read, log.journals_read) == (0, 0)
+    assert first.abstracts_read == first.abstracts_known
+    assert (log.abstracts_read, log.abstracts_known) == (0, first.abstracts_known)
+    assert log.journals_read == 0 and log.journals_known == first.journals_known
+    assert "abstracts read by this search (detail pages or batch export): 0 (" in format_log(log, "markdown")

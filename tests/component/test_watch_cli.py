@@ -95,6 +95,7 @@ def test_a_data_directory_without_watches_says_so_on_stderr(
     """A cron job on the wrong data directory (or before any watch_search) used to print only
     '请求数：0' and exit 0: nothing said that nothing was watched, nor where."""
     empty = tmp_path / "empty"
+    empty.mkdir()  # a data directory that does not exist is DATA_DIRECTORY_MISSING (below)
     monkeypatch.setenv("CNKI_DATA_DIR", str(empty))
     monkeypatch.setenv("CNKI_BROWSER_PATH", "/nonexistent/browser")
     assert main(["watch", "check"]) == EXIT_UNCHANGED
@@ -222,3 +223,18 @@ def test_remove_takes_the_search_id_as_check_does(data: Path, capsys: pytest.Cap
     assert "wat_cli" in capsys.readouterr().out
     assert main(["watch", "list"]) == EXIT_UNCHANGED and capsys.readouterr().out == ""
     assert main(["watch", "remove", "all"]) == 2  # one at a time
+
+
+@pytest.mark.parametrize("action", [["list"], ["check"], ["check", "wat_cli"], ["remove", "wat_cli"]])
+def test_a_data_directory_that_does_not_exist_is_named_and_not_created(
+    action: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A typo in CNKI_DATA_DIR in a crontab: `watch list` created the mistyped folder and said
+    there were no watches; the next run found it and said so again."""
+    typo = tmp_path / "cnki-dta"
+    monkeypatch.setenv("CNKI_DATA_DIR", str(typo))
+    monkeypatch.setenv("CNKI_BROWSER_PATH", "/nonexistent/browser")
+    assert main(["watch", *action]) == 2
+    out = capsys.readouterr()
+    assert "错误 DATA_DIRECTORY_MISSING" in out.err and out.out == ""
+    assert not typo.exists()
