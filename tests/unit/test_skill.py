@@ -270,6 +270,24 @@ async def test_tools_reference_table_lists_exactly_the_live_tools(
     assert set(rows) == set(live_tools)
 
 
+async def test_tools_reference_states_the_request_counts_the_tool_descriptions_give(
+    live_tools: dict[str, dict[str, Any]],
+) -> None:
+    """A 费用 cell saying one reader page for read_online_html, whose description says 2–5
+    requests, had an agent budget a fifth of what a read costs."""
+    rows = {
+        m.group(1): m.group(2)
+        for m in re.finditer(r"^\|\s*`([a-z_]+)`\s*\|([^|]*)\|", TOOLS_MD.read_text(encoding="utf-8"), re.M)
+    }
+    stale = {
+        name: (count, rows[name])
+        for name, tool in live_tools.items()
+        for count in re.findall(r"(\d+(?:\.\d+)?(?:–\d+)?) 次请求", tool.get("description") or "")
+        if count not in rows[name]
+    }
+    assert stale == {}
+
+
 def test_skill_names_the_contract_tools_for_reading_and_citing() -> None:
     text = SKILL_MD.read_text(encoding="utf-8")
     for tool in (
