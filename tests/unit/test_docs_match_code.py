@@ -71,6 +71,30 @@ def test_missing_refusals_notices_a_passage_that_leaves_one_out() -> None:
     assert missing_refusals("export_citations citation_graph filename", tools=False) == []
 
 
+def tools_told_to_page(text: str) -> set[str]:
+    """The tool each `offset` in a passage follows (the nearest tool name before it)."""
+    names = "|".join(sorted({*HIDDEN_TOOLS, *REFUSED_ARGUMENTS}))
+    told = set()
+    for m in re.finditer(r"offset", text):
+        before = re.findall(rf"(?<![a-z_])(?:{names})(?![a-z_])", text[: m.start()])
+        told.add(before[-1] if before else "")
+    return told
+
+
+def test_tools_told_to_page_names_the_tool_an_offset_follows() -> None:
+    assert tools_told_to_page("export_citations 用 offset，citation_graph 只有计数") == {"export_citations"}
+    assert tools_told_to_page("export_citations 与 citation_graph（超过 64 KB 用 offset/limit）") == {
+        "citation_graph"
+    }
+
+
+@pytest.mark.parametrize("where", sorted(read_only_passages()))
+def test_read_only_passages_advise_offset_paging_only_for_export_citations(where: str) -> None:
+    """citation_graph has no offset/limit (an inline graph over 64 KB is counts only): a passage
+    saying both tools page over 64 KB sent an agent to INVALID_ARGUMENT."""
+    assert tools_told_to_page(read_only_passages()[where]) <= {"export_citations"}
+
+
 @pytest.mark.parametrize("where", sorted(read_only_passages()))
 def test_every_passage_on_read_only_mode_names_everything_it_refuses(where: str) -> None:
     # the troubleshooting row is about the refused call itself; it names the arguments to drop

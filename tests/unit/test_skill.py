@@ -4,6 +4,7 @@ in-memory client as `cnki-mcp schema`), in `cnki_mcp.errors` and on disk."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -269,6 +270,24 @@ async def test_tools_reference_table_lists_exactly_the_live_tools(
     assert set(rows) == set(live_tools)
 
 
+async def test_tools_reference_states_the_request_counts_the_tool_descriptions_give(
+    live_tools: dict[str, dict[str, Any]],
+) -> None:
+    """A 费用 cell saying one reader page for read_online_html, whose description says 2–5
+    requests, had an agent budget a fifth of what a read costs."""
+    rows = {
+        m.group(1): m.group(2)
+        for m in re.finditer(r"^\|\s*`([a-z_]+)`\s*\|([^|]*)\|", TOOLS_MD.read_text(encoding="utf-8"), re.M)
+    }
+    stale = {
+        name: (count, rows[name])
+        for name, tool in live_tools.items()
+        for count in re.findall(r"(\d+(?:\.\d+)?(?:–\d+)?) 次请求", tool.get("description") or "")
+        if count not in rows[name]
+    }
+    assert stale == {}
+
+
 def test_skill_names_the_contract_tools_for_reading_and_citing() -> None:
     text = SKILL_MD.read_text(encoding="utf-8")
     for tool in (
@@ -357,3 +376,130 @@ def test_code_and_link_checkers_find_what_is_wrong(tmp_path: Path) -> None:
     )
     (tmp_path / "b.md").write_text("", encoding="utf-8")
     assert broken_links(tmp_path / "a.md", tmp_path) == ["c.md#x", "../z.md"]
+
+
+# --- the server's own guidance: instructions (= cnki://guide) and the prompts ----------------
+
+PLAIN_CALL_RE = re.compile(r"(?<![A-Za-z0-9_.])([a-z][a-z0-9]*(?:_[a-z0-9]+)*)\(([^()]*)\)")
+PLAIN_IDENT_RE = re.compile(r"(?<![A-Za-z0-9_.])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![A-Za-z0-9_(])")
+ASSIGN_RE = re.compile(r"(?<![A-Za-z0-9_.])([a-z][a-z0-9_]*)=(\"[^\"]*\"|[A-Za-z0-9_]+)")
+OPTION_RE = re.compile(r"(?<![A-Za-z0-9_])options\.([a-z_]+)")
+
+
+def guidance_texts() -> dict[str, str]:
+    from cnki_mcp.server.guide import GUIDE
+    from cnki_mcp.server.prompts import literature_review_text, research_topic_text
+
+    return {"instructions": GUIDE, "research_topic": research_topic_text("主题"),
+            "literature_review": literature_review_text("主题")}  # fmt: skip
+
+
+def plain_call_problems(text: str, tools: dict[str, dict[str, Any]]) -> list[str]:
+    """Prose calls, `tool(arg 或 other，…, name="value")`: the tool exists, an argument that opens
+    a part or is assigned is one of its inputs, and a quoted value is an allowed one."""
+    problems = []
+    for name, args in PLAIN_CALL_RE.findall(text):
+        if name not in tools:
+            if TOOL_LIKE_RE.match(name):
+                problems.append(f"{name}(…) is not a server tool")
+            continue
+        schema = tools[name]["inputSchema"]
+        props, defs = schema.get("properties", {}), schema.get("$defs", {})
+        named = {
+            m.group(1) for part in re.split(r"[,，；]", args) if (m := re.match(r"\s*([a-z_]+)\b", part))
+        }
+        assigned = dict(ASSIGN_RE.findall(args))
+        problems += [f"{name}: no input {key!r}" for key in sorted(named | set(assigned)) if key not in props]
+        for key, value in assigned.items():
+            allowed = _enum_of(props[key], defs) if key in props else None
+            if allowed and value.startswith('"') and value.strip('"') not in allowed:
+                problems.append(f"{name}: {key}={value} is not one of {allowed}")
+    return problems
+
+
+def option_problems(text: str, tools: dict[str, dict[str, Any]]) -> list[str]:
+    """`options.x` names an option of the tools that take `options`."""
+    known: set[str] = set()
+    for tool in tools.values():
+        schema = tool["inputSchema"]
+        ref = schema.get("properties", {}).get("options", {})
+        for alt in [ref, *ref.get("anyOf", [])]:
+            if "$ref" in alt:
+                known |= set(schema["$defs"][alt["$ref"].rsplit("/", 1)[-1]].get("properties", {}))
+    return [f"options.{o}" for o in sorted(set(OPTION_RE.findall(text)) - known)]
+
+
+def misplaced_inputs(text: str, tools: dict[str, dict[str, Any]]) -> list[str]:
+    """An input name (of any tool; not `options.x`) written after a tool's name and before the
+    next tool's on the same line is advice for that tool: it must be one of its inputs."""
+    inputs = {p for t in tools.values() for p in t["inputSchema"].get("properties", {})}
+    # its own inputs, nested options and allowed values (view's titles is not get_metadata's)
+    own = {name: schema_vocabulary([{"inputSchema": t["inputSchema"]}]) for name, t in tools.items()}
+    problems = []
+    for line in text.splitlines():
+        tool = None
+        for word in re.findall(r"(?<![A-Za-z0-9_.])[a-z][a-z0-9_]*(?![A-Za-z0-9_])", line):
+            if word in tools:
+                tool = word
+            elif tool and word in inputs and word not in own[tool]:
+                problems.append(f"{tool} has no {word}: {line.strip()[:60]}")
+    return problems
+
+
+@pytest.mark.parametrize("where", sorted(guidance_texts()))
+async def test_every_tool_input_option_and_code_the_guidance_names_exists(
+    where: str, live_tools: dict[str, dict[str, Any]]
+) -> None:
+    text = guidance_texts()[where]
+    # diagnostics' settings.read_only is an output key no schema declares
+    vocabulary = schema_vocabulary(list(live_tools.values())) | {"read_only"}
+    bare = {w for w in PLAIN_IDENT_RE.findall(text) if TOOL_LIKE_RE.match(w)}
+    assert sorted(bare - set(live_tools) - vocabulary) == []
+    assert plain_call_problems(text, live_tools) == []
+    assert option_problems(text, live_tools) == []
+    assert misplaced_inputs(text, live_tools) == []
+    assert sorted(mentioned_codes(text) - ERROR_CODES) == []
+
+
+async def test_the_instructions_name_every_tool(live_tools: dict[str, dict[str, Any]]) -> None:
+    text = guidance_texts()["instructions"]
+    assert sorted(t for t in live_tools if not re.search(rf"(?<![a-z_]){t}(?![a-z_])", text)) == []
+
+
+async def test_the_instructions_say_how_each_tool_takes_on_verification(
+    live_tools: dict[str, dict[str, Any]],
+) -> None:
+    """Searches take it inside `options`, reads, downloads and the citation tools as their own
+    argument: advice naming only `options.on_verification` sent those to INVALID_ARGUMENT."""
+    line = next(line for line in guidance_texts()["instructions"].splitlines() if '"skip"' in line)
+    nested = sorted(t for t in live_tools if "on_verification" not in live_tools[t]["inputSchema"].get("properties", {})
+                    and "on_verification" in json.dumps(live_tools[t]["inputSchema"]))  # fmt: skip
+    top = sorted(
+        t for t in live_tools if "on_verification" in live_tools[t]["inputSchema"].get("properties", {})
+    )
+    assert nested and top
+    assert re.search(r'(?<![.\w])options\.on_verification="skip"', line) and all(t in line for t in nested), (
+        line
+    )
+    assert re.search(r'(?<![.\w])on_verification="skip"', line) and all(t in line for t in top), line
+
+
+def test_the_prose_call_checker_flags_unknown_tools_inputs_and_values() -> None:
+    tools = {
+        "op": {"inputSchema": {"properties": {"action": {"enum": ["cancel"]}, "id": {"type": "string"}}}}
+    }
+    assert plain_call_problems('用 op(id 或 all，可用 其他；action="cancel") 取消', tools) == []
+    assert len(plain_call_problems('op(ident, action="explode", n=1) 与 read_everything(x)', tools)) == 4
+    opts = {
+        "s": {
+            "inputSchema": {
+                "properties": {"options": {"$ref": "#/$defs/O"}},
+                "$defs": {"O": {"properties": {"mode": {}}}},
+            }
+        }
+    }
+    assert option_problems("options.mode 与 options.speed", opts) == ["options.speed"]
+    tools["other"] = {"inputSchema": {"properties": {"offset": {}}}}
+    assert misplaced_inputs("other 用 offset，op 用 id 与 options.offset\nop 用 offset", tools) == [
+        "op has no offset: op 用 offset"
+    ]
