@@ -1,7 +1,7 @@
 """A partial search's pages across its `continue`: the continue ranks the candidates again (the
 abstracts read since change the scores) and replaces their ranks, so offsets taken from a page read
 before it skip some papers and repeat others. A page of a search that is not completed says so
-(search_results `message`, get_metadata `warnings`); a completed search's pages do not."""
+(search_results `message`, get_metadata `warnings`, export_citations `message`); a completed search's pages do not."""
 
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ async def test_pages_of_a_partial_search_say_a_continue_reranks_them_and_to_star
         scoped = {"search_id": search_id, "scope": "candidates", "limit": 5, "local_only": True, "fields": ["year"]}
         metadata = await completed_data(client, "get_metadata", scoped)
         assert any("offset=0" in w for w in metadata["result"]["warnings"]), metadata["result"]["warnings"]
+        export = await completed_data(client, "export_citations", {"search_id": search_id, "scope": "candidates", "limit": 5})
+        assert "offset=0" in export["message"], export["message"]
         go_on = {"action": "continue", "operation_id": started["operation_id"], "additional_requests": 600}
         resumed = await client.call_tool("operation_control", go_on)
         assert not resumed.is_error, resumed.content
@@ -49,3 +51,5 @@ async def test_pages_of_a_partial_search_say_a_continue_reranks_them_and_to_star
         assert after["status"] == page["status"] == "completed" and page["message"] is None
         metadata = await completed_data(client, "get_metadata", {**scoped, "offset": 5})
         assert metadata["result"]["warnings"] == []
+        export = await completed_data(client, "export_citations", {"search_id": search_id, "scope": "candidates", "offset": 5, "limit": 5})
+        assert "offset=0" not in export["message"], export["message"]
