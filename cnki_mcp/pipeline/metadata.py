@@ -36,6 +36,7 @@ from cnki_mcp.pipeline.models import MetadataInput, MetadataResult, Scope
 from cnki_mcp.query.compiler import title_lookup_expression
 from cnki_mcp.site.backend import SiteBackend
 from cnki_mcp.store import Store
+from cnki_mcp.store.searches import COMPLETED
 from cnki_mcp.tasks import all_done
 
 # Fields a stored list row always answers (the grid gives them; `quality` is the journal page's).
@@ -181,6 +182,19 @@ def within_budget(items: list[dict[str, Any]], budget: int | None = None) -> int
 def page_cut(stop: int, limit: int, unit: str) -> str:
     """The start of the message of a page a client's size ended before `limit` (at its `stop`th row)."""
     return f"本页在 {stop} {unit}处截止（limit={limit}；一页约 {PAGE_TOKENS} token 以内，客户端会截断更长的结果）："
+
+
+def reranked_note(status: str, offset: int, next_offset: int | None) -> str | None:
+    """What a page of a saved search that is not `completed` says when the scope spans pages: a
+    `continue` ranks the candidates again and replaces their ranks (the abstracts read since change
+    the scores), so offsets taken before it skip some papers and repeat others (DESIGN.md "Tool
+    results"). None for a completed search (its ranking is final) or a scope on one page."""
+    if status == COMPLETED or (offset == 0 and next_offset is None):
+        return None
+    return (
+        f"检索未完成（{status}）：continue 之后会重新排序，之前的 offset 不再适用（会漏读或重读），"
+        "continue 之后请从 offset=0 重读"
+    )
 
 
 def scope_next_offset(offset: int, count: int, total: int) -> int | None:
@@ -341,9 +355,11 @@ async def fetch_metadata(
     scope_total: int | None = None
     scope_next: int | None = None
     scope_refs: list[str] = []
+    scope_status = COMPLETED
     if inp.search_id:
         scope_total, scope_refs = refs_in_scope(store, inp.search_id, inp.scope, inp.offset, inp.limit)
         scope_next = scope_next_offset(inp.offset, len(scope_refs), scope_total)
+        scope_status = searched.status if (searched := store.get_search(inp.search_id)) else COMPLETED
         targets.extend(store.resolve_ref(r) for r in scope_refs)
 
     pending: list[str] = []
@@ -404,6 +420,8 @@ async def fetch_metadata(
             records = records[:fit]
             scope_next = inp.offset + stop
             warnings.append(page_cut(stop, inp.limit, "篇") + f"用相同参数、offset={scope_next} 续读（已读的详情不再请求）")
+        if (note := reranked_note(scope_status, inp.offset, scope_next)) is not None:
+            warnings.append(note)
     result = MetadataResult(
         records=records,
         errors=[e.model_dump(mode="json") for e in ctx.item_errors],

@@ -270,7 +270,7 @@ class ResultsPage(_Model):
     next_offset: int | None
     results: list[dict[str, Any]] = Field(default_factory=list)
     message: str | None = Field(
-        None, description="本页少于 limit 条时说明原因（结果过长，按大小截止）与续读的 offset"
+        None, description="本页少于 limit 条的原因（结果过长，按大小截止）与续读的 offset；检索未完成时：continue 后排序会变，从 offset=0 重读"
     )
 
 
@@ -351,4 +351,4 @@ class MetadataResult(_Model):
     next_offset: int | None = Field(
         None, description="给了 search_id 时：下一页的 offset（相同参数再调用）；null 表示没有下一页"
     )
-    warnings: list[str] = Field(default_factory=list, description="本页少于 limit 篇的原因（结果过长，按大小截止）")
+    warnings: list[str] = Field(default_factory=list, description="本页少于 limit 篇的原因（结果过长，按大小截止）；检索未完成时：continue 后排序会变，从 offset=0 重读")

@@ -7,7 +7,7 @@ from typing import Any
 
 from cnki_mcp.identity import Paper
 from cnki_mcp.pipeline.enrich import Enricher
-from cnki_mcp.pipeline.metadata import metadata_record, page_cut, refs_in_scope, within_budget
+from cnki_mcp.pipeline.metadata import metadata_record, page_cut, refs_in_scope, reranked_note, within_budget
 from cnki_mcp.pipeline.models import ResultsInput, ResultsPage
 from cnki_mcp.pipeline.readout import LISTED_AUTHORS, shown_tiers
 from cnki_mcp.store import SearchEvidence, Store
@@ -26,15 +26,20 @@ def read_results(store: Store, enricher: Enricher, inp: ResultsInput) -> Results
     results = [item for item in built[:read] if item is not None]
     end = inp.offset + read
     cut = read < len(refs)
+    next_offset = end if end < total else None
+    notes = [
+        *([page_cut(read, inp.limit, "条") + f"用 offset={end} 续读"] if cut else []),
+        *[n for n in [reranked_note(record.status, inp.offset, next_offset)] if n],
+    ]
     return ResultsPage(
         search_id=inp.search_id,
         status=record.status,
         scope=inp.scope,
         total=total,
         offset=inp.offset,
-        next_offset=end if end < total else None,
+        next_offset=next_offset,
         results=results,
-        message=page_cut(read, inp.limit, "条") + f"用 offset={end} 续读" if cut else None,
+        message="；".join(notes) or None,
     )
 
 

@@ -41,7 +41,7 @@ from cnki_mcp.jobs import OperationKind
 from cnki_mcp.links import LinkInput, LinkResult, scan_references
 from cnki_mcp.pipeline.links import link_references as run_link_references
 from cnki_mcp.pipeline.links import local_matches
-from cnki_mcp.pipeline.metadata import refs_in_scope, scope_next_offset
+from cnki_mcp.pipeline.metadata import refs_in_scope, reranked_note, scope_next_offset
 from cnki_mcp.pipeline.models import MAX_OFFSET, MetadataInput, Scope, check_targets
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer
@@ -360,12 +360,15 @@ def register(server: CnkiServer) -> None:
         refs = [store.resolve_ref(r) for r in record_refs]
         paging: dict[str, int | None] = {}
         key_scope: list[str] | None = None
+        reranked: str | None = None
         if search_id:
             try:
                 total, scoped = refs_in_scope(store, search_id, scope, offset, limit)
             except SearchNotFound as exc:  # a search still running says so (server/unfinished.py)
                 raise or_unfinished(services.jobs, search_id, exc) from None
             paging = {"total": total, "next_offset": scope_next_offset(offset, len(scoped), total)}
+            searched = store.get_search(search_id)
+            reranked = reranked_note(searched.status if searched else "completed", offset, paging["next_offset"])
             refs.extend(store.resolve_ref(r) for r in scoped)
             if fmt == "bibtex" and len(scoped) < total:  # a part: its keys are the whole scope's
                 key_scope = [store.resolve_ref(r) for r in refs_in_scope(store, search_id, scope, 0, total)[1]]
@@ -387,7 +390,7 @@ def register(server: CnkiServer) -> None:
             return ExportOperation(
                 kind=OperationKind.EXPORT.value,
                 status="partial" if unknown else "completed",
-                message="本地导出（未访问知网）",
+                message="本地导出（未访问知网）" + (f"；{reranked}" if reranked else ""),
                 result=view,
                 errors=unknown,
                 next_step=scope_page_step("export", view.model_dump())

@@ -1,0 +1,55 @@
+"""A partial search's pages across its `continue`: the continue ranks the candidates again (the
+abstracts read since change the scores) and replaces their ranks, so offsets taken from a page read
+before it skip some papers and repeat others. A page of a search that is not completed says so
+(search_results `message`, get_metadata `warnings`, export_citations `message`); a completed search's pages do not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+
+from cnki_mcp.server.app import build_server
+from cnki_mcp.services import Services
+from tests.contract.server_fakes import Harness, completed_data
+from tests.contract.test_scope_pages import QUESTION
+from tests.corpus_backend import CorpusBackend
+
+
+async def _page(client: Client, search_id: str, offset: int, limit: int) -> dict[str, Any]:
+    args = {"search_id": search_id, "scope": "candidates", "offset": offset, "limit": limit}
+    result = await client.call_tool("search_results", args)
+    assert not result.is_error, result.content
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+async def test_pages_of_a_partial_search_say_a_continue_reranks_them_and_to_start_over(tmp_path: Path) -> None:
+    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
+    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
+        started = (await client.call_tool("search", {**QUESTION, "options": {"max_requests": 2}})).structured_content
+        assert isinstance(started, dict) and started["status"] == "partial", started
+        search_id = started["result"]["search_id"]
+        before = await _page(client, search_id, 0, 5)
+        whole = await _page(client, search_id, 0, 100)  # the scope on one page: nothing to say
+        assert before["next_offset"] == 5 and before["message"] and "offset=0" in before["message"]
+        assert whole["next_offset"] is None and whole["message"] is None
+        scoped = {"search_id": search_id, "scope": "candidates", "limit": 5, "local_only": True, "fields": ["year"]}
+        metadata = await completed_data(client, "get_metadata", scoped)
+        assert any("offset=0" in w for w in metadata["result"]["warnings"]), metadata["result"]["warnings"]
+        export = await completed_data(client, "export_citations", {"search_id": search_id, "scope": "candidates", "limit": 5})
+        assert "offset=0" in export["message"], export["message"]
+        go_on = {"action": "continue", "operation_id": started["operation_id"], "additional_requests": 600}
+        resumed = await client.call_tool("operation_control", go_on)
+        assert not resumed.is_error, resumed.content
+        after = await _page(client, search_id, 0, 100)
+        # what the note warned of: the candidates' order changed, so offset 5 of the old ranking
+        # is not offset 5 of the new one
+        assert [r["record_ref"] for r in whole["results"]] != [r["record_ref"] for r in after["results"]]
+        page = await _page(client, search_id, 5, 5)
+        assert after["status"] == page["status"] == "completed" and page["message"] is None
+        metadata = await completed_data(client, "get_metadata", {**scoped, "offset": 5})
+        assert metadata["result"]["warnings"] == []
+        export = await completed_data(client, "export_citations", {"search_id": search_id, "scope": "candidates", "offset": 5, "limit": 5})
+        assert "offset=0" not in export["message"], export["message"]
