@@ -33,6 +33,8 @@ def literature_review_text(topic: str) -> str:
         "2. 用 search_results 分页读取全部筛选结果，并用 get_metadata 补充摘要、关键词和来源质量。\n"
         "3. 按研究主题归类，比较研究方法与结论，指出理论分歧、研究空白和发展趋势。\n"
         "4. 结构：引言、研究现状（分主题）、评述、展望、参考文献（GB/T 7714）。\n"
+        '5. 参考文献用 export_citations(record_refs=[...], format="gbt7714") 生成，不要手写；'
+        "写好的列表可再用 verify_references(text=...) 逐条核对。\n"
         "只引用检索到的文献，不要编造题名或作者。"
     )
 
