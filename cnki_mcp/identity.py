@@ -458,7 +458,7 @@ def doi_url(doi: str | None) -> str | None:
     return "https://doi.org/" + quote(text, safe="/:;.-_()~!*'+,=@")
 
 
-def _is_cnki_host(host: str) -> bool:
+def is_cnki_host(host: str) -> bool:
     return host == "cnki.net" or host.endswith(".cnki.net")
 
 
@@ -485,7 +485,7 @@ def public_url(url: str | None, extra_origins: tuple[str, ...] = ()) -> str | No
     if parts.username or parts.password or odd_authority(parts.netloc):
         return None
     origin = f"{parts.scheme}://{parts.netloc}".lower()
-    cnki = parts.scheme == "https" and _is_cnki_host(host)
+    cnki = parts.scheme == "https" and is_cnki_host(host)
     if not cnki and origin not in {o.rstrip("/").lower() for o in extra_origins}:
         return None
     if "abstract" not in parts.path.lower():

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from cnki_mcp.identity import SECRET_QUERY_WORDS, odd_authority, public_url
+from cnki_mcp.identity import SECRET_QUERY_WORDS, is_cnki_host, odd_authority, public_url
 from cnki_mcp.settings import Settings
 
 ADV_SEARCH_PATH = "/kns8s/AdvSearch"
@@ -59,10 +59,6 @@ def error_reason(exc: BaseException, *, first_line: bool = False) -> str:
     return without_query(text or type(exc).__name__)[:REASON_CHARS]
 
 
-def _is_cnki_host(host: str) -> bool:
-    return host == "cnki.net" or host.endswith(".cnki.net")
-
-
 @dataclass(frozen=True, slots=True)
 class Endpoints:
     settings: Settings
@@ -94,7 +90,7 @@ class Endpoints:
             o = urlsplit(self.one_origin)
             if (parts.scheme, parts.netloc) == (o.scheme, o.netloc):
                 return True
-        return parts.scheme == "https" and (host == "cnki.net" or host.endswith(".cnki.net"))
+        return parts.scheme == "https" and is_cnki_host(host)
 
     def is_verify_url(self, url: str | None) -> bool:
         """CNKI's slider page (`/verify/home?captchaType=…`, site-rules.md §2.5): solving one sets
@@ -122,7 +118,7 @@ class Endpoints:
             host = (parts.hostname or "").lower()
         except ValueError:
             return None
-        if parts.scheme not in ("http", "https") or not host or _is_cnki_host(host):
+        if parts.scheme not in ("http", "https") or not host or is_cnki_host(host):
             return None  # CNKI's own host over http is CNKI, not a proxy named kns.cnki.net
         if "cnki-net" in host or "cnki.net." in host or _CNKI_PATH.search(parts.path):
             return host
