@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from cnki_mcp.identity import Paper, duplicate_works
+from cnki_mcp.identity import Paper
+from cnki_mcp.works import duplicate_works
 
 # --- tokens and matching ------------------------------------------------------------------
 
@@ -442,7 +443,7 @@ EXCLUDED_THRESHOLD = "ranking_or_quality_threshold"
 # not among the first MAX_SELECTED in order, where the selection is just those (structured searches
 # and metadata=basic select the first 100, eligible or not: neither threshold nor eligibility applies)
 EXCLUDED_LIMIT = "selection_limit"
-# another record of a work listed already (identity.duplicate_works: online-first and final
+# another record of a work listed already (works.duplicate_works: online-first and final
 # records, a reprint, a conference version): never selected, whatever its score
 EXCLUDED_DUPLICATE = "duplicate_work"
 
@@ -619,7 +620,7 @@ def select_works(
     select: Callable[[Sequence[Ranked]], list[Ranked]],
     settled: Callable[[str], bool] | None = None,
 ) -> tuple[list[Ranked], dict[str, str]]:
-    """`select` over the ranking with each work listed once (`identity.duplicate_works`), and the
+    """`select` over the ranking with each work listed once (`works.duplicate_works`), and the
     copies left out (copy -> kept record). Where a work's final record took the place of its
     online-first one and was then not selected (its abstract unread, fewer hits: a lower score),
     the online-first record keeps its place, so a work is never lost to the swap. `settled`: for a

@@ -21,7 +21,7 @@ from datetime import timedelta
 
 from cnki_mcp.cite.refshapes import not_a_paper
 from cnki_mcp.errors import CnkiError, InvalidInput
-from cnki_mcp.identity import Paper, doi_url, final_of
+from cnki_mcp.identity import Paper, doi_url
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.links import (
     Candidate,
@@ -41,6 +41,7 @@ from cnki_mcp.query.compiler import MAX_TITLES, compile_expression, lookup_phras
 from cnki_mcp.site.backend import GridRequest, SiteBackend
 from cnki_mcp.store import Store
 from cnki_mcp.tasks import all_done
+from cnki_mcp.works import final_of
 
 LOOKUP_WORKERS = 4
 LOOKUP_PAGE_SIZE = 50
@@ -76,7 +77,7 @@ def _candidates(papers: list[Paper]) -> list[Candidate]:
 
 def one_per_work(papers: list[Paper]) -> list[Paper]:
     """`papers` (the records under one title), or the final record alone where they are one work's
-    online-first and final records (`identity.final_of`): CNKI keeps both, and the title names the work."""
+    online-first and final records (`works.final_of`): CNKI keeps both, and the title names the work."""
     final = final_of(papers) if len(papers) > 1 else None
     return [final] if final is not None else papers
 

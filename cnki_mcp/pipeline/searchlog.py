@@ -57,7 +57,7 @@ SELECTION_RULES: dict[str, str] = {
 STRUCTURED_RULE = "CNKI's own order kept; the first 100 records listed are selected, nothing re-ranked"
 BASIC_RULE = "list data only (metadata=basic): the first 100 records in ranked order are selected"
 ONE_RECORD_PER_WORK = (
-    "; one record per work (identity.duplicate_works: an online-first record and its final one, a reprint, "
+    "; one record per work (works.duplicate_works: an online-first record and its final one, a reprint, "
     "a conference version, the thesis an article came from; the final record preferred), the other records "
     "excluded as duplicate_work"
 )

@@ -45,7 +45,7 @@ from cnki_mcp.cite.refparse import ParsedReference, parse_references, title_spel
 from cnki_mcp.cite.refshapes import NOT_A_PAPER_REASON
 from cnki_mcp.cite.sources import cite_source, stable_url
 from cnki_mcp.errors import CnkiError, InputTooLarge, InvalidInput, TooManyReferences
-from cnki_mcp.identity import Paper, doi_key, final_of, listed_online_first, same_work
+from cnki_mcp.identity import Paper, doi_key, listed_online_first
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.links import reference_key, title_variants
 from cnki_mcp.models import GridRow
@@ -57,6 +57,7 @@ from cnki_mcp.script import simplified
 from cnki_mcp.site.backend import GridRequest, SiteBackend
 from cnki_mcp.store import Store
 from cnki_mcp.tasks import all_done
+from cnki_mcp.works import final_of, same_work
 
 MAX_REFERENCES = 200
 MAX_TEXT_BYTES = 512 * 1024
@@ -458,7 +459,7 @@ def _cites_numbers_online_first_lacks(entry: ParsedReference, paper: Paper) -> b
 
 def _one_work(work: _Work, i: int, store: Store) -> Judgement:
     """Entry `i` judged; an entry tied between records of one work that CNKI lists as its
-    online-first and final records (both kept, `identity.final_of`), or fitting the online-first
+    online-first and final records (both kept, `works.final_of`), or fitting the online-first
     one only by the volume, issue or pages it lacks, is judged against the final record alone: not
     called ambiguous, and not 'verified' against the online-first record, whose missing numbers
     agree with any (wrong) numbers the entry gives."""

@@ -256,7 +256,7 @@ class DetailTabs:
         own = native_key(paper.native)
         if len(distinct) > 1 and own:
             # its own file name picks the paper among namesakes: its online-first or final record,
-            # the same title by the same author in another periodical (identity.same_work)
+            # the same title by the same author in another periodical (works.same_work)
             mine = [r for r in distinct if native_key(r.native) and not natives_conflict(own, native_key(r.native))]
             distinct = mine if len(mine) == 1 else distinct
         if not distinct:

@@ -1,5 +1,5 @@
 """A work CNKI lists under several records (online-first and final, a reprint, a conference
-version) is selected once by the research search (identity.duplicate_works): through the
+version) is selected once by the research search (works.duplicate_works): through the
 simulator's corpus, its evaluator and renderers and the production parsers (CorpusBackend)."""
 
 from __future__ import annotations

@@ -15,8 +15,6 @@ from cnki_mcp.identity import (
     bibliography_key,
     detail_matches,
     doi_key,
-    duplicate_works,
-    final_of,
     index_keys,
     merge,
     native_key,
@@ -24,12 +22,12 @@ from cnki_mcp.identity import (
     record_ref,
     same_observation,
     same_paper,
-    same_work,
     source_key,
     title_key,
 )
 from cnki_mcp.models import Author, DetailPage, GridPage, GridRow, NativeId
 from cnki_mcp.site.reading import DetailTabs
+from cnki_mcp.works import duplicate_works, final_of, same_work
 from tests.paper_samples import sample_detail, sample_row
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

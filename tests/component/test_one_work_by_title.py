@@ -1,5 +1,5 @@
 """A title CNKI lists under one work's online-first record (CAPJ, 网络首发) and its final record in
-the issue (both kept, different file names: site-rules.md §3.10, `identity.final_of`) names that
+the issue (both kept, different file names: site-rules.md §3.10, `works.final_of`) names that
 work: the title-taking tools take the final record instead of IDENTITY_AMBIGUOUS, and a reference to
 it is judged against the final record, not called ambiguous. Other records of one title (a
 conference version, another author's paper) still make the caller choose. Through the simulator's

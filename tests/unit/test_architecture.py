@@ -9,7 +9,7 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "cnki_mcp"
 
-PURE = ("query", "parse", "identity", "rank", "cite", "links", "script", "doc_kinds")
+PURE = ("query", "parse", "identity", "works", "rank", "cite", "links", "script", "doc_kinds")
 LEAVES = ("errors", "models", "clock")
 
 
