@@ -5,16 +5,51 @@ PURE: no I/O, no clock."""
 
 from __future__ import annotations
 
+import functools
+import re
+import unicodedata
 from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 
-from cnki_mcp.identity import Paper, author_key, listed_online_first, source_key, title_key
+from cnki_mcp.identity import Paper, author_key, listed_online_first, source_key, visible
+from cnki_mcp.script import simplified
 
 # --- one work in several records --------------------------------------------------
 # CNKI lists one work under several records that no key joins (different filenames): the
 # online-first (网络首发) record and the final one in its issue, a reprint (新华文摘, 中国社会科学
 # 文摘), the conference version of a journal article, the thesis an article came from. A search
 # lists the work once (`duplicate_works`); the store keeps every record.
+
+
+# Marks the records of one work spell differently (`：`/`:`, `——`/`—`, `（）`/`()`, `〈〉`/`《》`,
+# curly and straight quotes, a trailing `。` or `.`, CNKI's `_` before a subscript in `CO_2`):
+# punctuation, cut out as a space. Kept: marks that name things (`C#`, `C++`, `100%`, `R&D`,
+# `Wnt/β-catenin`) and a point between digits (`1.2` is not `12`).
+_NAMING_MARKS = frozenset("#%&*/@\\")
+_DECIMAL_POINT = re.compile(r"(?<=\d)\.(?=\d)")
+_POINT = "\x00"
+# CNKI's plain-text sub- and superscripts (`CO_2`, `Fe^(3+)`, `SO_4^(2-)`): the script's text
+# alone, as `CO₂` and `Fe³⁺` read after NFKC
+_SCRIPT_MARK = re.compile(r"[_^][({]?([0-9a-z+\-]{1,6})[)}]?")
+_SPACE = re.compile(r" +")
+# a space only separates two Latin words or numbers (`Windows 10`, `A B` is not `AB`)
+_LOOSE_SPACE = re.compile(r"(?<![0-9a-z]) | (?![0-9a-z])")
+
+
+@functools.lru_cache(maxsize=8192)
+def work_title_key(title: str | None) -> str:
+    """A title as the records of one work spell it whatever the record ("" = no title): NFKC
+    (full-width letters and digits, `CO₂` -> `CO2`), simplified characters (`script.simplified`),
+    lower case, CNKI's script marks cut out (`CO_2`, `Fe^(3+)`), punctuation cut out, spaces kept
+    only between Latin words and numbers. Used only to tell that two records are one work (`same_work`), never in a
+    stored key (`identity.title_key`, record refs and bibliography keys stay as they were)."""
+    text = simplified(unicodedata.normalize("NFKC", visible(title or ""))).lower().replace("\u2212", "-")
+    text = _DECIMAL_POINT.sub(_POINT, _SCRIPT_MARK.sub(r"\1", text))
+    kept = "".join(
+        " " if ch.isspace() or (unicodedata.category(ch)[0] == "P" and ch not in _NAMING_MARKS) else ch
+        for ch in text
+    )
+    return _LOOSE_SPACE.sub("", _SPACE.sub(" ", kept).strip()).replace(_POINT, ".")
 
 
 # A journal's or newspaper's own byline (本刊编辑部, 本报评论员, 本刊记者): the same title under it in two
@@ -24,7 +59,7 @@ _HOUSE_BYLINES = ("编辑部", "编委会", "本刊", "本报", "评论员", "�
 
 def _work_authors(paper: Paper) -> tuple[str, ...]:
     """The persons who wrote a paper, as `author_key` compares them; a house byline is no one."""
-    keys = [author_key(name) for name in paper.author_names()]
+    keys = [author_key(simplified(name)) for name in paper.author_names()]
     return tuple(k for k in keys if k and not any(mark in k for mark in _HOUSE_BYLINES))
 
 
@@ -40,13 +75,13 @@ _WORK_YEARS_APART = 3
 
 
 def same_work(a: Paper, b: Paper) -> bool:
-    """Two records of one work: equal title keys and the same authors, in order, where one list
-    may stop early (a thesis names its student alone, the article adds the supervisor; a list row
+    """Two records of one work: equal title keys (`work_title_key`) and the same authors, in order,
+    where one list may stop early (a thesis names its student alone, the article adds the supervisor; a list row
     shows the first authors only), never without authors (notices, yearbook entries, a house byline
     such as 本刊编辑部); at most 3 years apart; and in one periodical, not two records both in an
     issue (a column's recurring title by the same writer) nor issues more than a year apart."""
-    title = title_key(a.title)
-    if not title or title != title_key(b.title):
+    title = work_title_key(a.title)
+    if not title or title != work_title_key(b.title):
         return False
     shorter, longer = sorted((_work_authors(a), _work_authors(b)), key=len)
     if not shorter or longer[: len(shorter)] != shorter:
@@ -74,7 +109,7 @@ def duplicate_works(
     kept: dict[str, list[Paper]] = {}
     out: dict[str, str] = {}
     for paper in papers:
-        group = kept.setdefault(title_key(paper.title), [])
+        group = kept.setdefault(work_title_key(paper.title), [])
         for i, first in enumerate(group):
             if not same_work(paper, first):
                 continue
