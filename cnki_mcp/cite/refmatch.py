@@ -164,11 +164,16 @@ def _first_author_agrees(entry: ParsedReference, rec: RecordView) -> bool | None
 
 
 def _agreement(entry: ParsedReference, rec: RecordView) -> tuple[int, ...]:
-    """Per field the entry gives: 1 agrees, 0 cannot tell, -1 disagrees (for ranking fits)."""
-    diffs, _ = compare(entry, rec)
+    """Per field the entry gives: 1 agrees, 0 cannot tell (the record lacks it, or names its source
+    in another script), -1 disagrees (for ranking fits). A record that lacks a field must not tie
+    with the one that confirms it: the entry naming 41(3): 12-20 is the record holding them."""
+    diffs, unchecked = compare(entry, rec)
     wrong = {d.field for d in diffs}
+    unknown = set(unchecked)
+    if entry.source and rec.source and other_script_source(entry.source, rec.source):
+        unknown.add("source")
     given = _given_fields(entry)
-    return tuple((-1 if f in wrong else 1) if f in given else 0 for f in sorted(given))
+    return tuple(-1 if f in wrong else 0 if f in unknown else 1 for f in sorted(given))
 
 
 def _authors_agree(entry: ParsedReference, theirs: list[str]) -> bool:

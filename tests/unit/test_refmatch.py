@@ -67,6 +67,17 @@ def test_same_title_by_different_authors_without_authors_in_the_entry_is_ambiguo
     assert {c.record_ref for c in got.candidates} == {"cnki:DFFX201903002", "cnki:twin"}
 
 
+def test_a_record_lacking_the_fields_the_entry_gives_does_not_tie_with_the_one_holding_them() -> None:
+    # the same title, authors and source without year, volume, issue or pages (a bare record):
+    # counted as agreeing on all four, it tied with the full record and the entry was ambiguous
+    bare = REAL.model_copy(
+        update={"record_ref": "cnki:bare", "year": None, "volume": None, "issue": None, "pages": None, "doi": None}
+    )
+    for order in ([bare, REAL], [REAL, bare]):
+        got = judge(parse_reference(GOOD), order)
+        assert got.verdict == "verified" and got.record is not None and got.record.record_ref == REAL.record_ref
+
+
 def test_authors_in_the_entry_decide_between_same_titled_records() -> None:
     twin = REAL.model_copy(update={"record_ref": "cnki:twin", "authors": ["周九"]})
     got = judge(parse_reference(GOOD), [twin, REAL])
