@@ -5,6 +5,7 @@ page: bm25 order, matched fields, one snippet per hit, paging like `search_resul
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 import sqlite3
@@ -20,12 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from cnki_mcp.clock import Clock
 from cnki_mcp.doc_kinds import DOCTORAL, KIND_ALIASES, MASTER, THESES
 from cnki_mcp.errors import CnkiError, InvalidInput
-from cnki_mcp.identity import Paper
+from cnki_mcp.identity import Paper, listed_online_first
 from cnki_mcp.models import DocType
 from cnki_mcp.pipeline.models import MAX_OFFSET, SEARCH_ID_CHARS
 from cnki_mcp.rank import KNOWN_TIERS, tier_matches
 from cnki_mcp.store import LibraryFilters, Store
-from cnki_mcp.store.library import MAX_TEXT_CHARS, normalise, parse_library_query
+from cnki_mcp.store.library import MAX_TEXT_CHARS, LibraryQuery, normalise, parse_library_query
+from cnki_mcp.works import final_of, same_work
 
 log = logging.getLogger(__name__)
 
@@ -337,6 +339,29 @@ def source_tiers(store: Store, wanted: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def _superseded(store: Store, papers: list[Paper], query: LibraryQuery, filters: LibraryFilters) -> set[str]:
+    """The online-first records among `papers` whose work's final record, stored too (CNKI keeps
+    both: `works.final_of`), also matches the query and filters: the work is listed once, by the
+    record with its volume, issue and pages, on whichever page that record ranks. An online-first
+    record whose final one the filters leave out (a year range ending before the issue year) stays."""
+    finals: dict[str, str] = {}
+    for paper in papers:
+        if not listed_online_first(paper.native):
+            continue
+        namesakes = store.find_by_title_key(paper.title)
+        kin = [p for p in namesakes if p.record_ref != paper.record_ref and same_work(paper, p)]
+        final = final_of([paper, *kin]) if kin else None
+        if final is not None:
+            finals[paper.record_ref] = final.record_ref
+    if not finals:
+        return set()
+    wanted = tuple(dict.fromkeys(finals.values()))
+    only = dataclasses.replace(filters, record_refs=wanted)
+    hits = store.library_search(query.required, only, 0, len(wanted), excluded=query.excluded).hits
+    found = {h.record_ref for h in hits}
+    return {ref for ref, final in finals.items() if final in found}
+
+
 def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock) -> LibraryPage:
     """One page of stored papers matching every term of `inp.query`."""
     # 0 is no bound, as search and structured_search read it (year_to=0 found nothing)
@@ -357,6 +382,8 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
     )
     page = store.library_search(query.required, filters, inp.offset, inp.limit, excluded=query.excluded)
     papers = store.papers_by_refs(h.record_ref for h in page.hits)
+    listed = [papers[h.record_ref] for h in page.hits if h.record_ref in papers]
+    superseded = _superseded(store, listed, query, filters)
     every_text = store.fulltexts([h.record_ref for h in page.hits])
     finder = _Finder.of(terms)
     tiers = store.journal_tiers(p.source for p in papers.values())
@@ -364,6 +391,8 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
     for hit in page.hits:
         paper = papers.get(hit.record_ref)
         if paper is None:  # pragma: no cover - the index row commits with its paper
+            continue
+        if paper.record_ref in superseded:
             continue
         texts = every_text.get(paper.record_ref, {})
         fields = _fields(paper, texts)

@@ -293,6 +293,7 @@ class LibraryFilters:
     document_types: tuple[str, ...] = ()
     source_tiers: tuple[str, ...] = ()  # a tier one of these asks for (`tier_matches`)
     search_id: str | None = None
+    record_refs: tuple[str, ...] = ()  # only these papers (none: every paper)
 
 
 @dataclass(frozen=True, slots=True)
@@ -556,6 +557,9 @@ class LibraryMixin(StoreBase):
                     " LEFT JOIN paper_aliases a ON a.old_ref = s.record_ref WHERE s.search_id = ?)"
                 )
                 args.append(filters.search_id)
+            if filters.record_refs:
+                where.append(f"d.record_ref IN ({','.join('?' * len(filters.record_refs))})")
+                args.extend(filters.record_refs)
             if filters.year_from is not None:
                 where.append("d.year >= ?")
                 args.append(filters.year_from)
