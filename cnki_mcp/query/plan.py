@@ -220,7 +220,7 @@ def _as_lists(groups: Any) -> Any:
 # ---------------------------------------------------------------- lexical
 
 
-_REQUEST_WORDS = ("研究一下", "分析一下", "帮我", "检索", "搜索", "关于", "有关", "查找", "一下", "请")
+_REQUEST_WORDS = ("请问", "研究一下", "分析一下", "帮我", "检索", "搜索", "关于", "有关", "查找", "一下", "请")
 _LEAD_FILLER = " \t\u3000:："
 _TRIM = "？?。 \t\r\n\u3000"
 _AND_RE = re.compile(r"\s+and\s+", re.IGNORECASE)
@@ -325,6 +325,8 @@ def _run_group(run: list[str]) -> list[str]:
     if len(run) == 1:
         return list(run)
     joined = "".join(run) if all(_has_han(w) for w in run) else " ".join(run)
+    if len(run) >= MAX_TERMS:  # the words that fit, and the last, which names the thing (…晚期胃癌)
+        run = [*run[: MAX_TERMS - 2], run[-1]]
     return list(dict.fromkeys([joined, *run]))
 
 

@@ -20,7 +20,10 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
   Two digits and 后 are a generation (90后, 00后).
   值 or 基 left alone after a Latin name or letter is its suffix (pH值, K值, Ni基).
   A marker before the letter naming cells leaves the letter to them (CD4+T细胞: CD4+, T细胞).
-  第, a number and its measure word are one term (第585条, 第2类, 第Ⅱ类, 第7次).
+  第, a number and its measure word are one term (第585条, 第2类, 第Ⅱ类, 第7次; 民法典第1186条).
+  A study word that is part of a concept's name stays in it (企业价值, 静态分析, Meta分析, 目标检测,
+  技术进步); a year written against the topic is dropped as a study word (2020年新冠疫情), and so is
+  中国 beside another concept; a temperature is one term (25℃).
 - Han runs are cut without the segmenter's HMM guesser; a run of two or more single characters
   that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
@@ -65,8 +68,8 @@ FUNCTION_WORDS = _words(
     几 几种 哪 何 怎 有哪些 是什么 什么样 如何进行 可以 能够 应该 需要 需 要 进行
     开展 存在 具有 目前 当前 现阶段 现在 最新 主要 常见 相关 具体 一般 各种 不同
     方面 情况 领域 角度 视角 视域 背景 下的 中的 里的 上的 作为 用于 对比 以来
-    查找 后 之后 以后 前 之前 以前 期间 我国 国内外 找 查 查询 了解 介绍 总结
-    梳理 整理 列举 给出 告诉 看看 为例 例
+    查找 后 之后 以后 前 之前 以前 期间 时期 我国 国内外 找 查 查询 了解 介绍 总结
+    梳理 整理 列举 给出 告诉 看看 为例 例 最好 几篇 一篇 几个
     想 想要 希望 特别 特别是 尤其 尤其是 比如 比如说 例如 包括
     """
 )
@@ -80,8 +83,12 @@ SOFT_WORDS = _words(
     模式 类型 内容 角色 挑战 困境 出路 前景 展望 问题研究 关键技术 核心技术 技术
     作用机制 影响因素 构建 建设 实现 运用 利用 使用 采用 缓解 解决 提高 提升 改善
     促进 应对 减少 降低 避免 助力 推动 加强 优化 主要 新 有效 文献 论文 资料 变化
-    目标 文章 发表 刊发 刊登
+    目标 文章 发表 刊发 刊登 改进 比较 实证 实证分析 实证研究 危险因素 风险因素
     """
+) | _words(
+    # the country a CNKI record is about unless it says otherwise (我国 is a function word): beside
+    # another concept it only widened the search (中国OFDI -> 中国 OR OFDI; 中国古代文学)
+    "中国"
 )
 
 # Single characters that are suffixes in Chinese word formation (区块链, 现代化, 稳定性): a lone
@@ -90,6 +97,8 @@ _SUFFIX_SINGLES = frozenset("化性型率度者式法器机学论链网业界量
 _LEADING_SINGLES = _words("的 地 得 在 对 从 于 为 把 被 将 由 向 以 与 和 及 或 是 有 请")
 _TRAILING_SINGLES = _words("的 地 得 了 吗 呢 吧 啊 时")
 _PLACE_SINGLES = _words("中 上 下 里 内")
+# prepositions that end no unknown word: 二甲/双/胍/对 (the Han text stopped at 2型) is 双胍 and 对
+_PREPOSITIONS = _words("对 在 从 把 被 向 将")
 
 ENGLISH_STOP = _words(
     """
@@ -129,7 +138,22 @@ _ORDINAL = r"第(?:\d+|[IVX]+)[条款章节项篇类代次批届轮]"
 _LATIN_RE = re.compile(rf"{_ORDINAL}|{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})*")
 # one Han character (CJK ideographs: Ext. A, URO, compatibility, Ext. B onwards)
 HAN_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
-_HAN_RE = re.compile(HAN_CHAR.pattern + "+")
+# a Han run ends before 第 and a number (民法典第1186条: 民法典, 第1186条)
+_HAN_RE = re.compile(rf"(?:(?!{_ORDINAL}){HAN_CHAR.pattern})+")
+# A temperature (25 ℃ is 25 °C after NFKC, and ° is no term character): one term, written as Chinese
+# records write it (25℃), not 25 AND C
+_TEMPERATURE_RE = re.compile(r"(\d+(?:\.\d+)?)[ \t]?°C")
+
+
+def _dates(number: str, piece: str, cut: Segmenter) -> bool:
+    """Whether a year and the 年 starting the Han text after it are written against a topic word
+    (2020年新冠疫情, 2021年违约金调整): a date of the topic, which no paper is indexed by, dropped
+    beside other concepts (`_is_soft`) and never glued to the word (2021年违约金 is no word). Apart
+    from the topic (2015年的, 2015年前后) the year stays a concept; 年度, 年代 are words of their own."""
+    if not re.fullmatch(r"(?:19|20)\d\d", number) or piece[0] != "年" or len(piece) < 2:
+        return False
+    words = [w for w in cut(piece) if w.strip()]
+    return words[0] == "年" and _concept_word(_han_words(piece[1:], cut)[0])
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
 # One Latin letter (with a number: B12) or Greek letters, written against a Han word, belong to it:
 # A股, X射线, T细胞, Z世代, 维生素D, γ射线, α-淀粉酶, β受体 (a number does the same: 2型糖尿病).
@@ -170,6 +194,7 @@ class _Token:
     text: str
     latin: bool = False
     boundary_before: bool = False  # a separator (space, punctuation) precedes it
+    dated: bool = False  # a year written against the topic after it (2020年新冠疫情): a study word
 
 
 # Search operators, never acronyms (`query/written.py` reads them as syntax)
@@ -304,7 +329,7 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
         while singles and singles[0] in _LEADING_SINGLES:
             lead.append(singles.pop(0))
         trail: list[str] = []
-        while singles and singles[-1] in _TRAILING_SINGLES:
+        while singles and (singles[-1] in _TRAILING_SINGLES or (singles[-1] in _PREPOSITIONS and len(singles) > 1)):
             trail.insert(0, singles.pop())
         if all(s in FUNCTION_WORDS for s in singles):
             out.extend([*lead, *singles, *trail])
@@ -337,7 +362,33 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
         carry = ""
     if carry:
         merged.append(carry)
-    return merged
+    return _compounds(merged)
+
+
+# Study words that, written right after a concept word of at most three characters, are the head of
+# the concept's name, no study type: 企业价值, 静态分析, 空间分析, 有限元分析, 分子机制
+# (the segmenter cut them: 企业/价值); after a study word (研究价值, 应用分析) they stay study words.
+_HEADS = frozenset({"价值", "分析", "机制"})
+# Study words that, written right before a concept word, modify it: 目标检测, 目标跟踪, 技术进步, 技术溢出
+_MODIFIERS = frozenset({"目标", "技术"})
+
+
+def _compounds(words: list[str]) -> list[str]:
+    """Words of one Han run with a study word that is part of a concept's name put back into it
+    (`_HEADS`, `_MODIFIERS`), and a study word the segmenter cut in two made whole (危险/因素,
+    实证/分析: their join is a study word)."""
+    out: list[str] = []
+    for word in words:
+        prev = out[-1] if out else ""
+        if prev and (
+            prev + word in SOFT_WORDS
+            or (word in _HEADS and _concept_word(prev) and len(prev) <= 3)
+            or (prev in _MODIFIERS and _concept_word(word) and len(word) > 1)
+        ):
+            out[-1] = prev + word
+            continue
+        out.append(word)
+    return out
 
 
 # An English possessive (China's, firms'): the apostrophe split the word off as a term of its own
@@ -357,12 +408,22 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
     pos = 0
     number = ""  # a bare number or a letter waiting for the Han word right after it
     number_gap = True  # whether a separator came before that number or letter
-    for m in re.finditer(rf"{_GREEK_RE.pattern}|{_LATIN_RE.pattern}|{_HAN_RE.pattern}", text):
+    pattern = rf"{_TEMPERATURE_RE.pattern}|{_GREEK_RE.pattern}|{_LATIN_RE.pattern}|{_HAN_RE.pattern}"
+    for m in re.finditer(pattern, text):
         gap = m.start() > pos
         pos = m.end()
         piece = m.group(0)
+        if m.group(1):  # a temperature
+            if number:
+                _letter_or_number(out, number, number_gap)
+                number = ""
+            out.append(_Token(f"{m.group(1)}℃", latin=True, boundary_before=gap))
+            continue
         if _HAN_RE.fullmatch(piece):
-            head = _name_suffix(piece, cut) if not gap and (number or (out and out[-1].latin)) else ""
+            if number and not gap and _dates(number, piece, cut):
+                out.append(_Token(number + "年", boundary_before=number_gap, dated=True))
+                number, gap, piece = "", True, piece[1:]
+            head = _name_suffix(piece, cut, number) if not gap and (number or (out and out[-1].latin)) else ""
             if head and not number:  # pH值, Ni基: the name's suffix, then the rest of the run
                 out[-1] = _Token(out[-1].text + head, latin=True, boundary_before=out[-1].boundary_before)
             words = _han_words(piece[len(head) :], cut) if piece[len(head) :] else []
@@ -417,12 +478,20 @@ def _run_side(beside: str, gap: bool) -> str:
 _NAME_SUFFIXES = frozenset("值基")
 
 
-def _name_suffix(piece: str, cut: Segmenter) -> str:
+# A study word written right after a Latin name that is the head of the method's name: Meta分析,
+# SWOT分析 (the study type a researcher asks for, as Chinese records write it)
+_LATIN_HEADS = frozenset({"分析"})
+
+
+def _name_suffix(piece: str, cut: Segmenter, number: str = "") -> str:
     """The first character of a Han run written right after a Latin name, when it is a suffix the
-    segmenter left alone (`_NAME_SUFFIXES`), else ""."""
+    segmenter left alone (`_NAME_SUFFIXES`), or the head word of a method's name after a Latin name
+    (`_LATIN_HEADS`), else ""."""
+    first = next((w for w in cut(piece) if w.strip()), "")
+    if first in _LATIN_HEADS and not number:
+        return first
     if piece[0] not in _NAME_SUFFIXES:
         return ""
-    first = next((w for w in cut(piece) if w.strip()), "")
     return piece[0] if first == piece[0] else ""
 
 
@@ -479,7 +548,7 @@ def _is_function(token: _Token) -> bool:
 def _is_soft(token: _Token) -> bool:
     if token.latin:
         return token.text.casefold() in ENGLISH_SOFT
-    return token.text in SOFT_WORDS
+    return token.dated or token.text in SOFT_WORDS
 
 
 # 或 / 或者 written between two concepts (碳达峰或碳中和): the two are alternatives, one concept.
