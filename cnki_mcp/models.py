@@ -280,6 +280,8 @@ class GateKind(StrEnum):
     NOT_FOUND = "not_found"
     UNSUPPORTED = "unsupported"  # a layout no parser understands
     SERVER_ERROR = "server_error"  # HTTP >= 500: the site is unavailable (SITE_UNAVAILABLE)
+    # the CDN refused this network path (HTTP 418, or a blank answer): SITE_UNAVAILABLE naming the proxy
+    CDN_REFUSED = "cdn_refused"
 
 
 class GateVerdict(_Model):

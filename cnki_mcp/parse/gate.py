@@ -71,7 +71,17 @@ _HEADER_WORDS = re.compile(r"登录|退出|注册")
 _INSTITUTION_SELECTORS = (
     ".ecp_header_unitName, .org-name, .institution-name, [data-institution-name], #Ecp_top_orgName"
 )
-_SHORT_BODY = 200  # a bare message page (no layout) is judged by its text alone
+_SHORT_BODY = 200
+# An answer with no document at all (an empty body, as a browser renders it: only the html, head and
+# body tags it adds). CNKI's CDN answers traffic it distrusts (a proxy's or data centre's address)
+# with HTTP 418 or such an empty page (docs/simulator.md "The network path"); no CNKI page is empty.
+_BLANK = re.compile(r"\s*(?:<!doctype[^>]*>\s*)?(?:</?(?:html|head|body)\b[^>]*>\s*)*", re.I)
+CDN_STATUS = 418
+CDN_REFUSED = "cdn_refused"  # SITE_UNAVAILABLE's details.reason
+CDN_ADVICE = (
+    "经代理、VPN 或数据中心 IP 访问时，知网的 CDN 常这样拒绝。请关闭代理，或把 cnki.net 加入代理的直连规则"
+    "（浏览器继承的环境变量：NO_PROXY=cnki.net,.cnki.net）后重试"
+)  # a bare message page (no layout) is judged by its text alone
 
 
 def visible_tree(html: str) -> LexborHTMLParser:
@@ -118,13 +128,15 @@ def challenge_url(text: str) -> str | None:
 def error_page(status: int, what: str, again: str) -> SiteError | None:
     """The error a tab CNKI answered with an HTTP error page is (its document's `status`), when a
     reader or a download's order page was expected: 429 RATE_LIMITED, 404/410 and 5xx
-    SITE_UNAVAILABLE, both retryable; None for any other status. `what` names the page, `again`
+    SITE_UNAVAILABLE, both retryable, 418 (the CDN's refusal) SITE_UNAVAILABLE `cdn_refused`; None for any other status. `what` names the page, `again`
     says what to do. Such a page was waited on to the end of the call's time and then reported as
     something else (SIDE_EFFECT_UNCERTAIN 未见拒绝页面, READER_UNSUPPORTED 阅读页缺少正文容器).
     Unlike `classify_page`, a 404 here is no expired locator: the reader entry and the order URL
     are the site's own links of a paper just shown, so their 404 is the site failing."""
     if status == 429:
         return RateLimited(f"知网限制当前请求频率（{what}返回 HTTP 429）：{again}", evidence="status 429")
+    if status == CDN_STATUS:
+        return SiteUnavailable(f"知网拒绝了{what}（HTTP 418）：{CDN_ADVICE}", reason=CDN_REFUSED, evidence="status 418")
     if status in (404, 410) or status >= 500:
         return SiteUnavailable(f"知网的{what}返回错误（HTTP {status}）：{again}", evidence=f"status {status}")
     return None
@@ -151,6 +163,10 @@ def classify_page(html: str, url: str | None = None, status: int | None = None) 
         return GateVerdict(kind=GateKind.NOT_FOUND, evidence="status 404")
     if status is not None and status >= 500:
         return GateVerdict(kind=GateKind.SERVER_ERROR, evidence=f"status {status}")
+    if status == CDN_STATUS:
+        return GateVerdict(kind=GateKind.CDN_REFUSED, evidence=f"status {status}")
+    if status == 200 and len(html) < 2_000 and _BLANK.fullmatch(html):  # a page still drawing has no status
+        return GateVerdict(kind=GateKind.CDN_REFUSED, evidence="empty answer")
     if url and "/verify/" in url.lower():
         return GateVerdict(kind=GateKind.CHALLENGE, evidence="url /verify/")
 
@@ -216,6 +232,11 @@ def raise_for_verdict(verdict: GateVerdict) -> None:
         GateKind.UNSUPPORTED: ParserUnsupported,
         GateKind.SERVER_ERROR: SiteUnavailable,
     }
+    if verdict.kind is GateKind.CDN_REFUSED:
+        what = "HTTP 418" if verdict.evidence.startswith("status") else "空白页面"
+        raise SiteUnavailable(
+            f"知网拒绝了这次访问（{what}）：{CDN_ADVICE}", reason=CDN_REFUSED, evidence=verdict.evidence
+        )
     error = errors.get(verdict.kind)
     if error is not None:
         raise error(evidence=verdict.evidence)

@@ -41,8 +41,9 @@ _SESSION_PAGES = frozenset(
 _GENERIC = frozenset(
     {FaultKind.RATE_LIMITED, FaultKind.ERROR_500, FaultKind.ERROR_502, FaultKind.ERROR_503,
      FaultKind.VERIFICATION, FaultKind.VERIFICATION_403, FaultKind.LOGIN_REQUIRED, FaultKind.NOT_FOUND,
-     FaultKind.FORBIDDEN, FaultKind.TRUNCATED}
+     FaultKind.FORBIDDEN, FaultKind.TRUNCATED, FaultKind.CDN_418, FaultKind.EMPTY_PAGE, FaultKind.OVERSEAS}
 )  # fmt: skip
+OVERSEAS_HOME = "https://chn.oversea.cnki.net/index/"  # the `overseas` fault's redirect
 _CHALLENGES = frozenset({FaultKind.VERIFICATION, FaultKind.VERIFICATION_403})
 _GRID_FAULTS = _GENERIC | {FaultKind.TEMPORARILY_EMPTY, FaultKind.PAGINATION_MISMATCH, FaultKind.SOFT_BLOCK}
 _DETAIL_FAULTS = _GENERIC | {FaultKind.SCRIPT_RENDERED_DETAIL}
@@ -305,6 +306,10 @@ class App:
             resp = Response.html(errors.render_forbidden(), 403)
         elif kind == FaultKind.LOGIN_REQUIRED:
             resp = Response.redirect(self.links.login(self._return_url(req)))
+        elif kind in (FaultKind.CDN_418, FaultKind.EMPTY_PAGE):
+            resp = Response(418 if kind == FaultKind.CDN_418 else 200)
+        elif kind == FaultKind.OVERSEAS:
+            resp = Response.redirect(OVERSEAS_HOME)
         else:
             return None, rule  # route-specific kinds are applied by the route
         resp.fault = kind.value

@@ -60,6 +60,12 @@ class FaultKind(StrEnum):
     # any route answering 200: the headers announce the whole length, the connection drops halfway
     # through the body (a download cut short, a page that never finishes); docs/site-behaviour.md
     TRUNCATED = "truncated"
+    # The network path (docs/simulator.md "The network path"): the CDN refusing a proxy's or data
+    # centre's address with HTTP 418 and no body, or with an empty 200; the site sending a visitor
+    # from outside the mainland to its overseas host
+    CDN_418 = "cdn_418"
+    EMPTY_PAGE = "empty_page"
+    OVERSEAS = "overseas"
 
 
 class Area(StrEnum):

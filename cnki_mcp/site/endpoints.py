@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from cnki_mcp.errors import SiteUnavailable
 from cnki_mcp.identity import SECRET_QUERY_WORDS, is_cnki_host, odd_authority, public_url
 from cnki_mcp.settings import Settings
 
@@ -40,10 +41,68 @@ UNSENT_NET_ERRORS = frozenset({
 _NET_ERROR = re.compile(r"net::ERR_[A-Z0-9_]+")
 
 
+# What a net error on the way to CNKI usually means for a person, and what to do: details.network_cause
+# and the message's advice (docs/simulator.md "The network path"). Matched by prefix of the name.
+_NET_CAUSES: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("net::ERR_PROXY_", "net::ERR_TUNNEL_CONNECTION_FAILED", "net::ERR_SOCKS_"), "proxy_down",
+     "浏览器被设为经代理访问（环境变量 HTTPS_PROXY / ALL_PROXY，或 CNKI_BROWSER_ARGS 的 --proxy-server），"
+     "代理却连不上。启动代理，或删去这些设置、把 cnki.net 加入 NO_PROXY 后重试"),
+    (("net::ERR_CERT_", "net::ERR_SSL_", "net::ERR_BAD_SSL_"), "tls",
+     "知网的 HTTPS 连接无法验证：常见于要网页登录的 Wi-Fi（酒店、校园网的登录页拦在前面）或解密 HTTPS 的"
+     "代理、安全软件。先在浏览器里完成网络登录，或关闭该代理后重试"),
+    (("net::ERR_NAME_NOT_RESOLVED", "net::ERR_NAME_RESOLUTION_FAILED"), "dns",
+     "无法解析知网的域名：检查网络连接和 DNS 设置；要网页登录的 Wi-Fi 须先登录"),
+    (("net::ERR_INTERNET_DISCONNECTED", "net::ERR_ADDRESS_UNREACHABLE", "net::ERR_NETWORK_"), "offline",
+     "本机没有可用的网络：连上网络后重试"),
+    (("net::ERR_CONNECTION_", "net::ERR_TIMED_OUT", "net::ERR_EMPTY_RESPONSE"), "connection",
+     "连接知网失败：检查网络；经代理或 VPN 时知网常断开其连接，关闭代理或把 cnki.net 设为直连后重试"),
+)  # fmt: skip
+
+
+def network_cause(text: str) -> tuple[str, str, str] | None:
+    """(net error, cause, advice) for the first `net::ERR_…` in `text` that is a known failure to
+    reach CNKI (the proxy, TLS, DNS, no network, the connection), else None."""
+    found = _NET_ERROR.search(text)
+    if found is None:
+        return None
+    for prefixes, cause, advice in _NET_CAUSES:
+        if found.group(0).startswith(prefixes):
+            return found.group(0), cause, advice
+    return None
+
+
 def unsent_net_error(exc: BaseException) -> str | None:
     """The `net::ERR_…` an exception names when it is one of UNSENT_NET_ERRORS, else None."""
     found = _NET_ERROR.search(str(exc))
     return found.group(0) if found and found.group(0) in UNSENT_NET_ERRORS else None
+
+
+# CNKI sends a visitor from outside the mainland (or through a foreign proxy or VPN) to its overseas
+# site: oversea.cnki.net, chn.oversea.cnki.net (docs/simulator.md "The network path"). Its pages
+# are not the domestic site's: the product never reads them as if they were.
+OVERSEAS_SITE = "overseas_site"  # SITE_UNAVAILABLE's details.reason
+
+
+def overseas_host(url: str | None) -> str | None:
+    """The host of `url` when it is CNKI's overseas site (a cnki.net host with an `oversea…` label),
+    else None."""
+    try:
+        host = (urlsplit(url or "").hostname or "").lower()
+    except ValueError:
+        return None
+    if not is_cnki_host(host) or not any(label.startswith("oversea") for label in host.split(".")):
+        return None
+    return host
+
+
+def overseas_refusal(host: str) -> SiteUnavailable:
+    """SITE_UNAVAILABLE for a CNKI page that sent the browser to the overseas site `host`."""
+    return SiteUnavailable(
+        f"知网把访问转到了海外版（{host}）：知网按 IP 判断访问者在中国大陆以外（境外网络，或经境外代理/VPN）。"
+        "本服务只使用国内站 www.cnki.net / kns.cnki.net：关闭境外代理或 VPN（或把 cnki.net 设为直连），"
+        "或在中国大陆网络（如所在机构的网络）中使用后重试",
+        reason=OVERSEAS_SITE, host=host,
+    )  # fmt: skip
 
 
 REASON_CHARS = 200  # an error's `reason` from an exception's text is cut to this many characters

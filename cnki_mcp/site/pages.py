@@ -282,5 +282,9 @@ async def answered_page(
     try:
         html = await bounded(page.content(), CALL_SECONDS, "page content")
     except (PlaywrightError, BrowserStalled) as exc:
-        raise failure(reason=error_reason(exc, first_line=True)) from exc
+        if status < 400:
+            raise failure(reason=error_reason(exc, first_line=True)) from exc
+        # an error status without a body (the CDN's 418): the tab is moving to Chromium's own
+        # error page, and the status alone says what the answer is (`goto_or_cut`)
+        html = ""
     return html, classify_page(html, page.url, status)

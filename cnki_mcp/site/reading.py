@@ -65,6 +65,7 @@ from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.navigation import NAV_TIMEOUT_MS, goto_or_cut
 from cnki_mcp.site.page_apis import block_page_apis
 from cnki_mcp.site.pages import LOAD_STATE_JS, PlaywrightHumanPage, answered_page, document_status
+from cnki_mcp.site.transport import transport_unavailable
 
 log = logging.getLogger(__name__)
 READER_AGAIN = "稍后用相同参数再调用 read_online_html"
@@ -283,7 +284,7 @@ class DetailTabs:
                     response = await goto_or_cut(page, url)
             except PlaywrightError as exc:
                 self.host.note_error(exc)
-                raise SiteUnavailable(reason=error_reason(exc, first_line=True)) from exc
+                raise transport_unavailable(exc, first_line=True) from exc
             html, verdict = await answered_page(page, response, SiteUnavailable)
             if verdict.kind in (GateKind.CHALLENGE, GateKind.LOGIN):
                 kind: StepKind = "challenge" if verdict.kind is GateKind.CHALLENGE else "login"

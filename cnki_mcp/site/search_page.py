@@ -29,7 +29,7 @@ from cnki_mcp.parse.gate import challenge_url, raise_for_verdict
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded
-from cnki_mcp.site.endpoints import GRID_PATH_MARK, SESSION_COOKIES, Endpoints, error_reason
+from cnki_mcp.site.endpoints import GRID_PATH_MARK, SESSION_COOKIES, Endpoints, error_reason, network_cause
 from cnki_mcp.site.grid_template import GridTemplate, parse_template
 from cnki_mcp.site.human import HumanGate, StepKind
 from cnki_mcp.site.limiter import Limiter, Priority
@@ -63,6 +63,9 @@ def navigation_failure(exc: PlaywrightError) -> CnkiError:
     if net is None and not isinstance(exc, PlaywrightTimeout):
         return QueryTemplateUnavailable(reason=reason)
     what = net.group(0) if net is not None else "打开页面超时"
+    known = network_cause(reason)
+    if known is not None:
+        return SiteUnavailable(f"无法连接知网（{what}）：{known[2]}", reason=reason, network=True, network_cause=known[1])
     return SiteUnavailable(
         f"无法连接知网（{what}）：请检查网络连接、代理或 VPN 后稍后再调用", reason=reason, network=True
     )
@@ -190,10 +193,10 @@ class SearchPage:
             try:
                 async with self._limiter.slot(budget=op, priority=Priority.CHAIN):
                     response = await goto_or_cut(page, self.endpoints.adv_search)
-            except SiteUnavailable:
+            except SiteUnavailable as exc:
                 # the page's answer broke off: asked once more (it waited 30 s, then failed the
                 # search); cut again, the site is failing (SITE_UNAVAILABLE, as for any page cut short)
-                if cut:
+                if cut or not exc.details.get("cut_short"):
                     raise
                 cut = True
                 self._limiter.slow()

@@ -17,7 +17,7 @@ from playwright.async_api import Error as PlaywrightError
 from cnki_mcp.errors import ResponseTooLarge, SiteUnavailable
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.deadline import CALL_SECONDS, CLOSE_SECONDS, BrowserStalled, bounded
-from cnki_mcp.site.endpoints import error_reason, without_query
+from cnki_mcp.site.endpoints import error_reason, network_cause, without_query
 
 if TYPE_CHECKING:
     from cnki_mcp.site.browser import BrowserHost
@@ -46,10 +46,15 @@ class PageChanged(TransportError):
     again in the work tab as it is now; nothing is recovered."""
 
 
-def transport_unavailable(exc: BaseException) -> SiteUnavailable:
+def transport_unavailable(exc: BaseException, *, first_line: bool = False) -> SiteUnavailable:
     """SITE_UNAVAILABLE for a request the browser did not carry (`exc`: its transport failure, a
-    Playwright error, a stalled await), with the failure's text as the reason (`error_reason`)."""
-    return SiteUnavailable(reason=error_reason(exc))
+    Playwright error, a stalled await), with the failure's text as the reason (`error_reason`); a
+    net error that is a known failure to reach CNKI (a proxy down, TLS, DNS) says what to do."""
+    reason = error_reason(exc, first_line=first_line)
+    known = network_cause(reason)
+    if known is None:
+        return SiteUnavailable(reason=reason)
+    return SiteUnavailable(f"无法连接知网（{known[0]}）：{known[2]}", reason=reason, network_cause=known[1])
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
 """goto_or_cut against a real Chromium and a local server: an answer that breaks off is cut short
-at once; an answered document the page itself leaves for another navigation is not."""
+at once; an answered document the page itself leaves for another navigation is not; the network
+path's answers (the CDN's bodiless 418, a redirect to CNKI's overseas site) are told as such."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from collections.abc import Iterator
 import pytest
 from playwright.async_api import Page
 
-from cnki_mcp.errors import SiteUnavailable
+from cnki_mcp.errors import CnkiError, SiteUnavailable
+from cnki_mcp.parse.gate import raise_for_verdict
 from cnki_mcp.site.navigation import goto_or_cut
+from cnki_mcp.site.pages import answered_page
 from tests.local_http import local_server
 
 pytestmark = pytest.mark.browser
@@ -42,6 +45,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             # held open until the page has navigated on, however slow a loaded browser is to run
             # the script (a fixed 2 s cut the answer short first; bounded, never a timing check)
             NEXT_ASKED.wait(timeout=60)
+            return
+        if self.path == "/cdn418":  # the CDN refusing a proxy's address: 418, no body
+            self.send_response(418)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if self.path == "/overseas":  # a visitor from abroad sent to the overseas site
+            self.send_response(302)
+            self.send_header("Location", "https://chn.oversea.cnki.net/index/")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
             return
         if self.path == "/cut":
             # the connection drops before the announced length (net::ERR_CONTENT_LENGTH_MISMATCH)
@@ -74,3 +88,17 @@ async def test_a_document_left_for_another_navigation_is_not_cut_short(page: Pag
     response = await goto_or_cut(page, server + "/redirecting", timeout_ms=10_000)
     assert response is not None and response.status == 200
     await page.wait_for_url(server + "/next", timeout=10_000)
+
+
+@pytest.mark.parametrize(("path", "reason"), [("/cdn418", "cdn_refused"), ("/overseas", "overseas_site")])
+async def test_the_network_paths_refusals_are_site_unavailable_with_their_reason(
+    page: Page, server: str, path: str, reason: str
+) -> None:
+    # the bodiless 418 was "net::ERR_HTTP_RESPONSE_CODE_FAILURE (answer cut short)", asked again;
+    # the overseas host was a DNS failure here, and its page read as CNKI's where it resolves
+    with pytest.raises(CnkiError) as info:
+        response = await goto_or_cut(page, server + path, timeout_ms=10_000)
+        _html, verdict = await answered_page(page, response, SiteUnavailable)
+        raise_for_verdict(verdict)
+    assert info.value.code == "SITE_UNAVAILABLE"
+    assert info.value.details["reason"] == reason

@@ -28,6 +28,7 @@ CHECK_NAMES = [
     "versions",
     "path_command",
     "display",
+    "network",
 ]
 
 

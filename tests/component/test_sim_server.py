@@ -337,7 +337,8 @@ def test_malformed_query_json_gets_the_error_block(sim: SimServer) -> None:
 
 @pytest.mark.parametrize(
     "kind,status",
-    [("429", 429), ("500", 500), ("502", 502), ("503", 503), ("not_found", 404), ("forbidden", 403)],
+    [("429", 429), ("500", 500), ("502", 502), ("503", 503), ("not_found", 404), ("forbidden", 403),
+     ("cdn_418", 418), ("empty_page", 200)],
 )
 def test_status_faults_fire_on_schedule(sim: SimServer, kind: str, status: int) -> None:
     sim.set_scenario({"faults": [{"path": "/kns8s/brief/grid", "kind": kind, "at": [2]}]})

@@ -333,3 +333,39 @@ def test_an_error_page_where_a_reader_or_order_page_was_expected_is_its_site_err
     error = error_page(status, "阅读页", "稍后再试")
     assert (error.code if error else None) == code
     assert error is None or (error.retryable and error.details["evidence"] == f"status {status}")
+
+
+# --- the network path (docs/simulator.md "The network path") --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("html", "status"),
+    [
+        ("", 418),  # the CDN's refusal, no body
+        (PLAIN, 418),  # with a body of its own
+        ("", 200),  # an empty answer
+        ("<html><head></head><body></body></html>", 200),  # the same as a browser renders it
+        ("<!DOCTYPE html>\n<html><body>\n</body></html>", 200),
+    ],
+)
+def test_the_cdns_refusal_is_site_unavailable_naming_it_not_an_unreadable_page(html: str, status: int) -> None:
+    # a grid answered so was PARSER_UNSUPPORTED (页面结构无法识别, not retryable), the search page
+    # QUERY_TEMPLATE_UNAVAILABLE after 20 s: nothing said a proxy was being refused
+    verdict = classify_page(html, "https://kns.cnki.net/kns8s/brief/grid", status)
+    assert verdict.kind is GateKind.CDN_REFUSED
+    with pytest.raises(CnkiError) as info:
+        raise_for_verdict(verdict)
+    assert (info.value.code, info.value.details["reason"]) == ("SITE_UNAVAILABLE", "cdn_refused")
+
+
+@pytest.mark.parametrize(
+    ("html", "status"),
+    [
+        ("<html><head></head><body></body></html>", None),  # a tab still drawing: no answer status
+        ("", 500),  # a failing server stays a server error
+        ("", 403),
+        ('<html><body><div id="root"></div></body></html>', 200),  # a page its script draws
+    ],
+)
+def test_a_blank_page_that_is_not_a_whole_answer_is_not_the_cdns_refusal(html: str, status: int | None) -> None:
+    assert _kind(html, "https://kns.cnki.net/kcms2/article/abstract", status) is not GateKind.CDN_REFUSED
