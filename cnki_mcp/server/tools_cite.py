@@ -81,6 +81,9 @@ class ExportView(BaseModel):
     next_offset: int | None = Field(
         default=None, description="给了 search_id 时：下一页的 offset（相同参数再调用）；null 表示没有下一页"
     )
+    warnings: list[str] = Field(
+        default_factory=list, description="给了未完成检索的 search_id 时：continue 之后会重新排序，须从 offset=0 重新导出"
+    )
 
 
 class ExportOperation(OperationView):
@@ -358,7 +361,7 @@ def register(server: CnkiServer) -> None:
         if name is not None:
             ensure_free(services.settings.data_dir, name)
         refs = [store.resolve_ref(r) for r in record_refs]
-        paging: dict[str, int | None] = {}
+        paging: dict[str, Any] = {}
         key_scope: list[str] | None = None
         reranked: str | None = None
         if search_id:
@@ -369,6 +372,8 @@ def register(server: CnkiServer) -> None:
             paging = {"total": total, "next_offset": scope_next_offset(offset, len(scoped), total)}
             searched = store.get_search(search_id)
             reranked = reranked_note(searched.status if searched else "completed", offset, paging["next_offset"])
+            if reranked:  # in the result too: an export that locates titles runs as an operation,
+                paging["warnings"] = [reranked]  # whose ending replaces its message
             refs.extend(store.resolve_ref(r) for r in scoped)
             if fmt == "bibtex" and len(scoped) < total:  # a part: its keys are the whole scope's
                 key_scope = [store.resolve_ref(r) for r in refs_in_scope(store, search_id, scope, 0, total)[1]]
