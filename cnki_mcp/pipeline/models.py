@@ -121,7 +121,7 @@ class StructuredOptions(_Model):
     metadata: MetadataMode = Field("basic", description="默认 basic 只用列表信息；ranked/all 读取详情")
     freshness: Freshness = Field("prefer_cache", description="同 search")
     sort: SortOrder | None = Field(None, description="同顶层 sort")
-    on_verification: OnVerificationChoice = Field("ask", description="ask 或 skip")
+    on_verification: OnVerificationChoice = Field("ask", description="同 search")
 
 
 class StructuredSearchInput(_Model):

@@ -37,12 +37,12 @@ from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.server.tools_cite import ensure_free, export_file_name, save_export
 from cnki_mcp.server.tools_read import budget_of
 
-LIST_DESCRIPTION = """{what}（知网引文接口，每页 10 条一次请求；读过的页存本地，再查不花请求）。paper：record_ref、filename、url 或题名。types 过滤 journal thesis conference foreign book other；offset/limit 分页，next_offset 为下一页。"""
+LIST_DESCRIPTION = """{what}（知网引文接口，每页 10 条一次请求；读过的页存本地，再查不花请求）。paper：record_ref、filename、url 或题名。offset/limit 分页，next_offset 为下一页。"""
 GRAPH_DESCRIPTION = """从 seeds（record_ref、filename、url 或题名）广度优先建引文网络，每个列表取全部条目。预算用完为 partial，可 operation_control continue（已取的页不再请求）。返回节点、边（引用方→被引方）、同被引与耦合计数；graphml/mermaid 见 export。
 filename：遍历结束时把 format 格式的整张图写到 data/exports/（不覆盖：FILE_EXISTS），结果只列计数与同被引、耦合对（omitted）；结果超过 64 KB 且没给 filename 时同样 omitted 并提示。
 complete=false 时 warnings 说明缺了什么：max_nodes_reached（left_out 篇未纳入，提高 max_nodes 重新调用）、pending（预算用完未展开）、short_lists、出错的列表。"""
 GRAPH_EXTENSIONS: dict[str, str] = {"json": "json", "graphml": "graphml", "mermaid": "mmd"}
-PATH_DESCRIPTION = """在预算内找两篇文献之间的引文路径（source、target 为 record_ref、filename、url 或题名，max_depth ≤ 3），每个列表取全部条目。path 逐篇给出与前一篇的关系：cites 引用前一篇、cited_by 被前一篇引用。found=false 且 complete=false 为没查完（预算用完可 continue，原因见 warnings），不能断定无路径。"""
+PATH_DESCRIPTION = """在预算内找两篇文献之间的引文路径（source、target 为 record_ref、filename、url 或题名），每个列表取全部条目。path 逐篇给出与前一篇的关系：cites 引用前一篇、cited_by 被前一篇引用。found=false 且 complete=false 为没查完（预算用完可 continue，原因见 warnings），不能断定无路径。"""
 
 TypesArg = Annotated[list[CitationType] | None, Field(description="文献类型过滤")]
 Verification = Annotated[Literal["ask", "skip"], Field(description="ask：遇到验证等待处理；skip：跳过")]
@@ -146,7 +146,7 @@ def register(server: CnkiServer) -> None:
         on_verification: Verification = "ask",
         filename: Annotated[
             str | None,
-            Field(min_length=1, max_length=200, description="写到 data/exports/ 的文件名，不含路径；不覆盖"),
+            Field(min_length=1, max_length=200, description="文件名，不含路径"),
         ] = None,
     ) -> GraphOperation:
         services = services_of(ctx)

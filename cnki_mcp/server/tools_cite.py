@@ -81,6 +81,9 @@ class ExportView(BaseModel):
     next_offset: int | None = Field(
         default=None, description="给了 search_id 时：下一页的 offset（相同参数再调用）；null 表示没有下一页"
     )
+    warnings: list[str] = Field(
+        default_factory=list, description="给了未完成检索的 search_id 时：continue 之后会重新排序，须从 offset=0 重新导出"
+    )
 
 
 class ExportOperation(OperationView):
@@ -92,7 +95,7 @@ class LinksOperation(OperationView):
 
 
 EXPORT_DESCRIPTION = """生成参考文献或导出题录（record_refs、search_id 本地；本地没有的 titles 访问知网定位并读详情）。
-来源可组合：record_refs、完整 titles（最多 100 个）、search_id（scope/offset/limit）。custom 格式需要 template，占位符如 {title} {authors} {source} {year} {volume} {issue} {pages} {doi} {url}，字面花括号写 {{ }}。
+来源可组合：record_refs、完整 titles、search_id（scope/offset/limit）。custom 格式需要 template，占位符如 {title} {authors} {source} {year} {volume} {issue} {pages} {doi} {url}，字面花括号写 {{ }}。
 filename 保存到 data/exports/（不覆盖：FILE_EXISTS）；超过 64 KB 时只写文件（text 为 null），不给 filename 则为 OUTPUT_TOO_LARGE（给 filename，或用 offset/limit 分批）。"""
 
 LINKS_DESCRIPTION = """把文本中的《论文题名》替换为 Markdown 链接：有 DOI 的用 https://doi.org/ 链接（长期有效），没有的用知网详情页链接（含时效令牌，会失效，见 warnings）。默认只用本地记录（不访问知网）；lookup_missing=true 时到知网按篇名精确查找本地没有的题名（每 10 个 1 次检索）。
@@ -317,19 +320,19 @@ def register(server: CnkiServer) -> None:
         ctx: Context[Any, Any],
         record_refs: Annotated[
             list[Annotated[str, Field(min_length=1, max_length=64)]],
-            Field(max_length=MAX_RECORD_REFS, description="记录编号（本地数据）"),
+            Field(max_length=MAX_RECORD_REFS),
         ] = [],  # noqa: B006
         titles: Annotated[
             list[Annotated[str, Field(min_length=1, max_length=500)]],
-            Field(max_length=MAX_TITLES, description="完整题名；本地没有时访问知网定位并读取详情"),
+            Field(max_length=MAX_TITLES),
         ] = [],  # noqa: B006
         search_id: Annotated[
             str | None, Field(min_length=1, max_length=64, description="导出某次检索的结果")
         ] = None,
         scope: Scope = "selected",
-        offset: Annotated[int, Field(ge=0, le=MAX_OFFSET, description="配合 search_id 使用")] = 0,
+        offset: Annotated[int, Field(ge=0, le=MAX_OFFSET)] = 0,
         limit: Annotated[
-            int, Field(ge=1, le=MAX_SCOPE_LIMIT, description="配合 search_id 使用，最多 3000")
+            int, Field(ge=1, le=MAX_SCOPE_LIMIT)
         ] = 1000,
         format: Annotated[
             str,
@@ -338,14 +341,14 @@ def register(server: CnkiServer) -> None:
                 description=" ".join(FORMATS),
             ),
         ] = "gbt7714",
-        template: Annotated[str | None, Field(max_length=5000, description="format=custom 时的模板")] = None,
+        template: Annotated[str | None, Field(max_length=5000)] = None,
         missing_fields: Annotated[
             MissingMode, Field(description="mark：缺失处写“[作者未取得]”等；omit：按著录标准省略")
         ] = "mark",
         filename: Annotated[
             str | None,
             Field(
-                min_length=1, max_length=200, description="保存到 data/exports/ 的文件名，不含路径；不覆盖"
+                min_length=1, max_length=200, description="文件名，不含路径"
             ),
         ] = None,
     ) -> ExportOperation:
@@ -358,7 +361,7 @@ def register(server: CnkiServer) -> None:
         if name is not None:
             ensure_free(services.settings.data_dir, name)
         refs = [store.resolve_ref(r) for r in record_refs]
-        paging: dict[str, int | None] = {}
+        paging: dict[str, Any] = {}
         key_scope: list[str] | None = None
         reranked: str | None = None
         if search_id:
@@ -369,6 +372,8 @@ def register(server: CnkiServer) -> None:
             paging = {"total": total, "next_offset": scope_next_offset(offset, len(scoped), total)}
             searched = store.get_search(search_id)
             reranked = reranked_note(searched.status if searched else "completed", offset, paging["next_offset"])
+            if reranked:  # in the result too: an export that locates titles runs as an operation,
+                paging["warnings"] = [reranked]  # whose ending replaces its message
             refs.extend(store.resolve_ref(r) for r in scoped)
             if fmt == "bibtex" and len(scoped) < total:  # a part: its keys are the whole scope's
                 key_scope = [store.resolve_ref(r) for r in refs_in_scope(store, search_id, scope, 0, total)[1]]
@@ -428,7 +433,7 @@ def register(server: CnkiServer) -> None:
             str, Field(description="含《题名》的 Markdown 文本，最大 512 KB，最多 100 个不同题名")
         ],
         lookup_missing: Annotated[
-            bool, Field(description="是否到知网按篇名精确查找本地没有的题名（访问知网）")
+            bool, Field()
         ] = False,
     ) -> LinksOperation:
         scan_references(text)  # INPUT_TOO_LARGE / TOO_MANY_REFERENCES before any work

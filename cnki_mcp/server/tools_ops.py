@@ -86,7 +86,7 @@ def register(server: CnkiServer) -> None:
     async def operation_status(
         ctx: Context[Any, Any],
         operation_id: OperationId | None = None,
-        wait_seconds: Annotated[float, Field(ge=0, le=55, description="最多等待秒数 0–55")] = 0,
+        wait_seconds: Annotated[float, Field(ge=0, le=55)] = 0,
     ) -> OperationView:
         services = services_of(ctx)
         jobs = services.jobs

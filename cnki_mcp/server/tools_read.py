@@ -33,14 +33,14 @@ from cnki_mcp.site.download_result import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS
 from cnki_mcp.store import Store
 
 RecordRef = Annotated[
-    str | None, Field(min_length=1, max_length=64, description="记录编号 rec_…（与 title 二选一）")
+    str | None, Field(min_length=1, max_length=64, description="记录编号 rec_…")
 ]
 Title = Annotated[
     str | None,
     Field(
         min_length=1,
         max_length=500,
-        description="完整题名（与 record_ref 二选一）；本地没有时按篇名精确检索定位",
+        description="完整题名；本地没有时按篇名精确检索定位",
     ),
 ]
 OnVerificationChoice = Annotated[
@@ -57,15 +57,15 @@ class DownloadOperation(OperationView):
 
 
 READ_DESCRIPTION = """读取论文 HTML 全文（访问知网，约 2–5 次请求；30 分钟内读过的完整正文从本地返回）。
-record_ref 或完整 title 二选一。section 只取该章节（名称或 0 起序号）；offset/max_characters 分页，next_offset 为 null 表示结束（试读或不完整的正文续读 offset>0 时也从本地返回，offset=0 重新读取）。
+record_ref 或完整 title 二选一。section 只取该章节；offset/max_characters 分页，next_offset 为 null 表示结束（试读或不完整的正文续读 offset>0 时也从本地返回，offset=0 重新读取）。
 trial=true 为试读；complete_article=false 为不完整，null 为无法确认。无阅读入口（HTML_ENTRY_NOT_FOUND，details.available 为详情页的下载格式；30 分钟内再读同一篇不再请求）时改用 download_paper + read_pdf_text（只有 CAJ 时读不出文字）。"""
 
 DOWNLOAD_DESCRIPTION = """下载 PDF 或 CAJ 到 data/downloads/（访问知网，点击一次下载；可能产生费用，只在明确需要文件时使用）。
-record_ref 或完整 title 二选一；format：auto（优先 PDF）、pdf、caj；已有同名文件返回 FILE_EXISTS。下载过则直接返回（source=cache），新的 filename/subdirectory 时复制过去。
+record_ref 或完整 title 二选一；已有同名文件返回 FILE_EXISTS。下载过则直接返回（source=cache），新的 filename/subdirectory 时复制过去。
 SIDE_EFFECT_UNCERTAIN：稍后用相同参数再调用会先检查文件是否已到，确认要再次点击才传 retry=true。skip 时遇到登录页为 skipped（details.gate=login，没有文件、不计费）：用 login 登录后用相同参数再调用即可。"""
 
-PDF_DESCRIPTION = """读取已下载 PDF 的文字（本地，不访问知网）：path（data/downloads/ 下，或 download_paper 返回的 path）或 record_ref。
-pages 如 "1-3"、"5"、"2-"、"1,4-5"（从 1 起，默认全部）；truncated=true 时以 pages=next_pages、offset=next_offset 继续。CAJ 无法提取文字（INVALID_FILE）。"""
+PDF_DESCRIPTION = """读取已下载 PDF 的文字（本地，不访问知网）：path（data/downloads/ 下，或 download_paper 返回的 path）或 record_ref 二选一。
+truncated=true 时以 pages=next_pages、offset=next_offset 继续。CAJ 无法提取文字（INVALID_FILE）。"""
 
 
 def one_target(record_ref: str | None, title: str | None) -> str | None:
@@ -135,7 +135,7 @@ def register(server: CnkiServer) -> None:
         ] = None,
         offset: Annotated[int, Field(ge=0, description="起始字符位置（整篇或所选章节内）")] = 0,
         max_characters: Annotated[
-            int, Field(ge=1, le=MAX_CHARACTERS, description="本次最多返回的字符数，1–200000")
+            int, Field(ge=1, le=MAX_CHARACTERS, description="本次最多返回的字符数")
         ] = DEFAULT_MAX_CHARACTERS,
         on_verification: OnVerificationChoice = "ask",
     ) -> ReadOperation:
@@ -177,11 +177,9 @@ def register(server: CnkiServer) -> None:
         ] = None,
         wait_seconds: Annotated[
             float,
-            Field(ge=1, le=MAX_WAIT_SECONDS, description="点击后等待文件的秒数 1–900（人工验证时间不计入）"),
+            Field(ge=1, le=MAX_WAIT_SECONDS, description="点击后等待文件的秒数（人工验证时间不计入）"),
         ] = DEFAULT_WAIT_SECONDS,
-        retry: Annotated[
-            bool, Field(description="上次结果不明确（SIDE_EFFECT_UNCERTAIN）时确认再次点击")
-        ] = False,
+        retry: bool = False,
         on_verification: OnVerificationChoice = "ask",
     ) -> DownloadOperation:
         title = one_target(record_ref, title)
@@ -211,20 +209,16 @@ def register(server: CnkiServer) -> None:
         ctx: Context[Any, Any],
         path: Annotated[
             str | None,
-            Field(
-                min_length=1,
-                max_length=2000,
-                description="data/downloads/ 下的文件路径（与 record_ref 二选一）",
-            ),
+            Field(min_length=1, max_length=2000),
         ] = None,
         record_ref: Annotated[
             str | None, Field(min_length=1, max_length=64, description="已下载 PDF 的文献记录编号")
         ] = None,
         pages: Annotated[
-            str | None, Field(max_length=200, description='页码范围，如 "1-3"、"5"、"2-"、"1,4-5"；默认全部')
+            str | None, Field(max_length=200, description='页码范围（从 1 起），如 "1-3"、"5"、"2-"、"1,4-5"；默认全部')
         ] = None,
         max_characters: Annotated[
-            int, Field(ge=1, le=MAX_CHARACTERS, description="最多返回的字符数，1–200000")
+            int, Field(ge=1, le=MAX_CHARACTERS, description="最多返回的字符数")
         ] = DEFAULT_MAX_CHARACTERS,
         offset: Annotated[
             int, Field(ge=0, le=10_000_000, description="从 pages 第一页的第几个字符起（续读时用 next_offset）")

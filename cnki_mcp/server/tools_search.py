@@ -64,7 +64,7 @@ class MetadataOperation(OperationView):
 
 
 SEARCH_DESCRIPTION = """研究检索（访问知网，通常 10–60 次请求，可能需一两分钟）：规划概念 → 主题/篇名/关键词检索 → 去重 → 摘要（批量导出）与期刊 → 关键词补充 → 按相关性×来源质量筛选。
-concept_groups：组间 AND、组内同义词 OR；未给出时由客户端模型（sampling）或服务器分词规划（时间短语转为年份）；规划太弱或无结果时 result.advice 给出建议的调用。
+concept_groups 未给出时由客户端模型（sampling）或服务器分词规划（时间短语转为年份）；规划太弱或无结果时 result.advice 给出建议的调用。
 约 40 秒内未完成则 status 为 running，用 operation_status(operation_id, wait_seconds=50) 等待；完成后 search_results 分页、get_metadata 补题录。"""
 
 STRUCTURED_DESCRIPTION = """知网高级检索（访问知网，默认约 1 页列表）：作者、来源、DOI、基金等精确限定。
@@ -97,7 +97,7 @@ def register(server: CnkiServer) -> None:
     async def search(
         ctx: Context[Any, Any],
         query: Annotated[
-            str, Field(min_length=1, max_length=1000, description="研究问题或检索词，1–1000 字")
+            str, Field(min_length=1, max_length=1000, description="研究问题或检索词")
         ],
         sampled_plan: Annotated[Resolved, Resolve(sampling_resolver)],
         concept_groups: Annotated[
@@ -108,7 +108,7 @@ def register(server: CnkiServer) -> None:
                 ]
             ]
             | None,
-            Field(max_length=8, description="概念组：组间 AND，组内同义词 OR；最多 8 组，每组 1–6 个词"),
+            Field(max_length=8, description="概念组：组间 AND，组内同义词 OR"),
         ] = None,
         mode: Mode = "balanced",
         limit: Annotated[int, Field(ge=1, le=100, description="返回的结果条数")] = 50,
@@ -153,7 +153,7 @@ def register(server: CnkiServer) -> None:
     )
     async def structured_search(
         ctx: Context[Any, Any],
-        expression: Annotated[dict[str, Any], Field(description="检索条件树")],
+        expression: dict[str, Any],
         sort: SortOrder | None = None,
         limit: Annotated[int, Field(ge=1, le=100, description="返回条数")] = 50,
         year_from: Year = None,
@@ -221,7 +221,7 @@ def register(server: CnkiServer) -> None:
         titles: Annotated[
             list[Annotated[str, Field(min_length=1, max_length=500)]], Field(max_length=100)
         ] = [],  # noqa: B006
-        search_id: Annotated[str | None, Field(max_length=64, description="取某次检索的结果")] = None,
+        search_id: Annotated[str | None, Field(max_length=64)] = None,
         scope: Scope = "selected",
         offset: Annotated[int, Field(ge=0)] = 0,
         limit: Annotated[int, Field(ge=1, le=100)] = 20,

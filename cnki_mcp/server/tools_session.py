@@ -35,7 +35,7 @@ LOGIN_DESCRIPTION = """在专用浏览器中打开知网登录页，由用户登
 remote_access_url：机构远程访问入口（如学校的 CARSI 链接），须为不含账号信息的 https 地址；不支持 WebVPN/EZproxy 代理（REMOTE_ACCESS_UNSUPPORTED）。
 awaiting_user 时请用户在弹出的窗口登录，再用 operation_status 等待。账号密码只在浏览器中输入，不经过 MCP。"""
 
-SESSION_DESCRIPTION = """查看知网登录状态。refresh=false（默认）：返回本次运行最近一次识别的结果（cached=true，本地，不访问知网；observed_at 为观察到的时间；未检查过时 evidence_source=not_checked；之后某次请求遇到知网登录页时 evidence_source=login_wall、personal=not_observed）。
+SESSION_DESCRIPTION = """查看知网登录状态。refresh=false：返回本次运行最近一次识别的结果（cached=true，本地，不访问知网；observed_at 为观察到的时间；未检查过时 evidence_source=not_checked；之后某次请求遇到知网登录页时 evidence_source=login_wall、personal=not_observed）。
 refresh=true：在浏览器中重新读取知网页头（访问知网，约 1–2 次请求）。显示机构名称不代表该机构订购了所有资源。"""
 
 DIAGNOSTICS_DESCRIPTION = """本地诊断（不启动浏览器，不访问知网）：版本、平台、数据目录、是否找到浏览器、请求间隔与并发、调用内等待时间、只读模式、限速器状态、存储提示、当前与最近的任务。出现问题时先调用它。"""
@@ -90,7 +90,7 @@ def register(server: CnkiServer) -> None:
     async def login(
         ctx: Context[Any, Any],
         remote_access_url: Annotated[
-            str | None, Field(max_length=2000, description="机构远程访问入口（https，不含账号信息）")
+            str | None, Field(max_length=2000)
         ] = None,
         force: bool = False,
     ) -> LoginOperation:

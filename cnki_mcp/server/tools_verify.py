@@ -16,7 +16,7 @@ from cnki_mcp.server.models import OperationView
 from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.server.tools_read import budget_of
 
-DESCRIPTION = """逐条核对参考文献是否在知网存在、字段是否正确（访问知网，约 0.3 次请求/条）。text 整段粘贴（GB/T 7714、APA、MLA、Chicago、Vancouver、《题名》、DOI）或 references（1–200 条）。
+DESCRIPTION = """逐条核对参考文献是否在知网存在、字段是否正确（访问知网，约 0.3 次请求/条）。text 整段粘贴（GB/T 7714、APA、MLA、Chicago、Vancouver、《题名》、DOI）或 references。
 verdict：verified、mismatch（见 fields）、not_found、ambiguous（见 candidates）、unparsable、not_a_paper（法规、标准、古籍，不查；见 reason）。匹配时给出 record 与改正的 GB/T 7714 条目 corrected。缺项只进 warnings，不算伪造证据。"""
 
 
@@ -35,7 +35,7 @@ def register(server: CnkiServer) -> None:
         ctx: Context[Any, Any],
         text: Annotated[str | None, Field(description="整段参考文献列表（最大 512 KB）")] = None,
         references: Annotated[
-            list[str] | None, Field(description="逐条参考文献（1–200 条，合计 ≤512 KB）", min_length=1, max_length=200)
+            list[str] | None, Field(description="逐条参考文献（合计 ≤512 KB）", min_length=1, max_length=200)
         ] = None,
         on_verification: Annotated[
             Literal["ask", "skip"], Field(description="ask：遇到验证弹出窗口等待处理；skip：跳过")

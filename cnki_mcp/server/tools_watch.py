@@ -22,11 +22,11 @@ from cnki_mcp.server.progress import start_operation, typed_view
 from cnki_mcp.server.unfinished import or_unfinished
 from cnki_mcp.services import Services
 
-LOG_DESCRIPTION = """导出已保存检索的可复现检索记录（本地，不访问知网），供论文方法部分使用：问题、概念规划及来源、每个通道的字段与实际发送的检索式、每页时间/条数/知网总数、去重与排除计数、筛选规则、PRISMA 式流程（识别→去重→筛选→纳入，数字可相加核对）。format：markdown / csv / json。"""
+LOG_DESCRIPTION = """导出已保存检索的可复现检索记录（本地，不访问知网），供论文方法部分使用：问题、概念规划及来源、每个通道的字段与实际发送的检索式、每页时间/条数/知网总数、去重与排除计数、筛选规则、PRISMA 式流程（识别→去重→筛选→纳入，数字可相加核对）。"""
 
 WATCH_DESCRIPTION = """订阅已保存的检索（本地，不访问知网）：保存其检索式与已找到的记录，返回 watch_id；同一检索只订阅一次（再次调用返回已有订阅）。之后用 check_updates 检查更新。remove=true：取消该检索的订阅（连同其检查记录），之后 check_updates(all) 不再检查它。"""
 
-CHECK_DESCRIPTION = """重新运行订阅的检索（访问知网：每个检索式按发表时间倒序读 pages 页，通常每个订阅 1–3 次请求），报告上次检查以来的新文献、网络首发后已有卷期页的文献、被引次数变化；结果保存，下次与本次比较。已有订阅检查在运行时返回 OPERATION_BUSY（用 operation_status 等它）。某个订阅 complete=false：新记录多于 pages 页，更早的新记录下次检查接着读（可加大 pages）。每类记录最多列 20 条，其余用 list_watches(watch_id, offset=next_offset)。watch_id 为 all 时检查全部。"""
+CHECK_DESCRIPTION = """重新运行订阅的检索（访问知网：每个检索式按发表时间倒序读 pages 页，通常每个订阅 1–3 次请求），报告上次检查以来的新文献、网络首发后已有卷期页的文献、被引次数变化；结果保存，下次与本次比较。已有订阅检查在运行时返回 OPERATION_BUSY（用 operation_status 等它）。某个订阅 complete=false：新记录多于 pages 页，更早的新记录下次检查接着读（可加大 pages）。每类记录最多列 20 条，其余用 list_watches(watch_id, offset=next_offset)。"""
 
 LIST_DESCRIPTION = """列出订阅（本地，不访问知网）：watch_id、search_id、检索式、已见记录数、上次检查时间，及最近 checks 次检查的结果（含 cnki-mcp watch check）。报告过的新文献此后算作已见，只能在此回看（每类最多 20 条，从 offset 起）。"""
 
@@ -80,7 +80,7 @@ def register(server: CnkiServer) -> None:
     async def watch_search(
         ctx: Context[Any, Any],
         search_id: Annotated[str, Field(min_length=1, max_length=64, description="来自 search 或 structured_search")],
-        remove: Annotated[bool, Field(description="true：取消这个检索的订阅")] = False,
+        remove: bool = False,
     ) -> WatchInfo:
         services = services_of(ctx)
         if remove:
@@ -99,7 +99,7 @@ def register(server: CnkiServer) -> None:
     async def list_watches(
         ctx: Context[Any, Any],
         watch_id: Annotated[str, Field(min_length=1, max_length=64, description="watch_id 或 all")] = "all",
-        checks: Annotated[int, Field(ge=0, le=10, description="每个订阅附上最近几次检查的结果")] = 1,
+        checks: Annotated[int, Field(ge=0, le=10)] = 1,
         offset: Annotated[
             int, Field(ge=0, le=100_000, description="每次检查的记录从第几条起列出（见各检查的 next_offset）")
         ] = 0,

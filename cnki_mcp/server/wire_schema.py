@@ -1,7 +1,9 @@
 """The schemas `tools/list` publishes, derived from the pydantic models the tools declare.
 
 Input schemas keep every constraint (they are what clients generate arguments from) and lose
-only what carries nothing: pydantic's generated `title`s and `default: null`. Nullable
+only what carries nothing: pydantic's generated `title`s and `default: null`, and the `$defs`
+entry of a value set (an enum, no properties) that one place uses, written at that place instead
+(an options object stays a `$ref`: clients and the guidance checks read it there). Nullable
 arguments stay `anyOf [T, null]`: a `type` array is legal JSON Schema but clients that map tool
 schemas onto a single-`type` dialect reject it (MCP Inspector's portability check warns).
 
@@ -16,6 +18,7 @@ error fields are typed to accept the coded error payload."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 JsonSchema = dict[str, Any]
@@ -42,8 +45,9 @@ OUTPUT_DEPTH = 1
 
 
 def compact_input(schema: JsonSchema) -> JsonSchema:
-    """The same constraints, without generated titles and null defaults."""
-    return _compact(copy.deepcopy(schema))
+    """The same constraints, without generated titles and null defaults, with value sets used
+    once written in place."""
+    return _inline_single_use(_compact(copy.deepcopy(schema)))
 
 
 def _compact(node: Any) -> Any:
@@ -66,14 +70,62 @@ def _compact(node: Any) -> Any:
     return out
 
 
+def _refs(node: Any, uses: dict[str, list[set[str]]]) -> None:
+    """Each `#/$defs/` name -> the other keywords beside each `$ref` to it."""
+    if isinstance(node, list):
+        for x in node:
+            _refs(x, uses)
+    elif isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            uses.setdefault(ref.removeprefix("#/$defs/"), []).append(set(node) - {"$ref"})
+        for key, value in node.items():
+            if key not in _DATA:
+                _refs(value, uses)
+
+
+def _inline_single_use(schema: JsonSchema) -> JsonSchema:
+    defs = schema.get("$defs")
+    if not isinstance(defs, dict):
+        return schema
+    uses: dict[str, list[set[str]]] = {}
+    _refs(schema, uses)
+    inline = {
+        name: target
+        for name, target in defs.items()
+        if isinstance(target, dict) and len(uses.get(name, ())) == 1
+        and "properties" not in target and "$ref" not in json.dumps(target)
+        and not set(target) & uses[name][0]  # the use's own keywords would be overwritten
+    }  # fmt: skip
+
+    def place(node: Any) -> Any:
+        if isinstance(node, list):
+            return [place(x) for x in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        name = ref.removeprefix("#/$defs/") if isinstance(ref, str) else None
+        if name in inline:
+            return {**inline[name], **{k: v for k, v in node.items() if k != "$ref"}}
+        return {k: (v if k in _DATA else place(v)) for k, v in node.items()}
+
+    kept = {name: place(target) for name, target in defs.items() if name not in inline}
+    return {
+        key: kept if key == "$defs" else place(value)
+        for key, value in schema.items()
+        if key != "$defs" or kept
+    }
+
+
 # --- output -----------------------------------------------------------------------------
 
 
 # Bookkeeping fields of an operation view that a client reads but never needs a schema for: they
 # stay in every result (unlisted properties are allowed) and out of tools/list, where each of the
-# operation tools would otherwise repeat them (docs/benchmarks.md, tools/list size).
+# operation tools would otherwise repeat them (docs/benchmarks.md, tools/list size). `stage` is the
+# running step's label, read for progress as `progress` is; no call takes it.
 OPERATION_BOOKKEEPING = frozenset(
-    {"created_at", "updated_at", "active_seconds", "budget", "errors", "progress", "requests"}
+    {"created_at", "updated_at", "active_seconds", "budget", "errors", "progress", "requests", "stage"}
 )
 
 

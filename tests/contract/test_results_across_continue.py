@@ -40,6 +40,15 @@ async def test_pages_of_a_partial_search_say_a_continue_reranks_them_and_to_star
         assert any("offset=0" in w for w in metadata["result"]["warnings"]), metadata["result"]["warnings"]
         export = await completed_data(client, "export_citations", {"search_id": search_id, "scope": "candidates", "limit": 5})
         assert "offset=0" in export["message"], export["message"]
+        assert any("offset=0" in w for w in export["result"]["warnings"]), export["result"]
+        # with a title not stored the export runs as an operation, whose ending sets the message
+        located = await client.call_tool(
+            "export_citations",
+            {"search_id": search_id, "scope": "candidates", "limit": 5, "titles": ["本地没有的一篇论文的完整题名"]},
+        )
+        data = located.structured_content
+        assert isinstance(data, dict) and data["status"] in ("completed", "partial") and data["operation_id"], data
+        assert any("offset=0" in w for w in data["result"]["warnings"]), data["result"]
         go_on = {"action": "continue", "operation_id": started["operation_id"], "additional_requests": 600}
         resumed = await client.call_tool("operation_control", go_on)
         assert not resumed.is_error, resumed.content
@@ -53,3 +62,4 @@ async def test_pages_of_a_partial_search_say_a_continue_reranks_them_and_to_star
         assert metadata["result"]["warnings"] == []
         export = await completed_data(client, "export_citations", {"search_id": search_id, "scope": "candidates", "offset": 5, "limit": 5})
         assert "offset=0" not in export["message"], export["message"]
+        assert export["result"]["warnings"] == []

@@ -4,6 +4,7 @@ is accepted by the output envelope."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +113,54 @@ def test_compact_input_copies_data_keywords_as_they_are() -> None:
             "kind": {"enum": [{"title": "a"}]},
         },
     }
+
+
+def test_compact_input_writes_a_value_set_used_once_in_place() -> None:
+    """pydantic puts every Literal/Enum type in `$defs`; one used once costs its name twice on the
+    wire (get_references' CitationType: 54 characters of the tools/list cap)."""
+    full = {
+        "type": "object",
+        "$defs": {
+            "Once": {"enum": ["a", "b"], "type": "string"},
+            "Twice": {"enum": ["x", "y"], "type": "string"},
+            "Options": {"properties": {"n": {"type": "integer"}}, "type": "object"},
+            "Clash": {"description": "own", "enum": [1, 2], "type": "integer"},
+        },
+        "properties": {
+            "one": {"anyOf": [{"items": {"$ref": "#/$defs/Once"}, "type": "array"}, {"type": "null"}]},
+            "two": {"$ref": "#/$defs/Twice", "default": "x"},
+            "too": {"anyOf": [{"$ref": "#/$defs/Twice"}, {"type": "null"}]},
+            "options": {"anyOf": [{"$ref": "#/$defs/Options"}, {"type": "null"}]},
+            "clash": {"$ref": "#/$defs/Clash", "description": "the argument's own"},
+        },
+    }
+    compact = compact_input(full)
+    props = compact["properties"]
+    assert props["one"]["anyOf"][0]["items"] == {"enum": ["a", "b"], "type": "string"}
+    assert props["two"] == {"$ref": "#/$defs/Twice", "default": "x"}  # shared: kept once
+    assert props["options"]["anyOf"][0] == {"$ref": "#/$defs/Options"}  # an object keeps its name
+    assert props["clash"]["$ref"] == "#/$defs/Clash"  # written in place it would lose a keyword
+    assert set(compact["$defs"]) == {"Twice", "Options", "Clash"}
+    check_full, check_compact = jsonschema.Draft202012Validator(full), jsonschema.Draft202012Validator(compact)
+    for value in ({"one": ["a"]}, {"one": ["c"]}, {"two": "y"}, {"two": "z"}, {"clash": 2}, {"clash": 3}):
+        assert check_full.is_valid(value) == check_compact.is_valid(value), value
+    only_once = {"type": "object", "$defs": {"Once": full["$defs"]["Once"]}, "properties": {"a": {"$ref": "#/$defs/Once"}}}
+    assert compact_input(only_once) == {"type": "object", "properties": {"a": {"enum": ["a", "b"], "type": "string"}}}
+
+
+def test_published_input_schemas_name_no_value_set_they_use_once() -> None:
+    for name, (full, _) in DECLARED.items():
+        compact = compact_input(full)
+        text = json.dumps(compact)
+        for def_name in compact.get("$defs", {}):
+            used = text.count(f'"#/$defs/{def_name}"')
+            is_object = "properties" in compact["$defs"][def_name]
+            assert used > 1 or is_object, (name, def_name)
+
+
+def test_operation_envelopes_list_no_bookkeeping_field() -> None:
+    """`stage`, `progress`, `requests`, ... stay in every result, out of each operation tool's
+    schema in tools/list (docs/benchmarks.md §MCP surface)."""
+    envelope = output_envelope(DECLARED["download_paper"][1])
+    assert {"operation_id", "status", "message", "result", "next_step", "code"} <= set(envelope["properties"])
+    assert not {"stage", "progress", "requests", "budget"} & set(envelope["properties"])
