@@ -23,7 +23,7 @@ from cnki_mcp.doc_kinds import DOCTORAL, KIND_ALIASES, MASTER, THESES
 from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.identity import Paper, listed_online_first
 from cnki_mcp.models import DocType
-from cnki_mcp.pipeline.models import MAX_OFFSET, SEARCH_ID_CHARS
+from cnki_mcp.pipeline.models import MAX_OFFSET, SEARCH_ID_CHARS, Scope
 from cnki_mcp.rank import KNOWN_TIERS, tier_matches
 from cnki_mcp.store import LibraryFilters, Store
 from cnki_mcp.store.library import MAX_TEXT_CHARS, LibraryQuery, normalise, parse_library_query
@@ -61,6 +61,7 @@ class LibraryInput(BaseModel):
     document_types: list[str] = Field(default_factory=list)
     source_tiers: list[str] = Field(default_factory=list)
     search_id: str | None = Field(default=None, max_length=SEARCH_ID_CHARS)
+    scope: Scope = "selected"  # of search_id's papers, as search_results
     offset: int = Field(0, ge=0, le=MAX_OFFSET)
     limit: int = Field(20, ge=1, le=100)
 
@@ -379,6 +380,7 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
         document_types=document_types(store, inp.document_types),
         source_tiers=source_tiers(store, inp.source_tiers),
         search_id=inp.search_id,
+        search_scope=inp.scope,
     )
     page = store.library_search(query.required, filters, inp.offset, inp.limit, excluded=query.excluded)
     papers = store.papers_by_refs(h.record_ref for h in page.hits)

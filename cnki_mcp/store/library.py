@@ -286,6 +286,15 @@ def rebuild_progress(conn: sqlite3.Connection) -> tuple[int, int] | None:
 # --- queries ---------------------------------------------------------------------------------
 
 
+# A search's papers a library search looks in (`LibraryFilters.search_scope`): the scopes of
+# search_results (`store/searches.py` `_SCOPES`), on the `search_results` table aliased `s`
+_SEARCH_SCOPES: dict[str, str] = {
+    "selected": " AND s.selected = 1",
+    "eligible": " AND (json_type(s.evidence, '$.eligible') IS NULL OR json_extract(s.evidence, '$.eligible'))",
+    "candidates": "",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class LibraryFilters:
     year_from: int | None = None
@@ -293,6 +302,7 @@ class LibraryFilters:
     document_types: tuple[str, ...] = ()
     source_tiers: tuple[str, ...] = ()  # a tier one of these asks for (`tier_matches`)
     search_id: str | None = None
+    search_scope: Literal["selected", "eligible", "candidates"] = "selected"  # of `search_id`, as search_results
     record_refs: tuple[str, ...] = ()  # only these papers (none: every paper)
 
 
@@ -552,9 +562,10 @@ class LibraryMixin(StoreBase):
             if filters.search_id is not None:
                 if conn.execute("SELECT 1 FROM searches WHERE search_id = ?", (filters.search_id,)).fetchone() is None:
                     raise SearchNotFound(search_id=filters.search_id)
+                scope = _SEARCH_SCOPES[filters.search_scope]
                 where.append(
                     "d.record_ref IN (SELECT COALESCE(a.record_ref, s.record_ref) FROM search_results s"
-                    " LEFT JOIN paper_aliases a ON a.old_ref = s.record_ref WHERE s.search_id = ?)"
+                    f" LEFT JOIN paper_aliases a ON a.old_ref = s.record_ref WHERE s.search_id = ?{scope})"
                 )
                 args.append(filters.search_id)
             if filters.record_refs:

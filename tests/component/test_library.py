@@ -192,7 +192,7 @@ def test_filters_year_document_type_source_tier_and_search_id(store: Store, cloc
     assert find(store, "违约金", clock, source_tiers=["SCI"]).total == 0
     assert find(store, "违约金", clock, source_tiers=["核心"]).total == 2
     store.save_search("sch_1", "q", {}, "fp", "completed", T0)
-    store.save_evidence("sch_1", [SearchEvidence(papers[2].record_ref, rank=1)])
+    store.save_evidence("sch_1", [SearchEvidence(papers[2].record_ref, rank=1, selected=True)])
     assert titles(find(store, "违约金", clock, search_id="sch_1")) == ["违约金研究三"]
     assert code_of(find, store, "违约金", clock, search_id="sch_none") == "SEARCH_NOT_FOUND"
     assert code_of(find, store, "违约金", clock, year_from=2022, year_to=2020) == "INVALID_ARGUMENT"
@@ -347,6 +347,32 @@ def test_snippet_of_a_long_text_is_the_window_around_its_first_hit() -> None:
     assert snippet("違" * 900 + "Ｂｅｒｔ模型" + "丁" * 900, ["bert"], context=3) == "…違違違【Ｂｅｒｔ】模型丁…"  # found folded
     assert snippet("违约金" + "丁" * 2000, ["违约金"], context=2) == "【违约金】丁丁…"
     assert snippet("戊" * 2000, ["违约金"]) is None
+
+
+def test_a_searchs_papers_are_its_selected_results_unless_a_scope_asks_for_more(
+    store: Store, clock: FakeClock
+) -> None:
+    """search_id narrows to what the search listed (scope selected, as search_results and
+    export_citations): a candidate the search ranked out (off topic, below the floor) or left
+    ineligible was found too, 34 papers for a search that listed 24."""
+    papers = store.upsert_from_grid(
+        [row("违约金研究一", "S1"), row("违约金研究二", "S2"), row("违约金研究三", "S3")], T0
+    )
+    store.save_search("sch_2", "q", {}, "fp", "completed", T0)
+    store.save_evidence(
+        "sch_2",
+        [
+            SearchEvidence(papers[0].record_ref, rank=1, selected=True, evidence={"eligible": True}),
+            SearchEvidence(papers[1].record_ref, rank=2, evidence={"eligible": True}, exclusion="below_floor"),
+            SearchEvidence(papers[2].record_ref, rank=3, evidence={"eligible": False}, exclusion="off_topic"),
+        ],
+    )
+    assert titles(find(store, "违约金", clock, search_id="sch_2")) == ["违约金研究一"]
+    assert sorted(titles(find(store, "违约金", clock, search_id="sch_2", scope="eligible"))) == [
+        "违约金研究一",
+        "违约金研究二",
+    ]
+    assert find(store, "违约金", clock, search_id="sch_2", scope="candidates").total == 3
 
 
 def test_store_written_by_the_previous_release_is_migrated_and_indexed(tmp_path: Path, clock: FakeClock) -> None:
