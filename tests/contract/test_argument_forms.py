@@ -278,3 +278,22 @@ async def test_an_ambiguous_or_wrong_form_is_refused_naming_the_field_and_what_w
             problem = data["details"]["errors"][0]
             assert problem["field"] == field and "received" in problem, data
             assert field in data["message"] and problem["received"] in data["message"]
+
+
+async def test_a_synonym_or_an_option_given_at_the_top_level_names_the_argument_meant(
+    tmp_path: Path, recorder: Recorder
+) -> None:
+    # `question`, `max_results` were refused naming nothing meant; `max_pages` (an option) too
+    async with serving(tmp_path, recorder) as (c, _):
+        for name, args, meant in (
+            ("search", {"question": "违约金"}, {"question": "query"}),
+            ("search", {"query": "违约金", "max_results": 10}, {"max_results": "limit"}),
+            ("search", {"query": "违约金", "max_pages": 3}, {"max_pages": "options.max_pages"}),
+            ("search_library", {"query": "违约金", "start_year": 2020}, {"start_year": "year_from"}),
+            ("get_metadata", {"ids": [REF]}, {"ids": "record_refs"}),
+        ):
+            result = await c.call_tool(name, args)
+            data = result.structured_content
+            assert result.is_error and data is not None and data["code"] == "INVALID_ARGUMENT", data
+            assert data["details"]["did_you_mean"] == meant
+        assert recorder.calls == []
