@@ -147,8 +147,9 @@ def _coerce(
         allowed = _enum(alternatives)
         return enum_value(value, allowed) if allowed else value
     if isinstance(value, int | float) and not isinstance(value, bool):
-        if "string" in kinds and not kinds & {"integer", "number"} and float(value).is_integer():
-            return str(int(value))
+        whole = value.is_integer() if isinstance(value, float) else True
+        if "string" in kinds and not kinds & {"integer", "number"} and whole and abs(value) < 10**15:
+            return str(int(value))  # bounded: a huge JSON integer stays for validation to refuse
         return value
     if isinstance(value, list):
         return _coerce_list(value, alternatives, defs, name, depth)
