@@ -139,6 +139,32 @@ def reject_booleans_for_numbers(schema: Mapping[str, Any], arguments: Mapping[st
         )
 
 
+# Names other tools and APIs use for these tools' arguments (`question` for `query`,
+# `max_results` for `limit`): named in `did_you_mean`, never taken as the argument.
+SYNONYMS: dict[str, str] = {
+    "question": "query", "q": "query", "keyword": "query", "keywords": "query", "search_query": "query",
+    "search": "query", "term": "query", "terms": "query", "topic": "query", "prompt": "query",
+    "max_results": "limit", "num_results": "limit", "max_items": "limit", "top_k": "limit", "topk": "limit",
+    "count": "limit", "size": "limit", "page_size": "limit", "per_page": "limit", "n": "limit", "k": "limit",
+    "start": "offset", "skip": "offset", "from": "offset", "cursor": "offset",
+    "start_year": "year_from", "from_year": "year_from", "since": "year_from", "year_start": "year_from",
+    "end_year": "year_to", "to_year": "year_to", "until": "year_to", "year_end": "year_to",
+    "ids": "record_refs", "refs": "record_refs", "papers": "seeds", "id": "record_ref", "ref": "record_ref",
+    "style": "format", "citation_style": "format", "timeout": "wait_seconds",
+}  # fmt: skip
+
+
+def _nested_names(schema: Mapping[str, Any]) -> dict[str, str]:
+    """name -> `argument.name` for the properties of each object argument (the search options)."""
+    defs = schema.get("$defs") or {}
+    out: dict[str, str] = {}
+    for arg, prop in (schema.get("properties") or {}).items():
+        for sub in _subschemas(prop, defs if isinstance(defs, Mapping) else {}, 0):
+            for name in sub.get("properties") or {}:
+                out.setdefault(str(name).lower(), f"{arg}.{name}")
+    return out
+
+
 def unknown_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> list[str]:
     """The top-level argument names `schema` does not declare, in the order given."""
     declared = schema.get("properties")
@@ -154,9 +180,16 @@ def reject_unknown_arguments(tool: str, schema: Mapping[str, Any], arguments: Ma
         return
     declared = schema.get("properties")
     allowed = sorted(declared) if isinstance(declared, Mapping) else []
-    meant = {
-        name: close[0] for name in unknown if (close := difflib.get_close_matches(name, allowed, n=1, cutoff=0.6))
-    }
+    nested = _nested_names(schema)
+    meant: dict[str, str] = {}
+    for name in unknown:
+        key = name.strip().lower()
+        if key in nested:  # an option given at the top level (`max_pages` for `options.max_pages`)
+            meant[name] = nested[key]
+        elif SYNONYMS.get(key) in allowed:
+            meant[name] = SYNONYMS[key]
+        elif close := difflib.get_close_matches(key, allowed, n=1, cutoff=0.6):
+            meant[name] = close[0]
     hint = "；".join(f"{name} 应为 {right}？" for name, right in meant.items())
     raise InvalidInput(
         f"{tool} 没有参数 {', '.join(unknown[:6])}"

@@ -10,6 +10,7 @@ Saving to a file and the 512 KiB reply limit belong to the caller (the tool laye
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal, get_args
 
@@ -29,7 +30,7 @@ FORMATS: Final[tuple[Format, ...]] = get_args(Format)
 ALIASES: Final[dict[str, Format]] = {
     "": "gbt7714", "gbt": "gbt7714", "gbt7714-2015": "gbt7714", "gb/t7714": "gbt7714",
     "gb7714": "gbt7714", "gb/t7714-2015": "gbt7714", "gb7714-2015": "gbt7714", "csl-json": "csl_json", "csljson": "csl_json", "bib": "bibtex",
-    "enw": "endnote", "refer": "endnote", "md": "markdown",
+    "enw": "endnote", "refer": "endnote", "md": "markdown", "国标": "gbt7714", "国家标准": "gbt7714",
 }
 
 EXTENSIONS: Final[dict[Format, str]] = {
@@ -50,7 +51,9 @@ class ExportResult(BaseModel):
 
 
 def normalize_format(fmt: str | None) -> Format:
-    key = "".join((fmt or "").split()).lower()  # `GB/T 7714-2015`, `CSL JSON`: spaces do not count
+    # `GB/T 7714-2015`, `CSL JSON`: spaces do not count; full-width forms and the Chinese dash
+    # (`ＧＢ／Ｔ 7714—2015`) are read as ASCII
+    key = "".join(unicodedata.normalize("NFKC", fmt or "").split()).lower().replace("—", "-").replace("–", "-")
     if key in FORMATS:
         return key  # type: ignore[return-value]
     if key in ALIASES:

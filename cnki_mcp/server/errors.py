@@ -34,6 +34,7 @@ from cnki_mcp.server.arg_forms import check_linked_refs
 from cnki_mcp.server.catalog import ToolCatalog, register_modules
 from cnki_mcp.server.wire_schema import compact_input, output_envelope
 from cnki_mcp.tool_args import reject_booleans_for_numbers, reject_unknown_arguments, trim_ids
+from cnki_mcp.tool_coerce import coerce_object
 
 log = logging.getLogger("cnki_mcp.server")
 
@@ -48,14 +49,32 @@ def recorded_error(code: str, message: str, *, retryable: bool = False, **detail
     return error
 
 
+def received(value: Any) -> str:
+    """What a client sent, short enough to show: a scalar as JSON (a string cut at 40
+    characters, controls escaped), a list or object by its size."""
+    if isinstance(value, list):
+        return f"含 {len(value)} 项的数组"
+    if isinstance(value, dict):
+        return "对象"
+    if isinstance(value, str) and len(value) > 40:
+        return json.dumps(value[:40] + "…", ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
 def validation_error(exc: ValidationError) -> InvalidInput:
-    """Bad arguments as INVALID_ARGUMENT: field paths and reasons, never the values."""
-    problems = [
-        {"field": ".".join(str(p) for p in err["loc"]) or "(root)", "problem": err["msg"]}
-        for err in exc.errors(include_url=False, include_input=False)
-    ]
-    fields = ", ".join(p["field"] for p in problems[:6])
-    return InvalidInput(f"参数无效：{fields}", errors=problems)
+    """Bad arguments as INVALID_ARGUMENT: each field path, what it should be (pydantic's words,
+    with the allowed values or bounds) and what was received (`received`, kept short), in the
+    message itself, where a model reads it."""
+    problems: list[dict[str, Any]] = []
+    for err in exc.errors(include_url=False):
+        problem: dict[str, Any] = {"field": ".".join(str(p) for p in err["loc"]) or "(root)", "problem": err["msg"]}
+        if err["type"] != "missing":  # a missing field's input is the whole argument object
+            problem["received"] = received(err.get("input"))
+        problems.append(problem)
+    said = "；".join(
+        f"{p['field']}：{p['problem']}" + (f"（收到 {p['received']}）" if "received" in p else "") for p in problems[:6]
+    )
+    return InvalidInput(f"参数无效：{said}", errors=problems)
 
 
 def payload(error: CnkiError) -> dict[str, Any]:
@@ -258,9 +277,10 @@ class CnkiServer(MCPServer[Any]):
         self.load_tool(name)
         if self._tool_manager.get_tool(name) is None:
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}", data={"tool": name})
-        arguments = trim_ids(arguments or {})
+        tool = self._tool_manager.get_tool(name)
+        # the forms clients send (null, "", "a" for ["a"], "Selected"), read as meant (tool_coerce.py)
+        arguments = trim_ids(coerce_object(arguments or {}, tool.parameters) if tool is not None else arguments or {})
         try:
-            tool = self._tool_manager.get_tool(name)
             if tool is not None:  # pydantic would read `true` as 1, and drop an unknown name (tool_args.py)
                 reject_unknown_arguments(name, tool.parameters, arguments or {})
                 reject_booleans_for_numbers(tool.parameters, arguments or {})

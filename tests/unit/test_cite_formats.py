@@ -55,7 +55,7 @@ def test_thirteen_formats_and_aliases() -> None:
 @pytest.mark.parametrize(
     ("name", "fmt"),
     [("GB/T 7714-2015", "gbt7714"), ("GB/T 7714", "gbt7714"), ("gb 7714-2015", "gbt7714"), ("CSL JSON", "csl_json"),
-     (" APA ", "apa")],
+     (" APA ", "apa"), ("国标", "gbt7714"), ("ＧＢ／Ｔ 7714—2015", "gbt7714")],
 )
 def test_a_format_named_as_people_write_it_is_accepted(name: str, fmt: str) -> None:
     # CNKI's own export page says "GB/T 7714-2015 格式引文": the standard's name with its spaces
