@@ -7,7 +7,7 @@ Only readings with one meaning are made; anything else is left for validation to
   default): clients that fill every property of a schema send `"limit": null`, `"year_from": ""`.
 - A string where a list is expected: a JSON-encoded list (`"[\"a\",\"b\"]"`) is that list; a list
   of ids or of fixed values (`record_refs`, `seeds`, `types`, `fields`, `document_types`,
-  `source_tiers`) is split at commas, 、, semicolons and spaces, none of which those values hold;
+  `source_tiers`) is split at commas, 、 and semicolons, ids (`record_refs`, `seeds`) at spaces too;
   any other list of strings (`titles`, `references`: a title may hold a comma) is the one item,
   unless it holds a line break (several titles or references, or one? not guessed). A flat list
   for `concept_groups` is not read (one concept's alternatives, or several concepts?). Blank and
@@ -32,9 +32,13 @@ from typing import Any
 _MAX_DEPTH = 32
 _ABSENT = object()
 
-# Lists whose items never hold a separator: one string of them separated is the list.
+# Lists whose items never hold a separator: one string of them separated is the list. Spaces
+# separate only ids (`record_refs`, `seeds`): a type or tier name may hold one (`journal article`,
+# `AMI 核心`, which split was `AMI` and `核心`, any core tier: a filter silently widened).
 SPLIT_LISTS = frozenset({"record_refs", "seeds", "document_types", "source_tiers"})
-_SEPARATORS = re.compile(r"[,，、;；\s]+")
+_ID_LISTS = frozenset({"record_refs", "seeds"})
+_SEPARATORS = re.compile(r"[,，、;；]+")
+_ID_SEPARATORS = re.compile(r"[,，、;；\s]+")
 
 TRUE_WORDS = frozenset({"是", "真", "对", "开", "开启"})
 FALSE_WORDS = frozenset({"否", "假", "错", "关", "关闭"})
@@ -135,7 +139,8 @@ def _coerce(
                 value = json.loads(text)
         if isinstance(value, str) and "array" in kinds and not item and _string_items(alternatives, defs):
             if name in SPLIT_LISTS or _item_enum(alternatives, defs):
-                value = [p for p in _SEPARATORS.split(text) if p]
+                separators = _ID_SEPARATORS if name in _ID_LISTS else _SEPARATORS
+                value = [p.strip() for p in separators.split(text) if p.strip()]
             elif "\n" not in text:  # lines may be several titles or references: not guessed
                 value = [text]
         elif isinstance(value, str) and "boolean" in kinds:

@@ -33,3 +33,19 @@ def test_a_whole_number_for_text_is_its_text_only_when_small() -> None:
     assert coerce_object({"text": 3.0}, SCHEMA) == {"text": "3"}
     assert coerce_object({"text": 10**400}, SCHEMA) == {"text": 10**400}
     assert coerce_object({"items": "A、b"}, SCHEMA) == {"items": ["a", "b"]}
+
+
+LISTS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        name: {"type": "array", "items": {"type": "string"}} for name in ("record_refs", "source_tiers", "document_types")
+    },
+}
+
+
+def test_a_name_holding_a_space_is_one_item_and_ids_split_at_spaces() -> None:
+    # `AMI 核心` was split into `AMI` and `核心` (any core tier): the filter silently widened
+    assert coerce_object({"source_tiers": "AMI 核心"}, LISTS) == {"source_tiers": ["AMI 核心"]}
+    assert coerce_object({"source_tiers": "CSSCI、 AMI 核心"}, LISTS) == {"source_tiers": ["CSSCI", "AMI 核心"]}
+    assert coerce_object({"document_types": "journal article"}, LISTS) == {"document_types": ["journal article"]}
+    assert coerce_object({"record_refs": "rec_1 rec_2,rec_3"}, LISTS) == {"record_refs": ["rec_1", "rec_2", "rec_3"]}
