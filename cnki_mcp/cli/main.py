@@ -97,8 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command is None:
-        parser.print_help()
-        return 0
+        # a usage error as argparse gives one (`cnki-mcp $CMD` with CMD empty in a script): the help
+        # on stderr, exit 2; before, the help on stdout and exit 0 told the script it had worked
+        parser.print_help(sys.stderr)
+        return 2
     if args.command == "version":
         print(f"cnki-mcp {__version__}")
         return 0

@@ -98,7 +98,22 @@ def parse_kind(kind: str, html: str, url: str | None, expect: str | None, status
     }
 
 
+# which kinds use --expect and --status; given to another kind they were silently ignored, and
+# `parse detail F --expect 题名` looked like a title check that had passed
+EXPECT_KINDS = ("journal", "reader")
+STATUS_KINDS = ("gate",)
+
+
+def check_options(kind: str, expect: str | None, status: int | None) -> None:
+    """INVALID_ARGUMENT for an option the page type does not use."""
+    if expect is not None and kind not in EXPECT_KINDS:
+        raise InvalidInput(f"--expect 只用于 {' / '.join(EXPECT_KINDS)}，不用于 {kind}", field="expect")
+    if status is not None and kind not in STATUS_KINDS:
+        raise InvalidInput(f"--status 只用于 {' / '.join(STATUS_KINDS)}，不用于 {kind}", field="status")
+
+
 def run(args: argparse.Namespace) -> int:
+    check_options(args.kind, args.expect, args.status)
     html = read_input(args.file, args.encoding)
     result = parse_kind(args.kind, html, args.url, args.expect, args.status)
     payload = result.model_dump(mode="json") if hasattr(result, "model_dump") else result

@@ -109,7 +109,17 @@ def run(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
         ) from exc
-    print(server.origin, flush=True)
+    try:
+        print(server.origin, flush=True)
+    except BrokenPipeError:
+        # stdout's reader is gone before the origin line: no script can learn where the simulator
+        # listens, so it stops; ending 0 here told `sim | reader` that it had served and stopped
+        server.stop()
+        from cnki_mcp.cli.main import stdout_gone
+
+        stdout_gone()
+        print("模拟站已停止：标准输出已关闭，无人读到它的地址 / simulator stopped: stdout is closed, nobody read its origin", file=sys.stderr)
+        return 1
     print(f"records={len(corpus.records)} journals={len(corpus.journals)}", file=sys.stderr, flush=True)
     if args.hosts:
         print("chromium args: " + " ".join(server.chromium_args()), file=sys.stderr, flush=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import os
 import shutil
@@ -455,8 +456,16 @@ class BrowserHost(BrowserTabs):
             options["no_viewport"] = True
         if ua is not None:
             options["user_agent"] = ua
+        launch = self._pw.chromium.launch_persistent_context
+        if "artifacts_dir" in inspect.signature(launch).parameters:  # Playwright 1.5x and later
+            # Without it the driver makes <TMPDIR>/playwright-artifacts-XXXXXX at each launch and
+            # removes it only once it has seen the browser process end: a dead browser dropped at
+            # once (`_drop` stops the driver) left it there for ever, one per browser death.
+            # Playwright writes nothing into it here (downloads go to downloads_path; no traces,
+            # videos or HAR) and never deletes a folder it was given.
+            options["artifacts_dir"] = str(self.downloads_dir)
         try:
-            return await self._pw.chromium.launch_persistent_context(
+            return await launch(
                 str(self.profile_dir),
                 executable_path=candidate.path,
                 headless=headless,

@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import stat
 import subprocess
+import tempfile
 import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -284,6 +285,31 @@ async def test_a_killed_browser_is_relaunched_on_the_next_request(host: BrowserH
     page = await host.work_page()
     await page.goto(server + "/echo")
     assert await page.text_content("#c") is not None
+
+
+async def test_a_browser_killed_and_dropped_at_once_leaves_nothing_in_the_temp_directory(
+    tmp_path: Path, browser_executable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request that meets a dead browser drops it at once (recover) and stopped the driver before
+    the driver had removed that browser's `<TMPDIR>/playwright-artifacts-*` folder: one empty
+    folder in TMPDIR for ever per browser death. Playwright's folder is now in the data directory
+    (checked while the browser runs, where it always showed; the death's leftover was a race)."""
+    # Chromium's socket path must fit in 107 bytes: a short folder, not under tmp_path
+    temp = Path(tempfile.mkdtemp(prefix="art"))
+    monkeypatch.setenv("TMPDIR", str(temp))  # the driver's and the browser's temp directory
+    settings = Settings(data_dir=tmp_path / "data", browser_path=browser_executable, headless=True)
+    h = BrowserHost(settings, SystemClock(), environ=os.environ)  # as the server builds it
+    try:
+        await h.ensure()
+        assert [p.name for p in temp.iterdir() if p.name.startswith("playwright-artifacts-")] == []
+        os.kill(h.status()["process_id"], signal.SIGKILL)
+        await h.recover()
+        await h.ensure()
+        await h.close()
+        assert sorted(p.name for p in temp.iterdir()) == []
+    finally:
+        await h.close()
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 async def test_a_closed_host_never_launches_again(tmp_path: Path, browser_executable: str) -> None:

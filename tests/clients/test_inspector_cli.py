@@ -121,7 +121,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, str], Path]
 
 
 def _stdio_target(env: dict[str, str]) -> list[str]:
-    pairs = [part for key in ("CNKI_DATA_DIR", "CNKI_BROWSER_PATH", "CNKI_HEADLESS", "PATH", "HOME")
+    pairs = [part for key in ("CNKI_DATA_DIR", "CNKI_BROWSER_PATH", "CNKI_HEADLESS", "PATH", "HOME", "TMPDIR")
              if key in env for part in ("-e", f"{key}={env[key]}")]
     return [*pairs, str(Path(sys.executable).parent / "cnki-mcp"), "serve"]  # no `-m` for the CLI to parse
 

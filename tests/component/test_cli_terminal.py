@@ -64,3 +64,11 @@ def test_sim_refuses_a_request_log_it_cannot_write(
     for target in (tmp_path / "missing" / "log.jsonl", tmp_path):  # a missing folder, and a folder
         assert main(["sim", "--request-log", str(target)]) == 2
         assert capsys.readouterr().err.startswith("错误 INVALID_ARGUMENT")
+
+
+def test_a_simulator_whose_origin_nobody_can_read_stops_with_exit_1() -> None:
+    """`cnki-mcp sim | reader` with the reader gone before the origin line: the simulator stopped
+    at once and exited 0, as if it had served until told to stop."""
+    done = _with_stdout_reader_gone("sim")
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1

@@ -3,7 +3,6 @@ not need, and a server start that imports no simulator code (DESIGN.md §Distrib
 
 from __future__ import annotations
 
-import os
 import sys
 import tomllib
 from pathlib import Path
@@ -14,6 +13,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from cnki_mcp.cli import sim_cmd
 from cnki_mcp.cli.launcher import DIST_NAME
 from cnki_mcp.errors import CnkiError
+from tests.child_env import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,7 +49,7 @@ def test_hosts_mode_without_the_sim_extra_is_a_coded_error(monkeypatch: pytest.M
 async def test_server_start_imports_no_simulator_code_and_no_playwright(tmp_path: Path) -> None:
     """`python -X importtime` logs every module the server imports; after `tools/list` and a
     local tool call, neither the simulator nor its TLS helper may be among them."""
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
+    env = child_env()
     env["CNKI_DATA_DIR"] = str(tmp_path / "data")
     env["CNKI_HEADLESS"] = "1"
     params = StdioServerParameters(

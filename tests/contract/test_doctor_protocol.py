@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -11,10 +10,11 @@ import pytest
 
 from cnki_mcp.cli import doctor_cmd
 from cnki_mcp.cli.main import main
+from tests.child_env import child_env
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
+    env = child_env()
     env["CNKI_DATA_DIR"] = str(tmp_path / "user-data")
     return env
 

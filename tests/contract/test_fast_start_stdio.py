@@ -6,12 +6,12 @@ records, in order, every import and the log line written when the handshake was 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 from cnki_mcp.server.app import TOOL_NAMES
+from tests.child_env import child_env
 
 # Nothing of these may load before the handshake is answered.
 NOT_BEFORE_HANDSHAKE = (
@@ -32,7 +32,7 @@ def _matches(module: str, prefixes: tuple[str, ...]) -> bool:
 
 
 def test_the_handshake_is_answered_before_the_sdk_loads_and_no_reply_is_repeated(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
+    env = child_env()
     env.update(CNKI_DATA_DIR=str(tmp_path / "data"), CNKI_HEADLESS="1")
     messages = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -87,7 +87,7 @@ def test_a_read_only_stdio_server_lists_no_hidden_tool_in_its_first_tools_list(t
     (DESIGN.md "Read-only mode")."""
     from cnki_mcp.server.readonly import HIDDEN_TOOLS
 
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
+    env = child_env()
     env.update(CNKI_DATA_DIR=str(tmp_path / "data"), CNKI_HEADLESS="1", CNKI_READ_ONLY="1")
     messages = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

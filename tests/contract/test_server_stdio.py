@@ -21,10 +21,11 @@ from cnki_mcp import __version__
 from cnki_mcp.clock import SystemClock
 from cnki_mcp.server.app import TOOL_NAMES
 from cnki_mcp.store import Store
+from tests.child_env import child_env
 
 
 def _env(data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
+    env = child_env()
     env["CNKI_DATA_DIR"] = str(data_dir)
     env["CNKI_HEADLESS"] = "1"
     return env

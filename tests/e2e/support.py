@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -20,6 +19,7 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from cnki_mcp.services import Services
 from cnki_mcp.sim.reqlog import LogEntry
 from cnki_mcp.sim.server import SimServer
+from tests.child_env import child_env
 from tests.site_stack import GRID_PATH, is_page_form, wait_for_tab
 
 GRID = GRID_PATH
@@ -41,7 +41,7 @@ SEARCH: dict[str, Any] = {
 
 
 def serve_env(data_dir: Path, origin: str, browser: str, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
+    env = child_env()
     env.update(
         CNKI_DATA_DIR=str(data_dir),
         CNKI_SITE_ORIGIN=origin,

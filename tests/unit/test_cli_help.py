@@ -65,3 +65,13 @@ def test_every_option_is_documented_with_its_command() -> None:
             if longs and not any(o in docs for o in longs):
                 missing.append(f"{name} {longs[0]}")
     assert not missing, missing
+
+
+def test_no_command_is_a_usage_error_with_the_help_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    """`cnki-mcp $CMD` with CMD empty in a script printed the help to stdout and exited 0."""
+    from cnki_mcp.cli.main import main
+
+    assert main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("usage: cnki-mcp")

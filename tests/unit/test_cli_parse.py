@@ -153,3 +153,20 @@ def test_a_named_text_encoding_is_used(capsys: pytest.CaptureFixture[str], tmp_p
     page.write_bytes("<html>頁面</html>".encode("big5"))
     code, _, err = _run(capsys, "gate", str(page), "--encoding", "big5")
     assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("kind", "option"),
+    [("grid", ("--expect", "数字文物保护")), ("detail", ("--expect", "题名")), ("gate", ("--expect", "文物")),
+     ("grid", ("--status", "429")), ("reader", ("--status", "200"))],
+)  # fmt: skip
+def test_an_option_the_page_type_does_not_use_is_a_usage_error(
+    kind: str, option: tuple[str, str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`parse grid F --expect …` printed the rows and exit 0, the expectation never checked: it
+    looked like a check that had passed."""
+    page = tmp_path / "page.html"
+    page.write_text(ROW, encoding="utf-8")
+    code, out, err = _run(capsys, kind, str(page), *option)
+    assert (code, out) == (2, "")
+    assert err.startswith("错误 INVALID_ARGUMENT")
