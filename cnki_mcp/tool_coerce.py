@@ -6,8 +6,8 @@ Only readings with one meaning are made; anything else is left for validation to
 - `null` or an empty/blank string for an optional argument is the argument left out (its
   default): clients that fill every property of a schema send `"limit": null`, `"year_from": ""`.
 - A string where a list is expected: a JSON-encoded list (`"[\"a\",\"b\"]"`) is that list; a list
-  of ids or of fixed values (`record_refs`, `seeds`, `types`, `fields`, `document_types`,
-  `source_tiers`) is split at commas, 、 and semicolons, ids (`record_refs`, `seeds`) at spaces too;
+  of ids or of fixed values (`record_refs`, `types`, `fields`, `document_types`, `source_tiers`)
+  is split at commas, 、 and semicolons, ids (`record_refs`) at spaces too;
   any other list of strings (`titles`, `references`: a title may hold a comma) is the one item,
   unless it holds a line break (several titles or references, or one? not guessed). A flat list
   for `concept_groups` is not read (one concept's alternatives, or several concepts?). Blank and
@@ -33,10 +33,12 @@ _MAX_DEPTH = 32
 _ABSENT = object()
 
 # Lists whose items never hold a separator: one string of them separated is the list. Spaces
-# separate only ids (`record_refs`, `seeds`): a type or tier name may hold one (`journal article`,
+# separate only ids (`record_refs`): a type or tier name may hold one (`journal article`,
 # `AMI 核心`, which split was `AMI` and `核心`, any core tier: a filter silently widened).
-SPLIT_LISTS = frozenset({"record_refs", "seeds", "document_types", "source_tiers"})
-_ID_LISTS = frozenset({"record_refs", "seeds"})
+# `seeds` is not one of them: a seed may be a title or a URL (one English title was cut into
+# words, each refused with advice to look the first word up on CNKI).
+SPLIT_LISTS = frozenset({"record_refs", "document_types", "source_tiers"})
+_ID_LISTS = frozenset({"record_refs"})
 _SEPARATORS = re.compile(r"[,，、;；]+")
 _ID_SEPARATORS = re.compile(r"[,，、;；\s]+")
 

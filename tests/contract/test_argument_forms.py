@@ -209,7 +209,7 @@ async def test_one_string_for_a_list_of_strings_is_that_list_for_every_tool(
                     result = await c.call_tool(name, _call(name, path, sent))
                     assert not result.is_error, (name, path, sent, result.structured_content)
                     assert list(_value(recorder.parsed(name), path)) == expected, (name, path, sent)
-                if enum or path in ("record_refs", "seeds", "document_types", "source_tiers"):
+                if enum or path in ("record_refs", "document_types", "source_tiers"):
                     # values that never hold a separator: one string of several is the list
                     await c.call_tool(name, _call(name, path, f"{one}, {two}、{one}"))
                     assert list(_value(recorder.parsed(name), path)) == [one, two, one], (name, path)
@@ -220,6 +220,10 @@ async def test_one_string_for_a_list_of_strings_is_that_list_for_every_tool(
         # a title holds commas: one string is one title
         await c.call_tool("get_metadata", {"titles": "违约金、定金与损害赔偿"})
         assert recorder.parsed("get_metadata").titles == ["违约金、定金与损害赔偿"]
+        # a seed may be a title or a URL: it was cut at spaces and commas into seeds of one word
+        for seed in ("Deep learning for legal judgment prediction", "https://kns.cnki.net/x?v=abc,def&y=1"):
+            await c.call_tool("citation_graph", {"seeds": seed})
+            assert list(recorder.parsed("citation_graph").seeds) == [seed]
 
 
 WORDS = (("false", False), ("False", False), ("0", False), ("否", False), ("true", True), ("是", True), (" TRUE ", True))
