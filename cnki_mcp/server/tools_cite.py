@@ -96,7 +96,7 @@ class LinksOperation(OperationView):
 
 EXPORT_DESCRIPTION = """生成参考文献或导出题录（record_refs、search_id 本地；本地没有的 titles 访问知网定位并读详情）。
 来源可组合：record_refs、完整 titles、search_id（scope/offset/limit）。custom 格式需要 template，占位符如 {title} {authors} {source} {year} {volume} {issue} {pages} {doi} {url}，字面花括号写 {{ }}。
-filename 保存到 data/exports/（不覆盖：FILE_EXISTS）；超过 64 KB 时只写文件（text 为 null），不给 filename 则为 OUTPUT_TOO_LARGE（给 filename，或用 offset/limit 分批）。"""
+filename 保存到 data/exports/（不覆盖：FILE_EXISTS）；超过 64 KB 时只写文件（text 为 null），不给 filename 则为 OUTPUT_TOO_LARGE（给 filename，或分批：search_id 用 offset/limit，record_refs 少传）。"""
 
 LINKS_DESCRIPTION = """把文本中的《论文题名》替换为 Markdown 链接：有 DOI 的用 https://doi.org/ 链接（长期有效），没有的用知网详情页链接（含时效令牌，会失效，见 warnings）。默认只用本地记录（不访问知网）；lookup_missing=true 时到知网按篇名精确查找本地没有的题名（每 10 个 1 次检索）。
 支持嵌套书名号；已有链接、代码、URL 和 HTML 不改动。references 逐个题名给出 status（ambiguous 可用 get_metadata 区分）。"""
@@ -183,20 +183,23 @@ UNKNOWN_REFS_MESSAGE = (
 )
 
 
-def too_large(size: int, count: int, read_only: bool) -> OutputTooLarge:
+def too_large(size: int, count: int, read_only: bool, paged: bool = False) -> OutputTooLarge:
     """OUTPUT_TOO_LARGE, with the ways out that work: a `filename` or exporting in parts, and in
-    read-only mode (which refuses `filename`, server/readonly.py) exporting in parts only."""
+    read-only mode (which refuses `filename`, server/readonly.py) exporting in parts only. In parts
+    is offset/limit only for a `search_id` export (`paged`); record_refs and titles ignore them, and
+    an export of 60 record_refs told to page with offset/limit met the same error again."""
+    parts = "减小 limit 用 offset 分批导出" if paged else "每次少传一些 record_refs / titles 分批导出"
     if not read_only:
         return OutputTooLarge(
             f"导出内容 {size} 字节，超过 {MAX_TEXT_BYTES // 1024} KB（客户端会截断更长的结果）："
-            "给 filename 保存为文件，或减小 limit 用 offset 分批导出",
+            f"给 filename 保存为文件，或{parts}",
             bytes=size,
             max_bytes=MAX_TEXT_BYTES,
             count=count,
         )
     return OutputTooLarge(
         f"导出内容 {size} 字节，超过 {MAX_TEXT_BYTES // 1024} KB（客户端会截断更长的结果），只读模式下不能保存为文件："
-        "分批导出（search_id 配合 offset/limit，或每次少传一些 record_refs）",
+        f"{parts}",
         bytes=size,
         max_bytes=MAX_TEXT_BYTES,
         count=count,
@@ -212,9 +215,11 @@ def render_export(
     missing: MissingMode,
     filename: str | None,
     key_scope: list[str] | None = None,
+    paged: bool = False,
 ) -> ExportView:
     """Export the stored papers `refs` (in order, repeats once) and save when asked. `key_scope`:
-    the refs of the whole search scope `refs` is a page of (BibTeX keys unique over it)."""
+    the refs of the whole search scope `refs` is a page of (BibTeX keys unique over it). `paged`: a
+    search_id export, which offset/limit cut in parts."""
     ordered = list(dict.fromkeys(refs))
     papers = services.store.papers_by_refs(ordered)
     not_found = [r for r in ordered if r not in papers]
@@ -238,7 +243,7 @@ def render_export(
     if filename is not None:
         path = save_export(services.settings.data_dir, filename, result.text)
     elif size > MAX_TEXT_BYTES:
-        raise too_large(size, result.count, services.settings.read_only)
+        raise too_large(size, result.count, services.settings.read_only, paged=paged)
     omit = size > MAX_TEXT_BYTES
     return ExportView(
         format=result.format,
@@ -389,7 +394,7 @@ def register(server: CnkiServer) -> None:
         if not pending:
             if record_refs and not search_id and not titles and not store.papers_by_refs(refs):
                 raise DocumentNotFound(UNKNOWN_REFS_MESSAGE, record_refs=list(dict.fromkeys(record_refs)))
-            view = render_export(services, refs, fmt, template, missing_fields, name, key_scope)
+            view = render_export(services, refs, fmt, template, missing_fields, name, key_scope, bool(search_id))
             view = view.model_copy(update=paging)
             unknown = [ErrorView(**DocumentNotFound.unknown_ref(r).to_dict()) for r in view.not_found]
             return ExportOperation(
@@ -410,7 +415,9 @@ def register(server: CnkiServer) -> None:
             found = await pipeline.metadata(MetadataInput(titles=pending), op)
             located = [str(r["record_ref"]) for r in found.records if r.get("record_ref")]
             op.set_stage("export", "生成参考文献")
-            view = render_export(services, [*refs, *located], fmt, template, missing_fields, name, key_scope)
+            view = render_export(
+                services, [*refs, *located], fmt, template, missing_fields, name, key_scope, bool(search_id)
+            )
             view = view.model_copy(update=paging)
             for ref in view.not_found:
                 op.add_item_error(DocumentNotFound.unknown_ref(ref), stage="export", record_ref=ref)

@@ -500,6 +500,24 @@ async def test_a_text_of_hundreds_of_kib_needs_a_filename_and_is_then_only_saved
         assert small["result"]["text"] and small["result"]["text_omitted"] is False
 
 
+async def test_an_oversized_export_advises_paging_only_where_offset_and_limit_apply(h: Harness) -> None:
+    # record_refs ignore offset/limit: told to page with them, an agent met the same error again
+    from cnki_mcp.store.searches import SearchEvidence
+
+    abstract = "违约金" * 1_200
+    async with Client(build_server(h.open)) as client:
+        refs = h.add_papers([row(i, abstract=abstract) for i in range(60)])
+        assert h.services is not None
+        store = h.services.store
+        store.save_evidence("sch_big", [SearchEvidence(r, rank=i, selected=True) for i, r in enumerate(refs, 1)])
+        store.save_search("sch_big", "违约金", {}, "fp", "completed", datetime(2026, 1, 1, tzinfo=UTC))
+        by_refs = _error(await client.call_tool("export_citations", {"record_refs": refs, "format": "json"}))
+        by_search = _error(await client.call_tool("export_citations", {"search_id": "sch_big", "format": "json"}))
+    assert by_refs["code"] == by_search["code"] == "OUTPUT_TOO_LARGE"
+    assert "offset" not in by_refs["message"] and "record_refs" in by_refs["message"]
+    assert "offset" in by_search["message"]
+
+
 async def test_a_text_over_64_kib_is_only_saved_to_a_file_and_without_one_is_refused(h: Harness) -> None:
     # 30 records of ~2,000 characters: far under the old 512 KB, over what a client's model reads
     # at once (64 KB of UTF-8 is at most ~22,000 tokens)
