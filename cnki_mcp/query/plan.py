@@ -34,12 +34,14 @@ from cnki_mcp.errors import InvalidPlan, QueryUnsupported
 from cnki_mcp.identity import ascii_letters, decode_entities, visible
 from cnki_mcp.query.expr import unquote
 from cnki_mcp.query.segment import (
+    CONTEXT_WORDS,
     HAN_CHAR,
     SOFT_WORDS,
     Segmenter,
     concept_choices,
     concept_runs,
     has_function_words,
+    headless,
     merge_to,
 )
 from cnki_mcp.query.timephrase import extract_years
@@ -310,21 +312,25 @@ MAX_PRODUCT = 32  # OR-terms multiplied across groups: what the compiler expands
 
 
 def _halves(run: list[str]) -> list[list[str]]:
-    """Split one run of words in two at the word boundary nearest its middle character."""
+    """Split one run of words in two at the word boundary nearest its middle character, never
+    right after a context word (中国话语体系: 中国 names the concept with the word after it); a
+    run with no such boundary stays whole."""
     total = sum(len(w) for w in run)
-    best, acc, cut_at = total, 0, 1
+    best, acc, cut_at = total, 0, 0
     for i, word in enumerate(run[:-1], 1):
         acc += len(word)
-        if abs(total - 2 * acc) < best:
+        if abs(total - 2 * acc) < best and word not in CONTEXT_WORDS:
             best, cut_at = abs(total - 2 * acc), i
-    return [run[:cut_at], run[cut_at:]]
+    return [run[:cut_at], run[cut_at:]] if cut_at else [run]
 
 
 def _run_group(run: list[str]) -> list[str]:
-    """A run as one concept: the words as written together, then each word (OR)."""
+    """A run as one concept: the words as written together, then each word (OR) but a context
+    word (中国方案: 中国方案 OR 方案; `CONTEXT_WORDS`)."""
     if len(run) == 1:
         return list(run)
     joined = "".join(run) if all(_has_han(w) for w in run) else " ".join(run)
+    run = [w for w in run if w not in CONTEXT_WORDS]
     if len(run) >= MAX_TERMS:  # the words that fit, and the last, which names the thing (…晚期胃癌)
         run = [*run[: MAX_TERMS - 2], run[-1]]
     return list(dict.fromkeys([joined, *run]))
@@ -436,6 +442,18 @@ def _without_repeats(groups: list[list[str]]) -> list[list[str]]:
     return out
 
 
+def _with_bare_words(groups: list[list[str]], cut: Segmenter) -> list[list[str]]:
+    """A name headed by a study word (情景分析, 诊断价值: `headless`) gets its concept word as the next
+    alternative: papers on scenarios of 碳达峰 write 情景 (情景预测, 多情景), not always 情景分析."""
+    out: list[list[str]] = []
+    for group in groups:
+        terms: list[str] = []
+        for term in group:
+            terms.extend([term, bare] if (bare := headless(term, cut)) else [term])
+        out.append(list(dict.fromkeys(terms)))
+    return out
+
+
 def _with_acronyms(groups: list[list[str]], acronyms: Sequence[tuple[str, str]], cut: Segmenter) -> list[list[str]]:
     """Each bracketed acronym (`read_written`) joins the group of the concept written before it as
     its alternative (right after the group's first term). A lone concept split in two halves
@@ -544,7 +562,8 @@ def plan_question(question: str, *, now_year: int, cut: Segmenter) -> Plan:
                 groups.extend(_run_group(r) for r in runs)
         if sentence_choices:  # the sentences' concepts as topic AND aspects, where the first one was
             groups[sentence_at:sentence_at] = _sentence_groups(sentence_choices)
-    groups = _with_expansions(_with_acronyms(_without_repeats(groups), written.acronyms, cut), written.expansions)
+    groups = _with_acronyms(_without_repeats(_with_bare_words(groups, cut)), written.acronyms, cut)
+    groups = _with_expansions(groups, written.expansions)
     if not groups:
         raise InvalidPlan(f"问题中没有可检索的概念{hint}")
     if len(groups) > MAX_GROUPS:  # the surplus becomes alternatives of the last group

@@ -21,9 +21,10 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
   值 or 基 left alone after a Latin name or letter is its suffix (pH值, K值, Ni基).
   A marker before the letter naming cells leaves the letter to them (CD4+T细胞: CD4+, T细胞).
   第, a number and its measure word are one term (第585条, 第2类, 第Ⅱ类, 第7次; 民法典第1186条).
-  A study word that is part of a concept's name stays in it (企业价值, 静态分析, Meta分析, 目标检测,
-  技术进步); a year written against the topic is dropped as a study word (2020年新冠疫情), and so is
-  中国 beside another concept; a temperature is one term (25℃).
+  A study word that is part of a concept's name stays in it (企业价值, 情景分析 | 情景, Meta分析, 目标
+  检测, 技术进步, 比较优势, 持续改进); a year written against the topic is dropped as a study word
+  (2020年新冠疫情), and so is 中国 unless written against a Han concept word (中国方案); a
+  temperature is one term (25℃, -20℃, 25~35℃).
 - Han runs are cut without the segmenter's HMM guesser; a run of two or more single characters
   that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
@@ -69,7 +70,7 @@ FUNCTION_WORDS = _words(
     开展 存在 具有 目前 当前 现阶段 现在 最新 主要 常见 相关 具体 一般 各种 不同
     方面 情况 领域 角度 视角 视域 背景 下的 中的 里的 上的 作为 用于 对比 以来
     查找 后 之后 以后 前 之前 以前 期间 时期 我国 国内外 找 查 查询 了解 介绍 总结
-    梳理 整理 列举 给出 告诉 看看 为例 例 最好 几篇 一篇 几个
+    梳理 整理 列举 给出 告诉 看看 为例 例 最好 几篇 一篇 几个 以上 以下
     想 想要 希望 特别 特别是 尤其 尤其是 比如 比如说 例如 包括
     """
 )
@@ -85,11 +86,14 @@ SOFT_WORDS = _words(
     促进 应对 减少 降低 避免 助力 推动 加强 优化 主要 新 有效 文献 论文 资料 变化
     目标 文章 发表 刊发 刊登 改进 比较 实证 实证分析 实证研究 危险因素 风险因素
     """
-) | _words(
-    # the country a CNKI record is about unless it says otherwise (我国 is a function word): beside
-    # another concept it only widened the search (中国OFDI -> 中国 OR OFDI; 中国古代文学)
-    "中国"
 )
+
+# The country a CNKI record is about unless it says otherwise (我国 is a function word). Alone beside
+# another concept, or written against a Latin name (中国OFDI), it only widened or narrowed the search
+# by a word papers need not write, and is dropped as a study word is; written against a Han concept
+# word it names the concept with it (中国方案, 中国道路, 中国制造, 讲好中国故事) and stays in the joined
+# term, but is no alternative of its own (`query/plan.py` `_run_group`).
+CONTEXT_WORDS = _words("中国")
 
 # Single characters that are suffixes in Chinese word formation (区块链, 现代化, 稳定性): a lone
 # one binds to the word before it; any other lone character binds to the word after it.
@@ -138,11 +142,13 @@ _ORDINAL = r"第(?:\d+|[IVX]+)[条款章节项篇类代次批届轮]"
 _LATIN_RE = re.compile(rf"{_ORDINAL}|{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})*")
 # one Han character (CJK ideographs: Ext. A, URO, compatibility, Ext. B onwards)
 HAN_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
-# a Han run ends before 第 and a number (民法典第1186条: 民法典, 第1186条)
-_HAN_RE = re.compile(rf"(?:(?!{_ORDINAL}){HAN_CHAR.pattern})+")
+# a Han run ends before 第 and a number (民法典第1186条: 民法典, 第1186条) and before 零下 and a number
+_HAN_RE = re.compile(rf"(?:(?!{_ORDINAL}|零下\d){HAN_CHAR.pattern})+")
 # A temperature (25 ℃ is 25 °C after NFKC, and ° is no term character): one term, written as Chinese
-# records write it (25℃), not 25 AND C
-_TEMPERATURE_RE = re.compile(r"(\d+(?:\.\d+)?)[ \t]?°C")
+# records write it (25℃), not 25 AND C; with its sign (-20℃, 零下20℃) and as a range (25~35℃, 25-35℃,
+# 25℃~35℃), no bare number left as a concept
+_DEGREES = r"(?:零下|(?<![A-Za-z0-9.])[-−])?\d+(?:\.\d+)?"
+_TEMPERATURE_RE = re.compile(rf"((?:{_DEGREES}[ \t]?(?:°C)?[ \t]?[~\-−至到][ \t]?)?{_DEGREES}[ \t]?°C)")
 
 
 def _dates(number: str, piece: str, cut: Segmenter) -> bool:
@@ -369,8 +375,41 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
 # the concept's name, no study type: 企业价值, 静态分析, 空间分析, 有限元分析, 分子机制
 # (the segmenter cut them: 企业/价值); after a study word (研究价值, 应用分析) they stay study words.
 _HEADS = frozenset({"价值", "分析", "机制"})
-# Study words that, written right before a concept word, modify it: 目标检测, 目标跟踪, 技术进步, 技术溢出
+# Study words that, written right before a concept word, modify it: 目标检测, 目标跟踪, 技术进步, 技术溢出;
+# after a name of three characters or more they are its head (区块链技术, 人工智能技术, 碳中和目标) and
+# modify nothing after them (区块链技术农产品: 区块链, 农产品)
 _MODIFIERS = frozenset({"目标", "技术"})
+# Words a concept word before them forms a name with (持续改进, 质量改进: quality-management methods);
+# elsewhere they are study words (目标检测算法改进, 改进遗传算法)
+_NAMED_WITH = {"改进": frozenset({"持续", "质量"})}
+# 比较 written before a discipline (…学, …法) or 优势, with no concept word before it, names a field
+# (比较教育学, 比较政治学, 比较法学) or the economics term (比较优势); elsewhere it is the study word
+# (中美高等教育比较研究, 物流模式比较分析, 比较中美两国)
+def _names_field(prev: str, word: str, before: str) -> bool:
+    return (
+        prev == "比较"
+        and (word.endswith(("学", "法")) or word == "优势")
+        and _concept_word(word)
+        and not (before and _concept_word(before))
+    )
+# Concept words naming a whole domain or scale, which a search in any field matches nearly everywhere:
+# without their head (企业价值, 空间分析, 分子机制) they are no alternative of the concept (`headless`)
+_BROAD = _words("企业 公司 空间 时间 分子 细胞 社会 经济 文化 政治 市场 国家 系统 结构 环境")
+
+
+def headless(word: str, cut: Segmenter) -> str:
+    """The concept word of a name whose head is a study word (`_HEADS`: 情景分析, 时空分析, 成本分析,
+    诊断价值, 耐药机制), which papers on it also write alone (情景预测, 时空演变, 成本控制): an
+    alternative of the name. "" for any other word, and for a word too broad alone (`_BROAD`:
+    企业价值, 空间分析, 分子机制)."""
+    if not HAN_CHAR.match(word) or len(word) > 5:
+        return ""
+    words = [w for w in cut(word) if w.strip()]
+    if len(words) != 2 or words[1] not in _HEADS:
+        return ""
+    bare = words[0]
+    ok = 1 < len(bare) <= 3 and all(HAN_CHAR.match(ch) for ch in bare) and _concept_word(bare)
+    return bare if ok and bare not in _BROAD and bare not in CONTEXT_WORDS else ""
 
 
 def _compounds(words: list[str]) -> list[str]:
@@ -380,10 +419,18 @@ def _compounds(words: list[str]) -> list[str]:
     out: list[str] = []
     for word in words:
         prev = out[-1] if out else ""
+        before = out[-2] if len(out) > 1 else ""
         if prev and (
             prev + word in SOFT_WORDS
             or (word in _HEADS and _concept_word(prev) and len(prev) <= 3)
-            or (prev in _MODIFIERS and _concept_word(word) and len(word) > 1)
+            or (
+                prev in _MODIFIERS
+                and _concept_word(word)
+                and len(word) > 1
+                and not (_concept_word(before) and len(before) >= 3)
+            )
+            or prev in _NAMED_WITH.get(word, ())
+            or _names_field(prev, word, before)
         ):
             out[-1] = prev + word
             continue
@@ -417,7 +464,8 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
             if number:
                 _letter_or_number(out, number, number_gap)
                 number = ""
-            out.append(_Token(f"{m.group(1)}℃", latin=True, boundary_before=gap))
+            degrees = re.sub(r"[ \t]", "", m.group(1)).replace("°C", "℃").replace("−", "-")
+            out.append(_Token(degrees, latin=True, boundary_before=gap))
             continue
         if _HAN_RE.fullmatch(piece):
             if number and not gap and _dates(number, piece, cut):
@@ -551,6 +599,26 @@ def _is_soft(token: _Token) -> bool:
     return token.dated or token.text in SOFT_WORDS
 
 
+def _lone_context(tokens: list[_Token]) -> set[int]:
+    """Indices of context words (`CONTEXT_WORDS`) written against no Han concept word: alone
+    (数字经济在中国的发展) or against a Latin name (中国OFDI). Against one (中国方案, 讲好中国故事)
+    the word names the concept with it."""
+
+    def concept(k: int) -> bool:
+        t = tokens[k]
+        return not t.latin and not _is_function(t) and not _is_soft(t) and t.text not in CONTEXT_WORDS
+
+    out: set[int] = set()
+    for k, t in enumerate(tokens):
+        if t.latin or t.text not in CONTEXT_WORDS:
+            continue
+        after = k + 1 < len(tokens) and not tokens[k + 1].boundary_before and concept(k + 1)
+        before = k > 0 and not t.boundary_before and concept(k - 1)
+        if not (after or before):
+            out.add(k)
+    return out
+
+
 # 或 / 或者 written between two concepts (碳达峰或碳中和): the two are alternatives, one concept.
 _OR_JOINERS = frozenset({"或", "或者"})
 
@@ -562,12 +630,13 @@ def _linked_runs(text: str, cut: Segmenter) -> list[tuple[list[str], bool]]:
     tokens = _tokens(text, cut)
     content = [t for t in tokens if not _is_function(t)]
     has_strong = any(not _is_soft(t) for t in content)
+    context = _lone_context(tokens) if any(not _is_soft(t) and t.text not in CONTEXT_WORDS for t in content) else set()
     runs: list[list[str]] = [[]]
     alternative: set[int] = set()  # indices of runs written right after 或 that follows a run
     kept_before = False  # the token before was kept as a concept word
     after_or = False  # 或 came right after a concept word, and nothing since
-    for t in tokens:
-        dropped = _is_function(t) or (has_strong and _is_soft(t))
+    for k, t in enumerate(tokens):
+        dropped = _is_function(t) or (has_strong and _is_soft(t)) or k in context
         if (dropped or t.boundary_before or t.latin) and runs[-1]:
             runs.append([])
         if dropped:

@@ -96,12 +96,14 @@ _WISH_PART_RE = re.compile(rf"({_WISH})\s*{_ASKING}")
 _WISH_END_RE = re.compile(
     rf"(?:(?:相关|方面)?的|(?<=[{_SEPARATORS}]))\s*({_WISH})\s*{_ASKING}[\s。？?！!.，,、;；]*$"
 )
-# A wish asked for in a part of its own at the question's end (…，要SCI的; …，最好是CSSCI的; …，只看核心期刊):
-# the asking words say it is a wish, so a bare tier counts on its own here
+# A wish asked for in a part of its own at the question's end (…，要SCI的; …，最好是CSSCI的; …，只看核心期刊;
+# …，最好是CSSCI或北大核心的): the asking words say it is a wish, so a bare tier counts on its own here
 _WISH_ASKED_RE = re.compile(
-    rf"(?<=[{_SEPARATORS}])\s*(?:最好是|最好|要求是|只要|只看|主要看|需要|要|仅限于?|限于?)\s*({_WISH})"
+    rf"(?<=[{_SEPARATORS}])\s*(?:最好是|最好|要求是|只要|只看|主要看|需要|要|仅限于?|限于?)\s*"
+    rf"({_WISH}(?:\s*(?:或者|或是|或|和|及|与|、|/)\s*{_WISH})*)"
     rf"(?:的|上的)?(?:文献|论文|文章)?\s*[\s。？?！!.，,、;；]*$"
 )
+_WISH_RE = re.compile(_WISH)
 _PART_RE = re.compile(rf"[^{_SEPARATORS}]+")
 _TYPE_NAMES = frozenset(t.value for t in DocType)
 _TIER_NAMES = {"中文核心": "北大核心", "南大核心": "CSSCI", "C刊": "CSSCI来源期刊"}  # 核心 alone is any core list (rank.tier_matches: 北大核心, CSSCI, CSCD, AMI核心 …)
@@ -179,7 +181,7 @@ def read_wishes(text: str) -> tuple[str, list[str]]:
     rest = text
     asked = False
     if (m := _WISH_ASKED_RE.search(rest)) and _has_topic(rest[: m.start()]):
-        found.append((m.start(), len(rest), m.group(1)))
+        found.extend((m.start(), len(rest), wish) for wish in _WISH_RE.findall(m.group(1)))
         rest, asked = rest[: m.start()], True
     while (m := _WISH_END_RE.search(rest)) and _has_topic(rest[: m.start()]):
         found.append((m.start(), len(rest), m.group(1)))
