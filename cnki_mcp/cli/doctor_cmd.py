@@ -126,15 +126,14 @@ def browser_proxy(environ: Mapping[str, str], browser_args: tuple[str, ...], *, 
 
 
 def _proxy_address(value: str) -> str:
-    from urllib.parse import urlsplit
-
-    first = value.split(";")[0].split(",")[0].strip()
-    try:
-        parts = urlsplit(first if "://" in first else f"http://{first}")
-        host, port = parts.hostname or "?", parts.port
-    except ValueError:
-        return "?"
-    return f"{host}:{port}" if port else host
+    """host[:port] of the proxy in `value`. Nothing before the value's last "@" is ever shown: that is
+    a user name and password, which may hold ",", ";", "/" or ":" unencoded."""
+    rest = value.rpartition("@")[2] if "@" in value else value.partition("://")[2] or value
+    first = re.split(r"[/?#,;\s]", rest.strip(), maxsplit=1)[0]
+    host, colon, port = first.rpartition(":")
+    if not colon or not port.isdigit() or (":" in host and not host.endswith("]")):
+        host, port = first, ""
+    return (f"{host}:{port}" if port else host) or "?"
 
 
 def check_proxy(environ: Mapping[str, str], settings: Settings, *, platform: str) -> Check:

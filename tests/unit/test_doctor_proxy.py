@@ -38,3 +38,20 @@ def test_doctor_warns_of_a_proxy_and_says_how_to_let_cnki_through_directly(tmp_p
     check = check_proxy(environ, load_settings(environ), platform="linux")
     assert check.ok and check.warning
     assert "NO_PROXY" in check.hint and "pw" not in check.detail
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "http://alice:2024,Xyz@proxy.corp:3128",  # a "," in the password
+        "http://alice:2024;Xyz@proxy.corp:3128",
+        "http://alice:2024/Xyz@proxy.corp:3128",  # an unencoded "/"
+        "http://alice:2024@Xyz@proxy.corp:3128",  # an unencoded "@"
+        "alice:2024,Xyz@proxy.corp:3128",  # no scheme
+    ],
+)
+def test_doctor_never_shows_any_part_of_a_proxys_user_name_or_password(value: str, tmp_path: object) -> None:
+    environ = {"CNKI_DATA_DIR": str(tmp_path), "HTTPS_PROXY": value}
+    check = check_proxy(environ, load_settings(environ), platform="linux")
+    assert "proxy.corp:3128" in check.detail
+    assert not any(secret in check.detail + check.hint for secret in ("alice", "2024", "Xyz"))
