@@ -58,8 +58,9 @@ _NET_CAUSE_NAMES: dict[str, tuple[str, str]] = {
 }
 _NET_CAUSES: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("net::ERR_PROXY_", "net::ERR_TUNNEL_CONNECTION_FAILED", "net::ERR_SOCKS_"), "proxy_down",
-     "浏览器被设为经代理访问（环境变量 HTTPS_PROXY / ALL_PROXY，或 CNKI_BROWSER_ARGS 的 --proxy-server），"
-     "代理却连不上。启动代理，或删去这些设置、把 cnki.net 加入 NO_PROXY 后重试"),
+     "浏览器被设为经代理访问（系统或代理软件的代理设置，Linux 上还有环境变量 HTTPS_PROXY / ALL_PROXY，"
+     "或 CNKI_BROWSER_ARGS 的 --proxy-server），代理却连不上。启动代理，或关闭这些代理设置；只让知网不经代理时，"
+     + _CNKI_DIRECT + "，然后重试"),
     (("net::ERR_CERT_", "net::ERR_SSL_", "net::ERR_BAD_SSL_"), "tls",
      "知网的 HTTPS 连接无法验证：常见于要网页登录的 Wi-Fi（酒店、校园网的登录页拦在前面）或解密 HTTPS 的"
      "代理、安全软件。先在浏览器里完成网络登录，或关闭该代理后重试"),

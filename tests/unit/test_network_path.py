@@ -79,3 +79,13 @@ def test_the_cdns_418_on_a_reader_or_order_page_is_site_unavailable_naming_it() 
 def test_a_net_error_sharing_a_prefix_with_another_cause_names_its_own(failure: str, cause: str) -> None:
     found = network_cause(f"Page.goto: {failure} at https://kns.cnki.net/kns8s/AdvSearch")
     assert found is not None and found[:2] == (failure, cause)
+
+
+def test_the_advice_to_bypass_the_proxy_works_off_linux_too() -> None:
+    # NO_PROXY reaches Chromium only on Linux: elsewhere the proxy app's direct rule is what works
+    from cnki_mcp.parse.gate import CDN_ADVICE
+
+    proxy_down = network_cause("net::ERR_PROXY_CONNECTION_FAILED")
+    assert proxy_down is not None
+    for advice in (CDN_ADVICE, proxy_down[2]):
+        assert "在代理软件中把 cnki.net 设为直连" in advice and "Linux 上" in advice
