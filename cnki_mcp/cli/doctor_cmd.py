@@ -32,6 +32,7 @@ from importlib import metadata
 from pathlib import Path
 
 from cnki_mcp import datadir
+from cnki_mcp.cli.browser_route import browser_route
 from cnki_mcp.errors import CnkiError, DataDirectoryInUse, DataDirectoryUnusable, InvalidInput
 from cnki_mcp.settings import Settings, load_settings, paths_of, unknown_variables
 
@@ -95,63 +96,36 @@ def check_settings(environ: Mapping[str, str]) -> tuple[Check, Settings]:
     return Check("settings", True, "环境变量有效"), settings
 
 
-# Chromium on Linux takes its proxy from these variables (either letter case; no_proxy suffix-matches
-# hosts) unless --proxy-server / --no-proxy-server is given; on Windows and macOS it uses the
-# system's settings. The server passes its environment to the browser (site/browser.py).
-_PROXY_VARIABLES = ("all_proxy", "https_proxy", "http_proxy")
-_CNKI_BYPASS = frozenset({"*", "cnki.net", ".cnki.net", "*.cnki.net"})
-
-
-def _env(environ: Mapping[str, str], name: str) -> str:
-    return (environ.get(name) or environ.get(name.upper()) or "").strip()
-
-
-def browser_proxy(environ: Mapping[str, str], browser_args: tuple[str, ...], *, platform: str) -> tuple[str, str] | None:
-    """(where it is set, proxy host:port) when the browser will reach CNKI through a proxy, else None.
-    The proxy's user name and password are never shown."""
-    for arg in browser_args:
-        if arg == "--no-proxy-server" or arg.startswith("--proxy-pac-url"):
-            return None
-        if arg.startswith("--proxy-server="):
-            return "CNKI_BROWSER_ARGS --proxy-server", _proxy_address(arg.split("=", 1)[1])
-    if not platform.startswith("linux"):
-        return None
-    bypass = {entry.strip().lower() for entry in _env(environ, "no_proxy").split(",")}
-    if bypass & _CNKI_BYPASS:
-        return None
-    for name in _PROXY_VARIABLES:
-        if value := _env(environ, name):
-            return name.upper(), _proxy_address(value)
-    return None
-
-
-def _proxy_address(value: str) -> str:
-    from urllib.parse import urlsplit
-
-    first = value.split(";")[0].split(",")[0].strip()
-    try:
-        parts = urlsplit(first if "://" in first else f"http://{first}")
-        host, port = parts.hostname or "?", parts.port
-    except ValueError:
-        return "?"
-    return f"{host}:{port}" if port else host
-
-
 def check_proxy(environ: Mapping[str, str], settings: Settings, *, platform: str) -> Check:
     """WARN when the browser will reach CNKI through a proxy: CNKI's CDN often refuses a proxy's
     or data centre's address (SITE_UNAVAILABLE `cdn_refused`), and sends a foreign one to its
-    overseas site (`overseas_site`); docs/simulator.md "The network path"."""
-    found = browser_proxy(environ, settings.extra_browser_args, platform=platform)
-    if found is None:
-        return Check("network", True, "浏览器直接连接知网（未经代理）")
-    where, address = found
+    overseas site (`overseas_site`); docs/simulator.md "The network path". Chromium's rules for
+    where its proxy comes from: cli/browser_route.py."""
+    from cnki_mcp.site.locate import decide_headless
+
+    headless = decide_headless(settings.headless, platform=platform, display=settings.display)
+    route = browser_route(environ, settings.extra_browser_args, platform=platform, headless=headless)
+    direct = "在代理软件中把 cnki.net 设为直连（Linux 上也可在 AI 客户端配置的 env 中设 NO_PROXY=cnki.net,.cnki.net）"
+    if route.kind == "direct":
+        return Check("network", True, f"浏览器直接连接知网（未经代理；{route.via}）" if route.via else "浏览器直接连接知网（未经代理）")
+    if route.kind == "unchecked":
+        return Check(
+            "network",
+            True,
+            f"浏览器按{route.via}决定是否经代理访问知网；这里未检查",
+            f"开着代理（如 Clash 的“系统代理”）时，知网的 CDN 常拒绝代理的 IP（SITE_UNAVAILABLE，reason: cdn_refused）：{direct}",
+        )
+    fix = (
+        "或在 CNKI_BROWSER_ARGS 中加 --proxy-bypass-list=*.cnki.net"
+        if route.via.startswith("CNKI_BROWSER_ARGS")
+        else "或在 AI 客户端配置的 env 中设置 NO_PROXY=cnki.net,.cnki.net"
+    )
     return Check(
         "network",
         True,
-        f"浏览器将经代理 {address}（{where}）访问知网；知网的 CDN 常拒绝代理或数据中心的 IP"
+        f"浏览器将经代理 {route.address}（{route.via}）访问知网；知网的 CDN 常拒绝代理或数据中心的 IP"
         "（SITE_UNAVAILABLE，reason: cdn_refused），境外代理会被转到海外版（reason: overseas_site）",
-        "出现这些错误时关闭代理，或让知网直连：在代理软件里把 cnki.net 设为直连，"
-        "并在 AI 客户端配置的 env 中设置 NO_PROXY=cnki.net,.cnki.net",
+        f"出现这些错误时关闭代理，或让知网直连：在代理软件中把 cnki.net 设为直连，{fix}",
         warning=True,
     )
 

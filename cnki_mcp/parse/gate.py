@@ -79,8 +79,8 @@ _BLANK = re.compile(r"\s*(?:<!doctype[^>]*>\s*)?(?:</?(?:html|head|body)\b[^>]*>
 CDN_STATUS = 418
 CDN_REFUSED = "cdn_refused"  # SITE_UNAVAILABLE's details.reason
 CDN_ADVICE = (
-    "经代理、VPN 或数据中心 IP 访问时，知网的 CDN 常这样拒绝。请关闭代理，或把 cnki.net 加入代理的直连规则"
-    "（浏览器继承的环境变量：NO_PROXY=cnki.net,.cnki.net）后重试"
+    "经代理、VPN 或数据中心 IP 访问时，知网的 CDN 常这样拒绝。请关闭代理，或在代理软件中把 cnki.net 设为直连"
+    "（Linux 上也可在 AI 客户端配置的 env 中设 NO_PROXY=cnki.net,.cnki.net）后重试"
 )  # a bare message page (no layout) is judged by its text alone
 
 

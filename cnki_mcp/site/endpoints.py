@@ -42,17 +42,31 @@ _NET_ERROR = re.compile(r"net::ERR_[A-Z0-9_]+")
 
 
 # What a net error on the way to CNKI usually means for a person, and what to do: details.network_cause
-# and the message's advice (docs/simulator.md "The network path"). Matched by prefix of the name.
+# and the message's advice (docs/simulator.md "The network path"). Exact names are looked up before
+# prefixes: several errors share a prefix with a different cause (ERR_PROXY_AUTH_* is a proxy that
+# is up, ERR_NETWORK_CHANGED a switch of network that a retry survives, ERR_CERT_DATE_INVALID a wrong clock).
+_CNKI_DIRECT = "在代理软件中把 cnki.net 设为直连（Linux 上也可在 AI 客户端配置的 env 中设 NO_PROXY=cnki.net,.cnki.net）"
+_NET_CAUSE_NAMES: dict[str, tuple[str, str]] = {
+    "net::ERR_PROXY_AUTH_REQUESTED": ("proxy_auth", "代理要求登录（用户名和密码），浏览器无法代为登录：改用不需登录的代理，或" + _CNKI_DIRECT + "后重试"),
+    "net::ERR_PROXY_AUTH_UNSUPPORTED": ("proxy_auth", "代理要求一种浏览器不支持的登录方式：改用不需登录的代理，或" + _CNKI_DIRECT + "后重试"),
+    "net::ERR_PROXY_AUTH_REQUESTED_WITH_NO_CONNECTION": ("proxy_auth", "代理要求登录（用户名和密码），浏览器无法代为登录：改用不需登录的代理，或" + _CNKI_DIRECT + "后重试"),
+    "net::ERR_NETWORK_CHANGED": ("network_changed", "访问途中网络切换了（Wi-Fi、VPN 或代理的开关）：网络稳定后重试即可"),
+    "net::ERR_NETWORK_IO_SUSPENDED": ("network_changed", "访问途中电脑进入了睡眠，网络被挂起：唤醒后重试即可"),
+    "net::ERR_NETWORK_ACCESS_DENIED": ("blocked", "本机拦截了浏览器的网络访问（防火墙、安全软件或系统的隐私设置）：允许浏览器（Chrome/Edge/Chromium）联网后重试"),
+    "net::ERR_CERT_DATE_INVALID": ("clock", "知网的证书被判为过期或尚未生效：多半是本机的日期、时间或时区不对，校准系统时间后重试；"
+                                   "时间无误时，可能是要网页登录的 Wi-Fi 或解密 HTTPS 的代理拦在前面"),
+}
 _NET_CAUSES: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("net::ERR_PROXY_", "net::ERR_TUNNEL_CONNECTION_FAILED", "net::ERR_SOCKS_"), "proxy_down",
-     "浏览器被设为经代理访问（环境变量 HTTPS_PROXY / ALL_PROXY，或 CNKI_BROWSER_ARGS 的 --proxy-server），"
-     "代理却连不上。启动代理，或删去这些设置、把 cnki.net 加入 NO_PROXY 后重试"),
+     "浏览器被设为经代理访问（系统或代理软件的代理设置，Linux 上还有环境变量 HTTPS_PROXY / ALL_PROXY，"
+     "或 CNKI_BROWSER_ARGS 的 --proxy-server），代理却连不上。启动代理，或关闭这些代理设置；只让知网不经代理时，"
+     + _CNKI_DIRECT + "，然后重试"),
     (("net::ERR_CERT_", "net::ERR_SSL_", "net::ERR_BAD_SSL_"), "tls",
      "知网的 HTTPS 连接无法验证：常见于要网页登录的 Wi-Fi（酒店、校园网的登录页拦在前面）或解密 HTTPS 的"
      "代理、安全软件。先在浏览器里完成网络登录，或关闭该代理后重试"),
     (("net::ERR_NAME_NOT_RESOLVED", "net::ERR_NAME_RESOLUTION_FAILED"), "dns",
      "无法解析知网的域名：检查网络连接和 DNS 设置；要网页登录的 Wi-Fi 须先登录"),
-    (("net::ERR_INTERNET_DISCONNECTED", "net::ERR_ADDRESS_UNREACHABLE", "net::ERR_NETWORK_"), "offline",
+    (("net::ERR_INTERNET_DISCONNECTED", "net::ERR_ADDRESS_UNREACHABLE"), "offline",
      "本机没有可用的网络：连上网络后重试"),
     (("net::ERR_CONNECTION_", "net::ERR_TIMED_OUT", "net::ERR_EMPTY_RESPONSE"), "connection",
      "连接知网失败：检查网络；经代理或 VPN 时知网常断开其连接，关闭代理或把 cnki.net 设为直连后重试"),
@@ -61,10 +75,12 @@ _NET_CAUSES: tuple[tuple[tuple[str, ...], str, str], ...] = (
 
 def network_cause(text: str) -> tuple[str, str, str] | None:
     """(net error, cause, advice) for the first `net::ERR_…` in `text` that is a known failure to
-    reach CNKI (the proxy, TLS, DNS, no network, the connection), else None."""
+    reach CNKI (the proxy, TLS, the clock, DNS, no network, the connection), else None."""
     found = _NET_ERROR.search(text)
     if found is None:
         return None
+    if (named := _NET_CAUSE_NAMES.get(found.group(0))) is not None:
+        return found.group(0), *named
     for prefixes, cause, advice in _NET_CAUSES:
         if found.group(0).startswith(prefixes):
             return found.group(0), cause, advice

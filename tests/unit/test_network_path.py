@@ -8,7 +8,7 @@ import pytest
 from playwright.async_api import Error as PlaywrightError
 
 from cnki_mcp.parse.gate import error_page
-from cnki_mcp.site.endpoints import overseas_host
+from cnki_mcp.site.endpoints import network_cause, overseas_host
 from cnki_mcp.site.search_page import navigation_failure
 from cnki_mcp.site.transport import TransportError, transport_unavailable
 
@@ -60,3 +60,32 @@ def test_the_cdns_418_on_a_reader_or_order_page_is_site_unavailable_naming_it() 
     error = error_page(418, "阅读页", "稍后重试")
     assert error is not None
     assert (error.code, error.details["reason"]) == ("SITE_UNAVAILABLE", "cdn_refused")
+
+
+@pytest.mark.parametrize(
+    ("failure", "cause"),
+    [
+        ("net::ERR_NETWORK_CHANGED", "network_changed"),  # Wi-Fi or VPN switched: a retry succeeds; not "offline"
+        ("net::ERR_NETWORK_IO_SUSPENDED", "network_changed"),
+        ("net::ERR_NETWORK_ACCESS_DENIED", "blocked"),  # a firewall or the OS: not "offline"
+        ("net::ERR_PROXY_AUTH_REQUESTED", "proxy_auth"),  # the proxy is up and wants a login: not "proxy_down"
+        ("net::ERR_PROXY_AUTH_UNSUPPORTED", "proxy_auth"),
+        ("net::ERR_CERT_DATE_INVALID", "clock"),  # usually this computer's clock, not a captive portal
+        ("net::ERR_CERT_AUTHORITY_INVALID", "tls"),
+        ("net::ERR_PROXY_CONNECTION_FAILED", "proxy_down"),
+        ("net::ERR_ADDRESS_UNREACHABLE", "offline"),
+    ],
+)
+def test_a_net_error_sharing_a_prefix_with_another_cause_names_its_own(failure: str, cause: str) -> None:
+    found = network_cause(f"Page.goto: {failure} at https://kns.cnki.net/kns8s/AdvSearch")
+    assert found is not None and found[:2] == (failure, cause)
+
+
+def test_the_advice_to_bypass_the_proxy_works_off_linux_too() -> None:
+    # NO_PROXY reaches Chromium only on Linux: elsewhere the proxy app's direct rule is what works
+    from cnki_mcp.parse.gate import CDN_ADVICE
+
+    proxy_down = network_cause("net::ERR_PROXY_CONNECTION_FAILED")
+    assert proxy_down is not None
+    for advice in (CDN_ADVICE, proxy_down[2]):
+        assert "在代理软件中把 cnki.net 设为直连" in advice and "Linux 上" in advice
