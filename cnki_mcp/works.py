@@ -23,17 +23,24 @@ from cnki_mcp.script import simplified
 
 # Marks the records of one work spell differently (`：`/`:`, `——`/`—`, `（）`/`()`, `〈〉`/`《》`,
 # curly and straight quotes, a trailing `。` or `.`, CNKI's `_` before a subscript in `CO_2`):
-# punctuation, cut out as a space. Kept: marks that name things (`C#`, `C++`, `100%`, `R&D`,
-# `Wnt/β-catenin`) and a point between digits (`1.2` is not `12`).
-_NAMING_MARKS = frozenset("#%&*/@\\")
+# punctuation, cut out as a space. Kept: marks that name things (`C#`, `C++`, `100%`, `5‰`, `R&D`,
+# `Wnt/β-catenin`, the primes of `3′-UTR`), a point between digits (`1.2` is not `12`), a minus
+# starting a number (`-20℃` is not `20℃`) and a charge's sign (`Cl⁻`, `O^(2-)` are not `Cl`, `O_2`).
+_NAMING_MARKS = frozenset("#%&*/@\\‰′″")
 _DECIMAL_POINT = re.compile(r"(?<=\d)\.(?=\d)")
 _POINT = "\x00"
+_MINUS = "\x01"
+_NUMBER_MINUS = re.compile(r"(?<![0-9a-z])-(?=\d)")
 # CNKI's plain-text sub- and superscripts (`CO_2`, `Fe^(3+)`, `SO_4^(2-)`): the script's text
 # alone, as `CO₂` and `Fe³⁺` read after NFKC
 _SCRIPT_MARK = re.compile(r"[_^][({]?([0-9a-z+\-]{1,6})[)}]?")
 _SPACE = re.compile(r" +")
 # a space only separates two Latin words or numbers (`Windows 10`, `A B` is not `AB`)
 _LOOSE_SPACE = re.compile(r"(?<![0-9a-z]) | (?![0-9a-z])")
+
+
+def _script(mark: re.Match[str]) -> str:
+    return mark.group(1).replace("-", _MINUS)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -43,13 +50,15 @@ def work_title_key(title: str | None) -> str:
     lower case, CNKI's script marks cut out (`CO_2`, `Fe^(3+)`), punctuation cut out, spaces kept
     only between Latin words and numbers. Used only to tell that two records are one work (`same_work`), never in a
     stored key (`identity.title_key`, record refs and bibliography keys stay as they were)."""
-    text = simplified(unicodedata.normalize("NFKC", visible(title or ""))).lower().replace("\u2212", "-")
-    text = _DECIMAL_POINT.sub(_POINT, _SCRIPT_MARK.sub(r"\1", text))
+    text = visible(title or "").replace("\u207b", _MINUS)  # superscript minus: a charge (`Cl⁻`)
+    text = simplified(unicodedata.normalize("NFKC", text)).lower().replace("\u2212", "-")
+    text = _DECIMAL_POINT.sub(_POINT, _SCRIPT_MARK.sub(_script, text))
+    text = _NUMBER_MINUS.sub(_MINUS, text)
     kept = "".join(
         " " if ch.isspace() or (unicodedata.category(ch)[0] == "P" and ch not in _NAMING_MARKS) else ch
         for ch in text
     )
-    return _LOOSE_SPACE.sub("", _SPACE.sub(" ", kept).strip()).replace(_POINT, ".")
+    return _LOOSE_SPACE.sub("", _SPACE.sub(" ", kept).strip()).replace(_POINT, ".").replace(_MINUS, "-")
 
 
 # A journal's or newspaper's own byline (本刊编辑部, 本报评论员, 本刊记者): the same title under it in two

@@ -21,13 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from cnki_mcp.clock import Clock
 from cnki_mcp.doc_kinds import DOCTORAL, KIND_ALIASES, MASTER, THESES
 from cnki_mcp.errors import CnkiError, InvalidInput
-from cnki_mcp.identity import Paper, listed_online_first
+from cnki_mcp.identity import Paper, listed_online_first, source_key
 from cnki_mcp.models import DocType
 from cnki_mcp.pipeline.models import MAX_OFFSET, SEARCH_ID_CHARS, Scope
 from cnki_mcp.rank import KNOWN_TIERS, tier_matches
 from cnki_mcp.store import LibraryFilters, Store
 from cnki_mcp.store.library import MAX_TEXT_CHARS, LibraryQuery, normalise, parse_library_query
-from cnki_mcp.works import final_of, same_work
+from cnki_mcp.works import final_of, same_work, work_title_key
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class LibraryResult(BaseModel):
 
 class LibraryPage(BaseModel):
     query: str
-    total: int = Field(description="命中文献数（total_exact 为 false 时是下限）")
+    total: int = Field(description="命中记录数（total_exact 为 false 时是下限）；一篇的网络首发与正式版记录只列正式版，故可多于所列")
     total_exact: bool = Field(description="false：命中太多，只数到 total 篇，实际更多；翻页照常用 next_offset")
     offset: int
     next_offset: int | None
@@ -96,6 +96,7 @@ class LibraryPage(BaseModel):
         0,
         description="已下载但尚未读入索引的 PDF 篇数（其文字这次还搜不到；正在后台读入，稍后再检索）",
     )
+    message: str | None = None  # why the works listed are fewer than `total` counts
 
 
 # A PDF wraps Chinese text at the line end: the break is not a word boundary.
@@ -340,37 +341,92 @@ def source_tiers(store: Store, wanted: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _superseded(store: Store, papers: list[Paper], query: LibraryQuery, filters: LibraryFilters) -> set[str]:
-    """The online-first records among `papers` whose work's final record, stored too (CNKI keeps
-    both: `works.final_of`), also matches the query and filters: the work is listed once, by the
-    record with its volume, issue and pages, on whichever page that record ranks. An online-first
-    record whose final one the filters leave out (a year range ending before the issue year) stays."""
-    finals: dict[str, str] = {}
-    for paper in papers:
-        if not listed_online_first(paper.native):
-            continue
-        namesakes = store.find_by_title_key(paper.title)
-        kin = [p for p in namesakes if p.record_ref != paper.record_ref and same_work(paper, p)]
-        final = final_of([paper, *kin]) if kin else None
-        if final is not None:
-            finals[paper.record_ref] = final.record_ref
-    if not finals:
-        return set()
-    wanted = tuple(dict.fromkeys(finals.values()))
-    only = dataclasses.replace(filters, record_refs=wanted)
-    hits = store.library_search(query.required, only, 0, len(wanted), excluded=query.excluded).hits
-    found = {h.record_ref for h in hits}
-    return {ref for ref, final in finals.items() if final in found}
+@dataclass(frozen=True, slots=True)
+class _Works:
+    """Among the papers matching the query and filters in some sources: each online-first record
+    whose work's final record (`works.final_of`) matches too -> that final record's ref, and the
+    papers read to tell."""
+
+    final: dict[str, str]
+    papers: dict[str, Paper]
+
+    def hidden(self, ref: str) -> list[Paper]:
+        """The online-first records the work listed by `ref` leaves out."""
+        return [self.papers[first] for first, final in self.final.items() if final == ref]
+
+
+def _works(store: Store, papers: list[Paper], query: LibraryQuery, filters: LibraryFilters) -> _Works:
+    """The one-work records of `papers` (a stretch of hits): CNKI keeps a work's online-first
+    record and its final record in the issue, in one source, under titles spelt alike or not
+    (`works.work_title_key`), and the store keeps both. Looked up among the matches of the same
+    query and filters in the sources of the online-first records among `papers` and their
+    namesakes, so whether a record is left out does not depend on the page it ranks on; with no
+    online-first record there, no index pass at all."""
+    namesakes = store.title_namesakes([p.record_ref for p in papers])
+    sources = tuple(
+        dict.fromkeys(
+            key for p in [*papers, *namesakes.values()] if listed_online_first(p.native) and (key := source_key(p.source))
+        )
+    )
+    keys = {key for p in papers if (key := work_title_key(p.title))}
+    if not sources or not keys:
+        return _Works({}, {})
+    only = dataclasses.replace(filters, source_keys=sources)
+    rows = store.library_titles(query.required, only, excluded=query.excluded)
+    read = store.papers_by_refs(ref for ref, title in rows if work_title_key(title) in keys)
+    groups: dict[str, dict[str, Paper]] = {}
+    for paper in read.values():
+        groups.setdefault(work_title_key(paper.title), {})[paper.record_ref] = paper
+    final: dict[str, str] = {}
+    for group in groups.values():
+        for paper in group.values():
+            if len(group) < 2 or not listed_online_first(paper.native):
+                continue
+            kin = [p for p in group.values() if p.record_ref != paper.record_ref and same_work(paper, p)]
+            found = final_of([paper, *kin]) if kin else None
+            if found is not None:
+                final[paper.record_ref] = found.record_ref
+    return _Works(final, {p.record_ref: p for p in read.values()})
+
+
+def _result(
+    paper: Paper, score: float, hidden: list[Paper], texts: dict[str, dict[str, str]], finder: _Finder, tiers: list[str]
+) -> LibraryResult:
+    """A work's result: `paper`, its listed record, with the full texts, matched fields and
+    snippet of its `hidden` online-first records too (a body read under the online-first record
+    is the work's: not to be read or downloaded again)."""
+    records = [paper, *hidden]
+    every = [_fields(r, texts.get(r.record_ref, {})) for r in records]
+    found: dict[MatchedField, str] = {}
+    for fields in every:
+        for name, value in fields.items():
+            if name not in found and value and finder.hits(value):
+                found[name] = value
+    text = next((found[n] for n in _SNIPPET_ORDER if n in found), paper.title)
+    kinds = {kind for r in records for kind in texts.get(r.record_ref, {}) if kind in ("html", "pdf")}
+    return LibraryResult(
+        record_ref=paper.record_ref,
+        title=paper.title,
+        authors=paper.author_names(),
+        year=paper.year,
+        source=paper.source,
+        document_type=paper.doc_type,
+        url=paper.public_url,
+        tiers=tiers,
+        score=float(f"{-score:.4g}"),  # significant digits: see `score`
+        matched_fields=[name for name in every[0] if name in found],
+        snippet=_snippet(text, finder) or text[: 2 * SNIPPET_CONTEXT],
+        fulltext=sorted(kinds),  # type: ignore[arg-type]
+    )
 
 
 def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock) -> LibraryPage:
-    """One page of stored papers matching every term of `inp.query`."""
+    """One page of stored papers matching every term of `inp.query`, one result per work."""
     # 0 is no bound, as search and structured_search read it (year_to=0 found nothing)
     year_from, year_to = inp.year_from or None, inp.year_to or None
     if year_from is not None and year_to is not None and year_from > year_to:
         raise InvalidInput("year_from 不能大于 year_to", year_from=year_from, year_to=year_to)
     query = parse_library_query(inp.query)
-    terms = query.terms
     # before the PDFs (seconds each) and the document types (read from the index being rebuilt)
     store.check_index_built()
     pdfs_pending = index_downloaded_pdfs(store, data_dir, clock)
@@ -382,50 +438,46 @@ def search_library(store: Store, inp: LibraryInput, data_dir: Path, clock: Clock
         search_id=inp.search_id,
         search_scope=inp.scope,
     )
-    page = store.library_search(query.required, filters, inp.offset, inp.limit, excluded=query.excluded)
-    papers = store.papers_by_refs(h.record_ref for h in page.hits)
-    listed = [papers[h.record_ref] for h in page.hits if h.record_ref in papers]
-    superseded = _superseded(store, listed, query, filters)
-    every_text = store.fulltexts([h.record_ref for h in page.hits])
-    finder = _Finder.of(terms)
-    tiers = store.journal_tiers(p.source for p in papers.values())
+    finder = _Finder.of(query.terms)
     results: list[LibraryResult] = []
-    for hit in page.hits:
-        paper = papers.get(hit.record_ref)
-        if paper is None:  # pragma: no cover - the index row commits with its paper
-            continue
-        if paper.record_ref in superseded:
-            continue
-        texts = every_text.get(paper.record_ref, {})
-        fields = _fields(paper, texts)
-        matched = [name for name, value in fields.items() if value and finder.hits(value)]
-        text = next((fields[n] for n in _SNIPPET_ORDER if n in matched), paper.title)
-        results.append(
-            LibraryResult(
-                record_ref=paper.record_ref,
-                title=paper.title,
-                authors=paper.author_names(),
-                year=paper.year,
-                source=paper.source,
-                document_type=paper.doc_type,
-                url=paper.public_url,
-                tiers=tiers.get(paper.source or "", []),
-                score=float(f"{-hit.score:.4g}"),  # significant digits: see `score`
-                matched_fields=matched,
-                snippet=_snippet(text, finder) or text[: 2 * SNIPPET_CONTEXT],
-                fulltext=sorted(k for k in texts if k in ("html", "pdf")),  # type: ignore[misc]
-            )
-        )
-    end = inp.offset + len(page.hits)
+    # Offsets count hits (records); an online-first record left out is passed over, so a page is
+    # full while hits remain and `next_offset` is the hit after the page's last listed result.
+    position, next_offset, left_out = inp.offset, None, 0
+    counted: tuple[int, bool] | None = None  # the first count: (total, total_exact)
+    while next_offset is None:
+        want = inp.limit - len(results) + 1  # one more: whether a listed result follows the page
+        page = store.library_search(query.required, filters, position, want, excluded=query.excluded)
+        counted = counted or (page.total, page.total_exact)
+        papers = store.papers_by_refs(h.record_ref for h in page.hits)
+        works = _works(store, [papers[h.record_ref] for h in page.hits if h.record_ref in papers], query, filters)
+        texts = store.fulltexts([*papers, *works.papers])
+        tiers = store.journal_tiers(p.source for p in papers.values())
+        for i, hit in enumerate(page.hits):
+            paper = papers.get(hit.record_ref)
+            if paper is None:  # pragma: no cover - the index row commits with its paper
+                continue
+            if paper.record_ref in works.final:  # passed over: the page reads on
+                left_out += 1
+                continue
+            if len(results) == inp.limit:
+                next_offset = position + i
+                break
+            hidden = works.hidden(paper.record_ref)
+            results.append(_result(paper, hit.score, hidden, texts, finder, tiers.get(paper.source or "", [])))
+        position += len(page.hits)
+        if len(page.hits) < want:
+            break
+    total, total_exact = counted or (0, True)
     docs, kept = store.library_size()
     return LibraryPage(
         query=inp.query,
-        total=page.total,
-        total_exact=page.total_exact,
+        total=total,
+        total_exact=total_exact,
         offset=inp.offset,
-        next_offset=end if end < page.total else None,
+        next_offset=next_offset,
         results=results,
         indexed_papers=docs,
         indexed_fulltexts=kept,
         pdfs_pending=pdfs_pending,
+        message=f"{left_out} 条网络首发记录与所列正式版是同一文献，未单列（total 按记录计）" if left_out else None,
     )

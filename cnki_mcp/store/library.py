@@ -304,6 +304,7 @@ class LibraryFilters:
     search_id: str | None = None
     search_scope: Literal["selected", "eligible", "candidates"] = "selected"  # of `search_id`, as search_results
     record_refs: tuple[str, ...] = ()  # only these papers (none: every paper)
+    source_keys: tuple[str, ...] = ()  # only papers in these sources (`identity.source_key`; none: any)
 
 
 @dataclass(frozen=True, slots=True)
@@ -556,36 +557,11 @@ class LibraryMixin(StoreBase):
         required = match
         if excluded is not None:
             match = f"({required}) NOT ({excluded})"
-        where = ["library_fts MATCH ?"]
-        args: list[object] = [match]
         with self._read() as conn:
-            if filters.search_id is not None:
-                if conn.execute("SELECT 1 FROM searches WHERE search_id = ?", (filters.search_id,)).fetchone() is None:
-                    raise SearchNotFound(search_id=filters.search_id)
-                scope = _SEARCH_SCOPES[filters.search_scope]
-                where.append(
-                    "d.record_ref IN (SELECT COALESCE(a.record_ref, s.record_ref) FROM search_results s"
-                    f" LEFT JOIN paper_aliases a ON a.old_ref = s.record_ref WHERE s.search_id = ?{scope})"
-                )
-                args.append(filters.search_id)
-            if filters.record_refs:
-                where.append(f"d.record_ref IN ({','.join('?' * len(filters.record_refs))})")
-                args.extend(filters.record_refs)
-            if filters.year_from is not None:
-                where.append("d.year >= ?")
-                args.append(filters.year_from)
-            if filters.year_to is not None:
-                where.append("d.year <= ?")
-                args.append(filters.year_to)
-            if filters.document_types:
-                where.append(f"d.doc_type IN ({','.join('?' * len(filters.document_types))})")
-                args.extend(filters.document_types)
-            if filters.source_tiers:
-                keys = _tier_sources(conn, filters.source_tiers)
-                if not keys:
-                    return LibraryPage(0, [])
-                where.append(f"d.source_key IN ({','.join('?' * len(keys))})")
-                args.extend(keys)
+            filtered = _filtered(conn, match, filters)
+            if filtered is None:
+                return LibraryPage(0, [])
+            where, args = filtered
             # Without a filter the FTS table answers alone (no join per matching row).
             joined = len(where) > 1
             body = (
@@ -620,6 +596,31 @@ class LibraryMixin(StoreBase):
         hits = [LibraryHit(refs[r[0]], float(r[1])) for r in rows if r[0] in refs]
         return LibraryPage(total, hits, total_exact=total < cap)
 
+    def library_titles(
+        self, match: str, filters: LibraryFilters, *, excluded: str | None = None
+    ) -> list[tuple[str, str]]:
+        """(record_ref, title) of every paper matching `match` and `filters`, unranked: the
+        records a page's papers may share a work with (`pipeline/library._works`, narrowed by
+        `filters.source_keys`)."""
+        self.check_index_built()
+        if excluded is not None:
+            match = f"({match}) NOT ({excluded})"
+        with self._read() as conn:
+            filtered = _filtered(conn, match, filters)
+            if filtered is None:
+                return []
+            where, args = filtered
+            try:
+                rows = conn.execute(
+                    "SELECT d.record_ref, json_extract(p.data, '$.title') FROM library_fts"
+                    " JOIN library_docs d ON d.doc_id = library_fts.rowid JOIN papers p ON p.record_ref = d.record_ref"
+                    f" WHERE {' AND '.join(where)}",
+                    args,
+                ).fetchall()
+            except sqlite3.OperationalError as exc:  # an expression FTS5 refuses
+                raise InvalidInput("检索词无法解析", reason=str(exc)) from exc
+        return [(str(r[0]), str(r[1] or "")) for r in rows]
+
     def library_doc_types(self) -> set[str]:
         """The document types of the papers in the index (CNKI's names: 期刊, 硕士, …)."""
         with self._read() as conn:
@@ -639,6 +640,42 @@ class LibraryMixin(StoreBase):
             texts = int(conn.execute("SELECT COUNT(*) FROM library_texts WHERE chars > 0").fetchone()[0])
             self._library_size = (stamp, (docs, texts))
         return docs, texts
+
+
+def _filtered(conn: sqlite3.Connection, match: str, filters: LibraryFilters) -> tuple[list[str], list[object]] | None:
+    """The WHERE terms and their arguments of a library query on `library_fts` joined to
+    `library_docs d` (the MATCH first); None when the filters can match no paper."""
+    where = ["library_fts MATCH ?"]
+    args: list[object] = [match]
+    if filters.search_id is not None:
+        if conn.execute("SELECT 1 FROM searches WHERE search_id = ?", (filters.search_id,)).fetchone() is None:
+            raise SearchNotFound(search_id=filters.search_id)
+        scope = _SEARCH_SCOPES[filters.search_scope]
+        where.append(
+            "d.record_ref IN (SELECT COALESCE(a.record_ref, s.record_ref) FROM search_results s"
+            f" LEFT JOIN paper_aliases a ON a.old_ref = s.record_ref WHERE s.search_id = ?{scope})"
+        )
+        args.append(filters.search_id)
+    for column, values in (("record_ref", filters.record_refs), ("source_key", filters.source_keys)):
+        if values:
+            where.append(f"d.{column} IN ({','.join('?' * len(values))})")
+            args.extend(values)
+    if filters.year_from is not None:
+        where.append("d.year >= ?")
+        args.append(filters.year_from)
+    if filters.year_to is not None:
+        where.append("d.year <= ?")
+        args.append(filters.year_to)
+    if filters.document_types:
+        where.append(f"d.doc_type IN ({','.join('?' * len(filters.document_types))})")
+        args.extend(filters.document_types)
+    if filters.source_tiers:
+        keys = _tier_sources(conn, filters.source_tiers)
+        if not keys:
+            return None
+        where.append(f"d.source_key IN ({','.join('?' * len(keys))})")
+        args.extend(keys)
+    return where, args
 
 
 def _resolve(conn: sqlite3.Connection, ref: str) -> str:

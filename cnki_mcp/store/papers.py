@@ -408,6 +408,23 @@ class PapersMixin(StoreBase):
             ).fetchall()
         return [load(Paper, r[0]) for r in rows]
 
+    def title_namesakes(self, refs: Sequence[str]) -> dict[str, Paper]:
+        """The other papers whose title key equals that of one of `refs` (an indexed lookup;
+        read only when there are any)."""
+        found: list[str] = []
+        with self._read() as conn:
+            for chunk in _chunks(sorted(set(refs))):
+                found += [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT DISTINCT o.record_ref FROM papers p JOIN papers o ON o.title_key = p.title_key"
+                        f" AND o.record_ref != p.record_ref WHERE p.record_ref IN ({','.join('?' * len(chunk))})",
+                        chunk,
+                    )
+                ]
+        others = set(found) - set(refs)
+        return self.papers_by_refs(sorted(others)) if others else {}
+
     def find_by_detail_token(self, token: str) -> list[Paper]:
         """The stored papers whose detail link (locator or shown URL) carries the `v` token
         `token` (`identity.detail_token`): a link a tool showed, given back to name the paper. Not

