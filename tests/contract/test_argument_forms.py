@@ -314,3 +314,17 @@ async def test_a_misspelt_option_names_the_option_meant(tmp_path: Path, recorder
             assert data["details"]["did_you_mean"] == meant, data
             assert data["details"]["field"] == next(iter(meant))
         assert recorder.calls == []
+
+
+async def test_an_empty_concept_group_is_dropped_not_refused(tmp_path: Path, recorder: Recorder) -> None:
+    # `concept_groups: [["违约金"], []]` was INVALID_PLAN ("每个概念组需要 1–6 个词"): a group with
+    # no term adds no concept, so it is left out; a group of blank terms likewise
+    async with serving(tmp_path, recorder) as (c, _):
+        for groups, meant in (
+            ([["违约金"], []], [["违约金"]]),
+            ([["违约金", "酌减"], ["", " "], None], [["违约金", "酌减"]]),
+            ([[]], []),  # none left: the groups left out (the server plans them)
+        ):
+            result = await c.call_tool("search", {"query": "违约金", "concept_groups": groups})
+            assert not result.is_error, result.structured_content
+            assert recorder.parsed("search").concept_groups == meant
