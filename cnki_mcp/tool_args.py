@@ -172,11 +172,54 @@ def unknown_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -
     return [str(key) for key in arguments if key not in names]
 
 
+def _closed_object(prop: Any, defs: Mapping[str, Any]) -> list[str] | None:
+    """The property names of an object argument that admits no others (`options`), else None."""
+    if not isinstance(prop, Mapping):
+        return None
+    for sub in _subschemas(prop, defs, 0):
+        props = sub.get("properties")
+        if isinstance(props, Mapping) and sub.get("additionalProperties") is False:
+            return sorted(str(k) for k in props)
+    return None
+
+
+def _reject_unknown_options(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
+    """The same for the keys inside an object argument (`options: {"max_page": 3}`): pydantic
+    said only "Extra inputs are not permitted", with no name meant."""
+    defs = schema.get("$defs") or {}
+    declared = schema.get("properties")
+    top = sorted(declared) if isinstance(declared, Mapping) else []
+    for arg, value in arguments.items():
+        allowed = _closed_object(declared.get(arg) if isinstance(declared, Mapping) else None, defs)
+        if allowed is None or not isinstance(value, Mapping):
+            continue
+        unknown = [str(k) for k in value if k not in allowed]
+        if not unknown:
+            continue
+        meant: dict[str, str] = {}
+        for name in unknown:
+            key = name.strip().lower()
+            if key in top:  # an argument given inside the options (`options.limit` for `limit`)
+                meant[f"{arg}.{name}"] = key
+            elif close := [m for k in (key, SYNONYMS.get(key, key)) for m in difflib.get_close_matches(k, allowed, 1, 0.6)]:
+                meant[f"{arg}.{name}"] = f"{arg}.{close[0]}"
+        hint = "；".join(f"{name} 应为 {right}？" for name, right in meant.items())
+        raise InvalidInput(
+            f"{tool} 的 {arg} 没有 {', '.join(unknown[:6])}" + (f"（{hint}）" if hint else "")
+            + f"；可用：{', '.join(allowed)}",
+            field=f"{arg}.{unknown[0]}",
+            unknown=[f"{arg}.{name}" for name in unknown],
+            allowed=allowed,
+            **({"did_you_mean": meant} if meant else {}),
+        )  # fmt: skip
+
+
 def reject_unknown_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
-    """INVALID_ARGUMENT naming every argument the tool does not have, the arguments it has and,
-    for a near miss (`year_form`), the name that was probably meant."""
+    """INVALID_ARGUMENT naming every argument the tool does not have (or key its options do not),
+    the arguments it has and, for a near miss (`year_form`), the name that was probably meant."""
     unknown = unknown_arguments(schema, arguments)
     if not unknown:
+        _reject_unknown_options(tool, schema, arguments)
         return
     declared = schema.get("properties")
     allowed = sorted(declared) if isinstance(declared, Mapping) else []

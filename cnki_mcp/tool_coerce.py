@@ -11,7 +11,9 @@ Only readings with one meaning are made; anything else is left for validation to
   any other list of strings (`titles`, `references`: a title may hold a comma) is the one item,
   unless it holds a line break (several titles or references, or one? not guessed). A flat list
   for `concept_groups` is not read (one concept's alternatives, or several concepts?). Blank and
-  null items of a list of strings are dropped.
+  null items of a list of strings are dropped; so are an empty or null group of a list of lists
+  (`concept_groups: [["a"], []]` is `[["a"]]`: a group with no term adds no concept; a group of
+  blank terms likewise), and a list left with none is the argument left out.
 - A fixed value (an enum) in another case, width or spacing, or with `-`/space for `_`
   (`"Selected"`, `" both "`, `"ｓｋｉｐ"`, `"date-desc"`) is that value; a few Chinese names too
   (`ENUM_NAMES`), each only where the argument has that value.
@@ -191,6 +193,8 @@ def _coerce_list(
     if _string_items(alternatives, defs):
         value = [v for v in value if not _blank(v)]
     out = [_coerce(v, items[0], defs, name, False, depth + 1, item=True) for v in value]
+    if _kinds(_alternatives(items[0], defs)) == {"array"}:  # a list of lists (concept_groups)
+        out = [v for v in out if v is not None and v != []]  # an empty group adds no concept
     return [v for v in out if v is not _ABSENT]
 
 

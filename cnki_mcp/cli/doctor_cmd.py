@@ -49,6 +49,9 @@ class Check:
 
 
 ProbeFn = Callable[[str], tuple[bool, str]]
+# launches the browser inside Chromium's sandbox, as the server does: (started, refused by this
+# machine, what it said)
+SandboxProbeFn = Callable[[str], tuple[bool, bool, str]]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -185,6 +188,43 @@ def check_browser_launch(path: str | None, probe: ProbeFn) -> Check:
         f"无法启动：{info}",
         "确认该文件是 Chrome/Edge/Chromium 程序且当前用户能运行；服务账号可能无法启动系统浏览器",
     )
+
+
+def _default_sandbox_probe(path: str) -> tuple[bool, bool, str]:
+    from cnki_mcp.site.probe import probe_browser
+
+    result = probe_browser(path, environ=dict(os.environ), sandbox=True)
+    return result.ok, result.sandbox_refused, result.error or ""
+
+
+def check_sandbox(
+    settings: Settings, launched: bool, path: str | None, probe: SandboxProbeFn, *, platform: str, euid: int | None
+) -> Check:
+    """Whether the server's browser will run inside Chromium's sandbox (the browser holds the
+    CNKI login and runs the site's scripts); site/launch_error.py `sandbox_state`."""
+    from cnki_mcp.site.launch_error import SANDBOX_OFF_ARGS, SANDBOX_OFF_ROOT, sandbox_state
+
+    state = sandbox_state(platform, euid, settings.browser_args)
+    if state == SANDBOX_OFF_ROOT:
+        return Check("sandbox", True, "以 root 运行：Chromium 不能在沙箱中运行，浏览器将在沙箱外运行",
+                     "以普通用户运行 cnki-mcp", warning=True)  # fmt: skip
+    if state == SANDBOX_OFF_ARGS:
+        return Check("sandbox", True, "CNKI_BROWSER_ARGS 含 --no-sandbox：浏览器将在沙箱外运行",
+                     "不需要时从 CNKI_BROWSER_ARGS 去掉 --no-sandbox", warning=True)  # fmt: skip
+    if not launched or path is None:
+        return Check("sandbox", True, "未检查：浏览器未能启动", warning=True)
+    started, refused, said = probe(path)
+    if started:
+        return Check("sandbox", True, "浏览器在 Chromium 沙箱中运行")
+    if refused:
+        return Check(
+            "sandbox",
+            True,
+            "本机无法启动 Chromium 沙箱（没有可用的用户命名空间或 setuid 沙箱辅助程序）：浏览器将在沙箱外运行",
+            "允许非特权用户命名空间，或安装 Chromium 的 setuid 沙箱辅助程序（chrome-sandbox）",
+            warning=True,
+        )
+    return Check("sandbox", False, f"浏览器在沙箱中无法启动：{said}", "服务以沙箱启动浏览器；检查上面的浏览器问题")
 
 
 # what to do about a data directory the disk refuses, by errno (else DATA_DIR_HINT)
@@ -410,15 +450,24 @@ def check_display(
 
 
 def run_checks(
-    environ: Mapping[str, str], *, platform: str = sys.platform, probe: ProbeFn | None = None
+    environ: Mapping[str, str],
+    *,
+    platform: str = sys.platform,
+    probe: ProbeFn | None = None,
+    sandbox_probe: SandboxProbeFn | None = None,
 ) -> list[Check]:
     settings_check, settings = check_settings(environ)
     found_check, browser_path = check_browser_found(settings, platform=platform, environ=environ)
     data_check = check_data_dir(settings.data_dir, environ)
+    launch_check = check_browser_launch(browser_path, probe or _default_probe)
+    euid = os.geteuid() if hasattr(os, "geteuid") else None
+    sandbox = sandbox_probe or _default_sandbox_probe
+    sandbox_check = check_sandbox(settings, launch_check.ok, browser_path, sandbox, platform=platform, euid=euid)
     checks = [
         settings_check,
         found_check,
-        check_browser_launch(browser_path, probe or _default_probe),
+        launch_check,
+        sandbox_check,
         data_check,
         check_data_dir_lock(settings.data_dir, data_check.ok),
         check_browser_profile(settings.data_dir, socket.gethostname()),

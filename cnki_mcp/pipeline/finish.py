@@ -222,6 +222,7 @@ class Finish:
             for i, r in enumerate(ranked, start=1)
         ]
         limit = params.get("limit") or DEFAULT_LIMIT
+        before = self.store.get_search(st.search_id)  # a continue ranks the same search again
         scores = {r.ref: r.score for r in ranked}
         summary = SearchSummary(
             search_id=st.search_id,
@@ -250,9 +251,9 @@ class Finish:
             ]
             + [e.model_dump(mode="json") for e in ctx.item_errors],
             enrich_more=self.enrich_more([papers[r.ref] for r in selected]),
+            ranking=before.ranking + 1 if before is not None else 1,
         )
         now = self.clock.now()
-        self.store.save_evidence(st.search_id, rows)
         self.store.save_search(
             st.search_id,
             params["query"],
@@ -262,6 +263,7 @@ class Finish:
             now,
             updated_at=now,
             summary=summary.model_dump(mode="json"),
+            evidence=rows,
         )
         return summary
 

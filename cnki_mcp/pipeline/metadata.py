@@ -356,10 +356,13 @@ async def fetch_metadata(
     scope_next: int | None = None
     scope_refs: list[str] = []
     scope_status = COMPLETED
+    ranking: int | None = None
     if inp.search_id:
         scope_total, scope_refs = refs_in_scope(store, inp.search_id, inp.scope, inp.offset, inp.limit)
         scope_next = scope_next_offset(inp.offset, len(scope_refs), scope_total)
-        scope_status = searched.status if (searched := store.get_search(inp.search_id)) else COMPLETED
+        # read with the refs (no await between): the page's ranking, not one a continue makes meanwhile
+        if (searched := store.get_search(inp.search_id)) is not None:
+            scope_status, ranking = searched.status, searched.ranking
         targets.extend(store.resolve_ref(r) for r in scope_refs)
 
     pending: list[str] = []
@@ -428,6 +431,7 @@ async def fetch_metadata(
         requests=ctx.requests,
         total=scope_total,
         next_offset=scope_next,
+        ranking=ranking,
         warnings=warnings,
     )
     if failure is not None:

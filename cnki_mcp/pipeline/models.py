@@ -247,6 +247,7 @@ class SearchSummary(_Model):
     enrich_more: EnrichMore | None = Field(
         None, description="入选但未读取详情/期刊的文献，及补全它们的 get_metadata 调用"
     )
+    ranking: int = Field(1, description="第几次排序：每次 continue 重新排序加 1；search_results 与 get_metadata 的页带同一编号")
 
 
 class ResultsInput(_Model):
@@ -269,6 +270,7 @@ class ResultsPage(_Model):
     offset: int
     next_offset: int | None
     results: list[dict[str, Any]] = Field(default_factory=list)
+    ranking: int = Field(1, description="本页取自第几次排序；与上一页不同则排序已变，从 offset=0 重读")
     message: str | None = Field(
         None, description="本页少于 limit 条的原因（结果过长，按大小截止）与续读的 offset；检索未完成时：continue 后排序会变，从 offset=0 重读"
     )
@@ -351,4 +353,5 @@ class MetadataResult(_Model):
     next_offset: int | None = Field(
         None, description="给了 search_id 时：下一页的 offset（相同参数再调用）；null 表示没有下一页"
     )
+    ranking: int | None = Field(None, description="给了 search_id 时：本页取自该检索的第几次排序（同 search_results）")
     warnings: list[str] = Field(default_factory=list, description="本页少于 limit 篇的原因（结果过长，按大小截止）；检索未完成时：continue 后排序会变，从 offset=0 重读")

@@ -39,6 +39,7 @@ def read_results(store: Store, enricher: Enricher, inp: ResultsInput) -> Results
         offset=inp.offset,
         next_offset=next_offset,
         results=results,
+        ranking=record.ranking,
         message="；".join(notes) or None,
     )
 

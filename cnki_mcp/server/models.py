@@ -493,6 +493,11 @@ class BrowserDiagnostics(BaseModel):
     problem: str | None = None
     running: bool
     headless: bool | None = None
+    sandbox: str | None = Field(
+        None,
+        description="on：浏览器在 Chromium 沙箱中运行；off_root（以 root 运行）、off_browser_args"
+        "（CNKI_BROWSER_ARGS 含 --no-sandbox）、off_unsupported（本机无法启动沙箱）：不在沙箱中",
+    )
     process_id: int | None = None
     profile_directory: str
     connection_generation: int = 0

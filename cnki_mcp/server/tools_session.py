@@ -194,6 +194,7 @@ def _browser(services: Services) -> BrowserDiagnostics:
         problem=problem,
         running=bool(status.get("running")),
         headless=status.get("headless"),
+        sandbox=status.get("sandbox"),
         process_id=status.get("process_id"),
         profile_directory=str(status.get("profile_directory")),
         connection_generation=int(status.get("connection_generation") or 0),

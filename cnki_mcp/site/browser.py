@@ -34,9 +34,11 @@ from cnki_mcp.site.cookie_jar import atomic_write_private, load_session_cookies,
 from cnki_mcp.site.launch_error import (
     LAUNCH_SECONDS,
     NO_DISPLAY,
+    SANDBOX_OFF_UNSUPPORTED,
+    SANDBOX_ON,
     is_sandbox_refusal,
     launch_error,
-    sandbox_wanted,
+    sandbox_state,
     temp_unusable,
 )
 from cnki_mcp.site.locate import (
@@ -126,7 +128,7 @@ class BrowserHost(BrowserTabs):
         self._settings = settings
         self._launch_seconds = launch_seconds
         euid = os.geteuid() if hasattr(os, "geteuid") else None
-        self._sandbox = sandbox_wanted(platform, euid, settings.browser_args)
+        self._sandbox = sandbox_state(platform, euid, settings.browser_args)
         self._clock = clock
         self._environ = environ
         self._platform = platform
@@ -210,6 +212,8 @@ class BrowserHost(BrowserTabs):
             "process_id": self._pid if self.started else None,
             "profile_directory": str(self.profile_dir),
             "headless": self._headless,
+            # before the first launch: what it will ask for (a machine that refuses is found then)
+            "sandbox": self._sandbox,
             "connection_generation": self._generation,
             "executable": self._candidate.path if self._candidate else None,
             "kind": self._candidate.kind if self._candidate else None,
@@ -474,7 +478,7 @@ class BrowserHost(BrowserTabs):
                 accept_downloads=True,
                 downloads_path=str(self.downloads_dir),
                 locale="zh-CN",
-                chromium_sandbox=self._sandbox,  # not as root on Linux (launch_error.sandbox_wanted)
+                chromium_sandbox=self._sandbox == SANDBOX_ON,  # not as root on Linux (launch_error.sandbox_state)
                 env=self._launch_env(headless),
                 # without a timeout a persistent launch waits for ever on a browser that never
                 # opens its pipe, and every tool waits behind it (docs/reliability.md)
@@ -482,12 +486,12 @@ class BrowserHost(BrowserTabs):
                 **options,
             )
         except error_type() as exc:
-            if self._sandbox and is_sandbox_refusal(exc):
+            if self._sandbox == SANDBOX_ON and is_sandbox_refusal(exc):
                 # this machine cannot sandbox the browser (no user namespaces, no setuid helper):
                 # run it as before, without, rather than not at all
                 log.warning("the browser's sandbox cannot start here; running it without: %s",
                             str(exc).strip().splitlines()[0][:200])  # fmt: skip
-                self._sandbox = False
+                self._sandbox = SANDBOX_OFF_UNSUPPORTED
                 return await self._launch_context(candidate, headless, ua)
             raise launch_error(exc, profile=self.profile_dir, launch_seconds=self._launch_seconds) from exc
 

@@ -162,14 +162,26 @@ _SANDBOX_REFUSALS = ("No usable sandbox", "SUID sandbox", "setuid sandbox", "Fai
                      "sandbox_host_linux", "credentials.cc")
 
 
-def sandbox_wanted(platform: str, euid: int | None, args: tuple[str, ...] | list[str]) -> bool:
-    """Whether the browser should run inside Chromium's sandbox: always, except as root on Linux
-    (Chromium refuses to start sandboxed as root) or when the person passed --no-sandbox in
-    CNKI_BROWSER_ARGS. The browser holds the CNKI login and renders whatever the site serves,
-    third-party scripts included; Playwright turns the sandbox off unless asked."""
+# Whether the browser runs inside Chromium's sandbox (BrowserHost.status, diagnostics, doctor):
+# "on", else why not
+SANDBOX_ON = "on"
+SANDBOX_OFF_ARGS = "off_browser_args"  # --no-sandbox in CNKI_BROWSER_ARGS
+SANDBOX_OFF_ROOT = "off_root"  # root on Linux
+SANDBOX_OFF_UNSUPPORTED = "off_unsupported"  # this machine refused it (no user namespaces, no setuid helper)
+
+
+def sandbox_state(platform: str, euid: int | None, args: tuple[str, ...] | list[str]) -> str:
+    """Whether the browser should run inside Chromium's sandbox (SANDBOX_ON): always, except as
+    root on Linux (Chromium refuses to start sandboxed as root) or when the person passed
+    --no-sandbox in CNKI_BROWSER_ARGS. The browser holds the CNKI login and renders whatever the
+    site serves, third-party scripts included; Playwright turns the sandbox off unless asked."""
     if "--no-sandbox" in args:
-        return False
-    return not (platform.startswith("linux") and euid == 0)
+        return SANDBOX_OFF_ARGS
+    return SANDBOX_OFF_ROOT if platform.startswith("linux") and euid == 0 else SANDBOX_ON
+
+
+def sandbox_wanted(platform: str, euid: int | None, args: tuple[str, ...] | list[str]) -> bool:
+    return sandbox_state(platform, euid, args) == SANDBOX_ON
 
 
 def is_sandbox_refusal(exc: Exception) -> bool:

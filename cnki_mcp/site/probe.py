@@ -21,6 +21,7 @@ class ProbeResult:
     ok: bool
     version: str | None = None
     error: str | None = None
+    sandbox_refused: bool = False  # asked to start sandboxed, Chromium said this machine cannot
 
 
 async def probe_browser_async(
@@ -29,14 +30,16 @@ async def probe_browser_async(
     timeout: float = PROBE_TIMEOUT_SECONDS,
     args: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
+    sandbox: bool = False,
 ) -> ProbeResult:
     """`environ`: the process environment; given, the browser keeps its own files (crash-report
-    database, settings cache) in a temporary folder instead of the person's HOME."""
+    database, settings cache) in a temporary folder instead of the person's HOME. `sandbox`:
+    launch inside Chromium's sandbox, as the server does (Playwright turns it off unless asked)."""
     from playwright.async_api import Error as PlaywrightError
 
     from cnki_mcp.site._pw import start_driver
     from cnki_mcp.site.browser import private_browser_env
-    from cnki_mcp.site.launch_error import temp_unusable
+    from cnki_mcp.site.launch_error import is_sandbox_refusal, temp_unusable
 
     if (temp := temp_unusable()) is not None:
         return ProbeResult(False, error=temp.message)
@@ -51,6 +54,7 @@ async def probe_browser_async(
                     args=[*QUIET_BROWSER_FLAGS, *args],
                     timeout=timeout * 1000,
                     env=env,
+                    chromium_sandbox=sandbox,
                 )
                 try:
                     page = await browser.new_page()
@@ -62,7 +66,8 @@ async def probe_browser_async(
                 await pw.stop()
     except PlaywrightError as exc:
         text = str(exc).strip()
-        return ProbeResult(False, error=(text.splitlines()[0] if text else type(exc).__name__)[:300])
+        error = (text.splitlines()[0] if text else type(exc).__name__)[:300]
+        return ProbeResult(False, error=error, sandbox_refused=sandbox and is_sandbox_refusal(exc))
     except OSError as exc:
         return ProbeResult(False, error=str(exc)[:300])
     except BrowserUnavailable as exc:  # the driver itself did not start (start_driver)
@@ -76,12 +81,14 @@ def probe_browser(
     timeout: float = PROBE_TIMEOUT_SECONDS,
     args: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
+    sandbox: bool = False,
 ) -> ProbeResult:
     """Synchronous wrapper for the command line (must not be called inside a running loop)."""
     try:
         return asyncio.run(
             asyncio.wait_for(
-                probe_browser_async(path, timeout=timeout, args=args, environ=environ), timeout + 10
+                probe_browser_async(path, timeout=timeout, args=args, environ=environ, sandbox=sandbox),
+                timeout + 10,
             )
         )
     except TimeoutError:

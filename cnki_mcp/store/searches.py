@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -27,6 +28,14 @@ class SearchRecord:
     created_at: datetime
     updated_at: datetime
     summary: dict[str, Any] | None = None
+
+    @property
+    def ranking(self) -> int:
+        """Which ranking of the search its rows are: 1 for the first, one more for each
+        `continue` that ranks them again (DESIGN.md "Tool results"); a summary saved before
+        this was counted is the first."""
+        value = (self.summary or {}).get("ranking", 1)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +105,16 @@ class SearchesMixin(StoreBase):
         *,
         updated_at: datetime | None = None,
         summary: dict[str, Any] | None = None,
+        evidence: Sequence[SearchEvidence] = (),
     ) -> None:
-        """Insert or update a search (status changes keep `created_at`). Only the newest
-        300 searches are kept, with their evidence rows, besides those a watch was made from."""
+        """Insert or update a search (status changes keep `created_at`), and its `evidence` rows
+        in the same transaction: a ranking's rows and its summary (its `ranking` number) are
+        never seen apart. Only the newest 300 searches are kept, with their evidence rows,
+        besides those a watch was made from."""
         created = to_ts(created_at)
         updated = to_ts(updated_at or created_at)
         with self._write() as conn:
+            _write_evidence(conn, search_id, evidence)
             conn.execute(
                 f"INSERT INTO searches ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT(search_id) DO UPDATE SET query = excluded.query, params = excluded.params,"
@@ -136,24 +149,7 @@ class SearchesMixin(StoreBase):
     def save_evidence(self, search_id: str, rows: Sequence[SearchEvidence]) -> None:
         """Insert or replace evidence rows of a search (one transaction)."""
         with self._write() as conn:
-            conn.executemany(
-                "INSERT OR REPLACE INTO search_results"
-                " (search_id, record_ref, channels, rank, score, evidence, selected, exclusion)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        search_id,
-                        e.record_ref,
-                        json.dumps(list(e.channels), ensure_ascii=False),
-                        e.rank,
-                        e.score,
-                        json.dumps(e.evidence, ensure_ascii=False, sort_keys=True),
-                        int(e.selected),
-                        e.exclusion,
-                    )
-                    for e in rows
-                ],
-            )
+            _write_evidence(conn, search_id, rows)
 
     def get_search(self, search_id: str) -> SearchRecord | None:
         with self._read() as conn:
@@ -207,3 +203,24 @@ class SearchesMixin(StoreBase):
                 (fingerprint, COMPLETED, to_ts(now - span), to_ts(now)),
             ).fetchone()
         return _record(row) if row else None
+
+
+def _write_evidence(conn: sqlite3.Connection, search_id: str, rows: Sequence[SearchEvidence]) -> None:
+    conn.executemany(
+        "INSERT OR REPLACE INTO search_results"
+        " (search_id, record_ref, channels, rank, score, evidence, selected, exclusion)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                search_id,
+                e.record_ref,
+                json.dumps(list(e.channels), ensure_ascii=False),
+                e.rank,
+                e.score,
+                json.dumps(e.evidence, ensure_ascii=False, sort_keys=True),
+                int(e.selected),
+                e.exclusion,
+            )
+            for e in rows
+        ],
+    )

@@ -16,11 +16,13 @@ import pytest
 
 from cnki_mcp.cli import doctor_cmd
 from cnki_mcp.cli.main import main
+from cnki_mcp.settings import Settings
 
 CHECK_NAMES = [
     "settings",
     "browser",
     "browser_launch",
+    "sandbox",
     "data_dir",
     "data_dir_lock",
     "browser_profile",
@@ -64,6 +66,7 @@ def quick_probe(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return True, "156.0.0.0"
 
     monkeypatch.setattr(doctor_cmd, "_default_probe", probe)
+    monkeypatch.setattr(doctor_cmd, "_default_sandbox_probe", lambda path: (probed.append(path), (True, False, ""))[1])
     return probed
 
 
@@ -87,6 +90,9 @@ def test_doctor_on_a_healthy_setup_exits_0_with_every_check_ok(
     assert code == 0, out
     lines = _lines(out)
     assert list(lines) == CHECK_NAMES
+    # as root on Linux Chromium cannot run sandboxed: doctor warns of it (nothing else to fix)
+    root = sys.platform.startswith("linux") and os.geteuid() == 0
+    assert lines.pop("sandbox") == ("WARN" if root else "OK")
     assert set(lines.values()) == {"OK"}
     assert chromium in out and "无界面启动成功" in out
     assert (env / "data").is_dir()
@@ -454,3 +460,38 @@ def test_doctor_does_not_blame_another_process_for_a_lock_file_it_cannot_create(
     monkeypatch.setattr(db, "acquire_lock", refused)
     check = doctor_cmd.check_data_dir_lock(env, True)
     assert not check.ok and not check.warning and "DATA_DIRECTORY_UNUSABLE" in check.detail
+
+
+@pytest.mark.parametrize(
+    ("euid", "args", "probed", "ok", "warning", "words"),
+    [
+        (1000, (), (True, False, ""), True, False, "沙箱中运行"),
+        (1000, (), (False, True, "Target page, context or browser has been closed"), True, True, "无法启动 Chromium 沙箱"),
+        (0, (), None, True, True, "root"),
+        (1000, ("--no-sandbox",), None, True, True, "--no-sandbox"),
+        (1000, (), (False, False, "spawn EACCES"), False, False, "spawn EACCES"),
+    ],
+)
+def test_doctor_says_whether_the_browser_runs_inside_its_sandbox(
+    tmp_path: Path,
+    euid: int,
+    args: tuple[str, ...],
+    probed: tuple[bool, bool, str] | None,
+    ok: bool,
+    warning: bool,
+    words: str,
+) -> None:
+    """As root Playwright adds --no-sandbox, and a machine without user namespaces refuses the
+    sandbox (the server then runs the browser without it): doctor's probe always ran unsandboxed,
+    so nobody could see which. It now launches sandboxed where the server would."""
+    asked: list[str] = []
+
+    def probe(path: str) -> tuple[bool, bool, str]:
+        asked.append(path)
+        assert probed is not None
+        return probed
+
+    settings = Settings(data_dir=tmp_path, extra_browser_args=args)
+    check = doctor_cmd.check_sandbox(settings, True, "/usr/bin/chromium", probe, platform="linux", euid=euid)
+    assert (check.name, check.ok, check.warning) == ("sandbox", ok, warning)
+    assert words in check.detail and (asked == ["/usr/bin/chromium"]) == (probed is not None)

@@ -301,3 +301,34 @@ async def test_a_synonym_or_an_option_given_at_the_top_level_names_the_argument_
             assert result.is_error and data is not None and data["code"] == "INVALID_ARGUMENT", data
             assert data["details"]["did_you_mean"] == meant
         assert recorder.calls == []
+
+
+async def test_a_misspelt_option_names_the_option_meant(tmp_path: Path, recorder: Recorder) -> None:
+    # `options: {"max_page": 3}` said only "Extra inputs are not permitted (收到 3)"
+    async with serving(tmp_path, recorder) as (c, _):
+        for name, args, meant in (
+            ("search", {"query": "违约金", "options": {"max_page": 3}}, {"options.max_page": "options.max_pages"}),
+            ("structured_search", {"expression": {"field": "title", "value": "违约金"}, "options": {"timeout": 60}},
+             {"options.timeout": "options.timeout_seconds"}),
+            ("search", {"query": "违约金", "options": {"limit": 5}}, {"options.limit": "limit"}),
+        ):  # fmt: skip
+            result = await c.call_tool(name, args)
+            data = result.structured_content
+            assert result.is_error and data is not None and data["code"] == "INVALID_ARGUMENT", data
+            assert data["details"]["did_you_mean"] == meant, data
+            assert data["details"]["field"] == next(iter(meant))
+        assert recorder.calls == []
+
+
+async def test_an_empty_concept_group_is_dropped_not_refused(tmp_path: Path, recorder: Recorder) -> None:
+    # `concept_groups: [["违约金"], []]` was INVALID_PLAN ("每个概念组需要 1–6 个词"): a group with
+    # no term adds no concept, so it is left out; a group of blank terms likewise
+    async with serving(tmp_path, recorder) as (c, _):
+        for groups, meant in (
+            ([["违约金"], []], [["违约金"]]),
+            ([["违约金", "酌减"], ["", " "], None], [["违约金", "酌减"]]),
+            ([[]], []),  # none left: the groups left out (the server plans them)
+        ):
+            result = await c.call_tool("search", {"query": "违约金", "concept_groups": groups})
+            assert not result.is_error, result.structured_content
+            assert recorder.parsed("search").concept_groups == meant

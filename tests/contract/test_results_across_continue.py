@@ -63,3 +63,27 @@ async def test_pages_of_a_partial_search_say_a_continue_reranks_them_and_to_star
         export = await completed_data(client, "export_citations", {"search_id": search_id, "scope": "candidates", "offset": 5, "limit": 5})
         assert "offset=0" not in export["message"], export["message"]
         assert export["result"]["warnings"] == []
+
+
+async def test_a_page_names_its_ranking_so_a_client_sees_a_continue_reranked_between_pages(tmp_path: Path) -> None:
+    settings = Harness(tmp_path / "data", inline_wait=50.0).settings
+    async with Client(build_server(lambda: Services.open(settings, backend=CorpusBackend()))) as client:
+        started = (await client.call_tool("search", {**QUESTION, "options": {"max_requests": 2}})).structured_content
+        assert isinstance(started, dict) and started["status"] == "partial", started
+        search_id = started["result"]["search_id"]
+        first = await _page(client, search_id, 0, 5)
+        assert first["ranking"] == started["result"]["ranking"] == 1
+        scoped = {"search_id": search_id, "scope": "candidates", "limit": 5, "local_only": True, "fields": ["year"]}
+        assert (await completed_data(client, "get_metadata", scoped))["result"]["ranking"] == 1
+        # a continue that stops partial again: the status says nothing changed, the ranking does
+        go_on = {"action": "continue", "operation_id": started["operation_id"], "additional_requests": 1}
+        resumed = (await client.call_tool("operation_control", go_on)).structured_content
+        assert isinstance(resumed, dict) and resumed["operation"]["status"] == "partial", resumed
+        assert resumed["operation"]["result"]["ranking"] == 2
+        second = await _page(client, search_id, 5, 5)
+        assert second["ranking"] == 2 != first["ranking"]
+        metadata = await completed_data(client, "get_metadata", {**scoped, "offset": 5})
+        assert metadata["result"]["ranking"] == 2
+        # not given a search_id, get_metadata names no ranking
+        refs = {"record_refs": [first["results"][0]["record_ref"]], "local_only": True}
+        assert (await completed_data(client, "get_metadata", refs))["result"].get("ranking") is None

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from cnki_mcp.operations import BudgetSpec, OperationKind, OperationRecord, Oper
 from cnki_mcp.server.app import TOOL_NAMES, build_server
 from cnki_mcp.server.readonly import REFUSED_ARGUMENTS
 from cnki_mcp.server.tools_session import validate_remote_access_url
+from cnki_mcp.site.launch_error import sandbox_state
 from tests.contract.server_fakes import Harness
 
 READ_ONLY = {
@@ -77,7 +80,8 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any]]] = [
     ("search", {}),
     ("search", {"query": ""}),
     ("search", {"query": "x", "limit": 0}),
-    ("search", {"query": "x", "concept_groups": [[]]}),
+    # an empty group is dropped (tool_coerce); seven terms in one group are over the limit
+    ("search", {"query": "x", "concept_groups": [["a", "b", "c", "d", "e", "f", "g"]]}),
     ("search", {"query": "x", "year_from": 2024, "year_to": 2020}),
     ("search", {"query": "x", "options": {"max_pages": 0}}),
     ("structured_search", {"expression": {"op": "and", "items": [{"field": "title", "value": "a"}]}}),
@@ -201,6 +205,9 @@ async def test_diagnostics_is_local_and_never_starts_the_browser(h: Harness) -> 
         assert data["version"]
         assert data["data_dir"] == str(h.settings.data_dir)
         assert data["browser"]["running"] is False
+        # whether the browser runs inside Chromium's sandbox (as root it cannot): before the launch, what it will ask
+        euid = os.geteuid() if hasattr(os, "geteuid") else None
+        assert data["browser"]["sandbox"] == sandbox_state(sys.platform, euid, h.settings.browser_args)
         assert "max_inflight" in data["limiter"]
         # resident now, and the peak since start (which is never below it)
         assert 0 < data["memory_rss_bytes"] <= data["memory_peak_rss_bytes"]
