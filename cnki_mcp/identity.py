@@ -32,6 +32,14 @@ _AROUND_PUNCT = re.compile(r"\s*([" + re.escape(_TITLE_PUNCT) + r"])\s*")
 _DOI_PREFIXES = ("https://doi.org/", "http://doi.org/", "https://dx.doi.org/", "http://dx.doi.org/", "doi:")
 # Bracketed role suffixes CNKI appends to names (林倩(文), 胡馨元（编）): they broke matching.
 _ROLE = re.compile(r"\s*[(（]\s*(?:文|著|编|译|主编|编著|编译|撰|撰文|执笔|整理|口述|摄|图|供稿)\s*[)）]\s*$")
+NODE_ID = re.compile(r"[nN][1-9][0-9]{0,4}")  # citation_graph's node ids (`citegraph._Walk.add`)
+# Handles, not titles: a record_ref, a CNKI file name (letters then digits, no space: FXYJ201906001),
+# a link, a DOI
+NOT_A_TITLE = re.compile(
+    r"rec_[0-9a-f]{8,}|[A-Za-z]{2,8}[0-9]{4,}[A-Za-z0-9.]*|(?:https?|doi):\S*|10\.\d{4,9}/\S+", re.I
+)
+
+
 # site-rules.md §1.1: query keys that make a URL secret, the reader's `invoice`/`nonce` included; never shown.
 SECRET_QUERY_WORDS = ("token", "ticket", "session", "password", "signature", "invoice", "nonce")
 

@@ -7,7 +7,8 @@ Only readings with one meaning are made; anything else is left for validation to
   default): clients that fill every property of a schema send `"limit": null`, `"year_from": ""`.
 - A string where a list is expected: a JSON-encoded list (`"[\"a\",\"b\"]"`) is that list; a list
   of ids or of fixed values (`record_refs`, `types`, `fields`, `document_types`, `source_tiers`)
-  is split at commas, 、 and semicolons, ids (`record_refs`) at spaces too;
+  is split at commas, 、 and semicolons, ids (`record_refs`) at spaces too, and `seeds` when every
+  part is a handle (a record_ref, file name, link, DOI or node id);
   any other list of strings (`titles`, `references`: a title may hold a comma) is the one item,
   unless it holds a line break (several titles or references, or one? not guessed). A flat list
   for `concept_groups` is not read (one concept's alternatives, or several concepts?). Blank and
@@ -31,16 +32,20 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
+from cnki_mcp.identity import NODE_ID, NOT_A_TITLE
+
 _MAX_DEPTH = 32
 _ABSENT = object()
 
 # Lists whose items never hold a separator: one string of them separated is the list. Spaces
 # separate only ids (`record_refs`): a type or tier name may hold one (`journal article`,
 # `AMI 核心`, which split was `AMI` and `核心`, any core tier: a filter silently widened).
-# `seeds` is not one of them: a seed may be a title or a URL (one English title was cut into
-# words, each refused with advice to look the first word up on CNKI).
+# `seeds` is one only when every part is a handle (`identity.NOT_A_TITLE`, a node id): a seed may
+# be a title or a URL (one English title was cut into words, each refused with advice to look the
+# first word up on CNKI), and `rec_…,rec_…` whole was looked up as a title.
 SPLIT_LISTS = frozenset({"record_refs", "document_types", "source_tiers"})
 _ID_LISTS = frozenset({"record_refs"})
+_HANDLE_LISTS = frozenset({"seeds"})
 _SEPARATORS = re.compile(r"[,，、;；]+")
 _ID_SEPARATORS = re.compile(r"[,，、;；\s]+")
 
@@ -142,7 +147,10 @@ def _coerce(
             with contextlib.suppress(ValueError, RecursionError):
                 value = json.loads(text)
         if isinstance(value, str) and "array" in kinds and not item and _string_items(alternatives, defs):
-            if name in SPLIT_LISTS or _item_enum(alternatives, defs):
+            handles = [p for p in _ID_SEPARATORS.split(text) if p] if name in _HANDLE_LISTS else []
+            if len(handles) > 1 and all(NOT_A_TITLE.fullmatch(p) or NODE_ID.fullmatch(p) for p in handles):
+                value = handles
+            elif name in SPLIT_LISTS or _item_enum(alternatives, defs):
                 separators = _ID_SEPARATORS if name in _ID_LISTS else _SEPARATORS
                 value = [p.strip() for p in separators.split(text) if p.strip()]
             elif "\n" not in text:  # lines may be several titles or references: not guessed

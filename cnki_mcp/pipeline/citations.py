@@ -9,7 +9,6 @@ detail page is visited for them."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -20,6 +19,8 @@ from cnki_mcp.cite.model import THESIS_KINDS, DocKind, doc_kind
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import DocumentNotFound, InvalidInput, LocatorExpired
 from cnki_mcp.identity import (
+    NODE_ID,
+    NOT_A_TITLE,
     Paper,
     ambiguous,
     asked_title,
@@ -44,12 +45,6 @@ from cnki_mcp.site.backend import CitationBackend, GridRequest
 from cnki_mcp.store import Store
 
 MAX_LIMIT = 50
-NODE_ID = re.compile(r"[nN][1-9][0-9]{0,4}")  # citation_graph's node ids (`citegraph._Walk.add`)
-# Handles, not titles: a record_ref, a CNKI file name (letters then digits, no space: FXYJ201906001),
-# a link, a DOI
-NOT_A_TITLE = re.compile(
-    r"rec_[0-9a-f]{8,}|[A-Za-z]{2,8}[0-9]{4,}[A-Za-z0-9.]*|(?:https?|doi):\S*|10\.\d{4,9}/\S+", re.I
-)
 GRAPHS_LOOKED_AT = 20  # newest operations searched for the graph a node id came from
 T = TypeVar("T")
 # The farthest offset a call accepts. A paper may be cited thousands of times; a page of 10 costs

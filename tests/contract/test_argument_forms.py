@@ -224,6 +224,9 @@ async def test_one_string_for_a_list_of_strings_is_that_list_for_every_tool(
         for seed in ("Deep learning for legal judgment prediction", "https://kns.cnki.net/x?v=abc,def&y=1"):
             await c.call_tool("citation_graph", {"seeds": seed})
             assert list(recorder.parsed("citation_graph").seeds) == [seed]
+        # handles only: the list (whole, `rec_…,rec_…` was looked up as one title)
+        await c.call_tool("citation_graph", {"seeds": f"{REF}, FXYJ201906001 n3"})
+        assert list(recorder.parsed("citation_graph").seeds) == [REF, "FXYJ201906001", "n3"]
 
 
 WORDS = (("false", False), ("False", False), ("0", False), ("否", False), ("true", True), ("是", True), (" TRUE ", True))
