@@ -183,12 +183,18 @@ UNKNOWN_REFS_MESSAGE = (
 )
 
 
-def too_large(size: int, count: int, read_only: bool, paged: bool = False) -> OutputTooLarge:
+def too_large(size: int, count: int, read_only: bool, paged: bool = False, listed: bool = True) -> OutputTooLarge:
     """OUTPUT_TOO_LARGE, with the ways out that work: a `filename` or exporting in parts, and in
     read-only mode (which refuses `filename`, server/readonly.py) exporting in parts only. In parts
     is offset/limit only for a `search_id` export (`paged`); record_refs and titles ignore them, and
     an export of 60 record_refs told to page with offset/limit met the same error again."""
-    parts = "减小 limit 用 offset 分批导出" if paged else "每次少传一些 record_refs / titles 分批导出"
+    parts = (
+        "分批导出：search_id 减小 limit 用 offset 分批，record_refs / titles 每次少传一些"
+        if paged and listed
+        else "减小 limit 用 offset 分批导出"
+        if paged
+        else "每次少传一些 record_refs / titles 分批导出"
+    )
     if not read_only:
         return OutputTooLarge(
             f"导出内容 {size} 字节，超过 {MAX_TEXT_BYTES // 1024} KB（客户端会截断更长的结果）："
@@ -216,10 +222,11 @@ def render_export(
     filename: str | None,
     key_scope: list[str] | None = None,
     paged: bool = False,
+    listed: bool = True,
 ) -> ExportView:
     """Export the stored papers `refs` (in order, repeats once) and save when asked. `key_scope`:
     the refs of the whole search scope `refs` is a page of (BibTeX keys unique over it). `paged`: a
-    search_id export, which offset/limit cut in parts."""
+    search_id export, which offset/limit cut in parts; `listed`: record_refs or titles given too."""
     ordered = list(dict.fromkeys(refs))
     papers = services.store.papers_by_refs(ordered)
     not_found = [r for r in ordered if r not in papers]
@@ -243,7 +250,7 @@ def render_export(
     if filename is not None:
         path = save_export(services.settings.data_dir, filename, result.text)
     elif size > MAX_TEXT_BYTES:
-        raise too_large(size, result.count, services.settings.read_only, paged=paged)
+        raise too_large(size, result.count, services.settings.read_only, paged=paged, listed=listed)
     omit = size > MAX_TEXT_BYTES
     return ExportView(
         format=result.format,
@@ -394,7 +401,9 @@ def register(server: CnkiServer) -> None:
         if not pending:
             if record_refs and not search_id and not titles and not store.papers_by_refs(refs):
                 raise DocumentNotFound(UNKNOWN_REFS_MESSAGE, record_refs=list(dict.fromkeys(record_refs)))
-            view = render_export(services, refs, fmt, template, missing_fields, name, key_scope, bool(search_id))
+            view = render_export(
+                services, refs, fmt, template, missing_fields, name, key_scope, bool(search_id), bool(record_refs or titles)
+            )
             view = view.model_copy(update=paging)
             unknown = [ErrorView(**DocumentNotFound.unknown_ref(r).to_dict()) for r in view.not_found]
             return ExportOperation(
@@ -416,7 +425,8 @@ def register(server: CnkiServer) -> None:
             located = [str(r["record_ref"]) for r in found.records if r.get("record_ref")]
             op.set_stage("export", "生成参考文献")
             view = render_export(
-                services, [*refs, *located], fmt, template, missing_fields, name, key_scope, bool(search_id)
+                services, [*refs, *located], fmt, template, missing_fields, name, key_scope, bool(search_id),
+                bool(record_refs or titles),
             )
             view = view.model_copy(update=paging)
             for ref in view.not_found:

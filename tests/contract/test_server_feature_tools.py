@@ -513,9 +513,13 @@ async def test_an_oversized_export_advises_paging_only_where_offset_and_limit_ap
         store.save_search("sch_big", "违约金", {}, "fp", "completed", datetime(2026, 1, 1, tzinfo=UTC))
         by_refs = _error(await client.call_tool("export_citations", {"record_refs": refs, "format": "json"}))
         by_search = _error(await client.call_tool("export_citations", {"search_id": "sch_big", "format": "json"}))
-    assert by_refs["code"] == by_search["code"] == "OUTPUT_TOO_LARGE"
+        both = _error(
+            await client.call_tool("export_citations", {"search_id": "sch_big", "record_refs": refs[:1], "format": "json"})
+        )
+    assert by_refs["code"] == by_search["code"] == both["code"] == "OUTPUT_TOO_LARGE"
     assert "offset" not in by_refs["message"] and "record_refs" in by_refs["message"]
-    assert "offset" in by_search["message"]
+    assert "offset" in by_search["message"] and "record_refs" not in by_search["message"]
+    assert "offset" in both["message"] and "record_refs" in both["message"]
 
 
 async def test_a_text_over_64_kib_is_only_saved_to_a_file_and_without_one_is_refused(h: Harness) -> None:
