@@ -27,6 +27,7 @@ from cnki_mcp.errors import ContentPartial, DocumentNotFound, HtmlEntryNotFound,
 from cnki_mcp.identity import Paper
 from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.models import DetailPage, ReaderPage, ReaderScope, Section
+from cnki_mcp.parse import PARSER_VERSION
 
 CACHE_TTL_SECONDS = 30 * 60
 CACHE_MAX_ENTRIES = 16
@@ -369,7 +370,10 @@ class ReadingService:
             self._no_entry[ref] = (Stamp.now(self._clock), dict(exc.details))  # the files the page offered are said again
             raise
         now = self._clock.now()
-        self._store.upsert_from_detail(capture.detail, capture.detail_url, now, expected_ref=ref)
+        # stored as the enrichment stores it: a page of another version is read again by get_metadata
+        self._store.upsert_from_detail(
+            capture.detail, capture.detail_url, now, expected_ref=ref, parser_version=PARSER_VERSION
+        )
         if self.cache.put(ref, capture.page, now):
             self.paging.drop(ref)
         else:

@@ -28,6 +28,7 @@ from cnki_mcp.identity import Paper, source_key, title_key
 from cnki_mcp.jobs import OperationContext
 from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.models import ExportRecord
+from cnki_mcp.parse import PARSER_VERSION
 from cnki_mcp.query.compiler import compile_expression, title_lookup_expression
 from cnki_mcp.rank import SourceQuality
 from cnki_mcp.site.backend import GridRequest, SiteBackend
@@ -35,8 +36,6 @@ from cnki_mcp.store import MISMATCH, PRESENT, CachedJournal, Store
 
 log = logging.getLogger(__name__)
 
-# Bumped when the parsers change what they extract: older details and journals are refetched.
-PARSER_VERSION = 1
 DETAIL_TTL = timedelta(days=30)
 DEFAULT_WORKERS = 8
 LOOKUP_PAGE_SIZE = 50

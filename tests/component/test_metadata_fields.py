@@ -11,9 +11,12 @@ from dataclasses import replace
 from typing import Any
 
 from cnki_mcp.clock import FakeClock
+from cnki_mcp.identity import Paper
 from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind
+from cnki_mcp.parse.reader import parse_reader
 from cnki_mcp.pipeline.models import MetadataInput
 from cnki_mcp.pipeline.research import ResearchPipeline
+from cnki_mcp.reading_service import ReaderCapture, ReadingService
 from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.store import Store
 from tests.corpus_backend import CorpusBackend, containing_corpus
@@ -62,6 +65,40 @@ async def test_metadata_reads_only_what_the_requested_fields_need(clock: FakeClo
     backend.requests.clear()
     await run_metadata(clock, pipe, MetadataInput(record_refs=refs[:3]))
     assert backend.requests == Counter()  # every field: the fresh details answer
+
+
+class DetailReader:
+    """read_online_html's reader over the corpus: its capture carries the paper's detail page, as
+    the reader's visit opens it before clicking HTML阅读 (one detail request)."""
+
+    def __init__(self, backend: CorpusBackend) -> None:
+        self.backend = backend
+
+    async def read(self, paper: Paper, op: Any = None) -> ReaderCapture:
+        assert paper.locator is not None
+        detail = await self.backend.detail(paper.locator)
+        body = parse_reader(
+            '<html><head><meta name="citation_title" content="t"></head><body><div class="catalogboxs">'
+            '<span class="tit">一、引言</span></div><div id="paperRead"><h2>一、引言</h2><p>' + '正文段落，包含足够多的文字。' * 40 + '</p></div></body></html>',
+            "https://kns.cnki.net/reader/xml?invoice=S&nonce=T",
+        )
+        return ReaderCapture(page=body, detail=detail, detail_url=paper.locator)
+
+
+async def test_a_detail_page_the_reader_opened_is_not_read_again_for_metadata(clock: FakeClock, store: Store) -> None:
+    # read_online_html stored the page it opened without the parser version, so get_metadata
+    # took it for a stale one and read it again a minute later (docs/benchmarks.md "Requests
+    # across an agent session")
+    backend = CorpusBackend()
+    pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
+    title = next(r.title for r in backend.corpus.records if r.type == "期刊" and r.funds)
+    listed = await run_metadata(clock, pipe, MetadataInput(titles=[title], fields=["authors"]))
+    [ref] = [r["record_ref"] for r in listed.result["records"]]
+    await ReadingService(store, DetailReader(backend), clock).read(ref)
+    backend.requests.clear()
+    funds = await run_metadata(clock, pipe, MetadataInput(record_refs=[ref], fields=["funds"]))
+    assert funds.result["records"][0]["funds"]
+    assert backend.requests == Counter()  # the reader's page, read seconds ago, answers
 
 
 class SlowDetails(CorpusBackend):
