@@ -49,14 +49,17 @@ def browser_route(
             return Route("unchecked", f"CNKI_BROWSER_ARGS --{name}（{what}）")
     if (rules := switches.get("proxy-server")) is not None:
         via = "CNKI_BROWSER_ARGS --proxy-server"
-        uri = _https_proxy_of_rules(rules)
-        if uri is None:
+        entry = _https_entry_of_rules(rules)
+        uri = _first_uri(entry) if entry else None
+        if entry is None or uri is None:
             return Route("direct", f"{via} 不用于 https:// 网址")
         if uri.lower().startswith("direct://"):
             return Route("direct", f"{via}=direct://")
         if _bypassed(switches.get("proxy-bypass-list", ""), suffix=False):
             return Route("direct", "CNKI_BROWSER_ARGS --proxy-bypass-list")
-        return Route("proxy", via, proxy_address(rules if "@" in rules else uri))
+        if "@" in entry:  # Chromium refuses a proxy with user:password here: every page fails
+            return Route("proxy", f"{via}（带用户名密码，浏览器不支持：页面将以 ERR_NO_SUPPORTED_PROXIES 失败）", proxy_address(entry))
+        return Route("proxy", via, proxy_address(uri))
     if platform == "darwin":
         return Route("unchecked", "macOS 的系统代理设置")
     if not platform.startswith("linux"):
@@ -77,21 +80,22 @@ def _switches(args: tuple[str, ...]) -> dict[str, str]:
     for arg in args:
         if arg.startswith("--"):
             name, _, value = arg[2:].partition("=")
-            found[name.lower()] = value
+            found[name] = value  # Chromium's switch names are case-sensitive on Linux: --PROXY-SERVER is ignored
     return found
 
 
-def _https_proxy_of_rules(rules: str) -> str | None:
-    """The first proxy URI `--proxy-server=rules` gives an https URL, or None (direct)."""
+def _https_entry_of_rules(rules: str) -> str | None:
+    """The proxy list `--proxy-server=rules` gives an https URL, as written (a password may hold
+    `,`, which also separates its URIs), or None (direct)."""
     for_https = fallback = None
     for entry in (e.strip() for e in rules.split(";")):
         scheme, equals, uris = entry.partition("=")
-        if not equals:
-            return _first_uri(entry)
+        if not equals or "://" in scheme:  # `http://user:p=w@host` is a URI, not a scheme rule
+            return entry
         if scheme.strip().lower() == "https":
-            for_https = _first_uri(uris)
+            for_https = uris
         elif scheme.strip().lower() == "socks":
-            fallback = _first_uri(uris)
+            fallback = uris
     return for_https or fallback
 
 

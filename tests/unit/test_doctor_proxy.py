@@ -142,3 +142,13 @@ def test_doctors_network_line_warns_exactly_when_chromium_would_use_a_proxy(
 ) -> None:
     environ = {"CNKI_DATA_DIR": str(tmp_path), **environ}
     assert check_proxy(environ, load_settings(environ), platform="linux").warning is warned
+
+
+def test_a_proxy_server_switch_names_the_https_proxy_it_uses_and_its_credentials_as_a_failure() -> None:
+    # per-scheme rules with a password in the http entry named that entry's host (https goes through b:2);
+    # a user:password in --proxy-server makes Chromium fail every page; an upper-case switch is ignored
+    route = browser_route({}, ("--proxy-server=http=user:pw@a:1;https=b:2",), platform="linux", headless=True)
+    assert (route.kind, route.address) == ("proxy", "b:2")
+    route = browser_route({}, ("--proxy-server=https=user:pw@b:2",), platform="linux", headless=True)
+    assert route.address == "b:2" and "ERR_NO_SUPPORTED_PROXIES" in route.via
+    assert browser_route({}, ("--PROXY-SERVER=http://p:1",), platform="linux", headless=True).kind == "direct"
