@@ -179,6 +179,11 @@ class LoginWatch:
                 self.proxied = await proxied_tab(self.inner.host, self.inner.endpoints)
         if self.found is not None or self.proxied is not None:
             return PageState(PageKind.CLEAR)
+        if self.inner.page.is_closed():
+            # The person closed the login tab: the step ends, as any step's does when its tab
+            # is closed (DESIGN.md "The shared search page"), and `run` reports who the site
+            # shows now. It waited its 20 minutes holding every request of every operation.
+            return PageState(PageKind.CLEAR)
         return PageState(PageKind.LOGIN)
 
     async def show(self) -> None:
