@@ -101,5 +101,5 @@ async def test_a_login_tab_the_person_closes_ends_the_login_with_who_the_site_sh
 
     assert identity.personal is not IdentityKind.AUTHENTICATED and identity.institutions == []
     assert not gate.active
-    login_tab, read_on = host.pages  # the login tab, then a tab of its own to read the site now
+    _login_tab, read_on = host.pages  # the login tab, then a tab of its own to read the site now
     assert read_on.visited == [ENDPOINTS.adv_search] and read_on.closed_by_product
