@@ -55,3 +55,13 @@ class IdentityMemory:
         identity = before.model_copy(update={"personal": IdentityKind.NOT_OBSERVED, "personal_name": None})
         self.last = ObservedIdentity(identity, self._clock.now(), "login_wall", self._clock.monotonic())
         return self.last
+
+    def login_step_over(self, identity: HeaderIdentity | None) -> None:
+        """A person got past a login page some operation met (the step cleared): the login wall
+        noted when it opened no longer says who is logged in. `identity`: what a tab loaded since
+        showed, else nothing is known until the next observation (session_status said "not
+        logged in" after the person had logged in for a download)."""
+        if identity is not None:
+            self.observed(identity, identity.observed_at)
+        elif self.last is not None and self.last.evidence == "login_wall":
+            self.last = None

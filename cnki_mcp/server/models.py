@@ -450,6 +450,8 @@ class IdentityView(BaseModel):
     """Who CNKI says we are (site-rules.md §2.6). permission_scope is always `unknown`."""
 
     personal: Literal["authenticated", "not_observed"] = "not_observed"
+    # the account name the header shows: tells account B after A apart (both "authenticated")
+    personal_name: str | None = None
     institution: Literal["observed", "not_observed"] = "not_observed"
     institution_evidence: list[str] = Field(default_factory=list)
     permission_scope: Literal["unknown"] = "unknown"
@@ -465,6 +467,7 @@ class IdentityView(BaseModel):
     ) -> IdentityView:
         return cls(
             personal="authenticated" if identity.personal is IdentityKind.AUTHENTICATED else "not_observed",
+            personal_name=identity.personal_name if identity.personal is IdentityKind.AUTHENTICATED else None,
             institution="observed" if identity.institutions else "not_observed",
             institution_evidence=list(identity.institutions),
             evidence_source=evidence,

@@ -24,7 +24,7 @@ from playwright.async_api import Page
 
 from cnki_mcp.clock import Clock
 from cnki_mcp.errors import BrowserUnavailable, SiteUnavailable
-from cnki_mcp.models import HeaderIdentity
+from cnki_mcp.models import HeaderIdentity, IdentityKind
 from cnki_mcp.parse.gate import read_header_identity
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.browser import BrowserHost
@@ -33,6 +33,7 @@ from cnki_mcp.site.human import HumanGate, PageKind, PageState
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.navigation import NAV_TIMEOUT_MS
 from cnki_mcp.site.pages import (
+    LOAD_STATE_JS,
     PlaywrightHumanPage,
     document_origin,
     positive,
@@ -83,13 +84,18 @@ class TabsBefore:
         return next((who for p, who in self.shown if p is page), None)
 
 
+async def browser_now(page: Page) -> float | None:
+    """The browser's clock (ms), comparable with `document_origin`; None when the tab cannot say."""
+    try:
+        now = await page.evaluate(_NOW_JS)
+    except PlaywrightError:
+        return None
+    return float(now) if isinstance(now, (int, float)) else None
+
+
 async def tabs_before(host: BrowserHost, endpoints: Endpoints, blank: Page) -> TabsBefore:
     """What every CNKI tab shows now; `blank` (a fresh tab) gives the browser's time."""
-    try:
-        origin = await blank.evaluate(_NOW_JS)
-    except PlaywrightError:
-        origin = None
-    before = TabsBefore(float(origin) if isinstance(origin, (int, float)) else None)
+    before = TabsBefore(await browser_now(blank))
     ctx = await host.ensure()
     for page in list(ctx.pages):
         url = _url(page)
@@ -134,6 +140,37 @@ async def scan_tabs(
     return None
 
 
+async def logged_out(
+    host: BrowserHost, endpoints: Endpoints, baseline: HeaderIdentity, since: float | None
+) -> tuple[float, HeaderIdentity] | None:
+    """force: the person logged out in a CNKI tab loaded after `since` (the login tab was opened;
+    the browser's clock): (when that page loaded, who it shows), else None. Logged out: the tab is
+    CNKI's login page (the product's own tab only goes there when nobody is logged in; it shows
+    `baseline` without its personal login), or its header is ready without a personal login, the
+    page complete and idle (CNKI's 退出 returns to the page it was clicked on)."""
+    if since is None:
+        return None
+    ctx = await host.ensure()
+    for page in list(ctx.pages):
+        url = _url(page)
+        if page.is_closed() or not endpoints.is_site_url(url):
+            continue
+        origin = await document_origin(page)
+        if origin is None or origin <= since:
+            continue
+        if endpoints.is_login_url(url):
+            return origin, baseline.model_copy(update={"personal": IdentityKind.NOT_OBSERVED, "personal_name": None})
+        try:
+            shown = read_header_identity(await page.content())
+            load = await page.evaluate(LOAD_STATE_JS)
+        except PlaywrightError:
+            continue
+        settled = isinstance(load, dict) and load.get("complete") and not load.get("pending")
+        if settled and shown.ready and shown.personal is not IdentityKind.AUTHENTICATED:
+            return origin, shown
+    return None
+
+
 async def proxied_tab(host: BrowserHost, endpoints: Endpoints) -> str | None:
     """The proxy host of an open tab showing CNKI through a library proxy (`Endpoints.proxied_host`)."""
     ctx = await host.ensure()
@@ -158,6 +195,7 @@ class LoginWatch:
     found: HeaderIdentity | None = None
     baseline: HeaderIdentity | None = None  # force: who the site said was logged in at the start
     since: TabsBefore | None = None
+    opened: float | None = None  # force: when the login tab was opened (the browser's clock)
     # A tab shows CNKI under a library proxy's host (WebVPN, EZproxy): the product cannot use
     # that login, so the step ends and `login` says so (site-rules.md §2.6).
     proxied: str | None = None
@@ -165,6 +203,13 @@ class LoginWatch:
     _last_read: float | None = field(default=None)
 
     async def scan(self) -> HeaderIdentity | None:
+        if self.baseline is not None and self.baseline.personal is IdentityKind.AUTHENTICATED:
+            out = await logged_out(self.inner.host, self.inner.endpoints, self.baseline, self.opened)
+            if out is not None:
+                # Seen logged out: logging in again, as the same account too, ends the step (it
+                # waited its 20 minutes, every request held behind it, for another identity);
+                # only a page loaded after the logout counts, not one still showing the old login.
+                self.since, self.baseline = TabsBefore(out[0]), out[1]
         found = await scan_tabs(self.inner.host, self.inner.endpoints, unlike=self.baseline, since=self.since)
         # seen live during the step: dated now
         return found.model_copy(update={"observed_at": self.clock.now()}) if found is not None else None
@@ -178,6 +223,11 @@ class LoginWatch:
             if self.found is None:
                 self.proxied = await proxied_tab(self.inner.host, self.inner.endpoints)
         if self.found is not None or self.proxied is not None:
+            return PageState(PageKind.CLEAR)
+        if self.inner.page.is_closed():
+            # The person closed the login tab: the step ends, as any step's does when its tab
+            # is closed (DESIGN.md "The shared search page"), and `run` reports who the site
+            # shows now. It waited its 20 minutes holding every request of every operation.
             return PageState(PageKind.CLEAR)
         return PageState(PageKind.LOGIN)
 
@@ -219,8 +269,10 @@ class LoginFlow:
                 since=before,
             )
             if force:
-                # Switching accounts: who the site says is logged in now does not end the step.
+                # Switching accounts: who the site says is logged in now does not end the step
+                # until the person is seen logged out (`logged_out`).
                 watch.baseline = live
+                watch.opened = await browser_now(page)
             else:
                 # The entry page itself may already show who we are (an institution by IP).
                 watch.found = await watch.scan()

@@ -205,6 +205,27 @@ class PlaywrightHumanPage:
                 return True
         return False
 
+    async def identity_since_shown(self, clock: Clock) -> HeaderIdentity | None:
+        """Login: the first positive identity a CNKI tab (this one included) shows on a page loaded
+        after the login page was shown, dated when that page loaded; None when none shows one."""
+        if self.kind != "login" or self.shown_since is None:
+            return None
+        ctx = await self.host.ensure()
+        for tab in list(ctx.pages):
+            url = _page_url(tab)
+            if tab.is_closed() or not self.endpoints.is_site_url(url) or self.endpoints.is_login_url(url):
+                continue
+            origin = await document_origin(tab)
+            if origin is None or origin <= self.shown_since:
+                continue
+            try:
+                identity = read_header_identity(await tab.content())
+            except PlaywrightError:
+                continue
+            if positive(identity):
+                return await dated(tab, clock, identity)
+        return None
+
     async def show(self) -> None:
         if not self.page.is_closed():
             await self.host.show(self.page)

@@ -14,6 +14,7 @@ from typing import Any
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page, Response
 
+from cnki_mcp.clock import Clock
 from cnki_mcp.errors import SiteUnavailable, VerificationContextUnavailable, VerificationSkipped
 from cnki_mcp.session_identity import IdentityMemory
 from cnki_mcp.site.backend import SiteOp
@@ -69,11 +70,18 @@ class PersonSteps:
     _showing: asyncio.Future[None] | None  # a request is putting its page before the person
     _click_drawn: asyncio.Future[None] | None  # the capture click's own answer drawn
     _identities: IdentityMemory | None  # the identity this run last saw (session_identity.py)
+    _clock: Clock
 
     def note_login_wall(self) -> None:
         """A request met CNKI's login page: the identity this run remembers is not logged in."""
         if self._identities is not None:
             self._identities.login_wall()
+
+    async def note_login_step_over(self, human: PlaywrightHumanPage) -> None:
+        """A login step this run's requests met is over: what a CNKI tab loaded since shows
+        replaces the login wall noted when it opened (session_identity.py `login_step_over`)."""
+        if self._identities is not None:
+            self._identities.login_step_over(await human.identity_since_shown(self._clock))
 
     @staticmethod
     async def _draw_click_answer(page: Page, request: Any) -> None:
@@ -211,6 +219,8 @@ class PersonSteps:
         policy = op.on_verification if op is not None else "wait"
         human = PlaywrightHumanPage(self._host, page, self.endpoints, kind, in_step=True)
         await self._gate.handle(kind, human, op, "skip" if policy == "skip" else "wait", epoch=epoch, opened=opened)
+        if kind == "login":
+            await self.note_login_step_over(human)
 
 
 async def _answer(response: Response) -> Fetched | None:

@@ -168,6 +168,8 @@ class DetailTabs:
         human = PlaywrightHumanPage(self.host, page, self.endpoints, kind, in_step=True)
         try:
             await self.gate.handle(kind, human, op, "skip" if policy == "skip" else "wait", epoch=epoch)
+            if kind == "login":
+                await self.site.note_login_step_over(human)
         except VerificationSkipped as exc:
             if "gate" in exc.details:
                 raise

@@ -452,6 +452,9 @@ async def test_login_asked_by_the_download_is_done_by_the_person_and_the_file_ar
     assert Path(file["path"]).read_bytes() == pdf_bytes(rec)
     assert [e.params.get("ok") for e in app.sim.requests_for("/login/submit", "POST")] == [True]
     assert len(app.services.store.clicks_for(ref)) == 1  # one click; the login led to the file
+    # the login wall the click met no longer stands for who is logged in: the person logged in
+    cached = await app.call("session_status", {})
+    assert cached["evidence_source"] != "login_wall", cached
 
 
 async def test_uncertain_download_is_not_clicked_again_until_retry(app: App) -> None:

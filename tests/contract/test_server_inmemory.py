@@ -18,6 +18,7 @@ from mcp.types import CreateMessageResult, ErrorData, ImageContent, TextContent
 
 from cnki_mcp.errors import ParserUnsupported
 from cnki_mcp.jobs import StoreSink
+from cnki_mcp.models import HeaderIdentity, IdentityKind
 from cnki_mcp.operations import BudgetSpec, OperationKind, OperationRecord, OperationStatus
 from cnki_mcp.server.app import TOOL_NAMES, build_server
 from cnki_mcp.server.readonly import REFUSED_ARGUMENTS
@@ -707,3 +708,18 @@ async def test_resume_without_an_operation_id_resumes_the_step_that_is_open(tmp_
         assert resumed.structured_content["operation"]["operation_id"] == op_id
         done = (await client.call_tool("operation_status", {"operation_id": op_id, "wait_seconds": 10})).structured_content
         assert done["status"] == "completed" and done["result"]["institution"] == "observed"
+
+
+async def test_session_status_names_the_account_so_a_switch_from_one_account_to_another_shows(h: Harness) -> None:
+    accounts = iter(["alice", "bob"])
+
+    async def identity(op: Any = None) -> HeaderIdentity:
+        return HeaderIdentity(ready=True, personal=IdentityKind.AUTHENTICATED, personal_name=next(accounts))
+
+    h.backend.identity = identity  # type: ignore[method-assign]
+    async with Client(build_server(h.open)) as client:
+        first = (await client.call_tool("session_status", {"refresh": True})).structured_content
+        second = (await client.call_tool("session_status", {"refresh": True})).structured_content
+        cached = (await client.call_tool("session_status", {})).structured_content
+    assert first["personal"] == second["personal"] == "authenticated"
+    assert (first["personal_name"], second["personal_name"], cached["personal_name"]) == ("alice", "bob", "bob")

@@ -63,3 +63,20 @@ async def test_a_new_observation_replaces_the_last_after_the_wall_clock_was_put_
     assert memory.last is fresh and fresh.identity.personal is IdentityKind.NOT_OBSERVED
     # an old page read again is still older than what is kept, whatever the wall clock did
     assert memory.observed(PERSON, clock.now() - dt.timedelta(seconds=120)) is fresh
+
+
+def test_a_login_step_over_replaces_the_login_wall_with_what_a_tab_showed_since_or_with_nothing() -> None:
+    clock = FakeClock()
+    memory = IdentityMemory(clock)
+    memory.observed(PERSON, clock.now())
+    memory.login_wall()
+    memory.login_step_over(None)  # the person logged in; no tab loaded since shows a header
+    assert memory.last is None  # not "not logged in" any more: unknown until the next observation
+
+    memory.login_wall()
+    memory.login_step_over(PERSON.model_copy(update={"observed_at": clock.now()}))
+    assert memory.last is not None and memory.last.evidence == "kns_header"
+    assert memory.last.identity.personal is IdentityKind.AUTHENTICATED
+
+    memory.login_step_over(None)  # a header observation is kept: only a login wall goes stale
+    assert memory.last is not None and memory.last.evidence == "kns_header"
