@@ -24,7 +24,8 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
   A study word that is part of a concept's name stays in it (企业价值, 情景分析 | 情景, Meta分析, 目标
   检测, 技术进步, 比较优势, 持续改进); a year written against the topic is dropped as a study word
   (2020年新冠疫情), and so is 中国 unless written against a Han concept word (中国方案); a
-  temperature is one term (25℃, -20℃, 25~35℃).
+  temperature is one term (25℃, -20℃, 25~35℃); a quantity keeps the 以上/以下 bounding the concept
+  after it (60岁以上老年人) and is no concept alone.
 - Han runs are cut without the segmenter's HMM guesser; a run of two or more single characters
   that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
@@ -269,7 +270,9 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
 _HEADS = frozenset({"价值", "分析", "机制"})
 # Study words that, written right before a concept word, modify it: 目标检测, 目标跟踪, 技术进步, 技术溢出;
 # after a name of three characters or more they are its head (区块链技术, 人工智能技术, 碳中和目标) and
-# modify nothing after them (区块链技术农产品: 区块链, 农产品)
+# modify nothing after them (区块链技术农产品: 区块链, 农产品). For 技术 the name is all the concept
+# words before it when a concept word follows (机器/学习技术预测股票价格: 机器学习, 预测, `_name_before`);
+# otherwise the last word (深度/学习目标跟踪: 目标跟踪; 制造业企业技术进步: 技术进步)
 _MODIFIERS = frozenset({"目标", "技术"})
 # Words a concept word before them forms a name with (持续改进, 质量改进: quality-management methods);
 # elsewhere they are study words (目标检测算法改进, 改进遗传算法)
@@ -304,12 +307,26 @@ def headless(word: str, cut: Segmenter) -> str:
     return bare if ok and bare not in _BROAD and bare not in CONTEXT_WORDS else ""
 
 
+def _name_before(words: list[str], modifier: str, after: list[str]) -> str:
+    """The name written right before a modifier (`_MODIFIERS`), whose head it may be: its last
+    concept word; for 技术 followed by a concept word that takes an object (机器/学习技术预测股票价格,
+    深度/学习技术识别农作物病害: 技术 is the means, the name its head), all the concept words back
+    to the last study or function word (机器学习). 技术 ending the words (制造业企业技术进步) names
+    what the last word has (技术进步)."""
+    k = len(words)
+    while k and _concept_word(words[k - 1]):
+        k -= 1
+        if not (modifier == "技术" and after and _concept_word(after[0])):
+            break
+    return "".join(words[k:])
+
+
 def _compounds(words: list[str]) -> list[str]:
     """Words of one Han run with a study word that is part of a concept's name put back into it
     (`_HEADS`, `_MODIFIERS`), and a study word the segmenter cut in two made whole (危险/因素,
     实证/分析: their join is a study word)."""
     out: list[str] = []
-    for word in words:
+    for i, word in enumerate(words):
         prev = out[-1] if out else ""
         before = out[-2] if len(out) > 1 else ""
         if prev and (
@@ -319,7 +336,7 @@ def _compounds(words: list[str]) -> list[str]:
                 prev in _MODIFIERS
                 and _concept_word(word)
                 and len(word) > 1
-                and not (_concept_word(before) and len(before) >= 3)
+                and len(_name_before(out[:-1], prev, words[i + 1 : i + 2])) < 3
             )
             or prev in _NAMED_WITH.get(word, ())
             or _names_field(prev, word, before)
@@ -503,6 +520,54 @@ def _lone_context(tokens: list[_Token]) -> set[int]:
     return out
 
 
+# A quantity written in Han text: a number and its measure word (a Chinese numeral only with 级 or 岁:
+# 百年, 十年 are words), with the bound
+# 以上/以下 (及以上) that `_bounded_quantities` joins to it (60岁, 二级以上, 3个月以下, 60岁及以上)
+_QUANTITY_RE = re.compile(
+    r"(?:\d+(?:\.\d+)?(?:岁|周岁|级|个月|月|年|周|天|日|小时|次|层|倍|人|元|万元)|[一二三四五六七八九十两]+[级岁])"
+    r"(?:及?以[上下])?"
+)
+_BOUNDS = frozenset({"以上", "以下"})
+
+
+def quantity(word: str) -> bool:
+    """Whether a word is a quantity (`_QUANTITY_RE`): it narrows the concept written after it
+    (60岁以上老年人) and is no concept of its own (`query/plan.py`: no alternative, no half)."""
+    return bool(_QUANTITY_RE.fullmatch(word))
+
+
+def _bounded_quantities(tokens: list[_Token]) -> list[_Token]:
+    """以上/以下 (and 及以上) written between a quantity and a concept word is part of the name of the
+    group it bounds (60岁以上老年人, 二级以上医院, 3个月以下婴儿): joined to the quantity, the run
+    stays whole. Elsewhere (after a temperature, 100℃以上; ending the run, 10岁以下) they are function
+    words and are dropped."""
+    out: list[_Token] = []
+    k = 0
+    while k < len(tokens):
+        t = tokens[k]
+        bound = [x.text for x in tokens[k : k + 2]]
+        n = 2 if bound[:1] == ["及"] and bound[1:] and bound[1] in _BOUNDS else 1
+        nxt = tokens[k + n] if k + n < len(tokens) else None
+        if (
+            out
+            and not out[-1].latin
+            and quantity(out[-1].text)
+            and t.text in _BOUNDS | {"及"}
+            and "".join(bound[:n]) in {"以上", "以下", "及以上", "及以下"}
+            and not any(x.boundary_before or x.latin for x in tokens[k : k + n])
+            and nxt is not None
+            and not nxt.boundary_before
+            and not nxt.latin
+            and _concept_word(nxt.text)
+        ):
+            out[-1] = _Token(out[-1].text + "".join(bound[:n]), boundary_before=out[-1].boundary_before)
+            k += n
+            continue
+        out.append(t)
+        k += 1
+    return out
+
+
 # 或 / 或者 written between two concepts (碳达峰或碳中和): the two are alternatives, one concept.
 _OR_JOINERS = frozenset({"或", "或者"})
 
@@ -511,7 +576,7 @@ def _linked_runs(text: str, cut: Segmenter) -> list[tuple[list[str], bool]]:
     """`concept_runs`, each with whether it is an alternative of the run before it: 或/或者 stands
     right between the two (no other dropped word, and the earlier run was not left out)."""
     text = unicodedata.normalize("NFKC", text)
-    tokens = _tokens(text, cut)
+    tokens = _bounded_quantities(_tokens(text, cut))
     content = [t for t in tokens if not _is_function(t)]
     has_strong = any(not _is_soft(t) for t in content)
     context = _lone_context(tokens) if any(not _is_soft(t) and t.text not in CONTEXT_WORDS for t in content) else set()
