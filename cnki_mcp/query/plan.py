@@ -43,6 +43,7 @@ from cnki_mcp.query.segment import (
     has_function_words,
     headless,
     merge_to,
+    quantity,
 )
 from cnki_mcp.query.timephrase import extract_years
 from cnki_mcp.query.written import read_written, written_warnings
@@ -313,24 +314,25 @@ MAX_PRODUCT = 32  # OR-terms multiplied across groups: what the compiler expands
 
 def _halves(run: list[str]) -> list[list[str]]:
     """Split one run of words in two at the word boundary nearest its middle character, never
-    right after a context word (中国话语体系: 中国 names the concept with the word after it); a
-    run with no such boundary stays whole."""
+    right after a context word (中国话语体系: 中国 names the concept with the word after it) or a
+    quantity (60岁以上老年人跌倒: `segment.quantity`); a run with no such boundary stays whole."""
     total = sum(len(w) for w in run)
     best, acc, cut_at = total, 0, 0
     for i, word in enumerate(run[:-1], 1):
         acc += len(word)
-        if abs(total - 2 * acc) < best and word not in CONTEXT_WORDS:
+        if abs(total - 2 * acc) < best and word not in CONTEXT_WORDS and not quantity(word):
             best, cut_at = abs(total - 2 * acc), i
     return [run[:cut_at], run[cut_at:]] if cut_at else [run]
 
 
 def _run_group(run: list[str]) -> list[str]:
     """A run as one concept: the words as written together, then each word (OR) but a context
-    word (中国方案: 中国方案 OR 方案; `CONTEXT_WORDS`)."""
+    word or a quantity (中国方案: 中国方案 OR 方案; 60岁以上老年人 OR 老年人; `CONTEXT_WORDS`,
+    `segment.quantity`)."""
     if len(run) == 1:
         return list(run)
     joined = "".join(run) if all(_has_han(w) for w in run) else " ".join(run)
-    run = [w for w in run if w not in CONTEXT_WORDS]
+    run = [w for w in run if w not in CONTEXT_WORDS and not quantity(w)]
     if len(run) >= MAX_TERMS:  # the words that fit, and the last, which names the thing (…晚期胃癌)
         run = [*run[: MAX_TERMS - 2], run[-1]]
     return list(dict.fromkeys([joined, *run]))

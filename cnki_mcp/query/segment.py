@@ -24,7 +24,8 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
   A study word that is part of a concept's name stays in it (企业价值, 情景分析 | 情景, Meta分析, 目标
   检测, 技术进步, 比较优势, 持续改进); a year written against the topic is dropped as a study word
   (2020年新冠疫情), and so is 中国 unless written against a Han concept word (中国方案); a
-  temperature is one term (25℃, -20℃, 25~35℃).
+  temperature is one term (25℃, -20℃, 25~35℃); a quantity keeps the 以上/以下 bounding the concept
+  after it (60岁以上老年人) and is no concept alone.
 - Han runs are cut without the segmenter's HMM guesser; a run of two or more single characters
   that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
@@ -49,6 +50,14 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
+
+from cnki_mcp.query.latin import (
+    ENGLISH_SOFT,
+    ENGLISH_STOP,
+    _acronym,
+    _latin_words,
+    _run_side,
+)
 
 Segmenter = Callable[[str], list[str]]
 """Cuts a run of Han text into words (no whitespace, no Latin)."""
@@ -104,33 +113,6 @@ _PLACE_SINGLES = _words("中 上 下 里 内")
 # prepositions that end no unknown word: 二甲/双/胍/对 (the Han text stopped at 2型) is 双胍 and 对
 _PREPOSITIONS = _words("对 在 从 把 被 向 将")
 
-ENGLISH_STOP = _words(
-    """
-    a an the of in on for to and or with by from
-    at as into about how what which why when where
-    who is are be can does do using based via vs
-    versus its their this that these those
-    research study review
-    did has have had was were will would should could may might
-    i we you me my our your please find show give list
-    paper papers article articles literature studies
-    affect affects affected affecting help helps helped
-    improve improves improved improving
-    between among across during within through toward towards than
-    published publish
-    """
-)
-
-# English study-type words: like SOFT_WORDS, dropped when one stands alone and another concept
-# remains (the impact of ESG disclosure on firm value), kept inside a term (impact factor).
-ENGLISH_SOFT = _words(
-    """
-    impact impacts effect effects role roles relationship relationships relation
-    analysis method methods approach approaches progress advances challenges trends
-    factors determinants mechanism mechanisms application applications recent evidence
-    """
-)
-
 # A Latin run: letters/digits joined by - + . / _ # & (R&D, M&A), an optional version number after a space
 # (Wi-Fi 8, GPT 4o), words separated by single spaces kept together (deep learning).
 # Greek letters written against Latin letters, digits or joiners are letters of the name (TNF-α,
@@ -175,101 +157,12 @@ _ROMAN_RE = re.compile(r"(?=[IVX])X?(?:IX|IV|V?I{0,3})")
 _NUMBERED = frozenset("型期级类度代相")
 
 
-# English stop words that, written as a capital after another word, are a name's letter
-_NAMING_LETTERS = frozenset({"A", "I"})
-# Words a letter names a kind or grade of (hepatitis A, type I diabetes, Class A shares): after any
-# other word, a capital A or I followed by more words starts a clause (`green finance I need`,
-# `carbon tax A systematic review`) and is the pronoun or article
-_NAMED_BY_LETTER = frozenset(
-    {
-        "hepatitis", "vitamin", "type", "class", "phase", "grade", "stage", "group", "category",
-        "schedule", "level", "tier", "series", "plan", "war", "title", "article", "part", "section",
-        "chapter", "appendix", "figure", "table", "model", "form", "option", "scheme", "division",
-        "league", "zone", "block", "lot", "track", "round", "star",
-    }
-)
-
-# `papers` / `articles` name a kind after these words and stay in the term (quality of conference
-# papers, working papers, white papers); elsewhere they are request boilerplate (papers on ESG)
-_PAPER_WORDS = frozenset({"paper", "papers", "article", "articles"})
-_PAPER_KINDS = frozenset({"conference", "journal", "newspaper", "working", "white", "position"})
-
-
 @dataclass(frozen=True, slots=True)
 class _Token:
     text: str
     latin: bool = False
     boundary_before: bool = False  # a separator (space, punctuation) precedes it
     dated: bool = False  # a year written against the topic after it (2020年新冠疫情): a study word
-
-
-# Search operators, never acronyms (`query/written.py` reads them as syntax)
-_OPERATORS = frozenset({"AND", "OR", "NOT"})
-
-
-# Connectives in capitals compare the terms either side (中医 VS 西医, 中医VS西医): never a name
-_CONNECTIVES = frozenset({"VS", "VERSUS"})
-
-# What stands beside a word: nothing or punctuation (the edge), Han text written against it, a term
-# across a space (Han text, or a Latin word not in lower case), or a lower-case English word
-_EDGE, _TIGHT, _TERM, _LOWER = "edge", "tight", "term", "lower"
-
-
-def _side(word: str | None) -> str:
-    """What a neighbouring word across a space is (None: no word there)."""
-    if word is None:
-        return _EDGE
-    return _LOWER if word.isascii() and word.isalpha() and word.islower() else _TERM
-
-
-def _acronym(word: str, words: Sequence[str], k: int, left: str = _EDGE, right: str = _EDGE) -> bool:
-    """Whether `word` (words[k]), a stop word in capitals, is an acronym, no English word: written
-    against Han text or at an edge (DID双重差分法, 基于DID模型, CAN总线, WHO 指南, DO浓度) or between
-    lower-case English words (`the effect of DO on ...`). Between two terms across spaces (A股 VS 港股,
-    深度学习 FOR 图像识别, BERT FOR text) it is the English word, and a run wholly in capitals (WHAT
-    IS ESG) is shouted English. `left`/`right`: what stands beside the run of `words`."""
-    if len(word) < 2 or not (word.isascii() and word.isalpha() and word.isupper()):
-        return False
-    if word in _OPERATORS or word in _CONNECTIVES:
-        return False
-    if len(words) > 1 and all(w.isupper() for w in words):
-        return False
-    sides = (
-        _side(words[k - 1]) if k > 0 else left,
-        _side(words[k + 1]) if k + 1 < len(words) else right,
-    )
-    return _TIGHT in sides or _EDGE in sides or sides == (_LOWER, _LOWER)
-
-
-def _latin_words(run: str, left: str = _EDGE, right: str = _EDGE) -> list[str]:
-    """A Latin run -> terms: English stop words split it, a lone number joins the word before.
-    A capital A or I written after a word names the thing (hepatitis A, vitamin A, type I diabetes,
-    Class A shares) when it ends the run or follows a word it names a kind of (`_NAMED_BY_LETTER`):
-    it is no article or pronoun there and stays in the term. A stop word in capitals is an acronym
-    (`_acronym`)."""
-    out: list[str] = []
-    current: list[str] = []
-    words = run.split()
-    for k, word in enumerate(words):
-        if (
-            word in _NAMING_LETTERS
-            and current
-            and (k + 1 == len(words) or current[-1].casefold() in _NAMED_BY_LETTER)
-        ):
-            current.append(word)
-            continue
-        if word.casefold() in _PAPER_WORDS and current and current[-1].casefold() in _PAPER_KINDS:
-            current.append(word)
-            continue
-        if word.casefold() in ENGLISH_STOP and not _acronym(word, words, k, left, right):
-            if current:
-                out.append(" ".join(current))
-            current = []
-            continue
-        current.append(word)
-    if current:
-        out.append(" ".join(current))
-    return out
 
 
 # Conjunctions that end no unknown word: written after one (碳/中/和/与 绿色金融), they join it to the
@@ -377,7 +270,9 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
 _HEADS = frozenset({"价值", "分析", "机制"})
 # Study words that, written right before a concept word, modify it: 目标检测, 目标跟踪, 技术进步, 技术溢出;
 # after a name of three characters or more they are its head (区块链技术, 人工智能技术, 碳中和目标) and
-# modify nothing after them (区块链技术农产品: 区块链, 农产品)
+# modify nothing after them (区块链技术农产品: 区块链, 农产品). For 技术 the name is all the concept
+# words before it when a concept word follows (机器/学习技术预测股票价格: 机器学习, 预测, `_name_before`);
+# otherwise the last word (深度/学习目标跟踪: 目标跟踪; 制造业企业技术进步: 技术进步)
 _MODIFIERS = frozenset({"目标", "技术"})
 # Words a concept word before them forms a name with (持续改进, 质量改进: quality-management methods);
 # elsewhere they are study words (目标检测算法改进, 改进遗传算法)
@@ -412,12 +307,26 @@ def headless(word: str, cut: Segmenter) -> str:
     return bare if ok and bare not in _BROAD and bare not in CONTEXT_WORDS else ""
 
 
+def _name_before(words: list[str], modifier: str, after: list[str]) -> str:
+    """The name written right before a modifier (`_MODIFIERS`), whose head it may be: its last
+    concept word; for 技术 followed by a concept word that takes an object (机器/学习技术预测股票价格,
+    深度/学习技术识别农作物病害: 技术 is the means, the name its head), all the concept words back
+    to the last study or function word (机器学习). 技术 ending the words (制造业企业技术进步) names
+    what the last word has (技术进步)."""
+    k = len(words)
+    while k and _concept_word(words[k - 1]):
+        k -= 1
+        if not (modifier == "技术" and after and _concept_word(after[0])):
+            break
+    return "".join(words[k:])
+
+
 def _compounds(words: list[str]) -> list[str]:
     """Words of one Han run with a study word that is part of a concept's name put back into it
     (`_HEADS`, `_MODIFIERS`), and a study word the segmenter cut in two made whole (危险/因素,
     实证/分析: their join is a study word)."""
     out: list[str] = []
-    for word in words:
+    for i, word in enumerate(words):
         prev = out[-1] if out else ""
         before = out[-2] if len(out) > 1 else ""
         if prev and (
@@ -427,7 +336,7 @@ def _compounds(words: list[str]) -> list[str]:
                 prev in _MODIFIERS
                 and _concept_word(word)
                 and len(word) > 1
-                and not (_concept_word(before) and len(before) >= 3)
+                and len(_name_before(out[:-1], prev, words[i + 1 : i + 2])) < 3
             )
             or prev in _NAMED_WITH.get(word, ())
             or _names_field(prev, word, before)
@@ -509,14 +418,6 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
     if number:
         _letter_or_number(out, number, number_gap)
     return out
-
-
-def _run_side(beside: str, gap: bool) -> str:
-    """What stands beside a Latin run (`beside`: the text from the run outwards): Han text written
-    against it, a word across spaces, or nothing or punctuation."""
-    if not gap:
-        return _TIGHT
-    return _TERM if re.match(r"\s+\w", beside) else _EDGE
 
 
 # Characters that, left alone by the segmenter right after a Latin name or letter, are its suffix:
@@ -619,6 +520,54 @@ def _lone_context(tokens: list[_Token]) -> set[int]:
     return out
 
 
+# A quantity written in Han text: a number and its measure word (a Chinese numeral only with 级 or 岁:
+# 百年, 十年 are words), with the bound
+# 以上/以下 (及以上) that `_bounded_quantities` joins to it (60岁, 二级以上, 3个月以下, 60岁及以上)
+_QUANTITY_RE = re.compile(
+    r"(?:\d+(?:\.\d+)?(?:岁|周岁|级|个月|月|年|周|天|日|小时|次|层|倍|人|元|万元)|[一二三四五六七八九十两]+[级岁])"
+    r"(?:及?以[上下])?"
+)
+_BOUNDS = frozenset({"以上", "以下"})
+
+
+def quantity(word: str) -> bool:
+    """Whether a word is a quantity (`_QUANTITY_RE`): it narrows the concept written after it
+    (60岁以上老年人) and is no concept of its own (`query/plan.py`: no alternative, no half)."""
+    return bool(_QUANTITY_RE.fullmatch(word))
+
+
+def _bounded_quantities(tokens: list[_Token]) -> list[_Token]:
+    """以上/以下 (and 及以上) written between a quantity and a concept word is part of the name of the
+    group it bounds (60岁以上老年人, 二级以上医院, 3个月以下婴儿): joined to the quantity, the run
+    stays whole. Elsewhere (after a temperature, 100℃以上; ending the run, 10岁以下) they are function
+    words and are dropped."""
+    out: list[_Token] = []
+    k = 0
+    while k < len(tokens):
+        t = tokens[k]
+        bound = [x.text for x in tokens[k : k + 2]]
+        n = 2 if bound[:1] == ["及"] and bound[1:] and bound[1] in _BOUNDS else 1
+        nxt = tokens[k + n] if k + n < len(tokens) else None
+        if (
+            out
+            and not out[-1].latin
+            and quantity(out[-1].text)
+            and t.text in _BOUNDS | {"及"}
+            and "".join(bound[:n]) in {"以上", "以下", "及以上", "及以下"}
+            and not any(x.boundary_before or x.latin for x in tokens[k : k + n])
+            and nxt is not None
+            and not nxt.boundary_before
+            and not nxt.latin
+            and _concept_word(nxt.text)
+        ):
+            out[-1] = _Token(out[-1].text + "".join(bound[:n]), boundary_before=out[-1].boundary_before)
+            k += n
+            continue
+        out.append(t)
+        k += 1
+    return out
+
+
 # 或 / 或者 written between two concepts (碳达峰或碳中和): the two are alternatives, one concept.
 _OR_JOINERS = frozenset({"或", "或者"})
 
@@ -627,7 +576,7 @@ def _linked_runs(text: str, cut: Segmenter) -> list[tuple[list[str], bool]]:
     """`concept_runs`, each with whether it is an alternative of the run before it: 或/或者 stands
     right between the two (no other dropped word, and the earlier run was not left out)."""
     text = unicodedata.normalize("NFKC", text)
-    tokens = _tokens(text, cut)
+    tokens = _bounded_quantities(_tokens(text, cut))
     content = [t for t in tokens if not _is_function(t)]
     has_strong = any(not _is_soft(t) for t in content)
     context = _lone_context(tokens) if any(not _is_soft(t) and t.text not in CONTEXT_WORDS for t in content) else set()
