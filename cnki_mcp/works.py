@@ -25,12 +25,15 @@ from cnki_mcp.script import simplified
 # curly and straight quotes, a trailing `。` or `.`, CNKI's `_` before a subscript in `CO_2`):
 # punctuation, cut out as a space. Kept: marks that name things (`C#`, `C++`, `100%`, `5‰`, `R&D`,
 # `Wnt/β-catenin`, the primes of `3′-UTR`), a point between digits (`1.2` is not `12`), a minus
-# starting a number (`-20℃` is not `20℃`) and a charge's sign (`Cl⁻`, `O^(2-)` are not `Cl`, `O_2`).
+# starting a number (`-20℃` is not `20℃`; `_NUMBER_MINUS`) and a charge's sign (`Cl⁻`, `O^(2-)` are not `Cl`, `O_2`).
 _NAMING_MARKS = frozenset("#%&*/@\\‰′″")
 _DECIMAL_POINT = re.compile(r"(?<=\d)\.(?=\d)")
 _POINT = "\x00"
 _MINUS = "\x01"
-_NUMBER_MINUS = re.compile(r"(?<![0-9a-z])-(?=\d)")
+# A minus starts a number where no word stands before it (the title's start, a space, `(`, `~`) or
+# before a temperature (`温度-20℃`); after a Han character a hyphen before a number is a dash as
+# often (`疫情-2020年回顾`, spelt `疫情——2020年回顾` in the other record)
+_NUMBER_MINUS = re.compile(r"(?<![0-9a-z\u3400-\u9fff])-(?=\d)|-(?=\d+(?:\.\d+)?\s*(?:℃|°))")
 # CNKI's plain-text sub- and superscripts (`CO_2`, `Fe^(3+)`, `SO_4^(2-)`): the script's text
 # alone, as `CO₂` and `Fe³⁺` read after NFKC
 _SCRIPT_MARK = re.compile(r"[_^][({]?([0-9a-z+\-]{1,6})[)}]?")

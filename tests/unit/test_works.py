@@ -21,6 +21,8 @@ ONE_WORK_SPELLINGS = [
     ("−18℃贮藏下猪肉品质变化", "-18℃贮藏下猪肉品质变化"),
     ("Cl^-对钢筋腐蚀的影响", "Cl⁻对钢筋腐蚀的影响"),
     ("O^(2-)对催化剂活性的影响", "O²⁻对催化剂活性的影响"),
+    # a hyphen after a Han character before a number is a dash as often as a minus
+    ("新冠疫情-2020年回顾", "新冠疫情——2020年回顾"),
 ]
 
 
