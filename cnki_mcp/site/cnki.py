@@ -372,7 +372,9 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                 back = await self._person_step(need, op, epoch)
                 if back is not None and returned is not None and need.returns_to is not None:
                     returned[need.returns_to] = back
-            except (RateLimited, SiteUnavailable):
+            except (RateLimited, SiteUnavailable) as exc:
+                if not exc.retryable:
+                    raise  # the network path refused (NetworkPathRefused): asked again, it answers the same
                 slow_answers += 1
                 if slow_answers >= 3:
                     raise
