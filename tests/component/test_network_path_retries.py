@@ -71,3 +71,43 @@ async def test_a_failing_site_is_still_asked_again(tmp_path: Path) -> None:
         await clock.run_until_complete(site.detail(DETAIL))
     assert (info.value.code, info.value.retryable) == ("SITE_UNAVAILABLE", True)
     assert len(asked) == 3
+
+
+# --- a background load the site sent to its overseas host ---------------------------------------
+# Network.loadNetworkResource follows redirects without saying where they ended (Fetched.final_url_known
+# false); the request API (its fallback) says where they ended.
+
+OVERSEAS_HOME = "https://chn.oversea.cnki.net/index/"
+OVERSEAS_PAGE = "<html><head><title>CNKI</title></head><body>" + "海外版首页 " * 60 + "</body></html>"
+
+
+async def test_a_load_whose_known_final_url_is_the_overseas_site_is_site_unavailable_overseas_site(
+    tmp_path: Path,
+) -> None:
+    site, asked, clock = site_answering(tmp_path, Fetched(200, OVERSEAS_HOME, OVERSEAS_PAGE))
+    with pytest.raises(SiteUnavailable) as info:
+        await clock.run_until_complete(site.detail(DETAIL))
+    assert (info.value.details["reason"], info.value.details["host"]) == ("overseas_site", "chn.oversea.cnki.net")
+    assert len(asked) == 1  # it was PARSER_UNSUPPORTED: the overseas page read as a detail page
+
+
+async def test_an_unreadable_page_from_a_load_that_hides_its_redirects_is_opened_in_a_tab_that_tells(
+    tmp_path: Path,
+) -> None:
+    """The overseas site's page (any page no parser reads) from the loader: the tab's navigation
+    sees the redirect (`goto_or_cut` raises `overseas_site`); it was PARSER_UNSUPPORTED, the agent
+    told CNKI had changed its pages."""
+    site, asked, clock = site_answering(
+        tmp_path, Fetched(200, DETAIL, OVERSEAS_PAGE, final_url_known=False)
+    )
+    opened: list[str] = []
+
+    async def open_in_tab(url: str, op: SiteOp | None) -> object:
+        opened.append(url)
+        raise overseas_refusal("chn.oversea.cnki.net")
+
+    site._open_in_tab = open_in_tab  # type: ignore[method-assign,assignment]
+    with pytest.raises(SiteUnavailable) as info:
+        await clock.run_until_complete(site.detail(DETAIL))
+    assert info.value.details["reason"] == "overseas_site"
+    assert (asked, opened) == ([DETAIL], [DETAIL])
