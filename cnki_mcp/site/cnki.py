@@ -59,7 +59,7 @@ from cnki_mcp.site.human import HumanGate
 from cnki_mcp.site.launch_error import browser_lost, short_of_disk
 from cnki_mcp.site.limiter import Limiter, Priority
 from cnki_mcp.site.navigation import MAX_ATTEMPTS, goto_or_cut
-from cnki_mcp.site.page_apis import block_page_apis
+from cnki_mcp.site.page_apis import block_page_apis, blocked_in_tabs
 from cnki_mcp.site.page_lease import PageLease
 from cnki_mcp.site.page_scripts import FETCH_JS
 from cnki_mcp.site.pages import positive, read_identity
@@ -445,7 +445,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
             except ParserUnsupported:
                 if _looks_script_rendered(fetched.text):
                     value = await self._render(url, op, parse)
-                elif not fetched.final_url_known:
+                elif not fetched.final_url_known and not blocked_in_tabs(url):
                     # no page of this kind, from a load whose redirects may have ended anywhere (the
                     # overseas site's home page): opened once in a tab, whose navigation tells
                     shown = await self._judged_in_tab(url, op)
@@ -467,7 +467,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
         except _PageChanged:
             raise
         except _TransportError as exc:
-            if not may_have_left_cnki(exc):
+            if not may_have_left_cnki(exc) or blocked_in_tabs(url):
                 raise
             # The loader follows redirects without saying where they ended: this net error may be
             # the overseas host a redirect sent it to (DESIGN.md "The network path"). The page is

@@ -111,3 +111,23 @@ async def test_an_unreadable_page_from_a_load_that_hides_its_redirects_is_opened
         await clock.run_until_complete(site.detail(DETAIL))
     assert info.value.details["reason"] == "overseas_site"
     assert (asked, opened) == ([DETAIL], [DETAIL])
+
+
+async def test_an_unreadable_citation_api_answer_is_not_opened_in_a_tab_that_blocks_it(tmp_path: Path) -> None:
+    """The product's tabs block the citation API (site/page_apis.py): such a tab would fail
+    net::ERR_BLOCKED_BY_CLIENT, turning PARSER_UNSUPPORTED into SITE_UNAVAILABLE."""
+    from cnki_mcp.errors import ParserUnsupported
+    from cnki_mcp.parse.citations import parse_citation_metrics
+
+    api = "https://kns.cnki.net/restapi/citation-api/v1/literature/quotations/metrics?v=token"
+    site, asked, clock = site_answering(tmp_path, Fetched(200, api, OVERSEAS_PAGE, final_url_known=False))
+    opened: list[str] = []
+
+    async def open_in_tab(url: str, op: SiteOp | None) -> object:
+        opened.append(url)
+        raise AssertionError("opened in a tab")
+
+    site._open_in_tab = open_in_tab  # type: ignore[method-assign,assignment]
+    with pytest.raises(ParserUnsupported):
+        await clock.run_until_complete(site._fetch_parsed(api, None, lambda text, _u: parse_citation_metrics(text)))
+    assert (asked, opened) == ([api], [])
