@@ -18,13 +18,13 @@ from cnki_mcp.errors import (
     CnkiError,
     LocatorExpired,
     LoginRequired,
-    NetworkPathRefused,
     ParserUnsupported,
     RateLimited,
     SiteError,
     SiteTemporarilyEmpty,
     SiteUnavailable,
     VerificationRequired,
+    network_path_refused,
 )
 from cnki_mcp.models import GateKind, GateVerdict, HeaderIdentity, IdentityKind
 from cnki_mcp.parse._html import attr, body_text, parse_html, text_of
@@ -137,7 +137,7 @@ def error_page(status: int, what: str, again: str) -> SiteError | None:
     if status == 429:
         return RateLimited(f"知网限制当前请求频率（{what}返回 HTTP 429）：{again}", evidence="status 429")
     if status == CDN_STATUS:
-        return NetworkPathRefused(
+        return network_path_refused(
             f"知网拒绝了{what}（HTTP 418）：{CDN_ADVICE}", reason=CDN_REFUSED, evidence="status 418"
         )
     if status in (404, 410) or status >= 500:
@@ -237,7 +237,7 @@ def raise_for_verdict(verdict: GateVerdict) -> None:
     }
     if verdict.kind is GateKind.CDN_REFUSED:
         what = "HTTP 418" if verdict.evidence.startswith("status") else "空白页面"
-        raise NetworkPathRefused(
+        raise network_path_refused(
             f"知网拒绝了这次访问（{what}）：{CDN_ADVICE}", reason=CDN_REFUSED, evidence=verdict.evidence
         )
     error = errors.get(verdict.kind)

@@ -374,7 +374,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                     returned[need.returns_to] = back
             except (RateLimited, SiteUnavailable) as exc:
                 if not exc.retryable:
-                    raise  # the network path refused (NetworkPathRefused): asked again, it answers the same
+                    raise  # the network path refused (`network_path_refused`): asked again, it answers the same
                 slow_answers += 1
                 if slow_answers >= 3:
                     raise
