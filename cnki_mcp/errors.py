@@ -184,6 +184,17 @@ class SiteUnavailable(SiteError):
     default_message = "知网暂时不可用"
 
 
+def network_path_refused(message: str, **details: Any) -> SiteUnavailable:
+    """SITE_UNAVAILABLE for the network path the site refuses, not the site failing: the CDN's
+    refusal (`details.reason: cdn_refused`) or a redirect to the overseas site (`overseas_site`),
+    DESIGN.md "The network path". Asked again from the same address it answers the same: not
+    retried by the product, and `retryable` false until the person changes the network. No class
+    of its own: every error class owns one code."""
+    error = SiteUnavailable(message, **details)
+    error.retryable = False  # type: ignore[misc]  # the instance's value shadows the class default
+    return error
+
+
 class SiteTemporarilyEmpty(SiteError):
     code = "SITE_TEMPORARILY_EMPTY"
     retryable = True

@@ -24,6 +24,7 @@ from cnki_mcp.errors import (
     SiteTemporarilyEmpty,
     SiteUnavailable,
     VerificationRequired,
+    network_path_refused,
 )
 from cnki_mcp.models import GateKind, GateVerdict, HeaderIdentity, IdentityKind
 from cnki_mcp.parse._html import attr, body_text, parse_html, text_of
@@ -136,7 +137,9 @@ def error_page(status: int, what: str, again: str) -> SiteError | None:
     if status == 429:
         return RateLimited(f"知网限制当前请求频率（{what}返回 HTTP 429）：{again}", evidence="status 429")
     if status == CDN_STATUS:
-        return SiteUnavailable(f"知网拒绝了{what}（HTTP 418）：{CDN_ADVICE}", reason=CDN_REFUSED, evidence="status 418")
+        return network_path_refused(
+            f"知网拒绝了{what}（HTTP 418）：{CDN_ADVICE}", reason=CDN_REFUSED, evidence="status 418"
+        )
     if status in (404, 410) or status >= 500:
         return SiteUnavailable(f"知网的{what}返回错误（HTTP {status}）：{again}", evidence=f"status {status}")
     return None
@@ -234,7 +237,7 @@ def raise_for_verdict(verdict: GateVerdict) -> None:
     }
     if verdict.kind is GateKind.CDN_REFUSED:
         what = "HTTP 418" if verdict.evidence.startswith("status") else "空白页面"
-        raise SiteUnavailable(
+        raise network_path_refused(
             f"知网拒绝了这次访问（{what}）：{CDN_ADVICE}", reason=CDN_REFUSED, evidence=verdict.evidence
         )
     error = errors.get(verdict.kind)

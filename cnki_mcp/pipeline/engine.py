@@ -91,6 +91,8 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks, Finish):
         self.papers = PaperMemo(store)  # each enrichment step ranks every candidate again
         # search id -> its journal pages read beside the last pages (JournalPrefetch.FIRST_LEVEL)
         self.prefetches: dict[str, asyncio.Future[None]] = {}
+        # search id -> the first channel of it an error failed in this run, and that error
+        self.channel_failures: dict[str, tuple[str, CnkiError]] = {}
 
     # --- the run ------------------------------------------------------------------------
 
@@ -109,10 +111,21 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks, Finish):
             if failure is None:
                 self._keep_on_cancel(st, ctx)
                 raise
+        finally:
+            first_failed = self.channel_failures.pop(st.search_id, None)
         ctx.checkpoint(st.to_json())
         summary = self.finish(st, ctx, failure)
+        unread = not any(entry.pages for entry in st.coverage)
+        if failure is None and unread and first_failed is not None:
+            # Every channel failed before its first page (DESIGN.md "A search that read nothing"):
+            # the first channel's error is the search's, told as one (`failed`, `skipped`...), no
+            # longer a `partial` result of 0 papers that read as "nothing on this topic".
+            channel, failure = first_failed
+            ctx.retract_item_errors(lambda e: e.details.get("channel") == channel)
+            failure.details.update(stage="retrieval", channel=channel)
         if failure is not None:
-            ctx.set_result(summary)
+            if not unread:
+                ctx.set_result(summary)  # the candidates found before it (status partial)
             raise failure
         return summary
 
@@ -436,6 +449,7 @@ class SearchEngine(Overlap, EnrichmentSteps, SoftBlocks, Finish):
                         st.apply(event)
                         ctx.checkpoint_append(event)
                         record_item_error(ctx, exc, None, "retrieval", channel=unit.channel.id)
+                        self.channel_failures.setdefault(st.search_id, (unit.channel.id, exc))
                         return
                     if grid is None:  # the search stopped before an empty page could be judged
                         return

@@ -102,7 +102,7 @@ def _structured(result: Any) -> dict[str, Any]:
     if data is None:
         text = "".join(getattr(c, "text", "") for c in result.content)
         data = json.loads(text) if text.strip().startswith("{") else {"message": text}
-    if result.is_error:
+    if result.is_error and "operation_id" not in data:  # a failed operation is a record to show
         raise DemoError(f"{data.get('code', 'ERROR')}: {data.get('message', '')}")
     return dict(data)
 
@@ -243,7 +243,7 @@ async def run_demo(
             summary = op.get("result") or {}
             failures = op.get("errors") or []
             errors = "; ".join(f"{e.get('code')}: {e.get('message')}" for e in failures)
-            # a "partial" search that found nothing because every request failed (no browser) is no result
+            # a search that found nothing because every request failed (no browser) ends failed, no result
             if op.get("status") not in ("completed", "partial") or not summary or (failures and not summary.get("results")):
                 printer.say(f"检索未完成：{op.get('status')} {errors}")
                 if any(e.get("code") == "BROWSER_UNAVAILABLE" for e in failures):

@@ -47,7 +47,7 @@ from cnki_mcp.site.backend import FollowOnce, GridFollow, GridRequest, SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.citation_fetch import CitationFetching
 from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded, close_tab
-from cnki_mcp.site.endpoints import Endpoints, without_query
+from cnki_mcp.site.endpoints import Endpoints, network_cause, overseas_host, overseas_refusal, without_query
 from cnki_mcp.site.grid_template import (
     CursorCache,
     GridTemplate,
@@ -58,8 +58,8 @@ from cnki_mcp.site.grid_template import (
 from cnki_mcp.site.human import HumanGate
 from cnki_mcp.site.launch_error import browser_lost, short_of_disk
 from cnki_mcp.site.limiter import Limiter, Priority
-from cnki_mcp.site.navigation import MAX_ATTEMPTS, NAV_TIMEOUT_MS
-from cnki_mcp.site.page_apis import block_page_apis
+from cnki_mcp.site.navigation import MAX_ATTEMPTS, goto_or_cut
+from cnki_mcp.site.page_apis import block_page_apis, blocked_in_tabs
 from cnki_mcp.site.page_lease import PageLease
 from cnki_mcp.site.page_scripts import FETCH_JS
 from cnki_mcp.site.pages import positive, read_identity
@@ -372,7 +372,9 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                 back = await self._person_step(need, op, epoch)
                 if back is not None and returned is not None and need.returns_to is not None:
                     returned[need.returns_to] = back
-            except (RateLimited, SiteUnavailable):
+            except (RateLimited, SiteUnavailable) as exc:
+                if not exc.retryable:
+                    raise  # the network path refused (`network_path_refused`): asked again, it answers the same
                 slow_answers += 1
                 if slow_answers >= 3:
                     raise
@@ -441,9 +443,15 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
             try:
                 value = parse(fetched.text, fetched.url)
             except ParserUnsupported:
-                if not _looks_script_rendered(fetched.text):
+                if _looks_script_rendered(fetched.text):
+                    value = await self._render(url, op, parse)
+                elif not fetched.final_url_known and not blocked_in_tabs(url):
+                    # no page of this kind, from a load whose redirects may have ended anywhere (the
+                    # overseas site's home page): opened once in a tab, whose navigation tells
+                    shown = await self._judged_in_tab(url, op)
+                    value = parse(shown.text, shown.url)
+                else:
                     raise
-                value = await self._render(url, op, parse)
             self._limiter.fast()
             return value
 
@@ -454,27 +462,44 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
         if back is not None:
             self._raise_for_page(back)
             return back
-        fetched = await self._load(url, op)
+        try:
+            fetched = await self._load(url, op)
+        except _PageChanged:
+            raise
+        except _TransportError as exc:
+            if not may_have_left_cnki(exc) or blocked_in_tabs(url):
+                raise
+            # The loader follows redirects without saying where they ended: this net error may be
+            # the overseas host a redirect sent it to (DESIGN.md "The network path"). The page is
+            # opened once in a tab, whose navigation tells (SITE_UNAVAILABLE `overseas_site`).
+            return await self._judged_in_tab(url, op)
         if fetched.body_lost and fetched.status == 403:
             # A 403 is a refusal or the WAF's slider (a -403 JSON naming it): the loader lost the
             # body that tells them apart, so the page is opened in the render tab and judged there.
-            fetched, tab = await self._open_in_tab(url, op)
-            try:
-                self._raise_for_page(fetched, tab)
-            except _HumanNeeded:
-                self._step_pages.append(tab)  # the person works in this tab; closed after the step
-                raise
-            except BaseException:
-                await close_tab(tab)
-                raise
+            return await self._judged_in_tab(url, op)
+        self._raise_for_page(fetched)
+        return fetched
+
+    async def _judged_in_tab(self, url: str, op: SiteOp | None) -> _Fetched:
+        """`url` opened in a tab of its own (one limited request) and judged there; the tab is
+        closed, unless a human step takes it over."""
+        fetched, tab = await self._open_in_tab(url, op)
+        try:
+            self._raise_for_page(fetched, tab)
+        except _HumanNeeded:
+            self._step_pages.append(tab)  # the person works in this tab; closed after the step
+            raise
+        except BaseException:
             await close_tab(tab)
-        else:
-            self._raise_for_page(fetched)
+            raise
+        await close_tab(tab)
         return fetched
 
     def _raise_for_page(self, fetched: _Fetched, tab: Page | None = None) -> None:
         """Raise for anything but a clear page. `tab`: the tab already showing it (a human step
         happens there), else the person gets a tab of their own."""
+        if fetched.final_url_known and (overseas := overseas_host(fetched.url)) is not None:
+            raise overseas_refusal(overseas)  # the request API's redirects ended on the overseas site
         verdict = classify_page(fetched.text, fetched.url, fetched.status)
         if verdict.kind is GateKind.CLEAR and not fetched.final_url_known:
             # A redirect to the login page keeps the requested URL here: judge by the content alone.
@@ -516,8 +541,11 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
         try:
             await block_page_apis(self._host, page)  # the page's own citation-API calls
             async with self._limiter.slot(budget=op):
-                response = await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
+                response = await goto_or_cut(page, url)  # a redirect to the overseas site raises
             html = await bounded(page.content(), CALL_SECONDS, "page content")
+        except SiteUnavailable:
+            await close_tab(page)
+            raise
         except (PlaywrightError, BrowserStalled) as exc:
             await close_tab(page)
             if isinstance(exc, PlaywrightError):
@@ -539,7 +567,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
             try:
                 await block_page_apis(self._host, page)  # the page's own citation-API calls
                 async with self._limiter.slot(budget=op):
-                    await page.goto(url, wait_until="domcontentloaded", timeout=NAV_TIMEOUT_MS)
+                    await goto_or_cut(page, url)  # a redirect to the overseas site raises
             except (PlaywrightError, BrowserStalled) as exc:
                 if isinstance(exc, PlaywrightError):
                     self._host.note_error(exc)
@@ -632,3 +660,15 @@ def _navigated(exc: PlaywrightError) -> bool:
     """The page's document changed under an evaluate (a navigation), the browser still there."""
     text = str(exc).lower()
     return "execution context was destroyed" in text or "because of a navigation" in text
+
+
+# Net errors of a load a redirect may have sent to a host that is not CNKI's domestic site (the
+# overseas host failing to resolve, refusing the connection, or its TLS): not a proxy down or no
+# network, which fail every host alike.
+_ELSEWHERE_CAUSES = frozenset({"dns", "tls", "connection"})
+
+
+def may_have_left_cnki(exc: _TransportError) -> bool:
+    """A loader failure whose net error a redirect to another host can explain (_ELSEWHERE_CAUSES)."""
+    known = network_cause(str(exc))
+    return known is not None and known[1] in _ELSEWHERE_CAUSES

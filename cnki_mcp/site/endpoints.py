@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from cnki_mcp.errors import SiteUnavailable
+from cnki_mcp.errors import SiteUnavailable, network_path_refused
 from cnki_mcp.identity import SECRET_QUERY_WORDS, is_cnki_host, odd_authority, public_url
 from cnki_mcp.settings import Settings
 
@@ -113,7 +113,7 @@ def overseas_host(url: str | None) -> str | None:
 
 def overseas_refusal(host: str) -> SiteUnavailable:
     """SITE_UNAVAILABLE for a CNKI page that sent the browser to the overseas site `host`."""
-    return SiteUnavailable(
+    return network_path_refused(
         f"知网把访问转到了海外版（{host}）：知网按 IP 判断访问者在中国大陆以外（境外网络，或经境外代理/VPN）。"
         "本服务只使用国内站 www.cnki.net / kns.cnki.net：关闭境外代理或 VPN（或把 cnki.net 设为直连），"
         "或在中国大陆网络（如所在机构的网络）中使用后重试",

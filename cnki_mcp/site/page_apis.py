@@ -14,6 +14,7 @@ failed request, as it does for any request that fails, and shows empty blocks.""
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 from cnki_mcp.site.deadline import CALL_SECONDS, bounded
@@ -29,6 +30,12 @@ if TYPE_CHECKING:
 # not documented (docs/citation-api.md), and one the real page's download or login scripts need
 # must not fail in a tab the product downloads through.
 PAGE_API_PATTERNS: tuple[str, ...] = ("*/restapi/citation-api/*", "*/restapi/usercenter-api/v1/recommend/*")
+
+
+def blocked_in_tabs(url: str) -> bool:
+    """`url` is one of the data APIs the product's tabs block (PAGE_API_PATTERNS): opened in such a
+    tab it fails net::ERR_BLOCKED_BY_CLIENT."""
+    return any(fnmatchcase(url, pattern) for pattern in PAGE_API_PATTERNS)
 
 
 async def block_page_apis(host: BrowserHost, page: Page) -> None:

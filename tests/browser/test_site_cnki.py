@@ -389,6 +389,19 @@ async def test_a_detail_answer_cut_short_every_time_is_site_unavailable(env: Env
     assert len(env.sim.requests_for(DETAIL, "GET")) == 3  # the 5xx rule: two waits, the third is returned
 
 
+async def test_a_detail_the_site_sends_to_its_overseas_host_is_site_unavailable_overseas_site(env: Env) -> None:
+    # Network.loadNetworkResource follows the redirect without saying where it ended: the overseas
+    # host's page was read as the detail page (here, where it does not resolve: `network_cause: dns`,
+    # 无法解析知网的域名, asked once). The page is opened once in a tab, whose navigation tells.
+    row = (await env.site.grid(request("违约金"))).rows[4]
+    env.sim.set_scenario({"faults": [{"path": DETAIL, "kind": "overseas"}]})
+    error = await expect_code(env.site.detail(row.detail_url or ""), "SITE_UNAVAILABLE")
+    assert (error.details["reason"], error.details["host"], error.retryable) == (
+        "overseas_site", "chn.oversea.cnki.net", False
+    )
+    assert len(env.sim.requests_for(DETAIL, "GET")) == 2  # the load, and the tab that saw the redirect
+
+
 async def test_third_rate_limited_answer_is_returned_as_the_error(env: Env) -> None:
     await captured(env)
     env.sim.set_scenario({"faults": [{"path": GRID, "kind": "429"}]})

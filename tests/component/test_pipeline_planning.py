@@ -132,10 +132,20 @@ async def test_a_search_whose_channels_were_skipped_is_not_advised_to_drop_conce
         concept_groups=[["碳排放", "碳达峰"], ["驱动因素", "路径"]],
         options=SearchOptions(freshness="live", on_verification="skip"),
     )
-    result = await _search(clock, store, SkippedBackend(), inp)
-    assert result["candidate_count"] == 0 and all(c["failed"] for c in result["coverage"])
-    assert {e["code"] for e in result["errors"]} == {"VERIFICATION_SKIPPED"}
-    assert result["advice"] is None
+    pipe = ResearchPipeline(SkippedBackend(), store, clock, now_year=lambda: 2026)
+    plan = pipe.plan(inp)
+
+    async def runner(ctx: OperationContext) -> Any:
+        return await pipe.research(inp, plan, ctx)
+
+    job = JobManager(clock, MemorySink()).start(OperationKind.SEARCH, runner, inp.budget())
+    [record] = await clock.run_until_complete(job.finish())
+    # No channel read a page: the search is `skipped` with no result (no advice in it either); it
+    # was `partial` with a result of 0 papers (DESIGN.md "A search that read nothing")
+    assert (record.status.value, record.result) == ("skipped", None)
+    assert {e.code for e in record.errors} == {"VERIFICATION_SKIPPED"}
+    channels = [e.details["channel"] for e in record.errors]  # one per channel, the first on top
+    assert len(channels) > 1 and len(set(channels)) == len(channels)
 
 
 async def test_the_suggested_call_keeps_what_the_search_was_asked_with(clock: FakeClock, store: Store) -> None:
