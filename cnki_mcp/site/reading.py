@@ -307,6 +307,11 @@ class DetailTabs:
         for anything else: another gate page, an error page (a `v` token that expired while the
         person was busy is a 404 the loader turns into a relocation), a page still being drawn."""
         try:
+            # a page still loading or fetching its lazy parts (keywords, funds) would be stored as
+            # read, its missing fields taken for CNKI's own answer for 30 days
+            state: dict[str, Any] = await bounded(page.evaluate(LOAD_STATE_JS), CALL_SECONDS, "load state")
+            if not state.get("complete") or state.get("pending"):
+                return None
             html = await bounded(page.content(), CALL_SECONDS, "page content")
         except (PlaywrightError, BrowserStalled):
             return None

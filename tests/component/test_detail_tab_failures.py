@@ -64,3 +64,36 @@ async def test_a_detail_tab_that_fails_to_open_is_closed(monkeypatch: pytest.Mon
         await tabs._open_once(paper, None)
     assert info.value.code == failure.code
     assert [tab.closed for tab in host.tabs] == [True]
+
+
+class _ReturnedTab:
+    """A tab a person's step brought back to the detail page, in some load state."""
+
+    url = "https://kns.cnki.net/kcms2/article/abstract?v=abc&uniplatform=NZKPT"
+
+    def __init__(self, state: dict[str, bool]) -> None:
+        self.state = state
+
+    async def evaluate(self, script: str) -> dict[str, bool]:
+        return self.state
+
+    async def content(self) -> str:
+        from tests.conftest import read_real
+
+        return read_real("detail-kcms2/pluginsx_detail_kcms2_2026.html")
+
+
+@pytest.mark.parametrize(
+    ("state", "read"),
+    [
+        ({"complete": False, "pending": False}, False),
+        ({"complete": True, "pending": True}, False),
+        ({"complete": True, "pending": False}, True),
+    ],
+)
+async def test_a_detail_page_a_step_returned_to_is_read_only_once_loaded(state: dict[str, bool], read: bool) -> None:
+    # read while still loading or fetching its lazy parts, its missing keywords or funds were stored
+    # as CNKI's answer (the reader's detail page counts as fresh for get_metadata)
+    tabs = DetailTabs(SimpleNamespace(endpoints=None), _Host(), None, None, None)  # type: ignore[arg-type]
+    detail = await tabs._returned_detail(_ReturnedTab(state))  # type: ignore[arg-type]
+    assert (detail is not None) == read
