@@ -248,6 +248,23 @@ def raise_for_verdict(verdict: GateVerdict) -> None:
 # --- header identity ----------------------------------------------------------------------
 
 
+# An account name that is a phone number or an e-mail address (CNKI accounts are often registered
+# with one; the badge's `title` holds it whole): it goes to the MCP client and its model provider,
+# and into saved operation records, so only enough of it to tell two accounts apart is kept.
+_PHONE = re.compile(r"\+?(?:86)?(1\d{2})\d{4}(\d{4})")
+_EMAIL = re.compile(r"([^@\s]{1,2})[^@\s]*(@\S+)")
+
+
+def masked_account(name: str | None) -> str:
+    """`name` with a phone number's middle digits and an e-mail's local part masked."""
+    text = (name or "").strip()
+    if (phone := _PHONE.fullmatch(text)) is not None:
+        return f"{phone.group(1)}****{phone.group(2)}"
+    if (email := _EMAIL.fullmatch(text)) is not None:
+        return f"{email.group(1)}***{email.group(2)}"
+    return text
+
+
 def read_header_identity(html: str) -> HeaderIdentity:
     """Who the kns header says we are (site-rules.md §2.6), from visible elements only."""
     tree = visible_tree(html)
@@ -263,7 +280,7 @@ def read_header_identity(html: str) -> HeaderIdentity:
     if badge is not None:
         personal = True
         name_node = badge.css_first(".ecp_header_personalName")
-        personal_name = attr(name_node, "title") or text_of(name_node) or None
+        personal_name = masked_account(attr(name_node, "title") or text_of(name_node)) or None
     if not personal:
         personal = any(text_of(n).lower() in _LOGOUT_TEXTS for n in tree.css("a, button"))
 

@@ -231,6 +231,16 @@ def test_identity_kns8s_home_is_not_logged_in() -> None:
     assert ident.institutions == []
 
 
+@pytest.mark.parametrize(
+    ("shown", "kept"),
+    [("13812345678", "138****5678"), ("+8613812345678", "138****5678"), ("zhang.san@pku.edu.cn", "zh***@pku.edu.cn"), ("PLUGINS", "PLUGINS")],
+)
+def test_an_account_named_by_a_phone_number_or_email_is_masked(shown: str, kept: str) -> None:
+    # the badge's title holds the account whole; it went to the client, its model provider and the records
+    html = read_real("home-login/pluginsx_www_home_saved_2026.html").replace('title="PLUGINS"', f'title="{shown}"')
+    assert read_header_identity(html).personal_name == kept
+
+
 def test_identity_www_home_shows_personal_account() -> None:
     ident = read_header_identity(read_real("home-login/pluginsx_www_home_saved_2026.html"))
     assert ident.ready is True
