@@ -33,6 +33,7 @@ from cnki_mcp.site.human import HumanGate, PageKind, PageState
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.navigation import NAV_TIMEOUT_MS
 from cnki_mcp.site.pages import (
+    IDENTITY_SETTLE_SECONDS,
     LOAD_STATE_JS,
     PlaywrightHumanPage,
     document_origin,
@@ -140,14 +141,27 @@ async def scan_tabs(
     return None
 
 
+# force: a page that read logged out, by tab: (the tab, its page's load time, first read so).
+OutSeen = dict[int, tuple[Page, float, float]]
+
+
 async def logged_out(
-    host: BrowserHost, endpoints: Endpoints, baseline: HeaderIdentity, since: float | None
+    host: BrowserHost,
+    endpoints: Endpoints,
+    baseline: HeaderIdentity,
+    since: float | None,
+    seen: OutSeen,
+    now: float,
 ) -> tuple[float, HeaderIdentity] | None:
     """force: the person logged out in a CNKI tab loaded after `since` (the login tab was opened;
     the browser's clock): (when that page loaded, who it shows), else None. Logged out: the tab is
     CNKI's login page (the product's own tab only goes there when nobody is logged in; it shows
-    `baseline` without its personal login), or its header is ready without a personal login, the
-    page complete and idle (CNKI's 退出 returns to the page it was clicked on)."""
+    `baseline` without its personal login), or the same page read, at reads `IDENTITY_SETTLE_SECONDS`
+    apart or more (`seen`, `now`: the step's clock), with its header ready, no personal login and
+    the 登录 entry visible, complete and idle (CNKI's 退出 returns to the page it was clicked on).
+    One reading is not enough: a header drawn after load without jQuery, or one with a bare 退出
+    and no badge, reads "nobody" while the old account is still logged in, and the next page
+    showing that account would then end the step (the wait rule of `read_identity`)."""
     if since is None:
         return None
     ctx = await host.ensure()
@@ -163,10 +177,18 @@ async def logged_out(
         try:
             shown = read_header_identity(await page.content())
             load = await page.evaluate(LOAD_STATE_JS)
+            entry = await page.evaluate(_ENTRY_JS)
         except PlaywrightError:
+            seen.pop(id(page), None)
             continue
         settled = isinstance(load, dict) and load.get("complete") and not load.get("pending")
-        if settled and shown.ready and shown.personal is not IdentityKind.AUTHENTICATED:
+        if not (settled and shown.ready and shown.personal is not IdentityKind.AUTHENTICATED and isinstance(entry, str)):
+            seen.pop(id(page), None)
+            continue
+        tab, loaded, first = seen.get(id(page), (None, None, None))
+        if tab is not page or loaded != origin or first is None:
+            seen[id(page)] = (page, origin, now)
+        elif now - first >= IDENTITY_SETTLE_SECONDS:
             return origin, shown
     return None
 
@@ -199,12 +221,15 @@ class LoginWatch:
     # A tab shows CNKI under a library proxy's host (WebVPN, EZproxy): the product cannot use
     # that login, so the step ends and `login` says so (site-rules.md §2.6).
     proxied: str | None = None
+    out_seen: OutSeen = field(default_factory=dict)  # force: pages read logged out (`logged_out`)
     reads: int = 0
     _last_read: float | None = field(default=None)
 
     async def scan(self) -> HeaderIdentity | None:
         if self.baseline is not None and self.baseline.personal is IdentityKind.AUTHENTICATED:
-            out = await logged_out(self.inner.host, self.inner.endpoints, self.baseline, self.opened)
+            out = await logged_out(
+                self.inner.host, self.inner.endpoints, self.baseline, self.opened, self.out_seen, self.clock.monotonic()
+            )
             if out is not None:
                 # Seen logged out: logging in again, as the same account too, ends the step (it
                 # waited its 20 minutes, every request held behind it, for another identity);

@@ -28,11 +28,21 @@ ENDPOINTS = Endpoints(Settings(data_dir=Path("unused")))
 LOGIN = "https://login.cnki.net/login/?ReturnURL=https://kns.cnki.net/kns8s/AdvSearch"
 
 
+ENTRY = "<a href='/login/'>登录</a>"
+
+
 def header(name: str | None) -> str:
-    who = (
-        f"<div class='ecp_header_personalName_loginbg'><div class='ecp_header_personalName' title='{name}'>"
-        f"{name}</div></div><a>退出登录</a>" if name else "<a href='/login/'>登录</a>"
-    )
+    """`name` logged in (its badge); None: nobody (the 登录 entry); "bare:<name>": a header that
+    shows the account with a bare 退出 and no badge (other CNKI pages' headers)."""
+    if name is None:
+        who = ENTRY
+    elif name.startswith("bare:"):
+        who = f"<span>{name[5:]}</span><a>退出</a>"
+    else:
+        who = (
+            f"<div class='ecp_header_personalName_loginbg'><div class='ecp_header_personalName' title='{name}'>"
+            f"{name}</div></div><a>退出登录</a>"
+        )
     return f"<html><body><div class='ecp_header_login_area'>{who}</div></body></html>"
 
 
@@ -44,6 +54,9 @@ class Tab:
     clock: FakeClock
     moves: list[tuple[float, str, str | None]]
     closed: bool = False
+    # {move's second: seconds}: that page's header shows the 登录 entry until its script draws
+    # the badge, after load and without jQuery
+    late: dict[float, float] = field(default_factory=dict)
 
     def _now(self) -> tuple[float, str, str | None]:
         t = self.clock.monotonic()
@@ -59,8 +72,8 @@ class Tab:
     async def evaluate(self, script: str, *_args: Any) -> Any:
         if script == LOAD_STATE_JS:
             return {"complete": True, "pending": False}
-        if "querySelectorAll" in script:
-            return None  # no visible 登录 entry: someone is logged in
+        if "querySelectorAll" in script:  # the visible 登录 entry's href, else None
+            return LOGIN if ENTRY in await self.content() else None
         if "timeOrigin +" in script:
             return self.clock.monotonic() * 1000
         if "timeOrigin" in script:
@@ -68,7 +81,9 @@ class Tab:
         return (self.clock.monotonic() - self._now()[0]) * 1000  # performance.now()
 
     async def content(self) -> str:
-        return header(self._now()[2])
+        at, _url, name = self._now()
+        drawn = self.clock.monotonic() >= at + self.late.get(at, 0.0)
+        return header(name if drawn else None)
 
     def is_closed(self) -> bool:
         return self.closed
@@ -139,3 +154,31 @@ async def test_a_forced_login_ends_when_the_person_logs_out_and_in_again(again: 
 
     assert identity.personal is IdentityKind.AUTHENTICATED and identity.personal_name == again
     assert not gate.active
+
+
+@pytest.mark.parametrize("shown", ["late", "bare"])
+async def test_a_forced_login_is_not_ended_by_the_old_account_on_a_page_that_only_looked_logged_out(
+    shown: str,
+) -> None:
+    """The person opens CNKI pages still logged in as alice: one whose badge is drawn after load
+    without jQuery (read once, it looks logged out), or one whose header has a bare 退出 and no
+    badge. Neither is a logout, so the next page showing alice does not end the step; the person
+    then logs out and in as bob, and the step ends as bob."""
+    clock = FakeClock()
+    start = clock.monotonic()
+    login_tab = Tab(clock, [(start, "about:blank", None), (start + 1, ADV, "alice")])
+    host = Host(login_tab)
+    looked = "alice" if shown == "late" else "bare:alice"
+    moves = [(start, ADV, "alice"), (start + 30, ADV, looked), (start + 40, ADV, "alice")]
+    moves += [(start + 60, ADV, None), (start + 70, LOGIN, None), (start + 90, ADV, "bob")]
+    host.pages.append(Tab(clock, moves, late={start + 30: 1.9} if shown == "late" else {}))
+    gate = HumanGate(clock, Limiter(clock, 0.5, 6))
+    flow = LoginFlow(host, ENDPOINTS, NoLimit(), gate, clock)  # type: ignore[arg-type]
+
+    async def run() -> Any:
+        await clock.advance(1)
+        return await flow.run(None, None, force=True)
+
+    (identity,) = await clock.run_until_complete(run())
+
+    assert identity.personal_name == "bob"
