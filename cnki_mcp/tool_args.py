@@ -57,7 +57,7 @@ def control_characters(text: str) -> bool:
 def _types(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> set[str]:
     if depth > _MAX_DEPTH:
         return set()
-    schema = _deref(schema, defs)
+    schema = deref_schema(schema, defs)
     out: set[str] = set()
     kind = schema.get("type")
     if isinstance(kind, str):
@@ -71,7 +71,8 @@ def _types(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> se
     return out
 
 
-def _deref(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str, Any]:
+def deref_schema(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`schema` with a `#/$defs/…` reference followed (itself otherwise)."""
     ref = schema.get("$ref")
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
         target = defs.get(ref.removeprefix("#/$defs/"))
@@ -84,7 +85,7 @@ def _subschemas(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int) 
     """The schema and every alternative of it (anyOf/oneOf/allOf), dereferenced."""
     if depth > _MAX_DEPTH:
         return []
-    schema = _deref(schema, defs)
+    schema = deref_schema(schema, defs)
     out = [schema]
     for key in ("anyOf", "oneOf", "allOf"):
         for sub in schema.get(key) or ():

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cnki_mcp.identity import NODE_ID, NOT_A_TITLE
+from cnki_mcp.tool_args import deref_schema as _deref
 
 _MAX_DEPTH = 32
 _ABSENT = object()
@@ -63,15 +64,6 @@ ENUM_NAMES: dict[str, str] = {
     "外文": "foreign", "图书": "book", "其他": "other", "取消": "cancel", "继续": "continue",
     "恢复": "resume", "查看": "show", "标记": "mark", "省略": "omit",
 }  # fmt: skip
-
-
-def _deref(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str, Any]:
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        target = defs.get(ref.removeprefix("#/$defs/"))
-        if isinstance(target, Mapping):
-            return target
-    return schema
 
 
 def _alternatives(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int = 0) -> list[Mapping[str, Any]]:

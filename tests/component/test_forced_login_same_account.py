@@ -7,8 +7,6 @@ login from before the logout does not end it."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from cnki_mcp.site.human import HumanGate
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.login import LoginFlow
 from cnki_mcp.site.pages import LOAD_STATE_JS
+from tests.login_fakes import HostChores, NoLimit
 
 ENDPOINTS = Endpoints(Settings(data_dir=Path("unused")))
 LOGIN = "https://login.cnki.net/login/?ReturnURL=https://kns.cnki.net/kns8s/AdvSearch"
@@ -93,37 +92,13 @@ class Tab:
 
 
 @dataclass
-class Host:
+class Host(HostChores):
     login_tab: Tab
     pages: list[Tab] = field(default_factory=list)
 
     async def new_page(self) -> Tab:
         self.pages.append(self.login_tab)
         return self.login_tab
-
-    async def ensure(self) -> Host:
-        return self
-
-    async def save_cookies(self) -> int:
-        return 0
-
-    def note_error(self, _exc: BaseException) -> bool:
-        return False
-
-    async def show(self, _page: Any) -> None:
-        return None
-
-    async def minimise(self, _page: Any) -> None:
-        return None
-
-    def verify_exits(self, since: int = 0) -> list[Any]:
-        return []
-
-
-class NoLimit:
-    @contextlib.asynccontextmanager
-    async def slot(self, **_kwargs: Any) -> AsyncIterator[None]:
-        yield
 
 
 ADV = ENDPOINTS.adv_search

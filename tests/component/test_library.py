@@ -15,14 +15,15 @@ import pytest
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import CnkiError
 from cnki_mcp.identity import Paper
-from cnki_mcp.models import Author, GridRow, JournalPage, NativeId
-from cnki_mcp.pipeline.library import LibraryInput, LibraryPage, search_library, snippet
+from cnki_mcp.models import Author, JournalPage, NativeId
+from cnki_mcp.pipeline.library import LibraryPage, snippet
 from cnki_mcp.rank import tier_matches
 from cnki_mcp.sim.corpus import Corpus
 from cnki_mcp.sim.pages.files import pdf_bytes
 from cnki_mcp.store import SearchEvidence, Store, file_sha256
 from cnki_mcp.store import library as library_index
 from cnki_mcp.store.db import _V_LIBRARY_PREFIX, MIGRATIONS, SCHEMA_VERSION
+from tests.library_helpers import find, row
 from tests.paper_samples import sample_detail
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -31,27 +32,9 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "store-schema2.sqli
 FIXTURE_V3 = Path(__file__).resolve().parents[1] / "fixtures" / "library-schema3.sqlite3"
 
 
-def row(title: str, filename: str, **kw: object) -> GridRow:
-    base: dict[str, object] = {
-        "title": title,
-        "authors": ["王明"],
-        "source": "法学研究",
-        "year": 2021,
-        "doc_type": "期刊",
-        "native": NativeId(dbname="CJFDLAST2021", filename=filename),
-        "detail_url": f"https://kns.cnki.net/kcms2/article/abstract?v={filename}",
-    }
-    base.update(kw)
-    return GridRow.model_validate(base)
-
-
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(wall=T0)
-
-
-def find(store: Store, query: str, clock: FakeClock, **kw: object) -> LibraryPage:
-    return search_library(store, LibraryInput(query=query, **kw), store.data_dir, clock)  # type: ignore[arg-type]
 
 
 def titles(page: LibraryPage) -> list[str]:

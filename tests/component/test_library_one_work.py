@@ -8,36 +8,18 @@ from datetime import UTC, datetime
 import pytest
 
 from cnki_mcp.clock import FakeClock
-from cnki_mcp.models import GridRow, NativeId
-from cnki_mcp.pipeline.library import LibraryInput, LibraryPage, search_library
+from cnki_mcp.models import NativeId
 from cnki_mcp.store import Store
+from tests.library_helpers import find, row
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 TITLE = "违约金酌减的裁判规则"
 ONLINE_FIRST = NativeId(dbname="CAPJLAST", filename="FXPL20250618001")
 
 
-def row(title: str, filename: str, **kw: object) -> GridRow:
-    base: dict[str, object] = {
-        "title": title,
-        "authors": ["王明"],
-        "source": "法学研究",
-        "year": 2021,
-        "doc_type": "期刊",
-        "native": NativeId(dbname="CJFDLAST2021", filename=filename),
-        "detail_url": f"https://kns.cnki.net/kcms2/article/abstract?v={filename}",
-    }
-    base.update(kw)
-    return GridRow.model_validate(base)
-
-
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(wall=T0)
-
-
-def find(store: Store, query: str, clock: FakeClock, **kw: object) -> LibraryPage:
-    return search_library(store, LibraryInput(query=query, **kw), store.data_dir, clock)  # type: ignore[arg-type]
 
 
 def one_work_in_two_records(store: Store, online_title: str = TITLE, final_title: str = TITLE) -> tuple[str, str]:

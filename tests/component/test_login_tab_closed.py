@@ -5,8 +5,6 @@ request of every other operation behind the step all that time."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ from cnki_mcp.site.human import HumanGate
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.login import LoginFlow
 from cnki_mcp.site.pages import LOAD_STATE_JS
+from tests.login_fakes import HostChores, NoLimit
 
 ENDPOINTS = Endpoints(Settings(data_dir=Path("unused")))
 ANONYMOUS = "<html><body><div class='ecp_header_login_area'><a href='/login/'>登录</a></div></body></html>"
@@ -56,7 +55,7 @@ class Tab:
 
 
 @dataclass
-class Host:
+class Host(HostChores):
     clock: FakeClock
     closes_at: float
     pages: list[Tab] = field(default_factory=list)
@@ -65,30 +64,6 @@ class Host:
         tab = Tab(self.clock, self.closes_at if not self.pages else None)
         self.pages.append(tab)
         return tab
-
-    async def ensure(self) -> Host:
-        return self
-
-    async def save_cookies(self) -> int:
-        return 0
-
-    def note_error(self, _exc: BaseException) -> bool:
-        return False
-
-    async def show(self, _page: Any) -> None:
-        return None
-
-    async def minimise(self, _page: Any) -> None:
-        return None
-
-    def verify_exits(self, since: int = 0) -> list[Any]:
-        return []
-
-
-class NoLimit:
-    @contextlib.asynccontextmanager
-    async def slot(self, **_kwargs: Any) -> AsyncIterator[None]:
-        yield
 
 
 async def test_a_login_tab_the_person_closes_ends_the_login_with_who_the_site_shows_now() -> None:

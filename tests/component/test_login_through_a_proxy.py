@@ -7,8 +7,6 @@ itself a proxied CNKI page is refused before anything is opened."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from cnki_mcp.site.endpoints import Endpoints
 from cnki_mcp.site.human import HumanGate
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.login import LoginFlow
+from tests.login_fakes import HostChores, NoLimit
 
 ENDPOINTS = Endpoints(Settings(data_dir=Path("unused")))
 WEBVPN = "https://webvpn.example.edu.cn/https/77726476706e69737468656265737421fbf952d2243e635930068cb8/kns8s/AdvSearch"
@@ -81,37 +80,13 @@ class Tab:
 
 
 @dataclass
-class Host:
+class Host(HostChores):
     tab: Tab
     pages: list[Tab] = field(default_factory=list)
 
     async def new_page(self) -> Tab:
         self.pages.append(self.tab)
         return self.tab
-
-    async def ensure(self) -> Host:
-        return self
-
-    async def save_cookies(self) -> int:
-        return 0
-
-    def note_error(self, _exc: BaseException) -> bool:
-        return False
-
-    async def show(self, _page: Any) -> None:
-        return None
-
-    async def minimise(self, _page: Any) -> None:
-        return None
-
-    def verify_exits(self, since: int = 0) -> list[Any]:
-        return []
-
-
-class NoLimit:
-    @contextlib.asynccontextmanager
-    async def slot(self, **_kwargs: Any) -> AsyncIterator[None]:
-        yield
 
 
 def flow(clock: FakeClock, tab: Tab) -> tuple[LoginFlow, HumanGate]:
