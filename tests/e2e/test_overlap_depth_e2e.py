@@ -148,14 +148,19 @@ async def test_a_top_spread_over_many_journals_is_snapshot_early_and_again_sixte
     # `middle_pages`: once at most 16 levels remain, another snapshot reads what the pages since
     # brought. The first snapshot decides on pages that had answered before its first export; a
     # paper listed only on q1's later pages (on no other channel's page, feedback included) is
-    # read by an export asked before q1's page 18, which the closing snapshot (2 levels before
-    # the end) cannot be: it waits for page 18's answer
+    # read by an export asked before q1's page 18 has answered, which the closing snapshot (2
+    # levels before the end) cannot be: it waits for that answer. (Asked before page 18 was
+    # asked was stricter than that distinction: the middle snapshot's exports go out ~2-4 s
+    # before it on a quiet machine, and under the suite's load a first export one page later
+    # (4 pages landed, not 3) moved them past it: CI, stop 42, `(4, 790)`.)
     landed = sum(1 for i, _, _ in pages if answered(i) < log[first_export].t)
     later_pages = {i for i, _, _ in pages[landed:]}
     later = {x for i, _, ids in pages[landed:] for x in ids}
     later -= {x for i, _, ids in grid_pages(log) if i not in later_pages for x in ids}
-    read_early = {x for i, ids in exports(log) if i < pages[17][0] for x in ids}
-    assert read_early & later, (landed, len(later))
+    page_18 = pages[17][0]
+    read_early = {x for i, ids in exports(log) if log[i].t < answered(page_18) for x in ids}
+    margins = [(round(log[i].t - answered(page_18), 2), len(set(ids) & later)) for i, ids in exports(log)]
+    assert read_early & later, (landed, len(later), margins)
 
 
 async def test_a_short_retrieval_prefetches_its_top_journals_beside_its_last_pages(
