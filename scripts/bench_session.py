@@ -12,8 +12,6 @@ import json
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,12 +22,9 @@ sys.path.insert(0, str(ROOT))
 from mcp import Client  # noqa: E402
 
 from cnki_mcp.clock import SystemClock  # noqa: E402
-from cnki_mcp.server.app import build_server  # noqa: E402
-from cnki_mcp.services import Services  # noqa: E402
-from cnki_mcp.settings import Settings  # noqa: E402
 from cnki_mcp.sim.reqlog import LogEntry  # noqa: E402
 from cnki_mcp.sim.server import SimServer  # noqa: E402
-from tests.site_stack import is_page_form, sim_settings  # noqa: E402
+from tests.site_stack import in_memory_server, is_page_form, sim_settings  # noqa: E402
 
 QUESTION: dict[str, Any] = {
     "query": "违约金过高时法院如何酌减",
@@ -72,31 +67,6 @@ def kind(e: LogEntry) -> str:
     if p in ("/", "/kns8s/", "/favicon.ico"):
         return "home" if p != "/favicon.ico" else "icon"
     return p
-
-
-@asynccontextmanager
-async def server(settings: Settings, clock: ShiftedClock) -> AsyncIterator[tuple[Client, Services]]:
-    opened: list[Services] = []
-
-    def open_services() -> Services:
-        opened.append(Services.open(settings, clock=clock))
-        return opened[-1]
-
-    ready: asyncio.Queue[Client] = asyncio.Queue()
-    stop = asyncio.Event()
-
-    async def own() -> None:
-        async with Client(build_server(open_services)) as client:
-            ready.put_nowait(client)
-            await stop.wait()
-
-    owner = asyncio.create_task(own())
-    client = await asyncio.wait_for(ready.get(), 60)
-    try:
-        yield client, opened[0]
-    finally:
-        stop.set()
-        await asyncio.wait_for(owner, 60)
 
 
 class Session:
@@ -281,7 +251,7 @@ async def main() -> None:
         settings = sim_settings(
             data, sim.origin, args.browser, request_interval_ms=30, inline_wait_seconds=0.0
         )
-        async with server(settings, clock) as (client, _services):
+        async with in_memory_server(settings, clock) as (client, _services):
             s = Session(client, sim)
             ctx: dict[str, Any] = {}
             # the references and the draft are built from the first search's listing
@@ -309,7 +279,7 @@ async def main() -> None:
         settings = sim_settings(
             data2, sim.origin, args.browser, request_interval_ms=30, inline_wait_seconds=0.0
         )
-        async with server(settings, clock) as (client, _services):
+        async with in_memory_server(settings, clock) as (client, _services):
             for label, shift in (("first", timedelta(0)), ("a minute later", timedelta(minutes=1))):
                 clock.shift = shift
                 s = Session(client, sim)
@@ -317,7 +287,7 @@ async def main() -> None:
                 tables[label] = s.rows
         # the next day: a new server process on the same data directory (memory caches gone)
         clock.shift = timedelta(days=1, minutes=1)
-        async with server(settings, clock) as (client, _services):
+        async with in_memory_server(settings, clock) as (client, _services):
             s = Session(client, sim)
             await run_session(s, ctx)
             tables["a day later (restarted)"] = s.rows

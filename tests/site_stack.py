@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from cnki_mcp.clock import SystemClock
+from cnki_mcp.clock import Clock, SystemClock
 from cnki_mcp.errors import CnkiError
 from cnki_mcp.server.app import build_server
 from cnki_mcp.services import Services
@@ -143,13 +143,14 @@ async def expect_code(awaitable: object, code: str) -> CnkiError:
 
 
 @asynccontextmanager
-async def in_memory_server(settings: Settings) -> AsyncIterator[tuple[Client, Services]]:
-    """The server with production Services, on the SDK's in-memory Client. One task owns the client
-    for as long as the context lasts (anyio scopes must exit in the task that entered them)."""
+async def in_memory_server(settings: Settings, clock: Clock | None = None) -> AsyncIterator[tuple[Client, Services]]:
+    """The server with production Services (on `clock`, the system's by default), on the SDK's
+    in-memory Client. One task owns the client for as long as the context lasts (anyio scopes must
+    exit in the task that entered them)."""
     opened: list[Services] = []
 
     def open_services() -> Services:
-        opened.append(Services.open(settings))
+        opened.append(Services.open(settings, clock=clock))
         return opened[-1]
 
     ready: asyncio.Queue[Client] = asyncio.Queue()

@@ -13,12 +13,13 @@ from corpus_backend import CorpusBackend
 
 from cnki_mcp.clock import FakeClock
 from cnki_mcp.errors import AccessDenied, CnkiError, SiteUnavailable
-from cnki_mcp.jobs import JobManager, MemorySink, OperationContext, OperationKind, OperationRecord
+from cnki_mcp.jobs import JobManager, MemorySink, OperationRecord
 from cnki_mcp.parse.gate import error_page
 from cnki_mcp.pipeline.models import SearchInput, SearchOptions
 from cnki_mcp.pipeline.research import ResearchPipeline
 from cnki_mcp.site.backend import GridRequest
 from cnki_mcp.store import Store
+from tests.pipeline_fakes import start_research
 
 
 class FailingBackend(CorpusBackend):
@@ -38,12 +39,7 @@ class FailingBackend(CorpusBackend):
 async def searched(clock: FakeClock, store: Store, backend: CorpusBackend) -> OperationRecord:
     inp = SearchInput(query="违约金", concept_groups=[["违约金"]], options=SearchOptions(freshness="live"))
     pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
-    plan = pipe.plan(inp)
-
-    async def runner(ctx: OperationContext) -> Any:
-        return await pipe.research(inp, plan, ctx)
-
-    job = JobManager(clock, MemorySink()).start(OperationKind.SEARCH, runner, inp.budget())
+    job = start_research(JobManager(clock, MemorySink()), pipe, inp, pipe.plan(inp))
     [record] = await clock.run_until_complete(job.finish())
     return record
 
