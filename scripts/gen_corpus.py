@@ -9,6 +9,7 @@ import argparse
 import json
 import random
 import sys
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -558,6 +559,39 @@ def two_institutions(rec: dict[str, Any]) -> None:
         first["institution"] = [first["institution"], second["institution"]]
 
 
+# CNKI mints DOIs for the theses, proceedings papers and newspaper articles it publishes:
+# 10.<unit>/d.cnki.g<unit code>.<year>.<n> (theses), 10.26914/c.cnkihy.<year>.<n> (proceedings),
+# 10.28514/n.cnki.n<paper code>.<year>.<n> (newspapers); dataset/kcms2_2025_doi_by_kind.txt in
+# tests/fixtures/cnki-real (docs/simulator.md "CNKI DOIs beyond journals"). A 2007 thesis page
+# shows none, so only records from this year on get one.
+CNKI_DOI_FROM = 2020
+
+
+def _letters(text: str, n: int = 4) -> str:
+    """A fixed lower-case code for a name (CNKI's unit and paper codes: gdzku, gbjku, nkxsb)."""
+    h = zlib.crc32(text.encode())
+    return "".join(chr(ord("a") + (h >> (5 * i)) % 26) for i in range(n))
+
+
+def cnki_dois(records: list[dict[str, Any]]) -> None:
+    """Give the corpus's recent theses, proceedings papers and newspaper articles a CNKI DOI. Set
+    after generation from each record's id and source (no draw from the shared RNG), so no other
+    field changes."""
+    for i, rec in enumerate(records):
+        if rec.get("doi") or (rec.get("year") or 0) < CNKI_DOI_FROM:
+            continue
+        n, year, src = zlib.crc32(rec["id"].encode()) % 1_000_000, rec["year"], rec.get("source") or ""
+        if rec["type"] in ("博士", "硕士"):
+            doi = f"10.{26900 + zlib.crc32(src.encode()) % 900}/d.cnki.g{_letters(src)}.{year}.{n:06d}"
+        elif rec["type"] == "会议":
+            doi = f"10.26914/c.cnkihy.{year}.{n:06d}"
+        elif rec["type"] == "报纸":
+            doi = f"10.28514/n.cnki.n{_letters(src)}.{year}.{n:06d}"
+        else:
+            continue
+        records[i] = {k: ({**rec, "doi": doi})[k] for k in RECORD_ORDER if k in rec or k == "doi"}
+
+
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
     with path.open("w", encoding="utf-8", newline="\n") as fh:
         for row in rows:
@@ -572,6 +606,7 @@ def generate(out: Path, seed: int = DEFAULT_SEED) -> dict[str, Any]:
     g.add_fulltext()
     records = sorted((clean(r) for r in g.records), key=lambda r: r["id"])
     two_institutions(records[0])
+    cnki_dois(records)
     journals = sorted(g.journals, key=lambda j: j["code"])
     questions = g.questions()
     out.mkdir(parents=True, exist_ok=True)

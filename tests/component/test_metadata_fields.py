@@ -138,12 +138,12 @@ async def test_two_clients_asking_for_the_same_details_at_once_read_each_page_on
 async def test_an_export_that_found_no_doi_is_not_asked_again_within_thirty_days(
     clock: FakeClock, store: Store
 ) -> None:
-    # journal papers without a DOI and theses (no volume, issue or pages): the export answers once
+    # journal papers and theses without a DOI (theses have no volume, issue or pages): the export answers once
     backend = CorpusBackend()
     pipe = ResearchPipeline(backend, store, clock, now_year=lambda: 2026)
     once = Counter(r.title for r in backend.corpus.records)
     picked = [r for r in backend.corpus.records if once[r.title] == 1 and r.type == "期刊" and not r.doi][:3]
-    picked += [r for r in backend.corpus.records if once[r.title] == 1 and r.type in ("硕士", "博士")][:3]
+    picked += [r for r in backend.corpus.records if once[r.title] == 1 and r.type in ("硕士", "博士") and not r.doi][:3]
     listed = await run_metadata(clock, pipe, MetadataInput(titles=[r.title for r in picked], fields=["title"]))
     refs = [r["record_ref"] for r in listed.result["records"]]
     assert len(refs) == 6

@@ -206,7 +206,10 @@ async def test_a_newspaper_article_cited_on_the_wrong_day_is_a_date_mismatch(clo
     _, result = await run(clock, store, CorpusBackend(), VerifyInput(references=[wrong_day]))
     [entry] = result.entries
     assert (entry.verdict, entry.fields) == ("mismatch", ["date"]), entry
-    assert entry.corrected == "许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N]. 人民法院报, 2023-02-17(2)."
+    # the record carries CNKI's newspaper DOI (docs/simulator.md "CNKI DOIs beyond journals")
+    assert entry.corrected == (
+        "许涛, 侯超燕. 违约金：从“有没有”到“好不好”[N/OL]. 人民法院报, 2023-02-17(2). DOI:10.28514/n.cnki.ncnuu.2023.564538."
+    )
 
 
 async def test_a_corrected_entry_keeps_the_publisher_and_year_the_record_lacks(clock: FakeClock, store: Store) -> None:
