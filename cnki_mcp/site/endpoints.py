@@ -46,7 +46,7 @@ _NET_ERROR = re.compile(r"net::ERR_[A-Z0-9_]+")
 # and the message's advice (docs/simulator.md "The network path"). Exact names are looked up before
 # prefixes: several errors share a prefix with a different cause (ERR_PROXY_AUTH_* is a proxy that
 # is up, ERR_NETWORK_CHANGED a switch of network that a retry survives, ERR_CERT_DATE_INVALID a wrong clock).
-_CNKI_DIRECT = "在代理软件中把 cnki.net 设为直连（Linux 上也可在 AI 客户端配置的 env 中设 NO_PROXY=cnki.net,.cnki.net）"
+_CNKI_DIRECT = "在代理软件中把 cnki.net 设为直连（Linux 上也可在 AI 客户端配置的 env 中设 NO_PROXY=cnki.net,.cnki.net；GNOME 桌面会话中改在系统的网络代理设置里把 *.cnki.net 设为忽略的主机）"
 _NET_CAUSE_NAMES: dict[str, tuple[str, str]] = {
     "net::ERR_PROXY_AUTH_REQUESTED": ("proxy_auth", "代理要求登录（用户名和密码），浏览器无法代为登录：改用不需登录的代理，或" + _CNKI_DIRECT + "后重试"),
     "net::ERR_PROXY_AUTH_UNSUPPORTED": ("proxy_auth", "代理要求一种浏览器不支持的登录方式：改用不需登录的代理，或" + _CNKI_DIRECT + "后重试"),
