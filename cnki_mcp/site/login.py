@@ -29,7 +29,7 @@ from cnki_mcp.parse.gate import read_header_identity
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.endpoints import Endpoints, error_reason, unsent_net_error, without_query
-from cnki_mcp.site.human import HumanGate, PageKind, PageState
+from cnki_mcp.site.human import HumanGate, PageKind, PageState, headless_login_tool_message
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.navigation import NAV_TIMEOUT_MS
 from cnki_mcp.site.pages import (
@@ -302,7 +302,8 @@ class LoginFlow:
                 # The entry page itself may already show who we are (an institution by IP).
                 watch.found = await watch.scan()
             if watch.found is None:
-                await self.gate.handle("login", watch, op, "wait")
+                alone = headless_login_tool_message(op.operation_id if op is not None else None)
+                await self.gate.handle("login", watch, op, "wait", headless_message=alone)
             identity = watch.found or await scan_tabs(self.host, self.endpoints, since=before)
             proxy = watch.proxied or await proxied_tab(self.host, self.endpoints)
             if identity is None and proxy is not None:
