@@ -346,6 +346,12 @@ class ReadingService:
         return page_body(hit.page, ref, observed_at=hit.observed_at, source="cache", section=section,
                          offset=offset, max_characters=max_characters)  # fmt: skip
 
+    def forget_incomplete(self) -> None:
+        """Someone logged in (the `login` tool): the trial or partial bodies kept for continuations
+        were read without that access, so a continuation reads the reader again (the whole body
+        may come now). It paged the trial body for up to 30 minutes after the login."""
+        self.paging.clear()
+
     def _cached(self, ref: str, offset: int) -> CachedBody | None:
         """The complete body read within the cache time; for a continuation (offset > 0) also
         the trial or partial body the call before it read."""

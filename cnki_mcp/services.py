@@ -216,6 +216,13 @@ class Services:
         """The last identity observed this run (a header read or a login wall)."""
         return self.identities.last
 
+    def logged_in(self) -> None:
+        """A login step ended with a login or an institution: the bodies read before it without that
+        access are not paged on (`ReadingService.forget_incomplete`)."""
+        forget = getattr(self._reading, "forget_incomplete", None)  # not built yet, or a test's fake
+        if forget is not None:
+            forget()
+
     def remember_identity(self, identity: HeaderIdentity) -> ObservedIdentity:
         """`identity` dated by `identity.observed_at` (when its page was loaded), else now."""
         return self.identities.observed(identity, identity.observed_at)

@@ -32,7 +32,7 @@ from importlib import metadata
 from pathlib import Path
 
 from cnki_mcp import datadir
-from cnki_mcp.cli.browser_route import browser_route
+from cnki_mcp.cli.browser_route import Route, browser_route
 from cnki_mcp.errors import CnkiError, DataDirectoryInUse, DataDirectoryUnusable, InvalidInput
 from cnki_mcp.settings import Settings, load_settings, paths_of, unknown_variables
 
@@ -108,15 +108,18 @@ def check_proxy(environ: Mapping[str, str], settings: Settings, *, platform: str
 
     headless = decide_headless(settings.headless, platform=platform, display=settings.display)
     route = browser_route(environ, settings.extra_browser_args, platform=platform, headless=headless)
-    direct = "在代理软件中把 cnki.net 设为直连（Linux 上也可在 AI 客户端配置的 env 中设 NO_PROXY=cnki.net,.cnki.net）"
+    # the verdict is this command's environment; an AI client starts the server with its own (its
+    # config's env, or its desktop launcher's), which the server's diagnostics tool reads
+    where = "以上按本命令的环境判断；AI 客户端启动的服务器用客户端给它的环境，以服务器 diagnostics 工具的 browser.network 为准"
     if route.kind == "direct":
-        return Check("network", True, f"浏览器直接连接知网（未经代理；{route.via}）" if route.via else "浏览器直接连接知网（未经代理）")
+        detail = f"浏览器直接连接知网（未经代理；{route.via}）" if route.via else "浏览器直接连接知网（未经代理）"
+        return Check("network", True, detail, where)
     if route.kind == "unchecked":
         return Check(
             "network",
             True,
             f"浏览器按{route.via}决定是否经代理访问知网；这里未检查",
-            f"开着代理（如 Clash 的“系统代理”）时，知网的 CDN 常拒绝代理的 IP（SITE_UNAVAILABLE，reason: cdn_refused）：{direct}",
+            f"开着代理（如 Clash 的“系统代理”）时，知网的 CDN 常拒绝代理的 IP（SITE_UNAVAILABLE，reason: cdn_refused）：{_direct_advice(route)}。{where}",
         )
     fix = (
         "或在 CNKI_BROWSER_ARGS 中加 --proxy-bypass-list=*.cnki.net"
@@ -128,9 +131,21 @@ def check_proxy(environ: Mapping[str, str], settings: Settings, *, platform: str
         True,
         f"浏览器将经代理 {route.address}（{route.via}）访问知网；知网的 CDN 常拒绝代理或数据中心的 IP"
         "（SITE_UNAVAILABLE，reason: cdn_refused），境外代理会被转到海外版（reason: overseas_site）",
-        f"出现这些错误时关闭代理，或让知网直连：在代理软件中把 cnki.net 设为直连，{fix}",
+        f"出现这些错误时关闭代理，或让知网直连：在代理软件中把 cnki.net 设为直连，{fix}。{where}",
         warning=True,
     )
+
+
+def _direct_advice(route: Route) -> str:
+    """How to let CNKI through directly where `route` (unchecked) says the proxy is decided. A desktop
+    session's browser reads that desktop's proxy settings, not NO_PROXY (cli/browser_route.py)."""
+    if "GNOME" in route.via:
+        return "在代理软件中把 cnki.net 设为直连，或在 GNOME 的“设置 → 网络 → 网络代理”中把 *.cnki.net 加入忽略的主机（这里 NO_PROXY 不起作用）"
+    if "KDE" in route.via:
+        return "在代理软件中把 cnki.net 设为直连，或在 KDE 的“系统设置 → 网络设置 → 代理”中把 .cnki.net 加入例外"
+    if route.via.startswith("CNKI_BROWSER_ARGS"):
+        return "在代理软件（或 PAC 脚本）中把 cnki.net 设为直连，或从 CNKI_BROWSER_ARGS 删去该开关"
+    return "在代理软件中把 cnki.net 设为直连（Linux 上也可在 AI 客户端配置的 env 中设 NO_PROXY=cnki.net,.cnki.net）"
 
 
 def check_browser_found(

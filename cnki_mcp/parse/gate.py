@@ -81,7 +81,7 @@ CDN_STATUS = 418
 CDN_REFUSED = "cdn_refused"  # SITE_UNAVAILABLE's details.reason
 CDN_ADVICE = (
     "经代理、VPN 或数据中心 IP 访问时，知网的 CDN 常这样拒绝。请关闭代理，或在代理软件中把 cnki.net 设为直连"
-    "（Linux 上也可在 AI 客户端配置的 env 中设 NO_PROXY=cnki.net,.cnki.net）后重试"
+    "（Linux 上也可在 AI 客户端配置的 env 中设 NO_PROXY=cnki.net,.cnki.net；GNOME 桌面会话中改在系统的网络代理设置里把 *.cnki.net 设为忽略的主机）后重试"
 )  # a bare message page (no layout) is judged by its text alone
 
 

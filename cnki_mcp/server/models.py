@@ -488,6 +488,14 @@ class OperationControlView(BaseModel):
     operation: OperationView | None = None
 
 
+class BrowserNetwork(BaseModel):
+    route: Literal["direct", "proxy", "unchecked"] = Field(
+        description="direct：直接连接；proxy：经代理；unchecked：由系统或桌面的代理设置决定，未检查"
+    )
+    via: str = Field("", description="决定它的设置（如 HTTPS_PROXY、CNKI_BROWSER_ARGS --proxy-server）")
+    proxy: str = Field("", description="代理的 host:port（不含用户名和密码）")
+
+
 class BrowserDiagnostics(BaseModel):
     configured_path: str | None = None
     found: bool
@@ -504,6 +512,9 @@ class BrowserDiagnostics(BaseModel):
     process_id: int | None = None
     profile_directory: str
     connection_generation: int = 0
+    network: BrowserNetwork | None = Field(
+        None, description="浏览器按本服务器进程的环境与 CNKI_BROWSER_ARGS 访问知网的方式（cnki-mcp doctor 只看它自己的环境）"
+    )
 
 
 class Diagnostics(BaseModel):

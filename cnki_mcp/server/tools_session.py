@@ -19,10 +19,12 @@ from pydantic import Field
 from cnki_mcp import __version__
 from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.jobs import OperationKind
+from cnki_mcp.models import IdentityKind
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer, recorded_error
 from cnki_mcp.server.models import (
     BrowserDiagnostics,
+    BrowserNetwork,
     Diagnostics,
     IdentityView,
     OperationView,
@@ -105,6 +107,8 @@ def register(server: CnkiServer) -> None:
             else:  # a backend without a login flow: report who we are
                 identity = await backend.identity(op)
             observed = services.remember_identity(identity)
+            if identity.personal is IdentityKind.AUTHENTICATED or identity.institutions:
+                services.logged_in()
             return IdentityView.of(observed.identity, observed.observed_at, observed.evidence)
 
         record = await start_operation(
@@ -198,7 +202,22 @@ def _browser(services: Services) -> BrowserDiagnostics:
         process_id=status.get("process_id"),
         profile_directory=str(status.get("profile_directory")),
         connection_generation=int(status.get("connection_generation") or 0),
+        network=_network(services, status.get("headless")),
     )
+
+
+def _network(services: Services, headless: bool | None) -> BrowserNetwork:
+    """How this server's browser reaches CNKI (cli/browser_route.py), from the server's own
+    environment: an AI client starts it with an environment of its own, which `cnki-mcp doctor`
+    in a shell does not see (DESIGN.md "The network path")."""
+    from cnki_mcp.cli.browser_route import browser_route
+    from cnki_mcp.site.locate import decide_headless
+
+    settings = services.settings
+    if headless is None:  # no browser yet: the one the server would launch
+        headless = decide_headless(settings.headless, platform=sys.platform, display=settings.display)
+    route = browser_route(services.environ or {}, settings.extra_browser_args, platform=sys.platform, headless=headless)
+    return BrowserNetwork(route=route.kind, via=route.via, proxy=route.address)
 
 
 def memory_from(statm: str | None, maxrss: int | None, *, darwin: bool, page_size: int) -> tuple[int | None, int | None]:

@@ -342,6 +342,10 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                     raise transport_unavailable(exc) from exc
                 log.info("the search page changed under a request; asking again: %s", exc)
             except _TransportError as exc:
+                if not (refused := transport_unavailable(exc)).retryable:
+                    # the proxy down, TLS under a captive portal...: no new browser and no second
+                    # request reaches CNKI before the person changes the network (`unreachable`)
+                    raise refused from exc
                 if number == 1 and on_transport == "recover":
                     # once the other requests in the search page have answered (DESIGN.md "The
                     # shared search page"); a capture under way ends first. A step holding the

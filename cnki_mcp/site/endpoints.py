@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from cnki_mcp.errors import SiteUnavailable, network_path_refused
@@ -45,11 +46,14 @@ _NET_ERROR = re.compile(r"net::ERR_[A-Z0-9_]+")
 # and the message's advice (docs/simulator.md "The network path"). Exact names are looked up before
 # prefixes: several errors share a prefix with a different cause (ERR_PROXY_AUTH_* is a proxy that
 # is up, ERR_NETWORK_CHANGED a switch of network that a retry survives, ERR_CERT_DATE_INVALID a wrong clock).
-_CNKI_DIRECT = "在代理软件中把 cnki.net 设为直连（Linux 上也可在 AI 客户端配置的 env 中设 NO_PROXY=cnki.net,.cnki.net）"
+_CNKI_DIRECT = "在代理软件中把 cnki.net 设为直连（Linux 上也可在 AI 客户端配置的 env 中设 NO_PROXY=cnki.net,.cnki.net；GNOME 桌面会话中改在系统的网络代理设置里把 *.cnki.net 设为忽略的主机）"
 _NET_CAUSE_NAMES: dict[str, tuple[str, str]] = {
     "net::ERR_PROXY_AUTH_REQUESTED": ("proxy_auth", "代理要求登录（用户名和密码），浏览器无法代为登录：改用不需登录的代理，或" + _CNKI_DIRECT + "后重试"),
     "net::ERR_PROXY_AUTH_UNSUPPORTED": ("proxy_auth", "代理要求一种浏览器不支持的登录方式：改用不需登录的代理，或" + _CNKI_DIRECT + "后重试"),
     "net::ERR_PROXY_AUTH_REQUESTED_WITH_NO_CONNECTION": ("proxy_auth", "代理要求登录（用户名和密码），浏览器无法代为登录：改用不需登录的代理，或" + _CNKI_DIRECT + "后重试"),
+    # Chromium refuses every proxy of --proxy-server that it cannot use: one given with user:password, or an unknown scheme
+    "net::ERR_NO_SUPPORTED_PROXIES": ("proxy_invalid", "浏览器的代理设置不能使用（--proxy-server 不能带用户名和密码，或代理的协议不受支持）："
+                                      "改正或删去 CNKI_BROWSER_ARGS 中的 --proxy-server 后重试"),
     "net::ERR_NETWORK_CHANGED": ("network_changed", "访问途中网络切换了（Wi-Fi、VPN 或代理的开关）：网络稳定后重试即可"),
     "net::ERR_NETWORK_IO_SUSPENDED": ("network_changed", "访问途中电脑进入了睡眠，网络被挂起：唤醒后重试即可"),
     "net::ERR_NETWORK_ACCESS_DENIED": ("blocked", "本机拦截了浏览器的网络访问（防火墙、安全软件或系统的隐私设置）：允许浏览器（Chrome/Edge/Chromium）联网后重试"),
@@ -71,6 +75,22 @@ _NET_CAUSES: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("net::ERR_CONNECTION_", "net::ERR_TIMED_OUT", "net::ERR_EMPTY_RESPONSE"), "connection",
      "连接知网失败：检查网络；经代理或 VPN 时知网常断开其连接，关闭代理或把 cnki.net 设为直连后重试"),
 )  # fmt: skip
+
+
+# Causes only the person can end (start or correct the proxy, log in to the Wi-Fi's page, set the
+# clock, let the browser through the firewall): asked again from the same computer they fail the
+# same, so they are the network path refused (`network_path_refused`: not retried, `retryable`
+# false), as the CDN's refusal is. DNS, no network, a reset or a network switch can pass by themselves.
+PERSON_ENDS_CAUSES = frozenset({"proxy_down", "proxy_auth", "proxy_invalid", "tls", "clock", "blocked"})
+
+
+def unreachable(what: str, known: tuple[str, str, str], **details: Any) -> SiteUnavailable:
+    """SITE_UNAVAILABLE for a failure to reach CNKI whose cause is known (`network_cause`): its
+    advice in the message, `details.network_cause`; not retryable when the person must act."""
+    message = f"无法连接知网（{what}）：{known[2]}"
+    if known[1] in PERSON_ENDS_CAUSES:
+        return network_path_refused(message, **details, network_cause=known[1])
+    return SiteUnavailable(message, **details, network_cause=known[1])
 
 
 def network_cause(text: str) -> tuple[str, str, str] | None:

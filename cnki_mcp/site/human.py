@@ -47,6 +47,17 @@ HEADLESS_MESSAGES: dict[StepKind, str] = {
     ),
 }
 
+# The `login` tool's own step, headless: "use the login tool" (HEADLESS_MESSAGES) is this very call,
+# and nobody can log in where no window can be shown, while the step holds every other operation's
+# requests for the gate's 20 minutes. So the message says to cancel it.
+# Operations waiting behind the step are shown the same message, so it names the login operation.
+def headless_login_tool_message(operation_id: str | None) -> str:
+    which = f"login 任务 {operation_id}" if operation_id else "这次 login"
+    return (
+        f"浏览器以无界面模式运行，无法弹出登录窗口，{which}无法完成；它等待期间其他任务的知网请求都在排队："
+        f"请用 operation_control 的 cancel 结束{which}，在有显示器的环境以有界面模式（CNKI_HEADLESS=0）"
+        "重启服务（重启不丢已取得的数据）后再调用 login"
+    )
 
 # A request of an operation with on_verification skip met another operation's step (the limiter is held).
 HELD_SKIPPED: dict[StepKind, str] = {
@@ -220,11 +231,13 @@ class HumanGate:
         *,
         epoch: int | None = None,
         opened: Callable[[], None] | None = None,
+        headless_message: str | None = None,
     ) -> StepOutcome:
         """Get the person past `page`; on return the caller retries its request.
 
         `epoch`: the gate's epoch read before the request was sent (default: now). `opened`: called
-        once this call's own step is open (`active`), before anything is awaited in it. Raises
+        once this call's own step is open (`active`), before anything is awaited in it.
+        `headless_message`: this step's message when headless, instead of HEADLESS_MESSAGES. Raises
         VerificationSkipped (policy skip, nothing held) or VerificationTimeout."""
         if policy == "skip":
             raise VerificationSkipped()
@@ -237,7 +250,8 @@ class HumanGate:
         async with self._lock:
             if self._epoch > seen:
                 return self._outcome_since(seen)
-            return await self._run_step(kind, page, op, opened)
+            message = headless_message if headless_message is not None and self.headless else self.message_for(kind)
+            return await self._run_step(kind, page, op, opened, message)
 
     async def _wait_for_step(self, seen: int, op: OperationHandle) -> StepOutcome:
         step = self._step
@@ -339,9 +353,14 @@ class HumanGate:
         return outcome
 
     async def _run_step(
-        self, kind: StepKind, page: HumanPage, op: OperationHandle | None, opened: Callable[[], None] | None
+        self,
+        kind: StepKind,
+        page: HumanPage,
+        op: OperationHandle | None,
+        opened: Callable[[], None] | None,
+        message: str,
     ) -> StepOutcome:
-        step = _Step(kind=kind, page=page, message=self.message_for(kind))
+        step = _Step(kind=kind, page=page, message=message)
         if op is not None:
             step.operation_ids.append(op.operation_id)
         self._step = step

@@ -28,8 +28,16 @@ from cnki_mcp.models import HeaderIdentity, IdentityKind
 from cnki_mcp.parse.gate import read_header_identity
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.browser import BrowserHost
-from cnki_mcp.site.endpoints import Endpoints, error_reason, unsent_net_error, without_query
-from cnki_mcp.site.human import HumanGate, PageKind, PageState
+from cnki_mcp.site.endpoints import (
+    PERSON_ENDS_CAUSES,
+    Endpoints,
+    error_reason,
+    network_cause,
+    unsent_net_error,
+    without_query,
+)
+from cnki_mcp.site.endpoints import unreachable as unreachable_error
+from cnki_mcp.site.human import HumanGate, PageKind, PageState, headless_login_tool_message
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.navigation import NAV_TIMEOUT_MS
 from cnki_mcp.site.pages import (
@@ -302,7 +310,8 @@ class LoginFlow:
                 # The entry page itself may already show who we are (an institution by IP).
                 watch.found = await watch.scan()
             if watch.found is None:
-                await self.gate.handle("login", watch, op, "wait")
+                alone = headless_login_tool_message(op.operation_id if op is not None else None)
+                await self.gate.handle("login", watch, op, "wait", headless_message=alone)
             identity = watch.found or await scan_tabs(self.host, self.endpoints, since=before)
             proxy = watch.proxied or await proxied_tab(self.host, self.endpoints)
             if identity is None and proxy is not None:
@@ -337,6 +346,12 @@ class LoginFlow:
                 raise BrowserUnavailable("浏览器连接已断开", reason=error_reason(exc)) from exc
             reason = error_reason(exc, first_line=True)
             unreachable = unsent_net_error(exc)
+            known = network_cause(reason)
+            if known is not None and remote_access_url is None and (unreachable or known[1] in PERSON_ENDS_CAUSES):
+                # CNKI not reached for a cause the person must end (the proxy, TLS under a captive
+                # portal): said as any page's (`unreachable`: not retryable), not a browser error
+                # page the person would look at for 20 minutes
+                raise unreachable_error(known[0], known, reason=reason, url=without_query(target)) from exc
             if unreachable is not None:
                 # No connection was made (DNS, refused, offline, proxy): the person would wait
                 # 20 minutes before a browser error page, and a headless one cannot even see it.

@@ -29,7 +29,14 @@ from cnki_mcp.parse.gate import challenge_url, raise_for_verdict
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded
-from cnki_mcp.site.endpoints import GRID_PATH_MARK, SESSION_COOKIES, Endpoints, error_reason, network_cause
+from cnki_mcp.site.endpoints import (
+    GRID_PATH_MARK,
+    SESSION_COOKIES,
+    Endpoints,
+    error_reason,
+    network_cause,
+    unreachable,
+)
 from cnki_mcp.site.grid_template import GridTemplate, parse_template
 from cnki_mcp.site.human import HumanGate, StepKind
 from cnki_mcp.site.limiter import Limiter, Priority
@@ -65,7 +72,7 @@ def navigation_failure(exc: PlaywrightError) -> CnkiError:
     what = net.group(0) if net is not None else "打开页面超时"
     known = network_cause(reason)
     if known is not None:
-        return SiteUnavailable(f"无法连接知网（{what}）：{known[2]}", reason=reason, network=True, network_cause=known[1])
+        return unreachable(what, known, reason=reason, network=True)
     return SiteUnavailable(
         f"无法连接知网（{what}）：请检查网络连接、代理或 VPN 后稍后再调用", reason=reason, network=True
     )

@@ -17,7 +17,7 @@ from playwright.async_api import Error as PlaywrightError
 from cnki_mcp.errors import ResponseTooLarge, SiteUnavailable
 from cnki_mcp.site.backend import SiteOp
 from cnki_mcp.site.deadline import CALL_SECONDS, CLOSE_SECONDS, BrowserStalled, bounded
-from cnki_mcp.site.endpoints import error_reason, network_cause, without_query
+from cnki_mcp.site.endpoints import error_reason, network_cause, unreachable, without_query
 
 if TYPE_CHECKING:
     from cnki_mcp.site.browser import BrowserHost
@@ -54,7 +54,7 @@ def transport_unavailable(exc: BaseException, *, first_line: bool = False) -> Si
     known = network_cause(reason)
     if known is None:
         return SiteUnavailable(reason=reason)
-    return SiteUnavailable(f"无法连接知网（{known[0]}）：{known[2]}", reason=reason, network_cause=known[1])
+    return unreachable(known[0], known, reason=reason)
 
 
 @dataclass(frozen=True, slots=True)

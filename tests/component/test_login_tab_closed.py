@@ -78,3 +78,35 @@ async def test_a_login_tab_the_person_closes_ends_the_login_with_who_the_site_sh
     assert not gate.active
     _login_tab, read_on = host.pages  # the login tab, then a tab of its own to read the site now
     assert read_on.visited == [ENDPOINTS.adv_search] and read_on.closed_by_product
+
+
+class Op:
+    operation_id = "op_login1"
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def awaiting_user(self, message: str) -> None:
+        self.messages.append(message)
+
+    def running(self) -> None:
+        return None
+
+
+async def test_a_headless_login_tells_to_cancel_it_not_to_use_the_login_tool() -> None:
+    """Headless, the login tool's step said "…用 login 工具登录…" (the shared headless login text):
+    this very call, which no person can complete without a window, while it holds every other
+    operation's requests for 20 minutes. Its message names itself and says to cancel it."""
+    from cnki_mcp.site.human import HEADLESS_MESSAGES
+
+    clock = FakeClock()
+    host = Host(clock, closes_at=clock.monotonic() + 30)
+    gate = HumanGate(clock, Limiter(clock, 0.5, 6), headless=True)
+    login = LoginFlow(host, ENDPOINTS, NoLimit(), gate, clock)  # type: ignore[arg-type]
+    op = Op()
+
+    await clock.run_until_complete(login.run(None, op))  # type: ignore[arg-type]
+
+    (message,) = op.messages
+    assert message != HEADLESS_MESSAGES["login"]
+    assert "cancel" in message and "op_login1" in message

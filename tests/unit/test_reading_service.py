@@ -333,3 +333,14 @@ async def test_the_30_minutes_of_the_reading_memory_count_the_time_the_laptop_sl
         await service.read("rec_a")
     assert no_entry.calls == 2 and info.value.details.get("remembered") is not True
     assert (await bodies.read("rec_a")).source == "reader" and backend.calls == 2
+
+
+async def test_after_a_login_a_continuation_reads_the_reader_again_not_the_trial_body() -> None:
+    """A trial body is kept for the continuations that page through it (30 minutes); after a login
+    they paged that trial body on although the whole article may come now (accounts #8)."""
+    backend = FakeBackend([trial(), complete()])
+    service = ReadingService(FakeStore(), backend, FakeClock())
+    assert (await service.read("rec_a", max_characters=40)).trial
+    service.forget_incomplete()
+    after = await service.read("rec_a", offset=40, max_characters=40)
+    assert (after.source, after.trial, backend.calls) == ("reader", False, 2)

@@ -1,0 +1,105 @@
+"""A failure to reach CNKI that only the person can end (DESIGN.md "The network path"): the browser's
+proxy down or wanting a login, TLS under a captive portal, a wrong clock, a firewall. Asked again
+from the same computer it fails the same, as the CDN's refusal does: it is raised at the first
+failure (no browser relaunch, no slow-answer retries) and `retryable` is false, so a search whose
+first pages all failed so ends `failed`, not `partial` with `continue` offered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Error as PlaywrightError
+
+from cnki_mcp.clock import FakeClock
+from cnki_mcp.errors import SiteUnavailable
+from cnki_mcp.settings import Settings
+from cnki_mcp.site.cnki import CnkiSite
+from cnki_mcp.site.human import HumanGate
+from cnki_mcp.site.limiter import Limiter
+from cnki_mcp.site.search_page import navigation_failure
+from cnki_mcp.site.transport import TransportError, transport_unavailable
+
+PERSON_ENDS = [
+    ("net::ERR_PROXY_CONNECTION_FAILED", "proxy_down"),
+    ("net::ERR_PROXY_AUTH_REQUESTED", "proxy_auth"),
+    ("net::ERR_NO_SUPPORTED_PROXIES", "proxy_invalid"),  # --proxy-server with user:password: no cause before
+    ("net::ERR_CERT_AUTHORITY_INVALID", "tls"),
+    ("net::ERR_CERT_DATE_INVALID", "clock"),
+    ("net::ERR_NETWORK_ACCESS_DENIED", "blocked"),
+]
+PASSES_BY_ITSELF = [
+    ("net::ERR_NAME_NOT_RESOLVED", "dns"),
+    ("net::ERR_INTERNET_DISCONNECTED", "offline"),
+    ("net::ERR_CONNECTION_RESET", "connection"),
+    ("net::ERR_NETWORK_CHANGED", "network_changed"),
+]
+
+
+@pytest.mark.parametrize(
+    ("failure", "cause", "retryable"),
+    [(f, c, False) for f, c in PERSON_ENDS] + [(f, c, True) for f, c in PASSES_BY_ITSELF],
+)
+def test_a_failure_only_the_person_can_end_is_not_retryable(failure: str, cause: str, retryable: bool) -> None:
+    text = f"Page.goto: {failure} at https://kns.cnki.net/kns8s/AdvSearch"
+    for error in (navigation_failure(PlaywrightError(text)), transport_unavailable(TransportError(text))):
+        assert (error.code, error.details.get("network_cause"), error.retryable) == ("SITE_UNAVAILABLE", cause, retryable)
+
+
+class Host:
+    generation = 1
+    started = True
+
+    def __init__(self, profile_dir: Path) -> None:
+        self.recovered = 0
+        self.profile_dir = profile_dir
+
+    async def recover(self, generation: int) -> None:
+        self.recovered += 1
+        self.generation += 1
+
+    def lost_since(self, generation: int) -> bool:
+        return False
+
+
+def a_site(tmp_path: Path) -> tuple[CnkiSite, Host, FakeClock]:
+    clock = FakeClock()
+    limiter = Limiter(clock, 0.5, 6)
+    host = Host(tmp_path)
+    site = CnkiSite(Settings(data_dir=tmp_path), clock, host, limiter, HumanGate(clock, limiter))  # type: ignore[arg-type]
+    return site, host, clock
+
+
+@pytest.mark.parametrize("failure", [f for f, _ in PERSON_ENDS])
+async def test_a_grid_request_the_proxy_refuses_is_asked_once_without_a_new_browser(
+    failure: str, tmp_path: Path
+) -> None:
+    site, host, clock = a_site(tmp_path)
+    asked: list[int] = []
+
+    async def attempt() -> None:
+        asked.append(1)
+        raise TransportError(f"TypeError: Failed to fetch ({failure})")
+
+    async def detach() -> None:
+        return None
+
+    site._detach_loader = detach  # type: ignore[method-assign]
+    with pytest.raises(SiteUnavailable) as info:
+        await clock.run_until_complete(site._with_retries(attempt, None, on_transport="recover"))
+    assert (info.value.retryable, len(asked), host.recovered) == (False, 1, 0)  # was: True, 2, 1
+
+
+async def test_a_search_page_the_proxy_refuses_is_visited_once(tmp_path: Path) -> None:
+    """navigation_failure's SITE_UNAVAILABLE went through the slow-answer retries: AdvSearch was
+    visited three times, 2 s and 4 s apart, before the same error."""
+    site, _host, clock = a_site(tmp_path)
+    asked: list[int] = []
+
+    async def attempt() -> None:
+        asked.append(1)
+        raise navigation_failure(PlaywrightError("Page.goto: net::ERR_PROXY_CONNECTION_FAILED at https://kns.cnki.net/kns8s/AdvSearch"))
+
+    with pytest.raises(SiteUnavailable) as info:
+        await clock.run_until_complete(site._with_retries(attempt, None, on_transport="recover"))
+    assert (info.value.retryable, len(asked)) == (False, 1)

@@ -1,0 +1,40 @@
+"""The `login` tool, once someone is logged in (or an institution shows), has read_online_html forget
+the trial or partial bodies it kept for continuations (`ReadingService.forget_incomplete`): read
+without that access, they were paged on for up to 30 minutes after the login."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mcp import Client
+
+from cnki_mcp.server.app import build_server
+from cnki_mcp.services import Services
+from tests.contract.server_fakes import Harness, completed_data
+
+
+class Reading:
+    def __init__(self) -> None:
+        self.forgotten = 0
+
+    def forget_incomplete(self) -> None:
+        self.forgotten += 1
+
+
+async def test_a_login_has_the_reader_forget_the_trial_bodies_read_before_it(tmp_path: Path) -> None:
+    h = Harness(tmp_path / "data", inline_wait=5.0)
+    reading = Reading()
+
+    def opener() -> Services:
+        services = Services.open(
+            h.settings, clock=h.clock, backend=h.backend, pipeline_factory=lambda _s: h.pipeline,
+            reading_factory=lambda _s: reading,
+        )  # fmt: skip
+        assert services.reading is reading  # a read_online_html call before the login built it
+        h.services = services
+        return services
+
+    async with Client(build_server(opener)) as client:
+        data = await completed_data(client, "login", {})  # the fake site shows an institution
+    assert data["result"]["institution"] == "observed"
+    assert reading.forgotten == 1
