@@ -23,6 +23,7 @@ from cnki_mcp.store.library import LibraryMixin
 from cnki_mcp.store.library_upkeep import IndexUpkeepMixin, upkeep_due
 from cnki_mcp.store.operations import OperationsMixin
 from cnki_mcp.store.papers import PapersMixin
+from cnki_mcp.store.reader_pages import ReaderPagesMixin
 from cnki_mcp.store.searches import SearchesMixin
 from cnki_mcp.store.searchlog import SearchLogMixin
 from cnki_mcp.store.watches import WatchesMixin
@@ -35,7 +36,7 @@ UPKEEP_RETRY_MAX = 60.0  # ... up to this
 
 class Store(
     PapersMixin, JournalsMixin, SearchesMixin, OperationsMixin, DownloadsMixin, LibraryMixin, IndexUpkeepMixin,
-    SearchLogMixin, WatchesMixin, CitationsMixin,
+    SearchLogMixin, WatchesMixin, CitationsMixin, ReaderPagesMixin,
 ):
     """Papers, journal quality, searches with evidence, operations, downloads and the library index.
 
