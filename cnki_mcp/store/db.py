@@ -276,6 +276,18 @@ CREATE TABLE IF NOT EXISTS reader_pages (
 );
 """
 
+# The lookups CNKI answered with nothing (store/misses.py, DESIGN.md §References):
+# verify_references' and link_references' misses, reused for 24 hours across restarts.
+_V_LOOKUP_MISSES = """
+CREATE TABLE IF NOT EXISTS lookup_misses (
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    data TEXT NOT NULL,
+    observed_at TEXT NOT NULL,
+    PRIMARY KEY (kind, key)
+);
+"""
+
 # Index i upgrades schema version i to i + 1. Append only; never edit a published step.
 MIGRATIONS: tuple[str, ...] = (
     _V1,
@@ -287,11 +299,12 @@ MIGRATIONS: tuple[str, ...] = (
     _V_LIBRARY_PREFIX,
     _V_CHECKPOINT_LOG,
     _V_READER_PAGES,
+    _V_LOOKUP_MISSES,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 # Steps that touch no table the library index reads: they do not call for its rebuild (a large
 # library's rebuild keeps search_library waiting; DESIGN.md §Library search).
-_INDEX_FREE = frozenset({MIGRATIONS.index(_V_READER_PAGES)})
+_INDEX_FREE = frozenset(MIGRATIONS.index(step) for step in (_V_READER_PAGES, _V_LOOKUP_MISSES))
 
 # SQLite result codes that mean "this file is not a usable database" (as opposed to busy,
 # I/O or permission failures, where moving the file aside would not help).
