@@ -1,7 +1,10 @@
 """read_online_html without the browser: the body cache, paging and the public result.
 
 * Cache (site-rules.md §3.8): complete bodies are kept 30 minutes, at most 16, keyed by record_ref.
-  A trial or partial body is never kept, so the next call reads the reader again.
+  A trial or partial body is never kept, so the next call reads the reader again. A complete body
+  is also kept in the store (its text in `library_texts`, its sections and coverage in
+  `reader_pages`) and paged from there for `STORED_TTL` when memory has none (after a restart,
+  past 30 minutes): the reader's visit costs 4 requests for the same text.
 * Paging: by character `offset` + `max_characters` (default 20,000, at most 200,000), over the
   whole text or over one `section` (title, ignoring case and extra spaces, or 0-based index into
   `sections`); a section's slice includes its subsections.
@@ -17,7 +20,7 @@ import re
 import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
@@ -28,8 +31,12 @@ from cnki_mcp.identity import Paper
 from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.models import DetailPage, ReaderPage, ReaderScope, Section
 from cnki_mcp.parse import PARSER_VERSION
+from cnki_mcp.store.reader_pages import StoredReaderPage
 
 CACHE_TTL_SECONDS = 30 * 60
+# A stored complete body is reused as a stored detail page is (site-rules.md §3.8): read by the
+# current parser version within 30 days.
+STORED_TTL = timedelta(days=30)
 CACHE_MAX_ENTRIES = 16
 DEFAULT_MAX_CHARACTERS = 20_000
 MAX_CHARACTERS = 200_000
@@ -295,6 +302,12 @@ class PaperStore(Protocol):
         self, record_ref: str, kind: Literal["html", "pdf"], text: str, observed_at: datetime, *, complete: bool = True
     ) -> bool: ...
 
+    def save_reader_page(
+        self, record_ref: str, page: ReaderPage, observed_at: datetime, *, parser_version: int
+    ) -> None: ...
+
+    def reader_page(self, record_ref: str) -> StoredReaderPage | None: ...
+
 
 class ReadingService:
     """read_online_html for one record: cache first, else the reader through `backend`."""
@@ -353,12 +366,28 @@ class ReadingService:
         self.paging.clear()
 
     def _cached(self, ref: str, offset: int) -> CachedBody | None:
-        """The complete body read within the cache time; for a continuation (offset > 0) also
-        the trial or partial body the call before it read."""
+        """The complete body read within the cache time, else the one the store keeps; for a
+        continuation (offset > 0) also the trial or partial body the call before it read."""
         hit = self.cache.get(ref)
         if hit is None and offset > 0:
             hit = self.paging.get(ref)
+        if hit is None:
+            hit = self._stored(ref)
         return hit
+
+    def _stored(self, ref: str) -> CachedBody | None:
+        """The complete body the store keeps for `ref`, read by this parser version within
+        STORED_TTL, put back in the memory cache."""
+        stored = self._store.reader_page(ref)
+        if (
+            stored is None
+            or stored.parser_version != PARSER_VERSION
+            or self._clock.now() - stored.observed_at >= STORED_TTL
+            or not cacheable(stored.page)
+        ):
+            return None
+        self.cache.put(ref, stored.page, stored.observed_at)
+        return self.cache.get(ref)
 
     async def _read_site(
         self, record_ref: str, ref: str, section: str | int | None, offset: int, max_characters: int, op: Any
@@ -386,6 +415,8 @@ class ReadingService:
             self.paging.put(ref, capture.page, now)
         # Kept in the store too (bounded, DESIGN.md §Library search) so search_library finds it;
         # a trial or partial body never replaces a complete one.
-        self._store.save_fulltext(ref, "html", capture.page.text, now, complete=cacheable(capture.page))
+        complete = cacheable(capture.page)
+        if self._store.save_fulltext(ref, "html", capture.page.text, now, complete=complete) and complete:
+            self._store.save_reader_page(ref, capture.page, now, parser_version=PARSER_VERSION)
         return page_body(capture.page, ref, observed_at=now, source="reader", section=section,
                          offset=offset, max_characters=max_characters)  # fmt: skip

@@ -223,26 +223,22 @@ RECENT_MISS_WARNING = (
 
 
 def _recent_misses(store: Store, missing: dict[str, str], matches: dict[str, list[Paper]]) -> set[str]:
-    """Keys of `missing` CNKI listed nothing for within MISS_REUSE (in this process): not asked
+    """Keys of `missing` CNKI listed nothing for within MISS_REUSE (kept in the store, across restarts): not asked
     again, since a rerun of a draft repeats its misses and a title asked alone reads up to
     ALONE_PAGES pages before it counts as not found (DESIGN.md §References)."""
     now = store.clock.now()
     return {
         key
         for key in missing
-        if not matches.get(key) and (at := store.link_misses.get(key)) is not None and now - at < MISS_REUSE
+        if not matches.get(key) and (miss := store.lookup_miss("link", key)) is not None and now - miss[0] < MISS_REUSE
     }
 
 
 def _keep_misses(store: Store, located: dict[str, list[Paper]]) -> None:
     """Remember the titles whose lookup ended with no row (a failed batch leaves its titles out
     of `located`, so they are asked again next time)."""
-    now = store.clock.now()
-    for key, papers in located.items():
-        if papers:
-            store.link_misses.pop(key, None)
-        else:
-            store.link_misses[key] = now
+    found = [key for key, papers in located.items() if papers]
+    store.keep_misses("link", {key: None for key, papers in located.items() if not papers}, store.clock.now(), found=found)
 
 
 # Text with no 《title》 (an English paragraph citing "Title" in quotes) came back unchanged, saying nothing.

@@ -252,11 +252,11 @@ def _open(work: _Work, i: int) -> bool:
 
 def _reuse_misses(work: _Work, readable: list[int], store: Store, *, fresh: bool) -> None:
     """Entries still not found locally whose same searches found nothing on CNKI within
-    MISS_REUSE (in this process, `Store.reference_misses`) are not searched again unless `fresh`:
+    MISS_REUSE (kept in the store, across restarts: `Store.lookup_miss`) are not searched again unless `fresh`:
     requests are the scarce resource, and a rerun of a list mostly repeats its misses."""
     now = store.clock.now()
     for i in readable:
-        miss = None if fresh or work.candidates[i] else store.reference_misses.get(_miss_key(work.parsed[i]))
+        miss = None if fresh or work.candidates[i] else store.lookup_miss("reference", _miss_key(work.parsed[i]))
         if miss is not None and now - miss[0] < MISS_REUSE:
             work.reused[i] = miss[0]
             work.searches[i] = list(miss[1])
@@ -265,12 +265,13 @@ def _reuse_misses(work: _Work, readable: list[int], store: Store, *, fresh: bool
 
 def _keep_misses(work: _Work, readable: list[int], store: Store) -> None:
     """Remember the entries every search of this run answered with nothing (none failed)."""
-    now = store.clock.now()
+    misses: dict[str, list[str]] = {}
     for i in readable:
         if i in work.reused or work.failed[i] or i not in work.fallback_ran or not work.searches[i]:
             continue
         if work.judgement(i).verdict == "not_found":
-            store.reference_misses[_miss_key(work.parsed[i])] = (now, list(work.searches[i]))
+            misses[_miss_key(work.parsed[i])] = list(work.searches[i])
+    store.keep_misses("reference", misses, store.clock.now())
 
 
 def _store_rows(

@@ -10,7 +10,7 @@ GUIDE = """cnki-mcp：通过用户自己的浏览器使用中国知网（CNKI）
 - 已有 search_id：search_results（本地，不访问知网），可切换 scope（selected / eligible / candidates）和 view（titles / compact / records）。
 - 找以前检索、读过或下载过的文献：search_library（本地，不访问知网；空格分隔的词须全部出现，-词 排除）。
 - 已知题名或 record_ref 要题录：get_metadata（访问知网；30 天内读过的详情不再请求；local_only=true 时不访问知网）。
-- 读正文：read_online_html(record_ref 或完整 title，可用 section 和 offset 分页；访问知网，30 分钟内同一篇从本地返回)。没有 HTML 阅读入口（HTML_ENTRY_NOT_FOUND）时改用 download_paper，再用 read_pdf_text（本地）读取 PDF 文字。
+- 读正文：read_online_html(record_ref 或完整 title，可用 section 和 offset 分页；访问知网，30 天内读过的完整正文从本地返回)。没有 HTML 阅读入口（HTML_ENTRY_NOT_FOUND）时改用 download_paper，再用 read_pdf_text（本地）读取 PDF 文字。
 - 下载文件：download_paper（访问知网，可能产生费用，只在需要文件时用；超时 SIDE_EFFECT_UNCERTAIN 时先用相同参数再调用，确认要重新点击才传 retry=true）。
 - 参考文献：export_citations（record_refs / search_id 为本地数据；本地没有的 titles 访问知网；filename 保存到 data/exports/，不覆盖）。
 - 给《题名》加知网链接：link_references（默认本地；lookup_missing=true 时访问知网查找）。

@@ -56,7 +56,7 @@ class DownloadOperation(OperationView):
     result: DownloadResult | None = Field(default=None, description="下载的文件（完成时）")
 
 
-READ_DESCRIPTION = """读取论文 HTML 全文（访问知网，约 2–5 次请求；30 分钟内读过的完整正文从本地返回）。
+READ_DESCRIPTION = """读取论文 HTML 全文（访问知网，约 2–5 次请求；30 天内读过的完整正文从本地返回）。
 record_ref 或完整 title 二选一。section 只取该章节；offset/max_characters 分页，next_offset 为 null 表示结束（试读或不完整的正文续读 offset>0 时也从本地返回，offset=0 重新读取）。
 trial=true 为试读；complete_article=false 为不完整，null 为无法确认。无阅读入口（HTML_ENTRY_NOT_FOUND，details.available 为详情页的下载格式；30 分钟内再读同一篇不再请求）时改用 download_paper + read_pdf_text（只有 CAJ 时读不出文字）。"""
 

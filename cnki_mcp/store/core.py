@@ -6,7 +6,6 @@ import logging
 import os
 import sqlite3
 import threading
-from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 
@@ -21,8 +20,10 @@ from cnki_mcp.store.downloads import DownloadsMixin
 from cnki_mcp.store.journals import JournalsMixin
 from cnki_mcp.store.library import LibraryMixin
 from cnki_mcp.store.library_upkeep import IndexUpkeepMixin, upkeep_due
+from cnki_mcp.store.misses import MissesMixin
 from cnki_mcp.store.operations import OperationsMixin
 from cnki_mcp.store.papers import PapersMixin
+from cnki_mcp.store.reader_pages import ReaderPagesMixin
 from cnki_mcp.store.searches import SearchesMixin
 from cnki_mcp.store.searchlog import SearchLogMixin
 from cnki_mcp.store.watches import WatchesMixin
@@ -35,7 +36,7 @@ UPKEEP_RETRY_MAX = 60.0  # ... up to this
 
 class Store(
     PapersMixin, JournalsMixin, SearchesMixin, OperationsMixin, DownloadsMixin, LibraryMixin, IndexUpkeepMixin,
-    SearchLogMixin, WatchesMixin, CitationsMixin,
+    SearchLogMixin, WatchesMixin, CitationsMixin, ReaderPagesMixin, MissesMixin,
 ):
     """Papers, journal quality, searches with evidence, operations, downloads and the library index.
 
@@ -60,10 +61,6 @@ class Store(
         st = os.stat(self.path)  # the file opened: a write checks it is still the one there
         self._file_id = (st.st_dev, st.st_ino)
         self.notices = notices  # things the person should know (e.g. a database set aside)
-        # verify_references' recent not_found lookups, for this process only (DESIGN.md §References)
-        self.reference_misses: dict[str, tuple[datetime, list[str]]] = {}
-        # link_references' titles CNKI listed nothing for, by reference key: when (DESIGN.md §References)
-        self.link_misses: dict[str, datetime] = {}
         with self._mutex:
             self._index_pending, self._compaction_pending = upkeep_due(conn)
         self._upkeep: threading.Thread | None = None

@@ -263,6 +263,31 @@ CREATE TABLE IF NOT EXISTS operation_log (
 ) WITHOUT ROWID;
 """
 
+# The reader pages read_online_html read (store/reader_pages.py, DESIGN.md "Reading"): a complete
+# body's title, sections, coverage and the SHA-256 of its text, whose characters `library_texts`
+# keeps; after a restart the body is paged from them instead of opening the reader again.
+_V_READER_PAGES = """
+CREATE TABLE IF NOT EXISTS reader_pages (
+    record_ref TEXT PRIMARY KEY,
+    data TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    parser_version INTEGER NOT NULL,
+    observed_at TEXT NOT NULL
+);
+"""
+
+# The lookups CNKI answered with nothing (store/misses.py, DESIGN.md §References):
+# verify_references' and link_references' misses, reused for 24 hours across restarts.
+_V_LOOKUP_MISSES = """
+CREATE TABLE IF NOT EXISTS lookup_misses (
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    data TEXT NOT NULL,
+    observed_at TEXT NOT NULL,
+    PRIMARY KEY (kind, key)
+);
+"""
+
 # Index i upgrades schema version i to i + 1. Append only; never edit a published step.
 MIGRATIONS: tuple[str, ...] = (
     _V1,
@@ -273,8 +298,13 @@ MIGRATIONS: tuple[str, ...] = (
     _V_CITATIONS,
     _V_LIBRARY_PREFIX,
     _V_CHECKPOINT_LOG,
+    _V_READER_PAGES,
+    _V_LOOKUP_MISSES,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+# Steps that touch no table the library index reads: they do not call for its rebuild (a large
+# library's rebuild keeps search_library waiting; DESIGN.md §Library search).
+_INDEX_FREE = frozenset(MIGRATIONS.index(step) for step in (_V_READER_PAGES, _V_LOOKUP_MISSES))
 
 # SQLite result codes that mean "this file is not a usable database" (as opposed to busy,
 # I/O or permission failures, where moving the file aside would not help).
@@ -353,9 +383,14 @@ _LIBRARY_META_FROM = MIGRATIONS.index(_V3)
 _INDEX_DUE = "DELETE FROM library_meta WHERE key = 'analyzer';"
 
 
+def index_due_after(version: int) -> bool:
+    """Whether the steps from `version` on call for the library index's rebuild."""
+    return any(step not in _INDEX_FREE for step in range(version, SCHEMA_VERSION))
+
+
 def _migrate(conn: sqlite3.Connection, version: int) -> None:
     for step in range(version, SCHEMA_VERSION):
-        index_due = _INDEX_DUE if step >= _LIBRARY_META_FROM else ""
+        index_due = _INDEX_DUE if step >= _LIBRARY_META_FROM and step not in _INDEX_FREE else ""
         # One transaction per step: the new version number commits with its tables.
         conn.executescript(
             f"BEGIN IMMEDIATE;\n{MIGRATIONS[step]}\n{index_due}\nPRAGMA user_version = {step + 1};\nCOMMIT;"
@@ -441,8 +476,8 @@ def _open_checked(path: Path) -> sqlite3.Connection:
             raise _not_now(path, exc) from exc
         from cnki_mcp.store.library_upkeep import ensure_index
 
-        # The library index follows the schema (rebuilt after any migration) and its analyzer.
-        ensure_index(conn, force=version < SCHEMA_VERSION)
+        # The library index follows the schema (rebuilt after a step that is not index-free) and its analyzer.
+        ensure_index(conn, force=index_due_after(version))
         return conn
     except (Unreadable, DataDirectoryUnusable):
         conn.close()

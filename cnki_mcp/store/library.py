@@ -245,6 +245,9 @@ def absorb_texts(conn: sqlite3.Connection, primary: str, other: str) -> None:
     """Record `other` was merged into `primary`: its texts move (the primary's own win)."""
     conn.execute("UPDATE OR IGNORE library_texts SET record_ref = ? WHERE record_ref = ?", (primary, other))
     conn.execute("DELETE FROM library_texts WHERE record_ref = ?", (other,))
+    # its reader page goes with its HTML text (store/reader_pages.py: a page is answered only with the text it was read with)
+    conn.execute("UPDATE OR IGNORE reader_pages SET record_ref = ? WHERE record_ref = ?", (primary, other))
+    conn.execute("DELETE FROM reader_pages WHERE record_ref = ?", (other,))
     unindex(conn, other)
 
 

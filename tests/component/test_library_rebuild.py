@@ -19,6 +19,7 @@ from cnki_mcp.pipeline.library import LibraryInput, search_library
 from cnki_mcp.store import Store
 from cnki_mcp.store import library as library_index
 from cnki_mcp.store import library_upkeep as upkeep
+from cnki_mcp.store.db import _V_CHECKPOINT_LOG, _V_READER_PAGES, MIGRATIONS
 from tests.component.test_library_compaction import row
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -117,11 +118,26 @@ def test_a_rebuild_under_way_with_another_analyzer_or_after_a_migration_starts_a
         assert building(store, clock)["indexed"] == 0
         store.index_step()
     with sqlite3.connect(data / "cnki.sqlite3") as conn:  # a release whose schema step follows
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        conn.execute(f"PRAGMA user_version = {version - 1}")
+        conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(_V_CHECKPOINT_LOG)}")
         conn.execute("DROP TABLE operation_log")
     with Store.open(data, clock, upkeep=False) as store:
         assert building(store, clock)["indexed"] == 0
+
+
+def test_a_schema_step_the_index_does_not_read_leaves_the_built_index_alone(
+    tmp_path: Path, clock: FakeClock, small_steps: None
+) -> None:
+    # the reader pages' table: a large library kept search_library waiting on a rebuild for nothing
+    data = tmp_path / "data"
+    library_of(data, clock)
+    with Store.open(data, clock, upkeep=False) as store:
+        finish(store)
+    with sqlite3.connect(data / "cnki.sqlite3") as conn:
+        conn.execute(f"PRAGMA user_version = {MIGRATIONS.index(_V_READER_PAGES)}")
+        conn.execute("DROP TABLE reader_pages")
+    with Store.open(data, clock, upkeep=False) as store:
+        store.check_index_built()  # not LIBRARY_INDEX_BUILDING
+        assert found(store, clock) == PAPERS and store.reader_page("rec_none") is None
 
 
 def test_papers_written_during_a_rebuild_are_each_found_once_it_is_done(

@@ -704,7 +704,7 @@ def test_a_full_disk_during_the_upgrade_leaves_the_database_in_place(
     with Store.open(tmp_path, clock) as s:
         [kept] = s.upsert_from_grid([_row()], T0)
     conn = sqlite3.connect(tmp_path / "cnki.sqlite3", isolation_level=None)
-    conn.execute("DROP TABLE operation_log")  # what the newest migration creates
+    conn.execute("DROP TABLE lookup_misses")  # what the newest migration creates
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
     conn.execute("VACUUM")  # no free page left for the table to come
     conn.close()

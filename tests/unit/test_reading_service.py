@@ -155,6 +155,13 @@ class FakeStore:
         self.texts.append((record_ref, kind, text, complete))
         return True
 
+    def save_reader_page(self, record_ref: str, page: ReaderPage, observed_at: datetime, *,
+                         parser_version: int) -> None:  # fmt: skip
+        pass
+
+    def reader_page(self, record_ref: str) -> None:
+        return None  # a process that stores nothing: every restart reads again
+
 
 class FakeBackend:
     def __init__(self, pages: list[ReaderPage]) -> None:
