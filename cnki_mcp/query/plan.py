@@ -331,7 +331,7 @@ def _run_group(run: list[str]) -> list[str]:
     `segment.quantity`)."""
     if len(run) == 1:
         return list(run)
-    joined = "".join(run) if all(_has_han(w) for w in run) else " ".join(run)
+    joined = "".join(run) if all(_has_han(w) or quantity(w) for w in run) else " ".join(run)
     run = [w for w in run if w not in CONTEXT_WORDS and not quantity(w)]
     if len(run) >= MAX_TERMS:  # the words that fit, and the last, which names the thing (…晚期胃癌)
         run = [*run[: MAX_TERMS - 2], run[-1]]
@@ -347,8 +347,11 @@ def _sentence_groups(choices: list[list[list[str]]]) -> list[list[str]]:
     if len(choices) == 1 and len(choices[0]) == 1 and len(choices[0][0]) >= 2:
         choices = [[half] for half in _halves(choices[0][0])]
     groups = [list(dict.fromkeys(t for r in runs for t in _run_group(r))) for runs in choices]
-    if len(groups) > 2:
-        groups = [groups[0], list(dict.fromkeys(w for g in groups[1:] for w in g))]
+    if len(groups) > 2:  # each aspect's whole name, the last word of a run cut to fit (…晚期胃癌), then
+        aspects = groups[1:]  # the other words in turn: the term cap cuts no aspect away (…脑卒中患者康复)
+        lasts = [g[-1] for g in aspects if len(g) >= MAX_TERMS]
+        turns = [g[k] for k in range(1, max(map(len, aspects))) for g in aspects if k < len(g)]
+        groups = [groups[0], list(dict.fromkeys([*(g[0] for g in aspects), *lasts, *turns]))]
     return groups
 
 
@@ -415,6 +418,13 @@ def _goes_on(before: str, word: str) -> bool:
     return not (len(unit.group(0)) == 1 and unit.group(0).isupper() and re.fullmatch(_YEAR, before))
 
 
+# A capitalised English word, and one written against the Han keyword after it: a product's name of
+# two words (Spring Boot微服务, Apache Kafka消息队列) is one keyword, as when a space is typed before the
+# Han text; a name in capitals or with digits (COVID-19 mRNA疫苗, LSTM Transformer模型) stays apart
+_NAME_WORD_RE = re.compile(r"[A-Z][a-z]+")
+_NAME_GOES_ON_RE = re.compile(rf"([A-Z][a-z]+)(?={HAN_CHAR.pattern})")
+
+
 def _keywords(text: str, cut: Segmenter) -> list[str]:
     """A question typed as keywords separated by spaces (李白 诗歌 意象, COVID-19 疫苗 犹豫): the
     keywords, each a listed term, as a search box ANDs them (CNKI's own boxes read a space so).
@@ -427,6 +437,9 @@ def _keywords(text: str, cut: Segmenter) -> list[str]:
     for word in words:  # adjacent Latin words stay one keyword, and so do a name and its number
         if keywords and not HAN_CHAR.search(keywords[-1]) and _goes_on(keywords[-1], word):
             keywords[-1] = f"{keywords[-1]} {word}"
+        elif keywords and (m := _NAME_GOES_ON_RE.match(word)) and _NAME_WORD_RE.fullmatch(keywords[-1]):
+            keywords[-1] = f"{keywords[-1]} {m.group(1)}"  # Spring Boot微服务: as `Spring Boot 微服务`
+            keywords.append(word[m.end(1) :])
         else:
             keywords.append(word)
     return keywords if len(keywords) >= 2 else [text]

@@ -24,8 +24,8 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
   A study word that is part of a concept's name stays in it (企业价值, 情景分析 | 情景, Meta分析, 目标
   检测, 技术进步, 比较优势, 持续改进); a year written against the topic is dropped as a study word
   (2020年新冠疫情), and so is 中国 unless written against a Han concept word (中国方案); a
-  temperature is one term (25℃, -20℃, 25~35℃); a quantity keeps the 以上/以下 bounding the concept
-  after it (60岁以上老年人) and is no concept alone.
+  temperature is one term (25℃, -20℃, 25~35℃); a quantity (3-6岁, 5%: `query/quantity.py`) keeps the
+  bounds around it (超过60岁, 60岁以上老年人) and is no concept alone.
 - Han runs are cut without the segmenter's HMM guesser; a run of two or more single characters
   that are not all function words is an unknown word and is put back together (碳/达/峰 -> 碳达峰),
   and a lone single character binds to the next word (大/语言 -> 大语言, 非/独立 -> 非独立); such
@@ -57,6 +57,15 @@ from cnki_mcp.query.latin import (
     _acronym,
     _latin_words,
     _run_side,
+)
+from cnki_mcp.query.quantity import (
+    BOUNDS,
+    LEAD_BOUNDS,
+    QUANTITY_TOKEN_RE,
+    TEMPERATURE_RE,
+    measure_word,
+    percentage,
+    quantity,
 )
 
 Segmenter = Callable[[str], list[str]]
@@ -93,7 +102,7 @@ SOFT_WORDS = _words(
     模式 类型 内容 角色 挑战 困境 出路 前景 展望 问题研究 关键技术 核心技术 技术
     作用机制 影响因素 构建 建设 实现 运用 利用 使用 采用 缓解 解决 提高 提升 改善
     促进 应对 减少 降低 避免 助力 推动 加强 优化 主要 新 有效 文献 论文 资料 变化
-    目标 文章 发表 刊发 刊登 改进 比较 实证 实证分析 实证研究 危险因素 风险因素
+    目标 文章 发表 刊发 刊登 改进 比较 实证 实证分析 实证研究 危险因素 风险因素 引起 导致 造成
     """
 )
 
@@ -102,11 +111,11 @@ SOFT_WORDS = _words(
 # by a word papers need not write, and is dropped as a study word is; written against a Han concept
 # word it names the concept with it (中国方案, 中国道路, 中国制造, 讲好中国故事) and stays in the joined
 # term, but is no alternative of its own (`query/plan.py` `_run_group`).
-CONTEXT_WORDS = _words("中国")
+CONTEXT_WORDS = _words("中国 国内")
 
 # Single characters that are suffixes in Chinese word formation (区块链, 现代化, 稳定性): a lone
 # one binds to the word before it; any other lone character binds to the word after it.
-_SUFFIX_SINGLES = frozenset("化性型率度者式法器机学论链网业界量感力体物品员家素症剂")
+_SUFFIX_SINGLES = frozenset("化性型率度者式法器机学论链网业界量感力体物品员家素症剂丸汤散膏丹")
 _LEADING_SINGLES = _words("的 地 得 在 对 从 于 为 把 被 将 由 向 以 与 和 及 或 是 有 请")
 _TRAILING_SINGLES = _words("的 地 得 了 吗 呢 吧 啊 时")
 _PLACE_SINGLES = _words("中 上 下 里 内")
@@ -126,13 +135,6 @@ _LATIN_RE = re.compile(rf"{_ORDINAL}|{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})*")
 HAN_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 # a Han run ends before 第 and a number (民法典第1186条: 民法典, 第1186条) and before 零下 and a number
 _HAN_RE = re.compile(rf"(?:(?!{_ORDINAL}|零下\d){HAN_CHAR.pattern})+")
-# A temperature (25 ℃ is 25 °C after NFKC, and ° is no term character): one term, written as Chinese
-# records write it (25℃), not 25 AND C; with its sign (-20℃, 零下20℃) and as a range (25~35℃, 25-35℃,
-# 25℃~35℃), no bare number left as a concept
-_DEGREES = r"(?:零下|(?<![A-Za-z0-9.])[-−])?\d+(?:\.\d+)?"
-_TEMPERATURE_RE = re.compile(rf"((?:{_DEGREES}[ \t]?(?:°C)?[ \t]?[~\-−至到][ \t]?)?{_DEGREES}[ \t]?°C)")
-
-
 def _dates(number: str, piece: str, cut: Segmenter) -> bool:
     """Whether a year and the 年 starting the Han text after it are written against a topic word
     (2020年新冠疫情, 2021年违约金调整): a date of the topic, which no paper is indexed by, dropped
@@ -163,6 +165,7 @@ class _Token:
     latin: bool = False
     boundary_before: bool = False  # a separator (space, punctuation) precedes it
     dated: bool = False  # a year written against the topic after it (2020年新冠疫情): a study word
+    bare: bool = False  # a percentage naming nothing after it (超过5%的): a boundary, as a function word
 
 
 # Conjunctions that end no unknown word: written after one (碳/中/和/与 绿色金融), they join it to the
@@ -274,6 +277,12 @@ _HEADS = frozenset({"价值", "分析", "机制"})
 # words before it when a concept word follows (机器/学习技术预测股票价格: 机器学习, 预测, `_name_before`);
 # otherwise the last word (深度/学习目标跟踪: 目标跟踪; 制造业企业技术进步: 技术进步)
 _MODIFIERS = frozenset({"目标", "技术"})
+# What 技术 modifies after a name of any length (外资企业技术溢出: 外资企业, 技术溢出): technology as
+# what is passed on, changed or compared, in economics' terms
+_TECHNOLOGY_OF = _words("溢出 进步 转移 扩散 引进 效率 追赶 差距 升级 改造 壁垒 许可")
+# What 目标 (target) modifies (深度学习目标跟踪, 企业目标管理, 目标函数); before other words it is the head
+# (goal) of the two-character concept word before it (教学目标达成度: 教学目标, 达成度)
+_TARGETED = _words("检测 跟踪 识别 定位 追踪 探测 分割 函数 规划 管理 成本 市场 客户 人群 群体 导向 责任")
 # Words a concept word before them forms a name with (持续改进, 质量改进: quality-management methods);
 # elsewhere they are study words (目标检测算法改进, 改进遗传算法)
 _NAMED_WITH = {"改进": frozenset({"持续", "质量"})}
@@ -300,7 +309,7 @@ def headless(word: str, cut: Segmenter) -> str:
     if not HAN_CHAR.match(word) or len(word) > 5:
         return ""
     words = [w for w in cut(word) if w.strip()]
-    if len(words) != 2 or words[1] not in _HEADS:
+    if len(words) != 2 or words[1] not in _HEADS | {"目标"}:
         return ""
     bare = words[0]
     ok = 1 < len(bare) <= 3 and all(HAN_CHAR.match(ch) for ch in bare) and _concept_word(bare)
@@ -329,16 +338,22 @@ def _compounds(words: list[str]) -> list[str]:
     for i, word in enumerate(words):
         prev = out[-1] if out else ""
         before = out[-2] if len(out) > 1 else ""
+        nxt = words[i + 1] if i + 1 < len(words) else ""
         if prev and (
-            prev + word in SOFT_WORDS
+            (word == "目标" and len(prev) == 2 and _concept_word(prev) and nxt and _concept_word(nxt) and nxt not in _TARGETED)
+            or prev + word in SOFT_WORDS
             or (word in _HEADS and _concept_word(prev) and len(prev) <= 3)
             or (
                 prev in _MODIFIERS
                 and _concept_word(word)
                 and len(word) > 1
-                and len(_name_before(out[:-1], prev, words[i + 1 : i + 2])) < 3
+                and (
+                    len(_name_before(out[:-1], prev, words[i + 1 : i + 2])) < 3
+                    or (prev == "技术" and word in _TECHNOLOGY_OF)
+                )
             )
             or prev in _NAMED_WITH.get(word, ())
+            or (prev == "新型" and _concept_word(word) and before and _concept_word(before))  # 防治/新型/冠状病毒
             or _names_field(prev, word, before)
         ):
             out[-1] = prev + word
@@ -364,7 +379,7 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
     pos = 0
     number = ""  # a bare number or a letter waiting for the Han word right after it
     number_gap = True  # whether a separator came before that number or letter
-    pattern = rf"{_TEMPERATURE_RE.pattern}|{_GREEK_RE.pattern}|{_LATIN_RE.pattern}|{_HAN_RE.pattern}"
+    pattern = rf"{TEMPERATURE_RE.pattern}|{QUANTITY_TOKEN_RE.pattern}|{_GREEK_RE.pattern}|{_LATIN_RE.pattern}|{_HAN_RE.pattern}"
     for m in re.finditer(pattern, text):
         gap = m.start() > pos
         pos = m.end()
@@ -376,10 +391,21 @@ def _tokens(text: str, cut: Segmenter) -> list[_Token]:
             degrees = re.sub(r"[ \t]", "", m.group(1)).replace("°C", "℃").replace("−", "-")
             out.append(_Token(degrees, latin=True, boundary_before=gap))
             continue
+        if m.group(2):  # a percentage (a token of its own), or a range waiting for its measure word
+            if number:
+                _letter_or_number(out, number, number_gap)
+            number, number_gap = re.sub(r"[ \t]", "", piece), gap
+            if number[-1] == "%":
+                out.append(_Token(number, boundary_before=gap))
+                number = ""
+            continue
         if _HAN_RE.fullmatch(piece):
             if number and not gap and _dates(number, piece, cut):
                 out.append(_Token(number + "年", boundary_before=number_gap, dated=True))
                 number, gap, piece = "", True, piece[1:]
+            if number and not gap and (measure := measure_word(number, piece, cut)):  # 60岁/老年人
+                out.append(_Token(number + measure, boundary_before=number_gap))
+                number, piece = "", piece[len(measure) :]
             head = _name_suffix(piece, cut, number) if not gap and (number or (out and out[-1].latin)) else ""
             if head and not number:  # pH值, Ni基: the name's suffix, then the rest of the run
                 out[-1] = _Token(out[-1].text + head, latin=True, boundary_before=out[-1].boundary_before)
@@ -491,7 +517,7 @@ def _letter_or_number(out: list[_Token], piece: str, gap: bool) -> None:
 
 
 def _is_function(token: _Token) -> bool:
-    return not token.latin and token.text in FUNCTION_WORDS
+    return token.bare or (not token.latin and token.text in FUNCTION_WORDS)
 
 
 def _is_soft(token: _Token) -> bool:
@@ -500,14 +526,27 @@ def _is_soft(token: _Token) -> bool:
     return token.dated or token.text in SOFT_WORDS
 
 
-def _lone_context(tokens: list[_Token]) -> set[int]:
+def _lone_context(tokens: list[_Token], compared_kept: bool = True) -> set[int]:
     """Indices of context words (`CONTEXT_WORDS`) written against no Han concept word: alone
     (数字经济在中国的发展) or against a Latin name (中国OFDI). Against one (中国方案, 讲好中国故事)
-    the word names the concept with it."""
+    the word names the concept with it; joined by a conjunction to another one (中国与印度经济比较,
+    中国与东盟贸易) it is one of the two things compared and stays (`compared_kept`; `_linked_runs` drops
+    it when it would be one of three concepts and only widen the aspects: 美国和中国的贸易摩擦)."""
 
-    def concept(k: int) -> bool:
+    def concept(k: int, latin: bool = False) -> bool:
         t = tokens[k]
-        return not t.latin and not _is_function(t) and not _is_soft(t) and t.text not in CONTEXT_WORDS
+        return (latin or not t.latin) and not _is_function(t) and not _is_soft(t) and t.text not in CONTEXT_WORDS
+
+    def compared(k: int, step: int) -> bool:
+        j, other = k + step, k + 2 * step
+        return (
+            min(j, other) >= 0
+            and other < len(tokens)
+            and not tokens[j].latin
+            and tokens[j].text in _COMPARING
+            and not any(tokens[x].boundary_before for x in (max(k, j), max(j, other)))
+            and concept(other, latin=True)
+        )
 
     out: set[int] = set()
     for k, t in enumerate(tokens):
@@ -515,57 +554,51 @@ def _lone_context(tokens: list[_Token]) -> set[int]:
             continue
         after = k + 1 < len(tokens) and not tokens[k + 1].boundary_before and concept(k + 1)
         before = k > 0 and not t.boundary_before and concept(k - 1)
-        if not (after or before):
+        if not (after or before or (compared_kept and (compared(k, 1) or compared(k, -1)))):
             out.add(k)
     return out
 
 
-# A quantity written in Han text: a number and its measure word (a Chinese numeral only with 级 or 岁:
-# 百年, 十年 are words), with the bound
-# 以上/以下 (及以上) that `_bounded_quantities` joins to it (60岁, 二级以上, 3个月以下, 60岁及以上)
-_QUANTITY_RE = re.compile(
-    r"(?:\d+(?:\.\d+)?(?:岁|周岁|级|个月|月|年|周|天|日|小时|次|层|倍|人|元|万元)|[一二三四五六七八九十两]+[级岁])"
-    r"(?:及?以[上下])?"
-)
-_BOUNDS = frozenset({"以上", "以下"})
-
-
-def quantity(word: str) -> bool:
-    """Whether a word is a quantity (`_QUANTITY_RE`): it narrows the concept written after it
-    (60岁以上老年人) and is no concept of its own (`query/plan.py`: no alternative, no half)."""
-    return bool(_QUANTITY_RE.fullmatch(word))
+_COMPARING = _words("与 和 及 同 跟")
 
 
 def _bounded_quantities(tokens: list[_Token]) -> list[_Token]:
     """以上/以下 (and 及以上) written between a quantity and a concept word is part of the name of the
     group it bounds (60岁以上老年人, 二级以上医院, 3个月以下婴儿): joined to the quantity, the run
     stays whole. Elsewhere (after a temperature, 100℃以上; ending the run, 10岁以下) they are function
-    words and are dropped."""
+    words and are dropped. A bound written right before a quantity is part of it (超过60岁老年人); a
+    percentage no concept word follows names nothing and is dropped (超过5%的股权质押)."""
     out: list[_Token] = []
     k = 0
     while k < len(tokens):
         t = tokens[k]
         bound = [x.text for x in tokens[k : k + 2]]
-        n = 2 if bound[:1] == ["及"] and bound[1:] and bound[1] in _BOUNDS else 1
+        n = 2 if bound[:1] == ["及"] and bound[1:] and bound[1] in BOUNDS else 1
         nxt = tokens[k + n] if k + n < len(tokens) else None
+        named = nxt is not None and not nxt.boundary_before and not nxt.latin and _concept_word(nxt.text)
         if (
             out
             and not out[-1].latin
             and quantity(out[-1].text)
-            and t.text in _BOUNDS | {"及"}
             and "".join(bound[:n]) in {"以上", "以下", "及以上", "及以下"}
             and not any(x.boundary_before or x.latin for x in tokens[k : k + n])
-            and nxt is not None
-            and not nxt.boundary_before
-            and not nxt.latin
-            and _concept_word(nxt.text)
+            and named
         ):
             out[-1] = _Token(out[-1].text + "".join(bound[:n]), boundary_before=out[-1].boundary_before)
             k += n
             continue
+        if t.text in LEAD_BOUNDS and nxt and not nxt.boundary_before and not nxt.latin and quantity(nxt.text):
+            t = _Token(t.text + nxt.text, boundary_before=t.boundary_before)
+            k += 1
         out.append(t)
         k += 1
-    return out
+    following = [*out[1:], None][: len(out)]
+    return [
+        _Token(t.text, boundary_before=t.boundary_before, bare=True)
+        if percentage(t.text) and not (nxt and not nxt.boundary_before and not nxt.latin and _concept_word(nxt.text))
+        else t
+        for t, nxt in zip(out, following, strict=True)
+    ]
 
 
 # 或 / 或者 written between two concepts (碳达峰或碳中和): the two are alternatives, one concept.
@@ -578,8 +611,15 @@ def _linked_runs(text: str, cut: Segmenter) -> list[tuple[list[str], bool]]:
     text = unicodedata.normalize("NFKC", text)
     tokens = _bounded_quantities(_tokens(text, cut))
     content = [t for t in tokens if not _is_function(t)]
-    has_strong = any(not _is_soft(t) for t in content)
-    context = _lone_context(tokens) if any(not _is_soft(t) and t.text not in CONTEXT_WORDS for t in content) else set()
+    strong = any(not _is_soft(t) and t.text not in CONTEXT_WORDS for t in content)
+    out = _runs_of(tokens, _lone_context(tokens) if strong else set())
+    if len(out) > 2 and strong and (fewer := _lone_context(tokens, compared_kept=False)) != _lone_context(tokens):
+        out = _runs_of(tokens, fewer)
+    return out
+
+
+def _runs_of(tokens: list[_Token], context: set[int]) -> list[tuple[list[str], bool]]:
+    has_strong = any(not _is_soft(t) for t in tokens if not _is_function(t))
     runs: list[list[str]] = [[]]
     alternative: set[int] = set()  # indices of runs written right after 或 that follows a run
     kept_before = False  # the token before was kept as a concept word

@@ -100,6 +100,7 @@ _WISH_END_RE = re.compile(
 # …，最好是CSSCI或北大核心的): the asking words say it is a wish, so a bare tier counts on its own here
 _WISH_ASKED_RE = re.compile(
     rf"(?<=[{_SEPARATORS}])\s*(?:最好是|最好|要求是|只要|只看|主要看|需要|要|仅限于?|限于?)\s*"
+    r"(?:[\u4e00-\u9fff]{1,4}?[学类])?"  # a discipline the topic already names (主要看法学核心期刊)
     rf"({_WISH}(?:\s*(?:或者|或是|或|和|及|与|、|/)\s*{_WISH})*)"
     rf"(?:的|上的)?(?:文献|论文|文章)?\s*[\s。？?！!.，,、;；]*$"
 )
