@@ -13,8 +13,9 @@ which takes no snapshot, prefetches its readable top's journal pages beside its 
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -83,15 +84,49 @@ def subject_pages(log: list[LogEntry]) -> list[tuple[int, str, list[str]]]:
     return [g for g in grids if g[1] == q1]
 
 
+HOLD_CAP_S = 300.0  # only a product that never sends what the hold waits for meets it
+
+
+def hold_page(sim: SimServer, page: int, until: Callable[[list[LogEntry]], bool]) -> None:
+    """The simulator answers any grid page `page` only once its request log satisfies `until`
+    (checked as each request is logged; at most HOLD_CAP_S): what the product sends meanwhile
+    is asked before that page has answered, however slow the machine. Installed after reset()."""
+    schedule, log = sim.app.state.schedule, sim.log
+    changed = threading.Condition()
+    answer, add = schedule.hold_answer, log.add
+
+    def logged(entry: LogEntry) -> None:
+        add(entry)
+        with changed:
+            changed.notify_all()
+
+    def held(path: str, form: dict[str, str] | None, spent: float) -> float:
+        if path.startswith(GRID) and (form or {}).get("pageNum") == str(page):
+            with changed:
+                changed.wait_for(lambda: until(without_captures(log.entries())), HOLD_CAP_S)
+        return answer(path, form, spent)
+
+    log.add = logged  # type: ignore[method-assign]
+    schedule.hold_answer = held  # type: ignore[method-assign]
+
+
 async def searched_with_depth(
-    sim: SimServer, data_dir: Path, browser: str, interval_ms: int, grid_ms: int = GRID_MS
+    sim: SimServer,
+    data_dir: Path,
+    browser: str,
+    interval_ms: int,
+    grid_ms: int = GRID_MS,
+    hold: Callable[[SimServer], None] | None = None,
 ) -> tuple[list[LogEntry], tuple[int, int]]:
     """The growth question at 1,000 candidates through a stdio server whose limiter spaces request
-    starts by `interval_ms`, grid pages answering in `grid_ms`: the site's request log, and the
-    snapshot's depth and the level it was decided at as the search checkpointed them (read from
-    the data directory's store once the server has stopped)."""
+    starts by `interval_ms`, grid pages answering in `grid_ms` (`hold`: installs a hold on the
+    reset simulator): the site's request log, and the snapshot's depth and the level it was
+    decided at as the search checkpointed them (read from the data directory's store once the
+    server has stopped)."""
     sim.set_scenario({"latency": [{"path": GRID, "ms": grid_ms}]})
     sim.reset()
+    if hold is not None:
+        hold(sim)
     env = serve_env(data_dir, sim.origin, browser, CNKI_REQUEST_INTERVAL_MS=str(interval_ms))
     server = await StdioServer(env, data_dir.parent).start()
     try:
@@ -135,32 +170,42 @@ async def test_a_top_spread_over_many_journals_is_snapshot_early_and_again_sixte
     # `diverse` has ~25 unread journals, 3 reads each (SnapshotReads.JOURNALS): deeper than the 19
     # levels to come (up to pages of ~1.5 s): the depth is decided at the first level and taken
     # there; pages of up to ~1.6 s still give more than the fixed reads' 16 levels, within level 3
+    # q1's page 18 answers only once an export has asked for a paper of q1's later pages (below):
+    # without that hold the middle snapshot's exports went out ~2-4 s before page 18 answered on
+    # a quiet machine and up to ~20 s after it under the suite's load (CI, stop 42; stop 43:
+    # the first export itself after 11 pages had landed). The hold makes nothing depend on time:
+    # a build without `middle_pages` sends no such export while page 18 waits
     log, (depth, level) = await searched_with_depth(
-        diverse_sim, tmp_path / "diverse", browser_executable, 300, grid_ms=900
-    )
+        diverse_sim, tmp_path / "diverse", browser_executable, 300, grid_ms=900,
+        hold=lambda sim: hold_page(sim, 18, lambda log: bool(read_later(log, len(log)))),
+    )  # fmt: skip
     assert depth > 16 and level <= 3, (depth, level)
-    pages = subject_pages(log)
-    first_export = exports(log)[0][0]
+    # `middle_pages`: once at most 16 levels remain (level 4 of 20), another snapshot reads what
+    # the pages since the first snapshot brought (it was taken at level max(level, 20 - depth),
+    # at most 3). A paper listed only on q1's pages from page 4 on (on no other channel's page,
+    # feedback included) is read by an export asked before q1's page 18 has answered, which the
+    # closing snapshot (2 levels before the end) cannot be: it waits for that answer
+    page_18 = subject_pages(log)[17][0]
+    margins = [round(log[i].t - answered(log, page_18), 2) for i, _ in exports(log)]
+    assert read_later(log, page_18), margins
 
-    def answered(i: int) -> float:
-        return log[i].t + log[i].duration
 
-    # `middle_pages`: once at most 16 levels remain, another snapshot reads what the pages since
-    # brought. The first snapshot decides on pages that had answered before its first export; a
-    # paper listed only on q1's later pages (on no other channel's page, feedback included) is
-    # read by an export asked before q1's page 18 has answered, which the closing snapshot (2
-    # levels before the end) cannot be: it waits for that answer. (Asked before page 18 was
-    # asked was stricter than that distinction: the middle snapshot's exports go out ~2-4 s
-    # before it on a quiet machine, and under the suite's load a first export one page later
-    # (4 pages landed, not 3) moved them past it: CI, stop 42, `(4, 790)`.)
-    landed = sum(1 for i, _, _ in pages if answered(i) < log[first_export].t)
-    later_pages = {i for i, _, _ in pages[landed:]}
-    later = {x for i, _, ids in pages[landed:] for x in ids}
-    later -= {x for i, _, ids in grid_pages(log) if i not in later_pages for x in ids}
-    page_18 = pages[17][0]
-    read_early = {x for i, ids in exports(log) if log[i].t < answered(page_18) for x in ids}
-    margins = [(round(log[i].t - answered(page_18), 2), len(set(ids) & later)) for i, ids in exports(log)]
-    assert read_early & later, (landed, len(later), margins)
+def answered(log: list[LogEntry], i: int) -> float:
+    return log[i].t + log[i].duration
+
+
+def read_later(log: list[LogEntry], before: int) -> set[str]:
+    """Papers listed only on q1's pages from page 4 on (no other grid page lists them) that an
+    export asked before the request at `before` answered (past the log's end: at all)."""
+    grids = grid_pages(log)
+    if not grids:
+        return set()
+    [(q1, _)] = Counter(q for _, q, _ in grids).most_common(1)
+    later_pages = [g for g in grids if g[1] == q1][3:]
+    later = {x for _, _, ids in later_pages for x in ids}
+    later -= {x for i, _, ids in grids if i not in {j for j, _, _ in later_pages} for x in ids}
+    end = answered(log, before) if before < len(log) else float("inf")
+    return {x for i, ids in exports(log) if log[i].t < end for x in ids} & later
 
 
 async def test_a_short_retrieval_prefetches_its_top_journals_beside_its_last_pages(
