@@ -92,10 +92,15 @@ async def playwright_instance() -> AsyncIterator[object]:
 
 
 @pytest.fixture(scope="session")
-async def browser(playwright_instance, browser_executable):  # type: ignore[no-untyped-def]
-    """One headless Chromium for the whole session; tests open their own contexts."""
+async def browser(playwright_instance, browser_executable, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """One headless Chromium for the whole session; tests open their own contexts. Its crash
+    reports and settings cache go to the session's temporary folder, not the developer's HOME
+    (`private_browser_env`, as the product's browser)."""
+    from cnki_mcp.site.browser import private_browser_env
+
+    env = private_browser_env(os.environ, tmp_path_factory.mktemp("chrome-config"), headless=True)
     b = await playwright_instance.chromium.launch(
-        executable_path=browser_executable, headless=True, args=QUIET_FLAGS
+        executable_path=browser_executable, headless=True, args=QUIET_FLAGS, env=env
     )
     yield b
     await b.close()

@@ -112,7 +112,8 @@ class BrowserHost(BrowserTabs):
 
     `environ` is the process environment (the composition root passes `os.environ`); it is
     used to find the browser (HOME, PATH, %PROGRAMFILES% ...) and as the browser's
-    environment, with DISPLAY taken from Settings. Without it the browser inherits ours."""
+    environment, with DISPLAY taken from Settings. Without it the browser gets ours, with
+    Chrome's own files still kept out of HOME (`private_browser_env`)."""
 
     def __init__(
         self,
@@ -346,10 +347,11 @@ class BrowserHost(BrowserTabs):
         text = out.decode(errors="replace").strip()
         return text if major_version(text) else None
 
-    def _launch_env(self, headless: bool) -> dict[str, str] | None:
-        if self._environ is None:
-            return None
-        env = private_browser_env(self._environ, self.profile_dir / CONFIG_HOME_DIR, headless=headless)
+    def _launch_env(self, headless: bool) -> dict[str, str]:
+        # without `environ` the browser gets this process's environment, still with Chrome's own
+        # files kept out of HOME: it wrote crash dumps into ~/.config/<browser> (DESIGN.md "Data directory")
+        environ = os.environ if self._environ is None else self._environ
+        env = private_browser_env(environ, self.profile_dir / CONFIG_HOME_DIR, headless=headless)
         display = self._settings.display
         if not headless and display:
             env["DISPLAY" if ":" in display else "WAYLAND_DISPLAY"] = display
