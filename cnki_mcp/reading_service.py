@@ -20,7 +20,7 @@ import re
 import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
@@ -31,12 +31,10 @@ from cnki_mcp.identity import Paper
 from cnki_mcp.keyed_lock import KeyedLocks
 from cnki_mcp.models import DetailPage, ReaderPage, ReaderScope, Section
 from cnki_mcp.parse import PARSER_VERSION
-from cnki_mcp.store.reader_pages import StoredReaderPage
+from cnki_mcp.store.reader_pages import READER_PAGES_KEPT, StoredReaderPage
 
 CACHE_TTL_SECONDS = 30 * 60
-# A stored complete body is reused as a stored detail page is (site-rules.md §3.8): read by the
-# current parser version within 30 days.
-STORED_TTL = timedelta(days=30)
+STORED_TTL = READER_PAGES_KEPT  # a stored complete body: read by the current parser version within 30 days
 CACHE_MAX_ENTRIES = 16
 DEFAULT_MAX_CHARACTERS = 20_000
 MAX_CHARACTERS = 200_000
@@ -306,7 +304,7 @@ class PaperStore(Protocol):
         self, record_ref: str, page: ReaderPage, observed_at: datetime, *, parser_version: int
     ) -> None: ...
 
-    def reader_page(self, record_ref: str) -> StoredReaderPage | None: ...
+    def reader_page(self, record_ref: str, now: datetime, *, parser_version: int) -> StoredReaderPage | None: ...
 
 
 class ReadingService:
@@ -377,14 +375,10 @@ class ReadingService:
 
     def _stored(self, ref: str) -> CachedBody | None:
         """The complete body the store keeps for `ref`, read by this parser version within
-        STORED_TTL, put back in the memory cache."""
-        stored = self._store.reader_page(ref)
-        if (
-            stored is None
-            or stored.parser_version != PARSER_VERSION
-            or self._clock.now() - stored.observed_at >= STORED_TTL
-            or not cacheable(stored.page)
-        ):
+        STORED_TTL (`Store.reader_page` judges version and age before it reads the row), put back
+        in the memory cache."""
+        stored = self._store.reader_page(ref, self._clock.now(), parser_version=PARSER_VERSION)
+        if stored is None or not cacheable(stored.page):
             return None
         self.cache.put(ref, stored.page, stored.observed_at)
         return self.cache.get(ref)

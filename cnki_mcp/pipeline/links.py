@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
-from datetime import timedelta
 
 from cnki_mcp.cite.refshapes import not_a_paper
 from cnki_mcp.errors import CnkiError, InvalidInput
@@ -40,6 +39,7 @@ from cnki_mcp.pipeline.enrich import is_fatal, record_item_error
 from cnki_mcp.query.compiler import MAX_TITLES, compile_expression, lookup_phrase, title_lookup_expression
 from cnki_mcp.site.backend import GridRequest, SiteBackend
 from cnki_mcp.store import Store
+from cnki_mcp.store.misses import MISSES_KEPT
 from cnki_mcp.tasks import all_done
 from cnki_mcp.works import final_of
 
@@ -215,7 +215,7 @@ async def locate_titles(
     return found
 
 
-MISS_REUSE = timedelta(hours=24)
+MISS_REUSE = MISSES_KEPT  # 24 hours
 RECENT_MISS_WARNING = (
     "{n} 个题名 24 小时内已到知网查过、没有找到，本次未再查找（不花请求）；确认知网已收录时用 "
     "get_metadata(titles=[…]) 查找，找到后再运行本工具即可链接"
@@ -230,7 +230,7 @@ def _recent_misses(store: Store, missing: dict[str, str], matches: dict[str, lis
     return {
         key
         for key in missing
-        if not matches.get(key) and (miss := store.lookup_miss("link", key)) is not None and now - miss[0] < MISS_REUSE
+        if not matches.get(key) and store.lookup_miss("link", key, now) is not None
     }
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -56,6 +56,7 @@ from cnki_mcp.query.expr import parse_expression
 from cnki_mcp.script import simplified
 from cnki_mcp.site.backend import GridRequest, SiteBackend
 from cnki_mcp.store import Store
+from cnki_mcp.store.misses import MISSES_KEPT
 from cnki_mcp.tasks import all_done
 from cnki_mcp.works import final_of, same_work
 
@@ -236,7 +237,7 @@ async def verify_references(
     return result
 
 
-MISS_REUSE = timedelta(hours=24)
+MISS_REUSE = MISSES_KEPT  # 24 hours
 REUSED_MISS = "{at} 已在知网查过，未找到；24 小时内不再查找（不花请求）：要重新查找用 fresh=true"
 
 
@@ -256,8 +257,9 @@ def _reuse_misses(work: _Work, readable: list[int], store: Store, *, fresh: bool
     requests are the scarce resource, and a rerun of a list mostly repeats its misses."""
     now = store.clock.now()
     for i in readable:
-        miss = None if fresh or work.candidates[i] else store.lookup_miss("reference", _miss_key(work.parsed[i]))
-        if miss is not None and now - miss[0] < MISS_REUSE:
+        miss = None if fresh or work.candidates[i] else store.lookup_miss("reference", _miss_key(work.parsed[i]), now)
+        # what its searches asked, as this release keeps it; anything else is searched again
+        if miss is not None and isinstance(miss[1], list) and all(isinstance(s, str) for s in miss[1]):
             work.reused[i] = miss[0]
             work.searches[i] = list(miss[1])
             work.fallback_ran.add(i)

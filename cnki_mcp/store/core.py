@@ -85,6 +85,10 @@ class Store(
             # aside left an empty library and "not found" answers, told only by diagnostics
             log.warning("%s", notice)
         store = cls(conn, lock, data_dir, clock, notices)
+        try:
+            store.prune_misses(clock.now())  # what a draft's references asked is not kept much past a day
+        except (CnkiError, sqlite3.Error) as exc:  # a read-only or full disk: pruned by a later open or write
+            log.warning("lookup misses not pruned: %s", exc)
         if upkeep:
             store.start_upkeep()
         return store

@@ -242,12 +242,25 @@ def unindex(conn: sqlite3.Connection, record_ref: str) -> None:
 
 
 def absorb_texts(conn: sqlite3.Connection, primary: str, other: str) -> None:
-    """Record `other` was merged into `primary`: its texts move (the primary's own win)."""
+    """Record `other` was merged into `primary`: its texts move. Of two texts of one kind the
+    complete one wins, as in `save_fulltext` (a trial or partial body never replaces a complete
+    one); of two alike, the primary's own."""
+    html_moves = conn.execute(
+        "SELECT 1 FROM library_texts o WHERE o.record_ref = ? AND o.kind = 'html' AND NOT EXISTS"
+        " (SELECT 1 FROM library_texts p WHERE p.record_ref = ? AND p.kind = 'html' AND p.complete >= o.complete)",
+        (other, primary),
+    ).fetchone()
+    conn.execute(
+        "DELETE FROM library_texts WHERE record_ref = ? AND complete = 0 AND kind IN"
+        " (SELECT kind FROM library_texts WHERE record_ref = ? AND complete = 1)",
+        (primary, other),
+    )
     conn.execute("UPDATE OR IGNORE library_texts SET record_ref = ? WHERE record_ref = ?", (primary, other))
     conn.execute("DELETE FROM library_texts WHERE record_ref = ?", (other,))
-    # its reader page goes with its HTML text (store/reader_pages.py: a page is answered only with the text it was read with)
-    conn.execute("UPDATE OR IGNORE reader_pages SET record_ref = ? WHERE record_ref = ?", (primary, other))
-    conn.execute("DELETE FROM reader_pages WHERE record_ref = ?", (other,))
+    # the reader page goes with the HTML text that stays (store/reader_pages.py: a page is
+    # answered only with the text it was read with)
+    conn.execute("DELETE FROM reader_pages WHERE record_ref = ?", (primary if html_moves else other,))
+    conn.execute("UPDATE reader_pages SET record_ref = ? WHERE record_ref = ?", (primary, other))
     unindex(conn, other)
 
 

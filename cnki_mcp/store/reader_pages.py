@@ -3,18 +3,27 @@ title, sections and coverage, and the SHA-256 of its text. The text itself is th
 `library_texts` row (kind `html`), so a body is kept once. A stored page is answered only with a
 complete text whose SHA-256 is the one the page was read with: a text cut at `MAX_TEXT_CHARS`,
 replaced, or gone from the store (the newest `TEXTS_KEPT` stay) is a miss, and the reader is
-opened again."""
+opened again. So is a page read by another parser version, one outside `READER_PAGES_KEPT` (or
+stamped later than now: the wall clock was ahead when it was kept), and one this release's models
+cannot read; such a row is deleted when it is asked for."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+
+from pydantic import ValidationError
 
 from cnki_mcp.models import ReaderPage
 from cnki_mcp.store.db import StoreBase, from_ts, to_ts
 from cnki_mcp.store.papers import _resolve
+from cnki_mcp.stored import load
+
+# A stored complete body is reused as a stored detail page is (site-rules.md §3.8): read by the
+# current parser version within 30 days.
+READER_PAGES_KEPT = timedelta(days=30)
 
 
 def text_sha256(text: str) -> str:
@@ -33,7 +42,8 @@ class ReaderPagesMixin(StoreBase):
         self, record_ref: str, page: ReaderPage, observed_at: datetime, *, parser_version: int
     ) -> None:
         """Keep `page` (a complete body; its text already saved with `save_fulltext`) without its
-        text. Pages whose paper no longer has an HTML text leave with the same write."""
+        text. Pages whose paper no longer has an HTML text, and pages past READER_PAGES_KEPT or
+        stamped later than `observed_at`, leave with the same write."""
         data = page.model_dump_json(exclude={"text"})
         with self._write() as conn:
             ref = _resolve(conn, record_ref)
@@ -45,22 +55,47 @@ class ReaderPagesMixin(StoreBase):
             conn.execute(
                 "DELETE FROM reader_pages WHERE record_ref NOT IN"
                 " (SELECT record_ref FROM library_texts WHERE kind = 'html' AND chars > 0)"
+                " OR observed_at < ? OR observed_at > ?",
+                (to_ts(observed_at - READER_PAGES_KEPT), to_ts(observed_at)),
             )
 
-    def reader_page(self, record_ref: str) -> StoredReaderPage | None:
-        """The stored page with its text, when the stored complete text is the one it was read with."""
+    def reader_page(self, record_ref: str, now: datetime, *, parser_version: int) -> StoredReaderPage | None:
+        """The stored page with its text, when it was read by `parser_version` within
+        READER_PAGES_KEPT before `now` and the stored complete text is the one it was read with.
+        A row that fails any of these is deleted (a miss either way; the reader's next read replaces it)."""
         with self._read() as conn:
             ref = _resolve(conn, record_ref)
             row = conn.execute(
                 "SELECT r.data, r.sha256, r.parser_version, r.observed_at, t.text FROM reader_pages r"
-                " JOIN library_texts t ON t.record_ref = r.record_ref AND t.kind = 'html' AND t.complete = 1"
+                " LEFT JOIN library_texts t ON t.record_ref = r.record_ref AND t.kind = 'html' AND t.complete = 1"
                 " WHERE r.record_ref = ?",
                 (ref,),
             ).fetchone()
         if row is None:
             return None
         data, sha, version, observed, text = row
-        if text_sha256(text) != sha:
+        page = _usable(data, sha, version, observed, text, now, parser_version)
+        if page is None:
+            with self._write() as conn:
+                # only the row judged: a page another process kept meanwhile stays
+                conn.execute(
+                    "DELETE FROM reader_pages WHERE record_ref = ? AND observed_at = ? AND sha256 = ?",
+                    (ref, observed, sha),
+                )
             return None
-        page = ReaderPage.model_validate({**json.loads(data), "text": text})
         return StoredReaderPage(page, from_ts(observed), int(version))
+
+
+def _usable(
+    data: str, sha: str, version: int, observed: str, text: str | None, now: datetime, parser_version: int
+) -> ReaderPage | None:
+    """The page a row holds, or None: version and age are judged before the data is read, so a row
+    of another version is never handed to this release's models."""
+    if int(version) != parser_version or text is None or text_sha256(text) != sha:
+        return None
+    try:
+        if not timedelta(0) <= now - from_ts(observed) < READER_PAGES_KEPT:
+            return None
+        return load(ReaderPage, {**json.loads(data), "text": text})
+    except (ValueError, TypeError, ValidationError):  # not JSON, not an object, or not a page this release reads
+        return None

@@ -137,7 +137,7 @@ def test_a_schema_step_the_index_does_not_read_leaves_the_built_index_alone(
         conn.execute("DROP TABLE reader_pages")
     with Store.open(data, clock, upkeep=False) as store:
         store.check_index_built()  # not LIBRARY_INDEX_BUILDING
-        assert found(store, clock) == PAPERS and store.reader_page("rec_none") is None
+        assert found(store, clock) == PAPERS and store.reader_page("rec_none", clock.now(), parser_version=1) is None
 
 
 def test_papers_written_during_a_rebuild_are_each_found_once_it_is_done(

@@ -5,6 +5,9 @@ cannot vouch for is read again."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ from cnki_mcp.models import DetailPage, ReaderPage
 from cnki_mcp.parse.reader import parse_reader
 from cnki_mcp.reading_service import ReaderCapture, ReadingService
 from cnki_mcp.store import Store
+from cnki_mcp.store.db import to_ts
 from cnki_mcp.store.library import MAX_TEXT_CHARS
 from tests.library_helpers import row
 
@@ -129,4 +133,50 @@ async def test_a_stored_page_whose_text_was_replaced_is_not_paged_over_the_new_t
         await ReadingService(store, reader, clock).read(ref)
         store.save_fulltext(ref, "html", "另一版本的正文。" * 50, clock.now())
     assert await restarted(data, clock, reader, ref) == "reader"
+    assert reader.visits == 2
+
+
+def _rewrite_page(store: Store, ref: str, data: str, version: int) -> None:
+    """The row as another release (other models, another parser version) would have kept it."""
+    with store._write() as conn:
+        conn.execute("UPDATE reader_pages SET data = ?, parser_version = ? WHERE record_ref = ?", (data, version, ref))
+
+
+@pytest.mark.parametrize(
+    ("kept", "versions_back"),
+    [
+        pytest.param(lambda d: {**d, "coverage": {**d["coverage"], "old_field": 1}}, 1, id="older parser, unknown key"),
+        pytest.param(lambda d: {**d, "sections": "不是列表"}, 0, id="this parser, a field of another type"),
+        pytest.param(lambda d: [d], 0, id="this parser, not a page"),
+    ],
+)
+async def test_a_stored_page_this_release_cannot_read_is_a_miss_and_is_replaced(
+    tmp_path: Path, clock: FakeClock, kept: Callable[[dict[str, Any]], Any], versions_back: int
+) -> None:
+    data = tmp_path / "data"
+    reader = Reader(body())
+    with Store.open(data, clock) as store:
+        ref = stored_paper(store, clock)
+        await ReadingService(store, reader, clock).read(ref)
+        with store._read() as conn:
+            [(stored,)] = conn.execute("SELECT data FROM reader_pages").fetchall()
+        _rewrite_page(store, ref, json.dumps(kept(json.loads(stored))), reading_service.PARSER_VERSION - versions_back)
+    assert await restarted(data, clock, reader, ref) == "reader"
+    assert await restarted(data, clock, reader, ref) == "cache"  # the row read again replaced it
+    assert reader.visits == 2
+
+
+async def test_a_page_stamped_by_a_clock_that_was_ahead_is_not_reused_once_the_clock_is_put_right(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    data = tmp_path / "data"
+    reader = Reader(body())
+    ahead = FakeClock(wall=clock.now() + timedelta(days=20))
+    with Store.open(data, ahead) as store:
+        ref = stored_paper(store, ahead)
+        await ReadingService(store, reader, ahead).read(ref)
+    assert await restarted(data, clock, reader, ref) == "reader"
+    assert await restarted(data, clock, reader, ref) == "cache"  # kept again with the right time
+    with Store.open(data, clock) as store, store._read() as conn:
+        assert conn.execute("SELECT observed_at FROM reader_pages").fetchall() == [(to_ts(clock.now()),)]
     assert reader.visits == 2

@@ -159,7 +159,7 @@ class FakeStore:
                          parser_version: int) -> None:  # fmt: skip
         pass
 
-    def reader_page(self, record_ref: str) -> None:
+    def reader_page(self, record_ref: str, now: datetime, *, parser_version: int) -> None:
         return None  # a process that stores nothing: every restart reads again
 
 
