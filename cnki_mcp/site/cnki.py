@@ -47,7 +47,14 @@ from cnki_mcp.site.backend import FollowOnce, GridFollow, GridRequest, SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.citation_fetch import CitationFetching
 from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded, close_tab
-from cnki_mcp.site.endpoints import Endpoints, network_cause, overseas_host, overseas_refusal, without_query
+from cnki_mcp.site.endpoints import (
+    Endpoints,
+    may_clear,
+    network_cause,
+    overseas_host,
+    overseas_refusal,
+    without_query,
+)
 from cnki_mcp.site.grid_template import (
     CursorCache,
     GridTemplate,
@@ -329,6 +336,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
         """site-rules.md §1.3 retry rules, up to four attempts. `returned`: where the answer a
         person's step brought its tab back to is left for the next attempt."""
         slow_answers = 0
+        cleared_once = False  # a refused network path that may clear (`may_clear`) was asked once more
         for number in range(1, MAX_ATTEMPTS + 1):
             epoch = self._gate.epoch
             if number > 1 and not self._host.started:
@@ -343,9 +351,14 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                 log.info("the search page changed under a request; asking again: %s", exc)
             except _TransportError as exc:
                 if not (refused := transport_unavailable(exc)).retryable:
-                    # the proxy down, TLS under a captive portal...: no new browser and no second
-                    # request reaches CNKI before the person changes the network (`unreachable`)
-                    raise refused from exc
+                    # the proxy down, TLS under a captive portal...: no new browser, and no second
+                    # request reaches CNKI before the person changes the network (`unreachable`),
+                    # but one a few seconds later when it may clear (a proxy app restarting)
+                    if cleared_once or not may_clear(refused):
+                        raise refused from exc
+                    cleared_once = True
+                    await self._wait_to_clear(refused)
+                    continue
                 if number == 1 and on_transport == "recover":
                     # once the other requests in the search page have answered (DESIGN.md "The
                     # shared search page"); a capture under way ends first. A step holding the
@@ -378,7 +391,11 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                     returned[need.returns_to] = back
             except (RateLimited, SiteUnavailable) as exc:
                 if not exc.retryable:
-                    raise  # the network path refused (`network_path_refused`): asked again, it answers the same
+                    if cleared_once or not may_clear(exc):
+                        raise  # the network path refused (`network_path_refused`): asked again, it answers the same
+                    cleared_once = True
+                    await self._wait_to_clear(exc)
+                    continue
                 slow_answers += 1
                 if slow_answers >= 3:
                     raise
@@ -391,6 +408,13 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                 self._limiter.slow()
                 await self._clock.sleep(self._retry_waits[0])
         raise VerificationRepeated(attempts=MAX_ATTEMPTS)
+
+    async def _wait_to_clear(self, error: SiteUnavailable) -> None:
+        """The wait before the one more request a refused path that may clear gets (`may_clear`):
+        the longest slow-answer wait, every channel slowed meanwhile."""
+        log.info("the network path failed (%s); asking once more in a few seconds", error.details.get("net_error"))
+        self._limiter.slow()
+        await self._clock.sleep(self._retry_waits[-1])
 
     # --- detail and journal (site-rules.md §1.5) ------------------------------------------------
 

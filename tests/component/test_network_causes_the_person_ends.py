@@ -20,13 +20,21 @@ from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.search_page import navigation_failure
 from cnki_mcp.site.transport import TransportError, transport_unavailable
 
+# final at once: asked again, they answer the same
 PERSON_ENDS = [
-    ("net::ERR_PROXY_CONNECTION_FAILED", "proxy_down"),
     ("net::ERR_PROXY_AUTH_REQUESTED", "proxy_auth"),
     ("net::ERR_NO_SUPPORTED_PROXIES", "proxy_invalid"),  # --proxy-server with user:password: no cause before
     ("net::ERR_CERT_AUTHORITY_INVALID", "tls"),
     ("net::ERR_CERT_DATE_INVALID", "clock"),
     ("net::ERR_NETWORK_ACCESS_DENIED", "blocked"),
+]
+# final too, but they can clear within seconds (a proxy app restarting, a proxy node failing one
+# CONNECT, a TLS handshake reset on a flaky link): asked once more a few seconds later first
+MAY_CLEAR = [
+    ("net::ERR_PROXY_CONNECTION_FAILED", "proxy_down"),
+    ("net::ERR_TUNNEL_CONNECTION_FAILED", "proxy_upstream"),  # the proxy is up: was proxy_down, "启动代理"
+    ("net::ERR_SOCKS_CONNECTION_FAILED", "proxy_upstream"),
+    ("net::ERR_SSL_PROTOCOL_ERROR", "tls"),
 ]
 PASSES_BY_ITSELF = [
     ("net::ERR_NAME_NOT_RESOLVED", "dns"),
@@ -38,7 +46,7 @@ PASSES_BY_ITSELF = [
 
 @pytest.mark.parametrize(
     ("failure", "cause", "retryable"),
-    [(f, c, False) for f, c in PERSON_ENDS] + [(f, c, True) for f, c in PASSES_BY_ITSELF],
+    [(f, c, False) for f, c in PERSON_ENDS + MAY_CLEAR] + [(f, c, True) for f, c in PASSES_BY_ITSELF],
 )
 def test_a_failure_only_the_person_can_end_is_not_retryable(failure: str, cause: str, retryable: bool) -> None:
     text = f"Page.goto: {failure} at https://kns.cnki.net/kns8s/AdvSearch"
@@ -92,14 +100,54 @@ async def test_a_grid_request_the_proxy_refuses_is_asked_once_without_a_new_brow
 
 async def test_a_search_page_the_proxy_refuses_is_visited_once(tmp_path: Path) -> None:
     """navigation_failure's SITE_UNAVAILABLE went through the slow-answer retries: AdvSearch was
-    visited three times, 2 s and 4 s apart, before the same error."""
+    visited three times, 2 s and 4 s apart, before the same error. (A proxy down may be a proxy app
+    restarting: it gets one more visit, test_a_refused_path_that_may_clear_….)"""
     site, _host, clock = a_site(tmp_path)
     asked: list[int] = []
 
     async def attempt() -> None:
         asked.append(1)
-        raise navigation_failure(PlaywrightError("Page.goto: net::ERR_PROXY_CONNECTION_FAILED at https://kns.cnki.net/kns8s/AdvSearch"))
+        raise navigation_failure(PlaywrightError("Page.goto: net::ERR_PROXY_AUTH_REQUESTED at https://kns.cnki.net/kns8s/AdvSearch"))
 
     with pytest.raises(SiteUnavailable) as info:
         await clock.run_until_complete(site._with_retries(attempt, None, on_transport="recover"))
     assert (info.value.retryable, len(asked)) == (False, 1)
+
+
+@pytest.mark.parametrize(("failure", "cause"), MAY_CLEAR)
+async def test_a_refused_path_that_may_clear_is_asked_once_more_a_few_seconds_later(
+    failure: str, cause: str, tmp_path: Path
+) -> None:
+    """A proxy app restarting closes its port for about a second: the search ended at the first
+    refusal (retryable false). Now one more request follows 4 s later, through the limiter, with
+    no new browser; failing again, it is final with its cause."""
+    site, host, clock = a_site(tmp_path)
+    asked: list[float] = []
+
+    async def attempt() -> None:
+        asked.append(clock.monotonic())
+        raise navigation_failure(PlaywrightError(f"Page.goto: {failure} at https://kns.cnki.net/kns8s/AdvSearch"))
+
+    with pytest.raises(SiteUnavailable) as info:
+        await clock.run_until_complete(site._with_retries(attempt, None, on_transport="recover"))
+    error = info.value
+    assert (error.retryable, error.details["network_cause"], host.recovered) == (False, cause, 0)
+    assert [later - asked[0] for later in asked] == [0.0, 4.0]  # was [0.0]
+
+
+async def test_a_grid_request_meeting_a_proxy_restart_is_answered_on_the_second_ask(tmp_path: Path) -> None:
+    site, host, clock = a_site(tmp_path)
+    asked: list[int] = []
+
+    async def attempt() -> str:
+        asked.append(1)
+        if len(asked) == 1:
+            raise TransportError("TypeError: Failed to fetch (net::ERR_PROXY_CONNECTION_FAILED)")
+        return "page"
+
+    async def detach() -> None:
+        return None
+
+    site._detach_loader = detach  # type: ignore[method-assign]
+    result = await clock.run_until_complete(site._with_retries(attempt, None, on_transport="recover"))
+    assert (result, len(asked), host.recovered) == (["page"], 2, 0)  # was SITE_UNAVAILABLE, retryable false
