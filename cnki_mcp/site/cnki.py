@@ -73,7 +73,13 @@ from cnki_mcp.site.pages import positive, read_identity
 from cnki_mcp.site.person import HumanNeeded as _HumanNeeded
 from cnki_mcp.site.person import PersonSteps, skips
 from cnki_mcp.site.search_page import Captured, SearchPage
-from cnki_mcp.site.transport import FETCH_TIMEOUT_MS, MAX_BODY, ResourceLoading, transport_unavailable
+from cnki_mcp.site.transport import (
+    FETCH_TIMEOUT_MS,
+    MAX_BODY,
+    FetchFailures,
+    ResourceLoading,
+    transport_unavailable,
+)
 from cnki_mcp.site.transport import Fetched as _Fetched
 from cnki_mcp.site.transport import PageChanged as _PageChanged
 from cnki_mcp.site.transport import TransportError as _TransportError
@@ -252,9 +258,10 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                     raise _PageChanged("the search page was replaced while this request waited")
                 async with self._limiter.slot(budget=op, priority=priority) as started:
                     # the in-page fetch aborts itself at 30 s; the bound covers a page that never answers
-                    data: dict[str, Any] = await bounded(
-                        page.evaluate(FETCH_JS, args), CALL_SECONDS, "grid fetch"
-                    )
+                    with FetchFailures(page, url) as failures:
+                        data: dict[str, Any] = await bounded(
+                            page.evaluate(FETCH_JS, args), CALL_SECONDS, "grid fetch"
+                        )
                     answered = self._clock.monotonic()
         except PlaywrightError as exc:
             if not self._host.note_error(exc) and _navigated(exc):
@@ -275,7 +282,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                 # the fetch's own timeout): the site failed, the browser did not. Retried like a 5xx;
                 # it relaunched the browser, closing every other operation's tabs.
                 raise SiteUnavailable(reason=f"{data['error']} (status {data['status']}, answer cut short)")
-            raise _TransportError(str(data["error"]))
+            raise _TransportError(failures.named(str(data["error"])))
         if data.get("tooLarge"):
             raise ResponseTooLarge(url=without_query(url))
         if priority is Priority.CHAIN:  # an answered grid page: the pacing's latency (DESIGN.md "Overlap depth")
