@@ -99,11 +99,11 @@ MAY_CLEAR_NET_ERRORS = (
 )  # fmt: skip
 
 
-def unreachable(what: str, known: tuple[str, str, str], **details: Any) -> SiteUnavailable:
+def unreachable(what: str, known: tuple[str, str, str], *, lead: str = "", **details: Any) -> SiteUnavailable:
     """SITE_UNAVAILABLE for a failure to reach CNKI whose cause is known (`network_cause`): its
-    advice in the message, `details.network_cause` and `net_error`; not retryable when the person
-    must act."""
-    message = f"无法连接知网（{what}）：{known[2]}"
+    advice in the message (after `lead`), `details.network_cause` and `net_error`; not retryable
+    when the person must act."""
+    message = f"{lead}无法连接知网（{what}）：{known[2]}"
     if known[1] in PERSON_ENDS_CAUSES:
         return network_path_refused(message, **details, network_cause=known[1], net_error=known[0])
     return SiteUnavailable(message, **details, network_cause=known[1], net_error=known[0])
@@ -128,6 +128,21 @@ def network_cause(text: str) -> tuple[str, str, str] | None:
         if found.group(0).startswith(prefixes):
             return found.group(0), cause, advice
     return None
+
+
+# ... and, for an order CNKI could charge for (`download_outcomes.NetFailed.unsent`), the failures of
+# the proxy and of the TLS handshake: they too come before the request leaves (the proxy refused it
+# or reached no server, the certificate was refused, no TLS was agreed).
+_UNSENT_BEFORE_REQUEST = (
+    "net::ERR_PROXY_", "net::ERR_TUNNEL_CONNECTION_FAILED", "net::ERR_SOCKS_", "net::ERR_NO_SUPPORTED_PROXIES",
+    "net::ERR_CERT_", "net::ERR_SSL_PROTOCOL_ERROR", "net::ERR_SSL_VERSION_OR_CIPHER_MISMATCH",
+    "net::ERR_NETWORK_ACCESS_DENIED",
+)  # fmt: skip
+
+
+def request_never_left(error: str) -> bool:
+    """Whether a request failing with the net error `error` was never sent to the server."""
+    return error in UNSENT_NET_ERRORS or error.startswith(_UNSENT_BEFORE_REQUEST)
 
 
 def unsent_net_error(exc: BaseException) -> str | None:
