@@ -204,10 +204,10 @@ def _browser(services: Services) -> BrowserDiagnostics:
 
 
 def _network(services: Services, headless: bool | None) -> BrowserNetwork:
-    """How this server's browser reaches CNKI (cli/browser_route.py), from the server's own
+    """How this server's browser reaches CNKI (browser_route.py), from the server's own
     environment: an AI client starts it with an environment of its own, which `cnki-mcp doctor`
     in a shell does not see (DESIGN.md "The network path")."""
-    from cnki_mcp.cli.browser_route import browser_route
+    from cnki_mcp.browser_route import browser_route
     from cnki_mcp.site.locate import decide_headless
 
     settings = services.settings
