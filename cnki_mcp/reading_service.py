@@ -358,7 +358,7 @@ class ReadingService:
                          offset=offset, max_characters=max_characters)  # fmt: skip
 
     def forget_incomplete(self) -> None:
-        """Someone logged in (the `login` tool): the trial or partial bodies kept for continuations
+        """Someone logged in (wherever: `IdentityMemory.on_access`): the trial or partial bodies kept for continuations
         were read without that access, so a continuation reads the reader again (the whole body
         may come now). It paged the trial body for up to 30 minutes after the login."""
         self.paging.clear()

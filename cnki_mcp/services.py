@@ -97,6 +97,7 @@ class Services:
         self.interrupted_at_start = list(interrupted or [])
         self.environ: Mapping[str, str] = environ or {}
         self.identities = identities or IdentityMemory(clock)
+        self.identities.on_access = self.logged_in
         self._pipeline_factory = pipeline_factory or _default_pipeline
         self._pipeline: Any = None
         self._reading_factory = reading_factory or _default_reading
@@ -217,8 +218,8 @@ class Services:
         return self.identities.last
 
     def logged_in(self) -> None:
-        """A login step ended with a login or an institution: the bodies read before it without that
-        access are not paged on (`ReadingService.forget_incomplete`)."""
+        """An observed identity gained a login or an institution (`IdentityMemory.on_access`): the
+        bodies read before it without that access are not paged on (`ReadingService.forget_incomplete`)."""
         forget = getattr(self._reading, "forget_incomplete", None)  # not built yet, or a test's fake
         if forget is not None:
             forget()

@@ -11,6 +11,7 @@ refreshed session_status went on naming a person who had logged out."""
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -36,6 +37,10 @@ class IdentityMemory:
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
         self.last: ObservedIdentity | None = None
+        # called when an observation shows access the one before did not (someone logged in, an
+        # institution showed), wherever the login happened: the `login` tool, another operation's
+        # login step, the shown window (Services: the reader forgets its trial bodies)
+        self.on_access: Callable[[], None] | None = None
 
     def observed(self, identity: HeaderIdentity, at: _dt.datetime | None = None) -> ObservedIdentity:
         """`identity` as a page showed it; `at`: when that page was loaded (default now). An
@@ -46,7 +51,10 @@ class IdentityMemory:
         seen = ObservedIdentity(identity, at, seen=self._clock.monotonic() - age)
         if self.last is not None and seen.seen < self.last.seen:
             return self.last
+        gained = _gains_access(self.last.identity if self.last is not None else None, identity)
         self.last = seen
+        if gained and self.on_access is not None:
+            self.on_access()
         return seen
 
     def login_wall(self) -> ObservedIdentity:
@@ -65,3 +73,13 @@ class IdentityMemory:
             self.observed(identity, identity.observed_at)
         elif self.last is not None and self.last.evidence == "login_wall":
             self.last = None
+
+
+def _gains_access(before: HeaderIdentity | None, after: HeaderIdentity) -> bool:
+    """`after` shows a personal login `before` did not, or an institution `before` did not name."""
+    personal = after.personal is IdentityKind.AUTHENTICATED
+    if before is None:
+        return personal or bool(after.institutions)
+    return (personal and before.personal is not IdentityKind.AUTHENTICATED) or not set(after.institutions) <= set(
+        before.institutions
+    )

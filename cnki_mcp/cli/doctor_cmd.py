@@ -32,7 +32,7 @@ from importlib import metadata
 from pathlib import Path
 
 from cnki_mcp import datadir
-from cnki_mcp.cli.browser_route import Route, browser_route
+from cnki_mcp.browser_route import Route, browser_route
 from cnki_mcp.errors import CnkiError, DataDirectoryInUse, DataDirectoryUnusable, InvalidInput
 from cnki_mcp.settings import Settings, load_settings, paths_of, unknown_variables
 
@@ -103,7 +103,7 @@ def check_proxy(environ: Mapping[str, str], settings: Settings, *, platform: str
     """WARN when the browser will reach CNKI through a proxy: CNKI's CDN often refuses a proxy's
     or data centre's address (SITE_UNAVAILABLE `cdn_refused`), and sends a foreign one to its
     overseas site (`overseas_site`); docs/simulator.md "The network path". Chromium's rules for
-    where its proxy comes from: cli/browser_route.py."""
+    where its proxy comes from: browser_route.py."""
     from cnki_mcp.site.locate import decide_headless
 
     headless = decide_headless(settings.headless, platform=platform, display=settings.display)
@@ -138,7 +138,7 @@ def check_proxy(environ: Mapping[str, str], settings: Settings, *, platform: str
 
 def _direct_advice(route: Route) -> str:
     """How to let CNKI through directly where `route` (unchecked) says the proxy is decided. A desktop
-    session's browser reads that desktop's proxy settings, not NO_PROXY (cli/browser_route.py)."""
+    session's browser reads that desktop's proxy settings, not NO_PROXY (browser_route.py)."""
     if "GNOME" in route.via:
         return "在代理软件中把 cnki.net 设为直连，或在 GNOME 的“设置 → 网络 → 网络代理”中把 *.cnki.net 加入忽略的主机（这里 NO_PROXY 不起作用）"
     if "KDE" in route.via:

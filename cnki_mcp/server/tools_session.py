@@ -19,7 +19,6 @@ from pydantic import Field
 from cnki_mcp import __version__
 from cnki_mcp.errors import CnkiError, InvalidInput
 from cnki_mcp.jobs import OperationKind
-from cnki_mcp.models import IdentityKind
 from cnki_mcp.server.deps import services_of
 from cnki_mcp.server.errors import CnkiServer, recorded_error
 from cnki_mcp.server.models import (
@@ -106,9 +105,7 @@ def register(server: CnkiServer) -> None:
                 identity = await do_login(op, remote_access_url=url, force=force)
             else:  # a backend without a login flow: report who we are
                 identity = await backend.identity(op)
-            observed = services.remember_identity(identity)
-            if identity.personal is IdentityKind.AUTHENTICATED or identity.institutions:
-                services.logged_in()
+            observed = services.remember_identity(identity)  # a login gained: the reader's trial bodies go
             return IdentityView.of(observed.identity, observed.observed_at, observed.evidence)
 
         record = await start_operation(
@@ -207,10 +204,10 @@ def _browser(services: Services) -> BrowserDiagnostics:
 
 
 def _network(services: Services, headless: bool | None) -> BrowserNetwork:
-    """How this server's browser reaches CNKI (cli/browser_route.py), from the server's own
+    """How this server's browser reaches CNKI (browser_route.py), from the server's own
     environment: an AI client starts it with an environment of its own, which `cnki-mcp doctor`
     in a shell does not see (DESIGN.md "The network path")."""
-    from cnki_mcp.cli.browser_route import browser_route
+    from cnki_mcp.browser_route import browser_route
     from cnki_mcp.site.locate import decide_headless
 
     settings = services.settings

@@ -47,7 +47,14 @@ from cnki_mcp.site.backend import FollowOnce, GridFollow, GridRequest, SiteOp
 from cnki_mcp.site.browser import BrowserHost
 from cnki_mcp.site.citation_fetch import CitationFetching
 from cnki_mcp.site.deadline import CALL_SECONDS, BrowserStalled, bounded, close_tab
-from cnki_mcp.site.endpoints import Endpoints, network_cause, overseas_host, overseas_refusal, without_query
+from cnki_mcp.site.endpoints import (
+    Endpoints,
+    may_clear,
+    network_cause,
+    overseas_host,
+    overseas_refusal,
+    without_query,
+)
 from cnki_mcp.site.grid_template import (
     CursorCache,
     GridTemplate,
@@ -66,7 +73,13 @@ from cnki_mcp.site.pages import positive, read_identity
 from cnki_mcp.site.person import HumanNeeded as _HumanNeeded
 from cnki_mcp.site.person import PersonSteps, skips
 from cnki_mcp.site.search_page import Captured, SearchPage
-from cnki_mcp.site.transport import FETCH_TIMEOUT_MS, MAX_BODY, ResourceLoading, transport_unavailable
+from cnki_mcp.site.transport import (
+    FETCH_TIMEOUT_MS,
+    MAX_BODY,
+    FetchFailures,
+    ResourceLoading,
+    transport_unavailable,
+)
 from cnki_mcp.site.transport import Fetched as _Fetched
 from cnki_mcp.site.transport import PageChanged as _PageChanged
 from cnki_mcp.site.transport import TransportError as _TransportError
@@ -245,9 +258,10 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                     raise _PageChanged("the search page was replaced while this request waited")
                 async with self._limiter.slot(budget=op, priority=priority) as started:
                     # the in-page fetch aborts itself at 30 s; the bound covers a page that never answers
-                    data: dict[str, Any] = await bounded(
-                        page.evaluate(FETCH_JS, args), CALL_SECONDS, "grid fetch"
-                    )
+                    with FetchFailures(page, url) as failures:
+                        data: dict[str, Any] = await bounded(
+                            page.evaluate(FETCH_JS, args), CALL_SECONDS, "grid fetch"
+                        )
                     answered = self._clock.monotonic()
         except PlaywrightError as exc:
             if not self._host.note_error(exc) and _navigated(exc):
@@ -268,7 +282,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                 # the fetch's own timeout): the site failed, the browser did not. Retried like a 5xx;
                 # it relaunched the browser, closing every other operation's tabs.
                 raise SiteUnavailable(reason=f"{data['error']} (status {data['status']}, answer cut short)")
-            raise _TransportError(str(data["error"]))
+            raise _TransportError(failures.named(str(data["error"])))
         if data.get("tooLarge"):
             raise ResponseTooLarge(url=without_query(url))
         if priority is Priority.CHAIN:  # an answered grid page: the pacing's latency (DESIGN.md "Overlap depth")
@@ -329,6 +343,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
         """site-rules.md §1.3 retry rules, up to four attempts. `returned`: where the answer a
         person's step brought its tab back to is left for the next attempt."""
         slow_answers = 0
+        cleared_once = False  # a refused network path that may clear (`may_clear`) was asked once more
         for number in range(1, MAX_ATTEMPTS + 1):
             epoch = self._gate.epoch
             if number > 1 and not self._host.started:
@@ -343,9 +358,14 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                 log.info("the search page changed under a request; asking again: %s", exc)
             except _TransportError as exc:
                 if not (refused := transport_unavailable(exc)).retryable:
-                    # the proxy down, TLS under a captive portal...: no new browser and no second
-                    # request reaches CNKI before the person changes the network (`unreachable`)
-                    raise refused from exc
+                    # the proxy down, TLS under a captive portal...: no new browser, and no second
+                    # request reaches CNKI before the person changes the network (`unreachable`),
+                    # but one a few seconds later when it may clear (a proxy app restarting)
+                    if cleared_once or not may_clear(refused):
+                        raise refused from exc
+                    cleared_once = True
+                    await self._wait_to_clear(refused)
+                    continue
                 if number == 1 and on_transport == "recover":
                     # once the other requests in the search page have answered (DESIGN.md "The
                     # shared search page"); a capture under way ends first. A step holding the
@@ -378,7 +398,11 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                     returned[need.returns_to] = back
             except (RateLimited, SiteUnavailable) as exc:
                 if not exc.retryable:
-                    raise  # the network path refused (`network_path_refused`): asked again, it answers the same
+                    if cleared_once or not may_clear(exc):
+                        raise  # the network path refused (`network_path_refused`): asked again, it answers the same
+                    cleared_once = True
+                    await self._wait_to_clear(exc)
+                    continue
                 slow_answers += 1
                 if slow_answers >= 3:
                     raise
@@ -391,6 +415,13 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                 self._limiter.slow()
                 await self._clock.sleep(self._retry_waits[0])
         raise VerificationRepeated(attempts=MAX_ATTEMPTS)
+
+    async def _wait_to_clear(self, error: SiteUnavailable) -> None:
+        """The wait before the one more request a refused path that may clear gets (`may_clear`):
+        the longest slow-answer wait, every channel slowed meanwhile."""
+        log.info("the network path failed (%s); asking once more in a few seconds", error.details.get("net_error"))
+        self._limiter.slow()
+        await self._clock.sleep(self._retry_waits[-1])
 
     # --- detail and journal (site-rules.md §1.5) ------------------------------------------------
 

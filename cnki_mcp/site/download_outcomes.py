@@ -11,10 +11,10 @@ from urllib.parse import urlsplit
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
-from cnki_mcp.errors import SideEffectUncertain, SiteError
+from cnki_mcp.errors import SideEffectUncertain, SiteError, SiteUnavailable
 from cnki_mcp.files import FileFormat
 from cnki_mcp.parse.gate import error_page
-from cnki_mcp.site.endpoints import UNSENT_NET_ERRORS
+from cnki_mcp.site.endpoints import network_cause, request_never_left, unreachable
 
 REFUSAL_WINDOW = 300  # site-rules.md §2.7: refusal text within the first 300 characters of the body
 LOW_DISK_BYTES = 16 * 1024 * 1024  # below this free space a failed download is put down to the disk
@@ -134,4 +134,18 @@ class NetFailed(Exception):
     @property
     def unsent(self) -> bool:
         """Nothing reached CNKI: the order URL itself failed before a connection was made."""
-        return urlsplit(self.url).path == ORDER_PATH and self.error in UNSENT_NET_ERRORS
+        return urlsplit(self.url).path == ORDER_PATH and request_never_left(self.error)
+
+
+_UNSENT_ORDER = "点击下载后浏览器没能连上知网的下载地址，订单没有发出，未计费（再调用 download_paper 无需 retry）。"
+
+
+def unsent_order(lost: NetFailed, record_ref: str, fmt: FileFormat) -> SiteUnavailable:
+    """SITE_UNAVAILABLE for an order that never left (`NetFailed.unsent`): its net error's cause
+    and advice as any page's (`unreachable`: a proxy down or a refused certificate not retryable),
+    else a plain "call again"."""
+    details = {"record_ref": record_ref, "format": fmt, "page_url": lost.url}
+    known = network_cause(lost.error)
+    if known is not None:
+        return unreachable(lost.error, known, lead=_UNSENT_ORDER, **details)
+    return SiteUnavailable(_UNSENT_ORDER + "稍后用相同参数再调用", net_error=lost.error, **details)

@@ -55,7 +55,6 @@ from cnki_mcp.errors import (
     InvalidFile,
     InvalidInput,
     SideEffectUncertain,
-    SiteUnavailable,
     VerificationNotFound,
     VerificationRepeated,
     VerificationSkipped,
@@ -92,6 +91,7 @@ from cnki_mcp.site.download_outcomes import (
     failed_download,
     order_error,
     refusal_text,
+    unsent_order,
 )
 from cnki_mcp.site.download_result import DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, DownloadResult
 from cnki_mcp.site.human import PageKind, StepKind
@@ -477,11 +477,7 @@ class Downloader:
         retry. Otherwise CNKI may have taken the order before the connection broke: uncertain."""
         if lost.unsent:
             self.store.click_outcome(click_id, "site_error", self.clock.now(), {"net_error": lost.error})
-            return SiteUnavailable(
-                f"点击下载后浏览器没能连上知网的下载地址（{lost.error}），订单没有发出；"
-                "稍后用相同参数再调用 download_paper（无需 retry）",
-                record_ref=record_ref, format=fmt, net_error=lost.error, page_url=lost.url,
-            )  # fmt: skip
+            return unsent_order(lost, record_ref, fmt)
         return SideEffectUncertain(
             f"点击下载后浏览器的请求在网络中失败（{lost.error or '浏览器错误页'}），没有文件；"
             "知网是否已计费未知，确认后传 retry=true 再试",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from cnki_mcp.errors import SiteUnavailable, network_path_refused
+from cnki_mcp.errors import CnkiError, SiteUnavailable, network_path_refused
 from cnki_mcp.identity import SECRET_QUERY_WORDS, is_cnki_host, odd_authority, public_url
 from cnki_mcp.settings import Settings
 
@@ -47,6 +47,8 @@ _NET_ERROR = re.compile(r"net::ERR_[A-Z0-9_]+")
 # prefixes: several errors share a prefix with a different cause (ERR_PROXY_AUTH_* is a proxy that
 # is up, ERR_NETWORK_CHANGED a switch of network that a retry survives, ERR_CERT_DATE_INVALID a wrong clock).
 _CNKI_DIRECT = "在代理软件中把 cnki.net 设为直连（Linux 上也可在 AI 客户端配置的 env 中设 NO_PROXY=cnki.net,.cnki.net；GNOME 桌面会话中改在系统的网络代理设置里把 *.cnki.net 设为忽略的主机）"
+_PROXY_UPSTREAM = ("浏览器的代理在运行，但代理自己连不上知网（代理的节点或上游出了问题）：在代理软件中换一个节点，或"
+                   + _CNKI_DIRECT + "后重试")
 _NET_CAUSE_NAMES: dict[str, tuple[str, str]] = {
     "net::ERR_PROXY_AUTH_REQUESTED": ("proxy_auth", "代理要求登录（用户名和密码），浏览器无法代为登录：改用不需登录的代理，或" + _CNKI_DIRECT + "后重试"),
     "net::ERR_PROXY_AUTH_UNSUPPORTED": ("proxy_auth", "代理要求一种浏览器不支持的登录方式：改用不需登录的代理，或" + _CNKI_DIRECT + "后重试"),
@@ -54,6 +56,10 @@ _NET_CAUSE_NAMES: dict[str, tuple[str, str]] = {
     # Chromium refuses every proxy of --proxy-server that it cannot use: one given with user:password, or an unknown scheme
     "net::ERR_NO_SUPPORTED_PROXIES": ("proxy_invalid", "浏览器的代理设置不能使用（--proxy-server 不能带用户名和密码，或代理的协议不受支持）："
                                       "改正或删去 CNKI_BROWSER_ARGS 中的 --proxy-server 后重试"),
+    # the proxy answered, but its own connection onward (its node, its upstream) did not reach CNKI
+    "net::ERR_TUNNEL_CONNECTION_FAILED": ("proxy_upstream", _PROXY_UPSTREAM),
+    "net::ERR_SOCKS_CONNECTION_FAILED": ("proxy_upstream", _PROXY_UPSTREAM),
+    "net::ERR_SOCKS_CONNECTION_HOST_UNREACHABLE": ("proxy_upstream", _PROXY_UPSTREAM),
     "net::ERR_NETWORK_CHANGED": ("network_changed", "访问途中网络切换了（Wi-Fi、VPN 或代理的开关）：网络稳定后重试即可"),
     "net::ERR_NETWORK_IO_SUSPENDED": ("network_changed", "访问途中电脑进入了睡眠，网络被挂起：唤醒后重试即可"),
     "net::ERR_NETWORK_ACCESS_DENIED": ("blocked", "本机拦截了浏览器的网络访问（防火墙、安全软件或系统的隐私设置）：允许浏览器（Chrome/Edge/Chromium）联网后重试"),
@@ -61,9 +67,9 @@ _NET_CAUSE_NAMES: dict[str, tuple[str, str]] = {
                                    "时间无误时，可能是要网页登录的 Wi-Fi 或解密 HTTPS 的代理拦在前面"),
 }
 _NET_CAUSES: tuple[tuple[tuple[str, ...], str, str], ...] = (
-    (("net::ERR_PROXY_", "net::ERR_TUNNEL_CONNECTION_FAILED", "net::ERR_SOCKS_"), "proxy_down",
+    (("net::ERR_PROXY_", "net::ERR_SOCKS_"), "proxy_down",
      "浏览器被设为经代理访问（系统或代理软件的代理设置，Linux 上还有环境变量 HTTPS_PROXY / ALL_PROXY，"
-     "或 CNKI_BROWSER_ARGS 的 --proxy-server），代理却连不上。启动代理，或关闭这些代理设置；只让知网不经代理时，"
+     "或 CNKI_BROWSER_ARGS 的 --proxy-server），代理却连不上（代理软件没有运行）。启动代理，或关闭这些代理设置；只让知网不经代理时，"
      + _CNKI_DIRECT + "，然后重试"),
     (("net::ERR_CERT_", "net::ERR_SSL_", "net::ERR_BAD_SSL_"), "tls",
      "知网的 HTTPS 连接无法验证：常见于要网页登录的 Wi-Fi（酒店、校园网的登录页拦在前面）或解密 HTTPS 的"
@@ -81,16 +87,33 @@ _NET_CAUSES: tuple[tuple[tuple[str, ...], str, str], ...] = (
 # clock, let the browser through the firewall): asked again from the same computer they fail the
 # same, so they are the network path refused (`network_path_refused`: not retried, `retryable`
 # false), as the CDN's refusal is. DNS, no network, a reset or a network switch can pass by themselves.
-PERSON_ENDS_CAUSES = frozenset({"proxy_down", "proxy_auth", "proxy_invalid", "tls", "clock", "blocked"})
+PERSON_ENDS_CAUSES = frozenset({"proxy_down", "proxy_upstream", "proxy_auth", "proxy_invalid", "tls", "clock", "blocked"})
+# ... but these net errors of theirs also clear within seconds: a proxy app restarting (its port
+# closed for about a second), a proxy node failing one CONNECT, a TLS handshake reset on a flaky
+# link. `CnkiSite._with_retries` asks once more, a few seconds later, before one is final. A proxy
+# wanting a login, an unusable proxy setting, a certificate refused (a captive portal, an
+# inspecting proxy, the clock) and a firewall answer the same every time.
+MAY_CLEAR_NET_ERRORS = (
+    "net::ERR_PROXY_CONNECTION_FAILED", "net::ERR_TUNNEL_CONNECTION_FAILED", "net::ERR_SOCKS_CONNECTION_FAILED",
+    "net::ERR_SOCKS_CONNECTION_HOST_UNREACHABLE", "net::ERR_SSL_",
+)  # fmt: skip
 
 
-def unreachable(what: str, known: tuple[str, str, str], **details: Any) -> SiteUnavailable:
+def unreachable(what: str, known: tuple[str, str, str], *, lead: str = "", **details: Any) -> SiteUnavailable:
     """SITE_UNAVAILABLE for a failure to reach CNKI whose cause is known (`network_cause`): its
-    advice in the message, `details.network_cause`; not retryable when the person must act."""
-    message = f"无法连接知网（{what}）：{known[2]}"
+    advice in the message (after `lead`), `details.network_cause` and `net_error`; not retryable
+    when the person must act."""
+    message = f"{lead}无法连接知网（{what}）：{known[2]}"
     if known[1] in PERSON_ENDS_CAUSES:
-        return network_path_refused(message, **details, network_cause=known[1])
-    return SiteUnavailable(message, **details, network_cause=known[1])
+        return network_path_refused(message, **details, network_cause=known[1], net_error=known[0])
+    return SiteUnavailable(message, **details, network_cause=known[1], net_error=known[0])
+
+
+def may_clear(error: CnkiError) -> bool:
+    """A refused network path (`unreachable`) whose net error can clear within seconds
+    (MAY_CLEAR_NET_ERRORS): worth one more request a few seconds later."""
+    net = error.details.get("net_error")
+    return not error.retryable and isinstance(net, str) and net.startswith(MAY_CLEAR_NET_ERRORS)
 
 
 def network_cause(text: str) -> tuple[str, str, str] | None:
@@ -105,6 +128,21 @@ def network_cause(text: str) -> tuple[str, str, str] | None:
         if found.group(0).startswith(prefixes):
             return found.group(0), cause, advice
     return None
+
+
+# ... and, for an order CNKI could charge for (`download_outcomes.NetFailed.unsent`), the failures of
+# the proxy and of the TLS handshake: they too come before the request leaves (the proxy refused it
+# or reached no server, the certificate was refused, no TLS was agreed).
+_UNSENT_BEFORE_REQUEST = (
+    "net::ERR_PROXY_", "net::ERR_TUNNEL_CONNECTION_FAILED", "net::ERR_SOCKS_", "net::ERR_NO_SUPPORTED_PROXIES",
+    "net::ERR_CERT_", "net::ERR_SSL_PROTOCOL_ERROR", "net::ERR_SSL_VERSION_OR_CIPHER_MISMATCH",
+    "net::ERR_NETWORK_ACCESS_DENIED",
+)  # fmt: skip
+
+
+def request_never_left(error: str) -> bool:
+    """Whether a request failing with the net error `error` was never sent to the server."""
+    return error in UNSENT_NET_ERRORS or error.startswith(_UNSENT_BEFORE_REQUEST)
 
 
 def unsent_net_error(exc: BaseException) -> str | None:

@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from playwright.async_api import CDPSession, Page
+from playwright.async_api import CDPSession, Page, Request
 from playwright.async_api import Error as PlaywrightError
 
 from cnki_mcp.errors import ResponseTooLarge, SiteUnavailable
@@ -55,6 +55,35 @@ def transport_unavailable(exc: BaseException, *, first_line: bool = False) -> Si
     if known is None:
         return SiteUnavailable(reason=reason)
     return unreachable(known[0], known, reason=reason)
+
+
+class FetchFailures:
+    """The net error of an in-page fetch (page_scripts.FETCH_JS): its own error says only
+    `TypeError: Failed to fetch`; the page's `requestfailed` event for the request names why
+    (`net::ERR_PROXY_CONNECTION_FAILED`), before the evaluate returns. Used as `with
+    FetchFailures(page, url) as failures:` around the evaluate; `named(error)` is the fetch's error
+    with that net error, for `transport_unavailable` to find its cause."""
+
+    def __init__(self, page: Page, url: str) -> None:
+        self._page = page
+        self._url = url
+        self._seen: list[str] = []
+
+    def _on_failed(self, request: Request) -> None:
+        if request.url == self._url and request.failure:
+            self._seen.append(request.failure)
+
+    def __enter__(self) -> FetchFailures:
+        self._page.on("requestfailed", self._on_failed)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        with contextlib.suppress(PlaywrightError):
+            self._page.remove_listener("requestfailed", self._on_failed)
+
+    def named(self, error: str) -> str:
+        # another request to the same URL in flight (a grid page of another channel) fails alike
+        return f"{error} ({self._seen[-1]})" if self._seen else error
 
 
 @dataclass(frozen=True, slots=True)

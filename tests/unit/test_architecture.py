@@ -103,6 +103,14 @@ def test_the_search_log_formatter_is_pure() -> None:
     assert not bad, f"{module} imports {bad}"
 
 
+def test_the_server_does_not_import_the_cli() -> None:
+    """The CLI builds on the server (`serve`), not the other way round: what both use (the browser's
+    route for doctor and `diagnostics`) lives in a neutral module."""
+    for module in (m for m in MODULES if _area(m) == "server"):
+        bad = {i for i in _internal(_imports(MODULES[module], module)) if _area(i) == "cli"}
+        assert not bad, f"{module} imports {bad}"
+
+
 def test_the_task_helpers_are_neutral() -> None:
     """`tasks` (`all_done`) serves every layer that runs work together, so it imports nothing internal."""
     module = "cnki_mcp.tasks"

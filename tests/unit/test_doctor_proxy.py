@@ -1,12 +1,12 @@
 """`cnki-mcp doctor`'s network line: the way the browser will reach CNKI, by Chromium's own rules
-(cli/browser_route.py; each case below was observed with Chromium on Linux, docs/simulator.md
+(browser_route.py; each case below was observed with Chromium on Linux, docs/simulator.md
 "The network path"), never showing a proxy's user name or password."""
 
 from __future__ import annotations
 
 import pytest
 
-from cnki_mcp.cli.browser_route import Route, browser_route
+from cnki_mcp.browser_route import Route, browser_route
 from cnki_mcp.cli.doctor_cmd import check_proxy
 from cnki_mcp.settings import load_settings
 

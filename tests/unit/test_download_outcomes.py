@@ -13,6 +13,7 @@ from cnki_mcp.site.download_outcomes import (
     failed_download,
     order_error,
     refusal_text,
+    unsent_order,
 )
 
 ORDER = "https://bar.cnki.net/bar/download/order?id=abc"
@@ -43,10 +44,31 @@ def test_refusal_words_count_only_in_the_pages_first_300_characters() -> None:
         (ORDER, "net::ERR_CONNECTION_REFUSED", True),
         (ORDER, "net::ERR_CONNECTION_RESET", False),  # may come after CNKI took the order
         (FILE, "net::ERR_CONNECTION_REFUSED", False),  # the order was taken before the file host
+        # the proxy or the TLS handshake failed: the order never left (was 是否已计费未知)
+        (ORDER, "net::ERR_CERT_AUTHORITY_INVALID", True),
+        (ORDER, "net::ERR_SSL_PROTOCOL_ERROR", True),
+        (ORDER, "net::ERR_TUNNEL_CONNECTION_FAILED", True),
+        (ORDER, "net::ERR_PROXY_AUTH_REQUESTED", True),
+        (FILE, "net::ERR_CERT_AUTHORITY_INVALID", False),
     ],
 )
 def test_only_an_order_url_never_reached_is_an_unsent_order(url: str, error: str, unsent: bool) -> None:
     assert NetFailed(url, error).unsent is unsent
+
+
+@pytest.mark.parametrize(
+    ("error", "cause", "retryable"),
+    [
+        ("net::ERR_PROXY_CONNECTION_FAILED", "proxy_down", False),  # was retryable, no cause, 稍后再调用
+        ("net::ERR_CERT_AUTHORITY_INVALID", "tls", False),
+        ("net::ERR_NAME_NOT_RESOLVED", "dns", True),
+    ],
+)
+def test_an_unsent_order_names_its_network_cause_as_any_page_does(error: str, cause: str, retryable: bool) -> None:
+    got = unsent_order(NetFailed(ORDER, error), "rec_x", "pdf")
+    assert (got.code, got.details.get("network_cause"), got.retryable, got.details["net_error"]) == (
+        "SITE_UNAVAILABLE", cause, retryable, error
+    )
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,7 @@ def test_cnkis_overseas_site_is_told_apart_from_the_domestic_one(url: str | None
     ("failure", "cause"),
     [
         ("net::ERR_PROXY_CONNECTION_FAILED", "proxy_down"),
-        ("net::ERR_TUNNEL_CONNECTION_FAILED", "proxy_down"),
+        ("net::ERR_TUNNEL_CONNECTION_FAILED", "proxy_upstream"),
         ("net::ERR_CERT_AUTHORITY_INVALID", "tls"),  # a captive portal answering for kns.cnki.net
         ("net::ERR_CERT_COMMON_NAME_INVALID", "tls"),
         ("net::ERR_NAME_NOT_RESOLVED", "dns"),
