@@ -43,14 +43,19 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
 
 from __future__ import annotations
 
-import logging
 import re
-import threading
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard
 
+from cnki_mcp.query.jieba_cut import (  # noqa: F401  the server's segmenter, imported from here
+    WARM_DELAY_SECONDS,
+    JiebaSegmenter,
+    default_segmenter,
+    dictionary_pending,
+    warm_in_background,
+    warm_quietly,
+)
 from cnki_mcp.query.latin import (
     ENGLISH_SOFT,
     ENGLISH_STOP,
@@ -699,91 +704,3 @@ def merge_to(concepts: Sequence[str], limit: int) -> list[str]:
         k = min(range(len(out) - 1), key=lambda i: (len(out[i]) + len(out[i + 1]), i))
         out[k : k + 2] = [out[k] + out[k + 1]]
     return out
-
-
-class JiebaSegmenter:
-    """jieba's dictionary segmenter, loaded on the first call (never at import), HMM off.
-
-    The prefix dictionary is built in memory from the dictionary jieba ships; jieba's own cache
-    file in the temporary directory is neither read nor written."""
-
-    def __init__(self) -> None:
-        self._tokenizer: Any = None
-        self._lock = threading.Lock()
-
-    def _load(self) -> Any:
-        with self._lock:
-            if self._tokenizer is None:
-                import logging
-
-                import jieba
-
-                logging.getLogger("jieba").setLevel(logging.WARNING)
-                tokenizer = jieba.Tokenizer()
-                with tokenizer.get_dict_file() as f:
-                    tokenizer.FREQ, tokenizer.total = tokenizer.gen_pfdict(f)
-                tokenizer.initialized = True
-                self._tokenizer = tokenizer
-            return self._tokenizer
-
-    @property
-    def loaded(self) -> bool:
-        return self._tokenizer is not None
-
-    def warm(self) -> None:
-        """Load the dictionary now (about 1.4 s of CPU; meant for a worker thread). A cut that
-        comes while it loads waits for it (the lock) instead of loading it a second time."""
-        self._load()
-
-    def __call__(self, text: str) -> list[str]:
-        tokenizer = self._tokenizer or self._load()
-        return [w for w in tokenizer.cut(text, HMM=False) if w]
-
-
-_DEFAULT: list[JiebaSegmenter] = []
-
-
-def default_segmenter() -> JiebaSegmenter:
-    """The process-wide segmenter (created on first use; its dictionary on its first cut)."""
-    if not _DEFAULT:
-        _DEFAULT.append(JiebaSegmenter())
-    return _DEFAULT[0]
-
-
-WARM_DELAY_SECONDS = 2.0
-
-
-def dictionary_pending(segmenter: Segmenter) -> TypeGuard[JiebaSegmenter]:
-    """A cut by `segmenter` would first load its dictionary (about 1 s of CPU): a `JiebaSegmenter`
-    whose dictionary is not loaded yet (any other cut function loads nothing)."""
-    return isinstance(segmenter, JiebaSegmenter) and not segmenter.loaded
-
-
-def warm_quietly(segmenter: JiebaSegmenter) -> bool:
-    """Load `segmenter`'s dictionary now (meant for a worker thread; a load under way is waited for
-    through its lock). A failure is logged at debug level and left to the cut, which loads it again
-    and reports what fails. True when it loaded."""
-    try:
-        segmenter.warm()
-    except Exception:
-        logging.getLogger(__name__).debug("segmenter warm-up failed", exc_info=True)
-        return False
-    return True
-
-
-def warm_in_background(delay: float = WARM_DELAY_SECONDS) -> threading.Timer:
-    """Load the process-wide segmenter's dictionary in a daemon thread `delay` seconds from now
-    (`serve`: a server usually waits for its first search, which then finds the dictionary loaded;
-    the delay keeps the load off the client's handshake and first calls). A search that comes
-    first loads it itself and this one waits on the same lock."""
-
-    def load() -> None:
-        if warm_quietly(default_segmenter()):
-            logging.getLogger(__name__).debug(
-                "segmenter dictionary loaded in the background (%s)", threading.current_thread().name
-            )
-
-    timer = threading.Timer(delay, load)
-    timer.daemon = True
-    timer.start()
-    return timer
