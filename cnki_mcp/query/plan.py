@@ -347,12 +347,15 @@ def _sentence_groups(choices: list[list[list[str]]]) -> list[list[str]]:
     if len(choices) == 1 and len(choices[0]) == 1 and len(choices[0][0]) >= 2:
         choices = [[half] for half in _halves(choices[0][0])]
     groups = [list(dict.fromkeys(t for r in runs for t in _run_group(r))) for runs in choices]
+    # 中国 alone as the topic is compared with the concept after it (`segment._compared_with_china`):
+    # 中国 AND 日本 AND 老龄化政策, the other country required too, not one of the aspects
+    china = [groups.pop(0)] if len(groups) > 2 and choices[0] in ([[w]] for w in CONTEXT_WORDS) else []
     if len(groups) > 2:  # each aspect's whole name, the last word of a run cut to fit (…晚期胃癌), then
         aspects = groups[1:]  # the other words in turn: the term cap cuts no aspect away (…脑卒中患者康复)
         lasts = [g[-1] for g in aspects if len(g) >= MAX_TERMS]
         turns = [g[k] for k in range(1, max(map(len, aspects))) for g in aspects if k < len(g)]
         groups = [groups[0], list(dict.fromkeys([*(g[0] for g in aspects), *lasts, *turns]))]
-    return groups
+    return [*china, *groups]
 
 
 def _fit_branches(groups: list[list[str]]) -> list[list[str]]:

@@ -536,7 +536,8 @@ def _lone_context(tokens: list[_Token], compared_kept: bool = True) -> set[int]:
     (数字经济在中国的发展) or against a Latin name (中国OFDI). Against one (中国方案, 讲好中国故事)
     the word names the concept with it; joined by a conjunction to another one (中国与印度经济比较,
     中国与东盟贸易) it is one of the two things compared and stays (`compared_kept`; `_linked_runs` drops
-    it when it would be one of three concepts and only widen the aspects: 美国和中国的贸易摩擦)."""
+    it when it would be one of three concepts and only widen the aspects, 美国和中国的贸易摩擦, unless
+    the question opens with the comparison: `_compared_with_china`)."""
 
     def concept(k: int, latin: bool = False) -> bool:
         t = tokens[k]
@@ -617,13 +618,29 @@ def _linked_runs(text: str, cut: Segmenter) -> list[tuple[list[str], bool]]:
     tokens = _bounded_quantities(_tokens(text, cut))
     content = [t for t in tokens if not _is_function(t)]
     strong = any(not _is_soft(t) and t.text not in CONTEXT_WORDS for t in content)
-    out = _runs_of(tokens, _lone_context(tokens) if strong else set())
-    if len(out) > 2 and strong and (fewer := _lone_context(tokens, compared_kept=False)) != _lone_context(tokens):
+    context = _lone_context(tokens) if strong else set()
+    other = _compared_with_china(tokens, context)
+    out = _runs_of(tokens, context, other)
+    if len(out) > 2 and other is None and strong and (fewer := _lone_context(tokens, compared_kept=False)) != context:
         out = _runs_of(tokens, fewer)
     return out
 
 
-def _runs_of(tokens: list[_Token], context: set[int]) -> list[tuple[list[str], bool]]:
+def _compared_with_china(tokens: list[_Token], context: set[int]) -> int | None:
+    """The index of the concept word a question opens by comparing 中国 with (中国与日本老龄化政策比较,
+    中国与印度的经济发展比较: 日本, 印度): both are required concepts, the other country a run of its own
+    (`_runs_of` ends the run after it) and not one alternative among the aspects, so the plan is
+    中国 AND 日本 AND 老龄化政策 (`query/plan.py` `_sentence_groups`). None when 中国 is no such topic."""
+    k = next((i for i, t in enumerate(tokens) if not (_is_function(t) or _is_soft(t))), None)
+    if k is None or k in context or tokens[k].latin or tokens[k].text not in CONTEXT_WORDS or k + 2 >= len(tokens):
+        return None
+    conj, other = tokens[k + 1], tokens[k + 2]
+    if conj.latin or conj.text not in _COMPARING or conj.boundary_before or other.boundary_before:
+        return None
+    return k + 2 if not (_is_function(other) or _is_soft(other) or other.text in CONTEXT_WORDS) else None
+
+
+def _runs_of(tokens: list[_Token], context: set[int], other: int | None = None) -> list[tuple[list[str], bool]]:
     has_strong = any(not _is_soft(t) for t in tokens if not _is_function(t))
     runs: list[list[str]] = [[]]
     alternative: set[int] = set()  # indices of runs written right after 或 that follows a run
@@ -642,7 +659,7 @@ def _runs_of(tokens: list[_Token], context: set[int]) -> list[tuple[list[str], b
         after_or = False
         kept_before = True
         runs[-1].append(t.text)
-        if t.latin:
+        if t.latin or k == other:
             runs.append([])
     out: list[tuple[list[str], bool]] = []
     seen: set[str] = set()

@@ -50,10 +50,25 @@ def test_a_percentage_written_against_a_name_stays_in_it(question: str, term: st
     assert term in _groups(question)[0], _groups(question)
 
 
-@pytest.mark.parametrize(("question", "other"), [("中国与印度经济发展比较", "印度"), ("中国与东盟贸易", "东盟")])
-def test_china_compared_with_another_country_stays_a_concept(question: str, other: str) -> None:
+@pytest.mark.parametrize(
+    ("question", "other", "subject"),
+    [
+        ("中国与印度经济发展比较", "印度", "经济"),
+        ("中国与印度的经济发展比较", "印度", "经济"),
+        ("中国与东盟贸易", "东盟", "贸易"),
+        ("中国与日本老龄化政策比较", "日本", "老龄化政策"),
+        ("中国与日本的老龄化政策对比", "日本", "老龄化政策"),
+        ("中国与俄罗斯能源合作", "俄罗斯", "能源合作"),
+        ("中国和欧盟碳排放交易机制比较", "欧盟", "碳排放交易机制"),
+    ],
+)
+def test_china_compared_with_another_country_keeps_both_as_required_groups(
+    question: str, other: str, subject: str
+) -> None:
+    # the other country is a group of its own (required), never one OR alternative among the aspects,
+    # where 中国 AND 政策 would match any paper on Chinese policy
     groups = _groups(question)
-    assert groups[0] == ["中国"] and other in groups[1], groups
+    assert groups[:2] == [["中国"], [other]] and subject in groups[2] and len(groups) == 3, groups
 
 
 def test_china_compared_among_three_concepts_widens_no_aspects() -> None:
