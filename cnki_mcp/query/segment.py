@@ -593,9 +593,18 @@ def _bounded_quantities(tokens: list[_Token]) -> list[_Token]:
             out[-1] = _Token(out[-1].text + "".join(bound[:n]), boundary_before=out[-1].boundary_before)
             k += n
             continue
-        if t.text in LEAD_BOUNDS and nxt and not nxt.boundary_before and not nxt.latin and quantity(nxt.text):
-            t = _Token(t.text + nxt.text, boundary_before=t.boundary_before)
-            k += 1
+        # the bound, also as the segmenter cut it (不少/于 6个月), and the quantity after it
+        for m in (1, 2):
+            at = tokens[k + 1 : k + m + 1]
+            if (
+                len(at) == m
+                and t.text + "".join(x.text for x in at[:-1]) in LEAD_BOUNDS
+                and not any(x.boundary_before or x.latin for x in at)
+                and quantity(at[-1].text)
+            ):
+                t = _Token(t.text + "".join(x.text for x in at), boundary_before=t.boundary_before)
+                k += m
+                break
         out.append(t)
         k += 1
     following = [*out[1:], None][: len(out)]
@@ -665,7 +674,7 @@ def _runs_of(tokens: list[_Token], context: set[int], other: int | None = None) 
     seen: set[str] = set()
     last_kept = False  # the last non-empty run was kept
     for k, run in enumerate(runs):
-        if not run:
+        if not run or all(w in LEAD_BOUNDS for w in run):  # a bound alone names nothing (超过 的…)
             continue
         keys = [w.casefold() for w in run]
         kept = not set(keys) <= seen

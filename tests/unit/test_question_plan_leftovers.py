@@ -130,3 +130,33 @@ def test_every_aspect_keeps_its_name_under_the_term_cap(question: str, name: str
 def test_a_discipline_before_a_tier_asked_for_is_part_of_the_wish() -> None:
     terms = _terms("我想了解刑事诉讼中认罪认罚从宽制度的实施效果，主要看法学核心期刊")
     assert not any("看法学" in t or "期刊" in t for t in terms), terms
+
+
+@pytest.mark.parametrize(
+    ("question", "bound"),
+    [
+        ("不低于3年的随访研究", "不低于"),
+        ("随访不少于6个月的患者", "不少"),
+        ("不超过5公斤的婴儿", "不超过"),
+        ("收入低于贫困线的家庭", "低于"),
+        ("高于平均水平的企业", "高于"),
+        ("PM2.5浓度超过75微克的天数", "超过"),
+        ("体重低于2500克的新生儿", "低于"),
+        ("不满一周岁婴儿疫苗接种", "不满"),
+    ],
+)
+def test_a_bound_word_is_never_an_alternative_or_a_group(question: str, bound: str) -> None:
+    groups = _groups(question)
+    assert not any(t.startswith(bound) and not any(c.isdigit() for c in t) for g in groups for t in g[1:]), groups
+    assert all(g[0] != bound for g in groups), groups
+
+
+@pytest.mark.parametrize(
+    ("question", "topic"),
+    [
+        ("不满一周岁婴儿疫苗接种", ["不满一周岁婴儿", "婴儿"]),
+        ("体重低于2500克的新生儿", ["体重低于2500克", "体重"]),
+    ],
+)
+def test_a_han_numeral_or_unit_quantity_is_no_alternative(question: str, topic: list[str]) -> None:
+    assert _groups(question)[0] == topic
