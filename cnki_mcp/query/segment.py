@@ -269,7 +269,40 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
         carry = ""
     if carry:
         merged.append(carry)
-    return _compounds(merged)
+    return _compounds(_formulas(merged))
+
+
+# Dosage forms ending a TCM formula's name, and words written before a formula that are no part of it
+_DOSAGE_FORMS = frozenset("丸汤散膏丹")
+_TAKING = _words("服用 口服 内服 外用 外敷 给予 加用 联合 中药 方剂 经方 古方 传统 临床")
+
+
+def _formulas(words: list[str]) -> list[str]:
+    """A formula's name the segmenter cut before its dosage form (补/中/益气汤, 参苓/白术散, 桂枝/茯苓丸,
+    黄连/上清丸) made whole: a name of five characters (four and the form, as most are) ending in a
+    word of two or three characters with the form, pieced together from the Han words before it with
+    no function word (中, 上 inside the name aside) or study word. A two-character word with the form
+    (牡丹, 石膏, 分散, 鸡汤) and a name already whole (六味地黄丸, 逍遥散) are left as they are."""
+    out: list[str] = []
+    for word in words:
+        name = [word]
+        if word[-1] in _DOSAGE_FORMS and len(word) == 3 and HAN_CHAR.match(word):
+            for piece in reversed(out):
+                if (
+                    not HAN_CHAR.match(piece)
+                    or (piece in FUNCTION_WORDS and piece not in _PLACE_SINGLES)
+                    or piece in SOFT_WORDS
+                    or piece in _TAKING
+                ):
+                    break
+                name.insert(0, piece)
+                if sum(map(len, name)) >= 5:
+                    break
+            if sum(map(len, name)) != 5 or name[0] in _PLACE_SINGLES:
+                name = [word]
+        del out[len(out) - len(name) + 1 :]
+        out.append("".join(name))
+    return out
 
 
 # Study words that, written right after a concept word of at most three characters, are the head of

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from cnki_mcp.query.segment import question_concepts
+from tests.planning import CUT
 from tests.planning import planned_groups as _groups
 from tests.planning import planned_terms as _terms
 
@@ -160,3 +162,36 @@ def test_a_bound_word_is_never_an_alternative_or_a_group(question: str, bound: s
 )
 def test_a_han_numeral_or_unit_quantity_is_no_alternative(question: str, topic: list[str]) -> None:
     assert _groups(question)[0] == topic
+
+
+@pytest.mark.parametrize(
+    ("question", "formula"),
+    [
+        ("补中益气汤治疗脾虚", "补中益气汤"),
+        ("参苓白术散治疗溃疡性结肠炎", "参苓白术散"),
+        ("桂枝茯苓丸治疗子宫肌瘤", "桂枝茯苓丸"),
+        ("藿香正气散的药理作用", "藿香正气散"),
+        ("黄连上清丸的质量标准", "黄连上清丸"),
+    ],
+)
+def test_a_formula_cut_before_its_dosage_form_is_one_term(question: str, formula: str) -> None:
+    groups = _groups(question)
+    pieces = {formula[:1], formula[:2], formula[2:], formula[1:]}
+    assert formula in _terms(question) and not pieces & set(_terms(question)), groups
+
+
+@pytest.mark.parametrize(
+    ("question", "term"),
+    [
+        ("分散式风电并网研究", "分散式"),
+        ("扩散模型图像生成", "扩散"),
+        ("牡丹江市旅游发展", "牡丹江市"),
+        ("石膏板隔墙施工", "石膏板"),
+        ("大学生丹麦留学意愿", "丹麦"),
+        ("服用逍遥散治疗抑郁症", "逍遥散"),
+        ("观赏牡丹品种", "牡丹"),
+    ],
+)
+def test_a_word_ending_like_a_dosage_form_is_no_formula(question: str, term: str) -> None:
+    words = question_concepts(question, CUT)  # the words, before a run is written together as a phrase
+    assert term in words, words
