@@ -33,6 +33,7 @@ from pydantic import Field as PydField
 from cnki_mcp.errors import InvalidPlan, QueryUnsupported
 from cnki_mcp.identity import ascii_letters, decode_entities, visible
 from cnki_mcp.query.expr import unquote
+from cnki_mcp.query.quantity import LEAD_BOUNDS
 from cnki_mcp.query.segment import (
     CONTEXT_WORDS,
     HAN_CHAR,
@@ -327,12 +328,12 @@ def _halves(run: list[str]) -> list[list[str]]:
 
 def _run_group(run: list[str]) -> list[str]:
     """A run as one concept: the words as written together, then each word (OR) but a context
-    word or a quantity (中国方案: 中国方案 OR 方案; 60岁以上老年人 OR 老年人; `CONTEXT_WORDS`,
-    `segment.quantity`)."""
+    word, a quantity or a bound (中国方案: 中国方案 OR 方案; 60岁以上老年人 OR 老年人; 收入低于贫困线 OR
+    收入 OR 贫困线; `CONTEXT_WORDS`, `segment.quantity`, `quantity.LEAD_BOUNDS`)."""
     if len(run) == 1:
         return list(run)
     joined = "".join(run) if all(_has_han(w) or quantity(w) for w in run) else " ".join(run)
-    run = [w for w in run if w not in CONTEXT_WORDS and not quantity(w)]
+    run = [w for w in run if w not in CONTEXT_WORDS and not quantity(w) and w not in LEAD_BOUNDS]
     if len(run) >= MAX_TERMS:  # the words that fit, and the last, which names the thing (…晚期胃癌)
         run = [*run[: MAX_TERMS - 2], run[-1]]
     return list(dict.fromkeys([joined, *run]))
@@ -347,12 +348,15 @@ def _sentence_groups(choices: list[list[list[str]]]) -> list[list[str]]:
     if len(choices) == 1 and len(choices[0]) == 1 and len(choices[0][0]) >= 2:
         choices = [[half] for half in _halves(choices[0][0])]
     groups = [list(dict.fromkeys(t for r in runs for t in _run_group(r))) for runs in choices]
+    # 中国 alone as the topic is compared with the concept after it (`segment._compared_with_china`):
+    # 中国 AND 日本 AND 老龄化政策, the other country required too, not one of the aspects
+    china = [groups.pop(0)] if len(groups) > 2 and choices[0] in ([[w]] for w in CONTEXT_WORDS) else []
     if len(groups) > 2:  # each aspect's whole name, the last word of a run cut to fit (…晚期胃癌), then
         aspects = groups[1:]  # the other words in turn: the term cap cuts no aspect away (…脑卒中患者康复)
         lasts = [g[-1] for g in aspects if len(g) >= MAX_TERMS]
         turns = [g[k] for k in range(1, max(map(len, aspects))) for g in aspects if k < len(g)]
         groups = [groups[0], list(dict.fromkeys([*(g[0] for g in aspects), *lasts, *turns]))]
-    return groups
+    return [*china, *groups]
 
 
 def _fit_branches(groups: list[list[str]]) -> list[list[str]]:

@@ -17,7 +17,10 @@ _DEGREES = r"(?:零下|(?<![A-Za-z0-9.])[-−])?\d+(?:\.\d+)?"
 TEMPERATURE_RE = re.compile(rf"((?:{_DEGREES}[ \t]?(?:°C)?[ \t]?[~\-−至到][ \t]?)?{_DEGREES}[ \t]?°C)")
 
 # Measure words of a quantity, the longest first (个月 before 月)
-_MEASURES = "周岁|个月|小时|万元|岁|级|月|年|周|天|日|次|层|倍|人|元"
+_MEASURES = (
+    "周岁|个月|小时|分钟|万元|亿元|万人|微克|毫克|千克|公斤|毫升|平方米|平方公里|公里|千米|厘米|毫米"
+    "|岁|级|月|年|周|天|日|次|层|倍|人|元|克|吨|米"
+)
 _NUMBER = r"\d+(?:\.\d+)?"
 # a range of numbers (3-6岁, 3~6岁 (～ after NFKC), 3至6岁, 3到6个月)
 _RANGE = rf"{_NUMBER}[ \t]?(?:[-~—–]|至|到)[ \t]?{_NUMBER}"
@@ -27,14 +30,16 @@ _PERCENT = rf"(?:{_RANGE}|{_NUMBER})[ \t]?%|百分之[零一二三四五六七�
 # as a number does; the percentage is a token of its own
 QUANTITY_TOKEN_RE = re.compile(rf"({_PERCENT}|{_RANGE}(?=[ \t]?(?:{_MEASURES})))")
 # Bounds written before a quantity (超过60岁, 不满18周岁, 低于5%): part of it, as 以上/以下 after it are
-_LEAD_BOUNDS = "超过|高于|低于|大于|小于|不足|不到|不满|未满|年满|多于|少于"
+_LEAD_BOUNDS = (
+    "不低于|不少于|不超过|不高于|不大于|不小于|不多于|超过|高于|低于|大于|小于|不足|不到|不满|未满|年满|多于|少于"
+)
 LEAD_BOUNDS = frozenset(_LEAD_BOUNDS.split("|"))
 # A quantity written in Han text: a number (or a range) and its measure word (a Chinese numeral only
-# with 级 or 岁: 百年, 十年 are words) or a percentage, with the bound before it and the bound
+# with 级, 岁, 周岁 or 个月: 百年, 十年 are words) or a percentage, with the bound before it and the bound
 # 以上/以下 (及以上) after it that `segment._bounded_quantities` joins to it (60岁, 二级以上,
 # 3个月以下, 60岁及以上, 超过60岁, 3-6岁, 5%)
 _QUANTITY_RE = re.compile(
-    rf"(?:{_LEAD_BOUNDS})?(?:(?:{_RANGE}|{_NUMBER})(?:{_MEASURES})|[一二三四五六七八九十两]+[级岁]|{_PERCENT})"
+    rf"(?:{_LEAD_BOUNDS})?(?:(?:{_RANGE}|{_NUMBER})(?:{_MEASURES})|[一二三四五六七八九十两]+(?:周岁|个月|[级岁])|{_PERCENT})"
     r"(?:及?以[上下])?"
 )
 _PERCENT_RE = re.compile(rf"(?:{_LEAD_BOUNDS})?(?:{_PERCENT})(?:及?以[上下])?")

@@ -43,14 +43,19 @@ Rules (general Chinese usage, no vocabulary taken from any corpus or question se
 
 from __future__ import annotations
 
-import logging
 import re
-import threading
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard
 
+from cnki_mcp.query.jieba_cut import (  # noqa: F401  the server's segmenter, imported from here
+    WARM_DELAY_SECONDS,
+    JiebaSegmenter,
+    default_segmenter,
+    dictionary_pending,
+    warm_in_background,
+    warm_quietly,
+)
 from cnki_mcp.query.latin import (
     ENGLISH_SOFT,
     ENGLISH_STOP,
@@ -264,7 +269,40 @@ def _han_words(run: str, cut: Segmenter) -> list[str]:
         carry = ""
     if carry:
         merged.append(carry)
-    return _compounds(merged)
+    return _compounds(_formulas(merged))
+
+
+# Dosage forms ending a TCM formula's name, and words written before a formula that are no part of it
+_DOSAGE_FORMS = frozenset("丸汤散膏丹")
+_TAKING = _words("服用 口服 内服 外用 外敷 给予 加用 联合 中药 方剂 经方 古方 传统 临床")
+
+
+def _formulas(words: list[str]) -> list[str]:
+    """A formula's name the segmenter cut before its dosage form (补/中/益气汤, 参苓/白术散, 桂枝/茯苓丸,
+    黄连/上清丸) made whole: a name of five characters (four and the form, as most are) ending in a
+    word of two or three characters with the form, pieced together from the Han words before it with
+    no function word (中, 上 inside the name aside) or study word. A two-character word with the form
+    (牡丹, 石膏, 分散, 鸡汤) and a name already whole (六味地黄丸, 逍遥散) are left as they are."""
+    out: list[str] = []
+    for word in words:
+        name = [word]
+        if word[-1] in _DOSAGE_FORMS and len(word) == 3 and HAN_CHAR.match(word):
+            for piece in reversed(out):
+                if (
+                    not HAN_CHAR.match(piece)
+                    or (piece in FUNCTION_WORDS and piece not in _PLACE_SINGLES)
+                    or piece in SOFT_WORDS
+                    or piece in _TAKING
+                ):
+                    break
+                name.insert(0, piece)
+                if sum(map(len, name)) >= 5:
+                    break
+            if sum(map(len, name)) != 5 or name[0] in _PLACE_SINGLES:
+                name = [word]
+        del out[len(out) - len(name) + 1 :]
+        out.append("".join(name))
+    return out
 
 
 # Study words that, written right after a concept word of at most three characters, are the head of
@@ -531,7 +569,8 @@ def _lone_context(tokens: list[_Token], compared_kept: bool = True) -> set[int]:
     (数字经济在中国的发展) or against a Latin name (中国OFDI). Against one (中国方案, 讲好中国故事)
     the word names the concept with it; joined by a conjunction to another one (中国与印度经济比较,
     中国与东盟贸易) it is one of the two things compared and stays (`compared_kept`; `_linked_runs` drops
-    it when it would be one of three concepts and only widen the aspects: 美国和中国的贸易摩擦)."""
+    it when it would be one of three concepts and only widen the aspects, 美国和中国的贸易摩擦, unless
+    the question opens with the comparison: `_compared_with_china`)."""
 
     def concept(k: int, latin: bool = False) -> bool:
         t = tokens[k]
@@ -587,9 +626,18 @@ def _bounded_quantities(tokens: list[_Token]) -> list[_Token]:
             out[-1] = _Token(out[-1].text + "".join(bound[:n]), boundary_before=out[-1].boundary_before)
             k += n
             continue
-        if t.text in LEAD_BOUNDS and nxt and not nxt.boundary_before and not nxt.latin and quantity(nxt.text):
-            t = _Token(t.text + nxt.text, boundary_before=t.boundary_before)
-            k += 1
+        # the bound, also as the segmenter cut it (不少/于 6个月), and the quantity after it
+        for m in (1, 2):
+            at = tokens[k + 1 : k + m + 1]
+            if (
+                len(at) == m
+                and t.text + "".join(x.text for x in at[:-1]) in LEAD_BOUNDS
+                and not any(x.boundary_before or x.latin for x in at)
+                and quantity(at[-1].text)
+            ):
+                t = _Token(t.text + "".join(x.text for x in at), boundary_before=t.boundary_before)
+                k += m
+                break
         out.append(t)
         k += 1
     following = [*out[1:], None][: len(out)]
@@ -612,13 +660,29 @@ def _linked_runs(text: str, cut: Segmenter) -> list[tuple[list[str], bool]]:
     tokens = _bounded_quantities(_tokens(text, cut))
     content = [t for t in tokens if not _is_function(t)]
     strong = any(not _is_soft(t) and t.text not in CONTEXT_WORDS for t in content)
-    out = _runs_of(tokens, _lone_context(tokens) if strong else set())
-    if len(out) > 2 and strong and (fewer := _lone_context(tokens, compared_kept=False)) != _lone_context(tokens):
+    context = _lone_context(tokens) if strong else set()
+    other = _compared_with_china(tokens, context)
+    out = _runs_of(tokens, context, other)
+    if len(out) > 2 and other is None and strong and (fewer := _lone_context(tokens, compared_kept=False)) != context:
         out = _runs_of(tokens, fewer)
     return out
 
 
-def _runs_of(tokens: list[_Token], context: set[int]) -> list[tuple[list[str], bool]]:
+def _compared_with_china(tokens: list[_Token], context: set[int]) -> int | None:
+    """The index of the concept word a question opens by comparing 中国 with (中国与日本老龄化政策比较,
+    中国与印度的经济发展比较: 日本, 印度): both are required concepts, the other country a run of its own
+    (`_runs_of` ends the run after it) and not one alternative among the aspects, so the plan is
+    中国 AND 日本 AND 老龄化政策 (`query/plan.py` `_sentence_groups`). None when 中国 is no such topic."""
+    k = next((i for i, t in enumerate(tokens) if not (_is_function(t) or _is_soft(t))), None)
+    if k is None or k in context or tokens[k].latin or tokens[k].text not in CONTEXT_WORDS or k + 2 >= len(tokens):
+        return None
+    conj, other = tokens[k + 1], tokens[k + 2]
+    if conj.latin or conj.text not in _COMPARING or conj.boundary_before or other.boundary_before:
+        return None
+    return k + 2 if not (_is_function(other) or _is_soft(other) or other.text in CONTEXT_WORDS) else None
+
+
+def _runs_of(tokens: list[_Token], context: set[int], other: int | None = None) -> list[tuple[list[str], bool]]:
     has_strong = any(not _is_soft(t) for t in tokens if not _is_function(t))
     runs: list[list[str]] = [[]]
     alternative: set[int] = set()  # indices of runs written right after 或 that follows a run
@@ -637,13 +701,13 @@ def _runs_of(tokens: list[_Token], context: set[int]) -> list[tuple[list[str], b
         after_or = False
         kept_before = True
         runs[-1].append(t.text)
-        if t.latin:
+        if t.latin or k == other:
             runs.append([])
     out: list[tuple[list[str], bool]] = []
     seen: set[str] = set()
     last_kept = False  # the last non-empty run was kept
     for k, run in enumerate(runs):
-        if not run:
+        if not run or all(w in LEAD_BOUNDS for w in run):  # a bound alone names nothing (超过 的…)
             continue
         keys = [w.casefold() for w in run]
         kept = not set(keys) <= seen
@@ -699,91 +763,3 @@ def merge_to(concepts: Sequence[str], limit: int) -> list[str]:
         k = min(range(len(out) - 1), key=lambda i: (len(out[i]) + len(out[i + 1]), i))
         out[k : k + 2] = [out[k] + out[k + 1]]
     return out
-
-
-class JiebaSegmenter:
-    """jieba's dictionary segmenter, loaded on the first call (never at import), HMM off.
-
-    The prefix dictionary is built in memory from the dictionary jieba ships; jieba's own cache
-    file in the temporary directory is neither read nor written."""
-
-    def __init__(self) -> None:
-        self._tokenizer: Any = None
-        self._lock = threading.Lock()
-
-    def _load(self) -> Any:
-        with self._lock:
-            if self._tokenizer is None:
-                import logging
-
-                import jieba
-
-                logging.getLogger("jieba").setLevel(logging.WARNING)
-                tokenizer = jieba.Tokenizer()
-                with tokenizer.get_dict_file() as f:
-                    tokenizer.FREQ, tokenizer.total = tokenizer.gen_pfdict(f)
-                tokenizer.initialized = True
-                self._tokenizer = tokenizer
-            return self._tokenizer
-
-    @property
-    def loaded(self) -> bool:
-        return self._tokenizer is not None
-
-    def warm(self) -> None:
-        """Load the dictionary now (about 1.4 s of CPU; meant for a worker thread). A cut that
-        comes while it loads waits for it (the lock) instead of loading it a second time."""
-        self._load()
-
-    def __call__(self, text: str) -> list[str]:
-        tokenizer = self._tokenizer or self._load()
-        return [w for w in tokenizer.cut(text, HMM=False) if w]
-
-
-_DEFAULT: list[JiebaSegmenter] = []
-
-
-def default_segmenter() -> JiebaSegmenter:
-    """The process-wide segmenter (created on first use; its dictionary on its first cut)."""
-    if not _DEFAULT:
-        _DEFAULT.append(JiebaSegmenter())
-    return _DEFAULT[0]
-
-
-WARM_DELAY_SECONDS = 2.0
-
-
-def dictionary_pending(segmenter: Segmenter) -> TypeGuard[JiebaSegmenter]:
-    """A cut by `segmenter` would first load its dictionary (about 1 s of CPU): a `JiebaSegmenter`
-    whose dictionary is not loaded yet (any other cut function loads nothing)."""
-    return isinstance(segmenter, JiebaSegmenter) and not segmenter.loaded
-
-
-def warm_quietly(segmenter: JiebaSegmenter) -> bool:
-    """Load `segmenter`'s dictionary now (meant for a worker thread; a load under way is waited for
-    through its lock). A failure is logged at debug level and left to the cut, which loads it again
-    and reports what fails. True when it loaded."""
-    try:
-        segmenter.warm()
-    except Exception:
-        logging.getLogger(__name__).debug("segmenter warm-up failed", exc_info=True)
-        return False
-    return True
-
-
-def warm_in_background(delay: float = WARM_DELAY_SECONDS) -> threading.Timer:
-    """Load the process-wide segmenter's dictionary in a daemon thread `delay` seconds from now
-    (`serve`: a server usually waits for its first search, which then finds the dictionary loaded;
-    the delay keeps the load off the client's handshake and first calls). A search that comes
-    first loads it itself and this one waits on the same lock."""
-
-    def load() -> None:
-        if warm_quietly(default_segmenter()):
-            logging.getLogger(__name__).debug(
-                "segmenter dictionary loaded in the background (%s)", threading.current_thread().name
-            )
-
-    timer = threading.Timer(delay, load)
-    timer.daemon = True
-    timer.start()
-    return timer

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from cnki_mcp.query.segment import question_concepts
+from tests.planning import CUT
 from tests.planning import planned_groups as _groups
 from tests.planning import planned_terms as _terms
 
@@ -50,10 +52,25 @@ def test_a_percentage_written_against_a_name_stays_in_it(question: str, term: st
     assert term in _groups(question)[0], _groups(question)
 
 
-@pytest.mark.parametrize(("question", "other"), [("中国与印度经济发展比较", "印度"), ("中国与东盟贸易", "东盟")])
-def test_china_compared_with_another_country_stays_a_concept(question: str, other: str) -> None:
+@pytest.mark.parametrize(
+    ("question", "other", "subject"),
+    [
+        ("中国与印度经济发展比较", "印度", "经济"),
+        ("中国与印度的经济发展比较", "印度", "经济"),
+        ("中国与东盟贸易", "东盟", "贸易"),
+        ("中国与日本老龄化政策比较", "日本", "老龄化政策"),
+        ("中国与日本的老龄化政策对比", "日本", "老龄化政策"),
+        ("中国与俄罗斯能源合作", "俄罗斯", "能源合作"),
+        ("中国和欧盟碳排放交易机制比较", "欧盟", "碳排放交易机制"),
+    ],
+)
+def test_china_compared_with_another_country_keeps_both_as_required_groups(
+    question: str, other: str, subject: str
+) -> None:
+    # the other country is a group of its own (required), never one OR alternative among the aspects,
+    # where 中国 AND 政策 would match any paper on Chinese policy
     groups = _groups(question)
-    assert groups[0] == ["中国"] and other in groups[1], groups
+    assert groups[:2] == [["中国"], [other]] and subject in groups[2] and len(groups) == 3, groups
 
 
 def test_china_compared_among_three_concepts_widens_no_aspects() -> None:
@@ -115,3 +132,66 @@ def test_every_aspect_keeps_its_name_under_the_term_cap(question: str, name: str
 def test_a_discipline_before_a_tier_asked_for_is_part_of_the_wish() -> None:
     terms = _terms("我想了解刑事诉讼中认罪认罚从宽制度的实施效果，主要看法学核心期刊")
     assert not any("看法学" in t or "期刊" in t for t in terms), terms
+
+
+@pytest.mark.parametrize(
+    ("question", "bound"),
+    [
+        ("不低于3年的随访研究", "不低于"),
+        ("随访不少于6个月的患者", "不少"),
+        ("不超过5公斤的婴儿", "不超过"),
+        ("收入低于贫困线的家庭", "低于"),
+        ("高于平均水平的企业", "高于"),
+        ("PM2.5浓度超过75微克的天数", "超过"),
+        ("体重低于2500克的新生儿", "低于"),
+        ("不满一周岁婴儿疫苗接种", "不满"),
+    ],
+)
+def test_a_bound_word_is_never_an_alternative_or_a_group(question: str, bound: str) -> None:
+    groups = _groups(question)
+    assert not any(t.startswith(bound) and not any(c.isdigit() for c in t) for g in groups for t in g[1:]), groups
+    assert all(g[0] != bound for g in groups), groups
+
+
+@pytest.mark.parametrize(
+    ("question", "topic"),
+    [
+        ("不满一周岁婴儿疫苗接种", ["不满一周岁婴儿", "婴儿"]),
+        ("体重低于2500克的新生儿", ["体重低于2500克", "体重"]),
+    ],
+)
+def test_a_han_numeral_or_unit_quantity_is_no_alternative(question: str, topic: list[str]) -> None:
+    assert _groups(question)[0] == topic
+
+
+@pytest.mark.parametrize(
+    ("question", "formula"),
+    [
+        ("补中益气汤治疗脾虚", "补中益气汤"),
+        ("参苓白术散治疗溃疡性结肠炎", "参苓白术散"),
+        ("桂枝茯苓丸治疗子宫肌瘤", "桂枝茯苓丸"),
+        ("藿香正气散的药理作用", "藿香正气散"),
+        ("黄连上清丸的质量标准", "黄连上清丸"),
+    ],
+)
+def test_a_formula_cut_before_its_dosage_form_is_one_term(question: str, formula: str) -> None:
+    groups = _groups(question)
+    pieces = {formula[:1], formula[:2], formula[2:], formula[1:]}
+    assert formula in _terms(question) and not pieces & set(_terms(question)), groups
+
+
+@pytest.mark.parametrize(
+    ("question", "term"),
+    [
+        ("分散式风电并网研究", "分散式"),
+        ("扩散模型图像生成", "扩散"),
+        ("牡丹江市旅游发展", "牡丹江市"),
+        ("石膏板隔墙施工", "石膏板"),
+        ("大学生丹麦留学意愿", "丹麦"),
+        ("服用逍遥散治疗抑郁症", "逍遥散"),
+        ("观赏牡丹品种", "牡丹"),
+    ],
+)
+def test_a_word_ending_like_a_dosage_form_is_no_formula(question: str, term: str) -> None:
+    words = question_concepts(question, CUT)  # the words, before a run is written together as a phrase
+    assert term in words, words
