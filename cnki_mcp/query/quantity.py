@@ -1,4 +1,4 @@
-"""Quantities and temperatures in a research question (DESIGN.md §Modules, `query/segment.py`).
+"""Quantities, sample counts and temperatures in a research question (DESIGN.md §Modules, `query/segment.py`).
 
 A quantity narrows the concept written after it and is no concept of its own: 60岁以上老年人,
 3-6岁儿童, 超过60岁老年人, 6个月以下婴儿, 5%葡萄糖. A percentage that names nothing after it (超过5%的股权质押,
@@ -16,10 +16,13 @@ from collections.abc import Callable
 _DEGREES = r"(?:零下|(?<![A-Za-z0-9.])[-−])?\d+(?:\.\d+)?"
 TEMPERATURE_RE = re.compile(rf"((?:{_DEGREES}[ \t]?(?:°C)?[ \t]?[~\-−至到][ \t]?)?{_DEGREES}[ \t]?°C)")
 
+# Measure words counting a sample (120例患者, 200名大学生, 3所高校, 20只大鼠): how many were studied,
+# which narrows no concept a search can ask for
+_COUNTS = "例|名|所|家|位|篇|项|只|株"
 # Measure words of a quantity, the longest first (个月 before 月)
 _MEASURES = (
     "周岁|个月|小时|分钟|万元|亿元|万人|微克|毫克|千克|公斤|毫升|平方米|平方公里|公里|千米|厘米|毫米"
-    "|岁|级|月|年|周|天|日|次|层|倍|人|元|克|吨|米"
+    "|岁|级|月|年|周|天|日|次|层|倍|人|元|克|吨|米|" + _COUNTS
 )
 _NUMBER = r"\d+(?:\.\d+)?"
 # a range of numbers (3-6岁, 3~6岁 (～ after NFKC), 3至6岁, 3到6个月)
@@ -42,6 +45,7 @@ _QUANTITY_RE = re.compile(
     rf"(?:{_LEAD_BOUNDS})?(?:(?:{_RANGE}|{_NUMBER})(?:{_MEASURES})|[一二三四五六七八九十两]+(?:周岁|个月|[级岁])|{_PERCENT})"
     r"(?:及?以[上下])?"
 )
+_COUNT_RE = re.compile(rf"(?:{_LEAD_BOUNDS})?(?:{_RANGE}|{_NUMBER})(?:{_COUNTS})(?:及?以[上下])?")
 _PERCENT_RE = re.compile(rf"(?:{_LEAD_BOUNDS})?(?:{_PERCENT})(?:及?以[上下])?")
 _MEASURE_RE = re.compile(_MEASURES)
 BOUNDS = frozenset({"以上", "以下"})
@@ -57,6 +61,12 @@ def percentage(word: str) -> bool:
     """Whether a word is a percentage (5%, 超过70%, 百分之五): a concept only with the word it is
     written against (5%葡萄糖); alone it names nothing."""
     return bool(_PERCENT_RE.fullmatch(word))
+
+
+def sample_count(word: str) -> bool:
+    """Whether a word counts a sample (120例, 200名, 超过100家): no concept, and it narrows none (the
+    name after it is the concept: 120例患者 is 患者)."""
+    return bool(_COUNT_RE.fullmatch(word))
 
 
 def measure_word(number: str, piece: str, cut: Callable[[str], list[str]]) -> str:

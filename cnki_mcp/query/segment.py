@@ -71,6 +71,7 @@ from cnki_mcp.query.quantity import (
     measure_word,
     percentage,
     quantity,
+    sample_count,
 )
 
 Segmenter = Callable[[str], list[str]]
@@ -601,6 +602,9 @@ def _lone_context(tokens: list[_Token], compared_kept: bool = True) -> set[int]:
 _COMPARING = _words("与 和 及 同 跟")
 
 
+_YEAR = re.compile(r"(?:1[89]|20)\d\d年")
+
+
 def _bounded_quantities(tokens: list[_Token]) -> list[_Token]:
     """以上/以下 (and 及以上) written between a quantity and a concept word is part of the name of the
     group it bounds (60岁以上老年人, 二级以上医院, 3个月以下婴儿): joined to the quantity, the run
@@ -641,11 +645,26 @@ def _bounded_quantities(tokens: list[_Token]) -> list[_Token]:
         out.append(t)
         k += 1
     following = [*out[1:], None][: len(out)]
+    preceding = [None, *out[:-1]]
+
+    def against(t: _Token, other: _Token | None) -> bool:  # `other` is a concept word written against `t`
+        return other is not None and not t.boundary_before and not other.latin and _concept_word(other.text)
+
     return [
         _Token(t.text, boundary_before=t.boundary_before, bare=True)
-        if percentage(t.text) and not (nxt and not nxt.boundary_before and not nxt.latin and _concept_word(nxt.text))
+        if (not t.latin and sample_count(t.text))
+        or (percentage(t.text) and not (nxt and not nxt.boundary_before and against(nxt, nxt)))
+        or (
+            # a quantity naming nothing (3年的随访, 10岁以下的儿童): none after it, none it measures
+            # before it (体重低于2500克); a year stays (`2015年前后`, `2021年的违约金调整`)
+            not t.latin
+            and quantity(t.text)
+            and not _YEAR.fullmatch(t.text)
+            and not (nxt and not nxt.boundary_before and against(nxt, nxt))
+            and not against(t, prev)
+        )
         else t
-        for t, nxt in zip(out, following, strict=True)
+        for t, nxt, prev in zip(out, following, preceding, strict=True)
     ]
 
 
