@@ -37,6 +37,17 @@ def load(model: type[M], data: str | bytes | dict[str, Any]) -> M:
             raise exc from None
 
 
+def load_cached(model: type[M], data: str | bytes | dict[str, Any]) -> M | None:
+    """`load` for a cache row (a page read from CNKI and kept to spare a request): None when this
+    release cannot read it (not JSON, not an object, a value of another type), so the row is a
+    miss and CNKI is asked again, whose answer replaces it. Never for the library's own records,
+    where such a value is an error to show, not a page to read again."""
+    try:
+        return load(model, data)
+    except (ValueError, TypeError):  # pydantic's ValidationError is a ValueError
+        return None
+
+
 def known_keys(model: type[BaseModel], data: Any) -> Any:
     """`data` with only the keys `model` declares (by name or alias), recursively through the
     fields whose type is a model, a list, tuple, dict or union of models."""

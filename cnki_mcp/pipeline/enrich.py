@@ -33,6 +33,7 @@ from cnki_mcp.query.compiler import compile_expression, title_lookup_expression
 from cnki_mcp.rank import SourceQuality
 from cnki_mcp.site.backend import GridRequest, SiteBackend
 from cnki_mcp.store import MISMATCH, PRESENT, CachedJournal, Store
+from cnki_mcp.store.db import fresh
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +167,7 @@ def read_in_full(paper: Paper, now: datetime) -> bool:
     """CNKI's full record of `paper` (a detail page or its batch export) was read within
     DETAIL_TTL: its abstract and keywords are known, and a field it lacks, CNKI lacks."""
     return any(
-        seen is not None and now - seen < DETAIL_TTL for seen in (paper.detail_observed_at, paper.export_observed_at)
+        seen is not None and fresh(seen, now, DETAIL_TTL) for seen in (paper.detail_observed_at, paper.export_observed_at)
     )
 
 
@@ -196,7 +197,7 @@ class Enricher:
         stored = self.store.detail_page(ref)
         if stored is None or stored.parser_version != PARSER_VERSION:
             return False
-        return (now or self.clock.now()) - stored.observed_at < DETAIL_TTL
+        return fresh(stored.observed_at, now or self.clock.now(), DETAIL_TTL)
 
     def abstract_read(self, paper: Paper, now: datetime | None = None) -> bool:
         """Abstract and keywords read within DETAIL_TTL: a detail page or CNKI's batch export."""

@@ -50,7 +50,7 @@ from cnki_mcp.query.timephrase import extract_years
 from cnki_mcp.rank import MAX_SELECTED, Ranker, RelevanceRescueRanker
 from cnki_mcp.site.backend import PacingSource, SiteBackend
 from cnki_mcp.store import Store
-from cnki_mcp.stored import load
+from cnki_mcp.stored import load_cached
 
 PAGE_SIZE = 50  # CNKI's largest page: fewest requests per candidate
 
@@ -306,9 +306,9 @@ class ResearchPipeline:
 
     def _from_cache(self, key: str, limit: int) -> SearchSummary | None:
         record = self.store.cached_search(key, self.clock.now())
-        if record is None or record.summary is None:
+        summary = load_cached(SearchSummary, record.summary) if record is not None and record.summary else None
+        if record is None or summary is None:  # none, or a summary this release cannot read: searched again
             return None
-        summary = load(SearchSummary, record.summary)
         page = self.store.search_results(record.search_id, "selected", 0, MAX_SELECTED)
         papers = self.store.papers_by_refs([e.record_ref for e in page.items])
         results = [

@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 
 from cnki_mcp.identity import detail_token
 from cnki_mcp.parse.citations import CitationItem, CitationListPage
-from cnki_mcp.store.db import StoreBase, from_ts, to_ts
-from cnki_mcp.stored import load
+from cnki_mcp.store.db import StoreBase, fresh, from_ts, to_ts
+from cnki_mcp.stored import load, load_cached
 
 # Lists change when new papers cite one; a month matches the detail page reuse (site-rules.md §3.8).
 CITATION_TTL = timedelta(days=30)
@@ -42,9 +42,9 @@ class CitationsMixin(StoreBase):
                 " WHERE paper_key = ? AND kind = ? AND type_code = ? AND start = ?",
                 (paper_key, kind, type_code, start),
             ).fetchone()
-        if row is None or now - from_ts(row[1]) >= CITATION_TTL:
+        if row is None or not fresh(from_ts(row[1]), now, CITATION_TTL):
             return None
-        return load(CitationListPage, row[0])
+        return load_cached(CitationListPage, row[0])
 
     def save_citation_metrics(self, paper_key: str, counts: dict[str, int], observed_at: datetime) -> None:
         with self._write() as conn:
@@ -58,9 +58,12 @@ class CitationsMixin(StoreBase):
             row = conn.execute(
                 "SELECT data, observed_at FROM citation_metrics WHERE paper_key = ?", (paper_key,)
             ).fetchone()
-        if row is None or now - from_ts(row[1]) >= CITATION_TTL:
+        if row is None or not fresh(from_ts(row[1]), now, CITATION_TTL):
             return None
-        return {str(k): int(v) for k, v in json.loads(row[0]).items()}
+        try:
+            return {str(k): int(v) for k, v in json.loads(row[0]).items()}
+        except (ValueError, TypeError, AttributeError):  # not the counts this release keeps: asked again
+            return None
 
     def citation_node(self, paper_key: str) -> CitationItem | None:
         """The last list entry seen for a paper (its title, type and detail link)."""

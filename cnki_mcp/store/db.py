@@ -14,7 +14,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -325,6 +325,14 @@ def to_ts(value: datetime) -> str:
 
 def from_ts(text: str) -> datetime:
     return datetime.fromisoformat(text)
+
+
+def fresh(observed: datetime, now: datetime, kept: timedelta) -> bool:
+    """Whether something kept at `observed` is still answered at `now`: 0 <= age < `kept`, for
+    every TTL'd cache (DESIGN.md "Freshness"). A stamp later than now is stale: the wall clock was
+    ahead when it was kept and has been put right since; trusted, it would last until that time
+    plus `kept`."""
+    return timedelta(0) <= now - observed < kept
 
 
 def acquire_lock(data_dir: Path, timeout: float) -> FileLock:

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 
 from cnki_mcp.identity import source_key as normalise_source
 from cnki_mcp.models import JournalPage
-from cnki_mcp.store.db import StoreBase, from_ts, to_ts
-from cnki_mcp.stored import load
+from cnki_mcp.store.db import StoreBase, fresh, from_ts, to_ts
+from cnki_mcp.stored import load_cached
 
 PRESENT = "present"
 MISMATCH = "mismatch"  # the journal page found was another journal (identity unconfirmed)
@@ -89,15 +89,15 @@ class JournalsMixin(StoreBase):
                     (key,),
                 ).fetchone()
             cached = None
-            if row is not None:
-                page = load(JournalPage, row[1]) if row[1] else None
+            page = load_cached(JournalPage, row[1]) if row is not None and row[1] else None
+            if row is not None and (page is not None or not row[1]):  # a page this release cannot read: a miss
                 cached = CachedJournal(key, row[0], page, from_ts(row[2]), int(row[3]))
             memo[key] = cached
         if cached is None:
             return None
         if parser_version is not None and cached.parser_version != parser_version:
             return None
-        if now - cached.observed_at >= journal_ttl(cached.state):
+        if not fresh(cached.observed_at, now, journal_ttl(cached.state)):
             return None
         return cached
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from cnki_mcp.store.db import StoreBase, from_ts, to_ts
+from cnki_mcp.store.db import StoreBase, fresh, from_ts, to_ts
 
 MissKind = Literal["reference", "link"]
 MISSES_KEPT = timedelta(hours=24)  # the callers' MISS_REUSE
@@ -30,7 +30,7 @@ class MissesMixin(StoreBase):
             return None
         try:
             at = from_ts(row[0])
-            if not timedelta(0) <= now - at < MISSES_KEPT:
+            if not fresh(at, now, MISSES_KEPT):
                 return None
             return at, json.loads(row[1])
         except (ValueError, TypeError):  # not a time or not JSON: asked again, and replaced

@@ -29,7 +29,7 @@ from cnki_mcp.identity import (
 from cnki_mcp.models import DetailPage, ExportRecord, GridRow
 from cnki_mcp.store.db import StoreBase, from_ts, to_ts
 from cnki_mcp.store.library import absorb_texts, index_paper
-from cnki_mcp.stored import load
+from cnki_mcp.stored import load, load_cached
 
 
 def issue_year_differs(paper: Paper, record: ExportRecord) -> bool:
@@ -438,14 +438,17 @@ class PapersMixin(StoreBase):
         return [p for p in papers if token in (detail_token(p.locator), detail_token(p.public_url))]
 
     def detail_page(self, record_ref: str) -> StoredDetail | None:
+        """The stored detail page, or None when there is none or this release cannot read it (a
+        cache row: the next detail read replaces it)."""
         with self._read() as conn:
             ref = _resolve(conn, record_ref)
             row = conn.execute(
                 "SELECT data, locator, observed_at, parser_version FROM details WHERE record_ref = ?", (ref,)
             ).fetchone()
-        if row is None:
+        page = load_cached(DetailPage, row[0]) if row is not None else None
+        if row is None or page is None:
             return None
-        return StoredDetail(ref, load(DetailPage, row[0]), row[1], from_ts(row[2]), int(row[3]))
+        return StoredDetail(ref, page, row[1], from_ts(row[2]), int(row[3]))
 
     def papers_stamp(self) -> tuple[int, int]:
         """Changes whenever a paper is written or merged (by this process, or any commit of

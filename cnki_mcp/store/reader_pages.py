@@ -14,12 +14,10 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from pydantic import ValidationError
-
 from cnki_mcp.models import ReaderPage
-from cnki_mcp.store.db import StoreBase, from_ts, to_ts
+from cnki_mcp.store.db import StoreBase, fresh, from_ts, to_ts
 from cnki_mcp.store.papers import _resolve
-from cnki_mcp.stored import load
+from cnki_mcp.stored import load_cached
 
 # A stored complete body is reused as a stored detail page is (site-rules.md §3.8): read by the
 # current parser version within 30 days.
@@ -94,8 +92,8 @@ def _usable(
     if int(version) != parser_version or text is None or text_sha256(text) != sha:
         return None
     try:
-        if not timedelta(0) <= now - from_ts(observed) < READER_PAGES_KEPT:
+        if not fresh(from_ts(observed), now, READER_PAGES_KEPT):
             return None
-        return load(ReaderPage, {**json.loads(data), "text": text})
-    except (ValueError, TypeError, ValidationError):  # not JSON, not an object, or not a page this release reads
+        return load_cached(ReaderPage, {**json.loads(data), "text": text})
+    except (ValueError, TypeError):  # not a time, not JSON or not an object
         return None
