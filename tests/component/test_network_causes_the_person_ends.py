@@ -19,8 +19,9 @@ from cnki_mcp.settings import Settings
 from cnki_mcp.site.cnki import CnkiSite
 from cnki_mcp.site.human import HumanGate
 from cnki_mcp.site.limiter import Limiter, Priority
+from cnki_mcp.site.navigation import MAX_ATTEMPTS
 from cnki_mcp.site.search_page import navigation_failure
-from cnki_mcp.site.transport import TransportError, transport_unavailable
+from cnki_mcp.site.transport import PageChanged, TransportError, transport_unavailable
 
 # final at once: asked again, they answer the same
 PERSON_ENDS = [
@@ -189,3 +190,32 @@ async def test_a_grid_request_meeting_a_proxy_restart_is_answered_on_the_second_
     tab = WorkTab("net::ERR_PROXY_CONNECTION_FAILED", answer_from=2)
     fetched = await grid_fetch(site, clock, tab)
     assert (fetched.status, tab.asked, host.recovered) == (200, 2, 0)  # was SITE_UNAVAILABLE, retryable false
+
+
+@pytest.mark.parametrize("how", ["grid_fetch", "page_visit"])
+async def test_a_refused_path_met_on_the_last_attempt_keeps_its_network_cause(how: str, tmp_path: Path) -> None:
+    """Three attempts spent on a page that changed under the request, then a proxy restart: the
+    one more ask had no attempt left, so it waited 4 s and the loop ended VERIFICATION_REPEATED,
+    the proxy cause lost. Now it is final at once with its cause."""
+    site, host, clock = a_site(tmp_path)
+    asked: list[float] = []
+
+    async def detach() -> None:
+        return None
+
+    site._detach_loader = detach  # type: ignore[method-assign]
+    failure = "net::ERR_PROXY_CONNECTION_FAILED"
+
+    async def attempt() -> None:
+        asked.append(clock.monotonic())
+        if len(asked) < MAX_ATTEMPTS:
+            raise PageChanged("the search page was replaced")
+        if how == "grid_fetch":
+            raise TransportError(f"TypeError: Failed to fetch ({failure})")
+        raise navigation_failure(PlaywrightError(f"Page.goto: {failure} at https://kns.cnki.net/kns8s/AdvSearch"))
+
+    with pytest.raises(SiteUnavailable) as info:
+        await clock.run_until_complete(site._with_retries(attempt, None, on_transport="recover"))
+    error = info.value
+    assert (error.code, error.retryable, error.details.get("network_cause")) == ("SITE_UNAVAILABLE", False, "proxy_down")
+    assert (len(asked), host.recovered) == (MAX_ATTEMPTS, 0)
