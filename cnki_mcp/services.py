@@ -218,14 +218,18 @@ class Services:
         return self.identities.last
 
     def logged_in(self) -> None:
-        """An observed identity gained a login or an institution (`IdentityMemory.on_access`): the
-        bodies read before it without that access are not paged on (`ReadingService.forget_incomplete`)."""
+        """An observed identity gained a login or an institution, the `login` tool ended with one,
+        or a login step cleared (`IdentityMemory.on_access`): the bodies read before it without
+        that access are not paged on (`ReadingService.forget_incomplete`)."""
         forget = getattr(self._reading, "forget_incomplete", None)  # not built yet, or a test's fake
         if forget is not None:
             forget()
 
-    def remember_identity(self, identity: HeaderIdentity) -> ObservedIdentity:
-        """`identity` dated by `identity.observed_at` (when its page was loaded), else now."""
+    def remember_identity(self, identity: HeaderIdentity, *, login: bool = False) -> ObservedIdentity:
+        """`identity` dated by `identity.observed_at` (when its page was loaded), else now; `login`:
+        what the `login` tool ended with (`IdentityMemory.logged_in`)."""
+        if login:
+            return self.identities.logged_in(identity, identity.observed_at)
         return self.identities.observed(identity, identity.observed_at)
 
     # --- teardown ---------------------------------------------------------------------
