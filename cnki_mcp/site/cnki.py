@@ -258,7 +258,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                     raise _PageChanged("the search page was replaced while this request waited")
                 async with self._limiter.slot(budget=op, priority=priority) as started:
                     # the in-page fetch aborts itself at 30 s; the bound covers a page that never answers
-                    with FetchFailures(page, url) as failures:
+                    with FetchFailures(page, url, body) as failures:
                         data: dict[str, Any] = await bounded(
                             page.evaluate(FETCH_JS, args), CALL_SECONDS, "grid fetch"
                         )

@@ -97,8 +97,8 @@ GRID_URL = "https://kns.cnki.net/kns8s/brief/grid"
 
 
 class Failed:
-    def __init__(self, url: str, failure: str) -> None:
-        self.url, self.failure = url, failure
+    def __init__(self, url: str, failure: str, post_data: str | None = None) -> None:
+        self.url, self.failure, self.post_data = url, failure, post_data
 
 
 class WorkTab:
@@ -111,6 +111,7 @@ class WorkTab:
         self.failure, self.answer_from = failure, answer_from
         self.listeners: list[Callable[[Any], None]] = []
         self.asked = 0
+        self.others: list[str] = []
 
     def is_closed(self) -> bool:
         return False
@@ -127,7 +128,9 @@ class WorkTab:
         if self.answer_from and self.asked >= self.answer_from:
             return {"status": 200, "url": args["url"], "text": "<html>grid</html>"}
         for listener in list(self.listeners):
-            listener(Failed(args["url"], self.failure))
+            listener(Failed(args["url"], self.failure, args["body"]))
+            for other in self.others:  # another request in the tab, to the same URL, fails after it
+                listener(Failed(args["url"], other, "a=2"))
         return {"error": "TypeError: Failed to fetch", "status": 0}
 
 
@@ -225,3 +228,25 @@ async def test_a_refused_path_met_on_the_last_attempt_keeps_its_network_cause(ho
     error = info.value
     assert (error.code, error.retryable, error.details.get("network_cause")) == ("SITE_UNAVAILABLE", False, "proxy_down")
     assert (len(asked), host.recovered) == (MAX_ATTEMPTS, 0)
+
+
+@pytest.mark.parametrize(
+    ("own", "other", "cause", "retryable"),
+    [
+        ("net::ERR_CONNECTION_RESET", "net::ERR_PROXY_CONNECTION_FAILED", "connection", True),
+        ("net::ERR_PROXY_AUTH_REQUESTED", "net::ERR_ABORTED", "proxy_auth", False),
+    ],
+)
+async def test_a_grid_request_is_not_given_another_requests_failure_to_the_same_url(
+    own: str, other: str, cause: str, retryable: bool, tmp_path: Path
+) -> None:
+    """Every channel's grid pages and the export batches POST the one URL from the one work tab:
+    the failure named was the last one to that URL, another request's (a reset reported as the
+    proxy down, final; a sibling aborted by its own timeout naming no cause)."""
+    site, _host, clock = a_site(tmp_path)
+    tab = WorkTab(own)
+    tab.others = [other]
+    with pytest.raises(TransportError) as info:
+        await clock.run_until_complete(site._page_fetch(tab, GRID_URL, "a=1", None, Priority.CHAIN))  # type: ignore[arg-type]
+    error = transport_unavailable(info.value)
+    assert (error.details.get("network_cause"), error.retryable) == (cause, retryable)
