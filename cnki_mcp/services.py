@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -129,6 +130,9 @@ class Services:
         directory. `backend` replaces CnkiSite (tests); the browser host is built either way
         and never started here."""
         clock = clock or SystemClock()
+        # the one fallback: the browser launched with this environment and diagnostics' route
+        # judged from it (diagnostics read an empty one while the browser had the proxy variables)
+        environ = os.environ if environ is None else environ
         store = Store.open(settings.data_dir, clock)
         try:
             limiter = Limiter(clock, settings.request_interval_ms / 1000.0, settings.max_inflight)
