@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -129,6 +130,9 @@ class Services:
         directory. `backend` replaces CnkiSite (tests); the browser host is built either way
         and never started here."""
         clock = clock or SystemClock()
+        # the one fallback: the browser launched with this environment and diagnostics' route
+        # judged from it (diagnostics read an empty one while the browser had the proxy variables)
+        environ = os.environ if environ is None else environ
         store = Store.open(settings.data_dir, clock)
         try:
             limiter = Limiter(clock, settings.request_interval_ms / 1000.0, settings.max_inflight)
@@ -218,14 +222,18 @@ class Services:
         return self.identities.last
 
     def logged_in(self) -> None:
-        """An observed identity gained a login or an institution (`IdentityMemory.on_access`): the
-        bodies read before it without that access are not paged on (`ReadingService.forget_incomplete`)."""
+        """An observed identity gained a login or an institution, the `login` tool ended with one,
+        or a login step cleared (`IdentityMemory.on_access`): the bodies read before it without
+        that access are not paged on (`ReadingService.forget_incomplete`)."""
         forget = getattr(self._reading, "forget_incomplete", None)  # not built yet, or a test's fake
         if forget is not None:
             forget()
 
-    def remember_identity(self, identity: HeaderIdentity) -> ObservedIdentity:
-        """`identity` dated by `identity.observed_at` (when its page was loaded), else now."""
+    def remember_identity(self, identity: HeaderIdentity, *, login: bool = False) -> ObservedIdentity:
+        """`identity` dated by `identity.observed_at` (when its page was loaded), else now; `login`:
+        what the `login` tool ended with (`IdentityMemory.logged_in`)."""
+        if login:
+            return self.identities.logged_in(identity, identity.observed_at)
         return self.identities.observed(identity, identity.observed_at)
 
     # --- teardown ---------------------------------------------------------------------

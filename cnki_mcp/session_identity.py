@@ -45,16 +45,33 @@ class IdentityMemory:
     def observed(self, identity: HeaderIdentity, at: _dt.datetime | None = None) -> ObservedIdentity:
         """`identity` as a page showed it; `at`: when that page was loaded (default now). An
         observation older than the one kept does not replace it."""
+        return self._observe(identity, at)[0]
+
+    def _observe(self, identity: HeaderIdentity, at: _dt.datetime | None) -> tuple[ObservedIdentity, bool]:
+        """`observed`, and whether `on_access` was called."""
         now = self._clock.now()
         at = at or now
         age = max(0.0, (now - at).total_seconds())  # how long ago the page was loaded
         seen = ObservedIdentity(identity, at, seen=self._clock.monotonic() - age)
         if self.last is not None and seen.seen < self.last.seen:
-            return self.last
+            return self.last, False
         gained = _gains_access(self.last.identity if self.last is not None else None, identity)
         self.last = seen
-        if gained and self.on_access is not None:
-            self.on_access()
+        return seen, gained and self._access()
+
+    def _access(self) -> bool:
+        if self.on_access is None:
+            return False
+        self.on_access()
+        return True
+
+    def logged_in(self, identity: HeaderIdentity, at: _dt.datetime | None = None) -> ObservedIdentity:
+        """`observed` for what the `login` tool ended with: a login or an institution in it is a
+        login, even when the identity kept already showed that access (it can be stale: CNKI's
+        session expired since, and reads do not report identity), so `on_access` is called."""
+        seen, called = self._observe(identity, at)
+        if not called and (identity.personal is IdentityKind.AUTHENTICATED or identity.institutions):
+            self._access()
         return seen
 
     def login_wall(self) -> ObservedIdentity:
@@ -68,11 +85,15 @@ class IdentityMemory:
         """A person got past a login page some operation met (the step cleared): the login wall
         noted when it opened no longer says who is logged in. `identity`: what a tab loaded since
         showed, else nothing is known until the next observation (session_status said "not
-        logged in" after the person had logged in for a download)."""
+        logged in" after the person had logged in for a download). The person logged in, so
+        `on_access` is called even when no tab showed it or the identity kept already said so."""
+        called = False
         if identity is not None:
-            self.observed(identity, identity.observed_at)
+            called = self._observe(identity, identity.observed_at)[1]
         elif self.last is not None and self.last.evidence == "login_wall":
             self.last = None
+        if not called:
+            self._access()
 
 
 def _gains_access(before: HeaderIdentity | None, after: HeaderIdentity) -> bool:

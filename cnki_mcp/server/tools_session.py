@@ -105,7 +105,9 @@ def register(server: CnkiServer) -> None:
                 identity = await do_login(op, remote_access_url=url, force=force)
             else:  # a backend without a login flow: report who we are
                 identity = await backend.identity(op)
-            observed = services.remember_identity(identity)  # a login gained: the reader's trial bodies go
+            # a login or an institution: the reader's trial bodies go, even when the identity kept
+            # (perhaps stale: CNKI's session expired since) already showed that access
+            observed = services.remember_identity(identity, login=True)
             return IdentityView.of(observed.identity, observed.observed_at, observed.evidence)
 
         record = await start_operation(

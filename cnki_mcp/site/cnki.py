@@ -258,7 +258,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                     raise _PageChanged("the search page was replaced while this request waited")
                 async with self._limiter.slot(budget=op, priority=priority) as started:
                     # the in-page fetch aborts itself at 30 s; the bound covers a page that never answers
-                    with FetchFailures(page, url) as failures:
+                    with FetchFailures(page, url, body) as failures:
                         data: dict[str, Any] = await bounded(
                             page.evaluate(FETCH_JS, args), CALL_SECONDS, "grid fetch"
                         )
@@ -360,8 +360,9 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                 if not (refused := transport_unavailable(exc)).retryable:
                     # the proxy down, TLS under a captive portal...: no new browser, and no second
                     # request reaches CNKI before the person changes the network (`unreachable`),
-                    # but one a few seconds later when it may clear (a proxy app restarting)
-                    if cleared_once or not may_clear(refused):
+                    # but one a few seconds later when it may clear (a proxy app restarting) and
+                    # an attempt is left for it (else the loop's end said VERIFICATION_REPEATED)
+                    if cleared_once or number == MAX_ATTEMPTS or not may_clear(refused):
                         raise refused from exc
                     cleared_once = True
                     await self._wait_to_clear(refused)
@@ -398,7 +399,7 @@ class CnkiSite(ResourceLoading, CitationFetching, PersonSteps, SearchPage):
                     returned[need.returns_to] = back
             except (RateLimited, SiteUnavailable) as exc:
                 if not exc.retryable:
-                    if cleared_once or not may_clear(exc):
+                    if cleared_once or number == MAX_ATTEMPTS or not may_clear(exc):
                         raise  # the network path refused (`network_path_refused`): asked again, it answers the same
                     cleared_once = True
                     await self._wait_to_clear(exc)

@@ -90,13 +90,14 @@ _NET_CAUSES: tuple[tuple[tuple[str, ...], str, str], ...] = (
 PERSON_ENDS_CAUSES = frozenset({"proxy_down", "proxy_upstream", "proxy_auth", "proxy_invalid", "tls", "clock", "blocked"})
 # ... but these net errors of theirs also clear within seconds: a proxy app restarting (its port
 # closed for about a second), a proxy node failing one CONNECT, a TLS handshake reset on a flaky
-# link. `CnkiSite._with_retries` asks once more, a few seconds later, before one is final. A proxy
-# wanting a login, an unusable proxy setting, a certificate refused (a captive portal, an
-# inspecting proxy, the clock) and a firewall answer the same every time.
-MAY_CLEAR_NET_ERRORS = (
+# link or a record corrupted on it. `CnkiSite._with_retries` asks once more, a few seconds later,
+# before one is final. A proxy wanting a login, an unusable proxy setting, a certificate refused (a
+# captive portal, an inspecting proxy, the clock), a firewall and the other TLS errors (no common
+# version or cipher, a client certificate wanted, a pinned key missing) answer the same every time.
+MAY_CLEAR_NET_ERRORS = frozenset({
     "net::ERR_PROXY_CONNECTION_FAILED", "net::ERR_TUNNEL_CONNECTION_FAILED", "net::ERR_SOCKS_CONNECTION_FAILED",
-    "net::ERR_SOCKS_CONNECTION_HOST_UNREACHABLE", "net::ERR_SSL_",
-)  # fmt: skip
+    "net::ERR_SOCKS_CONNECTION_HOST_UNREACHABLE", "net::ERR_SSL_PROTOCOL_ERROR", "net::ERR_SSL_BAD_RECORD_MAC_ALERT",
+})  # fmt: skip
 
 
 def unreachable(what: str, known: tuple[str, str, str], *, lead: str = "", **details: Any) -> SiteUnavailable:
@@ -113,7 +114,7 @@ def may_clear(error: CnkiError) -> bool:
     """A refused network path (`unreachable`) whose net error can clear within seconds
     (MAY_CLEAR_NET_ERRORS): worth one more request a few seconds later."""
     net = error.details.get("net_error")
-    return not error.retryable and isinstance(net, str) and net.startswith(MAY_CLEAR_NET_ERRORS)
+    return not error.retryable and isinstance(net, str) and net in MAY_CLEAR_NET_ERRORS
 
 
 def network_cause(text: str) -> tuple[str, str, str] | None:
@@ -130,13 +131,15 @@ def network_cause(text: str) -> tuple[str, str, str] | None:
     return None
 
 
-# ... and, for an order CNKI could charge for (`download_outcomes.NetFailed.unsent`), the failures of
-# the proxy and of the TLS handshake: they too come before the request leaves (the proxy refused it
-# or reached no server, the certificate was refused, no TLS was agreed).
+# ... and, for an order CNKI could charge for (`download_outcomes.NetFailed.unsent`), the failures
+# that come before the request leaves: the proxy refused it or reached no server, the certificate was
+# refused, no TLS version or cipher was agreed, the firewall refused the socket. Not
+# ERR_SSL_PROTOCOL_ERROR or another TLS record error: Chromium also raises them for a record read
+# after the request was written (a reused keep-alive connection to the order host, TLS False
+# Start), so whether CNKI took the order is unknown (docs/site-rules.md §2.7).
 _UNSENT_BEFORE_REQUEST = (
     "net::ERR_PROXY_", "net::ERR_TUNNEL_CONNECTION_FAILED", "net::ERR_SOCKS_", "net::ERR_NO_SUPPORTED_PROXIES",
-    "net::ERR_CERT_", "net::ERR_SSL_PROTOCOL_ERROR", "net::ERR_SSL_VERSION_OR_CIPHER_MISMATCH",
-    "net::ERR_NETWORK_ACCESS_DENIED",
+    "net::ERR_CERT_", "net::ERR_SSL_VERSION_OR_CIPHER_MISMATCH", "net::ERR_NETWORK_ACCESS_DENIED",
 )  # fmt: skip
 
 

@@ -61,16 +61,20 @@ class FetchFailures:
     """The net error of an in-page fetch (page_scripts.FETCH_JS): its own error says only
     `TypeError: Failed to fetch`; the page's `requestfailed` event for the request names why
     (`net::ERR_PROXY_CONNECTION_FAILED`), before the evaluate returns. Used as `with
-    FetchFailures(page, url) as failures:` around the evaluate; `named(error)` is the fetch's error
-    with that net error, for `transport_unavailable` to find its cause."""
+    FetchFailures(page, url, body) as failures:` around the evaluate; `named(error)` is the fetch's
+    error with that net error, for `transport_unavailable` to find its cause. A request is known by
+    its URL and its POST body: the grid pages of every channel and the export batches run in the
+    one work tab and POST the same URL, with bodies that differ (page, channel, batch); by the URL
+    alone a fetch took another's failure (a reset reported as the proxy down, final)."""
 
-    def __init__(self, page: Page, url: str) -> None:
+    def __init__(self, page: Page, url: str, body: str) -> None:
         self._page = page
         self._url = url
+        self._body = body
         self._seen: list[str] = []
 
     def _on_failed(self, request: Request) -> None:
-        if request.url == self._url and request.failure:
+        if request.url == self._url and request.failure and request.post_data == self._body:
             self._seen.append(request.failure)
 
     def __enter__(self) -> FetchFailures:
@@ -82,7 +86,7 @@ class FetchFailures:
             self._page.remove_listener("requestfailed", self._on_failed)
 
     def named(self, error: str) -> str:
-        # another request to the same URL in flight (a grid page of another channel) fails alike
+        # the same request asked twice at once (one grid page of one channel) fails alike
         return f"{error} ({self._seen[-1]})" if self._seen else error
 
 

@@ -5,15 +5,19 @@ complete text whose SHA-256 is the one the page was read with: a text cut at `MA
 replaced, or gone from the store (the newest `TEXTS_KEPT` stay) is a miss, and the reader is
 opened again. So is a page read by another parser version, one outside `READER_PAGES_KEPT` (or
 stamped later than now: the wall clock was ahead when it was kept), and one this release's models
-cannot read; such a row is deleted when it is asked for."""
+cannot read; such a row is deleted when it is asked for (a store that cannot write then keeps
+it: a miss all the same)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from cnki_mcp.errors import CnkiError
 from cnki_mcp.models import ReaderPage
 from cnki_mcp.store.db import StoreBase, fresh, from_ts, to_ts
 from cnki_mcp.store.papers import _resolve
@@ -22,6 +26,8 @@ from cnki_mcp.stored import load_cached
 # A stored complete body is reused as a stored detail page is (site-rules.md §3.8): read by the
 # current parser version within 30 days.
 READER_PAGES_KEPT = timedelta(days=30)
+
+log = logging.getLogger(__name__)
 
 
 def text_sha256(text: str) -> str:
@@ -74,12 +80,17 @@ class ReaderPagesMixin(StoreBase):
         data, sha, version, observed, text = row
         page = _usable(data, sha, version, observed, text, now, parser_version)
         if page is None:
-            with self._write() as conn:
-                # only the row judged: a page another process kept meanwhile stays
-                conn.execute(
-                    "DELETE FROM reader_pages WHERE record_ref = ? AND observed_at = ? AND sha256 = ?",
-                    (ref, observed, sha),
-                )
+            try:
+                with self._write() as conn:
+                    # only the row judged: a page another process kept meanwhile stays
+                    conn.execute(
+                        "DELETE FROM reader_pages WHERE record_ref = ? AND observed_at = ? AND sha256 = ?",
+                        (ref, observed, sha),
+                    )
+            except (CnkiError, sqlite3.Error) as exc:
+                # a read-only or full disk, a database locked: a miss all the same (it made the read
+                # DATA_DIRECTORY_UNUSABLE / DATABASE_UNUSABLE); the next save or ask deletes the row
+                log.warning("stale reader page not deleted: %s", exc)
             return None
         return StoredReaderPage(page, from_ts(observed), int(version))
 
@@ -89,9 +100,9 @@ def _usable(
 ) -> ReaderPage | None:
     """The page a row holds, or None: version and age are judged before the data is read, so a row
     of another version is never handed to this release's models."""
-    if int(version) != parser_version or text is None or text_sha256(text) != sha:
-        return None
     try:
+        if int(version) != parser_version or text is None or text_sha256(text) != sha:
+            return None
         if not fresh(from_ts(observed), now, READER_PAGES_KEPT):
             return None
         return load_cached(ReaderPage, {**json.loads(data), "text": text})

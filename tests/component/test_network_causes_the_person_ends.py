@@ -19,8 +19,9 @@ from cnki_mcp.settings import Settings
 from cnki_mcp.site.cnki import CnkiSite
 from cnki_mcp.site.human import HumanGate
 from cnki_mcp.site.limiter import Limiter, Priority
+from cnki_mcp.site.navigation import MAX_ATTEMPTS
 from cnki_mcp.site.search_page import navigation_failure
-from cnki_mcp.site.transport import TransportError, transport_unavailable
+from cnki_mcp.site.transport import PageChanged, TransportError, transport_unavailable
 
 # final at once: asked again, they answer the same
 PERSON_ENDS = [
@@ -29,6 +30,11 @@ PERSON_ENDS = [
     ("net::ERR_CERT_AUTHORITY_INVALID", "tls"),
     ("net::ERR_CERT_DATE_INVALID", "clock"),
     ("net::ERR_NETWORK_ACCESS_DENIED", "blocked"),
+    # TLS errors that never clear in 4 s: were asked once more, a request and 4 s spent
+    ("net::ERR_SSL_VERSION_OR_CIPHER_MISMATCH", "tls"),
+    ("net::ERR_SSL_CLIENT_AUTH_CERT_NEEDED", "tls"),
+    ("net::ERR_SSL_PINNED_KEY_NOT_IN_CERT_CHAIN", "tls"),
+    ("net::ERR_SSL_OBSOLETE_VERSION_OR_CIPHER", "tls"),
 ]
 # final too, but they can clear within seconds (a proxy app restarting, a proxy node failing one
 # CONNECT, a TLS handshake reset on a flaky link): asked once more a few seconds later first
@@ -37,6 +43,7 @@ MAY_CLEAR = [
     ("net::ERR_TUNNEL_CONNECTION_FAILED", "proxy_upstream"),  # the proxy is up: was proxy_down, "启动代理"
     ("net::ERR_SOCKS_CONNECTION_FAILED", "proxy_upstream"),
     ("net::ERR_SSL_PROTOCOL_ERROR", "tls"),
+    ("net::ERR_SSL_BAD_RECORD_MAC_ALERT", "tls"),
 ]
 PASSES_BY_ITSELF = [
     ("net::ERR_NAME_NOT_RESOLVED", "dns"),
@@ -90,8 +97,8 @@ GRID_URL = "https://kns.cnki.net/kns8s/brief/grid"
 
 
 class Failed:
-    def __init__(self, url: str, failure: str) -> None:
-        self.url, self.failure = url, failure
+    def __init__(self, url: str, failure: str, post_data: str | None = None) -> None:
+        self.url, self.failure, self.post_data = url, failure, post_data
 
 
 class WorkTab:
@@ -104,6 +111,7 @@ class WorkTab:
         self.failure, self.answer_from = failure, answer_from
         self.listeners: list[Callable[[Any], None]] = []
         self.asked = 0
+        self.others: list[str] = []
 
     def is_closed(self) -> bool:
         return False
@@ -120,7 +128,9 @@ class WorkTab:
         if self.answer_from and self.asked >= self.answer_from:
             return {"status": 200, "url": args["url"], "text": "<html>grid</html>"}
         for listener in list(self.listeners):
-            listener(Failed(args["url"], self.failure))
+            listener(Failed(args["url"], self.failure, args["body"]))
+            for other in self.others:  # another request in the tab, to the same URL, fails after it
+                listener(Failed(args["url"], other, "a=2"))
         return {"error": "TypeError: Failed to fetch", "status": 0}
 
 
@@ -189,3 +199,54 @@ async def test_a_grid_request_meeting_a_proxy_restart_is_answered_on_the_second_
     tab = WorkTab("net::ERR_PROXY_CONNECTION_FAILED", answer_from=2)
     fetched = await grid_fetch(site, clock, tab)
     assert (fetched.status, tab.asked, host.recovered) == (200, 2, 0)  # was SITE_UNAVAILABLE, retryable false
+
+
+@pytest.mark.parametrize("how", ["grid_fetch", "page_visit"])
+async def test_a_refused_path_met_on_the_last_attempt_keeps_its_network_cause(how: str, tmp_path: Path) -> None:
+    """Three attempts spent on a page that changed under the request, then a proxy restart: the
+    one more ask had no attempt left, so it waited 4 s and the loop ended VERIFICATION_REPEATED,
+    the proxy cause lost. Now it is final at once with its cause."""
+    site, host, clock = a_site(tmp_path)
+    asked: list[float] = []
+
+    async def detach() -> None:
+        return None
+
+    site._detach_loader = detach  # type: ignore[method-assign]
+    failure = "net::ERR_PROXY_CONNECTION_FAILED"
+
+    async def attempt() -> None:
+        asked.append(clock.monotonic())
+        if len(asked) < MAX_ATTEMPTS:
+            raise PageChanged("the search page was replaced")
+        if how == "grid_fetch":
+            raise TransportError(f"TypeError: Failed to fetch ({failure})")
+        raise navigation_failure(PlaywrightError(f"Page.goto: {failure} at https://kns.cnki.net/kns8s/AdvSearch"))
+
+    with pytest.raises(SiteUnavailable) as info:
+        await clock.run_until_complete(site._with_retries(attempt, None, on_transport="recover"))
+    error = info.value
+    assert (error.code, error.retryable, error.details.get("network_cause")) == ("SITE_UNAVAILABLE", False, "proxy_down")
+    assert (len(asked), host.recovered) == (MAX_ATTEMPTS, 0)
+
+
+@pytest.mark.parametrize(
+    ("own", "other", "cause", "retryable"),
+    [
+        ("net::ERR_CONNECTION_RESET", "net::ERR_PROXY_CONNECTION_FAILED", "connection", True),
+        ("net::ERR_PROXY_AUTH_REQUESTED", "net::ERR_ABORTED", "proxy_auth", False),
+    ],
+)
+async def test_a_grid_request_is_not_given_another_requests_failure_to_the_same_url(
+    own: str, other: str, cause: str, retryable: bool, tmp_path: Path
+) -> None:
+    """Every channel's grid pages and the export batches POST the one URL from the one work tab:
+    the failure named was the last one to that URL, another request's (a reset reported as the
+    proxy down, final; a sibling aborted by its own timeout naming no cause)."""
+    site, _host, clock = a_site(tmp_path)
+    tab = WorkTab(own)
+    tab.others = [other]
+    with pytest.raises(TransportError) as info:
+        await clock.run_until_complete(site._page_fetch(tab, GRID_URL, "a=1", None, Priority.CHAIN))  # type: ignore[arg-type]
+    error = transport_unavailable(info.value)
+    assert (error.details.get("network_cause"), error.retryable) == (cause, retryable)

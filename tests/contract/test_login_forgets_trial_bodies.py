@@ -38,3 +38,27 @@ async def test_a_login_has_the_reader_forget_the_trial_bodies_read_before_it(tmp
         data = await completed_data(client, "login", {})  # the fake site shows an institution
     assert data["result"]["institution"] == "observed"
     assert reading.forgotten == 1
+
+
+async def test_a_login_forgets_the_trial_bodies_though_session_status_had_seen_that_access(tmp_path: Path) -> None:
+    """session_status saw the access, then CNKI's session expired and a read kept a trial body
+    (reads report no identity): the login showed no gain over the identity kept, and the trial
+    body went on being paged for up to 30 minutes."""
+    h = Harness(tmp_path / "data", inline_wait=5.0)
+    reading = Reading()
+
+    def opener() -> Services:
+        services = Services.open(
+            h.settings, clock=h.clock, backend=h.backend, pipeline_factory=lambda _s: h.pipeline,
+            reading_factory=lambda _s: reading,
+        )  # fmt: skip
+        assert services.reading is reading
+        h.services = services
+        return services
+
+    async with Client(build_server(opener)) as client:
+        status = await client.call_tool("session_status", {"refresh": True})
+        assert not status.is_error
+        seen = reading.forgotten
+        await completed_data(client, "login", {})
+    assert reading.forgotten == seen + 1  # was seen: no login forgot them

@@ -87,27 +87,54 @@ def subject_pages(log: list[LogEntry]) -> list[tuple[int, str, list[str]]]:
 HOLD_CAP_S = 300.0  # only a product that never sends what the hold waits for meets it
 
 
-def hold_page(sim: SimServer, page: int, until: Callable[[list[LogEntry]], bool]) -> None:
+class PageHold:
     """The simulator answers any grid page `page` only once its request log satisfies `until`
     (checked as each request is logged; at most HOLD_CAP_S): what the product sends meanwhile
-    is asked before that page has answered, however slow the machine. Installed after reset()."""
-    schedule, log = sim.app.state.schedule, sim.log
-    changed = threading.Condition()
-    answer, add = schedule.hold_answer, log.add
+    is asked before that page has answered, however slow the machine. Installed after reset(),
+    removed by `remove` (a held answer goes out at once: a test failing mid-search left a handler
+    thread waiting up to HOLD_CAP_S, and the patched simulator, for the module's other tests)."""
 
-    def logged(entry: LogEntry) -> None:
-        add(entry)
-        with changed:
-            changed.notify_all()
+    def __init__(self, page: int, until: Callable[[list[LogEntry]], bool]) -> None:
+        self.page, self.until = page, until
+        self.capped = False  # a wait ended by HOLD_CAP_S, not by `until`
+        self._changed = threading.Condition()
+        self._removed = False
+        self._restore: Callable[[], None] = lambda: None
 
-    def held(path: str, form: dict[str, str] | None, spent: float) -> float:
-        if path.startswith(GRID) and (form or {}).get("pageNum") == str(page):
-            with changed:
-                changed.wait_for(lambda: until(without_captures(log.entries())), HOLD_CAP_S)
-        return answer(path, form, spent)
+    def install(self, sim: SimServer) -> None:
+        schedule, log = sim.app.state.schedule, sim.log
+        answer, add = schedule.hold_answer, log.add
 
-    log.add = logged  # type: ignore[method-assign]
-    schedule.hold_answer = held  # type: ignore[method-assign]
+        def logged(entry: LogEntry) -> None:
+            add(entry)
+            with self._changed:
+                self._changed.notify_all()
+
+        def held(path: str, form: dict[str, str] | None, spent: float) -> float:
+            if path.startswith(GRID) and (form or {}).get("pageNum") == str(self.page):
+                with self._changed:
+                    met = self._changed.wait_for(
+                        lambda: self._removed or self.until(without_captures(log.entries())), HOLD_CAP_S
+                    )
+                    self.capped = self.capped or not met
+            return answer(path, form, spent)
+
+        def restore() -> None:
+            del log.add, schedule.hold_answer  # the instance attributes: the class's methods again
+
+        log.add = logged  # type: ignore[method-assign]
+        schedule.hold_answer = held  # type: ignore[method-assign]
+        self._restore = restore
+
+    def remove(self) -> None:
+        with self._changed:
+            self._removed = True
+            self._changed.notify_all()
+        self._restore()
+        self._restore = lambda: None
+
+    def said(self) -> str:
+        return f"page {self.page}'s hold reached its {HOLD_CAP_S:.0f} s cap" if self.capped else ""
 
 
 async def searched_with_depth(
@@ -116,7 +143,7 @@ async def searched_with_depth(
     browser: str,
     interval_ms: int,
     grid_ms: int = GRID_MS,
-    hold: Callable[[SimServer], None] | None = None,
+    hold: PageHold | None = None,
 ) -> tuple[list[LogEntry], tuple[int, int]]:
     """The growth question at 1,000 candidates through a stdio server whose limiter spaces request
     starts by `interval_ms`, grid pages answering in `grid_ms` (`hold`: installs a hold on the
@@ -126,13 +153,17 @@ async def searched_with_depth(
     sim.set_scenario({"latency": [{"path": GRID, "ms": grid_ms}]})
     sim.reset()
     if hold is not None:
-        hold(sim)
-    env = serve_env(data_dir, sim.origin, browser, CNKI_REQUEST_INTERVAL_MS=str(interval_ms))
-    server = await StdioServer(env, data_dir.parent).start()
+        hold.install(sim)
     try:
-        record = await server.finish(await server.call("search", SEARCH))
+        env = serve_env(data_dir, sim.origin, browser, CNKI_REQUEST_INTERVAL_MS=str(interval_ms))
+        server = await StdioServer(env, data_dir.parent).start()
+        try:
+            record = await server.finish(await server.call("search", SEARCH))
+        finally:
+            await server.stop()
     finally:
-        await server.stop()
+        if hold is not None:
+            hold.remove()
     assert record["status"] == "completed", record["errors"]
     assert record["result"]["candidate_count"] >= 1000
     store = Store.open(data_dir, SystemClock())
@@ -175,11 +206,11 @@ async def test_a_top_spread_over_many_journals_is_snapshot_early_and_again_sixte
     # a quiet machine and up to ~20 s after it under the suite's load (CI, stop 42; stop 43:
     # the first export itself after 11 pages had landed). The hold makes nothing depend on time:
     # a build without `middle_pages` sends no such export while page 18 waits
+    hold = PageHold(18, lambda log: bool(read_later(log, len(log))))
     log, (depth, level) = await searched_with_depth(
-        diverse_sim, tmp_path / "diverse", browser_executable, 300, grid_ms=900,
-        hold=lambda sim: hold_page(sim, 18, lambda log: bool(read_later(log, len(log)))),
-    )  # fmt: skip
-    assert depth > 16 and level <= 3, (depth, level)
+        diverse_sim, tmp_path / "diverse", browser_executable, 300, grid_ms=900, hold=hold
+    )
+    assert depth > 16 and level <= 3, (depth, level, hold.said())
     # `middle_pages`: once at most 16 levels remain (level 4 of 20), another snapshot reads what
     # the pages since the first snapshot brought (it was taken at level max(level, 20 - depth),
     # at most 3). A paper listed only on q1's pages from page 4 on (on no other channel's page,
@@ -187,7 +218,7 @@ async def test_a_top_spread_over_many_journals_is_snapshot_early_and_again_sixte
     # closing snapshot (2 levels before the end) cannot be: it waits for that answer
     page_18 = subject_pages(log)[17][0]
     margins = [round(log[i].t - answered(log, page_18), 2) for i, _ in exports(log)]
-    assert read_later(log, page_18), margins
+    assert read_later(log, page_18), (margins, hold.said())
 
 
 def answered(log: list[LogEntry], i: int) -> float:

@@ -46,9 +46,15 @@ def test_refusal_words_count_only_in_the_pages_first_300_characters() -> None:
         (FILE, "net::ERR_CONNECTION_REFUSED", False),  # the order was taken before the file host
         # the proxy or the TLS handshake failed: the order never left (was 是否已计费未知)
         (ORDER, "net::ERR_CERT_AUTHORITY_INVALID", True),
-        (ORDER, "net::ERR_SSL_PROTOCOL_ERROR", True),
+        (ORDER, "net::ERR_SSL_VERSION_OR_CIPHER_MISMATCH", True),
         (ORDER, "net::ERR_TUNNEL_CONNECTION_FAILED", True),
         (ORDER, "net::ERR_PROXY_AUTH_REQUESTED", True),
+        (ORDER, "net::ERR_NO_SUPPORTED_PROXIES", True),
+        (ORDER, "net::ERR_NETWORK_ACCESS_DENIED", True),
+        # also a TLS read error after the order was written (a reused keep-alive connection to the
+        # order host, TLS False Start): was 订单没有发出 and clicked again, a double charge possible
+        (ORDER, "net::ERR_SSL_PROTOCOL_ERROR", False),
+        (ORDER, "net::ERR_SSL_BAD_RECORD_MAC_ALERT", False),
         (FILE, "net::ERR_CERT_AUTHORITY_INVALID", False),
     ],
 )

@@ -65,3 +65,56 @@ async def test_a_login_in_another_operations_step_has_the_reader_forget_its_tria
         assert reading.forgotten == 1  # was 0: only the login tool's own login forgot them
     finally:
         await services.close()
+
+
+async def a_services(tmp_path: Path, reading: Reading) -> Services:
+    services = Services.open(Settings(data_dir=tmp_path), clock=FakeClock(), backend=object(),  # type: ignore[arg-type]
+                             reading_factory=lambda _s: reading)  # fmt: skip
+    assert services.reading is reading
+    return services
+
+
+@pytest.mark.parametrize(("ended", "forgotten"), [(PERSON, 1), (INSTITUTION, 1), (GUEST, 0)])
+async def test_the_login_tool_ending_logged_in_forgets_the_trial_bodies_though_the_kept_identity_said_so(
+    tmp_path: Path, ended: HeaderIdentity, forgotten: int
+) -> None:
+    """session_status saw a login, then CNKI's session expired and a read kept a trial body (reads
+    do not report identity): the `login` tool's login was no gain over the stale identity kept, and
+    the trial body went on being paged for up to 30 minutes."""
+    reading = Reading()
+    services = await a_services(tmp_path, reading)
+    try:
+        services.remember_identity(PERSON.model_copy(update={"institutions": ["某大学"]}))
+        reading.forgotten = 0
+        services.remember_identity(ended, login=True)
+        assert reading.forgotten == forgotten  # was 0 for a login
+    finally:
+        await services.close()
+
+
+@pytest.mark.parametrize("kept", [None, PERSON])
+async def test_a_login_step_that_cleared_forgets_the_trial_bodies_with_no_tab_shown_since(
+    tmp_path: Path, kept: HeaderIdentity | None
+) -> None:
+    reading = Reading()
+    services = await a_services(tmp_path, reading)
+    try:
+        if kept is not None:
+            services.identities.observed(kept)
+        services.identities.login_wall()  # a read met CNKI's login page
+        reading.forgotten = 0
+        services.identities.login_step_over(None)  # the person logged in; no CNKI tab loaded since
+        assert reading.forgotten == 1  # was 0
+    finally:
+        await services.close()
+
+
+async def test_a_login_step_seen_to_gain_access_forgets_once(tmp_path: Path) -> None:
+    reading = Reading()
+    services = await a_services(tmp_path, reading)
+    try:
+        services.identities.login_wall()
+        services.identities.login_step_over(PERSON)
+        assert reading.forgotten == 1
+    finally:
+        await services.close()
