@@ -10,12 +10,14 @@ fails, again without the keys the model (and every model nested in it) does not 
 from __future__ import annotations
 
 import json
+import logging
 import types
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
+log = logging.getLogger(__name__)
 
 
 def load(model: type[M], data: str | bytes | dict[str, Any]) -> M:
@@ -44,7 +46,10 @@ def load_cached(model: type[M], data: str | bytes | dict[str, Any]) -> M | None:
     where such a value is an error to show, not a page to read again."""
     try:
         return load(model, data)
-    except (ValueError, TypeError):  # pydantic's ValidationError is a ValueError
+    except ValidationError as exc:  # also what text that is not JSON at all gives
+        # only the model's own refusal: a TypeError or another error is a bug to show, not a row to
+        # read again on every call (each a CNKI request)
+        log.warning("stored %s not read by this release, asked again: %s", model.__name__, exc.errors()[:1])
         return None
 
 

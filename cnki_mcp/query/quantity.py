@@ -18,7 +18,7 @@ TEMPERATURE_RE = re.compile(rf"((?:{_DEGREES}[ \t]?(?:°C)?[ \t]?[~\-−至到][
 
 # Measure words counting a sample (120例患者, 200名大学生, 3所高校, 20只大鼠): how many were studied,
 # which narrows no concept a search can ask for
-_COUNTS = "例|名|所|家|位|篇|项|只|株"
+_COUNTS = "例|名|所|家|篇|项|只|株"
 # Measure words of a quantity, the longest first (个月 before 月)
 _MEASURES = (
     "周岁|个月|小时|分钟|万元|亿元|万人|微克|毫克|千克|公斤|毫升|平方米|平方公里|公里|千米|厘米|毫米"

@@ -135,7 +135,7 @@ _PREPOSITIONS = _words("对 在 从 把 被 向 将")
 _GREEK = "\u0391-\u03a9\u03b1-\u03c9"
 _LATIN_WORD = rf"[A-Za-z0-9{_GREEK}][A-Za-z0-9{_GREEK}]*(?:[-+./_#&][A-Za-z0-9+#{_GREEK}]*)*\+*"
 # 第 and a number (Arabic or Roman) with its measure word are one term (第585条, 第2类, 第II类, 第5代)
-_ORDINAL = r"第(?:\d+|[IVX]+)[条款章节项篇类代次批届轮]"
+_ORDINAL = r"第(?:\d+|[IVX]+)[条款章节项篇类代次批届轮名位例]"
 _LATIN_RE = re.compile(rf"{_ORDINAL}|{_LATIN_WORD}(?:[ \t]+{_LATIN_WORD})*")
 # one Han character (CJK ideographs: Ext. A, URO, compatibility, Ext. B onwards)
 HAN_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from cnki_mcp.identity import detail_token
 from cnki_mcp.parse.citations import CitationItem, CitationListPage
 from cnki_mcp.store.db import StoreBase, fresh, from_ts, to_ts
-from cnki_mcp.stored import load, load_cached
+from cnki_mcp.stored import load_cached
 
 # Lists change when new papers cite one; a month matches the detail page reuse (site-rules.md §3.8).
 CITATION_TTL = timedelta(days=30)
@@ -69,7 +69,7 @@ class CitationsMixin(StoreBase):
         """The last list entry seen for a paper (its title, type and detail link)."""
         with self._read() as conn:
             row = conn.execute("SELECT data FROM citation_nodes WHERE paper_key = ?", (paper_key,)).fetchone()
-        return load(CitationItem, row[0]) if row else None
+        return load_cached(CitationItem, row[0]) if row else None
 
     def save_citation_node(self, item: CitationItem, observed_at: datetime) -> None:
         with self._write() as conn:
@@ -86,5 +86,5 @@ class CitationsMixin(StoreBase):
         probe = max(re.findall(r"[A-Za-z0-9]+", token), key=len, default="")
         with self._read() as conn:
             rows = conn.execute("SELECT data FROM citation_nodes WHERE data LIKE ?", (f"%{probe}%",)).fetchall()
-        items = [load(CitationItem, r[0]) for r in rows]
+        items = [i for r in rows if (i := load_cached(CitationItem, r[0])) is not None]
         return [i for i in items if detail_token(i.detail_url) == token]

@@ -119,3 +119,14 @@ async def test_a_cached_search_whose_summary_this_release_cannot_read_is_searche
     with store._write() as conn:
         conn.execute("""UPDATE searches SET summary = json_set(summary, '$.results', 'x') WHERE summary IS NOT NULL""")
     assert pipe.cached(search_input(), PLAN) is None
+
+
+def test_a_kept_citation_entry_this_release_cannot_read_is_no_entry(store: Store, clock: FakeClock) -> None:
+    # get_references / get_citing / citation_graph look entries up by key and by detail token: an
+    # entry written by another release with a value of another type was an uncoded internal error
+    item = CitationItem(title="甲", filename="A1", detail_url=URL)
+    store.save_citation_node(item, clock.now())
+    assert store.citation_node(item.key) == item
+    _retype(store, "citation_nodes", "$.title", "[1]")
+    assert store.citation_node(item.key) is None
+    assert store.citation_nodes_by_detail_token("TOKEN1") == []

@@ -40,6 +40,12 @@ def test_a_count_before_a_long_name_leaves_the_name_its_alternatives() -> None:
         ("985高校学生就业", ["985高校学生"]),
         ("2型糖尿病患者的健康教育", ["2型糖尿病患者", "2型糖尿病", "患者"]),
         ("5G网络切片技术", ["5G"]),
+        # an ordinal is one term (第7次), never a count with a lone 第 left as the topic
+        ("第5名选手的得分", ["第5名"]),
+        ("第2例患者的护理", ["第2例"]),
+        # 位 after a number is mostly a width that is part of the name
+        ("32位处理器", ["32位处理器"]),
+        ("64位操作系统设计", ["64位操作系统"]),
         # words that begin with a count's measure word
         ("名人效应", ["名人效应"]),
         ("家庭教育", ["家庭教育"]),
