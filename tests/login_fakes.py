@@ -30,6 +30,18 @@ class HostChores:
         return []
 
 
+class TabChores:
+    """A fake tab's open/closed state (`closed`, a field of the tab's dataclass)."""
+
+    closed: bool
+
+    def is_closed(self) -> bool:
+        return self.closed
+
+    async def close(self) -> None:
+        self.closed = True
+
+
 class NoLimit:
     """A limiter that never waits."""
 

@@ -21,7 +21,7 @@ from cnki_mcp.site.human import HumanGate
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.login import LoginFlow
 from cnki_mcp.site.pages import LOAD_STATE_JS
-from tests.login_fakes import HostChores, NoLimit
+from tests.login_fakes import HostChores, NoLimit, TabChores
 
 ENDPOINTS = Endpoints(Settings(data_dir=Path("unused")))
 LOGIN = "https://login.cnki.net/login/?ReturnURL=https://kns.cnki.net/kns8s/AdvSearch"
@@ -46,7 +46,7 @@ def header(name: str | None) -> str:
 
 
 @dataclass
-class Tab:
+class Tab(TabChores):
     """A tab the person moves: `moves` = [(fake monotonic second, url, account shown)]; each move
     loads a new document (its timeOrigin is that second, in ms on the browser's clock)."""
 
@@ -84,11 +84,6 @@ class Tab:
         drawn = self.clock.monotonic() >= at + self.late.get(at, 0.0)
         return header(name if drawn else None)
 
-    def is_closed(self) -> bool:
-        return self.closed
-
-    async def close(self) -> None:
-        self.closed = True
 
 
 @dataclass

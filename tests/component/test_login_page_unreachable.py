@@ -20,13 +20,13 @@ from cnki_mcp.site.endpoints import Endpoints
 from cnki_mcp.site.human import HumanGate
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.login import LoginFlow
-from tests.login_fakes import HostChores, NoLimit
+from tests.login_fakes import HostChores, NoLimit, TabChores
 
 ENDPOINTS = Endpoints(Settings(data_dir=Path("unused")))
 
 
 @dataclass
-class Tab:
+class Tab(TabChores):
     failure: str
     closed: bool = False
 
@@ -38,11 +38,6 @@ class Tab:
     async def evaluate(self, _script: str, *_args: Any) -> Any:
         return None
 
-    def is_closed(self) -> bool:
-        return self.closed
-
-    async def close(self) -> None:
-        self.closed = True
 
 
 @dataclass

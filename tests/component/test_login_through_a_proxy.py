@@ -20,7 +20,7 @@ from cnki_mcp.site.endpoints import Endpoints
 from cnki_mcp.site.human import HumanGate
 from cnki_mcp.site.limiter import Limiter
 from cnki_mcp.site.login import LoginFlow
-from tests.login_fakes import HostChores, NoLimit
+from tests.login_fakes import HostChores, NoLimit, TabChores
 
 ENDPOINTS = Endpoints(Settings(data_dir=Path("unused")))
 WEBVPN = "https://webvpn.example.edu.cn/https/77726476706e69737468656265737421fbf952d2243e635930068cb8/kns8s/AdvSearch"
@@ -47,7 +47,7 @@ def test_a_cnki_page_under_a_proxy_host_is_told_from_cnki_and_identity_providers
 
 
 @dataclass
-class Tab:
+class Tab(TabChores):
     """A tab the person moves: at `moves_at` (fake monotonic time) it goes to `then`."""
 
     clock: FakeClock
@@ -72,11 +72,6 @@ class Tab:
     async def content(self) -> str:
         return "<html><body><div class='ecp_header_login_area'>登录</div></body></html>"
 
-    def is_closed(self) -> bool:
-        return self.closed
-
-    async def close(self) -> None:
-        self.closed = True
 
 
 @dataclass
