@@ -14,9 +14,12 @@ if [ -n "${CI:-}" ] || [ "${CNKI_PEERS:-0}" = "1" ]; then
   export CNKI_PEERS=1
 fi
 ./scripts/check_dist.sh  # lock matches pyproject, wheel/sdist pass twine, clean locked install runs
-# Two worker processes (CI has 2 cores): each is its own pytest session with its own browser and
-# simulator; --dist loadfile keeps a module's tests (and its module-scoped fixtures) on one worker.
-# CNKI_TEST_WORKERS=0 runs in one process.
+# Three worker processes on CI's 2 cores: the browser, end-to-end and peers tests wait mostly on
+# Chromium, the simulated latencies and the public tools' own sleeps, and a third worker fills the
+# core they leave idle (docs/DESIGN.md §Test suite: 594 s with two, 482 s and 472 s with three).
+# Each is its own pytest session with its own browser and simulator; --dist loadfile keeps a
+# module's tests (and its module-scoped fixtures) on one worker. CNKI_TEST_WORKERS=0 runs in one
+# process.
 # The tests' files (tmp_path: data directories with their SQLite stores, browser profiles) go to a
 # RAM disk where there is one (/dev/shm with at least 8 GB free; CNKI_TEST_TMP names another
 # directory, CNKI_TEST_TMP= none; docs/DESIGN.md §Test suite): the stores fsync every commit
@@ -32,4 +35,4 @@ if [ -n "${CNKI_TEST_TMP:-}" ]; then
   export TMPDIR
   trap 'rm -rf "$TMPDIR"' EXIT
 fi
-.venv/bin/python -m pytest -q -n "${CNKI_TEST_WORKERS:-2}" --dist loadfile "$@"
+.venv/bin/python -m pytest -q -n "${CNKI_TEST_WORKERS:-3}" --dist loadfile "$@"
