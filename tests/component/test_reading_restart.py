@@ -57,6 +57,13 @@ def stored_paper(store: Store, clock: FakeClock) -> str:
     return paper.record_ref
 
 
+async def read_once(store: Store, clock: FakeClock, reader: Reader) -> str:
+    """The stored paper, read once by this process's service (the reader's page kept)."""
+    ref = stored_paper(store, clock)
+    await ReadingService(store, reader, clock).read(ref)
+    return ref
+
+
 async def restarted(data: Path, clock: FakeClock, reader: Reader, ref: str, **kw: Any) -> str:
     """The source of a read by a new process's service on the same data directory."""
     with Store.open(data, clock) as store:
@@ -90,8 +97,7 @@ async def test_a_stored_body_is_reused_for_30_days_by_the_same_parser_version(
     data = tmp_path / "data"
     reader = Reader(body())
     with Store.open(data, clock) as store:
-        ref = stored_paper(store, clock)
-        await ReadingService(store, reader, clock).read(ref)
+        ref = await read_once(store, clock, reader)
     await clock.advance(29 * 24 * 3600)
     assert await restarted(data, clock, reader, ref) == "cache"
     with monkeypatch.context() as patch:  # a parser that extracts otherwise now
@@ -116,8 +122,7 @@ async def test_a_body_the_store_cannot_give_back_whole_is_read_again_after_a_res
     data = tmp_path / "data"
     reader = Reader(kept)
     with Store.open(data, clock) as store:
-        ref = stored_paper(store, clock)
-        await ReadingService(store, reader, clock).read(ref)
+        ref = await read_once(store, clock, reader)
     assert await restarted(data, clock, reader, ref) == "reader"
     assert reader.visits == 2
 
@@ -129,8 +134,7 @@ async def test_a_stored_page_whose_text_was_replaced_is_not_paged_over_the_new_t
     data = tmp_path / "data"
     reader = Reader(body())
     with Store.open(data, clock) as store:
-        ref = stored_paper(store, clock)
-        await ReadingService(store, reader, clock).read(ref)
+        ref = await read_once(store, clock, reader)
         store.save_fulltext(ref, "html", "另一版本的正文。" * 50, clock.now())
     assert await restarted(data, clock, reader, ref) == "reader"
     assert reader.visits == 2
@@ -156,8 +160,7 @@ async def test_a_stored_page_this_release_cannot_read_is_a_miss_and_is_replaced(
     data = tmp_path / "data"
     reader = Reader(body())
     with Store.open(data, clock) as store:
-        ref = stored_paper(store, clock)
-        await ReadingService(store, reader, clock).read(ref)
+        ref = await read_once(store, clock, reader)
         with store._read() as conn:
             [(stored,)] = conn.execute("SELECT data FROM reader_pages").fetchall()
         _rewrite_page(store, ref, json.dumps(kept(json.loads(stored))), reading_service.PARSER_VERSION - versions_back)
@@ -173,8 +176,7 @@ async def test_a_page_stamped_by_a_clock_that_was_ahead_is_not_reused_once_the_c
     reader = Reader(body())
     ahead = FakeClock(wall=clock.now() + timedelta(days=20))
     with Store.open(data, ahead) as store:
-        ref = stored_paper(store, ahead)
-        await ReadingService(store, reader, ahead).read(ref)
+        ref = await read_once(store, ahead, reader)
     assert await restarted(data, clock, reader, ref) == "reader"
     assert await restarted(data, clock, reader, ref) == "cache"  # kept again with the right time
     with Store.open(data, clock) as store, store._read() as conn:

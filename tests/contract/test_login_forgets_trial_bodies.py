@@ -4,6 +4,7 @@ without that access, they were paged on for up to 30 minutes after the login."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from mcp import Client
@@ -21,20 +22,27 @@ class Reading:
         self.forgotten += 1
 
 
-async def test_a_login_has_the_reader_forget_the_trial_bodies_read_before_it(tmp_path: Path) -> None:
-    h = Harness(tmp_path / "data", inline_wait=5.0)
-    reading = Reading()
+def opener(h: Harness, reading: Reading) -> Callable[[], Services]:
+    """The harness's services with `reading` as the reader (a read_online_html call before the
+    login built it)."""
 
-    def opener() -> Services:
+    def open_services() -> Services:
         services = Services.open(
             h.settings, clock=h.clock, backend=h.backend, pipeline_factory=lambda _s: h.pipeline,
             reading_factory=lambda _s: reading,
         )  # fmt: skip
-        assert services.reading is reading  # a read_online_html call before the login built it
+        assert services.reading is reading
         h.services = services
         return services
 
-    async with Client(build_server(opener)) as client:
+    return open_services
+
+
+async def test_a_login_has_the_reader_forget_the_trial_bodies_read_before_it(tmp_path: Path) -> None:
+    h = Harness(tmp_path / "data", inline_wait=5.0)
+    reading = Reading()
+
+    async with Client(build_server(opener(h, reading))) as client:
         data = await completed_data(client, "login", {})  # the fake site shows an institution
     assert data["result"]["institution"] == "observed"
     assert reading.forgotten == 1
@@ -47,16 +55,7 @@ async def test_a_login_forgets_the_trial_bodies_though_session_status_had_seen_t
     h = Harness(tmp_path / "data", inline_wait=5.0)
     reading = Reading()
 
-    def opener() -> Services:
-        services = Services.open(
-            h.settings, clock=h.clock, backend=h.backend, pipeline_factory=lambda _s: h.pipeline,
-            reading_factory=lambda _s: reading,
-        )  # fmt: skip
-        assert services.reading is reading
-        h.services = services
-        return services
-
-    async with Client(build_server(opener)) as client:
+    async with Client(build_server(opener(h, reading))) as client:
         status = await client.call_tool("session_status", {"refresh": True})
         assert not status.is_error
         seen = reading.forgotten
